@@ -74,7 +74,9 @@
 
 /* ==== 1. PUBLIC API ==== */  /* >>api */
 
-#if defined(MLSTACK_STATIC)
+#if defined(MLSTACK_STATIC) && defined(__GNUC__)
+#define MLSTACK_API static __attribute__((unused))
+#elif defined(MLSTACK_STATIC)
 #define MLSTACK_API static
 #elif defined(MLSTACK_SHARED) && defined(__GNUC__)
 #define MLSTACK_API extern __attribute__((visibility("default")))
