@@ -127,7 +127,9 @@ typedef enum mlstack_dtype {
     MLSTACK_DTYPE_U8 = 4,
     MLSTACK_DTYPE_I32 = 5,
     MLSTACK_DTYPE_I64 = 6,
-    MLSTACK_DTYPE_COUNT_ = 7
+    MLSTACK_DTYPE_Q8_0 = 7, /* blocks of 32: f16 scale + 32 int8 (made at load) */
+    MLSTACK_DTYPE_Q4_0 = 8, /* blocks of 32: f16 scale + 16 bytes of 4-bit values (made at load) */
+    MLSTACK_DTYPE_COUNT_ = 9
 } mlstack_dtype;
 
 /* A read-only view of one tensor in a mapped file. Row-major:
@@ -154,9 +156,13 @@ typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
 
 /* Model descriptor. Zero-initialise, then set path. Defaults:
      path      (required) a Hugging Face model folder
+     quant     0: projection weights used as stored (F32/F16/BF16, no copy);
+               MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_0: quantized at load (rows whose length is
+               not a multiple of 32 stay as stored); embeddings always stay as stored
      log       NULL: silent */
 typedef struct mlstack_model_desc {
     const char *path;
+    mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_0: quantize at load */
     mlstack_log_fn log;
     void *log_user;
 } mlstack_model_desc;
@@ -208,13 +214,16 @@ MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
      kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences
-     max_batch_tokens  0: 512 rows per internal forward chunk */
+     max_batch_tokens  0: 512 rows per internal forward chunk
+     isa               NULL: the best kernels this CPU runs, capped by the environment variable
+                       MLSTACK_ISA if set; "scalar", "avx2" or "avx512": at most that path */
 typedef struct mlstack_engine_desc {
     int n_threads;
     uint64_t kv_mem;
     int kv_page_tokens;
     int max_seqs;
     int max_batch_tokens;
+    const char *isa;
 } mlstack_engine_desc;
 
 /* One row of a batch: token `token` of sequence `seq` at position `pos`. Positions of a
@@ -230,6 +239,10 @@ typedef struct mlstack_batch_row {
 MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
                                                mlstack_engine **out, mlstack_error *err);
 MLSTACK_API void mlstack_engine_free(mlstack_engine *engine);
+/* Name of the kernel path the engine selected ("scalar", "avx2", "avx512+vnni", ...). */
+MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *engine);
+/* One line: kernel paths compiled in and CPU features found. */
+MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap);
 /* Text of the engine's most recent failure ("" if none). Lives until the next call. */
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *engine);
 MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *engine, int32_t *seq);
@@ -512,6 +525,64 @@ static int mlstack__cpu_count(void) {
     return n > 0 ? (int)(n > 256 ? 256 : n) : 1;
 #else
     return 1;
+#endif
+}
+
+/* CPU features, read once: cpuid for what the chip has, xgetbv for what the OS saves on a
+   context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state). */
+typedef struct mlstack__cpu {
+    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, neon, neon_dot;
+} mlstack__cpu;
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define MLSTACK__X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+static uint64_t mlstack__xgetbv(void) {
+    uint32_t lo, hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+static void mlstack__cpu_detect(mlstack__cpu *c) {
+    memset(c, 0, sizeof *c);
+#if defined(MLSTACK__X86)
+    {
+        unsigned a, b, cx, d, max = __get_cpuid_max(0, NULL);
+        uint64_t xcr0 = 0;
+        int os_avx = 0, os_avx512 = 0;
+        if (max < 1) return;
+        __cpuid_count(1, 0, a, b, cx, d);
+        if (cx & (1u << 27)) { /* OSXSAVE: xgetbv is usable */
+            xcr0 = mlstack__xgetbv();
+            os_avx = (xcr0 & 6) == 6;
+            os_avx512 = os_avx && (xcr0 & 0xE0) == 0xE0;
+        }
+        c->fma = os_avx && (cx & (1u << 12));
+        c->f16c = os_avx && (cx & (1u << 29));
+        if (max >= 7) {
+            __cpuid_count(7, 0, a, b, cx, d);
+            c->avx2 = os_avx && (b & (1u << 5));
+            c->avx512f = os_avx512 && (b & (1u << 16));
+            c->avx512dq = os_avx512 && (b & (1u << 17));
+            c->avx512bw = os_avx512 && (b & (1u << 30));
+            c->avx512vl = os_avx512 && (b & (1u << 31));
+            c->avx512vnni = os_avx512 && (cx & (1u << 11));
+            __cpuid_count(7, 1, a, b, cx, d);
+            c->avx512bf16 = os_avx512 && (a & (1u << 5));
+        }
+        (void)d;
+    }
+#elif defined(__aarch64__)
+    c->neon = 1; /* baseline on AArch64 */
+#if defined(__linux__)
+    {
+        /* hwcaps without <sys/auxv.h> dependencies beyond getauxval */
+        extern unsigned long getauxval(unsigned long);
+        c->neon_dot = (getauxval(16 /* AT_HWCAP */) & (1ul << 20 /* HWCAP_ASIMDDP */)) != 0;
+    }
+#endif
 #endif
 }
 
@@ -1090,8 +1161,11 @@ typedef struct mlstack__st {
     int n_tensors;
 } mlstack__st;
 
-static const char *const mlstack__dtype_names[MLSTACK_DTYPE_COUNT_] = {"F32", "F16", "BF16", "I8", "U8", "I32", "I64"};
-static const int mlstack__dtype_sizes[MLSTACK_DTYPE_COUNT_] = {4, 2, 2, 1, 1, 4, 8};
+/* Names as safetensors writes them; the first MLSTACK__FILE_DTYPES can appear in files. */
+#define MLSTACK__FILE_DTYPES 7
+static const char *const mlstack__dtype_names[MLSTACK_DTYPE_COUNT_] = {"F32", "F16", "BF16", "I8",  "U8",
+                                                                       "I32", "I64", "Q8_0", "Q4_0"};
+static const int mlstack__dtype_sizes[MLSTACK__FILE_DTYPES] = {4, 2, 2, 1, 1, 4, 8};
 
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype) {
     return (unsigned)dtype < MLSTACK_DTYPE_COUNT_ ? mlstack__dtype_names[dtype] : "?";
@@ -1173,9 +1247,9 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
         x->file = file_index;
         if (!dt || dt->type != MLSTACK__JSON_STRING)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: missing string field \"dtype\"", what, t->key);
-        for (k = 0; k < MLSTACK_DTYPE_COUNT_; k++)
+        for (k = 0; k < MLSTACK__FILE_DTYPES; k++)
             if (mlstack__json_is_str(dt, mlstack__dtype_names[k])) break;
-        if (k == MLSTACK_DTYPE_COUNT_)
+        if (k == MLSTACK__FILE_DTYPES)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: tensor %s: unknown dtype \"%s\" (expected F32, F16, BF16, I8, U8, I32 or I64)",
                                  what, t->key, dt->str);
@@ -1476,6 +1550,110 @@ static void mlstack__to_f32(mlstack_dtype dtype, const void *src, float *dst, si
     }
 }
 
+/* Weight formats. The first three are file dtypes used as stored; the block formats are made
+   at load (section 16) from any of them:
+     Q8_0: blocks of 32 weights: f16 scale d, 32 int8 q;        w = d * q
+     Q4_0: blocks of 32 weights: f16 scale d, 16 bytes of nibbles; w = d * (nibble - 8),
+           element j < 16 in the low nibble of byte j, element j + 16 in its high nibble.
+   Activations meet quantized weights as Q8 blocks with an f32 scale (mlstack__q8x), made once
+   per matmul by mlstack__quantize_rows. */
+typedef enum mlstack__wtype {
+    MLSTACK__W_F32 = MLSTACK_DTYPE_F32,
+    MLSTACK__W_F16 = MLSTACK_DTYPE_F16,
+    MLSTACK__W_BF16 = MLSTACK_DTYPE_BF16,
+    MLSTACK__W_Q8_0 = MLSTACK_DTYPE_Q8_0,
+    MLSTACK__W_Q4_0 = MLSTACK_DTYPE_Q4_0
+} mlstack__wtype;
+
+#define MLSTACK__QK 32
+typedef struct mlstack__q8_0 {
+    uint16_t d;
+    int8_t q[MLSTACK__QK];
+} mlstack__q8_0;
+typedef struct mlstack__q4_0 {
+    uint16_t d;
+    uint8_t q[MLSTACK__QK / 2];
+} mlstack__q4_0;
+typedef struct mlstack__q8x {
+    float d;
+    int8_t q[MLSTACK__QK];
+} mlstack__q8x;
+
+/* Bytes of one row of n_in weights in a format. */
+static size_t mlstack__row_bytes(int wtype, int n_in) {
+    switch (wtype) {
+    case MLSTACK__W_Q8_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q8_0);
+    case MLSTACK__W_Q4_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q4_0);
+    case MLSTACK__W_F32: return (size_t)n_in * 4;
+    default: return (size_t)n_in * 2;
+    }
+}
+
+static uint16_t mlstack__f32_to_f16(float f) {
+    uint32_t x, sign, exp, man;
+    memcpy(&x, &f, 4);
+    sign = (x >> 16) & 0x8000;
+    exp = (x >> 23) & 0xFF;
+    man = x & 0x7FFFFF;
+    if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (man ? 0x200 : 0));
+    if (exp > 127 + 15) return (uint16_t)(sign | 0x7C00); /* overflow: infinity */
+    if (exp < 127 - 24) return (uint16_t)sign;            /* underflow: zero */
+    if (exp < 127 - 14) {                                 /* subnormal half */
+        uint32_t shift = 127 - 14 - exp + 13, m = man | 0x800000, r = m >> shift, rem = m & ((1u << shift) - 1),
+                 half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    {
+        uint32_t h = sign | ((exp - 112) << 10) | (man >> 13), rem = man & 0x1FFF;
+        if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* round to nearest even; may carry into exp */
+        return (uint16_t)h;
+    }
+}
+
+/* One block of 32 floats -> scale and int8 values in [-127, 127] (round half away from zero). */
+static float mlstack__quant_block(const float *x, int8_t *q) {
+    float amax = 0, d, id;
+    int i;
+    for (i = 0; i < MLSTACK__QK; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
+    d = amax / 127.0f;
+    id = d > 0 ? 1.0f / d : 0.0f;
+    for (i = 0; i < MLSTACK__QK; i++) q[i] = (int8_t)roundf(x[i] * id);
+    return d;
+}
+
+/* x (B, n) -> xq (B, n/32) activation blocks. n must be a multiple of 32. */
+static void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int n) {
+    int b, k, nb = n / MLSTACK__QK;
+    for (b = 0; b < B; b++)
+        for (k = 0; k < nb; k++)
+            xq[(size_t)b * nb + k].d =
+                mlstack__quant_block(x + (size_t)b * n + (size_t)k * MLSTACK__QK, xq[(size_t)b * nb + k].q);
+}
+
+/* A weight matrix: W (n_out, n_in) row-major in `wtype` (row r at data + r * row_bytes), and an
+   optional f32 bias (n_out,). */
+typedef struct mlstack__weight {
+    const void *data;
+    int wtype;
+    int n_out, n_in;
+    size_t row_bytes;
+    const float *bias;
+} mlstack__weight;
+
+/* The kernel table: one per ISA, chosen once when an engine starts.
+   matmul: y[b * n_out + o] = W[o] . x[b] (+ bias[o]) for o in [o0, o1), b in [0, B);
+           x (B, n_in) f32; xq its Q8 blocks when W is quantized; scratch: n_in floats.
+   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,) */
+typedef struct mlstack__kernels {
+    const char *name;
+    void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
+                   float *scratch);
+    float (*dot)(const float *a, const float *b, int n);
+    void (*axpy)(float *y, float a, const float *x, int n);
+} mlstack__kernels;
+
 /* a (n,) . b (n,) -> scalar, in the fixed order described above. */
 static float mlstack__dot_f32(const float *a, const float *b, int n) {
     float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -1486,61 +1664,94 @@ static float mlstack__dot_f32(const float *a, const float *b, int n) {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-/* A weight matrix as stored: W (n_out, n_in) row-major, dtype F32/F16/BF16, optional bias (n_out,). */
-typedef struct mlstack__weight {
-    const void *data;
-    mlstack_dtype dtype;
-    int n_out, n_in;
-    const float *bias; /* f32 copy, or NULL */
-} mlstack__weight;
+static void mlstack__axpy_scalar(float *y, float a, const float *x, int n) {
+    int i;
+    for (i = 0; i < n; i++) y[i] += a * x[i];
+}
 
-typedef struct mlstack__matmul_job {
-    const mlstack__weight *w;
-    const float *x; /* (B, n_in) */
-    float *y;       /* (B, n_out) */
-    int B;
-    int rows_per_task;
-    float *scratch; /* n_threads * n_in floats: one converted weight row per thread */
-} mlstack__matmul_job;
+/* Quantized row . activation blocks: sum over blocks of d_w * d_x * (integer dot), in block order. */
+static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x *x, int nb) {
+    float acc = 0;
+    int k, i;
+    for (k = 0; k < nb; k++) {
+        int32_t s = 0;
+        for (i = 0; i < MLSTACK__QK; i++) s += (int32_t)w[k].q[i] * x[k].q[i];
+        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s;
+    }
+    return acc;
+}
+static float mlstack__dot_q4_0_scalar(const mlstack__q4_0 *w, const mlstack__q8x *x, int nb) {
+    float acc = 0;
+    int k, i;
+    for (k = 0; k < nb; k++) {
+        int32_t s = 0;
+        for (i = 0; i < MLSTACK__QK / 2; i++)
+            s += ((int32_t)(w[k].q[i] & 15) - 8) * x[k].q[i] + ((int32_t)(w[k].q[i] >> 4) - 8) * x[k].q[i + 16];
+        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s;
+    }
+    return acc;
+}
 
-static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
-    const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
-    const mlstack__weight *w = j->w;
-    int o0 = task * j->rows_per_task, o1 = o0 + j->rows_per_task, o, b;
-    size_t esize = (size_t)mlstack__dtype_sizes[w->dtype];
-    float *row = j->scratch + (size_t)thread * (size_t)w->n_in;
-    (void)n_tasks;
-    if (o1 > w->n_out) o1 = w->n_out;
+static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                   int o0, int o1, float *row) {
+    int o, b, nb = w->n_in / MLSTACK__QK;
     for (o = o0; o < o1; o++) {
-        const float *wr;
-        const unsigned char *src = (const unsigned char *)w->data + (size_t)o * (size_t)w->n_in * esize;
-        if (w->dtype == MLSTACK_DTYPE_F32) {
-            wr = (const float *)(const void *)src;
-        } else {
-            mlstack__to_f32(w->dtype, src, row, (size_t)w->n_in);
-            wr = row;
-        }
-        for (b = 0; b < j->B; b++) {
-            float v = mlstack__dot_f32(wr, j->x + (size_t)b * (size_t)w->n_in, w->n_in);
+        const unsigned char *src = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
+        const float *wr = row;
+        if (w->wtype == MLSTACK__W_F32) wr = (const float *)(const void *)src;
+        else if (w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16)
+            mlstack__to_f32((mlstack_dtype)w->wtype, src, row, (size_t)w->n_in);
+        for (b = 0; b < B; b++) {
+            float v;
+            if (w->wtype == MLSTACK__W_Q8_0)
+                v = mlstack__dot_q8_0_scalar((const mlstack__q8_0 *)(const void *)src, xq + (size_t)b * nb, nb);
+            else if (w->wtype == MLSTACK__W_Q4_0)
+                v = mlstack__dot_q4_0_scalar((const mlstack__q4_0 *)(const void *)src, xq + (size_t)b * nb, nb);
+            else
+                v = mlstack__dot_f32(wr, x + (size_t)b * w->n_in, w->n_in);
             if (w->bias) v += w->bias[o];
-            j->y[(size_t)b * (size_t)w->n_out + o] = v;
+            y[(size_t)b * w->n_out + o] = v;
         }
     }
 }
 
-/* x (B, n_in) @ W^T -> y (B, n_out), + bias. Work split by output rows. */
-static void mlstack__matmul(mlstack__pool *pool, float *scratch, const mlstack__weight *w, const float *x, float *y,
-                            int B) {
+static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
+                                                         mlstack__axpy_scalar};
+
+typedef struct mlstack__matmul_job {
+    const mlstack__kernels *k;
+    const mlstack__weight *w;
+    const float *x;
+    const mlstack__q8x *xq;
+    float *y;
+    int B, rows_per_task;
+    float *scratch; /* n_threads * n_in floats */
+} mlstack__matmul_job;
+
+static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
+    int o0 = task * j->rows_per_task, o1 = o0 + j->rows_per_task;
+    (void)n_tasks;
+    if (o1 > j->w->n_out) o1 = j->w->n_out;
+    j->k->matmul(j->w, j->x, j->xq, j->y, j->B, o0, o1, j->scratch + (size_t)thread * (size_t)j->w->n_in);
+}
+
+/* x (B, n_in) @ W^T -> y (B, n_out), + bias. Work split by output rows, in tasks of a fixed
+   size, so each element is computed the same way whatever the thread count. xq: room for
+   B * n_in / 32 activation blocks (used when W is quantized). */
+static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq,
+                            const mlstack__weight *w, const float *x, float *y, int B) {
     mlstack__matmul_job j;
-    int n_tasks;
+    j.k = k;
     j.w = w;
     j.x = x;
+    j.xq = xq;
     j.y = y;
     j.B = B;
     j.scratch = scratch;
     j.rows_per_task = 16;
-    n_tasks = (w->n_out + j.rows_per_task - 1) / j.rows_per_task;
-    mlstack__pool_run(pool, mlstack__matmul_task, &j, n_tasks);
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0) mlstack__quantize_rows(x, xq, B, w->n_in);
+    mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
 }
 
 /* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
@@ -1567,6 +1778,401 @@ static void mlstack__rope(float *v, int Dh, int pos, const float *inv_freq) {
 }
 
 static float mlstack__silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* ==== 10. KERNELS AVX2 ==== */  /* >>avx2 */
+/* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
+   runs everywhere and picks this path at run time. Same layouts as section 9. Reduction order
+   per output element: 8 lanes over the reduction index (lane = index mod 8), tail zero-padded
+   into the same lanes, lanes summed in a fixed tree; the B loop never changes it. */
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
+#define MLSTACK__HAVE_AVX2 1
+#define MLSTACK__T_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+static MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+
+/* 8 weights at element i of a row, as f32 */
+static MLSTACK__T_AVX2 __m256 mlstack__ld8_f32(const unsigned char *r, int i) { return _mm256_loadu_ps((const float *)(const void *)r + i); }
+static MLSTACK__T_AVX2 __m256 mlstack__ld8_f16(const unsigned char *r, int i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
+}
+static MLSTACK__T_AVX2 __m256 mlstack__ld8_bf16(const unsigned char *r, int i) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+/* Float-weight matmul, 4 activation rows per pass over a weight row. */
+#define MLSTACK__MM_AVX2(NAME, LOAD, WT)                                                                       \
+    static MLSTACK__T_AVX2 void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) { \
+        int n = w->n_in, n8 = n & ~7, o, b, i, j;                                                               \
+        for (o = o0; o < o1; o++) {                                                                             \
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
+            float wt[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                              \
+            __m256 wtail;                                                                                       \
+            if (n8 < n) mlstack__to_f32(WT, row + (size_t)n8 * (w->row_bytes / (size_t)n), wt, (size_t)(n - n8)); \
+            wtail = _mm256_loadu_ps(wt);                                                                        \
+            for (b = 0; b < B;) {                                                                               \
+                int nr = B - b >= 4 ? 4 : 1;                                                                    \
+                __m256 acc[4];                                                                                  \
+                for (j = 0; j < nr; j++) acc[j] = _mm256_setzero_ps();                                          \
+                for (i = 0; i < n8; i += 8) {                                                                   \
+                    __m256 wv = LOAD(row, i);                                                                   \
+                    for (j = 0; j < nr; j++)                                                                    \
+                        acc[j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)(b + j) * n + i), acc[j]);     \
+                }                                                                                               \
+                for (j = 0; j < nr; j++) {                                                                      \
+                    float v;                                                                                    \
+                    if (n8 < n) {                                                                               \
+                        float xt[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                  \
+                        memcpy(xt, x + (size_t)(b + j) * n + n8, sizeof(float) * (size_t)(n - n8));             \
+                        acc[j] = _mm256_fmadd_ps(wtail, _mm256_loadu_ps(xt), acc[j]);                          \
+                    }                                                                                           \
+                    v = mlstack__hsum256(acc[j]);                                                               \
+                    if (w->bias) v += w->bias[o];                                                               \
+                    y[(size_t)(b + j) * w->n_out + o] = v;                                                      \
+                }                                                                                               \
+                b += nr;                                                                                        \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+MLSTACK__MM_AVX2(mlstack__mm_f32_avx2, mlstack__ld8_f32, MLSTACK_DTYPE_F32)
+MLSTACK__MM_AVX2(mlstack__mm_f16_avx2, mlstack__ld8_f16, MLSTACK_DTYPE_F16)
+MLSTACK__MM_AVX2(mlstack__mm_bf16_avx2, mlstack__ld8_bf16, MLSTACK_DTYPE_BF16)
+
+/* 32 signed bytes . 32 signed bytes -> 8 int32 partial sums (|w| <= 127 so no saturation). */
+static MLSTACK__T_AVX2 __m256i mlstack__dot_i8_avx2(__m256i w, __m256i x) {
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+static MLSTACK__T_AVX2 __m256i mlstack__q4_unpack_avx2(const uint8_t *q) {
+    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m256i v = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+}
+
+static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                               int o1) {
+    int nb = w->n_in / MLSTACK__QK, o, b, k;
+    for (o = o0; o < o1; o++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            __m256 acc = _mm256_setzero_ps();
+            float v;
+            for (k = 0; k < nb; k++) {
+                __m256i qw;
+                float d;
+                if (w->wtype == MLSTACK__W_Q8_0) {
+                    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
+                    qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
+                    d = _cvtsh_ss(blk->d);
+                } else {
+                    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
+                    qw = mlstack__q4_unpack_avx2(blk->q);
+                    d = _cvtsh_ss(blk->d);
+                }
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d),
+                                      _mm256_cvtepi32_ps(mlstack__dot_i8_avx2(qw, _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q))),
+                                      acc);
+            }
+            v = mlstack__hsum256(acc);
+            if (w->bias) v += w->bias[o];
+            y[(size_t)b * w->n_out + o] = v;
+        }
+    }
+}
+
+static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
+                                                 int B, int o0, int o1, float *scratch) {
+    (void)scratch;
+    switch (w->wtype) {
+    case MLSTACK__W_F32: mlstack__mm_f32_avx2(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_F16: mlstack__mm_f16_avx2(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_BF16: mlstack__mm_bf16_avx2(w, x, y, B, o0, o1); break;
+    default: mlstack__mm_q_avx2(w, xq, y, B, o0, o1); break;
+    }
+}
+
+static MLSTACK__T_AVX2 float mlstack__dot_avx2(const float *a, const float *b, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    float s;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    s = mlstack__hsum256(acc);
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+static MLSTACK__T_AVX2 void mlstack__axpy_avx2(float *y, float a, const float *x, int n) {
+    __m256 av = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2};
+#endif
+
+/* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
+/* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
+   into the same lanes; otherwise as section 10. */
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
+#define MLSTACK__HAVE_AVX512 1
+#define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define MLSTACK__T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+
+static MLSTACK__T_AVX512 __m512 mlstack__ld16_f32(const unsigned char *r, int i, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, (const float *)(const void *)r + i);
+}
+static MLSTACK__T_AVX512 __m512 mlstack__ld16_f16(const unsigned char *r, int i, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
+}
+static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i, __mmask16 m) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+#define MLSTACK__MM_AVX512(NAME, LOAD)                                                                             \
+    static MLSTACK__T_AVX512 void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) { \
+        int n = w->n_in, n16 = n & ~15, o, b, i, j;                                                                 \
+        __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);                                                         \
+        for (o = o0; o < o1; o++) {                                                                                 \
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;                   \
+            for (b = 0; b < B;) {                                                                                   \
+                int nr = B - b >= 4 ? 4 : 1;                                                                        \
+                __m512 acc[4];                                                                                      \
+                for (j = 0; j < nr; j++) acc[j] = _mm512_setzero_ps();                                              \
+                for (i = 0; i < n16; i += 16) {                                                                     \
+                    __m512 wv = LOAD(row, i, (__mmask16)0xFFFF);                                                    \
+                    for (j = 0; j < nr; j++)                                                                        \
+                        acc[j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)(b + j) * n + i), acc[j]);         \
+                }                                                                                                   \
+                if (tail) {                                                                                         \
+                    __m512 wv = LOAD(row, n16, tail);                                                               \
+                    for (j = 0; j < nr; j++)                                                                        \
+                        acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, x + (size_t)(b + j) * n + n16), acc[j]); \
+                }                                                                                                   \
+                for (j = 0; j < nr; j++) {                                                                          \
+                    float v = _mm512_reduce_add_ps(acc[j]);                                                         \
+                    if (w->bias) v += w->bias[o];                                                                   \
+                    y[(size_t)(b + j) * w->n_out + o] = v;                                                          \
+                }                                                                                                   \
+                b += nr;                                                                                            \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
+MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
+MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
+
+/* int8 block dots with VNNI: |w| as unsigned times sign-adjusted x, 4 bytes per int32 lane. */
+static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                               int o1) {
+    int nb = w->n_in / MLSTACK__QK, o, b, k;
+    for (o = o0; o < o1; o++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            __m256 acc = _mm256_setzero_ps();
+            float v;
+            for (k = 0; k < nb; k++) {
+                __m256i qw, qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
+                float d;
+                if (w->wtype == MLSTACK__W_Q8_0) {
+                    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
+                    qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
+                    d = _cvtsh_ss(blk->d);
+                } else {
+                    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
+                    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);
+                    qw = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15)),
+                                         _mm256_set1_epi8(8));
+                    d = _cvtsh_ss(blk->d);
+                }
+                s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw), _mm256_sign_epi8(qx, qw));
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d), _mm256_cvtepi32_ps(s), acc);
+            }
+            {
+                __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+                lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+                lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+                v = _mm_cvtss_f32(lo);
+            }
+            if (w->bias) v += w->bias[o];
+            y[(size_t)b * w->n_out + o] = v;
+        }
+    }
+}
+
+static MLSTACK__T_AVX512 float mlstack__dot_avx512(const float *a, const float *b, int n) {
+    __m512 acc = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+static MLSTACK__T_AVX512 void mlstack__axpy_avx512(float *y, float a, const float *x, int n) {
+    __m512 av = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+                                                     float *y, int B, int o0, int o1, float *scratch) {
+    (void)scratch;
+    switch (w->wtype) {
+    case MLSTACK__W_F32: mlstack__mm_f32_avx512(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_F16: mlstack__mm_f16_avx512(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_BF16: mlstack__mm_bf16_avx512(w, x, y, B, o0, o1); break;
+    default: mlstack__mm_q_vnni(w, xq, y, B, o0, o1); break;
+    }
+}
+static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+                                                            float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0) mlstack__mm_q_avx2(w, xq, y, B, o0, o1);
+    else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
+}
+
+static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
+                                                         mlstack__axpy_avx512};
+static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
+                                                                mlstack__dot_avx512, mlstack__axpy_avx512};
+#endif
+
+/* ==== 12. KERNEL DISPATCH ==== */  /* >>dispatch */
+/* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
+   from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
+   (scalar | avx2 | avx512); a cap above what the CPU has selects the best the CPU has. */
+
+typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512 } mlstack__isa;
+
+static int mlstack__isa_parse(const char *s) {
+    if (!s || !*s) return -1;
+    if (strcmp(s, "scalar") == 0) return MLSTACK__ISA_SCALAR;
+    if (strcmp(s, "avx2") == 0) return MLSTACK__ISA_AVX2;
+    if (strcmp(s, "avx512") == 0) return MLSTACK__ISA_AVX512;
+    return -2;
+}
+
+/* Best kernels at or below cap (-1: no cap). */
+static const mlstack__kernels *mlstack__kernels_select(int cap) {
+    mlstack__cpu c;
+    if (cap < 0) cap = MLSTACK__ISA_AVX512;
+    mlstack__cpu_detect(&c);
+    (void)c;
+#if defined(MLSTACK__HAVE_AVX512)
+    if (cap >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
+        return c.avx512vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
+#endif
+#if defined(MLSTACK__HAVE_AVX2)
+    if (cap >= MLSTACK__ISA_AVX2 && c.avx2 && c.fma && c.f16c) return &mlstack__kernels_avx2;
+#endif
+    return &mlstack__kernels_scalar;
+}
+
+/* "compiled: ... | supported: ..." for reports. */
+static void mlstack__isa_report(char *buf, size_t cap) {
+    mlstack__cpu c;
+    mlstack__cpu_detect(&c);
+    snprintf(buf, cap, "compiled: scalar%s%s | cpu: %s%s%s%s%s%s%s",
+#if defined(MLSTACK__HAVE_AVX2)
+             " avx2",
+#else
+             "",
+#endif
+#if defined(MLSTACK__HAVE_AVX512)
+             " avx512",
+#else
+             "",
+#endif
+             c.avx2 ? "avx2 " : "", c.fma ? "fma " : "", c.f16c ? "f16c " : "", c.avx512f ? "avx512f " : "",
+             c.avx512bw && c.avx512vl ? "avx512bw/vl " : "", c.avx512vnni ? "avx512vnni " : "",
+             c.avx512bf16 ? "avx512bf16" : "");
+}
+
+/* ==== 13. QUANT ==== */  /* >>quant */
+/* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
+   Q4_0 rows (layouts in section 9). n_in must be a multiple of 32.
+     Q8_0: d = max|w| / 127, q = round(w / d)
+     Q4_0: m = the block value of largest magnitude (with its sign), d = m / -8,
+           q = clamp(round(w / d) + 8, 0, 15) so m maps to 0 exactly. */
+
+static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
+    int k, i, nb = n / MLSTACK__QK;
+    for (k = 0; k < nb; k++) {
+        const float *xb = x + (size_t)k * MLSTACK__QK;
+        if (wtype == MLSTACK__W_Q8_0) {
+            mlstack__q8_0 *b = (mlstack__q8_0 *)dst + k;
+            float d = mlstack__quant_block(xb, b->q);
+            b->d = mlstack__f32_to_f16(d);
+        } else {
+            mlstack__q4_0 *b = (mlstack__q4_0 *)dst + k;
+            float amax = 0, m = 0, d, id;
+            for (i = 0; i < MLSTACK__QK; i++)
+                if (fabsf(xb[i]) > amax) {
+                    amax = fabsf(xb[i]);
+                    m = xb[i];
+                }
+            d = m / -8.0f;
+            id = d != 0 ? 1.0f / d : 0.0f;
+            b->d = mlstack__f32_to_f16(d);
+            for (i = 0; i < MLSTACK__QK / 2; i++) {
+                int lo = (int)roundf(xb[i] * id) + 8, hi = (int)roundf(xb[i + 16] * id) + 8;
+                lo = lo < 0 ? 0 : lo > 15 ? 15 : lo;
+                hi = hi < 0 ? 0 : hi > 15 ? 15 : hi;
+                b->q[i] = (uint8_t)(lo | (hi << 4));
+            }
+        }
+    }
+}
+
+typedef struct mlstack__quant_job {
+    const mlstack__weight *src;
+    int wtype;
+    unsigned char *dst;
+    size_t dst_row;
+    float *scratch; /* n_threads * n_in */
+} mlstack__quant_job;
+
+static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__quant_job *j = (const mlstack__quant_job *)ctx;
+    const mlstack__weight *w = j->src;
+    float *row = j->scratch + (size_t)thread * (size_t)w->n_in;
+    int o, o0 = (int)((int64_t)w->n_out * task / n_tasks), o1 = (int)((int64_t)w->n_out * (task + 1) / n_tasks);
+    for (o = o0; o < o1; o++) {
+        mlstack__to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row,
+                        (size_t)w->n_in);
+        mlstack__quantize_row(j->wtype, row, j->dst + (size_t)o * j->dst_row, w->n_in);
+    }
+}
+
+/* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
+static int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
+    mlstack__quant_job j;
+    j.src = w;
+    j.wtype = wtype;
+    j.dst = (unsigned char *)dst;
+    j.dst_row = mlstack__row_bytes(wtype, w->n_in);
+    j.scratch = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)w->n_in * (size_t)pool->n_threads);
+    if (!j.scratch) return -1;
+    mlstack__pool_run(pool, mlstack__quant_task, &j, pool->n_threads * 4);
+    MLSTACK_FREE(j.scratch);
+    w->data = dst;
+    w->wtype = wtype;
+    w->row_bytes = j.dst_row;
+    return 0;
+}
 
 /* ==== 10. MODEL ==== */  /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
@@ -1922,9 +2528,10 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
         src = copy;
     }
     w->data = src;
-    w->dtype = t->dtype;
+    w->wtype = (int)t->dtype;
     w->n_out = n_out;
     w->n_in = n_in;
+    w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
     w->bias = NULL;
     if (has_bias) {
         snprintf(name, sizeof name, "%s.bias", prefix);
@@ -1947,11 +2554,12 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (c->tied) {
         mlstack__weight *w = &m->lm_head;
         w->data = m->embed;
-        w->dtype = m->embed_dtype;
+        w->wtype = (int)m->embed_dtype;
         w->n_out = c->n_vocab;
         w->n_in = c->n_embd;
+        w->row_bytes = mlstack__row_bytes(w->wtype, c->n_embd);
         w->bias = NULL;
-        if ((uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[w->dtype]) {
+        if ((uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[m->embed_dtype]) {
             void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
             if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
             memcpy(copy, w->data, (size_t)(t->end - t->begin));
@@ -1982,6 +2590,43 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         }
 #undef MLSTACK__LNAME
     }
+    return MLSTACK_OK;
+}
+
+/* Quantizes every projection and the LM head (not the embedding table) to `quant`, using all
+   CPUs; weights whose rows are not a multiple of 32 stay as stored. */
+static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
+    mlstack__pool pool;
+    int l, i;
+    if (quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_0)",
+                             mlstack_dtype_name(quant));
+    if (mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
+        mlstack__pool_free(&pool);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads for quantization");
+    }
+    for (l = -1; l < m->cfg.n_layers; l++) {
+        mlstack__weight *ws[7];
+        int n = 0;
+        if (l < 0) {
+            ws[n++] = &m->lm_head;
+        } else {
+            mlstack__layer *L = &m->layers[l];
+            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+            ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+            n = 7;
+        }
+        for (i = 0; i < n; i++) {
+            void *dst;
+            if (ws[i]->n_in % MLSTACK__QK) continue;
+            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
+            if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
+            }
+        }
+    }
+    mlstack__pool_free(&pool);
     return MLSTACK_OK;
 }
 
@@ -2042,6 +2687,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
+    if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
     if (r == MLSTACK_OK) {
         m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
         if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -2075,7 +2721,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->bos_id = c->bos_id;
     o->n_eos = c->n_eos;
     for (i = 0; i < c->n_eos; i++) o->eos_ids[i] = c->eos_ids[i];
-    o->weight_dtype = m->layers[0].wq.dtype;
+    o->weight_dtype = (mlstack_dtype)m->layers[0].wq.wtype;
     o->n_params = m->n_params;
     o->weight_bytes = m->weight_bytes;
 }
@@ -2188,15 +2834,16 @@ static float *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, i
 
 /* Attention of one query head over positions [t0, t1] of a sequence, reading K/V through its
    page table: out (Dh,) = sum_t softmax_t(q . k_t * scale) v_t. scores: (t1 - t0 + 1,) scratch. */
-static void mlstack__attend(float *out, const float *q, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer,
-                            int kv_head, int Dh, int32_t t0, int32_t t1, float scale, float *scores) {
+static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, const mlstack__kv *kv,
+                            const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0, int32_t t1, float scale,
+                            float *scores) {
     int32_t t;
     float mx = -FLT_MAX;
     double sum = 0;
     int d;
     for (t = t0; t <= t1; t++) {
         const float *k = mlstack__kv_row(kv, s, layer, 0, t) + (size_t)kv_head * (size_t)Dh;
-        float sc = mlstack__dot_f32(q, k, Dh) * scale;
+        float sc = kn->dot(q, k, Dh) * scale;
         scores[t - t0] = sc;
         if (sc > mx) mx = sc;
     }
@@ -2206,11 +2853,8 @@ static void mlstack__attend(float *out, const float *q, const mlstack__kv *kv, c
         sum += e;
     }
     for (d = 0; d < Dh; d++) out[d] = 0;
-    for (t = t0; t <= t1; t++) {
-        const float *v = mlstack__kv_row(kv, s, layer, 1, t) + (size_t)kv_head * (size_t)Dh;
-        float p = (float)(scores[t - t0] / sum);
-        for (d = 0; d < Dh; d++) out[d] += p * v[d];
-    }
+    for (t = t0; t <= t1; t++)
+        kn->axpy(out, (float)(scores[t - t0] / sum), mlstack__kv_row(kv, s, layer, 1, t) + (size_t)kv_head * (size_t)Dh, Dh);
 }
 
 /* ==== 12. FORWARD ==== */  /* >>forward */
@@ -2224,11 +2868,13 @@ static void mlstack__attend(float *out, const float *q, const mlstack__kv *kv, c
 typedef struct mlstack__scratch {
     float *x, *xn, *q, *k, *v, *att, *gate, *up; /* (B, dim) activations */
     float *mm;                                   /* n_threads * max n_in */
+    mlstack__q8x *xq;                            /* (B, max n_in / 32) activation blocks */
     float *scores;                               /* n_threads * max positions */
 } mlstack__scratch;
 
 struct mlstack_engine {
     mlstack_model *model;
+    const mlstack__kernels *k;
     mlstack__pool pool;
     mlstack__kv kv;
     mlstack__scratch s;
@@ -2255,7 +2901,7 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     int32_t t0 = 0;
     (void)n_tasks;
     if (c->sliding_window && row->pos >= c->sliding_window) t0 = row->pos - c->sliding_window + 1;
-    mlstack__attend(j->e->s.att + ((size_t)b * H + h) * Dh, j->e->s.q + ((size_t)b * H + h) * Dh, &j->e->kv, s, j->layer,
+    mlstack__attend(j->e->k, j->e->s.att + ((size_t)b * H + h) * Dh, j->e->s.q + ((size_t)b * H + h) * Dh, &j->e->kv, s, j->layer,
                     h / (H / c->n_kv_heads), Dh, t0, row->pos, 1.0f / sqrtf((float)Dh),
                     j->e->s.scores + (size_t)thread * (size_t)c->max_pos);
 }
@@ -2275,9 +2921,9 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         const mlstack__layer *L = &m->layers[l];
         mlstack__attn_job aj;
         for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
-        mlstack__matmul(&e->pool, s->mm, &L->wq, s->xn, s->q, B);
-        mlstack__matmul(&e->pool, s->mm, &L->wk, s->xn, s->k, B);
-        mlstack__matmul(&e->pool, s->mm, &L->wv, s->xn, s->v, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wq, s->xn, s->q, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wk, s->xn, s->k, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wv, s->xn, s->v, B);
         for (b = 0; b < B; b++) {
             const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
             float *q = s->q + (size_t)b * qd, *k = s->k + (size_t)b * kvd;
@@ -2296,13 +2942,13 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         aj.rows = rows;
         aj.layer = l;
         mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * H);
-        mlstack__matmul(&e->pool, s->mm, &L->wo, s->att, s->xn, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wo, s->att, s->xn, B);
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
         for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
-        mlstack__matmul(&e->pool, s->mm, &L->w_gate, s->xn, s->gate, B);
-        mlstack__matmul(&e->pool, s->mm, &L->w_up, s->xn, s->up, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_gate, s->xn, s->gate, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_up, s->xn, s->up, B);
         for (i = 0; i < B * F; i++) s->gate[i] = mlstack__silu(s->gate[i]) * s->up[i];
-        mlstack__matmul(&e->pool, s->mm, &L->w_down, s->gate, s->xn, B);
+        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_down, s->gate, s->xn, B);
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
     }
     /* final norm and LM head, only for rows that keep logits; one row at a time keeps the
@@ -2315,7 +2961,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
             /* logit slots of one chunk are consecutive */
             int first = -1;
             for (b = 0; b < B && first < 0; b++) first = slot[b];
-            mlstack__matmul(&e->pool, s->mm, &m->lm_head, s->xn, logits + (size_t)first * (size_t)c->n_vocab, n);
+            mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &m->lm_head, s->xn, logits + (size_t)first * (size_t)c->n_vocab, n);
         }
     }
 }
@@ -2534,6 +3180,8 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
 }
 
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
+MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return e ? e->k->name : ""; }
+MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
 
 MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__scratch *s;
@@ -2550,6 +3198,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__aligned_free(s->gate);
     mlstack__aligned_free(s->up);
     mlstack__aligned_free(s->mm);
+    mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(e->logits);
     MLSTACK_FREE(e->logit_slot);
@@ -2590,8 +3239,16 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         ctx = (ctx + (uint64_t)d.kv_page_tokens - 1) / (uint64_t)d.kv_page_tokens * (uint64_t)d.kv_page_tokens;
         d.kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * sizeof(float);
     }
-    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
-    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    {
+        int cap = mlstack__isa_parse(d.isa);
+        if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
+        if (cap == -2)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2 or avx512)",
+                                 d.isa ? d.isa : getenv("MLSTACK_ISA"));
+        e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
+        if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        e->k = mlstack__kernels_select(cap);
+    }
     e->model = model;
     e->max_batch = d.max_batch_tokens;
     if (mlstack__pool_init(&e->pool, d.n_threads) != 0) {
@@ -2616,9 +3273,10 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     s->gate = mlstack__falloc(B, (size_t)c->n_ff);
     s->up = mlstack__falloc(B, (size_t)c->n_ff);
     s->mm = mlstack__falloc((size_t)e->pool.n_threads, max_in);
+    s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)e->pool.n_threads, (size_t)c->max_pos);
     e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->scores || !e->tmp_len) {
+    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->scores || !e->tmp_len) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
