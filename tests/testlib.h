@@ -35,7 +35,7 @@ static int tl_finish(void) {
 }
 
 /* Reads a whole file; NULL if missing. Caller frees. */
-static char *tl_read(const char *path, size_t *len) {
+static __attribute__((unused)) char *tl_read(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *buf;
     long n;

@@ -1,0 +1,142 @@
+/* Every kernel path this CPU runs (and each lower one) against the scalar reference, for every
+   weight format, batch sizes 1..9 and row lengths with tails; and within one path, a row's result
+   does not depend on what else is in the batch (bit-identical). Also quantization round trips. */
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+#include "testlib.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static void check_path(const mlstack__kernels *k) {
+    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_0};
+    static const int n_ins[] = {32, 64, 96, 576, 33, 47, 200};
+    int wi, ni, B, i;
+    for (wi = 0; wi < 5; wi++) {
+        for (ni = 0; ni < 7; ni++) {
+            int n_in = n_ins[ni], n_out = 37, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_0;
+            float *wf, *x, *yref, *y, *y1, *scratch, bias[37];
+            unsigned char *wd;
+            mlstack__weight w;
+            mlstack__q8x *xq;
+            double maxrel = 0;
+            int same = 1;
+            if (quant && n_in % 32) continue;
+            wf = (float *)malloc(sizeof(float) * n_out * n_in);
+            wd = (unsigned char *)malloc((size_t)n_out * n_in * 4 + 64);
+            x = (float *)malloc(sizeof(float) * 9 * n_in);
+            yref = (float *)malloc(sizeof(float) * 9 * n_out);
+            y = (float *)malloc(sizeof(float) * 9 * n_out);
+            y1 = (float *)malloc(sizeof(float) * n_out);
+            scratch = (float *)malloc(sizeof(float) * n_in);
+            xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 9 * (n_in / 32 + 1));
+            for (i = 0; i < n_out * n_in; i++) wf[i] = frand();
+            for (i = 0; i < 9 * n_in; i++) x[i] = frand();
+            for (i = 0; i < n_out; i++) bias[i] = frand();
+            memset(&w, 0, sizeof w);
+            w.n_out = n_out;
+            w.n_in = n_in;
+            w.bias = ni & 1 ? bias : NULL;
+            /* store W in the format under test */
+            if (wt == MLSTACK__W_F32) memcpy(wd, wf, sizeof(float) * n_out * n_in);
+            for (i = 0; wt == MLSTACK__W_F16 && i < n_out * n_in; i++) {
+                uint16_t h = mlstack__f32_to_f16(wf[i]);
+                memcpy(wd + 2 * i, &h, 2);
+            }
+            for (i = 0; wt == MLSTACK__W_BF16 && i < n_out * n_in; i++) {
+                uint32_t b;
+                uint16_t h;
+                memcpy(&b, &wf[i], 4);
+                h = (uint16_t)(b >> 16);
+                memcpy(wd + 2 * i, &h, 2);
+            }
+            if (quant)
+                for (i = 0; i < n_out; i++)
+                    mlstack__quantize_row(wt, wf + (size_t)i * n_in, wd + (size_t)i * mlstack__row_bytes(wt, n_in), n_in);
+            w.data = wd;
+            w.wtype = wt;
+            w.row_bytes = mlstack__row_bytes(wt, n_in);
+            for (B = 1; B <= 9; B += 4) {
+                int b, o;
+                if (quant) mlstack__quantize_rows(x, xq, B, n_in);
+                mlstack__matmul_scalar(&w, x, xq, yref, B, 0, n_out, scratch);
+                k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
+                for (i = 0; i < B * n_out; i++) {
+                    double rel = fabs(y[i] - yref[i]) / (fabs(yref[i]) + 1e-2);
+                    if (rel > maxrel) maxrel = rel;
+                }
+                /* batch invariance: row b alone gives the same bits */
+                for (b = 0; b < B; b++) {
+                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
+                    for (o = 0; o < n_out; o++)
+                        if (memcmp(&y1[o], &y[(size_t)b * n_out + o], 4)) same = 0;
+                }
+            }
+            /* vs the scalar path: only the f32 summation order differs */
+            CHECKF(maxrel < 1e-4, "%s wtype %d n_in %d: max relative diff vs scalar %.3g", k->name, wt, n_in, maxrel);
+            CHECKF(same, "%s wtype %d n_in %d: a row's result depends on the batch", k->name, wt, n_in);
+            /* quantized weights stay close to the f32 matrix they came from */
+            if (quant) {
+                double err = 0, ref = 0;
+                for (i = 0; i < n_out; i++) {
+                    float r = mlstack__dot_f32(wf + (size_t)i * n_in, x, n_in) + (w.bias ? bias[i] : 0);
+                    err += (y[i] - r) * (y[i] - r);
+                    ref += r * r;
+                }
+                CHECKF(sqrt(err / ref) < (wt == MLSTACK__W_Q8_0 ? 0.02 : 0.15), "%s wtype %d: relative rms error %.3g",
+                       k->name, wt, sqrt(err / ref));
+            }
+            free(wf), free(wd), free(x), free(yref), free(y), free(y1), free(scratch), free(xq);
+        }
+    }
+    /* dot and axpy */
+    {
+        float a[77], b[77], y0[77], y1[77];
+        int n;
+        for (i = 0; i < 77; i++) a[i] = frand(), b[i] = frand(), y0[i] = y1[i] = frand();
+        for (n = 1; n <= 77; n += 19) {
+            float r = mlstack__dot_f32(a, b, n), v = k->dot(a, b, n);
+            CHECKF(fabsf(r - v) <= 1e-5f * (fabsf(r) + 1), "%s dot n=%d: %g vs %g", k->name, n, v, r);
+        }
+        mlstack__axpy_scalar(y0, 0.37f, a, 77);
+        k->axpy(y1, 0.37f, a, 77);
+        for (i = 0; i < 77; i++) CHECKF(fabsf(y0[i] - y1[i]) <= 1e-6f, "%s axpy[%d]", k->name, i);
+    }
+}
+
+int main(void) {
+    const char *caps[] = {"scalar", "avx2", "avx512"};
+    const mlstack__kernels *seen[3];
+    int n_seen = 0, i, j;
+    char report[256];
+    mlstack__isa_report(report, sizeof report);
+    printf("%s\n", report);
+    for (i = 0; i < 3; i++) {
+        const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]));
+        int dup = 0;
+        for (j = 0; j < n_seen; j++) dup |= seen[j] == k;
+        if (dup) {
+            if (i) SKIP("cap %s: this CPU has no such path (fell back to %s)", caps[i], k->name);
+            continue;
+        }
+        seen[n_seen++] = k;
+        printf("checking %s\n", k->name);
+        check_path(k);
+    }
+    /* f16 conversion round trip on every half value */
+    {
+        int bad = 0;
+        uint32_t h;
+        for (h = 0; h < 65536; h++) {
+            float f = mlstack__f16_to_f32((uint16_t)h);
+            if (f == f && mlstack__f32_to_f16(f) != h) bad++;
+        }
+        CHECKF(bad == 0, "%d half values do not round-trip", bad);
+    }
+    return tl_finish();
+}
