@@ -29,11 +29,15 @@ static const char *USAGE =
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
+    "      --quant TYPE         quantize weights at load: q8_0 or q4_0 (default: as stored)\n"
+    "      --isa CAP            highest kernel path: scalar, avx2 or avx512 (default: best;\n"
+    "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
     "  -h, --help               this text\n";
 
 typedef struct opts {
-    const char *cmd, *model, *prompt, *ids;
+    const char *cmd, *model, *prompt, *ids, *isa;
+    mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
 } opts;
@@ -91,6 +95,14 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
+        else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
+        else if (FLAG("--quant", "--quant")) {
+            NEED_V();
+            if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
+            else if (strcmp(v, "q4_0") == 0 || strcmp(v, "Q4_0") == 0) o->quant = MLSTACK_DTYPE_Q4_0;
+            else if (strcmp(v, "none") == 0) o->quant = MLSTACK_DTYPE_F32;
+            else return die("--quant %s: expected q8_0, q4_0 or none", v);
+        }
         else return die("unknown option %s (see mlstack --help)", a);
 #undef FLAG
 #undef NEED_V
@@ -130,6 +142,7 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
     if (!o->model) return die("%s needs -m DIR", o->cmd);
     memset(&md, 0, sizeof md);
     md.path = o->model;
+    md.quant = o->quant;
     if (mlstack_model_open(&md, m, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         return 1;
@@ -138,6 +151,7 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
         memset(&ed, 0, sizeof ed);
         ed.n_threads = o->threads;
         ed.max_seqs = 1;
+        ed.isa = o->isa;
         if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             mlstack_model_close(*m);
@@ -185,8 +199,8 @@ static int cmd_run(const opts *o) {
     rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
     printf("\n");
     if (rc) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
-    fprintf(stderr, "load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
-            load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0, g.n_generated,
+    fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
+            mlstack_engine_kernels(e), load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0, g.n_generated,
             g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
     mlstack_engine_free(e);
     mlstack_model_close(m);
@@ -240,9 +254,11 @@ static int cmd_eval(const opts *o) {
 static int cmd_info(const opts *o) {
     mlstack_model *m;
     mlstack_model_info in;
+    mlstack_engine *e;
     int rc, i, counts[MLSTACK_DTYPE_COUNT_] = {0};
     uint64_t kv_per_token;
-    if ((rc = open_model(o, &m, NULL, NULL)) != 0) return rc;
+    char cpu[256];
+    if ((rc = open_model(o, &m, &e, NULL)) != 0) return rc;
     mlstack_model_get_info(m, &in);
     for (i = 0; i < mlstack_model_tensor_count(m); i++) {
         mlstack_tensor t;
@@ -268,7 +284,11 @@ static int cmd_info(const opts *o) {
     printf("KV cache       %.1f KiB per token (f32); %.1f MiB for the default %d positions\n", kv_per_token / 1024.0,
            kv_per_token * (double)(in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096) / 1048576.0,
            in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096);
-    printf("kernels        compiled: scalar | selected: scalar\n");
+    mlstack_cpu_report(cpu, sizeof cpu);
+    printf("kernels        %s | selected: %s\n", cpu, mlstack_engine_kernels(e));
+    printf("weights        projections %s%s\n", mlstack_dtype_name(in.weight_dtype),
+           o->quant ? " (quantized at load)" : " (used as stored)");
+    mlstack_engine_free(e);
     mlstack_model_close(m);
     return 0;
 }
