@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Build the tiny reference models under tests/fixtures/models/ and record
+what Hugging Face transformers computes with them.
+
+Each model is a 2-layer decoder with random weights drawn from a fixed seed.
+It is written with `save_pretrained`, loaded back from disk (so the reference
+is computed from exactly the files the C engine reads), and run in float32
+with eager attention.  `reference.json` beside the weights holds, for two
+prompts, the logits at every prompt position and 32 greedy tokens.
+
+Rerunnable: the same versions of numpy/torch/transformers give the same bytes.
+
+    python3 tools/make_fixtures.py            # all models
+    python3 tools/make_fixtures.py qwen3 llama  # only these
+
+Needs: torch, transformers, numpy, safetensors.  Run time: under a minute on
+one core.
+"""
+
+import json
+import os
+import shutil
+import sys
+import zlib
+
+import numpy as np
+import torch
+from transformers import (
+    GenerationConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_DIR = os.path.join(ROOT, "tests", "fixtures", "models")
+
+PROMPT_LENGTHS = (5, 11)
+NEW_TOKENS = 32
+MIN_MARGIN = 1e-3  # top-1 minus top-2 logit, below this a prompt is rejected
+MIN_DISTINCT = 8  # a greedy run with fewer distinct tokens is "too repetitive"
+MAX_ATTEMPTS = 200
+
+# Shape shared by every model (overridden per model where noted).
+COMMON = dict(
+    hidden_size=64,
+    intermediate_size=160,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    rms_norm_eps=1e-5,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=None,
+)
+
+# config_style:
+#   "transformers-5": config.json exactly as transformers 5 writes it
+#                     (rope_parameters {...rope_theta...}, "dtype").
+#   "transformers-4": rewritten to the older layout most Hub repositories
+#                     still ship (top-level rope_theta, rope_scaling, "torch_dtype").
+# Both load to the same model in transformers; the C loader must read both.
+MODELS = [
+    dict(name="llama", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=512,
+         style="transformers-5"),
+    dict(name="llama_tied", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=517,
+         extra=dict(tie_word_embeddings=True, intermediate_size=168),
+         style="transformers-4"),
+    dict(name="llama3_rope", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=600,
+         extra=dict(
+             rope_theta=500000.0,
+             rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 64},
+             bos_token_id=5, eos_token_id=[6, 7]),
+         style="transformers-4"),
+    dict(name="llama_linear_rope", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=512,
+         extra=dict(rope_scaling={"rope_type": "linear", "factor": 2.0}),
+         style="transformers-5"),
+    dict(name="mistral", cls=MistralForCausalLM, cfg=MistralConfig, vocab=528,
+         extra=dict(sliding_window=None),
+         style="transformers-5"),
+    dict(name="qwen2", cls=Qwen2ForCausalLM, cfg=Qwen2Config, vocab=640,
+         extra=dict(tie_word_embeddings=True, rope_theta=1000000.0,
+                    intermediate_size=136),
+         style="transformers-4"),
+    dict(name="qwen3", cls=Qwen3ForCausalLM, cfg=Qwen3Config, vocab=520,
+         extra=dict(head_dim=32, rope_theta=1000000.0, intermediate_size=152,
+                    rms_norm_eps=1e-6),
+         style="transformers-5"),
+    dict(name="llama_bf16", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=512,
+         dtype=torch.bfloat16, style="transformers-4"),
+    dict(name="llama_f16", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=512,
+         dtype=torch.float16, style="transformers-5"),
+    dict(name="llama_sharded", cls=LlamaForCausalLM, cfg=LlamaConfig, vocab=544,
+         shards=2, style="transformers-5"),
+]
+
+DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+def model_seed(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def build_config(spec):
+    kw = dict(COMMON)
+    kw["vocab_size"] = spec["vocab"]
+    kw.update(spec.get("extra", {}))
+    rope_theta = kw.pop("rope_theta", 10000.0)
+    rope_scaling = kw.pop("rope_scaling", None)
+    # transformers 5 takes RoPE settings as one dict.
+    rope = {"rope_type": "default", "rope_theta": rope_theta}
+    if rope_scaling:
+        rope.update(rope_scaling)
+        rope["rope_theta"] = rope_theta
+    kw["rope_parameters"] = rope
+    cfg = spec["cfg"](**kw)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def init_weights(model, seed):
+    """Weights big enough that the logits are spread out and greedy decoding
+    wanders: matrices N(0, 0.15), biases N(0, 0.2), norm gains 1 + N(0, 0.1)."""
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            shape = tuple(p.shape)
+            if "norm" in name:
+                v = 1.0 + 0.1 * rng.standard_normal(shape)
+            elif name.endswith(".bias"):
+                v = 0.2 * rng.standard_normal(shape)
+            elif "embed_tokens" in name:
+                v = 0.5 * rng.standard_normal(shape)
+            else:
+                v = 0.15 * rng.standard_normal(shape)
+            p.copy_(torch.from_numpy(v.astype(np.float32)))
+
+
+def to_legacy_config(path):
+    """Rewrite config.json to the transformers-4 layout (rope_theta at the top,
+    rope_scaling for the rest, torch_dtype) keeping the key order sorted as
+    transformers writes it."""
+    with open(path) as f:
+        cfg = json.load(f)
+    rope = cfg.pop("rope_parameters")
+    cfg["rope_theta"] = rope.pop("rope_theta")
+    cfg["rope_scaling"] = None if rope.get("rope_type", "default") == "default" else rope
+    cfg["torch_dtype"] = cfg.pop("dtype")
+    with open(path, "w") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
+def margin_of(row):
+    top2 = torch.topk(row.float(), 2).values
+    return float(top2[0] - top2[1])
+
+
+def prompt_ids(seed, length, attempt, vocab, bos):
+    rng = np.random.default_rng([seed, length, attempt])
+    return [int(bos)] + [int(x) for x in rng.integers(3, vocab, size=length - 1)]
+
+
+def run_case(model, ids):
+    """Logits at every prompt position, 32 greedy tokens, and the smallest
+    top-1/top-2 gap over all of them."""
+    x = torch.tensor([ids], dtype=torch.long)
+    # generate() fills unset options from model.generation_config, which holds
+    # the saved eos ids; replace it so no EOS can end the run early.
+    model.generation_config = GenerationConfig()
+    with torch.no_grad():
+        logits = model(x).logits[0].float()
+        gen = GenerationConfig(
+            do_sample=False, num_beams=1, max_new_tokens=NEW_TOKENS,
+            eos_token_id=None, pad_token_id=0, bos_token_id=None,
+            temperature=None, top_p=None, top_k=None, repetition_penalty=None,
+            return_dict_in_generate=True, output_logits=True)
+        out = model.generate(x, attention_mask=torch.ones_like(x), generation_config=gen)
+    greedy = [int(t) for t in out.sequences[0, len(ids):]]
+    assert len(greedy) == NEW_TOKENS, len(greedy)
+    margins = [margin_of(r) for r in logits]
+    for step, lg in enumerate(out.logits):
+        row = lg[0].float()
+        # plain argmax: nothing between the raw logits and the chosen token
+        assert int(torch.argmax(row)) == greedy[step], (step, int(torch.argmax(row)), greedy[step])
+        margins.append(margin_of(row))
+    return logits, greedy, min(margins)
+
+
+def fmt(v):
+    v = float(np.float32(v))
+    assert np.isfinite(v)
+    return "%.9g" % v
+
+
+def write_reference(path, name, arch, dtype_name, compute, style, cases):
+    # Hand-written so each case is a few long lines instead of thousands.
+    parts = ['{"model": %s, "architecture": %s, "dtype": %s, "compute": %s, "config_style": %s,\n "cases": [\n'
+             % tuple(json.dumps(s) for s in (name, arch, dtype_name, compute, style))]
+    for i, (ids, logits, greedy) in enumerate(cases):
+        rows = ",\n   ".join("[" + ", ".join(fmt(v) for v in row) + "]" for row in logits.tolist())
+        parts.append('  {"ids": %s,\n   "greedy": %s,\n   "logits": [\n   %s]}%s\n'
+                     % (json.dumps(ids), json.dumps(greedy), rows, "," if i + 1 < len(cases) else ""))
+    parts.append(" ]}\n")
+    text = "".join(parts)
+    json.loads(text)  # must parse
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make(spec):
+    name = spec["name"]
+    seed = model_seed(name)
+    dtype = spec.get("dtype", torch.float32)
+    out = os.path.join(OUT_DIR, name)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+
+    cfg = build_config(spec)
+    model = spec["cls"](cfg).eval()
+    init_weights(model, seed)
+    model = model.to(dtype)
+    model.config.dtype = dtype
+    model.generation_config = GenerationConfig(
+        bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
+
+    save_kw = {}
+    if spec.get("shards"):
+        total = sum(p.numel() * p.element_size() for p in model.state_dict().values())
+        save_kw["max_shard_size"] = total // spec["shards"] + 4096
+    model.save_pretrained(out, **save_kw)
+    if spec["style"] == "transformers-4":
+        to_legacy_config(os.path.join(out, "config.json"))
+
+    files = sorted(os.listdir(out))
+    shards = [f for f in files if f.endswith(".safetensors")]
+    if spec.get("shards"):
+        assert len(shards) == spec["shards"] and "model.safetensors.index.json" in files, files
+    else:
+        assert shards == ["model.safetensors"], files
+
+    # The reference comes from the files on disk, upcast to f32 as the engine does.
+    loaded = spec["cls"].from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
+    for k, v in loaded.state_dict().items():
+        assert v.dtype == dtype, (k, v.dtype)
+        assert torch.equal(v, model.state_dict()[k]), k
+    loaded = loaded.float()
+    assert loaded.config.vocab_size == spec["vocab"]
+
+    cases, case_margins, attempts = [], [], []
+    for n in PROMPT_LENGTHS:
+        for attempt in range(MAX_ATTEMPTS):
+            ids = prompt_ids(seed, n, attempt, spec["vocab"], cfg.bos_token_id)
+            logits, greedy, m = run_case(loaded, ids)
+            if m >= MIN_MARGIN and len(set(greedy)) >= MIN_DISTINCT:
+                break
+        else:
+            raise SystemExit("%s: no usable prompt of length %d" % (name, n))
+        cases.append((ids, logits, greedy))
+        case_margins.append(m)
+        attempts.append(attempt)
+
+    compute = "f32" if dtype == torch.float32 else "f32 from %s weights" % {
+        torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+    arch = loaded.config.architectures[0]
+    assert arch == spec["cls"].__name__, arch
+    write_reference(os.path.join(out, "reference.json"), name, arch,
+                    DTYPE_NAMES[dtype], compute, spec["style"], cases)
+    nbytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
+    distinct = min(len(set(c[2])) for c in cases)
+    return dict(name=name, files=len(os.listdir(out)), bytes=nbytes, margin=min(case_margins),
+                attempts=attempts, distinct=distinct)
+
+
+def main(argv):
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    wanted = set(argv)
+    unknown = wanted - {m["name"] for m in MODELS}
+    if unknown:
+        raise SystemExit("unknown model(s): %s" % ", ".join(sorted(unknown)))
+    rows = [make(m) for m in MODELS if not wanted or m["name"] in wanted]
+
+    print("%-18s %5s %9s %12s %9s %8s" % ("model", "files", "bytes", "min margin", "retries", "distinct"))
+    for r in rows:
+        print("%-18s %5d %9d %12.6f %9s %8d" % (r["name"], r["files"], r["bytes"], r["margin"],
+                                              "/".join(map(str, r["attempts"])), r["distinct"]))
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT_DIR) for f in fs)
+    print("all fixtures under %s: %d bytes" % (os.path.relpath(OUT_DIR, ROOT), total))
+    print("smallest top-1/top-2 margin: %.6f" % min(r["margin"] for r in rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
