@@ -1611,6 +1611,9 @@ static uint16_t mlstack__f32_to_f16(float f) {
     }
 }
 
+/* Round half away from zero, for |x| well inside int range (libm's roundf is a slow call). */
+static int mlstack__iround(float x) { return (int)(x >= 0 ? x + 0.5f : x - 0.5f); }
+
 /* One block of 32 floats -> scale and int8 values in [-127, 127] (round half away from zero). */
 static float mlstack__quant_block(const float *x, int8_t *q) {
     float amax = 0, d, id;
@@ -1619,7 +1622,7 @@ static float mlstack__quant_block(const float *x, int8_t *q) {
         if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
     d = amax / 127.0f;
     id = d > 0 ? 1.0f / d : 0.0f;
-    for (i = 0; i < MLSTACK__QK; i++) q[i] = (int8_t)roundf(x[i] * id);
+    for (i = 0; i < MLSTACK__QK; i++) q[i] = (int8_t)mlstack__iround(x[i] * id);
     return d;
 }
 
@@ -2128,7 +2131,7 @@ static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
             id = d != 0 ? 1.0f / d : 0.0f;
             b->d = mlstack__f32_to_f16(d);
             for (i = 0; i < MLSTACK__QK / 2; i++) {
-                int lo = (int)roundf(xb[i] * id) + 8, hi = (int)roundf(xb[i + 16] * id) + 8;
+                int lo = mlstack__iround(xb[i] * id) + 8, hi = mlstack__iround(xb[i + 16] * id) + 8;
                 lo = lo < 0 ? 0 : lo > 15 ? 15 : lo;
                 hi = hi < 0 ? 0 : hi > 15 ? 15 : hi;
                 b->q[i] = (uint8_t)(lo | (hi << 4));
