@@ -212,14 +212,18 @@ MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
 /* Engine descriptor. Zero means default:
      n_threads         0: number of online CPUs
      kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV
+     kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences
      max_batch_tokens  0: 512 rows per internal forward chunk
      isa               NULL: the best kernels this CPU runs, capped by the environment variable
                        MLSTACK_ISA if set; "scalar", "avx2" or "avx512": at most that path */
+typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
+
 typedef struct mlstack_engine_desc {
     int n_threads;
     uint64_t kv_mem;
+    mlstack_kv_type kv_type;
     int kv_page_tokens;
     int max_seqs;
     int max_batch_tokens;
@@ -1648,13 +1652,14 @@ typedef struct mlstack__weight {
 /* The kernel table: one per ISA, chosen once when an engine starts.
    matmul: y[b * n_out + o] = W[o] . x[b] (+ bias[o]) for o in [o0, o1), b in [0, B);
            x (B, n_in) f32; xq its Q8 blocks when W is quantized; scratch: n_in floats.
-   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,) */
+   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,)        to_f32: dst (n,) = src (n,) */
 typedef struct mlstack__kernels {
     const char *name;
     void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
                    float *scratch);
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n);
+    void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
 } mlstack__kernels;
 
 /* a (n,) . b (n,) -> scalar, in the fixed order described above. */
@@ -1719,7 +1724,7 @@ static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, con
 }
 
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
-                                                         mlstack__axpy_scalar};
+                                                         mlstack__axpy_scalar, mlstack__to_f32};
 
 typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
@@ -1917,7 +1922,18 @@ static MLSTACK__T_AVX2 void mlstack__axpy_avx2(float *y, float a, const float *x
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2};
+static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    size_t i = 0;
+    if (dtype == MLSTACK_DTYPE_F16)
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, mlstack__ld8_f16(b, (int)i));
+    else if (dtype == MLSTACK_DTYPE_BF16)
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, mlstack__ld8_bf16(b, (int)i));
+    if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
+}
+
+static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
+                                                       mlstack__to_f32_avx2};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -2047,10 +2063,21 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weigh
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 
+static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    size_t i = 0;
+    if (dtype == MLSTACK_DTYPE_F16)
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, mlstack__ld16_f16(b, (int)i, (__mmask16)0xFFFF));
+    else if (dtype == MLSTACK_DTYPE_BF16)
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, mlstack__ld16_bf16(b, (int)i, (__mmask16)0xFFFF));
+    if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
+}
+
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
-                                                         mlstack__axpy_avx512};
+                                                         mlstack__axpy_avx512, mlstack__to_f32_avx512};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
-                                                                mlstack__dot_avx512, mlstack__axpy_avx512};
+                                                                mlstack__dot_avx512, mlstack__axpy_avx512,
+                                                                mlstack__to_f32_avx512};
 #endif
 
 /* ==== 12. KERNEL DISPATCH ==== */  /* >>dispatch */
@@ -2750,7 +2777,7 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *m, con
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
-   stack. Layout of one page (f32):
+   stack. Elements are F16 (default), BF16 or F32. Layout of one page:
        [layer][k or v][slot 0..P-1][kv head][Dh]
    i.e. element (l, kv, s, h, d) at ((l * 2 + kv) * P + s) * Hkv * Dh + h * Dh + d. */
 
@@ -2762,9 +2789,11 @@ typedef struct mlstack__kv_seq {
 } mlstack__kv_seq;
 
 typedef struct mlstack__kv {
-    float *data;          /* n_pages * page_floats */
+    unsigned char *data;  /* n_pages * page_bytes */
+    mlstack_dtype dtype;
+    size_t esize;
     int n_pages, page_tokens;
-    size_t page_floats, row_floats; /* row: one slot of one layer's K (or V): Hkv * Dh */
+    size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
     int *free_stack;
     int n_free;
     mlstack__kv_seq *seqs;
@@ -2772,23 +2801,27 @@ typedef struct mlstack__kv {
 } mlstack__kv;
 
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
-                                       int max_seqs, mlstack_error *err) {
+                                       int max_seqs, mlstack_dtype dtype, mlstack_error *err) {
     uint64_t page_bytes;
     int i;
     memset(kv, 0, sizeof *kv);
+    if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "kv_dtype %s not supported (F16, BF16 or F32)",
+                             mlstack_dtype_name(dtype));
+    kv->dtype = dtype;
+    kv->esize = (size_t)mlstack__dtype_sizes[dtype];
     kv->page_tokens = page_tokens;
-    kv->row_floats = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_floats = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_floats;
-    page_bytes = (uint64_t)kv->page_floats * sizeof(float);
+    kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
-    if (budget / page_bytes > (uint64_t)INT_MAX / 2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large");
+    if (budget / page_bytes > (uint64_t)INT_MAX / 2) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large");
     kv->n_pages = (int)(budget / page_bytes);
-    if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX)
+    if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
-    kv->data = (float *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)page_bytes);
+    kv->data = (unsigned char *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)page_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
     kv->seqs = (mlstack__kv_seq *)mlstack__calloc((size_t)max_seqs, sizeof *kv->seqs);
     if (!kv->data || !kv->free_stack || !kv->seqs)
@@ -2809,7 +2842,7 @@ static void mlstack__kv_free(mlstack__kv *kv) {
     memset(kv, 0, sizeof *kv);
 }
 
-/* Makes the page table of s cover `len` positions, taking or returning pages. 0 or -1 if the
+/* Makes the page table of s cover `len` positions, taking or returning pages. 0, or -1 if the
    pool is out of pages (nothing changed then). */
 static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) {
     int need = (int)((len + kv->page_tokens - 1) / kv->page_tokens);
@@ -2828,36 +2861,90 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     return 0;
 }
 
-/* Address of the K (kv = 0) or V (kv = 1) row of `layer` at position pos of sequence s. */
-static float *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int32_t pos) {
+/* Address of the K (kvi = 0) or V (kvi = 1) row of `layer` at position pos of sequence s. */
+static void *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int32_t pos) {
     int page = s->pages[pos / kv->page_tokens], slot = pos % kv->page_tokens;
-    return kv->data + (size_t)page * kv->page_floats +
-           ((size_t)(layer * 2 + kvi) * (size_t)kv->page_tokens + (size_t)slot) * kv->row_floats;
+    return kv->data + ((size_t)page * kv->page_elems +
+                       ((size_t)(layer * 2 + kvi) * (size_t)kv->page_tokens + (size_t)slot) * kv->row_elems) *
+                          kv->esize;
 }
 
-/* Attention of one query head over positions [t0, t1] of a sequence, reading K/V through its
-   page table: out (Dh,) = sum_t softmax_t(q . k_t * scale) v_t. scores: (t1 - t0 + 1,) scratch. */
-static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, const mlstack__kv *kv,
-                            const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0, int32_t t1, float scale,
-                            float *scores) {
+/* Stores one f32 row (Hkv * Dh) into the cache's dtype (round to nearest even). */
+static void mlstack__kv_store(const mlstack__kv *kv, void *dst, const float *src) {
+    size_t i;
+    if (kv->dtype == MLSTACK_DTYPE_F32) {
+        memcpy(dst, src, kv->row_elems * 4);
+        return;
+    }
+    for (i = 0; i < kv->row_elems; i++) {
+        uint16_t h;
+        if (kv->dtype == MLSTACK_DTYPE_F16) {
+            h = mlstack__f32_to_f16(src[i]);
+        } else {
+            uint32_t b;
+            memcpy(&b, &src[i], 4);
+            h = (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+            if ((b & 0x7F800000) == 0x7F800000 && (b & 0x7FFFFF)) h = (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
+        }
+        memcpy((unsigned char *)dst + 2 * i, &h, 2);
+    }
+}
+
+#define MLSTACK__ATT_CHUNK 32
+/* Scratch floats one attention task needs: K and V of a chunk, scores of G heads, G accumulators. */
+static size_t mlstack__attend_scratch(int G, int Dh) {
+    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK + (size_t)G * (size_t)Dh + 2 * (size_t)G;
+}
+
+/* Fused attention of the G query heads sharing one KV head (GQA), over positions [t0, t1] of a
+   sequence, read through its page table in chunks of 32 positions with an online softmax:
+       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q (G, Dh), out (G, Dh)
+   Each K/V chunk is converted to f32 once for all G heads. Chunks start at t0 and the order of
+   every sum is fixed, so the result does not depend on the batch or thread count. */
+static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, int G, const mlstack__kv *kv,
+                            const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0, int32_t t1,
+                            float scale, float *scratch) {
+    float *kf = scratch, *vf = kf + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
+          *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)G * Dh, *den = mx + G;
     int32_t t;
-    float mx = -FLT_MAX;
-    double sum = 0;
-    int d;
-    for (t = t0; t <= t1; t++) {
-        const float *k = mlstack__kv_row(kv, s, layer, 0, t) + (size_t)kv_head * (size_t)Dh;
-        float sc = kn->dot(q, k, Dh) * scale;
-        scores[t - t0] = sc;
-        if (sc > mx) mx = sc;
+    int g, j, d;
+    for (g = 0; g < G; g++) {
+        mx[g] = -FLT_MAX;
+        den[g] = 0;
+        for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
-    for (t = t0; t <= t1; t++) {
-        float e = expf(scores[t - t0] - mx);
-        scores[t - t0] = e;
-        sum += e;
+    for (t = t0; t <= t1; t += MLSTACK__ATT_CHUNK) {
+        int n = t1 - t + 1 < MLSTACK__ATT_CHUNK ? t1 - t + 1 : MLSTACK__ATT_CHUNK;
+        for (j = 0; j < n; j++) {
+            kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 0, t + j) + (size_t)kv_head * Dh * kv->esize,
+                       kf + (size_t)j * Dh, (size_t)Dh);
+            kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 1, t + j) + (size_t)kv_head * Dh * kv->esize,
+                       vf + (size_t)j * Dh, (size_t)Dh);
+        }
+        for (g = 0; g < G; g++) {
+            float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, *ag = acc + (size_t)g * Dh, cmax = -FLT_MAX, m_new, corr;
+            for (j = 0; j < n; j++) {
+                sg[j] = kn->dot(q + (size_t)g * Dh, kf + (size_t)j * Dh, Dh) * scale;
+                if (sg[j] > cmax) cmax = sg[j];
+            }
+            m_new = cmax > mx[g] ? cmax : mx[g];
+            corr = expf(mx[g] - m_new);
+            if (corr != 1.0f) {
+                den[g] *= corr;
+                for (d = 0; d < Dh; d++) ag[d] *= corr;
+            }
+            for (j = 0; j < n; j++) {
+                float p = expf(sg[j] - m_new);
+                den[g] += p;
+                kn->axpy(ag, p, vf + (size_t)j * Dh, Dh);
+            }
+            mx[g] = m_new;
+        }
     }
-    for (d = 0; d < Dh; d++) out[d] = 0;
-    for (t = t0; t <= t1; t++)
-        kn->axpy(out, (float)(scores[t - t0] / sum), mlstack__kv_row(kv, s, layer, 1, t) + (size_t)kv_head * (size_t)Dh, Dh);
+    for (g = 0; g < G; g++) {
+        float inv = 1.0f / den[g];
+        for (d = 0; d < Dh; d++) out[(size_t)g * Dh + d] = acc[(size_t)g * Dh + d] * inv;
+    }
 }
 
 /* ==== 12. FORWARD ==== */  /* >>forward */
@@ -2872,7 +2959,7 @@ typedef struct mlstack__scratch {
     float *x, *xn, *q, *k, *v, *att, *gate, *up; /* (B, dim) activations */
     float *mm;                                   /* n_threads * max n_in */
     mlstack__q8x *xq;                            /* (B, max n_in / 32) activation blocks */
-    float *scores;                               /* n_threads * max positions */
+    float *scores;                               /* n_threads * attention scratch */
 } mlstack__scratch;
 
 struct mlstack_engine {
@@ -2895,18 +2982,19 @@ typedef struct mlstack__attn_job {
     int layer;
 } mlstack__attn_job;
 
+/* One task per (row, KV head): the G = H / Hkv query heads of that group. */
 static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     const mlstack__config *c = &j->e->model->cfg;
-    int H = c->n_heads, Dh = c->head_dim, b = task / H, h = task % H;
+    int Hkv = c->n_kv_heads, G = c->n_heads / Hkv, Dh = c->head_dim, b = task / Hkv, h = task % Hkv;
     const mlstack_batch_row *row = &j->rows[b];
-    const mlstack__kv_seq *s = &j->e->kv.seqs[row->seq];
+    size_t off = ((size_t)b * c->n_heads + (size_t)h * G) * Dh;
     int32_t t0 = 0;
     (void)n_tasks;
     if (c->sliding_window && row->pos >= c->sliding_window) t0 = row->pos - c->sliding_window + 1;
-    mlstack__attend(j->e->k, j->e->s.att + ((size_t)b * H + h) * Dh, j->e->s.q + ((size_t)b * H + h) * Dh, &j->e->kv, s, j->layer,
-                    h / (H / c->n_kv_heads), Dh, t0, row->pos, 1.0f / sqrtf((float)Dh),
-                    j->e->s.scores + (size_t)thread * (size_t)c->max_pos);
+    mlstack__attend(j->e->k, j->e->s.att + off, j->e->s.q + off, G, &j->e->kv, &j->e->kv.seqs[row->seq], j->layer, h, Dh,
+                    t0, row->pos, 1.0f / sqrtf((float)Dh),
+                    j->e->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
 static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *rows, int B, float *logits,
@@ -2938,13 +3026,13 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
                 if (L->k_norm) mlstack__rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
                 mlstack__rope(k + h * Dh, Dh, rows[b].pos, m->inv_freq);
             }
-            memcpy(mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k, sizeof(float) * (size_t)kvd);
-            memcpy(mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd, sizeof(float) * (size_t)kvd);
+            mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k);
+            mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd);
         }
         aj.e = e;
         aj.rows = rows;
         aj.layer = l;
-        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * H);
+        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * Hkv);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wo, s->att, s->xn, B);
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
         for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
@@ -3221,6 +3309,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     const mlstack__config *c;
     mlstack__scratch *s;
     mlstack_result r;
+    mlstack_dtype kv_dtype;
     size_t B, max_in;
     if (err) {
         err->code = MLSTACK_OK;
@@ -3237,10 +3326,18 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
     if (d.max_seqs == 0) d.max_seqs = 16;
     if (d.max_batch_tokens == 0) d.max_batch_tokens = 512;
+    switch (d.kv_type) {
+    case MLSTACK_KV_DEFAULT:
+    case MLSTACK_KV_F16: kv_dtype = MLSTACK_DTYPE_F16; break;
+    case MLSTACK_KV_BF16: kv_dtype = MLSTACK_DTYPE_BF16; break;
+    case MLSTACK_KV_F32: kv_dtype = MLSTACK_DTYPE_F32; break;
+    default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d.kv_type);
+    }
     if (d.kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d.kv_page_tokens - 1) / (uint64_t)d.kv_page_tokens * (uint64_t)d.kv_page_tokens;
-        d.kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * sizeof(float);
+        d.kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
+                   (uint64_t)mlstack__dtype_sizes[kv_dtype];
     }
     {
         int cap = mlstack__isa_parse(d.isa);
@@ -3258,7 +3355,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
     }
-    r = mlstack__kv_init(&e->kv, c, d.kv_mem, d.kv_page_tokens, d.max_seqs, err);
+    r = mlstack__kv_init(&e->kv, c, d.kv_mem, d.kv_page_tokens, d.max_seqs, kv_dtype, err);
     if (r != MLSTACK_OK) {
         mlstack_engine_free(e);
         return r;
@@ -3277,7 +3374,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     s->up = mlstack__falloc(B, (size_t)c->n_ff);
     s->mm = mlstack__falloc((size_t)e->pool.n_threads, max_in);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores = mlstack__falloc((size_t)e->pool.n_threads, (size_t)c->max_pos);
+    s->scores = mlstack__falloc((size_t)e->pool.n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
     if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->scores || !e->tmp_len) {
         mlstack_engine_free(e);

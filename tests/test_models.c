@@ -51,7 +51,7 @@ static void check_model(const char *name) {
     char *text;
     mlstack__json_doc doc;
     mlstack_model *m;
-    mlstack_engine *e1, *e2;
+    mlstack_engine *e1, *e2, *e16;
     mlstack_error err;
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -79,9 +79,12 @@ static void check_model(const char *name) {
            name, info.architecture);
     memset(&ed, 0, sizeof ed);
     ed.n_threads = 1;
+    ed.kv_type = MLSTACK_KV_F32; /* exact comparison: keys and values kept in f32 as transformers does */
     CHECK(mlstack_engine_init(m, &ed, &e1, &err) == MLSTACK_OK);
     ed.n_threads = 2;
     CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+    ed.kv_type = MLSTACK_KV_DEFAULT;
+    CHECK(mlstack_engine_init(m, &ed, &e16, &err) == MLSTACK_OK);
     cs = mlstack__json_get(doc.root, "cases");
     for (c = cs ? cs->child : NULL; c; c = c->next, ci++) {
         const mlstack__json *ids_j = mlstack__json_get(c, "ids"), *lg = mlstack__json_get(c, "logits"),
@@ -89,7 +92,7 @@ static void check_model(const char *name) {
         int32_t ids[64];
         int n = 0, p, k, same = 1;
         double maxdiff = 0;
-        float *ours, *ours2;
+        float *ours, *ours2, *ours16;
         mlstack_generate_desc g;
         int32_t seq;
         for (v = ids_j->child; v && n < 64; v = v->next) ids[n++] = (int32_t)v->i;
@@ -108,6 +111,19 @@ static void check_model(const char *name) {
         CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s case %d: logits differ between 1 and 2 threads", name, ci);
         free(ours2);
+        /* default F16 keys/values: K and V rounded to 11 significant bits (relative 4.9e-4).
+           Relative to the largest logit (5 to 17 in these random models) that moves logits by
+           ~1e-3 of it; 5e-3 of it still catches any layout or indexing error (those are O(1)) */
+        ours16 = eval_all(e16, ids, n, info.n_vocab);
+        if (ours16) {
+            double d16 = 0, big = 0;
+            for (k = 0; k < n * info.n_vocab; k++) {
+                if (fabs(ours16[k] - ours[k]) > d16) d16 = fabs(ours16[k] - ours[k]);
+                if (fabs(ours[k]) > big) big = fabs(ours[k]);
+            }
+            CHECKF(d16 < 5e-3 * big, "%s case %d: f16 KV moves logits by %.3g (largest logit %.3g)", name, ci, d16, big);
+            free(ours16);
+        }
         /* greedy continuation */
         CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
         memset(&g, 0, sizeof g);
@@ -146,6 +162,7 @@ static void check_model(const char *name) {
     CHECKF(ci == 2, "%s: expected 2 cases, found %d", name, ci);
     mlstack_engine_free(e1);
     mlstack_engine_free(e2);
+    mlstack_engine_free(e16);
     mlstack_model_close(m);
     mlstack__json_free(&doc);
     free(text);

@@ -30,6 +30,7 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
     memset(&ed, 0, sizeof ed);
     ed.isa = isa;
     ed.max_seqs = 2;
+    ed.kv_type = MLSTACK_KV_F32;
     if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
         CHECKF(0, "engine: %s", err.message);
         return;
