@@ -590,9 +590,13 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
 #endif
 }
 
-/* Thread pool: a fixed set of workers, fork/join over task indices [0, n_tasks).
-   The calling thread takes part, so a pool of 1 runs everything inline. */
+/* Thread pool: a fixed set of workers, fork/join over task indices [0, n_tasks). The calling
+   thread takes part, so a pool of 1 runs everything inline. Waiting spins briefly (a forward
+   pass forks dozens of times per token, far too often to pay a futex sleep and wake-up each
+   time), then sleeps on a condition variable so idle engines cost nothing. */
 typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
+
+#define MLSTACK__SPIN 4000
 
 typedef struct mlstack__pool {
     int n_threads;
@@ -600,9 +604,9 @@ typedef struct mlstack__pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    uint64_t generation;
-    int pending;   /* workers still busy with the current generation */
-    int quit;
+    uint64_t generation; /* atomic: bumped once per fork */
+    int pending;         /* atomic: workers still busy with the current generation */
+    int quit;            /* atomic */
     mlstack__task_fn fn;
     void *ctx;
     int n_tasks;
@@ -610,6 +614,14 @@ typedef struct mlstack__pool {
 } mlstack__pool;
 
 #if !defined(MLSTACK_NO_THREADS)
+static void mlstack__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 typedef struct mlstack__worker_arg {
     mlstack__pool *pool;
     int index;
@@ -621,19 +633,25 @@ static void *mlstack__worker(void *arg_) {
     uint64_t seen = 0;
     MLSTACK_FREE(arg_);
     for (;;) {
-        int t;
-        pthread_mutex_lock(&p->mu);
-        while (p->generation == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) {
+        int t, i;
+        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen &&
+                    !__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE);
+             i++)
+            mlstack__cpu_relax();
+        if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen) {
+            pthread_mutex_lock(&p->mu);
+            while (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen && !__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE))
+                pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
-            return NULL;
         }
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        if (__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE)) return NULL;
+        seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
         for (t = arg.index; t < p->n_tasks; t += p->n_threads) p->fn(p->ctx, t, p->n_tasks, arg.index);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 #endif
@@ -671,33 +689,34 @@ static int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 #endif
 }
 
-/* Runs fn(ctx, t, n_tasks) for every t, spread over the pool; returns when all are done.
-   Task t always runs the same work whichever thread takes it, so results never depend on the
-   thread count. */
+/* Runs fn(ctx, t, n_tasks, thread) for every t, spread over the pool; returns when all are done.
+   Task t always does the same work whichever thread takes it, so results never depend on the
+   thread count. Called from one thread at a time. */
 static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
-#if !defined(MLSTACK_NO_THREADS)
     int t;
+#if !defined(MLSTACK_NO_THREADS)
     if (p->n_threads > 1 && n_tasks > 1) {
-        pthread_mutex_lock(&p->mu);
+        int i;
         p->fn = fn;
         p->ctx = ctx;
         p->n_tasks = n_tasks;
-        p->pending = p->n_threads - 1;
-        p->generation++;
+        __atomic_store_n(&p->pending, p->n_threads - 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&p->mu);
+        __atomic_add_fetch(&p->generation, 1, __ATOMIC_ACQ_REL);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
         for (t = 0; t < n_tasks; t += p->n_threads) fn(ctx, t, n_tasks, 0);
-        pthread_mutex_lock(&p->mu);
-        while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0; i++) mlstack__cpu_relax();
+        if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0) {
+            pthread_mutex_lock(&p->mu);
+            while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0) pthread_cond_wait(&p->done, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
         return;
     }
-    for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, 0);
-#else
-    int t;
+#endif
     (void)p;
     for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, 0);
-#endif
 }
 
 static void mlstack__pool_free(mlstack__pool *p) {
@@ -705,7 +724,7 @@ static void mlstack__pool_free(mlstack__pool *p) {
     int i;
     if (p->threads) {
         pthread_mutex_lock(&p->mu);
-        p->quit = 1;
+        __atomic_store_n(&p->quit, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
         for (i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
