@@ -1661,6 +1661,7 @@ static void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int 
 /* A weight matrix: W (n_out, n_in) row-major in `wtype` (row r at data + r * row_bytes), and an
    optional f32 bias (n_out,). */
 typedef struct mlstack__weight {
+    const char *name; /* tensor name, for saving */
     const void *data;
     int wtype;
     int n_out, n_in;
@@ -2557,27 +2558,51 @@ static mlstack_result mlstack__model_vec(mlstack_model *m, const char *name, int
     return MLSTACK_OK;
 }
 
-/* A projection weight (n_out, n_in) used as stored; realigned by copy only when the file puts
-   it at an address unaligned for its element type. Bias (optional) as f32. */
+/* The format a quantized tensor was saved in (file metadata "mlstack.quant.<name>"), or 0. */
+static int mlstack__st_quant_of(const mlstack__st *st, const mlstack__st_tensor *t) {
+    const mlstack__json *meta = mlstack__json_get(st->files[t->file].header.root, "__metadata__"), *v;
+    char key[300];
+    if (t->dtype != MLSTACK_DTYPE_U8 || !meta) return 0;
+    snprintf(key, sizeof key, "mlstack.quant.%s", t->name);
+    v = mlstack__json_get(meta, key);
+    if (mlstack__json_is_str(v, "Q8_0")) return MLSTACK__W_Q8_0;
+    if (mlstack__json_is_str(v, "Q4_0")) return MLSTACK__W_Q4_0;
+    return 0;
+}
+
+/* A projection weight (n_out, n_in) used as stored: F32/F16/BF16, or Q8_0/Q4_0 rows saved by
+   mlstack_model_save (U8 [n_out, row bytes] marked in the metadata). Realigned by copy only
+   when the file puts it at an address unaligned for its element type. Bias (optional) as f32. */
 static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix, int n_out, int n_in, int has_bias,
                                             mlstack__weight *w, mlstack_error *err) {
     char name[256];
     const mlstack__st_tensor *t;
     mlstack_result r;
     const void *src;
-    size_t esize;
+    int q;
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if ((r = mlstack__model_tensor(m, name, 2, n_out, n_in, &t, err)) != MLSTACK_OK) return r;
+    t = mlstack__st_find(&m->st, name);
+    q = t ? mlstack__st_quant_of(&m->st, t) : 0;
+    if (q) {
+        if (n_in % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != n_out ||
+            (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, n_in))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s",
+                                 m->path, name, n_out, n_in, mlstack__dtype_names[q]);
+        m->n_params += (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+    } else if ((r = mlstack__model_tensor(m, name, 2, n_out, n_in, &t, err)) != MLSTACK_OK) {
+        return r;
+    }
     src = m->st.files[t->file].data + t->begin;
-    esize = (size_t)mlstack__dtype_sizes[t->dtype];
-    if ((uintptr_t)src % esize) {
+    if ((uintptr_t)src % (q ? 2u : (uintptr_t)mlstack__dtype_sizes[t->dtype])) {
         void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
         if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         memcpy(copy, src, (size_t)(t->end - t->begin));
         src = copy;
     }
+    w->name = t->name;
     w->data = src;
-    w->wtype = (int)t->dtype;
+    w->wtype = q ? q : (int)t->dtype;
     w->n_out = n_out;
     w->n_in = n_in;
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
@@ -2600,8 +2625,12 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     m->embed = m->st.files[t->file].data + t->begin;
     m->embed_dtype = t->dtype;
     if ((r = mlstack__model_vec(m, "model.norm.weight", c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
-    if (c->tied) {
+    if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") && mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
+        /* a quantized copy of the tied head saved by mlstack_model_save */
+        if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) return r;
+    } else if (c->tied) {
         mlstack__weight *w = &m->lm_head;
+        w->name = "lm_head.weight";
         w->data = m->embed;
         w->wtype = (int)m->embed_dtype;
         w->n_out = c->n_vocab;
