@@ -191,8 +191,83 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model,
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
 
 /* ---- Tokenizer (section 7) ---- */
+/* A tokenizer interprets a Hugging Face tokenizer.json (BPE models: byte-level and
+   SentencePiece-style with byte fallback) and the special-token settings of
+   tokenizer_config.json, giving the ids and texts Hugging Face gives.
+   Text is UTF-8. Invalid UTF-8 input is encoded as if each maximal invalid subsequence were
+   U+FFFD, which is what Python's bytes.decode("utf-8", "replace") hands to Hugging Face.
+   Ownership: the tokenizer owns every string it returns; they live until close.
+   Thread safety: after open, encode/decode/lookups may run concurrently on one tokenizer;
+   only the error text is shared (see mlstack_tokenizer_error). */
 
+#define MLSTACK_ENCODE_ADD_SPECIAL 1     /* add BOS/EOS as add_special_tokens=True does */
+#define MLSTACK_ENCODE_SPECIAL_AS_TEXT 2 /* special-token text is plain text (split_special_tokens) */
+#define MLSTACK_DECODE_SKIP_SPECIAL 1    /* leave out special tokens (skip_special_tokens=True) */
 
+/* Opens dir/tokenizer.json and, when present, dir/tokenizer_config.json. A folder with only
+   vocab.json + merges.txt + tokenizer_config.json is accepted for the Qwen2Tokenizer and
+   GPT2Tokenizer classes (built as transformers' conversion builds them).
+   Parameters: dir (folder), out (receives the tokenizer), err (optional detail).
+   Returns MLSTACK_OK; MLSTACK_ERR_NOT_FOUND/IO when files are missing; MLSTACK_ERR_FORMAT for
+   malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (Unigram,
+   WordPiece, ...). On failure *out is NULL.
+   Thread safety: any thread.
+   Remarks: BOS/EOS follow transformers 5: when tokenizer_config.json sets add_bos_token or
+   add_eos_token explicitly, the post-processor becomes "[bos] $A [eos]" with those flags;
+   otherwise tokenizer.json's post-processor is used. */
+MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_tokenizer **out, mlstack_error *err);
+/* Same from memory: json is the tokenizer.json text, config_json (may be NULL) the
+   tokenizer_config.json text. The texts are copied; the caller keeps ownership. */
+MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json, size_t config_len,
+                                                  mlstack_tokenizer **out, mlstack_error *err);
+/* Frees the tokenizer. NULL is ignored. Not while other threads use it. */
+MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *tok);
+/* Encodes len bytes of text (need not be NUL-terminated).
+   Parameters: flags (MLSTACK_ENCODE_*), ids (room for cap ids; may be NULL when cap is 0),
+   n_ids (receives the number of ids the text needs).
+   Returns MLSTACK_OK; MLSTACK_ERR_LIMIT when cap < *n_ids (nothing is truncated: call again
+   with a buffer of *n_ids) or when a regex hit its step limit; MLSTACK_ERR_NO_MEMORY.
+   Thread safety: concurrent calls on one tokenizer are fine. */
+MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags,
+                                                    int32_t *ids, size_t cap, size_t *n_ids);
+/* Decodes n ids to UTF-8 text, NUL-terminated.
+   Parameters: flags (MLSTACK_DECODE_SKIP_SPECIAL), out (cap bytes), n_out (receives the text
+   length without the NUL).
+   Returns MLSTACK_OK, or MLSTACK_ERR_LIMIT when cap < *n_out + 1 (call again with more room).
+   Remarks: ids outside the vocabulary are skipped, as Hugging Face skips them. Invalid UTF-8
+   produced by byte tokens becomes U+FFFD. Thread safety: concurrent calls are fine. */
+MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *tok, const int32_t *ids, size_t n, int flags,
+                                                    char *out, size_t cap, size_t *n_out);
+/* Size of the id space (largest id + 1, added tokens included). */
+MLSTACK_API int32_t mlstack_tokenizer_vocab_size(const mlstack_tokenizer *tok);
+/* Id of a token's exact text (added tokens first, then the model vocabulary), or -1. */
+MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *tok, const char *text, size_t len);
+/* Text of a token as stored in the vocabulary (byte-level tokens in GPT-2's alphabet), or NULL
+   for an unknown id. *len (optional) receives its length. */
+MLSTACK_API const char *mlstack_tokenizer_id_to_token(const mlstack_tokenizer *tok, int32_t id, size_t *len);
+/* BOS/EOS ids from tokenizer_config.json's bos_token/eos_token, -1 when unset (as
+   transformers' bos_token_id/eos_token_id are None). */
+MLSTACK_API int32_t mlstack_tokenizer_bos_id(const mlstack_tokenizer *tok);
+MLSTACK_API int32_t mlstack_tokenizer_eos_id(const mlstack_tokenizer *tok);
+/* Non-zero when id is an added token flagged special (what skip_special_tokens drops). */
+MLSTACK_API int mlstack_tokenizer_is_special(const mlstack_tokenizer *tok, int32_t id);
+/* tokenizer_config.json's chat_template (the "default" one of a list), or NULL. */
+MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer *tok);
+/* Text of the most recent encode/decode failure on this tokenizer ("" if none). With several
+   threads failing at once it may describe another thread's call. */
+MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *tok);
+
+/* Streaming decoder: push ids one at a time, get back only complete UTF-8 text (a character
+   split across byte tokens is held until its last byte arrives). The text returned by push or
+   flush is owned by the decoder and valid until its next call. The tokenizer must outlive it.
+   Thread safety: one decoder per thread; many decoders may share a tokenizer. */
+typedef struct mlstack_detok mlstack_detok;
+MLSTACK_API mlstack_result mlstack_detok_init(const mlstack_tokenizer *tok, int flags, mlstack_detok **out);
+/* Returns the new text in *text/*len (possibly empty). */
+MLSTACK_API mlstack_result mlstack_detok_push(mlstack_detok *d, int32_t id, const char **text, size_t *len);
+/* Emits whatever is held back (an incomplete character as U+FFFD) and resets the decoder. */
+MLSTACK_API mlstack_result mlstack_detok_flush(mlstack_detok *d, const char **text, size_t *len);
+MLSTACK_API void mlstack_detok_free(mlstack_detok *d);
 
 /* ---- Chat templates (section 8) ---- */
 
@@ -1410,8 +1485,1988 @@ static void mlstack__st_view(const mlstack__st *st, const mlstack__st_tensor *t,
 
 
 /* ==== 7. TOKENIZER ==== */  /* >>tokenizer */
+/* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
+     text -> invalid UTF-8 replaced (U+FFFD per maximal invalid subpart, like Python's
+             bytes.decode("utf-8", "replace"), since a Python str cannot hold invalid UTF-8)
+          -> added tokens that are not "normalized" matched on the raw text (leftmost, longest)
+          -> normalizer on each remaining piece -> "normalized" added tokens matched
+          -> pre-tokenizer steps split pieces (and rewrite bytes: Metaspace, ByteLevel)
+          -> BPE on each piece (word cache, merges by rank through a binary heap)
+          -> post-processor (BOS/EOS templates) when MLSTACK_ENCODE_ADD_SPECIAL.
+   Decoding runs the decoder steps over the token strings. Every string the pipeline builds lives
+   in one growing pool addressed by offsets, so a step may append without invalidating pieces.
+   Unsupported parts of a tokenizer.json fail at load with MLSTACK_ERR_UNSUPPORTED, never
+   silently at encode time. */
 
+#ifndef MLSTACK_TOK_MAX_VOCAB
+#define MLSTACK_TOK_MAX_VOCAB (1 << 24)
+#endif
+#define MLSTACK__TOK_CACHE_MAX_WORD 128 /* bytes; longer pieces bypass the word cache */
+#define MLSTACK__TOK_CACHE_SLOTS 8192
 
+enum { MLSTACK__N_NFC = 1, MLSTACK__N_NFD, MLSTACK__N_NFKC, MLSTACK__N_NFKD, MLSTACK__N_LOWER, MLSTACK__N_STRIP,
+       MLSTACK__N_STRIP_ACCENTS, MLSTACK__N_PREPEND, MLSTACK__N_REPLACE };
+enum { MLSTACK__P_SPLIT = 1, MLSTACK__P_BYTELEVEL, MLSTACK__P_METASPACE, MLSTACK__P_DIGITS, MLSTACK__P_PUNCT,
+       MLSTACK__P_WHITESPACE, MLSTACK__P_WSSPLIT, MLSTACK__P_BERT };
+enum { MLSTACK__B_REMOVED, MLSTACK__B_ISOLATED, MLSTACK__B_PREV, MLSTACK__B_NEXT, MLSTACK__B_CONTIGUOUS };
+enum { MLSTACK__D_BYTELEVEL = 1, MLSTACK__D_BYTEFALLBACK, MLSTACK__D_METASPACE, MLSTACK__D_REPLACE, MLSTACK__D_FUSE,
+       MLSTACK__D_STRIP, MLSTACK__D_BPE };
+enum { MLSTACK__PREPEND_ALWAYS, MLSTACK__PREPEND_FIRST, MLSTACK__PREPEND_NEVER };
+
+/* One step of a normalizer, pre-tokenizer or decoder (Sequence nodes are flattened). */
+typedef struct mlstack__tok_step {
+    int type;
+    const char *a, *b;  /* Prepend text / Replace pattern (a) and content (b) / Metaspace replacement (a) */
+    size_t alen, blen;
+    mlstack__regex *re; /* Replace or Split with a Regex pattern; ByteLevel's own split */
+    int behavior, invert, flag, left, right; /* flag: add_prefix_space, individual_digits, Metaspace split */
+    int scheme;         /* Metaspace prepend_scheme */
+} mlstack__tok_step;
+
+typedef struct mlstack__tok_added {
+    int32_t id;
+    const char *s;
+    uint32_t len;
+    unsigned char special, lstrip, rstrip, single_word, normalized;
+} mlstack__tok_added;
+
+struct mlstack_tokenizer {
+    mlstack__arena arena;
+    int32_t n_vocab;       /* size of the id space: max id + 1 */
+    const char **tok_s;    /* token text by id (NULL for holes) */
+    uint32_t *tok_len;
+    unsigned char *tok_special; /* 1: an added token flagged special */
+    uint32_t *vmap;        /* model vocab: open addressing, slot = id + 1 */
+    uint32_t vmask;
+    uint64_t *mkey;        /* merges: (left id << 32 | right id) + 1, 0 = empty */
+    uint32_t *mrank;
+    int32_t *mnew;
+    uint32_t mmask;
+    int byte_fallback, fuse_unk, ignore_merges, byte_level_model;
+    int32_t unk_id;
+    const char *cont_prefix, *eow_suffix;
+    size_t cont_prefix_len, eow_suffix_len;
+    int32_t byte_ids[256]; /* <0xNN> ids for byte fallback, -1 if absent */
+    mlstack__tok_step *norm, *pre, *dec;
+    int n_norm, n_pre, n_dec;
+    int32_t *post_pre, *post_suf; /* ids around the sequence for add_special_tokens */
+    int n_post_pre, n_post_suf;
+    mlstack__tok_added *added;    /* sorted by length, longest first */
+    int n_added;
+    int32_t bos_id, eos_id;
+    const char *chat_template;
+    char *err;                    /* last failure text (MLSTACK__TOK_ERR bytes) */
+    mlstack__json_doc doc, cfg_doc; /* token strings point into these */
+    mlstack__regex **regexes;     /* owned, freed at close */
+    int n_regexes, cap_regexes;
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_t err_lock;
+#endif
+};
+#define MLSTACK__TOK_ERR 256
+
+/* GPT-2's byte <-> printable code point table. */
+static uint16_t mlstack__bl_cp[256];
+static unsigned char mlstack__bl_utf8[256][3]; /* [0] = length */
+static int16_t mlstack__bl_byte[324];
+static void mlstack__bl_init_table(void) {
+    int b, n = 0;
+    for (b = 0; b < 324; b++) mlstack__bl_byte[b] = -1;
+    for (b = 0; b < 256; b++) {
+        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+        uint32_t cp = printable ? (uint32_t)b : (uint32_t)(256 + n++);
+        unsigned char tmp[4];
+        size_t l = mlstack__utf8_put(tmp, cp);
+        mlstack__bl_cp[b] = (uint16_t)cp;
+        mlstack__bl_utf8[b][0] = (unsigned char)l;
+        memcpy(&mlstack__bl_utf8[b][1], tmp, l);
+        mlstack__bl_byte[cp] = (int16_t)b;
+    }
+}
+#if !defined(MLSTACK_NO_THREADS)
+static pthread_once_t mlstack__bl_once = PTHREAD_ONCE_INIT;
+static void mlstack__bl_init(void) { pthread_once(&mlstack__bl_once, mlstack__bl_init_table); }
+#else
+static void mlstack__bl_init(void) {
+    if (mlstack__bl_utf8[0][0] == 0) mlstack__bl_init_table();
+}
+#endif
+
+static const char *const mlstack__gpt2_pattern =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+static const char *const mlstack__qwen2_pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
+/* ---- small growable buffers ---- */
+typedef struct mlstack__buf {
+    char *p;
+    size_t n, cap;
+} mlstack__buf;
+static int mlstack__buf_reserve(mlstack__buf *b, size_t extra) {
+    size_t need, cap;
+    char *p;
+    if (b->cap - b->n >= extra) return 1;
+    if (extra > ((size_t)-1) / 2 - b->n) return 0;
+    need = b->n + extra;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need) cap *= 2;
+    p = (char *)MLSTACK_REALLOC(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+static int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
+    if (!mlstack__buf_reserve(b, n)) return 0;
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 1;
+}
+/* Typed arrays on top of mlstack__buf. */
+#define MLSTACK__VEC_PUSH(buf, type, val) \
+    (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
+
+/* Hash of bytes (FNV-1a, 32-bit). */
+static uint32_t mlstack__hash(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+static uint32_t mlstack__hash64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+/* Bytes consumed by the invalid sequence at s: the maximal subpart of a well-formed sequence
+   (Unicode 3.9, what Python's "replace" error handler and Rust's from_utf8_lossy do). */
+static size_t mlstack__utf8_bad_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t need, i;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else
+        return 1;
+    for (i = 1; i <= need && i < n; i++) {
+        unsigned d = s[i];
+        if (i == 1 ? (d < lo || d > hi) : ((d & 0xC0) != 0x80)) break;
+    }
+    return i;
+}
+/* Appends s to b with invalid UTF-8 replaced by U+FFFD. Returns 0 on no memory. */
+static int mlstack__utf8_lossy(mlstack__buf *b, const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    if (!mlstack__buf_reserve(b, n)) return 0;
+    while (i < n) {
+        int l = mlstack__utf8_valid_len(u + i, n - i);
+        if (l > 0) {
+            i += (size_t)l;
+            continue;
+        }
+        if (!mlstack__buf_put(b, s + run, i - run) || !mlstack__buf_put(b, "\xEF\xBF\xBD", 3)) return 0;
+        i += mlstack__utf8_bad_len(u + i, n - i);
+        run = i;
+    }
+    return mlstack__buf_put(b, s + run, n - run);
+}
+static int mlstack__utf8_all_valid(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        int l = u[i] < 0x80 ? 1 : mlstack__utf8_valid_len(u + i, n - i);
+        if (!l) return 0;
+        i += (size_t)l;
+    }
+    return 1;
+}
+/* Decodes one code point of valid UTF-8 (the pipeline only holds valid text). */
+static int mlstack__tok_cp(const char *s, size_t n, uint32_t *cp) {
+    if ((unsigned char)s[0] < 0x80) {
+        *cp = (unsigned char)s[0];
+        return 1;
+    }
+    return mlstack__utf8_decode((const unsigned char *)s, n, cp);
+}
+
+/* Character classes as Rust's char methods define them. */
+static int mlstack__tok_is_ws(uint32_t cp) { return mlstack__uis_whitespace(cp); }
+static int mlstack__tok_is_numeric(uint32_t cp) {
+    int c = mlstack__ucat(cp);
+    return c == MLSTACK__UC_Nd || c == MLSTACK__UC_Nl || c == MLSTACK__UC_No;
+}
+static int mlstack__tok_is_alnum(uint32_t cp) {
+    int c = mlstack__ucat(cp);
+    return c == MLSTACK__UC_Lu || c == MLSTACK__UC_Ll || c == MLSTACK__UC_Lt || c == MLSTACK__UC_Lm ||
+           c == MLSTACK__UC_Lo || mlstack__tok_is_numeric(cp);
+}
+static int mlstack__tok_is_punct(uint32_t cp) {
+    int c;
+    if (cp < 0x80) return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126);
+    c = mlstack__ucat(cp);
+    return c == MLSTACK__UC_Pc || c == MLSTACK__UC_Pd || c == MLSTACK__UC_Ps || c == MLSTACK__UC_Pe ||
+           c == MLSTACK__UC_Pi || c == MLSTACK__UC_Pf || c == MLSTACK__UC_Po;
+}
+static int mlstack__tok_is_word(uint32_t cp) { return cp == '_' || mlstack__tok_is_alnum(cp) || mlstack__uis_mark(cp); }
+
+/* ---- vocabulary and merges ---- */
+static int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
+    uint32_t h;
+    if (!t->vmap) return -1;
+    h = mlstack__hash(s, n) & t->vmask;
+    for (;;) {
+        uint32_t v = t->vmap[h];
+        if (!v) return -1;
+        if (t->tok_len[v - 1] == n && memcmp(t->tok_s[v - 1], s, n) == 0) return (int32_t)(v - 1);
+        h = (h + 1) & t->vmask;
+    }
+}
+static int mlstack__tok_merge_find(const mlstack_tokenizer *t, int32_t a, int32_t b, uint32_t *rank, int32_t *nid) {
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    uint32_t h;
+    if (!t->mkey) return 0;
+    h = mlstack__hash64(key) & t->mmask;
+    for (;;) {
+        uint64_t k = t->mkey[h];
+        if (!k) return 0;
+        if (k == key) {
+            *rank = t->mrank[h];
+            *nid = t->mnew[h];
+            return 1;
+        }
+        h = (h + 1) & t->mmask;
+    }
+}
+
+/* ---- per-call encoder state ---- */
+typedef struct mlstack__piece {
+    size_t off, len; /* bytes in the pool */
+    int first;       /* starts at offset 0 of the original text (Metaspace "first") */
+    int32_t id;      /* an added token's id, or -1 for text */
+} mlstack__piece;
+
+typedef struct mlstack__bpe_sym {
+    int32_t id, prev, next;
+} mlstack__bpe_sym;
+typedef struct mlstack__bpe_cand {
+    uint32_t rank;
+    int32_t pos, nid;
+} mlstack__bpe_cand;
+
+typedef struct mlstack__enc {
+    const mlstack_tokenizer *t;
+    mlstack__buf pool;    /* text bytes */
+    mlstack__buf pa, pb;  /* mlstack__piece arrays */
+    mlstack__buf ids;     /* int32_t output */
+    mlstack__buf syms, heap, tmp, segs;
+    /* word cache: key bytes and ids in cpool */
+    uint32_t *cslot;      /* index + 1 into centry */
+    mlstack__buf centry;  /* {uint32 koff, klen, ioff, nids} */
+    mlstack__buf cpool;
+    size_t n_cached;
+    char *err;
+    mlstack_result code;
+} mlstack__enc;
+
+typedef struct mlstack__centry {
+    uint32_t koff, klen, ioff, nids;
+} mlstack__centry;
+
+static void mlstack__enc_free(mlstack__enc *e) {
+    MLSTACK_FREE(e->pool.p);
+    MLSTACK_FREE(e->pa.p);
+    MLSTACK_FREE(e->pb.p);
+    MLSTACK_FREE(e->ids.p);
+    MLSTACK_FREE(e->syms.p);
+    MLSTACK_FREE(e->heap.p);
+    MLSTACK_FREE(e->tmp.p);
+    MLSTACK_FREE(e->segs.p);
+    MLSTACK_FREE(e->cslot);
+    MLSTACK_FREE(e->centry.p);
+    MLSTACK_FREE(e->cpool.p);
+}
+
+static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__tok_fail(mlstack_tokenizer *t, mlstack_result code, const char *fmt, ...) {
+    va_list ap;
+    if (!t || !t->err) return code;
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_lock(&t->err_lock);
+#endif
+    va_start(ap, fmt);
+    mlstack__vfmt(t->err, MLSTACK__TOK_ERR, fmt, ap);
+    va_end(ap);
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_unlock(&t->err_lock);
+#endif
+    return code;
+}
+
+static int mlstack__piece_push(mlstack__buf *v, size_t off, size_t len, int first, int32_t id) {
+    mlstack__piece p;
+    p.off = off;
+    p.len = len;
+    p.first = first;
+    p.id = id;
+    return MLSTACK__VEC_PUSH(v, mlstack__piece, p);
+}
+
+/* ---- BPE on one piece ---- */
+static int mlstack__heap_less(const mlstack__bpe_cand *a, const mlstack__bpe_cand *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+static int mlstack__heap_push(mlstack__buf *h, mlstack__bpe_cand c) {
+    mlstack__bpe_cand *a;
+    size_t i;
+    if (!MLSTACK__VEC_PUSH(h, mlstack__bpe_cand, c)) return 0;
+    a = (mlstack__bpe_cand *)(void *)h->p;
+    i = h->n / sizeof c - 1;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!mlstack__heap_less(&a[i], &a[p])) break;
+        c = a[i];
+        a[i] = a[p];
+        a[p] = c;
+        i = p;
+    }
+    return 1;
+}
+static mlstack__bpe_cand mlstack__heap_pop(mlstack__buf *h) {
+    mlstack__bpe_cand *a = (mlstack__bpe_cand *)(void *)h->p, top = a[0], tmp;
+    size_t n = h->n / sizeof top - 1, i = 0;
+    a[0] = a[n];
+    h->n -= sizeof top;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && mlstack__heap_less(&a[l], &a[m])) m = l;
+        if (r < n && mlstack__heap_less(&a[r], &a[m])) m = r;
+        if (m == i) break;
+        tmp = a[i];
+        a[i] = a[m];
+        a[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+static int mlstack__bpe_sym_push(mlstack__buf *syms, int32_t id) {
+    mlstack__bpe_sym s;
+    s.id = id;
+    s.prev = (int32_t)(syms->n / sizeof s) - 1;
+    s.next = -1;
+    return MLSTACK__VEC_PUSH(syms, mlstack__bpe_sym, s);
+}
+static int mlstack__bpe_cand_add(mlstack__enc *e, const mlstack__bpe_sym *s, int32_t pos) {
+    mlstack__bpe_cand c;
+    if (s[pos].next < 0) return 1;
+    if (!mlstack__tok_merge_find(e->t, s[pos].id, s[s[pos].next].id, &c.rank, &c.nid)) return 1;
+    c.pos = pos;
+    return mlstack__heap_push(&e->heap, c);
+}
+
+/* Appends the ids of one piece (bytes already in the model's alphabet) to e->ids. */
+static int mlstack__bpe_word(mlstack__enc *e, const char *w, size_t n) {
+    const mlstack_tokenizer *t = e->t;
+    mlstack__bpe_sym *s;
+    size_t i, ns;
+    int32_t id;
+    int last_unk = 0;
+    if (n == 0) return 1;
+    if (t->ignore_merges && (id = mlstack__tok_vocab_find(t, w, n)) >= 0) return MLSTACK__VEC_PUSH(&e->ids, int32_t, id);
+    e->syms.n = 0;
+    e->heap.n = 0;
+    for (i = 0; i < n;) {
+        uint32_t cp;
+        size_t cl = (size_t)mlstack__tok_cp(w + i, n - i, &cp);
+        const char *cs = w + i;
+        size_t csl = cl;
+        int is_last = i + cl == n;
+        if ((i > 0 && t->cont_prefix_len) || (is_last && t->eow_suffix_len)) {
+            e->tmp.n = 0;
+            if (i > 0 && !mlstack__buf_put(&e->tmp, t->cont_prefix, t->cont_prefix_len)) return 0;
+            if (!mlstack__buf_put(&e->tmp, w + i, cl)) return 0;
+            if (is_last && !mlstack__buf_put(&e->tmp, t->eow_suffix, t->eow_suffix_len)) return 0;
+            cs = e->tmp.p;
+            csl = e->tmp.n;
+        }
+        id = mlstack__tok_vocab_find(t, cs, csl);
+        if (id >= 0) {
+            if (!mlstack__bpe_sym_push(&e->syms, id)) return 0;
+            last_unk = 0;
+        } else {
+            size_t k;
+            int have_bytes = t->byte_fallback;
+            for (k = 0; have_bytes && k < cl; k++)
+                if (t->byte_ids[(unsigned char)w[i + k]] < 0) have_bytes = 0;
+            if (have_bytes) {
+                for (k = 0; k < cl; k++)
+                    if (!mlstack__bpe_sym_push(&e->syms, t->byte_ids[(unsigned char)w[i + k]])) return 0;
+                last_unk = 0;
+            } else if (t->unk_id >= 0) {
+                if (!(t->fuse_unk && last_unk) && !mlstack__bpe_sym_push(&e->syms, t->unk_id)) return 0;
+                last_unk = 1;
+            }
+        }
+        i += cl;
+    }
+    s = (mlstack__bpe_sym *)(void *)e->syms.p;
+    ns = e->syms.n / sizeof *s;
+    for (i = 0; i + 1 < ns; i++) s[i].next = (int32_t)i + 1;
+    for (i = 0; i + 1 < ns; i++)
+        if (!mlstack__bpe_cand_add(e, s, (int32_t)i)) return 0;
+    while (e->heap.n) {
+        mlstack__bpe_cand c = mlstack__heap_pop(&e->heap);
+        uint32_t rank;
+        int32_t nid, nx;
+        if (s[c.pos].id < 0 || s[c.pos].next < 0) continue;
+        nx = s[c.pos].next;
+        if (!mlstack__tok_merge_find(t, s[c.pos].id, s[nx].id, &rank, &nid) || nid != c.nid) continue;
+        s[c.pos].id = nid;
+        s[c.pos].next = s[nx].next;
+        if (s[nx].next >= 0) s[s[nx].next].prev = c.pos;
+        s[nx].id = -1;
+        if (s[c.pos].prev >= 0 && !mlstack__bpe_cand_add(e, s, s[c.pos].prev)) return 0;
+        if (!mlstack__bpe_cand_add(e, s, c.pos)) return 0;
+    }
+    for (i = 0; i < ns; i = (size_t)s[i].next) {
+        if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, s[i].id)) return 0;
+        if (s[i].next < 0) break;
+    }
+    return 1;
+}
+
+/* BPE through the per-call word cache. */
+static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
+    uint32_t h, slot;
+    size_t before, nids;
+    mlstack__centry ce, *ents;
+    if (n == 0) return 1;
+    if (n > MLSTACK__TOK_CACHE_MAX_WORD) return mlstack__bpe_word(e, w, n);
+    if (!e->cslot) {
+        e->cslot = (uint32_t *)mlstack__calloc(MLSTACK__TOK_CACHE_SLOTS, sizeof(uint32_t));
+        if (!e->cslot) return 0;
+    }
+    h = mlstack__hash(w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
+    ents = (mlstack__centry *)(void *)e->centry.p;
+    for (slot = h;; slot = (slot + 1) & (MLSTACK__TOK_CACHE_SLOTS - 1)) {
+        uint32_t v = e->cslot[slot];
+        if (!v) break;
+        if (ents[v - 1].klen == n && memcmp(e->cpool.p + ents[v - 1].koff, w, n) == 0) {
+            ce = ents[v - 1];
+            return mlstack__buf_put(&e->ids, e->cpool.p + ce.ioff, (size_t)ce.nids * sizeof(int32_t));
+        }
+    }
+    before = e->ids.n;
+    if (!mlstack__bpe_word(e, w, n)) return 0;
+    nids = (e->ids.n - before) / sizeof(int32_t);
+    if (e->n_cached >= MLSTACK__TOK_CACHE_SLOTS / 2 || e->cpool.n > ((size_t)1 << 30)) return 1;
+    ce.koff = (uint32_t)e->cpool.n;
+    ce.klen = (uint32_t)n;
+    if (!mlstack__buf_put(&e->cpool, w, n)) return 0;
+    while (e->cpool.n % 4) e->cpool.p[e->cpool.n++] = 0;
+    ce.ioff = (uint32_t)e->cpool.n;
+    ce.nids = (uint32_t)nids;
+    if (!mlstack__buf_put(&e->cpool, e->ids.p + before, nids * sizeof(int32_t))) return 0;
+    if (!MLSTACK__VEC_PUSH(&e->centry, mlstack__centry, ce)) return 0;
+    e->cslot[slot] = (uint32_t)(e->centry.n / sizeof ce);
+    e->n_cached++;
+    return 1;
+}
+
+/* ---- normalizers: rewrite pool[off, off+len) into a new pool range ---- */
+static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char *pat, size_t pn, size_t *at) {
+    size_t i;
+    if (pn == 0 || pn > n) return 0;
+    for (i = from; i + pn <= n; i++)
+        if (s[i] == pat[0] && memcmp(s + i, pat, pn) == 0) {
+            *at = i;
+            return 1;
+        }
+    return 0;
+}
+
+/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error. */
+static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, size_t *b, size_t *en) {
+    if (st->re) return mlstack__regex_search(st->re, s, n, from, b, en);
+    if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
+    *en = *b + st->alen;
+    return 1;
+}
+
+static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len, size_t *out_off, size_t *out_len) {
+    const mlstack_tokenizer *t = e->t;
+    int k;
+    for (k = 0; k < t->n_norm; k++) {
+        const mlstack__tok_step *st = &t->norm[k];
+        size_t start = e->pool.n, i;
+        if (st->type >= MLSTACK__N_NFC && st->type <= MLSTACK__N_NFKD) {
+            static const int forms[4] = {MLSTACK__NFC, MLSTACK__NFD, MLSTACK__NFKC, MLSTACK__NFKD};
+            char *o = NULL;
+            size_t ol = 0;
+            mlstack_result r;
+            if (len == 0) continue;
+            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
+            if (r != MLSTACK_OK) return r;
+            if (!mlstack__buf_put(&e->pool, o, ol)) {
+                MLSTACK_FREE(o);
+                return MLSTACK_ERR_NO_MEMORY;
+            }
+            MLSTACK_FREE(o);
+        } else if (st->type == MLSTACK__N_LOWER || st->type == MLSTACK__N_STRIP_ACCENTS) {
+            if (!mlstack__buf_reserve(&e->pool, len * 3)) return MLSTACK_ERR_NO_MEMORY;
+            for (i = 0; i < len;) {
+                uint32_t cp, lo[3];
+                int cl = mlstack__tok_cp(e->pool.p + off + i, len - i, &cp), m, j;
+                if (st->type == MLSTACK__N_LOWER) {
+                    m = mlstack__ulower_full(cp, lo);
+                    for (j = 0; j < m; j++) e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
+                } else if (!mlstack__uis_mark(cp)) {
+                    memcpy(e->pool.p + e->pool.n, e->pool.p + off + i, (size_t)cl);
+                    e->pool.n += (size_t)cl;
+                }
+                i += (size_t)cl;
+            }
+        } else if (st->type == MLSTACK__N_STRIP) {
+            size_t a = 0, z = len;
+            uint32_t cp;
+            while (st->left && a < z) {
+                int cl = mlstack__tok_cp(e->pool.p + off + a, z - a, &cp);
+                if (!mlstack__tok_is_ws(cp)) break;
+                a += (size_t)cl;
+            }
+            while (st->right && z > a) {
+                size_t b = z - 1;
+                while (b > a && (e->pool.p[off + b] & 0xC0) == 0x80) b--;
+                mlstack__tok_cp(e->pool.p + off + b, z - b, &cp);
+                if (!mlstack__tok_is_ws(cp)) break;
+                z = b;
+            }
+            off += a;
+            len = z - a;
+            continue;
+        } else if (st->type == MLSTACK__N_PREPEND) {
+            if (len == 0) continue;
+            if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len)) return MLSTACK_ERR_NO_MEMORY;
+            memcpy(e->pool.p + e->pool.n, e->pool.p + off, len);
+            e->pool.n += len;
+        } else if (st->type == MLSTACK__N_REPLACE) {
+            size_t from = 0, b, en;
+            int f;
+            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &b, &en)) != 0) {
+                if (f < 0) return MLSTACK_ERR_LIMIT;
+                if (!mlstack__buf_reserve(&e->pool, (b - from) + st->blen + 4)) return MLSTACK_ERR_NO_MEMORY;
+                memcpy(e->pool.p + e->pool.n, e->pool.p + off + from, b - from);
+                e->pool.n += b - from;
+                memcpy(e->pool.p + e->pool.n, st->b, st->blen);
+                e->pool.n += st->blen;
+                if (en == b) { /* an empty match: keep the next character and go on after it */
+                    uint32_t cp;
+                    int cl;
+                    if (b >= len) { from = len + 1; break; }
+                    cl = mlstack__tok_cp(e->pool.p + off + b, len - b, &cp);
+                    memcpy(e->pool.p + e->pool.n, e->pool.p + off + b, (size_t)cl);
+                    e->pool.n += (size_t)cl;
+                    en = b + (size_t)cl;
+                }
+                from = en;
+            }
+            if (from < len) {
+                if (!mlstack__buf_reserve(&e->pool, len - from)) return MLSTACK_ERR_NO_MEMORY;
+                memcpy(e->pool.p + e->pool.n, e->pool.p + off + from, len - from);
+                e->pool.n += len - from;
+            }
+        }
+        off = start;
+        len = e->pool.n - start;
+    }
+    *out_off = off;
+    *out_len = len;
+    return MLSTACK_OK;
+}
+
+/* ---- pre-tokenizers ---- */
+typedef struct mlstack__seg {
+    size_t b, e;
+    int m;
+} mlstack__seg;
+
+static int mlstack__seg_push(mlstack__buf *v, size_t b, size_t en, int m) {
+    mlstack__seg s;
+    s.b = b;
+    s.e = en;
+    s.m = m;
+    return MLSTACK__VEC_PUSH(v, mlstack__seg, s);
+}
+
+/* Applies a split behaviour to the segments of piece p and appends the parts to `out`. */
+static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int behavior, int invert, mlstack__buf *out) {
+    mlstack__seg *sg = (mlstack__seg *)(void *)e->segs.p;
+    size_t n = e->segs.n / sizeof *sg, i, k = 0;
+    int prev = 0;
+    if (invert)
+        for (i = 0; i < n; i++) sg[i].m = !sg[i].m;
+    /* merge in place into sg[0..k) */
+    for (i = 0; i < n; i++) {
+        mlstack__seg c = sg[i];
+        switch (behavior) {
+        case MLSTACK__B_REMOVED:
+            if (!c.m) sg[k++] = c;
+            break;
+        case MLSTACK__B_ISOLATED:
+            sg[k++] = c;
+            break;
+        case MLSTACK__B_PREV:
+            if (c.m && !prev && k) sg[k - 1].e = c.e;
+            else sg[k++] = c;
+            break;
+        case MLSTACK__B_CONTIGUOUS:
+            if (c.m == prev && k) sg[k - 1].e = c.e;
+            else sg[k++] = c;
+            break;
+        default: /* MergedWithNext: handled below */
+            sg[k++] = c;
+            break;
+        }
+        prev = c.m;
+    }
+    if (behavior == MLSTACK__B_NEXT) { /* walk backwards: a match joins the part after it */
+        size_t j = k, w = k;
+        prev = 0;
+        while (j-- > 0) {
+            mlstack__seg c = sg[j];
+            if (c.m && !prev && w < k) sg[w].b = c.b;
+            else sg[--w] = c;
+            prev = c.m;
+        }
+        memmove(sg, sg + w, (k - w) * sizeof *sg);
+        k -= w;
+    }
+    for (i = 0; i < k; i++)
+        if (sg[i].e > sg[i].b && !mlstack__piece_push(out, p->off + sg[i].b, sg[i].e - sg[i].b, p->first && sg[i].b == 0, -1))
+            return 0;
+    return 1;
+}
+
+/* Segments from a predicate on characters: each matching character is its own match. */
+static int mlstack__segs_chars(mlstack__enc *e, const char *s, size_t n, int (*pred)(uint32_t)) {
+    size_t i = 0, last = 0;
+    e->segs.n = 0;
+    while (i < n) {
+        uint32_t cp;
+        int cl = mlstack__tok_cp(s + i, n - i, &cp);
+        if (pred(cp)) {
+            if (i > last && !mlstack__seg_push(&e->segs, last, i, 0)) return 0;
+            if (!mlstack__seg_push(&e->segs, i, i + (size_t)cl, 1)) return 0;
+            last = i + (size_t)cl;
+        }
+        i += (size_t)cl;
+    }
+    if (n > last && !mlstack__seg_push(&e->segs, last, n, 0)) return 0;
+    return 1;
+}
+/* Segments from a pattern (regex or literal). */
+static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_step *st, const mlstack__regex *re,
+                                            const char *s, size_t n) {
+    size_t from = 0, last = 0, b, en;
+    int f;
+    mlstack__tok_step tmp = *st;
+    tmp.re = (mlstack__regex *)re;
+    e->segs.n = 0;
+    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &b, &en)) != 0) {
+        if (f < 0) return MLSTACK_ERR_LIMIT;
+        if (en == b) {
+            uint32_t cp;
+            from = b + (size_t)mlstack__tok_cp(s + b, n - b, &cp);
+            continue;
+        }
+        if (b > last && !mlstack__seg_push(&e->segs, last, b, 0)) return MLSTACK_ERR_NO_MEMORY;
+        if (!mlstack__seg_push(&e->segs, b, en, 1)) return MLSTACK_ERR_NO_MEMORY;
+        last = from = en;
+    }
+    if (n > last && !mlstack__seg_push(&e->segs, last, n, 0)) return MLSTACK_ERR_NO_MEMORY;
+    return MLSTACK_OK;
+}
+static int mlstack__is_not_word_not_ws(uint32_t cp) { return !mlstack__tok_is_word(cp) && !mlstack__tok_is_ws(cp); }
+
+/* One pre-tokenizer step over every piece of e->pa, result in e->pa (through e->pb). */
+static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_step *st) {
+    size_t i, np = e->pa.n / sizeof(mlstack__piece);
+    mlstack_result r;
+    e->pb.n = 0;
+    for (i = 0; i < np; i++) {
+        mlstack__piece p = ((mlstack__piece *)(void *)e->pa.p)[i];
+        const char *s;
+        size_t j;
+        if (p.len == 0) continue;
+        switch (st->type) {
+        case MLSTACK__P_SPLIT:
+            r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
+            if (r != MLSTACK_OK) return r;
+            if (!mlstack__apply_behavior(e, &p, st->behavior, st->invert, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            break;
+        case MLSTACK__P_DIGITS:
+        case MLSTACK__P_PUNCT:
+        case MLSTACK__P_BERT:
+            if (st->type == MLSTACK__P_BERT) { /* whitespace split (removed), then punctuation isolated */
+                if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
+                {
+                    size_t k0 = e->pb.n;
+                    if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                    /* re-split the new parts on punctuation */
+                    {
+                        size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
+                        mlstack__buf parts = {0, 0, 0};
+                        if (!mlstack__buf_put(&parts, e->pb.p + k0, e->pb.n - k0)) return MLSTACK_ERR_NO_MEMORY;
+                        e->pb.n = k0;
+                        for (q = 0; q < nn; q++) {
+                            mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
+                            if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
+                                !mlstack__apply_behavior(e, &sp, MLSTACK__B_ISOLATED, 0, &e->pb)) {
+                                MLSTACK_FREE(parts.p);
+                                return MLSTACK_ERR_NO_MEMORY;
+                            }
+                        }
+                        MLSTACK_FREE(parts.p);
+                    }
+                }
+                break;
+            }
+            if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
+                                     st->type == MLSTACK__P_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
+                return MLSTACK_ERR_NO_MEMORY;
+            if (!mlstack__apply_behavior(e, &p, st->behavior, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            break;
+        case MLSTACK__P_WSSPLIT:
+            if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws) ||
+                !mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb))
+                return MLSTACK_ERR_NO_MEMORY;
+            break;
+        case MLSTACK__P_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
+            size_t a = 0, n = p.len;
+            s = e->pool.p + p.off;
+            e->segs.n = 0;
+            while (a < n) {
+                uint32_t cp;
+                int cl = mlstack__tok_cp(s + a, n - a, &cp), cls;
+                size_t z = a + (size_t)cl;
+                cls = mlstack__tok_is_ws(cp) ? 0 : mlstack__tok_is_word(cp) ? 1 : 2;
+                while (z < n) {
+                    uint32_t c2;
+                    int l2 = mlstack__tok_cp(s + z, n - z, &c2);
+                    int k2 = mlstack__tok_is_ws(c2) ? 0 : mlstack__tok_is_word(c2) ? 1 : 2;
+                    if (k2 != cls || cls == 0) break;
+                    z += (size_t)l2;
+                }
+                if (!mlstack__seg_push(&e->segs, a, z, cls != 0)) return MLSTACK_ERR_NO_MEMORY;
+                a = z;
+            }
+            if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            break;
+        }
+        case MLSTACK__P_METASPACE: {
+            size_t start = e->pool.n;
+            int prepend;
+            s = e->pool.p + p.off;
+            /* replace ' ' with the replacement, and prepend it per scheme */
+            prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
+            if (prepend && p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0) prepend = 0;
+            if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
+            s = e->pool.p + p.off;
+            if (prepend) {
+                memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+                e->pool.n += st->alen;
+            }
+            for (j = 0; j < p.len; j++) {
+                if (s[j] == ' ') {
+                    memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+                    e->pool.n += st->alen;
+                } else
+                    e->pool.p[e->pool.n++] = s[j];
+            }
+            p.off = start;
+            p.len = e->pool.n - start;
+            if (st->flag) { /* split before each replacement (MergedWithNext) */
+                mlstack__tok_step lit;
+                memset(&lit, 0, sizeof lit);
+                lit.a = st->a;
+                lit.alen = st->alen;
+                r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
+                if (r != MLSTACK_OK) return r;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+                return MLSTACK_ERR_NO_MEMORY;
+            break;
+        }
+        case MLSTACK__P_BYTELEVEL: {
+            size_t k0 = e->pb.n, q, nn;
+            if (st->flag && e->pool.p[p.off] != ' ') {
+                size_t start = e->pool.n;
+                if (!mlstack__buf_reserve(&e->pool, p.len + 1)) return MLSTACK_ERR_NO_MEMORY;
+                e->pool.p[e->pool.n++] = ' ';
+                memcpy(e->pool.p + e->pool.n, e->pool.p + p.off, p.len);
+                e->pool.n += p.len;
+                p.off = start;
+                p.len += 1;
+            }
+            if (st->re) {
+                r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
+                if (r != MLSTACK_OK) return r;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+                return MLSTACK_ERR_NO_MEMORY;
+            /* map the new parts' bytes to GPT-2's printable alphabet */
+            nn = (e->pb.n - k0) / sizeof(mlstack__piece);
+            for (q = 0; q < nn; q++) {
+                mlstack__piece *pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+                size_t start = e->pool.n;
+                if (!mlstack__buf_reserve(&e->pool, pp->len * 2)) return MLSTACK_ERR_NO_MEMORY;
+                pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+                for (j = 0; j < pp->len; j++) {
+                    const unsigned char *m = mlstack__bl_utf8[(unsigned char)e->pool.p[pp->off + j]];
+                    memcpy(e->pool.p + e->pool.n, m + 1, m[0]);
+                    e->pool.n += m[0];
+                }
+                pp->off = start;
+                pp->len = e->pool.n - start;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    {
+        mlstack__buf tmp = e->pa;
+        e->pa = e->pb;
+        e->pb = tmp;
+    }
+    return MLSTACK_OK;
+}
+
+/* ---- added tokens ---- */
+/* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
+   leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
+static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
+                                mlstack__buf *out) {
+    const mlstack_tokenizer *t = e->t;
+    size_t i = 0, done = 0;
+    int k;
+    const char *s = e->pool.p + off;
+    out->n = 0;
+    while (i < len) {
+        const mlstack__tok_added *hit = NULL;
+        size_t b, en;
+        for (k = 0; k < t->n_added; k++) {
+            const mlstack__tok_added *a = &t->added[k];
+            if (a->normalized != normalized || a->len == 0 || a->len > len - i || a->s[0] != s[i]) continue;
+            if (memcmp(a->s, s + i, a->len) == 0) {
+                hit = a;
+                break;
+            }
+        }
+        if (!hit) {
+            i++;
+            continue;
+        }
+        b = i;
+        en = i + hit->len;
+        i = en;
+        if (special_as_text && hit->special) continue;
+        if (hit->single_word) {
+            uint32_t cp;
+            int ok = 1;
+            if (b > 0) {
+                size_t q = b - 1;
+                while (q > 0 && (s[q] & 0xC0) == 0x80) q--;
+                mlstack__tok_cp(s + q, b - q, &cp);
+                if (mlstack__tok_is_word(cp)) ok = 0;
+            }
+            if (en < len) {
+                mlstack__tok_cp(s + en, len - en, &cp);
+                if (mlstack__tok_is_word(cp)) ok = 0;
+            }
+            if (!ok) continue;
+        }
+        if (hit->lstrip) {
+            while (b > done) {
+                size_t q = b - 1;
+                uint32_t cp;
+                while (q > done && (s[q] & 0xC0) == 0x80) q--;
+                mlstack__tok_cp(s + q, b - q, &cp);
+                if (!mlstack__tok_is_ws(cp)) break;
+                b = q;
+            }
+        }
+        if (hit->rstrip) {
+            while (en < len) {
+                uint32_t cp;
+                int cl = mlstack__tok_cp(s + en, len - en, &cp);
+                if (!mlstack__tok_is_ws(cp)) break;
+                en += (size_t)cl;
+            }
+            i = en;
+        }
+        if (b > done && !mlstack__piece_push(out, off + done, b - done, first && done == 0, -1)) return 0;
+        if (!mlstack__piece_push(out, off + b, en - b, 0, hit->id)) return 0;
+        done = en;
+    }
+    if (len > done && !mlstack__piece_push(out, off + done, len - done, first && done == 0, -1)) return 0;
+    return 1;
+}
+
+static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t len, int flags) {
+    const mlstack_tokenizer *t = e->t;
+    mlstack__buf s1 = {0, 0, 0}, s2 = {0, 0, 0};
+    mlstack_result r = MLSTACK_OK;
+    size_t i, j, n1, n2;
+    int k;
+    if (!mlstack__utf8_lossy(&e->pool, text, len)) return MLSTACK_ERR_NO_MEMORY;
+    if ((flags & MLSTACK_ENCODE_ADD_SPECIAL) && !mlstack__buf_put(&e->ids, t->post_pre, (size_t)t->n_post_pre * sizeof(int32_t)))
+        return MLSTACK_ERR_NO_MEMORY;
+    if (!mlstack__added_split(e, 0, e->pool.n, 1, 0, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s1)) r = MLSTACK_ERR_NO_MEMORY;
+    n1 = s1.n / sizeof(mlstack__piece);
+    for (i = 0; r == MLSTACK_OK && i < n1; i++) {
+        mlstack__piece p = ((mlstack__piece *)(void *)s1.p)[i];
+        size_t noff, nlen;
+        if (p.id >= 0) {
+            if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, p.id)) r = MLSTACK_ERR_NO_MEMORY;
+            continue;
+        }
+        r = mlstack__normalize(e, p.off, p.len, &noff, &nlen);
+        if (r != MLSTACK_OK) break;
+        if (!mlstack__added_split(e, noff, nlen, p.first, 1, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s2)) {
+            r = MLSTACK_ERR_NO_MEMORY;
+            break;
+        }
+        n2 = s2.n / sizeof(mlstack__piece);
+        for (j = 0; r == MLSTACK_OK && j < n2; j++) {
+            mlstack__piece q = ((mlstack__piece *)(void *)s2.p)[j];
+            size_t np, m;
+            if (q.id >= 0) {
+                if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, q.id)) r = MLSTACK_ERR_NO_MEMORY;
+                continue;
+            }
+            e->pa.n = 0;
+            if (!mlstack__piece_push(&e->pa, q.off, q.len, q.first, -1)) {
+                r = MLSTACK_ERR_NO_MEMORY;
+                break;
+            }
+            for (k = 0; r == MLSTACK_OK && k < t->n_pre; k++) r = mlstack__pretok_step(e, &t->pre[k]);
+            np = e->pa.n / sizeof(mlstack__piece);
+            for (m = 0; r == MLSTACK_OK && m < np; m++) {
+                mlstack__piece w = ((mlstack__piece *)(void *)e->pa.p)[m];
+                if (!mlstack__bpe_cached(e, e->pool.p + w.off, w.len)) r = MLSTACK_ERR_NO_MEMORY;
+            }
+        }
+    }
+    MLSTACK_FREE(s1.p);
+    MLSTACK_FREE(s2.p);
+    if (r == MLSTACK_OK && (flags & MLSTACK_ENCODE_ADD_SPECIAL) &&
+        !mlstack__buf_put(&e->ids, t->post_suf, (size_t)t->n_post_suf * sizeof(int32_t)))
+        r = MLSTACK_ERR_NO_MEMORY;
+    return r;
+}
+
+/* ---- decoding ---- */
+static int mlstack__hexval(int c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
+static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl) {
+    size_t start = pool->n, from = 0, b, en;
+    int f;
+    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, &b, &en)) > 0) {
+        if (en == b) break;
+        if (!mlstack__buf_reserve(pool, (b - from) + wl)) return 0;
+        memcpy(pool->p + pool->n, pool->p + p->off + from, b - from);
+        pool->n += b - from;
+        memcpy(pool->p + pool->n, with, wl);
+        pool->n += wl;
+        from = en;
+    }
+    if (!mlstack__buf_reserve(pool, p->len - from)) return 0;
+    memcpy(pool->p + pool->n, pool->p + p->off + from, p->len - from);
+    pool->n += p->len - from;
+    p->off = start;
+    p->len = pool->n - start;
+    return 1;
+}
+
+static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, mlstack__buf *out) {
+    mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
+    mlstack_result r = MLSTACK_OK;
+    size_t i, np;
+    int k;
+#define MLSTACK__DEC_OOM do { r = MLSTACK_ERR_NO_MEMORY; goto done; } while (0)
+    for (i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= t->n_vocab || !t->tok_s[id]) continue; /* unknown ids are skipped, as HF does */
+        if ((flags & MLSTACK_DECODE_SKIP_SPECIAL) && t->tok_special[id]) continue;
+        if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) || !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
+            MLSTACK__DEC_OOM;
+    }
+    if (t->n_dec == 0) { /* no decoder: tokens joined by spaces */
+        np = pa.n / sizeof(mlstack__piece);
+        for (i = 0; i < np; i++) {
+            mlstack__piece p = ((mlstack__piece *)(void *)pa.p)[i];
+            if ((i && !mlstack__buf_put(out, " ", 1)) || !mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM;
+        }
+        goto done;
+    }
+    for (k = 0; k < t->n_dec; k++) {
+        const mlstack__tok_step *st = &t->dec[k];
+        mlstack__piece *ps = (mlstack__piece *)(void *)pa.p;
+        np = pa.n / sizeof *ps;
+        pb.n = 0;
+        if (st->type == MLSTACK__D_BYTELEVEL || st->type == MLSTACK__D_FUSE) {
+            size_t start;
+            mlstack__buf raw = {0, 0, 0};
+            for (i = 0; i < np; i++) {
+                const char *s = pool.p + ps[i].off;
+                size_t j, before = raw.n, len = ps[i].len;
+                int ok = 1;
+                if (st->type == MLSTACK__D_BYTELEVEL) {
+                    for (j = 0; j < len && ok;) {
+                        uint32_t cp;
+                        j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
+                        if (cp >= 324 || mlstack__bl_byte[cp] < 0) ok = 0;
+                        else if (!MLSTACK__VEC_PUSH(&raw, unsigned char, (unsigned char)mlstack__bl_byte[cp])) ok = -1;
+                    }
+                    if (ok < 0) {
+                        MLSTACK_FREE(raw.p);
+                        MLSTACK__DEC_OOM;
+                    }
+                    if (ok) continue;
+                    raw.n = before;
+                }
+                if (!mlstack__buf_put(&raw, s, len)) {
+                    MLSTACK_FREE(raw.p);
+                    MLSTACK__DEC_OOM;
+                }
+            }
+            start = pool.n;
+            if (!mlstack__utf8_lossy(&pool, raw.p ? raw.p : "", raw.n)) {
+                MLSTACK_FREE(raw.p);
+                MLSTACK__DEC_OOM;
+            }
+            MLSTACK_FREE(raw.p);
+            if (!mlstack__piece_push(&pb, start, pool.n - start, 0, -1)) MLSTACK__DEC_OOM;
+        } else if (st->type == MLSTACK__D_BYTEFALLBACK) {
+            size_t run_start = 0, run = 0;
+            for (i = 0; i <= np; i++) {
+                int byte = -1;
+                if (i < np && ps[i].len == 6 && memcmp(pool.p + ps[i].off, "<0x", 3) == 0 && pool.p[ps[i].off + 5] == '>') {
+                    int h = mlstack__hexval(pool.p[ps[i].off + 3]), l = mlstack__hexval(pool.p[ps[i].off + 4]);
+                    if (h >= 0 && l >= 0) byte = h * 16 + l;
+                }
+                if (byte >= 0) {
+                    if (!run) run_start = pool.n;
+                    if (!MLSTACK__VEC_PUSH(&pool, unsigned char, (unsigned char)byte)) MLSTACK__DEC_OOM;
+                    run++;
+                    continue;
+                }
+                if (run) {
+                    size_t rl = pool.n - run_start;
+                    if (!mlstack__utf8_all_valid(pool.p + run_start, rl)) {
+                        size_t q;
+                        pool.n = run_start;
+                        for (q = 0; q < run; q++)
+                            if (!mlstack__buf_put(&pool, "\xEF\xBF\xBD", 3)) MLSTACK__DEC_OOM;
+                    }
+                    if (!mlstack__piece_push(&pb, run_start, pool.n - run_start, 0, -1)) MLSTACK__DEC_OOM;
+                    run = 0;
+                }
+                if (i < np && !mlstack__piece_push(&pb, ps[i].off, ps[i].len, 0, -1)) MLSTACK__DEC_OOM;
+            }
+        } else {
+            for (i = 0; i < np; i++) {
+                mlstack__piece p = ps[i];
+                if (st->type == MLSTACK__D_REPLACE) {
+                    if (!mlstack__dec_replace(&pool, &p, st, st->b, st->blen)) MLSTACK__DEC_OOM;
+                } else if (st->type == MLSTACK__D_BPE) {
+                    if (!mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1)) MLSTACK__DEC_OOM;
+                } else if (st->type == MLSTACK__D_METASPACE) {
+                    mlstack__tok_step lit = *st;
+                    lit.re = NULL;
+                    if (!mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1))
+                        MLSTACK__DEC_OOM;
+                } else if (st->type == MLSTACK__D_STRIP) {
+                    int c;
+                    for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
+                        p.off += st->alen;
+                        p.len -= st->alen;
+                    }
+                    for (c = 0; c < st->right && p.len >= st->alen && memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0; c++)
+                        p.len -= st->alen;
+                }
+                if (!MLSTACK__VEC_PUSH(&pb, mlstack__piece, p)) MLSTACK__DEC_OOM;
+            }
+        }
+        tmp = pa;
+        pa = pb;
+        pb = tmp;
+    }
+    np = pa.n / sizeof(mlstack__piece);
+    for (i = 0; i < np; i++) {
+        mlstack__piece p = ((mlstack__piece *)(void *)pa.p)[i];
+        if (!mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM;
+    }
+done:
+#undef MLSTACK__DEC_OOM
+    MLSTACK_FREE(pool.p);
+    MLSTACK_FREE(pa.p);
+    MLSTACK_FREE(pb.p);
+    return r;
+}
+
+/* ---- loading ---- */
+static int mlstack__jbool(const mlstack__json *o, const char *key, int def) {
+    const mlstack__json *v = mlstack__json_get(o, key);
+    if (!v || v->type == MLSTACK__JSON_NULL) return def;
+    return v->type == MLSTACK__JSON_TRUE;
+}
+static const mlstack__json *mlstack__jstr(const mlstack__json *o, const char *key) {
+    const mlstack__json *v = mlstack__json_get(o, key);
+    return v && v->type == MLSTACK__JSON_STRING ? v : NULL;
+}
+/* A special-token setting of tokenizer_config.json: a string or {"content": ...}. */
+static const mlstack__json *mlstack__jtoken(const mlstack__json *o, const char *key) {
+    const mlstack__json *v = mlstack__json_get(o, key);
+    if (v && v->type == MLSTACK__JSON_OBJECT) v = mlstack__json_get(v, "content");
+    return v && v->type == MLSTACK__JSON_STRING ? v : NULL;
+}
+static char *mlstack__tok_dup(mlstack_tokenizer *t, const char *s, size_t n) {
+    char *p = (char *)mlstack__arena_alloc(&t->arena, n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+static mlstack_result mlstack__tok_regex(mlstack_tokenizer *t, const char *pat, size_t n, mlstack__regex **out, mlstack_error *err) {
+    mlstack_result r;
+    if (t->n_regexes == t->cap_regexes) {
+        int cap = t->cap_regexes ? t->cap_regexes * 2 : 8;
+        mlstack__regex **p = (mlstack__regex **)MLSTACK_REALLOC(t->regexes, (size_t)cap * sizeof *p);
+        if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+        t->regexes = p;
+        t->cap_regexes = cap;
+    }
+    r = mlstack__regex_compile(pat, n, out, err);
+    if (r != MLSTACK_OK) return r;
+    t->regexes[t->n_regexes++] = *out;
+    return MLSTACK_OK;
+}
+
+/* A Split/Replace "pattern": {"String": s} or {"Regex": r}. */
+static mlstack_result mlstack__tok_pattern(mlstack_tokenizer *t, const mlstack__json *pat, mlstack__tok_step *st, const char *what,
+                                           mlstack_error *err) {
+    const mlstack__json *s = mlstack__jstr(pat, "String"), *re = mlstack__jstr(pat, "Regex");
+    if (s) {
+        st->a = s->str;
+        st->alen = s->len;
+        if (s->len == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: %s with an empty String pattern", what);
+        return MLSTACK_OK;
+    }
+    if (re) {
+        mlstack_result r = mlstack__tok_regex(t, re->str, re->len, &st->re, err);
+        if (r != MLSTACK_OK && err) {
+            char msg[sizeof err->message];
+            memcpy(msg, err->message, sizeof msg);
+            MLSTACK__FAIL(err, r, "tokenizer: %s regex: %s", what, msg);
+        }
+        return r;
+    }
+    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}", what);
+}
+
+static mlstack_result mlstack__tok_push_step(mlstack__tok_step **arr, int *n, mlstack__tok_step **out, mlstack_error *err) {
+    mlstack__tok_step *p;
+    if (*n >= 64) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: more than 64 normalizer/pre-tokenizer/decoder steps");
+    p = (mlstack__tok_step *)MLSTACK_REALLOC(*arr, (size_t)(*n + 1) * sizeof *p);
+    if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    *arr = p;
+    *out = &p[(*n)++];
+    memset(*out, 0, sizeof **out);
+    return MLSTACK_OK;
+}
+
+static int mlstack__tok_scheme(const mlstack__json *o) {
+    const mlstack__json *ps = mlstack__jstr(o, "prepend_scheme");
+    if (ps) return mlstack__json_is_str(ps, "first") ? MLSTACK__PREPEND_FIRST
+                   : mlstack__json_is_str(ps, "never") ? MLSTACK__PREPEND_NEVER : MLSTACK__PREPEND_ALWAYS;
+    return mlstack__jbool(o, "add_prefix_space", 1) ? MLSTACK__PREPEND_ALWAYS : MLSTACK__PREPEND_NEVER;
+}
+static int mlstack__tok_behavior(const mlstack__json *v, int def) {
+    if (!v) return def;
+    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__B_REMOVED;
+    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__B_ISOLATED;
+    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__B_PREV;
+    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__B_NEXT;
+    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__B_CONTIGUOUS;
+    return -1;
+}
+
+static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth, mlstack_error *err) {
+    static const char *const seq_key[3] = {"normalizers", "pretokenizers", "decoders"};
+    static const char *const what[3] = {"normalizer", "pre_tokenizer", "decoder"};
+    mlstack__tok_step **arr = kind == 0 ? &t->norm : kind == 1 ? &t->pre : &t->dec;
+    int *n = kind == 0 ? &t->n_norm : kind == 1 ? &t->n_pre : &t->n_dec;
+    const mlstack__json *ty;
+    mlstack__tok_step *st;
+    mlstack_result r;
+    if (mlstack__json_is_null(node)) return MLSTACK_OK;
+    if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s must be null or an object with a \"type\"", what[kind]);
+    if (mlstack__json_is_str(ty, "Sequence")) {
+        const mlstack__json *list = mlstack__json_get(node, seq_key[kind]), *c;
+        if (depth > 8) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: %s Sequence nested too deep", what[kind]);
+        if (!list || list->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s Sequence without a \"%s\" array", what[kind], seq_key[kind]);
+        for (c = list->child; c; c = c->next)
+            if ((r = mlstack__tok_steps(t, c, kind, depth + 1, err)) != MLSTACK_OK) return r;
+        return MLSTACK_OK;
+    }
+    if ((r = mlstack__tok_push_step(arr, n, &st, err)) != MLSTACK_OK) return r;
+    if (kind == 0) {
+        static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Prepend", "Replace"};
+        int i;
+        for (i = 0; i < 9; i++)
+            if (mlstack__json_is_str(ty, names[i])) st->type = i + 1;
+        if (st->type == MLSTACK__N_STRIP) {
+            st->left = mlstack__jbool(node, "strip_left", 1);
+            st->right = mlstack__jbool(node, "strip_right", 1);
+        } else if (st->type == MLSTACK__N_PREPEND) {
+            const mlstack__json *p = mlstack__jstr(node, "prepend");
+            if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Prepend normalizer without a \"prepend\" string");
+            st->a = p->str;
+            st->alen = p->len;
+        } else if (st->type == MLSTACK__N_REPLACE) {
+            const mlstack__json *c = mlstack__jstr(node, "content");
+            if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace normalizer without a \"content\" string");
+            st->b = c->str;
+            st->blen = c->len;
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) != MLSTACK_OK) return r;
+        }
+    } else if (kind == 1) {
+        if (mlstack__json_is_str(ty, "Split")) {
+            st->type = MLSTACK__P_SPLIT;
+            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), -1);
+            st->invert = mlstack__jbool(node, "invert", 0);
+            if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) != MLSTACK_OK) return r;
+        } else if (mlstack__json_is_str(ty, "ByteLevel")) {
+            st->type = MLSTACK__P_BYTELEVEL;
+            st->flag = mlstack__jbool(node, "add_prefix_space", 1);
+            if (mlstack__jbool(node, "use_regex", 1) &&
+                (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) != MLSTACK_OK)
+                return r;
+        } else if (mlstack__json_is_str(ty, "Metaspace")) {
+            const mlstack__json *rep = mlstack__jstr(node, "replacement");
+            st->type = MLSTACK__P_METASPACE;
+            st->a = rep ? rep->str : "\xE2\x96\x81";
+            st->alen = rep ? rep->len : 3;
+            st->scheme = mlstack__tok_scheme(node);
+            st->flag = mlstack__jbool(node, "split", 1);
+            if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
+        } else if (mlstack__json_is_str(ty, "Digits")) {
+            st->type = MLSTACK__P_DIGITS;
+            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__B_ISOLATED : MLSTACK__B_CONTIGUOUS;
+        } else if (mlstack__json_is_str(ty, "Punctuation")) {
+            st->type = MLSTACK__P_PUNCT;
+            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__B_ISOLATED);
+            if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
+        } else if (mlstack__json_is_str(ty, "Whitespace")) {
+            st->type = MLSTACK__P_WHITESPACE;
+        } else if (mlstack__json_is_str(ty, "WhitespaceSplit")) {
+            st->type = MLSTACK__P_WSSPLIT;
+        } else if (mlstack__json_is_str(ty, "BertPreTokenizer")) {
+            st->type = MLSTACK__P_BERT;
+        }
+    } else {
+        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__D_BYTELEVEL;
+        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__D_BYTEFALLBACK;
+        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__D_FUSE;
+        else if (mlstack__json_is_str(ty, "Metaspace")) {
+            const mlstack__json *rep = mlstack__jstr(node, "replacement");
+            st->type = MLSTACK__D_METASPACE;
+            st->a = rep ? rep->str : "\xE2\x96\x81";
+            st->alen = rep ? rep->len : 3;
+            st->scheme = mlstack__tok_scheme(node);
+            if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
+        } else if (mlstack__json_is_str(ty, "Replace")) {
+            const mlstack__json *c = mlstack__jstr(node, "content");
+            st->type = MLSTACK__D_REPLACE;
+            if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace decoder without a \"content\" string");
+            st->b = c->str;
+            st->blen = c->len;
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace decoder", err)) != MLSTACK_OK) return r;
+        } else if (mlstack__json_is_str(ty, "Strip")) {
+            const mlstack__json *c = mlstack__jstr(node, "content"), *a = mlstack__json_get(node, "start"),
+                                *b = mlstack__json_get(node, "stop");
+            st->type = MLSTACK__D_STRIP;
+            if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 || b->i > 1000)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
+            st->a = c->str;
+            st->alen = c->len;
+            st->left = (int)a->i;
+            st->right = (int)b->i;
+        } else if (mlstack__json_is_str(ty, "BPEDecoder")) {
+            const mlstack__json *s = mlstack__jstr(node, "suffix");
+            st->type = MLSTACK__D_BPE;
+            st->a = s ? s->str : "</w>";
+            st->alen = s ? s->len : 4;
+        }
+    }
+    if (!st->type)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: unsupported %s type \"%s\"", what[kind], ty->str);
+    return MLSTACK_OK;
+}
+
+/* Post-processor: ids before and after the sequence for add_special_tokens. */
+static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, int *n, int32_t id, mlstack_error *err) {
+    int32_t *p;
+    if (id < 0 || id >= t->n_vocab) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: post_processor names id %ld outside the vocabulary", (long)id);
+    if (*n >= 64) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: post_processor adds more than 64 tokens");
+    p = (int32_t *)MLSTACK_REALLOC(*arr, (size_t)(*n + 1) * sizeof *p);
+    if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    p[(*n)++] = id;
+    *arr = p;
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__json *node, int depth, mlstack_error *err) {
+    const mlstack__json *ty, *c;
+    mlstack_result r;
+    if (mlstack__json_is_null(node)) return MLSTACK_OK;
+    if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")) || depth > 8)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: post_processor must be null or an object with a \"type\"");
+    if (mlstack__json_is_str(ty, "ByteLevel")) return MLSTACK_OK;
+    if (mlstack__json_is_str(ty, "Sequence")) {
+        const mlstack__json *list = mlstack__json_get(node, "processors");
+        if (!list || list->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Sequence post_processor without \"processors\"");
+        for (c = list->child; c; c = c->next)
+            if ((r = mlstack__tok_post(t, c, depth + 1, err)) != MLSTACK_OK) return r;
+        return MLSTACK_OK;
+    }
+    if (mlstack__json_is_str(ty, "RobertaProcessing") || mlstack__json_is_str(ty, "BertProcessing")) {
+        const mlstack__json *cls = mlstack__json_at(mlstack__json_get(node, "cls"), 1), *sep = mlstack__json_at(mlstack__json_get(node, "sep"), 1);
+        int32_t *pre = NULL;
+        int npre = 0;
+        if (!cls || !cls->is_int || !sep || !sep->is_int) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s needs cls and sep [token, id] pairs", ty->str);
+        if ((r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)cls->i, err)) != MLSTACK_OK) return r;
+        while (t->n_post_pre > 0 && npre < 64 && r == MLSTACK_OK) { /* earlier processors' prefix goes after ours */
+            r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[0], err);
+            memmove(t->post_pre, t->post_pre + 1, (size_t)--t->n_post_pre * sizeof(int32_t));
+        }
+        MLSTACK_FREE(t->post_pre);
+        t->post_pre = pre;
+        t->n_post_pre = npre;
+        if (r != MLSTACK_OK) return r;
+        return mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, (int32_t)sep->i, err);
+    }
+    if (mlstack__json_is_str(ty, "TemplateProcessing")) {
+        const mlstack__json *single = mlstack__json_get(node, "single"), *sp = mlstack__json_get(node, "special_tokens");
+        int32_t *pre = NULL;
+        int npre = 0, seen_a = 0, q;
+        if (!single || single->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing without a \"single\" array");
+        for (c = single->child; c; c = c->next) {
+            const mlstack__json *tk = mlstack__json_get(mlstack__json_get(c, "SpecialToken"), "id"), *ids, *x;
+            if (mlstack__json_get(c, "Sequence")) {
+                if (seen_a) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: TemplateProcessing repeats the sequence");
+                seen_a = 1;
+                for (q = 0; q < t->n_post_pre && r == MLSTACK_OK; q++) r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[q], err);
+                if (r != MLSTACK_OK) return r;
+                continue;
+            }
+            if (!tk || tk->type != MLSTACK__JSON_STRING) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing item is neither SpecialToken nor Sequence");
+            ids = mlstack__json_get(mlstack__json_get(sp, tk->str), "ids");
+            if (!ids || ids->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing special token \"%s\" has no ids", tk->str);
+            for (x = ids->child; x; x = x->next) {
+                if (!x->is_int) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing ids must be integers");
+                if (seen_a) r = mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, (int32_t)x->i, err);
+                else r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)x->i, err);
+                if (r != MLSTACK_OK) {
+                    MLSTACK_FREE(pre);
+                    return r;
+                }
+            }
+        }
+        if (!seen_a) {
+            MLSTACK_FREE(pre);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing \"single\" lacks the sequence $A");
+        }
+        MLSTACK_FREE(t->post_pre);
+        t->post_pre = pre;
+        t->n_post_pre = npre;
+        return MLSTACK_OK;
+    }
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: unsupported post_processor type \"%s\"", ty->str);
+}
+
+static int mlstack__cmp_added(const void *a, const void *b) {
+    const mlstack__tok_added *x = (const mlstack__tok_added *)a, *y = (const mlstack__tok_added *)b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *model, *vocab, *merges, *added, *ty, *c, *v;
+    int64_t max_id = -1;
+    size_t n_vocab_entries = 0, slots, i;
+    mlstack_result r;
+    uint32_t rank = 0;
+    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
+    model = mlstack__json_get(root, "model");
+    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
+    ty = mlstack__json_get(model, "type");
+    vocab = mlstack__json_get(model, "vocab");
+    merges = mlstack__json_get(model, "merges");
+    if (ty && !mlstack__json_is_str(ty, "BPE"))
+        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
+    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
+    v = mlstack__json_get(model, "dropout");
+    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
+    added = mlstack__json_get(root, "added_tokens");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    for (c = vocab->child; c; c = c->next) {
+        if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
+            return MLSTACK__FAIL(err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
+                                 "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key, MLSTACK_TOK_MAX_VOCAB - 1);
+        if (c->i > max_id) max_id = c->i;
+        n_vocab_entries++;
+    }
+    for (c = added ? added->child : NULL; c; c = c->next) {
+        v = mlstack__json_get(c, "id");
+        if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string", MLSTACK_TOK_MAX_VOCAB - 1);
+        if (v->i > max_id) max_id = v->i;
+        t->n_added++;
+    }
+    t->n_vocab = (int32_t)(max_id + 1);
+    t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
+    t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
+    t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    for (slots = 16; slots < n_vocab_entries * 2; slots *= 2) {}
+    t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
+    t->vmask = (uint32_t)(slots - 1);
+    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    for (c = vocab->child; c; c = c->next) {
+        uint32_t h = mlstack__hash(c->key, c->key_len) & t->vmask;
+        if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
+        if (t->tok_s[c->i]) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
+        t->tok_s[c->i] = c->key;
+        t->tok_len[c->i] = (uint32_t)c->key_len;
+        while (t->vmap[h]) h = (h + 1) & t->vmask;
+        t->vmap[h] = (uint32_t)c->i + 1;
+    }
+    /* model options */
+    t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
+    t->fuse_unk = mlstack__jbool(model, "fuse_unk", 0);
+    t->ignore_merges = mlstack__jbool(model, "ignore_merges", 0);
+    t->unk_id = -1;
+    if ((v = mlstack__jstr(model, "unk_token")) != NULL) t->unk_id = mlstack__tok_vocab_find(t, v->str, v->len);
+    if ((v = mlstack__jstr(model, "continuing_subword_prefix")) != NULL) {
+        t->cont_prefix = v->str;
+        t->cont_prefix_len = v->len;
+    }
+    if ((v = mlstack__jstr(model, "end_of_word_suffix")) != NULL) {
+        t->eow_suffix = v->str;
+        t->eow_suffix_len = v->len;
+    }
+    for (i = 0; i < 256; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
+        t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
+    }
+    /* merges */
+    for (slots = 16; slots < merges->len * 2; slots *= 2) {}
+    t->mkey = (uint64_t *)mlstack__calloc(slots, sizeof *t->mkey);
+    t->mrank = (uint32_t *)mlstack__calloc(slots, sizeof *t->mrank);
+    t->mnew = (int32_t *)mlstack__calloc(slots, sizeof *t->mnew);
+    t->mmask = (uint32_t)(slots - 1);
+    if (!t->mkey || !t->mrank || !t->mnew) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    {
+        mlstack__buf cat = {0, 0, 0};
+        for (c = merges->child; c; c = c->next, rank++) {
+            const char *a, *b;
+            size_t al, bl;
+            int32_t ia, ib, in;
+            uint64_t key;
+            uint32_t h;
+            if (c->type == MLSTACK__JSON_STRING) {
+                const char *sp = (const char *)memchr(c->str, ' ', c->len);
+                if (!sp || memchr(sp + 1, ' ', c->len - (size_t)(sp + 1 - c->str))) {
+                    MLSTACK_FREE(cat.p);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u \"%.64s\" is not two tokens separated by one space", rank, c->str);
+                }
+                a = c->str;
+                al = (size_t)(sp - c->str);
+                b = sp + 1;
+                bl = c->len - al - 1;
+            } else if (c->type == MLSTACK__JSON_ARRAY && c->len == 2 && c->child->type == MLSTACK__JSON_STRING &&
+                       c->child->next->type == MLSTACK__JSON_STRING) {
+                a = c->child->str;
+                al = c->child->len;
+                b = c->child->next->str;
+                bl = c->child->next->len;
+            } else {
+                MLSTACK_FREE(cat.p);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u is neither \"a b\" nor [\"a\", \"b\"]", rank);
+            }
+            ia = mlstack__tok_vocab_find(t, a, al);
+            ib = mlstack__tok_vocab_find(t, b, bl);
+            cat.n = 0;
+            if (t->cont_prefix_len && bl >= t->cont_prefix_len && memcmp(b, t->cont_prefix, t->cont_prefix_len) == 0) {
+                b += t->cont_prefix_len;
+                bl -= t->cont_prefix_len;
+            }
+            if (!mlstack__buf_put(&cat, a, al) || !mlstack__buf_put(&cat, b, bl)) {
+                MLSTACK_FREE(cat.p);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+            }
+            in = mlstack__tok_vocab_find(t, cat.p, cat.n);
+            if (ia < 0 || ib < 0 || in < 0) {
+                MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u refers to \"%.*s\", which is not in the vocabulary", rank,
+                              (int)(ia < 0 ? (al > 64 ? 64 : al) : ib < 0 ? (bl > 64 ? 64 : bl) : (cat.n > 64 ? 64 : cat.n)),
+                              ia < 0 ? a : ib < 0 ? b : cat.p);
+                MLSTACK_FREE(cat.p);
+                return MLSTACK_ERR_FORMAT;
+            }
+            key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
+            for (h = mlstack__hash64(key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
+            t->mkey[h] = key; /* a repeated pair keeps the later rank, as HF's map does */
+            t->mrank[h] = rank;
+            t->mnew[h] = in;
+        }
+        MLSTACK_FREE(cat.p);
+    }
+    /* added tokens */
+    if (t->n_added) {
+        int k = 0;
+        t->added = (mlstack__tok_added *)mlstack__calloc((size_t)t->n_added, sizeof *t->added);
+        if (!t->added) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+        for (c = added->child; c; c = c->next, k++) {
+            mlstack__tok_added *a = &t->added[k];
+            const mlstack__json *s = mlstack__jstr(c, "content");
+            a->id = (int32_t)mlstack__json_get(c, "id")->i;
+            a->s = s->str;
+            a->len = (uint32_t)s->len;
+            a->special = (unsigned char)mlstack__jbool(c, "special", 0);
+            a->lstrip = (unsigned char)mlstack__jbool(c, "lstrip", 0);
+            a->rstrip = (unsigned char)mlstack__jbool(c, "rstrip", 0);
+            a->single_word = (unsigned char)mlstack__jbool(c, "single_word", 0);
+            a->normalized = (unsigned char)mlstack__jbool(c, "normalized", !a->special);
+            t->tok_s[a->id] = a->s;
+            t->tok_len[a->id] = a->len;
+            t->tok_special[a->id] = a->special;
+        }
+        qsort(t->added, (size_t)t->n_added, sizeof *t->added, mlstack__cmp_added);
+    }
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), 0, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), 1, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), 2, 0, err)) != MLSTACK_OK) return r;
+    for (i = 0; i < (size_t)t->n_pre; i++)
+        if (t->pre[i].type == MLSTACK__P_BYTELEVEL) t->byte_level_model = 1;
+    /* Special tokens as transformers 5 decides them: an explicit add_bos_token/add_eos_token in
+       tokenizer_config.json (or a tokenizer.json without post-processor) replaces the
+       post-processor by "[bos] $A [eos]"; a missing flag then counts as false. */
+    t->bos_id = t->eos_id = -1;
+    if (cfg && cfg->type == MLSTACK__JSON_OBJECT) {
+        const mlstack__json *bos = mlstack__jtoken(cfg, "bos_token"), *eos = mlstack__jtoken(cfg, "eos_token");
+        const mlstack__json *ct = mlstack__json_get(cfg, "chat_template");
+        if (bos) t->bos_id = mlstack_tokenizer_token_to_id(t, bos->str, bos->len);
+        if (eos) t->eos_id = mlstack_tokenizer_token_to_id(t, eos->str, eos->len);
+        if (ct && ct->type == MLSTACK__JSON_STRING) t->chat_template = ct->str;
+        else if (ct && ct->type == MLSTACK__JSON_ARRAY)
+            for (c = ct->child; c; c = c->next)
+                if (mlstack__json_is_str(mlstack__json_get(c, "name"), "default") && mlstack__jstr(c, "template"))
+                    t->chat_template = mlstack__jstr(c, "template")->str;
+    }
+    {
+        const mlstack__json *pp = mlstack__json_get(root, "post_processor");
+        int explicit_flags = mlstack__json_get(cfg, "add_bos_token") || mlstack__json_get(cfg, "add_eos_token");
+        if (explicit_flags || mlstack__json_is_null(pp)) {
+            if (mlstack__jbool(cfg, "add_bos_token", 0) && t->bos_id >= 0 &&
+                (r = mlstack__tok_addpost(t, &t->post_pre, &t->n_post_pre, t->bos_id, err)) != MLSTACK_OK)
+                return r;
+            if (mlstack__jbool(cfg, "add_eos_token", 0) && t->eos_id >= 0 &&
+                (r = mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, t->eos_id, err)) != MLSTACK_OK)
+                return r;
+        } else if ((r = mlstack__tok_post(t, pp, 0, err)) != MLSTACK_OK)
+            return r;
+    }
+    return MLSTACK_OK;
+}
+
+/* ---- public API ---- */
+MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
+    int i;
+    if (!t) return;
+    for (i = 0; i < t->n_regexes; i++) mlstack__regex_free(t->regexes[i]);
+    MLSTACK_FREE(t->regexes);
+    MLSTACK_FREE(t->tok_s);
+    MLSTACK_FREE(t->tok_len);
+    MLSTACK_FREE(t->tok_special);
+    MLSTACK_FREE(t->vmap);
+    MLSTACK_FREE(t->mkey);
+    MLSTACK_FREE(t->mrank);
+    MLSTACK_FREE(t->mnew);
+    MLSTACK_FREE(t->norm);
+    MLSTACK_FREE(t->pre);
+    MLSTACK_FREE(t->dec);
+    MLSTACK_FREE(t->post_pre);
+    MLSTACK_FREE(t->post_suf);
+    MLSTACK_FREE(t->added);
+    mlstack__json_free(&t->doc);
+    mlstack__json_free(&t->cfg_doc);
+    mlstack__arena_free(&t->arena);
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_destroy(&t->err_lock);
+#endif
+    MLSTACK_FREE(t);
+}
+
+MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json, size_t config_len,
+                                                  mlstack_tokenizer **out, mlstack_error *err) {
+    mlstack_tokenizer *t;
+    mlstack_result r;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: json is NULL");
+    mlstack__bl_init();
+    t = (mlstack_tokenizer *)mlstack__calloc(1, sizeof *t);
+    if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_init(&t->err_lock, NULL);
+#endif
+    t->err = (char *)mlstack__arena_alloc(&t->arena, MLSTACK__TOK_ERR);
+    if (!t->err) {
+        mlstack_tokenizer_close(t);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    }
+    t->err[0] = 0;
+    r = mlstack__json_parse(&t->doc, json, len, "tokenizer.json", err);
+    if (r == MLSTACK_OK && config_json) r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
+    if (r == MLSTACK_OK) r = mlstack__tok_build(t, t->doc.root, t->cfg_doc.root, err);
+    if (r != MLSTACK_OK) {
+        mlstack_tokenizer_close(t);
+        return r;
+    }
+    *out = t;
+    return MLSTACK_OK;
+}
+
+/* JSON string literal of s into b. */
+static int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
+    size_t i;
+    if (!mlstack__buf_put(b, "\"", 1)) return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            if (!mlstack__buf_put(b, esc, 2)) return 0;
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            if (!mlstack__buf_put(b, esc, 6)) return 0;
+        } else if (!mlstack__buf_put(b, s + i, 1))
+            return 0;
+    }
+    return mlstack__buf_put(b, "\"", 1);
+}
+
+/* The older layout vocab.json + merges.txt: assembles the tokenizer.json that transformers'
+   conversion would build for the tokenizer class named in tokenizer_config.json. */
+static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char *cfg, size_t cfg_len, mlstack__buf *out, mlstack_error *err) {
+    mlstack__json_doc cd;
+    const mlstack__json *cls, *atd, *c;
+    char *vpath = mlstack__path_join(dir, "vocab.json"), *mpath = mlstack__path_join(dir, "merges.txt");
+    char *vocab = NULL, *merges = NULL;
+    size_t vl = 0, ml = 0, i, first = 1;
+    mlstack_result r;
+    int qwen = 0;
+    memset(&cd, 0, sizeof cd);
+    if (!vpath || !mpath) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+        goto done;
+    }
+    if (!cfg) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.json, and vocab.json + merges.txt need tokenizer_config.json", dir);
+        goto done;
+    }
+    if ((r = mlstack__json_parse(&cd, cfg, cfg_len, "tokenizer_config.json", err)) != MLSTACK_OK) goto done;
+    cls = mlstack__jstr(cd.root, "tokenizer_class");
+    if (cls && (mlstack__json_is_str(cls, "Qwen2Tokenizer") || mlstack__json_is_str(cls, "Qwen2TokenizerFast"))) qwen = 1;
+    else if (!cls || !(mlstack__json_is_str(cls, "GPT2Tokenizer") || mlstack__json_is_str(cls, "GPT2TokenizerFast"))) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: no tokenizer.json; vocab.json + merges.txt are supported for Qwen2Tokenizer and GPT2Tokenizer, not \"%s\"",
+                          dir, cls ? cls->str : "(no tokenizer_class)");
+        goto done;
+    }
+    if ((r = mlstack__read_file(vpath, MLSTACK_MAX_JSON_BYTES, &vocab, &vl, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(mpath, MLSTACK_MAX_JSON_BYTES, &merges, &ml, err)) != MLSTACK_OK) goto done;
+    r = MLSTACK_ERR_NO_MEMORY;
+    if (!mlstack__buf_put(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":", 31) || !mlstack__buf_put(out, vocab, vl) ||
+        !mlstack__buf_put(out, ",\"merges\":[", 11))
+        goto oom;
+    for (i = 0; i < ml;) {
+        size_t e = i;
+        while (e < ml && merges[e] != '\n') e++;
+        if (e > i && merges[e - 1] == '\r') e--; /* tolerate CRLF files */
+        if (e > i && !(i == 0 && e - i >= 8 && memcmp(merges, "#version", 8) == 0)) {
+            if ((!first && !mlstack__buf_put(out, ",", 1)) || !mlstack__json_quote(out, merges + i, e - i)) goto oom;
+            first = 0;
+        }
+        while (e < ml && merges[e] != '\n') e++;
+        i = e + 1;
+    }
+    if (!mlstack__buf_put(out, "]},\"added_tokens\":[", 19)) goto oom;
+    atd = mlstack__json_get(cd.root, "added_tokens_decoder");
+    first = 1;
+    for (c = atd ? atd->child : NULL; c; c = c->next) {
+        const mlstack__json *content = mlstack__jstr(c, "content");
+        static const char *const flags[5] = {"special", "lstrip", "rstrip", "single_word", "normalized"};
+        int f;
+        char num[32];
+        if (!content) continue;
+        if ((!first && !mlstack__buf_put(out, ",", 1)) || !mlstack__buf_put(out, "{\"id\":", 6) ||
+            !mlstack__buf_put(out, c->key, c->key_len) || !mlstack__buf_put(out, ",\"content\":", 11) ||
+            !mlstack__json_quote(out, content->str, content->len))
+            goto oom;
+        for (f = 0; f < 5; f++) {
+            snprintf(num, sizeof num, ",\"%s\":%s", flags[f], mlstack__jbool(c, flags[f], f == 4 ? !mlstack__jbool(c, "special", 0) : 0) ? "true" : "false");
+            if (!mlstack__buf_put(out, num, strlen(num))) goto oom;
+        }
+        if (!mlstack__buf_put(out, "}", 1)) goto oom;
+        first = 0;
+    }
+    if (!mlstack__buf_put(out, "],", 2)) goto oom;
+    if (qwen) {
+        if (!mlstack__buf_put(out, "\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":", 112) ||
+            !mlstack__json_quote(out, mlstack__qwen2_pattern, strlen(mlstack__qwen2_pattern)) ||
+            !mlstack__buf_put(out, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]},", 105))
+            goto oom;
+    } else {
+        const char *pre = mlstack__jbool(cd.root, "add_prefix_space", 0) ? "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true}," : "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},";
+        if (!mlstack__buf_put(out, pre, strlen(pre))) goto oom;
+    }
+    if (!mlstack__buf_put(out, "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}", 53)) goto oom;
+    r = MLSTACK_OK;
+    goto done;
+oom:
+    r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+done:
+    mlstack__json_free(&cd);
+    MLSTACK_FREE(vocab);
+    MLSTACK_FREE(merges);
+    MLSTACK_FREE(vpath);
+    MLSTACK_FREE(mpath);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_tokenizer **out, mlstack_error *err) {
+    char *tpath, *cpath, *json = NULL, *cfg = NULL;
+    size_t jl = 0, cl = 0;
+    mlstack_result r = MLSTACK_OK;
+    mlstack__buf built = {0, 0, 0};
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    tpath = mlstack__path_join(dir, "tokenizer.json");
+    cpath = mlstack__path_join(dir, "tokenizer_config.json");
+    if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    if (r == MLSTACK_OK && mlstack__file_exists(cpath)) r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
+    if (r == MLSTACK_OK) {
+        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, MLSTACK_MAX_JSON_BYTES, &json, &jl, err);
+        else {
+            char *vp = mlstack__path_join(dir, "vocab.json"), *mp = mlstack__path_join(dir, "merges.txt");
+            if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp)) r = mlstack__tok_from_vocab_merges(dir, cfg, cl, &built, err);
+            else r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.json (nor vocab.json + merges.txt)", dir);
+            MLSTACK_FREE(vp);
+            MLSTACK_FREE(mp);
+        }
+    }
+    if (r == MLSTACK_OK) r = json ? mlstack_tokenizer_load(json, jl, cfg, cl, out, err) : mlstack_tokenizer_load(built.p, built.n, cfg, cl, out, err);
+    MLSTACK_FREE(json);
+    MLSTACK_FREE(cfg);
+    MLSTACK_FREE(built.p);
+    MLSTACK_FREE(tpath);
+    MLSTACK_FREE(cpath);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags, int32_t *ids,
+                                                    size_t cap, size_t *n_ids) {
+    mlstack__enc e;
+    mlstack_result r;
+    size_t n;
+    if (n_ids) *n_ids = 0;
+    if (!t) return MLSTACK_ERR_INVALID_ARG;
+    if ((!text && len) || (!ids && cap) || !n_ids) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
+    memset(&e, 0, sizeof e);
+    e.t = t;
+    r = mlstack__encode(&e, text ? text : "", len, flags);
+    n = e.ids.n / sizeof(int32_t);
+    if (r == MLSTACK_OK) {
+        *n_ids = n;
+        if (n > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
+        else if (n) memcpy(ids, e.ids.p, n * sizeof(int32_t));
+    } else if (r == MLSTACK_ERR_LIMIT)
+        mlstack__tok_fail(t, r, "encode: the regex step limit was reached");
+    else
+        mlstack__tok_fail(t, r, "encode: out of memory");
+    mlstack__enc_free(&e);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, char *out, size_t cap,
+                                                    size_t *n_out) {
+    mlstack__buf b = {0, 0, 0};
+    mlstack_result r;
+    if (n_out) *n_out = 0;
+    if (!t) return MLSTACK_ERR_INVALID_ARG;
+    if ((!ids && n) || (!out && cap) || !n_out) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
+    r = mlstack__decode(t, ids, n, flags, &b);
+    if (r == MLSTACK_OK) {
+        *n_out = b.n;
+        if (b.n + 1 > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n, cap);
+        else {
+            if (b.n) memcpy(out, b.p, b.n);
+            out[b.n] = 0;
+        }
+    } else
+        mlstack__tok_fail(t, r, "decode: out of memory");
+    MLSTACK_FREE(b.p);
+    return r;
+}
+
+MLSTACK_API int32_t mlstack_tokenizer_vocab_size(const mlstack_tokenizer *t) { return t ? t->n_vocab : 0; }
+
+MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *t, const char *text, size_t len) {
+    int k;
+    if (!t || (!text && len)) return -1;
+    for (k = 0; k < t->n_added; k++)
+        if (t->added[k].len == len && memcmp(t->added[k].s, text, len) == 0) return t->added[k].id;
+    return mlstack__tok_vocab_find(t, text ? text : "", len);
+}
+
+MLSTACK_API const char *mlstack_tokenizer_id_to_token(const mlstack_tokenizer *t, int32_t id, size_t *len) {
+    if (len) *len = 0;
+    if (!t || id < 0 || id >= t->n_vocab || !t->tok_s[id]) return NULL;
+    if (len) *len = t->tok_len[id];
+    return t->tok_s[id];
+}
+
+MLSTACK_API int32_t mlstack_tokenizer_bos_id(const mlstack_tokenizer *t) { return t ? t->bos_id : -1; }
+MLSTACK_API int32_t mlstack_tokenizer_eos_id(const mlstack_tokenizer *t) { return t ? t->eos_id : -1; }
+MLSTACK_API int mlstack_tokenizer_is_special(const mlstack_tokenizer *t, int32_t id) {
+    return t && id >= 0 && id < t->n_vocab && t->tok_special[id];
+}
+MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer *t) { return t ? t->chat_template : NULL; }
+MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
+
+/* ---- streaming decoder ---- */
+struct mlstack_detok {
+    const mlstack_tokenizer *t;
+    int flags;
+    int32_t *ids;      /* window: context ids, then not yet emitted ids */
+    size_t n, cap, n_ctx;
+    size_t ctx_len;    /* bytes of decode(ids[0..n_ctx]) */
+    mlstack__buf text; /* last emitted text */
+};
+
+MLSTACK_API mlstack_result mlstack_detok_init(const mlstack_tokenizer *t, int flags, mlstack_detok **out) {
+    mlstack_detok *d;
+    if (!out) return MLSTACK_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!t) return MLSTACK_ERR_INVALID_ARG;
+    d = (mlstack_detok *)mlstack__calloc(1, sizeof *d);
+    if (!d) return MLSTACK_ERR_NO_MEMORY;
+    d->t = t;
+    d->flags = flags;
+    *out = d;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__detok_step(mlstack_detok *d, int flush, const char **text, size_t *len) {
+    mlstack__buf all = {0, 0, 0};
+    mlstack_result r = mlstack__decode(d->t, d->ids, d->n, d->flags, &all);
+    *text = "";
+    *len = 0;
+    if (r != MLSTACK_OK) {
+        MLSTACK_FREE(all.p);
+        return r;
+    }
+    /* Emit once the new text is complete: it must not end in U+FFFD, which is what a UTF-8
+       sequence cut between tokens decodes to (byte-level and byte-fallback alike). */
+    if (all.n >= d->ctx_len && (all.n > d->ctx_len || flush) &&
+        (flush || all.n < 3 || memcmp(all.p + all.n - 3, "\xEF\xBF\xBD", 3) != 0)) {
+        mlstack__buf ctx = {0, 0, 0};
+        d->text.n = 0;
+        if (!mlstack__buf_put(&d->text, all.p + d->ctx_len, all.n - d->ctx_len) || !mlstack__buf_put(&d->text, "", 1)) r = MLSTACK_ERR_NO_MEMORY;
+        /* the ids just emitted become the context for the next ones */
+        memmove(d->ids, d->ids + d->n_ctx, (d->n - d->n_ctx) * sizeof *d->ids);
+        d->n -= d->n_ctx;
+        d->n_ctx = d->n;
+        if (r == MLSTACK_OK) r = mlstack__decode(d->t, d->ids, d->n, d->flags, &ctx);
+        d->ctx_len = ctx.n;
+        MLSTACK_FREE(ctx.p);
+        if (r == MLSTACK_OK) {
+            *text = d->text.p;
+            *len = d->text.n - 1;
+        }
+        if (flush == 1) {
+            d->n = d->n_ctx = d->ctx_len = 0;
+        }
+    }
+    MLSTACK_FREE(all.p);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_detok_push(mlstack_detok *d, int32_t id, const char **text, size_t *len) {
+    if (!d || !text || !len) return MLSTACK_ERR_INVALID_ARG;
+    *text = "";
+    *len = 0;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 16;
+        int32_t *p = (int32_t *)MLSTACK_REALLOC(d->ids, cap * sizeof *p);
+        if (!p) return MLSTACK_ERR_NO_MEMORY;
+        d->ids = p;
+        d->cap = cap;
+    }
+    d->ids[d->n++] = id;
+    /* a run of undecodable bytes is emitted (as U+FFFD) after 64 ids rather than held forever */
+    return mlstack__detok_step(d, d->n - d->n_ctx >= 64 ? 2 : 0, text, len);
+}
+
+MLSTACK_API mlstack_result mlstack_detok_flush(mlstack_detok *d, const char **text, size_t *len) {
+    if (!d || !text || !len) return MLSTACK_ERR_INVALID_ARG;
+    return mlstack__detok_step(d, 1, text, len);
+}
+
+MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
+    if (!d) return;
+    MLSTACK_FREE(d->ids);
+    MLSTACK_FREE(d->text.p);
+    MLSTACK_FREE(d);
+}
 
 /* ==== 8. TEMPLATE ==== */  /* >>template */
 
