@@ -31,10 +31,11 @@
       7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders   >>tokenizer
       8. TEMPLATE          Jinja-subset interpreter for chat templates                  >>template
       9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
-     10. MODEL             config -> weight map -> forward over a ragged batch          >>model
-     11. KVCACHE           fixed-size pages, per-sequence page tables                   >>kvcache
-     12. SAMPLING          logit processors and samplers                                >>sampling
-     13. ENGINE            public API implementation: open, eval, generate              >>engine
+     10. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+     11. KVCACHE           page pool, per-sequence page tables, paged attention         >>kvcache
+     12. FORWARD           one forward pass over a ragged batch of rows                 >>forward
+     13. SAMPLING          logit processors and samplers                                >>sampling
+     14. ENGINE            engine objects: threads, KV, eval, generate                  >>engine
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -73,7 +74,9 @@
 
 /* ==== 1. PUBLIC API ==== */  /* >>api */
 
-#if defined(MLSTACK_STATIC)
+#if defined(MLSTACK_STATIC) && defined(__GNUC__)
+#define MLSTACK_API static __attribute__((unused))
+#elif defined(MLSTACK_STATIC)
 #define MLSTACK_API static
 #elif defined(MLSTACK_SHARED) && defined(__GNUC__)
 #define MLSTACK_API extern __attribute__((visibility("default")))
@@ -514,7 +517,7 @@ static int mlstack__cpu_count(void) {
 
 /* Thread pool: a fixed set of workers, fork/join over task indices [0, n_tasks).
    The calling thread takes part, so a pool of 1 runs everything inline. */
-typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks);
+typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 typedef struct mlstack__pool {
     int n_threads;
@@ -552,7 +555,7 @@ static void *mlstack__worker(void *arg_) {
         }
         seen = p->generation;
         pthread_mutex_unlock(&p->mu);
-        for (t = arg.index; t < p->n_tasks; t += p->n_threads) p->fn(p->ctx, t, p->n_tasks);
+        for (t = arg.index; t < p->n_tasks; t += p->n_threads) p->fn(p->ctx, t, p->n_tasks, arg.index);
         pthread_mutex_lock(&p->mu);
         if (--p->pending == 0) pthread_cond_signal(&p->done);
         pthread_mutex_unlock(&p->mu);
@@ -608,17 +611,17 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
         p->generation++;
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
-        for (t = 0; t < n_tasks; t += p->n_threads) fn(ctx, t, n_tasks);
+        for (t = 0; t < n_tasks; t += p->n_threads) fn(ctx, t, n_tasks, 0);
         pthread_mutex_lock(&p->mu);
         while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
         pthread_mutex_unlock(&p->mu);
         return;
     }
-    for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
+    for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, 0);
 #else
     int t;
     (void)p;
-    for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
+    for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, 0);
 #endif
 }
 
@@ -4962,6 +4965,1385 @@ oom:
 
 
 /* ==== 9. KERNELS ==== */  /* >>kernels */
+/* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
+   Dh head dim, V vocab, T positions attended.
+   Scalar reference kernels. Every faster kernel is checked against these. Each output element
+   is reduced in one fixed order (8 interleaved partial sums over the reduction index, combined
+   pairwise), whatever the batch size or thread count: results are batch invariant. */
+
+static float mlstack__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+    float f;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) {
+                man <<= 1;
+                exp--;
+            }
+            man &= 0x3FF;
+            bits = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7F800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float mlstack__bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* dst[0..n) = src[0..n) of `dtype` converted to f32. src may be unaligned. */
+static void mlstack__to_f32(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    size_t i;
+    switch (dtype) {
+    case MLSTACK_DTYPE_F32: memcpy(dst, src, n * 4); break;
+    case MLSTACK_DTYPE_F16:
+        for (i = 0; i < n; i++) dst[i] = mlstack__f16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
+        break;
+    case MLSTACK_DTYPE_BF16:
+        for (i = 0; i < n; i++) dst[i] = mlstack__bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
+        break;
+    default:
+        for (i = 0; i < n; i++) dst[i] = 0;
+        break;
+    }
+}
+
+/* a (n,) . b (n,) -> scalar, in the fixed order described above. */
+static float mlstack__dot_f32(const float *a, const float *b, int n) {
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0, j;
+    for (; i + 8 <= n; i += 8)
+        for (j = 0; j < 8; j++) s[j] += a[i + j] * b[i + j];
+    for (j = 0; i < n; i++, j++) s[j] += a[i] * b[i];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* A weight matrix as stored: W (n_out, n_in) row-major, dtype F32/F16/BF16, optional bias (n_out,). */
+typedef struct mlstack__weight {
+    const void *data;
+    mlstack_dtype dtype;
+    int n_out, n_in;
+    const float *bias; /* f32 copy, or NULL */
+} mlstack__weight;
+
+typedef struct mlstack__matmul_job {
+    const mlstack__weight *w;
+    const float *x; /* (B, n_in) */
+    float *y;       /* (B, n_out) */
+    int B;
+    int rows_per_task;
+    float *scratch; /* n_threads * n_in floats: one converted weight row per thread */
+} mlstack__matmul_job;
+
+static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
+    const mlstack__weight *w = j->w;
+    int o0 = task * j->rows_per_task, o1 = o0 + j->rows_per_task, o, b;
+    size_t esize = (size_t)mlstack__dtype_sizes[w->dtype];
+    float *row = j->scratch + (size_t)thread * (size_t)w->n_in;
+    (void)n_tasks;
+    if (o1 > w->n_out) o1 = w->n_out;
+    for (o = o0; o < o1; o++) {
+        const float *wr;
+        const unsigned char *src = (const unsigned char *)w->data + (size_t)o * (size_t)w->n_in * esize;
+        if (w->dtype == MLSTACK_DTYPE_F32) {
+            wr = (const float *)(const void *)src;
+        } else {
+            mlstack__to_f32(w->dtype, src, row, (size_t)w->n_in);
+            wr = row;
+        }
+        for (b = 0; b < j->B; b++) {
+            float v = mlstack__dot_f32(wr, j->x + (size_t)b * (size_t)w->n_in, w->n_in);
+            if (w->bias) v += w->bias[o];
+            j->y[(size_t)b * (size_t)w->n_out + o] = v;
+        }
+    }
+}
+
+/* x (B, n_in) @ W^T -> y (B, n_out), + bias. Work split by output rows. */
+static void mlstack__matmul(mlstack__pool *pool, float *scratch, const mlstack__weight *w, const float *x, float *y,
+                            int B) {
+    mlstack__matmul_job j;
+    int n_tasks;
+    j.w = w;
+    j.x = x;
+    j.y = y;
+    j.B = B;
+    j.scratch = scratch;
+    j.rows_per_task = 16;
+    n_tasks = (w->n_out + j.rows_per_task - 1) / j.rows_per_task;
+    mlstack__pool_run(pool, mlstack__matmul_task, &j, n_tasks);
+}
+
+/* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
+static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0;
+    float scale;
+    int i;
+    for (i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    scale = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (i = 0; i < n; i++) out[i] = w[i] * (x[i] * scale);
+}
+
+/* Rotary embedding, Hugging Face rotate-half layout, on one head vector v (Dh,):
+   pairs (i, i + Dh/2) rotate by angle pos * inv_freq[i]. */
+static void mlstack__rope(float *v, int Dh, int pos, const float *inv_freq) {
+    int half = Dh / 2, i;
+    for (i = 0; i < half; i++) {
+        float ang = (float)pos * inv_freq[i];
+        float c = cosf(ang), s = sinf(ang);
+        float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+    }
+}
+
+static float mlstack__silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* ==== 10. MODEL ==== */  /* >>model */
+/* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
+   Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
+   Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
+
+typedef enum mlstack__arch { MLSTACK__ARCH_LLAMA, MLSTACK__ARCH_MISTRAL, MLSTACK__ARCH_QWEN2, MLSTACK__ARCH_QWEN3 } mlstack__arch;
+
+typedef struct mlstack__config {
+    mlstack__arch arch;
+    char architecture[64];
+    int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, max_pos;
+    int tied, attn_bias, o_bias, mlp_bias, qk_norm;
+    int sliding_window; /* 0: none */
+    float eps, rope_theta;
+    int rope_kind; /* 0 default, 1 linear, 2 llama3 */
+    float rope_factor, rope_low, rope_high;
+    int rope_orig_max;
+    int32_t bos_id;
+    int n_eos;
+    int32_t eos_ids[MLSTACK_MAX_EOS];
+} mlstack__config;
+
+typedef struct mlstack__layer {
+    const float *attn_norm, *ffn_norm, *q_norm, *k_norm; /* f32 (copies when stored otherwise) */
+    mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
+} mlstack__layer;
+
+struct mlstack_model {
+    mlstack__config cfg;
+    mlstack__st st;
+    mlstack__layer *layers;
+    const void *embed;          /* (V, D) as stored */
+    mlstack_dtype embed_dtype;
+    const float *final_norm;
+    mlstack__weight lm_head;
+    float *inv_freq;            /* (Dh/2,) rotary frequencies after scaling */
+    void **owned;               /* f32 copies made at load (norms, biases, realigned data) */
+    int n_owned, cap_owned;
+    char *path;
+    uint64_t n_params, weight_bytes;
+};
+
+static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
+    if (!v || v->type != MLSTACK__JSON_NUMBER) return 0;
+    if (v->is_int) {
+        *out = v->i;
+        return 1;
+    }
+    if (v->num == floor(v->num) && fabs(v->num) < 9e15) {
+        *out = (int64_t)v->num;
+        return 1;
+    }
+    return 0;
+}
+
+/* Reads a positive integer field (required or with default `def` when def > 0). */
+static mlstack_result mlstack__cfg_int(const mlstack__json *root, const char *key, int def, int *out, const char *file,
+                                       mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key);
+    int64_t x;
+    if (mlstack__json_is_null(v)) {
+        if (def > 0) {
+            *out = def;
+            return MLSTACK_OK;
+        }
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing required field \"%s\"", file, key);
+    }
+    if (!mlstack__json_int(v, &x) || x <= 0 || x > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" is %.*s (expected a positive integer)", file,
+                             key, (int)(v->type == MLSTACK__JSON_NUMBER || v->type == MLSTACK__JSON_STRING ? (v->len > 40 ? 40 : v->len) : 7), v->type == MLSTACK__JSON_NUMBER || v->type == MLSTACK__JSON_STRING ? v->str : "not a number");
+    *out = (int)x;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__cfg_float(const mlstack__json *root, const char *key, float def, float *out,
+                                         const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key);
+    if (mlstack__json_is_null(v)) {
+        *out = def;
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_NUMBER || !(v->num > 0) || v->num > 1e30)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" must be a positive number", file, key);
+    *out = (float)v->num;
+    return MLSTACK_OK;
+}
+
+static int mlstack__json_bool(const mlstack__json *v, int def) {
+    if (!v || v->type == MLSTACK__JSON_NULL) return def;
+    return v->type == MLSTACK__JSON_TRUE;
+}
+
+/* Token ids: an int, a list of ints, or null. */
+static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int *n, int cap, int n_vocab, const char *file,
+                                       const char *key, mlstack_error *err) {
+    const mlstack__json *e;
+    int64_t x;
+    *n = 0;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    if (v->type == MLSTACK__JSON_NUMBER) {
+        if (!mlstack__json_int(v, &x) || x < 0 || x >= n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" = %.*s is not a token id below vocab_size %d", file,
+                                 key, (int)v->len, v->str, n_vocab);
+        ids[(*n)++] = (int32_t)x;
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of ids", file, key);
+    for (e = v->child; e; e = e->next) {
+        if (!mlstack__json_int(e, &x) || x < 0 || x >= n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" holds an entry that is not a token id below %d",
+                                 file, key, n_vocab);
+        if (*n >= cap) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: \"%s\" lists more than %d ids", file, key, cap);
+        ids[(*n)++] = (int32_t)x;
+    }
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
+                                            const char *file, mlstack_error *err) {
+    static const struct {
+        const char *name;
+        mlstack__arch arch;
+    } archs[] = {{"LlamaForCausalLM", MLSTACK__ARCH_LLAMA},
+                 {"MistralForCausalLM", MLSTACK__ARCH_MISTRAL},
+                 {"Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
+                 {"Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
+    const mlstack__json *a = mlstack__json_get(root, "architectures"), *v, *rs, *rp;
+    mlstack_result r;
+    size_t k;
+    int found = 0;
+    memset(c, 0, sizeof *c);
+    if (!root || root->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
+    if (!a || a->type != MLSTACK__JSON_ARRAY || !a->child || a->child->type != MLSTACK__JSON_STRING)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing field \"architectures\" (a list of class names)", file);
+    for (k = 0; k < sizeof archs / sizeof archs[0]; k++) {
+        if (mlstack__json_is_str(a->child, archs[k].name)) {
+            c->arch = archs[k].arch;
+            found = 1;
+        }
+    }
+    if (!found)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: architectures[0] = \"%.60s\" is not supported (supported: LlamaForCausalLM, "
+                             "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                             file, a->child->str);
+    snprintf(c->architecture, sizeof c->architecture, "%s", a->child->str);
+    if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
+        (r = mlstack__cfg_int(root, "intermediate_size", 0, &c->n_ff, file, err)) ||
+        (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
+        (r = mlstack__cfg_int(root, "num_attention_heads", 0, &c->n_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
+        (r = mlstack__cfg_int(root, "num_key_value_heads", c->n_heads, &c->n_kv_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "max_position_embeddings", 2048, &c->max_pos, file, err)))
+        return r;
+    if (c->n_heads % c->n_kv_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", file, c->n_heads,
+                             c->n_kv_heads);
+    v = mlstack__json_get(root, "head_dim");
+    if (mlstack__json_is_null(v)) {
+        if (c->n_embd % c->n_heads)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
+                                 file, c->n_embd, c->n_heads);
+        c->head_dim = c->n_embd / c->n_heads;
+    } else if ((r = mlstack__cfg_int(root, "head_dim", 0, &c->head_dim, file, err)) != MLSTACK_OK) {
+        return r;
+    }
+    if (c->head_dim % 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_dim %d must be even for rotary embeddings", file, c->head_dim);
+    v = mlstack__json_get(root, "hidden_act");
+    if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: hidden_act = \"%.40s\" is not supported (expected \"silu\")",
+                             file, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    if ((r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err)) != MLSTACK_OK) return r;
+    /* rope: transformers 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters */
+    rp = mlstack__json_get(root, "rope_parameters");
+    rs = mlstack__json_get(root, "rope_scaling");
+    if ((r = mlstack__cfg_float(root, "rope_theta", 10000.0f, &c->rope_theta, file, err)) != MLSTACK_OK) return r;
+    if (!mlstack__json_is_null(rp)) {
+        if (rp->type != MLSTACK__JSON_OBJECT)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_parameters must be an object", file);
+        if ((r = mlstack__cfg_float(rp, "rope_theta", c->rope_theta, &c->rope_theta, file, err)) != MLSTACK_OK) return r;
+        if (mlstack__json_is_null(rs)) rs = rp;
+    }
+    if (!mlstack__json_is_null(rs)) {
+        const mlstack__json *t = mlstack__json_get(rs, "rope_type");
+        if (mlstack__json_is_null(t)) t = mlstack__json_get(rs, "type");
+        if (rs->type != MLSTACK__JSON_OBJECT)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling must be an object or null", file);
+        if (mlstack__json_is_null(t) || mlstack__json_is_str(t, "default")) {
+            c->rope_kind = 0;
+        } else if (mlstack__json_is_str(t, "linear")) {
+            c->rope_kind = 1;
+            if ((r = mlstack__cfg_float(rs, "factor", 0, &c->rope_factor, file, err)) != MLSTACK_OK) return r;
+            if (!(c->rope_factor > 0))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for linear scaling", file);
+        } else if (mlstack__json_is_str(t, "llama3")) {
+            c->rope_kind = 2;
+            if ((r = mlstack__cfg_float(rs, "factor", 0, &c->rope_factor, file, err)) ||
+                (r = mlstack__cfg_float(rs, "low_freq_factor", 0, &c->rope_low, file, err)) ||
+                (r = mlstack__cfg_float(rs, "high_freq_factor", 0, &c->rope_high, file, err)) ||
+                (r = mlstack__cfg_int(rs, "original_max_position_embeddings", 0, &c->rope_orig_max, file, err)))
+                return r;
+            if (!(c->rope_factor > 0) || !(c->rope_low > 0) || !(c->rope_high > c->rope_low))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "%s: llama3 rope_scaling needs factor, low_freq_factor < high_freq_factor", file);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3)",
+                                 file, t->type == MLSTACK__JSON_STRING ? t->str : "?");
+        }
+    }
+    c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), 0);
+    c->attn_bias = c->arch == MLSTACK__ARCH_QWEN2 || mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
+    c->o_bias = c->arch != MLSTACK__ARCH_QWEN2 && mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
+    c->mlp_bias = mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
+    c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
+    if (c->arch == MLSTACK__ARCH_QWEN2 || c->arch == MLSTACK__ARCH_QWEN3) {
+        if (mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_sliding_window = true is not supported", file);
+    } else {
+        int64_t w;
+        v = mlstack__json_get(root, "sliding_window");
+        if (!mlstack__json_is_null(v)) {
+            if (!mlstack__json_int(v, &w) || w <= 0 || w > INT_MAX)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer or null", file);
+            c->sliding_window = (int)w;
+        }
+    }
+    c->bos_id = -1;
+    {
+        int32_t b[1];
+        int nb = 0;
+        const mlstack__json *bv = mlstack__json_get(gen, "bos_token_id");
+        if (!bv) bv = mlstack__json_get(root, "bos_token_id");
+        if (bv && bv->type == MLSTACK__JSON_NUMBER) {
+            if ((r = mlstack__cfg_ids(bv, b, &nb, 1, c->n_vocab, file, "bos_token_id", err)) != MLSTACK_OK) return r;
+            if (nb) c->bos_id = b[0];
+        }
+    }
+    v = mlstack__json_get(gen, "eos_token_id");
+    if (!v) v = mlstack__json_get(root, "eos_token_id");
+    return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
+}
+
+/* Rotary inverse frequencies as transformers computes them (float32), then scaled. */
+static void mlstack__rope_freqs(const mlstack__config *c, float *inv_freq) {
+    int half = c->head_dim / 2, i;
+    for (i = 0; i < half; i++) {
+        float f = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim));
+        if (c->rope_kind == 1) {
+            f = f / c->rope_factor;
+        } else if (c->rope_kind == 2) {
+            double pi = 3.14159265358979323846;
+            double low_wl = c->rope_orig_max / c->rope_low, high_wl = c->rope_orig_max / c->rope_high;
+            double wl = 2 * pi / f;
+            if (wl > low_wl) {
+                f = f / c->rope_factor;
+            } else if (wl >= high_wl) {
+                double smooth = (c->rope_orig_max / wl - c->rope_low) / (c->rope_high - c->rope_low);
+                f = (float)((1 - smooth) * f / c->rope_factor + smooth * f);
+            }
+        }
+        inv_freq[i] = f;
+    }
+}
+
+static void mlstack__model_free_owned(mlstack_model *m) {
+    int i;
+    for (i = 0; i < m->n_owned; i++) mlstack__aligned_free(m->owned[i]);
+    MLSTACK_FREE(m->owned);
+    m->owned = NULL;
+    m->n_owned = m->cap_owned = 0;
+}
+
+static void *mlstack__model_own(mlstack_model *m, size_t bytes) {
+    void *p;
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
+        void **o = (void **)MLSTACK_REALLOC(m->owned, sizeof(void *) * (size_t)cap);
+        if (!o) return NULL;
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    p = mlstack__aligned_alloc(bytes ? bytes : 1);
+    if (p) m->owned[m->n_owned++] = p;
+    return p;
+}
+
+/* Finds a tensor and checks its shape against (d0[, d1]); n_dims 1 or 2. */
+static mlstack_result mlstack__model_tensor(mlstack_model *m, const char *name, int n_dims, int64_t d0, int64_t d1,
+                                            const mlstack__st_tensor **out, mlstack_error *err) {
+    const mlstack__st_tensor *t = mlstack__st_find(&m->st, name);
+    *out = NULL;
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             m->cfg.architecture);
+    if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
+                             m->path, name, mlstack__dtype_names[t->dtype]);
+    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has shape [%lld%s%lld] but config.json implies [%lld%s%lld]",
+                             m->path, name, (long long)t->shape[0], t->n_dims > 1 ? ", " : "",
+                             (long long)(t->n_dims > 1 ? t->shape[1] : 0), (long long)d0, n_dims == 2 ? ", " : "",
+                             (long long)(n_dims == 2 ? d1 : 0));
+    m->n_params += (uint64_t)(t->end - t->begin) / (uint64_t)mlstack__dtype_sizes[t->dtype];
+    m->weight_bytes += t->end - t->begin;
+    *out = t;
+    return MLSTACK_OK;
+}
+
+/* A vector parameter (norm weight, bias) as f32, copied when stored otherwise or misaligned. */
+static mlstack_result mlstack__model_vec(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                         mlstack_error *err) {
+    const mlstack__st_tensor *t;
+    mlstack_result r = mlstack__model_tensor(m, name, 1, n, 0, &t, err);
+    const void *src;
+    float *dst;
+    if (r != MLSTACK_OK) return r;
+    src = m->st.files[t->file].data + t->begin;
+    if (t->dtype == MLSTACK_DTYPE_F32 && ((uintptr_t)src & 3) == 0) {
+        *out = (const float *)src;
+        return MLSTACK_OK;
+    }
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, src, dst, (size_t)n);
+    *out = dst;
+    return MLSTACK_OK;
+}
+
+/* A projection weight (n_out, n_in) used as stored; realigned by copy only when the file puts
+   it at an address unaligned for its element type. Bias (optional) as f32. */
+static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix, int n_out, int n_in, int has_bias,
+                                            mlstack__weight *w, mlstack_error *err) {
+    char name[256];
+    const mlstack__st_tensor *t;
+    mlstack_result r;
+    const void *src;
+    size_t esize;
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if ((r = mlstack__model_tensor(m, name, 2, n_out, n_in, &t, err)) != MLSTACK_OK) return r;
+    src = m->st.files[t->file].data + t->begin;
+    esize = (size_t)mlstack__dtype_sizes[t->dtype];
+    if ((uintptr_t)src % esize) {
+        void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+        if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memcpy(copy, src, (size_t)(t->end - t->begin));
+        src = copy;
+    }
+    w->data = src;
+    w->dtype = t->dtype;
+    w->n_out = n_out;
+    w->n_in = n_in;
+    w->bias = NULL;
+    if (has_bias) {
+        snprintf(name, sizeof name, "%s.bias", prefix);
+        if ((r = mlstack__model_vec(m, name, n_out, &w->bias, err)) != MLSTACK_OK) return r;
+    }
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t;
+    mlstack_result r;
+    char name[256];
+    int l, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    if ((r = mlstack__model_tensor(m, "model.embed_tokens.weight", 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK)
+        return r;
+    m->embed = m->st.files[t->file].data + t->begin;
+    m->embed_dtype = t->dtype;
+    if ((r = mlstack__model_vec(m, "model.norm.weight", c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    if (c->tied) {
+        mlstack__weight *w = &m->lm_head;
+        w->data = m->embed;
+        w->dtype = m->embed_dtype;
+        w->n_out = c->n_vocab;
+        w->n_in = c->n_embd;
+        w->bias = NULL;
+        if ((uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[w->dtype]) {
+            void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+            if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            memcpy(copy, w->data, (size_t)(t->end - t->begin));
+            w->data = copy;
+        }
+    } else if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) {
+        return r;
+    }
+    m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (l = 0; l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+#define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix), name)
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME("input_layernorm.weight"), c->n_embd, &L->attn_norm, err)) ||
+            (r = mlstack__model_vec(m, MLSTACK__LNAME("post_attention_layernorm.weight"), c->n_embd, &L->ffn_norm, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.q_proj"), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.k_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.v_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wv, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.o_proj"), c->n_embd, q_dim, c->o_bias, &L->wo, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.down_proj"), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+            return r;
+        if (c->qk_norm) {
+            if ((r = mlstack__model_vec(m, MLSTACK__LNAME("self_attn.q_norm.weight"), c->head_dim, &L->q_norm, err)) ||
+                (r = mlstack__model_vec(m, MLSTACK__LNAME("self_attn.k_norm.weight"), c->head_dim, &L->k_norm, err)))
+                return r;
+        }
+#undef MLSTACK__LNAME
+    }
+    return MLSTACK_OK;
+}
+
+/* Reads and parses dir/name into doc; a missing optional file leaves doc empty. */
+static mlstack_result mlstack__load_json_file(const char *dir, const char *name, int optional, mlstack__json_doc *doc,
+                                              mlstack_error *err) {
+    char *path = mlstack__path_join(dir, name), *text = NULL;
+    size_t len;
+    mlstack_result r;
+    memset(doc, 0, sizeof *doc);
+    if (!path) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (optional && !mlstack__file_exists(path)) {
+        MLSTACK_FREE(path);
+        return MLSTACK_OK;
+    }
+    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    if (r == MLSTACK_OK) r = mlstack__json_parse(doc, text, len, path, err);
+    MLSTACK_FREE(text);
+    MLSTACK_FREE(path);
+    return r;
+}
+
+MLSTACK_API void mlstack_model_close(mlstack_model *m) {
+    if (!m) return;
+    mlstack__st_close(&m->st);
+    mlstack__model_free_owned(m);
+    MLSTACK_FREE(m->layers);
+    MLSTACK_FREE(m->inv_freq);
+    MLSTACK_FREE(m->path);
+    MLSTACK_FREE(m);
+}
+
+MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, mlstack_model **out, mlstack_error *err) {
+    mlstack_model *m;
+    mlstack__json_doc cfg_doc, gen_doc;
+    mlstack_result r;
+    char cfg_name[600];
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open: out is NULL");
+    *out = NULL;
+    if (!desc || !desc->path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open: desc->path is NULL");
+    m = (mlstack_model *)mlstack__calloc(1, sizeof *m);
+    if (!m) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    m->path = mlstack__strndup(desc->path, strlen(desc->path));
+    snprintf(cfg_name, sizeof cfg_name, "%s/config.json", desc->path);
+    r = m->path ? mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err)
+                : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK) {
+        r = mlstack__load_json_file(desc->path, "generation_config.json", 1, &gen_doc, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__config_parse(&m->cfg, cfg_doc.root, gen_doc.root, cfg_name, err);
+            mlstack__json_free(&gen_doc);
+        }
+        mlstack__json_free(&cfg_doc);
+    }
+    if (r == MLSTACK_OK) r = mlstack__st_open_dir(&m->st, desc->path, err);
+    if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
+    if (r == MLSTACK_OK) {
+        m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
+        if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else mlstack__rope_freqs(&m->cfg, m->inv_freq);
+    }
+    if (r != MLSTACK_OK) {
+        if (desc->log && err) desc->log(desc->log_user, 0, err->message);
+        mlstack_model_close(m);
+        return r;
+    }
+    *out = m;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_info *o) {
+    const mlstack__config *c = &m->cfg;
+    int i;
+    memset(o, 0, sizeof *o);
+    o->architecture = c->architecture;
+    o->n_layers = c->n_layers;
+    o->n_embd = c->n_embd;
+    o->n_ff = c->n_ff;
+    o->n_heads = c->n_heads;
+    o->n_kv_heads = c->n_kv_heads;
+    o->head_dim = c->head_dim;
+    o->n_vocab = c->n_vocab;
+    o->max_position_embeddings = c->max_pos;
+    o->tied_embeddings = c->tied;
+    o->rms_norm_eps = c->eps;
+    o->rope_theta = c->rope_theta;
+    o->bos_id = c->bos_id;
+    o->n_eos = c->n_eos;
+    for (i = 0; i < c->n_eos; i++) o->eos_ids[i] = c->eos_ids[i];
+    o->weight_dtype = m->layers[0].wq.dtype;
+    o->n_params = m->n_params;
+    o->weight_bytes = m->weight_bytes;
+}
+
+MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }
+
+MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *m, int index, mlstack_tensor *out) {
+    if (!m || !out || index < 0 || index >= m->st.n_tensors) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__st_view(&m->st, &m->st.tensors[index], out);
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *m, const char *name, mlstack_tensor *out) {
+    const mlstack__st_tensor *t;
+    if (!m || !name || !out) return MLSTACK_ERR_INVALID_ARG;
+    t = mlstack__st_find(&m->st, name);
+    if (!t) return MLSTACK_ERR_NOT_FOUND;
+    mlstack__st_view(&m->st, t, out);
+    return MLSTACK_OK;
+}
+
+/* ==== 11. KVCACHE ==== */  /* >>kvcache */
+/* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
+   values of P consecutive positions of one sequence for every layer, so a sequence's cache is
+   just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
+   stack. Layout of one page (f32):
+       [layer][k or v][slot 0..P-1][kv head][Dh]
+   i.e. element (l, kv, s, h, d) at ((l * 2 + kv) * P + s) * Hkv * Dh + h * Dh + d. */
+
+typedef struct mlstack__kv_seq {
+    int active;
+    int32_t len;     /* positions held */
+    int32_t *pages;  /* page table */
+    int n_pages, cap_pages;
+} mlstack__kv_seq;
+
+typedef struct mlstack__kv {
+    float *data;          /* n_pages * page_floats */
+    int n_pages, page_tokens;
+    size_t page_floats, row_floats; /* row: one slot of one layer's K (or V): Hkv * Dh */
+    int *free_stack;
+    int n_free;
+    mlstack__kv_seq *seqs;
+    int max_seqs;
+} mlstack__kv;
+
+static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
+                                       int max_seqs, mlstack_error *err) {
+    uint64_t page_bytes;
+    int i;
+    memset(kv, 0, sizeof *kv);
+    kv->page_tokens = page_tokens;
+    kv->row_floats = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    kv->page_floats = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_floats;
+    page_bytes = (uint64_t)kv->page_floats * sizeof(float);
+    if (budget / page_bytes < 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
+                             (unsigned long long)budget, (unsigned long long)page_bytes);
+    if (budget / page_bytes > (uint64_t)INT_MAX / 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large");
+    kv->n_pages = (int)(budget / page_bytes);
+    if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
+    kv->data = (float *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)page_bytes);
+    kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
+    kv->seqs = (mlstack__kv_seq *)mlstack__calloc((size_t)max_seqs, sizeof *kv->seqs);
+    if (!kv->data || !kv->free_stack || !kv->seqs)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for a KV cache of %llu bytes",
+                             (unsigned long long)((uint64_t)kv->n_pages * page_bytes));
+    kv->max_seqs = max_seqs;
+    for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
+    kv->n_free = kv->n_pages;
+    return MLSTACK_OK;
+}
+
+static void mlstack__kv_free(mlstack__kv *kv) {
+    int i;
+    for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
+    MLSTACK_FREE(kv->seqs);
+    MLSTACK_FREE(kv->free_stack);
+    mlstack__aligned_free(kv->data);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* Makes the page table of s cover `len` positions, taking or returning pages. 0 or -1 if the
+   pool is out of pages (nothing changed then). */
+static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) {
+    int need = (int)((len + kv->page_tokens - 1) / kv->page_tokens);
+    if (need > s->n_pages) {
+        if (need - s->n_pages > kv->n_free) return -1;
+        if (need > s->cap_pages) {
+            int cap = need * 2;
+            int32_t *p = (int32_t *)MLSTACK_REALLOC(s->pages, sizeof(int32_t) * (size_t)cap);
+            if (!p) return -1;
+            s->pages = p;
+            s->cap_pages = cap;
+        }
+        while (s->n_pages < need) s->pages[s->n_pages++] = kv->free_stack[--kv->n_free];
+    }
+    while (s->n_pages > need) kv->free_stack[kv->n_free++] = s->pages[--s->n_pages];
+    return 0;
+}
+
+/* Address of the K (kv = 0) or V (kv = 1) row of `layer` at position pos of sequence s. */
+static float *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int32_t pos) {
+    int page = s->pages[pos / kv->page_tokens], slot = pos % kv->page_tokens;
+    return kv->data + (size_t)page * kv->page_floats +
+           ((size_t)(layer * 2 + kvi) * (size_t)kv->page_tokens + (size_t)slot) * kv->row_floats;
+}
+
+/* Attention of one query head over positions [t0, t1] of a sequence, reading K/V through its
+   page table: out (Dh,) = sum_t softmax_t(q . k_t * scale) v_t. scores: (t1 - t0 + 1,) scratch. */
+static void mlstack__attend(float *out, const float *q, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer,
+                            int kv_head, int Dh, int32_t t0, int32_t t1, float scale, float *scores) {
+    int32_t t;
+    float mx = -FLT_MAX;
+    double sum = 0;
+    int d;
+    for (t = t0; t <= t1; t++) {
+        const float *k = mlstack__kv_row(kv, s, layer, 0, t) + (size_t)kv_head * (size_t)Dh;
+        float sc = mlstack__dot_f32(q, k, Dh) * scale;
+        scores[t - t0] = sc;
+        if (sc > mx) mx = sc;
+    }
+    for (t = t0; t <= t1; t++) {
+        float e = expf(scores[t - t0] - mx);
+        scores[t - t0] = e;
+        sum += e;
+    }
+    for (d = 0; d < Dh; d++) out[d] = 0;
+    for (t = t0; t <= t1; t++) {
+        const float *v = mlstack__kv_row(kv, s, layer, 1, t) + (size_t)kv_head * (size_t)Dh;
+        float p = (float)(scores[t - t0] / sum);
+        for (d = 0; d < Dh; d++) out[d] += p * v[d];
+    }
+}
+
+/* ==== 12. FORWARD ==== */  /* >>forward */
+/* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
+       xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
+       rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
+       x += a Wo; xn = rmsnorm(x); x += (silu(xn Wgate) * xn Wup) Wdown
+   then rmsnorm and the LM head for rows that want logits. Rows never mix: every output
+   element is computed the same way whatever else is in the batch. */
+
+typedef struct mlstack__scratch {
+    float *x, *xn, *q, *k, *v, *att, *gate, *up; /* (B, dim) activations */
+    float *mm;                                   /* n_threads * max n_in */
+    float *scores;                               /* n_threads * max positions */
+} mlstack__scratch;
+
+struct mlstack_engine {
+    mlstack_model *model;
+    mlstack__pool pool;
+    mlstack__kv kv;
+    mlstack__scratch s;
+    int max_batch;
+    float *logits;        /* (n_logit_rows, V) */
+    int *logit_slot;      /* per batch row of the last eval: slot in logits or -1 */
+    int n_last_rows, cap_rows, cap_logits;
+    int32_t *tmp_len;     /* per sequence, during validation */
+    mlstack_error err;
+};
+
+typedef struct mlstack__attn_job {
+    mlstack_engine *e;
+    const mlstack_batch_row *rows;
+    int layer;
+} mlstack__attn_job;
+
+static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    const mlstack__config *c = &j->e->model->cfg;
+    int H = c->n_heads, Dh = c->head_dim, b = task / H, h = task % H;
+    const mlstack_batch_row *row = &j->rows[b];
+    const mlstack__kv_seq *s = &j->e->kv.seqs[row->seq];
+    int32_t t0 = 0;
+    (void)n_tasks;
+    if (c->sliding_window && row->pos >= c->sliding_window) t0 = row->pos - c->sliding_window + 1;
+    mlstack__attend(j->e->s.att + ((size_t)b * H + h) * Dh, j->e->s.q + ((size_t)b * H + h) * Dh, &j->e->kv, s, j->layer,
+                    h / (H / c->n_kv_heads), Dh, t0, row->pos, 1.0f / sqrtf((float)Dh),
+                    j->e->s.scores + (size_t)thread * (size_t)c->max_pos);
+}
+
+static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *rows, int B, float *logits,
+                                   const int *slot) {
+    const mlstack_model *m = e->model;
+    const mlstack__config *c = &m->cfg;
+    mlstack__scratch *s = &e->s;
+    int D = c->n_embd, Dh = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->n_ff;
+    int qd = H * Dh, kvd = Hkv * Dh, l, b, h, i;
+    size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
+    for (b = 0; b < B; b++)
+        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
+                        s->x + (size_t)b * D, (size_t)D);
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        mlstack__attn_job aj;
+        for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
+        mlstack__matmul(&e->pool, s->mm, &L->wq, s->xn, s->q, B);
+        mlstack__matmul(&e->pool, s->mm, &L->wk, s->xn, s->k, B);
+        mlstack__matmul(&e->pool, s->mm, &L->wv, s->xn, s->v, B);
+        for (b = 0; b < B; b++) {
+            const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
+            float *q = s->q + (size_t)b * qd, *k = s->k + (size_t)b * kvd;
+            for (h = 0; h < H; h++) {
+                if (L->q_norm) mlstack__rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+                mlstack__rope(q + h * Dh, Dh, rows[b].pos, m->inv_freq);
+            }
+            for (h = 0; h < Hkv; h++) {
+                if (L->k_norm) mlstack__rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+                mlstack__rope(k + h * Dh, Dh, rows[b].pos, m->inv_freq);
+            }
+            memcpy(mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k, sizeof(float) * (size_t)kvd);
+            memcpy(mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd, sizeof(float) * (size_t)kvd);
+        }
+        aj.e = e;
+        aj.rows = rows;
+        aj.layer = l;
+        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * H);
+        mlstack__matmul(&e->pool, s->mm, &L->wo, s->att, s->xn, B);
+        for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
+        for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
+        mlstack__matmul(&e->pool, s->mm, &L->w_gate, s->xn, s->gate, B);
+        mlstack__matmul(&e->pool, s->mm, &L->w_up, s->xn, s->up, B);
+        for (i = 0; i < B * F; i++) s->gate[i] = mlstack__silu(s->gate[i]) * s->up[i];
+        mlstack__matmul(&e->pool, s->mm, &L->w_down, s->gate, s->xn, B);
+        for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
+    }
+    /* final norm and LM head, only for rows that keep logits; one row at a time keeps the
+       scratch small (the LM head reads the same weights for each) */
+    {
+        int n = 0;
+        for (b = 0; b < B; b++)
+            if (slot[b] >= 0) mlstack__rmsnorm(s->xn + (size_t)(n++) * D, s->x + (size_t)b * D, m->final_norm, D, c->eps);
+        if (n) {
+            /* logit slots of one chunk are consecutive */
+            int first = -1;
+            for (b = 0; b < B && first < 0; b++) first = slot[b];
+            mlstack__matmul(&e->pool, s->mm, &m->lm_head, s->xn, logits + (size_t)first * (size_t)c->n_vocab, n);
+        }
+    }
+}
+
+/* ==== 13. SAMPLING ==== */  /* >>sampling */
+/* Order, as transformers applies its processors: penalties (repetition, then frequency and
+   presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
+   Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
+   xoshiro256**, so a seed gives the same tokens on every platform. */
+
+struct mlstack_sampler {
+    mlstack_sampler_desc d;
+    int n_vocab;
+    uint64_t rng[4];
+    int32_t *history; /* ring of the last penalty_last_n tokens (or all) */
+    int n_hist, cap_hist, head_hist;
+    int *counts;      /* per token, within the history window */
+    float *work;      /* n_vocab */
+    int *idx;         /* n_vocab */
+};
+
+static uint64_t mlstack__splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint64_t mlstack__rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t mlstack__rng_next(uint64_t *s) {
+    uint64_t r = mlstack__rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = mlstack__rotl(s[3], 45);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc, int n_vocab, mlstack_sampler **out) {
+    mlstack_sampler *s;
+    uint64_t seed;
+    if (!out || n_vocab <= 0) return MLSTACK_ERR_INVALID_ARG;
+    *out = NULL;
+    s = (mlstack_sampler *)mlstack__calloc(1, sizeof *s);
+    if (!s) return MLSTACK_ERR_NO_MEMORY;
+    if (desc) s->d = *desc;
+    if (s->d.temperature < 0 || s->d.top_k < 0 || s->d.top_p < 0 || s->d.top_p > 1 || s->d.min_p < 0 ||
+        s->d.min_p > 1 || s->d.repeat_penalty < 0 || s->d.penalty_last_n < -1 || s->d.temperature != s->d.temperature) {
+        MLSTACK_FREE(s);
+        return MLSTACK_ERR_INVALID_ARG;
+    }
+    if (s->d.top_p == 0) s->d.top_p = 1;
+    if (s->d.repeat_penalty == 0) s->d.repeat_penalty = 1;
+    if (s->d.penalty_last_n == 0) s->d.penalty_last_n = 64;
+    s->n_vocab = n_vocab;
+    seed = s->d.seed;
+    s->rng[0] = mlstack__splitmix(&seed);
+    s->rng[1] = mlstack__splitmix(&seed);
+    s->rng[2] = mlstack__splitmix(&seed);
+    s->rng[3] = mlstack__splitmix(&seed);
+    s->counts = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
+    s->work = (float *)mlstack__calloc((size_t)n_vocab, sizeof(float));
+    s->idx = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
+    s->cap_hist = s->d.penalty_last_n > 0 ? s->d.penalty_last_n : 256;
+    s->history = (int32_t *)mlstack__calloc((size_t)s->cap_hist, sizeof(int32_t));
+    if (!s->counts || !s->work || !s->idx || !s->history) {
+        mlstack_sampler_free(s);
+        return MLSTACK_ERR_NO_MEMORY;
+    }
+    *out = s;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API void mlstack_sampler_free(mlstack_sampler *s) {
+    if (!s) return;
+    MLSTACK_FREE(s->counts);
+    MLSTACK_FREE(s->work);
+    MLSTACK_FREE(s->idx);
+    MLSTACK_FREE(s->history);
+    MLSTACK_FREE(s);
+}
+
+MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *s, int32_t tok) {
+    if (!s || tok < 0 || tok >= s->n_vocab) return;
+    if (s->d.penalty_last_n > 0) {
+        if (s->n_hist == s->cap_hist) { /* window full: the oldest leaves */
+            s->counts[s->history[s->head_hist]]--;
+            s->history[s->head_hist] = tok;
+            s->head_hist = (s->head_hist + 1) % s->cap_hist;
+        } else {
+            s->history[(s->head_hist + s->n_hist++) % s->cap_hist] = tok;
+        }
+    }
+    s->counts[tok]++; /* penalty_last_n == -1: every token counts, no window */
+}
+
+/* Sorts idx[0..n) by vals descending, ties by ascending id (a total order: deterministic). */
+static void mlstack__sort_desc(int *idx, int n, const float *vals) {
+    /* insertion sort for small n, else a bottom-up merge sort */
+    int i, j, width;
+    int *tmp;
+    if (n < 64) {
+        for (i = 1; i < n; i++) {
+            int v = idx[i];
+            for (j = i; j > 0 && (vals[idx[j - 1]] < vals[v] || (vals[idx[j - 1]] == vals[v] && idx[j - 1] > v)); j--)
+                idx[j] = idx[j - 1];
+            idx[j] = v;
+        }
+        return;
+    }
+    tmp = (int *)MLSTACK_MALLOC(sizeof(int) * (size_t)n);
+    if (!tmp) { /* fall back to the insertion sort: slow but correct */
+        for (i = 1; i < n; i++) {
+            int v = idx[i];
+            for (j = i; j > 0 && (vals[idx[j - 1]] < vals[v] || (vals[idx[j - 1]] == vals[v] && idx[j - 1] > v)); j--)
+                idx[j] = idx[j - 1];
+            idx[j] = v;
+        }
+        return;
+    }
+    for (width = 1; width < n; width *= 2) {
+        for (i = 0; i < n; i += 2 * width) {
+            int lo = i, mid = i + width < n ? i + width : n, hi = i + 2 * width < n ? i + 2 * width : n;
+            int a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) {
+                int x = idx[a], y = idx[b];
+                if (vals[x] > vals[y] || (vals[x] == vals[y] && x < y)) tmp[k++] = idx[a++];
+                else tmp[k++] = idx[b++];
+            }
+            while (a < mid) tmp[k++] = idx[a++];
+            while (b < hi) tmp[k++] = idx[b++];
+        }
+        memcpy(idx, tmp, sizeof(int) * (size_t)n);
+    }
+    MLSTACK_FREE(tmp);
+}
+
+MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logits) {
+    int V = s->n_vocab, i, n, best = 0;
+    float *w = s->work, mx;
+    double sum, cum, r;
+    memcpy(w, logits, sizeof(float) * (size_t)V);
+    if (s->d.repeat_penalty != 1 || s->d.frequency_penalty != 0 || s->d.presence_penalty != 0) {
+        for (i = 0; i < V; i++) {
+            int cnt = s->counts[i];
+            if (!cnt) continue;
+            if (s->d.repeat_penalty != 1) w[i] = w[i] > 0 ? w[i] / s->d.repeat_penalty : w[i] * s->d.repeat_penalty;
+            w[i] -= (float)cnt * s->d.frequency_penalty + s->d.presence_penalty;
+        }
+    }
+    if (s->d.temperature == 0) {
+        for (i = 1; i < V; i++)
+            if (w[i] > w[best]) best = i;
+        return best;
+    }
+    /* candidates: all ids, or the top k */
+    for (i = 0; i < V; i++) {
+        s->idx[i] = i;
+        w[i] /= s->d.temperature;
+    }
+    n = V;
+    if (s->d.top_k > 0 && s->d.top_k < V) {
+        mlstack__sort_desc(s->idx, V, w);
+        n = s->d.top_k;
+    } else if (s->d.top_p < 1 || s->d.min_p > 0) {
+        mlstack__sort_desc(s->idx, V, w);
+    }
+    mx = -FLT_MAX;
+    for (i = 0; i < n; i++)
+        if (w[s->idx[i]] > mx) mx = w[s->idx[i]];
+    sum = 0;
+    for (i = 0; i < n; i++) {
+        float p = expf(w[s->idx[i]] - mx);
+        w[s->idx[i]] = p;
+        sum += p;
+    }
+    if (s->d.top_p < 1) { /* smallest prefix (by descending probability) reaching top_p */
+        cum = 0;
+        for (i = 0; i < n; i++) {
+            cum += w[s->idx[i]] / sum;
+            if (cum >= s->d.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (s->d.min_p > 0) { /* drop tokens below min_p * the most likely one */
+        float thr = s->d.min_p * w[s->idx[0]];
+        for (i = 1; i < n; i++)
+            if (w[s->idx[i]] < thr) break;
+        n = i;
+    }
+    sum = 0;
+    for (i = 0; i < n; i++) sum += w[s->idx[i]];
+    r = (double)(mlstack__rng_next(s->rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    cum = 0;
+    for (i = 0; i < n; i++) {
+        cum += w[s->idx[i]];
+        if (r < cum) return s->idx[i];
+    }
+    return s->idx[n - 1];
+}
+
+/* ==== 14. ENGINE ==== */  /* >>engine */
+
+static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
+    MLSTACK__PRINTF(3, 4);
+static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...) {
+    va_list ap;
+    e->err.code = code;
+    va_start(ap, fmt);
+    mlstack__vfmt(e->err.message, sizeof e->err.message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
+
+MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
+    mlstack__scratch *s;
+    if (!e) return;
+    s = &e->s;
+    mlstack__pool_free(&e->pool);
+    mlstack__kv_free(&e->kv);
+    mlstack__aligned_free(s->x);
+    mlstack__aligned_free(s->xn);
+    mlstack__aligned_free(s->q);
+    mlstack__aligned_free(s->k);
+    mlstack__aligned_free(s->v);
+    mlstack__aligned_free(s->att);
+    mlstack__aligned_free(s->gate);
+    mlstack__aligned_free(s->up);
+    mlstack__aligned_free(s->mm);
+    mlstack__aligned_free(s->scores);
+    MLSTACK_FREE(e->logits);
+    MLSTACK_FREE(e->logit_slot);
+    MLSTACK_FREE(e->tmp_len);
+    MLSTACK_FREE(e);
+}
+
+static float *mlstack__falloc(size_t a, size_t b) {
+    if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
+    return (float *)mlstack__aligned_alloc(a * b * sizeof(float));
+}
+
+MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
+                                               mlstack_engine **out, mlstack_error *err) {
+    mlstack_engine_desc d;
+    mlstack_engine *e;
+    const mlstack__config *c;
+    mlstack__scratch *s;
+    mlstack_result r;
+    size_t B, max_in;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
+    *out = NULL;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    c = &model->cfg;
+    if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    if (d.n_threads == 0) d.n_threads = mlstack__cpu_count();
+    if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
+    if (d.max_seqs == 0) d.max_seqs = 16;
+    if (d.max_batch_tokens == 0) d.max_batch_tokens = 512;
+    if (d.kv_mem == 0) {
+        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
+        ctx = (ctx + (uint64_t)d.kv_page_tokens - 1) / (uint64_t)d.kv_page_tokens * (uint64_t)d.kv_page_tokens;
+        d.kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * sizeof(float);
+    }
+    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
+    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    e->model = model;
+    e->max_batch = d.max_batch_tokens;
+    if (mlstack__pool_init(&e->pool, d.n_threads) != 0) {
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
+    }
+    r = mlstack__kv_init(&e->kv, c, d.kv_mem, d.kv_page_tokens, d.max_seqs, err);
+    if (r != MLSTACK_OK) {
+        mlstack_engine_free(e);
+        return r;
+    }
+    s = &e->s;
+    B = (size_t)e->max_batch;
+    max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+    if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+    s->x = mlstack__falloc(B, (size_t)c->n_embd);
+    s->xn = mlstack__falloc(B, (size_t)c->n_embd);
+    s->q = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+    s->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+    s->k = mlstack__falloc(B, (size_t)c->n_kv_heads * (size_t)c->head_dim);
+    s->v = mlstack__falloc(B, (size_t)c->n_kv_heads * (size_t)c->head_dim);
+    s->gate = mlstack__falloc(B, (size_t)c->n_ff);
+    s->up = mlstack__falloc(B, (size_t)c->n_ff);
+    s->mm = mlstack__falloc((size_t)e->pool.n_threads, max_in);
+    s->scores = mlstack__falloc((size_t)e->pool.n_threads, (size_t)c->max_pos);
+    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
+    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->scores || !e->tmp_len) {
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
+    }
+    *out = e;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
+    int i;
+    if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (!e->kv.seqs[i].active) {
+            e->kv.seqs[i].active = 1;
+            e->kv.seqs[i].len = 0;
+            *seq = i;
+            return MLSTACK_OK;
+        }
+    }
+    return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "all %d sequences are in use (engine max_seqs)", e->kv.max_seqs);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
+    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
+    e->kv.seqs[seq].active = 0;
+    e->kv.seqs[seq].len = 0;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t seq) {
+    if (!e || seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active) return -1;
+    return e->kv.seqs[seq].len;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    const mlstack__config *c;
+    int i, n_logits = 0, need_pages = 0, off;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    c = &e->model->cfg;
+    e->err.message[0] = 0;
+    e->n_last_rows = 0;
+    if (n_rows <= 0 || !rows) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: empty batch");
+    /* validate everything before touching state */
+    for (i = 0; i < e->kv.max_seqs; i++) e->tmp_len[i] = -1;
+    for (i = 0; i < n_rows; i++) {
+        const mlstack_batch_row *r = &rows[i];
+        int32_t cur;
+        if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i, (int)r->seq);
+        if (r->token < 0 || r->token >= c->n_vocab)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: token %d outside the vocabulary (0..%d)", i,
+                                        (int)r->token, c->n_vocab - 1);
+        if (r->pos < 0 || r->pos >= c->max_pos)
+            return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
+                                        "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)", i,
+                                        (int)r->pos, c->max_pos - 1);
+        cur = e->tmp_len[r->seq];
+        if (cur < 0) {
+            if (r->pos > e->kv.seqs[r->seq].len)
+                return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                            "eval: row %d: position %d leaves a gap (sequence %d holds %d positions)", i,
+                                            (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
+        } else if (r->pos != cur) {
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: sequence %d expects position %d next in this batch, got %d", i,
+                                        (int)r->seq, (int)cur, (int)r->pos);
+        }
+        e->tmp_len[r->seq] = r->pos + 1;
+        if (r->want_logits) n_logits++;
+    }
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (e->tmp_len[i] >= 0) {
+            int have = e->kv.seqs[i].n_pages, need = (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens;
+            if (need > have) need_pages += need - have;
+        }
+    }
+    if (need_pages > e->kv.n_free)
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "eval: KV cache full: batch needs %d more pages, %d of %d free",
+                                    need_pages, e->kv.n_free, e->kv.n_pages);
+    if (n_rows > e->cap_rows) {
+        int *p = (int *)MLSTACK_REALLOC(e->logit_slot, sizeof(int) * (size_t)n_rows);
+        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+        e->logit_slot = p;
+        e->cap_rows = n_rows;
+    }
+    if (n_logits > e->cap_logits) {
+        float *p = (float *)MLSTACK_REALLOC(e->logits, sizeof(float) * (size_t)n_logits * (size_t)c->n_vocab);
+        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: no memory for %d logit rows", n_logits);
+        e->logits = p;
+        e->cap_logits = n_logits;
+    }
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (e->tmp_len[i] >= 0) {
+            mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]); /* cannot fail: pages checked above */
+            e->kv.seqs[i].len = e->tmp_len[i];
+        }
+    }
+    for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
+    for (off = 0; off < n_rows; off += e->max_batch) {
+        int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
+        mlstack__forward_chunk(e, rows + off, B, e->logits, e->logit_slot + off);
+    }
+    e->n_last_rows = n_rows;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *e, int row) {
+    if (!e || row < 0 || row >= e->n_last_rows || e->logit_slot[row] < 0) return NULL;
+    return e->logits + (size_t)e->logit_slot[row] * (size_t)e->model->cfg.n_vocab;
+}
+
+static int mlstack__is_eos(const mlstack__config *c, int32_t tok) {
+    int i;
+    for (i = 0; i < c->n_eos; i++)
+        if (c->eos_ids[i] == tok) return 1;
+    return 0;
+}
+
+MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_desc *g) {
+    const mlstack__config *c;
+    mlstack_sampler *smp = NULL;
+    mlstack_batch_row *rows;
+    mlstack_result r;
+    int32_t pos, tok;
+    int i;
+    double t0;
+    if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
+    c = &e->model->cfg;
+    g->n_generated = 0;
+    g->prefill_seconds = g->decode_seconds = 0;
+    if (g->n_prompt <= 0 || !g->prompt)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: the prompt is empty");
+    if (g->max_tokens < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: max_tokens is negative");
+    pos = mlstack_engine_seq_length(e, g->seq);
+    if (pos < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: sequence %d is not in use", (int)g->seq);
+    if ((int64_t)pos + g->n_prompt > c->max_pos)
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
+                                    "generate: prompt of %d tokens after %d cached positions exceeds the context of %d",
+                                    g->n_prompt, (int)pos, c->max_pos);
+    r = mlstack_sampler_init(g->sampler, c->n_vocab, &smp);
+    if (r != MLSTACK_OK) return mlstack__engine_fail(e, r, "generate: invalid sampler settings");
+    rows = (mlstack_batch_row *)mlstack__calloc((size_t)g->n_prompt, sizeof *rows);
+    if (!rows) {
+        mlstack_sampler_free(smp);
+        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "generate: out of memory");
+    }
+    for (i = 0; i < g->n_prompt; i++) {
+        rows[i].seq = g->seq;
+        rows[i].pos = pos + i;
+        rows[i].token = g->prompt[i];
+        rows[i].want_logits = i == g->n_prompt - 1;
+        mlstack_sampler_accept(smp, g->prompt[i]);
+    }
+    t0 = mlstack__now();
+    r = mlstack_engine_eval(e, rows, g->n_prompt);
+    g->prefill_seconds = mlstack__now() - t0;
+    pos += g->n_prompt;
+    t0 = mlstack__now();
+    while (r == MLSTACK_OK) {
+        mlstack_batch_row row;
+        tok = mlstack_sampler_sample(smp, mlstack_engine_logits(e, g->n_generated ? 0 : g->n_prompt - 1));
+        mlstack_sampler_accept(smp, tok);
+        g->n_generated++;
+        if (g->on_token && g->on_token(g->user, tok)) break;
+        if (!g->ignore_eos && mlstack__is_eos(c, tok)) break;
+        if (g->max_tokens && g->n_generated >= g->max_tokens) break;
+        if (pos >= c->max_pos) break;
+        row.seq = g->seq;
+        row.pos = pos++;
+        row.token = tok;
+        row.want_logits = 1;
+        r = mlstack_engine_eval(e, &row, 1);
+    }
+    g->decode_seconds = mlstack__now() - t0;
+    MLSTACK_FREE(rows);
+    mlstack_sampler_free(smp);
+    return r;
+}
+
 
 #endif /* MLSTACK_IMPLEMENTATION */
 
