@@ -56,13 +56,15 @@ $(B)/compile/ok: mlstack.h tests/compile/*.c tests/compile/*.cpp
 	$(CC)  -std=c11   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl11.o
 	$(CXX) -std=c++98 $(filter-out -Wstrict-prototypes,$(WARN)) -Wno-long-long -I. -c tests/compile/decl_cpp.cpp -o $(@D)/declcpp.o
 	$(CC)  -std=c99   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
-	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(@D)/impl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c11   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl11.o
 	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl11.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
-	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O1 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
+	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O1 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
-	$(@D)/link99 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
+	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@touch $@
 
 test: all compile-tests $(TEST_BINS) $(ASAN_BINS) model

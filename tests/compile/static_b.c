@@ -1,0 +1,5 @@
+#define MLSTACK_STATIC
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+int static_b(void);
+int static_b(void) { return mlstack_dtype_name(MLSTACK_DTYPE_I32)[0] == 'I' ? 0 : 1; }
