@@ -266,7 +266,7 @@ MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *tok);
    Thread safety: one decoder per thread; many decoders may share a tokenizer. */
 typedef struct mlstack_detok mlstack_detok;
 MLSTACK_API mlstack_result mlstack_detok_init(const mlstack_tokenizer *tok, int flags, mlstack_detok **out);
-/* Returns the new text in *text/*len (possibly empty). */
+/* Returns the new text in *text and *len (possibly empty). */
 MLSTACK_API mlstack_result mlstack_detok_push(mlstack_detok *d, int32_t id, const char **text, size_t *len);
 /* Emits whatever is held back (an incomplete character as U+FFFD) and resets the decoder. */
 MLSTACK_API mlstack_result mlstack_detok_flush(mlstack_detok *d, const char **text, size_t *len);
@@ -5170,6 +5170,7 @@ static int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
     b->n += n;
     return 1;
 }
+static int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
 /* Typed arrays on top of mlstack__buf. */
 #define MLSTACK__VEC_PUSH(buf, type, val) \
     (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
@@ -5743,7 +5744,6 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     if (n > last && !mlstack__seg_push(&e->segs, last, n, 0)) return MLSTACK_ERR_NO_MEMORY;
     return MLSTACK_OK;
 }
-static int mlstack__is_not_word_not_ws(uint32_t cp) { return !mlstack__tok_is_word(cp) && !mlstack__tok_is_ws(cp); }
 
 /* One pre-tokenizer step over every piece of e->pa, result in e->pa (through e->pb). */
 static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_step *st) {
@@ -5826,7 +5826,9 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             s = e->pool.p + p.off;
             /* replace ' ' with the replacement, and prepend it per scheme */
             prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
-            if (prepend && p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0) prepend = 0;
+            /* HF tests "starts with the replacement" after replacing spaces */
+            if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
+                prepend = 0;
             if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
             s = e->pool.p + p.off;
             if (prepend) {
@@ -6193,14 +6195,6 @@ static const mlstack__json *mlstack__jtoken(const mlstack__json *o, const char *
     if (v && v->type == MLSTACK__JSON_OBJECT) v = mlstack__json_get(v, "content");
     return v && v->type == MLSTACK__JSON_STRING ? v : NULL;
 }
-static char *mlstack__tok_dup(mlstack_tokenizer *t, const char *s, size_t n) {
-    char *p = (char *)mlstack__arena_alloc(&t->arena, n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
 
 static mlstack_result mlstack__tok_regex(mlstack_tokenizer *t, const char *pat, size_t n, mlstack__regex **out, mlstack_error *err) {
     mlstack_result r;
@@ -6272,7 +6266,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
     mlstack__tok_step **arr = kind == 0 ? &t->norm : kind == 1 ? &t->pre : &t->dec;
     int *n = kind == 0 ? &t->n_norm : kind == 1 ? &t->n_pre : &t->n_dec;
     const mlstack__json *ty;
-    mlstack__tok_step *st;
+    mlstack__tok_step *st = NULL;
     mlstack_result r;
     if (mlstack__json_is_null(node)) return MLSTACK_OK;
     if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")))
@@ -6770,21 +6764,21 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
     if ((r = mlstack__read_file(vpath, MLSTACK_MAX_JSON_BYTES, &vocab, &vl, err)) != MLSTACK_OK) goto done;
     if ((r = mlstack__read_file(mpath, MLSTACK_MAX_JSON_BYTES, &merges, &ml, err)) != MLSTACK_OK) goto done;
     r = MLSTACK_ERR_NO_MEMORY;
-    if (!mlstack__buf_put(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":", 31) || !mlstack__buf_put(out, vocab, vl) ||
-        !mlstack__buf_put(out, ",\"merges\":[", 11))
+    if (!mlstack__buf_puts(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":") || !mlstack__buf_put(out, vocab, vl) ||
+        !mlstack__buf_puts(out, ",\"merges\":["))
         goto oom;
     for (i = 0; i < ml;) {
         size_t e = i;
         while (e < ml && merges[e] != '\n') e++;
         if (e > i && merges[e - 1] == '\r') e--; /* tolerate CRLF files */
         if (e > i && !(i == 0 && e - i >= 8 && memcmp(merges, "#version", 8) == 0)) {
-            if ((!first && !mlstack__buf_put(out, ",", 1)) || !mlstack__json_quote(out, merges + i, e - i)) goto oom;
+            if ((!first && !mlstack__buf_puts(out, ",")) || !mlstack__json_quote(out, merges + i, e - i)) goto oom;
             first = 0;
         }
         while (e < ml && merges[e] != '\n') e++;
         i = e + 1;
     }
-    if (!mlstack__buf_put(out, "]},\"added_tokens\":[", 19)) goto oom;
+    if (!mlstack__buf_puts(out, "]},\"added_tokens\":[")) goto oom;
     atd = mlstack__json_get(cd.root, "added_tokens_decoder");
     first = 1;
     for (c = atd ? atd->child : NULL; c; c = c->next) {
@@ -6793,28 +6787,28 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
         int f;
         char num[32];
         if (!content) continue;
-        if ((!first && !mlstack__buf_put(out, ",", 1)) || !mlstack__buf_put(out, "{\"id\":", 6) ||
-            !mlstack__buf_put(out, c->key, c->key_len) || !mlstack__buf_put(out, ",\"content\":", 11) ||
+        if ((!first && !mlstack__buf_puts(out, ",")) || !mlstack__buf_puts(out, "{\"id\":") ||
+            !mlstack__buf_put(out, c->key, c->key_len) || !mlstack__buf_puts(out, ",\"content\":") ||
             !mlstack__json_quote(out, content->str, content->len))
             goto oom;
         for (f = 0; f < 5; f++) {
             snprintf(num, sizeof num, ",\"%s\":%s", flags[f], mlstack__jbool(c, flags[f], f == 4 ? !mlstack__jbool(c, "special", 0) : 0) ? "true" : "false");
             if (!mlstack__buf_put(out, num, strlen(num))) goto oom;
         }
-        if (!mlstack__buf_put(out, "}", 1)) goto oom;
+        if (!mlstack__buf_puts(out, "}")) goto oom;
         first = 0;
     }
-    if (!mlstack__buf_put(out, "],", 2)) goto oom;
+    if (!mlstack__buf_puts(out, "],")) goto oom;
     if (qwen) {
-        if (!mlstack__buf_put(out, "\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":", 112) ||
+        if (!mlstack__buf_puts(out, "\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":") ||
             !mlstack__json_quote(out, mlstack__qwen2_pattern, strlen(mlstack__qwen2_pattern)) ||
-            !mlstack__buf_put(out, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]},", 105))
+            !mlstack__buf_puts(out, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]},"))
             goto oom;
     } else {
         const char *pre = mlstack__jbool(cd.root, "add_prefix_space", 0) ? "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true}," : "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},";
         if (!mlstack__buf_put(out, pre, strlen(pre))) goto oom;
     }
-    if (!mlstack__buf_put(out, "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}", 53)) goto oom;
+    if (!mlstack__buf_puts(out, "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}")) goto oom;
     r = MLSTACK_OK;
     goto done;
 oom:
