@@ -4757,7 +4757,7 @@ static unsigned mlstack__uprop(uint32_t cp) {
 static MLSTACK__UNUSED int mlstack__ucat(uint32_t cp) { return (int)(mlstack__uprop(cp) & 31); }
 static MLSTACK__UNUSED int mlstack__uis_whitespace(uint32_t cp) { return (mlstack__uprop(cp) & 0x20) != 0; }
 /* Oniguruma's Unicode \w: Alphabetic, marks, decimal digits and connector punctuation. */
-static int mlstack__uis_word(uint32_t cp) {
+static MLSTACK__UNUSED int mlstack__uis_word(uint32_t cp) {
     unsigned p = mlstack__uprop(cp);
     return (p & 0x40) || (((1u << (p & 31)) & (MLSTACK__UCM_M | (1u << MLSTACK__UC_Nd) | (1u << MLSTACK__UC_Pc))) != 0);
 }
@@ -4808,7 +4808,7 @@ static MLSTACK__UNUSED uint32_t mlstack__uupper(uint32_t cp) {
     return mlstack__ucase_map(mlstack__uupper_runs, MLSTACK__NRUNS(mlstack__uupper_runs), cp);
 }
 /* Simple case folding (CaseFolding.txt statuses C and S), as the regex's (?i) uses it. */
-static uint32_t mlstack__ufold(uint32_t cp) {
+static MLSTACK__UNUSED uint32_t mlstack__ufold(uint32_t cp) {
     if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
     return mlstack__ucase_map(mlstack__ufold_runs, MLSTACK__NRUNS(mlstack__ufold_runs), cp);
 }
@@ -5028,6 +5028,1119 @@ oom:
 
 
 /* ==== 6. REGEX ==== */  /* >>regex */
+
+/* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
+   leftmost match, ordered alternation, greedy/lazy/possessive quantifiers, Unicode-aware \s \d \w
+   (White_Space; Nd; Alphabetic+M+Nd+Pc), `.` not matching \n, ^ and $ at line boundaries.
+   Unsupported: backreferences, lookbehind, scripts (\p{Han}), class intersection (&&), POSIX
+   brackets, multi-character case folds (so (?i:ss) does not match U+00DF).
+   The pattern compiles to a program of instructions with relative jumps; search runs it with a
+   backtrack stack on the caller's stack (heap only past 256 entries) and a step budget, so one
+   compiled regex can be searched from many threads at once. */
+
+#ifndef MLSTACK_REGEX_STEP_BASE
+#define MLSTACK_REGEX_STEP_BASE 10000000u /* steps allowed per search, plus 32 per input byte */
+#endif
+#define MLSTACK__RE_MAX_INST 65536
+#define MLSTACK__RE_MAX_DEPTH 64
+#define MLSTACK__RE_MAX_REGS 64
+#define MLSTACK__RE_MAX_NEG 8
+#define MLSTACK__RE_INF 0x7FFFFFFF
+
+enum {
+    MLSTACK__RE_CHAR, MLSTACK__RE_ANY, MLSTACK__RE_CLASS, /* consume one code point */
+    MLSTACK__RE_REP,      /* a single-code-point matcher repeated: mop/a as above, min, max, mode */
+    MLSTACK__RE_SPLIT,    /* try pc+a, on failure pc+b */
+    MLSTACK__RE_JMP,      /* pc += a */
+    MLSTACK__RE_MARK,     /* reg[a] = pos (undone on backtrack) */
+    MLSTACK__RE_CHECK,    /* if pos == reg[a]: pc += b (leave a loop whose body matched empty) */
+    MLSTACK__RE_LOOK,     /* sub-program of a instructions follows; mode: lookahead, negative, atomic */
+    MLSTACK__RE_SUCCEED,  /* end of a sub-program */
+    MLSTACK__RE_BOL, MLSTACK__RE_EOL, MLSTACK__RE_BOS, MLSTACK__RE_EOS, MLSTACK__RE_EOSNL,
+    MLSTACK__RE_WORDB, MLSTACK__RE_NWORDB,
+    MLSTACK__RE_MATCH
+};
+enum { MLSTACK__RE_GREEDY, MLSTACK__RE_LAZY, MLSTACK__RE_POSSESSIVE };
+enum { MLSTACK__RE_AHEAD, MLSTACK__RE_NAHEAD, MLSTACK__RE_ATOMIC };
+#define MLSTACK__RE_P_SPACE 1u /* \s */
+#define MLSTACK__RE_P_WORD 2u  /* \w */
+#define MLSTACK__RE_P_ALL 4u   /* every code point */
+
+typedef struct {
+    uint8_t op, mop, mode, pad;
+    int32_t a, min, max;
+} mlstack__re_inst;
+
+/* A class item set: categories (bit per MLSTACK__UC_*) and property bits. */
+typedef struct {
+    uint32_t cats, props;
+} mlstack__re_set;
+
+typedef struct {
+    uint32_t ascii[4];                         /* final answer for code points below 128 */
+    mlstack__re_set pos;                       /* matches if in any of these ... */
+    mlstack__re_set neg[MLSTACK__RE_MAX_NEG];  /* ... or outside any of these */
+    int n_neg, negated;
+    uint32_t r_off, n_r;                       /* sorted, merged ranges in regex->ranges */
+} mlstack__re_class;
+
+typedef struct mlstack__regex mlstack__regex;
+struct mlstack__regex {
+    mlstack__re_inst *prog;
+    int n_prog;
+    mlstack__re_class *cls;
+    int n_cls;
+    uint32_t *ranges; /* pairs lo, hi */
+    int n_regs;
+    int nullable;      /* may match the empty string: every position is a candidate */
+    uint32_t first[8]; /* bytes that can start a match */
+};
+
+static int mlstack__re_set_has(const mlstack__re_set *s, uint32_t cp) {
+    if (s->props & MLSTACK__RE_P_ALL) return 1;
+    if (s->cats && ((s->cats >> mlstack__ucat(cp)) & 1)) return 1;
+    if ((s->props & MLSTACK__RE_P_SPACE) && mlstack__uis_whitespace(cp)) return 1;
+    if ((s->props & MLSTACK__RE_P_WORD) && mlstack__uis_word(cp)) return 1;
+    return 0;
+}
+/* Membership ignoring the ASCII bitmap (used to build it, and for code points >= 128). */
+static int mlstack__re_class_slow(const mlstack__regex *re, const mlstack__re_class *c, uint32_t cp) {
+    int in = mlstack__re_set_has(&c->pos, cp), i;
+    for (i = 0; !in && i < c->n_neg; i++) in = !mlstack__re_set_has(&c->neg[i], cp);
+    if (!in && c->n_r) {
+        const uint32_t *r = re->ranges + 2 * c->r_off;
+        size_t lo = 0, hi = c->n_r;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cp < r[2 * mid]) hi = mid;
+            else if (cp > r[2 * mid + 1]) lo = mid + 1;
+            else { in = 1; break; }
+        }
+    }
+    return in != c->negated;
+}
+static int mlstack__re_test(const mlstack__regex *re, int mop, int32_t a, uint32_t cp) {
+    if (mop == MLSTACK__RE_CHAR) return cp == (uint32_t)a;
+    if (mop == MLSTACK__RE_ANY) return cp != '\n';
+    {
+        const mlstack__re_class *c = &re->cls[a];
+        if (cp < 128) return (c->ascii[cp >> 5] >> (cp & 31)) & 1;
+        return mlstack__re_class_slow(re, c, cp);
+    }
+}
+
+/* ---- compiler ---- */
+
+typedef struct {
+    const unsigned char *p;
+    size_t n, i;
+    mlstack__regex *re;
+    int cap_prog, cap_cls, n_ranges, cap_ranges;
+    int depth;
+    mlstack_error *err;
+    mlstack_result rc;
+} mlstack__re_comp;
+
+static int mlstack__re_fail(mlstack__re_comp *c, mlstack_result code, const char *fmt, const char *what, size_t at) {
+    if (c->rc == MLSTACK_OK) {
+        c->rc = code;
+        if (c->err) {
+            char msg[160];
+            snprintf(msg, sizeof msg, fmt, what);
+            MLSTACK__FAIL(c->err, code, "regex: %s at offset %zu", msg, at);
+        }
+    }
+    return -1;
+}
+#define MLSTACK__RE_OOM(c) mlstack__re_fail(c, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory", (c)->i)
+
+static int mlstack__re_emit(mlstack__re_comp *c, int op, int mop, int32_t a, int32_t mn, int32_t mx, int mode) {
+    mlstack__regex *re = c->re;
+    mlstack__re_inst *ins;
+    if (re->n_prog >= MLSTACK__RE_MAX_INST)
+        return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large", c->i);
+    if (re->n_prog == c->cap_prog) {
+        int cap = c->cap_prog ? c->cap_prog * 2 : 64;
+        mlstack__re_inst *np = (mlstack__re_inst *)MLSTACK_REALLOC(re->prog, (size_t)cap * sizeof *np);
+        if (!np) return MLSTACK__RE_OOM(c);
+        re->prog = np;
+        c->cap_prog = cap;
+    }
+    ins = &re->prog[re->n_prog];
+    ins->op = (uint8_t)op;
+    ins->mop = (uint8_t)mop;
+    ins->mode = (uint8_t)mode;
+    ins->pad = 0;
+    ins->a = a;
+    ins->min = mn;
+    ins->max = mx;
+    return re->n_prog++;
+}
+/* Opens a gap of k instructions at position at (the block after it moves as a whole: its relative
+   jumps stay valid). */
+static int mlstack__re_insert(mlstack__re_comp *c, int at, int k) {
+    int i;
+    for (i = 0; i < k; i++)
+        if (mlstack__re_emit(c, MLSTACK__RE_JMP, 0, 0, 0, 0, 0) < 0) return -1;
+    memmove(c->re->prog + at + k, c->re->prog + at, (size_t)(c->re->n_prog - k - at) * sizeof(mlstack__re_inst));
+    return 0;
+}
+static void mlstack__re_set_inst(mlstack__re_comp *c, int at, int op, int32_t a, int32_t b) {
+    mlstack__re_inst *ins = &c->re->prog[at];
+    memset(ins, 0, sizeof *ins);
+    ins->op = (uint8_t)op;
+    ins->a = a;
+    ins->min = b;
+}
+
+static int mlstack__re_add_range(mlstack__re_comp *c, uint32_t lo, uint32_t hi) {
+    if (c->n_ranges == c->cap_ranges) {
+        int cap = c->cap_ranges ? c->cap_ranges * 2 : 64;
+        uint32_t *nr;
+        if (cap > (1 << 22)) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "character classes too large", c->i);
+        nr = (uint32_t *)MLSTACK_REALLOC(c->re->ranges, (size_t)cap * 2 * sizeof(uint32_t));
+        if (!nr) return MLSTACK__RE_OOM(c);
+        c->re->ranges = nr;
+        c->cap_ranges = cap;
+    }
+    c->re->ranges[2 * c->n_ranges] = lo;
+    c->re->ranges[2 * c->n_ranges + 1] = hi;
+    c->n_ranges++;
+    return 0;
+}
+
+/* Adds to the ranges from index `from` every code point that case-folds like one already there
+   (two passes over the fold table reach the whole equivalence class). */
+static int mlstack__re_fold_close(mlstack__re_comp *c, int from) {
+    size_t k, nr = MLSTACK__NRUNS(mlstack__ufold_runs);
+    int pass, i, end;
+    uint32_t ch;
+    for (ch = 'A'; ch <= 'z'; ch++) { /* ASCII letters are not in the run table */
+        uint32_t f = mlstack__ufold(ch), g = (ch >= 'a' && ch <= 'z') ? ch - 32 : ch;
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'))) continue;
+        end = c->n_ranges;
+        for (i = from; i < end; i++) {
+            const uint32_t *r = c->re->ranges + 2 * i;
+            if (r[0] <= ch && ch <= r[1]) {
+                if (mlstack__re_add_range(c, f, f) || mlstack__re_add_range(c, g, g)) return -1;
+                break;
+            }
+        }
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (k = 0; k < nr; k++) {
+            uint32_t first = (uint32_t)mlstack__ufold_runs[k * 3];
+            uint32_t count = (uint32_t)mlstack__ufold_runs[k * 3 + 1] & 0x7FFF;
+            uint32_t step = ((uint32_t)mlstack__ufold_runs[k * 3 + 1] >> 15) + 1, j;
+            int32_t delta = mlstack__ufold_runs[k * 3 + 2];
+            for (j = 0; j < count; j++) {
+                uint32_t src = first + j * step, dst = (uint32_t)((int32_t)src + delta);
+                int hit_src = 0, hit_dst = 0;
+                end = c->n_ranges;
+                for (i = from; i < end; i++) {
+                    const uint32_t *r = c->re->ranges + 2 * i;
+                    if (r[0] <= src && src <= r[1]) hit_src = 1;
+                    if (r[0] <= dst && dst <= r[1]) hit_dst = 1;
+                }
+                if (hit_src && !hit_dst && mlstack__re_add_range(c, dst, dst)) return -1;
+                if (hit_dst && !hit_src && mlstack__re_add_range(c, src, src)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int mlstack__re_range_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Finishes a class whose ranges start at index from: sort, merge, ASCII bitmap. */
+static int mlstack__re_class_finish(mlstack__re_comp *c, mlstack__re_class *k, int from, int fold) {
+    int i, w;
+    uint32_t cp, *r;
+    if (fold && mlstack__re_fold_close(c, from)) return -1;
+    r = c->re->ranges + 2 * from;
+    qsort(r, (size_t)(c->n_ranges - from), 2 * sizeof(uint32_t), mlstack__re_range_cmp);
+    for (w = 0, i = 0; i < c->n_ranges - from; i++) {
+        if (w && r[2 * i] <= r[2 * (w - 1) + 1] + 1) {
+            if (r[2 * i + 1] > r[2 * (w - 1) + 1]) r[2 * (w - 1) + 1] = r[2 * i + 1];
+        } else {
+            r[2 * w] = r[2 * i];
+            r[2 * w + 1] = r[2 * i + 1];
+            w++;
+        }
+    }
+    c->n_ranges = from + w;
+    k->r_off = (uint32_t)from;
+    k->n_r = (uint32_t)w;
+    memset(k->ascii, 0, sizeof k->ascii);
+    for (cp = 0; cp < 128; cp++)
+        if (mlstack__re_class_slow(c->re, k, cp)) k->ascii[cp >> 5] |= 1u << (cp & 31);
+    return 0;
+}
+
+static int mlstack__re_new_class(mlstack__re_comp *c, const mlstack__re_class *k) {
+    mlstack__regex *re = c->re;
+    if (re->n_cls == c->cap_cls) {
+        int cap = c->cap_cls ? c->cap_cls * 2 : 16;
+        mlstack__re_class *nc;
+        if (cap > MLSTACK__RE_MAX_INST) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large", c->i);
+        nc = (mlstack__re_class *)MLSTACK_REALLOC(re->cls, (size_t)cap * sizeof *nc);
+        if (!nc) return MLSTACK__RE_OOM(c);
+        re->cls = nc;
+        c->cap_cls = cap;
+    }
+    re->cls[re->n_cls] = *k;
+    return re->n_cls++;
+}
+
+static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *out) {
+    uint32_t v = 0;
+    int d = 0;
+    size_t at = c->i;
+    while (c->i < c->n && d < maxd) {
+        int ch = c->p[c->i], x;
+        if (ch >= '0' && ch <= '9') x = ch - '0';
+        else if (ch >= 'a' && ch <= 'f') x = ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F') x = ch - 'A' + 10;
+        else break;
+        v = v * 16 + (uint32_t)x;
+        c->i++;
+        d++;
+    }
+    if (braces) {
+        if (c->i >= c->n || c->p[c->i] != '}') d = 0;
+        else c->i++;
+    }
+    if (!d || v > 0x10FFFF) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "bad hexadecimal escape", at);
+    *out = v;
+    return 0;
+}
+
+/* Property name inside \p{...}: a category or major category; fills s. */
+static int mlstack__re_prop(mlstack__re_comp *c, mlstack__re_set *s, int *neg) {
+    static const char *const names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe",
+                                        "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
+    static const struct { const char *name; uint32_t mask; } majors[] = {
+        {"L", MLSTACK__UCM_L}, {"M", MLSTACK__UCM_M}, {"N", MLSTACK__UCM_N}, {"P", MLSTACK__UCM_P},
+        {"S", MLSTACK__UCM_S}, {"Z", MLSTACK__UCM_Z}, {"C", MLSTACK__UCM_C}, {"Letter", MLSTACK__UCM_L},
+        {"Mark", MLSTACK__UCM_M}, {"Number", MLSTACK__UCM_N}, {"Punctuation", MLSTACK__UCM_P},
+        {"Symbol", MLSTACK__UCM_S}, {"Separator", MLSTACK__UCM_Z}, {"Other", MLSTACK__UCM_C},
+        {"Any", 0}};
+    size_t at = c->i - 2, b, len;
+    unsigned k;
+    char name[32];
+    if (c->i >= c->n || c->p[c->i] != '{')
+        return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s' (use \\p{...})", "\\p", at);
+    b = ++c->i;
+    if (c->i < c->n && c->p[c->i] == '^') {
+        *neg = !*neg;
+        b = ++c->i;
+    }
+    while (c->i < c->n && c->p[c->i] != '}') c->i++;
+    if (c->i >= c->n) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "unterminated \\p{", at);
+    len = c->i - b;
+    c->i++;
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, c->p + b, len);
+    name[len] = 0;
+    s->cats = s->props = 0;
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(name, names[k])) {
+            s->cats = 1u << k;
+            return 0;
+        }
+    for (k = 0; k < sizeof majors / sizeof majors[0]; k++)
+        if (!strcmp(name, majors[k].name)) {
+            s->cats = majors[k].mask;
+            if (!majors[k].mask) s->props = MLSTACK__RE_P_ALL;
+            return 0;
+        }
+    return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported property '%s'", name, at);
+}
+
+/* Parses an escape after the backslash. Returns 1 for a single code point (*cp), 2 for a set
+   (*s, *neg), 3 for an anchor (*cp = opcode), -1 on error. in_class limits what is allowed. */
+static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, mlstack__re_set *s, int *neg) {
+    size_t at = c->i - 1;
+    int ch;
+    char what[8];
+    if (c->i >= c->n) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "pattern ends with a backslash", at);
+    ch = c->p[c->i++];
+    s->cats = s->props = 0;
+    *neg = 0;
+    switch (ch) {
+    case 't': *cp = '\t'; return 1;
+    case 'n': *cp = '\n'; return 1;
+    case 'r': *cp = '\r'; return 1;
+    case 'f': *cp = '\f'; return 1;
+    case 'v': *cp = '\v'; return 1;
+    case 'a': *cp = 7; return 1;
+    case 'e': *cp = 27; return 1;
+    case 'x':
+        if (c->i < c->n && c->p[c->i] == '{') {
+            c->i++;
+            return mlstack__re_hex(c, 8, 1, cp) ? -1 : 1;
+        }
+        return mlstack__re_hex(c, 2, 0, cp) ? -1 : 1;
+    case 'u': return mlstack__re_hex(c, 4, 0, cp) ? -1 : 1;
+    case 's': case 'S': s->props = MLSTACK__RE_P_SPACE; *neg = ch == 'S'; return 2;
+    case 'w': case 'W': s->props = MLSTACK__RE_P_WORD; *neg = ch == 'W'; return 2;
+    case 'd': case 'D': s->cats = 1u << MLSTACK__UC_Nd; *neg = ch == 'D'; return 2;
+    case 'p': case 'P': *neg = ch == 'P'; return mlstack__re_prop(c, s, neg) ? -1 : 2;
+    default: break;
+    }
+    if (!in_class) {
+        switch (ch) {
+        case 'A': *cp = MLSTACK__RE_BOS; return 3;
+        case 'z': *cp = MLSTACK__RE_EOS; return 3;
+        case 'Z': *cp = MLSTACK__RE_EOSNL; return 3;
+        case 'b': *cp = MLSTACK__RE_WORDB; return 3;
+        case 'B': *cp = MLSTACK__RE_NWORDB; return 3;
+        default: break;
+        }
+    }
+    if (ch >= 0x80 || !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) {
+        if (ch >= 0x80) {
+            c->i--;
+            c->i += (size_t)mlstack__utf8_decode(c->p + c->i, c->n - c->i, cp);
+        } else {
+            *cp = (uint32_t)ch;
+        }
+        return 1;
+    }
+    what[0] = '\\';
+    what[1] = (char)ch;
+    what[2] = 0;
+    return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", what, at);
+}
+
+/* One code point of pattern text (the pattern is UTF-8). */
+static int mlstack__re_literal(mlstack__re_comp *c, uint32_t *cp) {
+    size_t at = c->i;
+    int l = mlstack__utf8_valid_len(c->p + c->i, c->n - c->i);
+    if (!l) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "invalid UTF-8 in pattern", at);
+    c->i += (size_t)mlstack__utf8_decode(c->p + c->i, c->n - c->i, cp);
+    return 0;
+}
+
+/* Adds set s (negated if neg) to class k. */
+static int mlstack__re_class_add_set(mlstack__re_comp *c, mlstack__re_class *k, const mlstack__re_set *s, int neg, size_t at) {
+    if (!neg) {
+        k->pos.cats |= s->cats;
+        k->pos.props |= s->props;
+        return 0;
+    }
+    if (k->n_neg == MLSTACK__RE_MAX_NEG) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "too many negated items in a class", at);
+    k->neg[k->n_neg++] = *s;
+    return 0;
+}
+
+/* Parses the body of [...] after '[' into k (ranges appended from c->n_ranges). */
+static int mlstack__re_class_body(mlstack__re_comp *c, mlstack__re_class *k, size_t open_at) {
+    int first = 1;
+    if (++c->depth > MLSTACK__RE_MAX_DEPTH) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "classes nested too deeply", open_at);
+    for (;;) {
+        uint32_t lo, hi;
+        mlstack__re_set s;
+        int neg, r;
+        size_t at = c->i;
+        if (c->i >= c->n) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "missing ']' for class", open_at);
+        if (c->p[c->i] == ']' && !first) {
+            c->i++;
+            break;
+        }
+        first = 0;
+        if (c->p[c->i] == '[') {
+            mlstack__re_class inner;
+            if (c->i + 1 < c->n && c->p[c->i + 1] == ':')
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "[:", at);
+            if (c->i + 1 < c->n && c->p[c->i + 1] == '^')
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s' (negated nested class)", "[^", at);
+            c->i++;
+            memset(&inner, 0, sizeof inner);
+            if (mlstack__re_class_body(c, &inner, at)) return -1;
+            k->pos.cats |= inner.pos.cats;
+            k->pos.props |= inner.pos.props;
+            for (r = 0; r < inner.n_neg; r++)
+                if (mlstack__re_class_add_set(c, k, &inner.neg[r], 1, at)) return -1;
+            continue;
+        }
+        if (c->p[c->i] == '&' && c->i + 1 < c->n && c->p[c->i + 1] == '&')
+            return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "&&", at);
+        if (c->p[c->i] == '\\') {
+            c->i++;
+            r = mlstack__re_escape(c, 1, &lo, &s, &neg);
+            if (r < 0) return -1;
+            if (r == 2) {
+                if (mlstack__re_class_add_set(c, k, &s, neg, at)) return -1;
+                continue;
+            }
+        } else if (mlstack__re_literal(c, &lo)) {
+            return -1;
+        }
+        hi = lo;
+        if (c->i + 1 < c->n && c->p[c->i] == '-' && c->p[c->i + 1] != ']') {
+            size_t at2 = c->i;
+            c->i++;
+            if (c->p[c->i] == '\\') {
+                c->i++;
+                r = mlstack__re_escape(c, 1, &hi, &s, &neg);
+                if (r < 0) return -1;
+                if (r != 1) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "class range ends in a set", at2);
+            } else if (c->p[c->i] == '[') {
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "-[", at2);
+            } else if (mlstack__re_literal(c, &hi)) {
+                return -1;
+            }
+            if (hi < lo) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "class range out of order", at);
+        }
+        if (mlstack__re_add_range(c, lo, hi)) return -1;
+    }
+    c->depth--;
+    return 0;
+}
+
+static int mlstack__re_alt(mlstack__re_comp *c, int fold, int *nullable);
+
+/* Parses one atom; emits it and reports whether it can match empty and whether it is a single
+   code point matcher (then *single = instruction index). Returns 0, 1 if nothing was parsed
+   (end of sequence), -1 on error. */
+static int mlstack__re_atom(mlstack__re_comp *c, int *fold, int *nullable, int *single) {
+    size_t at = c->i;
+    int ch = c->p[c->i], r;
+    uint32_t cp;
+    mlstack__re_set s;
+    int neg;
+    *nullable = 0;
+    *single = -1;
+    switch (ch) {
+    case '|': case ')': return 1;
+    case '*': case '+': case '?':
+        return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "nothing to repeat before '%c'", ch == '*' ? "*" : ch == '+' ? "+" : "?", at);
+    case '^': c->i++; *nullable = 1; return mlstack__re_emit(c, MLSTACK__RE_BOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
+    case '$': c->i++; *nullable = 1; return mlstack__re_emit(c, MLSTACK__RE_EOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
+    case '.':
+        c->i++;
+        *single = mlstack__re_emit(c, MLSTACK__RE_ANY, MLSTACK__RE_ANY, 0, 0, 0, 0);
+        return *single < 0 ? -1 : 0;
+    case '[': {
+        mlstack__re_class k;
+        int from = c->n_ranges, idx;
+        memset(&k, 0, sizeof k);
+        c->i++;
+        if (c->i < c->n && c->p[c->i] == '^') {
+            k.negated = 1;
+            c->i++;
+        }
+        if (mlstack__re_class_body(c, &k, at) || mlstack__re_class_finish(c, &k, from, *fold)) return -1;
+        if ((idx = mlstack__re_new_class(c, &k)) < 0) return -1;
+        *single = mlstack__re_emit(c, MLSTACK__RE_CLASS, MLSTACK__RE_CLASS, idx, 0, 0, 0);
+        return *single < 0 ? -1 : 0;
+    }
+    case '(': {
+        int mode = -1, inner_fold = *fold, start, look;
+        c->i++;
+        if (c->i < c->n && c->p[c->i] == '?') {
+            size_t q = c->i + 1;
+            int ch2 = q < c->n ? c->p[q] : 0;
+            if (ch2 == ':') c->i = q + 1;
+            else if (ch2 == '=') { mode = MLSTACK__RE_AHEAD; c->i = q + 1; }
+            else if (ch2 == '!') { mode = MLSTACK__RE_NAHEAD; c->i = q + 1; }
+            else if (ch2 == '>') { mode = MLSTACK__RE_ATOMIC; c->i = q + 1; }
+            else if (ch2 == 'i' || ch2 == '-') {
+                int on = 1;
+                while (q < c->n && (c->p[q] == 'i' || c->p[q] == '-')) {
+                    if (c->p[q] == '-') on = 0; else inner_fold = on;
+                    q++;
+                }
+                if (q < c->n && c->p[q] == ')') { /* (?i) applies to the rest of the group */
+                    c->i = q + 1;
+                    *fold = inner_fold;
+                    *nullable = 1;
+                    return 0;
+                }
+                if (q >= c->n || c->p[q] != ':')
+                    return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?flags", at);
+                c->i = q + 1;
+            } else if (ch2 == '<' && q + 1 < c->n && (c->p[q + 1] == '=' || c->p[q + 1] == '!')) {
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", c->p[q + 1] == '=' ? "(?<=" : "(?<!", at);
+            } else if (ch2 == '<' || ch2 == 'P' || ch2 == '\'') {
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?<name>", at);
+            } else {
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?", at);
+            }
+        }
+        if (++c->depth > MLSTACK__RE_MAX_DEPTH) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "groups nested too deeply", at);
+        start = c->re->n_prog;
+        if (mode >= 0 && mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, mode) < 0) return -1;
+        if (mlstack__re_alt(c, inner_fold, nullable)) return -1;
+        if (c->i >= c->n || c->p[c->i] != ')') return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "missing ')' for group opened here", at);
+        c->i++;
+        c->depth--;
+        if (mode >= 0) {
+            if (mlstack__re_emit(c, MLSTACK__RE_SUCCEED, 0, 0, 0, 0, 0) < 0) return -1;
+            look = start;
+            c->re->prog[look].a = c->re->n_prog - look - 1;
+            if (mode != MLSTACK__RE_ATOMIC) *nullable = 1;
+        }
+        return 0;
+    }
+    case '\\':
+        c->i++;
+        r = mlstack__re_escape(c, 0, &cp, &s, &neg);
+        if (r < 0) return -1;
+        if (r == 3) {
+            *nullable = 1;
+            return mlstack__re_emit(c, (int)cp, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
+        }
+        if (r == 2) {
+            mlstack__re_class k;
+            int idx;
+            memset(&k, 0, sizeof k);
+            k.pos = s;
+            k.negated = neg;
+            if (mlstack__re_class_finish(c, &k, c->n_ranges, 0) || (idx = mlstack__re_new_class(c, &k)) < 0) return -1;
+            *single = mlstack__re_emit(c, MLSTACK__RE_CLASS, MLSTACK__RE_CLASS, idx, 0, 0, 0);
+            return *single < 0 ? -1 : 0;
+        }
+        break;
+    default:
+        if (mlstack__re_literal(c, &cp)) return -1;
+        break;
+    }
+    if (*fold) {
+        mlstack__re_class k;
+        int from = c->n_ranges, idx;
+        memset(&k, 0, sizeof k);
+        if (mlstack__re_add_range(c, cp, cp) || mlstack__re_class_finish(c, &k, from, 1)) return -1;
+        if (k.n_r > 1 || c->re->ranges[2 * from] != c->re->ranges[2 * from + 1]) {
+            if ((idx = mlstack__re_new_class(c, &k)) < 0) return -1;
+            *single = mlstack__re_emit(c, MLSTACK__RE_CLASS, MLSTACK__RE_CLASS, idx, 0, 0, 0);
+            return *single < 0 ? -1 : 0;
+        }
+        c->n_ranges = from;
+    }
+    *single = mlstack__re_emit(c, MLSTACK__RE_CHAR, MLSTACK__RE_CHAR, (int32_t)cp, 0, 0, 0);
+    return *single < 0 ? -1 : 0;
+}
+
+/* Appends the saved body (relative jumps keep a moved copy valid). */
+static int mlstack__re_put_body(mlstack__re_comp *c, const mlstack__re_inst *body, int blen) {
+    int i;
+    for (i = 0; i < blen; i++)
+        if (mlstack__re_emit(c, body[i].op, body[i].mop, body[i].a, body[i].min, body[i].max, body[i].mode) < 0) return -1;
+    return 0;
+}
+
+/* Emits body* (plus: body+) as a loop. A body that can match empty gets MARK/CHECK so the loop
+   stops instead of spinning. */
+static int mlstack__re_loop(mlstack__re_comp *c, const mlstack__re_inst *body, int blen, int lazy, int nullable, int plus) {
+    int reg = -1, top = c->re->n_prog, split = -1, check = -1, end;
+    if (nullable) {
+        if (c->re->n_regs >= MLSTACK__RE_MAX_REGS)
+            return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "too many loops that can match empty", c->i);
+        reg = c->re->n_regs++;
+    }
+    if (!plus && (split = mlstack__re_emit(c, MLSTACK__RE_SPLIT, 0, 0, 0, 0, 0)) < 0) return -1;
+    if (nullable && mlstack__re_emit(c, MLSTACK__RE_MARK, 0, reg, 0, 0, 0) < 0) return -1;
+    if (mlstack__re_put_body(c, body, blen)) return -1;
+    if (nullable && (check = mlstack__re_emit(c, MLSTACK__RE_CHECK, 0, reg, 0, 0, 0)) < 0) return -1;
+    if (!plus) {
+        if (mlstack__re_emit(c, MLSTACK__RE_JMP, 0, 0, 0, 0, 0) < 0) return -1;
+        end = c->re->n_prog;
+        c->re->prog[end - 1].a = top - (end - 1);
+        mlstack__re_set_inst(c, split, MLSTACK__RE_SPLIT, lazy ? end - split : 1, lazy ? 1 : end - split);
+    } else {
+        if ((split = mlstack__re_emit(c, MLSTACK__RE_SPLIT, 0, 0, 0, 0, 0)) < 0) return -1;
+        end = c->re->n_prog;
+        mlstack__re_set_inst(c, split, MLSTACK__RE_SPLIT, lazy ? 1 : top - split, lazy ? top - split : 1);
+    }
+    if (check >= 0) c->re->prog[check].min = end - check;
+    return 0;
+}
+
+/* Rewrites the block [start, end of program) as block{mn,mx} with the given mode. */
+static int mlstack__re_quantify(mlstack__re_comp *c, int start, int32_t mn, int32_t mx, int mode, int nullable, size_t at) {
+    int blen = c->re->n_prog - start, look = -1, j, lazy = mode == MLSTACK__RE_LAZY, rc = -1;
+    int64_t total = (int64_t)blen * ((int64_t)mn + (mx == MLSTACK__RE_INF ? 1 : (int64_t)mx - mn) + 1) + 4;
+    mlstack__re_inst *body;
+    if (total > MLSTACK__RE_MAX_INST - c->re->n_prog) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large after expanding repeats", at);
+    body = (mlstack__re_inst *)MLSTACK_MALLOC((size_t)(blen ? blen : 1) * sizeof *body);
+    if (!body) return MLSTACK__RE_OOM(c);
+    memcpy(body, c->re->prog + start, (size_t)blen * sizeof *body);
+    c->re->n_prog = start;
+    if (mode == MLSTACK__RE_POSSESSIVE && (look = mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, MLSTACK__RE_ATOMIC)) < 0) goto done;
+    if (mx == MLSTACK__RE_INF) {
+        for (j = 0; j + 1 < mn; j++)
+            if (mlstack__re_put_body(c, body, blen)) goto done;
+        if (mlstack__re_loop(c, body, blen, lazy, nullable, mn >= 1)) goto done;
+    } else {
+        int opt0;
+        for (j = 0; j < mn; j++)
+            if (mlstack__re_put_body(c, body, blen)) goto done;
+        opt0 = c->re->n_prog;
+        for (j = 0; j < mx - mn; j++) {
+            if (mlstack__re_emit(c, MLSTACK__RE_SPLIT, 0, 0, 0, 0, 0) < 0 || mlstack__re_put_body(c, body, blen)) goto done;
+        }
+        for (j = 0; j < mx - mn; j++) {
+            int s = opt0 + j * (blen + 1), end = c->re->n_prog;
+            mlstack__re_set_inst(c, s, MLSTACK__RE_SPLIT, lazy ? end - s : 1, lazy ? 1 : end - s);
+        }
+    }
+    if (look >= 0) {
+        if (mlstack__re_emit(c, MLSTACK__RE_SUCCEED, 0, 0, 0, 0, 0) < 0) goto done;
+        c->re->prog[look].a = c->re->n_prog - look - 1;
+    }
+    rc = 0;
+done:
+    MLSTACK_FREE(body);
+    return rc;
+}
+
+/* Parses {n}, {n,}, {,m}, {n,m}; returns 0 and leaves c->i unchanged when the text is not an
+   interval (then '{' is a literal, as in Oniguruma). */
+static int mlstack__re_interval(mlstack__re_comp *c, int32_t *mn, int32_t *mx) {
+    size_t i = c->i + 1;
+    int32_t a = 0, b;
+    int da = 0, db = 0;
+    while (i < c->n && c->p[i] >= '0' && c->p[i] <= '9') {
+        a = a * 10 + (c->p[i++] - '0');
+        if (a > 100000) return -1; /* Oniguruma's limit too */
+        da++;
+    }
+    b = a;
+    if (i < c->n && c->p[i] == ',') {
+        i++;
+        b = MLSTACK__RE_INF;
+        if (i < c->n && c->p[i] >= '0' && c->p[i] <= '9') {
+            b = 0;
+            while (i < c->n && c->p[i] >= '0' && c->p[i] <= '9') {
+                b = b * 10 + (c->p[i++] - '0');
+                if (b > 100000) return -1;
+                db++;
+            }
+        }
+        if (!da && !db) return 0;
+    } else if (!da) {
+        return 0;
+    }
+    if (i >= c->n || c->p[i] != '}') return 0;
+    c->i = i + 1;
+    *mn = a;
+    *mx = b;
+    return 1;
+}
+
+/* Parses a sequence of quantified atoms up to '|' or ')'. */
+static int mlstack__re_seq(mlstack__re_comp *c, int fold, int *nullable) {
+    *nullable = 1;
+    while (c->i < c->n) {
+        int start = c->re->n_prog, anull, single, r;
+        r = mlstack__re_atom(c, &fold, &anull, &single);
+        if (r < 0) return -1;
+        if (r == 1) break;
+        for (;;) { /* quantifiers; Ruby syntax lets them stack, e.g. a{1,2}+ is (a{1,2})+ */
+            int32_t mn, mx;
+            int mode = MLSTACK__RE_GREEDY, k;
+            size_t qat = c->i;
+            if (c->i >= c->n) break;
+            if (c->p[c->i] == '*') { mn = 0; mx = MLSTACK__RE_INF; c->i++; }
+            else if (c->p[c->i] == '+') { mn = 1; mx = MLSTACK__RE_INF; c->i++; }
+            else if (c->p[c->i] == '?') { mn = 0; mx = 1; c->i++; }
+            else if (c->p[c->i] == '{') {
+                k = mlstack__re_interval(c, &mn, &mx);
+                if (k < 0) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "repeat count too large", qat);
+                if (!k) break;
+                if (mn > mx) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "repeat interval out of order", qat);
+            } else break;
+            if (c->i < c->n && c->p[c->i] == '?') { mode = MLSTACK__RE_LAZY; c->i++; }
+            else if (c->i < c->n && c->p[c->i] == '+' && c->p[qat] != '{') { mode = MLSTACK__RE_POSSESSIVE; c->i++; }
+            if (single == start && c->re->n_prog == start + 1) {
+                mlstack__re_inst *ins = &c->re->prog[start];
+                ins->op = MLSTACK__RE_REP;
+                ins->min = mn;
+                ins->max = mx;
+                ins->mode = (uint8_t)mode;
+            } else if (mlstack__re_quantify(c, start, mn, mx, mode, anull, qat)) {
+                return -1;
+            }
+            single = -1;
+            anull = anull || mn == 0;
+        }
+        if (!anull) *nullable = 0;
+    }
+    return 0;
+}
+
+/* Parses alternatives: SPLIT b1, rest; b1; JMP end; rest: SPLIT b2, rest2; ... */
+static int mlstack__re_alt(mlstack__re_comp *c, int fold, int *nullable) {
+    int branch = c->re->n_prog, anull;
+    int32_t prev_jmp = -1;
+    *nullable = 0;
+    for (;;) {
+        if (mlstack__re_seq(c, fold, &anull)) return -1;
+        if (anull) *nullable = 1;
+        if (c->i >= c->n || c->p[c->i] != '|') break;
+        c->i++;
+        /* SPLIT before this branch, JMP after it chained through .a to the previous JMP */
+        if (mlstack__re_insert(c, branch, 1)) return -1;
+        {
+            int j = mlstack__re_emit(c, MLSTACK__RE_JMP, 0, 0, 0, 0, 0);
+            if (j < 0) return -1;
+            c->re->prog[j].min = prev_jmp; /* pending jumps form a list through .min */
+            prev_jmp = j;
+            mlstack__re_set_inst(c, branch, MLSTACK__RE_SPLIT, 1, c->re->n_prog - branch);
+        }
+        branch = c->re->n_prog;
+    }
+    while (prev_jmp >= 0) {
+        int next = c->re->prog[prev_jmp].min;
+        c->re->prog[prev_jmp].a = c->re->n_prog - prev_jmp;
+        c->re->prog[prev_jmp].min = 0;
+        prev_jmp = next;
+    }
+    return 0;
+}
+
+/* Marks in first[] every byte that can begin a match starting at pc; returns 1 if the program can
+   reach MATCH without consuming (then any position may match). Lookarounds are transparent. */
+static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, unsigned char *seen) {
+    for (;;) {
+        const mlstack__re_inst *ins;
+        if (pc < 0 || pc >= re->n_prog) return 1;
+        if (seen[pc]) return 0;
+        seen[pc] = 1;
+        ins = &re->prog[pc];
+        switch (ins->op) {
+        case MLSTACK__RE_REP:
+            if (ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
+            /* fall through */
+        case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
+            int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
+            if (mop == MLSTACK__RE_CHAR && ins->a != 0xFFFD) {
+                unsigned char b[4];
+                mlstack__utf8_put(b, (uint32_t)ins->a);
+                first[b[0] >> 5] |= 1u << (b[0] & 31);
+            } else {
+                uint32_t cp;
+                for (cp = 0; cp < 128; cp++)
+                    if (mlstack__re_test(re, mop, ins->a, cp)) first[cp >> 5] |= 1u << (cp & 31);
+                first[4] = first[5] = first[6] = first[7] = 0xFFFFFFFFu; /* any non-ASCII lead or stray byte */
+            }
+            return 0;
+        }
+        case MLSTACK__RE_SPLIT:
+            if (mlstack__re_first(re, pc + ins->a, first, seen)) return 1;
+            pc += ins->min;
+            break;
+        case MLSTACK__RE_JMP: pc += ins->a; break;
+        case MLSTACK__RE_CHECK:
+            if (mlstack__re_first(re, pc + ins->min, first, seen)) return 1;
+            pc++;
+            break;
+        case MLSTACK__RE_LOOK:
+            if (ins->mode == MLSTACK__RE_ATOMIC) {
+                if (mlstack__re_first(re, pc + 1, first, seen) == 0) return 0;
+            }
+            pc += 1 + ins->a;
+            break;
+        case MLSTACK__RE_MATCH: case MLSTACK__RE_SUCCEED: return 1;
+        default: pc++; break;
+        }
+    }
+}
+
+static MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
+    if (!re) return;
+    MLSTACK_FREE(re->prog);
+    MLSTACK_FREE(re->cls);
+    MLSTACK_FREE(re->ranges);
+    MLSTACK_FREE(re);
+}
+
+/* Compiles a pattern (UTF-8, len bytes). On failure *out is NULL and err (if given) names the
+   construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
+static MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
+    mlstack__re_comp c;
+    int nullable;
+    unsigned char *seen;
+    *out = NULL;
+    if (!pattern && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "regex: NULL pattern");
+    if (len > (1u << 20)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "regex: pattern of %zu bytes is too long", len);
+    memset(&c, 0, sizeof c);
+    c.p = (const unsigned char *)(pattern ? pattern : "");
+    c.n = len;
+    c.err = err;
+    c.re = (mlstack__regex *)mlstack__calloc(1, sizeof(mlstack__regex));
+    if (!c.re) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "regex: out of memory");
+    if (mlstack__re_alt(&c, 0, &nullable) == 0 && c.i < c.n)
+        mlstack__re_fail(&c, MLSTACK_ERR_FORMAT, "%s", "unmatched ')'", c.i);
+    if (c.rc == MLSTACK_OK) mlstack__re_emit(&c, MLSTACK__RE_MATCH, 0, 0, 0, 0, 0);
+    if (c.rc != MLSTACK_OK) {
+        mlstack__regex_free(c.re);
+        return c.rc;
+    }
+    seen = (unsigned char *)mlstack__calloc((size_t)c.re->n_prog, 1);
+    if (!seen) {
+        mlstack__regex_free(c.re);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "regex: out of memory");
+    }
+    c.re->nullable = mlstack__re_first(c.re, 0, c.re->first, seen);
+    MLSTACK_FREE(seen);
+    *out = c.re;
+    return MLSTACK_OK;
+}
+
+/* ---- matcher ---- */
+
+enum { MLSTACK__RE_BT_PC, MLSTACK__RE_BT_REG, MLSTACK__RE_BT_GREEDY, MLSTACK__RE_BT_LAZY };
+typedef struct {
+    int32_t kind, pc, count;
+    size_t pos;
+} mlstack__re_bt;
+
+typedef struct {
+    const mlstack__regex *re;
+    const unsigned char *s;
+    size_t n;
+    mlstack__re_bt *stack, *heap;
+    size_t top, cap;
+    uint64_t steps, limit;
+    size_t regs[MLSTACK__RE_MAX_REGS];
+} mlstack__re_run;
+
+static int mlstack__re_push(mlstack__re_run *r, int kind, int pc, int count, size_t pos) {
+    if (r->top == r->cap) {
+        size_t cap = r->cap * 2;
+        mlstack__re_bt *nb;
+        if (cap > ((size_t)1 << 26)) return -1;
+        nb = (mlstack__re_bt *)MLSTACK_MALLOC(cap * sizeof *nb);
+        if (!nb) return -1;
+        memcpy(nb, r->stack, r->top * sizeof *nb);
+        MLSTACK_FREE(r->heap);
+        r->stack = r->heap = nb;
+        r->cap = cap;
+    }
+    r->stack[r->top].kind = kind;
+    r->stack[r->top].pc = pc;
+    r->stack[r->top].count = count;
+    r->stack[r->top].pos = pos;
+    r->top++;
+    return 0;
+}
+
+/* Start of the code point that ends at pos (pos > 0 is a code point boundary). */
+static size_t mlstack__re_prev(const unsigned char *s, size_t pos) {
+    size_t k;
+    for (k = 2; k <= 4 && k <= pos; k++) {
+        if ((s[pos - k] & 0xC0) == 0x80) continue;
+        if (mlstack__utf8_valid_len(s + pos - k, k) == (int)k) return pos - k;
+        break;
+    }
+    return pos - 1;
+}
+
+static int mlstack__re_isword_at(const mlstack__re_run *r, size_t pos, int before) {
+    uint32_t cp;
+    if (before) {
+        size_t p;
+        if (pos == 0) return 0;
+        p = mlstack__re_prev(r->s, pos);
+        mlstack__utf8_decode(r->s + p, r->n - p, &cp);
+    } else {
+        if (pos >= r->n) return 0;
+        mlstack__utf8_decode(r->s + pos, r->n - pos, &cp);
+    }
+    return mlstack__uis_word(cp);
+}
+
+/* Matches one code point at *pos with matcher (mop, a); advances *pos. */
+static int mlstack__re_one(const mlstack__re_run *r, int mop, int32_t a, size_t *pos) {
+    uint32_t cp;
+    int len;
+    if (*pos >= r->n) return 0;
+    if (r->s[*pos] < 0x80) {
+        cp = r->s[*pos];
+        len = 1;
+    } else {
+        len = mlstack__utf8_decode(r->s + *pos, r->n - *pos, &cp);
+    }
+    if (!mlstack__re_test(r->re, mop, a, cp)) return 0;
+    *pos += (size_t)len;
+    return 1;
+}
+
+/* Runs the program from pc at pos. 1: matched (*end set), 0: no match, -1: step budget spent,
+   -2: out of memory. Backtrack entries above the entry depth are dropped on return. */
+static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end) {
+    const mlstack__re_inst *prog = r->re->prog;
+    size_t base = r->top;
+    for (;;) {
+        const mlstack__re_inst *ins = &prog[pc];
+        if (++r->steps > r->limit) goto budget;
+        switch (ins->op) {
+        case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS:
+            if (!mlstack__re_one(r, ins->op, ins->a, &pos)) goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_REP: {
+            int32_t k = 0;
+            if (ins->mode == MLSTACK__RE_LAZY) {
+                while (k < ins->min && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
+                if (k < ins->min) goto fail;
+                if (k < ins->max && mlstack__re_push(r, MLSTACK__RE_BT_LAZY, pc, k, pos)) goto oom;
+            } else {
+                size_t start = pos;
+                while (k < ins->max && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
+                r->steps += (uint64_t)(pos - start) / 4;
+                if (k < ins->min) goto fail;
+                if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min && mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos)) goto oom;
+            }
+            pc++;
+            continue;
+        }
+        case MLSTACK__RE_SPLIT:
+            if (mlstack__re_push(r, MLSTACK__RE_BT_PC, pc + ins->min, 0, pos)) goto oom;
+            pc += ins->a;
+            continue;
+        case MLSTACK__RE_JMP: pc += ins->a; continue;
+        case MLSTACK__RE_MARK:
+            if (mlstack__re_push(r, MLSTACK__RE_BT_REG, 0, ins->a, r->regs[ins->a])) goto oom;
+            r->regs[ins->a] = pos;
+            pc++;
+            continue;
+        case MLSTACK__RE_CHECK:
+            pc += r->regs[ins->a] == pos ? ins->min : 1;
+            continue;
+        case MLSTACK__RE_LOOK: {
+            size_t e;
+            int m = mlstack__re_exec(r, pc + 1, pos, &e);
+            if (m < 0) return m;
+            if (ins->mode == MLSTACK__RE_NAHEAD ? m : !m) goto fail;
+            if (ins->mode == MLSTACK__RE_ATOMIC) pos = e;
+            pc += 1 + ins->a;
+            continue;
+        }
+        case MLSTACK__RE_BOL:
+            if (pos != 0 && r->s[pos - 1] != '\n') goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_EOL:
+            if (pos != r->n && r->s[pos] != '\n') goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_BOS:
+            if (pos != 0) goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_EOS:
+            if (pos != r->n) goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_EOSNL:
+            if (pos != r->n && !(pos + 1 == r->n && r->s[pos] == '\n')) goto fail;
+            pc++;
+            continue;
+        case MLSTACK__RE_WORDB: case MLSTACK__RE_NWORDB:
+            if ((mlstack__re_isword_at(r, pos, 1) != mlstack__re_isword_at(r, pos, 0)) != (ins->op == MLSTACK__RE_WORDB)) goto fail;
+            pc++;
+            continue;
+        default: /* MATCH, SUCCEED */
+            *end = pos;
+            while (r->top > base) { /* undo register changes of this run */
+                mlstack__re_bt *b = &r->stack[--r->top];
+                if (b->kind == MLSTACK__RE_BT_REG) r->regs[b->count] = b->pos;
+            }
+            return 1;
+        }
+    fail:
+        for (;;) {
+            mlstack__re_bt *b;
+            if (r->top == base) return 0;
+            if (++r->steps > r->limit) goto budget;
+            b = &r->stack[--r->top];
+            if (b->kind == MLSTACK__RE_BT_REG) {
+                r->regs[b->count] = b->pos;
+                continue;
+            }
+            pc = b->pc;
+            pos = b->pos;
+            if (b->kind == MLSTACK__RE_BT_GREEDY) {
+                int32_t k = b->count - 1;
+                pos = mlstack__re_prev(r->s, pos);
+                if (k > prog[pc].min) { /* entry still in place: update it */
+                    b->count = k;
+                    b->pos = pos;
+                    r->top++;
+                }
+                pc++;
+            } else if (b->kind == MLSTACK__RE_BT_LAZY) {
+                int32_t k = b->count + 1;
+                if (!mlstack__re_one(r, prog[pc].mop, prog[pc].a, &pos)) continue;
+                if (k < prog[pc].max) {
+                    b->count = k;
+                    b->pos = pos;
+                    r->top++;
+                }
+                pc++;
+            }
+            break;
+        }
+    }
+budget:
+    r->top = base;
+    return -1;
+oom:
+    r->top = base;
+    return -2;
+}
+
+/* Finds the leftmost match at or after byte `start` (a code point boundary). Returns 1 and the
+   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget
+   (MLSTACK_REGEX_STEP_BASE + 32 per byte) ran out, -2 if out of memory. Thread-safe. */
+static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
+                                                 size_t *mend) {
+    mlstack__re_bt local[256];
+    mlstack__re_run r;
+    size_t pos;
+    int m = 0;
+    if (!re || (!s && n) || start > n) return 0;
+    memset(&r, 0, sizeof r);
+    r.re = re;
+    r.s = (const unsigned char *)(s ? s : "");
+    r.n = n;
+    r.stack = local;
+    r.heap = NULL;
+    r.top = 0;
+    r.cap = sizeof local / sizeof local[0];
+    r.steps = 0;
+    r.limit = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(n - start) * 32;
+    memset(r.regs, 0, sizeof r.regs);
+    for (pos = start;; ) {
+        if (pos < n) {
+            unsigned b = r.s[pos];
+            if (!re->nullable && !((re->first[b >> 5] >> (b & 31)) & 1)) {
+                uint32_t cp;
+                pos += b < 0x80 ? 1 : (size_t)mlstack__utf8_decode(r.s + pos, n - pos, &cp);
+                continue;
+            }
+        } else if (!re->nullable) {
+            break;
+        }
+        m = mlstack__re_exec(&r, 0, pos, mend);
+        if (m) break;
+        if (pos >= n) break;
+        {
+            uint32_t cp;
+            pos += r.s[pos] < 0x80 ? 1 : (size_t)mlstack__utf8_decode(r.s + pos, n - pos, &cp);
+        }
+    }
+    MLSTACK_FREE(r.heap);
+    if (m == 1) *mbeg = pos;
+    return m;
+}
 
 
 
