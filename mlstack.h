@@ -6676,7 +6676,13 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             size_t ol = 0;
             mlstack_result r;
             if (len == 0) continue;
-            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
+            /* A trailing '\n' (a starter that composes with nothing) is added and removed again:
+               it keeps mlstack__unorm's quick check from skipping a mark in the last position. */
+            if (!mlstack__buf_reserve(&e->pool, len + 1)) return MLSTACK_ERR_NO_MEMORY;
+            memmove(e->pool.p + e->pool.n, e->pool.p + off, len);
+            e->pool.p[e->pool.n + len] = '\n';
+            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + e->pool.n, len + 1, &o, &ol);
+            if (r == MLSTACK_OK && ol > 0) ol--;
             if (r != MLSTACK_OK) return r;
             if (!mlstack__buf_put(&e->pool, o, ol)) {
                 MLSTACK_FREE(o);

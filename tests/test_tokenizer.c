@@ -280,7 +280,7 @@ static void test_round_trip(void) {
     char buf[4 * 200 + 8];
     for (f = 0; f < sizeof bl / sizeof bl[0]; f++) {
         mlstack_tokenizer *t = tok_of(bl[f]);
-        int i, ok = 0, n = TL_SANITIZED ? 60 : 300;
+        int i, ok = 0, n = TL_SANITIZED ? 60 : 300, untested = 0;
         if (!t) {
             SKIP("round trip %s: tokenizer missing", bl[f]);
             continue;
@@ -289,6 +289,18 @@ static void test_round_trip(void) {
             size_t len = random_utf8(buf, 1 + (int)(rnd() % 120));
             long k = enc(t, buf, len, MLSTACK_ENCODE_SPECIAL_AS_TEXT), m;
             int good;
+            size_t q;
+            /* falcon and smollm2 lack some of the 256 byte symbols, so HF itself drops those
+               bytes: only text made of covered bytes can round-trip */
+            for (q = 0; q < len; q++) {
+                const unsigned char *sym = mlstack__bl_utf8[(unsigned char)buf[q]];
+                if (mlstack__tok_vocab_find(t, (const char *)sym + 1, sym[0]) < 0) break;
+            }
+            if (q < len) {
+                untested++;
+                ok++;
+                continue;
+            }
             /* mpt and qwen normalize to NFC, so only NFC-stable text round-trips there */
             if (strcmp(bl[f], "mpt-7b") == 0 || strcmp(bl[f], "qwen2.5") == 0) {
                 char *nfc = NULL;
@@ -304,10 +316,10 @@ static void test_round_trip(void) {
             m = k >= 0 ? dec(t, ids_buf, (size_t)k, 0) : -1;
             good = m >= 0 && (size_t)m == len && memcmp(txt_buf, buf, len) == 0;
             ok += good;
-            if (!good && ok + 3 > i) print_case("round trip failed", buf, len);
+            if (!good && i - ok < 3) print_case("round trip failed", buf, len);
         }
-        printf("round trip %-10s %d/%d\n", bl[f], ok, n);
-        CHECKF(ok == n, "round trip %s: %d of %d", bl[f], ok, n);
+        printf("round trip %-10s %d/%d (%d not applicable: bytes missing from the vocabulary)\n", bl[f], ok - untested, n - untested, untested);
+        CHECKF(ok == n && n - untested >= n / 5, "round trip %s: %d of %d", bl[f], ok - untested, n - untested);
     }
 }
 
