@@ -4969,11 +4969,13 @@ static MLSTACK__UNUSED mlstack_result mlstack__unorm(int form, const char *s, si
     if (form < MLSTACK__NFC || form > MLSTACK__NFKD || (!s && n)) return MLSTACK_ERR_INVALID_ARG;
     /* Quick check: text made only of code points below `limit` (no decomposition, class 0) is
        already in every form. */
-    for (i = 0; i < n;) {
-        uint32_t cp;
-        i += (size_t)mlstack__utf8_decode(u + i, n - i, &cp);
-        if (cp >= limit) break; /* also catches invalid bytes (U+FFFD) */
-    }
+    for (i = 0; i < n; i++)
+        if (u[i] >= 0x80) {
+            uint32_t cp;
+            size_t l = (size_t)mlstack__utf8_decode(u + i, n - i, &cp);
+            if (cp >= limit) break; /* also catches invalid bytes (U+FFFD) */
+            i += l - 1;
+        }
     if (i >= n) {
         *out = mlstack__strndup(s ? s : "", n);
         if (!*out) return MLSTACK_ERR_NO_MEMORY;
@@ -5260,9 +5262,9 @@ static int mlstack__re_class_finish(mlstack__re_comp *c, mlstack__re_class *k, i
     int i, w;
     uint32_t cp, *r;
     if (fold && mlstack__re_fold_close(c, from)) return -1;
-    r = c->re->ranges + 2 * from;
-    qsort(r, (size_t)(c->n_ranges - from), 2 * sizeof(uint32_t), mlstack__re_range_cmp);
-    for (w = 0, i = 0; i < c->n_ranges - from; i++) {
+    r = c->n_ranges > from ? c->re->ranges + 2 * from : NULL;
+    if (r) qsort(r, (size_t)(c->n_ranges - from), 2 * sizeof(uint32_t), mlstack__re_range_cmp);
+    for (w = 0, i = 0; r && i < c->n_ranges - from; i++) {
         if (w && r[2 * i] <= r[2 * (w - 1) + 1] + 1) {
             if (r[2 * i + 1] > r[2 * (w - 1) + 1]) r[2 * (w - 1) + 1] = r[2 * i + 1];
         } else {
