@@ -6678,13 +6678,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             size_t ol = 0;
             mlstack_result r;
             if (len == 0) continue;
-            /* A trailing '\n' (a starter that composes with nothing) is added and removed again:
-               it keeps mlstack__unorm's quick check from skipping a mark in the last position. */
-            if (!mlstack__buf_reserve(&e->pool, len + 1)) return MLSTACK_ERR_NO_MEMORY;
-            memmove(e->pool.p + e->pool.n, e->pool.p + off, len);
-            e->pool.p[e->pool.n + len] = '\n';
-            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + e->pool.n, len + 1, &o, &ol);
-            if (r == MLSTACK_OK && ol > 0) ol--;
+            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__buf_put(&e->pool, o, ol)) {
                 MLSTACK_FREE(o);
@@ -7107,7 +7101,7 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
     n1 = s1.n / sizeof(mlstack__piece);
     for (i = 0; r == MLSTACK_OK && i < n1; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)s1.p)[i];
-        size_t noff, nlen;
+        size_t noff = 0, nlen = 0;
         if (p.id >= 0) {
             if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, p.id)) r = MLSTACK_ERR_NO_MEMORY;
             continue;

@@ -9,17 +9,6 @@
 #define SHARED "../shared/"
 #define FIX "tests/fixtures/tokenizer/"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TL_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TL_SANITIZED 1
-#endif
-#endif
-#ifndef TL_SANITIZED
-#define TL_SANITIZED 0
-#endif
-
 static const char *const families[] = {"gpt2", "llama2-tinyllama", "mistral-7b-v0.1", "mistral-7b-v0.3", "mpt-7b",
                                        "phi3-mini-4k", "falcon-7b", "smollm2", "qwen2.5"};
 #define N_FAM ((int)(sizeof families / sizeof families[0]))
@@ -125,7 +114,7 @@ static void test_fixtures(void) {
         char *ftext;
         mlstack__json_doc fdoc;
         const mlstack__json *cs, *ip, *is, *dd, *ds;
-        int n = 0, ok_p = 0, ok_s = 0, ok_d = 0, ok_ds = 0, ok_st = 0, shown = 0, step = 1;
+        int n = 0, ok_p = 0, ok_s = 0, ok_d = 0, ok_ds = 0, ok_st = 0, shown = 0, step = 1; /* every case, sanitizers too */
         mlstack_tokenizer *t = toks[f];
         if (!t) continue;
         snprintf(path, sizeof path, FIX "%s.json", families[f]);
@@ -135,7 +124,6 @@ static void test_fixtures(void) {
             free(ftext);
             continue;
         }
-        if (TL_SANITIZED) step = 4; /* a quarter of the cases under sanitizers, to stay fast */
         ip = mlstack__json_get(fdoc.root, "ids")->child;
         is = mlstack__json_get(fdoc.root, "ids_special")->child;
         dd = mlstack__json_get(fdoc.root, "decode")->child;
@@ -180,7 +168,7 @@ static void test_fixtures(void) {
         {
             int ran = (n + step - 1) / step;
             printf("%-18s %6d %11d %12d %6d %12d %6d\n", families[f], ran, ok_p, ok_s, ok_d, ok_ds, ok_st);
-            CHECKF(ran >= (TL_SANITIZED ? 100 : 400), "%s: only %d cases", families[f], ran);
+            CHECKF(ran >= 400, "%s: only %d cases", families[f], ran);
             CHECKF(ok_p == ran && ok_s == ran, "%s: ids differ from Hugging Face (%d and %d of %d exact)", families[f], ok_p, ok_s, ran);
             CHECKF(ok_d == ran && ok_ds == ran, "%s: decodes differ from Hugging Face (%d and %d of %d exact)", families[f], ok_d, ok_ds, ran);
             CHECKF(ok_st == ran, "%s: streaming decode differs from decode (%d of %d)", families[f], ok_st, ran);
@@ -280,7 +268,7 @@ static void test_round_trip(void) {
     char buf[4 * 200 + 8];
     for (f = 0; f < sizeof bl / sizeof bl[0]; f++) {
         mlstack_tokenizer *t = tok_of(bl[f]);
-        int i, ok = 0, n = TL_SANITIZED ? 60 : 300, untested = 0;
+        int i, ok = 0, n = 300, untested = 0;
         if (!t) {
             SKIP("round trip %s: tokenizer missing", bl[f]);
             continue;
@@ -444,8 +432,7 @@ int main(void) {
         }
         have++;
     }
-    printf("loaded %d of %d tokenizers in %.2f s%s\n", have, N_FAM, mlstack__now() - t0,
-           TL_SANITIZED ? " (sanitizer build: a quarter of the fixture cases, fewer round trips)" : "");
+    printf("loaded %d of %d tokenizers in %.2f s\n", have, N_FAM, mlstack__now() - t0);
     test_bad_input();
     test_config();
     test_fixtures();
