@@ -8076,9 +8076,11 @@ static mlstack_result mlstack__detok_step(mlstack_detok *d, int flush, const cha
         (flush || all.n < 3 || memcmp(all.p + all.n - 3, "\xEF\xBF\xBD", 3) != 0)) {
         mlstack__buf ctx = {0, 0, 0};
         d->text.n = 0;
-        if (!mlstack__buf_put(&d->text, all.p + d->ctx_len, all.n - d->ctx_len) || !mlstack__buf_put(&d->text, "", 1)) r = MLSTACK_ERR_NO_MEMORY;
+        if ((all.n > d->ctx_len && !mlstack__buf_put(&d->text, all.p + d->ctx_len, all.n - d->ctx_len)) ||
+            !mlstack__buf_put(&d->text, "", 1))
+            r = MLSTACK_ERR_NO_MEMORY;
         /* the ids just emitted become the context for the next ones */
-        memmove(d->ids, d->ids + d->n_ctx, (d->n - d->n_ctx) * sizeof *d->ids);
+        if (d->n > d->n_ctx) memmove(d->ids, d->ids + d->n_ctx, (d->n - d->n_ctx) * sizeof *d->ids);
         d->n -= d->n_ctx;
         d->n_ctx = d->n;
         if (r == MLSTACK_OK) r = mlstack__decode(d->t, d->ids, d->n, d->flags, &ctx);
