@@ -7521,7 +7521,10 @@ static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__jso
         int32_t *pre = NULL;
         int npre = 0;
         if (!cls || !cls->is_int || !sep || !sep->is_int) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s needs cls and sep [token, id] pairs", ty->str);
-        if ((r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)cls->i, err)) != MLSTACK_OK) return r;
+        if ((r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)cls->i, err)) != MLSTACK_OK) {
+            MLSTACK_FREE(pre);
+            return r;
+        }
         while (t->n_post_pre > 0 && npre < 64 && r == MLSTACK_OK) { /* earlier processors' prefix goes after ours */
             r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[0], err);
             memmove(t->post_pre, t->post_pre + 1, (size_t)--t->n_post_pre * sizeof(int32_t));
@@ -7540,17 +7543,28 @@ static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__jso
         for (c = single->child; c; c = c->next) {
             const mlstack__json *tk = mlstack__json_get(mlstack__json_get(c, "SpecialToken"), "id"), *ids, *x;
             if (mlstack__json_get(c, "Sequence")) {
-                if (seen_a) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: TemplateProcessing repeats the sequence");
+                if (seen_a) {
+                    MLSTACK_FREE(pre);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: TemplateProcessing repeats the sequence");
+                }
                 seen_a = 1;
                 for (q = 0; q < t->n_post_pre && r == MLSTACK_OK; q++) r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[q], err);
-                if (r != MLSTACK_OK) return r;
+                if (r != MLSTACK_OK) {
+                    MLSTACK_FREE(pre);
+                    return r;
+                }
                 continue;
             }
-            if (!tk || tk->type != MLSTACK__JSON_STRING) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing item is neither SpecialToken nor Sequence");
-            ids = mlstack__json_get(mlstack__json_get(sp, tk->str), "ids");
-            if (!ids || ids->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing special token \"%s\" has no ids", tk->str);
+            if (!tk || tk->type != MLSTACK__JSON_STRING || !(ids = mlstack__json_get(mlstack__json_get(sp, tk->str), "ids")) ||
+                ids->type != MLSTACK__JSON_ARRAY) {
+                MLSTACK_FREE(pre);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing item is not a SpecialToken with ids, nor the Sequence");
+            }
             for (x = ids->child; x; x = x->next) {
-                if (!x->is_int) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing ids must be integers");
+                if (!x->is_int) {
+                    MLSTACK_FREE(pre);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing ids must be integers");
+                }
                 if (seen_a) r = mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, (int32_t)x->i, err);
                 else r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)x->i, err);
                 if (r != MLSTACK_OK) {
