@@ -22,20 +22,24 @@
          mlstack_engine_free(eng); mlstack_model_close(model);
 
    TABLE OF CONTENTS (each entry is a banner "==== N. NAME ====" with grep anchor ">>name")
-      1. PUBLIC API        declarations: results, model, engine, sampling, generation   >>api
-      2. PLATFORM          allocation, results and messages, timers, threads, mmap     >>platform
-      3. JSON              one parser for safetensors headers, configs and tokenizers   >>json
-      4. SAFETENSORS       mmapped files, header validation, views, sharded index      >>safetensors
-      5. UNICODE           UTF-8, category tables, normalization                       >>unicode
-      6. REGEX             the regex subset used by tokenizer Split patterns            >>regex
-      7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders   >>tokenizer
-      8. TEMPLATE          Jinja-subset interpreter for chat templates                  >>template
-      9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
-     10. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-     11. KVCACHE           page pool, per-sequence page tables, paged attention         >>kvcache
-     12. FORWARD           one forward pass over a ragged batch of rows                 >>forward
-     13. SAMPLING          logit processors and samplers                                >>sampling
-     14. ENGINE            engine objects: threads, KV, eval, generate                  >>engine
+     1. PUBLIC API        declarations: results, model, engine, sampling, generation  >>api
+     2. PLATFORM          allocation, results and messages, timers, threads, mmap     >>platform
+     3. JSON              one parser for safetensors headers, configs and tokenizers  >>json
+     4. SAFETENSORS       mmapped files, header validation, views, sharded index      >>safetensors
+     5. UNICODE           UTF-8, category tables, normalization                       >>unicode
+     6. REGEX             the regex subset used by tokenizer Split patterns           >>regex
+     7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
+     8. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
+     9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
+    10. KERNELS AVX2      x86-64 AVX2+FMA+F16C matmul, int8 dots, conversions         >>avx2
+    11. KERNELS AVX512    AVX-512 F/BW/VL (+VNNI) matmul, int8 dots, conversions      >>avx512
+    12. KERNEL DISPATCH   CPU features -> kernel table, runtime cap (MLSTACK_ISA)     >>dispatch
+    13. QUANT             load-time quantization to Q8_0 / Q4_0 blocks                >>quant
+    14. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    15. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    16. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    17. SAMPLING          logit processors and samplers                               >>sampling
+    18. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -8948,7 +8952,7 @@ static int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int
     return 0;
 }
 
-/* ==== 10. MODEL ==== */  /* >>model */
+/* ==== 14. MODEL ==== */  /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -9545,7 +9549,7 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *m, con
     return MLSTACK_OK;
 }
 
-/* ==== 11. KVCACHE ==== */  /* >>kvcache */
+/* ==== 15. KVCACHE ==== */  /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -9719,7 +9723,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
     }
 }
 
-/* ==== 12. FORWARD ==== */  /* >>forward */
+/* ==== 16. FORWARD ==== */  /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -9829,7 +9833,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     }
 }
 
-/* ==== 13. SAMPLING ==== */  /* >>sampling */
+/* ==== 17. SAMPLING ==== */  /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -10029,7 +10033,7 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
     return s->idx[n - 1];
 }
 
-/* ==== 14. ENGINE ==== */  /* >>engine */
+/* ==== 18. ENGINE ==== */  /* >>engine */
 
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
