@@ -187,7 +187,8 @@ typedef struct mlstack_model_info {
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
-   model.safetensors or model.safetensors.index.json + shards. Weights are mapped, not copied.
+   model.safetensors or model.safetensors.index.json + shards, and the tokenizer when the folder
+   has one (a tokenizer that fails to load fails the open). Weights are mapped, not copied.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -195,6 +196,9 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
                                               mlstack_error *err);
 MLSTACK_API void mlstack_model_close(mlstack_model *model);
 MLSTACK_API void mlstack_model_get_info(const mlstack_model *model, mlstack_model_info *out);
+/* The model folder's tokenizer (tokenizer.json, or vocab.json + merges.txt), loaded by
+   mlstack_model_open; NULL when the folder has none. Owned by the model. */
+MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *model);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
    as long as the model. */
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *model);
@@ -8988,6 +8992,7 @@ struct mlstack_model {
     const float *final_norm;
     mlstack__weight lm_head;
     float *inv_freq;            /* (Dh/2,) rotary frequencies after scaling */
+    mlstack_tokenizer *tok;     /* NULL when the folder has no tokenizer */
     void **owned;               /* f32 copies made at load (norms, biases, realigned data) */
     int n_owned, cap_owned;
     char *path;
@@ -9457,6 +9462,7 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
 
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
     if (!m) return;
+    mlstack_tokenizer_close(m->tok);
     mlstack__st_close(&m->st);
     mlstack__model_free_owned(m);
     MLSTACK_FREE(m->layers);
@@ -9494,6 +9500,13 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (r == MLSTACK_OK) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
     if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
+    if (r == MLSTACK_OK) {
+        char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
+        if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (mlstack__file_exists(tj) || mlstack__file_exists(vj)) r = mlstack_tokenizer_open(desc->path, &m->tok, err);
+        MLSTACK_FREE(tj);
+        MLSTACK_FREE(vj);
+    }
     if (r == MLSTACK_OK) {
         m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
         if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -9533,6 +9546,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
 }
 
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }
+MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *m) { return m ? m->tok : NULL; }
 
 MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *m, int index, mlstack_tensor *out) {
     if (!m || !out || index < 0 || index >= m->st.n_tensors) return MLSTACK_ERR_INVALID_ARG;
