@@ -23,7 +23,7 @@ ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h
 
-.PHONY: all test asan run bench clean model compile-tests fuzz
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay
 all: $(B)/mlstack $(EXAMPLES)
 
 $(B)/mlstack: tools/mlstack.c mlstack.h
@@ -68,7 +68,16 @@ $(B)/compile/ok: mlstack.h tests/compile/*.c tests/compile/*.cpp
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@touch $@
 
-test: all compile-tests $(TEST_BINS) $(ASAN_BINS) model
+# Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;
+# tools/fuzz.sh runs them under libFuzzer for longer.
+FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+$(B)/fuzz/replay_%: tests/fuzz/%.c mlstack.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
+fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
+
+test: all compile-tests fuzz-replay $(TEST_BINS) $(ASAN_BINS) model
 	@echo "== tests (plain, then ASan+UBSan) =="
 	@bash tests/run.sh $(TEST_BINS) $(ASAN_BINS)
 

@@ -407,6 +407,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *engine, mlstack_gene
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1046,6 +1047,15 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
     return MLSTACK_OK;
 }
 
+/* strtod on a JSON number literal (NUL-terminated, writable) whatever LC_NUMERIC the program set:
+   the '.' is swapped for the locale's decimal point first. */
+static double mlstack__json_strtod(char *s) {
+    const char *dp = localeconv()->decimal_point;
+    char *dot = strchr(s, '.');
+    if (dot && dp && dp[0] && dp[0] != '.' && !dp[1]) *dot = dp[0];
+    return strtod(s, NULL);
+}
+
 static mlstack_result mlstack__json_number(mlstack__json_parser *p, mlstack__json *v) {
     size_t start = p->pos, i = p->pos;
     int is_int = 1;
@@ -1078,12 +1088,12 @@ static mlstack_result mlstack__json_number(mlstack__json_parser *p, mlstack__jso
         if (!c) return MLSTACK__FAIL(p->err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", p->what);
         memcpy(c, p->s + start, i - start);
         c[i - start] = 0;
-        v->num = strtod(c, NULL);
+        v->num = mlstack__json_strtod(c);
         is_int = 0;
     } else {
         memcpy(buf, p->s + start, i - start);
         buf[i - start] = 0;
-        v->num = strtod(buf, &endp);
+        v->num = mlstack__json_strtod(buf);
         if (is_int) {
             long long ll;
             errno = 0;
@@ -1370,7 +1380,8 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
             if (!mlstack__json_u64(d, &dim) || dim > ((uint64_t)1 << 53))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                                      "%s: tensor %s: shape[%d] is %.*s (expected a non-negative integer below 2^53)",
-                                     what, t->key, k, (int)(d->len > 40 ? 40 : d->len), d->type == MLSTACK__JSON_NUMBER || d->type == MLSTACK__JSON_STRING ? d->str : "a non-number");
+                                     what, t->key, k, d->type == MLSTACK__JSON_NUMBER ? (int)(d->len > 40 ? 40 : d->len) : 12,
+                                     d->type == MLSTACK__JSON_NUMBER ? d->str : "not a number");
             if (mlstack__mul_overflows(numel, dim, &numel))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: element count overflows 64 bits", what, t->key);
             x->shape[k] = (int64_t)dim;
@@ -1406,15 +1417,22 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
         if (!order) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
         for (i = 0; i < n; i++) order[i] = &out[first + i];
         qsort(order, (size_t)n, sizeof *order, mlstack__st_cmp_range);
-        for (i = 1; i < n; i++) {
-            if (order[i]->begin < order[i - 1]->end && order[i]->begin < order[i]->end) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                  "%s: tensors %s [%llu, %llu) and %s [%llu, %llu) overlap in the data area", what,
-                                  order[i - 1]->name, (unsigned long long)order[i - 1]->begin,
-                                  (unsigned long long)order[i - 1]->end, order[i]->name,
-                                  (unsigned long long)order[i]->begin, (unsigned long long)order[i]->end);
-                MLSTACK_FREE(order);
-                return r;
+        {
+            /* sorted by begin: a range overlaps an earlier one iff it starts before the furthest
+               end seen so far; empty tensors occupy no bytes and may sit anywhere */
+            const mlstack__st_tensor *reach = NULL;
+            for (i = 0; i < n; i++) {
+                const mlstack__st_tensor *cur = order[i];
+                if (cur->begin == cur->end) continue;
+                if (reach && cur->begin < reach->end) {
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                      "%s: tensors %s [%llu, %llu) and %s [%llu, %llu) overlap in the data area", what,
+                                      reach->name, (unsigned long long)reach->begin, (unsigned long long)reach->end,
+                                      cur->name, (unsigned long long)cur->begin, (unsigned long long)cur->end);
+                    MLSTACK_FREE(order);
+                    return r;
+                }
+                if (!reach || cur->end > reach->end) reach = cur;
             }
         }
         MLSTACK_FREE(order);
@@ -9025,8 +9043,9 @@ static mlstack_result mlstack__cfg_int(const mlstack__json *root, const char *ke
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing required field \"%s\"", file, key);
     }
     if (!mlstack__json_int(v, &x) || x <= 0 || x > (1 << 30))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" is %.*s (expected a positive integer)", file,
-                             key, (int)(v->type == MLSTACK__JSON_NUMBER || v->type == MLSTACK__JSON_STRING ? (v->len > 40 ? 40 : v->len) : 7), v->type == MLSTACK__JSON_NUMBER || v->type == MLSTACK__JSON_STRING ? v->str : "not a number");
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" is %.*s (expected a positive integer up to 2^30)",
+                             file, key, v->type == MLSTACK__JSON_NUMBER ? (int)(v->len > 40 ? 40 : v->len) : 12,
+                             v->type == MLSTACK__JSON_NUMBER ? v->str : "not a number");
     *out = (int)x;
     return MLSTACK_OK;
 }
@@ -9129,6 +9148,10 @@ static mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__j
     }
     if (c->head_dim % 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_dim %d must be even for rotary embeddings", file, c->head_dim);
+    /* q/k/v widths are ints everywhere after this (n_kv_heads <= n_heads: it divides it) */
+    if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
+                             c->n_heads, c->head_dim);
     v = mlstack__json_get(root, "hidden_act");
     if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: hidden_act = \"%.40s\" is not supported (expected \"silu\")",
@@ -9249,6 +9272,15 @@ static void *mlstack__model_own(mlstack_model *m, size_t bytes) {
     return p;
 }
 
+/* "[a, b, ...]" into buf, for messages. */
+static const char *mlstack__shape_str(char *buf, size_t cap, int n_dims, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    int k;
+    for (k = 0; k < n_dims && n < cap; k++) n += (size_t)snprintf(buf + n, cap - n, k ? ", %lld" : "%lld", (long long)shape[k]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
 /* Finds a tensor and checks its shape against (d0[, d1]); n_dims 1 or 2. */
 static mlstack_result mlstack__model_tensor(mlstack_model *m, const char *name, int n_dims, int64_t d0, int64_t d1,
                                             const mlstack__st_tensor **out, mlstack_error *err) {
@@ -9260,11 +9292,15 @@ static mlstack_result mlstack__model_tensor(mlstack_model *m, const char *name, 
     if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
                              m->path, name, mlstack__dtype_names[t->dtype]);
-    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has shape [%lld%s%lld] but config.json implies [%lld%s%lld]",
-                             m->path, name, (long long)t->shape[0], t->n_dims > 1 ? ", " : "",
-                             (long long)(t->n_dims > 1 ? t->shape[1] : 0), (long long)d0, n_dims == 2 ? ", " : "",
-                             (long long)(n_dims == 2 ? d1 : 0));
+    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1)) {
+        char have[200], want[64];
+        int64_t w[2];
+        w[0] = d0;
+        w[1] = d1;
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has shape %s but config.json implies %s", m->path,
+                             name, mlstack__shape_str(have, sizeof have, t->n_dims, t->shape),
+                             mlstack__shape_str(want, sizeof want, n_dims, w));
+    }
     m->n_params += (uint64_t)(t->end - t->begin) / (uint64_t)mlstack__dtype_sizes[t->dtype];
     m->weight_bytes += t->end - t->begin;
     *out = t;
