@@ -1605,8 +1605,16 @@ static void mlstack__st_view(const mlstack__st *st, const mlstack__st_tensor *t,
 /* ==== 5. UNICODE ==== */  /* >>unicode */
 
 /* Code points, properties and normalization.
-   Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The property tables below are
-   generated (see tools/gen_unicode.py for the versions and why normalization is older). */
+   Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The tables below are generated
+   by tools/gen_unicode.py (rerun it to regenerate them in place).
+   Unicode versions, and why they differ:
+   - categories, White_Space, Alphabetic, case mapping and folding: UCD 15.0 (Debian unicode-data).
+     Oniguruma in tokenizers 0.23 knows Unicode 16.0: the ~5,200 code points first assigned in
+     16.0 (Garay, Todhri, new symbols...) are Cn here but letters/symbols to onig, so a Split on
+     text in those scripts can differ. Python 3.11's unicodedata is 14.0.
+   - normalization (decompositions, combining classes, compositions) and the StripAccents mark
+     set: cut at Unicode 9.0, because tokenizers normalizes with unicode-normalization-alignments,
+     whose tables are 9.0; characters assigned later pass through unchanged there, and here. */
 
 enum {
     MLSTACK__UC_Lu, MLSTACK__UC_Ll, MLSTACK__UC_Lt, MLSTACK__UC_Lm, MLSTACK__UC_Lo,
@@ -5794,7 +5802,7 @@ static int mlstack__re_quantify(mlstack__re_comp *c, int start, int32_t mn, int3
     if (total > MLSTACK__RE_MAX_INST - c->re->n_prog) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large after expanding repeats", at);
     body = (mlstack__re_inst *)MLSTACK_MALLOC((size_t)(blen ? blen : 1) * sizeof *body);
     if (!body) return MLSTACK__RE_OOM(c);
-    memcpy(body, c->re->prog + start, (size_t)blen * sizeof *body);
+    if (blen) memcpy(body, c->re->prog + start, (size_t)blen * sizeof *body);
     c->re->n_prog = start;
     if (mode == MLSTACK__RE_POSSESSIVE && (look = mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, MLSTACK__RE_ATOMIC)) < 0) goto done;
     if (mx == MLSTACK__RE_INF) {

@@ -167,6 +167,7 @@ static void test_case(void) {
         if ((n != k || memcmp(out, want, k * sizeof(uint32_t))) && bad++ < 5) printf("  lower(U+%04X) differs\n", cp);
     }
     /* Rust's tables may be newer than ours: allow a few characters of Unicode 15/16 */
+    if (bad) printf("  note: %d lowercase mappings differ (Unicode version)\n", bad);
     CHECKF(bad <= 40, "%d of %d lowercase mappings differ from tokenizers", bad, lines);
     free(text);
     CHECK(mlstack__ulower('A') == 'a' && mlstack__uupper(0xE9) == 0xC9 && mlstack__ulower(0x130) == 0x69);

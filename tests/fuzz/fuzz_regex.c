@@ -1,0 +1,61 @@
+/* Fuzz target for the regex compiler and matcher. Input: pattern, a NUL byte, then the subject
+   (no NUL: the whole input is the pattern and also the subject). Also normalizes the subject.
+   Build with libFuzzer:  clang -g -O1 -fsanitize=fuzzer,address,undefined -DMLSTACK_LIBFUZZER -I. tests/fuzz/fuzz_regex.c
+   Without it, main() replays the files named on the command line. */
+#define MLSTACK_IMPLEMENTATION
+#define MLSTACK_REGEX_STEP_BASE 200000u
+#include "mlstack.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const char *s = (const char *)data;
+    const uint8_t *nul = (const uint8_t *)memchr(data, 0, size);
+    size_t plen = nul ? (size_t)(nul - data) : size;
+    const char *subj = nul ? s + plen + 1 : s;
+    size_t n = nul ? size - plen - 1 : size, pos = 0, b, e;
+    mlstack__regex *re;
+    mlstack_error err;
+    int steps = 0;
+    char *out;
+    size_t on;
+    if (mlstack__unorm((int)(size % 4), subj, n, &out, &on) == MLSTACK_OK) free(out);
+    if (mlstack__regex_compile(s, plen, &re, &err) != MLSTACK_OK) return 0;
+    while (pos <= n && steps++ < 1000) {
+        int r = mlstack__regex_search(re, subj, n, pos, &b, &e);
+        if (r <= 0) break;
+        if (b < pos || e < b || e > n) abort();
+        if (e > b) {
+            pos = e;
+        } else {
+            uint32_t cp;
+            if (b >= n) break;
+            pos = b + (size_t)mlstack__utf8_decode((const unsigned char *)subj + b, n - b, &cp);
+        }
+    }
+    mlstack__regex_free(re);
+    return 0;
+}
+
+#ifndef MLSTACK_LIBFUZZER
+int main(int argc, char **argv) {
+    int i;
+    for (i = 1; i < argc; i++) {
+        FILE *f = fopen(argv[i], "rb");
+        unsigned char *buf;
+        long len;
+        if (!f) continue;
+        fseek(f, 0, SEEK_END);
+        len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        buf = (unsigned char *)malloc(len > 0 ? (size_t)len : 1);
+        if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) LLVMFuzzerTestOneInput(buf, (size_t)len);
+        free(buf);
+        fclose(f);
+    }
+    printf("replayed %d inputs\n", argc - 1);
+    return 0;
+}
+#endif
