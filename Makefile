@@ -71,7 +71,7 @@ $(B)/compile/ok: mlstack.h tests/compile/*.c tests/compile/*.cpp
 # Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;
 # tools/fuzz.sh runs them under libFuzzer for longer.
 FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
-$(B)/fuzz/replay_%: tests/fuzz/%.c mlstack.h
+$(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))

@@ -39,23 +39,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef MLSTACK_LIBFUZZER
-int main(int argc, char **argv) {
-    int i;
-    for (i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        unsigned char *buf;
-        long len;
-        if (!f) continue;
-        fseek(f, 0, SEEK_END);
-        len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        buf = (unsigned char *)malloc(len > 0 ? (size_t)len : 1);
-        if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) LLVMFuzzerTestOneInput(buf, (size_t)len);
-        free(buf);
-        fclose(f);
-    }
-    printf("replayed %d inputs\n", argc - 1);
-    return 0;
-}
-#endif
+#define FZ_NAME "fuzz_regex"
+#include "replay.h"

@@ -34,21 +34,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef MLSTACK_LIBFUZZER
-int main(int argc, char **argv) {
-    int i;
-    for (i = 1; i < argc; i++) {
-        char *buf = NULL;
-        size_t len = 0;
-        mlstack_error err;
-        if (mlstack__read_file(argv[i], (size_t)64 << 20, &buf, &len, &err) != MLSTACK_OK) {
-            fprintf(stderr, "%s\n", err.message);
-            return 1;
-        }
-        LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
-        free(buf);
-        printf("ok %s\n", argv[i]);
-    }
-    return 0;
-}
-#endif
+#define FZ_NAME "fuzz_tokenizer"
+#include "replay.h"
