@@ -14,10 +14,17 @@ static const char *USAGE =
     "  eval  -m DIR --ids 1,2,3 [--all]      print logits, one row per position (%.6g, space-separated);\n"
     "                                        only the last position without --all\n"
     "  info  -m DIR                          architecture, sizes, dtypes and memory plan\n"
+    "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)\n"
+    "                                        ids (and pieces) as Hugging Face tokenizers gives them;\n"
+    "                                        needs only tokenizer.json (+ tokenizer_config.json)\n"
     "\n"
     "options:\n"
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
-    "  -p, --prompt TEXT        prompt text (needs tokenizer.json in DIR)\n"
+    "  -p, --prompt TEXT        prompt text (needs tokenizer.json in DIR); BOS/EOS added as the\n"
+    "                           tokenizer's post-processor says, unless --no-special\n"
+    "  -f, --file FILE          (tokenize) read the text from FILE, byte for byte\n"
+    "      --ids-only           (tokenize) print only the ids, space-separated on one line\n"
+    "      --no-special         encode without adding special tokens (add_special_tokens=False)\n"
     "      --ids LIST           prompt as comma-separated token ids\n"
     "  -n, --n-predict N        tokens to generate (default 64; 0 = until EOS or the context is full)\n"
     "  -t, --threads N          worker threads (default: all online CPUs)\n"
@@ -36,7 +43,8 @@ static const char *USAGE =
     "  -h, --help               this text\n";
 
 typedef struct opts {
-    const char *cmd, *model, *prompt, *ids, *isa;
+    const char *cmd, *model, *prompt, *ids, *isa, *file;
+    int ids_only, no_special;
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
@@ -96,6 +104,10 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
+        else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
+        else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
+        else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
+        else if (a[0] != '-' && !o->prompt) o->prompt = a;
         else if (FLAG("--quant", "--quant")) {
             NEED_V();
             if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
@@ -162,30 +174,79 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
     return 0;
 }
 
-static int print_id(void *user, int32_t tok) {
-    (void)user;
-    printf(" %d", (int)tok);
+/* Streams generated tokens: text through the tokenizer's streaming decoder, ids otherwise. */
+typedef struct stream {
+    mlstack_detok *detok;
+} stream;
+
+static int on_token(void *user, int32_t tok) {
+    stream *st = (stream *)user;
+    const char *text;
+    size_t len;
+    if (!st->detok) {
+        printf(" %d", (int)tok);
+    } else if (mlstack_detok_push(st->detok, tok, &text, &len) == MLSTACK_OK && len) {
+        fwrite(text, 1, len, stdout);
+    }
     fflush(stdout);
     return 0;
+}
+
+/* Prompt ids from --ids, or -p text through the model's tokenizer (special tokens added as
+   the tokenizer's post-processor says). Returns the count, or -1 after printing why. */
+static int prompt_ids(const opts *o, mlstack_model *m, int32_t **ids) {
+    mlstack_tokenizer *tok = mlstack_model_tokenizer(m);
+    size_t n = 0, len;
+    mlstack_result r;
+    if (o->ids) {
+        int k = parse_ids(o->ids, ids);
+        if (k <= 0) fprintf(stderr, "mlstack: bad --ids list: %s\n", o->ids);
+        return k > 0 ? k : -1;
+    }
+    if (!o->prompt) {
+        fprintf(stderr, "mlstack: %s needs a prompt: -p TEXT or --ids 1,2,3\n", o->cmd);
+        return -1;
+    }
+    if (!tok) {
+        fprintf(stderr, "mlstack: %s has no tokenizer.json: give the prompt as --ids\n", o->model);
+        return -1;
+    }
+    len = strlen(o->prompt);
+    r = mlstack_tokenizer_encode(tok, o->prompt, len, o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL, NULL, 0, &n);
+    if (r != MLSTACK_OK && r != MLSTACK_ERR_LIMIT) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_tokenizer_error(tok));
+        return -1;
+    }
+    *ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!*ids || mlstack_tokenizer_encode(tok, o->prompt, len, o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL, *ids, n, &n) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", *ids ? mlstack_tokenizer_error(tok) : "out of memory");
+        return -1;
+    }
+    if (n == 0) fprintf(stderr, "mlstack: the prompt encodes to no tokens\n");
+    return n ? (int)n : -1;
 }
 
 static int cmd_run(const opts *o) {
     mlstack_model *m;
     mlstack_engine *e;
     mlstack_generate_desc g;
+    stream st;
     int32_t *ids = NULL, seq;
     int n, rc;
     double load_s;
-    if (o->prompt && !o->ids) return die("%s", "text prompts need the tokenizer, which is not built in yet: use --ids");
-    if (!o->ids) return die("%s", "run needs a prompt: --ids 1,2,3");
-    n = parse_ids(o->ids, &ids);
+    if (!o->ids && !o->prompt) return die("%s", "run needs a prompt: -p TEXT or --ids 1,2,3");
+    if ((rc = open_model(o, &m, &e, &load_s)) != 0) return rc;
+    n = prompt_ids(o, m, &ids);
     if (n <= 0) {
         free(ids);
-        return die("bad --ids list: %s", o->ids);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return 1;
     }
-    if ((rc = open_model(o, &m, &e, &load_s)) != 0) {
-        free(ids);
-        return rc;
+    memset(&st, 0, sizeof st);
+    if (mlstack_model_tokenizer(m) && !o->ids) {
+        mlstack_detok_init(mlstack_model_tokenizer(m), MLSTACK_DECODE_SKIP_SPECIAL, &st.detok);
+        fputs(o->prompt, stdout);
     }
     mlstack_engine_seq_new(e, &seq);
     memset(&g, 0, sizeof g);
@@ -195,16 +256,80 @@ static int cmd_run(const opts *o) {
     g.max_tokens = o->n_predict;
     g.sampler = &o->sd;
     g.ignore_eos = o->ignore_eos;
-    g.on_token = print_id;
+    g.on_token = on_token;
+    g.user = &st;
     rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
+    if (st.detok) {
+        const char *text;
+        size_t len;
+        if (mlstack_detok_flush(st.detok, &text, &len) == MLSTACK_OK && len) fwrite(text, 1, len, stdout);
+        mlstack_detok_free(st.detok);
+    }
     printf("\n");
     if (rc) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
     fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
-            mlstack_engine_kernels(e), load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0, g.n_generated,
-            g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
+            mlstack_engine_kernels(e), load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0,
+            g.n_generated, g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
     mlstack_engine_free(e);
     mlstack_model_close(m);
     free(ids);
+    return rc;
+}
+
+/* tokenize: needs only tokenizer.json (+ tokenizer_config.json) in DIR. Text from -p, -f FILE
+   (bytes as they are) or the first free argument. */
+static int cmd_tokenize(const opts *o) {
+    mlstack_tokenizer *tok;
+    mlstack_error err;
+    char *text = NULL;
+    size_t len = 0, n = 0, i;
+    int32_t *ids = NULL;
+    int rc = 0, flags = o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL;
+    if (!o->model) return die("%s", "tokenize needs -m DIR");
+    if (o->file) {
+        FILE *f = fopen(o->file, "rb");
+        size_t cap = 1 << 16;
+        if (!f) return die("cannot open %s", o->file);
+        text = (char *)malloc(cap);
+        while (text) {
+            size_t got = fread(text + len, 1, cap - len, f);
+            len += got;
+            if (len < cap) break;
+            text = (char *)realloc(text, cap *= 2);
+        }
+        fclose(f);
+        if (!text) return die("%s", "out of memory");
+    } else if (o->prompt) {
+        len = strlen(o->prompt);
+        text = (char *)malloc(len + 1);
+        if (!text) return die("%s", "out of memory");
+        memcpy(text, o->prompt, len);
+    } else {
+        return die("%s", "tokenize needs TEXT, -p TEXT or -f FILE");
+    }
+    if (mlstack_tokenizer_open(o->model, &tok, &err) != MLSTACK_OK) {
+        free(text);
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    if (mlstack_tokenizer_encode(tok, text, len, flags, NULL, 0, &n) != MLSTACK_ERR_LIMIT && n) rc = 1;
+    ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+    if (rc || !ids || mlstack_tokenizer_encode(tok, text, len, flags, ids, n, &n) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", ids ? mlstack_tokenizer_error(tok) : "out of memory");
+        rc = 1;
+    } else if (o->ids_only) {
+        for (i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+        printf("\n");
+    } else {
+        for (i = 0; i < n; i++) {
+            size_t pl = 0;
+            const char *piece = mlstack_tokenizer_id_to_token(tok, ids[i], &pl);
+            printf("%6d  %.*s\n", (int)ids[i], (int)pl, piece ? piece : "");
+        }
+    }
+    free(ids);
+    free(text);
+    mlstack_tokenizer_close(tok);
     return rc;
 }
 
@@ -302,6 +427,7 @@ int main(int argc, char **argv) {
     }
     if (r) return r;
     if (strcmp(o.cmd, "run") == 0) return cmd_run(&o);
+    if (strcmp(o.cmd, "tokenize") == 0) return cmd_tokenize(&o);
     if (strcmp(o.cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(o.cmd, "info") == 0) return cmd_info(&o);
     return die("unknown command '%s' (see mlstack --help)", o.cmd);
