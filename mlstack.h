@@ -199,6 +199,11 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *model, mlstack_mode
 /* The model folder's tokenizer (tokenizer.json, or vocab.json + merges.txt), loaded by
    mlstack_model_open; NULL when the folder has none. Owned by the model. */
 MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *model);
+/* Writes the model as loaded (quantized weights included) to folder `dir` (created if needed):
+   model.safetensors plus copies of the source folder's config, tokenizer and template files.
+   mlstack_model_open on `dir` then loads the quantized weights directly, without requantizing.
+   Thread safety: any thread; the model is only read. */
+MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
    as long as the model. */
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *model);
@@ -530,6 +535,37 @@ static double mlstack__now(void) {
     return (double)clock() / CLOCKS_PER_SEC;
 #endif
 }
+
+/* Growable byte buffer (text building, typed arrays). Functions return 0 when out of memory. */
+typedef struct mlstack__buf {
+    char *p;
+    size_t n, cap;
+} mlstack__buf;
+static int mlstack__buf_reserve(mlstack__buf *b, size_t extra) {
+    size_t need, cap;
+    char *p;
+    if (b->cap - b->n >= extra) return 1;
+    if (extra > ((size_t)-1) / 2 - b->n) return 0;
+    need = b->n + extra;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need) cap *= 2;
+    p = (char *)MLSTACK_REALLOC(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+static int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
+    if (!mlstack__buf_reserve(b, n)) return 0;
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 1;
+}
+static int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
+/* Typed arrays on top of mlstack__buf. */
+#define MLSTACK__VEC_PUSH(buf, type, val) \
+    (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
+
 
 /* Whole-file reads (small text files: JSON configs). */
 static mlstack_result mlstack__read_file(const char *path, size_t limit, char **out, size_t *out_len,
@@ -6391,36 +6427,6 @@ static const char *const mlstack__qwen2_pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
-/* ---- small growable buffers ---- */
-typedef struct mlstack__buf {
-    char *p;
-    size_t n, cap;
-} mlstack__buf;
-static int mlstack__buf_reserve(mlstack__buf *b, size_t extra) {
-    size_t need, cap;
-    char *p;
-    if (b->cap - b->n >= extra) return 1;
-    if (extra > ((size_t)-1) / 2 - b->n) return 0;
-    need = b->n + extra;
-    cap = b->cap ? b->cap : 256;
-    while (cap < need) cap *= 2;
-    p = (char *)MLSTACK_REALLOC(b->p, cap);
-    if (!p) return 0;
-    b->p = p;
-    b->cap = cap;
-    return 1;
-}
-static int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
-    if (!mlstack__buf_reserve(b, n)) return 0;
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 1;
-}
-static int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
-/* Typed arrays on top of mlstack__buf. */
-#define MLSTACK__VEC_PUSH(buf, type, val) \
-    (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
-
 /* Hash of bytes (FNV-1a, 32-bit). */
 static uint32_t mlstack__hash(const char *s, size_t n) {
     uint32_t h = 2166136261u;
@@ -8565,6 +8571,14 @@ static void mlstack__rope(float *v, int Dh, int pos, const float *inv_freq) {
 
 static float mlstack__silu(float x) { return x / (1.0f + expf(-x)); }
 
+/* gcc 12 in C++ mode warns inside its own AVX-512 intrinsics (self-initialised "undefined"
+   vectors, GCC bug 105593); the x86 kernel sections are compiled with that warning off. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 /* ==== 10. KERNELS AVX2 ==== */  /* >>avx2 */
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as section 9. Reduction order
@@ -8722,6 +8736,15 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define MLSTACK__T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
+/* Horizontal sum in a fixed tree (gcc 12's _mm512_reduce_add_ps trips -Wuninitialized in C++). */
+static MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+
 static MLSTACK__T_AVX512 __m512 mlstack__ld16_f32(const unsigned char *r, int i, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, (const float *)(const void *)r + i);
 }
@@ -8754,7 +8777,7 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
                         acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, x + (size_t)(b + j) * n + n16), acc[j]); \
                 }                                                                                                   \
                 for (j = 0; j < nr; j++) {                                                                          \
-                    float v = _mm512_reduce_add_ps(acc[j]);                                                         \
+                    float v = mlstack__hsum512(acc[j]);                                                         \
                     if (w->bias) v += w->bias[o];                                                                   \
                     y[(size_t)(b + j) * w->n_out + o] = v;                                                          \
                 }                                                                                                   \
@@ -8813,7 +8836,7 @@ static MLSTACK__T_AVX512 float mlstack__dot_avx512(const float *a, const float *
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
     }
-    return _mm512_reduce_add_ps(acc);
+    return mlstack__hsum512(acc);
 }
 static MLSTACK__T_AVX512 void mlstack__axpy_avx512(float *y, float a, const float *x, int n) {
     __m512 av = _mm512_set1_ps(a);
@@ -8856,6 +8879,10 @@ static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack_
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512};
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic pop
 #endif
 
 /* ==== 12. KERNEL DISPATCH ==== */  /* >>dispatch */
@@ -9483,6 +9510,152 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
     }
     mlstack__pool_free(&pool);
     return MLSTACK_OK;
+}
+
+/* Writes dir/model.safetensors with every tensor the model uses, quantized projections as U8
+   [n_out, row bytes] marked "mlstack.quant.<name>" in the metadata, and copies the folder's
+   other files (config, generation config, tokenizer, chat template) beside it. Tensors are
+   laid out 4-byte types first, then 2-byte, then quantized rows, so each stays aligned. */
+static mlstack__weight *mlstack__model_weight_named(mlstack_model *m, const char *name) {
+    int l;
+    if (m->lm_head.name && strcmp(m->lm_head.name, name) == 0) return &m->lm_head;
+    for (l = 0; l < m->cfg.n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        mlstack__weight *ws[7];
+        int i;
+        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+        for (i = 0; i < 7; i++)
+            if (ws[i]->name && strcmp(ws[i]->name, name) == 0) return ws[i];
+    }
+    return NULL;
+}
+
+typedef struct mlstack__save_item {
+    const char *name;
+    const char *dtype;
+    int n_dims;
+    int64_t shape[MLSTACK_MAX_DIMS];
+    const void *data;
+    uint64_t bytes;
+    int rank; /* layout order: 0 for 4-byte types, 1 for 2-byte, 2 for quantized */
+} mlstack__save_item;
+
+static int mlstack__save_cmp(const void *a, const void *b) {
+    const mlstack__save_item *x = (const mlstack__save_item *)a, *y = (const mlstack__save_item *)b;
+    if (x->rank != y->rank) return x->rank - y->rank;
+    return strcmp(x->name, y->name);
+}
+
+static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
+    char *buf = NULL;
+    size_t len;
+    FILE *f;
+    mlstack_result r = mlstack__read_file(from, (size_t)1 << 30, &buf, &len, err);
+    if (r != MLSTACK_OK) return r;
+    f = fopen(to, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
+    if (f && fclose(f) != 0 && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
+    MLSTACK_FREE(buf);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
+    static const char *const side[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                       "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt"};
+    mlstack__save_item *items;
+    mlstack__buf hdr;
+    int ok = 1;
+    mlstack_result r = MLSTACK_OK;
+    char *path = NULL;
+    FILE *f = NULL;
+    int n = 0, i, k, extra_head;
+    uint64_t off = 0;
+    size_t s;
+    if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* a quantized copy of a tied head has no tensor of its own in the source */
+    extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
+    items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
+    if (!items) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (i = 0; i < m->st.n_tensors + extra_head; i++) {
+        const mlstack__st_tensor *t = i < m->st.n_tensors ? &m->st.tensors[i] : NULL;
+        const mlstack__weight *w = mlstack__model_weight_named(m, t ? t->name : "lm_head.weight");
+        mlstack__save_item *it = &items[n];
+        if (t && m->cfg.tied && strcmp(t->name, "lm_head.weight") == 0 && extra_head) continue;
+        it->name = t ? t->name : "lm_head.weight";
+        if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0)) {
+            it->dtype = "U8";
+            it->n_dims = 2;
+            it->shape[0] = w->n_out;
+            it->shape[1] = (int64_t)w->row_bytes;
+            it->data = w->data;
+            it->bytes = (uint64_t)w->n_out * w->row_bytes;
+            it->rank = 2;
+        } else {
+            it->dtype = mlstack__dtype_names[t->dtype];
+            it->n_dims = t->n_dims;
+            for (k = 0; k < t->n_dims; k++) it->shape[k] = t->shape[k];
+            it->data = m->st.files[t->file].data + t->begin;
+            it->bytes = t->end - t->begin;
+            it->rank = mlstack__dtype_sizes[t->dtype] >= 4 ? 0 : mlstack__dtype_sizes[t->dtype] == 2 ? 1 : 2;
+        }
+        n++;
+    }
+    qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
+    memset(&hdr, 0, sizeof hdr);
+    ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
+    for (i = 0; i < n; i++) {
+        const mlstack__weight *w = items[i].rank == 2 ? mlstack__model_weight_named(m, items[i].name) : NULL;
+        if (!w) continue;
+        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
+        ok &= mlstack__buf_puts(&hdr, items[i].name);
+        ok &= mlstack__buf_puts(&hdr, w->wtype == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_0\"");
+    }
+    ok &= mlstack__buf_puts(&hdr, "}");
+    for (i = 0; i < n; i++) {
+        char tmp[64];
+        ok &= mlstack__buf_puts(&hdr, ",\"");
+        ok &= mlstack__buf_puts(&hdr, items[i].name);
+        ok &= mlstack__buf_puts(&hdr, "\":{\"dtype\":\"");
+        ok &= mlstack__buf_puts(&hdr, items[i].dtype);
+        ok &= mlstack__buf_puts(&hdr, "\",\"shape\":[");
+        for (k = 0; k < items[i].n_dims; k++) {
+            snprintf(tmp, sizeof tmp, k ? ",%lld" : "%lld", (long long)items[i].shape[k]);
+            ok &= mlstack__buf_puts(&hdr, tmp);
+        }
+        snprintf(tmp, sizeof tmp, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                 (unsigned long long)(off + items[i].bytes));
+        ok &= mlstack__buf_puts(&hdr, tmp);
+        off += items[i].bytes;
+    }
+    ok &= mlstack__buf_puts(&hdr, "}");
+    while (ok && hdr.n % 8) ok &= mlstack__buf_puts(&hdr, " ");
+    if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    path = mlstack__path_join(dir, "model.safetensors");
+    if (r == MLSTACK_OK && (!path || !(f = fopen(path, "wb"))))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", path ? path : dir, strerror(errno));
+    if (r == MLSTACK_OK) {
+        unsigned char le[8];
+        uint64_t hl = hdr.n;
+        for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
+        if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr.p, 1, hdr.n, f) != hdr.n) r = MLSTACK_ERR_IO;
+        for (i = 0; r == MLSTACK_OK && i < n; i++)
+            if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
+        if (fclose(f) != 0) r = MLSTACK_ERR_IO;
+        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    }
+    MLSTACK_FREE(path);
+    MLSTACK_FREE(hdr.p);
+    MLSTACK_FREE(items);
+    for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
+        char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
+        if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (mlstack__file_exists(from) && strcmp(from, to) != 0) r = mlstack__copy_file(from, to, err);
+        MLSTACK_FREE(from);
+        MLSTACK_FREE(to);
+    }
+    return r;
 }
 
 /* Reads and parses dir/name into doc; a missing optional file leaves doc empty. */

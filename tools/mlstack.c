@@ -14,6 +14,7 @@ static const char *USAGE =
     "  eval  -m DIR --ids 1,2,3 [--all]      print logits, one row per position (%.6g, space-separated);\n"
     "                                        only the last position without --all\n"
     "  info  -m DIR                          architecture, sizes, dtypes and memory plan\n"
+    "  quantize -m DIR --quant q8_0|q4_0 -o OUT   write a folder whose weights load already quantized\n"
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)\n"
     "                                        ids (and pieces) as Hugging Face tokenizers gives them;\n"
     "                                        needs only tokenizer.json (+ tokenizer_config.json)\n"
@@ -44,6 +45,7 @@ static const char *USAGE =
 
 typedef struct opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file;
+    const char *out;
     int ids_only, no_special;
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
@@ -105,6 +107,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
         else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
+        else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
         else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
         else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
         else if (a[0] != '-' && !o->prompt) o->prompt = a;
@@ -164,6 +167,8 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
         ed.n_threads = o->threads;
         ed.max_seqs = 1;
         ed.isa = o->isa;
+        /* eval exists to check logits against references: keep keys and values exact */
+        if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
         if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             mlstack_model_close(*m);
@@ -273,6 +278,24 @@ static int cmd_run(const opts *o) {
     mlstack_engine_free(e);
     mlstack_model_close(m);
     free(ids);
+    return rc;
+}
+
+/* quantize: open with --quant, write the folder with mlstack_model_save. */
+static int cmd_quantize(const opts *o) {
+    mlstack_model *m;
+    mlstack_error err;
+    int rc;
+    double t0 = mlstack__now();
+    if (!o->out) return die("%s", "quantize needs -o OUT_DIR");
+    if (!o->quant) return die("%s", "quantize needs --quant q8_0 or q4_0");
+    if ((rc = open_model(o, &m, NULL, NULL)) != 0) return rc;
+    fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack__now() - t0, o->out);
+    if (mlstack_model_save(m, o->out, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    }
+    mlstack_model_close(m);
     return rc;
 }
 
@@ -389,7 +412,7 @@ static int cmd_info(const opts *o) {
         mlstack_tensor t;
         if (mlstack_model_tensor_at(m, i, &t) == MLSTACK_OK) counts[t.dtype]++;
     }
-    kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 4;
+    kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 2;
     printf("model          %s\n", o->model);
     printf("architecture   %s\n", in.architecture);
     printf("layers         %d\n", in.n_layers);
@@ -406,7 +429,7 @@ static int cmd_info(const opts *o) {
     for (i = 0; i < MLSTACK_DTYPE_COUNT_; i++)
         if (counts[i]) printf(" %d %s", counts[i], mlstack_dtype_name((mlstack_dtype)i));
     printf(")\n");
-    printf("KV cache       %.1f KiB per token (f32); %.1f MiB for the default %d positions\n", kv_per_token / 1024.0,
+    printf("KV cache       %.1f KiB per token (f16); %.1f MiB for the default %d positions\n", kv_per_token / 1024.0,
            kv_per_token * (double)(in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096) / 1048576.0,
            in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096);
     mlstack_cpu_report(cpu, sizeof cpu);
@@ -428,6 +451,7 @@ int main(int argc, char **argv) {
     if (r) return r;
     if (strcmp(o.cmd, "run") == 0) return cmd_run(&o);
     if (strcmp(o.cmd, "tokenize") == 0) return cmd_tokenize(&o);
+    if (strcmp(o.cmd, "quantize") == 0) return cmd_quantize(&o);
     if (strcmp(o.cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(o.cmd, "info") == 0) return cmd_info(&o);
     return die("unknown command '%s' (see mlstack --help)", o.cmd);
