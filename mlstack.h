@@ -2385,7 +2385,11 @@ static void mlstack__isa_report(char *buf, size_t cap) {
 #endif
              c.avx2 ? "avx2 " : "", c.fma ? "fma " : "", c.f16c ? "f16c " : "", c.avx512f ? "avx512f " : "",
              c.avx512bw && c.avx512vl ? "avx512bw/vl " : "", c.avx512vnni ? "avx512vnni " : "",
-             c.avx512bf16 ? "avx512bf16 " : "", c.neon ? "neon " : "", c.neon_dot ? "dotprod" : "");
+             c.avx512bf16 ? "avx512bf16 " : "", c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
+    {
+        size_t n = strlen(buf);
+        while (n > 0 && buf[n - 1] == ' ') buf[--n] = 0;
+    }
 }
 
 /* ==== 14. QUANT ==== */  /* >>quant */
