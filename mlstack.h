@@ -2106,19 +2106,24 @@ static float32x4_t mlstack__ld4_bf16(const unsigned char *r, int i) {
 }
 
 /* Finishes one output element: the m < 16 tail elements (weights wt, already padded with zeros;
-   activations xt) into the same lanes, the fixed combine, the bias. */
-static float mlstack__neon_finish(float32x4_t *a, const float32x4_t *wt, const float *xt, int m, const float *bias) {
+   activations xt) into the same lanes, the fixed combine, the bias.
+   Accumulators pass by value so that the callers' stay in registers. */
+static float mlstack__neon_finish(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3, const float32x4_t *wt,
+                                  const float *xt, int m, const float *bias) {
     float v;
-    int l;
     if (m > 0) {
         float pad[16];
         memset(pad, 0, sizeof pad);
         memcpy(pad, xt, sizeof(float) * (size_t)m);
-        for (l = 0; l < 4; l++) a[l] = vfmaq_f32(a[l], wt[l], vld1q_f32(pad + 4 * l));
+        a0 = vfmaq_f32(a0, wt[0], vld1q_f32(pad));
+        a1 = vfmaq_f32(a1, wt[1], vld1q_f32(pad + 4));
+        a2 = vfmaq_f32(a2, wt[2], vld1q_f32(pad + 8));
+        a3 = vfmaq_f32(a3, wt[3], vld1q_f32(pad + 12));
     }
-    v = vaddvq_f32(vaddq_f32(vaddq_f32(a[0], a[1]), vaddq_f32(a[2], a[3])));
+    v = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
     return bias ? v + *bias : v;
 }
+#define MLSTACK__NEON_FINISH(A, XT) mlstack__neon_finish((A)[0], (A)[1], (A)[2], (A)[3], wtail, (XT), n - n16, bias)
 
 /* 16 weights w0..w3 times 16 activations at XP into the accumulators A[0..3] */
 #define MLSTACK__NEON_FMA16(A, XP)                                \
@@ -2132,7 +2137,7 @@ static float mlstack__neon_finish(float32x4_t *a, const float32x4_t *wt, const f
 /* Float-weight matmul: W row o (element size ESZ, converted by LOAD) against 4 activation rows
    per pass, or 1 for the last B mod 4; both do the same operations per element. */
 #define MLSTACK__MM_NEON(NAME, LOAD, WT, ESZ)                                                                   \
-    static void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) {              \
+    static void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) {               \
         int n = w->n_in, n16 = n & ~15, o, b, i, l;                                                             \
         for (o = o0; o < o1; o++) {                                                                             \
             const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
@@ -2146,7 +2151,8 @@ static float mlstack__neon_finish(float32x4_t *a, const float32x4_t *wt, const f
                 const float *x0 = x + (size_t)b * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;                  \
                 float *yb = y + (size_t)b * w->n_out + o;                                                       \
                 float32x4_t a0[4], a1[4], a2[4], a3[4];                                                         \
-                for (l = 0; l < 4; l++) a0[l] = a1[l] = a2[l] = a3[l] = vdupq_n_f32(0.0f);                      \
+                a0[0] = a0[1] = a0[2] = a0[3] = a1[0] = a1[1] = a1[2] = a1[3] = vdupq_n_f32(0.0f);              \
+                a2[0] = a2[1] = a2[2] = a2[3] = a3[0] = a3[1] = a3[2] = a3[3] = a0[0];                          \
                 if (B - b >= 4) {                                                                               \
                     for (i = 0; i < n16; i += 16) {                                                             \
                         float32x4_t w0 = LOAD(row, i), w1 = LOAD(row, i + 4), w2 = LOAD(row, i + 8),            \
@@ -2156,10 +2162,10 @@ static float mlstack__neon_finish(float32x4_t *a, const float32x4_t *wt, const f
                         MLSTACK__NEON_FMA16(a2, x2 + i);                                                        \
                         MLSTACK__NEON_FMA16(a3, x3 + i);                                                        \
                     }                                                                                           \
-                    yb[0] = mlstack__neon_finish(a0, wtail, x0 + n16, n - n16, bias);                           \
-                    yb[(size_t)w->n_out] = mlstack__neon_finish(a1, wtail, x1 + n16, n - n16, bias);            \
-                    yb[2 * (size_t)w->n_out] = mlstack__neon_finish(a2, wtail, x2 + n16, n - n16, bias);        \
-                    yb[3 * (size_t)w->n_out] = mlstack__neon_finish(a3, wtail, x3 + n16, n - n16, bias);        \
+                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
+                    yb[(size_t)w->n_out] = MLSTACK__NEON_FINISH(a1, x1 + n16);                                  \
+                    yb[2 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a2, x2 + n16);                              \
+                    yb[3 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a3, x3 + n16);                              \
                     b += 4;                                                                                     \
                 } else {                                                                                        \
                     for (i = 0; i < n16; i += 16) {                                                             \
@@ -2167,7 +2173,7 @@ static float mlstack__neon_finish(float32x4_t *a, const float32x4_t *wt, const f
                                     w3 = LOAD(row, i + 12);                                                     \
                         MLSTACK__NEON_FMA16(a0, x0 + i);                                                        \
                     }                                                                                           \
-                    yb[0] = mlstack__neon_finish(a0, wtail, x0 + n16, n - n16, bias);                           \
+                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
                     b += 1;                                                                                     \
                 }                                                                                               \
             }                                                                                                   \
@@ -2206,38 +2212,38 @@ static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *
 /* Quantized matmul: each weight block is loaded (Q4: unpacked) once for 4 activation rows. */
 #define MLSTACK__MMQ_NEON(NAME, ATTR, LOADQ, DOT)                                                              \
     static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \
-        int nb = w->n_in / MLSTACK__QK, o, b, k, j;                                                             \
+        int nb = w->n_in / MLSTACK__QK, o, b, k;                                                                \
         for (o = o0; o < o1; o++) {                                                                             \
             const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
+            float bias = w->bias ? w->bias[o] : 0.0f, *yb;                                                      \
             for (b = 0; b < B;) {                                                                               \
                 const mlstack__q8x *x0 = xq + (size_t)b * nb, *x1 = x0 + nb, *x2 = x1 + nb, *x3 = x2 + nb;      \
-                float32x4_t a[4];                                                                               \
-                int nr = B - b >= 4 ? 4 : 1;                                                                    \
-                for (j = 0; j < 4; j++) a[j] = vdupq_n_f32(0.0f);                                               \
-                if (nr == 4) {                                                                                  \
+                float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;                                  \
+                yb = y + (size_t)b * w->n_out + o;                                                              \
+                if (B - b >= 4) {                                                                               \
                     for (k = 0; k < nb; k++) {                                                                  \
                         int8x16_t lo, hi;                                                                       \
                         float32x4_t d;                                                                          \
                         LOADQ(row, k, &lo, &hi, &d);                                                            \
-                        a[0] = vfmaq_f32(a[0], vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));   \
-                        a[1] = vfmaq_f32(a[1], vcvtq_f32_s32(DOT(lo, hi, x1[k].q)), vmulq_n_f32(d, x1[k].d));   \
-                        a[2] = vfmaq_f32(a[2], vcvtq_f32_s32(DOT(lo, hi, x2[k].q)), vmulq_n_f32(d, x2[k].d));   \
-                        a[3] = vfmaq_f32(a[3], vcvtq_f32_s32(DOT(lo, hi, x3[k].q)), vmulq_n_f32(d, x3[k].d));   \
+                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
+                        a1 = vfmaq_f32(a1, vcvtq_f32_s32(DOT(lo, hi, x1[k].q)), vmulq_n_f32(d, x1[k].d));       \
+                        a2 = vfmaq_f32(a2, vcvtq_f32_s32(DOT(lo, hi, x2[k].q)), vmulq_n_f32(d, x2[k].d));       \
+                        a3 = vfmaq_f32(a3, vcvtq_f32_s32(DOT(lo, hi, x3[k].q)), vmulq_n_f32(d, x3[k].d));       \
                     }                                                                                           \
+                    yb[(size_t)w->n_out] = vaddvq_f32(a1) + bias;                                               \
+                    yb[2 * (size_t)w->n_out] = vaddvq_f32(a2) + bias;                                           \
+                    yb[3 * (size_t)w->n_out] = vaddvq_f32(a3) + bias;                                           \
+                    b += 4;                                                                                     \
                 } else {                                                                                        \
                     for (k = 0; k < nb; k++) {                                                                  \
                         int8x16_t lo, hi;                                                                       \
                         float32x4_t d;                                                                          \
                         LOADQ(row, k, &lo, &hi, &d);                                                            \
-                        a[0] = vfmaq_f32(a[0], vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));   \
+                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
                     }                                                                                           \
+                    b += 1;                                                                                     \
                 }                                                                                               \
-                for (j = 0; j < nr; j++) {                                                                      \
-                    float v = vaddvq_f32(a[j]);                                                                 \
-                    if (w->bias) v += w->bias[o];                                                               \
-                    y[(size_t)(b + j) * w->n_out + o] = v;                                                      \
-                }                                                                                               \
-                b += nr;                                                                                        \
+                yb[0] = vaddvq_f32(a0) + bias;                                                                  \
             }                                                                                                   \
         }                                                                                                       \
     }
