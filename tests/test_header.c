@@ -38,7 +38,7 @@ int main(void) {
         char *a;
         if (sscanf(p, "/* ==== %d. %31s ==== */", &num, name) != 2) continue;
         a = strstr(p, ">>");
-        if (a && sscanf(a + 2, "%31[a-z0-9]", anchor) == 1 && n_ban < 64)
+        if (a && sscanf(a + 2, "%31[a-z0-9_]", anchor) == 1 && n_ban < 64)
             snprintf(ban[n_ban++], 96, "%d. %s >>%s", num, name, anchor);
     }
     CHECKF(n_toc == n_ban && n_toc > 5, "table of contents has %d entries, banners %d", n_toc, n_ban);

@@ -58,7 +58,7 @@ static void check_model(const char *name) {
     mlstack_model_info info;
     const mlstack__json *cs, *c;
     int ci = 0;
-    snprintf(dir, sizeof dir, "%s/%s", FIX, name);
+    snprintf(dir, sizeof dir, "%s/%.128s", FIX, name); /* names are < 128 bytes (main) */
     snprintf(ref_path, sizeof ref_path, "%s/reference.json", dir);
     text = tl_read(ref_path, &len);
     if (!text) {

@@ -38,7 +38,7 @@ static const char *USAGE =
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_0 (default: as stored)\n"
-    "      --isa CAP            highest kernel path: scalar, avx2 or avx512 (default: best;\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
     "  -h, --help               this text\n";
