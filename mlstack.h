@@ -3913,12 +3913,13 @@ typedef struct mlstack__prof_run {
 static void mlstack__prof_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__prof_run *r = (const mlstack__prof_run *)ctx;
     mlstack__prof_slot *sl = &r->slots[thread];
-    uint64_t t0 = mlstack__prof_ns(), t1;
+    /* one clock read per task: a thread's tasks run back to back, so its busy time is
+       first start to last end (timing each task's start too would double the probe cost
+       and show up as overhead on short tasks) */
+    if (!sl->tasks) sl->first = mlstack__prof_ns();
     r->fn(r->ctx, task, n_tasks, thread);
-    t1 = mlstack__prof_ns();
-    if (!sl->tasks) sl->first = t0;
-    sl->last = t1;
-    sl->busy += t1 - t0;
+    sl->last = mlstack__prof_ns();
+    sl->busy = sl->last - sl->first;
     sl->tasks++;
 }
 

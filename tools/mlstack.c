@@ -544,6 +544,7 @@ static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen
         for (i = 0; i < n_gen; i++) {
             rows[0].pos = n + i;
             rows[0].token = (int32_t)((3 + 104729u * (unsigned)i) % (unsigned)n_vocab);
+            rows[0].want_logits = 1; /* generation needs every token's logits (the LM head) */
             if (mlstack_engine_eval(e, rows, 1) != MLSTACK_OK) return -1;
         }
         t = mlstack__now() - t0;
