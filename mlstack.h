@@ -41,6 +41,7 @@
     17. FORWARD           one forward pass over a ragged batch of rows                >>forward
     18. SAMPLING          logit processors and samplers                               >>sampling
     19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    20. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -318,7 +319,8 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d);
      max_batch_tokens  0: 512 rows per internal forward chunk
      isa               NULL: the best kernels this CPU runs, capped by the environment variable
                        MLSTACK_ISA if set; "scalar", "avx2", "avx512" or "neon": at most that
-                       path (see ISA MATRIX) */
+                       path (see ISA MATRIX)
+     profile           NULL: not profiling; else mlstack_engine_profile_start(engine, profile) at init */
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -329,6 +331,7 @@ typedef struct mlstack_engine_desc {
     int max_seqs;
     int max_batch_tokens;
     const char *isa;
+    const struct mlstack_profile_schedule *profile;
 } mlstack_engine_desc;
 
 /* One row of a batch: token `token` of sequence `seq` at position `pos`. Positions of a
@@ -410,6 +413,78 @@ typedef struct mlstack_generate_desc {
 /* Feeds the prompt, then samples until max_tokens, an EOS id, the callback asks to stop,
    or the sequence reaches max_position_embeddings. */
 MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *engine, mlstack_generate_desc *desc);
+
+/* ---- Profiler (section 17) ---- */
+
+/* When to record, as torch.profiler's schedule counts it; one step is one mlstack_engine_eval
+   (which mlstack_generate calls once for the prompt and once per generated token). A step runs
+   from the start of its eval to the start of the next, so sampling after an eval belongs to
+   that eval's step. Zero means default:
+     wait        0: steps ignored before anything is recorded
+     warmup      0: steps then recorded and thrown away (first-touch page faults, cold caches)
+     active      0: every later step until mlstack_engine_profile_stop; else that many, then stop
+     max_events  0: 262144 events (about 20 MiB, allocated by profile_start); later events are
+                 dropped and counted */
+typedef struct mlstack_profile_schedule {
+    int wait;
+    int warmup;
+    int active;
+    int max_events;
+} mlstack_profile_schedule;
+
+/* One row of the summary: all recorded regions of one op. `bytes` and `flops` come from a cost
+   model of what the op must move and compute (matmul: weight bytes + activations in and out,
+   2 * B * n_in * n_out flops); `overhead` is the share of the op's thread time (threads x wall
+   time) spent waking, waiting for and joining pool workers instead of in kernel work. */
+typedef struct mlstack_profile_op {
+    const char *name;       /* "matmul", "attention", ...; phases: "eval", "sample" */
+    int is_phase;           /* 1 for eval/sample, which contain or sit between the ops */
+    uint64_t calls;
+    double total_ms;
+    double share;           /* of the recorded eval time, 0..1 (phases: of eval + sample) */
+    double gbytes_per_s, gflops_per_s;
+    double overhead;        /* 0..1 */
+    uint64_t bytes, flops;  /* totals */
+} mlstack_profile_op;
+
+/* (Re)starts profiling: drops any earlier recording, allocates the event buffer, and follows
+   `schedule` (NULL: record every step from the next eval on).
+   Returns MLSTACK_OK, MLSTACK_ERR_INVALID_ARG (negative field), MLSTACK_ERR_NO_MEMORY.
+   Thread safety: the thread that drives the engine, between evals. */
+MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *engine, const mlstack_profile_schedule *schedule);
+/* Stops recording and keeps what was recorded for the functions below. No-op when not profiling.
+   Thread safety: as profile_start. */
+MLSTACK_API void mlstack_engine_profile_stop(mlstack_engine *engine);
+/* Steps kept so far (active steps that ran); -1 if profiling was never started. */
+MLSTACK_API int mlstack_engine_profile_steps(const mlstack_engine *engine);
+/* Writes the recorded events as Chrome trace JSON (Perfetto, chrome://tracing): one "X" event
+   per region with ts/dur in microseconds, tid = pool thread (0 is the engine's thread), op
+   details in "args". Returns MLSTACK_OK, MLSTACK_ERR_STATE (never started), MLSTACK_ERR_IO.
+   Thread safety: as profile_start; may be called while a schedule is still running. */
+MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engine *engine, const char *path);
+/* Fills out[0..cap) with the per-op summary, longest total first (phases last); returns the
+   number of ops recorded (which may exceed cap). Thread safety: as profile_start. */
+MLSTACK_API int mlstack_engine_profile_ops(const mlstack_engine *engine, mlstack_profile_op *out, int cap);
+/* Writes the summary as a text table into buf (always NUL-terminated when cap > 0).
+   Returns the length the whole text needs, without the NUL (like snprintf): call again with a
+   larger buffer if it is >= cap. Thread safety: as profile_start. */
+MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, char *buf, size_t cap);
+
+/* Bytes of weights one decode token reads: every projection and the LM head as the kernels
+   see them (after load-time quantization), one embedding row, the norms. The bandwidth roofline
+   of generation is memory bandwidth / this. */
+MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
+
+/* Opens a model of the shape a config.json describes with random weights, without any weight
+   file: for benchmarks and tests on real shapes. Weights are drawn from a fast deterministic
+   PRNG (approximately normal, std 0.02, biases 0, norm weights 1) into memory the model owns,
+   stored as `dtype` (F32, F16 or BF16), then quantized like mlstack_model_open when `quant`
+   is MLSTACK_DTYPE_Q8_0 or _Q4_0 (0: none).
+   Parameters: config_path (a config.json, or a folder holding one), seed (same seed, same
+   weights on any machine and thread count), out, err (optional detail).
+   Returns MLSTACK_OK or a failure as mlstack_model_open. Thread safety: any thread. */
+MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
+                                                     uint64_t seed, mlstack_model **out, mlstack_error *err);
 
 #ifdef __cplusplus
 }
@@ -740,8 +815,30 @@ typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
 
+/* Profiler hooks (section PROFILER). `pool->prof` is non-NULL only while a profile records,
+   so when profiling is off every hook costs one predictable branch. */
+struct mlstack__prof;
+struct mlstack__pool;
+static void mlstack__prof_pool_run(struct mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks);
+static void mlstack__prof_begin(struct mlstack__prof *pr, int op);
+static void mlstack__prof_end(struct mlstack__prof *pr, int op, int layer, const void *arg, int B);
+static void mlstack__prof_step_begin(struct mlstack__prof *pr);
+static void mlstack__prof_free(struct mlstack_engine *e);
+#if defined(__GNUC__)
+#define MLSTACK__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MLSTACK__UNLIKELY(x) (x)
+#endif
+#define MLSTACK__PROF_BEGIN(pool, op) \
+    do { if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_begin((pool)->prof, MLSTACK__OP_##op); } while (0)
+#define MLSTACK__PROF_END(pool, op, layer, arg, B) \
+    do { if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_end((pool)->prof, MLSTACK__OP_##op, layer, arg, B); } while (0)
+enum { MLSTACK__OP_EVAL, MLSTACK__OP_SAMPLE, MLSTACK__OP_EMBED, MLSTACK__OP_RMSNORM, MLSTACK__OP_MATMUL,
+       MLSTACK__OP_ROPE_KV, MLSTACK__OP_ATTENTION, MLSTACK__OP_ADD, MLSTACK__OP_SWIGLU, MLSTACK__OP_COUNT_ };
+
 typedef struct mlstack__pool {
     int n_threads;
+    struct mlstack__prof *prof; /* set only while a profile records (section PROFILER) */
 #if !defined(MLSTACK_NO_THREADS)
     pthread_t *threads;
     pthread_mutex_t mu;
@@ -836,6 +933,7 @@ static int mlstack__pool_init(mlstack__pool *p, int n_threads) {
    thread count. Called from one thread at a time. */
 static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
     int t;
+    if (MLSTACK__UNLIKELY(p->prof != NULL)) { mlstack__prof_pool_run(p, fn, ctx, n_tasks); return; }
 #if !defined(MLSTACK_NO_THREADS)
     if (p->n_threads > 1 && n_tasks > 1) {
         int i;
@@ -8556,6 +8654,7 @@ static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
 static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq,
                             const mlstack__weight *w, const float *x, float *y, int B) {
     mlstack__matmul_job j;
+    MLSTACK__PROF_BEGIN(pool, MATMUL);
     j.k = k;
     j.w = w;
     j.x = x;
@@ -8566,6 +8665,7 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
     j.rows_per_task = 16;
     if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0) mlstack__quantize_rows(x, xq, B, w->n_in);
     mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
+    MLSTACK__PROF_END(pool, MATMUL, -1, w, B);
 }
 
 /* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
@@ -10081,6 +10181,178 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *m, con
     return MLSTACK_OK;
 }
 
+/* Random-weight models (mlstack_model_open_random): the shape from config.json, weights from a
+   counter-based generator so the values depend only on (seed, tensor, element), never on the
+   thread count. Each 64-bit draw gives four 16-bit uniforms whose sum (Irwin-Hall, n = 4) is
+   close enough to normal for timing and smoke tests. */
+typedef struct mlstack__rand_job {
+    unsigned char *dst;
+    mlstack_dtype dtype;
+    size_t n;
+    uint64_t key; /* seed mixed with the tensor's number */
+} mlstack__rand_job;
+
+#define MLSTACK__RAND_CHUNK ((size_t)1 << 16)
+
+static uint64_t mlstack__mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void mlstack__rand_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__rand_job *j = (const mlstack__rand_job *)ctx;
+    size_t i = (size_t)task * MLSTACK__RAND_CHUNK, end = i + MLSTACK__RAND_CHUNK;
+    uint64_t state = mlstack__mix64(j->key ^ ((uint64_t)task * 0xD1B54A32D192ED03ull));
+    const float scale = 0.02f / 37837.23f; /* 0.02 / std of a sum of four uniforms on [0, 65535] */
+    (void)n_tasks;
+    (void)thread;
+    if (end > j->n) end = j->n;
+    for (; i < end; i++) {
+        uint64_t r = mlstack__mix64(state += 0x9E3779B97F4A7C15ull);
+        float v = (float)((int64_t)((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48)) - 131070) * scale;
+        if (j->dtype == MLSTACK_DTYPE_F32) {
+            memcpy(j->dst + i * 4, &v, 4);
+        } else {
+            uint16_t h;
+            if (j->dtype == MLSTACK_DTYPE_F16) {
+                h = mlstack__f32_to_f16(v);
+            } else {
+                uint32_t x;
+                memcpy(&x, &v, 4);
+                h = (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16); /* round to nearest even */
+            }
+            memcpy(j->dst + i * 2, &h, 2);
+        }
+    }
+}
+
+/* n random elements of `dtype` in memory the model owns; NULL when out of memory. */
+static void *mlstack__rand_tensor(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, size_t n, uint64_t seed,
+                                  uint64_t tensor) {
+    mlstack__rand_job j;
+    j.dst = (unsigned char *)mlstack__model_own(m, n * (size_t)mlstack__dtype_sizes[dtype]);
+    if (!j.dst) return NULL;
+    j.dtype = dtype;
+    j.n = n;
+    j.key = mlstack__mix64(seed ^ mlstack__mix64(tensor + 1));
+    mlstack__pool_run(pool, mlstack__rand_task, &j, (int)((n + MLSTACK__RAND_CHUNK - 1) / MLSTACK__RAND_CHUNK));
+    m->n_params += n;
+    m->weight_bytes += n * (uint64_t)mlstack__dtype_sizes[dtype];
+    return j.dst;
+}
+
+static int mlstack__rand_linear(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, int n_out, int n_in,
+                                const float *bias, uint64_t seed, uint64_t tensor, mlstack__weight *w) {
+    w->data = mlstack__rand_tensor(m, pool, dtype, (size_t)n_out * (size_t)n_in, seed, tensor);
+    w->wtype = (int)dtype;
+    w->n_out = n_out;
+    w->n_in = n_in;
+    w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
+    w->bias = bias;
+    return w->data != NULL;
+}
+
+MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
+                                                     uint64_t seed, mlstack_model **out, mlstack_error *err) {
+    mlstack_model *m;
+    mlstack__json_doc doc;
+    mlstack__pool pool;
+    mlstack_result r;
+    char *path, *text = NULL;
+    size_t len;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: out is NULL");
+    *out = NULL;
+    if (!config_path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: config_path is NULL");
+    if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: dtype %s (expected F32, F16 or BF16)",
+                             mlstack_dtype_name(dtype));
+    if (quant != 0 && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_0)",
+                             mlstack_dtype_name(quant));
+    path = mlstack__file_exists(config_path) ? mlstack__strndup(config_path, strlen(config_path))
+                                             : mlstack__path_join(config_path, "config.json");
+    m = (mlstack_model *)mlstack__calloc(1, sizeof *m);
+    if (!path || !m) {
+        MLSTACK_FREE(path);
+        MLSTACK_FREE(m);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    m->path = path;
+    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__json_parse(&doc, text, len, path, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__config_parse(&m->cfg, doc.root, NULL, path, err);
+            mlstack__json_free(&doc);
+        }
+        MLSTACK_FREE(text);
+    }
+    if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
+        mlstack__pool_free(&pool);
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
+    } else if (r == MLSTACK_OK) {
+        const mlstack__config *c = &m->cfg;
+        int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
+        size_t n_ones = (size_t)(c->n_embd > c->head_dim ? c->n_embd : c->head_dim), n_zeros = (size_t)c->n_ff, i;
+        float *ones, *zeros;
+        if ((size_t)qd > n_zeros) n_zeros = (size_t)qd;
+        if ((size_t)c->n_embd > n_zeros) n_zeros = (size_t)c->n_embd;
+        ones = (float *)mlstack__model_own(m, n_ones * sizeof(float));
+        zeros = (float *)mlstack__model_own(m, n_zeros * sizeof(float));
+        m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
+        ok = ones && zeros && m->layers;
+        if (ok) {
+            for (i = 0; i < n_ones; i++) ones[i] = 1.0f;
+            memset(zeros, 0, n_zeros * sizeof(float));
+            m->final_norm = ones;
+            m->embed_dtype = dtype;
+            m->embed = mlstack__rand_tensor(m, &pool, dtype, (size_t)c->n_vocab * (size_t)c->n_embd, seed, 0);
+            ok = m->embed != NULL;
+        }
+        if (ok && c->tied) {
+            m->lm_head.data = m->embed;
+            m->lm_head.wtype = (int)dtype;
+            m->lm_head.n_out = c->n_vocab;
+            m->lm_head.n_in = c->n_embd;
+            m->lm_head.row_bytes = mlstack__row_bytes((int)dtype, c->n_embd);
+        } else if (ok) {
+            ok = mlstack__rand_linear(m, &pool, dtype, c->n_vocab, c->n_embd, NULL, seed, 1, &m->lm_head);
+        }
+        for (l = 0; ok && l < c->n_layers; l++) {
+            mlstack__layer *L = &m->layers[l];
+            uint64_t t = 2 + (uint64_t)l * 8;
+            L->attn_norm = L->ffn_norm = ones;
+            if (c->qk_norm) L->q_norm = L->k_norm = ones;
+            ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
+                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1, &L->wk) &&
+                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2, &L->wv) &&
+                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo) &&
+                 mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4, &L->w_gate) &&
+                 mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5, &L->w_up) &&
+                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6, &L->w_down);
+        }
+        mlstack__pool_free(&pool);
+        if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path, mlstack_dtype_name(dtype));
+    }
+    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, err);
+    if (r == MLSTACK_OK) {
+        m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
+        if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else mlstack__rope_freqs(&m->cfg, m->inv_freq);
+    }
+    if (r != MLSTACK_OK) {
+        mlstack_model_close(m);
+        return r;
+    }
+    *out = m;
+    return MLSTACK_OK;
+}
+
 /* ==== 16. KVCACHE ==== */  /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
@@ -10282,6 +10554,7 @@ struct mlstack_engine {
     int n_last_rows, cap_rows, cap_logits;
     int32_t *tmp_len;     /* per sequence, during validation */
     mlstack_error err;
+    struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
 };
 
 typedef struct mlstack__attn_job {
@@ -10313,16 +10586,21 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     int D = c->n_embd, Dh = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->n_ff;
     int qd = H * Dh, kvd = Hkv * Dh, l, b, h, i;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
+    MLSTACK__PROF_BEGIN(&e->pool, EMBED);
     for (b = 0; b < B; b++)
         mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
                         s->x + (size_t)b * D, (size_t)D);
+    MLSTACK__PROF_END(&e->pool, EMBED, -1, rows, B);
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
         mlstack__attn_job aj;
+        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
+        MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wq, s->xn, s->q, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wk, s->xn, s->k, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wv, s->xn, s->v, B);
+        MLSTACK__PROF_BEGIN(&e->pool, ROPE_KV);
         for (b = 0; b < B; b++) {
             const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
             float *q = s->q + (size_t)b * qd, *k = s->k + (size_t)b * kvd;
@@ -10337,25 +10615,38 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
             mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k);
             mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd);
         }
+        MLSTACK__PROF_END(&e->pool, ROPE_KV, l, rows, B);
         aj.e = e;
         aj.rows = rows;
         aj.layer = l;
+        MLSTACK__PROF_BEGIN(&e->pool, ATTENTION);
         mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * Hkv);
+        MLSTACK__PROF_END(&e->pool, ATTENTION, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wo, s->att, s->xn, B);
+        MLSTACK__PROF_BEGIN(&e->pool, ADD);
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
+        MLSTACK__PROF_END(&e->pool, ADD, l, rows, B);
+        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
+        MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_gate, s->xn, s->gate, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_up, s->xn, s->up, B);
+        MLSTACK__PROF_BEGIN(&e->pool, SWIGLU);
         for (i = 0; i < B * F; i++) s->gate[i] = mlstack__silu(s->gate[i]) * s->up[i];
+        MLSTACK__PROF_END(&e->pool, SWIGLU, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_down, s->gate, s->xn, B);
+        MLSTACK__PROF_BEGIN(&e->pool, ADD);
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
+        MLSTACK__PROF_END(&e->pool, ADD, l, rows, B);
     }
     /* final norm and LM head, only for rows that keep logits; one row at a time keeps the
        scratch small (the LM head reads the same weights for each) */
     {
         int n = 0;
+        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++)
             if (slot[b] >= 0) mlstack__rmsnorm(s->xn + (size_t)(n++) * D, s->x + (size_t)b * D, m->final_norm, D, c->eps);
+        MLSTACK__PROF_END(&e->pool, RMSNORM, -1, NULL, n);
         if (n) {
             /* logit slots of one chunk are consecutive */
             int first = -1;
@@ -10586,6 +10877,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__scratch *s;
     if (!e) return;
     s = &e->s;
+    mlstack__prof_free(e);
     mlstack__pool_free(&e->pool);
     mlstack__kv_free(&e->kv);
     mlstack__aligned_free(s->x);
@@ -10688,6 +10980,10 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
+    if (d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK) {
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, r, "could not start the profiler");
+    }
     *out = e;
     return MLSTACK_OK;
 }
@@ -10785,10 +11081,12 @@ MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_
         }
     }
     for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
+    if (MLSTACK__UNLIKELY(e->prof != NULL)) mlstack__prof_step_begin(e->prof);
     for (off = 0; off < n_rows; off += e->max_batch) {
         int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
         mlstack__forward_chunk(e, rows + off, B, e->logits, e->logit_slot + off);
     }
+    MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
     e->n_last_rows = n_rows;
     return MLSTACK_OK;
 }
@@ -10847,7 +11145,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     t0 = mlstack__now();
     while (r == MLSTACK_OK) {
         mlstack_batch_row row;
+        MLSTACK__PROF_BEGIN(&e->pool, SAMPLE);
         tok = mlstack_sampler_sample(smp, mlstack_engine_logits(e, g->n_generated ? 0 : g->n_prompt - 1));
+        MLSTACK__PROF_END(&e->pool, SAMPLE, -1, NULL, 1);
         mlstack_sampler_accept(smp, tok);
         g->n_generated++;
         if (g->on_token && g->on_token(g->user, tok)) break;
@@ -10866,6 +11166,513 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     return r;
 }
 
+
+/* ==== 20. PROFILER ==== */  /* >>profiler */
+/* Named regions around ops and engine phases, recorded into one event buffer allocated by
+   mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
+   writes events. Pool workers write into their own cache-line slot (first task start, last
+   task end, time inside tasks) while a pool run is in flight; after the join the engine's
+   thread turns the slots into one "work" event per thread, so workers never contend.
+   Event kinds:
+     op    a region on the engine's thread (eval, sample, matmul, ...), with its cost model
+     pool  one pool run on the engine's thread, fork to join; carries the thread time lost:
+           threads x (join - fork) - time inside tasks (wake-up, imbalance, join wait)
+     work  one thread's share of a pool run, named after the op that ran it
+   Costs (bytes moved, flops) are a model of what each op must touch, not counters: weights
+   at their stored or quantized size, activations and KV as f32. Attention counts K and V
+   reads per query head (GQA heads sharing a KV head count it once each). */
+
+#define MLSTACK__PROF_DEFAULT_EVENTS 262144
+#define MLSTACK__PROF_MAX_DEPTH 8
+
+enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
+
+static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval", "sample",    "embed", "rmsnorm", "matmul",
+                                                                  "rope_kv", "attention", "add", "swiglu"};
+
+typedef struct mlstack__prof_ev {
+    uint64_t t0, t1;       /* ns since profile_start */
+    uint64_t bytes, flops; /* op: cost model; pool: thread ns lost (bytes); work: ns inside tasks (bytes) */
+    const void *w;         /* matmul: the weight, named when exported */
+    int32_t step, layer, B, n_tasks;
+    int16_t kind, op, tid, pad_;
+} mlstack__prof_ev;
+
+typedef struct mlstack__prof_slot {
+    uint64_t first, last, busy;
+    int tasks;
+    char pad_[64 - 3 * sizeof(uint64_t) - sizeof(int)];
+} mlstack__prof_slot;
+
+struct mlstack__prof {
+    mlstack_engine *e;
+    mlstack_profile_schedule sched;
+    int n_threads;
+    int step;  /* steps begun since start */
+    int kept;  /* active steps begun */
+    int warm;  /* the current step is a warmup step: its events go when the next one begins */
+    int done;  /* schedule finished or stopped */
+    mlstack__prof_ev *ev;
+    size_t n_ev, cap_ev, mark;
+    uint64_t dropped, origin;
+    uint64_t t_begin[MLSTACK__PROF_MAX_DEPTH];
+    int op_begin[MLSTACK__PROF_MAX_DEPTH], depth;
+    mlstack__prof_slot *slots;
+};
+
+static uint64_t mlstack__prof_ns(void) {
+#if defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#else
+    return (uint64_t)(mlstack__now() * 1e9);
+#endif
+}
+
+static mlstack__prof_ev *mlstack__prof_push(struct mlstack__prof *pr, int kind, int op, int tid, uint64_t t0, uint64_t t1) {
+    mlstack__prof_ev *v;
+    if (pr->n_ev == pr->cap_ev) {
+        pr->dropped++;
+        return NULL;
+    }
+    v = &pr->ev[pr->n_ev++];
+    memset(v, 0, sizeof *v);
+    v->t0 = t0 - pr->origin;
+    v->t1 = t1 - pr->origin;
+    v->kind = (int16_t)kind;
+    v->op = (int16_t)op;
+    v->tid = (int16_t)tid;
+    v->step = pr->step - 1;
+    v->layer = -1;
+    return v;
+}
+
+static void mlstack__prof_begin(struct mlstack__prof *pr, int op) {
+    if (pr->depth < MLSTACK__PROF_MAX_DEPTH) {
+        pr->op_begin[pr->depth] = op;
+        pr->t_begin[pr->depth] = mlstack__prof_ns();
+    }
+    pr->depth++;
+}
+
+/* What an op must move and compute (see the section comment). arg: the weight for matmul,
+   the batch rows for attention; B: rows in the batch. */
+static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const void *arg, int B, uint64_t *bytes,
+                               uint64_t *flops) {
+    const mlstack_model *m = pr->e->model;
+    const mlstack__config *c = &m->cfg;
+    uint64_t b = (uint64_t)(B > 0 ? B : 0), D = (uint64_t)c->n_embd, F = (uint64_t)c->n_ff, Dh = (uint64_t)c->head_dim;
+    uint64_t qd = (uint64_t)c->n_heads * Dh, kvd = (uint64_t)c->n_kv_heads * Dh;
+    *bytes = *flops = 0;
+    switch (op) {
+    case MLSTACK__OP_SAMPLE: *bytes = 4 * (uint64_t)c->n_vocab, *flops = (uint64_t)c->n_vocab; break;
+    case MLSTACK__OP_EMBED: *bytes = b * D * ((uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4); break;
+    case MLSTACK__OP_RMSNORM: *bytes = 4 * (2 * b * D + D), *flops = 4 * b * D; break;
+    case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
+    case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
+    case MLSTACK__OP_ROPE_KV: /* q, k read and written, v read, k and v written to the cache */
+        *bytes = 4 * b * (2 * qd + 5 * kvd), *flops = 3 * b * (qd + kvd) + (c->qk_norm ? 4 * b * (qd + kvd) : 0);
+        break;
+    case MLSTACK__OP_MATMUL: {
+        const mlstack__weight *w = (const mlstack__weight *)arg;
+        *bytes = (uint64_t)w->n_out * w->row_bytes + 4 * b * ((uint64_t)w->n_in + (uint64_t)w->n_out);
+        *flops = 2 * b * (uint64_t)w->n_in * (uint64_t)w->n_out;
+        break;
+    }
+    case MLSTACK__OP_ATTENTION: {
+        const mlstack_batch_row *rows = (const mlstack_batch_row *)arg;
+        uint64_t n = 0;
+        int i;
+        for (i = 0; rows && i < B; i++) {
+            int32_t t0 = c->sliding_window && rows[i].pos >= c->sliding_window ? rows[i].pos - c->sliding_window + 1 : 0;
+            n += (uint64_t)(rows[i].pos - t0 + 1);
+        }
+        *bytes = (uint64_t)c->n_heads * (8 * n * Dh) + 8 * b * qd;
+        *flops = (uint64_t)c->n_heads * (4 * n * Dh + 5 * n);
+        break;
+    }
+    default: break;
+    }
+}
+
+static void mlstack__prof_end(struct mlstack__prof *pr, int op, int layer, const void *arg, int B) {
+    uint64_t t1 = mlstack__prof_ns();
+    mlstack__prof_ev *v;
+    if (pr->depth <= 0) return;
+    if (--pr->depth >= MLSTACK__PROF_MAX_DEPTH || pr->op_begin[pr->depth] != op) return;
+    v = mlstack__prof_push(pr, MLSTACK__PEV_OP, op, 0, pr->t_begin[pr->depth], t1);
+    if (!v) return;
+    v->layer = layer;
+    v->B = B;
+    if (op == MLSTACK__OP_MATMUL) v->w = arg;
+    mlstack__prof_cost(pr, op, arg, B, &v->bytes, &v->flops);
+}
+
+typedef struct mlstack__prof_run {
+    mlstack__task_fn fn;
+    void *ctx;
+    mlstack__prof_slot *slots;
+} mlstack__prof_run;
+
+static void mlstack__prof_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__prof_run *r = (const mlstack__prof_run *)ctx;
+    mlstack__prof_slot *sl = &r->slots[thread];
+    /* one clock read per task: a thread's tasks run back to back, so its busy time is
+       first start to last end (timing each task's start too would double the probe cost
+       and show up as overhead on short tasks) */
+    if (!sl->tasks) sl->first = mlstack__prof_ns();
+    r->fn(r->ctx, task, n_tasks, thread);
+    sl->last = mlstack__prof_ns();
+    sl->busy = sl->last - sl->first;
+    sl->tasks++;
+}
+
+static void mlstack__prof_pool_run(struct mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
+    struct mlstack__prof *pr = p->prof;
+    mlstack__prof_run run;
+    mlstack__prof_ev *v;
+    uint64_t t0, t1, busy = 0, span;
+    int i, op = pr->depth > 0 && pr->depth <= MLSTACK__PROF_MAX_DEPTH ? pr->op_begin[pr->depth - 1] : MLSTACK__OP_EVAL;
+    run.fn = fn;
+    run.ctx = ctx;
+    run.slots = pr->slots;
+    for (i = 0; i < p->n_threads; i++) pr->slots[i].tasks = 0, pr->slots[i].busy = 0;
+    p->prof = NULL; /* the run below goes the plain way, through the timing trampoline */
+    t0 = mlstack__prof_ns();
+    mlstack__pool_run(p, mlstack__prof_task, &run, n_tasks);
+    t1 = mlstack__prof_ns();
+    p->prof = pr;
+    for (i = 0; i < p->n_threads; i++) {
+        const mlstack__prof_slot *sl = &pr->slots[i];
+        if (!sl->tasks) continue;
+        busy += sl->busy;
+        if ((v = mlstack__prof_push(pr, MLSTACK__PEV_WORK, op, i, sl->first, sl->last)) != NULL) {
+            v->bytes = sl->busy;
+            v->n_tasks = sl->tasks;
+        }
+    }
+    span = (t1 - t0) * (uint64_t)p->n_threads;
+    if ((v = mlstack__prof_push(pr, MLSTACK__PEV_POOL, op, 0, t0, t1)) != NULL) {
+        v->bytes = span > busy ? span - busy : 0;
+        v->n_tasks = n_tasks;
+    }
+}
+
+static void mlstack__prof_step_begin(struct mlstack__prof *pr) {
+    const mlstack_profile_schedule *s = &pr->sched;
+    int step;
+    if (pr->warm) pr->n_ev = pr->mark; /* the warmup step that just ended: thrown away */
+    pr->warm = 0;
+    pr->depth = 0;
+    pr->e->pool.prof = NULL;
+    step = pr->step++;
+    if (pr->done || step < s->wait) return;
+    if (step < s->wait + s->warmup) {
+        pr->warm = 1;
+    } else if (s->active > 0 && step >= s->wait + s->warmup + s->active) {
+        pr->done = 1;
+        return;
+    } else {
+        pr->kept++;
+    }
+    pr->mark = pr->n_ev;
+    pr->e->pool.prof = pr;
+    mlstack__prof_begin(pr, MLSTACK__OP_EVAL);
+}
+
+static void mlstack__prof_free(struct mlstack_engine *e) {
+    if (!e->prof) return;
+    e->pool.prof = NULL;
+    MLSTACK_FREE(e->prof->ev);
+    mlstack__aligned_free(e->prof->slots);
+    MLSTACK_FREE(e->prof);
+    e->prof = NULL;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *e, const mlstack_profile_schedule *schedule) {
+    struct mlstack__prof *pr;
+    mlstack_profile_schedule s;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    memset(&s, 0, sizeof s);
+    if (schedule) s = *schedule;
+    if (s.wait < 0 || s.warmup < 0 || s.active < 0 || s.max_events < 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "profile_start: negative field in the schedule");
+    if (s.max_events == 0) s.max_events = MLSTACK__PROF_DEFAULT_EVENTS;
+    mlstack__prof_free(e);
+    pr = (struct mlstack__prof *)mlstack__calloc(1, sizeof *pr);
+    if (!pr) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "profile_start: out of memory");
+    pr->ev = (mlstack__prof_ev *)mlstack__calloc((size_t)s.max_events, sizeof *pr->ev);
+    pr->slots = (mlstack__prof_slot *)mlstack__aligned_alloc(sizeof(mlstack__prof_slot) * (size_t)e->pool.n_threads);
+    if (!pr->ev || !pr->slots) {
+        MLSTACK_FREE(pr->ev);
+        mlstack__aligned_free(pr->slots);
+        MLSTACK_FREE(pr);
+        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "profile_start: no memory for %d events", s.max_events);
+    }
+    memset(pr->slots, 0, sizeof(mlstack__prof_slot) * (size_t)e->pool.n_threads);
+    pr->e = e;
+    pr->sched = s;
+    pr->cap_ev = (size_t)s.max_events;
+    pr->n_threads = e->pool.n_threads;
+    pr->origin = mlstack__prof_ns();
+    e->prof = pr;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API void mlstack_engine_profile_stop(mlstack_engine *e) {
+    if (!e || !e->prof) return;
+    e->prof->done = 1;
+    e->pool.prof = NULL;
+}
+
+MLSTACK_API int mlstack_engine_profile_steps(const mlstack_engine *e) {
+    return e && e->prof ? e->prof->kept : -1;
+}
+
+/* Kept: recorded in an active step (a warmup step whose successor never began is skipped). */
+static int mlstack__prof_kept(const struct mlstack__prof *pr, const mlstack__prof_ev *v) {
+    return v->step >= pr->sched.wait + pr->sched.warmup;
+}
+
+/* The name of a matmul's weight and its layer, found by address among the model's weights. */
+static const char *mlstack__prof_weight_name(const mlstack_model *m, const void *w, int *layer) {
+    static const char *const names[7] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    int l, i;
+    *layer = -1;
+    if (w == (const void *)&m->lm_head) return "lm_head";
+    for (l = 0; l < m->cfg.n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7];
+        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+        ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+        for (i = 0; i < 7; i++) {
+            if (w == (const void *)ws[i]) {
+                *layer = l;
+                return names[i];
+            }
+        }
+    }
+    return "weight";
+}
+
+typedef struct mlstack__prof_acc {
+    uint64_t calls, ns, bytes, flops, lost;
+} mlstack__prof_acc;
+
+/* Sums kept events per op; also the totals the summary's last lines need. */
+static void mlstack__prof_accumulate(const struct mlstack__prof *pr, mlstack__prof_acc *acc, uint64_t *pool_ns,
+                                     uint64_t *lost_ns) {
+    size_t i;
+    memset(acc, 0, sizeof(mlstack__prof_acc) * MLSTACK__OP_COUNT_);
+    *pool_ns = *lost_ns = 0;
+    for (i = 0; i < pr->n_ev; i++) {
+        const mlstack__prof_ev *v = &pr->ev[i];
+        if (!mlstack__prof_kept(pr, v)) continue;
+        if (v->kind == MLSTACK__PEV_OP) {
+            acc[v->op].calls++;
+            acc[v->op].ns += v->t1 - v->t0;
+            acc[v->op].bytes += v->bytes;
+            acc[v->op].flops += v->flops;
+            if (v->op != MLSTACK__OP_SAMPLE) { /* eval: the sums of the ops it holds */
+                acc[MLSTACK__OP_EVAL].bytes += v->bytes;
+                acc[MLSTACK__OP_EVAL].flops += v->flops;
+            }
+        } else if (v->kind == MLSTACK__PEV_POOL) {
+            acc[v->op].lost += v->bytes;
+            if (v->op != MLSTACK__OP_EVAL) acc[MLSTACK__OP_EVAL].lost += v->bytes;
+            *pool_ns += v->t1 - v->t0;
+            *lost_ns += v->bytes;
+        }
+    }
+}
+
+static void mlstack__prof_fill_op(const struct mlstack__prof *pr, const mlstack__prof_acc *a, int op, uint64_t eval_ns,
+                                  mlstack_profile_op *o) {
+    memset(o, 0, sizeof *o);
+    o->name = mlstack__op_names[op];
+    o->is_phase = op == MLSTACK__OP_EVAL || op == MLSTACK__OP_SAMPLE;
+    o->calls = a->calls;
+    o->total_ms = (double)a->ns * 1e-6;
+    o->share = eval_ns ? (double)a->ns / (double)eval_ns : 0;
+    o->gbytes_per_s = a->ns ? (double)a->bytes / (double)a->ns : 0; /* bytes per ns = GB/s */
+    o->gflops_per_s = a->ns ? (double)a->flops / (double)a->ns : 0;
+    o->overhead = a->ns ? (double)a->lost / ((double)a->ns * (double)pr->n_threads) : 0;
+    o->bytes = a->bytes;
+    o->flops = a->flops;
+}
+
+MLSTACK_API int mlstack_engine_profile_ops(const mlstack_engine *e, mlstack_profile_op *out, int cap) {
+    mlstack__prof_acc acc[MLSTACK__OP_COUNT_];
+    int order[MLSTACK__OP_COUNT_], n = 0, i, j;
+    uint64_t pool_ns, lost_ns;
+    if (!e || !e->prof) return 0;
+    mlstack__prof_accumulate(e->prof, acc, &pool_ns, &lost_ns);
+    for (i = 0; i < MLSTACK__OP_COUNT_; i++)
+        if (acc[i].calls && i != MLSTACK__OP_EVAL && i != MLSTACK__OP_SAMPLE) order[n++] = i;
+    for (i = 1; i < n; i++) /* longest first; insertion sort of at most a dozen entries */
+        for (j = i; j > 0 && acc[order[j]].ns > acc[order[j - 1]].ns; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    if (acc[MLSTACK__OP_EVAL].calls) order[n++] = MLSTACK__OP_EVAL;
+    if (acc[MLSTACK__OP_SAMPLE].calls) order[n++] = MLSTACK__OP_SAMPLE;
+    for (i = 0; i < n && i < cap && out; i++) mlstack__prof_fill_op(e->prof, &acc[order[i]], order[i], acc[MLSTACK__OP_EVAL].ns, &out[i]);
+    return n;
+}
+
+/* Appends to a bounded buffer, counting what the whole text needs. */
+typedef struct mlstack__sbuf {
+    char *buf;
+    size_t cap, len;
+} mlstack__sbuf;
+
+static MLSTACK__PRINTF(2, 3) void mlstack__sbuf_add(mlstack__sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b->len < b->cap ? b->buf + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->len += (size_t)n;
+}
+
+MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char *buf, size_t cap) {
+    mlstack__sbuf b;
+    mlstack_profile_op ops[MLSTACK__OP_COUNT_];
+    mlstack__prof_acc acc[MLSTACK__OP_COUNT_];
+    const struct mlstack__prof *pr;
+    uint64_t pool_ns, lost_ns, eval_ns, ops_ns = 0;
+    int n, i;
+    b.buf = buf;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    if (b.cap) buf[0] = 0;
+    if (!e || !e->prof) {
+        mlstack__sbuf_add(&b, "profiler: not started\n");
+        return b.len;
+    }
+    pr = e->prof;
+    n = mlstack_engine_profile_ops(e, ops, MLSTACK__OP_COUNT_);
+    mlstack__prof_accumulate(pr, acc, &pool_ns, &lost_ns);
+    eval_ns = acc[MLSTACK__OP_EVAL].ns;
+    mlstack__sbuf_add(&b, "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
+                      pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6,
+                      pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0, (unsigned long long)pr->n_ev,
+                      pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
+    mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call",
+                      "GB/s", "GFLOP/s", "overhead");
+    for (i = 0; i < n; i++) {
+        const mlstack_profile_op *o = &ops[i];
+        if (o->is_phase && o->name == mlstack__op_names[MLSTACK__OP_EVAL]) {
+            mlstack__sbuf_add(&b, "%-12s %8s %10.3f %6.1f%%\n", "(untracked)", "",
+                              (double)(eval_ns > ops_ns ? eval_ns - ops_ns : 0) * 1e-6,
+                              eval_ns ? 100.0 * (double)(eval_ns > ops_ns ? eval_ns - ops_ns : 0) / (double)eval_ns : 0.0);
+        }
+        if (!o->is_phase) ops_ns += (uint64_t)(o->total_ms * 1e6 + 0.5);
+        mlstack__sbuf_add(&b, "%-12s %8llu %10.3f %6.1f%% %9.2f %8.2f %8.2f %8.1f%%\n", o->name,
+                          (unsigned long long)o->calls, o->total_ms, 100.0 * o->share,
+                          o->calls ? o->total_ms * 1e3 / (double)o->calls : 0.0, o->gbytes_per_s, o->gflops_per_s,
+                          100.0 * o->overhead);
+        if (!strcmp(o->name, "matmul")) { /* per weight: where the bytes go */
+            static const char *const names[8] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+            int k;
+            for (k = 0; k < 8; k++) {
+                uint64_t calls = 0, ns = 0, bytes = 0, flops = 0;
+                size_t j;
+                for (j = 0; j < pr->n_ev; j++) {
+                    const mlstack__prof_ev *v = &pr->ev[j];
+                    int layer;
+                    if (v->kind != MLSTACK__PEV_OP || v->op != MLSTACK__OP_MATMUL || !mlstack__prof_kept(pr, v)) continue;
+                    if (strcmp(mlstack__prof_weight_name(e->model, v->w, &layer), names[k]) != 0) continue;
+                    calls++, ns += v->t1 - v->t0, bytes += v->bytes, flops += v->flops;
+                }
+                if (calls)
+                    mlstack__sbuf_add(&b, "  %-10s %8llu %10.3f %6.1f%% %9.2f %8.2f %8.2f\n", names[k],
+                                      (unsigned long long)calls, (double)ns * 1e-6,
+                                      eval_ns ? 100.0 * (double)ns / (double)eval_ns : 0.0, (double)ns * 1e-3 / (double)calls,
+                                      ns ? (double)bytes / (double)ns : 0.0, ns ? (double)flops / (double)ns : 0.0);
+            }
+        }
+    }
+    if (eval_ns) {
+        double serial = (double)(eval_ns > pool_ns ? eval_ns - pool_ns : 0) / (double)eval_ns;
+        mlstack__sbuf_add(&b, "threads: %.1f%% of pool thread time lost to wake-up, imbalance and join; "
+                              "%.1f%% of eval time outside pool runs (engine thread only)\n",
+                          pool_ns ? 100.0 * (double)lost_ns / ((double)pool_ns * pr->n_threads) : 0.0, 100.0 * serial);
+    }
+    return b.len;
+}
+
+static void mlstack__prof_write_ev(FILE *f, const mlstack_engine *e, const mlstack__prof_ev *v) {
+    const char *name = mlstack__op_names[v->op], *cat = v->kind == MLSTACK__PEV_OP ? "op" : v->kind == MLSTACK__PEV_POOL ? "pool" : "work";
+    if (v->kind == MLSTACK__PEV_POOL) name = "pool_run";
+    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":0,\"tid\":%d,\"args\":{\"step\":%d",
+            name, cat, (double)v->t0 * 1e-3, (double)(v->t1 - v->t0) * 1e-3, (int)v->tid, (int)v->step);
+    if (v->kind == MLSTACK__PEV_OP) {
+        int layer = v->layer;
+        if (v->op == MLSTACK__OP_MATMUL) {
+            const mlstack__weight *w = (const mlstack__weight *)v->w;
+            const char *wn = mlstack__prof_weight_name(e->model, v->w, &layer);
+            fprintf(f, ",\"weight\":\"%s\",\"n_out\":%d,\"n_in\":%d,\"wtype\":\"%s\"", wn, w->n_out, w->n_in,
+                    mlstack_dtype_name((mlstack_dtype)w->wtype));
+        }
+        if (layer >= 0) fprintf(f, ",\"layer\":%d", layer);
+        fprintf(f, ",\"rows\":%d,\"bytes\":%llu,\"flops\":%llu", (int)v->B, (unsigned long long)v->bytes,
+                (unsigned long long)v->flops);
+    } else if (v->kind == MLSTACK__PEV_POOL) {
+        fprintf(f, ",\"op\":\"%s\",\"tasks\":%d,\"lost_thread_us\":%.3f", mlstack__op_names[v->op], (int)v->n_tasks,
+                (double)v->bytes * 1e-3);
+    } else {
+        fprintf(f, ",\"tasks\":%d,\"busy_us\":%.3f", (int)v->n_tasks, (double)v->bytes * 1e-3);
+    }
+    fputs("}}", f);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engine *e, const char *path) {
+    const struct mlstack__prof *pr;
+    FILE *f;
+    size_t i;
+    int t, ok;
+    if (!e || !path) return MLSTACK_ERR_INVALID_ARG;
+    if (!e->prof) return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_STATE, "write_trace: profiling was never started");
+    pr = e->prof;
+    f = fopen(path, "wb");
+    if (!f)
+        return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: cannot open: %s", path,
+                                    strerror(errno));
+    fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"mlstack\"}}", f);
+    for (t = 0; t < pr->n_threads; t++)
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}", t,
+                t ? "worker" : "engine thread", t);
+    for (i = 0; i < pr->n_ev; i++)
+        if (mlstack__prof_kept(pr, &pr->ev[i])) mlstack__prof_write_ev(f, e, &pr->ev[i]);
+    fprintf(f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"dropped\":%llu}}\n",
+            pr->n_threads, e->k->name, pr->kept, (unsigned long long)pr->dropped);
+    ok = !ferror(f);
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: write failed", path);
+    return MLSTACK_OK;
+}
+
+MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
+    const mlstack__config *c;
+    uint64_t total;
+    int l, i;
+    if (!m) return 0;
+    c = &m->cfg;
+    total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes + (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] +
+            4 * (uint64_t)c->n_embd;
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7];
+        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+        ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+        for (i = 0; i < 7; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+        total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
+    }
+    return total;
+}
 
 #endif /* MLSTACK_IMPLEMENTATION */
 

@@ -1,7 +1,8 @@
-/* mlstack command-line tool: run, eval, info. One static binary over mlstack.h. */
+/* mlstack command-line tool: run, eval, info, bench. One static binary over mlstack.h. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@ static const char *USAGE =
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)\n"
     "                                        ids (and pieces) as Hugging Face tokenizers gives them;\n"
     "                                        needs only tokenizer.json (+ tokenizer_config.json)\n"
+    "  bench (-m DIR | --shape CONFIG.json)  prompt (pp) and generation (tg) tokens/s, memory\n"
+    "                                        bandwidth and the roofline; see mlstack bench --help\n"
     "\n"
     "options:\n"
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
@@ -41,10 +44,12 @@ static const char *USAGE =
     "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
+    "      --profile FILE       (run) write a Chrome trace of every eval to FILE (open it in\n"
+    "                           Perfetto or chrome://tracing) and print the op summary to stderr\n"
     "  -h, --help               this text\n";
 
 typedef struct opts {
-    const char *cmd, *model, *prompt, *ids, *isa, *file;
+    const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
     const char *out;
     int ids_only, no_special;
     mlstack_dtype quant;
@@ -106,6 +111,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
+        else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
         else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
         else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
         else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
@@ -197,6 +203,25 @@ static int on_token(void *user, int32_t tok) {
     return 0;
 }
 
+/* Writes the engine's profile as a Chrome trace to path and its summary to stderr. */
+static int report_profile(mlstack_engine *e, const char *path) {
+    size_t need = mlstack_engine_profile_summary(e, NULL, 0);
+    char *text = (char *)malloc(need + 1);
+    int rc = 0;
+    if (mlstack_engine_profile_write_trace(e, path) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        rc = 1;
+    } else {
+        fprintf(stderr, "profile: trace written to %s\n", path);
+    }
+    if (text) {
+        mlstack_engine_profile_summary(e, text, need + 1);
+        fputs(text, stderr);
+    }
+    free(text);
+    return rc;
+}
+
 /* Prompt ids from --ids, or -p text through the model's tokenizer (special tokens added as
    the tokenizer's post-processor says). Returns the count, or -1 after printing why. */
 static int prompt_ids(const opts *o, mlstack_model *m, int32_t **ids) {
@@ -263,6 +288,13 @@ static int cmd_run(const opts *o) {
     g.ignore_eos = o->ignore_eos;
     g.on_token = on_token;
     g.user = &st;
+    if (o->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        free(ids);
+        return 1;
+    }
     rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
     if (st.detok) {
         const char *text;
@@ -275,6 +307,7 @@ static int cmd_run(const opts *o) {
     fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
             mlstack_engine_kernels(e), load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0,
             g.n_generated, g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
+    if (o->profile && report_profile(e, o->profile) != 0) rc = 1;
     mlstack_engine_free(e);
     mlstack_model_close(m);
     free(ids);
@@ -441,9 +474,383 @@ static int cmd_info(const opts *o) {
     return 0;
 }
 
+/* ---- bench: llama-bench-like prompt and generation throughput ---- */
+
+static const char *BENCH_USAGE =
+    "usage: mlstack bench (-m DIR | --shape CONFIG.json) [options]\n"
+    "\n"
+    "  pp<P>: one eval of P prompt tokens into a fresh sequence; tokens/s = P / time.\n"
+    "  tg<N>: N single-token evals after a 4-token prompt (not timed); tokens/s = N / time.\n"
+    "  Each test runs once untimed, then R times; the table gives median, min, max and the\n"
+    "  spread (max - min) / median. tg is also given as a fraction of the bandwidth roofline:\n"
+    "  (weight bytes one token reads) / (best read bandwidth measured here, same thread count).\n"
+    "\n"
+    "  -m, --model DIR        Hugging Face model folder\n"
+    "      --shape FILE       a config.json: random weights of that shape (no download)\n"
+    "      --dtype TYPE       (--shape) stored type of the random weights: f32, f16, bf16 (default f32)\n"
+    "  -p, --n-prompt LIST    prompt lengths (default 128; 0 skips pp)\n"
+    "  -n, --n-gen LIST       generation lengths (default 64; 0 skips tg)\n"
+    "  -t, --threads LIST     thread counts (default 1)\n"
+    "  -r, --repetitions N    timed runs per test (default 5)\n"
+    "      --quant LIST       none, q8_0, q4_0 (default none)\n"
+    "      --isa LIST         kernel caps: scalar, avx2, avx512 (default: the best)\n"
+    "      --json             one JSON object per line and configuration instead of the table\n"
+    "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
+    "      --profile FILE     profile one extra run of each test (not counted): Chrome trace to FILE\n"
+    "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr\n";
+
+#define BENCH_MAX 16
+
+typedef struct bench_opts {
+    const char *model, *shape, *profile;
+    mlstack_dtype dtype;
+    int pp[BENCH_MAX], n_pp, tg[BENCH_MAX], n_tg, threads[BENCH_MAX], n_threads, reps;
+    int quant[BENCH_MAX], n_quant; /* mlstack_dtype; 0 = none */
+    const char *isa[BENCH_MAX];
+    int n_isa, json, bw_mib;
+    char isa_buf[256];
+} bench_opts;
+
+/* "a,b,c" of integers in [lo, hi] -> out; returns the count or -1. */
+static int parse_int_list(const char *s, int lo, int hi, int *out) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < lo || v > hi || (*end && *end != ',') || n == BENCH_MAX) return -1;
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n ? n : -1;
+}
+
+static int parse_bench(int argc, char **argv, bench_opts *b) {
+    int i;
+    memset(b, 0, sizeof *b);
+    b->pp[0] = 128, b->n_pp = 1;
+    b->tg[0] = 64, b->n_tg = 1;
+    b->threads[0] = 1, b->n_threads = 1;
+    b->reps = 5;
+    b->n_quant = 1;
+    b->n_isa = 1;
+    b->bw_mib = 1024;
+    b->dtype = MLSTACK_DTYPE_F32;
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
+#define VALUE()                                              \
+    do {                                                     \
+        if (!v) return die("option %s needs a value", a);    \
+        i++;                                                 \
+    } while (0)
+        if (IS("-h", "--help")) return 1;
+        else if (IS("-m", "--model")) { VALUE(); b->model = v; }
+        else if (IS("--shape", "--shape")) { VALUE(); b->shape = v; }
+        else if (IS("--profile", "--profile")) { VALUE(); b->profile = v; }
+        else if (IS("--json", "--json")) b->json = 1;
+        else if (IS("-p", "--n-prompt")) { VALUE(); if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0) return die("bad list for %s", a); }
+        else if (IS("-n", "--n-gen")) { VALUE(); if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return die("bad list for %s", a); }
+        else if (IS("-t", "--threads")) { VALUE(); if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return die("bad list for %s", a); }
+        else if (IS("-r", "--repetitions")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 1000, r) != 1) return die("bad value for %s", a); b->reps = r[0]; }
+        else if (IS("--bw-mib", "--bw-mib")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 0, 1 << 20, r) != 1) return die("bad value for %s", a); b->bw_mib = r[0]; }
+        else if (IS("--dtype", "--dtype")) {
+            VALUE();
+            if (strcmp(v, "f32") == 0) b->dtype = MLSTACK_DTYPE_F32;
+            else if (strcmp(v, "f16") == 0) b->dtype = MLSTACK_DTYPE_F16;
+            else if (strcmp(v, "bf16") == 0) b->dtype = MLSTACK_DTYPE_BF16;
+            else return die("--dtype %s: expected f32, f16 or bf16", v);
+        } else if (IS("--quant", "--quant")) {
+            const char *s;
+            VALUE();
+            b->n_quant = 0;
+            for (s = v; *s;) {
+                size_t len = strcspn(s, ",");
+                int q;
+                if (len == 4 && strncmp(s, "none", 4) == 0) q = 0;
+                else if (len == 4 && strncmp(s, "q8_0", 4) == 0) q = MLSTACK_DTYPE_Q8_0;
+                else if (len == 4 && strncmp(s, "q4_0", 4) == 0) q = MLSTACK_DTYPE_Q4_0;
+                else return die("--quant %s: expected a list of none, q8_0, q4_0", v);
+                if (b->n_quant == BENCH_MAX) return die("%s", "--quant: too many types");
+                b->quant[b->n_quant++] = q;
+                s += len + (s[len] == ',');
+            }
+            if (!b->n_quant) return die("%s", "--quant: empty list");
+        } else if (IS("--isa", "--isa")) {
+            char *s;
+            VALUE();
+            snprintf(b->isa_buf, sizeof b->isa_buf, "%s", v);
+            b->n_isa = 0;
+            for (s = strtok(b->isa_buf, ","); s && b->n_isa < BENCH_MAX; s = strtok(NULL, ",")) b->isa[b->n_isa++] = s;
+            if (!b->n_isa) return die("%s", "--isa: empty list");
+        } else return die("unknown bench option %s (see mlstack bench --help)", a);
+#undef IS
+#undef VALUE
+    }
+    if (!b->model == !b->shape) return die("%s", "bench needs exactly one of -m DIR and --shape CONFIG.json");
+    return 0;
+}
+
+/* Read bandwidth: threads stream disjoint slices of one buffer much larger than the last-level
+   cache, summing 16-byte vectors into four accumulators (enough independent loads in flight
+   to be limited by memory, not by the core). Best of a few runs. */
+typedef uint64_t bw_vec __attribute__((vector_size(16)));
+typedef struct bw_arg {
+    const bw_vec *p;
+    size_t n; /* vectors */
+    pthread_barrier_t *start;
+    double t0, t1;
+    uint64_t sink;
+} bw_arg;
+
+static void *bw_thread(void *arg_) {
+    bw_arg *a = (bw_arg *)arg_;
+    bw_vec s0 = {0, 0}, s1 = {0, 0}, s2 = {0, 0}, s3 = {0, 0};
+    size_t i;
+    pthread_barrier_wait(a->start);
+    a->t0 = mlstack__now();
+    for (i = 0; i + 4 <= a->n; i += 4) {
+        s0 += a->p[i];
+        s1 += a->p[i + 1];
+        s2 += a->p[i + 2];
+        s3 += a->p[i + 3];
+    }
+    s0 += s1 + s2 + s3;
+    a->t1 = mlstack__now();
+    a->sink = s0[0] + s0[1];
+    return NULL;
+}
+
+/* GB/s, or 0 when the test could not run. */
+static double measure_bandwidth(const unsigned char *buf, size_t bytes, int n_threads) {
+    pthread_t th[256];
+    bw_arg args[256];
+    pthread_barrier_t start;
+    double best = 0;
+    size_t per = bytes / 16 / (size_t)n_threads / 4 * 4;
+    int run, t;
+    for (run = 0; run < 5; run++) {
+        double t0 = 1e300, t1 = 0;
+        int started = 0;
+        if (pthread_barrier_init(&start, NULL, (unsigned)n_threads) != 0) return 0;
+        for (t = 0; t < n_threads; t++) {
+            args[t].p = (const bw_vec *)(const void *)buf + (size_t)t * per;
+            args[t].n = per;
+            args[t].start = &start;
+            if (t && pthread_create(&th[t], NULL, bw_thread, &args[t]) != 0) break;
+            started++;
+        }
+        if (started < n_threads) { /* the barrier would never open: give up on this count */
+            pthread_barrier_destroy(&start);
+            return 0;
+        }
+        bw_thread(&args[0]);
+        for (t = 1; t < n_threads; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&start);
+        for (t = 0; t < n_threads; t++) {
+            if (args[t].t0 < t0) t0 = args[t].t0;
+            if (args[t].t1 > t1) t1 = args[t].t1;
+        }
+        if (t1 > t0 && (double)per * 16 * n_threads / (t1 - t0) / 1e9 > best) best = (double)per * 16 * n_threads / (t1 - t0) / 1e9;
+    }
+    return best;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One timed run: pp (n_prompt tokens in one eval) or tg (n_gen single-token evals after a
+   4-token prompt). Returns seconds, or -1 on failure. */
+static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen, mlstack_batch_row *rows) {
+    int32_t seq;
+    int i, n = n_gen ? 4 : n_prompt;
+    double t0, t;
+    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
+    for (i = 0; i < n; i++) {
+        rows[i].seq = seq;
+        rows[i].pos = i;
+        rows[i].token = (int32_t)((1 + 7919u * (unsigned)i) % (unsigned)n_vocab);
+        rows[i].want_logits = i == n - 1;
+    }
+    t0 = mlstack__now();
+    if (mlstack_engine_eval(e, rows, n) != MLSTACK_OK) return -1;
+    t = mlstack__now() - t0;
+    if (n_gen) {
+        t0 = mlstack__now();
+        for (i = 0; i < n_gen; i++) {
+            rows[0].pos = n + i;
+            rows[0].token = (int32_t)((3 + 104729u * (unsigned)i) % (unsigned)n_vocab);
+            rows[0].want_logits = 1; /* generation needs every token's logits (the LM head) */
+            if (mlstack_engine_eval(e, rows, 1) != MLSTACK_OK) return -1;
+        }
+        t = mlstack__now() - t0;
+    }
+    mlstack_engine_seq_free(e, seq);
+    return t;
+}
+
+static void lower(char *dst, const char *src, size_t cap) {
+    size_t i;
+    for (i = 0; i + 1 < cap && src[i]; i++) dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] + 32 : src[i]);
+    dst[i] = 0;
+}
+
+static int cmd_bench(int argc, char **argv) {
+    bench_opts b;
+    double bw[BENCH_MAX] = {0};
+    int r = parse_bench(argc, argv, &b), qi, ii, ti, k, rc = 0, max_p = 4, n_configs, header = 0;
+    char cpu[256];
+    if (r == 1) {
+        fputs(BENCH_USAGE, stdout);
+        return 0;
+    }
+    if (r) return r;
+    for (k = 0; k < b.n_pp; k++) max_p = b.pp[k] > max_p ? b.pp[k] : max_p;
+    n_configs = b.n_quant * b.n_isa * b.n_threads * (b.n_pp + b.n_tg);
+    mlstack_cpu_report(cpu, sizeof cpu);
+    if (b.bw_mib > 0) {
+        size_t bytes = (size_t)b.bw_mib << 20;
+        unsigned char *buf = (unsigned char *)malloc(bytes);
+        if (!buf) return die("%s", "no memory for the bandwidth buffer (try --bw-mib 256)");
+        memset(buf, 1, bytes); /* touch every page before timing */
+        for (ti = 0; ti < b.n_threads; ti++) bw[ti] = measure_bandwidth(buf, bytes, b.threads[ti]);
+        free(buf);
+    }
+    if (!b.json) {
+        printf("cpu: %s\n", cpu);
+        for (ti = 0; ti < b.n_threads; ti++)
+            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB)\n", b.threads[ti],
+                   b.threads[ti] > 1 ? "s" : "", bw[ti], b.bw_mib);
+    }
+    for (qi = 0; qi < b.n_quant; qi++) {
+        mlstack_model *m;
+        mlstack_model_info info;
+        mlstack_error err;
+        uint64_t tok_bytes;
+        char type[16];
+        double t_load = mlstack__now();
+        if (b.shape) {
+            r = mlstack_model_open_random(b.shape, b.dtype, (mlstack_dtype)b.quant[qi], 1, &m, &err);
+        } else {
+            mlstack_model_desc md;
+            memset(&md, 0, sizeof md);
+            md.path = b.model;
+            md.quant = (mlstack_dtype)b.quant[qi];
+            r = mlstack_model_open(&md, &m, &err);
+        }
+        if (r != MLSTACK_OK) {
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            return 1;
+        }
+        t_load = mlstack__now() - t_load;
+        mlstack_model_get_info(m, &info);
+        lower(type, mlstack_dtype_name(info.weight_dtype), sizeof type);
+        tok_bytes = mlstack_model_decode_bytes(m);
+        if (!b.json) {
+            if (!header++)
+                printf("%s %s: %s, %d layers, hidden %d, %.1f M parameters\n", b.shape ? "shape" : "model",
+                       b.shape ? b.shape : b.model, info.architecture, info.n_layers, info.n_embd, info.n_params / 1e6);
+            printf("type %s: %.1f MiB of weights read per generated token (loaded in %.1f s)\n", type, tok_bytes / 1048576.0,
+                   t_load);
+        }
+        for (ii = 0; ii < b.n_isa; ii++) {
+            for (ti = 0; ti < b.n_threads; ti++) {
+                mlstack_engine *e;
+                mlstack_engine_desc ed;
+                mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
+                int test;
+                memset(&ed, 0, sizeof ed);
+                ed.n_threads = b.threads[ti];
+                ed.max_seqs = 1;
+                ed.max_batch_tokens = max_p;
+                ed.isa = b.isa[ii];
+                if (!rows || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+                    fprintf(stderr, "mlstack: %s\n", rows ? err.message : "out of memory");
+                    free(rows);
+                    mlstack_model_close(m);
+                    return 1;
+                }
+                if (!b.json && ii + ti + qi == 0) {
+                    printf("\n| %-6s | %-12s | %7s | %-6s | %10s | %10s | %10s | %6s | %8s |\n", "type", "kernels", "threads",
+                           "test", "t/s median", "min", "max", "spread", "roofline");
+                    printf("|--------|--------------|---------|--------|------------|------------|------------|--------|----------|\n");
+                }
+                for (test = 0; test < b.n_pp + b.n_tg; test++) {
+                    int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test], n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
+                    int n_tok = is_tg ? n_gen : n_prompt, rep;
+                    double tps[1000], med, roof = 0;
+                    char name[32];
+                    if (n_tok == 0) continue;
+                    snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
+                    if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0) { /* warm-up, untimed */
+                        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+                        rc = 1;
+                        break;
+                    }
+                    for (rep = 0; rep < b.reps; rep++) {
+                        double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows);
+                        tps[rep] = t > 0 ? n_tok / t : 0;
+                    }
+                    qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
+                    med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
+                    if (is_tg && bw[ti] > 0 && tok_bytes) roof = med / (bw[ti] * 1e9 / (double)tok_bytes);
+                    if (b.json) {
+                        printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
+                        json_str(stdout, b.shape ? b.shape : b.model);
+                        printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":\"%s\","
+                               "\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,\"spread\":%.4f,"
+                               "\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
+                               type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, b.reps, med, tps[0],
+                               tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
+                               (unsigned long long)tok_bytes, bw[ti]);
+                        if (is_tg && roof > 0) printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f", bw[ti] * 1e9 / (double)tok_bytes, roof);
+                        printf("}\n");
+                    } else {
+                        char roof_s[16] = "";
+                        if (roof > 0) snprintf(roof_s, sizeof roof_s, "%.1f%%", 100 * roof);
+                        printf("| %-6s | %-12s | %7d | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s |\n", type,
+                               mlstack_engine_kernels(e), b.threads[ti], name, med, tps[0], tps[b.reps - 1],
+                               med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s);
+                    }
+                    fflush(stdout);
+                    if (b.profile) { /* one more run, profiled, not counted */
+                        char path[1024];
+                        if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
+                        else snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti], name,
+                                      b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
+                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti], b.threads[ti] > 1 ? "s" : "", name);
+                        if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
+                            bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0 || report_profile(e, path) != 0)
+                            rc = 1;
+                        mlstack_engine_profile_stop(e);
+                    }
+                }
+                mlstack_engine_free(e);
+                free(rows);
+            }
+        }
+        mlstack_model_close(m);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     opts o;
-    int r = parse_args(argc, argv, &o);
+    int r;
+    if (argc >= 2 && strcmp(argv[1], "bench") == 0) return cmd_bench(argc, argv);
+    r = parse_args(argc, argv, &o);
     if (r == 1) {
         fputs(USAGE, r == 1 && argc >= 2 ? stdout : stderr);
         return argc >= 2 ? 0 : 2;
