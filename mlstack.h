@@ -2759,8 +2759,7 @@ static mlstack__tn *mlstack__tp_filters(mlstack__tparse *P, mlstack__tn *node) {
                 P->i++;
             }
             k = mlstack__tp_cur(P);
-            if (k->t != MLSTACK__TK_NAME && !(k->t == MLSTACK__TK_OP && k->n == 2 && (k->s[0] == '=' || k->s[0] == '!' || k->s[0] == '<' || k->s[0] == '>')) &&
-                !(k->t == MLSTACK__TK_OP && k->n == 1 && (k->s[0] == '<' || k->s[0] == '>'))) {
+            if (k->t != MLSTACK__TK_NAME) {
                 mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a test name after 'is'");
                 return NULL;
             }
@@ -4874,6 +4873,7 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "selectattr/rejectattr need an attribute name");
     if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "keyword arguments to select filters are not supported");
     attr = by_attr ? a->p[0] : mlstack__tv_none();
+    tname = mlstack__tv_none();
     if (a->np > first) {
         tname = a->p[first];
         if (tname.t != MLSTACK__TV_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
