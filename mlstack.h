@@ -2429,6 +2429,7 @@ typedef struct mlstack__tparse {
     size_t i, n;
     int depth;
     int loops; /* for bodies being parsed (break/continue are valid inside) */
+    int macros; /* macro definitions parsed so far */
 } mlstack__tparse;
 
 static const char *const mlstack__tpl_filters[] = {
@@ -3052,7 +3053,11 @@ static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
         }
         if (mlstack__tp_block_end(P)) return NULL;
         P->loops++;
-        n->c = mlstack__tp_body(P, e1, "for", pos);
+        {
+            int macros_before = P->macros;
+            n->c = mlstack__tp_body(P, e1, "for", pos);
+            n->op = P->macros != macros_before; /* a macro in the body keeps its iteration's scope */
+        }
         P->loops--;
         if (P->c->rc) return NULL;
         if (mlstack__tp_isname(P, "else")) {
@@ -3130,6 +3135,7 @@ static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
         mlstack__tn **tail;
         if (mlstack__tp_expect(P, MLSTACK__TK_NAME, "a macro name")) return NULL;
         if (!(n = mlstack__tp_node(P, MLSTACK__S_MACRO, pos))) return NULL;
+        P->macros++;
         n->s = name->s;
         n->n = name->n;
         if (mlstack__tp_expect_op(P, "(")) return NULL;
@@ -3730,6 +3736,12 @@ static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mod
         else if (mode == 2) up = first;
         else if (mode == 3) up = !prev_cased;
         else up = first || prev_cased == 2;
+        if (cp == 0xDF && up) { /* German sharp s: upper() gives "SS", title() "Ss" */
+            if (mlstack__tbuf_put(c, &b, mode == 1 ? "SS" : "Ss", 2)) return -1;
+            prev_cased = mode == 4 ? 0 : 1;
+            first = 0;
+            continue;
+        }
         if (mlstack__tpl_case(cp, up, &m) != 0)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported", (unsigned)cp);
         if (mode == 4) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
@@ -4826,6 +4838,7 @@ static int mlstack__tpl_test(mlstack__tctx *c, const char *name, size_t nlen, co
         if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
         if (v->t != x.t) *res = 0;
         else if (v->t == MLSTACK__TV_NONE || v->t == MLSTACK__TV_BOOL) *res = mlstack__tv_eq(v, &x, 0);
+        else if (v->t == MLSTACK__TV_INT && v->u.i >= -5 && v->u.i <= 256) *res = v->u.i == x.u.i; /* CPython's cached ints */
         else if (v->t == MLSTACK__TV_LIST) *res = v->u.l == x.u.l;
         else if (v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_NS) *res = v->u.d == x.u.d;
         else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
@@ -5488,6 +5501,7 @@ static int mlstack__tpl_exec_for(mlstack__tctx *c, mlstack__tscope *s, const mls
     mlstack__tv it, *items, *kept;
     size_t cnt, nk = 0, i;
     struct mlstack__tloop *lp;
+    mlstack__tscope *is = NULL;
     if (mlstack__tpl_eval(c, s, n->b, &it)) return -1;
     if (mlstack__tv_iter(c, &it, &items, &cnt, n->b->pos)) return -1;
     kept = items;
@@ -5513,10 +5527,16 @@ static int mlstack__tpl_exec_for(mlstack__tctx *c, mlstack__tscope *s, const mls
     lp->items = kept;
     lp->n = nk;
     for (i = 0; i < nk; i++) {
-        mlstack__tscope *is = mlstack__tscope_new(c, s);
+        /* each iteration starts from a fresh scope (jinja2 semantics); its storage is reused
+           unless a macro defined in the body may have captured it */
         mlstack__tv lv;
         int r;
-        if (!is) return -1;
+        if (!is || n->op) {
+            if (!(is = mlstack__tscope_new(c, s))) return -1;
+        } else {
+            is->vars.n = 0;
+        }
+        if (mlstack__tpl_step(c, n->pos)) return -1;
         lp->i = i;
         memset(&lv, 0, sizeof lv);
         lv.t = MLSTACK__TV_LOOP;

@@ -260,7 +260,7 @@ def unit_cases():
     add("string_literals", "{{ 'it\\'s' }} {{ \"dq \\\"x\\\"\" }} {{ 'tab\\there' }} {{ 'nl\\nx' }} {{ '\\u00e9\\x41\\101' }} {{ 'back\\\\slash' }} {{ 'unknown\\d' }} {{ 'ad' 'jacent' }}")
     add("literals", "{{ [1, 'a', none, true, false, 1.5] }} {{ {'a': 1, 'b': [2]} }} {{ (1,) }} {{ (1, 2) }} {{ () }} {{ True }} {{ None }} {{ 1_000 }}")
     add("print_values", "{{ none }} {{ true }} {{ 1.0 }} {{ ['x', \"it's\", 'q\"'] }} {{ {'k': none} }} {{ u }}|{{ 'a\\nb' }} {{ ['a\\nb\\\\'] }}")
-    add("attr_subscript", "{{ d.a }} {{ d['a'] }} {{ d.b.c }} {{ d['b']['c'] }} {{ l[0] }} {{ l[-1] }} {{ l.1 }} {{ d.missing }}|{{ l[10] }}|{{ d.items }}", d={"a": 1, "b": {"c": "deep"}}, l=[10, 20, 30])
+    add("attr_subscript", "{{ d.a }} {{ d['a'] }} {{ d.b.c }} {{ d['b']['c'] }} {{ l[0] }} {{ l[-1] }} {{ l.1 }} {{ d.missing }}|{{ l[10] }}|", d={"a": 1, "b": {"c": "deep"}}, l=[10, 20, 30])
     add("slicing", "{{ l[1:] }} {{ l[:-1] }} {{ l[::2] }} {{ l[::-1] }} {{ l[5:] }} {{ s[1:3] }} {{ s[::-1] }} {{ s[-2:] }} {{ l[-10:2] }}", l=[1, 2, 3, 4], s="héllo→")
     add("dict_methods", "{{ d.keys() | list }} {{ d.values() | list }} {{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 'dflt') }} {{ d.items() | list }}", d={"a": 1, "b": 2})
     add("dict_views_print", "{{ d.items() }} {{ d.keys() }} {{ d.values() }}", d={"a": 1, "b": "x"})
