@@ -3606,7 +3606,7 @@ static int mlstack__tv_iter(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv 
     case MLSTACK__TV_UNDEF: return 0;
     case MLSTACK__TV_LIST: {
         mlstack__tlist *lst = v->u.l;
-        *items = lst->v + lst->start;
+        *items = lst->v ? lst->v + lst->start : NULL;
         *n = lst->n - lst->start;
         if (lst->kind == MLSTACK__TL_GEN) lst->start = lst->n;
         return 0;
@@ -4071,7 +4071,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) && a->u.l->kind == b->u.l->kind) {
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, a->u.l->n + b->u.l->n);
         if (!l) return -1;
-        memcpy(l->v, a->u.l->v, a->u.l->n * sizeof(mlstack__tv));
+        if (a->u.l->n) memcpy(l->v, a->u.l->v, a->u.l->n * sizeof(mlstack__tv));
         if (b->u.l->n) memcpy(l->v + a->u.l->n, b->u.l->v, b->u.l->n * sizeof(mlstack__tv));
         l->n = a->u.l->n + b->u.l->n;
         *out = mlstack__tv_list(l);
