@@ -4089,6 +4089,11 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
+    if (op == MLSTACK__OP_MUL && b->t == MLSTACK__TV_LIST && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)) {
+        const mlstack__tv *t = a;
+        a = b;
+        b = t;
+    }
     if (op == MLSTACK__OP_MUL && a->t == MLSTACK__TV_LIST && (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) &&
         (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) {
         int64_t k = b->u.i, i;
@@ -4176,7 +4181,7 @@ static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const m
         return 0;
     }
     case MLSTACK__TV_DICT:
-        if (a->t == MLSTACK__TV_LIST || a->t == MLSTACK__TV_DICT)
+        if ((a->t == MLSTACK__TV_LIST && a->u.l->kind != MLSTACK__TL_TUPLE) || a->t == MLSTACK__TV_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(a));
         *res = mlstack__tdict_find(b->u.d, a) != NULL;
         return 0;
@@ -4285,7 +4290,7 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
     if (v->t == MLSTACK__TV_DICT) {
         mlstack__tv *f;
-        if (key->t == MLSTACK__TV_LIST || key->t == MLSTACK__TV_DICT)
+        if ((key->t == MLSTACK__TV_LIST && key->u.l->kind != MLSTACK__TL_TUPLE) || key->t == MLSTACK__TV_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(key));
         f = mlstack__tdict_find(v->u.d, key);
         if (f) {
@@ -4349,9 +4354,10 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
         offs[j] = v->u.s.n;
     } else if (v->t == MLSTACK__TV_LIST && (v->u.l->kind == MLSTACK__TL_LIST || v->u.l->kind == MLSTACK__TL_TUPLE)) {
         len = (int64_t)v->u.l->n;
-    } else {
-        *out = mlstack__tv_undef("object is not subscriptable");
-        return 0;
+    } else { /* jinja2 slices with plain Python: anything else raises */
+        if (v->t == MLSTACK__TV_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: 'slice'");
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not subscriptable", mlstack__tv_typename(v));
     }
     if (st && st->t != MLSTACK__TV_NONE) step = st->u.i;
     if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice step cannot be zero");
@@ -4895,7 +4901,12 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
     }
     memset(&ta, 0, sizeof ta);
     for (k = first + 1; k < a->np; k++) ta.p[ta.np++] = a->p[k];
-    if (mlstack__tv_iter(c, seq, &items, &n, pos)) return -1;
+    if (!mlstack__tv_truthy(seq)) { /* jinja2: `if value:` before iterating */
+        items = NULL;
+        n = 0;
+    } else if (mlstack__tv_iter(c, seq, &items, &n, pos)) {
+        return -1;
+    }
     if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
     for (i = 0; i < n; i++) {
         mlstack__tv val = items[i];
@@ -5150,6 +5161,10 @@ static int mlstack__tpl_filter(mlstack__tctx *c, const char *name, size_t nlen, 
         mlstack__tlist *l;
         int has_def;
         if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
+        if (!mlstack__tv_truthy(v)) { /* jinja2: `if value:` before iterating */
+            *out = mlstack__tv_list(l);
+            return 0;
+        }
         if (a->np == 0 && mlstack__targ(a, -1, "attribute", &x)) {
             has_def = mlstack__targ(a, -1, "default", &y);
             if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
@@ -5296,7 +5311,10 @@ static int mlstack__tpl_filter(mlstack__tctx *c, const char *name, size_t nlen, 
         if (!mlstack__targ(a, 0, "width", &x)) x = mlstack__tv_int(4);
         if (mlstack__targ(a, 1, "first", &y)) first = mlstack__tv_truthy(&y);
         if (mlstack__targ(a, 2, "blank", &z)) blank = mlstack__tv_truthy(&z);
-        if (mlstack__targs_done(c, a, 3, what, pos) || mlstack__tpl_to_str(c, v, &s, pos)) return -1;
+        if (mlstack__targs_done(c, a, 3, what, pos)) return -1;
+        if (v->t != MLSTACK__TV_STR) /* jinja2 appends "\n" to the value itself */
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s", mlstack__tv_typename(v));
+        s = *v;
         if (x.t == MLSTACK__TV_STR) ind = x;
         else if (x.t == MLSTACK__TV_INT || x.t == MLSTACK__TV_BOOL) {
             int64_t k = x.u.i < 0 ? 0 : x.u.i;
@@ -5451,7 +5469,7 @@ static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const m
         if (!d) return -1;
         for (k = n->b; k; k = k->next) {
             if (mlstack__tpl_eval(c, s, k->a, &a) || mlstack__tpl_eval(c, s, k->b, &b)) return -1;
-            if (a.t == MLSTACK__TV_LIST || a.t == MLSTACK__TV_DICT || a.t == MLSTACK__TV_UNDEF)
+            if ((a.t == MLSTACK__TV_LIST && a.u.l->kind != MLSTACK__TL_TUPLE) || a.t == MLSTACK__TV_DICT || a.t == MLSTACK__TV_UNDEF)
                 return mlstack__tpl_fail(c, k->pos, MLSTACK_ERR_INVALID_ARG, "unhashable dict key of type '%s'", mlstack__tv_typename(&a));
             if (mlstack__tdict_set(c, d, a, b)) return -1;
         }
