@@ -306,6 +306,102 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d);
 
 /* ---- Chat templates (section 8) ---- */
 
+/* Chat templates: a Jinja subset that renders what transformers' apply_chat_template renders,
+   byte for byte, for the templates real models ship. A construct the interpreter does not know
+   is an error naming it and its line and column; it never renders something else silently.
+   Errors: MLSTACK_ERR_FORMAT (template syntax, bad JSON), MLSTACK_ERR_UNSUPPORTED (a Jinja
+   feature outside the subset), MLSTACK_ERR_INVALID_ARG (a runtime error that jinja2 raises
+   too, including raise_exception(msg); the message then starts with "raise_exception: "),
+   MLSTACK_ERR_LIMIT (steps, depth, output or memory budget), MLSTACK_ERR_NO_MEMORY. */
+
+typedef struct mlstack_chat_message {
+    const char *role;
+    const char *content;
+} mlstack_chat_message;
+
+/* Render options. Zero-initialise; zero means default:
+     add_generation_prompt  0: false
+     bos_token, eos_token   NULL: the variable is undefined in the template (chat_template_apply:
+                            the value from tokenizer_config.json)
+     tools_json             NULL: `tools` is none; otherwise a JSON array of tool schemas
+     extra_json             NULL: none; otherwise a JSON object whose members become template
+                            variables (unk_token, enable_thinking, date_string, ...); they
+                            override the variables above, as transformers' kwargs do
+     now_unix               0: the current time; otherwise the time strftime_now() formats
+     max_output_bytes       0: MLSTACK_TEMPLATE_MAX_OUTPUT (16 MiB)
+     max_steps              0: MLSTACK_TEMPLATE_MAX_STEPS (20 million evaluation steps)
+     max_memory             0: MLSTACK_TEMPLATE_MAX_MEMORY (256 MiB for one render's values)
+   Python's sandbox limit on range() (100000 items) always applies, as it does in transformers. */
+typedef struct mlstack_template_options {
+    int add_generation_prompt;
+    const char *bos_token;
+    const char *eos_token;
+    const char *tools_json;
+    const char *extra_json;
+    int64_t now_unix;
+    size_t max_output_bytes;
+    uint64_t max_steps;
+    size_t max_memory;
+} mlstack_template_options;
+
+/* Renders a Jinja chat template.
+   Parameters: template_text/template_len (UTF-8, need not be NUL-terminated); messages_json/
+     messages_len: a JSON array of message objects (any fields: role, content, tool_calls, ...),
+     or NULL to leave `messages` undefined; opt: NULL for defaults; out/out_len receive the text
+     (NUL-terminated, MLSTACK_MALLOC'd, free with mlstack_template_free_output); err: optional.
+   Returns MLSTACK_OK, or a failure with *out NULL and err->message naming the problem (with
+     line and column for template errors).
+   Thread safety: reentrant; no shared state.
+   Remarks: like transformers, keys whose value is null are dropped from each message, and a
+     message's reasoning (reasoning_content/thinking/reasoning) is also given as `thinking` and
+     `reasoning_content`. Variables: messages, tools, documents (none), add_generation_prompt,
+     bos_token, eos_token, extra_json's members; functions raise_exception, strftime_now,
+     range, namespace, dict. */
+MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len,
+                                                   const char *messages_json, size_t messages_len,
+                                                   const mlstack_template_options *opt, char **out,
+                                                   size_t *out_len, mlstack_error *err);
+/* The same with plain role/content messages. */
+MLSTACK_API mlstack_result mlstack_template_render_messages(const char *template_text, size_t template_len,
+                                                            const mlstack_chat_message *messages, int n_messages,
+                                                            const mlstack_template_options *opt, char **out,
+                                                            size_t *out_len, mlstack_error *err);
+/* Frees text returned by the render calls. NULL is fine. */
+MLSTACK_API void mlstack_template_free_output(char *text);
+
+/* The chat templates and special tokens of a tokenizer folder, loaded as transformers 5 loads
+   them: tokenizer_config.json's "chat_template" (a string, or a list of {name, template}); a
+   chat_template.jinja file (the "default" template) and additional_chat_templates/NAME.jinja
+   files replace it when present; chat_template.json (the processor file) is read only when
+   neither exists. Special tokens (bos, eos, unk, pad, sep, cls, mask) are strings or
+   AddedToken objects {"content": ...} in tokenizer_config.json. */
+typedef struct mlstack_chat_template mlstack_chat_template;
+
+/* Opens dir (see above). Parameters: dir; out receives the object; err optional.
+   Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND when the folder has no chat template, or another
+   failure. Thread safety: any thread; the object is read-only afterwards and may be shared. */
+MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out,
+                                                      mlstack_error *err);
+/* The same from the text of a tokenizer_config.json (no files are read). */
+MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_json, size_t config_len,
+                                                             mlstack_chat_template **out, mlstack_error *err);
+MLSTACK_API void mlstack_chat_template_close(mlstack_chat_template *tpl);
+/* Picks a template as transformers' get_chat_template does: `name` when given; otherwise
+   "tool_use" when with_tools and that template exists, else "default" (or the only, unnamed
+   template). Returns the NUL-terminated text owned by tpl, or NULL when there is none. */
+MLSTACK_API const char *mlstack_chat_template_get(const mlstack_chat_template *tpl, const char *name,
+                                                  int with_tools);
+/* A special token's text from the config ("bos_token", "eos_token", "unk_token", "pad_token",
+   ...), or NULL when the config does not set it. Owned by tpl. */
+MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template *tpl, const char *which);
+/* apply_chat_template(messages, tokenize=False, ...): picks the template (name may be NULL; see
+   mlstack_chat_template_get), passes the config's special tokens (opt's bos/eos override them)
+   and renders. An empty conversation is an error, as in transformers. Output as for
+   mlstack_template_render. Thread safety: any number of threads may apply one template. */
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *tpl, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out,
+                                                       size_t *out_len, mlstack_error *err);
 
 
 /* ---- Engine ---- */
@@ -8398,8 +8494,4598 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 }
 
 /* ==== 8. TEMPLATE ==== */  /* >>template */
+/* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
+   ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
+   and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
+     source --normalise line breaks--> lexer (whitespace control applied to text here)
+            --> recursive-descent parser (AST) --> tree-walking evaluator (own value type)
+   One render's nodes, values and output live in one arena with a byte budget. Steps, nesting
+   depth (expressions, statements and macro calls together) and output size are bounded, so a
+   hostile template ends with an error instead of a hang or a stack overflow.
+   Semantics follow Python where jinja2 defers to it: str() of floats is Python's repr, `//`
+   and `%` floor, strings index and count by code point, undefined prints as "" but errors when
+   called, subscripted or given an attribute, generators (selectattr, map, ...) are single-use
+   and always true. Case mapping covers ASCII and Latin-1; other cased letters are an error. */
 
+#ifndef MLSTACK_TEMPLATE_MAX_OUTPUT
+#define MLSTACK_TEMPLATE_MAX_OUTPUT ((size_t)16 << 20)
+#endif
+#ifndef MLSTACK_TEMPLATE_MAX_STEPS
+#define MLSTACK_TEMPLATE_MAX_STEPS ((uint64_t)20000000)
+#endif
+#ifndef MLSTACK_TEMPLATE_MAX_MEMORY
+#define MLSTACK_TEMPLATE_MAX_MEMORY ((size_t)256 << 20)
+#endif
+#ifndef MLSTACK_TEMPLATE_MAX_DEPTH
+#define MLSTACK_TEMPLATE_MAX_DEPTH 300
+#endif
+#define MLSTACK__TPL_MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
 
+#if !defined(_WIN32)
+#include <dirent.h>
+#endif
+
+/* ---- values ---- */
+enum {
+    MLSTACK__TV_UNDEF, MLSTACK__TV_NONE, MLSTACK__TV_BOOL, MLSTACK__TV_INT, MLSTACK__TV_FLOAT,
+    MLSTACK__TV_STR, MLSTACK__TV_LIST, MLSTACK__TV_DICT, MLSTACK__TV_NS, MLSTACK__TV_MACRO,
+    MLSTACK__TV_FUNC, MLSTACK__TV_METHOD, MLSTACK__TV_LOOP
+};
+/* What a list-valued object really is in Python, for printing, tojson and truthiness. */
+enum {
+    MLSTACK__TL_LIST, MLSTACK__TL_TUPLE, MLSTACK__TL_GEN, MLSTACK__TL_RANGE, MLSTACK__TL_ITEMS,
+    MLSTACK__TL_KEYS, MLSTACK__TL_VALUES
+};
+
+typedef struct mlstack__tv mlstack__tv;
+typedef struct mlstack__tlist mlstack__tlist;
+typedef struct mlstack__tdict mlstack__tdict;
+typedef struct mlstack__tn mlstack__tn;
+typedef struct mlstack__tscope mlstack__tscope;
+
+struct mlstack__tv {
+    int t;
+    union {
+        int64_t i; /* BOOL, INT, FUNC id */
+        double f;
+        struct {
+            const char *p; /* STR text; UNDEF: why it is undefined (for messages), may be NULL */
+            size_t n;
+        } s;
+        mlstack__tlist *l;
+        mlstack__tdict *d;
+        struct mlstack__tmacro *m;
+        struct mlstack__tmethod *b;
+        struct mlstack__tloop *lp;
+    } u;
+};
+struct mlstack__tlist {
+    int kind;
+    size_t start; /* generators: items before start were consumed */
+    size_t n, cap;
+    mlstack__tv *v;
+};
+struct mlstack__tdict {
+    size_t n, cap;
+    mlstack__tv *k, *v;
+};
+struct mlstack__tmacro {
+    const mlstack__tn *node;
+    mlstack__tscope *closure;
+};
+struct mlstack__tmethod {
+    mlstack__tv self;
+    const char *name;
+};
+struct mlstack__tloop {
+    const mlstack__tv *items;
+    size_t i, n;
+};
+struct mlstack__tscope {
+    mlstack__tscope *parent;
+    mlstack__tdict vars;
+};
+
+/* ---- AST ---- */
+enum {
+    /* expressions */
+    MLSTACK__N_LIT, MLSTACK__N_NAME, MLSTACK__N_ATTR, MLSTACK__N_ITEM, MLSTACK__N_SLICE, MLSTACK__N_CALL,
+    MLSTACK__N_KWARG, MLSTACK__N_FILTER, MLSTACK__N_TEST, MLSTACK__N_BIN, MLSTACK__N_NEG, MLSTACK__N_POS,
+    MLSTACK__N_NOT, MLSTACK__N_AND, MLSTACK__N_OR, MLSTACK__N_COND, MLSTACK__N_LIST, MLSTACK__N_TUPLE,
+    MLSTACK__N_DICT, MLSTACK__N_PAIR, MLSTACK__N_CMP,
+    /* statements */
+    MLSTACK__S_TEXT, MLSTACK__S_OUT, MLSTACK__S_IF, MLSTACK__S_FOR, MLSTACK__S_SET, MLSTACK__S_SETBLOCK,
+    MLSTACK__S_MACRO, MLSTACK__S_BREAK, MLSTACK__S_CONTINUE, MLSTACK__S_BLOCK, MLSTACK__S_FILTERBLOCK
+};
+/* Binary operators (N_BIN) and comparisons (N_CMP chain). */
+enum {
+    MLSTACK__OP_ADD, MLSTACK__OP_SUB, MLSTACK__OP_MUL, MLSTACK__OP_DIV, MLSTACK__OP_FLOORDIV, MLSTACK__OP_MOD,
+    MLSTACK__OP_POW, MLSTACK__OP_CONCAT, MLSTACK__OP_EQ, MLSTACK__OP_NE, MLSTACK__OP_LT, MLSTACK__OP_GT,
+    MLSTACK__OP_LE, MLSTACK__OP_GE, MLSTACK__OP_IN, MLSTACK__OP_NOTIN
+};
+
+struct mlstack__tn {
+    int kind, op;
+    size_t pos;                        /* byte offset in the (normalised) source */
+    const char *s;                     /* name, text */
+    size_t n;
+    mlstack__tv v;                     /* N_LIT */
+    mlstack__tn *a, *b, *c, *d, *e;    /* children; meaning per kind */
+    mlstack__tn *next;                 /* next in a list (statements, arguments, items) */
+};
+
+/* ---- render context ---- */
+typedef struct mlstack__tbuf {
+    char *p;
+    size_t n, cap;
+} mlstack__tbuf;
+
+typedef struct mlstack__tctx {
+    mlstack__arena arena;
+    size_t mem, max_mem;
+    const char *src;
+    size_t src_n;
+    mlstack_error *err;
+    mlstack_result rc;
+    uint64_t steps, max_steps;
+    int depth;
+    size_t max_out;
+    mlstack__tbuf *out;
+    int64_t now;
+} mlstack__tctx;
+
+static void mlstack__tpl_linecol(const mlstack__tctx *c, size_t pos, size_t *line, size_t *col) {
+    size_t i;
+    *line = 1;
+    *col = 1;
+    for (i = 0; i < pos && i < c->src_n; i++) {
+        if (c->src[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else if (((unsigned char)c->src[i] & 0xC0) != 0x80) {
+            ++*col;
+        }
+    }
+}
+
+/* Records the first error (later ones are consequences) and returns -1. */
+static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos, mlstack_result code,
+                                                   const char *fmt, ...) {
+    va_list ap;
+    char msg[400];
+    size_t line, col;
+    if (c->rc != MLSTACK_OK) return -1;
+    c->rc = code;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->err) {
+        c->err->code = code;
+        if (pos == (size_t)-1) {
+            snprintf(c->err->message, sizeof c->err->message, "chat template: %s", msg);
+        } else {
+            mlstack__tpl_linecol(c, pos, &line, &col);
+            snprintf(c->err->message, sizeof c->err->message, "chat template line %zu, column %zu: %s", line, col,
+                     msg);
+        }
+    }
+    return -1;
+}
+#define MLSTACK__TNOPOS ((size_t)-1)
+
+static void *mlstack__tpl_alloc(mlstack__tctx *c, size_t n) {
+    void *p;
+    if (n > c->max_mem || c->mem > c->max_mem - n) {
+        mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "memory budget of %zu bytes exceeded", c->max_mem);
+        return NULL;
+    }
+    p = mlstack__arena_alloc(&c->arena, n ? n : 1);
+    if (!p) {
+        mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        return NULL;
+    }
+    c->mem += n;
+    return p;
+}
+
+static char *mlstack__tpl_strdup(mlstack__tctx *c, const char *s, size_t n) {
+    char *d = (char *)mlstack__tpl_alloc(c, n + 1);
+    if (!d) return NULL;
+    if (n) memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* Growable byte buffer in the arena (old blocks are left to the arena). */
+static int mlstack__tbuf_put(mlstack__tctx *c, mlstack__tbuf *b, const char *s, size_t n) {
+    if (n > c->max_out || b->n > c->max_out - n)
+        return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "output larger than the limit of %zu bytes",
+                                 c->max_out);
+    if (b->cap - b->n < n + 1) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *np;
+        while (cap - b->n < n + 1) cap *= 2;
+        np = (char *)mlstack__tpl_alloc(c, cap);
+        if (!np) return -1;
+        if (b->n) memcpy(np, b->p, b->n);
+        b->p = np;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+static int mlstack__tbuf_puts(mlstack__tctx *c, mlstack__tbuf *b, const char *s) {
+    return mlstack__tbuf_put(c, b, s, strlen(s));
+}
+static int mlstack__tbuf_cp(mlstack__tctx *c, mlstack__tbuf *b, uint32_t cp) {
+    unsigned char tmp[4];
+    return mlstack__tbuf_put(c, b, (const char *)tmp, mlstack__utf8_put(tmp, cp));
+}
+
+/* value constructors */
+static mlstack__tv mlstack__tv_undef(const char *why) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_UNDEF;
+    v.u.s.p = why;
+    return v;
+}
+static mlstack__tv mlstack__tv_none(void) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_NONE;
+    return v;
+}
+static mlstack__tv mlstack__tv_bool(int b) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_BOOL;
+    v.u.i = b != 0;
+    return v;
+}
+static mlstack__tv mlstack__tv_int(int64_t i) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_INT;
+    v.u.i = i;
+    return v;
+}
+static mlstack__tv mlstack__tv_float(double f) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_FLOAT;
+    v.u.f = f;
+    return v;
+}
+static mlstack__tv mlstack__tv_str(const char *p, size_t n) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_STR;
+    v.u.s.p = p;
+    v.u.s.n = n;
+    return v;
+}
+static mlstack__tv mlstack__tv_cstr(const char *p) { return mlstack__tv_str(p, strlen(p)); }
+
+static mlstack__tlist *mlstack__tlist_new(mlstack__tctx *c, int kind, size_t cap) {
+    mlstack__tlist *l = (mlstack__tlist *)mlstack__tpl_alloc(c, sizeof *l);
+    if (!l) return NULL;
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    if (cap) {
+        if (cap > c->max_mem / sizeof(mlstack__tv)) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "list too large");
+            return NULL;
+        }
+        l->v = (mlstack__tv *)mlstack__tpl_alloc(c, cap * sizeof(mlstack__tv));
+        if (!l->v) return NULL;
+        l->cap = cap;
+    }
+    return l;
+}
+static int mlstack__tlist_push(mlstack__tctx *c, mlstack__tlist *l, mlstack__tv v) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        mlstack__tv *nv;
+        if (cap > c->max_mem / sizeof(mlstack__tv))
+            return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "list too large");
+        nv = (mlstack__tv *)mlstack__tpl_alloc(c, cap * sizeof(mlstack__tv));
+        if (!nv) return -1;
+        if (l->n) memcpy(nv, l->v, l->n * sizeof(mlstack__tv));
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return 0;
+}
+static mlstack__tv mlstack__tv_list(mlstack__tlist *l) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TV_LIST;
+    v.u.l = l;
+    return v;
+}
+static mlstack__tv mlstack__tv_dict(mlstack__tdict *d, int t) {
+    mlstack__tv v;
+    memset(&v, 0, sizeof v);
+    v.t = t;
+    v.u.d = d;
+    return v;
+}
+static mlstack__tdict *mlstack__tdict_new(mlstack__tctx *c) {
+    mlstack__tdict *d = (mlstack__tdict *)mlstack__tpl_alloc(c, sizeof *d);
+    if (d) memset(d, 0, sizeof *d);
+    return d;
+}
+
+static int mlstack__tv_is_num(const mlstack__tv *v) {
+    return v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_FLOAT || v->t == MLSTACK__TV_BOOL;
+}
+static double mlstack__tv_num(const mlstack__tv *v) {
+    return v->t == MLSTACK__TV_FLOAT ? v->u.f : (double)v->u.i;
+}
+/* Python ==. Numbers compare by value across bool/int/float; list != tuple. */
+static int mlstack__tv_eq(const mlstack__tv *a, const mlstack__tv *b, int depth) {
+    size_t i, j;
+    if (depth > 200) return 0;
+    if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
+        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT) return a->u.i == b->u.i;
+        return mlstack__tv_num(a) == mlstack__tv_num(b);
+    }
+    if (a->t != b->t) return 0;
+    switch (a->t) {
+    case MLSTACK__TV_UNDEF:
+    case MLSTACK__TV_NONE: return 1;
+    case MLSTACK__TV_STR: return a->u.s.n == b->u.s.n && memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
+    case MLSTACK__TV_LIST: {
+        const mlstack__tlist *x = a->u.l, *y = b->u.l;
+        int kx = x->kind == MLSTACK__TL_TUPLE, ky = y->kind == MLSTACK__TL_TUPLE;
+        if (x == y) return 1;
+        if (x->kind == MLSTACK__TL_GEN || y->kind == MLSTACK__TL_GEN) return 0;
+        if (kx != ky || x->n - x->start != y->n - y->start) return 0;
+        for (i = 0; i < x->n - x->start; i++)
+            if (!mlstack__tv_eq(&x->v[x->start + i], &y->v[y->start + i], depth + 1)) return 0;
+        return 1;
+    }
+    case MLSTACK__TV_DICT: {
+        const mlstack__tdict *x = a->u.d, *y = b->u.d;
+        if (x->n != y->n) return 0;
+        for (i = 0; i < x->n; i++) {
+            for (j = 0; j < y->n; j++)
+                if (mlstack__tv_eq(&x->k[i], &y->k[j], depth + 1)) break;
+            if (j == y->n || !mlstack__tv_eq(&x->v[i], &y->v[j], depth + 1)) return 0;
+        }
+        return 1;
+    }
+    case MLSTACK__TV_NS: return a->u.d == b->u.d;
+    case MLSTACK__TV_MACRO: return a->u.m == b->u.m;
+    case MLSTACK__TV_FUNC: return a->u.i == b->u.i;
+    default: return 0;
+    }
+}
+
+static mlstack__tv *mlstack__tdict_find(mlstack__tdict *d, const mlstack__tv *k) {
+    size_t i;
+    for (i = 0; i < d->n; i++)
+        if (mlstack__tv_eq(&d->k[i], k, 0)) return &d->v[i];
+    return NULL;
+}
+static mlstack__tv *mlstack__tdict_findn(mlstack__tdict *d, const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < d->n; i++)
+        if (d->k[i].t == MLSTACK__TV_STR && d->k[i].u.s.n == n && memcmp(d->k[i].u.s.p, s, n) == 0) return &d->v[i];
+    return NULL;
+}
+static int mlstack__tdict_set(mlstack__tctx *c, mlstack__tdict *d, mlstack__tv k, mlstack__tv v) {
+    mlstack__tv *slot = mlstack__tdict_find(d, &k);
+    if (slot) {
+        *slot = v;
+        return 0;
+    }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 8;
+        mlstack__tv *nk, *nv;
+        if (cap > c->max_mem / (2 * sizeof(mlstack__tv)))
+            return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "dict too large");
+        nk = (mlstack__tv *)mlstack__tpl_alloc(c, cap * sizeof(mlstack__tv));
+        nv = (mlstack__tv *)mlstack__tpl_alloc(c, cap * sizeof(mlstack__tv));
+        if (!nk || !nv) return -1;
+        if (d->n) {
+            memcpy(nk, d->k, d->n * sizeof(mlstack__tv));
+            memcpy(nv, d->v, d->n * sizeof(mlstack__tv));
+        }
+        d->k = nk;
+        d->v = nv;
+        d->cap = cap;
+    }
+    d->k[d->n] = k;
+    d->v[d->n] = v;
+    d->n++;
+    return 0;
+}
+
+/* ---- UTF-8 helpers (template text is validated before use) ---- */
+static uint32_t mlstack__tpl_cp(const char *s, size_t n, size_t *len) {
+    const unsigned char *u = (const unsigned char *)s;
+    int l = mlstack__utf8_valid_len(u, n);
+    if (l <= 1) {
+        *len = 1;
+        return u[0];
+    }
+    *len = (size_t)l;
+    if (l == 2) return ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
+    if (l == 3) return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
+    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) |
+           (u[3] & 0x3F);
+}
+static size_t mlstack__tpl_cplen(const char *s, size_t n) {
+    size_t i, k = 0;
+    for (i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) k++;
+    return k;
+}
+/* Byte offset of code point index `cp` (clamped to n). */
+static size_t mlstack__tpl_cpoff(const char *s, size_t n, size_t cp) {
+    size_t i;
+    for (i = 0; i < n && cp; i++)
+        if (i + 1 >= n || ((unsigned char)s[i + 1] & 0xC0) != 0x80) cp--;
+    return i;
+}
+/* Python str.isspace() */
+static int mlstack__tpl_isspace(uint32_t c) {
+    return (c >= 9 && c <= 13) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000;
+}
+/* Python str.splitlines() boundaries */
+static int mlstack__tpl_islinebreak(uint32_t c) {
+    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
+           c == 0x85 || c == 0x2028 || c == 0x2029;
+}
+
+/* Case mapping. 0 on success; -1 when cp is a cased letter outside the covered ranges
+   (ASCII, Latin-1, Latin Extended-A pairs, Greek and Cyrillic basics). */
+static int mlstack__tpl_case(uint32_t cp, int upper, uint32_t *out) {
+    *out = cp;
+    if (cp < 0x80) {
+        if (upper && cp >= 'a' && cp <= 'z') *out = cp - 32;
+        if (!upper && cp >= 'A' && cp <= 'Z') *out = cp + 32;
+        return 0;
+    }
+    if (cp < 0xC0) return cp == 0xB5 ? -1 : 0;
+    if (cp <= 0xFF) {
+        if (cp == 0xD7 || cp == 0xF7) return 0;
+        if (cp == 0xDF || cp == 0xFF) return upper ? -1 : 0;
+        if (upper && cp >= 0xE0) *out = cp - 32;
+        if (!upper && cp < 0xE0) *out = cp + 32;
+        return 0;
+    }
+    if (cp >= 0x100 && cp <= 0x17F) {
+        if (cp == 0x130 || cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x178 || cp == 0x17F) return -1;
+        if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) {
+            *out = upper ? ((cp & 1) ? cp : cp - 1) : ((cp & 1) ? cp + 1 : cp);
+        } else {
+            *out = upper ? (cp & ~1u) : (cp | 1u);
+        }
+        return 0;
+    }
+    if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) {
+        if (!upper) *out = cp + 32;
+        return 0;
+    }
+    if (cp >= 0x3B1 && cp <= 0x3C9) {
+        if (cp == 0x3C2) return upper ? -1 : 0;
+        if (upper) *out = cp - 32;
+        return 0;
+    }
+    if (cp >= 0x410 && cp <= 0x42F) {
+        if (!upper) *out = cp + 32;
+        return 0;
+    }
+    if (cp >= 0x430 && cp <= 0x44F) {
+        if (upper) *out = cp - 32;
+        return 0;
+    }
+    if (cp >= 0x400 && cp <= 0x40F) {
+        if (!upper) *out = cp + 80;
+        return 0;
+    }
+    if (cp >= 0x450 && cp <= 0x45F) {
+        if (upper) *out = cp - 80;
+        return 0;
+    }
+    /* Caseless scripts and symbols commonly seen in chat text. */
+    if ((cp >= 0x2000 && cp <= 0x2BFF) || (cp >= 0x3000 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE00 && cp <= 0xFFEF) || (cp >= 0x1F000 && cp <= 0x1FAFF) ||
+        (cp >= 0x20000 && cp <= 0x3FFFF) || (cp >= 0x590 && cp <= 0x109F) || (cp >= 0x300 && cp <= 0x36F))
+        return 0;
+    return -1;
+}
+static int mlstack__tpl_iscased_letter(uint32_t cp) {
+    uint32_t u, l;
+    if (mlstack__tpl_case(cp, 1, &u) != 0 || mlstack__tpl_case(cp, 0, &l) != 0) return 1;
+    return u != l;
+}
+
+/* ---- lexer ---- */
+enum {
+    MLSTACK__TK_EOF, MLSTACK__TK_TEXT, MLSTACK__TK_VBEGIN, MLSTACK__TK_VEND, MLSTACK__TK_BBEGIN, MLSTACK__TK_BEND,
+    MLSTACK__TK_NAME, MLSTACK__TK_STR, MLSTACK__TK_INT, MLSTACK__TK_FLOAT, MLSTACK__TK_OP
+};
+typedef struct mlstack__ttok {
+    int t;
+    size_t pos;
+    const char *s; /* NAME, OP: in the source; STR, TEXT: decoded copy */
+    size_t n;
+    int64_t i;
+    double f;
+} mlstack__ttok;
+
+typedef struct mlstack__tlex {
+    mlstack__tctx *c;
+    const char *s;
+    size_t n;
+    mlstack__ttok *tok;
+    size_t ntok, cap;
+} mlstack__tlex;
+
+static int mlstack__tlex_push(mlstack__tlex *L, int t, size_t pos, const char *s, size_t n) {
+    mlstack__ttok *k;
+    if (L->ntok == L->cap) {
+        size_t cap = L->cap ? L->cap * 2 : 256;
+        mlstack__ttok *nt = (mlstack__ttok *)mlstack__tpl_alloc(L->c, cap * sizeof *nt);
+        if (!nt) return -1;
+        if (L->ntok) memcpy(nt, L->tok, L->ntok * sizeof *nt);
+        L->tok = nt;
+        L->cap = cap;
+    }
+    k = &L->tok[L->ntok++];
+    memset(k, 0, sizeof *k);
+    k->t = t;
+    k->pos = pos;
+    k->s = s;
+    k->n = n;
+    return 0;
+}
+
+static int mlstack__tpl_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v'; }
+
+/* A string literal: Python's unicode-escape decoding of the text between the quotes. */
+static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
+    size_t p = *pp, start = p, i;
+    char q = L->s[p];
+    mlstack__tbuf b;
+    memset(&b, 0, sizeof b);
+    p++;
+    while (p < L->n && L->s[p] != q) p += (L->s[p] == '\\' && p + 1 < L->n) ? 2 : 1;
+    if (p >= L->n) return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_FORMAT, "unterminated string literal");
+    if (mlstack__tbuf_put(L->c, &b, "", 0)) return -1;
+    for (i = start + 1; i < p;) {
+        char ch = L->s[i];
+        if (ch != '\\') {
+            size_t j = i;
+            while (j < p && L->s[j] != '\\') j++;
+            if (mlstack__tbuf_put(L->c, &b, L->s + i, j - i)) return -1;
+            i = j;
+            continue;
+        }
+        ch = L->s[i + 1];
+        i += 2;
+        switch (ch) {
+        case '\n': break;
+        case '\\': mlstack__tbuf_put(L->c, &b, "\\", 1); break;
+        case '\'': mlstack__tbuf_put(L->c, &b, "'", 1); break;
+        case '"': mlstack__tbuf_put(L->c, &b, "\"", 1); break;
+        case 'a': mlstack__tbuf_put(L->c, &b, "\a", 1); break;
+        case 'b': mlstack__tbuf_put(L->c, &b, "\b", 1); break;
+        case 'f': mlstack__tbuf_put(L->c, &b, "\f", 1); break;
+        case 'n': mlstack__tbuf_put(L->c, &b, "\n", 1); break;
+        case 'r': mlstack__tbuf_put(L->c, &b, "\r", 1); break;
+        case 't': mlstack__tbuf_put(L->c, &b, "\t", 1); break;
+        case 'v': mlstack__tbuf_put(L->c, &b, "\v", 1); break;
+        case 'x':
+        case 'u':
+        case 'U': {
+            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8, k;
+            uint32_t cp = 0;
+            for (k = 0; k < nd; k++) {
+                char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
+                int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                      : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+                if (d < 0)
+                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal", ch);
+                cp = cp * 16 + (uint32_t)d;
+            }
+            i += (size_t)nd;
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+                return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED,
+                                         "escape \\%c for a surrogate or out-of-range code point", ch);
+            mlstack__tbuf_cp(L->c, &b, cp);
+            break;
+        }
+        case 'N': return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED, "\\N{...} escapes are not supported");
+        default:
+            if (ch >= '0' && ch <= '7') {
+                uint32_t cp = (uint32_t)(ch - '0');
+                int k;
+                for (k = 0; k < 2 && i < p && L->s[i] >= '0' && L->s[i] <= '7'; k++) cp = cp * 8 + (uint32_t)(L->s[i++] - '0');
+                mlstack__tbuf_cp(L->c, &b, cp);
+            } else { /* unknown escapes stay as written */
+                mlstack__tbuf_put(L->c, &b, L->s + i - 2, 2);
+            }
+        }
+        if (L->c->rc) return -1;
+    }
+    if (mlstack__tlex_push(L, MLSTACK__TK_STR, start, b.p, b.n)) return -1;
+    *pp = p + 1;
+    return 0;
+}
+
+/* Tokens inside a tag, up to its end marker. Returns 0, and at *pp the byte after the marker;
+   *strip is '-', '+' or 0 for the end marker's sign. */
+static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip) {
+    size_t p = *pp;
+    int depth = 0;
+    static const char *ops2[] = {"//", "**", "==", "!=", "<=", ">="};
+    for (;;) {
+        size_t start;
+        char ch;
+        while (p < L->n && mlstack__tpl_ws(L->s[p])) p++;
+        if (p >= L->n) return mlstack__tpl_fail(L->c, *pp, MLSTACK_ERR_FORMAT, "tag not closed before the end of the template");
+        start = p;
+        ch = L->s[p];
+        if (depth == 0) {
+            char e = kind == '{' ? '}' : '%';
+            char e2 = kind == '{' ? '}' : '}';
+            if ((ch == '-' || ch == '+') && p + 2 < L->n + 0 && L->s[p + 1] == e && L->s[p + 2] == e2 &&
+                !(kind == '{' && ch == '+')) {
+                *strip = ch;
+                *pp = p + 3;
+                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TK_VEND : MLSTACK__TK_BEND, p, NULL, 0);
+            }
+            if (ch == e && p + 1 < L->n && L->s[p + 1] == e2) {
+                *strip = 0;
+                *pp = p + 2;
+                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TK_VEND : MLSTACK__TK_BEND, p, NULL, 0);
+            }
+        }
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_') {
+            while (p < L->n && ((L->s[p] >= 'a' && L->s[p] <= 'z') || (L->s[p] >= 'A' && L->s[p] <= 'Z') ||
+                                (L->s[p] >= '0' && L->s[p] <= '9') || L->s[p] == '_'))
+                p++;
+            if (mlstack__tlex_push(L, MLSTACK__TK_NAME, start, L->s + start, p - start)) return -1;
+            continue;
+        }
+        if (ch >= '0' && ch <= '9') {
+            char buf[128];
+            size_t k = 0;
+            int is_float = 0;
+            while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') || (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
+                if (L->s[p] != '_' && k < sizeof buf - 1) buf[k++] = L->s[p];
+                p++;
+            }
+            /* after '.', an integer only: `a.0.b` is item access */
+            if (!(start > 0 && L->s[start - 1] == '.')) {
+                if (p + 1 < L->n && L->s[p] == '.' && L->s[p + 1] >= '0' && L->s[p + 1] <= '9') {
+                    is_float = 1;
+                    buf[k < sizeof buf - 1 ? k++ : k] = '.';
+                    p++;
+                    while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') || (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
+                        if (L->s[p] != '_' && k < sizeof buf - 1) buf[k++] = L->s[p];
+                        p++;
+                    }
+                }
+                if (p < L->n && (L->s[p] == 'e' || L->s[p] == 'E')) {
+                    size_t q = p + 1;
+                    if (q < L->n && (L->s[q] == '+' || L->s[q] == '-')) q++;
+                    if (q < L->n && L->s[q] >= '0' && L->s[q] <= '9') {
+                        is_float = 1;
+                        if (k < sizeof buf - 1) buf[k++] = 'e';
+                        for (p = p + 1; p < q; p++)
+                            if (k < sizeof buf - 1) buf[k++] = L->s[p];
+                        while (p < L->n && L->s[p] >= '0' && L->s[p] <= '9') {
+                            if (k < sizeof buf - 1) buf[k++] = L->s[p];
+                            p++;
+                        }
+                    }
+                }
+            }
+            buf[k] = 0;
+            if (k >= sizeof buf - 1) return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_UNSUPPORTED, "number literal too long");
+            if (mlstack__tlex_push(L, is_float ? MLSTACK__TK_FLOAT : MLSTACK__TK_INT, start, L->s + start, p - start)) return -1;
+            if (is_float) {
+                L->tok[L->ntok - 1].f = strtod(buf, NULL);
+            } else {
+                long long v;
+                errno = 0;
+                v = strtoll(buf, NULL, 10);
+                if (errno == ERANGE)
+                    return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_UNSUPPORTED, "integer literal beyond 64 bits");
+                L->tok[L->ntok - 1].i = (int64_t)v;
+            }
+            continue;
+        }
+        if (ch == '\'' || ch == '"') {
+            if (mlstack__tlex_string(L, &p)) return -1;
+            continue;
+        }
+        {
+            size_t k, len = 0;
+            for (k = 0; k < sizeof ops2 / sizeof ops2[0]; k++)
+                if (p + 1 < L->n && L->s[p] == ops2[k][0] && L->s[p + 1] == ops2[k][1]) len = 2;
+            if (!len && strchr("+-/*%~[](){}<>=.:|,;", ch) && ch) len = 1;
+            if (!len) return mlstack__tpl_fail(L->c, p, MLSTACK_ERR_FORMAT, "unexpected character '%c' in a tag", ch);
+            if (ch == '(' || ch == '[' || ch == '{') depth++;
+            if ((ch == ')' || ch == ']' || ch == '}') && depth > 0) depth--;
+            if (mlstack__tlex_push(L, MLSTACK__TK_OP, p, L->s + p, len)) return -1;
+            p += len;
+        }
+    }
+}
+
+/* Whole-template lexing with jinja2's whitespace rules as transformers configures them:
+   "{%-"/"-%}" strip all whitespace on that side; trim_blocks drops the first newline after a
+   block or comment tag; lstrip_blocks drops spaces and tabs before a block or comment tag that
+   starts its line; "+" disables both. */
+static int mlstack__tlex_run(mlstack__tlex *L) {
+    size_t pos = 0;
+    while (pos < L->n) {
+        size_t j = pos, tstart, tend, textend;
+        int kind, sign = 0, strip = 0;
+        while (j + 1 < L->n && !(L->s[j] == '{' && (L->s[j + 1] == '{' || L->s[j + 1] == '%' || L->s[j + 1] == '#'))) j++;
+        if (j + 1 >= L->n) {
+            if (mlstack__tlex_push(L, MLSTACK__TK_TEXT, pos, L->s + pos, L->n - pos)) return -1;
+            break;
+        }
+        kind = L->s[j + 1];
+        tstart = j;
+        tend = j + 2;
+        if (tend < L->n && (L->s[tend] == '-' || L->s[tend] == '+')) sign = L->s[tend++];
+        textend = j;
+        if (sign == '-') {
+            while (textend > pos && mlstack__tpl_ws(L->s[textend - 1])) textend--;
+        } else if (sign != '+' && kind != '{') {
+            size_t l = textend;
+            while (l > pos && (L->s[l - 1] == ' ' || L->s[l - 1] == '\t')) l--;
+            if (l < textend && ((l > pos && L->s[l - 1] == '\n') || (l == pos && (pos == 0 || L->s[pos - 1] == '\n'))))
+                textend = l;
+        }
+        if (textend > pos && mlstack__tlex_push(L, MLSTACK__TK_TEXT, pos, L->s + pos, textend - pos)) return -1;
+        if (kind == '#') {
+            size_t e = tend;
+            while (e + 1 < L->n && !(L->s[e] == '#' && L->s[e + 1] == '}')) e++;
+            if (e + 1 >= L->n) return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "comment not closed");
+            strip = (e > tend && (L->s[e - 1] == '-' || L->s[e - 1] == '+')) ? L->s[e - 1] : 0;
+            pos = e + 2;
+        } else if (kind == '%') {
+            /* {% raw %} ... {% endraw %}: the text in between is literal */
+            size_t q = tend;
+            while (q < L->n && mlstack__tpl_ws(L->s[q])) q++;
+            if (L->n - q >= 3 && memcmp(L->s + q, "raw", 3) == 0 &&
+                (q + 3 >= L->n || mlstack__tpl_ws(L->s[q + 3]) || L->s[q + 3] == '%' || L->s[q + 3] == '-')) {
+                size_t r = q + 3, body, e;
+                while (r < L->n && mlstack__tpl_ws(L->s[r])) r++;
+                if (r < L->n && L->s[r] == '-' && r + 2 < L->n && L->s[r + 1] == '%' && L->s[r + 2] == '}') {
+                    r += 3;
+                    while (r < L->n && mlstack__tpl_ws(L->s[r])) r++;
+                } else if (r + 1 < L->n && L->s[r] == '%' && L->s[r + 1] == '}') {
+                    r += 2;
+                } else {
+                    return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "malformed raw tag");
+                }
+                body = r;
+                for (e = r; e + 1 < L->n; e++) {
+                    size_t k = e + 2;
+                    int esign = 0;
+                    if (!(L->s[e] == '{' && L->s[e + 1] == '%')) continue;
+                    if (k < L->n && (L->s[k] == '-' || L->s[k] == '+')) esign = L->s[k++];
+                    while (k < L->n && mlstack__tpl_ws(L->s[k])) k++;
+                    if (L->n - k < 6 || memcmp(L->s + k, "endraw", 6) != 0) continue;
+                    k += 6;
+                    while (k < L->n && mlstack__tpl_ws(L->s[k])) k++;
+                    {
+                        int csign = 0;
+                        size_t te = e;
+                        if (k < L->n && (L->s[k] == '-' || L->s[k] == '+')) csign = L->s[k++];
+                        if (!(k + 1 < L->n && L->s[k] == '%' && L->s[k + 1] == '}')) continue;
+                        k += 2;
+                        if (esign == '-') {
+                            while (te > body && mlstack__tpl_ws(L->s[te - 1])) te--;
+                        } else if (esign != '+') {
+                            size_t l = te;
+                            while (l > body && (L->s[l - 1] == ' ' || L->s[l - 1] == '\t')) l--;
+                            if (l < te && l > body && L->s[l - 1] == '\n') te = l;
+                        }
+                        if (te > body && mlstack__tlex_push(L, MLSTACK__TK_TEXT, body, L->s + body, te - body)) return -1;
+                        if (csign == '-') {
+                            while (k < L->n && mlstack__tpl_ws(L->s[k])) k++;
+                        } else if (csign != '+' && k < L->n && L->s[k] == '\n') {
+                            k++;
+                        }
+                        pos = k;
+                        break;
+                    }
+                }
+                if (e + 1 >= L->n) return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "raw block not closed with endraw");
+                continue;
+            }
+            if (mlstack__tlex_push(L, MLSTACK__TK_BBEGIN, tstart, NULL, 0)) return -1;
+            pos = tend;
+            if (mlstack__tlex_tag(L, &pos, '%', &strip)) return -1;
+        } else {
+            if (mlstack__tlex_push(L, MLSTACK__TK_VBEGIN, tstart, NULL, 0)) return -1;
+            pos = tend;
+            if (mlstack__tlex_tag(L, &pos, '{', &strip)) return -1;
+            if (strip != '-') continue;
+        }
+        if (strip == '-') {
+            while (pos < L->n && mlstack__tpl_ws(L->s[pos])) pos++;
+        } else if (strip != '+' && pos < L->n && L->s[pos] == '\n') {
+            pos++;
+        }
+    }
+    return mlstack__tlex_push(L, MLSTACK__TK_EOF, L->n, NULL, 0);
+}
+
+/* ---- parser ---- */
+typedef struct mlstack__tparse {
+    mlstack__tctx *c;
+    mlstack__ttok *tok;
+    size_t i, n;
+    int depth;
+    int loops; /* for bodies being parsed (break/continue are valid inside) */
+    int macros; /* macro definitions parsed so far */
+} mlstack__tparse;
+
+static const char *const mlstack__tpl_filters[] = {
+    "abs", "capitalize", "count", "d", "default", "e", "escape", "first", "float", "indent", "int", "items",
+    "join", "last", "length", "list", "lower", "map", "reject", "rejectattr", "replace", "reverse", "round",
+    "safe", "select", "selectattr", "string", "title", "tojson", "trim", "unique", "upper", NULL};
+static const char *const mlstack__tpl_tests[] = {
+    "!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "even",
+    "false", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
+    "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined", "upper", NULL};
+
+static int mlstack__tpl_in_list(const char *const *list, const char *s, size_t n) {
+    for (; *list; list++)
+        if (strlen(*list) == n && memcmp(*list, s, n) == 0) return 1;
+    return 0;
+}
+
+static mlstack__ttok *mlstack__tp_cur(mlstack__tparse *P) { return &P->tok[P->i]; }
+static int mlstack__tp_isop(mlstack__tparse *P, const char *op) {
+    mlstack__ttok *t = mlstack__tp_cur(P);
+    return t->t == MLSTACK__TK_OP && t->n == strlen(op) && memcmp(t->s, op, t->n) == 0;
+}
+static int mlstack__tp_isname(mlstack__tparse *P, const char *name) {
+    mlstack__ttok *t = mlstack__tp_cur(P);
+    return t->t == MLSTACK__TK_NAME && t->n == strlen(name) && memcmp(t->s, name, t->n) == 0;
+}
+static const char *mlstack__tp_desc(const mlstack__ttok *t) {
+    switch (t->t) {
+    case MLSTACK__TK_EOF: return "end of template";
+    case MLSTACK__TK_TEXT: return "text";
+    case MLSTACK__TK_VBEGIN: return "'{{'";
+    case MLSTACK__TK_VEND: return "'}}'";
+    case MLSTACK__TK_BBEGIN: return "'{%'";
+    case MLSTACK__TK_BEND: return "'%}'";
+    case MLSTACK__TK_NAME: return "a name";
+    case MLSTACK__TK_STR: return "a string";
+    case MLSTACK__TK_INT:
+    case MLSTACK__TK_FLOAT: return "a number";
+    default: return "an operator";
+    }
+}
+static int mlstack__tp_expect_op(mlstack__tparse *P, const char *op) {
+    if (!mlstack__tp_isop(P, op)) {
+        mlstack__ttok *t = mlstack__tp_cur(P);
+        if (t->t == MLSTACK__TK_OP)
+            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found '%.*s'", op, (int)t->n, t->s);
+        return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found %s", op, mlstack__tp_desc(t));
+    }
+    P->i++;
+    return 0;
+}
+static int mlstack__tp_expect(mlstack__tparse *P, int type, const char *what) {
+    mlstack__ttok *t = mlstack__tp_cur(P);
+    if (t->t != type) {
+        if (t->t == MLSTACK__TK_OP || t->t == MLSTACK__TK_NAME)
+            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found '%.*s'", what, (int)t->n, t->s);
+        return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found %s", what, mlstack__tp_desc(t));
+    }
+    P->i++;
+    return 0;
+}
+
+static mlstack__tn *mlstack__tp_node(mlstack__tparse *P, int kind, size_t pos) {
+    mlstack__tn *n = (mlstack__tn *)mlstack__tpl_alloc(P->c, sizeof *n);
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->pos = pos;
+    return n;
+}
+
+static mlstack__tn *mlstack__tp_expr(mlstack__tparse *P, int with_cond);
+static mlstack__tn *mlstack__tp_or(mlstack__tparse *P);
+static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter);
+
+static int mlstack__tp_enter(mlstack__tparse *P) {
+    if (++P->depth > MLSTACK_TEMPLATE_MAX_DEPTH)
+        return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_LIMIT, "template nested deeper than %d",
+                                 MLSTACK_TEMPLATE_MAX_DEPTH);
+    return 0;
+}
+
+/* Call/filter/test arguments after '(' : positional, then name=value. */
+static int mlstack__tp_args(mlstack__tparse *P, mlstack__tn **out) {
+    mlstack__tn **tail = out;
+    *out = NULL;
+    while (!mlstack__tp_isop(P, ")")) {
+        mlstack__tn *a;
+        if (*out && mlstack__tp_expect_op(P, ",")) return -1;
+        if (mlstack__tp_isop(P, ")")) break;
+        if (mlstack__tp_isop(P, "*") || mlstack__tp_isop(P, "**"))
+            return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "*args and **kwargs in calls are not supported");
+        if (mlstack__tp_cur(P)->t == MLSTACK__TK_NAME && P->tok[P->i + 1].t == MLSTACK__TK_OP && P->tok[P->i + 1].n == 1 &&
+            P->tok[P->i + 1].s[0] == '=') {
+            mlstack__ttok *t = mlstack__tp_cur(P);
+            a = mlstack__tp_node(P, MLSTACK__N_KWARG, t->pos);
+            if (!a) return -1;
+            a->s = t->s;
+            a->n = t->n;
+            P->i += 2;
+            if (!(a->a = mlstack__tp_expr(P, 1))) return -1;
+        } else {
+            if (!(a = mlstack__tp_expr(P, 1))) return -1;
+        }
+        *tail = a;
+        tail = &a->next;
+    }
+    P->i++;
+    return 0;
+}
+
+static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
+    mlstack__ttok *t = mlstack__tp_cur(P);
+    mlstack__tn *n;
+    if (t->t == MLSTACK__TK_NAME) {
+        P->i++;
+        if ((t->n == 4 && (!memcmp(t->s, "true", 4) || !memcmp(t->s, "True", 4))) ||
+            (t->n == 5 && (!memcmp(t->s, "false", 5) || !memcmp(t->s, "False", 5)))) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+            n->v = mlstack__tv_bool(t->n == 4);
+            return n;
+        }
+        if (t->n == 4 && (!memcmp(t->s, "none", 4) || !memcmp(t->s, "None", 4))) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+            n->v = mlstack__tv_none();
+            return n;
+        }
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+        n->s = t->s;
+        n->n = t->n;
+        return n;
+    }
+    if (t->t == MLSTACK__TK_STR) {
+        /* adjacent string literals concatenate */
+        mlstack__tbuf b;
+        memset(&b, 0, sizeof b);
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+        if (mlstack__tbuf_put(P->c, &b, "", 0)) return NULL;
+        while (mlstack__tp_cur(P)->t == MLSTACK__TK_STR) {
+            if (mlstack__tbuf_put(P->c, &b, mlstack__tp_cur(P)->s, mlstack__tp_cur(P)->n)) return NULL;
+            P->i++;
+        }
+        n->v = mlstack__tv_str(b.p, b.n);
+        return n;
+    }
+    if (t->t == MLSTACK__TK_INT || t->t == MLSTACK__TK_FLOAT) {
+        P->i++;
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+        n->v = t->t == MLSTACK__TK_INT ? mlstack__tv_int(t->i) : mlstack__tv_float(t->f);
+        return n;
+    }
+    if (mlstack__tp_isop(P, "(")) {
+        mlstack__tn *first, **tail;
+        int is_tuple = 0;
+        P->i++;
+        if (mlstack__tp_isop(P, ")")) {
+            P->i++;
+            return mlstack__tp_node(P, MLSTACK__N_TUPLE, t->pos);
+        }
+        if (!(first = mlstack__tp_expr(P, 1))) return NULL;
+        tail = &first->next;
+        while (mlstack__tp_isop(P, ",")) {
+            is_tuple = 1;
+            P->i++;
+            if (mlstack__tp_isop(P, ")")) break;
+            if (!(*tail = mlstack__tp_expr(P, 1))) return NULL;
+            tail = &(*tail)->next;
+        }
+        if (mlstack__tp_expect_op(P, ")")) return NULL;
+        if (!is_tuple) return first;
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, t->pos))) return NULL;
+        n->b = first;
+        return n;
+    }
+    if (mlstack__tp_isop(P, "[")) {
+        mlstack__tn **tail;
+        P->i++;
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIST, t->pos))) return NULL;
+        tail = &n->b;
+        while (!mlstack__tp_isop(P, "]")) {
+            if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
+            if (mlstack__tp_isop(P, "]")) break;
+            if (!(*tail = mlstack__tp_expr(P, 1))) return NULL;
+            tail = &(*tail)->next;
+        }
+        P->i++;
+        return n;
+    }
+    if (mlstack__tp_isop(P, "{")) {
+        mlstack__tn **tail;
+        P->i++;
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_DICT, t->pos))) return NULL;
+        tail = &n->b;
+        while (!mlstack__tp_isop(P, "}")) {
+            mlstack__tn *pair;
+            if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
+            if (mlstack__tp_isop(P, "}")) break;
+            if (!(pair = mlstack__tp_node(P, MLSTACK__N_PAIR, mlstack__tp_cur(P)->pos))) return NULL;
+            if (!(pair->a = mlstack__tp_expr(P, 1))) return NULL;
+            if (mlstack__tp_expect_op(P, ":")) return NULL;
+            if (!(pair->b = mlstack__tp_expr(P, 1))) return NULL;
+            *tail = pair;
+            tail = &pair->next;
+        }
+        P->i++;
+        return n;
+    }
+    if (t->t == MLSTACK__TK_OP)
+        mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "unexpected '%.*s'", (int)t->n, t->s);
+    else
+        mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "unexpected %s", mlstack__tp_desc(t));
+    return NULL;
+}
+
+/* .name, .0, [index], [a:b:c], (args) */
+static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
+    for (;;) {
+        mlstack__ttok *t = mlstack__tp_cur(P);
+        mlstack__tn *n;
+        if (mlstack__tp_isop(P, ".")) {
+            mlstack__ttok *k = &P->tok[P->i + 1];
+            P->i++;
+            if (k->t == MLSTACK__TK_NAME) {
+                if (!(n = mlstack__tp_node(P, MLSTACK__N_ATTR, t->pos))) return NULL;
+                n->s = k->s;
+                n->n = k->n;
+            } else if (k->t == MLSTACK__TK_INT) {
+                if (!(n = mlstack__tp_node(P, MLSTACK__N_ITEM, t->pos))) return NULL;
+                if (!(n->b = mlstack__tp_node(P, MLSTACK__N_LIT, k->pos))) return NULL;
+                n->b->v = mlstack__tv_int(k->i);
+            } else {
+                mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a name after '.'");
+                return NULL;
+            }
+            P->i++;
+            n->a = node;
+            node = n;
+        } else if (mlstack__tp_isop(P, "[")) {
+            mlstack__tn *parts[3] = {NULL, NULL, NULL};
+            int k = 0, colons = 0;
+            P->i++;
+            for (;;) {
+                if (mlstack__tp_isop(P, ":")) {
+                    if (++colons > 2) {
+                        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_FORMAT, "too many ':' in a slice");
+                        return NULL;
+                    }
+                    k = colons;
+                    P->i++;
+                    continue;
+                }
+                if (mlstack__tp_isop(P, "]")) break;
+                if (parts[k]) {
+                    if (mlstack__tp_isop(P, ","))
+                        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "tuple subscripts are not supported");
+                    else
+                        mlstack__tp_expect_op(P, "]");
+                    return NULL;
+                }
+                if (!(parts[k] = mlstack__tp_expr(P, 1))) return NULL;
+            }
+            P->i++;
+            if (colons) {
+                if (!(n = mlstack__tp_node(P, MLSTACK__N_SLICE, t->pos))) return NULL;
+                n->b = parts[0];
+                n->c = parts[1];
+                n->d = parts[2];
+            } else {
+                if (!parts[0]) {
+                    mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "empty subscript");
+                    return NULL;
+                }
+                if (!(n = mlstack__tp_node(P, MLSTACK__N_ITEM, t->pos))) return NULL;
+                n->b = parts[0];
+            }
+            n->a = node;
+            node = n;
+        } else if (mlstack__tp_isop(P, "(")) {
+            P->i++;
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_CALL, t->pos))) return NULL;
+            n->a = node;
+            if (mlstack__tp_args(P, &n->b)) return NULL;
+            node = n;
+        } else {
+            return node;
+        }
+    }
+}
+
+/* One filter application `name[(args)]` after '|' (or after the `filter` keyword). */
+static mlstack__tn *mlstack__tp_filter_one(mlstack__tparse *P, mlstack__tn *input) {
+    mlstack__ttok *k = mlstack__tp_cur(P);
+    mlstack__tn *n;
+    if (k->t != MLSTACK__TK_NAME) {
+        mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a filter name");
+        return NULL;
+    }
+    if (!mlstack__tpl_in_list(mlstack__tpl_filters, k->s, k->n)) {
+        mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)k->n, k->s);
+        return NULL;
+    }
+    P->i++;
+    if (!(n = mlstack__tp_node(P, MLSTACK__N_FILTER, k->pos))) return NULL;
+    n->s = k->s;
+    n->n = k->n;
+    n->a = input;
+    if (mlstack__tp_isop(P, "(")) {
+        P->i++;
+        if (mlstack__tp_args(P, &n->b)) return NULL;
+    }
+    return n;
+}
+
+/* |filter(args), is [not] test [arg], and calls after them */
+static mlstack__tn *mlstack__tp_filters(mlstack__tparse *P, mlstack__tn *node) {
+    for (;;) {
+        mlstack__ttok *t = mlstack__tp_cur(P);
+        mlstack__tn *n;
+        if (mlstack__tp_isop(P, "|")) {
+            P->i++;
+            if (!(node = mlstack__tp_filter_one(P, node))) return NULL;
+        } else if (mlstack__tp_isname(P, "is")) {
+            mlstack__ttok *k;
+            int neg = 0;
+            P->i++;
+            if (mlstack__tp_isname(P, "not")) {
+                neg = 1;
+                P->i++;
+            }
+            k = mlstack__tp_cur(P);
+            if (k->t != MLSTACK__TK_NAME) {
+                mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a test name after 'is'");
+                return NULL;
+            }
+            if (!mlstack__tpl_in_list(mlstack__tpl_tests, k->s, k->n)) {
+                mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)k->n, k->s);
+                return NULL;
+            }
+            P->i++;
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_TEST, k->pos))) return NULL;
+            n->s = k->s;
+            n->n = k->n;
+            n->op = neg;
+            n->a = node;
+            if (mlstack__tp_isop(P, "(")) {
+                P->i++;
+                if (mlstack__tp_args(P, &n->b)) return NULL;
+            } else {
+                mlstack__ttok *a = mlstack__tp_cur(P);
+                int arg_start = a->t == MLSTACK__TK_NAME || a->t == MLSTACK__TK_STR || a->t == MLSTACK__TK_INT ||
+                                a->t == MLSTACK__TK_FLOAT || mlstack__tp_isop(P, "[") || mlstack__tp_isop(P, "{");
+                if (a->t == MLSTACK__TK_NAME && (mlstack__tp_isname(P, "else") || mlstack__tp_isname(P, "or") ||
+                                                 mlstack__tp_isname(P, "and")))
+                    arg_start = 0;
+                if (arg_start) {
+                    if (mlstack__tp_isname(P, "is")) {
+                        mlstack__tpl_fail(P->c, a->pos, MLSTACK_ERR_FORMAT, "you cannot chain multiple tests with is");
+                        return NULL;
+                    }
+                    if (!(n->b = mlstack__tp_primary(P))) return NULL;
+                    if (!(n->b = mlstack__tp_postfix(P, n->b))) return NULL;
+                }
+            }
+            node = n;
+        } else if (mlstack__tp_isop(P, "(")) {
+            if (!(node = mlstack__tp_postfix(P, node))) return NULL;
+        } else {
+            (void)t;
+            return node;
+        }
+    }
+}
+
+static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter) {
+    mlstack__ttok *t = mlstack__tp_cur(P);
+    mlstack__tn *n;
+    if (mlstack__tp_enter(P)) return NULL;
+    if (mlstack__tp_isop(P, "-") || mlstack__tp_isop(P, "+")) {
+        P->i++;
+        if (!(n = mlstack__tp_node(P, t->s[0] == '-' ? MLSTACK__N_NEG : MLSTACK__N_POS, t->pos))) return NULL;
+        if (!(n->a = mlstack__tp_unary(P, 0))) return NULL;
+    } else {
+        if (!(n = mlstack__tp_primary(P))) return NULL;
+    }
+    if (!(n = mlstack__tp_postfix(P, n))) return NULL;
+    if (with_filter && !(n = mlstack__tp_filters(P, n))) return NULL;
+    P->depth--;
+    return n;
+}
+
+static mlstack__tn *mlstack__tp_binnode(mlstack__tparse *P, int op, size_t pos, mlstack__tn *a, mlstack__tn *b) {
+    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__N_BIN, pos);
+    if (!n) return NULL;
+    n->op = op;
+    n->a = a;
+    n->b = b;
+    return n;
+}
+
+static mlstack__tn *mlstack__tp_pow(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_unary(P, 1), *r;
+    while (l && mlstack__tp_isop(P, "**")) {
+        size_t pos = mlstack__tp_cur(P)->pos;
+        P->i++;
+        if (!(r = mlstack__tp_unary(P, 1))) return NULL;
+        l = mlstack__tp_binnode(P, MLSTACK__OP_POW, pos, l, r);
+    }
+    return l;
+}
+static mlstack__tn *mlstack__tp_math2(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_pow(P), *r;
+    while (l) {
+        int op;
+        size_t pos = mlstack__tp_cur(P)->pos;
+        if (mlstack__tp_isop(P, "*")) op = MLSTACK__OP_MUL;
+        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__OP_DIV;
+        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__OP_FLOORDIV;
+        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__OP_MOD;
+        else break;
+        P->i++;
+        if (!(r = mlstack__tp_pow(P))) return NULL;
+        l = mlstack__tp_binnode(P, op, pos, l, r);
+    }
+    return l;
+}
+static mlstack__tn *mlstack__tp_concat(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_math2(P), *r;
+    while (l && mlstack__tp_isop(P, "~")) {
+        size_t pos = mlstack__tp_cur(P)->pos;
+        P->i++;
+        if (!(r = mlstack__tp_math2(P))) return NULL;
+        l = mlstack__tp_binnode(P, MLSTACK__OP_CONCAT, pos, l, r);
+    }
+    return l;
+}
+static mlstack__tn *mlstack__tp_math1(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_concat(P), *r;
+    while (l && (mlstack__tp_isop(P, "+") || mlstack__tp_isop(P, "-"))) {
+        size_t pos = mlstack__tp_cur(P)->pos;
+        int op = mlstack__tp_cur(P)->s[0] == '+' ? MLSTACK__OP_ADD : MLSTACK__OP_SUB;
+        P->i++;
+        if (!(r = mlstack__tp_concat(P))) return NULL;
+        l = mlstack__tp_binnode(P, op, pos, l, r);
+    }
+    return l;
+}
+/* a < b <= c ... : N_CMP with the first operand in a and (op, operand) links in b */
+static mlstack__tn *mlstack__tp_compare(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_math1(P), *cmp = NULL, **tail = NULL;
+    while (l) {
+        int op;
+        size_t pos = mlstack__tp_cur(P)->pos;
+        mlstack__tn *r;
+        if (mlstack__tp_isop(P, "==")) op = MLSTACK__OP_EQ;
+        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__OP_NE;
+        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__OP_LT;
+        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__OP_GT;
+        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__OP_LE;
+        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__OP_GE;
+        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__OP_IN;
+        else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TK_NAME && P->tok[P->i + 1].n == 2 &&
+                 !memcmp(P->tok[P->i + 1].s, "in", 2)) {
+            op = MLSTACK__OP_NOTIN;
+            P->i++;
+        } else break;
+        P->i++;
+        if (!(r = mlstack__tp_math1(P))) return NULL;
+        if (!cmp) {
+            if (!(cmp = mlstack__tp_node(P, MLSTACK__N_CMP, pos))) return NULL;
+            cmp->a = l;
+            tail = &cmp->b;
+        }
+        if (!(*tail = mlstack__tp_node(P, MLSTACK__N_PAIR, pos))) return NULL;
+        (*tail)->op = op;
+        (*tail)->a = r;
+        tail = &(*tail)->next;
+    }
+    return cmp ? cmp : l;
+}
+static mlstack__tn *mlstack__tp_not(mlstack__tparse *P) {
+    if (mlstack__tp_isname(P, "not")) {
+        mlstack__tn *n = mlstack__tp_node(P, MLSTACK__N_NOT, mlstack__tp_cur(P)->pos);
+        if (!n) return NULL;
+        P->i++;
+        if (mlstack__tp_enter(P)) return NULL;
+        if (!(n->a = mlstack__tp_not(P))) return NULL;
+        P->depth--;
+        return n;
+    }
+    return mlstack__tp_compare(P);
+}
+static mlstack__tn *mlstack__tp_and(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_not(P), *n;
+    while (l && mlstack__tp_isname(P, "and")) {
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_AND, mlstack__tp_cur(P)->pos))) return NULL;
+        P->i++;
+        n->a = l;
+        if (!(n->b = mlstack__tp_not(P))) return NULL;
+        l = n;
+    }
+    return l;
+}
+static mlstack__tn *mlstack__tp_or(mlstack__tparse *P) {
+    mlstack__tn *l = mlstack__tp_and(P), *n;
+    while (l && mlstack__tp_isname(P, "or")) {
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_OR, mlstack__tp_cur(P)->pos))) return NULL;
+        P->i++;
+        n->a = l;
+        if (!(n->b = mlstack__tp_and(P))) return NULL;
+        l = n;
+    }
+    return l;
+}
+/* or-expression with optional `a if cond [else b]` */
+static mlstack__tn *mlstack__tp_expr(mlstack__tparse *P, int with_cond) {
+    mlstack__tn *l, *n;
+    if (mlstack__tp_enter(P)) return NULL;
+    l = mlstack__tp_or(P);
+    while (l && with_cond && mlstack__tp_isname(P, "if")) {
+        if (!(n = mlstack__tp_node(P, MLSTACK__N_COND, mlstack__tp_cur(P)->pos))) return NULL;
+        P->i++;
+        n->a = l;
+        if (!(n->b = mlstack__tp_or(P))) return NULL;
+        if (mlstack__tp_isname(P, "else")) {
+            P->i++;
+            if (!(n->c = mlstack__tp_expr(P, 1))) return NULL;
+        }
+        l = n;
+    }
+    P->depth--;
+    return l;
+}
+/* expression or bare tuple `a, b` (as in `{{ a, b }}`, `{% set x = 1, 2 %}`) */
+static mlstack__tn *mlstack__tp_tuple(mlstack__tparse *P, int with_cond) {
+    size_t pos = mlstack__tp_cur(P)->pos;
+    mlstack__tn *first = mlstack__tp_expr(P, with_cond), **tail, *n;
+    if (!first || !mlstack__tp_isop(P, ",")) return first;
+    tail = &first->next;
+    while (mlstack__tp_isop(P, ",")) {
+        mlstack__ttok *k;
+        P->i++;
+        k = mlstack__tp_cur(P);
+        if (k->t == MLSTACK__TK_VEND || k->t == MLSTACK__TK_BEND || mlstack__tp_isop(P, ")") || mlstack__tp_isname(P, "if")) break;
+        if (!(*tail = mlstack__tp_expr(P, with_cond))) return NULL;
+        tail = &(*tail)->next;
+    }
+    if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, pos))) return NULL;
+    n->b = first;
+    return n;
+}
+/* assignment targets: name, name.attr (set only), or names separated by commas */
+static mlstack__tn *mlstack__tp_target(mlstack__tparse *P, int allow_attr) {
+    mlstack__tn *first = NULL, **tail = &first, *n;
+    size_t pos = mlstack__tp_cur(P)->pos;
+    int count = 0;
+    for (;;) {
+        mlstack__ttok *t = mlstack__tp_cur(P);
+        if (t->t != MLSTACK__TK_NAME) {
+            mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected a variable name");
+            return NULL;
+        }
+        P->i++;
+        if (allow_attr && mlstack__tp_isop(P, ".") && P->tok[P->i + 1].t == MLSTACK__TK_NAME) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_ATTR, t->pos))) return NULL;
+            if (!(n->a = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+            n->a->s = t->s;
+            n->a->n = t->n;
+            n->s = P->tok[P->i + 1].s;
+            n->n = P->tok[P->i + 1].n;
+            P->i += 2;
+        } else {
+            if (!(n = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+            n->s = t->s;
+            n->n = t->n;
+        }
+        *tail = n;
+        tail = &n->next;
+        count++;
+        if (!mlstack__tp_isop(P, ",")) break;
+        P->i++;
+    }
+    if (count == 1) return first;
+    if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, pos))) return NULL;
+    n->b = first;
+    return n;
+}
+
+static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos);
+
+/* Parses statements until `{% <one of ends>`; leaves P at the end keyword. */
+static int mlstack__tp_block_end(mlstack__tparse *P) { return mlstack__tp_expect(P, MLSTACK__TK_BEND, "'%}'"); }
+
+static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
+    mlstack__ttok *kw = mlstack__tp_cur(P);
+    mlstack__tn *n;
+    size_t pos = kw->pos;
+    if (kw->t != MLSTACK__TK_NAME) {
+        mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "expected a statement keyword after '{%%'");
+        return NULL;
+    }
+    P->i++;
+#define MLSTACK__KW(w) (kw->n == sizeof(w) - 1 && memcmp(kw->s, w, sizeof(w) - 1) == 0)
+    if (MLSTACK__KW("for")) {
+        static const char *const e1[] = {"endfor", "else", NULL};
+        static const char *const e2[] = {"endfor", NULL};
+        if (!(n = mlstack__tp_node(P, MLSTACK__S_FOR, pos))) return NULL;
+        if (!(n->a = mlstack__tp_target(P, 0))) return NULL;
+        if (!mlstack__tp_isname(P, "in")) {
+            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_FORMAT, "expected 'in' in a for loop");
+            return NULL;
+        }
+        P->i++;
+        if (!(n->b = mlstack__tp_tuple(P, 0))) return NULL;
+        if (mlstack__tp_isname(P, "if")) {
+            P->i++;
+            if (!(n->e = mlstack__tp_expr(P, 1))) return NULL;
+        }
+        if (mlstack__tp_isname(P, "recursive")) {
+            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "recursive for loops are not supported");
+            return NULL;
+        }
+        if (mlstack__tp_block_end(P)) return NULL;
+        P->loops++;
+        {
+            int macros_before = P->macros;
+            n->c = mlstack__tp_body(P, e1, "for", pos);
+            n->op = P->macros != macros_before; /* a macro in the body keeps its iteration's scope */
+        }
+        P->loops--;
+        if (P->c->rc) return NULL;
+        if (mlstack__tp_isname(P, "else")) {
+            P->i++;
+            if (mlstack__tp_block_end(P)) return NULL;
+            n->d = mlstack__tp_body(P, e2, "for", pos);
+            if (P->c->rc) return NULL;
+        }
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    if (MLSTACK__KW("if")) {
+        static const char *const e[] = {"endif", "elif", "else", NULL};
+        static const char *const e2[] = {"endif", NULL};
+        mlstack__tn *top, *cur;
+        if (!(top = cur = mlstack__tp_node(P, MLSTACK__S_IF, pos))) return NULL;
+        for (;;) {
+            if (!(cur->a = mlstack__tp_tuple(P, 0))) return NULL;
+            if (mlstack__tp_block_end(P)) return NULL;
+            cur->b = mlstack__tp_body(P, e, "if", pos);
+            if (P->c->rc) return NULL;
+            if (mlstack__tp_isname(P, "elif")) {
+                mlstack__tn *nx = mlstack__tp_node(P, MLSTACK__S_IF, mlstack__tp_cur(P)->pos);
+                if (!nx) return NULL;
+                P->i++;
+                cur->c = nx;
+                cur = nx;
+                continue;
+            }
+            if (mlstack__tp_isname(P, "else")) {
+                P->i++;
+                if (mlstack__tp_block_end(P)) return NULL;
+                cur->c = mlstack__tp_body(P, e2, "if", pos);
+                if (P->c->rc) return NULL;
+                /* an empty else body must still not be read as "no else" in a chain */
+            }
+            P->i++; /* endif */
+            if (mlstack__tp_block_end(P)) return NULL;
+            return top;
+        }
+    }
+    if (MLSTACK__KW("set")) {
+        static const char *const e[] = {"endset", NULL};
+        mlstack__tn *target = mlstack__tp_target(P, 1);
+        if (!target) return NULL;
+        if (mlstack__tp_isop(P, "=")) {
+            P->i++;
+            if (!(n = mlstack__tp_node(P, MLSTACK__S_SET, pos))) return NULL;
+            n->a = target;
+            if (!(n->b = mlstack__tp_tuple(P, 1))) return NULL;
+            if (mlstack__tp_block_end(P)) return NULL;
+            return n;
+        }
+        if (target->kind != MLSTACK__N_NAME && target->kind != MLSTACK__N_ATTR) {
+            mlstack__tpl_fail(P->c, pos, MLSTACK_ERR_FORMAT, "a block set assigns one name");
+            return NULL;
+        }
+        if (mlstack__tp_isop(P, "|")) {
+            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "filters on a block set are not supported");
+            return NULL;
+        }
+        if (mlstack__tp_block_end(P)) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__S_SETBLOCK, pos))) return NULL;
+        n->a = target;
+        n->c = mlstack__tp_body(P, e, "set", pos);
+        if (P->c->rc) return NULL;
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    if (MLSTACK__KW("macro")) {
+        static const char *const e[] = {"endmacro", NULL};
+        mlstack__ttok *name = mlstack__tp_cur(P);
+        mlstack__tn **tail;
+        if (mlstack__tp_expect(P, MLSTACK__TK_NAME, "a macro name")) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__S_MACRO, pos))) return NULL;
+        P->macros++;
+        n->s = name->s;
+        n->n = name->n;
+        if (mlstack__tp_expect_op(P, "(")) return NULL;
+        tail = &n->b;
+        while (!mlstack__tp_isop(P, ")")) {
+            mlstack__ttok *pn;
+            mlstack__tn *param;
+            if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
+            if (mlstack__tp_isop(P, ")")) break;
+            pn = mlstack__tp_cur(P);
+            if (mlstack__tp_expect(P, MLSTACK__TK_NAME, "a parameter name")) return NULL;
+            if (!(param = mlstack__tp_node(P, MLSTACK__N_NAME, pn->pos))) return NULL;
+            param->s = pn->s;
+            param->n = pn->n;
+            if (mlstack__tp_isop(P, "=")) {
+                P->i++;
+                if (!(param->a = mlstack__tp_expr(P, 1))) return NULL;
+            }
+            *tail = param;
+            tail = &param->next;
+        }
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        {
+            int saved_loops = P->loops;
+            P->loops = 0;
+            n->c = mlstack__tp_body(P, e, "macro", pos);
+            P->loops = saved_loops;
+        }
+        if (P->c->rc) return NULL;
+        P->i++;
+        if (mlstack__tp_cur(P)->t == MLSTACK__TK_NAME) P->i++; /* {% endmacro name %} */
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    if (MLSTACK__KW("break") || MLSTACK__KW("continue")) {
+        if (!P->loops) {
+            mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "'%.*s' outside a for loop", (int)kw->n, kw->s);
+            return NULL;
+        }
+        if (!(n = mlstack__tp_node(P, MLSTACK__KW("break") ? MLSTACK__S_BREAK : MLSTACK__S_CONTINUE, pos))) return NULL;
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    if (MLSTACK__KW("generation")) { /* transformers' assistant-mask marker: renders its body */
+        static const char *const e[] = {"endgeneration", NULL};
+        if (mlstack__tp_block_end(P)) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__S_BLOCK, pos))) return NULL;
+        n->c = mlstack__tp_body(P, e, "generation", pos);
+        if (P->c->rc) return NULL;
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    if (MLSTACK__KW("filter")) {
+        static const char *const e[] = {"endfilter", NULL};
+        mlstack__tn *f;
+        if (!(n = mlstack__tp_node(P, MLSTACK__S_FILTERBLOCK, pos))) return NULL;
+        f = mlstack__tp_filter_one(P, NULL);
+        while (f && mlstack__tp_isop(P, "|")) {
+            P->i++;
+            f = mlstack__tp_filter_one(P, f);
+        }
+        if (!f) return NULL;
+        n->a = f;
+        if (mlstack__tp_block_end(P)) return NULL;
+        n->c = mlstack__tp_body(P, e, "filter", pos);
+        if (P->c->rc) return NULL;
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        return n;
+    }
+    mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_UNSUPPORTED, "statement '%.*s' is not supported", (int)kw->n, kw->s);
+    return NULL;
+#undef MLSTACK__KW
+}
+
+static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos) {
+    mlstack__tn *first = NULL, **tail = &first, *n;
+    if (mlstack__tp_enter(P)) return NULL;
+    for (;;) {
+        mlstack__ttok *t = mlstack__tp_cur(P);
+        if (t->t == MLSTACK__TK_EOF) {
+            if (ends) {
+                mlstack__tpl_fail(P->c, opener_pos, MLSTACK_ERR_FORMAT, "'%s' block is never closed (expected '%s')", opener, ends[0]);
+                return NULL;
+            }
+            break;
+        }
+        if (t->t == MLSTACK__TK_TEXT) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__S_TEXT, t->pos))) return NULL;
+            n->s = t->s;
+            n->n = t->n;
+            P->i++;
+        } else if (t->t == MLSTACK__TK_VBEGIN) {
+            P->i++;
+            if (!(n = mlstack__tp_node(P, MLSTACK__S_OUT, t->pos))) return NULL;
+            if (!(n->a = mlstack__tp_tuple(P, 1))) return NULL;
+            if (mlstack__tp_expect(P, MLSTACK__TK_VEND, "'}}'")) return NULL;
+        } else if (t->t == MLSTACK__TK_BBEGIN) {
+            mlstack__ttok *kw = &P->tok[P->i + 1];
+            if (kw->t == MLSTACK__TK_NAME) {
+                const char *const *e;
+                for (e = ends; e && *e; e++)
+                    if (strlen(*e) == kw->n && memcmp(*e, kw->s, kw->n) == 0) {
+                        P->i++;
+                        P->depth--;
+                        return first;
+                    }
+                if ((kw->n >= 3 && memcmp(kw->s, "end", 3) == 0) || (kw->n == 4 && memcmp(kw->s, "elif", 4) == 0) ||
+                    (kw->n == 4 && memcmp(kw->s, "else", 4) == 0)) {
+                    mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "unexpected '%.*s'%s%s%s", (int)kw->n, kw->s,
+                                      opener ? " inside '" : "", opener ? opener : "", opener ? "'" : "");
+                    return NULL;
+                }
+            }
+            P->i++;
+            if (!(n = mlstack__tp_stmt(P))) return NULL;
+        } else {
+            mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "unexpected %s", mlstack__tp_desc(t));
+            return NULL;
+        }
+        *tail = n;
+        tail = &n->next;
+    }
+    P->depth--;
+    return first;
+}
+
+/* ---- printing: Python str(), repr() and json.dumps ---- */
+static const char *mlstack__tv_typename(const mlstack__tv *v) {
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF: return "Undefined";
+    case MLSTACK__TV_NONE: return "NoneType";
+    case MLSTACK__TV_BOOL: return "bool";
+    case MLSTACK__TV_INT: return "int";
+    case MLSTACK__TV_FLOAT: return "float";
+    case MLSTACK__TV_STR: return "str";
+    case MLSTACK__TV_LIST:
+        switch (v->u.l->kind) {
+        case MLSTACK__TL_TUPLE: return "tuple";
+        case MLSTACK__TL_GEN: return "generator";
+        case MLSTACK__TL_RANGE: return "range";
+        case MLSTACK__TL_ITEMS: return "dict_items";
+        case MLSTACK__TL_KEYS: return "dict_keys";
+        case MLSTACK__TL_VALUES: return "dict_values";
+        default: return "list";
+        }
+    case MLSTACK__TV_DICT: return "dict";
+    case MLSTACK__TV_NS: return "Namespace";
+    case MLSTACK__TV_MACRO: return "Macro";
+    case MLSTACK__TV_LOOP: return "LoopContext";
+    default: return "builtin_function_or_method";
+    }
+}
+
+/* Python repr(float): the shortest digits that read back exactly, fixed notation for
+   exponents -4..15, else d.ddde+XX. */
+static void mlstack__tpl_fmt_float(double x, char *out, size_t cap) {
+    char buf[48], digits[24], *e;
+    int prec, exp10, nd = 0, neg = 0, i;
+    size_t o = 0;
+    if (x != x) {
+        snprintf(out, cap, "nan");
+        return;
+    }
+    if (x == HUGE_VAL || x == -HUGE_VAL) {
+        snprintf(out, cap, x > 0 ? "inf" : "-inf");
+        return;
+    }
+    if (x == 0) {
+        snprintf(out, cap, signbit(x) ? "-0.0" : "0.0");
+        return;
+    }
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*e", prec - 1, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    e = strchr(buf, 'e');
+    exp10 = e ? atoi(e + 1) : 0;
+    for (i = 0; buf + i < (e ? e : buf + strlen(buf)); i++) {
+        if (buf[i] == '-') neg = 1;
+        else if (buf[i] >= '0' && buf[i] <= '9' && nd < 20) digits[nd++] = buf[i];
+    }
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = 0;
+#define MLSTACK__PUTC(ch) do { if (o + 1 < cap) out[o++] = (ch); } while (0)
+    if (neg) MLSTACK__PUTC('-');
+    if (exp10 < -4 || exp10 >= 16) {
+        MLSTACK__PUTC(digits[0]);
+        if (nd > 1) {
+            MLSTACK__PUTC('.');
+            for (i = 1; i < nd; i++) MLSTACK__PUTC(digits[i]);
+        }
+        out[o] = 0;
+        snprintf(out + o, cap - o, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+        return;
+    }
+    if (exp10 >= 0) {
+        for (i = 0; i <= exp10; i++) MLSTACK__PUTC(i < nd ? digits[i] : '0');
+        MLSTACK__PUTC('.');
+        if (nd > exp10 + 1)
+            for (i = exp10 + 1; i < nd; i++) MLSTACK__PUTC(digits[i]);
+        else
+            MLSTACK__PUTC('0');
+    } else {
+        MLSTACK__PUTC('0');
+        MLSTACK__PUTC('.');
+        for (i = 0; i < -exp10 - 1; i++) MLSTACK__PUTC('0');
+        for (i = 0; i < nd; i++) MLSTACK__PUTC(digits[i]);
+    }
+    out[o] = 0;
+#undef MLSTACK__PUTC
+}
+
+static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tv *v, size_t pos, int depth);
+
+/* Python str(v) appended to b. */
+static int mlstack__tv_print(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tv *v, size_t pos) {
+    char num[64];
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF: return 0;
+    case MLSTACK__TV_NONE: return mlstack__tbuf_puts(c, b, "None");
+    case MLSTACK__TV_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "True" : "False");
+    case MLSTACK__TV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+        return mlstack__tbuf_puts(c, b, num);
+    case MLSTACK__TV_FLOAT:
+        mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
+        return mlstack__tbuf_puts(c, b, num);
+    case MLSTACK__TV_STR: return mlstack__tbuf_put(c, b, v->u.s.p, v->u.s.n);
+    default: return mlstack__tv_repr(c, b, v, pos, 0);
+    }
+}
+
+/* Python repr() of a str. Non-printable characters are escaped as Python does for the
+   ranges covered here (C0/C1 controls, DEL, Unicode spaces and format characters). */
+static int mlstack__tpl_repr_str(mlstack__tctx *c, mlstack__tbuf *b, const char *s, size_t n) {
+    size_t i, l;
+    char q = (memchr(s, '\'', n) && !memchr(s, '"', n)) ? '"' : '\'';
+    if (mlstack__tbuf_put(c, b, &q, 1)) return -1;
+    for (i = 0; i < n; i += l) {
+        uint32_t cp = mlstack__tpl_cp(s + i, n - i, &l);
+        char esc[16];
+        if (cp == (uint32_t)q || cp == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)cp;
+            if (mlstack__tbuf_put(c, b, esc, 2)) return -1;
+        } else if (cp == '\n' || cp == '\r' || cp == '\t') {
+            if (mlstack__tbuf_puts(c, b, cp == '\n' ? "\\n" : cp == '\r' ? "\\r" : "\\t")) return -1;
+        } else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) {
+            snprintf(esc, sizeof esc, "\\x%02x", cp);
+            if (mlstack__tbuf_puts(c, b, esc)) return -1;
+        } else if ((cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) ||
+                   cp == 0x3000 || cp == 0xFEFF || cp == 0x1680 || (cp >= 0xE000 && cp <= 0xF8FF)) {
+            snprintf(esc, sizeof esc, "\\u%04x", cp);
+            if (mlstack__tbuf_puts(c, b, esc)) return -1;
+        } else if (mlstack__tbuf_put(c, b, s + i, l)) {
+            return -1;
+        }
+    }
+    return mlstack__tbuf_put(c, b, &q, 1);
+}
+
+static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tv *v, size_t pos, int depth) {
+    size_t i;
+    if (depth > 100) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "value nested too deeply to print");
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF: return mlstack__tbuf_puts(c, b, "Undefined");
+    case MLSTACK__TV_STR: return mlstack__tpl_repr_str(c, b, v->u.s.p, v->u.s.n);
+    case MLSTACK__TV_LIST: {
+        const mlstack__tlist *l = v->u.l;
+        const char *open = "[", *close = "]";
+        switch (l->kind) {
+        case MLSTACK__TL_TUPLE: open = "("; close = l->n == 1 ? ",)" : ")"; break;
+        case MLSTACK__TL_ITEMS: open = "dict_items(["; close = "])"; break;
+        case MLSTACK__TL_KEYS: open = "dict_keys(["; close = "])"; break;
+        case MLSTACK__TL_VALUES: open = "dict_values(["; close = "])"; break;
+        case MLSTACK__TL_GEN:
+        case MLSTACK__TL_RANGE:
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported (convert it with |list)",
+                                     mlstack__tv_typename(v));
+        default: break;
+        }
+        if (mlstack__tbuf_puts(c, b, open)) return -1;
+        for (i = 0; i < l->n; i++) {
+            if (i && mlstack__tbuf_puts(c, b, ", ")) return -1;
+            if (mlstack__tv_repr(c, b, &l->v[i], pos, depth + 1)) return -1;
+        }
+        return mlstack__tbuf_puts(c, b, close);
+    }
+    case MLSTACK__TV_DICT:
+    case MLSTACK__TV_NS: {
+        const mlstack__tdict *d = v->u.d;
+        if (v->t == MLSTACK__TV_NS && mlstack__tbuf_puts(c, b, "<Namespace ")) return -1;
+        if (mlstack__tbuf_puts(c, b, "{")) return -1;
+        for (i = 0; i < d->n; i++) {
+            if (i && mlstack__tbuf_puts(c, b, ", ")) return -1;
+            if (mlstack__tv_repr(c, b, &d->k[i], pos, depth + 1) || mlstack__tbuf_puts(c, b, ": ") ||
+                mlstack__tv_repr(c, b, &d->v[i], pos, depth + 1))
+                return -1;
+        }
+        if (mlstack__tbuf_puts(c, b, "}")) return -1;
+        return v->t == MLSTACK__TV_NS ? mlstack__tbuf_puts(c, b, ">") : 0;
+    }
+    case MLSTACK__TV_NONE:
+    case MLSTACK__TV_BOOL:
+    case MLSTACK__TV_INT:
+    case MLSTACK__TV_FLOAT: return mlstack__tv_print(c, b, v, pos);
+    default:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported", mlstack__tv_typename(v));
+    }
+}
+
+typedef struct mlstack__tjson_opt {
+    const char *indent; /* NULL: one line */
+    const char *item_sep, *key_sep;
+    size_t item_sep_n, key_sep_n, indent_n;
+    int sort_keys, ensure_ascii;
+} mlstack__tjson_opt;
+
+static int mlstack__tpl_json_str(mlstack__tctx *c, mlstack__tbuf *b, const char *s, size_t n, int ensure_ascii) {
+    size_t i, l;
+    char esc[16];
+    if (mlstack__tbuf_put(c, b, "\"", 1)) return -1;
+    for (i = 0; i < n; i += l) {
+        uint32_t cp = mlstack__tpl_cp(s + i, n - i, &l);
+        const char *e = NULL;
+        switch (cp) {
+        case '"': e = "\\\""; break;
+        case '\\': e = "\\\\"; break;
+        case '\n': e = "\\n"; break;
+        case '\r': e = "\\r"; break;
+        case '\t': e = "\\t"; break;
+        case '\b': e = "\\b"; break;
+        case '\f': e = "\\f"; break;
+        default: break;
+        }
+        if (e) {
+            if (mlstack__tbuf_puts(c, b, e)) return -1;
+        } else if (cp < 0x20 || (ensure_ascii && cp >= 0x7F)) {
+            if (cp >= 0x10000) {
+                uint32_t v = cp - 0x10000;
+                snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+            } else {
+                snprintf(esc, sizeof esc, "\\u%04x", cp);
+            }
+            if (mlstack__tbuf_puts(c, b, esc)) return -1;
+        } else if (mlstack__tbuf_put(c, b, s + i, l)) {
+            return -1;
+        }
+    }
+    return mlstack__tbuf_put(c, b, "\"", 1);
+}
+
+static int mlstack__tpl_json_newline(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tjson_opt *o, int level) {
+    int k;
+    if (mlstack__tbuf_put(c, b, "\n", 1)) return -1;
+    for (k = 0; k < level; k++)
+        if (mlstack__tbuf_put(c, b, o->indent, o->indent_n)) return -1;
+    return 0;
+}
+
+static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tv *v, const mlstack__tjson_opt *o,
+                             int level, size_t pos) {
+    char num[64];
+    size_t i;
+    if (level > 100) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "tojson: value nested too deeply");
+    switch (v->t) {
+    case MLSTACK__TV_NONE: return mlstack__tbuf_puts(c, b, "null");
+    case MLSTACK__TV_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "true" : "false");
+    case MLSTACK__TV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+        return mlstack__tbuf_puts(c, b, num);
+    case MLSTACK__TV_FLOAT:
+        if (v->u.f != v->u.f) return mlstack__tbuf_puts(c, b, "NaN");
+        if (v->u.f == HUGE_VAL || v->u.f == -HUGE_VAL) return mlstack__tbuf_puts(c, b, v->u.f > 0 ? "Infinity" : "-Infinity");
+        mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
+        return mlstack__tbuf_puts(c, b, num);
+    case MLSTACK__TV_STR: return mlstack__tpl_json_str(c, b, v->u.s.p, v->u.s.n, o->ensure_ascii);
+    case MLSTACK__TV_LIST:
+        if (v->u.l->kind == MLSTACK__TL_LIST || v->u.l->kind == MLSTACK__TL_TUPLE) {
+            const mlstack__tlist *l = v->u.l;
+            if (l->n == 0) return mlstack__tbuf_puts(c, b, "[]");
+            if (mlstack__tbuf_puts(c, b, "[")) return -1;
+            for (i = 0; i < l->n; i++) {
+                if (i && mlstack__tbuf_put(c, b, o->item_sep, o->item_sep_n)) return -1;
+                if (o->indent && mlstack__tpl_json_newline(c, b, o, level + 1)) return -1;
+                if (mlstack__tpl_json(c, b, &l->v[i], o, level + 1, pos)) return -1;
+            }
+            if (o->indent && mlstack__tpl_json_newline(c, b, o, level)) return -1;
+            return mlstack__tbuf_puts(c, b, "]");
+        }
+        break;
+    case MLSTACK__TV_DICT: {
+        const mlstack__tdict *d = v->u.d;
+        size_t *order;
+        if (d->n == 0) return mlstack__tbuf_puts(c, b, "{}");
+        order = (size_t *)mlstack__tpl_alloc(c, d->n * sizeof *order);
+        if (!order) return -1;
+        for (i = 0; i < d->n; i++) order[i] = i;
+        if (o->sort_keys) { /* insertion sort, stable; str keys only (Python errors on mixed types) */
+            for (i = 0; i < d->n; i++)
+                if (d->k[i].t != MLSTACK__TV_STR)
+                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson(sort_keys=true) with non-string keys");
+            for (i = 1; i < d->n; i++) {
+                size_t j = i, t = order[i];
+                while (j > 0) {
+                    const mlstack__tv *x = &d->k[order[j - 1]], *y = &d->k[t];
+                    size_t m = x->u.s.n < y->u.s.n ? x->u.s.n : y->u.s.n;
+                    int cmpv = memcmp(x->u.s.p, y->u.s.p, m);
+                    if (cmpv < 0 || (cmpv == 0 && x->u.s.n <= y->u.s.n)) break;
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = t;
+            }
+        }
+        if (mlstack__tbuf_puts(c, b, "{")) return -1;
+        for (i = 0; i < d->n; i++) {
+            const mlstack__tv *k = &d->k[order[i]];
+            if (i && mlstack__tbuf_put(c, b, o->item_sep, o->item_sep_n)) return -1;
+            if (o->indent && mlstack__tpl_json_newline(c, b, o, level + 1)) return -1;
+            if (k->t == MLSTACK__TV_STR) {
+                if (mlstack__tpl_json_str(c, b, k->u.s.p, k->u.s.n, o->ensure_ascii)) return -1;
+            } else if (k->t == MLSTACK__TV_INT || k->t == MLSTACK__TV_FLOAT || k->t == MLSTACK__TV_BOOL || k->t == MLSTACK__TV_NONE) {
+                if (mlstack__tbuf_put(c, b, "\"", 1) || mlstack__tpl_json(c, b, k, o, level + 1, pos) ||
+                    mlstack__tbuf_put(c, b, "\"", 1))
+                    return -1;
+            } else {
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: keys must be str, int, float, bool or None, not %s",
+                                         mlstack__tv_typename(k));
+            }
+            if (mlstack__tbuf_put(c, b, o->key_sep, o->key_sep_n)) return -1;
+            if (mlstack__tpl_json(c, b, &d->v[order[i]], o, level + 1, pos)) return -1;
+        }
+        if (o->indent && mlstack__tpl_json_newline(c, b, o, level)) return -1;
+        return mlstack__tbuf_puts(c, b, "}");
+    }
+    default: break;
+    }
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: Object of type %s is not JSON serializable",
+                             mlstack__tv_typename(v));
+}
+
+/* ---- truthiness, iteration ---- */
+static int mlstack__tv_truthy(const mlstack__tv *v) {
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF:
+    case MLSTACK__TV_NONE: return 0;
+    case MLSTACK__TV_BOOL:
+    case MLSTACK__TV_INT: return v->u.i != 0;
+    case MLSTACK__TV_FLOAT: return v->u.f != 0;
+    case MLSTACK__TV_STR: return v->u.s.n != 0;
+    case MLSTACK__TV_LIST: return v->u.l->kind == MLSTACK__TL_GEN || v->u.l->n > 0;
+    case MLSTACK__TV_DICT: return v->u.d->n > 0;
+    default: return 1;
+    }
+}
+
+/* The items a for loop (or list()) sees. Strings give code points, dicts their keys,
+   undefined nothing; generators are consumed. Returns 0, or -1 when not iterable. */
+static int mlstack__tv_iter(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv **items, size_t *n, size_t pos) {
+    size_t i, l, k = 0;
+    *items = NULL;
+    *n = 0;
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF: return 0;
+    case MLSTACK__TV_LIST: {
+        mlstack__tlist *lst = v->u.l;
+        *items = lst->v ? lst->v + lst->start : NULL;
+        *n = lst->n - lst->start;
+        if (lst->kind == MLSTACK__TL_GEN) lst->start = lst->n;
+        return 0;
+    }
+    case MLSTACK__TV_DICT:
+        *items = v->u.d->k;
+        *n = v->u.d->n;
+        return 0;
+    case MLSTACK__TV_STR: {
+        size_t cps = mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
+        mlstack__tv *arr;
+        if (!cps) return 0;
+        arr = (mlstack__tv *)mlstack__tpl_alloc(c, cps * sizeof *arr);
+        if (!arr) return -1;
+        for (i = 0; i < v->u.s.n; i += l) {
+            mlstack__tpl_cp(v->u.s.p + i, v->u.s.n - i, &l);
+            arr[k++] = mlstack__tv_str(v->u.s.p + i, l);
+        }
+        *items = arr;
+        *n = k;
+        return 0;
+    }
+    default:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not iterable", mlstack__tv_typename(v));
+    }
+}
+
+/* ---- arguments ---- */
+#define MLSTACK__TARGS_MAX 12
+typedef struct mlstack__targs {
+    int np, nk;
+    mlstack__tv p[MLSTACK__TARGS_MAX];
+    const char *kn[MLSTACK__TARGS_MAX];
+    size_t kl[MLSTACK__TARGS_MAX];
+    mlstack__tv kv[MLSTACK__TARGS_MAX];
+    int kused[MLSTACK__TARGS_MAX];
+} mlstack__targs;
+
+/* Argument `idx` (positional) or `name` (keyword); 1 if given. */
+static int mlstack__targ(mlstack__targs *a, int idx, const char *name, mlstack__tv *out) {
+    int k;
+    if (idx >= 0 && idx < a->np) {
+        *out = a->p[idx];
+        return 1;
+    }
+    if (name)
+        for (k = 0; k < a->nk; k++)
+            if (strlen(name) == a->kl[k] && memcmp(name, a->kn[k], a->kl[k]) == 0) {
+                a->kused[k] = 1;
+                *out = a->kv[k];
+                return 1;
+            }
+    return 0;
+}
+/* After reading arguments: complains about too many positionals or unknown keywords. */
+static int mlstack__targs_done(mlstack__tctx *c, mlstack__targs *a, int max_pos, const char *what, size_t pos) {
+    int k;
+    if (a->np > max_pos)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes at most %d positional argument(s), %d given", what, max_pos,
+                                 a->np);
+    for (k = 0; k < a->nk; k++)
+        if (!a->kused[k])
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s got an unexpected keyword argument '%.*s'", what,
+                                     (int)a->kl[k], a->kn[k]);
+    return 0;
+}
+
+static int mlstack__tpl_eval(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out);
+static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *body);
+
+static int mlstack__tpl_eval_args(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *list, mlstack__targs *a,
+                                  int first_pos) {
+    memset(a, 0, sizeof *a);
+    a->np = first_pos;
+    for (; list; list = list->next) {
+        if (list->kind == MLSTACK__N_KWARG) {
+            if (a->nk == MLSTACK__TARGS_MAX) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
+            a->kn[a->nk] = list->s;
+            a->kl[a->nk] = list->n;
+            if (mlstack__tpl_eval(c, s, list->a, &a->kv[a->nk])) return -1;
+            a->nk++;
+        } else {
+            if (a->nk) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_FORMAT, "positional argument follows keyword argument");
+            if (a->np == MLSTACK__TARGS_MAX) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
+            if (mlstack__tpl_eval(c, s, list, &a->p[a->np])) return -1;
+            a->np++;
+        }
+    }
+    return 0;
+}
+
+/* ---- scopes ---- */
+static mlstack__tv *mlstack__tscope_lookup(mlstack__tscope *s, const char *name, size_t n) {
+    for (; s; s = s->parent) {
+        mlstack__tv *v = mlstack__tdict_findn(&s->vars, name, n);
+        if (v) return v;
+    }
+    return NULL;
+}
+static int mlstack__tscope_set(mlstack__tctx *c, mlstack__tscope *s, const char *name, size_t n, mlstack__tv v) {
+    return mlstack__tdict_set(c, &s->vars, mlstack__tv_str(name, n), v);
+}
+static mlstack__tscope *mlstack__tscope_new(mlstack__tctx *c, mlstack__tscope *parent) {
+    mlstack__tscope *s = (mlstack__tscope *)mlstack__tpl_alloc(c, sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->parent = parent;
+    return s;
+}
+
+/* ---- strings ---- */
+static int mlstack__tpl_newstr(mlstack__tctx *c, mlstack__tbuf *b, mlstack__tv *out) {
+    if (!b->p && mlstack__tbuf_put(c, b, "", 0)) return -1;
+    *out = mlstack__tv_str(b->p, b->n);
+    return 0;
+}
+/* mode 1 upper, 0 lower, 2 capitalize, 3 str.title, 4 jinja's title filter */
+static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mode, mlstack__tv *out, size_t pos) {
+    mlstack__tbuf b;
+    size_t i, l;
+    int prev_cased = 0, first = 1;
+    memset(&b, 0, sizeof b);
+    for (i = 0; i < v->u.s.n; i += l) {
+        uint32_t cp = mlstack__tpl_cp(v->u.s.p + i, v->u.s.n - i, &l), m;
+        int up;
+        if (mode == 0 || mode == 1) up = mode;
+        else if (mode == 2) up = first;
+        else if (mode == 3) up = !prev_cased;
+        else up = first || prev_cased == 2;
+        if (cp == 0xDF && up) { /* German sharp s: upper() gives "SS", title() "Ss" */
+            if (mlstack__tbuf_put(c, &b, mode == 1 ? "SS" : "Ss", 2)) return -1;
+            prev_cased = mode == 4 ? 0 : 1;
+            first = 0;
+            continue;
+        }
+        if (mlstack__tpl_case(cp, up, &m) != 0)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported", (unsigned)cp);
+        if (mode == 4) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
+            prev_cased = (mlstack__tpl_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<') ? 2 : 0;
+        else
+            prev_cased = mlstack__tpl_iscased_letter(cp);
+        first = 0;
+        if (mlstack__tbuf_cp(c, &b, m)) return -1;
+    }
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+static int mlstack__tpl_in_chars(uint32_t cp, const mlstack__tv *chars) {
+    size_t i, l;
+    if (!chars) return mlstack__tpl_isspace(cp);
+    for (i = 0; i < chars->u.s.n; i += l)
+        if (mlstack__tpl_cp(chars->u.s.p + i, chars->u.s.n - i, &l) == cp) return 1;
+    return 0;
+}
+/* which: 1 left, 2 right, 3 both */
+static mlstack__tv mlstack__tpl_strip(const mlstack__tv *v, const mlstack__tv *chars, int which) {
+    const char *p = v->u.s.p;
+    size_t a = 0, e = v->u.s.n, l;
+    if (which & 1)
+        while (a < e && mlstack__tpl_in_chars(mlstack__tpl_cp(p + a, e - a, &l), chars)) a += l;
+    if (which & 2)
+        while (e > a) {
+            size_t k = e - 1;
+            while (k > a && ((unsigned char)p[k] & 0xC0) == 0x80) k--;
+            if (!mlstack__tpl_in_chars(mlstack__tpl_cp(p + k, e - k, &l), chars)) break;
+            e = k;
+        }
+    return mlstack__tv_str(p + a, e - a);
+}
+
+static const char *mlstack__tpl_memmem(const char *h, size_t hn, const char *nd, size_t nn) {
+    size_t i;
+    if (nn == 0) return h;
+    if (nn > hn) return NULL;
+    for (i = 0; i + nn <= hn; i++)
+        if (h[i] == nd[0] && memcmp(h + i, nd, nn) == 0) return h + i;
+    return NULL;
+}
+static const char *mlstack__tpl_memrmem(const char *h, size_t hn, const char *nd, size_t nn) {
+    size_t i;
+    if (nn > hn) return NULL;
+    for (i = hn - nn + 1; i-- > 0;)
+        if (memcmp(h + i, nd, nn) == 0) return h + i;
+    return NULL;
+}
+
+static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *old, const mlstack__tv *nw,
+                                int64_t count, mlstack__tv *out) {
+    mlstack__tbuf b;
+    size_t i = 0, l;
+    int64_t done = 0;
+    memset(&b, 0, sizeof b);
+    if (old->u.s.n == 0) {
+        for (i = 0;; i += l) {
+            if (count < 0 || done < count) {
+                if (mlstack__tbuf_put(c, &b, nw->u.s.p, nw->u.s.n)) return -1;
+                done++;
+            }
+            if (i >= s->u.s.n) break;
+            mlstack__tpl_cp(s->u.s.p + i, s->u.s.n - i, &l);
+            if (mlstack__tbuf_put(c, &b, s->u.s.p + i, l)) return -1;
+        }
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+    while (i <= s->u.s.n) {
+        const char *f = (count < 0 || done < count) ? mlstack__tpl_memmem(s->u.s.p + i, s->u.s.n - i, old->u.s.p, old->u.s.n) : NULL;
+        if (!f) {
+            if (mlstack__tbuf_put(c, &b, s->u.s.p + i, s->u.s.n - i)) return -1;
+            break;
+        }
+        if (mlstack__tbuf_put(c, &b, s->u.s.p + i, (size_t)(f - (s->u.s.p + i))) || mlstack__tbuf_put(c, &b, nw->u.s.p, nw->u.s.n))
+            return -1;
+        i = (size_t)(f - s->u.s.p) + old->u.s.n;
+        done++;
+    }
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+/* str.split / str.rsplit */
+static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *sep, int64_t maxsplit, int right,
+                              mlstack__tv *out, size_t pos) {
+    mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0);
+    const char *p = s->u.s.p;
+    size_t n = s->u.s.n, cl;
+    int64_t splits = 0;
+    if (!l) return -1;
+    if (sep && sep->u.s.n == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "empty separator");
+    if (!right) {
+        size_t i = 0;
+        if (!sep) {
+            for (;;) {
+                size_t st;
+                while (i < n && mlstack__tpl_isspace(mlstack__tpl_cp(p + i, n - i, &cl))) i += cl;
+                if (i >= n) break;
+                if (maxsplit >= 0 && splits >= maxsplit) {
+                    size_t e = n;
+                    mlstack__tv t = mlstack__tv_str(p + i, e - i);
+                    t = mlstack__tpl_strip(&t, NULL, 2);
+                    if (mlstack__tlist_push(c, l, t)) return -1;
+                    break;
+                }
+                st = i;
+                while (i < n && !mlstack__tpl_isspace(mlstack__tpl_cp(p + i, n - i, &cl))) i += cl;
+                if (mlstack__tlist_push(c, l, mlstack__tv_str(p + st, i - st))) return -1;
+                splits++;
+            }
+        } else {
+            for (;;) {
+                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_memmem(p + i, n - i, sep->u.s.p, sep->u.s.n) : NULL;
+                if (!f) {
+                    if (mlstack__tlist_push(c, l, mlstack__tv_str(p + i, n - i))) return -1;
+                    break;
+                }
+                if (mlstack__tlist_push(c, l, mlstack__tv_str(p + i, (size_t)(f - p) - i))) return -1;
+                i = (size_t)(f - p) + sep->u.s.n;
+                splits++;
+            }
+        }
+    } else {
+        /* collect from the right, then reverse */
+        size_t e = n, k;
+        if (!sep) {
+            for (;;) {
+                size_t st;
+                while (e > 0) {
+                    size_t q = e - 1;
+                    while (q > 0 && ((unsigned char)p[q] & 0xC0) == 0x80) q--;
+                    if (!mlstack__tpl_isspace(mlstack__tpl_cp(p + q, e - q, &cl))) break;
+                    e = q;
+                }
+                if (e == 0) break;
+                if (maxsplit >= 0 && splits >= maxsplit) {
+                    mlstack__tv t = mlstack__tv_str(p, e);
+                    t = mlstack__tpl_strip(&t, NULL, 1);
+                    if (mlstack__tlist_push(c, l, t)) return -1;
+                    break;
+                }
+                st = e;
+                while (st > 0) {
+                    size_t q = st - 1;
+                    while (q > 0 && ((unsigned char)p[q] & 0xC0) == 0x80) q--;
+                    if (mlstack__tpl_isspace(mlstack__tpl_cp(p + q, st - q, &cl))) break;
+                    st = q;
+                }
+                if (mlstack__tlist_push(c, l, mlstack__tv_str(p + st, e - st))) return -1;
+                e = st;
+                splits++;
+            }
+        } else {
+            for (;;) {
+                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_memrmem(p, e, sep->u.s.p, sep->u.s.n) : NULL;
+                if (!f) {
+                    if (mlstack__tlist_push(c, l, mlstack__tv_str(p, e))) return -1;
+                    break;
+                }
+                if (mlstack__tlist_push(c, l, mlstack__tv_str(f + sep->u.s.n, e - ((size_t)(f - p) + sep->u.s.n)))) return -1;
+                e = (size_t)(f - p);
+                splits++;
+            }
+        }
+        for (k = 0; k < l->n / 2; k++) {
+            mlstack__tv t = l->v[k];
+            l->v[k] = l->v[l->n - 1 - k];
+            l->v[l->n - 1 - k] = t;
+        }
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+static int mlstack__tpl_splitlines(mlstack__tctx *c, const mlstack__tv *s, mlstack__tlist *l) {
+    size_t i = 0, st = 0, cl;
+    const char *p = s->u.s.p;
+    while (i < s->u.s.n) {
+        uint32_t cp = mlstack__tpl_cp(p + i, s->u.s.n - i, &cl);
+        if (mlstack__tpl_islinebreak(cp)) {
+            if (mlstack__tlist_push(c, l, mlstack__tv_str(p + st, i - st))) return -1;
+            i += cl;
+            if (cp == '\r' && i < s->u.s.n && p[i] == '\n') i++;
+            st = i;
+        } else {
+            i += cl;
+        }
+    }
+    if (st < s->u.s.n && mlstack__tlist_push(c, l, mlstack__tv_str(p + st, s->u.s.n - st))) return -1;
+    return 0;
+}
+
+/* ---- numbers ---- */
+static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, mlstack__tv *out, size_t pos) {
+    int64_t r = 0;
+    switch (op) {
+    case MLSTACK__OP_ADD:
+        if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) goto overflow;
+        r = a + b;
+        break;
+    case MLSTACK__OP_SUB:
+        if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) goto overflow;
+        r = a - b;
+        break;
+    case MLSTACK__OP_MUL:
+        if (a != 0 && b != 0) {
+            if (a == -1 && b == INT64_MIN) goto overflow;
+            if (b == -1 && a == INT64_MIN) goto overflow;
+            if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) : (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a))
+                goto overflow;
+        }
+        r = a * b;
+        break;
+    case MLSTACK__OP_FLOORDIV:
+    case MLSTACK__OP_MOD: {
+        int64_t q, m;
+        if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "integer division or modulo by zero");
+        if (a == INT64_MIN && b == -1) {
+            if (op == MLSTACK__OP_MOD) {
+                r = 0;
+                break;
+            }
+            goto overflow;
+        }
+        q = a / b;
+        m = a % b;
+        if (m != 0 && ((m < 0) != (b < 0))) {
+            q--;
+            m += b;
+        }
+        r = op == MLSTACK__OP_MOD ? m : q;
+        break;
+    }
+    case MLSTACK__OP_POW: {
+        int64_t base = a, e = b;
+        if (e < 0) {
+            if (a == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0 cannot be raised to a negative power");
+            *out = mlstack__tv_float(pow((double)a, (double)b));
+            return 0;
+        }
+        r = 1;
+        while (e > 0) {
+            mlstack__tv t;
+            if (e & 1) {
+                if (mlstack__tpl_int_op(c, MLSTACK__OP_MUL, r, base, &t, pos)) return -1;
+                r = t.u.i;
+            }
+            e >>= 1;
+            if (e) {
+                if (mlstack__tpl_int_op(c, MLSTACK__OP_MUL, base, base, &t, pos)) return -1;
+                base = t.u.i;
+            }
+        }
+        break;
+    }
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad integer operation");
+    }
+    *out = mlstack__tv_int(r);
+    return 0;
+overflow:
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer result beyond 64 bits (Python big integers are not supported)");
+}
+
+static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, mlstack__tv *out, size_t pos) {
+    double r;
+    switch (op) {
+    case MLSTACK__OP_ADD: r = a + b; break;
+    case MLSTACK__OP_SUB: r = a - b; break;
+    case MLSTACK__OP_MUL: r = a * b; break;
+    case MLSTACK__OP_DIV:
+        if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "division by zero");
+        r = a / b;
+        break;
+    case MLSTACK__OP_MOD:
+    case MLSTACK__OP_FLOORDIV: {
+        double mod, div, fd;
+        if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "float floor division or modulo by zero");
+        mod = fmod(a, b);
+        div = (a - mod) / b;
+        if (mod != 0) {
+            if ((b < 0) != (mod < 0)) {
+                mod += b;
+                div -= 1.0;
+            }
+        } else {
+            mod = copysign(0.0, b);
+        }
+        if (div != 0) {
+            fd = floor(div);
+            if (div - fd > 0.5) fd += 1.0;
+        } else {
+            fd = copysign(0.0, a / b);
+        }
+        r = op == MLSTACK__OP_MOD ? mod : fd;
+        break;
+    }
+    case MLSTACK__OP_POW:
+        if (a == 0 && b < 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0.0 cannot be raised to a negative power");
+        if (a < 0 && b != floor(b)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "complex results are not supported");
+        r = pow(a, b);
+        break;
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad float operation");
+    }
+    *out = mlstack__tv_float(r);
+    return 0;
+}
+
+static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, mlstack__tv *out, size_t pos) {
+    static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
+    if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
+        if (op == MLSTACK__OP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
+        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT) return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
+        return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
+    }
+    if (a->t == MLSTACK__TV_UNDEF || b->t == MLSTACK__TV_UNDEF) {
+        const mlstack__tv *u = a->t == MLSTACK__TV_UNDEF ? a : b;
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
+    }
+    if (op == MLSTACK__OP_ADD && a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
+        mlstack__tbuf buf;
+        memset(&buf, 0, sizeof buf);
+        if (mlstack__tbuf_put(c, &buf, a->u.s.p, a->u.s.n) || mlstack__tbuf_put(c, &buf, b->u.s.p, b->u.s.n)) return -1;
+        return mlstack__tpl_newstr(c, &buf, out);
+    }
+    if (op == MLSTACK__OP_ADD && a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST &&
+        (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) && a->u.l->kind == b->u.l->kind) {
+        mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, a->u.l->n + b->u.l->n);
+        if (!l) return -1;
+        if (a->u.l->n) memcpy(l->v, a->u.l->v, a->u.l->n * sizeof(mlstack__tv));
+        if (b->u.l->n) memcpy(l->v + a->u.l->n, b->u.l->v, b->u.l->n * sizeof(mlstack__tv));
+        l->n = a->u.l->n + b->u.l->n;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (op == MLSTACK__OP_MUL && ((a->t == MLSTACK__TV_STR && (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) ||
+                                  (b->t == MLSTACK__TV_STR && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)))) {
+        const mlstack__tv *s = a->t == MLSTACK__TV_STR ? a : b;
+        int64_t k = a->t == MLSTACK__TV_STR ? b->u.i : a->u.i, i;
+        mlstack__tbuf buf;
+        memset(&buf, 0, sizeof buf);
+        if (k > 0 && s->u.s.n && (uint64_t)k > (uint64_t)c->max_out / s->u.s.n)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "string repetition larger than the output limit");
+        for (i = 0; i < k; i++)
+            if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
+        return mlstack__tpl_newstr(c, &buf, out);
+    }
+    if (op == MLSTACK__OP_MUL && b->t == MLSTACK__TV_LIST && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)) {
+        const mlstack__tv *t = a;
+        a = b;
+        b = t;
+    }
+    if (op == MLSTACK__OP_MUL && a->t == MLSTACK__TV_LIST && (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) &&
+        (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) {
+        int64_t k = b->u.i, i;
+        mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, 0);
+        if (!l) return -1;
+        if (k > 0 && a->u.l->n && (uint64_t)k > (uint64_t)(c->max_mem / sizeof(mlstack__tv)) / a->u.l->n)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "list repetition too large");
+        for (i = 0; i < k; i++) {
+            size_t j;
+            for (j = 0; j < a->u.l->n; j++)
+                if (mlstack__tlist_push(c, l, a->u.l->v[j])) return -1;
+        }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (op == MLSTACK__OP_MOD && a->t == MLSTACK__TV_STR)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printf-style string formatting with '%%' is not supported");
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported operand type(s) for %s: '%s' and '%s'",
+                             op <= MLSTACK__OP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
+}
+
+/* Python <, <=, >, >= ; result in *res. */
+static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, int *res, size_t pos) {
+    int cmpv;
+    static const char *const names[] = {"<", ">", "<=", ">="};
+    if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
+        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT)
+            cmpv = a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
+        else {
+            double x = mlstack__tv_num(a), y = mlstack__tv_num(b);
+            if (x != x || y != y) {
+                *res = 0;
+                return 0;
+            }
+            cmpv = x < y ? -1 : x > y;
+        }
+    } else if (a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
+        size_t m = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+        cmpv = memcmp(a->u.s.p, b->u.s.p, m);
+        if (cmpv == 0) cmpv = a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
+    } else if (a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST && a->u.l->kind == b->u.l->kind &&
+               (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE)) {
+        size_t i;
+        for (i = 0; i < a->u.l->n && i < b->u.l->n; i++)
+            if (!mlstack__tv_eq(&a->u.l->v[i], &b->u.l->v[i], 0))
+                return mlstack__tpl_order(c, op, &a->u.l->v[i], &b->u.l->v[i], res, pos);
+        cmpv = a->u.l->n < b->u.l->n ? -1 : a->u.l->n > b->u.l->n;
+    } else {
+        if (a->t == MLSTACK__TV_UNDEF || b->t == MLSTACK__TV_UNDEF) {
+            const mlstack__tv *u = a->t == MLSTACK__TV_UNDEF ? a : b;
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
+        }
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' not supported between instances of '%s' and '%s'",
+                                 names[op - MLSTACK__OP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
+    }
+    switch (op) {
+    case MLSTACK__OP_LT: *res = cmpv < 0; break;
+    case MLSTACK__OP_GT: *res = cmpv > 0; break;
+    case MLSTACK__OP_LE: *res = cmpv <= 0; break;
+    default: *res = cmpv >= 0; break;
+    }
+    return 0;
+}
+
+/* Python `a in b`. */
+static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const mlstack__tv *b, int *res, size_t pos) {
+    size_t i;
+    *res = 0;
+    switch (b->t) {
+    case MLSTACK__TV_STR:
+        if (a->t != MLSTACK__TV_STR)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'in <string>' requires string as left operand, not %s",
+                                     mlstack__tv_typename(a));
+        *res = mlstack__tpl_memmem(b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n) != NULL;
+        return 0;
+    case MLSTACK__TV_LIST: {
+        mlstack__tv *items;
+        size_t n;
+        if (mlstack__tv_iter(c, b, &items, &n, pos)) return -1;
+        for (i = 0; i < n; i++)
+            if (mlstack__tv_eq(a, &items[i], 0)) {
+                *res = 1;
+                break;
+            }
+        return 0;
+    }
+    case MLSTACK__TV_DICT:
+        if ((a->t == MLSTACK__TV_LIST && a->u.l->kind != MLSTACK__TL_TUPLE) || a->t == MLSTACK__TV_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(a));
+        *res = mlstack__tdict_find(b->u.d, a) != NULL;
+        return 0;
+    case MLSTACK__TV_UNDEF: return 0;
+    default:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "argument of type '%s' is not iterable", mlstack__tv_typename(b));
+    }
+}
+
+/* ---- attribute and item access ---- */
+static const char *const mlstack__tpl_str_methods[] = {
+    "capitalize", "count", "endswith", "find", "index", "isalnum", "isalpha", "isdigit", "islower", "isspace", "isupper",
+    "join", "lower", "lstrip", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rsplit", "rstrip", "split",
+    "splitlines", "startswith", "strip", "title", "upper",
+    /* known to Python but not implemented here: calling them is an error */
+    "casefold", "center", "encode", "expandtabs", "format", "format_map", "isascii", "isdecimal", "isidentifier",
+    "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition", "rjust", "rpartition", "swapcase",
+    "translate", "zfill", NULL};
+static const char *const mlstack__tpl_dict_methods[] = {"items", "keys", "values", "get", "copy", "fromkeys", NULL};
+static const char *const mlstack__tpl_unsafe_methods[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
+                                                          "reverse", "popitem", "setdefault", "update", NULL};
+
+static int mlstack__tpl_method(mlstack__tctx *c, const mlstack__tv *self, const char *name, size_t n, mlstack__tv *out) {
+    struct mlstack__tmethod *m = (struct mlstack__tmethod *)mlstack__tpl_alloc(c, sizeof *m);
+    char *nm = mlstack__tpl_strdup(c, name, n);
+    if (!m || !nm) return -1;
+    m->self = *self;
+    m->name = nm;
+    memset(out, 0, sizeof *out);
+    out->t = MLSTACK__TV_METHOD;
+    out->u.b = m;
+    return 0;
+}
+
+static int mlstack__tpl_undef_fmt(mlstack__tctx *c, mlstack__tv *out, const char *fmt, const char *a, size_t an) {
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, fmt, (int)(an > 100 ? 100 : an), a);
+    *out = mlstack__tv_undef(mlstack__tpl_strdup(c, tmp, strlen(tmp)));
+    return out->u.s.p ? 0 : -1;
+}
+
+/* obj.name as jinja2's sandbox resolves it: Python attribute first, then obj[name]. */
+static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const char *name, size_t n, mlstack__tv *out, size_t pos) {
+    mlstack__tv *f;
+    switch (v->t) {
+    case MLSTACK__TV_UNDEF:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
+    case MLSTACK__TV_DICT:
+        if (mlstack__tpl_in_list(mlstack__tpl_dict_methods, name, n)) return mlstack__tpl_method(c, v, name, n, out);
+        if (mlstack__tpl_in_list(mlstack__tpl_unsafe_methods, name, n))
+            return mlstack__tpl_undef_fmt(c, out, "access to attribute '%.*s' of 'dict' object is unsafe.", name, n);
+        f = mlstack__tdict_findn(v->u.d, name, n);
+        if (f) {
+            *out = *f;
+            return 0;
+        }
+        return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", name, n);
+    case MLSTACK__TV_NS:
+        f = mlstack__tdict_findn(v->u.d, name, n);
+        if (f) {
+            *out = *f;
+            return 0;
+        }
+        return mlstack__tpl_undef_fmt(c, out, "'jinja2.utils.Namespace object' has no attribute '%.*s'", name, n);
+    case MLSTACK__TV_STR:
+        if (mlstack__tpl_in_list(mlstack__tpl_str_methods, name, n)) return mlstack__tpl_method(c, v, name, n, out);
+        return mlstack__tpl_undef_fmt(c, out, "'str object' has no attribute '%.*s'", name, n);
+    case MLSTACK__TV_LIST:
+        if (mlstack__tpl_in_list(mlstack__tpl_unsafe_methods, name, n))
+            return mlstack__tpl_undef_fmt(c, out, "access to attribute '%.*s' of 'list' object is unsafe.", name, n);
+        if ((n == 5 && !memcmp(name, "index", 5)) || (n == 5 && !memcmp(name, "count", 5)) || (n == 4 && !memcmp(name, "copy", 4)))
+            return mlstack__tpl_method(c, v, name, n, out);
+        return mlstack__tpl_undef_fmt(c, out, "'list object' has no attribute '%.*s'", name, n);
+    case MLSTACK__TV_LOOP: {
+        const struct mlstack__tloop *lp = v->u.lp;
+        int64_t i0 = (int64_t)lp->i, len = (int64_t)lp->n;
+#define MLSTACK__NM(w) (n == sizeof(w) - 1 && memcmp(name, w, sizeof(w) - 1) == 0)
+        if (MLSTACK__NM("index")) *out = mlstack__tv_int(i0 + 1);
+        else if (MLSTACK__NM("index0")) *out = mlstack__tv_int(i0);
+        else if (MLSTACK__NM("revindex")) *out = mlstack__tv_int(len - i0);
+        else if (MLSTACK__NM("revindex0")) *out = mlstack__tv_int(len - i0 - 1);
+        else if (MLSTACK__NM("first")) *out = mlstack__tv_bool(i0 == 0);
+        else if (MLSTACK__NM("last")) *out = mlstack__tv_bool(i0 == len - 1);
+        else if (MLSTACK__NM("length")) *out = mlstack__tv_int(len);
+        else if (MLSTACK__NM("depth")) *out = mlstack__tv_int(1);
+        else if (MLSTACK__NM("depth0")) *out = mlstack__tv_int(0);
+        else if (MLSTACK__NM("previtem"))
+            *out = i0 > 0 ? lp->items[i0 - 1] : mlstack__tv_undef("there is no previous item");
+        else if (MLSTACK__NM("nextitem"))
+            *out = i0 + 1 < len ? lp->items[i0 + 1] : mlstack__tv_undef("there is no next item");
+        else if (MLSTACK__NM("cycle")) return mlstack__tpl_method(c, v, name, n, out);
+        else if (MLSTACK__NM("changed"))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "loop.changed() is not supported");
+        else return mlstack__tpl_undef_fmt(c, out, "'LoopContext object' has no attribute '%.*s'", name, n);
+#undef MLSTACK__NM
+        return 0;
+    }
+    case MLSTACK__TV_NONE: return mlstack__tpl_undef_fmt(c, out, "'None' has no attribute '%.*s'", name, n);
+    default: return mlstack__tpl_undef_fmt(c, out, "object has no attribute '%.*s'", name, n);
+    }
+}
+
+/* obj[key]: item first, then (for string keys) the attribute. */
+static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *key, mlstack__tv *out, size_t pos) {
+    if (v->t == MLSTACK__TV_UNDEF)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
+    if (v->t == MLSTACK__TV_DICT) {
+        mlstack__tv *f;
+        if ((key->t == MLSTACK__TV_LIST && key->u.l->kind != MLSTACK__TL_TUPLE) || key->t == MLSTACK__TV_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(key));
+        f = mlstack__tdict_find(v->u.d, key);
+        if (f) {
+            *out = *f;
+            return 0;
+        }
+    } else if ((v->t == MLSTACK__TV_LIST && v->u.l->kind != MLSTACK__TL_GEN) || v->t == MLSTACK__TV_STR) {
+        if (key->t == MLSTACK__TV_INT || key->t == MLSTACK__TV_BOOL) {
+            int64_t i = key->u.i;
+            if (v->t == MLSTACK__TV_LIST) {
+                int64_t len = (int64_t)v->u.l->n;
+                if (i < 0) i += len;
+                if (i >= 0 && i < len) {
+                    *out = v->u.l->v[i];
+                    return 0;
+                }
+            } else {
+                int64_t len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
+                if (i < 0) i += len;
+                if (i >= 0 && i < len) {
+                    size_t off = mlstack__tpl_cpoff(v->u.s.p, v->u.s.n, (size_t)i), l;
+                    mlstack__tpl_cp(v->u.s.p + off, v->u.s.n - off, &l);
+                    *out = mlstack__tv_str(v->u.s.p + off, l);
+                    return 0;
+                }
+            }
+            *out = mlstack__tv_undef("index out of range");
+            return 0;
+        }
+    }
+    if (key->t == MLSTACK__TV_STR && v->t != MLSTACK__TV_DICT) return mlstack__tpl_getattr(c, v, key->u.s.p, key->u.s.n, out, pos);
+    if (key->t == MLSTACK__TV_STR) return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", key->u.s.p, key->u.s.n);
+    *out = mlstack__tv_undef("no such item");
+    return 0;
+}
+
+/* Python slicing of lists, tuples and strings (by code point). */
+static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *a, const mlstack__tv *b, const mlstack__tv *st,
+                              mlstack__tv *out, size_t pos) {
+    int64_t len, step = 1, start, stop, i;
+    const mlstack__tv *bounds[3];
+    int k;
+    size_t *offs = NULL;
+    bounds[0] = a;
+    bounds[1] = b;
+    bounds[2] = st;
+    for (k = 0; k < 3; k++)
+        if (bounds[k] && bounds[k]->t != MLSTACK__TV_NONE && bounds[k]->t != MLSTACK__TV_INT && bounds[k]->t != MLSTACK__TV_BOOL)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice indices must be integers or None");
+    if (v->t == MLSTACK__TV_UNDEF)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
+    if (v->t == MLSTACK__TV_STR) {
+        size_t i2, l, j = 0;
+        len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
+        offs = (size_t *)mlstack__tpl_alloc(c, ((size_t)len + 1) * sizeof *offs);
+        if (!offs) return -1;
+        for (i2 = 0; i2 < v->u.s.n; i2 += l) {
+            mlstack__tpl_cp(v->u.s.p + i2, v->u.s.n - i2, &l);
+            offs[j++] = i2;
+        }
+        offs[j] = v->u.s.n;
+    } else if (v->t == MLSTACK__TV_LIST && (v->u.l->kind == MLSTACK__TL_LIST || v->u.l->kind == MLSTACK__TL_TUPLE)) {
+        len = (int64_t)v->u.l->n;
+    } else { /* jinja2 slices with plain Python: anything else raises */
+        if (v->t == MLSTACK__TV_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: 'slice'");
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not subscriptable", mlstack__tv_typename(v));
+    }
+    if (st && st->t != MLSTACK__TV_NONE) step = st->u.i;
+    if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice step cannot be zero");
+    if (step == INT64_MIN) step = -INT64_MAX;
+    if (!a || a->t == MLSTACK__TV_NONE) start = step < 0 ? len - 1 : 0;
+    else {
+        start = a->u.i;
+        if (start < 0) start = start + len < 0 ? (step < 0 ? -1 : 0) : start + len;
+        else if (start >= len) start = step < 0 ? len - 1 : len;
+    }
+    if (!b || b->t == MLSTACK__TV_NONE) stop = step < 0 ? -1 : len;
+    else {
+        stop = b->u.i;
+        if (stop < 0) stop = stop + len < 0 ? (step < 0 ? -1 : 0) : stop + len;
+        else if (stop >= len) stop = step < 0 ? len - 1 : len;
+    }
+    if (v->t == MLSTACK__TV_STR) {
+        mlstack__tbuf buf;
+        memset(&buf, 0, sizeof buf);
+        if (step == 1) {
+            if (stop < start) stop = start;
+            *out = mlstack__tv_str(v->u.s.p + offs[start], offs[stop] - offs[start]);
+            return 0;
+        }
+        for (i = start; step > 0 ? i < stop : i > stop; i += step)
+            if (mlstack__tbuf_put(c, &buf, v->u.s.p + offs[i], offs[i + 1] - offs[i])) return -1;
+        return mlstack__tpl_newstr(c, &buf, out);
+    } else {
+        mlstack__tlist *l = mlstack__tlist_new(c, v->u.l->kind, 0);
+        if (!l) return -1;
+        for (i = start; step > 0 ? i < stop : i > stop; i += step)
+            if (mlstack__tlist_push(c, l, v->u.l->v[i])) return -1;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+}
+
+/* Jinja's attribute getter for filters: "a.b.0" walks getitem per part. */
+static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *path, mlstack__tv *out, size_t pos) {
+    size_t i = 0, st;
+    mlstack__tv cur = *item;
+    if (path->t == MLSTACK__TV_INT) return mlstack__tpl_getitem(c, &cur, path, out, pos);
+    if (path->t != MLSTACK__TV_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attribute must be a string");
+    for (;;) {
+        mlstack__tv key, nx;
+        size_t k;
+        int digits = 1;
+        st = i;
+        while (i < path->u.s.n && path->u.s.p[i] != '.') i++;
+        for (k = st; k < i; k++)
+            if (path->u.s.p[k] < '0' || path->u.s.p[k] > '9') digits = 0;
+        if (digits && i > st && i - st < 18) {
+            int64_t x = 0;
+            for (k = st; k < i; k++) x = x * 10 + (path->u.s.p[k] - '0');
+            key = mlstack__tv_int(x);
+        } else {
+            key = mlstack__tv_str(path->u.s.p + st, i - st);
+        }
+        if (mlstack__tpl_getitem(c, &cur, &key, &nx, pos)) return -1;
+        cur = nx;
+        if (i >= path->u.s.n) break;
+        i++;
+    }
+    *out = cur;
+    return 0;
+}
+
+/* ---- calls ---- */
+enum { MLSTACK__TF_RANGE = 1, MLSTACK__TF_NAMESPACE, MLSTACK__TF_DICT, MLSTACK__TF_RAISE, MLSTACK__TF_STRFTIME };
+
+static int mlstack__tpl_want_str(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
+    if (v->t != MLSTACK__TV_STR)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected a string, got %s", what, mlstack__tv_typename(v));
+    return 0;
+}
+static int mlstack__tpl_want_int(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
+    if (v->t != MLSTACK__TV_INT && v->t != MLSTACK__TV_BOOL)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected an integer, got %s", what, mlstack__tv_typename(v));
+    return 0;
+}
+
+static int mlstack__tpl_str_method(mlstack__tctx *c, const mlstack__tv *s, const char *m, mlstack__targs *a, mlstack__tv *out,
+                                   size_t pos) {
+    mlstack__tv x, y;
+    char what[64];
+    snprintf(what, sizeof what, "str.%s()", m);
+#define MLSTACK__M(w) (strcmp(m, w) == 0)
+    if (MLSTACK__M("startswith") || MLSTACK__M("endswith")) {
+        int ends = m[0] == 'e', hit = 0;
+        size_t i, cnt = 1;
+        const mlstack__tv *cands;
+        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a prefix", what);
+        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
+        if (x.t == MLSTACK__TV_LIST && x.u.l->kind == MLSTACK__TL_TUPLE) {
+            cands = x.u.l->v;
+            cnt = x.u.l->n;
+        } else {
+            if (mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+            cands = &x;
+        }
+        for (i = 0; i < cnt; i++) {
+            const mlstack__tv *p = &cands[i];
+            if (mlstack__tpl_want_str(c, p, what, pos)) return -1;
+            if (p->u.s.n <= s->u.s.n &&
+                memcmp(s->u.s.p + (ends ? s->u.s.n - p->u.s.n : 0), p->u.s.p, p->u.s.n) == 0)
+                hit = 1;
+        }
+        *out = mlstack__tv_bool(hit);
+        return 0;
+    }
+    if (MLSTACK__M("strip") || MLSTACK__M("lstrip") || MLSTACK__M("rstrip")) {
+        int has = mlstack__targ(a, 0, "chars", &x);
+        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
+        if (has && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+        *out = mlstack__tpl_strip(s, has && x.t == MLSTACK__TV_STR ? &x : NULL, m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3);
+        return 0;
+    }
+    if (MLSTACK__M("split") || MLSTACK__M("rsplit")) {
+        int has_sep = mlstack__targ(a, 0, "sep", &x), has_max = mlstack__targ(a, 1, "maxsplit", &y);
+        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
+        if (has_sep && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+        if (has_max && mlstack__tpl_want_int(c, &y, what, pos)) return -1;
+        return mlstack__tpl_split(c, s, has_sep && x.t == MLSTACK__TV_STR ? &x : NULL, has_max ? y.u.i : -1, m[0] == 'r', out, pos);
+    }
+    if (MLSTACK__M("splitlines")) {
+        mlstack__tlist *l;
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0)) || mlstack__tpl_splitlines(c, s, l)) return -1;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__M("upper") || MLSTACK__M("lower") || MLSTACK__M("title") || MLSTACK__M("capitalize")) {
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        return mlstack__tpl_case_str(c, s, MLSTACK__M("upper") ? 1 : MLSTACK__M("lower") ? 0 : MLSTACK__M("capitalize") ? 2 : 3, out, pos);
+    }
+    if (MLSTACK__M("replace")) {
+        mlstack__tv cnt;
+        int has_cnt;
+        if (!mlstack__targ(a, 0, NULL, &x) || !mlstack__targ(a, 1, NULL, &y))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes old and new", what);
+        has_cnt = mlstack__targ(a, 2, "count", &cnt);
+        if (mlstack__targs_done(c, a, 3, what, pos) || mlstack__tpl_want_str(c, &x, what, pos) || mlstack__tpl_want_str(c, &y, what, pos))
+            return -1;
+        if (has_cnt && mlstack__tpl_want_int(c, &cnt, what, pos)) return -1;
+        return mlstack__tpl_replace(c, s, &x, &y, has_cnt ? cnt.u.i : -1, out);
+    }
+    if (MLSTACK__M("count") || MLSTACK__M("find") || MLSTACK__M("rfind") || MLSTACK__M("index") || MLSTACK__M("rindex")) {
+        const char *f;
+        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a substring", what);
+        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+        if (MLSTACK__M("count")) {
+            int64_t k = 0;
+            size_t i = 0;
+            if (x.u.s.n == 0) {
+                *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(s->u.s.p, s->u.s.n) + 1);
+                return 0;
+            }
+            while ((f = mlstack__tpl_memmem(s->u.s.p + i, s->u.s.n - i, x.u.s.p, x.u.s.n)) != NULL) {
+                k++;
+                i = (size_t)(f - s->u.s.p) + x.u.s.n;
+            }
+            *out = mlstack__tv_int(k);
+            return 0;
+        }
+        f = m[0] == 'r' ? mlstack__tpl_memrmem(s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n) : mlstack__tpl_memmem(s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n);
+        if (!f && (MLSTACK__M("index") || MLSTACK__M("rindex")))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "substring not found");
+        *out = mlstack__tv_int(f ? (int64_t)mlstack__tpl_cplen(s->u.s.p, (size_t)(f - s->u.s.p)) : -1);
+        return 0;
+    }
+    if (MLSTACK__M("removeprefix") || MLSTACK__M("removesuffix")) {
+        int pre = m[6] == 'p';
+        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an argument", what);
+        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+        *out = *s;
+        if (x.u.s.n <= s->u.s.n && memcmp(s->u.s.p + (pre ? 0 : s->u.s.n - x.u.s.n), x.u.s.p, x.u.s.n) == 0)
+            *out = mlstack__tv_str(s->u.s.p + (pre ? x.u.s.n : 0), s->u.s.n - x.u.s.n);
+        return 0;
+    }
+    if (MLSTACK__M("join")) {
+        mlstack__tv *items;
+        size_t n, i;
+        mlstack__tbuf b;
+        memset(&b, 0, sizeof b);
+        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an iterable", what);
+        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tv_iter(c, &x, &items, &n, pos)) return -1;
+        for (i = 0; i < n; i++) {
+            if (items[i].t != MLSTACK__TV_STR)
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sequence item %zu: expected str instance, %s found", i,
+                                         mlstack__tv_typename(&items[i]));
+            if ((i && mlstack__tbuf_put(c, &b, s->u.s.p, s->u.s.n)) || mlstack__tbuf_put(c, &b, items[i].u.s.p, items[i].u.s.n)) return -1;
+        }
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+    if (MLSTACK__M("isdigit") || MLSTACK__M("isalpha") || MLSTACK__M("isalnum") || MLSTACK__M("isspace") || MLSTACK__M("islower") ||
+        MLSTACK__M("isupper")) {
+        size_t i, l;
+        int ok = s->u.s.n > 0, cased = 0;
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        for (i = 0; i < s->u.s.n; i += l) {
+            uint32_t cp = mlstack__tpl_cp(s->u.s.p + i, s->u.s.n - i, &l), u, lo;
+            int dig = cp >= '0' && cp <= '9', alpha = (cp | 32) >= 'a' && (cp | 32) <= 'z';
+            if (cp >= 0x80 && !MLSTACK__M("isspace"))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s on non-ASCII text is not supported", what);
+            if (MLSTACK__M("isdigit")) ok &= dig;
+            else if (MLSTACK__M("isalpha")) ok &= alpha;
+            else if (MLSTACK__M("isalnum")) ok &= alpha || dig;
+            else if (MLSTACK__M("isspace")) ok &= mlstack__tpl_isspace(cp);
+            else {
+                mlstack__tpl_case(cp, 1, &u);
+                mlstack__tpl_case(cp, 0, &lo);
+                if (u != lo) {
+                    cased = 1;
+                    if (MLSTACK__M("islower") ? cp != lo : cp != u) ok = 0;
+                }
+            }
+        }
+        if (MLSTACK__M("islower") || MLSTACK__M("isupper")) ok = ok && cased;
+        *out = mlstack__tv_bool(ok);
+        return 0;
+    }
+#undef MLSTACK__M
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s is not supported", what);
+}
+
+static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos);
+
+static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a, mlstack__tv *out,
+                                    size_t pos) {
+    const mlstack__tv *self = &m->self;
+    mlstack__tv x, y;
+    if (self->t == MLSTACK__TV_STR) return mlstack__tpl_str_method(c, self, m->name, a, out, pos);
+    if (self->t == MLSTACK__TV_DICT) {
+        mlstack__tdict *d = self->u.d;
+        if (!strcmp(m->name, "get")) {
+            mlstack__tv *f;
+            if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dict.get() takes a key");
+            if (!mlstack__targ(a, 1, NULL, &y)) y = mlstack__tv_none();
+            if (mlstack__targs_done(c, a, 2, "dict.get()", pos)) return -1;
+            f = mlstack__tdict_find(d, &x);
+            *out = f ? *f : y;
+            return 0;
+        }
+        if (!strcmp(m->name, "items") || !strcmp(m->name, "keys") || !strcmp(m->name, "values")) {
+            int kind = m->name[0] == 'i' ? MLSTACK__TL_ITEMS : m->name[0] == 'k' ? MLSTACK__TL_KEYS : MLSTACK__TL_VALUES;
+            mlstack__tlist *l = mlstack__tlist_new(c, kind, d->n);
+            size_t i;
+            if (!l || mlstack__targs_done(c, a, 0, "dict view", pos)) return -1;
+            for (i = 0; i < d->n; i++) {
+                if (kind == MLSTACK__TL_ITEMS) {
+                    mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TL_TUPLE, 2);
+                    if (!pair) return -1;
+                    pair->v[0] = d->k[i];
+                    pair->v[1] = d->v[i];
+                    pair->n = 2;
+                    l->v[i] = mlstack__tv_list(pair);
+                } else {
+                    l->v[i] = kind == MLSTACK__TL_KEYS ? d->k[i] : d->v[i];
+                }
+            }
+            l->n = d->n;
+            *out = mlstack__tv_list(l);
+            return 0;
+        }
+    }
+    if (self->t == MLSTACK__TV_LOOP && !strcmp(m->name, "cycle")) {
+        if (a->np == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "no items for cycling given");
+        *out = a->p[self->u.lp->i % (size_t)a->np];
+        return 0;
+    }
+    if (self->t == MLSTACK__TV_LIST && (!strcmp(m->name, "index") || !strcmp(m->name, "count"))) {
+        size_t i, k = 0;
+        if (!mlstack__targ(a, 0, NULL, &x) || mlstack__targs_done(c, a, 1, "list method", pos))
+            return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "list.%s() takes one argument", m->name);
+        for (i = 0; i < self->u.l->n; i++)
+            if (mlstack__tv_eq(&self->u.l->v[i], &x, 0)) {
+                if (m->name[0] == 'i') {
+                    *out = mlstack__tv_int((int64_t)i);
+                    return 0;
+                }
+                k++;
+            }
+        if (m->name[0] == 'i') return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "value is not in list");
+        *out = mlstack__tv_int((int64_t)k);
+        return 0;
+    }
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s.%s() is not supported", mlstack__tv_typename(self), m->name);
+}
+
+static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacro *m, mlstack__targs *a, mlstack__tv *out, size_t pos) {
+    const mlstack__tn *node = m->node, *p;
+    mlstack__tscope *s = mlstack__tscope_new(c, m->closure);
+    mlstack__tbuf buf, *saved;
+    int np = 0, k, r;
+    if (!s) return -1;
+    for (p = node->b; p; p = p->next) np++;
+    if (a->np > np)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes not more than %d argument(s)", (int)node->n, node->s, np);
+    for (k = 0; k < a->nk; k++) {
+        int found = 0, idx = 0;
+        for (p = node->b; p; p = p->next, idx++)
+            if (p->n == a->kl[k] && memcmp(p->s, a->kn[k], p->n) == 0) found = idx >= a->np;
+        if (!found)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes no keyword argument '%.*s'", (int)node->n, node->s,
+                                     (int)a->kl[k], a->kn[k]);
+    }
+    for (p = node->b, k = 0; p; p = p->next, k++) {
+        mlstack__tv v;
+        if (!mlstack__targ(a, k, NULL, &v) && !mlstack__targ(a, -1, p->s[0] ? mlstack__tpl_strdup(c, p->s, p->n) : "", &v)) {
+            if (p->a) {
+                if (mlstack__tpl_eval(c, s, p->a, &v)) return -1;
+            } else {
+                if (mlstack__tpl_undef_fmt(c, &v, "parameter '%.*s' was not provided", p->s, p->n)) return -1;
+            }
+        }
+        if (mlstack__tscope_set(c, s, p->s, p->n, v)) return -1;
+    }
+    memset(&buf, 0, sizeof buf);
+    saved = c->out;
+    c->out = &buf;
+    r = mlstack__tpl_exec(c, s, node->c);
+    c->out = saved;
+    if (r < 0) return -1;
+    return mlstack__tpl_newstr(c, &buf, out);
+}
+
+static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos) {
+    mlstack__tv x, y, z;
+    switch (f->t) {
+    case MLSTACK__TV_MACRO: return mlstack__tpl_call_macro(c, f->u.m, a, out, pos);
+    case MLSTACK__TV_METHOD: return mlstack__tpl_call_method(c, f->u.b, a, out, pos);
+    case MLSTACK__TV_UNDEF:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", f->u.s.p ? f->u.s.p : "value is undefined");
+    case MLSTACK__TV_FUNC: break;
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not callable", mlstack__tv_typename(f));
+    }
+    switch ((int)f->u.i) {
+    case MLSTACK__TF_RANGE: {
+        int64_t start = 0, stop, step = 1, n, i;
+        mlstack__tlist *l;
+        if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() takes no keyword arguments");
+        if (a->np < 1 || a->np > 3) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range expected 1 to 3 arguments");
+        for (i = 0; i < a->np; i++)
+            if (mlstack__tpl_want_int(c, &a->p[i], "range()", pos)) return -1;
+        if (a->np == 1) stop = a->p[0].u.i;
+        else {
+            start = a->p[0].u.i;
+            stop = a->p[1].u.i;
+            if (a->np == 3) step = a->p[2].u.i;
+        }
+        if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() arg 3 must not be zero");
+        if (step > 0) n = stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
+        else n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)0 - (uint64_t)step) + 1) : 0;
+        if (n < 0 || n > MLSTACK__TPL_MAX_RANGE)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
+                                     MLSTACK__TPL_MAX_RANGE);
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_RANGE, (size_t)n))) return -1;
+        for (i = 0; i < n; i++) l->v[i] = mlstack__tv_int(start + i * step);
+        l->n = (size_t)n;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    case MLSTACK__TF_NAMESPACE:
+    case MLSTACK__TF_DICT: {
+        mlstack__tdict *d = mlstack__tdict_new(c);
+        int k;
+        if (!d) return -1;
+        if (a->np > 1) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "expected at most 1 positional argument");
+        if (a->np == 1) {
+            mlstack__tv *items;
+            size_t n, i;
+            if (a->p[0].t == MLSTACK__TV_DICT || a->p[0].t == MLSTACK__TV_NS) {
+                for (i = 0; i < a->p[0].u.d->n; i++)
+                    if (mlstack__tdict_set(c, d, a->p[0].u.d->k[i], a->p[0].u.d->v[i])) return -1;
+            } else {
+                if (mlstack__tv_iter(c, &a->p[0], &items, &n, pos)) return -1;
+                for (i = 0; i < n; i++) {
+                    if (items[i].t != MLSTACK__TV_LIST || items[i].u.l->n != 2)
+                        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dictionary update sequence element has wrong length");
+                    if (mlstack__tdict_set(c, d, items[i].u.l->v[0], items[i].u.l->v[1])) return -1;
+                }
+            }
+        }
+        for (k = 0; k < a->nk; k++) {
+            if (f->u.i == MLSTACK__TF_NAMESPACE && a->kl[k] && a->kn[k][0] == '_')
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
+            if (mlstack__tdict_set(c, d, mlstack__tv_str(a->kn[k], a->kl[k]), a->kv[k])) return -1;
+        }
+        *out = mlstack__tv_dict(d, f->u.i == MLSTACK__TF_NAMESPACE ? MLSTACK__TV_NS : MLSTACK__TV_DICT);
+        return 0;
+    }
+    case MLSTACK__TF_RAISE: {
+        mlstack__tbuf b;
+        memset(&b, 0, sizeof b);
+        if (!mlstack__targ(a, 0, "message", &x)) x = mlstack__tv_cstr("");
+        if (mlstack__tv_print(c, &b, &x, pos) || mlstack__tbuf_put(c, &b, "", 0)) return -1;
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "raise_exception: %s", b.p);
+    }
+    case MLSTACK__TF_STRFTIME: {
+        char fmt[256], res[512];
+        time_t t = c->now ? (time_t)c->now : time(NULL);
+        struct tm tmv, *tp;
+        size_t k;
+        if (!mlstack__targ(a, 0, "format", &x) || mlstack__tpl_want_str(c, &x, "strftime_now()", pos)) return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now() takes a format");
+        if (x.u.s.n >= sizeof fmt) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "strftime_now(): format too long");
+        for (k = 0; k < x.u.s.n; k++) /* Python-only directives would silently differ */
+            if (x.u.s.p[k] == '%' && k + 1 < x.u.s.n && (x.u.s.p[k + 1] == 'f' || x.u.s.p[k + 1] == '-' || x.u.s.p[k + 1] == ':'))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "strftime_now(): directive %%%c is not supported", x.u.s.p[k + 1]);
+            else if (x.u.s.p[k] == '%')
+                k++;
+        memcpy(fmt, x.u.s.p, x.u.s.n);
+        fmt[x.u.s.n] = 0;
+#if defined(_WIN32)
+        tp = localtime(&t);
+        if (tp) tmv = *tp;
+#else
+        tp = localtime_r(&t, &tmv);
+#endif
+        if (!tp) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now(): no local time");
+        k = x.u.s.n ? strftime(res, sizeof res, fmt, &tmv) : 0;
+        (void)y;
+        (void)z;
+        *out = mlstack__tv_str(mlstack__tpl_strdup(c, res, k), k);
+        return out->u.s.p ? 0 : -1;
+    }
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "unknown function");
+    }
+}
+
+/* ---- tests ---- */
+static int mlstack__tpl_test(mlstack__tctx *c, const char *name, size_t nlen, const mlstack__tv *v, mlstack__targs *a, int *res,
+                             size_t pos) {
+    mlstack__tv x;
+    char nm[32];
+    int has = mlstack__targ(a, 0, NULL, &x);
+    if (nlen >= sizeof nm) nlen = sizeof nm - 1;
+    memcpy(nm, name, nlen);
+    nm[nlen] = 0;
+#define MLSTACK__T(w) (strcmp(nm, w) == 0)
+    if (MLSTACK__T("defined")) *res = v->t != MLSTACK__TV_UNDEF;
+    else if (MLSTACK__T("undefined")) *res = v->t == MLSTACK__TV_UNDEF;
+    else if (MLSTACK__T("none")) *res = v->t == MLSTACK__TV_NONE;
+    else if (MLSTACK__T("boolean")) *res = v->t == MLSTACK__TV_BOOL;
+    else if (MLSTACK__T("true")) *res = v->t == MLSTACK__TV_BOOL && v->u.i;
+    else if (MLSTACK__T("false")) *res = v->t == MLSTACK__TV_BOOL && !v->u.i;
+    else if (MLSTACK__T("integer")) *res = v->t == MLSTACK__TV_INT;
+    else if (MLSTACK__T("float")) *res = v->t == MLSTACK__TV_FLOAT;
+    else if (MLSTACK__T("number")) *res = mlstack__tv_is_num(v);
+    else if (MLSTACK__T("string")) *res = v->t == MLSTACK__TV_STR;
+    else if (MLSTACK__T("mapping")) *res = v->t == MLSTACK__TV_DICT;
+    else if (MLSTACK__T("iterable")) *res = v->t == MLSTACK__TV_STR || v->t == MLSTACK__TV_LIST || v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_UNDEF;
+    else if (MLSTACK__T("sequence"))
+        *res = v->t == MLSTACK__TV_STR || (v->t == MLSTACK__TV_LIST && v->u.l->kind != MLSTACK__TL_GEN && v->u.l->kind < MLSTACK__TL_ITEMS) ||
+               v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_UNDEF;
+    else if (MLSTACK__T("callable")) *res = v->t == MLSTACK__TV_MACRO || v->t == MLSTACK__TV_FUNC || v->t == MLSTACK__TV_METHOD;
+    else if (MLSTACK__T("lower") || MLSTACK__T("upper")) {
+        size_t i, l;
+        int cased = 0, ok = 1;
+        if (v->t != MLSTACK__TV_STR) {
+            mlstack__tbuf b;
+            memset(&b, 0, sizeof b);
+            if (mlstack__tv_print(c, &b, v, pos) || mlstack__tpl_newstr(c, &b, &x)) return -1;
+        } else {
+            x = *v;
+        }
+        for (i = 0; i < x.u.s.n; i += l) {
+            uint32_t cp = mlstack__tpl_cp(x.u.s.p + i, x.u.s.n - i, &l), u, lo;
+            if (mlstack__tpl_case(cp, 1, &u) || mlstack__tpl_case(cp, 0, &lo))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case test on U+%04X is not supported", (unsigned)cp);
+            if (u != lo) {
+                cased = 1;
+                if (nm[0] == 'l' ? cp != lo : cp != u) ok = 0;
+            }
+        }
+        *res = ok && cased;
+    } else if (MLSTACK__T("odd") || MLSTACK__T("even") || MLSTACK__T("divisibleby")) {
+        mlstack__tv r, d = MLSTACK__T("divisibleby") ? x : mlstack__tv_int(2);
+        if (MLSTACK__T("divisibleby") && !has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "divisibleby needs a number");
+        if (!mlstack__tv_is_num(v) || !mlstack__tv_is_num(&d))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs numbers, got %s", nm, mlstack__tv_typename(v));
+        if (mlstack__tpl_binop(c, MLSTACK__OP_MOD, v, &d, &r, pos)) return -1;
+        *res = MLSTACK__T("odd") ? mlstack__tv_num(&r) == 1 : mlstack__tv_num(&r) == 0;
+    } else if (MLSTACK__T("sameas")) {
+        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
+        if (v->t != x.t) *res = 0;
+        else if (v->t == MLSTACK__TV_NONE || v->t == MLSTACK__TV_BOOL) *res = mlstack__tv_eq(v, &x, 0);
+        else if (v->t == MLSTACK__TV_INT && v->u.i >= -5 && v->u.i <= 256) *res = v->u.i == x.u.i; /* CPython's cached ints */
+        else if (v->t == MLSTACK__TV_LIST) *res = v->u.l == x.u.l;
+        else if (v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_NS) *res = v->u.d == x.u.d;
+        else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
+    } else if (MLSTACK__T("in")) {
+        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test 'in' needs a container");
+        if (mlstack__tpl_contains(c, v, &x, res, pos)) return -1;
+    } else {
+        int op;
+        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs a value to compare with", nm);
+        if (MLSTACK__T("==") || MLSTACK__T("eq") || MLSTACK__T("equalto")) op = MLSTACK__OP_EQ;
+        else if (MLSTACK__T("!=") || MLSTACK__T("ne")) op = MLSTACK__OP_NE;
+        else if (MLSTACK__T("<") || MLSTACK__T("lt") || MLSTACK__T("lessthan")) op = MLSTACK__OP_LT;
+        else if (MLSTACK__T("<=") || MLSTACK__T("le")) op = MLSTACK__OP_LE;
+        else if (MLSTACK__T(">") || MLSTACK__T("gt") || MLSTACK__T("greaterthan")) op = MLSTACK__OP_GT;
+        else if (MLSTACK__T(">=") || MLSTACK__T("ge")) op = MLSTACK__OP_GE;
+        else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%s' is not supported", nm);
+        if (op == MLSTACK__OP_EQ || op == MLSTACK__OP_NE) *res = mlstack__tv_eq(v, &x, 0) == (op == MLSTACK__OP_EQ);
+        else if (mlstack__tpl_order(c, op, v, &x, res, pos)) return -1;
+    }
+#undef MLSTACK__T
+    return 0;
+}
+
+/* ---- filters ---- */
+static int mlstack__tpl_to_str(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv *out, size_t pos) {
+    mlstack__tbuf b;
+    if (v->t == MLSTACK__TV_STR) {
+        *out = *v;
+        return 0;
+    }
+    memset(&b, 0, sizeof b);
+    if (mlstack__tv_print(c, &b, v, pos)) return -1;
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+/* select/reject/selectattr/rejectattr: args from index `first` are (test name, test args...) */
+static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack__targs *a, int by_attr, int keep, mlstack__tv *out,
+                               size_t pos) {
+    mlstack__tv *items, attr, tname;
+    size_t n, i;
+    int first = by_attr ? 1 : 0, k;
+    mlstack__tlist *l;
+    mlstack__targs ta;
+    if (by_attr && (a->np < 1 || a->p[0].t != MLSTACK__TV_STR))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "selectattr/rejectattr need an attribute name");
+    if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "keyword arguments to select filters are not supported");
+    attr = by_attr ? a->p[0] : mlstack__tv_none();
+    tname = mlstack__tv_none();
+    if (a->np > first) {
+        tname = a->p[first];
+        if (tname.t != MLSTACK__TV_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
+        if (!mlstack__tpl_in_list(mlstack__tpl_tests, tname.u.s.p, tname.u.s.n))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)tname.u.s.n, tname.u.s.p);
+    }
+    memset(&ta, 0, sizeof ta);
+    for (k = first + 1; k < a->np; k++) ta.p[ta.np++] = a->p[k];
+    if (!mlstack__tv_truthy(seq)) { /* jinja2: `if value:` before iterating */
+        items = NULL;
+        n = 0;
+    } else if (mlstack__tv_iter(c, seq, &items, &n, pos)) {
+        return -1;
+    }
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
+    for (i = 0; i < n; i++) {
+        mlstack__tv val = items[i];
+        int r;
+        if (by_attr && mlstack__tpl_attrpath(c, &items[i], &attr, &val, pos)) return -1;
+        if (a->np > first) {
+            if (mlstack__tpl_test(c, tname.u.s.p, tname.u.s.n, &val, &ta, &r, pos)) return -1;
+        } else {
+            r = mlstack__tv_truthy(&val);
+        }
+        if ((r != 0) == keep && mlstack__tlist_push(c, l, items[i])) return -1;
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* Python int(str): optional sign, digits with single underscores, surrounding whitespace. */
+static int mlstack__tpl_parse_int(const char *s, size_t n, int64_t *out) {
+    size_t i = 0;
+    int neg = 0, nd = 0;
+    uint64_t v = 0;
+    while (i < n && mlstack__tpl_isspace((unsigned char)s[i])) i++;
+    while (n > i && mlstack__tpl_isspace((unsigned char)s[n - 1])) n--;
+    if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    for (; i < n; i++) {
+        if (s[i] == '_' && nd && i + 1 < n && s[i + 1] != '_') continue;
+        if (s[i] < '0' || s[i] > '9') return -1;
+        if (v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+        nd++;
+    }
+    if (!nd || v > (uint64_t)INT64_MAX) return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+static int mlstack__tpl_parse_float(const char *s, size_t n, double *out) {
+    char buf[128], *end;
+    size_t i = 0, k = 0;
+    while (i < n && mlstack__tpl_isspace((unsigned char)s[i])) i++;
+    while (n > i && mlstack__tpl_isspace((unsigned char)s[n - 1])) n--;
+    if (n - i == 0 || n - i >= sizeof buf) return -1;
+    for (; i < n; i++) {
+        if (s[i] == '_') continue;
+        if (!strchr("0123456789+-.eEinfatyINFATY", s[i])) return -1;
+        buf[k++] = s[i];
+    }
+    buf[k] = 0;
+    *out = strtod(buf, &end);
+    return *end ? -1 : 0;
+}
+
+static int mlstack__tpl_filter(mlstack__tctx *c, const char *name, size_t nlen, const mlstack__tv *v, mlstack__targs *a, mlstack__tv *out,
+                               size_t pos) {
+    mlstack__tv x, y, z;
+    char nm[32], what[48];
+    if (nlen >= sizeof nm) nlen = sizeof nm - 1;
+    memcpy(nm, name, nlen);
+    nm[nlen] = 0;
+    snprintf(what, sizeof what, "filter '%s'", nm);
+#define MLSTACK__F(w) (strcmp(nm, w) == 0)
+    if (MLSTACK__F("default") || MLSTACK__F("d")) {
+        int boolean = 0;
+        if (!mlstack__targ(a, 0, "default_value", &x)) x = mlstack__tv_cstr("");
+        if (mlstack__targ(a, 1, "boolean", &y)) boolean = mlstack__tv_truthy(&y);
+        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
+        *out = (v->t == MLSTACK__TV_UNDEF || (boolean && !mlstack__tv_truthy(v))) ? x : *v;
+        return 0;
+    }
+    if (MLSTACK__F("length") || MLSTACK__F("count")) {
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        switch (v->t) {
+        case MLSTACK__TV_STR: *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n)); return 0;
+        case MLSTACK__TV_LIST:
+            if (v->u.l->kind == MLSTACK__TL_GEN) break;
+            *out = mlstack__tv_int((int64_t)v->u.l->n);
+            return 0;
+        case MLSTACK__TV_DICT: *out = mlstack__tv_int((int64_t)v->u.d->n); return 0;
+        case MLSTACK__TV_UNDEF: *out = mlstack__tv_int(0); return 0;
+        default: break;
+        }
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "object of type '%s' has no len()", mlstack__tv_typename(v));
+    }
+    if (MLSTACK__F("tojson")) {
+        mlstack__tjson_opt o;
+        mlstack__tbuf b;
+        char spaces[64];
+        memset(&o, 0, sizeof o);
+        memset(&b, 0, sizeof b);
+        if (mlstack__targ(a, 0, "ensure_ascii", &x)) o.ensure_ascii = mlstack__tv_truthy(&x);
+        if (mlstack__targ(a, 1, "indent", &x) && x.t != MLSTACK__TV_NONE) {
+            if (x.t == MLSTACK__TV_STR) {
+                o.indent = x.u.s.p;
+                o.indent_n = x.u.s.n;
+            } else if (x.t == MLSTACK__TV_INT || x.t == MLSTACK__TV_BOOL) {
+                int64_t k = x.u.i < 0 ? 0 : x.u.i;
+                if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson indent above 63");
+                memset(spaces, ' ', (size_t)k);
+                o.indent = spaces;
+                o.indent_n = (size_t)k;
+            } else {
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: bad indent");
+            }
+        }
+        o.item_sep = o.indent ? "," : ", ";
+        o.key_sep = ": ";
+        if (mlstack__targ(a, 2, "separators", &x) && x.t != MLSTACK__TV_NONE) {
+            if (x.t != MLSTACK__TV_LIST || x.u.l->n != 2 || x.u.l->v[0].t != MLSTACK__TV_STR || x.u.l->v[1].t != MLSTACK__TV_STR)
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: separators must be two strings");
+            o.item_sep = x.u.l->v[0].u.s.p;
+            o.item_sep_n = x.u.l->v[0].u.s.n;
+            o.key_sep = x.u.l->v[1].u.s.p;
+            o.key_sep_n = x.u.l->v[1].u.s.n;
+        } else {
+            o.item_sep_n = strlen(o.item_sep);
+            o.key_sep_n = 2;
+        }
+        if (mlstack__targ(a, 3, "sort_keys", &x)) o.sort_keys = mlstack__tv_truthy(&x);
+        if (mlstack__targs_done(c, a, 4, what, pos)) return -1;
+        if (mlstack__tpl_json(c, &b, v, &o, 0, pos)) return -1;
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+    if (MLSTACK__F("trim")) {
+        int has = mlstack__targ(a, 0, "chars", &x);
+        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+        if (has && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
+        *out = mlstack__tpl_strip(&y, has && x.t == MLSTACK__TV_STR ? &x : NULL, 3);
+        return 0;
+    }
+    if (MLSTACK__F("upper") || MLSTACK__F("lower") || MLSTACK__F("capitalize") || MLSTACK__F("title")) {
+        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+        return mlstack__tpl_case_str(c, &y, MLSTACK__F("upper") ? 1 : MLSTACK__F("lower") ? 0 : MLSTACK__F("capitalize") ? 2 : 4, out, pos);
+    }
+    if (MLSTACK__F("string") || MLSTACK__F("safe")) {
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        return mlstack__tpl_to_str(c, v, out, pos);
+    }
+    if (MLSTACK__F("e") || MLSTACK__F("escape")) {
+        mlstack__tbuf b;
+        size_t i;
+        memset(&b, 0, sizeof b);
+        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+        for (i = 0; i < y.u.s.n; i++) {
+            const char *r = NULL;
+            switch (y.u.s.p[i]) {
+            case '&': r = "&amp;"; break;
+            case '<': r = "&lt;"; break;
+            case '>': r = "&gt;"; break;
+            case '"': r = "&#34;"; break;
+            case '\'': r = "&#39;"; break;
+            default: break;
+            }
+            if (r ? mlstack__tbuf_puts(c, &b, r) : mlstack__tbuf_put(c, &b, y.u.s.p + i, 1)) return -1;
+        }
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+    if (MLSTACK__F("replace")) {
+        int has_cnt;
+        if (!mlstack__targ(a, 0, "old", &x) || !mlstack__targ(a, 1, "new", &y))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "replace needs old and new");
+        has_cnt = mlstack__targ(a, 2, "count", &z);
+        if (mlstack__targs_done(c, a, 3, what, pos)) return -1;
+        if (has_cnt && z.t != MLSTACK__TV_NONE && mlstack__tpl_want_int(c, &z, what, pos)) return -1;
+        {
+            mlstack__tv s, o, nw;
+            if (mlstack__tpl_to_str(c, v, &s, pos) || mlstack__tpl_to_str(c, &x, &o, pos) || mlstack__tpl_to_str(c, &y, &nw, pos)) return -1;
+            return mlstack__tpl_replace(c, &s, &o, &nw, (has_cnt && z.t != MLSTACK__TV_NONE && z.u.i) ? z.u.i : -1, out);
+        }
+    }
+    if (MLSTACK__F("join")) {
+        mlstack__tv *items, sep;
+        size_t n, i;
+        int has_attr;
+        mlstack__tbuf b;
+        memset(&b, 0, sizeof b);
+        if (!mlstack__targ(a, 0, "d", &sep)) sep = mlstack__tv_cstr("");
+        has_attr = mlstack__targ(a, 1, "attribute", &x);
+        if (mlstack__targs_done(c, a, 2, what, pos) || mlstack__tpl_to_str(c, &sep, &sep, pos)) return -1;
+        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        if (mlstack__tbuf_put(c, &b, "", 0)) return -1;
+        for (i = 0; i < n; i++) {
+            mlstack__tv it = items[i];
+            if (has_attr && x.t != MLSTACK__TV_NONE && mlstack__tpl_attrpath(c, &items[i], &x, &it, pos)) return -1;
+            if ((i && mlstack__tbuf_put(c, &b, sep.u.s.p, sep.u.s.n)) || mlstack__tv_print(c, &b, &it, pos)) return -1;
+        }
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+    if (MLSTACK__F("first") || MLSTACK__F("last")) {
+        mlstack__tv *items;
+        size_t n;
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        if (MLSTACK__F("first") && v->t == MLSTACK__TV_LIST && v->u.l->kind == MLSTACK__TL_GEN) {
+            mlstack__tlist *l = v->u.l;
+            *out = l->start < l->n ? l->v[l->start++] : mlstack__tv_undef("No first item, sequence was empty.");
+            return 0;
+        }
+        if (MLSTACK__F("last") && (v->t == MLSTACK__TV_UNDEF || (v->t == MLSTACK__TV_LIST && v->u.l->kind == MLSTACK__TL_GEN)))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not reversible", mlstack__tv_typename(v));
+        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        *out = n ? items[MLSTACK__F("first") ? 0 : n - 1] : mlstack__tv_undef(MLSTACK__F("first") ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+        return 0;
+    }
+    if (MLSTACK__F("list")) {
+        mlstack__tv *items;
+        size_t n;
+        mlstack__tlist *l;
+        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_LIST, n))) return -1;
+        if (n) memcpy(l->v, items, n * sizeof *items);
+        l->n = n;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__F("reverse")) {
+        mlstack__tv *items;
+        size_t n, i;
+        mlstack__tlist *l;
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        if (v->t == MLSTACK__TV_STR) {
+            mlstack__tv none = mlstack__tv_none(), m1 = mlstack__tv_int(-1);
+            return mlstack__tpl_slice(c, v, &none, &none, &m1, out, pos);
+        }
+        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, n))) return -1;
+        for (i = 0; i < n; i++) l->v[i] = items[n - 1 - i];
+        l->n = n;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__F("items")) {
+        mlstack__tlist *l;
+        size_t i;
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
+        if (v->t != MLSTACK__TV_UNDEF) {
+            if (v->t != MLSTACK__TV_DICT)
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "Can only get item pairs from a mapping.");
+            for (i = 0; i < v->u.d->n; i++) {
+                mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TL_TUPLE, 2);
+                if (!pair) return -1;
+                pair->v[0] = v->u.d->k[i];
+                pair->v[1] = v->u.d->v[i];
+                pair->n = 2;
+                if (mlstack__tlist_push(c, l, mlstack__tv_list(pair))) return -1;
+            }
+        }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__F("map")) {
+        mlstack__tv *items;
+        size_t n, i;
+        mlstack__tlist *l;
+        int has_def;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
+        if (!mlstack__tv_truthy(v)) { /* jinja2: `if value:` before iterating */
+            *out = mlstack__tv_list(l);
+            return 0;
+        }
+        if (a->np == 0 && mlstack__targ(a, -1, "attribute", &x)) {
+            has_def = mlstack__targ(a, -1, "default", &y);
+            if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+            for (i = 0; i < n; i++) {
+                mlstack__tv r;
+                if (mlstack__tpl_attrpath(c, &items[i], &x, &r, pos)) return -1;
+                if (has_def && r.t == MLSTACK__TV_UNDEF) r = y;
+                if (mlstack__tlist_push(c, l, r)) return -1;
+            }
+        } else if (a->np >= 1 && a->p[0].t == MLSTACK__TV_STR) {
+            mlstack__targs fa;
+            int k;
+            memset(&fa, 0, sizeof fa);
+            for (k = 1; k < a->np; k++) fa.p[fa.np++] = a->p[k];
+            for (k = 0; k < a->nk; k++) {
+                fa.kn[fa.nk] = a->kn[k];
+                fa.kl[fa.nk] = a->kl[k];
+                fa.kv[fa.nk++] = a->kv[k];
+            }
+            if (!mlstack__tpl_in_list(mlstack__tpl_filters, a->p[0].u.s.p, a->p[0].u.s.n))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)a->p[0].u.s.n, a->p[0].u.s.p);
+            if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+            for (i = 0; i < n; i++) {
+                mlstack__tv r;
+                mlstack__targs copy = fa;
+                if (mlstack__tpl_filter(c, a->p[0].u.s.p, a->p[0].u.s.n, &items[i], &copy, &r, pos)) return -1;
+                if (mlstack__tlist_push(c, l, r)) return -1;
+            }
+        } else {
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "map needs attribute= or a filter name");
+        }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__F("select") || MLSTACK__F("reject") || MLSTACK__F("selectattr") || MLSTACK__F("rejectattr"))
+        return mlstack__tpl_select(c, v, a, nm[6] == 'a', nm[0] == 's', out, pos);
+    if (MLSTACK__F("unique")) {
+        mlstack__tv *items;
+        size_t n, i, j;
+        int cs = 0, has_attr;
+        mlstack__tlist *l, *keys;
+        if (mlstack__targ(a, 0, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
+        has_attr = mlstack__targ(a, 1, "attribute", &y) && y.t != MLSTACK__TV_NONE;
+        if (mlstack__targs_done(c, a, 2, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0)) || !(keys = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0))) return -1;
+        for (i = 0; i < n; i++) {
+            mlstack__tv k = items[i];
+            if (has_attr && mlstack__tpl_attrpath(c, &items[i], &y, &k, pos)) return -1;
+            if (!cs && k.t == MLSTACK__TV_STR && mlstack__tpl_case_str(c, &k, 0, &k, pos)) return -1;
+            for (j = 0; j < keys->n; j++)
+                if (mlstack__tv_eq(&keys->v[j], &k, 0)) break;
+            if (j < keys->n) continue;
+            if (mlstack__tlist_push(c, keys, k) || mlstack__tlist_push(c, l, items[i])) return -1;
+        }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (MLSTACK__F("int")) {
+        int64_t iv;
+        double fv;
+        if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_int(0);
+        if (mlstack__targ(a, 1, "base", &y) && !(y.t == MLSTACK__TV_INT && y.u.i == 10))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "int filter with a base other than 10");
+        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
+        if (v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_BOOL) *out = mlstack__tv_int(v->u.i);
+        else if (v->t == MLSTACK__TV_FLOAT) {
+            if (v->u.f != v->u.f || v->u.f >= 9.2e18 || v->u.f <= -9.2e18) *out = x;
+            else *out = mlstack__tv_int((int64_t)v->u.f);
+        } else if (v->t == MLSTACK__TV_STR) {
+            if (mlstack__tpl_parse_int(v->u.s.p, v->u.s.n, &iv) == 0) *out = mlstack__tv_int(iv);
+            else if (mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0 && fv == fv && fv < 9.2e18 && fv > -9.2e18)
+                *out = mlstack__tv_int((int64_t)fv);
+            else *out = x;
+        } else {
+            *out = x;
+        }
+        return 0;
+    }
+    if (MLSTACK__F("float")) {
+        double fv;
+        if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_float(0.0);
+        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
+        if (mlstack__tv_is_num(v)) *out = mlstack__tv_float(mlstack__tv_num(v));
+        else if (v->t == MLSTACK__TV_STR && mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0) *out = mlstack__tv_float(fv);
+        else *out = x;
+        return 0;
+    }
+    if (MLSTACK__F("abs")) {
+        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
+        if (v->t == MLSTACK__TV_FLOAT) *out = mlstack__tv_float(fabs(v->u.f));
+        else if (v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_BOOL) {
+            if (v->u.i == INT64_MIN) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
+            *out = mlstack__tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
+        } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for abs(): '%s'", mlstack__tv_typename(v));
+        return 0;
+    }
+    if (MLSTACK__F("round")) {
+        int64_t prec = 0;
+        const char *method = "common";
+        double f, scale;
+        if (mlstack__targ(a, 0, "precision", &x)) {
+            if (mlstack__tpl_want_int(c, &x, what, pos)) return -1;
+            prec = x.u.i;
+        }
+        if (mlstack__targ(a, 1, "method", &y)) {
+            if (mlstack__tpl_want_str(c, &y, what, pos)) return -1;
+            method = y.u.s.n == 4 && !memcmp(y.u.s.p, "ceil", 4) ? "ceil" : y.u.s.n == 5 && !memcmp(y.u.s.p, "floor", 5) ? "floor" : y.u.s.n == 6 && !memcmp(y.u.s.p, "common", 6) ? "common" : NULL;
+            if (!method) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "method must be common, ceil or floor");
+        }
+        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
+        if (!mlstack__tv_is_num(v)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "round needs a number, got %s", mlstack__tv_typename(v));
+        if (prec < 0 || prec > 15) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "round precision outside 0..15");
+        if (method[0] == 'c' && method[1] == 'o') {
+            char buf[400];
+            if (v->t != MLSTACK__TV_FLOAT) { /* Python round(int, n) keeps the int */
+                *out = mlstack__tv_int(v->u.i);
+                return 0;
+            }
+            f = v->u.f;
+            if (f != f || f == HUGE_VAL || f == -HUGE_VAL) {
+                *out = *v;
+                return 0;
+            }
+            /* correctly rounded, ties to even on the exact binary value, as Python does */
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, f);
+            *out = mlstack__tv_float(strtod(buf, NULL));
+            return 0;
+        }
+        scale = pow(10.0, (double)prec);
+        f = mlstack__tv_num(v) * scale;
+        f = method[0] == 'c' ? ceil(f) : floor(f);
+        *out = mlstack__tv_float(f / scale);
+        return 0;
+    }
+    if (MLSTACK__F("indent")) {
+        mlstack__tv ind, s;
+        mlstack__tlist *lines;
+        mlstack__tbuf b, sb;
+        int first = 0, blank = 0;
+        size_t i;
+        char spaces[64];
+        memset(&b, 0, sizeof b);
+        memset(&sb, 0, sizeof sb);
+        if (!mlstack__targ(a, 0, "width", &x)) x = mlstack__tv_int(4);
+        if (mlstack__targ(a, 1, "first", &y)) first = mlstack__tv_truthy(&y);
+        if (mlstack__targ(a, 2, "blank", &z)) blank = mlstack__tv_truthy(&z);
+        if (mlstack__targs_done(c, a, 3, what, pos)) return -1;
+        if (v->t != MLSTACK__TV_STR) /* jinja2 appends "\n" to the value itself */
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s", mlstack__tv_typename(v));
+        s = *v;
+        if (x.t == MLSTACK__TV_STR) ind = x;
+        else if (x.t == MLSTACK__TV_INT || x.t == MLSTACK__TV_BOOL) {
+            int64_t k = x.u.i < 0 ? 0 : x.u.i;
+            if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "indent width above 63");
+            memset(spaces, ' ', (size_t)k);
+            ind = mlstack__tv_str(spaces, (size_t)k);
+        } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent width must be a number or string");
+        if (mlstack__tbuf_put(c, &sb, s.u.s.p, s.u.s.n) || mlstack__tbuf_put(c, &sb, "\n", 1)) return -1;
+        s = mlstack__tv_str(sb.p, sb.n);
+        if (!(lines = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0)) || mlstack__tpl_splitlines(c, &s, lines)) return -1;
+        if (first && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
+        for (i = 0; i < lines->n; i++) {
+            const mlstack__tv *ln = &lines->v[i];
+            if (i) {
+                if (mlstack__tbuf_put(c, &b, "\n", 1)) return -1;
+                if ((blank || ln->u.s.n) && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
+            }
+            if (mlstack__tbuf_put(c, &b, ln->u.s.p, ln->u.s.n)) return -1;
+        }
+        return mlstack__tpl_newstr(c, &b, out);
+    }
+#undef MLSTACK__F
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%s' is not supported", nm);
+}
+
+/* ---- evaluator ---- */
+static int mlstack__tpl_step(mlstack__tctx *c, size_t pos) {
+    if (++c->steps > c->max_steps)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps", (unsigned long long)c->max_steps);
+    if (c->depth >= MLSTACK_TEMPLATE_MAX_DEPTH)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template recursion deeper than %d (runaway macro recursion?)",
+                                 MLSTACK_TEMPLATE_MAX_DEPTH);
+    return 0;
+}
+
+static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a, b;
+    mlstack__targs args;
+    const mlstack__tn *k;
+    switch (n->kind) {
+    case MLSTACK__N_LIT: *out = n->v; return 0;
+    case MLSTACK__N_NAME: {
+        mlstack__tv *v = mlstack__tscope_lookup(s, n->s, n->n);
+        if (v) {
+            *out = *v;
+            return 0;
+        }
+        return mlstack__tpl_undef_fmt(c, out, "'%.*s' is undefined", n->s, n->n);
+    }
+    case MLSTACK__N_ATTR:
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        return mlstack__tpl_getattr(c, &a, n->s, n->n, out, n->pos);
+    case MLSTACK__N_ITEM:
+        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
+        return mlstack__tpl_getitem(c, &a, &b, out, n->pos);
+    case MLSTACK__N_SLICE: {
+        mlstack__tv x = mlstack__tv_none(), y = mlstack__tv_none(), z = mlstack__tv_none();
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        if ((n->b && mlstack__tpl_eval(c, s, n->b, &x)) || (n->c && mlstack__tpl_eval(c, s, n->c, &y)) ||
+            (n->d && mlstack__tpl_eval(c, s, n->d, &z)))
+            return -1;
+        return mlstack__tpl_slice(c, &a, &x, &y, &z, out, n->pos);
+    }
+    case MLSTACK__N_CALL:
+        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
+        return mlstack__tpl_call(c, &a, &args, out, n->pos);
+    case MLSTACK__N_FILTER:
+        if (n->a ? mlstack__tpl_eval(c, s, n->a, &a) : (a = *out, 0)) return -1;
+        if (mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
+        return mlstack__tpl_filter(c, n->s, n->n, &a, &args, out, n->pos);
+    case MLSTACK__N_TEST: {
+        int r;
+        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
+        if (mlstack__tpl_test(c, n->s, n->n, &a, &args, &r, n->pos)) return -1;
+        *out = mlstack__tv_bool(n->op ? !r : r);
+        return 0;
+    }
+    case MLSTACK__N_BIN:
+        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
+        if (n->op == MLSTACK__OP_CONCAT) {
+            mlstack__tbuf buf;
+            memset(&buf, 0, sizeof buf);
+            if (mlstack__tv_print(c, &buf, &a, n->pos) || mlstack__tv_print(c, &buf, &b, n->pos)) return -1;
+            return mlstack__tpl_newstr(c, &buf, out);
+        }
+        return mlstack__tpl_binop(c, n->op, &a, &b, out, n->pos);
+    case MLSTACK__N_CMP: {
+        int res = 1;
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        for (k = n->b; k && res; k = k->next) {
+            if (mlstack__tpl_eval(c, s, k->a, &b)) return -1;
+            switch (k->op) {
+            case MLSTACK__OP_EQ: res = mlstack__tv_eq(&a, &b, 0); break;
+            case MLSTACK__OP_NE: res = !mlstack__tv_eq(&a, &b, 0); break;
+            case MLSTACK__OP_IN:
+            case MLSTACK__OP_NOTIN:
+                if (mlstack__tpl_contains(c, &a, &b, &res, k->pos)) return -1;
+                if (k->op == MLSTACK__OP_NOTIN) res = !res;
+                break;
+            default:
+                if (mlstack__tpl_order(c, k->op, &a, &b, &res, k->pos)) return -1;
+            }
+            a = b;
+        }
+        *out = mlstack__tv_bool(res);
+        return 0;
+    }
+    case MLSTACK__N_NEG:
+    case MLSTACK__N_POS:
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        if (a.t == MLSTACK__TV_FLOAT) *out = mlstack__tv_float(n->kind == MLSTACK__N_NEG ? -a.u.f : a.u.f);
+        else if (a.t == MLSTACK__TV_INT || a.t == MLSTACK__TV_BOOL) {
+            if (n->kind == MLSTACK__N_NEG && a.u.i == INT64_MIN) return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
+            *out = mlstack__tv_int(n->kind == MLSTACK__N_NEG ? -a.u.i : a.u.i);
+        } else if (a.t == MLSTACK__TV_UNDEF) {
+            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", a.u.s.p ? a.u.s.p : "value is undefined");
+        } else {
+            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for unary %c: '%s'", n->kind == MLSTACK__N_NEG ? '-' : '+',
+                                     mlstack__tv_typename(&a));
+        }
+        return 0;
+    case MLSTACK__N_NOT:
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        *out = mlstack__tv_bool(!mlstack__tv_truthy(&a));
+        return 0;
+    case MLSTACK__N_AND:
+    case MLSTACK__N_OR:
+        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+        if (mlstack__tv_truthy(&a) == (n->kind == MLSTACK__N_OR)) {
+            *out = a;
+            return 0;
+        }
+        return mlstack__tpl_eval(c, s, n->b, out);
+    case MLSTACK__N_COND:
+        if (mlstack__tpl_eval(c, s, n->b, &a)) return -1;
+        if (mlstack__tv_truthy(&a)) return mlstack__tpl_eval(c, s, n->a, out);
+        if (n->c) return mlstack__tpl_eval(c, s, n->c, out);
+        *out = mlstack__tv_undef("the inline if-expression evaluated to false and no else section was defined");
+        return 0;
+    case MLSTACK__N_LIST:
+    case MLSTACK__N_TUPLE: {
+        mlstack__tlist *l = mlstack__tlist_new(c, n->kind == MLSTACK__N_LIST ? MLSTACK__TL_LIST : MLSTACK__TL_TUPLE, 0);
+        if (!l) return -1;
+        for (k = n->b; k; k = k->next) {
+            if (mlstack__tpl_eval(c, s, k, &a) || mlstack__tlist_push(c, l, a)) return -1;
+        }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    case MLSTACK__N_DICT: {
+        mlstack__tdict *d = mlstack__tdict_new(c);
+        if (!d) return -1;
+        for (k = n->b; k; k = k->next) {
+            if (mlstack__tpl_eval(c, s, k->a, &a) || mlstack__tpl_eval(c, s, k->b, &b)) return -1;
+            if ((a.t == MLSTACK__TV_LIST && a.u.l->kind != MLSTACK__TL_TUPLE) || a.t == MLSTACK__TV_DICT || a.t == MLSTACK__TV_UNDEF)
+                return mlstack__tpl_fail(c, k->pos, MLSTACK_ERR_INVALID_ARG, "unhashable dict key of type '%s'", mlstack__tv_typename(&a));
+            if (mlstack__tdict_set(c, d, a, b)) return -1;
+        }
+        *out = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+        return 0;
+    }
+    default: return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "bad expression node");
+    }
+}
+
+static int mlstack__tpl_eval(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    int r;
+    if (mlstack__tpl_step(c, n->pos)) return -1;
+    c->depth++;
+    r = mlstack__tpl_eval_inner(c, s, n, out);
+    c->depth--;
+    return r;
+}
+
+/* Binds a for/set target (a name or a tuple of names) to v. */
+static int mlstack__tpl_assign(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *target, const mlstack__tv *v) {
+    if (target->kind == MLSTACK__N_NAME) return mlstack__tscope_set(c, s, target->s, target->n, *v);
+    if (target->kind == MLSTACK__N_ATTR) {
+        mlstack__tv *ns = mlstack__tscope_lookup(s, target->a->s, target->a->n);
+        if (!ns || ns->t != MLSTACK__TV_NS)
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "cannot assign attribute on non-namespace object");
+        if (target->n && target->s[0] == '_')
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
+        return mlstack__tdict_set(c, ns->u.d, mlstack__tv_str(target->s, target->n), *v);
+    }
+    if (target->kind == MLSTACK__N_TUPLE) {
+        mlstack__tv *items;
+        size_t n, i = 0, want = 0;
+        const mlstack__tn *k;
+        for (k = target->b; k; k = k->next) want++;
+        if (mlstack__tv_iter(c, v, &items, &n, target->pos)) return -1;
+        if (n != want)
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, n > want ? "too many values to unpack (expected %zu)" : "not enough values to unpack (expected %zu)", want);
+        for (k = target->b; k; k = k->next, i++)
+            if (mlstack__tpl_assign(c, s, k, &items[i])) return -1;
+        return 0;
+    }
+    return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_FORMAT, "bad assignment target");
+}
+
+static int mlstack__tpl_exec_for(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n) {
+    mlstack__tv it, *items, *kept;
+    size_t cnt, nk = 0, i;
+    struct mlstack__tloop *lp;
+    mlstack__tscope *is = NULL;
+    if (mlstack__tpl_eval(c, s, n->b, &it)) return -1;
+    if (mlstack__tv_iter(c, &it, &items, &cnt, n->b->pos)) return -1;
+    kept = items;
+    if (n->e && cnt) { /* `for x in xs if cond`: filter first, so loop.length counts kept items */
+        kept = (mlstack__tv *)mlstack__tpl_alloc(c, cnt * sizeof *kept);
+        if (!kept) return -1;
+        for (i = 0; i < cnt; i++) {
+            mlstack__tscope *fs = mlstack__tscope_new(c, s);
+            mlstack__tv cond;
+            if (!fs || mlstack__tpl_assign(c, fs, n->a, &items[i]) || mlstack__tpl_eval(c, fs, n->e, &cond)) return -1;
+            if (mlstack__tv_truthy(&cond)) kept[nk++] = items[i];
+        }
+    } else {
+        nk = cnt;
+    }
+    if (nk == 0) {
+        mlstack__tscope *es = mlstack__tscope_new(c, s);
+        if (!es) return -1;
+        return n->d ? (mlstack__tpl_exec(c, es, n->d) < 0 ? -1 : 0) : 0;
+    }
+    lp = (struct mlstack__tloop *)mlstack__tpl_alloc(c, sizeof *lp);
+    if (!lp) return -1;
+    lp->items = kept;
+    lp->n = nk;
+    for (i = 0; i < nk; i++) {
+        /* each iteration starts from a fresh scope (jinja2 semantics); its storage is reused
+           unless a macro defined in the body may have captured it */
+        mlstack__tv lv;
+        int r;
+        if (!is || n->op) {
+            if (!(is = mlstack__tscope_new(c, s))) return -1;
+        } else {
+            is->vars.n = 0;
+        }
+        if (mlstack__tpl_step(c, n->pos)) return -1;
+        lp->i = i;
+        memset(&lv, 0, sizeof lv);
+        lv.t = MLSTACK__TV_LOOP;
+        lv.u.lp = lp;
+        if (mlstack__tscope_set(c, is, "loop", 4, lv) || mlstack__tpl_assign(c, is, n->a, &kept[i])) return -1;
+        r = mlstack__tpl_exec(c, is, n->c);
+        if (r < 0) return -1;
+        if (r == 1) break;
+    }
+    return 0;
+}
+
+/* Returns 0, 1 for break, 2 for continue, -1 on error. */
+static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *body) {
+    const mlstack__tn *n;
+    int r = 0;
+    c->depth++;
+    for (n = body; n && r == 0; n = n->next) {
+        mlstack__tv v;
+        if (mlstack__tpl_step(c, n->pos)) {
+            r = -1;
+            break;
+        }
+        switch (n->kind) {
+        case MLSTACK__S_TEXT: r = mlstack__tbuf_put(c, c->out, n->s, n->n); break;
+        case MLSTACK__S_OUT:
+            r = mlstack__tpl_eval(c, s, n->a, &v);
+            if (!r) r = mlstack__tv_print(c, c->out, &v, n->a->pos);
+            break;
+        case MLSTACK__S_IF:
+            r = mlstack__tpl_eval(c, s, n->a, &v);
+            if (!r) r = mlstack__tpl_exec(c, s, mlstack__tv_truthy(&v) ? n->b : n->c);
+            break;
+        case MLSTACK__S_FOR: r = mlstack__tpl_exec_for(c, s, n); break;
+        case MLSTACK__S_SET:
+            r = mlstack__tpl_eval(c, s, n->b, &v);
+            if (!r) r = mlstack__tpl_assign(c, s, n->a, &v);
+            break;
+        case MLSTACK__S_SETBLOCK:
+        case MLSTACK__S_FILTERBLOCK: {
+            mlstack__tbuf buf, *saved = c->out;
+            memset(&buf, 0, sizeof buf);
+            c->out = &buf;
+            r = mlstack__tpl_exec(c, s, n->c);
+            c->out = saved;
+            if (r) {
+                r = r < 0 ? -1 : mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "break/continue outside a loop body");
+                break;
+            }
+            r = mlstack__tpl_newstr(c, &buf, &v);
+            if (r) break;
+            if (n->kind == MLSTACK__S_SETBLOCK) {
+                r = mlstack__tpl_assign(c, s, n->a, &v);
+            } else {
+                mlstack__tv res = v;
+                /* the filter chain was parsed with an empty input; feed the body text in */
+                const mlstack__tn *chain[32];
+                int depth = 0, k;
+                const mlstack__tn *f;
+                for (f = n->a; f && depth < 32; f = f->a) chain[depth++] = f;
+                for (k = depth - 1; k >= 0 && !r; k--) {
+                    mlstack__targs fa;
+                    r = mlstack__tpl_eval_args(c, s, chain[k]->b, &fa, 0);
+                    if (!r) r = mlstack__tpl_filter(c, chain[k]->s, chain[k]->n, &res, &fa, &res, chain[k]->pos);
+                }
+                if (!r) r = mlstack__tv_print(c, c->out, &res, n->pos);
+            }
+            break;
+        }
+        case MLSTACK__S_MACRO: {
+            struct mlstack__tmacro *m = (struct mlstack__tmacro *)mlstack__tpl_alloc(c, sizeof *m);
+            if (!m) {
+                r = -1;
+                break;
+            }
+            m->node = n;
+            m->closure = s;
+            memset(&v, 0, sizeof v);
+            v.t = MLSTACK__TV_MACRO;
+            v.u.m = m;
+            r = mlstack__tscope_set(c, s, n->s, n->n, v);
+            break;
+        }
+        case MLSTACK__S_BREAK: r = 1; break;
+        case MLSTACK__S_CONTINUE: r = 2; break;
+        case MLSTACK__S_BLOCK: r = mlstack__tpl_exec(c, s, n->c); break;
+        default: r = mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "bad statement node");
+        }
+    }
+    c->depth--;
+    return r < 0 ? -1 : r;
+}
+
+/* ---- JSON data -> values ---- */
+static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlstack__tv *out) {
+    const mlstack__json *k;
+    switch (j->type) {
+    case MLSTACK__JSON_NULL: *out = mlstack__tv_none(); return 0;
+    case MLSTACK__JSON_TRUE: *out = mlstack__tv_bool(1); return 0;
+    case MLSTACK__JSON_FALSE: *out = mlstack__tv_bool(0); return 0;
+    case MLSTACK__JSON_NUMBER:
+        if (!j->is_int) {
+            size_t i;
+            int plain = 1; /* Python reads big integer literals exactly; we cannot */
+            for (i = 0; i < j->len; i++)
+                if (j->str[i] == '.' || j->str[i] == 'e' || j->str[i] == 'E') plain = 0;
+            if (plain) return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_UNSUPPORTED, "integer %.*s in the JSON input is beyond 64 bits", (int)(j->len > 40 ? 40 : j->len), j->str);
+        }
+        *out = j->is_int ? mlstack__tv_int(j->i) : mlstack__tv_float(j->num);
+        return 0;
+    case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return 0;
+    case MLSTACK__JSON_ARRAY: {
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, j->len);
+        if (!l) return -1;
+        for (k = j->child; k; k = k->next)
+            if (mlstack__tpl_from_json(c, k, &l->v[l->n++])) return -1;
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    case MLSTACK__JSON_OBJECT: {
+        mlstack__tdict *d = mlstack__tdict_new(c);
+        if (!d) return -1;
+        for (k = j->child; k; k = k->next) {
+            mlstack__tv v;
+            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v)) return -1;
+        }
+        *out = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* What transformers does to each message before rendering: drop None-valued keys; copy the
+   reasoning (reasoning_content, thinking or reasoning) to "thinking" (first) and
+   "reasoning_content". */
+static int mlstack__tpl_prepare_message(mlstack__tctx *c, mlstack__tv *msg, size_t idx) {
+    static const char *const fields[] = {"reasoning_content", "thinking", "reasoning"};
+    mlstack__tdict *d, *nd;
+    mlstack__tv reasoning;
+    size_t i;
+    int f, found = 0;
+    if (msg->t != MLSTACK__TV_DICT)
+        return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "message %zu is not a JSON object", idx);
+    d = msg->u.d;
+    if (!(nd = mlstack__tdict_new(c))) return -1;
+    for (i = 0; i < d->n; i++)
+        if (d->v[i].t != MLSTACK__TV_NONE && mlstack__tdict_set(c, nd, d->k[i], d->v[i])) return -1;
+    for (f = 0; f < 3 && !found; f++) {
+        mlstack__tv *r = mlstack__tdict_findn(nd, fields[f], strlen(fields[f]));
+        if (r) {
+            reasoning = *r;
+            found = 1;
+        }
+    }
+    if (found) {
+        mlstack__tdict *ad = mlstack__tdict_new(c);
+        mlstack__tv *own = mlstack__tdict_findn(nd, "thinking", 8);
+        if (!ad || mlstack__tdict_set(c, ad, mlstack__tv_cstr("thinking"), own ? *own : reasoning)) return -1;
+        for (i = 0; i < nd->n; i++)
+            if (mlstack__tdict_set(c, ad, nd->k[i], nd->v[i])) return -1;
+        if (mlstack__tdict_set(c, ad, mlstack__tv_cstr("reasoning_content"), reasoning)) return -1;
+        nd = ad;
+    }
+    msg->u.d = nd;
+    return 0;
+}
+
+typedef struct mlstack__tpl_input {
+    const char *messages_json;
+    size_t messages_len;
+    const mlstack_chat_message *plain;
+    int n_plain;
+    const char *const *token_names; /* special tokens from a config, NULL-terminated pairs */
+    const char *const *token_values;
+    int n_tokens;
+    int require_messages;
+} mlstack__tpl_input;
+
+static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, const mlstack__tpl_input *in,
+                                          const mlstack_template_options *opt, char **out, size_t *out_len, mlstack_error *err) {
+    mlstack__tctx ctx, *c = &ctx;
+    mlstack__json_doc docs[3];
+    mlstack__tlex L;
+    mlstack__tparse P;
+    mlstack__tn *root = NULL;
+    mlstack__tscope *g;
+    mlstack__tbuf outbuf;
+    mlstack_template_options dflt;
+    char *norm;
+    size_t i, n;
+    int k;
+    static const char *const fnames[] = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (!out || (!text && text_len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (!opt) {
+        memset(&dflt, 0, sizeof dflt);
+        opt = &dflt;
+    }
+    memset(c, 0, sizeof *c);
+    memset(docs, 0, sizeof docs);
+    memset(&outbuf, 0, sizeof outbuf);
+    c->err = err;
+    c->max_mem = opt->max_memory ? opt->max_memory : MLSTACK_TEMPLATE_MAX_MEMORY;
+    c->max_steps = opt->max_steps ? opt->max_steps : MLSTACK_TEMPLATE_MAX_STEPS;
+    c->max_out = opt->max_output_bytes ? opt->max_output_bytes : MLSTACK_TEMPLATE_MAX_OUTPUT;
+    c->now = opt->now_unix;
+    c->out = &outbuf;
+    /* UTF-8 check, then jinja2's newline handling: every line break (as Python's splitlines
+       sees them) becomes "\n", and one trailing line break is dropped. */
+    for (i = 0; i < text_len;) {
+        int l = mlstack__utf8_valid_len((const unsigned char *)text + i, text_len - i);
+        if (!l) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_FORMAT, "template is not valid UTF-8 (byte %zu)", i);
+            goto done;
+        }
+        i += (size_t)l;
+    }
+    norm = (char *)mlstack__tpl_alloc(c, text_len + 1);
+    if (!norm) goto done;
+    for (i = 0, n = 0; i < text_len;) {
+        size_t l;
+        uint32_t cp = mlstack__tpl_cp(text + i, text_len - i, &l);
+        if (mlstack__tpl_islinebreak(cp)) {
+            norm[n++] = '\n';
+            i += l;
+            if (cp == '\r' && i < text_len && text[i] == '\n') i++;
+        } else {
+            memcpy(norm + n, text + i, l);
+            n += l;
+            i += l;
+        }
+    }
+    if (n && norm[n - 1] == '\n') n--;
+    norm[n] = 0;
+    c->src = norm;
+    c->src_n = n;
+
+    memset(&L, 0, sizeof L);
+    L.c = c;
+    L.s = norm;
+    L.n = n;
+    if (mlstack__tlex_run(&L)) goto done;
+    memset(&P, 0, sizeof P);
+    P.c = c;
+    P.tok = L.tok;
+    P.n = L.ntok;
+    root = mlstack__tp_body(&P, NULL, NULL, 0);
+    if (c->rc) goto done;
+
+    if (!(g = mlstack__tscope_new(c, NULL))) goto done;
+    for (k = 0; k < 5; k++) {
+        mlstack__tv f;
+        memset(&f, 0, sizeof f);
+        f.t = MLSTACK__TV_FUNC;
+        f.u.i = k + 1;
+        if (mlstack__tscope_set(c, g, fnames[k], strlen(fnames[k]), f)) goto done;
+    }
+    if (in->messages_json) {
+        mlstack__tv msgs;
+        if (mlstack__json_parse(&docs[0], in->messages_json, in->messages_len, "messages", err) != MLSTACK_OK) {
+            c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
+            goto done;
+        }
+        if (mlstack__tpl_from_json(c, docs[0].root, &msgs)) goto done;
+        if (msgs.t != MLSTACK__TV_LIST) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "messages must be a JSON array of message objects");
+            goto done;
+        }
+        for (i = 0; i < msgs.u.l->n; i++)
+            if (mlstack__tpl_prepare_message(c, &msgs.u.l->v[i], i)) goto done;
+        if (in->require_messages && msgs.u.l->n == 0) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
+            goto done;
+        }
+        if (mlstack__tscope_set(c, g, "messages", 8, msgs)) goto done;
+    } else if (in->plain) {
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, (size_t)in->n_plain);
+        if (!l) goto done;
+        if (in->require_messages && in->n_plain == 0) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
+            goto done;
+        }
+        for (k = 0; k < in->n_plain; k++) {
+            mlstack__tdict *d = mlstack__tdict_new(c);
+            if (!d) goto done;
+            if (in->plain[k].role && mlstack__tdict_set(c, d, mlstack__tv_cstr("role"), mlstack__tv_cstr(in->plain[k].role))) goto done;
+            if (in->plain[k].content && mlstack__tdict_set(c, d, mlstack__tv_cstr("content"), mlstack__tv_cstr(in->plain[k].content))) goto done;
+            l->v[l->n++] = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+        }
+        if (mlstack__tscope_set(c, g, "messages", 8, mlstack__tv_list(l))) goto done;
+    }
+    {
+        mlstack__tv tools = mlstack__tv_none();
+        if (opt->tools_json) {
+            if (mlstack__json_parse(&docs[1], opt->tools_json, strlen(opt->tools_json), "tools_json", err) != MLSTACK_OK) {
+                c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
+                goto done;
+            }
+            if (mlstack__tpl_from_json(c, docs[1].root, &tools)) goto done;
+        }
+        if (mlstack__tscope_set(c, g, "tools", 5, tools) || mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
+            mlstack__tscope_set(c, g, "add_generation_prompt", 21, mlstack__tv_bool(opt->add_generation_prompt)))
+            goto done;
+    }
+    for (k = 0; k < in->n_tokens; k++)
+        if (in->token_values[k] && mlstack__tscope_set(c, g, in->token_names[k], strlen(in->token_names[k]), mlstack__tv_cstr(in->token_values[k])))
+            goto done;
+    if (opt->bos_token && mlstack__tscope_set(c, g, "bos_token", 9, mlstack__tv_cstr(opt->bos_token))) goto done;
+    if (opt->eos_token && mlstack__tscope_set(c, g, "eos_token", 9, mlstack__tv_cstr(opt->eos_token))) goto done;
+    if (opt->extra_json) {
+        mlstack__tv extra;
+        if (mlstack__json_parse(&docs[2], opt->extra_json, strlen(opt->extra_json), "extra_json", err) != MLSTACK_OK) {
+            c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
+            goto done;
+        }
+        if (mlstack__tpl_from_json(c, docs[2].root, &extra)) goto done;
+        if (extra.t != MLSTACK__TV_DICT) {
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "extra_json must be a JSON object");
+            goto done;
+        }
+        for (i = 0; i < extra.u.d->n; i++)
+            if (mlstack__tdict_set(c, &g->vars, extra.u.d->k[i], extra.u.d->v[i])) goto done;
+    }
+    if (mlstack__tbuf_put(c, &outbuf, "", 0)) goto done;
+    if (mlstack__tpl_exec(c, g, root) < 0) goto done;
+    *out = (char *)MLSTACK_MALLOC(outbuf.n + 1);
+    if (!*out) {
+        mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory for %zu bytes of output", outbuf.n);
+        goto done;
+    }
+    memcpy(*out, outbuf.p, outbuf.n + 1);
+    if (out_len) *out_len = outbuf.n;
+done:
+    for (k = 0; k < 3; k++) mlstack__json_free(&docs[k]);
+    mlstack__arena_free(&c->arena);
+    if (c->rc == MLSTACK_OK && !*out) c->rc = MLSTACK_ERR_INVALID_ARG;
+    return c->rc;
+}
+
+MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len, const char *messages_json,
+                                                   size_t messages_len, const mlstack_template_options *opt, char **out,
+                                                   size_t *out_len, mlstack_error *err) {
+    mlstack__tpl_input in;
+    memset(&in, 0, sizeof in);
+    in.messages_json = messages_json;
+    in.messages_len = messages_len;
+    return mlstack__tpl_render(template_text, template_len, &in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_template_render_messages(const char *template_text, size_t template_len,
+                                                            const mlstack_chat_message *messages, int n_messages,
+                                                            const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                            mlstack_error *err) {
+    mlstack__tpl_input in;
+    static const mlstack_chat_message none_msg = {NULL, NULL};
+    if (n_messages < 0 || (n_messages > 0 && !messages))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: bad message array");
+    memset(&in, 0, sizeof in);
+    in.plain = messages ? messages : &none_msg;
+    in.n_plain = n_messages;
+    return mlstack__tpl_render(template_text, template_len, &in, opt, out, out_len, err);
+}
+
+MLSTACK_API void mlstack_template_free_output(char *text) { MLSTACK_FREE(text); }
+
+/* ---- chat templates of a tokenizer folder ---- */
+#define MLSTACK__TPL_MAX_TEMPLATES 64
+static const char *const mlstack__tpl_token_names[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                                       "pad_token", "cls_token", "mask_token"};
+struct mlstack_chat_template {
+    int n;
+    char *names[MLSTACK__TPL_MAX_TEMPLATES]; /* NULL: the single unnamed template */
+    char *texts[MLSTACK__TPL_MAX_TEMPLATES];
+    char *tokens[7];
+};
+
+MLSTACK_API void mlstack_chat_template_close(mlstack_chat_template *t) {
+    int k;
+    if (!t) return;
+    for (k = 0; k < t->n; k++) {
+        MLSTACK_FREE(t->names[k]);
+        MLSTACK_FREE(t->texts[k]);
+    }
+    for (k = 0; k < 7; k++) MLSTACK_FREE(t->tokens[k]);
+    MLSTACK_FREE(t);
+}
+
+static mlstack_result mlstack__tpl_add(mlstack_chat_template *t, const char *name, size_t name_len, const char *text, size_t len,
+                                       mlstack_error *err) {
+    int k;
+    for (k = 0; k < t->n; k++) /* a later file of the same name replaces the earlier one */
+        if (name && t->names[k] && strlen(t->names[k]) == name_len && memcmp(t->names[k], name, name_len) == 0) {
+            char *nt = mlstack__strndup(text, len);
+            if (!nt) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            MLSTACK_FREE(t->texts[k]);
+            t->texts[k] = nt;
+            return MLSTACK_OK;
+        }
+    if (t->n == MLSTACK__TPL_MAX_TEMPLATES) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "more than %d chat templates", MLSTACK__TPL_MAX_TEMPLATES);
+    t->names[t->n] = name ? mlstack__strndup(name, name_len) : NULL;
+    t->texts[t->n] = mlstack__strndup(text, len);
+    if ((name && !t->names[t->n]) || !t->texts[t->n]) {
+        MLSTACK_FREE(t->names[t->n]);
+        MLSTACK_FREE(t->texts[t->n]);
+        t->names[t->n] = t->texts[t->n] = NULL;
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    t->n++;
+    return MLSTACK_OK;
+}
+
+static void mlstack__tpl_clear(mlstack_chat_template *t) {
+    int k;
+    for (k = 0; k < t->n; k++) {
+        MLSTACK_FREE(t->names[k]);
+        MLSTACK_FREE(t->texts[k]);
+        t->names[k] = t->texts[k] = NULL;
+    }
+    t->n = 0;
+}
+
+/* Reads "chat_template" and the special tokens of a tokenizer_config.json (or the
+   "chat_template" of a chat_template.json) into t. */
+static mlstack_result mlstack__tpl_read_config(mlstack_chat_template *t, const char *json, size_t len, const char *what,
+                                               int tokens, mlstack_error *err) {
+    mlstack__json_doc doc;
+    const mlstack__json *ct, *e;
+    mlstack_result r = mlstack__json_parse(&doc, json, len, what, err);
+    int k;
+    if (r != MLSTACK_OK) return r;
+    if (doc.root->type != MLSTACK__JSON_OBJECT) {
+        mlstack__json_free(&doc);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: expected a JSON object", what);
+    }
+    ct = mlstack__json_get(doc.root, "chat_template");
+    if (ct && ct->type == MLSTACK__JSON_STRING) {
+        r = mlstack__tpl_add(t, NULL, 0, ct->str, ct->len, err);
+    } else if (ct && ct->type == MLSTACK__JSON_ARRAY) {
+        for (e = ct->child; e && r == MLSTACK_OK; e = e->next) {
+            const mlstack__json *nm = mlstack__json_get(e, "name"), *tx = mlstack__json_get(e, "template");
+            if (!nm || nm->type != MLSTACK__JSON_STRING || !tx || tx->type != MLSTACK__JSON_STRING)
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: chat_template list entries need string \"name\" and \"template\"", what);
+            else
+                r = mlstack__tpl_add(t, nm->str, nm->len, tx->str, tx->len, err);
+        }
+    } else if (ct && ct->type != MLSTACK__JSON_NULL) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}", what);
+    }
+    for (k = 0; tokens && k < 7 && r == MLSTACK_OK; k++) {
+        const mlstack__json *tok = mlstack__json_get(doc.root, mlstack__tpl_token_names[k]);
+        if (tok && tok->type == MLSTACK__JSON_OBJECT) tok = mlstack__json_get(tok, "content");
+        if (tok && tok->type == MLSTACK__JSON_STRING) {
+            MLSTACK_FREE(t->tokens[k]);
+            if (!(t->tokens[k] = mlstack__strndup(tok->str, tok->len))) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    mlstack__json_free(&doc);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_json, size_t config_len, mlstack_chat_template **out,
+                                                             mlstack_error *err) {
+    mlstack_chat_template *t;
+    mlstack_result r;
+    if (!out || !config_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    *out = NULL;
+    t = (mlstack_chat_template *)mlstack__calloc(1, sizeof *t);
+    if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    r = mlstack__tpl_read_config(t, config_json, config_len, "tokenizer_config.json", 1, err);
+    if (r == MLSTACK_OK && t->n == 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "tokenizer_config.json has no chat_template");
+    if (r != MLSTACK_OK) {
+        mlstack_chat_template_close(t);
+        return r;
+    }
+    *out = t;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, char **text, size_t *len, mlstack_error *err) {
+    char *path = mlstack__path_join(dir, name);
+    mlstack_result r;
+    *text = NULL;
+    *len = 0;
+    if (!path) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (!mlstack__file_exists(path)) {
+        MLSTACK_FREE(path);
+        return MLSTACK_ERR_NOT_FOUND;
+    }
+    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, text, len, err);
+    MLSTACK_FREE(path);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out, mlstack_error *err) {
+    mlstack_chat_template *t, files;
+    mlstack_result r;
+    char *text;
+    size_t len;
+    int k;
+    if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    *out = NULL;
+    t = (mlstack_chat_template *)mlstack__calloc(1, sizeof *t);
+    if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    memset(&files, 0, sizeof files);
+    r = mlstack__tpl_read_text(dir, "tokenizer_config.json", &text, &len, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__tpl_read_config(t, text, len, "tokenizer_config.json", 1, err);
+        MLSTACK_FREE(text);
+    } else if (r == MLSTACK_ERR_NOT_FOUND) {
+        r = MLSTACK_OK;
+    }
+    /* transformers 5: chat_template.jinja ("default") and additional_chat_templates/NAME.jinja
+       replace the config's templates */
+    if (r == MLSTACK_OK) {
+        r = mlstack__tpl_read_text(dir, "chat_template.jinja", &text, &len, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__tpl_add(&files, "default", 7, text, len, err);
+            MLSTACK_FREE(text);
+        } else if (r == MLSTACK_ERR_NOT_FOUND) {
+            r = MLSTACK_OK;
+        }
+    }
+#if !defined(_WIN32)
+    if (r == MLSTACK_OK) {
+        char *sub = mlstack__path_join(dir, "additional_chat_templates");
+        DIR *d = sub ? opendir(sub) : NULL;
+        struct dirent *de;
+        while (d && r == MLSTACK_OK && (de = readdir(d)) != NULL) {
+            size_t nl = strlen(de->d_name);
+            if (nl > 6 && strcmp(de->d_name + nl - 6, ".jinja") == 0) {
+                r = mlstack__tpl_read_text(sub, de->d_name, &text, &len, err);
+                if (r == MLSTACK_OK) {
+                    r = mlstack__tpl_add(&files, de->d_name, nl - 6, text, len, err);
+                    MLSTACK_FREE(text);
+                } else if (r == MLSTACK_ERR_NOT_FOUND) {
+                    r = MLSTACK_OK;
+                }
+            }
+        }
+        if (d) closedir(d);
+        MLSTACK_FREE(sub);
+    }
+#endif
+    if (r == MLSTACK_OK && files.n) {
+        mlstack__tpl_clear(t);
+        for (k = 0; k < files.n; k++) {
+            t->names[k] = files.names[k];
+            t->texts[k] = files.texts[k];
+        }
+        t->n = files.n;
+        files.n = 0;
+        if (t->n == 1 && t->names[0] && !strcmp(t->names[0], "default")) {
+            MLSTACK_FREE(t->names[0]);
+            t->names[0] = NULL;
+        }
+    }
+    mlstack__tpl_clear(&files);
+    if (r == MLSTACK_OK && t->n == 0) { /* the processor's legacy file, as AutoProcessor reads it */
+        r = mlstack__tpl_read_text(dir, "chat_template.json", &text, &len, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__tpl_read_config(t, text, len, "chat_template.json", 0, err);
+            MLSTACK_FREE(text);
+        } else if (r == MLSTACK_ERR_NOT_FOUND) {
+            r = MLSTACK_OK;
+        }
+    }
+    if (r == MLSTACK_OK && t->n == 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no chat template found", dir);
+    if (r != MLSTACK_OK) {
+        mlstack_chat_template_close(t);
+        return r;
+    }
+    *out = t;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API const char *mlstack_chat_template_get(const mlstack_chat_template *t, const char *name, int with_tools) {
+    int k;
+    if (!t) return NULL;
+    if (name) {
+        for (k = 0; k < t->n; k++)
+            if (t->names[k] ? !strcmp(t->names[k], name) : !strcmp(name, "default")) return t->texts[k];
+        return NULL;
+    }
+    if (t->n == 1 && !t->names[0]) return t->texts[0];
+    if (with_tools)
+        for (k = 0; k < t->n; k++)
+            if (t->names[k] && !strcmp(t->names[k], "tool_use")) return t->texts[k];
+    for (k = 0; k < t->n; k++)
+        if (t->names[k] && !strcmp(t->names[k], "default")) return t->texts[k];
+    return NULL;
+}
+
+MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template *t, const char *which) {
+    int k;
+    if (!t || !which) return NULL;
+    for (k = 0; k < 7; k++)
+        if (!strcmp(which, mlstack__tpl_token_names[k])) return t->tokens[k];
+    return NULL;
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name, const char *messages_json,
+                                                       size_t messages_len, const mlstack_template_options *opt, char **out,
+                                                       size_t *out_len, mlstack_error *err) {
+    mlstack__tpl_input in;
+    const char *text;
+    if (out) *out = NULL;
+    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+    if (!text) {
+        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                             "this model has multiple chat templates with no default; pass the name of one");
+    }
+    memset(&in, 0, sizeof in);
+    in.messages_json = messages_json;
+    in.messages_len = messages_len;
+    in.token_names = mlstack__tpl_token_names;
+    in.token_values = (const char *const *)t->tokens;
+    in.n_tokens = 7;
+    in.require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+}
 
 /* ==== 9. KERNELS ==== */  /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
