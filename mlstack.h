@@ -8599,9 +8599,9 @@ enum {
 };
 /* Binary operators (N_BIN) and comparisons (N_CMP chain). */
 enum {
-    MLSTACK__OP_ADD, MLSTACK__OP_SUB, MLSTACK__OP_MUL, MLSTACK__OP_DIV, MLSTACK__OP_FLOORDIV, MLSTACK__OP_MOD,
-    MLSTACK__OP_POW, MLSTACK__OP_CONCAT, MLSTACK__OP_EQ, MLSTACK__OP_NE, MLSTACK__OP_LT, MLSTACK__OP_GT,
-    MLSTACK__OP_LE, MLSTACK__OP_GE, MLSTACK__OP_IN, MLSTACK__OP_NOTIN
+    MLSTACK__JOP_ADD, MLSTACK__JOP_SUB, MLSTACK__JOP_MUL, MLSTACK__JOP_DIV, MLSTACK__JOP_FLOORDIV, MLSTACK__JOP_MOD,
+    MLSTACK__JOP_POW, MLSTACK__JOP_CONCAT, MLSTACK__JOP_EQ, MLSTACK__JOP_NE, MLSTACK__JOP_LT, MLSTACK__JOP_GT,
+    MLSTACK__JOP_LE, MLSTACK__JOP_GE, MLSTACK__JOP_IN, MLSTACK__JOP_NOTIN
 };
 
 struct mlstack__tn {
@@ -9742,7 +9742,7 @@ static mlstack__tn *mlstack__tp_pow(mlstack__tparse *P) {
         size_t pos = mlstack__tp_cur(P)->pos;
         P->i++;
         if (!(r = mlstack__tp_unary(P, 1))) return NULL;
-        l = mlstack__tp_binnode(P, MLSTACK__OP_POW, pos, l, r);
+        l = mlstack__tp_binnode(P, MLSTACK__JOP_POW, pos, l, r);
     }
     return l;
 }
@@ -9751,10 +9751,10 @@ static mlstack__tn *mlstack__tp_math2(mlstack__tparse *P) {
     while (l) {
         int op;
         size_t pos = mlstack__tp_cur(P)->pos;
-        if (mlstack__tp_isop(P, "*")) op = MLSTACK__OP_MUL;
-        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__OP_DIV;
-        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__OP_FLOORDIV;
-        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__OP_MOD;
+        if (mlstack__tp_isop(P, "*")) op = MLSTACK__JOP_MUL;
+        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__JOP_DIV;
+        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__JOP_FLOORDIV;
+        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__JOP_MOD;
         else break;
         P->i++;
         if (!(r = mlstack__tp_pow(P))) return NULL;
@@ -9768,7 +9768,7 @@ static mlstack__tn *mlstack__tp_concat(mlstack__tparse *P) {
         size_t pos = mlstack__tp_cur(P)->pos;
         P->i++;
         if (!(r = mlstack__tp_math2(P))) return NULL;
-        l = mlstack__tp_binnode(P, MLSTACK__OP_CONCAT, pos, l, r);
+        l = mlstack__tp_binnode(P, MLSTACK__JOP_CONCAT, pos, l, r);
     }
     return l;
 }
@@ -9776,7 +9776,7 @@ static mlstack__tn *mlstack__tp_math1(mlstack__tparse *P) {
     mlstack__tn *l = mlstack__tp_concat(P), *r;
     while (l && (mlstack__tp_isop(P, "+") || mlstack__tp_isop(P, "-"))) {
         size_t pos = mlstack__tp_cur(P)->pos;
-        int op = mlstack__tp_cur(P)->s[0] == '+' ? MLSTACK__OP_ADD : MLSTACK__OP_SUB;
+        int op = mlstack__tp_cur(P)->s[0] == '+' ? MLSTACK__JOP_ADD : MLSTACK__JOP_SUB;
         P->i++;
         if (!(r = mlstack__tp_concat(P))) return NULL;
         l = mlstack__tp_binnode(P, op, pos, l, r);
@@ -9790,16 +9790,16 @@ static mlstack__tn *mlstack__tp_compare(mlstack__tparse *P) {
         int op;
         size_t pos = mlstack__tp_cur(P)->pos;
         mlstack__tn *r;
-        if (mlstack__tp_isop(P, "==")) op = MLSTACK__OP_EQ;
-        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__OP_NE;
-        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__OP_LT;
-        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__OP_GT;
-        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__OP_LE;
-        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__OP_GE;
-        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__OP_IN;
+        if (mlstack__tp_isop(P, "==")) op = MLSTACK__JOP_EQ;
+        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__JOP_NE;
+        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__JOP_LT;
+        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__JOP_GT;
+        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__JOP_LE;
+        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__JOP_GE;
+        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__JOP_IN;
         else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TK_NAME && P->tok[P->i + 1].n == 2 &&
                  !memcmp(P->tok[P->i + 1].s, "in", 2)) {
-            op = MLSTACK__OP_NOTIN;
+            op = MLSTACK__JOP_NOTIN;
             P->i++;
         } else break;
         P->i++;
@@ -10846,15 +10846,15 @@ static int mlstack__tpl_splitlines(mlstack__tctx *c, const mlstack__tv *s, mlsta
 static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, mlstack__tv *out, size_t pos) {
     int64_t r = 0;
     switch (op) {
-    case MLSTACK__OP_ADD:
+    case MLSTACK__JOP_ADD:
         if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) goto overflow;
         r = a + b;
         break;
-    case MLSTACK__OP_SUB:
+    case MLSTACK__JOP_SUB:
         if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) goto overflow;
         r = a - b;
         break;
-    case MLSTACK__OP_MUL:
+    case MLSTACK__JOP_MUL:
         if (a != 0 && b != 0) {
             if (a == -1 && b == INT64_MIN) goto overflow;
             if (b == -1 && a == INT64_MIN) goto overflow;
@@ -10863,12 +10863,12 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
         }
         r = a * b;
         break;
-    case MLSTACK__OP_FLOORDIV:
-    case MLSTACK__OP_MOD: {
+    case MLSTACK__JOP_FLOORDIV:
+    case MLSTACK__JOP_MOD: {
         int64_t q, m;
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "integer division or modulo by zero");
         if (a == INT64_MIN && b == -1) {
-            if (op == MLSTACK__OP_MOD) {
+            if (op == MLSTACK__JOP_MOD) {
                 r = 0;
                 break;
             }
@@ -10880,10 +10880,10 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
             q--;
             m += b;
         }
-        r = op == MLSTACK__OP_MOD ? m : q;
+        r = op == MLSTACK__JOP_MOD ? m : q;
         break;
     }
-    case MLSTACK__OP_POW: {
+    case MLSTACK__JOP_POW: {
         int64_t base = a, e = b;
         if (e < 0) {
             if (a == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0 cannot be raised to a negative power");
@@ -10894,12 +10894,12 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
         while (e > 0) {
             mlstack__tv t;
             if (e & 1) {
-                if (mlstack__tpl_int_op(c, MLSTACK__OP_MUL, r, base, &t, pos)) return -1;
+                if (mlstack__tpl_int_op(c, MLSTACK__JOP_MUL, r, base, &t, pos)) return -1;
                 r = t.u.i;
             }
             e >>= 1;
             if (e) {
-                if (mlstack__tpl_int_op(c, MLSTACK__OP_MUL, base, base, &t, pos)) return -1;
+                if (mlstack__tpl_int_op(c, MLSTACK__JOP_MUL, base, base, &t, pos)) return -1;
                 base = t.u.i;
             }
         }
@@ -10916,15 +10916,15 @@ overflow:
 static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, mlstack__tv *out, size_t pos) {
     double r;
     switch (op) {
-    case MLSTACK__OP_ADD: r = a + b; break;
-    case MLSTACK__OP_SUB: r = a - b; break;
-    case MLSTACK__OP_MUL: r = a * b; break;
-    case MLSTACK__OP_DIV:
+    case MLSTACK__JOP_ADD: r = a + b; break;
+    case MLSTACK__JOP_SUB: r = a - b; break;
+    case MLSTACK__JOP_MUL: r = a * b; break;
+    case MLSTACK__JOP_DIV:
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "division by zero");
         r = a / b;
         break;
-    case MLSTACK__OP_MOD:
-    case MLSTACK__OP_FLOORDIV: {
+    case MLSTACK__JOP_MOD:
+    case MLSTACK__JOP_FLOORDIV: {
         double mod, div, fd;
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "float floor division or modulo by zero");
         mod = fmod(a, b);
@@ -10943,10 +10943,10 @@ static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, m
         } else {
             fd = copysign(0.0, a / b);
         }
-        r = op == MLSTACK__OP_MOD ? mod : fd;
+        r = op == MLSTACK__JOP_MOD ? mod : fd;
         break;
     }
-    case MLSTACK__OP_POW:
+    case MLSTACK__JOP_POW:
         if (a == 0 && b < 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0.0 cannot be raised to a negative power");
         if (a < 0 && b != floor(b)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "complex results are not supported");
         r = pow(a, b);
@@ -10960,7 +10960,7 @@ static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, m
 static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, mlstack__tv *out, size_t pos) {
     static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
-        if (op == MLSTACK__OP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
+        if (op == MLSTACK__JOP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
         if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT) return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
         return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
     }
@@ -10968,13 +10968,13 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         const mlstack__tv *u = a->t == MLSTACK__TV_UNDEF ? a : b;
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
     }
-    if (op == MLSTACK__OP_ADD && a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
+    if (op == MLSTACK__JOP_ADD && a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
         mlstack__tbuf buf;
         memset(&buf, 0, sizeof buf);
         if (mlstack__tbuf_put(c, &buf, a->u.s.p, a->u.s.n) || mlstack__tbuf_put(c, &buf, b->u.s.p, b->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
-    if (op == MLSTACK__OP_ADD && a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST &&
+    if (op == MLSTACK__JOP_ADD && a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST &&
         (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) && a->u.l->kind == b->u.l->kind) {
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, a->u.l->n + b->u.l->n);
         if (!l) return -1;
@@ -10984,7 +10984,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         *out = mlstack__tv_list(l);
         return 0;
     }
-    if (op == MLSTACK__OP_MUL && ((a->t == MLSTACK__TV_STR && (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) ||
+    if (op == MLSTACK__JOP_MUL && ((a->t == MLSTACK__TV_STR && (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) ||
                                   (b->t == MLSTACK__TV_STR && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)))) {
         const mlstack__tv *s = a->t == MLSTACK__TV_STR ? a : b;
         int64_t k = a->t == MLSTACK__TV_STR ? b->u.i : a->u.i, i;
@@ -10996,12 +10996,12 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
-    if (op == MLSTACK__OP_MUL && b->t == MLSTACK__TV_LIST && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)) {
+    if (op == MLSTACK__JOP_MUL && b->t == MLSTACK__TV_LIST && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)) {
         const mlstack__tv *t = a;
         a = b;
         b = t;
     }
-    if (op == MLSTACK__OP_MUL && a->t == MLSTACK__TV_LIST && (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) &&
+    if (op == MLSTACK__JOP_MUL && a->t == MLSTACK__TV_LIST && (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) &&
         (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) {
         int64_t k = b->u.i, i;
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, 0);
@@ -11016,10 +11016,10 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         *out = mlstack__tv_list(l);
         return 0;
     }
-    if (op == MLSTACK__OP_MOD && a->t == MLSTACK__TV_STR)
+    if (op == MLSTACK__JOP_MOD && a->t == MLSTACK__TV_STR)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printf-style string formatting with '%%' is not supported");
     return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported operand type(s) for %s: '%s' and '%s'",
-                             op <= MLSTACK__OP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
+                             op <= MLSTACK__JOP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
 }
 
 /* Python <, <=, >, >= ; result in *res. */
@@ -11054,12 +11054,12 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
         }
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' not supported between instances of '%s' and '%s'",
-                                 names[op - MLSTACK__OP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
+                                 names[op - MLSTACK__JOP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
     }
     switch (op) {
-    case MLSTACK__OP_LT: *res = cmpv < 0; break;
-    case MLSTACK__OP_GT: *res = cmpv > 0; break;
-    case MLSTACK__OP_LE: *res = cmpv <= 0; break;
+    case MLSTACK__JOP_LT: *res = cmpv < 0; break;
+    case MLSTACK__JOP_GT: *res = cmpv > 0; break;
+    case MLSTACK__JOP_LE: *res = cmpv <= 0; break;
     default: *res = cmpv >= 0; break;
     }
     return 0;
@@ -11745,7 +11745,7 @@ static int mlstack__tpl_test(mlstack__tctx *c, const char *name, size_t nlen, co
         if (MLSTACK__T("divisibleby") && !has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "divisibleby needs a number");
         if (!mlstack__tv_is_num(v) || !mlstack__tv_is_num(&d))
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs numbers, got %s", nm, mlstack__tv_typename(v));
-        if (mlstack__tpl_binop(c, MLSTACK__OP_MOD, v, &d, &r, pos)) return -1;
+        if (mlstack__tpl_binop(c, MLSTACK__JOP_MOD, v, &d, &r, pos)) return -1;
         *res = MLSTACK__T("odd") ? mlstack__tv_num(&r) == 1 : mlstack__tv_num(&r) == 0;
     } else if (MLSTACK__T("sameas")) {
         if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
@@ -11761,14 +11761,14 @@ static int mlstack__tpl_test(mlstack__tctx *c, const char *name, size_t nlen, co
     } else {
         int op;
         if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs a value to compare with", nm);
-        if (MLSTACK__T("==") || MLSTACK__T("eq") || MLSTACK__T("equalto")) op = MLSTACK__OP_EQ;
-        else if (MLSTACK__T("!=") || MLSTACK__T("ne")) op = MLSTACK__OP_NE;
-        else if (MLSTACK__T("<") || MLSTACK__T("lt") || MLSTACK__T("lessthan")) op = MLSTACK__OP_LT;
-        else if (MLSTACK__T("<=") || MLSTACK__T("le")) op = MLSTACK__OP_LE;
-        else if (MLSTACK__T(">") || MLSTACK__T("gt") || MLSTACK__T("greaterthan")) op = MLSTACK__OP_GT;
-        else if (MLSTACK__T(">=") || MLSTACK__T("ge")) op = MLSTACK__OP_GE;
+        if (MLSTACK__T("==") || MLSTACK__T("eq") || MLSTACK__T("equalto")) op = MLSTACK__JOP_EQ;
+        else if (MLSTACK__T("!=") || MLSTACK__T("ne")) op = MLSTACK__JOP_NE;
+        else if (MLSTACK__T("<") || MLSTACK__T("lt") || MLSTACK__T("lessthan")) op = MLSTACK__JOP_LT;
+        else if (MLSTACK__T("<=") || MLSTACK__T("le")) op = MLSTACK__JOP_LE;
+        else if (MLSTACK__T(">") || MLSTACK__T("gt") || MLSTACK__T("greaterthan")) op = MLSTACK__JOP_GT;
+        else if (MLSTACK__T(">=") || MLSTACK__T("ge")) op = MLSTACK__JOP_GE;
         else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%s' is not supported", nm);
-        if (op == MLSTACK__OP_EQ || op == MLSTACK__OP_NE) *res = mlstack__tv_eq(v, &x, 0) == (op == MLSTACK__OP_EQ);
+        if (op == MLSTACK__JOP_EQ || op == MLSTACK__JOP_NE) *res = mlstack__tv_eq(v, &x, 0) == (op == MLSTACK__JOP_EQ);
         else if (mlstack__tpl_order(c, op, v, &x, res, pos)) return -1;
     }
 #undef MLSTACK__T
@@ -12301,7 +12301,7 @@ static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const m
     }
     case MLSTACK__N_BIN:
         if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
-        if (n->op == MLSTACK__OP_CONCAT) {
+        if (n->op == MLSTACK__JOP_CONCAT) {
             mlstack__tbuf buf;
             memset(&buf, 0, sizeof buf);
             if (mlstack__tv_print(c, &buf, &a, n->pos) || mlstack__tv_print(c, &buf, &b, n->pos)) return -1;
@@ -12314,12 +12314,12 @@ static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const m
         for (k = n->b; k && res; k = k->next) {
             if (mlstack__tpl_eval(c, s, k->a, &b)) return -1;
             switch (k->op) {
-            case MLSTACK__OP_EQ: res = mlstack__tv_eq(&a, &b, 0); break;
-            case MLSTACK__OP_NE: res = !mlstack__tv_eq(&a, &b, 0); break;
-            case MLSTACK__OP_IN:
-            case MLSTACK__OP_NOTIN:
+            case MLSTACK__JOP_EQ: res = mlstack__tv_eq(&a, &b, 0); break;
+            case MLSTACK__JOP_NE: res = !mlstack__tv_eq(&a, &b, 0); break;
+            case MLSTACK__JOP_IN:
+            case MLSTACK__JOP_NOTIN:
                 if (mlstack__tpl_contains(c, &a, &b, &res, k->pos)) return -1;
-                if (k->op == MLSTACK__OP_NOTIN) res = !res;
+                if (k->op == MLSTACK__JOP_NOTIN) res = !res;
                 break;
             default:
                 if (mlstack__tpl_order(c, k->op, &a, &b, &res, k->pos)) return -1;
