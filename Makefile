@@ -86,7 +86,8 @@ $(DEFAULT_MODEL)/model.safetensors:
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
 # units, and an MLSTACK_STATIC pair. Each links and calls the API.
 compile-tests: $(B)/compile/ok
-$(B)/compile/ok: mlstack.h tests/compile/*.c tests/compile/*.cpp
+NVCC    ?= nvcc
+$(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
 	@mkdir -p $(@D)
 	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
@@ -102,6 +103,10 @@ $(B)/compile/ok: mlstack.h tests/compile/*.c tests/compile/*.cpp
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
+	@if command -v $(NVCC) >/dev/null 2>&1; then \
+	    echo "$(NVCC) tests/compile/cuda.cu"; \
+	    $(NVCC) -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror -diag-suppress 550 -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \
+	else echo "SKIP: $(NVCC) not found: mlstack_cuda.h not compiled with nvcc"; fi
 	@touch $@
 
 # Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;

@@ -6199,11 +6199,10 @@ static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, 
         seen[pc] = 1;
         ins = &re->prog[pc];
         switch (ins->op) {
-        case MLSTACK__RE_REP:
-            if (ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
-            /* fall through */
-        case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
+        case MLSTACK__RE_REP: case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
             int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
+            /* an optional repeat may be skipped: what follows it can start the match too */
+            if (ins->op == MLSTACK__RE_REP && ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
             if (mop == MLSTACK__RE_CHAR && ins->a != 0xFFFD) {
                 unsigned char b[4];
                 mlstack__utf8_put(b, (uint32_t)ins->a);
