@@ -9,6 +9,8 @@ CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -I.
 LDLIBS   = -lpthread -lm
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# sanitizer builds compile the whole header once per test: -O0 halves the build time
+SAN_OPT ?= -O0
 DEFAULT_MODEL = models/smollm2-135m-instruct
 MODEL   ?= $(DEFAULT_MODEL)
 PROMPT  ?= The three primary colors are
@@ -51,7 +53,7 @@ $(B)/tests/%: tests/%.c $(HDRS)
 
 $(B)/asan/%: tests/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
 
 $(B)/aarch64/%: tests/%.c $(HDRS)
 	@command -v $(AARCH64_CC) >/dev/null 2>&1 || { echo "neon-test: $(AARCH64_CC) not found; install it with: apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" >&2; exit 1; }
@@ -114,11 +116,16 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp 
 FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 $(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -o $@ $< $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
-test: all compile-tests fuzz-replay $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS) model
+# `make test` builds everything in parallel (one job per CPU), then runs the tests in order.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS) \
+	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
 	@bash tests/run.sh $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS)
 

@@ -57,31 +57,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef MLSTACK_LIBFUZZER
-int main(int argc, char **argv) {
-    int k;
-    for (k = 1; k < argc; k++) {
-        FILE *f = fopen(argv[k], "rb");
-        long n;
-        unsigned char *buf;
-        if (!f) {
-            fprintf(stderr, "cannot open %s\n", argv[k]);
-            return 1;
-        }
-        fseek(f, 0, SEEK_END);
-        n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        buf = (unsigned char *)malloc((size_t)n + 1);
-        if (!buf || (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-            fclose(f);
-            free(buf);
-            return 1;
-        }
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, (size_t)n);
-        free(buf);
-    }
-    printf("replayed %d input(s)\n", argc - 1);
-    return 0;
-}
-#endif
+#define FZ_NAME "fuzz_template"
+#include "replay.h"
