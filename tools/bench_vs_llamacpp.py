@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""Side-by-side speed of llama.cpp and mlstack on the same random-weight models.
+
+    tools/bench_vs_llamacpp.py                              # full matrix (slow)
+    tools/bench_vs_llamacpp.py --shapes smollm2 --types f16,q8_0 --threads 1,2 -r 3
+    tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types f16 --npl 1,2,4,8,16
+
+Needs llama.cpp's tools from tools/build_llamacpp.sh (build/peer/bin) and the
+models from tools/gen_bench_models.py (models/bench/SHAPE-TYPE; missing ones are
+generated unless --no-gen).  mlstack is run as `build/mlstack bench`; when that
+command does not exist yet, its column reads "-" and a message says why.
+
+Default mode, for every shape x type x threads x test (pp128, pp512, tg64) and
+each of -r repetitions, runs one llama-bench repetition and one mlstack bench
+repetition, alternating which engine goes first, so that slow drift or a noisy
+neighbour hits both engines alike.  Reported: the median tokens/s over the
+repetitions (min-max in --spread) and the ratio mlstack / llama.cpp.
+
+--batched runs llama-batched-bench (prompt NPP, NTG generated tokens, NPL
+parallel sequences) against `mlstack bench --batched` with the same table style.
+
+mlstack's side of the contract (one JSON object per line and configuration):
+    default:   keys shape|model, type, threads, n_prompt, n_gen,
+               tps_median, tps_min, tps_max (tokens/s)
+    --batched: keys threads, npp|n_prompt, ntg|n_gen, npl|n_parallel,
+               speed_pp, speed_tg (tokens/s, all sequences together)
+The command lines are templates (--mlstack-cmd, --mlstack-batched-cmd) in case
+the flags change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUANT_TYPES = ("q8_0", "q4_0")
+
+DEFAULT_MLSTACK_CMD = ("{mlstack} bench --shape {model_dir} -p {n_prompt} -n {n_gen} "
+                       "-t {threads} -r {reps} {quant_flag} --json")
+DEFAULT_MLSTACK_BATCHED_CMD = ("{mlstack} bench --shape {model_dir} --batched --npp {npp} "
+                               "--ntg {ntg} --npl {npl} -t {threads} {quant_flag} --json")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rel(p: str) -> str:
+    try:
+        r = os.path.relpath(p)
+        return r if not r.startswith("../..") else p
+    except ValueError:
+        return p
+
+
+def run_cmd(cmd: list[str], timeout: float, verbose: bool) -> tuple[int, str, str]:
+    if verbose:
+        log("$ " + " ".join(shlex.quote(rel(c) if os.path.isabs(c) else c) for c in cmd))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout:.0f} s"
+    except OSError as e:
+        return 127, "", str(e)
+
+
+def json_lines(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def tail(text: str, n: int = 6) -> str:
+    return "\n".join("    " + l for l in text.strip().splitlines()[-n:])
+
+
+# ---------------------------------------------------------------- models
+
+def model_dir(args, shape: str, typ: str) -> str:
+    return os.path.join(args.models, f"{shape}-{typ}")
+
+
+def ensure_model(args, shape: str, typ: str) -> bool:
+    d = model_dir(args, shape, typ)
+    have = os.path.isfile(os.path.join(d, "model.gguf")) and \
+        os.path.isfile(os.path.join(d, "model.safetensors"))
+    if have:
+        return True
+    if args.no_gen:
+        log(f"missing {rel(d)} (run tools/gen_bench_models.py --shape {shape} --dtype {typ} --out {rel(d)})")
+        return False
+    log(f"generating {rel(d)} ...")
+    rc, so, se = run_cmd([sys.executable, os.path.join(ROOT, "tools", "gen_bench_models.py"),
+                          "--shape", shape, "--dtype", typ, "--out", d], 7200, args.verbose)
+    if rc != 0:
+        log(f"gen_bench_models failed for {shape}-{typ}:\n{tail(so + se)}")
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- engines
+
+class LlamaCpp:
+    def __init__(self, args):
+        self.args = args
+        self.bench = os.path.join(args.peer, "bin", "llama-bench")
+        self.batched = os.path.join(args.peer, "bin", "llama-batched-bench")
+        self.why_not = None
+        exe = self.batched if args.batched else self.bench
+        if not os.access(exe, os.X_OK):
+            self.why_not = f"{rel(exe)} not found: run tools/build_llamacpp.sh"
+        vf = os.path.join(args.peer, "VERSION")
+        self.version = open(vf).read().strip().replace("\n", "; ") if os.path.isfile(vf) else "unknown"
+
+    def run_test(self, gguf_path: str, threads: int, n_prompt: int, n_gen: int) -> float | None:
+        cmd = [self.bench, "-m", gguf_path, "-p", str(n_prompt), "-n", str(n_gen),
+               "-t", str(threads), "-r", "1", "-o", "json"] + self.args.llama_bench_args
+        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+        if rc != 0:
+            log(f"llama-bench failed (rc {rc}):\n{tail(se or so)}")
+            return None
+        try:
+            rows = json.loads(so[so.index("["):])
+        except ValueError:
+            log(f"llama-bench: no JSON in its output:\n{tail(so + se)}")
+            return None
+        for r in rows:
+            if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen:
+                return float(r["avg_ts"])
+        return None
+
+    def run_batched(self, gguf_path: str, threads: int, npp: int, ntg: int,
+                    npl: list[int]) -> dict[int, tuple[float, float]] | None:
+        ctx = max(npl) * (npp + ntg) + 64
+        cmd = [self.batched, "-m", gguf_path, "-c", str(ctx), "-b", "2048", "-ub", "512",
+               "-npp", str(npp), "-ntg", str(ntg), "-npl", ",".join(map(str, npl)),
+               "-t", str(threads), "-tb", str(threads), "--output-format", "jsonl"] \
+            + self.args.llama_bench_args
+        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+        if rc != 0:
+            log(f"llama-batched-bench failed (rc {rc}):\n{tail(se or so)}")
+            return None
+        res = {}
+        for r in json_lines(so):
+            if "pl" in r and "speed_pp" in r:
+                res[int(r["pl"])] = (float(r["speed_pp"]), float(r["speed_tg"]))
+        if not res:
+            log(f"llama-batched-bench: no JSON lines in its output:\n{tail(so + se)}")
+            return None
+        return res
+
+
+class Mlstack:
+    def __init__(self, args):
+        self.args = args
+        self.exe = args.mlstack
+        self.why_not = None
+        if not os.access(self.exe, os.X_OK):
+            self.why_not = f"{rel(self.exe)} not found: run make"
+            return
+        # `mlstack --help` lists the commands; until `bench` is among them it is
+        # not there (unknown commands just print the usage).
+        rc, so, se = run_cmd([self.exe, "--help"], 60, False)
+        if not re.search(r"^\s+bench\b", so + se, re.M):
+            self.why_not = f"`{rel(self.exe)} bench` is not available yet (not in `mlstack --help`)"
+
+    def _cmd(self, template: str, **kw) -> list[str]:
+        typ = kw.pop("typ")
+        kw["quant_flag"] = f"--quant {typ}" if typ in QUANT_TYPES else ""
+        kw["mlstack"] = shlex.quote(self.exe)
+        kw["model_dir"] = shlex.quote(kw["model_dir"])
+        return shlex.split(template.format(**kw))
+
+    def run_test(self, mdir: str, typ: str, threads: int, n_prompt: int, n_gen: int) -> float | None:
+        cmd = self._cmd(self.args.mlstack_cmd, model_dir=mdir, typ=typ, threads=threads,
+                        n_prompt=n_prompt, n_gen=n_gen, reps=1)
+        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+        if rc != 0:
+            log(f"mlstack bench failed (rc {rc}):\n{tail(se or so)}")
+            return None
+        for r in json_lines(so):
+            if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen \
+                    and int(r.get("threads", threads)) == threads:
+                return float(r.get("tps_median", r.get("tps", 0.0)))
+        log(f"mlstack bench: no matching JSON line (n_prompt={n_prompt}, n_gen={n_gen}):\n{tail(so + se)}")
+        return None
+
+    def run_batched(self, mdir: str, typ: str, threads: int, npp: int, ntg: int,
+                    npl: list[int]) -> dict[int, tuple[float, float]] | None:
+        cmd = self._cmd(self.args.mlstack_batched_cmd, model_dir=mdir, typ=typ, threads=threads,
+                        npp=npp, ntg=ntg, npl=",".join(map(str, npl)))
+        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+        if rc != 0:
+            log(f"mlstack bench --batched failed (rc {rc}):\n{tail(se or so)}")
+            return None
+        res = {}
+        for r in json_lines(so):
+            pl = r.get("npl", r.get("n_parallel", r.get("pl")))
+            if pl is not None and "speed_pp" in r and "speed_tg" in r:
+                res[int(pl)] = (float(r["speed_pp"]), float(r["speed_tg"]))
+        return res or None
+
+
+# ---------------------------------------------------------------- tables
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else (f"{v:.1f}" if v < 1000 else f"{v:.0f}")
+
+
+def summary(samples: list[float], spread: bool) -> tuple[float | None, str]:
+    if not samples:
+        return None, "-"
+    med = statistics.median(samples)
+    s = fmt(med)
+    if spread and len(samples) > 1:
+        s += f" ({fmt(min(samples))}-{fmt(max(samples))})"
+    return med, s
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def header_lines(args, lc: LlamaCpp) -> list[str]:
+    cpu = platform.processor() or "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return [
+        f"date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; cpu: {cpu} "
+        f"({os.cpu_count()} logical CPUs); llama.cpp: {lc.version}",
+        f"command: tools/bench_vs_llamacpp.py {' '.join(shlex.quote(a) for a in sys.argv[1:])}",
+        "",
+    ]
+
+
+def parse_tests(spec: str) -> list[tuple[str, int, int]]:
+    tests = []
+    for t in spec.split(","):
+        t = t.strip()
+        m = re.fullmatch(r"(pp|tg)(\d+)", t)
+        if not m:
+            sys.exit(f"bad test {t!r}: use ppN or tgN")
+        n = int(m.group(2))
+        tests.append((t, n, 0) if m.group(1) == "pp" else (t, 0, n))
+    return tests
+
+
+def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
+    tests = parse_tests(args.tests)
+    rows = []
+    print("\n".join(header_lines(args, lc)))
+    print("| shape | type | threads | test | llama.cpp t/s | mlstack t/s | ratio |")
+    print("|---|---|---:|---|---:|---:|---:|")
+    for shape in args.shapes:
+        for typ in args.types:
+            if not ensure_model(args, shape, typ):
+                continue
+            mdir = model_dir(args, shape, typ)
+            gguf_path = os.path.join(mdir, "model.gguf")
+            for th in args.threads:
+                for name, n_p, n_g in tests:
+                    s_lc: list[float] = []
+                    s_ml: list[float] = []
+                    for rep in range(args.reps):
+                        order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
+                        for eng in order:
+                            if eng == "lc" and lc.why_not is None:
+                                v = lc.run_test(gguf_path, th, n_p, n_g)
+                                if v is not None:
+                                    s_lc.append(v)
+                            elif eng == "ml" and ml.why_not is None:
+                                v = ml.run_test(mdir, typ, th, n_p, n_g)
+                                if v is not None:
+                                    s_ml.append(v)
+                    m_lc, t_lc = summary(s_lc, args.spread)
+                    m_ml, t_ml = summary(s_ml, args.spread)
+                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {t_ml} | {ratio(m_ml, m_lc)} |",
+                          flush=True)
+                    rows.append(dict(shape=shape, type=typ, threads=th, test=name,
+                                     n_prompt=n_p, n_gen=n_g, llamacpp_tps=s_lc, mlstack_tps=s_ml))
+    return rows
+
+
+def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
+    rows = []
+    print("\n".join(header_lines(args, lc)))
+    print("| shape | type | threads | npp | ntg | npl | llama.cpp pp t/s | mlstack pp t/s | ratio pp "
+          "| llama.cpp tg t/s | mlstack tg t/s | ratio tg |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for shape in args.shapes:
+        for typ in args.types:
+            if not ensure_model(args, shape, typ):
+                continue
+            mdir = model_dir(args, shape, typ)
+            gguf_path = os.path.join(mdir, "model.gguf")
+            for th in args.threads:
+                acc_lc: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
+                acc_ml: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
+                for rep in range(args.reps):
+                    order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
+                    for eng in order:
+                        if eng == "lc" and lc.why_not is None:
+                            res = lc.run_batched(gguf_path, th, args.npp, args.ntg, args.npl)
+                            acc = acc_lc
+                        elif eng == "ml" and ml.why_not is None:
+                            res = ml.run_batched(mdir, typ, th, args.npp, args.ntg, args.npl)
+                            acc = acc_ml
+                        else:
+                            continue
+                        for p, v in (res or {}).items():
+                            if p in acc:
+                                acc[p].append(v)
+                for p in args.npl:
+                    cells = []
+                    for k in (0, 1):
+                        m1, t1 = summary([v[k] for v in acc_lc[p]], args.spread)
+                        m2, t2 = summary([v[k] for v in acc_ml[p]], args.spread)
+                        cells += [t1, t2, ratio(m2, m1)]
+                    print(f"| {shape} | {typ} | {th} | {args.npp} | {args.ntg} | {p} | " + " | ".join(cells) + " |",
+                          flush=True)
+                    rows.append(dict(shape=shape, type=typ, threads=th, npp=args.npp, ntg=args.ntg, npl=p,
+                                     llamacpp=acc_lc[p], mlstack=acc_ml[p]))
+    return rows
+
+
+def int_list(s: str) -> list[int]:
+    return [int(x) for x in s.split(",") if x.strip()]
+
+
+def str_list(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", type=str_list, default=["smollm2", "tinyllama"])
+    ap.add_argument("--types", type=str_list, default=["f32", "f16", "bf16", "q8_0", "q4_0"])
+    ap.add_argument("--threads", "-t", type=int_list, default=[1, 2])
+    ap.add_argument("--tests", default="pp128,pp512,tg64", help="comma list of ppN / tgN")
+    ap.add_argument("-r", "--reps", type=int, default=5, help="repetitions per engine and test")
+    ap.add_argument("--spread", action="store_true", help="print min-max next to the median")
+    ap.add_argument("--batched", action="store_true", help="llama-batched-bench mode")
+    ap.add_argument("--npp", type=int, default=128)
+    ap.add_argument("--ntg", type=int, default=64)
+    ap.add_argument("--npl", type=int_list, default=[1, 2, 4, 8, 16])
+    ap.add_argument("--models", default=os.path.join(ROOT, "models", "bench"),
+                    help="folder of SHAPE-TYPE model folders (default models/bench)")
+    ap.add_argument("--no-gen", action="store_true", help="do not generate missing models")
+    ap.add_argument("--peer", default=os.path.join(ROOT, "build", "peer"),
+                    help="tools/build_llamacpp.sh destination (default build/peer)")
+    ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
+    ap.add_argument("--mlstack-cmd", default=DEFAULT_MLSTACK_CMD,
+                    help="template; fields: mlstack model_dir n_prompt n_gen threads reps quant_flag")
+    ap.add_argument("--mlstack-batched-cmd", default=DEFAULT_MLSTACK_BATCHED_CMD,
+                    help="template; fields: mlstack model_dir npp ntg npl threads quant_flag")
+    ap.add_argument("--llama-bench-args", type=shlex.split, default=[],
+                    help="extra arguments for llama-bench / llama-batched-bench")
+    ap.add_argument("--only", choices=("both", "llamacpp", "mlstack"), default="both")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per engine run")
+    ap.add_argument("--json-out", help="also write the raw samples here")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
+    args = ap.parse_args(argv)
+
+    lc, ml = LlamaCpp(args), Mlstack(args)
+    if args.only == "mlstack":
+        lc.why_not = "--only mlstack"
+    if args.only == "llamacpp":
+        ml.why_not = "--only llamacpp"
+    for name, eng in (("llama.cpp", lc), ("mlstack", ml)):
+        if eng.why_not:
+            log(f"skipping {name}: {eng.why_not}")
+    if lc.why_not and ml.why_not:
+        log("nothing to run")
+        return 1
+
+    try:
+        load1 = os.getloadavg()[0]
+        if load1 > 0.5:
+            log(f"warning: load average {load1:.2f} before starting; other processes on these "
+                f"cores make multi-thread numbers (llama.cpp's spinning threads especially) unreliable")
+    except OSError:
+        pass
+    rows = bench_batched(args, lc, ml) if args.batched else bench_default(args, lc, ml)
+    if args.json_out:
+        with open(args.json_out, "w") as fp:
+            json.dump(dict(argv=sys.argv[1:], llamacpp=lc.version, rows=rows), fp, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

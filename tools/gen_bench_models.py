@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Write one set of random weights twice: as a Hugging Face folder for mlstack
+and as a GGUF for llama.cpp, so the two engines can be benchmarked on the same
+model shape, weight type and values.
+
+    tools/gen_bench_models.py --shape smollm2 --dtype q8_0 --out models/bench/smollm2-q8_0
+
+writes into OUT:
+    config.json          LlamaForCausalLM config of the chosen shape
+    model.safetensors    the weights in f32, f16 or bf16 (for q8_0 / q4_0: f16,
+                         mlstack quantizes at load with --quant)
+    model.gguf           the same weights for llama.cpp, in F32, F16, BF16, Q8_0
+                         or Q4_0 (1-D norm weights stay F32, as llama.cpp's
+                         converters keep them), with a dummy tokenizer
+
+The values are the same for every dtype: each tensor comes from its own seeded
+generator (seed and tensor name), is rounded to bfloat16 and has magnitudes
+below 2^-14 flushed to zero, so f32, f16 and bf16 hold exactly the same numbers
+(quantized types are quantized from them).  Tensors are produced and written
+one at a time, so memory stays near the size of the largest tensor.
+
+Only numpy and gguf (gguf-py) are needed; safetensors are written directly.
+If a sibling folder of OUT already holds a model.safetensors with identical
+content (same shape, dtype, seed and std, recorded in its metadata) it is
+hard-linked instead of written again (--no-link to disable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+import time
+import zlib
+
+import numpy as np
+
+try:
+    import gguf
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as QT
+except ImportError:  # pragma: no cover
+    sys.exit("gen_bench_models: the gguf Python package is needed (pip install gguf)")
+
+
+SHAPES = {
+    # SmolLM2-135M
+    "smollm2": dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                    num_key_value_heads=3, intermediate_size=1536, vocab_size=49152,
+                    tie_word_embeddings=True, rope_theta=100000.0, rms_norm_eps=1e-5,
+                    max_position_embeddings=8192, bos_token_id=1, eos_token_id=2,
+                    name="SmolLM2-135M (random weights)"),
+    # TinyLlama-1.1B
+    "tinyllama": dict(hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
+                      num_key_value_heads=4, intermediate_size=5632, vocab_size=32000,
+                      tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-5,
+                      max_position_embeddings=2048, bos_token_id=1, eos_token_id=2,
+                      name="TinyLlama-1.1B (random weights)"),
+}
+
+DTYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")
+
+GGUF_TYPE = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0}
+GGUF_FTYPE = {
+    "f32": gguf.LlamaFileType.ALL_F32,
+    "f16": gguf.LlamaFileType.MOSTLY_F16,
+    "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+    "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+    "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
+}
+# safetensors dtype per requested dtype (quantized types are quantized by mlstack at load)
+ST_DTYPE = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "F16", "q4_0": "F16"}
+ST_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+# ---------------------------------------------------------------- the model
+
+def tensor_plan(cfg: dict) -> list[tuple[str, str, tuple[int, ...], str]]:
+    """(hf_name, gguf_name, shape [rows, cols] as in PyTorch, kind) in file order.
+    kind: 'norm' (ones), 'mat' (random), 'q' / 'k' (random, permuted for GGUF)."""
+    h = cfg["hidden_size"]
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = h // nh
+    f = cfg["intermediate_size"]
+    v = cfg["vocab_size"]
+    plan = [("model.embed_tokens.weight", "token_embd.weight", (v, h), "mat")]
+    for i in range(cfg["num_hidden_layers"]):
+        p, g = f"model.layers.{i}.", f"blk.{i}."
+        plan += [
+            (p + "input_layernorm.weight", g + "attn_norm.weight", (h,), "norm"),
+            (p + "self_attn.q_proj.weight", g + "attn_q.weight", (nh * hd, h), "q"),
+            (p + "self_attn.k_proj.weight", g + "attn_k.weight", (nkv * hd, h), "k"),
+            (p + "self_attn.v_proj.weight", g + "attn_v.weight", (nkv * hd, h), "mat"),
+            (p + "self_attn.o_proj.weight", g + "attn_output.weight", (h, nh * hd), "mat"),
+            (p + "post_attention_layernorm.weight", g + "ffn_norm.weight", (h,), "norm"),
+            (p + "mlp.gate_proj.weight", g + "ffn_gate.weight", (f, h), "mat"),
+            (p + "mlp.up_proj.weight", g + "ffn_up.weight", (f, h), "mat"),
+            (p + "mlp.down_proj.weight", g + "ffn_down.weight", (h, f), "mat"),
+        ]
+    plan.append(("model.norm.weight", "output_norm.weight", (h,), "norm"))
+    if not cfg["tie_word_embeddings"]:
+        plan.append(("lm_head.weight", "output.weight", (v, h), "mat"))
+    return plan
+
+
+def make_tensor(name: str, shape: tuple[int, ...], kind: str, seed: int, std: float) -> np.ndarray:
+    """float32 values that are exact in bf16 and in f16 (normal range or zero)."""
+    if kind == "norm":
+        return np.ones(shape, dtype=np.float32)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    x = rng.standard_normal(shape, dtype=np.float32)
+    x *= np.float32(std)
+    bits = x.view(np.uint32)
+    # round to nearest even bf16, in place
+    bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    bits &= np.uint32(0xFFFF0000)
+    x[np.abs(x) < np.float32(2.0 ** -14)] = 0.0   # below f16's normal range
+    return x
+
+
+def permute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
+    """The q/k row order llama.cpp expects (what its HF converter applies):
+    within each head, interleave the two rotary halves."""
+    rows = w.shape[0]
+    return (w.reshape(n_head, 2, rows // n_head // 2, *w.shape[1:])
+             .swapaxes(1, 2).reshape(w.shape))
+
+
+def hf_config(shape: str, st_dtype: str) -> dict:
+    s = SHAPES[shape]
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": s["hidden_size"],
+        "intermediate_size": s["intermediate_size"],
+        "num_hidden_layers": s["num_hidden_layers"],
+        "num_attention_heads": s["num_attention_heads"],
+        "num_key_value_heads": s["num_key_value_heads"],
+        "head_dim": s["hidden_size"] // s["num_attention_heads"],
+        "vocab_size": s["vocab_size"],
+        "max_position_embeddings": s["max_position_embeddings"],
+        "rope_theta": s["rope_theta"],
+        "rope_scaling": None,
+        "rms_norm_eps": s["rms_norm_eps"],
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": s["tie_word_embeddings"],
+        "bos_token_id": s["bos_token_id"],
+        "eos_token_id": s["eos_token_id"],
+        "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[st_dtype],
+        "initializer_range": 0.02,
+    }
+
+
+# ---------------------------------------------------------------- safetensors
+
+def to_st_bytes(x: np.ndarray, st_dtype: str) -> np.ndarray:
+    if st_dtype == "F32":
+        return x
+    if st_dtype == "F16":
+        return x.astype(np.float16)
+    return (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16)  # exact: x is bf16-valued
+
+
+def st_header_metadata(shape: str, st_dtype: str, seed: int, std: float) -> dict:
+    return {"format": "pt", "mlstack_bench": f"{shape}:{st_dtype}:seed={seed}:std={std!r}:v1"}
+
+
+def read_st_metadata(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as fp:
+            (n,) = struct.unpack("<Q", fp.read(8))
+            if n > 100_000_000:
+                return None
+            return json.loads(fp.read(n)).get("__metadata__")
+    except (OSError, ValueError, struct.error):
+        return None
+
+
+def find_twin(out: str, meta: dict) -> str | None:
+    parent = os.path.dirname(os.path.abspath(out))
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return None
+    for d in names:
+        cand = os.path.join(parent, d, "model.safetensors")
+        if os.path.abspath(os.path.join(parent, d)) == os.path.abspath(out) or not os.path.isfile(cand):
+            continue
+        if read_st_metadata(cand) == meta:
+            return cand
+    return None
+
+
+def write_safetensors(path: str, plan, st_dtype: str, meta: dict, seed: int, std: float) -> None:
+    header: dict = {"__metadata__": meta}
+    off = 0
+    for hf, _, shp, _ in plan:
+        n = int(np.prod(shp)) * ST_BYTES[st_dtype]
+        header[hf] = {"dtype": st_dtype, "shape": list(shp), "data_offsets": [off, off + n]}
+        off += n
+    hjson = json.dumps(header, separators=(",", ":")).encode()
+    hjson += b" " * (-len(hjson) % 8)          # keep the data 8-byte aligned
+    tmp = path + ".part"
+    with open(tmp, "wb") as fp:
+        fp.write(struct.pack("<Q", len(hjson)))
+        fp.write(hjson)
+        for hf, _, shp, kind in plan:
+            to_st_bytes(make_tensor(hf, shp, kind, seed, std), st_dtype).tofile(fp)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- gguf
+
+def gguf_nbytes(shape: tuple[int, ...], qt: QT) -> int:
+    block, size = GGML_QUANT_SIZES[qt]
+    n = int(np.prod(shape))
+    assert shape[-1] % block == 0, (shape, qt)
+    return n // block * size
+
+
+def gguf_quantize(x: np.ndarray, qt: QT) -> np.ndarray:
+    if qt == QT.F32:
+        return x
+    if qt == QT.F16:
+        return x.astype(np.float16)
+    if qt == QT.BF16:  # exact for bf16-valued x; no rounding needed
+        return (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return gguf.quants.quantize(x, qt)
+
+
+def add_dummy_tokenizer(w: "gguf.GGUFWriter", n_vocab: int, bos: int, eos: int) -> None:
+    """A sentencepiece-style ('llama') vocab of the right size: <unk> <s> </s>,
+    the 256 byte tokens, then filler pieces.  Enough for llama-bench, which
+    feeds random token ids; not meant for real text."""
+    tokens: list[str] = ["<unk>", "<s>", "</s>"]
+    types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL]
+    tokens += [f"<0x{b:02X}>" for b in range(256)]
+    types += [gguf.TokenType.BYTE] * 256
+    k = 0
+    while len(tokens) < n_vocab:
+        tokens.append(f"\u2581t{k}")
+        types.append(gguf.TokenType.NORMAL)
+        k += 1
+    tokens = tokens[:n_vocab]
+    types = types[:n_vocab]
+    scores = [0.0] * 3 + [0.0] * 256 + [-float(i) for i in range(n_vocab - 259)]
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores[:n_vocab])
+    w.add_token_types(types)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+
+
+def write_gguf(path: str, shape: str, dtype: str, plan, seed: int, std: float) -> None:
+    s = SHAPES[shape]
+    qt_mat = GGUF_TYPE[dtype]
+    nh, nkv = s["num_attention_heads"], s["num_key_value_heads"]
+    tmp = path + ".part"
+    w = gguf.GGUFWriter(tmp, "llama")
+    w.add_name(s["name"])
+    w.add_vocab_size(s["vocab_size"])
+    w.add_context_length(s["max_position_embeddings"])
+    w.add_embedding_length(s["hidden_size"])
+    w.add_block_count(s["num_hidden_layers"])
+    w.add_feed_forward_length(s["intermediate_size"])
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_rope_dimension_count(s["hidden_size"] // nh)
+    w.add_rope_freq_base(s["rope_theta"])
+    w.add_layer_norm_rms_eps(s["rms_norm_eps"])
+    w.add_file_type(GGUF_FTYPE[dtype])
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    add_dummy_tokenizer(w, s["vocab_size"], s["bos_token_id"], s["eos_token_id"])
+
+    types = []
+    for _, gn, shp, kind in plan:
+        qt = QT.F32 if kind == "norm" else qt_mat
+        types.append(qt)
+        w.add_tensor_info(gn, shp, np.dtype(np.float32), gguf_nbytes(shp, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for (hf, _, shp, kind), qt in zip(plan, types):
+        x = make_tensor(hf, shp, kind, seed, std)
+        if kind == "q":
+            x = permute_rows(x, nh)
+        elif kind == "k":
+            x = permute_rows(x, nkv)
+        w.write_tensor_data(gguf_quantize(x, qt))
+        del x
+    w.close()
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    ap.add_argument("--dtype", required=True, choices=DTYPES)
+    ap.add_argument("--out", required=True, help="output folder (created)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--std", type=float, default=0.02, help="weight standard deviation")
+    ap.add_argument("--no-gguf", action="store_true", help="skip model.gguf")
+    ap.add_argument("--no-safetensors", action="store_true", help="skip config.json and model.safetensors")
+    ap.add_argument("--no-link", action="store_true", help="never hard-link an identical sibling safetensors")
+    ap.add_argument("--force", action="store_true", help="rewrite files that exist")
+    a = ap.parse_args(argv)
+
+    os.makedirs(a.out, exist_ok=True)
+    plan = tensor_plan(SHAPES[a.shape])
+    st_dtype = ST_DTYPE[a.dtype]
+    t0 = time.time()
+
+    if not a.no_safetensors:
+        with open(os.path.join(a.out, "config.json"), "w") as fp:
+            json.dump(hf_config(a.shape, st_dtype), fp, indent=2)
+            fp.write("\n")
+        st = os.path.join(a.out, "model.safetensors")
+        meta = st_header_metadata(a.shape, st_dtype, a.seed, a.std)
+        if os.path.exists(st) and not a.force and read_st_metadata(st) == meta:
+            print(f"{st}: up to date")
+        else:
+            twin = None if a.no_link else find_twin(a.out, meta)
+            if os.path.exists(st):
+                os.remove(st)
+            if twin:
+                os.link(twin, st)
+                print(f"{st}: hard link to {twin}")
+            else:
+                write_safetensors(st, plan, st_dtype, meta, a.seed, a.std)
+                print(f"{st}: {os.path.getsize(st) / 1e6:.1f} MB ({st_dtype})")
+
+    if not a.no_gguf:
+        gp = os.path.join(a.out, "model.gguf")
+        stamp = os.path.join(a.out, "model.gguf.stamp")
+        key = f"{a.shape}:{a.dtype}:seed={a.seed}:std={a.std!r}:v1"
+        fresh = (os.path.exists(gp) and os.path.exists(stamp)
+                 and open(stamp).read().strip() == key)
+        if fresh and not a.force:
+            print(f"{gp}: up to date")
+        else:
+            write_gguf(gp, a.shape, a.dtype, plan, a.seed, a.std)
+            with open(stamp, "w") as fp:
+                fp.write(key + "\n")
+            print(f"{gp}: {os.path.getsize(gp) / 1e6:.1f} MB ({GGUF_TYPE[a.dtype].name})")
+
+    print(f"done in {time.time() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
