@@ -135,11 +135,11 @@ asan: $(ASAN_BINS)
 run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack run -m $(MODEL) -t $(THREADS) -n 64 -p "$(PROMPT)"
 
-# pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_0 (3 timed runs each);
+# pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_1 (3 timed runs each);
 # BENCH_ARGS adds or overrides options (e.g. BENCH_ARGS=--json, BENCH_ARGS="--profile prof.json").
 BENCH_ARGS ?=
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
-	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_0 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
+	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
 
 clean:
 	rm -rf $(B)

@@ -35,7 +35,7 @@
     11. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
     12. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
     13. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
-    14. QUANT             load-time quantization of weights to Q8_0 / Q4_0            >>quant
+    14. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
     15. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
     16. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
     17. FORWARD           one forward pass over a ragged batch of rows                >>forward
@@ -75,7 +75,7 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_0 blocks. A cap naming the
+   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. A cap naming the
    other architecture's path selects scalar. neon and neon+dotprod give identical bits.
 */
 #ifndef MLSTACK_H
@@ -145,7 +145,7 @@ typedef enum mlstack_dtype {
     MLSTACK_DTYPE_I32 = 5,
     MLSTACK_DTYPE_I64 = 6,
     MLSTACK_DTYPE_Q8_0 = 7, /* blocks of 32: f16 scale + 32 int8 (made at load) */
-    MLSTACK_DTYPE_Q4_0 = 8, /* blocks of 32: f16 scale + 16 bytes of 4-bit values (made at load) */
+    MLSTACK_DTYPE_Q4_1 = 8, /* blocks of 32: f16 scale and offset + 16 bytes of 4-bit values (made at load) */
     MLSTACK_DTYPE_COUNT_ = 9
 } mlstack_dtype;
 
@@ -166,6 +166,7 @@ typedef struct mlstack_tensor {
 typedef struct mlstack_model mlstack_model;
 typedef struct mlstack_engine mlstack_engine;
 typedef struct mlstack_tokenizer mlstack_tokenizer;
+typedef struct mlstack_chat_template mlstack_chat_template;
 typedef struct mlstack_sampler mlstack_sampler;
 
 /* Log callback: level 0 error, 1 warning, 2 info. Never called unless set. */
@@ -174,12 +175,12 @@ typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
 /* Model descriptor. Zero-initialise, then set path. Defaults:
      path      (required) a Hugging Face model folder
      quant     0: projection weights used as stored (F32/F16/BF16, no copy);
-               MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_0: quantized at load (rows whose length is
+               MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_1: quantized at load (rows whose length is
                not a multiple of 32 stay as stored); embeddings always stay as stored
      log       NULL: silent */
 typedef struct mlstack_model_desc {
     const char *path;
-    mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_0: quantize at load */
+    mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_1: quantize at load */
     mlstack_log_fn log;
     void *log_user;
 } mlstack_model_desc;
@@ -212,6 +213,9 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *model, mlstack_mode
 /* The model folder's tokenizer (tokenizer.json, or vocab.json + merges.txt), loaded by
    mlstack_model_open; NULL when the folder has none. Owned by the model. */
 MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *model);
+/* The model folder's chat templates (see mlstack_chat_template_open), loaded by
+   mlstack_model_open; NULL when the folder has none. Owned by the model. */
+MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlstack_model *model);
 /* Writes the model as loaded (quantized weights included) to folder `dir` (created if needed):
    model.safetensors plus copies of the source folder's config, tokenizer and template files.
    mlstack_model_open on `dir` then loads the quantized weights directly, without requantizing.
@@ -374,8 +378,8 @@ MLSTACK_API void mlstack_template_free_output(char *text);
    chat_template.jinja file (the "default" template) and additional_chat_templates/NAME.jinja
    files replace it when present; chat_template.json (the processor file) is read only when
    neither exists. Special tokens (bos, eos, unk, pad, sep, cls, mask) are strings or
-   AddedToken objects {"content": ...} in tokenizer_config.json. */
-typedef struct mlstack_chat_template mlstack_chat_template;
+   AddedToken objects {"content": ...} in tokenizer_config.json. (mlstack_chat_template is
+   declared with the other handles above.) */
 
 /* Opens dir (see above). Parameters: dir; out receives the object; err optional.
    Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND when the folder has no chat template, or another
@@ -453,6 +457,9 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *engine, int32_
 MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32_t seq);
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
+/* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *engine, const mlstack_batch_row *rows,
@@ -575,7 +582,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
    file: for benchmarks and tests on real shapes. Weights are drawn from a fast deterministic
    PRNG (approximately normal, std 0.02, biases 0, norm weights 1) into memory the model owns,
    stored as `dtype` (F32, F16 or BF16), then quantized like mlstack_model_open when `quant`
-   is MLSTACK_DTYPE_Q8_0 or _Q4_0 (0: none).
+   is MLSTACK_DTYPE_Q8_0 or _Q4_1 (0: none).
    Parameters: config_path (a config.json, or a folder holding one), seed (same seed, same
    weights on any machine and thread count), out, err (optional detail).
    Returns MLSTACK_OK or a failure as mlstack_model_open. Thread safety: any thread. */
@@ -1532,7 +1539,7 @@ typedef struct mlstack__st {
 /* Names as safetensors writes them; the first MLSTACK__FILE_DTYPES can appear in files. */
 #define MLSTACK__FILE_DTYPES 7
 static const char *const mlstack__dtype_names[MLSTACK_DTYPE_COUNT_] = {"F32", "F16", "BF16", "I8",  "U8",
-                                                                       "I32", "I64", "Q8_0", "Q4_0"};
+                                                                       "I32", "I64", "Q8_0", "Q4_1"};
 static const int mlstack__dtype_sizes[MLSTACK__FILE_DTYPES] = {4, 2, 2, 1, 1, 4, 8};
 
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype) {
@@ -13145,16 +13152,20 @@ static void mlstack__to_f32(mlstack_dtype dtype, const void *src, float *dst, si
 /* Weight formats. The first three are file dtypes used as stored; the block formats are made
    at load (section 14) from any of them:
      Q8_0: blocks of 32 weights: f16 scale d, 32 int8 q;        w = d * q
-     Q4_0: blocks of 32 weights: f16 scale d, 16 bytes of nibbles; w = d * (nibble - 8),
-           element j < 16 in the low nibble of byte j, element j + 16 in its high nibble.
-   Activations meet quantized weights as Q8 blocks with an f32 scale (mlstack__q8x), made once
-   per matmul by mlstack__quantize_rows. */
+     Q4_1: blocks of 32 weights: f16 scale d, f16 offset m, 16 bytes of nibbles; w = d * q + m
+           with q = the nibble (0..15), element j < 16 in the low nibble of byte j, element
+           j + 16 in its high nibble. (The offset lets a block use all 16 levels between its
+           own min and max: on SmolLM2 it cut the KL divergence of a symmetric 4-bit format
+           from 0.74 to the Q8_0 level.)
+   Activations meet quantized weights as Q8 blocks with an f32 scale and the block's scaled sum
+   s = d * sum(q) (mlstack__q8x, for the Q4_1 offset term), made once per matmul by
+   mlstack__quantize_rows. */
 typedef enum mlstack__wtype {
     MLSTACK__W_F32 = MLSTACK_DTYPE_F32,
     MLSTACK__W_F16 = MLSTACK_DTYPE_F16,
     MLSTACK__W_BF16 = MLSTACK_DTYPE_BF16,
     MLSTACK__W_Q8_0 = MLSTACK_DTYPE_Q8_0,
-    MLSTACK__W_Q4_0 = MLSTACK_DTYPE_Q4_0
+    MLSTACK__W_Q4_1 = MLSTACK_DTYPE_Q4_1
 } mlstack__wtype;
 
 #define MLSTACK__QK 32
@@ -13162,12 +13173,12 @@ typedef struct mlstack__q8_0 {
     uint16_t d;
     int8_t q[MLSTACK__QK];
 } mlstack__q8_0;
-typedef struct mlstack__q4_0 {
-    uint16_t d;
+typedef struct mlstack__q4_1 {
+    uint16_t d, m;
     uint8_t q[MLSTACK__QK / 2];
-} mlstack__q4_0;
+} mlstack__q4_1;
 typedef struct mlstack__q8x {
-    float d;
+    float d, s;
     int8_t q[MLSTACK__QK];
 } mlstack__q8x;
 
@@ -13175,7 +13186,7 @@ typedef struct mlstack__q8x {
 static size_t mlstack__row_bytes(int wtype, int n_in) {
     switch (wtype) {
     case MLSTACK__W_Q8_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q8_0);
-    case MLSTACK__W_Q4_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q4_0);
+    case MLSTACK__W_Q4_1: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q4_1);
     case MLSTACK__W_F32: return (size_t)n_in * 4;
     default: return (size_t)n_in * 2;
     }
@@ -13222,9 +13233,13 @@ static float mlstack__quant_block(const float *x, int8_t *q) {
 static void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int n) {
     int b, k, nb = n / MLSTACK__QK;
     for (b = 0; b < B; b++)
-        for (k = 0; k < nb; k++)
-            xq[(size_t)b * nb + k].d =
-                mlstack__quant_block(x + (size_t)b * n + (size_t)k * MLSTACK__QK, xq[(size_t)b * nb + k].q);
+        for (k = 0; k < nb; k++) {
+            mlstack__q8x *blk = &xq[(size_t)b * nb + k];
+            int i, sum = 0;
+            blk->d = mlstack__quant_block(x + (size_t)b * n + (size_t)k * MLSTACK__QK, blk->q);
+            for (i = 0; i < MLSTACK__QK; i++) sum += blk->q[i];
+            blk->s = blk->d * (float)sum;
+        }
 }
 
 /* A weight matrix: W (n_out, n_in) row-major in `wtype` (row r at data + r * row_bytes), and an
@@ -13277,14 +13292,13 @@ static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x
     }
     return acc;
 }
-static float mlstack__dot_q4_0_scalar(const mlstack__q4_0 *w, const mlstack__q8x *x, int nb) {
+static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x *x, int nb) {
     float acc = 0;
     int k, i;
     for (k = 0; k < nb; k++) {
         int32_t s = 0;
-        for (i = 0; i < MLSTACK__QK / 2; i++)
-            s += ((int32_t)(w[k].q[i] & 15) - 8) * x[k].q[i] + ((int32_t)(w[k].q[i] >> 4) - 8) * x[k].q[i + 16];
-        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s;
+        for (i = 0; i < MLSTACK__QK / 2; i++) s += (int32_t)(w[k].q[i] & 15) * x[k].q[i] + (int32_t)(w[k].q[i] >> 4) * x[k].q[i + 16];
+        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s + mlstack__f16_to_f32(w[k].m) * x[k].s;
     }
     return acc;
 }
@@ -13302,8 +13316,8 @@ static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, con
             float v;
             if (w->wtype == MLSTACK__W_Q8_0)
                 v = mlstack__dot_q8_0_scalar((const mlstack__q8_0 *)(const void *)src, xq + (size_t)b * nb, nb);
-            else if (w->wtype == MLSTACK__W_Q4_0)
-                v = mlstack__dot_q4_0_scalar((const mlstack__q4_0 *)(const void *)src, xq + (size_t)b * nb, nb);
+            else if (w->wtype == MLSTACK__W_Q4_1)
+                v = mlstack__dot_q4_1_scalar((const mlstack__q4_1 *)(const void *)src, xq + (size_t)b * nb, nb);
             else
                 v = mlstack__dot_f32(wr, x + (size_t)b * w->n_in, w->n_in);
             if (w->bias) v += w->bias[o];
@@ -13348,7 +13362,7 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
     j.B = B;
     j.scratch = scratch;
     j.rows_per_task = 16;
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0) mlstack__quantize_rows(x, xq, B, w->n_in);
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__quantize_rows(x, xq, B, w->n_in);
     mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
     MLSTACK__PROF_END(pool, MATMUL, -1, w, B);
 }
@@ -13456,10 +13470,14 @@ static MLSTACK__T_AVX2 __m256i mlstack__dot_i8_avx2(__m256i w, __m256i x) {
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
+/* 32 unsigned 4-bit values . 32 signed bytes -> 8 int32 partial sums (15 * 127 * 2 fits int16). */
+static MLSTACK__T_AVX2 __m256i mlstack__dot_u4_avx2(__m256i w, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+}
+/* Q4_1 nibbles as 32 bytes 0..15: elements 0..15 (low nibbles) then 16..31 (high nibbles). */
 static MLSTACK__T_AVX2 __m256i mlstack__q4_unpack_avx2(const uint8_t *q) {
     __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)q);
-    __m256i v = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
 }
 
 static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
@@ -13470,24 +13488,23 @@ static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const m
         for (b = 0; b < B; b++) {
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             __m256 acc = _mm256_setzero_ps();
-            float v;
+            float v, off = 0;
             for (k = 0; k < nb; k++) {
-                __m256i qw;
+                __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
                 float d;
                 if (w->wtype == MLSTACK__W_Q8_0) {
                     const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
-                    qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
+                    s = mlstack__dot_i8_avx2(_mm256_loadu_si256((const __m256i *)(const void *)blk->q), qx);
                     d = _cvtsh_ss(blk->d);
                 } else {
-                    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
-                    qw = mlstack__q4_unpack_avx2(blk->q);
+                    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
+                    s = mlstack__dot_u4_avx2(mlstack__q4_unpack_avx2(blk->q), qx);
                     d = _cvtsh_ss(blk->d);
+                    off += _cvtsh_ss(blk->m) * xb[k].s;
                 }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d),
-                                      _mm256_cvtepi32_ps(mlstack__dot_i8_avx2(qw, _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q))),
-                                      acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d), _mm256_cvtepi32_ps(s), acc);
             }
-            v = mlstack__hsum256(acc);
+            v = mlstack__hsum256(acc) + off;
             if (w->bias) v += w->bias[o];
             y[(size_t)b * w->n_out + o] = v;
         }
@@ -13596,7 +13613,8 @@ MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
 MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
 MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 
-/* int8 block dots with VNNI: |w| as unsigned times sign-adjusted x, 4 bytes per int32 lane. */
+/* int8 block dots with VNNI (4 bytes per int32 lane): Q8_0 as |w| times sign-adjusted x,
+   Q4_1's unsigned nibbles directly. */
 static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
                                                int o1) {
     int nb = w->n_in / MLSTACK__QK, o, b, k;
@@ -13605,29 +13623,30 @@ static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const m
         for (b = 0; b < B; b++) {
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             __m256 acc = _mm256_setzero_ps();
-            float v;
+            float v, off = 0;
             for (k = 0; k < nb; k++) {
-                __m256i qw, qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
+                __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
                 float d;
                 if (w->wtype == MLSTACK__W_Q8_0) {
                     const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
-                    qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
+                    __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
+                    s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw), _mm256_sign_epi8(qx, qw));
                     d = _cvtsh_ss(blk->d);
                 } else {
-                    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
+                    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
                     __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);
-                    qw = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15)),
-                                         _mm256_set1_epi8(8));
+                    __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+                    s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qw, qx);
                     d = _cvtsh_ss(blk->d);
+                    off += _cvtsh_ss(blk->m) * xb[k].s;
                 }
-                s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw), _mm256_sign_epi8(qx, qw));
                 acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d), _mm256_cvtepi32_ps(s), acc);
             }
             {
                 __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
                 lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
                 lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-                v = _mm_cvtss_f32(lo);
+                v = _mm_cvtss_f32(lo) + off;
             }
             if (w->bias) v += w->bias[o];
             y[(size_t)b * w->n_out + o] = v;
@@ -13667,7 +13686,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
 }
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                             float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0) mlstack__mm_q_avx2(w, xq, y, B, o0, o1);
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q_avx2(w, xq, y, B, o0, o1);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 
@@ -13700,7 +13719,7 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
    Reduction order per output element, whatever B is:
      float weights: 16 lanes (lane = index mod 16) in four 4-lane accumulators, the tail
        zero-padded into the same lanes, combined as (a0 + a1) + (a2 + a3), then across lanes;
-     Q8_0/Q4_0: per block, lane l of an int32x4 holds the exact sum of products 4l..4l+3 of
+     Q8_0/Q4_1: per block, lane l of an int32x4 holds the exact sum of products 4l..4l+3 of
        each 16-element half; it is scaled by d_w * d_x into one f32 accumulator in block order,
        then summed across lanes. Integer sums are exact, so the SDOT and the plain path give the
        same lanes and therefore the same bits. */
@@ -13798,18 +13817,21 @@ MLSTACK__MM_NEON(mlstack__mm_bf16_neon, mlstack__ld4_bf16, MLSTACK_DTYPE_BF16, 2
 
 /* Block k of a quantized row as two signed halves (elements 0..15 and 16..31) and its scale
    in every lane. */
-static void mlstack__ldq8_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d) {
+static void mlstack__ldq8_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d, float *m) {
     const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
     *lo = vld1q_s8(blk->q);
     *hi = vld1q_s8(blk->q + 16);
     *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
+    *m = 0.0f;
 }
-static void mlstack__ldq4_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d) {
-    const mlstack__q4_0 *blk = (const mlstack__q4_0 *)(const void *)row + k;
+/* Q4_1: nibbles 0..15 are valid signed bytes; the offset m is added per block by the caller. */
+static void mlstack__ldq4_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d, float *m) {
+    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
     uint8x16_t raw = vld1q_u8(blk->q);
-    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), vdupq_n_s8(8));
-    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), vdupq_n_s8(8));
+    *lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15)));
+    *hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
     *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
+    *m = mlstack__f16_to_f32(blk->m);
 }
 
 /* 32 int8 weights (lo, hi) . 32 int8 activations q -> lane l: products 4l..4l+3 of both halves.
@@ -13832,31 +13854,34 @@ static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *
             for (b = 0; b < B;) {                                                                               \
                 const mlstack__q8x *x0 = xq + (size_t)b * nb, *x1 = x0 + nb, *x2 = x1 + nb, *x3 = x2 + nb;      \
                 float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;                                  \
+                float f0 = 0, f1 = 0, f2 = 0, f3 = 0, m;                                                        \
                 yb = y + (size_t)b * w->n_out + o;                                                              \
                 if (B - b >= 4) {                                                                               \
                     for (k = 0; k < nb; k++) {                                                                  \
                         int8x16_t lo, hi;                                                                       \
                         float32x4_t d;                                                                          \
-                        LOADQ(row, k, &lo, &hi, &d);                                                            \
+                        LOADQ(row, k, &lo, &hi, &d, &m);                                                        \
                         a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
                         a1 = vfmaq_f32(a1, vcvtq_f32_s32(DOT(lo, hi, x1[k].q)), vmulq_n_f32(d, x1[k].d));       \
                         a2 = vfmaq_f32(a2, vcvtq_f32_s32(DOT(lo, hi, x2[k].q)), vmulq_n_f32(d, x2[k].d));       \
                         a3 = vfmaq_f32(a3, vcvtq_f32_s32(DOT(lo, hi, x3[k].q)), vmulq_n_f32(d, x3[k].d));       \
+                        f0 += m * x0[k].s, f1 += m * x1[k].s, f2 += m * x2[k].s, f3 += m * x3[k].s;             \
                     }                                                                                           \
-                    yb[(size_t)w->n_out] = vaddvq_f32(a1) + bias;                                               \
-                    yb[2 * (size_t)w->n_out] = vaddvq_f32(a2) + bias;                                           \
-                    yb[3 * (size_t)w->n_out] = vaddvq_f32(a3) + bias;                                           \
+                    yb[(size_t)w->n_out] = vaddvq_f32(a1) + f1 + bias;                                          \
+                    yb[2 * (size_t)w->n_out] = vaddvq_f32(a2) + f2 + bias;                                      \
+                    yb[3 * (size_t)w->n_out] = vaddvq_f32(a3) + f3 + bias;                                      \
                     b += 4;                                                                                     \
                 } else {                                                                                        \
                     for (k = 0; k < nb; k++) {                                                                  \
                         int8x16_t lo, hi;                                                                       \
                         float32x4_t d;                                                                          \
-                        LOADQ(row, k, &lo, &hi, &d);                                                            \
+                        LOADQ(row, k, &lo, &hi, &d, &m);                                                        \
                         a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
+                        f0 += m * x0[k].s;                                                                      \
                     }                                                                                           \
                     b += 1;                                                                                     \
                 }                                                                                               \
-                yb[0] = vaddvq_f32(a0) + bias;                                                                  \
+                yb[0] = vaddvq_f32(a0) + f0 + bias;                                                             \
             }                                                                                                   \
         }                                                                                                       \
     }
@@ -13934,7 +13959,7 @@ MLSTACK__MMQ_NEON(mlstack__mm_q4_sdot, MLSTACK__T_DOTPROD, mlstack__ldq4_neon, m
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
-    else if (w->wtype == MLSTACK__W_Q4_0) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
+    else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
@@ -14024,10 +14049,10 @@ static void mlstack__isa_report(char *buf, size_t cap) {
 
 /* ==== 14. QUANT ==== */  /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
-   Q4_0 rows (layouts in section 9). n_in must be a multiple of 32.
+   Q4_1 rows (layouts in section 9). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
-     Q4_0: m = the block value of largest magnitude (with its sign), d = m / -8,
-           q = clamp(round(w / d) + 8, 0, 15) so m maps to 0 exactly. */
+     Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
+           q = clamp(round((w - m) / d), 0, 15) */
 
 static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
@@ -14038,21 +14063,23 @@ static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
             float d = mlstack__quant_block(xb, b->q);
             b->d = mlstack__f32_to_f16(d);
         } else {
-            mlstack__q4_0 *b = (mlstack__q4_0 *)dst + k;
-            float amax = 0, m = 0, d, id;
-            for (i = 0; i < MLSTACK__QK; i++)
-                if (fabsf(xb[i]) > amax) {
-                    amax = fabsf(xb[i]);
-                    m = xb[i];
-                }
-            d = m / -8.0f;
-            id = d != 0 ? 1.0f / d : 0.0f;
-            b->d = mlstack__f32_to_f16(d);
+            mlstack__q4_1 *b = (mlstack__q4_1 *)dst + k;
+            float lo = xb[0], hi = xb[0], d, id;
+            for (i = 1; i < MLSTACK__QK; i++) {
+                if (xb[i] < lo) lo = xb[i];
+                if (xb[i] > hi) hi = xb[i];
+            }
+            b->d = mlstack__f32_to_f16((hi - lo) / 15.0f);
+            b->m = mlstack__f32_to_f16(lo);
+            /* quantize against the stored (f16-rounded) scale and offset */
+            d = mlstack__f16_to_f32(b->d);
+            lo = mlstack__f16_to_f32(b->m);
+            id = d > 0 ? 1.0f / d : 0.0f;
             for (i = 0; i < MLSTACK__QK / 2; i++) {
-                int lo = mlstack__iround(xb[i] * id) + 8, hi = mlstack__iround(xb[i + 16] * id) + 8;
-                lo = lo < 0 ? 0 : lo > 15 ? 15 : lo;
-                hi = hi < 0 ? 0 : hi > 15 ? 15 : hi;
-                b->q[i] = (uint8_t)(lo | (hi << 4));
+                int q0 = mlstack__iround((xb[i] - lo) * id), q1 = mlstack__iround((xb[i + 16] - lo) * id);
+                q0 = q0 < 0 ? 0 : q0 > 15 ? 15 : q0;
+                q1 = q1 < 0 ? 0 : q1 > 15 ? 15 : q1;
+                b->q[i] = (uint8_t)(q0 | (q1 << 4));
             }
         }
     }
@@ -14132,6 +14159,7 @@ struct mlstack_model {
     mlstack__weight lm_head;
     float *inv_freq;            /* (Dh/2,) rotary frequencies after scaling */
     mlstack_tokenizer *tok;     /* NULL when the folder has no tokenizer */
+    mlstack_chat_template *tpl; /* NULL when the folder has no chat template */
     void **owned;               /* f32 copies made at load (norms, biases, realigned data) */
     int n_owned, cap_owned;
     char *path;
@@ -14456,11 +14484,11 @@ static int mlstack__st_quant_of(const mlstack__st *st, const mlstack__st_tensor 
     snprintf(key, sizeof key, "mlstack.quant.%s", t->name);
     v = mlstack__json_get(meta, key);
     if (mlstack__json_is_str(v, "Q8_0")) return MLSTACK__W_Q8_0;
-    if (mlstack__json_is_str(v, "Q4_0")) return MLSTACK__W_Q4_0;
+    if (mlstack__json_is_str(v, "Q4_1")) return MLSTACK__W_Q4_1;
     return 0;
 }
 
-/* A projection weight (n_out, n_in) used as stored: F32/F16/BF16, or Q8_0/Q4_0 rows saved by
+/* A projection weight (n_out, n_in) used as stored: F32/F16/BF16, or Q8_0/Q4_1 rows saved by
    mlstack_model_save (U8 [n_out, row bytes] marked in the metadata). Realigned by copy only
    when the file puts it at an address unaligned for its element type. Bias (optional) as f32. */
 static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix, int n_out, int n_in, int has_bias,
@@ -14566,8 +14594,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
-    if (quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_0)",
+    if (quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_1)",
                              mlstack_dtype_name(quant));
     if (mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
@@ -14670,7 +14698,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         mlstack__save_item *it = &items[n];
         if (t && m->cfg.tied && strcmp(t->name, "lm_head.weight") == 0 && extra_head) continue;
         it->name = t ? t->name : "lm_head.weight";
-        if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_0)) {
+        if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) {
             it->dtype = "U8";
             it->n_dims = 2;
             it->shape[0] = w->n_out;
@@ -14696,7 +14724,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         if (!w) continue;
         ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
         ok &= mlstack__buf_puts(&hdr, items[i].name);
-        ok &= mlstack__buf_puts(&hdr, w->wtype == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_0\"");
+        ok &= mlstack__buf_puts(&hdr, w->wtype == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
     }
     ok &= mlstack__buf_puts(&hdr, "}");
     for (i = 0; i < n; i++) {
@@ -14766,6 +14794,7 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
     if (!m) return;
     mlstack_tokenizer_close(m->tok);
+    mlstack_chat_template_close(m->tpl);
     mlstack__st_close(&m->st);
     mlstack__model_free_owned(m);
     MLSTACK_FREE(m->layers);
@@ -14809,6 +14838,13 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         else if (mlstack__file_exists(tj) || mlstack__file_exists(vj)) r = mlstack_tokenizer_open(desc->path, &m->tok, err);
         MLSTACK_FREE(tj);
         MLSTACK_FREE(vj);
+        if (r == MLSTACK_OK) {
+            r = mlstack_chat_template_open(desc->path, &m->tpl, err);
+            if (r == MLSTACK_ERR_NOT_FOUND) {
+                r = MLSTACK_OK;
+                if (err) err->message[0] = 0;
+            }
+        }
     }
     if (r == MLSTACK_OK) {
         m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
@@ -14850,6 +14886,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
 
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }
 MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *m) { return m ? m->tok : NULL; }
+MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlstack_model *m) { return m ? m->tpl : NULL; }
 
 MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *m, int index, mlstack_tensor *out) {
     if (!m || !out || index < 0 || index >= m->st.n_tensors) return MLSTACK_ERR_INVALID_ARG;
@@ -14956,8 +14993,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: dtype %s (expected F32, F16 or BF16)",
                              mlstack_dtype_name(dtype));
-    if (quant != 0 && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_0)",
+    if (quant != 0 && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_1)",
                              mlstack_dtype_name(quant));
     path = mlstack__file_exists(config_path) ? mlstack__strndup(config_path, strlen(config_path))
                                              : mlstack__path_join(config_path, "config.json");
@@ -15700,6 +15737,17 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t seq) {
     if (!e || seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active) return -1;
     return e->kv.seqs[seq].len;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
+    int32_t have = mlstack_engine_seq_length(e, seq);
+    if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
+    if (len < 0 || len > have)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions", (int)seq,
+                                    (int)len, (int)have);
+    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
+    e->kv.seqs[seq].len = len;
+    return MLSTACK_OK;
 }
 
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {

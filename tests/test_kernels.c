@@ -14,12 +14,12 @@ static float frand(void) {
 }
 
 static void check_path(const mlstack__kernels *k) {
-    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_0};
+    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
     static const int n_ins[] = {32, 64, 96, 576, 33, 47, 200};
     int wi, ni, B, i;
     for (wi = 0; wi < 5; wi++) {
         for (ni = 0; ni < 7; ni++) {
-            int n_in = n_ins[ni], n_out = 37, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_0;
+            int n_in = n_ins[ni], n_out = 37, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
             float *wf, *x, *yref, *y, *y1, *scratch, bias[37];
             unsigned char *wd;
             mlstack__weight w;
@@ -118,7 +118,7 @@ static void check_path(const mlstack__kernels *k) {
 #if defined(MLSTACK__HAVE_NEON_DOT)
 /* The SDOT and plain NEON int8 paths compute the same exact int32 lanes: identical bits. */
 static void check_neon_dot_same(void) {
-    static const int wtypes[] = {MLSTACK__W_Q8_0, MLSTACK__W_Q4_0};
+    static const int wtypes[] = {MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
     int wi, i, n_in = 576, n_out = 19, B = 7;
     for (wi = 0; wi < 2; wi++) {
         int wt = wtypes[wi];

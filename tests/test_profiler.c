@@ -306,9 +306,9 @@ static void test_random(void) {
     free(lb);
     free(lc);
     /* stored types and load-time quantization, tied embeddings, Qwen3's q/k norms */
-    CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_BF16, MLSTACK_DTYPE_Q4_0, 1, &q, &err) == MLSTACK_OK);
+    CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_BF16, MLSTACK_DTYPE_Q4_1, 1, &q, &err) == MLSTACK_OK);
     mlstack_model_get_info(q, &qi);
-    CHECK(qi.weight_dtype == MLSTACK_DTYPE_Q4_0 && q->embed_dtype == MLSTACK_DTYPE_BF16);
+    CHECK(qi.weight_dtype == MLSTACK_DTYPE_Q4_1 && q->embed_dtype == MLSTACK_DTYPE_BF16);
     CHECK(mlstack_model_decode_bytes(q) < mlstack_model_decode_bytes(a) / 4);
     la = logits_of(q, qi.n_vocab);
     CHECK(la != NULL);

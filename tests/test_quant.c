@@ -37,7 +37,7 @@ static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_voca
 
 int main(void) {
     static const char *names[] = {"llama", "llama_tied", "qwen2"};
-    static const mlstack_dtype quants[] = {MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_0};
+    static const mlstack_dtype quants[] = {MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_1};
     const int32_t ids[] = {1, 17, 42, 99, 7, 300, 5};
     char tmpl[] = "/tmp/mlstack_quant_XXXXXX", *tmp = mkdtemp(tmpl);
     int ni, qi;
@@ -83,7 +83,7 @@ int main(void) {
                 if (fabs(lref[k]) > big) big = fabs(lref[k]);
             }
             /* these random models use weights of std ~0.15: Q8_0 keeps ~7 bits per weight,
-               Q4_0 ~3; the bounds are loose but an indexing or scale bug is off by O(big) */
+               Q4_1 ~3; the bounds are loose but an indexing or scale bug is off by O(big) */
             CHECKF(maxd < (qi == 0 ? 0.05 : 0.5) * big, "%s %s: max |logit - f32| %.3g (largest %.3g)", names[ni],
                    mlstack_dtype_name(quants[qi]), maxd, big);
             printf("  %-10s %s: max |logit - f32 logit| = %.3g (largest logit %.3g)\n", names[ni],

@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUANT_TYPES = ("q8_0", "q4_0")
+QUANT_TYPES = ("q8_0", "q4_1")
 
 DEFAULT_MLSTACK_CMD = ("{mlstack} bench --shape {model_dir} -p {n_prompt} -n {n_gen} "
                        "-t {threads} -r {reps} {quant_flag} --json")
@@ -355,7 +355,7 @@ def str_list(s: str) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", type=str_list, default=["smollm2", "tinyllama"])
-    ap.add_argument("--types", type=str_list, default=["f32", "f16", "bf16", "q8_0", "q4_0"])
+    ap.add_argument("--types", type=str_list, default=["f32", "f16", "bf16", "q8_0", "q4_1"])
     ap.add_argument("--threads", "-t", type=int_list, default=[1, 2])
     ap.add_argument("--tests", default="pp128,pp512,tg64", help="comma list of ppN / tgN")
     ap.add_argument("-r", "--reps", type=int, default=5, help="repetitions per engine and test")

@@ -7,10 +7,10 @@ model shape, weight type and values.
 
 writes into OUT:
     config.json          LlamaForCausalLM config of the chosen shape
-    model.safetensors    the weights in f32, f16 or bf16 (for q8_0 / q4_0: f16,
+    model.safetensors    the weights in f32, f16 or bf16 (for q8_0 / q4_1: f16,
                          mlstack quantizes at load with --quant)
     model.gguf           the same weights for llama.cpp, in F32, F16, BF16, Q8_0
-                         or Q4_0 (1-D norm weights stay F32, as llama.cpp's
+                         or Q4_1 (1-D norm weights stay F32, as llama.cpp's
                          converters keep them), with a dummy tokenizer
 
 The values are the same for every dtype: each tensor comes from its own seeded
@@ -59,18 +59,18 @@ SHAPES = {
                       name="TinyLlama-1.1B (random weights)"),
 }
 
-DTYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")
+DTYPES = ("f32", "f16", "bf16", "q8_0", "q4_1")
 
-GGUF_TYPE = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0}
+GGUF_TYPE = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_1": QT.Q4_1}
 GGUF_FTYPE = {
     "f32": gguf.LlamaFileType.ALL_F32,
     "f16": gguf.LlamaFileType.MOSTLY_F16,
     "bf16": gguf.LlamaFileType.MOSTLY_BF16,
     "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-    "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
+    "q4_1": gguf.LlamaFileType.MOSTLY_Q4_1,
 }
 # safetensors dtype per requested dtype (quantized types are quantized by mlstack at load)
-ST_DTYPE = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "F16", "q4_0": "F16"}
+ST_DTYPE = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "F16", "q4_1": "F16"}
 ST_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
 
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *USAGE =
     "usage: mlstack COMMAND [options]\n"
@@ -15,7 +16,11 @@ static const char *USAGE =
     "  eval  -m DIR --ids 1,2,3 [--all]      print logits, one row per position (%.6g, space-separated);\n"
     "                                        only the last position without --all\n"
     "  info  -m DIR                          architecture, sizes, dtypes and memory plan\n"
-    "  quantize -m DIR --quant q8_0|q4_0 -o OUT   write a folder whose weights load already quantized\n"
+    "  chat  -m DIR [--system TEXT] [-p TEXT]  a conversation through the model's chat template, one\n"
+    "                                        user turn per stdin line; earlier turns' KV is reused\n"
+    "  template -m DIR --messages F.json [--add-generation-prompt]\n"
+    "                                        the chat template rendered over F.json, raw\n"
+    "  quantize -m DIR --quant q8_0|q4_1 -o OUT   write a folder whose weights load already quantized\n"
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)\n"
     "                                        ids (and pieces) as Hugging Face tokenizers gives them;\n"
     "                                        needs only tokenizer.json (+ tokenizer_config.json)\n"
@@ -40,7 +45,7 @@ static const char *USAGE =
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
-    "      --quant TYPE         quantize weights at load: q8_0 or q4_0 (default: as stored)\n"
+    "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
@@ -50,8 +55,8 @@ static const char *USAGE =
 
 typedef struct opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
-    const char *out;
-    int ids_only, no_special;
+    const char *out, *messages, *system;
+    int ids_only, no_special, add_gen;
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
@@ -114,15 +119,18 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
         else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
         else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
+        else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
+        else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
+        else if (FLAG("--add-generation-prompt", "--add-generation-prompt")) o->add_gen = 1;
         else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
         else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
         else if (a[0] != '-' && !o->prompt) o->prompt = a;
         else if (FLAG("--quant", "--quant")) {
             NEED_V();
             if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
-            else if (strcmp(v, "q4_0") == 0 || strcmp(v, "Q4_0") == 0) o->quant = MLSTACK_DTYPE_Q4_0;
+            else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0) o->quant = MLSTACK_DTYPE_Q4_1;
             else if (strcmp(v, "none") == 0) o->quant = MLSTACK_DTYPE_F32;
-            else return die("--quant %s: expected q8_0, q4_0 or none", v);
+            else return die("--quant %s: expected q8_0, q4_1 or none", v);
         }
         else return die("unknown option %s (see mlstack --help)", a);
 #undef FLAG
@@ -188,16 +196,29 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
 /* Streams generated tokens: text through the tokenizer's streaming decoder, ids otherwise. */
 typedef struct stream {
     mlstack_detok *detok;
+    mlstack__buf *reply; /* chat: the decoded reply is kept here too */
+    int echo;
+    int32_t *gen;        /* chat: generated ids */
+    int n_gen, cap_gen;
 } stream;
 
 static int on_token(void *user, int32_t tok) {
     stream *st = (stream *)user;
     const char *text;
     size_t len;
+    if (st->reply) {
+        if (st->n_gen == st->cap_gen) {
+            int32_t *p = (int32_t *)realloc(st->gen, sizeof(int32_t) * (size_t)(st->cap_gen = st->cap_gen * 2 + 64));
+            if (!p) return 1;
+            st->gen = p;
+        }
+        st->gen[st->n_gen++] = tok;
+    }
     if (!st->detok) {
         printf(" %d", (int)tok);
     } else if (mlstack_detok_push(st->detok, tok, &text, &len) == MLSTACK_OK && len) {
         fwrite(text, 1, len, stdout);
+        if (st->reply) mlstack__buf_put(st->reply, text, len);
     }
     fflush(stdout);
     return 0;
@@ -314,6 +335,171 @@ static int cmd_run(const opts *o) {
     return rc;
 }
 
+/* template: renders the folder's chat template over --messages F.json, raw to stdout. */
+static int cmd_template(const opts *o) {
+    mlstack_chat_template *tpl;
+    mlstack_template_options to;
+    mlstack_error err;
+    char *msgs = NULL, *out = NULL;
+    size_t n = 0, out_len = 0;
+    int rc = 0;
+    if (!o->model) return die("%s", "template needs -m DIR");
+    if (!o->messages) return die("%s", "template needs --messages FILE.json (a list of {\"role\", \"content\"})");
+    if (mlstack__read_file(o->messages, (size_t)64 << 20, &msgs, &n, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    if (mlstack_chat_template_open(o->model, &tpl, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message[0] ? err.message : "the folder has no chat template");
+        free(msgs);
+        return 1;
+    }
+    memset(&to, 0, sizeof to);
+    to.add_generation_prompt = o->add_gen;
+    if (mlstack_chat_template_apply(tpl, NULL, msgs, n, &to, &out, &out_len, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    } else {
+        fwrite(out, 1, out_len, stdout);
+    }
+    mlstack_template_free_output(out);
+    mlstack_chat_template_close(tpl);
+    free(msgs);
+    return rc;
+}
+
+/* chat: a conversation on stdin, one user turn per line. Each turn renders the whole
+   conversation with the chat template, encodes it, keeps the KV of the longest common prefix
+   with what the sequence already holds and computes only the rest. */
+static int cmd_chat(const opts *o) {
+    mlstack_model *m;
+    mlstack_engine *e;
+    mlstack_tokenizer *tok;
+    const mlstack_chat_template *tpl;
+    mlstack__buf conv;  /* the messages JSON, without its closing bracket */
+    int32_t *held = NULL, seq;
+    size_t n_held = 0, cap_held = 0;
+    char line[65536];
+    int rc, turn = 0;
+    if ((rc = open_model(o, &m, &e, NULL)) != 0) return rc;
+    tok = mlstack_model_tokenizer(m);
+    tpl = mlstack_model_chat_template(m);
+    if (!tok || !tpl) {
+        fprintf(stderr, "mlstack: %s has no %s\n", o->model, !tok ? "tokenizer.json" : "chat template");
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return 1;
+    }
+    memset(&conv, 0, sizeof conv);
+    mlstack__buf_puts(&conv, "[");
+    if (o->system) {
+        mlstack__buf_puts(&conv, "{\"role\":\"system\",\"content\":");
+        mlstack__json_quote(&conv, o->system, strlen(o->system));
+        mlstack__buf_puts(&conv, "}");
+    }
+    mlstack_engine_seq_new(e, &seq);
+    for (;;) {
+        mlstack_template_options to;
+        mlstack_error err;
+        mlstack_generate_desc g;
+        stream st;
+        mlstack__buf reply;
+        char *text = NULL;
+        size_t text_len = 0, n = 0, common = 0, len;
+        int32_t *ids = NULL;
+        if (o->prompt && turn == 0) {
+            snprintf(line, sizeof line, "%s", o->prompt);
+        } else if (o->prompt) {
+            break;
+        } else {
+            if (isatty(0)) fprintf(stderr, "> ");
+            if (!fgets(line, sizeof line, stdin)) break;
+        }
+        len = strcspn(line, "\r\n");
+        line[len] = 0;
+        if (!len) continue;
+        if (conv.n > 1) mlstack__buf_puts(&conv, ",");
+        mlstack__buf_puts(&conv, "{\"role\":\"user\",\"content\":");
+        mlstack__json_quote(&conv, line, len);
+        mlstack__buf_puts(&conv, "}");
+        mlstack__buf_puts(&conv, "]");
+        memset(&to, 0, sizeof to);
+        to.add_generation_prompt = 1;
+        rc = mlstack_chat_template_apply(tpl, NULL, conv.p, conv.n, &to, &text, &text_len, &err) != MLSTACK_OK;
+        conv.n--; /* drop the closing bracket again */
+        if (rc) {
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            break;
+        }
+        /* templates carry their own special tokens: encode as apply_chat_template(tokenize=True) */
+        mlstack_tokenizer_encode(tok, text, text_len, 0, NULL, 0, &n);
+        ids = (int32_t *)malloc(sizeof(int32_t) * (n + 1));
+        if (!ids || mlstack_tokenizer_encode(tok, text, text_len, 0, ids, n + 1, &n) != MLSTACK_OK || !n) {
+            fprintf(stderr, "mlstack: %s\n", ids ? mlstack_tokenizer_error(tok) : "out of memory");
+            mlstack_template_free_output(text);
+            free(ids);
+            rc = 1;
+            break;
+        }
+        mlstack_template_free_output(text);
+        while (common < n_held && common < n - 1 && held[common] == ids[common]) common++;
+        /* rewind to the common prefix: the next eval starts there */
+        memset(&g, 0, sizeof g);
+        g.seq = seq;
+        g.prompt = ids + common;
+        g.n_prompt = (int)(n - common);
+        g.max_tokens = o->n_predict;
+        g.sampler = &o->sd;
+        g.on_token = on_token;
+        g.user = &st;
+        memset(&st, 0, sizeof st);
+        mlstack_detok_init(tok, MLSTACK_DECODE_SKIP_SPECIAL, &st.detok);
+        memset(&reply, 0, sizeof reply);
+        st.reply = &reply;
+        st.echo = 1;
+        if (mlstack_engine_seq_rewind(e, seq, (int32_t)common) != MLSTACK_OK || mlstack_generate(e, &g) != MLSTACK_OK) {
+            fprintf(stderr, "\nmlstack: %s\n", mlstack_engine_error(e));
+            rc = 1;
+        }
+        {
+            const char *tail;
+            size_t tl;
+            if (mlstack_detok_flush(st.detok, &tail, &tl) == MLSTACK_OK && tl) {
+                fwrite(tail, 1, tl, stdout);
+                mlstack__buf_put(&reply, tail, tl);
+            }
+        }
+        mlstack_detok_free(st.detok);
+        printf("\n");
+        fprintf(stderr, "[%d prompt tokens, %d reused from the cache, %d generated, %.1f tokens/s]\n", (int)n, (int)common,
+                g.n_generated, g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
+        /* what the sequence now holds: the prompt and every generated token but the last */
+        if (n_held + n + (size_t)g.n_generated > cap_held) {
+            cap_held = (n + (size_t)g.n_generated) * 2 + 64;
+            held = (int32_t *)realloc(held, sizeof(int32_t) * cap_held);
+        }
+        memcpy(held, ids, sizeof(int32_t) * n);
+        n_held = n;
+        if (st.n_gen > 1) {
+            memcpy(held + n_held, st.gen, sizeof(int32_t) * (size_t)(st.n_gen - 1));
+            n_held += (size_t)(st.n_gen - 1);
+        }
+        free(st.gen);
+        free(ids);
+        mlstack__buf_puts(&conv, ",{\"role\":\"assistant\",\"content\":");
+        mlstack__json_quote(&conv, reply.p ? reply.p : "", reply.n);
+        mlstack__buf_puts(&conv, "}");
+        free(reply.p);
+        turn++;
+        if (rc) break;
+    }
+    free(conv.p);
+    free(held);
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+    return rc;
+}
+
 /* quantize: open with --quant, write the folder with mlstack_model_save. */
 static int cmd_quantize(const opts *o) {
     mlstack_model *m;
@@ -321,7 +507,7 @@ static int cmd_quantize(const opts *o) {
     int rc;
     double t0 = mlstack__now();
     if (!o->out) return die("%s", "quantize needs -o OUT_DIR");
-    if (!o->quant) return die("%s", "quantize needs --quant q8_0 or q4_0");
+    if (!o->quant) return die("%s", "quantize needs --quant q8_0 or q4_1");
     if ((rc = open_model(o, &m, NULL, NULL)) != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack__now() - t0, o->out);
     if (mlstack_model_save(m, o->out, &err) != MLSTACK_OK) {
@@ -492,7 +678,7 @@ static const char *BENCH_USAGE =
     "  -n, --n-gen LIST       generation lengths (default 64; 0 skips tg)\n"
     "  -t, --threads LIST     thread counts (default 1)\n"
     "  -r, --repetitions N    timed runs per test (default 5)\n"
-    "      --quant LIST       none, q8_0, q4_0 (default none)\n"
+    "      --quant LIST       none, q8_0, q4_1 (default none)\n"
     "      --isa LIST         kernel caps: scalar, avx2, avx512 (default: the best)\n"
     "      --json             one JSON object per line and configuration instead of the table\n"
     "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
@@ -568,8 +754,8 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
                 int q;
                 if (len == 4 && strncmp(s, "none", 4) == 0) q = 0;
                 else if (len == 4 && strncmp(s, "q8_0", 4) == 0) q = MLSTACK_DTYPE_Q8_0;
-                else if (len == 4 && strncmp(s, "q4_0", 4) == 0) q = MLSTACK_DTYPE_Q4_0;
-                else return die("--quant %s: expected a list of none, q8_0, q4_0", v);
+                else if (len == 4 && strncmp(s, "q4_1", 4) == 0) q = MLSTACK_DTYPE_Q4_1;
+                else return die("--quant %s: expected a list of none, q8_0, q4_1", v);
                 if (b->n_quant == BENCH_MAX) return die("%s", "--quant: too many types");
                 b->quant[b->n_quant++] = q;
                 s += len + (s[len] == ',');
@@ -859,6 +1045,8 @@ int main(int argc, char **argv) {
     if (strcmp(o.cmd, "run") == 0) return cmd_run(&o);
     if (strcmp(o.cmd, "tokenize") == 0) return cmd_tokenize(&o);
     if (strcmp(o.cmd, "quantize") == 0) return cmd_quantize(&o);
+    if (strcmp(o.cmd, "template") == 0) return cmd_template(&o);
+    if (strcmp(o.cmd, "chat") == 0) return cmd_chat(&o);
     if (strcmp(o.cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(o.cmd, "info") == 0) return cmd_info(&o);
     return die("unknown command '%s' (see mlstack --help)", o.cmd);
