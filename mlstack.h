@@ -13333,7 +13333,7 @@ typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
     const mlstack__weight *w;
     const float *x;
-    const mlstack__q8x *xq;
+    mlstack__q8x *xq;
     float *y;
     int B, rows_per_task;
     float *scratch; /* n_threads * n_in floats */
@@ -13345,6 +13345,15 @@ static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     (void)n_tasks;
     if (o1 > j->w->n_out) o1 = j->w->n_out;
     j->k->matmul(j->w, j->x, j->xq, j->y, j->B, o0, o1, j->scratch + (size_t)thread * (size_t)j->w->n_in);
+}
+
+static void mlstack__quantize_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
+    size_t nb = (size_t)(j->w->n_in / MLSTACK__QK);
+    (void)n_tasks;
+    (void)thread;
+    mlstack__quantize_rows(j->x + (size_t)task * (size_t)j->w->n_in, j->xq + (size_t)task * nb, 1,
+                           j->w->n_in);
 }
 
 /* x (B, n_in) @ W^T -> y (B, n_out), + bias. Work split by output rows, in tasks of a fixed
@@ -13362,7 +13371,10 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
     j.B = B;
     j.scratch = scratch;
     j.rows_per_task = 16;
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__quantize_rows(x, xq, B, w->n_in);
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) {
+        if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
+        else mlstack__quantize_rows(x, xq, 1, w->n_in);
+    }
     mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
     MLSTACK__PROF_END(pool, MATMUL, -1, w, B);
 }
@@ -13580,77 +13592,115 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
-#define MLSTACK__MM_AVX512(NAME, LOAD)                                                                             \
+/* Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
+   its element in the same order whatever tile it sits in, so tiling never changes results. */
+#define MLSTACK__TILE_AVX512(NAME, LOAD, RO, RB)                                                              \
+    static MLSTACK__T_AVX512 void NAME(const unsigned char *row, size_t rb, const float *x, int n, float *y,   \
+                                       size_t ldy, const float *bias) {                                       \
+        __m512 acc[RO][RB], xv[RB];                                                                           \
+        int r, j, i, n16 = n & ~15;                                                                           \
+        __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);                                                   \
+        for (r = 0; r < RO; r++)                                                                              \
+            for (j = 0; j < RB; j++) acc[r][j] = _mm512_setzero_ps();                                         \
+        for (i = 0; i < n16; i += 16) {                                                                       \
+            for (j = 0; j < RB; j++) xv[j] = _mm512_loadu_ps(x + (size_t)j * n + i);                          \
+            for (r = 0; r < RO; r++) {                                                                        \
+                __m512 wv = LOAD(row + (size_t)r * rb, i, (__mmask16)0xFFFF);                                 \
+                for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);                   \
+            }                                                                                                 \
+        }                                                                                                     \
+        if (tail) {                                                                                           \
+            for (j = 0; j < RB; j++) xv[j] = _mm512_maskz_loadu_ps(tail, x + (size_t)j * n + n16);            \
+            for (r = 0; r < RO; r++) {                                                                        \
+                __m512 wv = LOAD(row + (size_t)r * rb, n16, tail);                                            \
+                for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);                   \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (r = 0; r < RO; r++)                                                                              \
+            for (j = 0; j < RB; j++) y[(size_t)j * ldy + r] = mlstack__hsum512(acc[r][j]) + (bias ? bias[r] : 0.0f); \
+    }
+/* Float-weight matmul from 4x4 tiles (edges: 4x1, 1x4, 1x1). */
+#define MLSTACK__MM_AVX512(NAME, LOAD)                                                                        \
+    MLSTACK__TILE_AVX512(NAME##_44, LOAD, 4, 4)                                                               \
+    MLSTACK__TILE_AVX512(NAME##_41, LOAD, 4, 1)                                                               \
+    MLSTACK__TILE_AVX512(NAME##_14, LOAD, 1, 4)                                                               \
+    MLSTACK__TILE_AVX512(NAME##_11, LOAD, 1, 1)                                                               \
     static MLSTACK__T_AVX512 void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) { \
-        int n = w->n_in, n16 = n & ~15, o, b, i, j;                                                                 \
-        __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);                                                         \
-        for (o = o0; o < o1; o++) {                                                                                 \
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;                   \
-            for (b = 0; b < B;) {                                                                                   \
-                int nr = B - b >= 4 ? 4 : 1;                                                                        \
-                __m512 acc[4];                                                                                      \
-                for (j = 0; j < nr; j++) acc[j] = _mm512_setzero_ps();                                              \
-                for (i = 0; i < n16; i += 16) {                                                                     \
-                    __m512 wv = LOAD(row, i, (__mmask16)0xFFFF);                                                    \
-                    for (j = 0; j < nr; j++)                                                                        \
-                        acc[j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)(b + j) * n + i), acc[j]);         \
-                }                                                                                                   \
-                if (tail) {                                                                                         \
-                    __m512 wv = LOAD(row, n16, tail);                                                               \
-                    for (j = 0; j < nr; j++)                                                                        \
-                        acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, x + (size_t)(b + j) * n + n16), acc[j]); \
-                }                                                                                                   \
-                for (j = 0; j < nr; j++) {                                                                          \
-                    float v = mlstack__hsum512(acc[j]);                                                         \
-                    if (w->bias) v += w->bias[o];                                                                   \
-                    y[(size_t)(b + j) * w->n_out + o] = v;                                                          \
-                }                                                                                                   \
-                b += nr;                                                                                            \
-            }                                                                                                       \
-        }                                                                                                           \
+        int n = w->n_in, o, b;                                                                                \
+        size_t rb = w->row_bytes, ldy = (size_t)w->n_out;                                                     \
+        for (o = o0; o < o1;) {                                                                               \
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * rb;                       \
+            const float *bias = w->bias ? w->bias + o : NULL;                                                 \
+            if (o1 - o >= 4) {                                                                                \
+                for (b = 0; b + 4 <= B; b += 4) NAME##_44(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias); \
+                for (; b < B; b++) NAME##_41(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias);     \
+                o += 4;                                                                                       \
+            } else {                                                                                          \
+                for (b = 0; b + 4 <= B; b += 4) NAME##_14(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias); \
+                for (; b < B; b++) NAME##_11(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias);     \
+                o += 1;                                                                                       \
+            }                                                                                                 \
+        }                                                                                                     \
     }
 MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
 MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
 MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 
 /* int8 block dots with VNNI (4 bytes per int32 lane): Q8_0 as |w| times sign-adjusted x,
-   Q4_1's unsigned nibbles directly. */
+   Q4_1's unsigned nibbles directly. Each weight block is loaded (and unpacked) once for RB
+   activation rows; per row, blocks are scaled into 8 f32 lanes in block order and the Q4_1
+   offsets summed in a scalar, the same in every tile shape. */
+#define MLSTACK__QTILE_VNNI(NAME, RB)                                                                          \
+    static MLSTACK__T_VNNI void NAME(const mlstack__weight *w, const unsigned char *row, const mlstack__q8x *xq, \
+                                     int nb, float *y, size_t ldy, float bias) {                              \
+        __m256 acc[RB];                                                                                       \
+        float off[RB];                                                                                        \
+        int j, k;                                                                                             \
+        for (j = 0; j < RB; j++) acc[j] = _mm256_setzero_ps(), off[j] = 0;                                     \
+        for (k = 0; k < nb; k++) {                                                                            \
+            if (w->wtype == MLSTACK__W_Q8_0) {                                                                \
+                const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;                      \
+                __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q), aw = _mm256_abs_epi8(qw); \
+                float d = _cvtsh_ss(blk->d);                                                                  \
+                for (j = 0; j < RB; j++) {                                                                    \
+                    const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
+                    __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
+                    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(qx, qw));    \
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(s), acc[j]);       \
+                }                                                                                             \
+            } else {                                                                                          \
+                const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;                      \
+                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);                         \
+                __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15)); \
+                float d = _cvtsh_ss(blk->d), m = _cvtsh_ss(blk->m);                                           \
+                for (j = 0; j < RB; j++) {                                                                    \
+                    const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
+                    __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
+                    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qw, qx);                          \
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(s), acc[j]);       \
+                    off[j] += m * xb->s;                                                                      \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (j = 0; j < RB; j++) {                                                                            \
+            __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));         \
+            lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));                                                       \
+            lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));                                                         \
+            y[(size_t)j * ldy] = _mm_cvtss_f32(lo) + off[j] + bias;                                           \
+        }                                                                                                     \
+    }
+MLSTACK__QTILE_VNNI(mlstack__qtile_vnni_4, 4)
+MLSTACK__QTILE_VNNI(mlstack__qtile_vnni_1, 1)
+
 static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
                                                int o1) {
-    int nb = w->n_in / MLSTACK__QK, o, b, k;
+    int nb = w->n_in / MLSTACK__QK, o, b;
+    size_t ldy = (size_t)w->n_out;
     for (o = o0; o < o1; o++) {
         const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
-        for (b = 0; b < B; b++) {
-            const mlstack__q8x *xb = xq + (size_t)b * nb;
-            __m256 acc = _mm256_setzero_ps();
-            float v, off = 0;
-            for (k = 0; k < nb; k++) {
-                __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
-                float d;
-                if (w->wtype == MLSTACK__W_Q8_0) {
-                    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
-                    __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q);
-                    s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw), _mm256_sign_epi8(qx, qw));
-                    d = _cvtsh_ss(blk->d);
-                } else {
-                    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
-                    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);
-                    __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
-                    s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qw, qx);
-                    d = _cvtsh_ss(blk->d);
-                    off += _cvtsh_ss(blk->m) * xb[k].s;
-                }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d), _mm256_cvtepi32_ps(s), acc);
-            }
-            {
-                __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-                lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-                lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-                v = _mm_cvtss_f32(lo) + off;
-            }
-            if (w->bias) v += w->bias[o];
-            y[(size_t)b * w->n_out + o] = v;
-        }
+        float bias = w->bias ? w->bias[o] : 0.0f;
+        for (b = 0; b + 4 <= B; b += 4) mlstack__qtile_vnni_4(w, row, xq + (size_t)b * nb, nb, y + b * ldy + o, ldy, bias);
+        for (; b < B; b++) mlstack__qtile_vnni_1(w, row, xq + (size_t)b * nb, nb, y + b * ldy + o, ldy, bias);
     }
 }
 

@@ -1,6 +1,7 @@
 /* mlstack command-line tool: run, eval, info, bench. One static binary over mlstack.h. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
+#include "quality.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ static const char *USAGE =
     "                                        user turn per stdin line; earlier turns' KV is reused\n"
     "  template -m DIR --messages F.json [--add-generation-prompt]\n"
     "                                        the chat template rendered over F.json, raw\n"
+    "  kl    -m DIR -f TEXT [--quant TYPE] [--tokens N]   quantized vs stored weights over a text:\n"
+    "                                        mean KL divergence, top-1 agreement, perplexities\n"
     "  quantize -m DIR --quant q8_0|q4_1 -o OUT   write a folder whose weights load already quantized\n"
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)\n"
     "                                        ids (and pieces) as Hugging Face tokenizers gives them;\n"
@@ -56,7 +59,7 @@ static const char *USAGE =
 typedef struct opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
     const char *out, *messages, *system;
-    int ids_only, no_special, add_gen;
+    int ids_only, no_special, add_gen, n_tokens;
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
@@ -121,6 +124,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
         else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
         else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
+        else if (FLAG("--tokens", "--tokens")) { NUM(2, 1e7); o->n_tokens = (int)x; }
         else if (FLAG("--add-generation-prompt", "--add-generation-prompt")) o->add_gen = 1;
         else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
         else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
@@ -497,6 +501,86 @@ static int cmd_chat(const opts *o) {
     free(held);
     mlstack_engine_free(e);
     mlstack_model_close(m);
+    return rc;
+}
+
+/* kl: quantized vs as-stored weights over a text (-f FILE): mean KL divergence of next-token
+   distributions, top-1 agreement and perplexities, per --quant type. */
+static int cmd_kl(const opts *o) {
+    static const struct {
+        const char *name;
+        mlstack_dtype type;
+    } types[] = {{"q8_0", MLSTACK_DTYPE_Q8_0}, {"q4_1", MLSTACK_DTYPE_Q4_1}};
+    mlstack_model *ref, *qm;
+    mlstack_engine *re = NULL, *qe = NULL;
+    mlstack_engine_desc ed;
+    mlstack_model_desc md;
+    mlstack_model_info info;
+    mlstack_error err;
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    int32_t *ids = NULL;
+    int rc = 0, t;
+    opts plain = *o;
+    if (!o->file) return die("%s", "kl needs -f TEXT_FILE");
+    if (mlstack__read_file(o->file, (size_t)64 << 20, &text, &len, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    plain.quant = MLSTACK_DTYPE_F32;
+    if ((rc = open_model(&plain, &ref, NULL, NULL)) != 0) {
+        free(text);
+        return rc;
+    }
+    mlstack_model_get_info(ref, &info);
+    if (!mlstack_model_tokenizer(ref)) {
+        fprintf(stderr, "mlstack: %s has no tokenizer\n", o->model);
+        rc = 1;
+    } else {
+        mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, NULL, 0, &n);
+        ids = (int32_t *)malloc(sizeof(int32_t) * (n + 1));
+        if (!ids || mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, ids, n + 1, &n) != MLSTACK_OK) rc = 1;
+    }
+    if (o->n_tokens > 0 && n > (size_t)o->n_tokens) n = (size_t)o->n_tokens;
+    if (!rc && (int)n > info.max_position_embeddings) n = (size_t)info.max_position_embeddings;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = o->threads;
+    ed.max_seqs = 1;
+    ed.isa = o->isa;
+    ed.kv_type = MLSTACK_KV_F32; /* only the weights differ between the two runs */
+    ed.kv_mem = (uint64_t)(n + 64) * (uint64_t)info.n_layers * 2 * (uint64_t)info.n_kv_heads * (uint64_t)info.head_dim * 4;
+    if (!rc && mlstack_engine_init(ref, &ed, &re, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    }
+    if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, mlstack_dtype_name(info.weight_dtype));
+    if (!rc) printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) |\n|---|---|---|---|---|---|---|\n");
+    for (t = 0; !rc && t < 2; t++) {
+        quality q;
+        if (o->quant && o->quant != types[t].type) continue;
+        memset(&md, 0, sizeof md);
+        md.path = o->model;
+        md.quant = types[t].type;
+        if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            rc = 1;
+            break;
+        }
+        if (quality_compare(re, &qe, 1, info.n_vocab, ids, (int)n, 256, &q) != 0) {
+            fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
+            rc = 1;
+        } else {
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", types[t].name, q.n, q.mean_kl, q.max_kl,
+                   100 * q.top1, q.ppl_ref, q.ppl_q);
+        }
+        fflush(stdout);
+        mlstack_engine_free(qe);
+        mlstack_model_close(qm);
+    }
+    if (re && !rc) mlstack_engine_free(re);
+    mlstack_model_close(ref);
+    free(ids);
+    free(text);
     return rc;
 }
 
@@ -1047,6 +1131,7 @@ int main(int argc, char **argv) {
     if (strcmp(o.cmd, "quantize") == 0) return cmd_quantize(&o);
     if (strcmp(o.cmd, "template") == 0) return cmd_template(&o);
     if (strcmp(o.cmd, "chat") == 0) return cmd_chat(&o);
+    if (strcmp(o.cmd, "kl") == 0) return cmd_kl(&o);
     if (strcmp(o.cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(o.cmd, "info") == 0) return cmd_info(&o);
     return die("unknown command '%s' (see mlstack --help)", o.cmd);
