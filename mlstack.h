@@ -16604,6 +16604,19 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     r->n_computed = 0;
 }
 
+/* Once a prefill completes, its full pages go into the tree right away, so requests arriving
+   while this one still runs share them; the running request pins the longer path instead. */
+static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
+    mlstack__kv *kv = &e->kv;
+    mlstack__rnode *node;
+    int full = r->n_computed / kv->page_tokens;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    mlstack__radix_lock(kv, node, +1);
+    if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
+    r->pin = node;
+}
+
 static void mlstack__list_remove(mlstack__req **list, int *n, mlstack__req *r) {
     int i;
     for (i = 0; i < *n; i++) {
@@ -16978,6 +16991,7 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
             if (!r->n_rows) continue;
             S->computed += (uint64_t)r->prefill_rows;
             r->n_computed += r->n_rows;
+            if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
             if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
             r->n_rows = 0;
         }
