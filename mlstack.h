@@ -41,7 +41,8 @@
     17. FORWARD           one forward pass over a ragged batch of rows                >>forward
     18. SAMPLING          logit processors and samplers                               >>sampling
     19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    20. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    20. SCHEDULER                                                                     >>scheduler
+    21. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -420,7 +421,9 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
      isa               NULL: the best kernels this CPU runs, capped by the environment variable
                        MLSTACK_ISA if set; "scalar", "avx2", "avx512" or "neon": at most that
                        path (see ISA MATRIX)
-     profile           NULL: not profiling; else mlstack_engine_profile_start(engine, profile) at init */
+     profile           NULL: not profiling; else mlstack_engine_profile_start(engine, profile) at init
+     step_tokens       0: max_batch_tokens; the token budget of one mlstack_engine_step (decode
+                       rows plus prefill chunks): long prompts are prefilled this many rows at a time */
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -432,6 +435,7 @@ typedef struct mlstack_engine_desc {
     int max_batch_tokens;
     const char *isa;
     const struct mlstack_profile_schedule *profile;
+    int step_tokens;
 } mlstack_engine_desc;
 
 /* One row of a batch: token `token` of sequence `seq` at position `pos`. Positions of a
@@ -516,6 +520,150 @@ typedef struct mlstack_generate_desc {
 /* Feeds the prompt, then samples until max_tokens, an EOS id, the callback asks to stop,
    or the sequence reaches max_position_embeddings. */
 MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *engine, mlstack_generate_desc *desc);
+
+/* ---- Serving many requests (sections KVCACHE and SCHEDULER) ----
+   Requests are queued with mlstack_engine_submit and advanced by mlstack_engine_step, which
+   forms one batch from the next token of every running request plus prefill chunks of waiting
+   ones (up to step_tokens rows), runs one forward over it, samples each request with its own
+   sampler, streams the new text, and retires finished requests. A radix tree keyed by token ids
+   keeps the KV pages of finished (and preempted) requests; a new request attaches the pages of
+   its longest cached prefix (whole pages) and computes only the rest. Cached pages are evicted
+   least recently used when the pool runs short; pages attached by running requests are pinned.
+   When pages run out, the cache is evicted first, then the most recently admitted running
+   request is preempted (its pages are cached and freed, and it is recomputed later, mostly from
+   the cache). A request whose worst case fits the KV budget alone always completes.
+   Determinism: a request's logits and tokens are bit-identical whatever else runs with it, the
+   step budget, the thread count, and whether its prefix came from the cache.
+   Sequences from mlstack_engine_seq_new share the engine's sequence slots and page pool with
+   requests; the two APIs may be used together (from the one driving thread). */
+
+typedef enum mlstack_request_state {
+    MLSTACK_REQUEST_QUEUED = 0,   /* waiting for admission (or preempted, waiting again) */
+    MLSTACK_REQUEST_RUNNING = 1,  /* holds a sequence: prefilling or generating */
+    MLSTACK_REQUEST_DONE = 2      /* finished; see finish and result */
+} mlstack_request_state;
+
+typedef enum mlstack_finish_reason {
+    MLSTACK_FINISH_NONE = 0,      /* not finished */
+    MLSTACK_FINISH_EOS = 1,       /* an EOS id of the model or one of stop_ids */
+    MLSTACK_FINISH_STOP = 2,      /* a stop string appeared in the decoded text */
+    MLSTACK_FINISH_LENGTH = 3,    /* max_tokens generated */
+    MLSTACK_FINISH_CONTEXT = 4,   /* the sequence reached max_position_embeddings */
+    MLSTACK_FINISH_CALLBACK = 5,  /* on_token returned non-zero */
+    MLSTACK_FINISH_CANCELLED = 6, /* mlstack_engine_cancel */
+    MLSTACK_FINISH_ERROR = 7      /* see result and message */
+} mlstack_finish_reason;
+
+/* Streaming callback, called by the thread inside mlstack_engine_step for every generated token.
+   text/len: decoded text that became final with this token (UTF-8, possibly empty: characters
+   split over byte tokens, and text that might be the start of a stop string, are held back
+   until settled; a matched stop string and what follows it are never emitted; the final call of
+   a request may release held-back text). Special tokens have no text. NULL text when the model
+   has no tokenizer. Return non-zero to finish the request (MLSTACK_FINISH_CALLBACK). */
+typedef int (*mlstack_stream_fn)(void *user, uint64_t request, int32_t token, const char *text, size_t len);
+/* Optional: sees each logits row (n_vocab floats) before the request samples from it. */
+typedef void (*mlstack_logits_fn)(void *user, uint64_t request, const float *logits, int n_vocab);
+
+/* Request descriptor. Zero means default:
+     prompt, n_prompt   (required) token ids, copied at submit
+     sampler            zero: greedy; each request samples with its own seeded sampler
+     max_tokens         0: until a stop condition or the context (max_position_embeddings) ends
+     ignore_eos         0: the model's EOS ids finish the request; non-zero: they do not
+     stop_ids           extra ids that finish the request (the id is generated and reported)
+     stop_strings       NUL-terminated strings matched on the decoded text across token
+                        boundaries; the match and anything after it are not emitted.
+                        Needs a model with a tokenizer. Copied at submit.
+     on_token, on_logits, user   callbacks (see above), NULL: none */
+typedef struct mlstack_request_desc {
+    const int32_t *prompt;
+    int n_prompt;
+    mlstack_sampler_desc sampler;
+    int max_tokens;
+    int ignore_eos;
+    const int32_t *stop_ids;
+    int n_stop_ids;
+    const char *const *stop_strings;
+    int n_stop_strings;
+    mlstack_stream_fn on_token;
+    mlstack_logits_fn on_logits;
+    void *user;
+} mlstack_request_desc;
+
+/* What mlstack_engine_poll reports. Times are seconds since submit (0 while unknown). */
+typedef struct mlstack_request_status {
+    mlstack_request_state state;
+    mlstack_finish_reason finish;
+    mlstack_result result;      /* MLSTACK_OK unless finish is ERROR (or CANCELLED: ERR_CANCELLED) */
+    char message[160];          /* detail for a failure, "" otherwise */
+    int n_prompt;
+    int n_generated;
+    int n_cached;               /* prompt tokens whose KV came from the cache (last admission) */
+    int n_preempted;            /* times the request was preempted and recomputed */
+    double t_first_token, t_done;
+} mlstack_request_status;
+
+/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
+typedef struct mlstack_cache_stats {
+    int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
+    int page_tokens;
+    uint64_t page_bytes;
+    int pages_used;             /* referenced by a sequence or the tree */
+    int pages_free;
+    int pages_cached;           /* owned by the radix tree */
+    int pages_pinned;           /* cached pages attached by running requests */
+    int tree_nodes;
+    uint64_t pages_evicted;     /* ever dropped from the tree */
+    uint64_t hit_tokens;        /* prompt tokens taken from the cache, ever */
+    uint64_t computed_tokens;   /* prompt (and recomputed) tokens run through the model, ever */
+    uint64_t generated_tokens;  /* tokens sampled, ever */
+    uint64_t steps, preemptions, rejected;
+    int n_queued, n_running;
+} mlstack_cache_stats;
+
+/* Queues a request.
+   Parameters: engine; desc (copied: prompt, stop ids and stop strings may be freed on return);
+     id (receives the request's id, unique in this engine, never 0); err (optional detail).
+   Returns MLSTACK_OK; MLSTACK_ERR_INVALID_ARG (empty prompt, token outside the vocabulary, bad
+     sampler settings, stop strings without a tokenizer); MLSTACK_ERR_LIMIT when the request
+     cannot fit alone: the prompt (plus max_tokens, when set) is longer than the context, or its
+     KV pages exceed the whole pool; MLSTACK_ERR_NO_MEMORY. Nothing is queued on failure.
+   Thread safety: any thread, also while another thread is inside mlstack_engine_step.
+   Remarks: with max_tokens 0 a request also finishes (FINISH_CONTEXT) when it alone would
+     fill the KV pool. */
+MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *engine, const mlstack_request_desc *desc, uint64_t *id,
+                                                 mlstack_error *err);
+/* Runs one scheduling step: admits, prefills, decodes, samples, streams, retires.
+   Parameters: engine; n_active (optional): receives the number of requests queued or running
+     after the step (0: nothing left to do).
+   Returns MLSTACK_OK (also when there was nothing to do), or a failure of the forward pass; a
+     failed request is finished with FINISH_ERROR, the others carry on.
+   Thread safety: one thread at a time (the driving thread); callbacks run on it. Callbacks may
+     call mlstack_engine_submit, _cancel and _poll, but not _step. */
+MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *engine, int *n_active);
+/* Asks for a request to finish (FINISH_CANCELLED) at the start of the next step; its pages
+   return to the pool (the prefix it computed stays in the cache).
+   Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND (unknown or released id), MLSTACK_ERR_STATE (already done).
+   Thread safety: any thread. */
+MLSTACK_API mlstack_result mlstack_engine_cancel(mlstack_engine *engine, uint64_t id);
+/* Reports a request's state; copies up to cap generated tokens into tokens (may be NULL).
+   Returns MLSTACK_OK or MLSTACK_ERR_NOT_FOUND. Thread safety: any thread. */
+MLSTACK_API mlstack_result mlstack_engine_poll(mlstack_engine *engine, uint64_t id, mlstack_request_status *status,
+                                               int32_t *tokens, int cap);
+/* Forgets a request: a finished one is freed now, an unfinished one is cancelled and freed when
+   it finishes. The id is invalid afterwards. Returns MLSTACK_OK or MLSTACK_ERR_NOT_FOUND.
+   Thread safety: any thread. Remarks: finished requests are kept until released. */
+MLSTACK_API mlstack_result mlstack_engine_release(mlstack_engine *engine, uint64_t id);
+/* Blocking convenience: submits, steps until this request is done (advancing any others too),
+   reports it (as poll) and releases it. Returns the submit failure, a step failure, or the
+   request's result. Thread safety: as mlstack_engine_step. */
+MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *engine, const mlstack_request_desc *desc,
+                                                   mlstack_request_status *status, int32_t *tokens, int cap,
+                                                   mlstack_error *err);
+/* Fills the accounting above. Thread safety: any thread (a consistent snapshot between steps). */
+MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *engine, mlstack_cache_stats *out);
+/* Drops every unpinned cached page (for cold-start measurements). Returns pages freed.
+   Thread safety: the driving thread, between steps. */
+MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *engine);
 
 /* ---- Profiler (section 17) ---- */
 
@@ -15131,14 +15279,44 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
    stack. Elements are F16 (default), BF16 or F32. Layout of one page:
        [layer][k or v][slot 0..P-1][kv head][Dh]
-   i.e. element (l, kv, s, h, d) at ((l * 2 + kv) * P + s) * Hkv * Dh + h * Dh + d. */
+   i.e. element (l, kv, s, h, d) at ((l * 2 + kv) * P + s) * Hkv * Dh + h * Dh + d.
+
+   Pages are shared. Each page has a reference count: one per sequence page table that lists it,
+   plus one when a radix-tree node owns it. A page returns to the free stack when its count
+   reaches zero. Sharing is page-aligned: only full pages enter the radix tree, and a sequence
+   that attaches cached pages only ever writes positions past them, into pages of its own. So
+   a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
+   tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
 
 typedef struct mlstack__kv_seq {
     int active;
+    int sched;       /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len;     /* positions held */
     int32_t *pages;  /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
+
+/* A radix-tree node: the edge from its parent is n_pages full pages of tokens; the node owns
+   (holds one reference to) each of those pages. `lock` counts running sequences whose attached
+   prefix ends at this node or below it; a locked node is pinned (never evicted). */
+typedef struct mlstack__rnode {
+    struct mlstack__rnode *parent, *child, *next; /* first child, next sibling */
+    int32_t *tokens;                              /* n_pages * P tokens */
+    int32_t *pages;                               /* n_pages page ids */
+    int n_pages;
+    int lock;
+    uint64_t tick;                                /* last match or insert, for LRU eviction */
+} mlstack__rnode;
+
+typedef struct mlstack__radix {
+    mlstack__rnode root;   /* empty edge, never evicted */
+    int n_nodes;           /* without the root */
+    int n_cached;          /* pages owned by nodes */
+    int n_pinned;          /* pages owned by locked nodes */
+    uint64_t tick;
+    uint64_t n_evicted;    /* pages dropped from the tree, ever */
+} mlstack__radix;
 
 typedef struct mlstack__kv {
     unsigned char *data;  /* n_pages * page_bytes */
@@ -15148,8 +15326,10 @@ typedef struct mlstack__kv {
     size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
     int *free_stack;
     int n_free;
+    int32_t *ref;         /* per page: references (0 = on the free stack) */
     mlstack__kv_seq *seqs;
     int max_seqs;
+    mlstack__radix radix;
 } mlstack__kv;
 
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
@@ -15175,8 +15355,9 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     kv->data = (unsigned char *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)page_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
+    kv->ref = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
     kv->seqs = (mlstack__kv_seq *)mlstack__calloc((size_t)max_seqs, sizeof *kv->seqs);
-    if (!kv->data || !kv->free_stack || !kv->seqs)
+    if (!kv->data || !kv->free_stack || !kv->ref || !kv->seqs)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for a KV cache of %llu bytes",
                              (unsigned long long)((uint64_t)kv->n_pages * page_bytes));
     kv->max_seqs = max_seqs;
@@ -15185,33 +15366,263 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     return MLSTACK_OK;
 }
 
+static void mlstack__radix_free_all(mlstack__kv *kv);
+
 static void mlstack__kv_free(mlstack__kv *kv) {
     int i;
+    if (kv->ref) mlstack__radix_free_all(kv);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
+    MLSTACK_FREE(kv->ref);
     mlstack__aligned_free(kv->data);
     memset(kv, 0, sizeof *kv);
 }
 
-/* Makes the page table of s cover `len` positions, taking or returning pages. 0, or -1 if the
+/* Takes a free page (count 1); -1 when none is free. */
+static int32_t mlstack__kv_page_take(mlstack__kv *kv) {
+    int32_t p;
+    if (kv->n_free == 0) return -1;
+    p = kv->free_stack[--kv->n_free];
+    kv->ref[p] = 1;
+    return p;
+}
+/* Drops one reference; the page is free again when none is left. */
+static void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
+    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+}
+
+/* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
+static int mlstack__kv_table_reserve(mlstack__kv_seq *s, int need) {
+    if (need > s->cap_pages) {
+        int cap = need * 2;
+        int32_t *p = (int32_t *)MLSTACK_REALLOC(s->pages, sizeof(int32_t) * (size_t)cap);
+        if (!p) return -1;
+        s->pages = p;
+        s->cap_pages = cap;
+    }
+    return 0;
+}
+
+/* Makes the page table of s cover `len` positions, taking or releasing pages. 0, or -1 if the
    pool is out of pages (nothing changed then). */
 static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) {
     int need = (int)((len + kv->page_tokens - 1) / kv->page_tokens);
     if (need > s->n_pages) {
         if (need - s->n_pages > kv->n_free) return -1;
-        if (need > s->cap_pages) {
-            int cap = need * 2;
-            int32_t *p = (int32_t *)MLSTACK_REALLOC(s->pages, sizeof(int32_t) * (size_t)cap);
-            if (!p) return -1;
-            s->pages = p;
-            s->cap_pages = cap;
-        }
-        while (s->n_pages < need) s->pages[s->n_pages++] = kv->free_stack[--kv->n_free];
+        if (mlstack__kv_table_reserve(s, need) != 0) return -1;
+        while (s->n_pages < need) s->pages[s->n_pages++] = mlstack__kv_page_take(kv);
     }
-    while (s->n_pages > need) kv->free_stack[kv->n_free++] = s->pages[--s->n_pages];
+    while (s->n_pages > need) mlstack__kv_page_put(kv, s->pages[--s->n_pages]);
     return 0;
 }
+
+/* ---- radix prefix cache ----
+   Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
+   in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
+
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
+    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+}
+
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+    mlstack__rnode *c;
+    for (c = n->child; c; c = c->next)
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+    return NULL;
+}
+
+/* Splits n after its first k pages (0 < k < n->n_pages): a new node takes those k pages and
+   becomes n's parent. Returns the new node, or NULL out of memory (n unchanged). */
+static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, int k) {
+    int P = kv->page_tokens, rest = n->n_pages - k;
+    mlstack__rnode *m = (mlstack__rnode *)mlstack__calloc(1, sizeof *m), **link;
+    int32_t *mt = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)k * (size_t)P);
+    int32_t *mp = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)k);
+    if (!m || !mt || !mp) {
+        MLSTACK_FREE(m);
+        MLSTACK_FREE(mt);
+        MLSTACK_FREE(mp);
+        return NULL;
+    }
+    memcpy(mt, n->tokens, sizeof(int32_t) * (size_t)k * (size_t)P);
+    memcpy(mp, n->pages, sizeof(int32_t) * (size_t)k);
+    memmove(n->tokens, n->tokens + (size_t)k * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    memmove(n->pages, n->pages + k, sizeof(int32_t) * (size_t)rest);
+    m->tokens = mt;
+    m->pages = mp;
+    m->n_pages = k;
+    m->lock = n->lock;
+    m->tick = n->tick;
+    m->parent = n->parent;
+    for (link = &n->parent->child; *link != n; link = &(*link)->next) {}
+    *link = m;
+    m->next = n->next;
+    m->child = n;
+    n->next = NULL;
+    n->parent = m;
+    n->n_pages = rest;
+    kv->radix.n_nodes++;
+    return m;
+}
+
+/* Longest cached prefix of tokens[0 .. max_pages * P): returns the number of whole pages matched
+   and in *out the node where the match ends (the root when nothing matched), splitting an edge
+   when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
+   path as used. When the split fails for lack of memory, the match stops before that edge. */
+static int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+    mlstack__radix *rx = &kv->radix;
+    mlstack__rnode *n = &rx->root;
+    int P = kv->page_tokens, got = 0;
+    uint64_t tick = ++rx->tick;
+    while (got < max_pages) {
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        int j = 1;
+        if (!c) break;
+        while (j < c->n_pages && got + j < max_pages &&
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+            j++;
+        if (j < c->n_pages) {
+            mlstack__rnode *m = mlstack__radix_split(kv, c, j);
+            if (!m) break;
+            c = m;
+        }
+        c->tick = tick;
+        n = c;
+        got += j;
+    }
+    *out = n;
+    return got;
+}
+
+/* The same without changing the tree: pages a match would find. */
+static int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+    const mlstack__rnode *n = &kv->radix.root;
+    int P = kv->page_tokens, got = 0;
+    while (got < max_pages) {
+        const mlstack__rnode *c;
+        int j = 0;
+        for (c = n->child; c; c = c->next)
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+        if (!c) break;
+        while (j < c->n_pages && got + j < max_pages &&
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+            j++;
+        got += j;
+        if (j < c->n_pages) break;
+        n = c;
+    }
+    return got;
+}
+
+/* The page ids of the path root..n, in order, into out (room for the path's pages). */
+static int mlstack__radix_path_pages(const mlstack__rnode *n, int32_t *out) {
+    int total = 0, at;
+    const mlstack__rnode *x;
+    for (x = n; x->parent; x = x->parent) total += x->n_pages;
+    at = total;
+    for (x = n; x->parent; x = x->parent) {
+        at -= x->n_pages;
+        memcpy(out + at, x->pages, sizeof(int32_t) * (size_t)x->n_pages);
+    }
+    return total;
+}
+
+/* Pins (delta +1) or unpins (-1) the path root..n for one running sequence. */
+static void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int delta) {
+    for (; n && n->parent; n = n->parent) {
+        if (delta > 0 && n->lock++ == 0) kv->radix.n_pinned += n->n_pages;
+        if (delta < 0 && --n->lock == 0) kv->radix.n_pinned -= n->n_pages;
+    }
+}
+
+/* Inserts the first n_pages pages of a sequence (tokens, and the pages holding their KV). Pages
+   whose tokens the tree already holds are left alone (the caller still releases its own
+   references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
+   memory (the tree is then unchanged past what it already held). */
+static int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+    mlstack__rnode *n, *leaf;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    if (rest <= 0) return 0;
+    /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
+       start an existing child, and a second child with the same first page is not allowed */
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
+    if (leaf) {
+        leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
+        leaf->pages = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest);
+    }
+    if (!leaf || !leaf->tokens || !leaf->pages) {
+        if (leaf) {
+            MLSTACK_FREE(leaf->tokens);
+            MLSTACK_FREE(leaf->pages);
+        }
+        MLSTACK_FREE(leaf);
+        return -1;
+    }
+    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
+    for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
+    leaf->n_pages = rest;
+    leaf->tick = kv->radix.tick;
+    leaf->parent = n;
+    leaf->next = n->child;
+    n->child = leaf;
+    kv->radix.n_nodes++;
+    kv->radix.n_cached += rest;
+    return 0;
+}
+
+static void mlstack__radix_remove_leaf(mlstack__kv *kv, mlstack__rnode *n) {
+    mlstack__rnode **link;
+    int i;
+    for (link = &n->parent->child; *link != n; link = &(*link)->next) {}
+    *link = n->next;
+    for (i = 0; i < n->n_pages; i++) mlstack__kv_page_put(kv, n->pages[i]);
+    kv->radix.n_cached -= n->n_pages;
+    kv->radix.n_nodes--;
+    MLSTACK_FREE(n->tokens);
+    MLSTACK_FREE(n->pages);
+    MLSTACK_FREE(n);
+}
+
+/* Least recently used unpinned leaf under n (depth-first), or NULL. */
+static mlstack__rnode *mlstack__radix_lru_leaf(mlstack__rnode *n, mlstack__rnode *best) {
+    mlstack__rnode *c;
+    for (c = n->child; c; c = c->next) {
+        if (!c->child) {
+            if (!c->lock && (!best || c->tick < best->tick)) best = c;
+        } else { /* a pinned node pins what is above it, not what is below */
+            best = mlstack__radix_lru_leaf(c, best);
+        }
+    }
+    return best;
+}
+
+/* Evicts unpinned leaves, least recently used first, until `want` pages are free or nothing more
+   can go. Returns the number of free pages then. One eviction walks the tree (O(nodes)); the
+   trees here hold at most a few thousand pages. */
+static int mlstack__radix_evict(mlstack__kv *kv, int want) {
+    while (kv->n_free < want) {
+        mlstack__rnode *v = mlstack__radix_lru_leaf(&kv->radix.root, NULL);
+        if (!v) break;
+        kv->radix.n_evicted += (uint64_t)v->n_pages;
+        mlstack__radix_remove_leaf(kv, v);
+    }
+    return kv->n_free;
+}
+
+/* Pages that evicting every unpinned node would free. */
+static int mlstack__radix_evictable(const mlstack__kv *kv) { return kv->radix.n_cached - kv->radix.n_pinned; }
+
+static void mlstack__radix_free_subtree(mlstack__kv *kv, mlstack__rnode *n) {
+    while (n->child) {
+        mlstack__rnode *c = n->child;
+        mlstack__radix_free_subtree(kv, c);
+        mlstack__radix_remove_leaf(kv, c);
+    }
+}
+static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtree(kv, &kv->radix.root); }
 
 /* Address of the K (kvi = 0) or V (kvi = 1) row of `layer` at position pos of sequence s. */
 static void *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int32_t pos) {
@@ -15327,6 +15738,8 @@ struct mlstack_engine {
     int32_t *tmp_len;     /* per sequence, during validation */
     mlstack_error err;
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
+    struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
+    int step_tokens;
 };
 
 typedef struct mlstack__attn_job {
@@ -15630,6 +16043,9 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
 
 /* ==== 19. ENGINE ==== */  /* >>engine */
 
+static void mlstack__sched_free(mlstack_engine *e);
+static mlstack_result mlstack__sched_init(mlstack_engine *e);
+
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...) {
@@ -15650,6 +16066,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     if (!e) return;
     s = &e->s;
     mlstack__prof_free(e);
+    mlstack__sched_free(e);
     mlstack__pool_free(&e->pool);
     mlstack__kv_free(&e->kv);
     mlstack__aligned_free(s->x);
@@ -15723,6 +16140,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     }
     e->model = model;
     e->max_batch = d.max_batch_tokens;
+    if (d.step_tokens < 0) {
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative step_tokens");
+    }
+    e->step_tokens = d.step_tokens ? d.step_tokens : d.max_batch_tokens;
     if (mlstack__pool_init(&e->pool, d.n_threads) != 0) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
@@ -15752,6 +16174,10 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
+    if (mlstack__sched_init(e) != MLSTACK_OK) {
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
+    }
     if (d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, r, "could not start the profiler");
@@ -15776,7 +16202,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
 
 MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
     if (!e) return MLSTACK_ERR_INVALID_ARG;
-    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active)
+    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
@@ -15791,6 +16217,7 @@ MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t s
 
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
     int32_t have = mlstack_engine_seq_length(e, seq);
+    if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
     if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
     if (len < 0 || len > have)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions", (int)seq,
@@ -15800,7 +16227,8 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     return MLSTACK_OK;
 }
 
-MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+/* Runs rows; `sched` lets them name the scheduler's sequences (which the public call may not). */
+static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows, int sched) {
     const mlstack__config *c;
     int i, n_logits = 0, need_pages = 0, off;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
@@ -15813,7 +16241,7 @@ MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_
     for (i = 0; i < n_rows; i++) {
         const mlstack_batch_row *r = &rows[i];
         int32_t cur;
-        if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active)
+        if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active || e->kv.seqs[r->seq].sched != sched)
             return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i, (int)r->seq);
         if (r->token < 0 || r->token >= c->n_vocab)
             return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: token %d outside the vocabulary (0..%d)", i,
@@ -15842,7 +16270,7 @@ MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_
             if (need > have) need_pages += need - have;
         }
     }
-    if (need_pages > e->kv.n_free)
+    if (need_pages > e->kv.n_free && mlstack__radix_evict(&e->kv, need_pages) < need_pages)
         return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "eval: KV cache full: batch needs %d more pages, %d of %d free",
                                     need_pages, e->kv.n_free, e->kv.n_pages);
     if (n_rows > e->cap_rows) {
@@ -15872,6 +16300,10 @@ MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_
     MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
     e->n_last_rows = n_rows;
     return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    return mlstack__eval(e, rows, n_rows, 0);
 }
 
 MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *e, int row) {
@@ -15950,7 +16382,772 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 20. PROFILER ==== */  /* >>profiler */
+/* ==== 20. SCHEDULER ==== */  /* >>scheduler */
+/* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
+   tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
+   gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
+   of one row left, a prefill chunk any larger case, and a preempted request that comes back
+   simply has more rows left (mostly found in the cache again). The row of the last token asks
+   for logits, and the request samples its next token from them.
+   A step: (1) under the lock, take new submissions and cancellations; (2) every running request
+   gets its rows, decodes first in the budget (step_tokens), prefill chunks after them, then
+   waiting requests are admitted, longest cached prefix first (SGLang's policy) unless one has
+   waited MLSTACK__SCHED_AGE_STEPS steps, which then goes first; (3) one forward over the ragged
+   batch; (4) sample, stream, retire; (5) under the lock, publish status and accounting.
+   Pages: a request is admitted only when its whole remaining prompt fits in free plus
+   evictable pages. When a running request needs a page and none is free, cached pages are
+   evicted (LRU, unpinned leaves), then the most recently admitted running request is preempted;
+   as requests run oldest first, the oldest always progresses, so any request that fits alone
+   completes. Retired and preempted requests put their full pages into the radix tree. */
+
+#ifndef MLSTACK__SCHED_AGE_STEPS
+#define MLSTACK__SCHED_AGE_STEPS 64
+#endif
+
+#if defined(MLSTACK_NO_THREADS)
+typedef int mlstack__mutex;
+#define mlstack__mutex_init(m) (*(m) = 0)
+#define mlstack__mutex_destroy(m) ((void)(m))
+#define mlstack__lock(m) ((void)(m))
+#define mlstack__unlock(m) ((void)(m))
+#else
+typedef pthread_mutex_t mlstack__mutex;
+#define mlstack__mutex_init(m) pthread_mutex_init(m, NULL)
+#define mlstack__mutex_destroy(m) pthread_mutex_destroy(m)
+#define mlstack__lock(m) pthread_mutex_lock(m)
+#define mlstack__unlock(m) pthread_mutex_unlock(m)
+#endif
+
+typedef struct mlstack__req {
+    struct mlstack__req *next_all; /* every request of the engine (under the lock) */
+    struct mlstack__req *next_in;  /* submitted, not yet seen by step (under the lock) */
+    uint64_t id, arrival_step;
+    /* under the lock: */
+    mlstack_request_status st;     /* what poll reports */
+    int cancel, released, seen;    /* seen: taken into the scheduler's lists by a step */
+    /* the stepping thread only: */
+    int kill, prefill_rows;
+    int32_t *toks;                 /* prompt then generated; cap_toks is never exceeded */
+    int n_toks, cap_toks, n_prompt, n_computed, max_tokens, ignore_eos;
+    int32_t *stop_ids;
+    int n_stop_ids;
+    char **stops;
+    int n_stops;
+    size_t max_stop;
+    mlstack_stream_fn on_token;
+    mlstack_logits_fn on_logits;
+    void *user;
+    mlstack_sampler *smp;
+    mlstack_detok *dt;
+    char *text;                    /* decoded text generated so far */
+    size_t text_len, text_cap, emitted;
+    int32_t seq;                   /* sequence slot while running, else -1 */
+    mlstack__rnode *pin;           /* deepest cached node attached while running */
+    int state, finish, n_cached, n_preempted;
+    mlstack_result result;
+    char message[160];
+    double t_submit, t_first, t_done;
+    int row_first, n_rows;         /* this step's rows */
+} mlstack__req;
+
+typedef struct mlstack__sched {
+    mlstack__mutex mu;
+    mlstack__req *all, *in_head, *in_tail;
+    uint64_t next_id;
+    mlstack_cache_stats snap;      /* published after each step (under the lock) */
+    /* the stepping thread only: */
+    mlstack__req **wait, **run;
+    int n_wait, cap_wait, n_run;
+    mlstack_batch_row *rows;
+    int cap_rows;
+    uint64_t steps, hit, computed, generated, preemptions, rejected;
+} mlstack__sched;
+
+static mlstack_result mlstack__sched_init(mlstack_engine *e) {
+    mlstack__sched *S = (mlstack__sched *)mlstack__calloc(1, sizeof *S);
+    if (!S) return MLSTACK_ERR_NO_MEMORY;
+    S->run = (mlstack__req **)mlstack__calloc((size_t)e->kv.max_seqs, sizeof *S->run);
+    S->cap_rows = e->kv.max_seqs + e->step_tokens;
+    S->rows = (mlstack_batch_row *)mlstack__calloc((size_t)S->cap_rows, sizeof *S->rows);
+    if (!S->run || !S->rows) {
+        MLSTACK_FREE(S->run);
+        MLSTACK_FREE(S->rows);
+        MLSTACK_FREE(S);
+        return MLSTACK_ERR_NO_MEMORY;
+    }
+    mlstack__mutex_init(&S->mu);
+    S->next_id = 1;
+    e->sched = S;
+    return MLSTACK_OK;
+}
+
+static void mlstack__req_free(mlstack__req *r) {
+    int i;
+    if (!r) return;
+    for (i = 0; i < r->n_stops; i++) MLSTACK_FREE(r->stops[i]);
+    MLSTACK_FREE(r->stops);
+    MLSTACK_FREE(r->stop_ids);
+    MLSTACK_FREE(r->toks);
+    MLSTACK_FREE(r->text);
+    mlstack_sampler_free(r->smp);
+    mlstack_detok_free(r->dt);
+    MLSTACK_FREE(r);
+}
+
+static void mlstack__sched_free(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    if (!S) return;
+    while (S->all) {
+        mlstack__req *r = S->all;
+        S->all = r->next_all;
+        mlstack__req_free(r);
+    }
+    mlstack__mutex_destroy(&S->mu);
+    MLSTACK_FREE(S->wait);
+    MLSTACK_FREE(S->run);
+    MLSTACK_FREE(S->rows);
+    MLSTACK_FREE(S);
+    e->sched = NULL;
+}
+
+static int mlstack__pages_for(const mlstack__kv *kv, int64_t positions) {
+    return (int)((positions + kv->page_tokens - 1) / kv->page_tokens);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstack_request_desc *d, uint64_t *id,
+                                                 mlstack_error *err) {
+    const mlstack__config *c;
+    mlstack__sched *S;
+    mlstack__req *r;
+    mlstack_result res;
+    int i, n_pages;
+    int64_t cap;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!e || !d || !id) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: engine, desc or id is NULL");
+    *id = 0;
+    c = &e->model->cfg;
+    S = e->sched;
+    n_pages = e->kv.n_pages;
+    if (d->n_prompt <= 0 || !d->prompt) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
+    if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
+        (d->n_stop_strings && !d->stop_strings))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");
+    for (i = 0; i < d->n_prompt; i++)
+        if (d->prompt[i] < 0 || d->prompt[i] >= c->n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: prompt token %d is %d, outside the vocabulary (0..%d)", i,
+                                 (int)d->prompt[i], c->n_vocab - 1);
+    if (d->n_stop_strings && !e->model->tok)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: stop strings need a model with a tokenizer");
+    if (d->n_prompt > c->max_pos) {
+        mlstack__lock(&S->mu);
+        S->rejected++;
+        mlstack__unlock(&S->mu);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "submit: prompt of %d tokens is longer than the context (%d positions)",
+                             d->n_prompt, c->max_pos);
+    }
+    /* the KV a request needs at most: every token but the last generated one */
+    cap = d->max_tokens ? (int64_t)d->n_prompt + d->max_tokens - 1 : d->n_prompt;
+    if (cap > c->max_pos) cap = c->max_pos;
+    if (mlstack__pages_for(&e->kv, cap) > n_pages) {
+        mlstack__lock(&S->mu);
+        S->rejected++;
+        mlstack__unlock(&S->mu);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "submit: request needs %d KV pages of %d tokens for %lld positions alone, the pool has %d (kv_mem)",
+                             mlstack__pages_for(&e->kv, cap), e->kv.page_tokens, (long long)cap, n_pages);
+    }
+    r = (mlstack__req *)mlstack__calloc(1, sizeof *r);
+    if (!r) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
+    /* tokens: at most one past the last position the context and the pool allow */
+    cap = c->max_pos < (int64_t)n_pages * e->kv.page_tokens ? c->max_pos : (int64_t)n_pages * e->kv.page_tokens;
+    cap += 1;
+    if (d->max_tokens && (int64_t)d->n_prompt + d->max_tokens < cap) cap = (int64_t)d->n_prompt + d->max_tokens;
+    if (cap < d->n_prompt + 1) cap = d->n_prompt + 1;
+    r->cap_toks = (int)cap;
+    r->toks = (int32_t *)mlstack__calloc((size_t)cap, sizeof(int32_t));
+    res = mlstack_sampler_init(&d->sampler, c->n_vocab, &r->smp);
+    if (res != MLSTACK_OK || !r->toks) {
+        mlstack__req_free(r);
+        return MLSTACK__FAIL(err, res != MLSTACK_OK ? res : MLSTACK_ERR_NO_MEMORY,
+                             res != MLSTACK_OK ? "submit: invalid sampler settings" : "submit: out of memory");
+    }
+    memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
+    for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
+    r->n_toks = r->n_prompt = d->n_prompt;
+    r->max_tokens = d->max_tokens;
+    r->ignore_eos = d->ignore_eos;
+    r->on_token = d->on_token;
+    r->on_logits = d->on_logits;
+    r->user = d->user;
+    r->seq = -1;
+    if (d->n_stop_ids) {
+        r->stop_ids = (int32_t *)mlstack__calloc((size_t)d->n_stop_ids, sizeof(int32_t));
+        if (r->stop_ids) memcpy(r->stop_ids, d->stop_ids, sizeof(int32_t) * (size_t)d->n_stop_ids);
+        r->n_stop_ids = r->stop_ids ? d->n_stop_ids : 0;
+    }
+    if (d->n_stop_strings) {
+        r->stops = (char **)mlstack__calloc((size_t)d->n_stop_strings, sizeof(char *));
+        for (i = 0; r->stops && i < d->n_stop_strings; i++) {
+            size_t len = d->stop_strings[i] ? strlen(d->stop_strings[i]) : 0;
+            if (!len) continue; /* an empty stop string would match everywhere: ignored */
+            if (!(r->stops[r->n_stops] = mlstack__strndup(d->stop_strings[i], len))) break;
+            r->n_stops++;
+            if (len > r->max_stop) r->max_stop = len;
+        }
+    }
+    if (e->model->tok && mlstack_detok_init(e->model->tok, MLSTACK_DECODE_SKIP_SPECIAL, &r->dt) != MLSTACK_OK) r->dt = NULL;
+    if ((d->n_stop_ids && !r->stop_ids) || (d->n_stop_strings && (!r->stops || i < d->n_stop_strings)) ||
+        (e->model->tok && !r->dt)) {
+        mlstack__req_free(r);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
+    }
+    r->t_submit = mlstack__now();
+    r->st.state = MLSTACK_REQUEST_QUEUED;
+    r->st.n_prompt = d->n_prompt;
+    mlstack__lock(&S->mu);
+    r->id = S->next_id++;
+    r->arrival_step = S->steps;
+    r->next_all = S->all;
+    S->all = r;
+    if (S->in_tail) S->in_tail->next_in = r;
+    else S->in_head = r;
+    S->in_tail = r;
+    S->snap.n_queued++;
+    mlstack__unlock(&S->mu);
+    *id = r->id;
+    return MLSTACK_OK;
+}
+
+static mlstack__req *mlstack__sched_find(mlstack__sched *S, uint64_t id) {
+    mlstack__req *r;
+    for (r = S->all; r; r = r->next_all)
+        if (r->id == id && !r->released) return r;
+    return NULL;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_cancel(mlstack_engine *e, uint64_t id) {
+    mlstack__req *r;
+    mlstack_result res = MLSTACK_OK;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (!r) res = MLSTACK_ERR_NOT_FOUND;
+    else if (r->st.state == MLSTACK_REQUEST_DONE) res = MLSTACK_ERR_STATE;
+    else r->cancel = 1;
+    mlstack__unlock(&e->sched->mu);
+    return res;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_poll(mlstack_engine *e, uint64_t id, mlstack_request_status *status,
+                                               int32_t *tokens, int cap) {
+    mlstack__req *r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (r) {
+        if (status) *status = r->st;
+        if (tokens && cap > 0) /* published tokens were written before the publishing step took the lock */
+            memcpy(tokens, r->toks + r->n_prompt, sizeof(int32_t) * (size_t)(cap < r->st.n_generated ? cap : r->st.n_generated));
+    }
+    mlstack__unlock(&e->sched->mu);
+    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
+}
+
+/* Unlinks and frees released requests that are done (under the lock). */
+static void mlstack__sched_reap(mlstack__sched *S) {
+    mlstack__req **link = &S->all;
+    while (*link) {
+        mlstack__req *r = *link;
+        if (r->released && r->st.state == MLSTACK_REQUEST_DONE) {
+            *link = r->next_all;
+            mlstack__req_free(r);
+        } else {
+            link = &r->next_all;
+        }
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_engine_release(mlstack_engine *e, uint64_t id) {
+    mlstack__req *r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (r) {
+        r->released = 1;
+        if (r->st.state != MLSTACK_REQUEST_DONE) r->cancel = 1;
+        else mlstack__sched_reap(e->sched);
+    }
+    mlstack__unlock(&e->sched->mu);
+    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
+}
+
+/* Gives the request's sequence back: its full computed pages go into the tree first (so a later
+   request, or this one after preemption, finds them), then the pin and the page references are
+   dropped. */
+static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
+    mlstack__kv_seq *s;
+    if (r->seq < 0) return;
+    s = &e->kv.seqs[r->seq];
+    /* out of memory here only means less is cached */
+    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
+    r->pin = NULL;
+    mlstack__kv_resize(&e->kv, s, 0);
+    s->active = s->sched = 0;
+    s->len = 0;
+    r->seq = -1;
+    r->n_computed = 0;
+}
+
+/* Once a prefill completes, its full pages go into the tree right away, so requests arriving
+   while this one still runs share them; the running request pins the longer path instead. */
+static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
+    mlstack__kv *kv = &e->kv;
+    mlstack__rnode *node;
+    int full = r->n_computed / kv->page_tokens;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    mlstack__radix_lock(kv, node, +1);
+    if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
+    r->pin = node;
+}
+
+static void mlstack__list_remove(mlstack__req **list, int *n, mlstack__req *r) {
+    int i;
+    for (i = 0; i < *n; i++) {
+        if (list[i] == r) {
+            memmove(list + i, list + i + 1, sizeof *list * (size_t)(*n - i - 1));
+            (*n)--;
+            return;
+        }
+    }
+}
+
+static int mlstack__wait_push(mlstack__sched *S, mlstack__req *r) {
+    if (S->n_wait == S->cap_wait) {
+        int cap = S->cap_wait ? S->cap_wait * 2 : 16;
+        mlstack__req **p = (mlstack__req **)MLSTACK_REALLOC(S->wait, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        S->wait = p;
+        S->cap_wait = cap;
+    }
+    S->wait[S->n_wait++] = r;
+    return 0;
+}
+
+static void mlstack__req_finish(mlstack_engine *e, mlstack__req *r, int finish, mlstack_result res, const char *msg) {
+    mlstack__sched *S = e->sched;
+    mlstack__req_detach(e, r);
+    if (r->state == MLSTACK_REQUEST_RUNNING) mlstack__list_remove(S->run, &S->n_run, r);
+    else mlstack__list_remove(S->wait, &S->n_wait, r);
+    r->state = MLSTACK_REQUEST_DONE;
+    r->finish = finish;
+    r->result = res;
+    if (msg) snprintf(r->message, sizeof r->message, "%s", msg);
+    r->t_done = mlstack__now();
+}
+
+static void mlstack__req_preempt(mlstack_engine *e, mlstack__req *r) {
+    mlstack__sched *S = e->sched;
+    mlstack__req_detach(e, r);
+    mlstack__list_remove(S->run, &S->n_run, r);
+    r->state = MLSTACK_REQUEST_QUEUED;
+    r->n_preempted++;
+    S->preemptions++;
+    if (mlstack__wait_push(S, r) != 0) mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory");
+}
+
+/* Makes r's page table cover `len` positions: evicts cached pages, then (may_preempt) preempts
+   the most recently admitted running request, which may be r itself. 1 when r has the pages,
+   0 when r was preempted or (without may_preempt) there was no room, -1 out of memory. */
+static int mlstack__req_reserve(mlstack_engine *e, mlstack__req *r, int32_t len, int may_preempt) {
+    mlstack__sched *S = e->sched;
+    mlstack__kv_seq *s = &e->kv.seqs[r->seq];
+    for (;;) {
+        int need = mlstack__pages_for(&e->kv, len) - s->n_pages;
+        if (need <= e->kv.n_free || mlstack__radix_evict(&e->kv, need) >= need) break;
+        if (!may_preempt || S->n_run == 0) return 0;
+        if (S->run[S->n_run - 1] == r) {
+            mlstack__req_preempt(e, r);
+            return 0;
+        }
+        mlstack__req_preempt(e, S->run[S->n_run - 1]);
+    }
+    if (mlstack__kv_resize(&e->kv, s, len) != 0) return -1;
+    return 1;
+}
+
+static void mlstack__add_rows(mlstack__sched *S, int *n_rows, mlstack__req *r, int chunk) {
+    int i;
+    r->row_first = *n_rows;
+    r->n_rows = chunk;
+    for (i = 0; i < chunk; i++) {
+        mlstack_batch_row *row = &S->rows[(*n_rows)++];
+        row->seq = r->seq;
+        row->pos = r->n_computed + i;
+        row->token = r->toks[r->n_computed + i];
+        row->want_logits = r->n_computed + i == r->n_toks - 1;
+    }
+}
+
+/* The waiting request to admit next: one that has waited MLSTACK__SCHED_AGE_STEPS steps (the
+   oldest such), else the longest cached prefix (the earliest on ties). */
+static int mlstack__pick_waiting(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    int i, best = -1, best_pages = -1, best_aged = 0;
+    for (i = 0; i < S->n_wait; i++) {
+        mlstack__req *r = S->wait[i];
+        if (S->steps - r->arrival_step >= MLSTACK__SCHED_AGE_STEPS) {
+            if (!best_aged || r->id < S->wait[best]->id) best = i;
+            best_aged = 1;
+        } else if (!best_aged) {
+            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
+                best = i;
+                best_pages = pages;
+            }
+        }
+    }
+    return best;
+}
+
+/* Admits S->wait[w]: attaches its cached prefix (pinned) and a sequence slot. 1 admitted, 0 not
+   now (no slot or no room), -1 out of memory. */
+static int mlstack__admit(mlstack_engine *e, int w) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r = S->wait[w];
+    mlstack__kv *kv = &e->kv;
+    mlstack__rnode *node;
+    mlstack__kv_seq *s;
+    int slot, m, need;
+    for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
+    if (slot == kv->max_seqs) return 0;
+    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    mlstack__radix_lock(kv, node, +1);
+    need = mlstack__pages_for(kv, r->n_toks) - m;
+    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
+        mlstack__radix_lock(kv, node, -1);
+        return 0;
+    }
+    s = &kv->seqs[slot];
+    if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
+        mlstack__radix_lock(kv, node, -1);
+        return -1;
+    }
+    s->active = s->sched = 1;
+    s->n_pages = mlstack__radix_path_pages(node, s->pages);
+    for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
+    s->len = r->n_computed = s->n_pages * kv->page_tokens;
+    r->seq = slot;
+    r->pin = node;
+    r->n_cached = r->n_computed;
+    S->hit += (uint64_t)r->n_computed;
+    r->state = MLSTACK_REQUEST_RUNNING;
+    memmove(S->wait + w, S->wait + w + 1, sizeof *S->wait * (size_t)(S->n_wait - w - 1));
+    S->n_wait--;
+    S->run[S->n_run++] = r;
+    return 1;
+}
+
+static int mlstack__text_append(mlstack__req *r, const char *t, size_t n) {
+    if (!n) return 0;
+    if (r->text_len + n + 1 > r->text_cap) {
+        size_t cap = (r->text_len + n + 1) * 2;
+        char *p = (char *)MLSTACK_REALLOC(r->text, cap);
+        if (!p) return -1;
+        r->text = p;
+        r->text_cap = cap;
+    }
+    memcpy(r->text + r->text_len, t, n);
+    r->text_len += n;
+    r->text[r->text_len] = 0;
+    return 0;
+}
+
+/* Checks the decoded text for stop strings. Returns the offset of the earliest match (the text
+   up to there is final), or -1 with *safe set to how much of the text is final (the rest could
+   still become the start of a stop string). */
+static int64_t mlstack__stop_scan(const mlstack__req *r, size_t *safe) {
+    size_t from = r->emitted > r->max_stop ? r->emitted - r->max_stop : 0, i, hold = 0;
+    int k;
+    int64_t hit = -1;
+    for (k = 0; k < r->n_stops; k++) {
+        size_t n = strlen(r->stops[k]), j;
+        for (j = from; j + n <= r->text_len; j++) {
+            if (hit >= 0 && (int64_t)j >= hit) break;
+            if (memcmp(r->text + j, r->stops[k], n) == 0) {
+                hit = (int64_t)j;
+                break;
+            }
+        }
+        /* longest tail of the text that is a proper prefix of this stop string */
+        for (i = n - 1 < r->text_len ? n - 1 : r->text_len; i > hold; i--)
+            if (memcmp(r->text + r->text_len - i, r->stops[k], i) == 0) {
+                hold = i;
+                break;
+            }
+    }
+    *safe = r->text_len - hold;
+    if (*safe < r->emitted) *safe = r->emitted;
+    return hit;
+}
+
+/* Samples r's next token from its logits row and applies the stop conditions. */
+static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float *logits) {
+    const mlstack__config *c = &e->model->cfg;
+    int32_t tok;
+    int finish = MLSTACK_FINISH_NONE, i;
+    size_t from = r->emitted, upto;
+    const char *piece = NULL;
+    if (r->on_logits) r->on_logits(r->user, r->id, logits, c->n_vocab);
+    tok = mlstack_sampler_sample(r->smp, logits);
+    mlstack_sampler_accept(r->smp, tok);
+    r->toks[r->n_toks++] = tok;
+    e->sched->generated++;
+    if (!r->t_first) r->t_first = mlstack__now();
+    if (!r->ignore_eos && mlstack__is_eos(c, tok)) finish = MLSTACK_FINISH_EOS;
+    for (i = 0; i < r->n_stop_ids; i++)
+        if (r->stop_ids[i] == tok) finish = MLSTACK_FINISH_EOS;
+    upto = r->emitted;
+    if (r->dt) {
+        const char *t;
+        size_t n;
+        if (mlstack_detok_push(r->dt, tok, &t, &n) == MLSTACK_OK && mlstack__text_append(r, t, n) != 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for the decoded text");
+            return;
+        }
+        upto = r->text_len;
+        if (r->n_stops) {
+            int64_t hit = mlstack__stop_scan(r, &upto);
+            if (hit >= 0 && finish == MLSTACK_FINISH_NONE) {
+                finish = MLSTACK_FINISH_STOP;
+                upto = (size_t)hit > r->emitted ? (size_t)hit : r->emitted;
+            }
+        }
+    }
+    if (finish == MLSTACK_FINISH_NONE) {
+        if (r->max_tokens && r->n_toks - r->n_prompt >= r->max_tokens) finish = MLSTACK_FINISH_LENGTH;
+        else if (r->n_toks > c->max_pos || r->n_toks >= r->cap_toks ||
+                 mlstack__pages_for(&e->kv, r->n_toks) > e->kv.n_pages)
+            finish = MLSTACK_FINISH_CONTEXT;
+    }
+    if (finish != MLSTACK_FINISH_NONE && finish != MLSTACK_FINISH_STOP && r->dt) { /* release what was held back */
+        const char *t;
+        size_t n;
+        if (mlstack_detok_flush(r->dt, &t, &n) == MLSTACK_OK) (void)mlstack__text_append(r, t, n);
+        upto = r->text_len;
+    }
+    if (r->dt) piece = r->text ? r->text + from : "";
+    r->emitted = upto;
+    if (r->on_token && r->on_token(r->user, r->id, tok, piece, piece ? upto - from : 0) && finish == MLSTACK_FINISH_NONE)
+        finish = MLSTACK_FINISH_CALLBACK;
+    if (finish != MLSTACK_FINISH_NONE) mlstack__req_finish(e, r, finish, MLSTACK_OK, NULL);
+}
+
+/* Publishes every request's status and the accounting (under the lock). */
+static void mlstack__sched_publish(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__kv *kv = &e->kv;
+    mlstack_cache_stats *st = &S->snap;
+    mlstack__req *r;
+    st->n_queued = st->n_running = 0;
+    for (r = S->all; r; r = r->next_all) {
+        if (!r->seen) {
+            st->n_queued++;
+            continue;
+        }
+        r->st.state = (mlstack_request_state)r->state;
+        r->st.finish = (mlstack_finish_reason)r->finish;
+        r->st.result = r->result;
+        snprintf(r->st.message, sizeof r->st.message, "%s", r->message);
+        r->st.n_generated = r->n_toks - r->n_prompt;
+        r->st.n_cached = r->n_cached;
+        r->st.n_preempted = r->n_preempted;
+        r->st.t_first_token = r->t_first ? r->t_first - r->t_submit : 0;
+        r->st.t_done = r->t_done ? r->t_done - r->t_submit : 0;
+        if (r->state == MLSTACK_REQUEST_QUEUED) st->n_queued++;
+        if (r->state == MLSTACK_REQUEST_RUNNING) st->n_running++;
+    }
+    st->n_pages = kv->n_pages;
+    st->page_tokens = kv->page_tokens;
+    st->page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    st->pages_free = kv->n_free;
+    st->pages_used = kv->n_pages - kv->n_free;
+    st->pages_cached = kv->radix.n_cached;
+    st->pages_pinned = kv->radix.n_pinned;
+    st->tree_nodes = kv->radix.n_nodes;
+    st->pages_evicted = kv->radix.n_evicted;
+    st->hit_tokens = S->hit;
+    st->computed_tokens = S->computed;
+    st->generated_tokens = S->generated;
+    st->steps = S->steps;
+    st->preemptions = S->preemptions;
+    mlstack__sched_reap(S);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
+    mlstack__sched *S;
+    mlstack__req *r;
+    mlstack_result res = MLSTACK_OK;
+    int i, n_rows = 0, n_dec = 0, budget;
+    uint64_t preempted = e->sched->preemptions;
+    if (n_active) *n_active = 0;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    S = e->sched;
+    e->err.message[0] = 0;
+    /* (1) new requests and cancellations */
+    mlstack__lock(&S->mu);
+    while ((r = S->in_head) != NULL) {
+        S->in_head = r->next_in;
+        r->next_in = NULL;
+        if (mlstack__wait_push(S, r) != 0) {
+            r->next_in = S->in_head; /* keep it queued for the next step */
+            S->in_head = r;
+            break;
+        }
+        r->state = MLSTACK_REQUEST_QUEUED;
+        r->seen = 1;
+    }
+    if (!S->in_head) S->in_tail = NULL;
+    for (r = S->all; r; r = r->next_all)
+        if (r->cancel && r->seen && r->state != MLSTACK_REQUEST_DONE) r->kill = 1;
+    mlstack__unlock(&S->mu);
+    for (i = 0; i < S->n_run + S->n_wait;) {
+        r = i < S->n_run ? S->run[i] : S->wait[i - S->n_run];
+        if (r->kill) {
+            r->kill = 0;
+            mlstack__req_finish(e, r, MLSTACK_FINISH_CANCELLED, MLSTACK_ERR_CANCELLED, "cancelled");
+        } else {
+            i++;
+        }
+    }
+    /* (2) the batch: running requests oldest first, decodes ahead of prefill in the budget */
+    for (i = 0; i < S->n_run; i++)
+        if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
+    budget = e->step_tokens - n_dec;
+    for (i = 0; i < S->n_run; i++) {
+        int left, chunk, got;
+        r = S->run[i];
+        r->n_rows = 0;
+        left = r->n_toks - r->n_computed;
+        chunk = left == 1 ? 1 : (left < budget ? left : budget);
+        if (chunk <= 0) continue;
+        got = mlstack__req_reserve(e, r, r->n_computed + chunk, 1);
+        if (got < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
+            i--;
+            continue;
+        }
+        if (got == 0) break; /* r itself was preempted: it was the last running request */
+        mlstack__add_rows(S, &n_rows, r, chunk);
+        r->prefill_rows = left > 1 || r->n_computed < r->n_prompt ? chunk : 0;
+        if (left > 1) budget -= chunk;
+    }
+    /* no admissions in a step that had to preempt: the room is not there */
+    while (budget > 0 && S->n_wait > 0 && S->n_run < e->kv.max_seqs && S->preemptions == preempted) {
+        int w = mlstack__pick_waiting(e), got, chunk;
+        r = S->wait[w];
+        got = mlstack__admit(e, w);
+        if (got < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
+            continue;
+        }
+        if (got == 0) {
+            if (S->n_run == 0) /* nothing will free pages: the low-level API holds them */
+                mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_LIMIT,
+                                    "KV pages are held by sequences of the low-level API; the request cannot be admitted");
+            break;
+        }
+        chunk = r->n_toks - r->n_computed < budget ? r->n_toks - r->n_computed : budget;
+        if (mlstack__req_reserve(e, r, r->n_computed + chunk, 0) != 1) { /* cannot happen: admit checked the room */
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "no KV pages after admission");
+            continue;
+        }
+        mlstack__add_rows(S, &n_rows, r, chunk);
+        r->prefill_rows = chunk;
+        budget -= chunk;
+    }
+    /* (3) one forward over the ragged batch */
+    if (n_rows > 0) {
+        for (i = 0; i < S->n_run; i++) {
+            r = S->run[i];
+            if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
+        }
+        res = mlstack__eval(e, S->rows, n_rows, 1);
+        S->steps++;
+    }
+    /* (4) sample, stream, retire */
+    if (n_rows > 0 && res == MLSTACK_OK) {
+        mlstack__req **batch = S->run;
+        int n_batch = S->n_run;
+        /* finishing removes requests from S->run: walk a copy of the list's order backwards */
+        for (i = n_batch - 1; i >= 0; i--) {
+            r = batch[i];
+            if (!r->n_rows) continue;
+            S->computed += (uint64_t)r->prefill_rows;
+            r->n_computed += r->n_rows;
+            if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
+            if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
+            r->n_rows = 0;
+        }
+    } else if (n_rows > 0) {
+        char msg[160];
+        size_t n = strlen(e->err.message) < sizeof msg - 1 ? strlen(e->err.message) : sizeof msg - 1;
+        memcpy(msg, e->err.message, n);
+        msg[n] = 0;
+        while (S->n_run > 0) mlstack__req_finish(e, S->run[S->n_run - 1], MLSTACK_FINISH_ERROR, res, msg);
+    }
+    /* (5) publish */
+    mlstack__lock(&S->mu);
+    mlstack__sched_publish(e);
+    if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
+    mlstack__unlock(&S->mu);
+    return res;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlstack_request_desc *d,
+                                                   mlstack_request_status *status, int32_t *tokens, int cap,
+                                                   mlstack_error *err) {
+    uint64_t id;
+    mlstack_request_status st;
+    mlstack_result res = mlstack_engine_submit(e, d, &id, err);
+    if (res != MLSTACK_OK) return res;
+    for (;;) {
+        res = mlstack_engine_step(e, NULL);
+        if (mlstack_engine_poll(e, id, &st, tokens, cap) != MLSTACK_OK) break;
+        if (st.state == MLSTACK_REQUEST_DONE) break;
+        if (res != MLSTACK_OK) break;
+    }
+    if (status) *status = st;
+    mlstack_engine_release(e, id);
+    if (res == MLSTACK_OK) res = st.result;
+    if (res != MLSTACK_OK) MLSTACK__FAIL(err, res, "%s", st.message[0] ? st.message : mlstack_engine_error(e));
+    return res;
+}
+
+MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_stats *out) {
+    if (!e || !out) return;
+    mlstack__lock(&e->sched->mu);
+    *out = e->sched->snap;
+    out->rejected = e->sched->rejected;
+    mlstack__unlock(&e->sched->mu);
+}
+
+MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
+    int before;
+    if (!e) return 0;
+    before = e->kv.n_free;
+    mlstack__radix_evict(&e->kv, e->kv.n_pages);
+    mlstack__lock(&e->sched->mu);
+    mlstack__sched_publish(e);
+    mlstack__unlock(&e->sched->mu);
+    return e->kv.n_free - before;
+}
+
+/* ==== 21. PROFILER ==== */  /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last

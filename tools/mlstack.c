@@ -767,7 +767,18 @@ static const char *BENCH_USAGE =
     "      --json             one JSON object per line and configuration instead of the table\n"
     "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
     "      --profile FILE     profile one extra run of each test (not counted): Chrome trace to FILE\n"
-    "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr\n";
+    "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr\n"
+    "\n"
+    "  Serving modes (through the scheduler: mlstack_engine_submit/step; replace pp/tg):\n"
+    "      --parallel LIST    aggregate decode tokens/s with that many concurrent requests (32-token\n"
+    "                         prompts, -n tokens each; timed from when all have their first token)\n"
+    "      --shared-prefix N  time to first token of a request behind an N-token shared system prompt:\n"
+    "                         cold (cache cleared) vs cached (prefix in the radix cache), median of -r\n"
+    "      --workload mixed   --requests requests (default 32) arriving at random (--rate per second,\n"
+    "                         default 4), sharing 4 system prompts of 200 tokens, prompts and outputs\n"
+    "                         of varied length: throughput, TTFT and inter-token latency percentiles,\n"
+    "                         cache hit rate\n"
+    "      --kv-mem MIB       KV pool for the serving modes (default: the engine's default)\n";
 
 #define BENCH_MAX 16
 
@@ -779,6 +790,8 @@ typedef struct bench_opts {
     const char *isa[BENCH_MAX];
     int n_isa, json, bw_mib;
     char isa_buf[256];
+    int parallel[BENCH_MAX], n_parallel, shared_prefix, mixed, requests, kv_mib;
+    double rate;
 } bench_opts;
 
 /* "a,b,c" of integers in [lo, hi] -> out; returns the count or -1. */
@@ -805,6 +818,8 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
     b->n_isa = 1;
     b->bw_mib = 1024;
     b->dtype = MLSTACK_DTYPE_F32;
+    b->requests = 32;
+    b->rate = 4;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
@@ -822,6 +837,12 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
         else if (IS("-n", "--n-gen")) { VALUE(); if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return die("bad list for %s", a); }
         else if (IS("-t", "--threads")) { VALUE(); if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return die("bad list for %s", a); }
         else if (IS("-r", "--repetitions")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 1000, r) != 1) return die("bad value for %s", a); b->reps = r[0]; }
+        else if (IS("--parallel", "--parallel")) { VALUE(); if ((b->n_parallel = parse_int_list(v, 1, 256, b->parallel)) < 0) return die("bad list for %s", a); }
+        else if (IS("--shared-prefix", "--shared-prefix")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 65536, r) != 1) return die("bad value for %s", a); b->shared_prefix = r[0]; }
+        else if (IS("--requests", "--requests")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 100000, r) != 1) return die("bad value for %s", a); b->requests = r[0]; }
+        else if (IS("--kv-mem", "--kv-mem")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 1 << 20, r) != 1) return die("bad value for %s", a); b->kv_mib = r[0]; }
+        else if (IS("--rate", "--rate")) { VALUE(); b->rate = atof(v); if (!(b->rate > 0)) return die("bad value for %s", a); }
+        else if (IS("--workload", "--workload")) { VALUE(); if (strcmp(v, "mixed") != 0) return die("--workload %s: only mixed is known", v); b->mixed = 1; }
         else if (IS("--bw-mib", "--bw-mib")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 0, 1 << 20, r) != 1) return die("bad value for %s", a); b->bw_mib = r[0]; }
         else if (IS("--dtype", "--dtype")) {
             VALUE();
@@ -977,6 +998,237 @@ static void lower(char *dst, const char *src, size_t cap) {
     dst[i] = 0;
 }
 
+/* ---- bench: serving modes through the scheduler ---- */
+
+typedef struct serve_req {
+    double t_submit, t_first, t_last;
+    double *gaps; /* inter-token latencies */
+    int n_gaps, cap_gaps, done;
+} serve_req;
+
+static int serve_on_token(void *user, uint64_t id, int32_t tok, const char *text, size_t len) {
+    serve_req *r = (serve_req *)user;
+    double t = mlstack__now();
+    (void)id, (void)tok, (void)text, (void)len;
+    if (!r->t_first) r->t_first = t;
+    else if (r->n_gaps < r->cap_gaps) r->gaps[r->n_gaps++] = t - r->t_last;
+    r->t_last = t;
+    return 0;
+}
+
+static double pct(double *v, int n, double p) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[(int)(p * (n - 1) + 0.5)];
+}
+
+static uint32_t bench_rng(uint64_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return (uint32_t)(*s >> 11);
+}
+
+static void serve_head(const bench_opts *b, const char *type, const char *isa, int threads, const char *test) {
+    printf("{%s", b->shape ? "\"shape\":" : "\"model\":");
+    json_str(stdout, b->shape ? b->shape : b->model);
+    printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"test\":\"%s\"", type, isa, threads, test);
+}
+
+static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, const char *isa, int max_seqs, mlstack_engine **e) {
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = threads;
+    ed.isa = isa;
+    ed.max_seqs = max_seqs;
+    ed.kv_mem = (uint64_t)b->kv_mib << 20;
+    if (mlstack_engine_init(m, &ed, e, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    return 0;
+}
+
+static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads, const char *isa_cap,
+                       const char *type) {
+    mlstack_engine *e;
+    mlstack_error err;
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    int n_gen = b->n_tg && b->tg[0] > 0 ? b->tg[0] : 32, k, i;
+    const char *isa;
+    int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
+    if (!toks) return die("%s", "out of memory");
+    for (k = 0; k < b->n_parallel; k++) { /* ---- aggregate decode throughput ---- */
+        int n = b->parallel[k], active = 1, all_started;
+        uint64_t id, g0;
+        double t0, t;
+        mlstack_cache_stats st;
+        if (serve_engine(b, m, threads, isa_cap, n, &e)) return free(toks), 1;
+        isa = mlstack_engine_kernels(e);
+        for (i = 0; i < n; i++) {
+            mlstack_request_desc d;
+            int j;
+            memset(&d, 0, sizeof d);
+            for (j = 0; j < 32; j++) toks[j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+            d.prompt = toks;
+            d.n_prompt = 32;
+            d.max_tokens = n_gen + 1;
+            d.ignore_eos = 1;
+            if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return free(toks), die("%s", err.message);
+        }
+        do { /* prefill everyone and sample the first token: not timed */
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), die("%s", mlstack_engine_error(e));
+            mlstack_engine_cache_stats(e, &st);
+            all_started = st.generated_tokens >= (uint64_t)n;
+        } while (!all_started);
+        g0 = st.generated_tokens;
+        t0 = mlstack__now();
+        while (active)
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), die("%s", mlstack_engine_error(e));
+        t = mlstack__now() - t0;
+        mlstack_engine_cache_stats(e, &st);
+        if (b->json) {
+            serve_head(b, type, isa, threads, "parallel");
+            printf(",\"parallel\":%d,\"n_gen\":%d,\"decode_tps\":%.3f,\"per_seq_tps\":%.3f,\"steps\":%llu}\n", n, n_gen,
+                   (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n, (unsigned long long)st.steps);
+        } else {
+            printf("| %-6s | %-12s | %7d | parallel %-3d | aggregate decode %9.2f t/s | per sequence %8.2f t/s |\n", type, isa,
+                   threads, n, (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n);
+        }
+        fflush(stdout);
+        mlstack_engine_free(e);
+    }
+    if (b->shared_prefix) { /* ---- TTFT behind a shared system prompt, cold vs cached ---- */
+        int L = b->shared_prefix, rep;
+        double cold[1000], warm[1000];
+        mlstack_cache_stats st;
+        if (serve_engine(b, m, threads, isa_cap, 4, &e)) return free(toks), 1;
+        isa = mlstack_engine_kernels(e);
+        for (i = 0; i < L; i++) toks[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+        for (rep = 0; rep <= b->reps; rep++) { /* rep 0 warms up, untimed */
+            int pass;
+            for (pass = 0; pass < 2; pass++) {
+                mlstack_request_desc d;
+                mlstack_request_status rs;
+                int j;
+                if (pass == 0) mlstack_engine_cache_clear(e);
+                for (j = 0; j < 16; j++) toks[L + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+                memset(&d, 0, sizeof d);
+                d.prompt = toks;
+                d.n_prompt = L + 16;
+                d.max_tokens = 1;
+                d.ignore_eos = 1;
+                if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK) return free(toks), die("%s", err.message);
+                if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
+            }
+        }
+        mlstack_engine_cache_stats(e, &st);
+        {
+            double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
+            if (b->json) {
+                serve_head(b, type, isa, threads, "shared_prefix");
+                printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,\"speedup\":%.2f,"
+                       "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
+                       L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
+                       (unsigned long long)st.computed_tokens);
+            } else {
+                printf("| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n", type, isa,
+                       threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
+            }
+        }
+        fflush(stdout);
+        mlstack_engine_free(e);
+    }
+    if (b->mixed) { /* ---- random arrivals, shared prefixes, varied lengths ---- */
+        int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200;
+        serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
+        double *arrive = (double *)calloc((size_t)n, sizeof(double)), *ttft = (double *)calloc((size_t)n, sizeof(double)), *itl, t0, t;
+        int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
+        uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
+        mlstack_cache_stats st;
+        long total_gaps = 0;
+        if (!rq || !arrive || !ttft || !sys || !ids) return free(toks), die("%s", "out of memory");
+        for (i = 0; i < 4 * sys_len; i++) sys[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+        for (i = 0, t = 0; i < n; i++) { /* exponential gaps: a Poisson process */
+            t += -log(1.0 - (bench_rng(&seed) % 1000000) / 1e6) / b->rate;
+            arrive[i] = t;
+            rq[i].cap_gaps = 128;
+            rq[i].gaps = (double *)calloc(128, sizeof(double));
+            total_gaps += 128;
+        }
+        itl = (double *)calloc((size_t)total_gaps, sizeof(double));
+        if (serve_engine(b, m, threads, isa_cap, 16, &e)) return free(toks), 1;
+        isa = mlstack_engine_kernels(e);
+        t0 = mlstack__now();
+        while (next < n || active) {
+            double now = mlstack__now() - t0;
+            while (next < n && arrive[next] <= now) {
+                mlstack_request_desc d;
+                int s = (int)(bench_rng(&seed) % 5), pre = s < 4 ? sys_len : 0, user = 16 + (int)(bench_rng(&seed) % 49), j;
+                for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
+                for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+                memset(&d, 0, sizeof d);
+                d.prompt = prompt;
+                d.n_prompt = pre + user;
+                d.max_tokens = 16 + (int)(bench_rng(&seed) % 49);
+                d.ignore_eos = 1;
+                d.on_token = serve_on_token;
+                d.user = &rq[next];
+                rq[next].t_submit = mlstack__now();
+                if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK) return free(toks), die("%s", err.message);
+                next++;
+            }
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), die("%s", mlstack_engine_error(e));
+            if (!active && next < n) { /* idle until the next arrival */
+                double wait = arrive[next] - (mlstack__now() - t0);
+                if (wait > 0) {
+                    struct timespec ts;
+                    ts.tv_sec = (time_t)wait;
+                    ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+                    nanosleep(&ts, NULL);
+                }
+            }
+        }
+        t = mlstack__now() - t0;
+        mlstack_engine_cache_stats(e, &st);
+        for (i = 0; i < n; i++) {
+            int j;
+            if (rq[i].t_first) ttft[n_ttft++] = rq[i].t_first - rq[i].t_submit;
+            for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
+        }
+        {
+            double hit = st.hit_tokens + st.computed_tokens ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens) : 0;
+            double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
+                   t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9), i99 = pct(itl, n_itl, .99);
+            if (b->json) {
+                serve_head(b, type, isa, threads, "mixed");
+                printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
+                       "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_p90\":%.3f,"
+                       "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,\"preemptions\":%llu,"
+                       "\"pages_evicted\":%llu}\n",
+                       n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50,
+                       1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens, (unsigned long long)st.computed_tokens, hit,
+                       (unsigned long long)st.preemptions, (unsigned long long)st.pages_evicted);
+            } else {
+                printf("| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 %.1f p90 %.1f "
+                       "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
+                       type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90, 1e3 * i99,
+                       100 * hit, (unsigned long long)st.hit_tokens, (unsigned long long)(st.hit_tokens + st.computed_tokens));
+            }
+        }
+        fflush(stdout);
+        mlstack_engine_free(e);
+        for (i = 0; i < n; i++) free(rq[i].gaps);
+        free(rq);
+        free(arrive);
+        free(ttft);
+        free(itl);
+        free(sys);
+        free(ids);
+    }
+    free(toks);
+    return 0;
+}
+
 static int cmd_bench(int argc, char **argv) {
     bench_opts b;
     double bw[BENCH_MAX] = {0};
@@ -990,6 +1242,7 @@ static int cmd_bench(int argc, char **argv) {
     for (k = 0; k < b.n_pp; k++) max_p = b.pp[k] > max_p ? b.pp[k] : max_p;
     n_configs = b.n_quant * b.n_isa * b.n_threads * (b.n_pp + b.n_tg);
     mlstack_cpu_report(cpu, sizeof cpu);
+    if (b.n_parallel || b.shared_prefix || b.mixed) b.bw_mib = 0; /* the serving modes do not use it */
     if (b.bw_mib > 0) {
         size_t bytes = (size_t)b.bw_mib << 20;
         unsigned char *buf = (unsigned char *)malloc(bytes);
@@ -1038,6 +1291,10 @@ static int cmd_bench(int argc, char **argv) {
         for (ii = 0; ii < b.n_isa; ii++) {
             for (ti = 0; ti < b.n_threads; ti++) {
                 mlstack_engine *e;
+                if (b.n_parallel || b.shared_prefix || b.mixed) {
+                    if (bench_serve(&b, m, &info, b.threads[ti], b.isa[ii], type) != 0) rc = 1;
+                    continue;
+                }
                 mlstack_engine_desc ed;
                 mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
                 int test;
