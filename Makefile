@@ -86,10 +86,11 @@ $(DEFAULT_MODEL)/model.safetensors:
 	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
-# units, and an MLSTACK_STATIC pair. Each links and calls the API.
+# units, an MLSTACK_STATIC pair, and the README's embedding example (strict C99, libc headers
+# first). Each links and calls the API.
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
-$(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
+$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
 	@mkdir -p $(@D)
 	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
@@ -104,6 +105,8 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp 
 	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O1 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
+	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
+	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	    echo "$(NVCC) tests/compile/cuda.cu"; \

@@ -11831,11 +11831,11 @@ static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__ta
                 k++;
         memcpy(fmt, x.u.s.p, x.u.s.n);
         fmt[x.u.s.n] = 0;
-#if defined(_WIN32)
+#if defined(_POSIX_C_SOURCE) && !defined(_WIN32)
+        tp = localtime_r(&t, &tmv);
+#else /* POSIX hidden (strict ISO build with libc headers included first) or Windows */
         tp = localtime(&t);
         if (tp) tmv = *tp;
-#else
-        tp = localtime_r(&t, &tmv);
 #endif
         if (!tp) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now(): no local time");
         k = x.u.s.n ? strftime(res, sizeof res, fmt, &tmv) : 0;
