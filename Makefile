@@ -51,6 +51,15 @@ $(B)/tests/%: tests/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
+# Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
+VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models
+$(B)/openmp/%: tests/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP -o $@ $< $(LDLIBS)
+$(B)/nothreads/%: tests/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DMLSTACK_NO_THREADS -o $@ $< -lm
+
 $(B)/asan/%: tests/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
@@ -126,11 +135,11 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 # `make test` builds everything in parallel (one job per CPU), then runs the tests in order.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
-	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS) \
+	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
 	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

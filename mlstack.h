@@ -54,6 +54,8 @@
      MLSTACK_MAX_JSON_DEPTH     128         implementation file      deepest JSON nesting accepted
      MLSTACK_MAX_HEADER_BYTES   100 MiB     implementation file      largest safetensors header accepted
      MLSTACK_NO_THREADS         undefined   implementation file      no pthreads; everything on the caller
+     MLSTACK_OPENMP             undefined   implementation file      fork/join through OpenMP (-fopenmp)
+                                                                     instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
 
    THREAD SAFETY
@@ -412,7 +414,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
 /* ---- Engine ---- */
 
 /* Engine descriptor. Zero means default:
-     n_threads         0: number of online CPUs
+     n_threads         0: number of physical cores (online CPUs where the topology is unknown)
      kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV
      kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
      kv_page_tokens    0: 16 tokens per KV page
@@ -767,6 +769,11 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 #if !defined(MLSTACK_NO_THREADS)
 #include <pthread.h>
 #endif
+#if defined(MLSTACK_OPENMP)
+#include <omp.h>
+#elif !defined(MLSTACK_NO_THREADS)
+#define MLSTACK__POOL_PTHREADS 1 /* the built-in pool's workers */
+#endif
 
 /* ==== 2. PLATFORM ==== */  /* >>platform */
 
@@ -991,6 +998,38 @@ static int mlstack__cpu_count(void) {
 #endif
 }
 
+/* Physical cores (hyper-threads share one core's FMA units, so they rarely help matmul):
+   distinct (package, core) pairs among the online CPUs in Linux sysfs; the online CPU count
+   where that is not readable. */
+static int mlstack__core_count(void) {
+    int n = mlstack__cpu_count(), i, j, n_cores = 0;
+    long ids[256][2];
+    for (i = 0; i < n; i++) {
+        char path[96];
+        long v[2] = {-1, -1};
+        int k;
+        FILE *f;
+        for (k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/%s", i,
+                     k ? "core_id" : "physical_package_id");
+            f = fopen(path, "r");
+            if (!f || fscanf(f, "%ld", &v[k]) != 1) {
+                if (f) fclose(f);
+                return n;
+            }
+            fclose(f);
+        }
+        for (j = 0; j < n_cores && (ids[j][0] != v[0] || ids[j][1] != v[1]); j++) {
+        }
+        if (j == n_cores) {
+            ids[n_cores][0] = v[0];
+            ids[n_cores][1] = v[1];
+            n_cores++;
+        }
+    }
+    return n_cores > 0 ? n_cores : n;
+}
+
 /* CPU features: on x86, cpuid for what the chip has and xgetbv for what the OS saves on a
    context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state); on AArch64, NEON is
    baseline and the kernel's hwcaps say whether the int8 dot product (dotprod) is there. */
@@ -1090,7 +1129,7 @@ enum { MLSTACK__OP_EVAL, MLSTACK__OP_SAMPLE, MLSTACK__OP_EMBED, MLSTACK__OP_RMSN
 typedef struct mlstack__pool {
     int n_threads;
     struct mlstack__prof *prof; /* set only while a profile records (section PROFILER) */
-#if !defined(MLSTACK_NO_THREADS)
+#if defined(MLSTACK__POOL_PTHREADS)
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
@@ -1103,7 +1142,7 @@ typedef struct mlstack__pool {
 #endif
 } mlstack__pool;
 
-#if !defined(MLSTACK_NO_THREADS)
+#if defined(MLSTACK__POOL_PTHREADS)
 static void mlstack__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ __volatile__("pause");
@@ -1152,6 +1191,9 @@ static int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 #if defined(MLSTACK_NO_THREADS)
     p->n_threads = 1;
     return 0;
+#elif defined(MLSTACK_OPENMP)
+    p->n_threads = n_threads; /* OpenMP's own team runs the tasks */
+    return 0;
 #else
     p->n_threads = n_threads;
     if (n_threads == 1) return 0;
@@ -1185,7 +1227,13 @@ static int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
     int t;
     if (MLSTACK__UNLIKELY(p->prof != NULL)) { mlstack__prof_pool_run(p, fn, ctx, n_tasks); return; }
-#if !defined(MLSTACK_NO_THREADS)
+#if defined(MLSTACK_OPENMP)
+    if (p->n_threads > 1 && n_tasks > 1) {
+#pragma omp parallel for num_threads(p->n_threads) schedule(static, 1)
+        for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, omp_get_thread_num());
+        return;
+    }
+#elif defined(MLSTACK__POOL_PTHREADS)
     if (p->n_threads > 1 && n_tasks > 1) {
         int i;
         p->fn = fn;
@@ -1211,7 +1259,7 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
 }
 
 static void mlstack__pool_free(mlstack__pool *p) {
-#if !defined(MLSTACK_NO_THREADS)
+#if defined(MLSTACK__POOL_PTHREADS)
     int i;
     if (p->threads) {
         pthread_mutex_lock(&p->mu);
@@ -16111,7 +16159,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     c = &model->cfg;
     if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
-    if (d.n_threads == 0) d.n_threads = mlstack__cpu_count();
+    if (d.n_threads == 0) d.n_threads = mlstack__core_count();
     if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
     if (d.max_seqs == 0) d.max_seqs = 16;
     if (d.max_batch_tokens == 0) d.max_batch_tokens = 512;

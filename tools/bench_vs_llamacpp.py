@@ -5,7 +5,7 @@
     tools/bench_vs_llamacpp.py --shapes smollm2 --types f16,q8_0 --threads 1,2 -r 3
     tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types f16 --npl 1,2,4,8,16
 
-Needs llama.cpp's tools from tools/build_llamacpp.sh (build/peer/bin) and the
+Needs llama.cpp's tools from tools/build_llamacpp.sh (peer/bin) and the
 models from tools/gen_bench_models.py (models/bench/SHAPE-TYPE; missing ones are
 generated unless --no-gen).  mlstack is run as `build/mlstack bench`; when that
 command does not exist yet, its column reads "-" and a message says why.
@@ -368,7 +368,7 @@ def main(argv=None) -> int:
                     help="folder of SHAPE-TYPE model folders (default models/bench)")
     ap.add_argument("--no-gen", action="store_true", help="do not generate missing models")
     ap.add_argument("--peer", default=os.path.join(ROOT, "build", "peer"),
-                    help="tools/build_llamacpp.sh destination (default build/peer)")
+                    help="tools/build_llamacpp.sh destination (default peer)")
     ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
     ap.add_argument("--mlstack-cmd", default=DEFAULT_MLSTACK_CMD,
                     help="template; fields: mlstack model_dir n_prompt n_gen threads reps quant_flag")

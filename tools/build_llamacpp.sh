@@ -3,7 +3,7 @@
 # llama-cpp-python source distribution on PyPI carries under vendor/llama.cpp.
 # Used only by tools/bench_vs_llamacpp.py; nothing from llama.cpp is committed.
 #
-#   tools/build_llamacpp.sh [DEST]      # DEST defaults to build/peer (git-ignored)
+#   tools/build_llamacpp.sh [DEST]      # DEST defaults to peer/ (git-ignored; make clean leaves it)
 #
 # Result: DEST/bin/llama-bench, llama-batched-bench, llama-simple and DEST/VERSION
 # (package version, llama.cpp build number and commit).  Does nothing when the
@@ -22,7 +22,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 cd "$root"
 
-dest="${1:-build/peer}"
+dest="${1:-peer}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${LLAMACPP_JOBS:-2}"
 native="${LLAMACPP_NATIVE:-ON}"
