@@ -152,6 +152,7 @@ run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 BENCH_ARGS ?=
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
+	bash tools/bench_tokenizer.sh
 
 clean:
 	rm -rf $(B)

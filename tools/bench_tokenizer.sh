@@ -15,8 +15,8 @@ fi
 cc -O2 -std=c99 -I. -o "$b/bench_tokenizer" tools/bench_tokenizer.c -lpthread -lm
 for fam in smollm2 llama2-tinyllama gpt2; do
     dir=../shared/tokenizers/$fam
-    printf '%-18s mlstack: ' "$fam"; "$b/bench_tokenizer" "$dir" "$text"
+    "$b/bench_tokenizer" "$dir" "$text"
     if python3 -c 'import tokenizers' 2>/dev/null; then
-        printf '%-18s HF:      ' "$fam"; RAYON_NUM_THREADS=1 python3 tools/bench_tokenizer_hf.py "$dir" "$text"
+        RAYON_NUM_THREADS=1 python3 tools/bench_tokenizer_hf.py "$dir" "$text"
     fi
 done
