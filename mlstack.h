@@ -13452,7 +13452,8 @@ typedef struct mlstack__weight {
 /* The kernel table: one per ISA, chosen once when an engine starts.
    matmul: y[b * n_out + o] = W[o] . x[b] (+ bias[o]) for o in [o0, o1), b in [0, B);
            x (B, n_in) f32; xq its Q8 blocks when W is quantized; scratch: n_in floats.
-   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,)        to_f32: dst (n,) = src (n,) */
+   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,)        to_f32: dst (n,) = src (n,)
+   rmsnorm: out (n,) = w * x / sqrt(mean(x^2) + eps)         swiglu: g (n,) = g / (1 + e^-g) * u */
 typedef struct mlstack__kernels {
     const char *name;
     void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
@@ -13460,6 +13461,8 @@ typedef struct mlstack__kernels {
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n);
     void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
+    void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
+    void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
 } mlstack__kernels;
 
 /* a (n,) . b (n,) -> scalar, in the fixed order described above. */
@@ -13522,8 +13525,11 @@ static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, con
     }
 }
 
+static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+static void mlstack__swiglu_scalar(float *g, const float *u, int n);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
-                                                         mlstack__axpy_scalar, mlstack__to_f32};
+                                                         mlstack__axpy_scalar, mlstack__to_f32, mlstack__rmsnorm,
+                                                         mlstack__swiglu_scalar};
 
 typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
@@ -13585,20 +13591,34 @@ static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, 
     for (i = 0; i < n; i++) out[i] = w[i] * (x[i] * scale);
 }
 
-/* Rotary embedding, Hugging Face rotate-half layout, on one head vector v (Dh,):
-   pairs (i, i + Dh/2) rotate by angle pos * inv_freq[i]. */
-static void mlstack__rope(float *v, int Dh, int pos, const float *inv_freq) {
+/* Rotary embedding, Hugging Face rotate-half layout: pairs (i, i + Dh/2) of a head vector
+   rotate by angle pos * inv_freq[i] (tables below). */
+
+static void mlstack__swiglu_scalar(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* cos and sin of pos * inv_freq[i] for the Dh/2 rotary pairs: cs (Dh,) = cos..., sin...
+   Made once per row and used by every head of every layer. */
+static void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
     int half = Dh / 2, i;
     for (i = 0; i < half; i++) {
         float ang = (float)pos * inv_freq[i];
-        float c = cosf(ang), s = sinf(ang);
-        float a = v[i], b = v[i + half];
+        cs[i] = cosf(ang);
+        cs[i + half] = sinf(ang);
+    }
+}
+
+/* Rotary embedding on one head vector v (Dh,) with a table from mlstack__rope_table. */
+static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
+    int half = Dh / 2, i;
+    for (i = 0; i < half; i++) {
+        float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half];
         v[i] = a * c - b * s;
         v[i + half] = b * c + a * s;
     }
 }
-
-static float mlstack__silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* gcc 12 in C++ mode warns inside its own AVX-512 intrinsics (self-initialised "undefined"
    vectors, GCC bug 105593); the x86 kernel sections are compiled with that warning off. */
@@ -13756,8 +13776,51 @@ static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void
     if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
 }
 
+/* e^x for x in float range: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial (relative
+   error ~2e-7), times 2^n built in the exponent bits. Inputs are clamped to [-87, 88]. */
+static MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
+    __m256 n, r, p;
+    __m256i e;
+    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), r);
+    p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static MLSTACK__T_AVX2 void mlstack__swiglu_avx2(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), mlstack__exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+    }
+    if (i < n) mlstack__swiglu_scalar(g + i, u + i, n - i);
+}
+
+static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) {
+    __m256 acc = _mm256_setzero_ps(), sc;
+    float ss;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i), acc);
+    ss = mlstack__hsum256(acc);
+    for (; i < n; i++) ss += x[i] * x[i];
+    sc = _mm256_set1_ps(1.0f / sqrtf(ss / (float)n + eps));
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_mul_ps(_mm256_loadu_ps(x + i), sc)));
+    for (; i < n; i++) out[i] = w[i] * (x[i] * _mm256_cvtss_f32(sc));
+}
+
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
-                                                       mlstack__to_f32_avx2};
+                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -13946,11 +14009,56 @@ static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const 
     if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
 }
 
+/* e^x as mlstack__exp256, 16 lanes, 2^n applied with scalef. */
+static MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x) {
+    __m512 n, r, p;
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
+    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
+    p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+static MLSTACK__T_AVX512 void mlstack__swiglu_avx512(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), mlstack__exp512(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(x, den), _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+static MLSTACK__T_AVX512 void mlstack__rmsnorm_avx512(float *out, const float *x, const float *w, int n, float eps) {
+    __m512 acc = _mm512_setzero_ps(), sc;
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    sc = _mm512_set1_ps(1.0f / sqrtf(mlstack__hsum512(acc) / (float)n + eps));
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(out + i, m,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sc)));
+    }
+}
+
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
-                                                         mlstack__axpy_avx512, mlstack__to_f32_avx512};
+                                                         mlstack__axpy_avx512, mlstack__to_f32_avx512,
+                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
-                                                                mlstack__to_f32_avx512};
+                                                                mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
+                                                                mlstack__swiglu_avx512};
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -14179,7 +14287,8 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 }
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
-                                                       mlstack__axpy_neon, mlstack__to_f32_neon};
+                                                       mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
+                                                       mlstack__swiglu_scalar};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -14210,7 +14319,8 @@ static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, c
 }
 
 static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
-                                                           mlstack__axpy_neon, mlstack__to_f32_neon};
+                                                           mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
+                                                           mlstack__swiglu_scalar};
 #endif
 #endif
 
@@ -15770,6 +15880,7 @@ typedef struct mlstack__scratch {
     float *x, *xn, *q, *k, *v, *att, *gate, *up; /* (B, dim) activations */
     float *mm;                                   /* n_threads * max n_in */
     mlstack__q8x *xq;                            /* (B, max n_in / 32) activation blocks */
+    float *rope;                                 /* (B, Dh): cos and sin of each row's position */
     float *scores;                               /* n_threads * attention scratch */
 } mlstack__scratch;
 
@@ -15823,12 +15934,13 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     for (b = 0; b < B; b++)
         mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
                         s->x + (size_t)b * D, (size_t)D);
+    for (b = 0; b < B; b++) mlstack__rope_table(s->rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
     MLSTACK__PROF_END(&e->pool, EMBED, -1, rows, B);
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
         mlstack__attn_job aj;
         MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
-        for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
+        for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
         MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wq, s->xn, s->q, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wk, s->xn, s->k, B);
@@ -15838,12 +15950,12 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
             const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
             float *q = s->q + (size_t)b * qd, *k = s->k + (size_t)b * kvd;
             for (h = 0; h < H; h++) {
-                if (L->q_norm) mlstack__rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-                mlstack__rope(q + h * Dh, Dh, rows[b].pos, m->inv_freq);
+                if (L->q_norm) e->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+                mlstack__rope_apply(q + h * Dh, Dh, s->rope + (size_t)b * Dh);
             }
             for (h = 0; h < Hkv; h++) {
-                if (L->k_norm) mlstack__rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-                mlstack__rope(k + h * Dh, Dh, rows[b].pos, m->inv_freq);
+                if (L->k_norm) e->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+                mlstack__rope_apply(k + h * Dh, Dh, s->rope + (size_t)b * Dh);
             }
             mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k);
             mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd);
@@ -15860,12 +15972,12 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
         MLSTACK__PROF_END(&e->pool, ADD, l, rows, B);
         MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
-        for (b = 0; b < B; b++) mlstack__rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
+        for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
         MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_gate, s->xn, s->gate, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_up, s->xn, s->up, B);
         MLSTACK__PROF_BEGIN(&e->pool, SWIGLU);
-        for (i = 0; i < B * F; i++) s->gate[i] = mlstack__silu(s->gate[i]) * s->up[i];
+        e->k->swiglu(s->gate, s->up, B * F);
         MLSTACK__PROF_END(&e->pool, SWIGLU, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_down, s->gate, s->xn, B);
         MLSTACK__PROF_BEGIN(&e->pool, ADD);
@@ -15878,7 +15990,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         int n = 0;
         MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++)
-            if (slot[b] >= 0) mlstack__rmsnorm(s->xn + (size_t)(n++) * D, s->x + (size_t)b * D, m->final_norm, D, c->eps);
+            if (slot[b] >= 0) e->k->rmsnorm(s->xn + (size_t)(n++) * D, s->x + (size_t)b * D, m->final_norm, D, c->eps);
         MLSTACK__PROF_END(&e->pool, RMSNORM, -1, NULL, n);
         if (n) {
             /* logit slots of one chunk are consecutive */
@@ -16127,6 +16239,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__aligned_free(s->up);
     mlstack__aligned_free(s->mm);
     mlstack__aligned_free(s->xq);
+    mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(e->logits);
     MLSTACK_FREE(e->logit_slot);
@@ -16215,10 +16328,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     s->gate = mlstack__falloc(B, (size_t)c->n_ff);
     s->up = mlstack__falloc(B, (size_t)c->n_ff);
     s->mm = mlstack__falloc((size_t)e->pool.n_threads, max_in);
+    s->rope = mlstack__falloc(B, (size_t)c->head_dim);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)e->pool.n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->scores || !e->tmp_len) {
+    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->rope || !s->scores || !e->tmp_len) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }

@@ -109,6 +109,22 @@ static void check_path(const mlstack__kernels *k) {
             float r = mlstack__dot_f32(a, b, n), v = k->dot(a, b, n);
             CHECKF(fabsf(r - v) <= 1e-5f * (fabsf(r) + 1), "%s dot n=%d: %g vs %g", k->name, n, v, r);
         }
+        /* rmsnorm and swiglu (the vector exp is a polynomial: relative error ~1e-6) */
+        for (n = 1; n <= 77; n += 19) {
+            float r0[77], r1[77], g0[77], g1[77];
+            int k2;
+            mlstack__rmsnorm(r0, a, b, n, 1e-5f);
+            k->rmsnorm(r1, a, b, n, 1e-5f);
+            for (i = 0; i < n; i++) g0[i] = g1[i] = a[i] * 12.0f; /* arguments of e^x up to |12| */
+            mlstack__swiglu_scalar(g0, b, n);
+            k->swiglu(g1, b, n);
+            for (k2 = 0; k2 < n; k2++) {
+                CHECKF(fabsf(r0[k2] - r1[k2]) <= 1e-5f * (fabsf(r0[k2]) + 1e-3f), "%s rmsnorm n=%d [%d]: %g vs %g", k->name, n,
+                       k2, r1[k2], r0[k2]);
+                CHECKF(fabsf(g0[k2] - g1[k2]) <= 2e-6f * (fabsf(g0[k2]) + 1e-3f), "%s swiglu n=%d [%d]: %g vs %g", k->name, n,
+                       k2, g1[k2], g0[k2]);
+            }
+        }
         mlstack__axpy_scalar(y0, 0.37f, a, 77);
         k->axpy(y1, 0.37f, a, 77);
         for (i = 0; i < 77; i++) CHECKF(fabsf(y0[i] - y1[i]) <= 1e-6f, "%s axpy[%d]", k->name, i);
