@@ -16096,20 +16096,10 @@ MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *s, int32_t tok) {
 
 /* Sorts idx[0..n) by vals descending, ties by ascending id (a total order: deterministic). */
 static void mlstack__sort_desc(int *idx, int n, const float *vals) {
-    /* insertion sort for small n, else a bottom-up merge sort */
+    /* insertion sort for small n (or when no scratch memory is free), else a bottom-up merge sort */
     int i, j, width;
-    int *tmp;
-    if (n < 64) {
-        for (i = 1; i < n; i++) {
-            int v = idx[i];
-            for (j = i; j > 0 && (vals[idx[j - 1]] < vals[v] || (vals[idx[j - 1]] == vals[v] && idx[j - 1] > v)); j--)
-                idx[j] = idx[j - 1];
-            idx[j] = v;
-        }
-        return;
-    }
-    tmp = (int *)MLSTACK_MALLOC(sizeof(int) * (size_t)n);
-    if (!tmp) { /* fall back to the insertion sort: slow but correct */
+    int *tmp = n >= 64 ? (int *)MLSTACK_MALLOC(sizeof(int) * (size_t)n) : NULL;
+    if (!tmp) {
         for (i = 1; i < n; i++) {
             int v = idx[i];
             for (j = i; j > 0 && (vals[idx[j - 1]] < vals[v] || (vals[idx[j - 1]] == vals[v] && idx[j - 1] > v)); j--)
