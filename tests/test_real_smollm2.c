@@ -115,6 +115,48 @@ int main(void) {
         mlstack_model_info info;
         mlstack_model_get_info(m, &info);
         CHECK(info.n_layers == 30 && info.n_embd == 576 && info.n_vocab == 49152 && info.tied_embeddings);
+        /* the chat prompt: our template and tokenizer against what transformers rendered */
+        {
+            const mlstack__json *p, *src, *msgs, *rendered, *ids_j, *v;
+            for (p = prompts->child; p; p = p->next) {
+                mlstack__buf js;
+                mlstack_template_options to;
+                char *out = NULL;
+                size_t out_len = 0, n = 0;
+                int32_t ids[512];
+                int same = 1, k = 0;
+                src = mlstack__json_get(p, "source");
+                msgs = mlstack__json_get(src, "messages");
+                rendered = mlstack__json_get(src, "rendered");
+                if (!msgs || !rendered) continue;
+                memset(&js, 0, sizeof js);
+                mlstack__buf_puts(&js, "[");
+                for (v = msgs->child; v; v = v->next) {
+                    mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
+                    mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
+                    mlstack__buf_puts(&js, ",\"content\":");
+                    mlstack__json_quote(&js, mlstack__json_get(v, "content")->str, mlstack__json_get(v, "content")->len);
+                    mlstack__buf_puts(&js, "}");
+                }
+                mlstack__buf_puts(&js, "]");
+                memset(&to, 0, sizeof to);
+                to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
+                CHECKF(mlstack_model_chat_template(m) &&
+                           mlstack_chat_template_apply(mlstack_model_chat_template(m), NULL, js.p, js.n, &to, &out, &out_len,
+                                                       &err) == MLSTACK_OK,
+                       "chat template: %s", err.message);
+                CHECKF(out && out_len == rendered->len && memcmp(out, rendered->str, out_len) == 0,
+                       "SmolLM2 chat template renders differently from transformers");
+                CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(m), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
+                ids_j = mlstack__json_get(p, "ids");
+                for (v = ids_j->child; v; v = v->next, k++)
+                    if ((size_t)k >= n || ids[k] != v->i) same = 0;
+                CHECKF(same && (size_t)k == n, "SmolLM2 chat prompt encodes differently from transformers");
+                printf("  chat prompt: template and %d ids identical to transformers\n", (int)n);
+                mlstack_template_free_output(out);
+                MLSTACK_FREE(js.p);
+            }
+        }
         run_prompts(m, prompts, NULL, 1);
         run_prompts(m, prompts, "scalar", 0);
         mlstack_model_close(m);
