@@ -44,8 +44,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUANT_TYPES = ("q8_0", "q4_1")
 
-DEFAULT_MLSTACK_CMD = ("{mlstack} bench --shape {model_dir} -p {n_prompt} -n {n_gen} "
-                       "-t {threads} -r {reps} {quant_flag} --json")
+DEFAULT_MLSTACK_CMD = ("{mlstack} bench -m {model_dir} -p {n_prompt} -n {n_gen} "
+                       "-t {threads} -r {reps} {quant_flag} --bw-mib 0 --json")
 DEFAULT_MLSTACK_BATCHED_CMD = ("{mlstack} bench --shape {model_dir} --batched --npp {npp} "
                                "--ntg {ntg} --npl {npl} -t {threads} {quant_flag} --json")
 
