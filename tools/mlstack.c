@@ -39,7 +39,7 @@ static const char *USAGE =
     "      --no-special         encode without adding special tokens (add_special_tokens=False)\n"
     "      --ids LIST           prompt as comma-separated token ids\n"
     "  -n, --n-predict N        tokens to generate (default 64; 0 = until EOS or the context is full)\n"
-    "  -t, --threads N          worker threads (default: all online CPUs)\n"
+    "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --temp F             temperature (default 0 = greedy)\n"
     "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
     "      --top-p F            nucleus sampling threshold (default 1 = off)\n"
@@ -88,6 +88,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     o->n_predict = 64;
     if (argc < 2) return 1;
     o->cmd = argv[1];
+    if (strcmp(o->cmd, "-h") == 0 || strcmp(o->cmd, "--help") == 0 || strcmp(o->cmd, "help") == 0) return 1;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
