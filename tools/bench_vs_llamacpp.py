@@ -367,7 +367,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=os.path.join(ROOT, "models", "bench"),
                     help="folder of SHAPE-TYPE model folders (default models/bench)")
     ap.add_argument("--no-gen", action="store_true", help="do not generate missing models")
-    ap.add_argument("--peer", default=os.path.join(ROOT, "build", "peer"),
+    ap.add_argument("--peer", default=os.path.join(ROOT, "peer"),
                     help="tools/build_llamacpp.sh destination (default peer)")
     ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
     ap.add_argument("--mlstack-cmd", default=DEFAULT_MLSTACK_CMD,
