@@ -13853,26 +13853,31 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
 
 /* Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
    its element in the same order whatever tile it sits in, so tiling never changes results. */
+#if defined(__GNUC__)
+#define MLSTACK__UNROLL _Pragma("GCC unroll 4")
+#else
+#define MLSTACK__UNROLL
+#endif
 #define MLSTACK__TILE_AVX512(NAME, LOAD, RO, RB)                                                              \
     static MLSTACK__T_AVX512 void NAME(const unsigned char *row, size_t rb, const float *x, int n, float *y,   \
                                        size_t ldy, const float *bias) {                                       \
         __m512 acc[RO][RB], xv[RB];                                                                           \
         int r, j, i, n16 = n & ~15;                                                                           \
         __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);                                                   \
-        for (r = 0; r < RO; r++)                                                                              \
-            for (j = 0; j < RB; j++) acc[r][j] = _mm512_setzero_ps();                                         \
+        MLSTACK__UNROLL for (r = 0; r < RO; r++)                                                              \
+            MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_setzero_ps();                         \
         for (i = 0; i < n16; i += 16) {                                                                       \
-            for (j = 0; j < RB; j++) xv[j] = _mm512_loadu_ps(x + (size_t)j * n + i);                          \
-            for (r = 0; r < RO; r++) {                                                                        \
+            MLSTACK__UNROLL for (j = 0; j < RB; j++) xv[j] = _mm512_loadu_ps(x + (size_t)j * n + i);          \
+            MLSTACK__UNROLL for (r = 0; r < RO; r++) {                                                        \
                 __m512 wv = LOAD(row + (size_t)r * rb, i, (__mmask16)0xFFFF);                                 \
-                for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);                   \
+                MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);   \
             }                                                                                                 \
         }                                                                                                     \
         if (tail) {                                                                                           \
-            for (j = 0; j < RB; j++) xv[j] = _mm512_maskz_loadu_ps(tail, x + (size_t)j * n + n16);            \
-            for (r = 0; r < RO; r++) {                                                                        \
+            MLSTACK__UNROLL for (j = 0; j < RB; j++) xv[j] = _mm512_maskz_loadu_ps(tail, x + (size_t)j * n + n16); \
+            MLSTACK__UNROLL for (r = 0; r < RO; r++) {                                                        \
                 __m512 wv = LOAD(row + (size_t)r * rb, n16, tail);                                            \
-                for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);                   \
+                MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);   \
             }                                                                                                 \
         }                                                                                                     \
         for (r = 0; r < RO; r++)                                                                              \
@@ -13890,7 +13895,7 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
         for (o = o0; o < o1;) {                                                                               \
             const unsigned char *row = (const unsigned char *)w->data + (size_t)o * rb;                       \
             const float *bias = w->bias ? w->bias + o : NULL;                                                 \
-            if (o1 - o >= 4) {                                                                                \
+            if (o1 - o >= 4 && B >= 4) {                                                                      \
                 for (b = 0; b + 4 <= B; b += 4) NAME##_44(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias); \
                 for (; b < B; b++) NAME##_41(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias);     \
                 o += 4;                                                                                       \
