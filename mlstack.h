@@ -1175,7 +1175,10 @@ static void *mlstack__worker(void *arg_) {
         }
         if (__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE)) return NULL;
         seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
-        for (t = arg.index; t < p->n_tasks; t += p->n_threads) p->fn(p->ctx, t, p->n_tasks, arg.index);
+        /* a contiguous share of the tasks: neighbouring weight rows stream from memory together */
+        for (t = (int)((int64_t)p->n_tasks * arg.index / p->n_threads);
+             t < (int)((int64_t)p->n_tasks * (arg.index + 1) / p->n_threads); t++)
+            p->fn(p->ctx, t, p->n_tasks, arg.index);
         if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
@@ -1229,7 +1232,7 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
     if (MLSTACK__UNLIKELY(p->prof != NULL)) { mlstack__prof_pool_run(p, fn, ctx, n_tasks); return; }
 #if defined(MLSTACK_OPENMP)
     if (p->n_threads > 1 && n_tasks > 1) {
-#pragma omp parallel for num_threads(p->n_threads) schedule(static, 1)
+#pragma omp parallel for num_threads(p->n_threads) schedule(static)
         for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, omp_get_thread_num());
         return;
     }
@@ -1244,7 +1247,7 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
         __atomic_add_fetch(&p->generation, 1, __ATOMIC_ACQ_REL);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
-        for (t = 0; t < n_tasks; t += p->n_threads) fn(ctx, t, n_tasks, 0);
+        for (t = 0; t < (int)((int64_t)n_tasks / p->n_threads); t++) fn(ctx, t, n_tasks, 0);
         for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0; i++) mlstack__cpu_relax();
         if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0) {
             pthread_mutex_lock(&p->mu);
