@@ -17,7 +17,7 @@
          mlstack_sampler_desc sd = {0};                  // zero = greedy
          mlstack_generate_desc gd = {0};
          gd.seq = seq; gd.prompt = prompt; gd.n_prompt = 3; gd.max_tokens = 32;
-         gd.sampler = &sd; gd.on_token = print_token;    // int print_token(int32_t id, void *user)
+         gd.sampler = &sd; gd.on_token = print_token;    // int print_token(void *user, int32_t id)
          mlstack_generate(eng, &gd);
          mlstack_engine_free(eng); mlstack_model_close(model);
 
@@ -41,7 +41,7 @@
     17. FORWARD           one forward pass over a ragged batch of rows                >>forward
     18. SAMPLING          logit processors and samplers                               >>sampling
     19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    20. SCHEDULER                                                                     >>scheduler
+    20. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
     21. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
 
    BUILD OPTIONS
@@ -57,6 +57,7 @@
      MLSTACK_OPENMP             undefined   implementation file      fork/join through OpenMP (-fopenmp)
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
+     MLSTACK_NO_AVX2/_NO_AVX512 undefined   implementation file      leave those x86 kernels out
 
    THREAD SAFETY
      A model is immutable once open and may be shared by any number of engines and threads.
