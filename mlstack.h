@@ -13924,13 +13924,13 @@ MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
         __m256 acc[RB];                                                                                       \
         float off[RB];                                                                                        \
         int j, k;                                                                                             \
-        for (j = 0; j < RB; j++) acc[j] = _mm256_setzero_ps(), off[j] = 0;                                     \
+        MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[j] = _mm256_setzero_ps(), off[j] = 0;                                     \
         for (k = 0; k < nb; k++) {                                                                            \
             if (w->wtype == MLSTACK__W_Q8_0) {                                                                \
                 const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;                      \
                 __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q), aw = _mm256_abs_epi8(qw); \
                 float d = _cvtsh_ss(blk->d);                                                                  \
-                for (j = 0; j < RB; j++) {                                                                    \
+                MLSTACK__UNROLL for (j = 0; j < RB; j++) {                                                    \
                     const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
                     __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
                     __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(qx, qw));    \
@@ -13941,7 +13941,7 @@ MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
                 __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);                         \
                 __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15)); \
                 float d = _cvtsh_ss(blk->d), m = _cvtsh_ss(blk->m);                                           \
-                for (j = 0; j < RB; j++) {                                                                    \
+                MLSTACK__UNROLL for (j = 0; j < RB; j++) {                                                    \
                     const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
                     __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
                     __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qw, qx);                          \
