@@ -425,8 +425,10 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
                        MLSTACK_ISA if set; "scalar", "avx2", "avx512" or "neon": at most that
                        path (see ISA MATRIX)
      profile           NULL: not profiling; else mlstack_engine_profile_start(engine, profile) at init
-     step_tokens       0: max_batch_tokens; the token budget of one mlstack_engine_step (decode
-                       rows plus prefill chunks): long prompts are prefilled this many rows at a time */
+     step_tokens       0: 128 (at most max_batch_tokens); the token budget of one
+                       mlstack_engine_step (decode rows plus prefill chunks): long prompts are
+                       prefilled this many rows at a time, so running decodes wait at most one
+                       such chunk (larger: better prefill throughput, longer decode stalls) */
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -16304,7 +16306,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative step_tokens");
     }
-    e->step_tokens = d.step_tokens ? d.step_tokens : d.max_batch_tokens;
+    e->step_tokens = d.step_tokens ? d.step_tokens : (d.max_batch_tokens < 128 ? d.max_batch_tokens : 128);
     if (mlstack__pool_init(&e->pool, d.n_threads) != 0) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
