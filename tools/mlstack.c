@@ -49,6 +49,8 @@ static const char *USAGE =
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
+    "      --bf16-dot           BF16 weights: round activations to bf16 and use AVX512_BF16 dot\n"
+    "                           products (faster prefill, less exact; where the CPU has it)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
@@ -59,7 +61,7 @@ static const char *USAGE =
 typedef struct opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
     const char *out, *messages, *system;
-    int ids_only, no_special, add_gen, n_tokens;
+    int ids_only, no_special, add_gen, n_tokens, bf16_dot;
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
@@ -118,6 +120,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--presence-penalty", "--presence-penalty")) { NUM(-100, 100); o->sd.presence_penalty = (float)x; }
         else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
+        else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
         else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
@@ -186,6 +189,7 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
         ed.n_threads = o->threads;
         ed.max_seqs = 1;
         ed.isa = o->isa;
+        ed.bf16_activations = o->bf16_dot;
         /* eval exists to check logits against references: keep keys and values exact */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
         if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
@@ -766,6 +770,7 @@ static const char *BENCH_USAGE =
     "      --quant LIST       none, q8_0, q4_1 (default none)\n"
     "      --isa LIST         kernel caps: scalar, avx2, avx512 (default: the best)\n"
     "      --json             one JSON object per line and configuration instead of the table\n"
+    "      --bf16-dot         BF16 weights: activations rounded to bf16 for AVX512_BF16 dot products\n"
     "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
     "      --profile FILE     profile one extra run of each test (not counted): Chrome trace to FILE\n"
     "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr\n"
@@ -789,7 +794,7 @@ typedef struct bench_opts {
     int pp[BENCH_MAX], n_pp, tg[BENCH_MAX], n_tg, threads[BENCH_MAX], n_threads, reps;
     int quant[BENCH_MAX], n_quant; /* mlstack_dtype; 0 = none */
     const char *isa[BENCH_MAX];
-    int n_isa, json, bw_mib;
+    int n_isa, json, bw_mib, bf16_dot;
     char isa_buf[256];
     int parallel[BENCH_MAX], n_parallel, shared_prefix, mixed, requests, kv_mib;
     double rate;
@@ -834,6 +839,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
         else if (IS("--shape", "--shape")) { VALUE(); b->shape = v; }
         else if (IS("--profile", "--profile")) { VALUE(); b->profile = v; }
         else if (IS("--json", "--json")) b->json = 1;
+        else if (IS("--bf16-dot", "--bf16-dot")) b->bf16_dot = 1;
         else if (IS("-p", "--n-prompt")) { VALUE(); if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0) return die("bad list for %s", a); }
         else if (IS("-n", "--n-gen")) { VALUE(); if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return die("bad list for %s", a); }
         else if (IS("-t", "--threads")) { VALUE(); if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return die("bad list for %s", a); }
@@ -1304,6 +1310,7 @@ static int cmd_bench(int argc, char **argv) {
                 ed.max_seqs = 1;
                 ed.max_batch_tokens = max_p;
                 ed.isa = b.isa[ii];
+                ed.bf16_activations = b.bf16_dot;
                 if (!rows || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
                     fprintf(stderr, "mlstack: %s\n", rows ? err.message : "out of memory");
                     free(rows);
