@@ -14423,6 +14423,7 @@ static const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_activat
     (void)c;
     (void)x86;
     (void)arm;
+    (void)bf16_activations;
 #if defined(MLSTACK__HAVE_AVX512)
     if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
     {
