@@ -333,6 +333,7 @@ static int cmd_run(const opts *o) {
         mlstack_detok_free(st.detok);
     }
     printf("\n");
+    fflush(stdout); /* the text first, then the statistics on stderr */
     if (rc) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
     fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
             mlstack_engine_kernels(e), load_s * 1e3, n, g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0,
@@ -480,6 +481,7 @@ static int cmd_chat(const opts *o) {
         }
         mlstack_detok_free(st.detok);
         printf("\n");
+        fflush(stdout);
         fprintf(stderr, "[%d prompt tokens, %d reused from the cache, %d generated, %.1f tokens/s]\n", (int)n, (int)common,
                 g.n_generated, g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
         /* what the sequence now holds: the prompt and every generated token but the last */
