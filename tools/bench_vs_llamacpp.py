@@ -17,13 +17,14 @@ neighbour hits both engines alike.  Reported: the median tokens/s over the
 repetitions (min-max in --spread) and the ratio mlstack / llama.cpp.
 
 --batched runs llama-batched-bench (prompt NPP, NTG generated tokens, NPL
-parallel sequences) against `mlstack bench --batched` with the same table style.
+parallel sequences) against `mlstack bench --parallel NPL` (through mlstack's scheduler; its
+prompts are 32 tokens and only the aggregate decode rate is measured, so the pp columns stay
+empty on its side).
 
 mlstack's side of the contract (one JSON object per line and configuration):
     default:   keys shape|model, type, threads, n_prompt, n_gen,
                tps_median, tps_min, tps_max (tokens/s)
-    --batched: keys threads, npp|n_prompt, ntg|n_gen, npl|n_parallel,
-               speed_pp, speed_tg (tokens/s, all sequences together)
+    --batched: keys threads, parallel, decode_tps (tokens/s, all sequences together)
 The command lines are templates (--mlstack-cmd, --mlstack-batched-cmd) in case
 the flags change.
 """
@@ -46,8 +47,8 @@ QUANT_TYPES = ("q8_0", "q4_1")
 
 DEFAULT_MLSTACK_CMD = ("{mlstack} bench -m {model_dir} -p {n_prompt} -n {n_gen} "
                        "-t {threads} -r {reps} {quant_flag} --bw-mib 0 --json")
-DEFAULT_MLSTACK_BATCHED_CMD = ("{mlstack} bench --shape {model_dir} --batched --npp {npp} "
-                               "--ntg {ntg} --npl {npl} -t {threads} {quant_flag} --json")
+DEFAULT_MLSTACK_BATCHED_CMD = ("{mlstack} bench -m {model_dir} --parallel {npl} -n {ntg} -r 1 "
+                               "-t {threads} {quant_flag} --bw-mib 0 --json")
 
 
 def log(msg: str) -> None:
@@ -207,13 +208,12 @@ class Mlstack:
                         npp=npp, ntg=ntg, npl=",".join(map(str, npl)))
         rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
         if rc != 0:
-            log(f"mlstack bench --batched failed (rc {rc}):\n{tail(se or so)}")
+            log(f"mlstack bench --parallel failed (rc {rc}):\n{tail(se or so)}")
             return None
         res = {}
         for r in json_lines(so):
-            pl = r.get("npl", r.get("n_parallel", r.get("pl")))
-            if pl is not None and "speed_pp" in r and "speed_tg" in r:
-                res[int(pl)] = (float(r["speed_pp"]), float(r["speed_tg"]))
+            if r.get("test") == "parallel" and "decode_tps" in r:
+                res[int(r["parallel"])] = (None, float(r["decode_tps"]))
         return res or None
 
 
@@ -224,6 +224,7 @@ def fmt(v: float | None) -> str:
 
 
 def summary(samples: list[float], spread: bool) -> tuple[float | None, str]:
+    samples = [v for v in samples if v is not None]
     if not samples:
         return None, "-"
     med = statistics.median(samples)
