@@ -13389,6 +13389,7 @@ typedef struct mlstack__q4_1 {
 } mlstack__q4_1;
 typedef struct mlstack__q8x {
     float d, s;
+    int32_t sum; /* sum(q), for kernels that offset the weights (packed Q8_0) */
     int8_t q[MLSTACK__QK];
 } mlstack__q8x;
 
@@ -13448,6 +13449,7 @@ static void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int 
             int i, sum = 0;
             blk->d = mlstack__quant_block(x + (size_t)b * n + (size_t)k * MLSTACK__QK, blk->q);
             for (i = 0; i < MLSTACK__QK; i++) sum += blk->q[i];
+            blk->sum = sum;
             blk->s = blk->d * (float)sum;
         }
 }
@@ -13461,7 +13463,71 @@ typedef struct mlstack__weight {
     int n_out, n_in;
     size_t row_bytes;
     const float *bias;
+    const unsigned char *packed; /* the same weights as P16 panels (below), or NULL */
 } mlstack__weight;
+
+/* P16 panels: a copy of W made once, for kernels that multiply one broadcast activation by 16
+   outputs at a time (the kernel table's `packs` says for which types). Outputs go in panels of
+   16 (the last padded with zeros) and panels in groups of 4 (64 outputs; the last group may
+   hold fewer), each group one contiguous stream over the reduction index. In a group of gp
+   panels, with value (k, r, l) = W[64 * group + 16r + l][k] and nb = n_in / 32 blocks:
+     F32/F16/BF16: per input k, gp x 16 values as stored
+     Q8_0: per block j: 8 x gp runs of 64 bytes, byte 4l + t of run (g, r) = q[32j + 4g + t] + 128
+           (offset to unsigned for vpdpbusd; the activation block's sum takes it back out
+           exactly), then gp x 16 f16 scales
+     Q4_1: per block j: 4 x gp runs of 64 bytes, byte 4l + t of run (g, r) = row byte 4g + t of
+           the block (low nibble input 4g + t, high nibble 16 + 4g + t), then gp x 16 f16
+           scales, then gp x 16 f16 offsets
+   Every output element is still reduced in one order that no tile shape changes. */
+#define MLSTACK__P16 16
+#define MLSTACK__P16_GROUP 4
+static size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
+    size_t nb = (size_t)(n_in / MLSTACK__QK);
+    switch (wtype) {
+    case MLSTACK__W_F32: return (size_t)n_in * 64;
+    case MLSTACK__W_Q8_0: return nb * (512 + 32);
+    case MLSTACK__W_Q4_1: return nb * (256 + 64);
+    default: return (size_t)n_in * 32;
+    }
+}
+static int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
+
+/* Group `grp` of w's panels into dst, the start of the whole packed copy. */
+static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, k, g, t, nb = w->n_in / MLSTACK__QK;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    int q8 = w->wtype == MLSTACK__W_Q8_0, quant = q8 || w->wtype == MLSTACK__W_Q4_1;
+    size_t qb = q8 ? 512 : 256, bs = quant ? (size_t)gp * (qb + (q8 ? 32 : 64)) : 0;
+    unsigned char *d = dst + (size_t)p0 * pb;
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            if (!quant) {
+                if (es == 4)
+                    for (k = 0; k < w->n_in; k++) memcpy(d + (((size_t)k * gp + r) * 16 + l) * 4, row + (size_t)k * 4, 4);
+                else
+                    for (k = 0; k < w->n_in; k++) memcpy(d + (((size_t)k * gp + r) * 16 + l) * 2, row + (size_t)k * 2, 2);
+                continue;
+            }
+            for (k = 0; k < nb; k++) {
+                unsigned char *blk = d + (size_t)k * bs, *q = blk + (size_t)r * 64, *sc = blk + (size_t)gp * qb;
+                if (q8) {
+                    const mlstack__q8_0 *b = (const mlstack__q8_0 *)(const void *)row + k;
+                    for (g = 0; g < 8; g++)
+                        for (t = 0; t < 4; t++) q[(size_t)64 * gp * g + 4 * l + t] = (unsigned char)(b->q[4 * g + t] + 128);
+                    memcpy(sc + (size_t)r * 32 + 2 * l, &b->d, 2);
+                } else {
+                    const mlstack__q4_1 *b = (const mlstack__q4_1 *)(const void *)row + k;
+                    for (g = 0; g < 4; g++)
+                        for (t = 0; t < 4; t++) q[(size_t)64 * gp * g + 4 * l + t] = b->q[4 * g + t];
+                    memcpy(sc + (size_t)r * 32 + 2 * l, &b->d, 2);
+                    memcpy(sc + (size_t)(gp + r) * 32 + 2 * l, &b->m, 2);
+                }
+            }
+        }
+}
 
 /* The kernel table: one per ISA, chosen once when an engine starts.
    matmul: y[b * n_out + o] = W[o] . x[b] (+ bias[o]) for o in [o0, o1), b in [0, B);
@@ -13477,7 +13543,10 @@ typedef struct mlstack__kernels {
     void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
+    unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
+#define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
+#define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
 
 /* a (n,) . b (n,) -> scalar, in the fixed order described above. */
 static float mlstack__dot_f32(const float *a, const float *b, int n) {
@@ -13543,7 +13612,7 @@ static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, 
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
                                                          mlstack__axpy_scalar, mlstack__to_f32, mlstack__rmsnorm,
-                                                         mlstack__swiglu_scalar};
+                                                         mlstack__swiglu_scalar, 0};
 
 typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
@@ -13552,15 +13621,21 @@ typedef struct mlstack__matmul_job {
     mlstack__q8x *xq;
     float *y;
     int B, rows_per_task;
-    float *scratch; /* n_threads * n_in floats */
+    float *scratch; /* n_threads * MLSTACK__MM_SCRATCH(n_in) floats */
 } mlstack__matmul_job;
+
+/* Matmul scratch floats per thread: a row of n_in, or 4 panels x 64 steps of converted weights. */
+#define MLSTACK__MM_KC 128
+#define MLSTACK__MM_SCRATCH(n_in) ((size_t)(n_in) > 4 * 16 * MLSTACK__MM_KC ? (size_t)(n_in) : 4 * 16 * MLSTACK__MM_KC)
+/* Whether k multiplies w from its P16 panels. */
+#define MLSTACK__USES_P16(k, w) ((w)->packed && ((k)->packs >> (w)->wtype & 1u))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
     int o0 = task * j->rows_per_task, o1 = o0 + j->rows_per_task;
     (void)n_tasks;
     if (o1 > j->w->n_out) o1 = j->w->n_out;
-    j->k->matmul(j->w, j->x, j->xq, j->y, j->B, o0, o1, j->scratch + (size_t)thread * (size_t)j->w->n_in);
+    j->k->matmul(j->w, j->x, j->xq, j->y, j->B, o0, o1, j->scratch + (size_t)thread * MLSTACK__MM_SCRATCH(j->w->n_in));
 }
 
 static void mlstack__quantize_task(void *ctx, int task, int n_tasks, int thread) {
@@ -13586,7 +13661,7 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
     j.y = y;
     j.B = B;
     j.scratch = scratch;
-    j.rows_per_task = 16;
+    j.rows_per_task = MLSTACK__USES_P16(k, w) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
     if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) {
         if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
         else mlstack__quantize_rows(x, xq, 1, w->n_in);
@@ -13834,7 +13909,7 @@ static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, co
 }
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
-                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2};
+                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2, 0};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -13868,7 +13943,7 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
 /* Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
    its element in the same order whatever tile it sits in, so tiling never changes results. */
 #if defined(__GNUC__)
-#define MLSTACK__UNROLL _Pragma("GCC unroll 4")
+#define MLSTACK__UNROLL _Pragma("GCC unroll 8")
 #else
 #define MLSTACK__UNROLL
 #endif
@@ -13982,6 +14057,186 @@ static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const m
     }
 }
 
+/* P16 kernels (layout in section 9). One broadcast activation times 16 outputs per FMA, so
+   each output element is a plain sum in input order (f32: one FMA per input; int8: one scaled
+   block at a time), whatever the tile: tiles of RB activation rows x RO panels only decide which
+   elements are computed together. Float weights go in steps of MLSTACK__MM_KC inputs, the partial
+   sums parked in y between steps (exactly resumable), F16/BF16 panels converted to f32 once per
+   step for all activation rows. */
+#define MLSTACK__ALWAYS_INLINE inline __attribute__((always_inline))
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const float *wp, const float *x, size_t ldx,
+                                                                       float *y, size_t ldy, int kn, int resume,
+                                                                       const float *bias, int nv, const int RB, const int RO) {
+    __m512 acc[6][4];
+    int b, p, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++)
+            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
+                               : _mm512_setzero_ps();
+    for (k = 0; k < kn; k++) {
+        __m512 wv[4];
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_ps(wp + ((size_t)k * RO + p) * 16);
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+            __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
+        }
+    }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            __mmask16 m = mlstack__mask16(nv - 16 * p);
+            __m512 v = acc[b][p];
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+        }
+}
+
+static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, const float *x, float *y, int B, int o0,
+                                                      int o1, float *scratch) {
+    int n = w->n_in, p, k0, b, i;
+    size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        if (ro > 4) ro = 4;
+        for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
+            int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
+            const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL, *wp;
+            if (w->wtype == MLSTACK__W_F32) {
+                wp = (const float *)(const void *)(w->packed + (size_t)p * pb) + (size_t)k0 * ro * 16;
+            } else { /* the step's values, converted once for all activation rows */
+                const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ro * 32;
+                if (w->wtype == MLSTACK__W_F16)
+                    for (i = 0; i < kn * ro; i++) _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_f16(src, 16 * i, (__mmask16)0xFFFF));
+                else
+                    for (i = 0; i < kn * ro; i++) _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_bf16(src, 16 * i, (__mmask16)0xFFFF));
+                wp = scratch;
+            }
+            for (b = 0; b < B; b += 6) {
+                int rb = B - b < 6 ? B - b : 6;
+                const float *xb = x + (size_t)b * n + k0;
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+#define MLSTACK__P16F_CASE(RB_, RO_)                                                                          \
+    case (RB_) * 8 + (RO_): mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
+#define MLSTACK__P16F_ROW(RB_) MLSTACK__P16F_CASE(RB_, 1) MLSTACK__P16F_CASE(RB_, 2) MLSTACK__P16F_CASE(RB_, 3) MLSTACK__P16F_CASE(RB_, 4)
+                switch (rb * 8 + ro) {
+                    MLSTACK__P16F_ROW(1) MLSTACK__P16F_ROW(2) MLSTACK__P16F_ROW(3)
+                    MLSTACK__P16F_ROW(4) MLSTACK__P16F_ROW(5) MLSTACK__P16F_ROW(6)
+                default: break;
+                }
+#undef MLSTACK__P16F_ROW
+#undef MLSTACK__P16F_CASE
+            }
+        }
+    }
+}
+
+/* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
+   (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
+   -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y,
+                                                                     size_t ldy, const float *bias, int nv, const int RB,
+                                                                     const int RO) {
+    __m512 acc[3][4];
+    __m512i ia[3][4];
+    const size_t qb = q8 ? 512 : 256, bs = (size_t)RO * (qb + (q8 ? 32 : 64));
+    int b, p, g, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
+    for (k = 0; k < nb; k++) {
+        const unsigned char *blk = wp + (size_t)k * bs, *sc = blk + (size_t)RO * qb;
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+            __m512i init = _mm512_set1_epi32(q8 ? -128 * xq[(size_t)b * ldx + k].sum : 0);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = init;
+        }
+        if (q8) {
+            MLSTACK__UNROLL for (g = 0; g < 8; g++) {
+                __m512i wv[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
+                if (RB == 1) /* decode streams weights from memory: run ahead of the hardware prefetcher */
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], wv[p], xv);
+                }
+            }
+        } else {
+            MLSTACK__UNROLL for (g = 0; g < 4; g++) {
+                __m512i raw[4], lo[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                    raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
+                    if (RB == 1) _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
+                    lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+            }
+        }
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)p * 32)));
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                const mlstack__q8x *xb = xq + (size_t)b * ldx + k;
+                acc[b][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[b][p]), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
+            }
+            if (!q8) {
+                __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(RO + p) * 32)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++)
+                    acc[b][p] = _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            __mmask16 m = mlstack__mask16(nv - 16 * p);
+            __m512 v = acc[b][p];
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+        }
+}
+
+static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                                  int o1) {
+    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        const unsigned char *wp = w->packed + (size_t)p * pb;
+        const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        if (ro > 4) ro = 4;
+        for (b = 0; b < B; b += 3) {
+            int rb = B - b < 3 ? B - b : 3;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+#define MLSTACK__P16Q_CASE(Q, RB_, RO_)                                                                       \
+    case (Q) * 64 + (RB_) * 8 + (RO_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_, RO_); break;
+#define MLSTACK__P16Q_ROW(Q, RB_) MLSTACK__P16Q_CASE(Q, RB_, 1) MLSTACK__P16Q_CASE(Q, RB_, 2) MLSTACK__P16Q_CASE(Q, RB_, 3) MLSTACK__P16Q_CASE(Q, RB_, 4)
+            switch (q8 * 64 + rb * 8 + ro) {
+                MLSTACK__P16Q_ROW(0, 1) MLSTACK__P16Q_ROW(0, 2) MLSTACK__P16Q_ROW(0, 3)
+                MLSTACK__P16Q_ROW(1, 1) MLSTACK__P16Q_ROW(1, 2) MLSTACK__P16Q_ROW(1, 3)
+            default: break;
+            }
+#undef MLSTACK__P16Q_ROW
+#undef MLSTACK__P16Q_CASE
+        }
+    }
+}
+
 static MLSTACK__T_AVX512 float mlstack__dot_avx512(const float *a, const float *b, int n) {
     __m512 acc = _mm512_setzero_ps();
     int i = 0;
@@ -14004,7 +14259,11 @@ static MLSTACK__T_AVX512 void mlstack__axpy_avx512(float *y, float a, const floa
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
-    (void)scratch;
+    if (w->packed) {
+        if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
+        else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     switch (w->wtype) {
     case MLSTACK__W_F32: mlstack__mm_f32_avx512(w, x, y, B, o0, o1); break;
     case MLSTACK__W_F16: mlstack__mm_f16_avx512(w, x, y, B, o0, o1); break;
@@ -14073,7 +14332,7 @@ static MLSTACK__T_AVX512 void mlstack__rmsnorm_avx512(float *out, const float *x
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,
-                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512};
+                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__PACKS_ALL};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights times activations
    rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation. About 3x the BF16
    prefill throughput of widening the weights, at the price of rounding activations to 8
@@ -14126,11 +14385,12 @@ static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
                                                               mlstack__dot_avx512, mlstack__axpy_avx512,
                                                               mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                              mlstack__swiglu_avx512};
+                                                              mlstack__swiglu_avx512,
+                                                              MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                                mlstack__swiglu_avx512};
+                                                                mlstack__swiglu_avx512, MLSTACK__PACKS_FLOAT};
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -14360,7 +14620,7 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
                                                        mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                       mlstack__swiglu_scalar};
+                                                       mlstack__swiglu_scalar, 0};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -14392,7 +14652,7 @@ static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, c
 
 static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
                                                            mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                           mlstack__swiglu_scalar};
+                                                           mlstack__swiglu_scalar, 0};
 #endif
 #endif
 
@@ -15056,6 +15316,65 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
     }
     mlstack__pool_free(&pool);
     return MLSTACK_OK;
+}
+
+/* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
+static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
+    mlstack__layer *L;
+    if (l < 0) {
+        ws[0] = &m->lm_head;
+        return 1;
+    }
+    L = &m->layers[l];
+    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+    ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+    return 7;
+}
+
+typedef struct mlstack__pack_job {
+    const mlstack__weight *w;
+    unsigned char *dst;
+} mlstack__pack_job;
+static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
+    (void)n_tasks;
+    (void)thread;
+    mlstack__p16_pack_group(j->w, task, j->dst);
+}
+
+/* Makes the P16 panels (section 9) of every projection whose type is in `packs`, once per
+   model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
+#if !defined(MLSTACK_NO_THREADS)
+static pthread_mutex_t mlstack__pack_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
+static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
+    mlstack_result r = MLSTACK_OK;
+    int l, i;
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_lock(&mlstack__pack_lock);
+#endif
+    for (l = -1; l < m->cfg.n_layers && r == MLSTACK_OK; l++) {
+        mlstack__weight *ws[7];
+        int n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++) {
+            mlstack__weight *w = ws[i];
+            mlstack__pack_job j;
+            size_t np = (size_t)mlstack__p16_panels(w->n_out);
+            if (w->packed || !(packs >> w->wtype & 1u)) continue;
+            j.w = w;
+            j.dst = (unsigned char *)mlstack__model_own(m, np * mlstack__p16_bytes(w->wtype, w->n_in));
+            if (!j.dst) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the packed copy of %s", w->name);
+                break;
+            }
+            mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+            w->packed = j.dst;
+        }
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_unlock(&mlstack__pack_lock);
+#endif
+    return r;
 }
 
 /* Writes dir/model.safetensors with every tensor the model uses, quantized projections as U8
@@ -16376,6 +16695,10 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
     }
+    if (e->k->packs && (r = mlstack__model_pack(model, &e->pool, e->k->packs, err)) != MLSTACK_OK) {
+        mlstack_engine_free(e);
+        return r;
+    }
     r = mlstack__kv_init(&e->kv, c, d.kv_mem, d.kv_page_tokens, d.max_seqs, kv_dtype, err);
     if (r != MLSTACK_OK) {
         mlstack_engine_free(e);
@@ -16393,7 +16716,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     s->v = mlstack__falloc(B, (size_t)c->n_kv_heads * (size_t)c->head_dim);
     s->gate = mlstack__falloc(B, (size_t)c->n_ff);
     s->up = mlstack__falloc(B, (size_t)c->n_ff);
-    s->mm = mlstack__falloc((size_t)e->pool.n_threads, max_in);
+    s->mm = mlstack__falloc((size_t)e->pool.n_threads, MLSTACK__MM_SCRATCH(max_in));
     s->rope = mlstack__falloc(B, (size_t)c->head_dim);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)e->pool.n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));

@@ -19,23 +19,27 @@ static void check_path(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
     static const int n_ins[] = {32, 64, 96, 576, 33, 47, 200};
     int wi, ni, B, i;
+    int pk;
+    for (pk = 0; pk < 2; pk++)
     for (wi = 0; wi < 5; wi++) {
         for (ni = 0; ni < 7; ni++) {
-            int n_in = n_ins[ni], n_out = 37, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
-            float *wf, *x, *yref, *y, *y1, *scratch, bias[37];
+            int n_in = n_ins[ni], n_out = 101, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
+            unsigned char *packed = NULL;
+            float *wf, *x, *yref, *y, *y1, *scratch, bias[101];
             unsigned char *wd;
             mlstack__weight w;
             mlstack__q8x *xq;
             double maxrel = 0;
             int same = 1;
             if (quant && n_in % 32) continue;
+            if (pk && !(k->packs >> wt & 1u)) continue; /* pass 1: the P16 panels, where k reads them */
             wf = (float *)malloc(sizeof(float) * n_out * n_in);
             wd = (unsigned char *)malloc((size_t)n_out * n_in * 4 + 64);
             x = (float *)malloc(sizeof(float) * 9 * n_in);
             yref = (float *)malloc(sizeof(float) * 9 * n_out);
             y = (float *)malloc(sizeof(float) * 9 * n_out);
             y1 = (float *)malloc(sizeof(float) * n_out);
-            scratch = (float *)malloc(sizeof(float) * n_in);
+            scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
             xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 9 * (n_in / 32 + 1));
             for (i = 0; i < n_out * n_in; i++) wf[i] = frand();
             for (i = 0; i < 9 * n_in; i++) x[i] = frand();
@@ -63,6 +67,11 @@ static void check_path(const mlstack__kernels *k) {
             w.data = wd;
             w.wtype = wt;
             w.row_bytes = mlstack__row_bytes(wt, n_in);
+            if (pk) {
+                packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
+                for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, packed);
+                w.packed = packed;
+            }
             for (B = 1; B <= 9; B += 4) {
                 int b, o;
                 if (quant) mlstack__quantize_rows(x, xq, B, n_in);
@@ -79,7 +88,9 @@ static void check_path(const mlstack__kernels *k) {
                     }
                 /* batch invariance: row b alone gives the same bits */
                 for (b = 0; b < B; b++) {
-                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
+                    /* (and split in two output ranges, as threads split it) */
+                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, 64, scratch);
+                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 64, n_out, scratch);
                     for (o = 0; o < n_out; o++)
                         if (memcmp(&y1[o], &y[(size_t)b * n_out + o], 4)) same = 0;
                 }
@@ -87,10 +98,10 @@ static void check_path(const mlstack__kernels *k) {
             /* vs the scalar path: only the f32 summation order differs */
             /* the opt-in bf16-activation path rounds x to 8 mantissa bits: each product is off by
                at most 2^-9 of itself, so the sum by at most ~2e-3 of sum |w x| */
-            CHECKF(maxrel < (k == bf16_kernels && wt == MLSTACK__W_BF16 ? 4e-3 : 1e-6),
-                   "%s wtype %d n_in %d: max diff vs scalar %.3g of sum |w x|", k->name, wt, n_in, maxrel);
-            if (getenv("TK_VERBOSE")) printf("  %s wtype %d n_in %d: %.3g\n", k->name, wt, n_in, maxrel);
-            CHECKF(same, "%s wtype %d n_in %d: a row's result depends on the batch", k->name, wt, n_in);
+            CHECKF(maxrel < (k == bf16_kernels && wt == MLSTACK__W_BF16 && !pk ? 4e-3 : 1e-6),
+                   "%s%s wtype %d n_in %d: max diff vs scalar %.3g of sum |w x|", k->name, pk ? " p16" : "", wt, n_in, maxrel);
+            if (getenv("TK_VERBOSE")) printf("  %s%s wtype %d n_in %d: %.3g\n", k->name, pk ? " p16" : "", wt, n_in, maxrel);
+            CHECKF(same, "%s%s wtype %d n_in %d: a row's result depends on the batch", k->name, pk ? " p16" : "", wt, n_in);
             /* quantized weights stay close to the f32 matrix they came from */
             if (quant) {
                 double err = 0, ref = 0;
@@ -102,7 +113,7 @@ static void check_path(const mlstack__kernels *k) {
                 CHECKF(sqrt(err / ref) < (wt == MLSTACK__W_Q8_0 ? 0.02 : 0.15), "%s wtype %d: relative rms error %.3g",
                        k->name, wt, sqrt(err / ref));
             }
-            free(wf), free(wd), free(x), free(yref), free(y), free(y1), free(scratch), free(xq);
+            free(wf), free(wd), free(x), free(yref), free(y), free(y1), free(scratch), free(xq), free(packed);
         }
     }
     /* dot and axpy */
