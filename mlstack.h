@@ -13543,6 +13543,12 @@ typedef struct mlstack__kernels {
     void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
+    /* attention over a chunk of up to 32 keys (section 16): s (G, 32) = scale * q (G, Dh) . kt,
+       kt the keys transposed (Dh, 32); exp_shift: s[i] = e^(s[i] - m), returns their sum;
+       pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key order */
+    void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
+    float (*exp_shift)(float *s, int n, float m);
+    void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
@@ -13608,11 +13614,37 @@ static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, con
     }
 }
 
+static void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
+    int g, j, d;
+    for (g = 0; g < G; g++)
+        for (j = 0; j < n; j++) {
+            float a = 0;
+            for (d = 0; d < Dh; d++) a += q[(size_t)g * Dh + d] * kt[(size_t)d * 32 + j];
+            s[g * 32 + j] = a * scale;
+        }
+}
+static float mlstack__exp_shift_scalar(float *s, int n, float m) {
+    float sum = 0;
+    int i;
+    for (i = 0; i < n; i++) sum += s[i] = expf(s[i] - m);
+    return sum;
+}
+static void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+    int g, j, d;
+    for (g = 0; g < G; g++)
+        for (d = 0; d < Dh; d++) {
+            float a = acc[(size_t)g * Dh + d];
+            for (j = 0; j < n; j++) a += p[g * 32 + j] * v[(size_t)j * Dh + d];
+            acc[(size_t)g * Dh + d] = a;
+        }
+}
+#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar
+
 static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
                                                          mlstack__axpy_scalar, mlstack__to_f32, mlstack__rmsnorm,
-                                                         mlstack__swiglu_scalar, 0};
+                                                         mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
 
 typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
@@ -13909,7 +13941,7 @@ static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, co
 }
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
-                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2, 0};
+                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2, MLSTACK__ATTN_SCALAR, 0};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -14330,9 +14362,70 @@ static MLSTACK__T_AVX512 void mlstack__rmsnorm_avx512(float *out, const float *x
     }
 }
 
+static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G, int Dh, const float *kt, int n, float scale,
+                                                          float *s) {
+    __mmask16 m0 = mlstack__mask16(n), m1 = mlstack__mask16(n - 16);
+    int g, d;
+    for (g = 0; g + 2 <= G; g += 2) { /* two heads at once: four independent sums */
+        const float *q0 = q + (size_t)g * Dh, *q1 = q0 + Dh;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+        for (d = 0; d < Dh; d++) {
+            __m512 k0 = _mm512_loadu_ps(kt + (size_t)d * 32), k1 = _mm512_loadu_ps(kt + (size_t)d * 32 + 16);
+            __m512 x0 = _mm512_set1_ps(q0[d]), x1 = _mm512_set1_ps(q1[d]);
+            a0 = _mm512_fmadd_ps(x0, k0, a0), a1 = _mm512_fmadd_ps(x0, k1, a1);
+            b0 = _mm512_fmadd_ps(x1, k0, b0), b1 = _mm512_fmadd_ps(x1, k1, b1);
+        }
+        _mm512_mask_storeu_ps(s + g * 32, m0, _mm512_mul_ps(a0, _mm512_set1_ps(scale)));
+        _mm512_mask_storeu_ps(s + g * 32 + 16, m1, _mm512_mul_ps(a1, _mm512_set1_ps(scale)));
+        _mm512_mask_storeu_ps(s + g * 32 + 32, m0, _mm512_mul_ps(b0, _mm512_set1_ps(scale)));
+        _mm512_mask_storeu_ps(s + g * 32 + 48, m1, _mm512_mul_ps(b1, _mm512_set1_ps(scale)));
+    }
+    for (; g < G; g++) {
+        const float *q0 = q + (size_t)g * Dh;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+        for (d = 0; d < Dh; d++) {
+            __m512 x0 = _mm512_set1_ps(q0[d]);
+            a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(kt + (size_t)d * 32), a0);
+            a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(kt + (size_t)d * 32 + 16), a1);
+        }
+        _mm512_mask_storeu_ps(s + g * 32, m0, _mm512_mul_ps(a0, _mm512_set1_ps(scale)));
+        _mm512_mask_storeu_ps(s + g * 32 + 16, m1, _mm512_mul_ps(a1, _mm512_set1_ps(scale)));
+    }
+}
+static MLSTACK__T_AVX512 float mlstack__exp_shift_avx512(float *s, int n, float m) {
+    __m512 sum = _mm512_setzero_ps();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = mlstack__mask16(n - i);
+        __m512 v = mlstack__exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), _mm512_set1_ps(m)));
+        _mm512_mask_storeu_ps(s + i, k, v);
+        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(k, v));
+    }
+    return mlstack__hsum512(sum);
+}
+static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+    int g, d, j, i;
+    for (g = 0; g < G; g++)
+        for (d = 0; d < Dh; d += 64) { /* up to four vectors of the head at once */
+            __m512 a[4];
+            __mmask16 k[4];
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
+                k[i] = mlstack__mask16(Dh - d - 16 * i);
+                a[i] = _mm512_maskz_loadu_ps(k[i], acc + (size_t)g * Dh + d + 16 * i);
+            }
+            for (j = 0; j < n; j++) {
+                __m512 pj = _mm512_set1_ps(p[g * 32 + j]);
+                const float *vj = v + (size_t)j * Dh + d;
+                MLSTACK__UNROLL for (i = 0; i < 4; i++) a[i] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(k[i], vj + 16 * i), a[i]);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) _mm512_mask_storeu_ps(acc + (size_t)g * Dh + d + 16 * i, k[i], a[i]);
+        }
+}
+#define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512
+
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,
-                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__PACKS_ALL};
+                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights times activations
    rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation. About 3x the BF16
    prefill throughput of widening the weights, at the price of rounding activations to 8
@@ -14386,11 +14479,11 @@ static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16d
                                                               mlstack__dot_avx512, mlstack__axpy_avx512,
                                                               mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
                                                               mlstack__swiglu_avx512,
-                                                              MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)};
+                                                              MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                                mlstack__swiglu_avx512, MLSTACK__PACKS_FLOAT};
+                                                                mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_FLOAT};
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -14620,7 +14713,7 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
                                                        mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                       mlstack__swiglu_scalar, 0};
+                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -14652,7 +14745,7 @@ static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, c
 
 static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
                                                            mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                           mlstack__swiglu_scalar, 0};
+                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
 #endif
 #endif
 
@@ -16207,60 +16300,71 @@ static void mlstack__kv_store(const mlstack__kv *kv, void *dst, const float *src
 }
 
 #define MLSTACK__ATT_CHUNK 32
-/* Scratch floats one attention task needs: K and V of a chunk, scores of G heads, G accumulators. */
+#define MLSTACK__ATT_ROWS 16 /* query rows of one sequence that share each converted K/V chunk */
+/* Scratch floats one attention task needs: K (transposed) and V of a chunk, a row to convert
+   through, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
+   MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
-    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK + (size_t)G * (size_t)Dh + 2 * (size_t)G;
+    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
+           (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
-/* Fused attention of the G query heads sharing one KV head (GQA), over positions [t0, t1] of a
-   sequence, read through its page table in chunks of 32 positions with an online softmax:
-       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q (G, Dh), out (G, Dh)
-   Each K/V chunk is converted to f32 once for all G heads. Chunks start at t0 and the order of
-   every sum is fixed, so the result does not depend on the batch or thread count. */
-static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, int G, const mlstack__kv *kv,
-                            const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0, int32_t t1,
-                            float scale, float *scratch) {
-    float *kf = scratch, *vf = kf + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
-          *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)G * Dh, *den = mx + G;
-    int32_t t;
-    int g, j, d;
-    for (g = 0; g < G; g++) {
+/* Fused attention for R query rows of one sequence and the G query heads that share one KV
+   head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
+   32 positions with an online softmax:
+       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q, out: row r at + r * ld, (G, Dh)
+   Each K/V chunk is converted to f32 once for all R rows and G heads. Every row sees the same
+   chunks (starting at t0) and the same kernel calls as it would alone, so its result does not
+   depend on the other rows, the batch or the thread count. */
+static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, size_t ld, int R, int G,
+                            const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0,
+                            const int32_t *t1, float scale, float *scratch) {
+    float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *tmp = vf + MLSTACK__ATT_CHUNK * Dh, *sc = tmp + Dh,
+          *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
+    int32_t t, tmax = t1[R - 1];
+    int r, g, j, d;
+    size_t hoff = (size_t)kv_head * Dh * kv->esize;
+    for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
+    for (g = 0; g < R * G; g++) {
         mx[g] = -FLT_MAX;
         den[g] = 0;
         for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
-    for (t = t0; t <= t1; t += MLSTACK__ATT_CHUNK) {
-        int n = t1 - t + 1 < MLSTACK__ATT_CHUNK ? t1 - t + 1 : MLSTACK__ATT_CHUNK;
-        for (j = 0; j < n; j++) {
-            kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 0, t + j) + (size_t)kv_head * Dh * kv->esize,
-                       kf + (size_t)j * Dh, (size_t)Dh);
-            kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 1, t + j) + (size_t)kv_head * Dh * kv->esize,
-                       vf + (size_t)j * Dh, (size_t)Dh);
+    for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
+        int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK;
+        for (j = 0; j < MLSTACK__ATT_CHUNK; j++) {
+            if (j < n) {
+                kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 0, t + j) + hoff, tmp, (size_t)Dh);
+                kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 1, t + j) + hoff,
+                           vf + (size_t)j * Dh, (size_t)Dh);
+            }
+            for (d = 0; d < Dh; d++) kt[(size_t)d * MLSTACK__ATT_CHUNK + j] = j < n ? tmp[d] : 0.0f;
         }
+        for (r = 0; r < R; r++) {
+            int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
+            float *ar = acc + (size_t)r * G * Dh;
+            if (nr <= 0) continue;
+            kn->attn_scores(q + (size_t)r * ld, G, Dh, kt, nr, scale, sc);
+            for (g = 0; g < G; g++) {
+                float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
+                for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
+                m_new = cmax > *m ? cmax : *m;
+                corr = expf(*m - m_new);
+                if (corr != 1.0f) {
+                    den[r * G + g] *= corr;
+                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr;
+                }
+                den[r * G + g] += kn->exp_shift(sg, nr, m_new);
+                *m = m_new;
+            }
+            kn->attn_pv(ar, G, Dh, sc, vf, nr);
+        }
+    }
+    for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
-            float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, *ag = acc + (size_t)g * Dh, cmax = -FLT_MAX, m_new, corr;
-            for (j = 0; j < n; j++) {
-                sg[j] = kn->dot(q + (size_t)g * Dh, kf + (size_t)j * Dh, Dh) * scale;
-                if (sg[j] > cmax) cmax = sg[j];
-            }
-            m_new = cmax > mx[g] ? cmax : mx[g];
-            corr = expf(mx[g] - m_new);
-            if (corr != 1.0f) {
-                den[g] *= corr;
-                for (d = 0; d < Dh; d++) ag[d] *= corr;
-            }
-            for (j = 0; j < n; j++) {
-                float p = expf(sg[j] - m_new);
-                den[g] += p;
-                kn->axpy(ag, p, vf + (size_t)j * Dh, Dh);
-            }
-            mx[g] = m_new;
+            float inv = 1.0f / den[r * G + g];
+            for (d = 0; d < Dh; d++) out[(size_t)r * ld + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
         }
-    }
-    for (g = 0; g < G; g++) {
-        float inv = 1.0f / den[g];
-        for (d = 0; d < Dh; d++) out[(size_t)g * Dh + d] = acc[(size_t)g * Dh + d] * inv;
-    }
 }
 
 /* ==== 17. FORWARD ==== */  /* >>forward */
@@ -16277,6 +16381,7 @@ typedef struct mlstack__scratch {
     mlstack__q8x *xq;                            /* (B, max n_in / 32) activation blocks */
     float *rope;                                 /* (B, Dh): cos and sin of each row's position */
     float *scores;                               /* n_threads * attention scratch */
+    int *att_blk;                                /* (B + 1,) attention row blocks */
 } mlstack__scratch;
 
 struct mlstack_engine {
@@ -16299,22 +16404,46 @@ struct mlstack_engine {
 typedef struct mlstack__attn_job {
     mlstack_engine *e;
     const mlstack_batch_row *rows;
+    const int *blk; /* row blocks: block i is rows [blk[i], blk[i + 1]) */
     int layer;
 } mlstack__attn_job;
 
-/* One task per (row, KV head): the G = H / Hkv query heads of that group. */
+static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
+    return c->sliding_window && pos >= c->sliding_window ? pos - c->sliding_window + 1 : 0;
+}
+
+/* One task per (row block, KV head): the block's rows (one sequence, consecutive positions) and
+   the G = H / Hkv query heads of that group. */
 static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     const mlstack__config *c = &j->e->model->cfg;
-    int Hkv = c->n_kv_heads, G = c->n_heads / Hkv, Dh = c->head_dim, b = task / Hkv, h = task % Hkv;
-    const mlstack_batch_row *row = &j->rows[b];
-    size_t off = ((size_t)b * c->n_heads + (size_t)h * G) * Dh;
-    int32_t t0 = 0;
+    int Hkv = c->n_kv_heads, G = c->n_heads / Hkv, Dh = c->head_dim, i = task / Hkv, h = task % Hkv;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r;
+    const mlstack_batch_row *row = &j->rows[b0];
+    size_t ld = (size_t)c->n_heads * Dh, off = (size_t)b0 * ld + (size_t)h * G * Dh;
+    int32_t t1[MLSTACK__ATT_ROWS];
     (void)n_tasks;
-    if (c->sliding_window && row->pos >= c->sliding_window) t0 = row->pos - c->sliding_window + 1;
-    mlstack__attend(j->e->k, j->e->s.att + off, j->e->s.q + off, G, &j->e->kv, &j->e->kv.seqs[row->seq], j->layer, h, Dh,
-                    t0, row->pos, 1.0f / sqrtf((float)Dh),
+    for (r = 0; r < R; r++) t1[r] = row[r].pos;
+    mlstack__attend(j->e->k, j->e->s.att + off, j->e->s.q + off, ld, R, G, &j->e->kv, &j->e->kv.seqs[row->seq], j->layer, h,
+                    Dh, mlstack__window_start(c, row->pos), t1, 1.0f / sqrtf((float)Dh),
                     j->e->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
+}
+
+/* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
+   consecutive positions with the same window start. blk gets B + 1 entries at most; returns the
+   number of blocks. */
+static int mlstack__attn_blocks(const mlstack__config *c, const mlstack_batch_row *rows, int B, int *blk) {
+    int b = 0, n = 0;
+    while (b < B) {
+        int r = 1;
+        while (b + r < B && r < MLSTACK__ATT_ROWS && rows[b + r].seq == rows[b].seq && rows[b + r].pos == rows[b].pos + r &&
+               mlstack__window_start(c, rows[b + r].pos) == mlstack__window_start(c, rows[b].pos))
+            r++;
+        blk[n++] = b;
+        b += r;
+    }
+    blk[n] = B;
+    return n;
 }
 
 static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *rows, int B, float *logits,
@@ -16323,13 +16452,14 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     const mlstack__config *c = &m->cfg;
     mlstack__scratch *s = &e->s;
     int D = c->n_embd, Dh = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->n_ff;
-    int qd = H * Dh, kvd = Hkv * Dh, l, b, h, i;
+    int qd = H * Dh, kvd = Hkv * Dh, l, b, h, i, n_blk;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     MLSTACK__PROF_BEGIN(&e->pool, EMBED);
     for (b = 0; b < B; b++)
         mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
                         s->x + (size_t)b * D, (size_t)D);
     for (b = 0; b < B; b++) mlstack__rope_table(s->rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
+    n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     MLSTACK__PROF_END(&e->pool, EMBED, -1, rows, B);
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
@@ -16358,9 +16488,10 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         MLSTACK__PROF_END(&e->pool, ROPE_KV, l, rows, B);
         aj.e = e;
         aj.rows = rows;
+        aj.blk = s->att_blk;
         aj.layer = l;
         MLSTACK__PROF_BEGIN(&e->pool, ATTENTION);
-        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, B * Hkv);
+        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, n_blk * Hkv);
         MLSTACK__PROF_END(&e->pool, ATTENTION, l, rows, B);
         mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wo, s->att, s->xn, B);
         MLSTACK__PROF_BEGIN(&e->pool, ADD);
@@ -16626,6 +16757,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->scores);
+    MLSTACK_FREE(s->att_blk);
     MLSTACK_FREE(e->logits);
     MLSTACK_FREE(e->logit_slot);
     MLSTACK_FREE(e->tmp_len);
@@ -16721,7 +16853,8 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)e->pool.n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    if (!s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->rope || !s->scores || !e->tmp_len) {
+    s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (!s->att_blk || !s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->rope || !s->scores || !e->tmp_len) {
         mlstack_engine_free(e);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
@@ -17816,7 +17949,7 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
         uint64_t n = 0;
         int i;
         for (i = 0; rows && i < B; i++) {
-            int32_t t0 = c->sliding_window && rows[i].pos >= c->sliding_window ? rows[i].pos - c->sliding_window + 1 : 0;
+            int32_t t0 = mlstack__window_start(c, rows[i].pos);
             n += (uint64_t)(rows[i].pos - t0 + 1);
         }
         *bytes = (uint64_t)c->n_heads * (8 * n * Dh) + 8 * b * qd;

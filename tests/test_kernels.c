@@ -145,6 +145,41 @@ static void check_path(const mlstack__kernels *k) {
         k->axpy(y1, 0.37f, a, 77);
         for (i = 0; i < 77; i++) CHECKF(fabsf(y0[i] - y1[i]) <= 1e-6f, "%s axpy[%d]", k->name, i);
     }
+    /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
+    {
+        static const int Gs[] = {1, 2, 3}, Dhs[] = {16, 64, 80, 7}, ns[] = {1, 17, 32};
+        float q[3 * 80], kt[80 * 32], v[32 * 80], s0[3 * 32], s1[3 * 32], a0[3 * 80], a1[3 * 80];
+        int gi, di, nn, j;
+        for (i = 0; i < 80 * 32; i++) kt[i] = frand(), v[i] = frand();
+        for (i = 0; i < 3 * 80; i++) q[i] = frand(), a0[i] = a1[i] = frand();
+        for (gi = 0; gi < 3; gi++)
+            for (di = 0; di < 4; di++)
+                for (nn = 0; nn < 3; nn++) {
+                    int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g;
+                    float e0, e1;
+                    mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
+                    k->attn_scores(q, G, Dh, kt, n, 0.125f, s1);
+                    for (g = 0; g < G; g++)
+                        for (j = 0; j < n; j++) {
+                            double mag = 0;
+                            for (i = 0; i < Dh; i++) mag += fabs(q[g * Dh + i] * kt[i * 32 + j]) * 0.125;
+                            CHECKF(fabs(s0[g * 32 + j] - s1[g * 32 + j]) <= 1e-6 * mag + 1e-9, "%s scores G%d Dh%d n%d [%d][%d]: %g vs %g",
+                                   k->name, G, Dh, n, g, j, s1[g * 32 + j], s0[g * 32 + j]);
+                        }
+                    e0 = mlstack__exp_shift_scalar(s0, n, 0.5f);
+                    e1 = k->exp_shift(s1, n, 0.5f);
+                    CHECKF(fabsf(e0 - e1) <= 1e-5f * e0, "%s exp_shift n%d: sum %g vs %g", k->name, n, e1, e0);
+                    for (j = 0; j < n; j++)
+                        CHECKF(fabsf(s0[j] - s1[j]) <= 2e-6f * s0[j] + 1e-6f, "%s exp_shift n%d [%d]: %g vs %g", k->name, n, j, s1[j], s0[j]);
+                    mlstack__attn_pv_scalar(a0, G, Dh, s0, v, n);
+                    k->attn_pv(a1, G, Dh, s0, v, n);
+                    for (i = 0; i < G * Dh; i++) {
+                        CHECKF(fabsf(a0[i] - a1[i]) <= 1e-5f * (fabsf(a0[i]) + 1), "%s pv G%d Dh%d n%d [%d]: %g vs %g", k->name, G, Dh, n, i,
+                               a1[i], a0[i]);
+                        a1[i] = a0[i];
+                    }
+                }
+    }
 }
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
