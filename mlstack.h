@@ -13549,6 +13549,8 @@ typedef struct mlstack__kernels {
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
     float (*exp_shift)(float *s, int n, float m);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
+    /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
+    void (*quantize_rows)(const float *x, mlstack__q8x *xq, int B, int n);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
@@ -13638,7 +13640,7 @@ static void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, c
             acc[(size_t)g * Dh + d] = a;
         }
 }
-#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar
+#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__quantize_rows
 
 static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
@@ -13675,7 +13677,7 @@ static void mlstack__quantize_task(void *ctx, int task, int n_tasks, int thread)
     size_t nb = (size_t)(j->w->n_in / MLSTACK__QK);
     (void)n_tasks;
     (void)thread;
-    mlstack__quantize_rows(j->x + (size_t)task * (size_t)j->w->n_in, j->xq + (size_t)task * nb, 1,
+    j->k->quantize_rows(j->x + (size_t)task * (size_t)j->w->n_in, j->xq + (size_t)task * nb, 1,
                            j->w->n_in);
 }
 
@@ -13696,7 +13698,7 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
     j.rows_per_task = MLSTACK__USES_P16(k, w) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
     if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) {
         if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
-        else mlstack__quantize_rows(x, xq, 1, w->n_in);
+        else k->quantize_rows(x, xq, 1, w->n_in);
     }
     mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
     MLSTACK__PROF_END(pool, MATMUL, -1, w, B);
@@ -13961,6 +13963,13 @@ static MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
     return _mm_cvtss_f32(lo);
 }
 
+static MLSTACK__T_AVX512 float mlstack__hmax512(__m512 v) {
+    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 lo = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
 static MLSTACK__T_AVX512 __m512 mlstack__ld16_f32(const unsigned char *r, int i, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, (const float *)(const void *)r + i);
 }
@@ -14421,7 +14430,38 @@ static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh,
             MLSTACK__UNROLL for (i = 0; i < 4; i++) _mm512_mask_storeu_ps(acc + (size_t)g * Dh + d + 16 * i, k[i], a[i]);
         }
 }
-#define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512
+/* mlstack__quantize_rows with the same float operations, 16 lanes at a time. */
+static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlstack__q8x *xq, int B, int n) {
+    int b, k, nb = n / MLSTACK__QK;
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u)), half = _mm512_set1_ps(0.5f);
+    for (b = 0; b < B; b++)
+        for (k = 0; k < nb; k++) {
+            const float *xb = x + (size_t)b * n + (size_t)k * MLSTACK__QK;
+            mlstack__q8x *blk = &xq[(size_t)b * nb + k];
+            __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16), id;
+            __m512i q0, q1;
+            float amax = mlstack__hmax512(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1))), d = amax / 127.0f;
+            id = _mm512_set1_ps(d > 0 ? 1.0f / d : 0.0f);
+            v0 = _mm512_mul_ps(v0, id), v1 = _mm512_mul_ps(v1, id);
+            /* round half away from zero: add 0.5 with the value's sign, truncate */
+            q0 = _mm512_cvttps_epi32(_mm512_add_ps(v0, _mm512_or_ps(half, _mm512_and_ps(sign, v0))));
+            q1 = _mm512_cvttps_epi32(_mm512_add_ps(v1, _mm512_or_ps(half, _mm512_and_ps(sign, v1))));
+            _mm_storeu_si128((__m128i *)(void *)blk->q, _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(void *)(blk->q + 16), _mm512_cvtepi32_epi8(q1));
+            blk->d = d;
+            {
+                __m512i t = _mm512_add_epi32(q0, q1);
+                __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+                __m128i l = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0x4E));
+                l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0xB1));
+                blk->sum = _mm_cvtsi128_si32(l);
+            }
+            blk->s = d * (float)blk->sum;
+        }
+}
+#define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
+                             mlstack__quantize_rows_avx512
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,

@@ -145,6 +145,19 @@ static void check_path(const mlstack__kernels *k) {
         k->axpy(y1, 0.37f, a, 77);
         for (i = 0; i < 77; i++) CHECKF(fabsf(y0[i] - y1[i]) <= 1e-6f, "%s axpy[%d]", k->name, i);
     }
+    /* activation quantization: the same bits as the scalar reference */
+    {
+        float xr[3 * 96];
+        mlstack__q8x q0[9], q1[9];
+        for (i = 0; i < 3 * 96; i++) xr[i] = frand() * (i % 7 == 0 ? 100.0f : 1.0f);
+        for (i = 0; i < 32; i++) xr[96 + i] = 0; /* an all-zero block */
+        xr[192] = 127.0f, xr[193] = 2.5f, xr[194] = -2.5f, xr[195] = 0.5f; /* scale 1: exact ties */
+        mlstack__quantize_rows(xr, q0, 3, 96);
+        k->quantize_rows(xr, q1, 3, 96);
+        for (i = 0; i < 9; i++)
+            CHECKF(q0[i].d == q1[i].d && q0[i].s == q1[i].s && q0[i].sum == q1[i].sum && !memcmp(q0[i].q, q1[i].q, 32),
+                   "%s quantize_rows block %d differs from the scalar reference", k->name, i);
+    }
     /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
     {
         static const int Gs[] = {1, 2, 3}, Dhs[] = {16, 64, 80, 7}, ns[] = {1, 17, 32};
