@@ -13948,7 +13948,9 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
-   into the same lanes; otherwise as section 10. */
+   into the same lanes. Projections are multiplied from their P16 panels (section 9), made when
+   the first engine on this path starts; the attention chunk ops and activation quantization
+   are vectorized here too. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
 #define MLSTACK__HAVE_AVX512 1
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -13981,9 +13983,10 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
-/* Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
+/* Row kernels, for weights without P16 panels (BF16 under the bf16-dot table; tests).
+   Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
    its element in the same order whatever tile it sits in, so tiling never changes results. */
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
 #define MLSTACK__UNROLL _Pragma("GCC unroll 8")
 #else
 #define MLSTACK__UNROLL
@@ -14039,64 +14042,6 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
 MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
 MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
 MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
-
-/* int8 block dots with VNNI (4 bytes per int32 lane): Q8_0 as |w| times sign-adjusted x,
-   Q4_1's unsigned nibbles directly. Each weight block is loaded (and unpacked) once for RB
-   activation rows; per row, blocks are scaled into 8 f32 lanes in block order and the Q4_1
-   offsets summed in a scalar, the same in every tile shape. */
-#define MLSTACK__QTILE_VNNI(NAME, RB)                                                                          \
-    static MLSTACK__T_VNNI void NAME(const mlstack__weight *w, const unsigned char *row, const mlstack__q8x *xq, \
-                                     int nb, float *y, size_t ldy, float bias) {                              \
-        __m256 acc[RB];                                                                                       \
-        float off[RB];                                                                                        \
-        int j, k;                                                                                             \
-        MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[j] = _mm256_setzero_ps(), off[j] = 0;                                     \
-        for (k = 0; k < nb; k++) {                                                                            \
-            if (w->wtype == MLSTACK__W_Q8_0) {                                                                \
-                const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;                      \
-                __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)blk->q), aw = _mm256_abs_epi8(qw); \
-                float d = _cvtsh_ss(blk->d);                                                                  \
-                MLSTACK__UNROLL for (j = 0; j < RB; j++) {                                                    \
-                    const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
-                    __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
-                    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(qx, qw));    \
-                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(s), acc[j]);       \
-                }                                                                                             \
-            } else {                                                                                          \
-                const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;                      \
-                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)blk->q);                         \
-                __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15)); \
-                float d = _cvtsh_ss(blk->d), m = _cvtsh_ss(blk->m);                                           \
-                MLSTACK__UNROLL for (j = 0; j < RB; j++) {                                                    \
-                    const mlstack__q8x *xb = xq + (size_t)j * nb + k;                                         \
-                    __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);                    \
-                    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qw, qx);                          \
-                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(s), acc[j]);       \
-                    off[j] += m * xb->s;                                                                      \
-                }                                                                                             \
-            }                                                                                                 \
-        }                                                                                                     \
-        for (j = 0; j < RB; j++) {                                                                            \
-            __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));         \
-            lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));                                                       \
-            lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));                                                         \
-            y[(size_t)j * ldy] = _mm_cvtss_f32(lo) + off[j] + bias;                                           \
-        }                                                                                                     \
-    }
-MLSTACK__QTILE_VNNI(mlstack__qtile_vnni_4, 4)
-MLSTACK__QTILE_VNNI(mlstack__qtile_vnni_1, 1)
-
-static MLSTACK__T_VNNI void mlstack__mm_q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                               int o1) {
-    int nb = w->n_in / MLSTACK__QK, o, b;
-    size_t ldy = (size_t)w->n_out;
-    for (o = o0; o < o1; o++) {
-        const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
-        float bias = w->bias ? w->bias[o] : 0.0f;
-        for (b = 0; b + 4 <= B; b += 4) mlstack__qtile_vnni_4(w, row, xq + (size_t)b * nb, nb, y + b * ldy + o, ldy, bias);
-        for (; b < B; b++) mlstack__qtile_vnni_1(w, row, xq + (size_t)b * nb, nb, y + b * ldy + o, ldy, bias);
-    }
-}
 
 /* P16 kernels (layout in section 9). One broadcast activation times 16 outputs per FMA, so
    each output element is a plain sum in input order (f32: one FMA per input; int8: one scaled
@@ -14305,11 +14250,11 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
     }
-    switch (w->wtype) {
+    switch (w->wtype) { /* weights without panels (BF16 under the bf16-dot table, tests) */
     case MLSTACK__W_F32: mlstack__mm_f32_avx512(w, x, y, B, o0, o1); break;
     case MLSTACK__W_F16: mlstack__mm_f16_avx512(w, x, y, B, o0, o1); break;
     case MLSTACK__W_BF16: mlstack__mm_bf16_avx512(w, x, y, B, o0, o1); break;
-    default: mlstack__mm_q_vnni(w, xq, y, B, o0, o1); break;
+    default: mlstack__mm_q_avx2(w, xq, y, B, o0, o1); break;
     }
 }
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
