@@ -13648,17 +13648,21 @@ static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matm
                                                          mlstack__axpy_scalar, mlstack__to_f32, mlstack__rmsnorm,
                                                          mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
 
+/* Up to three projections of the same input (q/k/v, gate/up) run as one fork/join. */
+#define MLSTACK__MM_MAX 3
 typedef struct mlstack__matmul_job {
     const mlstack__kernels *k;
-    const mlstack__weight *w;
+    const mlstack__weight *w[MLSTACK__MM_MAX];
+    float *y[MLSTACK__MM_MAX];
+    int rows_per_task[MLSTACK__MM_MAX], first_task[MLSTACK__MM_MAX + 1], n;
     const float *x;
     mlstack__q8x *xq;
-    float *y;
-    int B, rows_per_task;
+    int B, n_in;
     float *scratch; /* n_threads * MLSTACK__MM_SCRATCH(n_in) floats */
 } mlstack__matmul_job;
 
-/* Matmul scratch floats per thread: a row of n_in, or 4 panels x 64 steps of converted weights. */
+/* Matmul scratch floats per thread: a row of n_in, or 4 panels x MLSTACK__MM_KC steps of
+   converted weights. */
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) ((size_t)(n_in) > 4 * 16 * MLSTACK__MM_KC ? (size_t)(n_in) : 4 * 16 * MLSTACK__MM_KC)
 /* Whether k multiplies w from its P16 panels. */
@@ -13666,42 +13670,61 @@ typedef struct mlstack__matmul_job {
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
-    int o0 = task * j->rows_per_task, o1 = o0 + j->rows_per_task;
+    int i = 0, o0, o1;
     (void)n_tasks;
-    if (o1 > j->w->n_out) o1 = j->w->n_out;
-    j->k->matmul(j->w, j->x, j->xq, j->y, j->B, o0, o1, j->scratch + (size_t)thread * MLSTACK__MM_SCRATCH(j->w->n_in));
+    while (task >= j->first_task[i + 1]) i++;
+    o0 = (task - j->first_task[i]) * j->rows_per_task[i];
+    o1 = o0 + j->rows_per_task[i] < j->w[i]->n_out ? o0 + j->rows_per_task[i] : j->w[i]->n_out;
+    j->k->matmul(j->w[i], j->x, j->xq, j->y[i], j->B, o0, o1, j->scratch + (size_t)thread * MLSTACK__MM_SCRATCH(j->n_in));
 }
 
 static void mlstack__quantize_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
-    size_t nb = (size_t)(j->w->n_in / MLSTACK__QK);
+    size_t nb = (size_t)(j->n_in / MLSTACK__QK);
     (void)n_tasks;
     (void)thread;
-    j->k->quantize_rows(j->x + (size_t)task * (size_t)j->w->n_in, j->xq + (size_t)task * nb, 1,
-                           j->w->n_in);
+    j->k->quantize_rows(j->x + (size_t)task * (size_t)j->n_in, j->xq + (size_t)task * nb, 1, j->n_in);
 }
 
-/* x (B, n_in) @ W^T -> y (B, n_out), + bias. Work split by output rows, in tasks of a fixed
-   size, so each element is computed the same way whatever the thread count. xq: room for
-   B * n_in / 32 activation blocks (used when W is quantized). */
-static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq,
-                            const mlstack__weight *w, const float *x, float *y, int B) {
+/* x (B, n_in) @ W_i^T -> y_i (B, n_out_i), + bias, for n <= 3 weights with the same n_in, in one
+   fork/join (x quantized once when a weight needs it). Work is split by output rows, in tasks
+   of a fixed size, so each element is computed the same way whatever the thread count or the
+   company. xq: room for B * n_in / 32 activation blocks. While a profile records, the weights
+   run one by one so each gets its own entry. */
+static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq, int n,
+                              const mlstack__weight *const *w, float *const *y, const float *x, int B) {
     mlstack__matmul_job j;
+    int i, quant = 0;
+    if (pool->prof && n > 1) {
+        for (i = 0; i < n; i++) mlstack__matmul_n(pool, k, scratch, xq, 1, &w[i], &y[i], x, B);
+        return;
+    }
     MLSTACK__PROF_BEGIN(pool, MATMUL);
     j.k = k;
-    j.w = w;
+    j.n = n;
     j.x = x;
     j.xq = xq;
-    j.y = y;
     j.B = B;
+    j.n_in = w[0]->n_in;
     j.scratch = scratch;
-    j.rows_per_task = MLSTACK__USES_P16(k, w) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) {
-        if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
-        else k->quantize_rows(x, xq, 1, w->n_in);
+    j.first_task[0] = 0;
+    for (i = 0; i < n; i++) {
+        j.w[i] = w[i];
+        j.y[i] = y[i];
+        j.rows_per_task[i] = MLSTACK__USES_P16(k, w[i]) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
+        j.first_task[i + 1] = j.first_task[i] + (w[i]->n_out + j.rows_per_task[i] - 1) / j.rows_per_task[i];
+        quant |= w[i]->wtype == MLSTACK__W_Q8_0 || w[i]->wtype == MLSTACK__W_Q4_1;
     }
-    mlstack__pool_run(pool, mlstack__matmul_task, &j, (w->n_out + j.rows_per_task - 1) / j.rows_per_task);
-    MLSTACK__PROF_END(pool, MATMUL, -1, w, B);
+    if (quant) {
+        if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
+        else k->quantize_rows(x, xq, 1, j.n_in);
+    }
+    mlstack__pool_run(pool, mlstack__matmul_task, &j, j.first_task[n]);
+    MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
+}
+static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq,
+                            const mlstack__weight *w, const float *x, float *y, int B) {
+    mlstack__matmul_n(pool, k, scratch, xq, 1, &w, &y, x, B);
 }
 
 /* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
@@ -14053,9 +14076,19 @@ MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const float *wp, const float *x, size_t ldx,
+/* WT: how wp holds the values: MLSTACK__W_F32 (f32, as packed or converted), F16 or BF16 (read
+   straight from the panels, for a single activation row). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const void *wp, size_t i, const int WT) {
+    if (WT == MLSTACK__W_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i)));
+    if (WT == MLSTACK__W_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i))), 16));
+    return _mm512_loadu_ps((const float *)wp + i);
+}
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const void *wp, const float *x, size_t ldx,
                                                                        float *y, size_t ldy, int kn, int resume,
-                                                                       const float *bias, int nv, const int RB, const int RO) {
+                                                                       const float *bias, int nv, const int RB, const int RO,
+                                                                       const int WT) {
     __m512 acc[6][4];
     int b, p, k;
     MLSTACK__UNROLL for (b = 0; b < RB; b++)
@@ -14064,7 +14097,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const fl
                                : _mm512_setzero_ps();
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_ps(wp + ((size_t)k * RO + p) * 16);
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * RO + p) * 16, WT);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
@@ -14089,6 +14122,21 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
         for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
             int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
             const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL, *wp;
+            if (B == 1 && w->wtype != MLSTACK__W_F32) { /* one row: convert as it multiplies */
+                const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ro * 32;
+                float *yb = y + (size_t)p * 16;
+#define MLSTACK__P16F_CASE1(WT_, RO_)                                                                           \
+    case (WT_) * 8 + (RO_): mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, RO_, WT_); break;
+                switch (w->wtype * 8 + ro) {
+                    MLSTACK__P16F_CASE1(MLSTACK__W_F16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 2)
+                    MLSTACK__P16F_CASE1(MLSTACK__W_F16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 4)
+                    MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 2)
+                    MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 4)
+                default: break;
+                }
+#undef MLSTACK__P16F_CASE1
+                continue;
+            }
             if (w->wtype == MLSTACK__W_F32) {
                 wp = (const float *)(const void *)(w->packed + (size_t)p * pb) + (size_t)k0 * ro * 16;
             } else { /* the step's values, converted once for all activation rows */
@@ -14104,7 +14152,7 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                 const float *xb = x + (size_t)b * n + k0;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
 #define MLSTACK__P16F_CASE(RB_, RO_)                                                                          \
-    case (RB_) * 8 + (RO_): mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
+    case (RB_) * 8 + (RO_): mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_, MLSTACK__W_F32); break;
 #define MLSTACK__P16F_ROW(RB_) MLSTACK__P16F_CASE(RB_, 1) MLSTACK__P16F_CASE(RB_, 2) MLSTACK__P16F_CASE(RB_, 3) MLSTACK__P16F_CASE(RB_, 4)
                 switch (rb * 8 + ro) {
                     MLSTACK__P16F_ROW(1) MLSTACK__P16F_ROW(2) MLSTACK__P16F_ROW(3)
@@ -16452,9 +16500,12 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
         MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wq, s->xn, s->q, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wk, s->xn, s->k, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wv, s->xn, s->v, B);
+        {
+            const mlstack__weight *ws[3];
+            float *ys[3];
+            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ys[0] = s->q, ys[1] = s->k, ys[2] = s->v;
+            mlstack__matmul_n(&e->pool, e->k, s->mm, s->xq, 3, ws, ys, s->xn, B);
+        }
         MLSTACK__PROF_BEGIN(&e->pool, ROPE_KV);
         for (b = 0; b < B; b++) {
             const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
@@ -16485,8 +16536,12 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
         MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
         for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
         MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_gate, s->xn, s->gate, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_up, s->xn, s->up, B);
+        {
+            const mlstack__weight *ws[2];
+            float *ys[2];
+            ws[0] = &L->w_gate, ws[1] = &L->w_up, ys[0] = s->gate, ys[1] = s->up;
+            mlstack__matmul_n(&e->pool, e->k, s->mm, s->xq, 2, ws, ys, s->xn, B);
+        }
         MLSTACK__PROF_BEGIN(&e->pool, SWIGLU);
         e->k->swiglu(s->gate, s->up, B * F);
         MLSTACK__PROF_END(&e->pool, SWIGLU, l, rows, B);
