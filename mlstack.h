@@ -14905,21 +14905,33 @@ static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
 
 typedef struct mlstack__quant_job {
     const mlstack__weight *src;
+    const mlstack__kernels *k; /* the CPU's best: its conversions give the same bits, faster */
     int wtype;
     unsigned char *dst;
     size_t dst_row;
-    float *scratch; /* n_threads * n_in */
+    float *scratch; /* n_threads * (n_in floats + n_in / 32 activation blocks) */
 } mlstack__quant_job;
 
 static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__quant_job *j = (const mlstack__quant_job *)ctx;
     const mlstack__weight *w = j->src;
-    float *row = j->scratch + (size_t)thread * (size_t)w->n_in;
     int o, o0 = (int)((int64_t)w->n_out * task / n_tasks), o1 = (int)((int64_t)w->n_out * (task + 1) / n_tasks);
+    int k, nb = w->n_in / MLSTACK__QK;
+    float *row = j->scratch + (size_t)thread * ((size_t)w->n_in + (size_t)nb * sizeof(mlstack__q8x) / sizeof(float));
+    mlstack__q8x *xq = (mlstack__q8x *)(void *)(row + w->n_in);
     for (o = o0; o < o1; o++) {
-        mlstack__to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row,
-                        (size_t)w->n_in);
-        mlstack__quantize_row(j->wtype, row, j->dst + (size_t)o * j->dst_row, w->n_in);
+        mlstack__q8_0 *q = (mlstack__q8_0 *)(void *)(j->dst + (size_t)o * j->dst_row);
+        j->k->to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row, (size_t)w->n_in);
+        if (j->wtype != MLSTACK__W_Q8_0) {
+            mlstack__quantize_row(j->wtype, row, q, w->n_in);
+            continue;
+        }
+        /* Q8_0 blocks are activation blocks with the scale stored as f16 */
+        j->k->quantize_rows(row, xq, 1, w->n_in);
+        for (k = 0; k < nb; k++) {
+            q[k].d = mlstack__f32_to_f16(xq[k].d);
+            memcpy(q[k].q, xq[k].q, MLSTACK__QK);
+        }
     }
 }
 
@@ -14930,7 +14942,9 @@ static int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int
     j.wtype = wtype;
     j.dst = (unsigned char *)dst;
     j.dst_row = mlstack__row_bytes(wtype, w->n_in);
-    j.scratch = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)w->n_in * (size_t)pool->n_threads);
+    j.k = mlstack__kernels_select(-1, 0);
+    j.scratch = (float *)MLSTACK_MALLOC(((size_t)w->n_in * sizeof(float) + (size_t)(w->n_in / MLSTACK__QK) * sizeof(mlstack__q8x)) *
+                                        (size_t)pool->n_threads);
     if (!j.scratch) return -1;
     mlstack__pool_run(pool, mlstack__quant_task, &j, pool->n_threads * 4);
     MLSTACK_FREE(j.scratch);

@@ -222,6 +222,30 @@ static void check_neon_dot_same(void) {
 }
 #endif
 
+/* Load-time quantization on the pool (fast conversions) gives the bytes of the reference rows. */
+static void check_quantize_weight(void) {
+    static const int wtypes[] = {MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
+    int wi, i, n_in = 96, n_out = 23;
+    for (wi = 0; wi < 2; wi++) {
+        int wt = wtypes[wi];
+        size_t rb = mlstack__row_bytes(wt, n_in);
+        float *wf = (float *)malloc(sizeof(float) * n_out * n_in);
+        unsigned char *ref = (unsigned char *)malloc(rb * n_out), *got = (unsigned char *)malloc(rb * n_out);
+        mlstack__weight w;
+        mlstack__pool pool;
+        for (i = 0; i < n_out * n_in; i++) wf[i] = frand() * (i % 5 == 0 ? 30.0f : 1.0f);
+        wf[7] = 0.5f, wf[8] = -0.5f; /* ties */
+        for (i = 0; i < n_out; i++) mlstack__quantize_row(wt, wf + (size_t)i * n_in, ref + (size_t)i * rb, n_in);
+        memset(&w, 0, sizeof w);
+        w.data = wf, w.wtype = MLSTACK__W_F32, w.n_out = n_out, w.n_in = n_in, w.row_bytes = (size_t)n_in * 4;
+        CHECK(mlstack__pool_init(&pool, 2) == 0);
+        CHECK(mlstack__quantize_weight(&pool, &w, wt, got) == 0);
+        mlstack__pool_free(&pool);
+        CHECKF(memcmp(ref, got, rb * n_out) == 0, "wtype %d: pooled load-time quantization differs from the reference rows", wt);
+        free(wf), free(ref), free(got);
+    }
+}
+
 int main(void) {
     /* caps this CPU lacks (another architecture's, or a lower one's duplicate) are skipped */
     const char *caps[] = {"scalar", "avx2", "avx512", "neon"};
@@ -230,6 +254,7 @@ int main(void) {
     char report[256];
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
+    check_quantize_weight();
     for (i = 0; i < 4; i++) {
         const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]), 0);
         int dup = 0;
