@@ -14527,8 +14527,10 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
-   Same layouts as section 9; data is read as little-endian bytes.
-   Reduction order per output element, whatever B is:
+   Same layouts as section 9; data is read as little-endian bytes. Projections are multiplied
+   from their P16 panels (both tables read them for every type), with the reduction order of
+   the AVX-512 P16 kernels (below); the row kernels serve weights without panels.
+   Reduction order per output element of the row kernels, whatever B is:
      float weights: 16 lanes (lane = index mod 16) in four 4-lane accumulators, the tail
        zero-padded into the same lanes, combined as (a0 + a1) + (a2 + a3), then across lanes;
      Q8_0/Q4_1: per block, lane l of an int32x4 holds the exact sum of products 4l..4l+3 of
@@ -14700,6 +14702,271 @@ static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *
 MLSTACK__MMQ_NEON(mlstack__mm_q8_neon, , mlstack__ldq8_neon, mlstack__dot_i8_neon)
 MLSTACK__MMQ_NEON(mlstack__mm_q4_neon, , mlstack__ldq4_neon, mlstack__dot_i8_neon)
 
+/* P16 kernels (layout in section 9), the NEON form of section 11's: one broadcast activation
+   times 16 outputs (a panel row, four 4-lane registers) per step, so each output element is a
+   plain sum in input order whatever the tile: float weights one FMA per input, in steps of
+   MLSTACK__MM_KC inputs with the partial sums parked in y (exactly resumable), F16/BF16 panels
+   converted to f32 once per step for all activation rows; int8 one exactly summed block at a
+   time, scaled into the sum in block order. Tiles of RB activation rows x RO panels (at most 16
+   float accumulators) only decide which elements are computed together. The operations per
+   element are those of the AVX-512 P16 kernels, so the two paths give the same bits. */
+#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
+#define MLSTACK__NEON_UNROLL _Pragma("GCC unroll 8")
+#else
+#define MLSTACK__NEON_UNROLL
+#endif
+#if defined(__GNUC__)
+#define MLSTACK__NEON_INLINE inline __attribute__((always_inline))
+/* No instruction; loads are not moved across it. GCC's pre-RA scheduler otherwise hoists a whole
+   block's weight loads ahead of the multiplies and spills the accumulators to make room. */
+#define MLSTACK__NEON_BARRIER() __asm__ __volatile__("" ::: "memory")
+#else
+#define MLSTACK__NEON_INLINE inline
+#define MLSTACK__NEON_BARRIER() ((void)0)
+#endif
+
+/* 16 floats at p of which only the first n exist (n < 16: the rest read as zeros, p[n..16)
+   is never touched). */
+static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_ld_neon(const float *p, int n) {
+    float32x4x4_t v;
+    float t[16];
+    if (n < 16) {
+        memset(t, 0, sizeof t);
+        memcpy(t, p, sizeof(float) * (size_t)n);
+        p = t;
+    }
+    v.val[0] = vld1q_f32(p), v.val[1] = vld1q_f32(p + 4), v.val[2] = vld1q_f32(p + 8), v.val[3] = vld1q_f32(p + 12);
+    return v;
+}
+/* y[0..min(n, 16)) = v (+ bias): one panel row of results, nothing written past n. */
+static MLSTACK__NEON_INLINE void mlstack__p16_st_neon(float *y, float32x4_t v0, float32x4_t v1, float32x4_t v2,
+                                                      float32x4_t v3, const float *bias, int n) {
+    float t[16];
+    float *d = n < 16 ? t : y;
+    if (bias) {
+        float32x4x4_t bv = mlstack__p16_ld_neon(bias, n);
+        v0 = vaddq_f32(v0, bv.val[0]), v1 = vaddq_f32(v1, bv.val[1]);
+        v2 = vaddq_f32(v2, bv.val[2]), v3 = vaddq_f32(v3, bv.val[3]);
+    }
+    vst1q_f32(d, v0), vst1q_f32(d + 4, v1), vst1q_f32(d + 8, v2), vst1q_f32(d + 12, v3);
+    if (n < 16) memcpy(y, t, sizeof(float) * (size_t)n);
+}
+/* 16 f16 values at s (unaligned bytes) as f32 */
+static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_f16x16_neon(const unsigned char *s) {
+    float16x8_t a = vreinterpretq_f16_u8(vld1q_u8(s)), b = vreinterpretq_f16_u8(vld1q_u8(s + 16));
+    float32x4x4_t v;
+    v.val[0] = vcvt_f32_f16(vget_low_f16(a)), v.val[1] = vcvt_high_f32_f16(a);
+    v.val[2] = vcvt_f32_f16(vget_low_f16(b)), v.val[3] = vcvt_high_f32_f16(b);
+    return v;
+}
+
+/* Float tile over kn inputs of a step: wp holds value (k, p, l) of the tile's panels at
+   wp[(k * gs + p) * 16 + l] (gs: panels per input in the group's stream); x (RB, ldx) from the
+   step's first input; y (RB, ldy) from the tile's first output, nv outputs valid from there.
+   Inputs go four at a time, the activation broadcast from a lane (FMLA by element is the
+   same fused multiply-add as a broadcast register). */
+#define MLSTACK__P16F_LANE(L)                                                                                 \
+    MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)                                                             \
+        MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {                                                        \
+            float32x4_t wv = vld1q_f32(wp + ((size_t)(k + (L)) * gs + p) * 16 + 4 * c);                       \
+            MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_laneq_f32(acc[b][p][c], wv, xv[b], (L)); \
+        }                                                                                                     \
+    MLSTACK__NEON_BARRIER();
+static MLSTACK__NEON_INLINE void mlstack__p16f_tile_neon(const float *wp, int gs, const float *x, size_t ldx, float *y,
+                                                         size_t ldy, int kn, int resume, const float *bias, int nv,
+                                                         const int RB, const int RO) {
+    float32x4_t acc[4][4][4];
+    int b, p, c, k;
+    MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++) {
+            float32x4x4_t v;
+            if (resume) v = mlstack__p16_ld_neon(y + (size_t)b * ldy + 16 * p, nv - 16 * p);
+            else v.val[0] = v.val[1] = v.val[2] = v.val[3] = vdupq_n_f32(0.0f);
+            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) acc[b][p][c] = v.val[c];
+        }
+    for (k = 0; k + 4 <= kn; k += 4) {
+        float32x4_t xv[4];
+        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) xv[b] = vld1q_f32(x + (size_t)b * ldx + k);
+        MLSTACK__P16F_LANE(0)
+        MLSTACK__P16F_LANE(1)
+        MLSTACK__P16F_LANE(2)
+        MLSTACK__P16F_LANE(3)
+    }
+    for (; k < kn; k++)
+        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)
+            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {
+                float32x4_t wv = vld1q_f32(wp + ((size_t)k * gs + p) * 16 + 4 * c);
+                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_n_f32(acc[b][p][c], wv, x[(size_t)b * ldx + k]);
+            }
+    MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)
+            mlstack__p16_st_neon(y + (size_t)b * ldy + 16 * p, acc[b][p][0], acc[b][p][1], acc[b][p][2], acc[b][p][3],
+                                 bias ? bias + 16 * p : NULL, nv - 16 * p);
+}
+#undef MLSTACK__P16F_LANE
+
+/* Float-weight matmul from P16 panels: per group of up to 4 panels and step of inputs, tiles of
+   4 activation rows x 1 panel, 2 x 2, or for the last rows 3 x 1 and 1 x 4 (decode reads the
+   group's stream in order). scratch: MLSTACK__MM_SCRATCH floats, for F16/BF16 steps. */
+static void mlstack__mm_p16f_neon(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                  float *scratch) {
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, r, i;
+    size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;
+        if (ro > gp) ro = gp;
+        for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
+            int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0, last = k0 + kn == n;
+            const float *wp;
+            if (w->wtype == MLSTACK__W_F32) {
+                wp = (const float *)(const void *)(w->packed + (size_t)p * pb) + (size_t)k0 * gp * 16;
+            } else { /* the step's values, converted once for all activation rows */
+                const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * gp * 32;
+                int cnt = kn * gp * 16;
+                if (w->wtype == MLSTACK__W_F16)
+                    for (i = 0; i < cnt; i += 8) {
+                        float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(src + 2 * (size_t)i));
+                        vst1q_f32(scratch + i, vcvt_f32_f16(vget_low_f16(h)));
+                        vst1q_f32(scratch + i + 4, vcvt_high_f32_f16(h));
+                    }
+                else
+                    for (i = 0; i < cnt; i += 8) {
+                        uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(src + 2 * (size_t)i));
+                        vst1q_f32(scratch + i, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)));
+                        vst1q_f32(scratch + i + 4, vreinterpretq_f32_u32(vshll_high_n_u16(h, 16)));
+                    }
+                wp = scratch;
+            }
+            for (b = 0; b < B; b += 4) {
+                int rb = B - b < 4 ? B - b : 4, step = rb == 1 ? 4 : rb == 2 ? 2 : 1;
+                for (r = 0; r < ro; r += step) {
+                    int rt = ro - r < step ? ro - r : step, nv = o1 - (p + r) * 16;
+                    const float *bias = last && w->bias ? w->bias + (p + r) * 16 : NULL, *xb = x + (size_t)b * n + k0;
+                    const float *wt = wp + (size_t)r * 16;
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;
+#define MLSTACK__P16F_CASE(RB_, RO_)                                                                          \
+    case (RB_) * 8 + (RO_): mlstack__p16f_tile_neon(wt, gp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
+                    switch (rb * 8 + rt) {
+                        MLSTACK__P16F_CASE(1, 1) MLSTACK__P16F_CASE(1, 2) MLSTACK__P16F_CASE(1, 3) MLSTACK__P16F_CASE(1, 4)
+                        MLSTACK__P16F_CASE(2, 1) MLSTACK__P16F_CASE(2, 2) MLSTACK__P16F_CASE(3, 1) MLSTACK__P16F_CASE(4, 1)
+                    default: break;
+                    }
+#undef MLSTACK__P16F_CASE
+                }
+            }
+        }
+    }
+}
+
+/* int8 P16: the 4 int32 lanes of ACC += 16 weight bytes W (4 outputs x 4 inputs) . 4
+   activation bytes, lane L of XV, which also lie at XP (inputs 4L..4L+3 of XV's 16). SDOT in
+   one instruction from the register; plain NEON by widening multiplies against the bytes
+   loaded four times over from XP (a fresh load each time is cheaper than keeping 8 broadcasts per
+   row live), pairs added in int16 (|pair| <= 2 * 128 * 127 fits: activations stay in
+   [-127, 127]), then into the int32 lanes. Both sums are exact, so both paths give the same
+   lanes and the same bits. */
+static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_t w, const int8_t *xp) {
+    int32_t x4;
+    int8x16_t x;
+    memcpy(&x4, xp, 4);
+    x = vreinterpretq_s8_s32(vdupq_n_s32(x4));
+    return vpadalq_s16(acc, vpaddq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(x)), vmull_high_s8(w, x)));
+}
+#define MLSTACK__DOT4_NEON(ACC, W, XV, XP, L) ((void)(XV), mlstack__dot4_neon((ACC), (W), (XP)))
+#define MLSTACK__DOT4_SDOT(ACC, W, XV, XP, L) vdotq_laneq_s32((ACC), (W), (XV), (L))
+/* Quad c (outputs 4c..4c+3) of Q8_0 run G (inputs 4G..4G+3 of the block, lane G mod 4 of
+   activation half G / 4): xor 0x80 turns the stored q + 128 back into signed q, so the int32
+   sum starts at zero. */
+#define MLSTACK__P16Q8_RUN(DOT4, G)                                                                           \
+    {                                                                                                         \
+        int8x16_t wv = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c), vdupq_n_u8(0x80))); \
+        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xq[(size_t)b * ldx + k].q + 4 * (G), (G) & 3);      \
+    }
+/* Q4_1 run G: low nibbles are inputs 4G..4G+3 (lane G of the first half), high nibbles
+   16 + 4G.. (lane G of the second); nibbles 0..15 are valid signed bytes. */
+#define MLSTACK__P16Q4_RUN(DOT4, G)                                                                           \
+    {                                                                                                         \
+        uint8x16_t raw = vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c);                                      \
+        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)); \
+        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                                       \
+            ia[b] = DOT4(ia[b], lo, xv[b][0], xq[(size_t)b * ldx + k].q + 4 * (G), (G));                      \
+            ia[b] = DOT4(ia[b], hi, xv[b][1], xq[(size_t)b * ldx + k].q + 16 + 4 * (G), (G));                 \
+        }                                                                                                     \
+    }
+#define MLSTACK__P16Q_CASE(NAME, Q, RB_)                                                                      \
+    case (Q) * 8 + (RB_): NAME##_tile(Q, wp, gp, r, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_); break;
+/* int8 matmul from P16 panels. Tile: RB <= 2 activation rows x panel r of the group at wp (gp
+   panels); per block, for each quad of 4 outputs in turn, int32 sums, then
+   acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. One panel and one quad at
+   a time keep the live registers (4 RB accumulators, RB sums, the block's activations) well
+   under 32 however far the compiler hoists the weight loads. */
+#define MLSTACK__P16Q_NEON(NAME, ATTR, DOT4)                                                                  \
+    static MLSTACK__NEON_INLINE ATTR void NAME##_tile(const int q8, const unsigned char *wp, int gp, int r,   \
+                                                      const mlstack__q8x *xq, size_t ldx, int nb, float *y,   \
+                                                      size_t ldy, const float *bias, int nv, const int RB) {  \
+        float32x4_t acc[2][4];                                                                                \
+        const size_t qb = q8 ? 512 : 256, bs = (size_t)gp * (qb + (q8 ? 32 : 64));                            \
+        int b, c, k;                                                                                          \
+        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)                                                         \
+            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) acc[b][c] = vdupq_n_f32(0.0f);                       \
+        for (k = 0; k < nb; k++) {                                                                            \
+            const unsigned char *blk = wp + (size_t)k * bs, *run = blk + (size_t)r * 64;                      \
+            const unsigned char *sc = blk + (size_t)gp * qb + (size_t)r * 32;                                 \
+            float32x4x4_t d = mlstack__p16_f16x16_neon(sc), m;                                                \
+            int8x16_t xv[2][2];                                                                               \
+            if (!q8) m = mlstack__p16_f16x16_neon(sc + (size_t)gp * 32);                                      \
+            MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                                   \
+                xv[b][0] = vld1q_s8(xq[(size_t)b * ldx + k].q);                                               \
+                xv[b][1] = vld1q_s8(xq[(size_t)b * ldx + k].q + 16);                                          \
+            }                                                                                                 \
+            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {                                                    \
+                int32x4_t ia[2];                                                                              \
+                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) ia[b] = vdupq_n_s32(0);                         \
+                if (q8) {                                                                                     \
+                    MLSTACK__P16Q8_RUN(DOT4, 0) MLSTACK__P16Q8_RUN(DOT4, 1)                                   \
+                    MLSTACK__P16Q8_RUN(DOT4, 2) MLSTACK__P16Q8_RUN(DOT4, 3)                                   \
+                    MLSTACK__P16Q8_RUN(DOT4, 4) MLSTACK__P16Q8_RUN(DOT4, 5)                                   \
+                    MLSTACK__P16Q8_RUN(DOT4, 6) MLSTACK__P16Q8_RUN(DOT4, 7)                                   \
+                } else {                                                                                      \
+                    MLSTACK__P16Q4_RUN(DOT4, 0) MLSTACK__P16Q4_RUN(DOT4, 1)                                   \
+                    MLSTACK__P16Q4_RUN(DOT4, 2) MLSTACK__P16Q4_RUN(DOT4, 3)                                   \
+                }                                                                                             \
+                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                               \
+                    const mlstack__q8x *xb = xq + (size_t)b * ldx + k;                                        \
+                    acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(ia[b]), vmulq_n_f32(d.val[c], xb->d));     \
+                    if (!q8) acc[b][c] = vfmaq_f32(acc[b][c], m.val[c], vdupq_n_f32(xb->s));                  \
+                }                                                                                             \
+                MLSTACK__NEON_BARRIER();                                                                      \
+            }                                                                                                 \
+        }                                                                                                     \
+        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)                                                         \
+            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);  \
+    }                                                                                                         \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \
+        int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, r; \
+        size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;                            \
+        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                             \
+            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16; \
+            const unsigned char *wp = w->packed + (size_t)p * pb;                                             \
+            if (ro > gp) ro = gp;                                                                             \
+            for (b = 0; b < B; b += 2) {                                                                      \
+                int rb = B - b < 2 ? B - b : 2;                                                               \
+                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                 \
+                for (r = 0; r < ro; r++) {                                                                    \
+                    int nv = o1 - (p + r) * 16;                                                               \
+                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                              \
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                   \
+                    switch (q8 * 8 + rb) {                                                                    \
+                        MLSTACK__P16Q_CASE(NAME, 0, 1) MLSTACK__P16Q_CASE(NAME, 0, 2)                         \
+                        MLSTACK__P16Q_CASE(NAME, 1, 1) MLSTACK__P16Q_CASE(NAME, 1, 2)                         \
+                    default: break;                                                                           \
+                    }                                                                                         \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
+
 static float mlstack__dot_neon(const float *a, const float *b, int n) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     int i = 0;
@@ -14723,8 +14990,12 @@ static void mlstack__axpy_neon(float *y, float a, const float *x, int n) {
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
-    (void)scratch;
-    switch (w->wtype) {
+    if (w->packed) {
+        if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
+        else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
+        return;
+    }
+    switch (w->wtype) { /* weights without panels */
     case MLSTACK__W_F32: mlstack__mm_f32_neon(w, x, y, B, o0, o1); break;
     case MLSTACK__W_F16: mlstack__mm_f16_neon(w, x, y, B, o0, o1); break;
     case MLSTACK__W_BF16: mlstack__mm_bf16_neon(w, x, y, B, o0, o1); break;
@@ -14746,7 +15017,7 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
                                                        mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
+                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, MLSTACK__PACKS_ALL};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -14768,17 +15039,19 @@ static MLSTACK__T_DOTPROD int32x4_t mlstack__dot_i8_sdot(int8x16_t lo, int8x16_t
 }
 MLSTACK__MMQ_NEON(mlstack__mm_q8_sdot, MLSTACK__T_DOTPROD, mlstack__ldq8_neon, mlstack__dot_i8_sdot)
 MLSTACK__MMQ_NEON(mlstack__mm_q4_sdot, MLSTACK__T_DOTPROD, mlstack__ldq4_neon, mlstack__dot_i8_sdot)
+MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT)
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
+    if (w->packed && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    else if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
 static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
                                                            mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
+                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, MLSTACK__PACKS_ALL};
 #endif
 #endif
 

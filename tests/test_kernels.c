@@ -72,7 +72,7 @@ static void check_path(const mlstack__kernels *k) {
                 for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, packed);
                 w.packed = packed;
             }
-            for (B = 1; B <= 9; B += 4) {
+            for (B = 1; B <= 9; B += B < 3 ? 1 : 3) { /* 1, 2, 3, 6, 9: every tile height and a remainder */
                 int b, o;
                 if (quant) mlstack__quantize_rows(x, xq, B, n_in);
                 mlstack__matmul_scalar(&w, x, xq, yref, B, 0, n_out, scratch);
@@ -196,16 +196,17 @@ static void check_path(const mlstack__kernels *k) {
 }
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
-/* The SDOT and plain NEON int8 paths compute the same exact int32 lanes: identical bits. */
+/* The SDOT and plain NEON int8 paths compute the same exact int32 lanes: identical bits, from
+   rows and from P16 panels (two groups, the last panel partial). */
 static void check_neon_dot_same(void) {
     static const int wtypes[] = {MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
-    int wi, i, n_in = 576, n_out = 19, B = 7;
-    for (wi = 0; wi < 2; wi++) {
-        int wt = wtypes[wi];
+    int wi, i, n_in = 576, n_out = 83, B = 7;
+    for (wi = 0; wi < 4; wi++) {
+        int wt = wtypes[wi & 1], pk = wi >> 1;
         size_t rb = mlstack__row_bytes(wt, n_in);
         float *wf = (float *)malloc(sizeof(float) * n_out * n_in), *x = (float *)malloc(sizeof(float) * B * n_in);
         float *y0 = (float *)malloc(sizeof(float) * B * n_out), *y1 = (float *)malloc(sizeof(float) * B * n_out);
-        unsigned char *wd = (unsigned char *)malloc(rb * n_out);
+        unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
         mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * B * (n_in / 32));
         mlstack__weight w;
         for (i = 0; i < n_out * n_in; i++) wf[i] = frand();
@@ -214,10 +215,15 @@ static void check_neon_dot_same(void) {
         mlstack__quantize_rows(x, xq, B, n_in);
         memset(&w, 0, sizeof w);
         w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
+        if (pk) {
+            packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
+            for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, packed);
+            w.packed = packed;
+        }
         mlstack__kernels_neon.matmul(&w, x, xq, y0, B, 0, n_out, NULL);
         mlstack__kernels_neon_dot.matmul(&w, x, xq, y1, B, 0, n_out, NULL);
-        CHECKF(memcmp(y0, y1, sizeof(float) * B * n_out) == 0, "wtype %d: neon and neon+dotprod differ", wt);
-        free(wf), free(x), free(y0), free(y1), free(wd), free(xq);
+        CHECKF(memcmp(y0, y1, sizeof(float) * B * n_out) == 0, "wtype %d%s: neon and neon+dotprod differ", wt, pk ? " p16" : "");
+        free(wf), free(x), free(y0), free(y1), free(wd), free(xq), free(packed);
     }
 }
 #endif
