@@ -33,7 +33,8 @@ HDRS        = mlstack.h tests/testlib.h
 #   scalar      max with MLSTACK_ISA=scalar (engine tests only: test_kernels visits every cap)
 AARCH64_CC   ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64
-NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/aarch64/$(c)/test_models) \
+NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/aarch64/$(c)/test_models \
+                  $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
@@ -76,7 +77,7 @@ define qemu_run
 	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
 	@chmod +x $@
 endef
-.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models
+.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA)
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%

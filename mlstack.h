@@ -82,8 +82,10 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. A cap naming the
-   other architecture's path selects scalar. neon and neon+dotprod give identical bits.
+   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
+   multiply projections from P16 panels (section 9), a repacked copy made when the first engine
+   on such a path starts; scalar reads the weights as loaded. A cap naming the other
+   architecture's path selects scalar. neon and neon+dotprod give identical bits.
 */
 #ifndef MLSTACK_H
 #define MLSTACK_H
