@@ -775,7 +775,8 @@ static const char *BENCH_USAGE =
     "      --bf16-dot         BF16 weights: activations rounded to bf16 for AVX512_BF16 dot products\n"
     "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
     "      --profile FILE     profile one extra run of each test (not counted): Chrome trace to FILE\n"
-    "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr\n"
+    "                         (FILE-TYPE-tT-TEST.json when there are several) and summary to stderr;\n"
+    "                         with --parallel, the timed decode steps themselves (FILE-parallelN.json)\n"
     "\n"
     "  Serving modes (through the scheduler: mlstack_engine_submit/step; replace pp/tg):\n"
     "      --parallel LIST    aggregate decode tokens/s with that many concurrent requests (32-token\n"
@@ -1090,10 +1091,17 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             all_started = st.generated_tokens >= (uint64_t)n;
         } while (!all_started);
         g0 = st.generated_tokens;
+        if (b->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) return free(toks), die("%s", "could not start the profiler");
         t0 = mlstack__now();
         while (active)
             if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), die("%s", mlstack_engine_error(e));
         t = mlstack__now() - t0;
+        if (b->profile) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s-parallel%d.json", b->profile, n);
+            if (report_profile(e, path) != 0) return free(toks), 1;
+            mlstack_engine_profile_stop(e);
+        }
         mlstack_engine_cache_stats(e, &st);
         if (b->json) {
             serve_head(b, type, isa, threads, "parallel");
