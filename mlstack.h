@@ -13551,6 +13551,9 @@ typedef struct mlstack__kernels {
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
     float (*exp_shift)(float *s, int n, float m);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
+    /* kv_chunk: n <= 32 cached rows of dtype dt, Dh values each -> kt (Dh, 32) the keys
+       transposed (zero past n) and vf (n, Dh) the values, in f32 (exact conversions) */
+    void (*kv_chunk)(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt, float *vf);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
     void (*quantize_rows)(const float *x, mlstack__q8x *xq, int B, int n);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
@@ -13642,7 +13645,22 @@ static void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, c
             acc[(size_t)g * Dh + d] = a;
         }
 }
-#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__quantize_rows
+static void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
+                                     float *vf) {
+    int j, d;
+    for (j = 0; j < 32; j++) {
+        float row[16];
+        for (d = 0; d < Dh; d += 16) {
+            int m = Dh - d < 16 ? Dh - d : 16, i;
+            size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+            if (j < n) mlstack__to_f32(dt, (const unsigned char *)k[j] + (size_t)d * es, row, (size_t)m);
+            for (i = 0; i < m; i++) kt[(size_t)(d + i) * 32 + j] = j < n ? row[i] : 0.0f;
+        }
+        if (j < n) mlstack__to_f32(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+    }
+}
+#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
+                             mlstack__kv_chunk_scalar, mlstack__quantize_rows
 
 static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
@@ -14455,8 +14473,47 @@ static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlst
             blk->s = d * (float)blk->sum;
         }
 }
+/* Keys converted 16 x 16 at a time and transposed in registers (three rounds of shuffles). */
+static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const void *const *k, const void *const *v, int n,
+                                                       int Dh, float *kt, float *vf) {
+    int j0, d, i;
+    if (Dh % 16) {
+        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
+        return;
+    }
+    for (j0 = 0; j0 < 32; j0 += 16)
+        for (d = 0; d < Dh; d += 16) {
+            __m512 r[16], t[16];
+            MLSTACK__UNROLL for (i = 0; i < 16; i++) {
+                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
+                r[i] = !src ? _mm512_setzero_ps()
+                       : dt == MLSTACK_DTYPE_F16  ? mlstack__ld16_f16(src, d, (__mmask16)0xFFFF)
+                       : dt == MLSTACK_DTYPE_BF16 ? mlstack__ld16_bf16(src, d, (__mmask16)0xFFFF)
+                                                  : mlstack__ld16_f32(src, d, (__mmask16)0xFFFF);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 16; i += 2) {
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 16; i += 4) { /* r[i + c], 128-bit lane L: column 4L + c of rows i..i+3 */
+                r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+                r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+                r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+                r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+            }
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) { /* column 4L + i gathers lane L of r[i], r[4 + i], r[8 + i], r[12 + i] */
+                __m512 x0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x44), x1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xEE);
+                __m512 y0 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x44), y1 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xEE);
+                _mm512_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0x88));
+                _mm512_storeu_ps(kt + (size_t)(d + 4 + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+                _mm512_storeu_ps(kt + (size_t)(d + 8 + i) * 32 + j0, _mm512_shuffle_f32x4(x1, y1, 0x88));
+                _mm512_storeu_ps(kt + (size_t)(d + 12 + i) * 32 + j0, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+            }
+        }
+    for (j0 = 0; j0 < n; j0++) mlstack__to_f32_avx512(dt, v[j0], vf + (size_t)j0 * Dh, (size_t)Dh);
+}
 #define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
-                             mlstack__quantize_rows_avx512
+                             mlstack__kv_chunk_avx512, mlstack__quantize_rows_avx512
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,
@@ -16623,11 +16680,10 @@ static void mlstack__kv_store(const mlstack__kv *kv, void *dst, const float *src
 
 #define MLSTACK__ATT_CHUNK 32
 #define MLSTACK__ATT_ROWS 16 /* query rows of one sequence that share each converted K/V chunk */
-/* Scratch floats one attention task needs: K (transposed) and V of a chunk, a row to convert
-   through, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
+/* Scratch floats one attention task needs: K (transposed) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
    MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
-    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
+    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
@@ -16641,7 +16697,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
 static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, size_t ld, int R, int G,
                             const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0,
                             const int32_t *t1, float scale, float *scratch) {
-    float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *tmp = vf + MLSTACK__ATT_CHUNK * Dh, *sc = tmp + Dh,
+    const void *kp[MLSTACK__ATT_CHUNK], *vp[MLSTACK__ATT_CHUNK];
+    float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
     int r, g, j, d;
@@ -16654,14 +16711,11 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK;
-        for (j = 0; j < MLSTACK__ATT_CHUNK; j++) {
-            if (j < n) {
-                kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 0, t + j) + hoff, tmp, (size_t)Dh);
-                kn->to_f32(kv->dtype, (const unsigned char *)mlstack__kv_row(kv, s, layer, 1, t + j) + hoff,
-                           vf + (size_t)j * Dh, (size_t)Dh);
-            }
-            for (d = 0; d < Dh; d++) kt[(size_t)d * MLSTACK__ATT_CHUNK + j] = j < n ? tmp[d] : 0.0f;
+        for (j = 0; j < n; j++) {
+            kp[j] = (const unsigned char *)mlstack__kv_row(kv, s, layer, 0, t + j) + hoff;
+            vp[j] = (const unsigned char *)mlstack__kv_row(kv, s, layer, 1, t + j) + hoff;
         }
+        kn->kv_chunk(kv->dtype, kp, vp, n, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dh;

@@ -158,6 +158,42 @@ static void check_path(const mlstack__kernels *k) {
             CHECKF(q0[i].d == q1[i].d && q0[i].s == q1[i].s && q0[i].sum == q1[i].sum && !memcmp(q0[i].q, q1[i].q, 32),
                    "%s quantize_rows block %d differs from the scalar reference", k->name, i);
     }
+    /* K/V chunk conversion (keys transposed): exact, so the same bits as the reference */
+    {
+        static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
+        static const int Dhs2[] = {64, 80, 7}, ns2[] = {1, 17, 32};
+        unsigned char *pool = (unsigned char *)malloc(32 * 2 * 80 * 4);
+        float *kt0 = (float *)malloc(sizeof(float) * 80 * 32), *kt1 = (float *)malloc(sizeof(float) * 80 * 32);
+        float *vf0 = (float *)malloc(sizeof(float) * 32 * 80), *vf1 = (float *)malloc(sizeof(float) * 32 * 80);
+        const void *kp[32], *vp[32];
+        int di, dd, nn2, j;
+        for (di = 0; di < 3; di++) {
+            for (i = 0; i < 32 * 2 * 80; i++) { /* finite values, stored in the dtype under test */
+                float f = frand() * (i % 3 ? 1.0f : 1e-6f); /* some f16 subnormals */
+                uint32_t b;
+                uint16_t h = mlstack__f32_to_f16(f);
+                memcpy(&b, &f, 4);
+                if (dts[di] == MLSTACK_DTYPE_F32) memcpy(pool + 4 * (size_t)i, &f, 4);
+                else if (dts[di] == MLSTACK_DTYPE_F16) memcpy(pool + 2 * (size_t)i, &h, 2);
+                else h = (uint16_t)(b >> 16), memcpy(pool + 2 * (size_t)i, &h, 2);
+            }
+            for (dd = 0; dd < 3; dd++)
+                for (nn2 = 0; nn2 < 3; nn2++) {
+                    int Dh = Dhs2[dd], n = ns2[nn2];
+                    size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
+                    for (j = 0; j < n; j++) { /* rows out of order in memory, as pages are */
+                        kp[j] = pool + (size_t)((j * 7) % 32) * 2 * 80 * es;
+                        vp[j] = pool + (size_t)((j * 7) % 32) * 2 * 80 * es + 80 * es;
+                    }
+                    memset(kt1, 0xFF, sizeof(float) * 80 * 32);
+                    mlstack__kv_chunk_scalar(dts[di], kp, vp, n, Dh, kt0, vf0);
+                    k->kv_chunk(dts[di], kp, vp, n, Dh, kt1, vf1);
+                    CHECKF(!memcmp(kt0, kt1, sizeof(float) * (size_t)Dh * 32) && !memcmp(vf0, vf1, sizeof(float) * (size_t)n * Dh),
+                           "%s kv_chunk dtype %d Dh %d n %d differs from the reference", k->name, (int)dts[di], Dh, n);
+                }
+        }
+        free(pool), free(kt0), free(kt1), free(vf0), free(vf1);
+    }
     /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
     {
         static const int Gs[] = {1, 2, 3}, Dhs[] = {16, 64, 80, 7}, ns[] = {1, 17, 32};
