@@ -13465,7 +13465,8 @@ typedef struct mlstack__weight {
     int n_out, n_in;
     size_t row_bytes;
     const float *bias;
-    const unsigned char *packed; /* the same weights as P16 panels (below), or NULL */
+    const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
+    const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
 } mlstack__weight;
 
 /* P16 panels: a copy of W made once, for kernels that multiply one broadcast activation by 16
@@ -13480,8 +13481,13 @@ typedef struct mlstack__weight {
      Q4_1: per block j: 4 x gp runs of 64 bytes, byte 4l + t of run (g, r) = row byte 4g + t of
            the block (low nibble input 4g + t, high nibble 16 + 4g + t), then gp x 16 f16
            scales, then gp x 16 f16 offsets
-   Every output element is still reduced in one order that no tile shape changes. */
+   Every output element is still reduced in one order that no tile shape changes.
+   Pair panels, for kernels that multiply two bf16 products per lane (vdpbf16ps): BF16 as above
+   but per pair of inputs kp, gp x 16 x 2 values, value (kp, r, l, t) = W[64 * group + 16r + l]
+   [2kp + t], an odd n_in padded with a zero input; the kernel table asks for them with
+   MLSTACK__PACK_BF16_PAIRS in `packs`. */
 #define MLSTACK__P16 16
+#define MLSTACK__PACK_BF16_PAIRS (1u << 16)
 #define MLSTACK__P16_GROUP 4
 static size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     size_t nb = (size_t)(n_in / MLSTACK__QK);
@@ -13494,9 +13500,13 @@ static size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
 }
 static int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
 
-/* Group `grp` of w's panels into dst, the start of the whole packed copy. */
-static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
-    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+static size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1) / 2) * 64; } /* one panel */
+
+/* Group `grp` of w's panels (pair panels when `pairs`, BF16 only) into dst, the start of the
+   whole packed copy. */
+static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
+    size_t pb = pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in);
+    size_t es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, k, g, t, nb = w->n_in / MLSTACK__QK;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
     int q8 = w->wtype == MLSTACK__W_Q8_0, quant = q8 || w->wtype == MLSTACK__W_Q4_1;
@@ -13506,6 +13516,11 @@ static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, unsigned 
     for (r = 0; r < gp; r++)
         for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
             const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            if (pairs) {
+                for (k = 0; k < w->n_in; k++)
+                    memcpy(d + ((((size_t)(k / 2) * gp + r) * 16 + l) * 2 + (size_t)(k & 1)) * 2, row + (size_t)k * 2, 2);
+                continue;
+            }
             if (!quant) {
                 if (es == 4)
                     for (k = 0; k < w->n_in; k++) memcpy(d + (((size_t)k * gp + r) * 16 + l) * 4, row + (size_t)k * 4, 4);
@@ -13681,12 +13696,14 @@ typedef struct mlstack__matmul_job {
     float *scratch; /* n_threads * MLSTACK__MM_SCRATCH(n_in) floats */
 } mlstack__matmul_job;
 
-/* Matmul scratch floats per thread: a row of n_in, or 4 panels x MLSTACK__MM_KC steps of
-   converted weights. */
+/* Matmul scratch floats per thread: three rows of n_in (six rows of bf16 pairs), or 4 panels x
+   MLSTACK__MM_KC steps of converted weights. */
 #define MLSTACK__MM_KC 128
-#define MLSTACK__MM_SCRATCH(n_in) ((size_t)(n_in) > 4 * 16 * MLSTACK__MM_KC ? (size_t)(n_in) : 4 * 16 * MLSTACK__MM_KC)
-/* Whether k multiplies w from its P16 panels. */
-#define MLSTACK__USES_P16(k, w) ((w)->packed && ((k)->packs >> (w)->wtype & 1u))
+#define MLSTACK__MM_SCRATCH(n_in) \
+    (3 * ((size_t)(n_in) + 31) > 4 * 16 * MLSTACK__MM_KC ? 3 * ((size_t)(n_in) + 31) : 4 * 16 * MLSTACK__MM_KC)
+/* Whether k multiplies w from its P16 panels (or pair panels). */
+#define MLSTACK__USES_P16(k, w)                                                                               \
+    (((w)->packed && ((k)->packs >> (w)->wtype & 1u)) || ((w)->packed_dp && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
@@ -14518,12 +14535,12 @@ static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const v
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,
                                                          mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
-/* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights times activations
-   rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation. About 3x the BF16
-   prefill throughput of widening the weights, at the price of rounding activations to 8
-   mantissa bits (llama.cpp's BF16 path does the same). Activation rows are converted two at a
-   time into the thread's scratch (n_in floats hold two bf16 rows); each output element sums
-   the pairs of its row in one fixed order, so results stay batch invariant. */
+/* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
+   times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
+   twice the multiplies per instruction of widening the weights, at the price of rounding
+   activations to 8 mantissa bits (llama.cpp's BF16 path does the same). Each output element
+   sums its pairs in input order whatever the tile, so results stay batch invariant. Weights
+   without pair panels take the exact path. */
 #define MLSTACK__T_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int n) {
     int i;
@@ -14535,43 +14552,76 @@ static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int
         _mm512_storeu_si512((void *)(dst + i), (__m512i)v);
     }
 }
-static MLSTACK__T_BF16 void mlstack__mm_bf16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
-                                               float *scratch) {
-    int n = w->n_in, n32 = (n + 31) & ~31, o, b, j, i, fit = n >= n32 ? 2 : 1;
-    uint16_t *xb = (uint16_t *)(void *)scratch; /* n floats of scratch: two rows of n32 bf16 values
-                                                   when n is a multiple of 32, else one */
-    if (n32 > 2 * n) { /* tiny rows: not even one padded bf16 row fits in n floats */
-        mlstack__matmul_avx512(w, x, NULL, y, B, o0, o1, scratch);
-        return;
+/* Pair-panel tile: RB <= 6 activation rows (bf16 pairs, ldx pairs apart) x RO panels, kn input
+   pairs; partial sums parked in y between steps as in the f32 tile. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uint16_t *wp, const uint32_t *x, size_t ldx, float *y,
+                                                                      size_t ldy, int kn, int resume, const float *bias, int nv,
+                                                                      const int RB, const int RO) {
+    __m512 acc[6][4];
+    int b, p, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++)
+            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
+                               : _mm512_setzero_ps();
+    for (k = 0; k < kn; k++) {
+        __m512i wv[4];
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_si512((const void *)(wp + ((size_t)k * RO + p) * 32));
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+            __m512i xv = _mm512_set1_epi32((int)x[(size_t)b * ldx + (size_t)k]);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);
+        }
     }
-    for (b = 0; b < B; b += fit) {
-        int nb = B - b >= fit ? fit : 1;
-        for (j = 0; j < nb; j++) mlstack__bf16_row(x + (size_t)(b + j) * n, xb + (size_t)j * n32, n);
-        for (o = o0; o < o1; o++) {
-            const uint16_t *wr = (const uint16_t *)(const void *)((const unsigned char *)w->data + (size_t)o * w->row_bytes);
-            __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-            for (i = 0; i < n; i += 32) {
-                int left = n - i;
-                __mmask32 m = left >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
-                __m512i wv = _mm512_maskz_loadu_epi16(m, wr + i);
-                acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)wv, (__m512bh)_mm512_loadu_si512((const void *)(xb + i)));
-                if (nb == 2) acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)wv, (__m512bh)_mm512_loadu_si512((const void *)(xb + n32 + i)));
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            __mmask16 m = mlstack__mask16(nv - 16 * p);
+            __m512 v = acc[b][p];
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+        }
+}
+/* BF16 weights from pair panels: activation rows rounded to bf16 six at a time into the
+   thread's scratch (rows of (n_in + 31) / 32 * 16 pairs), then tiles over the task's panels. */
+static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                              float *scratch) {
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i;
+    size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
+    uint32_t *xp = (uint32_t *)(void *)scratch;
+    for (b = 0; b < B; b += 6) {
+        int rb = B - b < 6 ? B - b : 6;
+        for (i = 0; i < rb; i++) mlstack__bf16_row(x + (size_t)(b + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
+        for (p = o0 / 16; p * 16 < o1; p += 4) {
+            int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+            if (ro > 4) ro = 4;
+            for (k0 = 0; k0 < np2; k0 += MLSTACK__MM_KC / 2) {
+                int kn = np2 - k0 < MLSTACK__MM_KC / 2 ? np2 - k0 : MLSTACK__MM_KC / 2, resume = k0 > 0;
+                const float *bias = k0 + kn == np2 && w->bias ? w->bias + p * 16 : NULL;
+                const uint16_t *wp = (const uint16_t *)(const void *)(w->packed_dp + (size_t)p * pb) + (size_t)k0 * ro * 32;
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+#define MLSTACK__P16DP_CASE(RB_, RO_)                                                                         \
+    case (RB_) * 8 + (RO_): mlstack__p16dp_tile(wp, xp + k0, (size_t)s2, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
+#define MLSTACK__P16DP_ROW(RB_) MLSTACK__P16DP_CASE(RB_, 1) MLSTACK__P16DP_CASE(RB_, 2) MLSTACK__P16DP_CASE(RB_, 3) MLSTACK__P16DP_CASE(RB_, 4)
+                switch (rb * 8 + ro) {
+                    MLSTACK__P16DP_ROW(1) MLSTACK__P16DP_ROW(2) MLSTACK__P16DP_ROW(3)
+                    MLSTACK__P16DP_ROW(4) MLSTACK__P16DP_ROW(5) MLSTACK__P16DP_ROW(6)
+                default: break;
+                }
+#undef MLSTACK__P16DP_ROW
+#undef MLSTACK__P16DP_CASE
             }
-            y[(size_t)b * w->n_out + o] = mlstack__hsum512(acc0) + (w->bias ? w->bias[o] : 0.0f);
-            if (nb == 2) y[(size_t)(b + 1) * w->n_out + o] = mlstack__hsum512(acc1) + (w->bias ? w->bias[o] : 0.0f);
         }
     }
 }
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                        float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_BF16) mlstack__mm_bf16dp(w, x, y, B, o0, o1, scratch);
+    if (w->wtype == MLSTACK__W_BF16 && w->packed_dp) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
                                                               mlstack__dot_avx512, mlstack__axpy_avx512,
                                                               mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
                                                               mlstack__swiglu_avx512,
-                                                              MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)};
+                                                              MLSTACK__ATTN_AVX512,
+                                                              (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
@@ -15806,12 +15856,13 @@ static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws)
 typedef struct mlstack__pack_job {
     const mlstack__weight *w;
     unsigned char *dst;
+    int pairs;
 } mlstack__pack_job;
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
     (void)n_tasks;
     (void)thread;
-    mlstack__p16_pack_group(j->w, task, j->dst);
+    mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
 }
 
 /* Makes the P16 panels (section 9) of every projection whose type is in `packs`, once per
@@ -15827,20 +15878,26 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
 #endif
     for (l = -1; l < m->cfg.n_layers && r == MLSTACK_OK; l++) {
         mlstack__weight *ws[7];
+        mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
-        for (i = 0; i < n; i++) {
+        for (i = 0; i < n && r == MLSTACK_OK; i++) {
             mlstack__weight *w = ws[i];
-            mlstack__pack_job j;
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
-            if (w->packed || !(packs >> w->wtype & 1u)) continue;
-            j.w = w;
-            j.dst = (unsigned char *)mlstack__model_own(m, np * mlstack__p16_bytes(w->wtype, w->n_in));
-            if (!j.dst) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the packed copy of %s", w->name);
-                break;
+            for (j.pairs = 0; j.pairs < 2; j.pairs++) {
+                int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
+                                   : !w->packed && (packs >> w->wtype & 1u);
+                if (!want) continue;
+                j.w = w;
+                j.dst = (unsigned char *)mlstack__model_own(
+                    m, np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in)));
+                if (!j.dst) {
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the packed copy of %s", w->name);
+                    break;
+                }
+                mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+                if (j.pairs) w->packed_dp = j.dst;
+                else w->packed = j.dst;
             }
-            mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
-            w->packed = j.dst;
         }
     }
 #if !defined(MLSTACK_NO_THREADS)

@@ -25,6 +25,7 @@ static void check_path(const mlstack__kernels *k) {
         for (ni = 0; ni < 7; ni++) {
             int n_in = n_ins[ni], n_out = 101, wt = wtypes[wi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
             unsigned char *packed = NULL;
+            int pairs;
             float *wf, *x, *yref, *y, *y1, *scratch, bias[101];
             unsigned char *wd;
             mlstack__weight w;
@@ -32,7 +33,9 @@ static void check_path(const mlstack__kernels *k) {
             double maxrel = 0;
             int same = 1;
             if (quant && n_in % 32) continue;
-            if (pk && !(k->packs >> wt & 1u)) continue; /* pass 1: the P16 panels, where k reads them */
+            /* pass 1: the P16 panels where k reads them (BF16 pair panels for the bf16-dot table) */
+            pairs = wt == MLSTACK__W_BF16 && (k->packs & MLSTACK__PACK_BF16_PAIRS);
+            if (pk && !(k->packs >> wt & 1u) && !pairs) continue;
             wf = (float *)malloc(sizeof(float) * n_out * n_in);
             wd = (unsigned char *)malloc((size_t)n_out * n_in * 4 + 64);
             x = (float *)malloc(sizeof(float) * 9 * n_in);
@@ -68,9 +71,11 @@ static void check_path(const mlstack__kernels *k) {
             w.wtype = wt;
             w.row_bytes = mlstack__row_bytes(wt, n_in);
             if (pk) {
-                packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
-                for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, packed);
-                w.packed = packed;
+                size_t pb = pairs ? mlstack__p16_pair_bytes(n_in) : mlstack__p16_bytes(wt, n_in);
+                packed = (unsigned char *)malloc(pb * (size_t)mlstack__p16_panels(n_out));
+                for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, pairs, packed);
+                if (pairs) w.packed_dp = packed;
+                else w.packed = packed;
             }
             for (B = 1; B <= 9; B += B < 3 ? 1 : 3) { /* 1, 2, 3, 6, 9: every tile height and a remainder */
                 int b, o;
@@ -98,7 +103,7 @@ static void check_path(const mlstack__kernels *k) {
             /* vs the scalar path: only the f32 summation order differs */
             /* the opt-in bf16-activation path rounds x to 8 mantissa bits: each product is off by
                at most 2^-9 of itself, so the sum by at most ~2e-3 of sum |w x| */
-            CHECKF(maxrel < (k == bf16_kernels && wt == MLSTACK__W_BF16 && !pk ? 4e-3 : 1e-6),
+            CHECKF(maxrel < (k == bf16_kernels && wt == MLSTACK__W_BF16 && pk ? 4e-3 : 1e-6),
                    "%s%s wtype %d n_in %d: max diff vs scalar %.3g of sum |w x|", k->name, pk ? " p16" : "", wt, n_in, maxrel);
             if (getenv("TK_VERBOSE")) printf("  %s%s wtype %d n_in %d: %.3g\n", k->name, pk ? " p16" : "", wt, n_in, maxrel);
             CHECKF(same, "%s%s wtype %d n_in %d: a row's result depends on the batch", k->name, pk ? " p16" : "", wt, n_in);
@@ -253,7 +258,7 @@ static void check_neon_dot_same(void) {
         w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
         if (pk) {
             packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
-            for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, packed);
+            for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, 0, packed);
             w.packed = packed;
         }
         mlstack__kernels_neon.matmul(&w, x, xq, y0, B, 0, n_out, NULL);
