@@ -51,7 +51,7 @@ static void check_model(const char *name) {
     char *text;
     mlstack__json_doc doc;
     mlstack_model *m;
-    mlstack_engine *e1, *e2, *e16;
+    mlstack_engine *e1, *e2, *e16, *ebf1, *ebf2;
     mlstack_error err;
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -85,6 +85,11 @@ static void check_model(const char *name) {
     CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
     ed.kv_type = MLSTACK_KV_DEFAULT;
     CHECK(mlstack_engine_init(m, &ed, &e16, &err) == MLSTACK_OK);
+    ed.kv_type = MLSTACK_KV_F32;
+    ed.bf16_activations = 1; /* the opt-in path, where the CPU has it */
+    CHECK(mlstack_engine_init(m, &ed, &ebf2, &err) == MLSTACK_OK);
+    ed.n_threads = 1;
+    CHECK(mlstack_engine_init(m, &ed, &ebf1, &err) == MLSTACK_OK);
     cs = mlstack__json_get(doc.root, "cases");
     for (c = cs ? cs->child : NULL; c; c = c->next, ci++) {
         const mlstack__json *ids_j = mlstack__json_get(c, "ids"), *lg = mlstack__json_get(c, "logits"),
@@ -123,6 +128,42 @@ static void check_model(const char *name) {
             }
             CHECKF(d16 < 5e-3 * big, "%s case %d: f16 KV moves logits by %.3g (largest logit %.3g)", name, ci, d16, big);
             free(ours16);
+        }
+        /* opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits
+           (relative 2^-9 per product) stay within 3e-2 of the largest logit through these
+           models' layers; thread count and batch still change nothing */
+        if (strstr(mlstack_engine_kernels(ebf1), "bf16dot")) {
+            float *b1 = eval_all(ebf1, ids, n, info.n_vocab), *b2 = eval_all(ebf2, ids, n, info.n_vocab);
+            if (b1 && b2) {
+                double db = 0, big = 0;
+                mlstack_batch_row rows[128];
+                int32_t sa, sb;
+                int i, nr = 0, bsame = 1;
+                for (k = 0; k < n * info.n_vocab; k++) {
+                    if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
+                    if (fabs(ours[k]) > big) big = fabs(ours[k]);
+                }
+                CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db, big);
+                CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab), "%s case %d: bf16-dot logits depend on threads",
+                       name, ci);
+                CHECK(mlstack_engine_seq_new(ebf1, &sa) == MLSTACK_OK && mlstack_engine_seq_new(ebf1, &sb) == MLSTACK_OK);
+                for (i = 0; i < n; i++) {
+                    rows[nr].seq = sb; rows[nr].pos = i; rows[nr].token = ids[n - 1 - i]; rows[nr].want_logits = 1; nr++;
+                    rows[nr].seq = sa; rows[nr].pos = i; rows[nr].token = ids[i]; rows[nr].want_logits = 1; nr++;
+                }
+                CHECK(mlstack_engine_eval(ebf1, rows, nr) == MLSTACK_OK);
+                for (i = 0; i < n; i++)
+                    if (memcmp(mlstack_engine_logits(ebf1, 2 * i + 1), b1 + (size_t)i * info.n_vocab, sizeof(float) * info.n_vocab))
+                        bsame = 0;
+                CHECKF(bsame, "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
+                mlstack_engine_seq_free(ebf1, sa);
+                mlstack_engine_seq_free(ebf1, sb);
+                if (ci == 0) printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
+            }
+            free(b1);
+            free(b2);
+        } else if (ci == 0) {
+            SKIP("%s: no AVX512_BF16 here, so no bf16-dot path to check", name);
         }
         /* greedy continuation */
         CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
@@ -163,6 +204,8 @@ static void check_model(const char *name) {
     mlstack_engine_free(e1);
     mlstack_engine_free(e2);
     mlstack_engine_free(e16);
+    mlstack_engine_free(ebf1);
+    mlstack_engine_free(ebf2);
     mlstack_model_close(m);
     mlstack__json_free(&doc);
     free(text);
