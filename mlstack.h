@@ -14155,9 +14155,55 @@ static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, co
     for (; i < n; i++) out[i] = w[i] * (x[i] * _mm256_cvtss_f32(sc));
 }
 
+static MLSTACK__T_AVX2 float mlstack__hmax256(__m256 v) {
+    __m128 lo = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+/* mlstack__quantize_rows with the same float operations, 8 lanes at a time (bit-identical). */
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256i mlstack__quant8_avx2(__m256 v, __m256 id) {
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    v = _mm256_mul_ps(v, id); /* round half away from zero: add 0.5 with the value's sign, truncate */
+    return _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(_mm256_set1_ps(0.5f), _mm256_and_ps(sign, v))));
+}
+static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack__q8x *xq, int B, int n) {
+    int b, k, nb = n / MLSTACK__QK;
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256i lo8 = _mm256_set1_epi32(255);
+    for (b = 0; b < B; b++)
+        for (k = 0; k < nb; k++) {
+            const float *xb = x + (size_t)b * n + (size_t)k * MLSTACK__QK;
+            mlstack__q8x *blk = &xq[(size_t)b * nb + k];
+            __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8), v2 = _mm256_loadu_ps(xb + 16), v3 = _mm256_loadu_ps(xb + 24), id;
+            __m256i q0, q1, q2, q3, t;
+            __m128i l;
+            float d = mlstack__hmax256(_mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                                     _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)))) /
+                      127.0f;
+            id = _mm256_set1_ps(d > 0 ? 1.0f / d : 0.0f);
+            q0 = mlstack__quant8_avx2(v0, id), q1 = mlstack__quant8_avx2(v1, id);
+            q2 = mlstack__quant8_avx2(v2, id), q3 = mlstack__quant8_avx2(v3, id);
+            /* the low bytes, as the scalar int8 cast keeps them (it matters only when 1/d overflows
+               to inf: all 32 values are then INT_MIN, stored as 0); packs work within 128-bit
+               lanes, so 4-byte runs come out as q0a q1a q2a q3a q0b q1b q2b q3b */
+            t = _mm256_packus_epi16(_mm256_packs_epi32(_mm256_and_si256(q0, lo8), _mm256_and_si256(q1, lo8)),
+                                    _mm256_packs_epi32(_mm256_and_si256(q2, lo8), _mm256_and_si256(q3, lo8)));
+            _mm256_storeu_si256((__m256i *)(void *)blk->q, _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            t = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
+            l = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+            l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0x4E));
+            l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0xB1));
+            blk->d = d;
+            blk->sum = _mm_cvtsi128_si32(l);
+            blk->s = d * (float)blk->sum;
+        }
+}
+
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
-                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2, MLSTACK__ATTN_SCALAR,
-                                                       MLSTACK__PACKS_ALL};
+                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
+                                                       mlstack__attn_scores_scalar, mlstack__exp_shift_scalar,
+                                                       mlstack__attn_pv_scalar, mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
