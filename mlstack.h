@@ -13813,9 +13813,11 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 
 /* ==== 10. KERNELS AVX2 ==== */  /* >>avx2 */
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
-   runs everywhere and picks this path at run time. Same layouts as section 9. Reduction order
-   per output element: 8 lanes over the reduction index (lane = index mod 8), tail zero-padded
-   into the same lanes, lanes summed in a fixed tree; the B loop never changes it. */
+   runs everywhere and picks this path at run time. Same layouts as section 9. Projections are
+   multiplied from their P16 panels (section 9), made when the first engine on this path starts.
+   The row kernels, for weights without panels: 8 lanes over the reduction index (lane = index
+   mod 8), tail zero-padded into the same lanes, lanes summed in a fixed tree; the B loop never
+   changes it. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
 #define MLSTACK__T_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -13922,10 +13924,221 @@ static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const m
     }
 }
 
+/* P16 kernels (panel layout in section 9), the AVX2 forms of section 11's: one broadcast
+   activation times 8 outputs per instruction, a 16-output panel being two vectors. Tiles of RB
+   activation rows x NV vectors only decide which elements are computed together; each element
+   is the same sequence of operations in any tile, so results are batch invariant, and they are
+   the AVX-512 P16 kernels' results bit for bit (same FMA chain over k for float weights; same
+   exact int32 block sums and the same float steps per block for Q8_0/Q4_1). */
+#define MLSTACK__AVX2_INLINE inline __attribute__((always_inline))
+#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
+#define MLSTACK__AVX2_UNROLL _Pragma("GCC unroll 8")
+#else
+#define MLSTACK__AVX2_UNROLL
+#endif
+/* Lanes [0, n) of 8: outputs past o1 or n_out are neither read nor written. */
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256i mlstack__mask8_avx2(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_part_avx2(const float *p, int n) {
+    return n >= 8 ? _mm256_loadu_ps(p) : n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, mlstack__mask8_avx2(n));
+}
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float *p, int n, __m256 v) {
+    if (n >= 8) _mm256_storeu_ps(p, v);
+    else if (n > 0) _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
+}
+
+/* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
+   read straight from memory, nothing to reuse). wp: the tile's first vector at input k0 of the
+   step, ldw floats per input; nvt: outputs left from the tile's first (stores stop there). */
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const float *wp, size_t ldw, const float *x,
+                                                                        size_t ldx, float *y, size_t ldy, int kn, int resume,
+                                                                        const float *bias, int nvt, const int RB, const int NV) {
+    __m256 acc[6][8];
+    int b, v, k;
+    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++)
+            acc[b][v] = resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
+    for (k = 0; k < kn; k++) {
+        const float *wk = wp + (size_t)k * ldw;
+        __m256 wv[8];
+        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) wv[v] = _mm256_loadu_ps(wk + 8 * v);
+        MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+            __m256 xv = _mm256_broadcast_ss(x + (size_t)b * ldx + (size_t)k);
+            MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
+        }
+    }
+    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+            __m256 s = acc[b][v];
+            if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+            mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
+        }
+}
+
+/* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps,
+   F16/BF16 converted once per step into scratch (4 panels x MLSTACK__MM_KC x 16 floats). Rows
+   in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group. */
+static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                                  float *scratch) {
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, i;
+    size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
+        int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
+        size_t ldw = (size_t)gp * 16;
+        for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
+            int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
+            const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL, *wp;
+            if (w->wtype == MLSTACK__W_F32) {
+                wp = (const float *)(const void *)(w->packed + (size_t)p * pb) + (size_t)k0 * ldw;
+            } else { /* the step's values, converted once for all activation rows */
+                const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ldw * 2;
+                if (w->wtype == MLSTACK__W_F16)
+                    for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_f16(src, 8 * i));
+                else
+                    for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_bf16(src, 8 * i));
+                wp = scratch;
+            }
+            for (b = 0; b < B; b += 6) {
+                int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
+                const float *xb = x + (size_t)b * n + k0;
+                for (v0 = 0; v0 < vt; v0 += step) {
+                    int nvec = vt - v0 < step ? vt - v0 : step;
+                    float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
+                    const float *bb = bias ? bias + 8 * v0 : NULL, *wv = wp + 8 * v0;
+#define MLSTACK__P16F_AVX2(RB_, NV_)                                                                          \
+    case (RB_) * 16 + (NV_): mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, RB_, NV_); break;
+                    switch (rb * 16 + nvec) {
+                        MLSTACK__P16F_AVX2(6, 2) MLSTACK__P16F_AVX2(5, 2) MLSTACK__P16F_AVX2(4, 2)
+                        MLSTACK__P16F_AVX2(3, 2) MLSTACK__P16F_AVX2(2, 4) MLSTACK__P16F_AVX2(2, 2)
+                        MLSTACK__P16F_AVX2(1, 8) MLSTACK__P16F_AVX2(1, 6) MLSTACK__P16F_AVX2(1, 4)
+                        MLSTACK__P16F_AVX2(1, 2)
+                    default: break;
+                    }
+#undef MLSTACK__P16F_AVX2
+                }
+            }
+        }
+    }
+}
+
+/* int8 tile, RB rows x NV vectors (RB * NV <= 8). No vpdpbusd here: per 4-input group,
+   maddubs (unsigned x signed bytes -> int16 pair sums) then madd with ones -> int32. Q8_0's
+   stored q + 128 would saturate int16 (255 * 127 * 2 > 32767), so the offset goes back off
+   (xor 0x80) and the sign moves onto the activation: |q| x sign(x, q), at most 128 * 127 * 2 per
+   pair (activations are in [-127, 127]). Q4_1's nibbles fit as they are (15 * 127 * 2), so its
+   int16 pair sums add up over the whole block (8 of them, at most 30480) before one madd.
+   Either way the block's int32 sum is exact, then acc += float(sum) * (d_w * d_x), and for
+   Q4_1 acc += m_w * s_x, as the AVX-512 kernel does. wp: the group's stream, gp panels; v0:
+   the tile's first vector in the group. */
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0,
+                                                                        const mlstack__q8x *xq, size_t ldx, int nb, float *y,
+                                                                        size_t ldy, const float *bias, int nvt, const int RB,
+                                                                        const int NV) {
+    __m256 acc[4][8];
+    __m256i ia[4][8];
+    const size_t qb = q8 ? 512 : 256, rs = (size_t)gp * 64, bs = (size_t)gp * (qb + (q8 ? 32 : 64));
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15), off = _mm256_set1_epi8((char)0x80);
+    int b, v, g, k;
+    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
+    for (k = 0; k < nb; k++) {
+        const unsigned char *blk = wp + (size_t)k * bs, *wv = blk + (size_t)v0 * 32, *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
+        MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_setzero_si256();
+        if (q8) {
+            for (g = 0; g < 8; g++) { /* kept rolled: unrolled, gcc spills the sums (10-30% slower) */
+                MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+                    __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32)), off);
+                    __m256i aq = _mm256_sign_epi8(q, q);
+                    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m256i t;
+                        memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
+                        t = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(_mm256_set1_epi32(x4), q));
+                        ia[b][v] = _mm256_add_epi32(ia[b][v], _mm256_madd_epi16(t, ones));
+                    }
+                }
+            }
+        } else {
+            for (g = 0; g < 4; g++) {
+                MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32));
+                    __m256i lo = _mm256_and_si256(raw, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+                    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+                        int32_t xl, xh;
+                        memcpy(&xl, xq[(size_t)b * ldx + k].q + 4 * g, 4);
+                        memcpy(&xh, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
+                        ia[b][v] = _mm256_add_epi16(ia[b][v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(xl)),
+                                                                               _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh))));
+                    }
+                }
+            }
+            MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_madd_epi16(ia[b][v], ones);
+        }
+        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+            __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)v * 16)));
+            MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+                acc[b][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b][v]), _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);
+            if (!q8) {
+                __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)gp * 32 + (size_t)v * 16)));
+                MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+                    acc[b][v] = _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);
+            }
+        }
+    }
+    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+            __m256 s = acc[b][v];
+            if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+            mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
+        }
+}
+
+/* Q8_0/Q4_1 weights: rows in blocks of 4 (4 x 2 vectors), 2 x 4, and 1 x the whole group, so
+   decode streams each group once. No software prefetch (unlike the AVX-512 kernel): on a Zen 4
+   host it slowed this kernel's decode streaming by 10-15%. */
+static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                                  int o1) {
+    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
+        int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp);
+        const unsigned char *wp = w->packed + (size_t)p * pb;
+        const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        for (b = 0; b < B; b += 4) {
+            int rb = B - b < 4 ? B - b : 4, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            for (v0 = 0; v0 < vt; v0 += step) {
+                int nvec = vt - v0 < step ? vt - v0 : step;
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
+                const float *bb = bias ? bias + 8 * v0 : NULL;
+#define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                       \
+    case (Q) * 128 + (RB_) * 16 + (NV_):                                                                      \
+        mlstack__p16q_tile_avx2(Q, wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, RB_, NV_);        \
+        break;
+#define MLSTACK__P16Q_AVX2_ALL(Q)                                                                             \
+    MLSTACK__P16Q_AVX2(Q, 4, 2) MLSTACK__P16Q_AVX2(Q, 3, 2) MLSTACK__P16Q_AVX2(Q, 2, 4) MLSTACK__P16Q_AVX2(Q, 2, 2) \
+    MLSTACK__P16Q_AVX2(Q, 1, 8) MLSTACK__P16Q_AVX2(Q, 1, 6) MLSTACK__P16Q_AVX2(Q, 1, 4) MLSTACK__P16Q_AVX2(Q, 1, 2)
+                switch (q8 * 128 + rb * 16 + nvec) {
+                    MLSTACK__P16Q_AVX2_ALL(0) MLSTACK__P16Q_AVX2_ALL(1)
+                default: break;
+                }
+#undef MLSTACK__P16Q_AVX2_ALL
+#undef MLSTACK__P16Q_AVX2
+            }
+        }
+    }
+}
+
 static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                  int B, int o0, int o1, float *scratch) {
-    (void)scratch;
-    switch (w->wtype) {
+    if (w->packed) {
+        if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
+        else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
+    switch (w->wtype) { /* weights without panels (tests) */
     case MLSTACK__W_F32: mlstack__mm_f32_avx2(w, x, y, B, o0, o1); break;
     case MLSTACK__W_F16: mlstack__mm_f16_avx2(w, x, y, B, o0, o1); break;
     case MLSTACK__W_BF16: mlstack__mm_bf16_avx2(w, x, y, B, o0, o1); break;
@@ -14002,8 +14215,55 @@ static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, co
     for (; i < n; i++) out[i] = w[i] * (x[i] * _mm256_cvtss_f32(sc));
 }
 
+static MLSTACK__T_AVX2 float mlstack__hmax256(__m256 v) {
+    __m128 lo = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+/* mlstack__quantize_rows with the same float operations, 8 lanes at a time (bit-identical). */
+static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256i mlstack__quant8_avx2(__m256 v, __m256 id) {
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    v = _mm256_mul_ps(v, id); /* round half away from zero: add 0.5 with the value's sign, truncate */
+    return _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(_mm256_set1_ps(0.5f), _mm256_and_ps(sign, v))));
+}
+static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack__q8x *xq, int B, int n) {
+    int b, k, nb = n / MLSTACK__QK;
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256i lo8 = _mm256_set1_epi32(255);
+    for (b = 0; b < B; b++)
+        for (k = 0; k < nb; k++) {
+            const float *xb = x + (size_t)b * n + (size_t)k * MLSTACK__QK;
+            mlstack__q8x *blk = &xq[(size_t)b * nb + k];
+            __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8), v2 = _mm256_loadu_ps(xb + 16), v3 = _mm256_loadu_ps(xb + 24), id;
+            __m256i q0, q1, q2, q3, t;
+            __m128i l;
+            float d = mlstack__hmax256(_mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                                     _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)))) /
+                      127.0f;
+            id = _mm256_set1_ps(d > 0 ? 1.0f / d : 0.0f);
+            q0 = mlstack__quant8_avx2(v0, id), q1 = mlstack__quant8_avx2(v1, id);
+            q2 = mlstack__quant8_avx2(v2, id), q3 = mlstack__quant8_avx2(v3, id);
+            /* the low bytes, as the scalar int8 cast keeps them (it matters only when 1/d overflows
+               to inf: all 32 values are then INT_MIN, stored as 0); packs work within 128-bit
+               lanes, so 4-byte runs come out as q0a q1a q2a q3a q0b q1b q2b q3b */
+            t = _mm256_packus_epi16(_mm256_packs_epi32(_mm256_and_si256(q0, lo8), _mm256_and_si256(q1, lo8)),
+                                    _mm256_packs_epi32(_mm256_and_si256(q2, lo8), _mm256_and_si256(q3, lo8)));
+            _mm256_storeu_si256((__m256i *)(void *)blk->q, _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            t = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
+            l = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+            l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0x4E));
+            l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0xB1));
+            blk->d = d;
+            blk->sum = _mm_cvtsi128_si32(l);
+            blk->s = d * (float)blk->sum;
+        }
+}
+
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
-                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2, MLSTACK__ATTN_SCALAR, 0};
+                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
+                                                       mlstack__attn_scores_scalar, mlstack__exp_shift_scalar,
+                                                       mlstack__attn_pv_scalar, mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
