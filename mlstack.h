@@ -13803,6 +13803,19 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
     }
 }
 
+/* For the SIMD sections: tile functions force-inlined (their shape arguments become constants)
+   and register loops fully unrolled, so accumulator arrays live in registers. */
+#if defined(__GNUC__)
+#define MLSTACK__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MLSTACK__ALWAYS_INLINE inline
+#endif
+#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
+#define MLSTACK__UNROLL _Pragma("GCC unroll 8")
+#else
+#define MLSTACK__UNROLL
+#endif
+
 /* gcc 12 in C++ mode warns inside its own AVX-512 intrinsics (self-initialised "undefined"
    vectors, GCC bug 105593); the x86 kernel sections are compiled with that warning off. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -13930,20 +13943,14 @@ static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const m
    is the same sequence of operations in any tile, so results are batch invariant, and they are
    the AVX-512 P16 kernels' results bit for bit (same FMA chain over k for float weights; same
    exact int32 block sums and the same float steps per block for Q8_0/Q4_1). */
-#define MLSTACK__AVX2_INLINE inline __attribute__((always_inline))
-#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
-#define MLSTACK__AVX2_UNROLL _Pragma("GCC unroll 8")
-#else
-#define MLSTACK__AVX2_UNROLL
-#endif
 /* Lanes [0, n) of 8: outputs past o1 or n_out are neither read nor written. */
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256i mlstack__mask8_avx2(int n) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__mask8_avx2(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_part_avx2(const float *p, int n) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_part_avx2(const float *p, int n) {
     return n >= 8 ? _mm256_loadu_ps(p) : n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, mlstack__mask8_avx2(n));
 }
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float *p, int n, __m256 v) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float *p, int n, __m256 v) {
     if (n >= 8) _mm256_storeu_ps(p, v);
     else if (n > 0) _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
 }
@@ -13951,25 +13958,25 @@ static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float *p
 /* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
    read straight from memory, nothing to reuse). wp: the tile's first vector at input k0 of the
    step, ldw floats per input; nvt: outputs left from the tile's first (stores stop there). */
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const float *wp, size_t ldw, const float *x,
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const float *wp, size_t ldw, const float *x,
                                                                         size_t ldx, float *y, size_t ldy, int kn, int resume,
                                                                         const float *bias, int nvt, const int RB, const int NV) {
     __m256 acc[6][8];
     int b, v, k;
-    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++)
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++)
             acc[b][v] = resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
     for (k = 0; k < kn; k++) {
         const float *wk = wp + (size_t)k * ldw;
         __m256 wv[8];
-        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) wv[v] = _mm256_loadu_ps(wk + 8 * v);
-        MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = _mm256_loadu_ps(wk + 8 * v);
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m256 xv = _mm256_broadcast_ss(x + (size_t)b * ldx + (size_t)k);
-            MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
         }
     }
-    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 s = acc[b][v];
             if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
             mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
@@ -14032,7 +14039,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
    Either way the block's int32 sum is exact, then acc += float(sum) * (d_w * d_x), and for
    Q4_1 acc += m_w * s_x, as the AVX-512 kernel does. wp: the group's stream, gp panels; v0:
    the tile's first vector in the group. */
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0,
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0,
                                                                         const mlstack__q8x *xq, size_t ldx, int nb, float *y,
                                                                         size_t ldy, const float *bias, int nvt, const int RB,
                                                                         const int NV) {
@@ -14041,16 +14048,16 @@ static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8,
     const size_t qb = q8 ? 512 : 256, rs = (size_t)gp * 64, bs = (size_t)gp * (qb + (q8 ? 32 : 64));
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15), off = _mm256_set1_epi8((char)0x80);
     int b, v, g, k;
-    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
     for (k = 0; k < nb; k++) {
         const unsigned char *blk = wp + (size_t)k * bs, *wv = blk + (size_t)v0 * 32, *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
-        MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_setzero_si256();
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_setzero_si256();
         if (q8) {
             for (g = 0; g < 8; g++) { /* kept rolled: unrolled, gcc spills the sums (10-30% slower) */
-                MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32)), off);
                     __m256i aq = _mm256_sign_epi8(q, q);
-                    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m256i t;
                         memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
@@ -14061,10 +14068,10 @@ static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8,
             }
         } else {
             for (g = 0; g < 4; g++) {
-                MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32));
                     __m256i lo = _mm256_and_si256(raw, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
-                    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t xl, xh;
                         memcpy(&xl, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                         memcpy(&xh, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
@@ -14073,21 +14080,21 @@ static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8,
                     }
                 }
             }
-            MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++) MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_madd_epi16(ia[b][v], ones);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_madd_epi16(ia[b][v], ones);
         }
-        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)v * 16)));
-            MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+            MLSTACK__UNROLL for (b = 0; b < RB; b++)
                 acc[b][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b][v]), _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);
             if (!q8) {
                 __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)gp * 32 + (size_t)v * 16)));
-                MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
+                MLSTACK__UNROLL for (b = 0; b < RB; b++)
                     acc[b][v] = _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);
             }
         }
     }
-    MLSTACK__AVX2_UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__AVX2_UNROLL for (v = 0; v < NV; v++) {
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 s = acc[b][v];
             if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
             mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
@@ -14222,7 +14229,7 @@ static MLSTACK__T_AVX2 float mlstack__hmax256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 /* mlstack__quantize_rows with the same float operations, 8 lanes at a time (bit-identical). */
-static MLSTACK__AVX2_INLINE MLSTACK__T_AVX2 __m256i mlstack__quant8_avx2(__m256 v, __m256 id) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__quant8_avx2(__m256 v, __m256 id) {
     const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
     v = _mm256_mul_ps(v, id); /* round half away from zero: add 0.5 with the value's sign, truncate */
     return _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(_mm256_set1_ps(0.5f), _mm256_and_ps(sign, v))));
@@ -14263,7 +14270,8 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
                                                        mlstack__attn_scores_scalar, mlstack__exp_shift_scalar,
-                                                       mlstack__attn_pv_scalar, mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
+                                                       mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar,
+                                                       mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -14306,11 +14314,6 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
 /* Row kernels, for weights without P16 panels (BF16 under the bf16-dot table; tests).
    Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
    its element in the same order whatever tile it sits in, so tiling never changes results. */
-#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
-#define MLSTACK__UNROLL _Pragma("GCC unroll 8")
-#else
-#define MLSTACK__UNROLL
-#endif
 #define MLSTACK__TILE_AVX512(NAME, LOAD, RO, RB)                                                              \
     static MLSTACK__T_AVX512 void NAME(const unsigned char *row, size_t rb, const float *x, int n, float *y,   \
                                        size_t ldy, const float *bias) {                                       \
@@ -14369,7 +14372,6 @@ MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
    elements are computed together. Float weights go in steps of MLSTACK__MM_KC inputs, the partial
    sums parked in y between steps (exactly resumable), F16/BF16 panels converted to f32 once per
    step for all activation rows. */
-#define MLSTACK__ALWAYS_INLINE inline __attribute__((always_inline))
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
@@ -14604,7 +14606,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
 }
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                             float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q_avx2(w, xq, y, B, o0, o1);
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__matmul_avx2(w, x, xq, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 
@@ -14885,7 +14887,7 @@ static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16d
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                                mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_FLOAT};
+                                                                mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -15079,24 +15081,17 @@ MLSTACK__MMQ_NEON(mlstack__mm_q4_neon, , mlstack__ldq4_neon, mlstack__dot_i8_neo
    time, scaled into the sum in block order. Tiles of RB activation rows x RO panels (at most 16
    float accumulators) only decide which elements are computed together. The operations per
    element are those of the AVX-512 P16 kernels, so the two paths give the same bits. */
-#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
-#define MLSTACK__NEON_UNROLL _Pragma("GCC unroll 8")
-#else
-#define MLSTACK__NEON_UNROLL
-#endif
 #if defined(__GNUC__)
-#define MLSTACK__NEON_INLINE inline __attribute__((always_inline))
 /* No instruction; loads are not moved across it. GCC's pre-RA scheduler otherwise hoists a whole
    block's weight loads ahead of the multiplies and spills the accumulators to make room. */
 #define MLSTACK__NEON_BARRIER() __asm__ __volatile__("" ::: "memory")
 #else
-#define MLSTACK__NEON_INLINE inline
 #define MLSTACK__NEON_BARRIER() ((void)0)
 #endif
 
 /* 16 floats at p of which only the first n exist (n < 16: the rest read as zeros, p[n..16)
    is never touched). */
-static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_ld_neon(const float *p, int n) {
+static MLSTACK__ALWAYS_INLINE float32x4x4_t mlstack__p16_ld_neon(const float *p, int n) {
     float32x4x4_t v;
     float t[16];
     if (n < 16) {
@@ -15108,7 +15103,7 @@ static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_ld_neon(const float *p, i
     return v;
 }
 /* y[0..min(n, 16)) = v (+ bias): one panel row of results, nothing written past n. */
-static MLSTACK__NEON_INLINE void mlstack__p16_st_neon(float *y, float32x4_t v0, float32x4_t v1, float32x4_t v2,
+static MLSTACK__ALWAYS_INLINE void mlstack__p16_st_neon(float *y, float32x4_t v0, float32x4_t v1, float32x4_t v2,
                                                       float32x4_t v3, const float *bias, int n) {
     float t[16];
     float *d = n < 16 ? t : y;
@@ -15121,7 +15116,7 @@ static MLSTACK__NEON_INLINE void mlstack__p16_st_neon(float *y, float32x4_t v0, 
     if (n < 16) memcpy(y, t, sizeof(float) * (size_t)n);
 }
 /* 16 f16 values at s (unaligned bytes) as f32 */
-static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_f16x16_neon(const unsigned char *s) {
+static MLSTACK__ALWAYS_INLINE float32x4x4_t mlstack__p16_f16x16_neon(const unsigned char *s) {
     float16x8_t a = vreinterpretq_f16_u8(vld1q_u8(s)), b = vreinterpretq_f16_u8(vld1q_u8(s + 16));
     float32x4x4_t v;
     v.val[0] = vcvt_f32_f16(vget_low_f16(a)), v.val[1] = vcvt_high_f32_f16(a);
@@ -15135,40 +15130,40 @@ static MLSTACK__NEON_INLINE float32x4x4_t mlstack__p16_f16x16_neon(const unsigne
    Inputs go four at a time, the activation broadcast from a lane (FMLA by element is the
    same fused multiply-add as a broadcast register). */
 #define MLSTACK__P16F_LANE(L)                                                                                 \
-    MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)                                                             \
-        MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {                                                        \
+    MLSTACK__UNROLL for (p = 0; p < RO; p++)                                                             \
+        MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                        \
             float32x4_t wv = vld1q_f32(wp + ((size_t)(k + (L)) * gs + p) * 16 + 4 * c);                       \
-            MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_laneq_f32(acc[b][p][c], wv, xv[b], (L)); \
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_laneq_f32(acc[b][p][c], wv, xv[b], (L)); \
         }                                                                                                     \
     MLSTACK__NEON_BARRIER();
-static MLSTACK__NEON_INLINE void mlstack__p16f_tile_neon(const float *wp, int gs, const float *x, size_t ldx, float *y,
+static MLSTACK__ALWAYS_INLINE void mlstack__p16f_tile_neon(const float *wp, int gs, const float *x, size_t ldx, float *y,
                                                          size_t ldy, int kn, int resume, const float *bias, int nv,
                                                          const int RB, const int RO) {
     float32x4_t acc[4][4][4];
     int b, p, c, k;
-    MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++) {
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
             float32x4x4_t v;
             if (resume) v = mlstack__p16_ld_neon(y + (size_t)b * ldy + 16 * p, nv - 16 * p);
             else v.val[0] = v.val[1] = v.val[2] = v.val[3] = vdupq_n_f32(0.0f);
-            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) acc[b][p][c] = v.val[c];
+            MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][p][c] = v.val[c];
         }
     for (k = 0; k + 4 <= kn; k += 4) {
         float32x4_t xv[4];
-        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) xv[b] = vld1q_f32(x + (size_t)b * ldx + k);
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) xv[b] = vld1q_f32(x + (size_t)b * ldx + k);
         MLSTACK__P16F_LANE(0)
         MLSTACK__P16F_LANE(1)
         MLSTACK__P16F_LANE(2)
         MLSTACK__P16F_LANE(3)
     }
     for (; k < kn; k++)
-        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)
-            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {
+        MLSTACK__UNROLL for (p = 0; p < RO; p++)
+            MLSTACK__UNROLL for (c = 0; c < 4; c++) {
                 float32x4_t wv = vld1q_f32(wp + ((size_t)k * gs + p) * 16 + 4 * c);
-                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_n_f32(acc[b][p][c], wv, x[(size_t)b * ldx + k]);
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_n_f32(acc[b][p][c], wv, x[(size_t)b * ldx + k]);
             }
-    MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__NEON_UNROLL for (p = 0; p < RO; p++)
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++)
             mlstack__p16_st_neon(y + (size_t)b * ldy + 16 * p, acc[b][p][0], acc[b][p][1], acc[b][p][2], acc[b][p][3],
                                  bias ? bias + 16 * p : NULL, nv - 16 * p);
 }
@@ -15234,7 +15229,7 @@ static void mlstack__mm_p16f_neon(const mlstack__weight *w, const float *x, floa
    row live), pairs added in int16 (|pair| <= 2 * 128 * 127 fits: activations stay in
    [-127, 127]), then into the int32 lanes. Both sums are exact, so both paths give the same
    lanes and the same bits. */
-static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_t w, const int8_t *xp) {
+static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_t w, const int8_t *xp) {
     int32_t x4;
     int8x16_t x;
     memcpy(&x4, xp, 4);
@@ -15249,7 +15244,7 @@ static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_
 #define MLSTACK__P16Q8_RUN(DOT4, G)                                                                           \
     {                                                                                                         \
         int8x16_t wv = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c), vdupq_n_u8(0x80))); \
-        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xq[(size_t)b * ldx + k].q + 4 * (G), (G) & 3);      \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xq[(size_t)b * ldx + k].q + 4 * (G), (G) & 3);      \
     }
 /* Q4_1 run G: low nibbles are inputs 4G..4G+3 (lane G of the first half), high nibbles
    16 + 4G.. (lane G of the second); nibbles 0..15 are valid signed bytes. */
@@ -15257,7 +15252,7 @@ static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_
     {                                                                                                         \
         uint8x16_t raw = vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c);                                      \
         int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)); \
-        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                                       \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
             ia[b] = DOT4(ia[b], lo, xv[b][0], xq[(size_t)b * ldx + k].q + 4 * (G), (G));                      \
             ia[b] = DOT4(ia[b], hi, xv[b][1], xq[(size_t)b * ldx + k].q + 16 + 4 * (G), (G));                 \
         }                                                                                                     \
@@ -15270,27 +15265,27 @@ static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_
    a time keep the live registers (4 RB accumulators, RB sums, the block's activations) well
    under 32 however far the compiler hoists the weight loads. */
 #define MLSTACK__P16Q_NEON(NAME, ATTR, DOT4)                                                                  \
-    static MLSTACK__NEON_INLINE ATTR void NAME##_tile(const int q8, const unsigned char *wp, int gp, int r,   \
+    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(const int q8, const unsigned char *wp, int gp, int r,   \
                                                       const mlstack__q8x *xq, size_t ldx, int nb, float *y,   \
                                                       size_t ldy, const float *bias, int nv, const int RB) {  \
         float32x4_t acc[2][4];                                                                                \
         const size_t qb = q8 ? 512 : 256, bs = (size_t)gp * (qb + (q8 ? 32 : 64));                            \
         int b, c, k;                                                                                          \
-        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)                                                         \
-            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) acc[b][c] = vdupq_n_f32(0.0f);                       \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                         \
+            MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] = vdupq_n_f32(0.0f);                       \
         for (k = 0; k < nb; k++) {                                                                            \
             const unsigned char *blk = wp + (size_t)k * bs, *run = blk + (size_t)r * 64;                      \
             const unsigned char *sc = blk + (size_t)gp * qb + (size_t)r * 32;                                 \
             float32x4x4_t d = mlstack__p16_f16x16_neon(sc), m;                                                \
             int8x16_t xv[2][2];                                                                               \
             if (!q8) m = mlstack__p16_f16x16_neon(sc + (size_t)gp * 32);                                      \
-            MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                                   \
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
                 xv[b][0] = vld1q_s8(xq[(size_t)b * ldx + k].q);                                               \
                 xv[b][1] = vld1q_s8(xq[(size_t)b * ldx + k].q + 16);                                          \
             }                                                                                                 \
-            MLSTACK__NEON_UNROLL for (c = 0; c < 4; c++) {                                                    \
+            MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                    \
                 int32x4_t ia[2];                                                                              \
-                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) ia[b] = vdupq_n_s32(0);                         \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] = vdupq_n_s32(0);                         \
                 if (q8) {                                                                                     \
                     MLSTACK__P16Q8_RUN(DOT4, 0) MLSTACK__P16Q8_RUN(DOT4, 1)                                   \
                     MLSTACK__P16Q8_RUN(DOT4, 2) MLSTACK__P16Q8_RUN(DOT4, 3)                                   \
@@ -15300,7 +15295,7 @@ static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_
                     MLSTACK__P16Q4_RUN(DOT4, 0) MLSTACK__P16Q4_RUN(DOT4, 1)                                   \
                     MLSTACK__P16Q4_RUN(DOT4, 2) MLSTACK__P16Q4_RUN(DOT4, 3)                                   \
                 }                                                                                             \
-                MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++) {                                               \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                               \
                     const mlstack__q8x *xb = xq + (size_t)b * ldx + k;                                        \
                     acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(ia[b]), vmulq_n_f32(d.val[c], xb->d));     \
                     if (!q8) acc[b][c] = vfmaq_f32(acc[b][c], m.val[c], vdupq_n_f32(xb->s));                  \
@@ -15308,7 +15303,7 @@ static MLSTACK__NEON_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x16_
                 MLSTACK__NEON_BARRIER();                                                                      \
             }                                                                                                 \
         }                                                                                                     \
-        MLSTACK__NEON_UNROLL for (b = 0; b < RB; b++)                                                         \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                         \
             mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);  \
     }                                                                                                         \
     static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \

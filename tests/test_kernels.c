@@ -314,6 +314,13 @@ int main(void) {
         printf("checking %s\n", k->name);
         check_path(k);
     }
+#if defined(MLSTACK__HAVE_AVX512)
+    /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
+    if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) != mlstack__kernels_select(mlstack__isa_parse("avx2"), 0)) {
+        printf("checking %s (no VNNI)\n", mlstack__kernels_avx512_novnni.name);
+        check_path(&mlstack__kernels_avx512_novnni);
+    }
+#endif
     /* the opt-in bf16-activation path, where the CPU has AVX512_BF16 */
     bf16_kernels = mlstack__kernels_select(-1, 1);
     if (bf16_kernels != mlstack__kernels_select(-1, 0)) {
