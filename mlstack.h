@@ -13413,7 +13413,7 @@ static uint16_t mlstack__f32_to_f16(float f) {
     man = x & 0x7FFFFF;
     if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (man ? 0x200 : 0));
     if (exp > 127 + 15) return (uint16_t)(sign | 0x7C00); /* overflow: infinity */
-    if (exp < 127 - 24) return (uint16_t)sign;            /* underflow: zero */
+    if (exp < 127 - 25) return (uint16_t)sign;            /* below half the smallest subnormal: zero */
     if (exp < 127 - 14) {                                 /* subnormal half */
         uint32_t shift = 127 - 14 - exp + 13, m = man | 0x800000, r = m >> shift, rem = m & ((1u << shift) - 1),
                  half = 1u << (shift - 1);
@@ -13569,6 +13569,8 @@ typedef struct mlstack__kernels {
     /* kv_chunk: n <= 32 cached rows of dtype dt, Dh values each -> kt (Dh, 32) the keys
        transposed (zero past n) and vf (n, Dh) the values, in f32 (exact conversions) */
     void (*kv_chunk)(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt, float *vf);
+    /* dst (n,) of dtype F32/F16/BF16 = src (n,) rounded to nearest even (KV rows) */
+    void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
     void (*quantize_rows)(const float *x, mlstack__q8x *xq, int B, int n);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
@@ -13674,8 +13676,28 @@ static void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, con
         if (j < n) mlstack__to_f32(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
     }
 }
+/* f32 -> dtype, round to nearest even (NaN stays NaN). The reference for from_f32. */
+static void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, size_t n) {
+    size_t i;
+    if (dt == MLSTACK_DTYPE_F32) {
+        memcpy(dst, src, n * 4);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        uint16_t h;
+        if (dt == MLSTACK_DTYPE_F16) {
+            h = mlstack__f32_to_f16(src[i]);
+        } else {
+            uint32_t b;
+            memcpy(&b, &src[i], 4);
+            h = (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+            if ((b & 0x7F800000) == 0x7F800000 && (b & 0x7FFFFF)) h = (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
+        }
+        memcpy((unsigned char *)dst + 2 * i, &h, 2);
+    }
+}
 #define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
-                             mlstack__kv_chunk_scalar, mlstack__quantize_rows
+                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows
 
 static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
@@ -14270,7 +14292,7 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
                                                        mlstack__attn_scores_scalar, mlstack__exp_shift_scalar,
-                                                       mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar,
+                                                       mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, mlstack__from_f32,
                                                        mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
 #endif
 
@@ -14791,8 +14813,29 @@ static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const v
         }
     for (j0 = 0; j0 < n; j0++) mlstack__to_f32_avx512(dt, v[j0], vf + (size_t)j0 * Dh, (size_t)Dh);
 }
+/* mlstack__from_f32, 16 lanes: F16 by vcvtps2ph (round to nearest even), BF16 by the same
+   integer rounding as the reference. */
+static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const float *src, void *dst, size_t n) {
+    size_t i = 0;
+    if (dt == MLSTACK_DTYPE_F16) {
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i),
+                                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    } else if (dt == MLSTACK_DTYPE_BF16) {
+        for (; i + 16 <= n; i += 16) {
+            __m512i b = _mm512_loadu_si512((const void *)(src + i));
+            __m512i r = _mm512_srli_epi32(
+                _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)),
+                                 _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))), 16);
+            __mmask16 nan = _mm512_cmp_ps_mask(_mm512_castsi512_ps(b), _mm512_castsi512_ps(b), _CMP_UNORD_Q);
+            r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i), _mm512_cvtepi32_epi16(r));
+        }
+    }
+    if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
+}
 #define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
-                             mlstack__kv_chunk_avx512, mlstack__quantize_rows_avx512
+                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
                                                          mlstack__axpy_avx512, mlstack__to_f32_avx512,
@@ -16969,27 +17012,6 @@ static void *mlstack__kv_row(const mlstack__kv *kv, const mlstack__kv_seq *s, in
                           kv->esize;
 }
 
-/* Stores one f32 row (Hkv * Dh) into the cache's dtype (round to nearest even). */
-static void mlstack__kv_store(const mlstack__kv *kv, void *dst, const float *src) {
-    size_t i;
-    if (kv->dtype == MLSTACK_DTYPE_F32) {
-        memcpy(dst, src, kv->row_elems * 4);
-        return;
-    }
-    for (i = 0; i < kv->row_elems; i++) {
-        uint16_t h;
-        if (kv->dtype == MLSTACK_DTYPE_F16) {
-            h = mlstack__f32_to_f16(src[i]);
-        } else {
-            uint32_t b;
-            memcpy(&b, &src[i], 4);
-            h = (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
-            if ((b & 0x7F800000) == 0x7F800000 && (b & 0x7FFFFF)) h = (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
-        }
-        memcpy((unsigned char *)dst + 2 * i, &h, 2);
-    }
-}
-
 #define MLSTACK__ATT_CHUNK 32
 #define MLSTACK__ATT_ROWS 16 /* query rows of one sequence that share each converted K/V chunk */
 /* Scratch floats one attention task needs: K (transposed) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
@@ -17117,6 +17139,32 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
                     j->e->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
+/* Row `task`'s q and k: per-head RMSNorm (Qwen3) and rotary embedding; then its k and v go to
+   the row's KV slot in the cache's dtype. */
+static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    const mlstack__config *c = &j->e->model->cfg;
+    const mlstack__layer *L = &j->e->model->layers[j->layer];
+    const mlstack_batch_row *row = &j->rows[task];
+    mlstack__scratch *s = &j->e->s;
+    int Dh = c->head_dim, qd = c->n_heads * Dh, kvd = c->n_kv_heads * Dh, h;
+    float *q = s->q + (size_t)task * qd, *k = s->k + (size_t)task * kvd, *cs = s->rope + (size_t)task * Dh;
+    const mlstack__kv_seq *sq = &j->e->kv.seqs[row->seq];
+    (void)n_tasks;
+    (void)thread;
+    for (h = 0; h < c->n_heads; h++) {
+        if (L->q_norm) j->e->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+        mlstack__rope_apply(q + h * Dh, Dh, cs);
+    }
+    for (h = 0; h < c->n_kv_heads; h++) {
+        if (L->k_norm) j->e->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+        mlstack__rope_apply(k + h * Dh, Dh, cs);
+    }
+    j->e->k->from_f32(j->e->kv.dtype, k, mlstack__kv_row(&j->e->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
+    j->e->k->from_f32(j->e->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&j->e->kv, sq, j->layer, 1, row->pos),
+                      (size_t)kvd);
+}
+
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
    consecutive positions with the same window start. blk gets B + 1 entries at most; returns the
    number of blocks. */
@@ -17139,8 +17187,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     const mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
     mlstack__scratch *s = &e->s;
-    int D = c->n_embd, Dh = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->n_ff;
-    int qd = H * Dh, kvd = Hkv * Dh, l, b, h, i, n_blk;
+    int D = c->n_embd, Dh = c->head_dim, Hkv = c->n_kv_heads, F = c->n_ff, l, b, i, n_blk;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     MLSTACK__PROF_BEGIN(&e->pool, EMBED);
     for (b = 0; b < B; b++)
@@ -17161,26 +17208,14 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
             ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ys[0] = s->q, ys[1] = s->k, ys[2] = s->v;
             mlstack__matmul_n(&e->pool, e->k, s->mm, s->xq, 3, ws, ys, s->xn, B);
         }
-        MLSTACK__PROF_BEGIN(&e->pool, ROPE_KV);
-        for (b = 0; b < B; b++) {
-            const mlstack__kv_seq *sq = &e->kv.seqs[rows[b].seq];
-            float *q = s->q + (size_t)b * qd, *k = s->k + (size_t)b * kvd;
-            for (h = 0; h < H; h++) {
-                if (L->q_norm) e->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-                mlstack__rope_apply(q + h * Dh, Dh, s->rope + (size_t)b * Dh);
-            }
-            for (h = 0; h < Hkv; h++) {
-                if (L->k_norm) e->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-                mlstack__rope_apply(k + h * Dh, Dh, s->rope + (size_t)b * Dh);
-            }
-            mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 0, rows[b].pos), k);
-            mlstack__kv_store(&e->kv, mlstack__kv_row(&e->kv, sq, l, 1, rows[b].pos), s->v + (size_t)b * kvd);
-        }
-        MLSTACK__PROF_END(&e->pool, ROPE_KV, l, rows, B);
         aj.e = e;
         aj.rows = rows;
         aj.blk = s->att_blk;
         aj.layer = l;
+        MLSTACK__PROF_BEGIN(&e->pool, ROPE_KV);
+        if (B > 1) mlstack__pool_run(&e->pool, mlstack__rope_kv_task, &aj, B); /* one task per row */
+        else mlstack__rope_kv_task(&aj, 0, 1, 0);
+        MLSTACK__PROF_END(&e->pool, ROPE_KV, l, rows, B);
         MLSTACK__PROF_BEGIN(&e->pool, ATTENTION);
         mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, n_blk * Hkv);
         MLSTACK__PROF_END(&e->pool, ATTENTION, l, rows, B);

@@ -163,6 +163,28 @@ static void check_path(const mlstack__kernels *k) {
             CHECKF(q0[i].d == q1[i].d && q0[i].s == q1[i].s && q0[i].sum == q1[i].sum && !memcmp(q0[i].q, q1[i].q, 32),
                    "%s quantize_rows block %d differs from the scalar reference", k->name, i);
     }
+    /* f32 -> KV dtype: the reference's bits (ties, subnormals, overflow; NaN only for BF16,
+       whose payload rule both share) */
+    {
+        static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
+        float src[203];
+        unsigned char d0[203 * 4], d1[203 * 4];
+        int di;
+        for (i = 0; i < 203; i++) src[i] = frand() * (i % 4 == 0 ? 1e-6f : i % 4 == 1 ? 70000.0f : 1.0f);
+        src[3] = 1.0f + 1.0f / 2048.0f; /* an f16 tie */
+        src[5] = -(1.0f + 3.0f / 2048.0f);
+        src[6] = 1.0f + 1.0f / 256.0f; /* a bf16 tie */
+        /* just above half the smallest f16 subnormal (2^-25) rounds up to it; at or below, to zero */
+        CHECK(mlstack__f32_to_f16(3.0e-8f) == 1 && mlstack__f32_to_f16(-3.0e-8f) == 0x8001);
+        CHECK(mlstack__f32_to_f16(2.9802322e-8f) == 0 && mlstack__f32_to_f16(2.9e-8f) == 0);
+        for (di = 0; di < 3; di++) {
+            size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
+            if (dts[di] == MLSTACK_DTYPE_BF16) src[7] = NAN;
+            mlstack__from_f32(dts[di], src, d0, 203);
+            k->from_f32(dts[di], src, d1, 203);
+            CHECKF(!memcmp(d0, d1, 203 * es), "%s from_f32 dtype %d differs from the reference", k->name, (int)dts[di]);
+        }
+    }
     /* K/V chunk conversion (keys transposed): exact, so the same bits as the reference */
     {
         static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
