@@ -14397,6 +14397,27 @@ MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
+/* A tile's accumulators: started at zero or from the partial sums parked in y (resume), and
+   stored to y (+ bias on the last step), outputs from nv on neither read nor written. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_start(__m512 acc[6][4], const float *y, size_t ldy, int resume,
+                                                                       int nv, const int RB, const int RO) {
+    int b, p;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++)
+            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
+                               : _mm512_setzero_ps();
+}
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_store(__m512 acc[6][4], float *y, size_t ldy, const float *bias,
+                                                                       int nv, const int RB, const int RO) {
+    int b, p;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++)
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            __mmask16 m = mlstack__mask16(nv - 16 * p);
+            __m512 v = acc[b][p];
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+        }
+}
 /* WT: how wp holds the values: MLSTACK__W_F32 (f32, as packed or converted), F16 or BF16 (read
    straight from the panels, for a single activation row). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const void *wp, size_t i, const int WT) {
@@ -14412,10 +14433,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
                                                                        const int WT) {
     __m512 acc[6][4];
     int b, p, k;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++)
-            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
-                               : _mm512_setzero_ps();
+    mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * RO + p) * 16, WT);
@@ -14424,13 +14442,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
         }
     }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-            __mmask16 m = mlstack__mask16(nv - 16 * p);
-            __m512 v = acc[b][p];
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
-            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
-        }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 
 static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, const float *x, float *y, int B, int o0,
@@ -14493,7 +14505,7 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y,
                                                                      size_t ldy, const float *bias, int nv, const int RB,
                                                                      const int RO) {
-    __m512 acc[3][4];
+    __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
     const size_t qb = q8 ? 512 : 256, bs = (size_t)RO * (qb + (q8 ? 32 : 64));
     int b, p, g, k;
@@ -14556,13 +14568,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
             }
         }
     }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-            __mmask16 m = mlstack__mask16(nv - 16 * p);
-            __m512 v = acc[b][p];
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
-            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
-        }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 
 static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
@@ -14864,10 +14870,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
                                                                       const int RB, const int RO) {
     __m512 acc[6][4];
     int b, p, k;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++)
-            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
-                               : _mm512_setzero_ps();
+    mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512i wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_si512((const void *)(wp + ((size_t)k * RO + p) * 32));
@@ -14876,13 +14879,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);
         }
     }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-            __mmask16 m = mlstack__mask16(nv - 16 * p);
-            __m512 v = acc[b][p];
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
-            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
-        }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 /* BF16 weights from pair panels: activation rows rounded to bf16 six at a time into the
    thread's scratch (rows of (n_in + 31) / 32 * 16 pairs), then tiles over the task's panels. */

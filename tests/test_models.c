@@ -38,6 +38,25 @@ static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab
 }
 
 static int bf16_skip_told;
+
+/* Whether the prompt's logits are bit-identical to ref when it is evaluated interleaved with
+   another sequence (the reversed prompt) in one batch. */
+static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const float *ref, int n_vocab) {
+    mlstack_batch_row rows[128];
+    int32_t sa, sb;
+    int i, nr = 0, same = 1;
+    if (mlstack_engine_seq_new(e, &sa) != MLSTACK_OK || mlstack_engine_seq_new(e, &sb) != MLSTACK_OK) return 0;
+    for (i = 0; i < n; i++) {
+        rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
+        rows[nr].seq = sa, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
+    }
+    if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) same = 0;
+    for (i = 0; same && i < n; i++)
+        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab)) same = 0;
+    mlstack_engine_seq_free(e, sa);
+    mlstack_engine_seq_free(e, sb);
+    return same;
+}
 static int count_greedy;
 static int32_t greedy_out[64];
 static int on_tok(void *u, int32_t t) {
@@ -137,9 +156,6 @@ static void check_model(const char *name) {
             float *b1 = eval_all(ebf1, ids, n, info.n_vocab), *b2 = eval_all(ebf2, ids, n, info.n_vocab);
             if (b1 && b2) {
                 double db = 0, big = 0;
-                mlstack_batch_row rows[128];
-                int32_t sa, sb;
-                int i, nr = 0, bsame = 1;
                 for (k = 0; k < n * info.n_vocab; k++) {
                     if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
                     if (fabs(ours[k]) > big) big = fabs(ours[k]);
@@ -147,18 +163,8 @@ static void check_model(const char *name) {
                 CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db, big);
                 CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab), "%s case %d: bf16-dot logits depend on threads",
                        name, ci);
-                CHECK(mlstack_engine_seq_new(ebf1, &sa) == MLSTACK_OK && mlstack_engine_seq_new(ebf1, &sb) == MLSTACK_OK);
-                for (i = 0; i < n; i++) {
-                    rows[nr].seq = sb; rows[nr].pos = i; rows[nr].token = ids[n - 1 - i]; rows[nr].want_logits = 1; nr++;
-                    rows[nr].seq = sa; rows[nr].pos = i; rows[nr].token = ids[i]; rows[nr].want_logits = 1; nr++;
-                }
-                CHECK(mlstack_engine_eval(ebf1, rows, nr) == MLSTACK_OK);
-                for (i = 0; i < n; i++)
-                    if (memcmp(mlstack_engine_logits(ebf1, 2 * i + 1), b1 + (size_t)i * info.n_vocab, sizeof(float) * info.n_vocab))
-                        bsame = 0;
-                CHECKF(bsame, "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
-                mlstack_engine_seq_free(ebf1, sa);
-                mlstack_engine_seq_free(ebf1, sb);
+                CHECKF(same_when_batched(ebf1, ids, n, b1, info.n_vocab),
+                       "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
                 if (ci == 0) printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
             }
             free(b1);
@@ -182,23 +188,8 @@ static void check_model(const char *name) {
         CHECKF(same && k == 32 && count_greedy == 32, "%s case %d: greedy continuation differs from transformers", name, ci);
         mlstack_engine_seq_free(e2, seq);
         /* batch invariance: the same prompt beside another sequence in one batch */
-        {
-            mlstack_batch_row rows[128];
-            int32_t sa, sb;
-            int i, nr = 0;
-            CHECK(mlstack_engine_seq_new(e1, &sa) == MLSTACK_OK && mlstack_engine_seq_new(e1, &sb) == MLSTACK_OK);
-            for (i = 0; i < n; i++) {
-                rows[nr].seq = sb; rows[nr].pos = i; rows[nr].token = ids[n - 1 - i]; rows[nr].want_logits = 1; nr++;
-                rows[nr].seq = sa; rows[nr].pos = i; rows[nr].token = ids[i]; rows[nr].want_logits = 1; nr++;
-            }
-            CHECK(mlstack_engine_eval(e1, rows, nr) == MLSTACK_OK);
-            for (i = 0; i < n; i++)
-                if (memcmp(mlstack_engine_logits(e1, 2 * i + 1), ours + (size_t)i * info.n_vocab, sizeof(float) * info.n_vocab))
-                    same = 0;
-            CHECKF(same, "%s case %d: logits change when batched with another sequence", name, ci);
-            mlstack_engine_seq_free(e1, sa);
-            mlstack_engine_seq_free(e1, sb);
-        }
+        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab), "%s case %d: logits change when batched with another sequence",
+               name, ci);
         free(ours);
     }
     CHECKF(ci == 2, "%s: expected 2 cases, found %d", name, ci);
