@@ -14289,11 +14289,152 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
         }
 }
 
+/* Attention chunk ops (section 16), the AVX2 forms of section 11's. Scores: 8 keys per vector,
+   two heads at a time; each score is one FMA chain over d in order, whether its head is paired
+   or alone and however many vectors of keys are computed, so a head's scores never depend on G
+   (the AVX-512 path does the same operations). Only s[0..n) of each head is written. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(const float *q, int Dh, const float *kt, int n,
+                                                                          float scale, float *s, const int GH, const int NV) {
+    __m256 a[2][4];
+    int h, v, d;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_setzero_ps();
+    for (d = 0; d < Dh; d++) {
+        __m256 k[4];
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) k[v] = _mm256_loadu_ps(kt + (size_t)d * 32 + 8 * v);
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) {
+            __m256 x = _mm256_broadcast_ss(q + (size_t)h * Dh + d);
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_fmadd_ps(x, k[v], a[h][v]);
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++)
+            mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
+}
+static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n, float scale,
+                                                      float *s) {
+    int g, nv = (n + 7) / 8;
+    for (g = 0; g < G; g += 2) {
+        int gh = G - g >= 2 ? 2 : 1;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+#define MLSTACK__SCORES_AVX2(GH_, NV_) \
+    case (GH_) * 8 + (NV_): mlstack__scores_tile_avx2(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
+        switch (gh * 8 + nv) {
+            MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 3) MLSTACK__SCORES_AVX2(2, 4)
+            MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 3) MLSTACK__SCORES_AVX2(1, 4)
+        default: break;
+        }
+#undef MLSTACK__SCORES_AVX2
+    }
+}
+/* s[i] = e^(s[i] - m) by mlstack__exp256; lanes summed per vector position in chunk order, then
+   across lanes in a fixed tree. */
+static MLSTACK__T_AVX2 float mlstack__exp_shift_avx2(float *s, int n, float m) {
+    __m256 sum = _mm256_setzero_ps(), mv = _mm256_set1_ps(m);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        __m256 e = mlstack__exp256(_mm256_sub_ps(mlstack__ld8_part_avx2(s + i, n - i), mv));
+        mlstack__st8_part_avx2(s + i, n - i, e);
+        if (n - i < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(mlstack__mask8_avx2(n - i)));
+        sum = _mm256_add_ps(sum, e);
+    }
+    return mlstack__hsum256(sum);
+}
+/* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
+   8 vectors (64 values) of a head per pass over the keys, the last Dh mod 8 values in a masked
+   pass of their own. a, v: the pass's first value; m: values in the pass (m = 8 * NV, or m < 8
+   with NV = 1). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_tile_avx2(float *a, const float *p, const float *v, int Dh, int n,
+                                                                      int m, const int NV) {
+    __m256 acc[8];
+    __m256i k = mlstack__mask8_avx2(m);
+    int i, j;
+    if (m < 8) {
+        acc[0] = _mm256_maskload_ps(a, k);
+        for (j = 0; j < n; j++)
+            acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_maskload_ps(v + (size_t)j * Dh, k), acc[0]);
+        _mm256_maskstore_ps(a, k, acc[0]);
+        return;
+    }
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = _mm256_loadu_ps(a + 8 * i);
+    for (j = 0; j < n; j++) {
+        __m256 pj = _mm256_broadcast_ss(p + j);
+        const float *vj = v + (size_t)j * Dh;
+        MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), acc[i]);
+    }
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) _mm256_storeu_ps(a + 8 * i, acc[i]);
+}
+static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+    int g, d;
+    for (g = 0; g < G; g++)
+        for (d = 0; d < Dh;) {
+            int m = Dh - d >= 64 ? 64 : Dh - d >= 8 ? (Dh - d) & ~7 : Dh - d;
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32, *vd = v + d;
+#define MLSTACK__PV_AVX2(NV_) \
+    case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
+            switch (m < 8 ? 1 : m / 8) {
+                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(3) MLSTACK__PV_AVX2(4)
+                MLSTACK__PV_AVX2(5) MLSTACK__PV_AVX2(6) MLSTACK__PV_AVX2(7) MLSTACK__PV_AVX2(8)
+            default: break;
+            }
+#undef MLSTACK__PV_AVX2
+            d += m;
+        }
+}
+/* Keys converted 8 x 8 at a time and transposed in registers (unpack, shuffle, swap halves);
+   values converted row by row. Exact conversions: the reference's bits. A head dimension that
+   is not a multiple of 8 takes the reference. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *const *k, int n, int Dh, float *kt, const int DT) {
+    int j0, d, i;
+    for (j0 = 0; j0 < 32; j0 += 8)
+        for (d = 0; d < Dh; d += 8) {
+            __m256 r[8], t[8];
+            if (j0 >= n) {
+                MLSTACK__UNROLL for (i = 0; i < 8; i++) _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_setzero_ps());
+                continue;
+            }
+            MLSTACK__UNROLL for (i = 0; i < 8; i++) {
+                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
+                r[i] = !src                     ? _mm256_setzero_ps()
+                       : DT == MLSTACK_DTYPE_F16  ? mlstack__ld8_f16(src, d)
+                       : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld8_bf16(src, d)
+                                                  : mlstack__ld8_f32(src, d);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 8; i += 2) { /* rows i, i+1 interleaved per 128-bit half */
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 8; i += 4) { /* r[i + c]: column c (low half), 4 + c (high half) of rows i..i+3 */
+                r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+                r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+                r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
+                _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_permute2f128_ps(r[i], r[4 + i], 0x20));
+                _mm256_storeu_ps(kt + (size_t)(d + 4 + i) * 32 + j0, _mm256_permute2f128_ps(r[i], r[4 + i], 0x31));
+            }
+        }
+}
+static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
+                                                   float *kt, float *vf) {
+    int j;
+    if (Dh % 8) {
+        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
+        return;
+    }
+    if (dt == MLSTACK_DTYPE_F16) mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F16);
+    else if (dt == MLSTACK_DTYPE_BF16) mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+    else mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
+    for (j = 0; j < n; j++) mlstack__to_f32_avx2(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+}
+#define MLSTACK__ATTN_AVX2 mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, \
+                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2
+
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
-                                                       mlstack__attn_scores_scalar, mlstack__exp_shift_scalar,
-                                                       mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, mlstack__from_f32,
-                                                       mlstack__quantize_rows_avx2, MLSTACK__PACKS_ALL};
+                                                       MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
 #endif
 
 /* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
@@ -15419,9 +15560,183 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
     if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
 }
 
+/* e^x as mlstack__exp256 (section 10), 4 lanes: x = n ln2 + r, e^r by the same degree-6
+   polynomial, 2^n built in the exponent bits; inputs clamped to [-87, 88]. */
+static float32x4_t mlstack__exp_neon(float32x4_t x) {
+    float32x4_t n, r, p;
+    int32x4_t e;
+    x = vmaxq_f32(vminq_f32(x, vdupq_n_f32(88.0f)), vdupq_n_f32(-87.0f));
+    n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504f)));
+    r = vfmsq_f32(x, n, vdupq_n_f32(0.693145752f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(1.42860677e-6f));
+    p = vdupq_n_f32(1.0f / 720);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 120), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 24), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 6), p, r);
+    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+/* 4 floats at p of which only the first n exist (the rest read as zeros and are never
+   touched), and the matching store. */
+static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__ld4_part_neon(const float *p, int n) {
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (n >= 4) return vld1q_f32(p);
+    if (n > 0) memcpy(t, p, sizeof(float) * (size_t)n);
+    return vld1q_f32(t);
+}
+static MLSTACK__ALWAYS_INLINE void mlstack__st4_part_neon(float *p, int n, float32x4_t v) {
+    float t[4];
+    if (n >= 4) {
+        vst1q_f32(p, v);
+    } else if (n > 0) {
+        vst1q_f32(t, v);
+        memcpy(p, t, sizeof(float) * (size_t)n);
+    }
+}
+
+/* Attention chunk ops (section 16), the NEON forms of section 11's. Scores: 4 keys per vector,
+   two heads at a time; each score is one FMA chain over d in order, whether its head is paired
+   or alone and however many vectors of keys are computed, so a head's scores never depend on
+   G. Only s[0..n) of each head is written. */
+static MLSTACK__ALWAYS_INLINE void mlstack__scores_tile_neon(const float *q, int Dh, const float *kt, int n, float scale,
+                                                           float *s, const int GH, const int NV) {
+    float32x4_t a[2][8];
+    int h, v, d;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vdupq_n_f32(0.0f);
+    for (d = 0; d < Dh; d++) {
+        float32x4_t k[8];
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) k[v] = vld1q_f32(kt + (size_t)d * 32 + 4 * v);
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) {
+            float x = q[(size_t)h * Dh + d];
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vfmaq_n_f32(a[h][v], k[v], x);
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) mlstack__st4_part_neon(s + h * 32 + 4 * v, n - 4 * v, vmulq_n_f32(a[h][v], scale));
+}
+static void mlstack__attn_scores_neon(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
+    int g, nv = (n + 3) / 4;
+    for (g = 0; g < G; g += 2) {
+        int gh = G - g >= 2 ? 2 : 1;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+#define MLSTACK__SCORES_NEON(GH_, NV_) \
+    case (GH_) * 16 + (NV_): mlstack__scores_tile_neon(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
+        switch (gh * 16 + nv) {
+            MLSTACK__SCORES_NEON(2, 1) MLSTACK__SCORES_NEON(2, 2) MLSTACK__SCORES_NEON(2, 3) MLSTACK__SCORES_NEON(2, 4)
+            MLSTACK__SCORES_NEON(2, 5) MLSTACK__SCORES_NEON(2, 6) MLSTACK__SCORES_NEON(2, 7) MLSTACK__SCORES_NEON(2, 8)
+            MLSTACK__SCORES_NEON(1, 1) MLSTACK__SCORES_NEON(1, 2) MLSTACK__SCORES_NEON(1, 3) MLSTACK__SCORES_NEON(1, 4)
+            MLSTACK__SCORES_NEON(1, 5) MLSTACK__SCORES_NEON(1, 6) MLSTACK__SCORES_NEON(1, 7) MLSTACK__SCORES_NEON(1, 8)
+        default: break;
+        }
+#undef MLSTACK__SCORES_NEON
+    }
+}
+/* s[i] = e^(s[i] - m) by mlstack__exp_neon; lanes summed per vector position in chunk order,
+   then across lanes (vaddv's fixed order). */
+static float mlstack__exp_shift_neon(float *s, int n, float m) {
+    static const int32_t iota[4] = {0, 1, 2, 3};
+    float32x4_t sum = vdupq_n_f32(0.0f), mv = vdupq_n_f32(m);
+    int i;
+    for (i = 0; i < n; i += 4) {
+        float32x4_t e = mlstack__exp_neon(vsubq_f32(mlstack__ld4_part_neon(s + i, n - i), mv));
+        mlstack__st4_part_neon(s + i, n - i, e);
+        if (n - i < 4) e = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(e), vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - i))));
+        sum = vaddq_f32(sum, e);
+    }
+    return vaddvq_f32(sum);
+}
+/* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
+   16 vectors (64 values) of a head per pass over the keys, the last Dh mod 4 values one by one
+   (the same chain, in scalar fused multiply-adds). */
+static MLSTACK__ALWAYS_INLINE void mlstack__pv_tile_neon(float *a, const float *p, const float *v, int Dh, int n, const int NV) {
+    float32x4_t acc[16];
+    int i, j;
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vld1q_f32(a + 4 * i);
+    for (j = 0; j < n; j++) {
+        const float *vj = v + (size_t)j * Dh;
+        float pj = p[j];
+        MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vfmaq_n_f32(acc[i], vld1q_f32(vj + 4 * i), pj);
+    }
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) vst1q_f32(a + 4 * i, acc[i]);
+}
+static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+    int g, d, j, d4 = Dh & ~3;
+    for (g = 0; g < G; g++) {
+        float *ag = acc + (size_t)g * Dh;
+        const float *pg = p + g * 32;
+        for (d = 0; d < d4;) {
+            int nv = (d4 - d) / 4 < 16 ? (d4 - d) / 4 : 16;
+#define MLSTACK__PV_NEON(NV_) \
+    case NV_: mlstack__pv_tile_neon(ag + d, pg, v + d, Dh, n, NV_); break;
+            switch (nv) {
+                MLSTACK__PV_NEON(1) MLSTACK__PV_NEON(2) MLSTACK__PV_NEON(3) MLSTACK__PV_NEON(4)
+                MLSTACK__PV_NEON(5) MLSTACK__PV_NEON(6) MLSTACK__PV_NEON(7) MLSTACK__PV_NEON(8)
+                MLSTACK__PV_NEON(9) MLSTACK__PV_NEON(10) MLSTACK__PV_NEON(11) MLSTACK__PV_NEON(12)
+                MLSTACK__PV_NEON(13) MLSTACK__PV_NEON(14) MLSTACK__PV_NEON(15) MLSTACK__PV_NEON(16)
+            default: break;
+            }
+#undef MLSTACK__PV_NEON
+            d += 4 * nv;
+        }
+        for (; d < Dh; d++) {
+            float a = ag[d];
+            for (j = 0; j < n; j++) a = fmaf(pg[j], v[(size_t)j * Dh + d], a);
+            ag[d] = a;
+        }
+    }
+}
+/* Keys converted 4 x 4 at a time and transposed in registers (trn1/trn2 on 32-bit, then 64-bit
+   elements); values converted row by row. Exact conversions: the reference's bits. A head
+   dimension that is not a multiple of 4 takes the reference. */
+static MLSTACK__ALWAYS_INLINE void mlstack__kt_neon(const void *const *k, int n, int Dh, float *kt, const int DT) {
+    int j0, d, i;
+    for (j0 = 0; j0 < 32; j0 += 4)
+        for (d = 0; d < Dh; d += 4) {
+            float32x4_t r[4];
+            float64x2_t t0, t1, t2, t3;
+            if (j0 >= n) {
+                MLSTACK__UNROLL for (i = 0; i < 4; i++) vst1q_f32(kt + (size_t)(d + i) * 32 + j0, vdupq_n_f32(0.0f));
+                continue;
+            }
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
+                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
+                r[i] = !src                     ? vdupq_n_f32(0.0f)
+                       : DT == MLSTACK_DTYPE_F16  ? mlstack__ld4_f16(src, d)
+                       : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(src, d)
+                                                  : mlstack__ld4_f32(src, d);
+            }
+            /* t0: columns 0 and 2 of rows 0, 1; t1: columns 1 and 3 of rows 0, 1; t2, t3: rows 2, 3 */
+            t0 = vreinterpretq_f64_f32(vtrn1q_f32(r[0], r[1])), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r[0], r[1]));
+            t2 = vreinterpretq_f64_f32(vtrn1q_f32(r[2], r[3])), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r[2], r[3]));
+            vst1q_f32(kt + (size_t)d * 32 + j0, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+            vst1q_f32(kt + (size_t)(d + 1) * 32 + j0, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+            vst1q_f32(kt + (size_t)(d + 2) * 32 + j0, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+            vst1q_f32(kt + (size_t)(d + 3) * 32 + j0, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+        }
+}
+static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
+                                   float *vf) {
+    int j;
+    if (Dh % 4) {
+        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
+        return;
+    }
+    if (dt == MLSTACK_DTYPE_F16) mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F16);
+    else if (dt == MLSTACK_DTYPE_BF16) mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+    else mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F32);
+    for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+}
+#define MLSTACK__ATTN_NEON mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, \
+                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows
+
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
                                                        mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, MLSTACK__PACKS_ALL};
+                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -15455,7 +15770,7 @@ static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, c
 
 static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
                                                            mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, MLSTACK__PACKS_ALL};
+                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
 #endif
 #endif
 

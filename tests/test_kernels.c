@@ -242,6 +242,12 @@ static void check_path(const mlstack__kernels *k) {
                             CHECKF(fabs(s0[g * 32 + j] - s1[g * 32 + j]) <= 1e-6 * mag + 1e-9, "%s scores G%d Dh%d n%d [%d][%d]: %g vs %g",
                                    k->name, G, Dh, n, g, j, s1[g * 32 + j], s0[g * 32 + j]);
                         }
+                    for (g = 0; g < G; g++) { /* a head's scores do not depend on the heads computed with it */
+                        float s2[32];
+                        k->attn_scores(q + g * Dh, 1, Dh, kt, n, 0.125f, s2);
+                        CHECKF(!memcmp(s2, s1 + g * 32, sizeof(float) * (size_t)n), "%s scores G%d Dh%d n%d: head %d alone differs",
+                               k->name, G, Dh, n, g);
+                    }
                     e0 = mlstack__exp_shift_scalar(s0, n, 0.5f);
                     e1 = k->exp_shift(s1, n, 0.5f);
                     CHECKF(fabsf(e0 - e1) <= 1e-5f * e0, "%s exp_shift n%d: sum %g vs %g", k->name, n, e1, e0);
