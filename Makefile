@@ -151,9 +151,17 @@ run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 # pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_1 (3 timed runs each);
 # BENCH_ARGS adds or overrides options (e.g. BENCH_ARGS=--json, BENCH_ARGS="--profile prof.json").
 BENCH_ARGS ?=
+# The engine's own benchmark, the tokenizer comparison, and the side-by-side table against
+# llama.cpp on the SmolLM2 shape (all five types; add --shapes smollm2,tinyllama through
+# VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer.
+VS_ARGS ?= --shapes smollm2 -r 2 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
 	bash tools/bench_tokenizer.sh
+	@if [ -x peer/bin/llama-bench ]; then \
+	    python3 tools/bench_vs_llamacpp.py $(VS_ARGS) && \
+	    python3 tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types q8_0 --npl 1,8 --threads 2; \
+	else echo "bench: no llama.cpp in peer/bin: run tools/build_llamacpp.sh for the side-by-side table"; fi
 
 clean:
 	rm -rf $(B)
