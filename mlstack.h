@@ -13549,14 +13549,12 @@ static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs
 /* The kernel table: one per ISA, chosen once when an engine starts.
    matmul: y[b * n_out + o] = W[o] . x[b] (+ bias[o]) for o in [o0, o1), b in [0, B);
            x (B, n_in) f32; xq its Q8 blocks when W is quantized; scratch: n_in floats.
-   dot:    a (n,) . b (n,)         axpy: y (n,) += a * x (n,)        to_f32: dst (n,) = src (n,)
+   to_f32: dst (n,) = src (n,)
    rmsnorm: out (n,) = w * x / sqrt(mean(x^2) + eps)         swiglu: g (n,) = g / (1 + e^-g) * u */
 typedef struct mlstack__kernels {
     const char *name;
     void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
                    float *scratch);
-    float (*dot)(const float *a, const float *b, int n);
-    void (*axpy)(float *y, float a, const float *x, int n);
     void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
@@ -13588,10 +13586,6 @@ static float mlstack__dot_f32(const float *a, const float *b, int n) {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-static void mlstack__axpy_scalar(float *y, float a, const float *x, int n) {
-    int i;
-    for (i = 0; i < n; i++) y[i] += a * x[i];
-}
 
 /* Quantized row . activation blocks: sum over blocks of d_w * d_x * (integer dot), in block order. */
 static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x *x, int nb) {
@@ -13701,8 +13695,8 @@ static void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, siz
 
 static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 static void mlstack__swiglu_scalar(float *g, const float *u, int n);
-static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar, mlstack__dot_f32,
-                                                         mlstack__axpy_scalar, mlstack__to_f32, mlstack__rmsnorm,
+static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar,
+                                                         mlstack__to_f32, mlstack__rmsnorm,
                                                          mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
 
 /* Up to three projections of the same input (q/k/v, gate/up) run as one fork/join. */
@@ -14175,21 +14169,6 @@ static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const
     }
 }
 
-static MLSTACK__T_AVX2 float mlstack__dot_avx2(const float *a, const float *b, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    float s;
-    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    s = mlstack__hsum256(acc);
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-static MLSTACK__T_AVX2 void mlstack__axpy_avx2(float *y, float a, const float *x, int n) {
-    __m256 av = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
-}
 
 static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
     const unsigned char *b = (const unsigned char *)src;
@@ -14432,7 +14411,7 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
 #define MLSTACK__ATTN_AVX2 mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, \
                            mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2
 
-static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2, mlstack__dot_avx2, mlstack__axpy_avx2,
+static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
                                                        MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
 #endif
@@ -14739,25 +14718,6 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
     }
 }
 
-static MLSTACK__T_AVX512 float mlstack__dot_avx512(const float *a, const float *b, int n) {
-    __m512 acc = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
-    }
-    return mlstack__hsum512(acc);
-}
-static MLSTACK__T_AVX512 void mlstack__axpy_avx512(float *y, float a, const float *x, int n) {
-    __m512 av = _mm512_set1_ps(a);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
-    }
-}
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
@@ -14984,8 +14944,8 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
 #define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
                              mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512
 
-static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512, mlstack__dot_avx512,
-                                                         mlstack__axpy_avx512, mlstack__to_f32_avx512,
+static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512,
+                                                         mlstack__to_f32_avx512,
                                                          mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
    times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
@@ -15060,13 +15020,11 @@ static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
-                                                              mlstack__dot_avx512, mlstack__axpy_avx512,
                                                               mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
                                                               mlstack__swiglu_avx512,
                                                               MLSTACK__ATTN_AVX512,
                                                               (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
-                                                                mlstack__dot_avx512, mlstack__axpy_avx512,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
                                                                 mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
 #endif
@@ -15512,26 +15470,6 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x1
     }
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 
-static float mlstack__dot_neon(const float *a, const float *b, int n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    int i = 0;
-    float s;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-static void mlstack__axpy_neon(float *y, float a, const float *x, int n) {
-    int i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
-    for (; i < n; i++) y[i] += a * x[i];
-}
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
@@ -15734,8 +15672,8 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
 #define MLSTACK__ATTN_NEON mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, \
                            mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows
 
-static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon, mlstack__dot_neon,
-                                                       mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
+static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon,
+                                                       mlstack__to_f32_neon, mlstack__rmsnorm,
                                                        mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
@@ -15768,8 +15706,8 @@ static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, c
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
-static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot, mlstack__dot_neon,
-                                                           mlstack__axpy_neon, mlstack__to_f32_neon, mlstack__rmsnorm,
+static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot,
+                                                           mlstack__to_f32_neon, mlstack__rmsnorm,
                                                            mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
 #endif
 #endif

@@ -121,15 +121,10 @@ static void check_path(const mlstack__kernels *k) {
             free(wf), free(wd), free(x), free(yref), free(y), free(y1), free(scratch), free(xq), free(packed);
         }
     }
-    /* dot and axpy */
     {
-        float a[77], b[77], y0[77], y1[77];
+        float a[77], b[77];
         int n;
-        for (i = 0; i < 77; i++) a[i] = frand(), b[i] = frand(), y0[i] = y1[i] = frand();
-        for (n = 1; n <= 77; n += 19) {
-            float r = mlstack__dot_f32(a, b, n), v = k->dot(a, b, n);
-            CHECKF(fabsf(r - v) <= 1e-5f * (fabsf(r) + 1), "%s dot n=%d: %g vs %g", k->name, n, v, r);
-        }
+        for (i = 0; i < 77; i++) a[i] = frand(), b[i] = frand();
         /* rmsnorm and swiglu (the vector exp is a polynomial: relative error ~1e-6) */
         for (n = 1; n <= 77; n += 19) {
             float r0[77], r1[77], g0[77], g1[77];
@@ -146,9 +141,6 @@ static void check_path(const mlstack__kernels *k) {
                        k2, g1[k2], g0[k2]);
             }
         }
-        mlstack__axpy_scalar(y0, 0.37f, a, 77);
-        k->axpy(y1, 0.37f, a, 77);
-        for (i = 0; i < 77; i++) CHECKF(fabsf(y0[i] - y1[i]) <= 1e-6f, "%s axpy[%d]", k->name, i);
     }
     /* activation quantization: the same bits as the scalar reference */
     {
