@@ -16351,6 +16351,19 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     return MLSTACK_OK;
 }
 
+/* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
+static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
+    mlstack__layer *L;
+    if (l < 0) {
+        ws[0] = &m->lm_head;
+        return 1;
+    }
+    L = &m->layers[l];
+    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+    ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+    return 7;
+}
+
 /* Quantizes every projection and the LM head (not the embedding table) to `quant`, using all
    CPUs; weights whose rows are not a multiple of 32 stay as stored. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
@@ -16365,15 +16378,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
     }
     for (l = -1; l < m->cfg.n_layers; l++) {
         mlstack__weight *ws[7];
-        int n = 0;
-        if (l < 0) {
-            ws[n++] = &m->lm_head;
-        } else {
-            mlstack__layer *L = &m->layers[l];
-            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-            ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-            n = 7;
-        }
+        int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
@@ -16386,19 +16391,6 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
     }
     mlstack__pool_free(&pool);
     return MLSTACK_OK;
-}
-
-/* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
-static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
-    mlstack__layer *L;
-    if (l < 0) {
-        ws[0] = &m->lm_head;
-        return 1;
-    }
-    L = &m->layers[l];
-    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-    ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-    return 7;
 }
 
 typedef struct mlstack__pack_job {
@@ -16460,13 +16452,10 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
    laid out 4-byte types first, then 2-byte, then quantized rows, so each stays aligned. */
 static mlstack__weight *mlstack__model_weight_named(mlstack_model *m, const char *name) {
     int l;
-    if (m->lm_head.name && strcmp(m->lm_head.name, name) == 0) return &m->lm_head;
-    for (l = 0; l < m->cfg.n_layers; l++) {
-        mlstack__layer *L = &m->layers[l];
+    for (l = -1; l < m->cfg.n_layers; l++) {
         mlstack__weight *ws[7];
-        int i;
-        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-        for (i = 0; i < 7; i++)
+        int i, n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++)
             if (ws[i]->name && strcmp(ws[i]->name, name) == 0) return ws[i];
     }
     return NULL;
@@ -19086,10 +19075,8 @@ static const char *mlstack__prof_weight_name(const mlstack_model *m, const void 
     *layer = -1;
     if (w == (const void *)&m->lm_head) return "lm_head";
     for (l = 0; l < m->cfg.n_layers; l++) {
-        const mlstack__layer *L = &m->layers[l];
-        const mlstack__weight *ws[7];
-        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-        ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+        mlstack__weight *ws[7];
+        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only compared */
         for (i = 0; i < 7; i++) {
             if (w == (const void *)ws[i]) {
                 *layer = l;
@@ -19308,10 +19295,8 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes + (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] +
             4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
-        const mlstack__layer *L = &m->layers[l];
-        const mlstack__weight *ws[7];
-        ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-        ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+        mlstack__weight *ws[7];
+        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
         for (i = 0; i < 7; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
         total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
     }
