@@ -817,6 +817,30 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 #define MLSTACK__UNUSED
 #endif
 
+/* Linkage of the internal functions and tables that tests and tools reach (MLSTACK__FN,
+   MLSTACK__VAR; every other internal stays plain `static`). In every user build they are static.
+   The test suite builds the implementation once per flavour with MLSTACK__EXPORT_INTERNALS, which
+   gives them external linkage, and compiles each test with MLSTACK__IMPORT_INTERNALS, which keeps
+   every type, macro and prototype but turns each function definition (these and the public ones)
+   into a GNU inline definition that is never compiled on its own: the calls go to the shared
+   object, and the test does not optimise and instrument 19k lines again (gcc: with -fno-inline,
+   since its inliner would compile those bodies after all). Both are for the Makefile only. */
+#if defined(MLSTACK__EXPORT_INTERNALS)
+#define MLSTACK__FN
+#define MLSTACK__VAR
+#elif defined(MLSTACK__IMPORT_INTERNALS) && defined(__GNUC__)
+/* C99 forbids an inline definition to name static functions; these bodies are never compiled,
+   and the same code has passed every warning in the shared object, so silence them here. */
+#pragma GCC system_header
+#define MLSTACK__FN extern __inline__ __attribute__((gnu_inline))
+#define MLSTACK__VAR extern
+#undef MLSTACK_API
+#define MLSTACK_API extern __inline__ __attribute__((gnu_inline))
+#else
+#define MLSTACK__FN static
+#define MLSTACK__VAR static
+#endif
+
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
     switch (r) {
 #define MLSTACK__X(name, value, text) \
@@ -885,7 +909,7 @@ static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__fail(mlstack_error *err, ml
 }
 #define MLSTACK__FAIL mlstack__fail
 
-static double mlstack__now(void) {
+MLSTACK__FN double mlstack__now(void) {
 #if defined(CLOCK_MONOTONIC)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -914,20 +938,20 @@ static int mlstack__buf_reserve(mlstack__buf *b, size_t extra) {
     b->cap = cap;
     return 1;
 }
-static int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
+MLSTACK__FN int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
     if (!mlstack__buf_reserve(b, n)) return 0;
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
     return 1;
 }
-static int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
+MLSTACK__FN int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
 /* Typed arrays on top of mlstack__buf. */
 #define MLSTACK__VEC_PUSH(buf, type, val) \
     (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
 
 
 /* Whole-file reads (small text files: JSON configs). */
-static mlstack_result mlstack__read_file(const char *path, size_t limit, char **out, size_t *out_len,
+MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, char **out, size_t *out_len,
                                          mlstack_error *err) {
     FILE *f;
     long size;
@@ -1201,7 +1225,7 @@ static void *mlstack__worker(void *arg_) {
 }
 #endif
 
-static int mlstack__pool_init(mlstack__pool *p, int n_threads) {
+MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
     memset(p, 0, sizeof *p);
     if (n_threads < 1) n_threads = 1;
 #if defined(MLSTACK_NO_THREADS)
@@ -1274,7 +1298,7 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
     for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, 0);
 }
 
-static void mlstack__pool_free(mlstack__pool *p) {
+MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 #if defined(MLSTACK__POOL_PTHREADS)
     int i;
     if (p->threads) {
@@ -1395,7 +1419,7 @@ static void mlstack__json_ws(mlstack__json_parser *p) {
 
 /* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if invalid.
    Rejects overlong forms, surrogates and code points above U+10FFFF. */
-static int mlstack__utf8_valid_len(const unsigned char *s, size_t n) {
+MLSTACK__FN int mlstack__utf8_valid_len(const unsigned char *s, size_t n) {
     unsigned c = s[0];
     if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
@@ -1414,7 +1438,7 @@ static int mlstack__utf8_valid_len(const unsigned char *s, size_t n) {
     return 0;
 }
 
-static size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
+MLSTACK__FN size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
     if (cp < 0x80) {
         o[0] = (unsigned char)cp;
         return 1;
@@ -1656,7 +1680,7 @@ static mlstack_result mlstack__json_value(mlstack__json_parser *p, mlstack__json
 }
 
 /* Parses text[0..n) into doc. `what` names the source in messages. On failure doc is empty. */
-static mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
+MLSTACK__FN mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
                                           mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
@@ -1686,13 +1710,13 @@ static mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *te
     return r;
 }
 
-static void mlstack__json_free(mlstack__json_doc *doc) {
+MLSTACK__FN void mlstack__json_free(mlstack__json_doc *doc) {
     mlstack__arena_free(&doc->arena);
     doc->root = NULL;
 }
 
 /* Member of an object by key (first match), or NULL. Works on NULL and non-objects too. */
-static const mlstack__json *mlstack__json_get(const mlstack__json *obj, const char *key) {
+MLSTACK__FN const mlstack__json *mlstack__json_get(const mlstack__json *obj, const char *key) {
     const mlstack__json *c;
     size_t kl;
     if (!obj || obj->type != MLSTACK__JSON_OBJECT) return NULL;
@@ -1703,18 +1727,18 @@ static const mlstack__json *mlstack__json_get(const mlstack__json *obj, const ch
 }
 
 /* i-th element of an array (linear), or NULL. */
-static MLSTACK__UNUSED const mlstack__json *mlstack__json_at(const mlstack__json *arr, size_t i) {
+MLSTACK__FN MLSTACK__UNUSED const mlstack__json *mlstack__json_at(const mlstack__json *arr, size_t i) {
     const mlstack__json *c;
     if (!arr || (arr->type != MLSTACK__JSON_ARRAY && arr->type != MLSTACK__JSON_OBJECT)) return NULL;
     for (c = arr->child; c && i; c = c->next) i--;
     return c;
 }
 
-static int mlstack__json_is_str(const mlstack__json *v, const char *s) {
+MLSTACK__FN int mlstack__json_is_str(const mlstack__json *v, const char *s) {
     return v && v->type == MLSTACK__JSON_STRING && strlen(s) == v->len && memcmp(v->str, s, v->len) == 0;
 }
 
-static int mlstack__json_is_null(const mlstack__json *v) { return !v || v->type == MLSTACK__JSON_NULL; }
+MLSTACK__FN int mlstack__json_is_null(const mlstack__json *v) { return !v || v->type == MLSTACK__JSON_NULL; }
 
 /* ==== 4. SAFETENSORS ==== */  /* >>safetensors */
 /* File layout: u64 little-endian header length H, H bytes of JSON, then the data area.
@@ -1911,7 +1935,7 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
     return MLSTACK_OK;
 }
 
-static void mlstack__st_close(mlstack__st *st) {
+MLSTACK__FN void mlstack__st_close(mlstack__st *st) {
     int i;
     for (i = 0; i < st->n_files; i++) {
         mlstack__map_close(&st->files[i].map);
@@ -1936,7 +1960,7 @@ static mlstack_result mlstack__st_index(mlstack__st *st, mlstack_error *err) {
 
 /* Validates a safetensors image held in memory (no file). Used by tests and the fuzzer;
    the tensors stay valid while st is open and bytes are alive. */
-static MLSTACK__UNUSED mlstack_result mlstack__st_open_memory(mlstack__st *st, const void *bytes, uint64_t size,
+MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__st_open_memory(mlstack__st *st, const void *bytes, uint64_t size,
                                                               mlstack_error *err) {
     mlstack_result r;
     memset(st, 0, sizeof *st);
@@ -1977,7 +2001,7 @@ static char *mlstack__path_join(const char *dir, const char *name) {
     return p;
 }
 
-static const mlstack__st_tensor *mlstack__st_find(const mlstack__st *st, const char *name) {
+MLSTACK__FN const mlstack__st_tensor *mlstack__st_find(const mlstack__st *st, const char *name) {
     int lo = 0, hi = st->n_tensors - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2, c = strcmp(st->tensors[mid].name, name);
@@ -2060,7 +2084,7 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
     return r;
 }
 
-static void mlstack__st_view(const mlstack__st *st, const mlstack__st_tensor *t, mlstack_tensor *v) {
+MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tensor *t, mlstack_tensor *v) {
     int k;
     memset(v, 0, sizeof *v);
     v->name = t->name;
@@ -5356,8 +5380,8 @@ static unsigned mlstack__uprop(uint32_t cp) {
     return mlstack__uprop2[((unsigned)mlstack__uprop1[cp >> MLSTACK__UPROP_SHIFT] << MLSTACK__UPROP_SHIFT) |
                            (cp & ((1u << MLSTACK__UPROP_SHIFT) - 1))];
 }
-static MLSTACK__UNUSED int mlstack__ucat(uint32_t cp) { return (int)(mlstack__uprop(cp) & 31); }
-static MLSTACK__UNUSED int mlstack__uis_whitespace(uint32_t cp) { return (mlstack__uprop(cp) & 0x20) != 0; }
+MLSTACK__FN MLSTACK__UNUSED int mlstack__ucat(uint32_t cp) { return (int)(mlstack__uprop(cp) & 31); }
+MLSTACK__FN MLSTACK__UNUSED int mlstack__uis_whitespace(uint32_t cp) { return (mlstack__uprop(cp) & 0x20) != 0; }
 /* Oniguruma's Unicode \w: Alphabetic, marks, decimal digits and connector punctuation. */
 static MLSTACK__UNUSED int mlstack__uis_word(uint32_t cp) {
     unsigned p = mlstack__uprop(cp);
@@ -5366,7 +5390,7 @@ static MLSTACK__UNUSED int mlstack__uis_word(uint32_t cp) {
 
 /* Decodes one code point. Invalid or truncated UTF-8 yields U+FFFD for one byte; never reads past n
    (n must be at least 1). */
-static int mlstack__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
+MLSTACK__FN int mlstack__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     int len;
     if (s[0] < 0x80) {
         *cp = s[0];
@@ -5401,21 +5425,21 @@ static uint32_t mlstack__ucase_map(const int32_t *runs, size_t n_runs, uint32_t 
     return (uint32_t)((int32_t)cp + runs[lo * 3 + 2]);
 }
 #define MLSTACK__NRUNS(a) (sizeof(a) / sizeof(a[0]) / 3)
-static MLSTACK__UNUSED uint32_t mlstack__ulower(uint32_t cp) {
+MLSTACK__FN MLSTACK__UNUSED uint32_t mlstack__ulower(uint32_t cp) {
     if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
     return mlstack__ucase_map(mlstack__ulower_runs, MLSTACK__NRUNS(mlstack__ulower_runs), cp);
 }
-static MLSTACK__UNUSED uint32_t mlstack__uupper(uint32_t cp) {
+MLSTACK__FN MLSTACK__UNUSED uint32_t mlstack__uupper(uint32_t cp) {
     if (cp < 0x80) return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;
     return mlstack__ucase_map(mlstack__uupper_runs, MLSTACK__NRUNS(mlstack__uupper_runs), cp);
 }
 /* Simple case folding (CaseFolding.txt statuses C and S), as the regex's (?i) uses it. */
-static MLSTACK__UNUSED uint32_t mlstack__ufold(uint32_t cp) {
+MLSTACK__FN MLSTACK__UNUSED uint32_t mlstack__ufold(uint32_t cp) {
     if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
     return mlstack__ucase_map(mlstack__ufold_runs, MLSTACK__NRUNS(mlstack__ufold_runs), cp);
 }
 /* Full lowercase mapping without context (Rust's char::to_lowercase): at most 3 code points. */
-static MLSTACK__UNUSED size_t mlstack__ulower_full(uint32_t cp, uint32_t out[3]) {
+MLSTACK__FN MLSTACK__UNUSED size_t mlstack__ulower_full(uint32_t cp, uint32_t out[3]) {
     size_t i, k;
     for (i = 0; i < sizeof mlstack__ulower_special / sizeof mlstack__ulower_special[0]; i += 4) {
         if (mlstack__ulower_special[i] != cp) continue;
@@ -5439,7 +5463,7 @@ static const uint32_t *mlstack__urange_find(const uint32_t *t, size_t n_words, s
     return NULL;
 }
 /* Combining marks (Mn, Mc, Me) as known to the normalization version: what StripAccents removes. */
-static MLSTACK__UNUSED int mlstack__uis_mark(uint32_t cp) {
+MLSTACK__FN MLSTACK__UNUSED int mlstack__uis_mark(uint32_t cp) {
     if (cp < 0x300) return 0;
     return mlstack__urange_find(mlstack__umark_ranges, sizeof mlstack__umark_ranges / 4, 2, cp) != NULL;
 }
@@ -5558,7 +5582,7 @@ static int mlstack__usort_marks(uint32_t *v, size_t n) {
 
 /* Normalizes UTF-8 text to NFC, NFD, NFKC or NFKD. *out is allocated with MLSTACK_MALLOC (the
    caller frees it) and NUL-terminated; invalid UTF-8 bytes become U+FFFD. */
-static MLSTACK__UNUSED mlstack_result mlstack__unorm(int form, const char *s, size_t n, char **out, size_t *out_len) {
+MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__unorm(int form, const char *s, size_t n, char **out, size_t *out_len) {
     const unsigned char *u = (const unsigned char *)s;
     unsigned char *o, *w;
     mlstack__ubuf b = {NULL, 0, 0, 0};
@@ -6455,7 +6479,7 @@ static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, 
     }
 }
 
-static MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
+MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
     if (!re) return;
     MLSTACK_FREE(re->prog);
     MLSTACK_FREE(re->cls);
@@ -6465,7 +6489,7 @@ static MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
 
 /* Compiles a pattern (UTF-8, len bytes). On failure *out is NULL and err (if given) names the
    construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
-static MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
+MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
     mlstack__re_comp c;
     int nullable;
     unsigned char *seen;
@@ -6703,7 +6727,7 @@ oom:
 /* Finds the leftmost match at or after byte `start` (a code point boundary). Returns 1 and the
    match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget
    (MLSTACK_REGEX_STEP_BASE + 32 per byte) ran out, -2 if out of memory. Thread-safe. */
-static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
                                                  size_t *mend) {
     mlstack__re_bt local[256];
     mlstack__re_run r;
@@ -6829,9 +6853,9 @@ struct mlstack_tokenizer {
 #define MLSTACK__TOK_ERR 256
 
 /* GPT-2's byte <-> printable code point table. */
-static uint16_t mlstack__bl_cp[256];
-static unsigned char mlstack__bl_utf8[256][3]; /* [0] = length */
-static int16_t mlstack__bl_byte[324];
+MLSTACK__VAR uint16_t mlstack__bl_cp[256];
+MLSTACK__VAR unsigned char mlstack__bl_utf8[256][3]; /* [0] = length */
+MLSTACK__VAR int16_t mlstack__bl_byte[324];
 static void mlstack__bl_init_table(void) {
     int b, n = 0;
     for (b = 0; b < 324; b++) mlstack__bl_byte[b] = -1;
@@ -6915,7 +6939,7 @@ static int mlstack__utf8_lossy(mlstack__buf *b, const char *s, size_t n) {
     }
     return mlstack__buf_put(b, s + run, n - run);
 }
-static int mlstack__utf8_all_valid(const char *s, size_t n) {
+MLSTACK__FN int mlstack__utf8_all_valid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
@@ -6955,7 +6979,7 @@ static int mlstack__tok_is_punct(uint32_t cp) {
 static int mlstack__tok_is_word(uint32_t cp) { return cp == '_' || mlstack__tok_is_alnum(cp) || mlstack__uis_mark(cp); }
 
 /* ---- vocabulary and merges ---- */
-static int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
+MLSTACK__FN int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
     uint32_t h;
     if (!t->vmap) return -1;
     h = mlstack__hash(s, n) & t->vmask;
@@ -8415,7 +8439,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
 }
 
 /* JSON string literal of s into b. */
-static int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
+MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
     size_t i;
     if (!mlstack__buf_put(b, "\"", 1)) return 0;
     for (i = 0; i < n; i++) {
@@ -13312,7 +13336,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
    is reduced in one fixed order (8 interleaved partial sums over the reduction index, combined
    pairwise), whatever the batch size or thread count: results are batch invariant. */
 
-static float mlstack__f16_to_f32(uint16_t h) {
+MLSTACK__FN float mlstack__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
     float f;
     if (exp == 0) {
@@ -13396,7 +13420,7 @@ typedef struct mlstack__q8x {
 } mlstack__q8x;
 
 /* Bytes of one row of n_in weights in a format. */
-static size_t mlstack__row_bytes(int wtype, int n_in) {
+MLSTACK__FN size_t mlstack__row_bytes(int wtype, int n_in) {
     switch (wtype) {
     case MLSTACK__W_Q8_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q8_0);
     case MLSTACK__W_Q4_1: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q4_1);
@@ -13405,7 +13429,7 @@ static size_t mlstack__row_bytes(int wtype, int n_in) {
     }
 }
 
-static uint16_t mlstack__f32_to_f16(float f) {
+MLSTACK__FN uint16_t mlstack__f32_to_f16(float f) {
     uint32_t x, sign, exp, man;
     memcpy(&x, &f, 4);
     sign = (x >> 16) & 0x8000;
@@ -13443,7 +13467,7 @@ static float mlstack__quant_block(const float *x, int8_t *q) {
 }
 
 /* x (B, n) -> xq (B, n/32) activation blocks. n must be a multiple of 32. */
-static void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int n) {
+MLSTACK__FN void mlstack__quantize_rows(const float *x, mlstack__q8x *xq, int B, int n) {
     int b, k, nb = n / MLSTACK__QK;
     for (b = 0; b < B; b++)
         for (k = 0; k < nb; k++) {
@@ -13489,7 +13513,7 @@ typedef struct mlstack__weight {
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
 #define MLSTACK__P16_GROUP 4
-static size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
+MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     size_t nb = (size_t)(n_in / MLSTACK__QK);
     switch (wtype) {
     case MLSTACK__W_F32: return (size_t)n_in * 64;
@@ -13498,13 +13522,13 @@ static size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     default: return (size_t)n_in * 32;
     }
 }
-static int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
+MLSTACK__FN int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
 
-static size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1) / 2) * 64; } /* one panel */
+MLSTACK__FN size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1) / 2) * 64; } /* one panel */
 
 /* Group `grp` of w's panels (pair panels when `pairs`, BF16 only) into dst, the start of the
    whole packed copy. */
-static void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
+MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
     size_t pb = pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in);
     size_t es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, k, g, t, nb = w->n_in / MLSTACK__QK;
@@ -13577,7 +13601,7 @@ typedef struct mlstack__kernels {
 #define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
 
 /* a (n,) . b (n,) -> scalar, in the fixed order described above. */
-static float mlstack__dot_f32(const float *a, const float *b, int n) {
+MLSTACK__FN float mlstack__dot_f32(const float *a, const float *b, int n) {
     float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int i = 0, j;
     for (; i + 8 <= n; i += 8)
@@ -13609,7 +13633,7 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
     return acc;
 }
 
-static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                    int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     for (o = o0; o < o1; o++) {
@@ -13632,7 +13656,7 @@ static void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, con
     }
 }
 
-static void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
+MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
     int g, j, d;
     for (g = 0; g < G; g++)
         for (j = 0; j < n; j++) {
@@ -13641,13 +13665,13 @@ static void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const flo
             s[g * 32 + j] = a * scale;
         }
 }
-static float mlstack__exp_shift_scalar(float *s, int n, float m) {
+MLSTACK__FN float mlstack__exp_shift_scalar(float *s, int n, float m) {
     float sum = 0;
     int i;
     for (i = 0; i < n; i++) sum += s[i] = expf(s[i] - m);
     return sum;
 }
-static void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, j, d;
     for (g = 0; g < G; g++)
         for (d = 0; d < Dh; d++) {
@@ -13656,7 +13680,7 @@ static void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, c
             acc[(size_t)g * Dh + d] = a;
         }
 }
-static void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
+MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
                                      float *vf) {
     int j, d;
     for (j = 0; j < 32; j++) {
@@ -13671,7 +13695,7 @@ static void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, con
     }
 }
 /* f32 -> dtype, round to nearest even (NaN stays NaN). The reference for from_f32. */
-static void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, size_t n) {
+MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, size_t n) {
     size_t i;
     if (dt == MLSTACK_DTYPE_F32) {
         memcpy(dst, src, n * 4);
@@ -13693,8 +13717,8 @@ static void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, siz
 #define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
                              mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows
 
-static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
-static void mlstack__swiglu_scalar(float *g, const float *u, int n);
+MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar,
                                                          mlstack__to_f32, mlstack__rmsnorm,
                                                          mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
@@ -13781,7 +13805,7 @@ static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, floa
 }
 
 /* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
-static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     double ss = 0;
     float scale;
     int i;
@@ -13793,7 +13817,7 @@ static void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, 
 /* Rotary embedding, Hugging Face rotate-half layout: pairs (i, i + Dh/2) of a head vector
    rotate by angle pos * inv_freq[i] (tables below). */
 
-static void mlstack__swiglu_scalar(float *g, const float *u, int n) {
+MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
@@ -15721,7 +15745,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 
 typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512, MLSTACK__ISA_NEON } mlstack__isa;
 
-static int mlstack__isa_parse(const char *s) {
+MLSTACK__FN int mlstack__isa_parse(const char *s) {
     if (!s || !*s) return -1;
     if (strcmp(s, "scalar") == 0) return MLSTACK__ISA_SCALAR;
     if (strcmp(s, "avx2") == 0) return MLSTACK__ISA_AVX2;
@@ -15731,7 +15755,7 @@ static int mlstack__isa_parse(const char *s) {
 }
 
 /* Best kernels at or below cap (-1: no cap). */
-static const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_activations) {
+MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_activations) {
     mlstack__cpu c;
     int x86 = cap < 0 ? MLSTACK__ISA_AVX512 : cap <= MLSTACK__ISA_AVX512 ? cap : MLSTACK__ISA_SCALAR;
     int arm = cap < 0 || cap == MLSTACK__ISA_NEON;
@@ -15761,8 +15785,23 @@ static const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_activat
     return &mlstack__kernels_scalar;
 }
 
+/* The compiled-in table called name ("avx512", "neon", ...), NULL when there is none: for tests
+   of the paths that the selection above passes over on this CPU. */
+MLSTACK__FN MLSTACK__UNUSED const mlstack__kernels *mlstack__kernels_named(const char *name) {
+#if defined(MLSTACK__HAVE_AVX512)
+    if (strcmp(name, mlstack__kernels_avx512_novnni.name) == 0) return &mlstack__kernels_avx512_novnni;
+#endif
+#if defined(MLSTACK__HAVE_NEON)
+    if (strcmp(name, mlstack__kernels_neon.name) == 0) return &mlstack__kernels_neon;
+#endif
+#if defined(MLSTACK__HAVE_NEON_DOT)
+    if (strcmp(name, mlstack__kernels_neon_dot.name) == 0) return &mlstack__kernels_neon_dot;
+#endif
+    return strcmp(name, mlstack__kernels_scalar.name) == 0 ? &mlstack__kernels_scalar : NULL;
+}
+
 /* "compiled: ... | cpu: ..." for reports. */
-static void mlstack__isa_report(char *buf, size_t cap) {
+MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     mlstack__cpu c;
     mlstack__cpu_detect(&c);
     snprintf(buf, cap, "compiled: scalar%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s",
@@ -15802,7 +15841,7 @@ static void mlstack__isa_report(char *buf, size_t cap) {
      Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
            q = clamp(round((w - m) / d), 0, 15) */
 
-static void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
+MLSTACK__FN void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
     for (k = 0; k < nb; k++) {
         const float *xb = x + (size_t)k * MLSTACK__QK;
@@ -15866,7 +15905,7 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
 }
 
 /* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
-static int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
+MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
     mlstack__quant_job j;
     j.src = w;
     j.wtype = wtype;
@@ -16005,7 +16044,7 @@ static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int
     return MLSTACK_OK;
 }
 
-static mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
+MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                             const char *file, mlstack_error *err) {
     static const struct {
         const char *name;
@@ -16999,7 +17038,7 @@ static void mlstack__kv_free(mlstack__kv *kv) {
 }
 
 /* Takes a free page (count 1); -1 when none is free. */
-static int32_t mlstack__kv_page_take(mlstack__kv *kv) {
+MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     int32_t p;
     if (kv->n_free == 0) return -1;
     p = kv->free_stack[--kv->n_free];
@@ -17007,7 +17046,7 @@ static int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     return p;
 }
 /* Drops one reference; the page is free again when none is left. */
-static void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
+MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
     if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
 }
 
@@ -17089,7 +17128,7 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-static int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
@@ -17115,7 +17154,7 @@ static int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_
 }
 
 /* The same without changing the tree: pages a match would find. */
-static int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
@@ -17135,7 +17174,7 @@ static int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The page ids of the path root..n, in order, into out (room for the path's pages). */
-static int mlstack__radix_path_pages(const mlstack__rnode *n, int32_t *out) {
+MLSTACK__FN int mlstack__radix_path_pages(const mlstack__rnode *n, int32_t *out) {
     int total = 0, at;
     const mlstack__rnode *x;
     for (x = n; x->parent; x = x->parent) total += x->n_pages;
@@ -17148,7 +17187,7 @@ static int mlstack__radix_path_pages(const mlstack__rnode *n, int32_t *out) {
 }
 
 /* Pins (delta +1) or unpins (-1) the path root..n for one running sequence. */
-static void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int delta) {
+MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int delta) {
     for (; n && n->parent; n = n->parent) {
         if (delta > 0 && n->lock++ == 0) kv->radix.n_pinned += n->n_pages;
         if (delta < 0 && --n->lock == 0) kv->radix.n_pinned -= n->n_pages;
@@ -17159,7 +17198,7 @@ static void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int delta) {
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-static int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
     mlstack__rnode *n, *leaf;
     int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
     if (rest <= 0) return 0;
@@ -17221,7 +17260,7 @@ static mlstack__rnode *mlstack__radix_lru_leaf(mlstack__rnode *n, mlstack__rnode
 /* Evicts unpinned leaves, least recently used first, until `want` pages are free or nothing more
    can go. Returns the number of free pages then. One eviction walks the tree (O(nodes)); the
    trees here hold at most a few thousand pages. */
-static int mlstack__radix_evict(mlstack__kv *kv, int want) {
+MLSTACK__FN int mlstack__radix_evict(mlstack__kv *kv, int want) {
     while (kv->n_free < want) {
         mlstack__rnode *v = mlstack__radix_lru_leaf(&kv->radix.root, NULL);
         if (!v) break;
