@@ -55,7 +55,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check
 all: $(B)/mlstack $(EXAMPLES)
 
 # The CLI is built as a user builds it: the implementation in its own translation unit.
@@ -128,12 +128,13 @@ $(DEFAULT_MODEL)/model.safetensors:
 	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
-# units, an MLSTACK_STATIC pair, and the README's embedding example (strict C99, libc headers
-# first). Each links and calls the API. At -O0: these check what compiles and links; the
-# flavours above compile the implementation with optimisation and its warnings.
+# units, an MLSTACK_STATIC pair, the README's embedding example (strict C99, libc headers
+# first) and the header's QUICK START (these two linked against the plain flavour's object).
+# Each links and calls the API. At -O0: these check what compiles and links; the flavours
+# above compile the implementation with optimisation and its warnings.
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
-$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
+$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
 	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
@@ -149,7 +150,9 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
 	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
-	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) $(IMPORT) -I. -o $(@D)/readme $(@D)/readme.c $(B)/tests/mlstack.o $(LDLIBS)
+	awk '/^   QUICK START/{on=1;next} on && /^   [A-Z]/{on=0} on' mlstack.h | sed 's/^       //' > $(@D)/quickstart.c
+	$(CC)  -std=c99   $(WARN) $(IMPORT) -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	    echo "$(NVCC) tests/compile/cuda.cu"; \
@@ -174,6 +177,28 @@ test:
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
 	@bash tests/run.sh $(TEST_RUNS)
+
+# Formatting. .clang-format is the style; clang-format 19 applies it (older releases lack
+# options it uses; `pip install clang-format==19.1.7` gets it, as .ci/run does). `make format`
+# rewrites the files in place, `make format-check` lists what differs and fails.
+# FORMAT_CHECK=1 makes format-check part of `make test`: off until the sources have been
+# formatted once (`make format`), then switch the default below to 1.
+CLANG_FORMAT ?= clang-format
+FORMAT_CHECK ?= 0
+FORMAT_FILES  = mlstack.h mlstack_cuda.h $(wildcard tools/*.c tools/*.h examples/*.c tests/*.c tests/*.h \
+                  tests/fuzz/*.c tests/fuzz/*.h tests/compile/*.c tests/compile/*.cpp)
+.PHONY: format format-check format-tool
+format-tool:
+	@$(CLANG_FORMAT) --version 2>/dev/null | grep -q 'version 19\.' || { echo "format: $(CLANG_FORMAT) is not clang-format 19; install it with: python3 -m pip install clang-format==19.1.7" >&2; exit 1; }
+format: format-tool
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+format-check: format-tool
+	@$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -o '^[^:]*:[0-9]*' | sort -u | head -n 50; \
+	if $(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) >/dev/null 2>&1; then echo "format-check: clean"; \
+	else echo "format-check: the lines above differ from .clang-format (make format fixes them)" >&2; exit 1; fi
+ifeq ($(FORMAT_CHECK),1)
+TEST_BUILDS += format-check
+endif
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

@@ -6,20 +6,54 @@
          #include "mlstack.h"
      Everywhere else just #include "mlstack.h". Link with -lpthread -lm.
 
-   QUICK START (error checks shortened)
-         mlstack_model *model; mlstack_engine *eng; mlstack_error err;
-         mlstack_model_desc md = {0};  md.path = "models/smollm2-135m-instruct";
-         if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK) { puts(err.message); return 1; }
-         mlstack_engine_desc ed = {0}; ed.n_threads = 2;
-         mlstack_engine_init(model, &ed, &eng, &err);
-         int32_t seq; mlstack_engine_seq_new(eng, &seq);
-         int32_t prompt[] = {1, 9690, 314};
-         mlstack_sampler_desc sd = {0};                  // zero = greedy
-         mlstack_generate_desc gd = {0};
-         gd.seq = seq; gd.prompt = prompt; gd.n_prompt = 3; gd.max_tokens = 32;
-         gd.sampler = &sd; gd.on_token = print_token;    // int print_token(void *user, int32_t id)
-         mlstack_generate(eng, &gd);
-         mlstack_engine_free(eng); mlstack_model_close(model);
+   QUICK START (a whole program, compiled by `make compile-tests`; error checks shortened)
+       #include <stdio.h>
+       #include <string.h>
+       #define MLSTACK_IMPLEMENTATION
+       #include "mlstack.h"
+
+       static int print_text(void *user, uint64_t request, int32_t token, const char *text, size_t len) {
+           (void)user, (void)request, (void)token;
+           fwrite(text, 1, len, stdout); // final UTF-8 text of this token, possibly empty
+           return 0;                     // non-zero would finish the request
+       }
+       int main(void) {
+           const char *messages = "[{\"role\": \"user\", \"content\": \"Name the three primary colors.\"}]";
+           mlstack_model_desc md = {0};    // zero = defaults everywhere
+           mlstack_engine_desc ed = {0};
+           mlstack_template_options opt = {0};
+           mlstack_request_desc rd = {0};  // sampler zero: greedy
+           mlstack_model *model; mlstack_engine *eng; mlstack_error err;
+           char *prompt; size_t prompt_len, n_ids; int32_t ids[4096];
+           md.path = "models/smollm2-135m-instruct";  // a Hugging Face folder as downloaded
+           if (mlstack_model_open(&md, &model, &err) || mlstack_engine_init(model, &ed, &eng, &err))
+               return puts(err.message), 1;
+           opt.add_generation_prompt = 1;  // the template ends with the assistant's turn
+           if (mlstack_chat_template_apply(mlstack_model_chat_template(model), NULL, messages, strlen(messages),
+                                           &opt, &prompt, &prompt_len, &err))
+               return puts(err.message), 1;
+           mlstack_tokenizer_encode(mlstack_model_tokenizer(model), prompt, prompt_len, 0, ids, 4096, &n_ids);
+           rd.prompt = ids, rd.n_prompt = (int)n_ids, rd.max_tokens = 128, rd.on_token = print_text;
+           mlstack_engine_complete(eng, &rd, NULL, NULL, 0, &err);
+           mlstack_template_free_output(prompt);
+           mlstack_engine_free(eng), mlstack_model_close(model);
+           return 0;
+       }
+
+   WHICH CALL FOR WHICH JOB
+     job                                             calls
+     one answer, blocking, streamed text             mlstack_engine_complete (a request; see below)
+     many conversations at once, shared prefixes     mlstack_engine_submit, then mlstack_engine_step
+                                                     in a loop on one thread (callbacks stream text);
+                                                     _poll, _cancel, _release from any thread
+     your own decoding loop on token ids             mlstack_generate on a sequence from
+                                                     mlstack_engine_seq_new (no stop strings, no
+                                                     prefix cache); callback per token id
+     logits of given tokens (scoring, checks)        mlstack_engine_eval on rows of your sequences,
+                                                     mlstack_engine_logits per row
+     text <-> ids, chat prompt text                  mlstack_tokenizer_encode/_decode, mlstack_detok_*
+                                                     (streaming), mlstack_chat_template_apply
+     benchmarks on a real shape without weights      mlstack_model_open_random
 
    TABLE OF CONTENTS (each entry is a banner "==== N. NAME ====" with grep anchor ">>name")
      1. PUBLIC API        declarations: results, model, engine, sampling, generation  >>api
@@ -84,9 +118,90 @@
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
    Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
-   multiply projections from P16 panels (section 9), a repacked copy made when the first engine
+   multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts; scalar reads the weights as loaded. A cap naming the other
    architecture's path selects scalar. neon and neon+dotprod give identical bits.
+   ONE REQUEST'S WAY THROUGH THE HEADER
+     text --template--> prompt text --tokenizer--> token ids --submit--> request queue
+                                                                              |
+        radix tree: longest cached prefix <-----------------------------------+
+        (its KV pages are attached; only the rest is computed)
+             |
+        scheduler step: batch = one decode row per running sequence
+                              + prefill chunks of waiting requests (step_tokens budget)
+             |
+        forward over the ragged batch: weights read once for all rows;
+        matmul and attention kernels chosen at run time for this CPU
+             |
+        logits --sampler--> token --streaming decoder--> UTF-8 text --> callback
+             |
+        on finish: the sequence's tokens and KV pages go into the radix tree (LRU, ref-counted)
+     Sections: >>tokenizer, >>template, >>scheduler, >>kvcache, >>forward, >>kernels, >>sampling.
+
+   GLOSSARY
+     sequence   a stream of positions whose keys and values the engine keeps (an int32 id from
+                mlstack_engine_seq_new, or taken by a running request); its length is how many
+                positions it holds
+     request    one generation job given to mlstack_engine_submit: prompt, sampler, stop
+                conditions, callbacks; the scheduler runs it on a sequence of its own
+     row        one token of a forward batch (mlstack_batch_row): sequence, position, token id,
+                and whether its logits are kept; a batch mixes rows of many sequences (ragged)
+     page       the unit of KV memory: page_tokens positions of every layer's keys and values;
+                a sequence's page table lists its pages; pages are reference-counted and shared
+     prefix     the leading tokens a prompt has in common with earlier ones; the radix tree keeps
+                the KV pages of whole-page prefixes so a later request computes only the rest
+     panel      a repacked copy of 16 output rows of a weight matrix (P16) laid out so SIMD
+                kernels multiply one broadcast activation by 16 outputs at once (>>kernels)
+     rank       one of R workers that each own a share of the heads, MLP width and vocabulary,
+                with only those weights and KV (sharded execution); one rank is the plain engine
+
+   API AT A GLANCE (documented where declared, in >>api; R is mlstack_result: 0 ok, < 0 failure)
+     results     const char *mlstack_result_string(r)
+     models      R mlstack_model_open(desc, &model, err)          void mlstack_model_close(model)
+                 R mlstack_model_open_random(config_path, dtype, quant, seed, &model, err)
+                 void mlstack_model_get_info(model, &info)        uint64_t mlstack_model_decode_bytes(model)
+                 mlstack_tokenizer *mlstack_model_tokenizer(model)
+                 const mlstack_chat_template *mlstack_model_chat_template(model)
+                 R mlstack_model_save(model, dir, err)
+                 int mlstack_model_tensor_count(model)            R mlstack_model_tensor_at(model, i, &view)
+                 R mlstack_model_tensor_find(model, name, &view)  const char *mlstack_dtype_name(dtype)
+     tokenizer   R mlstack_tokenizer_open(dir, &tok, err)         void mlstack_tokenizer_close(tok)
+                 R mlstack_tokenizer_load(json, len, config_json, config_len, &tok, err)
+                 R mlstack_tokenizer_encode(tok, text, len, flags, ids, cap, &n_ids)
+                 R mlstack_tokenizer_decode(tok, ids, n, flags, out, cap, &n_out)
+                 int32_t mlstack_tokenizer_vocab_size(tok)        int32_t mlstack_tokenizer_token_to_id(tok, text, len)
+                 const char *mlstack_tokenizer_id_to_token(tok, id, &len)
+                 int32_t mlstack_tokenizer_bos_id(tok)            int32_t mlstack_tokenizer_eos_id(tok)
+                 int mlstack_tokenizer_is_special(tok, id)        const char *mlstack_tokenizer_chat_template(tok)
+                 const char *mlstack_tokenizer_error(tok)
+     streaming   R mlstack_detok_init(tok, flags, &detok)         void mlstack_detok_free(detok)
+     decoder     R mlstack_detok_push(detok, id, &text, &len)     R mlstack_detok_flush(detok, &text, &len)
+     templates   R mlstack_chat_template_open(dir, &tpl, err)     void mlstack_chat_template_close(tpl)
+                 R mlstack_chat_template_from_config(config_json, len, &tpl, err)
+                 const char *mlstack_chat_template_get(tpl, name, with_tools)
+                 const char *mlstack_chat_template_token(tpl, which)
+                 R mlstack_chat_template_apply(tpl, name, messages_json, len, opt, &text, &text_len, err)
+                 R mlstack_template_render(template, len, messages_json, len, opt, &text, &text_len, err)
+                 R mlstack_template_render_messages(template, len, messages, n, opt, &text, &text_len, err)
+                 void mlstack_template_free_output(text)
+     engine      R mlstack_engine_init(model, desc, &engine, err) void mlstack_engine_free(engine)
+                 const char *mlstack_engine_kernels(engine)       void mlstack_cpu_report(buf, cap)
+                 const char *mlstack_engine_error(engine)
+     sequences   R mlstack_engine_seq_new(engine, &seq)           R mlstack_engine_seq_free(engine, seq)
+     and eval    int32_t mlstack_engine_seq_length(engine, seq)   R mlstack_engine_seq_rewind(engine, seq, len)
+                 R mlstack_engine_eval(engine, rows, n_rows)      const float *mlstack_engine_logits(engine, row)
+                 R mlstack_generate(engine, &generate_desc)
+     sampling    R mlstack_sampler_init(desc, n_vocab, &sampler)  void mlstack_sampler_free(sampler)
+                 void mlstack_sampler_accept(sampler, token)      int32_t mlstack_sampler_sample(sampler, logits)
+     requests    R mlstack_engine_submit(engine, desc, &id, err)  R mlstack_engine_step(engine, &n_active)
+                 R mlstack_engine_poll(engine, id, &status, tokens, cap)
+                 R mlstack_engine_cancel(engine, id)              R mlstack_engine_release(engine, id)
+                 R mlstack_engine_complete(engine, desc, &status, tokens, cap, err)
+                 void mlstack_engine_cache_stats(engine, &stats)  int mlstack_engine_cache_clear(engine)
+     profiler    R mlstack_engine_profile_start(engine, schedule) void mlstack_engine_profile_stop(engine)
+                 int mlstack_engine_profile_steps(engine)         R mlstack_engine_profile_write_trace(engine, path)
+                 int mlstack_engine_profile_ops(engine, ops, cap)
+                 size_t mlstack_engine_profile_summary(engine, buf, cap)
 */
 #ifndef MLSTACK_H
 #define MLSTACK_H
@@ -99,7 +214,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ==== 1. PUBLIC API ==== */  /* >>api */
+/* ==== 1. PUBLIC API ==== */ /* >>api */
 
 #if defined(MLSTACK_STATIC) && defined(__GNUC__)
 #define MLSTACK_API static __attribute__((unused))
@@ -238,8 +353,23 @@ MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *model, i
 MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model, const char *name,
                                                      mlstack_tensor *out);
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
+/* Bytes of weights one decode token reads: every projection and the LM head as the kernels
+   see them (after load-time quantization), one embedding row, the norms. The bandwidth roofline
+   of generation is memory bandwidth / this. */
+MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
 
-/* ---- Tokenizer (section 7) ---- */
+/* Opens a model of the shape a config.json describes with random weights, without any weight
+   file: for benchmarks and tests on real shapes. Weights are drawn from a fast deterministic
+   PRNG (approximately normal, std 0.02, biases 0, norm weights 1) into memory the model owns,
+   stored as `dtype` (F32, F16 or BF16), then quantized like mlstack_model_open when `quant`
+   is MLSTACK_DTYPE_Q8_0 or _Q4_1 (0: none).
+   Parameters: config_path (a config.json, or a folder holding one), seed (same seed, same
+   weights on any machine and thread count), out, err (optional detail).
+   Returns MLSTACK_OK or a failure as mlstack_model_open. Thread safety: any thread. */
+MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
+                                                     uint64_t seed, mlstack_model **out, mlstack_error *err);
+
+/* ---- Tokenizer (>>tokenizer) ---- */
 /* A tokenizer interprets a Hugging Face tokenizer.json (BPE models: byte-level and
    SentencePiece-style with byte fallback) and the special-token settings of
    tokenizer_config.json, giving the ids and texts Hugging Face gives.
@@ -318,7 +448,7 @@ MLSTACK_API mlstack_result mlstack_detok_push(mlstack_detok *d, int32_t id, cons
 MLSTACK_API mlstack_result mlstack_detok_flush(mlstack_detok *d, const char **text, size_t *len);
 MLSTACK_API void mlstack_detok_free(mlstack_detok *d);
 
-/* ---- Chat templates (section 8) ---- */
+/* ---- Chat templates (>>template) ---- */
 
 /* Chat templates: a Jinja subset that renders what transformers' apply_chat_template renders,
    byte for byte, for the templates real models ship. A construct the interpreter does not know
@@ -464,8 +594,22 @@ typedef struct mlstack_batch_row {
     int32_t want_logits;
 } mlstack_batch_row;
 
+/* Makes an engine that runs `model`: starts its thread pool, allocates the KV page pool
+   (kv_mem bytes), the radix tree, request queues and scratch, picks the kernels for this CPU
+   (and makes the P16 panel copies those kernels read, once per model and kernel path).
+   Parameters: model (required; must outlive the engine, which only reads it), desc (NULL or
+     zero fields: the defaults above), out (receives the engine), err (optional detail).
+   Returns MLSTACK_OK; MLSTACK_ERR_INVALID_ARG (model or out NULL, a negative field, an unknown
+     kv_type, an isa cap or MLSTACK_ISA value that names no path); MLSTACK_ERR_LIMIT (kv_mem
+     smaller than one page, or too large); MLSTACK_ERR_NO_MEMORY (also when the threads cannot
+     start). On failure *out is NULL and err says why.
+   Thread safety: any thread; several engines may share one model. The engine is then driven by
+     one thread at a time (see mlstack_engine_step for what other threads may call).
+   Remarks: free with mlstack_engine_free, before closing the model. */
 MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
                                                mlstack_engine **out, mlstack_error *err);
+/* Stops the pool and frees everything the engine owns (pending requests are dropped). NULL is
+   ignored. */
 MLSTACK_API void mlstack_engine_free(mlstack_engine *engine);
 /* Name of the kernel path the engine selected ("scalar", "avx2", "avx512+vnni", ...). */
 MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *engine);
@@ -537,7 +681,7 @@ typedef struct mlstack_generate_desc {
    or the sequence reaches max_position_embeddings. */
 MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *engine, mlstack_generate_desc *desc);
 
-/* ---- Serving many requests (sections KVCACHE and SCHEDULER) ----
+/* ---- Serving many requests (>>kvcache, >>scheduler) ----
    Requests are queued with mlstack_engine_submit and advanced by mlstack_engine_step, which
    forms one batch from the next token of every running request plus prefill chunks of waiting
    ones (up to step_tokens rows), runs one forward over it, samples each request with its own
@@ -681,7 +825,7 @@ MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *engine, mlstack_cach
    Thread safety: the driving thread, between steps. */
 MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *engine);
 
-/* ---- Profiler (section 17) ---- */
+/* ---- Profiler (>>profiler) ---- */
 
 /* When to record, as torch.profiler's schedule counts it; one step is one mlstack_engine_eval
    (which mlstack_generate calls once for the prompt and once per generated token). A step runs
@@ -737,22 +881,6 @@ MLSTACK_API int mlstack_engine_profile_ops(const mlstack_engine *engine, mlstack
    larger buffer if it is >= cap. Thread safety: as profile_start. */
 MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, char *buf, size_t cap);
 
-/* Bytes of weights one decode token reads: every projection and the LM head as the kernels
-   see them (after load-time quantization), one embedding row, the norms. The bandwidth roofline
-   of generation is memory bandwidth / this. */
-MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
-
-/* Opens a model of the shape a config.json describes with random weights, without any weight
-   file: for benchmarks and tests on real shapes. Weights are drawn from a fast deterministic
-   PRNG (approximately normal, std 0.02, biases 0, norm weights 1) into memory the model owns,
-   stored as `dtype` (F32, F16 or BF16), then quantized like mlstack_model_open when `quant`
-   is MLSTACK_DTYPE_Q8_0 or _Q4_1 (0: none).
-   Parameters: config_path (a config.json, or a folder holding one), seed (same seed, same
-   weights on any machine and thread count), out, err (optional detail).
-   Returns MLSTACK_OK or a failure as mlstack_model_open. Thread safety: any thread. */
-MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
-                                                     uint64_t seed, mlstack_model **out, mlstack_error *err);
-
 #ifdef __cplusplus
 }
 #endif
@@ -789,7 +917,23 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 #define MLSTACK__POOL_PTHREADS 1 /* the built-in pool's workers */
 #endif
 
-/* ==== 2. PLATFORM ==== */  /* >>platform */
+/* How the implementation is written (what a reader can rely on in every section):
+   - Names: internal functions and types mlstack__name, macros MLSTACK__NAME; a section's
+     functions share a prefix (mlstack__json_, mlstack__re_, mlstack__tok_, mlstack__kv_, ...).
+   - Returns: a function that can fail for a reason worth telling returns mlstack_result
+     (MLSTACK_OK = 0, failures negative) and writes the reason with MLSTACK__FAIL into the
+     mlstack_error it was given (or the object's error text). A helper whose only failure has
+     already been recorded, or is "out of memory", returns int: 0 on success, -1 on failure, so
+     both kinds test as `if (f(...) != 0)`. Predicates and searches return non-zero for
+     yes/found (or an index, -1 for not found), as their comment says. One family differs:
+     the growable-buffer appends (mlstack__buf_put and friends) return 1 when the bytes were
+     appended and 0 when out of memory, so that several appends chain with &&.
+   - Ownership: whoever allocates frees, with MLSTACK_FREE; a function that hands over memory
+     says so in its comment.
+   - Lengths from files are checked by subtracting from the known total, and size arithmetic is
+     overflow-checked (mlstack__mul_overflows) before allocating. */
+
+/* ==== 2. PLATFORM ==== */ /* >>platform */
 
 #if defined(MLSTACK_MALLOC) || defined(MLSTACK_REALLOC) || defined(MLSTACK_FREE)
 #if !defined(MLSTACK_MALLOC) || !defined(MLSTACK_REALLOC) || !defined(MLSTACK_FREE)
@@ -1143,7 +1287,7 @@ typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
 
-/* Profiler hooks (section PROFILER). `pool->prof` is non-NULL only while a profile records,
+/* Profiler hooks (>>profiler). `pool->prof` is non-NULL only while a profile records,
    so when profiling is off every hook costs one predictable branch. */
 struct mlstack__prof;
 struct mlstack__pool;
@@ -1166,7 +1310,7 @@ enum { MLSTACK__OP_EVAL, MLSTACK__OP_SAMPLE, MLSTACK__OP_EMBED, MLSTACK__OP_RMSN
 
 typedef struct mlstack__pool {
     int n_threads;
-    struct mlstack__prof *prof; /* set only while a profile records (section PROFILER) */
+    struct mlstack__prof *prof; /* set only while a profile records (>>profiler) */
 #if defined(MLSTACK__POOL_PTHREADS)
     pthread_t *threads;
     pthread_mutex_t mu;
@@ -1317,7 +1461,7 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* ==== 3. JSON ==== */  /* >>json */
+/* ==== 3. JSON ==== */ /* >>json */
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
    characters are errors. Depth and size are limited; errors give line, column and byte offset.
@@ -1741,7 +1885,7 @@ MLSTACK__FN int mlstack__json_is_str(const mlstack__json *v, const char *s) {
 
 MLSTACK__FN int mlstack__json_is_null(const mlstack__json *v) { return !v || v->type == MLSTACK__JSON_NULL; }
 
-/* ==== 4. SAFETENSORS ==== */  /* >>safetensors */
+/* ==== 4. SAFETENSORS ==== */ /* >>safetensors */
 /* File layout: u64 little-endian header length H, H bytes of JSON, then the data area.
    The JSON maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]} with offsets
    relative to the data area; "__metadata__" maps strings to strings. Every field is checked
@@ -2098,7 +2242,7 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
     v->n_bytes = t->end - t->begin;
 }
 
-/* ==== 5. UNICODE ==== */  /* >>unicode */
+/* ==== 5. UNICODE ==== */ /* >>unicode */
 
 /* Code points, properties and normalization.
    Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The tables are generated by
@@ -2334,7 +2478,7 @@ oom:
 }
 
 
-/* ==== 6. REGEX ==== */  /* >>regex */
+/* ==== 6. REGEX ==== */ /* >>regex */
 
 /* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
    leftmost match, ordered alternation, greedy/lazy/possessive quantifiers, Unicode-aware \s \d \w
@@ -3448,7 +3592,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 
 
 
-/* ==== 7. TOKENIZER ==== */  /* >>tokenizer */
+/* ==== 7. TOKENIZER ==== */ /* >>tokenizer */
 /* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
      text -> invalid UTF-8 replaced (U+FFFD per maximal invalid subpart, like Python's
              bytes.decode("utf-8", "replace"), since a Python str cannot hold invalid UTF-8)
@@ -5412,7 +5556,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
     MLSTACK_FREE(d);
 }
 
-/* ==== 8. TEMPLATE ==== */  /* >>template */
+/* ==== 8. TEMPLATE ==== */ /* >>template */
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -10006,7 +10150,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
 }
 
-/* ==== 9. KERNELS ==== */  /* >>kernels */
+/* ==== 9. KERNELS ==== */ /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these. Each output element
@@ -10063,7 +10207,7 @@ static void mlstack__to_f32(mlstack_dtype dtype, const void *src, float *dst, si
 }
 
 /* Weight formats. The first three are file dtypes used as stored; the block formats are made
-   at load (section 14) from any of them:
+   at load (>>quant) from any of them:
      Q8_0: blocks of 32 weights: f16 scale d, 32 int8 q;        w = d * q
      Q4_1: blocks of 32 weights: f16 scale d, f16 offset m, 16 bytes of nibbles; w = d * q + m
            with q = the nibble (0..15), element j < 16 in the low nibble of byte j, element
@@ -10259,7 +10403,7 @@ typedef struct mlstack__kernels {
     void (*to_f32)(mlstack_dtype dtype, const void *src, float *dst, size_t n); /* F32/F16/BF16 -> f32 */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
-    /* attention over a chunk of up to 32 keys (section 16): s (G, 32) = scale * q (G, Dh) . kt,
+    /* attention over a chunk of up to 32 keys (>>forward): s (G, 32) = scale * q (G, Dh) . kt,
        kt the keys transposed (Dh, 32); exp_shift: s[i] = e^(s[i] - m), returns their sum;
        pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key order */
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
@@ -10541,10 +10685,10 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-/* ==== 10. KERNELS AVX2 ==== */  /* >>avx2 */
+/* ==== 10. KERNELS AVX2 ==== */ /* >>avx2 */
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
-   runs everywhere and picks this path at run time. Same layouts as section 9. Projections are
-   multiplied from their P16 panels (section 9), made when the first engine on this path starts.
+   runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
+   multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
    The row kernels, for weights without panels: 8 lanes over the reduction index (lane = index
    mod 8), tail zero-padded into the same lanes, lanes summed in a fixed tree; the B loop never
    changes it. */
@@ -10654,7 +10798,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const m
     }
 }
 
-/* P16 kernels (panel layout in section 9), the AVX2 forms of section 11's: one broadcast
+/* P16 kernels (panel layout in >>kernels), the AVX2 forms of >>avx512's: one broadcast
    activation times 8 outputs per instruction, a 16-output panel being two vectors. Tiles of RB
    activation rows x NV vectors only decide which elements are computed together; each element
    is the same sequence of operations in any tile, so results are batch invariant, and they are
@@ -10969,7 +11113,7 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
         }
 }
 
-/* Attention chunk ops (section 16), the AVX2 forms of section 11's. Scores: 8 keys per vector,
+/* Attention chunk ops (>>forward), the AVX2 forms of >>avx512's. Scores: 8 keys per vector,
    two heads at a time; each score is one FMA chain over d in order, whether its head is paired
    or alone and however many vectors of keys are computed, so a head's scores never depend on G
    (the AVX-512 path does the same operations). Only s[0..n) of each head is written. */
@@ -11117,9 +11261,9 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
                                                        MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
 #endif
 
-/* ==== 11. KERNELS AVX512 ==== */  /* >>avx512 */
+/* ==== 11. KERNELS AVX512 ==== */ /* >>avx512 */
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
-   into the same lanes. Projections are multiplied from their P16 panels (section 9), made when
+   into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
    are vectorized here too. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
@@ -11209,7 +11353,7 @@ MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
 MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
 MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 
-/* P16 kernels (layout in section 9). One broadcast activation times 16 outputs per FMA, so
+/* P16 kernels (layout in >>kernels). One broadcast activation times 16 outputs per FMA, so
    each output element is a plain sum in input order (f32: one FMA per input; int8: one scaled
    block at a time), whatever the tile: tiles of RB activation rows x RO panels only decide which
    elements are computed together. Float weights go in steps of MLSTACK__MM_KC inputs, the partial
@@ -11734,11 +11878,11 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #pragma GCC diagnostic pop
 #endif
 
-/* ==== 12. KERNELS NEON ==== */  /* >>neon */
+/* ==== 12. KERNELS NEON ==== */ /* >>neon */
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
-   Same layouts as section 9; data is read as little-endian bytes. Projections are multiplied
+   Same layouts as >>kernels; data is read as little-endian bytes. Projections are multiplied
    from their P16 panels (both tables read them for every type), with the reduction order of
    the AVX-512 P16 kernels (below); the row kernels serve weights without panels.
    Reduction order per output element of the row kernels, whatever B is:
@@ -11913,7 +12057,7 @@ static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *
 MLSTACK__MMQ_NEON(mlstack__mm_q8_neon, , mlstack__ldq8_neon, mlstack__dot_i8_neon)
 MLSTACK__MMQ_NEON(mlstack__mm_q4_neon, , mlstack__ldq4_neon, mlstack__dot_i8_neon)
 
-/* P16 kernels (layout in section 9), the NEON form of section 11's: one broadcast activation
+/* P16 kernels (layout in >>kernels), the NEON form of >>avx512's: one broadcast activation
    times 16 outputs (a panel row, four 4-lane registers) per step, so each output element is a
    plain sum in input order whatever the tile: float weights one FMA per input, in steps of
    MLSTACK__MM_KC inputs with the partial sums parked in y (exactly resumable), F16/BF16 panels
@@ -12199,7 +12343,7 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
     if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
 }
 
-/* e^x as mlstack__exp256 (section 10), 4 lanes: x = n ln2 + r, e^r by the same degree-6
+/* e^x as mlstack__exp256 (>>avx2), 4 lanes: x = n ln2 + r, e^r by the same degree-6
    polynomial, 2^n built in the exponent bits; inputs clamped to [-87, 88]. */
 static float32x4_t mlstack__exp_neon(float32x4_t x) {
     float32x4_t n, r, p;
@@ -12237,7 +12381,7 @@ static MLSTACK__ALWAYS_INLINE void mlstack__st4_part_neon(float *p, int n, float
     }
 }
 
-/* Attention chunk ops (section 16), the NEON forms of section 11's. Scores: 4 keys per vector,
+/* Attention chunk ops (>>forward), the NEON forms of >>avx512's. Scores: 4 keys per vector,
    two heads at a time; each score is one FMA chain over d in order, whether its head is paired
    or alone and however many vectors of keys are computed, so a head's scores never depend on
    G. Only s[0..n) of each head is written. */
@@ -12413,7 +12557,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 #endif
 #endif
 
-/* ==== 13. KERNEL DISPATCH ==== */  /* >>dispatch */
+/* ==== 13. KERNEL DISPATCH ==== */ /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | neon). Caps rank paths within one architecture: a cap above what the
@@ -12511,9 +12655,9 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     }
 }
 
-/* ==== 14. QUANT ==== */  /* >>quant */
+/* ==== 14. QUANT ==== */ /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
-   Q4_1 rows (layouts in section 9). n_in must be a multiple of 32.
+   Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
      Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
            q = clamp(round((w - m) / d), 0, 15) */
@@ -12600,7 +12744,7 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 15. MODEL ==== */  /* >>model */
+/* ==== 15. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -13121,7 +13265,7 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
 }
 
-/* Makes the P16 panels (section 9) of every projection whose type is in `packs`, once per
+/* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
 #if !defined(MLSTACK_NO_THREADS)
 static pthread_mutex_t mlstack__pack_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -13608,7 +13752,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 16. KVCACHE ==== */  /* >>kvcache */
+/* ==== 16. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -14032,7 +14176,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
         }
 }
 
-/* ==== 17. FORWARD ==== */  /* >>forward */
+/* ==== 17. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -14062,7 +14206,7 @@ struct mlstack_engine {
     int32_t *tmp_len;     /* per sequence, during validation */
     mlstack_error err;
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
-    struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
+    struct mlstack__sched *sched; /* requests, queues and accounting (>>scheduler) */
     int step_tokens;
 };
 
@@ -14212,7 +14356,7 @@ static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *r
     }
 }
 
-/* ==== 18. SAMPLING ==== */  /* >>sampling */
+/* ==== 18. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -14402,7 +14546,7 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
     return s->idx[n - 1];
 }
 
-/* ==== 19. ENGINE ==== */  /* >>engine */
+/* ==== 19. ENGINE ==== */ /* >>engine */
 
 static void mlstack__sched_free(mlstack_engine *e);
 static mlstack_result mlstack__sched_init(mlstack_engine *e);
@@ -14751,7 +14895,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 20. SCHEDULER ==== */  /* >>scheduler */
+/* ==== 20. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -15516,7 +15660,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 21. PROFILER ==== */  /* >>profiler */
+/* ==== 21. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -16019,11 +16163,12 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 22. UNICODE TABLES ==== */  /* >>unicodetables */
+/* ==== 22. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */
 
+/* clang-format off */
 /* BEGIN GENERATED unicode tables */
 /* Generated by tools/gen_unicode.py from the Unicode 15.0.0 Character Database (normalization data cut at Unicode 9.0). 122290 bytes: properties 41216, case 7008, normalization 68054. */
 #define MLSTACK__UPROP_SHIFT 7
@@ -19265,6 +19410,7 @@ static const uint32_t mlstack__ucomp[2820] = {
     70841,70842,70843,70841,70845,70846,71096,71087,71098,71097,71087,71099,
 };
 /* END GENERATED unicode tables */
+/* clang-format on */
 
 /* Property byte: general category (bits 0-4), White_Space (0x20), Alphabetic (0x40). */
 static unsigned mlstack__uprop(uint32_t cp) {

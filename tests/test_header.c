@@ -3,6 +3,94 @@
 #include "mlstack.h"
 #include "testlib.h"
 
+/* Copies the identifier at p (letters, digits, _) into out; returns its length. */
+static size_t ident(const char *p, char *out, size_t cap) {
+    size_t n = 0;
+    while ((p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9')) &&
+           n + 1 < cap) {
+        out[n] = p[n];
+        n++;
+    }
+    out[n] = 0;
+    return n;
+}
+
+/* API AT A GLANCE names every public function, and only those: each "MLSTACK_API ... name("
+   declaration has "name(" in the block, and each "mlstack_...(" in the block is declared. */
+static void check_glance(const char *h) {
+    const char *g = strstr(h, "API AT A GLANCE"), *g_end = g ? strstr(g, "*/") : NULL, *decl = strstr(h, "#ifndef MLSTACK_H");
+    const char *p, *decl_end;
+    char name[96], pat[100];
+    int n_decl = 0;
+    CHECKF(g && g_end && decl, "no API AT A GLANCE block in the front matter");
+    if (!g || !g_end || !decl) return;
+    decl_end = strstr(decl, "#endif /* MLSTACK_H */");
+    CHECK(decl_end != NULL);
+    for (p = decl; (p = strstr(p, "\nMLSTACK_API ")) != NULL && p < decl_end; p++) {
+        const char *paren = strchr(p + 1, '('), *q = paren;
+        int in_block;
+        if (!paren) break;
+        while (q > p && (q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') || (q[-1] >= '0' && q[-1] <= '9'))) q--;
+        ident(q, name, sizeof name);
+        if (strncmp(name, "mlstack_", 8) != 0) continue;
+        n_decl++;
+        snprintf(pat, sizeof pat, " %s(", name);
+        in_block = (q = strstr(g, pat)) != NULL && q < g_end;
+        snprintf(pat, sizeof pat, "*%s(", name);
+        in_block |= (q = strstr(g, pat)) != NULL && q < g_end;
+        CHECKF(in_block, "%s is declared but not listed in API AT A GLANCE", name);
+    }
+    CHECKF(n_decl > 50, "only %d public functions found", n_decl);
+    for (p = g; (p = strstr(p, "mlstack_")) != NULL && p < g_end; p += 8) {
+        size_t n = ident(p, name, sizeof name);
+        if (p[n] != '(' || (p > h && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')))) continue;
+        snprintf(pat, sizeof pat, " %s(", name);
+        {
+            const char *d = strstr(decl, pat);
+            int found = 0;
+            /* a declaration: the name follows a line starting with MLSTACK_API */
+            while (d && !found) {
+                const char *bol = d;
+                while (bol > decl && bol[-1] != '\n') bol--;
+                found = strncmp(bol, "MLSTACK_API ", 12) == 0;
+                d = strstr(d + 1, pat);
+            }
+            if (!found) {
+                snprintf(pat, sizeof pat, "*%s(", name);
+                for (d = strstr(decl, pat); d && !found; d = strstr(d + 1, pat)) {
+                    const char *bol = d;
+                    while (bol > decl && bol[-1] != '\n') bol--;
+                    found = strncmp(bol, "MLSTACK_API ", 12) == 0;
+                }
+            }
+            CHECKF(found, "API AT A GLANCE lists %s, which is not declared", name);
+        }
+    }
+}
+
+/* Every ">>anchor" the header mentions names a section, and no text refers to a section by its
+   number ("section 9"), which goes stale when sections move. */
+static void check_anchors(const char *h, char toc[][96], int n_toc) {
+    const char *p;
+    char anchor[40];
+    int k, bad = 0;
+    for (p = h; (p = strstr(p, ">>")) != NULL; p += 2) {
+        int known = 0;
+        if (ident(p + 2, anchor, sizeof anchor) == 0 || strcmp(anchor, "anchor") == 0 || strcmp(anchor, "name") == 0)
+            continue;
+        for (k = 0; k < n_toc && !known; k++) {
+            const char *a = strstr(toc[k], ">>");
+            known = a && strcmp(a + 2, anchor) == 0;
+        }
+        if (!known && bad++ < 10) CHECKF(0, "\">>%s\" at offset %ld names no section", anchor, (long)(p - h));
+    }
+    CHECKF(bad == 0, "%d references to unknown anchors", bad);
+    bad = 0;
+    for (p = h; (p = strstr(p, "section ")) != NULL; p += 8)
+        if (p[8] >= '0' && p[8] <= '9' && bad++ < 10) CHECKF(0, "a section referred to by number at offset %ld", (long)(p - h));
+    CHECKF(bad == 0, "%d references to sections by number (use >>anchor)", bad);
+}
+
 int main(void) {
     size_t len, i;
     char *h = tl_read("mlstack.h", &len), *p, *toc_end, *impl;
@@ -46,6 +134,8 @@ int main(void) {
         CHECKF(strcmp(toc[k], ban[k]) == 0, "entry %d: contents says \"%s\", banner says \"%s\"", k, toc[k], ban[k]);
         CHECKF(atoi(toc[k]) == k + 1, "entry \"%s\" out of sequence", toc[k]);
     }
+    check_glance(h);
+    check_anchors(h, toc, n_toc);
     impl = strstr(h, "#if defined(MLSTACK_IMPLEMENTATION) && !defined(MLSTACK_IMPLEMENTATION_INCLUDED)");
     CHECK(impl != NULL);
     for (i = 0; impl && h + i < impl; i++)

@@ -7,7 +7,7 @@ import sys
 
 path = sys.argv[1] if len(sys.argv) > 1 else "mlstack.h"
 text = open(path, encoding="utf-8").read()
-banner = re.compile(r"/\* ==== (\d+)\. ([A-Z0-9 ]+?) ==== \*/  /\* >>([a-z0-9]+) \*/")
+banner = re.compile(r"/\* ==== (\d+)\. ([A-Z0-9 ]+?) ==== \*/ +/\* >>([a-z0-9]+) \*/")
 
 toc_start = text.index("TABLE OF CONTENTS")
 toc_end = text.index("BUILD OPTIONS", toc_start)
@@ -21,7 +21,7 @@ for line in toc.splitlines()[1:]:
 sections = []
 def renumber(m):
     sections.append((m.group(2), m.group(3)))
-    return "/* ==== %d. %s ==== */  /* >>%s */" % (len(sections), m.group(2), m.group(3))
+    return "/* ==== %d. %s ==== */ /* >>%s */" % (len(sections), m.group(2), m.group(3))
 
 body = banner.sub(renumber, text[toc_end:])
 lines = [toc.splitlines()[0]]
