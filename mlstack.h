@@ -6767,13 +6767,20 @@ static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const
 #define MLSTACK__TOK_CACHE_MAX_WORD 128 /* bytes; longer pieces bypass the word cache */
 #define MLSTACK__TOK_CACHE_SLOTS 8192
 
-enum { MLSTACK__N_NFC = 1, MLSTACK__N_NFD, MLSTACK__N_NFKC, MLSTACK__N_NFKD, MLSTACK__N_LOWER, MLSTACK__N_STRIP,
-       MLSTACK__N_STRIP_ACCENTS, MLSTACK__N_PREPEND, MLSTACK__N_REPLACE };
-enum { MLSTACK__P_SPLIT = 1, MLSTACK__P_BYTELEVEL, MLSTACK__P_METASPACE, MLSTACK__P_DIGITS, MLSTACK__P_PUNCT,
-       MLSTACK__P_WHITESPACE, MLSTACK__P_WSSPLIT, MLSTACK__P_BERT };
-enum { MLSTACK__B_REMOVED, MLSTACK__B_ISOLATED, MLSTACK__B_PREV, MLSTACK__B_NEXT, MLSTACK__B_CONTIGUOUS };
-enum { MLSTACK__D_BYTELEVEL = 1, MLSTACK__D_BYTEFALLBACK, MLSTACK__D_METASPACE, MLSTACK__D_REPLACE, MLSTACK__D_FUSE,
-       MLSTACK__D_STRIP, MLSTACK__D_BPE };
+/* Normalizer steps (mlstack__tok_step.type in t->norm). */
+enum { MLSTACK__NORM_NFC = 1, MLSTACK__NORM_NFD, MLSTACK__NORM_NFKC, MLSTACK__NORM_NFKD, MLSTACK__NORM_LOWER,
+       MLSTACK__NORM_STRIP, MLSTACK__NORM_STRIP_ACCENTS, MLSTACK__NORM_PREPEND, MLSTACK__NORM_REPLACE };
+/* Pre-tokenizer steps (in t->pre). */
+enum { MLSTACK__PRETOK_SPLIT = 1, MLSTACK__PRETOK_BYTELEVEL, MLSTACK__PRETOK_METASPACE, MLSTACK__PRETOK_DIGITS,
+       MLSTACK__PRETOK_PUNCT, MLSTACK__PRETOK_WHITESPACE, MLSTACK__PRETOK_WSSPLIT, MLSTACK__PRETOK_BERT };
+/* What a split does with the matched part (Hugging Face's SplitDelimiterBehavior). */
+enum { MLSTACK__SPLIT_REMOVED, MLSTACK__SPLIT_ISOLATED, MLSTACK__SPLIT_PREV, MLSTACK__SPLIT_NEXT,
+       MLSTACK__SPLIT_CONTIGUOUS };
+/* Decoder steps (in t->dec). */
+enum { MLSTACK__DECODER_BYTELEVEL = 1, MLSTACK__DECODER_BYTEFALLBACK, MLSTACK__DECODER_METASPACE,
+       MLSTACK__DECODER_REPLACE, MLSTACK__DECODER_FUSE, MLSTACK__DECODER_STRIP, MLSTACK__DECODER_BPE };
+/* Which list of steps a tokenizer.json node fills. */
+enum { MLSTACK__STEPS_NORMALIZER, MLSTACK__STEPS_PRETOKENIZER, MLSTACK__STEPS_DECODER };
 enum { MLSTACK__PREPEND_ALWAYS, MLSTACK__PREPEND_FIRST, MLSTACK__PREPEND_NEVER };
 
 /* One step of a normalizer, pre-tokenizer or decoder (Sequence nodes are flattened). */
@@ -7243,25 +7250,25 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
     for (k = 0; k < t->n_norm; k++) {
         const mlstack__tok_step *st = &t->norm[k];
         size_t start = e->pool.n, i;
-        if (st->type >= MLSTACK__N_NFC && st->type <= MLSTACK__N_NFKD) {
+        if (st->type >= MLSTACK__NORM_NFC && st->type <= MLSTACK__NORM_NFKD) {
             static const int forms[4] = {MLSTACK__NFC, MLSTACK__NFD, MLSTACK__NFKC, MLSTACK__NFKD};
             char *o = NULL;
             size_t ol = 0;
             mlstack_result r;
             if (len == 0) continue;
-            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
+            r = mlstack__unorm(forms[st->type - MLSTACK__NORM_NFC], e->pool.p + off, len, &o, &ol);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__buf_put(&e->pool, o, ol)) {
                 MLSTACK_FREE(o);
                 return MLSTACK_ERR_NO_MEMORY;
             }
             MLSTACK_FREE(o);
-        } else if (st->type == MLSTACK__N_LOWER || st->type == MLSTACK__N_STRIP_ACCENTS) {
+        } else if (st->type == MLSTACK__NORM_LOWER || st->type == MLSTACK__NORM_STRIP_ACCENTS) {
             if (!mlstack__buf_reserve(&e->pool, len * 3)) return MLSTACK_ERR_NO_MEMORY;
             for (i = 0; i < len;) {
                 uint32_t cp, lo[3];
                 int cl = mlstack__tok_cp(e->pool.p + off + i, len - i, &cp), m, j;
-                if (st->type == MLSTACK__N_LOWER) {
+                if (st->type == MLSTACK__NORM_LOWER) {
                     m = mlstack__ulower_full(cp, lo);
                     for (j = 0; j < m; j++) e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
                 } else if (!mlstack__uis_mark(cp)) {
@@ -7270,7 +7277,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
                 }
                 i += (size_t)cl;
             }
-        } else if (st->type == MLSTACK__N_STRIP) {
+        } else if (st->type == MLSTACK__NORM_STRIP) {
             size_t a = 0, z = len;
             uint32_t cp;
             while (st->left && a < z) {
@@ -7288,12 +7295,12 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             off += a;
             len = z - a;
             continue;
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             if (len == 0) continue;
             if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len)) return MLSTACK_ERR_NO_MEMORY;
             memcpy(e->pool.p + e->pool.n, e->pool.p + off, len);
             e->pool.n += len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             size_t from = 0, b, en;
             int f;
             while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &b, &en)) != 0) {
@@ -7353,17 +7360,17 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
     for (i = 0; i < n; i++) {
         mlstack__seg c = sg[i];
         switch (behavior) {
-        case MLSTACK__B_REMOVED:
+        case MLSTACK__SPLIT_REMOVED:
             if (!c.m) sg[k++] = c;
             break;
-        case MLSTACK__B_ISOLATED:
+        case MLSTACK__SPLIT_ISOLATED:
             sg[k++] = c;
             break;
-        case MLSTACK__B_PREV:
+        case MLSTACK__SPLIT_PREV:
             if (c.m && !prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
-        case MLSTACK__B_CONTIGUOUS:
+        case MLSTACK__SPLIT_CONTIGUOUS:
             if (c.m == prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
@@ -7373,7 +7380,7 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
         }
         prev = c.m;
     }
-    if (behavior == MLSTACK__B_NEXT) { /* walk backwards: a match joins the part after it */
+    if (behavior == MLSTACK__SPLIT_NEXT) { /* walk backwards: a match joins the part after it */
         size_t j = k, w = k;
         prev = 0;
         while (j-- > 0) {
@@ -7442,19 +7449,19 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         size_t j;
         if (p.len == 0) continue;
         switch (st->type) {
-        case MLSTACK__P_SPLIT:
+        case MLSTACK__PRETOK_SPLIT:
             r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__apply_behavior(e, &p, st->behavior, st->invert, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_DIGITS:
-        case MLSTACK__P_PUNCT:
-        case MLSTACK__P_BERT:
-            if (st->type == MLSTACK__P_BERT) { /* whitespace split (removed), then punctuation isolated */
+        case MLSTACK__PRETOK_DIGITS:
+        case MLSTACK__PRETOK_PUNCT:
+        case MLSTACK__PRETOK_BERT:
+            if (st->type == MLSTACK__PRETOK_BERT) { /* whitespace split (removed), then punctuation isolated */
                 if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
                 {
                     size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
                     /* re-split the new parts on punctuation */
                     {
                         size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
@@ -7464,7 +7471,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                         for (q = 0; q < nn; q++) {
                             mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
                             if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
-                                !mlstack__apply_behavior(e, &sp, MLSTACK__B_ISOLATED, 0, &e->pb)) {
+                                !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
                                 MLSTACK_FREE(parts.p);
                                 return MLSTACK_ERR_NO_MEMORY;
                             }
@@ -7475,16 +7482,16 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
-                                     st->type == MLSTACK__P_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
+                                     st->type == MLSTACK__PRETOK_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
                 return MLSTACK_ERR_NO_MEMORY;
             if (!mlstack__apply_behavior(e, &p, st->behavior, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WSSPLIT:
+        case MLSTACK__PRETOK_WSSPLIT:
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws) ||
-                !mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb))
+                !mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
+        case MLSTACK__PRETOK_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
             size_t a = 0, n = p.len;
             s = e->pool.p + p.off;
             e->segs.n = 0;
@@ -7503,10 +7510,10 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 if (!mlstack__seg_push(&e->segs, a, z, cls != 0)) return MLSTACK_ERR_NO_MEMORY;
                 a = z;
             }
-            if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_METASPACE: {
+        case MLSTACK__PRETOK_METASPACE: {
             size_t start = e->pool.n;
             int prepend;
             s = e->pool.p + p.off;
@@ -7537,12 +7544,12 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 lit.alen = st->alen;
                 r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_BYTELEVEL: {
+        case MLSTACK__PRETOK_BYTELEVEL: {
             size_t k0 = e->pb.n, q, nn;
             if (st->flag && e->pool.p[p.off] != ' ') {
                 size_t start = e->pool.n;
@@ -7556,7 +7563,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             if (st->re) {
                 r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             /* map the new parts' bytes to GPT-2's printable alphabet */
@@ -7764,14 +7771,14 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         mlstack__piece *ps = (mlstack__piece *)(void *)pa.p;
         np = pa.n / sizeof *ps;
         pb.n = 0;
-        if (st->type == MLSTACK__D_BYTELEVEL || st->type == MLSTACK__D_FUSE) {
+        if (st->type == MLSTACK__DECODER_BYTELEVEL || st->type == MLSTACK__DECODER_FUSE) {
             size_t start;
             mlstack__buf raw = {0, 0, 0};
             for (i = 0; i < np; i++) {
                 const char *s = pool.p + ps[i].off;
                 size_t j, before = raw.n, len = ps[i].len;
                 int ok = 1;
-                if (st->type == MLSTACK__D_BYTELEVEL) {
+                if (st->type == MLSTACK__DECODER_BYTELEVEL) {
                     for (j = 0; j < len && ok;) {
                         uint32_t cp;
                         j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
@@ -7797,7 +7804,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
             }
             MLSTACK_FREE(raw.p);
             if (!mlstack__piece_push(&pb, start, pool.n - start, 0, -1)) MLSTACK__DEC_OOM;
-        } else if (st->type == MLSTACK__D_BYTEFALLBACK) {
+        } else if (st->type == MLSTACK__DECODER_BYTEFALLBACK) {
             size_t run_start = 0, run = 0;
             for (i = 0; i <= np; i++) {
                 int byte = -1;
@@ -7827,16 +7834,16 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         } else {
             for (i = 0; i < np; i++) {
                 mlstack__piece p = ps[i];
-                if (st->type == MLSTACK__D_REPLACE) {
+                if (st->type == MLSTACK__DECODER_REPLACE) {
                     if (!mlstack__dec_replace(&pool, &p, st, st->b, st->blen)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_BPE) {
+                } else if (st->type == MLSTACK__DECODER_BPE) {
                     if (!mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_METASPACE) {
+                } else if (st->type == MLSTACK__DECODER_METASPACE) {
                     mlstack__tok_step lit = *st;
                     lit.re = NULL;
                     if (!mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1))
                         MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_STRIP) {
+                } else if (st->type == MLSTACK__DECODER_STRIP) {
                     int c;
                     for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
                         p.off += st->alen;
@@ -7938,19 +7945,19 @@ static int mlstack__tok_scheme(const mlstack__json *o) {
 }
 static int mlstack__tok_behavior(const mlstack__json *v, int def) {
     if (!v) return def;
-    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__B_REMOVED;
-    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__B_ISOLATED;
-    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__B_PREV;
-    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__B_NEXT;
-    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__B_CONTIGUOUS;
+    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__SPLIT_REMOVED;
+    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__SPLIT_ISOLATED;
+    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__SPLIT_PREV;
+    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__SPLIT_NEXT;
+    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__SPLIT_CONTIGUOUS;
     return -1;
 }
 
 static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth, mlstack_error *err) {
     static const char *const seq_key[3] = {"normalizers", "pretokenizers", "decoders"};
     static const char *const what[3] = {"normalizer", "pre_tokenizer", "decoder"};
-    mlstack__tok_step **arr = kind == 0 ? &t->norm : kind == 1 ? &t->pre : &t->dec;
-    int *n = kind == 0 ? &t->n_norm : kind == 1 ? &t->n_pre : &t->n_dec;
+    mlstack__tok_step **arr = kind == MLSTACK__STEPS_NORMALIZER ? &t->norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->pre : &t->dec;
+    int *n = kind == MLSTACK__STEPS_NORMALIZER ? &t->n_norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->n_pre : &t->n_dec;
     const mlstack__json *ty;
     mlstack__tok_step *st = NULL;
     mlstack_result r;
@@ -7967,75 +7974,75 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         return MLSTACK_OK;
     }
     if ((r = mlstack__tok_push_step(arr, n, &st, err)) != MLSTACK_OK) return r;
-    if (kind == 0) {
+    if (kind == MLSTACK__STEPS_NORMALIZER) {
         static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Prepend", "Replace"};
         int i;
         for (i = 0; i < 9; i++)
             if (mlstack__json_is_str(ty, names[i])) st->type = i + 1;
-        if (st->type == MLSTACK__N_STRIP) {
+        if (st->type == MLSTACK__NORM_STRIP) {
             st->left = mlstack__jbool(node, "strip_left", 1);
             st->right = mlstack__jbool(node, "strip_right", 1);
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             const mlstack__json *p = mlstack__jstr(node, "prepend");
             if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Prepend normalizer without a \"prepend\" string");
             st->a = p->str;
             st->alen = p->len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             const mlstack__json *c = mlstack__jstr(node, "content");
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace normalizer without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) != MLSTACK_OK) return r;
         }
-    } else if (kind == 1) {
+    } else if (kind == MLSTACK__STEPS_PRETOKENIZER) {
         if (mlstack__json_is_str(ty, "Split")) {
-            st->type = MLSTACK__P_SPLIT;
+            st->type = MLSTACK__PRETOK_SPLIT;
             st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), -1);
             st->invert = mlstack__jbool(node, "invert", 0);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) != MLSTACK_OK) return r;
         } else if (mlstack__json_is_str(ty, "ByteLevel")) {
-            st->type = MLSTACK__P_BYTELEVEL;
+            st->type = MLSTACK__PRETOK_BYTELEVEL;
             st->flag = mlstack__jbool(node, "add_prefix_space", 1);
             if (mlstack__jbool(node, "use_regex", 1) &&
                 (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) != MLSTACK_OK)
                 return r;
         } else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__P_METASPACE;
+            st->type = MLSTACK__PRETOK_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             st->flag = mlstack__jbool(node, "split", 1);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Digits")) {
-            st->type = MLSTACK__P_DIGITS;
-            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__B_ISOLATED : MLSTACK__B_CONTIGUOUS;
+            st->type = MLSTACK__PRETOK_DIGITS;
+            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__SPLIT_ISOLATED : MLSTACK__SPLIT_CONTIGUOUS;
         } else if (mlstack__json_is_str(ty, "Punctuation")) {
-            st->type = MLSTACK__P_PUNCT;
-            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__B_ISOLATED);
+            st->type = MLSTACK__PRETOK_PUNCT;
+            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__SPLIT_ISOLATED);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
         } else if (mlstack__json_is_str(ty, "Whitespace")) {
-            st->type = MLSTACK__P_WHITESPACE;
+            st->type = MLSTACK__PRETOK_WHITESPACE;
         } else if (mlstack__json_is_str(ty, "WhitespaceSplit")) {
-            st->type = MLSTACK__P_WSSPLIT;
+            st->type = MLSTACK__PRETOK_WSSPLIT;
         } else if (mlstack__json_is_str(ty, "BertPreTokenizer")) {
-            st->type = MLSTACK__P_BERT;
+            st->type = MLSTACK__PRETOK_BERT;
         }
     } else {
-        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__D_BYTELEVEL;
-        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__D_BYTEFALLBACK;
-        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__D_FUSE;
+        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__DECODER_BYTELEVEL;
+        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__DECODER_BYTEFALLBACK;
+        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__DECODER_FUSE;
         else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__D_METASPACE;
+            st->type = MLSTACK__DECODER_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Replace")) {
             const mlstack__json *c = mlstack__jstr(node, "content");
-            st->type = MLSTACK__D_REPLACE;
+            st->type = MLSTACK__DECODER_REPLACE;
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace decoder without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
@@ -8043,7 +8050,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         } else if (mlstack__json_is_str(ty, "Strip")) {
             const mlstack__json *c = mlstack__jstr(node, "content"), *a = mlstack__json_get(node, "start"),
                                 *b = mlstack__json_get(node, "stop");
-            st->type = MLSTACK__D_STRIP;
+            st->type = MLSTACK__DECODER_STRIP;
             if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 || b->i > 1000)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
             st->a = c->str;
@@ -8052,7 +8059,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
             st->right = (int)b->i;
         } else if (mlstack__json_is_str(ty, "BPEDecoder")) {
             const mlstack__json *s = mlstack__jstr(node, "suffix");
-            st->type = MLSTACK__D_BPE;
+            st->type = MLSTACK__DECODER_BPE;
             st->a = s ? s->str : "</w>";
             st->alen = s ? s->len : 4;
         }
@@ -8162,30 +8169,13 @@ static int mlstack__cmp_added(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
-    const mlstack__json *model, *vocab, *merges, *added, *ty, *c, *v;
+/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
+   map and the model options (unk, byte fallback, subword prefix/suffix). */
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model, const mlstack__json *vocab,
+                                               const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c, *v;
     int64_t max_id = -1;
     size_t n_vocab_entries = 0, slots, i;
-    mlstack_result r;
-    uint32_t rank = 0;
-    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
-    model = mlstack__json_get(root, "model");
-    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
-    ty = mlstack__json_get(model, "type");
-    vocab = mlstack__json_get(model, "vocab");
-    merges = mlstack__json_get(model, "merges");
-    if (ty && !mlstack__json_is_str(ty, "BPE"))
-        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
-    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
-    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
-    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
-    v = mlstack__json_get(model, "dropout");
-    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
-    added = mlstack__json_get(root, "added_tokens");
-    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     for (c = vocab->child; c; c = c->next) {
         if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
             return MLSTACK__FAIL(err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
@@ -8217,7 +8207,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         while (t->vmap[h]) h = (h + 1) & t->vmask;
         t->vmap[h] = (uint32_t)c->i + 1;
     }
-    /* model options */
     t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
     t->fuse_unk = mlstack__jbool(model, "fuse_unk", 0);
     t->ignore_merges = mlstack__jbool(model, "ignore_merges", 0);
@@ -8236,7 +8225,14 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
         t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
     }
-    /* merges */
+    return MLSTACK_OK;
+}
+
+/* Merges: (left id, right id) -> (rank, merged id). */
+static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlstack__json *merges, mlstack_error *err) {
+    const mlstack__json *c;
+    size_t slots;
+    uint32_t rank = 0;
     for (slots = 16; slots < merges->len * 2; slots *= 2) {}
     t->mkey = (uint64_t *)mlstack__calloc(slots, sizeof *t->mkey);
     t->mrank = (uint32_t *)mlstack__calloc(slots, sizeof *t->mrank);
@@ -8298,7 +8294,12 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         }
         MLSTACK_FREE(cat.p);
     }
-    /* added tokens */
+    return MLSTACK_OK;
+}
+
+/* Added tokens, sorted for matching; their strings also name their ids. */
+static mlstack_result mlstack__tok_build_added(mlstack_tokenizer *t, const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c;
     if (t->n_added) {
         int k = 0;
         t->added = (mlstack__tok_added *)mlstack__calloc((size_t)t->n_added, sizeof *t->added);
@@ -8320,11 +8321,14 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         }
         qsort(t->added, (size_t)t->n_added, sizeof *t->added, mlstack__cmp_added);
     }
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), 0, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), 1, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), 2, 0, err)) != MLSTACK_OK) return r;
-    for (i = 0; i < (size_t)t->n_pre; i++)
-        if (t->pre[i].type == MLSTACK__P_BYTELEVEL) t->byte_level_model = 1;
+    return MLSTACK_OK;
+}
+
+/* BOS/EOS, chat template and the ids added around a sequence (post-processor). */
+static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg,
+                                                  mlstack_error *err) {
+    const mlstack__json *c;
+    mlstack_result r;
     /* Special tokens as transformers 5 decides them: an explicit add_bos_token/add_eos_token in
        tokenizer_config.json (or a tokenizer.json without post-processor) replaces the
        post-processor by "[bos] $A [eos]"; a missing flag then counts as false. */
@@ -8354,6 +8358,39 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
             return r;
     }
     return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
+    mlstack_result r;
+    int i;
+    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
+    model = mlstack__json_get(root, "model");
+    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
+    ty = mlstack__json_get(model, "type");
+    vocab = mlstack__json_get(model, "vocab");
+    merges = mlstack__json_get(model, "merges");
+    if (ty && !mlstack__json_is_str(ty, "BPE"))
+        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
+    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
+    v = mlstack__json_get(model, "dropout");
+    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
+    added = mlstack__json_get(root, "added_tokens");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    for (i = 0; i < t->n_pre; i++)
+        if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
 }
 
 /* ---- public API ---- */
