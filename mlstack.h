@@ -5642,13 +5642,19 @@ oom:
    backtrack stack on the caller's stack (heap only past 256 entries) and a step budget, so one
    compiled regex can be searched from many threads at once. */
 
+/* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
+   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u /* steps allowed per search, plus 32 per input byte */
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
+#ifndef MLSTACK_REGEX_STEPS_PER_BYTE
+#define MLSTACK_REGEX_STEPS_PER_BYTE 32u
 #endif
 #define MLSTACK__RE_MAX_INST 65536
 #define MLSTACK__RE_MAX_DEPTH 64
 #define MLSTACK__RE_MAX_REGS 64
 #define MLSTACK__RE_MAX_NEG 8
+#define MLSTACK__RE_MAX_LOOK 64 /* nested lookarounds, atomic groups and possessive groups */
 #define MLSTACK__RE_INF 0x7FFFFFFF
 
 enum {
@@ -6408,20 +6414,29 @@ static int mlstack__re_alt(mlstack__re_comp *c, int fold, int *nullable) {
     return 0;
 }
 
-/* Marks in first[] every byte that can begin a match starting at pc; returns 1 if the program can
-   reach MATCH without consuming (then any position may match). Lookarounds are transparent. */
-static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, unsigned char *seen) {
-    for (;;) {
-        const mlstack__re_inst *ins;
-        if (pc < 0 || pc >= re->n_prog) return 1;
-        if (seen[pc]) return 0;
-        seen[pc] = 1;
-        ins = &re->prog[pc];
+/* Marks in first[] every byte that can begin a match; returns 1 if the program can reach MATCH
+   without consuming (then any position may match). A walk over the instructions reachable without
+   consuming, with an explicit work list (no recursion: the pattern's size must not decide the
+   stack depth). Negative and positive lookarounds are transparent; an atomic group's body is
+   walked, and its SUCCEED continues after the group. work holds n_prog entries, seen n_prog bytes. */
+static int mlstack__re_first(const mlstack__regex *re, uint32_t *first, unsigned char *seen, int *work) {
+    int top = 0, nullable = 0;
+    work[top++] = 0;
+    seen[0] = 1;
+#define MLSTACK__RE_VISIT(to)                                                     \
+    do {                                                                          \
+        int to_ = (to);                                                           \
+        if (to_ < 0 || to_ >= re->n_prog) nullable = 1;                           \
+        else if (!seen[to_]) { seen[to_] = 1; work[top++] = to_; }               \
+    } while (0)
+    while (top > 0) {
+        int pc = work[--top];
+        const mlstack__re_inst *ins = &re->prog[pc];
         switch (ins->op) {
         case MLSTACK__RE_REP: case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
             int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
             /* an optional repeat may be skipped: what follows it can start the match too */
-            if (ins->op == MLSTACK__RE_REP && ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
+            if (ins->op == MLSTACK__RE_REP && ins->min == 0) MLSTACK__RE_VISIT(pc + 1);
             if (mop == MLSTACK__RE_CHAR && ins->a != 0xFFFD) {
                 unsigned char b[4];
                 mlstack__utf8_put(b, (uint32_t)ins->a);
@@ -6432,27 +6447,40 @@ static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, 
                     if (mlstack__re_test(re, mop, ins->a, cp)) first[cp >> 5] |= 1u << (cp & 31);
                 first[4] = first[5] = first[6] = first[7] = 0xFFFFFFFFu; /* any non-ASCII lead or stray byte */
             }
-            return 0;
+            break;
         }
         case MLSTACK__RE_SPLIT:
-            if (mlstack__re_first(re, pc + ins->a, first, seen)) return 1;
-            pc += ins->min;
+            MLSTACK__RE_VISIT(pc + ins->a);
+            MLSTACK__RE_VISIT(pc + ins->min);
             break;
-        case MLSTACK__RE_JMP: pc += ins->a; break;
+        case MLSTACK__RE_JMP: MLSTACK__RE_VISIT(pc + ins->a); break;
         case MLSTACK__RE_CHECK:
-            if (mlstack__re_first(re, pc + ins->min, first, seen)) return 1;
-            pc++;
+            MLSTACK__RE_VISIT(pc + ins->min);
+            MLSTACK__RE_VISIT(pc + 1);
             break;
         case MLSTACK__RE_LOOK:
-            if (ins->mode == MLSTACK__RE_ATOMIC) {
-                if (mlstack__re_first(re, pc + 1, first, seen) == 0) return 0;
-            }
-            pc += 1 + ins->a;
+            MLSTACK__RE_VISIT(ins->mode == MLSTACK__RE_ATOMIC ? pc + 1 : pc + 1 + ins->a);
             break;
-        case MLSTACK__RE_MATCH: case MLSTACK__RE_SUCCEED: return 1;
-        default: pc++; break;
+        case MLSTACK__RE_SUCCEED: MLSTACK__RE_VISIT(pc + 1); break; /* only atomic bodies are walked */
+        case MLSTACK__RE_MATCH: nullable = 1; break;
+        default: MLSTACK__RE_VISIT(pc + 1); break;
         }
     }
+#undef MLSTACK__RE_VISIT
+    return nullable;
+}
+
+/* Deepest nesting of lookaround/atomic sub-programs (the matcher recurses once per level). */
+static int mlstack__re_look_depth(const mlstack__regex *re) {
+    int ends[MLSTACK__RE_MAX_LOOK + 1], depth = 0, pc;
+    for (pc = 0; pc < re->n_prog; pc++) {
+        while (depth > 0 && pc > ends[depth - 1]) depth--;
+        if (re->prog[pc].op == MLSTACK__RE_LOOK) {
+            if (depth == MLSTACK__RE_MAX_LOOK) return depth + 1;
+            ends[depth++] = pc + re->prog[pc].a;
+        }
+    }
+    return depth;
 }
 
 static MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
@@ -6467,7 +6495,7 @@ static MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
    construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
 static MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
     mlstack__re_comp c;
-    int nullable;
+    int nullable, *work;
     unsigned char *seen;
     *out = NULL;
     if (!pattern && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "regex: NULL pattern");
@@ -6485,13 +6513,22 @@ static MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern
         mlstack__regex_free(c.re);
         return c.rc;
     }
+    if (mlstack__re_look_depth(c.re) > MLSTACK__RE_MAX_LOOK) {
+        mlstack__regex_free(c.re);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "regex: lookarounds, atomic or possessive groups nested more than %d deep",
+                             MLSTACK__RE_MAX_LOOK);
+    }
     seen = (unsigned char *)mlstack__calloc((size_t)c.re->n_prog, 1);
-    if (!seen) {
+    work = (int *)mlstack__calloc((size_t)c.re->n_prog, sizeof *work);
+    if (!seen || !work) {
+        MLSTACK_FREE(seen);
+        MLSTACK_FREE(work);
         mlstack__regex_free(c.re);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "regex: out of memory");
     }
-    c.re->nullable = mlstack__re_first(c.re, 0, c.re->first, seen);
+    c.re->nullable = mlstack__re_first(c.re, c.re->first, seen, work);
     MLSTACK_FREE(seen);
+    MLSTACK_FREE(work);
     *out = c.re;
     return MLSTACK_OK;
 }
@@ -6701,10 +6738,11 @@ oom:
 }
 
 /* Finds the leftmost match at or after byte `start` (a code point boundary). Returns 1 and the
-   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget
-   (MLSTACK_REGEX_STEP_BASE + 32 per byte) ran out, -2 if out of memory. Thread-safe. */
-static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
-                                                 size_t *mend) {
+   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget ran out, -2 if out of
+   memory. *budget is the number of matcher steps left to the caller (one budget shared by every
+   search of one encode or decode call); the steps this search took are subtracted. Thread-safe. */
+static MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__regex *re, const char *s, size_t n, size_t start,
+                                                        uint64_t *budget, size_t *mbeg, size_t *mend) {
     mlstack__re_bt local[256];
     mlstack__re_run r;
     size_t pos;
@@ -6719,7 +6757,7 @@ static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const
     r.top = 0;
     r.cap = sizeof local / sizeof local[0];
     r.steps = 0;
-    r.limit = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(n - start) * 32;
+    r.limit = *budget;
     memset(r.regs, 0, sizeof r.regs);
     for (pos = start;; ) {
         if (pos < n) {
@@ -6741,8 +6779,17 @@ static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const
         }
     }
     MLSTACK_FREE(r.heap);
+    *budget = r.steps >= *budget ? 0 : *budget - r.steps;
     if (m == 1) *mbeg = pos;
     return m;
+}
+
+/* One search with a budget of its own: MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per
+   byte from start. */
+static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
+                                                 size_t *mend) {
+    uint64_t budget = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+    return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
 
@@ -6763,6 +6810,15 @@ static MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const
 
 #ifndef MLSTACK_TOK_MAX_VOCAB
 #define MLSTACK_TOK_MAX_VOCAB (1 << 24)
+#endif
+/* Text an encode or decode call may build: MLSTACK_TOK_MAX_GROWTH bytes per input byte plus
+   MLSTACK_TOK_GROWTH_SLACK (normalizers, Metaspace and Replace steps can each multiply the text;
+   NFKC alone turns U+FDFA's 3 bytes into 33). */
+#ifndef MLSTACK_TOK_MAX_GROWTH
+#define MLSTACK_TOK_MAX_GROWTH 128u
+#endif
+#ifndef MLSTACK_TOK_GROWTH_SLACK
+#define MLSTACK_TOK_GROWTH_SLACK ((size_t)16 << 20)
 #endif
 #define MLSTACK__TOK_CACHE_MAX_WORD 128 /* bytes; longer pieces bypass the word cache */
 #define MLSTACK__TOK_CACHE_SLOTS 8192
@@ -6806,6 +6862,7 @@ struct mlstack_tokenizer {
     const char **tok_s;    /* token text by id (NULL for holes) */
     uint32_t *tok_len;
     unsigned char *tok_special; /* 1: an added token flagged special */
+    uint64_t hkey[2];      /* key of the hashes below, drawn at load */
     uint32_t *vmap;        /* model vocab: open addressing, slot = id + 1 */
     uint32_t vmask;
     uint64_t *mkey;        /* merges: (left id << 32 | right id) + 1, 0 = empty */
@@ -6823,6 +6880,15 @@ struct mlstack_tokenizer {
     int n_post_pre, n_post_suf;
     mlstack__tok_added *added;    /* sorted by length, longest first */
     int n_added;
+    /* Added tokens as a byte trie: node 0 is the root; tr_best[2 * node + normalized] is the index
+       in added[] of the token spelled by the path to node (-1: none); edges (node, byte) -> child
+       in an open-addressing table keyed (node << 8 | byte) + 1. Matching at a position costs the
+       longest token's length, not the sum of all of them. */
+    int32_t *tr_best;
+    uint64_t *tr_key;
+    int32_t *tr_child;
+    uint32_t tr_mask;
+    int32_t tr_nodes;
     int32_t bos_id, eos_id;
     const char *chat_template;
     char *err;                    /* last failure text (MLSTACK__TOK_ERR bytes) */
@@ -6868,18 +6934,61 @@ static const char *const mlstack__qwen2_pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
-/* Hash of bytes (FNV-1a, 32-bit). */
-static uint32_t mlstack__hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+/* Keyed hashes for the tables a tokenizer.json (or the text) fills: each tokenizer draws a random
+   key at load, so a crafted vocabulary, merges list or text cannot be made to collide (an unkeyed
+   hash let a 2.9 MB vocab load in quadratic time). Strings: SipHash-1-3, as Rust's HashMap. */
+#define MLSTACK__ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define MLSTACK__SIPROUND(v0, v1, v2, v3)                                                                            \
+    do {                                                                                                             \
+        v0 += v1; v1 = MLSTACK__ROTL64(v1, 13); v1 ^= v0; v0 = MLSTACK__ROTL64(v0, 32);                             \
+        v2 += v3; v3 = MLSTACK__ROTL64(v3, 16); v3 ^= v2;                                                            \
+        v0 += v3; v3 = MLSTACK__ROTL64(v3, 21); v3 ^= v0;                                                            \
+        v2 += v1; v1 = MLSTACK__ROTL64(v1, 17); v1 ^= v2; v2 = MLSTACK__ROTL64(v2, 32);                             \
+    } while (0)
+static uint32_t mlstack__hash(const uint64_t key[2], const char *s, size_t n) {
+    uint64_t v0 = key[0] ^ 0x736f6d6570736575ULL, v1 = key[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = key[0] ^ 0x6c7967656e657261ULL, v3 = key[1] ^ 0x7465646279746573ULL, m;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = n & 7, i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&m, p + i, 8); /* byte order differs between hosts: only the table layout depends on it */
+        v3 ^= m;
+        MLSTACK__SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    m = (uint64_t)n << 56;
+    p += i;
+    while (left--) m |= (uint64_t)p[left] << (8 * left);
+    v3 ^= m;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    v0 ^= m;
+    v2 ^= 0xff;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    return (uint32_t)(v0 ^ v1 ^ v2 ^ v3);
 }
-static uint32_t mlstack__hash64(uint64_t k) {
+/* Merge keys (two ids): a keyed multiply-xorshift mix. */
+static uint32_t mlstack__hash64(const uint64_t key[2], uint64_t k) {
+    k = (k ^ key[0]) * 0x9E3779B97F4A7C15ULL;
+    k ^= k >> 32;
+    k = (k ^ key[1]) * 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 29;
     return (uint32_t)k;
+}
+/* A fresh key: clocks and addresses (salt: the object it keys) through the mixer; not for
+   cryptography, only so that a file cannot be prepared against the table layout. */
+static void mlstack__hash_key(uint64_t key[2], const void *salt) {
+    static const uint64_t zero[2] = {0, 0};
+    double now = mlstack__now();
+    uint64_t t, c = (uint64_t)time(NULL);
+    memcpy(&t, &now, sizeof t);
+    key[0] = (uint64_t)mlstack__hash64(zero, t ^ ((uint64_t)(uintptr_t)salt << 16)) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)&t ^ c);
+    key[1] = (uint64_t)mlstack__hash64(zero, t + c * 0x9E3779B97F4A7C15ULL) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)salt ^ (uint64_t)clock());
 }
 
 /* Bytes consumed by the invalid sequence at s: the maximal subpart of a well-formed sequence
@@ -6965,7 +7074,7 @@ static int mlstack__tok_is_word(uint32_t cp) { return cp == '_' || mlstack__tok_
 static int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
     uint32_t h;
     if (!t->vmap) return -1;
-    h = mlstack__hash(s, n) & t->vmask;
+    h = mlstack__hash(t->hkey, s, n) & t->vmask;
     for (;;) {
         uint32_t v = t->vmap[h];
         if (!v) return -1;
@@ -6977,7 +7086,7 @@ static int mlstack__tok_merge_find(const mlstack_tokenizer *t, int32_t a, int32_
     uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     uint32_t h;
     if (!t->mkey) return 0;
-    h = mlstack__hash64(key) & t->mmask;
+    h = mlstack__hash64(t->hkey, key) & t->mmask;
     for (;;) {
         uint64_t k = t->mkey[h];
         if (!k) return 0;
@@ -7016,6 +7125,9 @@ typedef struct mlstack__enc {
     mlstack__buf centry;  /* {uint32 koff, klen, ioff, nids} */
     mlstack__buf cpool;
     size_t n_cached;
+    uint64_t re_budget;   /* regex steps left for this call (MLSTACK_REGEX_STEP_BASE + per byte searched) */
+    size_t pool_limit;    /* the text pool may not grow past this (normalizer output cap) */
+    const char *limit_what; /* which limit an MLSTACK_ERR_LIMIT hit (NULL: the regex budget) */
     char *err;
     mlstack_result code;
 } mlstack__enc;
@@ -7197,7 +7309,7 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
         e->cslot = (uint32_t *)mlstack__calloc(MLSTACK__TOK_CACHE_SLOTS, sizeof(uint32_t));
         if (!e->cslot) return 0;
     }
-    h = mlstack__hash(w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
+    h = mlstack__hash(e->t->hkey, w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
     ents = (mlstack__centry *)(void *)e->centry.p;
     for (slot = h;; slot = (slot + 1) & (MLSTACK__TOK_CACHE_SLOTS - 1)) {
         uint32_t v = e->cslot[slot];
@@ -7236,12 +7348,19 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
     return 0;
 }
 
-/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error. */
-static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, size_t *b, size_t *en) {
-    if (st->re) return mlstack__regex_search(st->re, s, n, from, b, en);
+/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error
+   (-1: the call's regex budget is spent). */
+static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget, size_t *b,
+                              size_t *en) {
+    if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
     if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
     *en = *b + st->alen;
     return 1;
+}
+
+static mlstack_result mlstack__enc_grew(mlstack__enc *e) {
+    e->limit_what = "the normalized or pre-tokenized text grew past MLSTACK_TOK_MAX_GROWTH times the input";
+    return MLSTACK_ERR_LIMIT;
 }
 
 static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len, size_t *out_off, size_t *out_len) {
@@ -7303,8 +7422,10 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
         } else if (st->type == MLSTACK__NORM_REPLACE) {
             size_t from = 0, b, en;
             int f;
-            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &b, &en)) != 0) {
-                if (f < 0) return MLSTACK_ERR_LIMIT;
+            if (st->re) e->re_budget += (uint64_t)len * MLSTACK_REGEX_STEPS_PER_BYTE;
+            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &e->re_budget, &b, &en)) != 0) {
+                if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
+                if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
                 if (!mlstack__buf_reserve(&e->pool, (b - from) + st->blen + 4)) return MLSTACK_ERR_NO_MEMORY;
                 memcpy(e->pool.p + e->pool.n, e->pool.p + off + from, b - from);
                 e->pool.n += b - from;
@@ -7329,6 +7450,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
         }
         off = start;
         len = e->pool.n - start;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
     }
     *out_off = off;
     *out_len = len;
@@ -7423,8 +7545,9 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     mlstack__tok_step tmp = *st;
     tmp.re = (mlstack__regex *)re;
     e->segs.n = 0;
-    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &b, &en)) != 0) {
-        if (f < 0) return MLSTACK_ERR_LIMIT;
+    if (re) e->re_budget += (uint64_t)n * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &e->re_budget, &b, &en)) != 0) {
+        if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
         if (en == b) {
             uint32_t cp;
             from = b + (size_t)mlstack__tok_cp(s + b, n - b, &cp);
@@ -7448,6 +7571,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         const char *s;
         size_t j;
         if (p.len == 0) continue;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
         switch (st->type) {
         case MLSTACK__PRETOK_SPLIT:
             r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
@@ -7596,26 +7720,41 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
 }
 
 /* ---- added tokens ---- */
+/* The trie child of node on byte c, or -1. */
+static int32_t mlstack__trie_next(const mlstack_tokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | c) + 1;
+    uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+    for (;;) {
+        if (!t->tr_key[h]) return -1;
+        if (t->tr_key[h] == key) return t->tr_child[h];
+        h = (h + 1) & t->tr_mask;
+    }
+}
+/* The longest added token (with the given normalized flag) that starts s[0, n); NULL if none. */
+static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n, int normalized) {
+    const mlstack__tok_added *hit = NULL;
+    int32_t node = 0;
+    size_t k;
+    if (!t->tr_nodes) return NULL;
+    for (k = 0; k < n; k++) {
+        int32_t b;
+        if ((node = mlstack__trie_next(t, node, (unsigned char)s[k])) < 0) break;
+        b = t->tr_best[2 * node + (normalized ? 1 : 0)];
+        if (b >= 0) hit = &t->added[b];
+    }
+    return hit;
+}
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
    leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
 static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
                                 mlstack__buf *out) {
     const mlstack_tokenizer *t = e->t;
     size_t i = 0, done = 0;
-    int k;
     const char *s = e->pool.p + off;
     out->n = 0;
     while (i < len) {
-        const mlstack__tok_added *hit = NULL;
+        const mlstack__tok_added *hit = mlstack__added_at(t, s + i, len - i, normalized);
         size_t b, en;
-        for (k = 0; k < t->n_added; k++) {
-            const mlstack__tok_added *a = &t->added[k];
-            if (a->normalized != normalized || a->len == 0 || a->len > len - i || a->s[0] != s[i]) continue;
-            if (memcmp(a->s, s + i, a->len) == 0) {
-                hit = a;
-                break;
-            }
-        }
         if (!hit) {
             i++;
             continue;
@@ -7725,11 +7864,15 @@ static int mlstack__hexval(int c) {
 }
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
-static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl) {
+/* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
+static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl,
+                                uint64_t *budget, size_t limit) {
     size_t start = pool->n, from = 0, b, en;
-    int f;
-    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, &b, &en)) > 0) {
+    int f = 0;
+    if (st->re) *budget += (uint64_t)p->len * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, budget, &b, &en)) > 0) {
         if (en == b) break;
+        if (pool->n > limit) return -1;
         if (!mlstack__buf_reserve(pool, (b - from) + wl)) return 0;
         memcpy(pool->p + pool->n, pool->p + p->off + from, b - from);
         pool->n += b - from;
@@ -7737,6 +7880,7 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
         pool->n += wl;
         from = en;
     }
+    if (f < 0) return f == -1 ? -1 : 0;
     if (!mlstack__buf_reserve(pool, p->len - from)) return 0;
     memcpy(pool->p + pool->n, pool->p + p->off + from, p->len - from);
     pool->n += p->len - from;
@@ -7748,7 +7892,8 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
 static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, mlstack__buf *out) {
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
-    size_t i, np;
+    size_t i, np, limit;
+    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM do { r = MLSTACK_ERR_NO_MEMORY; goto done; } while (0)
     for (i = 0; i < n; i++) {
@@ -7758,6 +7903,8 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) || !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
             MLSTACK__DEC_OOM;
     }
+    limit = pool.n > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                : pool.n * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     if (t->n_dec == 0) { /* no decoder: tokens joined by spaces */
         np = pa.n / sizeof(mlstack__piece);
         for (i = 0; i < np; i++) {
@@ -7834,15 +7981,15 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         } else {
             for (i = 0; i < np; i++) {
                 mlstack__piece p = ps[i];
+                int f = 1;
                 if (st->type == MLSTACK__DECODER_REPLACE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, st->b, st->blen)) MLSTACK__DEC_OOM;
+                    f = mlstack__dec_replace(&pool, &p, st, st->b, st->blen, &budget, limit);
                 } else if (st->type == MLSTACK__DECODER_BPE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1)) MLSTACK__DEC_OOM;
+                    f = mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1, &budget, limit);
                 } else if (st->type == MLSTACK__DECODER_METASPACE) {
                     mlstack__tok_step lit = *st;
                     lit.re = NULL;
-                    if (!mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1))
-                        MLSTACK__DEC_OOM;
+                    f = mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1, &budget, limit);
                 } else if (st->type == MLSTACK__DECODER_STRIP) {
                     int c;
                     for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
@@ -7852,6 +7999,11 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
                     for (c = 0; c < st->right && p.len >= st->alen && memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0; c++)
                         p.len -= st->alen;
                 }
+                if (f < 0) {
+                    r = MLSTACK_ERR_LIMIT;
+                    goto done;
+                }
+                if (!f) MLSTACK__DEC_OOM;
                 if (!MLSTACK__VEC_PUSH(&pb, mlstack__piece, p)) MLSTACK__DEC_OOM;
             }
         }
@@ -8199,7 +8351,7 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
     t->vmask = (uint32_t)(slots - 1);
     if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
-        uint32_t h = mlstack__hash(c->key, c->key_len) & t->vmask;
+        uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
         if (t->tok_s[c->i]) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
         t->tok_s[c->i] = c->key;
@@ -8287,12 +8439,46 @@ static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlst
                 return MLSTACK_ERR_FORMAT;
             }
             key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
-            for (h = mlstack__hash64(key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
+            for (h = mlstack__hash64(t->hkey, key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
             t->mkey[h] = key; /* a repeated pair keeps the later rank, as HF's map does */
             t->mrank[h] = rank;
             t->mnew[h] = in;
         }
         MLSTACK_FREE(cat.p);
+    }
+    return MLSTACK_OK;
+}
+
+/* The trie of added tokens (see struct mlstack_tokenizer); added[] is sorted already, so the first
+   token with a given text and flag keeps its node (as the longest-first scan it replaces did). */
+static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_error *err) {
+    size_t total = 1, slots, i;
+    int k;
+    for (k = 0; k < t->n_added; k++) total += t->added[k].len;
+    if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
+    for (slots = 16; slots < total * 2; slots *= 2) {}
+    t->tr_best = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_best);
+    t->tr_key = (uint64_t *)mlstack__calloc(slots, sizeof *t->tr_key);
+    t->tr_child = (int32_t *)MLSTACK_MALLOC(slots * sizeof *t->tr_child);
+    if (!t->tr_best || !t->tr_key || !t->tr_child) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    t->tr_mask = (uint32_t)(slots - 1);
+    for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
+    t->tr_nodes = 1;
+    for (k = 0; k < t->n_added; k++) {
+        const mlstack__tok_added *a = &t->added[k];
+        int32_t node = 0;
+        if (a->len == 0) continue;
+        for (i = 0; i < a->len; i++) {
+            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)a->s[i]) + 1;
+            uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+            while (t->tr_key[h] && t->tr_key[h] != key) h = (h + 1) & t->tr_mask;
+            if (!t->tr_key[h]) {
+                t->tr_key[h] = key;
+                t->tr_child[h] = t->tr_nodes++;
+            }
+            node = t->tr_child[h];
+        }
+        if (t->tr_best[2 * node + (a->normalized ? 1 : 0)] < 0) t->tr_best[2 * node + (a->normalized ? 1 : 0)] = k;
     }
     return MLSTACK_OK;
 }
@@ -8320,6 +8506,7 @@ static mlstack_result mlstack__tok_build_added(mlstack_tokenizer *t, const mlsta
             t->tok_special[a->id] = a->special;
         }
         qsort(t->added, (size_t)t->n_added, sizeof *t->added, mlstack__cmp_added);
+        return mlstack__tok_build_trie(t, err);
     }
     return MLSTACK_OK;
 }
@@ -8412,6 +8599,9 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     MLSTACK_FREE(t->post_pre);
     MLSTACK_FREE(t->post_suf);
     MLSTACK_FREE(t->added);
+    MLSTACK_FREE(t->tr_best);
+    MLSTACK_FREE(t->tr_key);
+    MLSTACK_FREE(t->tr_child);
     mlstack__json_free(&t->doc);
     mlstack__json_free(&t->cfg_doc);
     mlstack__arena_free(&t->arena);
@@ -8440,6 +8630,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     }
     t->err[0] = 0;
+    mlstack__hash_key(t->hkey, t);
     r = mlstack__json_parse(&t->doc, json, len, "tokenizer.json", err);
     if (r == MLSTACK_OK && config_json) r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
     if (r == MLSTACK_OK) r = mlstack__tok_build(t, t->doc.root, t->cfg_doc.root, err);
@@ -8600,6 +8791,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
     if ((!text && len) || (!ids && cap) || !n_ids) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
+    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     r = mlstack__encode(&e, text ? text : "", len, flags);
     n = e.ids.n / sizeof(int32_t);
     if (r == MLSTACK_OK) {
@@ -8607,7 +8801,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
         if (n > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
         else if (n) memcpy(ids, e.ids.p, n * sizeof(int32_t));
     } else if (r == MLSTACK_ERR_LIMIT)
-        mlstack__tok_fail(t, r, "encode: the regex step limit was reached");
+        mlstack__tok_fail(t, r, "encode: %s (input of %zu bytes)",
+                          e.limit_what ? e.limit_what : "the regex step budget (MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per byte searched) ran out",
+                          len);
     else
         mlstack__tok_fail(t, r, "encode: out of memory");
     mlstack__enc_free(&e);
@@ -8622,6 +8818,8 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
     if (!t) return MLSTACK_ERR_INVALID_ARG;
     if ((!ids && n) || (!out && cap) || !n_out) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
     r = mlstack__decode(t, ids, n, flags, &b);
+    if (r == MLSTACK_ERR_LIMIT)
+        return mlstack__tok_fail(t, r, "decode: a decoder step's regex budget or output limit (MLSTACK_TOK_MAX_GROWTH) ran out");
     if (r == MLSTACK_OK) {
         *n_out = b.n;
         if (b.n + 1 > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n, cap);
@@ -8638,10 +8836,15 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
 MLSTACK_API int32_t mlstack_tokenizer_vocab_size(const mlstack_tokenizer *t) { return t ? t->n_vocab : 0; }
 
 MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *t, const char *text, size_t len) {
-    int k;
+    int32_t node = 0, b0, b1;
+    size_t k;
     if (!t || (!text && len)) return -1;
-    for (k = 0; k < t->n_added; k++)
-        if (t->added[k].len == len && memcmp(t->added[k].s, text, len) == 0) return t->added[k].id;
+    for (k = 0; k < len && t->tr_nodes && node >= 0; k++) node = mlstack__trie_next(t, node, (unsigned char)text[k]);
+    if (len && t->tr_nodes && node > 0) { /* an added token of this text: the first in sorted order */
+        b0 = t->tr_best[2 * node];
+        b1 = t->tr_best[2 * node + 1];
+        if (b0 >= 0 || b1 >= 0) return t->added[b0 < 0 ? b1 : b1 < 0 ? b0 : b0 < b1 ? b0 : b1].id;
+    }
     return mlstack__tok_vocab_find(t, text ? text : "", len);
 }
 
