@@ -2067,8 +2067,13 @@ static void mlstack__st_view(const mlstack__st *st, const mlstack__st_tensor *t,
     v->dtype = t->dtype;
     v->n_dims = t->n_dims;
     for (k = 0; k < t->n_dims; k++) v->shape[k] = t->shape[k];
-    for (k = t->n_dims - 1; k >= 0; k--)
-        v->strides[k] = k == t->n_dims - 1 ? mlstack__dtype_sizes[t->dtype] : v->strides[k + 1] * v->shape[k + 1];
+    /* A tensor with elements fits in its file, so its strides fit in int64; one with a zero
+       dimension may have other dimensions whose product does not: its strides are then 0. */
+    for (k = t->n_dims - 1; k >= 0; k--) {
+        if (k == t->n_dims - 1) v->strides[k] = mlstack__dtype_sizes[t->dtype];
+        else if (v->shape[k + 1] != 0 && v->strides[k + 1] > INT64_MAX / v->shape[k + 1]) v->strides[k] = 0;
+        else v->strides[k] = v->strides[k + 1] * v->shape[k + 1];
+    }
     v->data = st->files[t->file].data + t->begin;
     v->n_bytes = t->end - t->begin;
 }
@@ -5648,7 +5653,7 @@ oom:
 #define MLSTACK_REGEX_STEP_BASE 10000000u
 #endif
 #ifndef MLSTACK_REGEX_STEPS_PER_BYTE
-#define MLSTACK_REGEX_STEPS_PER_BYTE 32u
+#define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
 #define MLSTACK__RE_MAX_INST 65536
 #define MLSTACK__RE_MAX_DEPTH 64
@@ -13708,6 +13713,18 @@ typedef struct mlstack__weight {
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
 } mlstack__weight;
+/* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
+   engines of other kernel tables may be running on the same model: they are stored with release
+   and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLSTACK__LOAD_ACQUIRE(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define MLSTACK__STORE_RELEASE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#else /* other compilers (MSVC): x86 and x64 order plain loads and stores so (TSO) */
+#define MLSTACK__LOAD_ACQUIRE(x) (x)
+#define MLSTACK__STORE_RELEASE(x, v) ((x) = (v))
+#endif
+#define MLSTACK__PACKED(w) MLSTACK__LOAD_ACQUIRE((w)->packed)
+#define MLSTACK__PACKED_DP(w) MLSTACK__LOAD_ACQUIRE((w)->packed_dp)
 
 /* P16 panels: a copy of W made once, for kernels that multiply one broadcast activation by 16
    outputs at a time (the kernel table's `packs` says for which types). Outputs go in panels of
@@ -13959,7 +13976,7 @@ typedef struct mlstack__matmul_job {
     (3 * ((size_t)(n_in) + 31) > 4 * 16 * MLSTACK__MM_KC ? 3 * ((size_t)(n_in) + 31) : 4 * 16 * MLSTACK__MM_KC)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                                                               \
-    (((w)->packed && ((k)->packs >> (w)->wtype & 1u)) || ((w)->packed_dp && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
+    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
@@ -14396,7 +14413,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                  int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
         return;
@@ -14961,7 +14978,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
@@ -15256,7 +15273,7 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
 }
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                        float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_BF16 && w->packed_dp) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
+    if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
@@ -15713,7 +15730,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
         return;
@@ -15940,7 +15957,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
-    if (w->packed && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
@@ -16622,6 +16639,14 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
+            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights",
+                                     m->path, ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
+                                     mlstack_dtype_name(quant));
+            }
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
@@ -16675,8 +16700,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                     break;
                 }
                 mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
-                if (j.pairs) w->packed_dp = j.dst;
-                else w->packed = j.dst;
+                if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
+                else MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
             }
         }
     }
@@ -16717,6 +16742,13 @@ static int mlstack__save_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* Whether two paths name the same file or folder: device and inode, not spelling. */
+static int mlstack__same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_ino != 0;
+}
+
 static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
     char *buf = NULL;
     size_t len;
@@ -16737,7 +16769,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
-    char *path = NULL;
+    char *path = NULL, *tmp_path = NULL;
     FILE *f = NULL;
     int n = 0, i, k, extra_head;
     uint64_t off = 0;
@@ -16745,6 +16777,11 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* Saving into the folder the model came from would replace the user's weights (still mapped
+       by this model) with a converted copy: refused, whatever path spells the folder. */
+    if (mlstack__same_file(dir, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder", dir);
     /* a quantized copy of a tied head has no tensor of its own in the source */
     extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
     items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
@@ -16803,9 +16840,12 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     ok &= mlstack__buf_puts(&hdr, "}");
     while (ok && hdr.n % 8) ok &= mlstack__buf_puts(&hdr, " ");
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    /* written beside the target and renamed over it: an existing file (perhaps mapped by a
+       model, perhaps a link to one) is replaced whole, never truncated in place */
     path = mlstack__path_join(dir, "model.safetensors");
-    if (r == MLSTACK_OK && (!path || !(f = fopen(path, "wb"))))
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", path ? path : dir, strerror(errno));
+    tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
+    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = fopen(tmp_path, "wb"))))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
         unsigned char le[8];
         uint64_t hl = hdr.n;
@@ -16814,15 +16854,19 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         for (i = 0; r == MLSTACK_OK && i < n; i++)
             if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
-        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
+        else if (rename(tmp_path, path) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
+        if (r != MLSTACK_OK) remove(tmp_path);
     }
     MLSTACK_FREE(path);
+    MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
     for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
         char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
         if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && strcmp(from, to) != 0) r = mlstack__copy_file(from, to, err);
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to)) r = mlstack__copy_file(from, to, err);
         MLSTACK_FREE(from);
         MLSTACK_FREE(to);
     }
@@ -16918,9 +16962,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
 }
 
 MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_info *o) {
-    const mlstack__config *c = &m->cfg;
+    const mlstack__config *c;
     int i;
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    if (!m) return;
+    c = &m->cfg;
     o->architecture = c->architecture;
     o->n_layers = c->n_layers;
     o->n_embd = c->n_embd;
@@ -17588,6 +17635,7 @@ struct mlstack_engine {
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
     struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
     int step_tokens;
+    int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
 };
 
 typedef struct mlstack__attn_job {
@@ -17942,6 +17990,15 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
     return code;
 }
 
+/* Entry points that change sequences or run a step refuse to run inside another step's callback
+   (on_token, on_logits): the step in progress holds pointers into what they would change. */
+#define MLSTACK__ENGINE_NOT_BUSY(e, what)                                                                         \
+    do {                                                                                                         \
+        if ((e)->busy)                                                                                           \
+            return mlstack__engine_fail((e), MLSTACK_ERR_STATE, "%s: called from a callback of a step or "       \
+                                        "generate in progress on this engine", what);                            \
+    } while (0)
+
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
 MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return e ? e->k->name : ""; }
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
@@ -17998,6 +18055,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     c = &model->cfg;
     if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if (d.kv_page_tokens > (1 << 16) || d.max_seqs > (1 << 20) || d.max_batch_tokens > (1 << 24) || d.step_tokens > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+                             "(2^24) too large");
     if (d.n_threads == 0) d.n_threads = mlstack__core_count();
     if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
     if (d.max_seqs == 0) d.max_seqs = 16;
@@ -18049,6 +18111,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     B = (size_t)e->max_batch;
     max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+    if ((uint64_t)B * max_in > (uint64_t)INT_MAX) { /* the forward pass indexes rows x width in int */
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements", e->max_batch,
+                             max_in, INT_MAX);
+    }
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
@@ -18082,6 +18149,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
 MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
     int i;
     if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_new");
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
@@ -18095,6 +18163,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
 
 MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_free");
     if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
@@ -18110,6 +18179,7 @@ MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t s
 
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
     int32_t have = mlstack_engine_seq_length(e, seq);
+    if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
     if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
     if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
     if (len < 0 || len > have)
@@ -18178,9 +18248,14 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->logits = p;
         e->cap_logits = n_logits;
     }
+    for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
+        if (e->tmp_len[i] >= 0 &&
+            mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory for the page table of sequence %d", i);
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
-            mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]); /* cannot fail: pages checked above */
+            if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
+                return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -18196,6 +18271,8 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
 }
 
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "eval");
     return mlstack__eval(e, rows, n_rows, 0);
 }
 
@@ -18220,6 +18297,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     int i;
     double t0;
     if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "generate");
     c = &e->model->cfg;
     g->n_generated = 0;
     g->prefill_seconds = g->decode_seconds = 0;
@@ -18247,7 +18325,8 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         mlstack_sampler_accept(smp, g->prompt[i]);
     }
     t0 = mlstack__now();
-    r = mlstack_engine_eval(e, rows, g->n_prompt);
+    e->busy = 1;
+    r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
     t0 = mlstack__now();
@@ -18266,8 +18345,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         row.pos = pos++;
         row.token = tok;
         row.want_logits = 1;
-        r = mlstack_engine_eval(e, &row, 1);
+        r = mlstack__eval(e, &row, 1, 0);
     }
+    e->busy = 0;
     g->decode_seconds = mlstack__now() - t0;
     MLSTACK_FREE(rows);
     mlstack_sampler_free(smp);
@@ -18886,10 +18966,13 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__req *r;
     mlstack_result res = MLSTACK_OK;
     int i, n_rows = 0, n_dec = 0, budget;
-    uint64_t preempted = e->sched->preemptions;
+    uint64_t preempted;
     if (n_active) *n_active = 0;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "step");
     S = e->sched;
+    preempted = S->preemptions;
+    e->busy = 1;
     e->err.message[0] = 0;
     /* (1) new requests and cancellations */
     mlstack__lock(&S->mu);
@@ -18998,6 +19081,7 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__sched_publish(e);
     if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
     mlstack__unlock(&S->mu);
+    e->busy = 0;
     return res;
 }
 
@@ -19006,11 +19090,26 @@ MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlst
                                                    mlstack_error *err) {
     uint64_t id;
     mlstack_request_status st;
-    mlstack_result res = mlstack_engine_submit(e, d, &id, err);
+    mlstack_result res;
+    memset(&st, 0, sizeof st);
+    if (e && e->busy) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_STATE, "complete: called from a callback of a step or generate in progress on this engine");
+        MLSTACK__ENGINE_NOT_BUSY(e, "complete");
+    }
+    res = mlstack_engine_submit(e, d, &id, err);
     if (res != MLSTACK_OK) return res;
     for (;;) {
+        mlstack_result pr;
         res = mlstack_engine_step(e, NULL);
-        if (mlstack_engine_poll(e, id, &st, tokens, cap) != MLSTACK_OK) break;
+        if ((pr = mlstack_engine_poll(e, id, &st, tokens, cap)) != MLSTACK_OK) {
+            /* another thread released the id: st holds the last status polled (or zeros) */
+            st.state = MLSTACK_REQUEST_DONE;
+            st.finish = MLSTACK_FINISH_ERROR;
+            st.result = pr;
+            snprintf(st.message, sizeof st.message, "the request was released by another thread while complete waited");
+            if (status) *status = st;
+            return MLSTACK__FAIL(err, pr, "%s", st.message);
+        }
         if (st.state == MLSTACK_REQUEST_DONE) break;
         if (res != MLSTACK_OK) break;
     }
@@ -19032,6 +19131,10 @@ MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_sta
 MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     int before;
     if (!e) return 0;
+    if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
+        mlstack__engine_fail(e, MLSTACK_ERR_STATE, "cache_clear: called from a callback of a step or generate in progress");
+        return 0;
+    }
     before = e->kv.n_free;
     mlstack__radix_evict(&e->kv, e->kv.n_pages);
     mlstack__lock(&e->sched->mu);
