@@ -6639,7 +6639,7 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
             } else {
                 size_t start = pos;
                 while (k < ins->max && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
-                r->steps += (uint64_t)(pos - start) / 4;
+                r->steps += (uint64_t)(pos - start); /* each code point tested counts as a step */
                 if (k < ins->min) goto fail;
                 if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min && mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos)) goto oom;
             }
@@ -7651,6 +7651,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             /* HF tests "starts with the replacement" after replacing spaces */
             if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
                 prepend = 0;
+            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
             if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
             s = e->pool.p + p.off;
             if (prepend) {
