@@ -13123,8 +13123,12 @@ static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int
     return MLSTACK_OK;
 }
 
-MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
-                                            const char *file, mlstack_error *err) {
+/* config.json -> mlstack__config, in the steps below; generation_config.json (gen, may be NULL)
+   overrides the BOS/EOS ids. Every field is checked; a failure names the file and field. */
+
+/* architectures[0]: the model class, which decides the family's fixed traits. */
+static mlstack_result mlstack__cfg_arch(mlstack__config *c, const mlstack__json *root, const char *file,
+                                        mlstack_error *err) {
     static const struct {
         const char *name;
         mlstack__arch arch;
@@ -13132,13 +13136,9 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                  {"MistralForCausalLM", MLSTACK__ARCH_MISTRAL},
                  {"Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
                  {"Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
-    const mlstack__json *a = mlstack__json_get(root, "architectures"), *v, *rs, *rp;
-    mlstack_result r;
+    const mlstack__json *a = mlstack__json_get(root, "architectures");
     size_t k;
     int found = 0;
-    memset(c, 0, sizeof *c);
-    if (!root || root->type != MLSTACK__JSON_OBJECT)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if (!a || a->type != MLSTACK__JSON_ARRAY || !a->child || a->child->type != MLSTACK__JSON_STRING)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing field \"architectures\" (a list of class names)", file);
     for (k = 0; k < sizeof archs / sizeof archs[0]; k++) {
@@ -13153,6 +13153,15 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                              "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
                              file, a->child->str);
     snprintf(c->architecture, sizeof c->architecture, "%s", a->child->str);
+    return MLSTACK_OK;
+}
+
+/* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
+   activation, the norm epsilon. */
+static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__json *v;
+    mlstack_result r;
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
         (r = mlstack__cfg_int(root, "intermediate_size", 0, &c->n_ff, file, err)) ||
         (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -13186,6 +13195,14 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: hidden_act = \"%.40s\" is not supported (expected \"silu\")",
                              file, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     if ((r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err)) != MLSTACK_OK) return r;
+    return MLSTACK_OK;
+}
+
+/* Rotary embeddings: theta and scaling (none, linear, llama3). */
+static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json *root, const char *file,
+                                        mlstack_error *err) {
+    const mlstack__json *rs, *rp;
+    mlstack_result r;
     /* rope: transformers 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters */
     rp = mlstack__json_get(root, "rope_parameters");
     rs = mlstack__json_get(root, "rope_scaling");
@@ -13224,6 +13241,13 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                                  file, t->type == MLSTACK__JSON_STRING ? t->str : "?");
         }
     }
+    return MLSTACK_OK;
+}
+
+/* Per-family and optional features: tied embeddings, biases, q/k norms, sliding window. */
+static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    const mlstack__json *v;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), 0);
     c->attn_bias = c->arch == MLSTACK__ARCH_QWEN2 || mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
     c->o_bias = c->arch != MLSTACK__ARCH_QWEN2 && mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
@@ -13241,20 +13265,37 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
             c->sliding_window = (int)w;
         }
     }
+    return MLSTACK_OK;
+}
+
+/* BOS and EOS ids: generation_config.json first, then config.json. */
+static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
+                                               const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(gen, "bos_token_id");
+    int32_t b[1];
+    int nb = 0;
+    mlstack_result r;
     c->bos_id = -1;
-    {
-        int32_t b[1];
-        int nb = 0;
-        const mlstack__json *bv = mlstack__json_get(gen, "bos_token_id");
-        if (!bv) bv = mlstack__json_get(root, "bos_token_id");
-        if (bv && bv->type == MLSTACK__JSON_NUMBER) {
-            if ((r = mlstack__cfg_ids(bv, b, &nb, 1, c->n_vocab, file, "bos_token_id", err)) != MLSTACK_OK) return r;
-            if (nb) c->bos_id = b[0];
-        }
+    if (!v) v = mlstack__json_get(root, "bos_token_id");
+    if (v && v->type == MLSTACK__JSON_NUMBER) { /* a list or null: no BOS */
+        if ((r = mlstack__cfg_ids(v, b, &nb, 1, c->n_vocab, file, "bos_token_id", err)) != MLSTACK_OK) return r;
+        if (nb) c->bos_id = b[0];
     }
     v = mlstack__json_get(gen, "eos_token_id");
     if (!v) v = mlstack__json_get(root, "eos_token_id");
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
+}
+
+MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
+                                            const char *file, mlstack_error *err) {
+    mlstack_result r;
+    memset(c, 0, sizeof *c);
+    if (!root || root->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
+    if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)))
+        return r;
+    return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
 
 /* Rotary inverse frequencies as transformers computes them (float32), then scaled. */
