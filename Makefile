@@ -193,7 +193,7 @@ format-tool:
 format: format-tool
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)
 format-check: format-tool
-	@$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -o '^[^:]*:[0-9]*' | sort -u | head -n 50; \
+	@$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -E '^[^ ]+:[0-9]+:[0-9]+: ' | cut -d: -f1,2 | head -n 50; \
 	if $(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) >/dev/null 2>&1; then echo "format-check: clean"; \
 	else echo "format-check: the lines above differ from .clang-format (make format fixes them)" >&2; exit 1; fi
 ifeq ($(FORMAT_CHECK),1)

@@ -10923,13 +10923,24 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 }
 
 /* For the SIMD sections: tile functions force-inlined (their shape arguments become constants)
-   and register loops fully unrolled, so accumulator arrays live in registers. */
-#if defined(__GNUC__)
+   and register loops fully unrolled, so accumulator arrays live in registers. Under AddressSanitizer
+   neither: every tile shape of every kernel would be a separate, fully instrumented copy, which
+   made sanitizer builds of the implementation several times slower to compile; one generic copy
+   of each tile does the same arithmetic in the same order (same results), only slower. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLSTACK__SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(MLSTACK__SANITIZED)
+#define MLSTACK__SANITIZED 1
+#endif
+#if defined(__GNUC__) && !defined(MLSTACK__SANITIZED)
 #define MLSTACK__ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define MLSTACK__ALWAYS_INLINE inline
 #endif
-#if defined(__GNUC__) && !defined(__CUDACC__) /* nvcc's front end warns on GCC loop pragmas */
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(MLSTACK__SANITIZED) /* nvcc warns on GCC loop pragmas */
 #define MLSTACK__UNROLL _Pragma("GCC unroll 8")
 #else
 #define MLSTACK__UNROLL
