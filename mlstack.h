@@ -7897,7 +7897,9 @@ static int mlstack__tpl_newstr(mlstack__tctx *c, mlstack__tbuf *b, mlstack__tv *
     *out = mlstack__tv_str(b->p, b->n);
     return 0;
 }
-/* mode 1 upper, 0 lower, 2 capitalize, 3 str.title, 4 jinja's title filter */
+/* Case conversions: str.lower/upper/capitalize/title and jinja2's title filter (words begin
+   after whitespace and brackets, not after every uncased character). */
+enum { MLSTACK__TPL_CASE_LOWER, MLSTACK__TPL_CASE_UPPER, MLSTACK__TPL_CASE_CAPITALIZE, MLSTACK__TPL_CASE_STR_TITLE, MLSTACK__TPL_CASE_TITLE };
 static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mode, mlstack__tv *out, size_t pos) {
     mlstack__tbuf b;
     size_t i, l;
@@ -7906,19 +7908,19 @@ static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mod
     for (i = 0; i < v->u.s.n; i += l) {
         uint32_t cp = mlstack__tpl_cp(v->u.s.p + i, v->u.s.n - i, &l), m;
         int up;
-        if (mode == 0 || mode == 1) up = mode;
-        else if (mode == 2) up = first;
-        else if (mode == 3) up = !prev_cased;
+        if (mode == MLSTACK__TPL_CASE_LOWER || mode == MLSTACK__TPL_CASE_UPPER) up = mode == MLSTACK__TPL_CASE_UPPER;
+        else if (mode == MLSTACK__TPL_CASE_CAPITALIZE) up = first;
+        else if (mode == MLSTACK__TPL_CASE_STR_TITLE) up = !prev_cased;
         else up = first || prev_cased == 2;
         if (cp == 0xDF && up) { /* German sharp s: upper() gives "SS", title() "Ss" */
-            if (mlstack__tbuf_put(c, &b, mode == 1 ? "SS" : "Ss", 2)) return -1;
-            prev_cased = mode == 4 ? 0 : 1;
+            if (mlstack__tbuf_put(c, &b, mode == MLSTACK__TPL_CASE_UPPER ? "SS" : "Ss", 2)) return -1;
+            prev_cased = mode == MLSTACK__TPL_CASE_TITLE ? 0 : 1;
             first = 0;
             continue;
         }
         if (mlstack__tpl_case(cp, up, &m) != 0)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported", (unsigned)cp);
-        if (mode == 4) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
+        if (mode == MLSTACK__TPL_CASE_TITLE) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
             prev_cased = (mlstack__tpl_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<') ? 2 : 0;
         else
             prev_cased = mlstack__tpl_iscased_letter(cp);
@@ -9230,29 +9232,34 @@ static int mlstack__tpl_global_strftime_now(MLSTACK__TPL_BUILTIN_ARGS) {
 
 
 /* -- tests (answer a bool in *out; the first argument, if any, is a->p[0]) -- */
+enum { /* variants of mlstack__tpl_test_type */
+    MLSTACK__TPL_IS_DEFINED, MLSTACK__TPL_IS_UNDEFINED, MLSTACK__TPL_IS_NONE, MLSTACK__TPL_IS_BOOLEAN, MLSTACK__TPL_IS_TRUE,
+    MLSTACK__TPL_IS_FALSE, MLSTACK__TPL_IS_INTEGER, MLSTACK__TPL_IS_FLOAT, MLSTACK__TPL_IS_NUMBER, MLSTACK__TPL_IS_STRING,
+    MLSTACK__TPL_IS_MAPPING, MLSTACK__TPL_IS_ITERABLE, MLSTACK__TPL_IS_SEQUENCE, MLSTACK__TPL_IS_CALLABLE
+};
 static int mlstack__tpl_test_type(MLSTACK__TPL_BUILTIN_ARGS) {
     int r = 0, t = v->t;
     (void)c;
     (void)a;
     (void)pos;
-    switch (self->variant) { /* the order of mlstack__tpl_tests' type entries */
-    case 0: r = t != MLSTACK__TPL_VAL_UNDEF; break;
-    case 1: r = t == MLSTACK__TPL_VAL_UNDEF; break;
-    case 2: r = t == MLSTACK__TPL_VAL_NONE; break;
-    case 3: r = t == MLSTACK__TPL_VAL_BOOL; break;
-    case 4: r = t == MLSTACK__TPL_VAL_BOOL && v->u.i; break;
-    case 5: r = t == MLSTACK__TPL_VAL_BOOL && !v->u.i; break;
-    case 6: r = t == MLSTACK__TPL_VAL_INT; break;
-    case 7: r = t == MLSTACK__TPL_VAL_FLOAT; break;
-    case 8: r = mlstack__tv_is_num(v); break;
-    case 9: r = t == MLSTACK__TPL_VAL_STR; break;
-    case 10: r = t == MLSTACK__TPL_VAL_DICT; break;
-    case 11: r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_LIST || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF; break;
-    case 12:
+    switch (self->variant) {
+    case MLSTACK__TPL_IS_DEFINED: r = t != MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_UNDEFINED: r = t == MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_NONE: r = t == MLSTACK__TPL_VAL_NONE; break;
+    case MLSTACK__TPL_IS_BOOLEAN: r = t == MLSTACK__TPL_VAL_BOOL; break;
+    case MLSTACK__TPL_IS_TRUE: r = t == MLSTACK__TPL_VAL_BOOL && v->u.i; break;
+    case MLSTACK__TPL_IS_FALSE: r = t == MLSTACK__TPL_VAL_BOOL && !v->u.i; break;
+    case MLSTACK__TPL_IS_INTEGER: r = t == MLSTACK__TPL_VAL_INT; break;
+    case MLSTACK__TPL_IS_FLOAT: r = t == MLSTACK__TPL_VAL_FLOAT; break;
+    case MLSTACK__TPL_IS_NUMBER: r = mlstack__tv_is_num(v); break;
+    case MLSTACK__TPL_IS_STRING: r = t == MLSTACK__TPL_VAL_STR; break;
+    case MLSTACK__TPL_IS_MAPPING: r = t == MLSTACK__TPL_VAL_DICT; break;
+    case MLSTACK__TPL_IS_ITERABLE: r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_LIST || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_SEQUENCE:
         r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF ||
             (t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN && v->u.l->kind < MLSTACK__TPL_LIST_ITEMS);
         break;
-    default: r = t == MLSTACK__TPL_VAL_MACRO || t == MLSTACK__TPL_VAL_FUNC || t == MLSTACK__TPL_VAL_METHOD; break;
+    default: /* MLSTACK__TPL_IS_CALLABLE */ r = t == MLSTACK__TPL_VAL_MACRO || t == MLSTACK__TPL_VAL_FUNC || t == MLSTACK__TPL_VAL_METHOD; break;
     }
     *out = mlstack__tv_bool(r);
     return 0;
@@ -9503,7 +9510,7 @@ static int mlstack__tpl_filter_trim(MLSTACK__TPL_BUILTIN_ARGS) {
     return 0;
 }
 
-/* upper, lower, capitalize, title (variant: mlstack__tpl_case_str mode) */
+/* upper, lower, capitalize, title (variant: MLSTACK__TPL_CASE_) */
 static int mlstack__tpl_filter_case(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv y;
     if (mlstack__targs_done(c, a, 0, self->what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
@@ -9713,7 +9720,7 @@ static int mlstack__tpl_filter_unique(MLSTACK__TPL_BUILTIN_ARGS) {
     for (i = 0; i < n; i++) {
         mlstack__tv k = items[i];
         if (has_attr && mlstack__tpl_attrpath(c, &items[i], &y, &k, pos)) return -1;
-        if (!cs && k.t == MLSTACK__TPL_VAL_STR && mlstack__tpl_case_str(c, &k, 0, &k, pos)) return -1;
+        if (!cs && k.t == MLSTACK__TPL_VAL_STR && mlstack__tpl_case_str(c, &k, MLSTACK__TPL_CASE_LOWER, &k, pos)) return -1;
         mlstack__tv_hash(0, &k, &hashable);
         if (!hashable) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(&k));
         if (mlstack__tdict_find(c, seen, &k)) continue;
@@ -9888,7 +9895,7 @@ static int mlstack__tpl_sort(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *
 }
 /* jinja2's ignore_case: lower() of strings, other values unchanged. */
 static int mlstack__tpl_sort_key(mlstack__tctx *c, const mlstack__tv *v, int case_sensitive, mlstack__tv *out, size_t pos) {
-    if (!case_sensitive && v->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_case_str(c, v, 0, out, pos);
+    if (!case_sensitive && v->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_case_str(c, v, MLSTACK__TPL_CASE_LOWER, out, pos);
     *out = *v;
     return 0;
 }
@@ -10118,7 +10125,7 @@ static const mlstack__tpl_builtin mlstack__tpl_filters[] = {
     MLSTACK__TPL_FILTER("abs", mlstack__tpl_filter_abs, 0),
     MLSTACK__TPL_FILTER("attr", mlstack__tpl_filter_attr, 0),
     MLSTACK__TPL_FILTER("batch", mlstack__tpl_filter_batch, 0),
-    MLSTACK__TPL_FILTER("capitalize", mlstack__tpl_filter_case, 2),
+    MLSTACK__TPL_FILTER("capitalize", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_CAPITALIZE),
     MLSTACK__TPL_FILTER("center", mlstack__tpl_filter_center, 0),
     MLSTACK__TPL_FILTER("count", mlstack__tpl_filter_length, 0),
     MLSTACK__TPL_FILTER("d", mlstack__tpl_filter_default, 0),
@@ -10137,7 +10144,7 @@ static const mlstack__tpl_builtin mlstack__tpl_filters[] = {
     MLSTACK__TPL_FILTER("last", mlstack__tpl_filter_first, 1),
     MLSTACK__TPL_FILTER("length", mlstack__tpl_filter_length, 0),
     MLSTACK__TPL_FILTER("list", mlstack__tpl_filter_list, 0),
-    MLSTACK__TPL_FILTER("lower", mlstack__tpl_filter_case, 0),
+    MLSTACK__TPL_FILTER("lower", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_LOWER),
     MLSTACK__TPL_FILTER("map", mlstack__tpl_filter_map, 0),
     MLSTACK__TPL_FILTER("max", mlstack__tpl_filter_min, 1),
     MLSTACK__TPL_FILTER("min", mlstack__tpl_filter_min, 0),
@@ -10153,11 +10160,11 @@ static const mlstack__tpl_builtin mlstack__tpl_filters[] = {
     MLSTACK__TPL_FILTER("sort", mlstack__tpl_filter_sort, 0),
     MLSTACK__TPL_FILTER("string", mlstack__tpl_filter_string, 0),
     MLSTACK__TPL_FILTER("sum", mlstack__tpl_filter_sum, 0),
-    MLSTACK__TPL_FILTER("title", mlstack__tpl_filter_case, 4),
+    MLSTACK__TPL_FILTER("title", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_TITLE),
     MLSTACK__TPL_FILTER("tojson", mlstack__tpl_filter_tojson, 0),
     MLSTACK__TPL_FILTER("trim", mlstack__tpl_filter_trim, 0),
     MLSTACK__TPL_FILTER("unique", mlstack__tpl_filter_unique, 0),
-    MLSTACK__TPL_FILTER("upper", mlstack__tpl_filter_case, 1),
+    MLSTACK__TPL_FILTER("upper", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_UPPER),
     {NULL, NULL, NULL, 0}};
 
 #define MLSTACK__TPL_TEST(name, fn, variant) {name, "test '" name "'", fn, variant}
@@ -10168,43 +10175,43 @@ static const mlstack__tpl_builtin mlstack__tpl_tests[] = {
     MLSTACK__TPL_TEST("==", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
     MLSTACK__TPL_TEST(">", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
     MLSTACK__TPL_TEST(">=", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GE),
-    MLSTACK__TPL_TEST("boolean", mlstack__tpl_test_type, 3),
-    MLSTACK__TPL_TEST("callable", mlstack__tpl_test_type, 13),
-    MLSTACK__TPL_TEST("defined", mlstack__tpl_test_type, 0),
+    MLSTACK__TPL_TEST("boolean", mlstack__tpl_test_type, MLSTACK__TPL_IS_BOOLEAN),
+    MLSTACK__TPL_TEST("callable", mlstack__tpl_test_type, MLSTACK__TPL_IS_CALLABLE),
+    MLSTACK__TPL_TEST("defined", mlstack__tpl_test_type, MLSTACK__TPL_IS_DEFINED),
     MLSTACK__TPL_TEST("divisibleby", mlstack__tpl_test_parity, 2),
     MLSTACK__TPL_TEST("eq", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
     MLSTACK__TPL_TEST("equalto", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
     MLSTACK__TPL_TEST("even", mlstack__tpl_test_parity, 1),
-    MLSTACK__TPL_TEST("false", mlstack__tpl_test_type, 5),
+    MLSTACK__TPL_TEST("false", mlstack__tpl_test_type, MLSTACK__TPL_IS_FALSE),
     MLSTACK__TPL_TEST("filter", mlstack__tpl_test_builtin_name, 0),
-    MLSTACK__TPL_TEST("float", mlstack__tpl_test_type, 7),
+    MLSTACK__TPL_TEST("float", mlstack__tpl_test_type, MLSTACK__TPL_IS_FLOAT),
     MLSTACK__TPL_TEST("ge", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GE),
     MLSTACK__TPL_TEST("greaterthan", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
     MLSTACK__TPL_TEST("gt", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
     MLSTACK__TPL_TEST("in", mlstack__tpl_test_in, 0),
-    MLSTACK__TPL_TEST("integer", mlstack__tpl_test_type, 6),
-    MLSTACK__TPL_TEST("iterable", mlstack__tpl_test_type, 11),
+    MLSTACK__TPL_TEST("integer", mlstack__tpl_test_type, MLSTACK__TPL_IS_INTEGER),
+    MLSTACK__TPL_TEST("iterable", mlstack__tpl_test_type, MLSTACK__TPL_IS_ITERABLE),
     MLSTACK__TPL_TEST("le", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LE),
     MLSTACK__TPL_TEST("lessthan", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LT),
     MLSTACK__TPL_TEST("lower", mlstack__tpl_test_case, 0),
     MLSTACK__TPL_TEST("lt", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LT),
-    MLSTACK__TPL_TEST("mapping", mlstack__tpl_test_type, 10),
+    MLSTACK__TPL_TEST("mapping", mlstack__tpl_test_type, MLSTACK__TPL_IS_MAPPING),
     MLSTACK__TPL_TEST("ne", mlstack__tpl_test_compare, MLSTACK__TPL_OP_NE),
-    MLSTACK__TPL_TEST("none", mlstack__tpl_test_type, 2),
-    MLSTACK__TPL_TEST("number", mlstack__tpl_test_type, 8),
+    MLSTACK__TPL_TEST("none", mlstack__tpl_test_type, MLSTACK__TPL_IS_NONE),
+    MLSTACK__TPL_TEST("number", mlstack__tpl_test_type, MLSTACK__TPL_IS_NUMBER),
     MLSTACK__TPL_TEST("odd", mlstack__tpl_test_parity, 0),
     MLSTACK__TPL_TEST("sameas", mlstack__tpl_test_sameas, 0),
-    MLSTACK__TPL_TEST("sequence", mlstack__tpl_test_type, 12),
-    MLSTACK__TPL_TEST("string", mlstack__tpl_test_type, 9),
+    MLSTACK__TPL_TEST("sequence", mlstack__tpl_test_type, MLSTACK__TPL_IS_SEQUENCE),
+    MLSTACK__TPL_TEST("string", mlstack__tpl_test_type, MLSTACK__TPL_IS_STRING),
     MLSTACK__TPL_TEST("test", mlstack__tpl_test_builtin_name, 1),
-    MLSTACK__TPL_TEST("true", mlstack__tpl_test_type, 4),
-    MLSTACK__TPL_TEST("undefined", mlstack__tpl_test_type, 1),
+    MLSTACK__TPL_TEST("true", mlstack__tpl_test_type, MLSTACK__TPL_IS_TRUE),
+    MLSTACK__TPL_TEST("undefined", mlstack__tpl_test_type, MLSTACK__TPL_IS_UNDEFINED),
     MLSTACK__TPL_TEST("upper", mlstack__tpl_test_case, 1),
     {NULL, NULL, NULL, 0}};
 
 #define MLSTACK__TPL_STRM(name, fn, variant) {name, "str." name "()", fn, variant}
 static const mlstack__tpl_builtin mlstack__tpl_str_methods[] = {
-    MLSTACK__TPL_STRM("capitalize", mlstack__tpl_strm_case, 2),
+    MLSTACK__TPL_STRM("capitalize", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_CAPITALIZE),
     MLSTACK__TPL_STRM("count", mlstack__tpl_strm_search, 0),
     MLSTACK__TPL_STRM("endswith", mlstack__tpl_strm_startswith, 1),
     MLSTACK__TPL_STRM("find", mlstack__tpl_strm_search, 1),
@@ -10216,7 +10223,7 @@ static const mlstack__tpl_builtin mlstack__tpl_str_methods[] = {
     MLSTACK__TPL_STRM("isspace", mlstack__tpl_strm_is, 3),
     MLSTACK__TPL_STRM("isupper", mlstack__tpl_strm_is, 5),
     MLSTACK__TPL_STRM("join", mlstack__tpl_strm_join, 0),
-    MLSTACK__TPL_STRM("lower", mlstack__tpl_strm_case, 0),
+    MLSTACK__TPL_STRM("lower", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_LOWER),
     MLSTACK__TPL_STRM("lstrip", mlstack__tpl_strm_strip, 1),
     MLSTACK__TPL_STRM("removeprefix", mlstack__tpl_strm_removeprefix, 0),
     MLSTACK__TPL_STRM("removesuffix", mlstack__tpl_strm_removeprefix, 1),
@@ -10229,8 +10236,8 @@ static const mlstack__tpl_builtin mlstack__tpl_str_methods[] = {
     MLSTACK__TPL_STRM("splitlines", mlstack__tpl_strm_splitlines, 0),
     MLSTACK__TPL_STRM("startswith", mlstack__tpl_strm_startswith, 0),
     MLSTACK__TPL_STRM("strip", mlstack__tpl_strm_strip, 3),
-    MLSTACK__TPL_STRM("title", mlstack__tpl_strm_case, 3),
-    MLSTACK__TPL_STRM("upper", mlstack__tpl_strm_case, 1),
+    MLSTACK__TPL_STRM("title", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_STR_TITLE),
+    MLSTACK__TPL_STRM("upper", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_UPPER),
     {NULL, NULL, NULL, 0}};
 
 /* Global functions; a value of kind FUNC holds its index here. */
