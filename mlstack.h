@@ -5458,7 +5458,9 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
        supported: escaped (there is no Markup type; nothing is escaped).
      globals: range, dict, namespace, raise_exception, strftime_now. Not supported: lipsum
        (random text), cycler, joiner (stateful helpers no chat template uses).
-     str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error. */
+     str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error.
+   A call takes at most MLSTACK__TARGS_MAX (12) positional and 12 keyword arguments; more is an
+   error, not a different output. */
 
 #ifndef MLSTACK_TEMPLATE_MAX_OUTPUT
 #define MLSTACK_TEMPLATE_MAX_OUTPUT ((size_t)16 << 20)
