@@ -2096,8 +2096,13 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
     v->dtype = t->dtype;
     v->n_dims = t->n_dims;
     for (k = 0; k < t->n_dims; k++) v->shape[k] = t->shape[k];
-    for (k = t->n_dims - 1; k >= 0; k--)
-        v->strides[k] = k == t->n_dims - 1 ? mlstack__dtype_sizes[t->dtype] : v->strides[k + 1] * v->shape[k + 1];
+    /* A tensor with elements fits in its file, so its strides fit in int64; one with a zero
+       dimension may have other dimensions whose product does not: its strides are then 0. */
+    for (k = t->n_dims - 1; k >= 0; k--) {
+        if (k == t->n_dims - 1) v->strides[k] = mlstack__dtype_sizes[t->dtype];
+        else if (v->shape[k + 1] != 0 && v->strides[k + 1] > INT64_MAX / v->shape[k + 1]) v->strides[k] = 0;
+        else v->strides[k] = v->strides[k + 1] * v->shape[k + 1];
+    }
     v->data = st->files[t->file].data + t->begin;
     v->n_bytes = t->end - t->begin;
 }
@@ -2349,13 +2354,19 @@ oom:
    backtrack stack on the caller's stack (heap only past 256 entries) and a step budget, so one
    compiled regex can be searched from many threads at once. */
 
+/* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
+   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u /* steps allowed per search, plus 32 per input byte */
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
+#ifndef MLSTACK_REGEX_STEPS_PER_BYTE
+#define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
 #define MLSTACK__RE_MAX_INST 65536
 #define MLSTACK__RE_MAX_DEPTH 64
 #define MLSTACK__RE_MAX_REGS 64
 #define MLSTACK__RE_MAX_NEG 8
+#define MLSTACK__RE_MAX_LOOK 64 /* nested lookarounds, atomic groups and possessive groups */
 #define MLSTACK__RE_INF 0x7FFFFFFF
 
 enum {
@@ -3113,20 +3124,29 @@ static int mlstack__re_alt(mlstack__re_comp *c, int fold, int *nullable) {
     return 0;
 }
 
-/* Marks in first[] every byte that can begin a match starting at pc; returns 1 if the program can
-   reach MATCH without consuming (then any position may match). Lookarounds are transparent. */
-static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, unsigned char *seen) {
-    for (;;) {
-        const mlstack__re_inst *ins;
-        if (pc < 0 || pc >= re->n_prog) return 1;
-        if (seen[pc]) return 0;
-        seen[pc] = 1;
-        ins = &re->prog[pc];
+/* Marks in first[] every byte that can begin a match; returns 1 if the program can reach MATCH
+   without consuming (then any position may match). A walk over the instructions reachable without
+   consuming, with an explicit work list (no recursion: the pattern's size must not decide the
+   stack depth). Negative and positive lookarounds are transparent; an atomic group's body is
+   walked, and its SUCCEED continues after the group. work holds n_prog entries, seen n_prog bytes. */
+static int mlstack__re_first(const mlstack__regex *re, uint32_t *first, unsigned char *seen, int *work) {
+    int top = 0, nullable = 0;
+    work[top++] = 0;
+    seen[0] = 1;
+#define MLSTACK__RE_VISIT(to)                                                     \
+    do {                                                                          \
+        int to_ = (to);                                                           \
+        if (to_ < 0 || to_ >= re->n_prog) nullable = 1;                           \
+        else if (!seen[to_]) { seen[to_] = 1; work[top++] = to_; }               \
+    } while (0)
+    while (top > 0) {
+        int pc = work[--top];
+        const mlstack__re_inst *ins = &re->prog[pc];
         switch (ins->op) {
         case MLSTACK__RE_REP: case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
             int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
             /* an optional repeat may be skipped: what follows it can start the match too */
-            if (ins->op == MLSTACK__RE_REP && ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
+            if (ins->op == MLSTACK__RE_REP && ins->min == 0) MLSTACK__RE_VISIT(pc + 1);
             if (mop == MLSTACK__RE_CHAR && ins->a != 0xFFFD) {
                 unsigned char b[4];
                 mlstack__utf8_put(b, (uint32_t)ins->a);
@@ -3137,27 +3157,40 @@ static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, 
                     if (mlstack__re_test(re, mop, ins->a, cp)) first[cp >> 5] |= 1u << (cp & 31);
                 first[4] = first[5] = first[6] = first[7] = 0xFFFFFFFFu; /* any non-ASCII lead or stray byte */
             }
-            return 0;
+            break;
         }
         case MLSTACK__RE_SPLIT:
-            if (mlstack__re_first(re, pc + ins->a, first, seen)) return 1;
-            pc += ins->min;
+            MLSTACK__RE_VISIT(pc + ins->a);
+            MLSTACK__RE_VISIT(pc + ins->min);
             break;
-        case MLSTACK__RE_JMP: pc += ins->a; break;
+        case MLSTACK__RE_JMP: MLSTACK__RE_VISIT(pc + ins->a); break;
         case MLSTACK__RE_CHECK:
-            if (mlstack__re_first(re, pc + ins->min, first, seen)) return 1;
-            pc++;
+            MLSTACK__RE_VISIT(pc + ins->min);
+            MLSTACK__RE_VISIT(pc + 1);
             break;
         case MLSTACK__RE_LOOK:
-            if (ins->mode == MLSTACK__RE_ATOMIC) {
-                if (mlstack__re_first(re, pc + 1, first, seen) == 0) return 0;
-            }
-            pc += 1 + ins->a;
+            MLSTACK__RE_VISIT(ins->mode == MLSTACK__RE_ATOMIC ? pc + 1 : pc + 1 + ins->a);
             break;
-        case MLSTACK__RE_MATCH: case MLSTACK__RE_SUCCEED: return 1;
-        default: pc++; break;
+        case MLSTACK__RE_SUCCEED: MLSTACK__RE_VISIT(pc + 1); break; /* only atomic bodies are walked */
+        case MLSTACK__RE_MATCH: nullable = 1; break;
+        default: MLSTACK__RE_VISIT(pc + 1); break;
         }
     }
+#undef MLSTACK__RE_VISIT
+    return nullable;
+}
+
+/* Deepest nesting of lookaround/atomic sub-programs (the matcher recurses once per level). */
+static int mlstack__re_look_depth(const mlstack__regex *re) {
+    int ends[MLSTACK__RE_MAX_LOOK + 1], depth = 0, pc;
+    for (pc = 0; pc < re->n_prog; pc++) {
+        while (depth > 0 && pc > ends[depth - 1]) depth--;
+        if (re->prog[pc].op == MLSTACK__RE_LOOK) {
+            if (depth == MLSTACK__RE_MAX_LOOK) return depth + 1;
+            ends[depth++] = pc + re->prog[pc].a;
+        }
+    }
+    return depth;
 }
 
 MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
@@ -3172,7 +3205,7 @@ MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
    construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
 MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
     mlstack__re_comp c;
-    int nullable;
+    int nullable, *work;
     unsigned char *seen;
     *out = NULL;
     if (!pattern && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "regex: NULL pattern");
@@ -3190,13 +3223,22 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
         mlstack__regex_free(c.re);
         return c.rc;
     }
+    if (mlstack__re_look_depth(c.re) > MLSTACK__RE_MAX_LOOK) {
+        mlstack__regex_free(c.re);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "regex: lookarounds, atomic or possessive groups nested more than %d deep",
+                             MLSTACK__RE_MAX_LOOK);
+    }
     seen = (unsigned char *)mlstack__calloc((size_t)c.re->n_prog, 1);
-    if (!seen) {
+    work = (int *)mlstack__calloc((size_t)c.re->n_prog, sizeof *work);
+    if (!seen || !work) {
+        MLSTACK_FREE(seen);
+        MLSTACK_FREE(work);
         mlstack__regex_free(c.re);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "regex: out of memory");
     }
-    c.re->nullable = mlstack__re_first(c.re, 0, c.re->first, seen);
+    c.re->nullable = mlstack__re_first(c.re, c.re->first, seen, work);
     MLSTACK_FREE(seen);
+    MLSTACK_FREE(work);
     *out = c.re;
     return MLSTACK_OK;
 }
@@ -3302,7 +3344,7 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
             } else {
                 size_t start = pos;
                 while (k < ins->max && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
-                r->steps += (uint64_t)(pos - start) / 4;
+                r->steps += (uint64_t)(pos - start); /* each code point tested counts as a step */
                 if (k < ins->min) goto fail;
                 if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min && mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos)) goto oom;
             }
@@ -3406,10 +3448,11 @@ oom:
 }
 
 /* Finds the leftmost match at or after byte `start` (a code point boundary). Returns 1 and the
-   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget
-   (MLSTACK_REGEX_STEP_BASE + 32 per byte) ran out, -2 if out of memory. Thread-safe. */
-MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
-                                                 size_t *mend) {
+   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget ran out, -2 if out of
+   memory. *budget is the number of matcher steps left to the caller (one budget shared by every
+   search of one encode or decode call); the steps this search took are subtracted. Thread-safe. */
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__regex *re, const char *s, size_t n, size_t start,
+                                                        uint64_t *budget, size_t *mbeg, size_t *mend) {
     mlstack__re_bt local[256];
     mlstack__re_run r;
     size_t pos;
@@ -3424,7 +3467,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
     r.top = 0;
     r.cap = sizeof local / sizeof local[0];
     r.steps = 0;
-    r.limit = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(n - start) * 32;
+    r.limit = *budget;
     memset(r.regs, 0, sizeof r.regs);
     for (pos = start;; ) {
         if (pos < n) {
@@ -3446,8 +3489,17 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
         }
     }
     MLSTACK_FREE(r.heap);
+    *budget = r.steps >= *budget ? 0 : *budget - r.steps;
     if (m == 1) *mbeg = pos;
     return m;
+}
+
+/* One search with a budget of its own: MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per
+   byte from start. */
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
+                                                 size_t *mend) {
+    uint64_t budget = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+    return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
 
@@ -3469,16 +3521,32 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 #ifndef MLSTACK_TOK_MAX_VOCAB
 #define MLSTACK_TOK_MAX_VOCAB (1 << 24)
 #endif
+/* Text an encode or decode call may build: MLSTACK_TOK_MAX_GROWTH bytes per input byte plus
+   MLSTACK_TOK_GROWTH_SLACK (normalizers, Metaspace and Replace steps can each multiply the text;
+   NFKC alone turns U+FDFA's 3 bytes into 33). */
+#ifndef MLSTACK_TOK_MAX_GROWTH
+#define MLSTACK_TOK_MAX_GROWTH 128u
+#endif
+#ifndef MLSTACK_TOK_GROWTH_SLACK
+#define MLSTACK_TOK_GROWTH_SLACK ((size_t)16 << 20)
+#endif
 #define MLSTACK__TOK_CACHE_MAX_WORD 128 /* bytes; longer pieces bypass the word cache */
 #define MLSTACK__TOK_CACHE_SLOTS 8192
 
-enum { MLSTACK__N_NFC = 1, MLSTACK__N_NFD, MLSTACK__N_NFKC, MLSTACK__N_NFKD, MLSTACK__N_LOWER, MLSTACK__N_STRIP,
-       MLSTACK__N_STRIP_ACCENTS, MLSTACK__N_PREPEND, MLSTACK__N_REPLACE };
-enum { MLSTACK__P_SPLIT = 1, MLSTACK__P_BYTELEVEL, MLSTACK__P_METASPACE, MLSTACK__P_DIGITS, MLSTACK__P_PUNCT,
-       MLSTACK__P_WHITESPACE, MLSTACK__P_WSSPLIT, MLSTACK__P_BERT };
-enum { MLSTACK__B_REMOVED, MLSTACK__B_ISOLATED, MLSTACK__B_PREV, MLSTACK__B_NEXT, MLSTACK__B_CONTIGUOUS };
-enum { MLSTACK__D_BYTELEVEL = 1, MLSTACK__D_BYTEFALLBACK, MLSTACK__D_METASPACE, MLSTACK__D_REPLACE, MLSTACK__D_FUSE,
-       MLSTACK__D_STRIP, MLSTACK__D_BPE };
+/* Normalizer steps (mlstack__tok_step.type in t->norm). */
+enum { MLSTACK__NORM_NFC = 1, MLSTACK__NORM_NFD, MLSTACK__NORM_NFKC, MLSTACK__NORM_NFKD, MLSTACK__NORM_LOWER,
+       MLSTACK__NORM_STRIP, MLSTACK__NORM_STRIP_ACCENTS, MLSTACK__NORM_PREPEND, MLSTACK__NORM_REPLACE };
+/* Pre-tokenizer steps (in t->pre). */
+enum { MLSTACK__PRETOK_SPLIT = 1, MLSTACK__PRETOK_BYTELEVEL, MLSTACK__PRETOK_METASPACE, MLSTACK__PRETOK_DIGITS,
+       MLSTACK__PRETOK_PUNCT, MLSTACK__PRETOK_WHITESPACE, MLSTACK__PRETOK_WSSPLIT, MLSTACK__PRETOK_BERT };
+/* What a split does with the matched part (Hugging Face's SplitDelimiterBehavior). */
+enum { MLSTACK__SPLIT_REMOVED, MLSTACK__SPLIT_ISOLATED, MLSTACK__SPLIT_PREV, MLSTACK__SPLIT_NEXT,
+       MLSTACK__SPLIT_CONTIGUOUS };
+/* Decoder steps (in t->dec). */
+enum { MLSTACK__DECODER_BYTELEVEL = 1, MLSTACK__DECODER_BYTEFALLBACK, MLSTACK__DECODER_METASPACE,
+       MLSTACK__DECODER_REPLACE, MLSTACK__DECODER_FUSE, MLSTACK__DECODER_STRIP, MLSTACK__DECODER_BPE };
+/* Which list of steps a tokenizer.json node fills. */
+enum { MLSTACK__STEPS_NORMALIZER, MLSTACK__STEPS_PRETOKENIZER, MLSTACK__STEPS_DECODER };
 enum { MLSTACK__PREPEND_ALWAYS, MLSTACK__PREPEND_FIRST, MLSTACK__PREPEND_NEVER };
 
 /* One step of a normalizer, pre-tokenizer or decoder (Sequence nodes are flattened). */
@@ -3504,6 +3572,7 @@ struct mlstack_tokenizer {
     const char **tok_s;    /* token text by id (NULL for holes) */
     uint32_t *tok_len;
     unsigned char *tok_special; /* 1: an added token flagged special */
+    uint64_t hkey[2];      /* key of the hashes below, drawn at load */
     uint32_t *vmap;        /* model vocab: open addressing, slot = id + 1 */
     uint32_t vmask;
     uint64_t *mkey;        /* merges: (left id << 32 | right id) + 1, 0 = empty */
@@ -3521,6 +3590,15 @@ struct mlstack_tokenizer {
     int n_post_pre, n_post_suf;
     mlstack__tok_added *added;    /* sorted by length, longest first */
     int n_added;
+    /* Added tokens as a byte trie: node 0 is the root; tr_best[2 * node + normalized] is the index
+       in added[] of the token spelled by the path to node (-1: none); edges (node, byte) -> child
+       in an open-addressing table keyed (node << 8 | byte) + 1. Matching at a position costs the
+       longest token's length, not the sum of all of them. */
+    int32_t *tr_best;
+    uint64_t *tr_key;
+    int32_t *tr_child;
+    uint32_t tr_mask;
+    int32_t tr_nodes;
     int32_t bos_id, eos_id;
     const char *chat_template;
     char *err;                    /* last failure text (MLSTACK__TOK_ERR bytes) */
@@ -3566,18 +3644,61 @@ static const char *const mlstack__qwen2_pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
-/* Hash of bytes (FNV-1a, 32-bit). */
-static uint32_t mlstack__hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+/* Keyed hashes for the tables a tokenizer.json (or the text) fills: each tokenizer draws a random
+   key at load, so a crafted vocabulary, merges list or text cannot be made to collide (an unkeyed
+   hash let a 2.9 MB vocab load in quadratic time). Strings: SipHash-1-3, as Rust's HashMap. */
+#define MLSTACK__ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define MLSTACK__SIPROUND(v0, v1, v2, v3)                                                                            \
+    do {                                                                                                             \
+        v0 += v1; v1 = MLSTACK__ROTL64(v1, 13); v1 ^= v0; v0 = MLSTACK__ROTL64(v0, 32);                             \
+        v2 += v3; v3 = MLSTACK__ROTL64(v3, 16); v3 ^= v2;                                                            \
+        v0 += v3; v3 = MLSTACK__ROTL64(v3, 21); v3 ^= v0;                                                            \
+        v2 += v1; v1 = MLSTACK__ROTL64(v1, 17); v1 ^= v2; v2 = MLSTACK__ROTL64(v2, 32);                             \
+    } while (0)
+static uint32_t mlstack__hash(const uint64_t key[2], const char *s, size_t n) {
+    uint64_t v0 = key[0] ^ 0x736f6d6570736575ULL, v1 = key[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = key[0] ^ 0x6c7967656e657261ULL, v3 = key[1] ^ 0x7465646279746573ULL, m;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = n & 7, i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&m, p + i, 8); /* byte order differs between hosts: only the table layout depends on it */
+        v3 ^= m;
+        MLSTACK__SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    m = (uint64_t)n << 56;
+    p += i;
+    while (left--) m |= (uint64_t)p[left] << (8 * left);
+    v3 ^= m;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    v0 ^= m;
+    v2 ^= 0xff;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    return (uint32_t)(v0 ^ v1 ^ v2 ^ v3);
 }
-static uint32_t mlstack__hash64(uint64_t k) {
+/* Merge keys (two ids): a keyed multiply-xorshift mix. */
+static uint32_t mlstack__hash64(const uint64_t key[2], uint64_t k) {
+    k = (k ^ key[0]) * 0x9E3779B97F4A7C15ULL;
+    k ^= k >> 32;
+    k = (k ^ key[1]) * 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 29;
     return (uint32_t)k;
+}
+/* A fresh key: clocks and addresses (salt: the object it keys) through the mixer; not for
+   cryptography, only so that a file cannot be prepared against the table layout. */
+static void mlstack__hash_key(uint64_t key[2], const void *salt) {
+    static const uint64_t zero[2] = {0, 0};
+    double now = mlstack__now();
+    uint64_t t, c = (uint64_t)time(NULL);
+    memcpy(&t, &now, sizeof t);
+    key[0] = (uint64_t)mlstack__hash64(zero, t ^ ((uint64_t)(uintptr_t)salt << 16)) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)&t ^ c);
+    key[1] = (uint64_t)mlstack__hash64(zero, t + c * 0x9E3779B97F4A7C15ULL) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)salt ^ (uint64_t)clock());
 }
 
 /* Bytes consumed by the invalid sequence at s: the maximal subpart of a well-formed sequence
@@ -3663,7 +3784,7 @@ static int mlstack__tok_is_word(uint32_t cp) { return cp == '_' || mlstack__tok_
 MLSTACK__FN int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
     uint32_t h;
     if (!t->vmap) return -1;
-    h = mlstack__hash(s, n) & t->vmask;
+    h = mlstack__hash(t->hkey, s, n) & t->vmask;
     for (;;) {
         uint32_t v = t->vmap[h];
         if (!v) return -1;
@@ -3675,7 +3796,7 @@ static int mlstack__tok_merge_find(const mlstack_tokenizer *t, int32_t a, int32_
     uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     uint32_t h;
     if (!t->mkey) return 0;
-    h = mlstack__hash64(key) & t->mmask;
+    h = mlstack__hash64(t->hkey, key) & t->mmask;
     for (;;) {
         uint64_t k = t->mkey[h];
         if (!k) return 0;
@@ -3714,6 +3835,9 @@ typedef struct mlstack__enc {
     mlstack__buf centry;  /* {uint32 koff, klen, ioff, nids} */
     mlstack__buf cpool;
     size_t n_cached;
+    uint64_t re_budget;   /* regex steps left for this call (MLSTACK_REGEX_STEP_BASE + per byte searched) */
+    size_t pool_limit;    /* the text pool may not grow past this (normalizer output cap) */
+    const char *limit_what; /* which limit an MLSTACK_ERR_LIMIT hit (NULL: the regex budget) */
     char *err;
     mlstack_result code;
 } mlstack__enc;
@@ -3895,7 +4019,7 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
         e->cslot = (uint32_t *)mlstack__calloc(MLSTACK__TOK_CACHE_SLOTS, sizeof(uint32_t));
         if (!e->cslot) return 0;
     }
-    h = mlstack__hash(w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
+    h = mlstack__hash(e->t->hkey, w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
     ents = (mlstack__centry *)(void *)e->centry.p;
     for (slot = h;; slot = (slot + 1) & (MLSTACK__TOK_CACHE_SLOTS - 1)) {
         uint32_t v = e->cslot[slot];
@@ -3934,12 +4058,19 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
     return 0;
 }
 
-/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error. */
-static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, size_t *b, size_t *en) {
-    if (st->re) return mlstack__regex_search(st->re, s, n, from, b, en);
+/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error
+   (-1: the call's regex budget is spent). */
+static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget, size_t *b,
+                              size_t *en) {
+    if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
     if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
     *en = *b + st->alen;
     return 1;
+}
+
+static mlstack_result mlstack__enc_grew(mlstack__enc *e) {
+    e->limit_what = "the normalized or pre-tokenized text grew past MLSTACK_TOK_MAX_GROWTH times the input";
+    return MLSTACK_ERR_LIMIT;
 }
 
 static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len, size_t *out_off, size_t *out_len) {
@@ -3948,25 +4079,25 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
     for (k = 0; k < t->n_norm; k++) {
         const mlstack__tok_step *st = &t->norm[k];
         size_t start = e->pool.n, i;
-        if (st->type >= MLSTACK__N_NFC && st->type <= MLSTACK__N_NFKD) {
+        if (st->type >= MLSTACK__NORM_NFC && st->type <= MLSTACK__NORM_NFKD) {
             static const int forms[4] = {MLSTACK__NFC, MLSTACK__NFD, MLSTACK__NFKC, MLSTACK__NFKD};
             char *o = NULL;
             size_t ol = 0;
             mlstack_result r;
             if (len == 0) continue;
-            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
+            r = mlstack__unorm(forms[st->type - MLSTACK__NORM_NFC], e->pool.p + off, len, &o, &ol);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__buf_put(&e->pool, o, ol)) {
                 MLSTACK_FREE(o);
                 return MLSTACK_ERR_NO_MEMORY;
             }
             MLSTACK_FREE(o);
-        } else if (st->type == MLSTACK__N_LOWER || st->type == MLSTACK__N_STRIP_ACCENTS) {
+        } else if (st->type == MLSTACK__NORM_LOWER || st->type == MLSTACK__NORM_STRIP_ACCENTS) {
             if (!mlstack__buf_reserve(&e->pool, len * 3)) return MLSTACK_ERR_NO_MEMORY;
             for (i = 0; i < len;) {
                 uint32_t cp, lo[3];
                 int cl = mlstack__tok_cp(e->pool.p + off + i, len - i, &cp), m, j;
-                if (st->type == MLSTACK__N_LOWER) {
+                if (st->type == MLSTACK__NORM_LOWER) {
                     m = mlstack__ulower_full(cp, lo);
                     for (j = 0; j < m; j++) e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
                 } else if (!mlstack__uis_mark(cp)) {
@@ -3975,7 +4106,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
                 }
                 i += (size_t)cl;
             }
-        } else if (st->type == MLSTACK__N_STRIP) {
+        } else if (st->type == MLSTACK__NORM_STRIP) {
             size_t a = 0, z = len;
             uint32_t cp;
             while (st->left && a < z) {
@@ -3993,16 +4124,18 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             off += a;
             len = z - a;
             continue;
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             if (len == 0) continue;
             if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len)) return MLSTACK_ERR_NO_MEMORY;
             memcpy(e->pool.p + e->pool.n, e->pool.p + off, len);
             e->pool.n += len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             size_t from = 0, b, en;
             int f;
-            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &b, &en)) != 0) {
-                if (f < 0) return MLSTACK_ERR_LIMIT;
+            if (st->re) e->re_budget += (uint64_t)len * MLSTACK_REGEX_STEPS_PER_BYTE;
+            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &e->re_budget, &b, &en)) != 0) {
+                if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
+                if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
                 if (!mlstack__buf_reserve(&e->pool, (b - from) + st->blen + 4)) return MLSTACK_ERR_NO_MEMORY;
                 memcpy(e->pool.p + e->pool.n, e->pool.p + off + from, b - from);
                 e->pool.n += b - from;
@@ -4027,6 +4160,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
         }
         off = start;
         len = e->pool.n - start;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
     }
     *out_off = off;
     *out_len = len;
@@ -4058,17 +4192,17 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
     for (i = 0; i < n; i++) {
         mlstack__seg c = sg[i];
         switch (behavior) {
-        case MLSTACK__B_REMOVED:
+        case MLSTACK__SPLIT_REMOVED:
             if (!c.m) sg[k++] = c;
             break;
-        case MLSTACK__B_ISOLATED:
+        case MLSTACK__SPLIT_ISOLATED:
             sg[k++] = c;
             break;
-        case MLSTACK__B_PREV:
+        case MLSTACK__SPLIT_PREV:
             if (c.m && !prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
-        case MLSTACK__B_CONTIGUOUS:
+        case MLSTACK__SPLIT_CONTIGUOUS:
             if (c.m == prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
@@ -4078,7 +4212,7 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
         }
         prev = c.m;
     }
-    if (behavior == MLSTACK__B_NEXT) { /* walk backwards: a match joins the part after it */
+    if (behavior == MLSTACK__SPLIT_NEXT) { /* walk backwards: a match joins the part after it */
         size_t j = k, w = k;
         prev = 0;
         while (j-- > 0) {
@@ -4121,8 +4255,9 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     mlstack__tok_step tmp = *st;
     tmp.re = (mlstack__regex *)re;
     e->segs.n = 0;
-    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &b, &en)) != 0) {
-        if (f < 0) return MLSTACK_ERR_LIMIT;
+    if (re) e->re_budget += (uint64_t)n * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &e->re_budget, &b, &en)) != 0) {
+        if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
         if (en == b) {
             uint32_t cp;
             from = b + (size_t)mlstack__tok_cp(s + b, n - b, &cp);
@@ -4146,20 +4281,21 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         const char *s;
         size_t j;
         if (p.len == 0) continue;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
         switch (st->type) {
-        case MLSTACK__P_SPLIT:
+        case MLSTACK__PRETOK_SPLIT:
             r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__apply_behavior(e, &p, st->behavior, st->invert, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_DIGITS:
-        case MLSTACK__P_PUNCT:
-        case MLSTACK__P_BERT:
-            if (st->type == MLSTACK__P_BERT) { /* whitespace split (removed), then punctuation isolated */
+        case MLSTACK__PRETOK_DIGITS:
+        case MLSTACK__PRETOK_PUNCT:
+        case MLSTACK__PRETOK_BERT:
+            if (st->type == MLSTACK__PRETOK_BERT) { /* whitespace split (removed), then punctuation isolated */
                 if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
                 {
                     size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
                     /* re-split the new parts on punctuation */
                     {
                         size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
@@ -4169,7 +4305,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                         for (q = 0; q < nn; q++) {
                             mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
                             if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
-                                !mlstack__apply_behavior(e, &sp, MLSTACK__B_ISOLATED, 0, &e->pb)) {
+                                !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
                                 MLSTACK_FREE(parts.p);
                                 return MLSTACK_ERR_NO_MEMORY;
                             }
@@ -4180,16 +4316,16 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
-                                     st->type == MLSTACK__P_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
+                                     st->type == MLSTACK__PRETOK_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
                 return MLSTACK_ERR_NO_MEMORY;
             if (!mlstack__apply_behavior(e, &p, st->behavior, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WSSPLIT:
+        case MLSTACK__PRETOK_WSSPLIT:
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws) ||
-                !mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb))
+                !mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
+        case MLSTACK__PRETOK_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
             size_t a = 0, n = p.len;
             s = e->pool.p + p.off;
             e->segs.n = 0;
@@ -4208,10 +4344,10 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 if (!mlstack__seg_push(&e->segs, a, z, cls != 0)) return MLSTACK_ERR_NO_MEMORY;
                 a = z;
             }
-            if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_METASPACE: {
+        case MLSTACK__PRETOK_METASPACE: {
             size_t start = e->pool.n;
             int prepend;
             s = e->pool.p + p.off;
@@ -4220,6 +4356,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             /* HF tests "starts with the replacement" after replacing spaces */
             if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
                 prepend = 0;
+            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
             if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
             s = e->pool.p + p.off;
             if (prepend) {
@@ -4242,12 +4379,12 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 lit.alen = st->alen;
                 r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_BYTELEVEL: {
+        case MLSTACK__PRETOK_BYTELEVEL: {
             size_t k0 = e->pb.n, q, nn;
             if (st->flag && e->pool.p[p.off] != ' ') {
                 size_t start = e->pool.n;
@@ -4261,7 +4398,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             if (st->re) {
                 r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             /* map the new parts' bytes to GPT-2's printable alphabet */
@@ -4294,26 +4431,41 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
 }
 
 /* ---- added tokens ---- */
+/* The trie child of node on byte c, or -1. */
+static int32_t mlstack__trie_next(const mlstack_tokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | c) + 1;
+    uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+    for (;;) {
+        if (!t->tr_key[h]) return -1;
+        if (t->tr_key[h] == key) return t->tr_child[h];
+        h = (h + 1) & t->tr_mask;
+    }
+}
+/* The longest added token (with the given normalized flag) that starts s[0, n); NULL if none. */
+static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n, int normalized) {
+    const mlstack__tok_added *hit = NULL;
+    int32_t node = 0;
+    size_t k;
+    if (!t->tr_nodes) return NULL;
+    for (k = 0; k < n; k++) {
+        int32_t b;
+        if ((node = mlstack__trie_next(t, node, (unsigned char)s[k])) < 0) break;
+        b = t->tr_best[2 * node + (normalized ? 1 : 0)];
+        if (b >= 0) hit = &t->added[b];
+    }
+    return hit;
+}
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
    leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
 static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
                                 mlstack__buf *out) {
     const mlstack_tokenizer *t = e->t;
     size_t i = 0, done = 0;
-    int k;
     const char *s = e->pool.p + off;
     out->n = 0;
     while (i < len) {
-        const mlstack__tok_added *hit = NULL;
+        const mlstack__tok_added *hit = mlstack__added_at(t, s + i, len - i, normalized);
         size_t b, en;
-        for (k = 0; k < t->n_added; k++) {
-            const mlstack__tok_added *a = &t->added[k];
-            if (a->normalized != normalized || a->len == 0 || a->len > len - i || a->s[0] != s[i]) continue;
-            if (memcmp(a->s, s + i, a->len) == 0) {
-                hit = a;
-                break;
-            }
-        }
         if (!hit) {
             i++;
             continue;
@@ -4423,11 +4575,15 @@ static int mlstack__hexval(int c) {
 }
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
-static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl) {
+/* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
+static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl,
+                                uint64_t *budget, size_t limit) {
     size_t start = pool->n, from = 0, b, en;
-    int f;
-    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, &b, &en)) > 0) {
+    int f = 0;
+    if (st->re) *budget += (uint64_t)p->len * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, budget, &b, &en)) > 0) {
         if (en == b) break;
+        if (pool->n > limit) return -1;
         if (!mlstack__buf_reserve(pool, (b - from) + wl)) return 0;
         memcpy(pool->p + pool->n, pool->p + p->off + from, b - from);
         pool->n += b - from;
@@ -4435,6 +4591,7 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
         pool->n += wl;
         from = en;
     }
+    if (f < 0) return f == -1 ? -1 : 0;
     if (!mlstack__buf_reserve(pool, p->len - from)) return 0;
     memcpy(pool->p + pool->n, pool->p + p->off + from, p->len - from);
     pool->n += p->len - from;
@@ -4446,7 +4603,8 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
 static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, mlstack__buf *out) {
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
-    size_t i, np;
+    size_t i, np, limit;
+    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM do { r = MLSTACK_ERR_NO_MEMORY; goto done; } while (0)
     for (i = 0; i < n; i++) {
@@ -4456,6 +4614,8 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) || !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
             MLSTACK__DEC_OOM;
     }
+    limit = pool.n > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                : pool.n * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     if (t->n_dec == 0) { /* no decoder: tokens joined by spaces */
         np = pa.n / sizeof(mlstack__piece);
         for (i = 0; i < np; i++) {
@@ -4469,14 +4629,14 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         mlstack__piece *ps = (mlstack__piece *)(void *)pa.p;
         np = pa.n / sizeof *ps;
         pb.n = 0;
-        if (st->type == MLSTACK__D_BYTELEVEL || st->type == MLSTACK__D_FUSE) {
+        if (st->type == MLSTACK__DECODER_BYTELEVEL || st->type == MLSTACK__DECODER_FUSE) {
             size_t start;
             mlstack__buf raw = {0, 0, 0};
             for (i = 0; i < np; i++) {
                 const char *s = pool.p + ps[i].off;
                 size_t j, before = raw.n, len = ps[i].len;
                 int ok = 1;
-                if (st->type == MLSTACK__D_BYTELEVEL) {
+                if (st->type == MLSTACK__DECODER_BYTELEVEL) {
                     for (j = 0; j < len && ok;) {
                         uint32_t cp;
                         j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
@@ -4502,7 +4662,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
             }
             MLSTACK_FREE(raw.p);
             if (!mlstack__piece_push(&pb, start, pool.n - start, 0, -1)) MLSTACK__DEC_OOM;
-        } else if (st->type == MLSTACK__D_BYTEFALLBACK) {
+        } else if (st->type == MLSTACK__DECODER_BYTEFALLBACK) {
             size_t run_start = 0, run = 0;
             for (i = 0; i <= np; i++) {
                 int byte = -1;
@@ -4532,16 +4692,16 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         } else {
             for (i = 0; i < np; i++) {
                 mlstack__piece p = ps[i];
-                if (st->type == MLSTACK__D_REPLACE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, st->b, st->blen)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_BPE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_METASPACE) {
+                int f = 1;
+                if (st->type == MLSTACK__DECODER_REPLACE) {
+                    f = mlstack__dec_replace(&pool, &p, st, st->b, st->blen, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_BPE) {
+                    f = mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_METASPACE) {
                     mlstack__tok_step lit = *st;
                     lit.re = NULL;
-                    if (!mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1))
-                        MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_STRIP) {
+                    f = mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_STRIP) {
                     int c;
                     for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
                         p.off += st->alen;
@@ -4550,6 +4710,11 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
                     for (c = 0; c < st->right && p.len >= st->alen && memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0; c++)
                         p.len -= st->alen;
                 }
+                if (f < 0) {
+                    r = MLSTACK_ERR_LIMIT;
+                    goto done;
+                }
+                if (!f) MLSTACK__DEC_OOM;
                 if (!MLSTACK__VEC_PUSH(&pb, mlstack__piece, p)) MLSTACK__DEC_OOM;
             }
         }
@@ -4643,19 +4808,19 @@ static int mlstack__tok_scheme(const mlstack__json *o) {
 }
 static int mlstack__tok_behavior(const mlstack__json *v, int def) {
     if (!v) return def;
-    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__B_REMOVED;
-    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__B_ISOLATED;
-    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__B_PREV;
-    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__B_NEXT;
-    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__B_CONTIGUOUS;
+    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__SPLIT_REMOVED;
+    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__SPLIT_ISOLATED;
+    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__SPLIT_PREV;
+    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__SPLIT_NEXT;
+    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__SPLIT_CONTIGUOUS;
     return -1;
 }
 
 static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth, mlstack_error *err) {
     static const char *const seq_key[3] = {"normalizers", "pretokenizers", "decoders"};
     static const char *const what[3] = {"normalizer", "pre_tokenizer", "decoder"};
-    mlstack__tok_step **arr = kind == 0 ? &t->norm : kind == 1 ? &t->pre : &t->dec;
-    int *n = kind == 0 ? &t->n_norm : kind == 1 ? &t->n_pre : &t->n_dec;
+    mlstack__tok_step **arr = kind == MLSTACK__STEPS_NORMALIZER ? &t->norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->pre : &t->dec;
+    int *n = kind == MLSTACK__STEPS_NORMALIZER ? &t->n_norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->n_pre : &t->n_dec;
     const mlstack__json *ty;
     mlstack__tok_step *st = NULL;
     mlstack_result r;
@@ -4672,75 +4837,75 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         return MLSTACK_OK;
     }
     if ((r = mlstack__tok_push_step(arr, n, &st, err)) != MLSTACK_OK) return r;
-    if (kind == 0) {
+    if (kind == MLSTACK__STEPS_NORMALIZER) {
         static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Prepend", "Replace"};
         int i;
         for (i = 0; i < 9; i++)
             if (mlstack__json_is_str(ty, names[i])) st->type = i + 1;
-        if (st->type == MLSTACK__N_STRIP) {
+        if (st->type == MLSTACK__NORM_STRIP) {
             st->left = mlstack__jbool(node, "strip_left", 1);
             st->right = mlstack__jbool(node, "strip_right", 1);
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             const mlstack__json *p = mlstack__jstr(node, "prepend");
             if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Prepend normalizer without a \"prepend\" string");
             st->a = p->str;
             st->alen = p->len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             const mlstack__json *c = mlstack__jstr(node, "content");
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace normalizer without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) != MLSTACK_OK) return r;
         }
-    } else if (kind == 1) {
+    } else if (kind == MLSTACK__STEPS_PRETOKENIZER) {
         if (mlstack__json_is_str(ty, "Split")) {
-            st->type = MLSTACK__P_SPLIT;
+            st->type = MLSTACK__PRETOK_SPLIT;
             st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), -1);
             st->invert = mlstack__jbool(node, "invert", 0);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) != MLSTACK_OK) return r;
         } else if (mlstack__json_is_str(ty, "ByteLevel")) {
-            st->type = MLSTACK__P_BYTELEVEL;
+            st->type = MLSTACK__PRETOK_BYTELEVEL;
             st->flag = mlstack__jbool(node, "add_prefix_space", 1);
             if (mlstack__jbool(node, "use_regex", 1) &&
                 (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) != MLSTACK_OK)
                 return r;
         } else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__P_METASPACE;
+            st->type = MLSTACK__PRETOK_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             st->flag = mlstack__jbool(node, "split", 1);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Digits")) {
-            st->type = MLSTACK__P_DIGITS;
-            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__B_ISOLATED : MLSTACK__B_CONTIGUOUS;
+            st->type = MLSTACK__PRETOK_DIGITS;
+            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__SPLIT_ISOLATED : MLSTACK__SPLIT_CONTIGUOUS;
         } else if (mlstack__json_is_str(ty, "Punctuation")) {
-            st->type = MLSTACK__P_PUNCT;
-            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__B_ISOLATED);
+            st->type = MLSTACK__PRETOK_PUNCT;
+            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__SPLIT_ISOLATED);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
         } else if (mlstack__json_is_str(ty, "Whitespace")) {
-            st->type = MLSTACK__P_WHITESPACE;
+            st->type = MLSTACK__PRETOK_WHITESPACE;
         } else if (mlstack__json_is_str(ty, "WhitespaceSplit")) {
-            st->type = MLSTACK__P_WSSPLIT;
+            st->type = MLSTACK__PRETOK_WSSPLIT;
         } else if (mlstack__json_is_str(ty, "BertPreTokenizer")) {
-            st->type = MLSTACK__P_BERT;
+            st->type = MLSTACK__PRETOK_BERT;
         }
     } else {
-        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__D_BYTELEVEL;
-        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__D_BYTEFALLBACK;
-        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__D_FUSE;
+        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__DECODER_BYTELEVEL;
+        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__DECODER_BYTEFALLBACK;
+        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__DECODER_FUSE;
         else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__D_METASPACE;
+            st->type = MLSTACK__DECODER_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Replace")) {
             const mlstack__json *c = mlstack__jstr(node, "content");
-            st->type = MLSTACK__D_REPLACE;
+            st->type = MLSTACK__DECODER_REPLACE;
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace decoder without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
@@ -4748,7 +4913,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         } else if (mlstack__json_is_str(ty, "Strip")) {
             const mlstack__json *c = mlstack__jstr(node, "content"), *a = mlstack__json_get(node, "start"),
                                 *b = mlstack__json_get(node, "stop");
-            st->type = MLSTACK__D_STRIP;
+            st->type = MLSTACK__DECODER_STRIP;
             if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 || b->i > 1000)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
             st->a = c->str;
@@ -4757,7 +4922,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
             st->right = (int)b->i;
         } else if (mlstack__json_is_str(ty, "BPEDecoder")) {
             const mlstack__json *s = mlstack__jstr(node, "suffix");
-            st->type = MLSTACK__D_BPE;
+            st->type = MLSTACK__DECODER_BPE;
             st->a = s ? s->str : "</w>";
             st->alen = s ? s->len : 4;
         }
@@ -4867,30 +5032,13 @@ static int mlstack__cmp_added(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
-    const mlstack__json *model, *vocab, *merges, *added, *ty, *c, *v;
+/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
+   map and the model options (unk, byte fallback, subword prefix/suffix). */
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model, const mlstack__json *vocab,
+                                               const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c, *v;
     int64_t max_id = -1;
     size_t n_vocab_entries = 0, slots, i;
-    mlstack_result r;
-    uint32_t rank = 0;
-    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
-    model = mlstack__json_get(root, "model");
-    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
-    ty = mlstack__json_get(model, "type");
-    vocab = mlstack__json_get(model, "vocab");
-    merges = mlstack__json_get(model, "merges");
-    if (ty && !mlstack__json_is_str(ty, "BPE"))
-        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
-    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
-    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
-    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
-    v = mlstack__json_get(model, "dropout");
-    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
-    added = mlstack__json_get(root, "added_tokens");
-    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     for (c = vocab->child; c; c = c->next) {
         if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
             return MLSTACK__FAIL(err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
@@ -4914,7 +5062,7 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     t->vmask = (uint32_t)(slots - 1);
     if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
-        uint32_t h = mlstack__hash(c->key, c->key_len) & t->vmask;
+        uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
         if (t->tok_s[c->i]) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
         t->tok_s[c->i] = c->key;
@@ -4922,7 +5070,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         while (t->vmap[h]) h = (h + 1) & t->vmask;
         t->vmap[h] = (uint32_t)c->i + 1;
     }
-    /* model options */
     t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
     t->fuse_unk = mlstack__jbool(model, "fuse_unk", 0);
     t->ignore_merges = mlstack__jbool(model, "ignore_merges", 0);
@@ -4941,7 +5088,14 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
         t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
     }
-    /* merges */
+    return MLSTACK_OK;
+}
+
+/* Merges: (left id, right id) -> (rank, merged id). */
+static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlstack__json *merges, mlstack_error *err) {
+    const mlstack__json *c;
+    size_t slots;
+    uint32_t rank = 0;
     for (slots = 16; slots < merges->len * 2; slots *= 2) {}
     t->mkey = (uint64_t *)mlstack__calloc(slots, sizeof *t->mkey);
     t->mrank = (uint32_t *)mlstack__calloc(slots, sizeof *t->mrank);
@@ -4996,14 +5150,53 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
                 return MLSTACK_ERR_FORMAT;
             }
             key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
-            for (h = mlstack__hash64(key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
+            for (h = mlstack__hash64(t->hkey, key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
             t->mkey[h] = key; /* a repeated pair keeps the later rank, as HF's map does */
             t->mrank[h] = rank;
             t->mnew[h] = in;
         }
         MLSTACK_FREE(cat.p);
     }
-    /* added tokens */
+    return MLSTACK_OK;
+}
+
+/* The trie of added tokens (see struct mlstack_tokenizer); added[] is sorted already, so the first
+   token with a given text and flag keeps its node (as the longest-first scan it replaces did). */
+static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_error *err) {
+    size_t total = 1, slots, i;
+    int k;
+    for (k = 0; k < t->n_added; k++) total += t->added[k].len;
+    if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
+    for (slots = 16; slots < total * 2; slots *= 2) {}
+    t->tr_best = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_best);
+    t->tr_key = (uint64_t *)mlstack__calloc(slots, sizeof *t->tr_key);
+    t->tr_child = (int32_t *)MLSTACK_MALLOC(slots * sizeof *t->tr_child);
+    if (!t->tr_best || !t->tr_key || !t->tr_child) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    t->tr_mask = (uint32_t)(slots - 1);
+    for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
+    t->tr_nodes = 1;
+    for (k = 0; k < t->n_added; k++) {
+        const mlstack__tok_added *a = &t->added[k];
+        int32_t node = 0;
+        if (a->len == 0) continue;
+        for (i = 0; i < a->len; i++) {
+            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)a->s[i]) + 1;
+            uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+            while (t->tr_key[h] && t->tr_key[h] != key) h = (h + 1) & t->tr_mask;
+            if (!t->tr_key[h]) {
+                t->tr_key[h] = key;
+                t->tr_child[h] = t->tr_nodes++;
+            }
+            node = t->tr_child[h];
+        }
+        if (t->tr_best[2 * node + (a->normalized ? 1 : 0)] < 0) t->tr_best[2 * node + (a->normalized ? 1 : 0)] = k;
+    }
+    return MLSTACK_OK;
+}
+
+/* Added tokens, sorted for matching; their strings also name their ids. */
+static mlstack_result mlstack__tok_build_added(mlstack_tokenizer *t, const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c;
     if (t->n_added) {
         int k = 0;
         t->added = (mlstack__tok_added *)mlstack__calloc((size_t)t->n_added, sizeof *t->added);
@@ -5024,12 +5217,16 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
             t->tok_special[a->id] = a->special;
         }
         qsort(t->added, (size_t)t->n_added, sizeof *t->added, mlstack__cmp_added);
+        return mlstack__tok_build_trie(t, err);
     }
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), 0, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), 1, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), 2, 0, err)) != MLSTACK_OK) return r;
-    for (i = 0; i < (size_t)t->n_pre; i++)
-        if (t->pre[i].type == MLSTACK__P_BYTELEVEL) t->byte_level_model = 1;
+    return MLSTACK_OK;
+}
+
+/* BOS/EOS, chat template and the ids added around a sequence (post-processor). */
+static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg,
+                                                  mlstack_error *err) {
+    const mlstack__json *c;
+    mlstack_result r;
     /* Special tokens as transformers 5 decides them: an explicit add_bos_token/add_eos_token in
        tokenizer_config.json (or a tokenizer.json without post-processor) replaces the
        post-processor by "[bos] $A [eos]"; a missing flag then counts as false. */
@@ -5061,6 +5258,39 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return MLSTACK_OK;
 }
 
+static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
+    mlstack_result r;
+    int i;
+    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
+    model = mlstack__json_get(root, "model");
+    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
+    ty = mlstack__json_get(model, "type");
+    vocab = mlstack__json_get(model, "vocab");
+    merges = mlstack__json_get(model, "merges");
+    if (ty && !mlstack__json_is_str(ty, "BPE"))
+        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
+    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
+    v = mlstack__json_get(model, "dropout");
+    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
+    added = mlstack__json_get(root, "added_tokens");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    for (i = 0; i < t->n_pre; i++)
+        if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -5080,6 +5310,9 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     MLSTACK_FREE(t->post_pre);
     MLSTACK_FREE(t->post_suf);
     MLSTACK_FREE(t->added);
+    MLSTACK_FREE(t->tr_best);
+    MLSTACK_FREE(t->tr_key);
+    MLSTACK_FREE(t->tr_child);
     mlstack__json_free(&t->doc);
     mlstack__json_free(&t->cfg_doc);
     mlstack__arena_free(&t->arena);
@@ -5108,6 +5341,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     }
     t->err[0] = 0;
+    mlstack__hash_key(t->hkey, t);
     r = mlstack__json_parse(&t->doc, json, len, "tokenizer.json", err);
     if (r == MLSTACK_OK && config_json) r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
     if (r == MLSTACK_OK) r = mlstack__tok_build(t, t->doc.root, t->cfg_doc.root, err);
@@ -5268,6 +5502,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
     if ((!text && len) || (!ids && cap) || !n_ids) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
+    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     r = mlstack__encode(&e, text ? text : "", len, flags);
     n = e.ids.n / sizeof(int32_t);
     if (r == MLSTACK_OK) {
@@ -5275,7 +5512,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
         if (n > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
         else if (n) memcpy(ids, e.ids.p, n * sizeof(int32_t));
     } else if (r == MLSTACK_ERR_LIMIT)
-        mlstack__tok_fail(t, r, "encode: the regex step limit was reached");
+        mlstack__tok_fail(t, r, "encode: %s (input of %zu bytes)",
+                          e.limit_what ? e.limit_what : "the regex step budget (MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per byte searched) ran out",
+                          len);
     else
         mlstack__tok_fail(t, r, "encode: out of memory");
     mlstack__enc_free(&e);
@@ -5290,6 +5529,8 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
     if (!t) return MLSTACK_ERR_INVALID_ARG;
     if ((!ids && n) || (!out && cap) || !n_out) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
     r = mlstack__decode(t, ids, n, flags, &b);
+    if (r == MLSTACK_ERR_LIMIT)
+        return mlstack__tok_fail(t, r, "decode: a decoder step's regex budget or output limit (MLSTACK_TOK_MAX_GROWTH) ran out");
     if (r == MLSTACK_OK) {
         *n_out = b.n;
         if (b.n + 1 > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n, cap);
@@ -5306,10 +5547,15 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
 MLSTACK_API int32_t mlstack_tokenizer_vocab_size(const mlstack_tokenizer *t) { return t ? t->n_vocab : 0; }
 
 MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *t, const char *text, size_t len) {
-    int k;
+    int32_t node = 0, b0, b1;
+    size_t k;
     if (!t || (!text && len)) return -1;
-    for (k = 0; k < t->n_added; k++)
-        if (t->added[k].len == len && memcmp(t->added[k].s, text, len) == 0) return t->added[k].id;
+    for (k = 0; k < len && t->tr_nodes && node >= 0; k++) node = mlstack__trie_next(t, node, (unsigned char)text[k]);
+    if (len && t->tr_nodes && node > 0) { /* an added token of this text: the first in sorted order */
+        b0 = t->tr_best[2 * node];
+        b1 = t->tr_best[2 * node + 1];
+        if (b0 >= 0 || b1 >= 0) return t->added[b0 < 0 ? b1 : b1 < 0 ? b0 : b0 < b1 ? b0 : b1].id;
+    }
     return mlstack__tok_vocab_find(t, text ? text : "", len);
 }
 
@@ -11406,6 +11652,18 @@ typedef struct mlstack__weight {
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
 } mlstack__weight;
+/* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
+   engines of other kernel tables may be running on the same model: they are stored with release
+   and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLSTACK__LOAD_ACQUIRE(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define MLSTACK__STORE_RELEASE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#else /* other compilers (MSVC): x86 and x64 order plain loads and stores so (TSO) */
+#define MLSTACK__LOAD_ACQUIRE(x) (x)
+#define MLSTACK__STORE_RELEASE(x, v) ((x) = (v))
+#endif
+#define MLSTACK__PACKED(w) MLSTACK__LOAD_ACQUIRE((w)->packed)
+#define MLSTACK__PACKED_DP(w) MLSTACK__LOAD_ACQUIRE((w)->packed_dp)
 
 /* P16 panels: a copy of W made once, for kernels that multiply one broadcast activation by 16
    outputs at a time (the kernel table's `packs` says for which types). Outputs go in panels of
@@ -11657,7 +11915,7 @@ typedef struct mlstack__matmul_job {
     (3 * ((size_t)(n_in) + 31) > 4 * 16 * MLSTACK__MM_KC ? 3 * ((size_t)(n_in) + 31) : 4 * 16 * MLSTACK__MM_KC)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                                                               \
-    (((w)->packed && ((k)->packs >> (w)->wtype & 1u)) || ((w)->packed_dp && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
+    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
@@ -12094,7 +12352,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                  int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
         return;
@@ -12659,7 +12917,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
@@ -12954,7 +13212,7 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
 }
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                        float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_BF16 && w->packed_dp) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
+    if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
@@ -13411,7 +13669,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
         return;
@@ -13638,7 +13896,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
-    if (w->packed && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
@@ -14335,6 +14593,14 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
+            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights",
+                                     m->path, ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
+                                     mlstack_dtype_name(quant));
+            }
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
@@ -14388,8 +14654,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                     break;
                 }
                 mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
-                if (j.pairs) w->packed_dp = j.dst;
-                else w->packed = j.dst;
+                if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
+                else MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
             }
         }
     }
@@ -14430,6 +14696,13 @@ static int mlstack__save_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* Whether two paths name the same file or folder: device and inode, not spelling. */
+static int mlstack__same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_ino != 0;
+}
+
 static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
     char *buf = NULL;
     size_t len;
@@ -14450,7 +14723,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
-    char *path = NULL;
+    char *path = NULL, *tmp_path = NULL;
     FILE *f = NULL;
     int n = 0, i, k, extra_head;
     uint64_t off = 0;
@@ -14458,6 +14731,11 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* Saving into the folder the model came from would replace the user's weights (still mapped
+       by this model) with a converted copy: refused, whatever path spells the folder. */
+    if (mlstack__same_file(dir, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder", dir);
     /* a quantized copy of a tied head has no tensor of its own in the source */
     extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
     items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
@@ -14516,9 +14794,12 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     ok &= mlstack__buf_puts(&hdr, "}");
     while (ok && hdr.n % 8) ok &= mlstack__buf_puts(&hdr, " ");
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    /* written beside the target and renamed over it: an existing file (perhaps mapped by a
+       model, perhaps a link to one) is replaced whole, never truncated in place */
     path = mlstack__path_join(dir, "model.safetensors");
-    if (r == MLSTACK_OK && (!path || !(f = fopen(path, "wb"))))
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", path ? path : dir, strerror(errno));
+    tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
+    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = fopen(tmp_path, "wb"))))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
         unsigned char le[8];
         uint64_t hl = hdr.n;
@@ -14527,15 +14808,19 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         for (i = 0; r == MLSTACK_OK && i < n; i++)
             if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
-        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
+        else if (rename(tmp_path, path) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
+        if (r != MLSTACK_OK) remove(tmp_path);
     }
     MLSTACK_FREE(path);
+    MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
     for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
         char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
         if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && strcmp(from, to) != 0) r = mlstack__copy_file(from, to, err);
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to)) r = mlstack__copy_file(from, to, err);
         MLSTACK_FREE(from);
         MLSTACK_FREE(to);
     }
@@ -14631,9 +14916,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
 }
 
 MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_info *o) {
-    const mlstack__config *c = &m->cfg;
+    const mlstack__config *c;
     int i;
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    if (!m) return;
+    c = &m->cfg;
     o->architecture = c->architecture;
     o->n_layers = c->n_layers;
     o->n_embd = c->n_embd;
@@ -15301,6 +15589,7 @@ struct mlstack_engine {
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
     struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
     int step_tokens;
+    int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
 };
 
 typedef struct mlstack__attn_job {
@@ -15655,6 +15944,15 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
     return code;
 }
 
+/* Entry points that change sequences or run a step refuse to run inside another step's callback
+   (on_token, on_logits): the step in progress holds pointers into what they would change. */
+#define MLSTACK__ENGINE_NOT_BUSY(e, what)                                                                         \
+    do {                                                                                                         \
+        if ((e)->busy)                                                                                           \
+            return mlstack__engine_fail((e), MLSTACK_ERR_STATE, "%s: called from a callback of a step or "       \
+                                        "generate in progress on this engine", what);                            \
+    } while (0)
+
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
 MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return e ? e->k->name : ""; }
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
@@ -15711,6 +16009,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     c = &model->cfg;
     if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if (d.kv_page_tokens > (1 << 16) || d.max_seqs > (1 << 20) || d.max_batch_tokens > (1 << 24) || d.step_tokens > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+                             "(2^24) too large");
     if (d.n_threads == 0) d.n_threads = mlstack__core_count();
     if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
     if (d.max_seqs == 0) d.max_seqs = 16;
@@ -15762,6 +16065,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     B = (size_t)e->max_batch;
     max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+    if ((uint64_t)B * max_in > (uint64_t)INT_MAX) { /* the forward pass indexes rows x width in int */
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements", e->max_batch,
+                             max_in, INT_MAX);
+    }
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
@@ -15795,6 +16103,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
 MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
     int i;
     if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_new");
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
@@ -15808,6 +16117,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
 
 MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_free");
     if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
@@ -15823,6 +16133,7 @@ MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t s
 
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
     int32_t have = mlstack_engine_seq_length(e, seq);
+    if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
     if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
     if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
     if (len < 0 || len > have)
@@ -15891,9 +16202,14 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->logits = p;
         e->cap_logits = n_logits;
     }
+    for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
+        if (e->tmp_len[i] >= 0 &&
+            mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory for the page table of sequence %d", i);
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
-            mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]); /* cannot fail: pages checked above */
+            if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
+                return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -15909,6 +16225,8 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
 }
 
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "eval");
     return mlstack__eval(e, rows, n_rows, 0);
 }
 
@@ -15933,6 +16251,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     int i;
     double t0;
     if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "generate");
     c = &e->model->cfg;
     g->n_generated = 0;
     g->prefill_seconds = g->decode_seconds = 0;
@@ -15960,7 +16279,8 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         mlstack_sampler_accept(smp, g->prompt[i]);
     }
     t0 = mlstack__now();
-    r = mlstack_engine_eval(e, rows, g->n_prompt);
+    e->busy = 1;
+    r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
     t0 = mlstack__now();
@@ -15979,8 +16299,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         row.pos = pos++;
         row.token = tok;
         row.want_logits = 1;
-        r = mlstack_engine_eval(e, &row, 1);
+        r = mlstack__eval(e, &row, 1, 0);
     }
+    e->busy = 0;
     g->decode_seconds = mlstack__now() - t0;
     MLSTACK_FREE(rows);
     mlstack_sampler_free(smp);
@@ -16599,10 +16920,13 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__req *r;
     mlstack_result res = MLSTACK_OK;
     int i, n_rows = 0, n_dec = 0, budget;
-    uint64_t preempted = e->sched->preemptions;
+    uint64_t preempted;
     if (n_active) *n_active = 0;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "step");
     S = e->sched;
+    preempted = S->preemptions;
+    e->busy = 1;
     e->err.message[0] = 0;
     /* (1) new requests and cancellations */
     mlstack__lock(&S->mu);
@@ -16711,6 +17035,7 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__sched_publish(e);
     if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
     mlstack__unlock(&S->mu);
+    e->busy = 0;
     return res;
 }
 
@@ -16719,11 +17044,26 @@ MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlst
                                                    mlstack_error *err) {
     uint64_t id;
     mlstack_request_status st;
-    mlstack_result res = mlstack_engine_submit(e, d, &id, err);
+    mlstack_result res;
+    memset(&st, 0, sizeof st);
+    if (e && e->busy) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_STATE, "complete: called from a callback of a step or generate in progress on this engine");
+        MLSTACK__ENGINE_NOT_BUSY(e, "complete");
+    }
+    res = mlstack_engine_submit(e, d, &id, err);
     if (res != MLSTACK_OK) return res;
     for (;;) {
+        mlstack_result pr;
         res = mlstack_engine_step(e, NULL);
-        if (mlstack_engine_poll(e, id, &st, tokens, cap) != MLSTACK_OK) break;
+        if ((pr = mlstack_engine_poll(e, id, &st, tokens, cap)) != MLSTACK_OK) {
+            /* another thread released the id: st holds the last status polled (or zeros) */
+            st.state = MLSTACK_REQUEST_DONE;
+            st.finish = MLSTACK_FINISH_ERROR;
+            st.result = pr;
+            snprintf(st.message, sizeof st.message, "the request was released by another thread while complete waited");
+            if (status) *status = st;
+            return MLSTACK__FAIL(err, pr, "%s", st.message);
+        }
         if (st.state == MLSTACK_REQUEST_DONE) break;
         if (res != MLSTACK_OK) break;
     }
@@ -16745,6 +17085,10 @@ MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_sta
 MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     int before;
     if (!e) return 0;
+    if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
+        mlstack__engine_fail(e, MLSTACK_ERR_STATE, "cache_clear: called from a callback of a step or generate in progress");
+        return 0;
+    }
     before = e->kv.n_free;
     mlstack__radix_evict(&e->kv, e->kv.n_pages);
     mlstack__lock(&e->sched->mu);
