@@ -37,7 +37,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test mpi
 all: $(B)/mlstack $(EXAMPLES)
 
 $(B)/mlstack: tools/mlstack.c mlstack.h
@@ -84,6 +84,20 @@ $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%
 	$(call qemu_run,cortex-a53,-u MLSTACK_ISA)
 $(B)/aarch64/scalar/%: $(B)/aarch64/%
 	$(call qemu_run,max,MLSTACK_ISA=scalar)
+
+# Ranks over MPI (mlstack_mpi.h): `make mpi` builds mlstack-mpi, the CLI whose engines spread over
+# the ranks of an MPI job (mpirun -np N build/mlstack-mpi run ...). make test builds the MPI test
+# when mpicc is installed and runs it through tests/mpi/run_mpi.sh (which says SKIP otherwise).
+MPICC   ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 && echo 1)
+MPI_BINS  = $(if $(HAVE_MPI),$(B)/mpi/test_mpi)
+mpi: $(B)/mlstack-mpi
+$(B)/mlstack-mpi: tools/mlstack.c mlstack.h mlstack_mpi.h
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $< $(LDLIBS)
+$(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 # Fails (never skips) when the cross compiler or qemu is missing.
 neon-test: $(NEON_RUNS)
@@ -137,10 +151,10 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	    $(MPI_BINS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@bash tests/run.sh $(TEST_BINS) tests/mpi/run_mpi.sh $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

@@ -440,7 +440,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
                        multiplied with activations rounded to bf16 by vdpbf16ps (about 1.7x the
                        BF16 prefill speed; logits move by ~0.5% of their range). Other weight
                        types are unaffected.
-     n_ranks           0: 1. Ranks that share the model (section RANKS): each holds its share of
+     n_ranks           0: the environment variable MLSTACK_RANKS if set, else 1. Ranks that share the model (section RANKS): each holds its share of
                        the heads, FFN columns and vocabulary, of their weights and of the KV
                        cache; logits are bit-identical for any count. Without a transport the
                        ranks are thread groups of this process. At most num_attention_heads.
@@ -17943,6 +17943,13 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
         d->n_ranks < 0 || d->threads_per_rank < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
+        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1",
+                                 getenv("MLSTACK_RANKS"));
+        d->n_ranks = (int)v;
+    }
     if (d->n_threads == 0)
         d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
     if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
@@ -18807,17 +18814,12 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     mlstack__sched_reap(S);
 }
 
-MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
-    mlstack__sched *S;
+/* (1) Under the lock: submissions join the waiting list, cancellations are marked; then the
+   marked requests finish. */
+static void mlstack__sched_intake(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
     mlstack__req *r;
-    mlstack_result res = MLSTACK_OK;
-    int i, n_rows = 0, n_dec = 0, budget;
-    uint64_t preempted = e->sched->preemptions;
-    if (n_active) *n_active = 0;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    S = e->sched;
-    e->err.message[0] = 0;
-    /* (1) new requests and cancellations */
+    int i;
     mlstack__lock(&S->mu);
     while ((r = S->in_head) != NULL) {
         S->in_head = r->next_in;
@@ -18843,7 +18845,15 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
             i++;
         }
     }
-    /* (2) the batch: running requests oldest first, decodes ahead of prefill in the budget */
+}
+
+/* (2) The batch: running requests oldest first, decodes ahead of prefill in the budget, then
+   admissions. Returns the number of rows in S->rows. */
+static int mlstack__sched_plan(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r;
+    uint64_t preempted = S->preemptions;
+    int i, n_rows = 0, n_dec = 0, budget;
     for (i = 0; i < S->n_run; i++)
         if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
     budget = e->step_tokens - n_dec;
@@ -18889,41 +18899,64 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
         r->prefill_rows = chunk;
         budget -= chunk;
     }
-    /* (3) one forward over the ragged batch */
-    if (n_rows > 0) {
-        for (i = 0; i < S->n_run; i++) {
-            r = S->run[i];
-            if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
-        }
-        res = mlstack__eval(e, S->rows, n_rows, 1);
-        S->steps++;
+    return n_rows;
+}
+
+/* (3) One forward over the ragged batch. */
+static mlstack_result mlstack__sched_forward(mlstack_engine *e, int n_rows) {
+    mlstack__sched *S = e->sched;
+    mlstack_result res;
+    int i;
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
     }
-    /* (4) sample, stream, retire */
-    if (n_rows > 0 && res == MLSTACK_OK) {
-        mlstack__req **batch = S->run;
-        int n_batch = S->n_run;
-        /* finishing removes requests from S->run: walk a copy of the list's order backwards */
-        for (i = n_batch - 1; i >= 0; i--) {
-            r = batch[i];
-            if (!r->n_rows) continue;
-            S->computed += (uint64_t)r->prefill_rows;
-            r->n_computed += r->n_rows;
-            if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
-            if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
-            r->n_rows = 0;
-        }
-    } else if (n_rows > 0) {
+    res = mlstack__eval(e, S->rows, n_rows, 1);
+    S->steps++;
+    return res;
+}
+
+/* (4) Sample, stream, retire; after a failed forward, every running request fails with it. */
+static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
+    mlstack__sched *S = e->sched;
+    mlstack__req **batch = S->run, *r;
+    int i, n_batch = S->n_run;
+    if (res != MLSTACK_OK) {
         char msg[160];
         size_t n = strlen(e->err.message) < sizeof msg - 1 ? strlen(e->err.message) : sizeof msg - 1;
         memcpy(msg, e->err.message, n);
         msg[n] = 0;
         while (S->n_run > 0) mlstack__req_finish(e, S->run[S->n_run - 1], MLSTACK_FINISH_ERROR, res, msg);
+        return;
     }
-    /* (5) publish */
-    mlstack__lock(&S->mu);
+    /* finishing removes requests from S->run: walk a copy of the list's order backwards */
+    for (i = n_batch - 1; i >= 0; i--) {
+        r = batch[i];
+        if (!r->n_rows) continue;
+        S->computed += (uint64_t)r->prefill_rows;
+        r->n_computed += r->n_rows;
+        if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
+        if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
+        r->n_rows = 0;
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
+    mlstack_result res = MLSTACK_OK;
+    int n_rows;
+    if (n_active) *n_active = 0;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    e->err.message[0] = 0;
+    mlstack__sched_intake(e);                    /* (1) */
+    n_rows = mlstack__sched_plan(e);             /* (2) */
+    if (n_rows > 0) {
+        res = mlstack__sched_forward(e, n_rows); /* (3) */
+        mlstack__sched_sample(e, res);           /* (4) */
+    }
+    mlstack__lock(&e->sched->mu);                /* (5) */
     mlstack__sched_publish(e);
-    if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
-    mlstack__unlock(&S->mu);
+    if (n_active) *n_active = e->sched->snap.n_queued + e->sched->snap.n_running;
+    mlstack__unlock(&e->sched->mu);
     return res;
 }
 

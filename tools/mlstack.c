@@ -2,6 +2,15 @@
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "quality.h"
+#if defined(MLSTACK_MPI) /* make mpi: mlstack-mpi, every command's engine spread over the MPI job's ranks */
+#include "mlstack_mpi.h"
+static mlstack_transport g_mpi;
+static void mpi_end(void) {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+}
+#endif
 
 #include <pthread.h>
 #include <stdio.h>
@@ -51,6 +60,7 @@ static const char *USAGE =
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --bf16-dot           BF16 weights: round activations to bf16 and use AVX512_BF16 dot\n"
     "                           products (faster prefill, less exact; where the CPU has it)\n"
+    "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --all                (eval) print every position, not only the last\n"
@@ -192,11 +202,23 @@ static int open_model(const opts *o, mlstack_model **m, mlstack_engine **e, doub
         ed.bf16_activations = o->bf16_dot;
         /* eval exists to check logits against references: keep keys and values exact */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
+#if defined(MLSTACK_MPI)
+        ed.transport = &g_mpi;
+#endif
         if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             mlstack_model_close(*m);
             return 1;
         }
+#if defined(MLSTACK_MPI)
+        if (mlstack_engine_rank(*e) != 0) { /* ranks other than 0 serve rank 0's steps, then end */
+            mlstack_result fr = mlstack_engine_follow(*e);
+            if (fr != MLSTACK_OK) g_mpi.abort(g_mpi.user, mlstack_engine_error(*e));
+            mlstack_engine_free(*e);
+            mlstack_model_close(*m);
+            exit(0); /* mpi_end finalizes */
+        }
+#endif
     }
     if (load_s) *load_s = mlstack__now() - t0;
     return 0;
@@ -746,6 +768,14 @@ static int cmd_info(const opts *o) {
     printf("kernels        %s | selected: %s\n", cpu, mlstack_engine_kernels(e));
     printf("weights        projections %s%s\n", mlstack_dtype_name(in.weight_dtype),
            o->quant ? " (quantized at load)" : " (used as stored)");
+    for (i = 0; i < mlstack_engine_n_ranks(e); i++) { /* --ranks N: what each rank holds */
+        mlstack_rank_info ri;
+        if (mlstack_engine_rank_info(e, i, &ri) != MLSTACK_OK) continue;
+        printf("rank %-3d       heads %d-%d (kv %d-%d), ffn %d-%d, rows %d-%d, vocab %d-%d: %.1f MiB of weights "
+               "(%.1f MiB shared), %.1f KiB per KV page, %d threads\n",
+               i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1, ri.vocab0,
+               ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, ri.n_threads);
+    }
     mlstack_engine_free(e);
     mlstack_model_close(m);
     return 0;
@@ -1393,7 +1423,22 @@ static int cmd_bench(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     opts o;
-    int r;
+    int r, i, j;
+    /* --ranks N (any command): the engines shard the model over N thread ranks (MLSTACK_RANKS) */
+    for (i = j = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+            if (atoi(argv[i + 1]) < 1) return die("--ranks %s: expected a positive count", argv[i + 1]);
+            setenv("MLSTACK_RANKS", argv[++i], 1);
+        } else {
+            argv[j++] = argv[i];
+        }
+    }
+    argc = j;
+#if defined(MLSTACK_MPI)
+    MPI_Init(&argc, &argv);
+    atexit(mpi_end);
+    if (mlstack_mpi_transport(MPI_COMM_WORLD, &g_mpi) != 0) return die("%s", "MPI: no transport");
+#endif
     if (argc >= 2 && strcmp(argv[1], "bench") == 0) return cmd_bench(argc, argv);
     r = parse_args(argc, argv, &o);
     if (r == 1) {
