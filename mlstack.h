@@ -14161,7 +14161,8 @@ typedef struct mlstack__rank {
     mlstack__shard sh;
     const int *cols[MLSTACK__X_COUNT_]; /* the engine's column bounds of every rank */
     mlstack__layer *layers;       /* this rank's rows of each layer (the model's own with one rank) */
-    mlstack__weight lm_head;
+    const mlstack__weight *lm_head; /* the model's with one rank, else lm_head_rows */
+    mlstack__weight lm_head_rows;
     void **owned;                 /* panel copies of the rank's rows */
     int n_owned, cap_owned;
     mlstack__kv kv;               /* page tables of the engine; data: this rank's KV heads */
@@ -14384,7 +14385,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (n) {
             float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
             float *y = rk->n_ranks == 1 ? full : s->out;
-            mlstack__project(rk, s->xn, n, 1, &rk->lm_head, y, NULL, NULL, NULL, NULL);
+            mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
     }
@@ -16066,9 +16067,8 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     int l, i, Dh = c->head_dim, h;
     if (rk->n_ranks == 1) {
         rk->layers = m->layers;
-        rk->lm_head = m->lm_head;
+        rk->lm_head = &m->lm_head;
         if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK) return MLSTACK_ERR_NO_MEMORY;
-        rk->lm_head = m->lm_head; /* now with its panels */
     } else {
         rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
         if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
@@ -16084,13 +16084,14 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             mlstack__weight_rows(&L->w_up, &M->w_up, sh->f0, sh->f1);
             mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
         }
-        mlstack__weight_rows(&rk->lm_head, &m->lm_head, sh->v0, sh->v1);
+        mlstack__weight_rows(&rk->lm_head_rows, &m->lm_head, sh->v0, sh->v1);
+        rk->lm_head = &rk->lm_head_rows;
     }
     for (l = -1; l < c->n_layers; l++) {
         mlstack__weight *ws[7];
         int n;
         if (l < 0) {
-            ws[0] = &rk->lm_head;
+            ws[0] = rk->n_ranks > 1 ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
             n = 1;
         } else {
             mlstack__layer *L = &rk->layers[l];
