@@ -35,6 +35,12 @@
 
 #include "mlstack.h"
 
+#if defined(__GNUC__)
+#define MLSTACK_MPI__API static __attribute__((unused))
+#else
+#define MLSTACK_MPI__API static
+#endif
+
 typedef struct mlstack_mpi__ctx {
     MPI_Comm comm;
     int size, rank;
@@ -119,7 +125,7 @@ static void mlstack_mpi__abort(void *user, const char *why) {
 
 /* Fills t for comm. Returns 0, or -1 (MPI not initialised, or out of memory). Free with
    mlstack_mpi_transport_free after the engines that use it. */
-static int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) {
+MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) {
     mlstack_mpi__ctx *c;
     const char *to = getenv("MLSTACK_MPI_TIMEOUT");
     int init = 0;
@@ -147,7 +153,7 @@ static int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) {
     return 0;
 }
 
-static void mlstack_mpi_transport_free(mlstack_transport *t) {
+MLSTACK_MPI__API void mlstack_mpi_transport_free(mlstack_transport *t) {
     mlstack_mpi__ctx *c = t ? (mlstack_mpi__ctx *)t->user : NULL;
     if (!c) return;
     free(c->counts);

@@ -7,6 +7,7 @@
 static mlstack_transport g_mpi;
 static void mpi_end(void) {
     int done = 0;
+    mlstack_mpi_transport_free(&g_mpi);
     MPI_Finalized(&done);
     if (!done) MPI_Finalize();
 }
