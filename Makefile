@@ -37,12 +37,32 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test static
 all: $(B)/mlstack $(EXAMPLES)
 
-$(B)/mlstack: tools/mlstack.c mlstack.h
+# ---- the mlstack CLI: tools/cli_*.c, one binary; the engine is compiled once (cli_impl.c) ----
+CLI_SRCS   = $(wildcard tools/cli_*.c)
+CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h
+$(B)/cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(B)/mlstack: $(patsubst tools/%.c,$(B)/cli/%.o,$(CLI_SRCS))
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+# The CLI under ASan+UBSan, for the server's abuse tests.
+$(B)/asan-cli/%.o: tools/%.c $(CLI_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
+$(B)/asan-cli/mlstack: $(patsubst tools/%.c,$(B)/asan-cli/%.o,$(CLI_SRCS))
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
+# `make static`: a fully static build/mlstack (musl-gcc when present, else glibc -static).
+MUSL_CC ?= musl-gcc
+static:
+	@mkdir -p $(B)/static
+	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
+	    echo "$$cc -static -O2 -o $(B)/static/mlstack tools/cli_*.c"; \
+	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
+	cp $(B)/static/mlstack $(B)/mlstack
+	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
 $(B)/examples/%: examples/%.c mlstack.h
 	@mkdir -p $(@D)
