@@ -180,6 +180,7 @@ typedef struct conn {
     char *buf;
     size_t n, cap;
     int closed;           /* the peer went away or a write failed */
+    int last_code;        /* status of the latest response, for the access log */
 } conn;
 
 static const char *status_text(int code) {
@@ -261,6 +262,7 @@ static int send_response(conn *c, int code, const char *type, const char *body, 
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: %s\r\n%s\r\n", code,
                      status_text(code), type, len, keep_alive ? "keep-alive" : "close", extra ? extra : "");
     count_code(c->s, code);
+    c->last_code = code;
     if (send_all(c, head, (size_t)n) != 0) return -1;
     return len ? send_all(c, body, len) : 0;
 }
@@ -402,12 +404,7 @@ static int read_request(conn *c, http_req *r, size_t *used) {
             c->n += (size_t)got;
         }
     }
-    {
-        char saved = c->buf[head_len - 1];
-        c->buf[head_len - 1] = 0; /* the head's lines end in \r\n; parse_head cuts them in place */
-        code = parse_head(c->buf, head_len - 1, r);
-        c->buf[head_len - 1] = saved;
-    }
+    code = parse_head(c->buf, head_len, r); /* cuts the lines in place; the head ends in an empty line */
     if (code) return code;
     if (r->content_length < 0) {
         if (strcmp(r->method, "POST") == 0) return 411;
@@ -942,6 +939,7 @@ static int send_delta(conn *c, srv *s, const oai_req *q, uint64_t id, long creat
     cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
     if (q->chat) {
         cli_buf_puts(&b, "\"delta\":{");
+        if (text && n == 0 && to == from) cli_buf_puts(&b, "\"role\":\"assistant\",");
         if (text) {
             cli_buf_puts(&b, "\"content\":");
             cli_buf_json(&b, text, n);
@@ -1292,7 +1290,7 @@ static int route(conn *c, const http_req *hr) {
         snprintf(msg, sizeof msg, "no endpoint %s %s", hr->method, p);
         r = send_error(c, 404, "invalid_request_error", NULL, "unknown_url", msg, keep);
     }
-    log_request(s, hr, 0, t0, NULL);
+    log_request(s, hr, c->last_code, t0, NULL);
     return r || !keep ? -1 : 0;
 }
 
