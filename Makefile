@@ -37,7 +37,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test static
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test static cli-test
 all: $(B)/mlstack $(EXAMPLES)
 
 # ---- the mlstack CLI: tools/cli_*.c, one binary; the engine is compiled once (cli_impl.c) ----
@@ -54,6 +54,22 @@ $(B)/asan-cli/%.o: tools/%.c $(CLI_HDRS)
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
 $(B)/asan-cli/mlstack: $(patsubst tools/%.c,$(B)/asan-cli/%.o,$(CLI_SRCS))
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
+# The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
+# tests); tests/run.sh runs them through these wrappers like any test binary.
+CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_server $(B)/asan-cli/test_server
+define py_run
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
+	@chmod +x $@
+endef
+$(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
+	$(call py_run,tests/test_cli.py,)
+$(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,)
+$(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,--asan)
+cli-test: $(CLI_TEST_RUNS)
+	@bash tests/run.sh $(CLI_TEST_RUNS)
 # `make static`: a fully static build/mlstack (musl-gcc when present, else glibc -static).
 MUSL_CC ?= musl-gcc
 static:
@@ -157,10 +173,10 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS)) $(CLI_TEST_RUNS)
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(CLI_TEST_RUNS) $(NEON_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

@@ -84,7 +84,7 @@ static int ed_raw_on(chat_editor *ed) {
     t.c_lflag &= (tcflag_t) ~(ECHO | ICANON | IEXTEN | ISIG);
     t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
-    if (tcsetattr(0, TCSAFLUSH, &t) != 0) return -1;
+    if (tcsetattr(0, TCSADRAIN, &t) != 0) return -1;
     ed->raw = 1;
     ed_puts(ed, "\033[?2004h"); /* bracketed paste: pasted newlines stay in the message */
     return 0;
@@ -93,7 +93,7 @@ static int ed_raw_on(chat_editor *ed) {
 static void ed_raw_off(chat_editor *ed) {
     if (!ed->raw) return;
     ed_puts(ed, "\033[?2004l");
-    tcsetattr(0, TCSAFLUSH, &ed->saved);
+    tcsetattr(0, TCSADRAIN, &ed->saved);
     ed->raw = 0;
 }
 
@@ -305,7 +305,10 @@ static int chat_read_message(chat_editor *ed, cli_buf *msg) {
     cli_buf_put(msg, "", 0);
     for (;;) {
 #if defined(CHAT_TERMINAL)
-        if (ed->tty) r = ed_edit(ed, first ? "> " : ". ", &line);
+        if (ed->tty) {
+            r = ed_edit(ed, first ? "> " : ". ", &line);
+            ed_raw_off(ed); /* answers run in cooked mode: Ctrl-C is a signal there */
+        }
         else r = plain_line(&line);
 #else
         if (ed->tty) fputs(first ? "> " : ". ", stderr);
