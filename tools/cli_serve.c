@@ -813,6 +813,7 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
         return bad_type(q, "stop", "a string or a list of strings");
     }
     q->d.stop_strings = q->stops;
+    if (bool_field(q, root, "ignore_eos", &q->d.ignore_eos) < 0) return -1; /* as llama-server and vLLM take it */
     if (bool_field(q, root, "stream", &q->stream) < 0) return -1;
     v = mlstack_json_get(root, "stream_options");
     if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
