@@ -510,6 +510,9 @@ static void srv_reap(srv *s) {
     srv_req **pp = &s->live, *r;
     while ((r = *pp) != NULL) {
         mlstack_request_status st;
+        memset(&st, 0, sizeof st);
+        st.finish = MLSTACK_FINISH_ERROR;
+        snprintf(st.message, sizeof st.message, "the request was lost by the engine");
         if (mlstack_engine_poll(s->e, r->id, &st, NULL, 0) != MLSTACK_OK || st.state == MLSTACK_REQUEST_DONE) {
             r->st = st;
             r->done = 1;
@@ -1081,10 +1084,9 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         }
         pthread_mutex_unlock(&s->mu);
         if (piece) {
-            if (piece_n || (toks && !chat)) /* tokens without text yet (held back) wait for their text in chat */
-                send_delta(c, s, &q, r->id, created, piece, piece_n, toks ? toks - from : NULL, from, toks ? to : from, off, NULL);
-            else if (toks)
-                send_delta(c, s, &q, r->id, created, NULL, 0, toks - from, from, to, off, NULL);
+            int n_new = toks ? to - from : 0;
+            if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
+                send_delta(c, s, &q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off, NULL);
         }
         free(piece);
         free(toks);
