@@ -177,7 +177,7 @@ def main():
         T.check(p.expect(r"loaded 7 messages") is not None, "/load reads a saved conversation", p.buf[-200:])
         p.expect(r"> ")
         p.send("write forever\r")
-        time.sleep(1.0)
+        p.expect(r"write forever[^\n]*\n(?s:.{24})")  # the answer has begun
         p.send("\x03")
         mc = p.expect(r"(\d+) generated, [0-9.]+ tokens/s; stopped\]", timeout=60)
         T.check(mc is not None and int(mc.group(1)) < 4000, "Ctrl-C stops the answer", p.buf[-300:])

@@ -1,11 +1,11 @@
 /* The public calls added for tools and embedders (the CLI uses nothing else):
    mlstack_chat_template_apply_messages against the JSON form, the JSON document API, and the
-   clock. Checked with the real SmolLM2 template from ../shared when it is there. */
+   clock. The template is SmolLM2's, from the folder `make model` writes. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
 
-static const char *SMOLLM2_CONFIG = "../shared/tokenizers/smollm2/tokenizer_config.json";
+static const char *SMOLLM2_CONFIG = "models/smollm2-135m-instruct/tokenizer_config.json"; /* make model */
 
 static void test_apply_messages(void) {
     static const char *msgs_json =
@@ -20,7 +20,7 @@ static void test_apply_messages(void) {
     size_t cfg_len = 0, a_len = 0, b_len = 0;
     cfg = tl_read(SMOLLM2_CONFIG, &cfg_len);
     if (!cfg) {
-        SKIP("SmolLM2's tokenizer_config.json not found in ../shared/tokenizers");
+        SKIP("%s not found (make model fetches it)", SMOLLM2_CONFIG);
         return;
     }
     CHECK(mlstack_chat_template_from_config(cfg, cfg_len, &tpl, &err) == MLSTACK_OK);

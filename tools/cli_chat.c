@@ -301,6 +301,7 @@ static int chat_read_message(chat_editor *ed, cli_buf *msg) {
     cli_buf line;
     int r = 0, first = 1;
     memset(&line, 0, sizeof line);
+    chat_interrupted = 0; /* a Ctrl-C from here on, even before the answer starts, stops it */
     msg->n = 0;
     cli_buf_put(msg, "", 0);
     for (;;) {
@@ -459,7 +460,6 @@ static int chat_turn(chat *c, const char *user) {
     d.user = c;
     c->reply.n = 0;
     cli_buf_put(&c->reply, "", 0);
-    chat_interrupted = 0;
     if (mlstack_engine_submit(c->e, &d, &id, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         free(ids);

@@ -442,13 +442,8 @@ static int read_request(conn *c, http_req *r, size_t *used) {
 
 /* ==== ENGINE THREAD ==== */
 
-static int srv_on_logits(void *user, uint64_t id, const float *logits, int n_vocab);
-static void srv_on_logits_cb(void *user, uint64_t id, const float *logits, int n_vocab) {
-    (void)srv_on_logits(user, id, logits, n_vocab);
-}
-
 /* Log-sum-exp of the row and its top entries, kept until the token callback names the choice. */
-static int srv_on_logits(void *user, uint64_t id, const float *logits, int n_vocab) {
+static void srv_on_logits(void *user, uint64_t id, const float *logits, int n_vocab) {
     srv_req *r = (srv_req *)user;
     float mx = -INFINITY;
     double sum = 0;
@@ -472,7 +467,6 @@ static int srv_on_logits(void *user, uint64_t id, const float *logits, int n_voc
     }
     for (k = 0; k < n; k++) r->pending_top[k].logprob = (float)((double)r->pending_top[k].logprob - r->lse);
     r->n_pending_top = n;
-    return 0;
 }
 
 static int srv_on_token(void *user, uint64_t id, int32_t token, const char *text, size_t len) {
@@ -1023,7 +1017,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     r->want_logprobs = q.logprobs;
     r->top_logprobs = q.top_logprobs;
     q.d.on_token = srv_on_token;
-    q.d.on_logits = q.logprobs ? srv_on_logits_cb : NULL;
+    q.d.on_logits = q.logprobs ? srv_on_logits : NULL;
     q.d.user = r;
     pthread_mutex_lock(&s->mu);
     r->t_submit = now_s();
