@@ -1553,9 +1553,10 @@ int cli_cmd_serve(int argc, char **argv) {
         close(s->listen_fd);
         rc = 1;
     } else {
-        fprintf(stderr, "mlstack serve: model '%s' (%s kernels, %d parallel, KV %llu MiB) on http://%s:%d%s\n",
-                s->model_id, mlstack_engine_kernels(s->e), s->o.parallel, (unsigned long long)s->o.base.kv_mib,
-                strchr(s->o.host, ':') ? "[::]" : s->o.host, s->o.port, s->o.api_key ? " (API key required)" : "");
+        int v6 = strchr(s->o.host, ':') != NULL;
+        fprintf(stderr, "mlstack serve: model '%s' (%s kernels, %d parallel, KV %llu MiB) on http://%s%s%s:%d%s\n",
+                s->model_id, mlstack_engine_kernels(s->e), s->o.parallel, (unsigned long long)s->o.base.kv_mib, v6 ? "[" : "",
+                s->o.host, v6 ? "]" : "", s->o.port, s->o.api_key ? " (API key required)" : "");
         fflush(stderr);
         srv_accept_loop(s);
         close(s->listen_fd);
