@@ -37,7 +37,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test tsan fuzz
 all: $(B)/mlstack $(EXAMPLES)
 
 $(B)/mlstack: tools/mlstack.c mlstack.h
@@ -133,14 +133,31 @@ $(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
+# ---- ThreadSanitizer and fuzzing ----
+# The tests that run threads of their own (test_threads: serving from several threads, engines
+# sharing a model, one tokenizer in many threads) or the engine's pool (test_serve), built with
+# -fsanitize=thread; a race report fails the run. Part of `make test`.
+TSAN_TESTS = test_threads test_serve
+TSAN_BINS  = $(addprefix $(B)/tsan/,$(TSAN_TESTS))
+TSAN_ENV   = TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+$(B)/tsan/%: tests/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -fsanitize=thread -o $@ $< $(LDLIBS)
+tsan: $(TSAN_BINS)
+	@$(TSAN_ENV) bash tests/run.sh $(TSAN_BINS)
+# libFuzzer over every tests/fuzz target (clang): FUZZ_SECONDS each (see tools/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
 # `make test` builds everything in parallel (one job per CPU), then runs the tests in order.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	    $(TSAN_BINS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@$(MAKE) --no-print-directory fuzz-replay
-	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user, then ThreadSanitizer) =="
+	@$(TSAN_ENV) bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(TSAN_BINS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)
