@@ -15307,7 +15307,6 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     r->st.n_prompt = d->n_prompt;
     mlstack__lock(&S->mu);
     r->id = S->next_id++;
-    r->arrival_step = S->steps;
     r->next_all = S->all;
     S->all = r;
     if (S->in_tail) S->in_tail->next_in = r;
@@ -15711,6 +15710,7 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
         }
         r->state = MLSTACK_REQUEST_QUEUED;
         r->seen = 1;
+        r->arrival_step = S->steps; /* S->steps belongs to the stepping thread: read here, not at submit */
     }
     if (!S->in_head) S->in_tail = NULL;
     for (r = S->all; r; r = r->next_all)

@@ -133,7 +133,10 @@ static void test_serving(mlstack_model *m) {
         for (k = 0; k < N_REQ; k++) {
             int32_t want[MAX_NEW];
             reference(e, i, k, want);
-            CHECKF(memcmp(want, c[i].got[k], sizeof want) == 0, "client %d request %d: same tokens as alone", i, k);
+            CHECKF(memcmp(want, c[i].got[k], sizeof want) == 0,
+                   "client %d request %d: same tokens as alone (%d %d %d %d %d %d, alone %d %d %d %d %d %d)", i, k, c[i].got[k][0],
+                   c[i].got[k][1], c[i].got[k][2], c[i].got[k][3], c[i].got[k][4], c[i].got[k][5], want[0], want[1], want[2],
+                   want[3], want[4], want[5]);
         }
     }
     mlstack_engine_free(e);
