@@ -72,7 +72,7 @@ static void *client_run(void *arg) {
             if (st.state == MLSTACK_REQUEST_DONE) break;
             nap();
         }
-        if (st.n_generated == MAX_NEW) memcpy(c->got[i], toks + 3, sizeof c->got[i]);
+        if (st.n_generated == MAX_NEW) memcpy(c->got[i], toks, sizeof c->got[i]); /* generated tokens only */
         else c->ok = 0;
         mlstack_engine_release(c->e, id);
     }
@@ -100,7 +100,7 @@ static void reference(mlstack_engine *e, int cl, int i, int32_t *out) {
     d.prompt = prompt, d.n_prompt = 3, d.max_tokens = MAX_NEW, d.ignore_eos = 1;
     memset(toks, 0, sizeof toks);
     CHECK(mlstack_engine_complete(e, &d, &st, toks, 3 + MAX_NEW, NULL) == MLSTACK_OK);
-    memcpy(out, toks + 3, sizeof(int32_t) * MAX_NEW);
+    memcpy(out, toks, sizeof(int32_t) * MAX_NEW);
 }
 
 static void test_serving(mlstack_model *m) {
