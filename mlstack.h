@@ -426,6 +426,64 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
                                                        const char *messages_json, size_t messages_len,
                                                        const mlstack_template_options *opt, char **out,
                                                        size_t *out_len, mlstack_error *err);
+/* The same over plain role/content messages (no JSON to build): apply_chat_template with the
+   folder's template (`name` as above) and special tokens.
+   Parameters: tpl; name (NULL: the default); messages/n_messages (n_messages >= 1; role and
+     content NUL-terminated UTF-8, copied while rendering); opt (NULL: defaults); out/out_len and
+     err as for mlstack_template_render.
+   Returns MLSTACK_OK, or a failure as mlstack_chat_template_apply (an empty conversation is
+     MLSTACK_ERR_INVALID_ARG). Thread safety: any number of threads may apply one template. */
+MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *tpl, const char *name,
+                                                                const mlstack_chat_message *messages, int n_messages,
+                                                                const mlstack_template_options *opt, char **out,
+                                                                size_t *out_len, mlstack_error *err);
+
+/* ---- JSON documents (section 3) ----
+   The parser the engine uses for every file it reads, for embedders that receive JSON (request
+   bodies, saved conversations). Strict RFC 8259: strings are decoded to NUL-terminated UTF-8;
+   invalid UTF-8, lone surrogates, control characters, trailing text, nesting deeper than
+   MLSTACK_MAX_JSON_DEPTH and documents above MLSTACK_MAX_JSON_BYTES are errors giving line,
+   column and byte offset. Values are read-only views that live as long as their document.
+   Thread safety: a document may be read by any number of threads. */
+typedef struct mlstack_json_doc mlstack_json_doc;
+typedef struct mlstack_json mlstack_json; /* one value inside a document */
+typedef enum mlstack_json_type {
+    MLSTACK_JSON_NULL = 0,
+    MLSTACK_JSON_FALSE = 1,
+    MLSTACK_JSON_TRUE = 2,
+    MLSTACK_JSON_NUMBER = 3,
+    MLSTACK_JSON_STRING = 4,
+    MLSTACK_JSON_ARRAY = 5,
+    MLSTACK_JSON_OBJECT = 6
+} mlstack_json_type;
+/* Parses len bytes of text. `what` (may be NULL) names the text in error messages.
+   Returns MLSTACK_OK, MLSTACK_ERR_FORMAT (syntax), MLSTACK_ERR_LIMIT (size or depth) or
+   MLSTACK_ERR_NO_MEMORY; *out is NULL on failure. Free with mlstack_json_free. */
+MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
+                                              mlstack_error *err);
+MLSTACK_API void mlstack_json_free(mlstack_json_doc *doc);
+MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *doc);
+/* Type of v; a NULL v (a missing member) reads as MLSTACK_JSON_NULL. */
+MLSTACK_API mlstack_json_type mlstack_json_type_of(const mlstack_json *v);
+/* Object member by name (the first one when a name repeats), or NULL. */
+MLSTACK_API const mlstack_json *mlstack_json_get(const mlstack_json *obj, const char *key);
+/* Number of array elements or object members (0 for other types). */
+MLSTACK_API size_t mlstack_json_length(const mlstack_json *v);
+/* Children in order: first child of an array or object, then the next sibling; NULL at the end.
+   mlstack_json_key gives an object member's name (NULL for array elements). */
+MLSTACK_API const mlstack_json *mlstack_json_child(const mlstack_json *v);
+MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v);
+MLSTACK_API const char *mlstack_json_key(const mlstack_json *v);
+/* A string's decoded text (NUL-terminated; *len, optional, gets its byte length, which counts
+   any embedded NUL), or NULL for other types. */
+MLSTACK_API const char *mlstack_json_string(const mlstack_json *v, size_t *len);
+/* A number's value (0 for other types); mlstack_json_int also says whether it is an integer
+   written without fraction or exponent that fits int64 (returns 1 and sets *out), else 0. */
+MLSTACK_API double mlstack_json_number(const mlstack_json *v);
+MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out);
+
+/* Seconds on a monotonic clock (for timing; the origin is unspecified). Thread safe. */
+MLSTACK_API double mlstack_clock_seconds(void);
 
 
 /* ---- Engine ---- */
@@ -931,6 +989,7 @@ MLSTACK__FN double mlstack__now(void) {
     return (double)clock() / CLOCKS_PER_SEC;
 #endif
 }
+MLSTACK_API double mlstack_clock_seconds(void) { return mlstack__now(); }
 
 /* Growable byte buffer (text building, typed arrays). Functions return 0 when out of memory. */
 typedef struct mlstack__buf {
@@ -1752,6 +1811,72 @@ MLSTACK__FN int mlstack__json_is_str(const mlstack__json *v, const char *s) {
 }
 
 MLSTACK__FN int mlstack__json_is_null(const mlstack__json *v) { return !v || v->type == MLSTACK__JSON_NULL; }
+
+/* The public view: a document wraps the internal one; values are the internal nodes, handed out
+   as the incomplete type mlstack_json. */
+struct mlstack_json_doc {
+    mlstack__json_doc doc;
+};
+#define MLSTACK__JV(v) ((const mlstack__json *)(const void *)(v))
+#define MLSTACK__JPUB(v) ((const mlstack_json *)(const void *)(v))
+
+MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
+                                              mlstack_error *err) {
+    mlstack_json_doc *d;
+    mlstack_result r;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "json: NULL argument");
+    *out = NULL;
+    if (!text && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "json: NULL text");
+    d = (mlstack_json_doc *)MLSTACK_MALLOC(sizeof *d);
+    if (!d) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "json: out of memory");
+    memset(d, 0, sizeof *d);
+    r = mlstack__json_parse(&d->doc, text ? text : "", len, what ? what : "JSON text", err);
+    if (r != MLSTACK_OK) {
+        mlstack__json_free(&d->doc);
+        MLSTACK_FREE(d);
+        return r;
+    }
+    *out = d;
+    return MLSTACK_OK;
+}
+MLSTACK_API void mlstack_json_free(mlstack_json_doc *d) {
+    if (!d) return;
+    mlstack__json_free(&d->doc);
+    MLSTACK_FREE(d);
+}
+MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *d) { return d ? MLSTACK__JPUB(d->doc.root) : NULL; }
+MLSTACK_API mlstack_json_type mlstack_json_type_of(const mlstack_json *v) {
+    return v ? (mlstack_json_type)MLSTACK__JV(v)->type : MLSTACK_JSON_NULL;
+}
+MLSTACK_API const mlstack_json *mlstack_json_get(const mlstack_json *obj, const char *key) {
+    return key ? MLSTACK__JPUB(mlstack__json_get(MLSTACK__JV(obj), key)) : NULL;
+}
+MLSTACK_API size_t mlstack_json_length(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && (j->type == MLSTACK__JSON_ARRAY || j->type == MLSTACK__JSON_OBJECT) ? j->len : 0;
+}
+MLSTACK_API const mlstack_json *mlstack_json_child(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && (j->type == MLSTACK__JSON_ARRAY || j->type == MLSTACK__JSON_OBJECT) ? MLSTACK__JPUB(j->child) : NULL;
+}
+MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v) { return v ? MLSTACK__JPUB(MLSTACK__JV(v)->next) : NULL; }
+MLSTACK_API const char *mlstack_json_key(const mlstack_json *v) { return v ? MLSTACK__JV(v)->key : NULL; }
+MLSTACK_API const char *mlstack_json_string(const mlstack_json *v, size_t *len) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    if (!j || j->type != MLSTACK__JSON_STRING) return NULL;
+    if (len) *len = j->len;
+    return j->str;
+}
+MLSTACK_API double mlstack_json_number(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && j->type == MLSTACK__JSON_NUMBER ? j->num : 0.0;
+}
+MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    if (!j || j->type != MLSTACK__JSON_NUMBER || !j->is_int) return 0;
+    if (out) *out = j->i;
+    return 1;
+}
 
 /* ==== 4. SAFETENSORS ==== */  /* >>safetensors */
 /* File layout: u64 little-endian header length H, H bytes of JSON, then the data area.
@@ -11490,6 +11615,36 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
+    in.token_names = mlstack__tpl_token_names;
+    in.token_values = (const char *const *)t->tokens;
+    in.n_tokens = 7;
+    in.require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
+                                                                const mlstack_chat_message *messages, int n_messages,
+                                                                const mlstack_template_options *opt, char **out,
+                                                                size_t *out_len, mlstack_error *err) {
+    mlstack__tpl_input in;
+    const char *text;
+    int i;
+    if (out) *out = NULL;
+    if (!t || (n_messages > 0 && !messages)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (n_messages <= 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: the conversation is empty");
+    for (i = 0; i < n_messages; i++)
+        if (!messages[i].role || !messages[i].content)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
+                                 messages[i].role ? "content" : "role");
+    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+    if (!text) {
+        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                             "this model has multiple chat templates with no default; pass the name of one");
+    }
+    memset(&in, 0, sizeof in);
+    in.plain = messages;
+    in.n_plain = n_messages;
     in.token_names = mlstack__tpl_token_names;
     in.token_values = (const char *const *)t->tokens;
     in.n_tokens = 7;
