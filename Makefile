@@ -230,7 +230,7 @@ TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory fuzz-replay
-	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
+	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user, then ThreadSanitizer) =="
 	@bash tests/run.sh $(TEST_RUNS)
 
 # Formatting. .clang-format is the style; clang-format 19 applies it (older releases lack
@@ -278,3 +278,20 @@ bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 
 clean:
 	rm -rf $(B)
+
+# ---- ThreadSanitizer and fuzzing ----
+# The tests that run threads of their own (test_threads: serving from several threads, engines
+# sharing a model, one tokenizer in many threads) or the engine's pool (test_serve), in a
+# -fsanitize=thread flavour; a race report makes the test exit non-zero. Part of `make test`.
+TSAN_TESTS = test_threads test_serve
+TSAN_BINS  = $(addprefix $(B)/tsan/,$(TSAN_TESTS))
+$(eval $(call flavour,tsan,$(CC),$(ALL_CFLAGS) -O1 -fsanitize=thread,$(LDLIBS)))
+TEST_BUILDS += $(TSAN_BINS)
+TEST_RUNS   += $(TSAN_BINS)
+.PHONY: tsan fuzz
+tsan: $(TSAN_BINS)
+	@bash tests/run.sh $(TSAN_BINS)
+# libFuzzer over every tests/fuzz target (clang): FUZZ_SECONDS each (see tools/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash tools/fuzz.sh $(FUZZ_SECONDS)

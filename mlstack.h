@@ -355,8 +355,11 @@ MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *mode
 MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlstack_model *model);
 /* Writes the model as loaded (quantized weights included) to folder `dir` (created if needed):
    model.safetensors plus copies of the source folder's config, tokenizer and template files.
-   mlstack_model_open on `dir` then loads the quantized weights directly, without requantizing.
-   Thread safety: any thread; the model is only read. */
+   mlstack_model_open on `dir` then loads the quantized weights directly, without requantizing
+   (opening it with the same quant keeps them; another quant fails with MLSTACK_ERR_UNSUPPORTED).
+   `dir` may not be the folder the model was opened from (MLSTACK_ERR_INVALID_ARG, compared by
+   device and inode); an existing model.safetensors there is replaced by rename, never
+   truncated in place. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
    as long as the model. */
@@ -417,7 +420,10 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *tok);
    Parameters: flags (MLSTACK_ENCODE_*), ids (room for cap ids; may be NULL when cap is 0),
    n_ids (receives the number of ids the text needs).
    Returns MLSTACK_OK; MLSTACK_ERR_LIMIT when cap < *n_ids (nothing is truncated: call again
-   with a buffer of *n_ids) or when a regex hit its step limit; MLSTACK_ERR_NO_MEMORY.
+   with a buffer of *n_ids), when the call's regex budget ran out (MLSTACK_REGEX_STEP_BASE plus
+   MLSTACK_REGEX_STEPS_PER_BYTE per byte searched, for all the call's searches together) or when
+   the text grew past MLSTACK_TOK_MAX_GROWTH times the input in normalizers and pre-tokenizers
+   (mlstack_tokenizer_error says which); MLSTACK_ERR_NO_MEMORY.
    Thread safety: concurrent calls on one tokenizer are fine. */
 MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags,
                                                     int32_t *ids, size_t cap, size_t *n_ids);
@@ -800,7 +806,8 @@ MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *sampler, int32_t token)
 /* Picks a token from a logits row of n_vocab floats. The row is not modified. */
 MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *sampler, const float *logits);
 
-/* Callback per generated token; return non-zero to stop. */
+/* Callback per generated token; return non-zero to stop. It may not call back into the engine
+   (eval, generate, step, complete, seq_ calls and cache_clear return MLSTACK_ERR_STATE there). */
 typedef int (*mlstack_token_fn)(void *user, int32_t token);
 
 typedef struct mlstack_generate_desc {
@@ -938,7 +945,8 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *engine, const m
    Returns MLSTACK_OK (also when there was nothing to do), or a failure of the forward pass; a
      failed request is finished with FINISH_ERROR, the others carry on.
    Thread safety: one thread at a time (the driving thread); callbacks run on it. Callbacks may
-     call mlstack_engine_submit, _cancel and _poll, but not _step. */
+     call mlstack_engine_submit, _cancel, _poll and _release; _step, _complete, _eval,
+     mlstack_generate, _cache_clear and the seq_ calls return MLSTACK_ERR_STATE there. */
 MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *engine, int *n_active);
 /* Asks for a request to finish (FINISH_CANCELLED) at the start of the next step; its pages
    return to the pool (the prefix it computed stays in the cache).
@@ -17073,7 +17081,6 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     r->st.n_prompt = d->n_prompt;
     mlstack__lock(&S->mu);
     r->id = S->next_id++;
-    r->arrival_step = S->steps;
     r->next_all = S->all;
     S->all = r;
     if (S->in_tail) S->in_tail->next_in = r;
@@ -17470,6 +17477,7 @@ static void mlstack__sched_intake(mlstack_engine *e) {
         }
         r->state = MLSTACK_REQUEST_QUEUED;
         r->seen = 1;
+        r->arrival_step = S->steps; /* S->steps belongs to the stepping thread: read here, not at submit */
     }
     if (!S->in_head) S->in_tail = NULL;
     for (r = S->all; r; r = r->next_all)
