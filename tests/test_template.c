@@ -324,9 +324,9 @@ static void test_folder_files(void) {
     FILE *f;
     mlstack_chat_template *t = NULL;
     mlstack_error err;
-    mkdir("build", 0777);
-    mkdir(dir, 0777);
-    mkdir("build/tmp_template_folder/additional_chat_templates", 0777);
+    mlstack__mkdir("build");
+    mlstack__mkdir(dir);
+    mlstack__mkdir("build/tmp_template_folder/additional_chat_templates");
     f = fopen("build/tmp_template_folder/tokenizer_config.json", "wb");
     if (!f) {
         SKIP("cannot write %s", dir);
