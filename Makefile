@@ -107,10 +107,10 @@ QEMU_RISCV64 ?= qemu-riscv64
 CLANG        ?= clang
 CROSS_FLAGS   = -std=c99 $(WARN) -O2 -I. -static
 ARMV7_FLAGS  ?= -march=armv7-a -mfloat-abi=hard -mfpu=neon-vfpv4
-WIN_TESTS     = test_kernels test_models test_tokenizer test_template
+WIN_TESTS     = test_platform test_kernels test_models test_tokenizer test_template
 WIN_RUNS      = $(addprefix $(B)/run/win64/,$(WIN_TESTS))
-ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,test_kernels test_models test_quant)
-RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,test_kernels test_models test_quant)
+ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,test_platform test_kernels test_models test_quant)
+RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,test_platform test_kernels test_models test_quant)
 CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
 PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
 WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
@@ -159,7 +159,23 @@ $(B)/run/riscv64/%: $(B)/riscv64/%
 	$(call need_tool,$(QEMU_RISCV64),qemu-user)
 	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA)
 
-port-test: $(PORT_RUNS)
+# Big-endian targets stop at compile time with a clear message (clang knows s390x without a
+# sysroot); their declarations alone still compile.
+PORT_CHECKS = $(B)/port/big-endian.ok
+$(B)/port/big-endian.ok: mlstack.h
+	$(call need_tool,$(CLANG),clang)
+	@mkdir -p $(@D)
+	@printf '#include "mlstack.h"\nint main(void) { return mlstack_result_string(MLSTACK_OK) != 0; }\n' > $(@D)/be_decl.c
+	@printf '#define MLSTACK_IMPLEMENTATION\n#include "mlstack.h"\n' > $(@D)/be_impl.c
+	$(CLANG) --target=s390x-linux-gnu -ffreestanding -fsyntax-only -I. $(WARN) $(@D)/be_decl.c
+	@if $(CLANG) --target=s390x-linux-gnu -ffreestanding -fsyntax-only -I. $(@D)/be_impl.c >$(@D)/be_impl.log 2>&1; then \
+	    echo "big-endian: the implementation compiled for s390x; it must refuse" >&2; exit 1; \
+	elif ! grep -q 'big-endian hosts are not supported' $(@D)/be_impl.log; then \
+	    cat $(@D)/be_impl.log >&2; echo "big-endian: refused, but not by the byte-order check" >&2; exit 1; \
+	else echo "big-endian: s390x refused at compile time"; fi
+	@touch $@
+
+port-test: $(PORT_CHECKS) $(PORT_RUNS)
 	@echo "== tests (Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
 	@bash tests/run.sh $(PORT_RUNS)
 
@@ -210,7 +226,7 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(PORT_RUNS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	    $(PORT_CHECKS) $(PORT_RUNS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
 	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(PORT_RUNS)
