@@ -247,8 +247,11 @@ define port_run
 endef
 .SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,$(QEMU_TESTS)) \
             $(addprefix $(B)/riscv64/,$(QEMU_TESTS))
+# Windows programs end text lines with CR LF: the runner reads LF lines, so CRs are dropped
 $(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
-	$(call port_run,"$(WINE)",WINEPREFIX=$(WINEPREFIX_DIR) WINEDEBUG=-all)
+	@mkdir -p $(@D)
+	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(CURDIR)/$<' >$@
+	@chmod +x $@
 $(B)/run/armv7/%: $(B)/armv7/%
 	$(call need_tool,$(QEMU_ARM),qemu-user)
 	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA)
