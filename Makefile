@@ -48,7 +48,7 @@ ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h
 # tests (and fuzz targets) that set a compile-time limit before including the implementation
-SELF_CONTAINED = test_badinput test_json fuzz_regex
+SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
 
 # AArch64 NEON: the kernel and model tests cross-built (static) and run under qemu-user, through
 # wrapper scripts that tests/run.sh runs like any test binary, one per configuration:

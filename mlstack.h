@@ -359,6 +359,9 @@ typedef struct mlstack_chat_message {
      max_output_bytes       0: MLSTACK_TEMPLATE_MAX_OUTPUT (16 MiB)
      max_steps              0: MLSTACK_TEMPLATE_MAX_STEPS (20 million evaluation steps)
      max_memory             0: MLSTACK_TEMPLATE_MAX_MEMORY (256 MiB for one render's values)
+     max_stack              0: MLSTACK_TEMPLATE_MAX_STACK (128 KiB): C stack the parser and the
+                            evaluator may use for nesting; render on a thread with at least this
+                            much stack to spare
    Python's sandbox limit on range() (100000 items) always applies, as it does in transformers. */
 typedef struct mlstack_template_options {
     int add_generation_prompt;
@@ -370,6 +373,7 @@ typedef struct mlstack_template_options {
     size_t max_output_bytes;
     uint64_t max_steps;
     size_t max_memory;
+    size_t max_stack;
 } mlstack_template_options;
 
 /* Renders a Jinja chat template.
@@ -1056,6 +1060,58 @@ MLSTACK__FN int mlstack__mkdir(const char *path) {
     return -1;
 #else
     return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+#endif
+}
+
+/* Whether two paths name the same file or folder: device and inode (Windows: volume serial and
+   file index), not spelling. */
+#if defined(_WIN32)
+static int mlstack__file_id(const char *path, BY_HANDLE_FILE_INFORMATION *info) {
+    wchar_t *w = mlstack__wpath(path);
+    HANDLE h = w ? CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                               FILE_FLAG_BACKUP_SEMANTICS, NULL) /* BACKUP_SEMANTICS: folders open too */
+                 : INVALID_HANDLE_VALUE;
+    int ok = h != INVALID_HANDLE_VALUE && GetFileInformationByHandle(h, info);
+    if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    MLSTACK_FREE(w);
+    return ok;
+}
+MLSTACK__FN int mlstack__same_file(const char *a, const char *b) {
+    BY_HANDLE_FILE_INFORMATION ia, ib;
+    if (!a || !b || !mlstack__file_id(a, &ia) || !mlstack__file_id(b, &ib)) return 0;
+    return ia.dwVolumeSerialNumber == ib.dwVolumeSerialNumber && ia.nFileIndexHigh == ib.nFileIndexHigh &&
+           ia.nFileIndexLow == ib.nFileIndexLow;
+}
+#else
+MLSTACK__FN int mlstack__same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_ino != 0;
+}
+#endif
+
+/* Renames a file over an existing one (POSIX rename does; Windows' needs to be told), and
+   removes one; 0 on success. UTF-8 paths. */
+MLSTACK__FN int mlstack__rename(const char *from, const char *to) {
+#if defined(_WIN32)
+    wchar_t *wf = mlstack__wpath(from), *wt = mlstack__wpath(to);
+    int ok = wf && wt && MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING);
+    MLSTACK_FREE(wf);
+    MLSTACK_FREE(wt);
+    if (!ok) errno = EACCES;
+    return ok ? 0 : -1;
+#else
+    return rename(from, to);
+#endif
+}
+MLSTACK__FN int mlstack__remove(const char *path) {
+#if defined(_WIN32)
+    wchar_t *w = mlstack__wpath(path);
+    int ok = w && _wremove(w) == 0;
+    MLSTACK_FREE(w);
+    return ok ? 0 : -1;
+#else
+    return remove(path);
 #endif
 }
 
@@ -2461,8 +2517,13 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
     v->dtype = t->dtype;
     v->n_dims = t->n_dims;
     for (k = 0; k < t->n_dims; k++) v->shape[k] = t->shape[k];
-    for (k = t->n_dims - 1; k >= 0; k--)
-        v->strides[k] = k == t->n_dims - 1 ? mlstack__dtype_sizes[t->dtype] : v->strides[k + 1] * v->shape[k + 1];
+    /* A tensor with elements fits in its file, so its strides fit in int64; one with a zero
+       dimension may have other dimensions whose product does not: its strides are then 0. */
+    for (k = t->n_dims - 1; k >= 0; k--) {
+        if (k == t->n_dims - 1) v->strides[k] = mlstack__dtype_sizes[t->dtype];
+        else if (v->shape[k + 1] != 0 && v->strides[k + 1] > INT64_MAX / v->shape[k + 1]) v->strides[k] = 0;
+        else v->strides[k] = v->strides[k + 1] * v->shape[k + 1];
+    }
     v->data = st->files[t->file].data + t->begin;
     v->n_bytes = t->end - t->begin;
 }
@@ -2714,13 +2775,19 @@ oom:
    backtrack stack on the caller's stack (heap only past 256 entries) and a step budget, so one
    compiled regex can be searched from many threads at once. */
 
+/* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
+   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u /* steps allowed per search, plus 32 per input byte */
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
+#ifndef MLSTACK_REGEX_STEPS_PER_BYTE
+#define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
 #define MLSTACK__RE_MAX_INST 65536
 #define MLSTACK__RE_MAX_DEPTH 64
 #define MLSTACK__RE_MAX_REGS 64
 #define MLSTACK__RE_MAX_NEG 8
+#define MLSTACK__RE_MAX_LOOK 64 /* nested lookarounds, atomic groups and possessive groups */
 #define MLSTACK__RE_INF 0x7FFFFFFF
 
 enum {
@@ -3478,20 +3545,29 @@ static int mlstack__re_alt(mlstack__re_comp *c, int fold, int *nullable) {
     return 0;
 }
 
-/* Marks in first[] every byte that can begin a match starting at pc; returns 1 if the program can
-   reach MATCH without consuming (then any position may match). Lookarounds are transparent. */
-static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, unsigned char *seen) {
-    for (;;) {
-        const mlstack__re_inst *ins;
-        if (pc < 0 || pc >= re->n_prog) return 1;
-        if (seen[pc]) return 0;
-        seen[pc] = 1;
-        ins = &re->prog[pc];
+/* Marks in first[] every byte that can begin a match; returns 1 if the program can reach MATCH
+   without consuming (then any position may match). A walk over the instructions reachable without
+   consuming, with an explicit work list (no recursion: the pattern's size must not decide the
+   stack depth). Negative and positive lookarounds are transparent; an atomic group's body is
+   walked, and its SUCCEED continues after the group. work holds n_prog entries, seen n_prog bytes. */
+static int mlstack__re_first(const mlstack__regex *re, uint32_t *first, unsigned char *seen, int *work) {
+    int top = 0, nullable = 0;
+    work[top++] = 0;
+    seen[0] = 1;
+#define MLSTACK__RE_VISIT(to)                                                     \
+    do {                                                                          \
+        int to_ = (to);                                                           \
+        if (to_ < 0 || to_ >= re->n_prog) nullable = 1;                           \
+        else if (!seen[to_]) { seen[to_] = 1; work[top++] = to_; }               \
+    } while (0)
+    while (top > 0) {
+        int pc = work[--top];
+        const mlstack__re_inst *ins = &re->prog[pc];
         switch (ins->op) {
         case MLSTACK__RE_REP: case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
             int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
             /* an optional repeat may be skipped: what follows it can start the match too */
-            if (ins->op == MLSTACK__RE_REP && ins->min == 0 && mlstack__re_first(re, pc + 1, first, seen)) return 1;
+            if (ins->op == MLSTACK__RE_REP && ins->min == 0) MLSTACK__RE_VISIT(pc + 1);
             if (mop == MLSTACK__RE_CHAR && ins->a != 0xFFFD) {
                 unsigned char b[4];
                 mlstack__utf8_put(b, (uint32_t)ins->a);
@@ -3502,27 +3578,40 @@ static int mlstack__re_first(const mlstack__regex *re, int pc, uint32_t *first, 
                     if (mlstack__re_test(re, mop, ins->a, cp)) first[cp >> 5] |= 1u << (cp & 31);
                 first[4] = first[5] = first[6] = first[7] = 0xFFFFFFFFu; /* any non-ASCII lead or stray byte */
             }
-            return 0;
+            break;
         }
         case MLSTACK__RE_SPLIT:
-            if (mlstack__re_first(re, pc + ins->a, first, seen)) return 1;
-            pc += ins->min;
+            MLSTACK__RE_VISIT(pc + ins->a);
+            MLSTACK__RE_VISIT(pc + ins->min);
             break;
-        case MLSTACK__RE_JMP: pc += ins->a; break;
+        case MLSTACK__RE_JMP: MLSTACK__RE_VISIT(pc + ins->a); break;
         case MLSTACK__RE_CHECK:
-            if (mlstack__re_first(re, pc + ins->min, first, seen)) return 1;
-            pc++;
+            MLSTACK__RE_VISIT(pc + ins->min);
+            MLSTACK__RE_VISIT(pc + 1);
             break;
         case MLSTACK__RE_LOOK:
-            if (ins->mode == MLSTACK__RE_ATOMIC) {
-                if (mlstack__re_first(re, pc + 1, first, seen) == 0) return 0;
-            }
-            pc += 1 + ins->a;
+            MLSTACK__RE_VISIT(ins->mode == MLSTACK__RE_ATOMIC ? pc + 1 : pc + 1 + ins->a);
             break;
-        case MLSTACK__RE_MATCH: case MLSTACK__RE_SUCCEED: return 1;
-        default: pc++; break;
+        case MLSTACK__RE_SUCCEED: MLSTACK__RE_VISIT(pc + 1); break; /* only atomic bodies are walked */
+        case MLSTACK__RE_MATCH: nullable = 1; break;
+        default: MLSTACK__RE_VISIT(pc + 1); break;
         }
     }
+#undef MLSTACK__RE_VISIT
+    return nullable;
+}
+
+/* Deepest nesting of lookaround/atomic sub-programs (the matcher recurses once per level). */
+static int mlstack__re_look_depth(const mlstack__regex *re) {
+    int ends[MLSTACK__RE_MAX_LOOK + 1], depth = 0, pc;
+    for (pc = 0; pc < re->n_prog; pc++) {
+        while (depth > 0 && pc > ends[depth - 1]) depth--;
+        if (re->prog[pc].op == MLSTACK__RE_LOOK) {
+            if (depth == MLSTACK__RE_MAX_LOOK) return depth + 1;
+            ends[depth++] = pc + re->prog[pc].a;
+        }
+    }
+    return depth;
 }
 
 MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
@@ -3537,7 +3626,7 @@ MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
    construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
 MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
     mlstack__re_comp c;
-    int nullable;
+    int nullable, *work;
     unsigned char *seen;
     *out = NULL;
     if (!pattern && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "regex: NULL pattern");
@@ -3555,13 +3644,22 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
         mlstack__regex_free(c.re);
         return c.rc;
     }
+    if (mlstack__re_look_depth(c.re) > MLSTACK__RE_MAX_LOOK) {
+        mlstack__regex_free(c.re);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "regex: lookarounds, atomic or possessive groups nested more than %d deep",
+                             MLSTACK__RE_MAX_LOOK);
+    }
     seen = (unsigned char *)mlstack__calloc((size_t)c.re->n_prog, 1);
-    if (!seen) {
+    work = (int *)mlstack__calloc((size_t)c.re->n_prog, sizeof *work);
+    if (!seen || !work) {
+        MLSTACK_FREE(seen);
+        MLSTACK_FREE(work);
         mlstack__regex_free(c.re);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "regex: out of memory");
     }
-    c.re->nullable = mlstack__re_first(c.re, 0, c.re->first, seen);
+    c.re->nullable = mlstack__re_first(c.re, c.re->first, seen, work);
     MLSTACK_FREE(seen);
+    MLSTACK_FREE(work);
     *out = c.re;
     return MLSTACK_OK;
 }
@@ -3667,7 +3765,7 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
             } else {
                 size_t start = pos;
                 while (k < ins->max && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
-                r->steps += (uint64_t)(pos - start) / 4;
+                r->steps += (uint64_t)(pos - start); /* each code point tested counts as a step */
                 if (k < ins->min) goto fail;
                 if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min && mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos)) goto oom;
             }
@@ -3771,10 +3869,11 @@ oom:
 }
 
 /* Finds the leftmost match at or after byte `start` (a code point boundary). Returns 1 and the
-   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget
-   (MLSTACK_REGEX_STEP_BASE + 32 per byte) ran out, -2 if out of memory. Thread-safe. */
-MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
-                                                 size_t *mend) {
+   match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget ran out, -2 if out of
+   memory. *budget is the number of matcher steps left to the caller (one budget shared by every
+   search of one encode or decode call); the steps this search took are subtracted. Thread-safe. */
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__regex *re, const char *s, size_t n, size_t start,
+                                                        uint64_t *budget, size_t *mbeg, size_t *mend) {
     mlstack__re_bt local[256];
     mlstack__re_run r;
     size_t pos;
@@ -3789,7 +3888,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
     r.top = 0;
     r.cap = sizeof local / sizeof local[0];
     r.steps = 0;
-    r.limit = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(n - start) * 32;
+    r.limit = *budget;
     memset(r.regs, 0, sizeof r.regs);
     for (pos = start;; ) {
         if (pos < n) {
@@ -3811,8 +3910,17 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
         }
     }
     MLSTACK_FREE(r.heap);
+    *budget = r.steps >= *budget ? 0 : *budget - r.steps;
     if (m == 1) *mbeg = pos;
     return m;
+}
+
+/* One search with a budget of its own: MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per
+   byte from start. */
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
+                                                 size_t *mend) {
+    uint64_t budget = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+    return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
 
@@ -3834,16 +3942,32 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 #ifndef MLSTACK_TOK_MAX_VOCAB
 #define MLSTACK_TOK_MAX_VOCAB (1 << 24)
 #endif
+/* Text an encode or decode call may build: MLSTACK_TOK_MAX_GROWTH bytes per input byte plus
+   MLSTACK_TOK_GROWTH_SLACK (normalizers, Metaspace and Replace steps can each multiply the text;
+   NFKC alone turns U+FDFA's 3 bytes into 33). */
+#ifndef MLSTACK_TOK_MAX_GROWTH
+#define MLSTACK_TOK_MAX_GROWTH 128u
+#endif
+#ifndef MLSTACK_TOK_GROWTH_SLACK
+#define MLSTACK_TOK_GROWTH_SLACK ((size_t)16 << 20)
+#endif
 #define MLSTACK__TOK_CACHE_MAX_WORD 128 /* bytes; longer pieces bypass the word cache */
 #define MLSTACK__TOK_CACHE_SLOTS 8192
 
-enum { MLSTACK__N_NFC = 1, MLSTACK__N_NFD, MLSTACK__N_NFKC, MLSTACK__N_NFKD, MLSTACK__N_LOWER, MLSTACK__N_STRIP,
-       MLSTACK__N_STRIP_ACCENTS, MLSTACK__N_PREPEND, MLSTACK__N_REPLACE };
-enum { MLSTACK__P_SPLIT = 1, MLSTACK__P_BYTELEVEL, MLSTACK__P_METASPACE, MLSTACK__P_DIGITS, MLSTACK__P_PUNCT,
-       MLSTACK__P_WHITESPACE, MLSTACK__P_WSSPLIT, MLSTACK__P_BERT };
-enum { MLSTACK__B_REMOVED, MLSTACK__B_ISOLATED, MLSTACK__B_PREV, MLSTACK__B_NEXT, MLSTACK__B_CONTIGUOUS };
-enum { MLSTACK__D_BYTELEVEL = 1, MLSTACK__D_BYTEFALLBACK, MLSTACK__D_METASPACE, MLSTACK__D_REPLACE, MLSTACK__D_FUSE,
-       MLSTACK__D_STRIP, MLSTACK__D_BPE };
+/* Normalizer steps (mlstack__tok_step.type in t->norm). */
+enum { MLSTACK__NORM_NFC = 1, MLSTACK__NORM_NFD, MLSTACK__NORM_NFKC, MLSTACK__NORM_NFKD, MLSTACK__NORM_LOWER,
+       MLSTACK__NORM_STRIP, MLSTACK__NORM_STRIP_ACCENTS, MLSTACK__NORM_PREPEND, MLSTACK__NORM_REPLACE };
+/* Pre-tokenizer steps (in t->pre). */
+enum { MLSTACK__PRETOK_SPLIT = 1, MLSTACK__PRETOK_BYTELEVEL, MLSTACK__PRETOK_METASPACE, MLSTACK__PRETOK_DIGITS,
+       MLSTACK__PRETOK_PUNCT, MLSTACK__PRETOK_WHITESPACE, MLSTACK__PRETOK_WSSPLIT, MLSTACK__PRETOK_BERT };
+/* What a split does with the matched part (Hugging Face's SplitDelimiterBehavior). */
+enum { MLSTACK__SPLIT_REMOVED, MLSTACK__SPLIT_ISOLATED, MLSTACK__SPLIT_PREV, MLSTACK__SPLIT_NEXT,
+       MLSTACK__SPLIT_CONTIGUOUS };
+/* Decoder steps (in t->dec). */
+enum { MLSTACK__DECODER_BYTELEVEL = 1, MLSTACK__DECODER_BYTEFALLBACK, MLSTACK__DECODER_METASPACE,
+       MLSTACK__DECODER_REPLACE, MLSTACK__DECODER_FUSE, MLSTACK__DECODER_STRIP, MLSTACK__DECODER_BPE };
+/* Which list of steps a tokenizer.json node fills. */
+enum { MLSTACK__STEPS_NORMALIZER, MLSTACK__STEPS_PRETOKENIZER, MLSTACK__STEPS_DECODER };
 enum { MLSTACK__PREPEND_ALWAYS, MLSTACK__PREPEND_FIRST, MLSTACK__PREPEND_NEVER };
 
 /* One step of a normalizer, pre-tokenizer or decoder (Sequence nodes are flattened). */
@@ -3869,6 +3993,7 @@ struct mlstack_tokenizer {
     const char **tok_s;    /* token text by id (NULL for holes) */
     uint32_t *tok_len;
     unsigned char *tok_special; /* 1: an added token flagged special */
+    uint64_t hkey[2];      /* key of the hashes below, drawn at load */
     uint32_t *vmap;        /* model vocab: open addressing, slot = id + 1 */
     uint32_t vmask;
     uint64_t *mkey;        /* merges: (left id << 32 | right id) + 1, 0 = empty */
@@ -3886,6 +4011,15 @@ struct mlstack_tokenizer {
     int n_post_pre, n_post_suf;
     mlstack__tok_added *added;    /* sorted by length, longest first */
     int n_added;
+    /* Added tokens as a byte trie: node 0 is the root; tr_best[2 * node + normalized] is the index
+       in added[] of the token spelled by the path to node (-1: none); edges (node, byte) -> child
+       in an open-addressing table keyed (node << 8 | byte) + 1. Matching at a position costs the
+       longest token's length, not the sum of all of them. */
+    int32_t *tr_best;
+    uint64_t *tr_key;
+    int32_t *tr_child;
+    uint32_t tr_mask;
+    int32_t tr_nodes;
     int32_t bos_id, eos_id;
     const char *chat_template;
     char *err;                    /* last failure text (MLSTACK__TOK_ERR bytes) */
@@ -3923,18 +4057,61 @@ static const char *const mlstack__qwen2_pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
-/* Hash of bytes (FNV-1a, 32-bit). */
-static uint32_t mlstack__hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+/* Keyed hashes for the tables a tokenizer.json (or the text) fills: each tokenizer draws a random
+   key at load, so a crafted vocabulary, merges list or text cannot be made to collide (an unkeyed
+   hash let a 2.9 MB vocab load in quadratic time). Strings: SipHash-1-3, as Rust's HashMap. */
+#define MLSTACK__ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define MLSTACK__SIPROUND(v0, v1, v2, v3)                                                                            \
+    do {                                                                                                             \
+        v0 += v1; v1 = MLSTACK__ROTL64(v1, 13); v1 ^= v0; v0 = MLSTACK__ROTL64(v0, 32);                             \
+        v2 += v3; v3 = MLSTACK__ROTL64(v3, 16); v3 ^= v2;                                                            \
+        v0 += v3; v3 = MLSTACK__ROTL64(v3, 21); v3 ^= v0;                                                            \
+        v2 += v1; v1 = MLSTACK__ROTL64(v1, 17); v1 ^= v2; v2 = MLSTACK__ROTL64(v2, 32);                             \
+    } while (0)
+static uint32_t mlstack__hash(const uint64_t key[2], const char *s, size_t n) {
+    uint64_t v0 = key[0] ^ 0x736f6d6570736575ULL, v1 = key[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = key[0] ^ 0x6c7967656e657261ULL, v3 = key[1] ^ 0x7465646279746573ULL, m;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = n & 7, i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&m, p + i, 8); /* byte order differs between hosts: only the table layout depends on it */
+        v3 ^= m;
+        MLSTACK__SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    m = (uint64_t)n << 56;
+    p += i;
+    while (left--) m |= (uint64_t)p[left] << (8 * left);
+    v3 ^= m;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    v0 ^= m;
+    v2 ^= 0xff;
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    MLSTACK__SIPROUND(v0, v1, v2, v3);
+    return (uint32_t)(v0 ^ v1 ^ v2 ^ v3);
 }
-static uint32_t mlstack__hash64(uint64_t k) {
+/* Merge keys (two ids): a keyed multiply-xorshift mix. */
+static uint32_t mlstack__hash64(const uint64_t key[2], uint64_t k) {
+    k = (k ^ key[0]) * 0x9E3779B97F4A7C15ULL;
+    k ^= k >> 32;
+    k = (k ^ key[1]) * 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 29;
     return (uint32_t)k;
+}
+/* A fresh key: clocks and addresses (salt: the object it keys) through the mixer; not for
+   cryptography, only so that a file cannot be prepared against the table layout. */
+static void mlstack__hash_key(uint64_t key[2], const void *salt) {
+    static const uint64_t zero[2] = {0, 0};
+    double now = mlstack__now();
+    uint64_t t, c = (uint64_t)time(NULL);
+    memcpy(&t, &now, sizeof t);
+    key[0] = (uint64_t)mlstack__hash64(zero, t ^ ((uint64_t)(uintptr_t)salt << 16)) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)&t ^ c);
+    key[1] = (uint64_t)mlstack__hash64(zero, t + c * 0x9E3779B97F4A7C15ULL) << 32 |
+             mlstack__hash64(zero, (uint64_t)(uintptr_t)salt ^ (uint64_t)clock());
 }
 
 /* Bytes consumed by the invalid sequence at s: the maximal subpart of a well-formed sequence
@@ -4020,7 +4197,7 @@ static int mlstack__tok_is_word(uint32_t cp) { return cp == '_' || mlstack__tok_
 MLSTACK__FN int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const char *s, size_t n) {
     uint32_t h;
     if (!t->vmap) return -1;
-    h = mlstack__hash(s, n) & t->vmask;
+    h = mlstack__hash(t->hkey, s, n) & t->vmask;
     for (;;) {
         uint32_t v = t->vmap[h];
         if (!v) return -1;
@@ -4032,7 +4209,7 @@ static int mlstack__tok_merge_find(const mlstack_tokenizer *t, int32_t a, int32_
     uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     uint32_t h;
     if (!t->mkey) return 0;
-    h = mlstack__hash64(key) & t->mmask;
+    h = mlstack__hash64(t->hkey, key) & t->mmask;
     for (;;) {
         uint64_t k = t->mkey[h];
         if (!k) return 0;
@@ -4071,6 +4248,9 @@ typedef struct mlstack__enc {
     mlstack__buf centry;  /* {uint32 koff, klen, ioff, nids} */
     mlstack__buf cpool;
     size_t n_cached;
+    uint64_t re_budget;   /* regex steps left for this call (MLSTACK_REGEX_STEP_BASE + per byte searched) */
+    size_t pool_limit;    /* the text pool may not grow past this (normalizer output cap) */
+    const char *limit_what; /* which limit an MLSTACK_ERR_LIMIT hit (NULL: the regex budget) */
     char *err;
     mlstack_result code;
 } mlstack__enc;
@@ -4248,7 +4428,7 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
         e->cslot = (uint32_t *)mlstack__calloc(MLSTACK__TOK_CACHE_SLOTS, sizeof(uint32_t));
         if (!e->cslot) return 0;
     }
-    h = mlstack__hash(w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
+    h = mlstack__hash(e->t->hkey, w, n) & (MLSTACK__TOK_CACHE_SLOTS - 1);
     ents = (mlstack__centry *)(void *)e->centry.p;
     for (slot = h;; slot = (slot + 1) & (MLSTACK__TOK_CACHE_SLOTS - 1)) {
         uint32_t v = e->cslot[slot];
@@ -4287,12 +4467,19 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
     return 0;
 }
 
-/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error. */
-static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, size_t *b, size_t *en) {
-    if (st->re) return mlstack__regex_search(st->re, s, n, from, b, en);
+/* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error
+   (-1: the call's regex budget is spent). */
+static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget, size_t *b,
+                              size_t *en) {
+    if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
     if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
     *en = *b + st->alen;
     return 1;
+}
+
+static mlstack_result mlstack__enc_grew(mlstack__enc *e) {
+    e->limit_what = "the normalized or pre-tokenized text grew past MLSTACK_TOK_MAX_GROWTH times the input";
+    return MLSTACK_ERR_LIMIT;
 }
 
 static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len, size_t *out_off, size_t *out_len) {
@@ -4301,25 +4488,25 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
     for (k = 0; k < t->n_norm; k++) {
         const mlstack__tok_step *st = &t->norm[k];
         size_t start = e->pool.n, i;
-        if (st->type >= MLSTACK__N_NFC && st->type <= MLSTACK__N_NFKD) {
+        if (st->type >= MLSTACK__NORM_NFC && st->type <= MLSTACK__NORM_NFKD) {
             static const int forms[4] = {MLSTACK__NFC, MLSTACK__NFD, MLSTACK__NFKC, MLSTACK__NFKD};
             char *o = NULL;
             size_t ol = 0;
             mlstack_result r;
             if (len == 0) continue;
-            r = mlstack__unorm(forms[st->type - MLSTACK__N_NFC], e->pool.p + off, len, &o, &ol);
+            r = mlstack__unorm(forms[st->type - MLSTACK__NORM_NFC], e->pool.p + off, len, &o, &ol);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__buf_put(&e->pool, o, ol)) {
                 MLSTACK_FREE(o);
                 return MLSTACK_ERR_NO_MEMORY;
             }
             MLSTACK_FREE(o);
-        } else if (st->type == MLSTACK__N_LOWER || st->type == MLSTACK__N_STRIP_ACCENTS) {
+        } else if (st->type == MLSTACK__NORM_LOWER || st->type == MLSTACK__NORM_STRIP_ACCENTS) {
             if (!mlstack__buf_reserve(&e->pool, len * 3)) return MLSTACK_ERR_NO_MEMORY;
             for (i = 0; i < len;) {
                 uint32_t cp, lo[3];
                 int cl = mlstack__tok_cp(e->pool.p + off + i, len - i, &cp), m, j;
-                if (st->type == MLSTACK__N_LOWER) {
+                if (st->type == MLSTACK__NORM_LOWER) {
                     m = mlstack__ulower_full(cp, lo);
                     for (j = 0; j < m; j++) e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
                 } else if (!mlstack__uis_mark(cp)) {
@@ -4328,7 +4515,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
                 }
                 i += (size_t)cl;
             }
-        } else if (st->type == MLSTACK__N_STRIP) {
+        } else if (st->type == MLSTACK__NORM_STRIP) {
             size_t a = 0, z = len;
             uint32_t cp;
             while (st->left && a < z) {
@@ -4346,16 +4533,18 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             off += a;
             len = z - a;
             continue;
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             if (len == 0) continue;
             if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len)) return MLSTACK_ERR_NO_MEMORY;
             memcpy(e->pool.p + e->pool.n, e->pool.p + off, len);
             e->pool.n += len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             size_t from = 0, b, en;
             int f;
-            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &b, &en)) != 0) {
-                if (f < 0) return MLSTACK_ERR_LIMIT;
+            if (st->re) e->re_budget += (uint64_t)len * MLSTACK_REGEX_STEPS_PER_BYTE;
+            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &e->re_budget, &b, &en)) != 0) {
+                if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
+                if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
                 if (!mlstack__buf_reserve(&e->pool, (b - from) + st->blen + 4)) return MLSTACK_ERR_NO_MEMORY;
                 memcpy(e->pool.p + e->pool.n, e->pool.p + off + from, b - from);
                 e->pool.n += b - from;
@@ -4380,6 +4569,7 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
         }
         off = start;
         len = e->pool.n - start;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
     }
     *out_off = off;
     *out_len = len;
@@ -4411,17 +4601,17 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
     for (i = 0; i < n; i++) {
         mlstack__seg c = sg[i];
         switch (behavior) {
-        case MLSTACK__B_REMOVED:
+        case MLSTACK__SPLIT_REMOVED:
             if (!c.m) sg[k++] = c;
             break;
-        case MLSTACK__B_ISOLATED:
+        case MLSTACK__SPLIT_ISOLATED:
             sg[k++] = c;
             break;
-        case MLSTACK__B_PREV:
+        case MLSTACK__SPLIT_PREV:
             if (c.m && !prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
-        case MLSTACK__B_CONTIGUOUS:
+        case MLSTACK__SPLIT_CONTIGUOUS:
             if (c.m == prev && k) sg[k - 1].e = c.e;
             else sg[k++] = c;
             break;
@@ -4431,7 +4621,7 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
         }
         prev = c.m;
     }
-    if (behavior == MLSTACK__B_NEXT) { /* walk backwards: a match joins the part after it */
+    if (behavior == MLSTACK__SPLIT_NEXT) { /* walk backwards: a match joins the part after it */
         size_t j = k, w = k;
         prev = 0;
         while (j-- > 0) {
@@ -4474,8 +4664,9 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     mlstack__tok_step tmp = *st;
     tmp.re = (mlstack__regex *)re;
     e->segs.n = 0;
-    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &b, &en)) != 0) {
-        if (f < 0) return MLSTACK_ERR_LIMIT;
+    if (re) e->re_budget += (uint64_t)n * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < n && (f = mlstack__step_find(&tmp, s, n, from, &e->re_budget, &b, &en)) != 0) {
+        if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
         if (en == b) {
             uint32_t cp;
             from = b + (size_t)mlstack__tok_cp(s + b, n - b, &cp);
@@ -4499,20 +4690,21 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         const char *s;
         size_t j;
         if (p.len == 0) continue;
+        if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
         switch (st->type) {
-        case MLSTACK__P_SPLIT:
+        case MLSTACK__PRETOK_SPLIT:
             r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
             if (r != MLSTACK_OK) return r;
             if (!mlstack__apply_behavior(e, &p, st->behavior, st->invert, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_DIGITS:
-        case MLSTACK__P_PUNCT:
-        case MLSTACK__P_BERT:
-            if (st->type == MLSTACK__P_BERT) { /* whitespace split (removed), then punctuation isolated */
+        case MLSTACK__PRETOK_DIGITS:
+        case MLSTACK__PRETOK_PUNCT:
+        case MLSTACK__PRETOK_BERT:
+            if (st->type == MLSTACK__PRETOK_BERT) { /* whitespace split (removed), then punctuation isolated */
                 if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
                 {
                     size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
                     /* re-split the new parts on punctuation */
                     {
                         size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
@@ -4522,7 +4714,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                         for (q = 0; q < nn; q++) {
                             mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
                             if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
-                                !mlstack__apply_behavior(e, &sp, MLSTACK__B_ISOLATED, 0, &e->pb)) {
+                                !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
                                 MLSTACK_FREE(parts.p);
                                 return MLSTACK_ERR_NO_MEMORY;
                             }
@@ -4533,16 +4725,16 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
-                                     st->type == MLSTACK__P_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
+                                     st->type == MLSTACK__PRETOK_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
                 return MLSTACK_ERR_NO_MEMORY;
             if (!mlstack__apply_behavior(e, &p, st->behavior, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WSSPLIT:
+        case MLSTACK__PRETOK_WSSPLIT:
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws) ||
-                !mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 0, &e->pb))
+                !mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
-        case MLSTACK__P_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
+        case MLSTACK__PRETOK_WHITESPACE: { /* \w+|[^\w\s]+ kept, whitespace dropped */
             size_t a = 0, n = p.len;
             s = e->pool.p + p.off;
             e->segs.n = 0;
@@ -4561,10 +4753,10 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 if (!mlstack__seg_push(&e->segs, a, z, cls != 0)) return MLSTACK_ERR_NO_MEMORY;
                 a = z;
             }
-            if (!mlstack__apply_behavior(e, &p, MLSTACK__B_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+            if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_METASPACE: {
+        case MLSTACK__PRETOK_METASPACE: {
             size_t start = e->pool.n;
             int prepend;
             s = e->pool.p + p.off;
@@ -4573,6 +4765,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             /* HF tests "starts with the replacement" after replacing spaces */
             if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
                 prepend = 0;
+            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
             if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
             s = e->pool.p + p.off;
             if (prepend) {
@@ -4595,12 +4788,12 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 lit.alen = st->alen;
                 r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__P_BYTELEVEL: {
+        case MLSTACK__PRETOK_BYTELEVEL: {
             size_t k0 = e->pb.n, q, nn;
             if (st->flag && e->pool.p[p.off] != ' ') {
                 size_t start = e->pool.n;
@@ -4614,7 +4807,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             if (st->re) {
                 r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
                 if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__B_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
                 return MLSTACK_ERR_NO_MEMORY;
             /* map the new parts' bytes to GPT-2's printable alphabet */
@@ -4647,26 +4840,41 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
 }
 
 /* ---- added tokens ---- */
+/* The trie child of node on byte c, or -1. */
+static int32_t mlstack__trie_next(const mlstack_tokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | c) + 1;
+    uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+    for (;;) {
+        if (!t->tr_key[h]) return -1;
+        if (t->tr_key[h] == key) return t->tr_child[h];
+        h = (h + 1) & t->tr_mask;
+    }
+}
+/* The longest added token (with the given normalized flag) that starts s[0, n); NULL if none. */
+static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n, int normalized) {
+    const mlstack__tok_added *hit = NULL;
+    int32_t node = 0;
+    size_t k;
+    if (!t->tr_nodes) return NULL;
+    for (k = 0; k < n; k++) {
+        int32_t b;
+        if ((node = mlstack__trie_next(t, node, (unsigned char)s[k])) < 0) break;
+        b = t->tr_best[2 * node + (normalized ? 1 : 0)];
+        if (b >= 0) hit = &t->added[b];
+    }
+    return hit;
+}
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
    leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
 static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
                                 mlstack__buf *out) {
     const mlstack_tokenizer *t = e->t;
     size_t i = 0, done = 0;
-    int k;
     const char *s = e->pool.p + off;
     out->n = 0;
     while (i < len) {
-        const mlstack__tok_added *hit = NULL;
+        const mlstack__tok_added *hit = mlstack__added_at(t, s + i, len - i, normalized);
         size_t b, en;
-        for (k = 0; k < t->n_added; k++) {
-            const mlstack__tok_added *a = &t->added[k];
-            if (a->normalized != normalized || a->len == 0 || a->len > len - i || a->s[0] != s[i]) continue;
-            if (memcmp(a->s, s + i, a->len) == 0) {
-                hit = a;
-                break;
-            }
-        }
         if (!hit) {
             i++;
             continue;
@@ -4776,11 +4984,15 @@ static int mlstack__hexval(int c) {
 }
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
-static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl) {
+/* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
+static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl,
+                                uint64_t *budget, size_t limit) {
     size_t start = pool->n, from = 0, b, en;
-    int f;
-    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, &b, &en)) > 0) {
+    int f = 0;
+    if (st->re) *budget += (uint64_t)p->len * MLSTACK_REGEX_STEPS_PER_BYTE;
+    while (from < p->len && (f = mlstack__step_find(st, pool->p + p->off, p->len, from, budget, &b, &en)) > 0) {
         if (en == b) break;
+        if (pool->n > limit) return -1;
         if (!mlstack__buf_reserve(pool, (b - from) + wl)) return 0;
         memcpy(pool->p + pool->n, pool->p + p->off + from, b - from);
         pool->n += b - from;
@@ -4788,6 +5000,7 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
         pool->n += wl;
         from = en;
     }
+    if (f < 0) return f == -1 ? -1 : 0;
     if (!mlstack__buf_reserve(pool, p->len - from)) return 0;
     memcpy(pool->p + pool->n, pool->p + p->off + from, p->len - from);
     pool->n += p->len - from;
@@ -4799,7 +5012,8 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
 static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, mlstack__buf *out) {
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
-    size_t i, np;
+    size_t i, np, limit;
+    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM do { r = MLSTACK_ERR_NO_MEMORY; goto done; } while (0)
     for (i = 0; i < n; i++) {
@@ -4809,6 +5023,8 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) || !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
             MLSTACK__DEC_OOM;
     }
+    limit = pool.n > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                : pool.n * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     if (t->n_dec == 0) { /* no decoder: tokens joined by spaces */
         np = pa.n / sizeof(mlstack__piece);
         for (i = 0; i < np; i++) {
@@ -4822,14 +5038,14 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         mlstack__piece *ps = (mlstack__piece *)(void *)pa.p;
         np = pa.n / sizeof *ps;
         pb.n = 0;
-        if (st->type == MLSTACK__D_BYTELEVEL || st->type == MLSTACK__D_FUSE) {
+        if (st->type == MLSTACK__DECODER_BYTELEVEL || st->type == MLSTACK__DECODER_FUSE) {
             size_t start;
             mlstack__buf raw = {0, 0, 0};
             for (i = 0; i < np; i++) {
                 const char *s = pool.p + ps[i].off;
                 size_t j, before = raw.n, len = ps[i].len;
                 int ok = 1;
-                if (st->type == MLSTACK__D_BYTELEVEL) {
+                if (st->type == MLSTACK__DECODER_BYTELEVEL) {
                     for (j = 0; j < len && ok;) {
                         uint32_t cp;
                         j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
@@ -4855,7 +5071,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
             }
             MLSTACK_FREE(raw.p);
             if (!mlstack__piece_push(&pb, start, pool.n - start, 0, -1)) MLSTACK__DEC_OOM;
-        } else if (st->type == MLSTACK__D_BYTEFALLBACK) {
+        } else if (st->type == MLSTACK__DECODER_BYTEFALLBACK) {
             size_t run_start = 0, run = 0;
             for (i = 0; i <= np; i++) {
                 int byte = -1;
@@ -4885,16 +5101,16 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
         } else {
             for (i = 0; i < np; i++) {
                 mlstack__piece p = ps[i];
-                if (st->type == MLSTACK__D_REPLACE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, st->b, st->blen)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_BPE) {
-                    if (!mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1)) MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_METASPACE) {
+                int f = 1;
+                if (st->type == MLSTACK__DECODER_REPLACE) {
+                    f = mlstack__dec_replace(&pool, &p, st, st->b, st->blen, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_BPE) {
+                    f = mlstack__dec_replace(&pool, &p, st, " ", i + 1 == np ? 0 : 1, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_METASPACE) {
                     mlstack__tok_step lit = *st;
                     lit.re = NULL;
-                    if (!mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1))
-                        MLSTACK__DEC_OOM;
-                } else if (st->type == MLSTACK__D_STRIP) {
+                    f = mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1, &budget, limit);
+                } else if (st->type == MLSTACK__DECODER_STRIP) {
                     int c;
                     for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
                         p.off += st->alen;
@@ -4903,6 +5119,11 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
                     for (c = 0; c < st->right && p.len >= st->alen && memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0; c++)
                         p.len -= st->alen;
                 }
+                if (f < 0) {
+                    r = MLSTACK_ERR_LIMIT;
+                    goto done;
+                }
+                if (!f) MLSTACK__DEC_OOM;
                 if (!MLSTACK__VEC_PUSH(&pb, mlstack__piece, p)) MLSTACK__DEC_OOM;
             }
         }
@@ -4996,19 +5217,19 @@ static int mlstack__tok_scheme(const mlstack__json *o) {
 }
 static int mlstack__tok_behavior(const mlstack__json *v, int def) {
     if (!v) return def;
-    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__B_REMOVED;
-    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__B_ISOLATED;
-    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__B_PREV;
-    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__B_NEXT;
-    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__B_CONTIGUOUS;
+    if (mlstack__json_is_str(v, "Removed")) return MLSTACK__SPLIT_REMOVED;
+    if (mlstack__json_is_str(v, "Isolated")) return MLSTACK__SPLIT_ISOLATED;
+    if (mlstack__json_is_str(v, "MergedWithPrevious")) return MLSTACK__SPLIT_PREV;
+    if (mlstack__json_is_str(v, "MergedWithNext")) return MLSTACK__SPLIT_NEXT;
+    if (mlstack__json_is_str(v, "Contiguous")) return MLSTACK__SPLIT_CONTIGUOUS;
     return -1;
 }
 
 static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth, mlstack_error *err) {
     static const char *const seq_key[3] = {"normalizers", "pretokenizers", "decoders"};
     static const char *const what[3] = {"normalizer", "pre_tokenizer", "decoder"};
-    mlstack__tok_step **arr = kind == 0 ? &t->norm : kind == 1 ? &t->pre : &t->dec;
-    int *n = kind == 0 ? &t->n_norm : kind == 1 ? &t->n_pre : &t->n_dec;
+    mlstack__tok_step **arr = kind == MLSTACK__STEPS_NORMALIZER ? &t->norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->pre : &t->dec;
+    int *n = kind == MLSTACK__STEPS_NORMALIZER ? &t->n_norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->n_pre : &t->n_dec;
     const mlstack__json *ty;
     mlstack__tok_step *st = NULL;
     mlstack_result r;
@@ -5025,75 +5246,75 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         return MLSTACK_OK;
     }
     if ((r = mlstack__tok_push_step(arr, n, &st, err)) != MLSTACK_OK) return r;
-    if (kind == 0) {
+    if (kind == MLSTACK__STEPS_NORMALIZER) {
         static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Prepend", "Replace"};
         int i;
         for (i = 0; i < 9; i++)
             if (mlstack__json_is_str(ty, names[i])) st->type = i + 1;
-        if (st->type == MLSTACK__N_STRIP) {
+        if (st->type == MLSTACK__NORM_STRIP) {
             st->left = mlstack__jbool(node, "strip_left", 1);
             st->right = mlstack__jbool(node, "strip_right", 1);
-        } else if (st->type == MLSTACK__N_PREPEND) {
+        } else if (st->type == MLSTACK__NORM_PREPEND) {
             const mlstack__json *p = mlstack__jstr(node, "prepend");
             if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Prepend normalizer without a \"prepend\" string");
             st->a = p->str;
             st->alen = p->len;
-        } else if (st->type == MLSTACK__N_REPLACE) {
+        } else if (st->type == MLSTACK__NORM_REPLACE) {
             const mlstack__json *c = mlstack__jstr(node, "content");
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace normalizer without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) != MLSTACK_OK) return r;
         }
-    } else if (kind == 1) {
+    } else if (kind == MLSTACK__STEPS_PRETOKENIZER) {
         if (mlstack__json_is_str(ty, "Split")) {
-            st->type = MLSTACK__P_SPLIT;
+            st->type = MLSTACK__PRETOK_SPLIT;
             st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), -1);
             st->invert = mlstack__jbool(node, "invert", 0);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
             if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) != MLSTACK_OK) return r;
         } else if (mlstack__json_is_str(ty, "ByteLevel")) {
-            st->type = MLSTACK__P_BYTELEVEL;
+            st->type = MLSTACK__PRETOK_BYTELEVEL;
             st->flag = mlstack__jbool(node, "add_prefix_space", 1);
             if (mlstack__jbool(node, "use_regex", 1) &&
                 (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) != MLSTACK_OK)
                 return r;
         } else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__P_METASPACE;
+            st->type = MLSTACK__PRETOK_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             st->flag = mlstack__jbool(node, "split", 1);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Digits")) {
-            st->type = MLSTACK__P_DIGITS;
-            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__B_ISOLATED : MLSTACK__B_CONTIGUOUS;
+            st->type = MLSTACK__PRETOK_DIGITS;
+            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__SPLIT_ISOLATED : MLSTACK__SPLIT_CONTIGUOUS;
         } else if (mlstack__json_is_str(ty, "Punctuation")) {
-            st->type = MLSTACK__P_PUNCT;
-            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__B_ISOLATED);
+            st->type = MLSTACK__PRETOK_PUNCT;
+            st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__SPLIT_ISOLATED);
             if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
         } else if (mlstack__json_is_str(ty, "Whitespace")) {
-            st->type = MLSTACK__P_WHITESPACE;
+            st->type = MLSTACK__PRETOK_WHITESPACE;
         } else if (mlstack__json_is_str(ty, "WhitespaceSplit")) {
-            st->type = MLSTACK__P_WSSPLIT;
+            st->type = MLSTACK__PRETOK_WSSPLIT;
         } else if (mlstack__json_is_str(ty, "BertPreTokenizer")) {
-            st->type = MLSTACK__P_BERT;
+            st->type = MLSTACK__PRETOK_BERT;
         }
     } else {
-        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__D_BYTELEVEL;
-        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__D_BYTEFALLBACK;
-        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__D_FUSE;
+        if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__DECODER_BYTELEVEL;
+        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__DECODER_BYTEFALLBACK;
+        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__DECODER_FUSE;
         else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
-            st->type = MLSTACK__D_METASPACE;
+            st->type = MLSTACK__DECODER_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Replace")) {
             const mlstack__json *c = mlstack__jstr(node, "content");
-            st->type = MLSTACK__D_REPLACE;
+            st->type = MLSTACK__DECODER_REPLACE;
             if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace decoder without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
@@ -5101,7 +5322,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         } else if (mlstack__json_is_str(ty, "Strip")) {
             const mlstack__json *c = mlstack__jstr(node, "content"), *a = mlstack__json_get(node, "start"),
                                 *b = mlstack__json_get(node, "stop");
-            st->type = MLSTACK__D_STRIP;
+            st->type = MLSTACK__DECODER_STRIP;
             if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 || b->i > 1000)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
             st->a = c->str;
@@ -5110,7 +5331,7 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
             st->right = (int)b->i;
         } else if (mlstack__json_is_str(ty, "BPEDecoder")) {
             const mlstack__json *s = mlstack__jstr(node, "suffix");
-            st->type = MLSTACK__D_BPE;
+            st->type = MLSTACK__DECODER_BPE;
             st->a = s ? s->str : "</w>";
             st->alen = s ? s->len : 4;
         }
@@ -5220,30 +5441,13 @@ static int mlstack__cmp_added(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
-    const mlstack__json *model, *vocab, *merges, *added, *ty, *c, *v;
+/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
+   map and the model options (unk, byte fallback, subword prefix/suffix). */
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model, const mlstack__json *vocab,
+                                               const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c, *v;
     int64_t max_id = -1;
     size_t n_vocab_entries = 0, slots, i;
-    mlstack_result r;
-    uint32_t rank = 0;
-    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
-    model = mlstack__json_get(root, "model");
-    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
-    ty = mlstack__json_get(model, "type");
-    vocab = mlstack__json_get(model, "vocab");
-    merges = mlstack__json_get(model, "merges");
-    if (ty && !mlstack__json_is_str(ty, "BPE"))
-        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
-    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
-    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
-    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
-    v = mlstack__json_get(model, "dropout");
-    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
-    added = mlstack__json_get(root, "added_tokens");
-    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     for (c = vocab->child; c; c = c->next) {
         if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
             return MLSTACK__FAIL(err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
@@ -5267,7 +5471,7 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     t->vmask = (uint32_t)(slots - 1);
     if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
-        uint32_t h = mlstack__hash(c->key, c->key_len) & t->vmask;
+        uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
         if (t->tok_s[c->i]) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
         t->tok_s[c->i] = c->key;
@@ -5275,7 +5479,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         while (t->vmap[h]) h = (h + 1) & t->vmask;
         t->vmap[h] = (uint32_t)c->i + 1;
     }
-    /* model options */
     t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
     t->fuse_unk = mlstack__jbool(model, "fuse_unk", 0);
     t->ignore_merges = mlstack__jbool(model, "ignore_merges", 0);
@@ -5294,7 +5497,14 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
         t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
     }
-    /* merges */
+    return MLSTACK_OK;
+}
+
+/* Merges: (left id, right id) -> (rank, merged id). */
+static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlstack__json *merges, mlstack_error *err) {
+    const mlstack__json *c;
+    size_t slots;
+    uint32_t rank = 0;
     for (slots = 16; slots < merges->len * 2; slots *= 2) {}
     t->mkey = (uint64_t *)mlstack__calloc(slots, sizeof *t->mkey);
     t->mrank = (uint32_t *)mlstack__calloc(slots, sizeof *t->mrank);
@@ -5349,14 +5559,53 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
                 return MLSTACK_ERR_FORMAT;
             }
             key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
-            for (h = mlstack__hash64(key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
+            for (h = mlstack__hash64(t->hkey, key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
             t->mkey[h] = key; /* a repeated pair keeps the later rank, as HF's map does */
             t->mrank[h] = rank;
             t->mnew[h] = in;
         }
         MLSTACK_FREE(cat.p);
     }
-    /* added tokens */
+    return MLSTACK_OK;
+}
+
+/* The trie of added tokens (see struct mlstack_tokenizer); added[] is sorted already, so the first
+   token with a given text and flag keeps its node (as the longest-first scan it replaces did). */
+static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_error *err) {
+    size_t total = 1, slots, i;
+    int k;
+    for (k = 0; k < t->n_added; k++) total += t->added[k].len;
+    if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
+    for (slots = 16; slots < total * 2; slots *= 2) {}
+    t->tr_best = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_best);
+    t->tr_key = (uint64_t *)mlstack__calloc(slots, sizeof *t->tr_key);
+    t->tr_child = (int32_t *)MLSTACK_MALLOC(slots * sizeof *t->tr_child);
+    if (!t->tr_best || !t->tr_key || !t->tr_child) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    t->tr_mask = (uint32_t)(slots - 1);
+    for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
+    t->tr_nodes = 1;
+    for (k = 0; k < t->n_added; k++) {
+        const mlstack__tok_added *a = &t->added[k];
+        int32_t node = 0;
+        if (a->len == 0) continue;
+        for (i = 0; i < a->len; i++) {
+            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)a->s[i]) + 1;
+            uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+            while (t->tr_key[h] && t->tr_key[h] != key) h = (h + 1) & t->tr_mask;
+            if (!t->tr_key[h]) {
+                t->tr_key[h] = key;
+                t->tr_child[h] = t->tr_nodes++;
+            }
+            node = t->tr_child[h];
+        }
+        if (t->tr_best[2 * node + (a->normalized ? 1 : 0)] < 0) t->tr_best[2 * node + (a->normalized ? 1 : 0)] = k;
+    }
+    return MLSTACK_OK;
+}
+
+/* Added tokens, sorted for matching; their strings also name their ids. */
+static mlstack_result mlstack__tok_build_added(mlstack_tokenizer *t, const mlstack__json *added, mlstack_error *err) {
+    const mlstack__json *c;
     if (t->n_added) {
         int k = 0;
         t->added = (mlstack__tok_added *)mlstack__calloc((size_t)t->n_added, sizeof *t->added);
@@ -5377,12 +5626,16 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
             t->tok_special[a->id] = a->special;
         }
         qsort(t->added, (size_t)t->n_added, sizeof *t->added, mlstack__cmp_added);
+        return mlstack__tok_build_trie(t, err);
     }
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), 0, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), 1, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), 2, 0, err)) != MLSTACK_OK) return r;
-    for (i = 0; i < (size_t)t->n_pre; i++)
-        if (t->pre[i].type == MLSTACK__P_BYTELEVEL) t->byte_level_model = 1;
+    return MLSTACK_OK;
+}
+
+/* BOS/EOS, chat template and the ids added around a sequence (post-processor). */
+static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg,
+                                                  mlstack_error *err) {
+    const mlstack__json *c;
+    mlstack_result r;
     /* Special tokens as transformers 5 decides them: an explicit add_bos_token/add_eos_token in
        tokenizer_config.json (or a tokenizer.json without post-processor) replaces the
        post-processor by "[bos] $A [eos]"; a missing flag then counts as false. */
@@ -5414,6 +5667,39 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return MLSTACK_OK;
 }
 
+static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
+    mlstack_result r;
+    int i;
+    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
+    model = mlstack__json_get(root, "model");
+    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
+    ty = mlstack__json_get(model, "type");
+    vocab = mlstack__json_get(model, "vocab");
+    merges = mlstack__json_get(model, "merges");
+    if (ty && !mlstack__json_is_str(ty, "BPE"))
+        return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
+    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
+    v = mlstack__json_get(model, "dropout");
+    if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
+    added = mlstack__json_get(root, "added_tokens");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    for (i = 0; i < t->n_pre; i++)
+        if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -5433,6 +5719,9 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     MLSTACK_FREE(t->post_pre);
     MLSTACK_FREE(t->post_suf);
     MLSTACK_FREE(t->added);
+    MLSTACK_FREE(t->tr_best);
+    MLSTACK_FREE(t->tr_key);
+    MLSTACK_FREE(t->tr_child);
     mlstack__json_free(&t->doc);
     mlstack__json_free(&t->cfg_doc);
     mlstack__arena_free(&t->arena);
@@ -5457,6 +5746,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     }
     t->err[0] = 0;
+    mlstack__hash_key(t->hkey, t);
     r = mlstack__json_parse(&t->doc, json, len, "tokenizer.json", err);
     if (r == MLSTACK_OK && config_json) r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
     if (r == MLSTACK_OK) r = mlstack__tok_build(t, t->doc.root, t->cfg_doc.root, err);
@@ -5617,6 +5907,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
     if ((!text && len) || (!ids && cap) || !n_ids) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
+    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     r = mlstack__encode(&e, text ? text : "", len, flags);
     n = e.ids.n / sizeof(int32_t);
     if (r == MLSTACK_OK) {
@@ -5624,7 +5917,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
         if (n > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
         else if (n) memcpy(ids, e.ids.p, n * sizeof(int32_t));
     } else if (r == MLSTACK_ERR_LIMIT)
-        mlstack__tok_fail(t, r, "encode: the regex step limit was reached");
+        mlstack__tok_fail(t, r, "encode: %s (input of %zu bytes)",
+                          e.limit_what ? e.limit_what : "the regex step budget (MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per byte searched) ran out",
+                          len);
     else
         mlstack__tok_fail(t, r, "encode: out of memory");
     mlstack__enc_free(&e);
@@ -5639,6 +5934,8 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
     if (!t) return MLSTACK_ERR_INVALID_ARG;
     if ((!ids && n) || (!out && cap) || !n_out) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
     r = mlstack__decode(t, ids, n, flags, &b);
+    if (r == MLSTACK_ERR_LIMIT)
+        return mlstack__tok_fail(t, r, "decode: a decoder step's regex budget or output limit (MLSTACK_TOK_MAX_GROWTH) ran out");
     if (r == MLSTACK_OK) {
         *n_out = b.n;
         if (b.n + 1 > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n, cap);
@@ -5655,10 +5952,15 @@ MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const 
 MLSTACK_API int32_t mlstack_tokenizer_vocab_size(const mlstack_tokenizer *t) { return t ? t->n_vocab : 0; }
 
 MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *t, const char *text, size_t len) {
-    int k;
+    int32_t node = 0, b0, b1;
+    size_t k;
     if (!t || (!text && len)) return -1;
-    for (k = 0; k < t->n_added; k++)
-        if (t->added[k].len == len && memcmp(t->added[k].s, text, len) == 0) return t->added[k].id;
+    for (k = 0; k < len && t->tr_nodes && node >= 0; k++) node = mlstack__trie_next(t, node, (unsigned char)text[k]);
+    if (len && t->tr_nodes && node > 0) { /* an added token of this text: the first in sorted order */
+        b0 = t->tr_best[2 * node];
+        b1 = t->tr_best[2 * node + 1];
+        if (b0 >= 0 || b1 >= 0) return t->added[b0 < 0 ? b1 : b1 < 0 ? b0 : b0 < b1 ? b0 : b1].id;
+    }
     return mlstack__tok_vocab_find(t, text ? text : "", len);
 }
 
@@ -5771,13 +6073,45 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
      source --normalise line breaks--> lexer (whitespace control applied to text here)
             --> recursive-descent parser (AST) --> tree-walking evaluator (own value type)
-   One render's nodes, values and output live in one arena with a byte budget. Steps, nesting
-   depth (expressions, statements and macro calls together) and output size are bounded, so a
-   hostile template ends with an error instead of a hang or a stack overflow.
+   One render's nodes, values and output live in one arena with a byte budget. Steps (including
+   the work builtins do on large values), nesting (in bytes of C stack) and output size are
+   bounded, so a hostile template ends with an error instead of a hang or a stack overflow.
    Semantics follow Python where jinja2 defers to it: str() of floats is Python's repr, `//`
    and `%` floor, strings index and count by code point, undefined prints as "" but errors when
    called, subscripted or given an attribute, generators (selectattr, map, ...) are single-use
-   and always true. Case mapping covers ASCII and Latin-1; other cased letters are an error. */
+   and always true. Case mapping covers ASCII, Latin-1/Extended-A, basic Greek and Cyrillic;
+   other cased letters are an error. An unknown filter or test fails when reached if it sits in
+   an if statement or inline if (as jinja2 defers it there), otherwise when parsed.
+
+   Prefixes: mlstack__tv_ values, mlstack__tlist_/mlstack__tdict_ lists and dicts, mlstack__tbuf_
+   byte buffers, mlstack__tlex_ lexer, mlstack__tp_ parser, mlstack__tpl_ evaluator and helpers,
+   mlstack__tpl_filter_/_test_/_strm_/_global_ the builtins (tables after them), enums
+   MLSTACK__TPL_VAL_ (value kinds), _LIST_ (what a list is in Python), _TOK_ (tokens), _EXPR_ and
+   _STMT_ (AST nodes, legend at the node struct), _OP_ (operators).
+
+   jinja2's builtins (jinja2.defaults / filters.FILTERS / tests.TESTS) and where they stand:
+     statements: if/elif/else, for (else, loop filter, loop.*, loop.cycle), set (also blocks and
+       namespace attributes), macro, call/caller, filter blocks, with, raw, break/continue,
+       transformers' generation. Not supported: include/import/from/extends/block (no template
+       loader; transformers has none either), autoescape (chat templates render without HTML
+       escaping), recursive loops and loop.changed (unused by chat templates), `do` (an
+       extension transformers does not enable).
+     filters: abs attr batch capitalize center count d default dictsort e escape first float
+       forceescape format indent int items join last length list lower map max min reject
+       rejectattr replace reverse round safe select selectattr slice sort string sum title
+       tojson (transformers' version) trim unique upper. Not supported: random (output would not
+       be reproducible), pprint (Python's pretty-printer layout), filesizeformat, striptags,
+       truncate, urlencode, urlize, wordcount, wordwrap, xmlattr (HTML/text-layout helpers that
+       need Unicode word and URL rules; no chat template uses them), groupby.
+     tests: boolean callable defined divisibleby eq equalto even false filter float ge
+       greaterthan gt in integer iterable le lessthan lower lt mapping ne none number odd
+       sameas sequence string test true undefined upper and the operator aliases. Not
+       supported: escaped (there is no Markup type; nothing is escaped).
+     globals: range, dict, namespace, raise_exception, strftime_now. Not supported: lipsum
+       (random text), cycler, joiner (stateful helpers no chat template uses).
+     str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error.
+   A call takes at most MLSTACK__TARGS_MAX (12) positional and 12 keyword arguments; more is an
+   error, not a different output. */
 
 #ifndef MLSTACK_TEMPLATE_MAX_OUTPUT
 #define MLSTACK_TEMPLATE_MAX_OUTPUT ((size_t)16 << 20)
@@ -5788,6 +6122,9 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 #ifndef MLSTACK_TEMPLATE_MAX_MEMORY
 #define MLSTACK_TEMPLATE_MAX_MEMORY ((size_t)256 << 20)
 #endif
+#ifndef MLSTACK_TEMPLATE_MAX_STACK /* bytes of C stack for nesting (parser and evaluator recurse) */
+#define MLSTACK_TEMPLATE_MAX_STACK ((size_t)128 << 10)
+#endif
 #ifndef MLSTACK_TEMPLATE_MAX_DEPTH
 #define MLSTACK_TEMPLATE_MAX_DEPTH 300
 #endif
@@ -5796,14 +6133,14 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 
 /* ---- values ---- */
 enum {
-    MLSTACK__TV_UNDEF, MLSTACK__TV_NONE, MLSTACK__TV_BOOL, MLSTACK__TV_INT, MLSTACK__TV_FLOAT,
-    MLSTACK__TV_STR, MLSTACK__TV_LIST, MLSTACK__TV_DICT, MLSTACK__TV_NS, MLSTACK__TV_MACRO,
-    MLSTACK__TV_FUNC, MLSTACK__TV_METHOD, MLSTACK__TV_LOOP
+    MLSTACK__TPL_VAL_UNDEF, MLSTACK__TPL_VAL_NONE, MLSTACK__TPL_VAL_BOOL, MLSTACK__TPL_VAL_INT, MLSTACK__TPL_VAL_FLOAT,
+    MLSTACK__TPL_VAL_STR, MLSTACK__TPL_VAL_LIST, MLSTACK__TPL_VAL_DICT, MLSTACK__TPL_VAL_NS, MLSTACK__TPL_VAL_MACRO,
+    MLSTACK__TPL_VAL_FUNC, MLSTACK__TPL_VAL_METHOD, MLSTACK__TPL_VAL_LOOP
 };
 /* What a list-valued object really is in Python, for printing, tojson and truthiness. */
 enum {
-    MLSTACK__TL_LIST, MLSTACK__TL_TUPLE, MLSTACK__TL_GEN, MLSTACK__TL_RANGE, MLSTACK__TL_ITEMS,
-    MLSTACK__TL_KEYS, MLSTACK__TL_VALUES
+    MLSTACK__TPL_LIST_LIST, MLSTACK__TPL_LIST_TUPLE, MLSTACK__TPL_LIST_GEN, MLSTACK__TPL_LIST_RANGE, MLSTACK__TPL_LIST_ITEMS,
+    MLSTACK__TPL_LIST_KEYS, MLSTACK__TPL_LIST_VALUES
 };
 
 typedef struct mlstack__tv mlstack__tv;
@@ -5836,7 +6173,9 @@ struct mlstack__tlist {
 };
 struct mlstack__tdict {
     size_t n, cap;
-    mlstack__tv *k, *v;
+    mlstack__tv *k, *v;  /* keys and values in insertion order */
+    uint32_t *index;     /* hash slots holding entry + 1 (0: empty), once cap > MLSTACK__TDICT_SCAN */
+    size_t index_cap;    /* a power of two, at least 2 * cap */
 };
 struct mlstack__tmacro {
     const mlstack__tn *node;
@@ -5855,22 +6194,45 @@ struct mlstack__tscope {
     mlstack__tdict vars;
 };
 
-/* ---- AST ---- */
+/* ---- AST ----
+   Expression nodes (MLSTACK__TPL_EXPR_*) and what their fields hold:
+     LIT     v: the constant              NAME   s,n: the name
+     ATTR    a.s (a: object, s,n: name)   ITEM   a[b]
+     SLICE   a[b:c:d] (each may be NULL)  CALL   a(b...): b is the argument list, KWARG items among it
+     KWARG   s,n = a (a keyword argument) FILTER a|s(b...): bi the builtin, NULL when unknown (fails
+                                                 when reached, as jinja2); a NULL in a filter block
+     TEST    a is [not] s(b...): op 1 for `not`; bi as FILTER
+     BIN     a op b (MLSTACK__TPL_OP_*)   NEG, POS, NOT   op a
+     AND, OR a and/or b (short-circuit)   COND   a if b else c (c may be NULL)
+     LIST, TUPLE   items b...             DICT   PAIR items b... (PAIR: a key, b value)
+     CMP     a (op b)...: b is a list of PAIR nodes, each with op and its right operand in a
+   Statement nodes (MLSTACK__TPL_STMT_*), in `next`-linked bodies:
+     TEXT    s,n: literal text            OUT    {{ a }}
+     IF      a: condition, b: body, c: else body or the next elif's IF node
+     FOR     for a in b [if e]: c body, d else body; op 1 when a macro in c may capture the scope
+     SET     a = b (a: NAME, ATTR on a namespace, or TUPLE of NAMEs)
+     SETBLOCK a = rendered body c         MACRO  s,n name, b parameters (NAME, default in a), c body
+     CALLBLOCK {% call(b params) a %} c {% endcall %}: a is the CALL; c runs as `caller(...)`
+     WITH    b: SET nodes run in a new scope, then body c
+     BREAK, CONTINUE                      BLOCK  c (a body rendered in place: {% generation %})
+     FILTERBLOCK  a: filter chain (innermost FILTER has a NULL input), c: body fed through it */
 enum {
     /* expressions */
-    MLSTACK__N_LIT, MLSTACK__N_NAME, MLSTACK__N_ATTR, MLSTACK__N_ITEM, MLSTACK__N_SLICE, MLSTACK__N_CALL,
-    MLSTACK__N_KWARG, MLSTACK__N_FILTER, MLSTACK__N_TEST, MLSTACK__N_BIN, MLSTACK__N_NEG, MLSTACK__N_POS,
-    MLSTACK__N_NOT, MLSTACK__N_AND, MLSTACK__N_OR, MLSTACK__N_COND, MLSTACK__N_LIST, MLSTACK__N_TUPLE,
-    MLSTACK__N_DICT, MLSTACK__N_PAIR, MLSTACK__N_CMP,
+    MLSTACK__TPL_EXPR_LIT, MLSTACK__TPL_EXPR_NAME, MLSTACK__TPL_EXPR_ATTR, MLSTACK__TPL_EXPR_ITEM, MLSTACK__TPL_EXPR_SLICE,
+    MLSTACK__TPL_EXPR_CALL, MLSTACK__TPL_EXPR_KWARG, MLSTACK__TPL_EXPR_FILTER, MLSTACK__TPL_EXPR_TEST, MLSTACK__TPL_EXPR_BIN,
+    MLSTACK__TPL_EXPR_NEG, MLSTACK__TPL_EXPR_POS, MLSTACK__TPL_EXPR_NOT, MLSTACK__TPL_EXPR_AND, MLSTACK__TPL_EXPR_OR,
+    MLSTACK__TPL_EXPR_COND, MLSTACK__TPL_EXPR_LIST, MLSTACK__TPL_EXPR_TUPLE, MLSTACK__TPL_EXPR_DICT, MLSTACK__TPL_EXPR_PAIR,
+    MLSTACK__TPL_EXPR_CMP,
     /* statements */
-    MLSTACK__S_TEXT, MLSTACK__S_OUT, MLSTACK__S_IF, MLSTACK__S_FOR, MLSTACK__S_SET, MLSTACK__S_SETBLOCK,
-    MLSTACK__S_MACRO, MLSTACK__S_BREAK, MLSTACK__S_CONTINUE, MLSTACK__S_BLOCK, MLSTACK__S_FILTERBLOCK
+    MLSTACK__TPL_STMT_TEXT, MLSTACK__TPL_STMT_OUT, MLSTACK__TPL_STMT_IF, MLSTACK__TPL_STMT_FOR, MLSTACK__TPL_STMT_SET,
+    MLSTACK__TPL_STMT_SETBLOCK, MLSTACK__TPL_STMT_MACRO, MLSTACK__TPL_STMT_CALLBLOCK, MLSTACK__TPL_STMT_WITH,
+    MLSTACK__TPL_STMT_BREAK, MLSTACK__TPL_STMT_CONTINUE, MLSTACK__TPL_STMT_BLOCK, MLSTACK__TPL_STMT_FILTERBLOCK
 };
-/* Binary operators (N_BIN) and comparisons (N_CMP chain). */
+/* Binary operators (EXPR_BIN) and comparisons (EXPR_CMP chain). */
 enum {
-    MLSTACK__JOP_ADD, MLSTACK__JOP_SUB, MLSTACK__JOP_MUL, MLSTACK__JOP_DIV, MLSTACK__JOP_FLOORDIV, MLSTACK__JOP_MOD,
-    MLSTACK__JOP_POW, MLSTACK__JOP_CONCAT, MLSTACK__JOP_EQ, MLSTACK__JOP_NE, MLSTACK__JOP_LT, MLSTACK__JOP_GT,
-    MLSTACK__JOP_LE, MLSTACK__JOP_GE, MLSTACK__JOP_IN, MLSTACK__JOP_NOTIN
+    MLSTACK__TPL_OP_ADD, MLSTACK__TPL_OP_SUB, MLSTACK__TPL_OP_MUL, MLSTACK__TPL_OP_DIV, MLSTACK__TPL_OP_FLOORDIV,
+    MLSTACK__TPL_OP_MOD, MLSTACK__TPL_OP_POW, MLSTACK__TPL_OP_CONCAT, MLSTACK__TPL_OP_EQ, MLSTACK__TPL_OP_NE,
+    MLSTACK__TPL_OP_LT, MLSTACK__TPL_OP_GT, MLSTACK__TPL_OP_LE, MLSTACK__TPL_OP_GE, MLSTACK__TPL_OP_IN, MLSTACK__TPL_OP_NOTIN
 };
 
 struct mlstack__tn {
@@ -5878,9 +6240,11 @@ struct mlstack__tn {
     size_t pos;                        /* byte offset in the (normalised) source */
     const char *s;                     /* name, text */
     size_t n;
-    mlstack__tv v;                     /* N_LIT */
-    mlstack__tn *a, *b, *c, *d, *e;    /* children; meaning per kind */
+    mlstack__tv v;                     /* EXPR_LIT */
+    mlstack__tn *a, *b, *c, *d, *e;    /* children; meaning per kind (above) */
     mlstack__tn *next;                 /* next in a list (statements, arguments, items) */
+    const struct mlstack__tpl_builtin *bi; /* EXPR_FILTER, EXPR_TEST */
+    int soft;                          /* unknown FILTER/TEST: in a soft frame (mlstack__tparse) */
 };
 
 /* ---- render context ---- */
@@ -5901,7 +6265,30 @@ typedef struct mlstack__tctx {
     size_t max_out;
     mlstack__tbuf *out;
     int64_t now;
+    uint64_t seed;           /* keys the dict hash */
+    uintptr_t stack_base;    /* stack position at the render entry: stack use is measured from it */
+    size_t max_stack;
 } mlstack__tctx;
+
+/* ---- builtins ----
+   Every filter, test, str method and global function is one entry {name, what, function,
+   variant} of a table (mlstack__tpl_filters, _tests, _str_methods, _globals, after the
+   builtins themselves), found by name by both the parser and the evaluator, as jinja2's
+   environment.filters and .tests dictionaries. A builtin gets the value it applies to (the
+   filter input, the tested value, the string; NULL for globals), its evaluated arguments, and
+   its own entry: `what` names it in messages, `variant` tells apart the names one function
+   serves. Tests answer a bool in *out. */
+typedef struct mlstack__targs mlstack__targs;
+typedef struct mlstack__tpl_builtin mlstack__tpl_builtin;
+#define MLSTACK__TPL_BUILTIN_ARGS                                                                                                     \
+    mlstack__tctx *c, const mlstack__tpl_builtin *self, const mlstack__tv *v, mlstack__targs *a, mlstack__tv *out, size_t pos
+struct mlstack__tpl_builtin {
+    const char *name, *what;
+    int (*fn)(MLSTACK__TPL_BUILTIN_ARGS);
+    int variant;
+};
+enum { MLSTACK__TPL_BI_FILTER, MLSTACK__TPL_BI_TEST, MLSTACK__TPL_BI_STRM, MLSTACK__TPL_BI_GLOBAL };
+static const mlstack__tpl_builtin *mlstack__tpl_find_builtin(int kind, const char *s, size_t n);
 
 static void mlstack__tpl_linecol(const mlstack__tctx *c, size_t pos, size_t *line, size_t *col) {
     size_t i;
@@ -5941,6 +6328,25 @@ static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos,
     return -1;
 }
 #define MLSTACK__TNOPOS ((size_t)-1)
+
+/* Fails when the C stack between the render's entry and `here` (a local of the caller) exceeds
+   max_stack: recursion is bounded by bytes, whatever each frame costs in this build. */
+static uintptr_t mlstack__tpl_stack_here(void) {
+#if defined(__GNUC__) || defined(__clang__)
+    return (uintptr_t)__builtin_frame_address(0); /* the real stack even where ASan moves locals to the heap */
+#else
+    volatile char here = 0;
+    return (uintptr_t)&here;
+#endif
+}
+static int mlstack__tpl_stack_check(mlstack__tctx *c, size_t pos) {
+    uintptr_t a = mlstack__tpl_stack_here(), b = c->stack_base;
+    size_t used = (size_t)(a < b ? b - a : a - b);
+    if (used > c->max_stack)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template nested too deeply (runaway recursion?): %zu bytes of C stack used, limit %zu (max_stack)",
+                                 used, c->max_stack);
+    return 0;
+}
 
 static void *mlstack__tpl_alloc(mlstack__tctx *c, size_t n) {
     void *p;
@@ -5997,41 +6403,41 @@ static int mlstack__tbuf_cp(mlstack__tctx *c, mlstack__tbuf *b, uint32_t cp) {
 static mlstack__tv mlstack__tv_undef(const char *why) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_UNDEF;
+    v.t = MLSTACK__TPL_VAL_UNDEF;
     v.u.s.p = why;
     return v;
 }
 static mlstack__tv mlstack__tv_none(void) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_NONE;
+    v.t = MLSTACK__TPL_VAL_NONE;
     return v;
 }
 static mlstack__tv mlstack__tv_bool(int b) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_BOOL;
+    v.t = MLSTACK__TPL_VAL_BOOL;
     v.u.i = b != 0;
     return v;
 }
 static mlstack__tv mlstack__tv_int(int64_t i) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_INT;
+    v.t = MLSTACK__TPL_VAL_INT;
     v.u.i = i;
     return v;
 }
 static mlstack__tv mlstack__tv_float(double f) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_FLOAT;
+    v.t = MLSTACK__TPL_VAL_FLOAT;
     v.u.f = f;
     return v;
 }
 static mlstack__tv mlstack__tv_str(const char *p, size_t n) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_STR;
+    v.t = MLSTACK__TPL_VAL_STR;
     v.u.s.p = p;
     v.u.s.n = n;
     return v;
@@ -6072,7 +6478,7 @@ static int mlstack__tlist_push(mlstack__tctx *c, mlstack__tlist *l, mlstack__tv 
 static mlstack__tv mlstack__tv_list(mlstack__tlist *l) {
     mlstack__tv v;
     memset(&v, 0, sizeof v);
-    v.t = MLSTACK__TV_LIST;
+    v.t = MLSTACK__TPL_VAL_LIST;
     v.u.l = l;
     return v;
 }
@@ -6090,65 +6496,190 @@ static mlstack__tdict *mlstack__tdict_new(mlstack__tctx *c) {
 }
 
 static int mlstack__tv_is_num(const mlstack__tv *v) {
-    return v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_FLOAT || v->t == MLSTACK__TV_BOOL;
+    return v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_FLOAT || v->t == MLSTACK__TPL_VAL_BOOL;
 }
 static double mlstack__tv_num(const mlstack__tv *v) {
-    return v->t == MLSTACK__TV_FLOAT ? v->u.f : (double)v->u.i;
+    return v->t == MLSTACK__TPL_VAL_FLOAT ? v->u.f : (double)v->u.i;
 }
-/* Python ==. Numbers compare by value across bool/int/float; list != tuple. */
-static int mlstack__tv_eq(const mlstack__tv *a, const mlstack__tv *b, int depth) {
-    size_t i, j;
+/* Work that one builtin does beyond its own allocations (comparing, searching, scanning) is
+   charged to the step budget at this rate, so a loop of cheap-looking calls on large values
+   still ends within max_steps. */
+#define MLSTACK__TPL_BYTES_PER_STEP 8
+static void mlstack__tpl_charge(mlstack__tctx *c, uint64_t units) {
+    c->steps = units > UINT64_MAX - c->steps ? UINT64_MAX : c->steps + units;
+}
+/* Charges and fails at once when the budget is spent (for loops inside one builtin). */
+static int mlstack__tpl_charge_check(mlstack__tctx *c, uint64_t units, size_t pos) {
+    mlstack__tpl_charge(c, units);
+    if (c->steps > c->max_steps)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps", (unsigned long long)c->max_steps);
+    return 0;
+}
+
+static mlstack__tv *mlstack__tdict_find(mlstack__tctx *c, const mlstack__tdict *d, const mlstack__tv *k);
+
+/* Python ==. Numbers compare by value across bool/int/float; list != tuple. Charges its work. */
+static int mlstack__tv_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack__tv *b, int depth) {
+    size_t i;
+    mlstack__tpl_charge(c, 1);
     if (depth > 200) return 0;
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
-        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT) return a->u.i == b->u.i;
+        if (a->t != MLSTACK__TPL_VAL_FLOAT && b->t != MLSTACK__TPL_VAL_FLOAT) return a->u.i == b->u.i;
         return mlstack__tv_num(a) == mlstack__tv_num(b);
     }
     if (a->t != b->t) return 0;
     switch (a->t) {
-    case MLSTACK__TV_UNDEF:
-    case MLSTACK__TV_NONE: return 1;
-    case MLSTACK__TV_STR: return a->u.s.n == b->u.s.n && memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
-    case MLSTACK__TV_LIST: {
+    case MLSTACK__TPL_VAL_UNDEF:
+    case MLSTACK__TPL_VAL_NONE: return 1;
+    case MLSTACK__TPL_VAL_STR:
+        if (a->u.s.n != b->u.s.n) return 0;
+        mlstack__tpl_charge(c, a->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
+        return memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
+    case MLSTACK__TPL_VAL_LIST: {
         const mlstack__tlist *x = a->u.l, *y = b->u.l;
-        int kx = x->kind == MLSTACK__TL_TUPLE, ky = y->kind == MLSTACK__TL_TUPLE;
+        int kx = x->kind == MLSTACK__TPL_LIST_TUPLE, ky = y->kind == MLSTACK__TPL_LIST_TUPLE;
         if (x == y) return 1;
-        if (x->kind == MLSTACK__TL_GEN || y->kind == MLSTACK__TL_GEN) return 0;
+        if (x->kind == MLSTACK__TPL_LIST_GEN || y->kind == MLSTACK__TPL_LIST_GEN) return 0;
         if (kx != ky || x->n - x->start != y->n - y->start) return 0;
         for (i = 0; i < x->n - x->start; i++)
-            if (!mlstack__tv_eq(&x->v[x->start + i], &y->v[y->start + i], depth + 1)) return 0;
+            if (!mlstack__tv_eq(c, &x->v[x->start + i], &y->v[y->start + i], depth + 1)) return 0;
         return 1;
     }
-    case MLSTACK__TV_DICT: {
+    case MLSTACK__TPL_VAL_DICT: {
         const mlstack__tdict *x = a->u.d, *y = b->u.d;
         if (x->n != y->n) return 0;
-        for (i = 0; i < x->n; i++) {
-            for (j = 0; j < y->n; j++)
-                if (mlstack__tv_eq(&x->k[i], &y->k[j], depth + 1)) break;
-            if (j == y->n || !mlstack__tv_eq(&x->v[i], &y->v[j], depth + 1)) return 0;
+        for (i = 0; i < x->n; i++) { /* keys are hashable scalars or tuples: one lookup each */
+            const mlstack__tv *f = mlstack__tdict_find(c, y, &x->k[i]);
+            if (!f || !mlstack__tv_eq(c, &x->v[i], f, depth + 1)) return 0;
         }
         return 1;
     }
-    case MLSTACK__TV_NS: return a->u.d == b->u.d;
-    case MLSTACK__TV_MACRO: return a->u.m == b->u.m;
-    case MLSTACK__TV_FUNC: return a->u.i == b->u.i;
+    case MLSTACK__TPL_VAL_NS: return a->u.d == b->u.d;
+    case MLSTACK__TPL_VAL_MACRO: return a->u.m == b->u.m;
+    case MLSTACK__TPL_VAL_FUNC: return a->u.i == b->u.i;
     default: return 0;
     }
 }
+static int mlstack__tpl_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack__tv *b) { return mlstack__tv_eq(c, a, b, 0); }
 
-static mlstack__tv *mlstack__tdict_find(mlstack__tdict *d, const mlstack__tv *k) {
-    size_t i;
-    for (i = 0; i < d->n; i++)
-        if (mlstack__tv_eq(&d->k[i], k, 0)) return &d->v[i];
-    return NULL;
+/* ---- dicts: insertion-ordered arrays with a hash index (open addressing) once they grow past a
+   few entries, so building one from caller JSON with many keys stays linear. The string hash is
+   keyed by a per-render seed, so colliding keys cannot be prepared in advance. ---- */
+#define MLSTACK__TDICT_SCAN 8 /* dicts up to this size are searched linearly */
+
+static uint64_t mlstack__tpl_mix(uint64_t h) {
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    return h ^ (h >> 32);
 }
-static mlstack__tv *mlstack__tdict_findn(mlstack__tdict *d, const char *s, size_t n) {
+static uint64_t mlstack__tpl_hash_bytes(uint64_t seed, const char *s, size_t n) {
+    uint64_t h = seed ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
+    size_t i = 0;
+    while (n - i >= 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = mlstack__tpl_mix(h ^ w);
+        i += 8;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = mlstack__tpl_mix(h ^ w ^ 0xff);
+    }
+    return h;
+}
+/* Hash consistent with ==: 1, 1.0 and True hash alike. 0 for unhashable values (lists, dicts),
+   which never are keys. */
+static uint64_t mlstack__tv_hash(uint64_t seed, const mlstack__tv *v, int *hashable) {
+    *hashable = 1;
+    switch (v->t) {
+    case MLSTACK__TPL_VAL_BOOL:
+    case MLSTACK__TPL_VAL_INT: return mlstack__tpl_mix(seed ^ (uint64_t)v->u.i);
+    case MLSTACK__TPL_VAL_FLOAT:
+        if (v->u.f == floor(v->u.f) && v->u.f >= -9.2e18 && v->u.f <= 9.2e18) return mlstack__tpl_mix(seed ^ (uint64_t)(int64_t)v->u.f);
+        {
+            uint64_t bits;
+            memcpy(&bits, &v->u.f, 8);
+            return mlstack__tpl_mix(seed ^ bits ^ 0x5bd1e995ull);
+        }
+    case MLSTACK__TPL_VAL_STR: return mlstack__tpl_hash_bytes(seed, v->u.s.p, v->u.s.n);
+    case MLSTACK__TPL_VAL_NONE:
+    case MLSTACK__TPL_VAL_UNDEF: return mlstack__tpl_mix(seed ^ 0x1234567ull);
+    case MLSTACK__TPL_VAL_LIST:
+        if (v->u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
+            uint64_t h = seed ^ 0x7475706c65ull;
+            size_t i;
+            for (i = 0; i < v->u.l->n && *hashable; i++) h = mlstack__tpl_mix(h ^ mlstack__tv_hash(seed, &v->u.l->v[i], hashable));
+            return h;
+        }
+        break;
+    case MLSTACK__TPL_VAL_NS: return mlstack__tpl_mix(seed ^ (uint64_t)(uintptr_t)v->u.d); /* by identity, as their == */
+    case MLSTACK__TPL_VAL_MACRO: return mlstack__tpl_mix(seed ^ (uint64_t)(uintptr_t)v->u.m);
+    case MLSTACK__TPL_VAL_FUNC: return mlstack__tpl_mix(seed ^ (uint64_t)v->u.i);
+    default: break;
+    }
+    *hashable = 0;
+    return 0;
+}
+
+static void mlstack__tdict_index_put(mlstack__tdict *d, uint64_t h, size_t entry) {
+    size_t mask = d->index_cap - 1, slot = (size_t)h & mask;
+    while (d->index[slot]) slot = (slot + 1) & mask;
+    d->index[slot] = (uint32_t)entry + 1;
+}
+static int mlstack__tdict_reindex(mlstack__tctx *c, mlstack__tdict *d) {
+    size_t cap = 16, i;
+    int hashable;
+    while (cap < 2 * d->cap) cap *= 2;
+    if (cap > UINT32_MAX) return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_LIMIT, "dict too large");
+    d->index = (uint32_t *)mlstack__tpl_alloc(c, cap * sizeof *d->index);
+    if (!d->index) return -1;
+    memset(d->index, 0, cap * sizeof *d->index);
+    d->index_cap = cap;
+    for (i = 0; i < d->n; i++) mlstack__tdict_index_put(d, mlstack__tv_hash(c->seed, &d->k[i], &hashable), i);
+    return 0;
+}
+static void mlstack__tdict_clear(mlstack__tdict *d) {
+    d->n = 0;
+    if (d->index) memset(d->index, 0, d->index_cap * sizeof *d->index);
+}
+
+/* The value stored under k, or NULL; *hash gets k's hash (0 while the dict has no index). */
+static mlstack__tv *mlstack__tdict_lookup(mlstack__tctx *c, const mlstack__tdict *d, const mlstack__tv *k, uint64_t *hash) {
     size_t i;
-    for (i = 0; i < d->n; i++)
-        if (d->k[i].t == MLSTACK__TV_STR && d->k[i].u.s.n == n && memcmp(d->k[i].u.s.p, s, n) == 0) return &d->v[i];
-    return NULL;
+    int hashable;
+    *hash = 0;
+    if (!d->index) {
+        for (i = 0; i < d->n; i++)
+            if (mlstack__tv_eq(c, &d->k[i], k, 0)) return &d->v[i];
+        return NULL;
+    } else {
+        uint64_t h = mlstack__tv_hash(c->seed, k, &hashable);
+        size_t mask = d->index_cap - 1, slot = (size_t)h & mask;
+        *hash = h;
+        if (!hashable) return NULL;
+        mlstack__tpl_charge(c, 2); /* a hashed lookup costs a few cache misses */
+        for (; d->index[slot]; slot = (slot + 1) & mask) {
+            size_t e = d->index[slot] - 1;
+            if (mlstack__tv_eq(c, &d->k[e], k, 0)) return &d->v[e];
+        }
+        return NULL;
+    }
+}
+static mlstack__tv *mlstack__tdict_find(mlstack__tctx *c, const mlstack__tdict *d, const mlstack__tv *k) {
+    uint64_t h;
+    return mlstack__tdict_lookup(c, d, k, &h);
+}
+static mlstack__tv *mlstack__tdict_findn(mlstack__tctx *c, const mlstack__tdict *d, const char *s, size_t n) {
+    mlstack__tv k = mlstack__tv_str(s, n);
+    return mlstack__tdict_find(c, d, &k);
 }
 static int mlstack__tdict_set(mlstack__tctx *c, mlstack__tdict *d, mlstack__tv k, mlstack__tv v) {
-    mlstack__tv *slot = mlstack__tdict_find(d, &k);
+    uint64_t h;
+    mlstack__tv *slot = mlstack__tdict_lookup(c, d, &k, &h);
+    int hashable, had_index = d->index != NULL;
     if (slot) {
         *slot = v;
         return 0;
@@ -6168,9 +6699,11 @@ static int mlstack__tdict_set(mlstack__tctx *c, mlstack__tdict *d, mlstack__tv k
         d->k = nk;
         d->v = nv;
         d->cap = cap;
+        if (cap > MLSTACK__TDICT_SCAN && mlstack__tdict_reindex(c, d)) return -1;
     }
     d->k[d->n] = k;
     d->v[d->n] = v;
+    if (d->index) mlstack__tdict_index_put(d, had_index ? h : mlstack__tv_hash(c->seed, &k, &hashable), d->n);
     d->n++;
     return 0;
 }
@@ -6280,8 +6813,8 @@ static int mlstack__tpl_iscased_letter(uint32_t cp) {
 
 /* ---- lexer ---- */
 enum {
-    MLSTACK__TK_EOF, MLSTACK__TK_TEXT, MLSTACK__TK_VBEGIN, MLSTACK__TK_VEND, MLSTACK__TK_BBEGIN, MLSTACK__TK_BEND,
-    MLSTACK__TK_NAME, MLSTACK__TK_STR, MLSTACK__TK_INT, MLSTACK__TK_FLOAT, MLSTACK__TK_OP
+    MLSTACK__TPL_TOK_EOF, MLSTACK__TPL_TOK_TEXT, MLSTACK__TPL_TOK_VBEGIN, MLSTACK__TPL_TOK_VEND, MLSTACK__TPL_TOK_BBEGIN, MLSTACK__TPL_TOK_BEND,
+    MLSTACK__TPL_TOK_NAME, MLSTACK__TPL_TOK_STR, MLSTACK__TPL_TOK_INT, MLSTACK__TPL_TOK_FLOAT, MLSTACK__TPL_TOK_OP
 };
 typedef struct mlstack__ttok {
     int t;
@@ -6387,7 +6920,7 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
         }
         if (L->c->rc) return -1;
     }
-    if (mlstack__tlex_push(L, MLSTACK__TK_STR, start, b.p, b.n)) return -1;
+    if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_STR, start, b.p, b.n)) return -1;
     *pp = p + 1;
     return 0;
 }
@@ -6412,19 +6945,19 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
                 !(kind == '{' && ch == '+')) {
                 *strip = ch;
                 *pp = p + 3;
-                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TK_VEND : MLSTACK__TK_BEND, p, NULL, 0);
+                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TPL_TOK_VEND : MLSTACK__TPL_TOK_BEND, p, NULL, 0);
             }
             if (ch == e && p + 1 < L->n && L->s[p + 1] == e2) {
                 *strip = 0;
                 *pp = p + 2;
-                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TK_VEND : MLSTACK__TK_BEND, p, NULL, 0);
+                return mlstack__tlex_push(L, kind == '{' ? MLSTACK__TPL_TOK_VEND : MLSTACK__TPL_TOK_BEND, p, NULL, 0);
             }
         }
         if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_') {
             while (p < L->n && ((L->s[p] >= 'a' && L->s[p] <= 'z') || (L->s[p] >= 'A' && L->s[p] <= 'Z') ||
                                 (L->s[p] >= '0' && L->s[p] <= '9') || L->s[p] == '_'))
                 p++;
-            if (mlstack__tlex_push(L, MLSTACK__TK_NAME, start, L->s + start, p - start)) return -1;
+            if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_NAME, start, L->s + start, p - start)) return -1;
             continue;
         }
         if (ch >= '0' && ch <= '9') {
@@ -6463,7 +6996,7 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
             }
             buf[k] = 0;
             if (k >= sizeof buf - 1) return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_UNSUPPORTED, "number literal too long");
-            if (mlstack__tlex_push(L, is_float ? MLSTACK__TK_FLOAT : MLSTACK__TK_INT, start, L->s + start, p - start)) return -1;
+            if (mlstack__tlex_push(L, is_float ? MLSTACK__TPL_TOK_FLOAT : MLSTACK__TPL_TOK_INT, start, L->s + start, p - start)) return -1;
             if (is_float) {
                 L->tok[L->ntok - 1].f = strtod(buf, NULL);
             } else {
@@ -6488,7 +7021,7 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
             if (!len) return mlstack__tpl_fail(L->c, p, MLSTACK_ERR_FORMAT, "unexpected character '%c' in a tag", ch);
             if (ch == '(' || ch == '[' || ch == '{') depth++;
             if ((ch == ')' || ch == ']' || ch == '}') && depth > 0) depth--;
-            if (mlstack__tlex_push(L, MLSTACK__TK_OP, p, L->s + p, len)) return -1;
+            if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_OP, p, L->s + p, len)) return -1;
             p += len;
         }
     }
@@ -6505,7 +7038,7 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
         int kind, sign = 0, strip = 0;
         while (j + 1 < L->n && !(L->s[j] == '{' && (L->s[j + 1] == '{' || L->s[j + 1] == '%' || L->s[j + 1] == '#'))) j++;
         if (j + 1 >= L->n) {
-            if (mlstack__tlex_push(L, MLSTACK__TK_TEXT, pos, L->s + pos, L->n - pos)) return -1;
+            if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, pos, L->s + pos, L->n - pos)) return -1;
             break;
         }
         kind = L->s[j + 1];
@@ -6521,7 +7054,7 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
             if (l < textend && ((l > pos && L->s[l - 1] == '\n') || (l == pos && (pos == 0 || L->s[pos - 1] == '\n'))))
                 textend = l;
         }
-        if (textend > pos && mlstack__tlex_push(L, MLSTACK__TK_TEXT, pos, L->s + pos, textend - pos)) return -1;
+        if (textend > pos && mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, pos, L->s + pos, textend - pos)) return -1;
         if (kind == '#') {
             size_t e = tend;
             while (e + 1 < L->n && !(L->s[e] == '#' && L->s[e + 1] == '}')) e++;
@@ -6567,7 +7100,7 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
                             while (l > body && (L->s[l - 1] == ' ' || L->s[l - 1] == '\t')) l--;
                             if (l < te && l > body && L->s[l - 1] == '\n') te = l;
                         }
-                        if (te > body && mlstack__tlex_push(L, MLSTACK__TK_TEXT, body, L->s + body, te - body)) return -1;
+                        if (te > body && mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, body, L->s + body, te - body)) return -1;
                         if (csign == '-') {
                             while (k < L->n && mlstack__tpl_ws(L->s[k])) k++;
                         } else if (csign != '+' && k < L->n && L->s[k] == '\n') {
@@ -6580,11 +7113,11 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
                 if (e + 1 >= L->n) return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "raw block not closed with endraw");
                 continue;
             }
-            if (mlstack__tlex_push(L, MLSTACK__TK_BBEGIN, tstart, NULL, 0)) return -1;
+            if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_BBEGIN, tstart, NULL, 0)) return -1;
             pos = tend;
             if (mlstack__tlex_tag(L, &pos, '%', &strip)) return -1;
         } else {
-            if (mlstack__tlex_push(L, MLSTACK__TK_VBEGIN, tstart, NULL, 0)) return -1;
+            if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_VBEGIN, tstart, NULL, 0)) return -1;
             pos = tend;
             if (mlstack__tlex_tag(L, &pos, '{', &strip)) return -1;
             if (strip != '-') continue;
@@ -6595,7 +7128,7 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
             pos++;
         }
     }
-    return mlstack__tlex_push(L, MLSTACK__TK_EOF, L->n, NULL, 0);
+    return mlstack__tlex_push(L, MLSTACK__TPL_TOK_EOF, L->n, NULL, 0);
 }
 
 /* ---- parser ---- */
@@ -6606,16 +7139,49 @@ typedef struct mlstack__tparse {
     int depth;
     int loops; /* for bodies being parsed (break/continue are valid inside) */
     int macros; /* macro definitions parsed so far */
+    /* jinja2 reports an unknown filter or test when compiling, unless it sits in a "soft" frame:
+       an if statement or an inline if, up to the next for, macro, call, with or block body.
+       soft is that state; unknown lists the unknown filter/test nodes seen, checked at the end. */
+    int soft;
+    mlstack__tn **unknown;
+    size_t n_unknown, cap_unknown;
 } mlstack__tparse;
 
-static const char *const mlstack__tpl_filters[] = {
-    "abs", "capitalize", "count", "d", "default", "e", "escape", "first", "float", "indent", "int", "items",
-    "join", "last", "length", "list", "lower", "map", "reject", "rejectattr", "replace", "reverse", "round",
-    "safe", "select", "selectattr", "string", "title", "tojson", "trim", "unique", "upper", NULL};
-static const char *const mlstack__tpl_tests[] = {
-    "!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "even",
-    "false", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
-    "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined", "upper", NULL};
+static int mlstack__tp_note_unknown(mlstack__tparse *P, mlstack__tn *n) {
+    n->soft = P->soft;
+    if (P->n_unknown == P->cap_unknown) {
+        size_t cap = P->cap_unknown ? 2 * P->cap_unknown : 16;
+        mlstack__tn **nu = (mlstack__tn **)mlstack__tpl_alloc(P->c, cap * sizeof *nu);
+        if (!nu) return -1;
+        if (P->n_unknown) memcpy(nu, P->unknown, P->n_unknown * sizeof *nu);
+        P->unknown = nu;
+        P->cap_unknown = cap;
+    }
+    P->unknown[P->n_unknown++] = n;
+    return 0;
+}
+/* Marks the unknown filters/tests in an expression soft (the first operand of an inline if is
+   parsed before the `if` shows it is one). */
+static void mlstack__tp_mark_soft(mlstack__tn *n) {
+    for (; n; n = n->next) {
+        if ((n->kind == MLSTACK__TPL_EXPR_FILTER || n->kind == MLSTACK__TPL_EXPR_TEST) && !n->bi) n->soft = 1;
+        mlstack__tp_mark_soft(n->a);
+        mlstack__tp_mark_soft(n->b);
+        mlstack__tp_mark_soft(n->c);
+        mlstack__tp_mark_soft(n->d);
+    }
+}
+/* After parsing: the first unknown filter/test outside a soft frame fails, as jinja2's compiler does. */
+static int mlstack__tp_check_unknown(mlstack__tparse *P) {
+    size_t k;
+    for (k = 0; k < P->n_unknown; k++) {
+        const mlstack__tn *n = P->unknown[k];
+        if (!n->soft)
+            return mlstack__tpl_fail(P->c, n->pos, MLSTACK_ERR_UNSUPPORTED, "%s '%.*s' is not supported",
+                                     n->kind == MLSTACK__TPL_EXPR_TEST ? "test" : "filter", (int)n->n, n->s);
+    }
+    return 0;
+}
 
 static int mlstack__tpl_in_list(const char *const *list, const char *s, size_t n) {
     for (; *list; list++)
@@ -6626,31 +7192,31 @@ static int mlstack__tpl_in_list(const char *const *list, const char *s, size_t n
 static mlstack__ttok *mlstack__tp_cur(mlstack__tparse *P) { return &P->tok[P->i]; }
 static int mlstack__tp_isop(mlstack__tparse *P, const char *op) {
     mlstack__ttok *t = mlstack__tp_cur(P);
-    return t->t == MLSTACK__TK_OP && t->n == strlen(op) && memcmp(t->s, op, t->n) == 0;
+    return t->t == MLSTACK__TPL_TOK_OP && t->n == strlen(op) && memcmp(t->s, op, t->n) == 0;
 }
 static int mlstack__tp_isname(mlstack__tparse *P, const char *name) {
     mlstack__ttok *t = mlstack__tp_cur(P);
-    return t->t == MLSTACK__TK_NAME && t->n == strlen(name) && memcmp(t->s, name, t->n) == 0;
+    return t->t == MLSTACK__TPL_TOK_NAME && t->n == strlen(name) && memcmp(t->s, name, t->n) == 0;
 }
 static const char *mlstack__tp_desc(const mlstack__ttok *t) {
     switch (t->t) {
-    case MLSTACK__TK_EOF: return "end of template";
-    case MLSTACK__TK_TEXT: return "text";
-    case MLSTACK__TK_VBEGIN: return "'{{'";
-    case MLSTACK__TK_VEND: return "'}}'";
-    case MLSTACK__TK_BBEGIN: return "'{%'";
-    case MLSTACK__TK_BEND: return "'%}'";
-    case MLSTACK__TK_NAME: return "a name";
-    case MLSTACK__TK_STR: return "a string";
-    case MLSTACK__TK_INT:
-    case MLSTACK__TK_FLOAT: return "a number";
+    case MLSTACK__TPL_TOK_EOF: return "end of template";
+    case MLSTACK__TPL_TOK_TEXT: return "text";
+    case MLSTACK__TPL_TOK_VBEGIN: return "'{{'";
+    case MLSTACK__TPL_TOK_VEND: return "'}}'";
+    case MLSTACK__TPL_TOK_BBEGIN: return "'{%'";
+    case MLSTACK__TPL_TOK_BEND: return "'%}'";
+    case MLSTACK__TPL_TOK_NAME: return "a name";
+    case MLSTACK__TPL_TOK_STR: return "a string";
+    case MLSTACK__TPL_TOK_INT:
+    case MLSTACK__TPL_TOK_FLOAT: return "a number";
     default: return "an operator";
     }
 }
 static int mlstack__tp_expect_op(mlstack__tparse *P, const char *op) {
     if (!mlstack__tp_isop(P, op)) {
         mlstack__ttok *t = mlstack__tp_cur(P);
-        if (t->t == MLSTACK__TK_OP)
+        if (t->t == MLSTACK__TPL_TOK_OP)
             return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found '%.*s'", op, (int)t->n, t->s);
         return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found %s", op, mlstack__tp_desc(t));
     }
@@ -6660,7 +7226,7 @@ static int mlstack__tp_expect_op(mlstack__tparse *P, const char *op) {
 static int mlstack__tp_expect(mlstack__tparse *P, int type, const char *what) {
     mlstack__ttok *t = mlstack__tp_cur(P);
     if (t->t != type) {
-        if (t->t == MLSTACK__TK_OP || t->t == MLSTACK__TK_NAME)
+        if (t->t == MLSTACK__TPL_TOK_OP || t->t == MLSTACK__TPL_TOK_NAME)
             return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found '%.*s'", what, (int)t->n, t->s);
         return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found %s", what, mlstack__tp_desc(t));
     }
@@ -6682,6 +7248,7 @@ static mlstack__tn *mlstack__tp_or(mlstack__tparse *P);
 static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter);
 
 static int mlstack__tp_enter(mlstack__tparse *P) {
+    if (mlstack__tpl_stack_check(P->c, mlstack__tp_cur(P)->pos)) return -1;
     if (++P->depth > MLSTACK_TEMPLATE_MAX_DEPTH)
         return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_LIMIT, "template nested deeper than %d",
                                  MLSTACK_TEMPLATE_MAX_DEPTH);
@@ -6698,10 +7265,10 @@ static int mlstack__tp_args(mlstack__tparse *P, mlstack__tn **out) {
         if (mlstack__tp_isop(P, ")")) break;
         if (mlstack__tp_isop(P, "*") || mlstack__tp_isop(P, "**"))
             return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "*args and **kwargs in calls are not supported");
-        if (mlstack__tp_cur(P)->t == MLSTACK__TK_NAME && P->tok[P->i + 1].t == MLSTACK__TK_OP && P->tok[P->i + 1].n == 1 &&
+        if (mlstack__tp_cur(P)->t == MLSTACK__TPL_TOK_NAME && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_OP && P->tok[P->i + 1].n == 1 &&
             P->tok[P->i + 1].s[0] == '=') {
             mlstack__ttok *t = mlstack__tp_cur(P);
-            a = mlstack__tp_node(P, MLSTACK__N_KWARG, t->pos);
+            a = mlstack__tp_node(P, MLSTACK__TPL_EXPR_KWARG, t->pos);
             if (!a) return -1;
             a->s = t->s;
             a->n = t->n;
@@ -6720,41 +7287,41 @@ static int mlstack__tp_args(mlstack__tparse *P, mlstack__tn **out) {
 static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
     mlstack__ttok *t = mlstack__tp_cur(P);
     mlstack__tn *n;
-    if (t->t == MLSTACK__TK_NAME) {
+    if (t->t == MLSTACK__TPL_TOK_NAME) {
         P->i++;
         if ((t->n == 4 && (!memcmp(t->s, "true", 4) || !memcmp(t->s, "True", 4))) ||
             (t->n == 5 && (!memcmp(t->s, "false", 5) || !memcmp(t->s, "False", 5)))) {
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIT, t->pos))) return NULL;
             n->v = mlstack__tv_bool(t->n == 4);
             return n;
         }
         if (t->n == 4 && (!memcmp(t->s, "none", 4) || !memcmp(t->s, "None", 4))) {
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIT, t->pos))) return NULL;
             n->v = mlstack__tv_none();
             return n;
         }
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_NAME, t->pos))) return NULL;
         n->s = t->s;
         n->n = t->n;
         return n;
     }
-    if (t->t == MLSTACK__TK_STR) {
+    if (t->t == MLSTACK__TPL_TOK_STR) {
         /* adjacent string literals concatenate */
         mlstack__tbuf b;
         memset(&b, 0, sizeof b);
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIT, t->pos))) return NULL;
         if (mlstack__tbuf_put(P->c, &b, "", 0)) return NULL;
-        while (mlstack__tp_cur(P)->t == MLSTACK__TK_STR) {
+        while (mlstack__tp_cur(P)->t == MLSTACK__TPL_TOK_STR) {
             if (mlstack__tbuf_put(P->c, &b, mlstack__tp_cur(P)->s, mlstack__tp_cur(P)->n)) return NULL;
             P->i++;
         }
         n->v = mlstack__tv_str(b.p, b.n);
         return n;
     }
-    if (t->t == MLSTACK__TK_INT || t->t == MLSTACK__TK_FLOAT) {
+    if (t->t == MLSTACK__TPL_TOK_INT || t->t == MLSTACK__TPL_TOK_FLOAT) {
         P->i++;
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIT, t->pos))) return NULL;
-        n->v = t->t == MLSTACK__TK_INT ? mlstack__tv_int(t->i) : mlstack__tv_float(t->f);
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIT, t->pos))) return NULL;
+        n->v = t->t == MLSTACK__TPL_TOK_INT ? mlstack__tv_int(t->i) : mlstack__tv_float(t->f);
         return n;
     }
     if (mlstack__tp_isop(P, "(")) {
@@ -6763,7 +7330,7 @@ static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
         P->i++;
         if (mlstack__tp_isop(P, ")")) {
             P->i++;
-            return mlstack__tp_node(P, MLSTACK__N_TUPLE, t->pos);
+            return mlstack__tp_node(P, MLSTACK__TPL_EXPR_TUPLE, t->pos);
         }
         if (!(first = mlstack__tp_expr(P, 1))) return NULL;
         tail = &first->next;
@@ -6776,14 +7343,14 @@ static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
         }
         if (mlstack__tp_expect_op(P, ")")) return NULL;
         if (!is_tuple) return first;
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_TUPLE, t->pos))) return NULL;
         n->b = first;
         return n;
     }
     if (mlstack__tp_isop(P, "[")) {
         mlstack__tn **tail;
         P->i++;
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_LIST, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIST, t->pos))) return NULL;
         tail = &n->b;
         while (!mlstack__tp_isop(P, "]")) {
             if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
@@ -6797,13 +7364,13 @@ static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
     if (mlstack__tp_isop(P, "{")) {
         mlstack__tn **tail;
         P->i++;
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_DICT, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_DICT, t->pos))) return NULL;
         tail = &n->b;
         while (!mlstack__tp_isop(P, "}")) {
             mlstack__tn *pair;
             if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
             if (mlstack__tp_isop(P, "}")) break;
-            if (!(pair = mlstack__tp_node(P, MLSTACK__N_PAIR, mlstack__tp_cur(P)->pos))) return NULL;
+            if (!(pair = mlstack__tp_node(P, MLSTACK__TPL_EXPR_PAIR, mlstack__tp_cur(P)->pos))) return NULL;
             if (!(pair->a = mlstack__tp_expr(P, 1))) return NULL;
             if (mlstack__tp_expect_op(P, ":")) return NULL;
             if (!(pair->b = mlstack__tp_expr(P, 1))) return NULL;
@@ -6813,7 +7380,7 @@ static mlstack__tn *mlstack__tp_primary(mlstack__tparse *P) {
         P->i++;
         return n;
     }
-    if (t->t == MLSTACK__TK_OP)
+    if (t->t == MLSTACK__TPL_TOK_OP)
         mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "unexpected '%.*s'", (int)t->n, t->s);
     else
         mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "unexpected %s", mlstack__tp_desc(t));
@@ -6828,13 +7395,13 @@ static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
         if (mlstack__tp_isop(P, ".")) {
             mlstack__ttok *k = &P->tok[P->i + 1];
             P->i++;
-            if (k->t == MLSTACK__TK_NAME) {
-                if (!(n = mlstack__tp_node(P, MLSTACK__N_ATTR, t->pos))) return NULL;
+            if (k->t == MLSTACK__TPL_TOK_NAME) {
+                if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_ATTR, t->pos))) return NULL;
                 n->s = k->s;
                 n->n = k->n;
-            } else if (k->t == MLSTACK__TK_INT) {
-                if (!(n = mlstack__tp_node(P, MLSTACK__N_ITEM, t->pos))) return NULL;
-                if (!(n->b = mlstack__tp_node(P, MLSTACK__N_LIT, k->pos))) return NULL;
+            } else if (k->t == MLSTACK__TPL_TOK_INT) {
+                if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_ITEM, t->pos))) return NULL;
+                if (!(n->b = mlstack__tp_node(P, MLSTACK__TPL_EXPR_LIT, k->pos))) return NULL;
                 n->b->v = mlstack__tv_int(k->i);
             } else {
                 mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a name after '.'");
@@ -6869,7 +7436,7 @@ static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
             }
             P->i++;
             if (colons) {
-                if (!(n = mlstack__tp_node(P, MLSTACK__N_SLICE, t->pos))) return NULL;
+                if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_SLICE, t->pos))) return NULL;
                 n->b = parts[0];
                 n->c = parts[1];
                 n->d = parts[2];
@@ -6878,14 +7445,14 @@ static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
                     mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "empty subscript");
                     return NULL;
                 }
-                if (!(n = mlstack__tp_node(P, MLSTACK__N_ITEM, t->pos))) return NULL;
+                if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_ITEM, t->pos))) return NULL;
                 n->b = parts[0];
             }
             n->a = node;
             node = n;
         } else if (mlstack__tp_isop(P, "(")) {
             P->i++;
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_CALL, t->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_CALL, t->pos))) return NULL;
             n->a = node;
             if (mlstack__tp_args(P, &n->b)) return NULL;
             node = n;
@@ -6899,16 +7466,14 @@ static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
 static mlstack__tn *mlstack__tp_filter_one(mlstack__tparse *P, mlstack__tn *input) {
     mlstack__ttok *k = mlstack__tp_cur(P);
     mlstack__tn *n;
-    if (k->t != MLSTACK__TK_NAME) {
+    if (k->t != MLSTACK__TPL_TOK_NAME) {
         mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a filter name");
         return NULL;
     }
-    if (!mlstack__tpl_in_list(mlstack__tpl_filters, k->s, k->n)) {
-        mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)k->n, k->s);
-        return NULL;
-    }
     P->i++;
-    if (!(n = mlstack__tp_node(P, MLSTACK__N_FILTER, k->pos))) return NULL;
+    if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_FILTER, k->pos))) return NULL;
+    n->bi = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_FILTER, k->s, k->n); /* unknown: fails when reached */
+    if (!n->bi && mlstack__tp_note_unknown(P, n)) return NULL;
     n->s = k->s;
     n->n = k->n;
     n->a = input;
@@ -6936,16 +7501,14 @@ static mlstack__tn *mlstack__tp_filters(mlstack__tparse *P, mlstack__tn *node) {
                 P->i++;
             }
             k = mlstack__tp_cur(P);
-            if (k->t != MLSTACK__TK_NAME) {
+            if (k->t != MLSTACK__TPL_TOK_NAME) {
                 mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_FORMAT, "expected a test name after 'is'");
                 return NULL;
             }
-            if (!mlstack__tpl_in_list(mlstack__tpl_tests, k->s, k->n)) {
-                mlstack__tpl_fail(P->c, k->pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)k->n, k->s);
-                return NULL;
-            }
             P->i++;
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_TEST, k->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_TEST, k->pos))) return NULL;
+            n->bi = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_TEST, k->s, k->n); /* unknown: fails when reached */
+            if (!n->bi && mlstack__tp_note_unknown(P, n)) return NULL;
             n->s = k->s;
             n->n = k->n;
             n->op = neg;
@@ -6955,9 +7518,9 @@ static mlstack__tn *mlstack__tp_filters(mlstack__tparse *P, mlstack__tn *node) {
                 if (mlstack__tp_args(P, &n->b)) return NULL;
             } else {
                 mlstack__ttok *a = mlstack__tp_cur(P);
-                int arg_start = a->t == MLSTACK__TK_NAME || a->t == MLSTACK__TK_STR || a->t == MLSTACK__TK_INT ||
-                                a->t == MLSTACK__TK_FLOAT || mlstack__tp_isop(P, "[") || mlstack__tp_isop(P, "{");
-                if (a->t == MLSTACK__TK_NAME && (mlstack__tp_isname(P, "else") || mlstack__tp_isname(P, "or") ||
+                int arg_start = a->t == MLSTACK__TPL_TOK_NAME || a->t == MLSTACK__TPL_TOK_STR || a->t == MLSTACK__TPL_TOK_INT ||
+                                a->t == MLSTACK__TPL_TOK_FLOAT || mlstack__tp_isop(P, "[") || mlstack__tp_isop(P, "{");
+                if (a->t == MLSTACK__TPL_TOK_NAME && (mlstack__tp_isname(P, "else") || mlstack__tp_isname(P, "or") ||
                                                  mlstack__tp_isname(P, "and")))
                     arg_start = 0;
                 if (arg_start) {
@@ -6985,7 +7548,7 @@ static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter) {
     if (mlstack__tp_enter(P)) return NULL;
     if (mlstack__tp_isop(P, "-") || mlstack__tp_isop(P, "+")) {
         P->i++;
-        if (!(n = mlstack__tp_node(P, t->s[0] == '-' ? MLSTACK__N_NEG : MLSTACK__N_POS, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, t->s[0] == '-' ? MLSTACK__TPL_EXPR_NEG : MLSTACK__TPL_EXPR_POS, t->pos))) return NULL;
         if (!(n->a = mlstack__tp_unary(P, 0))) return NULL;
     } else {
         if (!(n = mlstack__tp_primary(P))) return NULL;
@@ -6997,7 +7560,7 @@ static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter) {
 }
 
 static mlstack__tn *mlstack__tp_binnode(mlstack__tparse *P, int op, size_t pos, mlstack__tn *a, mlstack__tn *b) {
-    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__N_BIN, pos);
+    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_BIN, pos);
     if (!n) return NULL;
     n->op = op;
     n->a = a;
@@ -7011,7 +7574,7 @@ static mlstack__tn *mlstack__tp_pow(mlstack__tparse *P) {
         size_t pos = mlstack__tp_cur(P)->pos;
         P->i++;
         if (!(r = mlstack__tp_unary(P, 1))) return NULL;
-        l = mlstack__tp_binnode(P, MLSTACK__JOP_POW, pos, l, r);
+        l = mlstack__tp_binnode(P, MLSTACK__TPL_OP_POW, pos, l, r);
     }
     return l;
 }
@@ -7020,10 +7583,10 @@ static mlstack__tn *mlstack__tp_math2(mlstack__tparse *P) {
     while (l) {
         int op;
         size_t pos = mlstack__tp_cur(P)->pos;
-        if (mlstack__tp_isop(P, "*")) op = MLSTACK__JOP_MUL;
-        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__JOP_DIV;
-        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__JOP_FLOORDIV;
-        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__JOP_MOD;
+        if (mlstack__tp_isop(P, "*")) op = MLSTACK__TPL_OP_MUL;
+        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__TPL_OP_DIV;
+        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__TPL_OP_FLOORDIV;
+        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__TPL_OP_MOD;
         else break;
         P->i++;
         if (!(r = mlstack__tp_pow(P))) return NULL;
@@ -7037,7 +7600,7 @@ static mlstack__tn *mlstack__tp_concat(mlstack__tparse *P) {
         size_t pos = mlstack__tp_cur(P)->pos;
         P->i++;
         if (!(r = mlstack__tp_math2(P))) return NULL;
-        l = mlstack__tp_binnode(P, MLSTACK__JOP_CONCAT, pos, l, r);
+        l = mlstack__tp_binnode(P, MLSTACK__TPL_OP_CONCAT, pos, l, r);
     }
     return l;
 }
@@ -7045,7 +7608,7 @@ static mlstack__tn *mlstack__tp_math1(mlstack__tparse *P) {
     mlstack__tn *l = mlstack__tp_concat(P), *r;
     while (l && (mlstack__tp_isop(P, "+") || mlstack__tp_isop(P, "-"))) {
         size_t pos = mlstack__tp_cur(P)->pos;
-        int op = mlstack__tp_cur(P)->s[0] == '+' ? MLSTACK__JOP_ADD : MLSTACK__JOP_SUB;
+        int op = mlstack__tp_cur(P)->s[0] == '+' ? MLSTACK__TPL_OP_ADD : MLSTACK__TPL_OP_SUB;
         P->i++;
         if (!(r = mlstack__tp_concat(P))) return NULL;
         l = mlstack__tp_binnode(P, op, pos, l, r);
@@ -7059,26 +7622,26 @@ static mlstack__tn *mlstack__tp_compare(mlstack__tparse *P) {
         int op;
         size_t pos = mlstack__tp_cur(P)->pos;
         mlstack__tn *r;
-        if (mlstack__tp_isop(P, "==")) op = MLSTACK__JOP_EQ;
-        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__JOP_NE;
-        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__JOP_LT;
-        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__JOP_GT;
-        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__JOP_LE;
-        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__JOP_GE;
-        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__JOP_IN;
-        else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TK_NAME && P->tok[P->i + 1].n == 2 &&
+        if (mlstack__tp_isop(P, "==")) op = MLSTACK__TPL_OP_EQ;
+        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__TPL_OP_NE;
+        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__TPL_OP_LT;
+        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__TPL_OP_GT;
+        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__TPL_OP_LE;
+        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__TPL_OP_GE;
+        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__TPL_OP_IN;
+        else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_NAME && P->tok[P->i + 1].n == 2 &&
                  !memcmp(P->tok[P->i + 1].s, "in", 2)) {
-            op = MLSTACK__JOP_NOTIN;
+            op = MLSTACK__TPL_OP_NOTIN;
             P->i++;
         } else break;
         P->i++;
         if (!(r = mlstack__tp_math1(P))) return NULL;
         if (!cmp) {
-            if (!(cmp = mlstack__tp_node(P, MLSTACK__N_CMP, pos))) return NULL;
+            if (!(cmp = mlstack__tp_node(P, MLSTACK__TPL_EXPR_CMP, pos))) return NULL;
             cmp->a = l;
             tail = &cmp->b;
         }
-        if (!(*tail = mlstack__tp_node(P, MLSTACK__N_PAIR, pos))) return NULL;
+        if (!(*tail = mlstack__tp_node(P, MLSTACK__TPL_EXPR_PAIR, pos))) return NULL;
         (*tail)->op = op;
         (*tail)->a = r;
         tail = &(*tail)->next;
@@ -7087,7 +7650,7 @@ static mlstack__tn *mlstack__tp_compare(mlstack__tparse *P) {
 }
 static mlstack__tn *mlstack__tp_not(mlstack__tparse *P) {
     if (mlstack__tp_isname(P, "not")) {
-        mlstack__tn *n = mlstack__tp_node(P, MLSTACK__N_NOT, mlstack__tp_cur(P)->pos);
+        mlstack__tn *n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_NOT, mlstack__tp_cur(P)->pos);
         if (!n) return NULL;
         P->i++;
         if (mlstack__tp_enter(P)) return NULL;
@@ -7100,7 +7663,7 @@ static mlstack__tn *mlstack__tp_not(mlstack__tparse *P) {
 static mlstack__tn *mlstack__tp_and(mlstack__tparse *P) {
     mlstack__tn *l = mlstack__tp_not(P), *n;
     while (l && mlstack__tp_isname(P, "and")) {
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_AND, mlstack__tp_cur(P)->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_AND, mlstack__tp_cur(P)->pos))) return NULL;
         P->i++;
         n->a = l;
         if (!(n->b = mlstack__tp_not(P))) return NULL;
@@ -7111,7 +7674,7 @@ static mlstack__tn *mlstack__tp_and(mlstack__tparse *P) {
 static mlstack__tn *mlstack__tp_or(mlstack__tparse *P) {
     mlstack__tn *l = mlstack__tp_and(P), *n;
     while (l && mlstack__tp_isname(P, "or")) {
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_OR, mlstack__tp_cur(P)->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_OR, mlstack__tp_cur(P)->pos))) return NULL;
         P->i++;
         n->a = l;
         if (!(n->b = mlstack__tp_and(P))) return NULL;
@@ -7125,14 +7688,18 @@ static mlstack__tn *mlstack__tp_expr(mlstack__tparse *P, int with_cond) {
     if (mlstack__tp_enter(P)) return NULL;
     l = mlstack__tp_or(P);
     while (l && with_cond && mlstack__tp_isname(P, "if")) {
-        if (!(n = mlstack__tp_node(P, MLSTACK__N_COND, mlstack__tp_cur(P)->pos))) return NULL;
+        int saved_soft = P->soft;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_COND, mlstack__tp_cur(P)->pos))) return NULL;
         P->i++;
         n->a = l;
+        mlstack__tp_mark_soft(l);
+        P->soft = 1;
         if (!(n->b = mlstack__tp_or(P))) return NULL;
         if (mlstack__tp_isname(P, "else")) {
             P->i++;
             if (!(n->c = mlstack__tp_expr(P, 1))) return NULL;
         }
+        P->soft = saved_soft;
         l = n;
     }
     P->depth--;
@@ -7148,11 +7715,11 @@ static mlstack__tn *mlstack__tp_tuple(mlstack__tparse *P, int with_cond) {
         mlstack__ttok *k;
         P->i++;
         k = mlstack__tp_cur(P);
-        if (k->t == MLSTACK__TK_VEND || k->t == MLSTACK__TK_BEND || mlstack__tp_isop(P, ")") || mlstack__tp_isname(P, "if")) break;
+        if (k->t == MLSTACK__TPL_TOK_VEND || k->t == MLSTACK__TPL_TOK_BEND || mlstack__tp_isop(P, ")") || mlstack__tp_isname(P, "if")) break;
         if (!(*tail = mlstack__tp_expr(P, with_cond))) return NULL;
         tail = &(*tail)->next;
     }
-    if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, pos))) return NULL;
+    if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_TUPLE, pos))) return NULL;
     n->b = first;
     return n;
 }
@@ -7163,21 +7730,21 @@ static mlstack__tn *mlstack__tp_target(mlstack__tparse *P, int allow_attr) {
     int count = 0;
     for (;;) {
         mlstack__ttok *t = mlstack__tp_cur(P);
-        if (t->t != MLSTACK__TK_NAME) {
+        if (t->t != MLSTACK__TPL_TOK_NAME) {
             mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected a variable name");
             return NULL;
         }
         P->i++;
-        if (allow_attr && mlstack__tp_isop(P, ".") && P->tok[P->i + 1].t == MLSTACK__TK_NAME) {
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_ATTR, t->pos))) return NULL;
-            if (!(n->a = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+        if (allow_attr && mlstack__tp_isop(P, ".") && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_NAME) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_ATTR, t->pos))) return NULL;
+            if (!(n->a = mlstack__tp_node(P, MLSTACK__TPL_EXPR_NAME, t->pos))) return NULL;
             n->a->s = t->s;
             n->a->n = t->n;
             n->s = P->tok[P->i + 1].s;
             n->n = P->tok[P->i + 1].n;
             P->i += 2;
         } else {
-            if (!(n = mlstack__tp_node(P, MLSTACK__N_NAME, t->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_NAME, t->pos))) return NULL;
             n->s = t->s;
             n->n = t->n;
         }
@@ -7188,7 +7755,7 @@ static mlstack__tn *mlstack__tp_target(mlstack__tparse *P, int allow_attr) {
         P->i++;
     }
     if (count == 1) return first;
-    if (!(n = mlstack__tp_node(P, MLSTACK__N_TUPLE, pos))) return NULL;
+    if (!(n = mlstack__tp_node(P, MLSTACK__TPL_EXPR_TUPLE, pos))) return NULL;
     n->b = first;
     return n;
 }
@@ -7196,197 +7763,277 @@ static mlstack__tn *mlstack__tp_target(mlstack__tparse *P, int allow_attr) {
 static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos);
 
 /* Parses statements until `{% <one of ends>`; leaves P at the end keyword. */
-static int mlstack__tp_block_end(mlstack__tparse *P) { return mlstack__tp_expect(P, MLSTACK__TK_BEND, "'%}'"); }
+static int mlstack__tp_block_end(mlstack__tparse *P) { return mlstack__tp_expect(P, MLSTACK__TPL_TOK_BEND, "'%}'"); }
+
+/* ---- statements: one parse function per keyword, found through mlstack__tp_statements ---- */
+
+/* A body up to `{% end %}`, then that closing tag (with an optional name after it, as
+   {% endmacro name %}). */
+static mlstack__tn *mlstack__tp_closed_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos, int *ok) {
+    const char *ends[2];
+    mlstack__tn *body;
+    ends[0] = end;
+    ends[1] = NULL;
+    *ok = 0;
+    body = mlstack__tp_body(P, ends, opener, pos);
+    if (P->c->rc) return NULL;
+    P->i++;
+    if (!strcmp(end, "endmacro") && mlstack__tp_cur(P)->t == MLSTACK__TPL_TOK_NAME) P->i++;
+    if (mlstack__tp_block_end(P)) return NULL;
+    *ok = 1;
+    return body;
+}
+
+/* Macro or caller parameters after '(' : name [= default], ... ')' */
+static int mlstack__tp_params(mlstack__tparse *P, mlstack__tn **out) {
+    mlstack__tn **tail = out;
+    *out = NULL;
+    while (!mlstack__tp_isop(P, ")")) {
+        mlstack__ttok *pn;
+        mlstack__tn *param;
+        if (*out && mlstack__tp_expect_op(P, ",")) return -1;
+        if (mlstack__tp_isop(P, ")")) break;
+        pn = mlstack__tp_cur(P);
+        if (mlstack__tp_expect(P, MLSTACK__TPL_TOK_NAME, "a parameter name")) return -1;
+        if (!(param = mlstack__tp_node(P, MLSTACK__TPL_EXPR_NAME, pn->pos))) return -1;
+        param->s = pn->s;
+        param->n = pn->n;
+        if (mlstack__tp_isop(P, "=")) {
+            P->i++;
+            if (!(param->a = mlstack__tp_expr(P, 1))) return -1;
+        }
+        *tail = param;
+        tail = &param->next;
+    }
+    P->i++;
+    return 0;
+}
+
+static mlstack__tn *mlstack__tp_stmt_for(mlstack__tparse *P, size_t pos) {
+    static const char *const e1[] = {"endfor", "else", NULL};
+    int ok, macros_before = P->macros;
+    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__TPL_STMT_FOR, pos);
+    if (!n || !(n->a = mlstack__tp_target(P, 0))) return NULL;
+    if (!mlstack__tp_isname(P, "in")) {
+        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_FORMAT, "expected 'in' in a for loop");
+        return NULL;
+    }
+    P->i++;
+    if (!(n->b = mlstack__tp_tuple(P, 0))) return NULL;
+    P->soft = 0; /* the loop's own frame */
+    if (mlstack__tp_isname(P, "if")) {
+        P->i++;
+        if (!(n->e = mlstack__tp_expr(P, 1))) return NULL;
+    }
+    if (mlstack__tp_isname(P, "recursive")) {
+        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "recursive for loops are not supported");
+        return NULL;
+    }
+    if (mlstack__tp_block_end(P)) return NULL;
+    P->loops++;
+    n->c = mlstack__tp_body(P, e1, "for", pos);
+    n->op = P->macros != macros_before; /* a macro in the body keeps its iteration's scope */
+    P->loops--;
+    if (P->c->rc) return NULL;
+    if (mlstack__tp_isname(P, "else")) {
+        P->i++;
+        if (mlstack__tp_block_end(P)) return NULL;
+        n->d = mlstack__tp_closed_body(P, "for", "endfor", pos, &ok);
+        return ok ? n : NULL;
+    }
+    P->i++;
+    return mlstack__tp_block_end(P) ? NULL : n;
+}
+
+static mlstack__tn *mlstack__tp_stmt_if(mlstack__tparse *P, size_t pos) {
+    static const char *const e[] = {"endif", "elif", "else", NULL};
+    mlstack__tn *top, *cur;
+    int ok, saved_soft = P->soft;
+    if (!(top = cur = mlstack__tp_node(P, MLSTACK__TPL_STMT_IF, pos))) return NULL;
+    P->soft = 1; /* restored by mlstack__tp_stmt */
+    (void)saved_soft;
+    for (;;) {
+        if (!(cur->a = mlstack__tp_tuple(P, 0))) return NULL;
+        if (mlstack__tp_block_end(P)) return NULL;
+        cur->b = mlstack__tp_body(P, e, "if", pos);
+        if (P->c->rc) return NULL;
+        if (mlstack__tp_isname(P, "elif")) {
+            mlstack__tn *nx = mlstack__tp_node(P, MLSTACK__TPL_STMT_IF, mlstack__tp_cur(P)->pos);
+            if (!nx) return NULL;
+            P->i++;
+            cur->c = nx;
+            cur = nx;
+            continue;
+        }
+        if (mlstack__tp_isname(P, "else")) {
+            P->i++;
+            if (mlstack__tp_block_end(P)) return NULL;
+            cur->c = mlstack__tp_closed_body(P, "if", "endif", pos, &ok);
+            return ok ? top : NULL;
+        }
+        P->i++; /* endif */
+        return mlstack__tp_block_end(P) ? NULL : top;
+    }
+}
+
+static mlstack__tn *mlstack__tp_stmt_set(mlstack__tparse *P, size_t pos) {
+    mlstack__tn *n, *target = mlstack__tp_target(P, 1);
+    int ok;
+    if (!target) return NULL;
+    if (mlstack__tp_isop(P, "=")) {
+        P->i++;
+        if (!(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_SET, pos))) return NULL;
+        n->a = target;
+        if (!(n->b = mlstack__tp_tuple(P, 1))) return NULL;
+        return mlstack__tp_block_end(P) ? NULL : n;
+    }
+    if (target->kind != MLSTACK__TPL_EXPR_NAME && target->kind != MLSTACK__TPL_EXPR_ATTR) {
+        mlstack__tpl_fail(P->c, pos, MLSTACK_ERR_FORMAT, "a block set assigns one name");
+        return NULL;
+    }
+    if (mlstack__tp_isop(P, "|")) {
+        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "filters on a block set are not supported");
+        return NULL;
+    }
+    if (mlstack__tp_block_end(P) || !(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_SETBLOCK, pos))) return NULL;
+    n->a = target;
+    P->soft = 0;
+    n->c = mlstack__tp_closed_body(P, "set", "endset", pos, &ok);
+    return ok ? n : NULL;
+}
+
+/* A macro body or a call block's caller body: break/continue of an enclosing loop do not reach in. */
+static mlstack__tn *mlstack__tp_macro_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos, int *ok) {
+    int saved_loops = P->loops;
+    mlstack__tn *body;
+    P->loops = 0;
+    P->soft = 0;
+    body = mlstack__tp_closed_body(P, opener, end, pos, ok);
+    P->loops = saved_loops;
+    return body;
+}
+
+static mlstack__tn *mlstack__tp_stmt_macro(mlstack__tparse *P, size_t pos) {
+    mlstack__ttok *name = mlstack__tp_cur(P);
+    mlstack__tn *n;
+    int ok;
+    if (mlstack__tp_expect(P, MLSTACK__TPL_TOK_NAME, "a macro name")) return NULL;
+    if (!(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_MACRO, pos))) return NULL;
+    P->macros++;
+    P->soft = 0;
+    n->s = name->s;
+    n->n = name->n;
+    if (mlstack__tp_expect_op(P, "(") || mlstack__tp_params(P, &n->b) || mlstack__tp_block_end(P)) return NULL;
+    n->c = mlstack__tp_macro_body(P, "macro", "endmacro", pos, &ok);
+    return ok ? n : NULL;
+}
+
+/* {% call [(params)] macro(args) %} body {% endcall %} */
+static mlstack__tn *mlstack__tp_stmt_call(mlstack__tparse *P, size_t pos) {
+    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__TPL_STMT_CALLBLOCK, pos);
+    int ok;
+    if (!n) return NULL;
+    P->macros++; /* the caller body captures the scope it is defined in */
+    n->s = "caller";
+    n->n = 6;
+    if (mlstack__tp_isop(P, "(")) {
+        P->i++;
+        if (mlstack__tp_params(P, &n->b)) return NULL;
+    }
+    if (!(n->a = mlstack__tp_expr(P, 1))) return NULL;
+    if (n->a->kind != MLSTACK__TPL_EXPR_CALL) {
+        mlstack__tpl_fail(P->c, n->a->pos, MLSTACK_ERR_FORMAT, "expected a call after 'call'");
+        return NULL;
+    }
+    if (mlstack__tp_block_end(P)) return NULL;
+    n->c = mlstack__tp_macro_body(P, "call", "endcall", pos, &ok);
+    return ok ? n : NULL;
+}
+
+/* {% with a = x, b = y %} body {% endwith %} */
+static mlstack__tn *mlstack__tp_stmt_with(mlstack__tparse *P, size_t pos) {
+    mlstack__tn *n = mlstack__tp_node(P, MLSTACK__TPL_STMT_WITH, pos), **tail;
+    int ok;
+    if (!n) return NULL;
+    P->soft = 0;
+    tail = &n->b;
+    while (mlstack__tp_cur(P)->t != MLSTACK__TPL_TOK_BEND) {
+        mlstack__tn *set;
+        if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
+        if (!(set = mlstack__tp_node(P, MLSTACK__TPL_STMT_SET, mlstack__tp_cur(P)->pos))) return NULL;
+        if (!(set->a = mlstack__tp_target(P, 0)) || mlstack__tp_expect_op(P, "=") || !(set->b = mlstack__tp_expr(P, 1))) return NULL;
+        *tail = set;
+        tail = &set->next;
+    }
+    if (mlstack__tp_block_end(P)) return NULL;
+    n->c = mlstack__tp_closed_body(P, "with", "endwith", pos, &ok);
+    return ok ? n : NULL;
+}
+
+static mlstack__tn *mlstack__tp_stmt_loopctl(mlstack__tparse *P, size_t pos) {
+    const mlstack__ttok *kw = &P->tok[P->i - 1];
+    mlstack__tn *n;
+    if (!P->loops) {
+        mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "'%.*s' outside a for loop", (int)kw->n, kw->s);
+        return NULL;
+    }
+    if (!(n = mlstack__tp_node(P, kw->s[0] == 'b' ? MLSTACK__TPL_STMT_BREAK : MLSTACK__TPL_STMT_CONTINUE, pos))) return NULL;
+    return mlstack__tp_block_end(P) ? NULL : n;
+}
+
+/* {% generation %}: transformers' assistant-mask marker; renders its body */
+static mlstack__tn *mlstack__tp_stmt_generation(mlstack__tparse *P, size_t pos) {
+    mlstack__tn *n;
+    int ok;
+    P->soft = 0;
+    if (mlstack__tp_block_end(P) || !(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_BLOCK, pos))) return NULL;
+    n->c = mlstack__tp_closed_body(P, "generation", "endgeneration", pos, &ok);
+    return ok ? n : NULL;
+}
+
+static mlstack__tn *mlstack__tp_stmt_filter(mlstack__tparse *P, size_t pos) {
+    mlstack__tn *f, *n = mlstack__tp_node(P, MLSTACK__TPL_STMT_FILTERBLOCK, pos);
+    int ok;
+    if (!n) return NULL;
+    P->soft = 0;
+    f = mlstack__tp_filter_one(P, NULL);
+    while (f && mlstack__tp_isop(P, "|")) {
+        P->i++;
+        f = mlstack__tp_filter_one(P, f);
+    }
+    if (!f) return NULL;
+    n->a = f;
+    if (mlstack__tp_block_end(P)) return NULL;
+    n->c = mlstack__tp_closed_body(P, "filter", "endfilter", pos, &ok);
+    return ok ? n : NULL;
+}
+
+static const struct {
+    const char *keyword;
+    mlstack__tn *(*parse)(mlstack__tparse *P, size_t pos);
+} mlstack__tp_statements[] = {
+    {"for", mlstack__tp_stmt_for},         {"if", mlstack__tp_stmt_if},         {"set", mlstack__tp_stmt_set},
+    {"macro", mlstack__tp_stmt_macro},     {"call", mlstack__tp_stmt_call},     {"with", mlstack__tp_stmt_with},
+    {"break", mlstack__tp_stmt_loopctl},   {"continue", mlstack__tp_stmt_loopctl},
+    {"generation", mlstack__tp_stmt_generation}, {"filter", mlstack__tp_stmt_filter}};
 
 static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
     mlstack__ttok *kw = mlstack__tp_cur(P);
-    mlstack__tn *n;
-    size_t pos = kw->pos;
-    if (kw->t != MLSTACK__TK_NAME) {
+    size_t k;
+    if (kw->t != MLSTACK__TPL_TOK_NAME) {
         mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "expected a statement keyword after '{%%'");
         return NULL;
     }
     P->i++;
-#define MLSTACK__KW(w) (kw->n == sizeof(w) - 1 && memcmp(kw->s, w, sizeof(w) - 1) == 0)
-    if (MLSTACK__KW("for")) {
-        static const char *const e1[] = {"endfor", "else", NULL};
-        static const char *const e2[] = {"endfor", NULL};
-        if (!(n = mlstack__tp_node(P, MLSTACK__S_FOR, pos))) return NULL;
-        if (!(n->a = mlstack__tp_target(P, 0))) return NULL;
-        if (!mlstack__tp_isname(P, "in")) {
-            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_FORMAT, "expected 'in' in a for loop");
-            return NULL;
-        }
-        P->i++;
-        if (!(n->b = mlstack__tp_tuple(P, 0))) return NULL;
-        if (mlstack__tp_isname(P, "if")) {
-            P->i++;
-            if (!(n->e = mlstack__tp_expr(P, 1))) return NULL;
-        }
-        if (mlstack__tp_isname(P, "recursive")) {
-            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "recursive for loops are not supported");
-            return NULL;
-        }
-        if (mlstack__tp_block_end(P)) return NULL;
-        P->loops++;
-        {
-            int macros_before = P->macros;
-            n->c = mlstack__tp_body(P, e1, "for", pos);
-            n->op = P->macros != macros_before; /* a macro in the body keeps its iteration's scope */
-        }
-        P->loops--;
-        if (P->c->rc) return NULL;
-        if (mlstack__tp_isname(P, "else")) {
-            P->i++;
-            if (mlstack__tp_block_end(P)) return NULL;
-            n->d = mlstack__tp_body(P, e2, "for", pos);
-            if (P->c->rc) return NULL;
-        }
-        P->i++;
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
-    if (MLSTACK__KW("if")) {
-        static const char *const e[] = {"endif", "elif", "else", NULL};
-        static const char *const e2[] = {"endif", NULL};
-        mlstack__tn *top, *cur;
-        if (!(top = cur = mlstack__tp_node(P, MLSTACK__S_IF, pos))) return NULL;
-        for (;;) {
-            if (!(cur->a = mlstack__tp_tuple(P, 0))) return NULL;
-            if (mlstack__tp_block_end(P)) return NULL;
-            cur->b = mlstack__tp_body(P, e, "if", pos);
-            if (P->c->rc) return NULL;
-            if (mlstack__tp_isname(P, "elif")) {
-                mlstack__tn *nx = mlstack__tp_node(P, MLSTACK__S_IF, mlstack__tp_cur(P)->pos);
-                if (!nx) return NULL;
-                P->i++;
-                cur->c = nx;
-                cur = nx;
-                continue;
-            }
-            if (mlstack__tp_isname(P, "else")) {
-                P->i++;
-                if (mlstack__tp_block_end(P)) return NULL;
-                cur->c = mlstack__tp_body(P, e2, "if", pos);
-                if (P->c->rc) return NULL;
-                /* an empty else body must still not be read as "no else" in a chain */
-            }
-            P->i++; /* endif */
-            if (mlstack__tp_block_end(P)) return NULL;
-            return top;
-        }
-    }
-    if (MLSTACK__KW("set")) {
-        static const char *const e[] = {"endset", NULL};
-        mlstack__tn *target = mlstack__tp_target(P, 1);
-        if (!target) return NULL;
-        if (mlstack__tp_isop(P, "=")) {
-            P->i++;
-            if (!(n = mlstack__tp_node(P, MLSTACK__S_SET, pos))) return NULL;
-            n->a = target;
-            if (!(n->b = mlstack__tp_tuple(P, 1))) return NULL;
-            if (mlstack__tp_block_end(P)) return NULL;
+    for (k = 0; k < sizeof mlstack__tp_statements / sizeof mlstack__tp_statements[0]; k++)
+        if (strlen(mlstack__tp_statements[k].keyword) == kw->n && memcmp(mlstack__tp_statements[k].keyword, kw->s, kw->n) == 0) {
+            int saved_soft = P->soft;
+            mlstack__tn *n = mlstack__tp_statements[k].parse(P, kw->pos);
+            P->soft = saved_soft;
             return n;
         }
-        if (target->kind != MLSTACK__N_NAME && target->kind != MLSTACK__N_ATTR) {
-            mlstack__tpl_fail(P->c, pos, MLSTACK_ERR_FORMAT, "a block set assigns one name");
-            return NULL;
-        }
-        if (mlstack__tp_isop(P, "|")) {
-            mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "filters on a block set are not supported");
-            return NULL;
-        }
-        if (mlstack__tp_block_end(P)) return NULL;
-        if (!(n = mlstack__tp_node(P, MLSTACK__S_SETBLOCK, pos))) return NULL;
-        n->a = target;
-        n->c = mlstack__tp_body(P, e, "set", pos);
-        if (P->c->rc) return NULL;
-        P->i++;
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
-    if (MLSTACK__KW("macro")) {
-        static const char *const e[] = {"endmacro", NULL};
-        mlstack__ttok *name = mlstack__tp_cur(P);
-        mlstack__tn **tail;
-        if (mlstack__tp_expect(P, MLSTACK__TK_NAME, "a macro name")) return NULL;
-        if (!(n = mlstack__tp_node(P, MLSTACK__S_MACRO, pos))) return NULL;
-        P->macros++;
-        n->s = name->s;
-        n->n = name->n;
-        if (mlstack__tp_expect_op(P, "(")) return NULL;
-        tail = &n->b;
-        while (!mlstack__tp_isop(P, ")")) {
-            mlstack__ttok *pn;
-            mlstack__tn *param;
-            if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
-            if (mlstack__tp_isop(P, ")")) break;
-            pn = mlstack__tp_cur(P);
-            if (mlstack__tp_expect(P, MLSTACK__TK_NAME, "a parameter name")) return NULL;
-            if (!(param = mlstack__tp_node(P, MLSTACK__N_NAME, pn->pos))) return NULL;
-            param->s = pn->s;
-            param->n = pn->n;
-            if (mlstack__tp_isop(P, "=")) {
-                P->i++;
-                if (!(param->a = mlstack__tp_expr(P, 1))) return NULL;
-            }
-            *tail = param;
-            tail = &param->next;
-        }
-        P->i++;
-        if (mlstack__tp_block_end(P)) return NULL;
-        {
-            int saved_loops = P->loops;
-            P->loops = 0;
-            n->c = mlstack__tp_body(P, e, "macro", pos);
-            P->loops = saved_loops;
-        }
-        if (P->c->rc) return NULL;
-        P->i++;
-        if (mlstack__tp_cur(P)->t == MLSTACK__TK_NAME) P->i++; /* {% endmacro name %} */
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
-    if (MLSTACK__KW("break") || MLSTACK__KW("continue")) {
-        if (!P->loops) {
-            mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "'%.*s' outside a for loop", (int)kw->n, kw->s);
-            return NULL;
-        }
-        if (!(n = mlstack__tp_node(P, MLSTACK__KW("break") ? MLSTACK__S_BREAK : MLSTACK__S_CONTINUE, pos))) return NULL;
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
-    if (MLSTACK__KW("generation")) { /* transformers' assistant-mask marker: renders its body */
-        static const char *const e[] = {"endgeneration", NULL};
-        if (mlstack__tp_block_end(P)) return NULL;
-        if (!(n = mlstack__tp_node(P, MLSTACK__S_BLOCK, pos))) return NULL;
-        n->c = mlstack__tp_body(P, e, "generation", pos);
-        if (P->c->rc) return NULL;
-        P->i++;
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
-    if (MLSTACK__KW("filter")) {
-        static const char *const e[] = {"endfilter", NULL};
-        mlstack__tn *f;
-        if (!(n = mlstack__tp_node(P, MLSTACK__S_FILTERBLOCK, pos))) return NULL;
-        f = mlstack__tp_filter_one(P, NULL);
-        while (f && mlstack__tp_isop(P, "|")) {
-            P->i++;
-            f = mlstack__tp_filter_one(P, f);
-        }
-        if (!f) return NULL;
-        n->a = f;
-        if (mlstack__tp_block_end(P)) return NULL;
-        n->c = mlstack__tp_body(P, e, "filter", pos);
-        if (P->c->rc) return NULL;
-        P->i++;
-        if (mlstack__tp_block_end(P)) return NULL;
-        return n;
-    }
     mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_UNSUPPORTED, "statement '%.*s' is not supported", (int)kw->n, kw->s);
     return NULL;
-#undef MLSTACK__KW
 }
 
 static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos) {
@@ -7394,26 +8041,26 @@ static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends
     if (mlstack__tp_enter(P)) return NULL;
     for (;;) {
         mlstack__ttok *t = mlstack__tp_cur(P);
-        if (t->t == MLSTACK__TK_EOF) {
+        if (t->t == MLSTACK__TPL_TOK_EOF) {
             if (ends) {
                 mlstack__tpl_fail(P->c, opener_pos, MLSTACK_ERR_FORMAT, "'%s' block is never closed (expected '%s')", opener, ends[0]);
                 return NULL;
             }
             break;
         }
-        if (t->t == MLSTACK__TK_TEXT) {
-            if (!(n = mlstack__tp_node(P, MLSTACK__S_TEXT, t->pos))) return NULL;
+        if (t->t == MLSTACK__TPL_TOK_TEXT) {
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_TEXT, t->pos))) return NULL;
             n->s = t->s;
             n->n = t->n;
             P->i++;
-        } else if (t->t == MLSTACK__TK_VBEGIN) {
+        } else if (t->t == MLSTACK__TPL_TOK_VBEGIN) {
             P->i++;
-            if (!(n = mlstack__tp_node(P, MLSTACK__S_OUT, t->pos))) return NULL;
+            if (!(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_OUT, t->pos))) return NULL;
             if (!(n->a = mlstack__tp_tuple(P, 1))) return NULL;
-            if (mlstack__tp_expect(P, MLSTACK__TK_VEND, "'}}'")) return NULL;
-        } else if (t->t == MLSTACK__TK_BBEGIN) {
+            if (mlstack__tp_expect(P, MLSTACK__TPL_TOK_VEND, "'}}'")) return NULL;
+        } else if (t->t == MLSTACK__TPL_TOK_BBEGIN) {
             mlstack__ttok *kw = &P->tok[P->i + 1];
-            if (kw->t == MLSTACK__TK_NAME) {
+            if (kw->t == MLSTACK__TPL_TOK_NAME) {
                 const char *const *e;
                 for (e = ends; e && *e; e++)
                     if (strlen(*e) == kw->n && memcmp(*e, kw->s, kw->n) == 0) {
@@ -7444,26 +8091,26 @@ static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends
 /* ---- printing: Python str(), repr() and json.dumps ---- */
 static const char *mlstack__tv_typename(const mlstack__tv *v) {
     switch (v->t) {
-    case MLSTACK__TV_UNDEF: return "Undefined";
-    case MLSTACK__TV_NONE: return "NoneType";
-    case MLSTACK__TV_BOOL: return "bool";
-    case MLSTACK__TV_INT: return "int";
-    case MLSTACK__TV_FLOAT: return "float";
-    case MLSTACK__TV_STR: return "str";
-    case MLSTACK__TV_LIST:
+    case MLSTACK__TPL_VAL_UNDEF: return "Undefined";
+    case MLSTACK__TPL_VAL_NONE: return "NoneType";
+    case MLSTACK__TPL_VAL_BOOL: return "bool";
+    case MLSTACK__TPL_VAL_INT: return "int";
+    case MLSTACK__TPL_VAL_FLOAT: return "float";
+    case MLSTACK__TPL_VAL_STR: return "str";
+    case MLSTACK__TPL_VAL_LIST:
         switch (v->u.l->kind) {
-        case MLSTACK__TL_TUPLE: return "tuple";
-        case MLSTACK__TL_GEN: return "generator";
-        case MLSTACK__TL_RANGE: return "range";
-        case MLSTACK__TL_ITEMS: return "dict_items";
-        case MLSTACK__TL_KEYS: return "dict_keys";
-        case MLSTACK__TL_VALUES: return "dict_values";
+        case MLSTACK__TPL_LIST_TUPLE: return "tuple";
+        case MLSTACK__TPL_LIST_GEN: return "generator";
+        case MLSTACK__TPL_LIST_RANGE: return "range";
+        case MLSTACK__TPL_LIST_ITEMS: return "dict_items";
+        case MLSTACK__TPL_LIST_KEYS: return "dict_keys";
+        case MLSTACK__TPL_LIST_VALUES: return "dict_values";
         default: return "list";
         }
-    case MLSTACK__TV_DICT: return "dict";
-    case MLSTACK__TV_NS: return "Namespace";
-    case MLSTACK__TV_MACRO: return "Macro";
-    case MLSTACK__TV_LOOP: return "LoopContext";
+    case MLSTACK__TPL_VAL_DICT: return "dict";
+    case MLSTACK__TPL_VAL_NS: return "Namespace";
+    case MLSTACK__TPL_VAL_MACRO: return "Macro";
+    case MLSTACK__TPL_VAL_LOOP: return "LoopContext";
     default: return "builtin_function_or_method";
     }
 }
@@ -7533,16 +8180,16 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
 static int mlstack__tv_print(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__tv *v, size_t pos) {
     char num[64];
     switch (v->t) {
-    case MLSTACK__TV_UNDEF: return 0;
-    case MLSTACK__TV_NONE: return mlstack__tbuf_puts(c, b, "None");
-    case MLSTACK__TV_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "True" : "False");
-    case MLSTACK__TV_INT:
+    case MLSTACK__TPL_VAL_UNDEF: return 0;
+    case MLSTACK__TPL_VAL_NONE: return mlstack__tbuf_puts(c, b, "None");
+    case MLSTACK__TPL_VAL_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "True" : "False");
+    case MLSTACK__TPL_VAL_INT:
         snprintf(num, sizeof num, "%lld", (long long)v->u.i);
         return mlstack__tbuf_puts(c, b, num);
-    case MLSTACK__TV_FLOAT:
+    case MLSTACK__TPL_VAL_FLOAT:
         mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
         return mlstack__tbuf_puts(c, b, num);
-    case MLSTACK__TV_STR: return mlstack__tbuf_put(c, b, v->u.s.p, v->u.s.n);
+    case MLSTACK__TPL_VAL_STR: return mlstack__tbuf_put(c, b, v->u.s.p, v->u.s.n);
     default: return mlstack__tv_repr(c, b, v, pos, 0);
     }
 }
@@ -7580,18 +8227,18 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
     size_t i;
     if (depth > 100) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "value nested too deeply to print");
     switch (v->t) {
-    case MLSTACK__TV_UNDEF: return mlstack__tbuf_puts(c, b, "Undefined");
-    case MLSTACK__TV_STR: return mlstack__tpl_repr_str(c, b, v->u.s.p, v->u.s.n);
-    case MLSTACK__TV_LIST: {
+    case MLSTACK__TPL_VAL_UNDEF: return mlstack__tbuf_puts(c, b, "Undefined");
+    case MLSTACK__TPL_VAL_STR: return mlstack__tpl_repr_str(c, b, v->u.s.p, v->u.s.n);
+    case MLSTACK__TPL_VAL_LIST: {
         const mlstack__tlist *l = v->u.l;
         const char *open = "[", *close = "]";
         switch (l->kind) {
-        case MLSTACK__TL_TUPLE: open = "("; close = l->n == 1 ? ",)" : ")"; break;
-        case MLSTACK__TL_ITEMS: open = "dict_items(["; close = "])"; break;
-        case MLSTACK__TL_KEYS: open = "dict_keys(["; close = "])"; break;
-        case MLSTACK__TL_VALUES: open = "dict_values(["; close = "])"; break;
-        case MLSTACK__TL_GEN:
-        case MLSTACK__TL_RANGE:
+        case MLSTACK__TPL_LIST_TUPLE: open = "("; close = l->n == 1 ? ",)" : ")"; break;
+        case MLSTACK__TPL_LIST_ITEMS: open = "dict_items(["; close = "])"; break;
+        case MLSTACK__TPL_LIST_KEYS: open = "dict_keys(["; close = "])"; break;
+        case MLSTACK__TPL_LIST_VALUES: open = "dict_values(["; close = "])"; break;
+        case MLSTACK__TPL_LIST_GEN:
+        case MLSTACK__TPL_LIST_RANGE:
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported (convert it with |list)",
                                      mlstack__tv_typename(v));
         default: break;
@@ -7603,10 +8250,10 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
         }
         return mlstack__tbuf_puts(c, b, close);
     }
-    case MLSTACK__TV_DICT:
-    case MLSTACK__TV_NS: {
+    case MLSTACK__TPL_VAL_DICT:
+    case MLSTACK__TPL_VAL_NS: {
         const mlstack__tdict *d = v->u.d;
-        if (v->t == MLSTACK__TV_NS && mlstack__tbuf_puts(c, b, "<Namespace ")) return -1;
+        if (v->t == MLSTACK__TPL_VAL_NS && mlstack__tbuf_puts(c, b, "<Namespace ")) return -1;
         if (mlstack__tbuf_puts(c, b, "{")) return -1;
         for (i = 0; i < d->n; i++) {
             if (i && mlstack__tbuf_puts(c, b, ", ")) return -1;
@@ -7615,12 +8262,12 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
                 return -1;
         }
         if (mlstack__tbuf_puts(c, b, "}")) return -1;
-        return v->t == MLSTACK__TV_NS ? mlstack__tbuf_puts(c, b, ">") : 0;
+        return v->t == MLSTACK__TPL_VAL_NS ? mlstack__tbuf_puts(c, b, ">") : 0;
     }
-    case MLSTACK__TV_NONE:
-    case MLSTACK__TV_BOOL:
-    case MLSTACK__TV_INT:
-    case MLSTACK__TV_FLOAT: return mlstack__tv_print(c, b, v, pos);
+    case MLSTACK__TPL_VAL_NONE:
+    case MLSTACK__TPL_VAL_BOOL:
+    case MLSTACK__TPL_VAL_INT:
+    case MLSTACK__TPL_VAL_FLOAT: return mlstack__tv_print(c, b, v, pos);
     default:
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported", mlstack__tv_typename(v));
     }
@@ -7681,19 +8328,19 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
     size_t i;
     if (level > 100) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "tojson: value nested too deeply");
     switch (v->t) {
-    case MLSTACK__TV_NONE: return mlstack__tbuf_puts(c, b, "null");
-    case MLSTACK__TV_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "true" : "false");
-    case MLSTACK__TV_INT:
+    case MLSTACK__TPL_VAL_NONE: return mlstack__tbuf_puts(c, b, "null");
+    case MLSTACK__TPL_VAL_BOOL: return mlstack__tbuf_puts(c, b, v->u.i ? "true" : "false");
+    case MLSTACK__TPL_VAL_INT:
         snprintf(num, sizeof num, "%lld", (long long)v->u.i);
         return mlstack__tbuf_puts(c, b, num);
-    case MLSTACK__TV_FLOAT:
+    case MLSTACK__TPL_VAL_FLOAT:
         if (v->u.f != v->u.f) return mlstack__tbuf_puts(c, b, "NaN");
         if (v->u.f == HUGE_VAL || v->u.f == -HUGE_VAL) return mlstack__tbuf_puts(c, b, v->u.f > 0 ? "Infinity" : "-Infinity");
         mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
         return mlstack__tbuf_puts(c, b, num);
-    case MLSTACK__TV_STR: return mlstack__tpl_json_str(c, b, v->u.s.p, v->u.s.n, o->ensure_ascii);
-    case MLSTACK__TV_LIST:
-        if (v->u.l->kind == MLSTACK__TL_LIST || v->u.l->kind == MLSTACK__TL_TUPLE) {
+    case MLSTACK__TPL_VAL_STR: return mlstack__tpl_json_str(c, b, v->u.s.p, v->u.s.n, o->ensure_ascii);
+    case MLSTACK__TPL_VAL_LIST:
+        if (v->u.l->kind == MLSTACK__TPL_LIST_LIST || v->u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
             const mlstack__tlist *l = v->u.l;
             if (l->n == 0) return mlstack__tbuf_puts(c, b, "[]");
             if (mlstack__tbuf_puts(c, b, "[")) return -1;
@@ -7706,7 +8353,7 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
             return mlstack__tbuf_puts(c, b, "]");
         }
         break;
-    case MLSTACK__TV_DICT: {
+    case MLSTACK__TPL_VAL_DICT: {
         const mlstack__tdict *d = v->u.d;
         size_t *order;
         if (d->n == 0) return mlstack__tbuf_puts(c, b, "{}");
@@ -7715,7 +8362,7 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
         for (i = 0; i < d->n; i++) order[i] = i;
         if (o->sort_keys) { /* insertion sort, stable; str keys only (Python errors on mixed types) */
             for (i = 0; i < d->n; i++)
-                if (d->k[i].t != MLSTACK__TV_STR)
+                if (d->k[i].t != MLSTACK__TPL_VAL_STR)
                     return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson(sort_keys=true) with non-string keys");
             for (i = 1; i < d->n; i++) {
                 size_t j = i, t = order[i];
@@ -7735,9 +8382,9 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
             const mlstack__tv *k = &d->k[order[i]];
             if (i && mlstack__tbuf_put(c, b, o->item_sep, o->item_sep_n)) return -1;
             if (o->indent && mlstack__tpl_json_newline(c, b, o, level + 1)) return -1;
-            if (k->t == MLSTACK__TV_STR) {
+            if (k->t == MLSTACK__TPL_VAL_STR) {
                 if (mlstack__tpl_json_str(c, b, k->u.s.p, k->u.s.n, o->ensure_ascii)) return -1;
-            } else if (k->t == MLSTACK__TV_INT || k->t == MLSTACK__TV_FLOAT || k->t == MLSTACK__TV_BOOL || k->t == MLSTACK__TV_NONE) {
+            } else if (k->t == MLSTACK__TPL_VAL_INT || k->t == MLSTACK__TPL_VAL_FLOAT || k->t == MLSTACK__TPL_VAL_BOOL || k->t == MLSTACK__TPL_VAL_NONE) {
                 if (mlstack__tbuf_put(c, b, "\"", 1) || mlstack__tpl_json(c, b, k, o, level + 1, pos) ||
                     mlstack__tbuf_put(c, b, "\"", 1))
                     return -1;
@@ -7760,14 +8407,14 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
 /* ---- truthiness, iteration ---- */
 static int mlstack__tv_truthy(const mlstack__tv *v) {
     switch (v->t) {
-    case MLSTACK__TV_UNDEF:
-    case MLSTACK__TV_NONE: return 0;
-    case MLSTACK__TV_BOOL:
-    case MLSTACK__TV_INT: return v->u.i != 0;
-    case MLSTACK__TV_FLOAT: return v->u.f != 0;
-    case MLSTACK__TV_STR: return v->u.s.n != 0;
-    case MLSTACK__TV_LIST: return v->u.l->kind == MLSTACK__TL_GEN || v->u.l->n > 0;
-    case MLSTACK__TV_DICT: return v->u.d->n > 0;
+    case MLSTACK__TPL_VAL_UNDEF:
+    case MLSTACK__TPL_VAL_NONE: return 0;
+    case MLSTACK__TPL_VAL_BOOL:
+    case MLSTACK__TPL_VAL_INT: return v->u.i != 0;
+    case MLSTACK__TPL_VAL_FLOAT: return v->u.f != 0;
+    case MLSTACK__TPL_VAL_STR: return v->u.s.n != 0;
+    case MLSTACK__TPL_VAL_LIST: return v->u.l->kind == MLSTACK__TPL_LIST_GEN || v->u.l->n > 0;
+    case MLSTACK__TPL_VAL_DICT: return v->u.d->n > 0;
     default: return 1;
     }
 }
@@ -7779,19 +8426,19 @@ static int mlstack__tv_iter(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv 
     *items = NULL;
     *n = 0;
     switch (v->t) {
-    case MLSTACK__TV_UNDEF: return 0;
-    case MLSTACK__TV_LIST: {
+    case MLSTACK__TPL_VAL_UNDEF: return 0;
+    case MLSTACK__TPL_VAL_LIST: {
         mlstack__tlist *lst = v->u.l;
         *items = lst->v ? lst->v + lst->start : NULL;
         *n = lst->n - lst->start;
-        if (lst->kind == MLSTACK__TL_GEN) lst->start = lst->n;
+        if (lst->kind == MLSTACK__TPL_LIST_GEN) lst->start = lst->n;
         return 0;
     }
-    case MLSTACK__TV_DICT:
+    case MLSTACK__TPL_VAL_DICT:
         *items = v->u.d->k;
         *n = v->u.d->n;
         return 0;
-    case MLSTACK__TV_STR: {
+    case MLSTACK__TPL_VAL_STR: {
         size_t cps = mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
         mlstack__tv *arr;
         if (!cps) return 0;
@@ -7812,14 +8459,14 @@ static int mlstack__tv_iter(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv 
 
 /* ---- arguments ---- */
 #define MLSTACK__TARGS_MAX 12
-typedef struct mlstack__targs {
+struct mlstack__targs {
     int np, nk;
     mlstack__tv p[MLSTACK__TARGS_MAX];
     const char *kn[MLSTACK__TARGS_MAX];
     size_t kl[MLSTACK__TARGS_MAX];
     mlstack__tv kv[MLSTACK__TARGS_MAX];
     int kused[MLSTACK__TARGS_MAX];
-} mlstack__targs;
+};
 
 /* Argument `idx` (positional) or `name` (keyword); 1 if given. */
 static int mlstack__targ(mlstack__targs *a, int idx, const char *name, mlstack__tv *out) {
@@ -7852,13 +8499,14 @@ static int mlstack__targs_done(mlstack__tctx *c, mlstack__targs *a, int max_pos,
 
 static int mlstack__tpl_eval(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out);
 static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *body);
+static int mlstack__tpl_assign(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *target, const mlstack__tv *v);
 
 static int mlstack__tpl_eval_args(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *list, mlstack__targs *a,
                                   int first_pos) {
     memset(a, 0, sizeof *a);
     a->np = first_pos;
     for (; list; list = list->next) {
-        if (list->kind == MLSTACK__N_KWARG) {
+        if (list->kind == MLSTACK__TPL_EXPR_KWARG) {
             if (a->nk == MLSTACK__TARGS_MAX) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
             a->kn[a->nk] = list->s;
             a->kl[a->nk] = list->n;
@@ -7875,9 +8523,9 @@ static int mlstack__tpl_eval_args(mlstack__tctx *c, mlstack__tscope *s, const ml
 }
 
 /* ---- scopes ---- */
-static mlstack__tv *mlstack__tscope_lookup(mlstack__tscope *s, const char *name, size_t n) {
+static mlstack__tv *mlstack__tscope_lookup(mlstack__tctx *c, mlstack__tscope *s, const char *name, size_t n) {
     for (; s; s = s->parent) {
-        mlstack__tv *v = mlstack__tdict_findn(&s->vars, name, n);
+        mlstack__tv *v = mlstack__tdict_findn(c, &s->vars, name, n);
         if (v) return v;
     }
     return NULL;
@@ -7899,7 +8547,9 @@ static int mlstack__tpl_newstr(mlstack__tctx *c, mlstack__tbuf *b, mlstack__tv *
     *out = mlstack__tv_str(b->p, b->n);
     return 0;
 }
-/* mode 1 upper, 0 lower, 2 capitalize, 3 str.title, 4 jinja's title filter */
+/* Case conversions: str.lower/upper/capitalize/title and jinja2's title filter (words begin
+   after whitespace and brackets, not after every uncased character). */
+enum { MLSTACK__TPL_CASE_LOWER, MLSTACK__TPL_CASE_UPPER, MLSTACK__TPL_CASE_CAPITALIZE, MLSTACK__TPL_CASE_STR_TITLE, MLSTACK__TPL_CASE_TITLE };
 static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mode, mlstack__tv *out, size_t pos) {
     mlstack__tbuf b;
     size_t i, l;
@@ -7908,19 +8558,19 @@ static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mod
     for (i = 0; i < v->u.s.n; i += l) {
         uint32_t cp = mlstack__tpl_cp(v->u.s.p + i, v->u.s.n - i, &l), m;
         int up;
-        if (mode == 0 || mode == 1) up = mode;
-        else if (mode == 2) up = first;
-        else if (mode == 3) up = !prev_cased;
+        if (mode == MLSTACK__TPL_CASE_LOWER || mode == MLSTACK__TPL_CASE_UPPER) up = mode == MLSTACK__TPL_CASE_UPPER;
+        else if (mode == MLSTACK__TPL_CASE_CAPITALIZE) up = first;
+        else if (mode == MLSTACK__TPL_CASE_STR_TITLE) up = !prev_cased;
         else up = first || prev_cased == 2;
         if (cp == 0xDF && up) { /* German sharp s: upper() gives "SS", title() "Ss" */
-            if (mlstack__tbuf_put(c, &b, mode == 1 ? "SS" : "Ss", 2)) return -1;
-            prev_cased = mode == 4 ? 0 : 1;
+            if (mlstack__tbuf_put(c, &b, mode == MLSTACK__TPL_CASE_UPPER ? "SS" : "Ss", 2)) return -1;
+            prev_cased = mode == MLSTACK__TPL_CASE_TITLE ? 0 : 1;
             first = 0;
             continue;
         }
         if (mlstack__tpl_case(cp, up, &m) != 0)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported", (unsigned)cp);
-        if (mode == 4) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
+        if (mode == MLSTACK__TPL_CASE_TITLE) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
             prev_cased = (mlstack__tpl_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<') ? 2 : 0;
         else
             prev_cased = mlstack__tpl_iscased_letter(cp);
@@ -7953,25 +8603,76 @@ static mlstack__tv mlstack__tpl_strip(const mlstack__tv *v, const mlstack__tv *c
     return mlstack__tv_str(p + a, e - a);
 }
 
-static const char *mlstack__tpl_memmem(const char *h, size_t hn, const char *nd, size_t nn) {
-    size_t i;
-    if (nn == 0) return h;
-    if (nn > hn) return NULL;
-    for (i = 0; i + nn <= hn; i++)
-        if (h[i] == nd[0] && memcmp(h + i, nd, nn) == 0) return h + i;
+/* Substring search in time linear in the haystack (Knuth-Morris-Pratt; short needles scan
+   directly), forward for the first match or backward (rev) for the last. Charges the bytes. */
+typedef struct mlstack__tpl_needle {
+    const char *p;
+    size_t n;
+    size_t *fail; /* KMP failure function of the needle (reversed for rev); NULL for short needles */
+    int rev;
+} mlstack__tpl_needle;
+
+static int mlstack__tpl_needle_init(mlstack__tctx *c, mlstack__tpl_needle *nd, const char *p, size_t n, int rev) {
+    size_t i, k = 0;
+#define MLSTACK__NDL(j) (rev ? p[n - 1 - (j)] : p[j])
+    nd->p = p;
+    nd->n = n;
+    nd->rev = rev;
+    nd->fail = NULL;
+    if (n <= 4) return 0;
+    if (!(nd->fail = (size_t *)mlstack__tpl_alloc(c, n * sizeof *nd->fail))) return -1;
+    nd->fail[0] = 0;
+    for (i = 1; i < n; i++) {
+        while (k > 0 && MLSTACK__NDL(i) != MLSTACK__NDL(k)) k = nd->fail[k - 1];
+        if (MLSTACK__NDL(i) == MLSTACK__NDL(k)) k++;
+        nd->fail[i] = k;
+    }
+    mlstack__tpl_charge(c, n / MLSTACK__TPL_BYTES_PER_STEP);
+    return 0;
+}
+
+static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl_needle *nd, const char *h, size_t hn) {
+    const char *p = nd->p;
+    size_t n = nd->n, i, k = 0;
+    int rev = nd->rev;
+    if (n == 0) return rev ? h + hn : h;
+    if (n > hn) return NULL;
+    if (!nd->fail) {
+        for (i = 0; i + n <= hn; i++) {
+            size_t at = rev ? hn - n - i : i;
+            if (h[at] == p[0] && memcmp(h + at, p, n) == 0) {
+                mlstack__tpl_charge(c, (i + n) / MLSTACK__TPL_BYTES_PER_STEP);
+                return h + at;
+            }
+        }
+        mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
+        return NULL;
+    }
+    for (i = 0; i < hn; i++) {
+        char ch = rev ? h[hn - 1 - i] : h[i];
+        while (k > 0 && ch != MLSTACK__NDL(k)) k = nd->fail[k - 1];
+        if (ch == MLSTACK__NDL(k)) k++;
+        if (k == n) {
+            mlstack__tpl_charge(c, i / MLSTACK__TPL_BYTES_PER_STEP);
+            return rev ? h + (hn - 1 - i) : h + (i + 1 - n);
+        }
+    }
+#undef MLSTACK__NDL
+    mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
     return NULL;
 }
-static const char *mlstack__tpl_memrmem(const char *h, size_t hn, const char *nd, size_t nn) {
-    size_t i;
-    if (nn > hn) return NULL;
-    for (i = hn - nn + 1; i-- > 0;)
-        if (memcmp(h + i, nd, nn) == 0) return h + i;
-    return NULL;
+/* One search: the first (rev: last) occurrence of nd[0..nn) in h[0..hn). */
+static int mlstack__tpl_search(mlstack__tctx *c, const char *h, size_t hn, const char *p, size_t nn, int rev, const char **found) {
+    mlstack__tpl_needle nd;
+    if (mlstack__tpl_needle_init(c, &nd, p, nn, rev)) return -1;
+    *found = mlstack__tpl_needle_find(c, &nd, h, hn);
+    return 0;
 }
 
 static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *old, const mlstack__tv *nw,
                                 int64_t count, mlstack__tv *out) {
     mlstack__tbuf b;
+    mlstack__tpl_needle nd;
     size_t i = 0, l;
     int64_t done = 0;
     memset(&b, 0, sizeof b);
@@ -7987,8 +8688,9 @@ static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const ml
         }
         return mlstack__tpl_newstr(c, &b, out);
     }
+    if (mlstack__tpl_needle_init(c, &nd, old->u.s.p, old->u.s.n, 0)) return -1;
     while (i <= s->u.s.n) {
-        const char *f = (count < 0 || done < count) ? mlstack__tpl_memmem(s->u.s.p + i, s->u.s.n - i, old->u.s.p, old->u.s.n) : NULL;
+        const char *f = (count < 0 || done < count) ? mlstack__tpl_needle_find(c, &nd, s->u.s.p + i, s->u.s.n - i) : NULL;
         if (!f) {
             if (mlstack__tbuf_put(c, &b, s->u.s.p + i, s->u.s.n - i)) return -1;
             break;
@@ -8004,12 +8706,14 @@ static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const ml
 /* str.split / str.rsplit */
 static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *sep, int64_t maxsplit, int right,
                               mlstack__tv *out, size_t pos) {
-    mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0);
+    mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0);
+    mlstack__tpl_needle nd;
     const char *p = s->u.s.p;
     size_t n = s->u.s.n, cl;
     int64_t splits = 0;
     if (!l) return -1;
     if (sep && sep->u.s.n == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "empty separator");
+    if (sep && mlstack__tpl_needle_init(c, &nd, sep->u.s.p, sep->u.s.n, right)) return -1;
     if (!right) {
         size_t i = 0;
         if (!sep) {
@@ -8031,7 +8735,7 @@ static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlst
             }
         } else {
             for (;;) {
-                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_memmem(p + i, n - i, sep->u.s.p, sep->u.s.n) : NULL;
+                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_needle_find(c, &nd, p + i, n - i) : NULL;
                 if (!f) {
                     if (mlstack__tlist_push(c, l, mlstack__tv_str(p + i, n - i))) return -1;
                     break;
@@ -8073,7 +8777,7 @@ static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlst
             }
         } else {
             for (;;) {
-                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_memrmem(p, e, sep->u.s.p, sep->u.s.n) : NULL;
+                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_needle_find(c, &nd, p, e) : NULL;
                 if (!f) {
                     if (mlstack__tlist_push(c, l, mlstack__tv_str(p, e))) return -1;
                     break;
@@ -8115,15 +8819,15 @@ static int mlstack__tpl_splitlines(mlstack__tctx *c, const mlstack__tv *s, mlsta
 static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, mlstack__tv *out, size_t pos) {
     int64_t r = 0;
     switch (op) {
-    case MLSTACK__JOP_ADD:
+    case MLSTACK__TPL_OP_ADD:
         if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) goto overflow;
         r = a + b;
         break;
-    case MLSTACK__JOP_SUB:
+    case MLSTACK__TPL_OP_SUB:
         if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) goto overflow;
         r = a - b;
         break;
-    case MLSTACK__JOP_MUL:
+    case MLSTACK__TPL_OP_MUL:
         if (a != 0 && b != 0) {
             if (a == -1 && b == INT64_MIN) goto overflow;
             if (b == -1 && a == INT64_MIN) goto overflow;
@@ -8132,12 +8836,12 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
         }
         r = a * b;
         break;
-    case MLSTACK__JOP_FLOORDIV:
-    case MLSTACK__JOP_MOD: {
+    case MLSTACK__TPL_OP_FLOORDIV:
+    case MLSTACK__TPL_OP_MOD: {
         int64_t q, m;
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "integer division or modulo by zero");
         if (a == INT64_MIN && b == -1) {
-            if (op == MLSTACK__JOP_MOD) {
+            if (op == MLSTACK__TPL_OP_MOD) {
                 r = 0;
                 break;
             }
@@ -8149,10 +8853,10 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
             q--;
             m += b;
         }
-        r = op == MLSTACK__JOP_MOD ? m : q;
+        r = op == MLSTACK__TPL_OP_MOD ? m : q;
         break;
     }
-    case MLSTACK__JOP_POW: {
+    case MLSTACK__TPL_OP_POW: {
         int64_t base = a, e = b;
         if (e < 0) {
             if (a == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0 cannot be raised to a negative power");
@@ -8163,12 +8867,12 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
         while (e > 0) {
             mlstack__tv t;
             if (e & 1) {
-                if (mlstack__tpl_int_op(c, MLSTACK__JOP_MUL, r, base, &t, pos)) return -1;
+                if (mlstack__tpl_int_op(c, MLSTACK__TPL_OP_MUL, r, base, &t, pos)) return -1;
                 r = t.u.i;
             }
             e >>= 1;
             if (e) {
-                if (mlstack__tpl_int_op(c, MLSTACK__JOP_MUL, base, base, &t, pos)) return -1;
+                if (mlstack__tpl_int_op(c, MLSTACK__TPL_OP_MUL, base, base, &t, pos)) return -1;
                 base = t.u.i;
             }
         }
@@ -8185,15 +8889,15 @@ overflow:
 static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, mlstack__tv *out, size_t pos) {
     double r;
     switch (op) {
-    case MLSTACK__JOP_ADD: r = a + b; break;
-    case MLSTACK__JOP_SUB: r = a - b; break;
-    case MLSTACK__JOP_MUL: r = a * b; break;
-    case MLSTACK__JOP_DIV:
+    case MLSTACK__TPL_OP_ADD: r = a + b; break;
+    case MLSTACK__TPL_OP_SUB: r = a - b; break;
+    case MLSTACK__TPL_OP_MUL: r = a * b; break;
+    case MLSTACK__TPL_OP_DIV:
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "division by zero");
         r = a / b;
         break;
-    case MLSTACK__JOP_MOD:
-    case MLSTACK__JOP_FLOORDIV: {
+    case MLSTACK__TPL_OP_MOD:
+    case MLSTACK__TPL_OP_FLOORDIV: {
         double mod, div, fd;
         if (b == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "float floor division or modulo by zero");
         mod = fmod(a, b);
@@ -8212,10 +8916,10 @@ static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, m
         } else {
             fd = copysign(0.0, a / b);
         }
-        r = op == MLSTACK__JOP_MOD ? mod : fd;
+        r = op == MLSTACK__TPL_OP_MOD ? mod : fd;
         break;
     }
-    case MLSTACK__JOP_POW:
+    case MLSTACK__TPL_OP_POW:
         if (a == 0 && b < 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0.0 cannot be raised to a negative power");
         if (a < 0 && b != floor(b)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "complex results are not supported");
         r = pow(a, b);
@@ -8226,25 +8930,173 @@ static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, m
     return 0;
 }
 
+/* Appends s padded to width code points (left-aligned with '-'), as Python's %s does. */
+static int mlstack__tpl_pad(mlstack__tctx *c, mlstack__tbuf *b, const char *s, size_t n, long width, int left) {
+    size_t cps = mlstack__tpl_cplen(s, n);
+    long k;
+    if (left && mlstack__tbuf_put(c, b, s, n)) return -1;
+    for (k = (long)cps; k < width; k++)
+        if (mlstack__tbuf_put(c, b, " ", 1)) return -1;
+    return left ? 0 : mlstack__tbuf_put(c, b, s, n);
+}
+
+/* One conversion of Python's printf-style formatting (after the '%'; flags, width and precision
+   already read) of value x. */
+static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv, const char *flags, long width, long prec,
+                                   const mlstack__tv *x, size_t pos) {
+    char spec[48], num[400];
+    mlstack__tv t;
+    mlstack__tbuf tmp;
+    int left = strchr(flags, '-') != NULL;
+    switch (conv) {
+    case 's':
+    case 'r':
+    case 'a':
+        memset(&tmp, 0, sizeof tmp);
+        if (conv == 's' ? mlstack__tv_print(c, &tmp, x, pos) : mlstack__tv_repr(c, &tmp, x, pos, 0)) return -1;
+        if (mlstack__tbuf_put(c, &tmp, "", 0)) return -1;
+        t = mlstack__tv_str(tmp.p, tmp.n);
+        if (prec >= 0) t.u.s.n = mlstack__tpl_cpoff(t.u.s.p, t.u.s.n, (size_t)prec);
+        return mlstack__tpl_pad(c, b, t.u.s.p, t.u.s.n, width, left);
+    case 'c':
+        if (x->t == MLSTACK__TPL_VAL_STR && mlstack__tpl_cplen(x->u.s.p, x->u.s.n) == 1)
+            return mlstack__tpl_pad(c, b, x->u.s.p, x->u.s.n, width, left);
+        if ((x->t == MLSTACK__TPL_VAL_INT || x->t == MLSTACK__TPL_VAL_BOOL) && x->u.i >= 0 && x->u.i <= 0x10FFFF &&
+            !(x->u.i >= 0xD800 && x->u.i <= 0xDFFF)) {
+            unsigned char u8[4];
+            return mlstack__tpl_pad(c, b, (const char *)u8, mlstack__utf8_put(u8, (uint32_t)x->u.i), width, left);
+        }
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%%c requires an int or a unicode character");
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o': {
+        long long v;
+        if (x->t == MLSTACK__TPL_VAL_INT || x->t == MLSTACK__TPL_VAL_BOOL) v = (long long)x->u.i;
+        else if (x->t == MLSTACK__TPL_VAL_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u') && x->u.f == x->u.f &&
+                 x->u.f < 9.2e18 && x->u.f > -9.2e18)
+            v = (long long)x->u.f;
+        else if (x->t == MLSTACK__TPL_VAL_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u'))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%%c of a float beyond 64-bit integers", conv);
+        else
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%%%c format: %s is required, not %s", conv,
+                                     conv == 'd' || conv == 'i' || conv == 'u' ? "a real number" : "an integer", mlstack__tv_typename(x));
+        if (conv == 'o' && strchr(flags, '#')) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%#o is not supported");
+        if ((conv == 'x' || conv == 'X' || conv == 'o') && v < 0)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%%c of a negative number is not supported", conv);
+        snprintf(spec, sizeof spec, "%%%s%s%sll%c", flags, width >= 0 ? "*" : "", prec >= 0 ? ".*" : "",
+                 conv == 'i' || conv == 'u' ? 'd' : conv);
+        if (width > 300 || prec > 300) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
+        if (width >= 0 && prec >= 0) snprintf(num, sizeof num, spec, (int)width, (int)prec, v);
+        else if (width >= 0) snprintf(num, sizeof num, spec, (int)width, v);
+        else if (prec >= 0) snprintf(num, sizeof num, spec, (int)prec, v);
+        else snprintf(num, sizeof num, spec, v);
+        return mlstack__tbuf_puts(c, b, num);
+    }
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G': {
+        double fv;
+        if (!mlstack__tv_is_num(x))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "must be real number, not %s", mlstack__tv_typename(x));
+        if (prec > 300 || width > 300) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
+        fv = mlstack__tv_num(x);
+        snprintf(spec, sizeof spec, "%%%s%s%s%c", flags, width >= 0 ? "*" : "", prec >= 0 ? ".*" : "", conv);
+        if (width >= 0 && prec >= 0) snprintf(num, sizeof num, spec, (int)width, (int)prec, fv);
+        else if (width >= 0) snprintf(num, sizeof num, spec, (int)width, fv);
+        else if (prec >= 0) snprintf(num, sizeof num, spec, (int)prec, fv);
+        else snprintf(num, sizeof num, spec, fv);
+        return mlstack__tbuf_puts(c, b, num);
+    }
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported format character '%c'", conv);
+    }
+}
+
+/* Python's str % args: a tuple gives one value per conversion, a dict serves %(name)s, anything
+   else is the single value. Used by the `%` operator and the format filter. */
+static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const mlstack__tv *args, mlstack__tv *out, size_t pos) {
+    const char *f = fmt->u.s.p;
+    size_t n = fmt->u.s.n, i = 0, nitems = 1, used = 0;
+    const mlstack__tv *items = args;
+    mlstack__tbuf b;
+    memset(&b, 0, sizeof b);
+    if (args->t == MLSTACK__TPL_VAL_LIST && args->u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
+        items = args->u.l->v + args->u.l->start;
+        nitems = args->u.l->n - args->u.l->start;
+    }
+    if (mlstack__tbuf_put(c, &b, "", 0)) return -1;
+    while (i < n) {
+        char flags[8], conv;
+        size_t nf = 0, j = i;
+        long width = -1, prec = -1;
+        const mlstack__tv *x;
+        while (j < n && f[j] != '%') j++;
+        if (mlstack__tbuf_put(c, &b, f + i, j - i)) return -1;
+        if (j >= n) break;
+        i = j + 1;
+        if (i < n && f[i] == '%') {
+            if (mlstack__tbuf_put(c, &b, "%", 1)) return -1;
+            i++;
+            continue;
+        }
+        x = NULL;
+        if (i < n && f[i] == '(') {
+            size_t st = ++i;
+            int depth = 1;
+            while (i < n && depth) depth += f[i] == '(' ? 1 : f[i] == ')' ? -1 : 0, i++;
+            if (depth) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "incomplete format key");
+            if (args->t != MLSTACK__TPL_VAL_DICT) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format requires a mapping");
+            if (!(x = mlstack__tdict_findn(c, args->u.d, f + st, i - 1 - st)))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format key '%.*s' not found", (int)(i - 1 - st), f + st);
+        }
+        while (i < n && strchr("-+ #0", f[i]) && nf < sizeof flags - 1) flags[nf++] = f[i++];
+        flags[nf] = 0;
+        if (i < n && f[i] == '*') return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'*' widths in format strings are not supported");
+        while (i < n && f[i] >= '0' && f[i] <= '9' && width < 100000) width = (width < 0 ? 0 : width * 10) + (f[i++] - '0');
+        if (i < n && f[i] == '.') {
+            prec = 0;
+            for (i++; i < n && f[i] >= '0' && f[i] <= '9' && prec < 100000; i++) prec = prec * 10 + (f[i] - '0');
+        }
+        while (i < n && (f[i] == 'h' || f[i] == 'l' || f[i] == 'L')) i++;
+        if (i >= n) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "incomplete format");
+        conv = f[i++];
+        if (!x) {
+            if (args->t == MLSTACK__TPL_VAL_DICT && items == args && used == 0) x = args;
+            else if (used < nitems) x = &items[used];
+            else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "not enough arguments for format string");
+            used++;
+        }
+        if (mlstack__tpl_printf_one(c, &b, conv, flags, width, prec, x, pos)) return -1;
+    }
+    if (args->t != MLSTACK__TPL_VAL_DICT && used < nitems)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "not all arguments converted during string formatting");
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
 static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, mlstack__tv *out, size_t pos) {
     static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
-        if (op == MLSTACK__JOP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
-        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT) return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
+        if (op == MLSTACK__TPL_OP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
+        if (a->t != MLSTACK__TPL_VAL_FLOAT && b->t != MLSTACK__TPL_VAL_FLOAT) return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
         return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
     }
-    if (a->t == MLSTACK__TV_UNDEF || b->t == MLSTACK__TV_UNDEF) {
-        const mlstack__tv *u = a->t == MLSTACK__TV_UNDEF ? a : b;
+    if (a->t == MLSTACK__TPL_VAL_UNDEF || b->t == MLSTACK__TPL_VAL_UNDEF) {
+        const mlstack__tv *u = a->t == MLSTACK__TPL_VAL_UNDEF ? a : b;
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
     }
-    if (op == MLSTACK__JOP_ADD && a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
+    if (op == MLSTACK__TPL_OP_ADD && a->t == MLSTACK__TPL_VAL_STR && b->t == MLSTACK__TPL_VAL_STR) {
         mlstack__tbuf buf;
         memset(&buf, 0, sizeof buf);
         if (mlstack__tbuf_put(c, &buf, a->u.s.p, a->u.s.n) || mlstack__tbuf_put(c, &buf, b->u.s.p, b->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
-    if (op == MLSTACK__JOP_ADD && a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST &&
-        (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) && a->u.l->kind == b->u.l->kind) {
+    if (op == MLSTACK__TPL_OP_ADD && a->t == MLSTACK__TPL_VAL_LIST && b->t == MLSTACK__TPL_VAL_LIST &&
+        (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) && a->u.l->kind == b->u.l->kind) {
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, a->u.l->n + b->u.l->n);
         if (!l) return -1;
         if (a->u.l->n) memcpy(l->v, a->u.l->v, a->u.l->n * sizeof(mlstack__tv));
@@ -8253,30 +9105,37 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         *out = mlstack__tv_list(l);
         return 0;
     }
-    if (op == MLSTACK__JOP_MUL && ((a->t == MLSTACK__TV_STR && (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) ||
-                                  (b->t == MLSTACK__TV_STR && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)))) {
-        const mlstack__tv *s = a->t == MLSTACK__TV_STR ? a : b;
-        int64_t k = a->t == MLSTACK__TV_STR ? b->u.i : a->u.i, i;
+    if (op == MLSTACK__TPL_OP_MUL && ((a->t == MLSTACK__TPL_VAL_STR && (b->t == MLSTACK__TPL_VAL_INT || b->t == MLSTACK__TPL_VAL_BOOL)) ||
+                                  (b->t == MLSTACK__TPL_VAL_STR && (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)))) {
+        const mlstack__tv *s = a->t == MLSTACK__TPL_VAL_STR ? a : b;
+        int64_t k = a->t == MLSTACK__TPL_VAL_STR ? b->u.i : a->u.i, i;
         mlstack__tbuf buf;
         memset(&buf, 0, sizeof buf);
-        if (k > 0 && s->u.s.n && (uint64_t)k > (uint64_t)c->max_out / s->u.s.n)
+        if (k <= 0 || s->u.s.n == 0) { /* nothing to repeat: no loop at all */
+            *out = mlstack__tv_str("", 0);
+            return 0;
+        }
+        if ((uint64_t)k > (uint64_t)c->max_out / s->u.s.n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "string repetition larger than the output limit");
+        if (mlstack__tpl_charge_check(c, (uint64_t)k * s->u.s.n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
         for (i = 0; i < k; i++)
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
-    if (op == MLSTACK__JOP_MUL && b->t == MLSTACK__TV_LIST && (a->t == MLSTACK__TV_INT || a->t == MLSTACK__TV_BOOL)) {
+    if (op == MLSTACK__TPL_OP_MUL && b->t == MLSTACK__TPL_VAL_LIST && (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)) {
         const mlstack__tv *t = a;
         a = b;
         b = t;
     }
-    if (op == MLSTACK__JOP_MUL && a->t == MLSTACK__TV_LIST && (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE) &&
-        (b->t == MLSTACK__TV_INT || b->t == MLSTACK__TV_BOOL)) {
+    if (op == MLSTACK__TPL_OP_MUL && a->t == MLSTACK__TPL_VAL_LIST && (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) &&
+        (b->t == MLSTACK__TPL_VAL_INT || b->t == MLSTACK__TPL_VAL_BOOL)) {
         int64_t k = b->u.i, i;
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, 0);
         if (!l) return -1;
-        if (k > 0 && a->u.l->n && (uint64_t)k > (uint64_t)(c->max_mem / sizeof(mlstack__tv)) / a->u.l->n)
+        if (k <= 0 || a->u.l->n == 0) k = 0; /* nothing to repeat: no loop at all */
+        if (k > 0 && (uint64_t)k > (uint64_t)(c->max_mem / sizeof(mlstack__tv)) / a->u.l->n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "list repetition too large");
+        if (mlstack__tpl_charge_check(c, (uint64_t)k * a->u.l->n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
         for (i = 0; i < k; i++) {
             size_t j;
             for (j = 0; j < a->u.l->n; j++)
@@ -8285,10 +9144,9 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         *out = mlstack__tv_list(l);
         return 0;
     }
-    if (op == MLSTACK__JOP_MOD && a->t == MLSTACK__TV_STR)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printf-style string formatting with '%%' is not supported");
+    if (op == MLSTACK__TPL_OP_MOD && a->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_printf(c, a, b, out, pos);
     return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported operand type(s) for %s: '%s' and '%s'",
-                             op <= MLSTACK__JOP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
+                             op <= MLSTACK__TPL_OP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
 }
 
 /* Python <, <=, >, >= ; result in *res. */
@@ -8296,7 +9154,7 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
     int cmpv;
     static const char *const names[] = {"<", ">", "<=", ">="};
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
-        if (a->t != MLSTACK__TV_FLOAT && b->t != MLSTACK__TV_FLOAT)
+        if (a->t != MLSTACK__TPL_VAL_FLOAT && b->t != MLSTACK__TPL_VAL_FLOAT)
             cmpv = a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
         else {
             double x = mlstack__tv_num(a), y = mlstack__tv_num(b);
@@ -8306,29 +9164,30 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
             }
             cmpv = x < y ? -1 : x > y;
         }
-    } else if (a->t == MLSTACK__TV_STR && b->t == MLSTACK__TV_STR) {
+    } else if (a->t == MLSTACK__TPL_VAL_STR && b->t == MLSTACK__TPL_VAL_STR) {
         size_t m = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+        mlstack__tpl_charge(c, m / MLSTACK__TPL_BYTES_PER_STEP);
         cmpv = memcmp(a->u.s.p, b->u.s.p, m);
         if (cmpv == 0) cmpv = a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
-    } else if (a->t == MLSTACK__TV_LIST && b->t == MLSTACK__TV_LIST && a->u.l->kind == b->u.l->kind &&
-               (a->u.l->kind == MLSTACK__TL_LIST || a->u.l->kind == MLSTACK__TL_TUPLE)) {
+    } else if (a->t == MLSTACK__TPL_VAL_LIST && b->t == MLSTACK__TPL_VAL_LIST && a->u.l->kind == b->u.l->kind &&
+               (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE)) {
         size_t i;
         for (i = 0; i < a->u.l->n && i < b->u.l->n; i++)
-            if (!mlstack__tv_eq(&a->u.l->v[i], &b->u.l->v[i], 0))
+            if (!mlstack__tpl_eq(c, &a->u.l->v[i], &b->u.l->v[i]))
                 return mlstack__tpl_order(c, op, &a->u.l->v[i], &b->u.l->v[i], res, pos);
         cmpv = a->u.l->n < b->u.l->n ? -1 : a->u.l->n > b->u.l->n;
     } else {
-        if (a->t == MLSTACK__TV_UNDEF || b->t == MLSTACK__TV_UNDEF) {
-            const mlstack__tv *u = a->t == MLSTACK__TV_UNDEF ? a : b;
+        if (a->t == MLSTACK__TPL_VAL_UNDEF || b->t == MLSTACK__TPL_VAL_UNDEF) {
+            const mlstack__tv *u = a->t == MLSTACK__TPL_VAL_UNDEF ? a : b;
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
         }
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' not supported between instances of '%s' and '%s'",
-                                 names[op - MLSTACK__JOP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
+                                 names[op - MLSTACK__TPL_OP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
     }
     switch (op) {
-    case MLSTACK__JOP_LT: *res = cmpv < 0; break;
-    case MLSTACK__JOP_GT: *res = cmpv > 0; break;
-    case MLSTACK__JOP_LE: *res = cmpv <= 0; break;
+    case MLSTACK__TPL_OP_LT: *res = cmpv < 0; break;
+    case MLSTACK__TPL_OP_GT: *res = cmpv > 0; break;
+    case MLSTACK__TPL_OP_LE: *res = cmpv <= 0; break;
     default: *res = cmpv >= 0; break;
     }
     return 0;
@@ -8339,40 +9198,42 @@ static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const m
     size_t i;
     *res = 0;
     switch (b->t) {
-    case MLSTACK__TV_STR:
-        if (a->t != MLSTACK__TV_STR)
+    case MLSTACK__TPL_VAL_STR:
+        if (a->t != MLSTACK__TPL_VAL_STR)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'in <string>' requires string as left operand, not %s",
                                      mlstack__tv_typename(a));
-        *res = mlstack__tpl_memmem(b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n) != NULL;
+        {
+            const char *f;
+            if (mlstack__tpl_search(c, b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n, 0, &f)) return -1;
+            *res = f != NULL;
+        }
         return 0;
-    case MLSTACK__TV_LIST: {
+    case MLSTACK__TPL_VAL_LIST: {
         mlstack__tv *items;
         size_t n;
         if (mlstack__tv_iter(c, b, &items, &n, pos)) return -1;
         for (i = 0; i < n; i++)
-            if (mlstack__tv_eq(a, &items[i], 0)) {
+            if (mlstack__tpl_eq(c, a, &items[i])) {
                 *res = 1;
                 break;
             }
         return 0;
     }
-    case MLSTACK__TV_DICT:
-        if ((a->t == MLSTACK__TV_LIST && a->u.l->kind != MLSTACK__TL_TUPLE) || a->t == MLSTACK__TV_DICT)
+    case MLSTACK__TPL_VAL_DICT:
+        if ((a->t == MLSTACK__TPL_VAL_LIST && a->u.l->kind != MLSTACK__TPL_LIST_TUPLE) || a->t == MLSTACK__TPL_VAL_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(a));
-        *res = mlstack__tdict_find(b->u.d, a) != NULL;
+        *res = mlstack__tdict_find(c, b->u.d, a) != NULL;
         return 0;
-    case MLSTACK__TV_UNDEF: return 0;
+    case MLSTACK__TPL_VAL_UNDEF: return 0;
     default:
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "argument of type '%s' is not iterable", mlstack__tv_typename(b));
     }
 }
 
 /* ---- attribute and item access ---- */
-static const char *const mlstack__tpl_str_methods[] = {
-    "capitalize", "count", "endswith", "find", "index", "isalnum", "isalpha", "isdigit", "islower", "isspace", "isupper",
-    "join", "lower", "lstrip", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rsplit", "rstrip", "split",
-    "splitlines", "startswith", "strip", "title", "upper",
-    /* known to Python but not implemented here: calling them is an error */
+/* str methods Python has that are not implemented here (calling one is an error; see the
+   table mlstack__tpl_str_methods for the ones that are) */
+static const char *const mlstack__tpl_str_python_only[] = {
     "casefold", "center", "encode", "expandtabs", "format", "format_map", "isascii", "isdecimal", "isidentifier",
     "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition", "rjust", "rpartition", "swapcase",
     "translate", "zfill", NULL};
@@ -8387,7 +9248,7 @@ static int mlstack__tpl_method(mlstack__tctx *c, const mlstack__tv *self, const 
     m->self = *self;
     m->name = nm;
     memset(out, 0, sizeof *out);
-    out->t = MLSTACK__TV_METHOD;
+    out->t = MLSTACK__TPL_VAL_METHOD;
     out->u.b = m;
     return 0;
 }
@@ -8403,35 +9264,36 @@ static int mlstack__tpl_undef_fmt(mlstack__tctx *c, mlstack__tv *out, const char
 static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const char *name, size_t n, mlstack__tv *out, size_t pos) {
     mlstack__tv *f;
     switch (v->t) {
-    case MLSTACK__TV_UNDEF:
+    case MLSTACK__TPL_VAL_UNDEF:
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
-    case MLSTACK__TV_DICT:
+    case MLSTACK__TPL_VAL_DICT:
         if (mlstack__tpl_in_list(mlstack__tpl_dict_methods, name, n)) return mlstack__tpl_method(c, v, name, n, out);
         if (mlstack__tpl_in_list(mlstack__tpl_unsafe_methods, name, n))
             return mlstack__tpl_undef_fmt(c, out, "access to attribute '%.*s' of 'dict' object is unsafe.", name, n);
-        f = mlstack__tdict_findn(v->u.d, name, n);
+        f = mlstack__tdict_findn(c, v->u.d, name, n);
         if (f) {
             *out = *f;
             return 0;
         }
         return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", name, n);
-    case MLSTACK__TV_NS:
-        f = mlstack__tdict_findn(v->u.d, name, n);
+    case MLSTACK__TPL_VAL_NS:
+        f = mlstack__tdict_findn(c, v->u.d, name, n);
         if (f) {
             *out = *f;
             return 0;
         }
         return mlstack__tpl_undef_fmt(c, out, "'jinja2.utils.Namespace object' has no attribute '%.*s'", name, n);
-    case MLSTACK__TV_STR:
-        if (mlstack__tpl_in_list(mlstack__tpl_str_methods, name, n)) return mlstack__tpl_method(c, v, name, n, out);
+    case MLSTACK__TPL_VAL_STR:
+        if (mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, name, n) || mlstack__tpl_in_list(mlstack__tpl_str_python_only, name, n))
+            return mlstack__tpl_method(c, v, name, n, out);
         return mlstack__tpl_undef_fmt(c, out, "'str object' has no attribute '%.*s'", name, n);
-    case MLSTACK__TV_LIST:
+    case MLSTACK__TPL_VAL_LIST:
         if (mlstack__tpl_in_list(mlstack__tpl_unsafe_methods, name, n))
             return mlstack__tpl_undef_fmt(c, out, "access to attribute '%.*s' of 'list' object is unsafe.", name, n);
         if ((n == 5 && !memcmp(name, "index", 5)) || (n == 5 && !memcmp(name, "count", 5)) || (n == 4 && !memcmp(name, "copy", 4)))
             return mlstack__tpl_method(c, v, name, n, out);
         return mlstack__tpl_undef_fmt(c, out, "'list object' has no attribute '%.*s'", name, n);
-    case MLSTACK__TV_LOOP: {
+    case MLSTACK__TPL_VAL_LOOP: {
         const struct mlstack__tloop *lp = v->u.lp;
         int64_t i0 = (int64_t)lp->i, len = (int64_t)lp->n;
 #define MLSTACK__NM(w) (n == sizeof(w) - 1 && memcmp(name, w, sizeof(w) - 1) == 0)
@@ -8455,28 +9317,28 @@ static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const ch
 #undef MLSTACK__NM
         return 0;
     }
-    case MLSTACK__TV_NONE: return mlstack__tpl_undef_fmt(c, out, "'None' has no attribute '%.*s'", name, n);
+    case MLSTACK__TPL_VAL_NONE: return mlstack__tpl_undef_fmt(c, out, "'None' has no attribute '%.*s'", name, n);
     default: return mlstack__tpl_undef_fmt(c, out, "object has no attribute '%.*s'", name, n);
     }
 }
 
 /* obj[key]: item first, then (for string keys) the attribute. */
 static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *key, mlstack__tv *out, size_t pos) {
-    if (v->t == MLSTACK__TV_UNDEF)
+    if (v->t == MLSTACK__TPL_VAL_UNDEF)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
-    if (v->t == MLSTACK__TV_DICT) {
+    if (v->t == MLSTACK__TPL_VAL_DICT) {
         mlstack__tv *f;
-        if ((key->t == MLSTACK__TV_LIST && key->u.l->kind != MLSTACK__TL_TUPLE) || key->t == MLSTACK__TV_DICT)
+        if ((key->t == MLSTACK__TPL_VAL_LIST && key->u.l->kind != MLSTACK__TPL_LIST_TUPLE) || key->t == MLSTACK__TPL_VAL_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(key));
-        f = mlstack__tdict_find(v->u.d, key);
+        f = mlstack__tdict_find(c, v->u.d, key);
         if (f) {
             *out = *f;
             return 0;
         }
-    } else if ((v->t == MLSTACK__TV_LIST && v->u.l->kind != MLSTACK__TL_GEN) || v->t == MLSTACK__TV_STR) {
-        if (key->t == MLSTACK__TV_INT || key->t == MLSTACK__TV_BOOL) {
+    } else if ((v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN) || v->t == MLSTACK__TPL_VAL_STR) {
+        if (key->t == MLSTACK__TPL_VAL_INT || key->t == MLSTACK__TPL_VAL_BOOL) {
             int64_t i = key->u.i;
-            if (v->t == MLSTACK__TV_LIST) {
+            if (v->t == MLSTACK__TPL_VAL_LIST) {
                 int64_t len = (int64_t)v->u.l->n;
                 if (i < 0) i += len;
                 if (i >= 0 && i < len) {
@@ -8485,6 +9347,7 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
                 }
             } else {
                 int64_t len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
+                mlstack__tpl_charge(c, v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
                 if (i < 0) i += len;
                 if (i >= 0 && i < len) {
                     size_t off = mlstack__tpl_cpoff(v->u.s.p, v->u.s.n, (size_t)i), l;
@@ -8497,8 +9360,8 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
             return 0;
         }
     }
-    if (key->t == MLSTACK__TV_STR && v->t != MLSTACK__TV_DICT) return mlstack__tpl_getattr(c, v, key->u.s.p, key->u.s.n, out, pos);
-    if (key->t == MLSTACK__TV_STR) return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", key->u.s.p, key->u.s.n);
+    if (key->t == MLSTACK__TPL_VAL_STR && v->t != MLSTACK__TPL_VAL_DICT) return mlstack__tpl_getattr(c, v, key->u.s.p, key->u.s.n, out, pos);
+    if (key->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", key->u.s.p, key->u.s.n);
     *out = mlstack__tv_undef("no such item");
     return 0;
 }
@@ -8514,11 +9377,11 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
     bounds[1] = b;
     bounds[2] = st;
     for (k = 0; k < 3; k++)
-        if (bounds[k] && bounds[k]->t != MLSTACK__TV_NONE && bounds[k]->t != MLSTACK__TV_INT && bounds[k]->t != MLSTACK__TV_BOOL)
+        if (bounds[k] && bounds[k]->t != MLSTACK__TPL_VAL_NONE && bounds[k]->t != MLSTACK__TPL_VAL_INT && bounds[k]->t != MLSTACK__TPL_VAL_BOOL)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice indices must be integers or None");
-    if (v->t == MLSTACK__TV_UNDEF)
+    if (v->t == MLSTACK__TPL_VAL_UNDEF)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
-    if (v->t == MLSTACK__TV_STR) {
+    if (v->t == MLSTACK__TPL_VAL_STR) {
         size_t i2, l, j = 0;
         len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
         offs = (size_t *)mlstack__tpl_alloc(c, ((size_t)len + 1) * sizeof *offs);
@@ -8528,29 +9391,29 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
             offs[j++] = i2;
         }
         offs[j] = v->u.s.n;
-    } else if (v->t == MLSTACK__TV_LIST && (v->u.l->kind == MLSTACK__TL_LIST || v->u.l->kind == MLSTACK__TL_TUPLE)) {
+    } else if (v->t == MLSTACK__TPL_VAL_LIST && (v->u.l->kind == MLSTACK__TPL_LIST_LIST || v->u.l->kind == MLSTACK__TPL_LIST_TUPLE)) {
         len = (int64_t)v->u.l->n;
     } else { /* jinja2 slices with plain Python: anything else raises */
-        if (v->t == MLSTACK__TV_DICT)
+        if (v->t == MLSTACK__TPL_VAL_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: 'slice'");
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not subscriptable", mlstack__tv_typename(v));
     }
-    if (st && st->t != MLSTACK__TV_NONE) step = st->u.i;
+    if (st && st->t != MLSTACK__TPL_VAL_NONE) step = st->u.i;
     if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice step cannot be zero");
     if (step == INT64_MIN) step = -INT64_MAX;
-    if (!a || a->t == MLSTACK__TV_NONE) start = step < 0 ? len - 1 : 0;
+    if (!a || a->t == MLSTACK__TPL_VAL_NONE) start = step < 0 ? len - 1 : 0;
     else {
         start = a->u.i;
         if (start < 0) start = start + len < 0 ? (step < 0 ? -1 : 0) : start + len;
         else if (start >= len) start = step < 0 ? len - 1 : len;
     }
-    if (!b || b->t == MLSTACK__TV_NONE) stop = step < 0 ? -1 : len;
+    if (!b || b->t == MLSTACK__TPL_VAL_NONE) stop = step < 0 ? -1 : len;
     else {
         stop = b->u.i;
         if (stop < 0) stop = stop + len < 0 ? (step < 0 ? -1 : 0) : stop + len;
         else if (stop >= len) stop = step < 0 ? len - 1 : len;
     }
-    if (v->t == MLSTACK__TV_STR) {
+    if (v->t == MLSTACK__TPL_VAL_STR) {
         mlstack__tbuf buf;
         memset(&buf, 0, sizeof buf);
         if (step == 1) {
@@ -8575,8 +9438,8 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
 static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *path, mlstack__tv *out, size_t pos) {
     size_t i = 0, st;
     mlstack__tv cur = *item;
-    if (path->t == MLSTACK__TV_INT) return mlstack__tpl_getitem(c, &cur, path, out, pos);
-    if (path->t != MLSTACK__TV_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attribute must be a string");
+    if (path->t == MLSTACK__TPL_VAL_INT) return mlstack__tpl_getitem(c, &cur, path, out, pos);
+    if (path->t != MLSTACK__TPL_VAL_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attribute must be a string");
     for (;;) {
         mlstack__tv key, nx;
         size_t k;
@@ -8601,215 +9464,264 @@ static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, cons
     return 0;
 }
 
-/* ---- calls ---- */
-enum { MLSTACK__TF_RANGE = 1, MLSTACK__TF_NAMESPACE, MLSTACK__TF_DICT, MLSTACK__TF_RAISE, MLSTACK__TF_STRFTIME };
-
+/* ---- builtins: filters, tests, str methods, global functions ---- */
 static int mlstack__tpl_want_str(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
-    if (v->t != MLSTACK__TV_STR)
+    if (v->t != MLSTACK__TPL_VAL_STR)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected a string, got %s", what, mlstack__tv_typename(v));
     return 0;
 }
 static int mlstack__tpl_want_int(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
-    if (v->t != MLSTACK__TV_INT && v->t != MLSTACK__TV_BOOL)
+    if (v->t != MLSTACK__TPL_VAL_INT && v->t != MLSTACK__TPL_VAL_BOOL)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected an integer, got %s", what, mlstack__tv_typename(v));
     return 0;
 }
-
-static int mlstack__tpl_str_method(mlstack__tctx *c, const mlstack__tv *s, const char *m, mlstack__targs *a, mlstack__tv *out,
-                                   size_t pos) {
-    mlstack__tv x, y;
-    char what[64];
-    snprintf(what, sizeof what, "str.%s()", m);
-#define MLSTACK__M(w) (strcmp(m, w) == 0)
-    if (MLSTACK__M("startswith") || MLSTACK__M("endswith")) {
-        int ends = m[0] == 'e', hit = 0;
-        size_t i, cnt = 1;
-        const mlstack__tv *cands;
-        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a prefix", what);
-        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
-        if (x.t == MLSTACK__TV_LIST && x.u.l->kind == MLSTACK__TL_TUPLE) {
-            cands = x.u.l->v;
-            cnt = x.u.l->n;
-        } else {
-            if (mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-            cands = &x;
-        }
-        for (i = 0; i < cnt; i++) {
-            const mlstack__tv *p = &cands[i];
-            if (mlstack__tpl_want_str(c, p, what, pos)) return -1;
-            if (p->u.s.n <= s->u.s.n &&
-                memcmp(s->u.s.p + (ends ? s->u.s.n - p->u.s.n : 0), p->u.s.p, p->u.s.n) == 0)
-                hit = 1;
-        }
-        *out = mlstack__tv_bool(hit);
+/* Python str(v) as a value (strings as they are). */
+static int mlstack__tpl_to_str(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv *out, size_t pos) {
+    mlstack__tbuf b;
+    if (v->t == MLSTACK__TPL_VAL_STR) {
+        *out = *v;
         return 0;
     }
-    if (MLSTACK__M("strip") || MLSTACK__M("lstrip") || MLSTACK__M("rstrip")) {
-        int has = mlstack__targ(a, 0, "chars", &x);
-        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
-        if (has && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-        *out = mlstack__tpl_strip(s, has && x.t == MLSTACK__TV_STR ? &x : NULL, m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3);
-        return 0;
-    }
-    if (MLSTACK__M("split") || MLSTACK__M("rsplit")) {
-        int has_sep = mlstack__targ(a, 0, "sep", &x), has_max = mlstack__targ(a, 1, "maxsplit", &y);
-        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
-        if (has_sep && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-        if (has_max && mlstack__tpl_want_int(c, &y, what, pos)) return -1;
-        return mlstack__tpl_split(c, s, has_sep && x.t == MLSTACK__TV_STR ? &x : NULL, has_max ? y.u.i : -1, m[0] == 'r', out, pos);
-    }
-    if (MLSTACK__M("splitlines")) {
-        mlstack__tlist *l;
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0)) || mlstack__tpl_splitlines(c, s, l)) return -1;
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__M("upper") || MLSTACK__M("lower") || MLSTACK__M("title") || MLSTACK__M("capitalize")) {
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        return mlstack__tpl_case_str(c, s, MLSTACK__M("upper") ? 1 : MLSTACK__M("lower") ? 0 : MLSTACK__M("capitalize") ? 2 : 3, out, pos);
-    }
-    if (MLSTACK__M("replace")) {
-        mlstack__tv cnt;
-        int has_cnt;
-        if (!mlstack__targ(a, 0, NULL, &x) || !mlstack__targ(a, 1, NULL, &y))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes old and new", what);
-        has_cnt = mlstack__targ(a, 2, "count", &cnt);
-        if (mlstack__targs_done(c, a, 3, what, pos) || mlstack__tpl_want_str(c, &x, what, pos) || mlstack__tpl_want_str(c, &y, what, pos))
-            return -1;
-        if (has_cnt && mlstack__tpl_want_int(c, &cnt, what, pos)) return -1;
-        return mlstack__tpl_replace(c, s, &x, &y, has_cnt ? cnt.u.i : -1, out);
-    }
-    if (MLSTACK__M("count") || MLSTACK__M("find") || MLSTACK__M("rfind") || MLSTACK__M("index") || MLSTACK__M("rindex")) {
-        const char *f;
-        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a substring", what);
-        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-        if (MLSTACK__M("count")) {
-            int64_t k = 0;
-            size_t i = 0;
-            if (x.u.s.n == 0) {
-                *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(s->u.s.p, s->u.s.n) + 1);
-                return 0;
-            }
-            while ((f = mlstack__tpl_memmem(s->u.s.p + i, s->u.s.n - i, x.u.s.p, x.u.s.n)) != NULL) {
-                k++;
-                i = (size_t)(f - s->u.s.p) + x.u.s.n;
-            }
-            *out = mlstack__tv_int(k);
-            return 0;
-        }
-        f = m[0] == 'r' ? mlstack__tpl_memrmem(s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n) : mlstack__tpl_memmem(s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n);
-        if (!f && (MLSTACK__M("index") || MLSTACK__M("rindex")))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "substring not found");
-        *out = mlstack__tv_int(f ? (int64_t)mlstack__tpl_cplen(s->u.s.p, (size_t)(f - s->u.s.p)) : -1);
-        return 0;
-    }
-    if (MLSTACK__M("removeprefix") || MLSTACK__M("removesuffix")) {
-        int pre = m[6] == 'p';
-        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an argument", what);
-        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-        *out = *s;
-        if (x.u.s.n <= s->u.s.n && memcmp(s->u.s.p + (pre ? 0 : s->u.s.n - x.u.s.n), x.u.s.p, x.u.s.n) == 0)
-            *out = mlstack__tv_str(s->u.s.p + (pre ? x.u.s.n : 0), s->u.s.n - x.u.s.n);
-        return 0;
-    }
-    if (MLSTACK__M("join")) {
-        mlstack__tv *items;
-        size_t n, i;
-        mlstack__tbuf b;
-        memset(&b, 0, sizeof b);
-        if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an iterable", what);
-        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tv_iter(c, &x, &items, &n, pos)) return -1;
-        for (i = 0; i < n; i++) {
-            if (items[i].t != MLSTACK__TV_STR)
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sequence item %zu: expected str instance, %s found", i,
-                                         mlstack__tv_typename(&items[i]));
-            if ((i && mlstack__tbuf_put(c, &b, s->u.s.p, s->u.s.n)) || mlstack__tbuf_put(c, &b, items[i].u.s.p, items[i].u.s.n)) return -1;
-        }
-        return mlstack__tpl_newstr(c, &b, out);
-    }
-    if (MLSTACK__M("isdigit") || MLSTACK__M("isalpha") || MLSTACK__M("isalnum") || MLSTACK__M("isspace") || MLSTACK__M("islower") ||
-        MLSTACK__M("isupper")) {
-        size_t i, l;
-        int ok = s->u.s.n > 0, cased = 0;
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        for (i = 0; i < s->u.s.n; i += l) {
-            uint32_t cp = mlstack__tpl_cp(s->u.s.p + i, s->u.s.n - i, &l), u, lo;
-            int dig = cp >= '0' && cp <= '9', alpha = (cp | 32) >= 'a' && (cp | 32) <= 'z';
-            if (cp >= 0x80 && !MLSTACK__M("isspace"))
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s on non-ASCII text is not supported", what);
-            if (MLSTACK__M("isdigit")) ok &= dig;
-            else if (MLSTACK__M("isalpha")) ok &= alpha;
-            else if (MLSTACK__M("isalnum")) ok &= alpha || dig;
-            else if (MLSTACK__M("isspace")) ok &= mlstack__tpl_isspace(cp);
-            else {
-                mlstack__tpl_case(cp, 1, &u);
-                mlstack__tpl_case(cp, 0, &lo);
-                if (u != lo) {
-                    cased = 1;
-                    if (MLSTACK__M("islower") ? cp != lo : cp != u) ok = 0;
-                }
-            }
-        }
-        if (MLSTACK__M("islower") || MLSTACK__M("isupper")) ok = ok && cased;
-        *out = mlstack__tv_bool(ok);
-        return 0;
-    }
-#undef MLSTACK__M
-    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s is not supported", what);
+    memset(&b, 0, sizeof b);
+    if (mlstack__tv_print(c, &b, v, pos)) return -1;
+    return mlstack__tpl_newstr(c, &b, out);
 }
 
-static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos);
+/* -- str methods (self in v) -- */
 
+/* str.startswith(), str.endswith() */
+static int mlstack__tpl_strm_startswith(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x;
+    int ends = self->variant, hit = 0;
+    size_t i, cnt = 1;
+    const mlstack__tv *cands;
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a prefix", self->what);
+    if (mlstack__targs_done(c, a, 1, self->what, pos)) return -1;
+    if (x.t == MLSTACK__TPL_VAL_LIST && x.u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
+        cands = x.u.l->v;
+        cnt = x.u.l->n;
+    } else {
+        if (mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+        cands = &x;
+    }
+    for (i = 0; i < cnt; i++) {
+        const mlstack__tv *p = &cands[i];
+        if (mlstack__tpl_want_str(c, p, self->what, pos)) return -1;
+        if (p->u.s.n <= s->u.s.n &&
+            memcmp(s->u.s.p + (ends ? s->u.s.n - p->u.s.n : 0), p->u.s.p, p->u.s.n) == 0)
+            hit = 1;
+    }
+    *out = mlstack__tv_bool(hit);
+    return 0;
+}
+
+/* str.strip(), str.lstrip(), str.rstrip() */
+static int mlstack__tpl_strm_strip(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x;
+    int has = mlstack__targ(a, 0, "chars", &x);
+    if (mlstack__targs_done(c, a, 1, self->what, pos)) return -1;
+    if (has && x.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+    *out = mlstack__tpl_strip(s, has && x.t == MLSTACK__TPL_VAL_STR ? &x : NULL, self->variant);
+    return 0;
+}
+
+/* str.split(), str.rsplit() */
+static int mlstack__tpl_strm_split(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x, y;
+    int has_sep = mlstack__targ(a, 0, "sep", &x), has_max = mlstack__targ(a, 1, "maxsplit", &y);
+    if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
+    if (has_sep && x.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+    if (has_max && mlstack__tpl_want_int(c, &y, self->what, pos)) return -1;
+    return mlstack__tpl_split(c, s, has_sep && x.t == MLSTACK__TPL_VAL_STR ? &x : NULL, has_max ? y.u.i : -1, self->variant, out, pos);
+}
+
+/* str.splitlines() */
+static int mlstack__tpl_strm_splitlines(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tlist *l;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) || mlstack__tpl_splitlines(c, s, l)) return -1;
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* str.upper(), str.lower(), str.title(), str.capitalize() */
+static int mlstack__tpl_strm_case(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    return mlstack__tpl_case_str(c, s, self->variant, out, pos);
+}
+
+/* str.replace() */
+static int mlstack__tpl_strm_replace(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x, y;
+    mlstack__tv cnt;
+    int has_cnt;
+    if (!mlstack__targ(a, 0, NULL, &x) || !mlstack__targ(a, 1, NULL, &y))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes old and new", self->what);
+    has_cnt = mlstack__targ(a, 2, "count", &cnt);
+    if (mlstack__targs_done(c, a, 3, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos) || mlstack__tpl_want_str(c, &y, self->what, pos))
+        return -1;
+    if (has_cnt && mlstack__tpl_want_int(c, &cnt, self->what, pos)) return -1;
+    return mlstack__tpl_replace(c, s, &x, &y, has_cnt ? cnt.u.i : -1, out);
+}
+
+/* str.count() (variant 0), find (1), rfind (2), index (5), rindex (6): 2 searches from the right, 4 raises */
+static int mlstack__tpl_strm_search(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x;
+    const char *f;
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a substring", self->what);
+    if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+    if (self->variant == 0) { /* count */
+        int64_t k = 0;
+        size_t i = 0;
+        mlstack__tpl_needle nd;
+        if (x.u.s.n == 0) {
+            *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(s->u.s.p, s->u.s.n) + 1);
+            return 0;
+        }
+        if (mlstack__tpl_needle_init(c, &nd, x.u.s.p, x.u.s.n, 0)) return -1;
+        while ((f = mlstack__tpl_needle_find(c, &nd, s->u.s.p + i, s->u.s.n - i)) != NULL) {
+            k++;
+            i = (size_t)(f - s->u.s.p) + x.u.s.n;
+        }
+        *out = mlstack__tv_int(k);
+        return 0;
+    }
+    if (mlstack__tpl_search(c, s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n, self->variant & 2, &f)) return -1;
+    if (!f && (self->variant & 4))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "substring not found");
+    *out = mlstack__tv_int(f ? (int64_t)mlstack__tpl_cplen(s->u.s.p, (size_t)(f - s->u.s.p)) : -1);
+    return 0;
+}
+
+/* str.removeprefix(), str.removesuffix() */
+static int mlstack__tpl_strm_removeprefix(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x;
+    int pre = !self->variant;
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an argument", self->what);
+    if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+    *out = *s;
+    if (x.u.s.n <= s->u.s.n && memcmp(s->u.s.p + (pre ? 0 : s->u.s.n - x.u.s.n), x.u.s.p, x.u.s.n) == 0)
+        *out = mlstack__tv_str(s->u.s.p + (pre ? x.u.s.n : 0), s->u.s.n - x.u.s.n);
+    return 0;
+}
+
+/* str.join() */
+static int mlstack__tpl_strm_join(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    mlstack__tv x;
+    mlstack__tv *items;
+    size_t n, i;
+    mlstack__tbuf b;
+    memset(&b, 0, sizeof b);
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an iterable", self->what);
+    if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tv_iter(c, &x, &items, &n, pos)) return -1;
+    for (i = 0; i < n; i++) {
+        if (items[i].t != MLSTACK__TPL_VAL_STR)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sequence item %zu: expected str instance, %s found", i,
+                                     mlstack__tv_typename(&items[i]));
+        if ((i && mlstack__tbuf_put(c, &b, s->u.s.p, s->u.s.n)) || mlstack__tbuf_put(c, &b, items[i].u.s.p, items[i].u.s.n)) return -1;
+    }
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+/* str.isdigit(), str.isalpha(), str.isalnum(), str.isspace(), str.islower(), str.isupper() */
+static int mlstack__tpl_strm_is(MLSTACK__TPL_BUILTIN_ARGS) {
+    const mlstack__tv *s = v;
+    size_t i, l;
+    int ok = s->u.s.n > 0, cased = 0;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    for (i = 0; i < s->u.s.n; i += l) {
+        uint32_t cp = mlstack__tpl_cp(s->u.s.p + i, s->u.s.n - i, &l), u, lo;
+        int dig = cp >= '0' && cp <= '9', alpha = (cp | 32) >= 'a' && (cp | 32) <= 'z';
+        if (cp >= 0x80 && self->variant != 3)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s on non-ASCII text is not supported", self->what);
+        if (self->variant == 0) ok &= dig;
+        else if (self->variant == 1) ok &= alpha;
+        else if (self->variant == 2) ok &= alpha || dig;
+        else if (self->variant == 3) ok &= mlstack__tpl_isspace(cp);
+        else {
+            mlstack__tpl_case(cp, 1, &u);
+            mlstack__tpl_case(cp, 0, &lo);
+            if (u != lo) {
+                cased = 1;
+                if (self->variant == 4 ? cp != lo : cp != u) ok = 0;
+            }
+        }
+    }
+    if (self->variant >= 4) ok = ok && cased;
+    *out = mlstack__tv_bool(ok);
+    return 0;
+}
+
+
+/* The items (kind ITEMS, or LIST for a plain list of pairs), keys or values of d as a list. */
+static int mlstack__tpl_dict_view(mlstack__tctx *c, const mlstack__tdict *d, int kind, mlstack__tv *out) {
+    mlstack__tlist *l = mlstack__tlist_new(c, kind, d->n);
+    size_t i;
+    if (!l) return -1;
+    for (i = 0; i < d->n; i++) {
+        if (kind == MLSTACK__TPL_LIST_ITEMS || kind == MLSTACK__TPL_LIST_LIST) {
+            mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TPL_LIST_TUPLE, 2);
+            if (!pair) return -1;
+            pair->v[0] = d->k[i];
+            pair->v[1] = d->v[i];
+            pair->n = 2;
+            l->v[i] = mlstack__tv_list(pair);
+        } else {
+            l->v[i] = kind == MLSTACK__TPL_LIST_KEYS ? d->k[i] : d->v[i];
+        }
+    }
+    l->n = d->n;
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+
+/* -- dict, list and loop methods -- */
 static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a, mlstack__tv *out,
                                     size_t pos) {
     const mlstack__tv *self = &m->self;
     mlstack__tv x, y;
-    if (self->t == MLSTACK__TV_STR) return mlstack__tpl_str_method(c, self, m->name, a, out, pos);
-    if (self->t == MLSTACK__TV_DICT) {
+    if (self->t == MLSTACK__TPL_VAL_STR) {
+        const mlstack__tpl_builtin *b = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, m->name, strlen(m->name));
+        if (b) return b->fn(c, b, self, a, out, pos);
+    }
+    if (self->t == MLSTACK__TPL_VAL_DICT) {
         mlstack__tdict *d = self->u.d;
         if (!strcmp(m->name, "get")) {
             mlstack__tv *f;
             if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dict.get() takes a key");
             if (!mlstack__targ(a, 1, NULL, &y)) y = mlstack__tv_none();
             if (mlstack__targs_done(c, a, 2, "dict.get()", pos)) return -1;
-            f = mlstack__tdict_find(d, &x);
+            f = mlstack__tdict_find(c, d, &x);
             *out = f ? *f : y;
             return 0;
         }
         if (!strcmp(m->name, "items") || !strcmp(m->name, "keys") || !strcmp(m->name, "values")) {
-            int kind = m->name[0] == 'i' ? MLSTACK__TL_ITEMS : m->name[0] == 'k' ? MLSTACK__TL_KEYS : MLSTACK__TL_VALUES;
-            mlstack__tlist *l = mlstack__tlist_new(c, kind, d->n);
-            size_t i;
-            if (!l || mlstack__targs_done(c, a, 0, "dict view", pos)) return -1;
-            for (i = 0; i < d->n; i++) {
-                if (kind == MLSTACK__TL_ITEMS) {
-                    mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TL_TUPLE, 2);
-                    if (!pair) return -1;
-                    pair->v[0] = d->k[i];
-                    pair->v[1] = d->v[i];
-                    pair->n = 2;
-                    l->v[i] = mlstack__tv_list(pair);
-                } else {
-                    l->v[i] = kind == MLSTACK__TL_KEYS ? d->k[i] : d->v[i];
-                }
-            }
-            l->n = d->n;
-            *out = mlstack__tv_list(l);
-            return 0;
+            int kind = m->name[0] == 'i' ? MLSTACK__TPL_LIST_ITEMS : m->name[0] == 'k' ? MLSTACK__TPL_LIST_KEYS : MLSTACK__TPL_LIST_VALUES;
+            if (mlstack__targs_done(c, a, 0, "dict view", pos)) return -1;
+            return mlstack__tpl_dict_view(c, d, kind, out);
         }
     }
-    if (self->t == MLSTACK__TV_LOOP && !strcmp(m->name, "cycle")) {
+    if (self->t == MLSTACK__TPL_VAL_LOOP && !strcmp(m->name, "cycle")) {
         if (a->np == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "no items for cycling given");
         *out = a->p[self->u.lp->i % (size_t)a->np];
         return 0;
     }
-    if (self->t == MLSTACK__TV_LIST && (!strcmp(m->name, "index") || !strcmp(m->name, "count"))) {
+    if (self->t == MLSTACK__TPL_VAL_LIST && (!strcmp(m->name, "index") || !strcmp(m->name, "count"))) {
         size_t i, k = 0;
         if (!mlstack__targ(a, 0, NULL, &x) || mlstack__targs_done(c, a, 1, "list method", pos))
             return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "list.%s() takes one argument", m->name);
         for (i = 0; i < self->u.l->n; i++)
-            if (mlstack__tv_eq(&self->u.l->v[i], &x, 0)) {
+            if (mlstack__tpl_eq(c, &self->u.l->v[i], &x)) {
                 if (m->name[0] == 'i') {
                     *out = mlstack__tv_int((int64_t)i);
                     return 0;
@@ -8823,12 +9735,16 @@ static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmet
     return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s.%s() is not supported", mlstack__tv_typename(self), m->name);
 }
 
-static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacro *m, mlstack__targs *a, mlstack__tv *out, size_t pos) {
+/* Calls a macro (or the body of a {% call %} block, whose node has the same layout: parameters
+   in b, body in c). `caller`, when not NULL, is what `caller()` runs inside the macro. */
+static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacro *m, mlstack__targs *a, const mlstack__tv *caller,
+                                   mlstack__tv *out, size_t pos) {
     const mlstack__tn *node = m->node, *p;
     mlstack__tscope *s = mlstack__tscope_new(c, m->closure);
     mlstack__tbuf buf, *saved;
     int np = 0, k, r;
     if (!s) return -1;
+    if (mlstack__tpl_stack_check(c, pos)) return -1;
     for (p = node->b; p; p = p->next) np++;
     if (a->np > np)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes not more than %d argument(s)", (int)node->n, node->s, np);
@@ -8840,6 +9756,7 @@ static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacr
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes no keyword argument '%.*s'", (int)node->n, node->s,
                                      (int)a->kl[k], a->kn[k]);
     }
+    if (caller && mlstack__tscope_set(c, s, "caller", 6, *caller)) return -1;
     for (p = node->b, k = 0; p; p = p->next, k++) {
         mlstack__tv v;
         if (!mlstack__targ(a, k, NULL, &v) && !mlstack__targ(a, -1, p->s[0] ? mlstack__tpl_strdup(c, p->s, p->n) : "", &v)) {
@@ -8860,220 +9777,245 @@ static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacr
     return mlstack__tpl_newstr(c, &buf, out);
 }
 
-static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos) {
-    mlstack__tv x, y, z;
-    switch (f->t) {
-    case MLSTACK__TV_MACRO: return mlstack__tpl_call_macro(c, f->u.m, a, out, pos);
-    case MLSTACK__TV_METHOD: return mlstack__tpl_call_method(c, f->u.b, a, out, pos);
-    case MLSTACK__TV_UNDEF:
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", f->u.s.p ? f->u.s.p : "value is undefined");
-    case MLSTACK__TV_FUNC: break;
-    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not callable", mlstack__tv_typename(f));
+/* -- global functions -- */
+static int mlstack__tpl_global_range(MLSTACK__TPL_BUILTIN_ARGS) {
+    int64_t start = 0, stop, step = 1, n, i;
+    mlstack__tlist *l;
+    (void)self;
+    (void)v;
+    if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() takes no keyword arguments");
+    if (a->np < 1 || a->np > 3) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range expected 1 to 3 arguments");
+    for (i = 0; i < a->np; i++)
+        if (mlstack__tpl_want_int(c, &a->p[i], "range()", pos)) return -1;
+    if (a->np == 1) stop = a->p[0].u.i;
+    else {
+        start = a->p[0].u.i;
+        stop = a->p[1].u.i;
+        if (a->np == 3) step = a->p[2].u.i;
     }
-    switch ((int)f->u.i) {
-    case MLSTACK__TF_RANGE: {
-        int64_t start = 0, stop, step = 1, n, i;
-        mlstack__tlist *l;
-        if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() takes no keyword arguments");
-        if (a->np < 1 || a->np > 3) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range expected 1 to 3 arguments");
-        for (i = 0; i < a->np; i++)
-            if (mlstack__tpl_want_int(c, &a->p[i], "range()", pos)) return -1;
-        if (a->np == 1) stop = a->p[0].u.i;
-        else {
-            start = a->p[0].u.i;
-            stop = a->p[1].u.i;
-            if (a->np == 3) step = a->p[2].u.i;
-        }
-        if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() arg 3 must not be zero");
-        if (step > 0) n = stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
-        else n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)0 - (uint64_t)step) + 1) : 0;
-        if (n < 0 || n > MLSTACK__TPL_MAX_RANGE)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
-                                     MLSTACK__TPL_MAX_RANGE);
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_RANGE, (size_t)n))) return -1;
-        for (i = 0; i < n; i++) l->v[i] = mlstack__tv_int(start + i * step);
-        l->n = (size_t)n;
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    case MLSTACK__TF_NAMESPACE:
-    case MLSTACK__TF_DICT: {
-        mlstack__tdict *d = mlstack__tdict_new(c);
-        int k;
-        if (!d) return -1;
-        if (a->np > 1) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "expected at most 1 positional argument");
-        if (a->np == 1) {
-            mlstack__tv *items;
-            size_t n, i;
-            if (a->p[0].t == MLSTACK__TV_DICT || a->p[0].t == MLSTACK__TV_NS) {
-                for (i = 0; i < a->p[0].u.d->n; i++)
-                    if (mlstack__tdict_set(c, d, a->p[0].u.d->k[i], a->p[0].u.d->v[i])) return -1;
-            } else {
-                if (mlstack__tv_iter(c, &a->p[0], &items, &n, pos)) return -1;
-                for (i = 0; i < n; i++) {
-                    if (items[i].t != MLSTACK__TV_LIST || items[i].u.l->n != 2)
-                        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dictionary update sequence element has wrong length");
-                    if (mlstack__tdict_set(c, d, items[i].u.l->v[0], items[i].u.l->v[1])) return -1;
-                }
-            }
-        }
-        for (k = 0; k < a->nk; k++) {
-            if (f->u.i == MLSTACK__TF_NAMESPACE && a->kl[k] && a->kn[k][0] == '_')
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
-            if (mlstack__tdict_set(c, d, mlstack__tv_str(a->kn[k], a->kl[k]), a->kv[k])) return -1;
-        }
-        *out = mlstack__tv_dict(d, f->u.i == MLSTACK__TF_NAMESPACE ? MLSTACK__TV_NS : MLSTACK__TV_DICT);
-        return 0;
-    }
-    case MLSTACK__TF_RAISE: {
-        mlstack__tbuf b;
-        memset(&b, 0, sizeof b);
-        if (!mlstack__targ(a, 0, "message", &x)) x = mlstack__tv_cstr("");
-        if (mlstack__tv_print(c, &b, &x, pos) || mlstack__tbuf_put(c, &b, "", 0)) return -1;
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "raise_exception: %s", b.p);
-    }
-    case MLSTACK__TF_STRFTIME: {
-        char fmt[256], res[512];
-        time_t t = c->now ? (time_t)c->now : time(NULL);
-        struct tm tmv, *tp;
-        size_t k;
-        if (!mlstack__targ(a, 0, "format", &x) || mlstack__tpl_want_str(c, &x, "strftime_now()", pos)) return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now() takes a format");
-        if (x.u.s.n >= sizeof fmt) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "strftime_now(): format too long");
-        for (k = 0; k < x.u.s.n; k++) /* Python-only directives would silently differ */
-            if (x.u.s.p[k] == '%' && k + 1 < x.u.s.n && (x.u.s.p[k + 1] == 'f' || x.u.s.p[k + 1] == '-' || x.u.s.p[k + 1] == ':'))
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "strftime_now(): directive %%%c is not supported", x.u.s.p[k + 1]);
-            else if (x.u.s.p[k] == '%')
-                k++;
-        memcpy(fmt, x.u.s.p, x.u.s.n);
-        fmt[x.u.s.n] = 0;
-#if defined(_POSIX_C_SOURCE) && !defined(_WIN32)
-        tp = localtime_r(&t, &tmv);
-#else /* POSIX hidden (strict ISO build with libc headers included first) or Windows */
-        tp = localtime(&t);
-        if (tp) tmv = *tp;
-#endif
-        if (!tp) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now(): no local time");
-        k = x.u.s.n ? strftime(res, sizeof res, fmt, &tmv) : 0;
-        (void)y;
-        (void)z;
-        *out = mlstack__tv_str(mlstack__tpl_strdup(c, res, k), k);
-        return out->u.s.p ? 0 : -1;
-    }
-    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "unknown function");
-    }
-}
-
-/* ---- tests ---- */
-static int mlstack__tpl_test(mlstack__tctx *c, const char *name, size_t nlen, const mlstack__tv *v, mlstack__targs *a, int *res,
-                             size_t pos) {
-    mlstack__tv x;
-    char nm[32];
-    int has = mlstack__targ(a, 0, NULL, &x);
-    if (nlen >= sizeof nm) nlen = sizeof nm - 1;
-    memcpy(nm, name, nlen);
-    nm[nlen] = 0;
-#define MLSTACK__T(w) (strcmp(nm, w) == 0)
-    if (MLSTACK__T("defined")) *res = v->t != MLSTACK__TV_UNDEF;
-    else if (MLSTACK__T("undefined")) *res = v->t == MLSTACK__TV_UNDEF;
-    else if (MLSTACK__T("none")) *res = v->t == MLSTACK__TV_NONE;
-    else if (MLSTACK__T("boolean")) *res = v->t == MLSTACK__TV_BOOL;
-    else if (MLSTACK__T("true")) *res = v->t == MLSTACK__TV_BOOL && v->u.i;
-    else if (MLSTACK__T("false")) *res = v->t == MLSTACK__TV_BOOL && !v->u.i;
-    else if (MLSTACK__T("integer")) *res = v->t == MLSTACK__TV_INT;
-    else if (MLSTACK__T("float")) *res = v->t == MLSTACK__TV_FLOAT;
-    else if (MLSTACK__T("number")) *res = mlstack__tv_is_num(v);
-    else if (MLSTACK__T("string")) *res = v->t == MLSTACK__TV_STR;
-    else if (MLSTACK__T("mapping")) *res = v->t == MLSTACK__TV_DICT;
-    else if (MLSTACK__T("iterable")) *res = v->t == MLSTACK__TV_STR || v->t == MLSTACK__TV_LIST || v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_UNDEF;
-    else if (MLSTACK__T("sequence"))
-        *res = v->t == MLSTACK__TV_STR || (v->t == MLSTACK__TV_LIST && v->u.l->kind != MLSTACK__TL_GEN && v->u.l->kind < MLSTACK__TL_ITEMS) ||
-               v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_UNDEF;
-    else if (MLSTACK__T("callable")) *res = v->t == MLSTACK__TV_MACRO || v->t == MLSTACK__TV_FUNC || v->t == MLSTACK__TV_METHOD;
-    else if (MLSTACK__T("lower") || MLSTACK__T("upper")) {
-        size_t i, l;
-        int cased = 0, ok = 1;
-        if (v->t != MLSTACK__TV_STR) {
-            mlstack__tbuf b;
-            memset(&b, 0, sizeof b);
-            if (mlstack__tv_print(c, &b, v, pos) || mlstack__tpl_newstr(c, &b, &x)) return -1;
-        } else {
-            x = *v;
-        }
-        for (i = 0; i < x.u.s.n; i += l) {
-            uint32_t cp = mlstack__tpl_cp(x.u.s.p + i, x.u.s.n - i, &l), u, lo;
-            if (mlstack__tpl_case(cp, 1, &u) || mlstack__tpl_case(cp, 0, &lo))
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case test on U+%04X is not supported", (unsigned)cp);
-            if (u != lo) {
-                cased = 1;
-                if (nm[0] == 'l' ? cp != lo : cp != u) ok = 0;
-            }
-        }
-        *res = ok && cased;
-    } else if (MLSTACK__T("odd") || MLSTACK__T("even") || MLSTACK__T("divisibleby")) {
-        mlstack__tv r, d = MLSTACK__T("divisibleby") ? x : mlstack__tv_int(2);
-        if (MLSTACK__T("divisibleby") && !has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "divisibleby needs a number");
-        if (!mlstack__tv_is_num(v) || !mlstack__tv_is_num(&d))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs numbers, got %s", nm, mlstack__tv_typename(v));
-        if (mlstack__tpl_binop(c, MLSTACK__JOP_MOD, v, &d, &r, pos)) return -1;
-        *res = MLSTACK__T("odd") ? mlstack__tv_num(&r) == 1 : mlstack__tv_num(&r) == 0;
-    } else if (MLSTACK__T("sameas")) {
-        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
-        if (v->t != x.t) *res = 0;
-        else if (v->t == MLSTACK__TV_NONE || v->t == MLSTACK__TV_BOOL) *res = mlstack__tv_eq(v, &x, 0);
-        else if (v->t == MLSTACK__TV_INT && v->u.i >= -5 && v->u.i <= 256) *res = v->u.i == x.u.i; /* CPython's cached ints */
-        else if (v->t == MLSTACK__TV_LIST) *res = v->u.l == x.u.l;
-        else if (v->t == MLSTACK__TV_DICT || v->t == MLSTACK__TV_NS) *res = v->u.d == x.u.d;
-        else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
-    } else if (MLSTACK__T("in")) {
-        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test 'in' needs a container");
-        if (mlstack__tpl_contains(c, v, &x, res, pos)) return -1;
-    } else {
-        int op;
-        if (!has) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test '%s' needs a value to compare with", nm);
-        if (MLSTACK__T("==") || MLSTACK__T("eq") || MLSTACK__T("equalto")) op = MLSTACK__JOP_EQ;
-        else if (MLSTACK__T("!=") || MLSTACK__T("ne")) op = MLSTACK__JOP_NE;
-        else if (MLSTACK__T("<") || MLSTACK__T("lt") || MLSTACK__T("lessthan")) op = MLSTACK__JOP_LT;
-        else if (MLSTACK__T("<=") || MLSTACK__T("le")) op = MLSTACK__JOP_LE;
-        else if (MLSTACK__T(">") || MLSTACK__T("gt") || MLSTACK__T("greaterthan")) op = MLSTACK__JOP_GT;
-        else if (MLSTACK__T(">=") || MLSTACK__T("ge")) op = MLSTACK__JOP_GE;
-        else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%s' is not supported", nm);
-        if (op == MLSTACK__JOP_EQ || op == MLSTACK__JOP_NE) *res = mlstack__tv_eq(v, &x, 0) == (op == MLSTACK__JOP_EQ);
-        else if (mlstack__tpl_order(c, op, v, &x, res, pos)) return -1;
-    }
-#undef MLSTACK__T
+    if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() arg 3 must not be zero");
+    if (step > 0) n = stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
+    else n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)0 - (uint64_t)step) + 1) : 0;
+    if (n < 0 || n > MLSTACK__TPL_MAX_RANGE)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
+                                 MLSTACK__TPL_MAX_RANGE);
+    if (mlstack__tpl_charge_check(c, (uint64_t)n, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_RANGE, (size_t)n))) return -1;
+    for (i = 0; i < n; i++) l->v[i] = mlstack__tv_int(start + i * step);
+    l->n = (size_t)n;
+    *out = mlstack__tv_list(l);
     return 0;
 }
 
-/* ---- filters ---- */
-static int mlstack__tpl_to_str(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv *out, size_t pos) {
-    mlstack__tbuf b;
-    if (v->t == MLSTACK__TV_STR) {
-        *out = *v;
-        return 0;
+/* dict(...) and namespace(...) (variant 1): transformers' TemplateDict and TemplateNamespace */
+static int mlstack__tpl_global_dict(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tdict *d = mlstack__tdict_new(c);
+    int k;
+    (void)v;
+    if (!d) return -1;
+    if (a->np > 1) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "expected at most 1 positional argument");
+    if (a->np == 1) {
+        mlstack__tv *items;
+        size_t n, i;
+        if (a->p[0].t == MLSTACK__TPL_VAL_DICT || a->p[0].t == MLSTACK__TPL_VAL_NS) {
+            for (i = 0; i < a->p[0].u.d->n; i++)
+                if (mlstack__tdict_set(c, d, a->p[0].u.d->k[i], a->p[0].u.d->v[i])) return -1;
+        } else {
+            if (mlstack__tv_iter(c, &a->p[0], &items, &n, pos)) return -1;
+            for (i = 0; i < n; i++) {
+                if (items[i].t != MLSTACK__TPL_VAL_LIST || items[i].u.l->n != 2)
+                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dictionary update sequence element has wrong length");
+                if (mlstack__tdict_set(c, d, items[i].u.l->v[0], items[i].u.l->v[1])) return -1;
+            }
+        }
     }
-    memset(&b, 0, sizeof b);
-    if (mlstack__tv_print(c, &b, v, pos)) return -1;
-    return mlstack__tpl_newstr(c, &b, out);
+    for (k = 0; k < a->nk; k++) {
+        if (self->variant && a->kl[k] && a->kn[k][0] == '_')
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
+        if (mlstack__tdict_set(c, d, mlstack__tv_str(a->kn[k], a->kl[k]), a->kv[k])) return -1;
+    }
+    *out = mlstack__tv_dict(d, self->variant ? MLSTACK__TPL_VAL_NS : MLSTACK__TPL_VAL_DICT);
+    return 0;
 }
 
+static int mlstack__tpl_global_raise_exception(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tbuf b;
+    mlstack__tv x;
+    (void)self;
+    (void)v;
+    (void)out;
+    memset(&b, 0, sizeof b);
+    if (!mlstack__targ(a, 0, "message", &x)) x = mlstack__tv_cstr("");
+    if (mlstack__tv_print(c, &b, &x, pos) || mlstack__tbuf_put(c, &b, "", 0)) return -1;
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "raise_exception: %s", b.p);
+}
+
+static int mlstack__tpl_global_strftime_now(MLSTACK__TPL_BUILTIN_ARGS) {
+    char fmt[256], res[512];
+    time_t t = c->now ? (time_t)c->now : time(NULL);
+    struct tm tmv, *tp;
+    size_t k;
+    mlstack__tv x;
+    (void)self;
+    (void)v;
+    if (!mlstack__targ(a, 0, "format", &x) || mlstack__tpl_want_str(c, &x, "strftime_now()", pos))
+        return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now() takes a format");
+    if (x.u.s.n >= sizeof fmt) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "strftime_now(): format too long");
+    for (k = 0; k < x.u.s.n; k++) /* Python-only directives would silently differ */
+        if (x.u.s.p[k] == '%' && k + 1 < x.u.s.n && (x.u.s.p[k + 1] == 'f' || x.u.s.p[k + 1] == '-' || x.u.s.p[k + 1] == ':'))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "strftime_now(): directive %%%c is not supported", x.u.s.p[k + 1]);
+        else if (x.u.s.p[k] == '%')
+            k++;
+    memcpy(fmt, x.u.s.p, x.u.s.n);
+    fmt[x.u.s.n] = 0;
+#if defined(_POSIX_C_SOURCE) && !defined(_WIN32)
+    tp = localtime_r(&t, &tmv);
+#else /* POSIX hidden (strict ISO build with libc headers included first) or Windows */
+    tp = localtime(&t);
+    if (tp) tmv = *tp;
+#endif
+    if (!tp) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now(): no local time");
+    k = x.u.s.n ? strftime(res, sizeof res, fmt, &tmv) : 0;
+    *out = mlstack__tv_str(mlstack__tpl_strdup(c, res, k), k);
+    return out->u.s.p ? 0 : -1;
+}
+
+
+/* -- tests (answer a bool in *out; the first argument, if any, is a->p[0]) -- */
+enum { /* variants of mlstack__tpl_test_type */
+    MLSTACK__TPL_IS_DEFINED, MLSTACK__TPL_IS_UNDEFINED, MLSTACK__TPL_IS_NONE, MLSTACK__TPL_IS_BOOLEAN, MLSTACK__TPL_IS_TRUE,
+    MLSTACK__TPL_IS_FALSE, MLSTACK__TPL_IS_INTEGER, MLSTACK__TPL_IS_FLOAT, MLSTACK__TPL_IS_NUMBER, MLSTACK__TPL_IS_STRING,
+    MLSTACK__TPL_IS_MAPPING, MLSTACK__TPL_IS_ITERABLE, MLSTACK__TPL_IS_SEQUENCE, MLSTACK__TPL_IS_CALLABLE
+};
+static int mlstack__tpl_test_type(MLSTACK__TPL_BUILTIN_ARGS) {
+    int r = 0, t = v->t;
+    (void)c;
+    (void)a;
+    (void)pos;
+    switch (self->variant) {
+    case MLSTACK__TPL_IS_DEFINED: r = t != MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_UNDEFINED: r = t == MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_NONE: r = t == MLSTACK__TPL_VAL_NONE; break;
+    case MLSTACK__TPL_IS_BOOLEAN: r = t == MLSTACK__TPL_VAL_BOOL; break;
+    case MLSTACK__TPL_IS_TRUE: r = t == MLSTACK__TPL_VAL_BOOL && v->u.i; break;
+    case MLSTACK__TPL_IS_FALSE: r = t == MLSTACK__TPL_VAL_BOOL && !v->u.i; break;
+    case MLSTACK__TPL_IS_INTEGER: r = t == MLSTACK__TPL_VAL_INT; break;
+    case MLSTACK__TPL_IS_FLOAT: r = t == MLSTACK__TPL_VAL_FLOAT; break;
+    case MLSTACK__TPL_IS_NUMBER: r = mlstack__tv_is_num(v); break;
+    case MLSTACK__TPL_IS_STRING: r = t == MLSTACK__TPL_VAL_STR; break;
+    case MLSTACK__TPL_IS_MAPPING: r = t == MLSTACK__TPL_VAL_DICT; break;
+    case MLSTACK__TPL_IS_ITERABLE: r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_LIST || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_SEQUENCE:
+        r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF ||
+            (t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN && v->u.l->kind < MLSTACK__TPL_LIST_ITEMS);
+        break;
+    default: /* MLSTACK__TPL_IS_CALLABLE */ r = t == MLSTACK__TPL_VAL_MACRO || t == MLSTACK__TPL_VAL_FUNC || t == MLSTACK__TPL_VAL_METHOD; break;
+    }
+    *out = mlstack__tv_bool(r);
+    return 0;
+}
+
+/* lower, upper (variant 1): of str(value), as jinja2 does */
+static int mlstack__tpl_test_case(MLSTACK__TPL_BUILTIN_ARGS) {
+    size_t i, l;
+    int cased = 0, ok = 1;
+    mlstack__tv x;
+    (void)a;
+    if (mlstack__tpl_to_str(c, v, &x, pos)) return -1;
+    for (i = 0; i < x.u.s.n; i += l) {
+        uint32_t cp = mlstack__tpl_cp(x.u.s.p + i, x.u.s.n - i, &l), u, lo;
+        if (mlstack__tpl_case(cp, 1, &u) || mlstack__tpl_case(cp, 0, &lo))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case test on U+%04X is not supported", (unsigned)cp);
+        if (u != lo) {
+            cased = 1;
+            if (self->variant ? cp != u : cp != lo) ok = 0;
+        }
+    }
+    *out = mlstack__tv_bool(ok && cased);
+    return 0;
+}
+
+/* odd, even (variant 1), divisibleby (variant 2) */
+static int mlstack__tpl_test_parity(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv r, d = mlstack__tv_int(2);
+    if (self->variant == 2 && !mlstack__targ(a, 0, NULL, &d))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "divisibleby needs a number");
+    if (!mlstack__tv_is_num(v) || !mlstack__tv_is_num(&d))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs numbers, got %s", self->what, mlstack__tv_typename(v));
+    if (mlstack__tpl_binop(c, MLSTACK__TPL_OP_MOD, v, &d, &r, pos)) return -1;
+    *out = mlstack__tv_bool(self->variant == 0 ? mlstack__tv_num(&r) == 1 : mlstack__tv_num(&r) == 0);
+    return 0;
+}
+
+static int mlstack__tpl_test_sameas(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    int r;
+    (void)self;
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
+    if (v->t != x.t) r = 0;
+    else if (v->t == MLSTACK__TPL_VAL_NONE || v->t == MLSTACK__TPL_VAL_BOOL) r = v->u.i == x.u.i;
+    else if (v->t == MLSTACK__TPL_VAL_INT && v->u.i >= -5 && v->u.i <= 256) r = v->u.i == x.u.i; /* CPython's cached ints */
+    else if (v->t == MLSTACK__TPL_VAL_LIST) r = v->u.l == x.u.l;
+    else if (v->t == MLSTACK__TPL_VAL_DICT || v->t == MLSTACK__TPL_VAL_NS) r = v->u.d == x.u.d;
+    else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
+    *out = mlstack__tv_bool(r);
+    return 0;
+}
+
+static int mlstack__tpl_test_in(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    int r;
+    (void)self;
+    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test 'in' needs a container");
+    if (mlstack__tpl_contains(c, v, &x, &r, pos)) return -1;
+    *out = mlstack__tv_bool(r);
+    return 0;
+}
+
+/* ==, !=, <, <=, >, >= and their word aliases; variant is the MLSTACK__TPL_OP_ */
+static int mlstack__tpl_test_compare(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    int r;
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs a value to compare with", self->what);
+    if (self->variant == MLSTACK__TPL_OP_EQ || self->variant == MLSTACK__TPL_OP_NE)
+        r = mlstack__tpl_eq(c, v, &x) == (self->variant == MLSTACK__TPL_OP_EQ);
+    else if (mlstack__tpl_order(c, self->variant, v, &x, &r, pos))
+        return -1;
+    *out = mlstack__tv_bool(r);
+    return 0;
+}
+
+/* filter, test (variant 1): is the string the name of a filter (test)? */
+static int mlstack__tpl_test_builtin_name(MLSTACK__TPL_BUILTIN_ARGS) {
+    (void)a;
+    (void)c;
+    (void)pos;
+    *out = mlstack__tv_bool(v->t == MLSTACK__TPL_VAL_STR &&
+                            mlstack__tpl_find_builtin(self->variant ? MLSTACK__TPL_BI_TEST : MLSTACK__TPL_BI_FILTER, v->u.s.p, v->u.s.n));
+    return 0;
+}
+
+
+/* -- filters -- */
 /* select/reject/selectattr/rejectattr: args from index `first` are (test name, test args...) */
 static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack__targs *a, int by_attr, int keep, mlstack__tv *out,
                                size_t pos) {
-    mlstack__tv *items, attr, tname;
+    mlstack__tv *items, attr;
+    const mlstack__tpl_builtin *test = NULL;
     size_t n, i;
     int first = by_attr ? 1 : 0, k;
     mlstack__tlist *l;
     mlstack__targs ta;
-    if (by_attr && (a->np < 1 || a->p[0].t != MLSTACK__TV_STR))
+    if (by_attr && (a->np < 1 || a->p[0].t != MLSTACK__TPL_VAL_STR))
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "selectattr/rejectattr need an attribute name");
     if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "keyword arguments to select filters are not supported");
     attr = by_attr ? a->p[0] : mlstack__tv_none();
-    tname = mlstack__tv_none();
     if (a->np > first) {
-        tname = a->p[first];
-        if (tname.t != MLSTACK__TV_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
-        if (!mlstack__tpl_in_list(mlstack__tpl_tests, tname.u.s.p, tname.u.s.n))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)tname.u.s.n, tname.u.s.p);
+        const mlstack__tv *tname = &a->p[first];
+        if (tname->t != MLSTACK__TPL_VAL_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
+        if (!(test = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_TEST, tname->u.s.p, tname->u.s.n)))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)tname->u.s.n, tname->u.s.p);
     }
     memset(&ta, 0, sizeof ta);
     for (k = first + 1; k < a->np; k++) ta.p[ta.np++] = a->p[k];
@@ -9083,13 +10025,16 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
     } else if (mlstack__tv_iter(c, seq, &items, &n, pos)) {
         return -1;
     }
-    if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, 0))) return -1;
     for (i = 0; i < n; i++) {
         mlstack__tv val = items[i];
         int r;
         if (by_attr && mlstack__tpl_attrpath(c, &items[i], &attr, &val, pos)) return -1;
-        if (a->np > first) {
-            if (mlstack__tpl_test(c, tname.u.s.p, tname.u.s.n, &val, &ta, &r, pos)) return -1;
+        if (test) {
+            mlstack__tv res;
+            mlstack__targs copy = ta;
+            if (test->fn(c, test, &val, &copy, &res, pos)) return -1;
+            r = (int)res.u.i;
         } else {
             r = mlstack__tv_truthy(&val);
         }
@@ -9098,6 +10043,7 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
     *out = mlstack__tv_list(l);
     return 0;
 }
+
 
 /* Python int(str): optional sign, digits with single underscores, surrounding whitespace. */
 static int mlstack__tpl_parse_int(const char *s, size_t n, int64_t *out) {
@@ -9134,390 +10080,872 @@ static int mlstack__tpl_parse_float(const char *s, size_t n, double *out) {
     return *end ? -1 : 0;
 }
 
-static int mlstack__tpl_filter(mlstack__tctx *c, const char *name, size_t nlen, const mlstack__tv *v, mlstack__targs *a, mlstack__tv *out,
-                               size_t pos) {
-    mlstack__tv x, y, z;
-    char nm[32], what[48];
-    if (nlen >= sizeof nm) nlen = sizeof nm - 1;
-    memcpy(nm, name, nlen);
-    nm[nlen] = 0;
-    snprintf(what, sizeof what, "filter '%s'", nm);
-#define MLSTACK__F(w) (strcmp(nm, w) == 0)
-    if (MLSTACK__F("default") || MLSTACK__F("d")) {
-        int boolean = 0;
-        if (!mlstack__targ(a, 0, "default_value", &x)) x = mlstack__tv_cstr("");
-        if (mlstack__targ(a, 1, "boolean", &y)) boolean = mlstack__tv_truthy(&y);
-        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
-        *out = (v->t == MLSTACK__TV_UNDEF || (boolean && !mlstack__tv_truthy(v))) ? x : *v;
+
+/* default, d */
+static int mlstack__tpl_filter_default(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    int boolean = 0;
+    if (!mlstack__targ(a, 0, "default_value", &x)) x = mlstack__tv_cstr("");
+    if (mlstack__targ(a, 1, "boolean", &y)) boolean = mlstack__tv_truthy(&y);
+    if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
+    *out = (v->t == MLSTACK__TPL_VAL_UNDEF || (boolean && !mlstack__tv_truthy(v))) ? x : *v;
+    return 0;
+}
+
+/* length, count */
+static int mlstack__tpl_filter_length(MLSTACK__TPL_BUILTIN_ARGS) {
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    switch (v->t) {
+    case MLSTACK__TPL_VAL_STR: *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n)); return 0;
+    case MLSTACK__TPL_VAL_LIST:
+        if (v->u.l->kind == MLSTACK__TPL_LIST_GEN) break;
+        *out = mlstack__tv_int((int64_t)v->u.l->n);
         return 0;
+    case MLSTACK__TPL_VAL_DICT: *out = mlstack__tv_int((int64_t)v->u.d->n); return 0;
+    case MLSTACK__TPL_VAL_UNDEF: *out = mlstack__tv_int(0); return 0;
+    default: break;
     }
-    if (MLSTACK__F("length") || MLSTACK__F("count")) {
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        switch (v->t) {
-        case MLSTACK__TV_STR: *out = mlstack__tv_int((int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n)); return 0;
-        case MLSTACK__TV_LIST:
-            if (v->u.l->kind == MLSTACK__TL_GEN) break;
-            *out = mlstack__tv_int((int64_t)v->u.l->n);
-            return 0;
-        case MLSTACK__TV_DICT: *out = mlstack__tv_int((int64_t)v->u.d->n); return 0;
-        case MLSTACK__TV_UNDEF: *out = mlstack__tv_int(0); return 0;
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "object of type '%s' has no len()", mlstack__tv_typename(v));
+}
+
+/* tojson */
+static int mlstack__tpl_filter_tojson(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    mlstack__tjson_opt o;
+    mlstack__tbuf b;
+    char spaces[64];
+    memset(&o, 0, sizeof o);
+    memset(&b, 0, sizeof b);
+    if (mlstack__targ(a, 0, "ensure_ascii", &x)) o.ensure_ascii = mlstack__tv_truthy(&x);
+    if (mlstack__targ(a, 1, "indent", &x) && x.t != MLSTACK__TPL_VAL_NONE) {
+        if (x.t == MLSTACK__TPL_VAL_STR) {
+            o.indent = x.u.s.p;
+            o.indent_n = x.u.s.n;
+        } else if (x.t == MLSTACK__TPL_VAL_INT || x.t == MLSTACK__TPL_VAL_BOOL) {
+            int64_t k = x.u.i < 0 ? 0 : x.u.i;
+            if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson indent above 63");
+            memset(spaces, ' ', (size_t)k);
+            o.indent = spaces;
+            o.indent_n = (size_t)k;
+        } else {
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: bad indent");
+        }
+    }
+    o.item_sep = o.indent ? "," : ", ";
+    o.key_sep = ": ";
+    if (mlstack__targ(a, 2, "separators", &x) && x.t != MLSTACK__TPL_VAL_NONE) {
+        if (x.t != MLSTACK__TPL_VAL_LIST || x.u.l->n != 2 || x.u.l->v[0].t != MLSTACK__TPL_VAL_STR || x.u.l->v[1].t != MLSTACK__TPL_VAL_STR)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: separators must be two strings");
+        o.item_sep = x.u.l->v[0].u.s.p;
+        o.item_sep_n = x.u.l->v[0].u.s.n;
+        o.key_sep = x.u.l->v[1].u.s.p;
+        o.key_sep_n = x.u.l->v[1].u.s.n;
+    } else {
+        o.item_sep_n = strlen(o.item_sep);
+        o.key_sep_n = 2;
+    }
+    if (mlstack__targ(a, 3, "sort_keys", &x)) o.sort_keys = mlstack__tv_truthy(&x);
+    if (mlstack__targs_done(c, a, 4, self->what, pos)) return -1;
+    if (mlstack__tpl_json(c, &b, v, &o, 0, pos)) return -1;
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+/* trim */
+static int mlstack__tpl_filter_trim(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    int has = mlstack__targ(a, 0, "chars", &x);
+    if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+    if (has && x.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
+    *out = mlstack__tpl_strip(&y, has && x.t == MLSTACK__TPL_VAL_STR ? &x : NULL, 3);
+    return 0;
+}
+
+/* upper, lower, capitalize, title (variant: MLSTACK__TPL_CASE_) */
+static int mlstack__tpl_filter_case(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv y;
+    if (mlstack__targs_done(c, a, 0, self->what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+    return mlstack__tpl_case_str(c, &y, self->variant, out, pos);
+}
+
+/* string, safe */
+static int mlstack__tpl_filter_string(MLSTACK__TPL_BUILTIN_ARGS) {
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    return mlstack__tpl_to_str(c, v, out, pos);
+}
+
+/* e, escape */
+static int mlstack__tpl_filter_escape(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv y;
+    mlstack__tbuf b;
+    size_t i;
+    memset(&b, 0, sizeof b);
+    if (mlstack__targs_done(c, a, 0, self->what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
+    for (i = 0; i < y.u.s.n; i++) {
+        const char *r = NULL;
+        switch (y.u.s.p[i]) {
+        case '&': r = "&amp;"; break;
+        case '<': r = "&lt;"; break;
+        case '>': r = "&gt;"; break;
+        case '"': r = "&#34;"; break;
+        case '\'': r = "&#39;"; break;
         default: break;
         }
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "object of type '%s' has no len()", mlstack__tv_typename(v));
+        if (r ? mlstack__tbuf_puts(c, &b, r) : mlstack__tbuf_put(c, &b, y.u.s.p + i, 1)) return -1;
     }
-    if (MLSTACK__F("tojson")) {
-        mlstack__tjson_opt o;
-        mlstack__tbuf b;
-        char spaces[64];
-        memset(&o, 0, sizeof o);
-        memset(&b, 0, sizeof b);
-        if (mlstack__targ(a, 0, "ensure_ascii", &x)) o.ensure_ascii = mlstack__tv_truthy(&x);
-        if (mlstack__targ(a, 1, "indent", &x) && x.t != MLSTACK__TV_NONE) {
-            if (x.t == MLSTACK__TV_STR) {
-                o.indent = x.u.s.p;
-                o.indent_n = x.u.s.n;
-            } else if (x.t == MLSTACK__TV_INT || x.t == MLSTACK__TV_BOOL) {
-                int64_t k = x.u.i < 0 ? 0 : x.u.i;
-                if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson indent above 63");
-                memset(spaces, ' ', (size_t)k);
-                o.indent = spaces;
-                o.indent_n = (size_t)k;
-            } else {
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: bad indent");
-            }
-        }
-        o.item_sep = o.indent ? "," : ", ";
-        o.key_sep = ": ";
-        if (mlstack__targ(a, 2, "separators", &x) && x.t != MLSTACK__TV_NONE) {
-            if (x.t != MLSTACK__TV_LIST || x.u.l->n != 2 || x.u.l->v[0].t != MLSTACK__TV_STR || x.u.l->v[1].t != MLSTACK__TV_STR)
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: separators must be two strings");
-            o.item_sep = x.u.l->v[0].u.s.p;
-            o.item_sep_n = x.u.l->v[0].u.s.n;
-            o.key_sep = x.u.l->v[1].u.s.p;
-            o.key_sep_n = x.u.l->v[1].u.s.n;
-        } else {
-            o.item_sep_n = strlen(o.item_sep);
-            o.key_sep_n = 2;
-        }
-        if (mlstack__targ(a, 3, "sort_keys", &x)) o.sort_keys = mlstack__tv_truthy(&x);
-        if (mlstack__targs_done(c, a, 4, what, pos)) return -1;
-        if (mlstack__tpl_json(c, &b, v, &o, 0, pos)) return -1;
-        return mlstack__tpl_newstr(c, &b, out);
-    }
-    if (MLSTACK__F("trim")) {
-        int has = mlstack__targ(a, 0, "chars", &x);
-        if (mlstack__targs_done(c, a, 1, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
-        if (has && x.t != MLSTACK__TV_NONE && mlstack__tpl_want_str(c, &x, what, pos)) return -1;
-        *out = mlstack__tpl_strip(&y, has && x.t == MLSTACK__TV_STR ? &x : NULL, 3);
-        return 0;
-    }
-    if (MLSTACK__F("upper") || MLSTACK__F("lower") || MLSTACK__F("capitalize") || MLSTACK__F("title")) {
-        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
-        return mlstack__tpl_case_str(c, &y, MLSTACK__F("upper") ? 1 : MLSTACK__F("lower") ? 0 : MLSTACK__F("capitalize") ? 2 : 4, out, pos);
-    }
-    if (MLSTACK__F("string") || MLSTACK__F("safe")) {
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        return mlstack__tpl_to_str(c, v, out, pos);
-    }
-    if (MLSTACK__F("e") || MLSTACK__F("escape")) {
-        mlstack__tbuf b;
-        size_t i;
-        memset(&b, 0, sizeof b);
-        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tpl_to_str(c, v, &y, pos)) return -1;
-        for (i = 0; i < y.u.s.n; i++) {
-            const char *r = NULL;
-            switch (y.u.s.p[i]) {
-            case '&': r = "&amp;"; break;
-            case '<': r = "&lt;"; break;
-            case '>': r = "&gt;"; break;
-            case '"': r = "&#34;"; break;
-            case '\'': r = "&#39;"; break;
-            default: break;
-            }
-            if (r ? mlstack__tbuf_puts(c, &b, r) : mlstack__tbuf_put(c, &b, y.u.s.p + i, 1)) return -1;
-        }
-        return mlstack__tpl_newstr(c, &b, out);
-    }
-    if (MLSTACK__F("replace")) {
-        int has_cnt;
-        if (!mlstack__targ(a, 0, "old", &x) || !mlstack__targ(a, 1, "new", &y))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "replace needs old and new");
-        has_cnt = mlstack__targ(a, 2, "count", &z);
-        if (mlstack__targs_done(c, a, 3, what, pos)) return -1;
-        if (has_cnt && z.t != MLSTACK__TV_NONE && mlstack__tpl_want_int(c, &z, what, pos)) return -1;
-        {
-            mlstack__tv s, o, nw;
-            if (mlstack__tpl_to_str(c, v, &s, pos) || mlstack__tpl_to_str(c, &x, &o, pos) || mlstack__tpl_to_str(c, &y, &nw, pos)) return -1;
-            return mlstack__tpl_replace(c, &s, &o, &nw, (has_cnt && z.t != MLSTACK__TV_NONE && z.u.i) ? z.u.i : -1, out);
-        }
-    }
-    if (MLSTACK__F("join")) {
-        mlstack__tv *items, sep;
-        size_t n, i;
-        int has_attr;
-        mlstack__tbuf b;
-        memset(&b, 0, sizeof b);
-        if (!mlstack__targ(a, 0, "d", &sep)) sep = mlstack__tv_cstr("");
-        has_attr = mlstack__targ(a, 1, "attribute", &x);
-        if (mlstack__targs_done(c, a, 2, what, pos) || mlstack__tpl_to_str(c, &sep, &sep, pos)) return -1;
-        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-        if (mlstack__tbuf_put(c, &b, "", 0)) return -1;
-        for (i = 0; i < n; i++) {
-            mlstack__tv it = items[i];
-            if (has_attr && x.t != MLSTACK__TV_NONE && mlstack__tpl_attrpath(c, &items[i], &x, &it, pos)) return -1;
-            if ((i && mlstack__tbuf_put(c, &b, sep.u.s.p, sep.u.s.n)) || mlstack__tv_print(c, &b, &it, pos)) return -1;
-        }
-        return mlstack__tpl_newstr(c, &b, out);
-    }
-    if (MLSTACK__F("first") || MLSTACK__F("last")) {
-        mlstack__tv *items;
-        size_t n;
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        if (MLSTACK__F("first") && v->t == MLSTACK__TV_LIST && v->u.l->kind == MLSTACK__TL_GEN) {
-            mlstack__tlist *l = v->u.l;
-            *out = l->start < l->n ? l->v[l->start++] : mlstack__tv_undef("No first item, sequence was empty.");
-            return 0;
-        }
-        if (MLSTACK__F("last") && (v->t == MLSTACK__TV_UNDEF || (v->t == MLSTACK__TV_LIST && v->u.l->kind == MLSTACK__TL_GEN)))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not reversible", mlstack__tv_typename(v));
-        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-        *out = n ? items[MLSTACK__F("first") ? 0 : n - 1] : mlstack__tv_undef(MLSTACK__F("first") ? "No first item, sequence was empty." : "No last item, sequence was empty.");
-        return 0;
-    }
-    if (MLSTACK__F("list")) {
-        mlstack__tv *items;
-        size_t n;
-        mlstack__tlist *l;
-        if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_LIST, n))) return -1;
-        if (n) memcpy(l->v, items, n * sizeof *items);
-        l->n = n;
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__F("reverse")) {
-        mlstack__tv *items;
-        size_t n, i;
-        mlstack__tlist *l;
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        if (v->t == MLSTACK__TV_STR) {
-            mlstack__tv none = mlstack__tv_none(), m1 = mlstack__tv_int(-1);
-            return mlstack__tpl_slice(c, v, &none, &none, &m1, out, pos);
-        }
-        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, n))) return -1;
-        for (i = 0; i < n; i++) l->v[i] = items[n - 1 - i];
-        l->n = n;
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__F("items")) {
-        mlstack__tlist *l;
-        size_t i;
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
-        if (v->t != MLSTACK__TV_UNDEF) {
-            if (v->t != MLSTACK__TV_DICT)
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "Can only get item pairs from a mapping.");
-            for (i = 0; i < v->u.d->n; i++) {
-                mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TL_TUPLE, 2);
-                if (!pair) return -1;
-                pair->v[0] = v->u.d->k[i];
-                pair->v[1] = v->u.d->v[i];
-                pair->n = 2;
-                if (mlstack__tlist_push(c, l, mlstack__tv_list(pair))) return -1;
-            }
-        }
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__F("map")) {
-        mlstack__tv *items;
-        size_t n, i;
-        mlstack__tlist *l;
-        int has_def;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0))) return -1;
-        if (!mlstack__tv_truthy(v)) { /* jinja2: `if value:` before iterating */
-            *out = mlstack__tv_list(l);
-            return 0;
-        }
-        if (a->np == 0 && mlstack__targ(a, -1, "attribute", &x)) {
-            has_def = mlstack__targ(a, -1, "default", &y);
-            if (mlstack__targs_done(c, a, 0, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-            for (i = 0; i < n; i++) {
-                mlstack__tv r;
-                if (mlstack__tpl_attrpath(c, &items[i], &x, &r, pos)) return -1;
-                if (has_def && r.t == MLSTACK__TV_UNDEF) r = y;
-                if (mlstack__tlist_push(c, l, r)) return -1;
-            }
-        } else if (a->np >= 1 && a->p[0].t == MLSTACK__TV_STR) {
-            mlstack__targs fa;
-            int k;
-            memset(&fa, 0, sizeof fa);
-            for (k = 1; k < a->np; k++) fa.p[fa.np++] = a->p[k];
-            for (k = 0; k < a->nk; k++) {
-                fa.kn[fa.nk] = a->kn[k];
-                fa.kl[fa.nk] = a->kl[k];
-                fa.kv[fa.nk++] = a->kv[k];
-            }
-            if (!mlstack__tpl_in_list(mlstack__tpl_filters, a->p[0].u.s.p, a->p[0].u.s.n))
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)a->p[0].u.s.n, a->p[0].u.s.p);
-            if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-            for (i = 0; i < n; i++) {
-                mlstack__tv r;
-                mlstack__targs copy = fa;
-                if (mlstack__tpl_filter(c, a->p[0].u.s.p, a->p[0].u.s.n, &items[i], &copy, &r, pos)) return -1;
-                if (mlstack__tlist_push(c, l, r)) return -1;
-            }
-        } else {
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "map needs attribute= or a filter name");
-        }
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__F("select") || MLSTACK__F("reject") || MLSTACK__F("selectattr") || MLSTACK__F("rejectattr"))
-        return mlstack__tpl_select(c, v, a, nm[6] == 'a', nm[0] == 's', out, pos);
-    if (MLSTACK__F("unique")) {
-        mlstack__tv *items;
-        size_t n, i, j;
-        int cs = 0, has_attr;
-        mlstack__tlist *l, *keys;
-        if (mlstack__targ(a, 0, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
-        has_attr = mlstack__targ(a, 1, "attribute", &y) && y.t != MLSTACK__TV_NONE;
-        if (mlstack__targs_done(c, a, 2, what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-        if (!(l = mlstack__tlist_new(c, MLSTACK__TL_GEN, 0)) || !(keys = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0))) return -1;
-        for (i = 0; i < n; i++) {
-            mlstack__tv k = items[i];
-            if (has_attr && mlstack__tpl_attrpath(c, &items[i], &y, &k, pos)) return -1;
-            if (!cs && k.t == MLSTACK__TV_STR && mlstack__tpl_case_str(c, &k, 0, &k, pos)) return -1;
-            for (j = 0; j < keys->n; j++)
-                if (mlstack__tv_eq(&keys->v[j], &k, 0)) break;
-            if (j < keys->n) continue;
-            if (mlstack__tlist_push(c, keys, k) || mlstack__tlist_push(c, l, items[i])) return -1;
-        }
-        *out = mlstack__tv_list(l);
-        return 0;
-    }
-    if (MLSTACK__F("int")) {
-        int64_t iv;
-        double fv;
-        if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_int(0);
-        if (mlstack__targ(a, 1, "base", &y) && !(y.t == MLSTACK__TV_INT && y.u.i == 10))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "int filter with a base other than 10");
-        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
-        if (v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_BOOL) *out = mlstack__tv_int(v->u.i);
-        else if (v->t == MLSTACK__TV_FLOAT) {
-            if (v->u.f != v->u.f || v->u.f >= 9.2e18 || v->u.f <= -9.2e18) *out = x;
-            else *out = mlstack__tv_int((int64_t)v->u.f);
-        } else if (v->t == MLSTACK__TV_STR) {
-            if (mlstack__tpl_parse_int(v->u.s.p, v->u.s.n, &iv) == 0) *out = mlstack__tv_int(iv);
-            else if (mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0 && fv == fv && fv < 9.2e18 && fv > -9.2e18)
-                *out = mlstack__tv_int((int64_t)fv);
-            else *out = x;
-        } else {
-            *out = x;
-        }
-        return 0;
-    }
-    if (MLSTACK__F("float")) {
-        double fv;
-        if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_float(0.0);
-        if (mlstack__targs_done(c, a, 1, what, pos)) return -1;
-        if (mlstack__tv_is_num(v)) *out = mlstack__tv_float(mlstack__tv_num(v));
-        else if (v->t == MLSTACK__TV_STR && mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0) *out = mlstack__tv_float(fv);
-        else *out = x;
-        return 0;
-    }
-    if (MLSTACK__F("abs")) {
-        if (mlstack__targs_done(c, a, 0, what, pos)) return -1;
-        if (v->t == MLSTACK__TV_FLOAT) *out = mlstack__tv_float(fabs(v->u.f));
-        else if (v->t == MLSTACK__TV_INT || v->t == MLSTACK__TV_BOOL) {
-            if (v->u.i == INT64_MIN) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
-            *out = mlstack__tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
-        } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for abs(): '%s'", mlstack__tv_typename(v));
-        return 0;
-    }
-    if (MLSTACK__F("round")) {
-        int64_t prec = 0;
-        const char *method = "common";
-        double f, scale;
-        if (mlstack__targ(a, 0, "precision", &x)) {
-            if (mlstack__tpl_want_int(c, &x, what, pos)) return -1;
-            prec = x.u.i;
-        }
-        if (mlstack__targ(a, 1, "method", &y)) {
-            if (mlstack__tpl_want_str(c, &y, what, pos)) return -1;
-            method = y.u.s.n == 4 && !memcmp(y.u.s.p, "ceil", 4) ? "ceil" : y.u.s.n == 5 && !memcmp(y.u.s.p, "floor", 5) ? "floor" : y.u.s.n == 6 && !memcmp(y.u.s.p, "common", 6) ? "common" : NULL;
-            if (!method) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "method must be common, ceil or floor");
-        }
-        if (mlstack__targs_done(c, a, 2, what, pos)) return -1;
-        if (!mlstack__tv_is_num(v)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "round needs a number, got %s", mlstack__tv_typename(v));
-        if (prec < 0 || prec > 15) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "round precision outside 0..15");
-        if (method[0] == 'c' && method[1] == 'o') {
-            char buf[400];
-            if (v->t != MLSTACK__TV_FLOAT) { /* Python round(int, n) keeps the int */
-                *out = mlstack__tv_int(v->u.i);
-                return 0;
-            }
-            f = v->u.f;
-            if (f != f || f == HUGE_VAL || f == -HUGE_VAL) {
-                *out = *v;
-                return 0;
-            }
-            /* correctly rounded, ties to even on the exact binary value, as Python does */
-            snprintf(buf, sizeof buf, "%.*f", (int)prec, f);
-            *out = mlstack__tv_float(strtod(buf, NULL));
-            return 0;
-        }
-        scale = pow(10.0, (double)prec);
-        f = mlstack__tv_num(v) * scale;
-        f = method[0] == 'c' ? ceil(f) : floor(f);
-        *out = mlstack__tv_float(f / scale);
-        return 0;
-    }
-    if (MLSTACK__F("indent")) {
-        mlstack__tv ind, s;
-        mlstack__tlist *lines;
-        mlstack__tbuf b, sb;
-        int first = 0, blank = 0;
-        size_t i;
-        char spaces[64];
-        memset(&b, 0, sizeof b);
-        memset(&sb, 0, sizeof sb);
-        if (!mlstack__targ(a, 0, "width", &x)) x = mlstack__tv_int(4);
-        if (mlstack__targ(a, 1, "first", &y)) first = mlstack__tv_truthy(&y);
-        if (mlstack__targ(a, 2, "blank", &z)) blank = mlstack__tv_truthy(&z);
-        if (mlstack__targs_done(c, a, 3, what, pos)) return -1;
-        if (v->t != MLSTACK__TV_STR) /* jinja2 appends "\n" to the value itself */
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s", mlstack__tv_typename(v));
-        s = *v;
-        if (x.t == MLSTACK__TV_STR) ind = x;
-        else if (x.t == MLSTACK__TV_INT || x.t == MLSTACK__TV_BOOL) {
-            int64_t k = x.u.i < 0 ? 0 : x.u.i;
-            if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "indent width above 63");
-            memset(spaces, ' ', (size_t)k);
-            ind = mlstack__tv_str(spaces, (size_t)k);
-        } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent width must be a number or string");
-        if (mlstack__tbuf_put(c, &sb, s.u.s.p, s.u.s.n) || mlstack__tbuf_put(c, &sb, "\n", 1)) return -1;
-        s = mlstack__tv_str(sb.p, sb.n);
-        if (!(lines = mlstack__tlist_new(c, MLSTACK__TL_LIST, 0)) || mlstack__tpl_splitlines(c, &s, lines)) return -1;
-        if (first && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
-        for (i = 0; i < lines->n; i++) {
-            const mlstack__tv *ln = &lines->v[i];
-            if (i) {
-                if (mlstack__tbuf_put(c, &b, "\n", 1)) return -1;
-                if ((blank || ln->u.s.n) && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
-            }
-            if (mlstack__tbuf_put(c, &b, ln->u.s.p, ln->u.s.n)) return -1;
-        }
-        return mlstack__tpl_newstr(c, &b, out);
-    }
-#undef MLSTACK__F
-    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%s' is not supported", nm);
+    return mlstack__tpl_newstr(c, &b, out);
 }
+
+/* replace */
+static int mlstack__tpl_filter_replace(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y, z;
+    int has_cnt;
+    if (!mlstack__targ(a, 0, "old", &x) || !mlstack__targ(a, 1, "new", &y))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "replace needs old and new");
+    has_cnt = mlstack__targ(a, 2, "count", &z);
+    if (mlstack__targs_done(c, a, 3, self->what, pos)) return -1;
+    if (has_cnt && z.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_int(c, &z, self->what, pos)) return -1;
+    {
+        mlstack__tv s, o, nw;
+        if (mlstack__tpl_to_str(c, v, &s, pos) || mlstack__tpl_to_str(c, &x, &o, pos) || mlstack__tpl_to_str(c, &y, &nw, pos)) return -1;
+        return mlstack__tpl_replace(c, &s, &o, &nw, (has_cnt && z.t != MLSTACK__TPL_VAL_NONE && z.u.i) ? z.u.i : -1, out);
+    }
+}
+
+/* join */
+static int mlstack__tpl_filter_join(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    mlstack__tv *items, sep;
+    size_t n, i;
+    int has_attr;
+    mlstack__tbuf b;
+    memset(&b, 0, sizeof b);
+    if (!mlstack__targ(a, 0, "d", &sep)) sep = mlstack__tv_cstr("");
+    has_attr = mlstack__targ(a, 1, "attribute", &x);
+    if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tpl_to_str(c, &sep, &sep, pos)) return -1;
+    if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (mlstack__tbuf_put(c, &b, "", 0)) return -1;
+    for (i = 0; i < n; i++) {
+        mlstack__tv it = items[i];
+        if (has_attr && x.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_attrpath(c, &items[i], &x, &it, pos)) return -1;
+        if ((i && mlstack__tbuf_put(c, &b, sep.u.s.p, sep.u.s.n)) || mlstack__tv_print(c, &b, &it, pos)) return -1;
+    }
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+/* first, last (variant 1) */
+static int mlstack__tpl_filter_first(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv *items;
+    size_t n;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    if (!self->variant && v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind == MLSTACK__TPL_LIST_GEN) {
+        mlstack__tlist *l = v->u.l;
+        *out = l->start < l->n ? l->v[l->start++] : mlstack__tv_undef("No first item, sequence was empty.");
+        return 0;
+    }
+    if (self->variant && (v->t == MLSTACK__TPL_VAL_UNDEF || (v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind == MLSTACK__TPL_LIST_GEN)))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not reversible", mlstack__tv_typename(v));
+    if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    *out = n ? items[!self->variant ? 0 : n - 1] : mlstack__tv_undef(!self->variant ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+    return 0;
+}
+
+/* list */
+static int mlstack__tpl_filter_list(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv *items;
+    size_t n;
+    mlstack__tlist *l;
+    if (mlstack__targs_done(c, a, 0, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, n))) return -1;
+    if (n) memcpy(l->v, items, n * sizeof *items);
+    l->n = n;
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* reverse */
+static int mlstack__tpl_filter_reverse(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv *items;
+    size_t n, i;
+    mlstack__tlist *l;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    if (v->t == MLSTACK__TPL_VAL_STR) {
+        mlstack__tv none = mlstack__tv_none(), m1 = mlstack__tv_int(-1);
+        return mlstack__tpl_slice(c, v, &none, &none, &m1, out, pos);
+    }
+    if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, n))) return -1;
+    for (i = 0; i < n; i++) l->v[i] = items[n - 1 - i];
+    l->n = n;
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* items */
+static int mlstack__tpl_filter_items(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tlist *l;
+    size_t i;
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, 0))) return -1;
+    if (v->t != MLSTACK__TPL_VAL_UNDEF) {
+        if (v->t != MLSTACK__TPL_VAL_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "Can only get item pairs from a mapping.");
+        for (i = 0; i < v->u.d->n; i++) {
+            mlstack__tlist *pair = mlstack__tlist_new(c, MLSTACK__TPL_LIST_TUPLE, 2);
+            if (!pair) return -1;
+            pair->v[0] = v->u.d->k[i];
+            pair->v[1] = v->u.d->v[i];
+            pair->n = 2;
+            if (mlstack__tlist_push(c, l, mlstack__tv_list(pair))) return -1;
+        }
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* map */
+static int mlstack__tpl_filter_map(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    mlstack__tv *items;
+    size_t n, i;
+    mlstack__tlist *l;
+    const mlstack__tpl_builtin *f;
+    int has_def;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, 0))) return -1;
+    if (!mlstack__tv_truthy(v)) { /* jinja2: `if value:` before iterating */
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (a->np == 0 && mlstack__targ(a, -1, "attribute", &x)) {
+        has_def = mlstack__targ(a, -1, "default", &y);
+        if (mlstack__targs_done(c, a, 0, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        for (i = 0; i < n; i++) {
+            mlstack__tv r;
+            if (mlstack__tpl_attrpath(c, &items[i], &x, &r, pos)) return -1;
+            if (has_def && r.t == MLSTACK__TPL_VAL_UNDEF) r = y;
+            if (mlstack__tlist_push(c, l, r)) return -1;
+        }
+    } else if (a->np >= 1 && a->p[0].t == MLSTACK__TPL_VAL_STR) {
+        mlstack__targs fa;
+        int k;
+        memset(&fa, 0, sizeof fa);
+        for (k = 1; k < a->np; k++) fa.p[fa.np++] = a->p[k];
+        for (k = 0; k < a->nk; k++) {
+            fa.kn[fa.nk] = a->kn[k];
+            fa.kl[fa.nk] = a->kl[k];
+            fa.kv[fa.nk++] = a->kv[k];
+        }
+        if (!(f = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_FILTER, a->p[0].u.s.p, a->p[0].u.s.n)))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)a->p[0].u.s.n, a->p[0].u.s.p);
+        if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+        for (i = 0; i < n; i++) {
+            mlstack__tv r;
+            mlstack__targs copy = fa;
+            if (f->fn(c, f, &items[i], &copy, &r, pos)) return -1;
+            if (mlstack__tlist_push(c, l, r)) return -1;
+        }
+    } else {
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "map needs attribute= or a filter name");
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* select, reject, selectattr, rejectattr (variant: 1 keep, 2 by attribute) */
+static int mlstack__tpl_filter_select(MLSTACK__TPL_BUILTIN_ARGS) {
+    return mlstack__tpl_select(c, v, a, self->variant & 2, self->variant & 1, out, pos);
+}
+
+/* unique(case_sensitive=false, attribute=none): first item of each key, keys kept in a hash set */
+static int mlstack__tpl_filter_unique(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    mlstack__tv *items;
+    size_t n, i;
+    int cs = 0, has_attr, hashable;
+    mlstack__tlist *l;
+    mlstack__tdict *seen;
+    if (mlstack__targ(a, 0, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
+    has_attr = mlstack__targ(a, 1, "attribute", &y) && y.t != MLSTACK__TPL_VAL_NONE;
+    if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, 0)) || !(seen = mlstack__tdict_new(c))) return -1;
+    for (i = 0; i < n; i++) {
+        mlstack__tv k = items[i];
+        if (has_attr && mlstack__tpl_attrpath(c, &items[i], &y, &k, pos)) return -1;
+        if (!cs && k.t == MLSTACK__TPL_VAL_STR && mlstack__tpl_case_str(c, &k, MLSTACK__TPL_CASE_LOWER, &k, pos)) return -1;
+        mlstack__tv_hash(0, &k, &hashable);
+        if (!hashable) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(&k));
+        if (mlstack__tdict_find(c, seen, &k)) continue;
+        if (mlstack__tdict_set(c, seen, k, mlstack__tv_none()) || mlstack__tlist_push(c, l, items[i])) return -1;
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* int */
+static int mlstack__tpl_filter_int(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    int64_t iv;
+    double fv;
+    if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_int(0);
+    if (mlstack__targ(a, 1, "base", &y) && !(y.t == MLSTACK__TPL_VAL_INT && y.u.i == 10))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "int filter with a base other than 10");
+    if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
+    if (v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_BOOL) *out = mlstack__tv_int(v->u.i);
+    else if (v->t == MLSTACK__TPL_VAL_FLOAT) {
+        if (v->u.f != v->u.f || v->u.f >= 9.2e18 || v->u.f <= -9.2e18) *out = x;
+        else *out = mlstack__tv_int((int64_t)v->u.f);
+    } else if (v->t == MLSTACK__TPL_VAL_STR) {
+        if (mlstack__tpl_parse_int(v->u.s.p, v->u.s.n, &iv) == 0) *out = mlstack__tv_int(iv);
+        else if (mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0 && fv == fv && fv < 9.2e18 && fv > -9.2e18)
+            *out = mlstack__tv_int((int64_t)fv);
+        else *out = x;
+    } else {
+        *out = x;
+    }
+    return 0;
+}
+
+/* float */
+static int mlstack__tpl_filter_float(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    double fv;
+    if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_float(0.0);
+    if (mlstack__targs_done(c, a, 1, self->what, pos)) return -1;
+    if (mlstack__tv_is_num(v)) *out = mlstack__tv_float(mlstack__tv_num(v));
+    else if (v->t == MLSTACK__TPL_VAL_STR && mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0) *out = mlstack__tv_float(fv);
+    else *out = x;
+    return 0;
+}
+
+/* abs */
+static int mlstack__tpl_filter_abs(MLSTACK__TPL_BUILTIN_ARGS) {
+    if (mlstack__targs_done(c, a, 0, self->what, pos)) return -1;
+    if (v->t == MLSTACK__TPL_VAL_FLOAT) *out = mlstack__tv_float(fabs(v->u.f));
+    else if (v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_BOOL) {
+        if (v->u.i == INT64_MIN) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
+        *out = mlstack__tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
+    } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for abs(): '%s'", mlstack__tv_typename(v));
+    return 0;
+}
+
+/* round */
+static int mlstack__tpl_filter_round(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y;
+    int64_t prec = 0;
+    const char *method = "common";
+    double f, scale;
+    if (mlstack__targ(a, 0, "precision", &x)) {
+        if (mlstack__tpl_want_int(c, &x, self->what, pos)) return -1;
+        prec = x.u.i;
+    }
+    if (mlstack__targ(a, 1, "method", &y)) {
+        if (mlstack__tpl_want_str(c, &y, self->what, pos)) return -1;
+        method = y.u.s.n == 4 && !memcmp(y.u.s.p, "ceil", 4) ? "ceil" : y.u.s.n == 5 && !memcmp(y.u.s.p, "floor", 5) ? "floor" : y.u.s.n == 6 && !memcmp(y.u.s.p, "common", 6) ? "common" : NULL;
+        if (!method) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "method must be common, ceil or floor");
+    }
+    if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
+    if (!mlstack__tv_is_num(v)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "round needs a number, got %s", mlstack__tv_typename(v));
+    if (prec < 0 || prec > 15) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "round precision outside 0..15");
+    if (method[0] == 'c' && method[1] == 'o') {
+        char buf[400];
+        if (v->t != MLSTACK__TPL_VAL_FLOAT) { /* Python round(int, n) keeps the int */
+            *out = mlstack__tv_int(v->u.i);
+            return 0;
+        }
+        f = v->u.f;
+        if (f != f || f == HUGE_VAL || f == -HUGE_VAL) {
+            *out = *v;
+            return 0;
+        }
+        /* correctly rounded, ties to even on the exact binary value, as Python does */
+        snprintf(buf, sizeof buf, "%.*f", (int)prec, f);
+        *out = mlstack__tv_float(strtod(buf, NULL));
+        return 0;
+    }
+    scale = pow(10.0, (double)prec);
+    f = mlstack__tv_num(v) * scale;
+    f = method[0] == 'c' ? ceil(f) : floor(f);
+    *out = mlstack__tv_float(f / scale);
+    return 0;
+}
+
+/* indent */
+static int mlstack__tpl_filter_indent(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, y, z;
+    mlstack__tv ind, s;
+    mlstack__tlist *lines;
+    mlstack__tbuf b, sb;
+    int first = 0, blank = 0;
+    size_t i;
+    char spaces[64];
+    memset(&b, 0, sizeof b);
+    memset(&sb, 0, sizeof sb);
+    if (!mlstack__targ(a, 0, "width", &x)) x = mlstack__tv_int(4);
+    if (mlstack__targ(a, 1, "first", &y)) first = mlstack__tv_truthy(&y);
+    if (mlstack__targ(a, 2, "blank", &z)) blank = mlstack__tv_truthy(&z);
+    if (mlstack__targs_done(c, a, 3, self->what, pos)) return -1;
+    if (v->t != MLSTACK__TPL_VAL_STR) /* jinja2 appends "\n" to the value itself */
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s", mlstack__tv_typename(v));
+    s = *v;
+    if (x.t == MLSTACK__TPL_VAL_STR) ind = x;
+    else if (x.t == MLSTACK__TPL_VAL_INT || x.t == MLSTACK__TPL_VAL_BOOL) {
+        int64_t k = x.u.i < 0 ? 0 : x.u.i;
+        if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "indent width above 63");
+        memset(spaces, ' ', (size_t)k);
+        ind = mlstack__tv_str(spaces, (size_t)k);
+    } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent width must be a number or string");
+    if (mlstack__tbuf_put(c, &sb, s.u.s.p, s.u.s.n) || mlstack__tbuf_put(c, &sb, "\n", 1)) return -1;
+    s = mlstack__tv_str(sb.p, sb.n);
+    if (!(lines = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) || mlstack__tpl_splitlines(c, &s, lines)) return -1;
+    if (first && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
+    for (i = 0; i < lines->n; i++) {
+        const mlstack__tv *ln = &lines->v[i];
+        if (i) {
+            if (mlstack__tbuf_put(c, &b, "\n", 1)) return -1;
+            if ((blank || ln->u.s.n) && mlstack__tbuf_put(c, &b, ind.u.s.p, ind.u.s.n)) return -1;
+        }
+        if (mlstack__tbuf_put(c, &b, ln->u.s.p, ln->u.s.n)) return -1;
+    }
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+
+/* -- sorting (dictsort, sort, min, max, groupby-free): stable merge sort of items by keys with
+   Python's `<`, as sorted() does; reverse keeps equal items in their order as Python does. -- */
+static int mlstack__tpl_sort_merge(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, mlstack__tv *ti, mlstack__tv *tk, size_t n,
+                                   int reverse, size_t pos) {
+    size_t w, lo;
+    for (w = 1; w < n; w *= 2) {
+        for (lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                int take_right;
+                if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, reverse ? &keys[i] : &keys[j], reverse ? &keys[j] : &keys[i], &take_right, pos))
+                    return -1;
+                if (take_right) {
+                    ti[k] = items[j];
+                    tk[k++] = keys[j++];
+                } else {
+                    ti[k] = items[i];
+                    tk[k++] = keys[i++];
+                }
+            }
+            while (i < mid) ti[k] = items[i], tk[k++] = keys[i++];
+            while (j < hi) ti[k] = items[j], tk[k++] = keys[j++];
+        }
+        memcpy(items, ti, n * sizeof *items);
+        memcpy(keys, tk, n * sizeof *keys);
+    }
+    return 0;
+}
+static int mlstack__tpl_sort(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, size_t n, int reverse, size_t pos) {
+    mlstack__tv *tmp;
+    if (n < 2) return 0;
+    if (!(tmp = (mlstack__tv *)mlstack__tpl_alloc(c, 2 * n * sizeof *tmp))) return -1;
+    return mlstack__tpl_sort_merge(c, items, keys, tmp, tmp + n, n, reverse, pos);
+}
+/* jinja2's ignore_case: lower() of strings, other values unchanged. */
+static int mlstack__tpl_sort_key(mlstack__tctx *c, const mlstack__tv *v, int case_sensitive, mlstack__tv *out, size_t pos) {
+    if (!case_sensitive && v->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_case_str(c, v, MLSTACK__TPL_CASE_LOWER, out, pos);
+    *out = *v;
+    return 0;
+}
+/* Key of item for attribute= (jinja2's make_attrgetter; a comma-separated list gives a list key). */
+static int mlstack__tpl_item_key(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *attr, int multi, int case_sensitive,
+                                 mlstack__tv *out, size_t pos) {
+    mlstack__tv k;
+    if (!attr) return mlstack__tpl_sort_key(c, item, case_sensitive, out, pos);
+    if (multi && attr->t == MLSTACK__TPL_VAL_STR && memchr(attr->u.s.p, ',', attr->u.s.n)) {
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0);
+        size_t st = 0, i;
+        if (!l) return -1;
+        for (i = 0; i <= attr->u.s.n; i++)
+            if (i == attr->u.s.n || attr->u.s.p[i] == ',') {
+                mlstack__tv part = mlstack__tv_str(attr->u.s.p + st, i - st);
+                if (mlstack__tpl_attrpath(c, item, &part, &k, pos) || mlstack__tpl_sort_key(c, &k, case_sensitive, &k, pos) ||
+                    mlstack__tlist_push(c, l, k))
+                    return -1;
+                st = i + 1;
+            }
+        *out = mlstack__tv_list(l);
+        return 0;
+    }
+    if (mlstack__tpl_attrpath(c, item, attr, &k, pos)) return -1;
+    return mlstack__tpl_sort_key(c, &k, case_sensitive, out, pos);
+}
+
+/* dictsort(case_sensitive=false, by='key', reverse=false): the (key, value) pairs, sorted */
+static int mlstack__tpl_filter_dictsort(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, *keys;
+    int cs = 0, by_value = 0, reverse = 0;
+    size_t i;
+    mlstack__tlist *l;
+    mlstack__tv pairs;
+    if (mlstack__targ(a, 0, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
+    if (mlstack__targ(a, 1, "by", &x)) {
+        if (x.t == MLSTACK__TPL_VAL_STR && x.u.s.n == 5 && !memcmp(x.u.s.p, "value", 5)) by_value = 1;
+        else if (!(x.t == MLSTACK__TPL_VAL_STR && x.u.s.n == 3 && !memcmp(x.u.s.p, "key", 3)))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "You can only sort by either \"key\" or \"value\"");
+    }
+    if (mlstack__targ(a, 2, "reverse", &x)) reverse = mlstack__tv_truthy(&x);
+    if (mlstack__targs_done(c, a, 3, self->what, pos)) return -1;
+    if (v->t != MLSTACK__TPL_VAL_DICT)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object has no attribute 'items'", mlstack__tv_typename(v));
+    if (mlstack__tpl_dict_view(c, v->u.d, MLSTACK__TPL_LIST_LIST, &pairs)) return -1;
+    l = pairs.u.l;
+    if (l->n && !(keys = (mlstack__tv *)mlstack__tpl_alloc(c, l->n * sizeof *keys))) return -1;
+    for (i = 0; i < l->n; i++)
+        if (mlstack__tpl_sort_key(c, &l->v[i].u.l->v[by_value], cs, &keys[i], pos)) return -1;
+    if (l->n && mlstack__tpl_sort(c, l->v, keys, l->n, reverse, pos)) return -1;
+    *out = pairs;
+    return 0;
+}
+
+/* sort(reverse=false, case_sensitive=false, attribute=none) */
+static int mlstack__tpl_filter_sort(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, attr, *items, *keys = NULL;
+    int cs = 0, reverse = 0, has_attr;
+    size_t n, i;
+    mlstack__tlist *l;
+    if (mlstack__targ(a, 0, "reverse", &x)) reverse = mlstack__tv_truthy(&x);
+    if (mlstack__targ(a, 1, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
+    has_attr = mlstack__targ(a, 2, "attribute", &attr) && attr.t != MLSTACK__TPL_VAL_NONE;
+    if (mlstack__targs_done(c, a, 3, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, n))) return -1;
+    if (n) memcpy(l->v, items, n * sizeof *items);
+    l->n = n;
+    if (n && !(keys = (mlstack__tv *)mlstack__tpl_alloc(c, n * sizeof *keys))) return -1;
+    for (i = 0; i < n; i++)
+        if (mlstack__tpl_item_key(c, &l->v[i], has_attr ? &attr : NULL, 1, cs, &keys[i], pos)) return -1;
+    if (mlstack__tpl_sort(c, l->v, keys, n, reverse, pos)) return -1;
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* min, max (variant 1) (case_sensitive=false, attribute=none): the first smallest (largest) item */
+static int mlstack__tpl_filter_min(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x, attr, *items, best_key;
+    int cs = 0, has_attr;
+    size_t n, i, best = 0;
+    if (mlstack__targ(a, 0, "case_sensitive", &x)) cs = mlstack__tv_truthy(&x);
+    has_attr = mlstack__targ(a, 1, "attribute", &attr) && attr.t != MLSTACK__TPL_VAL_NONE;
+    if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    if (n == 0) {
+        *out = mlstack__tv_undef("No aggregated item, sequence was empty.");
+        return 0;
+    }
+    if (mlstack__tpl_item_key(c, &items[0], has_attr ? &attr : NULL, 0, cs, &best_key, pos)) return -1;
+    for (i = 1; i < n; i++) {
+        mlstack__tv k;
+        int better;
+        if (mlstack__tpl_item_key(c, &items[i], has_attr ? &attr : NULL, 0, cs, &k, pos)) return -1;
+        if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, self->variant ? &best_key : &k, self->variant ? &k : &best_key, &better, pos))
+            return -1;
+        if (better) {
+            best = i;
+            best_key = k;
+        }
+    }
+    *out = items[best];
+    return 0;
+}
+
+/* sum(attribute=none, start=0) */
+static int mlstack__tpl_filter_sum(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv attr, acc, *items;
+    int has_attr;
+    size_t n, i;
+    has_attr = mlstack__targ(a, 0, "attribute", &attr) && attr.t != MLSTACK__TPL_VAL_NONE;
+    if (!mlstack__targ(a, 1, "start", &acc)) acc = mlstack__tv_int(0);
+    if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    for (i = 0; i < n; i++) {
+        mlstack__tv it = items[i];
+        if (has_attr && mlstack__tpl_attrpath(c, &items[i], &attr, &it, pos)) return -1;
+        if (mlstack__tpl_binop(c, MLSTACK__TPL_OP_ADD, &acc, &it, &acc, pos)) return -1;
+    }
+    *out = acc;
+    return 0;
+}
+
+/* format(*args, **kwargs): str(value) % args (or % kwargs) */
+static int mlstack__tpl_filter_format(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv fmt, args;
+    int k;
+    if (a->np && a->nk)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "can't handle positional and keyword arguments at the same time");
+    if (mlstack__tpl_to_str(c, v, &fmt, pos)) return -1;
+    if (a->nk) {
+        mlstack__tdict *d = mlstack__tdict_new(c);
+        if (!d) return -1;
+        for (k = 0; k < a->nk; k++) {
+            a->kused[k] = 1;
+            if (mlstack__tdict_set(c, d, mlstack__tv_str(a->kn[k], a->kl[k]), a->kv[k])) return -1;
+        }
+        args = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
+    } else {
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_TUPLE, (size_t)a->np);
+        if (!l) return -1;
+        for (k = 0; k < a->np; k++) l->v[l->n++] = a->p[k];
+        args = mlstack__tv_list(l);
+    }
+    (void)self;
+    return mlstack__tpl_printf(c, &fmt, &args, out, pos);
+}
+
+/* attr(name): an attribute only, never an item (dict keys are not attributes) */
+static int mlstack__tpl_filter_attr(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv x;
+    if (!mlstack__targ(a, 0, "name", &x) || mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos))
+        return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attr needs a name");
+    if (v->t == MLSTACK__TPL_VAL_DICT && !mlstack__tpl_in_list(mlstack__tpl_dict_methods, x.u.s.p, x.u.s.n))
+        return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", x.u.s.p, x.u.s.n);
+    return mlstack__tpl_getattr(c, v, x.u.s.p, x.u.s.n, out, pos);
+}
+
+/* batch(linecount, fill_with=none), slice (variant 1) (slices, fill_with=none): lists of items */
+static int mlstack__tpl_filter_batch(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv cnt, fill, *items;
+    int has_fill;
+    size_t n, i, per, extra = 0, k, at = 0;
+    int64_t m;
+    mlstack__tlist *l, *cur = NULL;
+    if (!mlstack__targ(a, 0, self->variant ? "slices" : "linecount", &cnt) || mlstack__tpl_want_int(c, &cnt, self->what, pos))
+        return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs a count", self->what);
+    has_fill = mlstack__targ(a, 1, "fill_with", &fill) && fill.t != MLSTACK__TPL_VAL_NONE;
+    if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
+    m = cnt.u.i;
+    if (m <= 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s count must be positive", self->what);
+    if ((uint64_t)m > (uint64_t)n + 1 && self->variant && (uint64_t)m > (uint64_t)(c->max_mem / sizeof(mlstack__tlist)))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "too many slices");
+    if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_GEN, 0))) return -1;
+    if (!self->variant) { /* batch: rows of m, the last one filled up */
+        for (i = 0; i < n; i++) {
+            if (!cur || cur->n == (size_t)m) {
+                if (!(cur = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) || mlstack__tlist_push(c, l, mlstack__tv_list(cur))) return -1;
+            }
+            if (mlstack__tlist_push(c, cur, items[i])) return -1;
+        }
+        while (has_fill && cur && cur->n < (size_t)m)
+            if (mlstack__tlist_push(c, cur, fill)) return -1;
+    } else { /* slice: m columns, the first n % m one longer */
+        per = n / (size_t)m;
+        extra = n % (size_t)m;
+        for (k = 0; k < (size_t)m; k++) {
+            size_t len = per + (k < extra);
+            if (!(cur = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, len + 1))) return -1;
+            for (i = 0; i < len; i++) cur->v[cur->n++] = items[at++];
+            if (has_fill && k >= extra) cur->v[cur->n++] = fill;
+            if (mlstack__tlist_push(c, l, mlstack__tv_list(cur))) return -1;
+        }
+    }
+    *out = mlstack__tv_list(l);
+    return 0;
+}
+
+/* center(width=80): str.center */
+static int mlstack__tpl_filter_center(MLSTACK__TPL_BUILTIN_ARGS) {
+    mlstack__tv w, s;
+    mlstack__tbuf b;
+    int64_t width = 80, len, marg, left, k;
+    if (mlstack__targ(a, 0, "width", &w)) {
+        if (mlstack__tpl_want_int(c, &w, self->what, pos)) return -1;
+        width = w.u.i;
+    }
+    if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_to_str(c, v, &s, pos)) return -1;
+    len = (int64_t)mlstack__tpl_cplen(s.u.s.p, s.u.s.n);
+    if (width <= len) {
+        *out = s;
+        return 0;
+    }
+    if ((uint64_t)width > (uint64_t)c->max_out) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "center width larger than the output limit");
+    marg = width - len;
+    left = marg / 2 + (marg & width & 1); /* CPython's rounding */
+    memset(&b, 0, sizeof b);
+    for (k = 0; k < left; k++)
+        if (mlstack__tbuf_put(c, &b, " ", 1)) return -1;
+    if (mlstack__tbuf_put(c, &b, s.u.s.p, s.u.s.n)) return -1;
+    for (k = left; k < marg; k++)
+        if (mlstack__tbuf_put(c, &b, " ", 1)) return -1;
+    return mlstack__tpl_newstr(c, &b, out);
+}
+
+
+/* -- the builtin tables: one entry per name (aliases point at the same function) -- */
+#define MLSTACK__TPL_FILTER(name, fn, variant) {name, "filter '" name "'", fn, variant}
+static const mlstack__tpl_builtin mlstack__tpl_filters[] = {
+    MLSTACK__TPL_FILTER("abs", mlstack__tpl_filter_abs, 0),
+    MLSTACK__TPL_FILTER("attr", mlstack__tpl_filter_attr, 0),
+    MLSTACK__TPL_FILTER("batch", mlstack__tpl_filter_batch, 0),
+    MLSTACK__TPL_FILTER("capitalize", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_CAPITALIZE),
+    MLSTACK__TPL_FILTER("center", mlstack__tpl_filter_center, 0),
+    MLSTACK__TPL_FILTER("count", mlstack__tpl_filter_length, 0),
+    MLSTACK__TPL_FILTER("d", mlstack__tpl_filter_default, 0),
+    MLSTACK__TPL_FILTER("default", mlstack__tpl_filter_default, 0),
+    MLSTACK__TPL_FILTER("dictsort", mlstack__tpl_filter_dictsort, 0),
+    MLSTACK__TPL_FILTER("e", mlstack__tpl_filter_escape, 0),
+    MLSTACK__TPL_FILTER("escape", mlstack__tpl_filter_escape, 0),
+    MLSTACK__TPL_FILTER("first", mlstack__tpl_filter_first, 0),
+    MLSTACK__TPL_FILTER("float", mlstack__tpl_filter_float, 0),
+    MLSTACK__TPL_FILTER("forceescape", mlstack__tpl_filter_escape, 0),
+    MLSTACK__TPL_FILTER("format", mlstack__tpl_filter_format, 0),
+    MLSTACK__TPL_FILTER("indent", mlstack__tpl_filter_indent, 0),
+    MLSTACK__TPL_FILTER("int", mlstack__tpl_filter_int, 0),
+    MLSTACK__TPL_FILTER("items", mlstack__tpl_filter_items, 0),
+    MLSTACK__TPL_FILTER("join", mlstack__tpl_filter_join, 0),
+    MLSTACK__TPL_FILTER("last", mlstack__tpl_filter_first, 1),
+    MLSTACK__TPL_FILTER("length", mlstack__tpl_filter_length, 0),
+    MLSTACK__TPL_FILTER("list", mlstack__tpl_filter_list, 0),
+    MLSTACK__TPL_FILTER("lower", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_LOWER),
+    MLSTACK__TPL_FILTER("map", mlstack__tpl_filter_map, 0),
+    MLSTACK__TPL_FILTER("max", mlstack__tpl_filter_min, 1),
+    MLSTACK__TPL_FILTER("min", mlstack__tpl_filter_min, 0),
+    MLSTACK__TPL_FILTER("reject", mlstack__tpl_filter_select, 0),
+    MLSTACK__TPL_FILTER("rejectattr", mlstack__tpl_filter_select, 2),
+    MLSTACK__TPL_FILTER("replace", mlstack__tpl_filter_replace, 0),
+    MLSTACK__TPL_FILTER("reverse", mlstack__tpl_filter_reverse, 0),
+    MLSTACK__TPL_FILTER("round", mlstack__tpl_filter_round, 0),
+    MLSTACK__TPL_FILTER("safe", mlstack__tpl_filter_string, 0),
+    MLSTACK__TPL_FILTER("select", mlstack__tpl_filter_select, 1),
+    MLSTACK__TPL_FILTER("selectattr", mlstack__tpl_filter_select, 3),
+    MLSTACK__TPL_FILTER("slice", mlstack__tpl_filter_batch, 1),
+    MLSTACK__TPL_FILTER("sort", mlstack__tpl_filter_sort, 0),
+    MLSTACK__TPL_FILTER("string", mlstack__tpl_filter_string, 0),
+    MLSTACK__TPL_FILTER("sum", mlstack__tpl_filter_sum, 0),
+    MLSTACK__TPL_FILTER("title", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_TITLE),
+    MLSTACK__TPL_FILTER("tojson", mlstack__tpl_filter_tojson, 0),
+    MLSTACK__TPL_FILTER("trim", mlstack__tpl_filter_trim, 0),
+    MLSTACK__TPL_FILTER("unique", mlstack__tpl_filter_unique, 0),
+    MLSTACK__TPL_FILTER("upper", mlstack__tpl_filter_case, MLSTACK__TPL_CASE_UPPER),
+    {NULL, NULL, NULL, 0}};
+
+#define MLSTACK__TPL_TEST(name, fn, variant) {name, "test '" name "'", fn, variant}
+static const mlstack__tpl_builtin mlstack__tpl_tests[] = {
+    MLSTACK__TPL_TEST("!=", mlstack__tpl_test_compare, MLSTACK__TPL_OP_NE),
+    MLSTACK__TPL_TEST("<", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LT),
+    MLSTACK__TPL_TEST("<=", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LE),
+    MLSTACK__TPL_TEST("==", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
+    MLSTACK__TPL_TEST(">", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
+    MLSTACK__TPL_TEST(">=", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GE),
+    MLSTACK__TPL_TEST("boolean", mlstack__tpl_test_type, MLSTACK__TPL_IS_BOOLEAN),
+    MLSTACK__TPL_TEST("callable", mlstack__tpl_test_type, MLSTACK__TPL_IS_CALLABLE),
+    MLSTACK__TPL_TEST("defined", mlstack__tpl_test_type, MLSTACK__TPL_IS_DEFINED),
+    MLSTACK__TPL_TEST("divisibleby", mlstack__tpl_test_parity, 2),
+    MLSTACK__TPL_TEST("eq", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
+    MLSTACK__TPL_TEST("equalto", mlstack__tpl_test_compare, MLSTACK__TPL_OP_EQ),
+    MLSTACK__TPL_TEST("even", mlstack__tpl_test_parity, 1),
+    MLSTACK__TPL_TEST("false", mlstack__tpl_test_type, MLSTACK__TPL_IS_FALSE),
+    MLSTACK__TPL_TEST("filter", mlstack__tpl_test_builtin_name, 0),
+    MLSTACK__TPL_TEST("float", mlstack__tpl_test_type, MLSTACK__TPL_IS_FLOAT),
+    MLSTACK__TPL_TEST("ge", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GE),
+    MLSTACK__TPL_TEST("greaterthan", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
+    MLSTACK__TPL_TEST("gt", mlstack__tpl_test_compare, MLSTACK__TPL_OP_GT),
+    MLSTACK__TPL_TEST("in", mlstack__tpl_test_in, 0),
+    MLSTACK__TPL_TEST("integer", mlstack__tpl_test_type, MLSTACK__TPL_IS_INTEGER),
+    MLSTACK__TPL_TEST("iterable", mlstack__tpl_test_type, MLSTACK__TPL_IS_ITERABLE),
+    MLSTACK__TPL_TEST("le", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LE),
+    MLSTACK__TPL_TEST("lessthan", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LT),
+    MLSTACK__TPL_TEST("lower", mlstack__tpl_test_case, 0),
+    MLSTACK__TPL_TEST("lt", mlstack__tpl_test_compare, MLSTACK__TPL_OP_LT),
+    MLSTACK__TPL_TEST("mapping", mlstack__tpl_test_type, MLSTACK__TPL_IS_MAPPING),
+    MLSTACK__TPL_TEST("ne", mlstack__tpl_test_compare, MLSTACK__TPL_OP_NE),
+    MLSTACK__TPL_TEST("none", mlstack__tpl_test_type, MLSTACK__TPL_IS_NONE),
+    MLSTACK__TPL_TEST("number", mlstack__tpl_test_type, MLSTACK__TPL_IS_NUMBER),
+    MLSTACK__TPL_TEST("odd", mlstack__tpl_test_parity, 0),
+    MLSTACK__TPL_TEST("sameas", mlstack__tpl_test_sameas, 0),
+    MLSTACK__TPL_TEST("sequence", mlstack__tpl_test_type, MLSTACK__TPL_IS_SEQUENCE),
+    MLSTACK__TPL_TEST("string", mlstack__tpl_test_type, MLSTACK__TPL_IS_STRING),
+    MLSTACK__TPL_TEST("test", mlstack__tpl_test_builtin_name, 1),
+    MLSTACK__TPL_TEST("true", mlstack__tpl_test_type, MLSTACK__TPL_IS_TRUE),
+    MLSTACK__TPL_TEST("undefined", mlstack__tpl_test_type, MLSTACK__TPL_IS_UNDEFINED),
+    MLSTACK__TPL_TEST("upper", mlstack__tpl_test_case, 1),
+    {NULL, NULL, NULL, 0}};
+
+#define MLSTACK__TPL_STRM(name, fn, variant) {name, "str." name "()", fn, variant}
+static const mlstack__tpl_builtin mlstack__tpl_str_methods[] = {
+    MLSTACK__TPL_STRM("capitalize", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_CAPITALIZE),
+    MLSTACK__TPL_STRM("count", mlstack__tpl_strm_search, 0),
+    MLSTACK__TPL_STRM("endswith", mlstack__tpl_strm_startswith, 1),
+    MLSTACK__TPL_STRM("find", mlstack__tpl_strm_search, 1),
+    MLSTACK__TPL_STRM("index", mlstack__tpl_strm_search, 5),
+    MLSTACK__TPL_STRM("isalnum", mlstack__tpl_strm_is, 2),
+    MLSTACK__TPL_STRM("isalpha", mlstack__tpl_strm_is, 1),
+    MLSTACK__TPL_STRM("isdigit", mlstack__tpl_strm_is, 0),
+    MLSTACK__TPL_STRM("islower", mlstack__tpl_strm_is, 4),
+    MLSTACK__TPL_STRM("isspace", mlstack__tpl_strm_is, 3),
+    MLSTACK__TPL_STRM("isupper", mlstack__tpl_strm_is, 5),
+    MLSTACK__TPL_STRM("join", mlstack__tpl_strm_join, 0),
+    MLSTACK__TPL_STRM("lower", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_LOWER),
+    MLSTACK__TPL_STRM("lstrip", mlstack__tpl_strm_strip, 1),
+    MLSTACK__TPL_STRM("removeprefix", mlstack__tpl_strm_removeprefix, 0),
+    MLSTACK__TPL_STRM("removesuffix", mlstack__tpl_strm_removeprefix, 1),
+    MLSTACK__TPL_STRM("replace", mlstack__tpl_strm_replace, 0),
+    MLSTACK__TPL_STRM("rfind", mlstack__tpl_strm_search, 2),
+    MLSTACK__TPL_STRM("rindex", mlstack__tpl_strm_search, 6),
+    MLSTACK__TPL_STRM("rsplit", mlstack__tpl_strm_split, 1),
+    MLSTACK__TPL_STRM("rstrip", mlstack__tpl_strm_strip, 2),
+    MLSTACK__TPL_STRM("split", mlstack__tpl_strm_split, 0),
+    MLSTACK__TPL_STRM("splitlines", mlstack__tpl_strm_splitlines, 0),
+    MLSTACK__TPL_STRM("startswith", mlstack__tpl_strm_startswith, 0),
+    MLSTACK__TPL_STRM("strip", mlstack__tpl_strm_strip, 3),
+    MLSTACK__TPL_STRM("title", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_STR_TITLE),
+    MLSTACK__TPL_STRM("upper", mlstack__tpl_strm_case, MLSTACK__TPL_CASE_UPPER),
+    {NULL, NULL, NULL, 0}};
+
+/* Global functions; a value of kind FUNC holds its index here. */
+static const mlstack__tpl_builtin mlstack__tpl_globals[] = {
+    {"range", "range()", mlstack__tpl_global_range, 0},
+    {"namespace", "namespace()", mlstack__tpl_global_dict, 1},
+    {"dict", "dict()", mlstack__tpl_global_dict, 0},
+    {"raise_exception", "raise_exception()", mlstack__tpl_global_raise_exception, 0},
+    {"strftime_now", "strftime_now()", mlstack__tpl_global_strftime_now, 0},
+    {NULL, NULL, NULL, 0}};
+
+static const mlstack__tpl_builtin *mlstack__tpl_find_builtin(int kind, const char *s, size_t n) {
+    const mlstack__tpl_builtin *t = kind == MLSTACK__TPL_BI_FILTER ? mlstack__tpl_filters
+                                    : kind == MLSTACK__TPL_BI_TEST ? mlstack__tpl_tests
+                                    : kind == MLSTACK__TPL_BI_STRM ? mlstack__tpl_str_methods
+                                                                   : mlstack__tpl_globals;
+    for (; t->name; t++)
+        if (strlen(t->name) == n && memcmp(t->name, s, n) == 0) return t;
+    return NULL;
+}
+
+/* Calls a builtin after charging the step budget for the sizes of its input and arguments, so
+   that builtins linear in their input stay bounded however often a template calls them. */
+static uint64_t mlstack__tpl_size(const mlstack__tv *v) {
+    if (v->t == MLSTACK__TPL_VAL_STR) return v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP;
+    if (v->t == MLSTACK__TPL_VAL_LIST) return v->u.l->n;
+    if (v->t == MLSTACK__TPL_VAL_DICT) return v->u.d->n;
+    return 0;
+}
+static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builtin *b, const mlstack__tv *v, mlstack__targs *a,
+                                     mlstack__tv *out, size_t pos) {
+    uint64_t work = v ? mlstack__tpl_size(v) : 0;
+    int k;
+    for (k = 0; k < a->np; k++) work += mlstack__tpl_size(&a->p[k]);
+    for (k = 0; k < a->nk; k++) work += mlstack__tpl_size(&a->kv[k]);
+    if (mlstack__tpl_charge_check(c, work, pos)) return -1;
+    return b->fn(c, b, v, a, out, pos);
+}
+
+
+static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos) {
+    const mlstack__tpl_builtin *g;
+    switch (f->t) {
+    case MLSTACK__TPL_VAL_MACRO: return mlstack__tpl_call_macro(c, f->u.m, a, NULL, out, pos);
+    case MLSTACK__TPL_VAL_METHOD: return mlstack__tpl_call_method(c, f->u.b, a, out, pos);
+    case MLSTACK__TPL_VAL_UNDEF:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", f->u.s.p ? f->u.s.p : "value is undefined");
+    case MLSTACK__TPL_VAL_FUNC:
+        g = &mlstack__tpl_globals[f->u.i];
+        return g->fn(c, g, NULL, a, out, pos);
+    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not callable", mlstack__tv_typename(f));
+    }
+}
+
 
 /* ---- evaluator ---- */
 static int mlstack__tpl_step(mlstack__tctx *c, size_t pos) {
+    if (mlstack__tpl_stack_check(c, pos)) return -1;
     if (++c->steps > c->max_steps)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps", (unsigned long long)c->max_steps);
     if (c->depth >= MLSTACK_TEMPLATE_MAX_DEPTH)
@@ -9526,132 +10954,177 @@ static int mlstack__tpl_step(mlstack__tctx *c, size_t pos) {
     return 0;
 }
 
-static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
-    mlstack__tv a, b;
+/* A filter or test node: input (a filter block passes its rendered body in *out), arguments,
+   then the builtin. An unknown name fails here, when reached, as in jinja2. */
+static int mlstack__tpl_eval_builtin(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a;
     mlstack__targs args;
+    int is_test = n->kind == MLSTACK__TPL_EXPR_TEST;
+    if (!n->bi)
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "%s '%.*s' is not supported", is_test ? "test" : "filter", (int)n->n, n->s);
+    if (n->a ? mlstack__tpl_eval(c, s, n->a, &a) : (a = *out, 0)) return -1;
+    if (mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
+    if (mlstack__tpl_call_builtin(c, n->bi, &a, &args, out, n->pos)) return -1;
+    if (is_test && n->op) out->u.i = !out->u.i;
+    return 0;
+}
+
+static int mlstack__tpl_eval_name(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv *v = mlstack__tscope_lookup(c, s, n->s, n->n);
+    if (v) {
+        *out = *v;
+        return 0;
+    }
+    return mlstack__tpl_undef_fmt(c, out, "'%.*s' is undefined", n->s, n->n);
+}
+
+/* a[b], a[b:c:d] and a.name */
+static int mlstack__tpl_eval_access(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a, x = mlstack__tv_none(), y = mlstack__tv_none(), z = mlstack__tv_none();
+    if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+    if (n->kind == MLSTACK__TPL_EXPR_ATTR) return mlstack__tpl_getattr(c, &a, n->s, n->n, out, n->pos);
+    if ((n->b && mlstack__tpl_eval(c, s, n->b, &x)) || (n->c && mlstack__tpl_eval(c, s, n->c, &y)) ||
+        (n->d && mlstack__tpl_eval(c, s, n->d, &z)))
+        return -1;
+    if (n->kind == MLSTACK__TPL_EXPR_ITEM) return mlstack__tpl_getitem(c, &a, &x, out, n->pos);
+    return mlstack__tpl_slice(c, &a, &x, &y, &z, out, n->pos);
+}
+
+/* Calls keep their argument block out of the other expressions' stack frames. */
+static int mlstack__tpl_eval_call(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv f;
+    mlstack__targs args;
+    if (mlstack__tpl_eval(c, s, n->a, &f) || mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
+    return mlstack__tpl_call(c, &f, &args, out, n->pos);
+}
+
+static int mlstack__tpl_eval_binary(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a, b;
+    if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
+    if (n->op == MLSTACK__TPL_OP_CONCAT) {
+        mlstack__tbuf buf;
+        memset(&buf, 0, sizeof buf);
+        if (mlstack__tv_print(c, &buf, &a, n->pos) || mlstack__tv_print(c, &buf, &b, n->pos)) return -1;
+        return mlstack__tpl_newstr(c, &buf, out);
+    }
+    return mlstack__tpl_binop(c, n->op, &a, &b, out, n->pos);
+}
+
+/* a < b <= c ...: each comparison with the previous right operand, stopping at the first false */
+static int mlstack__tpl_eval_compare(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a, b;
     const mlstack__tn *k;
+    int res = 1;
+    if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+    for (k = n->b; k && res; k = k->next) {
+        if (mlstack__tpl_eval(c, s, k->a, &b)) return -1;
+        switch (k->op) {
+        case MLSTACK__TPL_OP_EQ: res = mlstack__tpl_eq(c, &a, &b); break;
+        case MLSTACK__TPL_OP_NE: res = !mlstack__tpl_eq(c, &a, &b); break;
+        case MLSTACK__TPL_OP_IN:
+        case MLSTACK__TPL_OP_NOTIN:
+            if (mlstack__tpl_contains(c, &a, &b, &res, k->pos)) return -1;
+            if (k->op == MLSTACK__TPL_OP_NOTIN) res = !res;
+            break;
+        default:
+            if (mlstack__tpl_order(c, k->op, &a, &b, &res, k->pos)) return -1;
+        }
+        a = b;
+    }
+    *out = mlstack__tv_bool(res);
+    return 0;
+}
+
+/* -x, +x */
+static int mlstack__tpl_eval_sign(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a;
+    int neg = n->kind == MLSTACK__TPL_EXPR_NEG;
+    if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
+    if (a.t == MLSTACK__TPL_VAL_FLOAT) *out = mlstack__tv_float(neg ? -a.u.f : a.u.f);
+    else if (a.t == MLSTACK__TPL_VAL_INT || a.t == MLSTACK__TPL_VAL_BOOL) {
+        if (neg && a.u.i == INT64_MIN) return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
+        *out = mlstack__tv_int(neg ? -a.u.i : a.u.i);
+    } else if (a.t == MLSTACK__TPL_VAL_UNDEF) {
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", a.u.s.p ? a.u.s.p : "value is undefined");
+    } else {
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for unary %c: '%s'", neg ? '-' : '+',
+                                 mlstack__tv_typename(&a));
+    }
+    return 0;
+}
+
+/* not, and, or, and the inline if */
+static int mlstack__tpl_eval_logic(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a;
     switch (n->kind) {
-    case MLSTACK__N_LIT: *out = n->v; return 0;
-    case MLSTACK__N_NAME: {
-        mlstack__tv *v = mlstack__tscope_lookup(s, n->s, n->n);
-        if (v) {
-            *out = *v;
-            return 0;
-        }
-        return mlstack__tpl_undef_fmt(c, out, "'%.*s' is undefined", n->s, n->n);
-    }
-    case MLSTACK__N_ATTR:
-        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
-        return mlstack__tpl_getattr(c, &a, n->s, n->n, out, n->pos);
-    case MLSTACK__N_ITEM:
-        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
-        return mlstack__tpl_getitem(c, &a, &b, out, n->pos);
-    case MLSTACK__N_SLICE: {
-        mlstack__tv x = mlstack__tv_none(), y = mlstack__tv_none(), z = mlstack__tv_none();
-        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
-        if ((n->b && mlstack__tpl_eval(c, s, n->b, &x)) || (n->c && mlstack__tpl_eval(c, s, n->c, &y)) ||
-            (n->d && mlstack__tpl_eval(c, s, n->d, &z)))
-            return -1;
-        return mlstack__tpl_slice(c, &a, &x, &y, &z, out, n->pos);
-    }
-    case MLSTACK__N_CALL:
-        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
-        return mlstack__tpl_call(c, &a, &args, out, n->pos);
-    case MLSTACK__N_FILTER:
-        if (n->a ? mlstack__tpl_eval(c, s, n->a, &a) : (a = *out, 0)) return -1;
-        if (mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
-        return mlstack__tpl_filter(c, n->s, n->n, &a, &args, out, n->pos);
-    case MLSTACK__N_TEST: {
-        int r;
-        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
-        if (mlstack__tpl_test(c, n->s, n->n, &a, &args, &r, n->pos)) return -1;
-        *out = mlstack__tv_bool(n->op ? !r : r);
-        return 0;
-    }
-    case MLSTACK__N_BIN:
-        if (mlstack__tpl_eval(c, s, n->a, &a) || mlstack__tpl_eval(c, s, n->b, &b)) return -1;
-        if (n->op == MLSTACK__JOP_CONCAT) {
-            mlstack__tbuf buf;
-            memset(&buf, 0, sizeof buf);
-            if (mlstack__tv_print(c, &buf, &a, n->pos) || mlstack__tv_print(c, &buf, &b, n->pos)) return -1;
-            return mlstack__tpl_newstr(c, &buf, out);
-        }
-        return mlstack__tpl_binop(c, n->op, &a, &b, out, n->pos);
-    case MLSTACK__N_CMP: {
-        int res = 1;
-        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
-        for (k = n->b; k && res; k = k->next) {
-            if (mlstack__tpl_eval(c, s, k->a, &b)) return -1;
-            switch (k->op) {
-            case MLSTACK__JOP_EQ: res = mlstack__tv_eq(&a, &b, 0); break;
-            case MLSTACK__JOP_NE: res = !mlstack__tv_eq(&a, &b, 0); break;
-            case MLSTACK__JOP_IN:
-            case MLSTACK__JOP_NOTIN:
-                if (mlstack__tpl_contains(c, &a, &b, &res, k->pos)) return -1;
-                if (k->op == MLSTACK__JOP_NOTIN) res = !res;
-                break;
-            default:
-                if (mlstack__tpl_order(c, k->op, &a, &b, &res, k->pos)) return -1;
-            }
-            a = b;
-        }
-        *out = mlstack__tv_bool(res);
-        return 0;
-    }
-    case MLSTACK__N_NEG:
-    case MLSTACK__N_POS:
-        if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
-        if (a.t == MLSTACK__TV_FLOAT) *out = mlstack__tv_float(n->kind == MLSTACK__N_NEG ? -a.u.f : a.u.f);
-        else if (a.t == MLSTACK__TV_INT || a.t == MLSTACK__TV_BOOL) {
-            if (n->kind == MLSTACK__N_NEG && a.u.i == INT64_MIN) return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
-            *out = mlstack__tv_int(n->kind == MLSTACK__N_NEG ? -a.u.i : a.u.i);
-        } else if (a.t == MLSTACK__TV_UNDEF) {
-            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", a.u.s.p ? a.u.s.p : "value is undefined");
-        } else {
-            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for unary %c: '%s'", n->kind == MLSTACK__N_NEG ? '-' : '+',
-                                     mlstack__tv_typename(&a));
-        }
-        return 0;
-    case MLSTACK__N_NOT:
+    case MLSTACK__TPL_EXPR_NOT:
         if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
         *out = mlstack__tv_bool(!mlstack__tv_truthy(&a));
         return 0;
-    case MLSTACK__N_AND:
-    case MLSTACK__N_OR:
+    case MLSTACK__TPL_EXPR_AND:
+    case MLSTACK__TPL_EXPR_OR:
         if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
-        if (mlstack__tv_truthy(&a) == (n->kind == MLSTACK__N_OR)) {
+        if (mlstack__tv_truthy(&a) == (n->kind == MLSTACK__TPL_EXPR_OR)) {
             *out = a;
             return 0;
         }
         return mlstack__tpl_eval(c, s, n->b, out);
-    case MLSTACK__N_COND:
+    default: /* COND */
         if (mlstack__tpl_eval(c, s, n->b, &a)) return -1;
         if (mlstack__tv_truthy(&a)) return mlstack__tpl_eval(c, s, n->a, out);
         if (n->c) return mlstack__tpl_eval(c, s, n->c, out);
         *out = mlstack__tv_undef("the inline if-expression evaluated to false and no else section was defined");
         return 0;
-    case MLSTACK__N_LIST:
-    case MLSTACK__N_TUPLE: {
-        mlstack__tlist *l = mlstack__tlist_new(c, n->kind == MLSTACK__N_LIST ? MLSTACK__TL_LIST : MLSTACK__TL_TUPLE, 0);
+    }
+}
+
+/* [..], (..), {..} literals */
+static int mlstack__tpl_eval_display(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    mlstack__tv a, b;
+    const mlstack__tn *k;
+    if (n->kind != MLSTACK__TPL_EXPR_DICT) {
+        mlstack__tlist *l = mlstack__tlist_new(c, n->kind == MLSTACK__TPL_EXPR_LIST ? MLSTACK__TPL_LIST_LIST : MLSTACK__TPL_LIST_TUPLE, 0);
         if (!l) return -1;
-        for (k = n->b; k; k = k->next) {
+        for (k = n->b; k; k = k->next)
             if (mlstack__tpl_eval(c, s, k, &a) || mlstack__tlist_push(c, l, a)) return -1;
-        }
         *out = mlstack__tv_list(l);
         return 0;
-    }
-    case MLSTACK__N_DICT: {
+    } else {
         mlstack__tdict *d = mlstack__tdict_new(c);
         if (!d) return -1;
         for (k = n->b; k; k = k->next) {
             if (mlstack__tpl_eval(c, s, k->a, &a) || mlstack__tpl_eval(c, s, k->b, &b)) return -1;
-            if ((a.t == MLSTACK__TV_LIST && a.u.l->kind != MLSTACK__TL_TUPLE) || a.t == MLSTACK__TV_DICT || a.t == MLSTACK__TV_UNDEF)
+            if ((a.t == MLSTACK__TPL_VAL_LIST && a.u.l->kind != MLSTACK__TPL_LIST_TUPLE) || a.t == MLSTACK__TPL_VAL_DICT ||
+                a.t == MLSTACK__TPL_VAL_UNDEF)
                 return mlstack__tpl_fail(c, k->pos, MLSTACK_ERR_INVALID_ARG, "unhashable dict key of type '%s'", mlstack__tv_typename(&a));
             if (mlstack__tdict_set(c, d, a, b)) return -1;
         }
-        *out = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+        *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
         return 0;
     }
+}
+
+static int mlstack__tpl_eval_inner(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n, mlstack__tv *out) {
+    switch (n->kind) {
+    case MLSTACK__TPL_EXPR_LIT: *out = n->v; return 0;
+    case MLSTACK__TPL_EXPR_NAME: return mlstack__tpl_eval_name(c, s, n, out);
+    case MLSTACK__TPL_EXPR_ATTR:
+    case MLSTACK__TPL_EXPR_ITEM:
+    case MLSTACK__TPL_EXPR_SLICE: return mlstack__tpl_eval_access(c, s, n, out);
+    case MLSTACK__TPL_EXPR_CALL: return mlstack__tpl_eval_call(c, s, n, out);
+    case MLSTACK__TPL_EXPR_FILTER:
+    case MLSTACK__TPL_EXPR_TEST: return mlstack__tpl_eval_builtin(c, s, n, out);
+    case MLSTACK__TPL_EXPR_BIN: return mlstack__tpl_eval_binary(c, s, n, out);
+    case MLSTACK__TPL_EXPR_CMP: return mlstack__tpl_eval_compare(c, s, n, out);
+    case MLSTACK__TPL_EXPR_NEG:
+    case MLSTACK__TPL_EXPR_POS: return mlstack__tpl_eval_sign(c, s, n, out);
+    case MLSTACK__TPL_EXPR_NOT:
+    case MLSTACK__TPL_EXPR_AND:
+    case MLSTACK__TPL_EXPR_OR:
+    case MLSTACK__TPL_EXPR_COND: return mlstack__tpl_eval_logic(c, s, n, out);
+    case MLSTACK__TPL_EXPR_LIST:
+    case MLSTACK__TPL_EXPR_TUPLE:
+    case MLSTACK__TPL_EXPR_DICT: return mlstack__tpl_eval_display(c, s, n, out);
     default: return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "bad expression node");
     }
 }
@@ -9667,16 +11140,16 @@ static int mlstack__tpl_eval(mlstack__tctx *c, mlstack__tscope *s, const mlstack
 
 /* Binds a for/set target (a name or a tuple of names) to v. */
 static int mlstack__tpl_assign(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *target, const mlstack__tv *v) {
-    if (target->kind == MLSTACK__N_NAME) return mlstack__tscope_set(c, s, target->s, target->n, *v);
-    if (target->kind == MLSTACK__N_ATTR) {
-        mlstack__tv *ns = mlstack__tscope_lookup(s, target->a->s, target->a->n);
-        if (!ns || ns->t != MLSTACK__TV_NS)
+    if (target->kind == MLSTACK__TPL_EXPR_NAME) return mlstack__tscope_set(c, s, target->s, target->n, *v);
+    if (target->kind == MLSTACK__TPL_EXPR_ATTR) {
+        mlstack__tv *ns = mlstack__tscope_lookup(c, s, target->a->s, target->a->n);
+        if (!ns || ns->t != MLSTACK__TPL_VAL_NS)
             return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "cannot assign attribute on non-namespace object");
         if (target->n && target->s[0] == '_')
             return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
         return mlstack__tdict_set(c, ns->u.d, mlstack__tv_str(target->s, target->n), *v);
     }
-    if (target->kind == MLSTACK__N_TUPLE) {
+    if (target->kind == MLSTACK__TPL_EXPR_TUPLE) {
         mlstack__tv *items;
         size_t n, i = 0, want = 0;
         const mlstack__tn *k;
@@ -9728,12 +11201,12 @@ static int mlstack__tpl_exec_for(mlstack__tctx *c, mlstack__tscope *s, const mls
         if (!is || n->op) {
             if (!(is = mlstack__tscope_new(c, s))) return -1;
         } else {
-            is->vars.n = 0;
+            mlstack__tdict_clear(&is->vars);
         }
         if (mlstack__tpl_step(c, n->pos)) return -1;
         lp->i = i;
         memset(&lv, 0, sizeof lv);
-        lv.t = MLSTACK__TV_LOOP;
+        lv.t = MLSTACK__TPL_VAL_LOOP;
         lv.u.lp = lp;
         if (mlstack__tscope_set(c, is, "loop", 4, lv) || mlstack__tpl_assign(c, is, n->a, &kept[i])) return -1;
         r = mlstack__tpl_exec(c, is, n->c);
@@ -9741,6 +11214,80 @@ static int mlstack__tpl_exec_for(mlstack__tctx *c, mlstack__tscope *s, const mls
         if (r == 1) break;
     }
     return 0;
+}
+
+/* {% set x %}...{% endset %} and {% filter f %}...{% endfilter %}: the body rendered to a string,
+   then assigned, or fed through the filter chain (innermost first) and printed. */
+static int mlstack__tpl_exec_capture(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n) {
+    mlstack__tbuf buf, *saved = c->out;
+    mlstack__tv v;
+    const mlstack__tn *f, **chain;
+    size_t depth = 0, k;
+    int r;
+    memset(&buf, 0, sizeof buf);
+    c->out = &buf;
+    r = mlstack__tpl_exec(c, s, n->c);
+    c->out = saved;
+    if (r) return r < 0 ? -1 : mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "break/continue outside a loop body");
+    if (mlstack__tpl_newstr(c, &buf, &v)) return -1;
+    if (n->kind == MLSTACK__TPL_STMT_SETBLOCK) return mlstack__tpl_assign(c, s, n->a, &v);
+    for (f = n->a; f; f = f->a) depth++;
+    if (!(chain = (const mlstack__tn **)mlstack__tpl_alloc(c, depth * sizeof *chain))) return -1;
+    for (f = n->a, k = depth; f; f = f->a) chain[--k] = f;
+    for (k = 0; k < depth; k++) {
+        mlstack__tn one = *chain[k];
+        one.a = NULL; /* the input is the value so far, in v */
+        if (mlstack__tpl_eval_builtin(c, s, &one, &v)) return -1;
+    }
+    return mlstack__tv_print(c, c->out, &v, n->pos);
+}
+
+/* {% macro %}: binds the name to the macro and the scope it is defined in. */
+static int mlstack__tpl_exec_macro_def(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n) {
+    struct mlstack__tmacro *m = (struct mlstack__tmacro *)mlstack__tpl_alloc(c, sizeof *m);
+    mlstack__tv v;
+    if (!m) return -1;
+    m->node = n;
+    m->closure = s;
+    memset(&v, 0, sizeof v);
+    v.t = MLSTACK__TPL_VAL_MACRO;
+    v.u.m = m;
+    return mlstack__tscope_set(c, s, n->s, n->n, v);
+}
+
+/* {% call %}: the callee runs with `caller` bound to a macro made of this block's body. */
+static int mlstack__tpl_exec_callblock(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n) {
+    mlstack__tv callee, caller, res;
+    mlstack__targs args;
+    struct mlstack__tmacro *m = (struct mlstack__tmacro *)mlstack__tpl_alloc(c, sizeof *m);
+    if (!m) return -1;
+    m->node = n;
+    m->closure = s;
+    memset(&caller, 0, sizeof caller);
+    caller.t = MLSTACK__TPL_VAL_MACRO;
+    caller.u.m = m;
+    if (mlstack__tpl_eval(c, s, n->a->a, &callee) || mlstack__tpl_eval_args(c, s, n->a->b, &args, 0)) return -1;
+    if (callee.t != MLSTACK__TPL_VAL_MACRO) {
+        if (callee.t == MLSTACK__TPL_VAL_UNDEF)
+            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", callee.u.s.p ? callee.u.s.p : "value is undefined");
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "{%% call %%} of a %s is not supported", mlstack__tv_typename(&callee));
+    }
+    if (mlstack__tpl_call_macro(c, callee.u.m, &args, &caller, &res, n->pos)) return -1;
+    return mlstack__tv_print(c, c->out, &res, n->pos);
+}
+
+/* {% with %}: the values are computed in the outer scope, then bound in a new one. */
+static int mlstack__tpl_exec_with(mlstack__tctx *c, mlstack__tscope *s, const mlstack__tn *n) {
+    mlstack__tscope *ws = mlstack__tscope_new(c, s);
+    const mlstack__tn *k;
+    int r;
+    if (!ws) return -1;
+    for (k = n->b; k; k = k->next) {
+        mlstack__tv v;
+        if (mlstack__tpl_eval(c, s, k->b, &v) || mlstack__tpl_assign(c, ws, k->a, &v)) return -1;
+    }
+    r = mlstack__tpl_exec(c, ws, n->c);
+    return r < 0 ? -1 : r;
 }
 
 /* Returns 0, 1 for break, 2 for continue, -1 on error. */
@@ -9755,68 +11302,28 @@ static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack
             break;
         }
         switch (n->kind) {
-        case MLSTACK__S_TEXT: r = mlstack__tbuf_put(c, c->out, n->s, n->n); break;
-        case MLSTACK__S_OUT:
+        case MLSTACK__TPL_STMT_TEXT: r = mlstack__tbuf_put(c, c->out, n->s, n->n); break;
+        case MLSTACK__TPL_STMT_OUT:
             r = mlstack__tpl_eval(c, s, n->a, &v);
             if (!r) r = mlstack__tv_print(c, c->out, &v, n->a->pos);
             break;
-        case MLSTACK__S_IF:
+        case MLSTACK__TPL_STMT_IF:
             r = mlstack__tpl_eval(c, s, n->a, &v);
             if (!r) r = mlstack__tpl_exec(c, s, mlstack__tv_truthy(&v) ? n->b : n->c);
             break;
-        case MLSTACK__S_FOR: r = mlstack__tpl_exec_for(c, s, n); break;
-        case MLSTACK__S_SET:
+        case MLSTACK__TPL_STMT_FOR: r = mlstack__tpl_exec_for(c, s, n); break;
+        case MLSTACK__TPL_STMT_SET:
             r = mlstack__tpl_eval(c, s, n->b, &v);
             if (!r) r = mlstack__tpl_assign(c, s, n->a, &v);
             break;
-        case MLSTACK__S_SETBLOCK:
-        case MLSTACK__S_FILTERBLOCK: {
-            mlstack__tbuf buf, *saved = c->out;
-            memset(&buf, 0, sizeof buf);
-            c->out = &buf;
-            r = mlstack__tpl_exec(c, s, n->c);
-            c->out = saved;
-            if (r) {
-                r = r < 0 ? -1 : mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "break/continue outside a loop body");
-                break;
-            }
-            r = mlstack__tpl_newstr(c, &buf, &v);
-            if (r) break;
-            if (n->kind == MLSTACK__S_SETBLOCK) {
-                r = mlstack__tpl_assign(c, s, n->a, &v);
-            } else {
-                mlstack__tv res = v;
-                /* the filter chain was parsed with an empty input; feed the body text in */
-                const mlstack__tn *chain[32];
-                int depth = 0, k;
-                const mlstack__tn *f;
-                for (f = n->a; f && depth < 32; f = f->a) chain[depth++] = f;
-                for (k = depth - 1; k >= 0 && !r; k--) {
-                    mlstack__targs fa;
-                    r = mlstack__tpl_eval_args(c, s, chain[k]->b, &fa, 0);
-                    if (!r) r = mlstack__tpl_filter(c, chain[k]->s, chain[k]->n, &res, &fa, &res, chain[k]->pos);
-                }
-                if (!r) r = mlstack__tv_print(c, c->out, &res, n->pos);
-            }
-            break;
-        }
-        case MLSTACK__S_MACRO: {
-            struct mlstack__tmacro *m = (struct mlstack__tmacro *)mlstack__tpl_alloc(c, sizeof *m);
-            if (!m) {
-                r = -1;
-                break;
-            }
-            m->node = n;
-            m->closure = s;
-            memset(&v, 0, sizeof v);
-            v.t = MLSTACK__TV_MACRO;
-            v.u.m = m;
-            r = mlstack__tscope_set(c, s, n->s, n->n, v);
-            break;
-        }
-        case MLSTACK__S_BREAK: r = 1; break;
-        case MLSTACK__S_CONTINUE: r = 2; break;
-        case MLSTACK__S_BLOCK: r = mlstack__tpl_exec(c, s, n->c); break;
+        case MLSTACK__TPL_STMT_SETBLOCK:
+        case MLSTACK__TPL_STMT_FILTERBLOCK: r = mlstack__tpl_exec_capture(c, s, n); break;
+        case MLSTACK__TPL_STMT_MACRO: r = mlstack__tpl_exec_macro_def(c, s, n); break;
+        case MLSTACK__TPL_STMT_CALLBLOCK: r = mlstack__tpl_exec_callblock(c, s, n); break;
+        case MLSTACK__TPL_STMT_WITH: r = mlstack__tpl_exec_with(c, s, n); break;
+        case MLSTACK__TPL_STMT_BREAK: r = 1; break;
+        case MLSTACK__TPL_STMT_CONTINUE: r = 2; break;
+        case MLSTACK__TPL_STMT_BLOCK: r = mlstack__tpl_exec(c, s, n->c); break;
         default: r = mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_FORMAT, "bad statement node");
         }
     }
@@ -9843,7 +11350,7 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         return 0;
     case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return 0;
     case MLSTACK__JSON_ARRAY: {
-        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, j->len);
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, j->len);
         if (!l) return -1;
         for (k = j->child; k; k = k->next)
             if (mlstack__tpl_from_json(c, k, &l->v[l->n++])) return -1;
@@ -9857,7 +11364,7 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
             mlstack__tv v;
             if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v)) return -1;
         }
-        *out = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+        *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
         return 0;
     }
     }
@@ -9873,14 +11380,24 @@ static int mlstack__tpl_prepare_message(mlstack__tctx *c, mlstack__tv *msg, size
     mlstack__tv reasoning;
     size_t i;
     int f, found = 0;
-    if (msg->t != MLSTACK__TV_DICT)
+    if (msg->t != MLSTACK__TPL_VAL_DICT)
         return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "message %zu is not a JSON object", idx);
     d = msg->u.d;
     if (!(nd = mlstack__tdict_new(c))) return -1;
-    for (i = 0; i < d->n; i++)
-        if (d->v[i].t != MLSTACK__TV_NONE && mlstack__tdict_set(c, nd, d->k[i], d->v[i])) return -1;
+    if (d->n) { /* the keys are distinct already: copy the non-None entries and index them once */
+        nd->k = (mlstack__tv *)mlstack__tpl_alloc(c, d->n * sizeof *nd->k);
+        nd->v = (mlstack__tv *)mlstack__tpl_alloc(c, d->n * sizeof *nd->v);
+        if (!nd->k || !nd->v) return -1;
+        nd->cap = d->n;
+        for (i = 0; i < d->n; i++)
+            if (d->v[i].t != MLSTACK__TPL_VAL_NONE) {
+                nd->k[nd->n] = d->k[i];
+                nd->v[nd->n++] = d->v[i];
+            }
+        if (nd->cap > MLSTACK__TDICT_SCAN && mlstack__tdict_reindex(c, nd)) return -1;
+    }
     for (f = 0; f < 3 && !found; f++) {
-        mlstack__tv *r = mlstack__tdict_findn(nd, fields[f], strlen(fields[f]));
+        mlstack__tv *r = mlstack__tdict_findn(c, nd, fields[f], strlen(fields[f]));
         if (r) {
             reasoning = *r;
             found = 1;
@@ -9888,7 +11405,7 @@ static int mlstack__tpl_prepare_message(mlstack__tctx *c, mlstack__tv *msg, size
     }
     if (found) {
         mlstack__tdict *ad = mlstack__tdict_new(c);
-        mlstack__tv *own = mlstack__tdict_findn(nd, "thinking", 8);
+        mlstack__tv *own = mlstack__tdict_findn(c, nd, "thinking", 8);
         if (!ad || mlstack__tdict_set(c, ad, mlstack__tv_cstr("thinking"), own ? *own : reasoning)) return -1;
         for (i = 0; i < nd->n; i++)
             if (mlstack__tdict_set(c, ad, nd->k[i], nd->v[i])) return -1;
@@ -9910,48 +11427,17 @@ typedef struct mlstack__tpl_input {
     int require_messages;
 } mlstack__tpl_input;
 
-static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, const mlstack__tpl_input *in,
-                                          const mlstack_template_options *opt, char **out, size_t *out_len, mlstack_error *err) {
-    mlstack__tctx ctx, *c = &ctx;
-    mlstack__json_doc docs[3];
-    mlstack__tlex L;
-    mlstack__tparse P;
-    mlstack__tn *root = NULL;
-    mlstack__tscope *g;
-    mlstack__tbuf outbuf;
-    mlstack_template_options dflt;
-    char *norm;
+/* UTF-8 check, then jinja2's newline handling: every line break (as Python's splitlines sees
+   them) becomes "\n", and one trailing line break is dropped. The result becomes c->src. */
+static int mlstack__tpl_normalize(mlstack__tctx *c, const char *text, size_t text_len) {
     size_t i, n;
-    int k;
-    static const char *const fnames[] = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
-    if (out) *out = NULL;
-    if (out_len) *out_len = 0;
-    if (!out || (!text && text_len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
-    if (!opt) {
-        memset(&dflt, 0, sizeof dflt);
-        opt = &dflt;
-    }
-    memset(c, 0, sizeof *c);
-    memset(docs, 0, sizeof docs);
-    memset(&outbuf, 0, sizeof outbuf);
-    c->err = err;
-    c->max_mem = opt->max_memory ? opt->max_memory : MLSTACK_TEMPLATE_MAX_MEMORY;
-    c->max_steps = opt->max_steps ? opt->max_steps : MLSTACK_TEMPLATE_MAX_STEPS;
-    c->max_out = opt->max_output_bytes ? opt->max_output_bytes : MLSTACK_TEMPLATE_MAX_OUTPUT;
-    c->now = opt->now_unix;
-    c->out = &outbuf;
-    /* UTF-8 check, then jinja2's newline handling: every line break (as Python's splitlines
-       sees them) becomes "\n", and one trailing line break is dropped. */
+    char *norm;
     for (i = 0; i < text_len;) {
         int l = mlstack__utf8_valid_len((const unsigned char *)text + i, text_len - i);
-        if (!l) {
-            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_FORMAT, "template is not valid UTF-8 (byte %zu)", i);
-            goto done;
-        }
+        if (!l) return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_FORMAT, "template is not valid UTF-8 (byte %zu)", i);
         i += (size_t)l;
     }
-    norm = (char *)mlstack__tpl_alloc(c, text_len + 1);
-    if (!norm) goto done;
+    if (!(norm = (char *)mlstack__tpl_alloc(c, text_len + 1))) return -1;
     for (i = 0, n = 0; i < text_len;) {
         size_t l;
         uint32_t cp = mlstack__tpl_cp(text + i, text_len - i, &l);
@@ -9969,95 +11455,144 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     norm[n] = 0;
     c->src = norm;
     c->src_n = n;
+    return 0;
+}
 
+/* Lexes and parses c->src into the statement list *root. */
+static int mlstack__tpl_parse(mlstack__tctx *c, mlstack__tn **root) {
+    mlstack__tlex L;
+    mlstack__tparse P;
     memset(&L, 0, sizeof L);
     L.c = c;
-    L.s = norm;
-    L.n = n;
-    if (mlstack__tlex_run(&L)) goto done;
+    L.s = c->src;
+    L.n = c->src_n;
+    if (mlstack__tlex_run(&L)) return -1;
     memset(&P, 0, sizeof P);
     P.c = c;
     P.tok = L.tok;
     P.n = L.ntok;
-    root = mlstack__tp_body(&P, NULL, NULL, 0);
-    if (c->rc) goto done;
+    *root = mlstack__tp_body(&P, NULL, NULL, 0);
+    if (c->rc || mlstack__tp_check_unknown(&P)) return -1;
+    return 0;
+}
 
-    if (!(g = mlstack__tscope_new(c, NULL))) goto done;
-    for (k = 0; k < 5; k++) {
+/* The global scope: builtin functions, messages, tools, documents, add_generation_prompt,
+   special tokens, then extra_json's members (overriding the others, as transformers' kwargs). */
+static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, const mlstack__tpl_input *in,
+                                    const mlstack_template_options *opt, mlstack__json_doc *docs, mlstack_error *err) {
+    mlstack__tscope *g;
+    size_t i;
+    int k;
+    if (!(*gp = g = mlstack__tscope_new(c, NULL))) return -1;
+    for (k = 0; mlstack__tpl_globals[k].name; k++) {
         mlstack__tv f;
         memset(&f, 0, sizeof f);
-        f.t = MLSTACK__TV_FUNC;
-        f.u.i = k + 1;
-        if (mlstack__tscope_set(c, g, fnames[k], strlen(fnames[k]), f)) goto done;
+        f.t = MLSTACK__TPL_VAL_FUNC;
+        f.u.i = k;
+        if (mlstack__tscope_set(c, g, mlstack__tpl_globals[k].name, strlen(mlstack__tpl_globals[k].name), f)) return -1;
     }
     if (in->messages_json) {
         mlstack__tv msgs;
         if (mlstack__json_parse(&docs[0], in->messages_json, in->messages_len, "messages", err) != MLSTACK_OK) {
             c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
-            goto done;
+            return -1;
         }
-        if (mlstack__tpl_from_json(c, docs[0].root, &msgs)) goto done;
-        if (msgs.t != MLSTACK__TV_LIST) {
+        if (mlstack__tpl_from_json(c, docs[0].root, &msgs)) return -1;
+        if (msgs.t != MLSTACK__TPL_VAL_LIST) {
             mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "messages must be a JSON array of message objects");
-            goto done;
+            return -1;
         }
         for (i = 0; i < msgs.u.l->n; i++)
-            if (mlstack__tpl_prepare_message(c, &msgs.u.l->v[i], i)) goto done;
+            if (mlstack__tpl_prepare_message(c, &msgs.u.l->v[i], i)) return -1;
         if (in->require_messages && msgs.u.l->n == 0) {
             mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
-            goto done;
+            return -1;
         }
-        if (mlstack__tscope_set(c, g, "messages", 8, msgs)) goto done;
+        if (mlstack__tscope_set(c, g, "messages", 8, msgs)) return -1;
     } else if (in->plain) {
-        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TL_LIST, (size_t)in->n_plain);
-        if (!l) goto done;
+        mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, (size_t)in->n_plain);
+        if (!l) return -1;
         if (in->require_messages && in->n_plain == 0) {
             mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
-            goto done;
+            return -1;
         }
         for (k = 0; k < in->n_plain; k++) {
             mlstack__tdict *d = mlstack__tdict_new(c);
-            if (!d) goto done;
-            if (in->plain[k].role && mlstack__tdict_set(c, d, mlstack__tv_cstr("role"), mlstack__tv_cstr(in->plain[k].role))) goto done;
-            if (in->plain[k].content && mlstack__tdict_set(c, d, mlstack__tv_cstr("content"), mlstack__tv_cstr(in->plain[k].content))) goto done;
-            l->v[l->n++] = mlstack__tv_dict(d, MLSTACK__TV_DICT);
+            if (!d) return -1;
+            if (in->plain[k].role && mlstack__tdict_set(c, d, mlstack__tv_cstr("role"), mlstack__tv_cstr(in->plain[k].role))) return -1;
+            if (in->plain[k].content && mlstack__tdict_set(c, d, mlstack__tv_cstr("content"), mlstack__tv_cstr(in->plain[k].content))) return -1;
+            l->v[l->n++] = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
         }
-        if (mlstack__tscope_set(c, g, "messages", 8, mlstack__tv_list(l))) goto done;
+        if (mlstack__tscope_set(c, g, "messages", 8, mlstack__tv_list(l))) return -1;
     }
     {
         mlstack__tv tools = mlstack__tv_none();
         if (opt->tools_json) {
             if (mlstack__json_parse(&docs[1], opt->tools_json, strlen(opt->tools_json), "tools_json", err) != MLSTACK_OK) {
                 c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
-                goto done;
+                return -1;
             }
-            if (mlstack__tpl_from_json(c, docs[1].root, &tools)) goto done;
+            if (mlstack__tpl_from_json(c, docs[1].root, &tools)) return -1;
         }
         if (mlstack__tscope_set(c, g, "tools", 5, tools) || mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
             mlstack__tscope_set(c, g, "add_generation_prompt", 21, mlstack__tv_bool(opt->add_generation_prompt)))
-            goto done;
+            return -1;
     }
     for (k = 0; k < in->n_tokens; k++)
         if (in->token_values[k] && mlstack__tscope_set(c, g, in->token_names[k], strlen(in->token_names[k]), mlstack__tv_cstr(in->token_values[k])))
-            goto done;
-    if (opt->bos_token && mlstack__tscope_set(c, g, "bos_token", 9, mlstack__tv_cstr(opt->bos_token))) goto done;
-    if (opt->eos_token && mlstack__tscope_set(c, g, "eos_token", 9, mlstack__tv_cstr(opt->eos_token))) goto done;
+            return -1;
+    if (opt->bos_token && mlstack__tscope_set(c, g, "bos_token", 9, mlstack__tv_cstr(opt->bos_token))) return -1;
+    if (opt->eos_token && mlstack__tscope_set(c, g, "eos_token", 9, mlstack__tv_cstr(opt->eos_token))) return -1;
     if (opt->extra_json) {
         mlstack__tv extra;
         if (mlstack__json_parse(&docs[2], opt->extra_json, strlen(opt->extra_json), "extra_json", err) != MLSTACK_OK) {
             c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
-            goto done;
+            return -1;
         }
-        if (mlstack__tpl_from_json(c, docs[2].root, &extra)) goto done;
-        if (extra.t != MLSTACK__TV_DICT) {
+        if (mlstack__tpl_from_json(c, docs[2].root, &extra)) return -1;
+        if (extra.t != MLSTACK__TPL_VAL_DICT) {
             mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "extra_json must be a JSON object");
-            goto done;
+            return -1;
         }
         for (i = 0; i < extra.u.d->n; i++)
-            if (mlstack__tdict_set(c, &g->vars, extra.u.d->k[i], extra.u.d->v[i])) goto done;
+            if (mlstack__tdict_set(c, &g->vars, extra.u.d->k[i], extra.u.d->v[i])) return -1;
     }
-    if (mlstack__tbuf_put(c, &outbuf, "", 0)) goto done;
-    if (mlstack__tpl_exec(c, g, root) < 0) goto done;
+    return 0;
+}
+
+static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, const mlstack__tpl_input *in,
+                                          const mlstack_template_options *opt, char **out, size_t *out_len, mlstack_error *err) {
+    mlstack__tctx ctx, *c = &ctx;
+    mlstack__json_doc docs[3];
+    mlstack__tn *root = NULL;
+    mlstack__tscope *g = NULL;
+    mlstack__tbuf outbuf;
+    mlstack_template_options dflt;
+    int k;
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (!out || (!text && text_len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (!opt) {
+        memset(&dflt, 0, sizeof dflt);
+        opt = &dflt;
+    }
+    memset(c, 0, sizeof *c);
+    memset(docs, 0, sizeof docs);
+    memset(&outbuf, 0, sizeof outbuf);
+    c->err = err;
+    c->max_mem = opt->max_memory ? opt->max_memory : MLSTACK_TEMPLATE_MAX_MEMORY;
+    c->max_steps = opt->max_steps ? opt->max_steps : MLSTACK_TEMPLATE_MAX_STEPS;
+    c->max_out = opt->max_output_bytes ? opt->max_output_bytes : MLSTACK_TEMPLATE_MAX_OUTPUT;
+    c->max_stack = opt->max_stack ? opt->max_stack : MLSTACK_TEMPLATE_MAX_STACK;
+    c->stack_base = mlstack__tpl_stack_here();
+    /* keys the dict hash: differs between renders and processes, so colliding keys cannot be prepared */
+    c->seed = mlstack__tpl_mix((uint64_t)(uintptr_t)&ctx ^ ((uint64_t)time(NULL) << 20) ^ (uint64_t)clock());
+    c->now = opt->now_unix;
+    c->out = &outbuf;
+    if (mlstack__tpl_normalize(c, text, text_len) || mlstack__tpl_parse(c, &root) ||
+        mlstack__tpl_bind_inputs(c, &g, in, opt, docs, err) || mlstack__tbuf_put(c, &outbuf, "", 0) ||
+        mlstack__tpl_exec(c, g, root) < 0)
+        goto done;
     *out = (char *)MLSTACK_MALLOC(outbuf.n + 1);
     if (!*out) {
         mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory for %zu bytes of output", outbuf.n);
@@ -10517,6 +12052,18 @@ typedef struct mlstack__weight {
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
 } mlstack__weight;
+/* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
+   engines of other kernel tables may be running on the same model: they are stored with release
+   and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLSTACK__LOAD_ACQUIRE(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define MLSTACK__STORE_RELEASE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#else /* other compilers (MSVC): x86 and x64 order plain loads and stores so (TSO) */
+#define MLSTACK__LOAD_ACQUIRE(x) (x)
+#define MLSTACK__STORE_RELEASE(x, v) ((x) = (v))
+#endif
+#define MLSTACK__PACKED(w) MLSTACK__LOAD_ACQUIRE((w)->packed)
+#define MLSTACK__PACKED_DP(w) MLSTACK__LOAD_ACQUIRE((w)->packed_dp)
 
 /* P16 panels: a copy of W made once, for kernels that multiply one broadcast activation by 16
    outputs at a time (the kernel table's `packs` says for which types). Outputs go in panels of
@@ -10768,7 +12315,7 @@ typedef struct mlstack__matmul_job {
     (3 * ((size_t)(n_in) + 31) > 4 * 16 * MLSTACK__MM_KC ? 3 * ((size_t)(n_in) + 31) : 4 * 16 * MLSTACK__MM_KC)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                                                               \
-    (((w)->packed && ((k)->packs >> (w)->wtype & 1u)) || ((w)->packed_dp && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
+    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
@@ -11211,7 +12758,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                  int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
         return;
@@ -11781,7 +13328,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
@@ -12078,7 +13625,7 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
 }
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                        float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_BF16 && w->packed_dp) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
+    if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
@@ -12536,7 +14083,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
-    if (w->packed) {
+    if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
         else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
         return;
@@ -12763,7 +14310,7 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
-    if (w->packed && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
     else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
@@ -13462,6 +15009,14 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
+            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights",
+                                     m->path, ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
+                                     mlstack_dtype_name(quant));
+            }
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
@@ -13511,8 +15066,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                     break;
                 }
                 mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
-                if (j.pairs) w->packed_dp = j.dst;
-                else w->packed = j.dst;
+                if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
+                else MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
             }
         }
     }
@@ -13571,7 +15126,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
-    char *path = NULL;
+    char *path = NULL, *tmp_path = NULL;
     FILE *f = NULL;
     int n = 0, i, k, extra_head;
     uint64_t off = 0;
@@ -13579,6 +15134,11 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
     if (mlstack__mkdir(dir) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* Saving into the folder the model came from would replace the user's weights (still mapped
+       by this model) with a converted copy: refused, whatever path spells the folder. */
+    if (mlstack__same_file(dir, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder", dir);
     /* a quantized copy of a tied head has no tensor of its own in the source */
     extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
     items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
@@ -13637,9 +15197,12 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     ok &= mlstack__buf_puts(&hdr, "}");
     while (ok && hdr.n % 8) ok &= mlstack__buf_puts(&hdr, " ");
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    /* written beside the target and renamed over it: an existing file (perhaps mapped by a
+       model, perhaps a link to one) is replaced whole, never truncated in place */
     path = mlstack__path_join(dir, "model.safetensors");
-    if (r == MLSTACK_OK && (!path || !(f = mlstack__fopen(path, "wb"))))
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", path ? path : dir, strerror(errno));
+    tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
+    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
         unsigned char le[8];
         uint64_t hl = hdr.n;
@@ -13648,15 +15211,19 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         for (i = 0; r == MLSTACK_OK && i < n; i++)
             if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
-        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
+        else if (mlstack__rename(tmp_path, path) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
+        if (r != MLSTACK_OK) mlstack__remove(tmp_path);
     }
     MLSTACK_FREE(path);
+    MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
     for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
         char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
         if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && strcmp(from, to) != 0) r = mlstack__copy_file(from, to, err);
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to)) r = mlstack__copy_file(from, to, err);
         MLSTACK_FREE(from);
         MLSTACK_FREE(to);
     }
@@ -13752,9 +15319,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
 }
 
 MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_info *o) {
-    const mlstack__config *c = &m->cfg;
+    const mlstack__config *c;
     int i;
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    if (!m) return;
+    c = &m->cfg;
     o->architecture = c->architecture;
     o->n_layers = c->n_layers;
     o->n_embd = c->n_embd;
@@ -14422,6 +15992,7 @@ struct mlstack_engine {
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
     struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
     int step_tokens;
+    int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
 };
 
 typedef struct mlstack__attn_job {
@@ -14776,6 +16347,15 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
     return code;
 }
 
+/* Entry points that change sequences or run a step refuse to run inside another step's callback
+   (on_token, on_logits): the step in progress holds pointers into what they would change. */
+#define MLSTACK__ENGINE_NOT_BUSY(e, what)                                                                         \
+    do {                                                                                                         \
+        if ((e)->busy)                                                                                           \
+            return mlstack__engine_fail((e), MLSTACK_ERR_STATE, "%s: called from a callback of a step or "       \
+                                        "generate in progress on this engine", what);                            \
+    } while (0)
+
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
 MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return e ? e->k->name : ""; }
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
@@ -14832,6 +16412,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     c = &model->cfg;
     if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if (d.kv_page_tokens > (1 << 16) || d.max_seqs > (1 << 20) || d.max_batch_tokens > (1 << 24) || d.step_tokens > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+                             "(2^24) too large");
     if (d.n_threads == 0) d.n_threads = mlstack__core_count();
     if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
     if (d.max_seqs == 0) d.max_seqs = 16;
@@ -14883,6 +16468,11 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     B = (size_t)e->max_batch;
     max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+    if ((uint64_t)B * max_in > (uint64_t)INT_MAX) { /* the forward pass indexes rows x width in int */
+        mlstack_engine_free(e);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements", e->max_batch,
+                             max_in, INT_MAX);
+    }
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
@@ -14916,6 +16506,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
 MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
     int i;
     if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_new");
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
@@ -14929,6 +16520,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
 
 MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_free");
     if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
@@ -14944,6 +16536,7 @@ MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t s
 
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
     int32_t have = mlstack_engine_seq_length(e, seq);
+    if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
     if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
     if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
     if (len < 0 || len > have)
@@ -15012,9 +16605,14 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->logits = p;
         e->cap_logits = n_logits;
     }
+    for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
+        if (e->tmp_len[i] >= 0 &&
+            mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory for the page table of sequence %d", i);
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
-            mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]); /* cannot fail: pages checked above */
+            if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
+                return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -15030,6 +16628,8 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
 }
 
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "eval");
     return mlstack__eval(e, rows, n_rows, 0);
 }
 
@@ -15054,6 +16654,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     int i;
     double t0;
     if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "generate");
     c = &e->model->cfg;
     g->n_generated = 0;
     g->prefill_seconds = g->decode_seconds = 0;
@@ -15081,7 +16682,8 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         mlstack_sampler_accept(smp, g->prompt[i]);
     }
     t0 = mlstack__now();
-    r = mlstack_engine_eval(e, rows, g->n_prompt);
+    e->busy = 1;
+    r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
     t0 = mlstack__now();
@@ -15100,8 +16702,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         row.pos = pos++;
         row.token = tok;
         row.want_logits = 1;
-        r = mlstack_engine_eval(e, &row, 1);
+        r = mlstack__eval(e, &row, 1, 0);
     }
+    e->busy = 0;
     g->decode_seconds = mlstack__now() - t0;
     MLSTACK_FREE(rows);
     mlstack_sampler_free(smp);
@@ -15706,10 +17309,13 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__req *r;
     mlstack_result res = MLSTACK_OK;
     int i, n_rows = 0, n_dec = 0, budget;
-    uint64_t preempted = e->sched->preemptions;
+    uint64_t preempted;
     if (n_active) *n_active = 0;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "step");
     S = e->sched;
+    preempted = S->preemptions;
+    e->busy = 1;
     e->err.message[0] = 0;
     /* (1) new requests and cancellations */
     mlstack__lock(&S->mu);
@@ -15818,6 +17424,7 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     mlstack__sched_publish(e);
     if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
     mlstack__unlock(&S->mu);
+    e->busy = 0;
     return res;
 }
 
@@ -15826,11 +17433,26 @@ MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlst
                                                    mlstack_error *err) {
     uint64_t id;
     mlstack_request_status st;
-    mlstack_result res = mlstack_engine_submit(e, d, &id, err);
+    mlstack_result res;
+    memset(&st, 0, sizeof st);
+    if (e && e->busy) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_STATE, "complete: called from a callback of a step or generate in progress on this engine");
+        MLSTACK__ENGINE_NOT_BUSY(e, "complete");
+    }
+    res = mlstack_engine_submit(e, d, &id, err);
     if (res != MLSTACK_OK) return res;
     for (;;) {
+        mlstack_result pr;
         res = mlstack_engine_step(e, NULL);
-        if (mlstack_engine_poll(e, id, &st, tokens, cap) != MLSTACK_OK) break;
+        if ((pr = mlstack_engine_poll(e, id, &st, tokens, cap)) != MLSTACK_OK) {
+            /* another thread released the id: st holds the last status polled (or zeros) */
+            st.state = MLSTACK_REQUEST_DONE;
+            st.finish = MLSTACK_FINISH_ERROR;
+            st.result = pr;
+            snprintf(st.message, sizeof st.message, "the request was released by another thread while complete waited");
+            if (status) *status = st;
+            return MLSTACK__FAIL(err, pr, "%s", st.message);
+        }
         if (st.state == MLSTACK_REQUEST_DONE) break;
         if (res != MLSTACK_OK) break;
     }
@@ -15852,6 +17474,10 @@ MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_sta
 MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     int before;
     if (!e) return 0;
+    if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
+        mlstack__engine_fail(e, MLSTACK_ERR_STATE, "cache_clear: called from a callback of a step or generate in progress");
+        return 0;
+    }
     before = e->kv.n_free;
     mlstack__radix_evict(&e->kv, e->kv.n_pages);
     mlstack__lock(&e->sched->mu);

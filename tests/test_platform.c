@@ -12,12 +12,12 @@
 /* remove() and rmdir() of a UTF-8 path */
 static int rm_u8(const char *path, int dir) {
 #if defined(_WIN32)
-    wchar_t *w = mlstack__wpath(path);
-    int ok = w != NULL && (dir ? RemoveDirectoryW(w) != 0 : _wremove(w) == 0);
+    wchar_t *w = dir ? mlstack__wpath(path) : NULL;
+    int ok = dir ? w != NULL && RemoveDirectoryW(w) != 0 : mlstack__remove(path) == 0;
     MLSTACK_FREE(w);
     return ok ? 0 : -1;
 #else
-    return dir ? rmdir(path) : remove(path);
+    return dir ? rmdir(path) : mlstack__remove(path);
 #endif
 }
 
@@ -61,6 +61,18 @@ static void test_utf8_paths(void) {
     if (f) fclose(f);
     CHECK(mlstack__map_open(&m, DIR_U8 "/empty", &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "empty file") != NULL);
     CHECK(rm_u8(DIR_U8 "/empty", 0) == 0);
+    /* same file by identity, not spelling; a rename replaces an existing file (Windows too) */
+    f = mlstack__fopen(DIR_U8 "/new.tmp", "wb");
+    if (f) fputs("new", f), fclose(f);
+    CHECK(mlstack__same_file(FILE_U8, DIR_U8 "/./f\xc3\xbc\xe2\x82\xac.json"));
+    CHECK(mlstack__same_file(DIR_U8, DIR_U8 "/."));
+    CHECK(!mlstack__same_file(FILE_U8, DIR_U8 "/new.tmp"));
+    CHECK(!mlstack__same_file(FILE_U8, DIR_U8 "/missing.json"));
+    CHECK(mlstack__rename(DIR_U8 "/new.tmp", FILE_U8) == 0 && !mlstack__file_exists(DIR_U8 "/new.tmp"));
+    text = NULL;
+    CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == 3 && memcmp(text, "new", 3) == 0);
+    MLSTACK_FREE(text);
+    CHECK(mlstack__remove(DIR_U8 "/missing.json") != 0);
     CHECK(rm_u8(FILE_U8, 0) == 0 && rm_u8(DIR_U8, 1) == 0);
 }
 
