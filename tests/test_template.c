@@ -208,8 +208,8 @@ static void test_shared_templates(void) {
                 CHECKF(ok, "%s %s: %s", name, cname, r ? err.message : "output differs from transformers'");
                 if (!ok && r == MLSTACK_OK) {
                     FILE *f;
-                    mkdir("build", 0777);
-                    mkdir("build/template_diff", 0777);
+                    mlstack__mkdir("build");
+                    mlstack__mkdir("build/template_diff");
                     snprintf(path, sizeof path, "build/template_diff/%s.%s.txt", name, cname);
                     if ((f = fopen(path, "wb")) != NULL) {
                         fwrite(out, 1, out_n, f);
