@@ -894,7 +894,7 @@ MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
 
 static void *mlstack__calloc(size_t n, size_t size) {
     void *p;
-    if (size && n > SIZE_MAX / size) return NULL;
+    if (size && n > (SIZE_MAX / 2) / size) return NULL; /* no object exceeds PTRDIFF_MAX bytes */
     p = MLSTACK_MALLOC(n * size > 0 ? n * size : 1);
     if (p) memset(p, 0, n * size);
     return p;
