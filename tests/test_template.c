@@ -5,7 +5,9 @@
 #include "mlstack.h"
 #include "testlib.h"
 #include <sys/stat.h>
+#if !defined(_WIN32)
 #include <pthread.h>
+#endif
 
 #define FIX "tests/fixtures/template/"
 
@@ -396,10 +398,19 @@ static void *deep_on_small_stack(void *arg) {
     return NULL;
 }
 
+#if defined(_WIN32)
+static unsigned __stdcall deep_on_small_stack_win(void *arg) {
+    deep_on_small_stack(arg);
+    return 0;
+}
+#endif
+
 static void test_hostile(void) {
     char *keys;
+#if !defined(_WIN32)
     pthread_attr_t attr;
     pthread_t th;
+#endif
     stack_job job;
     /* repetition of empty values used to loop N times in one step */
     hostile_case("empty_repeat", "{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 9223372036854775807 * '' }}", NULL,
@@ -456,11 +467,19 @@ static void test_hostile(void) {
     }
     /* recursion is bounded by stack bytes: run on a thread with a small stack */
     memset(&job, 0, sizeof job);
+#if defined(_WIN32)
+    {
+        HANDLE h = (HANDLE)_beginthreadex(NULL, 256 << 10, deep_on_small_stack_win, &job, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+        CHECK(h != NULL);
+        if (h) WaitForSingleObject(h, INFINITE), CloseHandle(h);
+    }
+#else
     pthread_attr_init(&attr);
     CHECK(pthread_attr_setstacksize(&attr, 256 << 10) == 0);
     CHECK(pthread_create(&th, &attr, deep_on_small_stack, &job) == 0);
     pthread_join(th, NULL);
     pthread_attr_destroy(&attr);
+#endif
     CHECK(job.ok);
 }
 
