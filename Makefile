@@ -61,13 +61,52 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test port-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test static cli-test mpi port-test
 all: $(B)/mlstack $(EXAMPLES)
 
-# The CLI is built as a user builds it: the implementation in its own translation unit.
-$(B)/mlstack: tools/mlstack.c mlstack.h
+# ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
+# in its own translation unit (cli_impl.c) ----
+CLI_SRCS   = $(wildcard tools/cli_*.c)
+CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h
+$(B)/cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(B)/mlstack: $(patsubst tools/%.c,$(B)/cli/%.o,$(CLI_SRCS))
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+# The CLI under ASan+UBSan, for the server's abuse tests: the command files linked against the
+# ASan flavour's implementation object (the one the ASan tests use).
+$(B)/asan-cli/%.o: tools/%.c $(CLI_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
+$(B)/asan-cli/mlstack: $(patsubst tools/%.c,$(B)/asan-cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
+# The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
+# tests); tests/run.sh runs them through these wrappers like any test binary.
+CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_server $(B)/asan-cli/test_server
+define py_run
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
+	@chmod +x $@
+endef
+$(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
+	$(call py_run,tests/test_cli.py,)
+$(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,)
+$(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,--asan)
+cli-test: $(CLI_TEST_RUNS)
+	@bash tests/run.sh $(CLI_TEST_RUNS)
+TEST_BUILDS += $(CLI_TEST_RUNS)
+TEST_RUNS   += $(CLI_TEST_RUNS)
+# `make static`: a fully static build/mlstack (musl-gcc when present, else glibc -static).
+MUSL_CC ?= musl-gcc
+static:
+	@mkdir -p $(B)/static
+	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
+	    echo "$$cc -static -O2 -o $(B)/static/mlstack tools/cli_*.c"; \
+	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
+	cp $(B)/static/mlstack $(B)/mlstack
+	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
 $(B)/examples/%: examples/%.c $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
@@ -122,6 +161,22 @@ $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%
 	$(call qemu_run,cortex-a53,-u MLSTACK_ISA)
 $(B)/aarch64/scalar/%: $(B)/aarch64/%
 	$(call qemu_run,max,MLSTACK_ISA=scalar)
+
+# Ranks over MPI (mlstack_mpi.h): `make mpi` builds mlstack-mpi, the CLI whose engines spread over
+# the ranks of an MPI job (mpirun -np N build/mlstack-mpi run ...). make test builds the MPI test
+# when mpicc is installed and runs it through tests/mpi/run_mpi.sh (which says SKIP otherwise).
+MPICC   ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 && echo 1)
+MPI_BINS  = $(if $(HAVE_MPI),$(B)/mpi/test_mpi)
+mpi: $(B)/mlstack-mpi
+$(B)/mlstack-mpi: $(CLI_SRCS) $(CLI_HDRS) mlstack_mpi.h
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $(CLI_SRCS) $(LDLIBS)
+$(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+TEST_BUILDS += $(MPI_BINS)
+TEST_RUNS   += tests/mpi/run_mpi.sh
 
 # Fails (never skips) when the cross compiler or qemu is missing.
 neon-test: $(NEON_RUNS)

@@ -43,8 +43,9 @@
     18. SAMPLING          logit processors and samplers                               >>sampling
     19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
     20. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    21. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    22. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    21. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    22. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    23. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -141,13 +142,14 @@ extern "C" {
     X(MLSTACK_ERR_NOT_FOUND, -7, "not found")                                   \
     X(MLSTACK_ERR_STATE, -8, "call not valid in the current state")             \
     X(MLSTACK_ERR_NO_BACKEND, -9, "backend not available")                      \
-    X(MLSTACK_ERR_CANCELLED, -10, "cancelled")
+    X(MLSTACK_ERR_CANCELLED, -10, "cancelled")                                  \
+    X(MLSTACK_ERR_RANK, -11, "another rank failed or disagrees")
 
 typedef enum mlstack_result {
 #define MLSTACK__X(name, value, text) name = value,
     MLSTACK_RESULT_LIST(MLSTACK__X)
 #undef MLSTACK__X
-    MLSTACK_RESULT_MIN_ = -11
+    MLSTACK_RESULT_MIN_ = -12
 } mlstack_result;
 
 /* Returns a static string describing a result code. Thread safe. */
@@ -434,6 +436,64 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
                                                        const char *messages_json, size_t messages_len,
                                                        const mlstack_template_options *opt, char **out,
                                                        size_t *out_len, mlstack_error *err);
+/* The same over plain role/content messages (no JSON to build): apply_chat_template with the
+   folder's template (`name` as above) and special tokens.
+   Parameters: tpl; name (NULL: the default); messages/n_messages (n_messages >= 1; role and
+     content NUL-terminated UTF-8, copied while rendering); opt (NULL: defaults); out/out_len and
+     err as for mlstack_template_render.
+   Returns MLSTACK_OK, or a failure as mlstack_chat_template_apply (an empty conversation is
+     MLSTACK_ERR_INVALID_ARG). Thread safety: any number of threads may apply one template. */
+MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *tpl, const char *name,
+                                                                const mlstack_chat_message *messages, int n_messages,
+                                                                const mlstack_template_options *opt, char **out,
+                                                                size_t *out_len, mlstack_error *err);
+
+/* ---- JSON documents (section 3) ----
+   The parser the engine uses for every file it reads, for embedders that receive JSON (request
+   bodies, saved conversations). Strict RFC 8259: strings are decoded to NUL-terminated UTF-8;
+   invalid UTF-8, lone surrogates, control characters, trailing text, nesting deeper than
+   MLSTACK_MAX_JSON_DEPTH and documents above MLSTACK_MAX_JSON_BYTES are errors giving line,
+   column and byte offset. Values are read-only views that live as long as their document.
+   Thread safety: a document may be read by any number of threads. */
+typedef struct mlstack_json_doc mlstack_json_doc;
+typedef struct mlstack_json mlstack_json; /* one value inside a document */
+typedef enum mlstack_json_type {
+    MLSTACK_JSON_NULL = 0,
+    MLSTACK_JSON_FALSE = 1,
+    MLSTACK_JSON_TRUE = 2,
+    MLSTACK_JSON_NUMBER = 3,
+    MLSTACK_JSON_STRING = 4,
+    MLSTACK_JSON_ARRAY = 5,
+    MLSTACK_JSON_OBJECT = 6
+} mlstack_json_type;
+/* Parses len bytes of text. `what` (may be NULL) names the text in error messages.
+   Returns MLSTACK_OK, MLSTACK_ERR_FORMAT (syntax), MLSTACK_ERR_LIMIT (size or depth) or
+   MLSTACK_ERR_NO_MEMORY; *out is NULL on failure. Free with mlstack_json_free. */
+MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
+                                              mlstack_error *err);
+MLSTACK_API void mlstack_json_free(mlstack_json_doc *doc);
+MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *doc);
+/* Type of v; a NULL v (a missing member) reads as MLSTACK_JSON_NULL. */
+MLSTACK_API mlstack_json_type mlstack_json_type_of(const mlstack_json *v);
+/* Object member by name (the first one when a name repeats), or NULL. */
+MLSTACK_API const mlstack_json *mlstack_json_get(const mlstack_json *obj, const char *key);
+/* Number of array elements or object members (0 for other types). */
+MLSTACK_API size_t mlstack_json_length(const mlstack_json *v);
+/* Children in order: first child of an array or object, then the next sibling; NULL at the end.
+   mlstack_json_key gives an object member's name (NULL for array elements). */
+MLSTACK_API const mlstack_json *mlstack_json_child(const mlstack_json *v);
+MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v);
+MLSTACK_API const char *mlstack_json_key(const mlstack_json *v);
+/* A string's decoded text (NUL-terminated; *len, optional, gets its byte length, which counts
+   any embedded NUL), or NULL for other types. */
+MLSTACK_API const char *mlstack_json_string(const mlstack_json *v, size_t *len);
+/* A number's value (0 for other types); mlstack_json_int also says whether it is an integer
+   written without fraction or exponent that fits int64 (returns 1 and sets *out), else 0. */
+MLSTACK_API double mlstack_json_number(const mlstack_json *v);
+MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out);
+
+/* Seconds on a monotonic clock (for timing; the origin is unspecified). Thread safe. */
+MLSTACK_API double mlstack_clock_seconds(void);
 
 
 /* ---- Engine ---- */
@@ -456,7 +516,19 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
      bf16_activations  0: exact. Non-zero, where the CPU has AVX512_BF16: BF16 weights are
                        multiplied with activations rounded to bf16 by vdpbf16ps (about 1.7x the
                        BF16 prefill speed; logits move by ~0.5% of their range). Other weight
-                       types are unaffected. */
+                       types are unaffected.
+     n_ranks           0: the environment variable MLSTACK_RANKS if set, else 1. Ranks that share the model (section RANKS): each holds its share of
+                       the heads, FFN columns and vocabulary, of their weights and of the KV
+                       cache; logits are bit-identical for any count. Without a transport the
+                       ranks are thread groups of this process. At most num_attention_heads.
+     threads_per_rank  0: n_threads / n_ranks (at least 1); with a transport, n_threads is this
+                       process's rank's threads and this field is unused
+     rank_cpus         NULL: threads are not pinned; else n_ranks * threads_per_rank CPU numbers,
+                       thread t of rank r pinned to rank_cpus[r * threads_per_rank + t] (where the
+                       platform can pin; elsewhere ignored); with a transport, n_threads CPUs of
+                       this process's rank
+     transport         NULL: ranks are threads; else the ranks are the transport's processes
+                       (mlstack_mpi.h makes one over MPI) and this process runs transport->rank */
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -470,7 +542,61 @@ typedef struct mlstack_engine_desc {
     const struct mlstack_profile_schedule *profile;
     int step_tokens;
     int bf16_activations; /* see above */
+    int n_ranks;
+    int threads_per_rank;
+    const int *rank_cpus;
+    const struct mlstack_transport *transport;
 } mlstack_engine_desc;
+
+/* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
+   calls in the same order. Each returns 0, or non-zero after writing why into msg (cap bytes,
+   NUL-terminated). A transport delivers bytes unchanged; mlstack never asks it to add floats.
+   mlstack_mpi.h fills one from an MPI communicator.
+     bcast    rank 0's `bytes` at buf to buf on every rank
+     gatherv  rank i's `bytes` (= counts[i]) at send to recv + displs[i], on every rank when
+              `all`, else on rank 0 only (recv is NULL elsewhere)
+     abort    ends every rank of the job after an unrecoverable failure; may be NULL */
+typedef struct mlstack_transport {
+    int rank, size;
+    void *user;
+    int (*bcast)(void *user, void *buf, size_t bytes, char *msg, size_t cap);
+    int (*gatherv)(void *user, const void *send, size_t bytes, void *recv, const size_t *counts, const size_t *displs,
+                   int all, char *msg, size_t cap);
+    void (*abort)(void *user, const char *why);
+} mlstack_transport;
+
+/* One rank's share (mlstack_engine_rank_info). Ranges are [first, end). */
+typedef struct mlstack_rank_info {
+    int rank, n_ranks, n_threads;
+    int head0, head1;             /* query heads */
+    int kv_head0, kv_head1;       /* KV heads it holds (shared with other ranks when ranks outnumber them) */
+    int embd0, embd1;             /* rows of the output and down projections */
+    int ffn0, ffn1;               /* FFN columns */
+    int vocab0, vocab1;           /* LM head rows */
+    uint64_t weight_bytes;        /* its rows of every projection and of the LM head, as stored or
+                                     quantized (the embedding table is read one row per token) */
+    uint64_t replicated_bytes;    /* of those, K/V rows that other ranks hold too */
+    uint64_t packed_bytes;        /* panel copies made for this rank (0 when it reads the model's own) */
+    uint64_t kv_page_bytes;       /* its part of one KV page */
+    int kv_pages;                 /* pages in the pool (the same ids on every rank) */
+    uint64_t bytes_in, bytes_out; /* exchanged so far: other ranks' slices it read, its own it wrote */
+    double wait_seconds;          /* time spent in exchanges (waiting for other ranks included) */
+} mlstack_rank_info;
+
+/* Number of ranks of the engine (1 unless desc.n_ranks or a transport says more). */
+MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *engine);
+/* The rank this process runs: 0, except under a transport. */
+MLSTACK_API int mlstack_engine_rank(const mlstack_engine *engine);
+/* Fills out with rank `rank`'s share. Under a transport only this process's rank is known
+   (others: MLSTACK_ERR_INVALID_ARG). Thread safety: the driving thread, between steps. */
+MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *engine, int rank, mlstack_rank_info *out);
+/* Under a transport, ranks other than 0 call this instead of driving the engine: it runs the
+   steps rank 0 broadcasts until rank 0 frees its engine (MLSTACK_OK) or a rank fails
+   (MLSTACK_ERR_RANK, the reason in mlstack_engine_error). Then free the engine. Rank 0 drives
+   the engine as usual (eval, generate, submit/step); eval on a following engine returns
+   MLSTACK_ERR_STATE. */
+MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *engine);
+
 
 /* One row of a batch: token `token` of sequence `seq` at position `pos`. Positions of a
    sequence must follow on from what it already holds (pos <= its current length); a row with
@@ -970,6 +1096,7 @@ MLSTACK__FN double mlstack__now(void) {
     return (double)clock() / CLOCKS_PER_SEC;
 #endif
 }
+MLSTACK_API double mlstack_clock_seconds(void) { return mlstack__now(); }
 
 /* Growable byte buffer (text building, typed arrays). Functions return 0 when out of memory. */
 typedef struct mlstack__buf {
@@ -2165,6 +2292,72 @@ MLSTACK__FN int mlstack__json_is_str(const mlstack__json *v, const char *s) {
 }
 
 MLSTACK__FN int mlstack__json_is_null(const mlstack__json *v) { return !v || v->type == MLSTACK__JSON_NULL; }
+
+/* The public view: a document wraps the internal one; values are the internal nodes, handed out
+   as the incomplete type mlstack_json. */
+struct mlstack_json_doc {
+    mlstack__json_doc doc;
+};
+#define MLSTACK__JV(v) ((const mlstack__json *)(const void *)(v))
+#define MLSTACK__JPUB(v) ((const mlstack_json *)(const void *)(v))
+
+MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
+                                              mlstack_error *err) {
+    mlstack_json_doc *d;
+    mlstack_result r;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "json: NULL argument");
+    *out = NULL;
+    if (!text && len) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "json: NULL text");
+    d = (mlstack_json_doc *)MLSTACK_MALLOC(sizeof *d);
+    if (!d) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "json: out of memory");
+    memset(d, 0, sizeof *d);
+    r = mlstack__json_parse(&d->doc, text ? text : "", len, what ? what : "JSON text", err);
+    if (r != MLSTACK_OK) {
+        mlstack__json_free(&d->doc);
+        MLSTACK_FREE(d);
+        return r;
+    }
+    *out = d;
+    return MLSTACK_OK;
+}
+MLSTACK_API void mlstack_json_free(mlstack_json_doc *d) {
+    if (!d) return;
+    mlstack__json_free(&d->doc);
+    MLSTACK_FREE(d);
+}
+MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *d) { return d ? MLSTACK__JPUB(d->doc.root) : NULL; }
+MLSTACK_API mlstack_json_type mlstack_json_type_of(const mlstack_json *v) {
+    return v ? (mlstack_json_type)MLSTACK__JV(v)->type : MLSTACK_JSON_NULL;
+}
+MLSTACK_API const mlstack_json *mlstack_json_get(const mlstack_json *obj, const char *key) {
+    return key ? MLSTACK__JPUB(mlstack__json_get(MLSTACK__JV(obj), key)) : NULL;
+}
+MLSTACK_API size_t mlstack_json_length(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && (j->type == MLSTACK__JSON_ARRAY || j->type == MLSTACK__JSON_OBJECT) ? j->len : 0;
+}
+MLSTACK_API const mlstack_json *mlstack_json_child(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && (j->type == MLSTACK__JSON_ARRAY || j->type == MLSTACK__JSON_OBJECT) ? MLSTACK__JPUB(j->child) : NULL;
+}
+MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v) { return v ? MLSTACK__JPUB(MLSTACK__JV(v)->next) : NULL; }
+MLSTACK_API const char *mlstack_json_key(const mlstack_json *v) { return v ? MLSTACK__JV(v)->key : NULL; }
+MLSTACK_API const char *mlstack_json_string(const mlstack_json *v, size_t *len) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    if (!j || j->type != MLSTACK__JSON_STRING) return NULL;
+    if (len) *len = j->len;
+    return j->str;
+}
+MLSTACK_API double mlstack_json_number(const mlstack_json *v) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    return j && j->type == MLSTACK__JSON_NUMBER ? j->num : 0.0;
+}
+MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out) {
+    const mlstack__json *j = MLSTACK__JV(v);
+    if (!j || j->type != MLSTACK__JSON_NUMBER || !j->is_int) return 0;
+    if (out) *out = j->i;
+    return 1;
+}
 
 /* ==== 4. SAFETENSORS ==== */  /* >>safetensors */
 /* File layout: u64 little-endian header length H, H bytes of JSON, then the data area.
@@ -11889,6 +12082,36 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_templa
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
 }
 
+MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
+                                                                const mlstack_chat_message *messages, int n_messages,
+                                                                const mlstack_template_options *opt, char **out,
+                                                                size_t *out_len, mlstack_error *err) {
+    mlstack__tpl_input in;
+    const char *text;
+    int i;
+    if (out) *out = NULL;
+    if (!t || (n_messages > 0 && !messages)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (n_messages <= 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: the conversation is empty");
+    for (i = 0; i < n_messages; i++)
+        if (!messages[i].role || !messages[i].content)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
+                                 messages[i].role ? "content" : "role");
+    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+    if (!text) {
+        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                             "this model has multiple chat templates with no default; pass the name of one");
+    }
+    memset(&in, 0, sizeof in);
+    in.plain = messages;
+    in.n_plain = n_messages;
+    in.token_names = mlstack__tpl_token_names;
+    in.token_values = (const char *const *)t->tokens;
+    in.n_tokens = 7;
+    in.require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+}
+
 /* ==== 9. KERNELS ==== */  /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
@@ -12371,10 +12594,6 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
     mlstack__pool_run(pool, mlstack__matmul_task, &j, j.first_task[n]);
     MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
 }
-static void mlstack__matmul(mlstack__pool *pool, const mlstack__kernels *k, float *scratch, mlstack__q8x *xq,
-                            const mlstack__weight *w, const float *x, float *y, int B) {
-    mlstack__matmul_n(pool, k, scratch, xq, 1, &w, &y, x, B);
-}
 
 /* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
@@ -12802,14 +13021,15 @@ static MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+/* The last n mod 8 elements take the same vector math (masked), so an element's value never
+   depends on where it sits in the buffer (a rank's FFN slice need not be a multiple of 8). */
 static MLSTACK__T_AVX2 void mlstack__swiglu_avx2(float *g, const float *u, int n) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(g + i);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        __m256 x = mlstack__ld8_part_avx2(g + i, n - i);
         __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), mlstack__exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+        mlstack__st8_part_avx2(g + i, n - i, _mm256_mul_ps(_mm256_div_ps(x, den), mlstack__ld8_part_avx2(u + i, n - i)));
     }
-    if (i < n) mlstack__swiglu_scalar(g + i, u + i, n - i);
 }
 
 static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) {
@@ -15595,9 +15815,12 @@ typedef struct mlstack__kv {
     mlstack__radix radix;
 } mlstack__kv;
 
+/* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
+   allocated for `kv_heads` of them (one rank's share, section RANKS), so every rank has the same
+   page ids. */
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
-                                       int max_seqs, mlstack_dtype dtype, mlstack_error *err) {
-    uint64_t page_bytes;
+                                       int max_seqs, mlstack_dtype dtype, int kv_heads, mlstack_error *err) {
+    uint64_t page_bytes, here_bytes;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -15616,13 +15839,16 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_pages = (int)(budget / page_bytes);
     if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
-    kv->data = (unsigned char *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)page_bytes);
+    kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
+    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    here_bytes = (uint64_t)kv->page_elems * kv->esize;
+    kv->data = (unsigned char *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
     kv->ref = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
     kv->seqs = (mlstack__kv_seq *)mlstack__calloc((size_t)max_seqs, sizeof *kv->seqs);
     if (!kv->data || !kv->free_stack || !kv->ref || !kv->seqs)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for a KV cache of %llu bytes",
-                             (unsigned long long)((uint64_t)kv->n_pages * page_bytes));
+                             (unsigned long long)((uint64_t)kv->n_pages * here_bytes));
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
@@ -15907,11 +16133,11 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
-       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q, out: row r at + r * ld, (G, Dh)
+       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q, out: row r at + r * ldq (ldo), (G, Dh)
    Each K/V chunk is converted to f32 once for all R rows and G heads. Every row sees the same
    chunks (starting at t0) and the same kernel calls as it would alone, so its result does not
    depend on the other rows, the batch or the thread count. */
-static void mlstack__attend(const mlstack__kernels *kn, float *out, const float *q, size_t ld, int R, int G,
+static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R, int G,
                             const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0,
                             const int32_t *t1, float scale, float *scratch) {
     const void *kp[MLSTACK__ATT_CHUNK], *vp[MLSTACK__ATT_CHUNK];
@@ -15937,7 +16163,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dh;
             if (nr <= 0) continue;
-            kn->attn_scores(q + (size_t)r * ld, G, Dh, kt, nr, scale, sc);
+            kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
             for (g = 0; g < G; g++) {
                 float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
                 for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
@@ -15956,7 +16182,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
     for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
             float inv = 1.0f / den[r * G + g];
-            for (d = 0; d < Dh; d++) out[(size_t)r * ld + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
+            for (d = 0; d < Dh; d++) out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
         }
 }
 
@@ -15966,37 +16192,87 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, const float 
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
        x += a Wo; xn = rmsnorm(x); x += (silu(xn Wgate) * xn Wup) Wdown
    then rmsnorm and the LM head for rows that want logits. Rows never mix: every output
-   element is computed the same way whatever else is in the batch. */
+   element is computed the same way whatever else is in the batch.
+   The pass runs on one rank (section RANKS): its query heads (with their KV heads), its rows
+   of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
+   slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
+   sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
+   nothing and the slices are the whole tensors. */
 
 typedef struct mlstack__scratch {
-    float *x, *xn, *q, *k, *v, *att, *gate, *up; /* (B, dim) activations */
-    float *mm;                                   /* n_threads * max n_in */
-    mlstack__q8x *xq;                            /* (B, max n_in / 32) activation blocks */
-    float *rope;                                 /* (B, Dh): cos and sin of each row's position */
-    float *scores;                               /* n_threads * attention scratch */
-    int *att_blk;                                /* (B + 1,) attention row blocks */
+    float *x, *xn;      /* (B, D) residual stream and its norm; every rank keeps the whole of both */
+    float *q, *k, *v;   /* (B, heads of this rank x Dh) */
+    float *gate, *up;   /* (B, FFN columns of this rank) */
+    float *out;         /* (B, this rank's rows of a projection): its slice before the exchange */
+    float *mm;          /* n_threads * max n_in */
+    mlstack__q8x *xq;   /* (B, max n_in / 32) activation blocks */
+    float *rope;        /* (B, Dh): cos and sin of each row's position */
+    float *scores;      /* n_threads * attention scratch */
+    int *att_blk;       /* (B + 1,) attention row blocks */
 } mlstack__scratch;
 
-struct mlstack_engine {
-    mlstack_model *model;
+/* One rank's share of the model: ranges [first, end) of each split dimension. */
+typedef struct mlstack__shard {
+    int q0, q1; /* query heads */
+    int k0, k1; /* KV heads those query heads read (shared when ranks outnumber KV heads) */
+    int d0, d1; /* rows of Wo and Wdown (model dimension D) */
+    int f0, f1; /* rows of Wgate and Wup (FFN columns) */
+    int v0, v1; /* rows of the LM head (vocabulary) */
+} mlstack__shard;
+
+/* What is exchanged: column ranges of (B, N) tensors, one list of n_ranks + 1 bounds each. */
+enum { MLSTACK__X_ATT, MLSTACK__X_MODEL, MLSTACK__X_FFN, MLSTACK__X_VOCAB, MLSTACK__X_COUNT_ };
+
+/* The whole (B, N) tensors every rank reads after an exchange. Ranks that are threads of one
+   process share one set, each writing its own columns; a rank in its own process has its own. */
+typedef struct mlstack__xbuf {
+    float *att;  /* (B, H Dh) attention output */
+    float *o, *d; /* (B, D) a Wo and the FFN output */
+    float *h;    /* (B, F) silu(xn Wgate) * xn Wup */
+} mlstack__xbuf;
+
+struct mlstack__comm;
+
+/* Everything one rank's forward pass reads and writes. */
+typedef struct mlstack__rank {
+    struct mlstack_engine *e;
+    int index, n_ranks;
+    const mlstack_model *model;
     const mlstack__kernels *k;
-    mlstack__pool pool;
-    mlstack__kv kv;
+    mlstack__pool *pool;          /* the engine's pool for the engine thread's rank, else own_pool */
+    mlstack__pool own_pool;
+    mlstack__shard sh;
+    const int *cols[MLSTACK__X_COUNT_]; /* the engine's column bounds of every rank */
+    mlstack__layer *layers;       /* this rank's rows of each layer (the model's own with one rank) */
+    const mlstack__weight *lm_head; /* the model's with one rank, else lm_head_rows */
+    mlstack__weight lm_head_rows;
+    void **owned;                 /* panel copies of the rank's rows */
+    int n_owned, cap_owned;
+    mlstack__kv kv;               /* page tables of the engine; data: this rank's KV heads */
     mlstack__scratch s;
-    int max_batch;
-    float *logits;        /* (n_logit_rows, V) */
-    int *logit_slot;      /* per batch row of the last eval: slot in logits or -1 */
-    int n_last_rows, cap_rows, cap_logits;
-    int32_t *tmp_len;     /* per sequence, during validation */
-    mlstack_error err;
-    struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
-    struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
-    int step_tokens;
-    int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
-};
+    mlstack__xbuf *xb;
+    struct mlstack__comm *comm;
+    int32_t *msg;                 /* the step being run, as broadcast by rank 0 */
+    size_t cap_msg;
+    int *slot;                    /* per row of the step: logits slot or -1 */
+    int cap_slot;
+    float *logits;                /* rank 0: where the gathered logits go */
+    uint64_t bytes_in, bytes_out; /* exchanged so far */
+    double wait_s;                /* time spent in exchanges */
+    uint64_t weight_bytes, replicated_bytes, packed_bytes;
+    int n_threads;
+    const int *cpus;              /* NULL, or n_threads CPUs to pin the rank's threads to */
+    mlstack_result init_result;
+    char init_msg[256];
+} mlstack__rank;
+
+/* Makes full's columns of this rank (cols[what] bounds) hold `mine` (B rows of its width; NULL:
+   already written in place), then brings every rank's columns to every rank (all) or to rank 0.
+   0, or -1 when a rank failed (the reason is on the communicator). Section RANKS. */
+static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all);
 
 typedef struct mlstack__attn_job {
-    mlstack_engine *e;
+    mlstack__rank *rk;
     const mlstack_batch_row *rows;
     const int *blk; /* row blocks: block i is rows [blk[i], blk[i + 1]) */
     int layer;
@@ -16006,47 +16282,53 @@ static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
     return c->sliding_window && pos >= c->sliding_window ? pos - c->sliding_window + 1 : 0;
 }
 
-/* One task per (row block, KV head): the block's rows (one sequence, consecutive positions) and
-   the G = H / Hkv query heads of that group. */
+/* One task per (row block, KV head of the rank): the block's rows (one sequence, consecutive
+   positions) and the query heads of the rank that read that KV head (all G = H / Hkv of its
+   group, or the part of the group the rank holds). Output: the rank's columns of xb->att. */
 static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
-    const mlstack__config *c = &j->e->model->cfg;
-    int Hkv = c->n_kv_heads, G = c->n_heads / Hkv, Dh = c->head_dim, i = task / Hkv, h = task % Hkv;
-    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r;
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__shard *sh = &rk->sh;
+    int nkv = sh->k1 - sh->k0, G = c->n_heads / c->n_kv_heads, Dh = c->head_dim, i = task / nkv, h = task % nkv;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, kh = sh->k0 + h;
+    int h0 = kh * G > sh->q0 ? kh * G : sh->q0, h1 = (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
     const mlstack_batch_row *row = &j->rows[b0];
-    size_t ld = (size_t)c->n_heads * Dh, off = (size_t)b0 * ld + (size_t)h * G * Dh;
+    size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
     (void)n_tasks;
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
-    mlstack__attend(j->e->k, j->e->s.att + off, j->e->s.q + off, ld, R, G, &j->e->kv, &j->e->kv.seqs[row->seq], j->layer, h,
-                    Dh, mlstack__window_start(c, row->pos), t1, 1.0f / sqrtf((float)Dh),
-                    j->e->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
+    mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
+                    rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
+                    &rk->kv.seqs[row->seq], j->layer, h, Dh, mlstack__window_start(c, row->pos), t1,
+                    1.0f / sqrtf((float)Dh), rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
 /* Row `task`'s q and k: per-head RMSNorm (Qwen3) and rotary embedding; then its k and v go to
    the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
-    const mlstack__config *c = &j->e->model->cfg;
-    const mlstack__layer *L = &j->e->model->layers[j->layer];
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__layer *L = &rk->layers[j->layer];
     const mlstack_batch_row *row = &j->rows[task];
-    mlstack__scratch *s = &j->e->s;
-    int Dh = c->head_dim, qd = c->n_heads * Dh, kvd = c->n_kv_heads * Dh, h;
-    float *q = s->q + (size_t)task * qd, *k = s->k + (size_t)task * kvd, *cs = s->rope + (size_t)task * Dh;
-    const mlstack__kv_seq *sq = &j->e->kv.seqs[row->seq];
+    mlstack__scratch *s = &rk->s;
+    int Dh = c->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = rk->sh.k1 - rk->sh.k0, kvd = nkv * Dh, h;
+    float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd, *cs = s->rope + (size_t)task * Dh;
+    const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     (void)n_tasks;
     (void)thread;
-    for (h = 0; h < c->n_heads; h++) {
-        if (L->q_norm) j->e->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+    for (h = 0; h < nq; h++) {
+        if (L->q_norm) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
         mlstack__rope_apply(q + h * Dh, Dh, cs);
     }
-    for (h = 0; h < c->n_kv_heads; h++) {
-        if (L->k_norm) j->e->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+    for (h = 0; h < nkv; h++) {
+        if (L->k_norm) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
         mlstack__rope_apply(k + h * Dh, Dh, cs);
     }
-    j->e->k->from_f32(j->e->kv.dtype, k, mlstack__kv_row(&j->e->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
-    j->e->k->from_f32(j->e->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&j->e->kv, sq, j->layer, 1, row->pos),
-                      (size_t)kvd);
+    rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
+    rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&rk->kv, sq, j->layer, 1, row->pos),
+                    (size_t)kvd);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -16066,79 +16348,131 @@ static int mlstack__attn_blocks(const mlstack__config *c, const mlstack_batch_ro
     return n;
 }
 
-static void mlstack__forward_chunk(mlstack_engine *e, const mlstack_batch_row *rows, int B, float *logits,
-                                   const int *slot) {
-    const mlstack_model *m = e->model;
-    const mlstack__config *c = &m->cfg;
-    mlstack__scratch *s = &e->s;
-    int D = c->n_embd, Dh = c->head_dim, Hkv = c->n_kv_heads, F = c->n_ff, l, b, i, n_blk;
+/* ---- the ops of the formula, each timed by the profiler when it records ---- */
+
+/* x (B, D) = embedding rows of the tokens; the rotary table of each row's position. */
+static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
+    const mlstack_model *m = rk->model;
+    int D = m->cfg.n_embd, Dh = m->cfg.head_dim, b;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
-    MLSTACK__PROF_BEGIN(&e->pool, EMBED);
+    MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B; b++)
         mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
-                        s->x + (size_t)b * D, (size_t)D);
-    for (b = 0; b < B; b++) mlstack__rope_table(s->rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
+                        rk->s.x + (size_t)b * D, (size_t)D);
+    for (b = 0; b < B; b++) mlstack__rope_table(rk->s.rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
+    MLSTACK__PROF_END(rk->pool, EMBED, -1, rows, B);
+}
+
+/* out (B, D) = rmsnorm(x (B, D)) * w */
+static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, int B, int layer) {
+    const mlstack__config *c = &rk->model->cfg;
+    int b;
+    MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
+    for (b = 0; b < B; b++) rk->k->rmsnorm(out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, c->n_embd, c->eps);
+    MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
+}
+
+/* x (B, D) += y (B, D) */
+static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    MLSTACK__PROF_BEGIN(rk->pool, ADD);
+    for (i = 0; i < n; i++) x[i] += y[i];
+    MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
+}
+
+/* g (B, n) = silu(g) * u */
+static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
+    MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
+    rk->k->swiglu(g, u, B * n);
+    MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
+}
+
+/* q, k of every row: norms (Qwen3) and rotary embedding; k, v into the KV pages. */
+static void mlstack__rope_kv(mlstack__rank *rk, mlstack__attn_job *aj, int B) {
+    MLSTACK__PROF_BEGIN(rk->pool, ROPE_KV);
+    if (B > 1) mlstack__pool_run(rk->pool, mlstack__rope_kv_task, aj, B); /* one task per row */
+    else mlstack__rope_kv_task(aj, 0, 1, 0);
+    MLSTACK__PROF_END(rk->pool, ROPE_KV, aj->layer, aj->rows, B);
+}
+
+/* a = attention(q; K, V) for the rank's heads, into its columns of xb->att. */
+static void mlstack__attention(mlstack__rank *rk, mlstack__attn_job *aj, int n_blk, int B) {
+    MLSTACK__PROF_BEGIN(rk->pool, ATTENTION);
+    mlstack__pool_run(rk->pool, mlstack__attn_task, aj, n_blk * (rk->sh.k1 - rk->sh.k0));
+    MLSTACK__PROF_END(rk->pool, ATTENTION, aj->layer, aj->rows, B);
+}
+
+/* y_i = x W_i^T for the rank's rows of up to three weights that share their input. */
+static void mlstack__project(mlstack__rank *rk, const float *x, int B, int n, const mlstack__weight *w0, float *y0,
+                             const mlstack__weight *w1, float *y1, const mlstack__weight *w2, float *y2) {
+    const mlstack__weight *ws[3];
+    float *ys[3];
+    ws[0] = w0, ws[1] = w1, ws[2] = w2, ys[0] = y0, ys[1] = y1, ys[2] = y2;
+    mlstack__matmul_n(rk->pool, rk->k, rk->s.mm, rk->s.xq, n, ws, ys, x, B);
+}
+
+/* Where a projection's slice goes before the exchange: with one rank straight into the whole
+   tensor (the exchange then has nothing to do), else the rank's own buffer. */
+static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) { return rk->n_ranks == 1 ? whole : own; }
+
+/* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
+   rk->logits (rank 0). 0, or -1 when an exchange failed. */
+static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    mlstack__attn_job aj;
+    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
+    float *d = mlstack__slice(rk, xb->d, s->out);
+    int l, b, n_blk;
+    aj.rk = rk;
+    aj.rows = rows;
+    aj.blk = s->att_blk;
+    mlstack__embed(rk, rows, B);
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
-    MLSTACK__PROF_END(&e->pool, EMBED, -1, rows, B);
     for (l = 0; l < c->n_layers; l++) {
-        const mlstack__layer *L = &m->layers[l];
-        mlstack__attn_job aj;
-        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
-        for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->attn_norm, D, c->eps);
-        MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
-        {
-            const mlstack__weight *ws[3];
-            float *ys[3];
-            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ys[0] = s->q, ys[1] = s->k, ys[2] = s->v;
-            mlstack__matmul_n(&e->pool, e->k, s->mm, s->xq, 3, ws, ys, s->xn, B);
-        }
-        aj.e = e;
-        aj.rows = rows;
-        aj.blk = s->att_blk;
+        const mlstack__layer *L = &rk->layers[l];
         aj.layer = l;
-        MLSTACK__PROF_BEGIN(&e->pool, ROPE_KV);
-        if (B > 1) mlstack__pool_run(&e->pool, mlstack__rope_kv_task, &aj, B); /* one task per row */
-        else mlstack__rope_kv_task(&aj, 0, 1, 0);
-        MLSTACK__PROF_END(&e->pool, ROPE_KV, l, rows, B);
-        MLSTACK__PROF_BEGIN(&e->pool, ATTENTION);
-        mlstack__pool_run(&e->pool, mlstack__attn_task, &aj, n_blk * Hkv);
-        MLSTACK__PROF_END(&e->pool, ATTENTION, l, rows, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->wo, s->att, s->xn, B);
-        MLSTACK__PROF_BEGIN(&e->pool, ADD);
-        for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
-        MLSTACK__PROF_END(&e->pool, ADD, l, rows, B);
-        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
-        for (b = 0; b < B; b++) e->k->rmsnorm(s->xn + (size_t)b * D, s->x + (size_t)b * D, L->ffn_norm, D, c->eps);
-        MLSTACK__PROF_END(&e->pool, RMSNORM, l, rows, B);
-        {
-            const mlstack__weight *ws[2];
-            float *ys[2];
-            ws[0] = &L->w_gate, ws[1] = &L->w_up, ys[0] = s->gate, ys[1] = s->up;
-            mlstack__matmul_n(&e->pool, e->k, s->mm, s->xq, 2, ws, ys, s->xn, B);
-        }
-        MLSTACK__PROF_BEGIN(&e->pool, SWIGLU);
-        e->k->swiglu(s->gate, s->up, B * F);
-        MLSTACK__PROF_END(&e->pool, SWIGLU, l, rows, B);
-        mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &L->w_down, s->gate, s->xn, B);
-        MLSTACK__PROF_BEGIN(&e->pool, ADD);
-        for (i = 0; i < B * D; i++) s->x[i] += s->xn[i];
-        MLSTACK__PROF_END(&e->pool, ADD, l, rows, B);
+        /* xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv */
+        mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, B, l);
+        mlstack__project(rk, s->xn, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
+        mlstack__rope_kv(rk, &aj, B);
+        mlstack__attention(rk, &aj, n_blk, B);
+        if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+        /* x += a Wo */
+        mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+        mlstack__residual_add(rk, s->x, xb->o, B, l);
+        /* xn = rmsnorm(x); x += (silu(xn Wgate) * xn Wup) Wdown */
+        mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, B, l);
+        mlstack__project(rk, s->xn, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+        mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
+        if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
+        mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
+        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
+        mlstack__residual_add(rk, s->x, xb->d, B, l);
     }
-    /* final norm and LM head, only for rows that keep logits; one row at a time keeps the
-       scratch small (the LM head reads the same weights for each) */
+    /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
+       one row at a time keeps the scratch small (the LM head reads the same weights for each) */
     {
-        int n = 0;
-        MLSTACK__PROF_BEGIN(&e->pool, RMSNORM);
-        for (b = 0; b < B; b++)
-            if (slot[b] >= 0) e->k->rmsnorm(s->xn + (size_t)(n++) * D, s->x + (size_t)b * D, m->final_norm, D, c->eps);
-        MLSTACK__PROF_END(&e->pool, RMSNORM, -1, NULL, n);
+        int n = 0, first = -1;
+        MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
+        for (b = 0; b < B; b++) {
+            if (slot[b] < 0) continue;
+            if (first < 0) first = slot[b];
+            rk->k->rmsnorm(s->xn + (size_t)(n++) * c->n_embd, s->x + (size_t)b * c->n_embd, rk->model->final_norm,
+                           c->n_embd, c->eps);
+        }
+        MLSTACK__PROF_END(rk->pool, RMSNORM, -1, NULL, n);
         if (n) {
-            /* logit slots of one chunk are consecutive */
-            int first = -1;
-            for (b = 0; b < B && first < 0; b++) first = slot[b];
-            mlstack__matmul(&e->pool, e->k, s->mm, s->xq, &m->lm_head, s->xn, logits + (size_t)first * (size_t)c->n_vocab, n);
+            float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
+            float *y = rk->n_ranks == 1 ? full : s->out;
+            mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
+            if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
     }
+    return 0;
 }
 
 /* ==== 18. SAMPLING ==== */  /* >>sampling */
@@ -16332,9 +16666,40 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
 }
 
 /* ==== 19. ENGINE ==== */  /* >>engine */
+/* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
+   scheduler, the profiler, and the ranks that share the model (section RANKS; one by default). */
+
+struct mlstack_engine {
+    mlstack_model *model;
+    const mlstack__kernels *k;
+    mlstack__pool pool;           /* workers of the rank that runs on the engine's thread */
+    mlstack__kv kv;               /* pages, page tables, radix tree; data: that rank's KV heads */
+    int max_batch;
+    float *logits;                /* (n_logit_rows, V) */
+    int *logit_slot;              /* per batch row of the last eval: slot in logits or -1 */
+    int n_last_rows, cap_rows, cap_logits;
+    int32_t *tmp_len;             /* per sequence, during validation */
+    mlstack_error err;
+    struct mlstack__prof *prof;   /* NULL until mlstack_engine_profile_start */
+    struct mlstack__sched *sched; /* requests, queues and accounting (section SCHEDULER) */
+    int step_tokens;
+    /* ranks (section RANKS) */
+    int n_ranks;                  /* in the whole mesh */
+    int n_local;                  /* run by this process: all of them as threads, or one under a transport */
+    mlstack__rank *ranks;         /* the local ranks; ranks[0] runs on the engine's thread */
+    mlstack__shard *shards;       /* every rank's share */
+    int *cols;                    /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
+    mlstack__xbuf xb;             /* the exchanged tensors */
+    struct mlstack__comm *comm;
+    int ranks_ready;              /* every rank set up and agreeing: followers run their loops */
+    int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
+};
 
 static void mlstack__sched_free(mlstack_engine *e);
 static mlstack_result mlstack__sched_init(mlstack_engine *e);
+static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err);
+static void mlstack__ranks_free(mlstack_engine *e);
+static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows);
 
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
@@ -16361,26 +16726,12 @@ MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
 
 MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
-    mlstack__scratch *s;
     if (!e) return;
-    s = &e->s;
     mlstack__prof_free(e);
     mlstack__sched_free(e);
+    mlstack__ranks_free(e);
     mlstack__pool_free(&e->pool);
     mlstack__kv_free(&e->kv);
-    mlstack__aligned_free(s->x);
-    mlstack__aligned_free(s->xn);
-    mlstack__aligned_free(s->q);
-    mlstack__aligned_free(s->k);
-    mlstack__aligned_free(s->v);
-    mlstack__aligned_free(s->att);
-    mlstack__aligned_free(s->gate);
-    mlstack__aligned_free(s->up);
-    mlstack__aligned_free(s->mm);
-    mlstack__aligned_free(s->xq);
-    mlstack__aligned_free(s->rope);
-    mlstack__aligned_free(s->scores);
-    MLSTACK_FREE(s->att_blk);
     MLSTACK_FREE(e->logits);
     MLSTACK_FREE(e->logit_slot);
     MLSTACK_FREE(e->tmp_len);
@@ -16389,115 +16740,94 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 
 static float *mlstack__falloc(size_t a, size_t b) {
     if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
-    return (float *)mlstack__aligned_alloc(a * b * sizeof(float));
+    return (float *)mlstack__aligned_alloc((a && b ? a * b : 1) * sizeof(float));
+}
+
+/* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
+                                                    mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &model->cfg;
+    int kv_size = 2;
+    memset(d, 0, sizeof *d);
+    if (desc) *d = *desc;
+    if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
+        d->n_ranks < 0 || d->threads_per_rank < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
+        d->step_tokens > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+                             "(2^24) too large");
+    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
+        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1",
+                                 getenv("MLSTACK_RANKS"));
+        d->n_ranks = (int)v;
+    }
+    if (d->n_threads == 0)
+        d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
+    if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
+    if (d->max_seqs == 0) d->max_seqs = 16;
+    if (d->max_batch_tokens == 0) d->max_batch_tokens = 512;
+    if (d->step_tokens == 0) d->step_tokens = d->max_batch_tokens < 128 ? d->max_batch_tokens : 128;
+    {
+        size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+        if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+        if ((uint64_t)d->max_batch_tokens * max_in > (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements",
+                                 d->max_batch_tokens, max_in, INT_MAX);
+    }
+    switch (d->kv_type) {
+    case MLSTACK_KV_DEFAULT:
+    case MLSTACK_KV_F16:
+    case MLSTACK_KV_BF16: break;
+    case MLSTACK_KV_F32: kv_size = 4; break;
+    default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
+    }
+    if (d->kv_mem == 0) {
+        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
+        ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
+        d->kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+    }
+    return MLSTACK_OK;
 }
 
 MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
                                                mlstack_engine **out, mlstack_error *err) {
     mlstack_engine_desc d;
     mlstack_engine *e;
-    const mlstack__config *c;
-    mlstack__scratch *s;
     mlstack_result r;
-    mlstack_dtype kv_dtype;
-    size_t B, max_in;
+    int cap;
     if (err) {
         err->code = MLSTACK_OK;
         err->message[0] = 0;
     }
     if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
     *out = NULL;
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    c = &model->cfg;
-    if (d.n_threads < 0 || d.kv_page_tokens < 0 || d.max_seqs < 0 || d.max_batch_tokens < 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
-    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
-    if (d.kv_page_tokens > (1 << 16) || d.max_seqs > (1 << 20) || d.max_batch_tokens > (1 << 24) || d.step_tokens > (1 << 24))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
-                             "(2^24) too large");
-    if (d.n_threads == 0) d.n_threads = mlstack__core_count();
-    if (d.kv_page_tokens == 0) d.kv_page_tokens = 16;
-    if (d.max_seqs == 0) d.max_seqs = 16;
-    if (d.max_batch_tokens == 0) d.max_batch_tokens = 512;
-    switch (d.kv_type) {
-    case MLSTACK_KV_DEFAULT:
-    case MLSTACK_KV_F16: kv_dtype = MLSTACK_DTYPE_F16; break;
-    case MLSTACK_KV_BF16: kv_dtype = MLSTACK_DTYPE_BF16; break;
-    case MLSTACK_KV_F32: kv_dtype = MLSTACK_DTYPE_F32; break;
-    default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d.kv_type);
-    }
-    if (d.kv_mem == 0) {
-        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
-        ctx = (ctx + (uint64_t)d.kv_page_tokens - 1) / (uint64_t)d.kv_page_tokens * (uint64_t)d.kv_page_tokens;
-        d.kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
-                   (uint64_t)mlstack__dtype_sizes[kv_dtype];
-    }
-    {
-        int cap = mlstack__isa_parse(d.isa);
-        if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
-        if (cap == -2)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512 or neon)",
-                                 d.isa ? d.isa : getenv("MLSTACK_ISA"));
-        e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
-        if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        e->k = mlstack__kernels_select(cap, d.bf16_activations);
-    }
+    if ((r = mlstack__engine_desc_defaults(model, desc, &d, err)) != MLSTACK_OK) return r;
+    cap = mlstack__isa_parse(d.isa);
+    if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
+    if (cap == -2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512 or neon)",
+                             d.isa ? d.isa : getenv("MLSTACK_ISA"));
+    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
+    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    e->k = mlstack__kernels_select(cap, d.bf16_activations);
     e->model = model;
     e->max_batch = d.max_batch_tokens;
-    if (d.step_tokens < 0) {
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative step_tokens");
-    }
-    e->step_tokens = d.step_tokens ? d.step_tokens : (d.max_batch_tokens < 128 ? d.max_batch_tokens : 128);
-    if (mlstack__pool_init(&e->pool, d.n_threads) != 0) {
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", d.n_threads);
-    }
-    if (e->k->packs && (r = mlstack__model_pack(model, &e->pool, e->k->packs, err)) != MLSTACK_OK) {
-        mlstack_engine_free(e);
-        return r;
-    }
-    r = mlstack__kv_init(&e->kv, c, d.kv_mem, d.kv_page_tokens, d.max_seqs, kv_dtype, err);
+    e->step_tokens = d.step_tokens;
+    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
+    /* the ranks (threads, weights, KV pages, activations), then the scheduler on top */
+    r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
+    if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
+        MLSTACK__FAIL(err, r, "could not start the profiler");
     if (r != MLSTACK_OK) {
         mlstack_engine_free(e);
         return r;
-    }
-    s = &e->s;
-    B = (size_t)e->max_batch;
-    max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
-    if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
-    if ((uint64_t)B * max_in > (uint64_t)INT_MAX) { /* the forward pass indexes rows x width in int */
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements", e->max_batch,
-                             max_in, INT_MAX);
-    }
-    s->x = mlstack__falloc(B, (size_t)c->n_embd);
-    s->xn = mlstack__falloc(B, (size_t)c->n_embd);
-    s->q = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
-    s->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
-    s->k = mlstack__falloc(B, (size_t)c->n_kv_heads * (size_t)c->head_dim);
-    s->v = mlstack__falloc(B, (size_t)c->n_kv_heads * (size_t)c->head_dim);
-    s->gate = mlstack__falloc(B, (size_t)c->n_ff);
-    s->up = mlstack__falloc(B, (size_t)c->n_ff);
-    s->mm = mlstack__falloc((size_t)e->pool.n_threads, MLSTACK__MM_SCRATCH(max_in));
-    s->rope = mlstack__falloc(B, (size_t)c->head_dim);
-    s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores = mlstack__falloc((size_t)e->pool.n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
-    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
-    if (!s->att_blk || !s->x || !s->xn || !s->q || !s->att || !s->k || !s->v || !s->gate || !s->up || !s->mm || !s->xq || !s->rope || !s->scores || !e->tmp_len) {
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
-    }
-    if (mlstack__sched_init(e) != MLSTACK_OK) {
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
-    }
-    if (d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK) {
-        mlstack_engine_free(e);
-        return MLSTACK__FAIL(err, r, "could not start the profiler");
     }
     *out = e;
     return MLSTACK_OK;
@@ -16550,11 +16880,14 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
 /* Runs rows; `sched` lets them name the scheduler's sequences (which the public call may not). */
 static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows, int sched) {
     const mlstack__config *c;
-    int i, n_logits = 0, need_pages = 0, off;
+    int i, n_logits = 0, need_pages = 0;
+    mlstack_result res;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
     c = &e->model->cfg;
     e->err.message[0] = 0;
     e->n_last_rows = 0;
+    if (e->ranks[0].index != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "eval: rank %d follows rank 0 (mlstack_engine_follow)", e->ranks[0].index);
     if (n_rows <= 0 || !rows) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: empty batch");
     /* validate everything before touching state */
     for (i = 0; i < e->kv.max_seqs; i++) e->tmp_len[i] = -1;
@@ -16618,11 +16951,9 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
     }
     for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
     if (MLSTACK__UNLIKELY(e->prof != NULL)) mlstack__prof_step_begin(e->prof);
-    for (off = 0; off < n_rows; off += e->max_batch) {
-        int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
-        mlstack__forward_chunk(e, rows + off, B, e->logits, e->logit_slot + off);
-    }
+    res = mlstack__ranks_eval(e, rows, n_rows);
     MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
+    if (res != MLSTACK_OK) return res;
     e->n_last_rows = n_rows;
     return MLSTACK_OK;
 }
@@ -17289,7 +17620,8 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens * (uint64_t)e->model->cfg.n_kv_heads *
+                     (uint64_t)e->model->cfg.head_dim * kv->esize; /* of all ranks together */
     st->pages_free = kv->n_free;
     st->pages_used = kv->n_pages - kv->n_free;
     st->pages_cached = kv->radix.n_cached;
@@ -17304,20 +17636,12 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     mlstack__sched_reap(S);
 }
 
-MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
-    mlstack__sched *S;
+/* (1) Under the lock: submissions join the waiting list, cancellations are marked; then the
+   marked requests finish. */
+static void mlstack__sched_intake(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
     mlstack__req *r;
-    mlstack_result res = MLSTACK_OK;
-    int i, n_rows = 0, n_dec = 0, budget;
-    uint64_t preempted;
-    if (n_active) *n_active = 0;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "step");
-    S = e->sched;
-    preempted = S->preemptions;
-    e->busy = 1;
-    e->err.message[0] = 0;
-    /* (1) new requests and cancellations */
+    int i;
     mlstack__lock(&S->mu);
     while ((r = S->in_head) != NULL) {
         S->in_head = r->next_in;
@@ -17343,7 +17667,15 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
             i++;
         }
     }
-    /* (2) the batch: running requests oldest first, decodes ahead of prefill in the budget */
+}
+
+/* (2) The batch: running requests oldest first, decodes ahead of prefill in the budget, then
+   admissions. Returns the number of rows in S->rows. */
+static int mlstack__sched_plan(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r;
+    uint64_t preempted = S->preemptions;
+    int i, n_rows = 0, n_dec = 0, budget;
     for (i = 0; i < S->n_run; i++)
         if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
     budget = e->step_tokens - n_dec;
@@ -17389,41 +17721,66 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
         r->prefill_rows = chunk;
         budget -= chunk;
     }
-    /* (3) one forward over the ragged batch */
-    if (n_rows > 0) {
-        for (i = 0; i < S->n_run; i++) {
-            r = S->run[i];
-            if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
-        }
-        res = mlstack__eval(e, S->rows, n_rows, 1);
-        S->steps++;
+    return n_rows;
+}
+
+/* (3) One forward over the ragged batch. */
+static mlstack_result mlstack__sched_forward(mlstack_engine *e, int n_rows) {
+    mlstack__sched *S = e->sched;
+    mlstack_result res;
+    int i;
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
     }
-    /* (4) sample, stream, retire */
-    if (n_rows > 0 && res == MLSTACK_OK) {
-        mlstack__req **batch = S->run;
-        int n_batch = S->n_run;
-        /* finishing removes requests from S->run: walk a copy of the list's order backwards */
-        for (i = n_batch - 1; i >= 0; i--) {
-            r = batch[i];
-            if (!r->n_rows) continue;
-            S->computed += (uint64_t)r->prefill_rows;
-            r->n_computed += r->n_rows;
-            if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
-            if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
-            r->n_rows = 0;
-        }
-    } else if (n_rows > 0) {
+    res = mlstack__eval(e, S->rows, n_rows, 1);
+    S->steps++;
+    return res;
+}
+
+/* (4) Sample, stream, retire; after a failed forward, every running request fails with it. */
+static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
+    mlstack__sched *S = e->sched;
+    mlstack__req **batch = S->run, *r;
+    int i, n_batch = S->n_run;
+    if (res != MLSTACK_OK) {
         char msg[160];
         size_t n = strlen(e->err.message) < sizeof msg - 1 ? strlen(e->err.message) : sizeof msg - 1;
         memcpy(msg, e->err.message, n);
         msg[n] = 0;
         while (S->n_run > 0) mlstack__req_finish(e, S->run[S->n_run - 1], MLSTACK_FINISH_ERROR, res, msg);
+        return;
     }
-    /* (5) publish */
-    mlstack__lock(&S->mu);
+    /* finishing removes requests from S->run: walk a copy of the list's order backwards */
+    for (i = n_batch - 1; i >= 0; i--) {
+        r = batch[i];
+        if (!r->n_rows) continue;
+        S->computed += (uint64_t)r->prefill_rows;
+        r->n_computed += r->n_rows;
+        if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
+        if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
+        r->n_rows = 0;
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
+    mlstack_result res = MLSTACK_OK;
+    int n_rows;
+    if (n_active) *n_active = 0;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "step");
+    e->busy = 1;
+    e->err.message[0] = 0;
+    mlstack__sched_intake(e);                    /* (1) */
+    n_rows = mlstack__sched_plan(e);             /* (2) */
+    if (n_rows > 0) {
+        res = mlstack__sched_forward(e, n_rows); /* (3) */
+        mlstack__sched_sample(e, res);           /* (4) */
+    }
+    mlstack__lock(&e->sched->mu);                /* (5) */
     mlstack__sched_publish(e);
-    if (n_active) *n_active = S->snap.n_queued + S->snap.n_running;
-    mlstack__unlock(&S->mu);
+    if (n_active) *n_active = e->sched->snap.n_queued + e->sched->snap.n_running;
+    mlstack__unlock(&e->sched->mu);
     e->busy = 0;
     return res;
 }
@@ -17486,7 +17843,842 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 21. PROFILER ==== */  /* >>profiler */
+/* ==== 21. RANKS ==== */  /* >>ranks */
+/* Multi-rank sharded execution. R ranks share one model; rank r holds
+     query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
+                           query head, a KV head then living on every rank whose heads read it;
+     KV heads [k0, k1)     the ones its query heads read, with their KV pages;
+     D rows [d0, d1)       of Wo and Wdown;
+     FFN columns [f0, f1)  of Wgate, Wup (sized so that every rank's private weight bytes come
+                           out even: they make up for an uneven head split);
+     vocabulary [v0, v1)   of the LM head;
+   and only the rows of the weights those ranges name (views into the mapped file, or panel
+   copies of just those rows). Bounds of D and V fall on multiples of 16 where each rank gets at
+   least 64 rows, so the panels of a shard are whole.
+   Exact ("gather") split: every projection is split by output rows and the ranks exchange
+   finished slices, never partial sums. A layer exchanges four (B, N) tensors by columns, each
+   rank contributing its own: a (N = H Dh), a Wo (D), the SwiGLU product (F), its Wdown (D);
+   the logits (V) go to rank 0 only. No kernel splits a reduction, so every element is computed
+   with the same operations in the same order as on one rank: logits are bit-identical for any
+   R. Per token and layer a rank receives (1 - its share) of H Dh + 2 D + F floats, plus its
+   complement of V for rank 0: bytes in per token ~ 4 (L (H Dh + 2 D + F) + V) (R - 1) / R.
+   Rank 0 owns the scheduler, radix tree and samplers. Each eval it broadcasts the step: the
+   rows and the page tables of their sequences, so every rank writes K and V of its heads into
+   the same page ids. Ranks in one process are thread groups (each its own pool, optionally
+   pinned) sharing the exchanged tensors: a rank writes its columns once and the others read
+   them in place after a barrier. Ranks in separate processes use a mlstack_transport (MPI
+   through mlstack_mpi.h): the same columns packed, gathered, unpacked. At start the ranks
+   compare a fingerprint of the model and the settings, and refuse to run when they differ.
+   With R = 1 the exchanges return at once and the shard is the model itself. */
+
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
+#include <sched.h>
+#endif
+
+/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
+
+/* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
+static void mlstack__pin_self(int cpu) {
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__) && defined(CPU_SET)
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+#else
+    (void)cpu;
+#endif
+}
+
+static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
+    (void)n_tasks;
+    (void)thread;
+    mlstack__pin_self(((const int *)ctx)[task]);
+}
+
+/* ---- the communicator: a transport, or the rank threads of this process ---- */
+typedef struct mlstack__comm {
+    const mlstack_transport *t; /* NULL: thread ranks */
+    int size;
+    char why[256];              /* the first failure */
+    int failed;                 /* atomic */
+    float *stage;               /* transport: packed columns, in and out */
+    size_t cap_stage;
+    size_t *counts, *displs;
+#if !defined(MLSTACK_NO_THREADS)
+    mlstack__mutex mu;
+    mlstack__cond cv;
+    int arrived;                /* atomic */
+    unsigned gen;               /* atomic: bumped when the last rank arrives */
+    const void *bc;             /* thread broadcast: rank 0's bytes */
+    mlstack__thread *threads;   /* ranks 1..size-1 */
+    int n_started;
+#endif
+} mlstack__comm;
+
+static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
+#if !defined(MLSTACK_NO_THREADS)
+    if (!c->t) {
+        mlstack__lock(&c->mu);
+        if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+        return;
+    }
+#endif
+    if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
+    c->failed = 1;
+}
+
+static void mlstack__rank_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Thread ranks: returns when all have arrived (0), or at once when one failed (-1). */
+static int mlstack__comm_barrier(mlstack__comm *c) {
+#if !defined(MLSTACK_NO_THREADS)
+    unsigned gen;
+    int i;
+    if (c->size == 1) return 0;
+    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) return -1;
+    gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&c->arrived, 1, __ATOMIC_ACQ_REL) == c->size) {
+        __atomic_store_n(&c->arrived, 0, __ATOMIC_RELAXED);
+        mlstack__lock(&c->mu);
+        __atomic_store_n(&c->gen, gen + 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+    } else {
+        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
+                    !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+             i++)
+            mlstack__rank_relax();
+        if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen) {
+            mlstack__lock(&c->mu);
+            while (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
+                mlstack__cond_wait(&c->cv, &c->mu);
+            mlstack__unlock(&c->mu);
+        }
+    }
+    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+#else
+    return c->failed ? -1 : 0;
+#endif
+}
+
+/* Rank 0's bytes at buf to buf on every rank. 0 or -1. */
+static int mlstack__comm_bcast(mlstack__comm *c, int rank, void *buf, size_t bytes) {
+    if (c->size == 1) return 0;
+    if (c->t) {
+        char msg[200];
+        if (c->failed) return -1;
+        msg[0] = 0;
+        if (c->t->bcast(c->t->user, buf, bytes, msg, sizeof msg) == 0) return 0;
+        mlstack__comm_fail(c, msg[0] ? msg : "broadcast failed");
+        return -1;
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (rank == 0) c->bc = buf;
+    if (mlstack__comm_barrier(c)) return -1;
+    if (rank != 0) memcpy(buf, c->bc, bytes);
+    return mlstack__comm_barrier(c);
+#else
+    (void)rank;
+    (void)buf;
+    (void)bytes;
+    return -1;
+#endif
+}
+
+/* Room for n floats of staging. */
+static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
+    if (n > c->cap_stage) {
+        mlstack__aligned_free(c->stage);
+        c->stage = mlstack__falloc(n, 1);
+        c->cap_stage = c->stage ? n : 0;
+    }
+    return c->stage;
+}
+
+static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[what];
+    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->index], w = cols[rk->index + 1] - c0, b, i;
+    double t0;
+    int rc = 0;
+    if (R == 1) return 0;
+    t0 = mlstack__now();
+    if (!c->t) {
+        if (mine && mine != full)
+            for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__comm_barrier(c);
+    } else {
+        /* stage: [this rank's block | every rank's blocks] */
+        int root = all || rk->index == 0;
+        size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
+        float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        if (mine) send = (float *)mine;
+        else
+            for (b = 0; b < B; b++) memcpy(st + (size_t)b * w, full + (size_t)b * N + c0, sizeof(float) * (size_t)w);
+        for (i = 0; i < R; i++) {
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)(cols[i + 1] - cols[i]);
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        msg[0] = 0;
+        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->index], root ? st + own : NULL, c->counts, c->displs,
+                                       all, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            rc = -1;
+        } else if (root) {
+            for (i = 0; i < R; i++) {
+                int wi = cols[i + 1] - cols[i];
+                const float *blk = st + own + (size_t)B * (size_t)cols[i];
+                for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
+            }
+        }
+    }
+    rk->wait_s += mlstack__now() - t0;
+    rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
+    if (all || rk->index == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
+    return rc;
+}
+
+/* ---- who holds what ---- */
+
+/* Bound i of n items over R ranks: multiples of 16 where every rank gets at least 64. */
+static int mlstack__split_bound(int n, int R, int i) {
+    int64_t b = (int64_t)n * i / R;
+    if (i == 0 || i == R) return i == 0 ? 0 : n;
+    if (n / R >= 64) b = (b + 8) / 16 * 16;
+    return (int)(b > n ? n : b);
+}
+
+static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
+    int G = c->n_heads / c->n_kv_heads;
+    if (R <= c->n_kv_heads) {
+        sh->q0 = c->n_kv_heads * r / R * G;
+        sh->q1 = c->n_kv_heads * (r + 1) / R * G;
+    } else {
+        sh->q0 = c->n_heads * r / R;
+        sh->q1 = c->n_heads * (r + 1) / R;
+    }
+    sh->k0 = sh->q0 / G;
+    sh->k1 = (sh->q1 + G - 1) / G;
+    sh->d0 = mlstack__split_bound(c->n_embd, R, r), sh->d1 = mlstack__split_bound(c->n_embd, R, r + 1);
+    sh->f0 = mlstack__split_bound(c->n_ff, R, r), sh->f1 = mlstack__split_bound(c->n_ff, R, r + 1);
+    sh->v0 = mlstack__split_bound(c->n_vocab, R, r), sh->v1 = mlstack__split_bound(c->n_vocab, R, r + 1);
+}
+
+/* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
+   rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
+   other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
+   W / R. */
+static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__layer *L = &m->layers[0];
+    double tot = 0, cb = 2.0 * c->n_layers * (double)L->w_gate.row_bytes, want_sum = 0, cum = 0, *a;
+    int r, h, q, prev = 0;
+    a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
+    if (!a) return; /* keep the even split */
+    for (r = 0; r < R; r++) {
+        int kv_priv = 0;
+        for (h = sh[r].k0; h < sh[r].k1; h++) {
+            int shared = 0;
+            for (q = 0; q < R; q++) shared |= q != r && sh[q].k0 <= h && h < sh[q].k1;
+            kv_priv += !shared;
+        }
+        a[r] = c->n_layers * ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)L->wq.row_bytes +
+                              2.0 * kv_priv * c->head_dim * (double)L->wk.row_bytes +
+                              (double)(sh[r].d1 - sh[r].d0) * (double)(L->wo.row_bytes + L->w_down.row_bytes)) +
+               (double)(sh[r].v1 - sh[r].v0) * (double)m->lm_head.row_bytes;
+        tot += a[r];
+    }
+    for (r = 0; r < R; r++) {
+        a[R + r] = ((tot + c->n_ff * cb) / R - a[r]) / cb;
+        if (a[R + r] < 0) a[R + r] = 0;
+        want_sum += a[R + r];
+    }
+    for (r = 0; r < R; r++) {
+        int end;
+        cum += want_sum > 0 ? a[R + r] * c->n_ff / want_sum : (double)c->n_ff / R;
+        end = r == R - 1 ? c->n_ff : (int)(cum + 0.5);
+        if (end < prev) end = prev;
+        if (end > c->n_ff) end = c->n_ff;
+        sh[r].f0 = prev;
+        sh[r].f1 = end;
+        prev = end;
+    }
+    MLSTACK_FREE(a);
+}
+
+/* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
+static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
+    *dst = *w;
+    dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
+    dst->n_out = r1 - r0;
+    dst->bias = w->bias ? w->bias + r0 : NULL;
+    dst->packed = dst->packed_dp = NULL;
+}
+
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
+    void *p;
+    if (rk->n_owned == rk->cap_owned) {
+        int cap = rk->cap_owned ? rk->cap_owned * 2 : 64;
+        void **o = (void **)MLSTACK_REALLOC(rk->owned, sizeof(void *) * (size_t)cap);
+        if (!o) return NULL;
+        rk->owned = o;
+        rk->cap_owned = cap;
+    }
+    p = mlstack__aligned_alloc(bytes ? bytes : 1);
+    if (p) rk->owned[rk->n_owned++] = p;
+    return p;
+}
+
+/* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
+   a NUMA machine they are first touched where they are used). */
+static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
+    unsigned packs = rk->k->packs;
+    size_t np = (size_t)mlstack__p16_panels(w->n_out);
+    mlstack__pack_job j;
+    if (w->n_out == 0) return 0;
+    for (j.pairs = 0; j.pairs < 2; j.pairs++) {
+        size_t bytes;
+        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        if (!want) continue;
+        bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
+        j.w = w;
+        j.dst = (unsigned char *)mlstack__rank_own(rk, bytes);
+        if (!j.dst) return -1;
+        rk->packed_bytes += bytes;
+        mlstack__pool_run(rk->pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+        if (j.pairs) w->packed_dp = j.dst;
+        else w->packed = j.dst;
+    }
+    return 0;
+}
+
+/* Whether another rank also holds KV head h. */
+static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
+    int r;
+    for (r = 0; r < e->n_ranks; r++)
+        if (r != rank && e->shards[r].k0 <= h && h < e->shards[r].k1) return 1;
+    return 0;
+}
+
+/* The rank's weights: views of its rows (with panels of those rows when its kernels read
+   panels); with one rank, the model's own weights. */
+static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
+    const mlstack_model *m = e->model;
+    const mlstack__config *c = &m->cfg;
+    const mlstack__shard *sh = &rk->sh;
+    int l, i, Dh = c->head_dim, h;
+    if (rk->n_ranks == 1) {
+        rk->layers = m->layers;
+        rk->lm_head = &m->lm_head;
+        if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK) return MLSTACK_ERR_NO_MEMORY;
+    } else {
+        rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
+        if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
+        for (l = 0; l < c->n_layers; l++) {
+            const mlstack__layer *M = &m->layers[l];
+            mlstack__layer *L = &rk->layers[l];
+            *L = *M;
+            mlstack__weight_rows(&L->wq, &M->wq, sh->q0 * Dh, sh->q1 * Dh);
+            mlstack__weight_rows(&L->wk, &M->wk, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->wv, &M->wv, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->wo, &M->wo, sh->d0, sh->d1);
+            mlstack__weight_rows(&L->w_gate, &M->w_gate, sh->f0, sh->f1);
+            mlstack__weight_rows(&L->w_up, &M->w_up, sh->f0, sh->f1);
+            mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
+        }
+        mlstack__weight_rows(&rk->lm_head_rows, &m->lm_head, sh->v0, sh->v1);
+        rk->lm_head = &rk->lm_head_rows;
+    }
+    for (l = -1; l < c->n_layers; l++) {
+        mlstack__weight *ws[7];
+        int n;
+        if (l < 0) {
+            ws[0] = rk->n_ranks > 1 ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
+            n = 1;
+        } else {
+            mlstack__layer *L = &rk->layers[l];
+            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+            ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+            n = 7;
+        }
+        for (i = 0; i < n; i++) {
+            rk->weight_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
+            if (rk->n_ranks > 1 && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
+        }
+        if (l >= 0)
+            for (h = rk->sh.k0; h < rk->sh.k1; h++)
+                if (mlstack__kv_head_shared(e, rk->index, h))
+                    rk->replicated_bytes += (uint64_t)Dh * (ws[1]->row_bytes + ws[2]->row_bytes);
+    }
+    return MLSTACK_OK;
+}
+
+/* Activations of the rank's shapes. */
+static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack__shard *sh = &rk->sh;
+    mlstack__scratch *s = &rk->s;
+    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim, max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+    size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
+    int one = rk->n_ranks == 1;
+    if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
+    s->x = mlstack__falloc(B, (size_t)c->n_embd);
+    s->xn = mlstack__falloc(B, (size_t)c->n_embd);
+    s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
+    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
+    s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
+    s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
+    s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
+    s->rope = mlstack__falloc(B, Dh);
+    s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
+    s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
+        !s->scores || !s->att_blk)
+        return MLSTACK_ERR_NO_MEMORY;
+    return MLSTACK_OK;
+}
+
+/* Everything a local rank needs, built by the thread that will run it. */
+static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
+    mlstack_result r = MLSTACK_OK;
+    const char *what = "";
+    if (rk->pool == &rk->own_pool && mlstack__pool_init(&rk->own_pool, rk->n_threads) != 0) {
+        r = MLSTACK_ERR_NO_MEMORY;
+        what = "could not start its threads";
+    }
+    if (r == MLSTACK_OK && rk->cpus && rk->pool->n_threads > 1) mlstack__pool_run(rk->pool, mlstack__pin_task, (void *)rk->cpus, rk->pool->n_threads);
+    else if (r == MLSTACK_OK && rk->cpus) mlstack__pin_self(rk->cpus[0]);
+    if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
+    if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
+    if (r == MLSTACK_OK && rk->kv.data == NULL) {
+        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_elems * rk->kv.esize;
+        rk->kv.data = (unsigned char *)mlstack__aligned_alloc(bytes ? bytes : 1);
+        if (!rk->kv.data) {
+            r = MLSTACK_ERR_NO_MEMORY;
+            what = "no memory for its KV pages";
+        }
+    }
+    rk->init_result = r;
+    if (r != MLSTACK_OK) snprintf(rk->init_msg, sizeof rk->init_msg, "rank %d: %s", rk->index, what);
+}
+
+static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
+    mlstack__scratch *s = &rk->s;
+    int i;
+    if (rk->pool == &rk->own_pool) mlstack__pool_free(&rk->own_pool);
+    for (i = 0; i < rk->n_owned; i++) mlstack__aligned_free(rk->owned[i]);
+    MLSTACK_FREE(rk->owned);
+    if (rk->layers != e->model->layers) MLSTACK_FREE(rk->layers);
+    if (rk->kv.data != e->kv.data) mlstack__aligned_free(rk->kv.data);
+    mlstack__aligned_free(s->x);
+    mlstack__aligned_free(s->xn);
+    mlstack__aligned_free(s->q);
+    mlstack__aligned_free(s->k);
+    mlstack__aligned_free(s->v);
+    mlstack__aligned_free(s->gate);
+    mlstack__aligned_free(s->up);
+    mlstack__aligned_free(s->out);
+    mlstack__aligned_free(s->mm);
+    mlstack__aligned_free(s->rope);
+    mlstack__aligned_free(s->xq);
+    mlstack__aligned_free(s->scores);
+    MLSTACK_FREE(s->att_blk);
+    MLSTACK_FREE(rk->msg);
+    MLSTACK_FREE(rk->slot);
+}
+
+/* ---- the step message: [kind, n_rows, n_seqs, n_page_ids] then the rows (4 ints each), then
+   per sequence (id, len, n_pages, page ids...) ---- */
+enum { MLSTACK__STEP_EVAL = 1, MLSTACK__STEP_QUIT = 2 };
+
+static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
+    if (n > rk->cap_msg) {
+        int32_t *p = (int32_t *)MLSTACK_REALLOC(rk->msg, sizeof(int32_t) * n);
+        if (!p) return -1;
+        rk->msg = p;
+        rk->cap_msg = n;
+    }
+    return 0;
+}
+
+static size_t mlstack__msg_len(const int32_t *hdr) {
+    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+}
+
+/* Rank 0: the message for rows (e->tmp_len marks their sequences). */
+static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
+    int i, n_seqs = 0, n_ids = 0;
+    size_t at;
+    for (i = 0; i < e->kv.max_seqs; i++)
+        if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
+    memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
+    at = 4 + 4 * (size_t)n_rows;
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        const mlstack__kv_seq *sq = &e->kv.seqs[i];
+        if (e->tmp_len[i] < 0) continue;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
+        at += (size_t)sq->n_pages;
+    }
+    return 0;
+}
+
+/* A rank in its own process: the page tables of the message's sequences. */
+static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
+    size_t at = 4 + 4 * (size_t)rk->msg[1];
+    int i;
+    for (i = 0; i < rk->msg[2]; i++) {
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        mlstack__kv_seq *sq;
+        if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
+        sq = &e->kv.seqs[id];
+        if (mlstack__kv_table_reserve(sq, np)) return -1;
+        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        sq->n_pages = np;
+        sq->len = len;
+        sq->active = 1;
+        at += 3 + (size_t)np;
+    }
+    return 0;
+}
+
+/* Runs the message's rows in chunks of max_batch. 0, or -1 when an exchange failed. */
+static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk) {
+    const mlstack_batch_row *rows = (const mlstack_batch_row *)(rk->msg + 4);
+    int n_rows = rk->msg[1], i, n = 0, off;
+    if (n_rows > rk->cap_slot) {
+        int *p = (int *)MLSTACK_REALLOC(rk->slot, sizeof(int) * (size_t)n_rows);
+        if (!p) {
+            mlstack__comm_fail(rk->comm, "out of memory for a step");
+            return -1;
+        }
+        rk->slot = p;
+        rk->cap_slot = n_rows;
+    }
+    for (i = 0; i < n_rows; i++) rk->slot[i] = rows[i].want_logits ? n++ : -1;
+    for (off = 0; off < n_rows; off += e->max_batch) {
+        int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
+        if (mlstack__forward_chunk(rk, rows + off, B, rk->slot + off)) return -1;
+    }
+    return 0;
+}
+
+/* Ranks other than 0: run the steps rank 0 broadcasts until it says quit. */
+static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk) {
+    for (;;) {
+        int32_t hdr[4];
+        if (mlstack__comm_bcast(rk->comm, rk->index, hdr, sizeof hdr)) return MLSTACK_ERR_RANK;
+        if (hdr[0] == MLSTACK__STEP_QUIT) return MLSTACK_OK;
+        if (hdr[0] != MLSTACK__STEP_EVAL || hdr[1] <= 0 || hdr[2] < 0 || hdr[3] < 0 ||
+            mlstack__msg_reserve(rk, mlstack__msg_len(hdr))) {
+            mlstack__comm_fail(rk->comm, "malformed step from rank 0, or no memory for it");
+            return MLSTACK_ERR_RANK;
+        }
+        memcpy(rk->msg, hdr, sizeof hdr);
+        if (mlstack__comm_bcast(rk->comm, rk->index, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(hdr) - 4)))
+            return MLSTACK_ERR_RANK;
+        if (rk->comm->t && mlstack__msg_apply(e, rk)) {
+            mlstack__comm_fail(rk->comm, "step from rank 0 names pages this rank cannot hold");
+            return MLSTACK_ERR_RANK;
+        }
+        rk->logits = rk->comm->t ? NULL : e->logits;
+        if (mlstack__rank_run(e, rk)) return MLSTACK_ERR_RANK;
+    }
+}
+
+/* Rank 0 (the engine's thread): broadcast the step, run its share. */
+static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    mlstack__rank *rk = &e->ranks[0];
+    if (mlstack__msg_build(e, rk, rows, n_rows)) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+    if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
+        mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
+        return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    rk->logits = e->logits;
+    if (mlstack__rank_run(e, rk)) return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    return MLSTACK_OK;
+}
+
+#if !defined(MLSTACK_NO_THREADS)
+MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
+    mlstack__rank *rk = (mlstack__rank *)arg;
+    mlstack_engine *e = rk->e;
+    int i, ok = 1;
+    mlstack__rank_setup(e, rk);
+    if (mlstack__comm_barrier(e->comm)) return MLSTACK__THREAD_RETURN;
+    for (i = 0; i < e->n_ranks; i++) ok &= e->ranks[i].init_result == MLSTACK_OK;
+    if (ok) mlstack__rank_follow(e, rk);
+    return MLSTACK__THREAD_RETURN;
+}
+#endif
+
+/* What every rank must agree on: the model's shape and tensors, the weight types, the KV pool
+   and the rank count. FNV-1a over their values. */
+static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
+    const mlstack_model *m = e->model;
+    const mlstack__config *c = &m->cfg;
+    int64_t v[24];
+    uint64_t h = 1469598103934665603ull;
+    size_t i, k;
+    int t;
+#define MLSTACK__FP(p, n) for (k = 0; k < (size_t)(n); k++) h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull
+    v[0] = c->arch, v[1] = c->n_layers, v[2] = c->n_embd, v[3] = c->n_ff, v[4] = c->n_heads, v[5] = c->n_kv_heads;
+    v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
+    v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
+    v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
+    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
+    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params;
+    for (i = 0; i < 24; i++) MLSTACK__FP(&v[i], sizeof v[i]);
+    MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_ranks + 1));
+    for (t = 0; t < m->st.n_tensors; t++) {
+        const mlstack__st_tensor *x = &m->st.tensors[t];
+        uint64_t bytes = x->end - x->begin;
+        MLSTACK__FP(x->name, strlen(x->name));
+        MLSTACK__FP(&x->dtype, sizeof x->dtype);
+        MLSTACK__FP(x->shape, sizeof(int64_t) * (size_t)x->n_dims);
+        MLSTACK__FP(&bytes, sizeof bytes);
+    }
+#undef MLSTACK__FP
+    return h;
+}
+
+/* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
+static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
+    mlstack__comm *c = e->comm;
+    int64_t mine[3], *all;
+    size_t *counts = c->counts, *displs = c->displs;
+    char msg[200];
+    int i;
+    mlstack_result r = MLSTACK_OK;
+    all = (int64_t *)mlstack__calloc((size_t)e->n_ranks * 3, sizeof(int64_t));
+    if (!all) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mine[0] = (int64_t)mlstack__fingerprint(e), mine[1] = e->n_ranks, mine[2] = e->ranks[0].init_result;
+    for (i = 0; i < e->n_ranks; i++) counts[i] = sizeof mine, displs[i] = sizeof mine * (size_t)i;
+    msg[0] = 0;
+    if (c->t->gatherv(c->t->user, mine, sizeof mine, all, counts, displs, 1, msg, sizeof msg) != 0) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: start-up exchange failed: %s", msg);
+    } else {
+        for (i = 0; i < e->n_ranks && r == MLSTACK_OK; i++) {
+            const int64_t *o = all + 3 * i;
+            if (o[2] != MLSTACK_OK)
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d could not set up its share (%s)", i,
+                                  mlstack_result_string((mlstack_result)o[2]));
+            else if (o[1] != all[1])
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d counts %lld ranks, rank 0 %lld", i, (long long)o[1],
+                                  (long long)all[1]);
+            else if (o[0] != all[0])
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK,
+                                  "ranks: rank %d opened a different model or settings than rank 0 (fingerprint %016llx, rank 0 "
+                                  "%016llx): every rank must open the same model with the same engine settings",
+                                  i, (unsigned long long)o[0], (unsigned long long)all[0]);
+        }
+    }
+    if (r == MLSTACK_OK && e->ranks[0].init_result != MLSTACK_OK)
+        r = MLSTACK__FAIL(err, e->ranks[0].init_result, "%s", e->ranks[0].init_msg);
+    MLSTACK_FREE(all);
+    return r;
+}
+
+static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16 ? MLSTACK_DTYPE_BF16 : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32 : MLSTACK_DTYPE_F16;
+    mlstack__comm *cm;
+    mlstack_result r;
+    size_t B = (size_t)e->max_batch;
+    int R, i, x, me, tpr;
+    if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d",
+                             t->rank, t->size);
+    R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
+    if (t && d->n_ranks && d->n_ranks != t->size)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks,
+                             t->size);
+    if (R > c->n_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)",
+                             R, c->n_heads);
+#if defined(MLSTACK_NO_THREADS)
+    if (!t && R > 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
+#endif
+    me = t ? t->rank : 0;
+    tpr = t || R == 1 ? d->n_threads : d->threads_per_rank ? d->threads_per_rank : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    e->n_ranks = R;
+    e->n_local = t ? 1 : R;
+    e->shards = (mlstack__shard *)mlstack__calloc((size_t)R, sizeof *e->shards);
+    e->cols = (int *)mlstack__calloc((size_t)MLSTACK__X_COUNT_ * (size_t)(R + 1), sizeof(int));
+    e->ranks = (mlstack__rank *)mlstack__calloc((size_t)e->n_local, sizeof *e->ranks);
+    cm = e->comm = (mlstack__comm *)mlstack__calloc(1, sizeof *e->comm);
+    if (!e->shards || !e->cols || !e->ranks || !cm) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    cm->t = t;
+    cm->size = R;
+    cm->counts = (size_t *)mlstack__calloc((size_t)R * 2, sizeof(size_t));
+    if (!cm->counts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    cm->displs = cm->counts + R;
+#if !defined(MLSTACK_NO_THREADS)
+    if (!t) {
+        mlstack__mutex_init(&cm->mu);
+        mlstack__cond_init(&cm->cv);
+    }
+#endif
+    for (i = 0; i < R; i++) mlstack__shard_of(c, R, i, &e->shards[i]);
+    if (R > 1) mlstack__split_ffn(e->model, R, e->shards);
+    for (i = 0; i <= R; i++) {
+        const mlstack__shard *sh = &e->shards[i < R ? i : R - 1];
+        e->cols[MLSTACK__X_ATT * (R + 1) + i] = (i < R ? sh->q0 : sh->q1) * c->head_dim;
+        e->cols[MLSTACK__X_MODEL * (R + 1) + i] = i < R ? sh->d0 : sh->d1;
+        e->cols[MLSTACK__X_FFN * (R + 1) + i] = i < R ? sh->f0 : sh->f1;
+        e->cols[MLSTACK__X_VOCAB * (R + 1) + i] = i < R ? sh->v0 : sh->v1;
+    }
+    if (mlstack__pool_init(&e->pool, tpr) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+                         e->shards[me].k1 - e->shards[me].k0, err);
+    if (r != MLSTACK_OK) return r;
+    e->xb.att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+    e->xb.o = mlstack__falloc(B, (size_t)c->n_embd);
+    e->xb.d = mlstack__falloc(B, (size_t)c->n_embd);
+    e->xb.h = mlstack__falloc(B, (size_t)c->n_ff);
+    if (!e->xb.att || !e->xb.o || !e->xb.d || !e->xb.h)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
+    for (i = 0; i < e->n_local; i++) {
+        mlstack__rank *rk = &e->ranks[i];
+        rk->e = e;
+        rk->index = t ? me : i;
+        rk->n_ranks = R;
+        rk->model = e->model;
+        rk->k = e->k;
+        rk->pool = i == 0 ? &e->pool : &rk->own_pool;
+        rk->n_threads = tpr;
+        rk->sh = e->shards[rk->index];
+        for (x = 0; x < MLSTACK__X_COUNT_; x++) rk->cols[x] = e->cols + x * (R + 1);
+        rk->kv = e->kv;
+        if (i > 0) {
+            rk->kv.data = NULL;
+            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
+            rk->kv.page_elems = (size_t)c->n_layers * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+        }
+        rk->xb = &e->xb;
+        rk->comm = cm;
+        rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
+    }
+    if (t) {
+        mlstack__rank_setup(e, &e->ranks[0]);
+        r = mlstack__ranks_agree(e, err);
+        e->ranks_ready = r == MLSTACK_OK;
+        return r;
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (R > 1) {
+        cm->threads = (mlstack__thread *)mlstack__calloc((size_t)R, sizeof(mlstack__thread));
+        if (!cm->threads) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        for (i = 1; i < R; i++) {
+            if (mlstack__thread_start(&cm->threads[i], mlstack__rank_thread, &e->ranks[i]) != 0) {
+                mlstack__comm_fail(cm, "could not start a rank thread");
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start the thread of rank %d", i);
+            }
+            cm->n_started = i;
+        }
+    }
+#endif
+    mlstack__rank_setup(e, &e->ranks[0]);
+    if (mlstack__comm_barrier(cm)) return MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: %s", cm->why);
+    for (i = 0; i < R; i++)
+        if (e->ranks[i].init_result != MLSTACK_OK)
+            return MLSTACK__FAIL(err, e->ranks[i].init_result, "%s", e->ranks[i].init_msg);
+    e->ranks_ready = 1;
+    return MLSTACK_OK;
+}
+
+static void mlstack__ranks_free(mlstack_engine *e) {
+    mlstack__comm *cm = e->comm;
+    int i;
+    if (!cm) return;
+    if (cm->size > 1 && e->ranks && e->ranks[0].index == 0 && !cm->failed) {
+        int32_t hdr[4] = {MLSTACK__STEP_QUIT, 0, 0, 0};
+        if (e->ranks_ready) mlstack__comm_bcast(cm, 0, hdr, sizeof hdr); /* followers run only when all were set up */
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (!cm->t) {
+        if (cm->n_started < cm->size - 1) mlstack__comm_fail(cm, "engine closed while starting");
+        for (i = 1; i <= cm->n_started; i++) mlstack__thread_join(cm->threads[i]);
+        MLSTACK_FREE(cm->threads);
+        mlstack__mutex_destroy(&cm->mu);
+        mlstack__cond_destroy(&cm->cv);
+    }
+#endif
+    for (i = 0; e->ranks && i < e->n_local; i++) mlstack__rank_release(e, &e->ranks[i]);
+    mlstack__aligned_free(e->xb.att);
+    mlstack__aligned_free(e->xb.o);
+    mlstack__aligned_free(e->xb.d);
+    mlstack__aligned_free(e->xb.h);
+    mlstack__aligned_free(cm->stage);
+    MLSTACK_FREE(cm->counts);
+    MLSTACK_FREE(cm);
+    MLSTACK_FREE(e->ranks);
+    MLSTACK_FREE(e->shards);
+    MLSTACK_FREE(e->cols);
+    e->comm = NULL;
+}
+
+MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *e) { return e ? e->n_ranks : 0; }
+MLSTACK_API int mlstack_engine_rank(const mlstack_engine *e) { return e && e->ranks ? e->ranks[0].index : 0; }
+
+MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int rank, mlstack_rank_info *o) {
+    const mlstack__rank *rk = NULL;
+    int i;
+    if (!e || !o) return MLSTACK_ERR_INVALID_ARG;
+    for (i = 0; i < e->n_local; i++)
+        if (e->ranks[i].index == rank) rk = &e->ranks[i];
+    if (!rk) return MLSTACK_ERR_INVALID_ARG;
+    memset(o, 0, sizeof *o);
+    o->rank = rank;
+    o->n_ranks = e->n_ranks;
+    o->n_threads = rk->pool->n_threads;
+    o->head0 = rk->sh.q0, o->head1 = rk->sh.q1, o->kv_head0 = rk->sh.k0, o->kv_head1 = rk->sh.k1;
+    o->embd0 = rk->sh.d0, o->embd1 = rk->sh.d1, o->ffn0 = rk->sh.f0, o->ffn1 = rk->sh.f1;
+    o->vocab0 = rk->sh.v0, o->vocab1 = rk->sh.v1;
+    o->weight_bytes = rk->weight_bytes;
+    o->replicated_bytes = rk->replicated_bytes;
+    o->packed_bytes = rk->packed_bytes;
+    o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
+    o->kv_pages = e->kv.n_pages;
+    o->bytes_in = rk->bytes_in;
+    o->bytes_out = rk->bytes_out;
+    o->wait_seconds = rk->wait_s;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
+    mlstack_result r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    if (!e->comm->t || e->ranks[0].index == 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "follow: only ranks other than 0 of a transport follow");
+    r = mlstack__rank_follow(e, &e->ranks[0]);
+    if (r != MLSTACK_OK) mlstack__engine_fail(e, r, "rank %d: %s", e->ranks[0].index, e->comm->why);
+    return r;
+}
+
+/* ==== 22. PROFILER ==== */  /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -17989,7 +19181,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 22. UNICODE TABLES ==== */  /* >>unicodetables */
+/* ==== 23. UNICODE TABLES ==== */  /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

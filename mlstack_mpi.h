@@ -1,0 +1,164 @@
+/* mlstack_mpi.h - ranks over MPI for mlstack.h (optional companion header) - MIT, see mlstack.h
+
+   A mlstack_transport over an MPI communicator, so that the ranks of one engine (section RANKS
+   of mlstack.h) run as MPI processes on one machine or many. Needs mpi.h (Open MPI, MPICH);
+   everything here is static, so include it in any number of files; mlstack.h's implementation
+   is made where MLSTACK_IMPLEMENTATION is defined, as usual.
+
+       MPI_Init(&argc, &argv);
+       mlstack_transport t;
+       mlstack_mpi_transport(MPI_COMM_WORLD, &t);        // rank and size from the communicator
+       ed.transport = &t;                                // every rank opens the same model
+       mlstack_engine_init(model, &ed, &eng, &err);      // collective: ranks compare the model
+       if (mlstack_engine_rank(eng) != 0) r = mlstack_engine_follow(eng);   // until rank 0 frees
+       else ...drive the engine as usual...
+       mlstack_engine_free(eng); mlstack_mpi_transport_free(&t); MPI_Finalize();
+
+   Only MPI_BYTE moves: rank 0's step description (bcast) and finished slices of activations
+   and logits (gatherv / allgatherv). Nothing is ever reduced in MPI, so results are bit-equal to
+   the thread transport of mlstack.h and to one rank.
+   Failures: the communicator's errors return instead of aborting; a collective that has not
+   completed after MLSTACK_MPI_TIMEOUT seconds (environment variable, default 10) inside a step
+   fails with a message naming the operation, so a rank whose peer died or hangs returns an error
+   instead of waiting forever. Waiting for the next step (followers between steps) has no time
+   limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
+#ifndef MLSTACK_MPI_H
+#define MLSTACK_MPI_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "mlstack.h"
+
+#if defined(__GNUC__)
+#define MLSTACK_MPI__API static __attribute__((unused))
+#else
+#define MLSTACK_MPI__API static
+#endif
+
+typedef struct mlstack_mpi__ctx {
+    MPI_Comm comm;
+    int size, rank;
+    int *counts, *displs;
+    double timeout;
+} mlstack_mpi__ctx;
+
+static double mlstack_mpi__now(void) { return MPI_Wtime(); }
+
+/* Completes req, polling; fails after `timeout` seconds (0: never). */
+static int mlstack_mpi__wait(mlstack_mpi__ctx *c, MPI_Request *req, double timeout, const char *what, char *msg, size_t cap) {
+    double t0 = mlstack_mpi__now();
+    long spins = 0;
+    for (;;) {
+        int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            char es[MPI_MAX_ERROR_STRING];
+            int n = 0;
+            MPI_Error_string(rc, es, &n);
+            snprintf(msg, cap, "rank %d: MPI %s failed: %s", c->rank, what, es);
+            return -1;
+        }
+        if (done) return 0;
+        if (++spins > 20000) { /* a step's exchanges normally finish in microseconds: then back off */
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+            if (timeout > 0 && mlstack_mpi__now() - t0 > timeout) {
+                snprintf(msg, cap,
+                         "rank %d: MPI %s did not complete in %.0f s: another rank died or stopped answering", c->rank, what,
+                         timeout);
+                return -1;
+            }
+        }
+    }
+}
+
+static int mlstack_mpi__bcast(void *user, void *buf, size_t bytes, char *msg, size_t cap) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    MPI_Request req;
+    if (bytes > (size_t)INT_MAX) {
+        snprintf(msg, cap, "rank %d: broadcast of %zu bytes is too large for MPI", c->rank, bytes);
+        return -1;
+    }
+    if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, c->comm, &req) != MPI_SUCCESS) {
+        snprintf(msg, cap, "rank %d: MPI_Ibcast failed", c->rank);
+        return -1;
+    }
+    /* followers wait for the next step without limit; rank 0's own send completes locally */
+    return mlstack_mpi__wait(c, &req, 0, "broadcast", msg, cap);
+}
+
+static int mlstack_mpi__gatherv(void *user, const void *send, size_t bytes, void *recv, const size_t *counts,
+                                const size_t *displs, int all, char *msg, size_t cap) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    MPI_Request req;
+    int i, rc;
+    for (i = 0; i < c->size; i++) {
+        if (counts[i] > (size_t)INT_MAX || displs[i] > (size_t)INT_MAX) {
+            snprintf(msg, cap, "rank %d: exchange of %zu bytes is too large for MPI", c->rank, counts[i]);
+            return -1;
+        }
+        c->counts[i] = (int)counts[i];
+        c->displs[i] = (int)displs[i];
+    }
+    if (all)
+        rc = MPI_Iallgatherv(send, (int)bytes, MPI_BYTE, recv, c->counts, c->displs, MPI_BYTE, c->comm, &req);
+    else
+        rc = MPI_Igatherv(send, (int)bytes, MPI_BYTE, recv, c->counts, c->displs, MPI_BYTE, 0, c->comm, &req);
+    if (rc != MPI_SUCCESS) {
+        snprintf(msg, cap, "rank %d: MPI %s failed to start", c->rank, all ? "allgatherv" : "gatherv");
+        return -1;
+    }
+    return mlstack_mpi__wait(c, &req, c->timeout, all ? "allgatherv" : "gatherv", msg, cap);
+}
+
+static void mlstack_mpi__abort(void *user, const char *why) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    fprintf(stderr, "mlstack (rank %d): %s\n", c->rank, why ? why : "aborting");
+    fflush(stderr);
+    MPI_Abort(c->comm, 1);
+}
+
+/* Fills t for comm. Returns 0, or -1 (MPI not initialised, or out of memory). Free with
+   mlstack_mpi_transport_free after the engines that use it. */
+MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) {
+    mlstack_mpi__ctx *c;
+    const char *to = getenv("MLSTACK_MPI_TIMEOUT");
+    int init = 0;
+    memset(t, 0, sizeof *t);
+    if (MPI_Initialized(&init) != MPI_SUCCESS || !init) return -1;
+    c = (mlstack_mpi__ctx *)calloc(1, sizeof *c);
+    if (!c) return -1;
+    c->comm = comm;
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_size(comm, &c->size);
+    MPI_Comm_rank(comm, &c->rank);
+    c->counts = (int *)calloc((size_t)c->size * 2, sizeof(int));
+    if (!c->counts) {
+        free(c);
+        return -1;
+    }
+    c->displs = c->counts + c->size;
+    c->timeout = to && atof(to) > 0 ? atof(to) : 10.0;
+    t->rank = c->rank;
+    t->size = c->size;
+    t->user = c;
+    t->bcast = mlstack_mpi__bcast;
+    t->gatherv = mlstack_mpi__gatherv;
+    t->abort = mlstack_mpi__abort;
+    return 0;
+}
+
+MLSTACK_MPI__API void mlstack_mpi_transport_free(mlstack_transport *t) {
+    mlstack_mpi__ctx *c = t ? (mlstack_mpi__ctx *)t->user : NULL;
+    if (!c) return;
+    free(c->counts);
+    free(c);
+    t->user = NULL;
+}
+
+#endif /* MLSTACK_MPI_H */

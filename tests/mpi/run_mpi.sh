@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Ranks over MPI on localhost (tests/mpi/test_mpi.c, built by make as build/mpi/test_mpi when
+# mpicc exists). Runs mpirun with 2 and 3 ranks (shared memory, then TCP only, as separate
+# machines would talk), a start with two different models (refused), and one rank killed
+# mid-decode (the rest end non-zero with a message in at most 10 s). Last line: the summary.
+set -u
+cd "$(dirname "$0")/../.."
+bin=build/mpi/test_mpi
+if ! command -v mpirun >/dev/null 2>&1 || [ ! -x "$bin" ]; then
+    echo "SKIP: mpirun or $bin missing (apt-get install openmpi-bin libopenmpi-dev, then make)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+# Open MPI refuses root unless told; CI runs as root. --oversubscribe: more ranks than cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN="mpirun --oversubscribe --bind-to none"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "$0: FAIL: $*"; }
+fix=tests/fixtures/models
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# bit-equality and serving: (ranks, transport, model)
+for run in "2 - llama" "3 - qwen3" "2 tcp llama_tied" "3 tcp mistral"; do
+    set -- $run
+    mca=""
+    [ "$2" = tcp ] && mca="--mca btl tcp,self --mca btl_tcp_if_include lo"
+    out=$(timeout 120 $MPIRUN $mca -np "$1" "$bin" "$fix/$3" 2>&1); rc=$?
+    last=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+    if [ $rc -eq 0 ] && [[ $last =~ ^([0-9]+)\ passed,\ 0\ failed ]]; then
+        passed=$((passed + ${BASH_REMATCH[1]}))
+    else
+        bad "mpirun -np $1 ($2) $3: exit $rc"; printf '%s\n' "$out" | tail -n 15
+    fi
+done
+
+# two ranks, two models: both refuse at start, naming the problem
+out=$(timeout 60 $MPIRUN -np 2 "$bin" "$fix/llama" --other "$fix/llama_f16" 2>&1); rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "different model"; then ok; else bad "different models: exit $rc"; printf '%s\n' "$out" | tail -n 8; fi
+
+# kill rank 1 mid-decode: the job ends non-zero with a message within 10 s
+pidf="$tmp/pid"
+$MPIRUN -np 2 "$bin" "$fix/llama" --kill "$pidf" >"$tmp/out" 2>&1 &
+job=$!
+for _ in $(seq 1 300); do grep -q decoding "$tmp/out" 2>/dev/null && [ -s "$pidf" ] && break; sleep 0.1; done
+if [ -s "$pidf" ] && grep -q decoding "$tmp/out"; then
+    t0=$(date +%s.%N)
+    kill -9 "$(cat "$pidf")"
+    for _ in $(seq 1 150); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+    t1=$(date +%s.%N)
+    if kill -0 $job 2>/dev/null; then
+        bad "killed rank: job still running after 15 s"; kill -9 $job 2>/dev/null
+    else
+        wait $job; rc=$?
+        secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+        if [ $rc -ne 0 ] && awk -v s="$secs" 'BEGIN { exit !(s <= 10) }' && grep -qiE "rank|signal|killed" "$tmp/out"; then
+            ok; echo "killed rank: job ended with exit $rc after $secs s: $(grep -iE 'rank|signal|killed' "$tmp/out" | head -n 2 | tr '\n' ' ')"
+        else
+            bad "killed rank: exit $rc after $secs s"; tail -n 8 "$tmp/out"
+        fi
+    fi
+else
+    bad "kill test did not start"; tail -n 8 "$tmp/out"; kill -9 $job 2>/dev/null
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
