@@ -1,5 +1,6 @@
-# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan, and
-# AArch64 NEON under qemu-user; `make neon-test` runs only that),
+# mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan,
+# AArch64 NEON under qemu-user, Windows/armv7/riscv64/clang; `make neon-test` and `make port-test`
+# run only those),
 # `make run` generates with the default model, `make bench` times it.
 #
 # How the tests are built. A test is tests/test_NAME.c (found by wildcard: a new file is a new
@@ -13,6 +14,11 @@
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP
 #   nothreads  $(B)/nothreads/   test_models                + -DMLSTACK_NO_THREADS
 #   aarch64    $(B)/aarch64/     kernels, models, quant     $(AARCH64_CC), static, run under qemu
+#   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
+#                                tokenizer, template
+#   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
+#   riscv64    $(B)/riscv64/     quant (both)               $(RISCV64_CC), static, run under qemu
+#   clang      $(B)/clang/       all but test_real_*        $(CLANG) $(ALL_CFLAGS)
 # A test that must compile the implementation itself (it sets a compile-time limit, such as
 # MLSTACK_MAX_JSON_BYTES, before including the header) is listed in SELF_CONTAINED.
 # To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
@@ -55,7 +61,7 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
 all: $(B)/mlstack $(EXAMPLES)
 
 # ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
@@ -230,7 +236,7 @@ TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory fuzz-replay
-	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user, then ThreadSanitizer) =="
+	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, ThreadSanitizer, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
 	@bash tests/run.sh $(TEST_RUNS)
 
 # Formatting. .clang-format is the style; clang-format 19 applies it (older releases lack
@@ -254,6 +260,106 @@ format-check: format-tool
 ifeq ($(FORMAT_CHECK),1)
 TEST_BUILDS += format-check
 endif
+
+
+# ---- Other platforms and a second compiler (`make port-test` runs only these) ----
+# Windows x86-64: MinGW-w64 cross builds (static .exe, Win32 threads: no winpthreads) run under
+#   Wine (wine64 alone, no X display) in a prefix of our own: platform, kernels, engine,
+#   tokenizer, template.
+# 32-bit ARM (armv7-a hard-float) and RISC-V 64: static cross builds under qemu-user: platform,
+#   kernels, engine and quantization (the portable scalar path; no SIMD kernels for them yet).
+# clang: every unit test built by a second compiler, warnings as errors.
+# Each is a flavour (one implementation object per platform). Like neon-test, these fail (never
+# skip) when a cross compiler, qemu or Wine is missing.
+MINGW_CC     ?= x86_64-w64-mingw32-gcc
+WINE         ?= $(firstword $(shell command -v wine64 2>/dev/null) $(wildcard /usr/lib/wine/wine64) wine64)
+ARMV7_CC     ?= arm-linux-gnueabihf-gcc
+RISCV64_CC   ?= riscv64-linux-gnu-gcc
+QEMU_ARM     ?= qemu-arm
+QEMU_RISCV64 ?= qemu-riscv64
+CLANG        ?= clang
+CROSS_FLAGS   = -std=c99 $(WARN) -O2 -I. -static
+ARMV7_FLAGS  ?= -march=armv7-a -mfloat-abi=hard -mfpu=neon-vfpv4
+WIN_TESTS     = test_platform test_kernels test_models test_tokenizer test_template
+QEMU_TESTS    = test_platform test_kernels test_models test_quant
+WIN_RUNS      = $(addprefix $(B)/run/win64/,$(WIN_TESTS))
+ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,$(QEMU_TESTS))
+RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,$(QEMU_TESTS))
+CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
+PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
+WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
+
+$(eval $(call flavour,win64,$(MINGW_CC),$(CROSS_FLAGS),))
+$(eval $(call flavour,armv7,$(ARMV7_CC),$(CROSS_FLAGS) $(ARMV7_FLAGS),$(LDLIBS)))
+$(eval $(call flavour,riscv64,$(RISCV64_CC),$(CROSS_FLAGS),$(LDLIBS)))
+$(eval $(call flavour,clang,$(CLANG),$(ALL_CFLAGS),$(LDLIBS)))
+# MinGW names its output NAME.exe whatever -o says, so Windows tests are made by that name
+$(B)/win64/%.exe: tests/%.c $(HDRS) $(B)/win64/mlstack.o
+	$(MINGW_CC) $(CROSS_FLAGS) $(IMPORT) -o $@ $< $(B)/win64/mlstack.o
+
+# $(call need_tool,COMMAND,APT PACKAGES): fail with the install line when COMMAND is missing
+need_tool = @command -v $(1) >/dev/null 2>&1 || [ -x "$(1)" ] || { echo "port-test: $(1) not found; install it with: apt-get install -y --no-install-recommends $(2)" >&2; exit 1; }
+.PHONY: mingw-tools armv7-tools riscv64-tools clang-tools
+$(B)/win64/mlstack.o: | mingw-tools
+$(B)/armv7/mlstack.o: | armv7-tools
+$(B)/riscv64/mlstack.o: | riscv64-tools
+$(B)/clang/mlstack.o $(addprefix $(B)/clang/,$(SELF_CONTAINED)): | clang-tools
+mingw-tools:
+	$(call need_tool,$(MINGW_CC),gcc-mingw-w64-x86-64-win32)
+armv7-tools:
+	$(call need_tool,$(ARMV7_CC),gcc-arm-linux-gnueabihf libc6-dev-armhf-cross)
+riscv64-tools:
+	$(call need_tool,$(RISCV64_CC),gcc-riscv64-linux-gnu libc6-dev-riscv64-cross)
+clang-tools:
+	$(call need_tool,$(CLANG),clang)
+
+# Wine makes its prefix (a fake C: drive) on first use; once here, so no test pays for it.
+$(B)/win64/prefix/ok:
+	$(call need_tool,$(WINE),wine64)
+	@mkdir -p $(@D)
+	WINEPREFIX=$(WINEPREFIX_DIR) WINEDEBUG=-all $(WINE) wineboot --init >/dev/null 2>&1
+	@touch $@
+
+# $(call port_run,RUNNER,ENV): a script that runs the binary $< through RUNNER
+define port_run
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(CURDIR)/$<' >$@
+	@chmod +x $@
+endef
+.SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,$(QEMU_TESTS)) \
+            $(addprefix $(B)/riscv64/,$(QEMU_TESTS))
+# Windows programs end text lines with CR LF: the runner reads LF lines, so CRs are dropped
+$(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
+	@mkdir -p $(@D)
+	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(CURDIR)/$<' >$@
+	@chmod +x $@
+$(B)/run/armv7/%: $(B)/armv7/%
+	$(call need_tool,$(QEMU_ARM),qemu-user)
+	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA)
+$(B)/run/riscv64/%: $(B)/riscv64/%
+	$(call need_tool,$(QEMU_RISCV64),qemu-user)
+	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA)
+
+# Big-endian targets stop at compile time with a clear message (clang knows s390x without a
+# sysroot); their declarations alone still compile.
+PORT_CHECKS = $(B)/port/big-endian.ok
+$(B)/port/big-endian.ok: mlstack.h | clang-tools
+	@mkdir -p $(@D)
+	@printf '#include "mlstack.h"\nint main(void) { return mlstack_result_string(MLSTACK_OK) != 0; }\n' > $(@D)/be_decl.c
+	@printf '#define MLSTACK_IMPLEMENTATION\n#include "mlstack.h"\n' > $(@D)/be_impl.c
+	$(CLANG) --target=s390x-linux-gnu -ffreestanding -fsyntax-only -I. $(WARN) $(@D)/be_decl.c
+	@if $(CLANG) --target=s390x-linux-gnu -ffreestanding -fsyntax-only -I. $(@D)/be_impl.c >$(@D)/be_impl.log 2>&1; then \
+	    echo "big-endian: the implementation compiled for s390x; it must refuse" >&2; exit 1; \
+	elif ! grep -q 'big-endian hosts are not supported' $(@D)/be_impl.log; then \
+	    cat $(@D)/be_impl.log >&2; echo "big-endian: refused, but not by the byte-order check" >&2; exit 1; \
+	else echo "big-endian: s390x refused at compile time"; fi
+	@touch $@
+
+TEST_BUILDS += $(PORT_CHECKS) $(PORT_RUNS)
+TEST_RUNS   += $(PORT_RUNS)
+port-test: $(PORT_CHECKS) $(PORT_RUNS)
+	@echo "== tests (Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
+	@bash tests/run.sh $(PORT_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

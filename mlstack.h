@@ -4,7 +4,8 @@
      In exactly one C or C++ file:
          #define MLSTACK_IMPLEMENTATION
          #include "mlstack.h"
-     Everywhere else just #include "mlstack.h". Link with -lpthread -lm.
+     Everywhere else just #include "mlstack.h". Link with -lpthread -lm (POSIX); on Windows
+     (MinGW-w64 or MSVC) nothing extra: threads and file mapping use Win32. Paths are UTF-8.
 
    QUICK START (a whole program, compiled by `make compile-tests`; error checks shortened)
        #include <stdio.h>
@@ -89,7 +90,7 @@
      MLSTACK_MAX_JSON_BYTES     512 MiB     implementation file      largest JSON document accepted
      MLSTACK_MAX_JSON_DEPTH     128         implementation file      deepest JSON nesting accepted
      MLSTACK_MAX_HEADER_BYTES   100 MiB     implementation file      largest safetensors header accepted
-     MLSTACK_NO_THREADS         undefined   implementation file      no pthreads; everything on the caller
+     MLSTACK_NO_THREADS         undefined   implementation file      no threads; everything on the caller
      MLSTACK_OPENMP             undefined   implementation file      fork/join through OpenMP (-fopenmp)
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
@@ -217,9 +218,18 @@
 #ifndef MLSTACK_H
 #define MLSTACK_H
 
-/* The implementation uses POSIX (mmap, pthreads, clocks); ask for it before any libc header. */
-#if defined(MLSTACK_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_WIN32)
+/* The implementation uses POSIX (mmap, pthreads, clocks) or Win32; ask for POSIX, 64-bit file
+   offsets on 32-bit hosts and (MinGW) C99 printf formats before any libc header. */
+#if defined(MLSTACK_IMPLEMENTATION) && !defined(_WIN32)
+#if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
+#endif
+#if !defined(_FILE_OFFSET_BITS)
+#define _FILE_OFFSET_BITS 64
+#endif
+#endif
+#if defined(MLSTACK_IMPLEMENTATION) && defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
 #endif
 
 #include <stddef.h>
@@ -231,6 +241,10 @@
 #define MLSTACK_API static __attribute__((unused))
 #elif defined(MLSTACK_STATIC)
 #define MLSTACK_API static
+#elif defined(MLSTACK_SHARED) && defined(_WIN32) && defined(MLSTACK_IMPLEMENTATION)
+#define MLSTACK_API extern __declspec(dllexport)
+#elif defined(MLSTACK_SHARED) && defined(_WIN32)
+#define MLSTACK_API extern __declspec(dllimport)
 #elif defined(MLSTACK_SHARED) && defined(__GNUC__)
 #define MLSTACK_API extern __attribute__((visibility("default")))
 #else
@@ -1040,6 +1054,15 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #if defined(MLSTACK_IMPLEMENTATION) && !defined(MLSTACK_IMPLEMENTATION_INCLUDED)
 #define MLSTACK_IMPLEMENTATION_INCLUDED
 
+/* Every format read here (safetensors, GGUF, the P16 panels' byte layouts) is little-endian and
+   decoded with plain loads; a big-endian build would read garbage. Compilers that predefine the
+   byte order stop here; any other is checked when a file is opened (mlstack__map_open). */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__)
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "mlstack.h: big-endian hosts are not supported (every model format it reads is little-endian)"
+#endif
+#endif
+
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -1050,19 +1073,29 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if !defined(_WIN32)
+#if defined(_WIN32)
+#if !defined(WIN32_LEAN_AND_MEAN)
+#define WIN32_LEAN_AND_MEAN
+#endif
+#if !defined(NOMINMAX)
+#define NOMINMAX
+#endif
+#include <windows.h>
+#include <process.h>
+#else
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#endif
+#include <dirent.h>
 #if !defined(MLSTACK_NO_THREADS)
 #include <pthread.h>
+#endif
 #endif
 #if defined(MLSTACK_OPENMP)
 #include <omp.h>
 #elif !defined(MLSTACK_NO_THREADS)
-#define MLSTACK__POOL_PTHREADS 1 /* the built-in pool's workers */
+#define MLSTACK__POOL_THREADS 1 /* the built-in pool's workers */
 #endif
 
 /* How the implementation is written (what a reader can rely on in every section):
@@ -1102,7 +1135,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK_MAX_HEADER_BYTES ((uint64_t)100 << 20)
 #endif
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* formats go through MinGW's C99 printf (mlstack__vfmt), not msvcrt's */
+#define MLSTACK__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#define MLSTACK__UNUSED __attribute__((unused))
+#elif defined(__GNUC__)
 #define MLSTACK__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define MLSTACK__UNUSED __attribute__((unused))
 #else
@@ -1146,7 +1182,7 @@ MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
 
 static void *mlstack__calloc(size_t n, size_t size) {
     void *p;
-    if (size && n > SIZE_MAX / size) return NULL;
+    if (size && n > (SIZE_MAX / 2) / size) return NULL; /* no object exceeds PTRDIFF_MAX bytes */
     p = MLSTACK_MALLOC(n * size > 0 ? n * size : 1);
     if (p) memset(p, 0, n * size);
     return p;
@@ -1187,7 +1223,11 @@ static char *mlstack__strndup(const char *s, size_t n) {
 /* Formats into a fixed error buffer, never overflowing it. */
 static void mlstack__vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
     if (!buf || !cap) return;
+#if defined(__MINGW32__) /* %zu and %lld whatever the including file chose for stdio */
+    __mingw_vsnprintf(buf, cap, fmt, ap);
+#else
     vsnprintf(buf, cap, fmt, ap);
+#endif
 }
 static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__fail(mlstack_error *err, mlstack_result code,
                                                           const char *fmt, ...) {
@@ -1202,8 +1242,15 @@ static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__fail(mlstack_error *err, ml
 }
 #define MLSTACK__FAIL mlstack__fail
 
+/* Seconds on a monotonic clock (an arbitrary origin). */
 MLSTACK__FN double mlstack__now(void) {
-#if defined(CLOCK_MONOTONIC)
+#if defined(_WIN32)
+    static LARGE_INTEGER freq; /* constant from boot; a racing first call writes the same value */
+    LARGE_INTEGER t;
+    if (!freq.QuadPart) QueryPerformanceFrequency(&freq);
+    QueryPerformanceCounter(&t);
+    return (double)(t.QuadPart / freq.QuadPart) + (double)(t.QuadPart % freq.QuadPart) / (double)freq.QuadPart;
+#elif defined(CLOCK_MONOTONIC)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -1244,6 +1291,172 @@ MLSTACK__FN int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlsta
     (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
 
 
+/* Paths are UTF-8 everywhere. Windows' narrow file functions take the ANSI code page instead,
+   so there they are converted to UTF-16 for the wide ones; NULL when the conversion fails
+   (invalid UTF-8 or no memory). */
+#if defined(_WIN32)
+MLSTACK__FN wchar_t *mlstack__wpath(const char *path) {
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
+    wchar_t *w;
+    if (n <= 0) return NULL;
+    w = (wchar_t *)MLSTACK_MALLOC((size_t)n * sizeof(wchar_t));
+    if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, w, n) != n) {
+        MLSTACK_FREE(w);
+        w = NULL;
+    }
+    return w;
+}
+#endif
+
+MLSTACK__FN FILE *mlstack__fopen(const char *path, const char *mode) {
+#if defined(_WIN32)
+    wchar_t *w = mlstack__wpath(path), wmode[8];
+    FILE *f = NULL;
+    size_t i;
+    for (i = 0; mode[i] && i + 1 < sizeof wmode / sizeof wmode[0]; i++) wmode[i] = (wchar_t)(unsigned char)mode[i];
+    wmode[i] = 0;
+    if (!w) {
+        errno = EINVAL;
+        return NULL;
+    }
+#if defined(_MSC_VER)
+    if (_wfopen_s(&f, w, wmode) != 0) f = NULL;
+#else
+    f = _wfopen(w, wmode);
+#endif
+    MLSTACK_FREE(w);
+    return f;
+#else
+    return fopen(path, mode);
+#endif
+}
+
+/* Creates a directory; 0 when it was made or already exists, else -1 with errno set. */
+MLSTACK__FN int mlstack__mkdir(const char *path) {
+#if defined(_WIN32)
+    wchar_t *w = mlstack__wpath(path);
+    int ok;
+    DWORD e;
+    if (!w) {
+        errno = EINVAL;
+        return -1;
+    }
+    ok = CreateDirectoryW(w, NULL) != 0;
+    e = ok ? 0 : GetLastError();
+    MLSTACK_FREE(w);
+    if (ok || e == ERROR_ALREADY_EXISTS) return 0;
+    errno = e == ERROR_PATH_NOT_FOUND ? ENOENT : e == ERROR_ACCESS_DENIED ? EACCES : EIO;
+    return -1;
+#else
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+#endif
+}
+
+/* Whether two paths name the same file or folder: device and inode (Windows: volume serial and
+   file index), not spelling. */
+#if defined(_WIN32)
+static int mlstack__file_id(const char *path, BY_HANDLE_FILE_INFORMATION *info) {
+    wchar_t *w = mlstack__wpath(path);
+    HANDLE h = w ? CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                               FILE_FLAG_BACKUP_SEMANTICS, NULL) /* BACKUP_SEMANTICS: folders open too */
+                 : INVALID_HANDLE_VALUE;
+    int ok = h != INVALID_HANDLE_VALUE && GetFileInformationByHandle(h, info);
+    if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    MLSTACK_FREE(w);
+    return ok;
+}
+MLSTACK__FN int mlstack__same_file(const char *a, const char *b) {
+    BY_HANDLE_FILE_INFORMATION ia, ib;
+    if (!a || !b || !mlstack__file_id(a, &ia) || !mlstack__file_id(b, &ib)) return 0;
+    return ia.dwVolumeSerialNumber == ib.dwVolumeSerialNumber && ia.nFileIndexHigh == ib.nFileIndexHigh &&
+           ia.nFileIndexLow == ib.nFileIndexLow;
+}
+#else
+MLSTACK__FN int mlstack__same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_ino != 0;
+}
+#endif
+
+/* Renames a file over an existing one (POSIX rename does; Windows' needs to be told), and
+   removes one; 0 on success. UTF-8 paths. */
+MLSTACK__FN int mlstack__rename(const char *from, const char *to) {
+#if defined(_WIN32)
+    wchar_t *wf = mlstack__wpath(from), *wt = mlstack__wpath(to);
+    int ok = wf && wt && MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING);
+    MLSTACK_FREE(wf);
+    MLSTACK_FREE(wt);
+    if (!ok) errno = EACCES;
+    return ok ? 0 : -1;
+#else
+    return rename(from, to);
+#endif
+}
+MLSTACK__FN int mlstack__remove(const char *path) {
+#if defined(_WIN32)
+    wchar_t *w = mlstack__wpath(path);
+    int ok = w && _wremove(w) == 0;
+    MLSTACK_FREE(w);
+    return ok ? 0 : -1;
+#else
+    return remove(path);
+#endif
+}
+
+/* Directory listing: the names (UTF-8) in a folder, "." and ".." included, in no set order.
+   mlstack__dir_open returns NULL when the folder cannot be read. */
+#if defined(_WIN32)
+typedef struct mlstack__dir {
+    HANDLE h;
+    WIN32_FIND_DATAW fd;
+    int first;
+    char name[MAX_PATH * 3 + 1]; /* one UTF-16 unit takes at most 3 UTF-8 bytes */
+} mlstack__dir;
+MLSTACK__FN mlstack__dir *mlstack__dir_open(const char *path) {
+    size_t n = strlen(path);
+    char *pat = (char *)MLSTACK_MALLOC(n + 3);
+    wchar_t *w;
+    mlstack__dir *d;
+    if (!pat) return NULL;
+    memcpy(pat, path, n);
+    memcpy(pat + n, "\\*", 3);
+    w = mlstack__wpath(pat);
+    MLSTACK_FREE(pat);
+    d = w ? (mlstack__dir *)mlstack__calloc(1, sizeof *d) : NULL;
+    if (d) {
+        d->h = FindFirstFileW(w, &d->fd);
+        d->first = 1;
+        if (d->h == INVALID_HANDLE_VALUE) {
+            MLSTACK_FREE(d);
+            d = NULL;
+        }
+    }
+    MLSTACK_FREE(w);
+    return d;
+}
+MLSTACK__FN const char *mlstack__dir_next(mlstack__dir *d) {
+    for (;;) {
+        if (!d->first && !FindNextFileW(d->h, &d->fd)) return NULL;
+        d->first = 0;
+        if (WideCharToMultiByte(CP_UTF8, 0, d->fd.cFileName, -1, d->name, (int)sizeof d->name, NULL, NULL) > 0) return d->name;
+    }
+}
+MLSTACK__FN void mlstack__dir_close(mlstack__dir *d) {
+    if (!d) return;
+    FindClose(d->h);
+    MLSTACK_FREE(d);
+}
+#else
+typedef DIR mlstack__dir;
+#define mlstack__dir_open(path) opendir(path)
+MLSTACK__FN const char *mlstack__dir_next(mlstack__dir *d) {
+    struct dirent *de = readdir(d);
+    return de ? de->d_name : NULL;
+}
+#define mlstack__dir_close(d) ((d) ? (void)closedir(d) : (void)0)
+#endif
+
 /* Whole-file reads (small text files: JSON configs). */
 MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, char **out, size_t *out_len,
                                          mlstack_error *err) {
@@ -1252,7 +1465,7 @@ MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, ch
     char *buf;
     *out = NULL;
     *out_len = 0;
-    f = fopen(path, "rb");
+    f = mlstack__fopen(path, "rb");
     if (!f) return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
@@ -1280,9 +1493,16 @@ MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, ch
     return MLSTACK_OK;
 }
 
-static int mlstack__file_exists(const char *path) {
+MLSTACK__FN int mlstack__file_exists(const char *path) {
+#if defined(_WIN32)
+    wchar_t *w = mlstack__wpath(path);
+    DWORD a = w ? GetFileAttributesW(w) : INVALID_FILE_ATTRIBUTES;
+    MLSTACK_FREE(w);
+    return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
+#else
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+#endif
 }
 
 /* Read-only mapping of a whole file. Never written. */
@@ -1291,9 +1511,65 @@ typedef struct mlstack__map {
     uint64_t size;
 } mlstack__map;
 
-static mlstack_result mlstack__map_open(mlstack__map *m, const char *path, mlstack_error *err) {
+/* The checks every platform's mapping shares: a little-endian host (for compilers that do not
+   say at compile time), a non-empty file, and one that fits this address space (a 32-bit host
+   cannot map a 5 GB model; it must be refused, not truncated to the low 32 bits). */
+MLSTACK__FN mlstack_result mlstack__map_check(const char *path, uint64_t size, mlstack_error *err) {
+    const uint16_t one = 1;
+    if (*(const unsigned char *)&one != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: this host is big-endian; model files are little-endian", path);
+    if (size == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: empty file (expected an 8-byte header length)", path);
+    if (size > (uint64_t)(SIZE_MAX / 2))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %llu bytes, more than this %d-bit build can map (at most %llu)", path,
+                             (unsigned long long)size, (int)(sizeof(void *) * 8), (unsigned long long)(SIZE_MAX / 2));
+    return MLSTACK_OK;
+}
+
+#if defined(_WIN32)
+MLSTACK__FN mlstack_result mlstack__map_open(mlstack__map *m, const char *path, mlstack_error *err) {
+    wchar_t *w;
+    HANDLE f, fm;
+    LARGE_INTEGER size;
+    BY_HANDLE_FILE_INFORMATION info;
+    mlstack_result r;
+    void *p;
+    m->data = NULL;
+    m->size = 0;
+    w = mlstack__wpath(path);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open: not valid UTF-8 (or out of memory)", path);
+    f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    MLSTACK_FREE(w);
+    if (f == INVALID_HANDLE_VALUE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open (Windows error %lu)", path, (unsigned long)GetLastError());
+    if (!GetFileInformationByHandle(f, &info) || (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ||
+        !GetFileSizeEx(f, &size) || size.QuadPart < 0) {
+        CloseHandle(f);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: not a regular file", path);
+    }
+    if ((r = mlstack__map_check(path, (uint64_t)size.QuadPart, err)) != MLSTACK_OK) {
+        CloseHandle(f);
+        return r;
+    }
+    fm = CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL);
+    p = fm ? MapViewOfFile(fm, FILE_MAP_READ, 0, 0, (SIZE_T)size.QuadPart) : NULL;
+    r = p ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: mapping failed (Windows error %lu)", path, (unsigned long)GetLastError());
+    if (fm) CloseHandle(fm); /* the view keeps the mapping, the mapping the file */
+    CloseHandle(f);
+    if (r != MLSTACK_OK) return r;
+    m->data = (const unsigned char *)p;
+    m->size = (uint64_t)size.QuadPart;
+    return MLSTACK_OK;
+}
+MLSTACK__FN void mlstack__map_close(mlstack__map *m) {
+    if (m->data) UnmapViewOfFile((const void *)m->data);
+    m->data = NULL;
+    m->size = 0;
+}
+#else
+MLSTACK__FN mlstack_result mlstack__map_open(mlstack__map *m, const char *path, mlstack_error *err) {
     int fd;
     struct stat st;
+    mlstack_result r;
     void *p;
     m->data = NULL;
     m->size = 0;
@@ -1303,9 +1579,9 @@ static mlstack_result mlstack__map_open(mlstack__map *m, const char *path, mlsta
         close(fd);
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: not a regular file", path);
     }
-    if (st.st_size == 0) {
+    if ((r = mlstack__map_check(path, (uint64_t)st.st_size, err)) != MLSTACK_OK) {
         close(fd);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: empty file (expected an 8-byte header length)", path);
+        return r;
     }
     p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -1314,14 +1590,19 @@ static mlstack_result mlstack__map_open(mlstack__map *m, const char *path, mlsta
     m->size = (uint64_t)st.st_size;
     return MLSTACK_OK;
 }
-static void mlstack__map_close(mlstack__map *m) {
+MLSTACK__FN void mlstack__map_close(mlstack__map *m) {
     if (m->data) munmap((void *)(uintptr_t)m->data, (size_t)m->size);
     m->data = NULL;
     m->size = 0;
 }
+#endif
 
-static int mlstack__cpu_count(void) {
-#if defined(_SC_NPROCESSORS_ONLN)
+MLSTACK__FN int mlstack__cpu_count(void) {
+#if defined(_WIN32)
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    return si.dwNumberOfProcessors > 0 ? (int)(si.dwNumberOfProcessors > 256 ? 256 : si.dwNumberOfProcessors) : 1;
+#elif defined(_SC_NPROCESSORS_ONLN)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)(n > 256 ? 256 : n) : 1;
 #else
@@ -1330,9 +1611,22 @@ static int mlstack__cpu_count(void) {
 }
 
 /* Physical cores (hyper-threads share one core's FMA units, so they rarely help matmul):
-   distinct (package, core) pairs among the online CPUs in Linux sysfs; the online CPU count
-   where that is not readable. */
-static int mlstack__core_count(void) {
+   distinct (package, core) pairs among the online CPUs in Linux sysfs, or Windows' processor
+   core records; the online CPU count where neither is readable. */
+#if defined(_WIN32)
+MLSTACK__FN int mlstack__core_count(void) {
+    SYSTEM_LOGICAL_PROCESSOR_INFORMATION *info = NULL;
+    DWORD bytes = 0, i;
+    int n_cores = 0;
+    if (!GetLogicalProcessorInformation(NULL, &bytes) && GetLastError() == ERROR_INSUFFICIENT_BUFFER && bytes)
+        info = (SYSTEM_LOGICAL_PROCESSOR_INFORMATION *)MLSTACK_MALLOC(bytes);
+    if (info && GetLogicalProcessorInformation(info, &bytes))
+        for (i = 0; i < bytes / sizeof *info; i++) n_cores += info[i].Relationship == RelationProcessorCore;
+    MLSTACK_FREE(info);
+    return n_cores > 0 ? (n_cores > 256 ? 256 : n_cores) : mlstack__cpu_count();
+}
+#else
+MLSTACK__FN int mlstack__core_count(void) {
     int n = mlstack__cpu_count(), i, j, n_cores = 0;
     long ids[256][2];
     for (i = 0; i < n; i++) {
@@ -1360,6 +1654,7 @@ static int mlstack__core_count(void) {
     }
     return n_cores > 0 ? n_cores : n;
 }
+#endif
 
 /* CPU features: on x86, cpuid for what the chip has and xgetbv for what the OS saves on a
    context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state); on AArch64, NEON is
@@ -1372,11 +1667,34 @@ typedef struct mlstack__cpu {
 #define MLSTACK__X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+static void mlstack__cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+    if ((unsigned)__get_cpuid_max(0, NULL) < leaf) {
+        r[0] = r[1] = r[2] = r[3] = 0;
+        return;
+    }
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
 static uint64_t mlstack__xgetbv(void) {
     uint32_t lo, hi;
     __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
 }
+#elif (defined(_M_X64) || defined(_M_IX86)) && defined(_MSC_VER)
+/* MSVC: no target attributes, but every intrinsic compiles in any function (section 10). */
+#define MLSTACK__X86 1
+#include <intrin.h>
+#include <immintrin.h>
+static void mlstack__cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+    int v[4];
+    __cpuid(v, 0);
+    if ((unsigned)v[0] < leaf) {
+        r[0] = r[1] = r[2] = r[3] = 0;
+        return;
+    }
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (unsigned)v[0], r[1] = (unsigned)v[1], r[2] = (unsigned)v[2], r[3] = (unsigned)v[3];
+}
+static uint64_t mlstack__xgetbv(void) { return (uint64_t)_xgetbv(0); }
 #endif
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -1389,30 +1707,26 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
     memset(c, 0, sizeof *c);
 #if defined(MLSTACK__X86)
     {
-        unsigned a, b, cx, d, max = __get_cpuid_max(0, NULL);
+        unsigned r[4];
         uint64_t xcr0 = 0;
         int os_avx = 0, os_avx512 = 0;
-        if (max < 1) return;
-        __cpuid_count(1, 0, a, b, cx, d);
-        if (cx & (1u << 27)) { /* OSXSAVE: xgetbv is usable */
+        mlstack__cpuid(1, 0, r);
+        if (r[2] & (1u << 27)) { /* OSXSAVE: xgetbv is usable */
             xcr0 = mlstack__xgetbv();
             os_avx = (xcr0 & 6) == 6;
             os_avx512 = os_avx && (xcr0 & 0xE0) == 0xE0;
         }
-        c->fma = os_avx && (cx & (1u << 12));
-        c->f16c = os_avx && (cx & (1u << 29));
-        if (max >= 7) {
-            __cpuid_count(7, 0, a, b, cx, d);
-            c->avx2 = os_avx && (b & (1u << 5));
-            c->avx512f = os_avx512 && (b & (1u << 16));
-            c->avx512dq = os_avx512 && (b & (1u << 17));
-            c->avx512bw = os_avx512 && (b & (1u << 30));
-            c->avx512vl = os_avx512 && (b & (1u << 31));
-            c->avx512vnni = os_avx512 && (cx & (1u << 11));
-            __cpuid_count(7, 1, a, b, cx, d);
-            c->avx512bf16 = os_avx512 && (a & (1u << 5));
-        }
-        (void)d;
+        c->fma = os_avx && (r[2] & (1u << 12));
+        c->f16c = os_avx && (r[2] & (1u << 29));
+        mlstack__cpuid(7, 0, r);
+        c->avx2 = os_avx && (r[1] & (1u << 5));
+        c->avx512f = os_avx512 && (r[1] & (1u << 16));
+        c->avx512dq = os_avx512 && (r[1] & (1u << 17));
+        c->avx512bw = os_avx512 && (r[1] & (1u << 30));
+        c->avx512vl = os_avx512 && (r[1] & (1u << 31));
+        c->avx512vnni = os_avx512 && (r[2] & (1u << 11));
+        mlstack__cpuid(7, 1, r);
+        c->avx512bf16 = os_avx512 && (r[0] & (1u << 5));
     }
 #elif defined(__aarch64__)
     c->neon = 1; /* baseline on AArch64 */
@@ -1424,7 +1738,114 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
     c->neon_dot = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(_WIN32) && defined(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)
+    c->neon_dot = IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
 #endif
+#endif
+}
+
+/* Threads, locks and atomics, one set of names over POSIX threads or Win32's own primitives
+   (SRW locks, condition variables, _beginthreadex), so MSVC, which has no pthreads, builds the
+   same code. MLSTACK_NO_THREADS turns locks into no-ops. Mutexes are statically initialisable
+   with MLSTACK__MUTEX_INIT. */
+#if defined(MLSTACK_NO_THREADS)
+typedef int mlstack__mutex;
+#define MLSTACK__MUTEX_INIT 0
+#define mlstack__mutex_init(m) (*(m) = 0)
+#define mlstack__mutex_destroy(m) ((void)(m))
+#define mlstack__lock(m) ((void)(m))
+#define mlstack__unlock(m) ((void)(m))
+#elif defined(_WIN32)
+typedef SRWLOCK mlstack__mutex; /* needs no destruction */
+#define MLSTACK__MUTEX_INIT SRWLOCK_INIT
+#define mlstack__mutex_init(m) InitializeSRWLock(m)
+#define mlstack__mutex_destroy(m) ((void)(m))
+#define mlstack__lock(m) AcquireSRWLockExclusive(m)
+#define mlstack__unlock(m) ReleaseSRWLockExclusive(m)
+typedef CONDITION_VARIABLE mlstack__cond;
+#define mlstack__cond_init(c) InitializeConditionVariable(c)
+#define mlstack__cond_destroy(c) ((void)(c))
+#define mlstack__cond_wait(c, m) ((void)SleepConditionVariableSRW(c, m, INFINITE, 0))
+#define mlstack__cond_signal(c) WakeConditionVariable(c)
+#define mlstack__cond_broadcast(c) WakeAllConditionVariable(c)
+typedef HANDLE mlstack__thread;
+#define MLSTACK__THREAD_FN(name, arg) static unsigned __stdcall name(void *arg)
+#define MLSTACK__THREAD_RETURN 0
+#define mlstack__thread_start(t, fn, arg) ((*(t) = (HANDLE)_beginthreadex(NULL, 0, fn, arg, 0, NULL)) != NULL ? 0 : -1)
+#define mlstack__thread_join(t) (WaitForSingleObject(t, INFINITE), CloseHandle(t))
+#else
+typedef pthread_mutex_t mlstack__mutex;
+#define MLSTACK__MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+#define mlstack__mutex_init(m) pthread_mutex_init(m, NULL)
+#define mlstack__mutex_destroy(m) pthread_mutex_destroy(m)
+#define mlstack__lock(m) pthread_mutex_lock(m)
+#define mlstack__unlock(m) pthread_mutex_unlock(m)
+typedef pthread_cond_t mlstack__cond;
+#define mlstack__cond_init(c) pthread_cond_init(c, NULL)
+#define mlstack__cond_destroy(c) pthread_cond_destroy(c)
+#define mlstack__cond_wait(c, m) pthread_cond_wait(c, m)
+#define mlstack__cond_signal(c) pthread_cond_signal(c)
+#define mlstack__cond_broadcast(c) pthread_cond_broadcast(c)
+typedef pthread_t mlstack__thread;
+#define MLSTACK__THREAD_FN(name, arg) static void *name(void *arg)
+#define MLSTACK__THREAD_RETURN NULL
+#define mlstack__thread_start(t, fn, arg) (pthread_create(t, NULL, fn, arg) != 0 ? -1 : 0)
+#define mlstack__thread_join(t) pthread_join(t, NULL)
+#endif
+
+/* Acquire loads, release stores and read-modify-writes (returning the new value) of an int and
+   a uint64_t. GCC and clang builtins; MSVC's interlocked functions, with plain volatile loads
+   and stores on x86-64, whose memory order already gives acquire and release (the compiler
+   barrier keeps the compiler from moving other accesses across them). */
+#if !defined(MLSTACK_NO_THREADS)
+#if defined(__GNUC__)
+#define mlstack__atomic_load(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define mlstack__atomic_store(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#define mlstack__atomic_add(p, v) __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL)
+#define mlstack__atomic_load64 mlstack__atomic_load
+#define mlstack__atomic_inc64(p) __atomic_add_fetch(p, 1, __ATOMIC_ACQ_REL)
+#elif defined(_MSC_VER)
+#include <intrin.h>
+#if defined(_M_X64)
+static int mlstack__atomic_load(const volatile int *p) {
+    int v = *p;
+    _ReadWriteBarrier();
+    return v;
+}
+static uint64_t mlstack__atomic_load64(const volatile uint64_t *p) {
+    uint64_t v = *p;
+    _ReadWriteBarrier();
+    return v;
+}
+#else
+#define mlstack__atomic_load(p) ((int)_InterlockedCompareExchange((volatile long *)(p), 0, 0))
+#define mlstack__atomic_load64(p) ((uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(p), 0, 0))
+#endif
+#define mlstack__atomic_store(p, v) ((void)_InterlockedExchange((volatile long *)(p), (long)(v)))
+#define mlstack__atomic_add(p, v) ((int)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)) + (int)(v))
+#define mlstack__atomic_inc64(p) ((uint64_t)_InterlockedIncrement64((volatile __int64 *)(p)))
+#else
+#error "mlstack.h: no atomics for this compiler; build with MLSTACK_NO_THREADS"
+#endif
+#endif
+
+/* Runs fn once among all threads (the GPT-2 byte table). */
+typedef struct mlstack__once_flag {
+    mlstack__mutex mu;
+    int done;
+} mlstack__once_flag;
+#define MLSTACK__ONCE_INIT {MLSTACK__MUTEX_INIT, 0}
+MLSTACK__FN void mlstack__once(mlstack__once_flag *o, void (*fn)(void)) {
+#if defined(MLSTACK_NO_THREADS)
+    if (!o->done) fn(), o->done = 1;
+#else
+    if (mlstack__atomic_load(&o->done)) return;
+    mlstack__lock(&o->mu);
+    if (!o->done) {
+        fn();
+        mlstack__atomic_store(&o->done, 1);
+    }
+    mlstack__unlock(&o->mu);
 #endif
 }
 
@@ -1460,10 +1881,10 @@ enum { MLSTACK__OP_EVAL, MLSTACK__OP_SAMPLE, MLSTACK__OP_EMBED, MLSTACK__OP_RMSN
 typedef struct mlstack__pool {
     int n_threads;
     struct mlstack__prof *prof; /* set only while a profile records (>>profiler) */
-#if defined(MLSTACK__POOL_PTHREADS)
-    pthread_t *threads;
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
+#if defined(MLSTACK__POOL_THREADS)
+    mlstack__thread *threads;
+    mlstack__mutex mu;
+    mlstack__cond wake, done;
     uint64_t generation; /* atomic: bumped once per fork */
     int pending;         /* atomic: workers still busy with the current generation */
     int quit;            /* atomic */
@@ -1473,11 +1894,13 @@ typedef struct mlstack__pool {
 #endif
 } mlstack__pool;
 
-#if defined(MLSTACK__POOL_PTHREADS)
+#if defined(MLSTACK__POOL_THREADS)
 static void mlstack__cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(_WIN32)
+    YieldProcessor();
+#elif (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     __asm__ __volatile__("pause");
-#elif defined(__aarch64__)
+#elif (defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)) && defined(__GNUC__)
     __asm__ __volatile__("yield");
 #endif
 }
@@ -1487,33 +1910,31 @@ typedef struct mlstack__worker_arg {
     int index;
 } mlstack__worker_arg;
 
-static void *mlstack__worker(void *arg_) {
+MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     mlstack__worker_arg arg = *(mlstack__worker_arg *)arg_;
     mlstack__pool *p = arg.pool;
     uint64_t seen = 0;
     MLSTACK_FREE(arg_);
     for (;;) {
         int t, i;
-        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen &&
-                    !__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE);
-             i++)
+        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit); i++)
             mlstack__cpu_relax();
-        if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen) {
-            pthread_mutex_lock(&p->mu);
-            while (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == seen && !__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE))
-                pthread_cond_wait(&p->wake, &p->mu);
-            pthread_mutex_unlock(&p->mu);
+        if (mlstack__atomic_load64(&p->generation) == seen) {
+            mlstack__lock(&p->mu);
+            while (mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit))
+                mlstack__cond_wait(&p->wake, &p->mu);
+            mlstack__unlock(&p->mu);
         }
-        if (__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE)) return NULL;
-        seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
+        if (mlstack__atomic_load(&p->quit)) return MLSTACK__THREAD_RETURN;
+        seen = mlstack__atomic_load64(&p->generation);
         /* a contiguous share of the tasks: neighbouring weight rows stream from memory together */
         for (t = (int)((int64_t)p->n_tasks * arg.index / p->n_threads);
              t < (int)((int64_t)p->n_tasks * (arg.index + 1) / p->n_threads); t++)
             p->fn(p->ctx, t, p->n_tasks, arg.index);
-        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
+        if (mlstack__atomic_add(&p->pending, -1) == 0) {
+            mlstack__lock(&p->mu);
+            mlstack__cond_signal(&p->done);
+            mlstack__unlock(&p->mu);
         }
     }
 }
@@ -1531,11 +1952,11 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 #else
     p->n_threads = n_threads;
     if (n_threads == 1) return 0;
-    p->threads = (pthread_t *)mlstack__calloc((size_t)n_threads, sizeof(pthread_t));
+    p->threads = (mlstack__thread *)mlstack__calloc((size_t)n_threads, sizeof(mlstack__thread));
     if (!p->threads) return -1;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
+    mlstack__mutex_init(&p->mu);
+    mlstack__cond_init(&p->wake);
+    mlstack__cond_init(&p->done);
     {
         int i;
         for (i = 1; i < n_threads; i++) {
@@ -1544,7 +1965,7 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
                 a->pool = p;
                 a->index = i;
             }
-            if (!a || pthread_create(&p->threads[i], NULL, mlstack__worker, a) != 0) {
+            if (!a || mlstack__thread_start(&p->threads[i], mlstack__worker, a) != 0) {
                 MLSTACK_FREE(a);
                 p->n_threads = i; /* only these started; mlstack__pool_free joins them */
                 return -1;
@@ -1558,7 +1979,7 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 /* Runs fn(ctx, t, n_tasks, thread) for every t, spread over the pool; returns when all are done.
    Task t always does the same work whichever thread takes it, so results never depend on the
    thread count. Called from one thread at a time. */
-static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
+MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
     int t;
     if (MLSTACK__UNLIKELY(p->prof != NULL)) { mlstack__prof_pool_run(p, fn, ctx, n_tasks); return; }
 #if defined(MLSTACK_OPENMP)
@@ -1567,23 +1988,23 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
         for (t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks, omp_get_thread_num());
         return;
     }
-#elif defined(MLSTACK__POOL_PTHREADS)
+#elif defined(MLSTACK__POOL_THREADS)
     if (p->n_threads > 1 && n_tasks > 1) {
         int i;
         p->fn = fn;
         p->ctx = ctx;
         p->n_tasks = n_tasks;
-        __atomic_store_n(&p->pending, p->n_threads - 1, __ATOMIC_RELEASE);
-        pthread_mutex_lock(&p->mu);
-        __atomic_add_fetch(&p->generation, 1, __ATOMIC_ACQ_REL);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
+        mlstack__atomic_store(&p->pending, p->n_threads - 1);
+        mlstack__lock(&p->mu);
+        mlstack__atomic_inc64(&p->generation);
+        mlstack__cond_broadcast(&p->wake);
+        mlstack__unlock(&p->mu);
         for (t = 0; t < (int)((int64_t)n_tasks / p->n_threads); t++) fn(ctx, t, n_tasks, 0);
-        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0; i++) mlstack__cpu_relax();
-        if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0) {
-            pthread_mutex_lock(&p->mu);
-            while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0) pthread_cond_wait(&p->done, &p->mu);
-            pthread_mutex_unlock(&p->mu);
+        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        if (mlstack__atomic_load(&p->pending) > 0) {
+            mlstack__lock(&p->mu);
+            while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);
+            mlstack__unlock(&p->mu);
         }
         return;
     }
@@ -1593,17 +2014,17 @@ static void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, 
 }
 
 MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
-#if defined(MLSTACK__POOL_PTHREADS)
+#if defined(MLSTACK__POOL_THREADS)
     int i;
     if (p->threads) {
-        pthread_mutex_lock(&p->mu);
-        __atomic_store_n(&p->quit, 1, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
-        for (i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->wake);
-        pthread_cond_destroy(&p->done);
+        mlstack__lock(&p->mu);
+        mlstack__atomic_store(&p->quit, 1);
+        mlstack__cond_broadcast(&p->wake);
+        mlstack__unlock(&p->mu);
+        for (i = 1; i < p->n_threads; i++) mlstack__thread_join(p->threads[i]);
+        mlstack__mutex_destroy(&p->mu);
+        mlstack__cond_destroy(&p->wake);
+        mlstack__cond_destroy(&p->done);
         MLSTACK_FREE(p->threads);
     }
 #endif
@@ -3960,9 +4381,7 @@ struct mlstack_tokenizer {
     mlstack__json_doc doc, cfg_doc; /* token strings point into these */
     mlstack__regex **regexes;     /* owned, freed at close */
     int n_regexes, cap_regexes;
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_t err_lock;
-#endif
+    mlstack__mutex err_lock;
 };
 #define MLSTACK__TOK_ERR 256
 
@@ -3984,14 +4403,8 @@ static void mlstack__bl_init_table(void) {
         mlstack__bl_byte[cp] = (int16_t)b;
     }
 }
-#if !defined(MLSTACK_NO_THREADS)
-static pthread_once_t mlstack__bl_once = PTHREAD_ONCE_INIT;
-static void mlstack__bl_init(void) { pthread_once(&mlstack__bl_once, mlstack__bl_init_table); }
-#else
-static void mlstack__bl_init(void) {
-    if (mlstack__bl_utf8[0][0] == 0) mlstack__bl_init_table();
-}
-#endif
+static mlstack__once_flag mlstack__bl_once = MLSTACK__ONCE_INIT;
+static void mlstack__bl_init(void) { mlstack__once(&mlstack__bl_once, mlstack__bl_init_table); }
 
 static const char *const mlstack__gpt2_pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -4218,15 +4631,11 @@ static void mlstack__enc_free(mlstack__enc *e) {
 static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__tok_fail(mlstack_tokenizer *t, mlstack_result code, const char *fmt, ...) {
     va_list ap;
     if (!t || !t->err) return code;
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_lock(&t->err_lock);
-#endif
+    mlstack__lock(&t->err_lock);
     va_start(ap, fmt);
     mlstack__vfmt(t->err, MLSTACK__TOK_ERR, fmt, ap);
     va_end(ap);
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_unlock(&t->err_lock);
-#endif
+    mlstack__unlock(&t->err_lock);
     return code;
 }
 
@@ -5671,9 +6080,7 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     mlstack__json_free(&t->doc);
     mlstack__json_free(&t->cfg_doc);
     mlstack__arena_free(&t->arena);
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_destroy(&t->err_lock);
-#endif
+    mlstack__mutex_destroy(&t->err_lock);
     MLSTACK_FREE(t);
 }
 
@@ -5687,9 +6094,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
     mlstack__bl_init();
     t = (mlstack_tokenizer *)mlstack__calloc(1, sizeof *t);
     if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_init(&t->err_lock, NULL);
-#endif
+    mlstack__mutex_init(&t->err_lock);
     t->err = (char *)mlstack__arena_alloc(&t->arena, MLSTACK__TOK_ERR);
     if (!t->err) {
         mlstack_tokenizer_close(t);
@@ -6080,9 +6485,6 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 #endif
 #define MLSTACK__TPL_MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
 
-#if !defined(_WIN32)
-#include <dirent.h>
-#endif
 
 /* ---- values ---- */
 enum {
@@ -11743,27 +12145,25 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
             r = MLSTACK_OK;
         }
     }
-#if !defined(_WIN32)
     if (r == MLSTACK_OK) {
         char *sub = mlstack__path_join(dir, "additional_chat_templates");
-        DIR *d = sub ? opendir(sub) : NULL;
-        struct dirent *de;
-        while (d && r == MLSTACK_OK && (de = readdir(d)) != NULL) {
-            size_t nl = strlen(de->d_name);
-            if (nl > 6 && strcmp(de->d_name + nl - 6, ".jinja") == 0) {
-                r = mlstack__tpl_read_text(sub, de->d_name, &text, &len, err);
+        mlstack__dir *d = sub ? mlstack__dir_open(sub) : NULL;
+        const char *name;
+        while (d && r == MLSTACK_OK && (name = mlstack__dir_next(d)) != NULL) {
+            size_t nl = strlen(name);
+            if (nl > 6 && strcmp(name + nl - 6, ".jinja") == 0) {
+                r = mlstack__tpl_read_text(sub, name, &text, &len, err);
                 if (r == MLSTACK_OK) {
-                    r = mlstack__tpl_add(&files, de->d_name, nl - 6, text, len, err);
+                    r = mlstack__tpl_add(&files, name, nl - 6, text, len, err);
                     MLSTACK_FREE(text);
                 } else if (r == MLSTACK_ERR_NOT_FOUND) {
                     r = MLSTACK_OK;
                 }
             }
         }
-        if (d) closedir(d);
+        mlstack__dir_close(d);
         MLSTACK_FREE(sub);
     }
-#endif
     if (r == MLSTACK_OK && files.n) {
         mlstack__tpl_clear(t);
         for (k = 0; k < files.n; k++) {
@@ -12411,6 +12811,8 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #endif
 #if defined(__GNUC__) && !defined(MLSTACK__SANITIZED)
 #define MLSTACK__ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define MLSTACK__ALWAYS_INLINE __forceinline
 #else
 #define MLSTACK__ALWAYS_INLINE inline
 #endif
@@ -12437,7 +12839,11 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
    changes it. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
+#if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX2 __attribute__((target("avx2,fma,f16c")))
+#else /* MSVC compiles any intrinsic in any function */
+#define MLSTACK__T_AVX2
+#endif
 
 static MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -13012,8 +13418,13 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
    are vectorized here too. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
 #define MLSTACK__HAVE_AVX512 1
+#if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define MLSTACK__T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#else
+#define MLSTACK__T_AVX512
+#define MLSTACK__T_VNNI
+#endif
 
 /* Horizontal sum in a fixed tree (gcc 12's _mm512_reduce_add_ps trips -Wuninitialized in C++). */
 static MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
@@ -13542,6 +13953,8 @@ static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack_
    activations to 8 mantissa bits (llama.cpp's BF16 path does the same). Each output element
    sums its pairs in input order whatever the tile, so results stay batch invariant. Weights
    without pair panels take the exact path. */
+#if defined(__GNUC__) || defined(__clang__) /* the vector casts below are GCC/clang only (not MSVC) */
+#define MLSTACK__HAVE_AVX512_BF16 1
 #define MLSTACK__T_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int n) {
     int i;
@@ -13613,6 +14026,7 @@ static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16d
                                                               mlstack__swiglu_avx512,
                                                               MLSTACK__ATTN_AVX512,
                                                               (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
+#endif
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
                                                                 mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
                                                                 mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
@@ -14332,7 +14746,9 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
 #if defined(MLSTACK__HAVE_AVX512)
     if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
     {
+#if defined(MLSTACK__HAVE_AVX512_BF16)
         if (bf16_activations && c.avx512bf16 && c.avx512vnni) return &mlstack__kernels_avx512_bf16;
+#endif
         return c.avx512vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
     }
 #endif
@@ -15060,15 +15476,11 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
 
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
-#if !defined(MLSTACK_NO_THREADS)
-static pthread_mutex_t mlstack__pack_lock = PTHREAD_MUTEX_INITIALIZER;
-#endif
+static mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_lock(&mlstack__pack_lock);
-#endif
+    mlstack__lock(&mlstack__pack_lock);
     for (l = -1; l < m->cfg.n_layers && r == MLSTACK_OK; l++) {
         mlstack__weight *ws[7];
         mlstack__pack_job j;
@@ -15093,9 +15505,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
             }
         }
     }
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_unlock(&mlstack__pack_lock);
-#endif
+    mlstack__unlock(&mlstack__pack_lock);
     return r;
 }
 
@@ -15130,20 +15540,13 @@ static int mlstack__save_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* Whether two paths name the same file or folder: device and inode, not spelling. */
-static int mlstack__same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_ino != 0;
-}
-
 static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
     char *buf = NULL;
     size_t len;
     FILE *f;
     mlstack_result r = mlstack__read_file(from, (size_t)1 << 30, &buf, &len, err);
     if (r != MLSTACK_OK) return r;
-    f = fopen(to, "wb");
+    f = mlstack__fopen(to, "wb");
     if (!f || fwrite(buf, 1, len, f) != len) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
     if (f && fclose(f) != 0 && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
     MLSTACK_FREE(buf);
@@ -15163,7 +15566,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     uint64_t off = 0;
     size_t s;
     if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (mlstack__mkdir(dir) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
     /* Saving into the folder the model came from would replace the user's weights (still mapped
        by this model) with a converted copy: refused, whatever path spells the folder. */
@@ -15232,7 +15635,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
        model, perhaps a link to one) is replaced whole, never truncated in place */
     path = mlstack__path_join(dir, "model.safetensors");
     tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
-    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = fopen(tmp_path, "wb"))))
+    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
         unsigned char le[8];
@@ -15243,9 +15646,9 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
             if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
         if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
-        else if (rename(tmp_path, path) != 0)
+        else if (mlstack__rename(tmp_path, path) != 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
-        if (r != MLSTACK_OK) remove(tmp_path);
+        if (r != MLSTACK_OK) mlstack__remove(tmp_path);
     }
     MLSTACK_FREE(path);
     MLSTACK_FREE(tmp_path);
@@ -16876,20 +17279,6 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 #define MLSTACK__SCHED_AGE_STEPS 64
 #endif
 
-#if defined(MLSTACK_NO_THREADS)
-typedef int mlstack__mutex;
-#define mlstack__mutex_init(m) (*(m) = 0)
-#define mlstack__mutex_destroy(m) ((void)(m))
-#define mlstack__lock(m) ((void)(m))
-#define mlstack__unlock(m) ((void)(m))
-#else
-typedef pthread_mutex_t mlstack__mutex;
-#define mlstack__mutex_init(m) pthread_mutex_init(m, NULL)
-#define mlstack__mutex_destroy(m) pthread_mutex_destroy(m)
-#define mlstack__lock(m) pthread_mutex_lock(m)
-#define mlstack__unlock(m) pthread_mutex_unlock(m)
-#endif
-
 typedef struct mlstack__req {
     struct mlstack__req *next_all; /* every request of the engine (under the lock) */
     struct mlstack__req *next_in;  /* submitted, not yet seen by step (under the lock) */
@@ -17700,17 +18089,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 #include <sched.h>
 #endif
 
-/* ---- platform pieces the rank threads need: thread start/join, condition, CPU pinning ---- */
-#if !defined(MLSTACK_NO_THREADS)
-typedef pthread_t mlstack__thread;
-typedef pthread_cond_t mlstack__cond;
-static int mlstack__thread_start(mlstack__thread *t, void *(*fn)(void *), void *arg) { return pthread_create(t, NULL, fn, arg); }
-static void mlstack__thread_join(mlstack__thread t) { pthread_join(t, NULL); }
-#define mlstack__cond_init(c) pthread_cond_init(c, NULL)
-#define mlstack__cond_destroy(c) pthread_cond_destroy(c)
-#define mlstack__cond_wait(c, m) pthread_cond_wait(c, m)
-#define mlstack__cond_broadcast(c) pthread_cond_broadcast(c)
-#endif
+/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
 
 /* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
 static void mlstack__pin_self(int cpu) {
@@ -18254,15 +18633,15 @@ static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch
 }
 
 #if !defined(MLSTACK_NO_THREADS)
-static void *mlstack__rank_thread(void *arg) {
+MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
     mlstack__rank *rk = (mlstack__rank *)arg;
     mlstack_engine *e = rk->e;
     int i, ok = 1;
     mlstack__rank_setup(e, rk);
-    if (mlstack__comm_barrier(e->comm)) return NULL;
+    if (mlstack__comm_barrier(e->comm)) return MLSTACK__THREAD_RETURN;
     for (i = 0; i < e->n_ranks; i++) ok &= e->ranks[i].init_result == MLSTACK_OK;
     if (ok) mlstack__rank_follow(e, rk);
-    return NULL;
+    return MLSTACK__THREAD_RETURN;
 }
 #endif
 
@@ -18567,7 +18946,7 @@ struct mlstack__prof {
 };
 
 static uint64_t mlstack__prof_ns(void) {
-#if defined(CLOCK_MONOTONIC)
+#if defined(CLOCK_MONOTONIC) && !defined(_WIN32)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -18981,7 +19360,7 @@ MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engi
     if (!e || !path) return MLSTACK_ERR_INVALID_ARG;
     if (!e->prof) return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_STATE, "write_trace: profiling was never started");
     pr = e->prof;
-    f = fopen(path, "wb");
+    f = mlstack__fopen(path, "wb");
     if (!f)
         return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: cannot open: %s", path,
                                     strerror(errno));

@@ -18,7 +18,7 @@ static const char *FIX = "tests/fixtures/models";
 static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab) {
     mlstack_batch_row rows[64];
     float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
-    int32_t seq;
+    int32_t seq = -1;
     int i;
     if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return NULL;
     for (i = 0; i < n; i++) {
@@ -43,7 +43,7 @@ static int bf16_skip_told;
    another sequence (the reversed prompt) in one batch. */
 static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const float *ref, int n_vocab) {
     mlstack_batch_row rows[128];
-    int32_t sa, sb;
+    int32_t sa = -1, sb = -1;
     int i, nr = 0, same = 1;
     if (mlstack_engine_seq_new(e, &sa) != MLSTACK_OK || mlstack_engine_seq_new(e, &sb) != MLSTACK_OK) return 0;
     for (i = 0; i < n; i++) {
@@ -119,7 +119,7 @@ static void check_model(const char *name) {
         double maxdiff = 0;
         float *ours, *ours2, *ours16;
         mlstack_generate_desc g;
-        int32_t seq;
+        int32_t seq = -1;
         for (v = ids_j->child; v && n < 64; v = v->next) ids[n++] = (int32_t)v->i;
         ours = eval_all(e1, ids, n, info.n_vocab);
         ours2 = eval_all(e2, ids, n, info.n_vocab);

@@ -16,7 +16,7 @@ static const char *FIX = "tests/fixtures/models/llama";
    last row are copied to out ((N_DECODE + 1) * n_vocab floats). */
 static int run_steps(mlstack_engine *e, int n_vocab, float *out) {
     mlstack_batch_row rows[N_PROMPT];
-    int32_t seq;
+    int32_t seq = -1;
     int i;
     if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return 0;
     for (i = 0; i < N_PROMPT; i++) {
@@ -236,7 +236,7 @@ static float *logits_of(mlstack_model *m, int n_vocab) {
     mlstack_error err;
     mlstack_batch_row rows[4];
     float *out = NULL;
-    int32_t seq;
+    int32_t seq = -1;
     int i;
     memset(&ed, 0, sizeof ed);
     ed.n_threads = 1;

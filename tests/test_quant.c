@@ -12,7 +12,7 @@ static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_voca
     mlstack_error err;
     mlstack_batch_row rows[16];
     mlstack_model_info info;
-    int32_t seq;
+    int32_t seq = -1;
     int i;
     float *out;
     memset(&ed, 0, sizeof ed);

@@ -5,7 +5,9 @@
 #include "mlstack.h"
 #include "testlib.h"
 #include <sys/stat.h>
+#if !defined(_WIN32)
 #include <pthread.h>
+#endif
 
 #define FIX "tests/fixtures/template/"
 
@@ -208,8 +210,8 @@ static void test_shared_templates(void) {
                 CHECKF(ok, "%s %s: %s", name, cname, r ? err.message : "output differs from transformers'");
                 if (!ok && r == MLSTACK_OK) {
                     FILE *f;
-                    mkdir("build", 0777);
-                    mkdir("build/template_diff", 0777);
+                    mlstack__mkdir("build");
+                    mlstack__mkdir("build/template_diff");
                     snprintf(path, sizeof path, "build/template_diff/%s.%s.txt", name, cname);
                     if ((f = fopen(path, "wb")) != NULL) {
                         fwrite(out, 1, out_n, f);
@@ -396,10 +398,19 @@ static void *deep_on_small_stack(void *arg) {
     return NULL;
 }
 
+#if defined(_WIN32)
+static unsigned __stdcall deep_on_small_stack_win(void *arg) {
+    deep_on_small_stack(arg);
+    return 0;
+}
+#endif
+
 static void test_hostile(void) {
     char *keys;
+#if !defined(_WIN32)
     pthread_attr_t attr;
     pthread_t th;
+#endif
     stack_job job;
     /* repetition of empty values used to loop N times in one step */
     hostile_case("empty_repeat", "{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 9223372036854775807 * '' }}", NULL,
@@ -456,11 +467,19 @@ static void test_hostile(void) {
     }
     /* recursion is bounded by stack bytes: run on a thread with a small stack */
     memset(&job, 0, sizeof job);
+#if defined(_WIN32)
+    {
+        HANDLE h = (HANDLE)_beginthreadex(NULL, 256 << 10, deep_on_small_stack_win, &job, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+        CHECK(h != NULL);
+        if (h) WaitForSingleObject(h, INFINITE), CloseHandle(h);
+    }
+#else
     pthread_attr_init(&attr);
     CHECK(pthread_attr_setstacksize(&attr, 256 << 10) == 0);
     CHECK(pthread_create(&th, &attr, deep_on_small_stack, &job) == 0);
     pthread_join(th, NULL);
     pthread_attr_destroy(&attr);
+#endif
     CHECK(job.ok);
 }
 
@@ -572,9 +591,9 @@ static void test_folder_files(void) {
     FILE *f;
     mlstack_chat_template *t = NULL;
     mlstack_error err;
-    mkdir("build", 0777);
-    mkdir(dir, 0777);
-    mkdir("build/tmp_template_folder/additional_chat_templates", 0777);
+    mlstack__mkdir("build");
+    mlstack__mkdir(dir);
+    mlstack__mkdir("build/tmp_template_folder/additional_chat_templates");
     f = fopen("build/tmp_template_folder/tokenizer_config.json", "wb");
     if (!f) {
         SKIP("cannot write %s", dir);
