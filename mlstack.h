@@ -18145,7 +18145,7 @@ static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
     c->failed = 1;
 }
 
-static void mlstack__rank_relax(void) {
+static MLSTACK__UNUSED void mlstack__rank_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ __volatile__("pause");
 #elif defined(__aarch64__)
