@@ -547,7 +547,8 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
    JSON Schema keywords: type (also lists), properties, required, additionalProperties, items,
-   minItems, maxItems, enum, const, anyOf, allOf (one schema), $ref (local: "#", "#/$defs/x",
+   minItems, maxItems, enum, const, anyOf, allOf (one schema), propertyNames (a string schema, for
+   objects without properties), $ref (local: "#", "#/$defs/x",
    any JSON pointer; recursion allowed), $defs/definitions, minLength, maxLength, pattern, format
    (date, time, date-time, uuid, email, ipv4), minimum 0 or 1 and exclusiveMinimum 0 (integers),
    uniqueItems false, and the annotations (title, description, default, examples, ...). Any other
@@ -18181,7 +18182,7 @@ static int mlstack__json_write(mlstack__buf *o, const mlstack__json *v) {
     case MLSTACK__JSON_NULL: return mlstack__buf_puts(o, "null");
     case MLSTACK__JSON_TRUE: return mlstack__buf_puts(o, "true");
     case MLSTACK__JSON_FALSE: return mlstack__buf_puts(o, "false");
-    case MLSTACK__JSON_NUMBER: return mlstack__buf_put(o, v->str, strlen(v->str));
+    case MLSTACK__JSON_NUMBER: return mlstack__buf_put(o, v->str, v->len);
     case MLSTACK__JSON_STRING: return mlstack__json_quote(o, v->str, v->len);
     case MLSTACK__JSON_ARRAY:
         if (!mlstack__buf_puts(o, "[")) return 0;
@@ -18347,9 +18348,30 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         for (r = req ? req->child : NULL; r; r = r->next)
             if (r->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
         if ((!props || !props->child) && !(req && req->child)) { /* a map, or empty */
-            int vr = -1;
-            char t[48];
+            const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
+            int vr = -1, kr = -1;
+            char t[48], kt[48];
             if (add && add->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"{\" ws \"}\"");
+            if (pn) { /* keys: a string schema */
+                size_t old = mlstack__js_push(j, "propertyNames", 13);
+                const mlstack__json *pt = mlstack__json_get(pn, "type");
+                if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) || mlstack__json_get(pn, "$ref") ||
+                    mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") || mlstack__json_get(pn, "const")) {
+                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
+                    mlstack__js_pop(j, old);
+                    return -1;
+                }
+                {
+                    mlstack__buf kb = {0, 0, 0};
+                    kr = mlstack__js_rule_id(j);
+                    if (mlstack__js_type_body(j, pn, "string", &kb) == 0) mlstack__js_emit(j, kr, &kb);
+                    MLSTACK_FREE(kb.p);
+                }
+                mlstack__js_pop(j, old);
+                if (j->rc != MLSTACK_OK) return -1;
+            }
+            if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
+            else snprintf(kt, sizeof kt, "jstring");
             if (add && add->type != MLSTACK__JSON_TRUE) {
                 size_t old = mlstack__js_push(j, "additionalProperties", 20);
                 vr = mlstack__js_gen(j, add);
@@ -18358,12 +18380,15 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             }
             if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
             else snprintf(t, sizeof t, "jvalue");
-            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (jstring ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) ||
-                MLSTACK__JS_PUT(j, b, " (ws \",\" ws jstring ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
+            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) || MLSTACK__JS_PUT(j, b, " ws \":\" ws ") ||
+                MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
+                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
                 return -1;
             return 0;
         }
         if (mlstack__json_get(s, "maxProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
+        if (mlstack__json_get(s, "propertyNames"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties", "propertyNames");
         for (c = props ? props->child : NULL; c; c = c->next) n++;
         for (r = req ? req->child : NULL; r; r = r->next)
             if (!mlstack__json_get(props, r->str)) n++;
@@ -18452,7 +18477,7 @@ static const char *const mlstack__js_known[] = {
     "allOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "pattern", "format", "minimum", "exclusiveMinimum",
     "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
     "uniqueItems", "maximum", "exclusiveMaximum", "multipleOf", "prefixItems", "contains", "patternProperties",
-    "minProperties", "maxProperties"};
+    "minProperties", "maxProperties", "propertyNames"};
 
 /* Resolves a local JSON pointer "#/a/b" against the root. */
 static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const char *ref) {
@@ -18594,7 +18619,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
         }
     } else if (ty) {
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must be a string or a non-empty array");
-    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") || mlstack__json_get(s, "additionalProperties")) {
+    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") || mlstack__json_get(s, "additionalProperties") ||
+               mlstack__json_get(s, "propertyNames")) {
         mlstack__js_type_body(j, s, "object", &b);
     } else if (mlstack__json_get(s, "items") || mlstack__json_get(s, "minItems") || mlstack__json_get(s, "maxItems")) {
         mlstack__js_type_body(j, s, "array", &b);
