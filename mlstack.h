@@ -17446,7 +17446,7 @@ static int mlstack__gb_check(mlstack__gb *b, int root) {
                     occ[occ_off[e[k].v] + fill[e[k].v]++] = a;
                     cnt[a]++;
                 } else if (!pass) {
-                    cnt[a] += 1 << 30; /* a terminal: never nullable */
+                    cnt[a] |= 1 << 30; /* a terminal: never nullable */
                 }
             }
         }
