@@ -48,6 +48,9 @@ static const char *USAGE =
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
+    "      --json-schema FILE   (run) constrain the output to JSON valid for the schema in FILE\n"
+    "      --grammar FILE       (run) constrain the output to the GBNF grammar in FILE\n"
+    "      --regex RE           (run) constrain the output to a whole match of RE\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --bf16-dot           BF16 weights: round activations to bf16 and use AVX512_BF16 dot\n"
     "                           products (faster prefill, less exact; where the CPU has it)\n"
@@ -65,6 +68,7 @@ typedef struct opts {
     mlstack_dtype quant;
     int n_predict, threads, all, ignore_eos;
     mlstack_sampler_desc sd;
+    const char *json_schema, *grammar, *regex; /* run: constrained output */
 } opts;
 
 static int die(const char *fmt, const char *a) {
@@ -120,6 +124,9 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (FLAG("--presence-penalty", "--presence-penalty")) { NUM(-100, 100); o->sd.presence_penalty = (float)x; }
         else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
+        else if (FLAG("--json-schema", "--json-schema")) { NEED_V(); o->json_schema = v; }
+        else if (FLAG("--grammar", "--grammar")) { NEED_V(); o->grammar = v; }
+        else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
         else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
@@ -286,6 +293,42 @@ static int prompt_ids(const opts *o, mlstack_model *m, int32_t **ids) {
     return n ? (int)n : -1;
 }
 
+/* --json-schema / --grammar / --regex: compiles the grammar for the model's vocabulary into
+   *g (NULL without one). Returns 0 or an exit code. */
+static int run_grammar(const opts *o, const mlstack_model *m, mlstack_vocab **v, mlstack_grammar **g) {
+    mlstack_grammar_desc gd;
+    mlstack_error err;
+    char *text = NULL;
+    const char *file = o->json_schema ? o->json_schema : o->grammar;
+    int rc = 0;
+    *v = NULL;
+    *g = NULL;
+    if (!o->json_schema && !o->grammar && !o->regex) return 0;
+    if (!!o->json_schema + !!o->grammar + !!o->regex > 1) return die("%s", "use one of --json-schema, --grammar, --regex");
+    memset(&gd, 0, sizeof gd);
+    gd.kind = o->json_schema ? MLSTACK_GRAMMAR_JSON_SCHEMA : o->grammar ? MLSTACK_GRAMMAR_GBNF : MLSTACK_GRAMMAR_REGEX;
+    if (file) {
+        FILE *f = fopen(file, "rb");
+        long n = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)n + 1)) != NULL &&
+            fread(text, 1, (size_t)n, f) == (size_t)n)
+            text[n] = 0, gd.len = (size_t)n;
+        else
+            free(text), text = NULL;
+        if (f) fclose(f);
+        if (!text) return die("cannot read %s", file);
+    }
+    gd.text = text ? text : o->regex;
+    if (mlstack_vocab_from_model(m, v, &err) != MLSTACK_OK) rc = die("%s", err.message);
+    else {
+        gd.vocab = *v;
+        if (mlstack_grammar_compile(&gd, g, &err) != MLSTACK_OK) rc = die("%s", err.message);
+    }
+    free(text);
+    return rc;
+}
+
 static int cmd_run(const opts *o) {
     mlstack_model *m;
     mlstack_engine *e;
@@ -294,6 +337,9 @@ static int cmd_run(const opts *o) {
     int32_t *ids = NULL, seq;
     int n, rc;
     double load_s;
+    mlstack_sampler_desc sd;
+    mlstack_vocab *vocab = NULL;
+    mlstack_grammar *gram = NULL;
     if (!o->ids && !o->prompt) return die("%s", "run needs a prompt: -p TEXT or --ids 1,2,3");
     if ((rc = open_model(o, &m, &e, &load_s)) != 0) return rc;
     n = prompt_ids(o, m, &ids);
@@ -314,7 +360,15 @@ static int cmd_run(const opts *o) {
     g.prompt = ids;
     g.n_prompt = n;
     g.max_tokens = o->n_predict;
-    g.sampler = &o->sd;
+    sd = o->sd;
+    if ((rc = run_grammar(o, m, &vocab, &gram)) != 0) {
+        free(ids);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return rc;
+    }
+    sd.grammar = gram;
+    g.sampler = &sd;
     g.ignore_eos = o->ignore_eos;
     g.on_token = on_token;
     g.user = &st;
@@ -340,6 +394,8 @@ static int cmd_run(const opts *o) {
             g.n_generated, g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
     if (o->profile && report_profile(e, o->profile) != 0) rc = 1;
     mlstack_engine_free(e);
+    mlstack_grammar_free(gram);
+    mlstack_vocab_free(vocab);
     mlstack_model_close(m);
     free(ids);
     return rc;
