@@ -1,6 +1,22 @@
 # mlstack: `make` builds the CLI and examples, `make test` runs every test (plain, ASan+UBSan, and
 # AArch64 NEON under qemu-user; `make neon-test` runs only that),
 # `make run` generates with the default model, `make bench` times it.
+#
+# How the tests are built. A test is tests/test_NAME.c (found by wildcard: a new file is a new
+# test). The implementation is compiled ONCE per flavour, into $(B)/FLAVOUR/mlstack.o, with the
+# internals that tests reach exported (MLSTACK__EXPORT_INTERNALS); each test is compiled with
+# MLSTACK__IMPORT_INTERNALS (it keeps its `#define MLSTACK_IMPLEMENTATION`, sees every internal
+# type and prototype, compiles no library code) and linked against its flavour's object:
+#   flavour    directory         tests                      flags
+#   plain      $(B)/tests/       every test                 $(ALL_CFLAGS)
+#   asan       $(B)/asan/        all but test_real_*        + $(SAN_OPT) $(SAN)
+#   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP
+#   nothreads  $(B)/nothreads/   test_models                + -DMLSTACK_NO_THREADS
+#   aarch64    $(B)/aarch64/     kernels, models, quant     $(AARCH64_CC), static, run under qemu
+# A test that must compile the implementation itself (it sets a compile-time limit, such as
+# MLSTACK_MAX_JSON_BYTES, before including the header) is listed in SELF_CONTAINED.
+# To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
+# the `test` target. Other blocks (fuzz, cross targets, server) append to TEST_RUNS / TEST_BUILDS.
 CC      ?= cc
 CXX     ?= c++
 OPT     ?= -O2
@@ -25,6 +41,8 @@ TEST_BINS   = $(addprefix $(B)/tests/,$(TESTS))
 ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h
+# tests (and fuzz targets) that set a compile-time limit before including the implementation
+SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
 
 # AArch64 NEON: the kernel and model tests cross-built (static) and run under qemu-user, through
 # wrapper scripts that tests/run.sh runs like any test binary, one per configuration:
@@ -37,38 +55,91 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                   $(B)/aarch64/$(c)/test_quant) \
                 $(B)/aarch64/scalar/test_models
 
-.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test
+.PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test static cli-test
 all: $(B)/mlstack $(EXAMPLES)
 
-$(B)/mlstack: tools/mlstack.c mlstack.h
+# ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
+# in its own translation unit (cli_impl.c) ----
+CLI_SRCS   = $(wildcard tools/cli_*.c)
+CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h
+$(B)/cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
-
-$(B)/examples/%: examples/%.c mlstack.h
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(B)/mlstack: $(patsubst tools/%.c,$(B)/cli/%.o,$(CLI_SRCS))
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+# The CLI under ASan+UBSan, for the server's abuse tests: the command files linked against the
+# ASan flavour's implementation object (the one the ASan tests use).
+$(B)/asan-cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
-
-$(B)/tests/%: tests/%.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
+$(B)/asan-cli/mlstack: $(patsubst tools/%.c,$(B)/asan-cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
+# The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
+# tests); tests/run.sh runs them through these wrappers like any test binary.
+CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_server $(B)/asan-cli/test_server
+define py_run
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
+	@chmod +x $@
+endef
+$(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
+	$(call py_run,tests/test_cli.py,)
+$(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,)
+$(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
+	$(call py_run,tests/test_server.py,--asan)
+cli-test: $(CLI_TEST_RUNS)
+	@bash tests/run.sh $(CLI_TEST_RUNS)
+TEST_BUILDS += $(CLI_TEST_RUNS)
+TEST_RUNS   += $(CLI_TEST_RUNS)
+# `make static`: a fully static build/mlstack (musl-gcc when present, else glibc -static).
+MUSL_CC ?= musl-gcc
+static:
+	@mkdir -p $(B)/static
+	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
+	    echo "$$cc -static -O2 -o $(B)/static/mlstack tools/cli_*.c"; \
+	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
+	cp $(B)/static/mlstack $(B)/mlstack
+	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
+$(B)/examples/%: examples/%.c $(B)/tests/mlstack.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)
+
+# $(call flavour,DIR,COMPILER,FLAGS,LIBS): $(B)/DIR/mlstack.o, the implementation once, and a
+# rule for $(B)/DIR/NAME from tests/NAME.c (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME)
+# linked against it; SELF_CONTAINED tests compile the implementation themselves.
+EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
+IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
+define flavour
+$(B)/$(1)/mlstack.o: mlstack.h
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@
+$(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+$(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o
+	@mkdir -p $$(@D)
+	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+$(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS)
+	@mkdir -p $$(@D)
+	$(2) $(3) -o $$@ $$< $(4)
+$(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
+	@mkdir -p $$(@D)
+	$(2) $(3) -o $$@ $$< $(4)
+endef
+AARCH64_FLAGS = -std=c99 $(WARN) -O2 -I. -static
+$(eval $(call flavour,tests,$(CC),$(ALL_CFLAGS),$(LDLIBS)))
+$(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
+$(eval $(call flavour,openmp,$(CC),$(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
+$(eval $(call flavour,nothreads,$(CC),$(ALL_CFLAGS) -DMLSTACK_NO_THREADS,-lm))
+$(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models
-$(B)/openmp/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP -o $@ $< $(LDLIBS)
-$(B)/nothreads/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DMLSTACK_NO_THREADS -o $@ $< -lm
-
-$(B)/asan/%: tests/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
-
-$(B)/aarch64/%: tests/%.c $(HDRS)
+$(B)/aarch64/mlstack.o: | aarch64-tools
+.PHONY: aarch64-tools
+aarch64-tools:
 	@command -v $(AARCH64_CC) >/dev/null 2>&1 || { echo "neon-test: $(AARCH64_CC) not found; install it with: apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" >&2; exit 1; }
-	@mkdir -p $(@D)
-	$(AARCH64_CC) -std=c99 $(WARN) -O2 -I. -static -o $@ $< $(LDLIBS)
 
 # $(call qemu_run,CPU,ENV): a script that runs the binary $< under qemu-user
 define qemu_run
@@ -97,7 +168,8 @@ $(DEFAULT_MODEL)/model.safetensors:
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
 # units, an MLSTACK_STATIC pair, and the README's embedding example (strict C99, libc headers
-# first). Each links and calls the API.
+# first). Each links and calls the API. At -O0: these check what compiles and links; the
+# flavours above compile the implementation with optimisation and its warnings.
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
 $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu
@@ -106,17 +178,17 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
 	$(CC)  -std=c11   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl11.o
 	$(CXX) -std=c++98 $(filter-out -Wstrict-prototypes,$(WARN)) -Wno-long-long -I. -c tests/compile/decl_cpp.cpp -o $(@D)/declcpp.o
-	$(CC)  -std=c99   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
+	$(CC)  -std=c99   $(WARN) -O0 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
 	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(@D)/impl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
-	$(CC)  -std=c11   $(WARN) -O1 -I. -c tests/compile/impl.c -o $(@D)/impl11.o
+	$(CC)  -std=c11   $(WARN) -O0 -I. -c tests/compile/impl.c -o $(@D)/impl11.o
 	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl11.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
-	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O1 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
+	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O0 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
 	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
-	$(CC)  -std=c99   $(WARN) -O1 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/readme $(@D)/readme.c $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	    echo "$(NVCC) tests/compile/cuda.cu"; \
@@ -127,20 +199,20 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 # Fuzz targets (tests/fuzz/fuzz_*.c) replay their seed corpora under ASan+UBSan here;
 # tools/fuzz.sh runs them under libFuzzer for longer.
 FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
-$(B)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $< $(LDLIBS)
-fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
-	@for t in $(FUZZ_TARGETS); do $(B)/fuzz/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
+FUZZ_BINS    = $(addprefix $(B)/asan/replay_,$(FUZZ_TARGETS))
+fuzz-replay: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
-# `make test` builds everything in parallel (one job per CPU), then runs the tests in order.
+# `make test` builds TEST_BUILDS in parallel (one job per CPU), replays the fuzz corpora, then
+# runs TEST_RUNS in order; a block that adds tests appends to both (TEST_RUNS += ...).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BUILDS += all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
+TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 test:
-	@$(MAKE) --no-print-directory -j$(JOBS) all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) \
-	    $(addprefix $(B)/fuzz/replay_,$(FUZZ_TARGETS))
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, then ASan+UBSan, then AArch64 NEON under qemu-user) =="
-	@bash tests/run.sh $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+	@bash tests/run.sh $(TEST_RUNS)
 
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)

@@ -5,6 +5,7 @@
 #include "mlstack.h"
 #include "testlib.h"
 #include <sys/stat.h>
+#include <pthread.h>
 
 #define FIX "tests/fixtures/template/"
 
@@ -148,6 +149,92 @@ done:
     free(text);
 }
 
+static uint64_t fnv1a64(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Every template of ../shared/chat-templates/ over the conversations of shared_templates.json:
+   transformers' output (length and FNV-1a 64 hash) or, where transformers raised, an error too.
+   A mismatching output is written to build/template_diff/ for comparison with the script's --dump. */
+static void test_shared_templates(void) {
+    size_t n;
+    char *text = tl_read(FIX "shared_templates.json", &n);
+    mlstack__json_doc doc;
+    const mlstack__json *cases, *tp, *now;
+    mlstack_error err;
+    int all_total = 0, all_same = 0, n_templates = 0;
+    if (!text) {
+        CHECKF(0, "missing %sshared_templates.json", FIX);
+        return;
+    }
+    CHECK(mlstack__json_parse(&doc, text, n, "shared_templates.json", &err) == MLSTACK_OK);
+    cases = mlstack__json_get(doc.root, "cases");
+    now = mlstack__json_get(doc.root, "now_unix");
+    for (tp = mlstack__json_get(doc.root, "templates")->child; tp; tp = tp->next) {
+        char path[512];
+        const char *name = jstr(tp, "template") ? jstr(tp, "template") : "?";
+        const mlstack__json *cs, *o;
+        size_t tn;
+        char *tpl;
+        int total = 0, same = 0;
+        snprintf(path, sizeof path, "../shared/chat-templates/%s", name);
+        tpl = tl_read(path, &tn);
+        if (!tpl) {
+            SKIP("%s is absent: template %s was NOT checked", path, name);
+            continue;
+        }
+        n_templates++;
+        for (cs = cases->child, o = mlstack__json_get(tp, "outputs")->child; cs && o; cs = cs->next, o = o->next) {
+            mlstack_template_options opt;
+            char *out = NULL, want_hash[24];
+            size_t out_n = 0;
+            const mlstack__json *m = mlstack__json_get(cs, "messages_json"), *agp = mlstack__json_get(cs, "add_generation_prompt");
+            const mlstack__json *wlen = mlstack__json_get(o, "len");
+            const char *cname = jstr(cs, "name") ? jstr(cs, "name") : "?", *whash = jstr(o, "fnv1a64");
+            mlstack_result r;
+            int ok;
+            memset(&opt, 0, sizeof opt);
+            opt.add_generation_prompt = agp && agp->type == MLSTACK__JSON_TRUE;
+            opt.tools_json = jstr(cs, "tools_json");
+            opt.extra_json = jstr(doc.root, "template_kwargs_json");
+            opt.now_unix = now ? (int64_t)now->i : 0;
+            r = mlstack_template_render(tpl, tn, m->str, m->len, &opt, &out, &out_n, &err);
+            if (wlen) {
+                snprintf(want_hash, sizeof want_hash, "%016llx", (unsigned long long)(r == MLSTACK_OK ? fnv1a64(out, out_n) : 0));
+                ok = r == MLSTACK_OK && out_n == (size_t)wlen->i && whash && strcmp(want_hash, whash) == 0;
+                CHECKF(ok, "%s %s: %s", name, cname, r ? err.message : "output differs from transformers'");
+                if (!ok && r == MLSTACK_OK) {
+                    FILE *f;
+                    mkdir("build", 0777);
+                    mkdir("build/template_diff", 0777);
+                    snprintf(path, sizeof path, "build/template_diff/%s.%s.txt", name, cname);
+                    if ((f = fopen(path, "wb")) != NULL) {
+                        fwrite(out, 1, out_n, f);
+                        fclose(f);
+                    }
+                }
+            } else {
+                ok = r != MLSTACK_OK;
+                CHECKF(ok, "%s %s: rendered, but transformers raised %s", name, cname, jstr(o, "error"));
+            }
+            same += ok;
+            total++;
+            mlstack_template_free_output(out);
+        }
+        printf("  %-72s %2d/%2d\n", name, same, total);
+        all_same += same;
+        all_total += total;
+        free(tpl);
+    }
+    printf("shared chat templates: %d templates, %d/%d cases identical to transformers (or both failed)\n", n_templates, all_same,
+           all_total);
+    mlstack__json_free(&doc);
+    free(text);
+}
+
 static mlstack_result render(const char *tpl, const char *vars, const mlstack_template_options *base, char **out, mlstack_error *err) {
     mlstack_template_options o;
     size_t n;
@@ -191,7 +278,16 @@ static void test_limits(void) {
     fails_with("{% for i in range(10**9) %}x{% endfor %}", MLSTACK_ERR_LIMIT, "MAX_RANGE");
     fails_with("{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT, "steps");
     fails_with("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT, NULL);
-    fails_with("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MLSTACK_ERR_LIMIT, "output");
+    fails_with("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MLSTACK_ERR_LIMIT, NULL);
+    {
+        mlstack_template_options o;
+        char *out;
+        mlstack_error err;
+        memset(&o, 0, sizeof o);
+        o.max_output_bytes = 1000;
+        CHECK(render("{% for i in range(100) %}{{ 'x' * 100 }}{% endfor %}", NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT &&
+              strstr(err.message, "output") != NULL);
+    }
     fails_with("{{ 'x' * 100000000000 }}", MLSTACK_ERR_LIMIT, NULL);
     fails_with("{{ 2 ** 100 }}", MLSTACK_ERR_UNSUPPORTED, "64 bits");
     /* deep nesting is refused before it can exhaust the C stack */
@@ -228,13 +324,157 @@ static void test_limits(void) {
     }
 }
 
+/* ---- hostile templates and inputs (issue 9): each ends quickly, with output or a clear error ---- */
+static double hostile_case(const char *name, const char *tpl, const char *messages, const char *vars, mlstack_result want,
+                           const char *want_out_or_msg) {
+    mlstack_template_options o;
+    mlstack_error err;
+    char *out = NULL;
+    size_t n;
+    double t0 = mlstack__now(), dt, cpu;
+    clock_t c0 = clock();
+    mlstack_result r;
+    memset(&o, 0, sizeof o);
+    o.extra_json = vars;
+    o.max_steps = 2000000; /* a tenth of the default, as in test_limits: the sanitizer build is ~10x slower */
+    err.message[0] = 0;
+    r = mlstack_template_render(tpl, strlen(tpl), messages, messages ? strlen(messages) : 0, &o, &out, &n, &err);
+    dt = mlstack__now() - t0;
+    cpu = (double)(clock() - c0) / CLOCKS_PER_SEC; /* the bound is on work: CPU time, not a busy machine's wall time */
+    CHECKF(r == want, "hostile %s: result %d (%s), want %d", name, r, r ? err.message : "rendered", want);
+    if (want == MLSTACK_OK && r == MLSTACK_OK)
+        CHECKF(strcmp(out, want_out_or_msg) == 0, "hostile %s: got \"%.80s\", want \"%s\"", name, out, want_out_or_msg);
+    if (want != MLSTACK_OK && want_out_or_msg)
+        CHECKF(strstr(err.message, want_out_or_msg) != NULL, "hostile %s: message \"%s\" should mention \"%s\"", name, err.message,
+               want_out_or_msg);
+    CHECKF(cpu < 2.0, "hostile %s took %.2f s of CPU time (limit 2 s)", name, cpu);
+    printf("  hostile %-28s %7.3f s CPU %7.3f s wall  %s\n", name, cpu, dt, r ? err.message : "rendered");
+    mlstack_template_free_output(out);
+    return dt;
+}
+
+/* {"a": {"k0": 0, ...}, "b": {...}} with n keys each (or one message with n extra keys). */
+static char *many_keys(int n, int as_message) {
+    char *buf = (char *)malloc((size_t)n * 40 + 200), *p = buf;
+    int half, i;
+    p += sprintf(p, as_message ? "[{\"role\": \"user\", \"content\": \"x\"" : "{");
+    for (half = 0; half < (as_message ? 1 : 2); half++) {
+        if (!as_message) p += sprintf(p, "%s\"%c\": {", half ? ", " : "", 'a' + half);
+        for (i = 0; i < n; i++) p += sprintf(p, "%s\"key_%d\": %d", i || as_message ? ", " : "", i, i);
+        if (!as_message) p += sprintf(p, "}");
+    }
+    sprintf(p, as_message ? "}]" : "}");
+    return buf;
+}
+
+typedef struct {
+    int failures_before, ok;
+} stack_job;
+
+/* Deep templates on a thread with a 256 KiB stack: the byte-bounded depth limit must stop them
+   before the stack ends (an AST-level limit let each level's frames overflow small stacks). */
+static void *deep_on_small_stack(void *arg) {
+    stack_job *job = (stack_job *)arg;
+    char *big = (char *)malloc(400000), *p = big;
+    size_t i;
+    p += sprintf(p, "{{ ");
+    for (i = 0; i < 50000; i++) *p++ = '(';
+    *p++ = '1';
+    for (i = 0; i < 50000; i++) *p++ = ')';
+    strcpy(p, " }}");
+    hostile_case("parens_50000_thread256k", big, NULL, NULL, MLSTACK_ERR_LIMIT, "nested");
+    p = big;
+    for (i = 0; i < 20000; i++) p += sprintf(p, "{%% if 1 %%}");
+    hostile_case("ifs_20000_thread256k", big, NULL, NULL, MLSTACK_ERR_LIMIT, "nested");
+    hostile_case("macro_recursion_thread256k", "{% macro f(n) %}{{ f(n + 1) | trim }}{% endmacro %}{{ f(0) }}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, "recursion");
+    hostile_case("caller_recursion_thread256k",
+                 "{% macro f(n) %}{% call f(n + 1) %}{{ caller() }}{% endcall %}{% endmacro %}{{ f(0) }}", NULL, NULL, MLSTACK_ERR_LIMIT,
+                 NULL);
+    free(big);
+    job->ok = 1;
+    return NULL;
+}
+
+static void test_hostile(void) {
+    char *keys;
+    pthread_attr_t attr;
+    pthread_t th;
+    stack_job job;
+    /* repetition of empty values used to loop N times in one step */
+    hostile_case("empty_repeat", "{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 9223372036854775807 * '' }}", NULL,
+                 NULL, MLSTACK_OK, "|[]|");
+    hostile_case("empty_repeat_loop", "{% for i in range(100000) %}{{ '' * 9223372036854775807 }}{% endfor %}x", NULL, NULL, MLSTACK_OK,
+                 "x");
+    /* unique was quadratic in one step */
+    hostile_case("unique_100000", "{{ range(100000) | unique | list | length }}", NULL, NULL, MLSTACK_OK, "100000");
+    hostile_case("unique_loop", "{% for i in range(100000) %}{{ range(100000) | unique | list | length }}{% endfor %}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, "steps");
+    /* substring search was naive: a 200 KB needle in a 400 KB haystack (4e10 byte compares) */
+    hostile_case("search_long_needle",
+                 "{% set h = 'a' * 400000 %}{% set nd = 'a' * 200000 ~ 'b' %}{{ nd in h }} {{ h.count(nd) }} {{ h.find(nd) }} "
+                 "{{ h.rfind(nd) }} {{ h.replace(nd, 'x') | length }} {{ h.split(nd) | length }} {{ h.rsplit(nd) | length }} "
+                 "{{ h | replace(nd, '') | length }}",
+                 NULL, NULL, MLSTACK_OK, "False 0 -1 -1 400000 1 1 400000");
+    hostile_case("search_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{% if 'b' in h %}{% endif %}{% endfor %}", NULL,
+                 NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("length_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h | length }}{% endfor %}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("list_in_loop", "{% set l = range(100000) | list %}{% for i in range(100000) %}{% if -1 in l %}{% endif %}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    /* == on dicts was quadratic; JSON objects with many keys were quadratic to load */
+    keys = many_keys(20000, 0);
+    hostile_case("dict_eq_20000_keys", "{{ a == b }} {{ a | length }} {{ a.key_19999 }}", NULL, keys, MLSTACK_OK, "True 20000 19999");
+    hostile_case("dict_eq_loop", "{% for i in range(100000) %}{% if a == b %}{% endif %}{% endfor %}", NULL, keys, MLSTACK_ERR_LIMIT,
+                 "steps");
+    free(keys);
+    keys = many_keys(100000, 1);
+    hostile_case("message_100000_keys", "{{ messages[0] | length }} {{ messages[0].key_5 }}", keys, NULL, MLSTACK_OK, "100002 5");
+    free(keys);
+    /* the nesting limit is in bytes of stack: a tight max_stack stops nesting well below the level cap */
+    {
+        mlstack_template_options o;
+        char *out, tpl[700];
+        mlstack_error err;
+        int i;
+        memset(&o, 0, sizeof o);
+        o.max_stack = 4096;
+        strcpy(tpl, "{{ ");
+        for (i = 0; i < 250; i++) strcat(tpl, "(");
+        strcat(tpl, "1");
+        for (i = 0; i < 250; i++) strcat(tpl, ")");
+        strcat(tpl, " }}");
+        CHECK(render(tpl, NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT && strstr(err.message, "bytes of C stack") != NULL);
+        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(200) }}", NULL, &o, &out, &err) ==
+                  MLSTACK_ERR_LIMIT &&
+              strstr(err.message, "bytes of C stack") != NULL);
+        o.max_stack = 0;
+        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}x{% endmacro %}{{ f(20) | length }}", NULL, &o, &out, &err) ==
+                  MLSTACK_OK &&
+              strcmp(out, "21") == 0);
+        mlstack_template_free_output(out);
+    }
+    /* recursion is bounded by stack bytes: run on a thread with a small stack */
+    memset(&job, 0, sizeof job);
+    pthread_attr_init(&attr);
+    CHECK(pthread_attr_setstacksize(&attr, 256 << 10) == 0);
+    CHECK(pthread_create(&th, &attr, deep_on_small_stack, &job) == 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    CHECK(job.ok);
+}
+
 static void test_unsupported_and_errors(void) {
-    fails_with("{% call foo() %}x{% endcall %}", MLSTACK_ERR_UNSUPPORTED, "call");
+    fails_with("{% call foo() %}x{% endcall %}", MLSTACK_ERR_INVALID_ARG, "'foo' is undefined");
+    fails_with("{% autoescape true %}x{% endautoescape %}", MLSTACK_ERR_UNSUPPORTED, "autoescape");
     fails_with("{% include 'x.jinja' %}", MLSTACK_ERR_UNSUPPORTED, "include");
     fails_with("{% extends 'x' %}", MLSTACK_ERR_UNSUPPORTED, "extends");
-    fails_with("{{ [3, 1] | sort }}", MLSTACK_ERR_UNSUPPORTED, "sort");
+    fails_with("{{ 'a b' | wordwrap(1) }}", MLSTACK_ERR_UNSUPPORTED, "wordwrap");
+    /* unknown filters and tests fail when reached, not when parsed (jinja2's timing) */
+    renders_as("{% if false %}{{ x | no_such_filter }}{{ x is no_such_test }}{% endif %}ok", NULL, "ok");
+    fails_with("{% if true %}{{ 'x' | no_such_filter }}{% endif %}", MLSTACK_ERR_UNSUPPORTED, "no_such_filter");
     fails_with("{% for x in [1] recursive %}{% endfor %}", MLSTACK_ERR_UNSUPPORTED, "recursive");
-    fails_with("{{ '%s' % 1 }}", MLSTACK_ERR_UNSUPPORTED, "formatting");
+    fails_with("{{ '%*d' % (3, 1) }}", MLSTACK_ERR_UNSUPPORTED, "'*' widths");
     fails_with("{{ '{}'.format(1) }}", MLSTACK_ERR_UNSUPPORTED, "format");
     fails_with("{{ 'x' is no_such_test }}", MLSTACK_ERR_UNSUPPORTED, "no_such_test");
     fails_with("{{ 'ǅ' | upper }}", MLSTACK_ERR_UNSUPPORTED, "case mapping");
@@ -246,6 +486,14 @@ static void test_unsupported_and_errors(void) {
     fails_with("\xff{{ 1 }}", MLSTACK_ERR_FORMAT, "UTF-8");
     fails_with("{{ u.x }}", MLSTACK_ERR_INVALID_ARG, "'u' is undefined");
     renders_as("{{ x }}", "{\"x\": [1, \"a\"]}", "[1, 'a']");
+    { /* a filter block applies its whole chain, however long */
+        char tpl[1024];
+        int i;
+        strcpy(tpl, "{% filter replace('a', 'b')");
+        for (i = 0; i < 40; i++) strcat(tpl, i % 2 ? " | lower" : " | upper");
+        strcat(tpl, " %}aaa{% endfilter %}");
+        renders_as(tpl, NULL, "bbb");
+    }
 }
 
 static void test_api(void) {
@@ -359,8 +607,10 @@ int main(void) {
     static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5", "mistral-7b-v0.1", "smollm2"};
     size_t i;
     test_unit_fixtures();
+    test_shared_templates();
     for (i = 0; i < sizeof families / sizeof families[0]; i++) test_family(families[i]);
     test_limits();
+    test_hostile();
     test_unsupported_and_errors();
     test_api();
     test_folder_files();

@@ -14,7 +14,8 @@
 #   LLAMACPP_SDIST            path to an already downloaded llama_cpp_python-*.tar.gz
 #   LLAMACPP_JOBS             parallel compile jobs (default 2)
 #   LLAMACPP_NATIVE           ON (default: -march=native) or OFF
-#   LLAMACPP_TARGETS          cmake targets (default: llama-bench llama-batched-bench llama-simple)
+#   LLAMACPP_TARGETS          cmake targets (default: llama-bench llama-batched-bench llama-simple;
+#                             llama-server, llama-cli and llama-quantize can be added)
 #   LLAMACPP_REBUILD          1 to rebuild even if the binaries exist
 set -euo pipefail
 
@@ -100,6 +101,9 @@ lcpp="$src/vendor/llama.cpp"
 # 3. configure and build (CPU only, no network features, static libs so the
 #    binaries do not depend on the build tree's shared objects)
 gen=()
+# llama-server only builds with LLAMA_BUILD_SERVER; turn it on when it is asked for
+server=OFF
+case " $targets " in *" llama-server "*) server=ON ;; esac
 command -v ninja >/dev/null && gen=(-G Ninja)
 bld="$dest/cmake-build"
 start=$(date +%s)
@@ -111,7 +115,7 @@ nice -n 10 cmake -S "$lcpp" -B "$bld" "${gen[@]}" \
     -DGGML_BLAS=OFF \
     -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=ON \
-    -DLLAMA_BUILD_SERVER=OFF
+    -DLLAMA_BUILD_SERVER="$server"
 # shellcheck disable=SC2086
 nice -n 10 cmake --build "$bld" --config Release -j "$jobs" --target $targets
 end=$(date +%s)

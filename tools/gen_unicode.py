@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the Unicode tables inside mlstack.h (section 5) from the Unicode Character Database.
+"""Regenerates the Unicode tables inside mlstack.h (its last section, >>unicodetables) from the Unicode Character Database.
 
 Usage: python3 tools/gen_unicode.py [--ucd DIR] [--norm-version 9.0] [--header mlstack.h]
 

@@ -7,6 +7,9 @@ no tokenizer_config.json), it records apply_chat_template(messages, tokenize=Fal
 set of conversations, or the exception transformers raises. It also renders the unit templates
 of unit_cases() through transformers' own jinja environment (the one apply_chat_template uses).
 
+It also renders every template in ../shared/chat-templates/ over shared_conversations() and records
+the length and FNV-1a 64 hash of each output (or the error) in shared_templates.json.
+
 Usage: python3 tools/make_template_fixtures.py [--shared ../shared] [--out tests/fixtures/template]
 """
 import argparse
@@ -287,6 +290,35 @@ def unit_cases():
     add("filter_indent", "[{{ 'a\\nb\\n\\nc' | indent(2) }}] [{{ 'a\\nb' | indent(2, true) }}] [{{ 'a\\n\\nb' | indent(2, blank=true) }}] [{{ 'x\\ny' | indent('> ') }}] [{{ 'a\\n' | indent }}]")
     add("filter_safe_escape", "{{ '<b>' | safe }} {{ '<a href=\"x\">&\\'' | e }} {{ '<x>' | escape }}")
     add("filter_unique_reverse", "{{ ['a', 'A', 'b', 'a'] | unique | list }} {{ ['a', 'A'] | unique(case_sensitive=true) | list }} {{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }}")
+    # builtins added for the real-template corpus (issue 17) and more of jinja2's lists
+    add("filter_dictsort", "{% for k, v in d | dictsort %}{{ k }}={{ v }};{% endfor %} {{ d | dictsort(reverse=true) }} {{ d | dictsort(by='value') }} {{ m | dictsort }} {{ m | dictsort(true) }}",
+        d={"b": 2, "a": 3, "c": 1}, m={"B": 1, "a": 2, "C": 3})
+    add("filter_format", "{{ '%s-%s' | format(1, 'x') }} {{ '%d|%5.2f|%-4s|%04d|%x|%X|%e|%g|%+d|%%' | format(42, 3.14159, 'ab', 7, 255, 255, 12345.678, 0.0001, 5) }} {{ '%(a)s %(b)r' | format(a='A', b='B') }} {{ '%s' | format([1, 'a']) }} {{ '%c%c' | format(65, 'é') }} {{ '%.2s|%5s|%r' | format('héllo', 'ü', 'q') }}")
+    add("percent_operator", "{{ '%s and %s' % ('a', 'b') }} {{ '%d items' % 3 }} {{ '%(x)s' % {'x': 1} }} {{ '%s' % {'k': 1} }} {{ '%.1f%%' % 99.44 }} {{ '%i' % 3.9 }}")
+    add("format_edge_cases", "{{ '%5.1f%%|%-5d|%+.2e|%#x|%o|%r|%s|%s' | format(2.25, 42, -12345.6789, 255, 8, {'a': [1, None]}, none, true) }} {{ '%s|%10.3s|%-6r|%05.1f|% d|%G|%E' | format(1.5e300, 'abcdef', 'q', -2.5, 7, 1e-10, 0.5) }}")
+    add("format_mapping_and_single", "{{ '%(a)s-%(b)05.1f-%(a)r' | format(a='x', b=3.14159) }} {{ '%s' % none }} {{ '%s|%s' % (none, (1, 2)) }} {{ '%s' % ((1, 2),) }} {{ '%c' % 'é' }}")
+    add("sort_mixed_errors_none", "{{ [none, 1] | sort }}")
+    add("dictsort_case_and_value", "{{ {'b': 'Y', 'a': 'x', 'C': 'z'} | dictsort(false, 'value') }} {{ {'b': 'Y', 'a': 'x', 'C': 'z'} | dictsort(true, 'value', true) }}")
+    add("error_format_too_few", "{{ '%s %s' | format(1) }}")
+    add("error_format_too_many", "{{ '%s' % (1, 2) }}")
+    add("error_format_int_of_str", "{{ '%d' % 'x' }}")
+    add("call_block", "{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold {{ name }}{% endcall %}|{% macro each(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}{% endmacro %}{% call(item, i) each(['p', 'q']) %}[{{ i }}:{{ item }}]{% endcall %}", name="N")
+    add("call_block_nested_namespace", "{% macro f(d) %}{% set ns = namespace(s=caller()) %}{{ ns.s | trim }}!{% endmacro %}{% for k in ['x', 'y'] %}{% call f(k) %} {{ k }} {% endcall %}{% endfor %}")
+    add("error_caller_outside_call", "{% macro f() %}{{ caller() }}{% endmacro %}{{ f() }}")
+    add("with_block", "{% set a = 1 %}{% with a = 2, b = a %}{{ a }}{{ b }}{% endwith %}{{ a }}{% with %}{% set c = 3 %}{{ c }}{% endwith %}[{{ c }}]")
+    add("filter_sort", "{{ [3, 1, 2] | sort }} {{ ['b', 'A', 'c'] | sort }} {{ ['b', 'A', 'c'] | sort(case_sensitive=true) }} {{ [3, 1, 2] | sort(reverse=true) }} {{ users | sort(attribute='age') | map(attribute='name') | list }} {{ users | sort(attribute='age,name') | map(attribute='name') | list }}",
+        users=[{"name": "z", "age": 3}, {"name": "y", "age": 1}, {"name": "x", "age": 3}])
+    add("filter_min_max_sum", "{{ [3, 1, 2] | min }} {{ [3, 1, 2] | max }} {{ ['B', 'a'] | min }} {{ users | max(attribute='age') }} {{ [1, 2.5] | sum }} {{ users | sum(attribute='age') }} {{ [] | sum(start=10) }} {{ [] | max }}|",
+        users=[{"name": "z", "age": 3}, {"name": "y", "age": 1}])
+    add("filter_batch_slice", "{{ range(7) | batch(3) | list }} {{ range(7) | batch(3, 'x') | list }} {{ range(7) | slice(3) | list }} {{ range(7) | slice(3, 0) | list }}")
+    add("filter_center_attr", "[{{ 'ab' | center(7) }}][{{ 'abc' | center(8) }}][{{ 'x' | center }}] {{ d | attr('items') is defined }} {{ d | attr('k') is defined }} {% set ns = namespace(v=5) %}{{ ns | attr('v') }}", d={"k": 1})
+    add("filter_unique_hash", "{{ ['a', 'A', 'b', 1, 1.0, true, (1, 2), (1, 2)] | unique | list }} {{ users | unique(attribute='n') | list | length }}",
+        users=[{"n": 1}, {"n": 2}, {"n": 1}])
+    add("tests_filter_test", "{{ 'upper' is filter }} {{ 'nope' is filter }} {{ 'odd' is test }} {{ 'upper' is test }}")
+    add("deferred_unknown_filter_untaken", "{% if false %}{{ x | fromjson }}{{ y is frobnicated }}{% endif %}{% for m in [] %}{{ m | no_such }}{% endfor %}ok")
+    add("error_unknown_filter_reached", "{% if true %}{{ '{}' | fromjson }}{% endif %}")
+    add("error_unhashable_unique", "{{ [[1], [1]] | unique | list }}")
+    add("error_dictsort_list", "{{ [1] | dictsort }}")
     # tests
     add("tests_types", "{{ u is defined }} {{ u is undefined }} {{ none is none }} {{ 'x' is string }} {{ {} is mapping }} {{ [] is iterable }} {{ 'x' is iterable }} {{ [] is sequence }} {{ 1 is number }} {{ 1.5 is number }} {{ 1 is integer }} {{ 1.0 is integer }} {{ 1.5 is float }} {{ true is boolean }} {{ true is true }} {{ false is false }} {{ 1 is true }} {{ u is sequence }} {{ {} is sequence }} {{ 'x' is mapping }}")
     add("tests_compare", "{{ 1 is equalto 1 }} {{ 1 is eq(2) }} {{ 'a' is eq 'a' }} {{ 3 is sameas 3 }} {{ none is sameas none }} {{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 2 is in [1, 2] }} {{ 'x' is not in 'abc' }} {{ 1 is not none }} {{ 5 is gt 3 }} {{ 2 is le 1 }} {{ 'abc' is lower }} {{ 'ABC' is upper }}")
@@ -328,14 +360,137 @@ def unit_cases():
     return U
 
 
+# ---- every template in ../shared/chat-templates/ over shared_conversations() ----
+def shared_conversations():
+    """Conversations for the real-template corpus: (name, messages, add_generation_prompt, tools)."""
+    sys_msg = {"role": "system", "content": "You are a helpful assistant."}
+    u1 = {"role": "user", "content": "Hello! Who are you?"}
+    a1 = {"role": "assistant", "content": "I am an assistant. How can I help?"}
+    u2 = {"role": "user", "content": "What is 2 + 2?"}
+    a2 = {"role": "assistant", "content": "2 + 2 = 4."}
+    uni_u = {"role": "user", "content": "Grüße aus Zürich! 日本語 مرحبا 👋🏽 — “quotes” é\n\tsecond line"}
+    uni_a = {"role": "assistant", "content": "Ça va ? ✓ ½ 👨‍👩‍👧"}
+    call_w = {"id": "call_abc123", "type": "function",
+              "function": {"name": "get_weather", "arguments": {"city": "Zürich", "unit": "celsius"}}}
+    call_a = {"id": "call_def456", "type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3.5}}}
+    call_noid = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    call_str = {"id": "call_str789", "type": "function",
+                "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}
+    c = []
+    c.append(("system_user_gen", [sys_msg, u1], True, None))
+    c.append(("system_user_nogen", [sys_msg, u1], False, None))
+    c.append(("user_only_gen", [u1], True, None))
+    c.append(("multi_turn_gen", [sys_msg, u1, a1, u2], True, None))
+    c.append(("assistant_last", [sys_msg, u1, a1, u2, a2], False, None))
+    c.append(("unicode", [uni_u, uni_a, {"role": "user", "content": "¿Y ahora? 🙂"}], True, None))
+    c.append(("tools_system_user", [sys_msg, u1], True, TOOLS))
+    c.append(("tools_user_only", [{"role": "user", "content": "Weather in Paris?"}], True, TOOLS))
+    c.append(("tool_call_ids_result", [
+        sys_msg, {"role": "user", "content": "Weather in Zürich?"},
+        {"role": "assistant", "content": "", "tool_calls": [call_w]},
+        {"role": "tool", "tool_call_id": "call_abc123", "name": "get_weather", "content": "{\"temp\": 21, \"sky\": \"clear\"}"},
+        {"role": "assistant", "content": "It is 21 °C and clear in Zürich."}], False, TOOLS))
+    c.append(("tool_call_no_id_gen", [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call_noid]},
+        {"role": "tool", "name": "get_weather", "content": "18"}], True, TOOLS))
+    c.append(("parallel_tool_calls", [
+        {"role": "user", "content": "Weather in Zürich and 2 + 3.5?"},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [call_w, call_a]},
+        {"role": "tool", "tool_call_id": "call_abc123", "name": "get_weather", "content": "21"},
+        {"role": "tool", "tool_call_id": "call_def456", "name": "add", "content": "5.5"}], True, TOOLS))
+    c.append(("tool_call_string_args_no_tools", [
+        {"role": "user", "content": "Add 1 and 2"},
+        {"role": "assistant", "content": "", "tool_calls": [call_str]},
+        {"role": "tool", "tool_call_id": "call_str789", "content": "3"},
+        {"role": "assistant", "content": "The sum is 3."}], False, None))
+    c.append(("reasoning_content_multi", [
+        sys_msg, u2, {"role": "assistant", "reasoning_content": "Two plus two is four.", "content": "4"},
+        {"role": "user", "content": "And 3 + 3?"}], True, None))
+    c.append(("thinking_assistant_last", [
+        u2, {"role": "assistant", "thinking": "Simple sum.", "content": "4"}], False, None))
+    c.append(("reasoning_with_tool_call", [
+        {"role": "user", "content": "Weather in Zürich?"},
+        {"role": "assistant", "reasoning": "I should call the weather tool.", "content": "", "tool_calls": [call_w]},
+        {"role": "tool", "tool_call_id": "call_abc123", "content": "21"},
+        {"role": "assistant", "reasoning_content": "Now answer.", "content": "21 °C."}], False, TOOLS))
+    c.append(("empty_and_whitespace", [{"role": "system", "content": "  padded  \n"}, {"role": "user", "content": ""}], True, None))
+    return c
+
+
+SHARED_KWARGS = {"bos_token": "<s>", "eos_token": "</s>"}
+FIXED_NOW = 1705320000  # 2024-01-15 12:00 UTC: the same date in every timezone from UTC-11 to UTC+11
+
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def record_shared_templates(shared, out_dir, dump_dir=None):
+    """Renders every ../shared/chat-templates/*.jinja over shared_conversations() with apply_chat_template
+    of a real tokenizer object (gpt2's files; bos/eos given as kwargs) and records length and FNV-1a 64 hash of
+    each output (the outputs themselves are large; --dump writes them out for inspection)."""
+    import datetime as _dt
+    import transformers.utils.chat_template_utils as ctu
+
+    class FixedDatetime(_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return _dt.datetime.fromtimestamp(FIXED_NOW, tz)
+
+    ctu.datetime = FixedDatetime  # strftime_now reads the clock through this name
+    tok = AutoTokenizer.from_pretrained(os.path.join(shared, "tokenizers", "gpt2"))
+    template_kwargs = dict(tok.special_tokens_map)
+    template_kwargs.update(SHARED_KWARGS)
+    tdir = os.path.join(shared, "chat-templates")
+    names = sorted(f for f in os.listdir(tdir) if f.endswith(".jinja"))
+    convs = shared_conversations()
+    cases = [{"name": n, "messages_json": dumps(m), "add_generation_prompt": agp,
+              "tools_json": dumps(t) if t is not None else None} for n, m, agp, t in convs]
+    results = []
+    for fname in names:
+        with open(os.path.join(tdir, fname), "rb") as f:
+            template = f.read().decode("utf-8")
+        row = {"template": fname, "outputs": []}
+        for (cname, msgs, agp, tools) in convs:
+            try:
+                text = tok.apply_chat_template(json.loads(dumps(msgs)), tools=tools, tokenize=False,
+                                               add_generation_prompt=agp, chat_template=template, **SHARED_KWARGS)
+                data = text.encode("utf-8")
+                row["outputs"].append({"len": len(data), "fnv1a64": fnv1a64(data)})
+                if dump_dir:
+                    os.makedirs(dump_dir, exist_ok=True)
+                    with open(os.path.join(dump_dir, f"{fname}.{cname}.txt"), "wb") as f:
+                        f.write(data)
+            except Exception as e:  # noqa: BLE001 - we record whatever transformers raises
+                row["outputs"].append({"error": err_text(e)[:300]})
+        results.append(row)
+        print(f"  {fname}: {sum('len' in o for o in row['outputs'])} rendered, "
+              f"{sum('error' in o for o in row['outputs'])} errors")
+    return {"note": "outputs[i] belongs to cases[i]; len and fnv1a64 of the UTF-8 output, or transformers' error",
+            "template_kwargs_json": dumps(template_kwargs), "now_unix": FIXED_NOW,
+            "cases": cases, "templates": results}
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "fixtures", "template"))
+    ap.add_argument("--dump", help="also write every rendered output of the shared templates into this folder")
+    ap.add_argument("--only-shared", action="store_true", help="record only shared_templates.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     meta = {"transformers": transformers.__version__, "jinja2": jinja2.__version__}
+    rec = record_shared_templates(args.shared, args.out, args.dump)
+    with open(os.path.join(args.out, "shared_templates.json"), "w", encoding="utf-8") as f:
+        json.dump(dict(meta, **rec), f, ensure_ascii=False, indent=0)
+        f.write("\n")
+    if args.only_shared:
+        return 0
     for family, source, kwargs in FAMILIES:
         rec = record_family(args.shared, args.out, family, source, kwargs)
         rec.update(meta)

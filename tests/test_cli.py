@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""The mlstack command-line tool as a user meets it: --help on every command, errors, `run` from
+stdin with --chat and --json, piped `chat`, and the interactive `chat` driven through a
+pseudo-terminal (two turns, /stats, history, multi-line input, /save and /load, Ctrl-C during
+an answer, Ctrl-D). Uses a tiny random-weight model with SmolLM2's tokenizer and template.
+
+    tests/test_cli.py [--mlstack build/mlstack]
+
+Ends with "N passed, N failed[, N skipped]"."""
+import argparse
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_testlib import ROOT, SMOLLM2, Checks, tiny_model  # noqa: E402
+
+T = Checks()
+COMMANDS = ["run", "chat", "serve", "bench", "eval", "info", "tokenize", "template", "kl", "quantize"]
+
+
+class Pty:
+    """A child on a pseudo-terminal; expect() waits for a regex in what it writes."""
+
+    def __init__(self, argv):
+        self.master, slave = pty.openpty()
+        env = dict(os.environ, TERM="xterm")
+        # a session of its own with the pty as controlling terminal, so that ^C is a SIGINT
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
+                                     start_new_session=True,
+                                     preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        os.close(slave)
+        self.buf = ""
+        self.pos = 0
+
+    def send(self, s):
+        os.write(self.master, s.encode())
+
+    def expect(self, pattern, timeout=60):
+        rx = re.compile(pattern)
+        deadline = time.time() + timeout
+        while True:
+            m = rx.search(self.buf, self.pos)
+            if m:
+                self.pos = m.end()
+                return m
+            left = deadline - time.time()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if r:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:
+                    data = b""
+                if not data and self.proc.poll() is not None:
+                    return None
+                self.buf += data.decode("utf-8", "replace")
+
+    def wait(self, timeout=30):
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return "timeout"
+        finally:
+            try:
+                os.close(self.master)
+            except OSError:
+                pass
+
+
+def run(exe, *args, stdin=None, timeout=120):
+    return subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
+    exe = ap.parse_args().mlstack
+
+    # ---- help and errors ----
+    for cmd in COMMANDS:
+        r = run(exe, cmd, "--help")
+        T.check(r.returncode == 0 and r.stdout.startswith("usage: mlstack " + cmd), f"mlstack {cmd} --help", r.stdout[:80])
+    r = run(exe, "--help")
+    T.check(r.returncode == 0 and all(c in r.stdout for c in COMMANDS), "mlstack --help lists every command")
+    r = run(exe, "frobnicate")
+    T.check(r.returncode == 2 and "mlstack --help" in r.stderr, "unknown command: exit 2, says what to do", r.stderr)
+    r = run(exe, "run", "--bogus")
+    T.check(r.returncode == 2 and "mlstack run --help" in r.stderr, "unknown option: exit 2, says what to do", r.stderr)
+    r = run(exe, "run", "-m", "/nonexistent/model", "-p", "x")
+    T.check(r.returncode == 1 and r.stderr.startswith("mlstack: ") and "/nonexistent/model" in r.stderr,
+            "missing model folder: exit 1 naming it", r.stderr)
+
+    if not os.path.exists(os.path.join(SMOLLM2, "tokenizer.json")):
+        T.skip("chat and run tests", f"{SMOLLM2} is missing (make model)")
+        T.finish()
+    tmp = tempfile.mkdtemp(prefix="mlstack-cli-")
+    try:
+        tiny = tiny_model(os.path.join(tmp, "tiny"))
+
+        # ---- run: prompt on stdin, --json, --chat ----
+        r = run(exe, "run", "-m", tiny, "-n", "5", "--json", stdin="Once upon a time\n")
+        try:
+            j = json.loads(r.stdout)
+        except ValueError:
+            j = {}
+        T.check(r.returncode == 0 and j.get("completion_tokens") == 5 and len(j.get("ids", [])) == 5
+                and j.get("finish_reason") == "length" and j.get("prompt_tokens") == 4 and "decode_tps" in j,
+                "run: prompt from stdin, --json result", r.stdout + r.stderr)
+        r2 = run(exe, "run", "-m", tiny, "-n", "5", "--json", "-p", "Once upon a time")
+        T.check(r2.returncode == 0 and json.loads(r2.stdout)["ids"] == j.get("ids"), "stdin prompt == -p prompt (newline dropped)")
+        r = run(exe, "run", "-m", tiny, "-n", "3", "--chat", "--json", "--system", "Be brief.", "-p", "Hi")
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
+
+        # ---- chat with piped stdin: one turn per line, commands work ----
+        r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
+        turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)
+        T.check(r.returncode == 0 and len(turns) == 2 and int(turns[1][1]) > 0 and "reused from the cache (" in r.stdout,
+                "piped chat: two turns, the second reuses the first, /stats", r.stdout + r.stderr)
+
+        # ---- interactive chat on a terminal ----
+        save = os.path.join(tmp, "conv.json")
+        p = Pty([exe, "chat", "-m", tiny, "-n", "6", "--system", "You are terse."])
+        T.check(p.expect(r"> ") is not None, "chat shows a prompt on a terminal", p.buf[-300:])
+        p.send("hello\r")
+        m1 = p.expect(r"\[(\d+) prompt tokens, (\d+) reused from the cache, 6 generated")
+        T.check(m1 is not None and p.expect(r"> ") is not None, "first turn answered", p.buf[-300:])
+        p.send("tell me more\r")
+        m2 = p.expect(r"\[(\d+) prompt tokens, (\d+) reused from the cache")
+        T.check(m2 is not None and int(m2.group(2)) > 0 and int(m2.group(1)) > int(m1.group(1)),
+                "second turn reuses the first turn's KV", p.buf[-300:])
+        p.expect(r"> ")
+        p.send("/stats\r")
+        ms = p.expect(r"session\s+prompt tokens (\d+): (\d+) computed, (\d+) reused from the cache")
+        T.check(ms is not None and int(ms.group(3)) > 0 and int(ms.group(2)) + int(ms.group(3)) == int(ms.group(1)),
+                "/stats: computed vs reused prompt tokens", p.buf[-400:])
+        T.check(p.expect(r"decode [0-9.]+ tokens/s") is not None, "/stats: decode speed", p.buf[-300:])
+        p.expect(r"> ")
+        p.send("\x1b[A")  # up: /stats
+        p.send("\x1b[A")  # up again: "tell me more"
+        T.check(p.expect(r"tell me more") is not None, "history: up arrow recalls earlier lines", p.buf[-200:])
+        p.send("\x15")  # Ctrl-U clears it
+        p.send("line one\\\r")
+        T.check(p.expect(r"\. ") is not None, "a trailing backslash continues the message", p.buf[-100:])
+        p.send("line two\r")
+        p.expect(r"reused from the cache")
+        p.expect(r"> ")
+        p.send(f"/save {save}\r")
+        p.expect(r"saved \d+ messages")
+        try:
+            conv = json.load(open(save))
+        except (OSError, ValueError):
+            conv = []
+        T.check(len(conv) == 7 and conv[0] == {"role": "system", "content": "You are terse."}
+                and conv[5] == {"role": "user", "content": "line one\nline two"},
+                "/save writes the conversation with the multi-line message", conv)
+        p.expect(r"> ")
+        p.send("\x04")  # Ctrl-D on an empty line
+        T.check(p.wait() == 0, "Ctrl-D quits with exit 0", p.buf[-200:])
+
+        # Ctrl-C stops a long answer and keeps the chat; /load, /reset, /help
+        p = Pty([exe, "chat", "-m", tiny])
+        p.expect(r"> ")
+        p.send(f"/load {save}\r")
+        T.check(p.expect(r"loaded 7 messages") is not None, "/load reads a saved conversation", p.buf[-200:])
+        p.expect(r"> ")
+        p.send("write forever\r")
+        p.expect(r"write forever[^\n]*\n(?s:.{24})")  # the answer has begun
+        p.send("\x03")
+        mc = p.expect(r"(\d+) generated, [0-9.]+ tokens/s; stopped\]", timeout=60)
+        T.check(mc is not None and int(mc.group(1)) < 4000, "Ctrl-C stops the answer", p.buf[-300:])
+        T.check(p.expect(r"> ") is not None and p.proc.poll() is None, "the chat goes on after Ctrl-C")
+        p.send("/help\r")
+        T.check(p.expect(r"/reset") is not None, "/help lists the commands")
+        p.send("/reset\r")
+        T.check(p.expect(r"conversation cleared") is not None, "/reset")
+        p.send("\x03")  # on an empty line: nothing happens
+        p.expect(r"> ")
+        p.send("/quit\r")
+        T.check(p.wait() == 0, "/quit exits 0", p.buf[-200:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()

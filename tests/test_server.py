@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""mlstack serve against real clients: curl and raw sockets for HTTP, abuse and limits (on a tiny
+random-weight model with SmolLM2's tokenizer, fast enough under ASan), and the official openai
+Python package on the real SmolLM2-135M-Instruct (plain build only).
+
+    tests/test_server.py [--mlstack build/mlstack] [--asan]
+
+--asan: the binary is a sanitizer build; run the HTTP/abuse part only and require a clean exit
+(no sanitizer report, no leak) after SIGTERM. Ends with "N passed, N failed[, N skipped]"."""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_testlib import ROOT, SMOLLM2, Checks, Server, metrics, sanitizer_errors, tiny_model  # noqa: E402
+
+T = Checks()
+
+
+def raw(port, data, read_timeout=30, shut=False):
+    """Sends bytes, returns everything the server answers until it closes or goes quiet."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=read_timeout)
+    try:
+        s.sendall(data)
+        if shut:
+            s.shutdown(socket.SHUT_WR)
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            out += b
+            if b"\r\n\r\n" in out and not shut:
+                head, _, body = out.partition(b"\r\n\r\n")
+                m = re.search(rb"Content-Length: (\d+)", head)
+                if m and len(body) >= int(m.group(1)):
+                    break
+        return out
+    finally:
+        s.close()
+
+
+def post(port, path, body, headers=""):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{headers}"
+           f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
+    return parse(raw(port, req))
+
+
+def parse(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    m = re.match(rb"HTTP/1\.1 (\d+)", head)
+    code = int(m.group(1)) if m else 0
+    try:
+        j = json.loads(body)
+    except Exception:
+        j = None
+    return code, j, body
+
+
+def is_openai_error(j, param=None):
+    if not isinstance(j, dict) or set(j) != {"error"}:
+        return False
+    e = j["error"]
+    ok = isinstance(e, dict) and isinstance(e.get("message"), str) and isinstance(e.get("type"), str) \
+        and "param" in e and "code" in e
+    return ok and (param is None or e["param"] == param)
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def chat_body(model, text="Hello", **kw):
+    b = {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": 4, "temperature": 0}
+    b.update(kw)
+    return b
+
+
+def http_part(exe, model_dir, asan):
+    model = os.path.basename(model_dir)
+    srv = Server(exe, model_dir, "--timeout", "2", "--parallel", "8", "-t", "2")
+    port = srv.port
+    try:
+        rss0 = rss_kib(srv.proc.pid)
+        # ---- curl: plain requests, keep-alive, SSE ----
+        if shutil.which("curl"):
+            r = subprocess.run(["curl", "-sv", srv.base + "/health", srv.base + "/v1/models"], capture_output=True, text=True)
+            T.check('"status":"ok"' in r.stdout and '"object":"list"' in r.stdout, "curl /health and /v1/models", r.stdout)
+            T.check(re.search(r"[Rr]e-?using existing connection", r.stderr) is not None, "curl reuses the keep-alive connection",
+                    r.stderr[-400:])
+            r = subprocess.run(["curl", "-sN", srv.base + "/v1/chat/completions", "-H", "Content-Type: application/json",
+                                "-d", json.dumps(chat_body(model, stream=True, max_tokens=6))], capture_output=True, text=True)
+            events = [l for l in r.stdout.split("\n") if l.startswith("data: ")]
+            T.check(len(events) >= 3 and events[-1] == "data: [DONE]" and r.stdout.endswith("data: [DONE]\n\n"),
+                    "curl SSE stream ends with data: [DONE]", r.stdout[-300:])
+            first = json.loads(events[0][6:]) if events else {}
+            T.check(first.get("object") == "chat.completion.chunk" and first["choices"][0]["delta"].get("role") == "assistant",
+                    "first SSE chunk carries the assistant role", str(first)[:200])
+            big = {"model": model, "messages": [{"role": "user", "content": "x" * 2000}], "max_tokens": 2}
+            r = subprocess.run(["curl", "-s", "-w", "%{http_code}", srv.base + "/v1/chat/completions", "-d", json.dumps(big)],
+                               capture_output=True, text=True)  # a body > 1 KiB: curl sends Expect: 100-continue
+            T.check(r.stdout.endswith("200") and '"chat.completion"' in r.stdout, "curl with Expect: 100-continue", r.stdout[-200:])
+        else:
+            T.skip("curl tests", "curl not installed")
+
+        # ---- requests that must be refused with OpenAI's error shape ----
+        code, j, _ = post(port, "/v1/chat/completions", b"{not json")
+        T.check(code == 400 and is_openai_error(j) and j["error"]["type"] == "invalid_request_error", "invalid JSON -> 400", j)
+        for field, value in (("max_tokens", "ten"), ("temperature", "hot"), ("messages", "hi"), ("stream", "yes"),
+                             ("stop", 5), ("seed", 1.5), ("top_p", 7), ("messages", [{"role": 3, "content": "x"}]),
+                             ("messages", [{"role": "user", "content": [{"type": "image_url"}]}])):
+            b = chat_body(model)
+            b[field] = value
+            code, j, _ = post(port, "/v1/chat/completions", b)
+            T.check(code == 400 and is_openai_error(j, field), f"wrong type/value for {field} -> 400 naming it", j)
+        code, j, _ = post(port, "/v1/chat/completions", chat_body("no-such-model"))
+        T.check(code == 404 and is_openai_error(j, "model") and j["error"]["code"] == "model_not_found", "unknown model -> 404", j)
+        b = chat_body(model)
+        del b["model"]
+        code, j, _ = post(port, "/v1/chat/completions", b)
+        T.check(code == 400 and is_openai_error(j, "model"), "missing model -> 400", j)
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, messages=[]))
+        T.check(code == 400 and is_openai_error(j, "messages"), "empty messages -> 400", j)
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=2))
+        T.check(code == 400 and is_openai_error(j, "n"), "n = 2 -> 400", j)
+        code, j, _ = post(port, "/v1/chat/completions", b"[1, 2]")
+        T.check(code == 400 and is_openai_error(j), "a body that is not an object -> 400", j)
+        code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x " * 5000, "max_tokens": 4})
+        T.check(code == 400 and is_openai_error(j) and j["error"]["code"] == "context_length_exceeded",
+                "prompt longer than the context -> 400 context_length_exceeded", j)
+        code, j, _ = parse(raw(port, b"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 405 and is_openai_error(j), "GET on a POST endpoint -> 405", j)
+        code, j, _ = parse(raw(port, b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 404 and is_openai_error(j), "unknown path -> 404", j)
+        code, j, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 411, "POST without Content-Length -> 411", code)
+        code, j, _ = parse(raw(port, b"garbage\r\n\r\n"))
+        T.check(code == 400, "malformed request line -> 400", code)
+
+        # ---- completions endpoint: text, ids, legacy logprobs ----
+        code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "Once upon", "max_tokens": 5, "temperature": 0,
+                                                    "logprobs": 2})
+        ok = code == 200 and j["object"] == "text_completion" and j["usage"]["completion_tokens"] == 5
+        lp = j["choices"][0]["logprobs"] if ok else None
+        T.check(ok and len(lp["tokens"]) == 5 and all(len(t) == 2 for t in lp["top_logprobs"])
+                and all(a <= 0 for a in lp["token_logprobs"]), "/v1/completions with legacy logprobs", j)
+        code, j2, _ = post(port, "/v1/completions", {"model": model, "prompt": [9690, 2115], "max_tokens": 3, "temperature": 0})
+        T.check(code == 200 and j2["usage"]["prompt_tokens"] == 2, "/v1/completions with token ids", j2)
+
+        # ---- a 10 MB body, a header flood ----
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
+        try:
+            for _ in range(40):
+                s.sendall(b"x" * 262144)
+        except OSError:
+            pass
+        code, j, _ = parse(s.recv(65536))
+        s.close()
+        T.check(code == 413 and is_openai_error(j), "10 MB body -> 413", code)
+        flood = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-Flood: aaaaaaaaaaaaaaaa\r\n" * 5000 + b"\r\n"
+        try:
+            resp = raw(port, flood)
+        except OSError as e:
+            resp = b""
+            T.check(False, "header flood", e)
+        T.check(parse(resp)[0] == 431, "header flood -> 431", resp[:80])
+        many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"A: b\r\n" * 150 + b"\r\n"
+        T.check(parse(raw(port, many))[0] == 431, "150 headers -> 431")
+
+        # ---- slowloris: slow clients time out, others are served meanwhile ----
+        slow = []
+        for _ in range(20):
+            c = socket.create_connection(("127.0.0.1", port), timeout=10)
+            c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+            slow.append(c)
+        t0 = time.time()
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
+        T.check(code == 200 and time.time() - t0 < 20, "served while 20 slowloris clients hang", code)
+        answers = []
+        for c in slow:
+            try:
+                c.sendall(b"X-Slow: 1\r\n")
+                time.sleep(0.05)
+            except OSError:
+                pass
+        time.sleep(3)  # past --timeout 2 from their first byte
+        for c in slow:
+            try:
+                answers.append(parse(c.recv(4096))[0])
+            except OSError:
+                answers.append(-1)
+            c.close()
+        T.check(all(a in (408, 0) for a in answers) and answers.count(408) >= 15, "slowloris clients get 408", answers)
+
+        # ---- a client that disconnects mid-stream: cancelled, pages back ----
+        m0 = metrics(srv.base)
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        body = json.dumps(chat_body(model, "Tell me a long story", stream=True, max_tokens=3500)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        got = b""
+        while got.count(b"data: ") < 4:
+            got += s.recv(65536)
+        s.close()
+        ok = False
+        for _ in range(100):
+            m = metrics(srv.base)
+            if (m["mlstack_requests_cancelled_total"] > m0["mlstack_requests_cancelled_total"]
+                    and m["mlstack_requests_running"] == 0 and m["mlstack_kv_pages_used"] == m["mlstack_kv_pages_cached"]):
+                ok = True
+                break
+            time.sleep(0.1)
+        T.check(ok, "disconnect mid-stream cancels the request and returns its pages (/metrics)",
+                {k: v for k, v in m.items() if "cancel" in k or "kv_pages" in k or "running" in k})
+        T.check(m["mlstack_completion_tokens_total"] - m0["mlstack_completion_tokens_total"] < 3500,
+                "the cancelled request stopped early", m["mlstack_completion_tokens_total"])
+
+        # ---- 200 connections at once ----
+        def one(i):
+            try:
+                if i % 4 == 0:
+                    c, jj, _ = post(port, "/v1/chat/completions", chat_body(model, f"hi {i}", max_tokens=2))
+                    return c == 200 and jj["usage"]["completion_tokens"] == 2
+                return parse(raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))[0] == 200
+            except Exception:
+                return False
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(200)]  # 200 idle, held open
+        with cf.ThreadPoolExecutor(64) as ex:
+            res = list(ex.map(one, range(200)))
+        for c in socks:
+            c.close()
+        T.check(sum(res) == 200, "200 requests on top of 200 open connections all answered", f"{sum(res)} of 200")
+        m = metrics(srv.base)
+        T.check(m["mlstack_connections_rejected_total"] == 0, "no connection refused under --max-conns", m)
+        rss1 = rss_kib(srv.proc.pid)
+        T.check(rss1 - rss0 < 300 * 1024, "memory stays bounded through the abuse", f"RSS {rss0} -> {rss1} KiB")
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
+        T.check(code == 200 and j["choices"][0]["finish_reason"] in ("length", "stop"), "still serving after the abuse", j)
+        T.check(all(k in m for k in ("mlstack_time_to_first_token_seconds_count", "mlstack_inter_token_seconds_count",
+                                     "mlstack_requests_queued", "mlstack_prompt_tokens_cached_total",
+                                     "mlstack_completion_tokens_total", "mlstack_kv_pages_cached")),
+                "/metrics has the Prometheus series", sorted(m)[:10])
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0, "server exits 0 on SIGTERM", rc)
+    errs = sanitizer_errors(out)
+    T.check(not errs, "no sanitizer report or leak" if asan else "no sanitizer report", "\n".join(errs[:20]) or out[-2000:])
+
+    # ---- --api-key ----
+    srv = Server(exe, model_dir, "--api-key", "sekret", "--quiet", "-t", "2")
+    try:
+        code, j, _ = post(srv.port, "/v1/chat/completions", chat_body(model))
+        T.check(code == 401 and is_openai_error(j) and j["error"]["code"] == "invalid_api_key", "no API key -> 401", j)
+        code, j, _ = post(srv.port, "/v1/chat/completions", chat_body(model), "Authorization: Bearer wrong\r\n")
+        T.check(code == 401, "wrong API key -> 401", code)
+        code, j, _ = post(srv.port, "/v1/chat/completions", chat_body(model), "Authorization: Bearer sekret\r\n")
+        T.check(code == 200, "right API key -> 200", j)
+        code, _, _ = parse(raw(srv.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 401, "/v1/models needs the key too", code)
+        code, _, _ = parse(raw(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 200, "/health stays open", code)
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0 and not sanitizer_errors(out), "the --api-key server exits cleanly", out[-1000:])
+
+
+def openai_part(exe):
+    try:
+        import openai
+    except ImportError:
+        T.skip("openai client tests", "the openai package is not installed (pip install openai)")
+        return
+    if not os.path.exists(os.path.join(SMOLLM2, "model.safetensors")):
+        T.skip("openai client tests", f"{SMOLLM2} is missing (make model)")
+        return
+    model = os.path.basename(SMOLLM2)
+    srv = Server(exe, SMOLLM2, "--parallel", "16", "--quiet")
+    try:
+        client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0, timeout=300)
+        T.check([m.id for m in client.models.list().data] == [model], "models.list")
+
+        msgs = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "What is the capital of France?"}]
+        r = client.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0)
+        text = r.choices[0].message.content
+        T.check("Paris" in text and r.choices[0].finish_reason in ("stop", "length") and r.object == "chat.completion",
+                "chat completion answers", text)
+        u = r.usage
+        T.check(u.prompt_tokens > 10 and u.completion_tokens > 0 and u.total_tokens == u.prompt_tokens + u.completion_tokens,
+                "usage counts", u)
+
+        # the same request streamed gives the same text
+        chunks = list(client.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0, stream=True,
+                                                     stream_options={"include_usage": True}))
+        streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        T.check(streamed == text, "streamed text equals the non-streamed text", (streamed, text))
+        T.check(chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == u.completion_tokens
+                and chunks[-1].usage.prompt_tokens_details.cached_tokens > 0,
+                "stream_options.include_usage: a last chunk with usage (prompt from the cache)", chunks[-1])
+
+        # a second turn reuses the first turn's KV
+        turn2 = msgs + [{"role": "assistant", "content": text}, {"role": "user", "content": "And of Italy?"}]
+        r2 = client.chat.completions.create(model=model, messages=turn2, max_tokens=16, temperature=0)
+        cached = r2.usage.prompt_tokens_details.cached_tokens
+        T.check(u.prompt_tokens - 16 <= cached < r2.usage.prompt_tokens and cached % 16 == 0,
+                "second turn: cached_tokens covers the first turn (whole pages)", (cached, u.prompt_tokens, r2.usage))
+
+        # stop strings: the greedy text up to the stop string, finish_reason stop
+        probe = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Count from 1 to 20."}],
+                                               max_tokens=40, temperature=0).choices[0].message.content
+        words = probe.split()
+        if len(words) >= 6:
+            stop = words[4]
+            cut = probe[:probe.index(stop)]
+            r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Count from 1 to 20."}],
+                                               max_tokens=40, temperature=0, stop=[stop, "zzzz"])
+            T.check(r.choices[0].message.content == cut and r.choices[0].finish_reason == "stop",
+                    "stop string cuts the text there", (stop, r.choices[0].message.content, cut))
+        else:
+            T.check(False, "stop-string probe produced too little text", probe)
+
+        # seeds: same seed, same sample; another seed differs
+        def sample(seed):
+            return client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Write a poem."}],
+                                                  max_tokens=16, temperature=1.0, seed=seed).choices[0].message.content
+        a, b = sample(1234), sample(1234)
+        others = [sample(s) for s in (1, 2)]
+        T.check(a == b, "same seed reproduces the sample", (a, b))
+        T.check(any(o != a for o in others), "other seeds give other samples", others)
+
+        # logprobs: greedy picks the top entry; the first position agrees with `mlstack eval`
+        q = [{"role": "user", "content": "Name a fruit."}]
+        r = client.chat.completions.create(model=model, messages=q, max_tokens=6, temperature=0, logprobs=True, top_logprobs=5)
+        content = r.choices[0].logprobs.content
+        T.check(len(content) == r.usage.completion_tokens and all(len(c.top_logprobs) == 5 for c in content),
+                "logprobs: one entry per token with 5 alternatives", len(content))
+        T.check(all(abs(c.logprob - c.top_logprobs[0].logprob) < 1e-5 for c in content)
+                and all(c.top_logprobs[i].logprob >= c.top_logprobs[i + 1].logprob for c in content for i in range(4)),
+                "logprobs: greedy tokens are the top alternative, alternatives sorted", content[0])
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(q, f)
+        rendered = subprocess.run([exe, "template", "-m", SMOLLM2, "--messages", f.name, "--add-generation-prompt"],
+                                  capture_output=True).stdout
+        os.unlink(f.name)
+        with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+            f.write(rendered)
+        ids = subprocess.run([exe, "tokenize", "-m", SMOLLM2, "--ids-only", "--no-special", "-f", f.name],
+                             capture_output=True, text=True).stdout.split()
+        os.unlink(f.name)
+        ev = subprocess.run([exe, "eval", "-m", SMOLLM2, "--ids", ",".join(ids)], capture_output=True, text=True).stdout
+        import math
+        logits = [float(x) for x in ev.split()]
+        mx = max(logits)
+        lse = mx + math.log(sum(math.exp(x - mx) for x in logits))
+        want = sorted((x - lse for x in logits), reverse=True)[:5]
+        got = [t.logprob for t in content[0].top_logprobs]
+        T.check(len(ids) == r.usage.prompt_tokens and all(abs(a - b) < 0.02 for a, b in zip(got, want)),
+                "first-token logprobs match mlstack eval's log-softmax", (got, want))
+
+        # 16 concurrent streams, each equal to the same request run alone
+        reqs = [dict(messages=[{"role": "user", "content": f"Tell me one fact about the number {i}."}], max_tokens=12,
+                     temperature=0.0 if i % 2 else 0.8, seed=i) for i in range(8)]
+
+        def run(kw):
+            out = []
+            for c in client.chat.completions.create(model=model, stream=True, **kw):
+                if c.choices and c.choices[0].delta.content:
+                    out.append(c.choices[0].delta.content)
+            return "".join(out)
+        alone = [run(k) for k in reqs]
+        with cf.ThreadPoolExecutor(16) as ex:
+            together = list(ex.map(run, reqs + reqs))
+        T.check(together == alone + alone, "16 concurrent streams equal the same requests run alone",
+                [(a, b) for a, b in zip(alone + alone, together) if a != b][:3])
+        m = metrics(srv.base)
+        T.check(m["mlstack_prompt_tokens_cached_total"] > 0 and m["mlstack_time_to_first_token_seconds_count"] >= 16,
+                "metrics count cached prompt tokens and first tokens", m.get("mlstack_prompt_tokens_cached_total"))
+
+        # errors through the client raise its typed exceptions
+        try:
+            client.chat.completions.create(model="nope", messages=msgs, max_tokens=2)
+            T.check(False, "unknown model raises NotFoundError")
+        except openai.NotFoundError as e:
+            T.check(e.status_code == 404, "unknown model raises NotFoundError", e)
+        try:
+            client.chat.completions.create(model=model, messages=msgs, max_tokens=2, n=3)
+            T.check(False, "n = 3 raises BadRequestError")
+        except openai.BadRequestError as e:
+            T.check(e.status_code == 400, "n = 3 raises BadRequestError", e)
+        r = client.completions.create(model=model, prompt="The three primary colors are", max_tokens=8, temperature=0)
+        T.check(r.choices[0].text and r.usage.completion_tokens == 8, "completions.create", r)
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0, "SmolLM2 server exits 0 on SIGTERM", out[-800:])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
+    ap.add_argument("--asan", action="store_true")
+    a = ap.parse_args()
+    if not os.path.exists(os.path.join(SMOLLM2, "tokenizer.json")):
+        T.skip("server tests", f"{SMOLLM2} is missing (make model)")
+        T.finish()
+    tmp = tempfile.mkdtemp(prefix="mlstack-tiny-")
+    try:
+        tiny = tiny_model(os.path.join(tmp, "tiny"))
+        http_part(a.mlstack, tiny, a.asan)
+    except Exception as e:  # a crash of the harness is a failure, not a skip
+        T.check(False, "HTTP tests ran to the end", repr(e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not a.asan:
+        try:
+            openai_part(a.mlstack)
+        except Exception as e:
+            T.check(False, "openai tests ran to the end", repr(e))
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+/* mlstack command-line tool: what the command files share (options, helpers, entry points).
+   One binary, one file per command group:
+     cli_main.c   the implementation of mlstack.h, main(), the global usage text
+     cli_run.c    run, eval, info, tokenize, template, kl, quantize
+     cli_chat.c   chat: interactive terminal chat (line editor, history, commands)
+     cli_serve.c  serve: OpenAI-compatible HTTP server (POSIX sockets + pthreads)
+     cli_bench.c  bench
+   Only public mlstack.h calls are used here; nothing reaches into the implementation. */
+#ifndef MLSTACK_CLI_H
+#define MLSTACK_CLI_H
+
+/* POSIX (barriers, sockets, termios, sigaction, nanosleep), asked for before any libc header. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "mlstack.h"
+
+#include <stdio.h>
+
+typedef struct cli_opts {
+    const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
+    const char *out, *messages, *system;
+    int ids_only, no_special, add_gen, n_tokens, bf16_dot;
+    mlstack_dtype quant;
+    int n_predict, threads, all, ignore_eos;
+    int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
+    int n_predict_set;        /* -n given */
+    uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
+    mlstack_sampler_desc sd;
+    const char *json_schema, *grammar, *regex; /* run: constrained output */
+} cli_opts;
+
+/* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
+int cli_die(const char *fmt, const char *a);
+/* Parses a number in [lo, hi]; 1 on success. */
+int cli_parse_num(const char *s, double lo, double hi, double *out);
+/* "1,2,3" -> ids (malloc'd); returns the count, or -1 on a malformed list. */
+int cli_parse_ids(const char *s, int32_t **out);
+/* Reads a whole file (or stdin for "-") into a malloc'd, NUL-terminated buffer of at most
+   max bytes. Returns 0, or prints why to stderr and returns 1. */
+int cli_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Encodes text with the model's tokenizer (flags as mlstack_tokenizer_encode); malloc'd ids.
+   Returns the count, or -1 after printing why. */
+int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids);
+/* Opens -m (and an engine with max_seqs seqs when e is given), printing progress on a tty. */
+int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s);
+/* Writes the engine's profile as a Chrome trace to path and its summary to stderr. */
+int cli_report_profile(mlstack_engine *e, const char *path);
+/* Whether stderr is a terminal (progress lines only then). */
+int cli_stderr_tty(void);
+/* "loading ..." on a terminal: a line that the next call (or cli_progress_done) overwrites. */
+void cli_progress(const char *fmt, const char *a);
+void cli_progress_done(void);
+
+/* Growable text buffer with JSON string quoting; functions return 0 when out of memory. */
+typedef struct cli_buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} cli_buf;
+int cli_buf_put(cli_buf *b, const char *s, size_t n);
+int cli_buf_puts(cli_buf *b, const char *s);
+int cli_buf_printf(cli_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends s (n bytes) as a JSON string literal, quotes included. */
+int cli_buf_json(cli_buf *b, const char *s, size_t n);
+void cli_buf_free(cli_buf *b);
+
+/* Command entry points: argc/argv start at the command name (argv[0] = "run", ...). */
+int cli_cmd_run(const cli_opts *o);
+int cli_cmd_eval(const cli_opts *o);
+int cli_cmd_info(const cli_opts *o);
+int cli_cmd_tokenize(const cli_opts *o);
+int cli_cmd_template(const cli_opts *o);
+int cli_cmd_kl(const cli_opts *o);
+int cli_cmd_quantize(const cli_opts *o);
+int cli_cmd_chat(const cli_opts *o);
+int cli_cmd_bench(int argc, char **argv);
+int cli_cmd_serve(int argc, char **argv);
+
+#endif

@@ -1,0 +1,480 @@
+/* mlstack command-line tool: main(), option parsing, per-command help, shared helpers. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(_WIN32)
+#include <io.h>
+#define isatty _isatty
+#else
+#include <unistd.h>
+#endif
+
+static const char *USAGE =
+    "usage: mlstack COMMAND [options]      (mlstack COMMAND --help for a command's options)\n"
+    "\n"
+    "commands:\n"
+    "  run      -m DIR [-p TEXT | --ids 1,2,3 | < FILE]  generate a continuation, streamed to stdout\n"
+    "  chat     -m DIR [--system TEXT]     interactive chat through the model's chat template\n"
+    "  serve    -m DIR [--port 8080]       OpenAI-compatible HTTP server (chat/completions, SSE)\n"
+    "  bench    (-m DIR | --shape CONFIG.json)  prompt and generation tokens/s, serving modes\n"
+    "  eval     -m DIR --ids 1,2,3 [--all] logits, one row per position (%.6g, space-separated)\n"
+    "  info     -m DIR                     architecture, sizes, dtypes and memory plan\n"
+    "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)\n"
+    "  template -m DIR --messages F.json [--add-generation-prompt]  the chat template, raw\n"
+    "  kl       -m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights\n"
+    "  quantize -m DIR --quant q8_0|q4_1 -o OUT   a folder whose weights load already quantized\n"
+    "\n"
+    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files).\n";
+
+static const char *MODEL_OPTS =
+    "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
+    "  -t, --threads N          worker threads (default: the physical cores)\n"
+    "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
+    "                           the MLSTACK_ISA environment variable sets the same cap)\n"
+    "      --bf16-dot           BF16 weights: bf16-rounded activations and AVX512_BF16 dot products\n";
+
+static const char *SAMPLING_OPTS =
+    "  -n, --n-predict N        tokens to generate (default 64 for run, 0 = until EOS or the context)\n"
+    "      --temp F             temperature (default 0 = greedy)\n"
+    "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
+    "      --top-p F            nucleus sampling threshold (default 1 = off)\n"
+    "      --min-p F            drop tokens below F x the top probability (default 0 = off)\n"
+    "      --repeat-penalty F   Hugging Face repetition penalty (default 1 = off)\n"
+    "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
+    "      --seed N             RNG seed for sampling (default 0)\n";
+
+typedef struct cmd_help {
+    const char *cmd, *synopsis, *text;
+    int model_opts, sampling_opts;
+} cmd_help;
+
+static const cmd_help HELP[] = {
+    {"run", "mlstack run -m DIR [-p TEXT | --ids 1,2,3 | < FILE] [options]",
+     "Generates a continuation, streamed to stdout; timings go to stderr. Without -p or --ids the\n"
+     "prompt is read from stdin.\n"
+     "  -p, --prompt TEXT        prompt text; BOS/EOS added as the tokenizer says unless --no-special\n"
+     "      --ids LIST           prompt as comma-separated token ids\n"
+     "      --chat               the prompt is one user message: apply the chat template (with\n"
+     "                           --system TEXT as the system message) and stop at end of turn\n"
+     "      --system TEXT        (--chat) system message\n"
+     "      --json               print one JSON object (text, ids, token counts, timings) instead\n"
+     "      --no-special         encode without adding special tokens\n"
+     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
+     "      --json-schema FILE   (run) constrain the output to JSON valid for the schema in FILE\n"
+     "      --grammar FILE       (run) constrain the output to the GBNF grammar in FILE\n"
+     "      --regex RE           (run) constrain the output to a whole match of RE\n"
+     "      --profile FILE       write a Chrome trace of every eval to FILE and an op summary to stderr\n",
+     1, 1},
+    {"chat", "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
+     "An interactive conversation through the model's chat template. On a terminal: line editing\n"
+     "(arrows, Home/End, Ctrl-A/E/K/U/W), history (up/down), multi-line input (end a line with \\,\n"
+     "or paste), Ctrl-C stops the answer, Ctrl-D on an empty line quits. Piped stdin: one user\n"
+     "turn per line (a line ending in \\ continues). Type /help in the chat for its commands.\n"
+     "Earlier turns' KV is reused from the prefix cache.\n"
+     "      --system TEXT        system message\n"
+     "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
+     "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
+     1, 1},
+    {"serve", NULL, NULL, 0, 0}, /* cli_cmd_serve has its own parser and help */
+    {"bench", NULL, NULL, 0, 0},
+    {"eval", "mlstack eval -m DIR --ids 1,2,3 [--all]",
+     "Prints logits as text, space-separated %.6g, one row per position (only the last position\n"
+     "without --all). Keys and values are kept in f32.\n"
+     "      --ids LIST           comma-separated token ids\n"
+     "      --all                every position\n",
+     1, 0},
+    {"info", "mlstack info -m DIR", "Architecture, sizes, dtypes, kernels and the KV memory plan.\n", 1, 0},
+    {"tokenize", "mlstack tokenize -m DIR [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
+     "Ids (and pieces) as Hugging Face tokenizers gives them; needs only tokenizer.json\n"
+     "(+ tokenizer_config.json) in DIR.\n"
+     "  -f, --file FILE          read the text from FILE, byte for byte\n"
+     "      --ids-only           print only the ids, space-separated on one line\n"
+     "      --no-special         add_special_tokens=False (no BOS/EOS added)\n",
+     0, 0},
+    {"template", "mlstack template -m DIR --messages F.json [--add-generation-prompt]",
+     "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
+     "stdout; needs only the tokenizer files.\n",
+     0, 0},
+    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1] [--tokens N]",
+     "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
+     "top-1 agreement and perplexities.\n"
+     "  -f, --file FILE          the text\n"
+     "      --tokens N           at most N tokens of it\n",
+     1, 0},
+    {"quantize", "mlstack quantize -m DIR --quant q8_0|q4_1 -o OUT",
+     "Writes a folder whose weights load already quantized (config, tokenizer and template copied).\n"
+     "  -o, --out DIR            the new folder\n",
+     1, 0},
+};
+
+static const cmd_help *find_help(const char *cmd) {
+    size_t i;
+    for (i = 0; i < sizeof HELP / sizeof HELP[0]; i++)
+        if (strcmp(HELP[i].cmd, cmd) == 0) return &HELP[i];
+    return NULL;
+}
+
+static void print_help(const cmd_help *h) {
+    printf("usage: %s\n\n%s", h->synopsis, h->text);
+    if (h->model_opts) printf("%s", MODEL_OPTS);
+    if (h->sampling_opts) printf("%s", SAMPLING_OPTS);
+    printf("  -h, --help               this text\n");
+}
+
+int cli_die(const char *fmt, const char *a) {
+    fprintf(stderr, "mlstack: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+int cli_parse_num(const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v;
+    if (!s || !*s) return 0;
+    v = strtod(s, &end);
+    if (*end || v != v || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* Returns 0 to go on, 1 for --help, 2 on a usage error (already reported). */
+static int parse_args(int argc, char **argv, cli_opts *o) {
+    int i;
+    memset(o, 0, sizeof *o);
+    o->n_predict = 64;
+    o->cmd = argv[1];
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+#define FLAG(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
+#define NEED_V()                                                                             \
+    do {                                                                                     \
+        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);   \
+        i++;                                                                                 \
+    } while (0)
+#define NUM(lo, hi)                                                                         \
+    do {                                                                                    \
+        NEED_V();                                                                           \
+        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a);           \
+    } while (0)
+        if (FLAG("-h", "--help")) return 1;
+        else if (FLAG("-m", "--model")) { NEED_V(); o->model = v; }
+        else if (FLAG("-p", "--prompt")) { NEED_V(); o->prompt = v; }
+        else if (FLAG("--ids", "--ids")) { NEED_V(); o->ids = v; }
+        else if (FLAG("-n", "--n-predict")) { NUM(0, 1e9); o->n_predict = (int)x; o->n_predict_set = 1; }
+        else if (FLAG("-t", "--threads")) { NUM(1, 256); o->threads = (int)x; }
+        else if (FLAG("--temp", "--temperature")) { NUM(0, 100); o->sd.temperature = (float)x; }
+        else if (FLAG("--top-k", "--top-k")) { NUM(0, 1e9); o->sd.top_k = (int)x; }
+        else if (FLAG("--top-p", "--top-p")) { NUM(0, 1); o->sd.top_p = (float)x; }
+        else if (FLAG("--min-p", "--min-p")) { NUM(0, 1); o->sd.min_p = (float)x; }
+        else if (FLAG("--repeat-penalty", "--repeat-penalty")) { NUM(0, 100); o->sd.repeat_penalty = (float)x; }
+        else if (FLAG("--frequency-penalty", "--frequency-penalty")) { NUM(-100, 100); o->sd.frequency_penalty = (float)x; }
+        else if (FLAG("--presence-penalty", "--presence-penalty")) { NUM(-100, 100); o->sd.presence_penalty = (float)x; }
+        else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
+        else if (FLAG("--kv-mem", "--kv-mem")) { NUM(1, 1 << 20); o->kv_mib = (uint64_t)x; }
+        else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
+        else if (FLAG("--json-schema", "--json-schema")) { NEED_V(); o->json_schema = v; }
+        else if (FLAG("--grammar", "--grammar")) { NEED_V(); o->grammar = v; }
+        else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
+        else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
+        else if (FLAG("--all", "--all")) o->all = 1;
+        else if (FLAG("--chat", "--chat")) o->chat = 1;
+        else if (FLAG("--json", "--json")) o->json = 1;
+        else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
+        else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
+        else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
+        else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
+        else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
+        else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
+        else if (FLAG("--tokens", "--tokens")) { NUM(2, 1e7); o->n_tokens = (int)x; }
+        else if (FLAG("--add-generation-prompt", "--add-generation-prompt")) o->add_gen = 1;
+        else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
+        else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
+        else if (a[0] != '-' && !o->prompt) o->prompt = a;
+        else if (FLAG("--quant", "--quant")) {
+            NEED_V();
+            if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
+            else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0) o->quant = MLSTACK_DTYPE_Q4_1;
+            else if (strcmp(v, "none") == 0) o->quant = MLSTACK_DTYPE_F32;
+            else return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+        } else {
+            fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
+            return 2;
+        }
+#undef FLAG
+#undef NEED_V
+#undef NUM
+    }
+    return 0;
+}
+
+int cli_parse_ids(const char *s, int32_t **out) {
+    int n = 0, cap = 16;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+    while (ids && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+            free(ids);
+            *out = NULL;
+            return -1;
+        }
+        if (n == cap) {
+            int32_t *p = (int32_t *)realloc(ids, sizeof(int32_t) * (size_t)(cap *= 2));
+            if (!p) {
+                free(ids);
+                ids = NULL;
+                break;
+            }
+            ids = p;
+        }
+        ids[n++] = (int32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    *out = ids;
+    return ids ? n : -1;
+}
+
+int cli_read_file(const char *path, size_t max, char **out, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    size_t cap = 1 << 16, n = 0;
+    char *p;
+    *out = NULL;
+    *len = 0;
+    if (!f) {
+        fprintf(stderr, "mlstack: cannot open %s\n", path);
+        return 1;
+    }
+    p = (char *)malloc(cap + 1);
+    while (p) {
+        size_t got = fread(p + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        if (cap >= max) {
+            fprintf(stderr, "mlstack: %s is larger than %zu bytes\n", path, max);
+            free(p);
+            p = NULL;
+            n = 0;
+            break;
+        }
+        {
+            char *q = (char *)realloc(p, (cap *= 2) + 1);
+            if (!q) free(p);
+            p = q;
+        }
+    }
+    if (f != stdin) fclose(f);
+    if (!p) {
+        if (n == 0 && cap < max) fprintf(stderr, "mlstack: out of memory reading %s\n", path);
+        return 1;
+    }
+    p[n] = 0;
+    *out = p;
+    *len = n;
+    return 0;
+}
+
+int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids) {
+    size_t n = 0;
+    mlstack_result r = mlstack_tokenizer_encode(tok, text, len, flags, NULL, 0, &n);
+    *ids = NULL;
+    if (r != MLSTACK_OK && r != MLSTACK_ERR_LIMIT) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_tokenizer_error(tok));
+        return -1;
+    }
+    *ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!*ids || mlstack_tokenizer_encode(tok, text, len, flags, *ids, n, &n) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", *ids ? mlstack_tokenizer_error(tok) : "out of memory");
+        free(*ids);
+        *ids = NULL;
+        return -1;
+    }
+    return (int)n;
+}
+
+int cli_stderr_tty(void) {
+    static int tty = -1;
+    if (tty < 0) tty = isatty(2) ? 1 : 0;
+    return tty;
+}
+
+void cli_progress(const char *fmt, const char *a) {
+    if (!cli_stderr_tty()) return;
+    fprintf(stderr, "\r\033[K");
+    fprintf(stderr, fmt, a);
+    fflush(stderr);
+}
+
+void cli_progress_done(void) {
+    if (cli_stderr_tty()) fprintf(stderr, "\r\033[K");
+}
+
+int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    double t0 = mlstack_clock_seconds();
+    if (!o->model) {
+        fprintf(stderr, "mlstack: %s needs -m DIR (a Hugging Face model folder)\n", o->cmd);
+        return 2;
+    }
+    memset(&md, 0, sizeof md);
+    md.path = o->model;
+    md.quant = o->quant;
+    cli_progress(o->quant ? "loading %s and quantizing its weights..." : "loading %s...", o->model);
+    if (mlstack_model_open(&md, m, &err) != MLSTACK_OK) {
+        cli_progress_done();
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    if (e) {
+        cli_progress("%s: starting the engine (repacking weights for the kernels)...", o->model);
+        memset(&ed, 0, sizeof ed);
+        ed.n_threads = o->threads;
+        ed.max_seqs = max_seqs;
+        ed.isa = o->isa;
+        ed.bf16_activations = o->bf16_dot;
+        ed.kv_mem = o->kv_mib << 20;
+        /* eval exists to check logits against references: keep keys and values exact */
+        if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
+        if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
+            cli_progress_done();
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            mlstack_model_close(*m);
+            *m = NULL;
+            return 1;
+        }
+    }
+    cli_progress_done();
+    if (load_s) *load_s = mlstack_clock_seconds() - t0;
+    return 0;
+}
+
+int cli_report_profile(mlstack_engine *e, const char *path) {
+    size_t need = mlstack_engine_profile_summary(e, NULL, 0);
+    char *text = (char *)malloc(need + 1);
+    int rc = 0;
+    if (mlstack_engine_profile_write_trace(e, path) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        rc = 1;
+    } else {
+        fprintf(stderr, "profile: trace written to %s\n", path);
+    }
+    if (text) {
+        mlstack_engine_profile_summary(e, text, need + 1);
+        fputs(text, stderr);
+    }
+    free(text);
+    return rc;
+}
+
+/* ---- text buffer ---- */
+
+int cli_buf_put(cli_buf *b, const char *s, size_t n) {
+    if (b->oom) return 0;
+    if (b->cap - b->n < n + 1) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *p;
+        while (cap - b->n < n + 1) cap *= 2;
+        p = (char *)realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return 0;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 1;
+}
+
+int cli_buf_puts(cli_buf *b, const char *s) { return cli_buf_put(b, s, strlen(s)); }
+
+int cli_buf_printf(cli_buf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return 0;
+    if ((size_t)n < sizeof tmp) return cli_buf_put(b, tmp, (size_t)n);
+    if (!cli_buf_put(b, "", (size_t)n)) return 0; /* room for n bytes (+ NUL) */
+    b->n -= (size_t)n;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+    return 1;
+}
+
+int cli_buf_json(cli_buf *b, const char *s, size_t n) {
+    size_t i, run = 0;
+    if (!cli_buf_put(b, "\"", 1)) return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        cli_buf_put(b, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': cli_buf_put(b, "\\\"", 2); break;
+        case '\\': cli_buf_put(b, "\\\\", 2); break;
+        case '\n': cli_buf_put(b, "\\n", 2); break;
+        case '\r': cli_buf_put(b, "\\r", 2); break;
+        case '\t': cli_buf_put(b, "\\t", 2); break;
+        default: cli_buf_printf(b, "\\u%04x", c); break;
+        }
+    }
+    cli_buf_put(b, s + run, n - run);
+    return cli_buf_put(b, "\"", 1);
+}
+
+void cli_buf_free(cli_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+int main(int argc, char **argv) {
+    cli_opts o;
+    const cmd_help *h;
+    int r;
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0 && find_help(argv[2]) && find_help(argv[2])->text) {
+            print_help(find_help(argv[2]));
+            return 0;
+        }
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "bench") == 0) return cli_cmd_bench(argc, argv);
+    if (strcmp(argv[1], "serve") == 0) return cli_cmd_serve(argc - 1, argv + 1);
+    h = find_help(argv[1]);
+    if (!h) {
+        fprintf(stderr, "mlstack: unknown command '%s' (see mlstack --help)\n", argv[1]);
+        return 2;
+    }
+    r = parse_args(argc, argv, &o);
+    if (r == 1) {
+        print_help(h);
+        return 0;
+    }
+    if (r) return r;
+    if (strcmp(o.cmd, "run") == 0) return cli_cmd_run(&o);
+    if (strcmp(o.cmd, "tokenize") == 0) return cli_cmd_tokenize(&o);
+    if (strcmp(o.cmd, "quantize") == 0) return cli_cmd_quantize(&o);
+    if (strcmp(o.cmd, "template") == 0) return cli_cmd_template(&o);
+    if (strcmp(o.cmd, "chat") == 0) return cli_cmd_chat(&o);
+    if (strcmp(o.cmd, "kl") == 0) return cli_cmd_kl(&o);
+    if (strcmp(o.cmd, "eval") == 0) return cli_cmd_eval(&o);
+    return cli_cmd_info(&o);
+}

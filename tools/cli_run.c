@@ -1,0 +1,507 @@
+/* mlstack run, eval, info, tokenize, template, kl, quantize. */
+#include "cli.h"
+#include "quality.h"
+
+#include <stdlib.h>
+#include <string.h>
+#if defined(_WIN32)
+#include <io.h>
+#define isatty _isatty
+#else
+#include <unistd.h>
+#endif
+
+/* Streams generated tokens: text through the tokenizer's streaming decoder, ids otherwise;
+   with --json everything is collected instead of printed. */
+typedef struct run_stream {
+    mlstack_detok *detok;
+    int json;
+    cli_buf text;
+    int32_t *gen;
+    int n_gen, cap_gen;
+} run_stream;
+
+static int run_on_token(void *user, int32_t tok) {
+    run_stream *st = (run_stream *)user;
+    const char *text;
+    size_t len;
+    if (st->n_gen == st->cap_gen) {
+        int32_t *p = (int32_t *)realloc(st->gen, sizeof(int32_t) * (size_t)(st->cap_gen = st->cap_gen * 2 + 64));
+        if (!p) return 1;
+        st->gen = p;
+    }
+    st->gen[st->n_gen++] = tok;
+    if (!st->detok) {
+        if (!st->json) printf(" %d", (int)tok);
+    } else if (mlstack_detok_push(st->detok, tok, &text, &len) == MLSTACK_OK && len) {
+        if (st->json) cli_buf_put(&st->text, text, len);
+        else fwrite(text, 1, len, stdout);
+    }
+    if (!st->json) fflush(stdout);
+    return 0;
+}
+
+/* The prompt text: -p, else stdin when it is not a terminal (one trailing newline dropped, as
+   `echo` adds it). *owned is set when the text was allocated. */
+static const char *run_prompt_text(const cli_opts *o, char **owned) {
+    size_t len;
+    *owned = NULL;
+    if (o->prompt) return o->prompt;
+    if (isatty(0)) return NULL;
+    if (cli_read_file("-", (size_t)64 << 20, owned, &len) != 0) return NULL;
+    if (len && (*owned)[len - 1] == '\n') (*owned)[--len] = 0;
+    if (len && (*owned)[len - 1] == '\r') (*owned)[--len] = 0;
+    return *owned;
+}
+
+/* Prompt ids from --ids, or text through the tokenizer: as is (special tokens added as the
+   post-processor says), or with --chat as one user message through the chat template. */
+static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text, int32_t **ids) {
+    mlstack_tokenizer *tok = mlstack_model_tokenizer(m);
+    if (o->ids) {
+        int k = cli_parse_ids(o->ids, ids);
+        if (k <= 0) fprintf(stderr, "mlstack: bad --ids list: %s (expected comma-separated token ids)\n", o->ids);
+        return k > 0 ? k : -1;
+    }
+    if (!tok) {
+        fprintf(stderr, "mlstack: %s has no tokenizer.json: give the prompt as --ids 1,2,3\n", o->model);
+        return -1;
+    }
+    if (o->chat) {
+        const mlstack_chat_template *tpl = mlstack_model_chat_template(m);
+        mlstack_chat_message msgs[2];
+        mlstack_template_options to;
+        mlstack_error err;
+        char *rendered = NULL;
+        size_t rlen = 0;
+        int n = 0, k;
+        if (!tpl) {
+            fprintf(stderr, "mlstack: %s has no chat template: run it without --chat\n", o->model);
+            return -1;
+        }
+        if (o->system) msgs[n].role = "system", msgs[n++].content = o->system;
+        msgs[n].role = "user", msgs[n++].content = text;
+        memset(&to, 0, sizeof to);
+        to.add_generation_prompt = 1;
+        if (mlstack_chat_template_apply_messages(tpl, NULL, msgs, n, &to, &rendered, &rlen, &err) != MLSTACK_OK) {
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            return -1;
+        }
+        /* templates carry their own special tokens: encode as apply_chat_template(tokenize=True) */
+        k = cli_encode(tok, rendered, rlen, 0, ids);
+        mlstack_template_free_output(rendered);
+        return k;
+    }
+    {
+        int k = cli_encode(tok, text, strlen(text), o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL, ids);
+        if (k == 0) fprintf(stderr, "mlstack: the prompt encodes to no tokens\n");
+        return k > 0 ? k : -1;
+    }
+}
+
+/* --json-schema / --grammar / --regex: compiles the grammar for the model's vocabulary into
+   *g (NULL without one). Returns 0 or an exit code. */
+static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab **v, mlstack_grammar **g) {
+    mlstack_grammar_desc gd;
+    mlstack_error err;
+    char *text = NULL;
+    const char *file = o->json_schema ? o->json_schema : o->grammar;
+    int rc = 0;
+    *v = NULL;
+    *g = NULL;
+    if (!o->json_schema && !o->grammar && !o->regex) return 0;
+    if (!!o->json_schema + !!o->grammar + !!o->regex > 1) return cli_die("%s", "use one of --json-schema, --grammar, --regex");
+    memset(&gd, 0, sizeof gd);
+    gd.kind = o->json_schema ? MLSTACK_GRAMMAR_JSON_SCHEMA : o->grammar ? MLSTACK_GRAMMAR_GBNF : MLSTACK_GRAMMAR_REGEX;
+    if (file) {
+        FILE *f = fopen(file, "rb");
+        long n = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)n + 1)) != NULL &&
+            fread(text, 1, (size_t)n, f) == (size_t)n)
+            text[n] = 0, gd.len = (size_t)n;
+        else
+            free(text), text = NULL;
+        if (f) fclose(f);
+        if (!text) return cli_die("cannot read %s", file);
+    }
+    gd.text = text ? text : o->regex;
+    if (mlstack_vocab_from_model(m, v, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
+    else {
+        gd.vocab = *v;
+        if (mlstack_grammar_compile(&gd, g, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
+    }
+    free(text);
+    return rc;
+}
+
+int cli_cmd_run(const cli_opts *o) {
+    mlstack_model *m;
+    mlstack_engine *e;
+    mlstack_generate_desc g;
+    run_stream st;
+    int32_t *ids = NULL, seq;
+    int n, rc, i;
+    double load_s, pre_tps, dec_tps;
+    char *owned = NULL;
+    const char *text = NULL;
+    mlstack_sampler_desc sd;
+    mlstack_vocab *vocab = NULL;
+    mlstack_grammar *gram = NULL;
+    if (!o->ids) {
+        text = run_prompt_text(o, &owned);
+        if (!text) return cli_die("%s", "run needs a prompt: -p TEXT, --ids 1,2,3, or text on stdin");
+    }
+    if ((rc = cli_open_model(o, 1, &m, &e, &load_s)) != 0) {
+        free(owned);
+        return rc;
+    }
+    n = run_prompt_ids(o, m, text, &ids);
+    if (n <= 0) {
+        free(ids);
+        free(owned);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return 1;
+    }
+    memset(&st, 0, sizeof st);
+    st.json = o->json;
+    if (mlstack_model_tokenizer(m) && !o->ids) {
+        mlstack_detok_init(mlstack_model_tokenizer(m), MLSTACK_DECODE_SKIP_SPECIAL, &st.detok);
+        if (!o->chat && !o->json) fputs(text, stdout);
+    }
+    mlstack_engine_seq_new(e, &seq);
+    memset(&g, 0, sizeof g);
+    g.seq = seq;
+    g.prompt = ids;
+    g.n_prompt = n;
+    g.max_tokens = o->n_predict_set || !o->chat ? o->n_predict : 0;
+    sd = o->sd;
+    if ((rc = run_grammar(o, m, &vocab, &gram)) != 0) {
+        free(ids);
+        free(owned);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return rc;
+    }
+    sd.grammar = gram;
+    g.sampler = &sd;
+    g.ignore_eos = o->ignore_eos;
+    g.on_token = run_on_token;
+    g.user = &st;
+    if (o->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        free(ids);
+        free(owned);
+        return 1;
+    }
+    rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
+    if (st.detok) {
+        const char *tail;
+        size_t len;
+        if (mlstack_detok_flush(st.detok, &tail, &len) == MLSTACK_OK && len) {
+            if (o->json) cli_buf_put(&st.text, tail, len);
+            else fwrite(tail, 1, len, stdout);
+        }
+        mlstack_detok_free(st.detok);
+    }
+    pre_tps = g.prefill_seconds > 0 ? n / g.prefill_seconds : 0.0;
+    dec_tps = g.decode_seconds > 0 && g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0;
+    if (o->json) {
+        cli_buf out;
+        memset(&out, 0, sizeof out);
+        cli_buf_puts(&out, "{\"text\":");
+        cli_buf_json(&out, st.text.p ? st.text.p : "", st.text.n);
+        cli_buf_puts(&out, ",\"ids\":[");
+        for (i = 0; i < st.n_gen; i++) cli_buf_printf(&out, i ? ",%d" : "%d", (int)st.gen[i]);
+        cli_buf_printf(&out, "],\"finish_reason\":\"%s\",\"prompt_tokens\":%d,\"completion_tokens\":%d,", rc ? "error"
+                       : g.max_tokens && g.n_generated >= g.max_tokens ? "length" : "stop", n, g.n_generated);
+        cli_buf_printf(&out, "\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"prefill_tps\":%.3f,\"decode_tps\":%.3f,",
+                       load_s * 1e3, g.prefill_seconds * 1e3, g.decode_seconds * 1e3, pre_tps, dec_tps);
+        cli_buf_puts(&out, "\"kernels\":");
+        cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
+        if (rc) {
+            cli_buf_puts(&out, ",\"error\":");
+            cli_buf_json(&out, mlstack_engine_error(e), strlen(mlstack_engine_error(e)));
+        }
+        cli_buf_puts(&out, "}\n");
+        if (out.p) fputs(out.p, stdout);
+        cli_buf_free(&out);
+    } else {
+        printf("\n");
+    }
+    fflush(stdout); /* the text first, then the statistics on stderr */
+    if (rc) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+    if (!o->json)
+        fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
+                mlstack_engine_kernels(e), load_s * 1e3, n, pre_tps, g.n_generated, dec_tps);
+    if (o->profile && cli_report_profile(e, o->profile) != 0) rc = 1;
+    mlstack_engine_free(e);
+    mlstack_grammar_free(gram);
+    mlstack_vocab_free(vocab);
+    mlstack_model_close(m);
+    cli_buf_free(&st.text);
+    free(st.gen);
+    free(ids);
+    free(owned);
+    return rc;
+}
+
+/* template: renders the folder's chat template over --messages F.json, raw to stdout. */
+int cli_cmd_template(const cli_opts *o) {
+    mlstack_chat_template *tpl;
+    mlstack_template_options to;
+    mlstack_error err;
+    char *msgs = NULL, *out = NULL;
+    size_t n = 0, out_len = 0;
+    int rc = 0;
+    if (!o->model) return cli_die("%s", "template needs -m DIR");
+    if (!o->messages) return cli_die("%s", "template needs --messages FILE.json (a list of {\"role\", \"content\"})");
+    if (cli_read_file(o->messages, (size_t)64 << 20, &msgs, &n) != 0) return 1;
+    if (mlstack_chat_template_open(o->model, &tpl, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message[0] ? err.message : "the folder has no chat template");
+        free(msgs);
+        return 1;
+    }
+    memset(&to, 0, sizeof to);
+    to.add_generation_prompt = o->add_gen;
+    if (mlstack_chat_template_apply(tpl, NULL, msgs, n, &to, &out, &out_len, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    } else {
+        fwrite(out, 1, out_len, stdout);
+    }
+    mlstack_template_free_output(out);
+    mlstack_chat_template_close(tpl);
+    free(msgs);
+    return rc;
+}
+
+/* kl: quantized vs as-stored weights over a text (-f FILE): mean KL divergence of next-token
+   distributions, top-1 agreement and perplexities, per --quant type. */
+int cli_cmd_kl(const cli_opts *o) {
+    static const struct {
+        const char *name;
+        mlstack_dtype type;
+    } types[] = {{"q8_0", MLSTACK_DTYPE_Q8_0}, {"q4_1", MLSTACK_DTYPE_Q4_1}};
+    mlstack_model *ref, *qm;
+    mlstack_engine *re = NULL, *qe = NULL;
+    mlstack_engine_desc ed;
+    mlstack_model_desc md;
+    mlstack_model_info info;
+    mlstack_error err;
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    int32_t *ids = NULL;
+    int rc = 0, t;
+    cli_opts plain = *o;
+    if (!o->file) return cli_die("%s", "kl needs -f TEXT_FILE");
+    if (cli_read_file(o->file, (size_t)64 << 20, &text, &len) != 0) return 1;
+    plain.quant = MLSTACK_DTYPE_F32;
+    if ((rc = cli_open_model(&plain, 1, &ref, NULL, NULL)) != 0) {
+        free(text);
+        return rc;
+    }
+    mlstack_model_get_info(ref, &info);
+    if (!mlstack_model_tokenizer(ref)) {
+        fprintf(stderr, "mlstack: %s has no tokenizer\n", o->model);
+        rc = 1;
+    } else {
+        mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, NULL, 0, &n);
+        ids = (int32_t *)malloc(sizeof(int32_t) * (n + 1));
+        if (!ids || mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, ids, n + 1, &n) != MLSTACK_OK) rc = 1;
+    }
+    if (o->n_tokens > 0 && n > (size_t)o->n_tokens) n = (size_t)o->n_tokens;
+    if (!rc && (int)n > info.max_position_embeddings) n = (size_t)info.max_position_embeddings;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = o->threads;
+    ed.max_seqs = 1;
+    ed.isa = o->isa;
+    ed.kv_type = MLSTACK_KV_F32; /* only the weights differ between the two runs */
+    ed.kv_mem = (uint64_t)(n + 64) * (uint64_t)info.n_layers * 2 * (uint64_t)info.n_kv_heads * (uint64_t)info.head_dim * 4;
+    if (!rc && mlstack_engine_init(ref, &ed, &re, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    }
+    if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, mlstack_dtype_name(info.weight_dtype));
+    if (!rc) printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) |\n|---|---|---|---|---|---|---|\n");
+    for (t = 0; !rc && t < 2; t++) {
+        quality q;
+        if (o->quant && o->quant != types[t].type) continue;
+        memset(&md, 0, sizeof md);
+        md.path = o->model;
+        md.quant = types[t].type;
+        if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            rc = 1;
+            break;
+        }
+        if (quality_compare(re, &qe, 1, info.n_vocab, ids, (int)n, 256, &q) != 0) {
+            fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
+            rc = 1;
+        } else {
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", types[t].name, q.n, q.mean_kl, q.max_kl,
+                   100 * q.top1, q.ppl_ref, q.ppl_q);
+        }
+        fflush(stdout);
+        mlstack_engine_free(qe);
+        mlstack_model_close(qm);
+    }
+    if (re && !rc) mlstack_engine_free(re);
+    mlstack_model_close(ref);
+    free(ids);
+    free(text);
+    return rc;
+}
+
+/* quantize: open with --quant, write the folder with mlstack_model_save. */
+int cli_cmd_quantize(const cli_opts *o) {
+    mlstack_model *m;
+    mlstack_error err;
+    int rc;
+    double t0 = mlstack_clock_seconds();
+    if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR");
+    if (!o->quant) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
+    if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
+    fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
+    if (mlstack_model_save(m, o->out, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    }
+    mlstack_model_close(m);
+    return rc;
+}
+
+/* tokenize: needs only tokenizer.json (+ tokenizer_config.json) in DIR. Text from -p, -f FILE
+   (bytes as they are) or the first free argument. */
+int cli_cmd_tokenize(const cli_opts *o) {
+    mlstack_tokenizer *tok;
+    mlstack_error err;
+    char *text = NULL;
+    size_t len = 0, n = 0, i;
+    int32_t *ids = NULL;
+    int rc = 0, flags = o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL;
+    if (!o->model) return cli_die("%s", "tokenize needs -m DIR");
+    if (o->file) {
+        if (cli_read_file(o->file, (size_t)1 << 30, &text, &len) != 0) return 1;
+    } else if (o->prompt) {
+        len = strlen(o->prompt);
+        text = (char *)malloc(len + 1);
+        if (!text) return cli_die("%s", "out of memory");
+        memcpy(text, o->prompt, len);
+    } else {
+        return cli_die("%s", "tokenize needs TEXT, -p TEXT or -f FILE");
+    }
+    if (mlstack_tokenizer_open(o->model, &tok, &err) != MLSTACK_OK) {
+        free(text);
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        return 1;
+    }
+    if (mlstack_tokenizer_encode(tok, text, len, flags, NULL, 0, &n) != MLSTACK_ERR_LIMIT && n) rc = 1;
+    ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+    if (rc || !ids || mlstack_tokenizer_encode(tok, text, len, flags, ids, n, &n) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", ids ? mlstack_tokenizer_error(tok) : "out of memory");
+        rc = 1;
+    } else if (o->ids_only) {
+        for (i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+        printf("\n");
+    } else {
+        for (i = 0; i < n; i++) {
+            size_t pl = 0;
+            const char *piece = mlstack_tokenizer_id_to_token(tok, ids[i], &pl);
+            printf("%6d  %.*s\n", (int)ids[i], (int)pl, piece ? piece : "");
+        }
+    }
+    free(ids);
+    free(text);
+    mlstack_tokenizer_close(tok);
+    return rc;
+}
+
+int cli_cmd_eval(const cli_opts *o) {
+    mlstack_model *m;
+    mlstack_engine *e;
+    mlstack_model_info info;
+    mlstack_batch_row *rows;
+    int32_t *ids = NULL, seq;
+    int n, i, k, rc;
+    if (!o->ids) return cli_die("%s", "eval needs --ids 1,2,3");
+    n = cli_parse_ids(o->ids, &ids);
+    if (n <= 0) {
+        free(ids);
+        return cli_die("bad --ids list: %s", o->ids);
+    }
+    if ((rc = cli_open_model(o, 1, &m, &e, NULL)) != 0) {
+        free(ids);
+        return rc;
+    }
+    mlstack_model_get_info(m, &info);
+    mlstack_engine_seq_new(e, &seq);
+    rows = (mlstack_batch_row *)calloc((size_t)n, sizeof *rows);
+    for (i = 0; rows && i < n; i++) {
+        rows[i].seq = seq;
+        rows[i].pos = i;
+        rows[i].token = ids[i];
+        rows[i].want_logits = o->all || i == n - 1;
+    }
+    if (!rows || mlstack_engine_eval(e, rows, n) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", rows ? mlstack_engine_error(e) : "out of memory");
+        rc = 1;
+    } else {
+        for (i = o->all ? 0 : n - 1; i < n; i++) {
+            const float *l = mlstack_engine_logits(e, i);
+            for (k = 0; k < info.n_vocab; k++) printf(k ? " %.6g" : "%.6g", l[k]);
+            printf("\n");
+        }
+    }
+    free(rows);
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+    free(ids);
+    return rc;
+}
+
+int cli_cmd_info(const cli_opts *o) {
+    mlstack_model *m;
+    mlstack_model_info in;
+    mlstack_engine *e;
+    int rc, i, counts[MLSTACK_DTYPE_COUNT_] = {0};
+    uint64_t kv_per_token;
+    char cpu[256];
+    if ((rc = cli_open_model(o, 1, &m, &e, NULL)) != 0) return rc;
+    mlstack_model_get_info(m, &in);
+    for (i = 0; i < mlstack_model_tensor_count(m); i++) {
+        mlstack_tensor t;
+        if (mlstack_model_tensor_at(m, i, &t) == MLSTACK_OK) counts[t.dtype]++;
+    }
+    kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 2;
+    printf("model          %s\n", o->model);
+    printf("architecture   %s\n", in.architecture);
+    printf("layers         %d\n", in.n_layers);
+    printf("hidden         %d (ffn %d)\n", in.n_embd, in.n_ff);
+    printf("heads          %d query, %d key/value, head_dim %d\n", in.n_heads, in.n_kv_heads, in.head_dim);
+    printf("vocab          %d%s\n", in.n_vocab, in.tied_embeddings ? " (embeddings tied to the LM head)" : "");
+    printf("context        %d positions, rope theta %g, rms eps %g\n", in.max_position_embeddings, in.rope_theta,
+           in.rms_norm_eps);
+    printf("bos / eos      %d /", (int)in.bos_id);
+    for (i = 0; i < in.n_eos; i++) printf(" %d", (int)in.eos_ids[i]);
+    printf("\n");
+    printf("parameters     %.1f M, %.1f MiB of weights mapped (%d tensors:", in.n_params / 1e6,
+           in.weight_bytes / 1048576.0, mlstack_model_tensor_count(m));
+    for (i = 0; i < MLSTACK_DTYPE_COUNT_; i++)
+        if (counts[i]) printf(" %d %s", counts[i], mlstack_dtype_name((mlstack_dtype)i));
+    printf(")\n");
+    printf("KV cache       %.1f KiB per token (f16); %.1f MiB for the default %d positions\n", kv_per_token / 1024.0,
+           kv_per_token * (double)(in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096) / 1048576.0,
+           in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096);
+    mlstack_cpu_report(cpu, sizeof cpu);
+    printf("kernels        %s | selected: %s\n", cpu, mlstack_engine_kernels(e));
+    printf("weights        projections %s%s\n", mlstack_dtype_name(in.weight_dtype),
+           o->quant ? " (quantized at load)" : " (used as stored)");
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+    return 0;
+}
+

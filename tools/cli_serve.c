@@ -1,0 +1,1580 @@
+/* mlstack serve: an OpenAI-compatible HTTP server over the engine's scheduler.
+
+   Threads:
+     main        accepts connections (at most --max-conns; more get 503) and starts one thread each
+     connection  reads requests (HTTP/1.1, keep-alive, bounded head and body, --timeout for slow
+                 clients), answers small endpoints itself, and for completions renders the chat
+                 template, encodes, submits the request to the engine and streams what it produces
+     engine      the one thread that calls mlstack_engine_step: every request of every connection
+                 shares its batches and the radix prefix cache
+   A completion's state (srv_req) is shared by its connection and the engine thread under srv.mu;
+   the engine's callbacks append text and tokens to it and signal the connection, which writes
+   them to the socket (so a slow client never stalls the batch). A client that goes away has its
+   request cancelled; its pages return to the pool.
+
+   POSIX only (sockets, poll, pthreads, signals); lock order: srv.mu, then the engine's own. */
+#include "cli.h"
+
+#if defined(_WIN32)
+int cli_cmd_serve(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "mlstack: serve needs POSIX sockets and is not built for Windows\n");
+    return 1;
+}
+#else
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SRV_MAX_HEAD 16384    /* request line + headers */
+#define SRV_MAX_HEADERS 100
+#define SRV_MAX_STOPS 16
+#define SRV_MAX_TOP_LOGPROBS 20
+
+static const char *SERVE_USAGE =
+    "usage: mlstack serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [options]\n"
+    "\n"
+    "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions (streamed\n"
+    "as Server-Sent Events with \"stream\": true), GET /v1/models, GET /health, GET /metrics\n"
+    "(Prometheus). Every request goes through the engine's continuous-batching scheduler and its\n"
+    "prefix cache. Ctrl-C (SIGINT) or SIGTERM stops it.\n"
+    "\n"
+    "  -m, --model DIR          Hugging Face model folder (with tokenizer and chat template)\n"
+    "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
+    "      --port N             TCP port (default 8080; 0 picks a free one, printed at start)\n"
+    "      --api-key KEY        require \"Authorization: Bearer KEY\" (else 401); /health stays open\n"
+    "      --alias NAME         model id reported and accepted (default: the folder's name)\n"
+    "      --parallel N         requests decoded together (default 16)\n"
+    "      --kv-mem MIB         KV cache budget (default: 1024 tokens per parallel request, at least\n"
+    "                           the model's context up to 4096 tokens)\n"
+    "      --max-conns N        open connections (default 512; more are answered 503)\n"
+    "      --max-body BYTES     largest request body (default 4194304; larger: 413)\n"
+    "      --timeout S          seconds a client may take to send a request, to accept written\n"
+    "                           data, or to stay idle on a keep-alive connection (default 10)\n"
+    "      --quiet              no access log on stderr\n"
+    "  -t, --threads N          worker threads (default: the physical cores)\n"
+    "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon\n"
+    "  -h, --help               this text\n";
+
+/* ==== METRICS ==== */
+
+#define SRV_N_BUCKETS 14
+static const double SRV_BUCKETS[SRV_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+
+typedef struct srv_hist {
+    uint64_t counts[SRV_N_BUCKETS + 1]; /* the last one is +Inf */
+    uint64_t n;
+    double sum;
+} srv_hist;
+
+static void hist_add(srv_hist *h, double v) {
+    int i = 0;
+    while (i < SRV_N_BUCKETS && v > SRV_BUCKETS[i]) i++;
+    h->counts[i]++;
+    h->n++;
+    h->sum += v;
+}
+
+/* ==== STATE ==== */
+
+typedef struct srv_top {
+    int32_t id;
+    float logprob;
+} srv_top;
+
+typedef struct srv_tok { /* one generated token, for logprobs */
+    int32_t id;
+    float logprob;
+    int n_top;
+    srv_top top[SRV_MAX_TOP_LOGPROBS];
+} srv_tok;
+
+typedef struct srv_req srv_req;
+struct srv_req {
+    struct srv *s;
+    uint64_t id;
+    pthread_cond_t cv;
+    int done;
+    int want_logprobs, top_logprobs;
+    /* written by the engine thread under srv.mu */
+    cli_buf text;           /* decoded text so far */
+    srv_tok *toks;          /* generated tokens (ids; logprobs when asked) */
+    int n_toks, cap_toks;
+    double lse;             /* log-sum-exp of the latest logits row */
+    const float *logits;    /* that row, valid until the token callback */
+    srv_top pending_top[SRV_MAX_TOP_LOGPROBS];
+    int n_pending_top;
+    double t_submit, t_last;
+    int got_first;
+    mlstack_request_status st;
+    srv_req *next;          /* in srv.live */
+};
+
+typedef struct srv_opts {
+    cli_opts base;
+    const char *host, *api_key, *alias;
+    int port, parallel, max_conns, timeout_s, quiet;
+    size_t max_body;
+} srv_opts;
+
+typedef struct srv {
+    srv_opts o;
+    mlstack_model *m;
+    mlstack_engine *e;
+    mlstack_tokenizer *tok;
+    const mlstack_chat_template *tpl;
+    mlstack_model_info info;
+    char model_id[256];
+    int listen_fd;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;     /* the engine thread: new work or stop */
+    pthread_cond_t conns_cv; /* shutdown: the last connection has gone */
+    srv_req *live;           /* submitted, not yet finished */
+    int stop_engine, n_conns;
+    uint64_t next_id;
+    double t_start;
+    /* metrics (under mu) */
+    uint64_t http_codes[600];
+    uint64_t conns_total, conns_rejected, completions[2], prompt_tokens, cached_tokens, completion_tokens, cancelled,
+        failed;
+    srv_hist ttft, itl, e2e;
+} srv;
+
+static volatile sig_atomic_t srv_stop;
+
+static void srv_on_signal(int sig) {
+    (void)sig;
+    srv_stop = 1;
+}
+
+/* ==== HTTP ==== */
+
+typedef struct http_req {
+    char method[16];
+    char path[1024];
+    int http10, keep_alive, expect_continue;
+    long long content_length;
+    const char *auth;     /* Authorization value, NUL-terminated inside the connection buffer */
+    const char *body;
+    size_t body_len;
+} http_req;
+
+typedef struct conn {
+    srv *s;
+    int fd;
+    char *buf;
+    size_t n, cap;
+    int closed;           /* the peer went away or a write failed */
+    int last_code;        /* status of the latest response, for the access log */
+} conn;
+
+static const char *status_text(int code) {
+    switch (code) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+static double now_s(void) { return mlstack_clock_seconds(); }
+
+/* Waits until fd is ready for `events` or the deadline passes (checking for shutdown).
+   Returns 1 ready, 0 timed out, -1 shutdown or error. */
+static int wait_fd(int fd, short events, double deadline) {
+    for (;;) {
+        struct pollfd p;
+        double left = deadline - now_s();
+        int ms, r;
+        if (srv_stop) return -1;
+        if (left <= 0) return 0;
+        ms = left > 0.2 ? 200 : (int)(left * 1000) + 1;
+        p.fd = fd;
+        p.events = events;
+        p.revents = 0;
+        r = poll(&p, 1, ms);
+        if (r < 0 && errno != EINTR) return -1;
+        if (r > 0) return 1;
+    }
+}
+
+static int send_all(conn *c, const char *p, size_t n) {
+    double deadline = now_s() + c->s->o.timeout_s;
+    while (n > 0 && !c->closed) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(c->fd, POLLOUT, deadline) == 1) continue;
+        c->closed = 1; /* error, timeout or shutdown */
+    }
+    return c->closed ? -1 : 0;
+}
+
+/* Has the peer closed its side? (Pipelined bytes waiting are not a close.) */
+static int peer_gone(conn *c) {
+    char b;
+    ssize_t r;
+    if (c->closed) return 1;
+    r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) c->closed = 1;
+    return c->closed;
+}
+
+static void count_code(srv *s, int code) {
+    pthread_mutex_lock(&s->mu);
+    if (code >= 0 && code < 600) s->http_codes[code]++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int send_response(conn *c, int code, const char *type, const char *body, size_t len, int keep_alive,
+                         const char *extra) {
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: %s\r\n%s\r\n", code,
+                     status_text(code), type, len, keep_alive ? "keep-alive" : "close", extra ? extra : "");
+    count_code(c->s, code);
+    c->last_code = code;
+    if (send_all(c, head, (size_t)n) != 0) return -1;
+    return len ? send_all(c, body, len) : 0;
+}
+
+/* An OpenAI error object. type: invalid_request_error, authentication_error, server_error, ... */
+static int send_error(conn *c, int code, const char *type, const char *param, const char *err_code, const char *msg,
+                      int keep_alive) {
+    cli_buf b;
+    int r;
+    memset(&b, 0, sizeof b);
+    cli_buf_puts(&b, "{\"error\":{\"message\":");
+    cli_buf_json(&b, msg, strlen(msg));
+    cli_buf_printf(&b, ",\"type\":\"%s\",\"param\":", type);
+    if (param) cli_buf_json(&b, param, strlen(param));
+    else cli_buf_puts(&b, "null");
+    cli_buf_puts(&b, ",\"code\":");
+    if (err_code) cli_buf_json(&b, err_code, strlen(err_code));
+    else cli_buf_puts(&b, "null");
+    cli_buf_puts(&b, "}}\n");
+    r = b.oom ? -1 : send_response(c, code, "application/json", b.p, b.n, keep_alive,
+                                   code == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+    cli_buf_free(&b);
+    return r;
+}
+
+/* After answering a request whose body was not read: stop writing, drain what the client still
+   sends for a moment so that it sees the answer instead of a reset, then close. */
+static void linger_close(conn *c) {
+    char tmp[4096];
+    double deadline = now_s() + 2;
+    size_t drained = 0;
+    shutdown(c->fd, SHUT_WR);
+    while (drained < ((size_t)64 << 20) && wait_fd(c->fd, POLLIN, deadline) == 1) {
+        ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
+        if (r <= 0) break;
+        drained += (size_t)r;
+    }
+    c->closed = 1;
+}
+
+static int ieq(const char *a, const char *b, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+        if (y >= 'A' && y <= 'Z') y = (char)(y + 32);
+        if (x != y) return 0;
+    }
+    return b[n] == 0;
+}
+
+/* Parses the head in c->buf[0..head_len) (NUL-terminated lines). Returns 0 or an HTTP status. */
+static int parse_head(char *head, size_t head_len, http_req *r) {
+    char *line = head, *end = head + head_len, *sp1, *sp2, *eol;
+    int n_headers = 0;
+    memset(r, 0, sizeof *r);
+    r->content_length = -1;
+    eol = strstr(line, "\r\n");
+    if (!eol) return 400;
+    *eol = 0;
+    sp1 = strchr(line, ' ');
+    sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof r->method || (size_t)(sp2 - sp1 - 1) >= sizeof r->path) return 400;
+    memcpy(r->method, line, (size_t)(sp1 - line));
+    memcpy(r->path, sp1 + 1, (size_t)(sp2 - sp1 - 1));
+    if (strcmp(sp2 + 1, "HTTP/1.1") == 0) r->keep_alive = 1;
+    else if (strcmp(sp2 + 1, "HTTP/1.0") == 0) r->http10 = 1;
+    else return strncmp(sp2 + 1, "HTTP/", 5) == 0 ? 505 : 400;
+    {
+        char *q = strchr(r->path, '?');
+        if (q) *q = 0;
+    }
+    for (line = eol + 2; line < end && !(line[0] == '\r' && line[1] == '\n'); line = eol + 2) {
+        char *colon, *v, *ve;
+        eol = strstr(line, "\r\n");
+        if (!eol || eol >= end) return 400;
+        *eol = 0;
+        if (++n_headers > SRV_MAX_HEADERS) return 431;
+        colon = strchr(line, ':');
+        if (!colon || colon == line) return 400;
+        for (v = colon + 1; *v == ' ' || *v == '\t'; v++) {}
+        for (ve = eol; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--) {}
+        *ve = 0;
+        if (ieq(line, "content-length", (size_t)(colon - line))) {
+            char *e;
+            long long x;
+            if (!*v || *v < '0' || *v > '9') return 400;
+            x = strtoll(v, &e, 10);
+            if (*e || x < 0 || (r->content_length >= 0 && r->content_length != x)) return 400;
+            r->content_length = x;
+        } else if (ieq(line, "transfer-encoding", (size_t)(colon - line))) {
+            return 411;
+        } else if (ieq(line, "connection", (size_t)(colon - line))) {
+            if (strstr(v, "close") || strstr(v, "Close")) r->keep_alive = 0;
+            else if (r->http10 && (strstr(v, "keep-alive") || strstr(v, "Keep-Alive"))) r->keep_alive = 1;
+        } else if (ieq(line, "authorization", (size_t)(colon - line))) {
+            r->auth = v;
+        } else if (ieq(line, "expect", (size_t)(colon - line))) {
+            r->expect_continue = 1;
+        }
+    }
+    return 0;
+}
+
+/* Reads one request into c->buf. Returns 0 with *r filled, 1 when the connection is done (closed,
+   idle timeout, shutdown), or an HTTP status to answer before closing. *used receives the bytes the
+   request took (head + body). */
+static int read_request(conn *c, http_req *r, size_t *used) {
+    srv *s = c->s;
+    size_t head_len = 0, scan = 0;
+    double deadline = now_s() + s->o.timeout_s;
+    int started = c->n > 0, code;
+    for (;;) {
+        char *e = NULL;
+        if (c->n >= 4) {
+            size_t i;
+            for (i = scan; i + 4 <= c->n; i++)
+                if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' && c->buf[i + 3] == '\n') {
+                    e = c->buf + i;
+                    break;
+                }
+            scan = c->n >= 3 ? c->n - 3 : 0;
+        }
+        if (e) {
+            head_len = (size_t)(e - c->buf) + 4;
+            break;
+        }
+        if (c->n >= SRV_MAX_HEAD) return 431;
+        {
+            int w = wait_fd(c->fd, POLLIN, deadline);
+            ssize_t got;
+            if (w < 0) return 1;
+            if (w == 0) return started ? 408 : 1; /* an idle keep-alive connection just closes */
+            got = recv(c->fd, c->buf + c->n, SRV_MAX_HEAD + 1 - c->n, 0);
+            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (got <= 0) return 1;
+            if (!started) deadline = now_s() + s->o.timeout_s; /* from the first byte on */
+            started = 1;
+            c->n += (size_t)got;
+        }
+    }
+    code = parse_head(c->buf, head_len, r); /* cuts the lines in place; the head ends in an empty line */
+    if (code) return code;
+    if (r->content_length < 0) {
+        if (strcmp(r->method, "POST") == 0) return 411;
+        r->content_length = 0;
+    }
+    if ((unsigned long long)r->content_length > s->o.max_body) return 413;
+    if (r->expect_continue && r->content_length > 0 && c->n == head_len) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (send_all(c, cont, sizeof cont - 1) != 0) return 1;
+    }
+    {
+        size_t need = head_len + (size_t)r->content_length;
+        if (need + 1 > c->cap) {
+            char *p = (char *)realloc(c->buf, need + 1);
+            if (!p) return 500;
+            c->buf = p;
+            c->cap = need + 1;
+        }
+        while (c->n < need) {
+            int w = wait_fd(c->fd, POLLIN, deadline);
+            ssize_t got;
+            if (w < 0) return 1;
+            if (w == 0) return 408;
+            got = recv(c->fd, c->buf + c->n, need - c->n, 0);
+            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (got <= 0) return 1;
+            c->n += (size_t)got;
+        }
+        r->body = c->buf + head_len;
+        r->body_len = (size_t)r->content_length;
+        *used = need;
+    }
+    return 0;
+}
+
+/* ==== ENGINE THREAD ==== */
+
+/* Log-sum-exp of the row and its top entries, kept until the token callback names the choice. */
+static void srv_on_logits(void *user, uint64_t id, const float *logits, int n_vocab) {
+    srv_req *r = (srv_req *)user;
+    float mx = -INFINITY;
+    double sum = 0;
+    int i, k, n = 0;
+    (void)id;
+    for (i = 0; i < n_vocab; i++)
+        if (logits[i] > mx) mx = logits[i];
+    for (i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    r->lse = (double)mx + log(sum);
+    r->logits = logits;
+    for (i = 0; i < n_vocab && r->top_logprobs > 0; i++) { /* insertion into a short sorted list */
+        float v = logits[i];
+        if (n == r->top_logprobs && v <= r->pending_top[n - 1].logprob) continue;
+        k = n < r->top_logprobs ? n++ : n - 1;
+        while (k > 0 && r->pending_top[k - 1].logprob < v) {
+            r->pending_top[k] = r->pending_top[k - 1];
+            k--;
+        }
+        r->pending_top[k].id = i;
+        r->pending_top[k].logprob = v;
+    }
+    for (k = 0; k < n; k++) r->pending_top[k].logprob = (float)((double)r->pending_top[k].logprob - r->lse);
+    r->n_pending_top = n;
+}
+
+static int srv_on_token(void *user, uint64_t id, int32_t token, const char *text, size_t len) {
+    srv_req *r = (srv_req *)user;
+    srv *s = r->s;
+    double t = now_s();
+    (void)id;
+    pthread_mutex_lock(&s->mu);
+    if (!r->got_first) hist_add(&s->ttft, t - r->t_submit);
+    else hist_add(&s->itl, t - r->t_last);
+    r->got_first = 1;
+    r->t_last = t;
+    if (text && len) cli_buf_put(&r->text, text, len);
+    if (r->n_toks == r->cap_toks) {
+        int cap = r->cap_toks * 2 + 16;
+        srv_tok *p = (srv_tok *)realloc(r->toks, sizeof *p * (size_t)cap);
+        if (p) r->toks = p, r->cap_toks = cap;
+    }
+    if (r->n_toks < r->cap_toks) {
+        srv_tok *k = &r->toks[r->n_toks++];
+        k->id = token;
+        k->logprob = r->logits ? (float)((double)r->logits[token] - r->lse) : 0.0f;
+        if (!(k->logprob > -1e30f)) k->logprob = -9999.0f;
+        k->n_top = r->n_pending_top;
+        if (k->n_top) memcpy(k->top, r->pending_top, sizeof(srv_top) * (size_t)k->n_top);
+    }
+    r->logits = NULL;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* Marks finished requests done (under mu): their status is final and their id released. */
+static void srv_reap(srv *s) {
+    srv_req **pp = &s->live, *r;
+    while ((r = *pp) != NULL) {
+        mlstack_request_status st;
+        memset(&st, 0, sizeof st);
+        st.finish = MLSTACK_FINISH_ERROR;
+        snprintf(st.message, sizeof st.message, "the request was lost by the engine");
+        if (mlstack_engine_poll(s->e, r->id, &st, NULL, 0) != MLSTACK_OK || st.state == MLSTACK_REQUEST_DONE) {
+            r->st = st;
+            r->done = 1;
+            mlstack_engine_release(s->e, r->id);
+            *pp = r->next;
+            s->prompt_tokens += (uint64_t)st.n_prompt;
+            s->cached_tokens += (uint64_t)st.n_cached;
+            s->completion_tokens += (uint64_t)st.n_generated;
+            if (st.finish == MLSTACK_FINISH_CANCELLED) s->cancelled++;
+            if (st.finish == MLSTACK_FINISH_ERROR) s->failed++;
+            hist_add(&s->e2e, now_s() - r->t_submit);
+            pthread_cond_signal(&r->cv);
+        } else {
+            pp = &r->next;
+        }
+    }
+}
+
+static void *srv_engine_main(void *arg) {
+    srv *s = (srv *)arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int active = 0;
+        if (s->stop_engine) break;
+        if (!s->live) {
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (mlstack_engine_step(s->e, &active) != MLSTACK_OK && !s->o.quiet)
+            fprintf(stderr, "mlstack serve: step failed: %s\n", mlstack_engine_error(s->e));
+        pthread_mutex_lock(&s->mu);
+        srv_reap(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ==== REQUESTS: OpenAI JSON in ==== */
+
+typedef struct oai_req {
+    int chat;
+    mlstack_request_desc d;
+    int32_t *prompt;
+    const char *stops[SRV_MAX_STOPS];
+    int stream, include_usage, logprobs, top_logprobs;
+    char err[600];
+    const char *err_param, *err_code;
+    int err_status;
+} oai_req;
+
+static int bad(oai_req *q, int status, const char *param, const char *code, const char *msg) {
+    q->err_status = status;
+    q->err_param = param;
+    q->err_code = code;
+    snprintf(q->err, sizeof q->err, "%s", msg);
+    return -1;
+}
+
+static int bad_type(oai_req *q, const char *param, const char *want) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "'%s' must be %s", param, want);
+    return bad(q, 400, param, "invalid_type", msg);
+}
+
+/* An optional number field in [lo, hi]. Returns 1 set, 0 absent (or null), -1 wrong. */
+static int num_field(oai_req *q, const mlstack_json *root, const char *key, double lo, double hi, double *out) {
+    const mlstack_json *v = mlstack_json_get(root, key);
+    char msg[200];
+    if (!v || mlstack_json_type_of(v) == MLSTACK_JSON_NULL) return 0;
+    if (mlstack_json_type_of(v) != MLSTACK_JSON_NUMBER) return bad_type(q, key, "a number");
+    *out = mlstack_json_number(v);
+    if (!(*out >= lo && *out <= hi)) {
+        snprintf(msg, sizeof msg, "'%s' must be between %g and %g", key, lo, hi);
+        return bad(q, 400, key, "invalid_value", msg);
+    }
+    return 1;
+}
+
+static int int_field(oai_req *q, const mlstack_json *root, const char *key, int64_t lo, int64_t hi, int64_t *out) {
+    const mlstack_json *v = mlstack_json_get(root, key);
+    char msg[200];
+    if (!v || mlstack_json_type_of(v) == MLSTACK_JSON_NULL) return 0;
+    if (!mlstack_json_int(v, out)) return bad_type(q, key, "an integer");
+    if (*out < lo || *out > hi) {
+        snprintf(msg, sizeof msg, "'%s' must be between %lld and %lld", key, (long long)lo, (long long)hi);
+        return bad(q, 400, key, "invalid_value", msg);
+    }
+    return 1;
+}
+
+static int bool_field(oai_req *q, const mlstack_json *root, const char *key, int *out) {
+    const mlstack_json *v = mlstack_json_get(root, key);
+    mlstack_json_type t = mlstack_json_type_of(v);
+    if (!v || t == MLSTACK_JSON_NULL) return 0;
+    if (t != MLSTACK_JSON_TRUE && t != MLSTACK_JSON_FALSE) return bad_type(q, key, "a boolean");
+    *out = t == MLSTACK_JSON_TRUE;
+    return 1;
+}
+
+/* A message's content: a string, or a list of {"type": "text", "text": ...} parts joined. */
+static int content_text(oai_req *q, const mlstack_json *v, cli_buf *out) {
+    const mlstack_json *p;
+    mlstack_json_type t = mlstack_json_type_of(v);
+    size_t len;
+    const char *s;
+    if (t == MLSTACK_JSON_NULL) return 0;
+    if (t == MLSTACK_JSON_STRING) {
+        s = mlstack_json_string(v, &len);
+        if (memchr(s, 0, len)) return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
+        cli_buf_put(out, s, len);
+        return 0;
+    }
+    if (t != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list whose contents are strings or lists of text parts");
+    for (p = mlstack_json_child(v); p; p = mlstack_json_next(p)) {
+        const char *type = mlstack_json_string(mlstack_json_get(p, "type"), NULL);
+        const mlstack_json *tx = mlstack_json_get(p, "text");
+        if (!type || strcmp(type, "text") != 0)
+            return bad(q, 400, "messages", "unsupported_content", "only content parts of type 'text' are supported");
+        if (mlstack_json_type_of(tx) != MLSTACK_JSON_STRING) return bad_type(q, "messages", "text parts with a string 'text'");
+        s = mlstack_json_string(tx, &len);
+        if (memchr(s, 0, len)) return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
+        cli_buf_put(out, s, len);
+    }
+    return 0;
+}
+
+/* messages -> the chat template -> ids. */
+static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
+    size_t n = mlstack_json_length(msgs), i = 0;
+    mlstack_chat_message *m;
+    cli_buf *texts;
+    const mlstack_json *v;
+    mlstack_template_options to;
+    mlstack_error err;
+    char *out = NULL;
+    size_t out_len = 0;
+    int rc = 0, k;
+    if (mlstack_json_type_of(msgs) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list of messages");
+    if (n == 0) return bad(q, 400, "messages", "invalid_value", "'messages' must contain at least one message");
+    if (!s->tpl) return bad(q, 400, "messages", "no_chat_template", "this model has no chat template: use /v1/completions");
+    m = (mlstack_chat_message *)calloc(n, sizeof *m);
+    texts = (cli_buf *)calloc(n, sizeof *texts);
+    if (!m || !texts) rc = bad(q, 500, NULL, NULL, "out of memory");
+    for (v = mlstack_json_child(msgs); !rc && v; v = mlstack_json_next(v), i++) {
+        const char *role = mlstack_json_string(mlstack_json_get(v, "role"), NULL);
+        if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT || !role)
+            rc = bad_type(q, "messages", "a list of objects with a string 'role'");
+        else if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "developer") &&
+                 strcmp(role, "tool"))
+            rc = bad(q, 400, "messages", "invalid_value", "a message's role must be system, developer, user, assistant or tool");
+        else if (content_text(q, mlstack_json_get(v, "content"), &texts[i]) == 0) {
+            cli_buf_put(&texts[i], "", 0);
+            if (texts[i].oom) rc = bad(q, 500, NULL, NULL, "out of memory");
+            m[i].role = strcmp(role, "developer") == 0 ? "system" : role;
+            m[i].content = texts[i].p;
+        } else {
+            rc = -1;
+        }
+    }
+    /* request options that change the prompt or constrain decoding (tools, response_format)
+       are read in parse_request; they would pass tools_json / a grammar here */
+    if (!rc) {
+        memset(&to, 0, sizeof to);
+        to.add_generation_prompt = 1;
+        if (mlstack_chat_template_apply_messages(s->tpl, NULL, m, (int)n, &to, &out, &out_len, &err) != MLSTACK_OK)
+            rc = bad(q, 400, "messages", "template_error", err.message);
+    }
+    if (!rc) { /* templates carry their own special tokens */
+        size_t cnt = 0;
+        mlstack_tokenizer_encode(s->tok, out, out_len, 0, NULL, 0, &cnt);
+        q->prompt = (int32_t *)malloc(sizeof(int32_t) * (cnt ? cnt : 1));
+        if (!q->prompt || mlstack_tokenizer_encode(s->tok, out, out_len, 0, q->prompt, cnt, &cnt) != MLSTACK_OK)
+            rc = bad(q, 500, NULL, NULL, q->prompt ? mlstack_tokenizer_error(s->tok) : "out of memory");
+        q->d.n_prompt = (int)cnt;
+    }
+    mlstack_template_free_output(out);
+    for (k = 0; texts && k < (int)n; k++) cli_buf_free(&texts[k]);
+    free(texts);
+    free(m);
+    return rc;
+}
+
+/* prompt: a string, a list of one string, or a list of token ids. */
+static int text_prompt(srv *s, oai_req *q, const mlstack_json *p) {
+    mlstack_json_type t = mlstack_json_type_of(p);
+    const mlstack_json *v;
+    size_t len, cnt = 0, n;
+    const char *text;
+    if (t == MLSTACK_JSON_ARRAY && mlstack_json_length(p) == 1 &&
+        mlstack_json_type_of(mlstack_json_child(p)) == MLSTACK_JSON_STRING)
+        p = mlstack_json_child(p), t = MLSTACK_JSON_STRING;
+    if (t == MLSTACK_JSON_ARRAY) {
+        n = mlstack_json_length(p);
+        if (n == 0) return bad(q, 400, "prompt", "invalid_value", "'prompt' must not be empty");
+        q->prompt = (int32_t *)malloc(sizeof(int32_t) * n);
+        if (!q->prompt) return bad(q, 500, NULL, NULL, "out of memory");
+        for (v = mlstack_json_child(p); v; v = mlstack_json_next(v)) {
+            int64_t x;
+            if (!mlstack_json_int(v, &x) || x < 0 || x >= s->info.n_vocab)
+                return bad(q, 400, "prompt", "invalid_value", "'prompt' must be a string or a list of token ids in the vocabulary");
+            q->prompt[cnt++] = (int32_t)x;
+        }
+        q->d.n_prompt = (int)cnt;
+        return 0;
+    }
+    if (t != MLSTACK_JSON_STRING) return bad_type(q, "prompt", "a string or a list of token ids");
+    text = mlstack_json_string(p, &len);
+    mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, NULL, 0, &cnt);
+    q->prompt = (int32_t *)malloc(sizeof(int32_t) * (cnt ? cnt : 1));
+    if (!q->prompt || mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, q->prompt, cnt, &cnt) != MLSTACK_OK)
+        return bad(q, 500, NULL, NULL, q->prompt ? mlstack_tokenizer_error(s->tok) : "out of memory");
+    if (cnt == 0) return bad(q, 400, "prompt", "invalid_value", "'prompt' must not be empty");
+    q->d.n_prompt = (int)cnt;
+    return 0;
+}
+
+static uint64_t srv_random_seed(void) {
+    struct timeval tv;
+    static uint64_t ctr;
+    gettimeofday(&tv, NULL);
+    return ((uint64_t)tv.tv_sec * 1000003u) ^ ((uint64_t)tv.tv_usec << 20) ^ (++ctr * 0x9E3779B97F4A7C15ull);
+}
+
+/* The request body -> q. Returns 0, or -1 with q's error set. */
+static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
+    const mlstack_json *v;
+    const char *model;
+    double x;
+    int64_t i;
+    int r;
+    if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT) return bad(q, 400, NULL, "invalid_json", "the body must be a JSON object");
+    v = mlstack_json_get(root, "model");
+    if (!v) return bad(q, 400, "model", "missing_required_parameter", "you must provide a model parameter");
+    model = mlstack_json_string(v, NULL);
+    if (!model) return bad_type(q, "model", "a string");
+    if (strcmp(model, s->model_id) != 0 && strcmp(model, s->o.base.model) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "The model '%.100s' does not exist; this server has '%.100s'", model, s->model_id);
+        return bad(q, 404, "model", "model_not_found", msg);
+    }
+    if ((r = int_field(q, root, "n", 1, 128, &i)) < 0) return -1;
+    if (r && i != 1) return bad(q, 400, "n", "invalid_value", "only n = 1 is supported");
+    /* options that need constrained decoding: accepted only in their plain form until the
+       grammar engine serves them */
+    v = mlstack_json_get(root, "response_format");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        const char *type = mlstack_json_string(mlstack_json_get(v, "type"), NULL);
+        if (!type || strcmp(type, "text") != 0)
+            return bad(q, 400, "response_format", "unsupported_value", "only response_format {\"type\": \"text\"} is supported");
+    }
+    v = mlstack_json_get(root, "tools");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL && mlstack_json_length(v) > 0)
+        return bad(q, 400, "tools", "unsupported_value", "tools are not supported yet");
+    if (q->chat) {
+        if (chat_prompt(s, q, mlstack_json_get(root, "messages")) != 0) return -1;
+    } else {
+        v = mlstack_json_get(root, "prompt");
+        if (!v) return bad(q, 400, "prompt", "missing_required_parameter", "you must provide a prompt");
+        if (text_prompt(s, q, v) != 0) return -1;
+    }
+    q->d.prompt = q->prompt;
+    if ((r = int_field(q, root, "max_completion_tokens", 1, 1 << 30, &i)) < 0) return -1;
+    if (r) q->d.max_tokens = (int)i;
+    else if ((r = int_field(q, root, "max_tokens", 1, 1 << 30, &i)) < 0) return -1;
+    else if (r) q->d.max_tokens = (int)i;
+    q->d.sampler.temperature = 1.0f; /* OpenAI's default */
+    if ((r = num_field(q, root, "temperature", 0, 2, &x)) < 0) return -1;
+    if (r) q->d.sampler.temperature = (float)x;
+    if ((r = num_field(q, root, "top_p", 0, 1, &x)) < 0) return -1;
+    if (r) q->d.sampler.top_p = (float)x;
+    if ((r = int_field(q, root, "top_k", 0, 1 << 30, &i)) < 0) return -1;
+    if (r) q->d.sampler.top_k = (int)i;
+    if ((r = num_field(q, root, "min_p", 0, 1, &x)) < 0) return -1;
+    if (r) q->d.sampler.min_p = (float)x;
+    if ((r = num_field(q, root, "presence_penalty", -2, 2, &x)) < 0) return -1;
+    if (r) q->d.sampler.presence_penalty = (float)x;
+    if ((r = num_field(q, root, "frequency_penalty", -2, 2, &x)) < 0) return -1;
+    if (r) q->d.sampler.frequency_penalty = (float)x;
+    if ((r = num_field(q, root, "repetition_penalty", 0.01, 100, &x)) < 0) return -1;
+    if (r) q->d.sampler.repeat_penalty = (float)x;
+    v = mlstack_json_get(root, "seed");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        if (!mlstack_json_int(v, &i)) return bad_type(q, "seed", "an integer");
+        q->d.sampler.seed = (uint64_t)i;
+    } else {
+        q->d.sampler.seed = srv_random_seed();
+    }
+    v = mlstack_json_get(root, "stop");
+    if (mlstack_json_type_of(v) == MLSTACK_JSON_STRING) {
+        q->stops[q->d.n_stop_strings++] = mlstack_json_string(v, NULL);
+    } else if (mlstack_json_type_of(v) == MLSTACK_JSON_ARRAY) {
+        const mlstack_json *e;
+        if (mlstack_json_length(v) > SRV_MAX_STOPS) return bad(q, 400, "stop", "invalid_value", "at most 16 stop strings");
+        for (e = mlstack_json_child(v); e; e = mlstack_json_next(e)) {
+            const char *t = mlstack_json_string(e, NULL);
+            if (!t) return bad_type(q, "stop", "a string or a list of strings");
+            if (*t) q->stops[q->d.n_stop_strings++] = t;
+        }
+    } else if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        return bad_type(q, "stop", "a string or a list of strings");
+    }
+    q->d.stop_strings = q->stops;
+    if (bool_field(q, root, "ignore_eos", &q->d.ignore_eos) < 0) return -1; /* as llama-server and vLLM take it */
+    if (bool_field(q, root, "stream", &q->stream) < 0) return -1;
+    v = mlstack_json_get(root, "stream_options");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT) return bad_type(q, "stream_options", "an object");
+        if (bool_field(q, v, "include_usage", &q->include_usage) < 0) return -1;
+    }
+    if (q->chat) {
+        if (bool_field(q, root, "logprobs", &q->logprobs) < 0) return -1;
+        if ((r = int_field(q, root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &i)) < 0) return -1;
+        if (r && !q->logprobs && i > 0) return bad(q, 400, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
+        if (r) q->top_logprobs = (int)i;
+    } else { /* the legacy form: logprobs is the number of top entries */
+        if ((r = int_field(q, root, "logprobs", 0, 5, &i)) < 0) return -1;
+        if (r) q->logprobs = 1, q->top_logprobs = (int)i;
+        if (bool_field(q, root, "echo", &r) < 0) return -1;
+        if (mlstack_json_type_of(mlstack_json_get(root, "echo")) == MLSTACK_JSON_TRUE)
+            return bad(q, 400, "echo", "unsupported_value", "echo is not supported");
+    }
+    return 0;
+}
+
+/* ==== RESPONSES: OpenAI JSON out ==== */
+
+static void json_token_text(srv *s, cli_buf *b, int32_t id, int with_bytes) {
+    char text[256];
+    size_t n = 0, i;
+    if (mlstack_tokenizer_decode(s->tok, &id, 1, 0, text, sizeof text, &n) != MLSTACK_OK) n = 0;
+    cli_buf_json(b, text, n);
+    if (with_bytes) {
+        cli_buf_puts(b, ",\"bytes\":[");
+        for (i = 0; i < n; i++) cli_buf_printf(b, i ? ",%u" : "%u", (unsigned)(unsigned char)text[i]);
+        cli_buf_puts(b, "]");
+    }
+}
+
+/* Chat logprobs {"content": [...]} for toks[from..to). */
+static void json_chat_logprobs(srv *s, cli_buf *b, const srv_tok *toks, int from, int to) {
+    int i, k;
+    cli_buf_puts(b, "{\"content\":[");
+    for (i = from; i < to; i++) {
+        cli_buf_puts(b, i > from ? ",{\"token\":" : "{\"token\":");
+        json_token_text(s, b, toks[i].id, 1);
+        cli_buf_printf(b, ",\"logprob\":%.6g,\"top_logprobs\":[", (double)toks[i].logprob);
+        for (k = 0; k < toks[i].n_top; k++) {
+            cli_buf_puts(b, k ? ",{\"token\":" : "{\"token\":");
+            json_token_text(s, b, toks[i].top[k].id, 1);
+            cli_buf_printf(b, ",\"logprob\":%.6g}", (double)toks[i].top[k].logprob);
+        }
+        cli_buf_puts(b, "]}");
+    }
+    cli_buf_puts(b, "]}");
+}
+
+/* Legacy completions logprobs {"tokens", "token_logprobs", "top_logprobs", "text_offset"}. */
+static void json_text_logprobs(srv *s, cli_buf *b, const srv_tok *toks, int from, int to, size_t offset0) {
+    int i, k;
+    size_t off = offset0;
+    cli_buf_puts(b, "{\"tokens\":[");
+    for (i = from; i < to; i++) {
+        if (i > from) cli_buf_puts(b, ",");
+        json_token_text(s, b, toks[i].id, 0);
+    }
+    cli_buf_puts(b, "],\"token_logprobs\":[");
+    for (i = from; i < to; i++) cli_buf_printf(b, i > from ? ",%.6g" : "%.6g", (double)toks[i].logprob);
+    cli_buf_puts(b, "],\"top_logprobs\":[");
+    for (i = from; i < to; i++) {
+        cli_buf_puts(b, i > from ? ",{" : "{");
+        for (k = 0; k < toks[i].n_top; k++) {
+            if (k) cli_buf_puts(b, ",");
+            json_token_text(s, b, toks[i].top[k].id, 0);
+            cli_buf_printf(b, ":%.6g", (double)toks[i].top[k].logprob);
+        }
+        cli_buf_puts(b, "}");
+    }
+    cli_buf_puts(b, "],\"text_offset\":[");
+    for (i = from; i < to; i++) {
+        char text[256];
+        size_t n = 0;
+        cli_buf_printf(b, i > from ? ",%zu" : "%zu", off);
+        if (mlstack_tokenizer_decode(s->tok, &toks[i].id, 1, 0, text, sizeof text, &n) == MLSTACK_OK) off += n;
+    }
+    cli_buf_puts(b, "]}");
+}
+
+static const char *finish_reason(mlstack_finish_reason f) {
+    return f == MLSTACK_FINISH_LENGTH || f == MLSTACK_FINISH_CONTEXT ? "length" : "stop";
+}
+
+static void json_usage(cli_buf *b, const mlstack_request_status *st) {
+    cli_buf_printf(b,
+                   "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,"
+                   "\"prompt_tokens_details\":{\"cached_tokens\":%d}}",
+                   st->n_prompt, st->n_generated, st->n_prompt + st->n_generated, st->n_cached);
+}
+
+static void json_head(srv *s, cli_buf *b, int chat, int chunk, uint64_t id, long created) {
+    cli_buf_printf(b, "{\"id\":\"%s-%llu\",\"object\":\"%s\",\"created\":%ld,\"model\":", chat ? "chatcmpl" : "cmpl",
+                   (unsigned long long)id, chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion",
+                   created);
+    cli_buf_json(b, s->model_id, strlen(s->model_id));
+    cli_buf_puts(b, ",\"system_fingerprint\":\"mlstack-0.1.0\",");
+}
+
+/* One SSE event as one HTTP chunk. */
+static int send_event(conn *c, const char *data, size_t n) {
+    cli_buf b;
+    int r;
+    memset(&b, 0, sizeof b);
+    cli_buf_printf(&b, "%zx\r\ndata: ", n + 8);
+    cli_buf_put(&b, data, n);
+    cli_buf_puts(&b, "\n\n\r\n");
+    r = b.oom ? -1 : send_all(c, b.p, b.n);
+    cli_buf_free(&b);
+    return r;
+}
+
+/* A streamed piece: text[from_text..to_text), tokens [from..to). */
+static int send_delta(conn *c, srv *s, const oai_req *q, uint64_t id, long created, const char *text, size_t n,
+                      const srv_tok *toks, int from, int to, size_t text_offset, const char *finish) {
+    cli_buf b;
+    int r;
+    memset(&b, 0, sizeof b);
+    json_head(s, &b, q->chat, 1, id, created);
+    cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
+    if (q->chat) {
+        cli_buf_puts(&b, "\"delta\":{");
+        if (text && n == 0 && to == from) cli_buf_puts(&b, "\"role\":\"assistant\",");
+        if (text) {
+            cli_buf_puts(&b, "\"content\":");
+            cli_buf_json(&b, text, n);
+        }
+        cli_buf_puts(&b, "},\"logprobs\":");
+        if (q->logprobs && to > from) json_chat_logprobs(s, &b, toks, from, to);
+        else cli_buf_puts(&b, "null");
+    } else {
+        cli_buf_puts(&b, "\"text\":");
+        cli_buf_json(&b, text ? text : "", text ? n : 0);
+        cli_buf_puts(&b, ",\"logprobs\":");
+        if (q->logprobs && to > from) json_text_logprobs(s, &b, toks, from, to, text_offset);
+        else cli_buf_puts(&b, "null");
+    }
+    cli_buf_puts(&b, ",\"finish_reason\":");
+    if (finish) cli_buf_printf(&b, "\"%s\"", finish);
+    else cli_buf_puts(&b, "null");
+    cli_buf_puts(&b, "}]}");
+    r = b.oom ? -1 : send_event(c, b.p, b.n);
+    cli_buf_free(&b);
+    return r;
+}
+
+/* ==== COMPLETIONS ==== */
+
+static void req_free(srv_req *r) {
+    pthread_cond_destroy(&r->cv);
+    cli_buf_free(&r->text);
+    free(r->toks);
+    free(r);
+}
+
+static void log_request(srv *s, const http_req *hr, int code, double t0, const mlstack_request_status *st) {
+    if (s->o.quiet) return;
+    if (st)
+        fprintf(stderr, "%s %s %d %.0f ms | prompt %d tokens (%d cached) | %d generated\n", hr->method, hr->path, code,
+                (now_s() - t0) * 1e3, st->n_prompt, st->n_cached, st->n_generated);
+    else
+        fprintf(stderr, "%s %s %d %.0f ms\n", hr->method, hr->path, code, (now_s() - t0) * 1e3);
+}
+
+/* Returns 0 to keep the connection, -1 to close it. */
+static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
+    srv *s = c->s;
+    oai_req q;
+    mlstack_json_doc *doc = NULL;
+    mlstack_error err;
+    srv_req *r = NULL;
+    long created = (long)time(NULL);
+    int keep = hr->keep_alive, rc = 0, sent_toks = 0, header_sent = 0, cancelled = 0;
+    size_t sent_text = 0;
+    mlstack_result res;
+    memset(&q, 0, sizeof q);
+    q.chat = chat;
+    if (mlstack_json_parse(hr->body, hr->body_len, "request body", &doc, &err) != MLSTACK_OK) {
+        rc = send_error(c, 400, "invalid_request_error", NULL, "invalid_json", err.message, keep);
+        log_request(s, hr, 400, t0, NULL);
+        return rc;
+    }
+    if (parse_request(s, &q, mlstack_json_root(doc)) != 0) {
+        rc = send_error(c, q.err_status, q.err_status >= 500 ? "server_error" : "invalid_request_error", q.err_param,
+                        q.err_code, q.err, keep);
+        log_request(s, hr, q.err_status, t0, NULL);
+        free(q.prompt);
+        mlstack_json_free(doc);
+        return rc;
+    }
+    r = (srv_req *)calloc(1, sizeof *r);
+    if (!r || pthread_cond_init(&r->cv, NULL) != 0) {
+        free(r);
+        free(q.prompt);
+        mlstack_json_free(doc);
+        send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
+        return -1;
+    }
+    r->s = s;
+    r->want_logprobs = q.logprobs;
+    r->top_logprobs = q.top_logprobs;
+    q.d.on_token = srv_on_token;
+    q.d.on_logits = q.logprobs ? srv_on_logits : NULL;
+    q.d.user = r;
+    pthread_mutex_lock(&s->mu);
+    r->t_submit = now_s();
+    res = mlstack_engine_submit(s->e, &q.d, &r->id, &err);
+    if (res == MLSTACK_OK) {
+        r->next = s->live;
+        s->live = r;
+        s->completions[chat ? 0 : 1]++;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(q.prompt); /* copied at submit; stop strings too */
+    q.prompt = NULL;
+    if (res != MLSTACK_OK) {
+        int code = res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
+        rc = send_error(c, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
+                        res == MLSTACK_ERR_LIMIT ? "context_length_exceeded" : NULL, err.message, keep);
+        log_request(s, hr, code, t0, NULL);
+        req_free(r);
+        mlstack_json_free(doc);
+        return rc;
+    }
+    mlstack_json_free(doc); /* nothing below reads the body */
+    if (q.stream) {
+        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                                   "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
+        count_code(s, 200);
+        header_sent = 1;
+        if (send_all(c, head, sizeof head - 1) == 0 && chat) /* the role comes first, as OpenAI sends it */
+            send_delta(c, s, &q, r->id, created, "", 0, NULL, 0, 0, 0, NULL);
+    }
+    /* wait for the engine: stream what arrives; cancel when the client goes away */
+    for (;;) {
+        char *piece = NULL;
+        size_t piece_n = 0, off = sent_text;
+        srv_tok *toks = NULL;
+        int from = sent_toks, to, done;
+        pthread_mutex_lock(&s->mu);
+        if (!r->done && (!q.stream || (r->text.n == sent_text && r->n_toks == sent_toks))) {
+            struct timespec ts;
+            struct timeval tv;
+            gettimeofday(&tv, NULL);
+            ts.tv_sec = tv.tv_sec;
+            ts.tv_nsec = (long)tv.tv_usec * 1000 + 200000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&r->cv, &s->mu, &ts);
+        }
+        done = r->done;
+        to = r->n_toks;
+        if (q.stream && !c->closed && (r->text.n > sent_text || to > sent_toks)) {
+            piece_n = r->text.n - sent_text;
+            piece = (char *)malloc(piece_n + 1);
+            toks = q.logprobs && to > from ? (srv_tok *)malloc(sizeof *toks * (size_t)(to - from)) : NULL;
+            if (piece) memcpy(piece, r->text.p + sent_text, piece_n);
+            if (toks) memcpy(toks, r->toks + from, sizeof *toks * (size_t)(to - from));
+            sent_text = r->text.n;
+            sent_toks = to;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (piece) {
+            int n_new = toks ? to - from : 0;
+            if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
+                send_delta(c, s, &q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off, NULL);
+        }
+        free(piece);
+        free(toks);
+        if (done) break;
+        if (!cancelled && (srv_stop || peer_gone(c))) {
+            mlstack_engine_cancel(s->e, r->id);
+            cancelled = 1;
+        }
+    }
+    if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
+        const char *msg = r->st.message[0] ? r->st.message : "the request failed";
+        if (header_sent) {
+            cli_buf b;
+            memset(&b, 0, sizeof b);
+            cli_buf_puts(&b, "{\"error\":{\"message\":");
+            cli_buf_json(&b, msg, strlen(msg));
+            cli_buf_puts(&b, ",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+            if (!b.oom) send_event(c, b.p, b.n);
+            cli_buf_free(&b);
+            send_event(c, "[DONE]", 6);
+            send_all(c, "0\r\n\r\n", 5);
+        } else {
+            send_error(c, 500, "server_error", NULL, NULL, msg, keep);
+        }
+        log_request(s, hr, 500, t0, &r->st);
+    } else if (q.stream) {
+        if (!c->closed) {
+            send_delta(c, s, &q, r->id, created, NULL, 0, NULL, 0, 0, 0, finish_reason(r->st.finish));
+            if (q.include_usage) {
+                cli_buf b;
+                memset(&b, 0, sizeof b);
+                json_head(s, &b, chat, 1, r->id, created);
+                cli_buf_puts(&b, "\"choices\":[],");
+                json_usage(&b, &r->st);
+                cli_buf_puts(&b, "}");
+                if (!b.oom) send_event(c, b.p, b.n);
+                cli_buf_free(&b);
+            }
+            send_event(c, "[DONE]", 6);
+            send_all(c, "0\r\n\r\n", 5);
+        }
+        log_request(s, hr, c->closed ? 499 : 200, t0, &r->st);
+    } else if (!c->closed) {
+        cli_buf b;
+        memset(&b, 0, sizeof b);
+        json_head(s, &b, chat, 0, r->id, created);
+        cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
+        if (chat) {
+            cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
+            cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
+            cli_buf_puts(&b, "},\"logprobs\":");
+            if (q.logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
+            else cli_buf_puts(&b, "null");
+        } else {
+            cli_buf_puts(&b, "\"text\":");
+            cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
+            cli_buf_puts(&b, ",\"logprobs\":");
+            if (q.logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
+            else cli_buf_puts(&b, "null");
+        }
+        cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],", finish_reason(r->st.finish));
+        json_usage(&b, &r->st);
+        cli_buf_puts(&b, "}\n");
+        if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
+        else send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+        cli_buf_free(&b);
+        log_request(s, hr, 200, t0, &r->st);
+    } else {
+        log_request(s, hr, 499, t0, &r->st);
+    }
+    req_free(r);
+    return c->closed || !keep ? -1 : 0;
+}
+
+/* ==== SMALL ENDPOINTS ==== */
+
+static void metric(cli_buf *b, const char *name, const char *type, const char *help, double v) {
+    cli_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+static void metric_hist(cli_buf *b, const char *name, const char *help, const srv_hist *h) {
+    uint64_t cum = 0;
+    int i;
+    cli_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (i = 0; i < SRV_N_BUCKETS; i++) {
+        cum += h->counts[i];
+        cli_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, SRV_BUCKETS[i], (unsigned long long)cum);
+    }
+    cli_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n", name, (unsigned long long)h->n, name,
+                   h->sum, name, (unsigned long long)h->n);
+}
+
+static int handle_metrics(conn *c, int keep) {
+    srv *s = c->s;
+    mlstack_cache_stats cs;
+    cli_buf b;
+    int i, r, first = 1;
+    memset(&b, 0, sizeof b);
+    mlstack_engine_cache_stats(s->e, &cs);
+    pthread_mutex_lock(&s->mu);
+    cli_buf_puts(&b, "# HELP mlstack_http_requests_total HTTP responses sent, by status code.\n"
+                     "# TYPE mlstack_http_requests_total counter\n");
+    for (i = 100; i < 600; i++)
+        if (s->http_codes[i]) {
+            cli_buf_printf(&b, "mlstack_http_requests_total{code=\"%d\"} %llu\n", i, (unsigned long long)s->http_codes[i]);
+            first = 0;
+        }
+    if (first) cli_buf_puts(&b, "mlstack_http_requests_total{code=\"200\"} 0\n");
+    cli_buf_printf(&b,
+                   "# HELP mlstack_completion_requests_total Completion requests submitted to the engine.\n"
+                   "# TYPE mlstack_completion_requests_total counter\n"
+                   "mlstack_completion_requests_total{endpoint=\"chat\"} %llu\n"
+                   "mlstack_completion_requests_total{endpoint=\"completions\"} %llu\n",
+                   (unsigned long long)s->completions[0], (unsigned long long)s->completions[1]);
+    metric(&b, "mlstack_requests_cancelled_total", "counter", "Requests cancelled (client gone or shutdown).", (double)s->cancelled);
+    metric(&b, "mlstack_requests_failed_total", "counter", "Requests finished with an engine error.", (double)s->failed);
+    metric(&b, "mlstack_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", (double)s->prompt_tokens);
+    metric(&b, "mlstack_prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.",
+           (double)s->cached_tokens);
+    metric(&b, "mlstack_completion_tokens_total", "counter", "Tokens generated for finished requests.",
+           (double)s->completion_tokens);
+    metric(&b, "mlstack_connections_open", "gauge", "Open client connections.", (double)s->n_conns);
+    metric(&b, "mlstack_connections_total", "counter", "Connections accepted.", (double)s->conns_total);
+    metric(&b, "mlstack_connections_rejected_total", "counter", "Connections refused with 503 (over --max-conns).",
+           (double)s->conns_rejected);
+    metric_hist(&b, "mlstack_time_to_first_token_seconds", "Time from submit to the first generated token.", &s->ttft);
+    metric_hist(&b, "mlstack_inter_token_seconds", "Time between consecutive tokens of a request.", &s->itl);
+    metric_hist(&b, "mlstack_request_duration_seconds", "Time from submit to the end of a request.", &s->e2e);
+    pthread_mutex_unlock(&s->mu);
+    metric(&b, "mlstack_requests_queued", "gauge", "Requests waiting for admission.", (double)cs.n_queued);
+    metric(&b, "mlstack_requests_running", "gauge", "Requests prefilling or decoding.", (double)cs.n_running);
+    metric(&b, "mlstack_kv_pages_total", "gauge", "KV pages in the pool.", (double)cs.n_pages);
+    metric(&b, "mlstack_kv_pages_used", "gauge", "KV pages referenced by a sequence or the prefix cache.", (double)cs.pages_used);
+    metric(&b, "mlstack_kv_pages_cached", "gauge", "KV pages owned by the prefix cache.", (double)cs.pages_cached);
+    metric(&b, "mlstack_kv_pages_pinned", "gauge", "Cached KV pages attached to running requests.", (double)cs.pages_pinned);
+    metric(&b, "mlstack_kv_pages_evicted_total", "counter", "KV pages evicted from the prefix cache.", (double)cs.pages_evicted);
+    metric(&b, "mlstack_cache_hit_tokens_total", "counter", "Prompt tokens whose KV came from the cache.", (double)cs.hit_tokens);
+    metric(&b, "mlstack_computed_tokens_total", "counter", "Prompt tokens run through the model.", (double)cs.computed_tokens);
+    metric(&b, "mlstack_generated_tokens_total", "counter", "Tokens sampled.", (double)cs.generated_tokens);
+    metric(&b, "mlstack_scheduler_steps_total", "counter", "Scheduler steps run.", (double)cs.steps);
+    metric(&b, "mlstack_preemptions_total", "counter", "Requests preempted for lack of KV pages.", (double)cs.preemptions);
+    r = b.oom ? send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0)
+              : send_response(c, 200, "text/plain; version=0.0.4", b.p, b.n, keep, NULL);
+    cli_buf_free(&b);
+    return r;
+}
+
+static int handle_models(conn *c, const char *path, int keep) {
+    srv *s = c->s;
+    cli_buf b;
+    int r, one = strncmp(path, "/v1/models/", 11) == 0;
+    if (one && strcmp(path + 11, s->model_id) != 0)
+        return send_error(c, 404, "invalid_request_error", "model", "model_not_found", "no such model", keep);
+    memset(&b, 0, sizeof b);
+    if (!one) cli_buf_puts(&b, "{\"object\":\"list\",\"data\":[");
+    cli_buf_puts(&b, "{\"id\":");
+    cli_buf_json(&b, s->model_id, strlen(s->model_id));
+    cli_buf_printf(&b, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"mlstack\",\"context_length\":%d}",
+                   (long)s->t_start, s->info.max_position_embeddings);
+    cli_buf_puts(&b, one ? "\n" : "]}\n");
+    r = b.oom ? -1 : send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+    cli_buf_free(&b);
+    return r;
+}
+
+static int authorized(const srv *s, const http_req *hr) {
+    size_t n;
+    if (!s->o.api_key) return 1;
+    if (!hr->auth || strncmp(hr->auth, "Bearer ", 7) != 0) return 0;
+    n = strlen(s->o.api_key);
+    return strlen(hr->auth + 7) == n && memcmp(hr->auth + 7, s->o.api_key, n) == 0;
+}
+
+/* Answers one request; returns 0 to keep the connection, -1 to close it. */
+static int route(conn *c, const http_req *hr) {
+    srv *s = c->s;
+    double t0 = now_s();
+    int keep = hr->keep_alive, get = strcmp(hr->method, "GET") == 0, post = strcmp(hr->method, "POST") == 0, r;
+    const char *p = hr->path;
+    int is_chat = !strcmp(p, "/v1/chat/completions") || !strcmp(p, "/chat/completions");
+    int is_text = !strcmp(p, "/v1/completions") || !strcmp(p, "/completions");
+    int is_models = !strcmp(p, "/v1/models") || !strncmp(p, "/v1/models/", 11);
+    if (!strcmp(p, "/health")) {
+        static const char ok[] = "{\"status\":\"ok\"}\n";
+        r = get ? send_response(c, 200, "application/json", ok, sizeof ok - 1, keep, NULL)
+                : send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
+        log_request(s, hr, get ? 200 : 405, t0, NULL);
+        return r || !keep ? -1 : 0;
+    }
+    if (!authorized(s, hr)) {
+        r = send_error(c, 401, "invalid_request_error", NULL, "invalid_api_key",
+                       "missing or wrong API key: send the header 'Authorization: Bearer KEY'", keep);
+        log_request(s, hr, 401, t0, NULL);
+        return r || !keep ? -1 : 0;
+    }
+    if (is_chat || is_text) {
+        if (!post) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use POST", keep);
+        else return handle_completion(c, hr, is_chat, t0);
+    } else if (is_models || !strcmp(p, "/metrics")) {
+        if (!get) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
+        else r = is_models ? handle_models(c, p, keep) : handle_metrics(c, keep);
+    } else {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "no endpoint %s %s", hr->method, p);
+        r = send_error(c, 404, "invalid_request_error", NULL, "unknown_url", msg, keep);
+    }
+    log_request(s, hr, c->last_code, t0, NULL);
+    return r || !keep ? -1 : 0;
+}
+
+static void *conn_main(void *arg) {
+    conn *c = (conn *)arg;
+    srv *s = c->s;
+    for (;;) {
+        http_req hr;
+        size_t used = 0;
+        int code = read_request(c, &hr, &used);
+        if (code == 1) break;
+        if (code) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s",
+                     code == 408 ? "the request was not received in time"
+                     : code == 413 ? "the request body is larger than the server accepts"
+                     : code == 431 ? "the request head is too large or has too many headers"
+                     : code == 411 ? "send the body with a Content-Length (chunked bodies are not accepted)"
+                     : code == 505 ? "only HTTP/1.0 and HTTP/1.1 are served"
+                     : "malformed HTTP request");
+            send_error(c, code, "invalid_request_error", NULL, NULL, msg, 0);
+            if (!s->o.quiet) fprintf(stderr, "(request) %d %s\n", code, msg);
+            linger_close(c);
+            break;
+        }
+        if (route(c, &hr) != 0) break;
+        memmove(c->buf, c->buf + used, c->n - used); /* pipelined bytes stay for the next request */
+        c->n -= used;
+    }
+    close(c->fd);
+    free(c->buf);
+    free(c);
+    pthread_mutex_lock(&s->mu);
+    s->n_conns--;
+    pthread_cond_broadcast(&s->conns_cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ==== MAIN ==== */
+
+static int parse_serve(int argc, char **argv, srv_opts *o) {
+    int i;
+    memset(o, 0, sizeof *o);
+    o->base.cmd = "serve";
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->parallel = 16;
+    o->max_conns = 512;
+    o->max_body = (size_t)4 << 20;
+    o->timeout_s = 10;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+#define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
+#define VAL()                                                                      \
+    do {                                                                           \
+        if (!v) return cli_die("option %s needs a value (see mlstack serve --help)", a); \
+        i++;                                                                       \
+    } while (0)
+#define NUMV(lo, hi)                                                               \
+    do {                                                                           \
+        VAL();                                                                     \
+        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a);  \
+    } while (0)
+        if (IS("-h", "--help")) return 1;
+        else if (IS("-m", "--model")) { VAL(); o->base.model = v; }
+        else if (IS("--host", "--host")) { VAL(); o->host = v; }
+        else if (IS("--port", "--port")) { NUMV(0, 65535); o->port = (int)x; }
+        else if (IS("--api-key", "--api-key")) { VAL(); o->api_key = v; }
+        else if (IS("--alias", "--alias")) { VAL(); o->alias = v; }
+        else if (IS("--parallel", "-np")) { NUMV(1, 1024); o->parallel = (int)x; }
+        else if (IS("--kv-mem", "--kv-mem")) { NUMV(1, 1 << 20); o->base.kv_mib = (uint64_t)x; }
+        else if (IS("--max-conns", "--max-conns")) { NUMV(1, 100000); o->max_conns = (int)x; }
+        else if (IS("--max-body", "--max-body")) { NUMV(1, 1e10); o->max_body = (size_t)x; }
+        else if (IS("--timeout", "--timeout")) { NUMV(1, 86400); o->timeout_s = (int)x; }
+        else if (IS("--quiet", "--quiet")) o->quiet = 1;
+        else if (IS("-t", "--threads")) { NUMV(1, 256); o->base.threads = (int)x; }
+        else if (IS("--isa", "--isa")) { VAL(); o->base.isa = v; }
+        else if (IS("--quant", "--quant")) {
+            VAL();
+            if (!strcmp(v, "q8_0") || !strcmp(v, "Q8_0")) o->base.quant = MLSTACK_DTYPE_Q8_0;
+            else if (!strcmp(v, "q4_1") || !strcmp(v, "Q4_1")) o->base.quant = MLSTACK_DTYPE_Q4_1;
+            else if (!strcmp(v, "none")) o->base.quant = MLSTACK_DTYPE_F32;
+            else return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+        } else return cli_die("unknown option %s for serve (see mlstack serve --help)", a);
+#undef IS
+#undef VAL
+#undef NUMV
+    }
+    if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
+    return 0;
+}
+
+static int srv_listen(srv *s) {
+    struct addrinfo hints, *res = NULL, *ai;
+    char port[16];
+    int fd = -1, one = 1, gai;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof port, "%d", s->o.port);
+    if ((gai = getaddrinfo(s->o.host, port, &hints, &res)) != 0) {
+        fprintf(stderr, "mlstack: --host %s: %s\n", s->o.host, gai_strerror(gai));
+        return -1;
+    }
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0) continue;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        fprintf(stderr, "mlstack: cannot listen on %s:%d: %s (is the port in use? try --port)\n", s->o.host, s->o.port,
+                strerror(errno));
+        return -1;
+    }
+    {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+            s->o.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                        : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    s->listen_fd = fd;
+    return 0;
+}
+
+static void srv_accept_loop(srv *s) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, (size_t)1 << 20);
+    while (!srv_stop) {
+        struct pollfd p;
+        int fd, over;
+        conn *c;
+        pthread_t th;
+        p.fd = s->listen_fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, 200) <= 0) continue;
+        fd = accept(s->listen_fd, NULL, NULL);
+        if (fd < 0) continue;
+        {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        pthread_mutex_lock(&s->mu);
+        over = s->n_conns >= s->o.max_conns;
+        if (over) s->conns_rejected++, s->http_codes[503]++;
+        else s->n_conns++, s->conns_total++;
+        pthread_mutex_unlock(&s->mu);
+        if (over) { /* answer without a thread: a short write that fits the socket buffer */
+            static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                       "Content-Length: 97\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+                                       "{\"error\":{\"message\":\"too many connections\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+            (void)!send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            close(fd);
+            continue;
+        }
+        c = (conn *)calloc(1, sizeof *c);
+        if (c) c->buf = (char *)malloc(SRV_MAX_HEAD + 1);
+        if (c && c->buf) c->cap = SRV_MAX_HEAD + 1, c->s = s, c->fd = fd;
+        if (!c || !c->buf || pthread_create(&th, &attr, conn_main, c) != 0) {
+            if (c) free(c->buf);
+            free(c);
+            close(fd);
+            pthread_mutex_lock(&s->mu);
+            s->n_conns--;
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    pthread_attr_destroy(&attr);
+}
+
+int cli_cmd_serve(int argc, char **argv) {
+    srv *s;
+    pthread_t engine_th;
+    struct sigaction sa;
+    const char *base;
+    size_t n;
+    int r, rc = 0;
+    s = (srv *)calloc(1, sizeof *s);
+    if (!s) return cli_die("%s", "out of memory");
+    r = parse_serve(argc, argv, &s->o);
+    if (r) {
+        if (r == 1) fputs(SERVE_USAGE, stdout);
+        free(s);
+        return r == 1 ? 0 : r;
+    }
+    /* the KV pool: enough for every parallel request to hold a conversation */
+    if ((rc = cli_open_model(&s->o.base, s->o.parallel, &s->m, NULL, NULL)) != 0) {
+        free(s);
+        return rc;
+    }
+    mlstack_model_get_info(s->m, &s->info);
+    if (!s->o.base.kv_mib) {
+        uint64_t per_tok = (uint64_t)s->info.n_layers * 2 * (uint64_t)s->info.n_kv_heads * (uint64_t)s->info.head_dim * 2;
+        uint64_t toks = (uint64_t)s->o.parallel * 1024, min_toks = s->info.max_position_embeddings < 4096
+                                                                        ? (uint64_t)s->info.max_position_embeddings
+                                                                        : 4096;
+        s->o.base.kv_mib = ((toks > min_toks ? toks : min_toks) * per_tok + ((1u << 20) - 1)) >> 20;
+    }
+    {
+        mlstack_engine_desc ed;
+        mlstack_error err;
+        memset(&ed, 0, sizeof ed);
+        ed.n_threads = s->o.base.threads;
+        ed.max_seqs = s->o.parallel;
+        ed.isa = s->o.base.isa;
+        ed.kv_mem = s->o.base.kv_mib << 20;
+        cli_progress("%s: starting the engine...", s->o.base.model);
+        if (mlstack_engine_init(s->m, &ed, &s->e, &err) != MLSTACK_OK) {
+            cli_progress_done();
+            fprintf(stderr, "mlstack: %s\n", err.message);
+            mlstack_model_close(s->m);
+            free(s);
+            return 1;
+        }
+        cli_progress_done();
+    }
+    s->tok = mlstack_model_tokenizer(s->m);
+    s->tpl = mlstack_model_chat_template(s->m);
+    if (!s->tok) {
+        fprintf(stderr, "mlstack: %s has no tokenizer.json: the server needs one\n", s->o.base.model);
+        mlstack_engine_free(s->e);
+        mlstack_model_close(s->m);
+        free(s);
+        return 1;
+    }
+    if (s->o.alias) {
+        snprintf(s->model_id, sizeof s->model_id, "%s", s->o.alias);
+    } else { /* the folder's name */
+        n = strlen(s->o.base.model);
+        while (n > 1 && s->o.base.model[n - 1] == '/') n--;
+        base = s->o.base.model;
+        {
+            size_t i;
+            for (i = 0; i < n; i++)
+                if (s->o.base.model[i] == '/' && i + 1 < n) base = s->o.base.model + i + 1;
+        }
+        snprintf(s->model_id, sizeof s->model_id, "%.*s", (int)(n - (size_t)(base - s->o.base.model)), base);
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->conns_cv, NULL);
+    s->t_start = (double)time(NULL);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = srv_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (srv_listen(s) != 0) {
+        rc = 1;
+    } else if (pthread_create(&engine_th, NULL, srv_engine_main, s) != 0) {
+        fprintf(stderr, "mlstack: cannot start the engine thread\n");
+        close(s->listen_fd);
+        rc = 1;
+    } else {
+        int v6 = strchr(s->o.host, ':') != NULL;
+        fprintf(stderr, "mlstack serve: model '%s' (%s kernels, %d parallel, KV %llu MiB) on http://%s%s%s:%d%s\n",
+                s->model_id, mlstack_engine_kernels(s->e), s->o.parallel, (unsigned long long)s->o.base.kv_mib, v6 ? "[" : "",
+                s->o.host, v6 ? "]" : "", s->o.port, s->o.api_key ? " (API key required)" : "");
+        fflush(stderr);
+        srv_accept_loop(s);
+        close(s->listen_fd);
+        /* shutdown: connections see srv_stop within 200 ms and cancel their requests */
+        pthread_mutex_lock(&s->mu);
+        while (s->n_conns > 0) pthread_cond_wait(&s->conns_cv, &s->mu);
+        s->stop_engine = 1;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(engine_th, NULL);
+        if (!s->o.quiet) fprintf(stderr, "mlstack serve: stopped\n");
+    }
+    pthread_cond_destroy(&s->conns_cv);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->mu);
+    mlstack_engine_free(s->e);
+    mlstack_model_close(s->m);
+    free(s);
+    return rc;
+}
+#endif
