@@ -71,15 +71,16 @@
     12. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
     13. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
     14. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
-    15. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    16. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    17. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    18. SAMPLING          logit processors and samplers                               >>sampling
-    19. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    20. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    21. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    22. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    23. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    15. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
+    16. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    17. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    18. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    19. SAMPLING          logit processors and samplers                               >>sampling
+    20. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    21. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    22. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    23. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    24. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -205,6 +206,19 @@
                  R mlstack_generate(engine, &generate_desc)
      sampling    R mlstack_sampler_init(desc, n_vocab, &sampler)  void mlstack_sampler_free(sampler)
                  void mlstack_sampler_accept(sampler, token)      int32_t mlstack_sampler_sample(sampler, logits)
+                 mlstack_matcher *mlstack_sampler_matcher(sampler)
+     grammars    R mlstack_vocab_from_model(model, &vocab, err)   void mlstack_vocab_free(vocab)
+                 R mlstack_vocab_from_tokenizer(tok, n_vocab, eos_ids, n_eos, &vocab, err)
+                 R mlstack_vocab_from_bytes(tokens, lens, n_tokens, eos_ids, n_eos, &vocab, err)
+                 int32_t mlstack_vocab_size(vocab)                const char *mlstack_vocab_token_text(vocab, id, &len)
+                 R mlstack_grammar_compile(desc, &grammar, err)   void mlstack_grammar_free(grammar)
+                 const char *mlstack_grammar_gbnf(grammar)
+                 R mlstack_matcher_init(grammar, &matcher)        void mlstack_matcher_free(matcher)
+                 R mlstack_matcher_reset(matcher)                 int mlstack_matcher_mask(matcher, bits)
+                 R mlstack_matcher_accept(matcher, token)         R mlstack_matcher_accept_bytes(matcher, bytes, n)
+                 int mlstack_matcher_status(matcher)              const char *mlstack_matcher_error(matcher)
+     tool calls  R mlstack_tool_calls_parse(text, len, &calls, &n_calls, &content_len, err)
+                 void mlstack_tool_calls_free(calls, n_calls)
      requests    R mlstack_engine_submit(engine, desc, &id, err)  R mlstack_engine_step(engine, &n_active)
                  R mlstack_engine_poll(engine, id, &status, tokens, cap)
                  R mlstack_engine_cancel(engine, id)              R mlstack_engine_release(engine, id)
@@ -319,6 +333,9 @@ typedef struct mlstack_engine mlstack_engine;
 typedef struct mlstack_tokenizer mlstack_tokenizer;
 typedef struct mlstack_chat_template mlstack_chat_template;
 typedef struct mlstack_sampler mlstack_sampler;
+typedef struct mlstack_vocab mlstack_vocab;
+typedef struct mlstack_grammar mlstack_grammar;
+typedef struct mlstack_matcher mlstack_matcher;
 
 /* Log callback: level 0 error, 1 warning, 2 info. Never called unless set. */
 typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
@@ -799,7 +816,12 @@ MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *engine, int
      frequency_penalty  0: off; OpenAI style, subtract count * value
      presence_penalty   0: off; subtract value once a token has appeared
      penalty_last_n     0: 64 most recent tokens; -1: all
-     seed               0: seed 0 (deterministic) */
+     seed               0: seed 0 (deterministic)
+     grammar            NULL: unconstrained; else a compiled grammar (mlstack_grammar_compile, for
+                        this model's vocabulary) that every sampled token must continue: the
+                        sampler masks the other tokens before the processors above, takes the
+                        only legal token without a draw, and advances its own matcher with each
+                        token it returns. The grammar must outlive the sampler. */
 typedef struct mlstack_sampler_desc {
     float temperature;
     int top_k;
@@ -810,6 +832,7 @@ typedef struct mlstack_sampler_desc {
     float presence_penalty;
     int penalty_last_n;
     uint64_t seed;
+    const mlstack_grammar *grammar;
 } mlstack_sampler_desc;
 
 MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc, int n_vocab,
@@ -817,8 +840,133 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
 MLSTACK_API void mlstack_sampler_free(mlstack_sampler *sampler);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *sampler, int32_t token);
-/* Picks a token from a logits row of n_vocab floats. The row is not modified. */
+/* Picks a token from a logits row of n_vocab floats. The row is not modified.
+   With a grammar: returns a token the grammar allows and advances the sampler's matcher with it;
+   -1 when no token is allowed (see mlstack_sampler_matcher and mlstack_matcher_error). */
 MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *sampler, const float *logits);
+/* The sampler's own matcher (NULL without a grammar): its status tells when the output is
+   complete (MLSTACK_MATCHER_MUST_END: nothing may follow). Owned by the sampler. */
+MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
+
+/* ---- Structured output (section GRAMMAR) ----
+   Constrained decoding: a grammar compiled from a JSON Schema, a GBNF grammar or a regular
+   expression, for one vocabulary, masks every token whose bytes cannot continue a valid text.
+   Tokens are judged by the bytes they add (byte-fallback tokens and tokens that split a UTF-8
+   character included: a partial character is allowed when some valid character can complete
+   it). Special tokens are never allowed; the EOS ids are allowed exactly when the text so far is
+   complete. Objects: a vocabulary (the byte view of a tokenizer, made once per model), grammars
+   compiled for it (immutable to callers, shareable by threads; they hold a lazily built automaton
+   and a cache of token masks, guarded by a lock), and matchers (one per generation, one thread at
+   a time).
+   GBNF (as llama.cpp's): `name ::= alternatives`, rules end where the next `name ::=` starts;
+   "literal" with \n \t \r \\ \" \xHH \uHHHH \UHHHHHHHH escapes, [a-z] / [^...] classes, `.`
+   (any character but newline), ( ) groups, | alternation, postfix * + ? {m} {m,} {m,n}, # comments;
+   the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
+   that can never finish.
+   Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
+   JSON Schema keywords: type (also lists), properties, required, additionalProperties, items,
+   minItems, maxItems, enum, const, anyOf, allOf (one schema), propertyNames (a string schema, for
+   objects without properties), $ref (local: "#", "#/$defs/x",
+   any JSON pointer; recursion allowed), $defs/definitions, minLength, maxLength, pattern, format
+   (date, time, date-time, uuid, email, ipv4), minimum 0 or 1 and exclusiveMinimum 0 (integers),
+   uniqueItems false, and the annotations (title, description, default, examples, ...). Any other
+   keyword is an error naming it and its JSON pointer path ("JSON Schema: unsupported keyword
+   'oneOf' at /properties/x"). Output is compact JSON with optional whitespace; objects write
+   properties in schema order and no others.
+   Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
+   once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
+   (256 MiB; dropped and rebuilt when full). A budget exceeded at compile time fails the compile
+   with MLSTACK_ERR_LIMIT; during matching it masks that path and mlstack_matcher_error says why. */
+
+/* Byte view of a vocabulary. from_model: the model's tokenizer, n_vocab and EOS ids.
+   from_tokenizer: n_vocab 0 means the tokenizer's size (ids past the tokenizer are never
+   allowed). from_bytes: token i is tokens[i] (lens NULL: NUL-terminated; NULL entry: no text).
+   Returns MLSTACK_OK or an error; *out NULL on failure. Thread safety: any thread; the vocab is
+   read-only afterwards and must outlive every grammar compiled for it. */
+MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out, mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab, const int32_t *eos_ids,
+                                                        int n_eos, mlstack_vocab **out, mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_vocab_from_bytes(const char *const *tokens, const size_t *lens, int n_tokens,
+                                                    const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                    mlstack_error *err);
+MLSTACK_API void mlstack_vocab_free(mlstack_vocab *vocab);
+MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *vocab);
+/* The bytes token id adds to the text (*len 0: none, as for special tokens). Owned by vocab. */
+MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *vocab, int32_t id, size_t *len);
+
+typedef enum mlstack_grammar_kind {
+    MLSTACK_GRAMMAR_GBNF = 0,        /* text: GBNF */
+    MLSTACK_GRAMMAR_JSON_SCHEMA = 1, /* text: a JSON Schema */
+    MLSTACK_GRAMMAR_REGEX = 2,       /* text: a regular expression the whole output must match */
+    MLSTACK_GRAMMAR_JSON = 3,        /* any JSON object (text unused): response_format json_object */
+    MLSTACK_GRAMMAR_TOOL_CALLS = 4   /* text: a JSON array of tools, as OpenAI's `tools` or a chat
+                                        template's; output: 1 to 8 Hermes-style blocks
+                                        <tool_call>{"name": N, "arguments": A}</tool_call> joined by
+                                        newlines, A valid for N's `parameters` schema */
+} mlstack_grammar_kind;
+
+/* Grammar descriptor. Zero means default:
+     kind, text, vocab  (required) text need not be NUL-terminated when len is set
+     len                0: strlen(text)
+     max_elements       0: MLSTACK_GRAMMAR_MAX_ELEMENTS (1M grammar elements after expansion)
+     max_stacks         0: MLSTACK_GRAMMAR_MAX_STACKS (16384 parse stacks at once)
+     max_memory         0: MLSTACK_GRAMMAR_MAX_MEMORY (256 MiB automaton + mask cache) */
+typedef struct mlstack_grammar_desc {
+    mlstack_grammar_kind kind;
+    const char *text;
+    size_t len;
+    const mlstack_vocab *vocab;
+    size_t max_elements;
+    int max_stacks;
+    size_t max_memory;
+} mlstack_grammar_desc;
+
+/* Compiles a grammar for desc->vocab.
+   Returns MLSTACK_OK; MLSTACK_ERR_FORMAT (syntax, with line and column or offset; schema errors
+   with their JSON path), MLSTACK_ERR_UNSUPPORTED (a keyword or regex feature outside the subset,
+   named), MLSTACK_ERR_LIMIT (a budget), MLSTACK_ERR_NO_MEMORY. *out NULL on failure.
+   Thread safety: any thread. */
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *desc, mlstack_grammar **out,
+                                                   mlstack_error *err);
+/* Frees a grammar. Not while a matcher or sampler uses it. */
+MLSTACK_API void mlstack_grammar_free(mlstack_grammar *grammar);
+/* The GBNF the grammar was built from (for schemas, regexes and tools: the generated text). */
+MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *grammar);
+
+#define MLSTACK_MATCHER_CAN_END 1  /* the text so far is complete: EOS is allowed */
+#define MLSTACK_MATCHER_MUST_END 2 /* ... and nothing else may follow */
+#define MLSTACK_MATCHER_FINISHED 4 /* an EOS id was accepted */
+
+/* A matcher follows one generation. init: at the start of the grammar; reset: back there.
+   mask: writes (n_vocab + 31) / 32 words, bit i of word i / 32 set when token i may come next;
+   returns how many tokens may (0: none, with mlstack_matcher_error saying why), -1 on failure.
+   accept: advances by a token (MLSTACK_ERR_INVALID_ARG and no change when the grammar does not
+   allow it; an EOS id finishes the matcher); accept_bytes: by raw text. status: the
+   MLSTACK_MATCHER_* flags. Thread safety: one thread at a time per matcher; many matchers of one
+   grammar may run on different threads. */
+MLSTACK_API mlstack_result mlstack_matcher_init(const mlstack_grammar *grammar, mlstack_matcher **out);
+MLSTACK_API void mlstack_matcher_free(mlstack_matcher *matcher);
+MLSTACK_API mlstack_result mlstack_matcher_reset(mlstack_matcher *matcher);
+MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *matcher, uint32_t *bits);
+MLSTACK_API mlstack_result mlstack_matcher_accept(mlstack_matcher *matcher, int32_t token);
+MLSTACK_API mlstack_result mlstack_matcher_accept_bytes(mlstack_matcher *matcher, const char *bytes, size_t n);
+MLSTACK_API int mlstack_matcher_status(mlstack_matcher *matcher);
+MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *matcher);
+
+/* Tool calls found in generated text: every <tool_call> ... </tool_call> block (the last may be
+   unterminated) holding {"name": string, "arguments": object or JSON string}. calls receives an
+   array of n_calls (name and arguments NUL-terminated; arguments compact JSON text, "{}" when
+   absent), NULL when there are none; content_len (optional) the length of the text before the
+   first block, trailing whitespace dropped (the whole text when there is no block).
+   Returns MLSTACK_OK or MLSTACK_ERR_FORMAT (a block that is not such JSON; err says which).
+   Free with mlstack_tool_calls_free. Thread safety: reentrant. */
+typedef struct mlstack_tool_call {
+    char *name;
+    char *arguments;
+} mlstack_tool_call;
+MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls, int *n_calls,
+                                                    size_t *content_len, mlstack_error *err);
+MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n_calls);
 
 /* Callback per generated token; return non-zero to stop. It may not call back into the engine
    (eval, generate, step, complete, seq_ calls and cache_clear return MLSTACK_ERR_STATE there). */
@@ -1680,7 +1828,7 @@ static uint64_t mlstack__xgetbv(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 #elif (defined(_M_X64) || defined(_M_IX86)) && defined(_MSC_VER)
-/* MSVC: no target attributes, but every intrinsic compiles in any function (section 10). */
+/* MSVC: no target attributes, but every intrinsic compiles in any function (>>avx2). */
 #define MLSTACK__X86 1
 #include <intrin.h>
 #include <immintrin.h>
@@ -14904,7 +15052,2777 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 15. MODEL ==== */ /* >>model */
+/* ==== 15. GRAMMAR ==== */ /* >>grammar */
+/* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
+   schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
+   into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
+   CLS (sorted code point ranges with an ASCII bitmap). Compilation refuses undefined rules, left
+   recursion (which would expand forever) and rules that can never finish, and counts elements
+   against a budget.
+   Matching is a pushdown recognizer over code points whose stacks are hash-consed nodes
+   (position, parent), so a stack is one node id and a parser state one sorted set of node ids.
+   A right-recursive tail (the loop of `x*`) replaces its frame instead of pushing, so loops do
+   not grow the stack. States are interned into a lazy DFA over bytes: a state is (set, partial
+   UTF-8 sequence), its 256 transitions are computed on first use (a partial sequence survives
+   only if some stack top admits a code point that could still complete it: overlong forms,
+   surrogates and bytes past U+10FFFF are refused), and its token mask is cached. A mask is one
+   walk over the vocabulary sorted by bytes, reusing the state of the prefix a token shares with
+   the one before (a byte trie laid out flat) and skipping every token under a dead prefix, so
+   free-text states cost one table lookup per trie edge and repeated states cost a copy.
+   The DFA and the masks live in the compiled grammar (shared by its matchers under a lock) and
+   are dropped when they exceed the memory budget; matchers keep their state as position lists,
+   so they survive that. Budgets: stacks per state, expansion work per transition and stack
+   depth; exceeding one fails that path (the token is masked) and records the reason. */
+
+#ifndef MLSTACK_GRAMMAR_MAX_ELEMENTS
+#define MLSTACK_GRAMMAR_MAX_ELEMENTS (1u << 20)
+#endif
+#ifndef MLSTACK_GRAMMAR_MAX_STACKS
+#define MLSTACK_GRAMMAR_MAX_STACKS 16384
+#endif
+#ifndef MLSTACK_GRAMMAR_MAX_MEMORY
+#define MLSTACK_GRAMMAR_MAX_MEMORY ((size_t)256 << 20)
+#endif
+#define MLSTACK__G_MAX_DEPTH 4096      /* stack frames of one parse (nesting of the output) */
+#define MLSTACK__G_MAX_NEST 256        /* parentheses in grammar / regex text, schema nesting */
+#define MLSTACK__G_MAX_REPEAT 100000   /* largest bound in {m,n} */
+
+enum { MLSTACK__G_END = 0, MLSTACK__G_ALT = 1, MLSTACK__G_REF = 2, MLSTACK__G_CHR = 3, MLSTACK__G_CLS = 4 };
+typedef struct {
+    int32_t type, v;
+} mlstack__gel;
+typedef struct {
+    uint32_t ascii[4];
+    uint32_t off, n; /* ranges: pairs lo, hi in grammar->rng */
+} mlstack__gcls;
+
+/* ---- vocabulary: the bytes each token adds to the text ---- */
+
+struct mlstack_vocab {
+    int32_t n_vocab;
+    uint32_t *off, *len;    /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
+    unsigned char *bytes;
+    int32_t *sorted;        /* ids with text, sorted by bytes */
+    uint32_t *lcp;          /* common prefix with the previous sorted token */
+    int32_t n_sorted;
+    int32_t eos[MLSTACK_MAX_EOS];
+    int n_eos;
+};
+
+static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
+    uint32_t la = v->len[a], lb = v->len[b], n = la < lb ? la : lb;
+    int c = n ? memcmp(v->bytes + v->off[a], v->bytes + v->off[b], n) : 0;
+    if (c) return c;
+    if (la != lb) return la < lb ? -1 : 1;
+    return a < b ? -1 : (a > b);
+}
+/* merge sort of ids by bytes (qsort has no context argument in C99) */
+static void mlstack__vocab_sort(const mlstack_vocab *v, int32_t *ids, int32_t *tmp, int32_t n) {
+    int32_t w, i;
+    for (w = 1; w < n; w *= 2) {
+        for (i = 0; i < n; i += 2 * w) {
+            int32_t lo = i, mid = i + w < n ? i + w : n, hi = i + 2 * w < n ? i + 2 * w : n, a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) tmp[k++] = mlstack__vocab_cmp_ctx(v, ids[a], ids[b]) <= 0 ? ids[a++] : ids[b++];
+            while (a < mid) tmp[k++] = ids[a++];
+            while (b < hi) tmp[k++] = ids[b++];
+        }
+        memcpy(ids, tmp, sizeof(int32_t) * (size_t)n);
+    }
+}
+
+MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
+    if (!v) return;
+    MLSTACK_FREE(v->off);
+    MLSTACK_FREE(v->len);
+    MLSTACK_FREE(v->bytes);
+    MLSTACK_FREE(v->sorted);
+    MLSTACK_FREE(v->lcp);
+    MLSTACK_FREE(v);
+}
+
+static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos, int n_eos, mlstack_error *err) {
+    int32_t i, *tmp;
+    int k;
+    for (k = 0; k < n_eos && v->n_eos < MLSTACK_MAX_EOS; k++)
+        if (eos[k] >= 0 && eos[k] < v->n_vocab) v->eos[v->n_eos++] = eos[k];
+    v->sorted = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
+    v->lcp = (uint32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint32_t));
+    tmp = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
+    if (!v->sorted || !v->lcp || !tmp) {
+        MLSTACK_FREE(tmp);
+        mlstack_vocab_free(v);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+    }
+    for (i = 0; i < v->n_vocab; i++) {
+        int is_eos = 0;
+        for (k = 0; k < v->n_eos; k++) is_eos |= v->eos[k] == i;
+        if (v->len[i] && !is_eos) v->sorted[v->n_sorted++] = i;
+        else v->len[i] = 0; /* EOS ids are allowed by the grammar's end, never as text */
+    }
+    mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
+    MLSTACK_FREE(tmp);
+    for (i = 1; i < v->n_sorted; i++) {
+        int32_t a = v->sorted[i - 1], b = v->sorted[i];
+        uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+        while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+        v->lcp[i] = j;
+    }
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_vocab_from_bytes(const char *const *tokens, const size_t *lens, int n_tokens,
+                                                    const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                    mlstack_error *err) {
+    mlstack_vocab *v;
+    size_t total = 0, pos = 0;
+    int i;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: out is NULL");
+    *out = NULL;
+    if (n_tokens <= 0 || !tokens || (n_eos && !eos_ids) || n_eos < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: no tokens, or NULL eos_ids");
+    for (i = 0; i < n_tokens; i++) {
+        size_t l = tokens[i] ? (lens ? lens[i] : strlen(tokens[i])) : 0;
+        if (l > 0xFFFF || total > ((size_t)1 << 31)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: token %d is too long", i);
+        total += l;
+    }
+    v = (mlstack_vocab *)mlstack__calloc(1, sizeof *v);
+    if (!v) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+    v->n_vocab = n_tokens;
+    v->off = (uint32_t *)mlstack__calloc((size_t)n_tokens, sizeof(uint32_t));
+    v->len = (uint32_t *)mlstack__calloc((size_t)n_tokens, sizeof(uint32_t));
+    v->bytes = (unsigned char *)mlstack__calloc(total + 1, 1);
+    if (!v->off || !v->len || !v->bytes) {
+        mlstack_vocab_free(v);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+    }
+    for (i = 0; i < n_tokens; i++) {
+        size_t l = tokens[i] ? (lens ? lens[i] : strlen(tokens[i])) : 0;
+        v->off[i] = (uint32_t)pos;
+        v->len[i] = (uint32_t)l;
+        if (l) memcpy(v->bytes + pos, tokens[i], l);
+        pos += l;
+    }
+    if (mlstack__vocab_finish(v, eos_ids, n_eos, err) != MLSTACK_OK) return err ? err->code : MLSTACK_ERR_NO_MEMORY;
+    *out = v;
+    return MLSTACK_OK;
+}
+
+/* The byte view of one token: byte-fallback tokens <0xNN> give their byte; byte-level
+   vocabularies map GPT-2's printable alphabet back to bytes; other tokens are decoded after a
+   fixed byte token, so that decoders which strip a leading space at the start of the text
+   (SentencePiece's Strip) do not strip it here. Special tokens have no text. */
+static int mlstack__vocab_token_bytes(const mlstack_tokenizer *t, int32_t id, mlstack__buf *out) {
+    const char *s = t->tok_s[id];
+    size_t len = t->tok_len[id], j;
+    int k, bl = 0;
+    out->n = 0;
+    if (!s || t->tok_special[id]) return 1;
+    if (t->byte_fallback && len == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
+        int h = mlstack__hexval(s[3]), l = mlstack__hexval(s[4]);
+        if (h >= 0 && l >= 0) return MLSTACK__VEC_PUSH(out, unsigned char, (unsigned char)(h * 16 + l));
+    }
+    for (k = 0; k < t->n_dec; k++) bl |= t->dec[k].type == MLSTACK__DECODER_BYTELEVEL;
+    if (bl) {
+        for (j = 0; j < len;) {
+            uint32_t cp;
+            j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
+            if (cp >= 324 || mlstack__bl_byte[cp] < 0) break;
+            if (!MLSTACK__VEC_PUSH(out, unsigned char, (unsigned char)mlstack__bl_byte[cp])) return 0;
+        }
+        if (j >= len) return 1;
+        out->n = 0; /* an added token written as plain text */
+        return mlstack__buf_put(out, s, len);
+    }
+    if (t->n_dec == 0) return mlstack__buf_put(out, s, len);
+    {
+        int32_t ids[2];
+        mlstack__buf b = {0, 0, 0};
+        int ok;
+        ids[0] = t->byte_ids['A'];
+        ids[1] = id;
+        if (ids[0] < 0) {
+            ok = mlstack__decode(t, ids + 1, 1, 0, &b) == MLSTACK_OK && mlstack__buf_put(out, b.p, b.n);
+        } else {
+            ok = mlstack__decode(t, ids, 2, 0, &b) == MLSTACK_OK && b.n >= 1 && mlstack__buf_put(out, b.p + 1, b.n - 1);
+        }
+        MLSTACK_FREE(b.p);
+        return ok;
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab, const int32_t *eos_ids,
+                                                        int n_eos, mlstack_vocab **out, mlstack_error *err) {
+    mlstack_vocab *v;
+    mlstack__buf all = {0, 0, 0}, one = {0, 0, 0};
+    int32_t i;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: out is NULL");
+    *out = NULL;
+    if (!tok || (n_eos && !eos_ids) || n_eos < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: no tokenizer");
+    if (n_vocab <= 0) n_vocab = tok->n_vocab;
+    v = (mlstack_vocab *)mlstack__calloc(1, sizeof *v);
+    if (!v) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+    v->n_vocab = n_vocab;
+    v->off = (uint32_t *)mlstack__calloc((size_t)n_vocab, sizeof(uint32_t));
+    v->len = (uint32_t *)mlstack__calloc((size_t)n_vocab, sizeof(uint32_t));
+    if (!v->off || !v->len) goto oom;
+    for (i = 0; i < n_vocab; i++) {
+        if (i >= tok->n_vocab) continue; /* logits past the tokenizer (padding): never allowed */
+        if (!mlstack__vocab_token_bytes(tok, i, &one)) goto oom;
+        if (one.n > 0xFFFF || all.n > ((size_t)1 << 31)) continue;
+        v->off[i] = (uint32_t)all.n;
+        v->len[i] = (uint32_t)one.n;
+        if (!mlstack__buf_put(&all, one.p, one.n)) goto oom;
+    }
+    MLSTACK_FREE(one.p);
+    v->bytes = (unsigned char *)all.p;
+    if (!v->bytes && !(v->bytes = (unsigned char *)mlstack__calloc(1, 1))) goto oom2;
+    {
+        mlstack_result r = mlstack__vocab_finish(v, eos_ids, n_eos, err);
+        if (r != MLSTACK_OK) return r;
+    }
+    *out = v;
+    return MLSTACK_OK;
+oom:
+    MLSTACK_FREE(all.p);
+    MLSTACK_FREE(one.p);
+oom2:
+    mlstack_vocab_free(v);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+}
+
+MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out, mlstack_error *err) {
+    mlstack_model_info info;
+    if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: model is NULL");
+    if (!mlstack_model_tokenizer(model)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: the model has no tokenizer");
+    mlstack_model_get_info(model, &info);
+    return mlstack_vocab_from_tokenizer(mlstack_model_tokenizer(model), info.n_vocab, info.eos_ids, info.n_eos, out, err);
+}
+
+MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *v) { return v ? v->n_vocab : 0; }
+
+MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t id, size_t *len) {
+    if (len) *len = 0;
+    if (!v || id < 0 || id >= v->n_vocab) return NULL;
+    if (len) *len = v->len[id];
+    return (const char *)v->bytes + v->off[id];
+}
+
+/* ---- GBNF parser: text -> rules ---- */
+
+typedef struct {
+    mlstack__buf el;        /* mlstack__gel of one rule: alternatives separated by ALT */
+    char *name;
+    int defined;
+    size_t name_at;         /* offset of the first reference (for "undefined rule" errors) */
+} mlstack__grule;
+
+typedef struct {
+    const unsigned char *s;
+    size_t n, i;
+    mlstack__grule *rules;
+    int n_rules, cap_rules;
+    int32_t *htab;          /* rule names: open addressing, slot = rule + 1 */
+    uint32_t hmask;
+    mlstack__buf cls, rng;  /* mlstack__gcls, uint32 pairs */
+    size_t n_elems, max_elems;
+    int depth;
+    mlstack_error *err;
+    mlstack_result rc;
+    const char *what;
+} mlstack__gb;
+
+static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, const char *fmt, const char *arg) {
+    if (b->rc == MLSTACK_OK) {
+        size_t i, line = 1, col = 1;
+        char msg[200];
+        for (i = 0; i < at && i < b->n; i++) {
+            if (b->s[i] == '\n') line++, col = 1;
+            else col++;
+        }
+        snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+        b->rc = code;
+        MLSTACK__FAIL(b->err, code, "%s: %s at line %zu, column %zu", b->what, msg, line, col);
+    }
+    return -1;
+}
+#define MLSTACK__GB_OOM(b) mlstack__gb_fail(b, MLSTACK_ERR_NO_MEMORY, (b)->i, "%s", "out of memory")
+
+static uint32_t mlstack__ghash(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* A new rule (named, or anonymous when name is NULL). Returns its index or -1. */
+static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
+    mlstack__grule *r;
+    if (b->n_rules == b->cap_rules) {
+        int cap = b->cap_rules ? b->cap_rules * 2 : 64;
+        mlstack__grule *p = (mlstack__grule *)MLSTACK_REALLOC(b->rules, sizeof *p * (size_t)cap);
+        if (!p) return MLSTACK__GB_OOM(b);
+        b->rules = p;
+        b->cap_rules = cap;
+    }
+    if ((size_t)b->n_rules >= b->max_elems) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s", "more rules than the element budget");
+    r = &b->rules[b->n_rules];
+    memset(r, 0, sizeof *r);
+    r->defined = name == NULL;
+    if (name && !(r->name = mlstack__strndup(name, nlen))) return MLSTACK__GB_OOM(b);
+    if (name) { /* index the name (table kept at most half full) */
+        uint32_t h;
+        if ((uint32_t)b->n_rules * 2 + 2 > b->hmask) {
+            uint32_t cap = b->hmask ? (b->hmask + 1) * 2 : 256, j, k;
+            int32_t *t = (int32_t *)mlstack__calloc(cap, sizeof(int32_t));
+            if (!t) {
+                MLSTACK_FREE(r->name);
+                return MLSTACK__GB_OOM(b);
+            }
+            for (j = 0; b->htab && j <= b->hmask; j++) {
+                if (!b->htab[j]) continue;
+                k = mlstack__ghash(b->rules[b->htab[j] - 1].name, strlen(b->rules[b->htab[j] - 1].name)) & (cap - 1);
+                while (t[k]) k = (k + 1) & (cap - 1);
+                t[k] = b->htab[j];
+            }
+            MLSTACK_FREE(b->htab);
+            b->htab = t;
+            b->hmask = cap - 1;
+        }
+        h = mlstack__ghash(name, nlen) & b->hmask;
+        while (b->htab[h]) h = (h + 1) & b->hmask;
+        b->htab[h] = b->n_rules + 1;
+    }
+    return b->n_rules++;
+}
+
+static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) {
+    uint32_t h;
+    if (!b->htab) return -1;
+    h = mlstack__ghash(name, nlen) & b->hmask;
+    while (b->htab[h]) {
+        const char *rn = b->rules[b->htab[h] - 1].name;
+        if (strlen(rn) == nlen && memcmp(rn, name, nlen) == 0) return b->htab[h] - 1;
+        h = (h + 1) & b->hmask;
+    }
+    return -1;
+}
+
+static int mlstack__gb_emit(mlstack__gb *b, int rule, int32_t type, int32_t v) {
+    mlstack__gel e;
+    if (++b->n_elems > b->max_elems)
+        return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s", "grammar larger than the element budget (max_elements)");
+    e.type = type;
+    e.v = v;
+    if (!MLSTACK__VEC_PUSH(&b->rules[rule].el, mlstack__gel, e)) return MLSTACK__GB_OOM(b);
+    return 0;
+}
+
+static int mlstack__grange_cmp(const void *a, const void *b) {
+    const uint32_t *x = (const uint32_t *)a, *y = (const uint32_t *)b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+/* Sorts and merges pairs in place, drops surrogates; returns the new pair count. */
+static size_t mlstack__grange_norm(uint32_t *r, size_t n) {
+    size_t i, k = 0;
+    /* cut surrogates out first: they can never appear in UTF-8 text */
+    for (i = 0; i < n; i++) {
+        if (r[2 * i] > 0x10FFFF) r[2 * i] = 0x10FFFF + 1;
+        if (r[2 * i + 1] > 0x10FFFF) r[2 * i + 1] = 0x10FFFF;
+    }
+    qsort(r, n, 2 * sizeof(uint32_t), mlstack__grange_cmp);
+    for (i = 0; i < n; i++) {
+        uint32_t lo = r[2 * i], hi = r[2 * i + 1];
+        if (lo > hi) continue;
+        if (k && lo <= r[2 * k - 1] + 1) {
+            if (hi > r[2 * k - 1]) r[2 * k - 1] = hi;
+        } else {
+            r[2 * k] = lo;
+            r[2 * k + 1] = hi;
+            k++;
+        }
+    }
+    return k;
+}
+
+/* Adds a class from `n` normalized pairs (negated: the complement). Returns the element value or -1. */
+static int32_t mlstack__gb_class(mlstack__gb *b, const uint32_t *pairs, size_t n, int negated) {
+    mlstack__gcls c;
+    size_t i, start = b->rng.n / (2 * sizeof(uint32_t));
+    uint32_t prev = 0, cp;
+    memset(&c, 0, sizeof c);
+    c.off = (uint32_t)start;
+    if (!negated) {
+        for (i = 0; i < n; i++) {
+            uint32_t lo = pairs[2 * i], hi = pairs[2 * i + 1];
+            if (lo <= 0xDFFF && hi >= 0xD800) { /* split around the surrogates */
+                if (lo < 0xD800 && (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, 0xD7FF)))
+                    return MLSTACK__GB_OOM(b);
+                if (hi <= 0xDFFF) continue;
+                lo = 0xE000;
+            }
+            if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, hi)) return MLSTACK__GB_OOM(b);
+        }
+    } else {
+        uint32_t tmp[8];
+        size_t nt = 0, j;
+        for (i = 0; i <= n; i++) {
+            uint32_t lo = i < n ? pairs[2 * i] : 0x110000;
+            if (lo > prev) {
+                tmp[0] = prev;
+                tmp[1] = lo - 1;
+                nt = 1;
+                if (tmp[0] <= 0xDFFF && tmp[1] >= 0xD800) {
+                    uint32_t h = tmp[1];
+                    nt = 0;
+                    if (tmp[0] < 0xD800) tmp[1] = 0xD7FF, nt = 1;
+                    if (h > 0xDFFF) tmp[2 * nt] = 0xE000, tmp[2 * nt + 1] = h, nt++;
+                }
+                for (j = 0; j < nt; j++)
+                    if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j]) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j + 1]))
+                        return MLSTACK__GB_OOM(b);
+            }
+            if (i < n) prev = pairs[2 * i + 1] + 1;
+        }
+    }
+    c.n = (uint32_t)(b->rng.n / (2 * sizeof(uint32_t)) - start);
+    if (c.n == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "character class matches nothing");
+    for (i = 0; i < c.n; i++) {
+        const uint32_t *r = (const uint32_t *)(void *)b->rng.p + 2 * (start + i);
+        for (cp = r[0]; cp <= r[1] && cp < 128; cp++) c.ascii[cp >> 5] |= 1u << (cp & 31);
+    }
+    if (b->cls.n / sizeof c >= 0x7FFFFFFF || !MLSTACK__VEC_PUSH(&b->cls, mlstack__gcls, c)) return MLSTACK__GB_OOM(b);
+    return (int32_t)(b->cls.n / sizeof c - 1);
+}
+
+static void mlstack__gb_ws(mlstack__gb *b) {
+    while (b->i < b->n) {
+        unsigned char c = b->s[b->i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') b->i++;
+        else if (c == '#') {
+            while (b->i < b->n && b->s[b->i] != '\n') b->i++;
+        } else break;
+    }
+}
+static int mlstack__gb_is_name(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; }
+static size_t mlstack__gb_name_len(const mlstack__gb *b, size_t at) {
+    size_t j = at;
+    while (j < b->n && mlstack__gb_is_name(b->s[j])) j++;
+    return j - at;
+}
+/* At "name ::=": the start of the next rule. */
+static int mlstack__gb_at_rule_start(const mlstack__gb *b) {
+    size_t l = mlstack__gb_name_len(b, b->i), j = b->i + l;
+    if (!l) return 0;
+    while (j < b->n && (b->s[j] == ' ' || b->s[j] == '\t')) j++;
+    return b->n - j >= 3 && memcmp(b->s + j, "::=", 3) == 0;
+}
+
+/* One code point of a literal or class, with escapes. Returns 0 or -1. */
+static int mlstack__gb_char(mlstack__gb *b, uint32_t *cp) {
+    size_t at = b->i;
+    if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unexpected end of text");
+    if (b->s[b->i] == '\\') {
+        unsigned char c;
+        int digits = 0, k;
+        if (++b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unfinished escape");
+        c = b->s[b->i++];
+        switch (c) {
+        case 'n': *cp = '\n'; return 0;
+        case 't': *cp = '\t'; return 0;
+        case 'r': *cp = '\r'; return 0;
+        case 'f': *cp = '\f'; return 0;
+        case 'v': *cp = '\v'; return 0;
+        case '0': *cp = 0; return 0;
+        case 'x': digits = 2; break;
+        case 'u': digits = 4; break;
+        case 'U': digits = 8; break;
+        default:
+            if (c >= 0x21 && c < 0x7F && !mlstack__gb_is_name(c)) {
+                *cp = c;
+                return 0;
+            }
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unknown escape");
+        }
+        *cp = 0;
+        for (k = 0; k < digits; k++) {
+            int h = b->i < b->n ? mlstack__hexval(b->s[b->i]) : -1;
+            if (h < 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
+            *cp = *cp * 16 + (uint32_t)h;
+            b->i++;
+        }
+        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "escape is not a Unicode scalar value");
+        return 0;
+    }
+    {
+        int l = mlstack__utf8_valid_len(b->s + b->i, b->n - b->i);
+        if (l <= 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "invalid UTF-8");
+        mlstack__utf8_decode(b->s + b->i, b->n - b->i, cp);
+        b->i += (size_t)l;
+    }
+    return 0;
+}
+
+static int mlstack__gb_alts(mlstack__gb *b, int rule);
+
+/* Wraps rule elements [from, end) as a new rule; returns its index. */
+static int mlstack__gb_wrap(mlstack__gb *b, int rule, size_t from) {
+    mlstack__buf *el = &b->rules[rule].el;
+    size_t n = el->n / sizeof(mlstack__gel) - from, k;
+    int nr = mlstack__gb_new_rule(b, NULL, 0);
+    if (nr < 0) return -1;
+    el = &b->rules[rule].el;
+    for (k = 0; k < n; k++) {
+        mlstack__gel e = ((mlstack__gel *)(void *)el->p)[from + k];
+        if (!MLSTACK__VEC_PUSH(&b->rules[nr].el, mlstack__gel, e)) return MLSTACK__GB_OOM(b);
+    }
+    el->n = from * sizeof(mlstack__gel);
+    if (mlstack__gb_emit(b, nr, MLSTACK__G_ALT, 0)) return -1;
+    return nr;
+}
+
+/* Applies {mn,mx} (mx < 0: unbounded) to the symbol that starts at element `from` of `rule`. */
+static int mlstack__gb_repeat(mlstack__gb *b, int rule, size_t from, long mn, long mx) {
+    mlstack__gel x;
+    int tail = -1, k, r;
+    size_t n = b->rules[rule].el.n / sizeof(mlstack__gel) - from;
+    if (n == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "repetition without a symbol");
+    if (n > 1) {
+        r = mlstack__gb_wrap(b, rule, from);
+        if (r < 0) return -1;
+        x.type = MLSTACK__G_REF;
+        x.v = r;
+    } else {
+        x = ((mlstack__gel *)(void *)b->rules[rule].el.p)[from];
+        b->rules[rule].el.n = from * sizeof(mlstack__gel);
+    }
+    if (mx < 0) { /* tail ::= x tail | (empty) */
+        if ((tail = mlstack__gb_new_rule(b, NULL, 0)) < 0) return -1;
+        if (mlstack__gb_emit(b, tail, x.type, x.v) || mlstack__gb_emit(b, tail, MLSTACK__G_REF, tail) ||
+            mlstack__gb_emit(b, tail, MLSTACK__G_ALT, 0) || mlstack__gb_emit(b, tail, MLSTACK__G_ALT, 0))
+            return -1;
+    } else { /* mx - mn nested optionals: o_k ::= x o_(k-1) | (empty) */
+        for (k = 0; k < mx - mn; k++) {
+            int o = mlstack__gb_new_rule(b, NULL, 0);
+            if (o < 0 || mlstack__gb_emit(b, o, x.type, x.v)) return -1;
+            if (tail >= 0 && mlstack__gb_emit(b, o, MLSTACK__G_REF, tail)) return -1;
+            if (mlstack__gb_emit(b, o, MLSTACK__G_ALT, 0) || mlstack__gb_emit(b, o, MLSTACK__G_ALT, 0)) return -1;
+            tail = o;
+        }
+    }
+    for (k = 0; k < mn; k++)
+        if (mlstack__gb_emit(b, rule, x.type, x.v)) return -1;
+    if (tail >= 0 && mlstack__gb_emit(b, rule, MLSTACK__G_REF, tail)) return -1;
+    return 0;
+}
+
+static int mlstack__gb_number(mlstack__gb *b, long *out) {
+    long v = 0;
+    size_t at = b->i;
+    if (b->i >= b->n || b->s[b->i] < '0' || b->s[b->i] > '9') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected a number");
+    while (b->i < b->n && b->s[b->i] >= '0' && b->s[b->i] <= '9') {
+        v = v * 10 + (b->s[b->i++] - '0');
+        if (v > MLSTACK__G_MAX_REPEAT) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "repetition count above 100000");
+    }
+    *out = v;
+    return 0;
+}
+
+/* sequence: symbols with postfix operators, until | ) end or the next rule */
+static int mlstack__gb_seq(mlstack__gb *b, int rule) {
+    for (;;) {
+        size_t from, at;
+        unsigned char c;
+        mlstack__gb_ws(b);
+        if (b->i >= b->n || b->s[b->i] == '|' || b->s[b->i] == ')' || mlstack__gb_at_rule_start(b)) return 0;
+        from = b->rules[rule].el.n / sizeof(mlstack__gel);
+        at = b->i;
+        c = b->s[b->i];
+        if (c == '"') {
+            b->i++;
+            while (b->i < b->n && b->s[b->i] != '"') {
+                uint32_t cp;
+                if (mlstack__gb_char(b, &cp) || mlstack__gb_emit(b, rule, MLSTACK__G_CHR, (int32_t)cp)) return -1;
+            }
+            if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unterminated string literal");
+            b->i++;
+            if (b->rules[rule].el.n / sizeof(mlstack__gel) == from) continue; /* "" is empty: nothing to repeat */
+        } else if (c == '[') {
+            mlstack__buf pr = {0, 0, 0};
+            int neg = 0;
+            int32_t ci;
+            b->i++;
+            if (b->i < b->n && b->s[b->i] == '^') neg = 1, b->i++;
+            while (b->i < b->n && b->s[b->i] != ']') {
+                uint32_t lo, hi;
+                if (mlstack__gb_char(b, &lo)) break;
+                hi = lo;
+                if (b->i + 1 < b->n && b->s[b->i] == '-' && b->s[b->i + 1] != ']') {
+                    b->i++;
+                    if (mlstack__gb_char(b, &hi)) break;
+                    if (hi < lo) {
+                        mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "character range out of order");
+                        break;
+                    }
+                }
+                if (!MLSTACK__VEC_PUSH(&pr, uint32_t, lo) || !MLSTACK__VEC_PUSH(&pr, uint32_t, hi)) {
+                    MLSTACK__GB_OOM(b);
+                    break;
+                }
+            }
+            if (b->rc == MLSTACK_OK && b->i >= b->n) mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unterminated character class");
+            if (b->rc != MLSTACK_OK) {
+                MLSTACK_FREE(pr.p);
+                return -1;
+            }
+            b->i++;
+            ci = mlstack__gb_class(b, (uint32_t *)(void *)pr.p, mlstack__grange_norm((uint32_t *)(void *)pr.p, pr.n / 8), neg);
+            MLSTACK_FREE(pr.p);
+            if (ci < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
+        } else if (c == '.') {
+            uint32_t nl[2] = {'\n', '\n'};
+            int32_t ci;
+            b->i++;
+            if ((ci = mlstack__gb_class(b, nl, 1, 1)) < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
+        } else if (c == '(') {
+            int nr;
+            if (++b->depth > MLSTACK__G_MAX_NEST) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "parentheses nested deeper than 256");
+            b->i++;
+            if ((nr = mlstack__gb_new_rule(b, NULL, 0)) < 0 || mlstack__gb_alts(b, nr)) return -1;
+            mlstack__gb_ws(b);
+            if (b->i >= b->n || b->s[b->i] != ')') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "missing )");
+            b->i++;
+            b->depth--;
+            if (mlstack__gb_emit(b, rule, MLSTACK__G_REF, nr)) return -1;
+        } else if (mlstack__gb_is_name(c)) {
+            size_t l = mlstack__gb_name_len(b, b->i);
+            int r = mlstack__gb_find_rule(b, (const char *)b->s + b->i, l);
+            if (r < 0) {
+                if ((r = mlstack__gb_new_rule(b, (const char *)b->s + b->i, l)) < 0) return -1;
+                b->rules[r].name_at = b->i;
+            }
+            b->i += l;
+            if (mlstack__gb_emit(b, rule, MLSTACK__G_REF, r)) return -1;
+        } else {
+            char what[2] = {(char)c, 0};
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "unexpected '%s'", c >= 0x20 && c < 0x7F ? what : "?");
+        }
+        /* postfix operators */
+        for (;;) {
+            long mn, mx;
+            mlstack__gb_ws(b);
+            if (b->i >= b->n) break;
+            c = b->s[b->i];
+            if (c == '*') mn = 0, mx = -1, b->i++;
+            else if (c == '+') mn = 1, mx = -1, b->i++;
+            else if (c == '?') mn = 0, mx = 1, b->i++;
+            else if (c == '{') {
+                b->i++;
+                mlstack__gb_ws(b);
+                if (mlstack__gb_number(b, &mn)) return -1;
+                mlstack__gb_ws(b);
+                mx = mn;
+                if (b->i < b->n && b->s[b->i] == ',') {
+                    b->i++;
+                    mlstack__gb_ws(b);
+                    mx = -1;
+                    if (b->i < b->n && b->s[b->i] != '}' && mlstack__gb_number(b, &mx)) return -1;
+                    mlstack__gb_ws(b);
+                }
+                if (b->i >= b->n || b->s[b->i] != '}') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "expected } after a repetition count");
+                b->i++;
+                if (mx >= 0 && mx < mn) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "repetition {m,n} with n < m");
+            } else break;
+            /* the expansion (from `from` on) is the symbol a further operator applies to */
+            if (mlstack__gb_repeat(b, rule, from, mn, mx)) return -1;
+        }
+    }
+}
+
+static int mlstack__gb_alts(mlstack__gb *b, int rule) {
+    for (;;) {
+        if (mlstack__gb_seq(b, rule)) return -1;
+        mlstack__gb_ws(b);
+        if (b->i < b->n && b->s[b->i] == '|') {
+            b->i++;
+            if (mlstack__gb_emit(b, rule, MLSTACK__G_ALT, 0)) return -1;
+            continue;
+        }
+        return mlstack__gb_emit(b, rule, MLSTACK__G_ALT, 0);
+    }
+}
+
+/* ---- compiled grammar and its lazy DFA ---- */
+
+typedef struct {
+    int32_t pos, parent, depth;
+} mlstack__gnode;
+
+typedef struct {
+    uint32_t set_off, set_n; /* node ids in grammar->sets, sorted; node 0 is "accepted" */
+    uint32_t part;           /* partial UTF-8: acc (bits 0-20), bytes still needed (24-25), length (28-30) */
+    int32_t *trans;          /* 256 next states (-2 not computed, -1 dead), allocated on first use */
+    int32_t mask;            /* index of the cached mask, -1 none */
+    int32_t n_allowed;
+} mlstack__gstate;
+
+#if defined(MLSTACK_NO_THREADS)
+#define MLSTACK__G_LOCK(g) ((void)(g))
+#define MLSTACK__G_UNLOCK(g) ((void)(g))
+#else
+#define MLSTACK__G_LOCK(g) pthread_mutex_lock(&(g)->mu)
+#define MLSTACK__G_UNLOCK(g) pthread_mutex_unlock(&(g)->mu)
+#endif
+
+struct mlstack_grammar {
+    const mlstack_vocab *vocab;
+    mlstack__gel *el;
+    int32_t n_el, n_rules;
+    int32_t *alt_off, *alts;  /* rule r's alternatives start at alts[alt_off[r] .. alt_off[r+1]) */
+    mlstack__gcls *cls;
+    uint32_t *rng;
+    int32_t root;
+    char *gbnf;
+    int max_stacks;
+    size_t max_memory;
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_t mu;
+#endif
+    /* the lazy DFA (under mu) */
+    mlstack__gnode *nodes;
+    int32_t n_nodes, cap_nodes;
+    int32_t *node_tab;
+    uint32_t node_mask;
+    mlstack__gstate *states;
+    int32_t n_states, cap_states;
+    int32_t *state_tab;
+    uint32_t state_mask;
+    int32_t *sets;
+    size_t n_sets, cap_sets;
+    uint32_t *masks;
+    int32_t n_masks, cap_masks;
+    size_t mem;
+    uint64_t epoch;
+    int32_t start;
+    int32_t *walk;            /* states along the current token of a mask walk */
+    uint32_t max_token_len;
+    mlstack__buf work, tmp;   /* expansion work list, set under construction */
+    char err[200];            /* the most recent budget failure ("" none) */
+    uint64_t n_walks, n_mask_hits;
+};
+
+static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
+    h ^= v + 0x9E3779B9u + (h << 6) + (h >> 2);
+    return h;
+}
+
+static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) {
+    uint32_t h;
+    mlstack__gnode *nd;
+    if ((uint32_t)g->n_nodes * 2 + 2 > g->node_mask) {
+        uint32_t cap = g->node_mask ? (g->node_mask + 1) * 2 : 1024, j;
+        int32_t *t = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), i;
+        if (!t) return -1;
+        for (i = 1; i < g->n_nodes; i++) {
+            j = mlstack__gmix(mlstack__gmix(0, (uint32_t)g->nodes[i].pos), (uint32_t)g->nodes[i].parent) & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = i;
+        }
+        g->mem += (size_t)(cap - (g->node_mask ? g->node_mask + 1 : 0)) * sizeof(int32_t);
+        MLSTACK_FREE(g->node_tab);
+        g->node_tab = t;
+        g->node_mask = cap - 1;
+    }
+    h = mlstack__gmix(mlstack__gmix(0, (uint32_t)pos), (uint32_t)parent) & g->node_mask;
+    while (g->node_tab[h]) {
+        nd = &g->nodes[g->node_tab[h]];
+        if (nd->pos == pos && nd->parent == parent) return g->node_tab[h];
+        h = (h + 1) & g->node_mask;
+    }
+    if (parent >= 0 && g->nodes[parent].depth >= MLSTACK__G_MAX_DEPTH) {
+        snprintf(g->err, sizeof g->err, "grammar: output nested deeper than %d levels", MLSTACK__G_MAX_DEPTH);
+        return -2;
+    }
+    if (g->n_nodes == g->cap_nodes) {
+        int32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 1024;
+        mlstack__gnode *p = (mlstack__gnode *)MLSTACK_REALLOC(g->nodes, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        g->mem += sizeof *p * (size_t)(cap - g->cap_nodes);
+        g->nodes = p;
+        g->cap_nodes = cap;
+    }
+    nd = &g->nodes[g->n_nodes];
+    nd->pos = pos;
+    nd->parent = parent;
+    nd->depth = parent >= 0 ? g->nodes[parent].depth + 1 : 1;
+    g->node_tab[h] = g->n_nodes;
+    return g->n_nodes++;
+}
+
+static int mlstack__ctz32(uint32_t x) {
+    int n = 0;
+    while (!(x & 1)) x >>= 1, n++;
+    return n;
+}
+
+static int mlstack__g_is_end(const mlstack_grammar *g, int32_t pos) { return g->el[pos].type <= MLSTACK__G_ALT; }
+
+/* Expands the frame (pos, parent) until every stack's top is a terminal, adding the stacks to
+   g->tmp. Returns 0, -1 out of memory, -2 a budget was exceeded (g->err says which). */
+static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
+    int64_t steps = 0, limit = (int64_t)g->max_stacks * 64 + 4096;
+    int32_t fr[2];
+    g->work.n = 0;
+    fr[0] = pos;
+    fr[1] = parent;
+    if (!mlstack__buf_put(&g->work, fr, sizeof fr)) return -1;
+    while (g->work.n) {
+        g->work.n -= sizeof fr;
+        memcpy(fr, g->work.p + g->work.n, sizeof fr);
+        pos = fr[0];
+        parent = fr[1];
+        for (;;) {
+            const mlstack__gel *e = &g->el[pos];
+            if (++steps > limit) {
+                snprintf(g->err, sizeof g->err, "grammar: expanding one step took more than %lld rule visits (ambiguous grammar)",
+                         (long long)limit);
+                return -2;
+            }
+            if (e->type <= MLSTACK__G_ALT) {
+                int32_t z = 0;
+                if (parent < 0) {
+                    if (!MLSTACK__VEC_PUSH(&g->tmp, int32_t, z)) return -1;
+                    break;
+                }
+                pos = g->nodes[parent].pos;
+                parent = g->nodes[parent].parent;
+                continue;
+            }
+            if (e->type != MLSTACK__G_REF) {
+                int32_t id = mlstack__g_node(g, pos, parent);
+                if (id == -1) return -1;
+                if (id >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
+                if ((int64_t)(g->tmp.n / sizeof(int32_t)) > (int64_t)g->max_stacks * 4) {
+                    snprintf(g->err, sizeof g->err, "grammar: more than %d parse stacks at once (max_stacks)", g->max_stacks);
+                    return -2;
+                }
+                break;
+            }
+            {
+                int32_t base = parent, a;
+                if (!mlstack__g_is_end(g, pos + 1)) {
+                    base = mlstack__g_node(g, pos + 1, parent);
+                    if (base == -1) return -1;
+                    if (base < 0) break; /* too deep: this path dies */
+                }
+                for (a = g->alt_off[e->v + 1] - 1; a >= g->alt_off[e->v]; a--) {
+                    fr[0] = g->alts[a];
+                    fr[1] = base;
+                    if (!mlstack__buf_put(&g->work, fr, sizeof fr)) return -1;
+                }
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static int mlstack__g_int_cmp(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Interns the state (g->tmp's node ids, part). Returns its id, -1 out of memory, -2 budget. */
+static int32_t mlstack__g_state(mlstack_grammar *g, uint32_t part) {
+    int32_t *ids = (int32_t *)(void *)g->tmp.p;
+    size_t n = g->tmp.n / sizeof(int32_t), i, k = 0;
+    uint32_t h;
+    mlstack__gstate *st;
+    if (n > 1) qsort(ids, n, sizeof *ids, mlstack__g_int_cmp);
+    for (i = 0; i < n; i++)
+        if (!k || ids[i] != ids[k - 1]) ids[k++] = ids[i];
+    n = k;
+    if (n == 0) return -2; /* no stack survives: dead */
+    if (n > (size_t)g->max_stacks) {
+        snprintf(g->err, sizeof g->err, "grammar: more than %d parse stacks at once (max_stacks)", g->max_stacks);
+        return -2;
+    }
+    h = mlstack__gmix(0, part);
+    for (i = 0; i < n; i++) h = mlstack__gmix(h, (uint32_t)ids[i]);
+    if ((uint32_t)g->n_states * 2 + 2 > g->state_mask) {
+        uint32_t cap = g->state_mask ? (g->state_mask + 1) * 2 : 1024, j, hh;
+        int32_t *t = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), s;
+        size_t q;
+        if (!t) return -1;
+        for (s = 0; s < g->n_states; s++) {
+            const mlstack__gstate *o = &g->states[s];
+            hh = mlstack__gmix(0, o->part);
+            for (q = 0; q < o->set_n; q++) hh = mlstack__gmix(hh, (uint32_t)g->sets[o->set_off + q]);
+            j = hh & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = s + 1;
+        }
+        g->mem += (size_t)(cap - (g->state_mask ? g->state_mask + 1 : 0)) * sizeof(int32_t);
+        MLSTACK_FREE(g->state_tab);
+        g->state_tab = t;
+        g->state_mask = cap - 1;
+    }
+    h &= g->state_mask;
+    while (g->state_tab[h]) {
+        st = &g->states[g->state_tab[h] - 1];
+        if (st->part == part && st->set_n == n && memcmp(g->sets + st->set_off, ids, n * sizeof *ids) == 0) return g->state_tab[h] - 1;
+        h = (h + 1) & g->state_mask;
+    }
+    if (g->n_states == g->cap_states) {
+        int32_t cap = g->cap_states ? g->cap_states * 2 : 256;
+        mlstack__gstate *p = (mlstack__gstate *)MLSTACK_REALLOC(g->states, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        g->mem += sizeof *p * (size_t)(cap - g->cap_states);
+        g->states = p;
+        g->cap_states = cap;
+    }
+    if (g->n_sets + n > g->cap_sets) {
+        size_t cap = g->cap_sets ? g->cap_sets * 2 : 4096;
+        int32_t *p;
+        while (cap < g->n_sets + n) cap *= 2;
+        p = (int32_t *)MLSTACK_REALLOC(g->sets, sizeof *p * cap);
+        if (!p) return -1;
+        g->mem += sizeof *p * (cap - g->cap_sets);
+        g->sets = p;
+        g->cap_sets = cap;
+    }
+    memcpy(g->sets + g->n_sets, ids, n * sizeof *ids);
+    st = &g->states[g->n_states];
+    st->set_off = (uint32_t)g->n_sets;
+    st->set_n = (uint32_t)n;
+    st->part = part;
+    st->trans = NULL;
+    st->mask = -1;
+    st->n_allowed = 0;
+    g->n_sets += n;
+    g->state_tab[h] = g->n_states + 1;
+    return g->n_states++;
+}
+
+static int mlstack__gel_has(const mlstack_grammar *g, const mlstack__gel *e, uint32_t cp) {
+    const mlstack__gcls *c;
+    const uint32_t *r;
+    uint32_t lo = 0, hi;
+    if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v == cp;
+    c = &g->cls[e->v];
+    if (cp < 128) return (c->ascii[cp >> 5] >> (cp & 31)) & 1;
+    r = g->rng + 2 * c->off;
+    hi = c->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (cp < r[2 * mid]) hi = mid;
+        else if (cp > r[2 * mid + 1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+/* Does element e admit some code point in [lo, hi]? */
+static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, uint32_t lo, uint32_t hi) {
+    const mlstack__gcls *c;
+    const uint32_t *r;
+    uint32_t a = 0, b;
+    if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v >= lo && (uint32_t)e->v <= hi;
+    c = &g->cls[e->v];
+    r = g->rng + 2 * c->off;
+    b = c->n;
+    while (a < b) { /* first range ending at or after lo */
+        uint32_t mid = (a + b) / 2;
+        if (r[2 * mid + 1] < lo) a = mid + 1;
+        else b = mid;
+    }
+    return a < c->n && r[2 * a] <= hi;
+}
+
+/* The next state from s on byte c: -1 dead, -3 out of memory. */
+static int32_t mlstack__g_step(mlstack_grammar *g, int32_t s, unsigned c) {
+    static const uint32_t mins[5] = {0, 0, 0x80, 0x800, 0x10000}, maxs[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    mlstack__gstate st = g->states[s];
+    uint32_t acc = st.part & 0x1FFFFF, need = (st.part >> 24) & 3, len = (st.part >> 28) & 7, i;
+    int32_t r;
+    if (need == 0) {
+        if (c < 0x80) {
+            acc = c;
+            len = 1;
+        } else if (c >= 0xC2 && c <= 0xDF) acc = c & 0x1F, need = 1, len = 2;
+        else if (c >= 0xE0 && c <= 0xEF) acc = c & 0x0F, need = 2, len = 3;
+        else if (c >= 0xF0 && c <= 0xF4) acc = c & 0x07, need = 3, len = 4;
+        else return -1;
+    } else {
+        if ((c & 0xC0) != 0x80) return -1;
+        acc = (acc << 6) | (c & 0x3F);
+        need--;
+    }
+    g->tmp.n = 0;
+    if (need) { /* a partial character: live if some stack admits a code point it can still become */
+        uint32_t lo = acc << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+        if (lo < mins[len]) lo = mins[len];
+        if (hi > maxs[len]) hi = maxs[len];
+        if (lo > hi) return -1;
+        for (i = 0; i < st.set_n; i++) {
+            int32_t id = g->sets[st.set_off + i];
+            if (id && mlstack__gel_meets(g, &g->el[g->nodes[id].pos], lo, hi)) break;
+        }
+        if (i == st.set_n) return -1;
+        if (!mlstack__buf_put(&g->tmp, g->sets + st.set_off, st.set_n * sizeof(int32_t))) return -3;
+        r = mlstack__g_state(g, acc | (need << 24) | (len << 28));
+        return r == -1 ? -3 : r < 0 ? -1 : r;
+    }
+    if (acc < mins[len] || acc > maxs[len] || (acc >= 0xD800 && acc <= 0xDFFF)) return -1;
+    for (i = 0; i < st.set_n; i++) {
+        int32_t id = g->sets[g->states[s].set_off + i];
+        const mlstack__gnode *nd;
+        if (!id) continue;
+        nd = &g->nodes[id];
+        if (mlstack__gel_has(g, &g->el[nd->pos], acc)) {
+            int e = mlstack__g_expand(g, nd->pos + 1, g->nodes[id].parent);
+            if (e == -1) return -3;
+            if (e == -2) return -1;
+        }
+    }
+    r = mlstack__g_state(g, 0);
+    return r == -1 ? -3 : r < 0 ? -1 : r;
+}
+
+/* Transition through the DFA's table, computing it on first use. */
+static int32_t mlstack__g_next(mlstack_grammar *g, int32_t s, unsigned c) {
+    int32_t r;
+    if (!g->states[s].trans) {
+        int32_t *t = (int32_t *)MLSTACK_MALLOC(256 * sizeof(int32_t)), k;
+        if (!t) return -3;
+        for (k = 0; k < 256; k++) t[k] = -2;
+        g->states[s].trans = t;
+        g->mem += 256 * sizeof(int32_t);
+    }
+    r = g->states[s].trans[c];
+    if (r != -2) return r;
+    r = mlstack__g_step(g, s, c);
+    if (r >= -1) g->states[s].trans[c] = r;
+    return r;
+}
+
+static int mlstack__g_accepting(const mlstack_grammar *g, int32_t s) {
+    const mlstack__gstate *st = &g->states[s];
+    return st->part == 0 && st->set_n > 0 && g->sets[st->set_off] == 0;
+}
+
+/* Drops the DFA and builds the start state again. Returns 0 or -1 (out of memory). */
+static int mlstack__g_reset_dfa(mlstack_grammar *g) {
+    int32_t i, a;
+    for (i = 0; i < g->n_states; i++) MLSTACK_FREE(g->states[i].trans);
+    g->n_nodes = 1; /* node 0: the empty stack (accepted) */
+    g->n_states = 0;
+    g->n_sets = 0;
+    g->n_masks = 0;
+    if (g->node_tab) memset(g->node_tab, 0, sizeof(int32_t) * (g->node_mask + 1));
+    if (g->state_tab) memset(g->state_tab, 0, sizeof(int32_t) * (g->state_mask + 1));
+    g->mem = sizeof(int32_t) * ((size_t)g->node_mask + 1 + g->state_mask + 1) + sizeof(mlstack__gnode) * (size_t)g->cap_nodes +
+             sizeof(mlstack__gstate) * (size_t)g->cap_states + sizeof(int32_t) * g->cap_sets +
+             sizeof(uint32_t) * (size_t)g->cap_masks * (size_t)((g->vocab->n_vocab + 31) / 32);
+    g->epoch++;
+    if (!g->nodes) {
+        g->nodes = (mlstack__gnode *)mlstack__calloc(1024, sizeof(mlstack__gnode));
+        if (!g->nodes) return -1;
+        g->cap_nodes = 1024;
+    }
+    g->nodes[0].pos = -1;
+    g->nodes[0].parent = -1;
+    g->nodes[0].depth = 0;
+    g->tmp.n = 0;
+    for (a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++) {
+        int e = mlstack__g_expand(g, g->alts[a], -1);
+        if (e == -1) return -1;
+    }
+    g->start = mlstack__g_state(g, 0);
+    return g->start == -1 ? -1 : 0;
+}
+
+/* Computes (or finds cached) the mask of state s. Returns the mask index, -1 out of memory. */
+static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
+    const mlstack_vocab *v = g->vocab;
+    size_t words = (size_t)(v->n_vocab + 31) / 32;
+    uint32_t *bits;
+    int32_t k, valid = 0, dead = -1, n = 0;
+    int i;
+    if (g->states[s].mask >= 0) {
+        g->n_mask_hits++;
+        return g->states[s].mask;
+    }
+    if (g->n_masks == g->cap_masks) {
+        int32_t cap = g->cap_masks ? g->cap_masks * 2 : 16;
+        uint32_t *p = (uint32_t *)MLSTACK_REALLOC(g->masks, sizeof(uint32_t) * words * (size_t)cap);
+        if (!p) return -1;
+        g->mem += sizeof(uint32_t) * words * (size_t)(cap - g->cap_masks);
+        g->masks = p;
+        g->cap_masks = cap;
+    }
+    g->n_walks++;
+    bits = g->masks + words * (size_t)g->n_masks;
+    memset(bits, 0, words * sizeof(uint32_t));
+    g->walk[0] = s;
+    for (k = 0; k < v->n_sorted; k++) {
+        int32_t id = v->sorted[k], l = (int32_t)v->lcp[k], len = (int32_t)v->len[id], j;
+        const unsigned char *b = v->bytes + v->off[id];
+        if (dead >= 0 && l > dead) continue; /* shares a prefix already refused */
+        dead = -1;
+        for (j = l < valid ? l : valid; j < len; j++) {
+            int32_t nx = mlstack__g_next(g, g->walk[j], b[j]);
+            if (nx == -3) return -1;
+            if (nx < 0) {
+                dead = j;
+                break;
+            }
+            g->walk[j + 1] = nx;
+        }
+        if (dead >= 0) {
+            valid = dead;
+            continue;
+        }
+        valid = len;
+        bits[id >> 5] |= 1u << (id & 31);
+        n++;
+    }
+    if (mlstack__g_accepting(g, s))
+        for (i = 0; i < v->n_eos; i++)
+            if (!((bits[v->eos[i] >> 5] >> (v->eos[i] & 31)) & 1)) {
+                bits[v->eos[i] >> 5] |= 1u << (v->eos[i] & 31);
+                n++;
+            }
+    g->states[s].mask = g->n_masks;
+    g->states[s].n_allowed = n;
+    return g->n_masks++;
+}
+
+/* ---- matcher ---- */
+
+struct mlstack_matcher {
+    mlstack_grammar *g;
+    int32_t state;
+    uint64_t epoch;
+    mlstack__buf saved;  /* int32: part, n stacks, then each stack as depth, positions top first */
+    int finished;        /* an EOS id was accepted */
+    char err[256];
+};
+
+/* Saves the matcher's state as positions (survives a DFA reset). */
+static int mlstack__m_save(mlstack_matcher *m) {
+    mlstack_grammar *g = m->g;
+    const mlstack__gstate *st = &g->states[m->state];
+    uint32_t i;
+    int32_t v;
+    m->saved.n = 0;
+    v = (int32_t)st->part;
+    if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
+    v = (int32_t)st->set_n;
+    if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
+    for (i = 0; i < st->set_n; i++) {
+        int32_t id = g->sets[st->set_off + i];
+        v = id ? g->nodes[id].depth : 0;
+        if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
+        for (; id > 0; id = g->nodes[id].parent)
+            if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, g->nodes[id].pos)) return -1;
+    }
+    return 0;
+}
+
+/* Brings the matcher's state into the current DFA (after a reset). 0 or -1. */
+static int mlstack__m_sync(mlstack_matcher *m) {
+    mlstack_grammar *g = m->g;
+    const int32_t *p = (const int32_t *)(void *)m->saved.p;
+    int32_t i, n, part, r;
+    size_t q = 2;
+    if (m->epoch == g->epoch) return 0;
+    part = p[0];
+    n = p[1];
+    g->tmp.n = 0;
+    for (i = 0; i < n; i++) {
+        int32_t depth = p[q], d, id = -1;
+        if (depth == 0) id = 0;
+        for (d = depth - 1; d >= 0; d--) { /* bottom first */
+            id = mlstack__g_node(g, p[q + 1 + d], id);
+            if (id < 0) return -1;
+        }
+        q += 1 + (size_t)depth;
+        if (!MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
+    }
+    r = mlstack__g_state(g, (uint32_t)part);
+    if (r < 0) return -1;
+    m->state = r;
+    m->epoch = g->epoch;
+    return 0;
+}
+
+/* Start of every matcher call: reset the DFA when over budget, then sync. */
+static int mlstack__m_enter(mlstack_matcher *m) {
+    mlstack_grammar *g = m->g;
+    if (g->mem > g->max_memory && mlstack__g_reset_dfa(g) != 0) return -1;
+    return mlstack__m_sync(m);
+}
+
+MLSTACK_API mlstack_result mlstack_matcher_init(const mlstack_grammar *grammar, mlstack_matcher **out) {
+    mlstack_matcher *m;
+    mlstack_grammar *g = (mlstack_grammar *)grammar; /* the DFA inside is a cache, changed under its lock */
+    int bad;
+    if (!out || !g) return MLSTACK_ERR_INVALID_ARG;
+    *out = NULL;
+    m = (mlstack_matcher *)mlstack__calloc(1, sizeof *m);
+    if (!m) return MLSTACK_ERR_NO_MEMORY;
+    m->g = g;
+    MLSTACK__G_LOCK(g);
+    if (g->mem > g->max_memory) (void)mlstack__g_reset_dfa(g);
+    m->state = g->start;
+    m->epoch = g->epoch;
+    bad = g->start < 0 || mlstack__m_save(m) != 0;
+    MLSTACK__G_UNLOCK(g);
+    if (bad) {
+        MLSTACK_FREE(m->saved.p);
+        MLSTACK_FREE(m);
+        return MLSTACK_ERR_NO_MEMORY;
+    }
+    *out = m;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API void mlstack_matcher_free(mlstack_matcher *m) {
+    if (!m) return;
+    MLSTACK_FREE(m->saved.p);
+    MLSTACK_FREE(m);
+}
+
+MLSTACK_API mlstack_result mlstack_matcher_reset(mlstack_matcher *m) {
+    mlstack_result r = MLSTACK_OK;
+    if (!m) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__G_LOCK(m->g);
+    if (m->g->mem > m->g->max_memory && mlstack__g_reset_dfa(m->g) != 0) r = MLSTACK_ERR_NO_MEMORY;
+    else {
+        m->state = m->g->start;
+        m->epoch = m->g->epoch;
+        m->finished = 0;
+        m->err[0] = 0;
+        if (mlstack__m_save(m) != 0) r = MLSTACK_ERR_NO_MEMORY;
+    }
+    MLSTACK__G_UNLOCK(m->g);
+    return r;
+}
+
+MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *m, uint32_t *bits) {
+    mlstack_grammar *g;
+    size_t words;
+    int32_t mi;
+    int n;
+    if (!m || !bits) return -1;
+    g = m->g;
+    words = (size_t)(g->vocab->n_vocab + 31) / 32;
+    if (m->finished) {
+        memset(bits, 0, words * sizeof *bits);
+        return 0;
+    }
+    MLSTACK__G_LOCK(g);
+    mi = mlstack__m_enter(m) != 0 ? -1 : mlstack__g_mask(g, m->state);
+    if (mi >= 0) {
+        memcpy(bits, g->masks + words * (size_t)mi, words * sizeof *bits);
+        n = g->states[m->state].n_allowed;
+        if (n == 0) snprintf(m->err, sizeof m->err, "%.150s", g->err[0] ? g->err : "grammar: no token can continue the text");
+    } else {
+        n = -1;
+        snprintf(m->err, sizeof m->err, "grammar: out of memory");
+    }
+    MLSTACK__G_UNLOCK(g);
+    return n;
+}
+
+static mlstack_result mlstack__m_bytes(mlstack_matcher *m, const unsigned char *b, size_t n) {
+    mlstack_grammar *g = m->g;
+    int32_t s;
+    size_t i;
+    if (mlstack__m_enter(m) != 0) return MLSTACK_ERR_NO_MEMORY;
+    s = m->state;
+    for (i = 0; i < n; i++) {
+        s = mlstack__g_next(g, s, b[i]);
+        if (s == -3) return MLSTACK_ERR_NO_MEMORY;
+        if (s < 0) {
+            snprintf(m->err, sizeof m->err, "grammar: byte %zu (0x%02x) cannot continue the text%s%.150s", i, b[i],
+                     g->err[0] ? ": " : "", g->err);
+            return MLSTACK_ERR_INVALID_ARG;
+        }
+    }
+    m->state = s;
+    return mlstack__m_save(m) == 0 ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+}
+
+MLSTACK_API mlstack_result mlstack_matcher_accept(mlstack_matcher *m, int32_t token) {
+    mlstack_grammar *g;
+    const mlstack_vocab *v;
+    mlstack_result r;
+    int k;
+    if (!m) return MLSTACK_ERR_INVALID_ARG;
+    g = m->g;
+    v = g->vocab;
+    if (m->finished) return MLSTACK_ERR_STATE;
+    if (token < 0 || token >= v->n_vocab) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__G_LOCK(g);
+    for (k = 0; k < v->n_eos; k++)
+        if (v->eos[k] == token) break;
+    if (k < v->n_eos) {
+        r = mlstack__m_enter(m) != 0 ? MLSTACK_ERR_NO_MEMORY : mlstack__g_accepting(g, m->state) ? MLSTACK_OK : MLSTACK_ERR_INVALID_ARG;
+        if (r == MLSTACK_OK) m->finished = 1;
+        else if (r == MLSTACK_ERR_INVALID_ARG) snprintf(m->err, sizeof m->err, "grammar: end of text (EOS) before the grammar is complete");
+    } else if (v->len[token] == 0) {
+        r = MLSTACK_ERR_INVALID_ARG;
+        snprintf(m->err, sizeof m->err, "grammar: token %d has no text (special token)", (int)token);
+    } else {
+        r = mlstack__m_bytes(m, v->bytes + v->off[token], v->len[token]);
+    }
+    MLSTACK__G_UNLOCK(g);
+    return r;
+}
+
+MLSTACK_API mlstack_result mlstack_matcher_accept_bytes(mlstack_matcher *m, const char *bytes, size_t n) {
+    mlstack_result r;
+    if (!m || (!bytes && n)) return MLSTACK_ERR_INVALID_ARG;
+    if (m->finished) return MLSTACK_ERR_STATE;
+    MLSTACK__G_LOCK(m->g);
+    r = mlstack__m_bytes(m, (const unsigned char *)bytes, n);
+    MLSTACK__G_UNLOCK(m->g);
+    return r;
+}
+
+MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) {
+    int st = 0;
+    mlstack_grammar *g;
+    if (!m) return 0;
+    if (m->finished) return MLSTACK_MATCHER_CAN_END | MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED;
+    g = m->g;
+    MLSTACK__G_LOCK(g);
+    if (mlstack__m_enter(m) == 0 && mlstack__g_accepting(g, m->state)) {
+        st |= MLSTACK_MATCHER_CAN_END;
+        if (g->states[m->state].set_n == 1) st |= MLSTACK_MATCHER_MUST_END;
+    }
+    MLSTACK__G_UNLOCK(g);
+    return st;
+}
+
+MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return m ? m->err : ""; }
+
+/* ---- compiling: GBNF text -> checked, flattened rules ---- */
+
+static void mlstack__gb_free(mlstack__gb *b) {
+    int i;
+    for (i = 0; i < b->n_rules; i++) {
+        MLSTACK_FREE(b->rules[i].el.p);
+        MLSTACK_FREE(b->rules[i].name);
+    }
+    MLSTACK_FREE(b->rules);
+    MLSTACK_FREE(b->htab);
+    MLSTACK_FREE(b->cls.p);
+    MLSTACK_FREE(b->rng.p);
+}
+
+static const char *mlstack__gb_rule_name(const mlstack__gb *b, int r) { return b->rules[r].name ? b->rules[r].name : "(group)"; }
+
+/* Nullable and productive rules (linear-time propagation), then left recursion through the
+   "can start with" graph. Fills the error and returns -1 on a refused grammar. */
+static int mlstack__gb_check(mlstack__gb *b, int root) {
+    int nr = b->n_rules, r, res = 0;
+    int32_t n_alts = 0, a, *alt_rule = NULL, *cnt = NULL, *occ_off = NULL, *occ = NULL, *queue = NULL, qh, qt;
+    unsigned char *nullable = NULL, *productive = NULL, *color = NULL;
+    int32_t *stack = NULL;
+    int pass;
+    for (r = 0; r < nr; r++) {
+        size_t k, n = b->rules[r].el.n / sizeof(mlstack__gel);
+        const mlstack__gel *e = (const mlstack__gel *)(void *)b->rules[r].el.p;
+        if (!b->rules[r].defined) {
+            b->i = b->rules[r].name_at;
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at, "undefined rule '%s'", b->rules[r].name);
+        }
+        for (k = 0; k < n; k++) n_alts += e[k].type == MLSTACK__G_ALT;
+    }
+    alt_rule = (int32_t *)mlstack__calloc((size_t)n_alts + 1, sizeof(int32_t));
+    cnt = (int32_t *)mlstack__calloc((size_t)n_alts + 1, sizeof(int32_t));
+    occ_off = (int32_t *)mlstack__calloc((size_t)nr + 2, sizeof(int32_t));
+    occ = (int32_t *)mlstack__calloc(b->n_elems + 1, sizeof(int32_t));
+    queue = (int32_t *)mlstack__calloc((size_t)nr + 1, sizeof(int32_t));
+    nullable = (unsigned char *)mlstack__calloc((size_t)nr + 1, 1);
+    productive = (unsigned char *)mlstack__calloc((size_t)nr + 1, 1);
+    color = (unsigned char *)mlstack__calloc((size_t)nr + 1, 1);
+    stack = (int32_t *)mlstack__calloc((size_t)nr * 2 + 2, sizeof(int32_t));
+    if (!alt_rule || !cnt || !occ_off || !occ || !queue || !nullable || !productive || !color || !stack) {
+        res = MLSTACK__GB_OOM(b);
+        goto done;
+    }
+    /* occurrences of each rule in alternatives (for propagation) */
+    for (r = 0; r < nr; r++) {
+        size_t k, n = b->rules[r].el.n / sizeof(mlstack__gel);
+        const mlstack__gel *e = (const mlstack__gel *)(void *)b->rules[r].el.p;
+        for (k = 0; k < n; k++)
+            if (e[k].type == MLSTACK__G_REF) occ_off[e[k].v + 1]++;
+    }
+    for (r = 0; r < nr; r++) occ_off[r + 1] += occ_off[r];
+    for (pass = 0; pass < 2; pass++) { /* 0: nullable (terminals block), 1: productive (terminals pass) */
+        unsigned char *flag = pass ? productive : nullable;
+        int32_t *fill = queue; /* reused as fill counters first */
+        memset(fill, 0, sizeof(int32_t) * (size_t)nr);
+        a = 0;
+        for (r = 0; r < nr; r++) {
+            size_t k, n = b->rules[r].el.n / sizeof(mlstack__gel);
+            const mlstack__gel *e = (const mlstack__gel *)(void *)b->rules[r].el.p;
+            cnt[a] = 0;
+            for (k = 0; k < n; k++) {
+                if (e[k].type == MLSTACK__G_ALT) {
+                    alt_rule[a++] = r;
+                    if (a <= n_alts) cnt[a] = 0;
+                } else if (e[k].type == MLSTACK__G_REF) {
+                    occ[occ_off[e[k].v] + fill[e[k].v]++] = a;
+                    cnt[a]++;
+                } else if (!pass) {
+                    cnt[a] |= 1 << 30; /* a terminal: never nullable */
+                }
+            }
+        }
+        qh = qt = 0;
+        for (a = 0; a < n_alts; a++)
+            if (cnt[a] == 0 && !flag[alt_rule[a]]) flag[alt_rule[a]] = 1, queue[qt++] = alt_rule[a];
+        while (qh < qt) {
+            int32_t q = queue[qh++], o;
+            for (o = occ_off[q]; o < occ_off[q + 1]; o++) {
+                int32_t al = occ[o];
+                if (--cnt[al] == 0 && !flag[alt_rule[al]]) flag[alt_rule[al]] = 1, queue[qt++] = alt_rule[al];
+            }
+        }
+    }
+    for (r = 0; r < nr; r++)
+        if (!productive[r]) {
+            res = mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at, "rule '%s' can never finish (every alternative recurses)",
+                                   mlstack__gb_rule_name(b, r));
+            goto done;
+        }
+    /* left recursion: depth-first search over "r can start with s" edges (occ reused) */
+    {
+        int32_t ne = 0;
+        for (r = 0; r < nr; r++) {
+            size_t k, n = b->rules[r].el.n / sizeof(mlstack__gel);
+            const mlstack__gel *e = (const mlstack__gel *)(void *)b->rules[r].el.p;
+            int at_start = 1;
+            occ_off[r] = ne;
+            for (k = 0; k < n; k++) {
+                if (e[k].type == MLSTACK__G_ALT) {
+                    at_start = 1;
+                    continue;
+                }
+                if (!at_start) continue;
+                if (e[k].type == MLSTACK__G_REF) occ[ne++] = e[k].v;
+                if (e[k].type != MLSTACK__G_REF || !nullable[e[k].v]) at_start = 0;
+            }
+        }
+        occ_off[nr] = ne;
+    }
+    for (r = 0; r < nr; r++) {
+        int32_t sp = 0;
+        if (color[r]) continue;
+        stack[sp++] = r;
+        stack[sp++] = occ_off[r];
+        color[r] = 1;
+        while (sp) {
+            int32_t cur = stack[sp - 2], k = stack[sp - 1], s;
+            if (k >= occ_off[cur + 1]) {
+                color[cur] = 2;
+                sp -= 2;
+                continue;
+            }
+            stack[sp - 1] = k + 1;
+            s = occ[k];
+            if (color[s] == 1) {
+                res = mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[s].name_at,
+                                       "left recursion: rule '%s' can reach itself before reading a character",
+                                       mlstack__gb_rule_name(b, s));
+                goto done;
+            }
+            if (color[s] == 0) {
+                color[s] = 1;
+                stack[sp++] = s;
+                stack[sp++] = occ_off[s];
+            }
+        }
+    }
+    (void)root;
+done:
+    MLSTACK_FREE(alt_rule);
+    MLSTACK_FREE(cnt);
+    MLSTACK_FREE(occ_off);
+    MLSTACK_FREE(occ);
+    MLSTACK_FREE(queue);
+    MLSTACK_FREE(nullable);
+    MLSTACK_FREE(productive);
+    MLSTACK_FREE(color);
+    MLSTACK_FREE(stack);
+    return res;
+}
+
+/* Parses GBNF text into g's rules. */
+static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, size_t n, size_t max_elems, const char *what,
+                                          mlstack_error *err) {
+    mlstack__gb b;
+    int root, r;
+    int32_t total = 0, k, a;
+    memset(&b, 0, sizeof b);
+    b.s = (const unsigned char *)text;
+    b.n = n;
+    b.max_elems = max_elems;
+    b.err = err;
+    b.what = what;
+    for (;;) {
+        size_t l, at;
+        mlstack__gb_ws(&b);
+        if (b.i >= b.n) break;
+        at = b.i;
+        l = mlstack__gb_name_len(&b, b.i);
+        if (!l) {
+            mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, at, "%s", "expected a rule name");
+            break;
+        }
+        r = mlstack__gb_find_rule(&b, text + b.i, l);
+        if (r >= 0 && b.rules[r].defined) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "%.*s", (int)(l < 60 ? l : 60), text + b.i);
+            mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, at, "rule '%s' is defined twice", nm);
+            break;
+        }
+        if (r < 0 && (r = mlstack__gb_new_rule(&b, text + b.i, l)) < 0) break;
+        b.rules[r].defined = 1;
+        b.rules[r].name_at = at;
+        b.i += l;
+        mlstack__gb_ws(&b);
+        if (b.n - b.i < 3 || memcmp(b.s + b.i, "::=", 3) != 0) {
+            mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, b.i, "%s", "expected ::= after the rule name");
+            break;
+        }
+        b.i += 3;
+        if (mlstack__gb_alts(&b, r)) break;
+        mlstack__gb_ws(&b);
+        if (b.i < b.n && b.s[b.i] == ')') {
+            mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, b.i, "%s", "unbalanced )");
+            break;
+        }
+    }
+    root = b.rc == MLSTACK_OK ? mlstack__gb_find_rule(&b, "root", 4) : -1;
+    if (b.rc == MLSTACK_OK && root < 0) mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, b.n, "%s", "no rule named root");
+    if (b.rc == MLSTACK_OK) mlstack__gb_check(&b, root);
+    if (b.rc != MLSTACK_OK) {
+        mlstack_result rc = b.rc;
+        mlstack__gb_free(&b);
+        return rc;
+    }
+    /* flatten: each rule's alternatives in a row; the last ALT of a rule becomes END */
+    for (r = 0; r < b.n_rules; r++) total += (int32_t)(b.rules[r].el.n / sizeof(mlstack__gel));
+    g->el = (mlstack__gel *)mlstack__calloc((size_t)total + 1, sizeof(mlstack__gel));
+    g->alt_off = (int32_t *)mlstack__calloc((size_t)b.n_rules + 1, sizeof(int32_t));
+    g->alts = (int32_t *)mlstack__calloc((size_t)total + 1, sizeof(int32_t));
+    g->n_rules = b.n_rules;
+    if (!g->el || !g->alt_off || !g->alts) {
+        mlstack__gb_free(&b);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    }
+    k = a = 0;
+    for (r = 0; r < b.n_rules; r++) {
+        size_t j, nel = b.rules[r].el.n / sizeof(mlstack__gel);
+        const mlstack__gel *e = (const mlstack__gel *)(void *)b.rules[r].el.p;
+        g->alt_off[r] = a;
+        g->alts[a++] = k;
+        for (j = 0; j < nel; j++) {
+            g->el[k] = e[j];
+            if (e[j].type == MLSTACK__G_ALT) {
+                if (j + 1 == nel) g->el[k].type = MLSTACK__G_END;
+                else g->alts[a++] = k + 1;
+            }
+            k++;
+        }
+    }
+    g->alt_off[b.n_rules] = a;
+    g->n_el = total;
+    g->root = root;
+    g->cls = (mlstack__gcls *)(void *)b.cls.p;
+    g->rng = (uint32_t *)(void *)b.rng.p;
+    b.cls.p = b.rng.p = NULL;
+    mlstack__gb_free(&b);
+    if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
+    if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
+    if (!g->cls || !g->rng) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out, const char *what,
+                                             mlstack_error *err);
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out, mlstack_error *err);
+
+MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
+    int32_t i;
+    if (!g) return;
+    for (i = 0; i < g->n_states; i++) MLSTACK_FREE(g->states[i].trans);
+    MLSTACK_FREE(g->el);
+    MLSTACK_FREE(g->alt_off);
+    MLSTACK_FREE(g->alts);
+    MLSTACK_FREE(g->cls);
+    MLSTACK_FREE(g->rng);
+    MLSTACK_FREE(g->gbnf);
+    MLSTACK_FREE(g->nodes);
+    MLSTACK_FREE(g->node_tab);
+    MLSTACK_FREE(g->states);
+    MLSTACK_FREE(g->state_tab);
+    MLSTACK_FREE(g->sets);
+    MLSTACK_FREE(g->masks);
+    MLSTACK_FREE(g->walk);
+    MLSTACK_FREE(g->work.p);
+    MLSTACK_FREE(g->tmp.p);
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_destroy(&g->mu);
+#endif
+    MLSTACK_FREE(g);
+}
+
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out, mlstack_error *err) {
+    mlstack_grammar *g;
+    mlstack__buf src = {0, 0, 0};
+    mlstack_result r = MLSTACK_OK;
+    size_t len;
+    int32_t i;
+    const char *what;
+    if (err) err->code = MLSTACK_OK, err->message[0] = 0;
+    if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: out is NULL");
+    *out = NULL;
+    if (!d || !d->vocab) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: desc or desc->vocab is NULL");
+    if (!d->text && d->kind != MLSTACK_GRAMMAR_JSON) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: text is NULL");
+    if (d->max_stacks < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: negative max_stacks");
+    len = d->text ? (d->len ? d->len : strlen(d->text)) : 0;
+    switch (d->kind) {
+    case MLSTACK_GRAMMAR_GBNF:
+        what = "grammar";
+        if (!mlstack__buf_put(&src, d->text, len)) r = MLSTACK_ERR_NO_MEMORY;
+        break;
+    case MLSTACK_GRAMMAR_REGEX:
+        what = "regex grammar";
+        if (!mlstack__buf_puts(&src, "root ::= ")) r = MLSTACK_ERR_NO_MEMORY;
+        else r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", err);
+        if (r == MLSTACK_OK && !mlstack__buf_puts(&src, "\n")) r = MLSTACK_ERR_NO_MEMORY;
+        break;
+    case MLSTACK_GRAMMAR_JSON_SCHEMA:
+    case MLSTACK_GRAMMAR_JSON:
+    case MLSTACK_GRAMMAR_TOOL_CALLS:
+        what = "schema grammar";
+        r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
+                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, err);
+        break;
+    default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: unknown kind %d", (int)d->kind);
+    }
+    if (r == MLSTACK_OK && !MLSTACK__VEC_PUSH(&src, char, 0)) r = MLSTACK_ERR_NO_MEMORY;
+    if (r != MLSTACK_OK) {
+        MLSTACK_FREE(src.p);
+        return r == MLSTACK_ERR_NO_MEMORY ? MLSTACK__FAIL(err, r, "grammar: out of memory") : r;
+    }
+    g = (mlstack_grammar *)mlstack__calloc(1, sizeof *g);
+    if (!g) {
+        MLSTACK_FREE(src.p);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    pthread_mutex_init(&g->mu, NULL);
+#endif
+    g->gbnf = src.p;
+    g->vocab = d->vocab;
+    g->max_stacks = d->max_stacks ? d->max_stacks : MLSTACK_GRAMMAR_MAX_STACKS;
+    g->max_memory = d->max_memory ? d->max_memory : MLSTACK_GRAMMAR_MAX_MEMORY;
+    g->start = -1;
+    r = mlstack__gbnf_parse(g, src.p, src.n - 1, d->max_elements ? d->max_elements : MLSTACK_GRAMMAR_MAX_ELEMENTS, what, err);
+    if (r == MLSTACK_OK) {
+        for (i = 0; i < d->vocab->n_vocab; i++)
+            if (d->vocab->len[i] > g->max_token_len) g->max_token_len = d->vocab->len[i];
+        g->walk = (int32_t *)mlstack__calloc((size_t)g->max_token_len + 1, sizeof(int32_t));
+        if (!g->walk || mlstack__g_reset_dfa(g) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        else if (g->start < 0 || g->err[0])
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s", g->err[0] ? g->err : "grammar: the start state has no stacks");
+    }
+    if (r != MLSTACK_OK) {
+        mlstack_grammar_free(g);
+        return r;
+    }
+    *out = g;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return g ? g->gbnf : NULL; }
+
+/* ---- regex -> GBNF ----
+   The dialect of JSON Schema's `pattern` (ECMA-262) as Python's re reads it with re.ASCII:
+   literals, ., classes with ranges and negation, \d \w \s (ASCII) and their negations, groups
+   ((?:...) and named ones), alternation, * + ? {m} {m,} {m,n} (lazy forms match the same set of
+   whole strings). The whole text must match (^ and $ at the ends are accepted and ignored).
+   Lookaround, backreferences, word boundaries, possessive quantifiers and inline flags are
+   refused by name. json_string: the text is the inside of a JSON string, so `"` `\` and control
+   characters are written as their JSON escapes. */
+
+typedef struct {
+    const unsigned char *s;
+    size_t n, i;
+    int json, depth;
+    mlstack__buf *out;
+    mlstack__buf rs; /* range scratch */
+    mlstack_error *err;
+    mlstack_result rc;
+    const char *what;
+} mlstack__rx;
+
+static int mlstack__rx_fail(mlstack__rx *x, mlstack_result code, const char *msg) {
+    if (x->rc == MLSTACK_OK) {
+        x->rc = code;
+        MLSTACK__FAIL(x->err, code, "%s: %s at offset %zu", x->what, msg, x->i);
+    }
+    return -1;
+}
+#define MLSTACK__RX_PUT(x, str) (mlstack__buf_puts((x)->out, str) ? 0 : mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory"))
+
+static int mlstack__rx_cp(mlstack__buf *o, uint32_t cp) {
+    char t[16];
+    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) t[0] = (char)cp, t[1] = 0;
+    else if (cp < 0x100) snprintf(t, sizeof t, "\\x%02X", (unsigned)cp);
+    else if (cp < 0x10000) snprintf(t, sizeof t, "\\u%04X", (unsigned)cp);
+    else snprintf(t, sizeof t, "\\U%08X", (unsigned)cp);
+    return mlstack__buf_puts(o, t);
+}
+
+/* Emits the set of `n` normalized pairs as a GBNF class (JSON mode: with escape alternatives). */
+static int mlstack__rx_emit_set(mlstack__rx *x, uint32_t *r, size_t n) {
+    static const char *esc[32] = {"\\\\u0000", "\\\\u0001", "\\\\u0002", "\\\\u0003", "\\\\u0004", "\\\\u0005", "\\\\u0006",
+                                  "\\\\u0007", "\\\\b", "\\\\t", "\\\\n", "\\\\u000b", "\\\\f", "\\\\r", "\\\\u000e",
+                                  "\\\\u000f", "\\\\u0010", "\\\\u0011", "\\\\u0012", "\\\\u0013", "\\\\u0014", "\\\\u0015",
+                                  "\\\\u0016", "\\\\u0017", "\\\\u0018", "\\\\u0019", "\\\\u001a", "\\\\u001b", "\\\\u001c",
+                                  "\\\\u001d", "\\\\u001e", "\\\\u001f"};
+    mlstack__buf *o = x->out;
+    size_t i, k = 0;
+    int alts = 0, ok = 1;
+    uint32_t c;
+    if (n == 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "character class matches nothing");
+    if (x->json) {
+        int open = 0;
+        if (!mlstack__buf_puts(o, "(")) ok = 0;
+        for (i = 0; i < n && ok; i++) /* escapes for the specials the set holds */
+            for (c = r[2 * i]; c <= r[2 * i + 1] && c < 0x60; c++) {
+                const char *e = c < 32 ? esc[c] : c == '"' ? "\\\\\\\"" : c == '\\' ? "\\\\\\\\" : NULL;
+                if (!e) continue;
+                ok = mlstack__buf_puts(o, alts++ ? " | \"" : "\"") && mlstack__buf_puts(o, e) && mlstack__buf_puts(o, "\"");
+            }
+        for (i = 0; i < n && ok; i++) { /* the rest, raw: without controls, '"' and '\\' */
+            uint32_t a = r[2 * i] < 0x20 ? 0x20 : r[2 * i], b = r[2 * i + 1], seg[6];
+            int ns = 0, q;
+            if (a > b) continue;
+            if (a <= '"' && b >= '"') {
+                if (a < '"') seg[2 * ns] = a, seg[2 * ns + 1] = '"' - 1, ns++;
+                a = '"' + 1;
+            }
+            if (a <= b && a <= '\\' && b >= '\\') {
+                if (a < '\\') seg[2 * ns] = a, seg[2 * ns + 1] = '\\' - 1, ns++;
+                a = '\\' + 1;
+            }
+            if (a <= b) seg[2 * ns] = a, seg[2 * ns + 1] = b, ns++;
+            for (q = 0; q < ns && ok; q++) {
+                if (!open) ok = mlstack__buf_puts(o, alts++ ? " | [" : "["), open = 1;
+                ok = ok && mlstack__rx_cp(o, seg[2 * q]) &&
+                     (seg[2 * q] == seg[2 * q + 1] || (mlstack__buf_puts(o, "-") && mlstack__rx_cp(o, seg[2 * q + 1])));
+                k++;
+            }
+        }
+        if (open && ok) ok = mlstack__buf_puts(o, "]");
+        if (ok && !alts) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "character class matches nothing");
+        if (ok) ok = mlstack__buf_puts(o, ")");
+    } else {
+        ok = mlstack__buf_puts(o, "[");
+        for (i = 0; i < n && ok; i++)
+            ok = mlstack__rx_cp(o, r[2 * i]) && (r[2 * i] == r[2 * i + 1] || (mlstack__buf_puts(o, "-") && mlstack__rx_cp(o, r[2 * i + 1])));
+        ok = ok && mlstack__buf_puts(o, "]");
+    }
+    (void)k;
+    return ok ? 0 : mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory");
+}
+
+static int mlstack__rx_add(mlstack__rx *x, uint32_t lo, uint32_t hi) {
+    if (!MLSTACK__VEC_PUSH(&x->rs, uint32_t, lo) || !MLSTACK__VEC_PUSH(&x->rs, uint32_t, hi))
+        return mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    return 0;
+}
+/* Complements pairs [from, end) of rs in place. */
+static int mlstack__rx_negate(mlstack__rx *x, size_t from) {
+    size_t n = (x->rs.n / 4 - from) / 2, i;
+    uint32_t *r, prev = 0, *tmp;
+    r = (uint32_t *)(void *)x->rs.p + from;
+    n = mlstack__grange_norm(r, n);
+    tmp = (uint32_t *)mlstack__calloc(2 * n + 2, sizeof(uint32_t));
+    if (!tmp) return mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    memcpy(tmp, r, 2 * n * sizeof(uint32_t));
+    x->rs.n = from * 4;
+    for (i = 0; i <= n; i++) {
+        uint32_t lo = i < n ? tmp[2 * i] : 0x110000;
+        if (lo > prev && mlstack__rx_add(x, prev, lo - 1)) break;
+        if (i < n) prev = tmp[2 * i + 1] + 1;
+    }
+    MLSTACK_FREE(tmp);
+    return x->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* \d \w \s and negations into rs; returns 1 when c names a class, 0 otherwise. */
+static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
+    size_t from = x->rs.n / 4;
+    int neg = c == 'D' || c == 'W' || c == 'S';
+    switch (c | 0x20) {
+    case 'd': mlstack__rx_add(x, '0', '9'); break;
+    case 'w': mlstack__rx_add(x, '0', '9'), mlstack__rx_add(x, 'A', 'Z'), mlstack__rx_add(x, '_', '_'), mlstack__rx_add(x, 'a', 'z'); break;
+    case 's': mlstack__rx_add(x, '\t', '\r'), mlstack__rx_add(x, ' ', ' '); break;
+    default: return 0;
+    }
+    if (neg) mlstack__rx_negate(x, from);
+    return 1;
+}
+
+/* One escaped code point (after the backslash); -1 on error. */
+static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
+    unsigned char c = x->s[x->i++];
+    int digits = 0, k;
+    switch (c) {
+    case 'n': *cp = '\n'; return 0;
+    case 't': *cp = '\t'; return 0;
+    case 'r': *cp = '\r'; return 0;
+    case 'f': *cp = '\f'; return 0;
+    case 'v': *cp = '\v'; return 0;
+    case 'a': *cp = 7; return 0;
+    case '0': *cp = 0; return 0;
+    case 'x': digits = 2; break;
+    case 'u': digits = 4; break;
+    case 'U': digits = 8; break;
+    case 'b': case 'B': return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "word boundaries (\\b, \\B) are not supported");
+    default:
+        if (c >= '1' && c <= '9') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "backreferences are not supported");
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "unknown escape");
+        *cp = c;
+        if (c >= 0x80) { /* an escaped non-ASCII character: take the whole code point */
+            int l;
+            x->i--;
+            l = mlstack__utf8_valid_len(x->s + x->i, x->n - x->i);
+            if (l <= 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "invalid UTF-8");
+            mlstack__utf8_decode(x->s + x->i, x->n - x->i, cp);
+            x->i += (size_t)l;
+        }
+        return 0;
+    }
+    *cp = 0;
+    for (k = 0; k < digits; k++) {
+        int h = x->i < x->n ? mlstack__hexval(x->s[x->i]) : -1;
+        if (h < 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
+        *cp = *cp * 16 + (uint32_t)h;
+        x->i++;
+    }
+    if (*cp > 0x10FFFF) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "escape beyond U+10FFFF");
+    return 0;
+}
+
+static int mlstack__rx_char(mlstack__rx *x, uint32_t *cp) {
+    int l = mlstack__utf8_valid_len(x->s + x->i, x->n - x->i);
+    if (l <= 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "invalid UTF-8");
+    mlstack__utf8_decode(x->s + x->i, x->n - x->i, cp);
+    x->i += (size_t)l;
+    return 0;
+}
+
+static int mlstack__rx_set_done(mlstack__rx *x, size_t from) {
+    uint32_t *r = (uint32_t *)(void *)x->rs.p + from;
+    size_t n = mlstack__grange_norm(r, (x->rs.n / 4 - from) / 2);
+    int rc = mlstack__rx_emit_set(x, r, n);
+    x->rs.n = from * 4;
+    return rc;
+}
+
+static int mlstack__rx_alt(mlstack__rx *x);
+
+static int mlstack__rx_atom(mlstack__rx *x) {
+    unsigned char c = x->s[x->i];
+    uint32_t cp;
+    if (c == '(') {
+        x->i++;
+        if (++x->depth > MLSTACK__G_MAX_NEST) return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "groups nested deeper than 256");
+        if (x->i < x->n && x->s[x->i] == '?') {
+            if (x->i + 1 < x->n && x->s[x->i + 1] == ':') x->i += 2;
+            else if (x->i + 2 < x->n && (x->s[x->i + 1] == 'P' || x->s[x->i + 1] == '<') && x->s[x->i + 2] != '=' && x->s[x->i + 2] != '!') {
+                while (x->i < x->n && x->s[x->i] != '>') x->i++;
+                if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "unterminated group name");
+                x->i++;
+            } else
+                return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "lookaround, inline flags and other (?...) groups are not supported");
+        }
+        if (mlstack__rx_alt(x)) return -1;
+        if (x->i >= x->n || x->s[x->i] != ')') return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "missing )");
+        x->i++;
+        x->depth--;
+        return 0;
+    }
+    if (c == '[') {
+        size_t from = x->rs.n / 4;
+        int neg = 0, first = 1;
+        x->i++;
+        if (x->i < x->n && x->s[x->i] == '^') neg = 1, x->i++;
+        for (;;) {
+            uint32_t lo, hi;
+            if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "unterminated character class");
+            if (x->s[x->i] == ']' && !first) break;
+            first = 0;
+            if (x->s[x->i] == '[' && x->i + 1 < x->n && x->s[x->i + 1] == ':')
+                return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "POSIX classes are not supported");
+            if (x->s[x->i] == '\\') {
+                x->i++;
+                if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "unfinished escape");
+                if (mlstack__rx_class_escape(x, x->s[x->i])) {
+                    x->i++;
+                    if (x->rc != MLSTACK_OK) return -1;
+                    continue;
+                }
+                if (x->s[x->i] == 'b') {
+                    x->i++;
+                    lo = 8;
+                } else if (mlstack__rx_escape_cp(x, &lo))
+                    return -1;
+            } else if (mlstack__rx_char(x, &lo))
+                return -1;
+            hi = lo;
+            if (x->i + 1 < x->n && x->s[x->i] == '-' && x->s[x->i + 1] != ']') {
+                x->i++;
+                if (x->s[x->i] == '\\') {
+                    x->i++;
+                    if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "unfinished escape");
+                    if (mlstack__rx_escape_cp(x, &hi)) return -1;
+                } else if (mlstack__rx_char(x, &hi))
+                    return -1;
+                if (hi < lo) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad character range");
+            }
+            if (mlstack__rx_add(x, lo, hi)) return -1;
+        }
+        x->i++;
+        if (neg && mlstack__rx_negate(x, from)) return -1;
+        return mlstack__rx_set_done(x, from);
+    }
+    if (c == '.') {
+        size_t from = x->rs.n / 4;
+        x->i++;
+        if (mlstack__rx_add(x, 0, '\n' - 1) || mlstack__rx_add(x, '\n' + 1, 0x10FFFF)) return -1;
+        return mlstack__rx_set_done(x, from);
+    }
+    if (c == '\\') {
+        size_t from = x->rs.n / 4;
+        x->i++;
+        if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "pattern ends with a backslash");
+        if (mlstack__rx_class_escape(x, x->s[x->i])) {
+            x->i++;
+            return x->rc == MLSTACK_OK ? mlstack__rx_set_done(x, from) : -1;
+        }
+        if (mlstack__rx_escape_cp(x, &cp) || mlstack__rx_add(x, cp, cp)) return -1;
+        return mlstack__rx_set_done(x, from);
+    }
+    if (c == '*' || c == '+' || c == '?') return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "nothing to repeat");
+    {
+        size_t from = x->rs.n / 4;
+        if (mlstack__rx_char(x, &cp) || mlstack__rx_add(x, cp, cp)) return -1;
+        return mlstack__rx_set_done(x, from);
+    }
+}
+
+/* {m}, {m,}, {m,n}: 1 and the text copied when it is one, 0 when '{' is a literal. */
+static int mlstack__rx_interval(mlstack__rx *x) {
+    size_t j = x->i + 1, d1 = 0, d2 = 0;
+    long m = 0, mx = -1;
+    while (j < x->n && x->s[j] >= '0' && x->s[j] <= '9' && d1 < 7) m = m * 10 + (x->s[j++] - '0'), d1++;
+    if (j < x->n && x->s[j] == ',') {
+        j++;
+        mx = 0;
+        while (j < x->n && x->s[j] >= '0' && x->s[j] <= '9' && d2 < 7) mx = mx * 10 + (x->s[j++] - '0'), d2++;
+        if (!d2) mx = -1;
+    } else
+        mx = m;
+    if (j >= x->n || x->s[j] != '}' || (!d1 && !d2)) return 0;
+    if (!d1) m = 0;
+    if (mx >= 0 && mx < m) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "repetition {m,n} with n < m");
+    if (m > MLSTACK__G_MAX_REPEAT || mx > MLSTACK__G_MAX_REPEAT) return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "repetition count above 100000");
+    {
+        char t[64];
+        if (mx < 0) snprintf(t, sizeof t, "{%ld,}", m);
+        else snprintf(t, sizeof t, "{%ld,%ld}", m, mx);
+        if (MLSTACK__RX_PUT(x, t)) return -1;
+    }
+    x->i = j + 1;
+    return 1;
+}
+
+static int mlstack__rx_seq(mlstack__rx *x) {
+    while (x->i < x->n && x->s[x->i] != '|' && x->s[x->i] != ')') {
+        unsigned char c = x->s[x->i];
+        if (c == '^' && x->i == 0) {
+            x->i++;
+            continue;
+        }
+        if (c == '$' && x->i + 1 == x->n) {
+            x->i++;
+            continue;
+        }
+        if (c == '^' || c == '$') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "anchors are supported only at the ends");
+        if (c == '{') { /* a literal brace unless it is a quantifier (which would have nothing to repeat) */
+            size_t from = x->rs.n / 4;
+            size_t save = x->out->n;
+            int q = mlstack__rx_interval(x);
+            if (q < 0) return -1;
+            if (q) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "nothing to repeat");
+            x->out->n = save;
+            x->i++;
+            if (mlstack__rx_add(x, '{', '{') || mlstack__rx_set_done(x, from)) return -1;
+        } else if (mlstack__rx_atom(x))
+            return -1;
+        if (MLSTACK__RX_PUT(x, " ")) return -1;
+        /* quantifiers */
+        if (x->i < x->n) {
+            int q = 0;
+            c = x->s[x->i];
+            if (c == '*' || c == '+' || c == '?') {
+                char t[2] = {(char)c, 0};
+                x->i++;
+                if (MLSTACK__RX_PUT(x, t)) return -1;
+                q = 1;
+            } else if (c == '{') {
+                q = mlstack__rx_interval(x);
+                if (q < 0) return -1;
+            }
+            if (q && x->i < x->n) {
+                if (x->s[x->i] == '?') x->i++; /* lazy: same whole-string language */
+                else if (x->s[x->i] == '+') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "possessive quantifiers are not supported");
+                if (x->i < x->n && (x->s[x->i] == '*' || x->s[x->i] == '+' || x->s[x->i] == '?' ||
+                                    (x->s[x->i] == '{' && mlstack__rx_interval(x) != 0)))
+                    return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "multiple repeat");
+            }
+            if (q && MLSTACK__RX_PUT(x, " ")) return -1;
+        }
+    }
+    return 0;
+}
+
+static int mlstack__rx_alt(mlstack__rx *x) {
+    if (MLSTACK__RX_PUT(x, "(")) return -1;
+    for (;;) {
+        if (mlstack__rx_seq(x)) return -1;
+        if (x->i < x->n && x->s[x->i] == '|') {
+            x->i++;
+            if (MLSTACK__RX_PUT(x, " | ")) return -1;
+            continue;
+        }
+        break;
+    }
+    return MLSTACK__RX_PUT(x, ")");
+}
+
+static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out, const char *what,
+                                             mlstack_error *err) {
+    mlstack__rx x;
+    memset(&x, 0, sizeof x);
+    x.s = (const unsigned char *)re;
+    x.n = n;
+    x.json = json_string;
+    x.out = out;
+    x.err = err;
+    x.what = what;
+    if (mlstack__rx_alt(&x) == 0 && x.i < x.n) mlstack__rx_fail(&x, MLSTACK_ERR_FORMAT, "unbalanced )");
+    MLSTACK_FREE(x.rs.p);
+    return x.rc;
+}
+
+/* ---- JSON Schema -> GBNF ----
+   Every schema node becomes one rule. Generated JSON is compact apart from optional whitespace
+   (at most 20 of space, tab, newline) around punctuation; objects write their properties in the
+   schema's order (optional ones may be left out), never others; strings use raw characters and
+   the escapes \" \\ \/ \b \f \n \r \t and \uXXXX outside the surrogates. What the generator
+   writes is always valid; it may be a subset of what the schema allows. */
+
+#define MLSTACK__JS_COMMON \
+    "ws ::= [ \\t\\n]{0,20}\n" \
+    "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-cA-CeEfF] [0-9a-fA-F]{3})\n" \
+    "jstring ::= \"\\\"\" jchar* \"\\\"\"\n" \
+    "jint ::= \"-\"? jnat\n" \
+    "jnat ::= \"0\" | [1-9] [0-9]{0,15}\n" \
+    "jfrac ::= (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?\n" \
+    "jnum ::= jint jfrac\n" \
+    "jvalue ::= jobject | jarray | jstring | jnum | \"true\" | \"false\" | \"null\"\n" \
+    "jobject ::= \"{\" ws (jstring ws \":\" ws jvalue (ws \",\" ws jstring ws \":\" ws jvalue)*)? ws \"}\"\n" \
+    "jarray ::= \"[\" ws (jvalue (ws \",\" ws jvalue)*)? ws \"]\"\n"
+
+typedef struct {
+    mlstack__buf *out;
+    const mlstack__json *root;
+    const mlstack__json **ref_node;
+    int *ref_rule, n_refs, cap_refs;
+    int n_rules, depth;
+    char path[400];
+    size_t path_len;
+    mlstack_error *err;
+    mlstack_result rc;
+} mlstack__js;
+
+static int mlstack__js_fail(mlstack__js *j, mlstack_result code, const char *fmt, const char *arg) {
+    if (j->rc == MLSTACK_OK) {
+        char msg[200];
+        snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+        j->rc = code;
+        MLSTACK__FAIL(j->err, code, "JSON Schema: %s at %s", msg, j->path_len ? j->path : "/");
+    }
+    return -1;
+}
+static size_t mlstack__js_push(mlstack__js *j, const char *seg, size_t n) {
+    size_t old = j->path_len;
+    if (j->path_len + n + 2 < sizeof j->path) {
+        j->path[j->path_len++] = '/';
+        memcpy(j->path + j->path_len, seg, n);
+        j->path_len += n;
+        j->path[j->path_len] = 0;
+    }
+    return old;
+}
+static void mlstack__js_pop(mlstack__js *j, size_t old) {
+    j->path_len = old;
+    j->path[old] = 0;
+}
+
+/* Appends s as a GBNF string literal (quotes included). */
+static int mlstack__js_lit(mlstack__buf *o, const char *s, size_t n) {
+    size_t i;
+    if (!mlstack__buf_puts(o, "\"")) return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char t[8];
+        if (c == '"' || c == '\\') t[0] = '\\', t[1] = (char)c, t[2] = 0;
+        else if (c < 0x20 || c == 0x7F) snprintf(t, sizeof t, "\\x%02X", c);
+        else t[0] = (char)c, t[1] = 0;
+        if (!mlstack__buf_puts(o, t)) return 0;
+    }
+    return mlstack__buf_puts(o, "\"");
+}
+
+/* Compact JSON text of a value. */
+static int mlstack__json_write(mlstack__buf *o, const mlstack__json *v) {
+    const mlstack__json *c;
+    switch (v->type) {
+    case MLSTACK__JSON_NULL: return mlstack__buf_puts(o, "null");
+    case MLSTACK__JSON_TRUE: return mlstack__buf_puts(o, "true");
+    case MLSTACK__JSON_FALSE: return mlstack__buf_puts(o, "false");
+    case MLSTACK__JSON_NUMBER: return mlstack__buf_put(o, v->str, v->len);
+    case MLSTACK__JSON_STRING: return mlstack__json_quote(o, v->str, v->len);
+    case MLSTACK__JSON_ARRAY:
+        if (!mlstack__buf_puts(o, "[")) return 0;
+        for (c = v->child; c; c = c->next)
+            if ((c != v->child && !mlstack__buf_puts(o, ",")) || !mlstack__json_write(o, c)) return 0;
+        return mlstack__buf_puts(o, "]");
+    default:
+        if (!mlstack__buf_puts(o, "{")) return 0;
+        for (c = v->child; c; c = c->next)
+            if ((c != v->child && !mlstack__buf_puts(o, ",")) || !mlstack__json_quote(o, c->key, c->key_len) ||
+                !mlstack__buf_puts(o, ":") || !mlstack__json_write(o, c))
+                return 0;
+        return mlstack__buf_puts(o, "}");
+    }
+}
+
+static int mlstack__js_value_lit(mlstack__js *j, mlstack__buf *b, const mlstack__json *v) {
+    mlstack__buf t = {0, 0, 0};
+    int ok = mlstack__json_write(&t, v) && mlstack__js_lit(b, t.p, t.n);
+    MLSTACK_FREE(t.p);
+    return ok ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+}
+
+static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s);
+
+/* Starts rule text "sN ::= " in b; returns N. */
+static int mlstack__js_rule_id(mlstack__js *j) { return j->n_rules++; }
+static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
+    char t[32];
+    snprintf(t, sizeof t, "s%d ::= ", id);
+    if (!mlstack__buf_puts(j->out, t) || !mlstack__buf_put(j->out, body->p, body->n) || !mlstack__buf_puts(j->out, "\n"))
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->out->n > ((size_t)64 << 20)) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
+    return 0;
+}
+#define MLSTACK__JS_PUT(j, b, str) (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
+static int mlstack__js_ref_to(mlstack__js *j, mlstack__buf *b, int id) {
+    char t[32];
+    snprintf(t, sizeof t, "s%d ", id);
+    return MLSTACK__JS_PUT(j, b, t);
+}
+
+static int mlstack__js_get_int(mlstack__js *j, const mlstack__json *s, const char *key, long def, long *out) {
+    const mlstack__json *v = mlstack__json_get(s, key);
+    *out = def;
+    if (!v) return 0;
+    if (v->type != MLSTACK__JSON_NUMBER || !v->is_int || v->i < 0 || v->i > 1000000000)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-negative integer", key);
+    *out = (long)v->i;
+    return 0;
+}
+
+static const char *const mlstack__js_formats[][2] = {
+    {"date", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"},
+    {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+    {"date-time", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+    {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
+    {"email", "[a-zA-Z0-9._+-]{1,32}@[a-zA-Z0-9-]{1,32}(\\.[a-zA-Z0-9-]{1,16}){1,3}"},
+    {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
+};
+
+static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const char *type, mlstack__buf *b) {
+    if (!strcmp(type, "null")) return MLSTACK__JS_PUT(j, b, "\"null\"");
+    if (!strcmp(type, "boolean")) return MLSTACK__JS_PUT(j, b, "(\"true\" | \"false\")");
+    if (!strcmp(type, "integer") || !strcmp(type, "number")) {
+        const mlstack__json *mn = mlstack__json_get(s, "minimum"), *xmn = mlstack__json_get(s, "exclusiveMinimum");
+        const char *sign = "\"-\"? ";
+        const char *nat = "jnat ";
+        if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") || mlstack__json_get(s, "multipleOf"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'",
+                                    mlstack__json_get(s, "maximum") ? "maximum" : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum" : "multipleOf");
+        if (mn || xmn) {
+            const mlstack__json *v = mn ? mn : xmn;
+            if (v->type != MLSTACK__JSON_NUMBER) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number", mn ? "minimum" : "exclusiveMinimum");
+            if (mn && v->num == 0) sign = "";
+            else if ((mn && v->num == 1 && !strcmp(type, "integer")) || (xmn && v->num == 0 && !strcmp(type, "integer")))
+                sign = "", nat = "[1-9] [0-9]{0,15} ";
+            else
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
+                                        mn ? "minimum" : "exclusiveMinimum");
+            if (!strcmp(type, "number") && xmn) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers", "exclusiveMinimum");
+        }
+        if (MLSTACK__JS_PUT(j, b, "(") || MLSTACK__JS_PUT(j, b, sign) || MLSTACK__JS_PUT(j, b, nat)) return -1;
+        return MLSTACK__JS_PUT(j, b, !strcmp(type, "number") ? "jfrac)" : ")");
+    }
+    if (!strcmp(type, "string")) {
+        const mlstack__json *pat = mlstack__json_get(s, "pattern"), *fmt = mlstack__json_get(s, "format");
+        long mn, mx;
+        char t[64];
+        if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx)) return -1;
+        if (pat || fmt) {
+            const char *re = NULL;
+            size_t k, old;
+            mlstack_result r;
+            if (mn || mx >= 0) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern or format", mn ? "minLength" : "maxLength");
+            if (pat && fmt) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern", "format");
+            if (fmt) {
+                if (fmt->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
+                for (k = 0; k < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; k++)
+                    if (!strcmp(fmt->str, mlstack__js_formats[k][0])) re = mlstack__js_formats[k][1];
+                if (!re) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported format '%s'", fmt->str);
+            } else {
+                if (pat->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
+                re = pat->str;
+            }
+            if (MLSTACK__JS_PUT(j, b, "\"\\\"\" ")) return -1;
+            old = mlstack__js_push(j, pat ? "pattern" : "format", pat ? 7 : 6);
+            {
+                char what[460];
+                snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
+                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->err);
+            }
+            mlstack__js_pop(j, old);
+            if (r != MLSTACK_OK) {
+                j->rc = r;
+                return -1;
+            }
+            return MLSTACK__JS_PUT(j, b, " \"\\\"\"");
+        }
+        if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxLength below minLength");
+        if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
+        else snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
+        return MLSTACK__JS_PUT(j, b, t);
+    }
+    if (!strcmp(type, "array")) {
+        const mlstack__json *items = mlstack__json_get(s, "items");
+        const mlstack__json *u = mlstack__json_get(s, "uniqueItems");
+        long mn, mx;
+        int item = -1;
+        char t[96];
+        if (mlstack__json_get(s, "prefixItems")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
+        if (mlstack__json_get(s, "contains")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
+        if (u && u->type == MLSTACK__JSON_TRUE) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
+        if (mlstack__js_get_int(j, s, "minItems", 0, &mn) || mlstack__js_get_int(j, s, "maxItems", -1, &mx)) return -1;
+        if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxItems below minItems");
+        if (mx == 0) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
+        if (items && items->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
+        if (items) {
+            size_t old = mlstack__js_push(j, "items", 5);
+            item = mlstack__js_gen(j, items);
+            mlstack__js_pop(j, old);
+            if (item < 0) return -1;
+            snprintf(t, sizeof t, "s%d", item);
+        } else
+            snprintf(t, sizeof t, "jvalue");
+        if (MLSTACK__JS_PUT(j, b, "\"[\" ws ") || (mn == 0 && MLSTACK__JS_PUT(j, b, "(")) || MLSTACK__JS_PUT(j, b, t) ||
+            MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")"))
+            return -1;
+        if (mx < 0) snprintf(t, sizeof t, "{%ld,}", mn > 1 ? mn - 1 : 0);
+        else snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
+        if (MLSTACK__JS_PUT(j, b, t) || (mn == 0 && MLSTACK__JS_PUT(j, b, ")?"))) return -1;
+        return MLSTACK__JS_PUT(j, b, " ws \"]\"");
+    }
+    if (!strcmp(type, "object")) {
+        const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c, *r;
+        const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
+        int n = 0, i, *kv, first_t, first_h;
+        const mlstack__json **names;
+        if (mlstack__json_get(s, "patternProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
+        if (mlstack__json_get(s, "minProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
+        if (props && props->type != MLSTACK__JSON_OBJECT) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
+        if (req && req->type != MLSTACK__JSON_ARRAY) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
+        for (r = req ? req->child : NULL; r; r = r->next)
+            if (r->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+        if ((!props || !props->child) && !(req && req->child)) { /* a map, or empty */
+            const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
+            int vr = -1, kr = -1;
+            char t[48], kt[48];
+            if (add && add->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"{\" ws \"}\"");
+            if (pn) { /* keys: a string schema */
+                size_t old = mlstack__js_push(j, "propertyNames", 13);
+                const mlstack__json *pt = mlstack__json_get(pn, "type");
+                if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) || mlstack__json_get(pn, "$ref") ||
+                    mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") || mlstack__json_get(pn, "const")) {
+                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
+                    mlstack__js_pop(j, old);
+                    return -1;
+                }
+                {
+                    mlstack__buf kb = {0, 0, 0};
+                    kr = mlstack__js_rule_id(j);
+                    if (mlstack__js_type_body(j, pn, "string", &kb) == 0) mlstack__js_emit(j, kr, &kb);
+                    MLSTACK_FREE(kb.p);
+                }
+                mlstack__js_pop(j, old);
+                if (j->rc != MLSTACK_OK) return -1;
+            }
+            if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
+            else snprintf(kt, sizeof kt, "jstring");
+            if (add && add->type != MLSTACK__JSON_TRUE) {
+                size_t old = mlstack__js_push(j, "additionalProperties", 20);
+                vr = mlstack__js_gen(j, add);
+                mlstack__js_pop(j, old);
+                if (vr < 0) return -1;
+            }
+            if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
+            else snprintf(t, sizeof t, "jvalue");
+            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) || MLSTACK__JS_PUT(j, b, " ws \":\" ws ") ||
+                MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
+                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
+                return -1;
+            return 0;
+        }
+        if (mlstack__json_get(s, "maxProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
+        if (mlstack__json_get(s, "propertyNames"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties", "propertyNames");
+        for (c = props ? props->child : NULL; c; c = c->next) n++;
+        for (r = req ? req->child : NULL; r; r = r->next)
+            if (!mlstack__json_get(props, r->str)) n++;
+        kv = (int *)mlstack__calloc((size_t)n + 1, sizeof(int));
+        names = (const mlstack__json **)mlstack__calloc((size_t)n + 1, sizeof *names);
+        if (!kv || !names) {
+            MLSTACK_FREE(kv);
+            MLSTACK_FREE(names);
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        }
+        i = 0;
+        for (c = props ? props->child : NULL; c; c = c->next) names[i++] = c;
+        for (r = req ? req->child : NULL; r; r = r->next)
+            if (!mlstack__json_get(props, r->str)) names[i++] = r;
+        /* kv_i ::= "\"name\"" ws ":" ws value */
+        for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
+            mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
+            const mlstack__json *nm = names[i];
+            int is_prop = nm->key != NULL;
+            const char *kname = is_prop ? nm->key : nm->str;
+            size_t klen = is_prop ? nm->key_len : nm->len;
+            int vr = -1;
+            if (is_prop) {
+                size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, kname, klen);
+                vr = mlstack__js_gen(j, nm);
+                mlstack__js_pop(j, o2);
+                mlstack__js_pop(j, o1);
+                if (vr < 0) break;
+            }
+            kv[i] = mlstack__js_rule_id(j);
+            if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) || !mlstack__buf_puts(&body, " ws \":\" ws ")) {
+                mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            } else if (vr >= 0) {
+                mlstack__js_ref_to(j, &body, vr);
+            } else if (!mlstack__buf_puts(&body, "jvalue"))
+                mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            if (j->rc == MLSTACK_OK) mlstack__js_emit(j, kv[i], &body);
+            MLSTACK_FREE(body.p);
+            MLSTACK_FREE(key.p);
+        }
+        /* T_i: something written before; H_i: nothing yet. Built from the end. */
+        first_t = first_h = -1;
+        if (j->rc == MLSTACK_OK) {
+            int t_next = mlstack__js_rule_id(j), h_next = mlstack__js_rule_id(j);
+            mlstack__buf e = {0, 0, 0};
+            mlstack__js_emit(j, t_next, &e);
+            mlstack__js_emit(j, h_next, &e);
+            for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
+                const mlstack__json *nm = names[i];
+                int required = 0, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
+                char t[160];
+                const char *kname = nm->key ? nm->key : nm->str;
+                for (r = req ? req->child : NULL; r; r = r->next) required |= !strcmp(r->str, kname);
+                if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
+                else snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
+                e.n = 0;
+                if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+                else mlstack__js_emit(j, ti, &e);
+                if (required) snprintf(t, sizeof t, "s%d s%d", kv[i], t_next);
+                else snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
+                e.n = 0;
+                if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+                else mlstack__js_emit(j, hi, &e);
+                t_next = ti;
+                h_next = hi;
+            }
+            MLSTACK_FREE(e.p);
+            first_t = t_next;
+            first_h = h_next;
+        }
+        (void)first_t;
+        MLSTACK_FREE(kv);
+        MLSTACK_FREE(names);
+        if (j->rc != MLSTACK_OK) return -1;
+        {
+            char t[64];
+            snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", first_h);
+            return MLSTACK__JS_PUT(j, b, t);
+        }
+    }
+    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported type '%s'", type);
+}
+
+static const char *const mlstack__js_known[] = {
+    "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const", "anyOf",
+    "allOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "pattern", "format", "minimum", "exclusiveMinimum",
+    "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
+    "uniqueItems", "maximum", "exclusiveMaximum", "multipleOf", "prefixItems", "contains", "patternProperties",
+    "minProperties", "maxProperties", "propertyNames"};
+
+/* Resolves a local JSON pointer "#/a/b" against the root. */
+static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const char *ref) {
+    const mlstack__json *cur = root;
+    const char *p;
+    if (ref[0] != '#') return NULL;
+    p = ref + 1;
+    while (*p == '/') {
+        char seg[256];
+        size_t k = 0;
+        p++;
+        while (*p && *p != '/' && k + 1 < sizeof seg) {
+            if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
+            else if (p[0] == '~' && p[1] == '1') seg[k++] = '/', p += 2;
+            else seg[k++] = *p++;
+        }
+        seg[k] = 0;
+        if (cur->type == MLSTACK__JSON_ARRAY) {
+            char *end;
+            long idx = strtol(seg, &end, 10);
+            cur = *end || idx < 0 ? NULL : mlstack__json_at(cur, (size_t)idx);
+        } else
+            cur = mlstack__json_get(cur, seg);
+        if (!cur) return NULL;
+    }
+    return *p ? NULL : cur;
+}
+
+/* Rule for schema s; returns its number or -1. */
+static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
+    mlstack__buf b = {0, 0, 0};
+    const mlstack__json *c, *ty, *v;
+    int id, alts = 0;
+    size_t k;
+    if (j->rc != MLSTACK_OK) return -1;
+    if (++j->depth > MLSTACK__G_MAX_NEST) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
+    if (s->type == MLSTACK__JSON_TRUE) {
+        id = mlstack__js_rule_id(j);
+        mlstack__buf_puts(&b, "jvalue");
+        goto out;
+    }
+    if (s->type == MLSTACK__JSON_FALSE) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "schema false allows no value");
+    if (s->type != MLSTACK__JSON_OBJECT) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
+    for (c = s->child; c; c = c->next) {
+        for (k = 0; k < sizeof mlstack__js_known / sizeof mlstack__js_known[0]; k++)
+            if (!strcmp(c->key, mlstack__js_known[k])) break;
+        if (k == sizeof mlstack__js_known / sizeof mlstack__js_known[0]) {
+            size_t old = mlstack__js_push(j, c->key, c->key_len);
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", c->key);
+            mlstack__js_pop(j, old);
+            return -1;
+        }
+    }
+    if ((v = mlstack__json_get(s, "$ref")) != NULL) {
+        const mlstack__json *t;
+        int i;
+        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j->root, v->str)))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->type == MLSTACK__JSON_STRING ? v->str : "?");
+        for (i = 0; i < j->n_refs; i++)
+            if (j->ref_node[i] == t) break;
+        if (i == j->n_refs) {
+            size_t old;
+            int rid;
+            if (j->n_refs == j->cap_refs) {
+                int cap = j->cap_refs ? j->cap_refs * 2 : 16;
+                const mlstack__json **pn = (const mlstack__json **)MLSTACK_REALLOC((void *)j->ref_node, sizeof *pn * (size_t)cap);
+                int *pr;
+                if (!pn) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+                j->ref_node = pn;
+                pr = (int *)MLSTACK_REALLOC(j->ref_rule, sizeof *pr * (size_t)cap);
+                if (!pr) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+                j->ref_rule = pr;
+                j->cap_refs = cap;
+            }
+            rid = mlstack__js_rule_id(j);
+            j->ref_node[j->n_refs] = t;
+            j->ref_rule[j->n_refs++] = rid;
+            old = j->path_len;
+            j->path_len = 0;
+            mlstack__js_push(j, v->str + 1, strlen(v->str + 1) < 300 ? strlen(v->str + 1) : 300);
+            {
+                int inner = mlstack__js_gen(j, t);
+                mlstack__buf e = {0, 0, 0};
+                char tx[32];
+                j->path_len = old;
+                j->path[old] = 0;
+                if (inner < 0) return -1;
+                snprintf(tx, sizeof tx, "s%d", inner);
+                mlstack__buf_puts(&e, tx);
+                mlstack__js_emit(j, rid, &e);
+                MLSTACK_FREE(e.p);
+            }
+        }
+        j->depth--;
+        return j->ref_rule[i];
+    }
+    id = mlstack__js_rule_id(j);
+    if ((v = mlstack__json_get(s, "const")) != NULL) {
+        mlstack__js_value_lit(j, &b, v);
+        goto out;
+    }
+    if ((v = mlstack__json_get(s, "enum")) != NULL) {
+        if (v->type != MLSTACK__JSON_ARRAY || !v->child) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be a non-empty array");
+        for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next) {
+            if (alts++) mlstack__buf_puts(&b, " | ");
+            mlstack__js_value_lit(j, &b, c);
+        }
+        goto out;
+    }
+    if ((v = mlstack__json_get(s, "anyOf")) != NULL || (v = mlstack__json_get(s, "allOf")) != NULL) {
+        int any = mlstack__json_get(s, "anyOf") != NULL, i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY || !v->child) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", any ? "anyOf" : "allOf");
+        if (!any && v->child->next) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' with more than one schema", "allOf");
+        if (mlstack__json_get(s, "type") || mlstack__json_get(s, "properties"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to type or properties", any ? "anyOf" : "allOf");
+        for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next, i++) {
+            char seg[40];
+            size_t o1 = mlstack__js_push(j, any ? "anyOf" : "allOf", 5), o2;
+            int sub;
+            snprintf(seg, sizeof seg, "%d", i);
+            o2 = mlstack__js_push(j, seg, strlen(seg));
+            sub = mlstack__js_gen(j, c);
+            mlstack__js_pop(j, o2);
+            mlstack__js_pop(j, o1);
+            if (sub < 0) break;
+            if (alts++) mlstack__buf_puts(&b, " | ");
+            mlstack__js_ref_to(j, &b, sub);
+        }
+        goto out;
+    }
+    ty = mlstack__json_get(s, "type");
+    if (ty && ty->type == MLSTACK__JSON_STRING) {
+        mlstack__js_type_body(j, s, ty->str, &b);
+    } else if (ty && ty->type == MLSTACK__JSON_ARRAY && ty->child) {
+        for (c = ty->child; c && j->rc == MLSTACK_OK; c = c->next) {
+            if (c->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must list strings");
+            if (alts++) mlstack__buf_puts(&b, " | ");
+            mlstack__js_type_body(j, s, c->str, &b);
+        }
+    } else if (ty) {
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must be a string or a non-empty array");
+    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") || mlstack__json_get(s, "additionalProperties") ||
+               mlstack__json_get(s, "propertyNames")) {
+        mlstack__js_type_body(j, s, "object", &b);
+    } else if (mlstack__json_get(s, "items") || mlstack__json_get(s, "minItems") || mlstack__json_get(s, "maxItems")) {
+        mlstack__js_type_body(j, s, "array", &b);
+    } else if (mlstack__json_get(s, "pattern") || mlstack__json_get(s, "format") || mlstack__json_get(s, "minLength") ||
+               mlstack__json_get(s, "maxLength")) {
+        mlstack__js_type_body(j, s, "string", &b);
+    } else {
+        mlstack__buf_puts(&b, "jvalue");
+    }
+out:
+    if (j->rc == MLSTACK_OK && !b.p) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->rc == MLSTACK_OK) mlstack__js_emit(j, id, &b);
+    MLSTACK_FREE(b.p);
+    j->depth--;
+    return j->rc == MLSTACK_OK ? id : -1;
+}
+
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out, mlstack_error *err) {
+    mlstack__json_doc doc;
+    mlstack__js j;
+    mlstack_result r;
+    char t[64];
+    r = mlstack__json_parse(&doc, text, n, kind == MLSTACK_GRAMMAR_TOOL_CALLS ? "tools" : "JSON Schema", err);
+    if (r != MLSTACK_OK) return r;
+    memset(&j, 0, sizeof j);
+    j.out = out;
+    j.err = err;
+    j.root = doc.root;
+    if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+    if (j.rc == MLSTACK_OK && kind != MLSTACK_GRAMMAR_TOOL_CALLS) {
+        int root = mlstack__js_gen(&j, doc.root);
+        if (root >= 0) {
+            snprintf(t, sizeof t, "root ::= s%d\n", root);
+            if (!mlstack__buf_puts(out, t)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        }
+    } else if (j.rc == MLSTACK_OK) {
+        /* tools: [{"type": "function", "function": {"name", "parameters"}}] or [{"name", "parameters"}] */
+        const mlstack__json *tool;
+        mlstack__buf calls = {0, 0, 0};
+        int i = 0;
+        if (doc.root->type != MLSTACK__JSON_ARRAY || !doc.root->child)
+            j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tools: expected a non-empty JSON array of tools");
+        for (tool = doc.root->type == MLSTACK__JSON_ARRAY ? doc.root->child : NULL; tool && j.rc == MLSTACK_OK; tool = tool->next, i++) {
+            const mlstack__json *fn = mlstack__json_get(tool, "function"), *name, *params;
+            mlstack__buf key = {0, 0, 0};
+            int pr;
+            if (!fn) fn = tool;
+            name = mlstack__json_get(fn, "name");
+            params = mlstack__json_get(fn, "parameters");
+            snprintf(j.path, sizeof j.path, "/%d/function/parameters", i);
+            j.path_len = strlen(j.path);
+            if (!name || name->type != MLSTACK__JSON_STRING) {
+                mlstack__js_fail(&j, MLSTACK_ERR_FORMAT, "%s", "tool without a string 'name'");
+                break;
+            }
+            j.root = params;
+            pr = params ? mlstack__js_gen(&j, params) : -1;
+            if (params && pr < 0) break;
+            if (!mlstack__json_quote(&key, name->str, name->len) ||
+                !mlstack__buf_puts(&calls, i ? " | \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws " : "\"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws ") ||
+                !mlstack__js_lit(&calls, key.p, key.n) || !mlstack__buf_puts(&calls, " ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws "))
+                j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+            if (pr >= 0) snprintf(t, sizeof t, "s%d", pr);
+            else snprintf(t, sizeof t, "jobject");
+            if (j.rc == MLSTACK_OK && (!mlstack__buf_puts(&calls, t) || !mlstack__buf_puts(&calls, " ws \"}\" ws \"</tool_call>\"")))
+                j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+            MLSTACK_FREE(key.p);
+        }
+        if (j.rc == MLSTACK_OK &&
+            (!mlstack__buf_puts(out, "tcall ::= ") || !mlstack__buf_put(out, calls.p, calls.n) ||
+             !mlstack__buf_puts(out, "\nroot ::= tcall (\"\\n\" tcall){0,7}\n")))
+            j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        MLSTACK_FREE(calls.p);
+    }
+    MLSTACK_FREE((void *)j.ref_node);
+    MLSTACK_FREE(j.ref_rule);
+    mlstack__json_free(&doc);
+    return j.rc;
+}
+
+/* ---- tool calls: Hermes-style <tool_call>{"name": ..., "arguments": {...}}</tool_call> ---- */
+
+MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n) {
+    int i;
+    if (!calls) return;
+    for (i = 0; i < n; i++) {
+        MLSTACK_FREE(calls[i].name);
+        MLSTACK_FREE(calls[i].arguments);
+    }
+    MLSTACK_FREE(calls);
+}
+
+MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls, int *n_calls,
+                                                    size_t *content_len, mlstack_error *err) {
+    static const char open_tag[] = "<tool_call>", close_tag[] = "</tool_call>";
+    size_t pos = 0, first = len;
+    mlstack_tool_call *out = NULL;
+    int n = 0, cap = 0;
+    if (!calls || !n_calls || (!text && len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tool calls: NULL argument");
+    *calls = NULL;
+    *n_calls = 0;
+    for (;;) {
+        const char *o = NULL, *c;
+        size_t k, body, end;
+        mlstack__json_doc doc;
+        const mlstack__json *name, *args;
+        mlstack__buf ab = {0, 0, 0};
+        mlstack_result r;
+        for (k = pos; k + sizeof open_tag - 1 <= len; k++)
+            if (memcmp(text + k, open_tag, sizeof open_tag - 1) == 0) {
+                o = text + k;
+                break;
+            }
+        if (!o) break;
+        if (first == len) first = (size_t)(o - text);
+        body = (size_t)(o - text) + sizeof open_tag - 1;
+        c = NULL;
+        for (k = body; k + sizeof close_tag - 1 <= len; k++)
+            if (memcmp(text + k, close_tag, sizeof close_tag - 1) == 0) {
+                c = text + k;
+                break;
+            }
+        end = c ? (size_t)(c - text) : len;
+        r = mlstack__json_parse(&doc, text + body, end - body, "tool call", err);
+        if (r != MLSTACK_OK) {
+            mlstack_tool_calls_free(out, n);
+            return r;
+        }
+        name = mlstack__json_get(doc.root, "name");
+        args = mlstack__json_get(doc.root, "arguments");
+        if (!name || name->type != MLSTACK__JSON_STRING || (args && args->type != MLSTACK__JSON_OBJECT && args->type != MLSTACK__JSON_STRING)) {
+            mlstack__json_free(&doc);
+            mlstack_tool_calls_free(out, n);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tool call %d: expected {\"name\": string, \"arguments\": object}", n);
+        }
+        if (n == cap) {
+            int nc = cap ? cap * 2 : 4;
+            mlstack_tool_call *p = (mlstack_tool_call *)MLSTACK_REALLOC(out, sizeof *p * (size_t)nc);
+            if (!p) {
+                mlstack__json_free(&doc);
+                mlstack_tool_calls_free(out, n);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tool calls: out of memory");
+            }
+            out = p;
+            cap = nc;
+        }
+        out[n].name = mlstack__strndup(name->str, name->len);
+        if (!args) mlstack__buf_puts(&ab, "{}");
+        else if (args->type == MLSTACK__JSON_STRING) mlstack__buf_put(&ab, args->str, args->len);
+        else mlstack__json_write(&ab, args);
+        out[n].arguments = ab.p ? mlstack__strndup(ab.p, ab.n) : NULL;
+        MLSTACK_FREE(ab.p);
+        mlstack__json_free(&doc);
+        n++;
+        if (!out[n - 1].name || !out[n - 1].arguments) {
+            mlstack_tool_calls_free(out, n);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tool calls: out of memory");
+        }
+        if (!c) break;
+        pos = end + sizeof close_tag - 1;
+    }
+    while (first > 0 && (text[first - 1] == ' ' || text[first - 1] == '\n' || text[first - 1] == '\t' || text[first - 1] == '\r')) first--;
+    if (content_len) *content_len = first;
+    *calls = out;
+    *n_calls = n;
+    return MLSTACK_OK;
+}
+
+/* ==== 16. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -15970,7 +18888,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 16. KVCACHE ==== */ /* >>kvcache */
+/* ==== 17. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -16400,7 +19318,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 17. FORWARD ==== */ /* >>forward */
+/* ==== 18. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -16689,7 +19607,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 18. SAMPLING ==== */ /* >>sampling */
+/* ==== 19. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -16704,6 +19622,8 @@ struct mlstack_sampler {
     int *counts;      /* per token, within the history window */
     float *work;      /* n_vocab */
     int *idx;         /* n_vocab */
+    mlstack_matcher *gm; /* the grammar's matcher, NULL without one */
+    uint32_t *gbits;     /* its mask */
 };
 
 static uint64_t mlstack__splitmix(uint64_t *x) {
@@ -16749,9 +19669,17 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
     s->counts = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
     s->work = (float *)mlstack__calloc((size_t)n_vocab, sizeof(float));
     s->idx = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
+    if (s->d.grammar) {
+        mlstack_result gr = s->d.grammar->vocab->n_vocab != n_vocab ? MLSTACK_ERR_INVALID_ARG : mlstack_matcher_init(s->d.grammar, &s->gm);
+        if (gr != MLSTACK_OK) {
+            MLSTACK_FREE(s);
+            return gr;
+        }
+        s->gbits = (uint32_t *)mlstack__calloc((size_t)(n_vocab + 31) / 32, sizeof(uint32_t));
+    }
     s->cap_hist = s->d.penalty_last_n > 0 ? s->d.penalty_last_n : 256;
     s->history = (int32_t *)mlstack__calloc((size_t)s->cap_hist, sizeof(int32_t));
-    if (!s->counts || !s->work || !s->idx || !s->history) {
+    if (!s->counts || !s->work || !s->idx || !s->history || (s->gm && !s->gbits)) {
         mlstack_sampler_free(s);
         return MLSTACK_ERR_NO_MEMORY;
     }
@@ -16765,8 +19693,12 @@ MLSTACK_API void mlstack_sampler_free(mlstack_sampler *s) {
     MLSTACK_FREE(s->work);
     MLSTACK_FREE(s->idx);
     MLSTACK_FREE(s->history);
+    mlstack_matcher_free(s->gm);
+    MLSTACK_FREE(s->gbits);
     MLSTACK_FREE(s);
 }
+
+MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *s) { return s ? s->gm : NULL; }
 
 MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *s, int32_t tok) {
     if (!s || tok < 0 || tok >= s->n_vocab) return;
@@ -16813,10 +19745,31 @@ static void mlstack__sort_desc(int *idx, int n, const float *vals) {
     MLSTACK_FREE(tmp);
 }
 
+static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits);
+
 MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logits) {
+    int32_t tok;
+    if (!s->gm) return mlstack__sampler_pick(s, logits);
+    /* grammar: mask first; a single legal token is taken without a draw */
+    if (mlstack_matcher_mask(s->gm, s->gbits) <= 0) return -1;
+    tok = mlstack__sampler_pick(s, logits);
+    if (tok < 0 || mlstack_matcher_accept(s->gm, tok) != MLSTACK_OK) return -1;
+    return tok;
+}
+
+static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
     int V = s->n_vocab, i, n, best = 0;
     float *w = s->work, mx;
     double sum, cum, r;
+    const uint32_t *mask = s->gm ? s->gbits : NULL;
+#define MLSTACK__ALLOWED(i) (!mask || ((mask[(i) >> 5] >> ((i) & 31)) & 1))
+    if (mask) { /* the only legal token */
+        int n_ok = 0;
+        for (i = 0; i < (V + 31) / 32 && n_ok < 2; i++)
+            if (mask[i]) n_ok += (mask[i] & (mask[i] - 1)) ? 2 : 1, best = i * 32 + mlstack__ctz32(mask[i]);
+        if (n_ok == 1) return best;
+        for (best = 0; !MLSTACK__ALLOWED(best); best++) {}
+    }
     memcpy(w, logits, sizeof(float) * (size_t)V);
     if (s->d.repeat_penalty != 1 || s->d.frequency_penalty != 0 || s->d.presence_penalty != 0) {
         for (i = 0; i < V; i++) {
@@ -16827,21 +19780,23 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
         }
     }
     if (s->d.temperature == 0) {
-        for (i = 1; i < V; i++)
-            if (w[i] > w[best]) best = i;
+        for (i = best + 1; i < V; i++)
+            if (w[i] > w[best] && MLSTACK__ALLOWED(i)) best = i;
         return best;
     }
-    /* candidates: all ids, or the top k */
+    /* candidates: all (allowed) ids, or the top k */
+    n = 0;
     for (i = 0; i < V; i++) {
-        s->idx[i] = i;
+        if (!MLSTACK__ALLOWED(i)) continue;
+        s->idx[n++] = i;
         w[i] /= s->d.temperature;
     }
-    n = V;
-    if (s->d.top_k > 0 && s->d.top_k < V) {
-        mlstack__sort_desc(s->idx, V, w);
+#undef MLSTACK__ALLOWED
+    if (s->d.top_k > 0 && s->d.top_k < n) {
+        mlstack__sort_desc(s->idx, n, w);
         n = s->d.top_k;
     } else if (s->d.top_p < 1 || s->d.min_p > 0) {
-        mlstack__sort_desc(s->idx, V, w);
+        mlstack__sort_desc(s->idx, n, w);
     }
     mx = -FLT_MAX;
     for (i = 0; i < n; i++)
@@ -16879,7 +19834,7 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
     return s->idx[n - 1];
 }
 
-/* ==== 19. ENGINE ==== */ /* >>engine */
+/* ==== 20. ENGINE ==== */ /* >>engine */
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -17237,9 +20192,14 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         MLSTACK__PROF_BEGIN(&e->pool, SAMPLE);
         tok = mlstack_sampler_sample(smp, mlstack_engine_logits(e, g->n_generated ? 0 : g->n_prompt - 1));
         MLSTACK__PROF_END(&e->pool, SAMPLE, -1, NULL, 1);
+        if (tok < 0) {
+            r = mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: %s", mlstack_matcher_error(smp->gm));
+            break;
+        }
         mlstack_sampler_accept(smp, tok);
         g->n_generated++;
         if (g->on_token && g->on_token(g->user, tok)) break;
+        if (smp->gm && (mlstack_matcher_status(smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED))) break;
         if (!g->ignore_eos && mlstack__is_eos(c, tok)) break;
         if (g->max_tokens && g->n_generated >= g->max_tokens) break;
         if (pos >= c->max_pos) break;
@@ -17257,7 +20217,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 20. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 21. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -17764,6 +20724,10 @@ static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float 
     const char *piece = NULL;
     if (r->on_logits) r->on_logits(r->user, r->id, logits, c->n_vocab);
     tok = mlstack_sampler_sample(r->smp, logits);
+    if (tok < 0) { /* the grammar allows no token */
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
+        return;
+    }
     mlstack_sampler_accept(r->smp, tok);
     r->toks[r->n_toks++] = tok;
     e->sched->generated++;
@@ -17771,6 +20735,9 @@ static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float 
     if (!r->ignore_eos && mlstack__is_eos(c, tok)) finish = MLSTACK_FINISH_EOS;
     for (i = 0; i < r->n_stop_ids; i++)
         if (r->stop_ids[i] == tok) finish = MLSTACK_FINISH_EOS;
+    /* a grammar that is complete, with nothing allowed after it, ends the request as EOS would */
+    if (r->smp->gm && (mlstack_matcher_status(r->smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED)))
+        finish = MLSTACK_FINISH_EOS;
     upto = r->emitted;
     if (r->dt) {
         const char *t;
@@ -18057,7 +21024,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 21. RANKS ==== */ /* >>ranks */
+/* ==== 22. RANKS ==== */ /* >>ranks */
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -18892,7 +21859,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 22. PROFILER ==== */ /* >>profiler */
+/* ==== 23. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -19395,7 +22362,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 23. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 24. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

@@ -28,6 +28,7 @@ typedef struct cli_opts {
     int n_predict_set;        /* -n given */
     uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
     mlstack_sampler_desc sd;
+    const char *json_schema, *grammar, *regex; /* run: constrained output */
 } cli_opts;
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */

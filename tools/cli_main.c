@@ -74,6 +74,9 @@ static const cmd_help HELP[] = {
      "      --json               print one JSON object (text, ids, token counts, timings) instead\n"
      "      --no-special         encode without adding special tokens\n"
      "      --ignore-eos         keep generating past end-of-sequence tokens\n"
+     "      --json-schema FILE   (run) constrain the output to JSON valid for the schema in FILE\n"
+     "      --grammar FILE       (run) constrain the output to the GBNF grammar in FILE\n"
+     "      --regex RE           (run) constrain the output to a whole match of RE\n"
      "      --profile FILE       write a Chrome trace of every eval to FILE and an op summary to stderr\n",
      1, 1},
     {"chat", "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
@@ -185,6 +188,9 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
         else if (FLAG("--kv-mem", "--kv-mem")) { NUM(1, 1 << 20); o->kv_mib = (uint64_t)x; }
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
+        else if (FLAG("--json-schema", "--json-schema")) { NEED_V(); o->json_schema = v; }
+        else if (FLAG("--grammar", "--grammar")) { NEED_V(); o->grammar = v; }
+        else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
         else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
         else if (FLAG("--chat", "--chat")) o->chat = 1;

@@ -99,6 +99,42 @@ static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text,
     }
 }
 
+/* --json-schema / --grammar / --regex: compiles the grammar for the model's vocabulary into
+   *g (NULL without one). Returns 0 or an exit code. */
+static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab **v, mlstack_grammar **g) {
+    mlstack_grammar_desc gd;
+    mlstack_error err;
+    char *text = NULL;
+    const char *file = o->json_schema ? o->json_schema : o->grammar;
+    int rc = 0;
+    *v = NULL;
+    *g = NULL;
+    if (!o->json_schema && !o->grammar && !o->regex) return 0;
+    if (!!o->json_schema + !!o->grammar + !!o->regex > 1) return cli_die("%s", "use one of --json-schema, --grammar, --regex");
+    memset(&gd, 0, sizeof gd);
+    gd.kind = o->json_schema ? MLSTACK_GRAMMAR_JSON_SCHEMA : o->grammar ? MLSTACK_GRAMMAR_GBNF : MLSTACK_GRAMMAR_REGEX;
+    if (file) {
+        FILE *f = fopen(file, "rb");
+        long n = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)n + 1)) != NULL &&
+            fread(text, 1, (size_t)n, f) == (size_t)n)
+            text[n] = 0, gd.len = (size_t)n;
+        else
+            free(text), text = NULL;
+        if (f) fclose(f);
+        if (!text) return cli_die("cannot read %s", file);
+    }
+    gd.text = text ? text : o->regex;
+    if (mlstack_vocab_from_model(m, v, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
+    else {
+        gd.vocab = *v;
+        if (mlstack_grammar_compile(&gd, g, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
+    }
+    free(text);
+    return rc;
+}
+
 int cli_cmd_run(const cli_opts *o) {
     mlstack_model *m;
     mlstack_engine *e;
@@ -109,6 +145,9 @@ int cli_cmd_run(const cli_opts *o) {
     double load_s, pre_tps, dec_tps;
     char *owned = NULL;
     const char *text = NULL;
+    mlstack_sampler_desc sd;
+    mlstack_vocab *vocab = NULL;
+    mlstack_grammar *gram = NULL;
     if (!o->ids) {
         text = run_prompt_text(o, &owned);
         if (!text) return cli_die("%s", "run needs a prompt: -p TEXT, --ids 1,2,3, or text on stdin");
@@ -137,7 +176,16 @@ int cli_cmd_run(const cli_opts *o) {
     g.prompt = ids;
     g.n_prompt = n;
     g.max_tokens = o->n_predict_set || !o->chat ? o->n_predict : 0;
-    g.sampler = &o->sd;
+    sd = o->sd;
+    if ((rc = run_grammar(o, m, &vocab, &gram)) != 0) {
+        free(ids);
+        free(owned);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+        return rc;
+    }
+    sd.grammar = gram;
+    g.sampler = &sd;
     g.ignore_eos = o->ignore_eos;
     g.on_token = run_on_token;
     g.user = &st;
@@ -191,6 +239,8 @@ int cli_cmd_run(const cli_opts *o) {
                 mlstack_engine_kernels(e), load_s * 1e3, n, pre_tps, g.n_generated, dec_tps);
     if (o->profile && cli_report_profile(e, o->profile) != 0) rc = 1;
     mlstack_engine_free(e);
+    mlstack_grammar_free(gram);
+    mlstack_vocab_free(vocab);
     mlstack_model_close(m);
     cli_buf_free(&st.text);
     free(st.gen);

@@ -1,0 +1,816 @@
+/* Constrained decoding (section GRAMMAR) against independent references:
+   - regexes: Python's re (full matches) and the `regex` package (partial matches, i.e. prefixes
+     of a match) on random strings, and exact token masks on a small vocabulary with tokens that
+     split UTF-8 characters (tests/fixtures/grammar/regex.json, tools/make_grammar_fixtures.py);
+   - JSON Schema: every output of random sampling (temperature 1.5, many seeds) on SmolLM2's
+     49k vocabulary, and of generation by the random fixture model through the scheduler, is
+     validated by Python's jsonschema (tools/check_grammar_outputs.py); tool calls likewise;
+   - the mask is exact: on states reached while sampling, a token's bit is set iff the token's
+     bytes can be accepted (each token walked alone, not through the sorted-vocabulary walk);
+   - batch invariance and the prefix cache hold with grammars attached;
+   - errors name the problem (keyword and JSON path for schemas), hostile grammars stop at a budget. */
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+#include "tests/testlib.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#define FIX "tests/fixtures/grammar/"
+#define SHARED "../shared/"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SEEDS 3
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SEEDS 3
+#endif
+#endif
+#ifndef SEEDS
+#define SEEDS 10
+#endif
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
+static size_t unhex(const char *h, char *out) {
+    size_t n = 0;
+    while (h[0] && h[1]) {
+        out[n++] = (char)(hexval(h[0]) * 16 + hexval(h[1]));
+        h += 2;
+    }
+    return n;
+}
+
+static int bit(const uint32_t *b, int i) { return (b[i >> 5] >> (i & 31)) & 1; }
+
+/* A vocabulary from byte strings; with `eos`, one more id with no text is the EOS. */
+static mlstack_vocab *vocab_of(const char *const *toks, const size_t *lens, int n, int with_eos) {
+    mlstack_vocab *v = NULL;
+    mlstack_error err;
+    const char **t = (const char **)calloc((size_t)n + 1, sizeof *t);
+    size_t *l = (size_t *)calloc((size_t)n + 1, sizeof *l);
+    int32_t eos = n;
+    memcpy(t, toks, sizeof *t * (size_t)n);
+    if (lens) memcpy(l, lens, sizeof *l * (size_t)n);
+    else
+        for (int i = 0; i < n; i++) l[i] = strlen(toks[i]);
+    if (mlstack_vocab_from_bytes(t, l, n + (with_eos ? 1 : 0), &eos, with_eos ? 1 : 0, &v, &err) != MLSTACK_OK)
+        printf("vocab: %s\n", err.message);
+    free(t);
+    free(l);
+    return v;
+}
+
+static mlstack_grammar *compile(mlstack_grammar_kind kind, const char *text, const mlstack_vocab *v, mlstack_error *err) {
+    mlstack_grammar_desc d;
+    mlstack_grammar *g = NULL;
+    memset(&d, 0, sizeof d);
+    d.kind = kind;
+    d.text = text;
+    d.vocab = v;
+    if (mlstack_grammar_compile(&d, &g, err) != MLSTACK_OK) return NULL;
+    return g;
+}
+
+/* ---- GBNF basics, UTF-8 through the byte view, and error messages ---- */
+
+static int accepts(mlstack_matcher *m, const char *s) {
+    mlstack_matcher_reset(m);
+    return mlstack_matcher_accept_bytes(m, s, strlen(s)) == MLSTACK_OK;
+}
+
+static void test_gbnf(void) {
+    static const char *const toks[] = {"a", "b", "ab", "ba", "c", "\xC3", "\xA9", "\xC3\xA9", "\xC0", "\xED", "\xA0", "\xF4",
+                                       "\x90", "x", "[", "]", "é"};
+    mlstack_vocab *v = vocab_of(toks, NULL, 17, 1);
+    mlstack_error err;
+    mlstack_grammar *g;
+    mlstack_matcher *m;
+    uint32_t bits[1];
+    int n;
+    g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= (\"a\" | \"b\")+ end  # comment\nend ::= \"c\" | \"\"\n", v, &err);
+    CHECKF(g != NULL, "compile: %s", err.message);
+    if (!g) return;
+    CHECK(mlstack_matcher_init(g, &m) == MLSTACK_OK);
+    CHECK(accepts(m, "abba") && (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END));
+    CHECK(accepts(m, "abc") && (mlstack_matcher_status(m) & MLSTACK_MATCHER_MUST_END));
+    CHECK(!accepts(m, "ca"));
+    CHECK(accepts(m, "") && !(mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END));
+    mlstack_matcher_reset(m);
+    n = mlstack_matcher_mask(m, bits);
+    /* a b ab ba allowed at the start; not c, not the EOS */
+    CHECKF(n == 4 && bits[0] == 0xF, "start mask %d %08x", n, bits[0]);
+    CHECK(mlstack_matcher_accept(m, 2) == MLSTACK_OK);
+    n = mlstack_matcher_mask(m, bits);
+    CHECKF(n == 6 && bits[0] == (0x1F | (1u << 17)), "after ab: %d %08x", n, bits[0]);
+    CHECK(mlstack_matcher_accept(m, 17) == MLSTACK_OK && (mlstack_matcher_status(m) & MLSTACK_MATCHER_FINISHED));
+    CHECK(mlstack_matcher_accept(m, 0) == MLSTACK_ERR_STATE);
+    mlstack_matcher_free(m);
+    mlstack_grammar_free(g);
+
+    /* partial UTF-8: é is C3 A9; overlong C0, surrogate ED A0, beyond U+10FFFF F4 90 */
+    g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= [^a-z]+", v, &err);
+    CHECKF(g != NULL, "compile: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        mlstack_matcher_mask(m, bits);
+        CHECK(bit(bits, 5) && bit(bits, 7) && bit(bits, 9) && bit(bits, 11) && bit(bits, 14) && bit(bits, 16));
+        CHECK(!bit(bits, 6) && !bit(bits, 8) && !bit(bits, 10) && !bit(bits, 12) && !bit(bits, 0));
+        CHECK(mlstack_matcher_accept(m, 9) == MLSTACK_OK); /* ED: D000..D7FF still possible */
+        mlstack_matcher_mask(m, bits);
+        CHECKF(!bit(bits, 10) && !bit(bits, 6) && !bit(bits, 5), "ED then A0 (a surrogate) must be refused: %08x", bits[0]);
+        mlstack_matcher_reset(m);
+        CHECK(mlstack_matcher_accept(m, 11) == MLSTACK_OK); /* F4 */
+        mlstack_matcher_mask(m, bits);
+        CHECK(!bit(bits, 12) && !bit(bits, 17)); /* F4 90: past U+10FFFF; no EOS mid-character */
+        mlstack_matcher_reset(m);
+        CHECK(mlstack_matcher_accept(m, 5) == MLSTACK_OK && mlstack_matcher_accept(m, 6) == MLSTACK_OK);
+        CHECK(mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= \"\\u00e9\" [a-b]", v, &err);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        mlstack_matcher_mask(m, bits);
+        CHECKF(bits[0] == ((1u << 5) | (1u << 7) | (1u << 16)), "é grammar start mask %08x", bits[0]);
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+
+    {
+        static const struct {
+            const char *text, *want;
+        } bad[] = {
+            {"root ::= foo", "undefined rule 'foo'"},
+            {"root ::= root \"a\" | \"b\"", "left recursion"},
+            {"root ::= x \"a\"\nx ::= y\ny ::= \"\" | root", "left recursion"},
+            {"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+            {"root ::= \"abc", "unterminated string"},
+            {"start ::= \"a\"", "no rule named root"},
+            {"root ::= \"a\" root", "can never finish"},
+            {"root ::= [b-a]", "out of order"},
+            {"root ::= \"a\"{3,2}", "n < m"},
+            {"root ::= \"a\"{1000000}", "above 100000"},
+            {"root ::= (\"a\"", "missing )"},
+            {"root ::= \"\\q\"", "unknown escape"},
+            {"root ::= [^\\x00-\\U0010FFFF]", "matches nothing"},
+        };
+        size_t i;
+        for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_GBNF, bad[i].text, v, &err);
+            CHECKF(!b && strstr(err.message, bad[i].want), "%s: got '%s', want '%s'", bad[i].text, b ? "(compiled)" : err.message,
+                   bad[i].want);
+            mlstack_grammar_free(b);
+        }
+    }
+    mlstack_vocab_free(v);
+}
+
+/* ---- regexes against Python's re and regex ---- */
+
+static void test_regex_fixture(void) {
+    size_t len;
+    char *text = tl_read(FIX "regex.json", &len);
+    mlstack__json_doc doc;
+    mlstack_error err;
+    const mlstack__json *c, *t;
+    const char **toks;
+    size_t *lens;
+    char *pool;
+    int n_tok = 0, k, n_pat = 0, n_str = 0, ok_str = 0, n_mask = 0, ok_mask = 0;
+    mlstack_vocab *v;
+    if (!text || mlstack__json_parse(&doc, text, len, "regex.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "regex.json");
+        free(text);
+        return;
+    }
+    for (t = mlstack__json_get(doc.root, "vocab_hex")->child; t; t = t->next) n_tok++;
+    toks = (const char **)calloc((size_t)n_tok, sizeof *toks);
+    lens = (size_t *)calloc((size_t)n_tok, sizeof *lens);
+    pool = (char *)malloc(len);
+    {
+        size_t off = 0;
+        k = 0;
+        for (t = mlstack__json_get(doc.root, "vocab_hex")->child; t; t = t->next, k++) {
+            toks[k] = pool + off;
+            lens[k] = unhex(t->str, pool + off);
+            off += lens[k];
+        }
+    }
+    v = vocab_of(toks, lens, n_tok, 1);
+    for (c = mlstack__json_get(doc.root, "cases")->child; c; c = c->next) {
+        const char *pat = mlstack__json_get(c, "pattern")->str;
+        mlstack_grammar *g = compile(MLSTACK_GRAMMAR_REGEX, pat, v, &err);
+        mlstack_matcher *m;
+        uint32_t bits[8];
+        n_pat++;
+        CHECKF(g != NULL, "regex %s: %s", pat, err.message);
+        if (!g || mlstack_matcher_init(g, &m) != MLSTACK_OK) {
+            mlstack_grammar_free(g);
+            continue;
+        }
+        for (t = mlstack__json_get(c, "strings")->child; t; t = t->next) {
+            const mlstack__json *s = mlstack__json_get(t, "s");
+            int prefix = mlstack__json_get(t, "prefix")->type == MLSTACK__JSON_TRUE;
+            int full = mlstack__json_get(t, "full")->type == MLSTACK__JSON_TRUE;
+            int got_prefix, got_full;
+            mlstack_matcher_reset(m);
+            got_prefix = mlstack_matcher_accept_bytes(m, s->str, s->len) == MLSTACK_OK;
+            got_full = got_prefix && (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END) != 0;
+            n_str++;
+            if (got_prefix == prefix && got_full == full) ok_str++;
+            else printf("regex %s on \"%s\": prefix %d full %d, Python says %d %d\n", pat, s->str, got_prefix, got_full, prefix, full);
+        }
+        for (t = mlstack__json_get(c, "masks")->child; t; t = t->next) {
+            char pb[256];
+            size_t pn = unhex(mlstack__json_get(t, "prefix_hex")->str, pb);
+            uint32_t want[8];
+            const mlstack__json *a;
+            int same;
+            memset(want, 0, sizeof want);
+            for (a = mlstack__json_get(t, "allowed")->child; a; a = a->next) want[a->i >> 5] |= 1u << (a->i & 31);
+            if (mlstack__json_get(t, "eos")->type == MLSTACK__JSON_TRUE) want[n_tok >> 5] |= 1u << (n_tok & 31);
+            mlstack_matcher_reset(m);
+            memset(bits, 0, sizeof bits);
+            same = mlstack_matcher_accept_bytes(m, pb, pn) == MLSTACK_OK && mlstack_matcher_mask(m, bits) >= 0 &&
+                   memcmp(bits, want, sizeof(uint32_t) * (size_t)((n_tok + 32) / 32)) == 0;
+            n_mask++;
+            ok_mask += same;
+            if (!same) {
+                printf("regex %s after %zu bytes: mask differs from Python's:", pat, pn);
+                for (k = 0; k <= n_tok; k++)
+                    if (bit(bits, k) != bit(want, k)) printf(" %d(%s)", k, bit(want, k) ? "missing" : "extra");
+                printf("\n");
+            }
+        }
+        mlstack_matcher_free(m);
+        mlstack_grammar_free(g);
+    }
+    printf("regex vs Python: %d patterns, %d/%d strings agree, %d/%d masks exact\n", n_pat, ok_str, n_str, ok_mask, n_mask);
+    CHECKF(n_str > 1000 && ok_str == n_str, "%d of %d strings agree with Python's re", ok_str, n_str);
+    CHECKF(n_mask > 100 && ok_mask == n_mask, "%d of %d masks agree with Python's regex", ok_mask, n_mask);
+    {
+        static const struct {
+            const char *re, *want;
+        } bad[] = {{"a(?=b)", "lookaround"}, {"(a)\\1", "backreferences"}, {"\\bword", "word boundaries"}, {"a++", "possessive"},
+                   {"a**", "multiple repeat"}, {"(?i)a", "(?...)"}, {"a|b)", "unbalanced"}, {"[a-", "unterminated"},
+                   {"a^b", "anchors"}, {"*a", "nothing to repeat"}};
+        size_t i;
+        for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_REGEX, bad[i].re, v, &err);
+            CHECKF(!b && strstr(err.message, bad[i].want), "regex %s: got '%s', want '%s'", bad[i].re, b ? "(compiled)" : err.message,
+                   bad[i].want);
+            mlstack_grammar_free(b);
+        }
+    }
+    mlstack_vocab_free(v);
+    free(toks);
+    free(lens);
+    free(pool);
+    mlstack__json_free(&doc);
+    free(text);
+}
+
+/* ---- outputs for the Python check ---- */
+
+static FILE *g_out;
+static char g_out_path[512];
+static int g_n_out;
+
+static void out_record(const char *key, const char *name, const char *text, size_t n) {
+    mlstack__buf b = {0, 0, 0};
+    if (!g_out) return;
+    mlstack__buf_puts(&b, "{\"");
+    mlstack__buf_puts(&b, key);
+    mlstack__buf_puts(&b, "\": ");
+    mlstack__json_quote(&b, name, strlen(name));
+    mlstack__buf_puts(&b, ", \"output\": ");
+    mlstack__json_quote(&b, text, n);
+    mlstack__buf_puts(&b, "}\n");
+    fwrite(b.p, 1, b.n, g_out);
+    free(b.p);
+    g_n_out++;
+}
+
+/* Copies src's parse state into dst (same grammar): the brute-force check tries every token
+   from the same state. */
+static void matcher_copy(mlstack_matcher *dst, const mlstack_matcher *src) {
+    dst->state = src->state;
+    dst->epoch = src->epoch;
+    dst->finished = src->finished;
+    dst->saved.n = 0;
+    mlstack__buf_put(&dst->saved, src->saved.p, src->saved.n);
+}
+
+/* Brute force: bit i of the mask iff token i alone can be accepted from this state. */
+static int mask_is_exact(const mlstack_grammar *g, mlstack_matcher *m, const uint32_t *bits, int V, const int32_t *eos, int n_eos) {
+    mlstack_matcher *t;
+    int i, bad = 0;
+    if (mlstack_matcher_init(g, &t) != MLSTACK_OK) return 0;
+    for (i = 0; i < V; i++) {
+        int ok, k, is_eos = 0;
+        for (k = 0; k < n_eos; k++) is_eos |= eos[k] == i;
+        matcher_copy(t, m);
+        ok = mlstack_matcher_accept(t, i) == MLSTACK_OK;
+        if (is_eos) ok = (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END) != 0;
+        if (ok != bit(bits, i)) {
+            if (bad++ < 5) printf("mask bit %d is %d, brute force says %d\n", i, bit(bits, i), ok);
+        }
+    }
+    mlstack_matcher_free(t);
+    return bad == 0;
+}
+
+/* Samples with random logits (temperature 1.5) until the grammar ends; the text in out. */
+static int sample_one(const mlstack_grammar *g, const mlstack_vocab *v, uint64_t seed, int check_masks, mlstack__buf *out,
+                      int *exact, double *mask_ms, int *n_tok) {
+    int V = mlstack_vocab_size(v), i, n;
+    float *logits = (float *)malloc(sizeof(float) * (size_t)V);
+    uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
+    mlstack_sampler_desc sd;
+    mlstack_sampler *s;
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    int done = 0;
+    memset(&sd, 0, sizeof sd);
+    sd.temperature = 1.5f;
+    sd.seed = seed;
+    sd.grammar = g;
+    out->n = 0;
+    if (mlstack_sampler_init(&sd, V, &s) != MLSTACK_OK) return 0;
+    for (n = 0; n < 4000 && !done; n++) {
+        int32_t tok;
+        mlstack_matcher *m = mlstack_sampler_matcher(s);
+        for (i = 0; i < V; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            logits[i] = (float)((double)(x >> 11) * (1.0 / 9007199254740992.0) * 6.0);
+        }
+        if (check_masks && n % 7 == 3) {
+            double t0 = now_s();
+            int k = mlstack_matcher_mask(m, bits);
+            *mask_ms += (now_s() - t0) * 1e3;
+            if (k > 0 && !mask_is_exact(g, m, bits, V, v->eos, v->n_eos)) *exact = 0;
+        }
+        tok = mlstack_sampler_sample(s, logits);
+        if (tok < 0) {
+            printf("sampling failed: %s\n", mlstack_matcher_error(m));
+            break;
+        }
+        (*n_tok)++;
+        {
+            size_t l;
+            const char *b = mlstack_vocab_token_text(v, tok, &l);
+            mlstack__buf_put(out, b, l);
+        }
+        if (mlstack_matcher_status(m) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED)) done = 1;
+    }
+    mlstack_sampler_free(s);
+    free(logits);
+    free(bits);
+    return done;
+}
+
+static mlstack_vocab *smollm2_vocab(mlstack_tokenizer **tok) {
+    mlstack_error err;
+    mlstack_vocab *v = NULL;
+    int32_t eos;
+    if (mlstack_tokenizer_open(SHARED "tokenizers/smollm2", tok, &err) != MLSTACK_OK) {
+        SKIP("SmolLM2 tokenizer: %s (run with ../shared beside the checkout)", err.message);
+        return NULL;
+    }
+    eos = mlstack_tokenizer_eos_id(*tok);
+    if (mlstack_vocab_from_tokenizer(*tok, 0, &eos, 1, &v, &err) != MLSTACK_OK) CHECKF(0, "vocab: %s", err.message);
+    return v;
+}
+
+static void test_schema_sampling(void) {
+    size_t len;
+    char *text = tl_read(FIX "schemas.json", &len);
+    mlstack__json_doc doc;
+    mlstack_error err;
+    mlstack_tokenizer *tok = NULL;
+    mlstack_vocab *v;
+    const mlstack__json *c;
+    int n_ok = 0, n_all = 0, exact = 1, n_tok = 0;
+    double mask_ms = 0;
+    mlstack__buf out = {0, 0, 0}, st = {0, 0, 0};
+    if (!text || mlstack__json_parse(&doc, text, len, "schemas.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "schemas.json");
+        free(text);
+        return;
+    }
+    v = smollm2_vocab(&tok);
+    if (v) {
+        printf("SmolLM2 vocabulary: %d ids, %d with text\n", mlstack_vocab_size(v), v->n_sorted);
+        for (c = mlstack__json_get(doc.root, "schemas")->child; c; c = c->next) {
+            const char *name = mlstack__json_get(c, "name")->str;
+            mlstack_grammar *g;
+            double t0 = now_s();
+            int seed;
+            if (!strncmp(name, "engine_", 7)) continue; /* test_engine's */
+            st.n = 0;
+            mlstack__json_write(&st, mlstack__json_get(c, "schema"));
+            mlstack__buf_put(&st, "", 1);
+            g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err);
+            CHECKF(g != NULL, "schema %s: %s", name, err.message);
+            if (!g) continue;
+            t0 = now_s() - t0;
+            for (seed = 0; seed < SEEDS; seed++) {
+                int done = sample_one(g, v, (uint64_t)seed + 1, seed < 2, &out, &exact, &mask_ms, &n_tok);
+                n_all++;
+                n_ok += done;
+                if (!done) printf("schema %s seed %d: did not finish: %.*s\n", name, seed, (int)(out.n < 300 ? out.n : 300), out.p);
+                out_record("schema", name, out.p ? out.p : "", out.n);
+            }
+            printf("schema %-13s compiled in %.2f ms; %d DFA states, %llu mask walks, %llu cache hits; e.g. %.*s\n", name, t0 * 1e3,
+                   g->n_states, (unsigned long long)g->n_walks, (unsigned long long)g->n_mask_hits, (int)(out.n < 120 ? out.n : 120),
+                   out.p);
+            mlstack_grammar_free(g);
+        }
+        CHECKF(n_ok == n_all && n_all > 0, "%d of %d samples finished", n_ok, n_all);
+        CHECK(exact);
+        printf("%d samples, %d tokens\n", n_all, n_tok);
+
+        /* tool calls: the grammar from the tools list; the parser reads the calls back */
+        {
+            mlstack_grammar *g;
+            int seed, parsed = 0;
+            st.n = 0;
+            mlstack__json_write(&st, mlstack__json_get(doc.root, "tools"));
+            mlstack__buf_put(&st, "", 1);
+            g = compile(MLSTACK_GRAMMAR_TOOL_CALLS, st.p, v, &err);
+            CHECKF(g != NULL, "tools: %s", err.message);
+            for (seed = 0; g && seed < SEEDS; seed++) {
+                mlstack_tool_call *calls;
+                int n_calls, k;
+                int done = sample_one(g, v, (uint64_t)seed + 100, 0, &out, &exact, &mask_ms, &n_tok);
+                CHECK(done);
+                out_record("tools", "1", out.p ? out.p : "", out.n);
+                if (mlstack_tool_calls_parse(out.p, out.n, &calls, &n_calls, NULL, &err) == MLSTACK_OK && n_calls >= 1) {
+                    int good = 1;
+                    for (k = 0; k < n_calls; k++) good &= !strcmp(calls[k].name, "get_weather") || !strcmp(calls[k].name, "add");
+                    parsed += good;
+                    mlstack_tool_calls_free(calls, n_calls);
+                } else
+                    printf("tool calls not parsed: %s: %.*s\n", err.message, (int)out.n, out.p);
+            }
+            CHECKF(parsed == SEEDS, "%d of %d tool-call outputs parsed", parsed, SEEDS);
+            mlstack_grammar_free(g);
+        }
+        mlstack_vocab_free(v);
+    }
+    mlstack_tokenizer_close(tok);
+    free(out.p);
+    free(st.p);
+    mlstack__json_free(&doc);
+    free(text);
+}
+
+static void test_tool_parse(void) {
+    mlstack_tool_call *calls;
+    int n;
+    size_t content;
+    mlstack_error err;
+    const char *t = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"d\": [1, 2.5]}}\n"
+                    "</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 1}\"}\n</tool_call>";
+    CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, &content, &err) == MLSTACK_OK);
+    CHECK(n == 2 && content == 13);
+    if (n == 2) {
+        CHECK(!strcmp(calls[0].name, "get_weather") && !strcmp(calls[0].arguments, "{\"city\":\"Paris\",\"d\":[1,2.5]}"));
+        CHECK(!strcmp(calls[1].name, "add") && !strcmp(calls[1].arguments, "{\"a\": 1}"));
+    }
+    mlstack_tool_calls_free(calls, n);
+    CHECK(mlstack_tool_calls_parse("plain", 5, &calls, &n, &content, &err) == MLSTACK_OK && n == 0 && !calls && content == 5);
+    t = "<tool_call>{\"name\": 3}</tool_call>";
+    CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "tool call 0"));
+    t = "<tool_call>{\"name\": \"x\", ";
+    CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT);
+}
+
+/* ---- schema errors: the keyword and its JSON path ---- */
+
+static void test_schema_errors(void) {
+    static const char *const toks[] = {"a", "{", "}"};
+    mlstack_vocab *v = vocab_of(toks, NULL, 3, 1);
+    mlstack_error err;
+    static const struct {
+        const char *schema, *want1, *want2;
+    } bad[] = {
+        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}]}}}", "unsupported keyword 'oneOf'",
+         "at /properties/x/oneOf"},
+        {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"maximum\": 5}}", "'maximum'", "at /items"},
+        {"{\"type\": \"string\", \"format\": \"hostname\"}", "unsupported format 'hostname'", "at /"},
+        {"{\"$ref\": \"#/$defs/missing\"}", "$ref '#/$defs/missing'", ""},
+        {"{\"$ref\": \"https://example.com/s.json\"}", "not a local reference", ""},
+        {"{\"type\": \"string\", \"pattern\": \"a(?=b)\"}", "lookaround", "at /pattern"},
+        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {}}]}", "'dependentRequired'",
+         "at /anyOf/1/dependentRequired"},
+        {"{\"type\": \"object\", \"propertyNames\": {\"enum\": [\"a\"]}}", "propertyNames must be", "at /propertyNames"},
+        {"{\"type\": \"array\", \"uniqueItems\": true}", "uniqueItems", ""},
+        {"{\"type\": \"integer\", \"minimum\": 5}", "'minimum'", ""},
+        {"{\"type\": \"whatever\"}", "unsupported type 'whatever'", ""},
+        {"false", "allows no value", ""},
+        {"{\"type\": \"object\"", "JSON error", "line 1"},
+        {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "maxLength below minLength", ""},
+        {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "can never finish", ""},
+        {"{\"$defs\": {\"a\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": \"#/$defs/a\"}",
+         "left recursion", ""},
+    };
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mlstack_grammar *g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, bad[i].schema, v, &err);
+        CHECKF(!g && strstr(err.message, bad[i].want1) && strstr(err.message, bad[i].want2), "%s: got '%s'", bad[i].schema,
+               g ? "(compiled)" : err.message);
+        mlstack_grammar_free(g);
+    }
+    mlstack_vocab_free(v);
+}
+
+/* ---- hostile grammars: refused or stopped by a budget, quickly ---- */
+
+static void test_hostile(void) {
+    static const char *const toks[] = {"a", "b", "c", "[", "]", "x", "aa", "[[", "]]"};
+    mlstack_vocab *v = vocab_of(toks, NULL, 9, 1);
+    mlstack_error err;
+    mlstack_grammar *g;
+    mlstack_matcher *m;
+    mlstack__buf b = {0, 0, 0};
+    uint32_t bits[1];
+    double t0 = now_s();
+    int i, r;
+    /* parentheses 10000 deep */
+    for (i = 0; i < 10000; i++) mlstack__buf_puts(&b, "(");
+    mlstack__buf_puts(&b, "\"a\"");
+    for (i = 0; i < 10000; i++) mlstack__buf_puts(&b, ")");
+    mlstack__buf_put(&b, "", 1);
+    {
+        mlstack__buf t = {0, 0, 0};
+        mlstack__buf_puts(&t, "root ::= ");
+        mlstack__buf_puts(&t, b.p);
+        mlstack__buf_put(&t, "", 1);
+        g = compile(MLSTACK_GRAMMAR_GBNF, t.p, v, &err);
+        CHECKF(!g && err.code == MLSTACK_ERR_LIMIT && strstr(err.message, "nested"), "10k parentheses: %s", err.message);
+        mlstack_grammar_free(g);
+        free(t.p);
+    }
+    /* a schema of 10000 nested arrays: the JSON depth limit */
+    b.n = 0;
+    for (i = 0; i < 10000; i++) mlstack__buf_puts(&b, "{\"items\":");
+    mlstack__buf_puts(&b, "{}");
+    for (i = 0; i < 10000; i++) mlstack__buf_puts(&b, "}");
+    mlstack__buf_put(&b, "", 1);
+    g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, b.p, v, &err);
+    CHECKF(!g && err.code != MLSTACK_OK, "10k nested schema compiled");
+    mlstack_grammar_free(g);
+    /* output nesting: [[[[...: stopped at the stack depth budget with a message */
+    g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= \"[\" root? \"]\"", v, &err);
+    CHECKF(g != NULL, "nested arrays: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        for (i = 0; i < 10000; i++)
+            if ((r = mlstack_matcher_accept(m, 3)) != MLSTACK_OK) break;
+        CHECKF(i >= 4000 && i < 10000 && strstr(mlstack_matcher_error(m), "deeper"), "nesting stopped after %d: %s", i,
+               mlstack_matcher_error(m));
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    /* exponential ambiguity: 2^n stacks after n a's */
+    g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= s\ns ::= \"a\" s \"b\" | \"a\" s \"c\" | \"x\"", v, &err);
+    CHECKF(g != NULL, "ambiguous: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        for (i = 0; i < 40; i++)
+            if (mlstack_matcher_accept(m, 0) != MLSTACK_OK) break;
+        CHECKF(i < 40 && strstr(mlstack_matcher_error(m), "max_stacks"), "ambiguity stopped after %d: %s", i, mlstack_matcher_error(m));
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    /* huge alternations: 200000 literals exceed the element budget, 20000 the stack budget
+       (each is a parse stack at the start); 10000 compile and mask */
+    for (r = 0; r < 3; r++) {
+        int n_alt = r == 2 ? 10000 : r ? 20000 : 200000;
+        b.n = 0;
+        mlstack__buf_puts(&b, "root ::= \"x\"");
+        for (i = 0; i < n_alt; i++) {
+            char t[32];
+            snprintf(t, sizeof t, " | \"a%d\"", i);
+            mlstack__buf_puts(&b, t);
+        }
+        mlstack__buf_put(&b, "", 1);
+        g = compile(MLSTACK_GRAMMAR_GBNF, b.p, v, &err);
+        if (r < 2) CHECKF(!g && err.code == MLSTACK_ERR_LIMIT, "%d alternatives: %s", n_alt, g ? "compiled" : err.message);
+        else {
+            CHECKF(g != NULL, "10k alternatives: %s", err.message);
+            if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+                int n = mlstack_matcher_mask(m, bits);
+                CHECKF(n == 2 && bit(bits, 0) && bit(bits, 5) && !bit(bits, 6), "10k alternatives mask %d %08x", n, bits[0]);
+                mlstack_matcher_free(m);
+            }
+        }
+        mlstack_grammar_free(g);
+    }
+    /* exponential schema: a chain of anyOf pairs referring to the same definitions */
+    b.n = 0;
+    mlstack__buf_puts(&b, "{\"$defs\": {");
+    for (i = 0; i < 40; i++) {
+        char t[160];
+        snprintf(t, sizeof t, "%s\"d%d\": {\"anyOf\": [{\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/d%d\"}, \"maxItems\": 2}, {\"$ref\": \"#/$defs/d%d\"}]}",
+                 i ? ", " : "", i, i + 1, i + 1);
+        mlstack__buf_puts(&b, t);
+    }
+    mlstack__buf_puts(&b, ", \"d40\": {\"type\": \"integer\"}}, \"$ref\": \"#/$defs/d0\"}");
+    mlstack__buf_put(&b, "", 1);
+    g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, b.p, v, &err);
+    CHECKF(g != NULL || err.code == MLSTACK_ERR_LIMIT, "exponential schema: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        for (i = 0; i < 60; i++)
+            if (mlstack_matcher_accept(m, 3) != MLSTACK_OK) break;
+        CHECKF(i < 60, "exponential schema accepted 60 brackets");
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    CHECKF(now_s() - t0 < 60, "hostile grammars took %.1f s", now_s() - t0);
+    printf("hostile grammars: %.2f s\n", now_s() - t0);
+    free(b.p);
+    mlstack_vocab_free(v);
+}
+
+/* ---- through the scheduler: the random fixture model with a 512-token byte vocabulary ---- */
+
+static mlstack_vocab *fixture_vocab(void) {
+    /* 256 single bytes, then pieces; id 2 (the model's EOS) has no text */
+    static const char *const pieces[] = {"{\"", "\":", "\": ", ", \"", "\"}", "}", "{}", "[]", "[", "]", "true", "false", "null",
+                                         "name", "age", "red", "green", "blue", "fixed", " \"", "12", "0", "-", ".5", "e1",
+                                         "é", "中", "\xC3", "\xA9", "\xE4\xB8", "x", "color", "kind", "items", "id", "tags"};
+    const char *toks[512];
+    size_t lens[512];
+    char bytes[256];
+    int i, k = 0;
+    int32_t eos = 2;
+    mlstack_vocab *v = NULL;
+    mlstack_error err;
+    for (i = 0; i < 256; i++) bytes[i] = (char)i;
+    for (i = 0; i < 512; i++) {
+        if (i < 256) toks[i] = bytes + i, lens[i] = 1;
+        else {
+            toks[i] = pieces[k % (int)(sizeof pieces / sizeof pieces[0])];
+            lens[i] = strlen(toks[i]);
+            k++;
+        }
+    }
+    toks[2] = NULL, lens[2] = 0;
+    if (mlstack_vocab_from_bytes(toks, lens, 512, &eos, 1, &v, &err) != MLSTACK_OK) printf("vocab: %s\n", err.message);
+    return v;
+}
+
+static void test_engine(void) {
+    mlstack_model *model;
+    mlstack_engine *e;
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    mlstack_vocab *v;
+    static const char *const names[] = {"engine_person", "engine_colors", "engine_any"};
+    mlstack_grammar *g[3];
+    int32_t prompt[40];
+    int32_t solo[4][64], batch[4][64], cached[4][64];
+    int n_solo[4], n_batch[4], n_cached[4], hits = 0, i, k, same_b = 1, same_c = 1, finished = 0;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/models/llama";
+    if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK) {
+        CHECKF(0, "fixture model: %s", err.message);
+        return;
+    }
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = 1;
+    ed.kv_page_tokens = 8;
+    if (mlstack_engine_init(model, &ed, &e, &err) != MLSTACK_OK) {
+        CHECKF(0, "engine: %s", err.message);
+        mlstack_model_close(model);
+        return;
+    }
+    v = fixture_vocab();
+    memset(g, 0, sizeof g);
+    {
+        size_t len;
+        char *text = tl_read(FIX "schemas.json", &len);
+        mlstack__json_doc doc;
+        const mlstack__json *c;
+        if (text && mlstack__json_parse(&doc, text, len, "schemas.json", &err) == MLSTACK_OK) {
+            for (c = mlstack__json_get(doc.root, "schemas")->child; c; c = c->next)
+                for (i = 0; i < 3; i++)
+                    if (!strcmp(mlstack__json_get(c, "name")->str, names[i])) {
+                        mlstack__buf st = {0, 0, 0};
+                        mlstack__json_write(&st, mlstack__json_get(c, "schema"));
+                        mlstack__buf_put(&st, "", 1);
+                        g[i] = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err);
+                        CHECKF(g[i] != NULL, "%s: %s", names[i], err.message);
+                        free(st.p);
+                    }
+            mlstack__json_free(&doc);
+        }
+        free(text);
+    }
+    for (i = 0; i < 3; i++)
+        if (!g[i]) {
+            CHECKF(0, "schema %s not compiled", names[i]);
+            goto out;
+        }
+    for (i = 0; i < 40; i++) prompt[i] = 300 + (i * 7) % 200;
+    /* three runs of four requests: one at a time, all together, all together again (the
+       prompts' pages now come from the cache) */
+    for (k = 0; k < 3; k++) {
+        uint64_t ids[4];
+        mlstack_request_desc rd[4];
+        int n_active = 1;
+        if (k == 0) {
+            for (i = 0; i < 4; i++) {
+                mlstack_request_status st;
+                memset(&rd[i], 0, sizeof rd[i]);
+                rd[i].prompt = prompt;
+                rd[i].n_prompt = 30 + i;
+                rd[i].max_tokens = 64;
+                rd[i].sampler.temperature = 1.5f;
+                rd[i].sampler.seed = (uint64_t)i + 5;
+                rd[i].sampler.grammar = g[i % 3];
+                CHECK(mlstack_engine_complete(e, &rd[i], &st, solo[i], 64, &err) == MLSTACK_OK);
+                n_solo[i] = st.n_generated;
+                finished += st.finish == MLSTACK_FINISH_EOS;
+            }
+            mlstack_engine_cache_clear(e);
+            continue;
+        }
+        for (i = 0; i < 4; i++) {
+            memset(&rd[i], 0, sizeof rd[i]);
+            rd[i].prompt = prompt;
+            rd[i].n_prompt = 30 + i;
+            rd[i].max_tokens = 64;
+            rd[i].sampler.temperature = 1.5f;
+            rd[i].sampler.seed = (uint64_t)i + 5;
+            rd[i].sampler.grammar = g[i % 3];
+            CHECK(mlstack_engine_submit(e, &rd[i], &ids[i], &err) == MLSTACK_OK);
+        }
+        while (n_active) CHECK(mlstack_engine_step(e, &n_active) == MLSTACK_OK);
+        for (i = 0; i < 4; i++) {
+            mlstack_request_status st;
+            CHECK(mlstack_engine_poll(e, ids[i], &st, k == 1 ? batch[i] : cached[i], 64) == MLSTACK_OK);
+            if (k == 1) n_batch[i] = st.n_generated;
+            else n_cached[i] = st.n_generated, hits += st.n_cached;
+            mlstack_engine_release(e, ids[i]);
+        }
+    }
+    for (i = 0; i < 4; i++) {
+        mlstack__buf t = {0, 0, 0};
+        same_b &= n_batch[i] == n_solo[i] && !memcmp(batch[i], solo[i], sizeof(int32_t) * (size_t)n_solo[i]);
+        same_c &= n_cached[i] == n_solo[i] && !memcmp(cached[i], solo[i], sizeof(int32_t) * (size_t)n_solo[i]);
+        for (k = 0; k < n_solo[i]; k++) {
+            size_t l;
+            const char *b = mlstack_vocab_token_text(v, solo[i][k], &l);
+            mlstack__buf_put(&t, b, l);
+        }
+        printf("fixture model, %s: %.*s\n", names[i % 3], (int)t.n, t.p ? t.p : "");
+        out_record("schema", names[i % 3], t.p ? t.p : "", t.n);
+        free(t.p);
+    }
+    CHECKF(finished == 4, "%d of 4 requests ended with the grammar", finished);
+    CHECKF(same_b, "tokens differ between solo and batched runs with grammars");
+    CHECKF(same_c && hits > 0, "tokens differ with the prefix cache (%d cached tokens)", hits);
+out:
+    for (i = 0; i < 3; i++) mlstack_grammar_free(g[i]);
+    mlstack_vocab_free(v);
+    mlstack_engine_free(e);
+    mlstack_model_close(model);
+}
+
+static void run_python_check(void) {
+    char cmd[1200];
+    int rc;
+    if (!g_out) return;
+    fclose(g_out);
+    g_out = NULL;
+    snprintf(cmd, sizeof cmd, "python3 tools/check_grammar_outputs.py '%s' " FIX "schemas.json", g_out_path);
+    rc = system(cmd);
+    rc = rc == -1 ? -1 : WEXITSTATUS(rc);
+    if (rc == 3 || rc == 127) SKIP("Python jsonschema check not run (python3 or jsonschema missing): %d outputs unchecked", g_n_out);
+    else CHECKF(rc == 0, "jsonschema/re found invalid outputs (exit %d), see above", rc);
+    if (rc == 0) printf("Python validated all %d outputs\n", g_n_out);
+    remove(g_out_path);
+}
+
+int main(void) {
+    const char *tmp = getenv("TMPDIR");
+    int fd;
+    snprintf(g_out_path, sizeof g_out_path, "%s/mlstack_grammar_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    fd = mkstemp(g_out_path);
+    g_out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    test_gbnf();
+    test_regex_fixture();
+    test_schema_errors();
+    test_tool_parse();
+    test_hostile();
+    test_schema_sampling();
+    test_engine();
+    run_python_check();
+    return tl_finish();
+}

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Records the reference data of tests/test_grammar.c into tests/fixtures/grammar/:
+
+  regex.json    for each pattern, random strings with Python's verdicts: `full` (re.fullmatch
+                with re.ASCII, the dialect of JSON Schema patterns) and `prefix` (the `regex`
+                package's partial fullmatch: some continuation of the string matches); and, on a
+                small vocabulary of byte strings (some splitting UTF-8 characters), the exact set
+                of tokens that may follow given prefixes: token t is allowed after prefix p iff the
+                bytes p + t are the start of the UTF-8 encoding of a string that fully matches.
+  schemas.json  the JSON Schema cases (written here from the spec's keywords) that the test
+                samples from; tools/check_grammar_outputs.py validates the samples with jsonschema.
+
+Rerun after changing a case:  python3 tools/make_grammar_fixtures.py  (needs `pip install regex`).
+"""
+import json
+import os
+import random
+import re
+
+import regex
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "tests", "fixtures", "grammar")
+
+# (pattern, strings that match): the matches seed the random strings
+PATTERNS = [
+    (r"[a-z]+@[a-z]+\.com", ["bob@ex.com", "a@b.com"]),
+    (r"\d{3}-\d{4}", ["555-1234"]),
+    (r"(ab|cd)*e?", ["abcde", "", "e", "cdab"]),
+    (r"[^\s,]+(,[^\s,]+){0,3}", ["a,b", "xé,中", "q"]),
+    (r"(?:[01]?\d|2[0-3]):[0-5]\d", ["23:59", "7:05"]),
+    (r"\w+\s\w+", ["hello world", "a_1\tb"]),
+    (r"(red|green|blue)( (red|green|blue)){0,2}", ["red green", "blue"]),
+    (r"a{2,4}b{0,}c+", ["aabcc", "aaaac"]),
+    (r"[A-Z][a-z]*(?: [A-Z][a-z]*)*", ["John Smith", "A"]),
+    (r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", ["-12.5e3", "0", "7"]),
+    (r"é+[à-ÿ]?中?", ["éé", "éà中"]),
+    (r"[\u4e00-\u9fff]{1,3}x", ["中文x"]),
+    (r".{2,5}", ["ab", "ü中😀"]),
+    (r"[^a-c]+", ["xyz", "😀", "\x00\n"]),
+    (r'\{"k": \d\}', ['{"k": 1}']),
+    (r"(a|ab)(c|bcd)(d*)", ["abcd", "acd"]),
+    (r"x[\]\-\\]y", ["x]y", "x-y", "x\\y"]),
+    (r"\$\d+\.\d\d", ["$10.00"]),
+    (r"(?P<y>\d{4})-(?P<m>\d\d)", ["2024-01"]),
+    (r"[\x00-\x7f]*?Z", ["abcZ", "Z"]),
+    (r"(\S+ ?){1,3}!", ["hi there!", "a!"]),
+    (r"\D\W\S", ["a!b", "-- "]),
+    (r"(|x)y{2}", ["yy", "xyy"]),
+    (r"[😀-😂]+é", ["😀😁é"]),
+]
+
+EXTRA_CHARS = "abcdexyzABZ019 ,.-:@_\t\n!$\\]{}\"éà中文😀ü\x7f"
+
+# Vocabulary for the mask check: printable ASCII, pieces, and byte strings that split characters.
+VOCAB = [bytes([c]) for c in range(32, 127)] + [
+    b"\n", b"\t", b"ab", b"cd", b"com", b"@ex", b".c", b"12", b"-1", b"red", b" green", b" blue", b"e3",
+    b"23", b":5", b"59", b"hello", b" world", b"John", b" Smith", b"aab", b"bcc", b"xy", b"{\"", b"k\":",
+    b" 1}", b"$1", b"0.", b"00", b"2024", b"-0", b"Z", b"abc", b"yy", b"!", b" !",
+    "é".encode(), "中".encode(), "文".encode(), "😀".encode(), "ü".encode(), "à".encode(), "éé".encode(),
+    "é中".encode(), "中文x".encode(), b"x" + "中".encode(),
+    b"\xc3", b"\xa9", b"\xa0", b"\xe4", b"\xe4\xb8", b"\xad", b"\xb8\xad", b"\xf0\x9f", b"\x98\x80", b"\x98\x81\xc3",
+    b"\xc3\xa9x", b"\xed\xa0\x80", b"\xc0\x80", b"\xff", b"\xe0\x80", b"\xf4\x90", b"\xc3\xa9\xc3",
+]
+
+
+_comp_cache = {}
+
+
+def greedy(pat):
+    """The pattern with lazy quantifiers made greedy: the same set of whole-string matches, and
+    the `regex` package's partial matching is wrong for lazy ones (it accepts "ü" as the start
+    of a match of [a-z]*?Z)."""
+    return re.sub(r"(?<=[*+?}])\?", "", pat)
+
+
+def prefix_ok(pat, data):
+    """Is `data` (bytes) the start of the UTF-8 encoding of some string that fully matches?"""
+    pat = greedy(pat)
+    try:
+        return regex.fullmatch(pat, data.decode("utf-8"), flags=regex.ASCII, partial=True) is not None
+    except UnicodeDecodeError:
+        pass
+    # valid text followed by one incomplete character?
+    for cut in range(1, 4):
+        if cut > len(data):
+            break
+        head, tail = data[:-cut], data[-cut:]
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if tail not in _comp_cache:
+            _comp_cache[tail] = completions(tail) if tail and tail[0] >= 0xC0 else []
+        # a pattern tells code points apart only at the characters it names (its classes are
+        # ASCII otherwise): the ends of each span and those characters and their neighbours
+        # inside it decide as well as every code point would
+        cands = set()
+        for a, b in _comp_cache[tail]:
+            cands |= {a, b} | {c for c in representative(pat) if a <= c <= b}
+        for cp in sorted(cands):
+            if regex.fullmatch(pat, text + chr(cp), flags=regex.ASCII, partial=True) is not None:
+                return True
+        return False
+    return False
+
+
+_rep_cache = {}
+
+
+def representative(pat):
+    if pat not in _rep_cache:
+        cps = {ord(c) for c in pat}
+        cps |= {int(h, 16) for h in re.findall(r"\\u([0-9a-fA-F]{4})", pat)}
+        cps |= {int(h, 16) for h in re.findall(r"\\x([0-9a-fA-F]{2})", pat)}
+        _rep_cache[pat] = {c + d for c in cps for d in (-1, 0, 1) if 0 <= c + d <= 0x10FFFF}
+    return _rep_cache[pat]
+
+
+def completions(lead):
+    """Code points whose UTF-8 encoding starts with the incomplete sequence `lead` (by ranges)."""
+    b0 = lead[0]
+    length = 2 if 0xC2 <= b0 <= 0xDF else 3 if 0xE0 <= b0 <= 0xEF else 4 if 0xF0 <= b0 <= 0xF4 else 0
+    if not length or any(b & 0xC0 != 0x80 for b in lead[1:]):
+        return []
+    acc = b0 & (0x1F, 0x0F, 0x07)[length - 2]
+    for b in lead[1:]:
+        acc = (acc << 6) | (b & 0x3F)
+    rest = length - len(lead)
+    lo, hi = acc << (6 * rest), (acc << (6 * rest)) | ((1 << (6 * rest)) - 1)
+    lo = max(lo, (0x80, 0x800, 0x10000)[length - 2])
+    hi = min(hi, (0x7FF, 0xFFFF, 0x10FFFF)[length - 2])
+    spans = []
+    for a, b in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)):
+        if a <= b:
+            spans.append((a, b))
+    return spans
+
+
+def mutate(rng, s):
+    ops = rng.randrange(5)
+    chars = list(s)
+    if ops == 0 and chars:
+        del chars[rng.randrange(len(chars))]
+    elif ops == 1:
+        chars.insert(rng.randrange(len(chars) + 1), rng.choice(EXTRA_CHARS))
+    elif ops == 2 and chars:
+        chars[rng.randrange(len(chars))] = rng.choice(EXTRA_CHARS)
+    elif ops == 3:
+        chars = chars[: rng.randrange(len(chars) + 1)]
+    else:
+        chars = chars + [rng.choice(EXTRA_CHARS)]
+    return "".join(chars)
+
+
+# JSON Schema cases, one or more per keyword the compiler supports; every case is bounded
+# (strings, arrays and recursion end), so random sampling always finishes.
+SCHEMAS = [
+    ("person", {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0},
+        "email": {"type": "string", "format": "email"}}, "required": ["name", "age"]}),
+    ("enum_const", {"type": "object", "properties": {
+        "color": {"enum": ["red", "green", "blue", 7, None, {"x": [1, "é"]}]}, "kind": {"const": "fixed \"q\""},
+        "n": {"type": "number"}}, "required": ["color", "kind"], "additionalProperties": False}),
+    ("int_array", {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 5}),
+    ("nested", {"type": "object", "properties": {"items": {"type": "array", "maxItems": 3, "items": {
+        "type": "object", "properties": {"id": {"type": "integer", "exclusiveMinimum": 0},
+                                         "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 6}}},
+        "required": ["id", "tags"]}}}, "required": ["items"]}),
+    ("any_of", {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}, {"type": "null"},
+                          {"type": "array", "items": {"type": "boolean"}, "maxItems": 2}]}),
+    ("pattern", {"type": "object", "properties": {"zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
+                                                  "code": {"type": "string", "pattern": "[A-Z]{2}\\d[^\\d]?"}},
+                 "required": ["zip", "code"]}),
+    ("formats", {"type": "object", "properties": {"d": {"type": "string", "format": "date"},
+                                                  "t": {"type": "string", "format": "date-time"},
+                                                  "tm": {"type": "string", "format": "time"},
+                                                  "u": {"type": "string", "format": "uuid"},
+                                                  "ip": {"type": "string", "format": "ipv4"}},
+                 "required": ["d", "t", "tm", "u", "ip"]}),
+    ("refs", {"$defs": {"pt": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number", "minimum": 0}},
+                               "required": ["x", "y"]}},
+              "type": "object", "properties": {"a": {"$ref": "#/$defs/pt"}, "b": {"$ref": "#/$defs/pt"}}, "required": ["a"]}),
+    ("type_list", {"type": ["boolean", "null", "integer"]}),
+    ("optional_mix", {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"},
+                                                       "c": {"type": "boolean"}, "d": {"type": "null"}},
+                      "required": ["b"], "additionalProperties": False}),
+    ("lengths", {"type": "string", "minLength": 3, "maxLength": 6}),
+    ("recursive", {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+        "required": ["v"]}}, "$ref": "#/$defs/node"}),
+    ("map", {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+             "propertyNames": {"type": "string", "maxLength": 4}}),
+    ("map_pattern_keys", {"type": "object", "additionalProperties": {"type": "boolean"},
+                          "propertyNames": {"pattern": "^k[0-9]{1,2}$"}}),
+    ("all_of_one", {"allOf": [{"type": "object", "properties": {"ok": {"const": True}}, "required": ["ok"]}],
+                    "title": "t", "description": "annotations are ignored"}),
+    ("empty_object", {"type": "object", "additionalProperties": False}),
+    # generated by the random fixture model through the scheduler (tokens of a 512-entry vocabulary)
+    ("engine_person", {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                                        "age": {"type": "integer"}}, "required": ["name", "age"]}),
+    ("engine_colors", {"type": "array", "items": {"enum": ["red", "green", 3]}, "minItems": 1, "maxItems": 4}),
+    ("engine_any", {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 4}]}),
+]
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+                                      "parameters": {"type": "object", "properties": {
+                                          "city": {"type": "string", "maxLength": 10},
+                                          "unit": {"enum": ["celsius", "fahrenheit"]}},
+                                          "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}},
+]
+
+
+def main():
+    rng = random.Random(12)
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "schemas.json"), "w", encoding="utf-8") as f:
+        json.dump({"schemas": [{"name": n, "schema": sc} for n, sc in SCHEMAS], "tools": TOOLS}, f, indent=1)
+        f.write("\n")
+    cases = []
+    for pat, seeds in PATTERNS:
+        re.compile(pat, re.ASCII)
+        assert all((re.fullmatch(pat, x, re.ASCII) is None) == (re.fullmatch(greedy(pat), x, re.ASCII) is None) for x in seeds)
+        strings = set(seeds)
+        for s in seeds:
+            for k in range(len(s) + 1):
+                strings.add(s[:k])
+        while len(strings) < 60:
+            base = rng.choice(seeds) if rng.random() < 0.8 else "".join(rng.choice(EXTRA_CHARS) for _ in range(rng.randrange(8)))
+            for _ in range(rng.randrange(1, 3)):
+                base = mutate(rng, base)
+            strings.add(base)
+        items = []
+        for s in sorted(strings):
+            full = re.fullmatch(pat, s, re.ASCII) is not None
+            prefix = prefix_ok(pat, s.encode())
+            assert prefix or not full
+            items.append({"s": s, "full": full, "prefix": prefix})
+        # masks after a few valid prefixes (byte prefixes, some ending inside a character)
+        masks = []
+        prefixes = set()
+        for s in seeds:
+            b = s.encode()
+            for k in range(len(b) + 1):
+                if prefix_ok(pat, b[:k]):
+                    prefixes.add(b[:k])
+        for p in sorted(prefixes)[:12]:
+            allowed = [i for i, t in enumerate(VOCAB) if prefix_ok(pat, p + t)]
+            full = False
+            try:
+                full = re.fullmatch(pat, p.decode("utf-8"), re.ASCII) is not None
+            except UnicodeDecodeError:
+                pass
+            masks.append({"prefix_hex": p.hex(), "allowed": allowed, "eos": full})
+        cases.append({"pattern": pat, "strings": items, "masks": masks})
+    doc = {
+        "generator": "tools/make_grammar_fixtures.py (Python re %s, regex %s)" % (re.__version__ if hasattr(re, "__version__") else "stdlib", regex.__version__),
+        "vocab_hex": [t.hex() for t in VOCAB],
+        "cases": cases,
+    }
+    with open(os.path.join(OUT, "regex.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=True, indent=0)
+        f.write("\n")
+    print("regex.json: %d patterns, %d strings, %d masks" % (len(cases), sum(len(c["strings"]) for c in cases),
+                                                              sum(len(c["masks"]) for c in cases)))
+
+
+if __name__ == "__main__":
+    main()
