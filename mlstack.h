@@ -15766,13 +15766,8 @@ typedef struct {
     int32_t n_allowed;
 } mlstack__gstate;
 
-#if defined(MLSTACK_NO_THREADS)
-#define MLSTACK__G_LOCK(g) ((void)(g))
-#define MLSTACK__G_UNLOCK(g) ((void)(g))
-#else
-#define MLSTACK__G_LOCK(g) pthread_mutex_lock(&(g)->mu)
-#define MLSTACK__G_UNLOCK(g) pthread_mutex_unlock(&(g)->mu)
-#endif
+#define MLSTACK__G_LOCK(g) mlstack__lock(&(g)->mu)
+#define MLSTACK__G_UNLOCK(g) mlstack__unlock(&(g)->mu)
 
 struct mlstack_grammar {
     const mlstack_vocab *vocab;
@@ -15785,9 +15780,7 @@ struct mlstack_grammar {
     char *gbnf;
     int max_stacks;
     size_t max_memory;
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_t mu;
-#endif
+    mlstack__mutex mu; /* the platform's lock (>>platform): a no-op under MLSTACK_NO_THREADS */
     /* the lazy DFA (under mu) */
     mlstack__gnode *nodes;
     int32_t n_nodes, cap_nodes;
@@ -16677,9 +16670,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->walk);
     MLSTACK_FREE(g->work.p);
     MLSTACK_FREE(g->tmp.p);
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_destroy(&g->mu);
-#endif
+    mlstack__mutex_destroy(&g->mu);
     MLSTACK_FREE(g);
 }
 
@@ -16727,9 +16718,7 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
         MLSTACK_FREE(src.p);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
     }
-#if !defined(MLSTACK_NO_THREADS)
-    pthread_mutex_init(&g->mu, NULL);
-#endif
+    mlstack__mutex_init(&g->mu);
     g->gbnf = src.p;
     g->vocab = d->vocab;
     g->max_stacks = d->max_stacks ? d->max_stacks : MLSTACK_GRAMMAR_MAX_STACKS;
