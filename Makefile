@@ -62,7 +62,10 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                 $(B)/aarch64/scalar/test_models
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
-all: $(B)/mlstack $(EXAMPLES)
+# `make` builds the CLI and the examples in parallel; both link the one implementation object
+# (build/cli/cli_impl.o), so the header's implementation is compiled once.
+all:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/mlstack $(EXAMPLES)
 
 # ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
 # in its own translation unit (cli_impl.c) ----
@@ -108,9 +111,9 @@ static:
 	cp $(B)/static/mlstack $(B)/mlstack
 	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
-$(B)/examples/%: examples/%.c $(B)/tests/mlstack.o
+$(B)/examples/%: examples/%.c $(B)/cli/cli_impl.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(IMPORT) -o $@ $< $(B)/cli/cli_impl.o $(LDLIBS)
 
 # $(call flavour,DIR,COMPILER,FLAGS,LIBS): $(B)/DIR/mlstack.o, the implementation once, and a
 # rule for $(B)/DIR/NAME from tests/NAME.c (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME)
