@@ -155,6 +155,67 @@ def http_part(exe, model_dir, asan):
         T.check(code == 404 and is_openai_error(j), "unknown path -> 404", j)
         code, j, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
         T.check(code == 411, "POST without Content-Length -> 411", code)
+
+        # ---- chunked request bodies (RFC 9112 7.1) ----
+        cbody = json.dumps({"model": model, "prompt": "Once upon", "max_tokens": 3, "temperature": 0}).encode()
+        code, ref, _ = post(port, "/v1/completions", cbody)
+
+        def chunked_req(body, sizes, head="", trailer=b""):
+            parts, i = [], 0
+            for k, n in enumerate(sizes):
+                ext = b";name=value" if k == 1 else b""
+                parts.append(b"%X%s\r\n%s\r\n" % (n, ext, body[i:i + n]))
+                i += n
+            assert i == len(body)
+            return (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{head}"
+                    "Connection: close\r\n\r\n").encode() + b"".join(parts) + b"0\r\n" + trailer + b"\r\n"
+
+        sizes = [7, 30, len(cbody) - 37]
+        code, j, _ = parse(raw(port, chunked_req(cbody, sizes, trailer=b"X-Checksum: 1\r\n")))
+        T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
+                "chunked body with an extension and a trailer = the same body with Content-Length", (code, j, ref))
+        # the same bytes trickled in pieces that cut size lines and data in half
+        req = chunked_req(cbody, sizes)
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        for a in range(0, len(req), 5):
+            s.sendall(req[a:a + 5])
+            time.sleep(0.002)
+        out = b""
+        while b"\r\n\r\n" not in out or not out.rstrip().endswith(b"}"):
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        s.close()
+        code, j, _ = parse(out)
+        T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
+                "chunked body sent 5 bytes at a time", (code, out[:200]))
+        # keep-alive: a pipelined request after a chunked one is answered too
+        two = chunked_req(cbody, [len(cbody)]).replace(b"Connection: close\r\n", b"") + \
+            b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(two)
+        out = b""
+        while True:  # the second request asks to close: read to the end
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        s.close()
+        T.check(out.count(b"HTTP/1.1 200") == 2, "a request pipelined after a chunked body is answered", out[:300])
+        head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        for data, want, what in [(b"zz\r\n{}\r\n0\r\n\r\n", 400, "a chunk size that is not hex"),
+                                 (b"1\r\n{}\r\n0\r\n\r\n", 400, "chunk data longer than its size"),
+                                 (b"FFFFFFFFFFFFFFFFFFFFFFFF\r\n", 413, "a chunk size over --max-body (and over 64 bits)"),
+                                 (b"1;" + b"x" * 20000 + b"\r\n", 431, "a 20 kB chunk-size line")]:
+            code, _, _ = parse(raw(port, head + data))
+            T.check(code == want, f"{what} -> {want}", code)
+        code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+                                     b"Connection: close\r\n\r\n"))
+        T.check(code == 501, "Transfer-Encoding: gzip -> 501", code)
+        code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                     b"Content-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n"))
+        T.check(code == 400, "Transfer-Encoding and Content-Length together -> 400", code)
         code, j, _ = parse(raw(port, b"garbage\r\n\r\n"))
         T.check(code == 400, "malformed request line -> 400", code)
 

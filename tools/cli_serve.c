@@ -24,6 +24,7 @@ int cli_cmd_serve(int argc, char **argv) {
 #else
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <netdb.h>
@@ -167,7 +168,7 @@ static void srv_on_signal(int sig) {
 typedef struct http_req {
     char method[16];
     char path[1024];
-    int http10, keep_alive, expect_continue;
+    int http10, keep_alive, expect_continue, chunked;
     long long content_length;
     const char *auth;     /* Authorization value, NUL-terminated inside the connection buffer */
     const char *body;
@@ -196,6 +197,7 @@ static const char *status_text(int code) {
     case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
@@ -354,7 +356,9 @@ static int parse_head(char *head, size_t head_len, http_req *r) {
             if (*e || x < 0 || (r->content_length >= 0 && r->content_length != x)) return 400;
             r->content_length = x;
         } else if (ieq(line, "transfer-encoding", (size_t)(colon - line))) {
-            return 411;
+            /* only "chunked" alone: another coding (gzip, ...) is not understood */
+            if (r->chunked || !ieq(v, "chunked", strlen(v))) return 501;
+            r->chunked = 1;
         } else if (ieq(line, "connection", (size_t)(colon - line))) {
             if (strstr(v, "close") || strstr(v, "Close")) r->keep_alive = 0;
             else if (r->http10 && (strstr(v, "keep-alive") || strstr(v, "Keep-Alive"))) r->keep_alive = 1;
@@ -364,6 +368,106 @@ static int parse_head(char *head, size_t head_len, http_req *r) {
             r->expect_continue = 1;
         }
     }
+    return 0;
+}
+
+/* Receives until c->buf holds at least `want` bytes, growing it as needed. 0, 1 (peer gone),
+   408 (deadline) or 500 (out of memory). */
+static int recv_until(conn *c, size_t want, double deadline) {
+    while (c->n < want) {
+        int w;
+        ssize_t got;
+        if (want + 1 > c->cap) {
+            size_t cap = c->cap * 2 > want + 1 ? c->cap * 2 : want + 1;
+            char *p = (char *)realloc(c->buf, cap);
+            if (!p) return 500;
+            c->buf = p;
+            c->cap = cap;
+        }
+        w = wait_fd(c->fd, POLLIN, deadline);
+        if (w < 0) return 1;
+        if (w == 0) return 408;
+        got = recv(c->fd, c->buf + c->n, c->cap - 1 - c->n, 0);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (got <= 0) return 1;
+        c->n += (size_t)got;
+    }
+    return 0;
+}
+
+/* For read_chunked: makes c->buf hold k bytes from *in on. Before receiving, the undecoded bytes
+   c->buf[*in..n) move down to `out` (the end of the decoded body), so the buffer never holds more
+   than the body plus one pending line or chunk, and each byte moves at most twice. */
+static int chunk_need(conn *c, size_t *in, size_t out, size_t k, double deadline) {
+    if (c->n - *in >= k) return 0;
+    if (*in > out) {
+        memmove(c->buf + out, c->buf + *in, c->n - *in);
+        c->n -= *in - out;
+        *in = out;
+    }
+    return recv_until(c, *in + k, deadline);
+}
+
+/* Finds the "\r\n" that ends the line starting at c->buf[*in] (*eol: its offset), receiving more
+   while the line is incomplete; a line over SRV_MAX_HEAD bytes is refused. */
+static int chunk_line(conn *c, size_t *in, size_t out, size_t *eol, double deadline) {
+    size_t i = *in;
+    for (;;) {
+        int code;
+        for (; i + 1 < c->n; i++)
+            if (c->buf[i] == '\r' && c->buf[i + 1] == '\n') {
+                *eol = i;
+                return i - *in > SRV_MAX_HEAD ? 431 : 0;
+            }
+        if (c->n - *in > SRV_MAX_HEAD) return 431;
+        i -= *in; /* the scan position survives compaction as an offset */
+        if ((code = chunk_need(c, in, out, c->n - *in + 1, deadline)) != 0) return code;
+        i += *in;
+    }
+}
+
+/* A body in chunked transfer coding after the head in c->buf[0..head_len). The chunks are decoded
+   in place: their data moves down to c->buf[head_len..) while raw bytes are read past it. Each
+   size line and the trailer are bounded by SRV_MAX_HEAD, the decoded body by --max-body, all of
+   it by the request's deadline. */
+static int read_chunked(conn *c, http_req *r, size_t head_len, double deadline, size_t *used) {
+    size_t in = head_len, out = head_len, eol, trailer = 0, max_body = c->s->o.max_body;
+    int code;
+    for (;;) {
+        unsigned long long size = 0;
+        size_t i;
+        if ((code = chunk_line(c, &in, out, &eol, deadline)) != 0) return code;
+        for (i = in; i < eol && isxdigit((unsigned char)c->buf[i]); i++) {
+            int d = c->buf[i] <= '9' ? c->buf[i] - '0' : (c->buf[i] | 32) - 'a' + 10;
+            size = size * 16 + (unsigned long long)d;
+            if (size > max_body) return 413;
+        }
+        if (i == in) return 400; /* no size */
+        while (i < eol && (c->buf[i] == ' ' || c->buf[i] == '\t')) i++;
+        if (i < eol && c->buf[i] != ';') return 400; /* only extensions (ignored) may follow */
+        in = eol + 2;
+        if (size == 0) break;
+        if (out - head_len + size > max_body) return 413;
+        if ((code = chunk_need(c, &in, out, (size_t)size + 2, deadline)) != 0) return code;
+        memmove(c->buf + out, c->buf + in, (size_t)size);
+        out += (size_t)size;
+        in += (size_t)size;
+        if (c->buf[in] != '\r' || c->buf[in + 1] != '\n') return 400; /* data longer than its size */
+        in += 2;
+    }
+    for (;;) { /* trailer fields (ignored) up to an empty line */
+        if ((code = chunk_line(c, &in, out, &eol, deadline)) != 0) return code;
+        trailer += eol + 2 - in;
+        if (trailer > SRV_MAX_HEAD) return 431;
+        if (eol == in) {
+            in += 2;
+            break;
+        }
+        in = eol + 2;
+    }
+    r->body = c->buf + head_len;
+    r->body_len = out - head_len;
+    *used = in;
     return 0;
 }
 
@@ -406,6 +510,14 @@ static int read_request(conn *c, http_req *r, size_t *used) {
     }
     code = parse_head(c->buf, head_len, r); /* cuts the lines in place; the head ends in an empty line */
     if (code) return code;
+    if (r->chunked) {
+        if (r->content_length >= 0) return 400; /* both framings: ambiguous, refused (RFC 9112 6.3) */
+        if (r->expect_continue && c->n == head_len) {
+            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+            if (send_all(c, cont, sizeof cont - 1) != 0) return 1;
+        }
+        return read_chunked(c, r, head_len, deadline, used);
+    }
     if (r->content_length < 0) {
         if (strcmp(r->method, "POST") == 0) return 411;
         r->content_length = 0;
@@ -1305,7 +1417,8 @@ static void *conn_main(void *arg) {
                      code == 408 ? "the request was not received in time"
                      : code == 413 ? "the request body is larger than the server accepts"
                      : code == 431 ? "the request head is too large or has too many headers"
-                     : code == 411 ? "send the body with a Content-Length (chunked bodies are not accepted)"
+                     : code == 411 ? "send the body with a Content-Length or in chunked transfer coding"
+                     : code == 501 ? "the only transfer coding understood is chunked"
                      : code == 505 ? "only HTTP/1.0 and HTTP/1.1 are served"
                      : "malformed HTTP request");
             send_error(c, code, "invalid_request_error", NULL, NULL, msg, 0);
