@@ -15424,6 +15424,7 @@ static int mlstack__grange_cmp(const void *a, const void *b) {
 /* Sorts and merges pairs in place, drops surrogates; returns the new pair count. */
 static size_t mlstack__grange_norm(uint32_t *r, size_t n) {
     size_t i, k = 0;
+    if (n == 0) return 0; /* an empty class ([^] complemented, say): r may be NULL, which qsort must not see */
     /* cut surrogates out first: they can never appear in UTF-8 text */
     for (i = 0; i < n; i++) {
         if (r[2 * i] > 0x10FFFF) r[2 * i] = 0x10FFFF + 1;

@@ -17,6 +17,7 @@ static void mpi_end(void) {
 #if defined(_WIN32)
 #include <io.h>
 #define isatty _isatty
+#define setenv(name, value, overwrite) _putenv_s(name, value) /* callers always overwrite */
 #else
 #include <unistd.h>
 #endif
