@@ -17816,7 +17816,10 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
    the config keys that carry them. The one forward pass (>>forward) reads only the resulting
-   config and layer fields; no code outside the table asks which family a model is. */
+   config and layer fields; no code outside the table asks which family a model is.
+   Not supported (refused with the name): dynamic RoPE, bidirectional attention, clip_qkv,
+   LayerNorm-with-bias families (StableLM, GPT-NeoX), and MoE or OLMo-2-style whole q/k norms
+   on more than one rank. */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256    /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -17839,6 +17842,10 @@ enum { MLSTACK__ROPE_DEFAULT, MLSTACK__ROPE_LINEAR, MLSTACK__ROPE_LLAMA3, MLSTAC
 #define MLSTACK__F_FINAL_SOFTCAP  0x400u /* final_logit_softcapping is applied (Gemma 2/3) */
 #define MLSTACK__F_QK_NORM_HEAD   0x800u /* RMSNorm of each q and k head (Qwen3, Gemma 3) */
 #define MLSTACK__F_QK_NORM_ALL    0x1000u /* RMSNorm of the whole q and k projections (OLMo 2) */
+#define MLSTACK__F_NORM_TOPK      0x2000u /* routing weights of the top k always renormalized (Mixtral) */
+#define MLSTACK__F_SHARED_EXPERT  0x4000u /* a shared expert with a sigmoid gate beside the routed ones (Qwen2-MoE) */
+#define MLSTACK__F_SPARSE_STEP    0x8000u /* MoE layers per decoder_sparse_step, mlp_only_layers dense (Qwen MoE) */
+#define MLSTACK__MAX_EXPERTS 512
 
 typedef struct mlstack__family {
     const char *arch;             /* config.json architectures[0] */
@@ -17853,33 +17860,46 @@ typedef struct mlstack__family {
     int sliding_period;           /* without layer_types: layer i slides unless (i + 1) % period == 0;
                                      1: every layer uses sliding_window when set */
     float attn_softcap, final_softcap; /* defaults when the config lacks the key */
+    /* mixture of experts: the block under model.layers.N. (NULL: dense MLP), its expert
+       projections (experts.E.<name>), the config keys of the expert count and width */
+    const char *moe, *e_gate, *e_up, *e_down, *n_experts_key, *moe_ff_key;
 } mlstack__family;
 
 static const mlstack__family mlstack__families[] = {
-    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0},
-    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0},
+    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL, "post_attention_layernorm",
-     NULL, NULL, NULL, "hidden_act", 1, 0, 0},
+     NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Qwen3ForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD, "input_layernorm", NULL,
-     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0},
+     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"GemmaForCausalLM", MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_GELU_TANH,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0},
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Gemma2ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP |
          MLSTACK__F_FINAL_SOFTCAP,
      "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 2, 50.0f, 30.0f},
+     "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Gemma3ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP |
          MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
      "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 6, 0, 0},
+     "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Phi3ForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, "qkv_proj", "gate_up_proj",
-     "hidden_act", 1, 0, 0},
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0},
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
     {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm", NULL,
-     NULL, "hidden_act", 1, 0, 0},
+     NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"MixtralForCausalLM", MLSTACK__F_NORM_TOPK, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
+     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"},
+    {"Qwen2MoeForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
+     "up_proj", "down_proj", "num_experts", "moe_intermediate_size"},
+    {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP, "input_layernorm",
+     NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj",
+     "num_experts", "moe_intermediate_size"},
+    {"OlmoeForCausalLM", MLSTACK__F_QK_NORM_ALL, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
+     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size"},
 };
 
 /* One rotary table: how its inverse frequencies are made (>>model mlstack__rope_freqs). */
@@ -17915,6 +17935,10 @@ typedef struct mlstack__config {
     float logits_div;    /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
+    int moe_ff, shared_ff;          /* expert and shared-expert widths */
+    int norm_topk;                  /* renormalize the top-k routing weights */
+    unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -17926,6 +17950,10 @@ typedef struct mlstack__layer {
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope;   /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
+       down of expert e; shared expert and its (1, D) gate where the family has one */
+    int moe;
+    mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -18139,15 +18167,15 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
     t->orig_max = (int)orig;
     if (mlstack__json_is_null(ty) || mlstack__json_is_str(ty, "default")) {
         t->kind = MLSTACK__ROPE_DEFAULT;
-    } else if (mlstack__json_is_str(ty, "linear") || mlstack__json_is_str(ty, "dynamic")) {
-        t->kind = mlstack__json_is_str(ty, "linear") ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DYNAMIC;
+    } else if (mlstack__json_is_str(ty, "dynamic")) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: rope_scaling type \"dynamic\" is not supported (its frequencies change with the length "
+                             "of the whole sequence)", file);
+    } else if (mlstack__json_is_str(ty, "linear")) {
+        t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
         if (!(t->factor > 0))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for %s scaling", file, ty->str);
-        if (t->kind == MLSTACK__ROPE_DYNAMIC)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: rope_scaling type \"dynamic\" is not supported (its frequencies change with the "
-                                 "length of the whole sequence)", file);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for linear scaling", file);
     } else if (mlstack__json_is_str(ty, "llama3")) {
         t->kind = MLSTACK__ROPE_LLAMA3;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) ||
@@ -18274,9 +18302,9 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD ? 1 : f->flags & MLSTACK__F_QK_NORM_ALL ? 2 : 0;
     v = mlstack__json_get(root, "sliding_window");
     if (!mlstack__json_is_null(v)) {
-        if (!mlstack__json_int(v, &w) || w <= 0 || w > INT_MAX)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer or null", file);
-        c->sliding_window = (int)w;
+        if (!mlstack__json_int(v, &w) || w < 0 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer, 0 or null", file);
+        c->sliding_window = (int)w; /* 0: none */
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
@@ -18338,6 +18366,44 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         v = mlstack__json_get(root, "final_logit_softcapping");
         if (!v) c->final_softcap = f->final_softcap;
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err))) return r;
+    }
+    /* mixture of experts */
+    if (f->moe) {
+        int i, step = 1;
+        const mlstack__json *e;
+        const char *ek = f->n_experts_key; /* transformers 5 writes num_local_experts for some */
+        if (mlstack__json_is_null(mlstack__json_get(root, ek)) && !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
+            ek = "num_local_experts";
+        if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
+            (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
+            (r = mlstack__cfg_int(root, f->moe_ff_key, 0, &c->moe_ff, file, err)))
+            return r;
+        if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d experts, %d per token (at most %d experts, and no more "
+                                 "per token than there are)", file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file, c->n_layers,
+                                 MLSTACK__MAX_TYPED_LAYERS);
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
+        if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
+            (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+            return r;
+        if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
+            return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+        v = mlstack__json_get(root, "mlp_only_layers");
+        if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
+            if (v->type != MLSTACK__JSON_ARRAY)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices", file);
+            for (e = v->child; e; e = e->next) {
+                if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers holds an entry that is not a layer index",
+                                         file);
+                c->layer_moe[w] = 0;
+            }
+        }
+        if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
     }
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
@@ -18694,7 +18760,34 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         }
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.o_proj"), c->n_embd, q_dim, c->o_bias, &L->wo, err)))
             return r;
-        if (f->gate_up) { /* fused gate | up rows */
+        if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+            int e;
+            L->moe = 1;
+            L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+            if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            snprintf(nm, sizeof nm, "%s.gate", f->moe);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+            for (e = 0; e < c->n_experts; e++) {
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_gate);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err))) return r;
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_up);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+                    return r;
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_down);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
+                    return r;
+            }
+            if (c->shared_ff) {
+                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
+            }
+        } else if (f->gate_up) { /* fused gate | up rows */
             mlstack__weight all;
             memset(&all, 0, sizeof all);
             snprintf(nm, sizeof nm, "mlp.%s", f->gate_up);
@@ -18705,7 +18798,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                    (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err))) {
             return r;
         }
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.down_proj"), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+        if (!L->moe &&
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.down_proj"), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
             return r;
         if (c->qk_norm) {
             int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
@@ -18719,21 +18813,32 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     return MLSTACK_OK;
 }
 
-/* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
+/* The projection weights of layer l (l = -1: the LM head) into ws (room for
+   MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
+   shared expert the family lacks) are left out. */
+#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
 static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
+    mlstack__weight *all[11];
+    int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
         return 1;
     }
     L = &m->layers[l];
-    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-    ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-    return 7;
+    all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
+    all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
+    all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
+    for (i = 0; i < 11; i++)
+        if (all[i]->data) ws[n++] = all[i];
+    if (L->sh_router.data) ws[n++] = &L->sh_router;
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    return n;
 }
 
-/* Quantizes every projection and the LM head (not the embedding table) to `quant`, using all
-   CPUs; weights whose rows are not a multiple of 32 stay as stored. */
+/* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
+   routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
+   stored. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
@@ -18745,11 +18850,13 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads for quantization");
     }
     for (l = -1; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
+            /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
+            if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
             if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
                 mlstack__pool_free(&pool);
@@ -18789,7 +18896,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
     int l, i;
     mlstack__lock(&mlstack__pack_lock);
     for (l = -1; l < m->cfg.n_layers && r == MLSTACK_OK; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n && r == MLSTACK_OK; i++) {
@@ -18823,7 +18930,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
 static mlstack__weight *mlstack__model_weight_named(mlstack_model *m, const char *name) {
     int l;
     for (l = -1; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int i, n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
             if (ws[i]->name && strcmp(ws[i]->name, name) == 0) return ws[i];
@@ -18991,11 +19098,13 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
 }
 
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
+    int i;
     if (!m) return;
     mlstack_tokenizer_close(m->tok);
     mlstack_chat_template_close(m->tpl);
     mlstack__st_close(&m->st);
     mlstack__model_free_owned(m);
+    for (i = 0; m->layers && i < m->cfg.n_layers; i++) MLSTACK_FREE(m->layers[i].experts);
     MLSTACK_FREE(m->layers);
     MLSTACK_FREE(m->inv_freq);
     MLSTACK_FREE(m->inv_freq_long);
@@ -19213,6 +19322,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.n_experts)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random weights for %s (mixture of experts) are not supported", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
@@ -19740,6 +19852,11 @@ typedef struct mlstack__scratch {
     float *rope;        /* (B, Dh): cos and sin of each row's position */
     float *scores;      /* n_threads * attention scratch */
     int *att_blk;       /* (B + 1,) attention row blocks */
+    /* MoE layers (one rank): router logits (B, E); one expert's gathered rows (B, D), their
+       gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
+       (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
+    float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    int *moe_idx, *moe_rows;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -20014,6 +20131,81 @@ static void mlstack__project(mlstack__rank *rk, const float *x, int B, int n, co
    tensor (the exchange then has nothing to do), else the rank's own buffer. */
 static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) { return rk->n_ranks == 1 ? whole : own; }
 
+/* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
+   routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
+   renormalized where configured; each expert computes only the rows routed to it (gathered,
+   so a row's result does not depend on which other rows share the expert: the matmul
+   kernels reduce each row alone), and each row adds its experts' weighted outputs in expert
+   order, starting from zero. Qwen2-MoE adds sigmoid(xn Wsg) * shared_expert(xn). */
+static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
+        int *idx = s->moe_idx + (size_t)b * K;
+        for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
+        for (e = 0; e < E; e++) {
+            lg[e] = expf(lg[e] - mx);
+            sum += lg[e];
+        }
+        for (e = 0; e < E; e++) lg[e] = lg[e] / sum;
+        for (k = 0; k < K; k++) { /* selection of the k largest, stable */
+            int best = -1;
+            for (e = 0; e < E; e++) {
+                int taken = 0;
+                for (j = 0; j < k; j++) taken |= idx[j] == e;
+                if (!taken && (best < 0 || lg[e] > lg[best])) best = e;
+            }
+            idx[k] = best;
+            w[k] = lg[best];
+        }
+        if (c->norm_topk) {
+            float t = 0;
+            for (k = 0; k < K; k++) t += w[k];
+            for (k = 0; k < K; k++) w[k] = w[k] / t;
+        }
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    for (e = 0; e < E; e++) {
+        int n = 0;
+        for (b = 0; b < B; b++)
+            for (k = 0; k < K; k++)
+                if (s->moe_idx[(size_t)b * K + k] == e) {
+                    s->moe_rows[n] = b * K + k;
+                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    n++;
+                }
+        if (!n) continue;
+        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
+        for (i = 0; i < n; i++) {
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D, *y = s->moe_y + (size_t)i * D;
+            for (j = 0; j < D; j++) {
+                float t = y[j] * wt;
+                o[j] += t;
+            }
+        }
+    }
+    if (c->shared_ff) {
+        float g1[1];
+        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++) {
+            float sg;
+            mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
+            sg = 1.0f / (1.0f + expf(-g1[0]));
+            for (j = 0; j < D; j++) {
+                float t = sg * s->moe_y[(size_t)b * D + j];
+                out[(size_t)b * D + j] += t;
+            }
+        }
+    }
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -20048,6 +20240,12 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, B, l), in = s->xn;
+        if (L->moe) { /* one rank: no exchange */
+            mlstack__moe(rk, L, in, s->moe_acc, B, l);
+            if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, B, l);
+            mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
+            continue;
+        }
         mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
         mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
@@ -20420,6 +20618,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     {
         size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
         if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
         if ((uint64_t)d->max_batch_tokens * max_in > (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements",
                                  d->max_batch_tokens, max_in, INT_MAX);
@@ -21894,6 +22094,8 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
+    if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+    if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -21907,6 +22109,18 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (c->n_experts) { /* MoE scratch (>>forward) */
+        size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
+        s->router = mlstack__falloc(B, (size_t)c->n_experts);
+        s->moe_x = mlstack__falloc(B, D), s->moe_y = mlstack__falloc(B, D), s->moe_acc = mlstack__falloc(B, D);
+        s->moe_g = mlstack__falloc(B, fm), s->moe_u = mlstack__falloc(B, fm);
+        s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
+        s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
+        s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
+            !s->moe_rows)
+            return MLSTACK_ERR_NO_MEMORY;
+    }
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
@@ -21955,6 +22169,15 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->out);
     mlstack__aligned_free(s->mm);
     mlstack__aligned_free(s->rope);
+    mlstack__aligned_free(s->router);
+    mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_y);
+    mlstack__aligned_free(s->moe_acc);
+    mlstack__aligned_free(s->moe_g);
+    mlstack__aligned_free(s->moe_u);
+    mlstack__aligned_free(s->moe_w);
+    MLSTACK_FREE(s->moe_idx);
+    MLSTACK_FREE(s->moe_rows);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -22173,6 +22396,9 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (R > c->n_heads)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)",
                              R, c->n_heads);
+    if (R > 1 && c->n_experts)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (mixture of experts) runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->qk_norm == 2) /* the norm of the whole projection spans every rank's heads */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
                              c->architecture);
@@ -22613,12 +22839,12 @@ static const char *mlstack__prof_weight_name(const mlstack_model *m, const void 
     *layer = -1;
     if (w == (const void *)&m->lm_head) return "lm_head";
     for (l = 0; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
-        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only compared */
-        for (i = 0; i < 7; i++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only compared */
+        for (i = 0; i < nw; i++) {
             if (w == (const void *)ws[i]) {
                 *layer = l;
-                return names[i];
+                return i < 4 || (i < 7 && !m->layers[l].moe) ? names[i] : "moe";
             }
         }
     }
@@ -22833,9 +23059,9 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes + (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] +
             4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
-        mlstack__weight *ws[7];
-        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
-        for (i = 0; i < 7; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
+        for (i = 0; i < nw; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
         total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
     }
     return total;

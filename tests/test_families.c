@@ -161,6 +161,30 @@ static void check_family(const char *name) {
         if (k >= count_greedy || greedy_out[k] != greedy[k]) same = 0;
     CHECKF(same && count_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
+    /* load-time Q8_0 (experts included): close to the f32 logits */
+    {
+        mlstack_model *mq;
+        mlstack_engine *eq = NULL;
+        md.quant = MLSTACK_DTYPE_Q8_0;
+        CHECKF(mlstack_model_open(&md, &mq, &err) == MLSTACK_OK, "%s: Q8_0 open: %s", name, err.message);
+        if (mq && mlstack_engine_init(mq, &ed, &eq, &err) == MLSTACK_OK) {
+            float *q = eval_all(eq, ids, n, info.n_vocab, n);
+            double dq = 0, big = 0, sum = 0;
+            for (k = 0; q && k < n * info.n_vocab; k++) {
+                if (fabs(q[k] - ours[k]) > dq) dq = fabs(q[k] - ours[k]);
+                if (fabs(ours[k]) > big) big = fabs(ours[k]);
+                sum += fabs(q[k] - ours[k]);
+            }
+            /* 8-bit weights on these tiny (D = 32) random models: on average 2% of the largest
+               logit (a routing or near-tie flip may move single rows more) */
+            CHECKF(q && sum / (n * info.n_vocab) < 0.02 * big, "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)",
+                   name, sum / (n * info.n_vocab), dq, big);
+            printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * info.n_vocab), dq, big);
+            free(q);
+        }
+        mlstack_engine_free(eq);
+        mlstack_model_close(mq);
+    }
 done_model:
     free(ours);
     free(ours2);

@@ -353,6 +353,21 @@ FAMILIES = [
     # use_sliding_window: layers from max_window_layers on slide (window 16 < 112), q/k/v biases
     dict(name="qwen2_window", cls="Qwen2ForCausalLM",
          extra=dict(num_hidden_layers=3, use_sliding_window=True, sliding_window=16, max_window_layers=1)),
+    # mixture of experts: top-2 of 4 (renormalized), sliding window
+    dict(name="mixtral", cls="MixtralForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=40),
+         drop=("head_dim",)),
+    # top-1 of 4 plus a gated shared expert, no renormalization, q/k/v biases
+    dict(name="qwen2_moe", cls="Qwen2MoeForCausalLM",
+         extra=dict(num_experts=4, num_experts_per_tok=1, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=48, norm_topk_prob=False)),
+    # top-2 of 6 renormalized, per-head q/k norms, layer 0 dense (mlp_only_layers)
+    dict(name="qwen3_moe", cls="Qwen3MoeForCausalLM",
+         extra=dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                    mlp_only_layers=[0])),
+    # top-2 of 4 without renormalization, q/k norms over the whole projection
+    dict(name="olmoe", cls="OlmoeForCausalLM",
+         extra=dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), drop=("head_dim",)),
 ]
 
 
