@@ -17814,29 +17814,147 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 
 /* ==== 16. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
-   Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
-   Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
+   Each supported architecture is a row of data (mlstack__families below): its tensor names,
+   which norms sit where, how norm weights are read, the activation, the attention options and
+   the config keys that carry them. The one forward pass (>>forward) reads only the resulting
+   config and layer fields; no code outside the table asks which family a model is.
+   Not supported (refused with the name): dynamic RoPE, bidirectional attention, clip_qkv,
+   LayerNorm-with-bias families (StableLM, GPT-NeoX), and MoE or OLMo-2-style whole q/k norms
+   on more than one rank. */
 
-typedef enum mlstack__arch { MLSTACK__ARCH_LLAMA, MLSTACK__ARCH_MISTRAL, MLSTACK__ARCH_QWEN2, MLSTACK__ARCH_QWEN3 } mlstack__arch;
+#define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
+#define MLSTACK__MAX_ROPE_PAIRS 256    /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
+
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ROPE_DEFAULT, MLSTACK__ROPE_LINEAR, MLSTACK__ROPE_LLAMA3, MLSTACK__ROPE_YARN, MLSTACK__ROPE_LONGROPE,
+       MLSTACK__ROPE_DYNAMIC };
+
+/* Family traits (flags of mlstack__family). */
+#define MLSTACK__F_NORM_PLUS_ONE  0x001u /* RMSNorm weights are stored as w, applied as (1 + w) (Gemma) */
+#define MLSTACK__F_EMBED_SQRT     0x002u /* embeddings scaled by sqrt(hidden_size) (Gemma) */
+#define MLSTACK__F_TIED           0x004u /* tie_word_embeddings defaults to true */
+#define MLSTACK__F_QKV_BIAS       0x008u /* q/k/v biases always, o_proj never (Qwen2) */
+#define MLSTACK__F_GELU_TANH      0x010u /* "gelu" means the tanh approximation (Gemma 1) */
+#define MLSTACK__F_QPAS           0x020u /* attention scale query_pre_attn_scalar^-0.5 (Gemma 2/3) */
+#define MLSTACK__F_MULTIPLIERS    0x040u /* embedding/residual/attention multipliers, logits_scaling (Granite) */
+#define MLSTACK__F_QWEN_WINDOW    0x080u /* sliding window only with use_sliding_window, layers >= max_window_layers */
+#define MLSTACK__F_LAYER_ROPE     0x100u /* sliding layers have their own RoPE (Gemma 3) */
+#define MLSTACK__F_ATTN_SOFTCAP   0x200u /* attn_logit_softcapping is applied (Gemma 2) */
+#define MLSTACK__F_FINAL_SOFTCAP  0x400u /* final_logit_softcapping is applied (Gemma 2/3) */
+#define MLSTACK__F_QK_NORM_HEAD   0x800u /* RMSNorm of each q and k head (Qwen3, Gemma 3) */
+#define MLSTACK__F_QK_NORM_ALL    0x1000u /* RMSNorm of the whole q and k projections (OLMo 2) */
+#define MLSTACK__F_NORM_TOPK      0x2000u /* routing weights of the top k always renormalized (Mixtral) */
+#define MLSTACK__F_SHARED_EXPERT  0x4000u /* a shared expert with a sigmoid gate beside the routed ones (Qwen2-MoE) */
+#define MLSTACK__F_SPARSE_STEP    0x8000u /* MoE layers per decoder_sparse_step, mlp_only_layers dense (Qwen MoE) */
+#define MLSTACK__MAX_EXPERTS 512
+
+typedef struct mlstack__family {
+    const char *arch;             /* config.json architectures[0] */
+    unsigned flags;
+    /* per-layer norms under model.layers.N. (NULL: the family has none there). The attention
+       and FFN inputs are normalized by attn_norm / ffn_norm; post_* normalize the outputs of
+       attention and FFN before they are added to the residual stream. */
+    const char *attn_norm, *post_attn_norm, *ffn_norm, *post_ffn_norm;
+    const char *qkv;              /* fused q|k|v projection under self_attn., or NULL: q/k/v_proj */
+    const char *gate_up;          /* fused gate|up projection under mlp., or NULL: gate/up_proj */
+    const char *act_key;          /* config key of the activation */
+    int sliding_period;           /* without layer_types: layer i slides unless (i + 1) % period == 0;
+                                     1: every layer uses sliding_window when set */
+    float attn_softcap, final_softcap; /* defaults when the config lacks the key */
+    /* mixture of experts: the block under model.layers.N. (NULL: dense MLP), its expert
+       projections (experts.E.<name>), the config keys of the expert count and width */
+    const char *moe, *e_gate, *e_up, *e_down, *n_experts_key, *moe_ff_key;
+} mlstack__family;
+
+static const mlstack__family mlstack__families[] = {
+    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL, "post_attention_layernorm",
+     NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Qwen3ForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD, "input_layernorm", NULL,
+     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"GemmaForCausalLM", MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_GELU_TANH,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Gemma2ForCausalLM",
+     MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP |
+         MLSTACK__F_FINAL_SOFTCAP,
+     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
+     "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Gemma3ForCausalLM",
+     MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP |
+         MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
+     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
+     "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Phi3ForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, "qkv_proj", "gate_up_proj",
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm", NULL,
+     NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"MixtralForCausalLM", MLSTACK__F_NORM_TOPK, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
+     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"},
+    {"Qwen2MoeForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
+     "up_proj", "down_proj", "num_experts", "moe_intermediate_size"},
+    {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP, "input_layernorm",
+     NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj",
+     "num_experts", "moe_intermediate_size"},
+    {"OlmoeForCausalLM", MLSTACK__F_QK_NORM_ALL, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
+     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size"},
+};
+
+/* One rotary table: how its inverse frequencies are made (>>model mlstack__rope_freqs). */
+typedef struct mlstack__rope_cfg {
+    int kind;                /* MLSTACK__ROPE_* */
+    float theta, factor, low, high; /* low/high: llama3 frequency factors */
+    int orig_max;            /* original_max_position_embeddings (llama3, yarn, longrope) */
+    float attn_factor;       /* cos/sin scale (yarn, longrope); 0 = derive */
+    float beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
+    int truncate;            /* yarn: floor/ceil the correction range */
+    int n_factors;           /* longrope: entries in short/long (rotary dims / 2) */
+    float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
+} mlstack__rope_cfg;
 
 typedef struct mlstack__config {
-    mlstack__arch arch;
+    int arch; /* index into mlstack__families */
+    const mlstack__family *fam;
     char architecture[64];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, max_pos;
-    int tied, attn_bias, o_bias, mlp_bias, qk_norm;
-    int sliding_window; /* 0: none */
+    int tied, attn_bias, o_bias, mlp_bias, qk_norm; /* qk_norm: 0 none, 1 per head, 2 whole projection */
+    int sliding_window; /* window of the sliding layers; 0: none */
+    int act;            /* MLSTACK__ACT_* of the gated MLP */
+    int rot_dim;        /* rotary dims of each head (partial rotary: < head_dim) */
     float eps, rope_theta;
-    int rope_kind; /* 0 default, 1 linear, 2 llama3 */
+    int rope_kind; /* of rope[0]; rope_theta too (kept for the info and fingerprints) */
     float rope_factor, rope_low, rope_high;
     int rope_orig_max;
+    mlstack__rope_cfg rope[2]; /* [0] global / every layer, [1] sliding layers (F_LAYER_ROPE) */
+    float embed_scale;   /* embeddings times this (1: none) */
+    float residual_scale; /* attention and FFN outputs times this before the residual add (1: none) */
+    float attn_scale;    /* scores = q.k * attn_scale */
+    float attn_softcap, final_softcap; /* s = cap tanh(s / cap); 0: none */
+    float logits_div;    /* logits / this (1: none) */
+    int has_layer_types;
+    unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
+    int moe_ff, shared_ff;          /* expert and shared-expert widths */
+    int norm_topk;                  /* renormalize the top-k routing weights */
+    unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
 } mlstack__config;
 
 typedef struct mlstack__layer {
-    const float *attn_norm, *ffn_norm, *q_norm, *k_norm; /* f32 (copies when stored otherwise) */
+    /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
+    const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
+    int window; /* sliding window of this layer, 0: full attention */
+    int rope;   /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
+       down of expert e; shared expert and its (1, D) gate where the family has one */
+    int moe;
+    mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -17847,7 +17965,9 @@ struct mlstack_model {
     mlstack_dtype embed_dtype;
     const float *final_norm;
     mlstack__weight lm_head;
-    float *inv_freq;            /* (Dh/2,) rotary frequencies after scaling */
+    float *inv_freq;            /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
+    float rope_mul[2];          /* cos/sin scale of each table (yarn, longrope attention factor) */
+    float *inv_freq_long;       /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
     mlstack_tokenizer *tok;     /* NULL when the folder has no tokenizer */
     mlstack_chat_template *tpl; /* NULL when the folder has no chat template */
     void **owned;               /* f32 copies made at load (norms, biases, realigned data) */
@@ -17939,30 +18059,38 @@ static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int
 /* architectures[0]: the model class, which decides the family's fixed traits. */
 static mlstack_result mlstack__cfg_arch(mlstack__config *c, const mlstack__json *root, const char *file,
                                         mlstack_error *err) {
-    static const struct {
-        const char *name;
-        mlstack__arch arch;
-    } archs[] = {{"LlamaForCausalLM", MLSTACK__ARCH_LLAMA},
-                 {"MistralForCausalLM", MLSTACK__ARCH_MISTRAL},
-                 {"Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
-                 {"Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
     const mlstack__json *a = mlstack__json_get(root, "architectures");
     size_t k;
-    int found = 0;
+    char names[600];
+    size_t n = 0;
     if (!a || a->type != MLSTACK__JSON_ARRAY || !a->child || a->child->type != MLSTACK__JSON_STRING)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing field \"architectures\" (a list of class names)", file);
-    for (k = 0; k < sizeof archs / sizeof archs[0]; k++) {
-        if (mlstack__json_is_str(a->child, archs[k].name)) {
-            c->arch = archs[k].arch;
-            found = 1;
+    for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0]; k++) {
+        if (mlstack__json_is_str(a->child, mlstack__families[k].arch)) {
+            c->arch = (int)k;
+            c->fam = &mlstack__families[k];
+            snprintf(c->architecture, sizeof c->architecture, "%s", a->child->str);
+            return MLSTACK_OK;
         }
+        n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", k ? ", " : "",
+                              mlstack__families[k].arch);
+        if (n >= sizeof names) n = sizeof names - 1;
     }
-    if (!found)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: architectures[0] = \"%.60s\" is not supported (supported: LlamaForCausalLM, "
-                             "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
-                             file, a->child->str);
-    snprintf(c->architecture, sizeof c->architecture, "%s", a->child->str);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: architectures[0] = \"%.60s\" is not supported (supported: %s)",
+                         file, a->child->str, names);
+}
+
+/* A number field: absent or null gives def; otherwise it must be a finite number in [lo, hi]. */
+static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key, double def, double lo, double hi,
+                                       float *out, const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(obj, key);
+    if (mlstack__json_is_null(v)) {
+        *out = (float)def;
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_NUMBER || !(v->num >= lo && v->num <= hi))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" must be a number in [%g, %g]", file, key, lo, hi);
+    *out = (float)v->num;
     return MLSTACK_OK;
 }
 
@@ -18000,81 +18128,287 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
                              c->n_heads, c->head_dim);
-    v = mlstack__json_get(root, "hidden_act");
-    if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu"))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: hidden_act = \"%.40s\" is not supported (expected \"silu\")",
-                             file, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    v = mlstack__json_get(root, c->fam->act_key);
+    if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "hidden_act");
+    if (mlstack__json_is_null(v)) { /* Gemma 2/3 default to the tanh GELU, the rest to SiLU */
+        c->act = strcmp(c->fam->act_key, "hidden_activation") == 0 ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_SILU;
+    } else if (mlstack__json_is_str(v, "silu") || mlstack__json_is_str(v, "swish")) {
+        c->act = MLSTACK__ACT_SILU;
+    } else if (mlstack__json_is_str(v, "gelu_pytorch_tanh") || mlstack__json_is_str(v, "gelu_new")) {
+        c->act = MLSTACK__ACT_GELU_TANH;
+    } else if (mlstack__json_is_str(v, "gelu")) {
+        c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)", file,
+                             c->fam->act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    }
     if ((r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
 
-/* Rotary embeddings: theta and scaling (none, linear, llama3). */
-static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json *root, const char *file,
-                                        mlstack_error *err) {
-    const mlstack__json *rs, *rp;
+/* One rotary table from a rope_parameters / rope_scaling object rs (NULL: default), theta
+   already in t->theta. root supplies top-level fallbacks (original_max_position_embeddings). */
+static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cfg *t, const mlstack__json *rs,
+                                            const mlstack__json *root, const char *file, mlstack_error *err) {
+    const mlstack__json *ty, *v;
     mlstack_result r;
-    /* rope: transformers 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters */
-    rp = mlstack__json_get(root, "rope_parameters");
-    rs = mlstack__json_get(root, "rope_scaling");
-    if ((r = mlstack__cfg_float(root, "rope_theta", 10000.0f, &c->rope_theta, file, err)) != MLSTACK_OK) return r;
-    if (!mlstack__json_is_null(rp)) {
-        if (rp->type != MLSTACK__JSON_OBJECT)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_parameters must be an object", file);
-        if ((r = mlstack__cfg_float(rp, "rope_theta", c->rope_theta, &c->rope_theta, file, err)) != MLSTACK_OK) return r;
-        if (mlstack__json_is_null(rs)) rs = rp;
-    }
-    if (!mlstack__json_is_null(rs)) {
-        const mlstack__json *t = mlstack__json_get(rs, "rope_type");
-        if (mlstack__json_is_null(t)) t = mlstack__json_get(rs, "type");
-        if (rs->type != MLSTACK__JSON_OBJECT)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling must be an object or null", file);
-        if (mlstack__json_is_null(t) || mlstack__json_is_str(t, "default")) {
-            c->rope_kind = 0;
-        } else if (mlstack__json_is_str(t, "linear")) {
-            c->rope_kind = 1;
-            if ((r = mlstack__cfg_float(rs, "factor", 0, &c->rope_factor, file, err)) != MLSTACK_OK) return r;
-            if (!(c->rope_factor > 0))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for linear scaling", file);
-        } else if (mlstack__json_is_str(t, "llama3")) {
-            c->rope_kind = 2;
-            if ((r = mlstack__cfg_float(rs, "factor", 0, &c->rope_factor, file, err)) ||
-                (r = mlstack__cfg_float(rs, "low_freq_factor", 0, &c->rope_low, file, err)) ||
-                (r = mlstack__cfg_float(rs, "high_freq_factor", 0, &c->rope_high, file, err)) ||
-                (r = mlstack__cfg_int(rs, "original_max_position_embeddings", 0, &c->rope_orig_max, file, err)))
-                return r;
-            if (!(c->rope_factor > 0) || !(c->rope_low > 0) || !(c->rope_high > c->rope_low))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                     "%s: llama3 rope_scaling needs factor, low_freq_factor < high_freq_factor", file);
-        } else {
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3)",
-                                 file, t->type == MLSTACK__JSON_STRING ? t->str : "?");
+    float orig;
+    t->kind = MLSTACK__ROPE_DEFAULT;
+    if (mlstack__json_is_null(rs)) return MLSTACK_OK;
+    if (rs->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling must be an object or null", file);
+    ty = mlstack__json_get(rs, "rope_type");
+    if (mlstack__json_is_null(ty)) ty = mlstack__json_get(rs, "type");
+    /* original context: the top-level field wins (Phi-3 keeps it there), then the object's */
+    v = mlstack__json_get(root, "original_max_position_embeddings");
+    if ((r = mlstack__cfg_num(mlstack__json_is_null(v) ? rs : root, "original_max_position_embeddings", c->max_pos, 1,
+                              1 << 30, &orig, file, err)) != MLSTACK_OK)
+        return r;
+    t->orig_max = (int)orig;
+    if (mlstack__json_is_null(ty) || mlstack__json_is_str(ty, "default")) {
+        t->kind = MLSTACK__ROPE_DEFAULT;
+    } else if (mlstack__json_is_str(ty, "dynamic")) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: rope_scaling type \"dynamic\" is not supported (its frequencies change with the length "
+                             "of the whole sequence)", file);
+    } else if (mlstack__json_is_str(ty, "linear")) {
+        t->kind = MLSTACK__ROPE_LINEAR;
+        if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
+        if (!(t->factor > 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for linear scaling", file);
+    } else if (mlstack__json_is_str(ty, "llama3")) {
+        t->kind = MLSTACK__ROPE_LLAMA3;
+        if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) ||
+            (r = mlstack__cfg_float(rs, "low_freq_factor", 0, &t->low, file, err)) ||
+            (r = mlstack__cfg_float(rs, "high_freq_factor", 0, &t->high, file, err)) ||
+            (r = mlstack__cfg_int(rs, "original_max_position_embeddings", 0, &t->orig_max, file, err)))
+            return r;
+        if (!(t->factor > 0) || !(t->low > 0) || !(t->high > t->low))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: llama3 rope_scaling needs factor, low_freq_factor < high_freq_factor", file);
+    } else if (mlstack__json_is_str(ty, "yarn")) {
+        t->kind = MLSTACK__ROPE_YARN;
+        if ((r = mlstack__cfg_num(rs, "factor", (double)c->max_pos / t->orig_max, 1e-6, 1e6, &t->factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "attention_factor", 0, 0, 1e6, &t->attn_factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "beta_fast", 32, 0, 1e6, &t->beta_fast, file, err)) ||
+            (r = mlstack__cfg_num(rs, "beta_slow", 1, 0, 1e6, &t->beta_slow, file, err)) ||
+            (r = mlstack__cfg_num(rs, "mscale", 0, 0, 1e6, &t->mscale, file, err)) ||
+            (r = mlstack__cfg_num(rs, "mscale_all_dim", 0, 0, 1e6, &t->mscale_all_dim, file, err)))
+            return r;
+        if (t->beta_fast == 0) t->beta_fast = 32; /* transformers: `or 32` */
+        if (t->beta_slow == 0) t->beta_slow = 1;
+        t->truncate = mlstack__json_bool(mlstack__json_get(rs, "truncate"), 1);
+    } else if (mlstack__json_is_str(ty, "longrope")) {
+        const mlstack__json *sf = mlstack__json_get(rs, "short_factor"), *lf = mlstack__json_get(rs, "long_factor"), *e;
+        int half = c->rot_dim / 2, i;
+        t->kind = MLSTACK__ROPE_LONGROPE;
+        if ((r = mlstack__cfg_num(rs, "factor", (double)c->max_pos / t->orig_max, 1e-6, 1e6, &t->factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "attention_factor", 0, 0, 1e6, &t->attn_factor, file, err)))
+            return r;
+        if (half > MLSTACK__MAX_ROPE_PAIRS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: longrope with %d rotary dims (at most %d supported)", file,
+                                 c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+        for (i = 0; i < 2; i++) {
+            const mlstack__json *f = i ? lf : sf;
+            float *dst = i ? t->long_f : t->short_f;
+            int n = 0;
+            if (!f || f->type != MLSTACK__JSON_ARRAY)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: longrope needs a %s list", file,
+                                     i ? "long_factor" : "short_factor");
+            for (e = f->child; e; e = e->next) {
+                if (e->type != MLSTACK__JSON_NUMBER || !(e->num > 0) || e->num > 1e9 || n >= half)
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: %s must hold %d positive numbers (rotary dims / 2)", file,
+                                         i ? "long_factor" : "short_factor", half);
+                dst[n++] = (float)e->num;
+            }
+            if (n != half)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s has %d entries, expected %d (rotary dims / 2)", file,
+                                     i ? "long_factor" : "short_factor", n, half);
         }
+        t->n_factors = half;
+    } else {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
+                             "longrope)",
+                             file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
 }
 
-/* Per-family and optional features: tied embeddings, biases, q/k norms, sliding window. */
-static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
-                                            mlstack_error *err) {
-    const mlstack__json *v;
-    c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), 0);
-    c->attn_bias = c->arch == MLSTACK__ARCH_QWEN2 || mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
-    c->o_bias = c->arch != MLSTACK__ARCH_QWEN2 && mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
-    c->mlp_bias = mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
-    c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
-    if (c->arch == MLSTACK__ARCH_QWEN2 || c->arch == MLSTACK__ARCH_QWEN3) {
-        if (mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_sliding_window = true is not supported", file);
-    } else {
-        int64_t w;
-        v = mlstack__json_get(root, "sliding_window");
-        if (!mlstack__json_is_null(v)) {
-            if (!mlstack__json_int(v, &w) || w <= 0 || w > INT_MAX)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer or null", file);
-            c->sliding_window = (int)w;
+/* Rotary embeddings: partial rotary, theta and scaling; a second table for sliding layers
+   where the family has one (Gemma 3: rope_local_base_freq, or rope_parameters per layer type). */
+static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json *root, const char *file,
+                                        mlstack_error *err) {
+    const mlstack__json *rs, *rp, *full = NULL, *slide = NULL;
+    mlstack_result r;
+    float prf;
+    int layer_rope = (c->fam->flags & MLSTACK__F_LAYER_ROPE) != 0;
+    /* rope: transformers 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters */
+    rp = mlstack__json_get(root, "rope_parameters");
+    rs = mlstack__json_get(root, "rope_scaling");
+    if (!mlstack__json_is_null(rp) && rp->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_parameters must be an object", file);
+    if (!mlstack__json_is_null(rp)) {
+        full = mlstack__json_get(rp, "full_attention");
+        slide = mlstack__json_get(rp, "sliding_attention");
+        if (!mlstack__json_is_null(full) && full->type != MLSTACK__JSON_OBJECT) full = NULL;
+        if (!mlstack__json_is_null(slide) && slide->type != MLSTACK__JSON_OBJECT) slide = NULL;
+        if (full || slide) {
+            if (!layer_rope && slide)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: rope_parameters per layer type are not supported for %s", file, c->architecture);
+        } else {
+            full = rp;
         }
     }
+    /* partial rotary: partial_rotary_factor at the top or in the rope object */
+    if ((r = mlstack__cfg_num(full ? full : root, "partial_rotary_factor", 1.0, 0, 1, &prf, file, err)) != MLSTACK_OK) return r;
+    if (prf == 1.0f && full && (r = mlstack__cfg_num(root, "partial_rotary_factor", 1.0, 0, 1, &prf, file, err)) != MLSTACK_OK)
+        return r;
+    c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
+    if (c->rot_dim < 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
+    if ((r = mlstack__cfg_float(root, "rope_theta", layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+        (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
+        return r;
+    if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err))) return r;
+    if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
+    if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
+    if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    c->rope_theta = c->rope[0].theta;
+    c->rope_kind = c->rope[0].kind;
+    c->rope_factor = c->rope[0].factor;
+    c->rope_low = c->rope[0].low;
+    c->rope_high = c->rope[0].high;
+    c->rope_orig_max = c->rope[0].orig_max;
+    return MLSTACK_OK;
+}
+
+/* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
+   which layers use them, scales and soft-capping. */
+static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    float qpas;
+    int64_t w;
+    c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
+    c->attn_bias = (f->flags & MLSTACK__F_QKV_BIAS) || mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
+    c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
+    c->mlp_bias = mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
+    c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD ? 1 : f->flags & MLSTACK__F_QK_NORM_ALL ? 2 : 0;
+    v = mlstack__json_get(root, "sliding_window");
+    if (!mlstack__json_is_null(v)) {
+        if (!mlstack__json_int(v, &w) || w < 0 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer, 0 or null", file);
+        c->sliding_window = (int)w; /* 0: none */
+    }
+    if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
+        c->sliding_window = 0;
+    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer",
+                                     file, i);
+            c->layer_sliding[i] = (unsigned char)slides;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d", file, i,
+                                 c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
+    /* scales */
+    c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
+    c->residual_scale = 1.0f;
+    c->logits_div = 1.0f;
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    if (f->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = (float)sqrt((double)c->n_embd);
+    if (f->flags & MLSTACK__F_QPAS) {
+        if ((r = mlstack__cfg_num(root, "query_pre_attn_scalar", c->head_dim, 1e-6, 1e9, &qpas, file, err)) != MLSTACK_OK)
+            return r;
+        c->attn_scale = (float)pow((double)qpas, -0.5);
+    }
+    if (f->flags & MLSTACK__F_MULTIPLIERS) {
+        if ((r = mlstack__cfg_num(root, "embedding_multiplier", 1, 1e-9, 1e9, &c->embed_scale, file, err)) ||
+            (r = mlstack__cfg_num(root, "residual_multiplier", 1, 1e-9, 1e9, &c->residual_scale, file, err)) ||
+            (r = mlstack__cfg_num(root, "attention_multiplier", 1, 1e-9, 1e9, &c->attn_scale, file, err)) ||
+            (r = mlstack__cfg_num(root, "logits_scaling", 1, 1e-9, 1e9, &c->logits_div, file, err)))
+            return r;
+    }
+    if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
+        v = mlstack__json_get(root, "attn_logit_softcapping");
+        if (!v) c->attn_softcap = f->attn_softcap;
+        else if ((r = mlstack__cfg_num(root, "attn_logit_softcapping", 0, 1e-6, 1e9, &c->attn_softcap, file, err))) return r;
+    }
+    if (f->flags & MLSTACK__F_FINAL_SOFTCAP) {
+        v = mlstack__json_get(root, "final_logit_softcapping");
+        if (!v) c->final_softcap = f->final_softcap;
+        else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err))) return r;
+    }
+    /* mixture of experts */
+    if (f->moe) {
+        int i, step = 1;
+        const mlstack__json *e;
+        const char *ek = f->n_experts_key; /* transformers 5 writes num_local_experts for some */
+        if (mlstack__json_is_null(mlstack__json_get(root, ek)) && !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
+            ek = "num_local_experts";
+        if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
+            (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
+            (r = mlstack__cfg_int(root, f->moe_ff_key, 0, &c->moe_ff, file, err)))
+            return r;
+        if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d experts, %d per token (at most %d experts, and no more "
+                                 "per token than there are)", file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file, c->n_layers,
+                                 MLSTACK__MAX_TYPED_LAYERS);
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
+        if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
+            (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+            return r;
+        if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
+            return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+        v = mlstack__json_get(root, "mlp_only_layers");
+        if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
+            if (v->type != MLSTACK__JSON_ARRAY)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices", file);
+            for (e = v->child; e; e = e->next) {
+                if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers holds an entry that is not a layer index",
+                                         file);
+                c->layer_moe[w] = 0;
+            }
+        }
+        if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
+    }
+    /* options of these families that the forward pass does not implement: refused by name */
+    if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported", file);
     return MLSTACK_OK;
 }
 
@@ -18103,31 +18437,74 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
 
-/* Rotary inverse frequencies as transformers computes them (float32), then scaled. */
-static void mlstack__rope_freqs(const mlstack__config *c, float *inv_freq) {
-    int half = c->head_dim / 2, i;
+/* Rotary inverse frequencies of table t as transformers computes them (float32), then scaled:
+   rot_dim / 2 of them into inv_freq; for longrope the long factors' set into inv_long. Returns
+   the cos/sin scale (yarn and longrope attention factor, else 1). */
+static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq, float *inv_long) {
+    int dim = c->rot_dim, half = dim / 2, i;
+    double pi = 3.14159265358979323846, low = 0, high = 0;
+    float mul = 1.0f;
+    if (t->kind == MLSTACK__ROPE_YARN) {
+        /* correction range: the dims whose wavelength fits beta_fast / beta_slow turns in the original context */
+        low = dim * log(t->orig_max / (t->beta_fast * 2 * pi)) / (2 * log((double)t->theta));
+        high = dim * log(t->orig_max / (t->beta_slow * 2 * pi)) / (2 * log((double)t->theta));
+        if (t->truncate) low = floor(low), high = ceil(high);
+        if (low < 0) low = 0;
+        if (high > dim - 1) high = dim - 1;
+        if (low == high) high += 0.001;
+        if (t->attn_factor > 0) mul = t->attn_factor;
+        else if (t->mscale > 0 && t->mscale_all_dim > 0)
+            mul = (float)((t->factor <= 1 ? 1.0 : 0.1 * t->mscale * log((double)t->factor) + 1.0) /
+                          (t->factor <= 1 ? 1.0 : 0.1 * t->mscale_all_dim * log((double)t->factor) + 1.0));
+        else mul = (float)(t->factor <= 1 ? 1.0 : 0.1 * log((double)t->factor) + 1.0);
+    } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
+        if (t->attn_factor > 0) mul = t->attn_factor;
+        else mul = t->factor <= 1 ? 1.0f : (float)sqrt(1 + log((double)t->factor) / log((double)t->orig_max));
+    }
     for (i = 0; i < half; i++) {
-        float f = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim));
-        if (c->rope_kind == 1) {
-            f = f / c->rope_factor;
-        } else if (c->rope_kind == 2) {
-            double pi = 3.14159265358979323846;
-            double low_wl = c->rope_orig_max / c->rope_low, high_wl = c->rope_orig_max / c->rope_high;
+        float base_pow = (float)pow((double)t->theta, (double)((float)(2 * i) / (float)dim));
+        float f = (float)(1.0 / pow((double)t->theta, (double)(float)(2 * i) / (double)dim));
+        if (t->kind == MLSTACK__ROPE_LINEAR) {
+            f = f / t->factor;
+        } else if (t->kind == MLSTACK__ROPE_LLAMA3) {
+            double low_wl = t->orig_max / t->low, high_wl = t->orig_max / t->high;
             double wl = 2 * pi / f;
             if (wl > low_wl) {
-                f = f / c->rope_factor;
+                f = f / t->factor;
             } else if (wl >= high_wl) {
-                double smooth = (c->rope_orig_max / wl - c->rope_low) / (c->rope_high - c->rope_low);
-                f = (float)((1 - smooth) * f / c->rope_factor + smooth * f);
+                double smooth = (t->orig_max / wl - t->low) / (t->high - t->low);
+                f = (float)((1 - smooth) * f / t->factor + smooth * f);
             }
+        } else if (t->kind == MLSTACK__ROPE_YARN) {
+            float interp = 1.0f / (t->factor * base_pow), ramp = (float)(((float)i - low) / (high - low));
+            float ext = 1.0f - (ramp < 0 ? 0.0f : ramp > 1 ? 1.0f : ramp);
+            f = interp * (1.0f - ext) + f * ext;
+        } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
+            if (inv_long) inv_long[i] = 1.0f / (t->long_f[i] * base_pow);
+            f = 1.0f / (t->short_f[i] * base_pow);
         }
         inv_freq[i] = f;
     }
+    return mul;
+}
+
+/* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
+   their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
+static int mlstack__model_rope(mlstack_model *m) {
+    const mlstack__config *c = &m->cfg;
+    int half = c->rot_dim / 2, t, longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
+    m->inv_freq = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
+    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
+    if (!m->inv_freq || (longrope && !m->inv_freq_long)) return -1;
+    for (t = 0; t < 2; t++)
+        m->rope_mul[t] = mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + (size_t)t * half,
+                                             m->inv_freq_long ? m->inv_freq_long + (size_t)t * half : NULL);
+    return 0;
 }
 
 static void mlstack__model_free_owned(mlstack_model *m) {
@@ -18263,6 +18640,60 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     return MLSTACK_OK;
 }
 
+/* A norm weight of n entries as f32; plus: stored as w, applied as (1 + w), so the copy holds
+   1 + w (rounded once, as transformers computes it in f32). */
+static mlstack_result mlstack__model_norm_n(mlstack_model *m, const char *name, int64_t n, int plus, const float **out,
+                                            mlstack_error *err) {
+    mlstack_result r = mlstack__model_vec(m, name, n, out, err);
+    float *dst;
+    int64_t i;
+    if (r != MLSTACK_OK || !plus) return r;
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (i = 0; i < n; i++) dst[i] = 1.0f + (*out)[i];
+    *out = dst;
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                          mlstack_error *err) {
+    return mlstack__model_norm_n(m, name, n, (m->cfg.fam->flags & MLSTACK__F_NORM_PLUS_ONE) != 0, out, err);
+}
+
+/* Rows [r0, r1) of a fused projection as a weight of its own (the same bytes). Views carry no
+   name: mlstack_model_save writes the fused tensor as stored. */
+static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
+    *dst = *w;
+    dst->name = NULL;
+    dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
+    dst->n_out = r1 - r0;
+    dst->bias = w->bias ? w->bias + r0 : NULL;
+}
+
+/* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
+   its rotary table. */
+static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
+    int p = c->fam->sliding_period, slides;
+    if (c->has_layer_types) slides = c->layer_sliding[l];
+    else slides = p <= 1 || (l + 1) % p != 0;
+    L->window = slides ? c->sliding_window : 0;
+    L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+}
+
+/* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
+   and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
+   f32 reference does). */
+static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
+    if (!(c->fam->flags & MLSTACK__F_EMBED_SQRT)) return;
+    if (dt == MLSTACK_DTYPE_F16) {
+        c->embed_scale = mlstack__f16_to_f32(mlstack__f32_to_f16(c->embed_scale));
+    } else if (dt == MLSTACK_DTYPE_BF16) {
+        uint32_t x;
+        memcpy(&x, &c->embed_scale, 4);
+        x = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u; /* round to nearest even */
+        memcpy(&c->embed_scale, &x, 4);
+    }
+}
+
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__st_tensor *t;
@@ -18273,7 +18704,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         return r;
     m->embed = m->st.files[t->file].data + t->begin;
     m->embed_dtype = t->dtype;
-    if ((r = mlstack__model_vec(m, "model.norm.weight", c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    mlstack__embed_scale_dtype(&m->cfg, t->dtype);
+    if ((r = mlstack__model_norm(m, "model.norm.weight", c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") && mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
         if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) return r;
@@ -18299,42 +18731,115 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
+        const mlstack__family *f = c->fam;
+        int qn = c->qk_norm == 2 ? q_dim : c->head_dim, kn = c->qk_norm == 2 ? kv_dim : c->head_dim;
+        char nm[200];
 #define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix), name)
-        if ((r = mlstack__model_vec(m, MLSTACK__LNAME("input_layernorm.weight"), c->n_embd, &L->attn_norm, err)) ||
-            (r = mlstack__model_vec(m, MLSTACK__LNAME("post_attention_layernorm.weight"), c->n_embd, &L->ffn_norm, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.q_proj"), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.k_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.v_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wv, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.o_proj"), c->n_embd, q_dim, c->o_bias, &L->wo, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)) ||
+#define MLSTACK__LNORM(field, key)                                                                        \
+    if (key) {                                                                                            \
+        snprintf(nm, sizeof nm, "%s.weight", key);                                                        \
+        if ((r = mlstack__model_norm(m, MLSTACK__LNAME(nm), c->n_embd, &L->field, err)) != MLSTACK_OK) return r; \
+    }
+        MLSTACK__LNORM(attn_norm, f->attn_norm)
+        MLSTACK__LNORM(post_attn_norm, f->post_attn_norm)
+        MLSTACK__LNORM(ffn_norm, f->ffn_norm)
+        MLSTACK__LNORM(post_ffn_norm, f->post_ffn_norm)
+#undef MLSTACK__LNORM
+        if (f->qkv) { /* one fused projection, q | k | v rows: three views of it */
+            mlstack__weight all;
+            memset(&all, 0, sizeof all);
+            snprintf(nm, sizeof nm, "self_attn.%s", f->qkv);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all, err)))
+                return r;
+            mlstack__weight_view(&L->wq, &all, 0, q_dim);
+            mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
+            mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
+        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.q_proj"), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
+                   (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.k_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
+                   (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.v_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wv, err))) {
+            return r;
+        }
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.o_proj"), c->n_embd, q_dim, c->o_bias, &L->wo, err)))
+            return r;
+        if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+            int e;
+            L->moe = 1;
+            L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+            if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            snprintf(nm, sizeof nm, "%s.gate", f->moe);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+            for (e = 0; e < c->n_experts; e++) {
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_gate);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err))) return r;
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_up);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+                    return r;
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_down);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
+                    return r;
+            }
+            if (c->shared_ff) {
+                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err))) return r;
+                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
+            }
+        } else if (f->gate_up) { /* fused gate | up rows */
+            mlstack__weight all;
+            memset(&all, 0, sizeof all);
+            snprintf(nm, sizeof nm, "mlp.%s", f->gate_up);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err))) return r;
+            mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
+            mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
+        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)) ||
+                   (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err))) {
+            return r;
+        }
+        if (!L->moe &&
             (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.down_proj"), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
             return r;
         if (c->qk_norm) {
-            if ((r = mlstack__model_vec(m, MLSTACK__LNAME("self_attn.q_norm.weight"), c->head_dim, &L->q_norm, err)) ||
-                (r = mlstack__model_vec(m, MLSTACK__LNAME("self_attn.k_norm.weight"), c->head_dim, &L->k_norm, err)))
+            int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
+            if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
+                (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
                 return r;
         }
 #undef MLSTACK__LNAME
+        mlstack__layer_kind(c, l, L);
     }
     return MLSTACK_OK;
 }
 
-/* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
+/* The projection weights of layer l (l = -1: the LM head) into ws (room for
+   MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
+   shared expert the family lacks) are left out. */
+#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
 static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
+    mlstack__weight *all[11];
+    int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
         return 1;
     }
     L = &m->layers[l];
-    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-    ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-    return 7;
+    all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
+    all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
+    all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
+    for (i = 0; i < 11; i++)
+        if (all[i]->data) ws[n++] = all[i];
+    if (L->sh_router.data) ws[n++] = &L->sh_router;
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    return n;
 }
 
-/* Quantizes every projection and the LM head (not the embedding table) to `quant`, using all
-   CPUs; weights whose rows are not a multiple of 32 stay as stored. */
+/* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
+   routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
+   stored. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
@@ -18346,11 +18851,13 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads for quantization");
     }
     for (l = -1; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             void *dst;
             if (ws[i]->n_in % MLSTACK__QK) continue;
+            /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
+            if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
             if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
                 mlstack__pool_free(&pool);
@@ -18390,7 +18897,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
     int l, i;
     mlstack__lock(&mlstack__pack_lock);
     for (l = -1; l < m->cfg.n_layers && r == MLSTACK_OK; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n && r == MLSTACK_OK; i++) {
@@ -18424,7 +18931,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
 static mlstack__weight *mlstack__model_weight_named(mlstack_model *m, const char *name) {
     int l;
     for (l = -1; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int i, n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
             if (ws[i]->name && strcmp(ws[i]->name, name) == 0) return ws[i];
@@ -18592,13 +19099,16 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
 }
 
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
+    int i;
     if (!m) return;
     mlstack_tokenizer_close(m->tok);
     mlstack_chat_template_close(m->tpl);
     mlstack__st_close(&m->st);
     mlstack__model_free_owned(m);
+    for (i = 0; m->layers && i < m->cfg.n_layers; i++) MLSTACK_FREE(m->layers[i].experts);
     MLSTACK_FREE(m->layers);
     MLSTACK_FREE(m->inv_freq);
+    MLSTACK_FREE(m->inv_freq_long);
     MLSTACK_FREE(m->path);
     MLSTACK_FREE(m);
 }
@@ -18646,11 +19156,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
             }
         }
     }
-    if (r == MLSTACK_OK) {
-        m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
-        if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else mlstack__rope_freqs(&m->cfg, m->inv_freq);
-    }
+    if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r != MLSTACK_OK) {
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);
         mlstack_model_close(m);
@@ -18817,13 +19323,16 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.n_experts)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random weights for %s (mixture of experts) are not supported", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
     } else if (r == MLSTACK_OK) {
         const mlstack__config *c = &m->cfg;
         int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
-        size_t n_ones = (size_t)(c->n_embd > c->head_dim ? c->n_embd : c->head_dim), n_zeros = (size_t)c->n_ff, i;
+        size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
         float *ones, *zeros;
         if ((size_t)qd > n_zeros) n_zeros = (size_t)qd;
         if ((size_t)c->n_embd > n_zeros) n_zeros = (size_t)c->n_embd;
@@ -18836,6 +19345,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             memset(zeros, 0, n_zeros * sizeof(float));
             m->final_norm = ones;
             m->embed_dtype = dtype;
+            mlstack__embed_scale_dtype(&m->cfg, dtype);
             m->embed = mlstack__rand_tensor(m, &pool, dtype, (size_t)c->n_vocab * (size_t)c->n_embd, seed, 0);
             ok = m->embed != NULL;
         }
@@ -18851,8 +19361,12 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         for (l = 0; ok && l < c->n_layers; l++) {
             mlstack__layer *L = &m->layers[l];
             uint64_t t = 2 + (uint64_t)l * 8;
-            L->attn_norm = L->ffn_norm = ones;
+            L->attn_norm = c->fam->attn_norm ? ones : NULL;
+            L->ffn_norm = c->fam->ffn_norm ? ones : NULL;
+            L->post_attn_norm = c->fam->post_attn_norm ? ones : NULL;
+            L->post_ffn_norm = c->fam->post_ffn_norm ? ones : NULL;
             if (c->qk_norm) L->q_norm = L->k_norm = ones;
+            mlstack__layer_kind(c, l, L);
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1, &L->wk) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2, &L->wv) &&
@@ -18865,11 +19379,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path, mlstack_dtype_name(dtype));
     }
     if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, err);
-    if (r == MLSTACK_OK) {
-        m->inv_freq = (float *)mlstack__calloc((size_t)m->cfg.head_dim / 2, sizeof(float));
-        if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else mlstack__rope_freqs(&m->cfg, m->inv_freq);
-    }
+    if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r != MLSTACK_OK) {
         mlstack_model_close(m);
         return r;
@@ -19255,13 +19765,13 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
-       out_g (Dh,) = sum_t softmax_t(q_g . k_t * scale) v_t,   q, out: row r at + r * ldq (ldo), (G, Dh)
+       out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
    Each K/V chunk is converted to f32 once for all R rows and G heads. Every row sees the same
    chunks (starting at t0) and the same kernel calls as it would alone, so its result does not
    depend on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R, int G,
                             const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0,
-                            const int32_t *t1, float scale, float *scratch) {
+                            const int32_t *t1, float scale, float softcap, float *scratch) {
     const void *kp[MLSTACK__ATT_CHUNK], *vp[MLSTACK__ATT_CHUNK];
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
@@ -19286,6 +19796,12 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             float *ar = acc + (size_t)r * G * Dh;
             if (nr <= 0) continue;
             kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
+            if (softcap > 0) /* soft-capping (Gemma 2): s = cap tanh(s / cap), plain scalar C */
+                for (g = 0; g < G; g++)
+                    for (j = 0; j < nr; j++) {
+                        float *sj = sc + (size_t)g * MLSTACK__ATT_CHUNK + j, th = tanhf(*sj / softcap);
+                        *sj = th * softcap;
+                    }
             for (g = 0; g < G; g++) {
                 float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
                 for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
@@ -19309,12 +19825,18 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 }
 
 /* ==== 18. FORWARD ==== */ /* >>forward */
-/* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
-       xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
-       rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
-       x += a Wo; xn = rmsnorm(x); x += (silu(xn Wgate) * xn Wup) Wdown
-   then rmsnorm and the LM head for rows that want logits. Rows never mix: every output
-   element is computed the same way whatever else is in the batch.
+/* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
+   token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
+   mlstack__families; every norm is RMSNorm with its weight as applied):
+       xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
+       rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
+       a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
+           soft-capped where configured
+       x += post_norm(a Wo) * residual_scale
+       xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
+   then norm and the LM head for rows that want logits, / logits_div, soft-capped where
+   configured. Rows never mix: every output element is computed the same way whatever else
+   is in the batch.
    The pass runs on one rank (>>ranks): its query heads (with their KV heads), its rows
    of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
    slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
@@ -19331,6 +19853,11 @@ typedef struct mlstack__scratch {
     float *rope;        /* (B, Dh): cos and sin of each row's position */
     float *scores;      /* n_threads * attention scratch */
     int *att_blk;       /* (B + 1,) attention row blocks */
+    /* MoE layers (one rank): router logits (B, E); one expert's gathered rows (B, D), their
+       gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
+       (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
+    float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    int *moe_idx, *moe_rows;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -19400,9 +19927,9 @@ typedef struct mlstack__attn_job {
     int layer;
 } mlstack__attn_job;
 
-static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
-    return c->sliding_window && pos >= c->sliding_window ? pos - c->sliding_window + 1 : 0;
-}
+static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
+/* First position row `pos` attends to in the sliding layers (every layer: the same or 0). */
+static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) { return mlstack__window_from(c->sliding_window, pos); }
 
 /* One task per (row block, KV head of the rank): the block's rows (one sequence, consecutive
    positions) and the query heads of the rank that read that KV head (all G = H / Hkv of its
@@ -19422,12 +19949,13 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer, h, Dh, mlstack__window_start(c, row->pos), t1,
-                    1.0f / sqrtf((float)Dh), rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
+                    &rk->kv.seqs[row->seq], j->layer, h, Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1,
+                    c->attn_scale, c->attn_softcap, rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
-/* Row `task`'s q and k: per-head RMSNorm (Qwen3) and rotary embedding; then its k and v go to
-   the row's KV slot in the cache's dtype. */
+/* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
+   one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
+   head; then its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -19436,17 +19964,21 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const mlstack_batch_row *row = &j->rows[task];
     mlstack__scratch *s = &rk->s;
     int Dh = c->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = rk->sh.k1 - rk->sh.k0, kvd = nkv * Dh, h;
-    float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd, *cs = s->rope + (size_t)task * Dh;
+    float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
+    const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
+    int whole = c->qk_norm == 2;
     (void)n_tasks;
     (void)thread;
+    if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
+    if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
-        if (L->q_norm) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        mlstack__rope_apply(q + h * Dh, Dh, cs);
+        if (L->q_norm && !whole) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+        mlstack__rope_apply(q + h * Dh, c->rot_dim, cs);
     }
     for (h = 0; h < nkv; h++) {
-        if (L->k_norm) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        mlstack__rope_apply(k + h * Dh, Dh, cs);
+        if (L->k_norm && !whole) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+        mlstack__rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
     rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&rk->kv, sq, j->layer, 1, row->pos),
@@ -19472,20 +20004,37 @@ static int mlstack__attn_blocks(const mlstack__config *c, const mlstack_batch_ro
 
 /* ---- the ops of the formula, each timed by the profiler when it records ---- */
 
-/* x (B, D) = embedding rows of the tokens; the rotary table of each row's position. */
+/* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
+   position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
+   rows at or past original_max_position_embeddings: what transformers computes when it decodes
+   token by token (a prompt longer than that, run as one forward, uses them for every row). */
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
-    int D = m->cfg.n_embd, Dh = m->cfg.head_dim, b;
+    const mlstack__config *c = &m->cfg;
+    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
+    for (b = 0; b < B; b++) {
+        float *x = rk->s.x + (size_t)b * D;
+        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize, x,
+                        (size_t)D);
+        if (c->embed_scale != 1.0f)
+            for (i = 0; i < D; i++) x[i] *= c->embed_scale;
+    }
     for (b = 0; b < B; b++)
-        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
-                        rk->s.x + (size_t)b * D, (size_t)D);
-    for (b = 0; b < B; b++) mlstack__rope_table(rk->s.rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
+        for (t = 0; t < n_tab; t++) {
+            float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
+            const float *inv = m->inv_freq + (size_t)t * (rd / 2);
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+                inv = m->inv_freq_long + (size_t)t * (rd / 2);
+            mlstack__rope_table(cs, rd, rows[b].pos, inv);
+            if (m->rope_mul[t] != 1.0f)
+                for (i = 0; i < rd; i++) cs[i] *= m->rope_mul[t];
+        }
     MLSTACK__PROF_END(rk->pool, EMBED, -1, rows, B);
 }
 
-/* out (B, D) = rmsnorm(x (B, D)) * w */
+/* out (B, D) = rmsnorm(x (B, D)) * w (w: the f32 weight as applied, (1 + w) already added) */
 static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, int B, int layer) {
     const mlstack__config *c = &rk->model->cfg;
     int b;
@@ -19494,18 +20043,64 @@ static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x,
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
-/* x (B, D) += y (B, D) */
+/* x (B, D) += y (B, D) * residual_scale (Granite; the product rounded before the add, as
+   transformers does) */
 static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    float rs = rk->model->cfg.residual_scale;
     MLSTACK__PROF_BEGIN(rk->pool, ADD);
-    for (i = 0; i < n; i++) x[i] += y[i];
+    if (rs == 1.0f) {
+        for (i = 0; i < n; i++) x[i] += y[i];
+    } else {
+        for (i = 0; i < n; i++) {
+            float t = y[i] * rs;
+            x[i] += t;
+        }
+    }
     MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
 }
 
-/* g (B, n) = silu(g) * u */
+/* ---- element-wise math of the families, in plain scalar C: one statement per rounding, no
+   contraction a compiler could fuse differently, so every ISA path gives the same bits ---- */
+
+/* GELU, tanh approximation (gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static float mlstack__gelu_tanh(float x) {
+    float x3 = x * x * x, inner, th;
+    inner = 0.044715f * x3;
+    inner = x + inner;
+    inner = 0.7978845608028654f * inner;
+    th = tanhf(inner);
+    th = 1.0f + th;
+    return 0.5f * x * th;
+}
+/* GELU, exact: 0.5 x (1 + erf(x / sqrt(2))) */
+static float mlstack__gelu_erf(float x) {
+    float e = erff(x * 0.7071067811865476f);
+    e = 1.0f + e;
+    return 0.5f * x * e;
+}
+/* s (n,) = cap tanh(s / cap) */
+static void mlstack__softcap(float *v, size_t n, float cap) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float t = tanhf(v[i] / cap);
+        v[i] = t * cap;
+    }
+}
+
+/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here */
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
+    int act = rk->model->cfg.act;
+    size_t i, N = (size_t)B * (size_t)n;
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    rk->k->swiglu(g, u, B * n);
+    if (act == MLSTACK__ACT_SILU) {
+        rk->k->swiglu(g, u, B * n);
+    } else {
+        for (i = 0; i < N; i++) {
+            float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
+            g[i] = a * u[i];
+        }
+    }
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -19537,6 +20132,81 @@ static void mlstack__project(mlstack__rank *rk, const float *x, int B, int n, co
    tensor (the exchange then has nothing to do), else the rank's own buffer. */
 static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) { return rk->n_ranks == 1 ? whole : own; }
 
+/* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
+   routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
+   renormalized where configured; each expert computes only the rows routed to it (gathered,
+   so a row's result does not depend on which other rows share the expert: the matmul
+   kernels reduce each row alone), and each row adds its experts' weighted outputs in expert
+   order, starting from zero. Qwen2-MoE adds sigmoid(xn Wsg) * shared_expert(xn). */
+static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
+        int *idx = s->moe_idx + (size_t)b * K;
+        for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
+        for (e = 0; e < E; e++) {
+            lg[e] = expf(lg[e] - mx);
+            sum += lg[e];
+        }
+        for (e = 0; e < E; e++) lg[e] = lg[e] / sum;
+        for (k = 0; k < K; k++) { /* selection of the k largest, stable */
+            int best = -1;
+            for (e = 0; e < E; e++) {
+                int taken = 0;
+                for (j = 0; j < k; j++) taken |= idx[j] == e;
+                if (!taken && (best < 0 || lg[e] > lg[best])) best = e;
+            }
+            idx[k] = best;
+            w[k] = lg[best];
+        }
+        if (c->norm_topk) {
+            float t = 0;
+            for (k = 0; k < K; k++) t += w[k];
+            for (k = 0; k < K; k++) w[k] = w[k] / t;
+        }
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    for (e = 0; e < E; e++) {
+        int n = 0;
+        for (b = 0; b < B; b++)
+            for (k = 0; k < K; k++)
+                if (s->moe_idx[(size_t)b * K + k] == e) {
+                    s->moe_rows[n] = b * K + k;
+                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    n++;
+                }
+        if (!n) continue;
+        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
+        for (i = 0; i < n; i++) {
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D, *y = s->moe_y + (size_t)i * D;
+            for (j = 0; j < D; j++) {
+                float t = y[j] * wt;
+                o[j] += t;
+            }
+        }
+    }
+    if (c->shared_ff) {
+        float g1[1];
+        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++) {
+            float sg;
+            mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
+            sg = 1.0f / (1.0f + expf(-g1[0]));
+            for (j = 0; j < D; j++) {
+                float t = sg * s->moe_y[(size_t)b * D + j];
+                out[(size_t)b * D + j] += t;
+            }
+        }
+    }
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -19554,26 +20224,36 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &rk->layers[l];
+        const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv */
-        mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, B, l);
-        mlstack__project(rk, s->xn, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, B, l), in = s->xn;
+        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
         /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
         mlstack__rope_kv(rk, &aj, B);
         mlstack__attention(rk, &aj, n_blk, B);
         if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-        /* x += a Wo */
+        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
         mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
         if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        mlstack__residual_add(rk, s->x, xb->o, B, l);
-        /* xn = rmsnorm(x); x += (silu(xn Wgate) * xn Wup) Wdown */
-        mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, B, l);
-        mlstack__project(rk, s->xn, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->o, L->post_attn_norm, B, l);
+        mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xb->o, B, l);
+        /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
+        in = s->x;
+        if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, B, l), in = s->xn;
+        if (L->moe) { /* one rank: no exchange */
+            mlstack__moe(rk, L, in, s->moe_acc, B, l);
+            if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, B, l);
+            mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
+            continue;
+        }
+        mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
         mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
         mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
         if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
-        mlstack__residual_add(rk, s->x, xb->d, B, l);
+        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->d, L->post_ffn_norm, B, l);
+        mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xb->d, B, l);
     }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
        one row at a time keeps the scratch small (the LM head reads the same weights for each) */
@@ -19592,6 +20272,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             float *y = rk->n_ranks == 1 ? full : s->out;
             mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
+            if (full && c->logits_div != 1.0f) { /* Granite: logits / logits_scaling */
+                size_t i, nl = (size_t)n * (size_t)c->n_vocab;
+                for (i = 0; i < nl; i++) full[i] /= c->logits_div;
+            }
+            if (full && c->final_softcap > 0) mlstack__softcap(full, (size_t)n * (size_t)c->n_vocab, c->final_softcap);
         }
     }
     return 0;
@@ -19934,6 +20619,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     {
         size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
         if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
         if ((uint64_t)d->max_batch_tokens * max_in > (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements",
                                  d->max_batch_tokens, max_in, INT_MAX);
@@ -21408,6 +22095,8 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
+    if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+    if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -21417,10 +22106,22 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
     s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
-    s->rope = mlstack__falloc(B, Dh);
+    s->rope = mlstack__falloc(B, 2 * Dh);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
     s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (c->n_experts) { /* MoE scratch (>>forward) */
+        size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
+        s->router = mlstack__falloc(B, (size_t)c->n_experts);
+        s->moe_x = mlstack__falloc(B, D), s->moe_y = mlstack__falloc(B, D), s->moe_acc = mlstack__falloc(B, D);
+        s->moe_g = mlstack__falloc(B, fm), s->moe_u = mlstack__falloc(B, fm);
+        s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
+        s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
+        s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
+            !s->moe_rows)
+            return MLSTACK_ERR_NO_MEMORY;
+    }
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
@@ -21469,6 +22170,15 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->out);
     mlstack__aligned_free(s->mm);
     mlstack__aligned_free(s->rope);
+    mlstack__aligned_free(s->router);
+    mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_y);
+    mlstack__aligned_free(s->moe_acc);
+    mlstack__aligned_free(s->moe_g);
+    mlstack__aligned_free(s->moe_u);
+    mlstack__aligned_free(s->moe_w);
+    MLSTACK_FREE(s->moe_idx);
+    MLSTACK_FREE(s->moe_rows);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -21687,6 +22397,12 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (R > c->n_heads)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)",
                              R, c->n_heads);
+    if (R > 1 && c->n_experts)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (mixture of experts) runs on one rank only",
+                             c->architecture);
+    if (R > 1 && c->qk_norm == 2) /* the norm of the whole projection spans every rank's heads */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
+                             c->architecture);
 #if defined(MLSTACK_NO_THREADS)
     if (!t && R > 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
@@ -22124,12 +22840,12 @@ static const char *mlstack__prof_weight_name(const mlstack_model *m, const void 
     *layer = -1;
     if (w == (const void *)&m->lm_head) return "lm_head";
     for (l = 0; l < m->cfg.n_layers; l++) {
-        mlstack__weight *ws[7];
-        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only compared */
-        for (i = 0; i < 7; i++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only compared */
+        for (i = 0; i < nw; i++) {
             if (w == (const void *)ws[i]) {
                 *layer = l;
-                return names[i];
+                return i < 4 || (i < 7 && !m->layers[l].moe) ? names[i] : "moe";
             }
         }
     }
@@ -22344,9 +23060,9 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes + (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] +
             4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
-        mlstack__weight *ws[7];
-        mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
-        for (i = 0; i < 7; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
+        for (i = 0; i < nw; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
         total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
     }
     return total;

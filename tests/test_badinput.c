@@ -647,14 +647,13 @@ static void test_model_config(void) {
         free(c);
     }
     /* activations and rope */
-    CONFIG_CASE("\"silu\"", "\"gelu_pytorch_tanh\"", MLSTACK_ERR_UNSUPPORTED,
-                "hidden_act = \"gelu_pytorch_tanh\" is not supported", NULL);
-    CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0},\n  \"rope_parameters\"",
-                MLSTACK_ERR_UNSUPPORTED, "rope_scaling type \"yarn\" is not supported", "default, linear, llama3");
+    CONFIG_CASE("\"silu\"", "\"relu\"", MLSTACK_ERR_UNSUPPORTED, "hidden_act = \"relu\" is not supported", NULL);
+    CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"su\", \"factor\": 4.0},\n  \"rope_parameters\"",
+                MLSTACK_ERR_UNSUPPORTED, "rope_scaling type \"su\" is not supported", "default, linear, llama3, yarn, longrope");
     CONFIG_CASE("\"rope_type\": \"default\"", "\"rope_type\": \"dynamic\"", MLSTACK_ERR_UNSUPPORTED,
                 "rope_scaling type \"dynamic\"", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"type\": \"longrope\"},\n  \"rope_parameters\"",
-                MLSTACK_ERR_UNSUPPORTED, "\"longrope\"", NULL);
+                MLSTACK_ERR_FORMAT, "longrope needs a short_factor list", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"linear\"},\n  \"rope_parameters\"",
                 MLSTACK_ERR_FORMAT, "rope_scaling.factor", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},\n  \"rope_parameters\"",

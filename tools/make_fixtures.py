@@ -13,6 +13,15 @@ Rerunnable: the same versions of numpy/torch/transformers give the same bytes.
     python3 tools/make_fixtures.py            # all models
     python3 tools/make_fixtures.py qwen3 llama  # only these
 
+Families (tests/fixtures/families/, checked by tests/test_families.c): one
+tiny model per architecture and per option that changes the math (Gemma 1/2/3,
+Phi-3 longrope, Granite, OLMo 2, RoPE variants, sliding windows, MoE, ...).
+Each holds one prompt of PROMPT_LONG tokens, longer than every sliding window
+and every original RoPE context in them; `logits.bin` beside reference.json
+holds transformers' logits at every position (f32 little-endian, row-major
+[positions, vocab]) and reference.json the ids, 32 greedy tokens and what the
+options did (how much soft-capping clipped).
+
 Needs: torch, transformers, numpy, safetensors.  Run time: under a minute on
 one core.
 """
@@ -280,21 +289,227 @@ def make(spec):
                 attempts=attempts, distinct=distinct)
 
 
+# ---- families: one long prompt, logits as binary, architecture options ----
+FAM_DIR = os.path.join(ROOT, "tests", "fixtures", "families")
+PROMPT_LONG = 112
+FAM_COMMON = dict(
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    max_position_embeddings=256,
+    rms_norm_eps=1e-6,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+)
+FAM_VOCAB = 128
+
+# Each entry: name, transformers class name, config overrides (rope_theta and
+# rope_scaling as in build_config), "drop" (common keys the config class does
+# not take), weight dtype.  Comments say what the fixture exercises.
+FAMILIES = [
+    # (1 + w) RMSNorm, sqrt(D) embedding scale, GeGLU (tanh), tied head
+    dict(name="gemma", cls="GemmaForCausalLM", extra=dict(hidden_act="gelu_pytorch_tanh"), embed_std=0.15),
+    # + pre/post norms, attention and final soft-capping that clip, query_pre_attn_scalar,
+    # sliding (window 24 < 112) / global layers alternating
+    dict(name="gemma2", cls="Gemma2ForCausalLM",
+         extra=dict(num_hidden_layers=3, query_pre_attn_scalar=24, sliding_window=24, tie_word_embeddings=False,
+                    attn_logit_softcapping=1.5, final_logit_softcapping=6.0),
+         head_std=0.75, clip=dict(final=6.0, attn=1.5)),
+    # + per-head (1 + w) q/k norms, per-layer RoPE bases (local 10000, global 1e6 with
+    # linear scaling), sliding pattern from layer_types, final soft-capping
+    dict(name="gemma3", cls="Gemma3ForCausalLM",
+         extra=dict(num_hidden_layers=3, query_pre_attn_scalar=16, sliding_window=20,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+                    final_logit_softcapping=5.0, tie_word_embeddings=False),
+         head_std=0.75, clip=dict(final=5.0), dtype=torch.bfloat16),
+    # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
+    # context (64 < 112), sliding window; recorded token by token (see run_incremental)
+    dict(name="phi3", cls="Phi3ForCausalLM",
+         extra=dict(partial_rotary_factor=0.5, original_max_position_embeddings=64, sliding_window=40,
+                    rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.7],
+                                  "long_factor": [1.3, 6.0]}),
+         drop=("head_dim",), incremental=True),
+    # embedding / residual / attention / logits multipliers
+    dict(name="granite", cls="GraniteForCausalLM",
+         extra=dict(embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
+                    logits_scaling=0.5)),
+    # no pre-norms, post-attention / post-FFN norms, q/k RMSNorm over the whole projection
+    dict(name="olmo2", cls="Olmo2ForCausalLM", drop=("head_dim",)),
+    # yarn past its original context (32 < 112), derived attention factor; bf16 weights
+    dict(name="llama_yarn", cls="LlamaForCausalLM",
+         extra=dict(rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
+         dtype=torch.bfloat16),
+    # yarn with mscale / mscale_all_dim and beta_fast, untruncated correction range
+    dict(name="qwen3_yarn", cls="Qwen3ForCausalLM",
+         extra=dict(rope_theta=1000000.0,
+                    rope_scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 48,
+                                  "mscale": 1.2, "mscale_all_dim": 0.8, "beta_fast": 16.0, "truncate": False})),
+    # use_sliding_window: layers from max_window_layers on slide (window 16 < 112), q/k/v biases
+    dict(name="qwen2_window", cls="Qwen2ForCausalLM",
+         extra=dict(num_hidden_layers=3, use_sliding_window=True, sliding_window=16, max_window_layers=1)),
+    # mixture of experts: top-2 of 4 (renormalized), sliding window
+    dict(name="mixtral", cls="MixtralForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=40),
+         drop=("head_dim",)),
+    # top-1 of 4 plus a gated shared expert, no renormalization, q/k/v biases
+    dict(name="qwen2_moe", cls="Qwen2MoeForCausalLM",
+         extra=dict(num_experts=4, num_experts_per_tok=1, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=48, norm_topk_prob=False)),
+    # top-2 of 6 renormalized, per-head q/k norms, layer 0 dense (mlp_only_layers)
+    dict(name="qwen3_moe", cls="Qwen3MoeForCausalLM",
+         extra=dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                    mlp_only_layers=[0])),
+    # top-2 of 4 without renormalization, q/k norms over the whole projection
+    dict(name="olmoe", cls="OlmoeForCausalLM",
+         extra=dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), drop=("head_dim",)),
+]
+
+
+def fam_config(spec):
+    import transformers
+    kw = dict(FAM_COMMON)
+    for k in spec.get("drop", ()):
+        kw.pop(k)
+    kw["vocab_size"] = FAM_VOCAB
+    kw.update(spec.get("extra", {}))
+    if "rope_parameters" not in kw:
+        rope = {"rope_type": "default", "rope_theta": kw.pop("rope_theta", 10000.0)}
+        rope.update(kw.pop("rope_scaling", None) or {})
+        if "partial_rotary_factor" in kw:
+            rope["partial_rotary_factor"] = kw["partial_rotary_factor"]
+        kw["rope_parameters"] = rope
+    cls = getattr(transformers, spec["cls"])
+    cfg = cls.config_class(**kw)
+    cfg._attn_implementation = "eager"
+    return cls, cfg
+
+
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
+    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0."""
+    rng = np.random.default_rng(seed)
+    plus_one = type(model).__name__.startswith("Gemma")
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            shape = tuple(p.shape)
+            if "norm" in name and name.endswith(".bias"):
+                v = 0.1 * rng.standard_normal(shape)
+            elif "norm" in name:
+                v = (0.0 if plus_one else 1.0) + 0.2 * rng.standard_normal(shape)
+            elif name.endswith(".bias"):
+                v = 0.2 * rng.standard_normal(shape)
+            elif "embed" in name:
+                v = embed_std * rng.standard_normal(shape)
+            elif "lm_head" in name:
+                v = head_std * rng.standard_normal(shape)
+            else:
+                v = 0.25 * rng.standard_normal(shape)
+            p.copy_(torch.from_numpy(v.astype(np.float32)))
+
+
+def run_incremental(model, ids, n_new):
+    """transformers run one token per forward with its KV cache, as it decodes: for RoPE types
+    whose frequencies depend on the length of the forward's sequence (longrope), every row then
+    sees the length up to itself. Logits at every prompt position and n_new greedy tokens."""
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    rows, greedy, seq = [], [], list(ids)
+    with torch.no_grad():
+        for i in range(len(ids) + n_new - 1):
+            out = model(torch.tensor([[seq[i]]]), position_ids=torch.tensor([[i]]), past_key_values=cache, use_cache=True)
+            row = out.logits[0, -1].float()
+            rows.append(row)
+            if i >= len(ids) - 1:
+                greedy.append(int(torch.argmax(row)))
+                seq.append(greedy[-1])
+    return torch.stack(rows[:len(ids)]), greedy, rows[len(ids) - 1:]
+
+
+def make_family(spec):
+    name = spec["name"]
+    seed = model_seed("family-" + name)
+    dtype = spec.get("dtype", torch.float32)
+    out = os.path.join(FAM_DIR, name)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    cls, cfg = fam_config(spec)
+    model = cls(cfg).eval()
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25))
+    model = model.to(dtype)
+    model.config.dtype = dtype
+    model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
+    model.save_pretrained(out)
+    loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
+    for k, v in loaded.state_dict().items():
+        assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k
+    loaded = loaded.float()
+
+    for attempt in range(MAX_ATTEMPTS):
+        ids = prompt_ids(seed, PROMPT_LONG, attempt, FAM_VOCAB, cfg.bos_token_id)
+        if spec.get("incremental"):
+            logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
+        else:
+            logits, greedy, _ = run_case(loaded, ids)
+            # the greedy choices (last prompt position and each new token) need a clear winner
+            x = torch.tensor([ids + greedy[:-1]])
+            with torch.no_grad():
+                rows = loaded(x).logits[0, len(ids) - 1:].float()
+        m = min(margin_of(r) for r in rows)
+        if m >= MIN_MARGIN and len(set(greedy)) >= MIN_DISTINCT:
+            break
+    else:
+        raise SystemExit("%s: no usable prompt" % name)
+    clip = {}
+    if "final" in spec.get("clip", {}):
+        cap = spec["clip"]["final"]
+        frac = float((logits.abs() > 0.9 * cap).float().mean())
+        assert frac > 0.005, (name, frac)  # soft-capping must actually bite
+        clip["final_logits_beyond_0.9_cap"] = round(frac, 4)
+    if "attn" in spec.get("clip", {}):
+        # the same prompt without attention soft-capping: the logits must move
+        for layer in loaded.model.layers:
+            layer.self_attn.attn_logit_softcapping = None
+        with torch.no_grad():
+            moved = float((loaded(torch.tensor([ids])).logits[0].float() - logits).abs().max())
+        assert moved > 0.1, (name, moved)
+        clip["attn_softcap_moves_logits_by"] = round(moved, 4)
+    arr = logits.numpy().astype("<f4")
+    arr.tofile(os.path.join(out, "logits.bin"))
+    ref = {"model": name, "architecture": loaded.config.architectures[0], "dtype": DTYPE_NAMES[dtype],
+           "compute": "f32", "run": "one token per forward, KV cache" if spec.get("incremental") else "one forward",
+           "positions": len(ids), "vocab": FAM_VOCAB, "ids": ids, "greedy": greedy,
+           "min_greedy_margin": round(m, 6), "attempts": attempt}
+    ref.update(clip)
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        f.write(json.dumps(ref) + "\n")
+    nbytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
+    return dict(name=name, files=len(os.listdir(out)), bytes=nbytes, margin=m, attempts=[attempt],
+                distinct=len(set(greedy)))
+
+
 def main(argv):
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     wanted = set(argv)
-    unknown = wanted - {m["name"] for m in MODELS}
+    unknown = wanted - {m["name"] for m in MODELS} - {f["name"] for f in FAMILIES}
     if unknown:
         raise SystemExit("unknown model(s): %s" % ", ".join(sorted(unknown)))
     rows = [make(m) for m in MODELS if not wanted or m["name"] in wanted]
+    rows += [make_family(f) for f in FAMILIES if not wanted or f["name"] in wanted]
 
     print("%-18s %5s %9s %12s %9s %8s" % ("model", "files", "bytes", "min margin", "retries", "distinct"))
     for r in rows:
         print("%-18s %5d %9d %12.6f %9s %8d" % (r["name"], r["files"], r["bytes"], r["margin"],
                                               "/".join(map(str, r["attempts"])), r["distinct"]))
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT_DIR) for f in fs)
-    print("all fixtures under %s: %d bytes" % (os.path.relpath(OUT_DIR, ROOT), total))
+    for d in (OUT_DIR, FAM_DIR):
+        total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+        print("all fixtures under %s: %d bytes" % (os.path.relpath(d, ROOT), total))
     print("smallest top-1/top-2 margin: %.6f" % min(r["margin"] for r in rows))
 
 

@@ -1,0 +1,261 @@
+/* Every tiny family model in tests/fixtures/families/ (made by tools/make_fixtures.py with
+   transformers; one per architecture and per option that changes the math): our logits at
+   every position of a 112-token prompt match transformers' within 1e-4, the 32-token greedy
+   continuation is identical, and the logits are bit-identical with 1 or 2 threads, batched
+   beside another sequence and evaluated in two chunks. The prompt is longer than every
+   sliding window and every original RoPE context in these models. */
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+#include "testlib.h"
+#include <dirent.h>
+#include <math.h>
+
+#define TOL 1e-4
+#define MAXP 160
+
+static const char *FIX = "tests/fixtures/families";
+
+/* Logits of ids[0..n) at every position, evaluated in chunks of `chunk` rows. */
+static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab, int chunk) {
+    mlstack_batch_row rows[MAXP];
+    float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
+    int32_t seq = -1;
+    int i, at;
+    if (!out || mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) {
+        free(out);
+        return NULL;
+    }
+    for (at = 0; at < n; at += chunk) {
+        int m = n - at < chunk ? n - at : chunk;
+        for (i = 0; i < m; i++) {
+            rows[i].seq = seq;
+            rows[i].pos = at + i;
+            rows[i].token = ids[at + i];
+            rows[i].want_logits = 1;
+        }
+        if (mlstack_engine_eval(e, rows, m) != MLSTACK_OK) {
+            printf("eval: %s\n", mlstack_engine_error(e));
+            free(out);
+            mlstack_engine_seq_free(e, seq);
+            return NULL;
+        }
+        for (i = 0; i < m; i++)
+            memcpy(out + (size_t)(at + i) * n_vocab, mlstack_engine_logits(e, i), sizeof(float) * (size_t)n_vocab);
+    }
+    mlstack_engine_seq_free(e, seq);
+    return out;
+}
+
+/* Whether the prompt's logits are bit-identical to ref when it runs interleaved with another
+   sequence (the reversed prompt) in one batch. */
+static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const float *ref, int n_vocab) {
+    static mlstack_batch_row rows[2 * MAXP];
+    int32_t sa = -1, sb = -1;
+    int i, nr = 0, same = 1;
+    if (mlstack_engine_seq_new(e, &sa) != MLSTACK_OK || mlstack_engine_seq_new(e, &sb) != MLSTACK_OK) return 0;
+    for (i = 0; i < n; i++) {
+        rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
+        rows[nr].seq = sa, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
+    }
+    if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) same = 0;
+    for (i = 0; same && i < n; i++)
+        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab)) same = 0;
+    mlstack_engine_seq_free(e, sa);
+    mlstack_engine_seq_free(e, sb);
+    return same;
+}
+
+static int count_greedy;
+static int32_t greedy_out[64];
+static int on_tok(void *u, int32_t t) {
+    (void)u;
+    if (count_greedy < 64) greedy_out[count_greedy++] = t;
+    return 0;
+}
+
+static int read_ids(const mlstack__json *a, int32_t *ids, int cap) {
+    const mlstack__json *v;
+    int n = 0;
+    for (v = a ? a->child : NULL; v && n < cap; v = v->next) ids[n++] = (int32_t)v->i;
+    return n;
+}
+
+static void check_family(const char *name) {
+    char dir[512], path[600];
+    size_t len, blen;
+    char *text, *bin;
+    mlstack__json_doc doc;
+    mlstack_model *m;
+    mlstack_engine *e1 = NULL, *e2 = NULL;
+    mlstack_error err;
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model_info info;
+    int32_t ids[MAXP], greedy[64], seq = -1;
+    int n, ng, k, same = 1;
+    float *ref, *ours = NULL, *ours2 = NULL, *chunked = NULL;
+    double maxdiff = 0;
+    mlstack_generate_desc g;
+    snprintf(dir, sizeof dir, "%s/%.128s", FIX, name);
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    text = tl_read(path, &len);
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    bin = tl_read(path, &blen);
+    if (!text || !bin) {
+        CHECKF(0, "%s: reference.json or logits.bin missing", name);
+        free(text);
+        free(bin);
+        return;
+    }
+    CHECK(mlstack__json_parse(&doc, text, len, path, &err) == MLSTACK_OK);
+    n = read_ids(mlstack__json_get(doc.root, "ids"), ids, MAXP);
+    ng = read_ids(mlstack__json_get(doc.root, "greedy"), greedy, 64);
+    memset(&md, 0, sizeof md);
+    md.path = dir;
+    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: open failed: %s", name, err.message);
+        goto done_doc;
+    }
+    mlstack_model_get_info(m, &info);
+    CHECKF(mlstack__json_is_str(mlstack__json_get(doc.root, "architecture"), info.architecture), "%s: architecture %s",
+           name, info.architecture);
+    CHECKF(n >= 100 && ng == 32 && blen == sizeof(float) * (size_t)n * (size_t)info.n_vocab,
+           "%s: %d ids, %d greedy, logits.bin %zu bytes", name, n, ng, blen);
+    if (blen != sizeof(float) * (size_t)n * (size_t)info.n_vocab) goto done_model;
+    ref = (float *)bin; /* little-endian f32, as written by the script (x86/ARM hosts) */
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = 1;
+    ed.kv_type = MLSTACK_KV_F32;
+    CHECK(mlstack_engine_init(m, &ed, &e1, &err) == MLSTACK_OK);
+    ed.n_threads = 2;
+    CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+    if (!e1 || !e2) goto done_model;
+    ours = eval_all(e1, ids, n, info.n_vocab, n);
+    ours2 = eval_all(e2, ids, n, info.n_vocab, n);
+    chunked = eval_all(e2, ids, n, info.n_vocab, 37);
+    CHECKF(ours && ours2 && chunked, "%s: eval", name);
+    if (!ours || !ours2 || !chunked) goto done_model;
+    for (k = 0; k < n * info.n_vocab; k++) {
+        double d = fabs((double)ours[k] - (double)ref[k]);
+        if (!(d <= maxdiff)) maxdiff = d; /* NaN sticks */
+    }
+    CHECKF(maxdiff <= TOL, "%s: max |logit diff| %.3g over %d positions (bound %g)", name, maxdiff, n, TOL);
+    printf("  %-14s %-20s %3d positions, max |logit - transformers| = %.2e\n", name, info.architecture, n, maxdiff);
+    CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0, "%s: logits differ between 1 and 2 threads",
+           name);
+    CHECKF(memcmp(ours, chunked, sizeof(float) * (size_t)n * info.n_vocab) == 0,
+           "%s: logits differ when the prompt is evaluated in chunks of 37", name);
+    CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence", name);
+    /* greedy continuation */
+    CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
+    memset(&g, 0, sizeof g);
+    g.seq = seq;
+    g.prompt = ids;
+    g.n_prompt = n;
+    g.max_tokens = 32;
+    g.ignore_eos = 1;
+    g.on_token = on_tok;
+    count_greedy = 0;
+    CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
+    for (k = 0; k < ng; k++)
+        if (k >= count_greedy || greedy_out[k] != greedy[k]) same = 0;
+    CHECKF(same && count_greedy == 32, "%s: greedy continuation differs from transformers", name);
+    mlstack_engine_seq_free(e2, seq);
+    /* load-time Q8_0 (experts included): close to the f32 logits */
+    {
+        mlstack_model *mq;
+        mlstack_engine *eq = NULL;
+        md.quant = MLSTACK_DTYPE_Q8_0;
+        CHECKF(mlstack_model_open(&md, &mq, &err) == MLSTACK_OK, "%s: Q8_0 open: %s", name, err.message);
+        if (mq && mlstack_engine_init(mq, &ed, &eq, &err) == MLSTACK_OK) {
+            float *q = eval_all(eq, ids, n, info.n_vocab, n);
+            double dq = 0, big = 0, sum = 0;
+            for (k = 0; q && k < n * info.n_vocab; k++) {
+                if (fabs(q[k] - ours[k]) > dq) dq = fabs(q[k] - ours[k]);
+                if (fabs(ours[k]) > big) big = fabs(ours[k]);
+                sum += fabs(q[k] - ours[k]);
+            }
+            /* 8-bit weights on these tiny (D = 32) random models: on average 2% of the largest
+               logit (a routing or near-tie flip may move single rows more) */
+            CHECKF(q && sum / (n * info.n_vocab) < 0.02 * big, "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)",
+                   name, sum / (n * info.n_vocab), dq, big);
+            printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * info.n_vocab), dq, big);
+            free(q);
+        }
+        mlstack_engine_free(eq);
+        mlstack_model_close(mq);
+    }
+done_model:
+    free(ours);
+    free(ours2);
+    free(chunked);
+    mlstack_engine_free(e1);
+    mlstack_engine_free(e2);
+    mlstack_model_close(m);
+done_doc:
+    mlstack__json_free(&doc);
+    free(text);
+    free(bin);
+}
+
+/* Architectures and options outside what the forward pass implements are refused by name. */
+static void check_refusals(void) {
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"architectures\": [\"FalconForCausalLM\"], \"hidden_size\": 32}", "FalconForCausalLM"},
+        {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"hidden_act\": \"relu\"}",
+         "relu"},
+        {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
+         "\"su\"}}",
+         "su"},
+        {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
+         "\"dynamic\", \"factor\": 2.0}}",
+         "dynamic"},
+        {"{\"architectures\": [\"Gemma3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"layer_types\": "
+         "[\"full_attention\", \"chunked_attention\"]}",
+         "layer_types[1]"},
+        {"{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
+         "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
+         "short_factor has 2 entries"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mlstack__json_doc doc;
+        mlstack__config c;
+        mlstack_error err;
+        mlstack_result r;
+        memset(&err, 0, sizeof err);
+        if (mlstack__json_parse(&doc, cases[i].json, strlen(cases[i].json), "config.json", &err) != MLSTACK_OK) {
+            CHECKF(0, "refusal case %d: JSON: %s", (int)i, err.message);
+            continue;
+        }
+        r = mlstack__config_parse(&c, doc.root, NULL, "config.json", &err);
+        CHECKF(r != MLSTACK_OK && strstr(err.message, cases[i].want), "refusal case %d: got %d \"%s\" (want \"%s\")", (int)i,
+               (int)r, err.message, cases[i].want);
+        mlstack__json_free(&doc);
+    }
+}
+
+int main(void) {
+    DIR *d = opendir(FIX);
+    struct dirent *de;
+    char names[64][128];
+    int n = 0, i;
+    check_refusals();
+    if (!d) {
+        CHECKF(0, "cannot open %s (run from the repository root)", FIX);
+        return tl_finish();
+    }
+    while ((de = readdir(d)) && n < 64)
+        if (de->d_name[0] != '.') snprintf(names[n++], sizeof names[0], "%.100s", de->d_name);
+    closedir(d);
+    CHECKF(n >= 6, "expected at least 6 family fixtures, found %d", n);
+    for (i = 0; i < n; i++) check_family(names[i]);
+    return tl_finish();
+}
