@@ -9,8 +9,8 @@
 # MLSTACK__IMPORT_INTERNALS (it keeps its `#define MLSTACK_IMPLEMENTATION`, sees every internal
 # type and prototype, compiles no library code) and linked against its flavour's object:
 #   flavour    directory         tests                      flags
-#   plain      $(B)/tests/       every test                 $(ALL_CFLAGS)
-#   asan       $(B)/asan/        all but test_real_*        + $(SAN_OPT) $(SAN)
+#   plain      $(B)/tests/       every test                 $(TEST_CFLAGS) (no -g)
+#   asan       $(B)/asan/        all but test_real_*        $(ALL_CFLAGS) $(SAN_OPT) $(SAN)
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP
 #   nothreads  $(B)/nothreads/   test_models                + -DMLSTACK_NO_THREADS
 #   aarch64    $(B)/aarch64/     kernels, models, quant     $(AARCH64_CC), static, run under qemu
@@ -18,7 +18,7 @@
 #                                tokenizer, template
 #   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
 #   riscv64    $(B)/riscv64/     quant (both)               $(RISCV64_CC), static, run under qemu
-#   clang      $(B)/clang/       all but test_real_*        $(CLANG) $(ALL_CFLAGS)
+#   clang      $(B)/clang/       all but test_real_*        $(CLANG) $(TEST_CFLAGS)
 # A test that must compile the implementation itself (it sets a compile-time limit, such as
 # MLSTACK_MAX_JSON_BYTES, before including the header) is listed in SELF_CONTAINED.
 # To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
@@ -29,6 +29,9 @@ OPT     ?= -O2
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -I.
+# the optimised test flavours build without -g (it costs a third of each header compile); the
+# sanitizer flavours keep it for their reports
+TEST_CFLAGS = -std=c99 $(WARN) $(OPT) -I.
 LDLIBS   = -lpthread -lm
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # sanitizer builds compile the whole header once per test: -O0 halves the build time
@@ -138,10 +141,10 @@ $(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/rep
 	$(2) $(3) -o $$@ $$< $(4)
 endef
 AARCH64_FLAGS = -std=c99 $(WARN) -O2 -I. -static
-$(eval $(call flavour,tests,$(CC),$(ALL_CFLAGS),$(LDLIBS)))
+$(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
-$(eval $(call flavour,openmp,$(CC),$(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
-$(eval $(call flavour,nothreads,$(CC),$(ALL_CFLAGS) -DMLSTACK_NO_THREADS,-lm))
+$(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
+$(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS,-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models
@@ -177,7 +180,7 @@ $(B)/mlstack-mpi: $(CLI_SRCS) $(CLI_HDRS) mlstack_mpi.h
 	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $(CLI_SRCS) $(LDLIBS)
 $(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h
 	@mkdir -p $(@D)
-	$(MPICC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(MPICC) $(TEST_CFLAGS) -o $@ $< $(LDLIBS)
 TEST_BUILDS += $(MPI_BINS)
 TEST_RUNS   += tests/mpi/run_mpi.sh
 
@@ -295,7 +298,7 @@ WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
 $(eval $(call flavour,win64,$(MINGW_CC),$(CROSS_FLAGS),))
 $(eval $(call flavour,armv7,$(ARMV7_CC),$(CROSS_FLAGS) $(ARMV7_FLAGS),$(LDLIBS)))
 $(eval $(call flavour,riscv64,$(RISCV64_CC),$(CROSS_FLAGS),$(LDLIBS)))
-$(eval $(call flavour,clang,$(CLANG),$(ALL_CFLAGS),$(LDLIBS)))
+$(eval $(call flavour,clang,$(CLANG),$(TEST_CFLAGS),$(LDLIBS)))
 # MinGW names its output NAME.exe whatever -o says, so Windows tests are made by that name
 $(B)/win64/%.exe: tests/%.c $(HDRS) $(B)/win64/mlstack.o
 	$(MINGW_CC) $(CROSS_FLAGS) $(IMPORT) -o $@ $< $(B)/win64/mlstack.o
