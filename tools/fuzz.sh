@@ -6,8 +6,10 @@
 # only read); crashes are written as build/fuzz/crash-<target>-*. Runs from the repo root.
 # Environment: CLANG (default clang); FUZZ_SAN (sanitizers besides fuzzer, default
 # address,undefined; "address" alone builds faster); FUZZ_OPT (default -O1); FUZZ_BUILD=only
-# builds and stops, FUZZ_BUILD=skip runs binaries built before. The SIMD kernels are left out
-# (-DMLSTACK_NO_AVX2 -DMLSTACK_NO_AVX512): no parser reaches them, and they dominate the build.
+# builds and stops, FUZZ_BUILD=skip runs binaries built before; FUZZ_TIMEOUT (default 10 s) is the
+# wall time one input may take (raise it on a loaded machine, where a niced fuzzer is starved).
+# The SIMD kernels are left out (-DMLSTACK_NO_AVX2 -DMLSTACK_NO_AVX512): no parser reaches them,
+# and they dominate the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -50,7 +52,7 @@ for t in "${targets[@]}"; do
     echo "== fuzz_$t for ${secs}s =="
     rc=0
     "$bin" "$out/corpus-$t" ${seeds[@]+"${seeds[@]}"} \
-        -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -max_total_time="$secs" -max_len=4096 -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$out/crash-$t-" >"$out/fuzz_$t.log" 2>&1 || rc=$?
     grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY|stat::number_of_executed_units|stat::peak_rss' "$out/fuzz_$t.log" | tail -n 12 || true
     if [ "$rc" -ne 0 ]; then
