@@ -12425,9 +12425,45 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
 /* ==== 9. KERNELS ==== */ /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
-   Scalar reference kernels. Every faster kernel is checked against these. Each output element
-   is reduced in one fixed order (8 interleaved partial sums over the reduction index, combined
-   pairwise), whatever the batch size or thread count: results are batch invariant. */
+   Scalar reference kernels. Every faster kernel is checked against these.
+
+   CANONICAL ARITHMETIC (the reproducibility rule). Every path (scalar, AVX2, AVX-512 with or
+   without VNNI, NEON with or without dotprod) computes every float value below with the same
+   IEEE-754 binary32 operations in the same order, so logits are the same bits on every CPU, for
+   any batch composition and thread count. fma(a, b, c) is one rounding of a * b + c (fmaf,
+   vfmadd, vfmla); every other + - * / is one rounded operation; nothing is left to the
+   compiler to fuse (build flags: README "Reproducible results").
+     matmul, float weights (F32/F16/BF16, converted exactly to f32):
+       acc = +0; for k = 0 .. n_in-1 in order: acc = fma(w[k], x[k], acc); y = acc (+ bias)
+       (one FMA chain per output in input order; SIMD paths run 8/16 outputs per register)
+     matmul, quantized weights against Q8 activation blocks (quantize_rows, below): the
+       reduction goes in groups of 32 inputs (the activation blocks), k = 0 .. n_in/32-1 in order:
+         isum_k = the exact int32 dot of the group's integer weights and activation bytes
+                  (any instruction sequence: integer sums are exact)
+         acc = fma((float)isum_k, dw_k * x[k].d, acc)        dw_k * x[k].d: one rounded product
+         offset formats only: acc = fma(ow_k, x[k].s, acc)   x[k].s = x[k].d * (float)sum(q)
+       starting from acc = +0, then y = acc (+ bias). Q8_0: dw = d (f16 -> f32 exactly), no
+       offset. Q4_1: dw = d, ow = m (w = d * q + m). Further block formats (GGML K-quants) follow
+       the same rule per group of 32 inputs: integer sub-block scales and integer offsets (Q6_K's
+       -32) are folded into isum exactly in int32 (e.g. isum = sc_a * dot_a + sc_b * dot_b for
+       two 16-input sub-blocks); dw is the f32 super-block scale d (f16 -> f32), or when a format
+       has float sub-scales, their product formed as one rounded f32 multiply d * (float)sc in
+       that order; a min term is ow = -(dmin * (float)min_j), one rounded product, negated. A
+       format states its dw/ow in its own comment; its kernels on every path produce exactly
+       these isum/dw/ow and these two fma steps per group, in input order.
+     sums of many terms (RMSNorm's sum of squares, the softmax denominator of a chunk): 16
+       partial sums, term i into partial i mod 16 (fma(x, x, p) for squares, p + e for sums),
+       then folded by a fixed tree: p[i] += p[i + 8] (i < 8), p[i] += p[i + 4] (i < 4),
+       p[i] += p[i + 2] (i < 2), p[0] + p[1]. (AVX-512: one register and its halves; AVX2: two
+       registers added, then halves; NEON: four registers; scalar: an array.)
+     attention scores: s = fma chain over the head dimension in order, then s * scale;
+       p . V: acc = fma(p[j], v[j], acc) over keys j in order; online softmax across chunks:
+       corr = exp(m_old - m_new), den = fma(den, corr, chunk_sum), acc *= corr.
+     exp: mlstack__exp_canon (below), one polynomial for every path; silu(g) = g / (1 + exp(-g)).
+     rotary: cos/sin tables by mlstack__sincos_canon (below), rotation by fma (mlstack__rope_apply).
+     conversions: f16/bf16 -> f32 exact; f32 -> f16/bf16 round to nearest even; activations
+       -> int8 by quantize_rows (d = max|x| / 127, q = x * (1/d) rounded half away from zero).
+   Opt-in paths whose rounding differs (bf16-dot activations) are outside this rule. */
 
 MLSTACK__FN float mlstack__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
