@@ -4435,7 +4435,8 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
           -> added tokens that are not "normalized" matched on the raw text (leftmost, longest)
           -> normalizer on each remaining piece -> "normalized" added tokens matched
           -> pre-tokenizer steps split pieces (and rewrite bytes: Metaspace, ByteLevel)
-          -> BPE on each piece (word cache, merges by rank through a binary heap)
+          -> BPE on each piece (word cache, merges by rank through a binary heap), or for
+             Unigram models the Viterbi segmentation (see the Unigram block)
           -> post-processor (BOS/EOS templates) when MLSTACK_ENCODE_ADD_SPECIAL.
    Decoding runs the decoder steps over the token strings. Every string the pipeline builds lives
    in one growing pool addressed by offsets, so a step may append without invalidating pieces.
@@ -4503,6 +4504,14 @@ struct mlstack_tokenizer {
     uint32_t *mrank;
     int32_t *mnew;
     uint32_t mmask;
+    /* Unigram models (see the Unigram block): scores by id and a byte trie of the pieces (node
+       0 the root; uni_tid[node]: the piece spelled by the path, -1 none; edges as tr_* below).
+       All in the arena. */
+    int unigram;
+    double *uni_score, uni_unk_score;
+    int32_t *uni_tid, *uni_child, uni_nodes;
+    uint64_t *uni_key;
+    uint32_t uni_mask;
     int byte_fallback, fuse_unk, ignore_merges, byte_level_model;
     int32_t unk_id;
     const char *cont_prefix, *eow_suffix;
@@ -5428,6 +5437,101 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
     return 1;
 }
 
+/* ---- Unigram (tokenizer.json "model": {"type": "Unigram"}): Viterbi segmentation ----
+   As `tokenizers` encodes: over the piece's bytes, best[j] is the highest total score (f64 sums,
+   added in the same order) of a segmentation of [0, j). From each character start i, every
+   vocabulary piece that is a prefix of [i, n) (found by walking the byte trie) offers
+   best[i] + score; a strictly higher total replaces the previous one, so among equal totals
+   the segmentation whose last piece starts earliest wins. Where no piece covers exactly the
+   character at i, the character alone offers best[i] + (lowest score - 10) as the unknown id.
+   Walking back from n, runs of consecutive unknowns fuse into one (fuse_unk, which tokenizers
+   always sets for Unigram); a piece whose text is not in the vocabulary (a fused unknown)
+   becomes its UTF-8 bytes as <0xNN> pieces with byte_fallback (when all 256 exist), else
+   unk_id. Work per piece: its length times the longest vocabulary piece. */
+typedef struct mlstack__uni_node {
+    double score;
+    int32_t from; /* start of the last piece; -1: not reached */
+    int32_t id;
+} mlstack__uni_node;
+
+static int32_t mlstack__uni_next(const mlstack_tokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | c) + 1;
+    uint32_t h = mlstack__hash64(t->hkey, key) & t->uni_mask;
+    while (t->uni_key[h]) {
+        if (t->uni_key[h] == key) return t->uni_child[h];
+        h = (h + 1) & t->uni_mask;
+    }
+    return -1;
+}
+
+static int mlstack__unigram_word(mlstack__enc *e, const char *w, size_t n) {
+    const mlstack_tokenizer *t = e->t;
+    mlstack__uni_node *best;
+    size_t i, j, end;
+    int32_t *out;
+    size_t n_out = 0, k;
+    if (n == 0) return 1;
+    if (n > (size_t)INT32_MAX - 1) return 0;
+    e->tmp.n = 0;
+    if (!mlstack__buf_reserve(&e->tmp, (n + 1) * sizeof *best + (n + 1) * 2 * sizeof(int32_t))) return 0;
+    best = (mlstack__uni_node *)(void *)e->tmp.p;
+    out = (int32_t *)(void *)(best + n + 1); /* (start, end) of each piece, back to front */
+    for (j = 0; j <= n; j++) best[j].from = -1, best[j].score = 0, best[j].id = -1;
+    best[0].from = 0;
+    for (i = 0; i < n;) {
+        size_t cl = (unsigned char)w[i] < 0x80 ? 1 : (size_t)mlstack__utf8_valid_len((const unsigned char *)w + i, n - i);
+        int32_t node = 0;
+        int single = 0;
+        double here = best[i].score;
+        if (cl == 0) cl = 1; /* the pipeline holds valid UTF-8; keep going regardless */
+        for (j = i; j < n; j++) {
+            if ((node = mlstack__uni_next(t, node, (unsigned char)w[j])) < 0) break;
+            if (t->uni_tid[node] >= 0) {
+                double cand = t->uni_score[t->uni_tid[node]] + here;
+                mlstack__uni_node *to = &best[j + 1];
+                if (to->from < 0 || cand > to->score) to->score = cand, to->from = (int32_t)i, to->id = t->uni_tid[node];
+                if (j + 1 - i == cl) single = 1;
+            }
+        }
+        if (!single) {
+            double cand = t->uni_unk_score + here;
+            mlstack__uni_node *to = &best[i + cl];
+            if (to->from < 0 || cand > to->score) to->score = cand, to->from = (int32_t)i, to->id = t->unk_id;
+        }
+        i += cl;
+    }
+    /* back from n: pieces, unknown runs fused */
+    for (end = n; end > 0;) {
+        size_t from = (size_t)best[end].from;
+        if (best[end].id == t->unk_id && n_out && out[2 * (n_out - 1)] == (int32_t)end &&
+            best[(size_t)out[2 * (n_out - 1) + 1]].id == t->unk_id) {
+            out[2 * (n_out - 1)] = (int32_t)from; /* extends the unknown run after it */
+        } else {
+            out[2 * n_out] = (int32_t)from;
+            out[2 * n_out + 1] = (int32_t)end;
+            n_out++;
+        }
+        end = from;
+    }
+    for (k = n_out; k-- > 0;) {
+        size_t a = (size_t)out[2 * k], b = (size_t)out[2 * k + 1];
+        int32_t id = best[b].id;
+        if (id == t->unk_id) id = mlstack__tok_vocab_find(t, w + a, b - a); /* a fused run: by its text */
+        if (id < 0 && t->byte_fallback) {
+            int all = 1;
+            for (i = a; i < b; i++) all &= t->byte_ids[(unsigned char)w[i]] >= 0;
+            if (all) {
+                for (i = a; i < b; i++)
+                    if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, t->byte_ids[(unsigned char)w[i]])) return 0;
+                continue;
+            }
+        }
+        if (id < 0) id = t->unk_id;
+        if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, id)) return 0;
+    }
+    return 1;
+}
+
 static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t len, int flags) {
     const mlstack_tokenizer *t = e->t;
     mlstack__buf s1 = {0, 0, 0}, s2 = {0, 0, 0};
@@ -5469,7 +5573,9 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
             np = e->pa.n / sizeof(mlstack__piece);
             for (m = 0; r == MLSTACK_OK && m < np; m++) {
                 mlstack__piece w = ((mlstack__piece *)(void *)e->pa.p)[m];
-                if (!mlstack__bpe_cached(e, e->pool.p + w.off, w.len)) r = MLSTACK_ERR_NO_MEMORY;
+                if (!(t->unigram ? mlstack__unigram_word(e, e->pool.p + w.off, w.len)
+                                 : mlstack__bpe_cached(e, e->pool.p + w.off, w.len)))
+                    r = MLSTACK_ERR_NO_MEMORY;
             }
         }
     }
@@ -6170,6 +6276,109 @@ static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const ml
     return MLSTACK_OK;
 }
 
+/* Unigram model: vocab [[piece, score], ...] (id = index), unk_id, byte_fallback; the pieces'
+   trie and the unknown score (lowest score - 10, as tokenizers' K_UNK_PENALTY). A piece listed
+   twice names the later id, as tokenizers' map does. Then added tokens, steps and specials as
+   for BPE. */
+static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *model,
+                                                 const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *vocab = mlstack__json_get(model, "vocab"), *added = mlstack__json_get(root, "added_tokens"), *c, *v;
+    size_t n = 0, total = 1, slots, i;
+    int64_t max_id;
+    double min_score = HUGE_VAL;
+    mlstack_result r;
+    int k;
+    if (!vocab || vocab->type != MLSTACK__JSON_ARRAY || !vocab->child)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    for (c = vocab->child; c; c = c->next, n++) {
+        const mlstack__json *p = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL;
+        if (!p || p->type != MLSTACK__JSON_STRING || !p->next || p->next->type != MLSTACK__JSON_NUMBER || p->next->next ||
+            !(p->next->num >= -1e300 && p->next->num <= 1e300))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram vocab entry %zu is not [piece, score]", n);
+        if (n >= MLSTACK_TOK_MAX_VOCAB)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram vocab has more than %d pieces", MLSTACK_TOK_MAX_VOCAB);
+        if (p->next->num < min_score) min_score = p->next->num;
+        total += p->len;
+        if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
+    }
+    max_id = (int64_t)n - 1;
+    for (c = added ? added->child : NULL; c; c = c->next) {
+        v = mlstack__json_get(c, "id");
+        if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string", MLSTACK_TOK_MAX_VOCAB - 1);
+        if (v->i > max_id) max_id = v->i;
+        t->n_added++;
+    }
+    t->n_vocab = (int32_t)(max_id + 1);
+    t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
+    t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
+    t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    for (slots = 16; slots < n * 2; slots *= 2) {}
+    t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
+    t->vmask = (uint32_t)(slots - 1);
+    t->uni_score = (double *)mlstack__arena_alloc(&t->arena, n * sizeof(double));
+    t->uni_tid = (int32_t *)mlstack__arena_alloc(&t->arena, total * sizeof(int32_t));
+    for (slots = 16; slots < total * 2; slots *= 2) {}
+    t->uni_key = (uint64_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(uint64_t));
+    t->uni_child = (int32_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(int32_t));
+    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key || !t->uni_child)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    memset(t->uni_key, 0, slots * sizeof(uint64_t));
+    for (i = 0; i < total; i++) t->uni_tid[i] = -1;
+    t->uni_mask = (uint32_t)(slots - 1);
+    t->uni_nodes = 1;
+    t->unigram = 1;
+    t->uni_unk_score = min_score - 10.0;
+    for (c = vocab->child, i = 0; c; c = c->next, i++) {
+        const mlstack__json *p = c->child;
+        uint32_t h = mlstack__hash(t->hkey, p->str, p->len) & t->vmask;
+        int32_t node = 0;
+        size_t b;
+        t->tok_s[i] = p->str;
+        t->tok_len[i] = (uint32_t)p->len;
+        t->uni_score[i] = p->next->num;
+        while (t->vmap[h] && !(t->tok_len[t->vmap[h] - 1] == p->len && memcmp(t->tok_s[t->vmap[h] - 1], p->str, p->len) == 0))
+            h = (h + 1) & t->vmask;
+        t->vmap[h] = (uint32_t)i + 1; /* new, or the later of two equal pieces */
+        for (b = 0; b < p->len; b++) {
+            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)p->str[b]) + 1;
+            uint32_t s2 = mlstack__hash64(t->hkey, key) & t->uni_mask;
+            while (t->uni_key[s2] && t->uni_key[s2] != key) s2 = (s2 + 1) & t->uni_mask;
+            if (!t->uni_key[s2]) {
+                t->uni_key[s2] = key;
+                t->uni_child[s2] = t->uni_nodes++;
+            }
+            node = t->uni_child[s2];
+        }
+        if (p->len) t->uni_tid[node] = (int32_t)i; /* the later of two equal pieces */
+    }
+    t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
+    t->fuse_unk = 1;
+    t->unk_id = -1;
+    /* tokenizers fails an encode that meets an uncovered character without unk_id: refused here */
+    v = mlstack__json_get(model, "unk_id");
+    if (!v || v->type == MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: a Unigram model without unk_id is not supported");
+    if (!v->is_int || v->i < 0 || v->i >= (int64_t)n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu", n);
+    t->unk_id = (int32_t)v->i;
+    for (k = 0; k < 256; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)k);
+        t->byte_ids[k] = mlstack__tok_vocab_find(t, name, 6);
+    }
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    for (k = 0; k < t->n_pre; k++)
+        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+/* ---- end of the Unigram block ---- */
+
 static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
     const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
     mlstack_result r;
@@ -6180,9 +6389,10 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     ty = mlstack__json_get(model, "type");
     vocab = mlstack__json_get(model, "vocab");
     merges = mlstack__json_get(model, "merges");
+    if (mlstack__json_is_str(ty, "Unigram")) return mlstack__tok_build_unigram(t, root, model, cfg, err);
     if (ty && !mlstack__json_is_str(ty, "BPE"))
         return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (BPE and Unigram are implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
     if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
     if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
