@@ -434,8 +434,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    GPT2Tokenizer classes (built as transformers' conversion builds them).
    Parameters: dir (folder), out (receives the tokenizer), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_NOT_FOUND/IO when files are missing; MLSTACK_ERR_FORMAT for
-   malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (Unigram,
-   WordPiece, ...). On failure *out is NULL.
+   malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (WordPiece,
+   Unigram without unk_id, ...). On failure *out is NULL.
    Thread safety: any thread.
    Remarks: BOS/EOS follow transformers 5: when tokenizer_config.json sets add_bos_token or
    add_eos_token explicitly, the post-processor becomes "[bos] $A [eos]" with those flags;
