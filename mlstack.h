@@ -436,8 +436,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    GPT2Tokenizer classes (built as transformers' conversion builds them).
    Parameters: dir (folder), out (receives the tokenizer), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_NOT_FOUND/IO when files are missing; MLSTACK_ERR_FORMAT for
-   malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (Unigram,
-   WordPiece, ...). On failure *out is NULL.
+   malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (WordPiece,
+   Unigram without unk_id, ...). On failure *out is NULL.
    Thread safety: any thread.
    Remarks: BOS/EOS follow transformers 5: when tokenizer_config.json sets add_bos_token or
    add_eos_token explicitly, the post-processor becomes "[bos] $A [eos]" with those flags;
@@ -4437,7 +4437,8 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
           -> added tokens that are not "normalized" matched on the raw text (leftmost, longest)
           -> normalizer on each remaining piece -> "normalized" added tokens matched
           -> pre-tokenizer steps split pieces (and rewrite bytes: Metaspace, ByteLevel)
-          -> BPE on each piece (word cache, merges by rank through a binary heap)
+          -> BPE on each piece (word cache, merges by rank through a binary heap), or for
+             Unigram models the Viterbi segmentation (see the Unigram block)
           -> post-processor (BOS/EOS templates) when MLSTACK_ENCODE_ADD_SPECIAL.
    Decoding runs the decoder steps over the token strings. Every string the pipeline builds lives
    in one growing pool addressed by offsets, so a step may append without invalidating pieces.
@@ -4505,6 +4506,14 @@ struct mlstack_tokenizer {
     uint32_t *mrank;
     int32_t *mnew;
     uint32_t mmask;
+    /* Unigram models (see the Unigram block): scores by id and a byte trie of the pieces (node
+       0 the root; uni_tid[node]: the piece spelled by the path, -1 none; edges as tr_* below).
+       All in the arena. */
+    int unigram;
+    double *uni_score, uni_unk_score;
+    int32_t *uni_tid, *uni_child, uni_nodes;
+    uint64_t *uni_key;
+    uint32_t uni_mask;
     int byte_fallback, fuse_unk, ignore_merges, byte_level_model;
     int32_t unk_id;
     const char *cont_prefix, *eow_suffix;
@@ -5430,6 +5439,101 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
     return 1;
 }
 
+/* ---- Unigram (tokenizer.json "model": {"type": "Unigram"}): Viterbi segmentation ----
+   As `tokenizers` encodes: over the piece's bytes, best[j] is the highest total score (f64 sums,
+   added in the same order) of a segmentation of [0, j). From each character start i, every
+   vocabulary piece that is a prefix of [i, n) (found by walking the byte trie) offers
+   best[i] + score; a strictly higher total replaces the previous one, so among equal totals
+   the segmentation whose last piece starts earliest wins. Where no piece covers exactly the
+   character at i, the character alone offers best[i] + (lowest score - 10) as the unknown id.
+   Walking back from n, runs of consecutive unknowns fuse into one (fuse_unk, which tokenizers
+   always sets for Unigram); a piece whose text is not in the vocabulary (a fused unknown)
+   becomes its UTF-8 bytes as <0xNN> pieces with byte_fallback (when all 256 exist), else
+   unk_id. Work per piece: its length times the longest vocabulary piece. */
+typedef struct mlstack__uni_node {
+    double score;
+    int32_t from; /* start of the last piece; -1: not reached */
+    int32_t id;
+} mlstack__uni_node;
+
+static int32_t mlstack__uni_next(const mlstack_tokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | c) + 1;
+    uint32_t h = mlstack__hash64(t->hkey, key) & t->uni_mask;
+    while (t->uni_key[h]) {
+        if (t->uni_key[h] == key) return t->uni_child[h];
+        h = (h + 1) & t->uni_mask;
+    }
+    return -1;
+}
+
+static int mlstack__unigram_word(mlstack__enc *e, const char *w, size_t n) {
+    const mlstack_tokenizer *t = e->t;
+    mlstack__uni_node *best;
+    size_t i, j, end;
+    int32_t *out;
+    size_t n_out = 0, k;
+    if (n == 0) return 1;
+    if (n > (size_t)INT32_MAX - 1) return 0;
+    e->tmp.n = 0;
+    if (!mlstack__buf_reserve(&e->tmp, (n + 1) * sizeof *best + (n + 1) * 2 * sizeof(int32_t))) return 0;
+    best = (mlstack__uni_node *)(void *)e->tmp.p;
+    out = (int32_t *)(void *)(best + n + 1); /* (start, end) of each piece, back to front */
+    for (j = 0; j <= n; j++) best[j].from = -1, best[j].score = 0, best[j].id = -1;
+    best[0].from = 0;
+    for (i = 0; i < n;) {
+        size_t cl = (unsigned char)w[i] < 0x80 ? 1 : (size_t)mlstack__utf8_valid_len((const unsigned char *)w + i, n - i);
+        int32_t node = 0;
+        int single = 0;
+        double here = best[i].score;
+        if (cl == 0) cl = 1; /* the pipeline holds valid UTF-8; keep going regardless */
+        for (j = i; j < n; j++) {
+            if ((node = mlstack__uni_next(t, node, (unsigned char)w[j])) < 0) break;
+            if (t->uni_tid[node] >= 0) {
+                double cand = t->uni_score[t->uni_tid[node]] + here;
+                mlstack__uni_node *to = &best[j + 1];
+                if (to->from < 0 || cand > to->score) to->score = cand, to->from = (int32_t)i, to->id = t->uni_tid[node];
+                if (j + 1 - i == cl) single = 1;
+            }
+        }
+        if (!single) {
+            double cand = t->uni_unk_score + here;
+            mlstack__uni_node *to = &best[i + cl];
+            if (to->from < 0 || cand > to->score) to->score = cand, to->from = (int32_t)i, to->id = t->unk_id;
+        }
+        i += cl;
+    }
+    /* back from n: pieces, unknown runs fused */
+    for (end = n; end > 0;) {
+        size_t from = (size_t)best[end].from;
+        if (best[end].id == t->unk_id && n_out && out[2 * (n_out - 1)] == (int32_t)end &&
+            best[(size_t)out[2 * (n_out - 1) + 1]].id == t->unk_id) {
+            out[2 * (n_out - 1)] = (int32_t)from; /* extends the unknown run after it */
+        } else {
+            out[2 * n_out] = (int32_t)from;
+            out[2 * n_out + 1] = (int32_t)end;
+            n_out++;
+        }
+        end = from;
+    }
+    for (k = n_out; k-- > 0;) {
+        size_t a = (size_t)out[2 * k], b = (size_t)out[2 * k + 1];
+        int32_t id = best[b].id;
+        if (id == t->unk_id) id = mlstack__tok_vocab_find(t, w + a, b - a); /* a fused run: by its text */
+        if (id < 0 && t->byte_fallback) {
+            int all = 1;
+            for (i = a; i < b; i++) all &= t->byte_ids[(unsigned char)w[i]] >= 0;
+            if (all) {
+                for (i = a; i < b; i++)
+                    if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, t->byte_ids[(unsigned char)w[i]])) return 0;
+                continue;
+            }
+        }
+        if (id < 0) id = t->unk_id;
+        if (!MLSTACK__VEC_PUSH(&e->ids, int32_t, id)) return 0;
+    }
+    return 1;
+}
+
 static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t len, int flags) {
     const mlstack_tokenizer *t = e->t;
     mlstack__buf s1 = {0, 0, 0}, s2 = {0, 0, 0};
@@ -5471,7 +5575,9 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
             np = e->pa.n / sizeof(mlstack__piece);
             for (m = 0; r == MLSTACK_OK && m < np; m++) {
                 mlstack__piece w = ((mlstack__piece *)(void *)e->pa.p)[m];
-                if (!mlstack__bpe_cached(e, e->pool.p + w.off, w.len)) r = MLSTACK_ERR_NO_MEMORY;
+                if (!(t->unigram ? mlstack__unigram_word(e, e->pool.p + w.off, w.len)
+                                 : mlstack__bpe_cached(e, e->pool.p + w.off, w.len)))
+                    r = MLSTACK_ERR_NO_MEMORY;
             }
         }
     }
@@ -6172,6 +6278,109 @@ static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const ml
     return MLSTACK_OK;
 }
 
+/* Unigram model: vocab [[piece, score], ...] (id = index), unk_id, byte_fallback; the pieces'
+   trie and the unknown score (lowest score - 10, as tokenizers' K_UNK_PENALTY). A piece listed
+   twice names the later id, as tokenizers' map does. Then added tokens, steps and specials as
+   for BPE. */
+static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *model,
+                                                 const mlstack__json *cfg, mlstack_error *err) {
+    const mlstack__json *vocab = mlstack__json_get(model, "vocab"), *added = mlstack__json_get(root, "added_tokens"), *c, *v;
+    size_t n = 0, total = 1, slots, i;
+    int64_t max_id;
+    double min_score = HUGE_VAL;
+    mlstack_result r;
+    int k;
+    if (!vocab || vocab->type != MLSTACK__JSON_ARRAY || !vocab->child)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
+    if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    for (c = vocab->child; c; c = c->next, n++) {
+        const mlstack__json *p = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL;
+        if (!p || p->type != MLSTACK__JSON_STRING || !p->next || p->next->type != MLSTACK__JSON_NUMBER || p->next->next ||
+            !(p->next->num >= -1e300 && p->next->num <= 1e300))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram vocab entry %zu is not [piece, score]", n);
+        if (n >= MLSTACK_TOK_MAX_VOCAB)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram vocab has more than %d pieces", MLSTACK_TOK_MAX_VOCAB);
+        if (p->next->num < min_score) min_score = p->next->num;
+        total += p->len;
+        if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
+    }
+    max_id = (int64_t)n - 1;
+    for (c = added ? added->child : NULL; c; c = c->next) {
+        v = mlstack__json_get(c, "id");
+        if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string", MLSTACK_TOK_MAX_VOCAB - 1);
+        if (v->i > max_id) max_id = v->i;
+        t->n_added++;
+    }
+    t->n_vocab = (int32_t)(max_id + 1);
+    t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
+    t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
+    t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    for (slots = 16; slots < n * 2; slots *= 2) {}
+    t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
+    t->vmask = (uint32_t)(slots - 1);
+    t->uni_score = (double *)mlstack__arena_alloc(&t->arena, n * sizeof(double));
+    t->uni_tid = (int32_t *)mlstack__arena_alloc(&t->arena, total * sizeof(int32_t));
+    for (slots = 16; slots < total * 2; slots *= 2) {}
+    t->uni_key = (uint64_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(uint64_t));
+    t->uni_child = (int32_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(int32_t));
+    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key || !t->uni_child)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    memset(t->uni_key, 0, slots * sizeof(uint64_t));
+    for (i = 0; i < total; i++) t->uni_tid[i] = -1;
+    t->uni_mask = (uint32_t)(slots - 1);
+    t->uni_nodes = 1;
+    t->unigram = 1;
+    t->uni_unk_score = min_score - 10.0;
+    for (c = vocab->child, i = 0; c; c = c->next, i++) {
+        const mlstack__json *p = c->child;
+        uint32_t h = mlstack__hash(t->hkey, p->str, p->len) & t->vmask;
+        int32_t node = 0;
+        size_t b;
+        t->tok_s[i] = p->str;
+        t->tok_len[i] = (uint32_t)p->len;
+        t->uni_score[i] = p->next->num;
+        while (t->vmap[h] && !(t->tok_len[t->vmap[h] - 1] == p->len && memcmp(t->tok_s[t->vmap[h] - 1], p->str, p->len) == 0))
+            h = (h + 1) & t->vmask;
+        t->vmap[h] = (uint32_t)i + 1; /* new, or the later of two equal pieces */
+        for (b = 0; b < p->len; b++) {
+            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)p->str[b]) + 1;
+            uint32_t s2 = mlstack__hash64(t->hkey, key) & t->uni_mask;
+            while (t->uni_key[s2] && t->uni_key[s2] != key) s2 = (s2 + 1) & t->uni_mask;
+            if (!t->uni_key[s2]) {
+                t->uni_key[s2] = key;
+                t->uni_child[s2] = t->uni_nodes++;
+            }
+            node = t->uni_child[s2];
+        }
+        if (p->len) t->uni_tid[node] = (int32_t)i; /* the later of two equal pieces */
+    }
+    t->byte_fallback = mlstack__jbool(model, "byte_fallback", 0);
+    t->fuse_unk = 1;
+    t->unk_id = -1;
+    /* tokenizers fails an encode that meets an uncovered character without unk_id: refused here */
+    v = mlstack__json_get(model, "unk_id");
+    if (!v || v->type == MLSTACK__JSON_NULL)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: a Unigram model without unk_id is not supported");
+    if (!v->is_int || v->i < 0 || v->i >= (int64_t)n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu", n);
+    t->unk_id = (int32_t)v->i;
+    for (k = 0; k < 256; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)k);
+        t->byte_ids[k] = mlstack__tok_vocab_find(t, name, 6);
+    }
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    for (k = 0; k < t->n_pre; k++)
+        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+/* ---- end of the Unigram block ---- */
+
 static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
     const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
     mlstack_result r;
@@ -6182,9 +6391,10 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     ty = mlstack__json_get(model, "type");
     vocab = mlstack__json_get(model, "vocab");
     merges = mlstack__json_get(model, "merges");
+    if (mlstack__json_is_str(ty, "Unigram")) return mlstack__tok_build_unigram(t, root, model, cfg, err);
     if (ty && !mlstack__json_is_str(ty, "BPE"))
         return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (only BPE is implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (BPE and Unigram are implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
     if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
     if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
@@ -17625,9 +17835,8 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    which norms sit where, how norm weights are read, the activation, the attention options and
    the config keys that carry them. The one forward pass (>>forward) reads only the resulting
    config and layer fields; no code outside the table asks which family a model is.
-   Not supported (refused with the name): dynamic RoPE, bidirectional attention, clip_qkv,
-   LayerNorm-with-bias families (StableLM, GPT-NeoX), and MoE or OLMo-2-style whole q/k norms
-   on more than one rank. */
+   Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
+   one rank MoE, OLMo-2-style whole q/k norms and the LayerNorm families (StableLM, GPT-NeoX). */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256    /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -17653,6 +17862,14 @@ enum { MLSTACK__ROPE_DEFAULT, MLSTACK__ROPE_LINEAR, MLSTACK__ROPE_LLAMA3, MLSTAC
 #define MLSTACK__F_NORM_TOPK      0x2000u /* routing weights of the top k always renormalized (Mixtral) */
 #define MLSTACK__F_SHARED_EXPERT  0x4000u /* a shared expert with a sigmoid gate beside the routed ones (Qwen2-MoE) */
 #define MLSTACK__F_SPARSE_STEP    0x8000u /* MoE layers per decoder_sparse_step, mlp_only_layers dense (Qwen MoE) */
+#define MLSTACK__F_LAYERNORM      0x10000u /* every norm is LayerNorm with weight and bias, eps layer_norm_eps */
+#define MLSTACK__F_PARALLEL       0x20000u /* use_parallel_residual is read: x + attn(ln1 x) + mlp(ln2 x) */
+#define MLSTACK__F_PARALLEL_ON    0x40000u /* ... and defaults to true (GPT-NeoX) */
+#define MLSTACK__F_PAR_ONE_NORM   0x80000u /* the parallel MLP reads ln1 x; ln2 is absent then (StableLM) */
+#define MLSTACK__F_QKV_HEADS      0x100000u /* fused q|k|v rows interleaved per head: q_h k_h v_h (GPT-NeoX) */
+#define MLSTACK__F_PLAIN_MLP      0x200000u /* MLP act(x W1 + b1) W2 + b2, no gate (W1 under `up`) */
+#define MLSTACK__F_NEOX_BIAS      0x400000u /* attention_bias defaults to true; MLP biases always */
+#define MLSTACK__F_QK_LAYERNORM   0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__MAX_EXPERTS 512
 
 typedef struct mlstack__family {
@@ -17671,43 +17888,59 @@ typedef struct mlstack__family {
     /* mixture of experts: the block under model.layers.N. (NULL: dense MLP), its expert
        projections (experts.E.<name>), the config keys of the expert count and width */
     const char *moe, *e_gate, *e_up, *e_down, *n_experts_key, *moe_ff_key;
+    /* tensor names where they differ from Llama's (NULL: model, embed_tokens, norm, lm_head,
+       self_attn, o_proj, up_proj, down_proj) */
+    const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *qkv_bias_key; /* config key of q/k/v biases only (StableLM), or NULL */
+    float rotary_default;     /* partial_rotary_factor when the config gives none (0: 1) */
 } mlstack__family;
 
+/* the tensor names and options of Llama (the families that name theirs like it) */
+#define MLSTACK__LLAMA_NAMES NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0.0f
 static const mlstack__family mlstack__families[] = {
-    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
-    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL, "post_attention_layernorm",
-     NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Qwen3ForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD, "input_layernorm", NULL,
-     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"GemmaForCausalLM", MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_GELU_TANH,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Gemma2ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP |
          MLSTACK__F_FINAL_SOFTCAP,
      "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL},
+     "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Gemma3ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP |
          MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
      "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Phi3ForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, "qkv_proj", "gate_up_proj",
-     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm", NULL,
-     NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"MixtralForCausalLM", MLSTACK__F_NORM_TOPK, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"},
+     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size", MLSTACK__LLAMA_NAMES},
     {"Qwen2MoeForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
      "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
-     "up_proj", "down_proj", "num_experts", "moe_intermediate_size"},
+     "up_proj", "down_proj", "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
     {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP, "input_layernorm",
      NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj",
-     "num_experts", "moe_intermediate_size"},
+     "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
     {"OlmoeForCausalLM", MLSTACK__F_QK_NORM_ALL, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size"},
+     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size", MLSTACK__LLAMA_NAMES},
+    {"StableLmForCausalLM", MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL,
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "use_qkv_bias", 0.25f},
+    {"GPTNeoXForCausalLM",
+     MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS | MLSTACK__F_PLAIN_MLP |
+         MLSTACK__F_NEOX_BIAS,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, "query_key_value", NULL, "hidden_act", 1, 0, 0, NULL, NULL,
+     NULL, NULL, NULL, NULL, "gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
+     "dense_4h_to_h", NULL, 0.25f},
 };
 
 /* One rotary table: how its inverse frequencies are made (>>model mlstack__rope_freqs). */
@@ -17727,7 +17960,10 @@ typedef struct mlstack__config {
     const mlstack__family *fam;
     char architecture[64];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, max_pos;
-    int tied, attn_bias, o_bias, mlp_bias, qk_norm; /* qk_norm: 0 none, 1 per head, 2 whole projection */
+    int tied, attn_bias, o_bias, mlp_bias;
+    int qk_norm;   /* 0 none, 1 RMSNorm per head, 2 of the whole projection, 3 LayerNorm per head with its own weight */
+    int layernorm; /* norms are LayerNorm with bias (else RMSNorm) */
+    int parallel;  /* parallel residual: 1 MLP of ln2 x (GPT-NeoX), 2 MLP of ln1 x (StableLM) */
     int sliding_window; /* window of the sliding layers; 0: none */
     int act;            /* MLSTACK__ACT_* of the gated MLP */
     int rot_dim;        /* rotary dims of each head (partial rotary: < head_dim) */
@@ -17755,6 +17991,7 @@ typedef struct mlstack__config {
 typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
+    const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope;   /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
@@ -17770,7 +18007,7 @@ struct mlstack_model {
     mlstack__layer *layers;
     const void *embed;          /* (V, D) as stored */
     mlstack_dtype embed_dtype;
-    const float *final_norm;
+    const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
     float *inv_freq;            /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
     float rope_mul[2];          /* cos/sin scale of each table (yarn, longrope attention factor) */
@@ -17950,8 +18187,9 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
                              "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)", file,
                              c->fam->act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
-    if ((r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err)) != MLSTACK_OK) return r;
-    return MLSTACK_OK;
+    if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
+    else r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+    return r;
 }
 
 /* One rotary table from a rope_parameters / rope_scaling object rs (NULL: default), theta
@@ -17976,9 +18214,16 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
     if (mlstack__json_is_null(ty) || mlstack__json_is_str(ty, "default")) {
         t->kind = MLSTACK__ROPE_DEFAULT;
     } else if (mlstack__json_is_str(ty, "dynamic")) {
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: rope_scaling type \"dynamic\" is not supported (its frequencies change with the length "
-                             "of the whole sequence)", file);
+        /* NTK scaling from the sequence length (>>forward mlstack__embed); transformers measures
+           it against max_position_embeddings, not the original context */
+        t->kind = MLSTACK__ROPE_DYNAMIC;
+        t->orig_max = c->max_pos;
+        if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
+        if (!(t->factor > 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for dynamic scaling", file);
+        if (c->rot_dim / 2 > MLSTACK__MAX_ROPE_PAIRS || c->rot_dim < 4)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)", file,
+                                 c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
     } else if (mlstack__json_is_str(ty, "linear")) {
         t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
@@ -18038,7 +18283,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
-                             "longrope)",
+                             "longrope, dynamic)",
                              file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
@@ -18070,14 +18315,26 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
             full = rp;
         }
     }
-    /* partial rotary: partial_rotary_factor at the top or in the rope object */
-    if ((r = mlstack__cfg_num(full ? full : root, "partial_rotary_factor", 1.0, 0, 1, &prf, file, err)) != MLSTACK_OK) return r;
-    if (prf == 1.0f && full && (r = mlstack__cfg_num(root, "partial_rotary_factor", 1.0, 0, 1, &prf, file, err)) != MLSTACK_OK)
-        return r;
+    /* partial rotary: partial_rotary_factor in the rope object or at the top (GPT-NeoX before
+       transformers 5: rotary_pct), else the family's default */
+    {
+        const mlstack__json *pk = full && !mlstack__json_is_null(mlstack__json_get(full, "partial_rotary_factor")) ? full : root;
+        const char *key = "partial_rotary_factor";
+        if (pk == root && mlstack__json_is_null(mlstack__json_get(root, key)) &&
+            !mlstack__json_is_null(mlstack__json_get(root, "rotary_pct")))
+            key = "rotary_pct";
+        if ((r = mlstack__cfg_num(pk, key, c->fam->rotary_default > 0 ? c->fam->rotary_default : 1.0, 0, 1, &prf, file,
+                                  err)) != MLSTACK_OK)
+            return r;
+    }
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
     if (c->rot_dim < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
-    if ((r = mlstack__cfg_float(root, "rope_theta", layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+    if ((r = mlstack__cfg_float(root, mlstack__json_is_null(mlstack__json_get(root, "rope_theta")) &&
+                                              !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
+                                          ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
+                                          : "rope_theta",
+                                  layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
@@ -18085,6 +18342,10 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
+    if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
+        c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30) ? (int)((double)c->max_pos * c->rope[0].factor)
+                                                                                 : 1 << 30;
     c->rope_theta = c->rope[0].theta;
     c->rope_kind = c->rope[0].kind;
     c->rope_factor = c->rope[0].factor;
@@ -18104,10 +18365,20 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     float qpas;
     int64_t w;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
-    c->attn_bias = (f->flags & MLSTACK__F_QKV_BIAS) || mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
-    c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 0);
-    c->mlp_bias = mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
+    {
+        int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
+        c->attn_bias = (f->flags & MLSTACK__F_QKV_BIAS) || ab;
+        c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && ab;
+        if (f->qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
+            c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->qkv_bias_key), 0), c->o_bias = 0;
+    }
+    c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD ? 1 : f->flags & MLSTACK__F_QK_NORM_ALL ? 2 : 0;
+    if ((f->flags & MLSTACK__F_QK_LAYERNORM) && mlstack__json_bool(mlstack__json_get(root, "qk_layernorm"), 0)) c->qk_norm = 3;
+    c->layernorm = (f->flags & MLSTACK__F_LAYERNORM) != 0;
+    if ((f->flags & MLSTACK__F_PARALLEL) &&
+        mlstack__json_bool(mlstack__json_get(root, "use_parallel_residual"), (f->flags & MLSTACK__F_PARALLEL_ON) != 0))
+        c->parallel = f->flags & MLSTACK__F_PAR_ONE_NORM ? 2 : 1;
     v = mlstack__json_get(root, "sliding_window");
     if (!mlstack__json_is_null(v)) {
         if (!mlstack__json_int(v, &w) || w < 0 || w > INT_MAX)
@@ -18476,6 +18747,30 @@ static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w,
     dst->bias = w->bias ? w->bias + r0 : NULL;
 }
 
+/* GPT-NeoX's query_key_value: rows grouped per head (q_h, k_h, v_h, each head_dim rows), as
+   transformers views them (heads, 3 Dh). Copied once at load into q | k | v order (weight
+   rows and bias), so the views below and every kernel see the usual layout; the file keeps
+   its own order (mlstack_model_save writes the tensor as stored). */
+static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack__config *c, mlstack__weight *w,
+                                                mlstack_error *err) {
+    int H = c->n_heads, Dh = c->head_dim, h, p;
+    unsigned char *dst = (unsigned char *)mlstack__model_own(m, (size_t)w->n_out * w->row_bytes);
+    float *bias = w->bias ? (float *)mlstack__model_own(m, sizeof(float) * (size_t)w->n_out) : NULL;
+    if (!dst || (w->bias && !bias)) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (c->n_kv_heads != H)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: per-head fused q/k/v needs num_key_value_heads == num_attention_heads",
+                             m->path);
+    for (h = 0; h < H; h++)
+        for (p = 0; p < 3; p++) {
+            size_t from = (size_t)(h * 3 + p) * Dh, to = (size_t)p * H * Dh + (size_t)h * Dh;
+            memcpy(dst + to * w->row_bytes, (const unsigned char *)w->data + from * w->row_bytes, (size_t)Dh * w->row_bytes);
+            if (bias) memcpy(bias + to, w->bias + from, sizeof(float) * (size_t)Dh);
+        }
+    w->data = dst;
+    w->bias = bias;
+    return MLSTACK_OK;
+}
+
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
@@ -18507,12 +18802,18 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     mlstack_result r;
     char name[256];
     int l, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    if ((r = mlstack__model_tensor(m, "model.embed_tokens.weight", 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK)
-        return r;
+    const mlstack__family *fm = c->fam;
+    const char *pre = fm->prefix ? fm->prefix : "model", *head = fm->head ? fm->head : "lm_head";
+    const char *attn = fm->attn ? fm->attn : "self_attn";
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->embed ? fm->embed : "embed_tokens");
+    if ((r = mlstack__model_tensor(m, name, 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK) return r;
     m->embed = m->st.files[t->file].data + t->begin;
     m->embed_dtype = t->dtype;
     mlstack__embed_scale_dtype(&m->cfg, t->dtype);
-    if ((r = mlstack__model_norm(m, "model.norm.weight", c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->final_norm ? fm->final_norm : "norm");
+    if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->final_norm ? fm->final_norm : "norm");
+    if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") && mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
         if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) return r;
@@ -18531,7 +18832,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             memcpy(copy, w->data, (size_t)(t->end - t->begin));
             w->data = copy;
         }
-    } else if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) {
+    } else if ((r = mlstack__model_linear(m, head, c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) {
         return r;
     }
     m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
@@ -18541,7 +18842,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         const mlstack__family *f = c->fam;
         int qn = c->qk_norm == 2 ? q_dim : c->head_dim, kn = c->qk_norm == 2 ? kv_dim : c->head_dim;
         char nm[200];
-#define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix), name)
+#define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "%s.layers.%d.%s", pre, l, suffix), name)
 #define MLSTACK__LNORM(field, key)                                                                        \
     if (key) {                                                                                            \
         snprintf(nm, sizeof nm, "%s.weight", key);                                                        \
@@ -18549,25 +18850,36 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     }
         MLSTACK__LNORM(attn_norm, f->attn_norm)
         MLSTACK__LNORM(post_attn_norm, f->post_attn_norm)
-        MLSTACK__LNORM(ffn_norm, f->ffn_norm)
+        if (c->parallel != 2) MLSTACK__LNORM(ffn_norm, f->ffn_norm) /* StableLM's parallel MLP reads ln1 x */
         MLSTACK__LNORM(post_ffn_norm, f->post_ffn_norm)
 #undef MLSTACK__LNORM
+        if (c->layernorm) { /* LayerNorm biases beside the weights */
+            snprintf(nm, sizeof nm, "%s.bias", f->attn_norm);
+            if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
+            snprintf(nm, sizeof nm, "%s.bias", f->ffn_norm);
+            if (L->ffn_norm && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
+                return r;
+        }
         if (f->qkv) { /* one fused projection, q | k | v rows: three views of it */
             mlstack__weight all;
             memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "self_attn.%s", f->qkv);
+            snprintf(nm, sizeof nm, "%s.%s", attn, f->qkv);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all, err)))
                 return r;
+            if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK) return r;
             mlstack__weight_view(&L->wq, &all, 0, q_dim);
             mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
             mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
-        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.q_proj"), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
-                   (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.k_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
-                   (r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.v_proj"), kv_dim, c->n_embd, c->attn_bias, &L->wv, err))) {
+        } else if ((snprintf(nm, sizeof nm, "%s.q_proj", attn),
+                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
+                   (snprintf(nm, sizeof nm, "%s.k_proj", attn),
+                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
+                   (snprintf(nm, sizeof nm, "%s.v_proj", attn),
+                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), kv_dim, c->n_embd, c->attn_bias, &L->wv, err))) {
             return r;
         }
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("self_attn.o_proj"), c->n_embd, q_dim, c->o_bias, &L->wo, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s", attn, f->o_proj ? f->o_proj : "o_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
         if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
             int e;
             L->moe = 1;
@@ -18602,14 +18914,32 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err))) return r;
             mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
             mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
+        } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
+            snprintf(nm, sizeof nm, "mlp.%s", f->up ? f->up : "up_proj");
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err))) return r;
         } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)) ||
                    (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err))) {
             return r;
         }
-        if (!L->moe &&
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.down_proj"), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+        snprintf(nm, sizeof nm, "mlp.%s", f->down ? f->down : "down_proj");
+        if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
             return r;
-        if (c->qk_norm) {
+        if (c->qk_norm == 3) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
+            int h, nh;
+            for (nh = 0; nh < 2; nh++) {
+                int heads = nh ? c->n_kv_heads : c->n_heads;
+                float *dst = (float *)mlstack__model_own(m, sizeof(float) * (size_t)heads * (size_t)c->head_dim);
+                if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+                for (h = 0; h < heads; h++) {
+                    const float *wh;
+                    snprintf(nm, sizeof nm, "%s.%s_layernorm.norms.%d.weight", attn, nh ? "k" : "q", h);
+                    if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->head_dim, &wh, err)) != MLSTACK_OK) return r;
+                    memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
+                }
+                if (nh) L->k_norm = dst;
+                else L->q_norm = dst;
+            }
+        } else if (c->qk_norm) {
             int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
             if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
                 (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
@@ -19130,9 +19460,6 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
-    if (r == MLSTACK_OK && m->cfg.n_experts)
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random weights for %s (mixture of experts) are not supported", path,
-                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
@@ -19140,6 +19467,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         const mlstack__config *c = &m->cfg;
         int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
+        if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
+        if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
         float *ones, *zeros;
         if ((size_t)qd > n_zeros) n_zeros = (size_t)qd;
         if ((size_t)c->n_embd > n_zeros) n_zeros = (size_t)c->n_embd;
@@ -19169,7 +19498,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             mlstack__layer *L = &m->layers[l];
             uint64_t t = 2 + (uint64_t)l * 8;
             L->attn_norm = c->fam->attn_norm ? ones : NULL;
-            L->ffn_norm = c->fam->ffn_norm ? ones : NULL;
+            L->ffn_norm = c->fam->ffn_norm && c->parallel != 2 ? ones : NULL;
             L->post_attn_norm = c->fam->post_attn_norm ? ones : NULL;
             L->post_ffn_norm = c->fam->post_ffn_norm ? ones : NULL;
             if (c->qk_norm) L->q_norm = L->k_norm = ones;
@@ -19177,10 +19506,33 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1, &L->wk) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2, &L->wv) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4, &L->w_gate) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5, &L->w_up) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6, &L->w_down);
+                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
+            if (ok && c->n_experts && c->layer_moe[l]) {
+                /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
+                uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
+                int e;
+                L->moe = 1;
+                L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+                ok = L->experts && mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
+                for (e = 0; ok && e < c->n_experts; e++)
+                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 1 + 3 * (uint64_t)e,
+                                              &L->experts[3 * e]) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 2 + 3 * (uint64_t)e,
+                                              &L->experts[3 * e + 1]) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
+                                              &L->experts[3 * e + 2]);
+                te += 1 + 3 * (uint64_t)c->n_experts;
+                if (ok && c->shared_ff)
+                    ok = mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2, &L->sh_down) &&
+                         mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
+            } else if (ok) {
+                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4, &L->w_gate) &&
+                     ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5, &L->w_up)) &&
+                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6, &L->w_down);
+            }
         }
         mlstack__pool_free(&pool);
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path, mlstack_dtype_name(dtype));
@@ -19632,13 +19984,16 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 /* ==== 18. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
-   mlstack__families; every norm is RMSNorm with its weight as applied):
+   mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
+   bias for the LayerNorm families):
        xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
        rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
        a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
            soft-capped where configured
        x += post_norm(a Wo) * residual_scale
        xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
+   (MLPs without a gate: act(xn W1) W2; a parallel residual adds attention and MLP outputs
+   to the layer's input x together, the MLP reading ln2(x), or ln1's xn for StableLM)
    then norm and the LM head for rows that want logits, / logits_div, soft-capped where
    configured. Rows never mix: every output element is computed the same way whatever else
    is in the batch.
@@ -19758,6 +20113,28 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
                     c->attn_scale, c->attn_softcap, rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
+/* LayerNorm of x (n,): (x - mean) / sqrt(var + eps) * w (+ b where b is not NULL), the biased
+   variance as torch computes it; sums in double, in index order, so every ISA gives the same
+   bits (plain scalar C, one rounding per statement). */
+static void mlstack__layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+    double sum = 0, sq = 0;
+    float mean, rstd;
+    int i;
+    for (i = 0; i < n; i++) sum += x[i];
+    mean = (float)(sum / n);
+    for (i = 0; i < n; i++) {
+        double d = (double)x[i] - (double)mean;
+        sq += d * d;
+    }
+    rstd = (float)(1.0 / sqrt(sq / n + (double)eps));
+    for (i = 0; i < n; i++) {
+        float y = x[i] - mean;
+        y = y * rstd;
+        y = y * w[i];
+        out[i] = b ? y + b[i] : y;
+    }
+}
+
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
    head; then its k and v go to the row's KV slot in the cache's dtype. */
@@ -19772,17 +20149,19 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
-    int whole = c->qk_norm == 2;
+    int whole = c->qk_norm == 2, own = c->qk_norm == 3;
     (void)n_tasks;
     (void)thread;
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
-        if (L->q_norm && !whole) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+        if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
+        else if (L->q_norm && !whole) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
         mlstack__rope_apply(q + h * Dh, c->rot_dim, cs);
     }
     for (h = 0; h < nkv; h++) {
-        if (L->k_norm && !whole) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+        if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
+        else if (L->k_norm && !whole) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
         mlstack__rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
@@ -19809,15 +20188,34 @@ static int mlstack__attn_blocks(const mlstack__config *c, const mlstack_batch_ro
 
 /* ---- the ops of the formula, each timed by the profiler when it records ---- */
 
+/* Dynamic NTK RoPE for a sequence of seq_len positions (> max_position_embeddings): the base
+   grows to theta (factor seq_len / max_pos - (factor - 1))^(dim / (dim - 2)), in float32 as
+   transformers computes it from its tensor of positions. */
+static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t seq_len, float *inv_freq) {
+    float ratio = t->factor * (float)seq_len, base;
+    int i;
+    ratio = ratio / (float)t->orig_max;
+    ratio = ratio - (float)((double)t->factor - 1.0);
+    base = powf(ratio, (float)((double)dim / (double)(dim - 2)));
+    base = t->theta * base;
+    for (i = 0; i < dim / 2; i++) {
+        float e = (float)(2 * i) / (float)dim;
+        inv_freq[i] = 1.0f / powf(base, e);
+    }
+}
+
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings: what transformers computes when it decodes
-   token by token (a prompt longer than that, run as one forward, uses them for every row). */
+   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
+   transformers computes when it decodes token by token (a prompt longer than that, run as one
+   forward, uses the whole prompt's length for every row). */
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
+    float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B; b++) {
         float *x = rk->s.x + (size_t)b * D;
@@ -19832,6 +20230,10 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
+            if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
+                mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
+                inv = dyn;
+            }
             mlstack__rope_table(cs, rd, rows[b].pos, inv);
             if (m->rope_mul[t] != 1.0f)
                 for (i = 0; i < rd; i++) cs[i] *= m->rope_mul[t];
@@ -19839,12 +20241,21 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     MLSTACK__PROF_END(rk->pool, EMBED, -1, rows, B);
 }
 
-/* out (B, D) = rmsnorm(x (B, D)) * w (w: the f32 weight as applied, (1 + w) already added) */
-static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, int B, int layer) {
+/* One norm of the model's kind: RMSNorm (w as applied, (1 + w) already added) or LayerNorm
+   with bias bn. */
+static void mlstack__norm1(const mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn, int n) {
+    const mlstack__config *c = &rk->model->cfg;
+    if (c->layernorm) mlstack__layernorm(out, x, w, bn, n, c->eps);
+    else rk->k->rmsnorm(out, x, w, n, c->eps);
+}
+
+/* out (B, D) = norm(x (B, D)) with weight w (and LayerNorm bias bn) */
+static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn, int B,
+                                  int layer) {
     const mlstack__config *c = &rk->model->cfg;
     int b;
     MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
-    for (b = 0; b < B; b++) rk->k->rmsnorm(out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, c->n_embd, c->eps);
+    for (b = 0; b < B; b++) mlstack__norm1(rk, out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, bn, c->n_embd);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
@@ -19893,12 +20304,24 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
+   gate): g = act(g) */
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     int act = rk->model->cfg.act;
     size_t i, N = (size_t)B * (size_t)n;
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    if (act == MLSTACK__ACT_SILU) {
+    if (!u) {
+        for (i = 0; i < N; i++) {
+            float x = g[i], e;
+            if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
+            else if (act == MLSTACK__ACT_GELU) g[i] = mlstack__gelu_erf(x);
+            else {
+                e = expf(-x);
+                e = 1.0f + e;
+                g[i] = x / e;
+            }
+        }
+    } else if (act == MLSTACK__ACT_SILU) {
         rk->k->swiglu(g, u, B * n);
     } else {
         for (i = 0; i < N; i++) {
@@ -20032,7 +20455,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const float *in = s->x;
         aj.layer = l;
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
-        if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, B, l), in = s->xn;
+        if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
         mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
         /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
         mlstack__rope_kv(rk, &aj, B);
@@ -20041,23 +20464,39 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
         mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
         if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->o, L->post_attn_norm, B, l);
-        mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xb->o, B, l);
+        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->o, L->post_attn_norm, NULL, B, l);
+        /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
+           above), the attention output is added with the MLP's below */
+        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xb->o, B, l);
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
-        in = s->x;
-        if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, B, l), in = s->xn;
+        in = c->parallel == 2 ? s->xn : s->x;
+        if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
         if (L->moe) { /* one rank: no exchange */
             mlstack__moe(rk, L, in, s->moe_acc, B, l);
-            if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, B, l);
+            if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, NULL, B, l);
             mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
             continue;
         }
-        mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
-        mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
+        if (L->w_up.data) {
+            mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+            mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
+        } else { /* no gate: act(xn W1) */
+            mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
+            mlstack__swiglu_rows(rk, h, NULL, B, rk->sh.f1 - rk->sh.f0, l);
+        }
         if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
         mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
         if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
-        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->d, L->post_ffn_norm, B, l);
+        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->d, L->post_ffn_norm, NULL, B, l);
+        if (c->parallel == 1) { /* GPT-NeoX: x = (mlp + attn) + x */
+            size_t i, nd = (size_t)B * (size_t)c->n_embd;
+            for (i = 0; i < nd; i++) {
+                float t = xb->d[i] + xb->o[i];
+                s->x[i] = t + s->x[i];
+            }
+            continue;
+        }
+        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xb->o, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xb->d, B, l);
     }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
@@ -20068,8 +20507,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         for (b = 0; b < B; b++) {
             if (slot[b] < 0) continue;
             if (first < 0) first = slot[b];
-            rk->k->rmsnorm(s->xn + (size_t)(n++) * c->n_embd, s->x + (size_t)b * c->n_embd, rk->model->final_norm,
-                           c->n_embd, c->eps);
+            mlstack__norm1(rk, s->xn + (size_t)(n++) * c->n_embd, s->x + (size_t)b * c->n_embd, rk->model->final_norm,
+                           rk->model->final_norm_b, c->n_embd);
         }
         MLSTACK__PROF_END(rk->pool, RMSNORM, -1, NULL, n);
         if (n) {
@@ -22204,6 +22643,9 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
                              R, c->n_heads);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (mixture of experts) runs on one rank only",
+                             c->architecture);
+    if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (LayerNorm family) runs on one rank only",
                              c->architecture);
     if (R > 1 && c->qk_norm == 2) /* the norm of the whole projection spans every rank's heads */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",

@@ -650,8 +650,8 @@ static void test_model_config(void) {
     CONFIG_CASE("\"silu\"", "\"relu\"", MLSTACK_ERR_UNSUPPORTED, "hidden_act = \"relu\" is not supported", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"su\", \"factor\": 4.0},\n  \"rope_parameters\"",
                 MLSTACK_ERR_UNSUPPORTED, "rope_scaling type \"su\" is not supported", "default, linear, llama3, yarn, longrope");
-    CONFIG_CASE("\"rope_type\": \"default\"", "\"rope_type\": \"dynamic\"", MLSTACK_ERR_UNSUPPORTED,
-                "rope_scaling type \"dynamic\"", NULL);
+    CONFIG_CASE("\"rope_type\": \"default\"", "\"rope_type\": \"dynamic\"", MLSTACK_ERR_FORMAT,
+                "rope_scaling.factor missing for dynamic scaling", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"type\": \"longrope\"},\n  \"rope_parameters\"",
                 MLSTACK_ERR_FORMAT, "longrope needs a short_factor list", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"linear\"},\n  \"rope_parameters\"",

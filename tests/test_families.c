@@ -57,7 +57,10 @@ static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const
         rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
         rows[nr].seq = sa, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
     }
-    if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) same = 0;
+    if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) {
+        printf("batched eval: %s\n", mlstack_engine_error(e));
+        same = 0;
+    }
     for (i = 0; same && i < n; i++)
         if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab)) same = 0;
     mlstack_engine_seq_free(e, sa);
@@ -213,8 +216,8 @@ static void check_refusals(void) {
          "su"},
         {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
-         "\"dynamic\", \"factor\": 2.0}}",
-         "dynamic"},
+         "\"dynamic\"}}",
+         "factor missing for dynamic"},
         {"{\"architectures\": [\"Gemma3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"layer_types\": "
          "[\"full_attention\", \"chunked_attention\"]}",

@@ -623,7 +623,8 @@ static void test_folder_files(void) {
 }
 
 int main(void) {
-    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5", "mistral-7b-v0.1", "smollm2"};
+    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5", "mistral-7b-v0.1", "smollm2",
+                                           "gemma-it", "gemma3-it"};
     size_t i;
     test_unit_fixtures();
     test_shared_templates();

@@ -334,7 +334,8 @@ static void test_bad_input(void) {
     char out[64];
     expect_load_fail("[]", MLSTACK_ERR_FORMAT, "not an object");
     expect_load_fail("{\"normalizer\":null}", MLSTACK_ERR_FORMAT, "no \"model\"");
-    expect_load_fail("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", MLSTACK_ERR_UNSUPPORTED, "unsupported tokenizer model");
+    expect_load_fail("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", MLSTACK_ERR_FORMAT, "Unigram model.vocab must be");
+    expect_load_fail("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}", MLSTACK_ERR_UNSUPPORTED, "unsupported tokenizer model");
     expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":[],\"merges\":[]}}", MLSTACK_ERR_FORMAT, "vocab must be an object");
     expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"},\"merges\":[]}}", MLSTACK_ERR_FORMAT, "invalid id");
     expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}", MLSTACK_ERR_FORMAT, "invalid id");

@@ -368,7 +368,42 @@ FAMILIES = [
     # top-2 of 4 without renormalization, q/k norms over the whole projection
     dict(name="olmoe", cls="OlmoeForCausalLM",
          extra=dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), drop=("head_dim",)),
+    # Pythia: LayerNorm with bias, per-head fused query_key_value, parallel residual, exact GELU
+    # MLP with biases, partial rotary (half of head_dim 8); config keys as older Hub repositories
+    # write them (rotary_pct, rotary_emb_base)
+    dict(name="gpt_neox", cls="GPTNeoXForCausalLM", extra=dict(partial_rotary_factor=0.5, hidden_act="gelu"),
+         drop=("head_dim", "num_key_value_heads", "rms_norm_eps"), legacy="neox"),
+    # sequential residual, no attention biases, tanh GELU, default partial rotary (1/4 of 16)
+    dict(name="gpt_neox_seq", cls="GPTNeoXForCausalLM",
+         extra=dict(use_parallel_residual=False, attention_bias=False, hidden_act="gelu_new", num_attention_heads=2),
+         drop=("head_dim", "num_key_value_heads", "rms_norm_eps")),
+    # StableLM 2: LayerNorm with bias, SwiGLU, q/k/v biases, GQA, partial rotary (1/4 of 16)
+    dict(name="stablelm", cls="StableLmForCausalLM", extra=dict(num_attention_heads=2, num_key_value_heads=1, use_qkv_bias=True),
+         drop=("head_dim", "rms_norm_eps")),
+    # parallel residual (the MLP reads ln1 x), per-head q/k LayerNorms with their own weights
+    dict(name="stablelm_par", cls="StableLmForCausalLM",
+         extra=dict(num_attention_heads=2, use_parallel_residual=True, qk_layernorm=True),
+         drop=("head_dim", "rms_norm_eps")),
+    # dynamic NTK RoPE past max_position_embeddings (64 < 112), recorded token by token: each
+    # position's frequencies come from the length up to it (see run_incremental)
+    dict(name="llama_dynamic", cls="LlamaForCausalLM",
+         extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
+         incremental=True),
 ]
+
+
+def legacy_neox_config(path):
+    """GPT-NeoX config.json as transformers 4 wrote it: rotary_pct and rotary_emb_base at the
+    top instead of rope_parameters, torch_dtype."""
+    with open(path) as f:
+        cfg = json.load(f)
+    rope = cfg.pop("rope_parameters")
+    cfg.pop("partial_rotary_factor", None)
+    cfg["rotary_pct"] = rope["partial_rotary_factor"]
+    cfg["rotary_emb_base"] = rope["rope_theta"]
+    cfg["torch_dtype"] = cfg.pop("dtype")
+    with open(path, "w") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 def fam_config(spec):
@@ -414,7 +449,7 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
 
 def run_incremental(model, ids, n_new):
     """transformers run one token per forward with its KV cache, as it decodes: for RoPE types
-    whose frequencies depend on the length of the forward's sequence (longrope), every row then
+    whose frequencies depend on the length of the forward's sequence (longrope, dynamic), every row then
     sees the length up to itself. Logits at every prompt position and n_new greedy tokens."""
     from transformers import DynamicCache
     cache = DynamicCache(config=model.config)
@@ -445,6 +480,8 @@ def make_family(spec):
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
     model.save_pretrained(out)
+    if spec.get("legacy") == "neox":
+        legacy_neox_config(os.path.join(out, "config.json"))
     loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
     for k, v in loaded.state_dict().items():
         assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k

@@ -89,6 +89,17 @@ FAMILIES = [
     ("qwen2.5", "folder", {}),
     ("mistral-7b-v0.1", "chat_template.json", {"bos_token": "<s>", "eos_token": "</s>"}),
     ("smollm2", "smollm2.jinja", {}),
+    # Model families whose tokenizers are not in ../shared/tokenizers: their template is a fixture
+    # file, rendered through the SmolLM2 tokenizer object with the family's special tokens.
+    # gemma-it.jinja: google/gemma-7b-it's template (Gemma 1 and 2 instruct models ship the same),
+    #   as quoted in huggingface/text-generation-inference router/src/infer/chat_template.rs
+    #   (commit 058162685f0531edb4c566151eb68c490ebe8267).
+    # gemma3-it.jinja: the template transformers' Gemma 3 converter writes into tokenizer_config.json
+    #   (_CHAT_TEMPLATE of huggingface/transformers
+    #   src/transformers/models/gemma3/convert_gemma3_weights_orbax_to_hf.py, commit
+    #   58827fc9025aaffb9f9939678e77d1ab031af782; the Python string's value).
+    ("gemma-it", "gemma-it.jinja", {"bos_token": "<bos>", "eos_token": "<eos>"}, "smollm2"),
+    ("gemma3-it", "gemma3-it.jinja", {"bos_token": "<bos>", "eos_token": "<eos>"}, "smollm2"),
 ]
 
 
@@ -100,8 +111,8 @@ def dumps(x):
     return json.dumps(x, ensure_ascii=False)
 
 
-def record_family(shared, out_dir, family, source, kwargs):
-    folder = os.path.join(shared, "tokenizers", family)
+def record_family(shared, out_dir, family, source, kwargs, tokenizer_folder=None):
+    folder = os.path.join(shared, "tokenizers", tokenizer_folder or family)
     tok = AutoTokenizer.from_pretrained(folder)
     template = None
     if source == "chat_template.json":
@@ -491,8 +502,8 @@ def main():
         f.write("\n")
     if args.only_shared:
         return 0
-    for family, source, kwargs in FAMILIES:
-        rec = record_family(args.shared, args.out, family, source, kwargs)
+    for family, source, kwargs, *folder in FAMILIES:
+        rec = record_family(args.shared, args.out, family, source, kwargs, *folder)
         rec.update(meta)
         with open(os.path.join(args.out, family + ".json"), "w", encoding="utf-8") as f:
             json.dump(rec, f, ensure_ascii=False, indent=1)
