@@ -124,6 +124,34 @@ def main():
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
 
+        # ---- run --spec: the same greedy ids as without, acceptance reported; bad modes refused ----
+        base = json.loads(run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "-p",
+                              "the cat sat on the mat, the cat sat on the mat").stdout or "{}")
+        for mode in ("ngram", "self:q4_1", "draft:" + tiny):
+            r = run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "--spec", mode, "--spec-tokens", "3", "-p",
+                    "the cat sat on the mat, the cat sat on the mat")
+            try:
+                j = json.loads(r.stdout)
+            except ValueError:
+                j = {}
+            T.check(r.returncode == 0 and j.get("ids") == base.get("ids") and len(j.get("ids", [])) == 24
+                    and j.get("spec") == mode and j.get("spec_drafted", 0) > 0
+                    and (mode == "ngram" or j.get("spec_accepted", 0) > 0),
+                    f"run --spec {mode}: greedy ids unchanged, drafts verified", (r.stdout + r.stderr)[-400:])
+        r = run(exe, "run", "-m", tiny, "-n", "4", "--spec", "ngram", "-p", "hi")
+        T.check(r.returncode == 0 and re.search(r"spec ngram: drafted \d+, accepted \d+", r.stderr) is not None,
+                "run --spec prints the acceptance", r.stderr)
+        for bad, code in (("medusa", 2), ("draft:/nonexistent/draft", 1)):
+            r = run(exe, "run", "-m", tiny, "-n", "2", "--spec", bad, "-p", "hi")
+            T.check(r.returncode == code and r.stderr.startswith("mlstack: ") and bad.split(":")[-1] in r.stderr,
+                    f"run --spec {bad}: exit {code} naming it", r.stderr)
+        r = run(exe, "serve", "--help")
+        T.check("--spec MODE" in r.stdout and "--spec MODE" in run(exe, "run", "--help").stdout, "serve and run list --spec")
+        r = run(exe, "serve", "-m", tiny, "--spec", "medusa", "--port", "0")
+        T.check(r.returncode == 2 and "medusa" in r.stderr, "serve --spec medusa refused", r.stderr)
+        r = run(exe, "chat", "-m", tiny, "-n", "4", "--spec", "self:q4_1", stdin="hello there\n")
+        T.check(r.returncode == 0 and "prompt tokens" in r.stderr, "chat --spec self:q4_1", r.stdout + r.stderr)
+
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
         turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)
