@@ -21146,8 +21146,9 @@ static void mlstack__spec_draft(mlstack_engine *e) {
         }
         for (i = 0; i < S->n_run; i++) {
             mlstack__req *r = S->run[i];
-            int32_t p0 = it ? r->n_toks - 1 + it : D->kv.seqs[r->dseq].len, p;
+            int32_t p0, p;
             if (r->spec_k <= it) continue;
+            p0 = it ? r->n_toks - 1 + it : D->kv.seqs[r->dseq].len;
             for (p = p0; p < r->n_toks + it; p++) {
                 mlstack_batch_row *row = &S->drows[n++];
                 row->seq = r->dseq;
@@ -21160,8 +21161,9 @@ static void mlstack__spec_draft(mlstack_engine *e) {
         if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) break;
         for (i = 0; i < S->n_run; i++) {
             mlstack__req *r = S->run[i];
-            const float *lg = mlstack_engine_logits(D, r->row_first);
+            const float *lg;
             if (r->spec_k <= it) continue;
+            lg = mlstack_engine_logits(D, r->row_first);
             if (r->draft_q && r->smp->d.temperature > 0) {
                 float *q = r->draft_q + (size_t)it * (size_t)V;
                 (void)mlstack_sampler_probs(r->dsmp, lg, q);
