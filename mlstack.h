@@ -21158,7 +21158,15 @@ static void mlstack__spec_draft(mlstack_engine *e) {
             }
             r->row_first = n - 1; /* the row whose logits draft token `it` */
         }
-        if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) break;
+        if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) { /* the draft's KV pool is full, most likely */
+            for (i = S->n_run - 1; i >= 0 && S->run[i]->dseq < 0; i--) {}
+            if (i >= 0) { /* the newest request gives its draft sequence back, so the others draft next step */
+                (void)mlstack_engine_seq_free(D, S->run[i]->dseq);
+                S->run[i]->dseq = -1;
+                S->run[i]->spec_base = 0;
+            }
+            break;
+        }
         for (i = 0; i < S->n_run; i++) {
             mlstack__req *r = S->run[i];
             const float *lg;

@@ -40,7 +40,11 @@ TASKS = [
      "Their are many reason why people likes to travel. Some peoples travel for see new places and meet new "
      "friends, other travels for work. When you travels you learns about other culture and you becomes more "
      "open minded. Travel can be expensive but it is worth it for most of peoples."),
+    ("story", "Write a short story about a lighthouse keeper who finds a message in a bottle."),
 ]
+# "story" is free writing, not grounded in its input: it shows what drafts cost when they rarely
+# hit (not run by default; --tasks rewrite,summarize,correct,story adds it).
+DEFAULT_TASKS = "rewrite,summarize,correct"
 
 
 def run_one(exe: str, model: str, prompt: str, mode: str, n: int, threads: int, timeout: float) -> dict:
@@ -61,7 +65,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-n", type=int, default=128, help="tokens to generate per run")
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--tasks", default=",".join(t[0] for t in TASKS))
+    ap.add_argument("--tasks", default=DEFAULT_TASKS)
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json-out")
     args = ap.parse_args()
