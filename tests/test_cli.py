@@ -152,6 +152,19 @@ def main():
         r = run(exe, "chat", "-m", tiny, "-n", "4", "--spec", "self:q4_1", stdin="hello there\n")
         T.check(r.returncode == 0 and "prompt tokens" in r.stderr, "chat --spec self:q4_1", r.stdout + r.stderr)
 
+        # ---- bench: --parallel 1,8,32; a roofline share above 100% always says why ----
+        r = run(exe, "bench", "-m", tiny, "--parallel", "1,8,32", "-n", "4", "-t", "1")
+        rows = re.findall(r"parallel (\d+)\s*\| aggregate decode\s+([0-9.]+) t/s", r.stdout)
+        T.check(r.returncode == 0 and [int(p) for p, _ in rows] == [1, 8, 32] and all(float(v) > 0 for _, v in rows),
+                "bench --parallel 1,8,32", r.stdout + r.stderr)
+        fixture = os.path.join(ROOT, "tests", "fixtures", "models", "llama", "config.json")
+        r = run(exe, "bench", "--shape", fixture, "-p", "0", "-n", "32", "-r", "1", "--bw-mib", "64")
+        cells = re.findall(r"\|\s+([0-9.]+)%(\*?) \|\s*$", r.stdout, re.M)
+        T.check(r.returncode == 0 and cells and "read bandwidth, all" in r.stdout
+                and all(star or float(v) <= 100 for v, star in cells)
+                and all("* above 100% of the memory roofline: " in r.stdout for v, star in cells if star),
+                "bench: roofline shares above 100% are marked and explained", r.stdout)
+
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
         turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)
