@@ -208,6 +208,8 @@
                  R mlstack_generate(engine, &generate_desc)
      sampling    R mlstack_sampler_init(desc, n_vocab, &sampler)  void mlstack_sampler_free(sampler)
                  void mlstack_sampler_accept(sampler, token)      int32_t mlstack_sampler_sample(sampler, logits)
+                 R mlstack_sampler_probs(sampler, logits, probs)
+                 int32_t mlstack_sampler_verify(sampler, logits, draft, draft_probs, &accepted)
                  mlstack_matcher *mlstack_sampler_matcher(sampler)
      grammars    R mlstack_vocab_from_model(model, &vocab, err)   void mlstack_vocab_free(vocab)
                  R mlstack_vocab_from_tokenizer(tok, n_vocab, eos_ids, n_eos, &vocab, err)
@@ -693,7 +695,21 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        platform can pin; elsewhere ignored); with a transport, n_threads CPUs of
                        this process's rank
      transport         NULL: ranks are threads; else the ranks are the transport's processes
-                       (mlstack_mpi.h makes one over MPI) and this process runs transport->rank */
+                       (mlstack_mpi.h makes one over MPI) and this process runs transport->rank
+     spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
+                       MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
+                       tokens after the latest earlier match of its last spec_ngram..1 tokens.
+                       MLSTACK_SPEC_DRAFT: drafts from spec_draft, a smaller model (or a quantized
+                       copy of this one: self-speculation) with the same vocabulary, run on an
+                       engine of its own. The model verifies the drafts of a step in one forward
+                       over spec_tokens + 1 rows; greedy output is bit-identical to decoding
+                       without speculation, sampled output follows the same distribution
+                       (rejection sampling). Requests with a grammar decode without it.
+     spec_draft        MLSTACK_SPEC_DRAFT: the draft model (not owned; keep it open while the
+                       engine lives)
+     spec_tokens       0: 4 drafted tokens per step at most (ngram: 8)
+     spec_ngram        0: 3; the longest n-gram prompt lookup matches */
+typedef enum mlstack_spec_mode { MLSTACK_SPEC_NONE = 0, MLSTACK_SPEC_NGRAM = 1, MLSTACK_SPEC_DRAFT = 2 } mlstack_spec_mode;
 typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -711,6 +727,10 @@ typedef struct mlstack_engine_desc {
     int threads_per_rank;
     const int *rank_cpus;
     const struct mlstack_transport *transport;
+    mlstack_spec_mode spec;
+    struct mlstack_model *spec_draft;
+    int spec_tokens;
+    int spec_ngram;
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -846,6 +866,19 @@ MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *sampler, int32_t token)
    With a grammar: returns a token the grammar allows and advances the sampler's matcher with it;
    -1 when no token is allowed (see mlstack_sampler_matcher and mlstack_matcher_error). */
 MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *sampler, const float *logits);
+/* The distribution mlstack_sampler_sample draws from for this logits row: n_vocab probabilities
+   into probs (penalties, temperature, top-k/p, min-p applied; greedy: 1 at the argmax).
+   Returns MLSTACK_OK, or MLSTACK_ERR_INVALID_ARG for NULL arguments or a sampler with a grammar. */
+MLSTACK_API mlstack_result mlstack_sampler_probs(mlstack_sampler *sampler, const float *logits, float *probs);
+/* One position of speculative decoding (standard rejection sampling): `draft` was proposed for
+   the position whose target logits are `logits`, drawn from draft_probs (n_vocab floats), or
+   proposed deterministically when draft_probs is NULL. Returns the token to emit: the draft,
+   with probability min(1, p(draft) / q(draft)) (*accepted = 1), else a draw from the residual
+   max(0, p - q), renormalised (*accepted = 0). The emitted tokens follow p exactly whatever q
+   is. Greedy samplers return the argmax (accepted when it is the draft). As with sample, the
+   caller records the token with mlstack_sampler_accept. -1 for bad arguments or a grammar. */
+MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *sampler, const float *logits, int32_t draft,
+                                           const float *draft_probs, int *accepted);
 /* The sampler's own matcher (NULL without a grammar): its status tells when the output is
    complete (MLSTACK_MATCHER_MUST_END: nothing may follow). Owned by the sampler. */
 MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
@@ -1044,7 +1077,8 @@ typedef void (*mlstack_logits_fn)(void *user, uint64_t request, const float *log
      stop_strings       NUL-terminated strings matched on the decoded text across token
                         boundaries; the match and anything after it are not emitted.
                         Needs a model with a tokenizer. Copied at submit.
-     on_token, on_logits, user   callbacks (see above), NULL: none */
+     on_token, on_logits, user   callbacks (see above), NULL: none
+     no_spec            0: speculative decoding as the engine's spec says; non-zero: none */
 typedef struct mlstack_request_desc {
     const int32_t *prompt;
     int n_prompt;
@@ -1058,6 +1092,7 @@ typedef struct mlstack_request_desc {
     mlstack_stream_fn on_token;
     mlstack_logits_fn on_logits;
     void *user;
+    int no_spec;
 } mlstack_request_desc;
 
 /* What mlstack_engine_poll reports. Times are seconds since submit (0 while unknown). */
@@ -1071,6 +1106,7 @@ typedef struct mlstack_request_status {
     int n_cached;               /* prompt tokens whose KV came from the cache (last admission) */
     int n_preempted;            /* times the request was preempted and recomputed */
     double t_first_token, t_done;
+    int n_drafted, n_accepted;  /* speculative decoding: drafts verified and accepted */
 } mlstack_request_status;
 
 /* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
@@ -1089,6 +1125,9 @@ typedef struct mlstack_cache_stats {
     uint64_t generated_tokens;  /* tokens sampled, ever */
     uint64_t steps, preemptions, rejected;
     int n_queued, n_running;
+    uint64_t spec_drafted;      /* tokens drafted for speculation and verified, ever */
+    uint64_t spec_accepted;     /* of those, accepted (each also saves a forward) */
+    uint64_t spec_steps;        /* request-steps that verified drafts */
 } mlstack_cache_stats;
 
 /* Queues a request.
@@ -20676,19 +20715,10 @@ MLSTACK_API int32_t mlstack_sampler_sample(mlstack_sampler *s, const float *logi
     return tok;
 }
 
-static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
-    int V = s->n_vocab, i, n, best = 0;
-    float *w = s->work, mx;
-    double sum, cum, r;
-    const uint32_t *mask = s->gm ? s->gbits : NULL;
-#define MLSTACK__ALLOWED(i) (!mask || ((mask[(i) >> 5] >> ((i) & 31)) & 1))
-    if (mask) { /* the only legal token */
-        int n_ok = 0;
-        for (i = 0; i < (V + 31) / 32 && n_ok < 2; i++)
-            if (mask[i]) n_ok += (mask[i] & (mask[i] - 1)) ? 2 : 1, best = i * 32 + mlstack__ctz32(mask[i]);
-        if (n_ok == 1) return best;
-        for (best = 0; !MLSTACK__ALLOWED(best); best++) {}
-    }
+/* Leaves in s->work the logits after the penalties (mlstack_sampler_accept's history). */
+static void mlstack__sampler_penalize(mlstack_sampler *s, const float *logits) {
+    int V = s->n_vocab, i;
+    float *w = s->work;
     memcpy(w, logits, sizeof(float) * (size_t)V);
     if (s->d.repeat_penalty != 1 || s->d.frequency_penalty != 0 || s->d.presence_penalty != 0) {
         for (i = 0; i < V; i++) {
@@ -20698,11 +20728,15 @@ static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
             w[i] -= (float)cnt * s->d.frequency_penalty + s->d.presence_penalty;
         }
     }
-    if (s->d.temperature == 0) {
-        for (i = best + 1; i < V; i++)
-            if (w[i] > w[best] && MLSTACK__ALLOWED(i)) best = i;
-        return best;
-    }
+}
+
+/* Temperature > 0, on penalized logits in s->work: the candidates s->idx[0..n) (n returned),
+   with s->work[idx[i]] their unnormalised probabilities summing to *sum. */
+static int mlstack__sampler_filter(mlstack_sampler *s, const uint32_t *mask, double *sum_out) {
+    int V = s->n_vocab, i, n;
+    float *w = s->work, mx;
+    double sum, cum;
+#define MLSTACK__ALLOWED(i) (!mask || ((mask[(i) >> 5] >> ((i) & 31)) & 1))
     /* candidates: all (allowed) ids, or the top k */
     n = 0;
     for (i = 0; i < V; i++) {
@@ -20744,13 +20778,100 @@ static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
     }
     sum = 0;
     for (i = 0; i < n; i++) sum += w[s->idx[i]];
-    r = (double)(mlstack__rng_next(s->rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    *sum_out = sum;
+    return n;
+}
+
+/* A uniform double in [0, 1) from the sampler's generator (53 bits). */
+static double mlstack__sampler_uniform(mlstack_sampler *s) {
+    return (double)(mlstack__rng_next(s->rng) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
+    int V = s->n_vocab, i, n, best = 0;
+    float *w = s->work;
+    double sum, cum, r;
+    const uint32_t *mask = s->gm ? s->gbits : NULL;
+#define MLSTACK__ALLOWED(i) (!mask || ((mask[(i) >> 5] >> ((i) & 31)) & 1))
+    if (mask) { /* the only legal token */
+        int n_ok = 0;
+        for (i = 0; i < (V + 31) / 32 && n_ok < 2; i++)
+            if (mask[i]) n_ok += (mask[i] & (mask[i] - 1)) ? 2 : 1, best = i * 32 + mlstack__ctz32(mask[i]);
+        if (n_ok == 1) return best;
+        for (best = 0; !MLSTACK__ALLOWED(best); best++) {}
+    }
+    mlstack__sampler_penalize(s, logits);
+    if (s->d.temperature == 0) {
+        for (i = best + 1; i < V; i++)
+            if (w[i] > w[best] && MLSTACK__ALLOWED(i)) best = i;
+        return best;
+    }
+#undef MLSTACK__ALLOWED
+    n = mlstack__sampler_filter(s, mask, &sum);
+    r = mlstack__sampler_uniform(s) * sum;
     cum = 0;
     for (i = 0; i < n; i++) {
         cum += w[s->idx[i]];
         if (r < cum) return s->idx[i];
     }
     return s->idx[n - 1];
+}
+
+MLSTACK_API mlstack_result mlstack_sampler_probs(mlstack_sampler *s, const float *logits, float *probs) {
+    int i, n;
+    double sum;
+    if (!s || !logits || !probs || s->gm) return MLSTACK_ERR_INVALID_ARG;
+    memset(probs, 0, sizeof(float) * (size_t)s->n_vocab);
+    if (s->d.temperature == 0) {
+        probs[mlstack__sampler_pick(s, logits)] = 1;
+        return MLSTACK_OK;
+    }
+    mlstack__sampler_penalize(s, logits);
+    n = mlstack__sampler_filter(s, NULL, &sum);
+    for (i = 0; i < n; i++) probs[s->idx[i]] = (float)(s->work[s->idx[i]] / sum);
+    return MLSTACK_OK;
+}
+
+MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logits, int32_t draft, const float *draft_probs,
+                                           int *accepted) {
+    int i, n;
+    double sum, p_draft = 0, q_draft, res_sum, r, cum;
+    float *w;
+    if (accepted) *accepted = 0;
+    if (!s || !logits || s->gm || draft < 0 || draft >= s->n_vocab) return -1;
+    if (s->d.temperature == 0) { /* greedy: the argmax, whatever was drafted */
+        int32_t t = mlstack__sampler_pick(s, logits);
+        if (accepted) *accepted = t == draft;
+        return t;
+    }
+    mlstack__sampler_penalize(s, logits);
+    n = mlstack__sampler_filter(s, NULL, &sum);
+    w = s->work; /* w[idx[i]]: unnormalised p over the candidates; other entries are stale */
+    for (i = 0; i < n; i++)
+        if (s->idx[i] == draft) p_draft = w[draft] / sum;
+    q_draft = draft_probs ? (double)draft_probs[draft] : 1.0;
+    /* accept with probability min(1, p/q): u < p/q, drawn as u * q < p */
+    if (q_draft > 0 && mlstack__sampler_uniform(s) * q_draft < p_draft) {
+        if (accepted) *accepted = 1;
+        return draft;
+    }
+    /* the residual max(0, p - q) over the candidates (q's mass outside them only lowers nothing) */
+    res_sum = 0;
+    for (i = 0; i < n; i++) {
+        int id = s->idx[i];
+        double q = draft_probs ? (double)draft_probs[id] : (id == draft ? 1.0 : 0.0), d = w[id] / sum - q;
+        w[id] = d > 0 ? (float)d : 0.0f;
+        res_sum += w[id];
+    }
+    if (!(res_sum > 0)) return draft; /* p == q up to rounding: then the draft was accepted above, except by rounding */
+    r = mlstack__sampler_uniform(s) * res_sum;
+    cum = 0;
+    for (i = 0; i < n; i++) {
+        cum += w[s->idx[i]];
+        if (r < cum && w[s->idx[i]] > 0) return s->idx[i];
+    }
+    for (i = n - 1; i > 0 && w[s->idx[i]] <= 0; i--) {}
+    return s->idx[i];
 }
 
 /* ==== 20. ENGINE ==== */ /* >>engine */
@@ -20781,6 +20902,10 @@ struct mlstack_engine {
     struct mlstack__comm *comm;
     int ranks_ready;              /* every rank set up and agreeing: followers run their loops */
     int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
+    /* speculative decoding (>>scheduler) */
+    mlstack_spec_mode spec;
+    int spec_tokens, spec_ngram;
+    struct mlstack_engine *draft; /* MLSTACK_SPEC_DRAFT: an engine on the draft model */
 };
 
 static void mlstack__sched_free(mlstack_engine *e);
@@ -20817,6 +20942,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     if (!e) return;
     mlstack__prof_free(e);
     mlstack__sched_free(e);
+    mlstack_engine_free(e->draft);
     mlstack__ranks_free(e);
     mlstack__pool_free(&e->pool);
     mlstack__kv_free(&e->kv);
@@ -20842,6 +20968,18 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         d->n_ranks < 0 || d->threads_per_rank < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
     /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 || d->spec_tokens > 64 ||
+        d->spec_ngram < 0 || d->spec_ngram > 64)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64", (int)d->spec);
+    if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
+                             "the tokenizer)", d->spec_draft->cfg.n_vocab, c->n_vocab);
+    if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
+    if (d->spec_ngram == 0) d->spec_ngram = 3;
     if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
         d->step_tokens > (1 << 24))
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
@@ -20913,6 +21051,28 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
+    e->spec = d.spec;
+    e->spec_tokens = d.spec_tokens;
+    e->spec_ngram = d.spec_ngram;
+    if (r == MLSTACK_OK && d.spec == MLSTACK_SPEC_DRAFT) {
+        /* the draft engine: the same threads, sequences and pages; KV for as many positions */
+        const mlstack__config *dc = &d.spec_draft->cfg;
+        mlstack_engine_desc dd;
+        uint64_t per_tok = (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        memset(&dd, 0, sizeof dd);
+        dd.n_threads = d.n_threads;
+        dd.kv_type = d.kv_type;
+        dd.kv_page_tokens = d.kv_page_tokens;
+        dd.max_seqs = d.max_seqs;
+        dd.max_batch_tokens = d.max_batch_tokens;
+        dd.isa = d.isa;
+        dd.bf16_activations = d.bf16_activations;
+        dd.n_ranks = 1;
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
+                    (uint64_t)dc->head_dim + (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
+                    (uint64_t)d.kv_page_tokens;
+        r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
+    }
     if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
         MLSTACK__FAIL(err, r, "could not start the profiler");
     if (r != MLSTACK_OK) {
@@ -21190,6 +21350,14 @@ typedef struct mlstack__req {
     char message[160];
     double t_submit, t_first, t_done;
     int row_first, n_rows;         /* this step's rows */
+    /* speculative decoding (the stepping thread only) */
+    int no_spec, spec_k;           /* spec_k: drafts verified by this step's rows (after the first) */
+    int32_t *draft;                /* spec_tokens drafted tokens */
+    float *draft_q;                /* sampled requests with a draft model: the draws' distributions */
+    mlstack_sampler *dsmp;         /* the draft model's sampler (no penalties, no grammar) */
+    int32_t dseq;                  /* the draft engine's sequence, -1 without one */
+    int spec_base, spec_acc;       /* n_toks when the last drafts were made; how many were accepted */
+    int n_drafted, n_accepted;
 } mlstack__req;
 
 typedef struct mlstack__sched {
@@ -21203,6 +21371,9 @@ typedef struct mlstack__sched {
     mlstack_batch_row *rows;
     int cap_rows;
     uint64_t steps, hit, computed, generated, preemptions, rejected;
+    uint64_t drafted, accepted, spec_steps;
+    mlstack_batch_row *drows;      /* the draft engine's rows */
+    int cap_drows;
 } mlstack__sched;
 
 static mlstack_result mlstack__sched_init(mlstack_engine *e) {
@@ -21232,6 +21403,9 @@ static void mlstack__req_free(mlstack__req *r) {
     MLSTACK_FREE(r->toks);
     MLSTACK_FREE(r->text);
     mlstack_sampler_free(r->smp);
+    mlstack_sampler_free(r->dsmp);
+    MLSTACK_FREE(r->draft);
+    MLSTACK_FREE(r->draft_q);
     mlstack_detok_free(r->dt);
     MLSTACK_FREE(r);
 }
@@ -21248,6 +21422,7 @@ static void mlstack__sched_free(mlstack_engine *e) {
     MLSTACK_FREE(S->wait);
     MLSTACK_FREE(S->run);
     MLSTACK_FREE(S->rows);
+    MLSTACK_FREE(S->drows);
     MLSTACK_FREE(S);
     e->sched = NULL;
 }
@@ -21325,6 +21500,8 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     r->on_logits = d->on_logits;
     r->user = d->user;
     r->seq = -1;
+    r->dseq = -1;
+    r->no_spec = d->no_spec || d->sampler.grammar != NULL || e->spec == MLSTACK_SPEC_NONE;
     if (d->n_stop_ids) {
         r->stop_ids = (int32_t *)mlstack__calloc((size_t)d->n_stop_ids, sizeof(int32_t));
         if (r->stop_ids) memcpy(r->stop_ids, d->stop_ids, sizeof(int32_t) * (size_t)d->n_stop_ids);
@@ -21441,6 +21618,9 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
+    if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
+    r->dseq = -1;
+    r->spec_base = r->spec_acc = r->spec_k = 0;
 }
 
 /* Once a prefill completes, its full pages go into the tree right away, so requests arriving
@@ -21636,19 +21816,26 @@ static int64_t mlstack__stop_scan(const mlstack__req *r, size_t *safe) {
     return hit;
 }
 
+static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok);
+
 /* Samples r's next token from its logits row and applies the stop conditions. */
 static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float *logits) {
-    const mlstack__config *c = &e->model->cfg;
     int32_t tok;
-    int finish = MLSTACK_FINISH_NONE, i;
-    size_t from = r->emitted, upto;
-    const char *piece = NULL;
-    if (r->on_logits) r->on_logits(r->user, r->id, logits, c->n_vocab);
+    if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
     tok = mlstack_sampler_sample(r->smp, logits);
     if (tok < 0) { /* the grammar allows no token */
         mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
         return;
     }
+    mlstack__req_emit(e, r, tok);
+}
+
+/* Appends a sampled token to r, streams it and applies the stop conditions. */
+static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok) {
+    const mlstack__config *c = &e->model->cfg;
+    int finish = MLSTACK_FINISH_NONE, i;
+    size_t from = r->emitted, upto;
+    const char *piece = NULL;
     mlstack_sampler_accept(r->smp, tok);
     r->toks[r->n_toks++] = tok;
     e->sched->generated++;
@@ -21716,6 +21903,8 @@ static void mlstack__sched_publish(mlstack_engine *e) {
         r->st.n_preempted = r->n_preempted;
         r->st.t_first_token = r->t_first ? r->t_first - r->t_submit : 0;
         r->st.t_done = r->t_done ? r->t_done - r->t_submit : 0;
+        r->st.n_drafted = r->n_drafted;
+        r->st.n_accepted = r->n_accepted;
         if (r->state == MLSTACK_REQUEST_QUEUED) st->n_queued++;
         if (r->state == MLSTACK_REQUEST_RUNNING) st->n_running++;
     }
@@ -21734,6 +21923,9 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     st->generated_tokens = S->generated;
     st->steps = S->steps;
     st->preemptions = S->preemptions;
+    st->spec_drafted = S->drafted;
+    st->spec_accepted = S->accepted;
+    st->spec_steps = S->spec_steps;
     mlstack__sched_reap(S);
 }
 
@@ -21771,6 +21963,200 @@ static void mlstack__sched_intake(mlstack_engine *e) {
     }
 }
 
+/* ---- speculative decoding ----
+   A decoding request (one row left, a token generated already) may add k drafted tokens after
+   its last one: rows at positions n_computed .. n_computed + k, each asking for logits. The
+   rows are verified in order, row j's logits deciding the token after row j's input: greedy
+   takes the argmax and goes on while it equals the next draft; a sampled request accepts draft
+   x with probability min(1, p(x) / q(x)) and after a rejection draws from max(0, p - q)
+   (mlstack_sampler_verify; q is a point mass for prompt-lookup drafts). The token after the
+   last accepted draft is emitted too, so a step emits 1..k+1 tokens. Every emitted token comes
+   from logits bit-identical to a one-row decode at that position (batch invariance), so greedy
+   output equals decoding without drafts. After a rejection the KV of the later rows is dropped:
+   the sequence shrinks back to its accepted positions and their pages return to the pool.
+   Pages enter the radix tree only up to n_computed, so the cache never holds a draft. The
+   draft model runs on an engine of its own, one sequence per running request, rolled back to
+   the tokens it shares with the request before it drafts again. */
+
+/* Prompt lookup: up to k tokens that followed the latest earlier occurrence of the last g of
+   toks[0..n), g from max_g down to 1. Returns how many were copied to out (0: no match). */
+MLSTACK__FN int mlstack__spec_ngram(const int32_t *toks, int n, int max_g, int k, int32_t *out) {
+    int g, i, j;
+    for (g = max_g < n - 1 ? max_g : n - 1; g >= 1; g--) {
+        const int32_t *pat = toks + n - g;
+        for (i = n - g - 1; i >= 0; i--) {
+            if (toks[i] != pat[0] || memcmp(toks + i, pat, sizeof(int32_t) * (size_t)g) != 0) continue;
+            for (j = 0; j < k && i + g + j < n; j++) out[j] = toks[i + g + j];
+            return j;
+        }
+    }
+    return 0;
+}
+
+/* How many drafts r may have verified this step: spec_tokens, within max_tokens, the context,
+   the draft model's context and the token array (one more token follows the drafts). */
+static int mlstack__spec_room(const mlstack_engine *e, const mlstack__req *r) {
+    int k = e->spec_tokens, gen = r->n_toks - r->n_prompt, lim;
+    if (r->no_spec || r->n_toks - r->n_computed != 1 || gen < 1) return 0;
+    if (r->max_tokens && k > r->max_tokens - gen - 1) k = r->max_tokens - gen - 1;
+    if (k > r->cap_toks - r->n_toks - 1) k = r->cap_toks - r->n_toks - 1;
+    lim = e->model->cfg.max_pos;
+    if (e->draft && e->draft->model->cfg.max_pos < lim) lim = e->draft->model->cfg.max_pos;
+    if (k > lim - r->n_toks) k = lim - r->n_toks;
+    return k > 0 ? k : 0;
+}
+
+/* A draw from probs (n floats, not necessarily normalised) with s's generator. */
+static int32_t mlstack__sampler_draw(mlstack_sampler *s, const float *probs) {
+    int i, last = 0;
+    double sum = 0, r, cum = 0;
+    for (i = 0; i < s->n_vocab; i++) sum += probs[i];
+    r = mlstack__sampler_uniform(s) * sum;
+    for (i = 0; i < s->n_vocab; i++) {
+        if (probs[i] <= 0) continue;
+        last = i;
+        cum += probs[i];
+        if (r < cum) return i;
+    }
+    return last;
+}
+
+/* The draft model's sampler for r: r's settings without penalties or grammar (any q gives the
+   target distribution; penalties would only cost time), its own seed. */
+static mlstack_sampler *mlstack__spec_dsmp(mlstack__req *r) {
+    mlstack_sampler_desc d = r->smp->d;
+    if (r->dsmp) return r->dsmp;
+    d.repeat_penalty = 1;
+    d.frequency_penalty = d.presence_penalty = 0;
+    d.grammar = NULL;
+    d.seed ^= 0x9E3779B97F4A7C15ull;
+    if (mlstack_sampler_init(&d, r->smp->n_vocab, &r->dsmp) != MLSTACK_OK) r->dsmp = NULL;
+    return r->dsmp;
+}
+
+/* Drafts for every decoding request (r->spec_k of them into r->draft): prompt lookup, or the
+   draft model, whose engine runs k forwards over all such requests together (the first also
+   catches each draft sequence up with its request's tokens). */
+static void mlstack__spec_draft(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack_engine *D = e->draft;
+    int i, it, kmax = 0, V = e->model->cfg.n_vocab;
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        int k = mlstack__spec_room(e, r);
+        r->spec_k = 0;
+        if (k == 0) continue;
+        if (!r->draft && !(r->draft = (int32_t *)mlstack__calloc((size_t)e->spec_tokens, sizeof(int32_t)))) continue;
+        if (e->spec == MLSTACK_SPEC_NGRAM) {
+            r->spec_k = mlstack__spec_ngram(r->toks, r->n_toks, e->spec_ngram, k, r->draft);
+            continue;
+        }
+        if (!mlstack__spec_dsmp(r)) continue;
+        if (r->smp->d.temperature > 0 && !r->draft_q && !(r->draft_q = (float *)mlstack__calloc((size_t)e->spec_tokens * (size_t)V, sizeof(float))))
+            continue;
+        if (r->dseq < 0 && mlstack_engine_seq_new(D, &r->dseq) != MLSTACK_OK) {
+            r->dseq = -1;
+            continue;
+        }
+        { /* back to the tokens the draft sequence shares with r */
+            int32_t have = D->kv.seqs[r->dseq].len, valid = r->spec_base ? r->spec_base + r->spec_acc : have;
+            if (valid > r->n_toks - 1) valid = r->n_toks - 1;
+            if (have > valid) (void)mlstack_engine_seq_rewind(D, r->dseq, valid);
+        }
+        r->spec_k = k;
+        if (k > kmax) kmax = k;
+    }
+    for (it = 0; it < kmax; it++) {
+        int n = 0, need = 0;
+        for (i = 0; i < S->n_run; i++)
+            if (S->run[i]->spec_k > it) need += it ? 1 : S->run[i]->n_toks - D->kv.seqs[S->run[i]->dseq].len;
+        if (need > S->cap_drows) {
+            mlstack_batch_row *p = (mlstack_batch_row *)MLSTACK_REALLOC(S->drows, sizeof *p * (size_t)need);
+            if (!p) break;
+            S->drows = p;
+            S->cap_drows = need;
+        }
+        for (i = 0; i < S->n_run; i++) {
+            mlstack__req *r = S->run[i];
+            int32_t p0, p;
+            if (r->spec_k <= it) continue;
+            p0 = it ? r->n_toks - 1 + it : D->kv.seqs[r->dseq].len;
+            for (p = p0; p < r->n_toks + it; p++) {
+                mlstack_batch_row *row = &S->drows[n++];
+                row->seq = r->dseq;
+                row->pos = p;
+                row->token = p < r->n_toks ? r->toks[p] : r->draft[it - 1];
+                row->want_logits = p == r->n_toks - 1 + it;
+            }
+            r->row_first = n - 1; /* the row whose logits draft token `it` */
+        }
+        if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) { /* the draft's KV pool is full, most likely */
+            for (i = S->n_run - 1; i >= 0 && S->run[i]->dseq < 0; i--) {}
+            if (i >= 0) { /* the newest request gives its draft sequence back, so the others draft next step */
+                (void)mlstack_engine_seq_free(D, S->run[i]->dseq);
+                S->run[i]->dseq = -1;
+                S->run[i]->spec_base = 0;
+            }
+            break;
+        }
+        for (i = 0; i < S->n_run; i++) {
+            mlstack__req *r = S->run[i];
+            const float *lg;
+            if (r->spec_k <= it) continue;
+            lg = mlstack_engine_logits(D, r->row_first);
+            if (r->draft_q && r->smp->d.temperature > 0) {
+                float *q = r->draft_q + (size_t)it * (size_t)V;
+                (void)mlstack_sampler_probs(r->dsmp, lg, q);
+                r->draft[it] = mlstack__sampler_draw(r->dsmp, q);
+            } else {
+                r->draft[it] = mlstack_sampler_sample(r->dsmp, lg);
+            }
+        }
+    }
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        if (r->spec_k > it && e->spec == MLSTACK_SPEC_DRAFT) r->spec_k = it; /* the draft model failed: fewer drafts */
+        r->spec_base = r->n_toks;
+        r->spec_acc = 0;
+    }
+}
+
+/* Verifies r's drafts against this step's logits rows and emits the tokens (see above). */
+static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
+    mlstack__sched *S = e->sched;
+    int V = e->model->cfg.n_vocab, k = r->spec_k, j, acc = 0, c0 = r->n_computed;
+    r->spec_k = 0;
+    S->drafted += (uint64_t)k;
+    S->spec_steps++;
+    r->n_drafted += k;
+    for (j = 0; j <= k; j++) {
+        const float *lg = mlstack_engine_logits(e, r->row_first + j);
+        int ok = 0;
+        int32_t tok;
+        r->n_computed = c0 + j + 1; /* the KV of the last token and the j drafts accepted so far */
+        if (r->on_logits) r->on_logits(r->user, r->id, lg, V);
+        if (j < k)
+            tok = mlstack_sampler_verify(r->smp, lg, r->draft[j],
+                                         r->draft_q && r->smp->d.temperature > 0 ? r->draft_q + (size_t)j * (size_t)V : NULL, &ok);
+        else
+            tok = mlstack_sampler_sample(r->smp, lg);
+        if (tok < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, "speculative decoding: no token to emit");
+            break;
+        }
+        acc += ok;
+        mlstack__req_emit(e, r, tok);
+        if (r->state == MLSTACK_REQUEST_DONE || !ok) break;
+    }
+    S->accepted += (uint64_t)acc;
+    r->n_accepted += acc;
+    r->spec_acc = acc;
+    if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
+        (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
+        e->kv.seqs[r->seq].len = r->n_computed;
+    }
+}
+
 /* (2) The batch: running requests oldest first, decodes ahead of prefill in the budget, then
    admissions. Returns the number of rows in S->rows. */
 static int mlstack__sched_plan(mlstack_engine *e) {
@@ -21781,6 +22167,7 @@ static int mlstack__sched_plan(mlstack_engine *e) {
     for (i = 0; i < S->n_run; i++)
         if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
     budget = e->step_tokens - n_dec;
+    if (e->spec != MLSTACK_SPEC_NONE) mlstack__spec_draft(e);
     for (i = 0; i < S->n_run; i++) {
         int left, chunk, got;
         r = S->run[i];
@@ -21798,6 +22185,25 @@ static int mlstack__sched_plan(mlstack_engine *e) {
         mlstack__add_rows(S, &n_rows, r, chunk);
         r->prefill_rows = left > 1 || r->n_computed < r->n_prompt ? chunk : 0;
         if (left > 1) budget -= chunk;
+        if (left == 1 && r->spec_k > 0) { /* drafts: within the budget and the free pages, never evicting */
+            mlstack__kv_seq *s = &e->kv.seqs[r->seq];
+            int k = r->spec_k, room = (s->n_pages + e->kv.n_free) * e->kv.page_tokens - (r->n_computed + 1), j;
+            if (k > budget) k = budget;
+            if (k > room) k = room;
+            if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
+            r->spec_k = k > 0 ? k : 0;
+            for (j = 0; j < r->spec_k; j++) {
+                mlstack_batch_row *row = &S->rows[n_rows++];
+                row->seq = r->seq;
+                row->pos = r->n_computed + 1 + j;
+                row->token = r->draft[j];
+                row->want_logits = 1;
+            }
+            r->n_rows += r->spec_k;
+            budget -= r->spec_k;
+        } else {
+            r->spec_k = 0;
+        }
     }
     /* no admissions in a step that had to preempt: the room is not there */
     while (budget > 0 && S->n_wait > 0 && S->n_run < e->kv.max_seqs && S->preemptions == preempted) {
@@ -21821,6 +22227,7 @@ static int mlstack__sched_plan(mlstack_engine *e) {
         }
         mlstack__add_rows(S, &n_rows, r, chunk);
         r->prefill_rows = chunk;
+        r->spec_k = 0;
         budget -= chunk;
     }
     return n_rows;
@@ -21858,6 +22265,11 @@ static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
         r = batch[i];
         if (!r->n_rows) continue;
         S->computed += (uint64_t)r->prefill_rows;
+        if (r->spec_k > 0) {
+            mlstack__spec_verify(e, r);
+            r->n_rows = 0;
+            continue;
+        }
         r->n_computed += r->n_rows;
         if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
         if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));

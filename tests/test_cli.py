@@ -124,6 +124,47 @@ def main():
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
 
+        # ---- run --spec: the same greedy ids as without, acceptance reported; bad modes refused ----
+        base = json.loads(run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "-p",
+                              "the cat sat on the mat, the cat sat on the mat").stdout or "{}")
+        for mode in ("ngram", "self:q4_1", "draft:" + tiny):
+            r = run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "--spec", mode, "--spec-tokens", "3", "-p",
+                    "the cat sat on the mat, the cat sat on the mat")
+            try:
+                j = json.loads(r.stdout)
+            except ValueError:
+                j = {}
+            T.check(r.returncode == 0 and j.get("ids") == base.get("ids") and len(j.get("ids", [])) == 24
+                    and j.get("spec") == mode and j.get("spec_drafted", 0) > 0
+                    and (mode == "ngram" or j.get("spec_accepted", 0) > 0),
+                    f"run --spec {mode}: greedy ids unchanged, drafts verified", (r.stdout + r.stderr)[-400:])
+        r = run(exe, "run", "-m", tiny, "-n", "4", "--spec", "ngram", "-p", "hi")
+        T.check(r.returncode == 0 and re.search(r"spec ngram: drafted \d+, accepted \d+", r.stderr) is not None,
+                "run --spec prints the acceptance", r.stderr)
+        for bad, code in (("medusa", 2), ("draft:/nonexistent/draft", 1)):
+            r = run(exe, "run", "-m", tiny, "-n", "2", "--spec", bad, "-p", "hi")
+            T.check(r.returncode == code and r.stderr.startswith("mlstack: ") and bad.split(":")[-1] in r.stderr,
+                    f"run --spec {bad}: exit {code} naming it", r.stderr)
+        r = run(exe, "serve", "--help")
+        T.check("--spec MODE" in r.stdout and "--spec MODE" in run(exe, "run", "--help").stdout, "serve and run list --spec")
+        r = run(exe, "serve", "-m", tiny, "--spec", "medusa", "--port", "0")
+        T.check(r.returncode == 2 and "medusa" in r.stderr, "serve --spec medusa refused", r.stderr)
+        r = run(exe, "chat", "-m", tiny, "-n", "4", "--spec", "self:q4_1", stdin="hello there\n")
+        T.check(r.returncode == 0 and "prompt tokens" in r.stderr, "chat --spec self:q4_1", r.stdout + r.stderr)
+
+        # ---- bench: --parallel 1,8,32; a roofline share above 100% always says why ----
+        r = run(exe, "bench", "-m", tiny, "--parallel", "1,8,32", "-n", "4", "-t", "1")
+        rows = re.findall(r"parallel (\d+)\s*\| aggregate decode\s+([0-9.]+) t/s", r.stdout)
+        T.check(r.returncode == 0 and [int(p) for p, _ in rows] == [1, 8, 32] and all(float(v) > 0 for _, v in rows),
+                "bench --parallel 1,8,32", r.stdout + r.stderr)
+        fixture = os.path.join(ROOT, "tests", "fixtures", "models", "llama", "config.json")
+        r = run(exe, "bench", "--shape", fixture, "-p", "0", "-n", "32", "-r", "1", "--bw-mib", "64")
+        cells = re.findall(r"\|\s+([0-9.]+)%(\*?) \|\s*$", r.stdout, re.M)
+        T.check(r.returncode == 0 and cells and "read bandwidth, all" in r.stdout
+                and all(star or float(v) <= 100 for v, star in cells)
+                and all("* above 100% of the memory roofline: " in r.stdout for v, star in cells if star),
+                "bench: roofline shares above 100% are marked and explained", r.stdout)
+
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
         turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)

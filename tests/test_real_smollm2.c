@@ -3,7 +3,8 @@
    at every prompt position our logits for transformers' top-10 ids agree within LOGIT_TOL, and
    the 64-token greedy continuation is identical. Runs with the best kernels and, for the
    logits, with the scalar reference too. Quantized Q8_0 must still agree on the greedy tokens
-   of the first prompt for a while (it is not exact, so only a prefix is required). */
+   of the first prompt for a while (it is not exact, so only a prefix is required). Speculative
+   decoding (prompt lookup, a Q4_1 draft) must give the same greedy tokens (run_spec). */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -92,6 +93,81 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
     mlstack_engine_free(e);
 }
 
+/* Speculative decoding on the real model: the three prompts together (batch mates), then the
+   longest again (its prefix from the cache), with prompt-lookup drafts and with a Q4_1 copy of
+   the model drafting: the first SPEC_GEN greedy tokens must be transformers' (the recorded
+   continuation), as without drafts. */
+#define SPEC_GEN 40
+typedef struct spec_out {
+    int32_t toks[SPEC_GEN];
+    int n;
+} spec_out;
+static int spec_tok(void *u, uint64_t id, int32_t t, const char *text, size_t len) {
+    spec_out *o = (spec_out *)u;
+    (void)id, (void)text, (void)len;
+    if (o->n < SPEC_GEN) o->toks[o->n++] = t;
+    return 0;
+}
+static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json *prompts) {
+    static int32_t ids[3][256];
+    int n_ids[3], pi, round;
+    const mlstack__json *p, *v;
+    mlstack_engine_desc ed;
+    mlstack_engine *e;
+    mlstack_error err;
+    mlstack_cache_stats st;
+    double t0 = mlstack_clock_seconds();
+    memset(&ed, 0, sizeof ed);
+    ed.max_seqs = 3;
+    ed.kv_type = MLSTACK_KV_F32;
+    ed.spec = draft ? MLSTACK_SPEC_DRAFT : MLSTACK_SPEC_NGRAM;
+    ed.spec_draft = draft;
+    if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+        CHECKF(0, "spec engine: %s", err.message);
+        return;
+    }
+    for (p = prompts->child, pi = 0; p && pi < 3; p = p->next, pi++) {
+        n_ids[pi] = 0;
+        for (v = mlstack__json_get(p, "ids")->child; v && n_ids[pi] < 256; v = v->next) ids[pi][n_ids[pi]++] = (int32_t)v->i;
+    }
+    for (round = 0; round < 2; round++) {
+        spec_out out[3];
+        uint64_t rid[3];
+        int active = 1, n = round ? 1 : 3, first = round ? 2 : 0; /* round 1: prompt 2 (41 tokens) */
+        for (pi = first; pi < first + n; pi++) {
+            mlstack_request_desc d;
+            memset(&d, 0, sizeof d);
+            memset(&out[pi], 0, sizeof out[pi]);
+            d.prompt = ids[pi];
+            d.n_prompt = n_ids[pi];
+            d.max_tokens = SPEC_GEN;
+            d.ignore_eos = 1;
+            d.on_token = spec_tok;
+            d.user = &out[pi];
+            CHECK(mlstack_engine_submit(e, &d, &rid[pi], NULL) == MLSTACK_OK);
+        }
+        while (active) CHECK(mlstack_engine_step(e, &active) == MLSTACK_OK);
+        for (p = prompts->child, pi = 0; pi < first + n; p = p->next, pi++) {
+            int k = 0, same = out[pi].n == SPEC_GEN;
+            if (pi < first) continue;
+            for (v = mlstack__json_get(p, "greedy")->child; v && k < SPEC_GEN; v = v->next, k++)
+                if (k >= out[pi].n || out[pi].toks[k] != v->i) same = 0;
+            CHECKF(same, "spec %s, prompt %d%s: greedy tokens differ from transformers'", draft ? "q4_1 draft" : "ngram", pi,
+                   round ? " (cached prefix)" : " (batched)");
+            mlstack_engine_release(e, rid[pi]);
+        }
+    }
+    memset(&st, 0, sizeof st);
+    mlstack_engine_cache_stats(e, &st);
+    CHECKF(st.hit_tokens > 0 && st.spec_drafted > 0 && st.spec_accepted > 0, "spec: hits %llu drafted %llu accepted %llu",
+           (unsigned long long)st.hit_tokens, (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
+    printf("  spec %s: 4 x %d greedy tokens identical; drafted %llu, accepted %llu (%.0f%%), %llu steps, %.1f s\n",
+           draft ? "q4_1 draft" : "ngram", SPEC_GEN, (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted,
+           st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0, (unsigned long long)st.steps,
+           mlstack_clock_seconds() - t0);
+    mlstack_engine_free(e);
+}
+
 int main(void) {
     size_t len;
     char *text = tl_read("tests/fixtures/smollm2/record.json", &len);
@@ -159,6 +235,17 @@ int main(void) {
         }
         run_prompts(m, prompts, NULL, 1);
         run_prompts(m, prompts, "scalar", 0);
+        run_spec(m, NULL, prompts);
+        {
+            mlstack_model *q;
+            md.quant = MLSTACK_DTYPE_Q4_1;
+            if (mlstack_model_open(&md, &q, &err) != MLSTACK_OK) {
+                CHECKF(0, "q4_1: %s", err.message);
+            } else {
+                run_spec(m, q, prompts);
+                mlstack_model_close(q);
+            }
+        }
         mlstack_model_close(m);
     }
     mlstack__json_free(&doc);

@@ -10,6 +10,8 @@
 #include "mlstack.h"
 #include "testlib.h"
 
+#include <math.h>
+
 #define MAXN 48
 #define GEN 10
 static mlstack_model *M;
@@ -523,6 +525,261 @@ static void test_radix_fuzz(void) {
     mlstack_engine_free(e);
 }
 
+/* ---- speculative decoding ---- */
+
+static mlstack_engine *spec_engine(mlstack_spec_mode mode, mlstack_model *draft, int k, int step_tokens, int page_tokens,
+                                   uint64_t kv_mem, int threads) {
+    mlstack_engine_desc ed;
+    mlstack_engine *e;
+    mlstack_error err;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = threads;
+    ed.step_tokens = step_tokens;
+    ed.kv_page_tokens = page_tokens;
+    ed.kv_mem = kv_mem;
+    ed.max_seqs = 17;
+    ed.spec = mode;
+    ed.spec_draft = draft;
+    ed.spec_tokens = k;
+    if (mlstack_engine_init(M, &ed, &e, &err) != MLSTACK_OK) {
+        printf("spec engine: %s\n", err.message);
+        exit(1);
+    }
+    return e;
+}
+
+/* Greedy requests with drafts (prompt lookup, the model itself as its draft: every draft
+   accepted, a Q4_1 copy, another model of the same vocabulary): tokens and every logits row
+   bit-identical to decoding alone without drafts, alone and batched, with cache hits, small
+   pages and budgets; every page comes back. Sampled requests run beside them to completion. */
+static void test_spec(void) {
+    mlstack_model *self_q = NULL, *other = NULL;
+    mlstack_model_desc md;
+    mlstack_error err;
+    int mode, i, greedy[MAXN], n_greedy = 0, idx[MAXN];
+    char what[160];
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/models/llama";
+    md.quant = MLSTACK_DTYPE_Q4_1;
+    CHECK(mlstack_model_open(&md, &self_q, &err) == MLSTACK_OK);
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/models/llama_linear_rope";
+    CHECK(mlstack_model_open(&md, &other, &err) == MLSTACK_OK);
+    for (i = 0; i < MAXN; i++)
+        if (R[i].sd.temperature == 0) greedy[n_greedy++] = i;
+    for (mode = 0; mode < 4; mode++) {
+        static const char *names[] = {"ngram", "draft=itself", "draft=q4_1", "draft=other"};
+        mlstack_model *dm = mode == 1 ? M : mode == 2 ? self_q : mode == 3 ? other : NULL;
+        mlstack_spec_mode sm = mode ? MLSTACK_SPEC_DRAFT : MLSTACK_SPEC_NGRAM;
+        int cfg;
+        for (cfg = 0; cfg < (mode == 0 || mode == 2 ? 3 : 1); cfg++) { /* every configuration for ngram and q4_1 */
+            int k = cfg == 0 ? 4 : cfg == 1 ? 1 : 7, step = cfg == 2 ? 9 : 0, pt = cfg == 1 ? 16 : 4;
+            mlstack_engine *e = spec_engine(sm, dm, k, step, pt, 0, cfg == 1 ? 1 : 2);
+            mlstack_cache_stats st;
+            for (i = cfg; i < n_greedy; i += 6) {
+                snprintf(what, sizeof what, "spec %s k %d alone %d", names[mode], k, greedy[i]);
+                run_batch(e, &greedy[i], 1, what);
+            }
+            snprintf(what, sizeof what, "spec %s k %d, %d together", names[mode], k, n_greedy < 17 ? n_greedy : 17);
+            run_batch(e, greedy, n_greedy < 17 ? n_greedy : 17, what);
+            { /* distinct requests in another order, mostly from the cache now */
+                int n = 0, j, q;
+                for (j = 0; j < 12; j++) {
+                    int c = greedy[(j * 5 + 3) % n_greedy];
+                    for (q = 0; q < n && idx[q] != c; q++) {}
+                    if (q == n) idx[n++] = c;
+                }
+                i = n;
+            }
+            snprintf(what, sizeof what, "spec %s k %d, again", names[mode], k);
+            run_batch(e, idx, i, what);
+            memset(&st, 0, sizeof st);
+            mlstack_engine_cache_stats(e, &st);
+            CHECKF(st.hit_tokens > 0, "%s: no cache hits", what);
+            CHECKF(st.spec_drafted > 0 && (mode == 0 || mode == 3 || st.spec_accepted > 0), "%s: drafted %llu accepted %llu", what,
+                   (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
+            if (mode == 1) /* the model drafting for itself: every draft is the model's own token */
+                CHECKF(st.spec_accepted == st.spec_drafted, "%s: drafted %llu accepted %llu", what,
+                       (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
+            if (cfg == 0)
+                printf("spec %-13s k %d: drafted %llu, accepted %llu (%.0f%%), %llu steps\n", names[mode], k,
+                       (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted,
+                       st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0,
+                       (unsigned long long)st.steps);
+            { /* sampled requests beside greedy ones: they complete (their tokens follow p, see test_spec_dist) */
+                uint64_t ids[8];
+                int active = 1, n = 0;
+                for (i = 0; i < MAXN && n < 8; i++) {
+                    mlstack_request_desc d = desc_of(i);
+                    d.on_logits = NULL;
+                    if (mlstack_engine_submit(e, &d, &ids[n], NULL) == MLSTACK_OK) n++;
+                }
+                while (active) CHECK(mlstack_engine_step(e, &active) == MLSTACK_OK);
+                for (i = 0; i < n; i++) {
+                    mlstack_request_status rs;
+                    CHECK(mlstack_engine_poll(e, ids[i], &rs, NULL, 0) == MLSTACK_OK);
+                    CHECKF(rs.state == MLSTACK_REQUEST_DONE && rs.finish == MLSTACK_FINISH_LENGTH && rs.n_generated == GEN,
+                           "%s: sampled request %d: finish %d, %d tokens", what, i, (int)rs.finish, rs.n_generated);
+                    mlstack_engine_release(e, ids[i]);
+                }
+            }
+            check_pages_back(e, what);
+            mlstack_engine_free(e);
+        }
+    }
+    { /* a pool of a few pages: preemption and eviction with drafts in flight */
+        const mlstack__config *c = &M->cfg;
+        uint64_t page_bytes = (uint64_t)c->n_layers * 2 * 4 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * 2;
+        mlstack_engine *e = spec_engine(MLSTACK_SPEC_DRAFT, self_q, 4, 24, 4, page_bytes * 20, 1);
+        for (i = 0; i < 30; i++) {
+            do idx[i] = greedy[rnd((uint32_t)n_greedy)];
+            while (R[idx[i]].n_prompt + GEN - 1 > 80);
+        }
+        for (i = 0; i < 30; i++) { /* run_batch needs distinct requests: rounds of 6 */
+            int j, n = 0, b[6];
+            for (j = i; j < 30 && n < 6; j++) {
+                int q;
+                for (q = 0; q < n && b[q] != idx[j]; q++) {}
+                if (q == n) b[n++] = idx[j];
+            }
+            run_batch(e, b, n, "spec under page pressure");
+            i += 5;
+        }
+        check_pages_back(e, "spec under page pressure");
+        mlstack_engine_free(e);
+    }
+    { /* bad descriptors */
+        mlstack_engine_desc ed;
+        mlstack_engine *e = NULL;
+        memset(&ed, 0, sizeof ed);
+        ed.spec = MLSTACK_SPEC_DRAFT;
+        CHECK(mlstack_engine_init(M, &ed, &e, &err) == MLSTACK_ERR_INVALID_ARG && e == NULL);
+        memset(&md, 0, sizeof md);
+        ed.spec_draft = NULL;
+        ed.spec = (mlstack_spec_mode)7;
+        CHECK(mlstack_engine_init(M, &ed, &e, &err) == MLSTACK_ERR_INVALID_ARG);
+        ed.spec = MLSTACK_SPEC_NGRAM;
+        ed.spec_tokens = 65;
+        CHECK(mlstack_engine_init(M, &ed, &e, &err) == MLSTACK_ERR_INVALID_ARG);
+        {
+            mlstack_model *q3;
+            md.path = "tests/fixtures/models/qwen3"; /* 520 tokens, not 512 */
+            CHECK(mlstack_model_open(&md, &q3, &err) == MLSTACK_OK);
+            ed.spec = MLSTACK_SPEC_DRAFT;
+            ed.spec_tokens = 0;
+            ed.spec_draft = q3;
+            CHECK(mlstack_engine_init(M, &ed, &e, &err) == MLSTACK_ERR_INVALID_ARG);
+            CHECKF(strstr(err.message, "vocabulary") != NULL, "%s", err.message);
+            mlstack_model_close(q3);
+        }
+    }
+    mlstack_model_close(self_q);
+    mlstack_model_close(other);
+}
+
+static void test_spec_ngram(void) {
+    int32_t t[] = {5, 6, 7, 8, 9, 5, 6, 7, 1, 2, 5, 6, 7}, out[8];
+    int n = mlstack__spec_ngram(t, 13, 3, 8, out);
+    /* the latest earlier "5 6 7" is at 5: followed by 1 2 5 6 7 */
+    CHECKF(n == 5 && out[0] == 1 && out[1] == 2 && out[4] == 7, "ngram: %d (%d %d)", n, (int)out[0], (int)out[1]);
+    CHECK(mlstack__spec_ngram(t, 13, 3, 2, out) == 2 && out[0] == 1 && out[1] == 2);
+    { /* no 3- or 2-gram match: the last token alone */
+        int32_t u[] = {1, 2, 3, 4, 2, 9, 4};
+        CHECK(mlstack__spec_ngram(u, 7, 3, 4, out) == 3 && out[0] == 2 && out[1] == 9 && out[2] == 4);
+        CHECK(mlstack__spec_ngram(u, 3, 3, 4, out) == 0);
+        CHECK(mlstack__spec_ngram(u, 1, 3, 4, out) == 0);
+    }
+}
+
+/* The emitted token's distribution under rejection sampling, on a vocabulary of 6, against
+   p computed here in double from the logits (softmax of logits / T, top-k): Pearson's
+   chi-square over N draws must stay below a bound that a correct sampler exceeds with
+   probability < 1e-6 (5 degrees of freedom: 35.9), while the draft distribution q itself, the
+   answer of a sampler that accepted every draft, scores far above it (checked too, so the test
+   can fail). The acceptance rate must match sum_x min(p(x), q(x)) (deterministic drafts:
+   sum_x q(x) p(x)) within 6 standard errors. */
+static void test_spec_dist(void) {
+    static const float logits[6] = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f, 1.4f};
+    static const float qs[3][6] = {{0.05f, 0.3f, 0.3f, 0.05f, 0.2f, 0.1f}, /* far from p */
+                                   {0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f},   /* a point mass on the likeliest */
+                                   {0.2f, 0.1f, 0.0f, 0.3f, 0.0f, 0.4f}};  /* zero where p is not */
+    int qi, topk;
+    for (topk = 0; topk <= 4; topk += 4) {
+        for (qi = 0; qi < 4; qi++) { /* qi 3: deterministic drafts (draft_probs NULL), draft cycles over ids */
+            mlstack_sampler_desc sd;
+            mlstack_sampler *s;
+            double p[6], sum = 0, chi = 0, chi_q = 0, min_sum = 0, acc_rate, se;
+            long cnt[6] = {0}, n_acc = 0, N = 30000, t;
+            float q[6];
+            int i;
+            memset(&sd, 0, sizeof sd);
+            sd.temperature = 0.8f;
+            sd.top_k = topk;
+            sd.seed = 1234 + (uint64_t)qi;
+            CHECK(mlstack_sampler_init(&sd, 6, &s) == MLSTACK_OK);
+            for (i = 0; i < 6; i++) p[i] = exp((double)logits[i] / 0.8);
+            if (topk) { /* keep the 4 largest: drop ids 2 (-0.5) and 4 (0.0) */
+                p[2] = p[4] = 0;
+            }
+            for (i = 0; i < 6; i++) sum += p[i];
+            for (i = 0; i < 6; i++) p[i] /= sum;
+            for (i = 0; i < 6; i++) q[i] = qi < 3 ? qs[qi][i] : 1.0f / 6;
+            /* acceptance: sum min(p, q); a deterministic draft x is accepted with p(x) */
+            for (i = 0; i < 6; i++) min_sum += qi < 3 ? (p[i] < q[i] ? p[i] : q[i]) : q[i] * p[i];
+            for (t = 0; t < N; t++) {
+                int ok = 0, x;
+                double u = (double)rnd(1u << 30) / (double)(1u << 30), c = 0;
+                int32_t tok;
+                for (x = 0; x < 5; x++) { /* the draft: a draw from q (by this test's generator) */
+                    c += q[x];
+                    if (u < c) break;
+                }
+                tok = mlstack_sampler_verify(s, logits, x, qi < 3 ? q : NULL, &ok);
+                if (tok < 0 || tok >= 6) {
+                    CHECKF(0, "verify returned %d", (int)tok);
+                    break;
+                }
+                cnt[tok]++;
+                n_acc += ok;
+            }
+            for (i = 0; i < 6; i++) {
+                if (p[i] == 0) {
+                    CHECKF(cnt[i] == 0, "top_k %d q %d: token %d outside top-k emitted %ld times", topk, qi, i, cnt[i]);
+                    continue;
+                }
+                chi += ((double)cnt[i] - N * p[i]) * ((double)cnt[i] - N * p[i]) / (N * p[i]);
+                chi_q += (N * (double)q[i] - N * p[i]) * (N * (double)q[i] - N * p[i]) / (N * p[i]);
+            }
+            acc_rate = (double)n_acc / (double)N;
+            se = sqrt(min_sum * (1 - min_sum) / (double)N) + 1e-9;
+            CHECKF(chi < 35.9, "top_k %d q %d: chi-square %.1f (bound 35.9)", topk, qi, chi);
+            CHECKF(chi_q > 35.9 * 10, "top_k %d q %d: control: q scores only %.1f", topk, qi, chi_q);
+            CHECKF(fabs(acc_rate - min_sum) < 6 * se || (min_sum == 0 && n_acc == 0), "top_k %d q %d: accepted %.4f, expected %.4f",
+                   topk, qi, acc_rate, min_sum);
+            mlstack_sampler_free(s);
+        }
+    }
+    { /* mlstack_sampler_probs against the same p; greedy verify is the argmax */
+        mlstack_sampler_desc sd;
+        mlstack_sampler *s;
+        float pr[6];
+        int ok = 0;
+        memset(&sd, 0, sizeof sd);
+        sd.temperature = 0.8f;
+        CHECK(mlstack_sampler_init(&sd, 6, &s) == MLSTACK_OK);
+        CHECK(mlstack_sampler_probs(s, logits, pr) == MLSTACK_OK);
+        CHECKF(fabs(pr[3] - exp(2.0 / 0.8) / (exp(1.0 / 0.8) + exp(0.2 / 0.8) + exp(-0.5 / 0.8) + exp(2.0 / 0.8) + 1 +
+                                                exp(1.4 / 0.8))) < 1e-6, "probs[3] %g", (double)pr[3]);
+        mlstack_sampler_free(s);
+        sd.temperature = 0;
+        CHECK(mlstack_sampler_init(&sd, 6, &s) == MLSTACK_OK);
+        CHECK(mlstack_sampler_verify(s, logits, 3, NULL, &ok) == 3 && ok == 1);
+        CHECK(mlstack_sampler_verify(s, logits, 5, NULL, &ok) == 3 && ok == 0);
+        CHECK(mlstack_sampler_verify(s, logits, 6, NULL, &ok) == -1);
+        mlstack_sampler_free(s);
+    }
+}
+
 int main(void) {
     mlstack_model_desc md;
     mlstack_error err;
@@ -541,6 +798,9 @@ int main(void) {
     test_pressure();
     test_cancel_and_stop();
     test_radix_fuzz();
+    test_spec_ngram();
+    test_spec_dist();
+    test_spec();
     for (i = 0; i < MAXN; i++) {
         free(R[i].logits);
         free(G[i].logits);

@@ -16,6 +16,12 @@ repetition, alternating which engine goes first, so that slow drift or a noisy
 neighbour hits both engines alike.  Reported: the median tokens/s over the
 repetitions (min-max in --spread) and the ratio mlstack / llama.cpp.
 
+Peer failures are recorded, not hidden: when llama.cpp exits with an error the row says so; when
+it crashes (a signal: its weight-repacking / AMX path segfaults on some Intel CPUs) the run is
+retried once without repacking (llama-bench --repack 0, llama-batched-bench -nr), the rest of
+that row uses the same setting, and the 'llama.cpp setting' column says which one each number
+used ("default" where it ran as shipped).  A list of failures ends the output (and --json-out).
+
 --batched runs llama-batched-bench (prompt NPP, NTG generated tokens, NPL
 parallel sequences) against `mlstack bench --parallel NPL` (through mlstack's scheduler; its
 prompts are 32 tokens and only the aggregate decode rate is measured, so the pp columns stay
@@ -38,6 +44,7 @@ import os
 import platform
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -126,45 +133,67 @@ class LlamaCpp:
         exe = self.batched if args.batched else self.bench
         if not os.access(exe, os.X_OK):
             self.why_not = f"{rel(exe)} not found: run tools/build_llamacpp.sh"
+        self.failures: list[dict] = []
         vf = os.path.join(args.peer, "VERSION")
         self.version = open(vf).read().strip().replace("\n", "; ") if os.path.isfile(vf) else "unknown"
 
-    def run_test(self, gguf_path: str, threads: int, n_prompt: int, n_gen: int) -> float | None:
-        cmd = [self.bench, "-m", gguf_path, "-p", str(n_prompt), "-n", str(n_gen),
-               "-t", str(threads), "-r", "1", "-o", "json"] + self.args.llama_bench_args
-        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
-        if rc != 0:
-            log(f"llama-bench failed (rc {rc}):\n{tail(se or so)}")
-            return None
-        try:
-            rows = json.loads(so[so.index("["):])
-        except ValueError:
-            log(f"llama-bench: no JSON in its output:\n{tail(so + se)}")
-            return None
-        for r in rows:
-            if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen:
-                return float(r["avg_ts"])
-        return None
+    def _failed(self, what: str, cmd: list[str], rc: int, out: str) -> None:
+        sig = f"signal {-rc} ({signal.Signals(-rc).name})" if rc < 0 and -rc in signal.Signals._value2member_map_ else f"rc {rc}"
+        self.failures.append(dict(what=what, cmd=" ".join(shlex.quote(c) for c in cmd), status=sig, tail=tail(out)))
+        log(f"{what} failed ({sig}):\n{tail(out)}")
+
+    def run_test(self, gguf_path: str, threads: int, n_prompt: int, n_gen: int,
+                 no_repack: bool = False) -> tuple[float | None, str]:
+        """tokens/s (None on failure) and the setting used: "default" or "--repack 0". A crash
+        with the default setting (llama.cpp's repacking path) is recorded and retried once
+        without repacking; the caller keeps that setting for the row's later repetitions."""
+        for nr in ((True,) if no_repack else (False, True)):
+            cmd = [self.bench, "-m", gguf_path, "-p", str(n_prompt), "-n", str(n_gen),
+                   "-t", str(threads), "-r", "1", "-o", "json"] + (["--repack", "0"] if nr else []) \
+                + self.args.llama_bench_args
+            label = "--repack 0" if nr else "default"
+            rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+            if rc != 0:
+                self._failed(f"llama-bench {label} pp{n_prompt} tg{n_gen} t{threads} {rel(gguf_path)}", cmd, rc, se or so)
+                if rc < 0 and not nr:
+                    continue  # a crash: retry without repacking
+                return None, label
+            try:
+                rows = json.loads(so[so.index("["):])
+            except ValueError:
+                log(f"llama-bench: no JSON in its output:\n{tail(so + se)}")
+                return None, label
+            for r in rows:
+                if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen:
+                    return float(r["avg_ts"]), label
+            return None, label
+        return None, "--repack 0"
 
     def run_batched(self, gguf_path: str, threads: int, npp: int, ntg: int,
-                    npl: list[int]) -> dict[int, tuple[float, float]] | None:
+                    npl: list[int], no_repack: bool = False) -> tuple[dict[int, tuple[float, float]] | None, str]:
+        """As run_test: the results and the setting used ("default" or "-nr", after a crash)."""
         ctx = max(npl) * (npp + ntg) + 64
-        cmd = [self.batched, "-m", gguf_path, "-c", str(ctx), "-b", "2048", "-ub", "512",
-               "-npp", str(npp), "-ntg", str(ntg), "-npl", ",".join(map(str, npl)),
-               "-t", str(threads), "-tb", str(threads), "--output-format", "jsonl"] \
-            + self.args.llama_bench_args
-        rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
-        if rc != 0:
-            log(f"llama-batched-bench failed (rc {rc}):\n{tail(se or so)}")
-            return None
-        res = {}
-        for r in json_lines(so):
-            if "pl" in r and "speed_pp" in r:
-                res[int(r["pl"])] = (float(r["speed_pp"]), float(r["speed_tg"]))
-        if not res:
-            log(f"llama-batched-bench: no JSON lines in its output:\n{tail(so + se)}")
-            return None
-        return res
+        for nr in ((True,) if no_repack else (False, True)):
+            cmd = [self.batched, "-m", gguf_path, "-c", str(ctx), "-b", "2048", "-ub", "512",
+                   "-npp", str(npp), "-ntg", str(ntg), "-npl", ",".join(map(str, npl)),
+                   "-t", str(threads), "-tb", str(threads), "--output-format", "jsonl"] \
+                + (["-nr"] if nr else []) + self.args.llama_bench_args
+            label = "-nr" if nr else "default"
+            rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
+            if rc != 0:
+                self._failed(f"llama-batched-bench {label} npl {npl} t{threads} {rel(gguf_path)}", cmd, rc, se or so)
+                if rc < 0 and not nr:
+                    continue
+                return None, label
+            res = {}
+            for r in json_lines(so):
+                if "pl" in r and "speed_pp" in r:
+                    res[int(r["pl"])] = (float(r["speed_pp"]), float(r["speed_tg"]))
+            if not res:
+                log(f"llama-batched-bench: no JSON lines in its output:\n{tail(so + se)}")
+                return None, label
+            return res, label
+        return None, "-nr"
 
 
 class Mlstack:
@@ -271,8 +300,8 @@ def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     tests = parse_tests(args.tests)
     rows = []
     print("\n".join(header_lines(args, lc)))
-    print("| shape | type | threads | test | llama.cpp t/s | mlstack t/s | ratio |")
-    print("|---|---|---:|---|---:|---:|---:|")
+    print("| shape | type | threads | test | llama.cpp t/s | llama.cpp setting | mlstack t/s | ratio |")
+    print("|---|---|---:|---|---:|---|---:|---:|")
     for shape in args.shapes:
         for typ in args.types:
             if not ensure_model(args, shape, typ):
@@ -283,11 +312,14 @@ def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                 for name, n_p, n_g in tests:
                     s_lc: list[float] = []
                     s_ml: list[float] = []
+                    setting, n_fail = "default", len(lc.failures)
                     for rep in range(args.reps):
                         order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
                         for eng in order:
                             if eng == "lc" and lc.why_not is None:
-                                v = lc.run_test(gguf_path, th, n_p, n_g)
+                                v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default")
+                                if used != setting:  # the default crashed: the rest of the row without repacking
+                                    s_lc, setting = [], used
                                 if v is not None:
                                     s_lc.append(v)
                             elif eng == "ml" and ml.why_not is None:
@@ -296,10 +328,13 @@ def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                                     s_ml.append(v)
                     m_lc, t_lc = summary(s_lc, args.spread)
                     m_ml, t_ml = summary(s_ml, args.spread)
-                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {t_ml} | {ratio(m_ml, m_lc)} |",
+                    fails = lc.failures[n_fail:]
+                    label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} |",
                           flush=True)
-                    rows.append(dict(shape=shape, type=typ, threads=th, test=name,
-                                     n_prompt=n_p, n_gen=n_g, llamacpp_tps=s_lc, mlstack_tps=s_ml))
+                    rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
+                                     llamacpp_tps=s_lc, llamacpp_setting=setting, llamacpp_failures=fails,
+                                     mlstack_tps=s_ml))
     return rows
 
 
@@ -307,8 +342,8 @@ def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     rows = []
     print("\n".join(header_lines(args, lc)))
     print("| shape | type | threads | npp | ntg | npl | llama.cpp pp t/s | mlstack pp t/s | ratio pp "
-          "| llama.cpp tg t/s | mlstack tg t/s | ratio tg |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| llama.cpp tg t/s | mlstack tg t/s | ratio tg | llama.cpp setting |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for shape in args.shapes:
         for typ in args.types:
             if not ensure_model(args, shape, typ):
@@ -318,11 +353,15 @@ def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
             for th in args.threads:
                 acc_lc: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
                 acc_ml: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
+                setting, n_fail = "default", len(lc.failures)
                 for rep in range(args.reps):
                     order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
                     for eng in order:
                         if eng == "lc" and lc.why_not is None:
-                            res = lc.run_batched(gguf_path, th, args.npp, args.ntg, args.npl)
+                            res, used = lc.run_batched(gguf_path, th, args.npp, args.ntg, args.npl,
+                                                       no_repack=setting != "default")
+                            if used != setting:
+                                acc_lc, setting = {p: [] for p in args.npl}, used
                             acc = acc_lc
                         elif eng == "ml" and ml.why_not is None:
                             res = ml.run_batched(mdir, typ, th, args.npp, args.ntg, args.npl)
@@ -332,16 +371,19 @@ def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                         for p, v in (res or {}).items():
                             if p in acc:
                                 acc[p].append(v)
+                fails = lc.failures[n_fail:]
+                label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
                 for p in args.npl:
                     cells = []
                     for k in (0, 1):
                         m1, t1 = summary([v[k] for v in acc_lc[p]], args.spread)
                         m2, t2 = summary([v[k] for v in acc_ml[p]], args.spread)
                         cells += [t1, t2, ratio(m2, m1)]
-                    print(f"| {shape} | {typ} | {th} | {args.npp} | {args.ntg} | {p} | " + " | ".join(cells) + " |",
-                          flush=True)
+                    print(f"| {shape} | {typ} | {th} | {args.npp} | {args.ntg} | {p} | " + " | ".join(cells)
+                          + f" | {label} |", flush=True)
                     rows.append(dict(shape=shape, type=typ, threads=th, npp=args.npp, ntg=args.ntg, npl=p,
-                                     llamacpp=acc_lc[p], mlstack=acc_ml[p]))
+                                     llamacpp=acc_lc[p], llamacpp_setting=setting, llamacpp_failures=fails,
+                                     mlstack=acc_ml[p]))
     return rows
 
 
@@ -403,9 +445,16 @@ def main(argv=None) -> int:
     except OSError:
         pass
     rows = bench_batched(args, lc, ml) if args.batched else bench_default(args, lc, ml)
+    if lc.failures:
+        print(f"\nllama.cpp failed {len(lc.failures)} time(s); a crash with its default setting (weight repacking) is "
+              "retried once without repacking (llama-bench --repack 0, llama-batched-bench -nr), and that row's "
+              "numbers then all use it (column 'llama.cpp setting'):")
+        for f in lc.failures:
+            print(f"- {f['what']}: {f['status']}")
     if args.json_out:
         with open(args.json_out, "w") as fp:
-            json.dump(dict(argv=sys.argv[1:], llamacpp=lc.version, rows=rows), fp, indent=1)
+            json.dump(dict(argv=sys.argv[1:], llamacpp=lc.version, rows=rows, llamacpp_failures=lc.failures), fp,
+                      indent=1)
     return 0
 
 

@@ -29,6 +29,8 @@ typedef struct cli_opts {
     uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
     mlstack_sampler_desc sd;
     const char *json_schema, *grammar, *regex; /* run: constrained output */
+    const char *spec;         /* --spec ngram|draft:DIR|self:q4_1|self:q8_0 (run, chat, serve) */
+    int spec_tokens;          /* --spec-tokens N (0: the engine's default) */
 } cli_opts;
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
@@ -45,6 +47,10 @@ int cli_read_file(const char *path, size_t max, char **out, size_t *len);
 int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids);
 /* Opens -m (and an engine with max_seqs seqs when e is given), printing progress on a tty. */
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s);
+/* --spec MODE for an engine on the model at model_path: fills ed's spec fields, opening the
+   draft model (draft:DIR, or self:q4_1 / self:q8_0: this model quantized at load), which stays
+   open until the process exits. Returns 0, or an exit code after printing why. */
+int cli_spec_setup(const char *spec, int spec_tokens, const char *model_path, mlstack_engine_desc *ed);
 /* Writes the engine's profile as a Chrome trace to path and its summary to stderr. */
 int cli_report_profile(mlstack_engine *e, const char *path);
 /* Whether stderr is a terminal (progress lines only then). */

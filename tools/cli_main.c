@@ -56,7 +56,12 @@ static const char *SAMPLING_OPTS =
     "      --min-p F            drop tokens below F x the top probability (default 0 = off)\n"
     "      --repeat-penalty F   Hugging Face repetition penalty (default 1 = off)\n"
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
-    "      --seed N             RNG seed for sampling (default 0)\n";
+    "      --seed N             RNG seed for sampling (default 0)\n"
+    "      --spec MODE          speculative decoding (run, chat, serve): ngram (drafts looked up in\n"
+    "                           the context), draft:DIR (a smaller model, same tokenizer), self:q4_1\n"
+    "                           or self:q8_0 (this model quantized as its own draft); greedy output\n"
+    "                           is unchanged, sampled output keeps its distribution\n"
+    "      --spec-tokens N      drafted tokens per step (default 8 for ngram, 4 for a draft model)\n";
 
 typedef struct cmd_help {
     const char *cmd, *synopsis, *text;
@@ -189,6 +194,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
         else if (FLAG("--kv-mem", "--kv-mem")) { NUM(1, 1 << 20); o->kv_mib = (uint64_t)x; }
         else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
+        else if (FLAG("--spec", "--spec")) { NEED_V(); o->spec = v; }
+        else if (FLAG("--spec-tokens", "--spec-tokens")) { NUM(1, 64); o->spec_tokens = (int)x; }
         else if (FLAG("--json-schema", "--json-schema")) { NEED_V(); o->json_schema = v; }
         else if (FLAG("--grammar", "--grammar")) { NEED_V(); o->grammar = v; }
         else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
@@ -325,6 +332,43 @@ void cli_progress_done(void) {
     if (cli_stderr_tty()) fprintf(stderr, "\r\033[K");
 }
 
+static mlstack_model *g_draft; /* --spec's draft model: closed at exit, after every engine */
+static void cli_close_draft(void) {
+    mlstack_model_close(g_draft);
+    g_draft = NULL;
+}
+int cli_spec_setup(const char *spec, int spec_tokens, const char *model_path, mlstack_engine_desc *ed) {
+    mlstack_model_desc md;
+    mlstack_error err;
+    ed->spec_tokens = spec_tokens;
+    if (!spec || !*spec || strcmp(spec, "none") == 0) return 0;
+    if (strcmp(spec, "ngram") == 0) {
+        ed->spec = MLSTACK_SPEC_NGRAM;
+        return 0;
+    }
+    memset(&md, 0, sizeof md);
+    if (strncmp(spec, "draft:", 6) == 0 && spec[6]) {
+        md.path = spec + 6;
+    } else if (strcmp(spec, "self:q4_1") == 0 || strcmp(spec, "self:q8_0") == 0) {
+        md.path = model_path;
+        md.quant = spec[6] == '4' ? MLSTACK_DTYPE_Q4_1 : MLSTACK_DTYPE_Q8_0;
+    } else {
+        return cli_die("--spec %s: expected ngram, draft:DIR, self:q4_1 or self:q8_0", spec);
+    }
+    if (!g_draft) {
+        cli_progress(md.quant ? "loading %s as the (quantized) draft model..." : "loading the draft model %s...", md.path);
+        if (mlstack_model_open(&md, &g_draft, &err) != MLSTACK_OK) {
+            cli_progress_done();
+            fprintf(stderr, "mlstack: --spec %s: %s\n", spec, err.message);
+            return 1;
+        }
+        atexit(cli_close_draft);
+    }
+    ed->spec = MLSTACK_SPEC_DRAFT;
+    ed->spec_draft = g_draft;
+    return 0;
+}
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -353,6 +397,15 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
         ed.kv_mem = o->kv_mib << 20;
         /* eval exists to check logits against references: keep keys and values exact */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
+        if (o->spec) {
+            int rc = cli_spec_setup(o->spec, o->spec_tokens, o->model, &ed);
+            if (rc) {
+                cli_progress_done();
+                mlstack_model_close(*m);
+                *m = NULL;
+                return rc;
+            }
+        }
 #if defined(MLSTACK_MPI)
         ed.transport = &g_mpi;
 #endif

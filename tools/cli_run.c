@@ -41,6 +41,30 @@ static int run_on_token(void *user, int32_t tok) {
     return 0;
 }
 
+/* --spec: the request goes through the scheduler, which speculates (mlstack_generate does not). */
+static int run_spec_token(void *user, uint64_t request, int32_t tok, const char *text, size_t len) {
+    (void)request, (void)text, (void)len;
+    return run_on_token(user, tok);
+}
+static mlstack_result run_spec(mlstack_engine *e, mlstack_generate_desc *g, mlstack_request_status *st, mlstack_error *err) {
+    mlstack_request_desc rd;
+    mlstack_result r;
+    memset(&rd, 0, sizeof rd);
+    memset(st, 0, sizeof *st);
+    rd.prompt = g->prompt;
+    rd.n_prompt = g->n_prompt;
+    rd.sampler = *g->sampler;
+    rd.max_tokens = g->max_tokens;
+    rd.ignore_eos = g->ignore_eos;
+    rd.on_token = run_spec_token;
+    rd.user = g->user;
+    r = mlstack_engine_complete(e, &rd, st, NULL, 0, err);
+    g->n_generated = st->n_generated;
+    g->prefill_seconds = st->t_first_token;
+    g->decode_seconds = st->t_done > st->t_first_token ? st->t_done - st->t_first_token : 0;
+    return r;
+}
+
 /* The prompt text: -p, else stdin when it is not a terminal (one trailing newline dropped, as
    `echo` adds it). *owned is set when the text was allocated. */
 static const char *run_prompt_text(const cli_opts *o, char **owned) {
@@ -148,6 +172,8 @@ int cli_cmd_run(const cli_opts *o) {
     mlstack_sampler_desc sd;
     mlstack_vocab *vocab = NULL;
     mlstack_grammar *gram = NULL;
+    mlstack_request_status rst;
+    memset(&rst, 0, sizeof rst);
     if (!o->ids) {
         text = run_prompt_text(o, &owned);
         if (!text) return cli_die("%s", "run needs a prompt: -p TEXT, --ids 1,2,3, or text on stdin");
@@ -170,7 +196,8 @@ int cli_cmd_run(const cli_opts *o) {
         mlstack_detok_init(mlstack_model_tokenizer(m), MLSTACK_DECODE_SKIP_SPECIAL, &st.detok);
         if (!o->chat && !o->json) fputs(text, stdout);
     }
-    mlstack_engine_seq_new(e, &seq);
+    if (!o->spec) mlstack_engine_seq_new(e, &seq); /* --spec: the scheduler takes the one sequence */
+    else seq = -1;
     memset(&g, 0, sizeof g);
     g.seq = seq;
     g.prompt = ids;
@@ -197,7 +224,13 @@ int cli_cmd_run(const cli_opts *o) {
         free(owned);
         return 1;
     }
-    rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
+    if (o->spec) {
+        mlstack_error err;
+        rc = run_spec(e, &g, &rst, &err) == MLSTACK_OK ? 0 : 1;
+        if (rc) fprintf(stderr, "mlstack: %s\n", err.message);
+    } else {
+        rc = mlstack_generate(e, &g) == MLSTACK_OK ? 0 : 1;
+    }
     if (st.detok) {
         const char *tail;
         size_t len;
@@ -220,6 +253,8 @@ int cli_cmd_run(const cli_opts *o) {
                        : g.max_tokens && g.n_generated >= g.max_tokens ? "length" : "stop", n, g.n_generated);
         cli_buf_printf(&out, "\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"prefill_tps\":%.3f,\"decode_tps\":%.3f,",
                        load_s * 1e3, g.prefill_seconds * 1e3, g.decode_seconds * 1e3, pre_tps, dec_tps);
+        if (o->spec)
+            cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted, rst.n_accepted);
         cli_buf_puts(&out, "\"kernels\":");
         cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
         if (rc) {
@@ -233,7 +268,10 @@ int cli_cmd_run(const cli_opts *o) {
         printf("\n");
     }
     fflush(stdout); /* the text first, then the statistics on stderr */
-    if (rc) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+    if (rc && !o->spec) fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+    if (!o->json && o->spec)
+        fprintf(stderr, "spec %s: drafted %d, accepted %d (%.0f%%)\n", o->spec, rst.n_drafted, rst.n_accepted,
+                rst.n_drafted ? 100.0 * rst.n_accepted / rst.n_drafted : 0.0);
     if (!o->json)
         fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
                 mlstack_engine_kernels(e), load_s * 1e3, n, pre_tps, g.n_generated, dec_tps);

@@ -60,6 +60,8 @@ static const char *SERVE_USAGE =
     "      --api-key KEY        require \"Authorization: Bearer KEY\" (else 401); /health stays open\n"
     "      --alias NAME         model id reported and accepted (default: the folder's name)\n"
     "      --parallel N         requests decoded together (default 16)\n"
+    "      --spec MODE          speculative decoding: ngram, draft:DIR (same tokenizer), self:q4_1\n"
+    "                           or self:q8_0 (this model quantized as its draft); --spec-tokens N\n"
     "      --kv-mem MIB         KV cache budget (default: 1024 tokens per parallel request, at least\n"
     "                           the model's context up to 4096 tokens)\n"
     "      --max-conns N        open connections (default 512; more are answered 503)\n"
@@ -1474,6 +1476,8 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         else if (IS("--alias", "--alias")) { VAL(); o->alias = v; }
         else if (IS("--parallel", "-np")) { NUMV(1, 1024); o->parallel = (int)x; }
         else if (IS("--kv-mem", "--kv-mem")) { NUMV(1, 1 << 20); o->base.kv_mib = (uint64_t)x; }
+        else if (IS("--spec", "--spec")) { VAL(); o->base.spec = v; }
+        else if (IS("--spec-tokens", "--spec-tokens")) { NUMV(1, 64); o->base.spec_tokens = (int)x; }
         else if (IS("--max-conns", "--max-conns")) { NUMV(1, 100000); o->max_conns = (int)x; }
         else if (IS("--max-body", "--max-body")) { NUMV(1, 1e10); o->max_body = (size_t)x; }
         else if (IS("--timeout", "--timeout")) { NUMV(1, 86400); o->timeout_s = (int)x; }
@@ -1617,6 +1621,11 @@ int cli_cmd_serve(int argc, char **argv) {
         ed.max_seqs = s->o.parallel;
         ed.isa = s->o.base.isa;
         ed.kv_mem = s->o.base.kv_mib << 20;
+        if ((rc = cli_spec_setup(s->o.base.spec, s->o.base.spec_tokens, s->o.base.model, &ed)) != 0) {
+            mlstack_model_close(s->m);
+            free(s);
+            return rc;
+        }
         cli_progress("%s: starting the engine...", s->o.base.model);
         if (mlstack_engine_init(s->m, &ed, &s->e, &err) != MLSTACK_OK) {
             cli_progress_done();
