@@ -899,10 +899,13 @@ typedef enum mlstack_grammar_kind {
     MLSTACK_GRAMMAR_JSON_SCHEMA = 1, /* text: a JSON Schema */
     MLSTACK_GRAMMAR_REGEX = 2,       /* text: a regular expression the whole output must match */
     MLSTACK_GRAMMAR_JSON = 3,        /* any JSON object (text unused): response_format json_object */
-    MLSTACK_GRAMMAR_TOOL_CALLS = 4   /* text: a JSON array of tools, as OpenAI's `tools` or a chat
+    MLSTACK_GRAMMAR_TOOL_CALLS = 4,  /* text: a JSON array of tools, as OpenAI's `tools` or a chat
                                         template's; output: 1 to 8 Hermes-style blocks
                                         <tool_call>{"name": N, "arguments": A}</tool_call> joined by
                                         newlines, A valid for N's `parameters` schema */
+    MLSTACK_GRAMMAR_TOOL_CALLS_AUTO = 5 /* text: as TOOL_CALLS; output: free text that never
+                                           contains "<tool_call>", optionally followed by tool
+                                           calls as TOOL_CALLS writes them (tool_choice "auto") */
 } mlstack_grammar_kind;
 
 /* Grammar descriptor. Zero means default:
@@ -16702,6 +16705,7 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     case MLSTACK_GRAMMAR_JSON_SCHEMA:
     case MLSTACK_GRAMMAR_JSON:
     case MLSTACK_GRAMMAR_TOOL_CALLS:
+    case MLSTACK_GRAMMAR_TOOL_CALLS_AUTO:
         what = "schema grammar";
         r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
                                     d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, err);
@@ -17665,14 +17669,15 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     mlstack__js j;
     mlstack_result r;
     char t[64];
-    r = mlstack__json_parse(&doc, text, n, kind == MLSTACK_GRAMMAR_TOOL_CALLS ? "tools" : "JSON Schema", err);
+    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
     memset(&j, 0, sizeof j);
     j.out = out;
     j.err = err;
     j.root = doc.root;
     if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
-    if (j.rc == MLSTACK_OK && kind != MLSTACK_GRAMMAR_TOOL_CALLS) {
+    if (j.rc == MLSTACK_OK && !tools) {
         int root = mlstack__js_gen(&j, doc.root);
         if (root >= 0) {
             snprintf(t, sizeof t, "root ::= s%d\n", root);
@@ -17713,8 +17718,25 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
         }
         if (j.rc == MLSTACK_OK &&
             (!mlstack__buf_puts(out, "tcall ::= ") || !mlstack__buf_put(out, calls.p, calls.n) ||
-             !mlstack__buf_puts(out, "\nroot ::= tcall (\"\\n\" tcall){0,7}\n")))
+             !mlstack__buf_puts(out, "\ntcalls ::= tcall (\"\\n\" tcall){0,7}\n")))
             j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        if (j.rc == MLSTACK_OK && kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO) {
+            /* free text without "<tool_call>": the automaton that tracks how much of the tag the
+               text ends with (tfK: K bytes of it; the tag's only '<' is its first byte, so a
+               mismatch falls back to tf1 on '<' and to tf0 otherwise), then optional calls */
+            static const char tag[] = "<tool_call>";
+            int k;
+            for (k = 0; k < 11 && j.rc == MLSTACK_OK; k++) {
+                if (k == 0) snprintf(t, sizeof t, "tf0 ::= \"\" | [^<] tf0 | \"<\" tf1\n");
+                else if (k < 10) snprintf(t, sizeof t, "tf%d ::= \"\" | \"%c\" tf%d | \"<\" tf1 | [^<%c] tf0\n", k, tag[k], k + 1, tag[k]);
+                else snprintf(t, sizeof t, "tf10 ::= \"\" | \"<\" tf1 | [^<>] tf0\n");
+                if (!mlstack__buf_puts(out, t)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+            }
+            if (j.rc == MLSTACK_OK && !mlstack__buf_puts(out, "root ::= tf0 tcalls?\n"))
+                j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        } else if (j.rc == MLSTACK_OK && !mlstack__buf_puts(out, "root ::= tcalls\n")) {
+            j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        }
         MLSTACK_FREE(calls.p);
     }
     MLSTACK_FREE((void *)j.ref_node);

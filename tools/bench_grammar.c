@@ -6,7 +6,9 @@
    the mask cost on Qwen2.5's 152k vocabulary (random logits, no model) when its tokenizer is in
    ../shared/tokenizers/qwen2.5.
      cc -O2 -I. tools/bench_grammar.c -o build/bench_grammar -lpthread -lm
-     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS]
+     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS] [-q TOKENIZER_DIR] [-M]
+   -q: the folder of the random-logits part (default ../shared/tokenizers/qwen2.5); -M: that part
+   only (no model run; for callgrind: -M -q models/smollm2-135m-instruct).
    Greedy decoding, so runs repeat; the schemas are written to build/bench_grammar_*.json for
    the llama.cpp side (llama-cli --json-schema-file). */
 #define MLSTACK_IMPLEMENTATION
@@ -103,19 +105,22 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
 }
 
 int main(int argc, char **argv) {
-    const char *dir = "models/smollm2-135m-instruct";
-    int threads = 2, max_tokens = 160, i, c;
+    const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5";
+    int threads = 2, max_tokens = 160, i, c, masks_only = 0;
     mlstack_model *model;
     mlstack_engine *e;
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_error err;
     mlstack_vocab *v;
-    for (i = 1; i + 1 < argc; i += 2) {
+    for (i = 1; i < argc && !strcmp(argv[i], "-M"); i++) masks_only = 1;
+    for (; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) dir = argv[i + 1];
+        else if (!strcmp(argv[i], "-q")) qdir = argv[i + 1];
         else if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) max_tokens = atoi(argv[i + 1]);
     }
+    if (masks_only) goto masks;
     memset(&md, 0, sizeof md);
     md.path = dir;
     if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
@@ -174,10 +179,13 @@ int main(int argc, char **argv) {
         free(mask_ms);
         free(step_ms);
     }
-    /* the 152k vocabulary: mask cost alone */
+    mlstack_vocab_free(v);
+    mlstack_engine_free(e);
+    mlstack_model_close(model);
+masks: /* the mask cost alone (random logits), on Qwen2.5's 152k vocabulary by default */
     {
         mlstack_tokenizer *tok;
-        if (mlstack_tokenizer_open("../shared/tokenizers/qwen2.5", &tok, &err) == MLSTACK_OK) {
+        if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
             mlstack_vocab *qv;
             int32_t eos = mlstack_tokenizer_eos_id(tok);
             if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
@@ -203,7 +211,7 @@ int main(int argc, char **argv) {
                     sd.top_k = 40;
                     sd.grammar = g;
                     mlstack_sampler_init(&sd, V, &s);
-                    while (n < 4000) {
+                    while (n < 4000 && n < max_tokens * 10) {
                         int32_t t;
                         for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
                         t0 = now_s();
@@ -213,8 +221,8 @@ int main(int argc, char **argv) {
                         t = mlstack_sampler_sample(s, lg);
                         if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
                     }
-                    printf("qwen2.5 %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean %.3f ms, p99 %.3f ms\n",
-                           V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
+                    printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean %.3f ms, p99 %.3f ms\n",
+                           qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
                     mlstack_sampler_free(s);
                     mlstack_grammar_free(g);
                     free(lg);
@@ -224,10 +232,9 @@ int main(int argc, char **argv) {
                 mlstack_vocab_free(qv);
             }
             mlstack_tokenizer_close(tok);
+        } else {
+            printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
         }
     }
-    mlstack_vocab_free(v);
-    mlstack_engine_free(e);
-    mlstack_model_close(model);
     return 0;
 }
