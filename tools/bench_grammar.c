@@ -6,7 +6,7 @@
    the mask cost on Qwen2.5's 152k vocabulary (random logits, no model) when its tokenizer is in
    ../shared/tokenizers/qwen2.5.
      cc -O2 -I. tools/bench_grammar.c -o build/bench_grammar -lpthread -lm
-     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS] [-q TOKENIZER_DIR] [-M]
+     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS] [-Q q4_1|q8_0] [-q TOKENIZER_DIR] [-M]
    -q: the folder of the random-logits part (default ../shared/tokenizers/qwen2.5); -M: that part
    only (no model run; for callgrind: -M -q models/smollm2-135m-instruct).
    Greedy decoding, so runs repeat; the schemas are written to build/bench_grammar_*.json for
@@ -107,6 +107,7 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
 int main(int argc, char **argv) {
     const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5";
     int threads = 2, max_tokens = 160, i, c, masks_only = 0;
+    mlstack_dtype quant = (mlstack_dtype)0;
     mlstack_model *model;
     mlstack_engine *e;
     mlstack_model_desc md;
@@ -117,12 +118,14 @@ int main(int argc, char **argv) {
     for (; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) dir = argv[i + 1];
         else if (!strcmp(argv[i], "-q")) qdir = argv[i + 1];
+        else if (!strcmp(argv[i], "-Q")) quant = !strcmp(argv[i + 1], "q4_1") ? MLSTACK_DTYPE_Q4_1 : MLSTACK_DTYPE_Q8_0;
         else if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) max_tokens = atoi(argv[i + 1]);
     }
     if (masks_only) goto masks;
     memset(&md, 0, sizeof md);
     md.path = dir;
+    md.quant = quant;
     if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
     memset(&ed, 0, sizeof ed);
     ed.n_threads = threads;
@@ -208,7 +211,7 @@ masks: /* the mask cost alone (random logits), on Qwen2.5's 152k vocabulary by d
                     compile_ms = (now_s() - t0) * 1e3;
                     memset(&sd, 0, sizeof sd);
                     sd.temperature = 1.0f;
-                    sd.top_k = 40;
+                    sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
                     sd.grammar = g;
                     mlstack_sampler_init(&sd, V, &s);
                     while (n < 4000 && n < max_tokens * 10) {
