@@ -934,10 +934,13 @@ typedef enum mlstack_grammar_kind {
     MLSTACK_GRAMMAR_JSON_SCHEMA = 1, /* text: a JSON Schema */
     MLSTACK_GRAMMAR_REGEX = 2,       /* text: a regular expression the whole output must match */
     MLSTACK_GRAMMAR_JSON = 3,        /* any JSON object (text unused): response_format json_object */
-    MLSTACK_GRAMMAR_TOOL_CALLS = 4   /* text: a JSON array of tools, as OpenAI's `tools` or a chat
+    MLSTACK_GRAMMAR_TOOL_CALLS = 4,  /* text: a JSON array of tools, as OpenAI's `tools` or a chat
                                         template's; output: 1 to 8 Hermes-style blocks
                                         <tool_call>{"name": N, "arguments": A}</tool_call> joined by
                                         newlines, A valid for N's `parameters` schema */
+    MLSTACK_GRAMMAR_TOOL_CALLS_AUTO = 5 /* text: as TOOL_CALLS; output: free text that never
+                                           contains "<tool_call>", optionally followed by tool
+                                           calls as TOOL_CALLS writes them (tool_choice "auto") */
 } mlstack_grammar_kind;
 
 /* Grammar descriptor. Zero means default:
@@ -15122,9 +15125,10 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
    UTF-8 sequence), its 256 transitions are computed on first use (a partial sequence survives
    only if some stack top admits a code point that could still complete it: overlong forms,
    surrogates and bytes past U+10FFFF are refused), and its token mask is cached. A mask is one
-   walk over the vocabulary sorted by bytes, reusing the state of the prefix a token shares with
-   the one before (a byte trie laid out flat) and skipping every token under a dead prefix, so
-   free-text states cost one table lookup per trie edge and repeated states cost a copy.
+   walk over the vocabulary's byte trie (nodes in sorted order, each with the end of its
+   subtree): a node reuses its parent's state, and a refused byte jumps over the whole subtree,
+   so a state that admits few bytes costs about as many steps as bytes it is offered, free-text
+   states one table lookup per trie node, and repeated states a copy.
    The DFA and the masks live in the compiled grammar (shared by its matchers under a lock) and
    are dropped when they exceed the memory budget; matchers keep their state as position lists,
    so they survive that. Budgets: stacks per state, expansion work per transition and stack
@@ -15154,6 +15158,18 @@ typedef struct {
 
 /* ---- vocabulary: the bytes each token adds to the text ---- */
 
+/* One node of the vocabulary's byte trie: the prefix of `depth` + 1 bytes ending in `byte`. Nodes
+   are in depth-first (sorted) order, so the node's subtree, every token that continues the
+   prefix, is the nodes up to `end`; sorted[tok .. tok + n_tok) are the tokens that are exactly
+   this prefix (more than one when tokens share their bytes). */
+typedef struct {
+    uint32_t end;
+    int32_t tok;
+    uint32_t n_tok;
+    uint16_t depth;
+    uint8_t byte;
+} mlstack__gtrie;
+
 struct mlstack_vocab {
     int32_t n_vocab;
     uint32_t *off, *len;    /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
@@ -15161,6 +15177,8 @@ struct mlstack_vocab {
     int32_t *sorted;        /* ids with text, sorted by bytes */
     uint32_t *lcp;          /* common prefix with the previous sorted token */
     int32_t n_sorted;
+    mlstack__gtrie *trie;
+    int32_t n_trie;
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
 };
@@ -15193,6 +15211,7 @@ MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
     MLSTACK_FREE(v->lcp);
+    MLSTACK_FREE(v->trie);
     MLSTACK_FREE(v);
 }
 
@@ -15217,11 +15236,51 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     }
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
-    for (i = 1; i < v->n_sorted; i++) {
-        int32_t a = v->sorted[i - 1], b = v->sorted[i];
-        uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
-        while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
-        v->lcp[i] = j;
+    {
+        size_t nodes = v->n_sorted ? v->len[v->sorted[0]] : 0;
+        uint32_t maxlen = 0, top = 0;
+        int32_t nn = 0, *open;
+        for (i = 1; i < v->n_sorted; i++) {
+            int32_t a = v->sorted[i - 1], b = v->sorted[i];
+            uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+            while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+            v->lcp[i] = j;
+            nodes += v->len[b] - j;
+        }
+        for (i = 0; i < v->n_sorted; i++)
+            if (v->len[v->sorted[i]] > maxlen) maxlen = v->len[v->sorted[i]];
+        if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) {
+            mlstack_vocab_free(v);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long");
+        }
+        v->trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
+        open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
+        if (!v->trie || !open) {
+            MLSTACK_FREE(open);
+            mlstack_vocab_free(v);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
+        }
+        for (i = 0; i < v->n_sorted; i++) {
+            uint32_t len = v->len[v->sorted[i]], l = i ? v->lcp[i] : 0, d;
+            while (top > l) v->trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
+            if (len == l) { /* the previous token's bytes again */
+                v->trie[open[len - 1]].n_tok++;
+                continue;
+            }
+            for (d = l; d < len; d++) {
+                mlstack__gtrie *t = &v->trie[nn];
+                t->byte = v->bytes[v->off[v->sorted[i]] + d];
+                t->depth = (uint16_t)d;
+                t->tok = -1;
+                open[d] = nn++;
+            }
+            top = len;
+            v->trie[nn - 1].tok = i;
+            v->trie[nn - 1].n_tok = 1;
+        }
+        while (top > 0) v->trie[open[--top]].end = (uint32_t)nn;
+        v->n_trie = nn;
+        MLSTACK_FREE(open);
     }
     return MLSTACK_OK;
 }
@@ -16195,8 +16254,8 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits;
-    int32_t k, valid = 0, dead = -1, n = 0;
+    uint32_t *bits, j;
+    int32_t k, n = 0;
     int i;
     if (g->states[s].mask >= 0) {
         g->n_mask_hits++;
@@ -16213,28 +16272,26 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
+    /* one walk over the byte trie: a byte the grammar refuses skips the node's whole subtree */
     g->walk[0] = s;
-    for (k = 0; k < v->n_sorted; k++) {
-        int32_t id = v->sorted[k], l = (int32_t)v->lcp[k], len = (int32_t)v->len[id], j;
-        const unsigned char *b = v->bytes + v->off[id];
-        if (dead >= 0 && l > dead) continue; /* shares a prefix already refused */
-        dead = -1;
-        for (j = l < valid ? l : valid; j < len; j++) {
-            int32_t nx = mlstack__g_next(g, g->walk[j], b[j]);
-            if (nx == -3) return -1;
-            if (nx < 0) {
-                dead = j;
-                break;
-            }
-            g->walk[j + 1] = nx;
-        }
-        if (dead >= 0) {
-            valid = dead;
+    for (k = 0; k < v->n_trie;) {
+        const mlstack__gtrie *t = &v->trie[k];
+        int32_t cur = g->walk[t->depth], nx;
+        const int32_t *tr = g->states[cur].trans;
+        nx = tr ? tr[t->byte] : -2;
+        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
+        if (nx == -3) return -1;
+        if (nx < 0) {
+            k = (int32_t)t->end;
             continue;
         }
-        valid = len;
-        bits[id >> 5] |= 1u << (id & 31);
-        n++;
+        g->walk[t->depth + 1] = nx;
+        for (j = 0; j < t->n_tok; j++) {
+            int32_t id = v->sorted[t->tok + (int32_t)j];
+            bits[id >> 5] |= 1u << (id & 31);
+            n++;
+        }
+        k++;
     }
     if (mlstack__g_accepting(g, s))
         for (i = 0; i < v->n_eos; i++)
@@ -16759,6 +16816,7 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     case MLSTACK_GRAMMAR_JSON_SCHEMA:
     case MLSTACK_GRAMMAR_JSON:
     case MLSTACK_GRAMMAR_TOOL_CALLS:
+    case MLSTACK_GRAMMAR_TOOL_CALLS_AUTO:
         what = "schema grammar";
         r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
                                     d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, err);
@@ -17722,14 +17780,15 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     mlstack__js j;
     mlstack_result r;
     char t[64];
-    r = mlstack__json_parse(&doc, text, n, kind == MLSTACK_GRAMMAR_TOOL_CALLS ? "tools" : "JSON Schema", err);
+    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
     memset(&j, 0, sizeof j);
     j.out = out;
     j.err = err;
     j.root = doc.root;
     if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
-    if (j.rc == MLSTACK_OK && kind != MLSTACK_GRAMMAR_TOOL_CALLS) {
+    if (j.rc == MLSTACK_OK && !tools) {
         int root = mlstack__js_gen(&j, doc.root);
         if (root >= 0) {
             snprintf(t, sizeof t, "root ::= s%d\n", root);
@@ -17770,8 +17829,25 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
         }
         if (j.rc == MLSTACK_OK &&
             (!mlstack__buf_puts(out, "tcall ::= ") || !mlstack__buf_put(out, calls.p, calls.n) ||
-             !mlstack__buf_puts(out, "\nroot ::= tcall (\"\\n\" tcall){0,7}\n")))
+             !mlstack__buf_puts(out, "\ntcalls ::= tcall (\"\\n\" tcall){0,7}\n")))
             j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        if (j.rc == MLSTACK_OK && kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO) {
+            /* free text without "<tool_call>": the automaton that tracks how much of the tag the
+               text ends with (tfK: K bytes of it; the tag's only '<' is its first byte, so a
+               mismatch falls back to tf1 on '<' and to tf0 otherwise), then optional calls */
+            static const char tag[] = "<tool_call>";
+            int k;
+            for (k = 0; k < 11 && j.rc == MLSTACK_OK; k++) {
+                if (k == 0) snprintf(t, sizeof t, "tf0 ::= \"\" | [^<] tf0 | \"<\" tf1\n");
+                else if (k < 10) snprintf(t, sizeof t, "tf%d ::= \"\" | \"%c\" tf%d | \"<\" tf1 | [^<%c] tf0\n", k, tag[k], k + 1, tag[k]);
+                else snprintf(t, sizeof t, "tf10 ::= \"\" | \"<\" tf1 | [^<>] tf0\n");
+                if (!mlstack__buf_puts(out, t)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+            }
+            if (j.rc == MLSTACK_OK && !mlstack__buf_puts(out, "root ::= tf0 tcalls?\n"))
+                j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        } else if (j.rc == MLSTACK_OK && !mlstack__buf_puts(out, "root ::= tcalls\n")) {
+            j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        }
         MLSTACK_FREE(calls.p);
     }
     MLSTACK_FREE((void *)j.ref_node);

@@ -490,6 +490,51 @@ static void test_tool_parse(void) {
     CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT);
 }
 
+/* tool_choice "auto": free text without the tag, then optional calls valid for their schema */
+static void test_tool_auto(void) {
+    static const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": "
+                               "\"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}]";
+    static const struct {
+        const char *text;
+        int ok, can_end;
+    } cases[] = {
+        {"", 1, 1},
+        {"Hello, <b>world</b>\n", 1, 1},
+        {"<tool_cal <tool_call <tool_callx <<", 1, 1},
+        {"<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 12}}</tool_call>", 1, 1},
+        {"Sure.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>{\"name\": \"add\", "
+         "\"arguments\": {\"a\": 2}}</tool_call>",
+         1, 1},
+        {"<<tool_call>{\"name\"", 1, 0},
+        {"x <tool_call>{\"name\": \"sub\"", 0, 0},
+        {"x <tool_call>oops", 0, 0},
+        {"x <tool_call>{\"name\": \"add\", \"arguments\": {\"a\": \"1\"}}", 0, 0},
+        {"<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}}</tool_call> and more", 0, 0},
+    };
+    const char *toks[97];
+    char chars[96][2];
+    mlstack_vocab *v;
+    mlstack_grammar *g;
+    mlstack_matcher *m;
+    mlstack_error err;
+    size_t i;
+    for (i = 0; i < 95; i++) chars[i][0] = (char)(' ' + i), chars[i][1] = 0, toks[i] = chars[i];
+    toks[95] = "\n";
+    v = vocab_of(toks, NULL, 96, 1);
+    g = compile(MLSTACK_GRAMMAR_TOOL_CALLS_AUTO, tools, v, &err);
+    CHECKF(g != NULL, "auto tools: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int ok = accepts(m, cases[i].text), end = !!(mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            CHECKF(ok == cases[i].ok && (!ok || end == cases[i].can_end), "auto: '%s': accepted %d (want %d), can end %d", cases[i].text,
+                   ok, cases[i].ok, end);
+        }
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    mlstack_vocab_free(v);
+}
+
 /* ---- schema errors: the keyword and its JSON path ---- */
 
 static void test_schema_errors(void) {
@@ -808,6 +853,7 @@ int main(void) {
     test_regex_fixture();
     test_schema_errors();
     test_tool_parse();
+    test_tool_auto();
     test_hostile();
     test_schema_sampling();
     test_engine();

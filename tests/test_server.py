@@ -97,6 +97,138 @@ def chat_body(model, text="Hello", **kw):
     return b
 
 
+# ---- structured output: response_format and tools ----
+
+SCHEMAS = {  # every string and array bounded, so that each sample finishes within max_tokens
+    "person": {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0},
+        "born": {"type": "string", "format": "date"},
+        "city": {"anyOf": [{"type": "string", "maxLength": 20}, {"type": "null"}]}},
+        "required": ["name", "age"]},
+    "order": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "status": {"enum": ["open", "paid", "shipped"]},
+        "items": {"type": "array", "maxItems": 3, "items": {"type": "object", "properties": {
+            "sku": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"}, "qty": {"type": "integer", "minimum": 1},
+            "gift": {"type": "boolean"}}, "required": ["sku", "qty"]}}},
+        "required": ["id", "status", "items"]},
+    "flags": {"type": "object", "properties": {
+        "ok": {"type": "boolean"}, "color": {"enum": ["red", "green", "blue"]},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 1, "maxItems": 3},
+        "when": {"type": "string", "format": "date"}},
+        "required": ["ok", "color", "tags"]},
+}
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                                      "parameters": {"type": "object", "properties": {
+                                          "city": {"type": "string", "maxLength": 24},
+                                          "unit": {"enum": ["celsius", "fahrenheit"]}},
+                                          "required": ["city", "unit"]}}},
+    {"type": "function", "function": {"name": "add", "description": "Adds two integers",
+                                      "parameters": {"type": "object", "properties": {
+                                          "a": {"type": "integer"}, "b": {"type": "integer"}},
+                                          "required": ["a", "b"]}}},
+]
+
+
+def schema_errors(schema, value):
+    """jsonschema's complaints about value (Draft 2020-12, formats checked); None without jsonschema."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return [e.message for e in v.iter_errors(value)]
+
+
+def check_calls(calls):
+    """Problems with a list of OpenAI tool_calls dicts: unknown tool, arguments not JSON or invalid."""
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    bad = []
+    for c in calls:
+        try:
+            args = json.loads(c["function"]["arguments"])
+            errs = schema_errors(params[c["function"]["name"]], args)
+            if errs:
+                bad.append((c, errs[0]))
+            if c["type"] != "function" or not c["id"]:
+                bad.append((c, "type/id"))
+        except Exception as e:
+            bad.append((c, repr(e)))
+    return bad
+
+
+def structured_http(port, model):
+    """response_format / tools over raw HTTP on the random model: every finished output follows
+    its schema, bad schemas are 400s naming the keyword and its path."""
+    def ask(body):
+        return post(port, "/v1/chat/completions", body)
+    rf = {"type": "json_schema", "json_schema": {"name": "flags", "schema": SCHEMAS["flags"], "strict": True}}
+
+    def one(seed):
+        return ask(chat_body(model, "Some flags?", max_tokens=400, temperature=1.5, seed=seed, response_format=rf))
+    with cf.ThreadPoolExecutor(8) as ex:
+        res = list(ex.map(one, range(8)))
+    done = [j["choices"][0]["message"]["content"] for c, j, _ in res if c == 200 and j["choices"][0]["finish_reason"] == "stop"]
+    bad = [(t, schema_errors(SCHEMAS["flags"], json.loads(t))) for t in done]
+    bad = [b for b in bad if b[1]]
+    T.check(len(done) == 8 and not bad, "json_schema on the random model: 8 of 8 samples finish, all valid",
+            (len(done), bad[:2], [j for c, j, _ in res if c != 200][:1]))
+    code, j, _ = ask(chat_body(model, "x", max_tokens=60, temperature=1.5, seed=5, response_format={"type": "json_object"}))
+    out = j["choices"][0]["message"]["content"] if code == 200 else None
+    T.check(code == 200 and (j["choices"][0]["finish_reason"] == "length" or isinstance(json.loads(out), dict)),
+            "json_object: a JSON object (or a prefix of one at max_tokens)", j)
+    # tools: the whole output is a call when required; streamed deltas carry the same calls
+    body = chat_body(model, "Weather?", max_tokens=400, temperature=1.5, seed=11, tools=TOOLS, tool_choice="required",
+                     parallel_tool_calls=False)
+    code, j, _ = ask(body)
+    msg = j["choices"][0]["message"] if code == 200 else {}
+    T.check(code == 200 and j["choices"][0]["finish_reason"] == "tool_calls" and msg.get("content") is None
+            and len(msg.get("tool_calls") or []) == 1 and not check_calls(msg["tool_calls"]),
+            "tool_choice required: one valid call, finish_reason tool_calls", j)
+    code, _, raw_body = ask(dict(body, stream=True))
+    events = [json.loads(l[6:]) for l in raw_body.decode(errors="replace").split("\n") if l.startswith("data: {")]
+    deltas = [e["choices"][0]["delta"] for e in events if e.get("choices")]
+    streamed = [tc for d in deltas for tc in d.get("tool_calls") or []]
+    T.check(code == 200 and not "".join(d.get("content") or "" for d in deltas) and code == 200
+            and [(c["function"]["name"], c["function"]["arguments"]) for c in streamed]
+            == [(c["function"]["name"], c["function"]["arguments"]) for c in msg.get("tool_calls") or []]
+            and events[-1]["choices"][0]["finish_reason"] == "tool_calls",
+            "streamed tool call: no content, the same call in a tool_calls delta, finish_reason tool_calls", deltas[-3:])
+    code, j, _ = ask(chat_body(model, "Add", max_tokens=400, temperature=1.5, seed=3, tools=TOOLS,
+                               tool_choice={"type": "function", "function": {"name": "add"}}))
+    calls = (j["choices"][0]["message"].get("tool_calls") or []) if code == 200 else []
+    T.check(code == 200 and calls and all(c["function"]["name"] == "add" for c in calls) and not check_calls(calls),
+            "a named tool_choice calls that function only", j)
+    # refused: the keyword and its JSON path, or the field
+    for bad_body, field, want in (
+            (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "type": "object", "properties": {"a": {"type": "array", "items": {"oneOf": [{"type": "string"}]}}}}}}),
+             "response_format.json_schema.schema", ["oneOf", "/properties/a/items"]),
+            (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objekt"}}}),
+             "response_format.json_schema.schema", ["objekt"]),
+            (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
+            (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format", ["name"]),
+            (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
+                "type": "object", "properties": {"x": {"type": "string", "contentEncoding": "base64"}}}}}]),
+             "tools", ["contentEncoding", "/0/function/parameters/properties/x"]),
+            (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
+            (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),
+            (dict(tool_choice="required"), "tool_choice", ["needs tools"]),
+            (dict(tools=TOOLS, response_format={"type": "json_object"}), "response_format", ["tools"])):
+        code, j, _ = ask(chat_body(model, **bad_body))
+        m = j["error"]["message"] if is_openai_error(j) else ""
+        T.check(code == 400 and j["error"]["param"] == field and all(w in m for w in want),
+                f"refused with a 400 naming {want}", j)
+    code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x", "max_tokens": 2, "tools": TOOLS})
+    T.check(code == 400 and is_openai_error(j, "tools"), "tools on /v1/completions: 400", j)
+    code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x", "max_tokens": 30, "temperature": 1.5,
+                                                "response_format": {"type": "json_schema", "json_schema": {
+                                                    "name": "f", "schema": SCHEMAS["flags"]}}})
+    T.check(code == 200 and (j["choices"][0]["finish_reason"] == "length" or not schema_errors(
+        SCHEMAS["flags"], json.loads(j["choices"][0]["text"]))), "response_format on /v1/completions", j)
+
+
 def http_part(exe, model_dir, asan):
     model = os.path.basename(model_dir)
     srv = Server(exe, model_dir, "--timeout", "2", "--parallel", "8", "-t", "2")
@@ -318,6 +450,7 @@ def http_part(exe, model_dir, asan):
         T.check(rss1 - rss0 < 300 * 1024, "memory stays bounded through the abuse", f"RSS {rss0} -> {rss1} KiB")
         code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
         T.check(code == 200 and j["choices"][0]["finish_reason"] in ("length", "stop"), "still serving after the abuse", j)
+        structured_http(port, model)
         T.check(all(k in m for k in ("mlstack_time_to_first_token_seconds_count", "mlstack_inter_token_seconds_count",
                                      "mlstack_requests_queued", "mlstack_prompt_tokens_cached_total",
                                      "mlstack_completion_tokens_total", "mlstack_kv_pages_cached")),
@@ -476,6 +609,99 @@ def openai_part(exe):
     T.check(rc == 0, "SmolLM2 server exits 0 on SIGTERM", out[-800:])
 
 
+def grammar_part(exe, tmp):
+    """Structured output on the real SmolLM2 through the openai client: json_schema samples at
+    temperature 1.5 checked by jsonschema, and tool calls with a Hermes-style tool template (the
+    model folder's own template ignores tools). MLSTACK_GRAMMAR_SEEDS sets the samples per schema."""
+    import openai
+    d = os.path.join(tmp, "smollm2-tools")
+    os.makedirs(d)
+    for f in os.listdir(SMOLLM2):
+        if f != "chat_template.jinja":
+                os.symlink(os.path.abspath(os.path.join(SMOLLM2, f)), os.path.join(d, f))
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures", "grammar", "hermes_tools.jinja"), os.path.join(d, "chat_template.jinja"))
+    seeds = int(os.environ.get("MLSTACK_GRAMMAR_SEEDS", "3"))
+    srv = Server(exe, d, "--parallel", "16", "--quiet")
+    model = "smollm2-tools"
+    try:
+        client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0, timeout=600)
+        asks = {"person": "Describe a fictional person as JSON.", "order": "Give a shop order as JSON.",
+                "flags": "Pick some flags as JSON."}
+
+        def sample(job):
+            name, seed = job
+            r = client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": asks[name]}], max_tokens=300, temperature=1.5, seed=seed,
+                response_format={"type": "json_schema", "json_schema": {"name": name, "schema": SCHEMAS[name], "strict": True}})
+            return name, r.choices[0].finish_reason, r.choices[0].message.content
+        jobs = [(n, 1000 + k) for n in SCHEMAS for k in range(seeds)]
+        t0 = time.time()
+        with cf.ThreadPoolExecutor(16) as ex:
+            res = list(ex.map(sample, jobs))
+        print(f"  json_schema samples: {time.time() - t0:.1f} s")
+        unfinished = [r for r in res if r[1] != "stop"]
+        invalid = []
+        for name, _, text in res:
+            try:
+                errs = schema_errors(SCHEMAS[name], json.loads(text))
+            except ValueError as e:
+                errs = [repr(e)]
+            if errs:
+                invalid.append((name, text, errs[0]))
+        T.check(not unfinished and not invalid and res,
+                f"json_schema, SmolLM2, temperature 1.5: {len(res)} samples, {len(unfinished)} unfinished, {len(invalid)} invalid "
+                "(jsonschema)", (unfinished[:2], invalid[:3]))
+
+        weather = [{"role": "user", "content": "What is the weather like in Paris right now?"}]
+
+        def call(job):
+            choice, seed = job
+            r = client.chat.completions.create(model=model, messages=weather, tools=TOOLS, tool_choice=choice, max_tokens=64,
+                                               temperature=1.5, seed=seed, parallel_tool_calls=False)
+            m = r.choices[0].message
+            return choice, r.choices[0].finish_reason, m.content, [c.model_dump() for c in m.tool_calls or []]
+        named = {"type": "function", "function": {"name": "get_weather"}}
+        jobs = [("required", s) for s in range(seeds)] + [(named, s) for s in range(2)] + [("auto", s) for s in range(seeds)]
+        t0 = time.time()
+        with cf.ThreadPoolExecutor(16) as ex:
+            res = list(ex.map(call, jobs))
+        print(f"  tool-call samples: {time.time() - t0:.1f} s")
+        forced = [r for r in res if r[0] != "auto"]
+        T.check(all(r[1] == "tool_calls" and r[2] is None and len(r[3]) == 1 and not check_calls(r[3]) for r in forced)
+                and all(r[3][0]["function"]["name"] == "get_weather" for r in forced if r[0] == named),
+                f"tool_choice required / named, temperature 1.5: {len(forced)} single valid calls", forced[:3])
+        auto = [r for r in res if r[0] == "auto"]
+        T.check(all((r[1] == "tool_calls") == bool(r[3]) and not check_calls(r[3])
+                    and (r[3] or "<tool_call>" not in (r[2] or "")) for r in auto),
+                f"tool_choice auto: text or valid calls ({sum(bool(r[3]) for r in auto)} of {len(auto)} called)", auto[:3])
+
+        # streamed: the same call in deltas; then the tool's answer goes back through the template
+        kw = dict(model=model, messages=weather, tools=TOOLS, tool_choice="required", max_tokens=64, temperature=0,
+                  parallel_tool_calls=False)
+        r = client.chat.completions.create(**kw)
+        tc = r.choices[0].message.tool_calls
+        chunks = list(client.chat.completions.create(stream=True, **kw))
+        st = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
+        T.check(tc and [(t.function.name, t.function.arguments) for t in st] == [(t.function.name, t.function.arguments) for t in tc]
+                and chunks[-1].choices[0].finish_reason == r.choices[0].finish_reason
+                and not "".join(c.choices[0].delta.content or "" for c in chunks if c.choices),
+                "streamed tool calls equal the non-streamed ones", (st, tc))
+        turn2 = weather + [r.choices[0].message.model_dump(exclude_none=True),
+                           {"role": "tool", "tool_call_id": tc[0].id, "content": '{"temperature": 21, "sky": "clear"}'}]
+        r2 = client.chat.completions.create(model=model, messages=turn2, tools=TOOLS, max_tokens=24, temperature=0)
+        T.check(r2.choices[0].finish_reason in ("stop", "length", "tool_calls") and r2.usage.prompt_tokens > r.usage.prompt_tokens,
+                "a tool result in the history renders and is answered", r2)
+        try:
+            client.chat.completions.create(model=model, messages=weather, max_tokens=4, response_format={
+                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "not": {}}}})
+            T.check(False, "a bad schema raises BadRequestError")
+        except openai.BadRequestError as e:
+            T.check(e.status_code == 400 and "'not'" in str(e), "a bad schema raises BadRequestError naming the keyword", e)
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0, "the tools server exits 0 on SIGTERM", out[-800:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
@@ -497,6 +723,17 @@ def main():
             openai_part(a.mlstack)
         except Exception as e:
             T.check(False, "openai tests ran to the end", repr(e))
+        tmp = tempfile.mkdtemp(prefix="mlstack-tools-")
+        try:
+            import openai  # noqa: F401
+            if os.path.exists(os.path.join(SMOLLM2, "model.safetensors")):
+                grammar_part(a.mlstack, tmp)
+        except ImportError:
+            T.skip("structured output with the openai client", "the openai package is not installed")
+        except Exception as e:
+            T.check(False, "structured-output tests ran to the end", repr(e))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     T.finish()
 
 

@@ -6,7 +6,9 @@
    the mask cost on Qwen2.5's 152k vocabulary (random logits, no model) when its tokenizer is in
    ../shared/tokenizers/qwen2.5.
      cc -O2 -I. tools/bench_grammar.c -o build/bench_grammar -lpthread -lm
-     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS]
+     build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS] [-Q q4_1|q8_0] [-q TOKENIZER_DIR] [-M]
+   -q: the folder of the random-logits part (default ../shared/tokenizers/qwen2.5); -M: that part
+   only (no model run; for callgrind: -M -q models/smollm2-135m-instruct).
    Greedy decoding, so runs repeat; the schemas are written to build/bench_grammar_*.json for
    the llama.cpp side (llama-cli --json-schema-file). */
 #define MLSTACK_IMPLEMENTATION
@@ -38,6 +40,13 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+/* CPU time of this thread: unlike the wall clock, it does not count time the thread waited for
+   a core, so masks timed on a busy machine stay comparable (a step with -t 1 too). */
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -49,7 +58,7 @@ static double p99(double *v, int n) {
 
 /* One greedy generation; fills per-token mask and step times. Returns tokens generated. */
 static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_vocab *v, const int32_t *prompt, int n_prompt,
-                    int max_tokens, double *mask_ms, double *step_ms, int verbose) {
+                    int max_tokens, double *mask_ms, double *step_ms, double *mask_cpu, double *step_cpu, int verbose) {
     int V = mlstack_vocab_size(v), n = 0, i;
     uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
     mlstack_matcher *m;
@@ -67,22 +76,26 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
     if (mlstack_matcher_init(g, &m) != MLSTACK_OK) return 0;
     while (n < max_tokens) {
         const float *lg = mlstack_engine_logits(e, n ? 0 : n_prompt - 1);
-        double t0 = now_s(), t1, t2;
+        double t0 = now_s(), t1, t2, c0 = cpu_s(), c1, c2;
         int32_t best = -1;
         mlstack_batch_row row;
         if (mlstack_matcher_mask(m, bits) <= 0) break;
         t1 = now_s();
+        c1 = cpu_s();
         for (i = 0; i < V; i++)
             if (((bits[i >> 5] >> (i & 31)) & 1) && (best < 0 || lg[i] > lg[best])) best = i;
         t2 = now_s();
+        c2 = cpu_s();
         if (mlstack_matcher_accept(m, best) != MLSTACK_OK) break;
         mask_ms[n] = (t1 - t0 + now_s() - t2) * 1e3;
+        mask_cpu[n] = (c1 - c0 + cpu_s() - c2) * 1e3;
         if (verbose) {
             size_t l;
             const char *b = mlstack_vocab_token_text(v, best, &l);
             fwrite(b, 1, l, stdout);
         }
         if (mlstack_matcher_status(m) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED)) {
+            step_cpu[n] = 0;
             step_ms[n++] = 0;
             break;
         }
@@ -91,7 +104,9 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
         row.token = best;
         row.want_logits = 1;
         t0 = now_s();
+        c0 = cpu_s();
         mlstack_engine_eval(e, &row, 1);
+        step_cpu[n] = (cpu_s() - c0) * 1e3;
         step_ms[n++] = (now_s() - t0) * 1e3;
     }
     if (verbose) printf("\n");
@@ -103,21 +118,27 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
 }
 
 int main(int argc, char **argv) {
-    const char *dir = "models/smollm2-135m-instruct";
-    int threads = 2, max_tokens = 160, i, c;
+    const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5";
+    int threads = 2, max_tokens = 160, i, c, masks_only = 0;
+    mlstack_dtype quant = (mlstack_dtype)0;
     mlstack_model *model;
     mlstack_engine *e;
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_error err;
     mlstack_vocab *v;
-    for (i = 1; i + 1 < argc; i += 2) {
+    for (i = 1; i < argc && !strcmp(argv[i], "-M"); i++) masks_only = 1;
+    for (; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) dir = argv[i + 1];
+        else if (!strcmp(argv[i], "-q")) qdir = argv[i + 1];
+        else if (!strcmp(argv[i], "-Q")) quant = !strcmp(argv[i + 1], "q4_1") ? MLSTACK_DTYPE_Q4_1 : MLSTACK_DTYPE_Q8_0;
         else if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) max_tokens = atoi(argv[i + 1]);
     }
+    if (masks_only) goto masks;
     memset(&md, 0, sizeof md);
     md.path = dir;
+    md.quant = quant;
     if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
     memset(&ed, 0, sizeof ed);
     ed.n_threads = threads;
@@ -130,7 +151,9 @@ int main(int argc, char **argv) {
         mlstack_grammar_desc gd;
         mlstack_grammar *g;
         double t0, compile_ms, *mask_ms = (double *)calloc((size_t)max_tokens, sizeof(double)),
-                               *step_ms = (double *)calloc((size_t)max_tokens, sizeof(double));
+                               *step_ms = (double *)calloc((size_t)max_tokens, sizeof(double)),
+                               *mask_cpu = (double *)calloc((size_t)max_tokens, sizeof(double)),
+                               *step_cpu = (double *)calloc((size_t)max_tokens, sizeof(double));
         char msgs[1024], *prompt_text = NULL, path[256];
         size_t plen;
         size_t n_ids;
@@ -158,26 +181,38 @@ int main(int argc, char **argv) {
         if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
         compile_ms = (now_s() - t0) * 1e3;
         for (run = 0; run < 2; run++) {
-            int n = generate(e, g, v, ids, (int)n_ids, max_tokens, mask_ms, step_ms, run == 0), k, n_steps = 0;
-            double ms = 0, ss = 0, mp, sp;
-            for (k = 0; k < n; k++) ms += mask_ms[k];
+            int n = generate(e, g, v, ids, (int)n_ids, max_tokens, mask_ms, step_ms, mask_cpu, step_cpu, run == 0), k, n_steps = 0;
+            double ms = 0, ss = 0, mp, sp, mc = 0, sc = 0, mcp, scm;
+            for (k = 0; k < n; k++) ms += mask_ms[k], mc += mask_cpu[k];
             for (k = 0; k < n; k++)
-                if (step_ms[k] > 0) ss += step_ms[k], n_steps++;
+                if (step_ms[k] > 0) ss += step_ms[k], sc += step_cpu[k], n_steps++;
             ms /= n ? n : 1;
+            mc /= n ? n : 1;
             ss /= n_steps ? n_steps : 1;
+            sc /= n_steps ? n_steps : 1;
             mp = p99(mask_ms, n);
             sp = p99(step_ms, n);
+            mcp = p99(mask_cpu, n);
+            qsort(step_cpu, (size_t)n, sizeof *step_cpu, cmp_d); /* the median step's CPU time (zeros first) */
+            scm = n_steps ? step_cpu[n - n_steps + n_steps / 2] : 0;
             printf("%-8s %7.2f ms | %-5s %6d | %6.3f ms %6.3f ms | %6.2f ms %6.2f ms | %6.2f%%\n", cases[c].name, compile_ms,
                    run ? "warm" : "cold", n, ms, mp, ss, sp, ss > 0 ? 100 * ms / ss : 0);
+            printf("%-8s %10s | %-5s %6s | cpu: mask mean %.3f ms, p99 %.3f ms; step mean %.2f ms, median %.2f ms; "
+                   "mask p99 / median step %.2f%%\n", "", "", "", "", mc, mcp, sc, scm, scm > 0 ? 100 * mcp / scm : 0);
         }
         mlstack_grammar_free(g);
         free(mask_ms);
         free(step_ms);
+        free(mask_cpu);
+        free(step_cpu);
     }
-    /* the 152k vocabulary: mask cost alone */
+    mlstack_vocab_free(v);
+    mlstack_engine_free(e);
+    mlstack_model_close(model);
+masks: /* the mask cost alone (random logits), on Qwen2.5's 152k vocabulary by default */
     {
         mlstack_tokenizer *tok;
-        if (mlstack_tokenizer_open("../shared/tokenizers/qwen2.5", &tok, &err) == MLSTACK_OK) {
+        if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
             mlstack_vocab *qv;
             int32_t eos = mlstack_tokenizer_eos_id(tok);
             if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
@@ -200,10 +235,10 @@ int main(int argc, char **argv) {
                     compile_ms = (now_s() - t0) * 1e3;
                     memset(&sd, 0, sizeof sd);
                     sd.temperature = 1.0f;
-                    sd.top_k = 40;
+                    sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
                     sd.grammar = g;
                     mlstack_sampler_init(&sd, V, &s);
-                    while (n < 4000) {
+                    while (n < 4000 && n < max_tokens * 10) {
                         int32_t t;
                         for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
                         t0 = now_s();
@@ -213,8 +248,8 @@ int main(int argc, char **argv) {
                         t = mlstack_sampler_sample(s, lg);
                         if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
                     }
-                    printf("qwen2.5 %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean %.3f ms, p99 %.3f ms\n",
-                           V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
+                    printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean %.3f ms, p99 %.3f ms\n",
+                           qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
                     mlstack_sampler_free(s);
                     mlstack_grammar_free(g);
                     free(lg);
@@ -224,10 +259,9 @@ int main(int argc, char **argv) {
                 mlstack_vocab_free(qv);
             }
             mlstack_tokenizer_close(tok);
+        } else {
+            printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
         }
     }
-    mlstack_vocab_free(v);
-    mlstack_engine_free(e);
-    mlstack_model_close(model);
     return 0;
 }

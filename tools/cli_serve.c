@@ -45,6 +45,8 @@ int cli_cmd_serve(int argc, char **argv) {
 #define SRV_MAX_HEADERS 100
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
+#define SRV_GRAMMARS 8        /* compiled grammars kept (their automata and masks stay warm) */
+#define SRV_GRAMMAR_MEMORY ((size_t)64 << 20) /* automaton + mask cache budget of each */
 
 static const char *SERVE_USAGE =
     "usage: mlstack serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [options]\n"
@@ -128,6 +130,17 @@ struct srv_req {
     srv_req *next;          /* in srv.live */
 };
 
+/* A compiled grammar, shared by the requests that use the same response_format / tools. */
+typedef struct srv_gram {
+    int kind;
+    char *text;
+    size_t len;
+    mlstack_grammar *g;
+    int refs;         /* requests using it; the cache's own slot does not count */
+    int cached;       /* in srv.grams (else freed when refs drops to 0) */
+    uint64_t used;
+} srv_gram;
+
 typedef struct srv_opts {
     cli_opts base;
     const char *host, *api_key, *alias;
@@ -141,6 +154,9 @@ typedef struct srv {
     mlstack_engine *e;
     mlstack_tokenizer *tok;
     const mlstack_chat_template *tpl;
+    mlstack_vocab *vocab;    /* byte view of the vocabulary for grammars (NULL: none could be made) */
+    srv_gram *grams[SRV_GRAMMARS]; /* under mu */
+    uint64_t gram_clock;
     mlstack_model_info info;
     char model_id[256];
     int listen_fd;
@@ -665,8 +681,14 @@ typedef struct oai_req {
     int chat;
     mlstack_request_desc d;
     int32_t *prompt;
-    const char *stops[SRV_MAX_STOPS];
+    const char *stops[SRV_MAX_STOPS + 1]; /* + "</tool_call>" for parallel_tool_calls false */
     int stream, include_usage, logprobs, top_logprobs;
+    int tool_mode;          /* 0: no tools or tool_choice "none"; 1: "auto"; 2: "required" or one named */
+    int gkind;              /* mlstack_grammar_kind of response_format / tools, -1: none */
+    const char *gparam;     /* the request field the grammar comes from */
+    cli_buf gtext;          /* its text (schema or tools list) */
+    cli_buf tools_json;     /* `tools` for the chat template */
+    srv_gram *gram;
     char err[600];
     const char *err_param, *err_code;
     int err_status;
@@ -721,6 +743,234 @@ static int bool_field(oai_req *q, const mlstack_json *root, const char *key, int
     return 1;
 }
 
+/* ==== STRUCTURED OUTPUT: response_format, tools ==== */
+
+/* v as compact JSON (the parser has bounded its nesting). */
+static void json_write(cli_buf *b, const mlstack_json *v) {
+    const mlstack_json *c;
+    const char *str;
+    size_t n;
+    int64_t iv;
+    switch (mlstack_json_type_of(v)) {
+    case MLSTACK_JSON_OBJECT:
+    case MLSTACK_JSON_ARRAY:
+        cli_buf_puts(b, mlstack_json_type_of(v) == MLSTACK_JSON_OBJECT ? "{" : "[");
+        for (c = mlstack_json_child(v); c; c = mlstack_json_next(c)) {
+            if (c != mlstack_json_child(v)) cli_buf_puts(b, ",");
+            if (mlstack_json_type_of(v) == MLSTACK_JSON_OBJECT) {
+                str = mlstack_json_key(c);
+                cli_buf_json(b, str, strlen(str));
+                cli_buf_puts(b, ":");
+            }
+            json_write(b, c);
+        }
+        cli_buf_puts(b, mlstack_json_type_of(v) == MLSTACK_JSON_OBJECT ? "}" : "]");
+        break;
+    case MLSTACK_JSON_STRING:
+        str = mlstack_json_string(v, &n);
+        cli_buf_json(b, str, n);
+        break;
+    case MLSTACK_JSON_NUMBER:
+        if (mlstack_json_int(v, &iv)) cli_buf_printf(b, "%lld", (long long)iv);
+        else cli_buf_printf(b, "%.17g", mlstack_json_number(v));
+        break;
+    case MLSTACK_JSON_TRUE: cli_buf_puts(b, "true"); break;
+    case MLSTACK_JSON_FALSE: cli_buf_puts(b, "false"); break;
+    default: cli_buf_puts(b, "null"); break;
+    }
+}
+
+static void gram_free(srv_gram *e) {
+    if (!e) return;
+    mlstack_grammar_free(e->g);
+    free(e->text);
+    free(e);
+}
+
+/* The compiled grammar for (kind, text), from the cache or compiled now (outside the lock: a
+   schema may take milliseconds) and cached in place of the least recently used idle one. */
+static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstack_error *err) {
+    srv_gram *e = NULL, *old = NULL;
+    mlstack_grammar_desc d;
+    int i, slot = -1;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < SRV_GRAMMARS && !e; i++)
+        if (s->grams[i] && s->grams[i]->kind == kind && s->grams[i]->len == len && !memcmp(s->grams[i]->text, text, len))
+            e = s->grams[i], e->refs++, e->used = ++s->gram_clock;
+    pthread_mutex_unlock(&s->mu);
+    if (e) return e;
+    e = (srv_gram *)calloc(1, sizeof *e);
+    if (e) e->text = (char *)malloc(len + 1);
+    if (!e || !e->text) {
+        if (e) free(e);
+        snprintf(err->message, sizeof err->message, "out of memory");
+        err->code = MLSTACK_ERR_NO_MEMORY;
+        return NULL;
+    }
+    memcpy(e->text, text, len);
+    e->text[len] = 0;
+    e->kind = kind;
+    e->len = len;
+    e->refs = 1;
+    memset(&d, 0, sizeof d);
+    d.kind = (mlstack_grammar_kind)kind;
+    d.text = e->text;
+    d.len = len;
+    d.vocab = s->vocab;
+    d.max_memory = SRV_GRAMMAR_MEMORY;
+    if (mlstack_grammar_compile(&d, &e->g, err) != MLSTACK_OK) {
+        gram_free(e);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    e->used = ++s->gram_clock;
+    for (i = 0; i < SRV_GRAMMARS && slot < 0; i++)
+        if (!s->grams[i]) slot = i;
+    for (i = 0; i < SRV_GRAMMARS && slot < 0; i++) /* none free: the least recently used idle one */
+        if (s->grams[i]->refs == 0 && (slot < 0 || s->grams[i]->used < s->grams[slot]->used)) slot = i;
+    if (slot >= 0) {
+        old = s->grams[slot];
+        s->grams[slot] = e;
+        e->cached = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    gram_free(old);
+    return e;
+}
+
+static void gram_put(srv *s, srv_gram *e) {
+    int drop;
+    if (!e) return;
+    pthread_mutex_lock(&s->mu);
+    drop = --e->refs == 0 && !e->cached;
+    pthread_mutex_unlock(&s->mu);
+    if (drop) gram_free(e);
+}
+
+static int tool_name_ok(const char *p, size_t n) {
+    size_t i;
+    if (!p || n == 0 || n > 64) return 0;
+    for (i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '_' && p[i] != '-') return 0;
+    return 1;
+}
+
+/* response_format, tools and tool_choice -> q's grammar (compiled here, so that a bad schema is a
+   400 naming its keyword and path) and q->tools_json for the chat template.
+   tool_choice "auto" uses MLSTACK_GRAMMAR_TOOL_CALLS_AUTO: free text that never contains the
+   <tool_call> tag, optionally followed by calls whose arguments follow their schema. One grammar
+   covers both, so the model keeps its choice (text or a call) at every token and a call it
+   starts can only be valid; no second pass, no trigger to detect. */
+static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
+    const mlstack_json *v = mlstack_json_get(root, "response_format"), *tools = mlstack_json_get(root, "tools"), *t,
+                       *named = NULL;
+    const char *type;
+    mlstack_error err;
+    char msg[sizeof q->err];
+    int n_tools = 0, parallel = 1;
+    q->gkind = -1;
+    if (mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT) return bad_type(q, "response_format", "an object");
+        type = mlstack_json_string(mlstack_json_get(v, "type"), NULL);
+        if (!type) return bad(q, 400, "response_format", "invalid_value", "response_format needs a string 'type'");
+        if (strcmp(type, "json_object") == 0) {
+            q->gkind = MLSTACK_GRAMMAR_JSON;
+        } else if (strcmp(type, "json_schema") == 0) {
+            const mlstack_json *js = mlstack_json_get(v, "json_schema"), *sc = mlstack_json_get(js, "schema");
+            int strict;
+            if (mlstack_json_type_of(js) != MLSTACK_JSON_OBJECT)
+                return bad_type(q, "response_format", "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}");
+            if (!mlstack_json_string(mlstack_json_get(js, "name"), NULL))
+                return bad(q, 400, "response_format", "missing_required_parameter", "response_format.json_schema needs a string 'name'");
+            if (bool_field(q, js, "strict", &strict) < 0) return -1; /* the output always follows the schema */
+            if (mlstack_json_type_of(sc) == MLSTACK_JSON_NULL) {
+                q->gkind = MLSTACK_GRAMMAR_JSON;
+            } else if (mlstack_json_type_of(sc) != MLSTACK_JSON_OBJECT) {
+                return bad_type(q, "response_format", "a json_schema whose 'schema' is an object");
+            } else {
+                q->gkind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+                json_write(&q->gtext, sc);
+            }
+        } else if (strcmp(type, "text") != 0) {
+            return bad(q, 400, "response_format", "unsupported_value", "response_format's type must be text, json_object or json_schema");
+        }
+        q->gparam = q->gkind == MLSTACK_GRAMMAR_JSON_SCHEMA ? "response_format.json_schema.schema" : "response_format";
+    }
+    if (mlstack_json_type_of(tools) != MLSTACK_JSON_NULL) {
+        if (!q->chat) return bad(q, 400, "tools", "unsupported_value", "tools are for /v1/chat/completions");
+        if (mlstack_json_type_of(tools) != MLSTACK_JSON_ARRAY) return bad_type(q, "tools", "a list of tools");
+        for (t = mlstack_json_child(tools); t; t = mlstack_json_next(t), n_tools++) {
+            const mlstack_json *fn = mlstack_json_get(t, "function"), *pa = mlstack_json_get(fn, "parameters");
+            const char *tt = mlstack_json_string(mlstack_json_get(t, "type"), NULL), *name;
+            size_t nl = 0;
+            if (!tt || strcmp(tt, "function") != 0 || mlstack_json_type_of(fn) != MLSTACK_JSON_OBJECT)
+                return bad_type(q, "tools", "a list of {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}");
+            name = mlstack_json_string(mlstack_json_get(fn, "name"), &nl);
+            if (!tool_name_ok(name, nl))
+                return bad(q, 400, "tools", "invalid_value", "a function's 'name' must be 1 to 64 letters, digits, '_' or '-'");
+            if (mlstack_json_type_of(pa) != MLSTACK_JSON_NULL && mlstack_json_type_of(pa) != MLSTACK_JSON_OBJECT)
+                return bad_type(q, "tools", "functions whose 'parameters' is a JSON Schema object");
+        }
+        if (n_tools) {
+            json_write(&q->tools_json, tools);
+            cli_buf_put(&q->tools_json, "", 0);
+            q->tool_mode = 1;
+        }
+    }
+    v = mlstack_json_get(root, "tool_choice");
+    if (mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
+        const char *c = mlstack_json_string(v, NULL), *want;
+        if (c && strcmp(c, "none") == 0) {
+            q->tool_mode = 0;
+        } else if (c && strcmp(c, "auto") == 0) {
+        } else if (c && strcmp(c, "required") == 0) {
+            if (!n_tools) return bad(q, 400, "tool_choice", "invalid_value", "tool_choice 'required' needs tools");
+            q->tool_mode = 2;
+        } else if ((want = mlstack_json_string(mlstack_json_get(mlstack_json_get(v, "function"), "name"), NULL)) != NULL) {
+            for (t = n_tools ? mlstack_json_child(tools) : NULL; t && !named; t = mlstack_json_next(t)) {
+                const char *name = mlstack_json_string(mlstack_json_get(mlstack_json_get(t, "function"), "name"), NULL);
+                if (strcmp(name, want) == 0) named = t;
+            }
+            if (!named) {
+                snprintf(msg, sizeof msg, "tool_choice names the function '%.64s', which is not in tools", want);
+                return bad(q, 400, "tool_choice", "invalid_value", msg);
+            }
+            q->tool_mode = 2;
+        } else {
+            return bad_type(q, "tool_choice", "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+    }
+    if (bool_field(q, root, "parallel_tool_calls", &parallel) < 0) return -1;
+    if (q->tool_mode && !parallel) /* one call: stop at its end tag (the parser takes the open block) */
+        q->stops[q->d.n_stop_strings++] = "</tool_call>";
+    if (q->tool_mode && q->gkind >= 0)
+        return bad(q, 400, "response_format", "unsupported_value",
+                   "response_format json_object / json_schema and tools cannot be combined (unless tool_choice is \"none\")");
+    if (q->tool_mode) {
+        q->gparam = "tools";
+        q->gkind = q->tool_mode == 1 ? MLSTACK_GRAMMAR_TOOL_CALLS_AUTO : MLSTACK_GRAMMAR_TOOL_CALLS;
+        if (named) {
+            cli_buf_puts(&q->gtext, "[");
+            json_write(&q->gtext, named);
+            cli_buf_puts(&q->gtext, "]");
+        } else {
+            json_write(&q->gtext, tools);
+        }
+    }
+    if (q->gkind < 0) return 0;
+    cli_buf_put(&q->gtext, "", 0);
+    if (q->gtext.oom || q->tools_json.oom) return bad(q, 500, NULL, NULL, "out of memory");
+    if (!s->vocab) return bad(q, 400, q->gparam, "unsupported_value", "this server has no constrained decoding (no vocabulary view)");
+    memset(&err, 0, sizeof err);
+    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, &err);
+    if (!q->gram) {
+        snprintf(msg, sizeof msg, "%s: %s", q->gparam, err.message);
+        return bad(q, err.code == MLSTACK_ERR_NO_MEMORY ? 500 : 400, q->gparam, "invalid_schema", msg);
+    }
+    q->d.sampler.grammar = q->gram->g;
+    return 0;
+}
+
 /* A message's content: a string, or a list of {"type": "text", "text": ...} parts joined. */
 static int content_text(oai_req *q, const mlstack_json *v, cli_buf *out) {
     const mlstack_json *p;
@@ -748,45 +998,103 @@ static int content_text(oai_req *q, const mlstack_json *v, cli_buf *out) {
     return 0;
 }
 
-/* messages -> the chat template -> ids. */
+/* An assistant message's tool_calls for the template: arguments given as a JSON string (as the
+   openai client sends them) become the object they encode, as chat templates expect. */
+static int write_tool_calls(oai_req *q, cli_buf *b, const mlstack_json *calls) {
+    const mlstack_json *c;
+    if (mlstack_json_type_of(calls) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "messages whose 'tool_calls' is a list");
+    cli_buf_puts(b, ",\"tool_calls\":[");
+    for (c = mlstack_json_child(calls); c; c = mlstack_json_next(c)) {
+        const mlstack_json *fn = mlstack_json_get(c, "function"), *args = mlstack_json_get(fn, "arguments"), *id;
+        const char *name = mlstack_json_string(mlstack_json_get(fn, "name"), NULL);
+        mlstack_json_doc *doc = NULL;
+        mlstack_error err;
+        size_t n;
+        const char *a;
+        if (!name) return bad_type(q, "messages", "tool calls with a function 'name'");
+        if (c != mlstack_json_child(calls)) cli_buf_puts(b, ",");
+        cli_buf_puts(b, "{");
+        if ((id = mlstack_json_get(c, "id")) != NULL && mlstack_json_type_of(id) == MLSTACK_JSON_STRING) {
+            cli_buf_puts(b, "\"id\":");
+            json_write(b, id);
+            cli_buf_puts(b, ",");
+        }
+        cli_buf_puts(b, "\"type\":\"function\",\"function\":{\"name\":");
+        json_write(b, mlstack_json_get(fn, "name"));
+        cli_buf_puts(b, ",\"arguments\":");
+        a = mlstack_json_string(args, &n);
+        if (a && mlstack_json_parse(a, n, "tool call arguments", &doc, &err) == MLSTACK_OK)
+            json_write(b, mlstack_json_root(doc));
+        else if (mlstack_json_type_of(args) == MLSTACK_JSON_NULL)
+            cli_buf_puts(b, "{}");
+        else
+            json_write(b, args);
+        mlstack_json_free(doc);
+        cli_buf_puts(b, "}}");
+    }
+    cli_buf_puts(b, "]");
+    return 0;
+}
+
+/* messages -> the chat template (with q's tools) -> ids. */
 static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
-    size_t n = mlstack_json_length(msgs), i = 0;
-    mlstack_chat_message *m;
-    cli_buf *texts;
+    size_t n = mlstack_json_length(msgs);
+    cli_buf js, text;
     const mlstack_json *v;
     mlstack_template_options to;
     mlstack_error err;
     char *out = NULL;
     size_t out_len = 0;
-    int rc = 0, k;
+    int rc = 0;
     if (mlstack_json_type_of(msgs) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list of messages");
     if (n == 0) return bad(q, 400, "messages", "invalid_value", "'messages' must contain at least one message");
     if (!s->tpl) return bad(q, 400, "messages", "no_chat_template", "this model has no chat template: use /v1/completions");
-    m = (mlstack_chat_message *)calloc(n, sizeof *m);
-    texts = (cli_buf *)calloc(n, sizeof *texts);
-    if (!m || !texts) rc = bad(q, 500, NULL, NULL, "out of memory");
-    for (v = mlstack_json_child(msgs); !rc && v; v = mlstack_json_next(v), i++) {
+    memset(&js, 0, sizeof js);
+    memset(&text, 0, sizeof text);
+    cli_buf_puts(&js, "[");
+    for (v = mlstack_json_child(msgs); !rc && v; v = mlstack_json_next(v)) {
         const char *role = mlstack_json_string(mlstack_json_get(v, "role"), NULL);
-        if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT || !role)
+        const mlstack_json *f;
+        if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT || !role) {
             rc = bad_type(q, "messages", "a list of objects with a string 'role'");
-        else if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "developer") &&
-                 strcmp(role, "tool"))
-            rc = bad(q, 400, "messages", "invalid_value", "a message's role must be system, developer, user, assistant or tool");
-        else if (content_text(q, mlstack_json_get(v, "content"), &texts[i]) == 0) {
-            cli_buf_put(&texts[i], "", 0);
-            if (texts[i].oom) rc = bad(q, 500, NULL, NULL, "out of memory");
-            m[i].role = strcmp(role, "developer") == 0 ? "system" : role;
-            m[i].content = texts[i].p;
-        } else {
-            rc = -1;
+            break;
         }
+        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "developer") &&
+            strcmp(role, "tool")) {
+            rc = bad(q, 400, "messages", "invalid_value", "a message's role must be system, developer, user, assistant or tool");
+            break;
+        }
+        text.n = 0;
+        if (content_text(q, mlstack_json_get(v, "content"), &text) != 0) {
+            rc = -1;
+            break;
+        }
+        if (v != mlstack_json_child(msgs)) cli_buf_puts(&js, ",");
+        cli_buf_puts(&js, "{\"role\":");
+        cli_buf_json(&js, strcmp(role, "developer") == 0 ? "system" : role, strlen(strcmp(role, "developer") == 0 ? "system" : role));
+        cli_buf_puts(&js, ",\"content\":");
+        cli_buf_json(&js, text.p ? text.p : "", text.n);
+        if (mlstack_json_type_of(f = mlstack_json_get(v, "tool_calls")) != MLSTACK_JSON_NULL && write_tool_calls(q, &js, f) != 0) {
+            rc = -1;
+            break;
+        }
+        if (mlstack_json_type_of(f = mlstack_json_get(v, "tool_call_id")) == MLSTACK_JSON_STRING) {
+            cli_buf_puts(&js, ",\"tool_call_id\":");
+            json_write(&js, f);
+        }
+        if (mlstack_json_type_of(f = mlstack_json_get(v, "name")) == MLSTACK_JSON_STRING) {
+            cli_buf_puts(&js, ",\"name\":");
+            json_write(&js, f);
+        }
+        cli_buf_puts(&js, "}");
     }
-    /* request options that change the prompt or constrain decoding (tools, response_format)
-       are read in parse_request; they would pass tools_json / a grammar here */
+    cli_buf_puts(&js, "]");
+    if (!rc && (js.oom || text.oom)) rc = bad(q, 500, NULL, NULL, "out of memory");
     if (!rc) {
         memset(&to, 0, sizeof to);
         to.add_generation_prompt = 1;
-        if (mlstack_chat_template_apply_messages(s->tpl, NULL, m, (int)n, &to, &out, &out_len, &err) != MLSTACK_OK)
+        to.tools_json = q->tools_json.n ? q->tools_json.p : NULL;
+        if (mlstack_chat_template_apply(s->tpl, NULL, js.p, js.n, &to, &out, &out_len, &err) != MLSTACK_OK)
             rc = bad(q, 400, "messages", "template_error", err.message);
     }
     if (!rc) { /* templates carry their own special tokens */
@@ -798,9 +1106,8 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
         q->d.n_prompt = (int)cnt;
     }
     mlstack_template_free_output(out);
-    for (k = 0; texts && k < (int)n; k++) cli_buf_free(&texts[k]);
-    free(texts);
-    free(m);
+    cli_buf_free(&js);
+    cli_buf_free(&text);
     return rc;
 }
 
@@ -864,17 +1171,7 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     }
     if ((r = int_field(q, root, "n", 1, 128, &i)) < 0) return -1;
     if (r && i != 1) return bad(q, 400, "n", "invalid_value", "only n = 1 is supported");
-    /* options that need constrained decoding: accepted only in their plain form until the
-       grammar engine serves them */
-    v = mlstack_json_get(root, "response_format");
-    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
-        const char *type = mlstack_json_string(mlstack_json_get(v, "type"), NULL);
-        if (!type || strcmp(type, "text") != 0)
-            return bad(q, 400, "response_format", "unsupported_value", "only response_format {\"type\": \"text\"} is supported");
-    }
-    v = mlstack_json_get(root, "tools");
-    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL && mlstack_json_length(v) > 0)
-        return bad(q, 400, "tools", "unsupported_value", "tools are not supported yet");
+    if (parse_structured(s, q, root) != 0) return -1; /* before the prompt: tools go to the template */
     if (q->chat) {
         if (chat_prompt(s, q, mlstack_json_get(root, "messages")) != 0) return -1;
     } else {
@@ -1093,6 +1390,56 @@ static void log_request(srv *s, const http_req *hr, int code, double t0, const m
         fprintf(stderr, "%s %s %d %.0f ms\n", hr->method, hr->path, code, (now_s() - t0) * 1e3);
 }
 
+static void q_free(srv *s, oai_req *q) {
+    free(q->prompt);
+    q->prompt = NULL;
+    cli_buf_free(&q->gtext);
+    cli_buf_free(&q->tools_json);
+    gram_put(s, q->gram);
+    q->gram = NULL;
+}
+
+/* With tools, how much of the text may be streamed as content now: not a <tool_call> block or
+   what may start one (a tail that is a prefix of the tag), nor the whitespace before it, which
+   the non-streamed answer drops too. final: the generation is over. */
+static size_t tool_text_ready(const char *t, size_t n, int final) {
+    static const char tag[] = "<tool_call>";
+    size_t i, k, end = n;
+    for (i = 0; i < n; i++) {
+        for (k = 0; i + k < n && k < sizeof tag - 1 && t[i + k] == tag[k]; k++) {}
+        if (k == sizeof tag - 1 || (i + k == n && !final)) {
+            end = i;
+            break;
+        }
+    }
+    if (end == n && final) return n; /* no block: the whole text is content */
+    while (end > 0 && (t[end - 1] == ' ' || t[end - 1] == '\n' || t[end - 1] == '\t' || t[end - 1] == '\r')) end--;
+    return end;
+}
+
+/* The end of the text that a stream may send now (under mu). */
+static size_t ready_text(const oai_req *q, const srv_req *r, int done) {
+    size_t n = q->tool_mode ? tool_text_ready(r->text.p, r->text.n, done) : r->text.n;
+    return n;
+}
+
+/* "tool_calls":[...] of the calls, each {"id", "type", "function": {"name", "arguments"}}, with an
+   "index" per call when streamed. */
+static void json_tool_calls(cli_buf *b, uint64_t id, const mlstack_tool_call *calls, int n, int streamed) {
+    int k;
+    cli_buf_puts(b, "\"tool_calls\":[");
+    for (k = 0; k < n; k++) {
+        cli_buf_puts(b, k ? ",{" : "{");
+        if (streamed) cli_buf_printf(b, "\"index\":%d,", k);
+        cli_buf_printf(b, "\"id\":\"call_%llu_%d\",\"type\":\"function\",\"function\":{\"name\":", (unsigned long long)id, k);
+        cli_buf_json(b, calls[k].name, strlen(calls[k].name));
+        cli_buf_puts(b, ",\"arguments\":");
+        cli_buf_json(b, calls[k].arguments, strlen(calls[k].arguments));
+        cli_buf_puts(b, "}}");
+    }
+    cli_buf_puts(b, "]");
+}
+
 /* Returns 0 to keep the connection, -1 to close it. */
 static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     srv *s = c->s;
@@ -1101,8 +1448,9 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     mlstack_error err;
     srv_req *r = NULL;
     long created = (long)time(NULL);
-    int keep = hr->keep_alive, rc = 0, sent_toks = 0, header_sent = 0, cancelled = 0;
-    size_t sent_text = 0;
+    int keep = hr->keep_alive, rc = 0, sent_toks = 0, header_sent = 0, cancelled = 0, n_calls = 0;
+    size_t sent_text = 0, content_len = 0;
+    mlstack_tool_call *calls = NULL;
     mlstack_result res;
     memset(&q, 0, sizeof q);
     q.chat = chat;
@@ -1115,14 +1463,14 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         rc = send_error(c, q.err_status, q.err_status >= 500 ? "server_error" : "invalid_request_error", q.err_param,
                         q.err_code, q.err, keep);
         log_request(s, hr, q.err_status, t0, NULL);
-        free(q.prompt);
+        q_free(s, &q);
         mlstack_json_free(doc);
         return rc;
     }
     r = (srv_req *)calloc(1, sizeof *r);
     if (!r || pthread_cond_init(&r->cv, NULL) != 0) {
         free(r);
-        free(q.prompt);
+        q_free(s, &q);
         mlstack_json_free(doc);
         send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
         return -1;
@@ -1143,7 +1491,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         pthread_cond_signal(&s->wake);
     }
     pthread_mutex_unlock(&s->mu);
-    free(q.prompt); /* copied at submit; stop strings too */
+    free(q.prompt); /* copied at submit; stop strings too (the grammar is kept until the end) */
     q.prompt = NULL;
     if (res != MLSTACK_OK) {
         int code = res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
@@ -1151,6 +1499,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
                         res == MLSTACK_ERR_LIMIT ? "context_length_exceeded" : NULL, err.message, keep);
         log_request(s, hr, code, t0, NULL);
         req_free(r);
+        q_free(s, &q);
         mlstack_json_free(doc);
         return rc;
     }
@@ -1170,7 +1519,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         srv_tok *toks = NULL;
         int from = sent_toks, to, done;
         pthread_mutex_lock(&s->mu);
-        if (!r->done && (!q.stream || (r->text.n == sent_text && r->n_toks == sent_toks))) {
+        if (!r->done && (!q.stream || (ready_text(&q, r, 0) <= sent_text && r->n_toks == sent_toks))) {
             struct timespec ts;
             struct timeval tv;
             gettimeofday(&tv, NULL);
@@ -1181,13 +1530,13 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         }
         done = r->done;
         to = r->n_toks;
-        if (q.stream && !c->closed && (r->text.n > sent_text || to > sent_toks)) {
-            piece_n = r->text.n - sent_text;
+        if (q.stream && !c->closed && (ready_text(&q, r, done) > sent_text || to > sent_toks)) {
+            piece_n = ready_text(&q, r, done) > sent_text ? ready_text(&q, r, done) - sent_text : 0;
             piece = (char *)malloc(piece_n + 1);
             toks = q.logprobs && to > from ? (srv_tok *)malloc(sizeof *toks * (size_t)(to - from)) : NULL;
             if (piece) memcpy(piece, r->text.p + sent_text, piece_n);
             if (toks) memcpy(toks, r->toks + from, sizeof *toks * (size_t)(to - from));
-            sent_text = r->text.n;
+            sent_text += piece_n;
             sent_toks = to;
         }
         pthread_mutex_unlock(&s->mu);
@@ -1203,6 +1552,16 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             mlstack_engine_cancel(s->e, r->id);
             cancelled = 1;
         }
+    }
+    if (q.tool_mode && r->text.n &&
+        mlstack_tool_calls_parse(r->text.p, r->text.n, &calls, &n_calls, &content_len, &err) != MLSTACK_OK) {
+        /* a call cut short (max_tokens): the complete ones before it count, else all is content */
+        size_t end = r->text.n;
+        calls = NULL;
+        n_calls = 0;
+        while (end >= 12 && memcmp(r->text.p + end - 12, "</tool_call>", 12) != 0) end--;
+        if (end < 12 || mlstack_tool_calls_parse(r->text.p, end, &calls, &n_calls, &content_len, &err) != MLSTACK_OK)
+            calls = NULL, n_calls = 0;
     }
     if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
         const char *msg = r->st.message[0] ? r->st.message : "the request failed";
@@ -1221,8 +1580,23 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         }
         log_request(s, hr, 500, t0, &r->st);
     } else if (q.stream) {
+        if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
+            size_t end = n_calls ? content_len : r->text.n;
+            if (end > sent_text) send_delta(c, s, &q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
+            if (n_calls) {
+                cli_buf b;
+                memset(&b, 0, sizeof b);
+                json_head(s, &b, 1, 1, r->id, created);
+                cli_buf_puts(&b, "\"choices\":[{\"index\":0,\"delta\":{");
+                json_tool_calls(&b, r->id, calls, n_calls, 1);
+                cli_buf_puts(&b, "},\"logprobs\":null,\"finish_reason\":null}]}");
+                if (!b.oom) send_event(c, b.p, b.n);
+                cli_buf_free(&b);
+            }
+        }
         if (!c->closed) {
-            send_delta(c, s, &q, r->id, created, NULL, 0, NULL, 0, 0, 0, finish_reason(r->st.finish));
+            send_delta(c, s, &q, r->id, created, NULL, 0, NULL, 0, 0, 0,
+                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish));
             if (q.include_usage) {
                 cli_buf b;
                 memset(&b, 0, sizeof b);
@@ -1244,7 +1618,12 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
         if (chat) {
             cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
-            cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
+            if (n_calls && !content_len) cli_buf_puts(&b, "null");
+            else cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
+            if (n_calls) {
+                cli_buf_puts(&b, ",");
+                json_tool_calls(&b, r->id, calls, n_calls, 0);
+            }
             cli_buf_puts(&b, "},\"logprobs\":");
             if (q.logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
             else cli_buf_puts(&b, "null");
@@ -1255,7 +1634,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             if (q.logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
             else cli_buf_puts(&b, "null");
         }
-        cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],", finish_reason(r->st.finish));
+        cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],",
+                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish));
         json_usage(&b, &r->st);
         cli_buf_puts(&b, "}\n");
         if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
@@ -1266,6 +1646,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         log_request(s, hr, 499, t0, &r->st);
     }
     req_free(r);
+    q_free(s, &q); /* the request is released: its sampler no longer uses the grammar */
+    mlstack_tool_calls_free(calls, n_calls);
     return c->closed || !keep ? -1 : 0;
 }
 
@@ -1638,6 +2020,11 @@ int cli_cmd_serve(int argc, char **argv) {
     }
     s->tok = mlstack_model_tokenizer(s->m);
     s->tpl = mlstack_model_chat_template(s->m);
+    {
+        mlstack_error err;
+        if (s->tok && mlstack_vocab_from_model(s->m, &s->vocab, &err) != MLSTACK_OK) /* the rest still works */
+            fprintf(stderr, "mlstack serve: no constrained decoding (response_format, tools): %s\n", err.message);
+    }
     if (!s->tok) {
         fprintf(stderr, "mlstack: %s has no tokenizer.json: the server needs one\n", s->o.base.model);
         mlstack_engine_free(s->e);
@@ -1695,6 +2082,11 @@ int cli_cmd_serve(int argc, char **argv) {
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->mu);
     mlstack_engine_free(s->e);
+    {
+        int i;
+        for (i = 0; i < SRV_GRAMMARS; i++) gram_free(s->grams[i]); /* no request holds one now */
+    }
+    mlstack_vocab_free(s->vocab);
     mlstack_model_close(s->m);
     free(s);
     return rc;
