@@ -61,26 +61,27 @@
      2. PLATFORM          allocation, results and messages, timers, threads, mmap     >>platform
      3. JSON              one parser for safetensors headers, configs and tokenizers  >>json
      4. SAFETENSORS       mmapped files, header validation, views, sharded index      >>safetensors
-     5. UNICODE           UTF-8, category tables, normalization                       >>unicode
-     6. REGEX             the regex subset used by tokenizer Split patterns           >>regex
-     7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
-     8. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
-     9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
-    10. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
-    11. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
-    12. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
-    13. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
-    14. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
-    15. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
-    16. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    17. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    18. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    19. SAMPLING          logit processors and samplers                               >>sampling
-    20. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    21. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    22. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    23. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    24. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+     5. GGUF              llama.cpp's GGUF files: metadata, tensor infos, validation  >>gguf
+     6. UNICODE           UTF-8, category tables, normalization                       >>unicode
+     7. REGEX             the regex subset used by tokenizer Split patterns           >>regex
+     8. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
+     9. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
+    10. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
+    11. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
+    12. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
+    13. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
+    14. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
+    15. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
+    16. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
+    17. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    18. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    19. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    20. SAMPLING          logit processors and samplers                               >>sampling
+    21. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    22. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    23. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    24. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    25. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -3031,7 +3032,552 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
     v->n_bytes = t->end - t->begin;
 }
 
-/* ==== 5. UNICODE ==== */ /* >>unicode */
+/* ==== 5. GGUF ==== */ /* >>gguf */
+/* llama.cpp's single-file format, versions 2 and 3, all little-endian:
+     magic "GGUF", u32 version, u64 n_tensors, u64 n_kv,
+     n_kv x (string key, u32 value type, value),
+     n_tensors x (string name, u32 n_dims, n_dims x u64 ne, u32 ggml type, u64 offset),
+     padding to general.alignment (default 32), then the data section.
+   A string is u64 length + bytes (no NUL); an array is u32 element type + u64 count + elements.
+   ne[0] is the innermost (contiguous) dimension, the reverse of safetensors' shape. A tensor of
+   a block type holds ne[0] / block elements per row, each block `type size` bytes.
+   Every count, length and offset is checked against the bytes that remain before it is used;
+   values are read with explicit little-endian decoding and never written. The parsed form keeps
+   offsets into the mapping: strings and arrays are read in place (zero copy). */
+
+#ifndef MLSTACK_MAX_GGUF_NAME
+#define MLSTACK_MAX_GGUF_NAME 1024 /* longest key or tensor name accepted */
+#endif
+
+enum {
+    MLSTACK__GGUF_U8 = 0, MLSTACK__GGUF_I8 = 1, MLSTACK__GGUF_U16 = 2, MLSTACK__GGUF_I16 = 3, MLSTACK__GGUF_U32 = 4,
+    MLSTACK__GGUF_I32 = 5, MLSTACK__GGUF_F32 = 6, MLSTACK__GGUF_BOOL = 7, MLSTACK__GGUF_STRING = 8,
+    MLSTACK__GGUF_ARRAY = 9, MLSTACK__GGUF_U64 = 10, MLSTACK__GGUF_I64 = 11, MLSTACK__GGUF_F64 = 12,
+    MLSTACK__GGUF_NTYPES = 13
+};
+static const char *const mlstack__gguf_type_names[MLSTACK__GGUF_NTYPES] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+static const unsigned char mlstack__gguf_type_sizes[MLSTACK__GGUF_NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+/* GGML tensor types (ggml.h numbering: an on-disk ABI). Block size 0 = unknown or removed. */
+enum {
+    MLSTACK__GGML_F32 = 0, MLSTACK__GGML_F16 = 1, MLSTACK__GGML_Q4_0 = 2, MLSTACK__GGML_Q4_1 = 3,
+    MLSTACK__GGML_Q5_0 = 6, MLSTACK__GGML_Q5_1 = 7, MLSTACK__GGML_Q8_0 = 8, MLSTACK__GGML_Q8_1 = 9,
+    MLSTACK__GGML_Q2_K = 10, MLSTACK__GGML_Q3_K = 11, MLSTACK__GGML_Q4_K = 12, MLSTACK__GGML_Q5_K = 13,
+    MLSTACK__GGML_Q6_K = 14, MLSTACK__GGML_Q8_K = 15, MLSTACK__GGML_IQ4_NL = 20, MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_NTYPES = 42
+};
+typedef struct mlstack__ggml_type_info {
+    const char *name;
+    unsigned short block;  /* elements per block */
+    unsigned short size;   /* bytes per block */
+} mlstack__ggml_type_info;
+static const mlstack__ggml_type_info mlstack__ggml_types[MLSTACK__GGML_NTYPES] = {
+    {"F32", 1, 4},       {"F16", 1, 2},      {"Q4_0", 32, 18},    {"Q4_1", 32, 20},    {"Q4_2", 0, 0},
+    {"Q4_3", 0, 0},      {"Q5_0", 32, 22},   {"Q5_1", 32, 24},    {"Q8_0", 32, 34},    {"Q8_1", 32, 36},
+    {"Q2_K", 256, 84},   {"Q3_K", 256, 110}, {"Q4_K", 256, 144},  {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292},  {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
+    {"IQ4_NL", 32, 18},  {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82}, {"IQ4_XS", 256, 136}, {"I8", 1, 1},
+    {"I16", 1, 2},       {"I32", 1, 4},      {"I64", 1, 8},       {"F64", 1, 8},       {"IQ1_M", 256, 56},
+    {"BF16", 1, 2},      {"Q4_0_4_4", 0, 0}, {"Q4_0_4_8", 0, 0},  {"Q4_0_8_8", 0, 0},  {"TQ1_0", 256, 54},
+    {"TQ2_0", 256, 66},  {"IQ4_NL_4_4", 0, 0}, {"IQ4_NL_4_8", 0, 0}, {"IQ4_NL_8_8", 0, 0}, {"MXFP4", 32, 17},
+    {"NVFP4", 64, 36},   {"Q1_0", 128, 18}};
+
+MLSTACK__FN const char *mlstack__ggml_type_name(uint32_t type) {
+    return type < MLSTACK__GGML_NTYPES && mlstack__ggml_types[type].block ? mlstack__ggml_types[type].name : "?";
+}
+
+typedef struct mlstack__gguf_kv {
+    const char *key;    /* NUL-terminated copy */
+    size_t key_len;
+    uint32_t type;      /* MLSTACK__GGUF_* */
+    uint32_t elem_type; /* arrays: the element type */
+    uint64_t n;         /* arrays: element count; 1 otherwise */
+    uint64_t off;       /* file offset of the value (arrays: of the first element) */
+    uint64_t bytes;     /* bytes the value (all elements) occupies */
+} mlstack__gguf_kv;
+
+#define MLSTACK__GGUF_MAX_DIMS 4
+typedef struct mlstack__gguf_tensor {
+    const char *name; /* NUL-terminated copy */
+    size_t name_len;
+    uint32_t type;    /* MLSTACK__GGML_* */
+    int n_dims;
+    uint64_t ne[MLSTACK__GGUF_MAX_DIMS]; /* ne[0] innermost; unused dimensions are 1 */
+    uint64_t offset;                    /* within the data section */
+    uint64_t bytes;
+} mlstack__gguf_tensor;
+
+typedef struct mlstack__gguf {
+    mlstack__map map; /* empty when opened from memory */
+    const unsigned char *bytes;
+    uint64_t size;
+    uint32_t version, alignment;
+    mlstack__gguf_kv *kvs;
+    uint64_t n_kv;
+    mlstack__gguf_tensor *tensors; /* in file order */
+    uint64_t n_tensors;
+    const unsigned char *data; /* the data section */
+    uint64_t data_off, data_size;
+    char *names; /* every key and tensor name, NUL-terminated, one allocation */
+} mlstack__gguf;
+
+/* A cursor over the file: every read checks the bytes that remain. */
+typedef struct mlstack__gguf_rd {
+    const unsigned char *p;
+    uint64_t size, pos;
+    const char *what;
+    mlstack_error *err;
+} mlstack__gguf_rd;
+
+static uint64_t mlstack__le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    while (n--) v = (v << 8) | p[n];
+    return v;
+}
+
+static mlstack_result mlstack__gguf_need(mlstack__gguf_rd *r, uint64_t n, const char *field) {
+    if (n > r->size - r->pos)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                             "%s: %s at offset %llu needs %llu bytes but the file has %llu left", r->what, field,
+                             (unsigned long long)r->pos, (unsigned long long)n, (unsigned long long)(r->size - r->pos));
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__gguf_uint(mlstack__gguf_rd *r, int n, uint64_t *out, const char *field) {
+    mlstack_result res = mlstack__gguf_need(r, (uint64_t)n, field);
+    if (res != MLSTACK_OK) return res;
+    *out = mlstack__le(r->p + r->pos, n);
+    r->pos += (uint64_t)n;
+    return MLSTACK_OK;
+}
+
+/* A string: u64 length, bytes. *s points into the file (no NUL). */
+static mlstack_result mlstack__gguf_str(mlstack__gguf_rd *r, const unsigned char **s, uint64_t *len, uint64_t max,
+                                        const char *field) {
+    mlstack_result res = mlstack__gguf_uint(r, 8, len, field);
+    if (res != MLSTACK_OK) return res;
+    if (*len > r->size - r->pos)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT, "%s: %s at offset %llu is %llu bytes long, past the end of the file",
+                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len);
+    if (*len > max)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_LIMIT, "%s: %s at offset %llu is %llu bytes long (at most %llu accepted)",
+                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len,
+                             (unsigned long long)max);
+    *s = r->p + r->pos;
+    r->pos += *len;
+    return MLSTACK_OK;
+}
+
+/* Skips one value of `type` (arrays: of scalars or strings; nested arrays are refused). */
+static mlstack_result mlstack__gguf_skip_value(mlstack__gguf_rd *r, mlstack__gguf_kv *kv, const char *key) {
+    uint64_t len, i, t;
+    const unsigned char *s;
+    mlstack_result res;
+    char field[96];
+    snprintf(field, sizeof field, "value of %.60s", key);
+    kv->n = 1;
+    kv->elem_type = kv->type;
+    kv->off = r->pos;
+    if (kv->type == MLSTACK__GGUF_STRING) {
+        if ((res = mlstack__gguf_str(r, &s, &len, r->size, field)) != MLSTACK_OK) return res;
+    } else if (kv->type == MLSTACK__GGUF_ARRAY) {
+        if ((res = mlstack__gguf_uint(r, 4, &t, field)) != MLSTACK_OK ||
+            (res = mlstack__gguf_uint(r, 8, &kv->n, field)) != MLSTACK_OK)
+            return res;
+        if (t >= MLSTACK__GGUF_NTYPES || t == MLSTACK__GGUF_ARRAY)
+            return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                 "%s: key %s: array element type %llu at offset %llu is not a scalar or string type",
+                                 r->what, key, (unsigned long long)t, (unsigned long long)(r->pos - 12));
+        kv->elem_type = (uint32_t)t;
+        kv->off = r->pos;
+        if (t == MLSTACK__GGUF_STRING) {
+            /* each element is at least its 8-byte length: the count is bounded by the file */
+            if (kv->n > (r->size - r->pos) / 8)
+                return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                     "%s: key %s: array of %llu strings at offset %llu cannot fit in the %llu bytes left",
+                                     r->what, key, (unsigned long long)kv->n, (unsigned long long)r->pos,
+                                     (unsigned long long)(r->size - r->pos));
+            for (i = 0; i < kv->n; i++)
+                if ((res = mlstack__gguf_str(r, &s, &len, r->size, field)) != MLSTACK_OK) return res;
+        } else {
+            uint64_t bytes;
+            if (mlstack__mul_overflows(kv->n, mlstack__gguf_type_sizes[t], &bytes) || bytes > r->size - r->pos)
+                return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                     "%s: key %s: array of %llu %s at offset %llu runs past the end of the file", r->what,
+                                     key, (unsigned long long)kv->n, mlstack__gguf_type_names[t],
+                                     (unsigned long long)r->pos);
+            r->pos += bytes;
+        }
+    } else {
+        if ((res = mlstack__gguf_need(r, mlstack__gguf_type_sizes[kv->type], field)) != MLSTACK_OK) return res;
+        if (kv->type == MLSTACK__GGUF_BOOL && r->p[r->pos] > 1)
+            return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT, "%s: key %s: bool value %u at offset %llu is not 0 or 1",
+                                 r->what, key, r->p[r->pos], (unsigned long long)r->pos);
+        r->pos += mlstack__gguf_type_sizes[kv->type];
+    }
+    kv->bytes = r->pos - kv->off;
+    return MLSTACK_OK;
+}
+
+MLSTACK__FN void mlstack__gguf_close(mlstack__gguf *g) {
+    mlstack__map_close(&g->map);
+    MLSTACK_FREE(g->kvs);
+    MLSTACK_FREE(g->tensors);
+    MLSTACK_FREE(g->names);
+    memset(g, 0, sizeof *g);
+}
+
+MLSTACK__FN const mlstack__gguf_kv *mlstack__gguf_find(const mlstack__gguf *g, const char *key) {
+    uint64_t i;
+    size_t n = strlen(key);
+    for (i = 0; i < g->n_kv; i++) /* by length: also used while parsing, before keys are NUL-terminated */
+        if (g->kvs[i].key_len == n && memcmp(g->kvs[i].key, key, n) == 0) return &g->kvs[i];
+    return NULL;
+}
+
+MLSTACK__FN const mlstack__gguf_tensor *mlstack__gguf_tensor_find(const mlstack__gguf *g, const char *name) {
+    uint64_t i;
+    size_t n = strlen(name);
+    for (i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].name_len == n && memcmp(g->tensors[i].name, name, n) == 0) return &g->tensors[i];
+    return NULL;
+}
+
+static int mlstack__gguf_cmp_name(const void *a, const void *b) {
+    return strcmp((*(const mlstack__gguf_tensor *const *)a)->name, (*(const mlstack__gguf_tensor *const *)b)->name);
+}
+static int mlstack__gguf_cmp_off(const void *a, const void *b) {
+    const mlstack__gguf_tensor *x = *(const mlstack__gguf_tensor *const *)a, *y = *(const mlstack__gguf_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
+}
+
+/* Integer value of a scalar key of any integer type; 0 when missing, wrong type or out of
+   [lo, hi] (the message then names the key). */
+MLSTACK__FN int mlstack__gguf_int(const mlstack__gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                                  mlstack_error *err) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    const unsigned char *p;
+    int64_t v;
+    if (!kv) return 0;
+    p = g->bytes + kv->off;
+    switch (kv->type) {
+    case MLSTACK__GGUF_U8: v = p[0]; break;
+    case MLSTACK__GGUF_I8: v = (int8_t)p[0]; break;
+    case MLSTACK__GGUF_U16: v = (int64_t)mlstack__le(p, 2); break;
+    case MLSTACK__GGUF_I16: v = (int16_t)mlstack__le(p, 2); break;
+    case MLSTACK__GGUF_U32: v = (int64_t)mlstack__le(p, 4); break;
+    case MLSTACK__GGUF_I32: v = (int32_t)(uint32_t)mlstack__le(p, 4); break;
+    case MLSTACK__GGUF_U64:
+        if (mlstack__le(p, 8) > (uint64_t)INT64_MAX) v = INT64_MAX;
+        else v = (int64_t)mlstack__le(p, 8);
+        break;
+    case MLSTACK__GGUF_I64: v = (int64_t)mlstack__le(p, 8); break;
+    default:
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s is a %s, expected an integer", key, mlstack__gguf_type_names[kv->type]);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s = %lld is outside [%lld, %lld]", key, (long long)v, (long long)lo,
+                      (long long)hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* f32 or f64 scalar; 0 when missing or of another type. */
+MLSTACK__FN int mlstack__gguf_float(const mlstack__gguf *g, const char *key, double *out) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    uint64_t bits;
+    if (!kv || (kv->type != MLSTACK__GGUF_F32 && kv->type != MLSTACK__GGUF_F64)) return 0;
+    bits = mlstack__le(g->bytes + kv->off, kv->type == MLSTACK__GGUF_F32 ? 4 : 8);
+    if (kv->type == MLSTACK__GGUF_F32) {
+        uint32_t b32 = (uint32_t)bits;
+        float f;
+        memcpy(&f, &b32, 4);
+        *out = f;
+    } else {
+        memcpy(out, &bits, 8);
+    }
+    return 1;
+}
+
+/* bool scalar (def when missing or of another type). */
+MLSTACK__FN int mlstack__gguf_bool(const mlstack__gguf *g, const char *key, int def) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    return kv && kv->type == MLSTACK__GGUF_BOOL ? g->bytes[kv->off] != 0 : def;
+}
+
+/* String scalar, in place (not NUL-terminated); NULL when missing or of another type. */
+MLSTACK__FN const char *mlstack__gguf_string(const mlstack__gguf *g, const char *key, size_t *len) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    if (!kv || kv->type != MLSTACK__GGUF_STRING) return NULL;
+    *len = (size_t)mlstack__le(g->bytes + kv->off, 8);
+    return (const char *)g->bytes + kv->off + 8;
+}
+
+/* Walks a validated string array: *pos starts at kv->off; each call returns one element. */
+MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64_t *pos, size_t *len) {
+    const char *s = (const char *)g->bytes + *pos + 8;
+    *len = (size_t)mlstack__le(g->bytes + *pos, 8);
+    *pos += 8 + *len;
+    return s;
+}
+
+/* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
+   left closed. The image must outlive g (g keeps pointers into it). */
+MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size, const char *what,
+                                          mlstack_error *err) {
+    mlstack__gguf_rd rd;
+    mlstack__gguf_tensor **order = NULL;
+    mlstack_result r;
+    uint64_t magic, version, nt, nkv, i, k, names_bytes = 1;
+    int64_t align = 32;
+    char *np;
+    rd.p = bytes;
+    rd.size = size;
+    rd.pos = 0;
+    rd.what = what;
+    rd.err = err;
+    memset(g, 0, sizeof *g);
+    g->bytes = bytes;
+    g->size = size;
+    if ((r = mlstack__gguf_uint(&rd, 4, &magic, "magic")) != MLSTACK_OK) return r;
+    if (magic != 0x46554747u) /* "GGUF" */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a GGUF file (the first 4 bytes are not \"GGUF\")", what);
+    if ((r = mlstack__gguf_uint(&rd, 4, &version, "version")) != MLSTACK_OK) return r;
+    if (version != 2 && version != 3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: GGUF version %llu at offset 4 is not supported (2 and 3 are%s)",
+                             what, (unsigned long long)version,
+                             (version & 0xFFFF) == 0 && version ? "; this looks like a big-endian file" : "");
+    g->version = (uint32_t)version;
+    if ((r = mlstack__gguf_uint(&rd, 8, &nt, "tensor count")) != MLSTACK_OK ||
+        (r = mlstack__gguf_uint(&rd, 8, &nkv, "key/value count")) != MLSTACK_OK)
+        return r;
+    /* a key/value takes at least 13 bytes (length, type, one byte), a tensor info 32: the
+       counts are bounded by the file before anything is allocated for them */
+    if (nkv > (size - rd.pos) / 13)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key/value count %llu at offset 16 cannot fit in a %llu-byte file",
+                             what, (unsigned long long)nkv, (unsigned long long)size);
+    if (nt > (size - rd.pos) / 32)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor count %llu at offset 8 cannot fit in a %llu-byte file", what,
+                             (unsigned long long)nt, (unsigned long long)size);
+    g->kvs = (mlstack__gguf_kv *)mlstack__calloc((size_t)nkv + 1, sizeof *g->kvs);
+    g->tensors = (mlstack__gguf_tensor *)mlstack__calloc((size_t)nt + 1, sizeof *g->tensors);
+    if (!g->kvs || !g->tensors) {
+        mlstack__gguf_close(g);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    }
+    for (i = 0; i < nkv; i++) {
+        mlstack__gguf_kv *kv = &g->kvs[i];
+        const unsigned char *s;
+        uint64_t len, t;
+        char key[80];
+        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) goto fail;
+        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
+                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
+            goto fail;
+        }
+        for (k = 0; k < i; k++)
+            if (g->kvs[k].key_len == len && memcmp(g->kvs[k].key, s, (size_t)len) == 0) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s appears twice", what, key);
+                goto fail;
+            }
+        kv->key = (const char *)s; /* in the file until the copy below */
+        kv->key_len = (size_t)len;
+        names_bytes += len + 1;
+        if ((r = mlstack__gguf_uint(&rd, 4, &t, "value type")) != MLSTACK_OK) goto fail;
+        if (t >= MLSTACK__GGUF_NTYPES) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what, key,
+                              (unsigned long long)t, (unsigned long long)(rd.pos - 4));
+            goto fail;
+        }
+        kv->type = (uint32_t)t;
+        if ((r = mlstack__gguf_skip_value(&rd, kv, key)) != MLSTACK_OK) goto fail;
+        g->n_kv = i + 1;
+    }
+    {
+        const mlstack__gguf_kv *a = mlstack__gguf_find(g, "general.alignment");
+        if (a) {
+            if (a->type != MLSTACK__GGUF_U32 || !mlstack__gguf_int(g, "general.alignment", 1, 1 << 30, &align, NULL) ||
+                (align & (align - 1))) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: general.alignment must be a u32 power of two up to 2^30", what);
+                goto fail;
+            }
+        }
+        g->alignment = (uint32_t)align;
+    }
+    for (i = 0; i < nt; i++) {
+        mlstack__gguf_tensor *t = &g->tensors[i];
+        const mlstack__ggml_type_info *ti;
+        const unsigned char *s;
+        uint64_t len, nd, ty, numel = 1, rows, row_bytes;
+        char name[80];
+        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) goto fail;
+        snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL", what,
+                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
+            goto fail;
+        }
+        t->name = (const char *)s;
+        t->name_len = (size_t)len;
+        names_bytes += len + 1;
+        g->n_tensors = i + 1;
+        if ((r = mlstack__gguf_uint(&rd, 4, &nd, "dimension count")) != MLSTACK_OK) goto fail;
+        if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
+                              (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
+            goto fail;
+        }
+        t->n_dims = (int)nd;
+        for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
+        for (k = 0; k < nd; k++) {
+            if ((r = mlstack__gguf_uint(&rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) goto fail;
+            if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel)) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: ne[%llu] = %llu makes the element count overflow",
+                                  what, name, (unsigned long long)k, (unsigned long long)t->ne[k]);
+                goto fail;
+            }
+        }
+        if ((r = mlstack__gguf_uint(&rd, 4, &ty, "tensor type")) != MLSTACK_OK) goto fail;
+        if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed", what,
+                              name, (unsigned long long)ty);
+            goto fail;
+        }
+        t->type = (uint32_t)ty;
+        ti = &mlstack__ggml_types[ty];
+        if (t->ne[0] % ti->block) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements", what,
+                              name, (unsigned long long)t->ne[0], ti->name, ti->block);
+            goto fail;
+        }
+        rows = t->ne[0] ? numel / t->ne[0] : 0;
+        row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
+        if (mlstack__mul_overflows(rows, row_bytes, &t->bytes)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
+            goto fail;
+        }
+        if ((r = mlstack__gguf_uint(&rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) goto fail;
+        if (t->offset % (uint64_t)align) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: offset %llu is not a multiple of the alignment %lld",
+                              what, name, (unsigned long long)t->offset, (long long)align);
+            goto fail;
+        }
+    }
+    /* the data section starts at the next multiple of the alignment */
+    g->data_off = rd.pos + ((uint64_t)align - rd.pos % (uint64_t)align) % (uint64_t)align;
+    if (g->data_off > size) {
+        if (nt) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the data section (offset %llu) starts past the end of the file (%llu bytes)",
+                              what, (unsigned long long)g->data_off, (unsigned long long)size);
+            goto fail;
+        }
+        g->data_off = size;
+    }
+    g->data = bytes + g->data_off;
+    g->data_size = size - g->data_off;
+    for (i = 0; i < nt; i++) {
+        const mlstack__gguf_tensor *t = &g->tensors[i];
+        if (t->offset > g->data_size || t->bytes > g->data_size - t->offset) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: tensor %.*s: %llu bytes at data offset %llu run past the end of the data section (%llu bytes)",
+                              what, (int)(t->name_len > 200 ? 200 : t->name_len), t->name, (unsigned long long)t->bytes,
+                              (unsigned long long)t->offset, (unsigned long long)g->data_size);
+            goto fail;
+        }
+    }
+    /* names copied and NUL-terminated, in one allocation */
+    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
+    if (!g->names) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto fail;
+    }
+    np = g->names;
+    for (i = 0; i < nkv; i++) {
+        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
+        np[g->kvs[i].key_len] = 0;
+        g->kvs[i].key = np;
+        np += g->kvs[i].key_len + 1;
+    }
+    for (i = 0; i < nt; i++) {
+        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
+        np[g->tensors[i].name_len] = 0;
+        g->tensors[i].name = np;
+        np += g->tensors[i].name_len + 1;
+    }
+    /* duplicates and overlaps */
+    if (nt > 1) {
+        order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
+        if (!order) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+            goto fail;
+        }
+        for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
+        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
+        for (i = 1; i < nt; i++)
+            if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
+                goto fail;
+            }
+        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
+        {
+            const mlstack__gguf_tensor *reach = NULL;
+            for (i = 0; i < nt; i++) {
+                const mlstack__gguf_tensor *cur = order[i];
+                if (!cur->bytes) continue;
+                if (reach && cur->offset < reach->offset + reach->bytes) {
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what,
+                                      reach->name, (unsigned long long)reach->offset, (unsigned long long)reach->bytes,
+                                      cur->name, (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
+                    goto fail;
+                }
+                if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes) reach = cur;
+            }
+        }
+        MLSTACK_FREE(order);
+    }
+    return MLSTACK_OK;
+fail:
+    MLSTACK_FREE(order);
+    mlstack__gguf_close(g);
+    return r;
+}
+
+/* Maps and validates a GGUF file. */
+MLSTACK__FN mlstack_result mlstack__gguf_open(mlstack__gguf *g, const char *path, mlstack_error *err) {
+    mlstack__map map;
+    mlstack_result r;
+    memset(g, 0, sizeof *g);
+    memset(&map, 0, sizeof map);
+    r = mlstack__map_open(&map, path, err);
+    if (r != MLSTACK_OK) return r;
+    r = mlstack__gguf_parse(g, map.data, map.size, path, err);
+    if (r != MLSTACK_OK) {
+        mlstack__map_close(&map);
+        return r;
+    }
+    g->map = map;
+    return MLSTACK_OK;
+}
+
+/* True when path names a file whose first four bytes are "GGUF". */
+MLSTACK__FN int mlstack__is_gguf(const char *path) {
+    FILE *f = mlstack__fopen(path, "rb");
+    unsigned char m[4];
+    int ok;
+    if (!f) return 0;
+    ok = fread(m, 1, 4, f) == 4 && memcmp(m, "GGUF", 4) == 0;
+    fclose(f);
+    return ok;
+}
+
+/* ==== 6. UNICODE ==== */ /* >>unicode */
 
 /* Code points, properties and normalization.
    Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The tables are generated by
@@ -3267,7 +3813,7 @@ oom:
 }
 
 
-/* ==== 6. REGEX ==== */ /* >>regex */
+/* ==== 7. REGEX ==== */ /* >>regex */
 
 /* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
    leftmost match, ordered alternation, greedy/lazy/possessive quantifiers, Unicode-aware \s \d \w
@@ -4428,7 +4974,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 
 
 
-/* ==== 7. TOKENIZER ==== */ /* >>tokenizer */
+/* ==== 8. TOKENIZER ==== */ /* >>tokenizer */
 /* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
      text -> invalid UTF-8 replaced (U+FFFD per maximal invalid subpart, like Python's
              bytes.decode("utf-8", "replace"), since a Python str cannot hold invalid UTF-8)
@@ -6570,7 +7116,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
     MLSTACK_FREE(d);
 }
 
-/* ==== 8. TEMPLATE ==== */ /* >>template */
+/* ==== 9. TEMPLATE ==== */ /* >>template */
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -12422,7 +12968,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
 }
 
-/* ==== 9. KERNELS ==== */ /* >>kernels */
+/* ==== 10. KERNELS ==== */ /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these. Each output element
@@ -12978,7 +13524,7 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-/* ==== 10. KERNELS AVX2 ==== */ /* >>avx2 */
+/* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
@@ -13559,7 +14105,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
                                                        MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
 #endif
 
-/* ==== 11. KERNELS AVX512 ==== */ /* >>avx512 */
+/* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -14184,7 +14730,7 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #pragma GCC diagnostic pop
 #endif
 
-/* ==== 12. KERNELS NEON ==== */ /* >>neon */
+/* ==== 13. KERNELS NEON ==== */ /* >>neon */
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -14863,7 +15409,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 #endif
 #endif
 
-/* ==== 13. KERNEL DISPATCH ==== */ /* >>dispatch */
+/* ==== 14. KERNEL DISPATCH ==== */ /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | neon). Caps rank paths within one architecture: a cap above what the
@@ -14963,7 +15509,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     }
 }
 
-/* ==== 14. QUANT ==== */ /* >>quant */
+/* ==== 15. QUANT ==== */ /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -15052,7 +15598,7 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 15. GRAMMAR ==== */ /* >>grammar */
+/* ==== 16. GRAMMAR ==== */ /* >>grammar */
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -17811,7 +18357,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     return MLSTACK_OK;
 }
 
-/* ==== 16. MODEL ==== */ /* >>model */
+/* ==== 17. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -18877,7 +19423,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 17. KVCACHE ==== */ /* >>kvcache */
+/* ==== 18. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -19307,7 +19853,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 18. FORWARD ==== */ /* >>forward */
+/* ==== 19. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -19596,7 +20142,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 19. SAMPLING ==== */ /* >>sampling */
+/* ==== 20. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -19823,7 +20369,7 @@ static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
     return s->idx[n - 1];
 }
 
-/* ==== 20. ENGINE ==== */ /* >>engine */
+/* ==== 21. ENGINE ==== */ /* >>engine */
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -20206,7 +20752,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 21. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 22. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -21013,7 +21559,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 22. RANKS ==== */ /* >>ranks */
+/* ==== 23. RANKS ==== */ /* >>ranks */
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -21848,7 +22394,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 23. PROFILER ==== */ /* >>profiler */
+/* ==== 24. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -22351,7 +22897,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 24. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 25. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */
