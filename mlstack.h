@@ -72,16 +72,17 @@
     13. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
     14. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
     15. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
-    16. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
-    17. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    18. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    19. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    20. SAMPLING          logit processors and samplers                               >>sampling
-    21. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    22. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    23. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    24. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    25. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    16. GGML QUANTS       GGML block formats in GGUF files: layouts, dequantization   >>ggmlquant
+    17. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
+    18. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    19. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    20. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    21. SAMPLING          logit processors and samplers                               >>sampling
+    22. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    23. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    24. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    25. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    26. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -15598,7 +15599,180 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 16. GRAMMAR ==== */ /* >>grammar */
+/* ==== 16. GGML QUANTS ==== */ /* >>ggmlquant */
+/* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
+   and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
+   arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
+   sum, in that order), so the result is bit-identical to it:
+     Q4_0    d f16, 16 bytes of nibbles (element j low nibble of byte j, j+16 high); w = d * (q - 8)
+     Q5_0    d f16, u32 high bits (bit j: element j), 16 bytes of nibbles;      w = d * (q - 16)
+     Q5_1    d, m f16, u32 high bits, nibbles;                                  w = d * q + m
+     IQ4_NL  d f16, nibbles indexing a fixed non-linear table of 16 int8 values; w = d * table[q]
+     Q2_K    256 = 16 x 16: 16 scale bytes (low nibble scale, high nibble min), 64 bytes of 2-bit
+             values, d and dmin f16;                          w = (d * sc) * q - (dmin * mn)
+     Q3_K    256 = 16 x 16: 32 bytes high-bit mask, 64 bytes of 2-bit values, 12 bytes of 6-bit
+             signed scales, d f16; q = low2 - 4 * !high;      w = (d * (sc - 32)) * q
+     Q4_K    256 = 8 x 32: d, dmin f16, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
+                                                              w = (d * sc) * q - (dmin * mn)
+     Q5_K    as Q4_K plus 32 bytes of fifth bits
+     Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
+                                                              w = (d * sc) * (q - 32)
+   The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
+
+static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block (ggml get_scale_min_k4). */
+static void mlstack__k4_scale_min(const unsigned char *s, int j, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Whether mlstack__ggml_dequant_row handles `type`. */
+MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
+    switch (type) {
+    case MLSTACK__GGML_F32: case MLSTACK__GGML_F16: case MLSTACK__GGML_BF16: case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_Q4_1: case MLSTACK__GGML_Q5_0: case MLSTACK__GGML_Q5_1: case MLSTACK__GGML_Q8_0:
+    case MLSTACK__GGML_Q2_K: case MLSTACK__GGML_Q3_K: case MLSTACK__GGML_Q4_K: case MLSTACK__GGML_Q5_K:
+    case MLSTACK__GGML_Q6_K: case MLSTACK__GGML_IQ4_NL: return 1;
+    default: return 0;
+    }
+}
+
+/* dst[0..n) = the n values of a row stored as `type` at src (n a multiple of the block size;
+   src may be unaligned). */
+MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float *dst, int64_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    int64_t i, nb = n / (mlstack__ggml_types[type].block ? mlstack__ggml_types[type].block : 1);
+    int j, l;
+    switch (type) {
+    case MLSTACK__GGML_F32: memcpy(dst, src, (size_t)n * 4); return;
+    case MLSTACK__GGML_F16: mlstack__to_f32(MLSTACK_DTYPE_F16, src, dst, (size_t)n); return;
+    case MLSTACK__GGML_BF16: mlstack__to_f32(MLSTACK_DTYPE_BF16, src, dst, (size_t)n); return;
+    case MLSTACK__GGML_Q8_0:
+        for (i = 0; i < nb; i++, b += 34, dst += 32) {
+            float d = mlstack__f16le(b);
+            for (j = 0; j < 32; j++) dst[j] = (float)(int8_t)b[2 + j] * d;
+        }
+        return;
+    case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_IQ4_NL:
+        for (i = 0; i < nb; i++, b += 18, dst += 32) {
+            float d = mlstack__f16le(b);
+            for (j = 0; j < 16; j++) {
+                int lo = b[2 + j] & 0xF, hi = b[2 + j] >> 4;
+                if (type == MLSTACK__GGML_Q4_0) {
+                    dst[j] = d * (float)(lo - 8);
+                    dst[j + 16] = d * (float)(hi - 8);
+                } else {
+                    dst[j] = d * (float)mlstack__iq4nl_values[lo];
+                    dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
+                }
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q4_1:
+        for (i = 0; i < nb; i++, b += 20, dst += 32) {
+            float d = mlstack__f16le(b), m = mlstack__f16le(b + 2);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)(b[4 + j] & 0xF) + m;
+                dst[j + 16] = d * (float)(b[4 + j] >> 4) + m;
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_Q5_1: {
+        int one = type == MLSTACK__GGML_Q5_1, bs = one ? 24 : 22;
+        for (i = 0; i < nb; i++, b += bs, dst += 32) {
+            float d = mlstack__f16le(b), m = one ? mlstack__f16le(b + 2) : 0.0f;
+            const unsigned char *qh = b + (one ? 4 : 2), *qs = qh + 4;
+            uint32_t h = (uint32_t)mlstack__le(qh, 4);
+            for (j = 0; j < 16; j++) {
+                int q0 = (qs[j] & 0xF) | (int)((h >> j) & 1) << 4, q1 = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+                if (one) {
+                    dst[j] = d * (float)q0 + m;
+                    dst[j + 16] = d * (float)q1 + m;
+                } else {
+                    dst[j] = d * (float)(q0 - 16);
+                    dst[j + 16] = d * (float)(q1 - 16);
+                }
+            }
+        }
+        return;
+    }
+    case MLSTACK__GGML_Q2_K:
+        for (i = 0; i < nb; i++, b += 84, dst += 256) {
+            const unsigned char *sc = b, *qs = b + 16;
+            float d = mlstack__f16le(b + 80), dmin = mlstack__f16le(b + 82);
+            for (j = 0; j < 256; j++) { /* element j = 128 g + 32 s + l: bits 2s of byte 32 g + l */
+                int g = j >> 7, s = (j >> 5) & 3, ll = j & 31, k = j >> 4;
+                int q = (qs[32 * g + ll] >> (2 * s)) & 3;
+                dst[j] = (d * (float)(sc[k] & 0xF)) * (float)q - dmin * (float)(sc[k] >> 4);
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q3_K:
+        for (i = 0; i < nb; i++, b += 110, dst += 256) {
+            const unsigned char *hm = b, *qs = b + 32, *s = b + 96;
+            float d = mlstack__f16le(b + 108), dl[16];
+            for (j = 0; j < 16; j++) {
+                int lo = (s[j & 7] >> (4 * (j >> 3))) & 0xF, hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+                dl[j] = d * (float)((int8_t)(uint8_t)(lo | (hi << 4)) - 32);
+            }
+            for (j = 0; j < 256; j++) {
+                int g = j >> 7, sh = (j >> 5) & 3, ll = j & 31;
+                int q = (qs[32 * g + ll] >> (2 * sh)) & 3, h = (hm[ll] >> (j >> 5)) & 1;
+                dst[j] = dl[j >> 4] * (float)(q - ((h ^ 1) << 2));
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q4_K:
+    case MLSTACK__GGML_Q5_K: {
+        int five = type == MLSTACK__GGML_Q5_K, bs = five ? 176 : 144;
+        for (i = 0; i < nb; i++, b += bs, dst += 256) {
+            float d = mlstack__f16le(b), dmin = mlstack__f16le(b + 2);
+            const unsigned char *s = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+            for (j = 0; j < 8; j++) { /* sub-block j = 2 g + half: nibble `half` of bytes 32 g .. 32 g + 31 */
+                int sc, mn;
+                float dd, dm;
+                mlstack__k4_scale_min(s, j, &sc, &mn);
+                dd = d * (float)sc;
+                dm = dmin * (float)mn;
+                for (l = 0; l < 32; l++) {
+                    int q = (qs[32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF;
+                    if (five) q |= ((qh[l] >> j) & 1) << 4;
+                    dst[32 * j + l] = dd * (float)q - dm;
+                }
+            }
+        }
+        return;
+    }
+    case MLSTACK__GGML_Q6_K:
+        for (i = 0; i < nb; i++, b += 210, dst += 256) {
+            const unsigned char *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            float d = mlstack__f16le(b + 208);
+            for (j = 0; j < 256; j++) {
+                int g = j >> 7, r = j & 127; /* low: nibble (r >> 6) of byte 64 g + r % 64; high: bits 2 (r >> 5) of byte 32 g + r % 32 */
+                int lo = (ql[64 * g + (r & 63)] >> (4 * (r >> 6))) & 0xF, hi = (qh[32 * g + (r & 31)] >> (2 * (r >> 5))) & 3;
+                dst[j] = (d * (float)sc[j >> 4]) * (float)((lo | (hi << 4)) - 32);
+            }
+        }
+        return;
+    default:
+        for (i = 0; i < n; i++) dst[i] = 0;
+        return;
+    }
+}
+
+/* ==== 17. GRAMMAR ==== */ /* >>grammar */
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -18357,7 +18531,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     return MLSTACK_OK;
 }
 
-/* ==== 17. MODEL ==== */ /* >>model */
+/* ==== 18. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Supported: LlamaForCausalLM (Llama 2/3.x, TinyLlama, SmolLM), MistralForCausalLM,
    Qwen2ForCausalLM (q/k/v biases), Qwen3ForCausalLM (per-head q/k RMSNorm). */
@@ -19423,7 +19597,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 18. KVCACHE ==== */ /* >>kvcache */
+/* ==== 19. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -19853,7 +20027,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 19. FORWARD ==== */ /* >>forward */
+/* ==== 20. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). Per layer:
        xn = rmsnorm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases; Qwen3: per-head RMSNorm of q, k)
        rope(q, k); k, v -> each row's KV pages; a = attention(q; K, V of positions <= pos)
@@ -20142,7 +20316,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 20. SAMPLING ==== */ /* >>sampling */
+/* ==== 21. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -20369,7 +20543,7 @@ static int32_t mlstack__sampler_pick(mlstack_sampler *s, const float *logits) {
     return s->idx[n - 1];
 }
 
-/* ==== 21. ENGINE ==== */ /* >>engine */
+/* ==== 22. ENGINE ==== */ /* >>engine */
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -20752,7 +20926,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 22. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 23. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -21559,7 +21733,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 23. RANKS ==== */ /* >>ranks */
+/* ==== 24. RANKS ==== */ /* >>ranks */
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -22394,7 +22568,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 24. PROFILER ==== */ /* >>profiler */
+/* ==== 25. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -22897,7 +23071,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 25. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 26. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

@@ -329,6 +329,22 @@ static void test_files(void) {
         if (!t || !f) continue;
         CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0, "%s has type %s", types[i], mlstack__ggml_type_name(t->type));
         CHECK(t->ne[0] == 256 && t->ne[1] == 2 && f->type == MLSTACK__GGML_F32 && f->ne[0] == 256 && f->ne[1] == 2 && f->bytes == 2048);
+        /* dequantized rows bit-identical to gguf.quants.dequantize */
+        CHECKF(mlstack__ggml_can_dequant(t->type), "%s cannot be dequantized", types[i]);
+        {
+            float got[256], want[256];
+            int row, k, bad = 0;
+            for (row = 0; row < 2; row++) {
+                mlstack__ggml_dequant_row(t->type, g.data + t->offset + (size_t)row * (t->bytes / 2), got, 256);
+                memcpy(want, g.data + f->offset + (size_t)row * 1024, 1024);
+                for (k = 0; k < 256; k++)
+                    if (memcmp(&got[k], &want[k], 4) != 0) {
+                        if (!bad) printf("%s row %d [%d]: %.9g vs gguf-py %.9g\n", types[i], row, k, got[k], want[k]);
+                        bad++;
+                    }
+            }
+            CHECKF(bad == 0, "%s: %d values differ from gguf-py's dequantization", types[i], bad);
+        }
     }
     mlstack__gguf_close(&g);
 }
