@@ -6916,6 +6916,329 @@ done:
     return r;
 }
 
+/* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
+   llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
+   2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
+   ("a b"), and names the pre-tokenizer in tokenizer.ggml.pre. We assemble the tokenizer.json
+   that Hugging Face has for that family and load it like any other, so one interpreter serves
+   both: model "gpt2" is byte-level BPE with the named pre-tokenizer; model "llama" is
+   SentencePiece-style BPE with byte fallback, its merges derived from the scores the way
+   transformers' converter derives them (every split of a piece into two pieces of the
+   vocabulary, ordered by the merged piece's score, highest first; ties by ids). A pre-tokenizer
+   name that is not in the table is an error: guessing one would silently give other ids. */
+
+/* pre-tokenizer steps of the table below */
+enum { MLSTACK__GP_END, MLSTACK__GP_SPLIT, MLSTACK__GP_DIGITS, MLSTACK__GP_DIGIT_RUNS, MLSTACK__GP_PUNCT,
+       MLSTACK__GP_BYTELEVEL, MLSTACK__GP_BYTELEVEL_NOREGEX };
+typedef struct mlstack__gguf_pretok {
+    const char *names; /* tokenizer.ggml.pre values, separated by '|' */
+    int nfc;           /* the family's tokenizer.json normalizes to NFC */
+    struct {
+        int kind;
+        const char *pattern;
+    } steps[8];
+} mlstack__gguf_pretok;
+
+static const mlstack__gguf_pretok mlstack__gguf_pretoks[] = {
+    {"gpt-2|gpt2|phi-2|olmo|jais", 0, {{MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"mpt|gpt-neox", 1, {{MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"smollm|starcoder|refact|codeshell", 0, {{MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"falcon", 0,
+     {{MLSTACK__GP_PUNCT, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}, {MLSTACK__GP_DIGIT_RUNS, NULL},
+      {MLSTACK__GP_SPLIT, "[0-9][0-9][0-9]"}}},
+    {"llama-bpe|llama3|llama-v3|smaug-bpe|dbrx", 0,
+     {{MLSTACK__GP_SPLIT, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                          "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+      {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"qwen2|deepseek-r1-qwen|stablelm2", 1, {{MLSTACK__GP_SPLIT, NULL /* mlstack__qwen2_pattern */}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-llm", 0,
+     {{MLSTACK__GP_SPLIT, "[\r\n]"},
+      {MLSTACK__GP_SPLIT, "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93"
+                        "\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce"
+                        "\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5\xcf\xb7-\xd2\x81\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0"
+                        "-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5\xe1\x8f\xb8-\xe1\x8f\xbd\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-"
+                        "\xe1\xb2\xbf\xe1\xb4\x80-\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a\xe1\xb8\x80-\xe1"
+                        "\xbc\x95\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-\xe1\xbd"
+                        "\x97\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-\xe1\xbe\xb4\xe1\xbe\xb6"
+                        "-\xe1\xbe\xbc\xe1\xbe\xbe\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1"
+                        "\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84"
+                        "\x82\xe2\x84\x87\xe2\x84\x8a-\xe2\x84\x93\xe2\x84\x95\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6"
+                        "\xe2\x84\xa8\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9\xe2\x84\xbc-\xe2\x84\xbf\xe2"
+                        "\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb\xe2\xb1\xbe-\xe2\xb3"
+                        "\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b"
+                        "\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef"
+                        "\xac\x80-\xef\xac\x86\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90"
+                        "\x90\x80-\xf0\x90\x91\x8f\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2"
+                        "\x80-\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80"
+                        "-\xf0\x9e\xa5\x83]+"},
+      {MLSTACK__GP_SPLIT, "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3"
+                        "\x80\x82]+"},
+      {MLSTACK__GP_SPLIT, "\\s+$"},
+      {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
+      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-coder", 0,
+     {{MLSTACK__GP_SPLIT, "[\r\n]"}, {MLSTACK__GP_SPLIT, "\\s?\\p{L}+"}, {MLSTACK__GP_SPLIT, "\\s?\\p{P}+"},
+      {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
+      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+};
+
+/* A string -> id table for the vocabulary (open addressing, keyed hash: a crafted vocabulary
+   cannot make it collide; ids < 2^31). */
+typedef struct mlstack__strtab {
+    int32_t *slot; /* -1 empty */
+    size_t mask;
+    uint64_t key[2];
+    const char *const *s;
+    const size_t *len;
+} mlstack__strtab;
+static int32_t mlstack__strtab_find(const mlstack__strtab *t, const char *s, size_t n) {
+    size_t i = (size_t)mlstack__hash(t->key, s, n) & t->mask;
+    for (;; i = (i + 1) & t->mask) {
+        int32_t id = t->slot[i];
+        if (id < 0) return -1;
+        if (t->len[id] == n && memcmp(t->s[id], s, n) == 0) return id;
+    }
+}
+
+typedef struct mlstack__spm_merge {
+    float score;
+    int32_t merged, l, r;
+} mlstack__spm_merge;
+static int mlstack__spm_merge_cmp(const void *a, const void *b) {
+    const mlstack__spm_merge *x = (const mlstack__spm_merge *)a, *y = (const mlstack__spm_merge *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->merged != y->merged) return x->merged < y->merged ? -1 : 1;
+    if (x->l != y->l) return x->l < y->l ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+
+/* tokenizer.json (json) and tokenizer_config.json (cfg) for the vocabulary in g. Returns
+   MLSTACK_ERR_NOT_FOUND when g has no tokenizer.ggml.model. */
+MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json, mlstack__buf *cfg,
+                                             mlstack_error *err) {
+    const mlstack__gguf_kv *ktok = mlstack__gguf_find(g, "tokenizer.ggml.tokens"), *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
+                           *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"), *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
+    const char *model, *pre = NULL, **s = NULL, *tpl;
+    size_t model_len, pre_len = 0, *len = NULL, i, tpl_len;
+    int spm, ok = 1, first;
+    int64_t n = 0, bos = -1, eos = -1, unk = -1, x;
+    const mlstack__gguf_pretok *pt = NULL;
+    mlstack__strtab tab;
+    mlstack__spm_merge *merges = NULL;
+    size_t n_merges = 0;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t pos;
+    char num[96];
+    memset(&tab, 0, sizeof tab);
+    model = mlstack__gguf_string(g, "tokenizer.ggml.model", &model_len);
+    if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", what);
+    if (model_len == 4 && memcmp(model, "gpt2", 4) == 0) spm = 0;
+    else if (model_len == 5 && memcmp(model, "llama", 5) == 0) spm = 1;
+    else
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
+                             what, (int)(model_len > 40 ? 40 : model_len), model);
+    if (!ktok || ktok->type != MLSTACK__GGUF_ARRAY || ktok->elem_type != MLSTACK__GGUF_STRING || ktok->n == 0 ||
+        ktok->n > (uint64_t)INT32_MAX / 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.tokens must be a non-empty array of strings", what);
+    n = (int64_t)ktok->n;
+    if (ktype && (ktype->type != MLSTACK__GGUF_ARRAY || ktype->elem_type != MLSTACK__GGUF_I32 || ktype->n != ktok->n))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.token_type must be an i32 array as long as the tokens", what);
+    if (spm && (!kscore || kscore->type != MLSTACK__GGUF_ARRAY || kscore->elem_type != MLSTACK__GGUF_F32 || kscore->n != ktok->n))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a llama (SentencePiece) vocabulary needs tokenizer.ggml.scores, an f32 array as long as the tokens", what);
+    if (!spm && (!kmerge || kmerge->type != MLSTACK__GGUF_ARRAY || kmerge->elem_type != MLSTACK__GGUF_STRING))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
+    if (!spm) {
+        size_t k;
+        pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
+        if (!pre)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown", what);
+        for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
+            const char *p = mlstack__gguf_pretoks[k].names;
+            while (*p) {
+                const char *e = strchr(p, '|');
+                size_t l = e ? (size_t)(e - p) : strlen(p);
+                if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
+                p += l + (e ? 1 : 0);
+            }
+        }
+        if (!pt)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
+                                 (int)(pre_len > 60 ? 60 : pre_len), pre);
+    }
+    {
+        mlstack_error e2;
+        int64_t lim = n - 1;
+        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"};
+        int64_t *outs[3];
+        int k;
+        outs[0] = &bos, outs[1] = &eos, outs[2] = &unk;
+        for (k = 0; k < 3; k++) {
+            if (!mlstack__gguf_find(g, keys[k])) continue;
+            if (!mlstack__gguf_int(g, keys[k], 0, lim, outs[k], &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what, e2.message, (long long)n);
+        }
+    }
+    s = (const char **)mlstack__calloc((size_t)n, sizeof *s);
+    len = (size_t *)mlstack__calloc((size_t)n, sizeof *len);
+    for (i = 1; i < 2 * (size_t)n; i *= 2) {
+    }
+    tab.mask = i - 1;
+    tab.slot = (int32_t *)MLSTACK_MALLOC(i * sizeof(int32_t));
+    if (!s || !len || !tab.slot) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto done;
+    }
+    memset(tab.slot, 0xff, i * sizeof(int32_t));
+    mlstack__hash_key(tab.key, &tab);
+    tab.s = s;
+    tab.len = len;
+    pos = ktok->off;
+    for (i = 0; i < (size_t)n; i++) {
+        size_t h;
+        s[i] = mlstack__gguf_next_string(g, &pos, &len[i]);
+        if (mlstack__strtab_find(&tab, s[i], len[i]) >= 0) continue; /* a repeated piece keeps its first id */
+        for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {
+        }
+        tab.slot[h] = (int32_t)i;
+    }
+#define MLSTACK__TT(id) (ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * (size_t)(id), 4) : 1)
+    /* model */
+    ok &= mlstack__buf_puts(json, "{\"version\":\"1.0\",\"model\":{\"type\":\"BPE\",\"dropout\":null,");
+    if (spm) {
+        ok &= mlstack__buf_puts(json, "\"unk_token\":");
+        ok &= unk >= 0 ? mlstack__json_quote(json, s[unk], len[unk]) : mlstack__buf_puts(json, "null");
+        ok &= mlstack__buf_puts(json, ",\"fuse_unk\":true,\"byte_fallback\":true,");
+    } else {
+        ok &= mlstack__buf_puts(json, "\"unk_token\":null,\"fuse_unk\":false,\"byte_fallback\":false,");
+    }
+    ok &= mlstack__buf_puts(json, "\"vocab\":{");
+    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
+        if (mlstack__strtab_find(&tab, s[i], len[i]) != (int32_t)i) continue;
+        snprintf(num, sizeof num, ":%lu", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, s[i], len[i]) && mlstack__buf_puts(json, num);
+        first = 0;
+    }
+    ok &= mlstack__buf_puts(json, "},\"merges\":[");
+    if (!spm) {
+        size_t ml;
+        const char *m;
+        pos = kmerge->off;
+        for (i = 0; ok && i < kmerge->n; i++) {
+            m = mlstack__gguf_next_string(g, &pos, &ml);
+            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, m, ml);
+        }
+    } else {
+        size_t cap = 0;
+        for (x = 0; x < n; x++) {
+            const float *sc = NULL;
+            size_t p;
+            float score;
+            uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
+            (void)sc;
+            memcpy(&score, &bits, 4);
+            if (mlstack__strtab_find(&tab, s[x], len[x]) != (int32_t)x) continue;
+            for (p = 1; p < len[x]; p++) {
+                int32_t l, rr;
+                if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
+                l = mlstack__strtab_find(&tab, s[x], p);
+                rr = l < 0 ? -1 : mlstack__strtab_find(&tab, s[x] + p, len[x] - p);
+                if (rr < 0) continue;
+                if (n_merges == cap) {
+                    mlstack__spm_merge *nm;
+                    cap = cap ? cap * 2 : 4096;
+                    nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
+                    if (!nm) {
+                        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+                        goto done;
+                    }
+                    merges = nm;
+                }
+                merges[n_merges].score = score;
+                merges[n_merges].merged = (int32_t)x;
+                merges[n_merges].l = l;
+                merges[n_merges].r = rr;
+                n_merges++;
+            }
+        }
+        if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
+        for (i = 0; ok && i < n_merges; i++) {
+            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
+                  mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
+                  mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
+        }
+    }
+    ok &= mlstack__buf_puts(json, "]},\"added_tokens\":[");
+    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
+        int32_t tt = MLSTACK__TT(i);
+        if (tt != 2 && tt != 3 && tt != 4) continue;
+        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) && mlstack__json_quote(json, s[i], len[i]);
+        ok &= mlstack__buf_puts(json, tt == 4 ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
+                                              : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
+        first = 0;
+    }
+    ok &= mlstack__buf_puts(json, "],");
+    if (spm) {
+        int prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
+        ok &= mlstack__buf_puts(json, prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
+                                               "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
+                                             : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
+        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+                                      "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+        ok &= mlstack__buf_puts(json, prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
+    } else {
+        int k;
+        ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
+        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
+        for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
+            if (k) ok &= mlstack__buf_puts(json, ",");
+            switch (pt->steps[k].kind) {
+            case MLSTACK__GP_SPLIT: {
+                const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") && mlstack__json_quote(json, p, strlen(p)) &&
+                      mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
+                break;
+            }
+            case MLSTACK__GP_DIGITS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}"); break;
+            case MLSTACK__GP_DIGIT_RUNS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}"); break;
+            case MLSTACK__GP_PUNCT: ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}"); break;
+            case MLSTACK__GP_BYTELEVEL: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"); break;
+            default: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"); break;
+            }
+        }
+        ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
+    }
+    /* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template */
+    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
+    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
+    if (bos >= 0) ok &= mlstack__buf_puts(cfg, ",\"bos_token\":") && mlstack__json_quote(cfg, s[bos], len[bos]);
+    if (eos >= 0) ok &= mlstack__buf_puts(cfg, ",\"eos_token\":") && mlstack__json_quote(cfg, s[eos], len[eos]);
+    if (unk >= 0) ok &= mlstack__buf_puts(cfg, ",\"unk_token\":") && mlstack__json_quote(cfg, s[unk], len[unk]);
+    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
+    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
+    ok &= mlstack__buf_puts(cfg, "}");
+#undef MLSTACK__TT
+    if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+done:
+    MLSTACK_FREE(merges);
+    MLSTACK_FREE(tab.slot);
+    MLSTACK_FREE(s);
+    MLSTACK_FREE(len);
+    return r;
+}
+
+/* The tokenizer of a GGUF file (its metadata), loaded; MLSTACK_ERR_NOT_FOUND when it has none. */
+MLSTACK__FN mlstack_result mlstack__tok_open_gguf(const mlstack__gguf *g, const char *what, mlstack_tokenizer **out, mlstack_error *err) {
+    mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+    mlstack_result r = mlstack__tok_from_gguf(g, what, &json, &cfg, err);
+    if (r == MLSTACK_OK) r = mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, out, err);
+    MLSTACK_FREE(json.p);
+    MLSTACK_FREE(cfg.p);
+    return r;
+}
+
 MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_tokenizer **out, mlstack_error *err) {
     char *tpath, *cpath, *json = NULL, *cfg = NULL;
     size_t jl = 0, cl = 0;
@@ -6924,6 +7247,15 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
+        mlstack__gguf g;
+        r = mlstack__gguf_open(&g, dir, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__tok_open_gguf(&g, dir, out, err);
+            mlstack__gguf_close(&g);
+        }
+        return r;
+    }
     tpath = mlstack__path_join(dir, "tokenizer.json");
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");

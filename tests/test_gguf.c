@@ -349,7 +349,90 @@ static void test_files(void) {
     mlstack__gguf_close(&g);
 }
 
+#define SHARED "../shared/"
+
+/* llama.cpp's vocabulary files and the ids Hugging Face gives for their .inp cases (.out): the
+   tokenizer is built from the GGUF metadata alone. */
+static void test_vocab_vectors(void) {
+    static const struct {
+        const char *name;
+        mlstack_result want; /* what opening the vocabulary gives */
+    } sets[] = {
+        {"gpt-2", MLSTACK_OK}, {"llama-spm", MLSTACK_OK}, {"phi-3", MLSTACK_OK}, {"falcon", MLSTACK_OK},
+        {"mpt", MLSTACK_OK}, {"starcoder", MLSTACK_OK}, {"refact", MLSTACK_OK}, {"deepseek-coder", MLSTACK_OK},
+        {"deepseek-llm", MLSTACK_OK}, {"bert-bge", MLSTACK_ERR_UNSUPPORTED}, {"gpt-neox", MLSTACK_ERR_UNSUPPORTED},
+    };
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    size_t si;
+    static int32_t ids[1 << 16];
+    for (si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        char pg[200], pi[256], po[256];
+        size_t il = 0, ol = 0, pos = 0, opos = 0;
+        char *inp, *out;
+        int n = 0, ok = 0;
+        mlstack_tokenizer *t = NULL;
+        mlstack_error err;
+        mlstack_result r;
+        snprintf(pg, sizeof pg, SHARED "tokenizer-vectors/ggml-vocab-%s.gguf", sets[si].name);
+        snprintf(pi, sizeof pi, "%s.inp", pg);
+        snprintf(po, sizeof po, "%s.out", pg);
+        {
+            FILE *f = fopen(pg, "rb");
+            if (!f) {
+                SKIP("%s missing", pg);
+                continue;
+            }
+            fclose(f);
+        }
+        memset(&err, 0, sizeof err);
+        r = mlstack_tokenizer_open(pg, &t, &err);
+        CHECKF(r == sets[si].want, "%s: open gives %d (%s), want %d", sets[si].name, (int)r, err.message, (int)sets[si].want);
+        if (r != MLSTACK_OK) {
+            CHECKF(strstr(err.message, "ggml-vocab-") != NULL, "%s: message does not name the file: %s", sets[si].name, err.message);
+            if (r == sets[si].want) printf("vocab %-16s refused: %s\n", sets[si].name, err.message);
+            continue;
+        }
+        inp = tl_read(pi, &il);
+        out = tl_read(po, &ol);
+        if (!inp || !out) {
+            SKIP("%s: vector files missing", sets[si].name);
+            free(inp);
+            free(out);
+            mlstack_tokenizer_close(t);
+            continue;
+        }
+        while (pos < il && opos < ol) {
+            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos);
+            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
+            char *q = out + opos, *qe = le ? le : out + ol;
+            int good = mlstack_tokenizer_encode(t, inp + pos, cl, 0, ids, sizeof ids / sizeof ids[0], &k) == MLSTACK_OK;
+            while (good) {
+                long v;
+                char *endp;
+                while (q < qe && *q == ' ') q++;
+                if (q >= qe) break;
+                v = strtol(q, &endp, 10);
+                if (endp == q || j >= k || ids[j] != v) good = 0;
+                j++;
+                q = endp;
+            }
+            if (good && j != k) good = 0;
+            n++;
+            ok += good;
+            if (!good && n - ok <= 3) printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), inp + pos);
+            pos += cl + (e ? sizeof sep - 1 : 0);
+            opos = (size_t)(qe - out) + 1;
+        }
+        printf("vocab %-16s %3d/%d\n", sets[si].name, ok, n);
+        CHECKF(n >= 40 && ok == n, "%s: %d of %d cases give Hugging Face's ids", sets[si].name, ok, n);
+        free(inp);
+        free(out);
+        mlstack_tokenizer_close(t);
+    }
+}
+
 int main(void) {
+    test_vocab_vectors();
     test_types();
     test_files();
     test_valid();
