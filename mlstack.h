@@ -2686,6 +2686,7 @@ typedef struct mlstack__st_tensor {
     int64_t shape[MLSTACK_MAX_DIMS];
     uint64_t begin, end; /* within the data area of its file */
     int file;
+    int quant; /* U8 rows of this block format (MLSTACK__W_Q8_0/_Q4_1) from a GGUF file; else 0 */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -18893,6 +18894,7 @@ typedef struct mlstack__layer {
 struct mlstack_model {
     mlstack__config cfg;
     mlstack__st st;
+    mlstack__gguf gguf; /* the mapped file when opened from a GGUF (>>gguf); else empty */
     mlstack__layer *layers;
     const void *embed;          /* (V, D) as stored */
     mlstack_dtype embed_dtype;
@@ -19262,6 +19264,7 @@ static mlstack_result mlstack__model_vec(mlstack_model *m, const char *name, int
 static int mlstack__st_quant_of(const mlstack__st *st, const mlstack__st_tensor *t) {
     const mlstack__json *meta = mlstack__json_get(st->files[t->file].header.root, "__metadata__"), *v;
     char key[300];
+    if (t->quant) return t->quant;
     if (t->dtype != MLSTACK_DTYPE_U8 || !meta) return 0;
     snprintf(key, sizeof key, "mlstack.quant.%s", t->name);
     v = mlstack__json_get(meta, key);
@@ -19642,11 +19645,375 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
     return r;
 }
 
+/* ---- GGUF files as models (>>gguf) ----
+   mlstack_model_open takes a .gguf file, or a folder without config.json that holds exactly one:
+   hyperparameters from general.architecture and the <arch>.* keys, tensors renamed to the
+   Hugging Face names the weight map above uses, the tokenizer and chat template from the
+   tokenizer.* metadata (>>tokenizer). Weights we compute on as stored stay in the mapping:
+   F32/F16/BF16, and Q8_0/Q4_1, whose blocks are ours byte for byte (held as U8 rows marked with
+   their format, as mlstack_model_save writes them). Other block types and a block-typed
+   embedding table are dequantized to f32 at load (>>ggmlquant); a tied head then stays in its
+   block format when that is Q8_0/Q4_1. llama.cpp's converter permutes the rows of Q and K of
+   llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are put
+   back in Hugging Face order in a copy. */
+
+static const struct {
+    const char *gguf, *hf;
+} mlstack__gguf_layer_names[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"}};
+
+/* An integer key: required (def < 0) or def when missing; range-checked. */
+static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
+                                            int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
+    char key[128];
+    int64_t v;
+    mlstack_error e2;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!mlstack__gguf_find(g, key)) {
+        if (def < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing required key %s", path, key);
+        *out = (int)def;
+        return MLSTACK_OK;
+    }
+    if (!mlstack__gguf_int(g, key, lo, hi, &v, &e2)) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+    *out = (int)v;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__gguf_cfg_float(const mlstack__gguf *g, const char *arch, const char *suffix, float def,
+                                              float *out, const char *path, mlstack_error *err) {
+    char key[128];
+    double v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!mlstack__gguf_find(g, key)) {
+        *out = def;
+        return MLSTACK_OK;
+    }
+    if (!mlstack__gguf_float(g, key, &v) || !(v > 0) || v > 1e30)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be a positive f32 or f64", path, key);
+    *out = (float)v;
+    return MLSTACK_OK;
+}
+
+/* general.architecture and <arch>.* -> mlstack__config. */
+MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path, mlstack_error *err) {
+    static const struct {
+        const char *name, *cls;
+        mlstack__arch arch;
+    } archs[] = {{"llama", "LlamaForCausalLM", MLSTACK__ARCH_LLAMA},
+                 {"qwen2", "Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
+                 {"qwen3", "Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    const char *a, *st;
+    char arch[64];
+    size_t alen, k, slen;
+    int v, found = 0;
+    mlstack_result r;
+    memset(c, 0, sizeof *c);
+    a = mlstack__gguf_string(g, "general.architecture", &alen);
+    if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing string key general.architecture", path);
+    snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
+    for (k = 0; k < sizeof archs / sizeof archs[0]; k++)
+        if (strlen(archs[k].name) == alen && memcmp(archs[k].name, a, alen) == 0) {
+            c->arch = archs[k].arch;
+            snprintf(c->architecture, sizeof c->architecture, "%s", archs[k].cls);
+            found = 1;
+        }
+    if (!found)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: general.architecture = \"%s\" is not supported (supported: llama, qwen2, qwen3)", path, arch);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count", -1, 1, 1 << 20, &c->n_heads, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count_kv", c->n_heads, 1, 1 << 20, &c->n_kv_heads, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "context_length", 2048, 1, 1 << 30, &c->max_pos, path, err)))
+        return r;
+    if (c->n_heads % c->n_kv_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d", path,
+                             arch, c->n_heads, c->n_kv_heads);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.key_length", c->n_embd % c->n_heads ? -1 : c->n_embd / c->n_heads, 2,
+                                   1 << 16, &c->head_dim, path, err)))
+        return r;
+    if (c->head_dim % 2) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head dimension %d must be even", path, c->head_dim);
+    if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_count %d x head dimension %d is above 2^30", path, c->n_heads, c->head_dim);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.value_length", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
+    if (v != c->head_dim)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.attention.value_length %d differs from key_length %d", path, arch, v, c->head_dim);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "rope.dimension_count", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
+    if (v != c->head_dim)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.rope.dimension_count %d: partial rotary (head dimension %d) is not supported",
+                             path, arch, v, c->head_dim);
+    if ((r = mlstack__gguf_cfg_float(g, arch, "attention.layer_norm_rms_epsilon", 1e-6f, &c->eps, path, err)) ||
+        (r = mlstack__gguf_cfg_float(g, arch, "rope.freq_base", 10000.0f, &c->rope_theta, path, err)))
+        return r;
+    {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        st = mlstack__gguf_string(g, key, &slen);
+        if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
+            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
+                c->rope_kind = 1;
+                if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err))) return r;
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
+            }
+        }
+    }
+    if (!emb || emb->n_dims != 2 || emb->ne[0] != (uint64_t)c->n_embd || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not [%d, n_vocab]", path, c->n_embd);
+    c->n_vocab = (int)emb->ne[1];
+    if ((r = mlstack__gguf_cfg_int(g, arch, "vocab_size", c->n_vocab, 1, 1 << 30, &v, path, err))) return r;
+    if (v != c->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.vocab_size %d but token_embd.weight has %d rows", path, arch, v, c->n_vocab);
+    c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
+    c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
+    c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
+    c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
+    {
+        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
+        int64_t id;
+        mlstack_error e2;
+        c->bos_id = -1;
+        if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
+            if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+            c->bos_id = (int32_t)id;
+        }
+        for (k = 0; k < 3; k++) {
+            int j, dup = 0;
+            if (!mlstack__gguf_find(g, keys[k])) continue;
+            if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+            for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
+            if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
+        }
+    }
+    return MLSTACK_OK;
+}
+
+/* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
+   inverse: HF row h*Dh + j*Dh/2 + i is GGUF row h*Dh + 2i + j. */
+static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
+    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
+    return h * head_dim + 2 * (rem % half) + rem / half;
+}
+
+/* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
+MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
+    const mlstack__gguf *g = &m->gguf;
+    const mlstack__config *c = &m->cfg;
+    mlstack__st *st = &m->st;
+    uint64_t i, copy_bytes = 0;
+    int pass, n = 0;
+    char *names;
+    unsigned char *copies = NULL;
+    const size_t name_cap = 96;
+    memset(st, 0, sizeof *st);
+    st->files = (mlstack__st_file *)mlstack__calloc(2, sizeof *st->files);
+    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)g->n_tensors + 2, sizeof *st->tensors);
+    names = (char *)mlstack__model_own(m, ((size_t)g->n_tensors + 2) * name_cap);
+    if (!st->files || !st->tensors || !names) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    st->n_files = 2;
+    st->files[0].path = mlstack__strndup(path, strlen(path));
+    st->files[1].path = mlstack__strndup(path, strlen(path));
+    if (!st->files[0].path || !st->files[1].path) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    st->files[0].data = g->data;
+    st->files[0].data_size = g->data_size;
+    /* pass 0 sizes the copies, pass 1 makes them */
+    for (pass = 0; pass < 2; pass++) {
+        uint64_t off = 0;
+        n = 0;
+        for (i = 0; i < g->n_tensors; i++) {
+            const mlstack__gguf_tensor *t = &g->tensors[i];
+            mlstack__st_tensor *x = &st->tensors[n];
+            char *name = names + (size_t)n * name_cap;
+            int layer = -1, k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3], row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block *
+                                                                            mlstack__ggml_types[t->type].size;
+            /* the name */
+            if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
+            else if (strcmp(t->name, "output_norm.weight") == 0) snprintf(name, name_cap, "model.norm.weight");
+            else if (strcmp(t->name, "output.weight") == 0) snprintf(name, name_cap, "lm_head.weight");
+            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers) {
+                const char *rest = strchr(t->name + 4, '.') + 1;
+                name[0] = 0;
+                for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)
+                    if (strcmp(rest, mlstack__gguf_layer_names[k].gguf) == 0)
+                        snprintf(name, name_cap, "model.layers.%d.%s", layer, mlstack__gguf_layer_names[k].hf);
+                if (!name[0]) snprintf(name, name_cap, "%.90s", t->name);
+                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+            } else {
+                snprintf(name, name_cap, "%.90s", t->name);
+            }
+            if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
+            /* kept in the mapping, or copied; the embedding is read per row as floats */
+            is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
+            if ((t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1) && !is_embed && t->n_dims == 2)
+                quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+            keep = !permute_heads && (is_float || quant);
+            if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has type %s, which mlstack does not read yet", path,
+                                     t->name, mlstack__ggml_type_name(t->type));
+            if (pass == 1) {
+                memset(x, 0, sizeof *x);
+                x->name = name;
+                x->quant = quant;
+                if (quant) {
+                    x->dtype = MLSTACK_DTYPE_U8;
+                    x->n_dims = 2;
+                    x->shape[0] = (int64_t)rows;
+                    x->shape[1] = (int64_t)row_bytes;
+                } else {
+                    x->dtype = t->type == MLSTACK__GGML_F16 && keep ? MLSTACK_DTYPE_F16
+                               : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16 : MLSTACK_DTYPE_F32;
+                    x->n_dims = t->n_dims;
+                    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+                }
+            }
+            if (keep) {
+                if (pass == 1) {
+                    x->file = 0;
+                    x->begin = t->offset;
+                    x->end = t->offset + t->bytes;
+                }
+            } else {
+                uint64_t out_row = quant ? row_bytes : t->ne[0] * 4, bytes = out_row * rows, r;
+                if (pass == 1) {
+                    x->file = 1;
+                    x->begin = off;
+                    x->end = off + bytes;
+                    for (r = 0; r < rows; r++) {
+                        uint64_t src = permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
+                        const unsigned char *s = g->data + t->offset + src * row_bytes;
+                        unsigned char *d = copies + off + r * out_row;
+                        if (quant) memcpy(d, s, (size_t)row_bytes);
+                        else mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
+                    }
+                }
+                off += (bytes + 63) & ~(uint64_t)63;
+            }
+            n++;
+            /* a tied head of Q8_0/Q4_1 blocks: the embedding's blocks, in place */
+            if (is_embed && c->tied && (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)) {
+                x = &st->tensors[n];
+                name = names + (size_t)n * name_cap;
+                if (pass == 1) {
+                    snprintf(name, name_cap, "lm_head.weight");
+                    memset(x, 0, sizeof *x);
+                    x->name = name;
+                    x->quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+                    x->dtype = MLSTACK_DTYPE_U8;
+                    x->n_dims = 2;
+                    x->shape[0] = (int64_t)rows;
+                    x->shape[1] = (int64_t)row_bytes;
+                    x->file = 0;
+                    x->begin = t->offset;
+                    x->end = t->offset + t->bytes;
+                }
+                n++;
+            }
+        }
+        if (pass == 0) {
+            copy_bytes = off;
+            if (copy_bytes > (uint64_t)SIZE_MAX / 2) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: too large to convert", path);
+            copies = (unsigned char *)mlstack__model_own(m, (size_t)copy_bytes);
+            if (!copies) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %llu bytes of converted weights", path,
+                                              (unsigned long long)copy_bytes);
+            st->files[1].data = copies;
+            st->files[1].data_size = copy_bytes;
+        }
+    }
+    st->n_tensors = n;
+    return mlstack__st_index(st, err);
+}
+
+/* llama 3 frequency scaling as llama.cpp stores it: a rope_freqs.weight tensor of Dh/2 factors
+   that divide the frequencies. */
+static mlstack_result mlstack__gguf_rope_factors(mlstack_model *m, mlstack_error *err) {
+    const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&m->gguf, "rope_freqs.weight");
+    int i, half = m->cfg.head_dim / 2;
+    if (!t) return MLSTACK_OK;
+    if (t->type != MLSTACK__GGML_F32 || t->ne[0] != (uint64_t)half || t->n_dims != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight must be F32 [%d]", m->path, half);
+    for (i = 0; i < half; i++) {
+        float f;
+        uint32_t bits = (uint32_t)mlstack__le(m->gguf.data + t->offset + 4 * (size_t)i, 4);
+        memcpy(&f, &bits, 4);
+        if (!(f > 0) || f > 1e30f) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number", m->path, i);
+        m->inv_freq[i] /= f;
+    }
+    return MLSTACK_OK;
+}
+
+/* The GGUF file desc_path names: itself, or the only .gguf in a folder without config.json.
+   NULL (and *r OK) when it is not a GGUF model; a folder with several .gguf files is an error. */
+static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, mlstack_error *err) {
+    char *cfg, *found = NULL;
+    mlstack__dir *d;
+    const char *name;
+    int n = 0;
+    *r = MLSTACK_OK;
+    if (mlstack__is_gguf(desc_path)) return mlstack__strndup(desc_path, strlen(desc_path));
+    cfg = mlstack__path_join(desc_path, "config.json");
+    if (!cfg || mlstack__file_exists(cfg)) {
+        MLSTACK_FREE(cfg);
+        return NULL;
+    }
+    MLSTACK_FREE(cfg);
+    d = mlstack__dir_open(desc_path);
+    while (d && (name = mlstack__dir_next(d)) != NULL) {
+        size_t l = strlen(name);
+        if (l > 5 && strcmp(name + l - 5, ".gguf") == 0) {
+            if (n++ == 0) found = mlstack__path_join(desc_path, name);
+        }
+    }
+    mlstack__dir_close(d);
+    if (n > 1) {
+        MLSTACK_FREE(found);
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open", desc_path, n);
+        return NULL;
+    }
+    return found;
+}
+
+/* Config, weights, tokenizer and chat template of a GGUF model. */
+static mlstack_result mlstack__model_open_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    mlstack_result r = mlstack__gguf_open(&m->gguf, path, err);
+    if (r == MLSTACK_OK) r = mlstack__gguf_config(&m->cfg, &m->gguf, path, err);
+    if (r == MLSTACK_OK) r = mlstack__gguf_weights(m, path, err);
+    if (r == MLSTACK_OK) {
+        mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+        r = mlstack__tok_from_gguf(&m->gguf, path, &json, &cfg, err);
+        if (r == MLSTACK_OK) r = mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, &m->tok, err);
+        if (r == MLSTACK_OK && mlstack__gguf_find(&m->gguf, "tokenizer.chat_template"))
+            r = mlstack_chat_template_from_config(cfg.p, cfg.n, &m->tpl, err);
+        if (r == MLSTACK_ERR_NOT_FOUND) { /* no tokenizer in the file: a model without one */
+            r = MLSTACK_OK;
+            if (err) err->message[0] = 0;
+        }
+        MLSTACK_FREE(json.p);
+        MLSTACK_FREE(cfg.p);
+    }
+    return r;
+}
+/* ---- end of GGUF files as models ---- */
+
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
     if (!m) return;
     mlstack_tokenizer_close(m->tok);
     mlstack_chat_template_close(m->tpl);
     mlstack__st_close(&m->st);
+    mlstack__gguf_close(&m->gguf);
     mlstack__model_free_owned(m);
     MLSTACK_FREE(m->layers);
     MLSTACK_FREE(m->inv_freq);
@@ -19658,7 +20025,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     mlstack_model *m;
     mlstack__json_doc cfg_doc, gen_doc;
     mlstack_result r;
-    char cfg_name[600];
+    char cfg_name[600], *gguf_path;
     if (err) {
         err->code = MLSTACK_OK;
         err->message[0] = 0;
@@ -19670,9 +20037,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (!m) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     m->path = mlstack__strndup(desc->path, strlen(desc->path));
     snprintf(cfg_name, sizeof cfg_name, "%s/config.json", desc->path);
-    r = m->path ? mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err)
-                : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK) {
+    gguf_path = m->path ? mlstack__gguf_model_path(desc->path, &r, err) : NULL;
+    if (!m->path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    else if (gguf_path) r = mlstack__model_open_gguf(m, gguf_path, err); /* GGUF: config, weights, tokenizer */
+    else if (r == MLSTACK_OK) r = mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err);
+    if (r == MLSTACK_OK && !gguf_path) {
         r = mlstack__load_json_file(desc->path, "generation_config.json", 1, &gen_doc, err);
         if (r == MLSTACK_OK) {
             r = mlstack__config_parse(&m->cfg, cfg_doc.root, gen_doc.root, cfg_name, err);
@@ -19680,10 +20049,10 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         }
         mlstack__json_free(&cfg_doc);
     }
-    if (r == MLSTACK_OK) r = mlstack__st_open_dir(&m->st, desc->path, err);
+    if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
     if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
-    if (r == MLSTACK_OK) {
+    if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         else if (mlstack__file_exists(tj) || mlstack__file_exists(vj)) r = mlstack_tokenizer_open(desc->path, &m->tok, err);
@@ -19702,6 +20071,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         if (!m->inv_freq) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         else mlstack__rope_freqs(&m->cfg, m->inv_freq);
     }
+    if (r == MLSTACK_OK && gguf_path) r = mlstack__gguf_rope_factors(m, err);
+    MLSTACK_FREE(gguf_path);
     if (r != MLSTACK_OK) {
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);
         mlstack_model_close(m);

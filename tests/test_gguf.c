@@ -5,6 +5,8 @@
 #include "mlstack.h"
 #include "testlib.h"
 
+#include <unistd.h>
+
 /* ---- a tiny GGUF writer for building images ---- */
 typedef struct gb {
     unsigned char *p;
@@ -431,7 +433,126 @@ static void test_vocab_vectors(void) {
     }
 }
 
+static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab, int one_by_one) {
+    mlstack_batch_row rows[64];
+    float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
+    int32_t seq = -1;
+    int i;
+    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return NULL;
+    for (i = 0; i < n; i++) {
+        rows[i].seq = seq;
+        rows[i].pos = i;
+        rows[i].token = ids[i];
+        rows[i].want_logits = 1;
+    }
+    for (i = 0; i < n; i += one_by_one ? 1 : n) {
+        int k, b = one_by_one ? 1 : n;
+        if (mlstack_engine_eval(e, rows + i, b) != MLSTACK_OK) {
+            printf("eval: %s\n", mlstack_engine_error(e));
+            free(out);
+            return NULL;
+        }
+        for (k = 0; k < b; k++) memcpy(out + (size_t)(i + k) * n_vocab, mlstack_engine_logits(e, k), sizeof(float) * n_vocab);
+    }
+    mlstack_engine_seq_free(e, seq);
+    return out;
+}
+
+/* tests/fixtures/gguf/llama-q8_0.gguf is the tiny llama fixture as llama.cpp's converter writes
+   it (names mapped, Q/K rows permuted), quantized to Q8_0 by gguf-py. Opened directly it must
+   give the logits of the safetensors folder quantized to Q8_0 at load: the same blocks, the
+   same kernels. */
+static void test_model(void) {
+    static const int32_t ids[8] = {1, 5, 100, 200, 7, 42, 300, 11};
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_model_info ia, ib;
+    mlstack_error err;
+    mlstack_tensor tv;
+    float *la = NULL, *lb = NULL, *lc = NULL;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/models/llama";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    md.path = "tests/fixtures/gguf/llama-q8_0.gguf";
+    md.quant = 0;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (!a || !b) goto done;
+    mlstack_model_get_info(a, &ia);
+    mlstack_model_get_info(b, &ib);
+    CHECK(strcmp(ib.architecture, "LlamaForCausalLM") == 0 && ib.n_layers == ia.n_layers && ib.n_embd == ia.n_embd &&
+          ib.n_ff == ia.n_ff && ib.n_heads == ia.n_heads && ib.n_kv_heads == ia.n_kv_heads && ib.head_dim == ia.head_dim &&
+          ib.n_vocab == ia.n_vocab && ib.tied_embeddings == 0 && ib.rms_norm_eps == ia.rms_norm_eps &&
+          ib.rope_theta == ia.rope_theta && ib.max_position_embeddings == ia.max_position_embeddings);
+    CHECKF(ib.weight_dtype == MLSTACK_DTYPE_Q8_0, "weight dtype %s", mlstack_dtype_name(ib.weight_dtype));
+    CHECK(mlstack_model_tensor_find(b, "model.layers.1.mlp.down_proj.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_U8);
+    CHECK(mlstack_model_tensor_find(b, "model.embed_tokens.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_F32);
+    CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
+    CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
+    if (!ea || !eb) goto done;
+    la = eval_all(ea, ids, 8, ia.n_vocab, 0);
+    lb = eval_all(eb, ids, 8, ib.n_vocab, 0);
+    lc = eval_all(eb, ids, 8, ib.n_vocab, 1);
+    CHECK(la && lb && lc);
+    if (la && lb && lc) {
+        CHECK(memcmp(la, lb, sizeof(float) * 8 * (size_t)ia.n_vocab) == 0);
+        CHECK(memcmp(lb, lc, sizeof(float) * 8 * (size_t)ia.n_vocab) == 0); /* prefill == decode */
+    }
+done:
+    free(la);
+    free(lb);
+    free(lc);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+}
+
+/* Model-level errors in metadata name the key. */
+static void test_model_errors(void) {
+    static const struct {
+        const char *arch;
+        int with_blocks;
+        mlstack_result want;
+        const char *needle;
+    } cases[] = {{"mamba", 1, MLSTACK_ERR_UNSUPPORTED, "general.architecture = \"mamba\" is not supported"},
+                 {"llama", 0, MLSTACK_ERR_FORMAT, "missing required key llama.block_count"}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[] = "/tmp/mlstack_gguf_XXXXXX";
+        int fd = mkstemp(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        gb b = {0, 0, 0};
+        mlstack_model_desc md;
+        mlstack_model *m = NULL;
+        mlstack_error err;
+        mlstack_result r;
+        gb_head(&b, 3, 0, cases[i].with_blocks ? 2 : 1);
+        kv_str(&b, "general.architecture", cases[i].arch);
+        if (cases[i].with_blocks) kv_u32(&b, "mamba.block_count", 2);
+        if (!f) {
+            SKIP("cannot create a temporary file");
+            free(b.p);
+            continue;
+        }
+        fwrite(b.p, 1, b.n, f);
+        fclose(f);
+        memset(&md, 0, sizeof md);
+        md.path = path;
+        r = mlstack_model_open(&md, &m, &err);
+        CHECKF(r == cases[i].want && strstr(err.message, cases[i].needle), "%s: %d %s", cases[i].arch, (int)r, err.message);
+        mlstack_model_close(m);
+        remove(path);
+        free(b.p);
+    }
+}
+
 int main(void) {
+    test_model();
+    test_model_errors();
     test_vocab_vectors();
     test_types();
     test_files();
