@@ -167,7 +167,7 @@
                  void mlstack_model_get_info(model, &info)        uint64_t mlstack_model_decode_bytes(model)
                  mlstack_tokenizer *mlstack_model_tokenizer(model)
                  const mlstack_chat_template *mlstack_model_chat_template(model)
-                 R mlstack_model_save(model, dir, err)
+                 R mlstack_model_save(model, dir, err)            R mlstack_model_save_gguf(model, path, err)
                  int mlstack_model_tensor_count(model)            R mlstack_model_tensor_at(model, i, &view)
                  R mlstack_model_tensor_find(model, name, &view)  const char *mlstack_dtype_name(dtype)
      tokenizer   R mlstack_tokenizer_open(dir, &tok, err)         void mlstack_tokenizer_close(tok)
@@ -394,6 +394,13 @@ MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlsta
    device and inode); an existing model.safetensors there is replaced by rename, never
    truncated in place. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
+/* Writes the model as loaded (quantized weights included) to `path` as a GGUF file that
+   llama.cpp loads: llama.cpp's keys and tensor names, Q8_0/Q4_1 blocks as GGML Q8_0/Q4_1,
+   F32/F16/BF16 as stored, the vocabulary (a GGUF source's tokenizer keys as they are; a folder's
+   byte-level BPE tokenizer.json with a pre-tokenizer llama.cpp names) and the chat template.
+   Written beside `path` and renamed over it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
+   llama.cpp could not reproduce. Thread safety: any thread; the model is only read. */
+MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *model, const char *path, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
    as long as the model. */
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *model);
@@ -7228,6 +7235,68 @@ done:
     MLSTACK_FREE(s);
     MLSTACK_FREE(len);
     return r;
+}
+
+/* The tokenizer.ggml.pre name of a tokenizer.json's normalizer + pre-tokenizer (the table
+   above, compared step by step), or NULL when no entry has exactly those steps. */
+static int mlstack__pretok_canon(const mlstack__json *p, mlstack__buf *b) {
+    const mlstack__json *c;
+    if (!p || p->type != MLSTACK__JSON_OBJECT) return 0;
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Sequence")) {
+        for (c = mlstack__json_get(p, "pretokenizers") ? mlstack__json_get(p, "pretokenizers")->child : NULL; c; c = c->next)
+            if (!mlstack__pretok_canon(c, b)) return 0;
+        return 1;
+    }
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "ByteLevel")) {
+        if (mlstack__jbool(p, "add_prefix_space", 0)) return 0;
+        return mlstack__buf_puts(b, mlstack__jbool(p, "use_regex", 1) ? "|B1" : "|B0");
+    }
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Digits"))
+        return mlstack__buf_puts(b, mlstack__jbool(p, "individual_digits", 0) ? "|D1" : "|D0");
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Punctuation")) return mlstack__buf_puts(b, "|P");
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Split")) {
+        const mlstack__json *re = mlstack__json_get(mlstack__json_get(p, "pattern"), "Regex");
+        if (!re || re->type != MLSTACK__JSON_STRING || !mlstack__json_is_str(mlstack__json_get(p, "behavior"), "Isolated") ||
+            mlstack__jbool(p, "invert", 0))
+            return 0;
+        return mlstack__buf_puts(b, "|S") && mlstack__buf_put(b, re->str, re->len);
+    }
+    return 0;
+}
+
+MLSTACK__FN const char *mlstack__gguf_pre_name(const mlstack__json *normalizer, const mlstack__json *pre, char *name, size_t cap) {
+    mlstack__buf have = {0, 0, 0}, want = {0, 0, 0};
+    size_t k;
+    int nfc = mlstack__json_is_str(mlstack__json_get(normalizer, "type"), "NFC"), ok;
+    const char *found = NULL;
+    if (!mlstack__json_is_null(normalizer) && !nfc) return NULL;
+    ok = mlstack__pretok_canon(pre, &have);
+    for (k = 0; ok && !found && k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0]; k++) {
+        const mlstack__gguf_pretok *pt = &mlstack__gguf_pretoks[k];
+        int s;
+        want.n = 0;
+        if (pt->nfc != nfc) continue;
+        for (s = 0; s < 8 && pt->steps[s].kind != MLSTACK__GP_END; s++) {
+            const char *p = pt->steps[s].pattern ? pt->steps[s].pattern : mlstack__qwen2_pattern;
+            switch (pt->steps[s].kind) {
+            case MLSTACK__GP_SPLIT: mlstack__buf_puts(&want, "|S"), mlstack__buf_puts(&want, p); break;
+            case MLSTACK__GP_DIGITS: mlstack__buf_puts(&want, "|D1"); break;
+            case MLSTACK__GP_DIGIT_RUNS: mlstack__buf_puts(&want, "|D0"); break;
+            case MLSTACK__GP_PUNCT: mlstack__buf_puts(&want, "|P"); break;
+            case MLSTACK__GP_BYTELEVEL: mlstack__buf_puts(&want, "|B1"); break;
+            default: mlstack__buf_puts(&want, "|B0"); break;
+            }
+        }
+        if (want.n == have.n && (want.n == 0 || memcmp(want.p, have.p, want.n) == 0)) {
+            const char *e = strchr(pt->names, '|');
+            size_t l = e ? (size_t)(e - pt->names) : strlen(pt->names);
+            snprintf(name, cap, "%.*s", (int)l, pt->names);
+            found = name;
+        }
+    }
+    MLSTACK_FREE(have.p);
+    MLSTACK_FREE(want.p);
+    return found;
 }
 
 /* The tokenizer of a GGUF file (its metadata), loaded; MLSTACK_ERR_NOT_FOUND when it has none. */
@@ -19778,6 +19847,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
     c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
+    if (c->arch == MLSTACK__ARCH_LLAMA && c->attn_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
         int64_t id;
@@ -20004,6 +20075,290 @@ static mlstack_result mlstack__model_open_gguf(mlstack_model *m, const char *pat
         MLSTACK_FREE(json.p);
         MLSTACK_FREE(cfg.p);
     }
+    return r;
+}
+/* ---- GGUF writer: the model as loaded, in llama.cpp's layout ----
+   Keys as llama.cpp's converter writes them for the architecture, tensors under llama.cpp's
+   names, projections in their format (Q8_0/Q4_1 blocks, F32/F16/BF16), norms and biases F32,
+   the embedding as stored; llama-architecture Q/K rows permuted back to llama.cpp's order. The
+   tokenizer: a GGUF source's tokenizer.* keys copied as they are; a folder's byte-level BPE
+   tokenizer.json as tokens, token types, merges and the tokenizer.ggml.pre name of its
+   pre-tokenizer (an unknown one is refused: llama.cpp could not tokenize like the model). */
+typedef struct mlstack__gw_tensor {
+    char name[64];
+    uint32_t type;
+    int n_dims;
+    uint64_t ne[2];
+    const unsigned char *data;
+    size_t row_bytes;
+    int permute_heads;
+    uint64_t offset;
+} mlstack__gw_tensor;
+
+static int mlstack__gw_u(mlstack__buf *b, uint64_t v, int n) {
+    unsigned char t[8];
+    int i;
+    for (i = 0; i < n; i++) t[i] = (unsigned char)(v >> (8 * i));
+    return mlstack__buf_put(b, t, (size_t)n);
+}
+static int mlstack__gw_str(mlstack__buf *b, const char *s, size_t n) { return mlstack__gw_u(b, n, 8) && mlstack__buf_put(b, s, n); }
+static int mlstack__gw_key(mlstack__buf *b, const char *arch, const char *key, uint32_t type) {
+    char k[160];
+    if (arch) snprintf(k, sizeof k, "%s.%s", arch, key);
+    else snprintf(k, sizeof k, "%s", key);
+    return mlstack__gw_str(b, k, strlen(k)) && mlstack__gw_u(b, type, 4);
+}
+static int mlstack__gw_u32(mlstack__buf *b, const char *arch, const char *key, uint32_t v, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_U32) && mlstack__gw_u(b, v, 4);
+}
+static int mlstack__gw_f32(mlstack__buf *b, const char *arch, const char *key, float v, int *n_kv) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_F32) && mlstack__gw_u(b, bits, 4);
+}
+static int mlstack__gw_s(mlstack__buf *b, const char *arch, const char *key, const char *v, size_t n, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_STRING) && mlstack__gw_str(b, v, n);
+}
+
+static uint32_t mlstack__gw_type(int wtype) {
+    switch (wtype) {
+    case MLSTACK__W_F16: return MLSTACK__GGML_F16;
+    case MLSTACK__W_BF16: return MLSTACK__GGML_BF16;
+    case MLSTACK__W_Q8_0: return MLSTACK__GGML_Q8_0;
+    case MLSTACK__W_Q4_1: return MLSTACK__GGML_Q4_1;
+    default: return MLSTACK__GGML_F32;
+    }
+}
+
+/* tokenizer.* keys from a folder's tokenizer.json (byte-level BPE only). */
+static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack__buf *b, int *n_kv, mlstack_error *err) {
+    const mlstack__json *root = m->tok->doc.root, *model = mlstack__json_get(root, "model"), *vocab = mlstack__json_get(model, "vocab"),
+                        *merges = mlstack__json_get(model, "merges"), *added = mlstack__json_get(root, "added_tokens"), *v;
+    const char **tok = NULL;
+    size_t *tlen = NULL;
+    int32_t *type = NULL;
+    int64_t n = 0, i, id;
+    char pre[64];
+    int ok = 1;
+    if (!mlstack__gguf_pre_name(mlstack__json_get(root, "normalizer"), mlstack__json_get(root, "pre_tokenizer"), pre, sizeof pre) ||
+        !vocab || vocab->type != MLSTACK__JSON_OBJECT || !merges || merges->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: the tokenizer is not a byte-level BPE whose pre-tokenizer llama.cpp names; no GGUF vocabulary can be written",
+                             m->path);
+    for (v = vocab->child; v; v = v->next)
+        if (mlstack__json_int(v, &id) && id >= n && id < (1 << 24)) n = id + 1;
+    for (v = added ? added->child : NULL; v; v = v->next)
+        if (mlstack__json_int(mlstack__json_get(v, "id"), &id) && id >= n && id < (1 << 24)) n = id + 1;
+    if (n < m->cfg.n_vocab) n = m->cfg.n_vocab;
+    tok = (const char **)mlstack__calloc((size_t)n, sizeof *tok);
+    tlen = (size_t *)mlstack__calloc((size_t)n, sizeof *tlen);
+    type = (int32_t *)mlstack__calloc((size_t)n, sizeof *type);
+    if (!tok || !tlen || !type) ok = 0;
+    for (v = ok ? vocab->child : NULL; v; v = v->next)
+        if (mlstack__json_int(v, &id) && id >= 0 && id < n) tok[id] = v->key, tlen[id] = v->key_len, type[id] = 1;
+    for (v = ok && added ? added->child : NULL; v; v = v->next) {
+        const mlstack__json *c = mlstack__json_get(v, "content");
+        if (!mlstack__json_int(mlstack__json_get(v, "id"), &id) || id < 0 || id >= n || !c || c->type != MLSTACK__JSON_STRING) continue;
+        tok[id] = c->str, tlen[id] = c->len, type[id] = mlstack__jbool(v, "special", 0) ? 3 : 4;
+    }
+    ok = ok && mlstack__gw_s(b, NULL, "tokenizer.ggml.model", "gpt2", 4, n_kv) && mlstack__gw_s(b, NULL, "tokenizer.ggml.pre", pre, strlen(pre), n_kv);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.tokens", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
+         mlstack__gw_u(b, (uint64_t)n, 8);
+    for (i = 0; ok && i < n; i++) {
+        char pad[32];
+        if (tok[i]) ok = mlstack__gw_str(b, tok[i], tlen[i]);
+        else snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i), ok = mlstack__gw_str(b, pad, strlen(pad)), type[i] = 5;
+    }
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.token_type", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_I32, 4) &&
+         mlstack__gw_u(b, (uint64_t)n, 8);
+    for (i = 0; ok && i < n; i++) ok = mlstack__gw_u(b, (uint32_t)type[i], 4);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.merges", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
+         mlstack__gw_u(b, (uint64_t)merges->len, 8);
+    for (v = ok ? merges->child : NULL; ok && v; v = v->next) {
+        if (v->type == MLSTACK__JSON_STRING) ok = mlstack__gw_str(b, v->str, v->len);
+        else if (v->type == MLSTACK__JSON_ARRAY && v->len == 2 && v->child->type == MLSTACK__JSON_STRING &&
+                 v->child->next->type == MLSTACK__JSON_STRING) {
+            ok = mlstack__gw_u(b, v->child->len + 1 + v->child->next->len, 8) && mlstack__buf_put(b, v->child->str, v->child->len) &&
+                 mlstack__buf_put(b, " ", 1) && mlstack__buf_put(b, v->child->next->str, v->child->next->len);
+        } else {
+            ok = 0;
+        }
+    }
+    *n_kv += 3;
+    if (ok && m->tok->bos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.bos_token_id", (uint32_t)m->tok->bos_id, n_kv);
+    if (ok && m->cfg.n_eos > 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->cfg.eos_ids[0], n_kv);
+    else if (ok && m->tok->eos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->tok->eos_id, n_kv);
+    if (ok) {
+        ++*n_kv;
+        ok = mlstack__gw_key(b, NULL, "tokenizer.ggml.add_bos_token", MLSTACK__GGUF_BOOL) && mlstack__gw_u(b, m->tok->n_post_pre > 0, 1);
+    }
+    if (ok && m->tpl && mlstack_chat_template_get(m->tpl, NULL, 0)) {
+        const char *t = mlstack_chat_template_get(m->tpl, NULL, 0);
+        ok = mlstack__gw_s(b, NULL, "tokenizer.chat_template", t, strlen(t), n_kv);
+    }
+    MLSTACK_FREE(tok);
+    MLSTACK_FREE(tlen);
+    MLSTACK_FREE(type);
+    return ok ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+}
+
+MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    static const char *const arch_names[] = {"llama", "llama", "qwen2", "qwen3"};
+    const mlstack__config *c;
+    const char *arch;
+    mlstack__gw_tensor *ts = NULL;
+    mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
+    int n_kv = 0, n_t = 0, l, i, ok = 1, ftype, tied_blocks;
+    uint64_t off = 0;
+    char *tmp = NULL;
+    FILE *f = NULL;
+    mlstack_result r = MLSTACK_OK;
+    float *rope_factors = NULL;
+    if (!m || !path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
+    c = &m->cfg;
+    arch = arch_names[c->arch];
+    if (m->gguf.bytes && mlstack__same_file(path, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: %s is the file the model was opened from", path);
+    if (c->attn_bias && c->arch == MLSTACK__ARCH_LLAMA)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture attention biases are not written to GGUF", m->path);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                                             \
+    do {                                                                                                             \
+        mlstack__gw_tensor *t_ = &ts[n_t++];                                                                         \
+        snprintf(t_->name, sizeof t_->name, "%s", nm);                                                               \
+        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1);                 \
+        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);                   \
+    } while (0)
+    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it) */
+    tied_blocks = c->tied && (m->lm_head.wtype == MLSTACK__W_Q8_0 || m->lm_head.wtype == MLSTACK__W_Q4_1);
+    if (tied_blocks)
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+    else
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
+                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
+    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    if (m->lm_head.data != m->embed && !tied_blocks)
+        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        static const char *const wn[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+        char nm[64];
+        int k;
+        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 7; k++) {
+            int perm = c->arch == MLSTACK__ARCH_LLAMA || c->arch == MLSTACK__ARCH_MISTRAL ? (k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0) : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
+            if (ws[k]->bias) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, wn[k]);
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
+            }
+        }
+        if (c->qk_norm) {
+            snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", l);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", l);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+        }
+    }
+    if (c->rope_kind == 2) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
+        int half = c->head_dim / 2;
+        rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++)
+            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) / m->inv_freq[i];
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
+    }
+#undef MLSTACK__GW_T
+    /* keys */
+    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7 : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
+            : m->layers[0].wq.wtype == MLSTACK__W_F16 ? 1 : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32 : 0;
+    ok = ok && mlstack__gw_s(&kv, NULL, "general.architecture", arch, strlen(arch), &n_kv) &&
+         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) && mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "block_count", (uint32_t)c->n_layers, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "context_length", (uint32_t)c->max_pos, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "embedding_length", (uint32_t)c->n_embd, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "feed_forward_length", (uint32_t)c->n_ff, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.head_count", (uint32_t)c->n_heads, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.key_length", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.value_length", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "vocab_size", (uint32_t)c->n_vocab, &n_kv) &&
+         mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
+         mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
+    if (ok && c->rope_kind == 1)
+        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) && mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
+    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
+        uint64_t k;
+        for (k = 0; ok && k < m->gguf.n_kv; k++) {
+            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
+            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
+            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
+            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) && mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
+            n_kv++;
+        }
+    } else if (ok && m->tok) {
+        r = mlstack__gw_tokenizer_json(m, &kv, &n_kv, err);
+    }
+    /* header and tensor infos; offsets aligned to 32 */
+    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) && mlstack__gw_u(&hdr, (uint64_t)n_t, 8) &&
+         mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(&hdr, kv.p, kv.n);
+    for (i = 0; ok && i < n_t; i++) {
+        mlstack__gw_tensor *t = &ts[i];
+        uint64_t bytes = (uint64_t)t->row_bytes * t->ne[1];
+        t->offset = off;
+        ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
+             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) && mlstack__gw_u(&hdr, t->type, 4) &&
+             mlstack__gw_u(&hdr, off, 8);
+        off += (bytes + 31) & ~(uint64_t)31;
+    }
+    while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
+    if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    /* written beside the target, then renamed over it */
+    if (r == MLSTACK_OK) {
+        size_t pl = strlen(path);
+        tmp = (char *)MLSTACK_MALLOC(pl + 5);
+        if (tmp) memcpy(tmp, path, pl), memcpy(tmp + pl, ".tmp", 5);
+        if (!tmp || !(f = mlstack__fopen(tmp, "wb")))
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp ? tmp : path, strerror(errno));
+    }
+    if (r == MLSTACK_OK) {
+        static const unsigned char zeros[32] = {0};
+        ok = fwrite(hdr.p, 1, hdr.n, f) == hdr.n;
+        for (i = 0; ok && i < n_t; i++) {
+            const mlstack__gw_tensor *t = &ts[i];
+            uint64_t row, bytes = (uint64_t)t->row_bytes * t->ne[1];
+            int hd = c->head_dim;
+            for (row = 0; ok && row < t->ne[1]; row++) {
+                /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
+                uint64_t src = t->permute_heads ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
+                                                      (row % (uint64_t)hd) / 2
+                                                : row;
+                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+            }
+            if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
+        }
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+        else if (mlstack__rename(tmp, path) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        if (r != MLSTACK_OK) mlstack__remove(tmp);
+    }
+    MLSTACK_FREE(tmp);
+    MLSTACK_FREE(kv.p);
+    MLSTACK_FREE(hdr.p);
+    MLSTACK_FREE(ts);
+    MLSTACK_FREE(rope_factors);
     return r;
 }
 /* ---- end of GGUF files as models ---- */

@@ -511,6 +511,69 @@ done:
     mlstack_model_close(b);
 }
 
+/* mlstack_model_save_gguf of the tiny folder quantized to Q8_0 at load: every tensor's bytes
+   equal those gguf-py wrote for the same model (names, Q/K row order, Q8_0 blocks), and the file
+   opens to the same logits. */
+static void test_write(void) {
+    static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
+    char path[] = "/tmp/mlstack_gguf_w_XXXXXX";
+    int fd = mkstemp(path);
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    mlstack__gguf ours, ref;
+    uint64_t i;
+    int same = 0;
+    float *la = NULL, *lb = NULL;
+    if (fd < 0) {
+        SKIP("no temporary file");
+        return;
+    }
+    close(fd);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/models/llama";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    if (!a) return;
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+    CHECKF(mlstack_model_save_gguf(a, NULL, &err) == MLSTACK_ERR_INVALID_ARG, "NULL path accepted");
+    if (mlstack__gguf_open(&ours, path, &err) == MLSTACK_OK) {
+        if (mlstack__gguf_open(&ref, "tests/fixtures/gguf/llama-q8_0.gguf", &err) == MLSTACK_OK) {
+            CHECK(ours.n_tensors == ref.n_tensors);
+            for (i = 0; i < ref.n_tensors; i++) {
+                const mlstack__gguf_tensor *r = &ref.tensors[i], *o = mlstack__gguf_tensor_find(&ours, r->name);
+                int eq = o && o->type == r->type && o->bytes == r->bytes && o->ne[0] == r->ne[0] && o->ne[1] == r->ne[1] &&
+                         memcmp(ours.data + o->offset, ref.data + r->offset, (size_t)r->bytes) == 0;
+                same += eq;
+                CHECKF(eq, "written %s differs from gguf-py's", r->name);
+            }
+            CHECK(same == (int)ref.n_tensors);
+            mlstack__gguf_close(&ref);
+        }
+        mlstack__gguf_close(&ours);
+    } else {
+        CHECKF(0, "written file: %s", err.message);
+    }
+    md.path = path;
+    md.quant = 0;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+        la = eval_all(ea, ids, 6, 512, 0);
+        lb = eval_all(eb, ids, 6, 512, 0);
+        CHECK(la && lb && memcmp(la, lb, sizeof(float) * 6 * 512) == 0);
+    }
+    free(la);
+    free(lb);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+    remove(path);
+}
+
 /* Model-level errors in metadata name the key. */
 static void test_model_errors(void) {
     static const struct {
@@ -553,6 +616,7 @@ static void test_model_errors(void) {
 int main(void) {
     test_model();
     test_model_errors();
+    test_write();
     test_vocab_vectors();
     test_types();
     test_files();

@@ -34,9 +34,10 @@ static const char *USAGE =
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)\n"
     "  template -m DIR --messages F.json [--add-generation-prompt]  the chat template, raw\n"
     "  kl       -m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights\n"
-    "  quantize -m DIR --quant q8_0|q4_1 -o OUT   a folder whose weights load already quantized\n"
+    "  quantize -m DIR --quant q8_0|q4_1 -o OUT[.gguf]  a folder (or GGUF file) of quantized weights\n"
     "\n"
-    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files).\n";
+    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
+    "or a llama.cpp GGUF file.\n";
 
 static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
@@ -115,9 +116,10 @@ static const cmd_help HELP[] = {
      "  -f, --file FILE          the text\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
-    {"quantize", "mlstack quantize -m DIR --quant q8_0|q4_1 -o OUT",
-     "Writes a folder whose weights load already quantized (config, tokenizer and template copied).\n"
-     "  -o, --out DIR            the new folder\n",
+    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1] -o OUT|OUT.gguf",
+     "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
+     "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
+     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n",
      1, 0},
 };
 

@@ -356,17 +356,22 @@ int cli_cmd_kl(const cli_opts *o) {
     return rc;
 }
 
-/* quantize: open with --quant, write the folder with mlstack_model_save. */
+/* quantize: open with --quant, write the folder with mlstack_model_save, or (-o NAME.gguf) a
+   GGUF file with mlstack_model_save_gguf (--quant may then be left out: weights as stored). */
 int cli_cmd_quantize(const cli_opts *o) {
     mlstack_model *m;
     mlstack_error err;
     int rc;
     double t0 = mlstack_clock_seconds();
-    if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR");
-    if (!o->quant) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
+    size_t ol;
+    int gguf;
+    if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR or -o OUT.gguf");
+    ol = strlen(o->out);
+    gguf = ol > 5 && strcmp(o->out + ol - 5, ".gguf") == 0;
+    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
     if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
-    if (mlstack_model_save(m, o->out, &err) != MLSTACK_OK) {
+    if ((gguf ? mlstack_model_save_gguf(m, o->out, &err) : mlstack_model_save(m, o->out, &err)) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }

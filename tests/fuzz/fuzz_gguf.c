@@ -59,6 +59,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fz_sink = g.data[t->offset + t->bytes - 1];
         }
     }
+    /* what the model and tokenizer build from the metadata must fail cleanly or succeed */
+    {
+        mlstack__config c;
+        mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+        memset(&err, 0, sizeof err);
+        r = mlstack__gguf_config(&c, &g, "<fuzz>", &err);
+        fz_check(r == MLSTACK_OK || err.message[0], "config failure without a message");
+        if (r == MLSTACK_OK) fz_check(c.n_layers > 0 && c.head_dim > 0 && c.n_vocab > 0 && c.n_heads % c.n_kv_heads == 0, "config");
+        memset(&err, 0, sizeof err);
+        r = mlstack__tok_from_gguf(&g, "<fuzz>", &json, &cfg, &err);
+        fz_check(r == MLSTACK_OK || err.message[0], "tokenizer failure without a message");
+        if (r == MLSTACK_OK && json.n < 100000) {
+            mlstack_tokenizer *t = NULL;
+            if (mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, &t, &err) == MLSTACK_OK) {
+                int32_t ids[64];
+                size_t n_ids;
+                mlstack_tokenizer_encode(t, "Hello world 123", 15, MLSTACK_ENCODE_ADD_SPECIAL, ids, 64, &n_ids);
+                mlstack_tokenizer_close(t);
+            }
+        }
+        MLSTACK_FREE(json.p);
+        MLSTACK_FREE(cfg.p);
+    }
     mlstack__gguf_close(&g);
     return 0;
 }
