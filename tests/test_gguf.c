@@ -613,7 +613,33 @@ static void test_model_errors(void) {
     }
 }
 
+/* The tokenizer.ggml.pre name written for a folder's tokenizer.json: the shared families. */
+static void test_pre_names(void) {
+    static const struct {
+        const char *family, *want;
+    } cases[] = {{"gpt2", "gpt-2"}, {"smollm2", "smollm"}, {"falcon-7b", "falcon"}, {"mpt-7b", "mpt"},
+                 {"qwen2.5", "qwen2"}, {"llama2-tinyllama", NULL}, {"phi3-mini-4k", NULL}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[128], name[64];
+        mlstack_tokenizer *t = NULL;
+        mlstack_error err;
+        const char *got;
+        snprintf(dir, sizeof dir, SHARED "tokenizers/%s", cases[i].family);
+        if (mlstack_tokenizer_open(dir, &t, &err) != MLSTACK_OK) {
+            SKIP("%s: %s", dir, err.message);
+            continue;
+        }
+        got = mlstack__gguf_pre_name(mlstack__json_get(t->doc.root, "normalizer"), mlstack__json_get(t->doc.root, "pre_tokenizer"), name,
+                                     sizeof name);
+        CHECKF(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: pre name %s, want %s", cases[i].family,
+               got ? got : "(none)", cases[i].want ? cases[i].want : "(none)");
+        mlstack_tokenizer_close(t);
+    }
+}
+
 int main(void) {
+    test_pre_names();
     test_model();
     test_model_errors();
     test_write();

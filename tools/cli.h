@@ -29,6 +29,7 @@ typedef struct cli_opts {
     uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
     mlstack_sampler_desc sd;
     const char *json_schema, *grammar, *regex; /* run: constrained output */
+    const char *files;        /* kl: --files A,B: other models (GGUF files, folders) against -m */
 } cli_opts;
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */

@@ -110,10 +110,12 @@ static const cmd_help HELP[] = {
      "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
      "stdout; needs only the tokenizer files.\n",
      0, 0},
-    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1] [--tokens N]",
+    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1 | --files A.gguf,B.gguf] [--tokens N]",
      "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
      "top-1 agreement and perplexities.\n"
      "  -f, --file FILE          the text\n"
+     "      --files A,B          compare these models (GGUF files or folders, weights as stored)\n"
+     "                           with -m instead of -m quantized at load\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
     {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1] -o OUT|OUT.gguf",
@@ -201,6 +203,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
         else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
         else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
+        else if (FLAG("--files", "--files")) { NEED_V(); o->files = v; }
         else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
         else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
         else if (FLAG("--tokens", "--tokens")) { NUM(2, 1e7); o->n_tokens = (int)x; }
