@@ -20212,6 +20212,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
     int n_kv = 0, n_t = 0, l, i, ok = 1, ftype, tied_blocks;
+    unsigned char *head_q8 = NULL;
     uint64_t off = 0;
     char *tmp = NULL;
     FILE *f = NULL;
@@ -20233,9 +20234,24 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1);                 \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);                   \
     } while (0)
-    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it) */
+    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
+       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
+       written as Q8_0 of the float table when the model still has it. */
     tied_blocks = c->tied && (m->lm_head.wtype == MLSTACK__W_Q8_0 || m->lm_head.wtype == MLSTACK__W_Q4_1);
-    if (tied_blocks)
+    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
+        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 || m->embed_dtype == MLSTACK_DTYPE_BF16) &&
+        c->n_embd % MLSTACK__QK == 0) {
+        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd), er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
+        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
+        head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
+        if (!row || !head_q8) ok = 0;
+        for (i = 0; ok && i < c->n_vocab; i++) {
+            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
+            mlstack__quantize_row(MLSTACK__W_Q8_0, row, head_q8 + (size_t)i * rb, c->n_embd);
+        }
+        MLSTACK_FREE(row);
+        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
+    } else if (tied_blocks)
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
                       m->lm_head.row_bytes, 0);
     else
@@ -20359,6 +20375,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(ts);
     MLSTACK_FREE(rope_factors);
+    MLSTACK_FREE(head_q8);
     return r;
 }
 /* ---- end of GGUF files as models ---- */
