@@ -343,7 +343,8 @@ typedef struct mlstack_matcher mlstack_matcher;
 typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
 
 /* Model descriptor. Zero-initialise, then set path. Defaults:
-     path      (required) a Hugging Face model folder
+     path      (required) a Hugging Face model folder, or a llama.cpp GGUF file (or a folder
+               without config.json holding exactly one .gguf)
      quant     0: projection weights used as stored (F32/F16/BF16, no copy);
                MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_1: quantized at load (rows whose length is
                not a multiple of 32 stay as stored); embeddings always stay as stored
@@ -373,6 +374,10 @@ typedef struct mlstack_model_info {
 /* Opens a model folder: config.json, generation_config.json (optional),
    model.safetensors or model.safetensors.index.json + shards, and the tokenizer when the folder
    has one (a tokenizer that fails to load fails the open). Weights are mapped, not copied.
+   A GGUF file (architectures llama, qwen2, qwen3) opens the same way: hyperparameters, tokenizer
+   and chat template from its metadata; F32/F16/BF16 and Q8_0/Q4_1 weights mapped, other GGML
+   types (Q4_0, Q5_0/1, Q2_K..Q6_K, IQ4_NL) and a block-typed embedding dequantized to f32 at
+   load (see >>gguf and >>ggmlquant); an unknown architecture or pre-tokenizer fails the open.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -440,7 +445,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 /* Opens dir/tokenizer.json and, when present, dir/tokenizer_config.json. A folder with only
    vocab.json + merges.txt + tokenizer_config.json is accepted for the Qwen2Tokenizer and
-   GPT2Tokenizer classes (built as transformers' conversion builds them).
+   GPT2Tokenizer classes (built as transformers' conversion builds them). dir may also be a GGUF
+   file: the tokenizer is built from its tokenizer.ggml.* metadata (>>tokenizer).
    Parameters: dir (folder), out (receives the tokenizer), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_NOT_FOUND/IO when files are missing; MLSTACK_ERR_FORMAT for
    malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (Unigram,
@@ -583,7 +589,8 @@ MLSTACK_API void mlstack_template_free_output(char *text);
    AddedToken objects {"content": ...} in tokenizer_config.json. (mlstack_chat_template is
    declared with the other handles above.) */
 
-/* Opens dir (see above). Parameters: dir; out receives the object; err optional.
+/* Opens dir (see above), or a GGUF file's tokenizer.chat_template. Parameters: dir; out
+   receives the object; err optional.
    Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND when the folder has no chat template, or another
    failure. Thread safety: any thread; the object is read-only afterwards and may be shared. */
 MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out,
@@ -13221,6 +13228,19 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
+        mlstack__gguf g;
+        mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+        r = mlstack__gguf_open(&g, dir, err);
+        if (r == MLSTACK_OK && !mlstack__gguf_find(&g, "tokenizer.chat_template"))
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.chat_template", dir);
+        if (r == MLSTACK_OK) r = mlstack__tok_from_gguf(&g, dir, &json, &cfg, err);
+        if (r == MLSTACK_OK) r = mlstack_chat_template_from_config(cfg.p, cfg.n, out, err);
+        MLSTACK_FREE(json.p);
+        MLSTACK_FREE(cfg.p);
+        if (g.bytes) mlstack__gguf_close(&g);
+        return r;
+    }
     t = (mlstack_chat_template *)mlstack__calloc(1, sizeof *t);
     if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     memset(&files, 0, sizeof files);
