@@ -7047,6 +7047,8 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
     memset(&tab, 0, sizeof tab);
     model = mlstack__gguf_string(g, "tokenizer.ggml.model", &model_len);
     if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", what);
+    if ((model_len == 4 && memcmp(model, "none", 4) == 0) || (model_len == 8 && memcmp(model, "no_vocab", 8) == 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: the file has no vocabulary (tokenizer.ggml.model = none)", what);
     if (model_len == 4 && memcmp(model, "gpt2", 4) == 0) spm = 0;
     else if (model_len == 5 && memcmp(model, "llama", 5) == 0) spm = 1;
     else
@@ -20346,6 +20348,8 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         }
     } else if (ok && m->tok) {
         r = mlstack__gw_tokenizer_json(m, &kv, &n_kv, err);
+    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
+        ok = mlstack__gw_s(&kv, NULL, "tokenizer.ggml.model", "none", 4, &n_kv);
     }
     /* header and tensor infos; offsets aligned to 32 */
     ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) && mlstack__gw_u(&hdr, (uint64_t)n_t, 8) &&
