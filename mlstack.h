@@ -61,26 +61,28 @@
      2. PLATFORM          allocation, results and messages, timers, threads, mmap     >>platform
      3. JSON              one parser for safetensors headers, configs and tokenizers  >>json
      4. SAFETENSORS       mmapped files, header validation, views, sharded index      >>safetensors
-     5. UNICODE           UTF-8, category tables, normalization                       >>unicode
-     6. REGEX             the regex subset used by tokenizer Split patterns           >>regex
-     7. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
-     8. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
-     9. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
-    10. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
-    11. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
-    12. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
-    13. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
-    14. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
-    15. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
-    16. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    17. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    18. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    19. SAMPLING          logit processors and samplers                               >>sampling
-    20. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    21. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    22. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    23. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    24. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+     5. GGUF              llama.cpp's GGUF files: metadata, tensor infos, validation  >>gguf
+     6. UNICODE           UTF-8, category tables, normalization                       >>unicode
+     7. REGEX             the regex subset used by tokenizer Split patterns           >>regex
+     8. TOKENIZER         tokenizer.json: normalizers, pre-tokenizers, BPE, decoders  >>tokenizer
+     9. TEMPLATE          Jinja-subset interpreter for chat templates                 >>template
+    10. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
+    11. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
+    12. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
+    13. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
+    14. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
+    15. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
+    16. GGML QUANTS       GGML block formats in GGUF files: layouts, dequantization   >>ggmlquant
+    17. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
+    18. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    19. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    20. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    21. SAMPLING          logit processors and samplers                               >>sampling
+    22. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    23. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    24. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    25. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    26. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -167,7 +169,7 @@
                  void mlstack_model_get_info(model, &info)        uint64_t mlstack_model_decode_bytes(model)
                  mlstack_tokenizer *mlstack_model_tokenizer(model)
                  const mlstack_chat_template *mlstack_model_chat_template(model)
-                 R mlstack_model_save(model, dir, err)
+                 R mlstack_model_save(model, dir, err)            R mlstack_model_save_gguf(model, path, err)
                  int mlstack_model_tensor_count(model)            R mlstack_model_tensor_at(model, i, &view)
                  R mlstack_model_tensor_find(model, name, &view)  const char *mlstack_dtype_name(dtype)
      tokenizer   R mlstack_tokenizer_open(dir, &tok, err)         void mlstack_tokenizer_close(tok)
@@ -345,7 +347,8 @@ typedef struct mlstack_matcher mlstack_matcher;
 typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
 
 /* Model descriptor. Zero-initialise, then set path. Defaults:
-     path      (required) a Hugging Face model folder
+     path      (required) a Hugging Face model folder, or a llama.cpp GGUF file (or a folder
+               without config.json holding exactly one .gguf)
      quant     0: projection weights used as stored (F32/F16/BF16, no copy);
                MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_1: quantized at load (rows whose length is
                not a multiple of 32 stay as stored); embeddings always stay as stored
@@ -375,6 +378,10 @@ typedef struct mlstack_model_info {
 /* Opens a model folder: config.json, generation_config.json (optional),
    model.safetensors or model.safetensors.index.json + shards, and the tokenizer when the folder
    has one (a tokenizer that fails to load fails the open). Weights are mapped, not copied.
+   A GGUF file (architectures llama, qwen2, qwen3) opens the same way: hyperparameters, tokenizer
+   and chat template from its metadata; F32/F16/BF16 and Q8_0/Q4_1 weights mapped, other GGML
+   types (Q4_0, Q5_0/1, Q2_K..Q6_K, IQ4_NL) and a block-typed embedding dequantized to f32 at
+   load (see >>gguf and >>ggmlquant); an unknown architecture or pre-tokenizer fails the open.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -396,6 +403,13 @@ MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlsta
    device and inode); an existing model.safetensors there is replaced by rename, never
    truncated in place. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
+/* Writes the model as loaded (quantized weights included) to `path` as a GGUF file that
+   llama.cpp loads: llama.cpp's keys and tensor names, Q8_0/Q4_1 blocks as GGML Q8_0/Q4_1,
+   F32/F16/BF16 as stored, the vocabulary (a GGUF source's tokenizer keys as they are; a folder's
+   byte-level BPE tokenizer.json with a pre-tokenizer llama.cpp names) and the chat template.
+   Written beside `path` and renamed over it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
+   llama.cpp could not reproduce. Thread safety: any thread; the model is only read. */
+MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *model, const char *path, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
    as long as the model. */
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *model);
@@ -435,7 +449,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 /* Opens dir/tokenizer.json and, when present, dir/tokenizer_config.json. A folder with only
    vocab.json + merges.txt + tokenizer_config.json is accepted for the Qwen2Tokenizer and
-   GPT2Tokenizer classes (built as transformers' conversion builds them).
+   GPT2Tokenizer classes (built as transformers' conversion builds them). dir may also be a GGUF
+   file: the tokenizer is built from its tokenizer.ggml.* metadata (>>tokenizer).
    Parameters: dir (folder), out (receives the tokenizer), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_NOT_FOUND/IO when files are missing; MLSTACK_ERR_FORMAT for
    malformed files; MLSTACK_ERR_UNSUPPORTED for models or steps not implemented (WordPiece,
@@ -578,7 +593,8 @@ MLSTACK_API void mlstack_template_free_output(char *text);
    AddedToken objects {"content": ...} in tokenizer_config.json. (mlstack_chat_template is
    declared with the other handles above.) */
 
-/* Opens dir (see above). Parameters: dir; out receives the object; err optional.
+/* Opens dir (see above), or a GGUF file's tokenizer.chat_template. Parameters: dir; out
+   receives the object; err optional.
    Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND when the folder has no chat template, or another
    failure. Thread safety: any thread; the object is read-only afterwards and may be shared. */
 MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out,
@@ -2728,6 +2744,7 @@ typedef struct mlstack__st_tensor {
     int64_t shape[MLSTACK_MAX_DIMS];
     uint64_t begin, end; /* within the data area of its file */
     int file;
+    int quant; /* U8 rows of this block format (MLSTACK__W_Q8_0/_Q4_1) from a GGUF file; else 0 */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -3075,7 +3092,552 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
     v->n_bytes = t->end - t->begin;
 }
 
-/* ==== 5. UNICODE ==== */ /* >>unicode */
+/* ==== 5. GGUF ==== */ /* >>gguf */
+/* llama.cpp's single-file format, versions 2 and 3, all little-endian:
+     magic "GGUF", u32 version, u64 n_tensors, u64 n_kv,
+     n_kv x (string key, u32 value type, value),
+     n_tensors x (string name, u32 n_dims, n_dims x u64 ne, u32 ggml type, u64 offset),
+     padding to general.alignment (default 32), then the data section.
+   A string is u64 length + bytes (no NUL); an array is u32 element type + u64 count + elements.
+   ne[0] is the innermost (contiguous) dimension, the reverse of safetensors' shape. A tensor of
+   a block type holds ne[0] / block elements per row, each block `type size` bytes.
+   Every count, length and offset is checked against the bytes that remain before it is used;
+   values are read with explicit little-endian decoding and never written. The parsed form keeps
+   offsets into the mapping: strings and arrays are read in place (zero copy). */
+
+#ifndef MLSTACK_MAX_GGUF_NAME
+#define MLSTACK_MAX_GGUF_NAME 1024 /* longest key or tensor name accepted */
+#endif
+
+enum {
+    MLSTACK__GGUF_U8 = 0, MLSTACK__GGUF_I8 = 1, MLSTACK__GGUF_U16 = 2, MLSTACK__GGUF_I16 = 3, MLSTACK__GGUF_U32 = 4,
+    MLSTACK__GGUF_I32 = 5, MLSTACK__GGUF_F32 = 6, MLSTACK__GGUF_BOOL = 7, MLSTACK__GGUF_STRING = 8,
+    MLSTACK__GGUF_ARRAY = 9, MLSTACK__GGUF_U64 = 10, MLSTACK__GGUF_I64 = 11, MLSTACK__GGUF_F64 = 12,
+    MLSTACK__GGUF_NTYPES = 13
+};
+static const char *const mlstack__gguf_type_names[MLSTACK__GGUF_NTYPES] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+static const unsigned char mlstack__gguf_type_sizes[MLSTACK__GGUF_NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+/* GGML tensor types (ggml.h numbering: an on-disk ABI). Block size 0 = unknown or removed. */
+enum {
+    MLSTACK__GGML_F32 = 0, MLSTACK__GGML_F16 = 1, MLSTACK__GGML_Q4_0 = 2, MLSTACK__GGML_Q4_1 = 3,
+    MLSTACK__GGML_Q5_0 = 6, MLSTACK__GGML_Q5_1 = 7, MLSTACK__GGML_Q8_0 = 8, MLSTACK__GGML_Q8_1 = 9,
+    MLSTACK__GGML_Q2_K = 10, MLSTACK__GGML_Q3_K = 11, MLSTACK__GGML_Q4_K = 12, MLSTACK__GGML_Q5_K = 13,
+    MLSTACK__GGML_Q6_K = 14, MLSTACK__GGML_Q8_K = 15, MLSTACK__GGML_IQ4_NL = 20, MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_NTYPES = 42
+};
+typedef struct mlstack__ggml_type_info {
+    const char *name;
+    unsigned short block;  /* elements per block */
+    unsigned short size;   /* bytes per block */
+} mlstack__ggml_type_info;
+static const mlstack__ggml_type_info mlstack__ggml_types[MLSTACK__GGML_NTYPES] = {
+    {"F32", 1, 4},       {"F16", 1, 2},      {"Q4_0", 32, 18},    {"Q4_1", 32, 20},    {"Q4_2", 0, 0},
+    {"Q4_3", 0, 0},      {"Q5_0", 32, 22},   {"Q5_1", 32, 24},    {"Q8_0", 32, 34},    {"Q8_1", 32, 36},
+    {"Q2_K", 256, 84},   {"Q3_K", 256, 110}, {"Q4_K", 256, 144},  {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292},  {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
+    {"IQ4_NL", 32, 18},  {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82}, {"IQ4_XS", 256, 136}, {"I8", 1, 1},
+    {"I16", 1, 2},       {"I32", 1, 4},      {"I64", 1, 8},       {"F64", 1, 8},       {"IQ1_M", 256, 56},
+    {"BF16", 1, 2},      {"Q4_0_4_4", 0, 0}, {"Q4_0_4_8", 0, 0},  {"Q4_0_8_8", 0, 0},  {"TQ1_0", 256, 54},
+    {"TQ2_0", 256, 66},  {"IQ4_NL_4_4", 0, 0}, {"IQ4_NL_4_8", 0, 0}, {"IQ4_NL_8_8", 0, 0}, {"MXFP4", 32, 17},
+    {"NVFP4", 64, 36},   {"Q1_0", 128, 18}};
+
+MLSTACK__FN const char *mlstack__ggml_type_name(uint32_t type) {
+    return type < MLSTACK__GGML_NTYPES && mlstack__ggml_types[type].block ? mlstack__ggml_types[type].name : "?";
+}
+
+typedef struct mlstack__gguf_kv {
+    const char *key;    /* NUL-terminated copy */
+    size_t key_len;
+    uint32_t type;      /* MLSTACK__GGUF_* */
+    uint32_t elem_type; /* arrays: the element type */
+    uint64_t n;         /* arrays: element count; 1 otherwise */
+    uint64_t off;       /* file offset of the value (arrays: of the first element) */
+    uint64_t bytes;     /* bytes the value (all elements) occupies */
+} mlstack__gguf_kv;
+
+#define MLSTACK__GGUF_MAX_DIMS 4
+typedef struct mlstack__gguf_tensor {
+    const char *name; /* NUL-terminated copy */
+    size_t name_len;
+    uint32_t type;    /* MLSTACK__GGML_* */
+    int n_dims;
+    uint64_t ne[MLSTACK__GGUF_MAX_DIMS]; /* ne[0] innermost; unused dimensions are 1 */
+    uint64_t offset;                    /* within the data section */
+    uint64_t bytes;
+} mlstack__gguf_tensor;
+
+typedef struct mlstack__gguf {
+    mlstack__map map; /* empty when opened from memory */
+    const unsigned char *bytes;
+    uint64_t size;
+    uint32_t version, alignment;
+    mlstack__gguf_kv *kvs;
+    uint64_t n_kv;
+    mlstack__gguf_tensor *tensors; /* in file order */
+    uint64_t n_tensors;
+    const unsigned char *data; /* the data section */
+    uint64_t data_off, data_size;
+    char *names; /* every key and tensor name, NUL-terminated, one allocation */
+} mlstack__gguf;
+
+/* A cursor over the file: every read checks the bytes that remain. */
+typedef struct mlstack__gguf_rd {
+    const unsigned char *p;
+    uint64_t size, pos;
+    const char *what;
+    mlstack_error *err;
+} mlstack__gguf_rd;
+
+static uint64_t mlstack__le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    while (n--) v = (v << 8) | p[n];
+    return v;
+}
+
+static mlstack_result mlstack__gguf_need(mlstack__gguf_rd *r, uint64_t n, const char *field) {
+    if (n > r->size - r->pos)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                             "%s: %s at offset %llu needs %llu bytes but the file has %llu left", r->what, field,
+                             (unsigned long long)r->pos, (unsigned long long)n, (unsigned long long)(r->size - r->pos));
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__gguf_uint(mlstack__gguf_rd *r, int n, uint64_t *out, const char *field) {
+    mlstack_result res = mlstack__gguf_need(r, (uint64_t)n, field);
+    if (res != MLSTACK_OK) return res;
+    *out = mlstack__le(r->p + r->pos, n);
+    r->pos += (uint64_t)n;
+    return MLSTACK_OK;
+}
+
+/* A string: u64 length, bytes. *s points into the file (no NUL). */
+static mlstack_result mlstack__gguf_str(mlstack__gguf_rd *r, const unsigned char **s, uint64_t *len, uint64_t max,
+                                        const char *field) {
+    mlstack_result res = mlstack__gguf_uint(r, 8, len, field);
+    if (res != MLSTACK_OK) return res;
+    if (*len > r->size - r->pos)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT, "%s: %s at offset %llu is %llu bytes long, past the end of the file",
+                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len);
+    if (*len > max)
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_LIMIT, "%s: %s at offset %llu is %llu bytes long (at most %llu accepted)",
+                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len,
+                             (unsigned long long)max);
+    *s = r->p + r->pos;
+    r->pos += *len;
+    return MLSTACK_OK;
+}
+
+/* Skips one value of `type` (arrays: of scalars or strings; nested arrays are refused). */
+static mlstack_result mlstack__gguf_skip_value(mlstack__gguf_rd *r, mlstack__gguf_kv *kv, const char *key) {
+    uint64_t len, i, t;
+    const unsigned char *s;
+    mlstack_result res;
+    char field[96];
+    snprintf(field, sizeof field, "value of %.60s", key);
+    kv->n = 1;
+    kv->elem_type = kv->type;
+    kv->off = r->pos;
+    if (kv->type == MLSTACK__GGUF_STRING) {
+        if ((res = mlstack__gguf_str(r, &s, &len, r->size, field)) != MLSTACK_OK) return res;
+    } else if (kv->type == MLSTACK__GGUF_ARRAY) {
+        if ((res = mlstack__gguf_uint(r, 4, &t, field)) != MLSTACK_OK ||
+            (res = mlstack__gguf_uint(r, 8, &kv->n, field)) != MLSTACK_OK)
+            return res;
+        if (t >= MLSTACK__GGUF_NTYPES || t == MLSTACK__GGUF_ARRAY)
+            return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                 "%s: key %s: array element type %llu at offset %llu is not a scalar or string type",
+                                 r->what, key, (unsigned long long)t, (unsigned long long)(r->pos - 12));
+        kv->elem_type = (uint32_t)t;
+        kv->off = r->pos;
+        if (t == MLSTACK__GGUF_STRING) {
+            /* each element is at least its 8-byte length: the count is bounded by the file */
+            if (kv->n > (r->size - r->pos) / 8)
+                return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                     "%s: key %s: array of %llu strings at offset %llu cannot fit in the %llu bytes left",
+                                     r->what, key, (unsigned long long)kv->n, (unsigned long long)r->pos,
+                                     (unsigned long long)(r->size - r->pos));
+            for (i = 0; i < kv->n; i++)
+                if ((res = mlstack__gguf_str(r, &s, &len, r->size, field)) != MLSTACK_OK) return res;
+        } else {
+            uint64_t bytes;
+            if (mlstack__mul_overflows(kv->n, mlstack__gguf_type_sizes[t], &bytes) || bytes > r->size - r->pos)
+                return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                                     "%s: key %s: array of %llu %s at offset %llu runs past the end of the file", r->what,
+                                     key, (unsigned long long)kv->n, mlstack__gguf_type_names[t],
+                                     (unsigned long long)r->pos);
+            r->pos += bytes;
+        }
+    } else {
+        if ((res = mlstack__gguf_need(r, mlstack__gguf_type_sizes[kv->type], field)) != MLSTACK_OK) return res;
+        if (kv->type == MLSTACK__GGUF_BOOL && r->p[r->pos] > 1)
+            return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT, "%s: key %s: bool value %u at offset %llu is not 0 or 1",
+                                 r->what, key, r->p[r->pos], (unsigned long long)r->pos);
+        r->pos += mlstack__gguf_type_sizes[kv->type];
+    }
+    kv->bytes = r->pos - kv->off;
+    return MLSTACK_OK;
+}
+
+MLSTACK__FN void mlstack__gguf_close(mlstack__gguf *g) {
+    mlstack__map_close(&g->map);
+    MLSTACK_FREE(g->kvs);
+    MLSTACK_FREE(g->tensors);
+    MLSTACK_FREE(g->names);
+    memset(g, 0, sizeof *g);
+}
+
+MLSTACK__FN const mlstack__gguf_kv *mlstack__gguf_find(const mlstack__gguf *g, const char *key) {
+    uint64_t i;
+    size_t n = strlen(key);
+    for (i = 0; i < g->n_kv; i++) /* by length: also used while parsing, before keys are NUL-terminated */
+        if (g->kvs[i].key_len == n && memcmp(g->kvs[i].key, key, n) == 0) return &g->kvs[i];
+    return NULL;
+}
+
+MLSTACK__FN const mlstack__gguf_tensor *mlstack__gguf_tensor_find(const mlstack__gguf *g, const char *name) {
+    uint64_t i;
+    size_t n = strlen(name);
+    for (i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].name_len == n && memcmp(g->tensors[i].name, name, n) == 0) return &g->tensors[i];
+    return NULL;
+}
+
+static int mlstack__gguf_cmp_name(const void *a, const void *b) {
+    return strcmp((*(const mlstack__gguf_tensor *const *)a)->name, (*(const mlstack__gguf_tensor *const *)b)->name);
+}
+static int mlstack__gguf_cmp_off(const void *a, const void *b) {
+    const mlstack__gguf_tensor *x = *(const mlstack__gguf_tensor *const *)a, *y = *(const mlstack__gguf_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
+}
+
+/* Integer value of a scalar key of any integer type; 0 when missing, wrong type or out of
+   [lo, hi] (the message then names the key). */
+MLSTACK__FN int mlstack__gguf_int(const mlstack__gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                                  mlstack_error *err) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    const unsigned char *p;
+    int64_t v;
+    if (!kv) return 0;
+    p = g->bytes + kv->off;
+    switch (kv->type) {
+    case MLSTACK__GGUF_U8: v = p[0]; break;
+    case MLSTACK__GGUF_I8: v = (int8_t)p[0]; break;
+    case MLSTACK__GGUF_U16: v = (int64_t)mlstack__le(p, 2); break;
+    case MLSTACK__GGUF_I16: v = (int16_t)mlstack__le(p, 2); break;
+    case MLSTACK__GGUF_U32: v = (int64_t)mlstack__le(p, 4); break;
+    case MLSTACK__GGUF_I32: v = (int32_t)(uint32_t)mlstack__le(p, 4); break;
+    case MLSTACK__GGUF_U64:
+        if (mlstack__le(p, 8) > (uint64_t)INT64_MAX) v = INT64_MAX;
+        else v = (int64_t)mlstack__le(p, 8);
+        break;
+    case MLSTACK__GGUF_I64: v = (int64_t)mlstack__le(p, 8); break;
+    default:
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s is a %s, expected an integer", key, mlstack__gguf_type_names[kv->type]);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s = %lld is outside [%lld, %lld]", key, (long long)v, (long long)lo,
+                      (long long)hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* f32 or f64 scalar; 0 when missing or of another type. */
+MLSTACK__FN int mlstack__gguf_float(const mlstack__gguf *g, const char *key, double *out) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    uint64_t bits;
+    if (!kv || (kv->type != MLSTACK__GGUF_F32 && kv->type != MLSTACK__GGUF_F64)) return 0;
+    bits = mlstack__le(g->bytes + kv->off, kv->type == MLSTACK__GGUF_F32 ? 4 : 8);
+    if (kv->type == MLSTACK__GGUF_F32) {
+        uint32_t b32 = (uint32_t)bits;
+        float f;
+        memcpy(&f, &b32, 4);
+        *out = f;
+    } else {
+        memcpy(out, &bits, 8);
+    }
+    return 1;
+}
+
+/* bool scalar (def when missing or of another type). */
+MLSTACK__FN int mlstack__gguf_bool(const mlstack__gguf *g, const char *key, int def) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    return kv && kv->type == MLSTACK__GGUF_BOOL ? g->bytes[kv->off] != 0 : def;
+}
+
+/* String scalar, in place (not NUL-terminated); NULL when missing or of another type. */
+MLSTACK__FN const char *mlstack__gguf_string(const mlstack__gguf *g, const char *key, size_t *len) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    if (!kv || kv->type != MLSTACK__GGUF_STRING) return NULL;
+    *len = (size_t)mlstack__le(g->bytes + kv->off, 8);
+    return (const char *)g->bytes + kv->off + 8;
+}
+
+/* Walks a validated string array: *pos starts at kv->off; each call returns one element. */
+MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64_t *pos, size_t *len) {
+    const char *s = (const char *)g->bytes + *pos + 8;
+    *len = (size_t)mlstack__le(g->bytes + *pos, 8);
+    *pos += 8 + *len;
+    return s;
+}
+
+/* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
+   left closed. The image must outlive g (g keeps pointers into it). */
+MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size, const char *what,
+                                          mlstack_error *err) {
+    mlstack__gguf_rd rd;
+    mlstack__gguf_tensor **order = NULL;
+    mlstack_result r;
+    uint64_t magic, version, nt, nkv, i, k, names_bytes = 1;
+    int64_t align = 32;
+    char *np;
+    rd.p = bytes;
+    rd.size = size;
+    rd.pos = 0;
+    rd.what = what;
+    rd.err = err;
+    memset(g, 0, sizeof *g);
+    g->bytes = bytes;
+    g->size = size;
+    if ((r = mlstack__gguf_uint(&rd, 4, &magic, "magic")) != MLSTACK_OK) return r;
+    if (magic != 0x46554747u) /* "GGUF" */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a GGUF file (the first 4 bytes are not \"GGUF\")", what);
+    if ((r = mlstack__gguf_uint(&rd, 4, &version, "version")) != MLSTACK_OK) return r;
+    if (version != 2 && version != 3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: GGUF version %llu at offset 4 is not supported (2 and 3 are%s)",
+                             what, (unsigned long long)version,
+                             (version & 0xFFFF) == 0 && version ? "; this looks like a big-endian file" : "");
+    g->version = (uint32_t)version;
+    if ((r = mlstack__gguf_uint(&rd, 8, &nt, "tensor count")) != MLSTACK_OK ||
+        (r = mlstack__gguf_uint(&rd, 8, &nkv, "key/value count")) != MLSTACK_OK)
+        return r;
+    /* a key/value takes at least 13 bytes (length, type, one byte), a tensor info 32: the
+       counts are bounded by the file before anything is allocated for them */
+    if (nkv > (size - rd.pos) / 13)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key/value count %llu at offset 16 cannot fit in a %llu-byte file",
+                             what, (unsigned long long)nkv, (unsigned long long)size);
+    if (nt > (size - rd.pos) / 32)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor count %llu at offset 8 cannot fit in a %llu-byte file", what,
+                             (unsigned long long)nt, (unsigned long long)size);
+    g->kvs = (mlstack__gguf_kv *)mlstack__calloc((size_t)nkv + 1, sizeof *g->kvs);
+    g->tensors = (mlstack__gguf_tensor *)mlstack__calloc((size_t)nt + 1, sizeof *g->tensors);
+    if (!g->kvs || !g->tensors) {
+        mlstack__gguf_close(g);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    }
+    for (i = 0; i < nkv; i++) {
+        mlstack__gguf_kv *kv = &g->kvs[i];
+        const unsigned char *s;
+        uint64_t len, t;
+        char key[80];
+        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) goto fail;
+        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
+                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
+            goto fail;
+        }
+        for (k = 0; k < i; k++)
+            if (g->kvs[k].key_len == len && memcmp(g->kvs[k].key, s, (size_t)len) == 0) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s appears twice", what, key);
+                goto fail;
+            }
+        kv->key = (const char *)s; /* in the file until the copy below */
+        kv->key_len = (size_t)len;
+        names_bytes += len + 1;
+        if ((r = mlstack__gguf_uint(&rd, 4, &t, "value type")) != MLSTACK_OK) goto fail;
+        if (t >= MLSTACK__GGUF_NTYPES) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what, key,
+                              (unsigned long long)t, (unsigned long long)(rd.pos - 4));
+            goto fail;
+        }
+        kv->type = (uint32_t)t;
+        if ((r = mlstack__gguf_skip_value(&rd, kv, key)) != MLSTACK_OK) goto fail;
+        g->n_kv = i + 1;
+    }
+    {
+        const mlstack__gguf_kv *a = mlstack__gguf_find(g, "general.alignment");
+        if (a) {
+            if (a->type != MLSTACK__GGUF_U32 || !mlstack__gguf_int(g, "general.alignment", 1, 1 << 30, &align, NULL) ||
+                (align & (align - 1))) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: general.alignment must be a u32 power of two up to 2^30", what);
+                goto fail;
+            }
+        }
+        g->alignment = (uint32_t)align;
+    }
+    for (i = 0; i < nt; i++) {
+        mlstack__gguf_tensor *t = &g->tensors[i];
+        const mlstack__ggml_type_info *ti;
+        const unsigned char *s;
+        uint64_t len, nd, ty, numel = 1, rows, row_bytes;
+        char name[80];
+        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) goto fail;
+        snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL", what,
+                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
+            goto fail;
+        }
+        t->name = (const char *)s;
+        t->name_len = (size_t)len;
+        names_bytes += len + 1;
+        g->n_tensors = i + 1;
+        if ((r = mlstack__gguf_uint(&rd, 4, &nd, "dimension count")) != MLSTACK_OK) goto fail;
+        if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
+                              (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
+            goto fail;
+        }
+        t->n_dims = (int)nd;
+        for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
+        for (k = 0; k < nd; k++) {
+            if ((r = mlstack__gguf_uint(&rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) goto fail;
+            if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel)) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: ne[%llu] = %llu makes the element count overflow",
+                                  what, name, (unsigned long long)k, (unsigned long long)t->ne[k]);
+                goto fail;
+            }
+        }
+        if ((r = mlstack__gguf_uint(&rd, 4, &ty, "tensor type")) != MLSTACK_OK) goto fail;
+        if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed", what,
+                              name, (unsigned long long)ty);
+            goto fail;
+        }
+        t->type = (uint32_t)ty;
+        ti = &mlstack__ggml_types[ty];
+        if (t->ne[0] % ti->block) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements", what,
+                              name, (unsigned long long)t->ne[0], ti->name, ti->block);
+            goto fail;
+        }
+        rows = t->ne[0] ? numel / t->ne[0] : 0;
+        row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
+        if (mlstack__mul_overflows(rows, row_bytes, &t->bytes)) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
+            goto fail;
+        }
+        if ((r = mlstack__gguf_uint(&rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) goto fail;
+        if (t->offset % (uint64_t)align) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: offset %llu is not a multiple of the alignment %lld",
+                              what, name, (unsigned long long)t->offset, (long long)align);
+            goto fail;
+        }
+    }
+    /* the data section starts at the next multiple of the alignment */
+    g->data_off = rd.pos + ((uint64_t)align - rd.pos % (uint64_t)align) % (uint64_t)align;
+    if (g->data_off > size) {
+        if (nt) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the data section (offset %llu) starts past the end of the file (%llu bytes)",
+                              what, (unsigned long long)g->data_off, (unsigned long long)size);
+            goto fail;
+        }
+        g->data_off = size;
+    }
+    g->data = bytes + g->data_off;
+    g->data_size = size - g->data_off;
+    for (i = 0; i < nt; i++) {
+        const mlstack__gguf_tensor *t = &g->tensors[i];
+        if (t->offset > g->data_size || t->bytes > g->data_size - t->offset) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: tensor %.*s: %llu bytes at data offset %llu run past the end of the data section (%llu bytes)",
+                              what, (int)(t->name_len > 200 ? 200 : t->name_len), t->name, (unsigned long long)t->bytes,
+                              (unsigned long long)t->offset, (unsigned long long)g->data_size);
+            goto fail;
+        }
+    }
+    /* names copied and NUL-terminated, in one allocation */
+    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
+    if (!g->names) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto fail;
+    }
+    np = g->names;
+    for (i = 0; i < nkv; i++) {
+        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
+        np[g->kvs[i].key_len] = 0;
+        g->kvs[i].key = np;
+        np += g->kvs[i].key_len + 1;
+    }
+    for (i = 0; i < nt; i++) {
+        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
+        np[g->tensors[i].name_len] = 0;
+        g->tensors[i].name = np;
+        np += g->tensors[i].name_len + 1;
+    }
+    /* duplicates and overlaps */
+    if (nt > 1) {
+        order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
+        if (!order) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+            goto fail;
+        }
+        for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
+        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
+        for (i = 1; i < nt; i++)
+            if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
+                goto fail;
+            }
+        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
+        {
+            const mlstack__gguf_tensor *reach = NULL;
+            for (i = 0; i < nt; i++) {
+                const mlstack__gguf_tensor *cur = order[i];
+                if (!cur->bytes) continue;
+                if (reach && cur->offset < reach->offset + reach->bytes) {
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what,
+                                      reach->name, (unsigned long long)reach->offset, (unsigned long long)reach->bytes,
+                                      cur->name, (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
+                    goto fail;
+                }
+                if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes) reach = cur;
+            }
+        }
+        MLSTACK_FREE(order);
+    }
+    return MLSTACK_OK;
+fail:
+    MLSTACK_FREE(order);
+    mlstack__gguf_close(g);
+    return r;
+}
+
+/* Maps and validates a GGUF file. */
+MLSTACK__FN mlstack_result mlstack__gguf_open(mlstack__gguf *g, const char *path, mlstack_error *err) {
+    mlstack__map map;
+    mlstack_result r;
+    memset(g, 0, sizeof *g);
+    memset(&map, 0, sizeof map);
+    r = mlstack__map_open(&map, path, err);
+    if (r != MLSTACK_OK) return r;
+    r = mlstack__gguf_parse(g, map.data, map.size, path, err);
+    if (r != MLSTACK_OK) {
+        mlstack__map_close(&map);
+        return r;
+    }
+    g->map = map;
+    return MLSTACK_OK;
+}
+
+/* True when path names a file whose first four bytes are "GGUF". */
+MLSTACK__FN int mlstack__is_gguf(const char *path) {
+    FILE *f = mlstack__fopen(path, "rb");
+    unsigned char m[4];
+    int ok;
+    if (!f) return 0;
+    ok = fread(m, 1, 4, f) == 4 && memcmp(m, "GGUF", 4) == 0;
+    fclose(f);
+    return ok;
+}
+
+/* ==== 6. UNICODE ==== */ /* >>unicode */
 
 /* Code points, properties and normalization.
    Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The tables are generated by
@@ -3311,7 +3873,7 @@ oom:
 }
 
 
-/* ==== 6. REGEX ==== */ /* >>regex */
+/* ==== 7. REGEX ==== */ /* >>regex */
 
 /* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
    leftmost match, ordered alternation, greedy/lazy/possessive quantifiers, Unicode-aware \s \d \w
@@ -4472,7 +5034,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 
 
 
-/* ==== 7. TOKENIZER ==== */ /* >>tokenizer */
+/* ==== 8. TOKENIZER ==== */ /* >>tokenizer */
 /* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
      text -> invalid UTF-8 replaced (U+FFFD per maximal invalid subpart, like Python's
              bytes.decode("utf-8", "replace"), since a Python str cannot hold invalid UTF-8)
@@ -6623,6 +7185,393 @@ done:
     return r;
 }
 
+/* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
+   llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
+   2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
+   ("a b"), and names the pre-tokenizer in tokenizer.ggml.pre. We assemble the tokenizer.json
+   that Hugging Face has for that family and load it like any other, so one interpreter serves
+   both: model "gpt2" is byte-level BPE with the named pre-tokenizer; model "llama" is
+   SentencePiece-style BPE with byte fallback, its merges derived from the scores the way
+   transformers' converter derives them (every split of a piece into two pieces of the
+   vocabulary, ordered by the merged piece's score, highest first; ties by ids). A pre-tokenizer
+   name that is not in the table is an error: guessing one would silently give other ids. */
+
+/* pre-tokenizer steps of the table below */
+enum { MLSTACK__GP_END, MLSTACK__GP_SPLIT, MLSTACK__GP_DIGITS, MLSTACK__GP_DIGIT_RUNS, MLSTACK__GP_PUNCT,
+       MLSTACK__GP_BYTELEVEL, MLSTACK__GP_BYTELEVEL_NOREGEX };
+typedef struct mlstack__gguf_pretok {
+    const char *names; /* tokenizer.ggml.pre values, separated by '|' */
+    int nfc;           /* the family's tokenizer.json normalizes to NFC */
+    struct {
+        int kind;
+        const char *pattern;
+    } steps[8];
+} mlstack__gguf_pretok;
+
+static const mlstack__gguf_pretok mlstack__gguf_pretoks[] = {
+    {"gpt-2|gpt2|phi-2|olmo|jais", 0, {{MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"mpt|gpt-neox", 1, {{MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"smollm|starcoder|refact|codeshell", 0, {{MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}}},
+    {"falcon", 0,
+     {{MLSTACK__GP_PUNCT, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}, {MLSTACK__GP_DIGIT_RUNS, NULL},
+      {MLSTACK__GP_SPLIT, "[0-9][0-9][0-9]"}}},
+    {"llama-bpe|llama3|llama-v3|smaug-bpe|dbrx", 0,
+     {{MLSTACK__GP_SPLIT, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                          "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+      {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"qwen2|deepseek-r1-qwen|stablelm2", 1, {{MLSTACK__GP_SPLIT, NULL /* mlstack__qwen2_pattern */}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-llm", 0,
+     {{MLSTACK__GP_SPLIT, "[\r\n]"},
+      {MLSTACK__GP_SPLIT, "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93"
+                        "\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce"
+                        "\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5\xcf\xb7-\xd2\x81\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0"
+                        "-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5\xe1\x8f\xb8-\xe1\x8f\xbd\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-"
+                        "\xe1\xb2\xbf\xe1\xb4\x80-\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a\xe1\xb8\x80-\xe1"
+                        "\xbc\x95\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-\xe1\xbd"
+                        "\x97\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-\xe1\xbe\xb4\xe1\xbe\xb6"
+                        "-\xe1\xbe\xbc\xe1\xbe\xbe\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1"
+                        "\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84"
+                        "\x82\xe2\x84\x87\xe2\x84\x8a-\xe2\x84\x93\xe2\x84\x95\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6"
+                        "\xe2\x84\xa8\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9\xe2\x84\xbc-\xe2\x84\xbf\xe2"
+                        "\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb\xe2\xb1\xbe-\xe2\xb3"
+                        "\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b"
+                        "\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef"
+                        "\xac\x80-\xef\xac\x86\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90"
+                        "\x90\x80-\xf0\x90\x91\x8f\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2"
+                        "\x80-\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80"
+                        "-\xf0\x9e\xa5\x83]+"},
+      {MLSTACK__GP_SPLIT, "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3"
+                        "\x80\x82]+"},
+      {MLSTACK__GP_SPLIT, "\\s+$"},
+      {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
+      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-coder", 0,
+     {{MLSTACK__GP_SPLIT, "[\r\n]"}, {MLSTACK__GP_SPLIT, "\\s?\\p{L}+"}, {MLSTACK__GP_SPLIT, "\\s?\\p{P}+"},
+      {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
+      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+};
+
+/* A string -> id table for the vocabulary (open addressing, keyed hash: a crafted vocabulary
+   cannot make it collide; ids < 2^31). */
+typedef struct mlstack__strtab {
+    int32_t *slot; /* -1 empty */
+    size_t mask;
+    uint64_t key[2];
+    const char *const *s;
+    const size_t *len;
+} mlstack__strtab;
+static int32_t mlstack__strtab_find(const mlstack__strtab *t, const char *s, size_t n) {
+    size_t i = (size_t)mlstack__hash(t->key, s, n) & t->mask;
+    for (;; i = (i + 1) & t->mask) {
+        int32_t id = t->slot[i];
+        if (id < 0) return -1;
+        if (t->len[id] == n && memcmp(t->s[id], s, n) == 0) return id;
+    }
+}
+
+typedef struct mlstack__spm_merge {
+    float score;
+    int32_t merged, l, r;
+} mlstack__spm_merge;
+static int mlstack__spm_merge_cmp(const void *a, const void *b) {
+    const mlstack__spm_merge *x = (const mlstack__spm_merge *)a, *y = (const mlstack__spm_merge *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->merged != y->merged) return x->merged < y->merged ? -1 : 1;
+    if (x->l != y->l) return x->l < y->l ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+
+/* tokenizer.json (json) and tokenizer_config.json (cfg) for the vocabulary in g. Returns
+   MLSTACK_ERR_NOT_FOUND when g has no tokenizer.ggml.model. */
+MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json, mlstack__buf *cfg,
+                                             mlstack_error *err) {
+    const mlstack__gguf_kv *ktok = mlstack__gguf_find(g, "tokenizer.ggml.tokens"), *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
+                           *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"), *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
+    const char *model, *pre = NULL, **s = NULL, *tpl;
+    size_t model_len, pre_len = 0, *len = NULL, i, tpl_len;
+    int spm, ok = 1, first;
+    int64_t n = 0, bos = -1, eos = -1, unk = -1, x;
+    const mlstack__gguf_pretok *pt = NULL;
+    mlstack__strtab tab;
+    mlstack__spm_merge *merges = NULL;
+    size_t n_merges = 0;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t pos;
+    char num[96];
+    memset(&tab, 0, sizeof tab);
+    model = mlstack__gguf_string(g, "tokenizer.ggml.model", &model_len);
+    if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", what);
+    if ((model_len == 4 && memcmp(model, "none", 4) == 0) || (model_len == 8 && memcmp(model, "no_vocab", 8) == 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: the file has no vocabulary (tokenizer.ggml.model = none)", what);
+    if (model_len == 4 && memcmp(model, "gpt2", 4) == 0) spm = 0;
+    else if (model_len == 5 && memcmp(model, "llama", 5) == 0) spm = 1;
+    else
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
+                             what, (int)(model_len > 40 ? 40 : model_len), model);
+    if (!ktok || ktok->type != MLSTACK__GGUF_ARRAY || ktok->elem_type != MLSTACK__GGUF_STRING || ktok->n == 0 ||
+        ktok->n > (uint64_t)INT32_MAX / 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.tokens must be a non-empty array of strings", what);
+    n = (int64_t)ktok->n;
+    if (ktype && (ktype->type != MLSTACK__GGUF_ARRAY || ktype->elem_type != MLSTACK__GGUF_I32 || ktype->n != ktok->n))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.token_type must be an i32 array as long as the tokens", what);
+    if (spm && (!kscore || kscore->type != MLSTACK__GGUF_ARRAY || kscore->elem_type != MLSTACK__GGUF_F32 || kscore->n != ktok->n))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a llama (SentencePiece) vocabulary needs tokenizer.ggml.scores, an f32 array as long as the tokens", what);
+    if (!spm && (!kmerge || kmerge->type != MLSTACK__GGUF_ARRAY || kmerge->elem_type != MLSTACK__GGUF_STRING))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
+    if (!spm) {
+        size_t k;
+        pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
+        if (!pre)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown", what);
+        for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
+            const char *p = mlstack__gguf_pretoks[k].names;
+            while (*p) {
+                const char *e = strchr(p, '|');
+                size_t l = e ? (size_t)(e - p) : strlen(p);
+                if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
+                p += l + (e ? 1 : 0);
+            }
+        }
+        if (!pt)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
+                                 (int)(pre_len > 60 ? 60 : pre_len), pre);
+    }
+    {
+        mlstack_error e2;
+        int64_t lim = n - 1;
+        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"};
+        int64_t *outs[3];
+        int k;
+        outs[0] = &bos, outs[1] = &eos, outs[2] = &unk;
+        for (k = 0; k < 3; k++) {
+            if (!mlstack__gguf_find(g, keys[k])) continue;
+            if (!mlstack__gguf_int(g, keys[k], 0, lim, outs[k], &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what, e2.message, (long long)n);
+        }
+    }
+    s = (const char **)mlstack__calloc((size_t)n, sizeof *s);
+    len = (size_t *)mlstack__calloc((size_t)n, sizeof *len);
+    for (i = 1; i < 2 * (size_t)n; i *= 2) {
+    }
+    tab.mask = i - 1;
+    tab.slot = (int32_t *)MLSTACK_MALLOC(i * sizeof(int32_t));
+    if (!s || !len || !tab.slot) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto done;
+    }
+    memset(tab.slot, 0xff, i * sizeof(int32_t));
+    mlstack__hash_key(tab.key, &tab);
+    tab.s = s;
+    tab.len = len;
+    pos = ktok->off;
+    for (i = 0; i < (size_t)n; i++) {
+        size_t h;
+        s[i] = mlstack__gguf_next_string(g, &pos, &len[i]);
+        if (mlstack__strtab_find(&tab, s[i], len[i]) >= 0) continue; /* a repeated piece keeps its first id */
+        for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {
+        }
+        tab.slot[h] = (int32_t)i;
+    }
+#define MLSTACK__TT(id) (ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * (size_t)(id), 4) : 1)
+    /* model */
+    ok &= mlstack__buf_puts(json, "{\"version\":\"1.0\",\"model\":{\"type\":\"BPE\",\"dropout\":null,");
+    if (spm) {
+        ok &= mlstack__buf_puts(json, "\"unk_token\":");
+        ok &= unk >= 0 ? mlstack__json_quote(json, s[unk], len[unk]) : mlstack__buf_puts(json, "null");
+        ok &= mlstack__buf_puts(json, ",\"fuse_unk\":true,\"byte_fallback\":true,");
+    } else {
+        ok &= mlstack__buf_puts(json, "\"unk_token\":null,\"fuse_unk\":false,\"byte_fallback\":false,");
+    }
+    ok &= mlstack__buf_puts(json, "\"vocab\":{");
+    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
+        if (mlstack__strtab_find(&tab, s[i], len[i]) != (int32_t)i) continue;
+        snprintf(num, sizeof num, ":%lu", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, s[i], len[i]) && mlstack__buf_puts(json, num);
+        first = 0;
+    }
+    ok &= mlstack__buf_puts(json, "},\"merges\":[");
+    if (!spm) {
+        size_t ml;
+        const char *m;
+        pos = kmerge->off;
+        for (i = 0; ok && i < kmerge->n; i++) {
+            m = mlstack__gguf_next_string(g, &pos, &ml);
+            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, m, ml);
+        }
+    } else {
+        size_t cap = 0;
+        for (x = 0; x < n; x++) {
+            const float *sc = NULL;
+            size_t p;
+            float score;
+            uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
+            (void)sc;
+            memcpy(&score, &bits, 4);
+            if (mlstack__strtab_find(&tab, s[x], len[x]) != (int32_t)x) continue;
+            for (p = 1; p < len[x]; p++) {
+                int32_t l, rr;
+                if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
+                l = mlstack__strtab_find(&tab, s[x], p);
+                rr = l < 0 ? -1 : mlstack__strtab_find(&tab, s[x] + p, len[x] - p);
+                if (rr < 0) continue;
+                if (n_merges == cap) {
+                    mlstack__spm_merge *nm;
+                    cap = cap ? cap * 2 : 4096;
+                    nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
+                    if (!nm) {
+                        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+                        goto done;
+                    }
+                    merges = nm;
+                }
+                merges[n_merges].score = score;
+                merges[n_merges].merged = (int32_t)x;
+                merges[n_merges].l = l;
+                merges[n_merges].r = rr;
+                n_merges++;
+            }
+        }
+        if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
+        for (i = 0; ok && i < n_merges; i++) {
+            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
+                  mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
+                  mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
+        }
+    }
+    ok &= mlstack__buf_puts(json, "]},\"added_tokens\":[");
+    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
+        int32_t tt = MLSTACK__TT(i);
+        if (tt != 2 && tt != 3 && tt != 4) continue;
+        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) && mlstack__json_quote(json, s[i], len[i]);
+        ok &= mlstack__buf_puts(json, tt == 4 ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
+                                              : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
+        first = 0;
+    }
+    ok &= mlstack__buf_puts(json, "],");
+    if (spm) {
+        int prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
+        ok &= mlstack__buf_puts(json, prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
+                                               "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
+                                             : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
+        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+                                      "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+        ok &= mlstack__buf_puts(json, prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
+    } else {
+        int k;
+        ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
+        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
+        for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
+            if (k) ok &= mlstack__buf_puts(json, ",");
+            switch (pt->steps[k].kind) {
+            case MLSTACK__GP_SPLIT: {
+                const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") && mlstack__json_quote(json, p, strlen(p)) &&
+                      mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
+                break;
+            }
+            case MLSTACK__GP_DIGITS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}"); break;
+            case MLSTACK__GP_DIGIT_RUNS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}"); break;
+            case MLSTACK__GP_PUNCT: ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}"); break;
+            case MLSTACK__GP_BYTELEVEL: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"); break;
+            default: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"); break;
+            }
+        }
+        ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
+    }
+    /* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template */
+    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
+    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
+    if (bos >= 0) ok &= mlstack__buf_puts(cfg, ",\"bos_token\":") && mlstack__json_quote(cfg, s[bos], len[bos]);
+    if (eos >= 0) ok &= mlstack__buf_puts(cfg, ",\"eos_token\":") && mlstack__json_quote(cfg, s[eos], len[eos]);
+    if (unk >= 0) ok &= mlstack__buf_puts(cfg, ",\"unk_token\":") && mlstack__json_quote(cfg, s[unk], len[unk]);
+    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
+    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
+    ok &= mlstack__buf_puts(cfg, "}");
+#undef MLSTACK__TT
+    if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+done:
+    MLSTACK_FREE(merges);
+    MLSTACK_FREE(tab.slot);
+    MLSTACK_FREE(s);
+    MLSTACK_FREE(len);
+    return r;
+}
+
+/* The tokenizer.ggml.pre name of a tokenizer.json's normalizer + pre-tokenizer (the table
+   above, compared step by step), or NULL when no entry has exactly those steps. */
+static int mlstack__pretok_canon(const mlstack__json *p, mlstack__buf *b) {
+    const mlstack__json *c;
+    if (!p || p->type != MLSTACK__JSON_OBJECT) return 0;
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Sequence")) {
+        for (c = mlstack__json_get(p, "pretokenizers") ? mlstack__json_get(p, "pretokenizers")->child : NULL; c; c = c->next)
+            if (!mlstack__pretok_canon(c, b)) return 0;
+        return 1;
+    }
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "ByteLevel")) {
+        if (mlstack__jbool(p, "add_prefix_space", 0)) return 0;
+        return mlstack__buf_puts(b, mlstack__jbool(p, "use_regex", 1) ? "|B1" : "|B0");
+    }
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Digits"))
+        return mlstack__buf_puts(b, mlstack__jbool(p, "individual_digits", 0) ? "|D1" : "|D0");
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Punctuation")) return mlstack__buf_puts(b, "|P");
+    if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Split")) {
+        const mlstack__json *re = mlstack__json_get(mlstack__json_get(p, "pattern"), "Regex");
+        if (!re || re->type != MLSTACK__JSON_STRING || !mlstack__json_is_str(mlstack__json_get(p, "behavior"), "Isolated") ||
+            mlstack__jbool(p, "invert", 0))
+            return 0;
+        return mlstack__buf_puts(b, "|S") && mlstack__buf_put(b, re->str, re->len);
+    }
+    return 0;
+}
+
+MLSTACK__FN const char *mlstack__gguf_pre_name(const mlstack__json *normalizer, const mlstack__json *pre, char *name, size_t cap) {
+    mlstack__buf have = {0, 0, 0}, want = {0, 0, 0};
+    size_t k;
+    int nfc = mlstack__json_is_str(mlstack__json_get(normalizer, "type"), "NFC"), ok;
+    const char *found = NULL;
+    if (!mlstack__json_is_null(normalizer) && !nfc) return NULL;
+    ok = mlstack__pretok_canon(pre, &have);
+    for (k = 0; ok && !found && k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0]; k++) {
+        const mlstack__gguf_pretok *pt = &mlstack__gguf_pretoks[k];
+        int s;
+        want.n = 0;
+        if (pt->nfc != nfc) continue;
+        for (s = 0; s < 8 && pt->steps[s].kind != MLSTACK__GP_END; s++) {
+            const char *p = pt->steps[s].pattern ? pt->steps[s].pattern : mlstack__qwen2_pattern;
+            switch (pt->steps[s].kind) {
+            case MLSTACK__GP_SPLIT: mlstack__buf_puts(&want, "|S"), mlstack__buf_puts(&want, p); break;
+            case MLSTACK__GP_DIGITS: mlstack__buf_puts(&want, "|D1"); break;
+            case MLSTACK__GP_DIGIT_RUNS: mlstack__buf_puts(&want, "|D0"); break;
+            case MLSTACK__GP_PUNCT: mlstack__buf_puts(&want, "|P"); break;
+            case MLSTACK__GP_BYTELEVEL: mlstack__buf_puts(&want, "|B1"); break;
+            default: mlstack__buf_puts(&want, "|B0"); break;
+            }
+        }
+        if (want.n == have.n && (want.n == 0 || memcmp(want.p, have.p, want.n) == 0)) {
+            const char *e = strchr(pt->names, '|');
+            size_t l = e ? (size_t)(e - pt->names) : strlen(pt->names);
+            snprintf(name, cap, "%.*s", (int)l, pt->names);
+            found = name;
+        }
+    }
+    MLSTACK_FREE(have.p);
+    MLSTACK_FREE(want.p);
+    return found;
+}
+
+/* The tokenizer of a GGUF file (its metadata), loaded; MLSTACK_ERR_NOT_FOUND when it has none. */
+MLSTACK__FN mlstack_result mlstack__tok_open_gguf(const mlstack__gguf *g, const char *what, mlstack_tokenizer **out, mlstack_error *err) {
+    mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+    mlstack_result r = mlstack__tok_from_gguf(g, what, &json, &cfg, err);
+    if (r == MLSTACK_OK) r = mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, out, err);
+    MLSTACK_FREE(json.p);
+    MLSTACK_FREE(cfg.p);
+    return r;
+}
+
 MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_tokenizer **out, mlstack_error *err) {
     char *tpath, *cpath, *json = NULL, *cfg = NULL;
     size_t jl = 0, cl = 0;
@@ -6631,6 +7580,15 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
+        mlstack__gguf g;
+        r = mlstack__gguf_open(&g, dir, err);
+        if (r == MLSTACK_OK) {
+            r = mlstack__tok_open_gguf(&g, dir, out, err);
+            mlstack__gguf_close(&g);
+        }
+        return r;
+    }
     tpath = mlstack__path_join(dir, "tokenizer.json");
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
@@ -6824,7 +7782,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
     MLSTACK_FREE(d);
 }
 
-/* ==== 8. TEMPLATE ==== */ /* >>template */
+/* ==== 9. TEMPLATE ==== */ /* >>template */
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -12526,6 +13484,19 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
+        mlstack__gguf g;
+        mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+        r = mlstack__gguf_open(&g, dir, err);
+        if (r == MLSTACK_OK && !mlstack__gguf_find(&g, "tokenizer.chat_template"))
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.chat_template", dir);
+        if (r == MLSTACK_OK) r = mlstack__tok_from_gguf(&g, dir, &json, &cfg, err);
+        if (r == MLSTACK_OK) r = mlstack_chat_template_from_config(cfg.p, cfg.n, out, err);
+        MLSTACK_FREE(json.p);
+        MLSTACK_FREE(cfg.p);
+        if (g.bytes) mlstack__gguf_close(&g);
+        return r;
+    }
     t = (mlstack_chat_template *)mlstack__calloc(1, sizeof *t);
     if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     memset(&files, 0, sizeof files);
@@ -12676,7 +13647,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
 }
 
-/* ==== 9. KERNELS ==== */ /* >>kernels */
+/* ==== 10. KERNELS ==== */ /* >>kernels */
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these.
@@ -13340,7 +14311,7 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-/* ==== 10. KERNELS AVX2 ==== */ /* >>avx2 */
+/* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
@@ -13839,7 +14810,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_a
                                                        MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
 #endif
 
-/* ==== 11. KERNELS AVX512 ==== */ /* >>avx512 */
+/* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -14404,7 +15375,7 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #pragma GCC diagnostic pop
 #endif
 
-/* ==== 12. KERNELS NEON ==== */ /* >>neon */
+/* ==== 13. KERNELS NEON ==== */ /* >>neon */
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -14922,7 +15893,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 #endif
 #endif
 
-/* ==== 13. KERNEL DISPATCH ==== */ /* >>dispatch */
+/* ==== 14. KERNEL DISPATCH ==== */ /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | neon). Caps rank paths within one architecture: a cap above what the
@@ -15022,7 +15993,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     }
 }
 
-/* ==== 14. QUANT ==== */ /* >>quant */
+/* ==== 15. QUANT ==== */ /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -15111,7 +16082,180 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 15. GRAMMAR ==== */ /* >>grammar */
+/* ==== 16. GGML QUANTS ==== */ /* >>ggmlquant */
+/* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
+   and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
+   arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
+   sum, in that order), so the result is bit-identical to it:
+     Q4_0    d f16, 16 bytes of nibbles (element j low nibble of byte j, j+16 high); w = d * (q - 8)
+     Q5_0    d f16, u32 high bits (bit j: element j), 16 bytes of nibbles;      w = d * (q - 16)
+     Q5_1    d, m f16, u32 high bits, nibbles;                                  w = d * q + m
+     IQ4_NL  d f16, nibbles indexing a fixed non-linear table of 16 int8 values; w = d * table[q]
+     Q2_K    256 = 16 x 16: 16 scale bytes (low nibble scale, high nibble min), 64 bytes of 2-bit
+             values, d and dmin f16;                          w = (d * sc) * q - (dmin * mn)
+     Q3_K    256 = 16 x 16: 32 bytes high-bit mask, 64 bytes of 2-bit values, 12 bytes of 6-bit
+             signed scales, d f16; q = low2 - 4 * !high;      w = (d * (sc - 32)) * q
+     Q4_K    256 = 8 x 32: d, dmin f16, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
+                                                              w = (d * sc) * q - (dmin * mn)
+     Q5_K    as Q4_K plus 32 bytes of fifth bits
+     Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
+                                                              w = (d * sc) * (q - 32)
+   The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
+
+static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block (ggml get_scale_min_k4). */
+static void mlstack__k4_scale_min(const unsigned char *s, int j, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Whether mlstack__ggml_dequant_row handles `type`. */
+MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
+    switch (type) {
+    case MLSTACK__GGML_F32: case MLSTACK__GGML_F16: case MLSTACK__GGML_BF16: case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_Q4_1: case MLSTACK__GGML_Q5_0: case MLSTACK__GGML_Q5_1: case MLSTACK__GGML_Q8_0:
+    case MLSTACK__GGML_Q2_K: case MLSTACK__GGML_Q3_K: case MLSTACK__GGML_Q4_K: case MLSTACK__GGML_Q5_K:
+    case MLSTACK__GGML_Q6_K: case MLSTACK__GGML_IQ4_NL: return 1;
+    default: return 0;
+    }
+}
+
+/* dst[0..n) = the n values of a row stored as `type` at src (n a multiple of the block size;
+   src may be unaligned). */
+MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float *dst, int64_t n) {
+    const unsigned char *b = (const unsigned char *)src;
+    int64_t i, nb = n / (mlstack__ggml_types[type].block ? mlstack__ggml_types[type].block : 1);
+    int j, l;
+    switch (type) {
+    case MLSTACK__GGML_F32: memcpy(dst, src, (size_t)n * 4); return;
+    case MLSTACK__GGML_F16: mlstack__to_f32(MLSTACK_DTYPE_F16, src, dst, (size_t)n); return;
+    case MLSTACK__GGML_BF16: mlstack__to_f32(MLSTACK_DTYPE_BF16, src, dst, (size_t)n); return;
+    case MLSTACK__GGML_Q8_0:
+        for (i = 0; i < nb; i++, b += 34, dst += 32) {
+            float d = mlstack__f16le(b);
+            for (j = 0; j < 32; j++) dst[j] = (float)(int8_t)b[2 + j] * d;
+        }
+        return;
+    case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_IQ4_NL:
+        for (i = 0; i < nb; i++, b += 18, dst += 32) {
+            float d = mlstack__f16le(b);
+            for (j = 0; j < 16; j++) {
+                int lo = b[2 + j] & 0xF, hi = b[2 + j] >> 4;
+                if (type == MLSTACK__GGML_Q4_0) {
+                    dst[j] = d * (float)(lo - 8);
+                    dst[j + 16] = d * (float)(hi - 8);
+                } else {
+                    dst[j] = d * (float)mlstack__iq4nl_values[lo];
+                    dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
+                }
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q4_1:
+        for (i = 0; i < nb; i++, b += 20, dst += 32) {
+            float d = mlstack__f16le(b), m = mlstack__f16le(b + 2);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)(b[4 + j] & 0xF) + m;
+                dst[j + 16] = d * (float)(b[4 + j] >> 4) + m;
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_Q5_1: {
+        int one = type == MLSTACK__GGML_Q5_1, bs = one ? 24 : 22;
+        for (i = 0; i < nb; i++, b += bs, dst += 32) {
+            float d = mlstack__f16le(b), m = one ? mlstack__f16le(b + 2) : 0.0f;
+            const unsigned char *qh = b + (one ? 4 : 2), *qs = qh + 4;
+            uint32_t h = (uint32_t)mlstack__le(qh, 4);
+            for (j = 0; j < 16; j++) {
+                int q0 = (qs[j] & 0xF) | (int)((h >> j) & 1) << 4, q1 = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+                if (one) {
+                    dst[j] = d * (float)q0 + m;
+                    dst[j + 16] = d * (float)q1 + m;
+                } else {
+                    dst[j] = d * (float)(q0 - 16);
+                    dst[j + 16] = d * (float)(q1 - 16);
+                }
+            }
+        }
+        return;
+    }
+    case MLSTACK__GGML_Q2_K:
+        for (i = 0; i < nb; i++, b += 84, dst += 256) {
+            const unsigned char *sc = b, *qs = b + 16;
+            float d = mlstack__f16le(b + 80), dmin = mlstack__f16le(b + 82);
+            for (j = 0; j < 256; j++) { /* element j = 128 g + 32 s + l: bits 2s of byte 32 g + l */
+                int g = j >> 7, s = (j >> 5) & 3, ll = j & 31, k = j >> 4;
+                int q = (qs[32 * g + ll] >> (2 * s)) & 3;
+                dst[j] = (d * (float)(sc[k] & 0xF)) * (float)q - dmin * (float)(sc[k] >> 4);
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q3_K:
+        for (i = 0; i < nb; i++, b += 110, dst += 256) {
+            const unsigned char *hm = b, *qs = b + 32, *s = b + 96;
+            float d = mlstack__f16le(b + 108), dl[16];
+            for (j = 0; j < 16; j++) {
+                int lo = (s[j & 7] >> (4 * (j >> 3))) & 0xF, hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+                dl[j] = d * (float)((int8_t)(uint8_t)(lo | (hi << 4)) - 32);
+            }
+            for (j = 0; j < 256; j++) {
+                int g = j >> 7, sh = (j >> 5) & 3, ll = j & 31;
+                int q = (qs[32 * g + ll] >> (2 * sh)) & 3, h = (hm[ll] >> (j >> 5)) & 1;
+                dst[j] = dl[j >> 4] * (float)(q - ((h ^ 1) << 2));
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q4_K:
+    case MLSTACK__GGML_Q5_K: {
+        int five = type == MLSTACK__GGML_Q5_K, bs = five ? 176 : 144;
+        for (i = 0; i < nb; i++, b += bs, dst += 256) {
+            float d = mlstack__f16le(b), dmin = mlstack__f16le(b + 2);
+            const unsigned char *s = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+            for (j = 0; j < 8; j++) { /* sub-block j = 2 g + half: nibble `half` of bytes 32 g .. 32 g + 31 */
+                int sc, mn;
+                float dd, dm;
+                mlstack__k4_scale_min(s, j, &sc, &mn);
+                dd = d * (float)sc;
+                dm = dmin * (float)mn;
+                for (l = 0; l < 32; l++) {
+                    int q = (qs[32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF;
+                    if (five) q |= ((qh[l] >> j) & 1) << 4;
+                    dst[32 * j + l] = dd * (float)q - dm;
+                }
+            }
+        }
+        return;
+    }
+    case MLSTACK__GGML_Q6_K:
+        for (i = 0; i < nb; i++, b += 210, dst += 256) {
+            const unsigned char *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            float d = mlstack__f16le(b + 208);
+            for (j = 0; j < 256; j++) {
+                int g = j >> 7, r = j & 127; /* low: nibble (r >> 6) of byte 64 g + r % 64; high: bits 2 (r >> 5) of byte 32 g + r % 32 */
+                int lo = (ql[64 * g + (r & 63)] >> (4 * (r >> 6))) & 0xF, hi = (qh[32 * g + (r & 31)] >> (2 * (r >> 5))) & 3;
+                dst[j] = (d * (float)sc[j >> 4]) * (float)((lo | (hi << 4)) - 32);
+            }
+        }
+        return;
+    default:
+        for (i = 0; i < n; i++) dst[i] = 0;
+        return;
+    }
+}
+
+/* ==== 17. GRAMMAR ==== */ /* >>grammar */
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -17944,7 +19088,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     return MLSTACK_OK;
 }
 
-/* ==== 16. MODEL ==== */ /* >>model */
+/* ==== 18. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -18119,6 +19263,7 @@ typedef struct mlstack__layer {
 struct mlstack_model {
     mlstack__config cfg;
     mlstack__st st;
+    mlstack__gguf gguf; /* the mapped file when opened from a GGUF (>>gguf); else empty */
     mlstack__layer *layers;
     const void *embed;          /* (V, D) as stored */
     mlstack_dtype embed_dtype;
@@ -18781,6 +19926,7 @@ static mlstack_result mlstack__model_vec(mlstack_model *m, const char *name, int
 static int mlstack__st_quant_of(const mlstack__st *st, const mlstack__st_tensor *t) {
     const mlstack__json *meta = mlstack__json_get(st->files[t->file].header.root, "__metadata__"), *v;
     char key[300];
+    if (t->quant) return t->quant;
     if (t->dtype != MLSTACK_DTYPE_U8 || !meta) return 0;
     snprintf(key, sizeof key, "mlstack.quant.%s", t->name);
     v = mlstack__json_get(meta, key);
@@ -19350,12 +20496,681 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
     return r;
 }
 
+/* ---- GGUF files as models (>>gguf) ----
+   mlstack_model_open takes a .gguf file, or a folder without config.json that holds exactly one:
+   hyperparameters from general.architecture and the <arch>.* keys, tensors renamed to the
+   Hugging Face names the weight map above uses, the tokenizer and chat template from the
+   tokenizer.* metadata (>>tokenizer). Weights we compute on as stored stay in the mapping:
+   F32/F16/BF16, and Q8_0/Q4_1, whose blocks are ours byte for byte (held as U8 rows marked with
+   their format, as mlstack_model_save writes them). Other block types and a block-typed
+   embedding table are dequantized to f32 at load (>>ggmlquant); a tied head then stays in its
+   block format when that is Q8_0/Q4_1. llama.cpp's converter permutes the rows of Q and K of
+   llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are put
+   back in Hugging Face order in a copy. */
+
+static const struct {
+    const char *gguf, *hf;
+} mlstack__gguf_layer_names[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"}};
+
+/* An integer key: required (def < 0) or def when missing; range-checked. */
+static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
+                                            int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
+    char key[128];
+    int64_t v;
+    mlstack_error e2;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!mlstack__gguf_find(g, key)) {
+        if (def < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing required key %s", path, key);
+        *out = (int)def;
+        return MLSTACK_OK;
+    }
+    if (!mlstack__gguf_int(g, key, lo, hi, &v, &e2)) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+    *out = (int)v;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__gguf_cfg_float(const mlstack__gguf *g, const char *arch, const char *suffix, float def,
+                                              float *out, const char *path, mlstack_error *err) {
+    char key[128];
+    double v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!mlstack__gguf_find(g, key)) {
+        *out = def;
+        return MLSTACK_OK;
+    }
+    if (!mlstack__gguf_float(g, key, &v) || !(v > 0) || v > 1e30)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be a positive f32 or f64", path, key);
+    *out = (float)v;
+    return MLSTACK_OK;
+}
+
+/* general.architecture and <arch>.* -> mlstack__config. */
+MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path, mlstack_error *err) {
+    static const struct {
+        const char *name, *cls;
+        mlstack__arch arch;
+    } archs[] = {{"llama", "LlamaForCausalLM", MLSTACK__ARCH_LLAMA},
+                 {"qwen2", "Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
+                 {"qwen3", "Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    const char *a, *st;
+    char arch[64];
+    size_t alen, k, slen;
+    int v, found = 0;
+    mlstack_result r;
+    memset(c, 0, sizeof *c);
+    a = mlstack__gguf_string(g, "general.architecture", &alen);
+    if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing string key general.architecture", path);
+    snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
+    for (k = 0; k < sizeof archs / sizeof archs[0]; k++)
+        if (strlen(archs[k].name) == alen && memcmp(archs[k].name, a, alen) == 0) {
+            c->arch = archs[k].arch;
+            snprintf(c->architecture, sizeof c->architecture, "%s", archs[k].cls);
+            found = 1;
+        }
+    if (!found)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: general.architecture = \"%s\" is not supported (supported: llama, qwen2, qwen3)", path, arch);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count", -1, 1, 1 << 20, &c->n_heads, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count_kv", c->n_heads, 1, 1 << 20, &c->n_kv_heads, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "context_length", 2048, 1, 1 << 30, &c->max_pos, path, err)))
+        return r;
+    if (c->n_heads % c->n_kv_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d", path,
+                             arch, c->n_heads, c->n_kv_heads);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.key_length", c->n_embd % c->n_heads ? -1 : c->n_embd / c->n_heads, 2,
+                                   1 << 16, &c->head_dim, path, err)))
+        return r;
+    if (c->head_dim % 2) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head dimension %d must be even", path, c->head_dim);
+    if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_count %d x head dimension %d is above 2^30", path, c->n_heads, c->head_dim);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.value_length", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
+    if (v != c->head_dim)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.attention.value_length %d differs from key_length %d", path, arch, v, c->head_dim);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "rope.dimension_count", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
+    if (v != c->head_dim)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.rope.dimension_count %d: partial rotary (head dimension %d) is not supported",
+                             path, arch, v, c->head_dim);
+    if ((r = mlstack__gguf_cfg_float(g, arch, "attention.layer_norm_rms_epsilon", 1e-6f, &c->eps, path, err)) ||
+        (r = mlstack__gguf_cfg_float(g, arch, "rope.freq_base", 10000.0f, &c->rope_theta, path, err)))
+        return r;
+    {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        st = mlstack__gguf_string(g, key, &slen);
+        if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
+            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
+                c->rope_kind = 1;
+                if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err))) return r;
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
+            }
+        }
+    }
+    if (!emb || emb->n_dims != 2 || emb->ne[0] != (uint64_t)c->n_embd || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not [%d, n_vocab]", path, c->n_embd);
+    c->n_vocab = (int)emb->ne[1];
+    if ((r = mlstack__gguf_cfg_int(g, arch, "vocab_size", c->n_vocab, 1, 1 << 30, &v, path, err))) return r;
+    if (v != c->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.vocab_size %d but token_embd.weight has %d rows", path, arch, v, c->n_vocab);
+    c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
+    c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
+    c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
+    c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
+    if (c->arch == MLSTACK__ARCH_LLAMA && c->attn_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
+    {
+        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
+        int64_t id;
+        mlstack_error e2;
+        c->bos_id = -1;
+        if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
+            if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+            c->bos_id = (int32_t)id;
+        }
+        for (k = 0; k < 3; k++) {
+            int j, dup = 0;
+            if (!mlstack__gguf_find(g, keys[k])) continue;
+            if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+            for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
+            if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
+        }
+    }
+    return MLSTACK_OK;
+}
+
+/* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
+   inverse: HF row h*Dh + j*Dh/2 + i is GGUF row h*Dh + 2i + j. */
+static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
+    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
+    return h * head_dim + 2 * (rem % half) + rem / half;
+}
+
+/* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
+MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
+    const mlstack__gguf *g = &m->gguf;
+    const mlstack__config *c = &m->cfg;
+    mlstack__st *st = &m->st;
+    uint64_t i, copy_bytes = 0;
+    int pass, n = 0;
+    char *names;
+    unsigned char *copies = NULL;
+    const size_t name_cap = 96;
+    memset(st, 0, sizeof *st);
+    st->files = (mlstack__st_file *)mlstack__calloc(2, sizeof *st->files);
+    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)g->n_tensors + 2, sizeof *st->tensors);
+    names = (char *)mlstack__model_own(m, ((size_t)g->n_tensors + 2) * name_cap);
+    if (!st->files || !st->tensors || !names) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    st->n_files = 2;
+    st->files[0].path = mlstack__strndup(path, strlen(path));
+    st->files[1].path = mlstack__strndup(path, strlen(path));
+    if (!st->files[0].path || !st->files[1].path) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    st->files[0].data = g->data;
+    st->files[0].data_size = g->data_size;
+    /* pass 0 sizes the copies, pass 1 makes them */
+    for (pass = 0; pass < 2; pass++) {
+        uint64_t off = 0;
+        n = 0;
+        for (i = 0; i < g->n_tensors; i++) {
+            const mlstack__gguf_tensor *t = &g->tensors[i];
+            mlstack__st_tensor *x = &st->tensors[n];
+            char *name = names + (size_t)n * name_cap;
+            int layer = -1, k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3], row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block *
+                                                                            mlstack__ggml_types[t->type].size;
+            /* the name */
+            if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
+            else if (strcmp(t->name, "output_norm.weight") == 0) snprintf(name, name_cap, "model.norm.weight");
+            else if (strcmp(t->name, "output.weight") == 0) snprintf(name, name_cap, "lm_head.weight");
+            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers) {
+                const char *rest = strchr(t->name + 4, '.') + 1;
+                name[0] = 0;
+                for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)
+                    if (strcmp(rest, mlstack__gguf_layer_names[k].gguf) == 0)
+                        snprintf(name, name_cap, "model.layers.%d.%s", layer, mlstack__gguf_layer_names[k].hf);
+                if (!name[0]) snprintf(name, name_cap, "%.90s", t->name);
+                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+            } else {
+                snprintf(name, name_cap, "%.90s", t->name);
+            }
+            if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
+            /* kept in the mapping, or copied; the embedding is read per row as floats */
+            is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
+            if ((t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1) && !is_embed && t->n_dims == 2)
+                quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+            keep = !permute_heads && (is_float || quant);
+            if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has type %s, which mlstack does not read yet", path,
+                                     t->name, mlstack__ggml_type_name(t->type));
+            if (pass == 1) {
+                memset(x, 0, sizeof *x);
+                x->name = name;
+                x->quant = quant;
+                if (quant) {
+                    x->dtype = MLSTACK_DTYPE_U8;
+                    x->n_dims = 2;
+                    x->shape[0] = (int64_t)rows;
+                    x->shape[1] = (int64_t)row_bytes;
+                } else {
+                    x->dtype = t->type == MLSTACK__GGML_F16 && keep ? MLSTACK_DTYPE_F16
+                               : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16 : MLSTACK_DTYPE_F32;
+                    x->n_dims = t->n_dims;
+                    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+                }
+            }
+            if (keep) {
+                if (pass == 1) {
+                    x->file = 0;
+                    x->begin = t->offset;
+                    x->end = t->offset + t->bytes;
+                }
+            } else {
+                uint64_t out_row = quant ? row_bytes : t->ne[0] * 4, bytes = out_row * rows, r;
+                if (pass == 1) {
+                    x->file = 1;
+                    x->begin = off;
+                    x->end = off + bytes;
+                    for (r = 0; r < rows; r++) {
+                        uint64_t src = permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
+                        const unsigned char *s = g->data + t->offset + src * row_bytes;
+                        unsigned char *d = copies + off + r * out_row;
+                        if (quant) memcpy(d, s, (size_t)row_bytes);
+                        else mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
+                    }
+                }
+                off += (bytes + 63) & ~(uint64_t)63;
+            }
+            n++;
+            /* a tied head of Q8_0/Q4_1 blocks: the embedding's blocks, in place */
+            if (is_embed && c->tied && (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)) {
+                x = &st->tensors[n];
+                name = names + (size_t)n * name_cap;
+                if (pass == 1) {
+                    snprintf(name, name_cap, "lm_head.weight");
+                    memset(x, 0, sizeof *x);
+                    x->name = name;
+                    x->quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+                    x->dtype = MLSTACK_DTYPE_U8;
+                    x->n_dims = 2;
+                    x->shape[0] = (int64_t)rows;
+                    x->shape[1] = (int64_t)row_bytes;
+                    x->file = 0;
+                    x->begin = t->offset;
+                    x->end = t->offset + t->bytes;
+                }
+                n++;
+            }
+        }
+        if (pass == 0) {
+            copy_bytes = off;
+            if (copy_bytes > (uint64_t)SIZE_MAX / 2) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: too large to convert", path);
+            copies = (unsigned char *)mlstack__model_own(m, (size_t)copy_bytes);
+            if (!copies) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %llu bytes of converted weights", path,
+                                              (unsigned long long)copy_bytes);
+            st->files[1].data = copies;
+            st->files[1].data_size = copy_bytes;
+        }
+    }
+    st->n_tensors = n;
+    return mlstack__st_index(st, err);
+}
+
+/* llama 3 frequency scaling as llama.cpp stores it: a rope_freqs.weight tensor of Dh/2 factors
+   that divide the frequencies. */
+static mlstack_result mlstack__gguf_rope_factors(mlstack_model *m, mlstack_error *err) {
+    const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&m->gguf, "rope_freqs.weight");
+    int i, half = m->cfg.head_dim / 2;
+    if (!t) return MLSTACK_OK;
+    if (t->type != MLSTACK__GGML_F32 || t->ne[0] != (uint64_t)half || t->n_dims != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight must be F32 [%d]", m->path, half);
+    for (i = 0; i < half; i++) {
+        float f;
+        uint32_t bits = (uint32_t)mlstack__le(m->gguf.data + t->offset + 4 * (size_t)i, 4);
+        memcpy(&f, &bits, 4);
+        if (!(f > 0) || f > 1e30f) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number", m->path, i);
+        m->inv_freq[i] /= f;
+    }
+    return MLSTACK_OK;
+}
+
+/* The GGUF file desc_path names: itself, or the only .gguf in a folder without config.json.
+   NULL (and *r OK) when it is not a GGUF model; a folder with several .gguf files is an error. */
+static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, mlstack_error *err) {
+    char *cfg, *found = NULL;
+    mlstack__dir *d;
+    const char *name;
+    int n = 0;
+    *r = MLSTACK_OK;
+    if (mlstack__is_gguf(desc_path)) return mlstack__strndup(desc_path, strlen(desc_path));
+    cfg = mlstack__path_join(desc_path, "config.json");
+    if (!cfg || mlstack__file_exists(cfg)) {
+        MLSTACK_FREE(cfg);
+        return NULL;
+    }
+    MLSTACK_FREE(cfg);
+    d = mlstack__dir_open(desc_path);
+    while (d && (name = mlstack__dir_next(d)) != NULL) {
+        size_t l = strlen(name);
+        if (l > 5 && strcmp(name + l - 5, ".gguf") == 0) {
+            if (n++ == 0) found = mlstack__path_join(desc_path, name);
+        }
+    }
+    mlstack__dir_close(d);
+    if (n > 1) {
+        MLSTACK_FREE(found);
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open", desc_path, n);
+        return NULL;
+    }
+    return found;
+}
+
+/* Config, weights, tokenizer and chat template of a GGUF model. */
+static mlstack_result mlstack__model_open_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    mlstack_result r = mlstack__gguf_open(&m->gguf, path, err);
+    if (r == MLSTACK_OK) r = mlstack__gguf_config(&m->cfg, &m->gguf, path, err);
+    if (r == MLSTACK_OK) r = mlstack__gguf_weights(m, path, err);
+    if (r == MLSTACK_OK) {
+        mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
+        r = mlstack__tok_from_gguf(&m->gguf, path, &json, &cfg, err);
+        if (r == MLSTACK_OK) r = mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, &m->tok, err);
+        if (r == MLSTACK_OK && mlstack__gguf_find(&m->gguf, "tokenizer.chat_template"))
+            r = mlstack_chat_template_from_config(cfg.p, cfg.n, &m->tpl, err);
+        if (r == MLSTACK_ERR_NOT_FOUND) { /* no tokenizer in the file: a model without one */
+            r = MLSTACK_OK;
+            if (err) err->message[0] = 0;
+        }
+        MLSTACK_FREE(json.p);
+        MLSTACK_FREE(cfg.p);
+    }
+    return r;
+}
+/* ---- GGUF writer: the model as loaded, in llama.cpp's layout ----
+   Keys as llama.cpp's converter writes them for the architecture, tensors under llama.cpp's
+   names, projections in their format (Q8_0/Q4_1 blocks, F32/F16/BF16), norms and biases F32,
+   the embedding as stored; llama-architecture Q/K rows permuted back to llama.cpp's order. The
+   tokenizer: a GGUF source's tokenizer.* keys copied as they are; a folder's byte-level BPE
+   tokenizer.json as tokens, token types, merges and the tokenizer.ggml.pre name of its
+   pre-tokenizer (an unknown one is refused: llama.cpp could not tokenize like the model). */
+typedef struct mlstack__gw_tensor {
+    char name[64];
+    uint32_t type;
+    int n_dims;
+    uint64_t ne[2];
+    const unsigned char *data;
+    size_t row_bytes;
+    int permute_heads;
+    uint64_t offset;
+} mlstack__gw_tensor;
+
+static int mlstack__gw_u(mlstack__buf *b, uint64_t v, int n) {
+    unsigned char t[8];
+    int i;
+    for (i = 0; i < n; i++) t[i] = (unsigned char)(v >> (8 * i));
+    return mlstack__buf_put(b, t, (size_t)n);
+}
+static int mlstack__gw_str(mlstack__buf *b, const char *s, size_t n) { return mlstack__gw_u(b, n, 8) && mlstack__buf_put(b, s, n); }
+static int mlstack__gw_key(mlstack__buf *b, const char *arch, const char *key, uint32_t type) {
+    char k[160];
+    if (arch) snprintf(k, sizeof k, "%s.%s", arch, key);
+    else snprintf(k, sizeof k, "%s", key);
+    return mlstack__gw_str(b, k, strlen(k)) && mlstack__gw_u(b, type, 4);
+}
+static int mlstack__gw_u32(mlstack__buf *b, const char *arch, const char *key, uint32_t v, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_U32) && mlstack__gw_u(b, v, 4);
+}
+static int mlstack__gw_f32(mlstack__buf *b, const char *arch, const char *key, float v, int *n_kv) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_F32) && mlstack__gw_u(b, bits, 4);
+}
+static int mlstack__gw_s(mlstack__buf *b, const char *arch, const char *key, const char *v, size_t n, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_STRING) && mlstack__gw_str(b, v, n);
+}
+
+static uint32_t mlstack__gw_type(int wtype) {
+    switch (wtype) {
+    case MLSTACK__W_F16: return MLSTACK__GGML_F16;
+    case MLSTACK__W_BF16: return MLSTACK__GGML_BF16;
+    case MLSTACK__W_Q8_0: return MLSTACK__GGML_Q8_0;
+    case MLSTACK__W_Q4_1: return MLSTACK__GGML_Q4_1;
+    default: return MLSTACK__GGML_F32;
+    }
+}
+
+/* tokenizer.* keys from a folder's tokenizer.json (byte-level BPE only). */
+static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack__buf *b, int *n_kv, mlstack_error *err) {
+    const mlstack__json *root = m->tok->doc.root, *model = mlstack__json_get(root, "model"), *vocab = mlstack__json_get(model, "vocab"),
+                        *merges = mlstack__json_get(model, "merges"), *added = mlstack__json_get(root, "added_tokens"), *v;
+    const char **tok = NULL;
+    size_t *tlen = NULL;
+    int32_t *type = NULL;
+    int64_t n = 0, i, id;
+    char pre[64];
+    int ok = 1;
+    if (!mlstack__gguf_pre_name(mlstack__json_get(root, "normalizer"), mlstack__json_get(root, "pre_tokenizer"), pre, sizeof pre) ||
+        !vocab || vocab->type != MLSTACK__JSON_OBJECT || !merges || merges->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: the tokenizer is not a byte-level BPE whose pre-tokenizer llama.cpp names; no GGUF vocabulary can be written",
+                             m->path);
+    for (v = vocab->child; v; v = v->next)
+        if (mlstack__json_int(v, &id) && id >= n && id < (1 << 24)) n = id + 1;
+    for (v = added ? added->child : NULL; v; v = v->next)
+        if (mlstack__json_int(mlstack__json_get(v, "id"), &id) && id >= n && id < (1 << 24)) n = id + 1;
+    if (n < m->cfg.n_vocab) n = m->cfg.n_vocab;
+    tok = (const char **)mlstack__calloc((size_t)n, sizeof *tok);
+    tlen = (size_t *)mlstack__calloc((size_t)n, sizeof *tlen);
+    type = (int32_t *)mlstack__calloc((size_t)n, sizeof *type);
+    if (!tok || !tlen || !type) ok = 0;
+    for (v = ok ? vocab->child : NULL; v; v = v->next)
+        if (mlstack__json_int(v, &id) && id >= 0 && id < n) tok[id] = v->key, tlen[id] = v->key_len, type[id] = 1;
+    for (v = ok && added ? added->child : NULL; v; v = v->next) {
+        const mlstack__json *c = mlstack__json_get(v, "content");
+        if (!mlstack__json_int(mlstack__json_get(v, "id"), &id) || id < 0 || id >= n || !c || c->type != MLSTACK__JSON_STRING) continue;
+        tok[id] = c->str, tlen[id] = c->len, type[id] = mlstack__jbool(v, "special", 0) ? 3 : 4;
+    }
+    ok = ok && mlstack__gw_s(b, NULL, "tokenizer.ggml.model", "gpt2", 4, n_kv) && mlstack__gw_s(b, NULL, "tokenizer.ggml.pre", pre, strlen(pre), n_kv);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.tokens", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
+         mlstack__gw_u(b, (uint64_t)n, 8);
+    for (i = 0; ok && i < n; i++) {
+        char pad[32];
+        if (tok[i]) ok = mlstack__gw_str(b, tok[i], tlen[i]);
+        else snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i), ok = mlstack__gw_str(b, pad, strlen(pad)), type[i] = 5;
+    }
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.token_type", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_I32, 4) &&
+         mlstack__gw_u(b, (uint64_t)n, 8);
+    for (i = 0; ok && i < n; i++) ok = mlstack__gw_u(b, (uint32_t)type[i], 4);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.merges", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
+         mlstack__gw_u(b, (uint64_t)merges->len, 8);
+    for (v = ok ? merges->child : NULL; ok && v; v = v->next) {
+        if (v->type == MLSTACK__JSON_STRING) ok = mlstack__gw_str(b, v->str, v->len);
+        else if (v->type == MLSTACK__JSON_ARRAY && v->len == 2 && v->child->type == MLSTACK__JSON_STRING &&
+                 v->child->next->type == MLSTACK__JSON_STRING) {
+            ok = mlstack__gw_u(b, v->child->len + 1 + v->child->next->len, 8) && mlstack__buf_put(b, v->child->str, v->child->len) &&
+                 mlstack__buf_put(b, " ", 1) && mlstack__buf_put(b, v->child->next->str, v->child->next->len);
+        } else {
+            ok = 0;
+        }
+    }
+    *n_kv += 3;
+    if (ok && m->tok->bos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.bos_token_id", (uint32_t)m->tok->bos_id, n_kv);
+    if (ok && m->cfg.n_eos > 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->cfg.eos_ids[0], n_kv);
+    else if (ok && m->tok->eos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->tok->eos_id, n_kv);
+    if (ok) {
+        ++*n_kv;
+        ok = mlstack__gw_key(b, NULL, "tokenizer.ggml.add_bos_token", MLSTACK__GGUF_BOOL) && mlstack__gw_u(b, m->tok->n_post_pre > 0, 1);
+    }
+    if (ok && m->tpl && mlstack_chat_template_get(m->tpl, NULL, 0)) {
+        const char *t = mlstack_chat_template_get(m->tpl, NULL, 0);
+        ok = mlstack__gw_s(b, NULL, "tokenizer.chat_template", t, strlen(t), n_kv);
+    }
+    MLSTACK_FREE(tok);
+    MLSTACK_FREE(tlen);
+    MLSTACK_FREE(type);
+    return ok ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+}
+
+MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    static const char *const arch_names[] = {"llama", "llama", "qwen2", "qwen3"};
+    const mlstack__config *c;
+    const char *arch;
+    mlstack__gw_tensor *ts = NULL;
+    mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
+    int n_kv = 0, n_t = 0, l, i, ok = 1, ftype, tied_blocks;
+    unsigned char *head_q8 = NULL;
+    uint64_t off = 0;
+    char *tmp = NULL;
+    FILE *f = NULL;
+    mlstack_result r = MLSTACK_OK;
+    float *rope_factors = NULL;
+    if (!m || !path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
+    c = &m->cfg;
+    arch = arch_names[c->arch];
+    if (m->gguf.bytes && mlstack__same_file(path, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: %s is the file the model was opened from", path);
+    if (c->attn_bias && c->arch == MLSTACK__ARCH_LLAMA)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture attention biases are not written to GGUF", m->path);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                                             \
+    do {                                                                                                             \
+        mlstack__gw_tensor *t_ = &ts[n_t++];                                                                         \
+        snprintf(t_->name, sizeof t_->name, "%s", nm);                                                               \
+        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1);                 \
+        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);                   \
+    } while (0)
+    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
+       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
+       written as Q8_0 of the float table when the model still has it. */
+    tied_blocks = c->tied && (m->lm_head.wtype == MLSTACK__W_Q8_0 || m->lm_head.wtype == MLSTACK__W_Q4_1);
+    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
+        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 || m->embed_dtype == MLSTACK_DTYPE_BF16) &&
+        c->n_embd % MLSTACK__QK == 0) {
+        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd), er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
+        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
+        head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
+        if (!row || !head_q8) ok = 0;
+        for (i = 0; ok && i < c->n_vocab; i++) {
+            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
+            mlstack__quantize_row(MLSTACK__W_Q8_0, row, head_q8 + (size_t)i * rb, c->n_embd);
+        }
+        MLSTACK_FREE(row);
+        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
+    } else if (tied_blocks)
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+    else
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
+                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
+    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    if (m->lm_head.data != m->embed && !tied_blocks)
+        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        static const char *const wn[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+        char nm[64];
+        int k;
+        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 7; k++) {
+            int perm = c->arch == MLSTACK__ARCH_LLAMA || c->arch == MLSTACK__ARCH_MISTRAL ? (k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0) : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
+            if (ws[k]->bias) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, wn[k]);
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
+            }
+        }
+        if (c->qk_norm) {
+            snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", l);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", l);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+        }
+    }
+    if (c->rope_kind == 2) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
+        int half = c->head_dim / 2;
+        rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++)
+            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) / m->inv_freq[i];
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
+    }
+#undef MLSTACK__GW_T
+    /* keys */
+    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7 : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
+            : m->layers[0].wq.wtype == MLSTACK__W_F16 ? 1 : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32 : 0;
+    ok = ok && mlstack__gw_s(&kv, NULL, "general.architecture", arch, strlen(arch), &n_kv) &&
+         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) && mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "block_count", (uint32_t)c->n_layers, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "context_length", (uint32_t)c->max_pos, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "embedding_length", (uint32_t)c->n_embd, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "feed_forward_length", (uint32_t)c->n_ff, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.head_count", (uint32_t)c->n_heads, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.key_length", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "attention.value_length", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, &n_kv) &&
+         mlstack__gw_u32(&kv, arch, "vocab_size", (uint32_t)c->n_vocab, &n_kv) &&
+         mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
+         mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
+    if (ok && c->rope_kind == 1)
+        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) && mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
+    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
+        uint64_t k;
+        for (k = 0; ok && k < m->gguf.n_kv; k++) {
+            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
+            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
+            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
+            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) && mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
+            n_kv++;
+        }
+    } else if (ok && m->tok) {
+        r = mlstack__gw_tokenizer_json(m, &kv, &n_kv, err);
+    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
+        ok = mlstack__gw_s(&kv, NULL, "tokenizer.ggml.model", "none", 4, &n_kv);
+    }
+    /* header and tensor infos; offsets aligned to 32 */
+    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) && mlstack__gw_u(&hdr, (uint64_t)n_t, 8) &&
+         mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(&hdr, kv.p, kv.n);
+    for (i = 0; ok && i < n_t; i++) {
+        mlstack__gw_tensor *t = &ts[i];
+        uint64_t bytes = (uint64_t)t->row_bytes * t->ne[1];
+        t->offset = off;
+        ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
+             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) && mlstack__gw_u(&hdr, t->type, 4) &&
+             mlstack__gw_u(&hdr, off, 8);
+        off += (bytes + 31) & ~(uint64_t)31;
+    }
+    while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
+    if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    /* written beside the target, then renamed over it */
+    if (r == MLSTACK_OK) {
+        size_t pl = strlen(path);
+        tmp = (char *)MLSTACK_MALLOC(pl + 5);
+        if (tmp) memcpy(tmp, path, pl), memcpy(tmp + pl, ".tmp", 5);
+        if (!tmp || !(f = mlstack__fopen(tmp, "wb")))
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp ? tmp : path, strerror(errno));
+    }
+    if (r == MLSTACK_OK) {
+        static const unsigned char zeros[32] = {0};
+        ok = fwrite(hdr.p, 1, hdr.n, f) == hdr.n;
+        for (i = 0; ok && i < n_t; i++) {
+            const mlstack__gw_tensor *t = &ts[i];
+            uint64_t row, bytes = (uint64_t)t->row_bytes * t->ne[1];
+            int hd = c->head_dim;
+            for (row = 0; ok && row < t->ne[1]; row++) {
+                /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
+                uint64_t src = t->permute_heads ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
+                                                      (row % (uint64_t)hd) / 2
+                                                : row;
+                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+            }
+            if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
+        }
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+        else if (mlstack__rename(tmp, path) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        if (r != MLSTACK_OK) mlstack__remove(tmp);
+    }
+    MLSTACK_FREE(tmp);
+    MLSTACK_FREE(kv.p);
+    MLSTACK_FREE(hdr.p);
+    MLSTACK_FREE(ts);
+    MLSTACK_FREE(rope_factors);
+    MLSTACK_FREE(head_q8);
+    return r;
+}
+/* ---- end of GGUF files as models ---- */
+
 MLSTACK_API void mlstack_model_close(mlstack_model *m) {
     int i;
     if (!m) return;
     mlstack_tokenizer_close(m->tok);
     mlstack_chat_template_close(m->tpl);
     mlstack__st_close(&m->st);
+    mlstack__gguf_close(&m->gguf);
     mlstack__model_free_owned(m);
     for (i = 0; m->layers && i < m->cfg.n_layers; i++) MLSTACK_FREE(m->layers[i].experts);
     MLSTACK_FREE(m->layers);
@@ -19369,7 +21184,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     mlstack_model *m;
     mlstack__json_doc cfg_doc, gen_doc;
     mlstack_result r;
-    char cfg_name[600];
+    char cfg_name[600], *gguf_path;
     if (err) {
         err->code = MLSTACK_OK;
         err->message[0] = 0;
@@ -19381,9 +21196,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (!m) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     m->path = mlstack__strndup(desc->path, strlen(desc->path));
     snprintf(cfg_name, sizeof cfg_name, "%s/config.json", desc->path);
-    r = m->path ? mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err)
-                : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK) {
+    gguf_path = m->path ? mlstack__gguf_model_path(desc->path, &r, err) : NULL;
+    if (!m->path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    else if (gguf_path) r = mlstack__model_open_gguf(m, gguf_path, err); /* GGUF: config, weights, tokenizer */
+    else if (r == MLSTACK_OK) r = mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err);
+    if (r == MLSTACK_OK && !gguf_path) {
         r = mlstack__load_json_file(desc->path, "generation_config.json", 1, &gen_doc, err);
         if (r == MLSTACK_OK) {
             r = mlstack__config_parse(&m->cfg, cfg_doc.root, gen_doc.root, cfg_name, err);
@@ -19391,10 +21208,10 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         }
         mlstack__json_free(&cfg_doc);
     }
-    if (r == MLSTACK_OK) r = mlstack__st_open_dir(&m->st, desc->path, err);
+    if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
     if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
-    if (r == MLSTACK_OK) {
+    if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         else if (mlstack__file_exists(tj) || mlstack__file_exists(vj)) r = mlstack_tokenizer_open(desc->path, &m->tok, err);
@@ -19409,6 +21226,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         }
     }
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && gguf_path) r = mlstack__gguf_rope_factors(m, err);
+    MLSTACK_FREE(gguf_path);
     if (r != MLSTACK_OK) {
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);
         mlstack_model_close(m);
@@ -19662,7 +21481,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 17. KVCACHE ==== */ /* >>kvcache */
+/* ==== 19. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -20096,7 +21915,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 18. FORWARD ==== */ /* >>forward */
+/* ==== 20. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -20641,7 +22460,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 19. SAMPLING ==== */ /* >>sampling */
+/* ==== 21. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -20950,7 +22769,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
     return s->idx[i];
 }
 
-/* ==== 20. ENGINE ==== */ /* >>engine */
+/* ==== 22. ENGINE ==== */ /* >>engine */
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -21374,7 +23193,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 21. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 23. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -22433,7 +24252,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 22. RANKS ==== */ /* >>ranks */
+/* ==== 24. RANKS ==== */ /* >>ranks */
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -23300,7 +25119,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 23. PROFILER ==== */ /* >>profiler */
+/* ==== 25. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -23803,7 +25622,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 24. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 26. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

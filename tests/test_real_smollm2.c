@@ -166,6 +166,203 @@ static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json
            st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0, (unsigned long long)st.steps,
            mlstack_clock_seconds() - t0);
     mlstack_engine_free(e);
+
+/* The same model as llama.cpp's Q4_1 GGUF (the file the folder was converted from), opened
+   directly. Every tensor must dequantize to the folder's float32 values bit for bit (the folder
+   was made with gguf-py's dequantize); our Q4_1 quantization of the folder's projections must
+   give the file's blocks; and with the head llama.cpp stores (Q8_0 blocks) the folder quantized
+   to Q4_1 at load must give the GGUF's logits bit for bit, on every kernel path. The tokenizer
+   and chat template from the GGUF metadata must reproduce transformers' prompt ids. */
+#define GGUF_DEFAULT "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+static void test_gguf(const mlstack__json *prompts) {
+    const char *path = getenv("MLSTACK_SMOLLM2_GGUF") ? getenv("MLSTACK_SMOLLM2_GGUF") : GGUF_DEFAULT;
+    mlstack_model_desc md;
+    mlstack_model *f32 = NULL, *q41 = NULL, *g = NULL;
+    mlstack_error err;
+    int i, l, bad_tensors = 0, n_tensors = 0;
+    size_t same_blocks = 0, n_blocks = 0;
+    static const char *const isas[2] = {NULL, "scalar"};
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    if (mlstack_model_open(&md, &g, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s (make model fetches it; MLSTACK_SMOLLM2_GGUF names another copy)", err.message);
+        return;
+    }
+    md.path = MODEL;
+    CHECKF(mlstack_model_open(&md, &f32, &err) == MLSTACK_OK, "%s", err.message);
+    md.quant = MLSTACK_DTYPE_Q4_1;
+    CHECKF(mlstack_model_open(&md, &q41, &err) == MLSTACK_OK, "%s", err.message);
+    if (!f32 || !q41) goto done;
+    for (i = 0; i < mlstack_model_tensor_count(f32); i++) {
+        mlstack_tensor ta, tb;
+        const mlstack__st_tensor *st;
+        size_t n, k, diff = 0;
+        float *buf;
+        mlstack_model_tensor_at(f32, i, &ta);
+        n_tensors++;
+        if (mlstack_model_tensor_find(g, ta.name, &tb) != MLSTACK_OK) {
+            CHECKF(0, "GGUF model lacks %s", ta.name);
+            continue;
+        }
+        st = mlstack__st_find(&g->st, ta.name);
+        n = (size_t)(ta.n_bytes / 4);
+        buf = (float *)malloc(n * 4);
+        if (st->quant) {
+            int64_t r, rows = tb.shape[0], cols = (int64_t)n / rows;
+            for (r = 0; r < rows; r++)
+                mlstack__ggml_dequant_row(st->quant == MLSTACK__W_Q8_0 ? MLSTACK__GGML_Q8_0 : MLSTACK__GGML_Q4_1,
+                                          (const unsigned char *)tb.data + r * tb.shape[1], buf + r * cols, cols);
+        } else if (tb.dtype == MLSTACK_DTYPE_F32 && tb.n_bytes == ta.n_bytes) {
+            memcpy(buf, tb.data, n * 4);
+        } else {
+            memset(buf, 0xff, n * 4);
+        }
+        for (k = 0; k < n; k++) diff += memcmp(buf + k, (const float *)ta.data + k, 4) != 0;
+        if (diff) bad_tensors++;
+        CHECKF(diff == 0, "GGUF %s: %zu of %zu values differ from the folder", ta.name, diff, n);
+        free(buf);
+    }
+    printf("GGUF: %d tensors, %d differ from the folder's float32 values\n", n_tensors, bad_tensors);
+    for (l = 0; l < 30; l++) {
+        mlstack__weight *wa[7], *wb[7];
+        int k, nw = mlstack__layer_weights(q41, l, wa);
+        mlstack__layer_weights(g, l, wb);
+        for (k = 0; k < nw; k++) {
+            size_t r, j, nb = wa[k]->row_bytes / sizeof(mlstack__q4_1);
+            CHECK(wa[k]->wtype == MLSTACK__W_Q4_1 && wb[k]->wtype == MLSTACK__W_Q4_1);
+            for (r = 0; r < (size_t)wa[k]->n_out; r++)
+                for (j = 0; j < nb; j++, n_blocks++)
+                    same_blocks += memcmp((const unsigned char *)wa[k]->data + r * wa[k]->row_bytes + j * sizeof(mlstack__q4_1),
+                                          (const unsigned char *)wb[k]->data + r * wb[k]->row_bytes + j * sizeof(mlstack__q4_1),
+                                          sizeof(mlstack__q4_1)) == 0;
+        }
+    }
+    printf("GGUF: our Q4_1 of the folder matches %zu of %zu blocks of the file\n", same_blocks, n_blocks);
+    CHECK(n_blocks > 3000000 && same_blocks == n_blocks);
+    /* the head as llama.cpp stores it (Q8_0), then the same logits */
+    CHECK(g->lm_head.wtype == MLSTACK__W_Q8_0);
+    q41->lm_head = g->lm_head;
+    for (i = 0; i < 2; i++) {
+        mlstack_engine_desc ed;
+        mlstack_engine *ea = NULL, *eb = NULL;
+        const mlstack__json *p;
+        int pi = 0, same = 1;
+        memset(&ed, 0, sizeof ed);
+        ed.isa = isas[i];
+        ed.max_seqs = 2;
+        if (mlstack_engine_init(q41, &ed, &ea, &err) != MLSTACK_OK || mlstack_engine_init(g, &ed, &eb, &err) != MLSTACK_OK) {
+            CHECKF(0, "engine: %s", err.message);
+            mlstack_engine_free(ea);
+            continue;
+        }
+        for (p = prompts->child; p && pi < (i ? 1 : 3); p = p->next, pi++) {
+            const mlstack__json *v;
+            mlstack_batch_row rows[256];
+            int32_t sa, sb;
+            int n = 0, k;
+            for (v = mlstack__json_get(p, "ids")->child; v && n < 256; v = v->next, n++) {
+                rows[n].pos = n;
+                rows[n].token = (int32_t)v->i;
+                rows[n].want_logits = 1;
+            }
+            mlstack_engine_seq_new(ea, &sa);
+            mlstack_engine_seq_new(eb, &sb);
+            for (k = 0; k < n; k++) rows[k].seq = sa;
+            CHECK(mlstack_engine_eval(ea, rows, n) == MLSTACK_OK);
+            {
+                float *la = (float *)malloc(sizeof(float) * 49152 * (size_t)n);
+                for (k = 0; k < n; k++) memcpy(la + (size_t)k * 49152, mlstack_engine_logits(ea, k), sizeof(float) * 49152);
+                for (k = 0; k < n; k++) rows[k].seq = sb;
+                CHECK(mlstack_engine_eval(eb, rows, n) == MLSTACK_OK);
+                for (k = 0; k < n; k++) same &= memcmp(la + (size_t)k * 49152, mlstack_engine_logits(eb, k), sizeof(float) * 49152) == 0;
+                free(la);
+            }
+            mlstack_engine_seq_free(ea, sa);
+            mlstack_engine_seq_free(eb, sb);
+        }
+        CHECKF(same, "GGUF logits (%s) differ from the folder's Q4_1 with the Q8_0 head", isas[i] ? isas[i] : "best");
+        printf("GGUF: logits on %s kernels %s the folder's Q4_1 + Q8_0 head (%d prompts)\n", mlstack_engine_kernels(eb),
+               same ? "bit-identical to" : "DIFFER from", pi);
+        mlstack_engine_free(ea);
+        mlstack_engine_free(eb);
+    }
+    /* tokenizer and chat template from the metadata: transformers' prompt ids */
+    {
+        const mlstack__json *p, *src, *msgs, *v;
+        int checked = 0;
+        CHECK(mlstack_model_tokenizer(g) && mlstack_model_chat_template(g));
+        for (p = prompts->child; p && mlstack_model_tokenizer(g) && mlstack_model_chat_template(g); p = p->next) {
+            mlstack__buf js;
+            mlstack_template_options to;
+            char *out = NULL;
+            size_t out_len = 0, n = 0;
+            int32_t ids[512];
+            int same = 1, k = 0;
+            src = mlstack__json_get(p, "source");
+            msgs = mlstack__json_get(src, "messages");
+            if (!msgs) continue;
+            memset(&js, 0, sizeof js);
+            mlstack__buf_puts(&js, "[");
+            for (v = msgs->child; v; v = v->next) {
+                mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
+                mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
+                mlstack__buf_puts(&js, ",\"content\":");
+                mlstack__json_quote(&js, mlstack__json_get(v, "content")->str, mlstack__json_get(v, "content")->len);
+                mlstack__buf_puts(&js, "}");
+            }
+            mlstack__buf_puts(&js, "]");
+            memset(&to, 0, sizeof to);
+            to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
+            CHECKF(mlstack_chat_template_apply(mlstack_model_chat_template(g), NULL, js.p, js.n, &to, &out, &out_len, &err) == MLSTACK_OK,
+                   "GGUF chat template: %s", err.message);
+            CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(g), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
+            for (v = mlstack__json_get(p, "ids")->child; v; v = v->next, k++)
+                if ((size_t)k >= n || ids[k] != v->i) same = 0;
+            CHECKF(same && (size_t)k == n, "GGUF: the chat prompt encodes differently from transformers");
+            checked += same;
+            mlstack_template_free_output(out);
+            MLSTACK_FREE(js.p);
+        }
+        printf("GGUF: %d chat prompts rendered and encoded as transformers does\n", checked);
+    }
+    /* llama.cpp's SmolLM vocabulary vectors (HF ids) on the GGUF's tokenizer */
+    {
+        size_t il = 0, ol = 0, pos = 0, opos = 0;
+        char *inp = tl_read("../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.inp", &il);
+        char *out = tl_read("../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.out", &ol);
+        static const char sep[] = "\n__ggml_vocab_test__\n";
+        int n = 0, ok = 0;
+        while (inp && out && mlstack_model_tokenizer(g) && pos < il && opos < ol) {
+            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos), *q = out + opos, *qe = le ? le : out + ol;
+            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
+            int32_t ids[4096];
+            int good = mlstack_tokenizer_encode(mlstack_model_tokenizer(g), inp + pos, cl, 0, ids, 4096, &k) == MLSTACK_OK;
+            while (good) {
+                char *endp;
+                long v;
+                while (q < qe && *q == ' ') q++;
+                if (q >= qe) break;
+                v = strtol(q, &endp, 10);
+                if (endp == q || j >= k || ids[j] != v) good = 0;
+                j++;
+                q = endp;
+            }
+            n++;
+            ok += good && j == k;
+            pos += cl + (e ? sizeof sep - 1 : 0);
+            opos = (size_t)(qe - out) + 1;
+        }
+        if (!inp || !out) SKIP("ggml-vocab-smollm vectors missing");
+        else CHECKF(n >= 40 && ok == n, "GGUF tokenizer: %d of %d smollm vectors exact", ok, n);
+        printf("GGUF: smollm vocabulary vectors %d/%d\n", ok, n);
+        free(inp);
+        free(out);
+    }
+done:
+    if (q41) memset(&q41->lm_head, 0, sizeof q41->lm_head); /* borrowed from g */
+    mlstack_model_close(q41);
+    mlstack_model_close(f32);
+    mlstack_model_close(g);
 }
 
 int main(void) {
@@ -248,6 +445,7 @@ int main(void) {
         }
         mlstack_model_close(m);
     }
+    if (prompts) test_gguf(prompts);
     mlstack__json_free(&doc);
     free(text);
     return tl_finish();

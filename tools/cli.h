@@ -31,6 +31,7 @@ typedef struct cli_opts {
     const char *json_schema, *grammar, *regex; /* run: constrained output */
     const char *spec;         /* --spec ngram|draft:DIR|self:q4_1|self:q8_0 (run, chat, serve) */
     int spec_tokens;          /* --spec-tokens N (0: the engine's default) */
+    const char *files;        /* kl: --files A,B: other models (GGUF files, folders) against -m */
 } cli_opts;
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */

@@ -35,9 +35,10 @@ static const char *USAGE =
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)\n"
     "  template -m DIR --messages F.json [--add-generation-prompt]  the chat template, raw\n"
     "  kl       -m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights\n"
-    "  quantize -m DIR --quant q8_0|q4_1 -o OUT   a folder whose weights load already quantized\n"
+    "  quantize -m DIR --quant q8_0|q4_1 -o OUT[.gguf]  a folder (or GGUF file) of quantized weights\n"
     "\n"
-    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files).\n";
+    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
+    "or a llama.cpp GGUF file.\n";
 
 static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
@@ -115,15 +116,18 @@ static const cmd_help HELP[] = {
      "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
      "stdout; needs only the tokenizer files.\n",
      0, 0},
-    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1] [--tokens N]",
+    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1 | --files A.gguf,B.gguf] [--tokens N]",
      "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
      "top-1 agreement and perplexities.\n"
      "  -f, --file FILE          the text\n"
+     "      --files A,B          compare these models (GGUF files or folders, weights as stored)\n"
+     "                           with -m instead of -m quantized at load\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
-    {"quantize", "mlstack quantize -m DIR --quant q8_0|q4_1 -o OUT",
-     "Writes a folder whose weights load already quantized (config, tokenizer and template copied).\n"
-     "  -o, --out DIR            the new folder\n",
+    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1] -o OUT|OUT.gguf",
+     "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
+     "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
+     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n",
      1, 0},
 };
 
@@ -207,6 +211,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
         else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
         else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
+        else if (FLAG("--files", "--files")) { NEED_V(); o->files = v; }
         else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
         else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
         else if (FLAG("--tokens", "--tokens")) { NUM(2, 1e7); o->n_tokens = (int)x; }

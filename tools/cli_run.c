@@ -335,6 +335,7 @@ int cli_cmd_kl(const cli_opts *o) {
     int32_t *ids = NULL;
     int rc = 0, t;
     cli_opts plain = *o;
+    const char *files = o->files;
     if (!o->file) return cli_die("%s", "kl needs -f TEXT_FILE");
     if (cli_read_file(o->file, (size_t)64 << 20, &text, &len) != 0) return 1;
     plain.quant = MLSTACK_DTYPE_F32;
@@ -365,12 +366,20 @@ int cli_cmd_kl(const cli_opts *o) {
     }
     if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, mlstack_dtype_name(info.weight_dtype));
     if (!rc) printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) |\n|---|---|---|---|---|---|---|\n");
-    for (t = 0; !rc && t < 2; t++) {
+    for (t = 0; !rc && (o->files ? files && *files : t < 2); t++) {
         quality q;
-        if (o->quant && o->quant != types[t].type) continue;
+        char name[512];
+        if (o->files) { /* the next file of the list, with its weights as stored */
+            const char *e = strchr(files, ',');
+            size_t l = e ? (size_t)(e - files) : strlen(files);
+            snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), files);
+            files += l + (e ? 1 : 0);
+        } else if (o->quant && o->quant != types[t].type) {
+            continue;
+        }
         memset(&md, 0, sizeof md);
-        md.path = o->model;
-        md.quant = types[t].type;
+        md.path = o->files ? name : o->model;
+        md.quant = o->files ? (mlstack_dtype)0 : types[t].type;
         if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             rc = 1;
@@ -380,7 +389,7 @@ int cli_cmd_kl(const cli_opts *o) {
             fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
             rc = 1;
         } else {
-            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", types[t].name, q.n, q.mean_kl, q.max_kl,
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files ? name : types[t].name, q.n, q.mean_kl, q.max_kl,
                    100 * q.top1, q.ppl_ref, q.ppl_q);
         }
         fflush(stdout);
@@ -394,17 +403,22 @@ int cli_cmd_kl(const cli_opts *o) {
     return rc;
 }
 
-/* quantize: open with --quant, write the folder with mlstack_model_save. */
+/* quantize: open with --quant, write the folder with mlstack_model_save, or (-o NAME.gguf) a
+   GGUF file with mlstack_model_save_gguf (--quant may then be left out: weights as stored). */
 int cli_cmd_quantize(const cli_opts *o) {
     mlstack_model *m;
     mlstack_error err;
     int rc;
     double t0 = mlstack_clock_seconds();
-    if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR");
-    if (!o->quant) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
+    size_t ol;
+    int gguf;
+    if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR or -o OUT.gguf");
+    ol = strlen(o->out);
+    gguf = ol > 5 && strcmp(o->out + ol - 5, ".gguf") == 0;
+    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
     if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
-    if (mlstack_model_save(m, o->out, &err) != MLSTACK_OK) {
+    if ((gguf ? mlstack_model_save_gguf(m, o->out, &err) : mlstack_model_save(m, o->out, &err)) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }

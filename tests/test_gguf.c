@@ -1,0 +1,653 @@
+/* GGUF reader (>>gguf): images built in memory, valid and hostile; each hostile one must fail
+   with a clear message naming the key or tensor, never crash (run it under ASan). The model
+   and tokenizer parts read fixtures written by tools/make_gguf_fixtures.py with gguf-py. */
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+#include "testlib.h"
+
+#include <unistd.h>
+
+/* ---- a tiny GGUF writer for building images ---- */
+typedef struct gb {
+    unsigned char *p;
+    size_t n, cap;
+} gb;
+static void gb_put(gb *b, const void *s, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = (unsigned char *)realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+static void gb_u(gb *b, uint64_t v, int n) {
+    unsigned char t[8];
+    int i;
+    for (i = 0; i < n; i++) t[i] = (unsigned char)(v >> (8 * i));
+    gb_put(b, t, (size_t)n);
+}
+static void gb_str(gb *b, const char *s) {
+    gb_u(b, strlen(s), 8);
+    gb_put(b, s, strlen(s));
+}
+static void gb_pad(gb *b, size_t align) {
+    while (b->n % align) gb_u(b, 0, 1);
+}
+static void gb_zeros(gb *b, size_t n) {
+    while (n--) gb_u(b, 0, 1);
+}
+static void gb_head(gb *b, uint32_t version, uint64_t nt, uint64_t nkv) {
+    gb_put(b, "GGUF", 4);
+    gb_u(b, version, 4);
+    gb_u(b, nt, 8);
+    gb_u(b, nkv, 8);
+}
+static void kv_u32(gb *b, const char *k, uint32_t v) {
+    gb_str(b, k);
+    gb_u(b, 4, 4);
+    gb_u(b, v, 4);
+}
+static void kv_str(gb *b, const char *k, const char *v) {
+    gb_str(b, k);
+    gb_u(b, 8, 4);
+    gb_str(b, v);
+}
+static void tinfo(gb *b, const char *name, int nd, const uint64_t *ne, uint32_t type, uint64_t off) {
+    int i;
+    gb_str(b, name);
+    gb_u(b, (uint64_t)nd, 4);
+    for (i = 0; i < nd; i++) gb_u(b, ne[i], 8);
+    gb_u(b, type, 4);
+    gb_u(b, off, 8);
+}
+
+/* A valid image: 3 keys (one string array), two tensors (F32 [4, 2] and Q8_0 [32, 1]). */
+static gb valid_image(uint32_t version) {
+    gb b = {0, 0, 0};
+    uint64_t ne1[2] = {4, 2}, ne2[2] = {32, 1};
+    size_t i;
+    gb_head(&b, version, 2, 3);
+    kv_str(&b, "general.architecture", "llama");
+    kv_u32(&b, "llama.block_count", 7);
+    gb_str(&b, "tokenizer.ggml.tokens");
+    gb_u(&b, 9, 4);
+    gb_u(&b, 8, 4);
+    gb_u(&b, 2, 8);
+    gb_str(&b, "a");
+    gb_str(&b, "bc");
+    tinfo(&b, "x.weight", 2, ne1, 0, 0);
+    tinfo(&b, "q.weight", 2, ne2, 8, 32);
+    gb_pad(&b, 32);
+    for (i = 0; i < 32 + 34; i++) gb_u(&b, i, 1);
+    return b;
+}
+
+static void expect_fail(int line, const unsigned char *p, size_t n, mlstack_result want, const char *needle) {
+    mlstack__gguf g;
+    mlstack_error err;
+    unsigned char *copy = (unsigned char *)malloc(n ? n : 1); /* exact size: ASan sees any overread */
+    mlstack_result r;
+    memcpy(copy, p, n);
+    memset(&err, 0, sizeof err);
+    r = mlstack__gguf_parse(&g, copy, n, "img", &err);
+    CHECKF(r == want, "line %d: result %d, want %d (%s)", line, (int)r, (int)want, err.message);
+    CHECKF(r == MLSTACK_OK || strstr(err.message, needle), "line %d: message \"%s\" lacks \"%s\"", line, err.message, needle);
+    CHECKF(g.kvs == NULL && g.tensors == NULL && g.names == NULL, "line %d: failed parse left allocations", line);
+    if (r == MLSTACK_OK) mlstack__gguf_close(&g);
+    free(copy);
+}
+
+static void test_valid(void) {
+    int v;
+    for (v = 2; v <= 3; v++) {
+        gb b = valid_image((uint32_t)v);
+        mlstack__gguf g;
+        mlstack_error err;
+        int64_t x = 0;
+        size_t len = 0;
+        const char *s;
+        const mlstack__gguf_kv *kv;
+        const mlstack__gguf_tensor *t;
+        mlstack_result r = mlstack__gguf_parse(&g, b.p, b.n, "img", &err);
+        CHECKF(r == MLSTACK_OK, "valid v%d: %s", v, err.message);
+        if (r != MLSTACK_OK) continue;
+        CHECK(g.version == (uint32_t)v && g.n_kv == 3 && g.n_tensors == 2 && g.alignment == 32);
+        s = mlstack__gguf_string(&g, "general.architecture", &len);
+        CHECK(s && len == 5 && memcmp(s, "llama", 5) == 0);
+        CHECK(mlstack__gguf_int(&g, "llama.block_count", 0, 100, &x, NULL) && x == 7);
+        CHECK(!mlstack__gguf_int(&g, "llama.block_count", 0, 5, &x, &err) && strstr(err.message, "llama.block_count"));
+        CHECK(!mlstack__gguf_int(&g, "general.architecture", 0, 5, &x, &err) && strstr(err.message, "expected an integer"));
+        kv = mlstack__gguf_find(&g, "tokenizer.ggml.tokens");
+        CHECK(kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_STRING && kv->n == 2);
+        if (kv) {
+            uint64_t pos = kv->off;
+            s = mlstack__gguf_next_string(&g, &pos, &len);
+            CHECK(len == 1 && s[0] == 'a');
+            s = mlstack__gguf_next_string(&g, &pos, &len);
+            CHECK(len == 2 && memcmp(s, "bc", 2) == 0);
+        }
+        t = mlstack__gguf_tensor_find(&g, "q.weight");
+        CHECK(t && t->type == MLSTACK__GGML_Q8_0 && t->bytes == 34 && t->ne[0] == 32 && t->ne[1] == 1 && t->offset == 32);
+        CHECK(t && g.data + t->offset == b.p + g.data_off + 32 && g.data_off % 32 == 0);
+        t = mlstack__gguf_tensor_find(&g, "x.weight");
+        CHECK(t && t->bytes == 32 && t->n_dims == 2 && strcmp(t->name, "x.weight") == 0);
+        mlstack__gguf_close(&g);
+        free(b.p);
+    }
+}
+
+/* Every prefix of a valid image is rejected (no overread: copies are exact-size). */
+static void test_truncated(void) {
+    gb b = valid_image(3);
+    size_t n;
+    int bad = 0;
+    for (n = 0; n < b.n; n++) {
+        mlstack__gguf g;
+        mlstack_error err;
+        unsigned char *copy = (unsigned char *)malloc(n ? n : 1);
+        memcpy(copy, b.p, n);
+        memset(&err, 0, sizeof err);
+        if (mlstack__gguf_parse(&g, copy, n, "img", &err) == MLSTACK_OK || !err.message[0]) bad++;
+        free(copy);
+    }
+    CHECKF(bad == 0, "%d truncated images were accepted or failed without a message", bad);
+    free(b.p);
+}
+
+static void test_hostile(void) {
+    gb b = {0, 0, 0};
+    uint64_t ne[2] = {32, 2};
+    expect_fail(__LINE__, (const unsigned char *)"GGML\3\0\0\0", 8, MLSTACK_ERR_FORMAT, "not a GGUF file");
+    expect_fail(__LINE__, (const unsigned char *)"GGUF\0\0\0\1", 8, MLSTACK_ERR_UNSUPPORTED, "big-endian");
+    expect_fail(__LINE__, (const unsigned char *)"GGUF\1\0\0\0", 8, MLSTACK_ERR_UNSUPPORTED, "version 1");
+    /* counts far beyond the file */
+    gb_head(&b, 3, 0, (uint64_t)1 << 60);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key/value count");
+    b.n = 0;
+    gb_head(&b, 3, UINT64_MAX, 0);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor count");
+    /* a huge string length */
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_u(&b, UINT64_MAX, 8);
+    gb_zeros(&b, 16);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key at offset 24 is 18446744073709551615 bytes long, past the end");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_u(&b, 2000, 8);
+    gb_zeros(&b, 2100);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_LIMIT, "key at offset 24 is 2000 bytes long (at most 1024");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    kv_str(&b, "k", "v");
+    memset(b.p + b.n - 9, 0xff, 8); /* the value's length */
+    b.n -= 1;
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "value of k");
+    /* a huge array */
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_str(&b, "arr");
+    gb_u(&b, 9, 4);
+    gb_u(&b, 6, 4);
+    gb_u(&b, (uint64_t)1 << 62, 8);
+    gb_u(&b, 0, 8);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key arr: array of 4611686018427387904 f32");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_str(&b, "arr");
+    gb_u(&b, 9, 4);
+    gb_u(&b, 8, 4);
+    gb_u(&b, (uint64_t)1 << 40, 8);
+    gb_u(&b, 0, 8);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key arr: array of 1099511627776 strings");
+    /* nested arrays, unknown types, bad bools, duplicate keys */
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_str(&b, "arr");
+    gb_u(&b, 9, 4);
+    gb_u(&b, 9, 4);
+    gb_u(&b, 0, 8);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key arr: array element type 9");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_str(&b, "weird");
+    gb_u(&b, 13, 4);
+    gb_u(&b, 0, 8);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key weird: value type 13");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    gb_str(&b, "flag");
+    gb_u(&b, 7, 4);
+    gb_u(&b, 2, 1);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key flag: bool value 2");
+    b.n = 0;
+    gb_head(&b, 3, 0, 2);
+    kv_u32(&b, "a.b", 1);
+    kv_u32(&b, "a.b", 2);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key a.b appears twice");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    kv_str(&b, "general.alignment", "x");
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "general.alignment");
+    b.n = 0;
+    gb_head(&b, 3, 0, 1);
+    kv_u32(&b, "general.alignment", 48);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "general.alignment");
+    /* tensors: bad type, misaligned offset, beyond the data, overlap, duplicate, bad rows */
+#define ONE_TENSOR(name, nd, ne_, type, off, data_bytes)   \
+    do {                                                   \
+        b.n = 0;                                           \
+        gb_head(&b, 3, 1, 0);                              \
+        tinfo(&b, name, nd, ne_, type, off);               \
+        gb_pad(&b, 32);                                    \
+        gb_zeros(&b, data_bytes);                          \
+    } while (0)
+    ONE_TENSOR("t", 2, ne, 4, 0, 64);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_UNSUPPORTED, "tensor t: ggml type 4");
+    ONE_TENSOR("t", 2, ne, 1000, 0, 64);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_UNSUPPORTED, "tensor t: ggml type 1000");
+    ONE_TENSOR("t", 2, ne, 0, 4, 512);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: offset 4 is not a multiple of the alignment 32");
+    ONE_TENSOR("t", 2, ne, 0, 0, 255);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: 256 bytes at data offset 0 run past the end");
+    ONE_TENSOR("t", 2, ne, 0, (uint64_t)-32, 256);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: 256 bytes at data offset");
+    ONE_TENSOR("t", 0, ne, 0, 0, 256);
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: 0 dimensions");
+    {
+        uint64_t odd[2] = {33, 1}, big[4] = {(uint64_t)1 << 40, (uint64_t)1 << 40, 1, 1};
+        ONE_TENSOR("t", 2, odd, 8, 0, 64);
+        expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: row length ne[0] = 33 is not a multiple of Q8_0's block");
+        ONE_TENSOR("t", 4, big, 0, 0, 0);
+        expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: ne[1]");
+    }
+    b.n = 0;
+    gb_head(&b, 3, 2, 0);
+    tinfo(&b, "a", 2, ne, 0, 0);
+    tinfo(&b, "b", 2, ne, 0, 128);
+    gb_pad(&b, 32);
+    {
+        size_t i;
+        for (i = 0; i < 512; i++) gb_u(&b, 0, 1);
+    }
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensors a [0, +256) and b [128, +256) overlap");
+    b.n = 0;
+    gb_head(&b, 3, 2, 0);
+    tinfo(&b, "a", 2, ne, 0, 0);
+    tinfo(&b, "a", 2, ne, 0, 256);
+    gb_pad(&b, 32);
+    {
+        size_t i;
+        for (i = 0; i < 512; i++) gb_u(&b, 0, 1);
+    }
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "duplicate tensor name a");
+    free(b.p);
+}
+
+/* The type table against gguf-py's GGML_QUANT_SIZES (types.txt). gguf-py still lists Q8_1 as
+   40 bytes (two f32); ggml's block_q8_1 is two f16 + 32 int8 = 36, which we follow. Q8_1 never
+   appears in model files. */
+static void test_types(void) {
+    FILE *f = fopen("tests/fixtures/gguf/types.txt", "r");
+    unsigned id, block, size;
+    char name[64];
+    int n = 0;
+    if (!f) {
+        SKIP("tests/fixtures/gguf/types.txt missing");
+        return;
+    }
+    while (fscanf(f, "%u %63s %u %u", &id, name, &block, &size) == 4) {
+        n++;
+        if (id >= MLSTACK__GGML_NTYPES) {
+            CHECKF(0, "gguf-py type %u %s is beyond our table", id, name);
+            continue;
+        }
+        CHECKF(strcmp(mlstack__ggml_types[id].name, name) == 0, "type %u: %s vs gguf-py %s", id, mlstack__ggml_types[id].name, name);
+        CHECKF(mlstack__ggml_types[id].block == block, "type %s: block %u vs gguf-py %u", name, mlstack__ggml_types[id].block, block);
+        if (id != MLSTACK__GGML_Q8_1)
+            CHECKF(mlstack__ggml_types[id].size == size, "type %s: size %u vs gguf-py %u", name, mlstack__ggml_types[id].size, size);
+    }
+    fclose(f);
+    CHECK(n >= 30);
+}
+
+/* Files written by gguf-py: every tensor found with the shape and type the writer was given. */
+static void test_files(void) {
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16", "BF16"};
+    mlstack__gguf g;
+    mlstack_error err;
+    size_t i, len;
+    mlstack_result r = mlstack__gguf_open(&g, "tests/fixtures/gguf/quants.gguf", &err);
+    CHECKF(r == MLSTACK_OK, "quants.gguf: %s", err.message);
+    if (r != MLSTACK_OK) return;
+    CHECK(g.n_tensors == 2 * sizeof types / sizeof types[0]);
+    CHECK(mlstack__gguf_string(&g, "general.architecture", &len) != NULL && len == 5);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char ref[32];
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]), *f;
+        snprintf(ref, sizeof ref, "%s.ref", types[i]);
+        f = mlstack__gguf_tensor_find(&g, ref);
+        CHECKF(t && f, "%s missing", types[i]);
+        if (!t || !f) continue;
+        CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0, "%s has type %s", types[i], mlstack__ggml_type_name(t->type));
+        CHECK(t->ne[0] == 256 && t->ne[1] == 2 && f->type == MLSTACK__GGML_F32 && f->ne[0] == 256 && f->ne[1] == 2 && f->bytes == 2048);
+        /* dequantized rows bit-identical to gguf.quants.dequantize */
+        CHECKF(mlstack__ggml_can_dequant(t->type), "%s cannot be dequantized", types[i]);
+        {
+            float got[256], want[256];
+            int row, k, bad = 0;
+            for (row = 0; row < 2; row++) {
+                mlstack__ggml_dequant_row(t->type, g.data + t->offset + (size_t)row * (t->bytes / 2), got, 256);
+                memcpy(want, g.data + f->offset + (size_t)row * 1024, 1024);
+                for (k = 0; k < 256; k++)
+                    if (memcmp(&got[k], &want[k], 4) != 0) {
+                        if (!bad) printf("%s row %d [%d]: %.9g vs gguf-py %.9g\n", types[i], row, k, got[k], want[k]);
+                        bad++;
+                    }
+            }
+            CHECKF(bad == 0, "%s: %d values differ from gguf-py's dequantization", types[i], bad);
+        }
+    }
+    mlstack__gguf_close(&g);
+}
+
+#define SHARED "../shared/"
+
+/* llama.cpp's vocabulary files and the ids Hugging Face gives for their .inp cases (.out): the
+   tokenizer is built from the GGUF metadata alone. */
+static void test_vocab_vectors(void) {
+    static const struct {
+        const char *name;
+        mlstack_result want; /* what opening the vocabulary gives */
+    } sets[] = {
+        {"gpt-2", MLSTACK_OK}, {"llama-spm", MLSTACK_OK}, {"phi-3", MLSTACK_OK}, {"falcon", MLSTACK_OK},
+        {"mpt", MLSTACK_OK}, {"starcoder", MLSTACK_OK}, {"refact", MLSTACK_OK}, {"deepseek-coder", MLSTACK_OK},
+        {"deepseek-llm", MLSTACK_OK}, {"bert-bge", MLSTACK_ERR_UNSUPPORTED}, {"gpt-neox", MLSTACK_ERR_UNSUPPORTED},
+    };
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    size_t si;
+    static int32_t ids[1 << 16];
+    for (si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        char pg[200], pi[256], po[256];
+        size_t il = 0, ol = 0, pos = 0, opos = 0;
+        char *inp, *out;
+        int n = 0, ok = 0;
+        mlstack_tokenizer *t = NULL;
+        mlstack_error err;
+        mlstack_result r;
+        snprintf(pg, sizeof pg, SHARED "tokenizer-vectors/ggml-vocab-%s.gguf", sets[si].name);
+        snprintf(pi, sizeof pi, "%s.inp", pg);
+        snprintf(po, sizeof po, "%s.out", pg);
+        {
+            FILE *f = fopen(pg, "rb");
+            if (!f) {
+                SKIP("%s missing", pg);
+                continue;
+            }
+            fclose(f);
+        }
+        memset(&err, 0, sizeof err);
+        r = mlstack_tokenizer_open(pg, &t, &err);
+        CHECKF(r == sets[si].want, "%s: open gives %d (%s), want %d", sets[si].name, (int)r, err.message, (int)sets[si].want);
+        if (r != MLSTACK_OK) {
+            CHECKF(strstr(err.message, "ggml-vocab-") != NULL, "%s: message does not name the file: %s", sets[si].name, err.message);
+            if (r == sets[si].want) printf("vocab %-16s refused: %s\n", sets[si].name, err.message);
+            continue;
+        }
+        inp = tl_read(pi, &il);
+        out = tl_read(po, &ol);
+        if (!inp || !out) {
+            SKIP("%s: vector files missing", sets[si].name);
+            free(inp);
+            free(out);
+            mlstack_tokenizer_close(t);
+            continue;
+        }
+        while (pos < il && opos < ol) {
+            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos);
+            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
+            char *q = out + opos, *qe = le ? le : out + ol;
+            int good = mlstack_tokenizer_encode(t, inp + pos, cl, 0, ids, sizeof ids / sizeof ids[0], &k) == MLSTACK_OK;
+            while (good) {
+                long v;
+                char *endp;
+                while (q < qe && *q == ' ') q++;
+                if (q >= qe) break;
+                v = strtol(q, &endp, 10);
+                if (endp == q || j >= k || ids[j] != v) good = 0;
+                j++;
+                q = endp;
+            }
+            if (good && j != k) good = 0;
+            n++;
+            ok += good;
+            if (!good && n - ok <= 3) printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), inp + pos);
+            pos += cl + (e ? sizeof sep - 1 : 0);
+            opos = (size_t)(qe - out) + 1;
+        }
+        printf("vocab %-16s %3d/%d\n", sets[si].name, ok, n);
+        CHECKF(n >= 40 && ok == n, "%s: %d of %d cases give Hugging Face's ids", sets[si].name, ok, n);
+        free(inp);
+        free(out);
+        mlstack_tokenizer_close(t);
+    }
+}
+
+static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab, int one_by_one) {
+    mlstack_batch_row rows[64];
+    float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
+    int32_t seq = -1;
+    int i;
+    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return NULL;
+    for (i = 0; i < n; i++) {
+        rows[i].seq = seq;
+        rows[i].pos = i;
+        rows[i].token = ids[i];
+        rows[i].want_logits = 1;
+    }
+    for (i = 0; i < n; i += one_by_one ? 1 : n) {
+        int k, b = one_by_one ? 1 : n;
+        if (mlstack_engine_eval(e, rows + i, b) != MLSTACK_OK) {
+            printf("eval: %s\n", mlstack_engine_error(e));
+            free(out);
+            return NULL;
+        }
+        for (k = 0; k < b; k++) memcpy(out + (size_t)(i + k) * n_vocab, mlstack_engine_logits(e, k), sizeof(float) * n_vocab);
+    }
+    mlstack_engine_seq_free(e, seq);
+    return out;
+}
+
+/* tests/fixtures/gguf/llama-q8_0.gguf is the tiny llama fixture as llama.cpp's converter writes
+   it (names mapped, Q/K rows permuted), quantized to Q8_0 by gguf-py. Opened directly it must
+   give the logits of the safetensors folder quantized to Q8_0 at load: the same blocks, the
+   same kernels. */
+static void test_model(void) {
+    static const int32_t ids[8] = {1, 5, 100, 200, 7, 42, 300, 11};
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_model_info ia, ib;
+    mlstack_error err;
+    mlstack_tensor tv;
+    float *la = NULL, *lb = NULL, *lc = NULL;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/models/llama";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    md.path = "tests/fixtures/gguf/llama-q8_0.gguf";
+    md.quant = 0;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (!a || !b) goto done;
+    mlstack_model_get_info(a, &ia);
+    mlstack_model_get_info(b, &ib);
+    CHECK(strcmp(ib.architecture, "LlamaForCausalLM") == 0 && ib.n_layers == ia.n_layers && ib.n_embd == ia.n_embd &&
+          ib.n_ff == ia.n_ff && ib.n_heads == ia.n_heads && ib.n_kv_heads == ia.n_kv_heads && ib.head_dim == ia.head_dim &&
+          ib.n_vocab == ia.n_vocab && ib.tied_embeddings == 0 && ib.rms_norm_eps == ia.rms_norm_eps &&
+          ib.rope_theta == ia.rope_theta && ib.max_position_embeddings == ia.max_position_embeddings);
+    CHECKF(ib.weight_dtype == MLSTACK_DTYPE_Q8_0, "weight dtype %s", mlstack_dtype_name(ib.weight_dtype));
+    CHECK(mlstack_model_tensor_find(b, "model.layers.1.mlp.down_proj.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_U8);
+    CHECK(mlstack_model_tensor_find(b, "model.embed_tokens.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_F32);
+    CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
+    CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
+    if (!ea || !eb) goto done;
+    la = eval_all(ea, ids, 8, ia.n_vocab, 0);
+    lb = eval_all(eb, ids, 8, ib.n_vocab, 0);
+    lc = eval_all(eb, ids, 8, ib.n_vocab, 1);
+    CHECK(la && lb && lc);
+    if (la && lb && lc) {
+        CHECK(memcmp(la, lb, sizeof(float) * 8 * (size_t)ia.n_vocab) == 0);
+        CHECK(memcmp(lb, lc, sizeof(float) * 8 * (size_t)ia.n_vocab) == 0); /* prefill == decode */
+    }
+done:
+    free(la);
+    free(lb);
+    free(lc);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+}
+
+/* mlstack_model_save_gguf of the tiny folder quantized to Q8_0 at load: every tensor's bytes
+   equal those gguf-py wrote for the same model (names, Q/K row order, Q8_0 blocks), and the file
+   opens to the same logits. */
+static void test_write(void) {
+    static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
+    char path[] = "/tmp/mlstack_gguf_w_XXXXXX";
+    int fd = mkstemp(path);
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    mlstack__gguf ours, ref;
+    uint64_t i;
+    int same = 0;
+    float *la = NULL, *lb = NULL;
+    if (fd < 0) {
+        SKIP("no temporary file");
+        return;
+    }
+    close(fd);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/models/llama";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    if (!a) return;
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+    CHECKF(mlstack_model_save_gguf(a, NULL, &err) == MLSTACK_ERR_INVALID_ARG, "NULL path accepted");
+    if (mlstack__gguf_open(&ours, path, &err) == MLSTACK_OK) {
+        if (mlstack__gguf_open(&ref, "tests/fixtures/gguf/llama-q8_0.gguf", &err) == MLSTACK_OK) {
+            CHECK(ours.n_tensors == ref.n_tensors);
+            for (i = 0; i < ref.n_tensors; i++) {
+                const mlstack__gguf_tensor *r = &ref.tensors[i], *o = mlstack__gguf_tensor_find(&ours, r->name);
+                int eq = o && o->type == r->type && o->bytes == r->bytes && o->ne[0] == r->ne[0] && o->ne[1] == r->ne[1] &&
+                         memcmp(ours.data + o->offset, ref.data + r->offset, (size_t)r->bytes) == 0;
+                same += eq;
+                CHECKF(eq, "written %s differs from gguf-py's", r->name);
+            }
+            CHECK(same == (int)ref.n_tensors);
+            mlstack__gguf_close(&ref);
+        }
+        mlstack__gguf_close(&ours);
+    } else {
+        CHECKF(0, "written file: %s", err.message);
+    }
+    md.path = path;
+    md.quant = 0;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+        la = eval_all(ea, ids, 6, 512, 0);
+        lb = eval_all(eb, ids, 6, 512, 0);
+        CHECK(la && lb && memcmp(la, lb, sizeof(float) * 6 * 512) == 0);
+    }
+    free(la);
+    free(lb);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+    remove(path);
+}
+
+/* Model-level errors in metadata name the key. */
+static void test_model_errors(void) {
+    static const struct {
+        const char *arch;
+        int with_blocks;
+        mlstack_result want;
+        const char *needle;
+    } cases[] = {{"mamba", 1, MLSTACK_ERR_UNSUPPORTED, "general.architecture = \"mamba\" is not supported"},
+                 {"llama", 0, MLSTACK_ERR_FORMAT, "missing required key llama.block_count"}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[] = "/tmp/mlstack_gguf_XXXXXX";
+        int fd = mkstemp(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        gb b = {0, 0, 0};
+        mlstack_model_desc md;
+        mlstack_model *m = NULL;
+        mlstack_error err;
+        mlstack_result r;
+        gb_head(&b, 3, 0, cases[i].with_blocks ? 2 : 1);
+        kv_str(&b, "general.architecture", cases[i].arch);
+        if (cases[i].with_blocks) kv_u32(&b, "mamba.block_count", 2);
+        if (!f) {
+            SKIP("cannot create a temporary file");
+            free(b.p);
+            continue;
+        }
+        fwrite(b.p, 1, b.n, f);
+        fclose(f);
+        memset(&md, 0, sizeof md);
+        md.path = path;
+        r = mlstack_model_open(&md, &m, &err);
+        CHECKF(r == cases[i].want && strstr(err.message, cases[i].needle), "%s: %d %s", cases[i].arch, (int)r, err.message);
+        mlstack_model_close(m);
+        remove(path);
+        free(b.p);
+    }
+}
+
+/* The tokenizer.ggml.pre name written for a folder's tokenizer.json: the shared families. */
+static void test_pre_names(void) {
+    static const struct {
+        const char *family, *want;
+    } cases[] = {{"gpt2", "gpt-2"}, {"smollm2", "smollm"}, {"falcon-7b", "falcon"}, {"mpt-7b", "mpt"},
+                 {"qwen2.5", "qwen2"}, {"llama2-tinyllama", NULL}, {"phi3-mini-4k", NULL}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[128], name[64];
+        mlstack_tokenizer *t = NULL;
+        mlstack_error err;
+        const char *got;
+        snprintf(dir, sizeof dir, SHARED "tokenizers/%s", cases[i].family);
+        if (mlstack_tokenizer_open(dir, &t, &err) != MLSTACK_OK) {
+            SKIP("%s: %s", dir, err.message);
+            continue;
+        }
+        got = mlstack__gguf_pre_name(mlstack__json_get(t->doc.root, "normalizer"), mlstack__json_get(t->doc.root, "pre_tokenizer"), name,
+                                     sizeof name);
+        CHECKF(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: pre name %s, want %s", cases[i].family,
+               got ? got : "(none)", cases[i].want ? cases[i].want : "(none)");
+        mlstack_tokenizer_close(t);
+    }
+}
+
+int main(void) {
+    test_pre_names();
+    test_model();
+    test_model_errors();
+    test_write();
+    test_vocab_vectors();
+    test_types();
+    test_files();
+    test_valid();
+    test_truncated();
+    test_hostile();
+    return tl_finish();
+}

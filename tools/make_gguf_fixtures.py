@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Write the small GGUF fixtures under tests/fixtures/gguf/ with gguf-py (the `gguf` package,
+llama.cpp's own Python writer), so that what the C reader sees comes from an independent
+implementation:
+
+  types.txt        every GGML type gguf-py knows: "id name block_elements block_bytes"
+  quants.gguf      for each block type, a [2, 256] tensor named after the type and, beside it,
+                   "<type>.ref": the same values as F32 from gguf.quants.dequantize.  Types
+                   gguf-py can quantize are quantized from Gaussian data; the others (K-quants,
+                   IQ4_NL) get random block bytes whose f16 scale fields hold modest values.
+  llama-q8_0.gguf  tests/fixtures/models/llama as llama.cpp's converter would write it: tensor
+                   names mapped, Q/K rows permuted for its RoPE layout, projections quantized to
+                   Q8_0 by gguf-py, the embedding and norms kept F32.
+  ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
+
+Rerunnable; the same gguf/numpy versions give the same bytes.
+    python3 tools/make_gguf_fixtures.py
+Needs: gguf, numpy, safetensors.
+"""
+import json
+import os
+
+import numpy as np
+import gguf
+from gguf import quants
+from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as T
+from safetensors.numpy import load_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "fixtures", "gguf")
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus", "gguf")
+
+# f16 scale fields of each block type: (byte offset in the block, count)
+SCALE_FIELDS = {
+    T.Q4_0: [(0, 1)], T.Q4_1: [(0, 2)], T.Q5_0: [(0, 1)], T.Q5_1: [(0, 2)], T.Q8_0: [(0, 1)],
+    T.IQ4_NL: [(0, 1)], T.Q2_K: [(80, 2)], T.Q3_K: [(108, 1)], T.Q4_K: [(0, 2)], T.Q5_K: [(0, 2)],
+    T.Q6_K: [(208, 1)],
+}
+BLOCK_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL]
+
+
+def write_types():
+    with open(os.path.join(OUT, "types.txt"), "w") as f:
+        for t in T:
+            block, size = GGML_QUANT_SIZES[t]
+            f.write("%d %s %d %d\n" % (t.value, t.name, block, size))
+
+
+def random_blocks(rng, t, rows, cols):
+    block, size = GGML_QUANT_SIZES[t]
+    raw = rng.integers(0, 256, size=(rows, cols // block, size), dtype=np.uint8)
+    for off, n in SCALE_FIELDS[t]:
+        vals = (rng.uniform(0.002, 0.05, size=(rows, cols // block, n)) *
+                rng.choice([-1, 1], size=(rows, cols // block, n))).astype(np.float16)
+        raw[:, :, off:off + 2 * n] = vals.view(np.uint8).reshape(rows, cols // block, 2 * n)
+    return raw.reshape(rows, cols // block * size)
+
+
+def write_quants():
+    rng = np.random.default_rng(20261201)
+    w = gguf.GGUFWriter(os.path.join(OUT, "quants.gguf"), "llama")
+    for t in BLOCK_TYPES + [T.F16, T.BF16]:
+        x = rng.standard_normal((2, 256)).astype(np.float32)
+        try:
+            q = quants.quantize(x, t)
+        except NotImplementedError:
+            q = random_blocks(rng, t, 2, 256)
+        ref = quants.dequantize(q, t).astype(np.float32)
+        assert ref.shape == (2, 256) and np.all(np.isfinite(ref)), t.name
+        w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
+        w.add_tensor(t.name + ".ref", ref)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def permute(x, n_head):
+    """llama.cpp's convert_hf_to_gguf.py LlamaModel.permute: rows of each head reordered so
+    that RoPE rotates adjacent pairs."""
+    return x.reshape(n_head, 2, x.shape[0] // n_head // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def write_llama():
+    src = os.path.join(ROOT, "tests", "fixtures", "models", "llama")
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    st = load_file(os.path.join(src, "model.safetensors"))
+    w = gguf.GGUFWriter(os.path.join(OUT, "llama-q8_0.gguf"), "llama")
+    w.add_name("mlstack tiny llama fixture")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_dimension_count(cfg["head_dim"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_vocab_size(cfg["vocab_size"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+
+    def q8(name, x):
+        q = quants.quantize(x.astype(np.float32), T.Q8_0)
+        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=T.Q8_0)
+
+    w.add_tensor("token_embd.weight", st["model.embed_tokens.weight"])
+    w.add_tensor("output_norm.weight", st["model.norm.weight"])
+    q8("output.weight", st["lm_head.weight"])
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        b = "blk.%d." % l
+        w.add_tensor(b + "attn_norm.weight", st[p + "input_layernorm.weight"])
+        w.add_tensor(b + "ffn_norm.weight", st[p + "post_attention_layernorm.weight"])
+        q8(b + "attn_q.weight", permute(st[p + "self_attn.q_proj.weight"], nh))
+        q8(b + "attn_k.weight", permute(st[p + "self_attn.k_proj.weight"], nkv))
+        q8(b + "attn_v.weight", st[p + "self_attn.v_proj.weight"])
+        q8(b + "attn_output.weight", st[p + "self_attn.o_proj.weight"])
+        q8(b + "ffn_gate.weight", st[p + "mlp.gate_proj.weight"])
+        q8(b + "ffn_up.weight", st[p + "mlp.up_proj.weight"])
+        q8(b + "ffn_down.weight", st[p + "mlp.down_proj.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_corpus():
+    os.makedirs(CORPUS, exist_ok=True)
+    data = open(os.path.join(OUT, "quants.gguf"), "rb").read()
+    open(os.path.join(CORPUS, "valid_quants.gguf"), "wb").write(data)
+    open(os.path.join(CORPUS, "bad_truncated_infos.gguf"), "wb").write(data[:300])
+    bad = bytearray(data)
+    bad[8:16] = (1 << 40).to_bytes(8, "little")  # tensor count
+    open(os.path.join(CORPUS, "bad_tensor_count.gguf"), "wb").write(bytes(bad))
+    # a tiny file with a tokenizer vocabulary (string arrays) and no tensors
+    w = gguf.GGUFWriter(os.path.join(CORPUS, "valid_vocab.gguf"), "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt-2")
+    w.add_token_list(["a", "b", "ab", "\u0120", "<|endoftext|>"])
+    w.add_token_types([1, 1, 1, 1, 3])
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(4)
+    w.add_eos_token_id(4)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    write_types()
+    write_quants()
+    write_llama()
+    write_corpus()
