@@ -20553,13 +20553,13 @@ static mlstack_result mlstack__gguf_cfg_float(const mlstack__gguf *g, const char
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
+/* Whether the config's family is the one of this config.json class name. */
+static int mlstack__fam_is(const mlstack__config *c, const char *cls) { return c->fam && strcmp(c->fam->arch, cls) == 0; }
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path, mlstack_error *err) {
     static const struct {
         const char *name, *cls;
-        mlstack__arch arch;
-    } archs[] = {{"llama", "LlamaForCausalLM", MLSTACK__ARCH_LLAMA},
-                 {"qwen2", "Qwen2ForCausalLM", MLSTACK__ARCH_QWEN2},
-                 {"qwen3", "Qwen3ForCausalLM", MLSTACK__ARCH_QWEN3}};
+    } archs[] = {{"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
     const char *a, *st;
     char arch[64];
@@ -20572,9 +20572,11 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
     for (k = 0; k < sizeof archs / sizeof archs[0]; k++)
         if (strlen(archs[k].name) == alen && memcmp(archs[k].name, a, alen) == 0) {
-            c->arch = archs[k].arch;
+            size_t f;
+            for (f = 0; f < sizeof mlstack__families / sizeof mlstack__families[0]; f++)
+                if (strcmp(mlstack__families[f].arch, archs[k].cls) == 0) c->arch = (int)f, c->fam = &mlstack__families[f];
             snprintf(c->architecture, sizeof c->architecture, "%s", archs[k].cls);
-            found = 1;
+            found = c->fam != NULL;
         }
     if (!found)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -20628,8 +20630,16 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
     c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
     c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
-    c->qk_norm = c->arch == MLSTACK__ARCH_QWEN3;
-    if (c->arch == MLSTACK__ARCH_LLAMA && c->attn_bias)
+    c->qk_norm = (c->fam->flags & MLSTACK__F_QK_NORM_HEAD) != 0;
+    /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
+    c->act = MLSTACK__ACT_SILU;
+    c->rot_dim = c->head_dim;
+    c->rope[0].kind = c->rope_kind ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DEFAULT;
+    c->rope[0].theta = c->rope_theta;
+    c->rope[0].factor = c->rope_factor;
+    c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    if (mlstack__fam_is(c, "LlamaForCausalLM") && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
@@ -20703,8 +20713,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     if (strcmp(rest, mlstack__gguf_layer_names[k].gguf) == 0)
                         snprintf(name, name_cap, "model.layers.%d.%s", layer, mlstack__gguf_layer_names[k].hf);
                 if (!name[0]) snprintf(name, name_cap, "%.90s", t->name);
-                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
-                if (c->arch == MLSTACK__ARCH_LLAMA && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
             } else {
                 snprintf(name, name_cap, "%.90s", t->name);
             }
@@ -20988,7 +20998,6 @@ static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack
 }
 
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
-    static const char *const arch_names[] = {"llama", "llama", "qwen2", "qwen3"};
     const mlstack__config *c;
     const char *arch;
     mlstack__gw_tensor *ts = NULL;
@@ -21002,10 +21011,16 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     float *rope_factors = NULL;
     if (!m || !path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
     c = &m->cfg;
-    arch = arch_names[c->arch];
+    arch = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM") ? "llama"
+           : mlstack__fam_is(c, "Qwen2ForCausalLM")                                        ? "qwen2"
+           : mlstack__fam_is(c, "Qwen3ForCausalLM")                                        ? "qwen3"
+                                                                                            : NULL;
+    if (!arch)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are not written to GGUF (llama, mistral, qwen2, qwen3 are)",
+                             m->path, c->architecture);
     if (m->gguf.bytes && mlstack__same_file(path, m->path))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: %s is the file the model was opened from", path);
-    if (c->attn_bias && c->arch == MLSTACK__ARCH_LLAMA)
+    if (c->attn_bias && mlstack__fam_is(c, "LlamaForCausalLM"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture attention biases are not written to GGUF", m->path);
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -21054,7 +21069,9 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
         for (k = 0; k < 7; k++) {
-            int perm = c->arch == MLSTACK__ARCH_LLAMA || c->arch == MLSTACK__ARCH_MISTRAL ? (k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0) : 0;
+            int perm = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM")
+                           ? (k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0)
+                           : 0;
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             if (ws[k]->bias) {

@@ -166,6 +166,7 @@ static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json
            st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0, (unsigned long long)st.steps,
            mlstack_clock_seconds() - t0);
     mlstack_engine_free(e);
+}
 
 /* The same model as llama.cpp's Q4_1 GGUF (the file the folder was converted from), opened
    directly. Every tensor must dequantize to the folder's float32 values bit for bit (the folder
