@@ -418,7 +418,8 @@ MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model,
                                                      mlstack_tensor *out);
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
 /* Bytes of weights one decode token reads: every projection and the LM head as the kernels
-   see them (after load-time quantization), one embedding row, the norms. The bandwidth roofline
+   see them (after load-time quantization; of MoE experts, the k routed of E: their bytes x k / E),
+   one embedding row, the norms. The bandwidth roofline
    of generation is memory bandwidth / this. */
 MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
 
@@ -25633,7 +25634,14 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
-        for (i = 0; i < nw; i++) total += (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+        const mlstack__layer *L = &m->layers[l];
+        uint64_t experts = 0;
+        for (i = 0; i < nw; i++) {
+            uint64_t b = (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+            if (L->experts && ws[i] >= L->experts && ws[i] < L->experts + 3 * c->n_experts) experts += b;
+            else total += b;
+        }
+        if (experts) total += experts / (uint64_t)c->n_experts * (uint64_t)c->n_experts_used; /* a token's routed experts */
         total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
     }
     return total;

@@ -99,11 +99,14 @@ def placeholder_vocab(self):
     w.add_tokenizer_model("llama")
     w.add_tokenizer_pre("default")
     # ids 3..258: the byte pieces SentencePiece vocabularies carry (llama.cpp looks up <0x0A>)
+    # and the special pieces llama.cpp marks by name for some models (Phi-3: <unk> <s> </s> <|endoftext|>)
     toks = [("<0x%02X>" % (i - 3)) if 3 <= i < 259 else ("<t%d>" % i) for i in range(n)]
+    toks[0], toks[1], toks[2], toks[259] = "<unk>", "<s>", "</s>", "<|endoftext|>"
     w.add_token_list([t.encode() for t in toks])
     w.add_token_scores([0.0] * n)
     types = [gguf.TokenType.BYTE if 3 <= i < 259 else gguf.TokenType.NORMAL for i in range(n)]
     types[0], types[1], types[2] = gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL
+    types[259] = gguf.TokenType.CONTROL
     w.add_token_types(types)
     w.add_unk_token_id(0)
     w.add_bos_token_id(1)
