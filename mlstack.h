@@ -22076,14 +22076,13 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
     mean = (float)(sum / n);
     for (i = 0; i < n; i++) {
         double d = (double)x[i] - (double)mean;
-        sq += d * d;
+        sq = fma(d, d, sq);
     }
     rstd = (float)(1.0 / sqrt(sq / n + (double)eps));
     for (i = 0; i < n; i++) {
         float y = x[i] - mean;
         y = y * rstd;
-        y = y * w[i];
-        out[i] = b ? y + b[i] : y;
+        out[i] = b ? fmaf(y, w[i], b[i]) : y * w[i];
     }
 }
 
@@ -22211,8 +22210,9 @@ static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x,
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
-/* x (B, D) += y (B, D) * residual_scale (Granite; the product rounded before the add, as
-   transformers does) */
+/* x (B, D) += y (B, D) * residual_scale (Granite), one fused multiply-add (the canonical
+   arithmetic of >>kernels: a product feeding a sum is always fused, so no compiler setting can
+   change it) */
 static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
     float rs = rk->model->cfg.residual_scale;
@@ -22220,22 +22220,19 @@ static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, i
     if (rs == 1.0f) {
         for (i = 0; i < n; i++) x[i] += y[i];
     } else {
-        for (i = 0; i < n; i++) {
-            float t = y[i] * rs;
-            x[i] += t;
-        }
+        for (i = 0; i < n; i++) x[i] = fmaf(y[i], rs, x[i]);
     }
     MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
 }
 
-/* ---- element-wise math of the families, in plain scalar C: one statement per rounding, no
-   contraction a compiler could fuse differently, so every ISA path gives the same bits ---- */
+/* ---- element-wise math of the families, in plain scalar C under the canonical arithmetic of
+   >>kernels: a product that feeds a sum is an explicit fmaf, every other operation rounds once,
+   so no ISA path or compiler setting (-ffp-contract) changes a bit ---- */
 
 /* GELU, tanh approximation (gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 static float mlstack__gelu_tanh(float x) {
     float x3 = x * x * x, inner, th;
-    inner = 0.044715f * x3;
-    inner = x + inner;
+    inner = fmaf(0.044715f, x3, x);
     inner = 0.7978845608028654f * inner;
     th = tanhf(inner);
     th = 1.0f + th;
@@ -22364,10 +22361,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
             float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D, *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) {
-                float t = y[j] * wt;
-                o[j] += t;
-            }
+            for (j = 0; j < D; j++) o[j] = fmaf(y[j], wt, o[j]);
         }
     }
     if (c->shared_ff) {
@@ -22379,10 +22373,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + expf(-g1[0]));
-            for (j = 0; j < D; j++) {
-                float t = sg * s->moe_y[(size_t)b * D + j];
-                out[(size_t)b * D + j] += t;
-            }
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = fmaf(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
         }
     }
 }

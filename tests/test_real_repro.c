@@ -20,7 +20,7 @@
 #include <dirent.h>
 
 #define MAX_PATHS 6
-#define MAX_KEYS 512
+#define MAX_KEYS 1024
 
 typedef struct repro_path {
     const char *name; /* kernel table name */
@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
     char report[256];
     DIR *dir;
     struct dirent *de;
-    const char *names[32];
+    const char *names[64];
     int n_names = 0, writer;
 #if defined(__aarch64__) || defined(MLSTACK_NO_THREADS)
     writer = 0;
@@ -335,12 +335,23 @@ int main(int argc, char **argv) {
         printf("path %s\n", k->name);
     }
     for (i = 0; i < 24; i++) fix_ids[i] = (int32_t)((i * 37 + 11) % 97);
-    /* the fixtures: every model folder, 24 prompt tokens and 8 steps on every path */
-    dir = opendir("tests/fixtures/models");
-    CHECK(dir != NULL);
-    while (dir && (de = readdir(dir)) != NULL && n_names < 32)
-        if (de->d_name[0] != '.') names[n_names++] = strdup(de->d_name);
-    if (dir) closedir(dir);
+    /* the fixtures: every model folder (the Llama-like ones and the other families), 24 prompt
+       tokens and 8 steps on every path */
+    {
+        static const char *const roots[2] = {"tests/fixtures/models", "tests/fixtures/families"};
+        int ri;
+        for (ri = 0; ri < 2; ri++) {
+            dir = opendir(roots[ri]);
+            CHECKF(dir != NULL, "%s missing", roots[ri]);
+            while (dir && (de = readdir(dir)) != NULL && n_names < 64)
+                if (de->d_name[0] != '.') {
+                    char rel[300];
+                    snprintf(rel, sizeof rel, "%s/%s", ri ? "families" : "models", de->d_name);
+                    names[n_names++] = strdup(rel);
+                }
+            if (dir) closedir(dir);
+        }
+    }
     for (i = 0; i < n_names; i++) { /* readdir order is arbitrary: sort for a stable report */
         int j;
         for (j = i + 1; j < n_names; j++)
@@ -352,7 +363,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < n_names; i++) {
         char path[512];
         run_spec run = {"p24", fix_ids, 24, 8, 1};
-        snprintf(path, sizeof path, "tests/fixtures/models/%s", names[i]);
+        snprintf(path, sizeof path, "tests/fixtures/%s", names[i]);
         check_all_types(names[i], path, &run, 1, 3, paths, ks, n_paths);
         free((void *)names[i]);
     }
