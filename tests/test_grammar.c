@@ -490,6 +490,29 @@ static void test_tool_parse(void) {
     CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT);
 }
 
+/* the vocabulary's byte trie: tokens with the same bytes, tokens that are prefixes of others,
+   and subtrees skipped under a refused byte */
+static void test_trie(void) {
+    static const char *const toks[] = {"a", "ab", "a", "b", "aab", "aa", "ba", "a", "", "aaa", "c"};
+    mlstack_vocab *v = vocab_of(toks, NULL, 11, 1); /* id 11: EOS */
+    mlstack_error err;
+    mlstack_grammar *g = compile(MLSTACK_GRAMMAR_GBNF, "root ::= \"a\"+ (\"b\" | \"\")", v, &err);
+    mlstack_matcher *m;
+    uint32_t bits[1];
+    int n;
+    CHECKF(g != NULL, "compile: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        n = mlstack_matcher_mask(m, bits); /* a ab a aab aa a aaa */
+        CHECKF(n == 7 && bits[0] == 0x2B7u, "trie start mask %d %08x", n, bits[0]);
+        CHECK(mlstack_matcher_accept(m, 4) == MLSTACK_OK); /* aab: only EOS may follow */
+        n = mlstack_matcher_mask(m, bits);
+        CHECKF(n == 1 && bits[0] == (1u << 11), "after aab: %d %08x", n, bits[0]);
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    mlstack_vocab_free(v);
+}
+
 /* tool_choice "auto": free text without the tag, then optional calls valid for their schema */
 static void test_tool_auto(void) {
     static const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": "
@@ -854,6 +877,7 @@ int main(void) {
     test_schema_errors();
     test_tool_parse();
     test_tool_auto();
+    test_trie();
     test_hostile();
     test_schema_sampling();
     test_engine();

@@ -1534,7 +1534,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             piece_n = ready_text(&q, r, done) > sent_text ? ready_text(&q, r, done) - sent_text : 0;
             piece = (char *)malloc(piece_n + 1);
             toks = q.logprobs && to > from ? (srv_tok *)malloc(sizeof *toks * (size_t)(to - from)) : NULL;
-            if (piece) memcpy(piece, r->text.p + sent_text, piece_n);
+            if (piece && piece_n) memcpy(piece, r->text.p + sent_text, piece_n);
             if (toks) memcpy(toks, r->toks + from, sizeof *toks * (size_t)(to - from));
             sent_text += piece_n;
             sent_toks = to;
