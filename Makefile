@@ -317,6 +317,21 @@ $(eval $(call flavour,clang,$(CLANG),$(TEST_CFLAGS),$(LDLIBS)))
 $(B)/win64/%.exe: tests/%.c $(HDRS) $(B)/win64/mlstack.o
 	$(MINGW_CC) $(CROSS_FLAGS) $(IMPORT) -o $@ $< $(B)/win64/mlstack.o
 
+# The CLI for Windows: its command files linked against the win64 implementation object, then
+# run under Wine beside the native build on the same inputs (tests/test_cli_windows.py).
+WIN_CLI_OBJS = $(patsubst tools/%.c,$(B)/win64/cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
+$(B)/win64/cli/%.o: tools/%.c $(CLI_HDRS) | mingw-tools
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(CROSS_FLAGS) -c -o $@ $<
+$(B)/win64/mlstack.exe: $(WIN_CLI_OBJS) $(B)/win64/mlstack.o
+	$(MINGW_CC) $(CROSS_FLAGS) -o $@ $^
+$(B)/run/win64/test_cli_windows: $(B)/win64/mlstack.exe $(B)/mlstack tests/test_cli_windows.py tests/cli_testlib.py | $(B)/win64/prefix/ok
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec %s "%s" --exe "%s" --native "%s" --wine "%s" --prefix "%s"\n' '$(PYTHON)' \
+	    '$(CURDIR)/tests/test_cli_windows.py' '$(CURDIR)/$<' '$(CURDIR)/$(B)/mlstack' '$(WINE)' '$(WINEPREFIX_DIR)' >$@
+	@chmod +x $@
+WIN_RUNS += $(B)/run/win64/test_cli_windows
+
 # $(call need_tool,COMMAND,APT PACKAGES): fail with the install line when COMMAND is missing
 need_tool = @command -v $(1) >/dev/null 2>&1 || [ -x "$(1)" ] || { echo "port-test: $(1) not found; install it with: apt-get install -y --no-install-recommends $(2)" >&2; exit 1; }
 .PHONY: mingw-tools armv7-tools riscv64-tools clang-tools
