@@ -19936,7 +19936,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
             else if (strcmp(t->name, "output_norm.weight") == 0) snprintf(name, name_cap, "model.norm.weight");
             else if (strcmp(t->name, "output.weight") == 0) snprintf(name, name_cap, "lm_head.weight");
-            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers) {
+            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
                 const char *rest = strchr(t->name + 4, '.') + 1;
                 name[0] = 0;
                 for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)
