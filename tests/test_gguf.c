@@ -282,6 +282,21 @@ static void test_hostile(void) {
     }
     expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "duplicate tensor name a");
     free(b.p);
+    /* many keys: found repeated by sorting, in linear-logarithmic time (200000 keys) */
+    {
+        gb big = {0, 0, 0};
+        int k;
+        double t0 = mlstack_clock_seconds();
+        char key[32];
+        gb_head(&big, 3, 0, 200000);
+        for (k = 0; k < 200000; k++) {
+            snprintf(key, sizeof key, "k.%06d", k == 199999 ? 7 : k);
+            kv_u32(&big, key, (uint32_t)k);
+        }
+        expect_fail(__LINE__, big.p, big.n, MLSTACK_ERR_FORMAT, "key k.000007 appears twice");
+        CHECKF(mlstack_clock_seconds() - t0 < 30, "200000 keys took %.1f s", mlstack_clock_seconds() - t0);
+        free(big.p);
+    }
 }
 
 /* The type table against gguf-py's GGML_QUANT_SIZES (types.txt). gguf-py still lists Q8_1 as
