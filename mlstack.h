@@ -3308,6 +3308,11 @@ MLSTACK__FN const mlstack__gguf_tensor *mlstack__gguf_tensor_find(const mlstack_
 static int mlstack__gguf_cmp_name(const void *a, const void *b) {
     return strcmp((*(const mlstack__gguf_tensor *const *)a)->name, (*(const mlstack__gguf_tensor *const *)b)->name);
 }
+static int mlstack__gguf_cmp_key(const void *a, const void *b) { /* keys not yet NUL-terminated */
+    const mlstack__gguf_kv *x = *(const mlstack__gguf_kv *const *)a, *y = *(const mlstack__gguf_kv *const *)b;
+    int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+    return c ? c : x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
 static int mlstack__gguf_cmp_off(const void *a, const void *b) {
     const mlstack__gguf_tensor *x = *(const mlstack__gguf_tensor *const *)a, *y = *(const mlstack__gguf_tensor *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
@@ -3442,11 +3447,6 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
                               (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
             goto fail;
         }
-        for (k = 0; k < i; k++)
-            if (g->kvs[k].key_len == len && memcmp(g->kvs[k].key, s, (size_t)len) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s appears twice", what, key);
-                goto fail;
-            }
         kv->key = (const char *)s; /* in the file until the copy below */
         kv->key_len = (size_t)len;
         names_bytes += len + 1;
@@ -3459,6 +3459,24 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         kv->type = (uint32_t)t;
         if ((r = mlstack__gguf_skip_value(&rd, kv, key)) != MLSTACK_OK) goto fail;
         g->n_kv = i + 1;
+    }
+    /* repeated keys, found by sorting (a pairwise check would be quadratic in a hostile count) */
+    if (nkv > 1) {
+        const mlstack__gguf_kv **ko = (const mlstack__gguf_kv **)MLSTACK_MALLOC(sizeof(*ko) * (size_t)nkv);
+        if (!ko) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+            goto fail;
+        }
+        for (i = 0; i < nkv; i++) ko[i] = &g->kvs[i];
+        qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
+        for (i = 1; i < nkv; i++)
+            if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0) {
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what, (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len),
+                                  ko[i]->key);
+                MLSTACK_FREE(ko);
+                goto fail;
+            }
+        MLSTACK_FREE(ko);
     }
     {
         const mlstack__gguf_kv *a = mlstack__gguf_find(g, "general.alignment");
@@ -20707,7 +20725,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
             else if (strcmp(t->name, "output_norm.weight") == 0) snprintf(name, name_cap, "model.norm.weight");
             else if (strcmp(t->name, "output.weight") == 0) snprintf(name, name_cap, "lm_head.weight");
-            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers) {
+            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
                 const char *rest = strchr(t->name + 4, '.') + 1;
                 name[0] = 0;
                 for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)

@@ -282,6 +282,21 @@ static void test_hostile(void) {
     }
     expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "duplicate tensor name a");
     free(b.p);
+    /* many keys: found repeated by sorting, in linear-logarithmic time (200000 keys) */
+    {
+        gb big = {0, 0, 0};
+        int k;
+        double t0 = mlstack_clock_seconds();
+        char key[32];
+        gb_head(&big, 3, 0, 200000);
+        for (k = 0; k < 200000; k++) {
+            snprintf(key, sizeof key, "k.%06d", k == 199999 ? 7 : k);
+            kv_u32(&big, key, (uint32_t)k);
+        }
+        expect_fail(__LINE__, big.p, big.n, MLSTACK_ERR_FORMAT, "key k.000007 appears twice");
+        CHECKF(mlstack_clock_seconds() - t0 < 30, "200000 keys took %.1f s", mlstack_clock_seconds() - t0);
+        free(big.p);
+    }
 }
 
 /* The type table against gguf-py's GGML_QUANT_SIZES (types.txt). gguf-py still lists Q8_1 as
@@ -584,6 +599,42 @@ static void test_model_errors(void) {
     } cases[] = {{"mamba", 1, MLSTACK_ERR_UNSUPPORTED, "general.architecture = \"mamba\" is not supported"},
                  {"llama", 0, MLSTACK_ERR_FORMAT, "missing required key llama.block_count"}};
     size_t i;
+    /* a complete header with odd tensors: a name "blk.0" without a second part, a norm of the
+       wrong length */
+    {
+        char path[] = "/tmp/mlstack_gguf_XXXXXX";
+        int fd = mkstemp(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        gb b = {0, 0, 0};
+        uint64_t ne_e[2] = {32, 8}, ne_n[1] = {31}, ne_b[1] = {32};
+        mlstack_model_desc md;
+        mlstack_model *m = NULL;
+        mlstack_error err;
+        mlstack_result r;
+        gb_head(&b, 3, 3, 6);
+        kv_str(&b, "general.architecture", "llama");
+        kv_u32(&b, "llama.block_count", 1);
+        kv_u32(&b, "llama.embedding_length", 32);
+        kv_u32(&b, "llama.feed_forward_length", 64);
+        kv_u32(&b, "llama.attention.head_count", 2);
+        kv_u32(&b, "llama.attention.head_count_kv", 2);
+        tinfo(&b, "token_embd.weight", 2, ne_e, 0, 0);
+        tinfo(&b, "blk.0", 1, ne_b, 0, 1024);
+        tinfo(&b, "output_norm.weight", 1, ne_n, 0, 1152);
+        gb_pad(&b, 32);
+        gb_zeros(&b, 1152 + 124);
+        if (f) {
+            fwrite(b.p, 1, b.n, f);
+            fclose(f);
+            memset(&md, 0, sizeof md);
+            md.path = path;
+            r = mlstack_model_open(&md, &m, &err);
+            CHECKF(r == MLSTACK_ERR_FORMAT && strstr(err.message, "model.norm.weight has shape [31]"), "%d %s", (int)r, err.message);
+            mlstack_model_close(m);
+            remove(path);
+        }
+        free(b.p);
+    }
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[] = "/tmp/mlstack_gguf_XXXXXX";
         int fd = mkstemp(path);
