@@ -55,6 +55,9 @@
      text <-> ids, chat prompt text                  mlstack_tokenizer_encode/_decode, mlstack_detok_*
                                                      (streaming), mlstack_chat_template_apply
      benchmarks on a real shape without weights      mlstack_model_open_random
+     faster decoding (speculative): drafts from the  engine descriptor spec = MLSTACK_SPEC_NGRAM or
+     request's own context or a smaller model        _DRAFT (+ spec_draft); your own loop:
+                                                     mlstack_sampler_verify per drafted token
 
    TABLE OF CONTENTS (each entry is a banner "==== N. NAME ====" with grep anchor ">>name")
      1. PUBLIC API        declarations: results, model, engine, sampling, generation  >>api
@@ -23279,6 +23282,7 @@ typedef struct mlstack__req {
     mlstack_sampler *dsmp;         /* the draft model's sampler (no penalties, no grammar) */
     int32_t dseq;                  /* the draft engine's sequence, -1 without one */
     int spec_base, spec_acc;       /* n_toks when the last drafts were made; how many were accepted */
+    int spec_cap, spec_skip;       /* drafts allowed next (adapts to acceptance); decode steps left without */
     int n_drafted, n_accepted;
 } mlstack__req;
 
@@ -23424,6 +23428,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     r->seq = -1;
     r->dseq = -1;
     r->no_spec = d->no_spec || d->sampler.grammar != NULL || e->spec == MLSTACK_SPEC_NONE;
+    r->spec_cap = e->spec_tokens;
     if (d->n_stop_ids) {
         r->stop_ids = (int32_t *)mlstack__calloc((size_t)d->n_stop_ids, sizeof(int32_t));
         if (r->stop_ids) memcpy(r->stop_ids, d->stop_ids, sizeof(int32_t) * (size_t)d->n_stop_ids);
@@ -23915,11 +23920,18 @@ MLSTACK__FN int mlstack__spec_ngram(const int32_t *toks, int n, int max_g, int k
     return 0;
 }
 
-/* How many drafts r may have verified this step: spec_tokens, within max_tokens, the context,
-   the draft model's context and the token array (one more token follows the drafts). */
-static int mlstack__spec_room(const mlstack_engine *e, const mlstack__req *r) {
-    int k = e->spec_tokens, gen = r->n_toks - r->n_prompt, lim;
+/* How many drafts r may have verified this step: its adaptive cap (at most spec_tokens), within
+   max_tokens, the context, the draft model's context and the token array (one more token
+   follows the drafts). The cap doubles after a step that accepted every draft and halves after
+   one that accepted none; at 1 with nothing accepted, the request decodes 4 steps without
+   drafts, so that text the drafts cannot predict costs little (extra rows are not free). */
+static int mlstack__spec_room(const mlstack_engine *e, mlstack__req *r) {
+    int k = r->spec_cap, gen = r->n_toks - r->n_prompt, lim;
     if (r->no_spec || r->n_toks - r->n_computed != 1 || gen < 1) return 0;
+    if (r->spec_skip > 0) {
+        r->spec_skip--;
+        return 0;
+    }
     if (r->max_tokens && k > r->max_tokens - gen - 1) k = r->max_tokens - gen - 1;
     if (k > r->cap_toks - r->n_toks - 1) k = r->cap_toks - r->n_toks - 1;
     lim = e->model->cfg.max_pos;
@@ -24073,6 +24085,12 @@ static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
     S->accepted += (uint64_t)acc;
     r->n_accepted += acc;
     r->spec_acc = acc;
+    if (acc == k) {
+        r->spec_cap = 2 * r->spec_cap < e->spec_tokens ? 2 * r->spec_cap : e->spec_tokens;
+    } else if (acc == 0) {
+        if (r->spec_cap == 1) r->spec_skip = 4;
+        r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
+    }
     if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
         (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
         e->kv.seqs[r->seq].len = r->n_computed;
