@@ -23,7 +23,7 @@ typedef struct cli_opts {
     const char *out, *messages, *system;
     int ids_only, no_special, add_gen, n_tokens, bf16_dot;
     mlstack_dtype quant;
-    int n_predict, threads, all, ignore_eos;
+    int n_predict, threads, all, bits, ignore_eos; /* bits: eval --bits */
     int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
     int n_predict_set;        /* -n given */
     uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
@@ -36,6 +36,9 @@ typedef struct cli_opts {
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
 int cli_die(const char *fmt, const char *a);
+/* Gives the CPU up for a moment (spin waits) / sleeps for `seconds`: POSIX or Win32. */
+void cli_yield(void);
+void cli_sleep(double seconds);
 /* Parses a number in [lo, hi]; 1 on success. */
 int cli_parse_num(const char *s, double lo, double hi, double *out);
 /* "1,2,3" -> ids (malloc'd); returns the count, or -1 on a malformed list. */

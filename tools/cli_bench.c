@@ -3,11 +3,15 @@
 #include "cli.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <pthread.h>
 #include <unistd.h>
+#endif
 
 static const char *BENCH_USAGE =
     "usage: mlstack bench (-m DIR | --shape CONFIG.json) [options]\n"
@@ -157,7 +161,7 @@ typedef uint64_t bw_vec __attribute__((vector_size(16)));
 typedef struct bw_arg {
     const unsigned char *p;
     size_t bytes;
-    pthread_barrier_t *start;
+    int *arrived, n_threads; /* start line: every thread spins until all have arrived */
     double t0, t1;
     uint64_t sink;
     int width; /* bytes per load: 16, 32 or 64 */
@@ -194,7 +198,8 @@ static int bw_width(void) { return 16; }
 
 static void *bw_thread(void *arg_) {
     bw_arg *a = (bw_arg *)arg_;
-    pthread_barrier_wait(a->start);
+    __atomic_add_fetch(a->arrived, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(a->arrived, __ATOMIC_ACQUIRE) < a->n_threads) cli_yield();
     a->t0 = mlstack_clock_seconds();
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
     if (a->width == 64) bw_sum64(a);
@@ -206,33 +211,50 @@ static void *bw_thread(void *arg_) {
     return NULL;
 }
 
+/* The probe's threads: POSIX or Win32. */
+#if defined(_WIN32)
+typedef HANDLE bw_handle;
+static DWORD WINAPI bw_thread_win(LPVOID a) {
+    bw_thread(a);
+    return 0;
+}
+static int bw_spawn(bw_handle *h, bw_arg *a) { return (*h = CreateThread(NULL, 0, bw_thread_win, a, 0, NULL)) ? 0 : -1; }
+static void bw_join(bw_handle h) {
+    WaitForSingleObject(h, INFINITE);
+    CloseHandle(h);
+}
+#else
+typedef pthread_t bw_handle;
+static int bw_spawn(bw_handle *h, bw_arg *a) { return pthread_create(h, NULL, bw_thread, a); }
+static void bw_join(bw_handle h) { pthread_join(h, NULL); }
+#endif
+
 /* GB/s, or 0 when the test could not run. */
 static double measure_bandwidth(const unsigned char *buf, size_t bytes, int n_threads) {
-    pthread_t th[256];
+    bw_handle th[256];
     bw_arg args[256];
-    pthread_barrier_t start;
     double best = 0;
     size_t per = bytes / (size_t)n_threads / 512 * 512;
     int run, t, width = bw_width();
     for (run = 0; run < 5; run++) {
         double t0 = 1e300, t1 = 0;
-        int started = 0;
-        if (pthread_barrier_init(&start, NULL, (unsigned)n_threads) != 0) return 0;
+        int started = 0, arrived = 0;
         for (t = 0; t < n_threads; t++) {
             args[t].p = buf + (size_t)t * per;
             args[t].bytes = per;
-            args[t].start = &start;
+            args[t].arrived = &arrived;
+            args[t].n_threads = n_threads;
             args[t].width = width;
-            if (t && pthread_create(&th[t], NULL, bw_thread, &args[t]) != 0) break;
+            if (t && bw_spawn(&th[t], &args[t]) != 0) break;
             started++;
         }
-        if (started < n_threads) { /* the barrier would never open: give up on this count */
-            pthread_barrier_destroy(&start);
+        if (started < n_threads) { /* the start line would never open: release the others, give up */
+            __atomic_store_n(&arrived, 1 << 30, __ATOMIC_RELEASE);
+            for (t = 1; t < started; t++) bw_join(th[t]);
             return 0;
         }
         bw_thread(&args[0]);
-        for (t = 1; t < n_threads; t++) pthread_join(th[t], NULL);
-        pthread_barrier_destroy(&start);
+        for (t = 1; t < n_threads; t++) bw_join(th[t]);
         for (t = 0; t < n_threads; t++) {
             if (args[t].t0 < t0) t0 = args[t].t0;
             if (args[t].t1 > t1) t1 = args[t].t1;
@@ -508,12 +530,7 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), cli_die("%s", mlstack_engine_error(e));
             if (!active && next < n) { /* idle until the next arrival */
                 double wait = arrive[next] - (mlstack_clock_seconds() - t0);
-                if (wait > 0) {
-                    struct timespec ts;
-                    ts.tv_sec = (time_t)wait;
-                    ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
-                    nanosleep(&ts, NULL);
-                }
+                if (wait > 0) cli_sleep(wait);
             }
         }
         t = mlstack_clock_seconds() - t0;

@@ -15,10 +15,13 @@ static void mpi_end(void) {
 #include <stdlib.h>
 #include <string.h>
 #if defined(_WIN32)
+#include <windows.h>
 #include <io.h>
 #define isatty _isatty
 #define setenv(name, value, overwrite) _putenv_s(name, value) /* callers always overwrite */
 #else
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 #endif
 
@@ -98,11 +101,13 @@ static const cmd_help HELP[] = {
      1, 1},
     {"serve", NULL, NULL, 0, 0}, /* cli_cmd_serve has its own parser and help */
     {"bench", NULL, NULL, 0, 0},
-    {"eval", "mlstack eval -m DIR --ids 1,2,3 [--all]",
+    {"eval", "mlstack eval -m DIR --ids 1,2,3 [--all] [--bits]",
      "Prints logits as text, space-separated %.6g, one row per position (only the last position\n"
      "without --all). Keys and values are kept in f32.\n"
      "      --ids LIST           comma-separated token ids\n"
-     "      --all                every position\n",
+     "      --all                every position\n"
+     "      --bits               each logit as the 8 hex digits of its IEEE-754 bits (exact: for\n"
+     "                           comparing builds, kernel paths and machines)\n",
      1, 0},
     {"info", "mlstack info -m DIR", "Architecture, sizes, dtypes, kernels and the KV memory plan.\n", 1, 0},
     {"tokenize", "mlstack tokenize -m DIR [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
@@ -144,6 +149,19 @@ static void print_help(const cmd_help *h) {
     if (h->sampling_opts) printf("%s", SAMPLING_OPTS);
     printf("  -h, --help               this text\n");
 }
+
+#if defined(_WIN32)
+void cli_yield(void) { SwitchToThread(); }
+void cli_sleep(double seconds) { Sleep((DWORD)(seconds * 1000)); }
+#else
+void cli_yield(void) { sched_yield(); }
+void cli_sleep(double seconds) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+}
+#endif
 
 int cli_die(const char *fmt, const char *a) {
     fprintf(stderr, "mlstack: ");
@@ -205,6 +223,7 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
         else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
         else if (FLAG("--all", "--all")) o->all = 1;
+        else if (FLAG("--bits", "--bits")) o->bits = 1;
         else if (FLAG("--chat", "--chat")) o->chat = 1;
         else if (FLAG("--json", "--json")) o->json = 1;
         else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }

@@ -504,7 +504,12 @@ int cli_cmd_eval(const cli_opts *o) {
     } else {
         for (i = o->all ? 0 : n - 1; i < n; i++) {
             const float *l = mlstack_engine_logits(e, i);
-            for (k = 0; k < info.n_vocab; k++) printf(k ? " %.6g" : "%.6g", l[k]);
+            for (k = 0; k < info.n_vocab; k++) {
+                uint32_t u;
+                memcpy(&u, &l[k], 4);
+                if (o->bits) printf(k ? " %08lx" : "%08lx", (unsigned long)u);
+                else printf(k ? " %.6g" : "%.6g", l[k]);
+            }
             printf("\n");
         }
     }
