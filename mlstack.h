@@ -12741,25 +12741,64 @@ typedef struct mlstack__kernels {
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
 #define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
 
-/* a (n,) . b (n,) -> scalar, in the fixed order described above. */
+/* a (n,) . b (n,) -> scalar: the canonical matmul element, one FMA chain in input order.
+   fmaf is C99's correctly rounded fused multiply-add (one instruction where the target has
+   FMA, else the C library's exact emulation). */
 MLSTACK__FN float mlstack__dot_f32(const float *a, const float *b, int n) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0, j;
-    for (; i + 8 <= n; i += 8)
-        for (j = 0; j < 8; j++) s[j] += a[i + j] * b[i + j];
-    for (j = 0; i < n; i++, j++) s[j] += a[i] * b[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    float acc = 0.0f;
+    int i;
+    for (i = 0; i < n; i++) acc = fmaf(a[i], b[i], acc);
+    return acc;
+}
+
+/* The canonical fold of 16 partial sums (>>kernels rule): p[i] + p[i + 8], then + 4, + 2, + 1. */
+MLSTACK__FN float mlstack__fold16(const float *p) {
+    float t[8];
+    int i;
+    for (i = 0; i < 8; i++) t[i] = p[i] + p[i + 8];
+    for (i = 0; i < 4; i++) t[i] = t[i] + t[i + 4];
+    for (i = 0; i < 2; i++) t[i] = t[i] + t[i + 2];
+    return t[0] + t[1];
+}
+
+/* e^x, the canonical form every path computes (vector forms: mlstack__exp256, mlstack__exp512,
+   mlstack__exp_neon): x clamped to [-87, 88]; n = x * log2(e) (one rounded product) rounded to
+   the nearest integer, ties to even; r = x - n ln2 by two fmas (ln2 in two parts); e^r by a
+   degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact because the
+   result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent bits. */
+MLSTACK__FN float mlstack__exp_canon(float x) {
+    float n, r, p;
+    uint32_t b;
+    x = x < 88.0f ? x : 88.0f; /* (NaN passes through both as the vector max/min do not) */
+    x = x > -87.0f ? x : -87.0f;
+    n = x * 1.44269504f;
+    n = rintf(n); /* the default rounding mode: to nearest, ties to even */
+    r = fmaf(-n, 0.693145752f, x);
+    r = fmaf(-n, 1.42860677e-6f, r);
+    p = 1.0f / 720;
+    p = fmaf(p, r, 1.0f / 120);
+    p = fmaf(p, r, 1.0f / 24);
+    p = fmaf(p, r, 1.0f / 6);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    memcpy(&b, &p, 4);
+    b += (uint32_t)((int32_t)n * (1 << 23));
+    memcpy(&p, &b, 4);
+    return p;
 }
 
 
-/* Quantized row . activation blocks: sum over blocks of d_w * d_x * (integer dot), in block order. */
+/* Quantized row . activation blocks, the canonical rule (>>kernels): per block in order,
+   acc = fma(isum, d_w * d_x, acc), then for Q4_1 acc = fma(m_w, s_x, acc). */
 static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x *x, int nb) {
     float acc = 0;
     int k, i;
     for (k = 0; k < nb; k++) {
         int32_t s = 0;
+        float d = mlstack__f16_to_f32(w[k].d) * x[k].d;
         for (i = 0; i < MLSTACK__QK; i++) s += (int32_t)w[k].q[i] * x[k].q[i];
-        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s;
+        acc = fmaf((float)s, d, acc);
     }
     return acc;
 }
@@ -12768,8 +12807,10 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
     int k, i;
     for (k = 0; k < nb; k++) {
         int32_t s = 0;
+        float d = mlstack__f16_to_f32(w[k].d) * x[k].d;
         for (i = 0; i < MLSTACK__QK / 2; i++) s += (int32_t)(w[k].q[i] & 15) * x[k].q[i] + (int32_t)(w[k].q[i] >> 4) * x[k].q[i + 16];
-        acc += mlstack__f16_to_f32(w[k].d) * x[k].d * (float)s + mlstack__f16_to_f32(w[k].m) * x[k].s;
+        acc = fmaf((float)s, d, acc);
+        acc = fmaf(mlstack__f16_to_f32(w[k].m), x[k].s, acc);
     }
     return acc;
 }
@@ -12802,22 +12843,26 @@ MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, cons
     for (g = 0; g < G; g++)
         for (j = 0; j < n; j++) {
             float a = 0;
-            for (d = 0; d < Dh; d++) a += q[(size_t)g * Dh + d] * kt[(size_t)d * 32 + j];
+            for (d = 0; d < Dh; d++) a = fmaf(q[(size_t)g * Dh + d], kt[(size_t)d * 32 + j], a);
             s[g * 32 + j] = a * scale;
         }
 }
+/* s[i] = e^(s[i] - m) for i < n (n <= 32); returns their sum in 16 partial sums, folded. */
 MLSTACK__FN float mlstack__exp_shift_scalar(float *s, int n, float m) {
-    float sum = 0;
+    float p[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int i;
-    for (i = 0; i < n; i++) sum += s[i] = expf(s[i] - m);
-    return sum;
+    for (i = 0; i < n; i++) {
+        s[i] = mlstack__exp_canon(s[i] - m);
+        p[i & 15] += s[i];
+    }
+    return mlstack__fold16(p);
 }
 MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, j, d;
     for (g = 0; g < G; g++)
         for (d = 0; d < Dh; d++) {
             float a = acc[(size_t)g * Dh + d];
-            for (j = 0; j < n; j++) a += p[g * 32 + j] * v[(size_t)j * Dh + d];
+            for (j = 0; j < n; j++) a = fmaf(p[g * 32 + j], v[(size_t)j * Dh + d], a);
             acc[(size_t)g * Dh + d] = a;
         }
 }
@@ -12941,13 +12986,13 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
     MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
 }
 
-/* RMSNorm of x (n,) with weight w (n,): out = w * x / sqrt(mean(x^2) + eps). */
+/* RMSNorm of x (n,) with weight w (n,): out = w * (x * scale), scale = 1 / sqrt(ss / n + eps),
+   ss the sum of squares in 16 partial sums of fmas, folded (>>kernels rule). */
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    double ss = 0;
-    float scale;
+    float p[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, scale;
     int i;
-    for (i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    scale = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (i = 0; i < n; i++) p[i & 15] = fmaf(x[i], x[i], p[i & 15]);
+    scale = 1.0f / sqrtf(mlstack__fold16(p) / (float)n + eps);
     for (i = 0; i < n; i++) out[i] = w[i] * (x[i] * scale);
 }
 
@@ -12956,27 +13001,54 @@ MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, in
 
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
     int i;
-    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + mlstack__exp_canon(-g[i])) * u[i];
+}
+
+/* cos and sin of a float angle, the same bits everywhere (the C library's cosf/sinf differ
+   between libraries and, through FMA variants, between CPUs): the angle reduced by pi/2 in
+   three parts with fmas in double (exact enough for |x| < 2^20 * pi/2), then fdlibm's kernel
+   polynomials on [-pi/4, pi/4] in double fmas, rounded once to float. */
+MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) {
+    static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+                                2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10};
+    static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+                                -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11};
+    double xd = x, k = rint(xd * 6.36619772367581382433e-01), r, z, ps, pc, s, c;
+    int q;
+    r = fma(-k, 1.57079632673412561417e+00, xd); /* pi/2 = P1 + P2 + P3 */
+    r = fma(-k, 6.07710050650619224932e-11, r);
+    r = fma(-k, 2.02226624879595063154e-21, r);
+    z = r * r;
+    ps = fma(fma(fma(fma(S[5], z, S[4]), z, S[3]), z, S[2]), z, S[1]);
+    ps = fma(ps, z, S[0]);
+    s = fma(r * z, ps, r);
+    pc = fma(fma(fma(fma(fma(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]), z, C[0]);
+    c = fma(z * z, pc, fma(-0.5, z, 1.0));
+    q = (int)fmod(k, 4.0);
+    if (q < 0) q += 4;
+    switch (q) {
+    case 0: *sn = (float)s, *cs = (float)c; break;
+    case 1: *sn = (float)c, *cs = (float)-s; break;
+    case 2: *sn = (float)-s, *cs = (float)-c; break;
+    default: *sn = (float)-c, *cs = (float)s; break;
+    }
 }
 
 /* cos and sin of pos * inv_freq[i] for the Dh/2 rotary pairs: cs (Dh,) = cos..., sin...
    Made once per row and used by every head of every layer. */
 static void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
     int half = Dh / 2, i;
-    for (i = 0; i < half; i++) {
-        float ang = (float)pos * inv_freq[i];
-        cs[i] = cosf(ang);
-        cs[i + half] = sinf(ang);
-    }
+    for (i = 0; i < half; i++) mlstack__sincos_canon((float)pos * inv_freq[i], &cs[i + half], &cs[i]);
 }
 
-/* Rotary embedding on one head vector v (Dh,) with a table from mlstack__rope_table. */
+/* Rotary embedding on one head vector v (Dh,) with a table from mlstack__rope_table:
+   (a, b) -> (fma(a, c, -(b s)), fma(b, c, a s)), each product of the second term rounded. */
 static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
     int half = Dh / 2, i;
     for (i = 0; i < half; i++) {
-        float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
+        float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half], bs = b * s, as = a * s;
+        v[i] = fmaf(a, c, -bs);
+        v[i + half] = fmaf(b, c, as);
     }
 }
 
@@ -13018,9 +13090,9 @@ static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
-   The row kernels, for weights without panels: 8 lanes over the reduction index (lane = index
-   mod 8), tail zero-padded into the same lanes, lanes summed in a fixed tree; the B loop never
-   changes it. */
+   Every result follows the canonical arithmetic of >>kernels: 8 lanes per register where
+   AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
+   take the scalar reference, which gives the same bits. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
 #if defined(__GNUC__) || defined(__clang__)
@@ -13045,90 +13117,6 @@ static MLSTACK__T_AVX2 __m256 mlstack__ld8_f16(const unsigned char *r, int i) {
 static MLSTACK__T_AVX2 __m256 mlstack__ld8_bf16(const unsigned char *r, int i) {
     __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-/* Float-weight matmul, 4 activation rows per pass over a weight row. */
-#define MLSTACK__MM_AVX2(NAME, LOAD, WT)                                                                       \
-    static MLSTACK__T_AVX2 void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) { \
-        int n = w->n_in, n8 = n & ~7, o, b, i, j;                                                               \
-        for (o = o0; o < o1; o++) {                                                                             \
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
-            float wt[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                              \
-            __m256 wtail;                                                                                       \
-            if (n8 < n) mlstack__to_f32(WT, row + (size_t)n8 * (w->row_bytes / (size_t)n), wt, (size_t)(n - n8)); \
-            wtail = _mm256_loadu_ps(wt);                                                                        \
-            for (b = 0; b < B;) {                                                                               \
-                int nr = B - b >= 4 ? 4 : 1;                                                                    \
-                __m256 acc[4];                                                                                  \
-                for (j = 0; j < nr; j++) acc[j] = _mm256_setzero_ps();                                          \
-                for (i = 0; i < n8; i += 8) {                                                                   \
-                    __m256 wv = LOAD(row, i);                                                                   \
-                    for (j = 0; j < nr; j++)                                                                    \
-                        acc[j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)(b + j) * n + i), acc[j]);     \
-                }                                                                                               \
-                for (j = 0; j < nr; j++) {                                                                      \
-                    float v;                                                                                    \
-                    if (n8 < n) {                                                                               \
-                        float xt[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                  \
-                        memcpy(xt, x + (size_t)(b + j) * n + n8, sizeof(float) * (size_t)(n - n8));             \
-                        acc[j] = _mm256_fmadd_ps(wtail, _mm256_loadu_ps(xt), acc[j]);                          \
-                    }                                                                                           \
-                    v = mlstack__hsum256(acc[j]);                                                               \
-                    if (w->bias) v += w->bias[o];                                                               \
-                    y[(size_t)(b + j) * w->n_out + o] = v;                                                      \
-                }                                                                                               \
-                b += nr;                                                                                        \
-            }                                                                                                   \
-        }                                                                                                       \
-    }
-MLSTACK__MM_AVX2(mlstack__mm_f32_avx2, mlstack__ld8_f32, MLSTACK_DTYPE_F32)
-MLSTACK__MM_AVX2(mlstack__mm_f16_avx2, mlstack__ld8_f16, MLSTACK_DTYPE_F16)
-MLSTACK__MM_AVX2(mlstack__mm_bf16_avx2, mlstack__ld8_bf16, MLSTACK_DTYPE_BF16)
-
-/* 32 signed bytes . 32 signed bytes -> 8 int32 partial sums (|w| <= 127 so no saturation). */
-static MLSTACK__T_AVX2 __m256i mlstack__dot_i8_avx2(__m256i w, __m256i x) {
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-/* 32 unsigned 4-bit values . 32 signed bytes -> 8 int32 partial sums (15 * 127 * 2 fits int16). */
-static MLSTACK__T_AVX2 __m256i mlstack__dot_u4_avx2(__m256i w, __m256i x) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
-}
-/* Q4_1 nibbles as 32 bytes 0..15: elements 0..15 (low nibbles) then 16..31 (high nibbles). */
-static MLSTACK__T_AVX2 __m256i mlstack__q4_unpack_avx2(const uint8_t *q) {
-    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)q);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
-}
-
-static MLSTACK__T_AVX2 void mlstack__mm_q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                               int o1) {
-    int nb = w->n_in / MLSTACK__QK, o, b, k;
-    for (o = o0; o < o1; o++) {
-        const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
-        for (b = 0; b < B; b++) {
-            const mlstack__q8x *xb = xq + (size_t)b * nb;
-            __m256 acc = _mm256_setzero_ps();
-            float v, off = 0;
-            for (k = 0; k < nb; k++) {
-                __m256i qx = _mm256_loadu_si256((const __m256i *)(const void *)xb[k].q), s;
-                float d;
-                if (w->wtype == MLSTACK__W_Q8_0) {
-                    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
-                    s = mlstack__dot_i8_avx2(_mm256_loadu_si256((const __m256i *)(const void *)blk->q), qx);
-                    d = _cvtsh_ss(blk->d);
-                } else {
-                    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
-                    s = mlstack__dot_u4_avx2(mlstack__q4_unpack_avx2(blk->q), qx);
-                    d = _cvtsh_ss(blk->d);
-                    off += _cvtsh_ss(blk->m) * xb[k].s;
-                }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xb[k].d), _mm256_cvtepi32_ps(s), acc);
-            }
-            v = mlstack__hsum256(acc) + off;
-            if (w->bias) v += w->bias[o];
-            y[(size_t)b * w->n_out + o] = v;
-        }
-    }
 }
 
 /* P16 kernels (panel layout in >>kernels), the AVX2 forms of >>avx512's: one broadcast
@@ -13339,12 +13327,7 @@ static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const
         else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
-    switch (w->wtype) { /* weights without panels (tests) */
-    case MLSTACK__W_F32: mlstack__mm_f32_avx2(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_F16: mlstack__mm_f16_avx2(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_BF16: mlstack__mm_bf16_avx2(w, x, y, B, o0, o1); break;
-    default: mlstack__mm_q_avx2(w, xq, y, B, o0, o1); break;
-    }
+    mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (tests): the same bits */
 }
 
 
@@ -13389,14 +13372,20 @@ static MLSTACK__T_AVX2 void mlstack__swiglu_avx2(float *g, const float *u, int n
     }
 }
 
+/* The canonical 16 partial sums (>>kernels) as two registers: lanes 0..7 and 8..15, added
+   (p[i] + p[i + 8]), then folded as one. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 float mlstack__fold16_avx2(__m256 lo, __m256 hi) {
+    return mlstack__hsum256(_mm256_add_ps(lo, hi));
+}
 static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) {
-    __m256 acc = _mm256_setzero_ps(), sc;
-    float ss;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, sc;
     int i = 0;
-    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i), acc);
-    ss = mlstack__hsum256(acc);
-    for (; i < n; i++) ss += x[i] * x[i];
-    sc = _mm256_set1_ps(1.0f / sqrtf(ss / (float)n + eps));
+    for (; i < n; i += 16) { /* the tail's missing inputs read as zeros: fma(0, 0, p) = p */
+        __m256 v0 = mlstack__ld8_part_avx2(x + i, n - i), v1 = mlstack__ld8_part_avx2(x + i + 8, n - i - 8);
+        a0 = _mm256_fmadd_ps(v0, v0, a0);
+        a1 = _mm256_fmadd_ps(v1, v1, a1);
+    }
+    sc = _mm256_set1_ps(1.0f / sqrtf(mlstack__fold16_avx2(a0, a1) / (float)n + eps));
     for (i = 0; i + 8 <= n; i += 8)
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_mul_ps(_mm256_loadu_ps(x + i), sc)));
     for (; i < n; i++) out[i] = w[i] * (x[i] * _mm256_cvtss_f32(sc));
@@ -13485,18 +13474,19 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int
 #undef MLSTACK__SCORES_AVX2
     }
 }
-/* s[i] = e^(s[i] - m) by mlstack__exp256; lanes summed per vector position in chunk order, then
-   across lanes in a fixed tree. */
+/* s[i] = e^(s[i] - m) by mlstack__exp256; the canonical 16 partial sums (element i into
+   partial i mod 16: two registers, 16 elements per step), folded. */
 static MLSTACK__T_AVX2 float mlstack__exp_shift_avx2(float *s, int n, float m) {
-    __m256 sum = _mm256_setzero_ps(), mv = _mm256_set1_ps(m);
+    __m256 sum[2], mv = _mm256_set1_ps(m);
     int i;
+    sum[0] = sum[1] = _mm256_setzero_ps();
     for (i = 0; i < n; i += 8) {
         __m256 e = mlstack__exp256(_mm256_sub_ps(mlstack__ld8_part_avx2(s + i, n - i), mv));
         mlstack__st8_part_avx2(s + i, n - i, e);
         if (n - i < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(mlstack__mask8_avx2(n - i)));
-        sum = _mm256_add_ps(sum, e);
+        sum[(i >> 3) & 1] = _mm256_add_ps(sum[(i >> 3) & 1], e);
     }
-    return mlstack__hsum256(sum);
+    return mlstack__fold16_avx2(sum[0], sum[1]);
 }
 /* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
    8 vectors (64 values) of a head per pass over the keys, the last Dh mod 8 values in a masked
@@ -13636,61 +13626,6 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
     __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
-
-/* Row kernels, for weights without P16 panels (BF16 under the bf16-dot table; tests).
-   Register tile: RO weight rows x RB activation rows, 16 lanes each. Every accumulator sums
-   its element in the same order whatever tile it sits in, so tiling never changes results. */
-#define MLSTACK__TILE_AVX512(NAME, LOAD, RO, RB)                                                              \
-    static MLSTACK__T_AVX512 void NAME(const unsigned char *row, size_t rb, const float *x, int n, float *y,   \
-                                       size_t ldy, const float *bias) {                                       \
-        __m512 acc[RO][RB], xv[RB];                                                                           \
-        int r, j, i, n16 = n & ~15;                                                                           \
-        __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);                                                   \
-        MLSTACK__UNROLL for (r = 0; r < RO; r++)                                                              \
-            MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_setzero_ps();                         \
-        for (i = 0; i < n16; i += 16) {                                                                       \
-            MLSTACK__UNROLL for (j = 0; j < RB; j++) xv[j] = _mm512_loadu_ps(x + (size_t)j * n + i);          \
-            MLSTACK__UNROLL for (r = 0; r < RO; r++) {                                                        \
-                __m512 wv = LOAD(row + (size_t)r * rb, i, (__mmask16)0xFFFF);                                 \
-                MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);   \
-            }                                                                                                 \
-        }                                                                                                     \
-        if (tail) {                                                                                           \
-            MLSTACK__UNROLL for (j = 0; j < RB; j++) xv[j] = _mm512_maskz_loadu_ps(tail, x + (size_t)j * n + n16); \
-            MLSTACK__UNROLL for (r = 0; r < RO; r++) {                                                        \
-                __m512 wv = LOAD(row + (size_t)r * rb, n16, tail);                                            \
-                MLSTACK__UNROLL for (j = 0; j < RB; j++) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);   \
-            }                                                                                                 \
-        }                                                                                                     \
-        for (r = 0; r < RO; r++)                                                                              \
-            for (j = 0; j < RB; j++) y[(size_t)j * ldy + r] = mlstack__hsum512(acc[r][j]) + (bias ? bias[r] : 0.0f); \
-    }
-/* Float-weight matmul from 4x4 tiles (edges: 4x1, 1x4, 1x1). */
-#define MLSTACK__MM_AVX512(NAME, LOAD)                                                                        \
-    MLSTACK__TILE_AVX512(NAME##_44, LOAD, 4, 4)                                                               \
-    MLSTACK__TILE_AVX512(NAME##_41, LOAD, 4, 1)                                                               \
-    MLSTACK__TILE_AVX512(NAME##_14, LOAD, 1, 4)                                                               \
-    MLSTACK__TILE_AVX512(NAME##_11, LOAD, 1, 1)                                                               \
-    static MLSTACK__T_AVX512 void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) { \
-        int n = w->n_in, o, b;                                                                                \
-        size_t rb = w->row_bytes, ldy = (size_t)w->n_out;                                                     \
-        for (o = o0; o < o1;) {                                                                               \
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * rb;                       \
-            const float *bias = w->bias ? w->bias + o : NULL;                                                 \
-            if (o1 - o >= 4 && B >= 4) {                                                                      \
-                for (b = 0; b + 4 <= B; b += 4) NAME##_44(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias); \
-                for (; b < B; b++) NAME##_41(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias);     \
-                o += 4;                                                                                       \
-            } else {                                                                                          \
-                for (b = 0; b + 4 <= B; b += 4) NAME##_14(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias); \
-                for (; b < B; b++) NAME##_11(row, rb, x + (size_t)b * n, n, y + b * ldy + o, ldy, bias);     \
-                o += 1;                                                                                       \
-            }                                                                                                 \
-        }                                                                                                     \
-    }
-MLSTACK__MM_AVX512(mlstack__mm_f32_avx512, mlstack__ld16_f32)
-MLSTACK__MM_AVX512(mlstack__mm_f16_avx512, mlstack__ld16_f16)
-MLSTACK__MM_AVX512(mlstack__mm_bf16_avx512, mlstack__ld16_bf16)
 
 /* P16 kernels (layout in >>kernels). One broadcast activation times 16 outputs per FMA, so
    each output element is a plain sum in input order (f32: one FMA per input; int8: one scaled
@@ -13910,12 +13845,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
     }
-    switch (w->wtype) { /* weights without panels (BF16 under the bf16-dot table, tests) */
-    case MLSTACK__W_F32: mlstack__mm_f32_avx512(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_F16: mlstack__mm_f16_avx512(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_BF16: mlstack__mm_bf16_avx512(w, x, y, B, o0, o1); break;
-    default: mlstack__mm_q_avx2(w, xq, y, B, o0, o1); break;
-    }
+    mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (BF16 under the bf16-dot table, tests): the same bits */
 }
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                             float *y, int B, int o0, int o1, float *scratch) {
@@ -14225,15 +14155,10 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
    Same layouts as >>kernels; data is read as little-endian bytes. Projections are multiplied
-   from their P16 panels (both tables read them for every type), with the reduction order of
-   the AVX-512 P16 kernels (below); the row kernels serve weights without panels.
-   Reduction order per output element of the row kernels, whatever B is:
-     float weights: 16 lanes (lane = index mod 16) in four 4-lane accumulators, the tail
-       zero-padded into the same lanes, combined as (a0 + a1) + (a2 + a3), then across lanes;
-     Q8_0/Q4_1: per block, lane l of an int32x4 holds the exact sum of products 4l..4l+3 of
-       each 16-element half; it is scaled by d_w * d_x into one f32 accumulator in block order,
-       then summed across lanes. Integer sums are exact, so the SDOT and the plain path give the
-       same lanes and therefore the same bits. */
+   from their P16 panels (both tables read them for every type) in the canonical order of
+   >>kernels, the AVX-512 P16 kernels' bits; weights without panels (tests) take the scalar
+   reference, which gives the same bits. Integer sums are exact, so the SDOT and the plain path
+   give the same block sums and therefore the same bits. */
 #if defined(__aarch64__) && !defined(MLSTACK_NO_NEON)
 #define MLSTACK__HAVE_NEON 1
 
@@ -14247,157 +14172,6 @@ static float32x4_t mlstack__ld4_f16(const unsigned char *r, int i) {
 static float32x4_t mlstack__ld4_bf16(const unsigned char *r, int i) {
     return vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(r + 2 * (size_t)i)), 16));
 }
-
-/* Finishes one output element: the m < 16 tail elements (weights wt, already padded with zeros;
-   activations xt) into the same lanes, the fixed combine, the bias.
-   Accumulators pass by value so that the callers' stay in registers. */
-static float mlstack__neon_finish(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3, const float32x4_t *wt,
-                                  const float *xt, int m, const float *bias) {
-    float v;
-    if (m > 0) {
-        float pad[16];
-        memset(pad, 0, sizeof pad);
-        memcpy(pad, xt, sizeof(float) * (size_t)m);
-        a0 = vfmaq_f32(a0, wt[0], vld1q_f32(pad));
-        a1 = vfmaq_f32(a1, wt[1], vld1q_f32(pad + 4));
-        a2 = vfmaq_f32(a2, wt[2], vld1q_f32(pad + 8));
-        a3 = vfmaq_f32(a3, wt[3], vld1q_f32(pad + 12));
-    }
-    v = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    return bias ? v + *bias : v;
-}
-#define MLSTACK__NEON_FINISH(A, XT) mlstack__neon_finish((A)[0], (A)[1], (A)[2], (A)[3], wtail, (XT), n - n16, bias)
-
-/* 16 weights w0..w3 times 16 activations at XP into the accumulators A[0..3] */
-#define MLSTACK__NEON_FMA16(A, XP)                                \
-    do {                                                          \
-        (A)[0] = vfmaq_f32((A)[0], w0, vld1q_f32((XP)));          \
-        (A)[1] = vfmaq_f32((A)[1], w1, vld1q_f32((XP) + 4));      \
-        (A)[2] = vfmaq_f32((A)[2], w2, vld1q_f32((XP) + 8));      \
-        (A)[3] = vfmaq_f32((A)[3], w3, vld1q_f32((XP) + 12));     \
-    } while (0)
-
-/* Float-weight matmul: W row o (element size ESZ, converted by LOAD) against 4 activation rows
-   per pass, or 1 for the last B mod 4; both do the same operations per element. */
-#define MLSTACK__MM_NEON(NAME, LOAD, WT, ESZ)                                                                   \
-    static void NAME(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1) {               \
-        int n = w->n_in, n16 = n & ~15, o, b, i, l;                                                             \
-        for (o = o0; o < o1; o++) {                                                                             \
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
-            const float *bias = w->bias ? w->bias + o : NULL;                                                   \
-            float wt[16];                                                                                       \
-            float32x4_t wtail[4];                                                                               \
-            memset(wt, 0, sizeof wt);                                                                           \
-            if (n16 < n) mlstack__to_f32(WT, row + (size_t)n16 * (ESZ), wt, (size_t)(n - n16));                 \
-            for (l = 0; l < 4; l++) wtail[l] = vld1q_f32(wt + 4 * l);                                           \
-            for (b = 0; b < B;) {                                                                               \
-                const float *x0 = x + (size_t)b * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;                  \
-                float *yb = y + (size_t)b * w->n_out + o;                                                       \
-                float32x4_t a0[4], a1[4], a2[4], a3[4];                                                         \
-                a0[0] = a0[1] = a0[2] = a0[3] = a1[0] = a1[1] = a1[2] = a1[3] = vdupq_n_f32(0.0f);              \
-                a2[0] = a2[1] = a2[2] = a2[3] = a3[0] = a3[1] = a3[2] = a3[3] = a0[0];                          \
-                if (B - b >= 4) {                                                                               \
-                    for (i = 0; i < n16; i += 16) {                                                             \
-                        float32x4_t w0 = LOAD(row, i), w1 = LOAD(row, i + 4), w2 = LOAD(row, i + 8),            \
-                                    w3 = LOAD(row, i + 12);                                                     \
-                        MLSTACK__NEON_FMA16(a0, x0 + i);                                                        \
-                        MLSTACK__NEON_FMA16(a1, x1 + i);                                                        \
-                        MLSTACK__NEON_FMA16(a2, x2 + i);                                                        \
-                        MLSTACK__NEON_FMA16(a3, x3 + i);                                                        \
-                    }                                                                                           \
-                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
-                    yb[(size_t)w->n_out] = MLSTACK__NEON_FINISH(a1, x1 + n16);                                  \
-                    yb[2 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a2, x2 + n16);                              \
-                    yb[3 * (size_t)w->n_out] = MLSTACK__NEON_FINISH(a3, x3 + n16);                              \
-                    b += 4;                                                                                     \
-                } else {                                                                                        \
-                    for (i = 0; i < n16; i += 16) {                                                             \
-                        float32x4_t w0 = LOAD(row, i), w1 = LOAD(row, i + 4), w2 = LOAD(row, i + 8),            \
-                                    w3 = LOAD(row, i + 12);                                                     \
-                        MLSTACK__NEON_FMA16(a0, x0 + i);                                                        \
-                    }                                                                                           \
-                    yb[0] = MLSTACK__NEON_FINISH(a0, x0 + n16);                                                 \
-                    b += 1;                                                                                     \
-                }                                                                                               \
-            }                                                                                                   \
-        }                                                                                                       \
-    }
-MLSTACK__MM_NEON(mlstack__mm_f32_neon, mlstack__ld4_f32, MLSTACK_DTYPE_F32, 4)
-MLSTACK__MM_NEON(mlstack__mm_f16_neon, mlstack__ld4_f16, MLSTACK_DTYPE_F16, 2)
-MLSTACK__MM_NEON(mlstack__mm_bf16_neon, mlstack__ld4_bf16, MLSTACK_DTYPE_BF16, 2)
-
-/* Block k of a quantized row as two signed halves (elements 0..15 and 16..31) and its scale
-   in every lane. */
-static void mlstack__ldq8_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d, float *m) {
-    const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)row + k;
-    *lo = vld1q_s8(blk->q);
-    *hi = vld1q_s8(blk->q + 16);
-    *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
-    *m = 0.0f;
-}
-/* Q4_1: nibbles 0..15 are valid signed bytes; the offset m is added per block by the caller. */
-static void mlstack__ldq4_neon(const unsigned char *row, int k, int8x16_t *lo, int8x16_t *hi, float32x4_t *d, float *m) {
-    const mlstack__q4_1 *blk = (const mlstack__q4_1 *)(const void *)row + k;
-    uint8x16_t raw = vld1q_u8(blk->q);
-    *lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15)));
-    *hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
-    *d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_dup_u16(&blk->d)));
-    *m = mlstack__f16_to_f32(blk->m);
-}
-
-/* 32 int8 weights (lo, hi) . 32 int8 activations q -> lane l: products 4l..4l+3 of both halves.
-   Plain NEON: widening products, pairs added in int16 (each |product| <= 127 * 128, since
-   activations stay in [-127, 127], so a pair fits), then into int32 lanes. */
-static int32x4_t mlstack__dot_i8_neon(int8x16_t lo, int8x16_t hi, const int8_t *q) {
-    int8x16_t x0 = vld1q_s8(q), x1 = vld1q_s8(q + 16);
-    int16x8_t p0 = vpaddq_s16(vmull_s8(vget_low_s8(lo), vget_low_s8(x0)), vmull_high_s8(lo, x0));
-    int16x8_t p1 = vpaddq_s16(vmull_s8(vget_low_s8(hi), vget_low_s8(x1)), vmull_high_s8(hi, x1));
-    return vpadalq_s16(vpaddlq_s16(p0), p1);
-}
-
-/* Quantized matmul: each weight block is loaded (Q4: unpacked) once for 4 activation rows. */
-#define MLSTACK__MMQ_NEON(NAME, ATTR, LOADQ, DOT)                                                              \
-    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \
-        int nb = w->n_in / MLSTACK__QK, o, b, k;                                                                \
-        for (o = o0; o < o1; o++) {                                                                             \
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)o * w->row_bytes;               \
-            float bias = w->bias ? w->bias[o] : 0.0f, *yb;                                                      \
-            for (b = 0; b < B;) {                                                                               \
-                const mlstack__q8x *x0 = xq + (size_t)b * nb, *x1 = x0 + nb, *x2 = x1 + nb, *x3 = x2 + nb;      \
-                float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;                                  \
-                float f0 = 0, f1 = 0, f2 = 0, f3 = 0, m;                                                        \
-                yb = y + (size_t)b * w->n_out + o;                                                              \
-                if (B - b >= 4) {                                                                               \
-                    for (k = 0; k < nb; k++) {                                                                  \
-                        int8x16_t lo, hi;                                                                       \
-                        float32x4_t d;                                                                          \
-                        LOADQ(row, k, &lo, &hi, &d, &m);                                                        \
-                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
-                        a1 = vfmaq_f32(a1, vcvtq_f32_s32(DOT(lo, hi, x1[k].q)), vmulq_n_f32(d, x1[k].d));       \
-                        a2 = vfmaq_f32(a2, vcvtq_f32_s32(DOT(lo, hi, x2[k].q)), vmulq_n_f32(d, x2[k].d));       \
-                        a3 = vfmaq_f32(a3, vcvtq_f32_s32(DOT(lo, hi, x3[k].q)), vmulq_n_f32(d, x3[k].d));       \
-                        f0 += m * x0[k].s, f1 += m * x1[k].s, f2 += m * x2[k].s, f3 += m * x3[k].s;             \
-                    }                                                                                           \
-                    yb[(size_t)w->n_out] = vaddvq_f32(a1) + f1 + bias;                                          \
-                    yb[2 * (size_t)w->n_out] = vaddvq_f32(a2) + f2 + bias;                                      \
-                    yb[3 * (size_t)w->n_out] = vaddvq_f32(a3) + f3 + bias;                                      \
-                    b += 4;                                                                                     \
-                } else {                                                                                        \
-                    for (k = 0; k < nb; k++) {                                                                  \
-                        int8x16_t lo, hi;                                                                       \
-                        float32x4_t d;                                                                          \
-                        LOADQ(row, k, &lo, &hi, &d, &m);                                                        \
-                        a0 = vfmaq_f32(a0, vcvtq_f32_s32(DOT(lo, hi, x0[k].q)), vmulq_n_f32(d, x0[k].d));       \
-                        f0 += m * x0[k].s;                                                                      \
-                    }                                                                                           \
-                    b += 1;                                                                                     \
-                }                                                                                               \
-                yb[0] = vaddvq_f32(a0) + f0 + bias;                                                             \
-            }                                                                                                   \
-        }                                                                                                       \
-    }
-MLSTACK__MMQ_NEON(mlstack__mm_q8_neon, , mlstack__ldq8_neon, mlstack__dot_i8_neon)
-MLSTACK__MMQ_NEON(mlstack__mm_q4_neon, , mlstack__ldq4_neon, mlstack__dot_i8_neon)
 
 /* P16 kernels (layout in >>kernels), the NEON form of >>avx512's: one broadcast activation
    times 16 outputs (a panel row, four 4-lane registers) per step, so each output element is a
@@ -14665,13 +14439,7 @@ static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const
         else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
         return;
     }
-    switch (w->wtype) { /* weights without panels */
-    case MLSTACK__W_F32: mlstack__mm_f32_neon(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_F16: mlstack__mm_f16_neon(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_BF16: mlstack__mm_bf16_neon(w, x, y, B, o0, o1); break;
-    case MLSTACK__W_Q8_0: mlstack__mm_q8_neon(w, xq, y, B, o0, o1); break;
-    default: mlstack__mm_q4_neon(w, xq, y, B, o0, o1); break;
-    }
+    mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (tests): the same bits */
 }
 
 /* F16/BF16 rows (the KV cache) to f32, 4 at a time; bytes loaded as bytes, no alignment needed. */
@@ -14761,19 +14529,27 @@ static void mlstack__attn_scores_neon(const float *q, int G, int Dh, const float
 #undef MLSTACK__SCORES_NEON
     }
 }
-/* s[i] = e^(s[i] - m) by mlstack__exp_neon; lanes summed per vector position in chunk order,
-   then across lanes (vaddv's fixed order). */
+/* The canonical fold of 16 partial sums (>>kernels) held in four registers, lanes 0..3, 4..7,
+   8..11, 12..15: p[i] + p[i + 8], + 4, + 2, + 1 (not vaddv's pairwise order). */
+static MLSTACK__ALWAYS_INLINE float mlstack__fold16_neon(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3) {
+    float32x4_t t = vaddq_f32(vaddq_f32(a0, a2), vaddq_f32(a1, a3));
+    float32x2_t h = vadd_f32(vget_low_f32(t), vget_high_f32(t));
+    return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+}
+/* s[i] = e^(s[i] - m) by mlstack__exp_neon; the canonical 16 partial sums (element i into
+   partial i mod 16: four registers), folded. */
 static float mlstack__exp_shift_neon(float *s, int n, float m) {
     static const int32_t iota[4] = {0, 1, 2, 3};
-    float32x4_t sum = vdupq_n_f32(0.0f), mv = vdupq_n_f32(m);
+    float32x4_t sum[4], mv = vdupq_n_f32(m);
     int i;
+    sum[0] = sum[1] = sum[2] = sum[3] = vdupq_n_f32(0.0f);
     for (i = 0; i < n; i += 4) {
         float32x4_t e = mlstack__exp_neon(vsubq_f32(mlstack__ld4_part_neon(s + i, n - i), mv));
         mlstack__st4_part_neon(s + i, n - i, e);
         if (n - i < 4) e = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(e), vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - i))));
-        sum = vaddq_f32(sum, e);
+        sum[(i >> 2) & 3] = vaddq_f32(sum[(i >> 2) & 3], e);
     }
-    return vaddvq_f32(sum);
+    return mlstack__fold16_neon(sum[0], sum[1], sum[2], sum[3]);
 }
 /* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
    16 vectors (64 values) of a head per pass over the keys, the last Dh mod 4 values one by one
@@ -14878,18 +14654,11 @@ static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_n
 #endif
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
-static MLSTACK__T_DOTPROD int32x4_t mlstack__dot_i8_sdot(int8x16_t lo, int8x16_t hi, const int8_t *q) {
-    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(q)), hi, vld1q_s8(q + 16));
-}
-MLSTACK__MMQ_NEON(mlstack__mm_q8_sdot, MLSTACK__T_DOTPROD, mlstack__ldq8_neon, mlstack__dot_i8_sdot)
-MLSTACK__MMQ_NEON(mlstack__mm_q4_sdot, MLSTACK__T_DOTPROD, mlstack__ldq4_neon, mlstack__dot_i8_sdot)
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT)
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
-    else if (w->wtype == MLSTACK__W_Q8_0) mlstack__mm_q8_sdot(w, xq, y, B, o0, o1);
-    else if (w->wtype == MLSTACK__W_Q4_1) mlstack__mm_q4_sdot(w, xq, y, B, o0, o1);
     else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
@@ -19325,12 +19094,10 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                 float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
                 for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
                 m_new = cmax > *m ? cmax : *m;
-                corr = expf(*m - m_new);
-                if (corr != 1.0f) {
-                    den[r * G + g] *= corr;
+                corr = mlstack__exp_canon(*m - m_new); /* the canonical online softmax (>>kernels) */
+                if (corr != 1.0f)
                     for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr;
-                }
-                den[r * G + g] += kn->exp_shift(sg, nr, m_new);
+                den[r * G + g] = fmaf(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
                 *m = m_new;
             }
             kn->attn_pv(ar, G, Dh, sc, vf, nr);

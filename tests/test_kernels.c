@@ -1,6 +1,8 @@
 /* Every kernel path this CPU runs (and each lower one) against the scalar reference, for every
-   weight format, batch sizes 1..9 and row lengths with tails; and within one path, a row's result
-   does not depend on what else is in the batch (bit-identical). Also quantization round trips. */
+   weight format, batch sizes 1..9 and row lengths with tails: the same bits (the canonical
+   arithmetic of >>kernels; only the opt-in bf16-dot path is compared with a tolerance); and
+   within one path, a row's result does not depend on what else is in the batch (bit-identical).
+   Also quantization round trips, and the canonical exp and sin/cos against libm. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -31,7 +33,7 @@ static void check_path(const mlstack__kernels *k) {
             mlstack__weight w;
             mlstack__q8x *xq;
             double maxrel = 0;
-            int same = 1;
+            int same = 1, bits = 1, exact = !(k == bf16_kernels && wt == MLSTACK__W_BF16 && pk);
             if (quant && n_in % 32) continue;
             /* pass 1: the P16 panels where k reads them (BF16 pair panels for the bf16-dot table) */
             pairs = wt == MLSTACK__W_BF16 && (k->packs & MLSTACK__PACK_BF16_PAIRS);
@@ -82,6 +84,7 @@ static void check_path(const mlstack__kernels *k) {
                 if (quant) mlstack__quantize_rows(x, xq, B, n_in);
                 mlstack__matmul_scalar(&w, x, xq, yref, B, 0, n_out, scratch);
                 k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
+                if (memcmp(y, yref, sizeof(float) * (size_t)B * n_out)) bits = 0;
                 /* A reordered f32 sum of n terms is off by a few ulps of sum |w_i x_i|, not of the
                    result, which cancellation can make tiny: measure against that magnitude. */
                 for (b = 0; b < B; b++)
@@ -103,7 +106,9 @@ static void check_path(const mlstack__kernels *k) {
             /* vs the scalar path: only the f32 summation order differs */
             /* the opt-in bf16-activation path rounds x to 8 mantissa bits: each product is off by
                at most 2^-9 of itself, so the sum by at most ~2e-3 of sum |w x| */
-            CHECKF(maxrel < (k == bf16_kernels && wt == MLSTACK__W_BF16 && pk ? 4e-3 : 1e-6),
+            CHECKF(!exact || bits, "%s%s wtype %d n_in %d: not the scalar reference's bits (max diff %.3g of sum |w x|)",
+                   k->name, pk ? " p16" : "", wt, n_in, maxrel);
+            CHECKF(maxrel < (exact ? 1e-6 : 4e-3),
                    "%s%s wtype %d n_in %d: max diff vs scalar %.3g of sum |w x|", k->name, pk ? " p16" : "", wt, n_in, maxrel);
             if (getenv("TK_VERBOSE")) printf("  %s%s wtype %d n_in %d: %.3g\n", k->name, pk ? " p16" : "", wt, n_in, maxrel);
             CHECKF(same, "%s%s wtype %d n_in %d: a row's result depends on the batch", k->name, pk ? " p16" : "", wt, n_in);
@@ -135,10 +140,8 @@ static void check_path(const mlstack__kernels *k) {
             mlstack__swiglu_scalar(g0, b, n);
             k->swiglu(g1, b, n);
             for (k2 = 0; k2 < n; k2++) {
-                CHECKF(fabsf(r0[k2] - r1[k2]) <= 1e-5f * (fabsf(r0[k2]) + 1e-3f), "%s rmsnorm n=%d [%d]: %g vs %g", k->name, n,
-                       k2, r1[k2], r0[k2]);
-                CHECKF(fabsf(g0[k2] - g1[k2]) <= 2e-6f * (fabsf(g0[k2]) + 1e-3f), "%s swiglu n=%d [%d]: %g vs %g", k->name, n,
-                       k2, g1[k2], g0[k2]);
+                CHECKF(!memcmp(&r0[k2], &r1[k2], 4), "%s rmsnorm n=%d [%d]: %.9g vs %.9g", k->name, n, k2, r1[k2], r0[k2]);
+                CHECKF(!memcmp(&g0[k2], &g1[k2], 4), "%s swiglu n=%d [%d]: %.9g vs %.9g", k->name, n, k2, g1[k2], g0[k2]);
             }
         }
     }
@@ -231,7 +234,7 @@ static void check_path(const mlstack__kernels *k) {
                         for (j = 0; j < n; j++) {
                             double mag = 0;
                             for (i = 0; i < Dh; i++) mag += fabs(q[g * Dh + i] * kt[i * 32 + j]) * 0.125;
-                            CHECKF(fabs(s0[g * 32 + j] - s1[g * 32 + j]) <= 1e-6 * mag + 1e-9, "%s scores G%d Dh%d n%d [%d][%d]: %g vs %g",
+                            CHECKF(!memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4) && fabs(s0[g * 32 + j] - s1[g * 32 + j]) <= 1e-6 * mag + 1e-9, "%s scores G%d Dh%d n%d [%d][%d]: %g vs %g",
                                    k->name, G, Dh, n, g, j, s1[g * 32 + j], s0[g * 32 + j]);
                         }
                     for (g = 0; g < G; g++) { /* a head's scores do not depend on the heads computed with it */
@@ -242,13 +245,13 @@ static void check_path(const mlstack__kernels *k) {
                     }
                     e0 = mlstack__exp_shift_scalar(s0, n, 0.5f);
                     e1 = k->exp_shift(s1, n, 0.5f);
-                    CHECKF(fabsf(e0 - e1) <= 1e-5f * e0, "%s exp_shift n%d: sum %g vs %g", k->name, n, e1, e0);
+                    CHECKF(!memcmp(&e0, &e1, 4), "%s exp_shift n%d: sum %.9g vs %.9g", k->name, n, e1, e0);
                     for (j = 0; j < n; j++)
-                        CHECKF(fabsf(s0[j] - s1[j]) <= 2e-6f * s0[j] + 1e-6f, "%s exp_shift n%d [%d]: %g vs %g", k->name, n, j, s1[j], s0[j]);
+                        CHECKF(!memcmp(&s0[j], &s1[j], 4), "%s exp_shift n%d [%d]: %.9g vs %.9g", k->name, n, j, s1[j], s0[j]);
                     mlstack__attn_pv_scalar(a0, G, Dh, s0, v, n);
                     k->attn_pv(a1, G, Dh, s0, v, n);
                     for (i = 0; i < G * Dh; i++) {
-                        CHECKF(fabsf(a0[i] - a1[i]) <= 1e-5f * (fabsf(a0[i]) + 1), "%s pv G%d Dh%d n%d [%d]: %g vs %g", k->name, G, Dh, n, i,
+                        CHECKF(!memcmp(&a0[i], &a1[i], 4), "%s pv G%d Dh%d n%d [%d]: %g vs %g", k->name, G, Dh, n, i,
                                a1[i], a0[i]);
                         a1[i] = a0[i];
                     }
@@ -313,6 +316,28 @@ static void check_quantize_weight(void) {
     }
 }
 
+/* The canonical exp and sin/cos (the same bits on every path and libm) stay close to libm's. */
+static void check_canon_math(void) {
+    double worst_e = 0, worst_s = 0;
+    int i;
+    for (i = -87000; i <= 88000; i += 7) {
+        float x = (float)i / 1000.0f + frand() * 1e-3f, e = mlstack__exp_canon(x);
+        double r = exp((double)x), rel = fabs(e - r) / r;
+        if (rel > worst_e) worst_e = rel;
+    }
+    CHECKF(worst_e < 4e-7, "exp_canon: relative error %.3g vs exp()", worst_e);
+    CHECK(mlstack__exp_canon(0.0f) == 1.0f && mlstack__exp_canon(-1000.0f) > 0.0f && mlstack__exp_canon(1000.0f) < INFINITY);
+    for (i = 0; i < 200000; i++) { /* rotary angles: positions up to 128k times frequencies up to 1 */
+        float x = (float)(i % 131072) * (i & 1 ? 1.0f : frand()), s, c;
+        double ds = sin((double)x), dc = cos((double)x), e;
+        mlstack__sincos_canon(x, &s, &c);
+        e = fabs(s - ds) > fabs(c - dc) ? fabs(s - ds) : fabs(c - dc);
+        if (e > worst_s) worst_s = e;
+        /* correctly rounded (to the float next to the exact value) in all but rare cases */
+    }
+    CHECKF(worst_s < 6e-8, "sincos_canon: absolute error %.3g vs sin/cos in double", worst_s);
+}
+
 int main(void) {
     /* caps this CPU lacks (another architecture's, or a lower one's duplicate) are skipped */
     const char *caps[] = {"scalar", "avx2", "avx512", "neon"};
@@ -322,6 +347,7 @@ int main(void) {
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
     check_quantize_weight();
+    check_canon_math();
     for (i = 0; i < 4; i++) {
         const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]), 0);
         int dup = 0;
