@@ -12,8 +12,10 @@
 #   plain      $(B)/tests/       every test                 $(ALL_CFLAGS)
 #   asan       $(B)/asan/        all but test_real_*        + $(SAN_OPT) $(SAN)
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP
-#   nothreads  $(B)/nothreads/   test_models                + -DMLSTACK_NO_THREADS
-#   aarch64    $(B)/aarch64/     kernels, models, quant     $(AARCH64_CC), static, run under qemu
+#   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast
+#                                                           (+ -mfma on an FMA host)
+#   aarch64    $(B)/aarch64/     kernels, models, quant,    $(AARCH64_CC), static, GNU C, -ffp-contract=fast,
+#                                real_repro                 run under qemu
 #   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
 #                                tokenizer, template
 #   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
@@ -59,7 +61,7 @@ AARCH64_CC   ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64
 NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/aarch64/$(c)/test_models \
                   $(B)/aarch64/$(c)/test_quant) \
-                $(B)/aarch64/scalar/test_models
+                $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
 # `make` builds the CLI and the examples in parallel; both link the one implementation object
@@ -137,14 +139,21 @@ $(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/rep
 	@mkdir -p $$(@D)
 	$(2) $(3) -o $$@ $$< $(4)
 endef
-AARCH64_FLAGS = -std=c99 $(WARN) -O2 -I. -static
+# Reproducible logits (test_real_repro) must not depend on how the compiler may contract a * b + c:
+# AArch64 has FMA everywhere, so its flavour is built in GNU C mode with contraction on (GCC's
+# default, what a user's plain `gcc -O2` does), and the nothreads flavour likewise on x86-64 (with
+# -mfma when this CPU has FMA, so the portable C code may be contracted too). Both compare their
+# logit hashes with the plain x86-64 build's (build/repro_hashes.txt).
+CONTRACT     = -std=gnu99 -ffp-contract=fast
+HOST_FMA    := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
+AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
 $(eval $(call flavour,tests,$(CC),$(ALL_CFLAGS),$(LDLIBS)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
 $(eval $(call flavour,openmp,$(CC),$(ALL_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
-$(eval $(call flavour,nothreads,$(CC),$(ALL_CFLAGS) -DMLSTACK_NO_THREADS,-lm))
+$(eval $(call flavour,nothreads,$(CC),$(ALL_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
-VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models
+VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
 $(B)/aarch64/mlstack.o: | aarch64-tools
 .PHONY: aarch64-tools
 aarch64-tools:
@@ -157,7 +166,7 @@ define qemu_run
 	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
 	@chmod +x $@
 endef
-.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant
+.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA)
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%

@@ -123,7 +123,9 @@
    Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts; scalar reads the weights as loaded. A cap naming the other
-   architecture's path selects scalar. neon and neon+dotprod give identical bits.
+   architecture's path selects scalar. Every path gives identical bits (the canonical arithmetic
+   of >>kernels), except the opt-in bf16dot; build the implementation without -ffast-math and
+   its relatives and keep the default rounding mode (README "Reproducible results").
    ONE REQUEST'S WAY THROUGH THE HEADER
      text --template--> prompt text --tokenizer--> token ids --submit--> request queue
                                                                               |
@@ -18125,7 +18127,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 }
 
 /* The projection weights of layer l (l = -1: the LM head) into ws; returns how many. */
-static int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
+MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
     if (l < 0) {
         ws[0] = &m->lm_head;
