@@ -12738,6 +12738,10 @@ typedef struct mlstack__kernels {
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
     void (*quantize_rows)(const float *x, mlstack__q8x *xq, int B, int n);
+    /* rotary embedding: cs (Dh,) = cos, sin of pos * inv_freq[i] for the Dh/2 pairs (the
+       canonical sin/cos); v (Dh,) rotated in place by a table (>>kernels rule) */
+    void (*rope_table)(float *cs, int Dh, int pos, const float *inv_freq);
+    void (*rope_apply)(float *v, int Dh, const float *cs);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
@@ -12903,10 +12907,13 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
     }
 }
 #define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
-                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows
+                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows, \
+                             mlstack__rope_table, mlstack__rope_apply
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
+MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq);
+MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar,
                                                          mlstack__to_f32, mlstack__rmsnorm,
                                                          mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
@@ -13009,43 +13016,46 @@ MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
 /* cos and sin of a float angle, the same bits everywhere (the C library's cosf/sinf differ
    between libraries and, through FMA variants, between CPUs): the angle reduced by pi/2 in
    three parts with fmas in double (exact enough for |x| < 2^20 * pi/2), then fdlibm's kernel
-   polynomials on [-pi/4, pi/4] in double fmas, rounded once to float. */
-MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) {
-    static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
-                                2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10};
-    static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
-                                -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11};
-    double xd = x, k = rint(xd * 6.36619772367581382433e-01), r, z, ps, pc, s, c;
-    int q;
-    r = fma(-k, 1.57079632673412561417e+00, xd); /* pi/2 = P1 + P2 + P3 */
-    r = fma(-k, 6.07710050650619224932e-11, r);
-    r = fma(-k, 2.02226624879595063154e-21, r);
-    z = r * r;
-    ps = fma(fma(fma(fma(S[5], z, S[4]), z, S[3]), z, S[2]), z, S[1]);
-    ps = fma(ps, z, S[0]);
-    s = fma(r * z, ps, r);
-    pc = fma(fma(fma(fma(fma(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]), z, C[0]);
-    c = fma(z * z, pc, fma(-0.5, z, 1.0));
-    q = (int)fmod(k, 4.0);
-    if (q < 0) q += 4;
-    switch (q) {
-    case 0: *sn = (float)s, *cs = (float)c; break;
-    case 1: *sn = (float)c, *cs = (float)-s; break;
-    case 2: *sn = (float)-s, *cs = (float)-c; break;
-    default: *sn = (float)-c, *cs = (float)s; break;
+   polynomials on [-pi/4, pi/4] in double fmas, rounded once to float. Defined by a macro so a
+   SIMD section can compile the same code where fma is one instruction (>>avx2). */
+#define MLSTACK__SINCOS_DEF(NAME, ATTR)                                                                             \
+    static ATTR void NAME(float x, float *sn, float *cs) {                                                          \
+        static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03,                       \
+                                    -1.98412698298579493134e-04, 2.75573137070700676789e-06,                       \
+                                    -2.50507602534068634195e-08, 1.58969099521155010221e-10};                      \
+        static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03,                        \
+                                    2.48015872894767294178e-05, -2.75573143513906633035e-07,                       \
+                                    2.08757232129817482790e-09, -1.13596475577881948265e-11};                      \
+        double xd = x, k = rint(xd * 6.36619772367581382433e-01), r, z, ps, pc, s, c;                              \
+        r = fma(-k, 1.57079632673412561417e+00, xd); /* pi/2 = P1 + P2 + P3 */                                     \
+        r = fma(-k, 6.07710050650619224932e-11, r);                                                                 \
+        r = fma(-k, 2.02226624879595063154e-21, r);                                                                 \
+        z = r * r;                                                                                                  \
+        ps = fma(fma(fma(fma(S[5], z, S[4]), z, S[3]), z, S[2]), z, S[1]);                                          \
+        ps = fma(ps, z, S[0]);                                                                                      \
+        s = fma(r * z, ps, r);                                                                                      \
+        pc = fma(fma(fma(fma(fma(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]), z, C[0]);                            \
+        c = fma(z * z, pc, fma(-0.5, z, 1.0));                                                                      \
+        switch ((int)((int64_t)k & 3)) {                                                                            \
+        case 0: *sn = (float)s, *cs = (float)c; break;                                                              \
+        case 1: *sn = (float)c, *cs = (float)-s; break;                                                             \
+        case 2: *sn = (float)-s, *cs = (float)-c; break;                                                            \
+        default: *sn = (float)-c, *cs = (float)s; break;                                                            \
+        }                                                                                                           \
     }
-}
+MLSTACK__SINCOS_DEF(mlstack__sincos_c, )
+MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) { mlstack__sincos_c(x, sn, cs); }
 
 /* cos and sin of pos * inv_freq[i] for the Dh/2 rotary pairs: cs (Dh,) = cos..., sin...
    Made once per row and used by every head of every layer. */
-static void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
+MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
     int half = Dh / 2, i;
-    for (i = 0; i < half; i++) mlstack__sincos_canon((float)pos * inv_freq[i], &cs[i + half], &cs[i]);
+    for (i = 0; i < half; i++) mlstack__sincos_c((float)pos * inv_freq[i], &cs[i + half], &cs[i]);
 }
 
-/* Rotary embedding on one head vector v (Dh,) with a table from mlstack__rope_table:
+/* Rotary embedding on one head vector v (Dh,) with a table from rope_table:
    (a, b) -> (fma(a, c, -(b s)), fma(b, c, a s)), each product of the second term rounded. */
-static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
+MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
     int half = Dh / 2, i;
     for (i = 0; i < half; i++) {
         float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half], bs = b * s, as = a * s;
@@ -13579,8 +13589,31 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
     else mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
     for (j = 0; j < n; j++) mlstack__to_f32_avx2(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
+/* Rotary embedding: the table by the canonical sin/cos compiled with FMA instructions (the
+   same operations as the C reference), the rotation 8 pairs at a time (fmsub(a, c, b s) is
+   fma(a, c, -(b s)) exactly); a Dh/2 that is not a multiple of 8 finishes in C. */
+MLSTACK__SINCOS_DEF(mlstack__sincos_avx2, MLSTACK__T_AVX2)
+static MLSTACK__T_AVX2 void mlstack__rope_table_avx2(float *cs, int Dh, int pos, const float *inv_freq) {
+    int half = Dh / 2, i;
+    for (i = 0; i < half; i++) mlstack__sincos_avx2((float)pos * inv_freq[i], &cs[i + half], &cs[i]);
+}
+static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
+    int half = Dh / 2, i;
+    for (i = 0; i + 8 <= half; i += 8) {
+        __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + half + i);
+        __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(cs + half + i);
+        _mm256_storeu_ps(v + i, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+        _mm256_storeu_ps(v + half + i, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, s)));
+    }
+    for (; i < half; i++) {
+        float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half], bs = b * s, as = a * s;
+        v[i] = fmaf(a, c, -bs);
+        v[i + half] = fmaf(b, c, as);
+    }
+}
 #define MLSTACK__ATTN_AVX2 mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, \
-                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2
+                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2, \
+                           mlstack__rope_table_avx2, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
@@ -14058,7 +14091,8 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
 #define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
-                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512
+                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, \
+                             mlstack__rope_table_avx2, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512,
                                                          mlstack__to_f32_avx512,
@@ -14635,7 +14669,8 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
     for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
 #define MLSTACK__ATTN_NEON mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, \
-                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows
+                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows, \
+                           mlstack__rope_table, mlstack__rope_apply
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon,
                                                        mlstack__to_f32_neon, mlstack__rmsnorm,
@@ -19246,11 +19281,11 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     (void)thread;
     for (h = 0; h < nq; h++) {
         if (L->q_norm) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        mlstack__rope_apply(q + h * Dh, Dh, cs);
+        rk->k->rope_apply(q + h * Dh, Dh, cs);
     }
     for (h = 0; h < nkv; h++) {
         if (L->k_norm) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        mlstack__rope_apply(k + h * Dh, Dh, cs);
+        rk->k->rope_apply(k + h * Dh, Dh, cs);
     }
     rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
     rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&rk->kv, sq, j->layer, 1, row->pos),
@@ -19285,7 +19320,7 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     for (b = 0; b < B; b++)
         mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize,
                         rk->s.x + (size_t)b * D, (size_t)D);
-    for (b = 0; b < B; b++) mlstack__rope_table(rk->s.rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
+    for (b = 0; b < B; b++) rk->k->rope_table(rk->s.rope + (size_t)b * Dh, Dh, rows[b].pos, m->inv_freq);
     MLSTACK__PROF_END(rk->pool, EMBED, -1, rows, B);
 }
 
