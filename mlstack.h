@@ -12794,12 +12794,13 @@ MLSTACK__FN float mlstack__fold16(const float *p) {
    degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact because the
    result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent bits. */
 MLSTACK__FN float mlstack__exp_canon(float x) {
+    volatile float t; /* the product rounded on its own (a volatile store: never fused) */
     float n, r, p;
     uint32_t b;
     x = x < 88.0f ? x : 88.0f; /* (NaN passes through both as the vector max/min do not) */
     x = x > -87.0f ? x : -87.0f;
-    n = x * 1.44269504f;
-    n = rintf(n); /* the default rounding mode: to nearest, ties to even */
+    t = x * 1.44269504f;
+    n = (t + 12582912.0f) - 12582912.0f; /* + 1.5 * 2^23 rounds to an integer, ties to even */
     r = MLSTACK__FMAF(-n, 0.693145752f, x);
     r = MLSTACK__FMAF(-n, 1.42860677e-6f, r);
     p = 1.0f / 720;
