@@ -13707,7 +13707,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
        p . V: acc = fma(p[j], v[j], acc) over keys j in order; online softmax across chunks:
        corr = exp(m_old - m_new), den = fma(den, corr, chunk_sum), acc *= corr.
      exp: mlstack__exp_canon (below), one polynomial for every path; silu(g) = g / (1 + exp(-g)).
-     rotary: cos/sin tables by mlstack__sincos_canon (below), rotation by fma (mlstack__rope_apply).
+     rotary: cos/sin tables by mlstack__sincos_canon (below: double operations, no fma, no libm),
+       rotation (a, b) -> (fma(a, c, -(b * s)), fma(b, c, a * s)) (mlstack__rope_apply).
      conversions: f16/bf16 -> f32 exact; f32 -> f16/bf16 round to nearest even; activations
        -> int8 by quantize_rows (d = max|x| / 127, q = x * (1/d) rounded half away from zero).
    Opt-in paths whose rounding differs (bf16-dot activations) are outside this rule. */
@@ -13983,18 +13984,42 @@ typedef struct mlstack__kernels {
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
     void (*quantize_rows)(const float *x, mlstack__q8x *xq, int B, int n);
+    /* rotary embedding: cs (Dh,) = cos, sin of pos * inv_freq[i] for the Dh/2 pairs (the
+       canonical sin/cos); v (Dh,) rotated in place by a table (>>kernels rule) */
+    void (*rope_table)(float *cs, int Dh, int pos, const float *inv_freq);
+    void (*rope_apply)(float *v, int Dh, const float *cs);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
 #define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
 
+/* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
+   the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
+   fmaf, for one, is not correctly rounded): the product is exact in double, the sum is rounded
+   to odd (a TwoSum's error decides the last bit), and rounding that to float is then correct. */
+#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA) || (defined(__riscv) && defined(__riscv_flen)) || \
+    defined(__GLIBC__) || defined(__APPLE__)
+#define MLSTACK__FMAF(a, b, c) fmaf((a), (b), (c))
+#else
+static float mlstack__fmaf_soft(float a, float b, float c) {
+    double p = (double)a * (double)b, cd = c, s = p + cd, bb = s - p, err = (p - (s - bb)) + (cd - bb);
+    uint64_t u;
+    if (err != 0 && s == s && s - s == 0) { /* inexact and finite: round to odd */
+        memcpy(&u, &s, 8);
+        if (!(u & 1)) u += (err > 0) == (s > 0) ? 1 : (uint64_t)-1;
+        memcpy(&s, &u, 8);
+    }
+    return (float)s;
+}
+#define MLSTACK__FMAF(a, b, c) mlstack__fmaf_soft((a), (b), (c))
+#endif
+
 /* a (n,) . b (n,) -> scalar: the canonical matmul element, one FMA chain in input order.
-   fmaf is C99's correctly rounded fused multiply-add (one instruction where the target has
-   FMA, else the C library's exact emulation). */
+   MLSTACK__FMAF: one rounding of a * b + c. */
 MLSTACK__FN float mlstack__dot_f32(const float *a, const float *b, int n) {
     float acc = 0.0f;
     int i;
-    for (i = 0; i < n; i++) acc = fmaf(a[i], b[i], acc);
+    for (i = 0; i < n; i++) acc = MLSTACK__FMAF(a[i], b[i], acc);
     return acc;
 }
 
@@ -14014,21 +14039,22 @@ MLSTACK__FN float mlstack__fold16(const float *p) {
    degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact because the
    result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent bits. */
 MLSTACK__FN float mlstack__exp_canon(float x) {
+    volatile float t; /* the product rounded on its own (a volatile store: never fused) */
     float n, r, p;
     uint32_t b;
     x = x < 88.0f ? x : 88.0f; /* (NaN passes through both as the vector max/min do not) */
     x = x > -87.0f ? x : -87.0f;
-    n = x * 1.44269504f;
-    n = rintf(n); /* the default rounding mode: to nearest, ties to even */
-    r = fmaf(-n, 0.693145752f, x);
-    r = fmaf(-n, 1.42860677e-6f, r);
+    t = x * 1.44269504f;
+    n = (t + 12582912.0f) - 12582912.0f; /* + 1.5 * 2^23 rounds to an integer, ties to even */
+    r = MLSTACK__FMAF(-n, 0.693145752f, x);
+    r = MLSTACK__FMAF(-n, 1.42860677e-6f, r);
     p = 1.0f / 720;
-    p = fmaf(p, r, 1.0f / 120);
-    p = fmaf(p, r, 1.0f / 24);
-    p = fmaf(p, r, 1.0f / 6);
-    p = fmaf(p, r, 0.5f);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
+    p = MLSTACK__FMAF(p, r, 1.0f / 120);
+    p = MLSTACK__FMAF(p, r, 1.0f / 24);
+    p = MLSTACK__FMAF(p, r, 1.0f / 6);
+    p = MLSTACK__FMAF(p, r, 0.5f);
+    p = MLSTACK__FMAF(p, r, 1.0f);
+    p = MLSTACK__FMAF(p, r, 1.0f);
     memcpy(&b, &p, 4);
     b += (uint32_t)((int32_t)n * (1 << 23));
     memcpy(&p, &b, 4);
@@ -14045,7 +14071,7 @@ static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x
         int32_t s = 0;
         float d = mlstack__f16_to_f32(w[k].d) * x[k].d;
         for (i = 0; i < MLSTACK__QK; i++) s += (int32_t)w[k].q[i] * x[k].q[i];
-        acc = fmaf((float)s, d, acc);
+        acc = MLSTACK__FMAF((float)s, d, acc);
     }
     return acc;
 }
@@ -14056,8 +14082,8 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
         int32_t s = 0;
         float d = mlstack__f16_to_f32(w[k].d) * x[k].d;
         for (i = 0; i < MLSTACK__QK / 2; i++) s += (int32_t)(w[k].q[i] & 15) * x[k].q[i] + (int32_t)(w[k].q[i] >> 4) * x[k].q[i + 16];
-        acc = fmaf((float)s, d, acc);
-        acc = fmaf(mlstack__f16_to_f32(w[k].m), x[k].s, acc);
+        acc = MLSTACK__FMAF((float)s, d, acc);
+        acc = MLSTACK__FMAF(mlstack__f16_to_f32(w[k].m), x[k].s, acc);
     }
     return acc;
 }
@@ -14090,7 +14116,7 @@ MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, cons
     for (g = 0; g < G; g++)
         for (j = 0; j < n; j++) {
             float a = 0;
-            for (d = 0; d < Dh; d++) a = fmaf(q[(size_t)g * Dh + d], kt[(size_t)d * 32 + j], a);
+            for (d = 0; d < Dh; d++) a = MLSTACK__FMAF(q[(size_t)g * Dh + d], kt[(size_t)d * 32 + j], a);
             s[g * 32 + j] = a * scale;
         }
 }
@@ -14109,7 +14135,7 @@ MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float 
     for (g = 0; g < G; g++)
         for (d = 0; d < Dh; d++) {
             float a = acc[(size_t)g * Dh + d];
-            for (j = 0; j < n; j++) a = fmaf(p[g * 32 + j], v[(size_t)j * Dh + d], a);
+            for (j = 0; j < n; j++) a = MLSTACK__FMAF(p[g * 32 + j], v[(size_t)j * Dh + d], a);
             acc[(size_t)g * Dh + d] = a;
         }
 }
@@ -14148,10 +14174,13 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
     }
 }
 #define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
-                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows
+                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows, \
+                             mlstack__rope_table, mlstack__rope_apply
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
+MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq);
+MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs);
 static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar,
                                                          mlstack__to_f32, mlstack__rmsnorm,
                                                          mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
@@ -14238,7 +14267,7 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     float p[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, scale;
     int i;
-    for (i = 0; i < n; i++) p[i & 15] = fmaf(x[i], x[i], p[i & 15]);
+    for (i = 0; i < n; i++) p[i & 15] = MLSTACK__FMAF(x[i], x[i], p[i & 15]);
     scale = 1.0f / sqrtf(mlstack__fold16(p) / (float)n + eps);
     for (i = 0; i < n; i++) out[i] = w[i] * (x[i] * scale);
 }
@@ -14251,29 +14280,40 @@ MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + mlstack__exp_canon(-g[i])) * u[i];
 }
 
+/* A double product rounded on its own, never fused into a following add (a volatile store is
+   a barrier no compiler may contract across). */
+static double mlstack__dmul(double a, double b) {
+    volatile double t = a * b;
+    return t;
+}
 /* cos and sin of a float angle, the same bits everywhere (the C library's cosf/sinf differ
-   between libraries and, through FMA variants, between CPUs): the angle reduced by pi/2 in
-   three parts with fmas in double (exact enough for |x| < 2^20 * pi/2), then fdlibm's kernel
-   polynomials on [-pi/4, pi/4] in double fmas, rounded once to float. */
+   between libraries and, through FMA variants, between CPUs), from double operations that
+   every IEEE-754 machine rounds alike: k = the angle / (pi/2) rounded to the nearest integer
+   (ties to even), r = x - k pi/2 with pi/2 in three parts (fdlibm's Cody-Waite split: the first
+   two products are exact for |k| < 2^20), then fdlibm's kernel polynomials on [-pi/4, pi/4] by
+   Horner, each product rounded separately, and one rounding to float. Error ~1e-16 before the
+   final rounding. */
 MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) {
     static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
                                 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10};
     static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
                                 -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11};
-    double xd = x, k = rint(xd * 6.36619772367581382433e-01), r, z, ps, pc, s, c;
-    int q;
-    r = fma(-k, 1.57079632673412561417e+00, xd); /* pi/2 = P1 + P2 + P3 */
-    r = fma(-k, 6.07710050650619224932e-11, r);
-    r = fma(-k, 2.02226624879595063154e-21, r);
-    z = r * r;
-    ps = fma(fma(fma(fma(S[5], z, S[4]), z, S[3]), z, S[2]), z, S[1]);
-    ps = fma(ps, z, S[0]);
-    s = fma(r * z, ps, r);
-    pc = fma(fma(fma(fma(fma(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]), z, C[0]);
-    c = fma(z * z, pc, fma(-0.5, z, 1.0));
-    q = (int)fmod(k, 4.0);
-    if (q < 0) q += 4;
-    switch (q) {
+    volatile double kr;
+    double xd = x, k, r, z, ps, pc, s, c;
+    int i;
+    kr = mlstack__dmul(xd, 6.36619772367581382433e-01) + 6755399441055744.0; /* 1.5 * 2^52: rounds to an integer */
+    k = kr - 6755399441055744.0;
+    r = xd - mlstack__dmul(k, 1.57079632673412561417e+00);
+    r = r - mlstack__dmul(k, 6.07710050650619224932e-11);
+    r = r - mlstack__dmul(k, 2.02226624879595063154e-21);
+    z = mlstack__dmul(r, r);
+    ps = S[5];
+    for (i = 4; i >= 0; i--) ps = mlstack__dmul(ps, z) + S[i];
+    s = r + mlstack__dmul(mlstack__dmul(r, z), ps);
+    pc = C[5];
+    for (i = 4; i >= 0; i--) pc = mlstack__dmul(pc, z) + C[i];
+    c = (1.0 - mlstack__dmul(0.5, z)) + mlstack__dmul(mlstack__dmul(z, z), pc);
+    switch ((int)((int64_t)k & 3)) {
     case 0: *sn = (float)s, *cs = (float)c; break;
     case 1: *sn = (float)c, *cs = (float)-s; break;
     case 2: *sn = (float)-s, *cs = (float)-c; break;
@@ -14283,19 +14323,19 @@ MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) {
 
 /* cos and sin of pos * inv_freq[i] for the Dh/2 rotary pairs: cs (Dh,) = cos..., sin...
    Made once per row and used by every head of every layer. */
-static void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
+MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq) {
     int half = Dh / 2, i;
     for (i = 0; i < half; i++) mlstack__sincos_canon((float)pos * inv_freq[i], &cs[i + half], &cs[i]);
 }
 
-/* Rotary embedding on one head vector v (Dh,) with a table from mlstack__rope_table:
+/* Rotary embedding on one head vector v (Dh,) with a table from rope_table:
    (a, b) -> (fma(a, c, -(b s)), fma(b, c, a s)), each product of the second term rounded. */
-static void mlstack__rope_apply(float *v, int Dh, const float *cs) {
+MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
     int half = Dh / 2, i;
     for (i = 0; i < half; i++) {
         float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half], bs = b * s, as = a * s;
-        v[i] = fmaf(a, c, -bs);
-        v[i + half] = fmaf(b, c, as);
+        v[i] = MLSTACK__FMAF(a, c, -bs);
+        v[i + half] = MLSTACK__FMAF(b, c, as);
     }
 }
 
@@ -14824,8 +14864,25 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
     else mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
     for (j = 0; j < n; j++) mlstack__to_f32_avx2(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
+/* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
+   that is not a multiple of 8 finishes in C. */
+static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
+    int half = Dh / 2, i;
+    for (i = 0; i + 8 <= half; i += 8) {
+        __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + half + i);
+        __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(cs + half + i);
+        _mm256_storeu_ps(v + i, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+        _mm256_storeu_ps(v + half + i, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, s)));
+    }
+    for (; i < half; i++) {
+        float a = v[i], b = v[i + half], c = cs[i], s = cs[i + half], bs = b * s, as = a * s;
+        v[i] = MLSTACK__FMAF(a, c, -bs);
+        v[i + half] = MLSTACK__FMAF(b, c, as);
+    }
+}
 #define MLSTACK__ATTN_AVX2 mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, \
-                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2
+                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2, \
+                           mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2,
                                                        mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
@@ -15303,7 +15360,8 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
 #define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
-                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512
+                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, \
+                             mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512,
                                                          mlstack__to_f32_avx512,
@@ -15833,7 +15891,7 @@ static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, con
         }
         for (; d < Dh; d++) {
             float a = ag[d];
-            for (j = 0; j < n; j++) a = fmaf(pg[j], v[(size_t)j * Dh + d], a);
+            for (j = 0; j < n; j++) a = MLSTACK__FMAF(pg[j], v[(size_t)j * Dh + d], a);
             ag[d] = a;
         }
     }
@@ -15880,7 +15938,8 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
     for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
 #define MLSTACK__ATTN_NEON mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, \
-                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows
+                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows, \
+                           mlstack__rope_table, mlstack__rope_apply
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon,
                                                        mlstack__to_f32_neon, mlstack__rmsnorm,
@@ -21941,7 +22000,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                 corr = mlstack__exp_canon(*m - m_new); /* the canonical online softmax (>>kernels) */
                 if (corr != 1.0f)
                     for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr;
-                den[r * G + g] = fmaf(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
+                den[r * G + g] = MLSTACK__FMAF(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
                 *m = m_new;
             }
             kn->attn_pv(ar, G, Dh, sc, vf, nr);
@@ -22096,14 +22155,14 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
     for (i = 0; i < n; i++) sum += x[i];
     mean = (float)(sum / n);
     for (i = 0; i < n; i++) {
-        double d = (double)x[i] - (double)mean;
-        sq = fma(d, d, sq);
+        double d = (double)x[i] - (double)mean; /* exact, and so is d * d: fused or not, one rounding */
+        sq += d * d;
     }
     rstd = (float)(1.0 / sqrt(sq / n + (double)eps));
     for (i = 0; i < n; i++) {
         float y = x[i] - mean;
         y = y * rstd;
-        out[i] = b ? fmaf(y, w[i], b[i]) : y * w[i];
+        out[i] = b ? MLSTACK__FMAF(y, w[i], b[i]) : y * w[i];
     }
 }
 
@@ -22129,12 +22188,12 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        mlstack__rope_apply(q + h * Dh, c->rot_dim, cs);
+        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        mlstack__rope_apply(k + h * Dh, c->rot_dim, cs);
+        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
     rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&rk->kv, sq, j->layer, 1, row->pos),
@@ -22206,7 +22265,7 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
                 inv = dyn;
             }
-            mlstack__rope_table(cs, rd, rows[b].pos, inv);
+            rk->k->rope_table(cs, rd, rows[b].pos, inv);
             if (m->rope_mul[t] != 1.0f)
                 for (i = 0; i < rd; i++) cs[i] *= m->rope_mul[t];
         }
@@ -22241,7 +22300,7 @@ static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, i
     if (rs == 1.0f) {
         for (i = 0; i < n; i++) x[i] += y[i];
     } else {
-        for (i = 0; i < n; i++) x[i] = fmaf(y[i], rs, x[i]);
+        for (i = 0; i < n; i++) x[i] = MLSTACK__FMAF(y[i], rs, x[i]);
     }
     MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
 }
@@ -22253,7 +22312,7 @@ static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, i
 /* GELU, tanh approximation (gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 static float mlstack__gelu_tanh(float x) {
     float x3 = x * x * x, inner, th;
-    inner = fmaf(0.044715f, x3, x);
+    inner = MLSTACK__FMAF(0.044715f, x3, x);
     inner = 0.7978845608028654f * inner;
     th = tanhf(inner);
     th = 1.0f + th;
@@ -22382,7 +22441,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
             float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D, *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) o[j] = fmaf(y[j], wt, o[j]);
+            for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
     }
     if (c->shared_ff) {
@@ -22394,7 +22453,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + expf(-g1[0]));
-            for (j = 0; j < D; j++) out[(size_t)b * D + j] = fmaf(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = MLSTACK__FMAF(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
         }
     }
 }

@@ -145,6 +145,27 @@ static void check_path(const mlstack__kernels *k) {
             }
         }
     }
+    /* rotary embedding: table and rotation, the reference's bits (head dims with tails) */
+    {
+        static const int Dhs3[] = {64, 128, 12, 80};
+        static const int poss[] = {0, 1, 17, 4095, 131071};
+        float inv[64], c0[128], c1[128], v0[128], v1[128];
+        int di, pi;
+        for (di = 0; di < 4; di++) {
+            int Dh = Dhs3[di];
+            for (i = 0; i < Dh / 2; i++) inv[i] = (float)pow(10000.0, -2.0 * i / Dh);
+            for (pi = 0; pi < 5; pi++) {
+                mlstack__rope_table(c0, Dh, poss[pi], inv);
+                k->rope_table(c1, Dh, poss[pi], inv);
+                CHECKF(!memcmp(c0, c1, sizeof(float) * (size_t)Dh), "%s rope_table Dh %d pos %d differs from the reference", k->name,
+                       Dh, poss[pi]);
+                for (i = 0; i < Dh; i++) v0[i] = v1[i] = frand();
+                mlstack__rope_apply(v0, Dh, c0);
+                k->rope_apply(v1, Dh, c0);
+                CHECKF(!memcmp(v0, v1, sizeof(float) * (size_t)Dh), "%s rope_apply Dh %d differs from the reference", k->name, Dh);
+            }
+        }
+    }
     /* activation quantization: the same bits as the scalar reference */
     {
         float xr[3 * 96];

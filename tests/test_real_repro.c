@@ -10,10 +10,11 @@
    (the build directory's; MLSTACK_REPRO_HASHES overrides the path); the AArch64 build (run under qemu by make test)
    and the build made with GNU C mode and -ffp-contract=fast (the nothreads flavour) read that
    file and must find the same hash for every key they computed. No hash is committed.
-   Cost: SmolLM2 runs a 100-token prompt and 64 decode steps on the SIMD paths, and a 12-token
-   run (8 prompt tokens, 4 steps) on every path including scalar (whose fma chains call the C
-   library's fmaf on x86-64, ~0.4 s a token). Under qemu only the fixtures run (SmolLM2 with
-   MLSTACK_REPRO_SMOLLM2=1). */
+   Cost (want() below): the fixtures run every combination; SmolLM2 runs an 84-token prompt and
+   64 greedy steps on the SIMD paths (default KV type), and a 6-token run (4 prompt tokens, 2
+   steps) on every path including scalar, whose fma chains are slow where fmaf is a library call,
+   and for every KV type. About 30 s of CPU on x86-64; under qemu only the fixtures run (SmolLM2
+   with MLSTACK_REPRO_SMOLLM2=1), about 16 s. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
