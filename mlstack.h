@@ -14061,6 +14061,28 @@ MLSTACK__FN float mlstack__exp_canon(float x) {
     return p;
 }
 
+/* tanh and erf on the canonical exp, not the C library's tanhf / erff, which differ
+   between C libraries and architectures. tanh(x) = sign(x) (1 - 2 / (e^2|x| + 1)), absolute
+   error < 3e-7; erf by Abramowitz and Stegun 7.1.26, absolute error < 2e-7. */
+MLSTACK__FN float mlstack__tanh_canon(float x) {
+    float a = x < 0 ? -x : x, e, t;
+    if (a > 9.0f) return x < 0 ? -1.0f : 1.0f; /* tanh(9) rounds to 1 in float */
+    e = mlstack__exp_canon(2.0f * a);
+    t = 1.0f - 2.0f / (e + 1.0f);
+    return x < 0 ? -t : t;
+}
+MLSTACK__FN float mlstack__erf_canon(float x) {
+    float a = x < 0 ? -x : x, t, p, y;
+    t = 1.0f / MLSTACK__FMAF(0.3275911f, a, 1.0f);
+    p = MLSTACK__FMAF(1.061405429f, t, -1.453152027f);
+    p = MLSTACK__FMAF(p, t, 1.421413741f);
+    p = MLSTACK__FMAF(p, t, -0.284496736f);
+    p = MLSTACK__FMAF(p, t, 0.254829592f);
+    p = p * t;
+    y = MLSTACK__FMAF(-p, mlstack__exp_canon(-(a * a)), 1.0f);
+    return x < 0 ? -y : y;
+}
+
 
 /* Quantized row . activation blocks, the canonical rule (>>kernels): per block in order,
    acc = fma(isum, d_w * d_x, acc), then for Q4_1 acc = fma(m_w, s_x, acc). */
@@ -21990,7 +22012,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             if (softcap > 0) /* soft-capping (Gemma 2): s = cap tanh(s / cap), plain scalar C */
                 for (g = 0; g < G; g++)
                     for (j = 0; j < nr; j++) {
-                        float *sj = sc + (size_t)g * MLSTACK__ATT_CHUNK + j, th = tanhf(*sj / softcap);
+                        float *sj = sc + (size_t)g * MLSTACK__ATT_CHUNK + j, th = mlstack__tanh_canon(*sj / softcap);
                         *sj = th * softcap;
                     }
             for (g = 0; g < G; g++) {
@@ -22314,13 +22336,13 @@ static float mlstack__gelu_tanh(float x) {
     float x3 = x * x * x, inner, th;
     inner = MLSTACK__FMAF(0.044715f, x3, x);
     inner = 0.7978845608028654f * inner;
-    th = tanhf(inner);
+    th = mlstack__tanh_canon(inner);
     th = 1.0f + th;
     return 0.5f * x * th;
 }
 /* GELU, exact: 0.5 x (1 + erf(x / sqrt(2))) */
 static float mlstack__gelu_erf(float x) {
-    float e = erff(x * 0.7071067811865476f);
+    float e = mlstack__erf_canon(x * 0.7071067811865476f);
     e = 1.0f + e;
     return 0.5f * x * e;
 }
@@ -22328,7 +22350,7 @@ static float mlstack__gelu_erf(float x) {
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
     for (i = 0; i < n; i++) {
-        float t = tanhf(v[i] / cap);
+        float t = mlstack__tanh_canon(v[i] / cap);
         v[i] = t * cap;
     }
 }
@@ -22345,7 +22367,7 @@ static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, in
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
             else if (act == MLSTACK__ACT_GELU) g[i] = mlstack__gelu_erf(x);
             else {
-                e = expf(-x);
+                e = mlstack__exp_canon(-x);
                 e = 1.0f + e;
                 g[i] = x / e;
             }
@@ -22405,7 +22427,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         int *idx = s->moe_idx + (size_t)b * K;
         for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
         for (e = 0; e < E; e++) {
-            lg[e] = expf(lg[e] - mx);
+            lg[e] = mlstack__exp_canon(lg[e] - mx);
             sum += lg[e];
         }
         for (e = 0; e < E; e++) lg[e] = lg[e] / sum;
@@ -22452,7 +22474,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         for (b = 0; b < B; b++) {
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
-            sg = 1.0f / (1.0f + expf(-g1[0]));
+            sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));
             for (j = 0; j < D; j++) out[(size_t)b * D + j] = MLSTACK__FMAF(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
         }
     }
