@@ -50,7 +50,12 @@ def main():
         T.check(rc == 0 and b"usage: mlstack " + cmd.encode() in out, f"mlstack.exe {cmd} --help", out[:200])
 
     text = "Héllo, wörld! 123 \u4e2d\u6587"
-    for args, what in [(("tokenize", "-m", MODEL, text), "tokenize"),
+    shared = os.path.join(os.path.dirname(ROOT), "shared", "tokenizers")
+    toks = [(("tokenize", "-m", os.path.join(shared, name), text), f"tokenize ({name})") for name in ("smollm2", "qwen2.5")
+            if os.path.isdir(os.path.join(shared, name))]
+    if not toks:
+        T.skip("tokenize", "../shared/tokenizers is not beside the checkout")
+    for args, what in toks + [
                        (("info", "-m", MODEL), "info"),
                        (("eval", "-m", MODEL, "--ids", "1,5,9,17,33", "--all"), "eval, every position"),
                        (("run", "-m", MODEL, "--ids", "3,4,5", "-n", "12", "--json"), "greedy run (JSON: text and ids)")]:

@@ -16,6 +16,7 @@ static void mpi_end(void) {
 #include <string.h>
 #if defined(_WIN32)
 #include <windows.h>
+#include <shellapi.h>
 #include <io.h>
 #define isatty _isatty
 #define setenv(name, value, overwrite) _putenv_s(name, value) /* callers always overwrite */
@@ -540,10 +541,34 @@ void cli_buf_free(cli_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+#if defined(_WIN32)
+/* The command line as UTF-8 (the library's text and paths are UTF-8; main's argv is in the ANSI
+   code page, which cannot hold most of Unicode). Lives as long as the process. */
+static char **utf8_argv(int *argc) {
+    int n = 0, i;
+    LPWSTR *w = CommandLineToArgvW(GetCommandLineW(), &n);
+    char **a = w ? (char **)calloc((size_t)n + 1, sizeof *a) : NULL;
+    for (i = 0; a && i < n; i++) {
+        int len = WideCharToMultiByte(CP_UTF8, 0, w[i], -1, NULL, 0, NULL, NULL);
+        a[i] = len > 0 ? (char *)malloc((size_t)len) : NULL;
+        if (!a[i] || WideCharToMultiByte(CP_UTF8, 0, w[i], -1, a[i], len, NULL, NULL) <= 0) a = NULL;
+    }
+    if (w) LocalFree(w);
+    if (a) *argc = n;
+    return a;
+}
+#endif
+
 int main(int argc, char **argv) {
     cli_opts o;
     const cmd_help *h;
     int r, i, j;
+#if defined(_WIN32)
+    {
+        char **u = utf8_argv(&argc);
+        if (u) argv = u;
+    }
+#endif
     /* --ranks N (any command): engines shard the model over N thread ranks (MLSTACK_RANKS) */
     for (i = j = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
