@@ -5588,7 +5588,7 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
     while (e->cpool.n % 4) e->cpool.p[e->cpool.n++] = 0;
     ce.ioff = (uint32_t)e->cpool.n;
     ce.nids = (uint32_t)nids;
-    if (!mlstack__buf_put(&e->cpool, e->ids.p + before, nids * sizeof(int32_t))) return 0;
+    if (nids && !mlstack__buf_put(&e->cpool, e->ids.p + before, nids * sizeof(int32_t))) return 0; /* a word may give no ids */
     if (!MLSTACK__VEC_PUSH(&e->centry, mlstack__centry, ce)) return 0;
     e->cslot[slot] = (uint32_t)(e->centry.n / sizeof ce);
     e->n_cached++;
