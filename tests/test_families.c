@@ -7,6 +7,7 @@
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
+#include "../tools/quality.h"
 #include <dirent.h>
 #include <math.h>
 
@@ -187,6 +188,38 @@ static void check_family(const char *name) {
         }
         mlstack_engine_free(eq);
         mlstack_model_close(mq);
+    }
+    /* the quality test's measure (tools/quality.h, as tests/test_real_quality.c on SmolLM2): mean
+       KL of the next-token distributions against f32, every family's tensors (experts included)
+       quantized. Q8_0 within that test's bound (0.012; measured here 0.0003 - 0.0064). Q4_1 on
+       these random D = 32 models (one block spans a whole row of gaussian weights) measures
+       0.03 - 0.27, above SmolLM2's 0.09 bound, so it is held to 0.5: a scale or layout bug gives
+       KL in the units. Top-1 agreement is printed, not bounded (random models are full of
+       near-ties). */
+    {
+        static const struct {
+            mlstack_dtype type;
+            double max_mean_kl;
+        } qb[2] = {{MLSTACK_DTYPE_Q8_0, 0.012}, {MLSTACK_DTYPE_Q4_1, 0.5}};
+        int t;
+        for (t = 0; t < 2; t++) {
+            mlstack_model *mq = NULL;
+            mlstack_engine *eq = NULL;
+            quality qq;
+            md.quant = qb[t].type;
+            if (mlstack_model_open(&md, &mq, &err) != MLSTACK_OK || mlstack_engine_init(mq, &ed, &eq, &err) != MLSTACK_OK) {
+                CHECKF(0, "%s: %s: %s", name, mlstack_dtype_name(qb[t].type), err.message);
+            } else if (quality_compare(e1, &eq, 1, info.n_vocab, ids, n, n, &qq) != 0) {
+                CHECKF(0, "%s: %s: quality run failed", name, mlstack_dtype_name(qb[t].type));
+            } else {
+                CHECKF(qq.mean_kl <= qb[t].max_mean_kl, "%s %s: mean KL %.5f (bound %.3f)", name, mlstack_dtype_name(qb[t].type),
+                       qq.mean_kl, qb[t].max_mean_kl);
+                printf("  %-14s %s: mean KL %.5f, top-1 %.1f%%\n", name, mlstack_dtype_name(qb[t].type), qq.mean_kl, 100 * qq.top1);
+            }
+            mlstack_engine_free(eq);
+            mlstack_model_close(mq);
+        }
+        md.quant = MLSTACK_DTYPE_F32; /* as stored */
     }
 done_model:
     free(ours);
