@@ -20234,13 +20234,17 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             mlstack__weight_view(&L->wq, &all, 0, q_dim);
             mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
             mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
-        } else if ((snprintf(nm, sizeof nm, "%s.q_proj", attn),
-                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim, c->n_embd, c->attn_bias, &L->wq, err)) ||
-                   (snprintf(nm, sizeof nm, "%s.k_proj", attn),
-                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), kv_dim, c->n_embd, c->attn_bias, &L->wk, err)) ||
-                   (snprintf(nm, sizeof nm, "%s.v_proj", attn),
-                    r = mlstack__model_linear(m, MLSTACK__LNAME(nm), kv_dim, c->n_embd, c->attn_bias, &L->wv, err))) {
-            return r;
+        } else {
+            static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
+            mlstack__weight *dst[3];
+            int rows3[3], pi;
+            dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
+            rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
+            for (pi = 0; pi < 3; pi++) {
+                snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) != MLSTACK_OK)
+                    return r;
+            }
         }
         snprintf(nm, sizeof nm, "%s.%s", attn, f->o_proj ? f->o_proj : "o_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
