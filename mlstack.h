@@ -72,6 +72,7 @@
     10. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
     11. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
     12. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
+    13. KERNELS AMX       x86-64 AMX tiles: int8 blocks (exact), opt-in bf16           >>amx
     13. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
     14. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
     15. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
@@ -1873,6 +1874,7 @@ MLSTACK__FN int mlstack__core_count(void) {
    baseline and the kernel's hwcaps say whether the int8 dot product (dotprod) is there. */
 typedef struct mlstack__cpu {
     int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, neon, neon_dot;
+    int amx_int8, amx_bf16; /* AMX tiles the OS lets this process use (Linux: after ARCH_REQ_XCOMP_PERM) */
 } mlstack__cpu;
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -1915,6 +1917,22 @@ static uint64_t mlstack__xgetbv(void) { return (uint64_t)_xgetbv(0); }
 #endif
 #endif
 
+/* Whether this process may use the AMX tile registers. Linux enables their state per process
+   on request (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; asking again is harmless);
+   the AMX kernels are compiled only for Linux (>>amx), so elsewhere the answer is no. */
+#if defined(MLSTACK__X86) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MLSTACK_NO_AMX) && \
+    !defined(MLSTACK_NO_AVX512) && defined(__x86_64__)
+#define MLSTACK__HAVE_AMX_OS 1
+static int mlstack__amx_permit(void) { /* the system call itself: syscall() needs _GNU_SOURCE */
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L /* SYS_arch_prctl */), "D"(0x1023L /* ARCH_REQ_XCOMP_PERM */),
+                     "S"(18L /* XFEATURE_XTILEDATA */) : "rcx", "r11", "memory");
+    return r == 0;
+}
+#elif defined(MLSTACK__X86)
+static int mlstack__amx_permit(void) { return 0; }
+#endif
+
 static void mlstack__cpu_detect(mlstack__cpu *c) {
     memset(c, 0, sizeof *c);
 #if defined(MLSTACK__X86)
@@ -1937,6 +1955,15 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
         c->avx512bw = os_avx512 && (r[1] & (1u << 30));
         c->avx512vl = os_avx512 && (r[1] & (1u << 31));
         c->avx512vnni = os_avx512 && (r[2] & (1u << 11));
+        {
+            /* AMX: CPUID.7.0:EDX tile (24), int8 (25), bf16 (22); XCR0 tile config and data
+               (17, 18); and on Linux the per-process permission for the tile data state */
+            int tile = (r[3] & (1u << 24)) && (xcr0 & 0x60000) == 0x60000;
+            int i8 = tile && (r[3] & (1u << 25)), b16 = tile && (r[3] & (1u << 22));
+            if ((i8 || b16) && !mlstack__amx_permit()) i8 = b16 = 0;
+            c->amx_int8 = os_avx512 && i8;
+            c->amx_bf16 = os_avx512 && b16;
+        }
         mlstack__cpuid(7, 1, r);
         c->avx512bf16 = os_avx512 && (r[0] & (1u << 5));
     }
@@ -14220,11 +14247,12 @@ typedef struct mlstack__matmul_job {
     float *scratch; /* n_threads * MLSTACK__MM_SCRATCH(n_in) floats */
 } mlstack__matmul_job;
 
-/* Matmul scratch floats per thread: three rows of n_in (six rows of bf16 pairs), or 4 panels x
-   MLSTACK__MM_KC steps of converted weights. */
+/* Matmul scratch floats per thread: eight rows of n_in (sixteen rows of bf16 pairs, one AMX
+   tile's height), and at least 4 panels x MLSTACK__MM_KC steps of converted float weights
+   (8192 floats) or 4 panels x 32 blocks of unpacked int8 weights for >>amx (65536 bytes, plus
+   64 to align them). */
 #define MLSTACK__MM_KC 128
-#define MLSTACK__MM_SCRATCH(n_in) \
-    (3 * ((size_t)(n_in) + 31) > 4 * 16 * MLSTACK__MM_KC ? 3 * ((size_t)(n_in) + 31) : 4 * 16 * MLSTACK__MM_KC)
+#define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 20496 ? 8 * ((size_t)(n_in) + 31) : 20496)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                                                               \
     ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
@@ -15477,6 +15505,246 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #pragma GCC diagnostic pop
 #endif
 
+/* ==== 13. KERNELS AMX ==== */ /* >>amx */
+/* Intel AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes and a
+   tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
+   int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
+   second operand.
+   - int8, the default where the CPU has AMX-INT8: per Q8_0/Q4_1 block, TDPBSUD forms the exact
+     int32 dots of up to 16 activation rows with a panel's 16 outputs, and AVX-512 applies the
+     block's scales by the same fused multiply-adds as >>avx512's VNNI tile. Integer dots are
+     exact, so this is the canonical arithmetic: the same bits as every other path. Batches of
+     fewer than MLSTACK__AMX_MIN_ROWS rows (decode) go to the VNNI kernel.
+   - bf16, opt-in with the engine's bf16_activations (as >>avx512's bf16dot table, which it
+     replaces where the CPU has AMX-BF16): BF16 pair panels times activations rounded to bf16,
+     TDPBF16PS accumulating each output in f32 over the whole row inside the tile. The tile
+     unit's rounding is its own (its results differ from vdpbf16ps's in the last bits, and it
+     flushes denormals), but it computes each activation row alone and always in input order, so
+     results are batch invariant; this table therefore runs every row count on the tiles,
+     decode too, so that a sequence gets the same bits alone and batched.
+   Each call configures the tiles it uses and releases them at its end. Built for Linux x86-64
+   with GCC or clang, where the process asks the kernel for the tile state (mlstack__amx_permit);
+   MLSTACK_NO_AMX leaves it out. */
+#if defined(MLSTACK__HAVE_AVX512) && defined(MLSTACK__HAVE_AMX_OS)
+#define MLSTACK__HAVE_AMX 1
+#define MLSTACK__T_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
+#define MLSTACK__AMX_MIN_ROWS 4
+#define MLSTACK__ALIGNED64(decl) decl __attribute__((aligned(64)))
+#if defined(MLSTACK__SANITIZED)
+#define MLSTACK__UNROLL16
+#else
+#define MLSTACK__UNROLL16 _Pragma("GCC unroll 16")
+#endif
+
+typedef struct mlstack__tilecfg { /* LDTILECFG's 64-byte operand, palette 1 */
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} mlstack__tilecfg;
+
+/* The tile instructions as inline assembly that tells the compiler what memory each reads and
+   writes: GCC 12's intrinsics do not (its tile load claims no memory and its LDTILECFG only 8
+   bytes, so stores to a buffer or to the configuration before them can be dropped). This also
+   needs no amx-* target attribute, only an assembler that knows the instructions. Tile numbers
+   are literals. AT&T order: sources first, destination last. */
+#define MLSTACK__TILE_LOAD(t, base, stride) \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(base)), "r"((long)(stride)) : "memory")
+#define MLSTACK__TILE_STORE(t, base, stride) \
+    __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void *)(base)), "r"((long)(stride)) : "memory")
+#define MLSTACK__TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define MLSTACK__TILE_DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+#define MLSTACK__TILE_DPBF16PS(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+#define MLSTACK__TILE_RELEASE() __asm__ volatile("tilerelease" ::: "memory")
+static void mlstack__tile_config(const mlstack__tilecfg *cfg) { __asm__ volatile("ldtilecfg %0" ::"m"(*cfg) : "memory"); }
+
+/* Tiles 0, 1: C (rows x 16 int32 or f32); 2, 4: A (rows x acolsb bytes); 3, 5: B (brows x 64
+   bytes): two sets, (0, 2, 3) and (1, 4, 5), so the int8 kernel issues one block's tile work
+   before it applies the previous block's scales. */
+static MLSTACK__T_AMX void mlstack__amx_config(int rows, int acolsb, int brows) {
+    mlstack__tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = cfg.rows[1] = cfg.rows[2] = cfg.rows[4] = (uint8_t)rows;
+    cfg.colsb[0] = cfg.colsb[1] = 64;
+    cfg.colsb[2] = cfg.colsb[4] = (uint16_t)acolsb;
+    cfg.rows[3] = cfg.rows[5] = (uint8_t)brows;
+    cfg.colsb[3] = cfg.colsb[5] = 64;
+    mlstack__tile_config(&cfg);
+}
+
+/* Blocks per step of the int8 kernel: a step's weights are first rewritten as signed bytes in
+   B-tile order (Q8_0 without its +128 offset, Q4_1's nibbles as bytes), 512 bytes a block and
+   panel, in the thread's scratch, then multiplied with every tile of activation rows. */
+#define MLSTACK__AMX_KB 32
+#define MLSTACK__AMX_ISSUE(C_, A_, B_, k_)                                                                            \
+    do {                                                                                                              \
+        MLSTACK__TILE_ZERO(C_);                                                                                               \
+        MLSTACK__TILE_LOAD(A_, xa + (size_t)(k_) * 512, 32);                                                                 \
+        MLSTACK__TILE_LOAD(B_, u + (size_t)(k_) * 512, 64);                                                                  \
+        MLSTACK__TILE_DPBSSD(C_, A_, B_);                                                                                     \
+        MLSTACK__TILE_STORE(C_, c[(k_) & 1], 64);                                                                            \
+    } while (0)
+
+/* One panel's outputs for up to 16 activation rows xb (rows >= mb repeat row mb - 1 and are not
+   stored), blocks k0 .. k0 + kn of the step in u, the sums resumed from y when k0 > 0 (stored
+   floats reload exactly) and bias added on the last step: per block, acc[r] +=
+   float(dot) * (d_w * d_x), then for Q4_1 += m_w * s_x, in >>avx512's order. The tile work of
+   block k + 1 is issued before the scales of block k are applied. */
+static MLSTACK__T_AMX void mlstack__amx_q_panel(int q8, const unsigned char *u, const unsigned char *xa, const unsigned char *wp,
+                                                size_t bs, int ro, int r0, int nb, int k0, int kn, const mlstack__q8x *xb, int mb,
+                                                float *y, size_t ldy, const float *bias, int nv) {
+    MLSTACK__ALIGNED64(int32_t c[2][16][16]);
+    const size_t qb = q8 ? 512 : 256;
+    const __mmask16 mk = mlstack__mask16(nv);
+    __m512 acc[16];
+    const mlstack__q8x *xr[16];
+    int r, k;
+    MLSTACK__UNROLL16 for (r = 0; r < 16; r++) {
+        xr[r] = xb + (size_t)(r < mb ? r : mb - 1) * nb;
+        acc[r] = k0 > 0 ? _mm512_maskz_loadu_ps(mk, y + (size_t)(r < mb ? r : mb - 1) * ldy) : _mm512_setzero_ps();
+    }
+    MLSTACK__AMX_ISSUE(0, 2, 3, 0);
+    for (k = 0; k < kn; k++) {
+        const unsigned char *sc = wp + (size_t)(k0 + k) * bs + (size_t)ro * qb;
+        __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)r0 * 32))), m = d;
+        if (k + 1 < kn) {
+            if (k & 1) MLSTACK__AMX_ISSUE(0, 2, 3, k + 1);
+            else MLSTACK__AMX_ISSUE(1, 4, 5, k + 1);
+        }
+        if (!q8) m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(ro + r0) * 32)));
+        MLSTACK__UNROLL16 for (r = 0; r < 16; r++) {
+            const mlstack__q8x *x = xr[r] + k0 + k;
+            __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)c[k & 1][r]));
+            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(x->d)), acc[r]);
+            if (!q8) acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(x->s), acc[r]);
+        }
+    }
+    for (r = 0; r < mb; r++) {
+        __m512 v = acc[r];
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias));
+        _mm512_mask_storeu_ps(y + (size_t)r * ldy, mk, v);
+    }
+}
+#undef MLSTACK__AMX_ISSUE
+
+/* Step k0 .. k0 + kn of panel r0 of a group (ro panels, blocks bs bytes apart) as signed bytes
+   in B-tile order into u: 8 rows of 16 outputs x 4 inputs per block. */
+static MLSTACK__T_AMX void mlstack__amx_q_unpack(int q8, const unsigned char *wp, size_t bs, int ro, int r0, int k0, int kn,
+                                                 unsigned char *u) {
+    int k, g;
+    for (k = 0; k < kn; k++) {
+        const unsigned char *q = wp + (size_t)(k0 + k) * bs + (size_t)r0 * 64;
+        unsigned char *o = u + (size_t)k * 512;
+        if (q8)
+            for (g = 0; g < 8; g++)
+                _mm512_store_si512((void *)(o + 64 * g),
+                                   _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + (size_t)g * ro * 64)), _mm512_set1_epi8((char)0x80)));
+        else
+            for (g = 0; g < 4; g++) { /* run g's low nibbles are inputs 4g.., its high ones 16 + 4g.. */
+                __m512i raw = _mm512_loadu_si512((const void *)(q + (size_t)g * ro * 64));
+                _mm512_store_si512((void *)(o + 64 * g), _mm512_and_si512(raw, _mm512_set1_epi8(15)));
+                _mm512_store_si512((void *)(o + 64 * (4 + g)), _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(15)));
+            }
+    }
+}
+
+/* scratch: ro x MLSTACK__AMX_KB x 512 bytes of unpacked weights (64-byte aligned inside). */
+static MLSTACK__T_AMX void mlstack__mm_p16q_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                                int o1, float *scratch) {
+    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, r, b0, k0, cur = -1;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    unsigned char *u = (unsigned char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *xa = u + 4 * MLSTACK__AMX_KB * 512;
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16;
+        const unsigned char *wp = w->packed + (size_t)p * pb;
+        size_t bs;
+        if (ro > 4) ro = 4;
+        bs = (size_t)ro * (q8 ? 512 + 32 : 256 + 64);
+        for (k0 = 0; k0 < nb; k0 += MLSTACK__AMX_KB) {
+            int kn = nb - k0 < MLSTACK__AMX_KB ? nb - k0 : MLSTACK__AMX_KB;
+            for (r = 0; r < ro; r++) mlstack__amx_q_unpack(q8, wp, bs, ro, r, k0, kn, u + (size_t)r * MLSTACK__AMX_KB * 512);
+            for (b0 = 0; b0 < B; b0 += 16) {
+                int mb = B - b0 < 16 ? B - b0 : 16, k, i;
+                if (mb != cur) mlstack__amx_config(mb, 32, 8), cur = mb;
+                for (k = 0; k < kn; k++) /* the rows' int8 blocks, 32 bytes apart: A-tile order */
+                    for (i = 0; i < mb; i++) memcpy(xa + (size_t)k * 512 + 32 * i, xq[(size_t)(b0 + i) * nb + k0 + k].q, 32);
+                for (r = 0; r < ro; r++)
+                    mlstack__amx_q_panel(q8, u + (size_t)r * MLSTACK__AMX_KB * 512, xa, wp, bs, ro, r, nb, k0, kn, xq + (size_t)b0 * nb,
+                                         mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
+                                         k0 + kn == nb && w->bias ? w->bias + (p + r) * 16 : NULL, o1 - (p + r) * 16);
+            }
+        }
+    }
+    MLSTACK__TILE_RELEASE();
+}
+
+/* BF16 pair panels x activations rounded to bf16 (the bf16dot rows of >>avx512), up to 16 rows
+   per tile: each panel's outputs accumulate in one C tile over all input pairs, 16 pairs per
+   TDPBF16PS; the last partial step reads the panel's remaining pairs from a zero-padded copy
+   (the activation rows are zero-padded to 32 inputs already). */
+static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                                 float *scratch) {
+    MLSTACK__ALIGNED64(unsigned char tail[16][64]);
+    MLSTACK__ALIGNED64(float c[16][16]);
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, nfull = np2 / 16, rem = np2 % 16, p, r, b0, i, kc, cur = -1;
+    size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out, lda = (size_t)s2 * 4;
+    uint32_t *xp = (uint32_t *)(void *)scratch;
+    for (b0 = 0; b0 < B; b0 += 16) {
+        int mb = B - b0 < 16 ? B - b0 : 16;
+        for (i = 0; i < mb; i++) mlstack__bf16_row(x + (size_t)(b0 + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
+        if (mb != cur) mlstack__amx_config(mb, 64, 16), cur = mb;
+        for (p = o0 / 16; p * 16 < o1; p += 4) {
+            int ro = (o1 - p * 16 + 15) / 16;
+            if (ro > 4) ro = 4;
+            for (r = 0; r < ro; r++) {
+                const unsigned char *wp = w->packed_dp + (size_t)p * pb + (size_t)r * 64;
+                const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;
+                __mmask16 mk = mlstack__mask16(o1 - (p + r) * 16);
+                MLSTACK__TILE_ZERO(0);
+                for (kc = 0; kc < nfull; kc++) {
+                    MLSTACK__TILE_LOAD(2, (const unsigned char *)xp + (size_t)kc * 64, lda);
+                    MLSTACK__TILE_LOAD(3, wp + (size_t)kc * 16 * ro * 64, ro * 64);
+                    MLSTACK__TILE_DPBF16PS(0, 2, 3);
+                }
+                if (rem) {
+                    memset(tail, 0, sizeof tail);
+                    for (i = 0; i < rem; i++) memcpy(tail[i], wp + ((size_t)nfull * 16 + i) * ro * 64, 64);
+                    MLSTACK__TILE_LOAD(2, (const unsigned char *)xp + (size_t)nfull * 64, lda);
+                    MLSTACK__TILE_LOAD(3, tail, 64);
+                    MLSTACK__TILE_DPBF16PS(0, 2, 3);
+                }
+                MLSTACK__TILE_STORE(0, c, 64);
+                for (i = 0; i < mb; i++) {
+                    __m512 v = _mm512_load_ps(c[i]);
+                    if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias));
+                    _mm512_mask_storeu_ps(y + (size_t)(b0 + i) * ldy + (size_t)(p + r) * 16, mk, v);
+                }
+            }
+        }
+    }
+    MLSTACK__TILE_RELEASE();
+}
+
+static MLSTACK__T_AMX void mlstack__matmul_amx(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
+                                               int B, int o0, int o1, float *scratch) {
+    if (B >= MLSTACK__AMX_MIN_ROWS && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) && MLSTACK__PACKED(w))
+        mlstack__mm_p16q_amx(w, xq, y, B, o0, o1, scratch);
+    else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
+}
+static MLSTACK__T_AMX void mlstack__matmul_amx_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
+                                                    int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp_amx(w, x, y, B, o0, o1, scratch);
+    else mlstack__matmul_amx(w, x, xq, y, B, o0, o1, scratch);
+}
+static const mlstack__kernels mlstack__kernels_amx = {"avx512+vnni+amx", mlstack__matmul_amx, mlstack__to_f32_avx512,
+                                                      mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,
+                                                      MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16", mlstack__matmul_amx_bf16,
+                                                           mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
+                                                           mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,
+                                                           (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
+#endif
+
 /* ==== 13. KERNELS NEON ==== */ /* >>neon */
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
@@ -16003,13 +16271,14 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
    CPU has selects the best the CPU has, and a cap naming another architecture's path leaves the
    scalar path, the only one all targets share. "neon" takes SDOT when the CPU has it. */
 
-typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512, MLSTACK__ISA_NEON } mlstack__isa;
+typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512, MLSTACK__ISA_AMX, MLSTACK__ISA_NEON } mlstack__isa;
 
 MLSTACK__FN int mlstack__isa_parse(const char *s) {
     if (!s || !*s) return -1;
     if (strcmp(s, "scalar") == 0) return MLSTACK__ISA_SCALAR;
     if (strcmp(s, "avx2") == 0) return MLSTACK__ISA_AVX2;
     if (strcmp(s, "avx512") == 0) return MLSTACK__ISA_AVX512;
+    if (strcmp(s, "amx") == 0) return MLSTACK__ISA_AMX;
     if (strcmp(s, "neon") == 0) return MLSTACK__ISA_NEON;
     return -2;
 }
@@ -16017,7 +16286,7 @@ MLSTACK__FN int mlstack__isa_parse(const char *s) {
 /* Best kernels at or below cap (-1: no cap). */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_activations) {
     mlstack__cpu c;
-    int x86 = cap < 0 ? MLSTACK__ISA_AVX512 : cap <= MLSTACK__ISA_AVX512 ? cap : MLSTACK__ISA_SCALAR;
+    int x86 = cap < 0 ? MLSTACK__ISA_AMX : cap <= MLSTACK__ISA_AMX ? cap : MLSTACK__ISA_SCALAR;
     int arm = cap < 0 || cap == MLSTACK__ISA_NEON;
     mlstack__cpu_detect(&c);
     (void)c;
@@ -16028,7 +16297,15 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
     if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
     {
 #if defined(MLSTACK__HAVE_AVX512_BF16)
-        if (bf16_activations && c.avx512bf16 && c.avx512vnni) return &mlstack__kernels_avx512_bf16;
+        if (bf16_activations && c.avx512bf16 && c.avx512vnni) {
+#if defined(MLSTACK__HAVE_AMX)
+            if (x86 >= MLSTACK__ISA_AMX && c.amx_bf16 && c.amx_int8) return &mlstack__kernels_amx_bf16;
+#endif
+            return &mlstack__kernels_avx512_bf16;
+        }
+#endif
+#if defined(MLSTACK__HAVE_AMX)
+        if (x86 >= MLSTACK__ISA_AMX && c.amx_int8 && c.avx512vnni && c.avx512bf16) return &mlstack__kernels_amx;
 #endif
         return c.avx512vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
     }
@@ -16052,6 +16329,14 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
 MLSTACK__FN MLSTACK__UNUSED const mlstack__kernels *mlstack__kernels_named(const char *name) {
 #if defined(MLSTACK__HAVE_AVX512)
     if (strcmp(name, mlstack__kernels_avx512_novnni.name) == 0) return &mlstack__kernels_avx512_novnni;
+    if (strcmp(name, mlstack__kernels_avx512.name) == 0) return &mlstack__kernels_avx512;
+#endif
+#if defined(MLSTACK__HAVE_AVX512_BF16)
+    if (strcmp(name, mlstack__kernels_avx512_bf16.name) == 0) return &mlstack__kernels_avx512_bf16;
+#endif
+#if defined(MLSTACK__HAVE_AMX)
+    if (strcmp(name, mlstack__kernels_amx.name) == 0) return &mlstack__kernels_amx;
+    if (strcmp(name, mlstack__kernels_amx_bf16.name) == 0) return &mlstack__kernels_amx_bf16;
 #endif
 #if defined(MLSTACK__HAVE_NEON)
     if (strcmp(name, mlstack__kernels_neon.name) == 0) return &mlstack__kernels_neon;
@@ -16066,7 +16351,7 @@ MLSTACK__FN MLSTACK__UNUSED const mlstack__kernels *mlstack__kernels_named(const
 MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     mlstack__cpu c;
     mlstack__cpu_detect(&c);
-    snprintf(buf, cap, "compiled: scalar%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s",
+    snprintf(buf, cap, "compiled: scalar%s%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s%s%s",
 #if defined(MLSTACK__HAVE_AVX2)
              " avx2",
 #else
@@ -16074,6 +16359,11 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 #endif
 #if defined(MLSTACK__HAVE_AVX512)
              " avx512",
+#else
+             "",
+#endif
+#if defined(MLSTACK__HAVE_AMX)
+             " amx",
 #else
              "",
 #endif
@@ -16089,7 +16379,8 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 #endif
              c.avx2 ? "avx2 " : "", c.fma ? "fma " : "", c.f16c ? "f16c " : "", c.avx512f ? "avx512f " : "",
              c.avx512bw && c.avx512vl ? "avx512bw/vl " : "", c.avx512vnni ? "avx512vnni " : "",
-             c.avx512bf16 ? "avx512bf16 " : "", c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
+             c.avx512bf16 ? "avx512bf16 " : "", c.amx_int8 ? "amx-int8 " : "", c.amx_bf16 ? "amx-bf16 " : "",
+             c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
     {
         size_t n = strlen(buf);
         while (n > 0 && buf[n - 1] == ' ') buf[--n] = 0;

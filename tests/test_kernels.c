@@ -15,7 +15,84 @@ static float frand(void) {
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-static const mlstack__kernels *bf16_kernels; /* the opt-in bf16-activation table, if distinct */
+/* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
+#define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
+
+/* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks): every weight format the
+   table packs against the scalar reference, B = 16, 17, 40 and row lengths of 1, 2 and 33
+   blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
+   the rounding of x, and each row alone (a decode) gives the bits it gets in the batch. */
+static void check_tall(const mlstack__kernels *k) {
+    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
+    static const int n_ins[] = {32, 64, 1056, 47, 1061}, Bs[] = {16, 17, 40};
+    int wi, ni, bi, i, b;
+    for (wi = 0; wi < 4; wi++)
+        for (ni = 0; ni < 5; ni++)
+            for (bi = 0; bi < 3; bi++) {
+                int n_in = n_ins[ni], n_out = 101, wt = wtypes[wi], B = Bs[bi], quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
+                int pairs = wt == MLSTACK__W_BF16 && (k->packs & MLSTACK__PACK_BF16_PAIRS), exact = !(pairs && BF16_DOT(k));
+                size_t rb = wt == MLSTACK__W_F32 ? (size_t)n_in * 4 : wt == MLSTACK__W_BF16 ? (size_t)n_in * 2 : mlstack__row_bytes(wt, n_in);
+                size_t pb = pairs ? mlstack__p16_pair_bytes(n_in) : mlstack__p16_bytes(wt, n_in);
+                float *wf, *x, *y0, *y1, *y2, *scratch, bias[101];
+                unsigned char *wd, *packed;
+                mlstack__q8x *xq;
+                mlstack__weight w;
+                double worst = 0;
+                int same = 1;
+                if (quant && n_in % 32) continue;
+                if (!pairs && !(k->packs >> wt & 1u)) continue;
+                wf = (float *)malloc(sizeof(float) * n_out * n_in);
+                x = (float *)malloc(sizeof(float) * B * n_in);
+                y0 = (float *)malloc(sizeof(float) * B * n_out);
+                y1 = (float *)malloc(sizeof(float) * B * n_out);
+                y2 = (float *)malloc(sizeof(float) * n_out);
+                scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
+                wd = (unsigned char *)malloc(rb * n_out);
+                packed = (unsigned char *)malloc(pb * (size_t)mlstack__p16_panels(n_out));
+                xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * B * (n_in / 32 + 1));
+                for (i = 0; i < n_out * n_in; i++) wf[i] = frand();
+                for (i = 0; i < B * n_in; i++) x[i] = frand() * (i % 11 == 0 ? 40.0f : 1.0f);
+                for (i = 0; i < n_out; i++) bias[i] = frand();
+                for (i = 0; i < n_out; i++) {
+                    if (wt == MLSTACK__W_F32) memcpy(wd + (size_t)i * rb, wf + (size_t)i * n_in, rb);
+                    else if (wt == MLSTACK__W_BF16) {
+                        int j;
+                        for (j = 0; j < n_in; j++) {
+                            uint32_t u;
+                            uint16_t h;
+                            memcpy(&u, &wf[(size_t)i * n_in + j], 4);
+                            h = (uint16_t)(u >> 16);
+                            memcpy(wd + (size_t)i * rb + 2 * (size_t)j, &h, 2);
+                        }
+                    } else mlstack__quantize_row(wt, wf + (size_t)i * n_in, wd + (size_t)i * rb, n_in);
+                }
+                memset(&w, 0, sizeof w);
+                w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb, w.bias = bi & 1 ? bias : NULL;
+                if (quant) mlstack__quantize_rows(x, xq, B, n_in);
+                mlstack__matmul_scalar(&w, x, xq, y0, B, 0, n_out, scratch);
+                for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, pairs, packed);
+                if (pairs) w.packed_dp = packed;
+                else w.packed = packed;
+                k->matmul(&w, x, xq, y1, B, 0, 64, scratch); /* the two output groups as two tasks */
+                k->matmul(&w, x, xq, y1, B, 64, n_out, scratch);
+                for (b = 0; b < B; b++) {
+                    int o;
+                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y2, 1, 0, n_out, scratch);
+                    if (memcmp(y2, y1 + (size_t)b * n_out, sizeof(float) * n_out)) same = 0;
+                    for (o = 0; o < n_out; o++) {
+                        double mag = w.bias ? fabs(bias[o]) : 0, d = fabs(y1[(size_t)b * n_out + o] - y0[(size_t)b * n_out + o]);
+                        for (i = 0; i < n_in; i++) mag += fabs(wf[(size_t)o * n_in + i] * x[(size_t)b * n_in + i]);
+                        if (d / mag > worst) worst = d / mag;
+                    }
+                }
+                CHECKF(!exact || !memcmp(y0, y1, sizeof(float) * B * n_out), "%s wtype %d n_in %d B %d: not the scalar reference's bits",
+                       k->name, wt, n_in, B);
+                CHECKF(worst < (exact ? 1e-6 : 4e-3), "%s wtype %d n_in %d B %d: max diff vs scalar %.3g of sum |w x|", k->name, wt, n_in,
+                       B, worst);
+                CHECKF(same, "%s wtype %d n_in %d B %d: a row alone differs from the row in the batch", k->name, wt, n_in, B);
+                free(wf), free(x), free(y0), free(y1), free(y2), free(scratch), free(wd), free(packed), free(xq);
+            }
+}
 
 static void check_path(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
@@ -33,7 +110,7 @@ static void check_path(const mlstack__kernels *k) {
             mlstack__weight w;
             mlstack__q8x *xq;
             double maxrel = 0;
-            int same = 1, bits = 1, exact = !(k == bf16_kernels && wt == MLSTACK__W_BF16 && pk);
+            int same = 1, bits = 1, exact = !(BF16_DOT(k) && wt == MLSTACK__W_BF16 && pk);
             if (quant && n_in % 32) continue;
             /* pass 1: the P16 panels where k reads them (BF16 pair panels for the bf16-dot table) */
             pairs = wt == MLSTACK__W_BF16 && (k->packs & MLSTACK__PACK_BF16_PAIRS);
@@ -361,15 +438,15 @@ static void check_canon_math(void) {
 
 int main(void) {
     /* caps this CPU lacks (another architecture's, or a lower one's duplicate) are skipped */
-    const char *caps[] = {"scalar", "avx2", "avx512", "neon"};
-    const mlstack__kernels *seen[4];
+    const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
+    const mlstack__kernels *seen[5], *bf16_kernels;
     int n_seen = 0, i, j;
     char report[256];
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
     check_quantize_weight();
     check_canon_math();
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]), 0);
         int dup = 0;
         for (j = 0; j < n_seen; j++) dup |= seen[j] == k;
@@ -380,6 +457,7 @@ int main(void) {
         seen[n_seen++] = k;
         printf("checking %s\n", k->name);
         check_path(k);
+        check_tall(k);
     }
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
@@ -393,9 +471,19 @@ int main(void) {
     if (bf16_kernels != mlstack__kernels_select(-1, 0)) {
         printf("checking %s\n", bf16_kernels->name);
         check_path(bf16_kernels);
+        check_tall(bf16_kernels);
     } else {
         SKIP("bf16 dot path: this CPU has no AVX512_BF16");
     }
+#if defined(MLSTACK__HAVE_AVX512_BF16)
+    /* vdpbf16ps, which an AMX-BF16 CPU passes over for the tiles */
+    if (bf16_kernels != mlstack__kernels_named("avx512+vnni+bf16dot") && mlstack__kernels_select(mlstack__isa_parse("avx512"), 1) ==
+                                                                            mlstack__kernels_named("avx512+vnni+bf16dot")) {
+        printf("checking avx512+vnni+bf16dot\n");
+        check_path(mlstack__kernels_named("avx512+vnni+bf16dot"));
+    }
+#endif
+
 #if defined(MLSTACK__HAVE_NEON_DOT)
     /* the plain int8 fallback, which the CPU selection passes over when it has SDOT */
     if (mlstack__kernels_select(mlstack__isa_parse("neon"), 0) == mlstack__kernels_named("neon+dotprod")) {
