@@ -123,6 +123,12 @@
      ...+bf16dot    avx512   x86-64    as avx512+vnni, plus AVX512_BF16;    vpdpbusd   MLSTACK_NO_AVX512
                                        only with the engine's bf16_activations (BF16 weights x bf16-rounded
                                        activations by vdpbf16ps: faster prefill, not exact)
+     ...+amx        amx      x86-64    as avx512+vnni, plus AVX512_BF16,     tdpbssd    MLSTACK_NO_AMX
+                       Linux     AMX-INT8 and the tile state from the  (batches of 4+ rows;
+                                 kernel (>>amx)                         fewer: vpdpbusd)
+     ...+amx+bf16   amx      x86-64    as +amx, plus AMX-BF16; only with    tdpbssd    MLSTACK_NO_AMX
+                       Linux     bf16_activations (BF16 weights x bf16-rounded activations by
+                                 tdpbf16ps at every batch size: its own rounding, not exact)
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
@@ -130,7 +136,7 @@
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts; scalar reads the weights as loaded. A cap naming the other
    architecture's path selects scalar. Every path gives identical bits (the canonical arithmetic
-   of >>kernels), except the opt-in bf16dot; build the implementation without -ffast-math and
+   of >>kernels), except the opt-in bf16 rows (bf16dot, amx+bf16); build the implementation without -ffast-math and
    its relatives and keep the default rounding mode (README "Reproducible results").
    ONE REQUEST'S WAY THROUGH THE HEADER
      text --template--> prompt text --tokenizer--> token ids --submit--> request queue
@@ -703,8 +709,9 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        such chunk (larger: better prefill throughput, longer decode stalls)
      bf16_activations  0: exact. Non-zero, where the CPU has AVX512_BF16: BF16 weights are
                        multiplied with activations rounded to bf16 by vdpbf16ps (about 1.7x the
-                       BF16 prefill speed; logits move by ~0.5% of their range). Other weight
-                       types are unaffected.
+                       BF16 prefill speed; logits move by ~0.5% of their range), or where it has
+                       AMX-BF16 by tile products (>>amx; faster again, its own last-bit
+                       rounding). Other weight types are unaffected.
      n_ranks           0: the environment variable MLSTACK_RANKS if set, else 1. Ranks that share the model (>>ranks): each holds its share of
                        the heads, FFN columns and vocabulary, of their weights and of the KV
                        cache; logits are bit-identical for any count. Without a transport the
@@ -16267,7 +16274,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 /* ==== 14. KERNEL DISPATCH ==== */ /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
-   (scalar | avx2 | avx512 | neon). Caps rank paths within one architecture: a cap above what the
+   (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
    CPU has selects the best the CPU has, and a cap naming another architecture's path leaves the
    scalar path, the only one all targets share. "neon" takes SDOT when the CPU has it. */
 
@@ -23339,7 +23346,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     cap = mlstack__isa_parse(d.isa);
     if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
     if (cap == -2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512 or neon)",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
                              d.isa ? d.isa : getenv("MLSTACK_ISA"));
     e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
     if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");

@@ -152,7 +152,7 @@ static void check_model(const char *name) {
         /* opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits
            (relative 2^-9 per product) stay within 3e-2 of the largest logit through these
            models' layers; thread count and batch still change nothing */
-        if (strstr(mlstack_engine_kernels(ebf1), "bf16dot")) {
+        if (strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
             float *b1 = eval_all(ebf1, ids, n, info.n_vocab), *b2 = eval_all(ebf2, ids, n, info.n_vocab);
             if (b1 && b2) {
                 double db = 0, big = 0;

@@ -20,7 +20,7 @@
 #include "testlib.h"
 #include <dirent.h>
 
-#define MAX_PATHS 6
+#define MAX_PATHS 7
 #define MAX_KEYS 1024
 
 typedef struct repro_path {
@@ -29,7 +29,8 @@ typedef struct repro_path {
 } repro_path;
 
 static const repro_path all_paths[MAX_PATHS] = {{"scalar", "scalar"}, {"avx2", "avx2"},         {"avx512", "avx512"},
-                                                {"avx512+vnni", "avx512"}, {"neon", "neon"}, {"neon+dotprod", "neon"}};
+                                                {"avx512+vnni", "avx512"}, {"avx512+vnni+amx", "amx"},
+                                                {"neon", "neon"},          {"neon+dotprod", "neon"}};
 
 /* MLSTACK_REPRO_HASHES, else repro_hashes.txt in the build directory: the parent of the
    binary's flavour directory ($(B)/tests/, $(B)/nothreads/, $(B)/aarch64/). */

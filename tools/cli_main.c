@@ -49,9 +49,10 @@ static const char *MODEL_OPTS =
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
-    "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon (default: best;\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
-    "      --bf16-dot           BF16 weights: bf16-rounded activations and AVX512_BF16 dot products\n";
+    "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
+    "                           AMX-BF16 tiles (faster prefill, not exact)\n";
 
 static const char *SAMPLING_OPTS =
     "  -n, --n-predict N        tokens to generate (default 64 for run, 0 = until EOS or the context)\n"

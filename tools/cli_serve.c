@@ -73,7 +73,7 @@ static const char *SERVE_USAGE =
     "      --quiet              no access log on stderr\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
-    "      --isa CAP            highest kernel path: scalar, avx2, avx512 or neon\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon\n"
     "  -h, --help               this text\n";
 
 /* ==== METRICS ==== */
