@@ -124,8 +124,8 @@
                                        only with the engine's bf16_activations (BF16 weights x bf16-rounded
                                        activations by vdpbf16ps: faster prefill, not exact)
      ...+amx        amx      x86-64    as avx512+vnni, plus AVX512_BF16,     tdpbssd    MLSTACK_NO_AMX
-                       Linux     AMX-INT8 and the tile state from the  (batches of 4+ rows;
-                                 kernel (>>amx)                         fewer: vpdpbusd)
+                       Linux     AMX-INT8 and the tile state from the  (Q8_0 batches of 16+
+                                 kernel (>>amx)                         rows; else vpdpbusd)
      ...+amx+bf16   amx      x86-64    as +amx, plus AMX-BF16; only with    tdpbssd    MLSTACK_NO_AMX
                        Linux     bf16_activations (BF16 weights x bf16-rounded activations by
                                  tdpbf16ps at every batch size: its own rounding, not exact)
@@ -15517,11 +15517,13 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
    tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
    int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
    second operand.
-   - int8, the default where the CPU has AMX-INT8: per Q8_0/Q4_1 block, TDPBSUD forms the exact
-     int32 dots of up to 16 activation rows with a panel's 16 outputs, and AVX-512 applies the
-     block's scales by the same fused multiply-adds as >>avx512's VNNI tile. Integer dots are
-     exact, so this is the canonical arithmetic: the same bits as every other path. Batches of
-     fewer than MLSTACK__AMX_MIN_ROWS rows (decode) go to the VNNI kernel.
+   - int8, the default where the CPU has AMX-INT8: per Q8_0 block, TDPBSSD forms the exact int32
+     dots of up to 16 activation rows with a panel's 16 outputs, and AVX-512 applies the block's
+     scales by the same fused multiply-add as >>avx512's VNNI tile. Integer dots are exact, so
+     this is the canonical arithmetic: the same bits as every other path. Batches of fewer than
+     MLSTACK__AMX_MIN_ROWS rows (decode) and Q4_1 go to the VNNI kernel. Every block's dots
+     must leave the tiles for their scales (a 1 KB tile store per 16 x 16 x 32 products), so the
+     gain over VNNI is modest (~1.2-1.3x on the matmul); bf16 below keeps its sums in the tiles.
    - bf16, opt-in with the engine's bf16_activations (as >>avx512's bf16dot table, which it
      replaces where the CPU has AMX-BF16): BF16 pair panels times activations rounded to bf16,
      TDPBF16PS accumulating each output in f32 over the whole row inside the tile. The tile
@@ -15535,7 +15537,7 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstac
 #if defined(MLSTACK__HAVE_AVX512) && defined(MLSTACK__HAVE_AMX_OS)
 #define MLSTACK__HAVE_AMX 1
 #define MLSTACK__T_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
-#define MLSTACK__AMX_MIN_ROWS 4
+#define MLSTACK__AMX_MIN_ROWS 16
 #define MLSTACK__ALIGNED64(decl) decl __attribute__((aligned(64)))
 #if defined(MLSTACK__SANITIZED)
 #define MLSTACK__UNROLL16
@@ -15579,29 +15581,29 @@ static MLSTACK__T_AMX void mlstack__amx_config(int rows, int acolsb, int brows) 
     mlstack__tile_config(&cfg);
 }
 
-/* Blocks per step of the int8 kernel: a step's weights are first rewritten as signed bytes in
-   B-tile order (Q8_0 without its +128 offset, Q4_1's nibbles as bytes), 512 bytes a block and
-   panel, in the thread's scratch, then multiplied with every tile of activation rows. */
+/* Blocks per step of the int8 kernel: a step's Q8_0 panel bytes are first rewritten as signed
+   bytes in B-tile order (the panels' +128 offset taken off), 512 bytes a block and panel, in the
+   thread's scratch, and the activation rows' blocks are laid 32 bytes apart (A-tile order);
+   then every panel is multiplied with every tile of up to 16 activation rows. */
 #define MLSTACK__AMX_KB 32
 #define MLSTACK__AMX_ISSUE(C_, A_, B_, k_)                                                                            \
     do {                                                                                                              \
-        MLSTACK__TILE_ZERO(C_);                                                                                               \
-        MLSTACK__TILE_LOAD(A_, xa + (size_t)(k_) * 512, 32);                                                                 \
-        MLSTACK__TILE_LOAD(B_, u + (size_t)(k_) * 512, 64);                                                                  \
-        MLSTACK__TILE_DPBSSD(C_, A_, B_);                                                                                     \
-        MLSTACK__TILE_STORE(C_, c[(k_) & 1], 64);                                                                            \
+        MLSTACK__TILE_ZERO(C_);                                                                                       \
+        MLSTACK__TILE_LOAD(A_, xa + (size_t)(k_) * 512, 32);                                                          \
+        MLSTACK__TILE_LOAD(B_, u + (size_t)(k_) * 512, 64);                                                           \
+        MLSTACK__TILE_DPBSSD(C_, A_, B_);                                                                             \
+        MLSTACK__TILE_STORE(C_, c[(k_) & 1], 64);                                                                     \
     } while (0)
 
 /* One panel's outputs for up to 16 activation rows xb (rows >= mb repeat row mb - 1 and are not
-   stored), blocks k0 .. k0 + kn of the step in u, the sums resumed from y when k0 > 0 (stored
-   floats reload exactly) and bias added on the last step: per block, acc[r] +=
-   float(dot) * (d_w * d_x), then for Q4_1 += m_w * s_x, in >>avx512's order. The tile work of
-   block k + 1 is issued before the scales of block k are applied. */
-static MLSTACK__T_AMX void mlstack__amx_q_panel(int q8, const unsigned char *u, const unsigned char *xa, const unsigned char *wp,
-                                                size_t bs, int ro, int r0, int nb, int k0, int kn, const mlstack__q8x *xb, int mb,
-                                                float *y, size_t ldy, const float *bias, int nv) {
+   stored), blocks k0 .. k0 + kn of the step (weights in u, activations in xa), the sums resumed
+   from y when k0 > 0 (stored floats reload exactly) and bias added on the last step: per block,
+   acc[r] += float(dot) * (d_w * d_x), >>avx512's order. The tile work of block k + 1 is issued
+   before the scales of block k are applied. */
+static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const unsigned char *xa, const unsigned char *sc0,
+                                                 size_t bs, int nb, int k0, int kn, const mlstack__q8x *xb, int mb, float *y,
+                                                 size_t ldy, const float *bias, int nv) {
     MLSTACK__ALIGNED64(int32_t c[2][16][16]);
-    const size_t qb = q8 ? 512 : 256;
     const __mmask16 mk = mlstack__mask16(nv);
     __m512 acc[16];
     const mlstack__q8x *xr[16];
@@ -15612,18 +15614,14 @@ static MLSTACK__T_AMX void mlstack__amx_q_panel(int q8, const unsigned char *u, 
     }
     MLSTACK__AMX_ISSUE(0, 2, 3, 0);
     for (k = 0; k < kn; k++) {
-        const unsigned char *sc = wp + (size_t)(k0 + k) * bs + (size_t)ro * qb;
-        __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)r0 * 32))), m = d;
+        __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc0 + (size_t)(k0 + k) * bs)));
         if (k + 1 < kn) {
             if (k & 1) MLSTACK__AMX_ISSUE(0, 2, 3, k + 1);
             else MLSTACK__AMX_ISSUE(1, 4, 5, k + 1);
         }
-        if (!q8) m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(ro + r0) * 32)));
         MLSTACK__UNROLL16 for (r = 0; r < 16; r++) {
-            const mlstack__q8x *x = xr[r] + k0 + k;
             __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)c[k & 1][r]));
-            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(x->d)), acc[r]);
-            if (!q8) acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(x->s), acc[r]);
+            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(xr[r][k0 + k].d)), acc[r]);
         }
     }
     for (r = 0; r < mb; r++) {
@@ -15634,31 +15632,13 @@ static MLSTACK__T_AMX void mlstack__amx_q_panel(int q8, const unsigned char *u, 
 }
 #undef MLSTACK__AMX_ISSUE
 
-/* Step k0 .. k0 + kn of panel r0 of a group (ro panels, blocks bs bytes apart) as signed bytes
-   in B-tile order into u: 8 rows of 16 outputs x 4 inputs per block. */
-static MLSTACK__T_AMX void mlstack__amx_q_unpack(int q8, const unsigned char *wp, size_t bs, int ro, int r0, int k0, int kn,
-                                                 unsigned char *u) {
-    int k, g;
-    for (k = 0; k < kn; k++) {
-        const unsigned char *q = wp + (size_t)(k0 + k) * bs + (size_t)r0 * 64;
-        unsigned char *o = u + (size_t)k * 512;
-        if (q8)
-            for (g = 0; g < 8; g++)
-                _mm512_store_si512((void *)(o + 64 * g),
-                                   _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + (size_t)g * ro * 64)), _mm512_set1_epi8((char)0x80)));
-        else
-            for (g = 0; g < 4; g++) { /* run g's low nibbles are inputs 4g.., its high ones 16 + 4g.. */
-                __m512i raw = _mm512_loadu_si512((const void *)(q + (size_t)g * ro * 64));
-                _mm512_store_si512((void *)(o + 64 * g), _mm512_and_si512(raw, _mm512_set1_epi8(15)));
-                _mm512_store_si512((void *)(o + 64 * (4 + g)), _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(15)));
-            }
-    }
-}
-
-/* scratch: ro x MLSTACK__AMX_KB x 512 bytes of unpacked weights (64-byte aligned inside). */
-static MLSTACK__T_AMX void mlstack__mm_p16q_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                                int o1, float *scratch) {
-    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, r, b0, k0, cur = -1;
+/* Q8_0 from P16 panels (Q4_1 stays on the VNNI kernel: its nibbles would have to be unpacked to
+   bytes and its second fused multiply-add per block makes the scale work, not the dots, the
+   cost; measured slower than VNNI). scratch: 4 x MLSTACK__AMX_KB x 512 bytes of weights, then
+   MLSTACK__AMX_KB x 512 of activations, 64-byte aligned inside. */
+static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
+                                                 int o1, float *scratch) {
+    int nb = w->n_in / MLSTACK__QK, p, r, b0, k0, k, g, i, cur = -1;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     unsigned char *u = (unsigned char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *xa = u + 4 * MLSTACK__AMX_KB * 512;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -15666,19 +15646,25 @@ static MLSTACK__T_AMX void mlstack__mm_p16q_amx(const mlstack__weight *w, const 
         const unsigned char *wp = w->packed + (size_t)p * pb;
         size_t bs;
         if (ro > 4) ro = 4;
-        bs = (size_t)ro * (q8 ? 512 + 32 : 256 + 64);
+        bs = (size_t)ro * (512 + 32);
         for (k0 = 0; k0 < nb; k0 += MLSTACK__AMX_KB) {
             int kn = nb - k0 < MLSTACK__AMX_KB ? nb - k0 : MLSTACK__AMX_KB;
-            for (r = 0; r < ro; r++) mlstack__amx_q_unpack(q8, wp, bs, ro, r, k0, kn, u + (size_t)r * MLSTACK__AMX_KB * 512);
+            for (r = 0; r < ro; r++) /* run (g, r) of block k: 16 outputs x inputs 4g .. 4g + 3 */
+                for (k = 0; k < kn; k++)
+                    for (g = 0; g < 8; g++)
+                        _mm512_store_si512((void *)(u + ((size_t)r * MLSTACK__AMX_KB + k) * 512 + 64 * g),
+                                           _mm512_xor_si512(_mm512_loadu_si512((const void *)(wp + (size_t)(k0 + k) * bs +
+                                                                                              ((size_t)g * ro + r) * 64)),
+                                                            _mm512_set1_epi8((char)0x80)));
             for (b0 = 0; b0 < B; b0 += 16) {
-                int mb = B - b0 < 16 ? B - b0 : 16, k, i;
+                int mb = B - b0 < 16 ? B - b0 : 16;
                 if (mb != cur) mlstack__amx_config(mb, 32, 8), cur = mb;
-                for (k = 0; k < kn; k++) /* the rows' int8 blocks, 32 bytes apart: A-tile order */
+                for (k = 0; k < kn; k++)
                     for (i = 0; i < mb; i++) memcpy(xa + (size_t)k * 512 + 32 * i, xq[(size_t)(b0 + i) * nb + k0 + k].q, 32);
                 for (r = 0; r < ro; r++)
-                    mlstack__amx_q_panel(q8, u + (size_t)r * MLSTACK__AMX_KB * 512, xa, wp, bs, ro, r, nb, k0, kn, xq + (size_t)b0 * nb,
-                                         mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
-                                         k0 + kn == nb && w->bias ? w->bias + (p + r) * 16 : NULL, o1 - (p + r) * 16);
+                    mlstack__amx_q8_panel(u + (size_t)r * MLSTACK__AMX_KB * 512, xa, wp + (size_t)ro * 512 + (size_t)r * 32, bs, nb,
+                                          k0, kn, xq + (size_t)b0 * nb, mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
+                                          k0 + kn == nb && w->bias ? w->bias + (p + r) * 16 : NULL, o1 - (p + r) * 16);
             }
         }
     }
@@ -15734,8 +15720,8 @@ static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const
 
 static MLSTACK__T_AMX void mlstack__matmul_amx(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                int B, int o0, int o1, float *scratch) {
-    if (B >= MLSTACK__AMX_MIN_ROWS && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) && MLSTACK__PACKED(w))
-        mlstack__mm_p16q_amx(w, xq, y, B, o0, o1, scratch);
+    if (B >= MLSTACK__AMX_MIN_ROWS && w->wtype == MLSTACK__W_Q8_0 && MLSTACK__PACKED(w))
+        mlstack__mm_p16q8_amx(w, xq, y, B, o0, o1, scratch);
     else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 static MLSTACK__T_AMX void mlstack__matmul_amx_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
