@@ -15675,12 +15675,42 @@ static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const
 }
 
 /* BF16 pair panels x activations rounded to bf16 (the bf16dot rows of >>avx512), up to 16 rows
-   per tile: each panel's outputs accumulate in one C tile over all input pairs, 16 pairs per
-   TDPBF16PS; the last partial step reads the panel's remaining pairs from a zero-padded copy
-   (the activation rows are zero-padded to 32 inputs already). */
+   per tile: the group's (up to 4) panels accumulate in C tiles 0-3 over all input pairs, 16
+   pairs per TDPBF16PS, the activation tile (4) loaded once per 16 pairs for all of them and the
+   group's stream read in order; the last partial step reads the panels' remaining pairs from a
+   zero-padded copy (the activation rows are zero-padded to 32 inputs already). Tiles: C 0-3
+   (rows x 16 f32), A 4 (rows x 32 bf16), B 5, 6 (16 pairs x 16 outputs). */
+static MLSTACK__T_AMX void mlstack__amx_config_bf16(int rows) {
+    mlstack__tilecfg cfg;
+    int t;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (t = 0; t < 7; t++) cfg.rows[t] = (uint8_t)(t < 5 ? rows : 16), cfg.colsb[t] = 64;
+    mlstack__tile_config(&cfg);
+}
+#define MLSTACK__AMX_BF16_PANEL(R_, BT_, src_, stride_)                                                               \
+    if (ro > (R_)) {                                                                                                  \
+        MLSTACK__TILE_LOAD(BT_, (src_), (stride_));                                                                   \
+        MLSTACK__TILE_DPBF16PS(R_, 4, BT_);                                                                           \
+    }
+#define MLSTACK__AMX_BF16_OUT(R_)                                                                                     \
+    if (ro > (R_)) {                                                                                                  \
+        MLSTACK__TILE_STORE(R_, c, 64);                                                                               \
+        mlstack__amx_bf16_out(c, mb, y + (size_t)b0 * ldy + (size_t)(p + (R_)) * 16, ldy,                           \
+                              w->bias ? w->bias + (p + (R_)) * 16 : NULL, o1 - (p + (R_)) * 16);                      \
+    }
+static MLSTACK__T_AMX void mlstack__amx_bf16_out(float c[16][16], int mb, float *y, size_t ldy, const float *bias, int nv) {
+    __mmask16 mk = mlstack__mask16(nv);
+    int i;
+    for (i = 0; i < mb; i++) {
+        __m512 v = _mm512_load_ps(c[i]);
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias));
+        _mm512_mask_storeu_ps(y + (size_t)i * ldy, mk, v);
+    }
+}
 static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
                                                  float *scratch) {
-    MLSTACK__ALIGNED64(unsigned char tail[16][64]);
+    MLSTACK__ALIGNED64(unsigned char tail[4][16][64]);
     MLSTACK__ALIGNED64(float c[16][16]);
     int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, nfull = np2 / 16, rem = np2 % 16, p, r, b0, i, kc, cur = -1;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out, lda = (size_t)s2 * 4;
@@ -15688,38 +15718,47 @@ static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const
     for (b0 = 0; b0 < B; b0 += 16) {
         int mb = B - b0 < 16 ? B - b0 : 16;
         for (i = 0; i < mb; i++) mlstack__bf16_row(x + (size_t)(b0 + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
-        if (mb != cur) mlstack__amx_config(mb, 64, 16), cur = mb;
+        if (mb != cur) mlstack__amx_config_bf16(mb), cur = mb;
         for (p = o0 / 16; p * 16 < o1; p += 4) {
             int ro = (o1 - p * 16 + 15) / 16;
+            const unsigned char *wp = w->packed_dp + (size_t)p * pb;
+            size_t st;
             if (ro > 4) ro = 4;
-            for (r = 0; r < ro; r++) {
-                const unsigned char *wp = w->packed_dp + (size_t)p * pb + (size_t)r * 64;
-                const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;
-                __mmask16 mk = mlstack__mask16(o1 - (p + r) * 16);
-                MLSTACK__TILE_ZERO(0);
-                for (kc = 0; kc < nfull; kc++) {
-                    MLSTACK__TILE_LOAD(2, (const unsigned char *)xp + (size_t)kc * 64, lda);
-                    MLSTACK__TILE_LOAD(3, wp + (size_t)kc * 16 * ro * 64, ro * 64);
-                    MLSTACK__TILE_DPBF16PS(0, 2, 3);
-                }
-                if (rem) {
-                    memset(tail, 0, sizeof tail);
-                    for (i = 0; i < rem; i++) memcpy(tail[i], wp + ((size_t)nfull * 16 + i) * ro * 64, 64);
-                    MLSTACK__TILE_LOAD(2, (const unsigned char *)xp + (size_t)nfull * 64, lda);
-                    MLSTACK__TILE_LOAD(3, tail, 64);
-                    MLSTACK__TILE_DPBF16PS(0, 2, 3);
-                }
-                MLSTACK__TILE_STORE(0, c, 64);
-                for (i = 0; i < mb; i++) {
-                    __m512 v = _mm512_load_ps(c[i]);
-                    if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias));
-                    _mm512_mask_storeu_ps(y + (size_t)(b0 + i) * ldy + (size_t)(p + r) * 16, mk, v);
-                }
+            st = (size_t)ro * 64; /* pair kp of panel r at wp + (kp * ro + r) * 64 */
+            MLSTACK__TILE_ZERO(0);
+            MLSTACK__TILE_ZERO(1);
+            MLSTACK__TILE_ZERO(2);
+            MLSTACK__TILE_ZERO(3);
+            for (kc = 0; kc < nfull; kc++) {
+                const unsigned char *wk = wp + (size_t)kc * 16 * st;
+                if (mb < 4 && kc + 2 < nfull) /* decode streams the weights: fetch two steps ahead */
+                    for (i = 0; i < 16 * ro; i++) _mm_prefetch((const char *)(wk + 2 * 16 * st + (size_t)i * 64), _MM_HINT_T0);
+                MLSTACK__TILE_LOAD(4, (const unsigned char *)xp + (size_t)kc * 64, lda);
+                MLSTACK__AMX_BF16_PANEL(0, 5, wk, st)
+                MLSTACK__AMX_BF16_PANEL(1, 6, wk + 64, st)
+                MLSTACK__AMX_BF16_PANEL(2, 5, wk + 128, st)
+                MLSTACK__AMX_BF16_PANEL(3, 6, wk + 192, st)
             }
+            if (rem) {
+                memset(tail, 0, sizeof tail);
+                for (r = 0; r < ro; r++)
+                    for (i = 0; i < rem; i++) memcpy(tail[r][i], wp + ((size_t)nfull * 16 + i) * st + (size_t)r * 64, 64);
+                MLSTACK__TILE_LOAD(4, (const unsigned char *)xp + (size_t)nfull * 64, lda);
+                MLSTACK__AMX_BF16_PANEL(0, 5, tail[0], 64)
+                MLSTACK__AMX_BF16_PANEL(1, 6, tail[1], 64)
+                MLSTACK__AMX_BF16_PANEL(2, 5, tail[2], 64)
+                MLSTACK__AMX_BF16_PANEL(3, 6, tail[3], 64)
+            }
+            MLSTACK__AMX_BF16_OUT(0)
+            MLSTACK__AMX_BF16_OUT(1)
+            MLSTACK__AMX_BF16_OUT(2)
+            MLSTACK__AMX_BF16_OUT(3)
         }
     }
     MLSTACK__TILE_RELEASE();
 }
+#undef MLSTACK__AMX_BF16_PANEL
+#undef MLSTACK__AMX_BF16_OUT
 
 static MLSTACK__T_AMX void mlstack__matmul_amx(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                                int B, int o0, int o1, float *scratch) {
