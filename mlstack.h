@@ -15037,6 +15037,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * RO + p) * 16, WT);
+        if (RB == 1) /* decode streams the panels from memory: run ahead of the hardware prefetcher */
+            MLSTACK__UNROLL for (p = 0; p < RO; p++)
+                _mm_prefetch((const char *)wp + (((size_t)k * RO + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
