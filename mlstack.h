@@ -72,21 +72,21 @@
     10. KERNELS           scalar reference kernels (the oracle for every faster one)  >>kernels
     11. KERNELS AVX2      x86-64 AVX2 + FMA + F16C kernels                            >>avx2
     12. KERNELS AVX512    x86-64 AVX-512 kernels, VNNI int8 dots                      >>avx512
-    13. KERNELS AMX       x86-64 AMX tiles: int8 blocks (exact), opt-in bf16           >>amx
-    13. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
-    14. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
-    15. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
-    16. GGML QUANTS       GGML block formats in GGUF files: layouts, dequantization   >>ggmlquant
-    17. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
-    18. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
-    19. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    20. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    21. SAMPLING          logit processors and samplers                               >>sampling
-    22. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    23. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    24. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    25. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    26. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    13. KERNELS AMX       x86-64 AMX tiles: int8 blocks (exact), opt-in bf16          >>amx
+    14. KERNELS NEON      AArch64 NEON kernels, SDOT int8 dots                        >>neon
+    15. KERNEL DISPATCH   CPU features, ISA caps, kernel table selection, report      >>dispatch
+    16. QUANT             load-time quantization of weights to Q8_0 / Q4_1            >>quant
+    17. GGML QUANTS       GGML block formats in GGUF files: layouts, dequantization   >>ggmlquant
+    18. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
+    19. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
+    20. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
+    21. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    22. SAMPLING          logit processors and samplers                               >>sampling
+    23. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
+    24. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    25. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
+    26. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    27. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -15783,7 +15783,7 @@ static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16
                                                            (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
 #endif
 
-/* ==== 13. KERNELS NEON ==== */ /* >>neon */
+/* ==== 14. KERNELS NEON ==== */ /* >>neon */
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -16302,7 +16302,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
 #endif
 #endif
 
-/* ==== 14. KERNEL DISPATCH ==== */ /* >>dispatch */
+/* ==== 15. KERNEL DISPATCH ==== */ /* >>dispatch */
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
@@ -16425,7 +16425,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     }
 }
 
-/* ==== 15. QUANT ==== */ /* >>quant */
+/* ==== 16. QUANT ==== */ /* >>quant */
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -16514,7 +16514,7 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     return 0;
 }
 
-/* ==== 16. GGML QUANTS ==== */ /* >>ggmlquant */
+/* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
    >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
    and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
@@ -16687,7 +16687,7 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
     }
 }
 
-/* ==== 17. GRAMMAR ==== */ /* >>grammar */
+/* ==== 18. GRAMMAR ==== */ /* >>grammar */
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -19520,7 +19520,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     return MLSTACK_OK;
 }
 
-/* ==== 18. MODEL ==== */ /* >>model */
+/* ==== 19. MODEL ==== */ /* >>model */
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -21934,7 +21934,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     return MLSTACK_OK;
 }
 
-/* ==== 19. KVCACHE ==== */ /* >>kvcache */
+/* ==== 20. KVCACHE ==== */ /* >>kvcache */
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -22368,7 +22368,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 20. FORWARD ==== */ /* >>forward */
+/* ==== 21. FORWARD ==== */ /* >>forward */
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -22904,7 +22904,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 21. SAMPLING ==== */ /* >>sampling */
+/* ==== 22. SAMPLING ==== */ /* >>sampling */
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -23213,7 +23213,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
     return s->idx[i];
 }
 
-/* ==== 22. ENGINE ==== */ /* >>engine */
+/* ==== 23. ENGINE ==== */ /* >>engine */
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -23637,7 +23637,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 
-/* ==== 23. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 24. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -24711,7 +24711,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 24. RANKS ==== */ /* >>ranks */
+/* ==== 25. RANKS ==== */ /* >>ranks */
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -25578,7 +25578,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 25. PROFILER ==== */ /* >>profiler */
+/* ==== 26. PROFILER ==== */ /* >>profiler */
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -26088,7 +26088,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 26. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 27. UNICODE TABLES ==== */ /* >>unicodetables */
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */
