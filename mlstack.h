@@ -14256,10 +14256,11 @@ typedef struct mlstack__matmul_job {
 
 /* Matmul scratch floats per thread: eight rows of n_in (sixteen rows of bf16 pairs, one AMX
    tile's height), and at least 4 panels x MLSTACK__MM_KC steps of converted float weights
-   (8192 floats) or 4 panels x 32 blocks of unpacked int8 weights for >>amx (65536 bytes, plus
-   64 to align them). */
+   (8192 floats) or, for >>amx, 4 panels x 32 blocks of unpacked int8 weights, 16 rows x 32 blocks
+   of activations, their 32 x 16 x 16 int32 dots and 32 x 16 scales (116736 bytes, plus 64 to
+   align them: 29200 floats). */
 #define MLSTACK__MM_KC 128
-#define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 28688 ? 8 * ((size_t)(n_in) + 31) : 28688)
+#define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                                                               \
     ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
@@ -15598,35 +15599,32 @@ static MLSTACK__T_AMX void mlstack__amx_config(int rows, int acolsb, int brows) 
         MLSTACK__TILE_STORE(C_, c + (size_t)(k_) * 256, 64);                                                          \
     } while (0)
 
-/* One panel's outputs for up to 16 activation rows xb (rows >= mb repeat row mb - 1 and are not
-   stored), blocks k0 .. k0 + kn of the step (weights in u, activations in xa), the sums resumed
-   from y when k0 > 0 (stored floats reload exactly) and bias added on the last step. First the
-   tile unit forms every block's int32 dots into c (kn x 16 x 16; the two tile sets alternate so
-   blocks overlap), then, with those stores long done, acc[r] += float(dot) * (d_w * d_x) per
-   block, >>avx512's order. */
-static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const unsigned char *xa, int32_t *c,
-                                                 const unsigned char *sc0, size_t bs, int nb, int k0, int kn,
-                                                 const mlstack__q8x *xb, int mb, float *y, size_t ldy, const float *bias,
-                                                 int nv) {
+/* One panel's outputs for up to 16 activation rows (rows >= mb repeat row mb - 1 and are not
+   stored), blocks k0 .. k0 + kn of the step (weights in u, activations in xa, their block scales
+   in dx, 16 a block), the sums resumed from y when k0 > 0 (stored floats reload exactly) and bias
+   added on the last step. First the tile unit forms every block's int32 dots into c (kn x 16 x
+   16; the two tile sets alternate so blocks overlap), then, with those stores long done,
+   acc[r] += float(dot) * (d_w * d_x) per block, >>avx512's order. */
+static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const unsigned char *xa, const float *dx, int32_t *c,
+                                                 const unsigned char *sc0, size_t bs, int k0, int kn, int mb, float *y,
+                                                 size_t ldy, const float *bias, int nv) {
     const __mmask16 mk = mlstack__mask16(nv);
     __m512 acc[16];
-    const mlstack__q8x *xr[16];
     int r, k;
     for (k = 0; k + 1 < kn; k += 2) {
         MLSTACK__AMX_DOTS(0, 2, 3, k);
         MLSTACK__AMX_DOTS(1, 4, 5, k + 1);
     }
     if (k < kn) MLSTACK__AMX_DOTS(0, 2, 3, k);
-    MLSTACK__UNROLL16 for (r = 0; r < 16; r++) {
-        xr[r] = xb + (size_t)(r < mb ? r : mb - 1) * nb + k0;
+    MLSTACK__UNROLL16 for (r = 0; r < 16; r++)
         acc[r] = k0 > 0 ? _mm512_maskz_loadu_ps(mk, y + (size_t)(r < mb ? r : mb - 1) * ldy) : _mm512_setzero_ps();
-    }
     for (k = 0; k < kn; k++) {
         __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc0 + (size_t)(k0 + k) * bs)));
         const int32_t *ck = c + (size_t)k * 256;
+        const float *dk = dx + (size_t)k * 16;
         MLSTACK__UNROLL16 for (r = 0; r < 16; r++) {
             __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(ck + 16 * r)));
-            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(xr[r][k].d)), acc[r]);
+            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(dk[r])), acc[r]);
         }
     }
     for (r = 0; r < mb; r++) {
@@ -15640,13 +15638,15 @@ static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const u
 /* Q8_0 from P16 panels (Q4_1 stays on the VNNI kernel: its nibbles would have to be unpacked to
    bytes and its second fused multiply-add per block makes the scale work, not the dots, the
    cost; measured slower than VNNI). scratch: 4 x MLSTACK__AMX_KB x 512 bytes of weights, then
-   MLSTACK__AMX_KB x 512 of activations and MLSTACK__AMX_KB x 1024 of dots, 64-byte aligned. */
+   MLSTACK__AMX_KB x 512 of activations, MLSTACK__AMX_KB x 1024 of dots and MLSTACK__AMX_KB x 64
+   of activation scales, 64-byte aligned. */
 static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
                                                  int o1, float *scratch) {
     int nb = w->n_in / MLSTACK__QK, p, r, b0, k0, k, g, i, cur = -1;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     unsigned char *u = (unsigned char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *xa = u + 4 * MLSTACK__AMX_KB * 512;
     int32_t *c = (int32_t *)(void *)(xa + MLSTACK__AMX_KB * 512);
+    float *dx = (float *)(void *)(c + MLSTACK__AMX_KB * 256);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16;
         const unsigned char *wp = w->packed + (size_t)p * pb;
@@ -15666,10 +15666,14 @@ static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const
                 int mb = B - b0 < 16 ? B - b0 : 16;
                 if (mb != cur) mlstack__amx_config(mb, 32, 8), cur = mb;
                 for (k = 0; k < kn; k++)
-                    for (i = 0; i < mb; i++) memcpy(xa + (size_t)k * 512 + 32 * i, xq[(size_t)(b0 + i) * nb + k0 + k].q, 32);
+                    for (i = 0; i < 16; i++) { /* rows past mb: row mb - 1's scale, never stored */
+                        const mlstack__q8x *xk = xq + (size_t)(b0 + (i < mb ? i : mb - 1)) * nb + k0 + k;
+                        if (i < mb) memcpy(xa + (size_t)k * 512 + 32 * i, xk->q, 32);
+                        dx[k * 16 + i] = xk->d;
+                    }
                 for (r = 0; r < ro; r++)
-                    mlstack__amx_q8_panel(u + (size_t)r * MLSTACK__AMX_KB * 512, xa, c, wp + (size_t)ro * 512 + (size_t)r * 32, bs, nb,
-                                          k0, kn, xq + (size_t)b0 * nb, mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
+                    mlstack__amx_q8_panel(u + (size_t)r * MLSTACK__AMX_KB * 512, xa, dx, c, wp + (size_t)ro * 512 + (size_t)r * 32, bs, k0,
+                                          kn, mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
                                           k0 + kn == nb && w->bias ? w->bias + (p + r) * 16 : NULL, o1 - (p + r) * 16);
             }
         }
