@@ -286,25 +286,25 @@ extern "C" {
 #endif
 
 /* Result codes: 0 is success, every failure is negative. */
-#define MLSTACK_RESULT_LIST(X)                                                  \
-    X(MLSTACK_OK, 0, "ok")                                                      \
-    X(MLSTACK_ERR_INVALID_ARG, -1, "invalid argument")                          \
-    X(MLSTACK_ERR_NO_MEMORY, -2, "out of memory")                               \
-    X(MLSTACK_ERR_IO, -3, "file could not be read")                             \
-    X(MLSTACK_ERR_FORMAT, -4, "malformed file")                                 \
-    X(MLSTACK_ERR_UNSUPPORTED, -5, "unsupported model or feature")              \
-    X(MLSTACK_ERR_LIMIT, -6, "a size limit was exceeded")                       \
-    X(MLSTACK_ERR_NOT_FOUND, -7, "not found")                                   \
-    X(MLSTACK_ERR_STATE, -8, "call not valid in the current state")             \
-    X(MLSTACK_ERR_NO_BACKEND, -9, "backend not available")                      \
-    X(MLSTACK_ERR_CANCELLED, -10, "cancelled")                                  \
+#define MLSTACK_RESULT_LIST(X)                                      \
+    X(MLSTACK_OK, 0, "ok")                                          \
+    X(MLSTACK_ERR_INVALID_ARG, -1, "invalid argument")              \
+    X(MLSTACK_ERR_NO_MEMORY, -2, "out of memory")                   \
+    X(MLSTACK_ERR_IO, -3, "file could not be read")                 \
+    X(MLSTACK_ERR_FORMAT, -4, "malformed file")                     \
+    X(MLSTACK_ERR_UNSUPPORTED, -5, "unsupported model or feature")  \
+    X(MLSTACK_ERR_LIMIT, -6, "a size limit was exceeded")           \
+    X(MLSTACK_ERR_NOT_FOUND, -7, "not found")                       \
+    X(MLSTACK_ERR_STATE, -8, "call not valid in the current state") \
+    X(MLSTACK_ERR_NO_BACKEND, -9, "backend not available")          \
+    X(MLSTACK_ERR_CANCELLED, -10, "cancelled")                      \
     X(MLSTACK_ERR_RANK, -11, "another rank failed or disagrees")
 
 typedef enum mlstack_result {
 #define MLSTACK__X(name, value, text) name = value,
     MLSTACK_RESULT_LIST(MLSTACK__X)
 #undef MLSTACK__X
-    MLSTACK_RESULT_MIN_ = -12
+        MLSTACK_RESULT_MIN_ = -12
 } mlstack_result;
 
 /* Returns a static string describing a result code. Thread safe. */
@@ -395,8 +395,7 @@ typedef struct mlstack_model_info {
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
-MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, mlstack_model **out,
-                                              mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, mlstack_model **out, mlstack_error *err);
 MLSTACK_API void mlstack_model_close(mlstack_model *model);
 MLSTACK_API void mlstack_model_get_info(const mlstack_model *model, mlstack_model_info *out);
 /* The model folder's tokenizer (tokenizer.json, or vocab.json + merges.txt), loaded by
@@ -424,8 +423,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *model, const c
    as long as the model. */
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *model);
 MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *model, int index, mlstack_tensor *out);
-MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model, const char *name,
-                                                     mlstack_tensor *out);
+MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model, const char *name, mlstack_tensor *out);
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
 /* Bytes of weights one decode token reads: every projection and the LM head as the kernels
    see them (after load-time quantization; of MoE experts, the k routed of E: their bytes x k / E),
@@ -473,8 +471,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_tokenizer **out, mlstack_error *err);
 /* Same from memory: json is the tokenizer.json text, config_json (may be NULL) the
    tokenizer_config.json text. The texts are copied; the caller keeps ownership. */
-MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json, size_t config_len,
-                                                  mlstack_tokenizer **out, mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json,
+                                                  size_t config_len, mlstack_tokenizer **out, mlstack_error *err);
 /* Frees the tokenizer. NULL is ignored. Not while other threads use it. */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *tok);
 /* Encodes len bytes of text (need not be NUL-terminated).
@@ -586,8 +584,8 @@ typedef struct mlstack_template_options {
      range, namespace, dict. */
 MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len,
                                                    const char *messages_json, size_t messages_len,
-                                                   const mlstack_template_options *opt, char **out,
-                                                   size_t *out_len, mlstack_error *err);
+                                                   const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                   mlstack_error *err);
 /* The same with plain role/content messages. */
 MLSTACK_API mlstack_result mlstack_template_render_messages(const char *template_text, size_t template_len,
                                                             const mlstack_chat_message *messages, int n_messages,
@@ -608,8 +606,7 @@ MLSTACK_API void mlstack_template_free_output(char *text);
    receives the object; err optional.
    Returns MLSTACK_OK, MLSTACK_ERR_NOT_FOUND when the folder has no chat template, or another
    failure. Thread safety: any thread; the object is read-only afterwards and may be shared. */
-MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out,
-                                                      mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out, mlstack_error *err);
 /* The same from the text of a tokenizer_config.json (no files are read). */
 MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_json, size_t config_len,
                                                              mlstack_chat_template **out, mlstack_error *err);
@@ -617,8 +614,7 @@ MLSTACK_API void mlstack_chat_template_close(mlstack_chat_template *tpl);
 /* Picks a template as transformers' get_chat_template does: `name` when given; otherwise
    "tool_use" when with_tools and that template exists, else "default" (or the only, unnamed
    template). Returns the NUL-terminated text owned by tpl, or NULL when there is none. */
-MLSTACK_API const char *mlstack_chat_template_get(const mlstack_chat_template *tpl, const char *name,
-                                                  int with_tools);
+MLSTACK_API const char *mlstack_chat_template_get(const mlstack_chat_template *tpl, const char *name, int with_tools);
 /* A special token's text from the config ("bos_token", "eos_token", "unk_token", "pad_token",
    ...), or NULL when the config does not set it. Owned by tpl. */
 MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template *tpl, const char *which);
@@ -628,8 +624,8 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
    mlstack_template_render. Thread safety: any number of threads may apply one template. */
 MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *tpl, const char *name,
                                                        const char *messages_json, size_t messages_len,
-                                                       const mlstack_template_options *opt, char **out,
-                                                       size_t *out_len, mlstack_error *err);
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err);
 /* The same over plain role/content messages (no JSON to build): apply_chat_template with the
    folder's template (`name` as above) and special tokens.
    Parameters: tpl; name (NULL: the default); messages/n_messages (n_messages >= 1; role and
@@ -689,7 +685,6 @@ MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out);
 /* Seconds on a monotonic clock (for timing; the origin is unspecified). Thread safe. */
 MLSTACK_API double mlstack_clock_seconds(void);
 
-
 /* ---- Engine ---- */
 
 /* Engine descriptor. Zero means default:
@@ -737,8 +732,17 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        engine lives)
      spec_tokens       0: 4 drafted tokens per step at most (ngram: 8)
      spec_ngram        0: 3; the longest n-gram prompt lookup matches */
-typedef enum mlstack_spec_mode { MLSTACK_SPEC_NONE = 0, MLSTACK_SPEC_NGRAM = 1, MLSTACK_SPEC_DRAFT = 2 } mlstack_spec_mode;
-typedef enum mlstack_kv_type { MLSTACK_KV_DEFAULT = 0, MLSTACK_KV_F16 = 1, MLSTACK_KV_BF16 = 2, MLSTACK_KV_F32 = 3 } mlstack_kv_type;
+typedef enum mlstack_spec_mode {
+    MLSTACK_SPEC_NONE = 0,
+    MLSTACK_SPEC_NGRAM = 1,
+    MLSTACK_SPEC_DRAFT = 2
+} mlstack_spec_mode;
+typedef enum mlstack_kv_type {
+    MLSTACK_KV_DEFAULT = 0,
+    MLSTACK_KV_F16 = 1,
+    MLSTACK_KV_BF16 = 2,
+    MLSTACK_KV_F32 = 3
+} mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
     int n_threads;
@@ -810,7 +814,6 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *engine
    MLSTACK_ERR_STATE. */
 MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *engine);
 
-
 /* One row of a batch: token `token` of sequence `seq` at position `pos`. Positions of a
    sequence must follow on from what it already holds (pos <= its current length); a row with
    pos below the length overwrites from there on. want_logits != 0 keeps that row's logits. */
@@ -853,8 +856,7 @@ MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int3
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
-MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *engine, const mlstack_batch_row *rows,
-                                               int n_rows);
+MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *engine, const mlstack_batch_row *rows, int n_rows);
 MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *engine, int row);
 
 /* Sampler descriptor. Zero means default:
@@ -885,8 +887,7 @@ typedef struct mlstack_sampler_desc {
     const mlstack_grammar *grammar;
 } mlstack_sampler_desc;
 
-MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc, int n_vocab,
-                                                mlstack_sampler **out);
+MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc, int n_vocab, mlstack_sampler **out);
 MLSTACK_API void mlstack_sampler_free(mlstack_sampler *sampler);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 MLSTACK_API void mlstack_sampler_accept(mlstack_sampler *sampler, int32_t token);
@@ -946,9 +947,11 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    allowed). from_bytes: token i is tokens[i] (lens NULL: NUL-terminated; NULL entry: no text).
    Returns MLSTACK_OK or an error; *out NULL on failure. Thread safety: any thread; the vocab is
    read-only afterwards and must outlive every grammar compiled for it. */
-MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out, mlstack_error *err);
-MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab, const int32_t *eos_ids,
-                                                        int n_eos, mlstack_vocab **out, mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out,
+                                                    mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab,
+                                                        const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                        mlstack_error *err);
 MLSTACK_API mlstack_result mlstack_vocab_from_bytes(const char *const *tokens, const size_t *lens, int n_tokens,
                                                     const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
                                                     mlstack_error *err);
@@ -1030,8 +1033,8 @@ typedef struct mlstack_tool_call {
     char *name;
     char *arguments;
 } mlstack_tool_call;
-MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls, int *n_calls,
-                                                    size_t *content_len, mlstack_error *err);
+MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls,
+                                                    int *n_calls, size_t *content_len, mlstack_error *err);
 MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n_calls);
 
 /* Callback per generated token; return non-zero to stop. It may not call back into the engine
@@ -1244,7 +1247,8 @@ typedef struct mlstack_profile_op {
    `schedule` (NULL: record every step from the next eval on).
    Returns MLSTACK_OK, MLSTACK_ERR_INVALID_ARG (negative field), MLSTACK_ERR_NO_MEMORY.
    Thread safety: the thread that drives the engine, between evals. */
-MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *engine, const mlstack_profile_schedule *schedule);
+MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *engine,
+                                                        const mlstack_profile_schedule *schedule);
 /* Stops recording and keeps what was recorded for the functions below. No-op when not profiling.
    Thread safety: as profile_start. */
 MLSTACK_API void mlstack_engine_profile_stop(mlstack_engine *engine);
@@ -1449,8 +1453,8 @@ static void mlstack__vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
     vsnprintf(buf, cap, fmt, ap);
 #endif
 }
-static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__fail(mlstack_error *err, mlstack_result code,
-                                                          const char *fmt, ...) {
+static MLSTACK__PRINTF(3, 4) mlstack_result
+    mlstack__fail(mlstack_error *err, mlstack_result code, const char *fmt, ...) {
     va_list ap;
     if (err) {
         err->code = code;
@@ -1507,9 +1511,10 @@ MLSTACK__FN int mlstack__buf_put(mlstack__buf *b, const void *s, size_t n) {
 }
 MLSTACK__FN int mlstack__buf_puts(mlstack__buf *b, const char *s) { return mlstack__buf_put(b, s, strlen(s)); }
 /* Typed arrays on top of mlstack__buf. */
-#define MLSTACK__VEC_PUSH(buf, type, val) \
-    (mlstack__buf_reserve((buf), sizeof(type)) ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) : 0)
-
+#define MLSTACK__VEC_PUSH(buf, type, val)                                                \
+    (mlstack__buf_reserve((buf), sizeof(type))                                           \
+         ? (*(type *)(void *)((buf)->p + (buf)->n) = (val), (buf)->n += sizeof(type), 1) \
+         : 0)
 
 /* Paths are UTF-8 everywhere. Windows' narrow file functions take the ANSI code page instead,
    so there they are converted to UTF-16 for the wide ones; NULL when the conversion fails
@@ -1659,7 +1664,8 @@ MLSTACK__FN const char *mlstack__dir_next(mlstack__dir *d) {
     for (;;) {
         if (!d->first && !FindNextFileW(d->h, &d->fd)) return NULL;
         d->first = 0;
-        if (WideCharToMultiByte(CP_UTF8, 0, d->fd.cFileName, -1, d->name, (int)sizeof d->name, NULL, NULL) > 0) return d->name;
+        if (WideCharToMultiByte(CP_UTF8, 0, d->fd.cFileName, -1, d->name, (int)sizeof d->name, NULL, NULL) > 0)
+            return d->name;
     }
 }
 MLSTACK__FN void mlstack__dir_close(mlstack__dir *d) {
@@ -1679,7 +1685,7 @@ MLSTACK__FN const char *mlstack__dir_next(mlstack__dir *d) {
 
 /* Whole-file reads (small text files: JSON configs). */
 MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, char **out, size_t *out_len,
-                                         mlstack_error *err) {
+                                              mlstack_error *err) {
     FILE *f;
     long size;
     char *buf;
@@ -1693,8 +1699,7 @@ MLSTACK__FN mlstack_result mlstack__read_file(const char *path, size_t limit, ch
     }
     if ((unsigned long)size > limit) {
         fclose(f);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %ld bytes, more than the limit of %zu", path, size,
-                             limit);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %ld bytes, more than the limit of %zu", path, size, limit);
     }
     buf = (char *)MLSTACK_MALLOC((size_t)size + 1);
     if (!buf) {
@@ -1737,10 +1742,13 @@ typedef struct mlstack__map {
 MLSTACK__FN mlstack_result mlstack__map_check(const char *path, uint64_t size, mlstack_error *err) {
     const uint16_t one = 1;
     if (*(const unsigned char *)&one != 1)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: this host is big-endian; model files are little-endian", path);
-    if (size == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: empty file (expected an 8-byte header length)", path);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: this host is big-endian; model files are little-endian",
+                             path);
+    if (size == 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: empty file (expected an 8-byte header length)", path);
     if (size > (uint64_t)(SIZE_MAX / 2))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %llu bytes, more than this %d-bit build can map (at most %llu)", path,
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "%s: %llu bytes, more than this %d-bit build can map (at most %llu)", path,
                              (unsigned long long)size, (int)(sizeof(void *) * 8), (unsigned long long)(SIZE_MAX / 2));
     return MLSTACK_OK;
 }
@@ -1760,7 +1768,8 @@ MLSTACK__FN mlstack_result mlstack__map_open(mlstack__map *m, const char *path, 
     f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
     MLSTACK_FREE(w);
     if (f == INVALID_HANDLE_VALUE)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open (Windows error %lu)", path, (unsigned long)GetLastError());
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open (Windows error %lu)", path,
+                             (unsigned long)GetLastError());
     if (!GetFileInformationByHandle(f, &info) || (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ||
         !GetFileSizeEx(f, &size) || size.QuadPart < 0) {
         CloseHandle(f);
@@ -1772,7 +1781,9 @@ MLSTACK__FN mlstack_result mlstack__map_open(mlstack__map *m, const char *path, 
     }
     fm = CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL);
     p = fm ? MapViewOfFile(fm, FILE_MAP_READ, 0, 0, (SIZE_T)size.QuadPart) : NULL;
-    r = p ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: mapping failed (Windows error %lu)", path, (unsigned long)GetLastError());
+    r = p ? MLSTACK_OK
+          : MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: mapping failed (Windows error %lu)", path,
+                          (unsigned long)GetLastError());
     if (fm) CloseHandle(fm); /* the view keeps the mapping, the mapping the file */
     CloseHandle(f);
     if (r != MLSTACK_OK) return r;
@@ -1864,8 +1875,7 @@ MLSTACK__FN int mlstack__core_count(void) {
             }
             fclose(f);
         }
-        for (j = 0; j < n_cores && (ids[j][0] != v[0] || ids[j][1] != v[1]); j++) {
-        }
+        for (j = 0; j < n_cores && (ids[j][0] != v[0] || ids[j][1] != v[1]); j++) {}
         if (j == n_cores) {
             ids[n_cores][0] = v[0];
             ids[n_cores][1] = v[1];
@@ -1927,13 +1937,16 @@ static uint64_t mlstack__xgetbv(void) { return (uint64_t)_xgetbv(0); }
 /* Whether this process may use the AMX tile registers. Linux enables their state per process
    on request (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; asking again is harmless);
    the AMX kernels are compiled only for Linux (>>amx), so elsewhere the answer is no. */
-#if defined(MLSTACK__X86) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MLSTACK_NO_AMX) && \
-    !defined(MLSTACK_NO_AVX512) && defined(__x86_64__)
+#if defined(MLSTACK__X86) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(MLSTACK_NO_AMX) && !defined(MLSTACK_NO_AVX512) && defined(__x86_64__)
 #define MLSTACK__HAVE_AMX_OS 1
 static int mlstack__amx_permit(void) { /* the system call itself: syscall() needs _GNU_SOURCE */
     long r;
-    __asm__ volatile("syscall" : "=a"(r) : "0"(158L /* SYS_arch_prctl */), "D"(0x1023L /* ARCH_REQ_XCOMP_PERM */),
-                     "S"(18L /* XFEATURE_XTILEDATA */) : "rcx", "r11", "memory");
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"(158L /* SYS_arch_prctl */), "D"(0x1023L /* ARCH_REQ_XCOMP_PERM */),
+                       "S"(18L /* XFEATURE_XTILEDATA */)
+                     : "rcx", "r11", "memory");
     return r == 0;
 }
 #elif defined(MLSTACK__X86)
@@ -2117,12 +2130,26 @@ static void mlstack__prof_free(struct mlstack_engine *e);
 #else
 #define MLSTACK__UNLIKELY(x) (x)
 #endif
-#define MLSTACK__PROF_BEGIN(pool, op) \
-    do { if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_begin((pool)->prof, MLSTACK__OP_##op); } while (0)
-#define MLSTACK__PROF_END(pool, op, layer, arg, B) \
-    do { if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_end((pool)->prof, MLSTACK__OP_##op, layer, arg, B); } while (0)
-enum { MLSTACK__OP_EVAL, MLSTACK__OP_SAMPLE, MLSTACK__OP_EMBED, MLSTACK__OP_RMSNORM, MLSTACK__OP_MATMUL,
-       MLSTACK__OP_ROPE_KV, MLSTACK__OP_ATTENTION, MLSTACK__OP_ADD, MLSTACK__OP_SWIGLU, MLSTACK__OP_COUNT_ };
+#define MLSTACK__PROF_BEGIN(pool, op)                                                                     \
+    do {                                                                                                  \
+        if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_begin((pool)->prof, MLSTACK__OP_##op); \
+    } while (0)
+#define MLSTACK__PROF_END(pool, op, layer, arg, B)                                                                     \
+    do {                                                                                                               \
+        if (MLSTACK__UNLIKELY((pool)->prof != NULL)) mlstack__prof_end((pool)->prof, MLSTACK__OP_##op, layer, arg, B); \
+    } while (0)
+enum {
+    MLSTACK__OP_EVAL,
+    MLSTACK__OP_SAMPLE,
+    MLSTACK__OP_EMBED,
+    MLSTACK__OP_RMSNORM,
+    MLSTACK__OP_MATMUL,
+    MLSTACK__OP_ROPE_KV,
+    MLSTACK__OP_ATTENTION,
+    MLSTACK__OP_ADD,
+    MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_COUNT_
+};
 
 typedef struct mlstack__pool {
     int n_threads;
@@ -2163,7 +2190,9 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     MLSTACK_FREE(arg_);
     for (;;) {
         int t, i;
-        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit); i++)
+        for (i = 0;
+             i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
+             i++)
             mlstack__cpu_relax();
         if (mlstack__atomic_load64(&p->generation) == seen) {
             mlstack__lock(&p->mu);
@@ -2227,7 +2256,10 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
    thread count. Called from one thread at a time. */
 MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *ctx, int n_tasks) {
     int t;
-    if (MLSTACK__UNLIKELY(p->prof != NULL)) { mlstack__prof_pool_run(p, fn, ctx, n_tasks); return; }
+    if (MLSTACK__UNLIKELY(p->prof != NULL)) {
+        mlstack__prof_pool_run(p, fn, ctx, n_tasks);
+        return;
+    }
 #if defined(MLSTACK_OPENMP)
     if (p->n_threads > 1 && n_tasks > 1) {
 #pragma omp parallel for num_threads(p->n_threads) schedule(static)
@@ -2366,8 +2398,8 @@ static mlstack_result mlstack__json_error(mlstack__json_parser *p, size_t at, co
             col++;
         }
     }
-    return MLSTACK__FAIL(p->err, MLSTACK_ERR_FORMAT, "%s: JSON error at line %zu, column %zu (byte %zu): %s",
-                         p->what, line, col, at, msg);
+    return MLSTACK__FAIL(p->err, MLSTACK_ERR_FORMAT, "%s: JSON error at line %zu, column %zu (byte %zu): %s", p->what,
+                         line, col, at, msg);
 }
 
 static void mlstack__json_ws(mlstack__json_parser *p) {
@@ -2429,9 +2461,12 @@ static int mlstack__hex4(const unsigned char *s, uint32_t *out) {
         unsigned c = s[i];
         v <<= 4;
         if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return 0;
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return 0;
     }
     *out = v;
     return 1;
@@ -2555,7 +2590,8 @@ static mlstack_result mlstack__json_number(mlstack__json_parser *p, mlstack__jso
             errno = 0;
             ll = strtoll(buf, &endp, 10);
             if (errno == ERANGE) is_int = 0;
-            else v->i = (int64_t)ll;
+            else
+                v->i = (int64_t)ll;
         }
     }
     v->type = MLSTACK__JSON_NUMBER;
@@ -2604,7 +2640,8 @@ static mlstack_result mlstack__json_value(mlstack__json_parser *p, mlstack__json
             tail = &child->next;
             v->len++;
             mlstack__json_ws(p);
-            if (p->pos >= p->n) return mlstack__json_error(p, p->pos, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+            if (p->pos >= p->n)
+                return mlstack__json_error(p, p->pos, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
             if (p->s[p->pos] == ',') {
                 p->pos++;
                 continue;
@@ -2642,7 +2679,7 @@ static mlstack_result mlstack__json_value(mlstack__json_parser *p, mlstack__json
 
 /* Parses text[0..n) into doc. `what` names the source in messages. On failure doc is empty. */
 MLSTACK__FN mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
-                                          mlstack_error *err) {
+                                               mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
     memset(doc, 0, sizeof *doc);
@@ -2733,7 +2770,9 @@ MLSTACK_API void mlstack_json_free(mlstack_json_doc *d) {
     mlstack__json_free(&d->doc);
     MLSTACK_FREE(d);
 }
-MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *d) { return d ? MLSTACK__JPUB(d->doc.root) : NULL; }
+MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *d) {
+    return d ? MLSTACK__JPUB(d->doc.root) : NULL;
+}
 MLSTACK_API mlstack_json_type mlstack_json_type_of(const mlstack_json *v) {
     return v ? (mlstack_json_type)MLSTACK__JV(v)->type : MLSTACK_JSON_NULL;
 }
@@ -2748,7 +2787,9 @@ MLSTACK_API const mlstack_json *mlstack_json_child(const mlstack_json *v) {
     const mlstack__json *j = MLSTACK__JV(v);
     return j && (j->type == MLSTACK__JSON_ARRAY || j->type == MLSTACK__JSON_OBJECT) ? MLSTACK__JPUB(j->child) : NULL;
 }
-MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v) { return v ? MLSTACK__JPUB(MLSTACK__JV(v)->next) : NULL; }
+MLSTACK_API const mlstack_json *mlstack_json_next(const mlstack_json *v) {
+    return v ? MLSTACK__JPUB(MLSTACK__JV(v)->next) : NULL;
+}
 MLSTACK_API const char *mlstack_json_key(const mlstack_json *v) { return v ? MLSTACK__JV(v)->key : NULL; }
 MLSTACK_API const char *mlstack_json_string(const mlstack_json *v, size_t *len) {
     const mlstack__json *j = MLSTACK__JV(v);
@@ -2848,7 +2889,9 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
     if (hlen > MLSTACK_MAX_HEADER_BYTES)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: header length %llu exceeds the limit of %llu bytes", what,
                              (unsigned long long)hlen, (unsigned long long)MLSTACK_MAX_HEADER_BYTES);
-    if (hlen < 2) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: header of %llu bytes cannot hold a JSON object", what, (unsigned long long)hlen);
+    if (hlen < 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: header of %llu bytes cannot hold a JSON object", what,
+                             (unsigned long long)hlen);
     r = mlstack__json_parse(&f->header, (const char *)bytes + 8, (size_t)hlen, what, err);
     if (r != MLSTACK_OK) return r;
     root = f->header.root;
@@ -2858,8 +2901,7 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
     f->data = bytes + 8 + hlen;
     f->data_size = data_size;
     for (t = root->child; t; t = t->next) n++;
-    if (n > INT_MAX / 2 - cap)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: too many tensors", what);
+    if (n > INT_MAX / 2 - cap) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: too many tensors", what);
     out = (mlstack__st_tensor *)MLSTACK_REALLOC(*list, sizeof(**list) * (size_t)(cap + n + 1));
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
     *list = out;
@@ -2874,18 +2916,22 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: __metadata__ is not an object", what);
             for (d = t->child; d; d = d->next)
                 if (d->type != MLSTACK__JSON_STRING)
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: __metadata__ value '%s' is not a string", what, d->key);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: __metadata__ value '%s' is not a string", what,
+                                         d->key);
             continue;
         }
         if (t->key_len == 0 || strlen(t->key) != t->key_len)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor name at header offset %llu is empty or holds a NUL", what, (unsigned long long)t->offset);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor name at header offset %llu is empty or holds a NUL", what,
+                                 (unsigned long long)t->offset);
         if (t->type != MLSTACK__JSON_OBJECT)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: entry is not an object", what, t->key);
         memset(x, 0, sizeof *x);
         x->name = t->key;
         x->file = file_index;
         if (!dt || dt->type != MLSTACK__JSON_STRING)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: missing string field \"dtype\"", what, t->key);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: missing string field \"dtype\"", what,
+                                 t->key);
         for (k = 0; k < MLSTACK__FILE_DTYPES; k++)
             if (mlstack__json_is_str(dt, mlstack__dtype_names[k])) break;
         if (k == MLSTACK__FILE_DTYPES)
@@ -2903,10 +2949,12 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
             if (!mlstack__json_u64(d, &dim) || dim > ((uint64_t)1 << 53))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                                      "%s: tensor %s: shape[%d] is %.*s (expected a non-negative integer below 2^53)",
-                                     what, t->key, k, d->type == MLSTACK__JSON_NUMBER ? (int)(d->len > 40 ? 40 : d->len) : 12,
+                                     what, t->key, k,
+                                     d->type == MLSTACK__JSON_NUMBER ? (int)(d->len > 40 ? 40 : d->len) : 12,
                                      d->type == MLSTACK__JSON_NUMBER ? d->str : "not a number");
             if (mlstack__mul_overflows(numel, dim, &numel))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: element count overflows 64 bits", what, t->key);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: element count overflows 64 bits", what,
+                                     t->key);
             x->shape[k] = (int64_t)dim;
         }
         x->n_dims = k;
@@ -2917,18 +2965,18 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                                  "%s: tensor %s: \"data_offsets\" must be two non-negative integers", what, t->key);
         if (b > e)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: data_offsets reversed (begin %llu > end %llu)",
-                                 what, t->key, (unsigned long long)b, (unsigned long long)e);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s: data_offsets reversed (begin %llu > end %llu)", what, t->key,
+                                 (unsigned long long)b, (unsigned long long)e);
         if (e > data_size)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                 "%s: tensor %s: data_offsets end %llu beyond the data area (%llu bytes, file size %llu)",
-                                 what, t->key, (unsigned long long)e, (unsigned long long)data_size,
-                                 (unsigned long long)size);
+            return MLSTACK__FAIL(
+                err, MLSTACK_ERR_FORMAT,
+                "%s: tensor %s: data_offsets end %llu beyond the data area (%llu bytes, file size %llu)", what, t->key,
+                (unsigned long long)e, (unsigned long long)data_size, (unsigned long long)size);
         if (e - b != nbytes)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                 "%s: tensor %s: data_offsets span %llu bytes but dtype %s x shape needs %llu", what,
-                                 t->key, (unsigned long long)(e - b), mlstack__dtype_names[x->dtype],
-                                 (unsigned long long)nbytes);
+            return MLSTACK__FAIL(
+                err, MLSTACK_ERR_FORMAT, "%s: tensor %s: data_offsets span %llu bytes but dtype %s x shape needs %llu",
+                what, t->key, (unsigned long long)(e - b), mlstack__dtype_names[x->dtype], (unsigned long long)nbytes);
         x->begin = b;
         x->end = e;
         (*n_list)++;
@@ -2989,7 +3037,7 @@ static mlstack_result mlstack__st_index(mlstack__st *st, mlstack_error *err) {
 /* Validates a safetensors image held in memory (no file). Used by tests and the fuzzer;
    the tensors stay valid while st is open and bytes are alive. */
 MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__st_open_memory(mlstack__st *st, const void *bytes, uint64_t size,
-                                                              mlstack_error *err) {
+                                                                   mlstack_error *err) {
     mlstack_result r;
     memset(st, 0, sizeof *st);
     st->files = (mlstack__st_file *)mlstack__calloc(1, sizeof *st->files);
@@ -3035,7 +3083,8 @@ MLSTACK__FN const mlstack__st_tensor *mlstack__st_find(const mlstack__st *st, co
         int mid = lo + (hi - lo) / 2, c = strcmp(st->tensors[mid].name, name);
         if (c == 0) return &st->tensors[mid];
         if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
+        else
+            hi = mid - 1;
     }
     return NULL;
 }
@@ -3060,8 +3109,8 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
                 r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing object \"weight_map\"", index_path);
             for (e = wm ? wm->child : NULL; r == MLSTACK_OK && e; e = e->next) {
                 int k, seen = 0;
-                if (e->type != MLSTACK__JSON_STRING || e->len == 0 || strlen(e->str) != e->len ||
-                    strchr(e->str, '/') || strchr(e->str, '\\') || strcmp(e->str, "..") == 0 || strcmp(e->str, ".") == 0) {
+                if (e->type != MLSTACK__JSON_STRING || e->len == 0 || strlen(e->str) != e->len || strchr(e->str, '/') ||
+                    strchr(e->str, '\\') || strcmp(e->str, "..") == 0 || strcmp(e->str, ".") == 0) {
                     r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                                       "%s: weight_map[\"%s\"] must be a plain file name in the model folder",
                                       index_path, e->key);
@@ -3089,8 +3138,8 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
                 const mlstack__st_tensor *t = mlstack__st_find(st, e->key);
                 const char *base = t ? strrchr(st->files[t->file].path, '/') : NULL;
                 if (!t || strcmp(base ? base + 1 : st->files[t->file].path, e->str) != 0)
-                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is not in shard %s", index_path,
-                                      e->key, e->str);
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is not in shard %s", index_path, e->key,
+                                      e->str);
             }
         }
         mlstack__json_free(&doc);
@@ -3123,8 +3172,10 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
        dimension may have other dimensions whose product does not: its strides are then 0. */
     for (k = t->n_dims - 1; k >= 0; k--) {
         if (k == t->n_dims - 1) v->strides[k] = mlstack__dtype_sizes[t->dtype];
-        else if (v->shape[k + 1] != 0 && v->strides[k + 1] > INT64_MAX / v->shape[k + 1]) v->strides[k] = 0;
-        else v->strides[k] = v->strides[k + 1] * v->shape[k + 1];
+        else if (v->shape[k + 1] != 0 && v->strides[k + 1] > INT64_MAX / v->shape[k + 1])
+            v->strides[k] = 0;
+        else
+            v->strides[k] = v->strides[k + 1] * v->shape[k + 1];
     }
     v->data = st->files[t->file].data + t->begin;
     v->n_bytes = t->end - t->begin;
@@ -3148,9 +3199,19 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
 #endif
 
 enum {
-    MLSTACK__GGUF_U8 = 0, MLSTACK__GGUF_I8 = 1, MLSTACK__GGUF_U16 = 2, MLSTACK__GGUF_I16 = 3, MLSTACK__GGUF_U32 = 4,
-    MLSTACK__GGUF_I32 = 5, MLSTACK__GGUF_F32 = 6, MLSTACK__GGUF_BOOL = 7, MLSTACK__GGUF_STRING = 8,
-    MLSTACK__GGUF_ARRAY = 9, MLSTACK__GGUF_U64 = 10, MLSTACK__GGUF_I64 = 11, MLSTACK__GGUF_F64 = 12,
+    MLSTACK__GGUF_U8 = 0,
+    MLSTACK__GGUF_I8 = 1,
+    MLSTACK__GGUF_U16 = 2,
+    MLSTACK__GGUF_I16 = 3,
+    MLSTACK__GGUF_U32 = 4,
+    MLSTACK__GGUF_I32 = 5,
+    MLSTACK__GGUF_F32 = 6,
+    MLSTACK__GGUF_BOOL = 7,
+    MLSTACK__GGUF_STRING = 8,
+    MLSTACK__GGUF_ARRAY = 9,
+    MLSTACK__GGUF_U64 = 10,
+    MLSTACK__GGUF_I64 = 11,
+    MLSTACK__GGUF_F64 = 12,
     MLSTACK__GGUF_NTYPES = 13
 };
 static const char *const mlstack__gguf_type_names[MLSTACK__GGUF_NTYPES] = {
@@ -3159,10 +3220,22 @@ static const unsigned char mlstack__gguf_type_sizes[MLSTACK__GGUF_NTYPES] = {1, 
 
 /* GGML tensor types (ggml.h numbering: an on-disk ABI). Block size 0 = unknown or removed. */
 enum {
-    MLSTACK__GGML_F32 = 0, MLSTACK__GGML_F16 = 1, MLSTACK__GGML_Q4_0 = 2, MLSTACK__GGML_Q4_1 = 3,
-    MLSTACK__GGML_Q5_0 = 6, MLSTACK__GGML_Q5_1 = 7, MLSTACK__GGML_Q8_0 = 8, MLSTACK__GGML_Q8_1 = 9,
-    MLSTACK__GGML_Q2_K = 10, MLSTACK__GGML_Q3_K = 11, MLSTACK__GGML_Q4_K = 12, MLSTACK__GGML_Q5_K = 13,
-    MLSTACK__GGML_Q6_K = 14, MLSTACK__GGML_Q8_K = 15, MLSTACK__GGML_IQ4_NL = 20, MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_F32 = 0,
+    MLSTACK__GGML_F16 = 1,
+    MLSTACK__GGML_Q4_0 = 2,
+    MLSTACK__GGML_Q4_1 = 3,
+    MLSTACK__GGML_Q5_0 = 6,
+    MLSTACK__GGML_Q5_1 = 7,
+    MLSTACK__GGML_Q8_0 = 8,
+    MLSTACK__GGML_Q8_1 = 9,
+    MLSTACK__GGML_Q2_K = 10,
+    MLSTACK__GGML_Q3_K = 11,
+    MLSTACK__GGML_Q4_K = 12,
+    MLSTACK__GGML_Q5_K = 13,
+    MLSTACK__GGML_Q6_K = 14,
+    MLSTACK__GGML_Q8_K = 15,
+    MLSTACK__GGML_IQ4_NL = 20,
+    MLSTACK__GGML_BF16 = 30,
     MLSTACK__GGML_NTYPES = 42
 };
 typedef struct mlstack__ggml_type_info {
@@ -3171,15 +3244,15 @@ typedef struct mlstack__ggml_type_info {
     unsigned short size;   /* bytes per block */
 } mlstack__ggml_type_info;
 static const mlstack__ggml_type_info mlstack__ggml_types[MLSTACK__GGML_NTYPES] = {
-    {"F32", 1, 4},       {"F16", 1, 2},      {"Q4_0", 32, 18},    {"Q4_1", 32, 20},    {"Q4_2", 0, 0},
-    {"Q4_3", 0, 0},      {"Q5_0", 32, 22},   {"Q5_1", 32, 24},    {"Q8_0", 32, 34},    {"Q8_1", 32, 36},
-    {"Q2_K", 256, 84},   {"Q3_K", 256, 110}, {"Q4_K", 256, 144},  {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
-    {"Q8_K", 256, 292},  {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-    {"IQ4_NL", 32, 18},  {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82}, {"IQ4_XS", 256, 136}, {"I8", 1, 1},
-    {"I16", 1, 2},       {"I32", 1, 4},      {"I64", 1, 8},       {"F64", 1, 8},       {"IQ1_M", 256, 56},
-    {"BF16", 1, 2},      {"Q4_0_4_4", 0, 0}, {"Q4_0_4_8", 0, 0},  {"Q4_0_8_8", 0, 0},  {"TQ1_0", 256, 54},
-    {"TQ2_0", 256, 66},  {"IQ4_NL_4_4", 0, 0}, {"IQ4_NL_4_8", 0, 0}, {"IQ4_NL_8_8", 0, 0}, {"MXFP4", 32, 17},
-    {"NVFP4", 64, 36},   {"Q1_0", 128, 18}};
+    {"F32", 1, 4},      {"F16", 1, 2},        {"Q4_0", 32, 18},     {"Q4_1", 32, 20},     {"Q4_2", 0, 0},
+    {"Q4_3", 0, 0},     {"Q5_0", 32, 22},     {"Q5_1", 32, 24},     {"Q8_0", 32, 34},     {"Q8_1", 32, 36},
+    {"Q2_K", 256, 84},  {"Q3_K", 256, 110},   {"Q4_K", 256, 144},   {"Q5_K", 256, 176},   {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292}, {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74},  {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
+    {"IQ4_NL", 32, 18}, {"IQ3_S", 256, 110},  {"IQ2_S", 256, 82},   {"IQ4_XS", 256, 136}, {"I8", 1, 1},
+    {"I16", 1, 2},      {"I32", 1, 4},        {"I64", 1, 8},        {"F64", 1, 8},        {"IQ1_M", 256, 56},
+    {"BF16", 1, 2},     {"Q4_0_4_4", 0, 0},   {"Q4_0_4_8", 0, 0},   {"Q4_0_8_8", 0, 0},   {"TQ1_0", 256, 54},
+    {"TQ2_0", 256, 66}, {"IQ4_NL_4_4", 0, 0}, {"IQ4_NL_4_8", 0, 0}, {"IQ4_NL_8_8", 0, 0}, {"MXFP4", 32, 17},
+    {"NVFP4", 64, 36},  {"Q1_0", 128, 18}};
 
 MLSTACK__FN const char *mlstack__ggml_type_name(uint32_t type) {
     return type < MLSTACK__GGML_NTYPES && mlstack__ggml_types[type].block ? mlstack__ggml_types[type].name : "?";
@@ -3256,12 +3329,13 @@ static mlstack_result mlstack__gguf_str(mlstack__gguf_rd *r, const unsigned char
     mlstack_result res = mlstack__gguf_uint(r, 8, len, field);
     if (res != MLSTACK_OK) return res;
     if (*len > r->size - r->pos)
-        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT, "%s: %s at offset %llu is %llu bytes long, past the end of the file",
-                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len);
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
+                             "%s: %s at offset %llu is %llu bytes long, past the end of the file", r->what, field,
+                             (unsigned long long)(r->pos - 8), (unsigned long long)*len);
     if (*len > max)
-        return MLSTACK__FAIL(r->err, MLSTACK_ERR_LIMIT, "%s: %s at offset %llu is %llu bytes long (at most %llu accepted)",
-                             r->what, field, (unsigned long long)(r->pos - 8), (unsigned long long)*len,
-                             (unsigned long long)max);
+        return MLSTACK__FAIL(r->err, MLSTACK_ERR_LIMIT,
+                             "%s: %s at offset %llu is %llu bytes long (at most %llu accepted)", r->what, field,
+                             (unsigned long long)(r->pos - 8), (unsigned long long)*len, (unsigned long long)max);
     *s = r->p + r->pos;
     r->pos += *len;
     return MLSTACK_OK;
@@ -3292,18 +3366,18 @@ static mlstack_result mlstack__gguf_skip_value(mlstack__gguf_rd *r, mlstack__ggu
         if (t == MLSTACK__GGUF_STRING) {
             /* each element is at least its 8-byte length: the count is bounded by the file */
             if (kv->n > (r->size - r->pos) / 8)
-                return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
-                                     "%s: key %s: array of %llu strings at offset %llu cannot fit in the %llu bytes left",
-                                     r->what, key, (unsigned long long)kv->n, (unsigned long long)r->pos,
-                                     (unsigned long long)(r->size - r->pos));
+                return MLSTACK__FAIL(
+                    r->err, MLSTACK_ERR_FORMAT,
+                    "%s: key %s: array of %llu strings at offset %llu cannot fit in the %llu bytes left", r->what, key,
+                    (unsigned long long)kv->n, (unsigned long long)r->pos, (unsigned long long)(r->size - r->pos));
             for (i = 0; i < kv->n; i++)
                 if ((res = mlstack__gguf_str(r, &s, &len, r->size, field)) != MLSTACK_OK) return res;
         } else {
             uint64_t bytes;
             if (mlstack__mul_overflows(kv->n, mlstack__gguf_type_sizes[t], &bytes) || bytes > r->size - r->pos)
                 return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
-                                     "%s: key %s: array of %llu %s at offset %llu runs past the end of the file", r->what,
-                                     key, (unsigned long long)kv->n, mlstack__gguf_type_names[t],
+                                     "%s: key %s: array of %llu %s at offset %llu runs past the end of the file",
+                                     r->what, key, (unsigned long long)kv->n, mlstack__gguf_type_names[t],
                                      (unsigned long long)r->pos);
             r->pos += bytes;
         }
@@ -3351,7 +3425,8 @@ static int mlstack__gguf_cmp_key(const void *a, const void *b) { /* keys not yet
     return c ? c : x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 static int mlstack__gguf_cmp_off(const void *a, const void *b) {
-    const mlstack__gguf_tensor *x = *(const mlstack__gguf_tensor *const *)a, *y = *(const mlstack__gguf_tensor *const *)b;
+    const mlstack__gguf_tensor *x = *(const mlstack__gguf_tensor *const *)a,
+                               *y = *(const mlstack__gguf_tensor *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
 
@@ -3373,16 +3448,18 @@ MLSTACK__FN int mlstack__gguf_int(const mlstack__gguf *g, const char *key, int64
     case MLSTACK__GGUF_I32: v = (int32_t)(uint32_t)mlstack__le(p, 4); break;
     case MLSTACK__GGUF_U64:
         if (mlstack__le(p, 8) > (uint64_t)INT64_MAX) v = INT64_MAX;
-        else v = (int64_t)mlstack__le(p, 8);
+        else
+            v = (int64_t)mlstack__le(p, 8);
         break;
     case MLSTACK__GGUF_I64: v = (int64_t)mlstack__le(p, 8); break;
     default:
-        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s is a %s, expected an integer", key, mlstack__gguf_type_names[kv->type]);
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s is a %s, expected an integer", key,
+                      mlstack__gguf_type_names[kv->type]);
         return 0;
     }
     if (v < lo || v > hi) {
-        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s = %lld is outside [%lld, %lld]", key, (long long)v, (long long)lo,
-                      (long long)hi);
+        MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "key %s = %lld is outside [%lld, %lld]", key, (long long)v,
+                      (long long)lo, (long long)hi);
         return 0;
     }
     *out = v;
@@ -3430,8 +3507,8 @@ MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64
 
 /* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
    left closed. The image must outlive g (g keeps pointers into it). */
-MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size, const char *what,
-                                          mlstack_error *err) {
+MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size,
+                                               const char *what, mlstack_error *err) {
     mlstack__gguf_rd rd;
     mlstack__gguf_tensor **order = NULL;
     mlstack_result r;
@@ -3451,8 +3528,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a GGUF file (the first 4 bytes are not \"GGUF\")", what);
     if ((r = mlstack__gguf_uint(&rd, 4, &version, "version")) != MLSTACK_OK) return r;
     if (version != 2 && version != 3)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: GGUF version %llu at offset 4 is not supported (2 and 3 are%s)",
-                             what, (unsigned long long)version,
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: GGUF version %llu at offset 4 is not supported (2 and 3 are%s)", what,
+                             (unsigned long long)version,
                              (version & 0xFFFF) == 0 && version ? "; this looks like a big-endian file" : "");
     g->version = (uint32_t)version;
     if ((r = mlstack__gguf_uint(&rd, 8, &nt, "tensor count")) != MLSTACK_OK ||
@@ -3461,10 +3539,12 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
     /* a key/value takes at least 13 bytes (length, type, one byte), a tensor info 32: the
        counts are bounded by the file before anything is allocated for them */
     if (nkv > (size - rd.pos) / 13)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key/value count %llu at offset 16 cannot fit in a %llu-byte file",
-                             what, (unsigned long long)nkv, (unsigned long long)size);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: key/value count %llu at offset 16 cannot fit in a %llu-byte file", what,
+                             (unsigned long long)nkv, (unsigned long long)size);
     if (nt > (size - rd.pos) / 32)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor count %llu at offset 8 cannot fit in a %llu-byte file", what,
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tensor count %llu at offset 8 cannot fit in a %llu-byte file", what,
                              (unsigned long long)nt, (unsigned long long)size);
     g->kvs = (mlstack__gguf_kv *)mlstack__calloc((size_t)nkv + 1, sizeof *g->kvs);
     g->tensors = (mlstack__gguf_tensor *)mlstack__calloc((size_t)nt + 1, sizeof *g->tensors);
@@ -3489,8 +3569,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         names_bytes += len + 1;
         if ((r = mlstack__gguf_uint(&rd, 4, &t, "value type")) != MLSTACK_OK) goto fail;
         if (t >= MLSTACK__GGUF_NTYPES) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what, key,
-                              (unsigned long long)t, (unsigned long long)(rd.pos - 4));
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what,
+                              key, (unsigned long long)t, (unsigned long long)(rd.pos - 4));
             goto fail;
         }
         kv->type = (uint32_t)t;
@@ -3508,8 +3588,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
         for (i = 1; i < nkv; i++)
             if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what, (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len),
-                                  ko[i]->key);
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what,
+                                  (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len), ko[i]->key);
                 MLSTACK_FREE(ko);
                 goto fail;
             }
@@ -3520,7 +3600,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         if (a) {
             if (a->type != MLSTACK__GGUF_U32 || !mlstack__gguf_int(g, "general.alignment", 1, 1 << 30, &align, NULL) ||
                 (align & (align - 1))) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: general.alignment must be a u32 power of two up to 2^30", what);
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                  "%s: general.alignment must be a u32 power of two up to 2^30", what);
                 goto fail;
             }
         }
@@ -3535,8 +3616,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) goto fail;
         snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
         if (len == 0 || memchr(s, 0, (size_t)len)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL", what,
-                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL",
+                              what, (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
             goto fail;
         }
         t->name = (const char *)s;
@@ -3554,23 +3635,24 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         for (k = 0; k < nd; k++) {
             if ((r = mlstack__gguf_uint(&rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) goto fail;
             if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel)) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: ne[%llu] = %llu makes the element count overflow",
-                                  what, name, (unsigned long long)k, (unsigned long long)t->ne[k]);
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                  "%s: tensor %s: ne[%llu] = %llu makes the element count overflow", what, name,
+                                  (unsigned long long)k, (unsigned long long)t->ne[k]);
                 goto fail;
             }
         }
         if ((r = mlstack__gguf_uint(&rd, 4, &ty, "tensor type")) != MLSTACK_OK) goto fail;
         if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed", what,
-                              name, (unsigned long long)ty);
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed",
+                              what, name, (unsigned long long)ty);
             goto fail;
         }
         t->type = (uint32_t)ty;
         ti = &mlstack__ggml_types[ty];
         if (t->ne[0] % ti->block) {
             r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements", what,
-                              name, (unsigned long long)t->ne[0], ti->name, ti->block);
+                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements",
+                              what, name, (unsigned long long)t->ne[0], ti->name, ti->block);
             goto fail;
         }
         rows = t->ne[0] ? numel / t->ne[0] : 0;
@@ -3581,8 +3663,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         }
         if ((r = mlstack__gguf_uint(&rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) goto fail;
         if (t->offset % (uint64_t)align) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: offset %llu is not a multiple of the alignment %lld",
-                              what, name, (unsigned long long)t->offset, (long long)align);
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: tensor %s: offset %llu is not a multiple of the alignment %lld", what, name,
+                              (unsigned long long)t->offset, (long long)align);
             goto fail;
         }
     }
@@ -3590,8 +3673,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
     g->data_off = rd.pos + ((uint64_t)align - rd.pos % (uint64_t)align) % (uint64_t)align;
     if (g->data_off > size) {
         if (nt) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the data section (offset %llu) starts past the end of the file (%llu bytes)",
-                              what, (unsigned long long)g->data_off, (unsigned long long)size);
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s: the data section (offset %llu) starts past the end of the file (%llu bytes)", what,
+                              (unsigned long long)g->data_off, (unsigned long long)size);
             goto fail;
         }
         g->data_off = size;
@@ -3601,10 +3685,11 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
     for (i = 0; i < nt; i++) {
         const mlstack__gguf_tensor *t = &g->tensors[i];
         if (t->offset > g->data_size || t->bytes > g->data_size - t->offset) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %.*s: %llu bytes at data offset %llu run past the end of the data section (%llu bytes)",
-                              what, (int)(t->name_len > 200 ? 200 : t->name_len), t->name, (unsigned long long)t->bytes,
-                              (unsigned long long)t->offset, (unsigned long long)g->data_size);
+            r = MLSTACK__FAIL(
+                err, MLSTACK_ERR_FORMAT,
+                "%s: tensor %.*s: %llu bytes at data offset %llu run past the end of the data section (%llu bytes)",
+                what, (int)(t->name_len > 200 ? 200 : t->name_len), t->name, (unsigned long long)t->bytes,
+                (unsigned long long)t->offset, (unsigned long long)g->data_size);
             goto fail;
         }
     }
@@ -3648,9 +3733,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
                 const mlstack__gguf_tensor *cur = order[i];
                 if (!cur->bytes) continue;
                 if (reach && cur->offset < reach->offset + reach->bytes) {
-                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what,
-                                      reach->name, (unsigned long long)reach->offset, (unsigned long long)reach->bytes,
-                                      cur->name, (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
+                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                      "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what, reach->name,
+                                      (unsigned long long)reach->offset, (unsigned long long)reach->bytes, cur->name,
+                                      (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
                     goto fail;
                 }
                 if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes) reach = cur;
@@ -3708,13 +3794,36 @@ MLSTACK__FN int mlstack__is_gguf(const char *path) {
      whose tables are 9.0; characters assigned later pass through unchanged there, and here. */
 
 enum {
-    MLSTACK__UC_Lu, MLSTACK__UC_Ll, MLSTACK__UC_Lt, MLSTACK__UC_Lm, MLSTACK__UC_Lo,
-    MLSTACK__UC_Mn, MLSTACK__UC_Mc, MLSTACK__UC_Me,
-    MLSTACK__UC_Nd, MLSTACK__UC_Nl, MLSTACK__UC_No,
-    MLSTACK__UC_Pc, MLSTACK__UC_Pd, MLSTACK__UC_Ps, MLSTACK__UC_Pe, MLSTACK__UC_Pi, MLSTACK__UC_Pf, MLSTACK__UC_Po,
-    MLSTACK__UC_Sm, MLSTACK__UC_Sc, MLSTACK__UC_Sk, MLSTACK__UC_So,
-    MLSTACK__UC_Zs, MLSTACK__UC_Zl, MLSTACK__UC_Zp,
-    MLSTACK__UC_Cc, MLSTACK__UC_Cf, MLSTACK__UC_Cs, MLSTACK__UC_Co, MLSTACK__UC_Cn,
+    MLSTACK__UC_Lu,
+    MLSTACK__UC_Ll,
+    MLSTACK__UC_Lt,
+    MLSTACK__UC_Lm,
+    MLSTACK__UC_Lo,
+    MLSTACK__UC_Mn,
+    MLSTACK__UC_Mc,
+    MLSTACK__UC_Me,
+    MLSTACK__UC_Nd,
+    MLSTACK__UC_Nl,
+    MLSTACK__UC_No,
+    MLSTACK__UC_Pc,
+    MLSTACK__UC_Pd,
+    MLSTACK__UC_Ps,
+    MLSTACK__UC_Pe,
+    MLSTACK__UC_Pi,
+    MLSTACK__UC_Pf,
+    MLSTACK__UC_Po,
+    MLSTACK__UC_Sm,
+    MLSTACK__UC_Sc,
+    MLSTACK__UC_Sk,
+    MLSTACK__UC_So,
+    MLSTACK__UC_Zs,
+    MLSTACK__UC_Zl,
+    MLSTACK__UC_Zp,
+    MLSTACK__UC_Cc,
+    MLSTACK__UC_Cf,
+    MLSTACK__UC_Cs,
+    MLSTACK__UC_Co,
+    MLSTACK__UC_Cn,
     MLSTACK__UC_COUNT
 };
 /* Masks of whole major categories, bit i = category i. */
@@ -3823,7 +3932,8 @@ static void mlstack__udecompose(mlstack__ubuf *b, uint32_t cp, int compat) {
 static uint32_t mlstack__ucompose(uint32_t a, uint32_t b) {
     if (a - MLSTACK__HANGUL_L < 19 && b - MLSTACK__HANGUL_V < 21)
         return MLSTACK__HANGUL_S + ((a - MLSTACK__HANGUL_L) * 21 + (b - MLSTACK__HANGUL_V)) * 28;
-    if (a - MLSTACK__HANGUL_S < MLSTACK__HANGUL_NS && (a - MLSTACK__HANGUL_S) % 28 == 0 && b - MLSTACK__HANGUL_T - 1 < 27)
+    if (a - MLSTACK__HANGUL_S < MLSTACK__HANGUL_NS && (a - MLSTACK__HANGUL_S) % 28 == 0 &&
+        b - MLSTACK__HANGUL_T - 1 < 27)
         return a + (b - MLSTACK__HANGUL_T);
     return mlstack__ucomp_find(a, b);
 }
@@ -3856,7 +3966,8 @@ static int mlstack__usort_marks(uint32_t *v, size_t n) {
 
 /* Normalizes UTF-8 text to NFC, NFD, NFKC or NFKD. *out is allocated with MLSTACK_MALLOC (the
    caller frees it) and NUL-terminated; invalid UTF-8 bytes become U+FFFD. */
-MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__unorm(int form, const char *s, size_t n, char **out, size_t *out_len) {
+MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__unorm(int form, const char *s, size_t n, char **out,
+                                                          size_t *out_len) {
     const unsigned char *u = (const unsigned char *)s;
     unsigned char *o, *w;
     mlstack__ubuf b = {NULL, 0, 0, 0};
@@ -3928,7 +4039,6 @@ oom:
     return MLSTACK_ERR_NO_MEMORY;
 }
 
-
 /* ==== 7. REGEX ==== */ /* >>regex */
 
 /* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
@@ -3956,7 +4066,9 @@ oom:
 #define MLSTACK__RE_INF 0x7FFFFFFF
 
 enum {
-    MLSTACK__RE_CHAR, MLSTACK__RE_ANY, MLSTACK__RE_CLASS, /* consume one code point */
+    MLSTACK__RE_CHAR,
+    MLSTACK__RE_ANY,
+    MLSTACK__RE_CLASS, /* consume one code point */
     MLSTACK__RE_REP,      /* a single-code-point matcher repeated: mop/a as above, min, max, mode */
     MLSTACK__RE_SPLIT,    /* try pc+a, on failure pc+b */
     MLSTACK__RE_JMP,      /* pc += a */
@@ -3964,8 +4076,13 @@ enum {
     MLSTACK__RE_CHECK,    /* if pos == reg[a]: pc += b (leave a loop whose body matched empty) */
     MLSTACK__RE_LOOK,     /* sub-program of a instructions follows; mode: lookahead, negative, atomic */
     MLSTACK__RE_SUCCEED,  /* end of a sub-program */
-    MLSTACK__RE_BOL, MLSTACK__RE_EOL, MLSTACK__RE_BOS, MLSTACK__RE_EOS, MLSTACK__RE_EOSNL,
-    MLSTACK__RE_WORDB, MLSTACK__RE_NWORDB,
+    MLSTACK__RE_BOL,
+    MLSTACK__RE_EOL,
+    MLSTACK__RE_BOS,
+    MLSTACK__RE_EOS,
+    MLSTACK__RE_EOSNL,
+    MLSTACK__RE_WORDB,
+    MLSTACK__RE_NWORDB,
     MLSTACK__RE_MATCH
 };
 enum { MLSTACK__RE_GREEDY, MLSTACK__RE_LAZY, MLSTACK__RE_POSSESSIVE };
@@ -4021,8 +4138,12 @@ static int mlstack__re_class_slow(const mlstack__regex *re, const mlstack__re_cl
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
             if (cp < r[2 * mid]) hi = mid;
-            else if (cp > r[2 * mid + 1]) lo = mid + 1;
-            else { in = 1; break; }
+            else if (cp > r[2 * mid + 1])
+                lo = mid + 1;
+            else {
+                in = 1;
+                break;
+            }
         }
     }
     return in != c->negated;
@@ -4208,16 +4329,20 @@ static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *
     while (c->i < c->n && d < maxd) {
         int ch = c->p[c->i], x;
         if (ch >= '0' && ch <= '9') x = ch - '0';
-        else if (ch >= 'a' && ch <= 'f') x = ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F') x = ch - 'A' + 10;
-        else break;
+        else if (ch >= 'a' && ch <= 'f')
+            x = ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F')
+            x = ch - 'A' + 10;
+        else
+            break;
         v = v * 16 + (uint32_t)x;
         c->i++;
         d++;
     }
     if (braces) {
         if (c->i >= c->n || c->p[c->i] != '}') d = 0;
-        else c->i++;
+        else
+            c->i++;
     }
     if (!d || v > 0x10FFFF) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "bad hexadecimal escape", at);
     *out = v;
@@ -4226,14 +4351,17 @@ static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *
 
 /* Property name inside \p{...}: a category or major category; fills s. */
 static int mlstack__re_prop(mlstack__re_comp *c, mlstack__re_set *s, int *neg) {
-    static const char *const names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe",
-                                        "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
-    static const struct { const char *name; uint32_t mask; } majors[] = {
-        {"L", MLSTACK__UCM_L}, {"M", MLSTACK__UCM_M}, {"N", MLSTACK__UCM_N}, {"P", MLSTACK__UCM_P},
-        {"S", MLSTACK__UCM_S}, {"Z", MLSTACK__UCM_Z}, {"C", MLSTACK__UCM_C}, {"Letter", MLSTACK__UCM_L},
-        {"Mark", MLSTACK__UCM_M}, {"Number", MLSTACK__UCM_N}, {"Punctuation", MLSTACK__UCM_P},
-        {"Symbol", MLSTACK__UCM_S}, {"Separator", MLSTACK__UCM_Z}, {"Other", MLSTACK__UCM_C},
-        {"Any", 0}};
+    static const char *const names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
+                                        "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc",
+                                        "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
+    static const struct {
+        const char *name;
+        uint32_t mask;
+    } majors[] = {{"L", MLSTACK__UCM_L},         {"M", MLSTACK__UCM_M},           {"N", MLSTACK__UCM_N},
+                  {"P", MLSTACK__UCM_P},         {"S", MLSTACK__UCM_S},           {"Z", MLSTACK__UCM_Z},
+                  {"C", MLSTACK__UCM_C},         {"Letter", MLSTACK__UCM_L},      {"Mark", MLSTACK__UCM_M},
+                  {"Number", MLSTACK__UCM_N},    {"Punctuation", MLSTACK__UCM_P}, {"Symbol", MLSTACK__UCM_S},
+                  {"Separator", MLSTACK__UCM_Z}, {"Other", MLSTACK__UCM_C},       {"Any", 0}};
     size_t at = c->i - 2, b, len;
     unsigned k;
     char name[32];
@@ -4291,10 +4419,23 @@ static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, m
         }
         return mlstack__re_hex(c, 2, 0, cp) ? -1 : 1;
     case 'u': return mlstack__re_hex(c, 4, 0, cp) ? -1 : 1;
-    case 's': case 'S': s->props = MLSTACK__RE_P_SPACE; *neg = ch == 'S'; return 2;
-    case 'w': case 'W': s->props = MLSTACK__RE_P_WORD; *neg = ch == 'W'; return 2;
-    case 'd': case 'D': s->cats = 1u << MLSTACK__UC_Nd; *neg = ch == 'D'; return 2;
-    case 'p': case 'P': *neg = ch == 'P'; return mlstack__re_prop(c, s, neg) ? -1 : 2;
+    case 's':
+    case 'S':
+        s->props = MLSTACK__RE_P_SPACE;
+        *neg = ch == 'S';
+        return 2;
+    case 'w':
+    case 'W':
+        s->props = MLSTACK__RE_P_WORD;
+        *neg = ch == 'W';
+        return 2;
+    case 'd':
+    case 'D':
+        s->cats = 1u << MLSTACK__UC_Nd;
+        *neg = ch == 'D';
+        return 2;
+    case 'p':
+    case 'P': *neg = ch == 'P'; return mlstack__re_prop(c, s, neg) ? -1 : 2;
     default: break;
     }
     if (!in_class) {
@@ -4332,13 +4473,15 @@ static int mlstack__re_literal(mlstack__re_comp *c, uint32_t *cp) {
 }
 
 /* Adds set s (negated if neg) to class k. */
-static int mlstack__re_class_add_set(mlstack__re_comp *c, mlstack__re_class *k, const mlstack__re_set *s, int neg, size_t at) {
+static int mlstack__re_class_add_set(mlstack__re_comp *c, mlstack__re_class *k, const mlstack__re_set *s, int neg,
+                                     size_t at) {
     if (!neg) {
         k->pos.cats |= s->cats;
         k->pos.props |= s->props;
         return 0;
     }
-    if (k->n_neg == MLSTACK__RE_MAX_NEG) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "too many negated items in a class", at);
+    if (k->n_neg == MLSTACK__RE_MAX_NEG)
+        return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "too many negated items in a class", at);
     k->neg[k->n_neg++] = *s;
     return 0;
 }
@@ -4346,7 +4489,8 @@ static int mlstack__re_class_add_set(mlstack__re_comp *c, mlstack__re_class *k, 
 /* Parses the body of [...] after '[' into k (ranges appended from c->n_ranges). */
 static int mlstack__re_class_body(mlstack__re_comp *c, mlstack__re_class *k, size_t open_at) {
     int first = 1;
-    if (++c->depth > MLSTACK__RE_MAX_DEPTH) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "classes nested too deeply", open_at);
+    if (++c->depth > MLSTACK__RE_MAX_DEPTH)
+        return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "classes nested too deeply", open_at);
     for (;;) {
         uint32_t lo, hi;
         mlstack__re_set s;
@@ -4363,7 +4507,8 @@ static int mlstack__re_class_body(mlstack__re_comp *c, mlstack__re_class *k, siz
             if (c->i + 1 < c->n && c->p[c->i + 1] == ':')
                 return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "[:", at);
             if (c->i + 1 < c->n && c->p[c->i + 1] == '^')
-                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s' (negated nested class)", "[^", at);
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s' (negated nested class)",
+                                        "[^", at);
             c->i++;
             memset(&inner, 0, sizeof inner);
             if (mlstack__re_class_body(c, &inner, at)) return -1;
@@ -4422,11 +4567,24 @@ static int mlstack__re_atom(mlstack__re_comp *c, int *fold, int *nullable, int *
     *nullable = 0;
     *single = -1;
     switch (ch) {
-    case '|': case ')': return 1;
-    case '*': case '+': case '?':
-        return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "nothing to repeat before '%c'", ch == '*' ? "*" : ch == '+' ? "+" : "?", at);
-    case '^': c->i++; *nullable = 1; return mlstack__re_emit(c, MLSTACK__RE_BOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
-    case '$': c->i++; *nullable = 1; return mlstack__re_emit(c, MLSTACK__RE_EOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
+    case '|':
+    case ')': return 1;
+    case '*':
+    case '+':
+    case '?':
+        return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "nothing to repeat before '%c'",
+                                ch == '*'   ? "*"
+                                : ch == '+' ? "+"
+                                            : "?",
+                                at);
+    case '^':
+        c->i++;
+        *nullable = 1;
+        return mlstack__re_emit(c, MLSTACK__RE_BOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
+    case '$':
+        c->i++;
+        *nullable = 1;
+        return mlstack__re_emit(c, MLSTACK__RE_EOL, 0, 0, 0, 0, 0) < 0 ? -1 : 0;
     case '.':
         c->i++;
         *single = mlstack__re_emit(c, MLSTACK__RE_ANY, MLSTACK__RE_ANY, 0, 0, 0, 0);
@@ -4452,13 +4610,21 @@ static int mlstack__re_atom(mlstack__re_comp *c, int *fold, int *nullable, int *
             size_t q = c->i + 1;
             int ch2 = q < c->n ? c->p[q] : 0;
             if (ch2 == ':') c->i = q + 1;
-            else if (ch2 == '=') { mode = MLSTACK__RE_AHEAD; c->i = q + 1; }
-            else if (ch2 == '!') { mode = MLSTACK__RE_NAHEAD; c->i = q + 1; }
-            else if (ch2 == '>') { mode = MLSTACK__RE_ATOMIC; c->i = q + 1; }
-            else if (ch2 == 'i' || ch2 == '-') {
+            else if (ch2 == '=') {
+                mode = MLSTACK__RE_AHEAD;
+                c->i = q + 1;
+            } else if (ch2 == '!') {
+                mode = MLSTACK__RE_NAHEAD;
+                c->i = q + 1;
+            } else if (ch2 == '>') {
+                mode = MLSTACK__RE_ATOMIC;
+                c->i = q + 1;
+            } else if (ch2 == 'i' || ch2 == '-') {
                 int on = 1;
                 while (q < c->n && (c->p[q] == 'i' || c->p[q] == '-')) {
-                    if (c->p[q] == '-') on = 0; else inner_fold = on;
+                    if (c->p[q] == '-') on = 0;
+                    else
+                        inner_fold = on;
                     q++;
                 }
                 if (q < c->n && c->p[q] == ')') { /* (?i) applies to the rest of the group */
@@ -4471,18 +4637,21 @@ static int mlstack__re_atom(mlstack__re_comp *c, int *fold, int *nullable, int *
                     return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?flags", at);
                 c->i = q + 1;
             } else if (ch2 == '<' && q + 1 < c->n && (c->p[q + 1] == '=' || c->p[q + 1] == '!')) {
-                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", c->p[q + 1] == '=' ? "(?<=" : "(?<!", at);
+                return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'",
+                                        c->p[q + 1] == '=' ? "(?<=" : "(?<!", at);
             } else if (ch2 == '<' || ch2 == 'P' || ch2 == '\'') {
                 return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?<name>", at);
             } else {
                 return mlstack__re_fail(c, MLSTACK_ERR_UNSUPPORTED, "unsupported construct '%s'", "(?", at);
             }
         }
-        if (++c->depth > MLSTACK__RE_MAX_DEPTH) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "groups nested too deeply", at);
+        if (++c->depth > MLSTACK__RE_MAX_DEPTH)
+            return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "groups nested too deeply", at);
         start = c->re->n_prog;
         if (mode >= 0 && mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, mode) < 0) return -1;
         if (mlstack__re_alt(c, inner_fold, nullable)) return -1;
-        if (c->i >= c->n || c->p[c->i] != ')') return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "missing ')' for group opened here", at);
+        if (c->i >= c->n || c->p[c->i] != ')')
+            return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "missing ')' for group opened here", at);
         c->i++;
         c->depth--;
         if (mode >= 0) {
@@ -4536,13 +4705,15 @@ static int mlstack__re_atom(mlstack__re_comp *c, int *fold, int *nullable, int *
 static int mlstack__re_put_body(mlstack__re_comp *c, const mlstack__re_inst *body, int blen) {
     int i;
     for (i = 0; i < blen; i++)
-        if (mlstack__re_emit(c, body[i].op, body[i].mop, body[i].a, body[i].min, body[i].max, body[i].mode) < 0) return -1;
+        if (mlstack__re_emit(c, body[i].op, body[i].mop, body[i].a, body[i].min, body[i].max, body[i].mode) < 0)
+            return -1;
     return 0;
 }
 
 /* Emits body* (plus: body+) as a loop. A body that can match empty gets MARK/CHECK so the loop
    stops instead of spinning. */
-static int mlstack__re_loop(mlstack__re_comp *c, const mlstack__re_inst *body, int blen, int lazy, int nullable, int plus) {
+static int mlstack__re_loop(mlstack__re_comp *c, const mlstack__re_inst *body, int blen, int lazy, int nullable,
+                            int plus) {
     int reg = -1, top = c->re->n_prog, split = -1, check = -1, end;
     if (nullable) {
         if (c->re->n_regs >= MLSTACK__RE_MAX_REGS)
@@ -4568,16 +4739,20 @@ static int mlstack__re_loop(mlstack__re_comp *c, const mlstack__re_inst *body, i
 }
 
 /* Rewrites the block [start, end of program) as block{mn,mx} with the given mode. */
-static int mlstack__re_quantify(mlstack__re_comp *c, int start, int32_t mn, int32_t mx, int mode, int nullable, size_t at) {
+static int mlstack__re_quantify(mlstack__re_comp *c, int start, int32_t mn, int32_t mx, int mode, int nullable,
+                                size_t at) {
     int blen = c->re->n_prog - start, look = -1, j, lazy = mode == MLSTACK__RE_LAZY, rc = -1;
     int64_t total = (int64_t)blen * ((int64_t)mn + (mx == MLSTACK__RE_INF ? 1 : (int64_t)mx - mn) + 1) + 4;
     mlstack__re_inst *body;
-    if (total > MLSTACK__RE_MAX_INST - c->re->n_prog) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large after expanding repeats", at);
+    if (total > MLSTACK__RE_MAX_INST - c->re->n_prog)
+        return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "pattern too large after expanding repeats", at);
     body = (mlstack__re_inst *)MLSTACK_MALLOC((size_t)(blen ? blen : 1) * sizeof *body);
     if (!body) return MLSTACK__RE_OOM(c);
     if (blen) memcpy(body, c->re->prog + start, (size_t)blen * sizeof *body);
     c->re->n_prog = start;
-    if (mode == MLSTACK__RE_POSSESSIVE && (look = mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, MLSTACK__RE_ATOMIC)) < 0) goto done;
+    if (mode == MLSTACK__RE_POSSESSIVE &&
+        (look = mlstack__re_emit(c, MLSTACK__RE_LOOK, 0, 0, 0, 0, MLSTACK__RE_ATOMIC)) < 0)
+        goto done;
     if (mx == MLSTACK__RE_INF) {
         for (j = 0; j + 1 < mn; j++)
             if (mlstack__re_put_body(c, body, blen)) goto done;
@@ -4588,7 +4763,8 @@ static int mlstack__re_quantify(mlstack__re_comp *c, int start, int32_t mn, int3
             if (mlstack__re_put_body(c, body, blen)) goto done;
         opt0 = c->re->n_prog;
         for (j = 0; j < mx - mn; j++) {
-            if (mlstack__re_emit(c, MLSTACK__RE_SPLIT, 0, 0, 0, 0, 0) < 0 || mlstack__re_put_body(c, body, blen)) goto done;
+            if (mlstack__re_emit(c, MLSTACK__RE_SPLIT, 0, 0, 0, 0, 0) < 0 || mlstack__re_put_body(c, body, blen))
+                goto done;
         }
         for (j = 0; j < mx - mn; j++) {
             int s = opt0 + j * (blen + 1), end = c->re->n_prog;
@@ -4652,17 +4828,32 @@ static int mlstack__re_seq(mlstack__re_comp *c, int fold, int *nullable) {
             int mode = MLSTACK__RE_GREEDY, k;
             size_t qat = c->i;
             if (c->i >= c->n) break;
-            if (c->p[c->i] == '*') { mn = 0; mx = MLSTACK__RE_INF; c->i++; }
-            else if (c->p[c->i] == '+') { mn = 1; mx = MLSTACK__RE_INF; c->i++; }
-            else if (c->p[c->i] == '?') { mn = 0; mx = 1; c->i++; }
-            else if (c->p[c->i] == '{') {
+            if (c->p[c->i] == '*') {
+                mn = 0;
+                mx = MLSTACK__RE_INF;
+                c->i++;
+            } else if (c->p[c->i] == '+') {
+                mn = 1;
+                mx = MLSTACK__RE_INF;
+                c->i++;
+            } else if (c->p[c->i] == '?') {
+                mn = 0;
+                mx = 1;
+                c->i++;
+            } else if (c->p[c->i] == '{') {
                 k = mlstack__re_interval(c, &mn, &mx);
                 if (k < 0) return mlstack__re_fail(c, MLSTACK_ERR_LIMIT, "%s", "repeat count too large", qat);
                 if (!k) break;
                 if (mn > mx) return mlstack__re_fail(c, MLSTACK_ERR_FORMAT, "%s", "repeat interval out of order", qat);
-            } else break;
-            if (c->i < c->n && c->p[c->i] == '?') { mode = MLSTACK__RE_LAZY; c->i++; }
-            else if (c->i < c->n && c->p[c->i] == '+' && c->p[qat] != '{') { mode = MLSTACK__RE_POSSESSIVE; c->i++; }
+            } else
+                break;
+            if (c->i < c->n && c->p[c->i] == '?') {
+                mode = MLSTACK__RE_LAZY;
+                c->i++;
+            } else if (c->i < c->n && c->p[c->i] == '+' && c->p[qat] != '{') {
+                mode = MLSTACK__RE_POSSESSIVE;
+                c->i++;
+            }
             if (single == start && c->re->n_prog == start + 1) {
                 mlstack__re_inst *ins = &c->re->prog[start];
                 ins->op = MLSTACK__RE_REP;
@@ -4719,17 +4910,23 @@ static int mlstack__re_first(const mlstack__regex *re, uint32_t *first, unsigned
     int top = 0, nullable = 0;
     work[top++] = 0;
     seen[0] = 1;
-#define MLSTACK__RE_VISIT(to)                                                     \
-    do {                                                                          \
-        int to_ = (to);                                                           \
-        if (to_ < 0 || to_ >= re->n_prog) nullable = 1;                           \
-        else if (!seen[to_]) { seen[to_] = 1; work[top++] = to_; }               \
+#define MLSTACK__RE_VISIT(to)                           \
+    do {                                                \
+        int to_ = (to);                                 \
+        if (to_ < 0 || to_ >= re->n_prog) nullable = 1; \
+        else if (!seen[to_]) {                          \
+            seen[to_] = 1;                              \
+            work[top++] = to_;                          \
+        }                                               \
     } while (0)
     while (top > 0) {
         int pc = work[--top];
         const mlstack__re_inst *ins = &re->prog[pc];
         switch (ins->op) {
-        case MLSTACK__RE_REP: case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS: {
+        case MLSTACK__RE_REP:
+        case MLSTACK__RE_CHAR:
+        case MLSTACK__RE_ANY:
+        case MLSTACK__RE_CLASS: {
             int mop = ins->op == MLSTACK__RE_REP ? ins->mop : ins->op;
             /* an optional repeat may be skipped: what follows it can start the match too */
             if (ins->op == MLSTACK__RE_REP && ins->min == 0) MLSTACK__RE_VISIT(pc + 1);
@@ -4754,9 +4951,7 @@ static int mlstack__re_first(const mlstack__regex *re, uint32_t *first, unsigned
             MLSTACK__RE_VISIT(pc + ins->min);
             MLSTACK__RE_VISIT(pc + 1);
             break;
-        case MLSTACK__RE_LOOK:
-            MLSTACK__RE_VISIT(ins->mode == MLSTACK__RE_ATOMIC ? pc + 1 : pc + 1 + ins->a);
-            break;
+        case MLSTACK__RE_LOOK: MLSTACK__RE_VISIT(ins->mode == MLSTACK__RE_ATOMIC ? pc + 1 : pc + 1 + ins->a); break;
         case MLSTACK__RE_SUCCEED: MLSTACK__RE_VISIT(pc + 1); break; /* only atomic bodies are walked */
         case MLSTACK__RE_MATCH: nullable = 1; break;
         default: MLSTACK__RE_VISIT(pc + 1); break;
@@ -4789,7 +4984,8 @@ MLSTACK__FN MLSTACK__UNUSED void mlstack__regex_free(mlstack__regex *re) {
 
 /* Compiles a pattern (UTF-8, len bytes). On failure *out is NULL and err (if given) names the
    construct and its byte offset. The compiled regex is immutable: searches may run concurrently. */
-MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out, mlstack_error *err) {
+MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pattern, size_t len, mlstack__regex **out,
+                                                                  mlstack_error *err) {
     mlstack__re_comp c;
     int nullable, *work;
     unsigned char *seen;
@@ -4811,7 +5007,8 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
     }
     if (mlstack__re_look_depth(c.re) > MLSTACK__RE_MAX_LOOK) {
         mlstack__regex_free(c.re);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "regex: lookarounds, atomic or possessive groups nested more than %d deep",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "regex: lookarounds, atomic or possessive groups nested more than %d deep",
                              MLSTACK__RE_MAX_LOOK);
     }
     seen = (unsigned char *)mlstack__calloc((size_t)c.re->n_prog, 1);
@@ -4917,7 +5114,9 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
         const mlstack__re_inst *ins = &prog[pc];
         if (++r->steps > r->limit) goto budget;
         switch (ins->op) {
-        case MLSTACK__RE_CHAR: case MLSTACK__RE_ANY: case MLSTACK__RE_CLASS:
+        case MLSTACK__RE_CHAR:
+        case MLSTACK__RE_ANY:
+        case MLSTACK__RE_CLASS:
             if (!mlstack__re_one(r, ins->op, ins->a, &pos)) goto fail;
             pc++;
             continue;
@@ -4932,7 +5131,9 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
                 while (k < ins->max && mlstack__re_one(r, ins->mop, ins->a, &pos)) k++;
                 r->steps += (uint64_t)(pos - start); /* each code point tested counts as a step */
                 if (k < ins->min) goto fail;
-                if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min && mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos)) goto oom;
+                if (ins->mode == MLSTACK__RE_GREEDY && k > ins->min &&
+                    mlstack__re_push(r, MLSTACK__RE_BT_GREEDY, pc, k, pos))
+                    goto oom;
             }
             pc++;
             continue;
@@ -4947,9 +5148,7 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
             r->regs[ins->a] = pos;
             pc++;
             continue;
-        case MLSTACK__RE_CHECK:
-            pc += r->regs[ins->a] == pos ? ins->min : 1;
-            continue;
+        case MLSTACK__RE_CHECK: pc += r->regs[ins->a] == pos ? ins->min : 1; continue;
         case MLSTACK__RE_LOOK: {
             size_t e;
             int m = mlstack__re_exec(r, pc + 1, pos, &e);
@@ -4979,8 +5178,11 @@ static int mlstack__re_exec(mlstack__re_run *r, int pc, size_t pos, size_t *end)
             if (pos != r->n && !(pos + 1 == r->n && r->s[pos] == '\n')) goto fail;
             pc++;
             continue;
-        case MLSTACK__RE_WORDB: case MLSTACK__RE_NWORDB:
-            if ((mlstack__re_isword_at(r, pos, 1) != mlstack__re_isword_at(r, pos, 0)) != (ins->op == MLSTACK__RE_WORDB)) goto fail;
+        case MLSTACK__RE_WORDB:
+        case MLSTACK__RE_NWORDB:
+            if ((mlstack__re_isword_at(r, pos, 1) != mlstack__re_isword_at(r, pos, 0)) !=
+                (ins->op == MLSTACK__RE_WORDB))
+                goto fail;
             pc++;
             continue;
         default: /* MATCH, SUCCEED */
@@ -5037,8 +5239,9 @@ oom:
    match [*mbeg, *mend) (possibly empty), 0 if none, -1 if the step budget ran out, -2 if out of
    memory. *budget is the number of matcher steps left to the caller (one budget shared by every
    search of one encode or decode call); the steps this search took are subtracted. Thread-safe. */
-MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__regex *re, const char *s, size_t n, size_t start,
-                                                        uint64_t *budget, size_t *mbeg, size_t *mend) {
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__regex *re, const char *s, size_t n,
+                                                             size_t start, uint64_t *budget, size_t *mbeg,
+                                                             size_t *mend) {
     mlstack__re_bt local[256];
     mlstack__re_run r;
     size_t pos;
@@ -5055,7 +5258,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__rege
     r.steps = 0;
     r.limit = *budget;
     memset(r.regs, 0, sizeof r.regs);
-    for (pos = start;; ) {
+    for (pos = start;;) {
         if (pos < n) {
             unsigned b = r.s[pos];
             if (!re->nullable && !((re->first[b >> 5] >> (b & 31)) & 1)) {
@@ -5082,13 +5285,12 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__rege
 
 /* One search with a budget of its own: MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per
    byte from start. */
-MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start, size_t *mbeg,
-                                                 size_t *mend) {
-    uint64_t budget = (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start,
+                                                      size_t *mbeg, size_t *mend) {
+    uint64_t budget =
+        (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
     return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
-
-
 
 /* ==== 8. TOKENIZER ==== */ /* >>tokenizer */
 /* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
@@ -5121,17 +5323,46 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 #define MLSTACK__TOK_CACHE_SLOTS 8192
 
 /* Normalizer steps (mlstack__tok_step.type in t->norm). */
-enum { MLSTACK__NORM_NFC = 1, MLSTACK__NORM_NFD, MLSTACK__NORM_NFKC, MLSTACK__NORM_NFKD, MLSTACK__NORM_LOWER,
-       MLSTACK__NORM_STRIP, MLSTACK__NORM_STRIP_ACCENTS, MLSTACK__NORM_PREPEND, MLSTACK__NORM_REPLACE };
+enum {
+    MLSTACK__NORM_NFC = 1,
+    MLSTACK__NORM_NFD,
+    MLSTACK__NORM_NFKC,
+    MLSTACK__NORM_NFKD,
+    MLSTACK__NORM_LOWER,
+    MLSTACK__NORM_STRIP,
+    MLSTACK__NORM_STRIP_ACCENTS,
+    MLSTACK__NORM_PREPEND,
+    MLSTACK__NORM_REPLACE
+};
 /* Pre-tokenizer steps (in t->pre). */
-enum { MLSTACK__PRETOK_SPLIT = 1, MLSTACK__PRETOK_BYTELEVEL, MLSTACK__PRETOK_METASPACE, MLSTACK__PRETOK_DIGITS,
-       MLSTACK__PRETOK_PUNCT, MLSTACK__PRETOK_WHITESPACE, MLSTACK__PRETOK_WSSPLIT, MLSTACK__PRETOK_BERT };
+enum {
+    MLSTACK__PRETOK_SPLIT = 1,
+    MLSTACK__PRETOK_BYTELEVEL,
+    MLSTACK__PRETOK_METASPACE,
+    MLSTACK__PRETOK_DIGITS,
+    MLSTACK__PRETOK_PUNCT,
+    MLSTACK__PRETOK_WHITESPACE,
+    MLSTACK__PRETOK_WSSPLIT,
+    MLSTACK__PRETOK_BERT
+};
 /* What a split does with the matched part (Hugging Face's SplitDelimiterBehavior). */
-enum { MLSTACK__SPLIT_REMOVED, MLSTACK__SPLIT_ISOLATED, MLSTACK__SPLIT_PREV, MLSTACK__SPLIT_NEXT,
-       MLSTACK__SPLIT_CONTIGUOUS };
+enum {
+    MLSTACK__SPLIT_REMOVED,
+    MLSTACK__SPLIT_ISOLATED,
+    MLSTACK__SPLIT_PREV,
+    MLSTACK__SPLIT_NEXT,
+    MLSTACK__SPLIT_CONTIGUOUS
+};
 /* Decoder steps (in t->dec). */
-enum { MLSTACK__DECODER_BYTELEVEL = 1, MLSTACK__DECODER_BYTEFALLBACK, MLSTACK__DECODER_METASPACE,
-       MLSTACK__DECODER_REPLACE, MLSTACK__DECODER_FUSE, MLSTACK__DECODER_STRIP, MLSTACK__DECODER_BPE };
+enum {
+    MLSTACK__DECODER_BYTELEVEL = 1,
+    MLSTACK__DECODER_BYTEFALLBACK,
+    MLSTACK__DECODER_METASPACE,
+    MLSTACK__DECODER_REPLACE,
+    MLSTACK__DECODER_FUSE,
+    MLSTACK__DECODER_STRIP,
+    MLSTACK__DECODER_BPE
+};
 /* Which list of steps a tokenizer.json node fills. */
 enum { MLSTACK__STEPS_NORMALIZER, MLSTACK__STEPS_PRETOKENIZER, MLSTACK__STEPS_DECODER };
 enum { MLSTACK__PREPEND_ALWAYS, MLSTACK__PREPEND_FIRST, MLSTACK__PREPEND_NEVER };
@@ -5235,12 +5466,22 @@ static const char *const mlstack__qwen2_pattern =
    key at load, so a crafted vocabulary, merges list or text cannot be made to collide (an unkeyed
    hash let a 2.9 MB vocab load in quadratic time). Strings: SipHash-1-3, as Rust's HashMap. */
 #define MLSTACK__ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-#define MLSTACK__SIPROUND(v0, v1, v2, v3)                                                                            \
-    do {                                                                                                             \
-        v0 += v1; v1 = MLSTACK__ROTL64(v1, 13); v1 ^= v0; v0 = MLSTACK__ROTL64(v0, 32);                             \
-        v2 += v3; v3 = MLSTACK__ROTL64(v3, 16); v3 ^= v2;                                                            \
-        v0 += v3; v3 = MLSTACK__ROTL64(v3, 21); v3 ^= v0;                                                            \
-        v2 += v1; v1 = MLSTACK__ROTL64(v1, 17); v1 ^= v2; v2 = MLSTACK__ROTL64(v2, 32);                             \
+#define MLSTACK__SIPROUND(v0, v1, v2, v3) \
+    do {                                  \
+        v0 += v1;                         \
+        v1 = MLSTACK__ROTL64(v1, 13);     \
+        v1 ^= v0;                         \
+        v0 = MLSTACK__ROTL64(v0, 32);     \
+        v2 += v3;                         \
+        v3 = MLSTACK__ROTL64(v3, 16);     \
+        v3 ^= v2;                         \
+        v0 += v3;                         \
+        v3 = MLSTACK__ROTL64(v3, 21);     \
+        v3 ^= v0;                         \
+        v2 += v1;                         \
+        v1 = MLSTACK__ROTL64(v1, 17);     \
+        v1 ^= v2;                         \
+        v2 = MLSTACK__ROTL64(v2, 32);     \
     } while (0)
 static uint32_t mlstack__hash(const uint64_t key[2], const char *s, size_t n) {
     uint64_t v0 = key[0] ^ 0x736f6d6570736575ULL, v1 = key[1] ^ 0x646f72616e646f6dULL;
@@ -5360,7 +5601,8 @@ static int mlstack__tok_is_alnum(uint32_t cp) {
 }
 static int mlstack__tok_is_punct(uint32_t cp) {
     int c;
-    if (cp < 0x80) return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126);
+    if (cp < 0x80)
+        return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126);
     c = mlstack__ucat(cp);
     return c == MLSTACK__UC_Pc || c == MLSTACK__UC_Pd || c == MLSTACK__UC_Ps || c == MLSTACK__UC_Pe ||
            c == MLSTACK__UC_Pi || c == MLSTACK__UC_Pf || c == MLSTACK__UC_Po;
@@ -5447,7 +5689,8 @@ static void mlstack__enc_free(mlstack__enc *e) {
     MLSTACK_FREE(e->cpool.p);
 }
 
-static MLSTACK__PRINTF(3, 4) mlstack_result mlstack__tok_fail(mlstack_tokenizer *t, mlstack_result code, const char *fmt, ...) {
+static MLSTACK__PRINTF(3, 4) mlstack_result
+    mlstack__tok_fail(mlstack_tokenizer *t, mlstack_result code, const char *fmt, ...) {
     va_list ap;
     if (!t || !t->err) return code;
     mlstack__lock(&t->err_lock);
@@ -5528,7 +5771,8 @@ static int mlstack__bpe_word(mlstack__enc *e, const char *w, size_t n) {
     int32_t id;
     int last_unk = 0;
     if (n == 0) return 1;
-    if (t->ignore_merges && (id = mlstack__tok_vocab_find(t, w, n)) >= 0) return MLSTACK__VEC_PUSH(&e->ids, int32_t, id);
+    if (t->ignore_merges && (id = mlstack__tok_vocab_find(t, w, n)) >= 0)
+        return MLSTACK__VEC_PUSH(&e->ids, int32_t, id);
     e->syms.n = 0;
     e->heap.n = 0;
     for (i = 0; i < n;) {
@@ -5622,7 +5866,8 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
     while (e->cpool.n % 4) e->cpool.p[e->cpool.n++] = 0;
     ce.ioff = (uint32_t)e->cpool.n;
     ce.nids = (uint32_t)nids;
-    if (nids && !mlstack__buf_put(&e->cpool, e->ids.p + before, nids * sizeof(int32_t))) return 0; /* a word may give no ids */
+    if (nids && !mlstack__buf_put(&e->cpool, e->ids.p + before, nids * sizeof(int32_t)))
+        return 0; /* a word may give no ids */
     if (!MLSTACK__VEC_PUSH(&e->centry, mlstack__centry, ce)) return 0;
     e->cslot[slot] = (uint32_t)(e->centry.n / sizeof ce);
     e->n_cached++;
@@ -5643,8 +5888,8 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
 
 /* Finds the next match of step's pattern (string or regex) in s[from..n). 1 found, 0 none, <0 error
    (-1: the call's regex budget is spent). */
-static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget, size_t *b,
-                              size_t *en) {
+static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget,
+                              size_t *b, size_t *en) {
     if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
     if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
     *en = *b + st->alen;
@@ -5682,7 +5927,8 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
                 int cl = mlstack__tok_cp(e->pool.p + off + i, len - i, &cp), m, j;
                 if (st->type == MLSTACK__NORM_LOWER) {
                     m = mlstack__ulower_full(cp, lo);
-                    for (j = 0; j < m; j++) e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
+                    for (j = 0; j < m; j++)
+                        e->pool.n += mlstack__utf8_put((unsigned char *)e->pool.p + e->pool.n, lo[j]);
                 } else if (!mlstack__uis_mark(cp)) {
                     memcpy(e->pool.p + e->pool.n, e->pool.p + off + i, (size_t)cl);
                     e->pool.n += (size_t)cl;
@@ -5709,14 +5955,16 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
             continue;
         } else if (st->type == MLSTACK__NORM_PREPEND) {
             if (len == 0) continue;
-            if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len)) return MLSTACK_ERR_NO_MEMORY;
+            if (!mlstack__buf_put(&e->pool, st->a, st->alen) || !mlstack__buf_reserve(&e->pool, len))
+                return MLSTACK_ERR_NO_MEMORY;
             memcpy(e->pool.p + e->pool.n, e->pool.p + off, len);
             e->pool.n += len;
         } else if (st->type == MLSTACK__NORM_REPLACE) {
             size_t from = 0, b, en;
             int f;
             if (st->re) e->re_budget += (uint64_t)len * MLSTACK_REGEX_STEPS_PER_BYTE;
-            while (from <= len && (f = mlstack__step_find(st, e->pool.p + off, len, from, &e->re_budget, &b, &en)) != 0) {
+            while (from <= len &&
+                   (f = mlstack__step_find(st, e->pool.p + off, len, from, &e->re_budget, &b, &en)) != 0) {
                 if (f < 0) return f == -1 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_NO_MEMORY;
                 if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
                 if (!mlstack__buf_reserve(&e->pool, (b - from) + st->blen + 4)) return MLSTACK_ERR_NO_MEMORY;
@@ -5727,7 +5975,10 @@ static mlstack_result mlstack__normalize(mlstack__enc *e, size_t off, size_t len
                 if (en == b) { /* an empty match: keep the next character and go on after it */
                     uint32_t cp;
                     int cl;
-                    if (b >= len) { from = len + 1; break; }
+                    if (b >= len) {
+                        from = len + 1;
+                        break;
+                    }
                     cl = mlstack__tok_cp(e->pool.p + off + b, len - b, &cp);
                     memcpy(e->pool.p + e->pool.n, e->pool.p + off + b, (size_t)cl);
                     e->pool.n += (size_t)cl;
@@ -5765,7 +6016,8 @@ static int mlstack__seg_push(mlstack__buf *v, size_t b, size_t en, int m) {
 }
 
 /* Applies a split behaviour to the segments of piece p and appends the parts to `out`. */
-static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int behavior, int invert, mlstack__buf *out) {
+static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int behavior, int invert,
+                                   mlstack__buf *out) {
     mlstack__seg *sg = (mlstack__seg *)(void *)e->segs.p;
     size_t n = e->segs.n / sizeof *sg, i, k = 0;
     int prev = 0;
@@ -5778,20 +6030,18 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
         case MLSTACK__SPLIT_REMOVED:
             if (!c.m) sg[k++] = c;
             break;
-        case MLSTACK__SPLIT_ISOLATED:
-            sg[k++] = c;
-            break;
+        case MLSTACK__SPLIT_ISOLATED: sg[k++] = c; break;
         case MLSTACK__SPLIT_PREV:
             if (c.m && !prev && k) sg[k - 1].e = c.e;
-            else sg[k++] = c;
+            else
+                sg[k++] = c;
             break;
         case MLSTACK__SPLIT_CONTIGUOUS:
             if (c.m == prev && k) sg[k - 1].e = c.e;
-            else sg[k++] = c;
+            else
+                sg[k++] = c;
             break;
-        default: /* MergedWithNext: handled below */
-            sg[k++] = c;
-            break;
+        default: /* MergedWithNext: handled below */ sg[k++] = c; break;
         }
         prev = c.m;
     }
@@ -5801,14 +6051,16 @@ static int mlstack__apply_behavior(mlstack__enc *e, const mlstack__piece *p, int
         while (j-- > 0) {
             mlstack__seg c = sg[j];
             if (c.m && !prev && w < k) sg[w].b = c.b;
-            else sg[--w] = c;
+            else
+                sg[--w] = c;
             prev = c.m;
         }
         memmove(sg, sg + w, (k - w) * sizeof *sg);
         k -= w;
     }
     for (i = 0; i < k; i++)
-        if (sg[i].e > sg[i].b && !mlstack__piece_push(out, p->off + sg[i].b, sg[i].e - sg[i].b, p->first && sg[i].b == 0, -1))
+        if (sg[i].e > sg[i].b &&
+            !mlstack__piece_push(out, p->off + sg[i].b, sg[i].e - sg[i].b, p->first && sg[i].b == 0, -1))
             return 0;
     return 1;
 }
@@ -5878,7 +6130,8 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
                 {
                     size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
+                        return MLSTACK_ERR_NO_MEMORY;
                     /* re-split the new parts on punctuation */
                     {
                         size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
@@ -5899,7 +6152,8 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
-                                     st->type == MLSTACK__PRETOK_DIGITS ? mlstack__tok_is_numeric : mlstack__tok_is_punct))
+                                     st->type == MLSTACK__PRETOK_DIGITS ? mlstack__tok_is_numeric
+                                                                        : mlstack__tok_is_punct))
                 return MLSTACK_ERR_NO_MEMORY;
             if (!mlstack__apply_behavior(e, &p, st->behavior, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
@@ -5937,9 +6191,11 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             /* replace ' ' with the replacement, and prepend it per scheme */
             prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
             /* HF tests "starts with the replacement" after replacing spaces */
-            if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
+            if (prepend &&
+                (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
                 prepend = 0;
-            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
+            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1))
+                return mlstack__enc_grew(e); /* room for all spaces */
             if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
             s = e->pool.p + p.off;
             if (prepend) {
@@ -6001,8 +6257,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             }
             break;
         }
-        default:
-            break;
+        default: break;
         }
     }
     {
@@ -6025,7 +6280,8 @@ static int32_t mlstack__trie_next(const mlstack_tokenizer *t, int32_t node, unsi
     }
 }
 /* The longest added token (with the given normalized flag) that starts s[0, n); NULL if none. */
-static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n, int normalized) {
+static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n,
+                                                   int normalized) {
     const mlstack__tok_added *hit = NULL;
     int32_t node = 0;
     size_t k;
@@ -6141,7 +6397,8 @@ static int mlstack__unigram_word(mlstack__enc *e, const char *w, size_t n) {
     for (j = 0; j <= n; j++) best[j].from = -1, best[j].score = 0, best[j].id = -1;
     best[0].from = 0;
     for (i = 0; i < n;) {
-        size_t cl = (unsigned char)w[i] < 0x80 ? 1 : (size_t)mlstack__utf8_valid_len((const unsigned char *)w + i, n - i);
+        size_t cl =
+            (unsigned char)w[i] < 0x80 ? 1 : (size_t)mlstack__utf8_valid_len((const unsigned char *)w + i, n - i);
         int32_t node = 0;
         int single = 0;
         double here = best[i].score;
@@ -6151,7 +6408,8 @@ static int mlstack__unigram_word(mlstack__enc *e, const char *w, size_t n) {
             if (t->uni_tid[node] >= 0) {
                 double cand = t->uni_score[t->uni_tid[node]] + here;
                 mlstack__uni_node *to = &best[j + 1];
-                if (to->from < 0 || cand > to->score) to->score = cand, to->from = (int32_t)i, to->id = t->uni_tid[node];
+                if (to->from < 0 || cand > to->score)
+                    to->score = cand, to->from = (int32_t)i, to->id = t->uni_tid[node];
                 if (j + 1 - i == cl) single = 1;
             }
         }
@@ -6201,9 +6459,11 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
     size_t i, j, n1, n2;
     int k;
     if (!mlstack__utf8_lossy(&e->pool, text, len)) return MLSTACK_ERR_NO_MEMORY;
-    if ((flags & MLSTACK_ENCODE_ADD_SPECIAL) && !mlstack__buf_put(&e->ids, t->post_pre, (size_t)t->n_post_pre * sizeof(int32_t)))
+    if ((flags & MLSTACK_ENCODE_ADD_SPECIAL) &&
+        !mlstack__buf_put(&e->ids, t->post_pre, (size_t)t->n_post_pre * sizeof(int32_t)))
         return MLSTACK_ERR_NO_MEMORY;
-    if (!mlstack__added_split(e, 0, e->pool.n, 1, 0, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s1)) r = MLSTACK_ERR_NO_MEMORY;
+    if (!mlstack__added_split(e, 0, e->pool.n, 1, 0, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s1))
+        r = MLSTACK_ERR_NO_MEMORY;
     n1 = s1.n / sizeof(mlstack__piece);
     for (i = 0; r == MLSTACK_OK && i < n1; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)s1.p)[i];
@@ -6251,13 +6511,16 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
 
 /* ---- decoding ---- */
 static int mlstack__hexval(int c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
 /* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
-static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with, size_t wl,
-                                uint64_t *budget, size_t limit) {
+static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mlstack__tok_step *st, const char *with,
+                                size_t wl, uint64_t *budget, size_t limit) {
     size_t start = pool->n, from = 0, b, en;
     int f = 0;
     if (st->re) *budget += (uint64_t)p->len * MLSTACK_REGEX_STEPS_PER_BYTE;
@@ -6280,27 +6543,35 @@ static int mlstack__dec_replace(mlstack__buf *pool, mlstack__piece *p, const mls
     return 1;
 }
 
-static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, mlstack__buf *out) {
+static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                                      mlstack__buf *out) {
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
     size_t i, np, limit;
     uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
     int k;
-#define MLSTACK__DEC_OOM do { r = MLSTACK_ERR_NO_MEMORY; goto done; } while (0)
+#define MLSTACK__DEC_OOM           \
+    do {                           \
+        r = MLSTACK_ERR_NO_MEMORY; \
+        goto done;                 \
+    } while (0)
     for (i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_vocab || !t->tok_s[id]) continue; /* unknown ids are skipped, as HF does */
         if ((flags & MLSTACK_DECODE_SKIP_SPECIAL) && t->tok_special[id]) continue;
-        if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) || !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
+        if (!mlstack__piece_push(&pa, pool.n, t->tok_len[id], 0, id) ||
+            !mlstack__buf_put(&pool, t->tok_s[id], t->tok_len[id]))
             MLSTACK__DEC_OOM;
     }
-    limit = pool.n > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
-                                                                                : pool.n * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
+    limit = pool.n > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
+                ? SIZE_MAX
+                : pool.n * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     if (t->n_dec == 0) { /* no decoder: tokens joined by spaces */
         np = pa.n / sizeof(mlstack__piece);
         for (i = 0; i < np; i++) {
             mlstack__piece p = ((mlstack__piece *)(void *)pa.p)[i];
-            if ((i && !mlstack__buf_put(out, " ", 1)) || !mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM;
+            if ((i && !mlstack__buf_put(out, " ", 1)) || !mlstack__buf_put(out, pool.p + p.off, p.len))
+                MLSTACK__DEC_OOM;
         }
         goto done;
     }
@@ -6321,7 +6592,8 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
                         uint32_t cp;
                         j += (size_t)mlstack__tok_cp(s + j, len - j, &cp);
                         if (cp >= 324 || mlstack__bl_byte[cp] < 0) ok = 0;
-                        else if (!MLSTACK__VEC_PUSH(&raw, unsigned char, (unsigned char)mlstack__bl_byte[cp])) ok = -1;
+                        else if (!MLSTACK__VEC_PUSH(&raw, unsigned char, (unsigned char)mlstack__bl_byte[cp]))
+                            ok = -1;
                     }
                     if (ok < 0) {
                         MLSTACK_FREE(raw.p);
@@ -6346,7 +6618,8 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
             size_t run_start = 0, run = 0;
             for (i = 0; i <= np; i++) {
                 int byte = -1;
-                if (i < np && ps[i].len == 6 && memcmp(pool.p + ps[i].off, "<0x", 3) == 0 && pool.p[ps[i].off + 5] == '>') {
+                if (i < np && ps[i].len == 6 && memcmp(pool.p + ps[i].off, "<0x", 3) == 0 &&
+                    pool.p[ps[i].off + 5] == '>') {
                     int h = mlstack__hexval(pool.p[ps[i].off + 3]), l = mlstack__hexval(pool.p[ps[i].off + 4]);
                     if (h >= 0 && l >= 0) byte = h * 16 + l;
                 }
@@ -6380,14 +6653,18 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
                 } else if (st->type == MLSTACK__DECODER_METASPACE) {
                     mlstack__tok_step lit = *st;
                     lit.re = NULL;
-                    f = mlstack__dec_replace(&pool, &p, &lit, " ", i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1, &budget, limit);
+                    f = mlstack__dec_replace(&pool, &p, &lit, " ",
+                                             i == 0 && st->scheme != MLSTACK__PREPEND_NEVER ? 0 : 1, &budget, limit);
                 } else if (st->type == MLSTACK__DECODER_STRIP) {
                     int c;
-                    for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0; c++) {
+                    for (c = 0; c < st->left && p.len >= st->alen && memcmp(pool.p + p.off, st->a, st->alen) == 0;
+                         c++) {
                         p.off += st->alen;
                         p.len -= st->alen;
                     }
-                    for (c = 0; c < st->right && p.len >= st->alen && memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0; c++)
+                    for (c = 0; c < st->right && p.len >= st->alen &&
+                                memcmp(pool.p + p.off + p.len - st->alen, st->a, st->alen) == 0;
+                         c++)
                         p.len -= st->alen;
                 }
                 if (f < 0) {
@@ -6432,7 +6709,8 @@ static const mlstack__json *mlstack__jtoken(const mlstack__json *o, const char *
     return v && v->type == MLSTACK__JSON_STRING ? v : NULL;
 }
 
-static mlstack_result mlstack__tok_regex(mlstack_tokenizer *t, const char *pat, size_t n, mlstack__regex **out, mlstack_error *err) {
+static mlstack_result mlstack__tok_regex(mlstack_tokenizer *t, const char *pat, size_t n, mlstack__regex **out,
+                                         mlstack_error *err) {
     mlstack_result r;
     if (t->n_regexes == t->cap_regexes) {
         int cap = t->cap_regexes ? t->cap_regexes * 2 : 8;
@@ -6448,13 +6726,14 @@ static mlstack_result mlstack__tok_regex(mlstack_tokenizer *t, const char *pat, 
 }
 
 /* A Split/Replace "pattern": {"String": s} or {"Regex": r}. */
-static mlstack_result mlstack__tok_pattern(mlstack_tokenizer *t, const mlstack__json *pat, mlstack__tok_step *st, const char *what,
-                                           mlstack_error *err) {
+static mlstack_result mlstack__tok_pattern(mlstack_tokenizer *t, const mlstack__json *pat, mlstack__tok_step *st,
+                                           const char *what, mlstack_error *err) {
     const mlstack__json *s = mlstack__jstr(pat, "String"), *re = mlstack__jstr(pat, "Regex");
     if (s) {
         st->a = s->str;
         st->alen = s->len;
-        if (s->len == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: %s with an empty String pattern", what);
+        if (s->len == 0)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: %s with an empty String pattern", what);
         return MLSTACK_OK;
     }
     if (re) {
@@ -6466,12 +6745,15 @@ static mlstack_result mlstack__tok_pattern(mlstack_tokenizer *t, const mlstack__
         }
         return r;
     }
-    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}", what);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                         "tokenizer: %s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}", what);
 }
 
-static mlstack_result mlstack__tok_push_step(mlstack__tok_step **arr, int *n, mlstack__tok_step **out, mlstack_error *err) {
+static mlstack_result mlstack__tok_push_step(mlstack__tok_step **arr, int *n, mlstack__tok_step **out,
+                                             mlstack_error *err) {
     mlstack__tok_step *p;
-    if (*n >= 64) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: more than 64 normalizer/pre-tokenizer/decoder steps");
+    if (*n >= 64)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: more than 64 normalizer/pre-tokenizer/decoder steps");
     p = (mlstack__tok_step *)MLSTACK_REALLOC(*arr, (size_t)(*n + 1) * sizeof *p);
     if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     *arr = p;
@@ -6482,8 +6764,10 @@ static mlstack_result mlstack__tok_push_step(mlstack__tok_step **arr, int *n, ml
 
 static int mlstack__tok_scheme(const mlstack__json *o) {
     const mlstack__json *ps = mlstack__jstr(o, "prepend_scheme");
-    if (ps) return mlstack__json_is_str(ps, "first") ? MLSTACK__PREPEND_FIRST
-                   : mlstack__json_is_str(ps, "never") ? MLSTACK__PREPEND_NEVER : MLSTACK__PREPEND_ALWAYS;
+    if (ps)
+        return mlstack__json_is_str(ps, "first")   ? MLSTACK__PREPEND_FIRST
+               : mlstack__json_is_str(ps, "never") ? MLSTACK__PREPEND_NEVER
+                                                   : MLSTACK__PREPEND_ALWAYS;
     return mlstack__jbool(o, "add_prefix_space", 1) ? MLSTACK__PREPEND_ALWAYS : MLSTACK__PREPEND_NEVER;
 }
 static int mlstack__tok_behavior(const mlstack__json *v, int def) {
@@ -6496,29 +6780,38 @@ static int mlstack__tok_behavior(const mlstack__json *v, int def) {
     return -1;
 }
 
-static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth, mlstack_error *err) {
+static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__json *node, int kind, int depth,
+                                         mlstack_error *err) {
     static const char *const seq_key[3] = {"normalizers", "pretokenizers", "decoders"};
     static const char *const what[3] = {"normalizer", "pre_tokenizer", "decoder"};
-    mlstack__tok_step **arr = kind == MLSTACK__STEPS_NORMALIZER ? &t->norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->pre : &t->dec;
-    int *n = kind == MLSTACK__STEPS_NORMALIZER ? &t->n_norm : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->n_pre : &t->n_dec;
+    mlstack__tok_step **arr = kind == MLSTACK__STEPS_NORMALIZER     ? &t->norm
+                              : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->pre
+                                                                    : &t->dec;
+    int *n = kind == MLSTACK__STEPS_NORMALIZER     ? &t->n_norm
+             : kind == MLSTACK__STEPS_PRETOKENIZER ? &t->n_pre
+                                                   : &t->n_dec;
     const mlstack__json *ty;
     mlstack__tok_step *st = NULL;
     mlstack_result r;
     if (mlstack__json_is_null(node)) return MLSTACK_OK;
     if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s must be null or an object with a \"type\"", what[kind]);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s must be null or an object with a \"type\"",
+                             what[kind]);
     if (mlstack__json_is_str(ty, "Sequence")) {
         const mlstack__json *list = mlstack__json_get(node, seq_key[kind]), *c;
-        if (depth > 8) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: %s Sequence nested too deep", what[kind]);
+        if (depth > 8)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: %s Sequence nested too deep", what[kind]);
         if (!list || list->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s Sequence without a \"%s\" array", what[kind], seq_key[kind]);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s Sequence without a \"%s\" array", what[kind],
+                                 seq_key[kind]);
         for (c = list->child; c; c = c->next)
             if ((r = mlstack__tok_steps(t, c, kind, depth + 1, err)) != MLSTACK_OK) return r;
         return MLSTACK_OK;
     }
     if ((r = mlstack__tok_push_step(arr, n, &st, err)) != MLSTACK_OK) return r;
     if (kind == MLSTACK__STEPS_NORMALIZER) {
-        static const char *const names[] = {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Prepend", "Replace"};
+        static const char *const names[] = {"NFC",   "NFD",          "NFKC",    "NFKD",   "Lowercase",
+                                            "Strip", "StripAccents", "Prepend", "Replace"};
         int i;
         for (i = 0; i < 9; i++)
             if (mlstack__json_is_str(ty, names[i])) st->type = i + 1;
@@ -6527,28 +6820,39 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
             st->right = mlstack__jbool(node, "strip_right", 1);
         } else if (st->type == MLSTACK__NORM_PREPEND) {
             const mlstack__json *p = mlstack__jstr(node, "prepend");
-            if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Prepend normalizer without a \"prepend\" string");
+            if (!p)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Prepend normalizer without a \"prepend\" string");
             st->a = p->str;
             st->alen = p->len;
         } else if (st->type == MLSTACK__NORM_REPLACE) {
             const mlstack__json *c = mlstack__jstr(node, "content");
-            if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace normalizer without a \"content\" string");
+            if (!c)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Replace normalizer without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
-            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) != MLSTACK_OK) return r;
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace normalizer", err)) !=
+                MLSTACK_OK)
+                return r;
         }
     } else if (kind == MLSTACK__STEPS_PRETOKENIZER) {
         if (mlstack__json_is_str(ty, "Split")) {
             st->type = MLSTACK__PRETOK_SPLIT;
             st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), -1);
             st->invert = mlstack__jbool(node, "invert", 0);
-            if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
-            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) != MLSTACK_OK) return r;
+            if (st->behavior < 0)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Split pre-tokenizer with a missing or unknown \"behavior\"");
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Split pre-tokenizer", err)) !=
+                MLSTACK_OK)
+                return r;
         } else if (mlstack__json_is_str(ty, "ByteLevel")) {
             st->type = MLSTACK__PRETOK_BYTELEVEL;
             st->flag = mlstack__jbool(node, "add_prefix_space", 1);
             if (mlstack__jbool(node, "use_regex", 1) &&
-                (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) != MLSTACK_OK)
+                (r = mlstack__tok_regex(t, mlstack__gpt2_pattern, strlen(mlstack__gpt2_pattern), &st->re, err)) !=
+                    MLSTACK_OK)
                 return r;
         } else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
@@ -6557,14 +6861,18 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
             st->flag = mlstack__jbool(node, "split", 1);
-            if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
+            if (st->alen == 0)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Digits")) {
             st->type = MLSTACK__PRETOK_DIGITS;
-            st->behavior = mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__SPLIT_ISOLATED : MLSTACK__SPLIT_CONTIGUOUS;
+            st->behavior =
+                mlstack__jbool(node, "individual_digits", 0) ? MLSTACK__SPLIT_ISOLATED : MLSTACK__SPLIT_CONTIGUOUS;
         } else if (mlstack__json_is_str(ty, "Punctuation")) {
             st->type = MLSTACK__PRETOK_PUNCT;
             st->behavior = mlstack__tok_behavior(mlstack__jstr(node, "behavior"), MLSTACK__SPLIT_ISOLATED);
-            if (st->behavior < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
+            if (st->behavior < 0)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Punctuation pre-tokenizer with an unknown \"behavior\"");
         } else if (mlstack__json_is_str(ty, "Whitespace")) {
             st->type = MLSTACK__PRETOK_WHITESPACE;
         } else if (mlstack__json_is_str(ty, "WhitespaceSplit")) {
@@ -6574,28 +6882,37 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         }
     } else {
         if (mlstack__json_is_str(ty, "ByteLevel")) st->type = MLSTACK__DECODER_BYTELEVEL;
-        else if (mlstack__json_is_str(ty, "ByteFallback")) st->type = MLSTACK__DECODER_BYTEFALLBACK;
-        else if (mlstack__json_is_str(ty, "Fuse")) st->type = MLSTACK__DECODER_FUSE;
+        else if (mlstack__json_is_str(ty, "ByteFallback"))
+            st->type = MLSTACK__DECODER_BYTEFALLBACK;
+        else if (mlstack__json_is_str(ty, "Fuse"))
+            st->type = MLSTACK__DECODER_FUSE;
         else if (mlstack__json_is_str(ty, "Metaspace")) {
             const mlstack__json *rep = mlstack__jstr(node, "replacement");
             st->type = MLSTACK__DECODER_METASPACE;
             st->a = rep ? rep->str : "\xE2\x96\x81";
             st->alen = rep ? rep->len : 3;
             st->scheme = mlstack__tok_scheme(node);
-            if (st->alen == 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
+            if (st->alen == 0)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Metaspace with an empty replacement");
         } else if (mlstack__json_is_str(ty, "Replace")) {
             const mlstack__json *c = mlstack__jstr(node, "content");
             st->type = MLSTACK__DECODER_REPLACE;
-            if (!c) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Replace decoder without a \"content\" string");
+            if (!c)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Replace decoder without a \"content\" string");
             st->b = c->str;
             st->blen = c->len;
-            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace decoder", err)) != MLSTACK_OK) return r;
+            if ((r = mlstack__tok_pattern(t, mlstack__json_get(node, "pattern"), st, "Replace decoder", err)) !=
+                MLSTACK_OK)
+                return r;
         } else if (mlstack__json_is_str(ty, "Strip")) {
             const mlstack__json *c = mlstack__jstr(node, "content"), *a = mlstack__json_get(node, "start"),
                                 *b = mlstack__json_get(node, "stop");
             st->type = MLSTACK__DECODER_STRIP;
-            if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 || b->i > 1000)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
+            if (!c || !c->len || !a || !a->is_int || !b || !b->is_int || a->i < 0 || b->i < 0 || a->i > 1000 ||
+                b->i > 1000)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer: Strip decoder needs \"content\", \"start\" and \"stop\"");
             st->a = c->str;
             st->alen = c->len;
             st->left = (int)a->i;
@@ -6608,14 +6925,18 @@ static mlstack_result mlstack__tok_steps(mlstack_tokenizer *t, const mlstack__js
         }
     }
     if (!st->type)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: unsupported %s type \"%s\"", what[kind], ty->str);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: unsupported %s type \"%s\"", what[kind],
+                             ty->str);
     return MLSTACK_OK;
 }
 
 /* Post-processor: ids before and after the sequence for add_special_tokens. */
-static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, int *n, int32_t id, mlstack_error *err) {
+static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, int *n, int32_t id,
+                                           mlstack_error *err) {
     int32_t *p;
-    if (id < 0 || id >= t->n_vocab) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: post_processor names id %ld outside the vocabulary", (long)id);
+    if (id < 0 || id >= t->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: post_processor names id %ld outside the vocabulary",
+                             (long)id);
     if (*n >= 64) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer: post_processor adds more than 64 tokens");
     p = (int32_t *)MLSTACK_REALLOC(*arr, (size_t)(*n + 1) * sizeof *p);
     if (!p) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
@@ -6623,25 +6944,30 @@ static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, 
     *arr = p;
     return MLSTACK_OK;
 }
-static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__json *node, int depth, mlstack_error *err) {
+static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__json *node, int depth,
+                                        mlstack_error *err) {
     const mlstack__json *ty, *c;
     mlstack_result r;
     if (mlstack__json_is_null(node)) return MLSTACK_OK;
     if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")) || depth > 8)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: post_processor must be null or an object with a \"type\"");
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "tokenizer: post_processor must be null or an object with a \"type\"");
     if (mlstack__json_is_str(ty, "ByteLevel")) return MLSTACK_OK;
     if (mlstack__json_is_str(ty, "Sequence")) {
         const mlstack__json *list = mlstack__json_get(node, "processors");
-        if (!list || list->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Sequence post_processor without \"processors\"");
+        if (!list || list->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: Sequence post_processor without \"processors\"");
         for (c = list->child; c; c = c->next)
             if ((r = mlstack__tok_post(t, c, depth + 1, err)) != MLSTACK_OK) return r;
         return MLSTACK_OK;
     }
     if (mlstack__json_is_str(ty, "RobertaProcessing") || mlstack__json_is_str(ty, "BertProcessing")) {
-        const mlstack__json *cls = mlstack__json_at(mlstack__json_get(node, "cls"), 1), *sep = mlstack__json_at(mlstack__json_get(node, "sep"), 1);
+        const mlstack__json *cls = mlstack__json_at(mlstack__json_get(node, "cls"), 1),
+                            *sep = mlstack__json_at(mlstack__json_get(node, "sep"), 1);
         int32_t *pre = NULL;
         int npre = 0;
-        if (!cls || !cls->is_int || !sep || !sep->is_int) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s needs cls and sep [token, id] pairs", ty->str);
+        if (!cls || !cls->is_int || !sep || !sep->is_int)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: %s needs cls and sep [token, id] pairs", ty->str);
         if ((r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)cls->i, err)) != MLSTACK_OK) {
             MLSTACK_FREE(pre);
             return r;
@@ -6657,29 +6983,35 @@ static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__jso
         return mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, (int32_t)sep->i, err);
     }
     if (mlstack__json_is_str(ty, "TemplateProcessing")) {
-        const mlstack__json *single = mlstack__json_get(node, "single"), *sp = mlstack__json_get(node, "special_tokens");
+        const mlstack__json *single = mlstack__json_get(node, "single"),
+                            *sp = mlstack__json_get(node, "special_tokens");
         int32_t *pre = NULL;
         int npre = 0, seen_a = 0, q;
-        if (!single || single->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing without a \"single\" array");
+        if (!single || single->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing without a \"single\" array");
         for (c = single->child; c; c = c->next) {
             const mlstack__json *tk = mlstack__json_get(mlstack__json_get(c, "SpecialToken"), "id"), *ids, *x;
             if (mlstack__json_get(c, "Sequence")) {
                 if (seen_a) {
                     MLSTACK_FREE(pre);
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer: TemplateProcessing repeats the sequence");
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                         "tokenizer: TemplateProcessing repeats the sequence");
                 }
                 seen_a = 1;
-                for (q = 0; q < t->n_post_pre && r == MLSTACK_OK; q++) r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[q], err);
+                for (q = 0; q < t->n_post_pre && r == MLSTACK_OK; q++)
+                    r = mlstack__tok_addpost(t, &pre, &npre, t->post_pre[q], err);
                 if (r != MLSTACK_OK) {
                     MLSTACK_FREE(pre);
                     return r;
                 }
                 continue;
             }
-            if (!tk || tk->type != MLSTACK__JSON_STRING || !(ids = mlstack__json_get(mlstack__json_get(sp, tk->str), "ids")) ||
-                ids->type != MLSTACK__JSON_ARRAY) {
+            if (!tk || tk->type != MLSTACK__JSON_STRING ||
+                !(ids = mlstack__json_get(mlstack__json_get(sp, tk->str), "ids")) || ids->type != MLSTACK__JSON_ARRAY) {
                 MLSTACK_FREE(pre);
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing item is not a SpecialToken with ids, nor the Sequence");
+                return MLSTACK__FAIL(
+                    err, MLSTACK_ERR_FORMAT,
+                    "tokenizer: TemplateProcessing item is not a SpecialToken with ids, nor the Sequence");
             }
             for (x = ids->child; x; x = x->next) {
                 if (!x->is_int) {
@@ -6687,7 +7019,8 @@ static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__jso
                     return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing ids must be integers");
                 }
                 if (seen_a) r = mlstack__tok_addpost(t, &t->post_suf, &t->n_post_suf, (int32_t)x->i, err);
-                else r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)x->i, err);
+                else
+                    r = mlstack__tok_addpost(t, &pre, &npre, (int32_t)x->i, err);
                 if (r != MLSTACK_OK) {
                     MLSTACK_FREE(pre);
                     return r;
@@ -6696,7 +7029,8 @@ static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__jso
         }
         if (!seen_a) {
             MLSTACK_FREE(pre);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer: TemplateProcessing \"single\" lacks the sequence $A");
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "tokenizer: TemplateProcessing \"single\" lacks the sequence $A");
         }
         MLSTACK_FREE(t->post_pre);
         t->post_pre = pre;
@@ -6714,22 +7048,28 @@ static int mlstack__cmp_added(const void *a, const void *b) {
 
 /* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
    map and the model options (unk, byte fallback, subword prefix/suffix). */
-static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model, const mlstack__json *vocab,
-                                               const mlstack__json *added, mlstack_error *err) {
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model,
+                                               const mlstack__json *vocab, const mlstack__json *added,
+                                               mlstack_error *err) {
     const mlstack__json *c, *v;
     int64_t max_id = -1;
     size_t n_vocab_entries = 0, slots, i;
     for (c = vocab->child; c; c = c->next) {
         if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
-            return MLSTACK__FAIL(err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
-                                 "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key, MLSTACK_TOK_MAX_VOCAB - 1);
+            return MLSTACK__FAIL(
+                err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
+                "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key,
+                MLSTACK_TOK_MAX_VOCAB - 1);
         if (c->i > max_id) max_id = c->i;
         n_vocab_entries++;
     }
     for (c = added ? added->child : NULL; c; c = c->next) {
         v = mlstack__json_get(c, "id");
         if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string", MLSTACK_TOK_MAX_VOCAB - 1);
+            return MLSTACK__FAIL(
+                err, MLSTACK_ERR_FORMAT,
+                "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string",
+                MLSTACK_TOK_MAX_VOCAB - 1);
         if (v->i > max_id) max_id = v->i;
         t->n_added++;
     }
@@ -6740,11 +7080,13 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
     for (slots = 16; slots < n_vocab_entries * 2; slots *= 2) {}
     t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
     t->vmask = (uint32_t)(slots - 1);
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
         uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
-        if (t->tok_s[c->i]) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
+        if (t->tok_s[c->i])
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: vocab id %ld is used twice", (long)c->i);
         t->tok_s[c->i] = c->key;
         t->tok_len[c->i] = (uint32_t)c->key_len;
         while (t->vmap[h]) h = (h + 1) & t->vmask;
@@ -6794,7 +7136,9 @@ static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlst
                 const char *sp = (const char *)memchr(c->str, ' ', c->len);
                 if (!sp || memchr(sp + 1, ' ', c->len - (size_t)(sp + 1 - c->str))) {
                     MLSTACK_FREE(cat.p);
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u \"%.64s\" is not two tokens separated by one space", rank, c->str);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "tokenizer.json: merge %u \"%.64s\" is not two tokens separated by one space",
+                                         rank, c->str);
                 }
                 a = c->str;
                 al = (size_t)(sp - c->str);
@@ -6808,7 +7152,8 @@ static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlst
                 bl = c->child->next->len;
             } else {
                 MLSTACK_FREE(cat.p);
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u is neither \"a b\" nor [\"a\", \"b\"]", rank);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "tokenizer.json: merge %u is neither \"a b\" nor [\"a\", \"b\"]", rank);
             }
             ia = mlstack__tok_vocab_find(t, a, al);
             ib = mlstack__tok_vocab_find(t, b, bl);
@@ -6823,14 +7168,20 @@ static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlst
             }
             in = mlstack__tok_vocab_find(t, cat.p, cat.n);
             if (ia < 0 || ib < 0 || in < 0) {
-                MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: merge %u refers to \"%.*s\", which is not in the vocabulary", rank,
-                              (int)(ia < 0 ? (al > 64 ? 64 : al) : ib < 0 ? (bl > 64 ? 64 : bl) : (cat.n > 64 ? 64 : cat.n)),
-                              ia < 0 ? a : ib < 0 ? b : cat.p);
+                MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "tokenizer.json: merge %u refers to \"%.*s\", which is not in the vocabulary", rank,
+                              (int)(ia < 0   ? (al > 64 ? 64 : al)
+                                    : ib < 0 ? (bl > 64 ? 64 : bl)
+                                             : (cat.n > 64 ? 64 : cat.n)),
+                              ia < 0   ? a
+                              : ib < 0 ? b
+                                       : cat.p);
                 MLSTACK_FREE(cat.p);
                 return MLSTACK_ERR_FORMAT;
             }
             key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
-            for (h = mlstack__hash64(t->hkey, key) & t->mmask; t->mkey[h] && t->mkey[h] != key; h = (h + 1) & t->mmask) {}
+            for (h = mlstack__hash64(t->hkey, key) & t->mmask; t->mkey[h] && t->mkey[h] != key;
+                 h = (h + 1) & t->mmask) {}
             t->mkey[h] = key; /* a repeated pair keeps the later rank, as HF's map does */
             t->mrank[h] = rank;
             t->mnew[h] = in;
@@ -6846,12 +7197,14 @@ static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_erro
     size_t total = 1, slots, i;
     int k;
     for (k = 0; k < t->n_added; k++) total += t->added[k].len;
-    if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
+    if (total > ((size_t)1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
     for (slots = 16; slots < total * 2; slots *= 2) {}
     t->tr_best = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_best);
     t->tr_key = (uint64_t *)mlstack__calloc(slots, sizeof *t->tr_key);
     t->tr_child = (int32_t *)MLSTACK_MALLOC(slots * sizeof *t->tr_child);
-    if (!t->tr_best || !t->tr_key || !t->tr_child) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    if (!t->tr_best || !t->tr_key || !t->tr_child)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     t->tr_mask = (uint32_t)(slots - 1);
     for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
     t->tr_nodes = 1;
@@ -6903,8 +7256,8 @@ static mlstack_result mlstack__tok_build_added(mlstack_tokenizer *t, const mlsta
 }
 
 /* BOS/EOS, chat template and the ids added around a sequence (post-processor). */
-static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg,
-                                                  mlstack_error *err) {
+static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const mlstack__json *root,
+                                                  const mlstack__json *cfg, mlstack_error *err) {
     const mlstack__json *c;
     mlstack_result r;
     /* Special tokens as transformers 5 decides them: an explicit add_bos_token/add_eos_token in
@@ -6942,34 +7295,43 @@ static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const ml
    trie and the unknown score (lowest score - 10, as tokenizers' K_UNK_PENALTY). A piece listed
    twice names the later id, as tokenizers' map does. Then added tokens, steps and specials as
    for BPE. */
-static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *model,
-                                                 const mlstack__json *cfg, mlstack_error *err) {
-    const mlstack__json *vocab = mlstack__json_get(model, "vocab"), *added = mlstack__json_get(root, "added_tokens"), *c, *v;
+static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mlstack__json *root,
+                                                 const mlstack__json *model, const mlstack__json *cfg,
+                                                 mlstack_error *err) {
+    const mlstack__json *vocab = mlstack__json_get(model, "vocab"), *added = mlstack__json_get(root, "added_tokens"),
+                        *c, *v;
     size_t n = 0, total = 1, slots, i;
     int64_t max_id;
     double min_score = HUGE_VAL;
     mlstack_result r;
     int k;
     if (!vocab || vocab->type != MLSTACK__JSON_ARRAY || !vocab->child)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
     if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     for (c = vocab->child; c; c = c->next, n++) {
         const mlstack__json *p = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL;
-        if (!p || p->type != MLSTACK__JSON_STRING || !p->next || p->next->type != MLSTACK__JSON_NUMBER || p->next->next ||
-            !(p->next->num >= -1e300 && p->next->num <= 1e300))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram vocab entry %zu is not [piece, score]", n);
+        if (!p || p->type != MLSTACK__JSON_STRING || !p->next || p->next->type != MLSTACK__JSON_NUMBER ||
+            p->next->next || !(p->next->num >= -1e300 && p->next->num <= 1e300))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "tokenizer.json: Unigram vocab entry %zu is not [piece, score]", n);
         if (n >= MLSTACK_TOK_MAX_VOCAB)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram vocab has more than %d pieces", MLSTACK_TOK_MAX_VOCAB);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram vocab has more than %d pieces",
+                                 MLSTACK_TOK_MAX_VOCAB);
         if (p->next->num < min_score) min_score = p->next->num;
         total += p->len;
-        if (total > ((size_t)1 << 30)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
+        if (total > ((size_t)1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
     }
     max_id = (int64_t)n - 1;
     for (c = added ? added->child : NULL; c; c = c->next) {
         v = mlstack__json_get(c, "id");
         if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string", MLSTACK_TOK_MAX_VOCAB - 1);
+            return MLSTACK__FAIL(
+                err, MLSTACK_ERR_FORMAT,
+                "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string",
+                MLSTACK_TOK_MAX_VOCAB - 1);
         if (v->i > max_id) max_id = v->i;
         t->n_added++;
     }
@@ -6985,7 +7347,8 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     for (slots = 16; slots < total * 2; slots *= 2) {}
     t->uni_key = (uint64_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(uint64_t));
     t->uni_child = (int32_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(int32_t));
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key || !t->uni_child)
+    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key ||
+        !t->uni_child)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     memset(t->uni_key, 0, slots * sizeof(uint64_t));
     for (i = 0; i < total; i++) t->uni_tid[i] = -1;
@@ -7001,7 +7364,8 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
         t->tok_s[i] = p->str;
         t->tok_len[i] = (uint32_t)p->len;
         t->uni_score[i] = p->next->num;
-        while (t->vmap[h] && !(t->tok_len[t->vmap[h] - 1] == p->len && memcmp(t->tok_s[t->vmap[h] - 1], p->str, p->len) == 0))
+        while (t->vmap[h] &&
+               !(t->tok_len[t->vmap[h] - 1] == p->len && memcmp(t->tok_s[t->vmap[h] - 1], p->str, p->len) == 0))
             h = (h + 1) & t->vmask;
         t->vmap[h] = (uint32_t)i + 1; /* new, or the later of two equal pieces */
         for (b = 0; b < p->len; b++) {
@@ -7022,9 +7386,11 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     /* tokenizers fails an encode that meets an uncovered character without unk_id: refused here */
     v = mlstack__json_get(model, "unk_id");
     if (!v || v->type == MLSTACK__JSON_NULL)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: a Unigram model without unk_id is not supported");
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "tokenizer.json: a Unigram model without unk_id is not supported");
     if (!v->is_int || v->i < 0 || v->i >= (int64_t)n)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu", n);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu",
+                             n);
     t->unk_id = (int32_t)v->i;
     for (k = 0; k < 256; k++) {
         char name[8];
@@ -7032,44 +7398,63 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
         t->byte_ids[k] = mlstack__tok_vocab_find(t, name, 6);
     }
     if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
+        return r;
     for (k = 0; k < t->n_pre; k++)
         if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
     return mlstack__tok_build_specials(t, root, cfg, err);
 }
 /* ---- end of the Unigram block ---- */
 
-static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg, mlstack_error *err) {
+static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__json *root, const mlstack__json *cfg,
+                                         mlstack_error *err) {
     const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
     mlstack_result r;
     int i;
-    if (!root || root->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
+    if (!root || root->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
     model = mlstack__json_get(root, "model");
-    if (!model || model->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
+    if (!model || model->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: no \"model\" object");
     ty = mlstack__json_get(model, "type");
     vocab = mlstack__json_get(model, "vocab");
     merges = mlstack__json_get(model, "merges");
     if (mlstack__json_is_str(ty, "Unigram")) return mlstack__tok_build_unigram(t, root, model, cfg, err);
     if (ty && !mlstack__json_is_str(ty, "BPE"))
         return MLSTACK__FAIL(err, ty->type == MLSTACK__JSON_STRING ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_FORMAT,
-                             "tokenizer.json: unsupported tokenizer model \"%s\" (BPE and Unigram are implemented)", ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
-    if (!ty && !merges) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
-    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
-    if (!merges || merges->type != MLSTACK__JSON_ARRAY) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
+                             "tokenizer.json: unsupported tokenizer model \"%s\" (BPE and Unigram are implemented)",
+                             ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+    if (!ty && !merges)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "tokenizer.json: unsupported tokenizer model (no \"type\" and no \"merges\")");
+    if (!vocab || vocab->type != MLSTACK__JSON_OBJECT)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    if (!merges || merges->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: model.merges must be an array");
     v = mlstack__json_get(model, "dropout");
     if (v && v->type == MLSTACK__JSON_NUMBER && v->num > 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "tokenizer.json: BPE dropout %g is not supported (inference needs null)", v->num);
     added = mlstack__json_get(root, "added_tokens");
     if (added && added->type != MLSTACK__JSON_ARRAY && added->type != MLSTACK__JSON_NULL)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
+        return r;
     for (i = 0; i < t->n_pre; i++)
         if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
     return mlstack__tok_build_specials(t, root, cfg, err);
@@ -7104,8 +7489,8 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     MLSTACK_FREE(t);
 }
 
-MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json, size_t config_len,
-                                                  mlstack_tokenizer **out, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, const char *config_json,
+                                                  size_t config_len, mlstack_tokenizer **out, mlstack_error *err) {
     mlstack_tokenizer *t;
     mlstack_result r;
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
@@ -7123,7 +7508,8 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
     t->err[0] = 0;
     mlstack__hash_key(t->hkey, t);
     r = mlstack__json_parse(&t->doc, json, len, "tokenizer.json", err);
-    if (r == MLSTACK_OK && config_json) r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
+    if (r == MLSTACK_OK && config_json)
+        r = mlstack__json_parse(&t->cfg_doc, config_json, config_len, "tokenizer_config.json", err);
     if (r == MLSTACK_OK) r = mlstack__tok_build(t, t->doc.root, t->cfg_doc.root, err);
     if (r != MLSTACK_OK) {
         mlstack_tokenizer_close(t);
@@ -7155,7 +7541,8 @@ MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
 
 /* The older layout vocab.json + merges.txt: assembles the tokenizer.json that transformers'
    conversion would build for the tokenizer class named in tokenizer_config.json. */
-static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char *cfg, size_t cfg_len, mlstack__buf *out, mlstack_error *err) {
+static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char *cfg, size_t cfg_len,
+                                                     mlstack__buf *out, mlstack_error *err) {
     mlstack__json_doc cd;
     const mlstack__json *cls, *atd, *c;
     char *vpath = mlstack__path_join(dir, "vocab.json"), *mpath = mlstack__path_join(dir, "merges.txt");
@@ -7169,14 +7556,18 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
         goto done;
     }
     if (!cfg) {
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.json, and vocab.json + merges.txt need tokenizer_config.json", dir);
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                          "%s: no tokenizer.json, and vocab.json + merges.txt need tokenizer_config.json", dir);
         goto done;
     }
     if ((r = mlstack__json_parse(&cd, cfg, cfg_len, "tokenizer_config.json", err)) != MLSTACK_OK) goto done;
     cls = mlstack__jstr(cd.root, "tokenizer_class");
-    if (cls && (mlstack__json_is_str(cls, "Qwen2Tokenizer") || mlstack__json_is_str(cls, "Qwen2TokenizerFast"))) qwen = 1;
+    if (cls && (mlstack__json_is_str(cls, "Qwen2Tokenizer") || mlstack__json_is_str(cls, "Qwen2TokenizerFast")))
+        qwen = 1;
     else if (!cls || !(mlstack__json_is_str(cls, "GPT2Tokenizer") || mlstack__json_is_str(cls, "GPT2TokenizerFast"))) {
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: no tokenizer.json; vocab.json + merges.txt are supported for Qwen2Tokenizer and GPT2Tokenizer, not \"%s\"",
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                          "%s: no tokenizer.json; vocab.json + merges.txt are supported for Qwen2Tokenizer and "
+                          "GPT2Tokenizer, not \"%s\"",
                           dir, cls ? cls->str : "(no tokenizer_class)");
         goto done;
     }
@@ -7211,7 +7602,8 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
             !mlstack__json_quote(out, content->str, content->len))
             goto oom;
         for (f = 0; f < 5; f++) {
-            snprintf(num, sizeof num, ",\"%s\":%s", flags[f], mlstack__jbool(c, flags[f], f == 4 ? !mlstack__jbool(c, "special", 0) : 0) ? "true" : "false");
+            snprintf(num, sizeof num, ",\"%s\":%s", flags[f],
+                     mlstack__jbool(c, flags[f], f == 4 ? !mlstack__jbool(c, "special", 0) : 0) ? "true" : "false");
             if (!mlstack__buf_put(out, num, strlen(num))) goto oom;
         }
         if (!mlstack__buf_puts(out, "}")) goto oom;
@@ -7219,12 +7611,16 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
     }
     if (!mlstack__buf_puts(out, "],")) goto oom;
     if (qwen) {
-        if (!mlstack__buf_puts(out, "\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":") ||
+        if (!mlstack__buf_puts(out, "\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\","
+                                    "\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":") ||
             !mlstack__json_quote(out, mlstack__qwen2_pattern, strlen(mlstack__qwen2_pattern)) ||
-            !mlstack__buf_puts(out, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]},"))
+            !mlstack__buf_puts(out, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_"
+                                    "prefix_space\":false,\"use_regex\":false}]},"))
             goto oom;
     } else {
-        const char *pre = mlstack__jbool(cd.root, "add_prefix_space", 0) ? "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true}," : "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},";
+        const char *pre = mlstack__jbool(cd.root, "add_prefix_space", 0)
+                              ? "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true},"
+                              : "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},";
         if (!mlstack__buf_put(out, pre, strlen(pre))) goto oom;
     }
     if (!mlstack__buf_puts(out, "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}")) goto oom;
@@ -7253,8 +7649,15 @@ done:
    name that is not in the table is an error: guessing one would silently give other ids. */
 
 /* pre-tokenizer steps of the table below */
-enum { MLSTACK__GP_END, MLSTACK__GP_SPLIT, MLSTACK__GP_DIGITS, MLSTACK__GP_DIGIT_RUNS, MLSTACK__GP_PUNCT,
-       MLSTACK__GP_BYTELEVEL, MLSTACK__GP_BYTELEVEL_NOREGEX };
+enum {
+    MLSTACK__GP_END,
+    MLSTACK__GP_SPLIT,
+    MLSTACK__GP_DIGITS,
+    MLSTACK__GP_DIGIT_RUNS,
+    MLSTACK__GP_PUNCT,
+    MLSTACK__GP_BYTELEVEL,
+    MLSTACK__GP_BYTELEVEL_NOREGEX
+};
 typedef struct mlstack__gguf_pretok {
     const char *names; /* tokenizer.ggml.pre values, separated by '|' */
     int nfc;           /* the family's tokenizer.json normalizes to NFC */
@@ -7268,43 +7671,58 @@ static const mlstack__gguf_pretok mlstack__gguf_pretoks[] = {
     {"gpt-2|gpt2|phi-2|olmo|jais", 0, {{MLSTACK__GP_BYTELEVEL, NULL}}},
     {"mpt|gpt-neox", 1, {{MLSTACK__GP_BYTELEVEL, NULL}}},
     {"smollm|starcoder|refact|codeshell", 0, {{MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}}},
-    {"falcon", 0,
-     {{MLSTACK__GP_PUNCT, NULL}, {MLSTACK__GP_BYTELEVEL, NULL}, {MLSTACK__GP_DIGIT_RUNS, NULL},
+    {"falcon",
+     0,
+     {{MLSTACK__GP_PUNCT, NULL},
+      {MLSTACK__GP_BYTELEVEL, NULL},
+      {MLSTACK__GP_DIGIT_RUNS, NULL},
       {MLSTACK__GP_SPLIT, "[0-9][0-9][0-9]"}}},
-    {"llama-bpe|llama3|llama-v3|smaug-bpe|dbrx", 0,
-     {{MLSTACK__GP_SPLIT, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                          "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    {"llama-bpe|llama3|llama-v3|smaug-bpe|dbrx",
+     0,
+     {{MLSTACK__GP_SPLIT,
+       "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+       "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
       {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
-    {"qwen2|deepseek-r1-qwen|stablelm2", 1, {{MLSTACK__GP_SPLIT, NULL /* mlstack__qwen2_pattern */}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
-    {"deepseek-llm", 0,
+    {"qwen2|deepseek-r1-qwen|stablelm2",
+     1,
+     {{MLSTACK__GP_SPLIT, NULL /* mlstack__qwen2_pattern */}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-llm",
+     0,
      {{MLSTACK__GP_SPLIT, "[\r\n]"},
-      {MLSTACK__GP_SPLIT, "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93"
-                        "\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce"
-                        "\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5\xcf\xb7-\xd2\x81\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0"
-                        "-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5\xe1\x8f\xb8-\xe1\x8f\xbd\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-"
-                        "\xe1\xb2\xbf\xe1\xb4\x80-\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a\xe1\xb8\x80-\xe1"
-                        "\xbc\x95\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-\xe1\xbd"
-                        "\x97\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-\xe1\xbe\xb4\xe1\xbe\xb6"
-                        "-\xe1\xbe\xbc\xe1\xbe\xbe\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1"
-                        "\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84"
-                        "\x82\xe2\x84\x87\xe2\x84\x8a-\xe2\x84\x93\xe2\x84\x95\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6"
-                        "\xe2\x84\xa8\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9\xe2\x84\xbc-\xe2\x84\xbf\xe2"
-                        "\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb\xe2\xb1\xbe-\xe2\xb3"
-                        "\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b"
-                        "\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef"
-                        "\xac\x80-\xef\xac\x86\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90"
-                        "\x90\x80-\xf0\x90\x91\x8f\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2"
-                        "\x80-\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80"
-                        "-\xf0\x9e\xa5\x83]+"},
-      {MLSTACK__GP_SPLIT, "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3"
-                        "\x80\x82]+"},
+      {MLSTACK__GP_SPLIT,
+       "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93"
+       "\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce"
+       "\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5\xcf\xb7-\xd2\x81\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0"
+       "-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5\xe1\x8f\xb8-\xe1\x8f\xbd\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-"
+       "\xe1\xb2\xbf\xe1\xb4\x80-\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a\xe1\xb8\x80-\xe1"
+       "\xbc\x95\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-\xe1\xbd"
+       "\x97\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-\xe1\xbe\xb4\xe1\xbe\xb6"
+       "-\xe1\xbe\xbc\xe1\xbe\xbe\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1"
+       "\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84"
+       "\x82\xe2\x84\x87\xe2\x84\x8a-\xe2\x84\x93\xe2\x84\x95\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6"
+       "\xe2\x84\xa8\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9\xe2\x84\xbc-\xe2\x84\xbf\xe2"
+       "\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb\xe2\xb1\xbe-\xe2\xb3"
+       "\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b"
+       "\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef"
+       "\xac\x80-\xef\xac\x86\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90"
+       "\x90\x80-\xf0\x90\x91\x8f\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2"
+       "\x80-\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80"
+       "-\xf0\x9e\xa5\x83]+"},
+      {MLSTACK__GP_SPLIT,
+       "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3"
+       "\x80\x82]+"},
       {MLSTACK__GP_SPLIT, "\\s+$"},
       {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
-      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
-    {"deepseek-coder", 0,
-     {{MLSTACK__GP_SPLIT, "[\r\n]"}, {MLSTACK__GP_SPLIT, "\\s?\\p{L}+"}, {MLSTACK__GP_SPLIT, "\\s?\\p{P}+"},
+      {MLSTACK__GP_DIGITS, NULL},
+      {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+    {"deepseek-coder",
+     0,
+     {{MLSTACK__GP_SPLIT, "[\r\n]"},
+      {MLSTACK__GP_SPLIT, "\\s?\\p{L}+"},
+      {MLSTACK__GP_SPLIT, "\\s?\\p{P}+"},
       {MLSTACK__GP_SPLIT, "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+"},
-      {MLSTACK__GP_DIGITS, NULL}, {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
+      {MLSTACK__GP_DIGITS, NULL},
+      {MLSTACK__GP_BYTELEVEL_NOREGEX, NULL}}},
 };
 
 /* A string -> id table for the vocabulary (open addressing, keyed hash: a crafted vocabulary
@@ -7339,10 +7757,12 @@ static int mlstack__spm_merge_cmp(const void *a, const void *b) {
 
 /* tokenizer.json (json) and tokenizer_config.json (cfg) for the vocabulary in g. Returns
    MLSTACK_ERR_NOT_FOUND when g has no tokenizer.ggml.model. */
-MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json, mlstack__buf *cfg,
-                                             mlstack_error *err) {
-    const mlstack__gguf_kv *ktok = mlstack__gguf_find(g, "tokenizer.ggml.tokens"), *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
-                           *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"), *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
+MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json,
+                                                  mlstack__buf *cfg, mlstack_error *err) {
+    const mlstack__gguf_kv *ktok = mlstack__gguf_find(g, "tokenizer.ggml.tokens"),
+                           *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
+                           *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"),
+                           *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
     const char *model, *pre = NULL, **s = NULL, *tpl;
     size_t model_len, pre_len = 0, *len = NULL, i, tpl_len;
     int spm, ok = 1, first;
@@ -7358,27 +7778,39 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
     model = mlstack__gguf_string(g, "tokenizer.ggml.model", &model_len);
     if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", what);
     if ((model_len == 4 && memcmp(model, "none", 4) == 0) || (model_len == 8 && memcmp(model, "no_vocab", 8) == 0))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: the file has no vocabulary (tokenizer.ggml.model = none)", what);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: the file has no vocabulary (tokenizer.ggml.model = none)",
+                             what);
     if (model_len == 4 && memcmp(model, "gpt2", 4) == 0) spm = 0;
-    else if (model_len == 5 && memcmp(model, "llama", 5) == 0) spm = 1;
+    else if (model_len == 5 && memcmp(model, "llama", 5) == 0)
+        spm = 1;
     else
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
-                             what, (int)(model_len > 40 ? 40 : model_len), model);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)", what,
+                             (int)(model_len > 40 ? 40 : model_len), model);
     if (!ktok || ktok->type != MLSTACK__GGUF_ARRAY || ktok->elem_type != MLSTACK__GGUF_STRING || ktok->n == 0 ||
         ktok->n > (uint64_t)INT32_MAX / 2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.tokens must be a non-empty array of strings", what);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.tokens must be a non-empty array of strings",
+                             what);
     n = (int64_t)ktok->n;
     if (ktype && (ktype->type != MLSTACK__GGUF_ARRAY || ktype->elem_type != MLSTACK__GGUF_I32 || ktype->n != ktok->n))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tokenizer.ggml.token_type must be an i32 array as long as the tokens", what);
-    if (spm && (!kscore || kscore->type != MLSTACK__GGUF_ARRAY || kscore->elem_type != MLSTACK__GGUF_F32 || kscore->n != ktok->n))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a llama (SentencePiece) vocabulary needs tokenizer.ggml.scores, an f32 array as long as the tokens", what);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tokenizer.ggml.token_type must be an i32 array as long as the tokens", what);
+    if (spm && (!kscore || kscore->type != MLSTACK__GGUF_ARRAY || kscore->elem_type != MLSTACK__GGUF_F32 ||
+                kscore->n != ktok->n))
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: a llama (SentencePiece) vocabulary needs tokenizer.ggml.scores, an f32 array as long as the tokens",
+            what);
     if (!spm && (!kmerge || kmerge->type != MLSTACK__GGUF_ARRAY || kmerge->elem_type != MLSTACK__GGUF_STRING))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
     if (!spm) {
         size_t k;
         pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
         if (!pre)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown", what);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown",
+                                 what);
         for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
             const char *p = mlstack__gguf_pretoks[k].names;
             while (*p) {
@@ -7389,26 +7821,28 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
             }
         }
         if (!pt)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
                                  (int)(pre_len > 60 ? 60 : pre_len), pre);
     }
     {
         mlstack_error e2;
         int64_t lim = n - 1;
-        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"};
+        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                     "tokenizer.ggml.unknown_token_id"};
         int64_t *outs[3];
         int k;
         outs[0] = &bos, outs[1] = &eos, outs[2] = &unk;
         for (k = 0; k < 3; k++) {
             if (!mlstack__gguf_find(g, keys[k])) continue;
             if (!mlstack__gguf_int(g, keys[k], 0, lim, outs[k], &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what, e2.message, (long long)n);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what,
+                                     e2.message, (long long)n);
         }
     }
     s = (const char **)mlstack__calloc((size_t)n, sizeof *s);
     len = (size_t *)mlstack__calloc((size_t)n, sizeof *len);
-    for (i = 1; i < 2 * (size_t)n; i *= 2) {
-    }
+    for (i = 1; i < 2 * (size_t)n; i *= 2) {}
     tab.mask = i - 1;
     tab.slot = (int32_t *)MLSTACK_MALLOC(i * sizeof(int32_t));
     if (!s || !len || !tab.slot) {
@@ -7424,8 +7858,7 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
         size_t h;
         s[i] = mlstack__gguf_next_string(g, &pos, &len[i]);
         if (mlstack__strtab_find(&tab, s[i], len[i]) >= 0) continue; /* a repeated piece keeps its first id */
-        for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {
-        }
+        for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {}
         tab.slot[h] = (int32_t)i;
     }
 #define MLSTACK__TT(id) (ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * (size_t)(id), 4) : 1)
@@ -7442,7 +7875,8 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
     for (i = 0, first = 1; ok && i < (size_t)n; i++) {
         if (mlstack__strtab_find(&tab, s[i], len[i]) != (int32_t)i) continue;
         snprintf(num, sizeof num, ":%lu", (unsigned long)i);
-        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, s[i], len[i]) && mlstack__buf_puts(json, num);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, s[i], len[i]) &&
+              mlstack__buf_puts(json, num);
         first = 0;
     }
     ok &= mlstack__buf_puts(json, "},\"merges\":[");
@@ -7499,20 +7933,30 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
         int32_t tt = MLSTACK__TT(i);
         if (tt != 2 && tt != 3 && tt != 4) continue;
         snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
-        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) && mlstack__json_quote(json, s[i], len[i]);
-        ok &= mlstack__buf_puts(json, tt == 4 ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
-                                              : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) &&
+              mlstack__json_quote(json, s[i], len[i]);
+        ok &= mlstack__buf_puts(
+            json,
+            tt == 4
+                ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
+                : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
         first = 0;
     }
     ok &= mlstack__buf_puts(json, "],");
     if (spm) {
         int prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
-        ok &= mlstack__buf_puts(json, prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
-                                               "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
-                                             : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
-        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
-                                      "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
-        ok &= mlstack__buf_puts(json, prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
+        ok &= mlstack__buf_puts(
+            json,
+            prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":"
+                     "\"\\u2581\"},"
+                     "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
+                   : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
+        ok &= mlstack__buf_puts(
+            json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+                  "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" "
+                  "\"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+        ok &= mlstack__buf_puts(json,
+                                prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
     } else {
         int k;
         ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
@@ -7522,15 +7966,27 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
             switch (pt->steps[k].kind) {
             case MLSTACK__GP_SPLIT: {
                 const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") && mlstack__json_quote(json, p, strlen(p)) &&
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") &&
+                      mlstack__json_quote(json, p, strlen(p)) &&
                       mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
                 break;
             }
-            case MLSTACK__GP_DIGITS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}"); break;
-            case MLSTACK__GP_DIGIT_RUNS: ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}"); break;
-            case MLSTACK__GP_PUNCT: ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}"); break;
-            case MLSTACK__GP_BYTELEVEL: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"); break;
-            default: ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"); break;
+            case MLSTACK__GP_DIGITS:
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}");
+                break;
+            case MLSTACK__GP_DIGIT_RUNS:
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}");
+                break;
+            case MLSTACK__GP_PUNCT:
+                ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}");
+                break;
+            case MLSTACK__GP_BYTELEVEL:
+                ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
+                break;
+            default:
+                ok &=
+                    mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}");
+                break;
             }
         }
         ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
@@ -7562,7 +8018,8 @@ static int mlstack__pretok_canon(const mlstack__json *p, mlstack__buf *b) {
     const mlstack__json *c;
     if (!p || p->type != MLSTACK__JSON_OBJECT) return 0;
     if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Sequence")) {
-        for (c = mlstack__json_get(p, "pretokenizers") ? mlstack__json_get(p, "pretokenizers")->child : NULL; c; c = c->next)
+        for (c = mlstack__json_get(p, "pretokenizers") ? mlstack__json_get(p, "pretokenizers")->child : NULL; c;
+             c = c->next)
             if (!mlstack__pretok_canon(c, b)) return 0;
         return 1;
     }
@@ -7575,15 +8032,16 @@ static int mlstack__pretok_canon(const mlstack__json *p, mlstack__buf *b) {
     if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Punctuation")) return mlstack__buf_puts(b, "|P");
     if (mlstack__json_is_str(mlstack__json_get(p, "type"), "Split")) {
         const mlstack__json *re = mlstack__json_get(mlstack__json_get(p, "pattern"), "Regex");
-        if (!re || re->type != MLSTACK__JSON_STRING || !mlstack__json_is_str(mlstack__json_get(p, "behavior"), "Isolated") ||
-            mlstack__jbool(p, "invert", 0))
+        if (!re || re->type != MLSTACK__JSON_STRING ||
+            !mlstack__json_is_str(mlstack__json_get(p, "behavior"), "Isolated") || mlstack__jbool(p, "invert", 0))
             return 0;
         return mlstack__buf_puts(b, "|S") && mlstack__buf_put(b, re->str, re->len);
     }
     return 0;
 }
 
-MLSTACK__FN const char *mlstack__gguf_pre_name(const mlstack__json *normalizer, const mlstack__json *pre, char *name, size_t cap) {
+MLSTACK__FN const char *mlstack__gguf_pre_name(const mlstack__json *normalizer, const mlstack__json *pre, char *name,
+                                               size_t cap) {
     mlstack__buf have = {0, 0, 0}, want = {0, 0, 0};
     size_t k;
     int nfc = mlstack__json_is_str(mlstack__json_get(normalizer, "type"), "NFC"), ok;
@@ -7619,7 +8077,8 @@ MLSTACK__FN const char *mlstack__gguf_pre_name(const mlstack__json *normalizer, 
 }
 
 /* The tokenizer of a GGUF file (its metadata), loaded; MLSTACK_ERR_NOT_FOUND when it has none. */
-MLSTACK__FN mlstack_result mlstack__tok_open_gguf(const mlstack__gguf *g, const char *what, mlstack_tokenizer **out, mlstack_error *err) {
+MLSTACK__FN mlstack_result mlstack__tok_open_gguf(const mlstack__gguf *g, const char *what, mlstack_tokenizer **out,
+                                                  mlstack_error *err) {
     mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
     mlstack_result r = mlstack__tok_from_gguf(g, what, &json, &cfg, err);
     if (r == MLSTACK_OK) r = mlstack_tokenizer_load(json.p, json.n, cfg.p, cfg.n, out, err);
@@ -7648,18 +8107,24 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     tpath = mlstack__path_join(dir, "tokenizer.json");
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
-    if (r == MLSTACK_OK && mlstack__file_exists(cpath)) r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
+    if (r == MLSTACK_OK && mlstack__file_exists(cpath))
+        r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
     if (r == MLSTACK_OK) {
         if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, MLSTACK_MAX_JSON_BYTES, &json, &jl, err);
         else {
             char *vp = mlstack__path_join(dir, "vocab.json"), *mp = mlstack__path_join(dir, "merges.txt");
-            if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp)) r = mlstack__tok_from_vocab_merges(dir, cfg, cl, &built, err);
-            else r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.json (nor vocab.json + merges.txt)", dir);
+            if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp))
+                r = mlstack__tok_from_vocab_merges(dir, cfg, cl, &built, err);
+            else
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no tokenizer.json (nor vocab.json + merges.txt)",
+                                  dir);
             MLSTACK_FREE(vp);
             MLSTACK_FREE(mp);
         }
     }
-    if (r == MLSTACK_OK) r = json ? mlstack_tokenizer_load(json, jl, cfg, cl, out, err) : mlstack_tokenizer_load(built.p, built.n, cfg, cl, out, err);
+    if (r == MLSTACK_OK)
+        r = json ? mlstack_tokenizer_load(json, jl, cfg, cl, out, err)
+                 : mlstack_tokenizer_load(built.p, built.n, cfg, cl, out, err);
     MLSTACK_FREE(json);
     MLSTACK_FREE(cfg);
     MLSTACK_FREE(built.p);
@@ -7668,28 +8133,34 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags, int32_t *ids,
-                                                    size_t cap, size_t *n_ids) {
+MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags,
+                                                    int32_t *ids, size_t cap, size_t *n_ids) {
     mlstack__enc e;
     mlstack_result r;
     size_t n;
     if (n_ids) *n_ids = 0;
     if (!t) return MLSTACK_ERR_INVALID_ARG;
-    if ((!text && len) || (!ids && cap) || !n_ids) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
+    if ((!text && len) || (!ids && cap) || !n_ids)
+        return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
     e.re_budget = MLSTACK_REGEX_STEP_BASE;
-    e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH ? SIZE_MAX
-                                                                                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
+    e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
+                       ? SIZE_MAX
+                       : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
     r = mlstack__encode(&e, text ? text : "", len, flags);
     n = e.ids.n / sizeof(int32_t);
     if (r == MLSTACK_OK) {
         *n_ids = n;
-        if (n > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
-        else if (n) memcpy(ids, e.ids.p, n * sizeof(int32_t));
+        if (n > cap)
+            r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "encode: %zu ids do not fit in a buffer of %zu", n, cap);
+        else if (n)
+            memcpy(ids, e.ids.p, n * sizeof(int32_t));
     } else if (r == MLSTACK_ERR_LIMIT)
         mlstack__tok_fail(t, r, "encode: %s (input of %zu bytes)",
-                          e.limit_what ? e.limit_what : "the regex step budget (MLSTACK_REGEX_STEP_BASE + MLSTACK_REGEX_STEPS_PER_BYTE per byte searched) ran out",
+                          e.limit_what ? e.limit_what
+                                       : "the regex step budget (MLSTACK_REGEX_STEP_BASE + "
+                                         "MLSTACK_REGEX_STEPS_PER_BYTE per byte searched) ran out",
                           len);
     else
         mlstack__tok_fail(t, r, "encode: out of memory");
@@ -7697,19 +8168,23 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags, char *out, size_t cap,
-                                                    size_t *n_out) {
+MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                                                    char *out, size_t cap, size_t *n_out) {
     mlstack__buf b = {0, 0, 0};
     mlstack_result r;
     if (n_out) *n_out = 0;
     if (!t) return MLSTACK_ERR_INVALID_ARG;
-    if ((!ids && n) || (!out && cap) || !n_out) return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
+    if ((!ids && n) || (!out && cap) || !n_out)
+        return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "decode: NULL ids, out or n_out");
     r = mlstack__decode(t, ids, n, flags, &b);
     if (r == MLSTACK_ERR_LIMIT)
-        return mlstack__tok_fail(t, r, "decode: a decoder step's regex budget or output limit (MLSTACK_TOK_MAX_GROWTH) ran out");
+        return mlstack__tok_fail(
+            t, r, "decode: a decoder step's regex budget or output limit (MLSTACK_TOK_MAX_GROWTH) ran out");
     if (r == MLSTACK_OK) {
         *n_out = b.n;
-        if (b.n + 1 > cap) r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n, cap);
+        if (b.n + 1 > cap)
+            r = mlstack__tok_fail(t, MLSTACK_ERR_LIMIT, "decode: %zu bytes (+1 for the NUL) do not fit in %zu", b.n,
+                                  cap);
         else {
             if (b.n) memcpy(out, b.p, b.n);
             out[b.n] = 0;
@@ -7747,7 +8222,9 @@ MLSTACK_API int32_t mlstack_tokenizer_eos_id(const mlstack_tokenizer *t) { retur
 MLSTACK_API int mlstack_tokenizer_is_special(const mlstack_tokenizer *t, int32_t id) {
     return t && id >= 0 && id < t->n_vocab && t->tok_special[id];
 }
-MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer *t) { return t ? t->chat_template : NULL; }
+MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer *t) {
+    return t ? t->chat_template : NULL;
+}
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
 /* ---- streaming decoder ---- */
@@ -7802,9 +8279,7 @@ static mlstack_result mlstack__detok_step(mlstack_detok *d, int flush, const cha
             *text = d->text.p;
             *len = d->text.n - 1;
         }
-        if (flush == 1) {
-            d->n = d->n_ctx = d->ctx_len = 0;
-        }
+        if (flush == 1) { d->n = d->n_ctx = d->ctx_len = 0; }
     }
     MLSTACK_FREE(all.p);
     return r;
@@ -7901,17 +8376,31 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 #endif
 #define MLSTACK__TPL_MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
 
-
 /* ---- values ---- */
 enum {
-    MLSTACK__TPL_VAL_UNDEF, MLSTACK__TPL_VAL_NONE, MLSTACK__TPL_VAL_BOOL, MLSTACK__TPL_VAL_INT, MLSTACK__TPL_VAL_FLOAT,
-    MLSTACK__TPL_VAL_STR, MLSTACK__TPL_VAL_LIST, MLSTACK__TPL_VAL_DICT, MLSTACK__TPL_VAL_NS, MLSTACK__TPL_VAL_MACRO,
-    MLSTACK__TPL_VAL_FUNC, MLSTACK__TPL_VAL_METHOD, MLSTACK__TPL_VAL_LOOP
+    MLSTACK__TPL_VAL_UNDEF,
+    MLSTACK__TPL_VAL_NONE,
+    MLSTACK__TPL_VAL_BOOL,
+    MLSTACK__TPL_VAL_INT,
+    MLSTACK__TPL_VAL_FLOAT,
+    MLSTACK__TPL_VAL_STR,
+    MLSTACK__TPL_VAL_LIST,
+    MLSTACK__TPL_VAL_DICT,
+    MLSTACK__TPL_VAL_NS,
+    MLSTACK__TPL_VAL_MACRO,
+    MLSTACK__TPL_VAL_FUNC,
+    MLSTACK__TPL_VAL_METHOD,
+    MLSTACK__TPL_VAL_LOOP
 };
 /* What a list-valued object really is in Python, for printing, tojson and truthiness. */
 enum {
-    MLSTACK__TPL_LIST_LIST, MLSTACK__TPL_LIST_TUPLE, MLSTACK__TPL_LIST_GEN, MLSTACK__TPL_LIST_RANGE, MLSTACK__TPL_LIST_ITEMS,
-    MLSTACK__TPL_LIST_KEYS, MLSTACK__TPL_LIST_VALUES
+    MLSTACK__TPL_LIST_LIST,
+    MLSTACK__TPL_LIST_TUPLE,
+    MLSTACK__TPL_LIST_GEN,
+    MLSTACK__TPL_LIST_RANGE,
+    MLSTACK__TPL_LIST_ITEMS,
+    MLSTACK__TPL_LIST_KEYS,
+    MLSTACK__TPL_LIST_VALUES
 };
 
 typedef struct mlstack__tv mlstack__tv;
@@ -7989,21 +8478,60 @@ struct mlstack__tscope {
      FILTERBLOCK  a: filter chain (innermost FILTER has a NULL input), c: body fed through it */
 enum {
     /* expressions */
-    MLSTACK__TPL_EXPR_LIT, MLSTACK__TPL_EXPR_NAME, MLSTACK__TPL_EXPR_ATTR, MLSTACK__TPL_EXPR_ITEM, MLSTACK__TPL_EXPR_SLICE,
-    MLSTACK__TPL_EXPR_CALL, MLSTACK__TPL_EXPR_KWARG, MLSTACK__TPL_EXPR_FILTER, MLSTACK__TPL_EXPR_TEST, MLSTACK__TPL_EXPR_BIN,
-    MLSTACK__TPL_EXPR_NEG, MLSTACK__TPL_EXPR_POS, MLSTACK__TPL_EXPR_NOT, MLSTACK__TPL_EXPR_AND, MLSTACK__TPL_EXPR_OR,
-    MLSTACK__TPL_EXPR_COND, MLSTACK__TPL_EXPR_LIST, MLSTACK__TPL_EXPR_TUPLE, MLSTACK__TPL_EXPR_DICT, MLSTACK__TPL_EXPR_PAIR,
+    MLSTACK__TPL_EXPR_LIT,
+    MLSTACK__TPL_EXPR_NAME,
+    MLSTACK__TPL_EXPR_ATTR,
+    MLSTACK__TPL_EXPR_ITEM,
+    MLSTACK__TPL_EXPR_SLICE,
+    MLSTACK__TPL_EXPR_CALL,
+    MLSTACK__TPL_EXPR_KWARG,
+    MLSTACK__TPL_EXPR_FILTER,
+    MLSTACK__TPL_EXPR_TEST,
+    MLSTACK__TPL_EXPR_BIN,
+    MLSTACK__TPL_EXPR_NEG,
+    MLSTACK__TPL_EXPR_POS,
+    MLSTACK__TPL_EXPR_NOT,
+    MLSTACK__TPL_EXPR_AND,
+    MLSTACK__TPL_EXPR_OR,
+    MLSTACK__TPL_EXPR_COND,
+    MLSTACK__TPL_EXPR_LIST,
+    MLSTACK__TPL_EXPR_TUPLE,
+    MLSTACK__TPL_EXPR_DICT,
+    MLSTACK__TPL_EXPR_PAIR,
     MLSTACK__TPL_EXPR_CMP,
     /* statements */
-    MLSTACK__TPL_STMT_TEXT, MLSTACK__TPL_STMT_OUT, MLSTACK__TPL_STMT_IF, MLSTACK__TPL_STMT_FOR, MLSTACK__TPL_STMT_SET,
-    MLSTACK__TPL_STMT_SETBLOCK, MLSTACK__TPL_STMT_MACRO, MLSTACK__TPL_STMT_CALLBLOCK, MLSTACK__TPL_STMT_WITH,
-    MLSTACK__TPL_STMT_BREAK, MLSTACK__TPL_STMT_CONTINUE, MLSTACK__TPL_STMT_BLOCK, MLSTACK__TPL_STMT_FILTERBLOCK
+    MLSTACK__TPL_STMT_TEXT,
+    MLSTACK__TPL_STMT_OUT,
+    MLSTACK__TPL_STMT_IF,
+    MLSTACK__TPL_STMT_FOR,
+    MLSTACK__TPL_STMT_SET,
+    MLSTACK__TPL_STMT_SETBLOCK,
+    MLSTACK__TPL_STMT_MACRO,
+    MLSTACK__TPL_STMT_CALLBLOCK,
+    MLSTACK__TPL_STMT_WITH,
+    MLSTACK__TPL_STMT_BREAK,
+    MLSTACK__TPL_STMT_CONTINUE,
+    MLSTACK__TPL_STMT_BLOCK,
+    MLSTACK__TPL_STMT_FILTERBLOCK
 };
 /* Binary operators (EXPR_BIN) and comparisons (EXPR_CMP chain). */
 enum {
-    MLSTACK__TPL_OP_ADD, MLSTACK__TPL_OP_SUB, MLSTACK__TPL_OP_MUL, MLSTACK__TPL_OP_DIV, MLSTACK__TPL_OP_FLOORDIV,
-    MLSTACK__TPL_OP_MOD, MLSTACK__TPL_OP_POW, MLSTACK__TPL_OP_CONCAT, MLSTACK__TPL_OP_EQ, MLSTACK__TPL_OP_NE,
-    MLSTACK__TPL_OP_LT, MLSTACK__TPL_OP_GT, MLSTACK__TPL_OP_LE, MLSTACK__TPL_OP_GE, MLSTACK__TPL_OP_IN, MLSTACK__TPL_OP_NOTIN
+    MLSTACK__TPL_OP_ADD,
+    MLSTACK__TPL_OP_SUB,
+    MLSTACK__TPL_OP_MUL,
+    MLSTACK__TPL_OP_DIV,
+    MLSTACK__TPL_OP_FLOORDIV,
+    MLSTACK__TPL_OP_MOD,
+    MLSTACK__TPL_OP_POW,
+    MLSTACK__TPL_OP_CONCAT,
+    MLSTACK__TPL_OP_EQ,
+    MLSTACK__TPL_OP_NE,
+    MLSTACK__TPL_OP_LT,
+    MLSTACK__TPL_OP_GT,
+    MLSTACK__TPL_OP_LE,
+    MLSTACK__TPL_OP_GE,
+    MLSTACK__TPL_OP_IN,
+    MLSTACK__TPL_OP_NOTIN
 };
 
 struct mlstack__tn {
@@ -8051,8 +8579,9 @@ typedef struct mlstack__tctx {
    serves. Tests answer a bool in *out. */
 typedef struct mlstack__targs mlstack__targs;
 typedef struct mlstack__tpl_builtin mlstack__tpl_builtin;
-#define MLSTACK__TPL_BUILTIN_ARGS                                                                                                     \
-    mlstack__tctx *c, const mlstack__tpl_builtin *self, const mlstack__tv *v, mlstack__targs *a, mlstack__tv *out, size_t pos
+#define MLSTACK__TPL_BUILTIN_ARGS                                                                                  \
+    mlstack__tctx *c, const mlstack__tpl_builtin *self, const mlstack__tv *v, mlstack__targs *a, mlstack__tv *out, \
+        size_t pos
 struct mlstack__tpl_builtin {
     const char *name, *what;
     int (*fn)(MLSTACK__TPL_BUILTIN_ARGS);
@@ -8076,8 +8605,8 @@ static void mlstack__tpl_linecol(const mlstack__tctx *c, size_t pos, size_t *lin
 }
 
 /* Records the first error (later ones are consequences) and returns -1. */
-static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos, mlstack_result code,
-                                                   const char *fmt, ...) {
+static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos, mlstack_result code, const char *fmt,
+                                                   ...) {
     va_list ap;
     char msg[400];
     size_t line, col;
@@ -8092,8 +8621,7 @@ static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos,
             snprintf(c->err->message, sizeof c->err->message, "chat template: %s", msg);
         } else {
             mlstack__tpl_linecol(c, pos, &line, &col);
-            snprintf(c->err->message, sizeof c->err->message, "chat template line %zu, column %zu: %s", line, col,
-                     msg);
+            snprintf(c->err->message, sizeof c->err->message, "chat template line %zu, column %zu: %s", line, col, msg);
         }
     }
     return -1;
@@ -8114,8 +8642,10 @@ static int mlstack__tpl_stack_check(mlstack__tctx *c, size_t pos) {
     uintptr_t a = mlstack__tpl_stack_here(), b = c->stack_base;
     size_t used = (size_t)(a < b ? b - a : a - b);
     if (used > c->max_stack)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template nested too deeply (runaway recursion?): %zu bytes of C stack used, limit %zu (max_stack)",
-                                 used, c->max_stack);
+        return mlstack__tpl_fail(
+            c, pos, MLSTACK_ERR_LIMIT,
+            "template nested too deeply (runaway recursion?): %zu bytes of C stack used, limit %zu (max_stack)", used,
+            c->max_stack);
     return 0;
 }
 
@@ -8269,9 +8799,7 @@ static mlstack__tdict *mlstack__tdict_new(mlstack__tctx *c) {
 static int mlstack__tv_is_num(const mlstack__tv *v) {
     return v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_FLOAT || v->t == MLSTACK__TPL_VAL_BOOL;
 }
-static double mlstack__tv_num(const mlstack__tv *v) {
-    return v->t == MLSTACK__TPL_VAL_FLOAT ? v->u.f : (double)v->u.i;
-}
+static double mlstack__tv_num(const mlstack__tv *v) { return v->t == MLSTACK__TPL_VAL_FLOAT ? v->u.f : (double)v->u.i; }
 /* Work that one builtin does beyond its own allocations (comparing, searching, scanning) is
    charged to the step budget at this rate, so a loop of cheap-looking calls on large values
    still ends within max_steps. */
@@ -8283,7 +8811,8 @@ static void mlstack__tpl_charge(mlstack__tctx *c, uint64_t units) {
 static int mlstack__tpl_charge_check(mlstack__tctx *c, uint64_t units, size_t pos) {
     mlstack__tpl_charge(c, units);
     if (c->steps > c->max_steps)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps", (unsigned long long)c->max_steps);
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps",
+                                 (unsigned long long)c->max_steps);
     return 0;
 }
 
@@ -8331,7 +8860,9 @@ static int mlstack__tv_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack_
     default: return 0;
     }
 }
-static int mlstack__tpl_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack__tv *b) { return mlstack__tv_eq(c, a, b, 0); }
+static int mlstack__tpl_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack__tv *b) {
+    return mlstack__tv_eq(c, a, b, 0);
+}
 
 /* ---- dicts: insertion-ordered arrays with a hash index (open addressing) once they grow past a
    few entries, so building one from caller JSON with many keys stays linear. The string hash is
@@ -8369,7 +8900,8 @@ static uint64_t mlstack__tv_hash(uint64_t seed, const mlstack__tv *v, int *hasha
     case MLSTACK__TPL_VAL_BOOL:
     case MLSTACK__TPL_VAL_INT: return mlstack__tpl_mix(seed ^ (uint64_t)v->u.i);
     case MLSTACK__TPL_VAL_FLOAT:
-        if (v->u.f == floor(v->u.f) && v->u.f >= -9.2e18 && v->u.f <= 9.2e18) return mlstack__tpl_mix(seed ^ (uint64_t)(int64_t)v->u.f);
+        if (v->u.f == floor(v->u.f) && v->u.f >= -9.2e18 && v->u.f <= 9.2e18)
+            return mlstack__tpl_mix(seed ^ (uint64_t)(int64_t)v->u.f);
         {
             uint64_t bits;
             memcpy(&bits, &v->u.f, 8);
@@ -8382,11 +8914,13 @@ static uint64_t mlstack__tv_hash(uint64_t seed, const mlstack__tv *v, int *hasha
         if (v->u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
             uint64_t h = seed ^ 0x7475706c65ull;
             size_t i;
-            for (i = 0; i < v->u.l->n && *hashable; i++) h = mlstack__tpl_mix(h ^ mlstack__tv_hash(seed, &v->u.l->v[i], hashable));
+            for (i = 0; i < v->u.l->n && *hashable; i++)
+                h = mlstack__tpl_mix(h ^ mlstack__tv_hash(seed, &v->u.l->v[i], hashable));
             return h;
         }
         break;
-    case MLSTACK__TPL_VAL_NS: return mlstack__tpl_mix(seed ^ (uint64_t)(uintptr_t)v->u.d); /* by identity, as their == */
+    case MLSTACK__TPL_VAL_NS:
+        return mlstack__tpl_mix(seed ^ (uint64_t)(uintptr_t)v->u.d); /* by identity, as their == */
     case MLSTACK__TPL_VAL_MACRO: return mlstack__tpl_mix(seed ^ (uint64_t)(uintptr_t)v->u.m);
     case MLSTACK__TPL_VAL_FUNC: return mlstack__tpl_mix(seed ^ (uint64_t)v->u.i);
     default: break;
@@ -8418,7 +8952,8 @@ static void mlstack__tdict_clear(mlstack__tdict *d) {
 }
 
 /* The value stored under k, or NULL; *hash gets k's hash (0 while the dict has no index). */
-static mlstack__tv *mlstack__tdict_lookup(mlstack__tctx *c, const mlstack__tdict *d, const mlstack__tv *k, uint64_t *hash) {
+static mlstack__tv *mlstack__tdict_lookup(mlstack__tctx *c, const mlstack__tdict *d, const mlstack__tv *k,
+                                          uint64_t *hash) {
     size_t i;
     int hashable;
     *hash = 0;
@@ -8509,13 +9044,12 @@ static size_t mlstack__tpl_cpoff(const char *s, size_t n, size_t cp) {
 /* Python str.isspace() */
 static int mlstack__tpl_isspace(uint32_t c) {
     return (c >= 9 && c <= 13) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 /* Python str.splitlines() boundaries */
 static int mlstack__tpl_islinebreak(uint32_t c) {
-    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
-           c == 0x85 || c == 0x2028 || c == 0x2029;
+    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E || c == 0x85 ||
+           c == 0x2028 || c == 0x2029;
 }
 
 /* Case mapping. 0 on success; -1 when cp is a cased letter outside the covered ranges
@@ -8584,8 +9118,17 @@ static int mlstack__tpl_iscased_letter(uint32_t cp) {
 
 /* ---- lexer ---- */
 enum {
-    MLSTACK__TPL_TOK_EOF, MLSTACK__TPL_TOK_TEXT, MLSTACK__TPL_TOK_VBEGIN, MLSTACK__TPL_TOK_VEND, MLSTACK__TPL_TOK_BBEGIN, MLSTACK__TPL_TOK_BEND,
-    MLSTACK__TPL_TOK_NAME, MLSTACK__TPL_TOK_STR, MLSTACK__TPL_TOK_INT, MLSTACK__TPL_TOK_FLOAT, MLSTACK__TPL_TOK_OP
+    MLSTACK__TPL_TOK_EOF,
+    MLSTACK__TPL_TOK_TEXT,
+    MLSTACK__TPL_TOK_VBEGIN,
+    MLSTACK__TPL_TOK_VEND,
+    MLSTACK__TPL_TOK_BBEGIN,
+    MLSTACK__TPL_TOK_BEND,
+    MLSTACK__TPL_TOK_NAME,
+    MLSTACK__TPL_TOK_STR,
+    MLSTACK__TPL_TOK_INT,
+    MLSTACK__TPL_TOK_FLOAT,
+    MLSTACK__TPL_TOK_OP
 };
 typedef struct mlstack__ttok {
     int t;
@@ -8623,7 +9166,9 @@ static int mlstack__tlex_push(mlstack__tlex *L, int t, size_t pos, const char *s
     return 0;
 }
 
-static int mlstack__tpl_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v'; }
+static int mlstack__tpl_ws(char ch) {
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
+}
 
 /* A string literal: Python's unicode-escape decoding of the text between the quotes. */
 static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
@@ -8665,10 +9210,13 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
             uint32_t cp = 0;
             for (k = 0; k < nd; k++) {
                 char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
-                int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                      : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+                int d = (h >= '0' && h <= '9')   ? h - '0'
+                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                 : -1;
                 if (d < 0)
-                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal", ch);
+                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT,
+                                             "truncated \\%c escape in a string literal", ch);
                 cp = cp * 16 + (uint32_t)d;
             }
             i += (size_t)nd;
@@ -8683,7 +9231,8 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
             if (ch >= '0' && ch <= '7') {
                 uint32_t cp = (uint32_t)(ch - '0');
                 int k;
-                for (k = 0; k < 2 && i < p && L->s[i] >= '0' && L->s[i] <= '7'; k++) cp = cp * 8 + (uint32_t)(L->s[i++] - '0');
+                for (k = 0; k < 2 && i < p && L->s[i] >= '0' && L->s[i] <= '7'; k++)
+                    cp = cp * 8 + (uint32_t)(L->s[i++] - '0');
                 mlstack__tbuf_cp(L->c, &b, cp);
             } else { /* unknown escapes stay as written */
                 mlstack__tbuf_put(L->c, &b, L->s + i - 2, 2);
@@ -8706,7 +9255,8 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
         size_t start;
         char ch;
         while (p < L->n && mlstack__tpl_ws(L->s[p])) p++;
-        if (p >= L->n) return mlstack__tpl_fail(L->c, *pp, MLSTACK_ERR_FORMAT, "tag not closed before the end of the template");
+        if (p >= L->n)
+            return mlstack__tpl_fail(L->c, *pp, MLSTACK_ERR_FORMAT, "tag not closed before the end of the template");
         start = p;
         ch = L->s[p];
         if (depth == 0) {
@@ -8735,7 +9285,8 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
             char buf[128];
             size_t k = 0;
             int is_float = 0;
-            while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') || (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
+            while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') ||
+                                (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
                 if (L->s[p] != '_' && k < sizeof buf - 1) buf[k++] = L->s[p];
                 p++;
             }
@@ -8745,7 +9296,8 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
                     is_float = 1;
                     buf[k < sizeof buf - 1 ? k++ : k] = '.';
                     p++;
-                    while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') || (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
+                    while (p < L->n && ((L->s[p] >= '0' && L->s[p] <= '9') ||
+                                        (L->s[p] == '_' && p + 1 < L->n && L->s[p + 1] >= '0' && L->s[p + 1] <= '9'))) {
                         if (L->s[p] != '_' && k < sizeof buf - 1) buf[k++] = L->s[p];
                         p++;
                     }
@@ -8766,8 +9318,11 @@ static int mlstack__tlex_tag(mlstack__tlex *L, size_t *pp, int kind, int *strip)
                 }
             }
             buf[k] = 0;
-            if (k >= sizeof buf - 1) return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_UNSUPPORTED, "number literal too long");
-            if (mlstack__tlex_push(L, is_float ? MLSTACK__TPL_TOK_FLOAT : MLSTACK__TPL_TOK_INT, start, L->s + start, p - start)) return -1;
+            if (k >= sizeof buf - 1)
+                return mlstack__tpl_fail(L->c, start, MLSTACK_ERR_UNSUPPORTED, "number literal too long");
+            if (mlstack__tlex_push(L, is_float ? MLSTACK__TPL_TOK_FLOAT : MLSTACK__TPL_TOK_INT, start, L->s + start,
+                                   p - start))
+                return -1;
             if (is_float) {
                 L->tok[L->ntok - 1].f = strtod(buf, NULL);
             } else {
@@ -8807,7 +9362,8 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
     while (pos < L->n) {
         size_t j = pos, tstart, tend, textend;
         int kind, sign = 0, strip = 0;
-        while (j + 1 < L->n && !(L->s[j] == '{' && (L->s[j + 1] == '{' || L->s[j + 1] == '%' || L->s[j + 1] == '#'))) j++;
+        while (j + 1 < L->n && !(L->s[j] == '{' && (L->s[j + 1] == '{' || L->s[j + 1] == '%' || L->s[j + 1] == '#')))
+            j++;
         if (j + 1 >= L->n) {
             if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, pos, L->s + pos, L->n - pos)) return -1;
             break;
@@ -8871,7 +9427,8 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
                             while (l > body && (L->s[l - 1] == ' ' || L->s[l - 1] == '\t')) l--;
                             if (l < te && l > body && L->s[l - 1] == '\n') te = l;
                         }
-                        if (te > body && mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, body, L->s + body, te - body)) return -1;
+                        if (te > body && mlstack__tlex_push(L, MLSTACK__TPL_TOK_TEXT, body, L->s + body, te - body))
+                            return -1;
                         if (csign == '-') {
                             while (k < L->n && mlstack__tpl_ws(L->s[k])) k++;
                         } else if (csign != '+' && k < L->n && L->s[k] == '\n') {
@@ -8881,7 +9438,8 @@ static int mlstack__tlex_run(mlstack__tlex *L) {
                         break;
                     }
                 }
-                if (e + 1 >= L->n) return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "raw block not closed with endraw");
+                if (e + 1 >= L->n)
+                    return mlstack__tpl_fail(L->c, tstart, MLSTACK_ERR_FORMAT, "raw block not closed with endraw");
                 continue;
             }
             if (mlstack__tlex_push(L, MLSTACK__TPL_TOK_BBEGIN, tstart, NULL, 0)) return -1;
@@ -8988,7 +9546,8 @@ static int mlstack__tp_expect_op(mlstack__tparse *P, const char *op) {
     if (!mlstack__tp_isop(P, op)) {
         mlstack__ttok *t = mlstack__tp_cur(P);
         if (t->t == MLSTACK__TPL_TOK_OP)
-            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found '%.*s'", op, (int)t->n, t->s);
+            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found '%.*s'", op, (int)t->n,
+                                     t->s);
         return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected '%s', found %s", op, mlstack__tp_desc(t));
     }
     P->i++;
@@ -8998,7 +9557,8 @@ static int mlstack__tp_expect(mlstack__tparse *P, int type, const char *what) {
     mlstack__ttok *t = mlstack__tp_cur(P);
     if (t->t != type) {
         if (t->t == MLSTACK__TPL_TOK_OP || t->t == MLSTACK__TPL_TOK_NAME)
-            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found '%.*s'", what, (int)t->n, t->s);
+            return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found '%.*s'", what, (int)t->n,
+                                     t->s);
         return mlstack__tpl_fail(P->c, t->pos, MLSTACK_ERR_FORMAT, "expected %s, found %s", what, mlstack__tp_desc(t));
     }
     P->i++;
@@ -9035,9 +9595,10 @@ static int mlstack__tp_args(mlstack__tparse *P, mlstack__tn **out) {
         if (*out && mlstack__tp_expect_op(P, ",")) return -1;
         if (mlstack__tp_isop(P, ")")) break;
         if (mlstack__tp_isop(P, "*") || mlstack__tp_isop(P, "**"))
-            return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "*args and **kwargs in calls are not supported");
-        if (mlstack__tp_cur(P)->t == MLSTACK__TPL_TOK_NAME && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_OP && P->tok[P->i + 1].n == 1 &&
-            P->tok[P->i + 1].s[0] == '=') {
+            return mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED,
+                                     "*args and **kwargs in calls are not supported");
+        if (mlstack__tp_cur(P)->t == MLSTACK__TPL_TOK_NAME && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_OP &&
+            P->tok[P->i + 1].n == 1 && P->tok[P->i + 1].s[0] == '=') {
             mlstack__ttok *t = mlstack__tp_cur(P);
             a = mlstack__tp_node(P, MLSTACK__TPL_EXPR_KWARG, t->pos);
             if (!a) return -1;
@@ -9198,7 +9759,8 @@ static mlstack__tn *mlstack__tp_postfix(mlstack__tparse *P, mlstack__tn *node) {
                 if (mlstack__tp_isop(P, "]")) break;
                 if (parts[k]) {
                     if (mlstack__tp_isop(P, ","))
-                        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "tuple subscripts are not supported");
+                        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED,
+                                          "tuple subscripts are not supported");
                     else
                         mlstack__tp_expect_op(P, "]");
                     return NULL;
@@ -9289,10 +9851,11 @@ static mlstack__tn *mlstack__tp_filters(mlstack__tparse *P, mlstack__tn *node) {
                 if (mlstack__tp_args(P, &n->b)) return NULL;
             } else {
                 mlstack__ttok *a = mlstack__tp_cur(P);
-                int arg_start = a->t == MLSTACK__TPL_TOK_NAME || a->t == MLSTACK__TPL_TOK_STR || a->t == MLSTACK__TPL_TOK_INT ||
-                                a->t == MLSTACK__TPL_TOK_FLOAT || mlstack__tp_isop(P, "[") || mlstack__tp_isop(P, "{");
-                if (a->t == MLSTACK__TPL_TOK_NAME && (mlstack__tp_isname(P, "else") || mlstack__tp_isname(P, "or") ||
-                                                 mlstack__tp_isname(P, "and")))
+                int arg_start = a->t == MLSTACK__TPL_TOK_NAME || a->t == MLSTACK__TPL_TOK_STR ||
+                                a->t == MLSTACK__TPL_TOK_INT || a->t == MLSTACK__TPL_TOK_FLOAT ||
+                                mlstack__tp_isop(P, "[") || mlstack__tp_isop(P, "{");
+                if (a->t == MLSTACK__TPL_TOK_NAME &&
+                    (mlstack__tp_isname(P, "else") || mlstack__tp_isname(P, "or") || mlstack__tp_isname(P, "and")))
                     arg_start = 0;
                 if (arg_start) {
                     if (mlstack__tp_isname(P, "is")) {
@@ -9319,7 +9882,8 @@ static mlstack__tn *mlstack__tp_unary(mlstack__tparse *P, int with_filter) {
     if (mlstack__tp_enter(P)) return NULL;
     if (mlstack__tp_isop(P, "-") || mlstack__tp_isop(P, "+")) {
         P->i++;
-        if (!(n = mlstack__tp_node(P, t->s[0] == '-' ? MLSTACK__TPL_EXPR_NEG : MLSTACK__TPL_EXPR_POS, t->pos))) return NULL;
+        if (!(n = mlstack__tp_node(P, t->s[0] == '-' ? MLSTACK__TPL_EXPR_NEG : MLSTACK__TPL_EXPR_POS, t->pos)))
+            return NULL;
         if (!(n->a = mlstack__tp_unary(P, 0))) return NULL;
     } else {
         if (!(n = mlstack__tp_primary(P))) return NULL;
@@ -9355,10 +9919,14 @@ static mlstack__tn *mlstack__tp_math2(mlstack__tparse *P) {
         int op;
         size_t pos = mlstack__tp_cur(P)->pos;
         if (mlstack__tp_isop(P, "*")) op = MLSTACK__TPL_OP_MUL;
-        else if (mlstack__tp_isop(P, "/")) op = MLSTACK__TPL_OP_DIV;
-        else if (mlstack__tp_isop(P, "//")) op = MLSTACK__TPL_OP_FLOORDIV;
-        else if (mlstack__tp_isop(P, "%")) op = MLSTACK__TPL_OP_MOD;
-        else break;
+        else if (mlstack__tp_isop(P, "/"))
+            op = MLSTACK__TPL_OP_DIV;
+        else if (mlstack__tp_isop(P, "//"))
+            op = MLSTACK__TPL_OP_FLOORDIV;
+        else if (mlstack__tp_isop(P, "%"))
+            op = MLSTACK__TPL_OP_MOD;
+        else
+            break;
         P->i++;
         if (!(r = mlstack__tp_pow(P))) return NULL;
         l = mlstack__tp_binnode(P, op, pos, l, r);
@@ -9394,17 +9962,24 @@ static mlstack__tn *mlstack__tp_compare(mlstack__tparse *P) {
         size_t pos = mlstack__tp_cur(P)->pos;
         mlstack__tn *r;
         if (mlstack__tp_isop(P, "==")) op = MLSTACK__TPL_OP_EQ;
-        else if (mlstack__tp_isop(P, "!=")) op = MLSTACK__TPL_OP_NE;
-        else if (mlstack__tp_isop(P, "<")) op = MLSTACK__TPL_OP_LT;
-        else if (mlstack__tp_isop(P, ">")) op = MLSTACK__TPL_OP_GT;
-        else if (mlstack__tp_isop(P, "<=")) op = MLSTACK__TPL_OP_LE;
-        else if (mlstack__tp_isop(P, ">=")) op = MLSTACK__TPL_OP_GE;
-        else if (mlstack__tp_isname(P, "in")) op = MLSTACK__TPL_OP_IN;
-        else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_NAME && P->tok[P->i + 1].n == 2 &&
-                 !memcmp(P->tok[P->i + 1].s, "in", 2)) {
+        else if (mlstack__tp_isop(P, "!="))
+            op = MLSTACK__TPL_OP_NE;
+        else if (mlstack__tp_isop(P, "<"))
+            op = MLSTACK__TPL_OP_LT;
+        else if (mlstack__tp_isop(P, ">"))
+            op = MLSTACK__TPL_OP_GT;
+        else if (mlstack__tp_isop(P, "<="))
+            op = MLSTACK__TPL_OP_LE;
+        else if (mlstack__tp_isop(P, ">="))
+            op = MLSTACK__TPL_OP_GE;
+        else if (mlstack__tp_isname(P, "in"))
+            op = MLSTACK__TPL_OP_IN;
+        else if (mlstack__tp_isname(P, "not") && P->tok[P->i + 1].t == MLSTACK__TPL_TOK_NAME &&
+                 P->tok[P->i + 1].n == 2 && !memcmp(P->tok[P->i + 1].s, "in", 2)) {
             op = MLSTACK__TPL_OP_NOTIN;
             P->i++;
-        } else break;
+        } else
+            break;
         P->i++;
         if (!(r = mlstack__tp_math1(P))) return NULL;
         if (!cmp) {
@@ -9486,7 +10061,9 @@ static mlstack__tn *mlstack__tp_tuple(mlstack__tparse *P, int with_cond) {
         mlstack__ttok *k;
         P->i++;
         k = mlstack__tp_cur(P);
-        if (k->t == MLSTACK__TPL_TOK_VEND || k->t == MLSTACK__TPL_TOK_BEND || mlstack__tp_isop(P, ")") || mlstack__tp_isname(P, "if")) break;
+        if (k->t == MLSTACK__TPL_TOK_VEND || k->t == MLSTACK__TPL_TOK_BEND || mlstack__tp_isop(P, ")") ||
+            mlstack__tp_isname(P, "if"))
+            break;
         if (!(*tail = mlstack__tp_expr(P, with_cond))) return NULL;
         tail = &(*tail)->next;
     }
@@ -9531,7 +10108,8 @@ static mlstack__tn *mlstack__tp_target(mlstack__tparse *P, int allow_attr) {
     return n;
 }
 
-static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos);
+static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener,
+                                     size_t opener_pos);
 
 /* Parses statements until `{% <one of ends>`; leaves P at the end keyword. */
 static int mlstack__tp_block_end(mlstack__tparse *P) { return mlstack__tp_expect(P, MLSTACK__TPL_TOK_BEND, "'%}'"); }
@@ -9540,7 +10118,8 @@ static int mlstack__tp_block_end(mlstack__tparse *P) { return mlstack__tp_expect
 
 /* A body up to `{% end %}`, then that closing tag (with an optional name after it, as
    {% endmacro name %}). */
-static mlstack__tn *mlstack__tp_closed_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos, int *ok) {
+static mlstack__tn *mlstack__tp_closed_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos,
+                                            int *ok) {
     const char *ends[2];
     mlstack__tn *body;
     ends[0] = end;
@@ -9597,7 +10176,8 @@ static mlstack__tn *mlstack__tp_stmt_for(mlstack__tparse *P, size_t pos) {
         if (!(n->e = mlstack__tp_expr(P, 1))) return NULL;
     }
     if (mlstack__tp_isname(P, "recursive")) {
-        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "recursive for loops are not supported");
+        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED,
+                          "recursive for loops are not supported");
         return NULL;
     }
     if (mlstack__tp_block_end(P)) return NULL;
@@ -9663,7 +10243,8 @@ static mlstack__tn *mlstack__tp_stmt_set(mlstack__tparse *P, size_t pos) {
         return NULL;
     }
     if (mlstack__tp_isop(P, "|")) {
-        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED, "filters on a block set are not supported");
+        mlstack__tpl_fail(P->c, mlstack__tp_cur(P)->pos, MLSTACK_ERR_UNSUPPORTED,
+                          "filters on a block set are not supported");
         return NULL;
     }
     if (mlstack__tp_block_end(P) || !(n = mlstack__tp_node(P, MLSTACK__TPL_STMT_SETBLOCK, pos))) return NULL;
@@ -9674,7 +10255,8 @@ static mlstack__tn *mlstack__tp_stmt_set(mlstack__tparse *P, size_t pos) {
 }
 
 /* A macro body or a call block's caller body: break/continue of an enclosing loop do not reach in. */
-static mlstack__tn *mlstack__tp_macro_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos, int *ok) {
+static mlstack__tn *mlstack__tp_macro_body(mlstack__tparse *P, const char *opener, const char *end, size_t pos,
+                                           int *ok) {
     int saved_loops = P->loops;
     mlstack__tn *body;
     P->loops = 0;
@@ -9732,7 +10314,8 @@ static mlstack__tn *mlstack__tp_stmt_with(mlstack__tparse *P, size_t pos) {
         mlstack__tn *set;
         if (n->b && mlstack__tp_expect_op(P, ",")) return NULL;
         if (!(set = mlstack__tp_node(P, MLSTACK__TPL_STMT_SET, mlstack__tp_cur(P)->pos))) return NULL;
-        if (!(set->a = mlstack__tp_target(P, 0)) || mlstack__tp_expect_op(P, "=") || !(set->b = mlstack__tp_expr(P, 1))) return NULL;
+        if (!(set->a = mlstack__tp_target(P, 0)) || mlstack__tp_expect_op(P, "=") || !(set->b = mlstack__tp_expr(P, 1)))
+            return NULL;
         *tail = set;
         tail = &set->next;
     }
@@ -9748,7 +10331,8 @@ static mlstack__tn *mlstack__tp_stmt_loopctl(mlstack__tparse *P, size_t pos) {
         mlstack__tpl_fail(P->c, kw->pos, MLSTACK_ERR_FORMAT, "'%.*s' outside a for loop", (int)kw->n, kw->s);
         return NULL;
     }
-    if (!(n = mlstack__tp_node(P, kw->s[0] == 'b' ? MLSTACK__TPL_STMT_BREAK : MLSTACK__TPL_STMT_CONTINUE, pos))) return NULL;
+    if (!(n = mlstack__tp_node(P, kw->s[0] == 'b' ? MLSTACK__TPL_STMT_BREAK : MLSTACK__TPL_STMT_CONTINUE, pos)))
+        return NULL;
     return mlstack__tp_block_end(P) ? NULL : n;
 }
 
@@ -9782,11 +10366,16 @@ static mlstack__tn *mlstack__tp_stmt_filter(mlstack__tparse *P, size_t pos) {
 static const struct {
     const char *keyword;
     mlstack__tn *(*parse)(mlstack__tparse *P, size_t pos);
-} mlstack__tp_statements[] = {
-    {"for", mlstack__tp_stmt_for},         {"if", mlstack__tp_stmt_if},         {"set", mlstack__tp_stmt_set},
-    {"macro", mlstack__tp_stmt_macro},     {"call", mlstack__tp_stmt_call},     {"with", mlstack__tp_stmt_with},
-    {"break", mlstack__tp_stmt_loopctl},   {"continue", mlstack__tp_stmt_loopctl},
-    {"generation", mlstack__tp_stmt_generation}, {"filter", mlstack__tp_stmt_filter}};
+} mlstack__tp_statements[] = {{"for", mlstack__tp_stmt_for},
+                              {"if", mlstack__tp_stmt_if},
+                              {"set", mlstack__tp_stmt_set},
+                              {"macro", mlstack__tp_stmt_macro},
+                              {"call", mlstack__tp_stmt_call},
+                              {"with", mlstack__tp_stmt_with},
+                              {"break", mlstack__tp_stmt_loopctl},
+                              {"continue", mlstack__tp_stmt_loopctl},
+                              {"generation", mlstack__tp_stmt_generation},
+                              {"filter", mlstack__tp_stmt_filter}};
 
 static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
     mlstack__ttok *kw = mlstack__tp_cur(P);
@@ -9797,7 +10386,8 @@ static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
     }
     P->i++;
     for (k = 0; k < sizeof mlstack__tp_statements / sizeof mlstack__tp_statements[0]; k++)
-        if (strlen(mlstack__tp_statements[k].keyword) == kw->n && memcmp(mlstack__tp_statements[k].keyword, kw->s, kw->n) == 0) {
+        if (strlen(mlstack__tp_statements[k].keyword) == kw->n &&
+            memcmp(mlstack__tp_statements[k].keyword, kw->s, kw->n) == 0) {
             int saved_soft = P->soft;
             mlstack__tn *n = mlstack__tp_statements[k].parse(P, kw->pos);
             P->soft = saved_soft;
@@ -9807,14 +10397,16 @@ static mlstack__tn *mlstack__tp_stmt(mlstack__tparse *P) {
     return NULL;
 }
 
-static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener, size_t opener_pos) {
+static mlstack__tn *mlstack__tp_body(mlstack__tparse *P, const char *const *ends, const char *opener,
+                                     size_t opener_pos) {
     mlstack__tn *first = NULL, **tail = &first, *n;
     if (mlstack__tp_enter(P)) return NULL;
     for (;;) {
         mlstack__ttok *t = mlstack__tp_cur(P);
         if (t->t == MLSTACK__TPL_TOK_EOF) {
             if (ends) {
-                mlstack__tpl_fail(P->c, opener_pos, MLSTACK_ERR_FORMAT, "'%s' block is never closed (expected '%s')", opener, ends[0]);
+                mlstack__tpl_fail(P->c, opener_pos, MLSTACK_ERR_FORMAT, "'%s' block is never closed (expected '%s')",
+                                  opener, ends[0]);
                 return NULL;
             }
             break;
@@ -9912,11 +10504,15 @@ static void mlstack__tpl_fmt_float(double x, char *out, size_t cap) {
     exp10 = e ? atoi(e + 1) : 0;
     for (i = 0; buf + i < (e ? e : buf + strlen(buf)); i++) {
         if (buf[i] == '-') neg = 1;
-        else if (buf[i] >= '0' && buf[i] <= '9' && nd < 20) digits[nd++] = buf[i];
+        else if (buf[i] >= '0' && buf[i] <= '9' && nd < 20)
+            digits[nd++] = buf[i];
     }
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     digits[nd] = 0;
-#define MLSTACK__PUTC(ch) do { if (o + 1 < cap) out[o++] = (ch); } while (0)
+#define MLSTACK__PUTC(ch)                 \
+    do {                                  \
+        if (o + 1 < cap) out[o++] = (ch); \
+    } while (0)
     if (neg) MLSTACK__PUTC('-');
     if (exp10 < -4 || exp10 >= 16) {
         MLSTACK__PUTC(digits[0]);
@@ -9957,9 +10553,7 @@ static int mlstack__tv_print(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
     case MLSTACK__TPL_VAL_INT:
         snprintf(num, sizeof num, "%lld", (long long)v->u.i);
         return mlstack__tbuf_puts(c, b, num);
-    case MLSTACK__TPL_VAL_FLOAT:
-        mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
-        return mlstack__tbuf_puts(c, b, num);
+    case MLSTACK__TPL_VAL_FLOAT: mlstack__tpl_fmt_float(v->u.f, num, sizeof num); return mlstack__tbuf_puts(c, b, num);
     case MLSTACK__TPL_VAL_STR: return mlstack__tbuf_put(c, b, v->u.s.p, v->u.s.n);
     default: return mlstack__tv_repr(c, b, v, pos, 0);
     }
@@ -10004,13 +10598,26 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
         const mlstack__tlist *l = v->u.l;
         const char *open = "[", *close = "]";
         switch (l->kind) {
-        case MLSTACK__TPL_LIST_TUPLE: open = "("; close = l->n == 1 ? ",)" : ")"; break;
-        case MLSTACK__TPL_LIST_ITEMS: open = "dict_items(["; close = "])"; break;
-        case MLSTACK__TPL_LIST_KEYS: open = "dict_keys(["; close = "])"; break;
-        case MLSTACK__TPL_LIST_VALUES: open = "dict_values(["; close = "])"; break;
+        case MLSTACK__TPL_LIST_TUPLE:
+            open = "(";
+            close = l->n == 1 ? ",)" : ")";
+            break;
+        case MLSTACK__TPL_LIST_ITEMS:
+            open = "dict_items([";
+            close = "])";
+            break;
+        case MLSTACK__TPL_LIST_KEYS:
+            open = "dict_keys([";
+            close = "])";
+            break;
+        case MLSTACK__TPL_LIST_VALUES:
+            open = "dict_values([";
+            close = "])";
+            break;
         case MLSTACK__TPL_LIST_GEN:
         case MLSTACK__TPL_LIST_RANGE:
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported (convert it with |list)",
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED,
+                                     "printing a %s object is not supported (convert it with |list)",
                                      mlstack__tv_typename(v));
         default: break;
         }
@@ -10040,7 +10647,8 @@ static int mlstack__tv_repr(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__t
     case MLSTACK__TPL_VAL_INT:
     case MLSTACK__TPL_VAL_FLOAT: return mlstack__tv_print(c, b, v, pos);
     default:
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported", mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "printing a %s object is not supported",
+                                 mlstack__tv_typename(v));
     }
 }
 
@@ -10106,7 +10714,8 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
         return mlstack__tbuf_puts(c, b, num);
     case MLSTACK__TPL_VAL_FLOAT:
         if (v->u.f != v->u.f) return mlstack__tbuf_puts(c, b, "NaN");
-        if (v->u.f == HUGE_VAL || v->u.f == -HUGE_VAL) return mlstack__tbuf_puts(c, b, v->u.f > 0 ? "Infinity" : "-Infinity");
+        if (v->u.f == HUGE_VAL || v->u.f == -HUGE_VAL)
+            return mlstack__tbuf_puts(c, b, v->u.f > 0 ? "Infinity" : "-Infinity");
         mlstack__tpl_fmt_float(v->u.f, num, sizeof num);
         return mlstack__tbuf_puts(c, b, num);
     case MLSTACK__TPL_VAL_STR: return mlstack__tpl_json_str(c, b, v->u.s.p, v->u.s.n, o->ensure_ascii);
@@ -10134,7 +10743,8 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
         if (o->sort_keys) { /* insertion sort, stable; str keys only (Python errors on mixed types) */
             for (i = 0; i < d->n; i++)
                 if (d->k[i].t != MLSTACK__TPL_VAL_STR)
-                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "tojson(sort_keys=true) with non-string keys");
+                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED,
+                                             "tojson(sort_keys=true) with non-string keys");
             for (i = 1; i < d->n; i++) {
                 size_t j = i, t = order[i];
                 while (j > 0) {
@@ -10155,12 +10765,14 @@ static int mlstack__tpl_json(mlstack__tctx *c, mlstack__tbuf *b, const mlstack__
             if (o->indent && mlstack__tpl_json_newline(c, b, o, level + 1)) return -1;
             if (k->t == MLSTACK__TPL_VAL_STR) {
                 if (mlstack__tpl_json_str(c, b, k->u.s.p, k->u.s.n, o->ensure_ascii)) return -1;
-            } else if (k->t == MLSTACK__TPL_VAL_INT || k->t == MLSTACK__TPL_VAL_FLOAT || k->t == MLSTACK__TPL_VAL_BOOL || k->t == MLSTACK__TPL_VAL_NONE) {
+            } else if (k->t == MLSTACK__TPL_VAL_INT || k->t == MLSTACK__TPL_VAL_FLOAT ||
+                       k->t == MLSTACK__TPL_VAL_BOOL || k->t == MLSTACK__TPL_VAL_NONE) {
                 if (mlstack__tbuf_put(c, b, "\"", 1) || mlstack__tpl_json(c, b, k, o, level + 1, pos) ||
                     mlstack__tbuf_put(c, b, "\"", 1))
                     return -1;
             } else {
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: keys must be str, int, float, bool or None, not %s",
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                         "tojson: keys must be str, int, float, bool or None, not %s",
                                          mlstack__tv_typename(k));
             }
             if (mlstack__tbuf_put(c, b, o->key_sep, o->key_sep_n)) return -1;
@@ -10224,7 +10836,8 @@ static int mlstack__tv_iter(mlstack__tctx *c, const mlstack__tv *v, mlstack__tv 
         return 0;
     }
     default:
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not iterable", mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not iterable",
+                                 mlstack__tv_typename(v));
     }
 }
 
@@ -10259,12 +10872,12 @@ static int mlstack__targ(mlstack__targs *a, int idx, const char *name, mlstack__
 static int mlstack__targs_done(mlstack__tctx *c, mlstack__targs *a, int max_pos, const char *what, size_t pos) {
     int k;
     if (a->np > max_pos)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes at most %d positional argument(s), %d given", what, max_pos,
-                                 a->np);
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                 "%s takes at most %d positional argument(s), %d given", what, max_pos, a->np);
     for (k = 0; k < a->nk; k++)
         if (!a->kused[k])
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s got an unexpected keyword argument '%.*s'", what,
-                                     (int)a->kl[k], a->kn[k]);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s got an unexpected keyword argument '%.*s'",
+                                     what, (int)a->kl[k], a->kn[k]);
     return 0;
 }
 
@@ -10278,14 +10891,18 @@ static int mlstack__tpl_eval_args(mlstack__tctx *c, mlstack__tscope *s, const ml
     a->np = first_pos;
     for (; list; list = list->next) {
         if (list->kind == MLSTACK__TPL_EXPR_KWARG) {
-            if (a->nk == MLSTACK__TARGS_MAX) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
+            if (a->nk == MLSTACK__TARGS_MAX)
+                return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
             a->kn[a->nk] = list->s;
             a->kl[a->nk] = list->n;
             if (mlstack__tpl_eval(c, s, list->a, &a->kv[a->nk])) return -1;
             a->nk++;
         } else {
-            if (a->nk) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_FORMAT, "positional argument follows keyword argument");
-            if (a->np == MLSTACK__TARGS_MAX) return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
+            if (a->nk)
+                return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_FORMAT,
+                                         "positional argument follows keyword argument");
+            if (a->np == MLSTACK__TARGS_MAX)
+                return mlstack__tpl_fail(c, list->pos, MLSTACK_ERR_UNSUPPORTED, "too many arguments");
             if (mlstack__tpl_eval(c, s, list, &a->p[a->np])) return -1;
             a->np++;
         }
@@ -10320,7 +10937,13 @@ static int mlstack__tpl_newstr(mlstack__tctx *c, mlstack__tbuf *b, mlstack__tv *
 }
 /* Case conversions: str.lower/upper/capitalize/title and jinja2's title filter (words begin
    after whitespace and brackets, not after every uncased character). */
-enum { MLSTACK__TPL_CASE_LOWER, MLSTACK__TPL_CASE_UPPER, MLSTACK__TPL_CASE_CAPITALIZE, MLSTACK__TPL_CASE_STR_TITLE, MLSTACK__TPL_CASE_TITLE };
+enum {
+    MLSTACK__TPL_CASE_LOWER,
+    MLSTACK__TPL_CASE_UPPER,
+    MLSTACK__TPL_CASE_CAPITALIZE,
+    MLSTACK__TPL_CASE_STR_TITLE,
+    MLSTACK__TPL_CASE_TITLE
+};
 static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mode, mlstack__tv *out, size_t pos) {
     mlstack__tbuf b;
     size_t i, l;
@@ -10330,9 +10953,12 @@ static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mod
         uint32_t cp = mlstack__tpl_cp(v->u.s.p + i, v->u.s.n - i, &l), m;
         int up;
         if (mode == MLSTACK__TPL_CASE_LOWER || mode == MLSTACK__TPL_CASE_UPPER) up = mode == MLSTACK__TPL_CASE_UPPER;
-        else if (mode == MLSTACK__TPL_CASE_CAPITALIZE) up = first;
-        else if (mode == MLSTACK__TPL_CASE_STR_TITLE) up = !prev_cased;
-        else up = first || prev_cased == 2;
+        else if (mode == MLSTACK__TPL_CASE_CAPITALIZE)
+            up = first;
+        else if (mode == MLSTACK__TPL_CASE_STR_TITLE)
+            up = !prev_cased;
+        else
+            up = first || prev_cased == 2;
         if (cp == 0xDF && up) { /* German sharp s: upper() gives "SS", title() "Ss" */
             if (mlstack__tbuf_put(c, &b, mode == MLSTACK__TPL_CASE_UPPER ? "SS" : "Ss", 2)) return -1;
             prev_cased = mode == MLSTACK__TPL_CASE_TITLE ? 0 : 1;
@@ -10340,9 +10966,11 @@ static int mlstack__tpl_case_str(mlstack__tctx *c, const mlstack__tv *v, int mod
             continue;
         }
         if (mlstack__tpl_case(cp, up, &m) != 0)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported", (unsigned)cp);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case mapping of U+%04X is not supported",
+                                     (unsigned)cp);
         if (mode == MLSTACK__TPL_CASE_TITLE) /* words begin after runs of whitespace, '-', '(', '{', '[', '<' */
-            prev_cased = (mlstack__tpl_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<') ? 2 : 0;
+            prev_cased =
+                (mlstack__tpl_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<') ? 2 : 0;
         else
             prev_cased = mlstack__tpl_iscased_letter(cp);
         first = 0;
@@ -10433,7 +11061,8 @@ static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl
     return NULL;
 }
 /* One search: the first (rev: last) occurrence of nd[0..nn) in h[0..hn). */
-static int mlstack__tpl_search(mlstack__tctx *c, const char *h, size_t hn, const char *p, size_t nn, int rev, const char **found) {
+static int mlstack__tpl_search(mlstack__tctx *c, const char *h, size_t hn, const char *p, size_t nn, int rev,
+                               const char **found) {
     mlstack__tpl_needle nd;
     if (mlstack__tpl_needle_init(c, &nd, p, nn, rev)) return -1;
     *found = mlstack__tpl_needle_find(c, &nd, h, hn);
@@ -10461,12 +11090,14 @@ static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const ml
     }
     if (mlstack__tpl_needle_init(c, &nd, old->u.s.p, old->u.s.n, 0)) return -1;
     while (i <= s->u.s.n) {
-        const char *f = (count < 0 || done < count) ? mlstack__tpl_needle_find(c, &nd, s->u.s.p + i, s->u.s.n - i) : NULL;
+        const char *f =
+            (count < 0 || done < count) ? mlstack__tpl_needle_find(c, &nd, s->u.s.p + i, s->u.s.n - i) : NULL;
         if (!f) {
             if (mlstack__tbuf_put(c, &b, s->u.s.p + i, s->u.s.n - i)) return -1;
             break;
         }
-        if (mlstack__tbuf_put(c, &b, s->u.s.p + i, (size_t)(f - (s->u.s.p + i))) || mlstack__tbuf_put(c, &b, nw->u.s.p, nw->u.s.n))
+        if (mlstack__tbuf_put(c, &b, s->u.s.p + i, (size_t)(f - (s->u.s.p + i))) ||
+            mlstack__tbuf_put(c, &b, nw->u.s.p, nw->u.s.n))
             return -1;
         i = (size_t)(f - s->u.s.p) + old->u.s.n;
         done++;
@@ -10475,8 +11106,8 @@ static int mlstack__tpl_replace(mlstack__tctx *c, const mlstack__tv *s, const ml
 }
 
 /* str.split / str.rsplit */
-static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *sep, int64_t maxsplit, int right,
-                              mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlstack__tv *sep, int64_t maxsplit,
+                              int right, mlstack__tv *out, size_t pos) {
     mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0);
     mlstack__tpl_needle nd;
     const char *p = s->u.s.p;
@@ -10506,7 +11137,8 @@ static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlst
             }
         } else {
             for (;;) {
-                const char *f = (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_needle_find(c, &nd, p + i, n - i) : NULL;
+                const char *f =
+                    (maxsplit < 0 || splits < maxsplit) ? mlstack__tpl_needle_find(c, &nd, p + i, n - i) : NULL;
                 if (!f) {
                     if (mlstack__tlist_push(c, l, mlstack__tv_str(p + i, n - i))) return -1;
                     break;
@@ -10553,7 +11185,8 @@ static int mlstack__tpl_split(mlstack__tctx *c, const mlstack__tv *s, const mlst
                     if (mlstack__tlist_push(c, l, mlstack__tv_str(p, e))) return -1;
                     break;
                 }
-                if (mlstack__tlist_push(c, l, mlstack__tv_str(f + sep->u.s.n, e - ((size_t)(f - p) + sep->u.s.n)))) return -1;
+                if (mlstack__tlist_push(c, l, mlstack__tv_str(f + sep->u.s.n, e - ((size_t)(f - p) + sep->u.s.n))))
+                    return -1;
                 e = (size_t)(f - p);
                 splits++;
             }
@@ -10602,7 +11235,8 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
         if (a != 0 && b != 0) {
             if (a == -1 && b == INT64_MIN) goto overflow;
             if (b == -1 && a == INT64_MIN) goto overflow;
-            if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) : (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a))
+            if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+                      : (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a))
                 goto overflow;
         }
         r = a * b;
@@ -10630,7 +11264,8 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
     case MLSTACK__TPL_OP_POW: {
         int64_t base = a, e = b;
         if (e < 0) {
-            if (a == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0 cannot be raised to a negative power");
+            if (a == 0)
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0 cannot be raised to a negative power");
             *out = mlstack__tv_float(pow((double)a, (double)b));
             return 0;
         }
@@ -10654,7 +11289,8 @@ static int mlstack__tpl_int_op(mlstack__tctx *c, int op, int64_t a, int64_t b, m
     *out = mlstack__tv_int(r);
     return 0;
 overflow:
-    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer result beyond 64 bits (Python big integers are not supported)");
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED,
+                             "integer result beyond 64 bits (Python big integers are not supported)");
 }
 
 static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, mlstack__tv *out, size_t pos) {
@@ -10691,8 +11327,10 @@ static int mlstack__tpl_float_op(mlstack__tctx *c, int op, double a, double b, m
         break;
     }
     case MLSTACK__TPL_OP_POW:
-        if (a == 0 && b < 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0.0 cannot be raised to a negative power");
-        if (a < 0 && b != floor(b)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "complex results are not supported");
+        if (a == 0 && b < 0)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "0.0 cannot be raised to a negative power");
+        if (a < 0 && b != floor(b))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "complex results are not supported");
         r = pow(a, b);
         break;
     default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad float operation");
@@ -10713,8 +11351,8 @@ static int mlstack__tpl_pad(mlstack__tctx *c, mlstack__tbuf *b, const char *s, s
 
 /* One conversion of Python's printf-style formatting (after the '%'; flags, width and precision
    already read) of value x. */
-static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv, const char *flags, long width, long prec,
-                                   const mlstack__tv *x, size_t pos) {
+static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv, const char *flags, long width,
+                                   long prec, const mlstack__tv *x, size_t pos) {
     char spec[48], num[400];
     mlstack__tv t;
     mlstack__tbuf tmp;
@@ -10753,17 +11391,24 @@ static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%%c of a float beyond 64-bit integers", conv);
         else
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%%%c format: %s is required, not %s", conv,
-                                     conv == 'd' || conv == 'i' || conv == 'u' ? "a real number" : "an integer", mlstack__tv_typename(x));
-        if (conv == 'o' && strchr(flags, '#')) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%#o is not supported");
+                                     conv == 'd' || conv == 'i' || conv == 'u' ? "a real number" : "an integer",
+                                     mlstack__tv_typename(x));
+        if (conv == 'o' && strchr(flags, '#'))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%#o is not supported");
         if ((conv == 'x' || conv == 'X' || conv == 'o') && v < 0)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%%c of a negative number is not supported", conv);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%%%c of a negative number is not supported",
+                                     conv);
         snprintf(spec, sizeof spec, "%%%s%s%sll%c", flags, width >= 0 ? "*" : "", prec >= 0 ? ".*" : "",
                  conv == 'i' || conv == 'u' ? 'd' : conv);
-        if (width > 300 || prec > 300) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
+        if (width > 300 || prec > 300)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
         if (width >= 0 && prec >= 0) snprintf(num, sizeof num, spec, (int)width, (int)prec, v);
-        else if (width >= 0) snprintf(num, sizeof num, spec, (int)width, v);
-        else if (prec >= 0) snprintf(num, sizeof num, spec, (int)prec, v);
-        else snprintf(num, sizeof num, spec, v);
+        else if (width >= 0)
+            snprintf(num, sizeof num, spec, (int)width, v);
+        else if (prec >= 0)
+            snprintf(num, sizeof num, spec, (int)prec, v);
+        else
+            snprintf(num, sizeof num, spec, v);
         return mlstack__tbuf_puts(c, b, num);
     }
     case 'e':
@@ -10774,14 +11419,19 @@ static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv
     case 'G': {
         double fv;
         if (!mlstack__tv_is_num(x))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "must be real number, not %s", mlstack__tv_typename(x));
-        if (prec > 300 || width > 300) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "must be real number, not %s",
+                                     mlstack__tv_typename(x));
+        if (prec > 300 || width > 300)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "format width or precision above 300");
         fv = mlstack__tv_num(x);
         snprintf(spec, sizeof spec, "%%%s%s%s%c", flags, width >= 0 ? "*" : "", prec >= 0 ? ".*" : "", conv);
         if (width >= 0 && prec >= 0) snprintf(num, sizeof num, spec, (int)width, (int)prec, fv);
-        else if (width >= 0) snprintf(num, sizeof num, spec, (int)width, fv);
-        else if (prec >= 0) snprintf(num, sizeof num, spec, (int)prec, fv);
-        else snprintf(num, sizeof num, spec, fv);
+        else if (width >= 0)
+            snprintf(num, sizeof num, spec, (int)width, fv);
+        else if (prec >= 0)
+            snprintf(num, sizeof num, spec, (int)prec, fv);
+        else
+            snprintf(num, sizeof num, spec, fv);
         return mlstack__tbuf_puts(c, b, num);
     }
     default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported format character '%c'", conv);
@@ -10790,7 +11440,8 @@ static int mlstack__tpl_printf_one(mlstack__tctx *c, mlstack__tbuf *b, char conv
 
 /* Python's str % args: a tuple gives one value per conversion, a dict serves %(name)s, anything
    else is the single value. Used by the `%` operator and the format filter. */
-static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const mlstack__tv *args, mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const mlstack__tv *args, mlstack__tv *out,
+                               size_t pos) {
     const char *f = fmt->u.s.p;
     size_t n = fmt->u.s.n, i = 0, nitems = 1, used = 0;
     const mlstack__tv *items = args;
@@ -10821,14 +11472,18 @@ static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const m
             int depth = 1;
             while (i < n && depth) depth += f[i] == '(' ? 1 : f[i] == ')' ? -1 : 0, i++;
             if (depth) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "incomplete format key");
-            if (args->t != MLSTACK__TPL_VAL_DICT) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format requires a mapping");
+            if (args->t != MLSTACK__TPL_VAL_DICT)
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format requires a mapping");
             if (!(x = mlstack__tdict_findn(c, args->u.d, f + st, i - 1 - st)))
-                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format key '%.*s' not found", (int)(i - 1 - st), f + st);
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "format key '%.*s' not found",
+                                         (int)(i - 1 - st), f + st);
         }
         while (i < n && strchr("-+ #0", f[i]) && nf < sizeof flags - 1) flags[nf++] = f[i++];
         flags[nf] = 0;
-        if (i < n && f[i] == '*') return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'*' widths in format strings are not supported");
-        while (i < n && f[i] >= '0' && f[i] <= '9' && width < 100000) width = (width < 0 ? 0 : width * 10) + (f[i++] - '0');
+        if (i < n && f[i] == '*')
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'*' widths in format strings are not supported");
+        while (i < n && f[i] >= '0' && f[i] <= '9' && width < 100000)
+            width = (width < 0 ? 0 : width * 10) + (f[i++] - '0');
         if (i < n && f[i] == '.') {
             prec = 0;
             for (i++; i < n && f[i] >= '0' && f[i] <= '9' && prec < 100000; i++) prec = prec * 10 + (f[i] - '0');
@@ -10838,22 +11493,28 @@ static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const m
         conv = f[i++];
         if (!x) {
             if (args->t == MLSTACK__TPL_VAL_DICT && items == args && used == 0) x = args;
-            else if (used < nitems) x = &items[used];
-            else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "not enough arguments for format string");
+            else if (used < nitems)
+                x = &items[used];
+            else
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "not enough arguments for format string");
             used++;
         }
         if (mlstack__tpl_printf_one(c, &b, conv, flags, width, prec, x, pos)) return -1;
     }
     if (args->t != MLSTACK__TPL_VAL_DICT && used < nitems)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "not all arguments converted during string formatting");
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                 "not all arguments converted during string formatting");
     return mlstack__tpl_newstr(c, &b, out);
 }
 
-static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, mlstack__tv *out,
+                              size_t pos) {
     static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
-        if (op == MLSTACK__TPL_OP_DIV) return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
-        if (a->t != MLSTACK__TPL_VAL_FLOAT && b->t != MLSTACK__TPL_VAL_FLOAT) return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
+        if (op == MLSTACK__TPL_OP_DIV)
+            return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
+        if (a->t != MLSTACK__TPL_VAL_FLOAT && b->t != MLSTACK__TPL_VAL_FLOAT)
+            return mlstack__tpl_int_op(c, op, a->u.i, b->u.i, out, pos);
         return mlstack__tpl_float_op(c, op, mlstack__tv_num(a), mlstack__tv_num(b), out, pos);
     }
     if (a->t == MLSTACK__TPL_VAL_UNDEF || b->t == MLSTACK__TPL_VAL_UNDEF) {
@@ -10867,7 +11528,8 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         return mlstack__tpl_newstr(c, &buf, out);
     }
     if (op == MLSTACK__TPL_OP_ADD && a->t == MLSTACK__TPL_VAL_LIST && b->t == MLSTACK__TPL_VAL_LIST &&
-        (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) && a->u.l->kind == b->u.l->kind) {
+        (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) &&
+        a->u.l->kind == b->u.l->kind) {
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, a->u.l->n + b->u.l->n);
         if (!l) return -1;
         if (a->u.l->n) memcpy(l->v, a->u.l->v, a->u.l->n * sizeof(mlstack__tv));
@@ -10876,8 +11538,9 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         *out = mlstack__tv_list(l);
         return 0;
     }
-    if (op == MLSTACK__TPL_OP_MUL && ((a->t == MLSTACK__TPL_VAL_STR && (b->t == MLSTACK__TPL_VAL_INT || b->t == MLSTACK__TPL_VAL_BOOL)) ||
-                                  (b->t == MLSTACK__TPL_VAL_STR && (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)))) {
+    if (op == MLSTACK__TPL_OP_MUL &&
+        ((a->t == MLSTACK__TPL_VAL_STR && (b->t == MLSTACK__TPL_VAL_INT || b->t == MLSTACK__TPL_VAL_BOOL)) ||
+         (b->t == MLSTACK__TPL_VAL_STR && (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)))) {
         const mlstack__tv *s = a->t == MLSTACK__TPL_VAL_STR ? a : b;
         int64_t k = a->t == MLSTACK__TPL_VAL_STR ? b->u.i : a->u.i, i;
         mlstack__tbuf buf;
@@ -10893,12 +11556,14 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
     }
-    if (op == MLSTACK__TPL_OP_MUL && b->t == MLSTACK__TPL_VAL_LIST && (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)) {
+    if (op == MLSTACK__TPL_OP_MUL && b->t == MLSTACK__TPL_VAL_LIST &&
+        (a->t == MLSTACK__TPL_VAL_INT || a->t == MLSTACK__TPL_VAL_BOOL)) {
         const mlstack__tv *t = a;
         a = b;
         b = t;
     }
-    if (op == MLSTACK__TPL_OP_MUL && a->t == MLSTACK__TPL_VAL_LIST && (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) &&
+    if (op == MLSTACK__TPL_OP_MUL && a->t == MLSTACK__TPL_VAL_LIST &&
+        (a->u.l->kind == MLSTACK__TPL_LIST_LIST || a->u.l->kind == MLSTACK__TPL_LIST_TUPLE) &&
         (b->t == MLSTACK__TPL_VAL_INT || b->t == MLSTACK__TPL_VAL_BOOL)) {
         int64_t k = b->u.i, i;
         mlstack__tlist *l = mlstack__tlist_new(c, a->u.l->kind, 0);
@@ -10917,11 +11582,13 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
     }
     if (op == MLSTACK__TPL_OP_MOD && a->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_printf(c, a, b, out, pos);
     return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unsupported operand type(s) for %s: '%s' and '%s'",
-                             op <= MLSTACK__TPL_OP_POW ? names[op] : "?", mlstack__tv_typename(a), mlstack__tv_typename(b));
+                             op <= MLSTACK__TPL_OP_POW ? names[op] : "?", mlstack__tv_typename(a),
+                             mlstack__tv_typename(b));
 }
 
 /* Python <, <=, >, >= ; result in *res. */
-static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, int *res, size_t pos) {
+static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, const mlstack__tv *b, int *res,
+                              size_t pos) {
     int cmpv;
     static const char *const names[] = {"<", ">", "<=", ">="};
     if (mlstack__tv_is_num(a) && mlstack__tv_is_num(b)) {
@@ -10952,7 +11619,8 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
             const mlstack__tv *u = a->t == MLSTACK__TPL_VAL_UNDEF ? a : b;
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", u->u.s.p ? u->u.s.p : "value is undefined");
         }
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' not supported between instances of '%s' and '%s'",
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                 "'%s' not supported between instances of '%s' and '%s'",
                                  names[op - MLSTACK__TPL_OP_LT], mlstack__tv_typename(a), mlstack__tv_typename(b));
     }
     switch (op) {
@@ -10971,8 +11639,8 @@ static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const m
     switch (b->t) {
     case MLSTACK__TPL_VAL_STR:
         if (a->t != MLSTACK__TPL_VAL_STR)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'in <string>' requires string as left operand, not %s",
-                                     mlstack__tv_typename(a));
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                     "'in <string>' requires string as left operand, not %s", mlstack__tv_typename(a));
         {
             const char *f;
             if (mlstack__tpl_search(c, b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n, 0, &f)) return -1;
@@ -10997,7 +11665,8 @@ static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const m
         return 0;
     case MLSTACK__TPL_VAL_UNDEF: return 0;
     default:
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "argument of type '%s' is not iterable", mlstack__tv_typename(b));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "argument of type '%s' is not iterable",
+                                 mlstack__tv_typename(b));
     }
 }
 
@@ -11005,14 +11674,15 @@ static int mlstack__tpl_contains(mlstack__tctx *c, const mlstack__tv *a, const m
 /* str methods Python has that are not implemented here (calling one is an error; see the
    table mlstack__tpl_str_methods for the ones that are) */
 static const char *const mlstack__tpl_str_python_only[] = {
-    "casefold", "center", "encode", "expandtabs", "format", "format_map", "isascii", "isdecimal", "isidentifier",
-    "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition", "rjust", "rpartition", "swapcase",
-    "translate", "zfill", NULL};
+    "casefold",  "center",       "encode",     "expandtabs",  "format",    "format_map", "isascii",
+    "isdecimal", "isidentifier", "isnumeric",  "isprintable", "istitle",   "ljust",      "maketrans",
+    "partition", "rjust",        "rpartition", "swapcase",    "translate", "zfill",      NULL};
 static const char *const mlstack__tpl_dict_methods[] = {"items", "keys", "values", "get", "copy", "fromkeys", NULL};
-static const char *const mlstack__tpl_unsafe_methods[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
-                                                          "reverse", "popitem", "setdefault", "update", NULL};
+static const char *const mlstack__tpl_unsafe_methods[] = {
+    "append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "popitem", "setdefault", "update", NULL};
 
-static int mlstack__tpl_method(mlstack__tctx *c, const mlstack__tv *self, const char *name, size_t n, mlstack__tv *out) {
+static int mlstack__tpl_method(mlstack__tctx *c, const mlstack__tv *self, const char *name, size_t n,
+                               mlstack__tv *out) {
     struct mlstack__tmethod *m = (struct mlstack__tmethod *)mlstack__tpl_alloc(c, sizeof *m);
     char *nm = mlstack__tpl_strdup(c, name, n);
     if (!m || !nm) return -1;
@@ -11032,7 +11702,8 @@ static int mlstack__tpl_undef_fmt(mlstack__tctx *c, mlstack__tv *out, const char
 }
 
 /* obj.name as jinja2's sandbox resolves it: Python attribute first, then obj[name]. */
-static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const char *name, size_t n, mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const char *name, size_t n, mlstack__tv *out,
+                                size_t pos) {
     mlstack__tv *f;
     switch (v->t) {
     case MLSTACK__TPL_VAL_UNDEF:
@@ -11055,13 +11726,15 @@ static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const ch
         }
         return mlstack__tpl_undef_fmt(c, out, "'jinja2.utils.Namespace object' has no attribute '%.*s'", name, n);
     case MLSTACK__TPL_VAL_STR:
-        if (mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, name, n) || mlstack__tpl_in_list(mlstack__tpl_str_python_only, name, n))
+        if (mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, name, n) ||
+            mlstack__tpl_in_list(mlstack__tpl_str_python_only, name, n))
             return mlstack__tpl_method(c, v, name, n, out);
         return mlstack__tpl_undef_fmt(c, out, "'str object' has no attribute '%.*s'", name, n);
     case MLSTACK__TPL_VAL_LIST:
         if (mlstack__tpl_in_list(mlstack__tpl_unsafe_methods, name, n))
             return mlstack__tpl_undef_fmt(c, out, "access to attribute '%.*s' of 'list' object is unsafe.", name, n);
-        if ((n == 5 && !memcmp(name, "index", 5)) || (n == 5 && !memcmp(name, "count", 5)) || (n == 4 && !memcmp(name, "copy", 4)))
+        if ((n == 5 && !memcmp(name, "index", 5)) || (n == 5 && !memcmp(name, "count", 5)) ||
+            (n == 4 && !memcmp(name, "copy", 4)))
             return mlstack__tpl_method(c, v, name, n, out);
         return mlstack__tpl_undef_fmt(c, out, "'list object' has no attribute '%.*s'", name, n);
     case MLSTACK__TPL_VAL_LOOP: {
@@ -11069,22 +11742,32 @@ static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const ch
         int64_t i0 = (int64_t)lp->i, len = (int64_t)lp->n;
 #define MLSTACK__NM(w) (n == sizeof(w) - 1 && memcmp(name, w, sizeof(w) - 1) == 0)
         if (MLSTACK__NM("index")) *out = mlstack__tv_int(i0 + 1);
-        else if (MLSTACK__NM("index0")) *out = mlstack__tv_int(i0);
-        else if (MLSTACK__NM("revindex")) *out = mlstack__tv_int(len - i0);
-        else if (MLSTACK__NM("revindex0")) *out = mlstack__tv_int(len - i0 - 1);
-        else if (MLSTACK__NM("first")) *out = mlstack__tv_bool(i0 == 0);
-        else if (MLSTACK__NM("last")) *out = mlstack__tv_bool(i0 == len - 1);
-        else if (MLSTACK__NM("length")) *out = mlstack__tv_int(len);
-        else if (MLSTACK__NM("depth")) *out = mlstack__tv_int(1);
-        else if (MLSTACK__NM("depth0")) *out = mlstack__tv_int(0);
+        else if (MLSTACK__NM("index0"))
+            *out = mlstack__tv_int(i0);
+        else if (MLSTACK__NM("revindex"))
+            *out = mlstack__tv_int(len - i0);
+        else if (MLSTACK__NM("revindex0"))
+            *out = mlstack__tv_int(len - i0 - 1);
+        else if (MLSTACK__NM("first"))
+            *out = mlstack__tv_bool(i0 == 0);
+        else if (MLSTACK__NM("last"))
+            *out = mlstack__tv_bool(i0 == len - 1);
+        else if (MLSTACK__NM("length"))
+            *out = mlstack__tv_int(len);
+        else if (MLSTACK__NM("depth"))
+            *out = mlstack__tv_int(1);
+        else if (MLSTACK__NM("depth0"))
+            *out = mlstack__tv_int(0);
         else if (MLSTACK__NM("previtem"))
             *out = i0 > 0 ? lp->items[i0 - 1] : mlstack__tv_undef("there is no previous item");
         else if (MLSTACK__NM("nextitem"))
             *out = i0 + 1 < len ? lp->items[i0 + 1] : mlstack__tv_undef("there is no next item");
-        else if (MLSTACK__NM("cycle")) return mlstack__tpl_method(c, v, name, n, out);
+        else if (MLSTACK__NM("cycle"))
+            return mlstack__tpl_method(c, v, name, n, out);
         else if (MLSTACK__NM("changed"))
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "loop.changed() is not supported");
-        else return mlstack__tpl_undef_fmt(c, out, "'LoopContext object' has no attribute '%.*s'", name, n);
+        else
+            return mlstack__tpl_undef_fmt(c, out, "'LoopContext object' has no attribute '%.*s'", name, n);
 #undef MLSTACK__NM
         return 0;
     }
@@ -11094,19 +11777,23 @@ static int mlstack__tpl_getattr(mlstack__tctx *c, const mlstack__tv *v, const ch
 }
 
 /* obj[key]: item first, then (for string keys) the attribute. */
-static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *key, mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *key, mlstack__tv *out,
+                                size_t pos) {
     if (v->t == MLSTACK__TPL_VAL_UNDEF)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
     if (v->t == MLSTACK__TPL_VAL_DICT) {
         mlstack__tv *f;
-        if ((key->t == MLSTACK__TPL_VAL_LIST && key->u.l->kind != MLSTACK__TPL_LIST_TUPLE) || key->t == MLSTACK__TPL_VAL_DICT)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(key));
+        if ((key->t == MLSTACK__TPL_VAL_LIST && key->u.l->kind != MLSTACK__TPL_LIST_TUPLE) ||
+            key->t == MLSTACK__TPL_VAL_DICT)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'",
+                                     mlstack__tv_typename(key));
         f = mlstack__tdict_find(c, v->u.d, key);
         if (f) {
             *out = *f;
             return 0;
         }
-    } else if ((v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN) || v->t == MLSTACK__TPL_VAL_STR) {
+    } else if ((v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN) ||
+               v->t == MLSTACK__TPL_VAL_STR) {
         if (key->t == MLSTACK__TPL_VAL_INT || key->t == MLSTACK__TPL_VAL_BOOL) {
             int64_t i = key->u.i;
             if (v->t == MLSTACK__TPL_VAL_LIST) {
@@ -11131,15 +11818,17 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
             return 0;
         }
     }
-    if (key->t == MLSTACK__TPL_VAL_STR && v->t != MLSTACK__TPL_VAL_DICT) return mlstack__tpl_getattr(c, v, key->u.s.p, key->u.s.n, out, pos);
-    if (key->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", key->u.s.p, key->u.s.n);
+    if (key->t == MLSTACK__TPL_VAL_STR && v->t != MLSTACK__TPL_VAL_DICT)
+        return mlstack__tpl_getattr(c, v, key->u.s.p, key->u.s.n, out, pos);
+    if (key->t == MLSTACK__TPL_VAL_STR)
+        return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", key->u.s.p, key->u.s.n);
     *out = mlstack__tv_undef("no such item");
     return 0;
 }
 
 /* Python slicing of lists, tuples and strings (by code point). */
-static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *a, const mlstack__tv *b, const mlstack__tv *st,
-                              mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlstack__tv *a, const mlstack__tv *b,
+                              const mlstack__tv *st, mlstack__tv *out, size_t pos) {
     int64_t len, step = 1, start, stop, i;
     const mlstack__tv *bounds[3];
     int k;
@@ -11148,7 +11837,8 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
     bounds[1] = b;
     bounds[2] = st;
     for (k = 0; k < 3; k++)
-        if (bounds[k] && bounds[k]->t != MLSTACK__TPL_VAL_NONE && bounds[k]->t != MLSTACK__TPL_VAL_INT && bounds[k]->t != MLSTACK__TPL_VAL_BOOL)
+        if (bounds[k] && bounds[k]->t != MLSTACK__TPL_VAL_NONE && bounds[k]->t != MLSTACK__TPL_VAL_INT &&
+            bounds[k]->t != MLSTACK__TPL_VAL_BOOL)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice indices must be integers or None");
     if (v->t == MLSTACK__TPL_VAL_UNDEF)
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", v->u.s.p ? v->u.s.p : "value is undefined");
@@ -11162,12 +11852,14 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
             offs[j++] = i2;
         }
         offs[j] = v->u.s.n;
-    } else if (v->t == MLSTACK__TPL_VAL_LIST && (v->u.l->kind == MLSTACK__TPL_LIST_LIST || v->u.l->kind == MLSTACK__TPL_LIST_TUPLE)) {
+    } else if (v->t == MLSTACK__TPL_VAL_LIST &&
+               (v->u.l->kind == MLSTACK__TPL_LIST_LIST || v->u.l->kind == MLSTACK__TPL_LIST_TUPLE)) {
         len = (int64_t)v->u.l->n;
     } else { /* jinja2 slices with plain Python: anything else raises */
         if (v->t == MLSTACK__TPL_VAL_DICT)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: 'slice'");
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not subscriptable", mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not subscriptable",
+                                 mlstack__tv_typename(v));
     }
     if (st && st->t != MLSTACK__TPL_VAL_NONE) step = st->u.i;
     if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "slice step cannot be zero");
@@ -11176,13 +11868,15 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
     else {
         start = a->u.i;
         if (start < 0) start = start + len < 0 ? (step < 0 ? -1 : 0) : start + len;
-        else if (start >= len) start = step < 0 ? len - 1 : len;
+        else if (start >= len)
+            start = step < 0 ? len - 1 : len;
     }
     if (!b || b->t == MLSTACK__TPL_VAL_NONE) stop = step < 0 ? -1 : len;
     else {
         stop = b->u.i;
         if (stop < 0) stop = stop + len < 0 ? (step < 0 ? -1 : 0) : stop + len;
-        else if (stop >= len) stop = step < 0 ? len - 1 : len;
+        else if (stop >= len)
+            stop = step < 0 ? len - 1 : len;
     }
     if (v->t == MLSTACK__TPL_VAL_STR) {
         mlstack__tbuf buf;
@@ -11206,11 +11900,13 @@ static int mlstack__tpl_slice(mlstack__tctx *c, const mlstack__tv *v, const mlst
 }
 
 /* Jinja's attribute getter for filters: "a.b.0" walks getitem per part. */
-static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *path, mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *path, mlstack__tv *out,
+                                 size_t pos) {
     size_t i = 0, st;
     mlstack__tv cur = *item;
     if (path->t == MLSTACK__TPL_VAL_INT) return mlstack__tpl_getitem(c, &cur, path, out, pos);
-    if (path->t != MLSTACK__TPL_VAL_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attribute must be a string");
+    if (path->t != MLSTACK__TPL_VAL_STR)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attribute must be a string");
     for (;;) {
         mlstack__tv key, nx;
         size_t k;
@@ -11238,12 +11934,14 @@ static int mlstack__tpl_attrpath(mlstack__tctx *c, const mlstack__tv *item, cons
 /* ---- builtins: filters, tests, str methods, global functions ---- */
 static int mlstack__tpl_want_str(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
     if (v->t != MLSTACK__TPL_VAL_STR)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected a string, got %s", what, mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected a string, got %s", what,
+                                 mlstack__tv_typename(v));
     return 0;
 }
 static int mlstack__tpl_want_int(mlstack__tctx *c, const mlstack__tv *v, const char *what, size_t pos) {
     if (v->t != MLSTACK__TPL_VAL_INT && v->t != MLSTACK__TPL_VAL_BOOL)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected an integer, got %s", what, mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s: expected an integer, got %s", what,
+                                 mlstack__tv_typename(v));
     return 0;
 }
 /* Python str(v) as a value (strings as they are). */
@@ -11267,7 +11965,8 @@ static int mlstack__tpl_strm_startswith(MLSTACK__TPL_BUILTIN_ARGS) {
     int ends = self->variant, hit = 0;
     size_t i, cnt = 1;
     const mlstack__tv *cands;
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a prefix", self->what);
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a prefix", self->what);
     if (mlstack__targs_done(c, a, 1, self->what, pos)) return -1;
     if (x.t == MLSTACK__TPL_VAL_LIST && x.u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
         cands = x.u.l->v;
@@ -11279,8 +11978,7 @@ static int mlstack__tpl_strm_startswith(MLSTACK__TPL_BUILTIN_ARGS) {
     for (i = 0; i < cnt; i++) {
         const mlstack__tv *p = &cands[i];
         if (mlstack__tpl_want_str(c, p, self->what, pos)) return -1;
-        if (p->u.s.n <= s->u.s.n &&
-            memcmp(s->u.s.p + (ends ? s->u.s.n - p->u.s.n : 0), p->u.s.p, p->u.s.n) == 0)
+        if (p->u.s.n <= s->u.s.n && memcmp(s->u.s.p + (ends ? s->u.s.n - p->u.s.n : 0), p->u.s.p, p->u.s.n) == 0)
             hit = 1;
     }
     *out = mlstack__tv_bool(hit);
@@ -11306,7 +12004,8 @@ static int mlstack__tpl_strm_split(MLSTACK__TPL_BUILTIN_ARGS) {
     if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
     if (has_sep && x.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
     if (has_max && mlstack__tpl_want_int(c, &y, self->what, pos)) return -1;
-    return mlstack__tpl_split(c, s, has_sep && x.t == MLSTACK__TPL_VAL_STR ? &x : NULL, has_max ? y.u.i : -1, self->variant, out, pos);
+    return mlstack__tpl_split(c, s, has_sep && x.t == MLSTACK__TPL_VAL_STR ? &x : NULL, has_max ? y.u.i : -1,
+                              self->variant, out, pos);
 }
 
 /* str.splitlines() */
@@ -11335,7 +12034,8 @@ static int mlstack__tpl_strm_replace(MLSTACK__TPL_BUILTIN_ARGS) {
     if (!mlstack__targ(a, 0, NULL, &x) || !mlstack__targ(a, 1, NULL, &y))
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes old and new", self->what);
     has_cnt = mlstack__targ(a, 2, "count", &cnt);
-    if (mlstack__targs_done(c, a, 3, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos) || mlstack__tpl_want_str(c, &y, self->what, pos))
+    if (mlstack__targs_done(c, a, 3, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos) ||
+        mlstack__tpl_want_str(c, &y, self->what, pos))
         return -1;
     if (has_cnt && mlstack__tpl_want_int(c, &cnt, self->what, pos)) return -1;
     return mlstack__tpl_replace(c, s, &x, &y, has_cnt ? cnt.u.i : -1, out);
@@ -11346,7 +12046,8 @@ static int mlstack__tpl_strm_search(MLSTACK__TPL_BUILTIN_ARGS) {
     const mlstack__tv *s = v;
     mlstack__tv x;
     const char *f;
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a substring", self->what);
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes a substring", self->what);
     if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
     if (self->variant == 0) { /* count */
         int64_t k = 0;
@@ -11365,8 +12066,7 @@ static int mlstack__tpl_strm_search(MLSTACK__TPL_BUILTIN_ARGS) {
         return 0;
     }
     if (mlstack__tpl_search(c, s->u.s.p, s->u.s.n, x.u.s.p, x.u.s.n, self->variant & 2, &f)) return -1;
-    if (!f && (self->variant & 4))
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "substring not found");
+    if (!f && (self->variant & 4)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "substring not found");
     *out = mlstack__tv_int(f ? (int64_t)mlstack__tpl_cplen(s->u.s.p, (size_t)(f - s->u.s.p)) : -1);
     return 0;
 }
@@ -11376,7 +12076,8 @@ static int mlstack__tpl_strm_removeprefix(MLSTACK__TPL_BUILTIN_ARGS) {
     const mlstack__tv *s = v;
     mlstack__tv x;
     int pre = !self->variant;
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an argument", self->what);
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an argument", self->what);
     if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos)) return -1;
     *out = *s;
     if (x.u.s.n <= s->u.s.n && memcmp(s->u.s.p + (pre ? 0 : s->u.s.n - x.u.s.n), x.u.s.p, x.u.s.n) == 0)
@@ -11392,13 +12093,17 @@ static int mlstack__tpl_strm_join(MLSTACK__TPL_BUILTIN_ARGS) {
     size_t n, i;
     mlstack__tbuf b;
     memset(&b, 0, sizeof b);
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an iterable", self->what);
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s takes an iterable", self->what);
     if (mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tv_iter(c, &x, &items, &n, pos)) return -1;
     for (i = 0; i < n; i++) {
         if (items[i].t != MLSTACK__TPL_VAL_STR)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sequence item %zu: expected str instance, %s found", i,
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                     "sequence item %zu: expected str instance, %s found", i,
                                      mlstack__tv_typename(&items[i]));
-        if ((i && mlstack__tbuf_put(c, &b, s->u.s.p, s->u.s.n)) || mlstack__tbuf_put(c, &b, items[i].u.s.p, items[i].u.s.n)) return -1;
+        if ((i && mlstack__tbuf_put(c, &b, s->u.s.p, s->u.s.n)) ||
+            mlstack__tbuf_put(c, &b, items[i].u.s.p, items[i].u.s.n))
+            return -1;
     }
     return mlstack__tpl_newstr(c, &b, out);
 }
@@ -11413,11 +12118,15 @@ static int mlstack__tpl_strm_is(MLSTACK__TPL_BUILTIN_ARGS) {
         uint32_t cp = mlstack__tpl_cp(s->u.s.p + i, s->u.s.n - i, &l), u, lo;
         int dig = cp >= '0' && cp <= '9', alpha = (cp | 32) >= 'a' && (cp | 32) <= 'z';
         if (cp >= 0x80 && self->variant != 3)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s on non-ASCII text is not supported", self->what);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s on non-ASCII text is not supported",
+                                     self->what);
         if (self->variant == 0) ok &= dig;
-        else if (self->variant == 1) ok &= alpha;
-        else if (self->variant == 2) ok &= alpha || dig;
-        else if (self->variant == 3) ok &= mlstack__tpl_isspace(cp);
+        else if (self->variant == 1)
+            ok &= alpha;
+        else if (self->variant == 2)
+            ok &= alpha || dig;
+        else if (self->variant == 3)
+            ok &= mlstack__tpl_isspace(cp);
         else {
             mlstack__tpl_case(cp, 1, &u);
             mlstack__tpl_case(cp, 0, &lo);
@@ -11431,7 +12140,6 @@ static int mlstack__tpl_strm_is(MLSTACK__TPL_BUILTIN_ARGS) {
     *out = mlstack__tv_bool(ok);
     return 0;
 }
-
 
 /* The items (kind ITEMS, or LIST for a plain list of pairs), keys or values of d as a list. */
 static int mlstack__tpl_dict_view(mlstack__tctx *c, const mlstack__tdict *d, int kind, mlstack__tv *out) {
@@ -11455,10 +12163,9 @@ static int mlstack__tpl_dict_view(mlstack__tctx *c, const mlstack__tdict *d, int
     return 0;
 }
 
-
 /* -- dict, list and loop methods -- */
-static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a, mlstack__tv *out,
-                                    size_t pos) {
+static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a,
+                                    mlstack__tv *out, size_t pos) {
     const mlstack__tv *self = &m->self;
     mlstack__tv x, y;
     if (self->t == MLSTACK__TPL_VAL_STR) {
@@ -11469,7 +12176,8 @@ static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmet
         mlstack__tdict *d = self->u.d;
         if (!strcmp(m->name, "get")) {
             mlstack__tv *f;
-            if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dict.get() takes a key");
+            if (!mlstack__targ(a, 0, NULL, &x))
+                return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dict.get() takes a key");
             if (!mlstack__targ(a, 1, NULL, &y)) y = mlstack__tv_none();
             if (mlstack__targs_done(c, a, 2, "dict.get()", pos)) return -1;
             f = mlstack__tdict_find(c, d, &x);
@@ -11477,7 +12185,9 @@ static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmet
             return 0;
         }
         if (!strcmp(m->name, "items") || !strcmp(m->name, "keys") || !strcmp(m->name, "values")) {
-            int kind = m->name[0] == 'i' ? MLSTACK__TPL_LIST_ITEMS : m->name[0] == 'k' ? MLSTACK__TPL_LIST_KEYS : MLSTACK__TPL_LIST_VALUES;
+            int kind = m->name[0] == 'i'   ? MLSTACK__TPL_LIST_ITEMS
+                       : m->name[0] == 'k' ? MLSTACK__TPL_LIST_KEYS
+                                           : MLSTACK__TPL_LIST_VALUES;
             if (mlstack__targs_done(c, a, 0, "dict view", pos)) return -1;
             return mlstack__tpl_dict_view(c, d, kind, out);
         }
@@ -11490,7 +12200,8 @@ static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmet
     if (self->t == MLSTACK__TPL_VAL_LIST && (!strcmp(m->name, "index") || !strcmp(m->name, "count"))) {
         size_t i, k = 0;
         if (!mlstack__targ(a, 0, NULL, &x) || mlstack__targs_done(c, a, 1, "list method", pos))
-            return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "list.%s() takes one argument", m->name);
+            return c->rc ? -1
+                         : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "list.%s() takes one argument", m->name);
         for (i = 0; i < self->u.l->n; i++)
             if (mlstack__tpl_eq(c, &self->u.l->v[i], &x)) {
                 if (m->name[0] == 'i') {
@@ -11503,13 +12214,14 @@ static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmet
         *out = mlstack__tv_int((int64_t)k);
         return 0;
     }
-    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s.%s() is not supported", mlstack__tv_typename(self), m->name);
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "%s.%s() is not supported", mlstack__tv_typename(self),
+                             m->name);
 }
 
 /* Calls a macro (or the body of a {% call %} block, whose node has the same layout: parameters
    in b, body in c). `caller`, when not NULL, is what `caller()` runs inside the macro. */
-static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacro *m, mlstack__targs *a, const mlstack__tv *caller,
-                                   mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacro *m, mlstack__targs *a,
+                                   const mlstack__tv *caller, mlstack__tv *out, size_t pos) {
     const mlstack__tn *node = m->node, *p;
     mlstack__tscope *s = mlstack__tscope_new(c, m->closure);
     mlstack__tbuf buf, *saved;
@@ -11518,19 +12230,21 @@ static int mlstack__tpl_call_macro(mlstack__tctx *c, const struct mlstack__tmacr
     if (mlstack__tpl_stack_check(c, pos)) return -1;
     for (p = node->b; p; p = p->next) np++;
     if (a->np > np)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes not more than %d argument(s)", (int)node->n, node->s, np);
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes not more than %d argument(s)",
+                                 (int)node->n, node->s, np);
     for (k = 0; k < a->nk; k++) {
         int found = 0, idx = 0;
         for (p = node->b; p; p = p->next, idx++)
             if (p->n == a->kl[k] && memcmp(p->s, a->kn[k], p->n) == 0) found = idx >= a->np;
         if (!found)
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes no keyword argument '%.*s'", (int)node->n, node->s,
-                                     (int)a->kl[k], a->kn[k]);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "macro '%.*s' takes no keyword argument '%.*s'",
+                                     (int)node->n, node->s, (int)a->kl[k], a->kn[k]);
     }
     if (caller && mlstack__tscope_set(c, s, "caller", 6, *caller)) return -1;
     for (p = node->b, k = 0; p; p = p->next, k++) {
         mlstack__tv v;
-        if (!mlstack__targ(a, k, NULL, &v) && !mlstack__targ(a, -1, p->s[0] ? mlstack__tpl_strdup(c, p->s, p->n) : "", &v)) {
+        if (!mlstack__targ(a, k, NULL, &v) &&
+            !mlstack__targ(a, -1, p->s[0] ? mlstack__tpl_strdup(c, p->s, p->n) : "", &v)) {
             if (p->a) {
                 if (mlstack__tpl_eval(c, s, p->a, &v)) return -1;
             } else {
@@ -11555,7 +12269,8 @@ static int mlstack__tpl_global_range(MLSTACK__TPL_BUILTIN_ARGS) {
     (void)self;
     (void)v;
     if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() takes no keyword arguments");
-    if (a->np < 1 || a->np > 3) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range expected 1 to 3 arguments");
+    if (a->np < 1 || a->np > 3)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range expected 1 to 3 arguments");
     for (i = 0; i < a->np; i++)
         if (mlstack__tpl_want_int(c, &a->p[i], "range()", pos)) return -1;
     if (a->np == 1) stop = a->p[0].u.i;
@@ -11566,9 +12281,11 @@ static int mlstack__tpl_global_range(MLSTACK__TPL_BUILTIN_ARGS) {
     }
     if (step == 0) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "range() arg 3 must not be zero");
     if (step > 0) n = stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
-    else n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)0 - (uint64_t)step) + 1) : 0;
+    else
+        n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)0 - (uint64_t)step) + 1) : 0;
     if (n < 0 || n > MLSTACK__TPL_MAX_RANGE)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT,
+                                 "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
                                  MLSTACK__TPL_MAX_RANGE);
     if (mlstack__tpl_charge_check(c, (uint64_t)n, pos)) return -1;
     if (!(l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_RANGE, (size_t)n))) return -1;
@@ -11595,7 +12312,8 @@ static int mlstack__tpl_global_dict(MLSTACK__TPL_BUILTIN_ARGS) {
             if (mlstack__tv_iter(c, &a->p[0], &items, &n, pos)) return -1;
             for (i = 0; i < n; i++) {
                 if (items[i].t != MLSTACK__TPL_VAL_LIST || items[i].u.l->n != 2)
-                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "dictionary update sequence element has wrong length");
+                    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                             "dictionary update sequence element has wrong length");
                 if (mlstack__tdict_set(c, d, items[i].u.l->v[0], items[i].u.l->v[1])) return -1;
             }
         }
@@ -11633,8 +12351,10 @@ static int mlstack__tpl_global_strftime_now(MLSTACK__TPL_BUILTIN_ARGS) {
         return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now() takes a format");
     if (x.u.s.n >= sizeof fmt) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "strftime_now(): format too long");
     for (k = 0; k < x.u.s.n; k++) /* Python-only directives would silently differ */
-        if (x.u.s.p[k] == '%' && k + 1 < x.u.s.n && (x.u.s.p[k + 1] == 'f' || x.u.s.p[k + 1] == '-' || x.u.s.p[k + 1] == ':'))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "strftime_now(): directive %%%c is not supported", x.u.s.p[k + 1]);
+        if (x.u.s.p[k] == '%' && k + 1 < x.u.s.n &&
+            (x.u.s.p[k + 1] == 'f' || x.u.s.p[k + 1] == '-' || x.u.s.p[k + 1] == ':'))
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "strftime_now(): directive %%%c is not supported",
+                                     x.u.s.p[k + 1]);
         else if (x.u.s.p[k] == '%')
             k++;
     memcpy(fmt, x.u.s.p, x.u.s.n);
@@ -11651,12 +12371,22 @@ static int mlstack__tpl_global_strftime_now(MLSTACK__TPL_BUILTIN_ARGS) {
     return out->u.s.p ? 0 : -1;
 }
 
-
 /* -- tests (answer a bool in *out; the first argument, if any, is a->p[0]) -- */
 enum { /* variants of mlstack__tpl_test_type */
-    MLSTACK__TPL_IS_DEFINED, MLSTACK__TPL_IS_UNDEFINED, MLSTACK__TPL_IS_NONE, MLSTACK__TPL_IS_BOOLEAN, MLSTACK__TPL_IS_TRUE,
-    MLSTACK__TPL_IS_FALSE, MLSTACK__TPL_IS_INTEGER, MLSTACK__TPL_IS_FLOAT, MLSTACK__TPL_IS_NUMBER, MLSTACK__TPL_IS_STRING,
-    MLSTACK__TPL_IS_MAPPING, MLSTACK__TPL_IS_ITERABLE, MLSTACK__TPL_IS_SEQUENCE, MLSTACK__TPL_IS_CALLABLE
+       MLSTACK__TPL_IS_DEFINED,
+       MLSTACK__TPL_IS_UNDEFINED,
+       MLSTACK__TPL_IS_NONE,
+       MLSTACK__TPL_IS_BOOLEAN,
+       MLSTACK__TPL_IS_TRUE,
+       MLSTACK__TPL_IS_FALSE,
+       MLSTACK__TPL_IS_INTEGER,
+       MLSTACK__TPL_IS_FLOAT,
+       MLSTACK__TPL_IS_NUMBER,
+       MLSTACK__TPL_IS_STRING,
+       MLSTACK__TPL_IS_MAPPING,
+       MLSTACK__TPL_IS_ITERABLE,
+       MLSTACK__TPL_IS_SEQUENCE,
+       MLSTACK__TPL_IS_CALLABLE
 };
 static int mlstack__tpl_test_type(MLSTACK__TPL_BUILTIN_ARGS) {
     int r = 0, t = v->t;
@@ -11675,12 +12405,18 @@ static int mlstack__tpl_test_type(MLSTACK__TPL_BUILTIN_ARGS) {
     case MLSTACK__TPL_IS_NUMBER: r = mlstack__tv_is_num(v); break;
     case MLSTACK__TPL_IS_STRING: r = t == MLSTACK__TPL_VAL_STR; break;
     case MLSTACK__TPL_IS_MAPPING: r = t == MLSTACK__TPL_VAL_DICT; break;
-    case MLSTACK__TPL_IS_ITERABLE: r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_LIST || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF; break;
+    case MLSTACK__TPL_IS_ITERABLE:
+        r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_LIST || t == MLSTACK__TPL_VAL_DICT ||
+            t == MLSTACK__TPL_VAL_UNDEF;
+        break;
     case MLSTACK__TPL_IS_SEQUENCE:
         r = t == MLSTACK__TPL_VAL_STR || t == MLSTACK__TPL_VAL_DICT || t == MLSTACK__TPL_VAL_UNDEF ||
-            (t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN && v->u.l->kind < MLSTACK__TPL_LIST_ITEMS);
+            (t == MLSTACK__TPL_VAL_LIST && v->u.l->kind != MLSTACK__TPL_LIST_GEN &&
+             v->u.l->kind < MLSTACK__TPL_LIST_ITEMS);
         break;
-    default: /* MLSTACK__TPL_IS_CALLABLE */ r = t == MLSTACK__TPL_VAL_MACRO || t == MLSTACK__TPL_VAL_FUNC || t == MLSTACK__TPL_VAL_METHOD; break;
+    default: /* MLSTACK__TPL_IS_CALLABLE */
+        r = t == MLSTACK__TPL_VAL_MACRO || t == MLSTACK__TPL_VAL_FUNC || t == MLSTACK__TPL_VAL_METHOD;
+        break;
     }
     *out = mlstack__tv_bool(r);
     return 0;
@@ -11696,7 +12432,8 @@ static int mlstack__tpl_test_case(MLSTACK__TPL_BUILTIN_ARGS) {
     for (i = 0; i < x.u.s.n; i += l) {
         uint32_t cp = mlstack__tpl_cp(x.u.s.p + i, x.u.s.n - i, &l), u, lo;
         if (mlstack__tpl_case(cp, 1, &u) || mlstack__tpl_case(cp, 0, &lo))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case test on U+%04X is not supported", (unsigned)cp);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "case test on U+%04X is not supported",
+                                     (unsigned)cp);
         if (u != lo) {
             cased = 1;
             if (self->variant ? cp != u : cp != lo) ok = 0;
@@ -11712,7 +12449,8 @@ static int mlstack__tpl_test_parity(MLSTACK__TPL_BUILTIN_ARGS) {
     if (self->variant == 2 && !mlstack__targ(a, 0, NULL, &d))
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "divisibleby needs a number");
     if (!mlstack__tv_is_num(v) || !mlstack__tv_is_num(&d))
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs numbers, got %s", self->what, mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs numbers, got %s", self->what,
+                                 mlstack__tv_typename(v));
     if (mlstack__tpl_binop(c, MLSTACK__TPL_OP_MOD, v, &d, &r, pos)) return -1;
     *out = mlstack__tv_bool(self->variant == 0 ? mlstack__tv_num(&r) == 1 : mlstack__tv_num(&r) == 0);
     return 0;
@@ -11722,13 +12460,20 @@ static int mlstack__tpl_test_sameas(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv x;
     int r;
     (void)self;
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "sameas needs a value");
     if (v->t != x.t) r = 0;
-    else if (v->t == MLSTACK__TPL_VAL_NONE || v->t == MLSTACK__TPL_VAL_BOOL) r = v->u.i == x.u.i;
-    else if (v->t == MLSTACK__TPL_VAL_INT && v->u.i >= -5 && v->u.i <= 256) r = v->u.i == x.u.i; /* CPython's cached ints */
-    else if (v->t == MLSTACK__TPL_VAL_LIST) r = v->u.l == x.u.l;
-    else if (v->t == MLSTACK__TPL_VAL_DICT || v->t == MLSTACK__TPL_VAL_NS) r = v->u.d == x.u.d;
-    else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
+    else if (v->t == MLSTACK__TPL_VAL_NONE || v->t == MLSTACK__TPL_VAL_BOOL)
+        r = v->u.i == x.u.i;
+    else if (v->t == MLSTACK__TPL_VAL_INT && v->u.i >= -5 && v->u.i <= 256)
+        r = v->u.i == x.u.i; /* CPython's cached ints */
+    else if (v->t == MLSTACK__TPL_VAL_LIST)
+        r = v->u.l == x.u.l;
+    else if (v->t == MLSTACK__TPL_VAL_DICT || v->t == MLSTACK__TPL_VAL_NS)
+        r = v->u.d == x.u.d;
+    else
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED,
+                                 "'sameas' on %s values depends on Python object identity", mlstack__tv_typename(v));
     *out = mlstack__tv_bool(r);
     return 0;
 }
@@ -11737,7 +12482,8 @@ static int mlstack__tpl_test_in(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv x;
     int r;
     (void)self;
-    if (!mlstack__targ(a, 0, NULL, &x)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test 'in' needs a container");
+    if (!mlstack__targ(a, 0, NULL, &x))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test 'in' needs a container");
     if (mlstack__tpl_contains(c, v, &x, &r, pos)) return -1;
     *out = mlstack__tv_bool(r);
     return 0;
@@ -11762,16 +12508,16 @@ static int mlstack__tpl_test_builtin_name(MLSTACK__TPL_BUILTIN_ARGS) {
     (void)a;
     (void)c;
     (void)pos;
-    *out = mlstack__tv_bool(v->t == MLSTACK__TPL_VAL_STR &&
-                            mlstack__tpl_find_builtin(self->variant ? MLSTACK__TPL_BI_TEST : MLSTACK__TPL_BI_FILTER, v->u.s.p, v->u.s.n));
+    *out = mlstack__tv_bool(
+        v->t == MLSTACK__TPL_VAL_STR &&
+        mlstack__tpl_find_builtin(self->variant ? MLSTACK__TPL_BI_TEST : MLSTACK__TPL_BI_FILTER, v->u.s.p, v->u.s.n));
     return 0;
 }
 
-
 /* -- filters -- */
 /* select/reject/selectattr/rejectattr: args from index `first` are (test name, test args...) */
-static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack__targs *a, int by_attr, int keep, mlstack__tv *out,
-                               size_t pos) {
+static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack__targs *a, int by_attr, int keep,
+                               mlstack__tv *out, size_t pos) {
     mlstack__tv *items, attr;
     const mlstack__tpl_builtin *test = NULL;
     size_t n, i;
@@ -11780,13 +12526,17 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
     mlstack__targs ta;
     if (by_attr && (a->np < 1 || a->p[0].t != MLSTACK__TPL_VAL_STR))
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "selectattr/rejectattr need an attribute name");
-    if (a->nk) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "keyword arguments to select filters are not supported");
+    if (a->nk)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED,
+                                 "keyword arguments to select filters are not supported");
     attr = by_attr ? a->p[0] : mlstack__tv_none();
     if (a->np > first) {
         const mlstack__tv *tname = &a->p[first];
-        if (tname->t != MLSTACK__TPL_VAL_STR) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
+        if (tname->t != MLSTACK__TPL_VAL_STR)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "test name must be a string");
         if (!(test = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_TEST, tname->u.s.p, tname->u.s.n)))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)tname->u.s.n, tname->u.s.p);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "test '%.*s' is not supported", (int)tname->u.s.n,
+                                     tname->u.s.p);
     }
     memset(&ta, 0, sizeof ta);
     for (k = first + 1; k < a->np; k++) ta.p[ta.np++] = a->p[k];
@@ -11814,7 +12564,6 @@ static int mlstack__tpl_select(mlstack__tctx *c, const mlstack__tv *seq, mlstack
     *out = mlstack__tv_list(l);
     return 0;
 }
-
 
 /* Python int(str): optional sign, digits with single underscores, surrounding whitespace. */
 static int mlstack__tpl_parse_int(const char *s, size_t n, int64_t *out) {
@@ -11851,7 +12600,6 @@ static int mlstack__tpl_parse_float(const char *s, size_t n, double *out) {
     return *end ? -1 : 0;
 }
 
-
 /* default, d */
 static int mlstack__tpl_filter_default(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv x, y;
@@ -11876,7 +12624,8 @@ static int mlstack__tpl_filter_length(MLSTACK__TPL_BUILTIN_ARGS) {
     case MLSTACK__TPL_VAL_UNDEF: *out = mlstack__tv_int(0); return 0;
     default: break;
     }
-    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "object of type '%s' has no len()", mlstack__tv_typename(v));
+    return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "object of type '%s' has no len()",
+                             mlstack__tv_typename(v));
 }
 
 /* tojson */
@@ -11905,7 +12654,8 @@ static int mlstack__tpl_filter_tojson(MLSTACK__TPL_BUILTIN_ARGS) {
     o.item_sep = o.indent ? "," : ", ";
     o.key_sep = ": ";
     if (mlstack__targ(a, 2, "separators", &x) && x.t != MLSTACK__TPL_VAL_NONE) {
-        if (x.t != MLSTACK__TPL_VAL_LIST || x.u.l->n != 2 || x.u.l->v[0].t != MLSTACK__TPL_VAL_STR || x.u.l->v[1].t != MLSTACK__TPL_VAL_STR)
+        if (x.t != MLSTACK__TPL_VAL_LIST || x.u.l->n != 2 || x.u.l->v[0].t != MLSTACK__TPL_VAL_STR ||
+            x.u.l->v[1].t != MLSTACK__TPL_VAL_STR)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "tojson: separators must be two strings");
         o.item_sep = x.u.l->v[0].u.s.p;
         o.item_sep_n = x.u.l->v[0].u.s.n;
@@ -11977,8 +12727,11 @@ static int mlstack__tpl_filter_replace(MLSTACK__TPL_BUILTIN_ARGS) {
     if (has_cnt && z.t != MLSTACK__TPL_VAL_NONE && mlstack__tpl_want_int(c, &z, self->what, pos)) return -1;
     {
         mlstack__tv s, o, nw;
-        if (mlstack__tpl_to_str(c, v, &s, pos) || mlstack__tpl_to_str(c, &x, &o, pos) || mlstack__tpl_to_str(c, &y, &nw, pos)) return -1;
-        return mlstack__tpl_replace(c, &s, &o, &nw, (has_cnt && z.t != MLSTACK__TPL_VAL_NONE && z.u.i) ? z.u.i : -1, out);
+        if (mlstack__tpl_to_str(c, v, &s, pos) || mlstack__tpl_to_str(c, &x, &o, pos) ||
+            mlstack__tpl_to_str(c, &y, &nw, pos))
+            return -1;
+        return mlstack__tpl_replace(c, &s, &o, &nw, (has_cnt && z.t != MLSTACK__TPL_VAL_NONE && z.u.i) ? z.u.i : -1,
+                                    out);
     }
 }
 
@@ -12013,10 +12766,14 @@ static int mlstack__tpl_filter_first(MLSTACK__TPL_BUILTIN_ARGS) {
         *out = l->start < l->n ? l->v[l->start++] : mlstack__tv_undef("No first item, sequence was empty.");
         return 0;
     }
-    if (self->variant && (v->t == MLSTACK__TPL_VAL_UNDEF || (v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind == MLSTACK__TPL_LIST_GEN)))
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not reversible", mlstack__tv_typename(v));
+    if (self->variant &&
+        (v->t == MLSTACK__TPL_VAL_UNDEF || (v->t == MLSTACK__TPL_VAL_LIST && v->u.l->kind == MLSTACK__TPL_LIST_GEN)))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not reversible",
+                                 mlstack__tv_typename(v));
     if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
-    *out = n ? items[!self->variant ? 0 : n - 1] : mlstack__tv_undef(!self->variant ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+    *out = n ? items[!self->variant ? 0 : n - 1]
+             : mlstack__tv_undef(!self->variant ? "No first item, sequence was empty."
+                                                : "No last item, sequence was empty.");
     return 0;
 }
 
@@ -12106,7 +12863,8 @@ static int mlstack__tpl_filter_map(MLSTACK__TPL_BUILTIN_ARGS) {
             fa.kv[fa.nk++] = a->kv[k];
         }
         if (!(f = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_FILTER, a->p[0].u.s.p, a->p[0].u.s.n)))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported", (int)a->p[0].u.s.n, a->p[0].u.s.p);
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "filter '%.*s' is not supported",
+                                     (int)a->p[0].u.s.n, a->p[0].u.s.p);
         if (mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
         for (i = 0; i < n; i++) {
             mlstack__tv r;
@@ -12141,9 +12899,12 @@ static int mlstack__tpl_filter_unique(MLSTACK__TPL_BUILTIN_ARGS) {
     for (i = 0; i < n; i++) {
         mlstack__tv k = items[i];
         if (has_attr && mlstack__tpl_attrpath(c, &items[i], &y, &k, pos)) return -1;
-        if (!cs && k.t == MLSTACK__TPL_VAL_STR && mlstack__tpl_case_str(c, &k, MLSTACK__TPL_CASE_LOWER, &k, pos)) return -1;
+        if (!cs && k.t == MLSTACK__TPL_VAL_STR && mlstack__tpl_case_str(c, &k, MLSTACK__TPL_CASE_LOWER, &k, pos))
+            return -1;
         mlstack__tv_hash(0, &k, &hashable);
-        if (!hashable) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'", mlstack__tv_typename(&k));
+        if (!hashable)
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "unhashable type: '%s'",
+                                     mlstack__tv_typename(&k));
         if (mlstack__tdict_find(c, seen, &k)) continue;
         if (mlstack__tdict_set(c, seen, k, mlstack__tv_none()) || mlstack__tlist_push(c, l, items[i])) return -1;
     }
@@ -12163,12 +12924,14 @@ static int mlstack__tpl_filter_int(MLSTACK__TPL_BUILTIN_ARGS) {
     if (v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_BOOL) *out = mlstack__tv_int(v->u.i);
     else if (v->t == MLSTACK__TPL_VAL_FLOAT) {
         if (v->u.f != v->u.f || v->u.f >= 9.2e18 || v->u.f <= -9.2e18) *out = x;
-        else *out = mlstack__tv_int((int64_t)v->u.f);
+        else
+            *out = mlstack__tv_int((int64_t)v->u.f);
     } else if (v->t == MLSTACK__TPL_VAL_STR) {
         if (mlstack__tpl_parse_int(v->u.s.p, v->u.s.n, &iv) == 0) *out = mlstack__tv_int(iv);
         else if (mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0 && fv == fv && fv < 9.2e18 && fv > -9.2e18)
             *out = mlstack__tv_int((int64_t)fv);
-        else *out = x;
+        else
+            *out = x;
     } else {
         *out = x;
     }
@@ -12182,8 +12945,10 @@ static int mlstack__tpl_filter_float(MLSTACK__TPL_BUILTIN_ARGS) {
     if (!mlstack__targ(a, 0, "default", &x)) x = mlstack__tv_float(0.0);
     if (mlstack__targs_done(c, a, 1, self->what, pos)) return -1;
     if (mlstack__tv_is_num(v)) *out = mlstack__tv_float(mlstack__tv_num(v));
-    else if (v->t == MLSTACK__TPL_VAL_STR && mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0) *out = mlstack__tv_float(fv);
-    else *out = x;
+    else if (v->t == MLSTACK__TPL_VAL_STR && mlstack__tpl_parse_float(v->u.s.p, v->u.s.n, &fv) == 0)
+        *out = mlstack__tv_float(fv);
+    else
+        *out = x;
     return 0;
 }
 
@@ -12194,7 +12959,9 @@ static int mlstack__tpl_filter_abs(MLSTACK__TPL_BUILTIN_ARGS) {
     else if (v->t == MLSTACK__TPL_VAL_INT || v->t == MLSTACK__TPL_VAL_BOOL) {
         if (v->u.i == INT64_MIN) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
         *out = mlstack__tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
-    } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for abs(): '%s'", mlstack__tv_typename(v));
+    } else
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for abs(): '%s'",
+                                 mlstack__tv_typename(v));
     return 0;
 }
 
@@ -12210,12 +12977,18 @@ static int mlstack__tpl_filter_round(MLSTACK__TPL_BUILTIN_ARGS) {
     }
     if (mlstack__targ(a, 1, "method", &y)) {
         if (mlstack__tpl_want_str(c, &y, self->what, pos)) return -1;
-        method = y.u.s.n == 4 && !memcmp(y.u.s.p, "ceil", 4) ? "ceil" : y.u.s.n == 5 && !memcmp(y.u.s.p, "floor", 5) ? "floor" : y.u.s.n == 6 && !memcmp(y.u.s.p, "common", 6) ? "common" : NULL;
+        method = y.u.s.n == 4 && !memcmp(y.u.s.p, "ceil", 4)     ? "ceil"
+                 : y.u.s.n == 5 && !memcmp(y.u.s.p, "floor", 5)  ? "floor"
+                 : y.u.s.n == 6 && !memcmp(y.u.s.p, "common", 6) ? "common"
+                                                                 : NULL;
         if (!method) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "method must be common, ceil or floor");
     }
     if (mlstack__targs_done(c, a, 2, self->what, pos)) return -1;
-    if (!mlstack__tv_is_num(v)) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "round needs a number, got %s", mlstack__tv_typename(v));
-    if (prec < 0 || prec > 15) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "round precision outside 0..15");
+    if (!mlstack__tv_is_num(v))
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "round needs a number, got %s",
+                                 mlstack__tv_typename(v));
+    if (prec < 0 || prec > 15)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "round precision outside 0..15");
     if (method[0] == 'c' && method[1] == 'o') {
         char buf[400];
         if (v->t != MLSTACK__TPL_VAL_FLOAT) { /* Python round(int, n) keeps the int */
@@ -12255,7 +13028,8 @@ static int mlstack__tpl_filter_indent(MLSTACK__TPL_BUILTIN_ARGS) {
     if (mlstack__targ(a, 2, "blank", &z)) blank = mlstack__tv_truthy(&z);
     if (mlstack__targs_done(c, a, 3, self->what, pos)) return -1;
     if (v->t != MLSTACK__TPL_VAL_STR) /* jinja2 appends "\n" to the value itself */
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s", mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent needs a string, got %s",
+                                 mlstack__tv_typename(v));
     s = *v;
     if (x.t == MLSTACK__TPL_VAL_STR) ind = x;
     else if (x.t == MLSTACK__TPL_VAL_INT || x.t == MLSTACK__TPL_VAL_BOOL) {
@@ -12263,7 +13037,8 @@ static int mlstack__tpl_filter_indent(MLSTACK__TPL_BUILTIN_ARGS) {
         if (k > 63) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_UNSUPPORTED, "indent width above 63");
         memset(spaces, ' ', (size_t)k);
         ind = mlstack__tv_str(spaces, (size_t)k);
-    } else return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent width must be a number or string");
+    } else
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "indent width must be a number or string");
     if (mlstack__tbuf_put(c, &sb, s.u.s.p, s.u.s.n) || mlstack__tbuf_put(c, &sb, "\n", 1)) return -1;
     s = mlstack__tv_str(sb.p, sb.n);
     if (!(lines = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) || mlstack__tpl_splitlines(c, &s, lines)) return -1;
@@ -12279,18 +13054,18 @@ static int mlstack__tpl_filter_indent(MLSTACK__TPL_BUILTIN_ARGS) {
     return mlstack__tpl_newstr(c, &b, out);
 }
 
-
 /* -- sorting (dictsort, sort, min, max, groupby-free): stable merge sort of items by keys with
    Python's `<`, as sorted() does; reverse keeps equal items in their order as Python does. -- */
-static int mlstack__tpl_sort_merge(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, mlstack__tv *ti, mlstack__tv *tk, size_t n,
-                                   int reverse, size_t pos) {
+static int mlstack__tpl_sort_merge(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, mlstack__tv *ti,
+                                   mlstack__tv *tk, size_t n, int reverse, size_t pos) {
     size_t w, lo;
     for (w = 1; w < n; w *= 2) {
         for (lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
             while (i < mid && j < hi) {
                 int take_right;
-                if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, reverse ? &keys[i] : &keys[j], reverse ? &keys[j] : &keys[i], &take_right, pos))
+                if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, reverse ? &keys[i] : &keys[j],
+                                       reverse ? &keys[j] : &keys[i], &take_right, pos))
                     return -1;
                 if (take_right) {
                     ti[k] = items[j];
@@ -12308,21 +13083,24 @@ static int mlstack__tpl_sort_merge(mlstack__tctx *c, mlstack__tv *items, mlstack
     }
     return 0;
 }
-static int mlstack__tpl_sort(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, size_t n, int reverse, size_t pos) {
+static int mlstack__tpl_sort(mlstack__tctx *c, mlstack__tv *items, mlstack__tv *keys, size_t n, int reverse,
+                             size_t pos) {
     mlstack__tv *tmp;
     if (n < 2) return 0;
     if (!(tmp = (mlstack__tv *)mlstack__tpl_alloc(c, 2 * n * sizeof *tmp))) return -1;
     return mlstack__tpl_sort_merge(c, items, keys, tmp, tmp + n, n, reverse, pos);
 }
 /* jinja2's ignore_case: lower() of strings, other values unchanged. */
-static int mlstack__tpl_sort_key(mlstack__tctx *c, const mlstack__tv *v, int case_sensitive, mlstack__tv *out, size_t pos) {
-    if (!case_sensitive && v->t == MLSTACK__TPL_VAL_STR) return mlstack__tpl_case_str(c, v, MLSTACK__TPL_CASE_LOWER, out, pos);
+static int mlstack__tpl_sort_key(mlstack__tctx *c, const mlstack__tv *v, int case_sensitive, mlstack__tv *out,
+                                 size_t pos) {
+    if (!case_sensitive && v->t == MLSTACK__TPL_VAL_STR)
+        return mlstack__tpl_case_str(c, v, MLSTACK__TPL_CASE_LOWER, out, pos);
     *out = *v;
     return 0;
 }
 /* Key of item for attribute= (jinja2's make_attrgetter; a comma-separated list gives a list key). */
-static int mlstack__tpl_item_key(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *attr, int multi, int case_sensitive,
-                                 mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_item_key(mlstack__tctx *c, const mlstack__tv *item, const mlstack__tv *attr, int multi,
+                                 int case_sensitive, mlstack__tv *out, size_t pos) {
     mlstack__tv k;
     if (!attr) return mlstack__tpl_sort_key(c, item, case_sensitive, out, pos);
     if (multi && attr->t == MLSTACK__TPL_VAL_STR && memchr(attr->u.s.p, ',', attr->u.s.n)) {
@@ -12332,8 +13110,8 @@ static int mlstack__tpl_item_key(mlstack__tctx *c, const mlstack__tv *item, cons
         for (i = 0; i <= attr->u.s.n; i++)
             if (i == attr->u.s.n || attr->u.s.p[i] == ',') {
                 mlstack__tv part = mlstack__tv_str(attr->u.s.p + st, i - st);
-                if (mlstack__tpl_attrpath(c, item, &part, &k, pos) || mlstack__tpl_sort_key(c, &k, case_sensitive, &k, pos) ||
-                    mlstack__tlist_push(c, l, k))
+                if (mlstack__tpl_attrpath(c, item, &part, &k, pos) ||
+                    mlstack__tpl_sort_key(c, &k, case_sensitive, &k, pos) || mlstack__tlist_push(c, l, k))
                     return -1;
                 st = i + 1;
             }
@@ -12355,12 +13133,14 @@ static int mlstack__tpl_filter_dictsort(MLSTACK__TPL_BUILTIN_ARGS) {
     if (mlstack__targ(a, 1, "by", &x)) {
         if (x.t == MLSTACK__TPL_VAL_STR && x.u.s.n == 5 && !memcmp(x.u.s.p, "value", 5)) by_value = 1;
         else if (!(x.t == MLSTACK__TPL_VAL_STR && x.u.s.n == 3 && !memcmp(x.u.s.p, "key", 3)))
-            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "You can only sort by either \"key\" or \"value\"");
+            return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                     "You can only sort by either \"key\" or \"value\"");
     }
     if (mlstack__targ(a, 2, "reverse", &x)) reverse = mlstack__tv_truthy(&x);
     if (mlstack__targs_done(c, a, 3, self->what, pos)) return -1;
     if (v->t != MLSTACK__TPL_VAL_DICT)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object has no attribute 'items'", mlstack__tv_typename(v));
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object has no attribute 'items'",
+                                 mlstack__tv_typename(v));
     if (mlstack__tpl_dict_view(c, v->u.d, MLSTACK__TPL_LIST_LIST, &pairs)) return -1;
     l = pairs.u.l;
     if (l->n && !(keys = (mlstack__tv *)mlstack__tpl_alloc(c, l->n * sizeof *keys))) return -1;
@@ -12409,7 +13189,8 @@ static int mlstack__tpl_filter_min(MLSTACK__TPL_BUILTIN_ARGS) {
         mlstack__tv k;
         int better;
         if (mlstack__tpl_item_key(c, &items[i], has_attr ? &attr : NULL, 0, cs, &k, pos)) return -1;
-        if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, self->variant ? &best_key : &k, self->variant ? &k : &best_key, &better, pos))
+        if (mlstack__tpl_order(c, MLSTACK__TPL_OP_LT, self->variant ? &best_key : &k, self->variant ? &k : &best_key,
+                               &better, pos))
             return -1;
         if (better) {
             best = i;
@@ -12442,7 +13223,8 @@ static int mlstack__tpl_filter_format(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv fmt, args;
     int k;
     if (a->np && a->nk)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "can't handle positional and keyword arguments at the same time");
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG,
+                                 "can't handle positional and keyword arguments at the same time");
     if (mlstack__tpl_to_str(c, v, &fmt, pos)) return -1;
     if (a->nk) {
         mlstack__tdict *d = mlstack__tdict_new(c);
@@ -12465,7 +13247,8 @@ static int mlstack__tpl_filter_format(MLSTACK__TPL_BUILTIN_ARGS) {
 /* attr(name): an attribute only, never an item (dict keys are not attributes) */
 static int mlstack__tpl_filter_attr(MLSTACK__TPL_BUILTIN_ARGS) {
     mlstack__tv x;
-    if (!mlstack__targ(a, 0, "name", &x) || mlstack__targs_done(c, a, 1, self->what, pos) || mlstack__tpl_want_str(c, &x, self->what, pos))
+    if (!mlstack__targ(a, 0, "name", &x) || mlstack__targs_done(c, a, 1, self->what, pos) ||
+        mlstack__tpl_want_str(c, &x, self->what, pos))
         return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "attr needs a name");
     if (v->t == MLSTACK__TPL_VAL_DICT && !mlstack__tpl_in_list(mlstack__tpl_dict_methods, x.u.s.p, x.u.s.n))
         return mlstack__tpl_undef_fmt(c, out, "'dict object' has no attribute '%.*s'", x.u.s.p, x.u.s.n);
@@ -12479,7 +13262,8 @@ static int mlstack__tpl_filter_batch(MLSTACK__TPL_BUILTIN_ARGS) {
     size_t n, i, per, extra = 0, k, at = 0;
     int64_t m;
     mlstack__tlist *l, *cur = NULL;
-    if (!mlstack__targ(a, 0, self->variant ? "slices" : "linecount", &cnt) || mlstack__tpl_want_int(c, &cnt, self->what, pos))
+    if (!mlstack__targ(a, 0, self->variant ? "slices" : "linecount", &cnt) ||
+        mlstack__tpl_want_int(c, &cnt, self->what, pos))
         return c->rc ? -1 : mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s needs a count", self->what);
     has_fill = mlstack__targ(a, 1, "fill_with", &fill) && fill.t != MLSTACK__TPL_VAL_NONE;
     if (mlstack__targs_done(c, a, 2, self->what, pos) || mlstack__tv_iter(c, v, &items, &n, pos)) return -1;
@@ -12491,7 +13275,9 @@ static int mlstack__tpl_filter_batch(MLSTACK__TPL_BUILTIN_ARGS) {
     if (!self->variant) { /* batch: rows of m, the last one filled up */
         for (i = 0; i < n; i++) {
             if (!cur || cur->n == (size_t)m) {
-                if (!(cur = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) || mlstack__tlist_push(c, l, mlstack__tv_list(cur))) return -1;
+                if (!(cur = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, 0)) ||
+                    mlstack__tlist_push(c, l, mlstack__tv_list(cur)))
+                    return -1;
             }
             if (mlstack__tlist_push(c, cur, items[i])) return -1;
         }
@@ -12527,7 +13313,8 @@ static int mlstack__tpl_filter_center(MLSTACK__TPL_BUILTIN_ARGS) {
         *out = s;
         return 0;
     }
-    if ((uint64_t)width > (uint64_t)c->max_out) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "center width larger than the output limit");
+    if ((uint64_t)width > (uint64_t)c->max_out)
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "center width larger than the output limit");
     marg = width - len;
     left = marg / 2 + (marg & width & 1); /* CPython's rounding */
     memset(&b, 0, sizeof b);
@@ -12538,7 +13325,6 @@ static int mlstack__tpl_filter_center(MLSTACK__TPL_BUILTIN_ARGS) {
         if (mlstack__tbuf_put(c, &b, " ", 1)) return -1;
     return mlstack__tpl_newstr(c, &b, out);
 }
-
 
 /* -- the builtin tables: one entry per name (aliases point at the same function) -- */
 #define MLSTACK__TPL_FILTER(name, fn, variant) {name, "filter '" name "'", fn, variant}
@@ -12688,8 +13474,8 @@ static uint64_t mlstack__tpl_size(const mlstack__tv *v) {
     if (v->t == MLSTACK__TPL_VAL_DICT) return v->u.d->n;
     return 0;
 }
-static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builtin *b, const mlstack__tv *v, mlstack__targs *a,
-                                     mlstack__tv *out, size_t pos) {
+static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builtin *b, const mlstack__tv *v,
+                                     mlstack__targs *a, mlstack__tv *out, size_t pos) {
     uint64_t work = v ? mlstack__tpl_size(v) : 0;
     int k;
     for (k = 0; k < a->np; k++) work += mlstack__tpl_size(&a->p[k]);
@@ -12698,7 +13484,6 @@ static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builti
     return b->fn(c, b, v, a, out, pos);
 }
 
-
 static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__targs *a, mlstack__tv *out, size_t pos) {
     const mlstack__tpl_builtin *g;
     switch (f->t) {
@@ -12706,21 +13491,22 @@ static int mlstack__tpl_call(mlstack__tctx *c, const mlstack__tv *f, mlstack__ta
     case MLSTACK__TPL_VAL_METHOD: return mlstack__tpl_call_method(c, f->u.b, a, out, pos);
     case MLSTACK__TPL_VAL_UNDEF:
         return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "%s", f->u.s.p ? f->u.s.p : "value is undefined");
-    case MLSTACK__TPL_VAL_FUNC:
-        g = &mlstack__tpl_globals[f->u.i];
-        return g->fn(c, g, NULL, a, out, pos);
-    default: return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not callable", mlstack__tv_typename(f));
+    case MLSTACK__TPL_VAL_FUNC: g = &mlstack__tpl_globals[f->u.i]; return g->fn(c, g, NULL, a, out, pos);
+    default:
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "'%s' object is not callable",
+                                 mlstack__tv_typename(f));
     }
 }
-
 
 /* ---- evaluator ---- */
 static int mlstack__tpl_step(mlstack__tctx *c, size_t pos) {
     if (mlstack__tpl_stack_check(c, pos)) return -1;
     if (++c->steps > c->max_steps)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps", (unsigned long long)c->max_steps);
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template ran more than %llu steps",
+                                 (unsigned long long)c->max_steps);
     if (c->depth >= MLSTACK_TEMPLATE_MAX_DEPTH)
-        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "template recursion deeper than %d (runaway macro recursion?)",
+        return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT,
+                                 "template recursion deeper than %d (runaway macro recursion?)",
                                  MLSTACK_TEMPLATE_MAX_DEPTH);
     return 0;
 }
@@ -12732,7 +13518,8 @@ static int mlstack__tpl_eval_builtin(mlstack__tctx *c, mlstack__tscope *s, const
     mlstack__targs args;
     int is_test = n->kind == MLSTACK__TPL_EXPR_TEST;
     if (!n->bi)
-        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "%s '%.*s' is not supported", is_test ? "test" : "filter", (int)n->n, n->s);
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "%s '%.*s' is not supported",
+                                 is_test ? "test" : "filter", (int)n->n, n->s);
     if (n->a ? mlstack__tpl_eval(c, s, n->a, &a) : (a = *out, 0)) return -1;
     if (mlstack__tpl_eval_args(c, s, n->b, &args, 0)) return -1;
     if (mlstack__tpl_call_builtin(c, n->bi, &a, &args, out, n->pos)) return -1;
@@ -12813,13 +13600,14 @@ static int mlstack__tpl_eval_sign(mlstack__tctx *c, mlstack__tscope *s, const ml
     if (mlstack__tpl_eval(c, s, n->a, &a)) return -1;
     if (a.t == MLSTACK__TPL_VAL_FLOAT) *out = mlstack__tv_float(neg ? -a.u.f : a.u.f);
     else if (a.t == MLSTACK__TPL_VAL_INT || a.t == MLSTACK__TPL_VAL_BOOL) {
-        if (neg && a.u.i == INT64_MIN) return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
+        if (neg && a.u.i == INT64_MIN)
+            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "integer beyond 64 bits");
         *out = mlstack__tv_int(neg ? -a.u.i : a.u.i);
     } else if (a.t == MLSTACK__TPL_VAL_UNDEF) {
         return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", a.u.s.p ? a.u.s.p : "value is undefined");
     } else {
-        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for unary %c: '%s'", neg ? '-' : '+',
-                                 mlstack__tv_typename(&a));
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "bad operand type for unary %c: '%s'",
+                                 neg ? '-' : '+', mlstack__tv_typename(&a));
     }
     return 0;
 }
@@ -12854,7 +13642,8 @@ static int mlstack__tpl_eval_display(mlstack__tctx *c, mlstack__tscope *s, const
     mlstack__tv a, b;
     const mlstack__tn *k;
     if (n->kind != MLSTACK__TPL_EXPR_DICT) {
-        mlstack__tlist *l = mlstack__tlist_new(c, n->kind == MLSTACK__TPL_EXPR_LIST ? MLSTACK__TPL_LIST_LIST : MLSTACK__TPL_LIST_TUPLE, 0);
+        mlstack__tlist *l = mlstack__tlist_new(
+            c, n->kind == MLSTACK__TPL_EXPR_LIST ? MLSTACK__TPL_LIST_LIST : MLSTACK__TPL_LIST_TUPLE, 0);
         if (!l) return -1;
         for (k = n->b; k; k = k->next)
             if (mlstack__tpl_eval(c, s, k, &a) || mlstack__tlist_push(c, l, a)) return -1;
@@ -12865,9 +13654,10 @@ static int mlstack__tpl_eval_display(mlstack__tctx *c, mlstack__tscope *s, const
         if (!d) return -1;
         for (k = n->b; k; k = k->next) {
             if (mlstack__tpl_eval(c, s, k->a, &a) || mlstack__tpl_eval(c, s, k->b, &b)) return -1;
-            if ((a.t == MLSTACK__TPL_VAL_LIST && a.u.l->kind != MLSTACK__TPL_LIST_TUPLE) || a.t == MLSTACK__TPL_VAL_DICT ||
-                a.t == MLSTACK__TPL_VAL_UNDEF)
-                return mlstack__tpl_fail(c, k->pos, MLSTACK_ERR_INVALID_ARG, "unhashable dict key of type '%s'", mlstack__tv_typename(&a));
+            if ((a.t == MLSTACK__TPL_VAL_LIST && a.u.l->kind != MLSTACK__TPL_LIST_TUPLE) ||
+                a.t == MLSTACK__TPL_VAL_DICT || a.t == MLSTACK__TPL_VAL_UNDEF)
+                return mlstack__tpl_fail(c, k->pos, MLSTACK_ERR_INVALID_ARG, "unhashable dict key of type '%s'",
+                                         mlstack__tv_typename(&a));
             if (mlstack__tdict_set(c, d, a, b)) return -1;
         }
         *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
@@ -12915,9 +13705,11 @@ static int mlstack__tpl_assign(mlstack__tctx *c, mlstack__tscope *s, const mlsta
     if (target->kind == MLSTACK__TPL_EXPR_ATTR) {
         mlstack__tv *ns = mlstack__tscope_lookup(c, s, target->a->s, target->a->n);
         if (!ns || ns->t != MLSTACK__TPL_VAL_NS)
-            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "cannot assign attribute on non-namespace object");
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG,
+                                     "cannot assign attribute on non-namespace object");
         if (target->n && target->s[0] == '_')
-            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, "namespace attributes may not start with '_'");
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG,
+                                     "namespace attributes may not start with '_'");
         return mlstack__tdict_set(c, ns->u.d, mlstack__tv_str(target->s, target->n), *v);
     }
     if (target->kind == MLSTACK__TPL_EXPR_TUPLE) {
@@ -12927,7 +13719,10 @@ static int mlstack__tpl_assign(mlstack__tctx *c, mlstack__tscope *s, const mlsta
         for (k = target->b; k; k = k->next) want++;
         if (mlstack__tv_iter(c, v, &items, &n, target->pos)) return -1;
         if (n != want)
-            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG, n > want ? "too many values to unpack (expected %zu)" : "not enough values to unpack (expected %zu)", want);
+            return mlstack__tpl_fail(c, target->pos, MLSTACK_ERR_INVALID_ARG,
+                                     n > want ? "too many values to unpack (expected %zu)"
+                                              : "not enough values to unpack (expected %zu)",
+                                     want);
         for (k = target->b; k; k = k->next, i++)
             if (mlstack__tpl_assign(c, s, k, &items[i])) return -1;
         return 0;
@@ -13040,8 +13835,10 @@ static int mlstack__tpl_exec_callblock(mlstack__tctx *c, mlstack__tscope *s, con
     if (mlstack__tpl_eval(c, s, n->a->a, &callee) || mlstack__tpl_eval_args(c, s, n->a->b, &args, 0)) return -1;
     if (callee.t != MLSTACK__TPL_VAL_MACRO) {
         if (callee.t == MLSTACK__TPL_VAL_UNDEF)
-            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s", callee.u.s.p ? callee.u.s.p : "value is undefined");
-        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "{%% call %%} of a %s is not supported", mlstack__tv_typename(&callee));
+            return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_INVALID_ARG, "%s",
+                                     callee.u.s.p ? callee.u.s.p : "value is undefined");
+        return mlstack__tpl_fail(c, n->pos, MLSTACK_ERR_UNSUPPORTED, "{%% call %%} of a %s is not supported",
+                                 mlstack__tv_typename(&callee));
     }
     if (mlstack__tpl_call_macro(c, callee.u.m, &args, &caller, &res, n->pos)) return -1;
     return mlstack__tv_print(c, c->out, &res, n->pos);
@@ -13115,7 +13912,10 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
             int plain = 1; /* Python reads big integer literals exactly; we cannot */
             for (i = 0; i < j->len; i++)
                 if (j->str[i] == '.' || j->str[i] == 'e' || j->str[i] == 'E') plain = 0;
-            if (plain) return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_UNSUPPORTED, "integer %.*s in the JSON input is beyond 64 bits", (int)(j->len > 40 ? 40 : j->len), j->str);
+            if (plain)
+                return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_UNSUPPORTED,
+                                         "integer %.*s in the JSON input is beyond 64 bits",
+                                         (int)(j->len > 40 ? 40 : j->len), j->str);
         }
         *out = j->is_int ? mlstack__tv_int(j->i) : mlstack__tv_float(j->num);
         return 0;
@@ -13133,7 +13933,8 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         if (!d) return -1;
         for (k = j->child; k; k = k->next) {
             mlstack__tv v;
-            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v)) return -1;
+            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v))
+                return -1;
         }
         *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
         return 0;
@@ -13205,7 +14006,9 @@ static int mlstack__tpl_normalize(mlstack__tctx *c, const char *text, size_t tex
     char *norm;
     for (i = 0; i < text_len;) {
         int l = mlstack__utf8_valid_len((const unsigned char *)text + i, text_len - i);
-        if (!l) return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_FORMAT, "template is not valid UTF-8 (byte %zu)", i);
+        if (!l)
+            return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_FORMAT, "template is not valid UTF-8 (byte %zu)",
+                                     i);
         i += (size_t)l;
     }
     if (!(norm = (char *)mlstack__tpl_alloc(c, text_len + 1))) return -1;
@@ -13270,13 +14073,15 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
         }
         if (mlstack__tpl_from_json(c, docs[0].root, &msgs)) return -1;
         if (msgs.t != MLSTACK__TPL_VAL_LIST) {
-            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "messages must be a JSON array of message objects");
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG,
+                              "messages must be a JSON array of message objects");
             return -1;
         }
         for (i = 0; i < msgs.u.l->n; i++)
             if (mlstack__tpl_prepare_message(c, &msgs.u.l->v[i], i)) return -1;
         if (in->require_messages && msgs.u.l->n == 0) {
-            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG,
+                              "Cannot apply chat template to an empty conversation");
             return -1;
         }
         if (mlstack__tscope_set(c, g, "messages", 8, msgs)) return -1;
@@ -13284,14 +14089,19 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
         mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, (size_t)in->n_plain);
         if (!l) return -1;
         if (in->require_messages && in->n_plain == 0) {
-            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG, "Cannot apply chat template to an empty conversation");
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_INVALID_ARG,
+                              "Cannot apply chat template to an empty conversation");
             return -1;
         }
         for (k = 0; k < in->n_plain; k++) {
             mlstack__tdict *d = mlstack__tdict_new(c);
             if (!d) return -1;
-            if (in->plain[k].role && mlstack__tdict_set(c, d, mlstack__tv_cstr("role"), mlstack__tv_cstr(in->plain[k].role))) return -1;
-            if (in->plain[k].content && mlstack__tdict_set(c, d, mlstack__tv_cstr("content"), mlstack__tv_cstr(in->plain[k].content))) return -1;
+            if (in->plain[k].role &&
+                mlstack__tdict_set(c, d, mlstack__tv_cstr("role"), mlstack__tv_cstr(in->plain[k].role)))
+                return -1;
+            if (in->plain[k].content &&
+                mlstack__tdict_set(c, d, mlstack__tv_cstr("content"), mlstack__tv_cstr(in->plain[k].content)))
+                return -1;
             l->v[l->n++] = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
         }
         if (mlstack__tscope_set(c, g, "messages", 8, mlstack__tv_list(l))) return -1;
@@ -13299,18 +14109,21 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
     {
         mlstack__tv tools = mlstack__tv_none();
         if (opt->tools_json) {
-            if (mlstack__json_parse(&docs[1], opt->tools_json, strlen(opt->tools_json), "tools_json", err) != MLSTACK_OK) {
+            if (mlstack__json_parse(&docs[1], opt->tools_json, strlen(opt->tools_json), "tools_json", err) !=
+                MLSTACK_OK) {
                 c->rc = err ? err->code : MLSTACK_ERR_FORMAT;
                 return -1;
             }
             if (mlstack__tpl_from_json(c, docs[1].root, &tools)) return -1;
         }
-        if (mlstack__tscope_set(c, g, "tools", 5, tools) || mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
+        if (mlstack__tscope_set(c, g, "tools", 5, tools) ||
+            mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
             mlstack__tscope_set(c, g, "add_generation_prompt", 21, mlstack__tv_bool(opt->add_generation_prompt)))
             return -1;
     }
     for (k = 0; k < in->n_tokens; k++)
-        if (in->token_values[k] && mlstack__tscope_set(c, g, in->token_names[k], strlen(in->token_names[k]), mlstack__tv_cstr(in->token_values[k])))
+        if (in->token_values[k] && mlstack__tscope_set(c, g, in->token_names[k], strlen(in->token_names[k]),
+                                                       mlstack__tv_cstr(in->token_values[k])))
             return -1;
     if (opt->bos_token && mlstack__tscope_set(c, g, "bos_token", 9, mlstack__tv_cstr(opt->bos_token))) return -1;
     if (opt->eos_token && mlstack__tscope_set(c, g, "eos_token", 9, mlstack__tv_cstr(opt->eos_token))) return -1;
@@ -13332,7 +14145,8 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
 }
 
 static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, const mlstack__tpl_input *in,
-                                          const mlstack_template_options *opt, char **out, size_t *out_len, mlstack_error *err) {
+                                          const mlstack_template_options *opt, char **out, size_t *out_len,
+                                          mlstack_error *err) {
     mlstack__tctx ctx, *c = &ctx;
     mlstack__json_doc docs[3];
     mlstack__tn *root = NULL;
@@ -13378,9 +14192,10 @@ done:
     return c->rc;
 }
 
-MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len, const char *messages_json,
-                                                   size_t messages_len, const mlstack_template_options *opt, char **out,
-                                                   size_t *out_len, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len,
+                                                   const char *messages_json, size_t messages_len,
+                                                   const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                   mlstack_error *err) {
     mlstack__tpl_input in;
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
@@ -13390,8 +14205,8 @@ MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, si
 
 MLSTACK_API mlstack_result mlstack_template_render_messages(const char *template_text, size_t template_len,
                                                             const mlstack_chat_message *messages, int n_messages,
-                                                            const mlstack_template_options *opt, char **out, size_t *out_len,
-                                                            mlstack_error *err) {
+                                                            const mlstack_template_options *opt, char **out,
+                                                            size_t *out_len, mlstack_error *err) {
     mlstack__tpl_input in;
     static const mlstack_chat_message none_msg = {NULL, NULL};
     if (n_messages < 0 || (n_messages > 0 && !messages))
@@ -13426,8 +14241,8 @@ MLSTACK_API void mlstack_chat_template_close(mlstack_chat_template *t) {
     MLSTACK_FREE(t);
 }
 
-static mlstack_result mlstack__tpl_add(mlstack_chat_template *t, const char *name, size_t name_len, const char *text, size_t len,
-                                       mlstack_error *err) {
+static mlstack_result mlstack__tpl_add(mlstack_chat_template *t, const char *name, size_t name_len, const char *text,
+                                       size_t len, mlstack_error *err) {
     int k;
     for (k = 0; k < t->n; k++) /* a later file of the same name replaces the earlier one */
         if (name && t->names[k] && strlen(t->names[k]) == name_len && memcmp(t->names[k], name, name_len) == 0) {
@@ -13437,7 +14252,8 @@ static mlstack_result mlstack__tpl_add(mlstack_chat_template *t, const char *nam
             t->texts[k] = nt;
             return MLSTACK_OK;
         }
-    if (t->n == MLSTACK__TPL_MAX_TEMPLATES) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "more than %d chat templates", MLSTACK__TPL_MAX_TEMPLATES);
+    if (t->n == MLSTACK__TPL_MAX_TEMPLATES)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "more than %d chat templates", MLSTACK__TPL_MAX_TEMPLATES);
     t->names[t->n] = name ? mlstack__strndup(name, name_len) : NULL;
     t->texts[t->n] = mlstack__strndup(text, len);
     if ((name && !t->names[t->n]) || !t->texts[t->n]) {
@@ -13480,27 +14296,30 @@ static mlstack_result mlstack__tpl_read_config(mlstack_chat_template *t, const c
         for (e = ct->child; e && r == MLSTACK_OK; e = e->next) {
             const mlstack__json *nm = mlstack__json_get(e, "name"), *tx = mlstack__json_get(e, "template");
             if (!nm || nm->type != MLSTACK__JSON_STRING || !tx || tx->type != MLSTACK__JSON_STRING)
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: chat_template list entries need string \"name\" and \"template\"", what);
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                  "%s: chat_template list entries need string \"name\" and \"template\"", what);
             else
                 r = mlstack__tpl_add(t, nm->str, nm->len, tx->str, tx->len, err);
         }
     } else if (ct && ct->type != MLSTACK__JSON_NULL) {
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}", what);
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}",
+                          what);
     }
     for (k = 0; tokens && k < 7 && r == MLSTACK_OK; k++) {
         const mlstack__json *tok = mlstack__json_get(doc.root, mlstack__tpl_token_names[k]);
         if (tok && tok->type == MLSTACK__JSON_OBJECT) tok = mlstack__json_get(tok, "content");
         if (tok && tok->type == MLSTACK__JSON_STRING) {
             MLSTACK_FREE(t->tokens[k]);
-            if (!(t->tokens[k] = mlstack__strndup(tok->str, tok->len))) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            if (!(t->tokens[k] = mlstack__strndup(tok->str, tok->len)))
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         }
     }
     mlstack__json_free(&doc);
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_json, size_t config_len, mlstack_chat_template **out,
-                                                             mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_json, size_t config_len,
+                                                             mlstack_chat_template **out, mlstack_error *err) {
     mlstack_chat_template *t;
     mlstack_result r;
     if (!out || !config_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
@@ -13508,7 +14327,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_
     t = (mlstack_chat_template *)mlstack__calloc(1, sizeof *t);
     if (!t) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     r = mlstack__tpl_read_config(t, config_json, config_len, "tokenizer_config.json", 1, err);
-    if (r == MLSTACK_OK && t->n == 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "tokenizer_config.json has no chat_template");
+    if (r == MLSTACK_OK && t->n == 0)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "tokenizer_config.json has no chat_template");
     if (r != MLSTACK_OK) {
         mlstack_chat_template_close(t);
         return r;
@@ -13517,7 +14337,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_from_config(const char *config_
     return MLSTACK_OK;
 }
 
-static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, char **text, size_t *len, mlstack_error *err) {
+static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, char **text, size_t *len,
+                                             mlstack_error *err) {
     char *path = mlstack__path_join(dir, name);
     mlstack_result r;
     *text = NULL;
@@ -13532,7 +14353,8 @@ static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, 
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_chat_template **out,
+                                                      mlstack_error *err) {
     mlstack_chat_template *t, files;
     mlstack_result r;
     char *text;
@@ -13650,9 +14472,10 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
     return NULL;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name, const char *messages_json,
-                                                       size_t messages_len, const mlstack_template_options *opt, char **out,
-                                                       size_t *out_len, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err) {
     mlstack__tpl_input in;
     const char *text;
     if (out) *out = NULL;
@@ -13681,7 +14504,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
     const char *text;
     int i;
     if (out) *out = NULL;
-    if (!t || (n_messages > 0 && !messages)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (!t || (n_messages > 0 && !messages))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     if (n_messages <= 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: the conversation is empty");
     for (i = 0; i < n_messages; i++)
         if (!messages[i].role || !messages[i].content)
@@ -13965,14 +14789,17 @@ MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int 
             const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
             if (pairs) {
                 for (k = 0; k < w->n_in; k++)
-                    memcpy(d + ((((size_t)(k / 2) * gp + r) * 16 + l) * 2 + (size_t)(k & 1)) * 2, row + (size_t)k * 2, 2);
+                    memcpy(d + ((((size_t)(k / 2) * gp + r) * 16 + l) * 2 + (size_t)(k & 1)) * 2, row + (size_t)k * 2,
+                           2);
                 continue;
             }
             if (!quant) {
                 if (es == 4)
-                    for (k = 0; k < w->n_in; k++) memcpy(d + (((size_t)k * gp + r) * 16 + l) * 4, row + (size_t)k * 4, 4);
+                    for (k = 0; k < w->n_in; k++)
+                        memcpy(d + (((size_t)k * gp + r) * 16 + l) * 4, row + (size_t)k * 4, 4);
                 else
-                    for (k = 0; k < w->n_in; k++) memcpy(d + (((size_t)k * gp + r) * 16 + l) * 2, row + (size_t)k * 2, 2);
+                    for (k = 0; k < w->n_in; k++)
+                        memcpy(d + (((size_t)k * gp + r) * 16 + l) * 2, row + (size_t)k * 2, 2);
                 continue;
             }
             for (k = 0; k < nb; k++) {
@@ -13980,7 +14807,8 @@ MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int 
                 if (q8) {
                     const mlstack__q8_0 *b = (const mlstack__q8_0 *)(const void *)row + k;
                     for (g = 0; g < 8; g++)
-                        for (t = 0; t < 4; t++) q[(size_t)64 * gp * g + 4 * l + t] = (unsigned char)(b->q[4 * g + t] + 128);
+                        for (t = 0; t < 4; t++)
+                            q[(size_t)64 * gp * g + 4 * l + t] = (unsigned char)(b->q[4 * g + t] + 128);
                     memcpy(sc + (size_t)r * 32 + 2 * l, &b->d, 2);
                 } else {
                     const mlstack__q4_1 *b = (const mlstack__q4_1 *)(const void *)row + k;
@@ -14031,8 +14859,8 @@ typedef struct mlstack__kernels {
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
    fmaf, for one, is not correctly rounded): the product is exact in double, the sum is rounded
    to odd (a TwoSum's error decides the last bit), and rounding that to float is then correct. */
-#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA) || (defined(__riscv) && defined(__riscv_flen)) || \
-    defined(__GLIBC__) || defined(__APPLE__)
+#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA) || \
+    (defined(__riscv) && defined(__riscv_flen)) || defined(__GLIBC__) || defined(__APPLE__)
 #define MLSTACK__FMAF(a, b, c) fmaf((a), (b), (c))
 #else
 static float mlstack__fmaf_soft(float a, float b, float c) {
@@ -14117,7 +14945,6 @@ MLSTACK__FN float mlstack__erf_canon(float x) {
     return x < 0 ? -y : y;
 }
 
-
 /* Quantized row . activation blocks, the canonical rule (>>kernels): per block in order,
    acc = fma(isum, d_w * d_x, acc), then for Q4_1 acc = fma(m_w, s_x, acc). */
 static float mlstack__dot_q8_0_scalar(const mlstack__q8_0 *w, const mlstack__q8x *x, int nb) {
@@ -14137,15 +14964,16 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
     for (k = 0; k < nb; k++) {
         int32_t s = 0;
         float d = mlstack__f16_to_f32(w[k].d) * x[k].d;
-        for (i = 0; i < MLSTACK__QK / 2; i++) s += (int32_t)(w[k].q[i] & 15) * x[k].q[i] + (int32_t)(w[k].q[i] >> 4) * x[k].q[i + 16];
+        for (i = 0; i < MLSTACK__QK / 2; i++)
+            s += (int32_t)(w[k].q[i] & 15) * x[k].q[i] + (int32_t)(w[k].q[i] >> 4) * x[k].q[i + 16];
         acc = MLSTACK__FMAF((float)s, d, acc);
         acc = MLSTACK__FMAF(mlstack__f16_to_f32(w[k].m), x[k].s, acc);
     }
     return acc;
 }
 
-MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
-                                   int o0, int o1, float *row) {
+MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
+                                        int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     for (o = o0; o < o1; o++) {
         const unsigned char *src = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
@@ -14167,7 +14995,8 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
     }
 }
 
-MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
+MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, const float *kt, int n, float scale,
+                                             float *s) {
     int g, j, d;
     for (g = 0; g < G; g++)
         for (j = 0; j < n; j++) {
@@ -14195,8 +15024,8 @@ MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float 
             acc[(size_t)g * Dh + d] = a;
         }
 }
-MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
-                                     float *vf) {
+MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
+                                          float *kt, float *vf) {
     int j, d;
     for (j = 0; j < 32; j++) {
         float row[16];
@@ -14229,17 +15058,17 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
         memcpy((unsigned char *)dst + 2 * i, &h, 2);
     }
 }
-#define MLSTACK__ATTN_SCALAR mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, \
-                             mlstack__kv_chunk_scalar, mlstack__from_f32, mlstack__quantize_rows, \
-                             mlstack__rope_table, mlstack__rope_apply
+#define MLSTACK__ATTN_SCALAR                                                                                   \
+    mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, \
+        mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
 MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq);
 MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs);
-static const mlstack__kernels mlstack__kernels_scalar = {"scalar", mlstack__matmul_scalar,
-                                                         mlstack__to_f32, mlstack__rmsnorm,
-                                                         mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR, 0};
+static const mlstack__kernels mlstack__kernels_scalar = {
+    "scalar", mlstack__matmul_scalar, mlstack__to_f32, mlstack__rmsnorm, mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR,
+    0};
 
 /* Up to three projections of the same input (q/k/v, gate/up) run as one fork/join. */
 #define MLSTACK__MM_MAX 3
@@ -14262,8 +15091,9 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
-#define MLSTACK__USES_P16(k, w)                                                                               \
-    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
+#define MLSTACK__USES_P16(k, w)                                 \
+    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || \
+     (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__matmul_job *j = (const mlstack__matmul_job *)ctx;
@@ -14272,7 +15102,8 @@ static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
     while (task >= j->first_task[i + 1]) i++;
     o0 = (task - j->first_task[i]) * j->rows_per_task[i];
     o1 = o0 + j->rows_per_task[i] < j->w[i]->n_out ? o0 + j->rows_per_task[i] : j->w[i]->n_out;
-    j->k->matmul(j->w[i], j->x, j->xq, j->y[i], j->B, o0, o1, j->scratch + (size_t)thread * MLSTACK__MM_SCRATCH(j->n_in));
+    j->k->matmul(j->w[i], j->x, j->xq, j->y[i], j->B, o0, o1,
+                 j->scratch + (size_t)thread * MLSTACK__MM_SCRATCH(j->n_in));
 }
 
 static void mlstack__quantize_task(void *ctx, int task, int n_tasks, int thread) {
@@ -14314,7 +15145,8 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
     }
     if (quant) {
         if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
-        else k->quantize_rows(x, xq, 1, j.n_in);
+        else
+            k->quantize_rows(x, xq, 1, j.n_in);
     }
     mlstack__pool_run(pool, mlstack__matmul_task, &j, j.first_task[n]);
     MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
@@ -14352,10 +15184,10 @@ static double mlstack__dmul(double a, double b) {
    Horner, each product rounded separately, and one rounding to float. Error ~1e-16 before the
    final rounding. */
 MLSTACK__FN void mlstack__sincos_canon(float x, float *sn, float *cs) {
-    static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
-                                2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10};
-    static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
-                                -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11};
+    static const double S[6] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03,  -1.98412698298579493134e-04,
+                                2.75573137070700676789e-06,  -2.50507602534068634195e-08, 1.58969099521155010221e-10};
+    static const double C[6] = {4.16666666666666019037e-02,  -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+                                -2.75573143513906633035e-07, 2.08757232129817482790e-09,  -1.13596475577881948265e-11};
     volatile double kr;
     double xd = x, k, r, z, ps, pc, s, c;
     int i;
@@ -14455,7 +15287,9 @@ static MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
 }
 
 /* 8 weights at element i of a row, as f32 */
-static MLSTACK__T_AVX2 __m256 mlstack__ld8_f32(const unsigned char *r, int i) { return _mm256_loadu_ps((const float *)(const void *)r + i); }
+static MLSTACK__T_AVX2 __m256 mlstack__ld8_f32(const unsigned char *r, int i) {
+    return _mm256_loadu_ps((const float *)(const void *)r + i);
+}
 static MLSTACK__T_AVX2 __m256 mlstack__ld8_f16(const unsigned char *r, int i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
 }
@@ -14479,20 +15313,21 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_part_avx2(cons
 }
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float *p, int n, __m256 v) {
     if (n >= 8) _mm256_storeu_ps(p, v);
-    else if (n > 0) _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
+    else if (n > 0)
+        _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
 }
 
 /* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
    read straight from memory, nothing to reuse). wp: the tile's first vector at input k0 of the
    step, ldw floats per input; nvt: outputs left from the tile's first (stores stop there). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const float *wp, size_t ldw, const float *x,
-                                                                        size_t ldx, float *y, size_t ldy, int kn, int resume,
-                                                                        const float *bias, int nvt, const int RB, const int NV) {
+                                                                           size_t ldx, float *y, size_t ldy, int kn,
+                                                                           int resume, const float *bias, int nvt,
+                                                                           const int RB, const int NV) {
     __m256 acc[6][8];
     int b, v, k;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (v = 0; v < NV; v++)
-            acc[b][v] = resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] =
+        resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
     for (k = 0; k < kn; k++) {
         const float *wk = wp + (size_t)k * ldw;
         __m256 wv[8];
@@ -14502,19 +15337,18 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const
             MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
         }
     }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
-            __m256 s = acc[b][v];
-            if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
-            mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
-        }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 s = acc[b][v];
+        if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
+    }
 }
 
 /* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps,
    F16/BF16 converted once per step into scratch (4 panels x MLSTACK__MM_KC x 16 floats). Rows
    in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group. */
-static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
-                                                  float *scratch) {
+static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
+                                                  int o1, float *scratch) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, i;
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -14541,14 +15375,18 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
                     int nvec = vt - v0 < step ? vt - v0 : step;
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL, *wv = wp + 8 * v0;
-#define MLSTACK__P16F_AVX2(RB_, NV_)                                                                          \
-    case (RB_) * 16 + (NV_): mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, RB_, NV_); break;
+#define MLSTACK__P16F_AVX2(RB_, NV_)                                                                     \
+    case (RB_) * 16 + (NV_):                                                                             \
+        mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, RB_, NV_); \
+        break;
                     switch (rb * 16 + nvec) {
+                        /* clang-format off */
                         MLSTACK__P16F_AVX2(6, 2) MLSTACK__P16F_AVX2(5, 2) MLSTACK__P16F_AVX2(4, 2)
                         MLSTACK__P16F_AVX2(3, 2) MLSTACK__P16F_AVX2(2, 4) MLSTACK__P16F_AVX2(2, 2)
                         MLSTACK__P16F_AVX2(1, 8) MLSTACK__P16F_AVX2(1, 6) MLSTACK__P16F_AVX2(1, 4)
                         MLSTACK__P16F_AVX2(1, 2)
                     default: break;
+                        /* clang-format on */
                     }
 #undef MLSTACK__P16F_AVX2
                 }
@@ -14566,10 +15404,9 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
    Either way the block's int32 sum is exact, then acc += float(sum) * (d_w * d_x), and for
    Q4_1 acc += m_w * s_x, as the AVX-512 kernel does. wp: the group's stream, gp panels; v0:
    the tile's first vector in the group. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0,
-                                                                        const mlstack__q8x *xq, size_t ldx, int nb, float *y,
-                                                                        size_t ldy, const float *bias, int nvt, const int RB,
-                                                                        const int NV) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nb,
+                        float *y, size_t ldy, const float *bias, int nvt, const int RB, const int NV) {
     __m256 acc[4][8];
     __m256i ia[4][8];
     const size_t qb = q8 ? 512 : 256, rs = (size_t)gp * 64, bs = (size_t)gp * (qb + (q8 ? 32 : 64));
@@ -14577,12 +15414,15 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q
     int b, v, g, k;
     MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
     for (k = 0; k < nb; k++) {
-        const unsigned char *blk = wp + (size_t)k * bs, *wv = blk + (size_t)v0 * 32, *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_setzero_si256();
+        const unsigned char *blk = wp + (size_t)k * bs, *wv = blk + (size_t)v0 * 32,
+                            *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+            _mm256_setzero_si256();
         if (q8) {
             for (g = 0; g < 8; g++) { /* kept rolled: unrolled, gcc spills the sums (10-30% slower) */
                 MLSTACK__UNROLL for (v = 0; v < NV; v++) {
-                    __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32)), off);
+                    __m256i q = _mm256_xor_si256(
+                        _mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32)), off);
                     __m256i aq = _mm256_sign_epi8(q, q);
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
@@ -14602,37 +15442,39 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16q_tile_avx2(int q
                         int32_t xl, xh;
                         memcpy(&xl, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                         memcpy(&xh, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
-                        ia[b][v] = _mm256_add_epi16(ia[b][v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(xl)),
-                                                                               _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh))));
+                        ia[b][v] = _mm256_add_epi16(ia[b][v],
+                                                    _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(xl)),
+                                                                     _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh))));
                     }
                 }
             }
-            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] = _mm256_madd_epi16(ia[b][v], ones);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+                _mm256_madd_epi16(ia[b][v], ones);
         }
         MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)v * 16)));
-            MLSTACK__UNROLL for (b = 0; b < RB; b++)
-                acc[b][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b][v]), _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(ia[b][v]), _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);
             if (!q8) {
-                __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)gp * 32 + (size_t)v * 16)));
-                MLSTACK__UNROLL for (b = 0; b < RB; b++)
-                    acc[b][v] = _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);
+                __m256 m = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)gp * 32 + (size_t)v * 16)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                    _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);
             }
         }
     }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
-            __m256 s = acc[b][v];
-            if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
-            mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
-        }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 s = acc[b][v];
+        if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
+    }
 }
 
 /* Q8_0/Q4_1 weights: rows in blocks of 4 (4 x 2 vectors), 2 x 4, and 1 x the whole group, so
    decode streams each group once. No software prefetch (unlike the AVX-512 kernel): on a Zen 4
    host it slowed this kernel's decode streaming by 10-15%. */
-static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                                  int o1) {
+static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -14647,16 +15489,20 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
                 int nvec = vt - v0 < step ? vt - v0 : step;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
-#define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                       \
-    case (Q) * 128 + (RB_) * 16 + (NV_):                                                                      \
-        mlstack__p16q_tile_avx2(Q, wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, RB_, NV_);        \
+#define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                 \
+    case (Q) * 128 + (RB_) * 16 + (NV_):                                                                \
+        mlstack__p16q_tile_avx2(Q, wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, RB_, NV_); \
         break;
-#define MLSTACK__P16Q_AVX2_ALL(Q)                                                                             \
+#define MLSTACK__P16Q_AVX2_ALL(Q) \
+    /* clang-format off */ \
     MLSTACK__P16Q_AVX2(Q, 4, 2) MLSTACK__P16Q_AVX2(Q, 3, 2) MLSTACK__P16Q_AVX2(Q, 2, 4) MLSTACK__P16Q_AVX2(Q, 2, 2) \
     MLSTACK__P16Q_AVX2(Q, 1, 8) MLSTACK__P16Q_AVX2(Q, 1, 6) MLSTACK__P16Q_AVX2(Q, 1, 4) MLSTACK__P16Q_AVX2(Q, 1, 2)
+                /* clang-format on */
                 switch (q8 * 128 + rb * 16 + nvec) {
+                    /* clang-format off */
                     MLSTACK__P16Q_AVX2_ALL(0) MLSTACK__P16Q_AVX2_ALL(1)
                 default: break;
+                    /* clang-format on */
                 }
 #undef MLSTACK__P16Q_AVX2_ALL
 #undef MLSTACK__P16Q_AVX2
@@ -14665,16 +15511,16 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
     }
 }
 
-static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
-                                                 int B, int o0, int o1, float *scratch) {
+static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+                                                 float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
-        else mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
+        else
+            mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
     mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (tests): the same bits */
 }
-
 
 static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
     const unsigned char *b = (const unsigned char *)src;
@@ -14713,7 +15559,8 @@ static MLSTACK__T_AVX2 void mlstack__swiglu_avx2(float *g, const float *u, int n
     for (i = 0; i < n; i += 8) {
         __m256 x = mlstack__ld8_part_avx2(g + i, n - i);
         __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), mlstack__exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
-        mlstack__st8_part_avx2(g + i, n - i, _mm256_mul_ps(_mm256_div_ps(x, den), mlstack__ld8_part_avx2(u + i, n - i)));
+        mlstack__st8_part_avx2(g + i, n - i,
+                               _mm256_mul_ps(_mm256_div_ps(x, den), mlstack__ld8_part_avx2(u + i, n - i)));
     }
 }
 
@@ -14756,12 +15603,14 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
         for (k = 0; k < nb; k++) {
             const float *xb = x + (size_t)b * n + (size_t)k * MLSTACK__QK;
             mlstack__q8x *blk = &xq[(size_t)b * nb + k];
-            __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8), v2 = _mm256_loadu_ps(xb + 16), v3 = _mm256_loadu_ps(xb + 24), id;
+            __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8), v2 = _mm256_loadu_ps(xb + 16),
+                   v3 = _mm256_loadu_ps(xb + 24), id;
             __m256i q0, q1, q2, q3, t;
             __m128i l;
-            float d = mlstack__hmax256(_mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                                     _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)))) /
-                      127.0f;
+            float d =
+                mlstack__hmax256(_mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                               _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)))) /
+                127.0f;
             id = _mm256_set1_ps(d > 0 ? 1.0f / d : 0.0f);
             q0 = mlstack__quant8_avx2(v0, id), q1 = mlstack__quant8_avx2(v1, id);
             q2 = mlstack__quant8_avx2(v2, id), q3 = mlstack__quant8_avx2(v3, id);
@@ -14770,7 +15619,8 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
                lanes, so 4-byte runs come out as q0a q1a q2a q3a q0b q1b q2b q3b */
             t = _mm256_packus_epi16(_mm256_packs_epi32(_mm256_and_si256(q0, lo8), _mm256_and_si256(q1, lo8)),
                                     _mm256_packs_epi32(_mm256_and_si256(q2, lo8), _mm256_and_si256(q3, lo8)));
-            _mm256_storeu_si256((__m256i *)(void *)blk->q, _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            _mm256_storeu_si256((__m256i *)(void *)blk->q,
+                                _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
             t = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
             l = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
             l = _mm_add_epi32(l, _mm_shuffle_epi32(l, 0x4E));
@@ -14785,8 +15635,9 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
    two heads at a time; each score is one FMA chain over d in order, whether its head is paired
    or alone and however many vectors of keys are computed, so a head's scores never depend on G
    (the AVX-512 path does the same operations). Only s[0..n) of each head is written. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(const float *q, int Dh, const float *kt, int n,
-                                                                          float scale, float *s, const int GH, const int NV) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(const float *q, int Dh, const float *kt,
+                                                                             int n, float scale, float *s, const int GH,
+                                                                             const int NV) {
     __m256 a[2][4];
     int h, v, d;
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_setzero_ps();
@@ -14798,12 +15649,11 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
             MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_fmadd_ps(x, k[v], a[h][v]);
         }
     }
-    MLSTACK__UNROLL for (h = 0; h < GH; h++)
-        MLSTACK__UNROLL for (v = 0; v < NV; v++)
-            mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
-static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n, float scale,
-                                                      float *s) {
+static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
+                                                      float scale, float *s) {
     int g, nv = (n + 7) / 8;
     for (g = 0; g < G; g += 2) {
         int gh = G - g >= 2 ? 2 : 1;
@@ -14812,9 +15662,11 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int
 #define MLSTACK__SCORES_AVX2(GH_, NV_) \
     case (GH_) * 8 + (NV_): mlstack__scores_tile_avx2(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
         switch (gh * 8 + nv) {
+            /* clang-format off */
             MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 3) MLSTACK__SCORES_AVX2(2, 4)
             MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 3) MLSTACK__SCORES_AVX2(1, 4)
         default: break;
+            /* clang-format on */
         }
 #undef MLSTACK__SCORES_AVX2
     }
@@ -14837,8 +15689,8 @@ static MLSTACK__T_AVX2 float mlstack__exp_shift_avx2(float *s, int n, float m) {
    8 vectors (64 values) of a head per pass over the keys, the last Dh mod 8 values in a masked
    pass of their own. a, v: the pass's first value; m: values in the pass (m = 8 * NV, or m < 8
    with NV = 1). */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_tile_avx2(float *a, const float *p, const float *v, int Dh, int n,
-                                                                      int m, const int NV) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_tile_avx2(float *a, const float *p, const float *v,
+                                                                         int Dh, int n, int m, const int NV) {
     __m256 acc[8];
     __m256i k = mlstack__mask8_avx2(m);
     int i, j;
@@ -14867,9 +15719,11 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, con
 #define MLSTACK__PV_AVX2(NV_) \
     case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
             switch (m < 8 ? 1 : m / 8) {
+                /* clang-format off */
                 MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(3) MLSTACK__PV_AVX2(4)
                 MLSTACK__PV_AVX2(5) MLSTACK__PV_AVX2(6) MLSTACK__PV_AVX2(7) MLSTACK__PV_AVX2(8)
             default: break;
+                /* clang-format on */
             }
 #undef MLSTACK__PV_AVX2
             d += m;
@@ -14878,18 +15732,20 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, con
 /* Keys converted 8 x 8 at a time and transposed in registers (unpack, shuffle, swap halves);
    values converted row by row. Exact conversions: the reference's bits. A head dimension that
    is not a multiple of 8 takes the reference. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *const *k, int n, int Dh, float *kt, const int DT) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *const *k, int n, int Dh, float *kt,
+                                                                    const int DT) {
     int j0, d, i;
     for (j0 = 0; j0 < 32; j0 += 8)
         for (d = 0; d < Dh; d += 8) {
             __m256 r[8], t[8];
             if (j0 >= n) {
-                MLSTACK__UNROLL for (i = 0; i < 8; i++) _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_setzero_ps());
+                MLSTACK__UNROLL for (i = 0; i < 8; i++)
+                    _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_setzero_ps());
                 continue;
             }
             MLSTACK__UNROLL for (i = 0; i < 8; i++) {
                 const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src                     ? _mm256_setzero_ps()
+                r[i] = !src                       ? _mm256_setzero_ps()
                        : DT == MLSTACK_DTYPE_F16  ? mlstack__ld8_f16(src, d)
                        : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld8_bf16(src, d)
                                                   : mlstack__ld8_f32(src, d);
@@ -14898,7 +15754,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *
                 t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
                 t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
             }
-            MLSTACK__UNROLL for (i = 0; i < 8; i += 4) { /* r[i + c]: column c (low half), 4 + c (high half) of rows i..i+3 */
+            MLSTACK__UNROLL for (i = 0; i < 8;
+                                 i += 4) { /* r[i + c]: column c (low half), 4 + c (high half) of rows i..i+3 */
                 r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
                 r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
                 r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
@@ -14910,16 +15767,18 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *
             }
         }
 }
-static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
-                                                   float *kt, float *vf) {
+static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v, int n,
+                                                   int Dh, float *kt, float *vf) {
     int j;
     if (Dh % 8) {
         mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
         return;
     }
     if (dt == MLSTACK_DTYPE_F16) mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F16);
-    else if (dt == MLSTACK_DTYPE_BF16) mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
-    else mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+    else
+        mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
     for (j = 0; j < n; j++) mlstack__to_f32_avx2(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
@@ -14938,13 +15797,17 @@ static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const flo
         v[i + half] = MLSTACK__FMAF(b, c, as);
     }
 }
-#define MLSTACK__ATTN_AVX2 mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, \
-                           mlstack__kv_chunk_avx2, mlstack__from_f32, mlstack__quantize_rows_avx2, \
-                           mlstack__rope_table, mlstack__rope_apply_avx2
+#define MLSTACK__ATTN_AVX2                                                                             \
+    mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2, \
+        mlstack__from_f32, mlstack__quantize_rows_avx2, mlstack__rope_table, mlstack__rope_apply_avx2
 
-static const mlstack__kernels mlstack__kernels_avx2 = {"avx2", mlstack__matmul_avx2,
-                                                       mlstack__to_f32_avx2, mlstack__rmsnorm_avx2, mlstack__swiglu_avx2,
-                                                       MLSTACK__ATTN_AVX2, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
+                                                       mlstack__matmul_avx2,
+                                                       mlstack__to_f32_avx2,
+                                                       mlstack__rmsnorm_avx2,
+                                                       mlstack__swiglu_avx2,
+                                                       MLSTACK__ATTN_AVX2,
+                                                       MLSTACK__PACKS_ALL};
 #endif
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
@@ -15000,38 +15863,37 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n)
 }
 /* A tile's accumulators: started at zero or from the partial sums parked in y (resume), and
    stored to y (+ bias on the last step), outputs from nv on neither read nor written. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_start(__m512 acc[6][4], const float *y, size_t ldy, int resume,
-                                                                       int nv, const int RB, const int RO) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void
+mlstack__p16_start(__m512 acc[6][4], const float *y, size_t ldy, int resume, int nv, const int RB, const int RO) {
     int b, p;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++)
-            acc[b][p] = resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
-                               : _mm512_setzero_ps();
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] =
+        resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
+               : _mm512_setzero_ps();
 }
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_store(__m512 acc[6][4], float *y, size_t ldy, const float *bias,
-                                                                       int nv, const int RB, const int RO) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void
+mlstack__p16_store(__m512 acc[6][4], float *y, size_t ldy, const float *bias, int nv, const int RB, const int RO) {
     int b, p;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-            __mmask16 m = mlstack__mask16(nv - 16 * p);
-            __m512 v = acc[b][p];
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
-            _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
-        }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+        __mmask16 m = mlstack__mask16(nv - 16 * p);
+        __m512 v = acc[b][p];
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+        _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+    }
 }
 /* WT: how wp holds the values: MLSTACK__W_F32 (f32, as packed or converted), F16 or BF16 (read
    straight from the panels, for a single activation row). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const void *wp, size_t i, const int WT) {
-    if (WT == MLSTACK__W_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i)));
+    if (WT == MLSTACK__W_F16)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i)));
     if (WT == MLSTACK__W_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(
             _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i))), 16));
     return _mm512_loadu_ps((const float *)wp + i);
 }
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const void *wp, const float *x, size_t ldx,
-                                                                       float *y, size_t ldy, int kn, int resume,
-                                                                       const float *bias, int nv, const int RB, const int RO,
-                                                                       const int WT) {
+                                                                        float *y, size_t ldy, int kn, int resume,
+                                                                        const float *bias, int nv, const int RB,
+                                                                        const int RO, const int WT) {
     __m512 acc[6][4];
     int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
@@ -15039,8 +15901,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
         __m512 wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * RO + p) * 16, WT);
         if (RB == 1) /* decode streams the panels from memory: run ahead of the hardware prefetcher */
-            MLSTACK__UNROLL for (p = 0; p < RO; p++)
-                _mm_prefetch((const char *)wp + (((size_t)k * RO + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) _mm_prefetch(
+                (const char *)wp + (((size_t)k * RO + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
@@ -15062,14 +15924,18 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             if (B == 1 && w->wtype != MLSTACK__W_F32) { /* one row: convert as it multiplies */
                 const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ro * 32;
                 float *yb = y + (size_t)p * 16;
-#define MLSTACK__P16F_CASE1(WT_, RO_)                                                                           \
-    case (WT_) * 8 + (RO_): mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, RO_, WT_); break;
+#define MLSTACK__P16F_CASE1(WT_, RO_)                                                           \
+    case (WT_) * 8 + (RO_):                                                                     \
+        mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, RO_, WT_); \
+        break;
                 switch (w->wtype * 8 + ro) {
+                    /* clang-format off */
                     MLSTACK__P16F_CASE1(MLSTACK__W_F16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 2)
                     MLSTACK__P16F_CASE1(MLSTACK__W_F16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 4)
                     MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 2)
                     MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 4)
                 default: break;
+                    /* clang-format on */
                 }
 #undef MLSTACK__P16F_CASE1
                 continue;
@@ -15079,22 +15945,29 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             } else { /* the step's values, converted once for all activation rows */
                 const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ro * 32;
                 if (w->wtype == MLSTACK__W_F16)
-                    for (i = 0; i < kn * ro; i++) _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_f16(src, 16 * i, (__mmask16)0xFFFF));
+                    for (i = 0; i < kn * ro; i++)
+                        _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_f16(src, 16 * i, (__mmask16)0xFFFF));
                 else
-                    for (i = 0; i < kn * ro; i++) _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_bf16(src, 16 * i, (__mmask16)0xFFFF));
+                    for (i = 0; i < kn * ro; i++)
+                        _mm512_storeu_ps(scratch + 16 * i, mlstack__ld16_bf16(src, 16 * i, (__mmask16)0xFFFF));
                 wp = scratch;
             }
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6;
                 const float *xb = x + (size_t)b * n + k0;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16F_CASE(RB_, RO_)                                                                          \
-    case (RB_) * 8 + (RO_): mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_, MLSTACK__W_F32); break;
-#define MLSTACK__P16F_ROW(RB_) MLSTACK__P16F_CASE(RB_, 1) MLSTACK__P16F_CASE(RB_, 2) MLSTACK__P16F_CASE(RB_, 3) MLSTACK__P16F_CASE(RB_, 4)
+#define MLSTACK__P16F_CASE(RB_, RO_)                                                                    \
+    case (RB_) * 8 + (RO_):                                                                             \
+        mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_, MLSTACK__W_F32); \
+        break;
+#define MLSTACK__P16F_ROW(RB_) \
+    MLSTACK__P16F_CASE(RB_, 1) MLSTACK__P16F_CASE(RB_, 2) MLSTACK__P16F_CASE(RB_, 3) MLSTACK__P16F_CASE(RB_, 4)
                 switch (rb * 8 + ro) {
+                    /* clang-format off */
                     MLSTACK__P16F_ROW(1) MLSTACK__P16F_ROW(2) MLSTACK__P16F_ROW(3)
                     MLSTACK__P16F_ROW(4) MLSTACK__P16F_ROW(5) MLSTACK__P16F_ROW(6)
                 default: break;
+                    /* clang-format on */
                 }
 #undef MLSTACK__P16F_ROW
 #undef MLSTACK__P16F_CASE
@@ -15106,9 +15979,10 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
    (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
    -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y,
-                                                                     size_t ldy, const float *bias, int nv, const int RB,
-                                                                     const int RO) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp,
+                                                                      const mlstack__q8x *xq, size_t ldx, int nb,
+                                                                      float *y, size_t ldy, const float *bias, int nv,
+                                                                      const int RB, const int RO) {
     __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
     const size_t qb = q8 ? 512 : 256, bs = (size_t)RO * (qb + (q8 ? 32 : 64));
@@ -15123,9 +15997,11 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
         if (q8) {
             MLSTACK__UNROLL for (g = 0; g < 8; g++) {
                 __m512i wv[4];
-                MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
+                    _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
                 if (RB == 1) /* decode streams weights from memory: run ahead of the hardware prefetcher */
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++) _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++)
+                        _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
@@ -15149,7 +16025,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
                     xv = _mm512_set1_epi32(x4);
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
                 }
-                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
+                    _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
@@ -15163,20 +16040,22 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
             __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)p * 32)));
             MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                 const mlstack__q8x *xb = xq + (size_t)b * ldx + k;
-                acc[b][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[b][p]), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
+                acc[b][p] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[b][p]), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
             }
             if (!q8) {
-                __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(RO + p) * 32)));
-                MLSTACK__UNROLL for (b = 0; b < RB; b++)
-                    acc[b][p] = _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);
+                __m512 m =
+                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(RO + p) * 32)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                    _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);
             }
         }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 
-static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                                  int o1) {
+static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -15188,13 +16067,19 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
             int rb = B - b < 3 ? B - b : 3;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16Q_CASE(Q, RB_, RO_)                                                                       \
-    case (Q) * 64 + (RB_) * 8 + (RO_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_, RO_); break;
-#define MLSTACK__P16Q_ROW(Q, RB_) MLSTACK__P16Q_CASE(Q, RB_, 1) MLSTACK__P16Q_CASE(Q, RB_, 2) MLSTACK__P16Q_CASE(Q, RB_, 3) MLSTACK__P16Q_CASE(Q, RB_, 4)
+#define MLSTACK__P16Q_CASE(Q, RB_, RO_)                                             \
+    case (Q) * 64 + (RB_) * 8 + (RO_):                                              \
+        mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_, RO_); \
+        break;
+#define MLSTACK__P16Q_ROW(Q, RB_) \
+    MLSTACK__P16Q_CASE(Q, RB_, 1) \
+    MLSTACK__P16Q_CASE(Q, RB_, 2) MLSTACK__P16Q_CASE(Q, RB_, 3) MLSTACK__P16Q_CASE(Q, RB_, 4)
             switch (q8 * 64 + rb * 8 + ro) {
+                /* clang-format off */
                 MLSTACK__P16Q_ROW(0, 1) MLSTACK__P16Q_ROW(0, 2) MLSTACK__P16Q_ROW(0, 3)
                 MLSTACK__P16Q_ROW(1, 1) MLSTACK__P16Q_ROW(1, 2) MLSTACK__P16Q_ROW(1, 3)
             default: break;
+                /* clang-format on */
             }
 #undef MLSTACK__P16Q_ROW
 #undef MLSTACK__P16Q_CASE
@@ -15202,20 +16087,24 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
     }
 }
 
-
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
-        else mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
+        else
+            mlstack__mm_p16f_avx512(w, x, y, B, o0, o1, scratch);
         return;
     }
-    mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (BF16 under the bf16-dot table, tests): the same bits */
+    mlstack__matmul_scalar(w, x, xq, y, B, o0, o1,
+                           scratch); /* weights without panels (BF16 under the bf16-dot table, tests): the same bits */
 }
-static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
-                                                            float *y, int B, int o0, int o1, float *scratch) {
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__matmul_avx2(w, x, xq, y, B, o0, o1, scratch);
-    else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
+static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x,
+                                                            const mlstack__q8x *xq, float *y, int B, int o0, int o1,
+                                                            float *scratch) {
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)
+        mlstack__matmul_avx2(w, x, xq, y, B, o0, o1, scratch);
+    else
+        mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
 
 static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const void *src, float *dst, size_t n) {
@@ -15232,7 +16121,8 @@ static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const 
 static MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x) {
     __m512 n, r, p;
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
-    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
     p = _mm512_set1_ps(1.0f / 720);
@@ -15266,13 +16156,14 @@ static MLSTACK__T_AVX512 void mlstack__rmsnorm_avx512(float *out, const float *x
     sc = _mm512_set1_ps(1.0f / sqrtf(mlstack__hsum512(acc) / (float)n + eps));
     for (i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(out + i, m,
-                              _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sc)));
+        _mm512_mask_storeu_ps(
+            out + i, m,
+            _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sc)));
     }
 }
 
-static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G, int Dh, const float *kt, int n, float scale,
-                                                          float *s) {
+static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G, int Dh, const float *kt, int n,
+                                                          float scale, float *s) {
     __mmask16 m0 = mlstack__mask16(n), m1 = mlstack__mask16(n - 16);
     int g, d;
     for (g = 0; g + 2 <= G; g += 2) { /* two heads at once: four independent sums */
@@ -15312,7 +16203,8 @@ static MLSTACK__T_AVX512 float mlstack__exp_shift_avx512(float *s, int n, float 
     }
     return mlstack__hsum512(sum);
 }
-static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh, const float *p, const float *v, int n) {
+static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh, const float *p, const float *v,
+                                                      int n) {
     int g, d, j, i;
     for (g = 0; g < G; g++)
         for (d = 0; d < Dh; d += 64) { /* up to four vectors of the head at once */
@@ -15325,9 +16217,11 @@ static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh,
             for (j = 0; j < n; j++) {
                 __m512 pj = _mm512_set1_ps(p[g * 32 + j]);
                 const float *vj = v + (size_t)j * Dh + d;
-                MLSTACK__UNROLL for (i = 0; i < 4; i++) a[i] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(k[i], vj + 16 * i), a[i]);
+                MLSTACK__UNROLL for (i = 0; i < 4; i++) a[i] =
+                    _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(k[i], vj + 16 * i), a[i]);
             }
-            MLSTACK__UNROLL for (i = 0; i < 4; i++) _mm512_mask_storeu_ps(acc + (size_t)g * Dh + d + 16 * i, k[i], a[i]);
+            MLSTACK__UNROLL for (i = 0; i < 4; i++)
+                _mm512_mask_storeu_ps(acc + (size_t)g * Dh + d + 16 * i, k[i], a[i]);
         }
 }
 /* mlstack__quantize_rows with the same float operations, 16 lanes at a time. */
@@ -15340,7 +16234,8 @@ static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlst
             mlstack__q8x *blk = &xq[(size_t)b * nb + k];
             __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16), id;
             __m512i q0, q1;
-            float amax = mlstack__hmax512(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1))), d = amax / 127.0f;
+            float amax = mlstack__hmax512(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1))),
+                  d = amax / 127.0f;
             id = _mm512_set1_ps(d > 0 ? 1.0f / d : 0.0f);
             v0 = _mm512_mul_ps(v0, id), v1 = _mm512_mul_ps(v1, id);
             /* round half away from zero: add 0.5 with the value's sign, truncate */
@@ -15361,8 +16256,8 @@ static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlst
         }
 }
 /* Keys converted 16 x 16 at a time and transposed in registers (three rounds of shuffles). */
-static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const void *const *k, const void *const *v, int n,
-                                                       int Dh, float *kt, float *vf) {
+static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const void *const *k, const void *const *v,
+                                                       int n, int Dh, float *kt, float *vf) {
     int j0, d, i;
     if (Dh % 16) {
         mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
@@ -15373,7 +16268,7 @@ static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const v
             __m512 r[16], t[16];
             MLSTACK__UNROLL for (i = 0; i < 16; i++) {
                 const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src ? _mm512_setzero_ps()
+                r[i] = !src                       ? _mm512_setzero_ps()
                        : dt == MLSTACK_DTYPE_F16  ? mlstack__ld16_f16(src, d, (__mmask16)0xFFFF)
                        : dt == MLSTACK_DTYPE_BF16 ? mlstack__ld16_bf16(src, d, (__mmask16)0xFFFF)
                                                   : mlstack__ld16_f32(src, d, (__mmask16)0xFFFF);
@@ -15388,9 +16283,11 @@ static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const v
                 r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
                 r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
             }
-            MLSTACK__UNROLL for (i = 0; i < 4; i++) { /* column 4L + i gathers lane L of r[i], r[4 + i], r[8 + i], r[12 + i] */
+            MLSTACK__UNROLL for (i = 0; i < 4;
+                                 i++) { /* column 4L + i gathers lane L of r[i], r[4 + i], r[8 + i], r[12 + i] */
                 __m512 x0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x44), x1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xEE);
-                __m512 y0 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x44), y1 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xEE);
+                __m512 y0 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x44),
+                       y1 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xEE);
                 _mm512_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0x88));
                 _mm512_storeu_ps(kt + (size_t)(d + 4 + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0xDD));
                 _mm512_storeu_ps(kt + (size_t)(d + 8 + i) * 32 + j0, _mm512_shuffle_f32x4(x1, y1, 0x88));
@@ -15405,14 +16302,16 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     size_t i = 0;
     if (dt == MLSTACK_DTYPE_F16) {
         for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i),
-                                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            _mm256_storeu_si256(
+                (__m256i *)(void *)((uint16_t *)dst + i),
+                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     } else if (dt == MLSTACK_DTYPE_BF16) {
         for (; i + 16 <= n; i += 16) {
             __m512i b = _mm512_loadu_si512((const void *)(src + i));
-            __m512i r = _mm512_srli_epi32(
-                _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)),
-                                 _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))), 16);
+            __m512i r =
+                _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)),
+                                                   _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))),
+                                  16);
             __mmask16 nan = _mm512_cmp_ps_mask(_mm512_castsi512_ps(b), _mm512_castsi512_ps(b), _CMP_UNORD_Q);
             r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
             _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i), _mm512_cvtepi32_epi16(r));
@@ -15420,13 +16319,13 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_AVX512 mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, \
-                             mlstack__kv_chunk_avx512, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, \
-                             mlstack__rope_table, mlstack__rope_apply_avx2
+#define MLSTACK__ATTN_AVX512                                                                                   \
+    mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx512, \
+        mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
 
-static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni", mlstack__matmul_avx512,
-                                                         mlstack__to_f32_avx512,
-                                                         mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_avx512 = {
+    "avx512+vnni",          mlstack__matmul_avx512, mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
+    mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,   MLSTACK__PACKS_ALL};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
    times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
    twice the multiplies per instruction of widening the weights, at the price of rounding
@@ -15448,18 +16347,21 @@ static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int
 }
 /* Pair-panel tile: RB <= 6 activation rows (bf16 pairs, ldx pairs apart) x RO panels, kn input
    pairs; partial sums parked in y between steps as in the f32 tile. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uint16_t *wp, const uint32_t *x, size_t ldx, float *y,
-                                                                      size_t ldy, int kn, int resume, const float *bias, int nv,
-                                                                      const int RB, const int RO) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uint16_t *wp, const uint32_t *x,
+                                                                       size_t ldx, float *y, size_t ldy, int kn,
+                                                                       int resume, const float *bias, int nv,
+                                                                       const int RB, const int RO) {
     __m512 acc[6][4];
     int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512i wv[4];
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = _mm512_loadu_si512((const void *)(wp + ((size_t)k * RO + p) * 32));
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
+            _mm512_loadu_si512((const void *)(wp + ((size_t)k * RO + p) * 32));
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512i xv = _mm512_set1_epi32((int)x[(size_t)b * ldx + (size_t)k]);
-            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] =
+                _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);
         }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
@@ -15473,22 +16375,29 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
     uint32_t *xp = (uint32_t *)(void *)scratch;
     for (b = 0; b < B; b += 6) {
         int rb = B - b < 6 ? B - b : 6;
-        for (i = 0; i < rb; i++) mlstack__bf16_row(x + (size_t)(b + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
+        for (i = 0; i < rb; i++)
+            mlstack__bf16_row(x + (size_t)(b + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
         for (p = o0 / 16; p * 16 < o1; p += 4) {
             int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
             if (ro > 4) ro = 4;
             for (k0 = 0; k0 < np2; k0 += MLSTACK__MM_KC / 2) {
                 int kn = np2 - k0 < MLSTACK__MM_KC / 2 ? np2 - k0 : MLSTACK__MM_KC / 2, resume = k0 > 0;
                 const float *bias = k0 + kn == np2 && w->bias ? w->bias + p * 16 : NULL;
-                const uint16_t *wp = (const uint16_t *)(const void *)(w->packed_dp + (size_t)p * pb) + (size_t)k0 * ro * 32;
+                const uint16_t *wp =
+                    (const uint16_t *)(const void *)(w->packed_dp + (size_t)p * pb) + (size_t)k0 * ro * 32;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16DP_CASE(RB_, RO_)                                                                         \
-    case (RB_) * 8 + (RO_): mlstack__p16dp_tile(wp, xp + k0, (size_t)s2, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
-#define MLSTACK__P16DP_ROW(RB_) MLSTACK__P16DP_CASE(RB_, 1) MLSTACK__P16DP_CASE(RB_, 2) MLSTACK__P16DP_CASE(RB_, 3) MLSTACK__P16DP_CASE(RB_, 4)
+#define MLSTACK__P16DP_CASE(RB_, RO_)                                                          \
+    case (RB_) * 8 + (RO_):                                                                    \
+        mlstack__p16dp_tile(wp, xp + k0, (size_t)s2, yb, ldy, kn, resume, bias, nv, RB_, RO_); \
+        break;
+#define MLSTACK__P16DP_ROW(RB_) \
+    MLSTACK__P16DP_CASE(RB_, 1) MLSTACK__P16DP_CASE(RB_, 2) MLSTACK__P16DP_CASE(RB_, 3) MLSTACK__P16DP_CASE(RB_, 4)
                 switch (rb * 8 + ro) {
+                    /* clang-format off */
                     MLSTACK__P16DP_ROW(1) MLSTACK__P16DP_ROW(2) MLSTACK__P16DP_ROW(3)
                     MLSTACK__P16DP_ROW(4) MLSTACK__P16DP_ROW(5) MLSTACK__P16DP_ROW(6)
                 default: break;
+                    /* clang-format on */
                 }
 #undef MLSTACK__P16DP_ROW
 #undef MLSTACK__P16DP_CASE
@@ -15496,20 +16405,29 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
         }
     }
 }
-static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
-                                                       float *y, int B, int o0, int o1, float *scratch) {
+static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x,
+                                                        const mlstack__q8x *xq, float *y, int B, int o0, int o1,
+                                                        float *scratch) {
     if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp(w, x, y, B, o0, o1, scratch);
-    else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
+    else
+        mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
-static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot", mlstack__matmul_avx512_bf16,
-                                                              mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
+static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot",
+                                                              mlstack__matmul_avx512_bf16,
+                                                              mlstack__to_f32_avx512,
+                                                              mlstack__rmsnorm_avx512,
                                                               mlstack__swiglu_avx512,
                                                               MLSTACK__ATTN_AVX512,
-                                                              (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
+                                                              (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
+                                                                  MLSTACK__PACK_BF16_PAIRS};
 #endif
-static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512", mlstack__matmul_avx512_novnni,
-                                                                mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                                mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
+                                                                mlstack__matmul_avx512_novnni,
+                                                                mlstack__to_f32_avx512,
+                                                                mlstack__rmsnorm_avx512,
+                                                                mlstack__swiglu_avx512,
+                                                                MLSTACK__ATTN_AVX512,
+                                                                MLSTACK__PACKS_ALL};
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -15568,7 +16486,9 @@ typedef struct mlstack__tilecfg { /* LDTILECFG's 64-byte operand, palette 1 */
 #define MLSTACK__TILE_DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 #define MLSTACK__TILE_DPBF16PS(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 #define MLSTACK__TILE_RELEASE() __asm__ volatile("tilerelease" ::: "memory")
-static void mlstack__tile_config(const mlstack__tilecfg *cfg) { __asm__ volatile("ldtilecfg %0" ::"m"(*cfg) : "memory"); }
+static void mlstack__tile_config(const mlstack__tilecfg *cfg) {
+    __asm__ volatile("ldtilecfg %0" ::"m"(*cfg) : "memory");
+}
 
 /* Tiles 0, 1: C (rows x 16 int32 or f32); 2, 4: A (rows x acolsb bytes); 3, 5: B (brows x 64
    bytes): two sets, (0, 2, 3) and (1, 4, 5), so the int8 kernel issues one block's tile work
@@ -15590,13 +16510,13 @@ static MLSTACK__T_AMX void mlstack__amx_config(int rows, int acolsb, int brows) 
    thread's scratch, and the activation rows' blocks are laid 32 bytes apart (A-tile order);
    then every panel is multiplied with every tile of up to 16 activation rows. */
 #define MLSTACK__AMX_KB 32
-#define MLSTACK__AMX_DOTS(C_, A_, B_, k_)                                                                             \
-    do {                                                                                                              \
-        MLSTACK__TILE_ZERO(C_);                                                                                       \
-        MLSTACK__TILE_LOAD(A_, xa + (size_t)(k_) * 512, 32);                                                          \
-        MLSTACK__TILE_LOAD(B_, u + (size_t)(k_) * 512, 64);                                                           \
-        MLSTACK__TILE_DPBSSD(C_, A_, B_);                                                                             \
-        MLSTACK__TILE_STORE(C_, c + (size_t)(k_) * 256, 64);                                                          \
+#define MLSTACK__AMX_DOTS(C_, A_, B_, k_)                    \
+    do {                                                     \
+        MLSTACK__TILE_ZERO(C_);                              \
+        MLSTACK__TILE_LOAD(A_, xa + (size_t)(k_) * 512, 32); \
+        MLSTACK__TILE_LOAD(B_, u + (size_t)(k_) * 512, 64);  \
+        MLSTACK__TILE_DPBSSD(C_, A_, B_);                    \
+        MLSTACK__TILE_STORE(C_, c + (size_t)(k_) * 256, 64); \
     } while (0)
 
 /* One panel's outputs for up to 16 activation rows (rows >= mb repeat row mb - 1 and are not
@@ -15605,9 +16525,9 @@ static MLSTACK__T_AMX void mlstack__amx_config(int rows, int acolsb, int brows) 
    added on the last step. First the tile unit forms every block's int32 dots into c (kn x 16 x
    16; the two tile sets alternate so blocks overlap), then, with those stores long done,
    acc[r] += float(dot) * (d_w * d_x) per block, >>avx512's order. */
-static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const unsigned char *xa, const float *dx, int32_t *c,
-                                                 const unsigned char *sc0, size_t bs, int k0, int kn, int mb, float *y,
-                                                 size_t ldy, const float *bias, int nv) {
+static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const unsigned char *xa, const float *dx,
+                                                 int32_t *c, const unsigned char *sc0, size_t bs, int k0, int kn,
+                                                 int mb, float *y, size_t ldy, const float *bias, int nv) {
     const __mmask16 mk = mlstack__mask16(nv);
     __m512 acc[16];
     int r, k;
@@ -15616,8 +16536,8 @@ static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const u
         MLSTACK__AMX_DOTS(1, 4, 5, k + 1);
     }
     if (k < kn) MLSTACK__AMX_DOTS(0, 2, 3, k);
-    MLSTACK__UNROLL16 for (r = 0; r < 16; r++)
-        acc[r] = k0 > 0 ? _mm512_maskz_loadu_ps(mk, y + (size_t)(r < mb ? r : mb - 1) * ldy) : _mm512_setzero_ps();
+    MLSTACK__UNROLL16 for (r = 0; r < 16; r++) acc[r] =
+        k0 > 0 ? _mm512_maskz_loadu_ps(mk, y + (size_t)(r < mb ? r : mb - 1) * ldy) : _mm512_setzero_ps();
     for (k = 0; k < kn; k++) {
         __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc0 + (size_t)(k0 + k) * bs)));
         const int32_t *ck = c + (size_t)k * 256;
@@ -15640,11 +16560,12 @@ static MLSTACK__T_AMX void mlstack__amx_q8_panel(const unsigned char *u, const u
    cost; measured slower than VNNI). scratch: 4 x MLSTACK__AMX_KB x 512 bytes of weights, then
    MLSTACK__AMX_KB x 512 of activations, MLSTACK__AMX_KB x 1024 of dots and MLSTACK__AMX_KB x 64
    of activation scales, 64-byte aligned. */
-static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0,
-                                                 int o1, float *scratch) {
+static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1, float *scratch) {
     int nb = w->n_in / MLSTACK__QK, p, r, b0, k0, k, g, i, cur = -1;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
-    unsigned char *u = (unsigned char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *xa = u + 4 * MLSTACK__AMX_KB * 512;
+    unsigned char *u = (unsigned char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63),
+                  *xa = u + 4 * MLSTACK__AMX_KB * 512;
     int32_t *c = (int32_t *)(void *)(xa + MLSTACK__AMX_KB * 512);
     float *dx = (float *)(void *)(c + MLSTACK__AMX_KB * 256);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -15658,10 +16579,11 @@ static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const
             for (r = 0; r < ro; r++) /* run (g, r) of block k: 16 outputs x inputs 4g .. 4g + 3 */
                 for (k = 0; k < kn; k++)
                     for (g = 0; g < 8; g++)
-                        _mm512_store_si512((void *)(u + ((size_t)r * MLSTACK__AMX_KB + k) * 512 + 64 * g),
-                                           _mm512_xor_si512(_mm512_loadu_si512((const void *)(wp + (size_t)(k0 + k) * bs +
-                                                                                              ((size_t)g * ro + r) * 64)),
-                                                            _mm512_set1_epi8((char)0x80)));
+                        _mm512_store_si512(
+                            (void *)(u + ((size_t)r * MLSTACK__AMX_KB + k) * 512 + 64 * g),
+                            _mm512_xor_si512(_mm512_loadu_si512((const void *)(wp + (size_t)(k0 + k) * bs +
+                                                                               ((size_t)g * ro + r) * 64)),
+                                             _mm512_set1_epi8((char)0x80)));
             for (b0 = 0; b0 < B; b0 += 16) {
                 int mb = B - b0 < 16 ? B - b0 : 16;
                 if (mb != cur) mlstack__amx_config(mb, 32, 8), cur = mb;
@@ -15672,8 +16594,9 @@ static MLSTACK__T_AMX void mlstack__mm_p16q8_amx(const mlstack__weight *w, const
                         dx[k * 16 + i] = xk->d;
                     }
                 for (r = 0; r < ro; r++)
-                    mlstack__amx_q8_panel(u + (size_t)r * MLSTACK__AMX_KB * 512, xa, dx, c, wp + (size_t)ro * 512 + (size_t)r * 32, bs, k0,
-                                          kn, mb, y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
+                    mlstack__amx_q8_panel(u + (size_t)r * MLSTACK__AMX_KB * 512, xa, dx, c,
+                                          wp + (size_t)ro * 512 + (size_t)r * 32, bs, k0, kn, mb,
+                                          y + (size_t)b0 * ldy + (size_t)(p + r) * 16, ldy,
                                           k0 + kn == nb && w->bias ? w->bias + (p + r) * 16 : NULL, o1 - (p + r) * 16);
             }
         }
@@ -15695,18 +16618,19 @@ static MLSTACK__T_AMX void mlstack__amx_config_bf16(int rows) {
     for (t = 0; t < 7; t++) cfg.rows[t] = (uint8_t)(t < 5 ? rows : 16), cfg.colsb[t] = 64;
     mlstack__tile_config(&cfg);
 }
-#define MLSTACK__AMX_BF16_PANEL(R_, BT_, src_, stride_)                                                               \
-    if (ro > (R_)) {                                                                                                  \
-        MLSTACK__TILE_LOAD(BT_, (src_), (stride_));                                                                   \
-        MLSTACK__TILE_DPBF16PS(R_, 4, BT_);                                                                           \
+#define MLSTACK__AMX_BF16_PANEL(R_, BT_, src_, stride_) \
+    if (ro > (R_)) {                                    \
+        MLSTACK__TILE_LOAD(BT_, (src_), (stride_));     \
+        MLSTACK__TILE_DPBF16PS(R_, 4, BT_);             \
     }
-#define MLSTACK__AMX_BF16_OUT(R_)                                                                                     \
-    if (ro > (R_)) {                                                                                                  \
-        MLSTACK__TILE_STORE(R_, c, 64);                                                                               \
-        mlstack__amx_bf16_out(c, mb, y + (size_t)b0 * ldy + (size_t)(p + (R_)) * 16, ldy,                           \
-                              w->bias ? w->bias + (p + (R_)) * 16 : NULL, o1 - (p + (R_)) * 16);                      \
+#define MLSTACK__AMX_BF16_OUT(R_)                                                                \
+    if (ro > (R_)) {                                                                             \
+        MLSTACK__TILE_STORE(R_, c, 64);                                                          \
+        mlstack__amx_bf16_out(c, mb, y + (size_t)b0 * ldy + (size_t)(p + (R_)) * 16, ldy,        \
+                              w->bias ? w->bias + (p + (R_)) * 16 : NULL, o1 - (p + (R_)) * 16); \
     }
-static MLSTACK__T_AMX void mlstack__amx_bf16_out(float c[16][16], int mb, float *y, size_t ldy, const float *bias, int nv) {
+static MLSTACK__T_AMX void mlstack__amx_bf16_out(float c[16][16], int mb, float *y, size_t ldy, const float *bias,
+                                                 int nv) {
     __mmask16 mk = mlstack__mask16(nv);
     int i;
     for (i = 0; i < mb; i++) {
@@ -15715,16 +16639,18 @@ static MLSTACK__T_AMX void mlstack__amx_bf16_out(float c[16][16], int mb, float 
         _mm512_mask_storeu_ps(y + (size_t)i * ldy, mk, v);
     }
 }
-static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
-                                                 float *scratch) {
+static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const float *x, float *y, int B, int o0,
+                                                 int o1, float *scratch) {
     MLSTACK__ALIGNED64(unsigned char tail[4][16][64]);
     MLSTACK__ALIGNED64(float c[16][16]);
-    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, nfull = np2 / 16, rem = np2 % 16, p, r, b0, i, kc, cur = -1;
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, nfull = np2 / 16, rem = np2 % 16, p, r, b0, i, kc,
+        cur = -1;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out, lda = (size_t)s2 * 4;
     uint32_t *xp = (uint32_t *)(void *)scratch;
     for (b0 = 0; b0 < B; b0 += 16) {
         int mb = B - b0 < 16 ? B - b0 : 16;
-        for (i = 0; i < mb; i++) mlstack__bf16_row(x + (size_t)(b0 + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
+        for (i = 0; i < mb; i++)
+            mlstack__bf16_row(x + (size_t)(b0 + i) * n, (uint16_t *)(void *)(xp + (size_t)i * s2), n);
         if (mb != cur) mlstack__amx_config_bf16(mb), cur = mb;
         for (p = o0 / 16; p * 16 < o1; p += 4) {
             int ro = (o1 - p * 16 + 15) / 16;
@@ -15739,27 +16665,35 @@ static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const
             for (kc = 0; kc < nfull; kc++) {
                 const unsigned char *wk = wp + (size_t)kc * 16 * st;
                 if (mb < 4 && kc + 2 < nfull) /* decode streams the weights: fetch two steps ahead */
-                    for (i = 0; i < 16 * ro; i++) _mm_prefetch((const char *)(wk + 2 * 16 * st + (size_t)i * 64), _MM_HINT_T0);
+                    for (i = 0; i < 16 * ro; i++)
+                        _mm_prefetch((const char *)(wk + 2 * 16 * st + (size_t)i * 64), _MM_HINT_T0);
                 MLSTACK__TILE_LOAD(4, (const unsigned char *)xp + (size_t)kc * 64, lda);
+                /* clang-format off */
                 MLSTACK__AMX_BF16_PANEL(0, 5, wk, st)
                 MLSTACK__AMX_BF16_PANEL(1, 6, wk + 64, st)
                 MLSTACK__AMX_BF16_PANEL(2, 5, wk + 128, st)
                 MLSTACK__AMX_BF16_PANEL(3, 6, wk + 192, st)
+                /* clang-format on */
             }
             if (rem) {
                 memset(tail, 0, sizeof tail);
                 for (r = 0; r < ro; r++)
-                    for (i = 0; i < rem; i++) memcpy(tail[r][i], wp + ((size_t)nfull * 16 + i) * st + (size_t)r * 64, 64);
+                    for (i = 0; i < rem; i++)
+                        memcpy(tail[r][i], wp + ((size_t)nfull * 16 + i) * st + (size_t)r * 64, 64);
                 MLSTACK__TILE_LOAD(4, (const unsigned char *)xp + (size_t)nfull * 64, lda);
+                /* clang-format off */
                 MLSTACK__AMX_BF16_PANEL(0, 5, tail[0], 64)
                 MLSTACK__AMX_BF16_PANEL(1, 6, tail[1], 64)
                 MLSTACK__AMX_BF16_PANEL(2, 5, tail[2], 64)
                 MLSTACK__AMX_BF16_PANEL(3, 6, tail[3], 64)
+                /* clang-format on */
             }
+            /* clang-format off */
             MLSTACK__AMX_BF16_OUT(0)
             MLSTACK__AMX_BF16_OUT(1)
             MLSTACK__AMX_BF16_OUT(2)
             MLSTACK__AMX_BF16_OUT(3)
+            /* clang-format on */
         }
     }
     MLSTACK__TILE_RELEASE();
@@ -15767,24 +16701,30 @@ static MLSTACK__T_AMX void mlstack__mm_p16dp_amx(const mlstack__weight *w, const
 #undef MLSTACK__AMX_BF16_PANEL
 #undef MLSTACK__AMX_BF16_OUT
 
-static MLSTACK__T_AMX void mlstack__matmul_amx(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
-                                               int B, int o0, int o1, float *scratch) {
+static MLSTACK__T_AMX void mlstack__matmul_amx(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+                                               float *y, int B, int o0, int o1, float *scratch) {
     if (B >= MLSTACK__AMX_MIN_ROWS && w->wtype == MLSTACK__W_Q8_0 && MLSTACK__PACKED(w))
         mlstack__mm_p16q8_amx(w, xq, y, B, o0, o1, scratch);
-    else mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
+    else
+        mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
-static MLSTACK__T_AMX void mlstack__matmul_amx_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
-                                                    int B, int o0, int o1, float *scratch) {
+static MLSTACK__T_AMX void mlstack__matmul_amx_bf16(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+                                                    float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_BF16 && MLSTACK__PACKED_DP(w)) mlstack__mm_p16dp_amx(w, x, y, B, o0, o1, scratch);
-    else mlstack__matmul_amx(w, x, xq, y, B, o0, o1, scratch);
+    else
+        mlstack__matmul_amx(w, x, xq, y, B, o0, o1, scratch);
 }
-static const mlstack__kernels mlstack__kernels_amx = {"avx512+vnni+amx", mlstack__matmul_amx, mlstack__to_f32_avx512,
-                                                      mlstack__rmsnorm_avx512, mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,
-                                                      MLSTACK__PACKS_ALL};
-static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16", mlstack__matmul_amx_bf16,
-                                                           mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-                                                           mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,
-                                                           (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) | MLSTACK__PACK_BF16_PAIRS};
+static const mlstack__kernels mlstack__kernels_amx = {
+    "avx512+vnni+amx",      mlstack__matmul_amx,  mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
+    mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16",
+                                                           mlstack__matmul_amx_bf16,
+                                                           mlstack__to_f32_avx512,
+                                                           mlstack__rmsnorm_avx512,
+                                                           mlstack__swiglu_avx512,
+                                                           MLSTACK__ATTN_AVX512,
+                                                           (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
+                                                               MLSTACK__PACK_BF16_PAIRS};
 #endif
 
 /* ==== 14. KERNELS NEON ==== */ /* >>neon */
@@ -15841,7 +16781,7 @@ static MLSTACK__ALWAYS_INLINE float32x4x4_t mlstack__p16_ld_neon(const float *p,
 }
 /* y[0..min(n, 16)) = v (+ bias): one panel row of results, nothing written past n. */
 static MLSTACK__ALWAYS_INLINE void mlstack__p16_st_neon(float *y, float32x4_t v0, float32x4_t v1, float32x4_t v2,
-                                                      float32x4_t v3, const float *bias, int n) {
+                                                        float32x4_t v3, const float *bias, int n) {
     float t[16];
     float *d = n < 16 ? t : y;
     if (bias) {
@@ -15866,43 +16806,42 @@ static MLSTACK__ALWAYS_INLINE float32x4x4_t mlstack__p16_f16x16_neon(const unsig
    step's first input; y (RB, ldy) from the tile's first output, nv outputs valid from there.
    Inputs go four at a time, the activation broadcast from a lane (FMLA by element is the
    same fused multiply-add as a broadcast register). */
-#define MLSTACK__P16F_LANE(L)                                                                                 \
-    MLSTACK__UNROLL for (p = 0; p < RO; p++)                                                             \
-        MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                        \
-            float32x4_t wv = vld1q_f32(wp + ((size_t)(k + (L)) * gs + p) * 16 + 4 * c);                       \
-            MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_laneq_f32(acc[b][p][c], wv, xv[b], (L)); \
-        }                                                                                                     \
+#define MLSTACK__P16F_LANE(L)                                                                                  \
+    MLSTACK__UNROLL for (p = 0; p < RO; p++) MLSTACK__UNROLL for (c = 0; c < 4; c++) {                         \
+        float32x4_t wv = vld1q_f32(wp + ((size_t)(k + (L)) * gs + p) * 16 + 4 * c);                            \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_laneq_f32(acc[b][p][c], wv, xv[b], (L)); \
+    }                                                                                                          \
     MLSTACK__NEON_BARRIER();
-static MLSTACK__ALWAYS_INLINE void mlstack__p16f_tile_neon(const float *wp, int gs, const float *x, size_t ldx, float *y,
-                                                         size_t ldy, int kn, int resume, const float *bias, int nv,
-                                                         const int RB, const int RO) {
+static MLSTACK__ALWAYS_INLINE void mlstack__p16f_tile_neon(const float *wp, int gs, const float *x, size_t ldx,
+                                                           float *y, size_t ldy, int kn, int resume, const float *bias,
+                                                           int nv, const int RB, const int RO) {
     float32x4_t acc[4][4][4];
     int b, p, c, k;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-            float32x4x4_t v;
-            if (resume) v = mlstack__p16_ld_neon(y + (size_t)b * ldy + 16 * p, nv - 16 * p);
-            else v.val[0] = v.val[1] = v.val[2] = v.val[3] = vdupq_n_f32(0.0f);
-            MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][p][c] = v.val[c];
-        }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+        float32x4x4_t v;
+        if (resume) v = mlstack__p16_ld_neon(y + (size_t)b * ldy + 16 * p, nv - 16 * p);
+        else
+            v.val[0] = v.val[1] = v.val[2] = v.val[3] = vdupq_n_f32(0.0f);
+        MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][p][c] = v.val[c];
+    }
     for (k = 0; k + 4 <= kn; k += 4) {
         float32x4_t xv[4];
         MLSTACK__UNROLL for (b = 0; b < RB; b++) xv[b] = vld1q_f32(x + (size_t)b * ldx + k);
+        /* clang-format off */
         MLSTACK__P16F_LANE(0)
         MLSTACK__P16F_LANE(1)
         MLSTACK__P16F_LANE(2)
         MLSTACK__P16F_LANE(3)
+        /* clang-format on */
     }
-    for (; k < kn; k++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++)
-            MLSTACK__UNROLL for (c = 0; c < 4; c++) {
-                float32x4_t wv = vld1q_f32(wp + ((size_t)k * gs + p) * 16 + 4 * c);
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] = vfmaq_n_f32(acc[b][p][c], wv, x[(size_t)b * ldx + k]);
-            }
-    MLSTACK__UNROLL for (b = 0; b < RB; b++)
-        MLSTACK__UNROLL for (p = 0; p < RO; p++)
-            mlstack__p16_st_neon(y + (size_t)b * ldy + 16 * p, acc[b][p][0], acc[b][p][1], acc[b][p][2], acc[b][p][3],
-                                 bias ? bias + 16 * p : NULL, nv - 16 * p);
+    for (; k < kn; k++) MLSTACK__UNROLL for (p = 0; p < RO; p++) MLSTACK__UNROLL for (c = 0; c < 4; c++) {
+            float32x4_t wv = vld1q_f32(wp + ((size_t)k * gs + p) * 16 + 4 * c);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p][c] =
+                vfmaq_n_f32(acc[b][p][c], wv, x[(size_t)b * ldx + k]);
+        }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++)
+        mlstack__p16_st_neon(y + (size_t)b * ldy + 16 * p, acc[b][p][0], acc[b][p][1], acc[b][p][2], acc[b][p][3],
+                             bias ? bias + 16 * p : NULL, nv - 16 * p);
 }
 #undef MLSTACK__P16F_LANE
 
@@ -15945,12 +16884,16 @@ static void mlstack__mm_p16f_neon(const mlstack__weight *w, const float *x, floa
                     const float *bias = last && w->bias ? w->bias + (p + r) * 16 : NULL, *xb = x + (size_t)b * n + k0;
                     const float *wt = wp + (size_t)r * 16;
                     float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;
-#define MLSTACK__P16F_CASE(RB_, RO_)                                                                          \
-    case (RB_) * 8 + (RO_): mlstack__p16f_tile_neon(wt, gp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_); break;
+#define MLSTACK__P16F_CASE(RB_, RO_)                                                             \
+    case (RB_) * 8 + (RO_):                                                                      \
+        mlstack__p16f_tile_neon(wt, gp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_); \
+        break;
                     switch (rb * 8 + rt) {
+                        /* clang-format off */
                         MLSTACK__P16F_CASE(1, 1) MLSTACK__P16F_CASE(1, 2) MLSTACK__P16F_CASE(1, 3) MLSTACK__P16F_CASE(1, 4)
                         MLSTACK__P16F_CASE(2, 1) MLSTACK__P16F_CASE(2, 2) MLSTACK__P16F_CASE(3, 1) MLSTACK__P16F_CASE(4, 1)
                     default: break;
+                        /* clang-format on */
                     }
 #undef MLSTACK__P16F_CASE
                 }
@@ -15978,102 +16921,113 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x1
 /* Quad c (outputs 4c..4c+3) of Q8_0 run G (inputs 4G..4G+3 of the block, lane G mod 4 of
    activation half G / 4): xor 0x80 turns the stored q + 128 back into signed q, so the int32
    sum starts at zero. */
-#define MLSTACK__P16Q8_RUN(DOT4, G)                                                                           \
-    {                                                                                                         \
-        int8x16_t wv = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c), vdupq_n_u8(0x80))); \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xq[(size_t)b * ldx + k].q + 4 * (G), (G) & 3);      \
+#define MLSTACK__P16Q8_RUN(DOT4, G)                                                                          \
+    {                                                                                                        \
+        int8x16_t wv =                                                                                       \
+            vreinterpretq_s8_u8(veorq_u8(vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c), vdupq_n_u8(0x80))); \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] =                                                     \
+            DOT4(ia[b], wv, xv[b][(G) >> 2], xq[(size_t)b * ldx + k].q + 4 * (G), (G) & 3);                  \
     }
 /* Q4_1 run G: low nibbles are inputs 4G..4G+3 (lane G of the first half), high nibbles
    16 + 4G.. (lane G of the second); nibbles 0..15 are valid signed bytes. */
-#define MLSTACK__P16Q4_RUN(DOT4, G)                                                                           \
-    {                                                                                                         \
-        uint8x16_t raw = vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c);                                      \
-        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)); \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
-            ia[b] = DOT4(ia[b], lo, xv[b][0], xq[(size_t)b * ldx + k].q + 4 * (G), (G));                      \
-            ia[b] = DOT4(ia[b], hi, xv[b][1], xq[(size_t)b * ldx + k].q + 16 + 4 * (G), (G));                 \
-        }                                                                                                     \
+#define MLSTACK__P16Q4_RUN(DOT4, G)                                                           \
+    {                                                                                         \
+        uint8x16_t raw = vld1q_u8(run + (size_t)64 * gp * (G) + 16 * c);                      \
+        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))),                    \
+                  hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));                               \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                            \
+            ia[b] = DOT4(ia[b], lo, xv[b][0], xq[(size_t)b * ldx + k].q + 4 * (G), (G));      \
+            ia[b] = DOT4(ia[b], hi, xv[b][1], xq[(size_t)b * ldx + k].q + 16 + 4 * (G), (G)); \
+        }                                                                                     \
     }
-#define MLSTACK__P16Q_CASE(NAME, Q, RB_)                                                                      \
+#define MLSTACK__P16Q_CASE(NAME, Q, RB_) \
     case (Q) * 8 + (RB_): NAME##_tile(Q, wp, gp, r, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_); break;
 /* int8 matmul from P16 panels. Tile: RB <= 2 activation rows x panel r of the group at wp (gp
    panels); per block, for each quad of 4 outputs in turn, int32 sums, then
    acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. One panel and one quad at
    a time keep the live registers (4 RB accumulators, RB sums, the block's activations) well
    under 32 however far the compiler hoists the weight loads. */
-#define MLSTACK__P16Q_NEON(NAME, ATTR, DOT4)                                                                  \
-    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(const int q8, const unsigned char *wp, int gp, int r,   \
-                                                      const mlstack__q8x *xq, size_t ldx, int nb, float *y,   \
-                                                      size_t ldy, const float *bias, int nv, const int RB) {  \
-        float32x4_t acc[2][4];                                                                                \
-        const size_t qb = q8 ? 512 : 256, bs = (size_t)gp * (qb + (q8 ? 32 : 64));                            \
-        int b, c, k;                                                                                          \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                         \
-            MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] = vdupq_n_f32(0.0f);                       \
-        for (k = 0; k < nb; k++) {                                                                            \
-            const unsigned char *blk = wp + (size_t)k * bs, *run = blk + (size_t)r * 64;                      \
-            const unsigned char *sc = blk + (size_t)gp * qb + (size_t)r * 32;                                 \
-            float32x4x4_t d = mlstack__p16_f16x16_neon(sc), m;                                                \
-            int8x16_t xv[2][2];                                                                               \
-            if (!q8) m = mlstack__p16_f16x16_neon(sc + (size_t)gp * 32);                                      \
-            MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
-                xv[b][0] = vld1q_s8(xq[(size_t)b * ldx + k].q);                                               \
-                xv[b][1] = vld1q_s8(xq[(size_t)b * ldx + k].q + 16);                                          \
-            }                                                                                                 \
-            MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                    \
-                int32x4_t ia[2];                                                                              \
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] = vdupq_n_s32(0);                         \
-                if (q8) {                                                                                     \
+#define MLSTACK__P16Q_NEON(NAME, ATTR, DOT4)                                                                           \
+    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(const int q8, const unsigned char *wp, int gp, int r,          \
+                                                        const mlstack__q8x *xq, size_t ldx, int nb, float *y,          \
+                                                        size_t ldy, const float *bias, int nv, const int RB) {         \
+        float32x4_t acc[2][4];                                                                                         \
+        const size_t qb = q8 ? 512 : 256, bs = (size_t)gp * (qb + (q8 ? 32 : 64));                                     \
+        int b, c, k;                                                                                                   \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                   \
+            vdupq_n_f32(0.0f);                                                                                         \
+        for (k = 0; k < nb; k++) {                                                                                     \
+            const unsigned char *blk = wp + (size_t)k * bs, *run = blk + (size_t)r * 64;                               \
+            const unsigned char *sc = blk + (size_t)gp * qb + (size_t)r * 32;                                          \
+            float32x4x4_t d = mlstack__p16_f16x16_neon(sc), m;                                                         \
+            int8x16_t xv[2][2];                                                                                        \
+            if (!q8) m = mlstack__p16_f16x16_neon(sc + (size_t)gp * 32);                                               \
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                                 \
+                xv[b][0] = vld1q_s8(xq[(size_t)b * ldx + k].q);                                                        \
+                xv[b][1] = vld1q_s8(xq[(size_t)b * ldx + k].q + 16);                                                   \
+            }                                                                                                          \
+            MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                                  \
+                int32x4_t ia[2];                                                                                       \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] = vdupq_n_s32(0);                                       \
+                if (q8) {                                                                                              \
+                    /* clang-format off */ \
                     MLSTACK__P16Q8_RUN(DOT4, 0) MLSTACK__P16Q8_RUN(DOT4, 1)                                   \
                     MLSTACK__P16Q8_RUN(DOT4, 2) MLSTACK__P16Q8_RUN(DOT4, 3)                                   \
                     MLSTACK__P16Q8_RUN(DOT4, 4) MLSTACK__P16Q8_RUN(DOT4, 5)                                   \
-                    MLSTACK__P16Q8_RUN(DOT4, 6) MLSTACK__P16Q8_RUN(DOT4, 7)                                   \
-                } else {                                                                                      \
+                    MLSTACK__P16Q8_RUN(DOT4, 6) MLSTACK__P16Q8_RUN(DOT4, 7)                                                                           \
+                    /* clang-format on */                                                                              \
+                } else {                                                                                               \
+                    /* clang-format off */ \
                     MLSTACK__P16Q4_RUN(DOT4, 0) MLSTACK__P16Q4_RUN(DOT4, 1)                                   \
-                    MLSTACK__P16Q4_RUN(DOT4, 2) MLSTACK__P16Q4_RUN(DOT4, 3)                                   \
-                }                                                                                             \
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                               \
-                    const mlstack__q8x *xb = xq + (size_t)b * ldx + k;                                        \
-                    acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(ia[b]), vmulq_n_f32(d.val[c], xb->d));     \
-                    if (!q8) acc[b][c] = vfmaq_f32(acc[b][c], m.val[c], vdupq_n_f32(xb->s));                  \
-                }                                                                                             \
-                MLSTACK__NEON_BARRIER();                                                                      \
-            }                                                                                                 \
-        }                                                                                                     \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                         \
-            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);  \
-    }                                                                                                         \
-    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) { \
+                    MLSTACK__P16Q4_RUN(DOT4, 2) MLSTACK__P16Q4_RUN(DOT4, 3)                                                                           \
+                    /* clang-format on */                                                                              \
+                }                                                                                                      \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                             \
+                    const mlstack__q8x *xb = xq + (size_t)b * ldx + k;                                                 \
+                    acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(ia[b]), vmulq_n_f32(d.val[c], xb->d));              \
+                    if (!q8) acc[b][c] = vfmaq_f32(acc[b][c], m.val[c], vdupq_n_f32(xb->s));                           \
+                }                                                                                                      \
+                MLSTACK__NEON_BARRIER();                                                                               \
+            }                                                                                                          \
+        }                                                                                                              \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                       \
+            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);           \
+    }                                                                                                                  \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {         \
         int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, r; \
-        size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;                            \
-        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                             \
-            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16; \
-            const unsigned char *wp = w->packed + (size_t)p * pb;                                             \
-            if (ro > gp) ro = gp;                                                                             \
-            for (b = 0; b < B; b += 2) {                                                                      \
-                int rb = B - b < 2 ? B - b : 2;                                                               \
-                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                 \
-                for (r = 0; r < ro; r++) {                                                                    \
-                    int nv = o1 - (p + r) * 16;                                                               \
-                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                              \
-                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                   \
-                    switch (q8 * 8 + rb) {                                                                    \
+        size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;                                     \
+        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                      \
+            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;          \
+            const unsigned char *wp = w->packed + (size_t)p * pb;                                                      \
+            if (ro > gp) ro = gp;                                                                                      \
+            for (b = 0; b < B; b += 2) {                                                                               \
+                int rb = B - b < 2 ? B - b : 2;                                                                        \
+                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                          \
+                for (r = 0; r < ro; r++) {                                                                             \
+                    int nv = o1 - (p + r) * 16;                                                                        \
+                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                       \
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                            \
+                    switch (q8 * 8 + rb) {                                                                             \
+                        /* clang-format off */ \
                         MLSTACK__P16Q_CASE(NAME, 0, 1) MLSTACK__P16Q_CASE(NAME, 0, 2)                         \
                         MLSTACK__P16Q_CASE(NAME, 1, 1) MLSTACK__P16Q_CASE(NAME, 1, 2)                         \
-                    default: break;                                                                           \
-                    }                                                                                         \
-                }                                                                                             \
-            }                                                                                                 \
-        }                                                                                                     \
+                    default: break;                                                                       \
+                        /* clang-format on */                                                                          \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
     }
+/* clang-format off */
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
-
+/* clang-format on */
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
-        else mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
+        else
+            mlstack__mm_p16f_neon(w, x, y, B, o0, o1, scratch);
         return;
     }
     mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (tests): the same bits */
@@ -16086,7 +17040,8 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
     if (dtype == MLSTACK_DTYPE_F16)
         for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(b + 2 * i))));
     else if (dtype == MLSTACK_DTYPE_BF16)
-        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(b + 2 * i)), 16)));
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(b + 2 * i)), 16)));
     if (i < n) mlstack__to_f32(dtype, b + i * (dtype == MLSTACK_DTYPE_F32 ? 4 : 2), dst + i, n - i);
 }
 
@@ -16132,8 +17087,8 @@ static MLSTACK__ALWAYS_INLINE void mlstack__st4_part_neon(float *p, int n, float
    two heads at a time; each score is one FMA chain over d in order, whether its head is paired
    or alone and however many vectors of keys are computed, so a head's scores never depend on
    G. Only s[0..n) of each head is written. */
-static MLSTACK__ALWAYS_INLINE void mlstack__scores_tile_neon(const float *q, int Dh, const float *kt, int n, float scale,
-                                                           float *s, const int GH, const int NV) {
+static MLSTACK__ALWAYS_INLINE void mlstack__scores_tile_neon(const float *q, int Dh, const float *kt, int n,
+                                                             float scale, float *s, const int GH, const int NV) {
     float32x4_t a[2][8];
     int h, v, d;
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vdupq_n_f32(0.0f);
@@ -16145,8 +17100,8 @@ static MLSTACK__ALWAYS_INLINE void mlstack__scores_tile_neon(const float *q, int
             MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vfmaq_n_f32(a[h][v], k[v], x);
         }
     }
-    MLSTACK__UNROLL for (h = 0; h < GH; h++)
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) mlstack__st4_part_neon(s + h * 32 + 4 * v, n - 4 * v, vmulq_n_f32(a[h][v], scale));
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st4_part_neon(s + h * 32 + 4 * v, n - 4 * v, vmulq_n_f32(a[h][v], scale));
 }
 static void mlstack__attn_scores_neon(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s) {
     int g, nv = (n + 3) / 4;
@@ -16157,18 +17112,21 @@ static void mlstack__attn_scores_neon(const float *q, int G, int Dh, const float
 #define MLSTACK__SCORES_NEON(GH_, NV_) \
     case (GH_) * 16 + (NV_): mlstack__scores_tile_neon(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
         switch (gh * 16 + nv) {
+            /* clang-format off */
             MLSTACK__SCORES_NEON(2, 1) MLSTACK__SCORES_NEON(2, 2) MLSTACK__SCORES_NEON(2, 3) MLSTACK__SCORES_NEON(2, 4)
             MLSTACK__SCORES_NEON(2, 5) MLSTACK__SCORES_NEON(2, 6) MLSTACK__SCORES_NEON(2, 7) MLSTACK__SCORES_NEON(2, 8)
             MLSTACK__SCORES_NEON(1, 1) MLSTACK__SCORES_NEON(1, 2) MLSTACK__SCORES_NEON(1, 3) MLSTACK__SCORES_NEON(1, 4)
             MLSTACK__SCORES_NEON(1, 5) MLSTACK__SCORES_NEON(1, 6) MLSTACK__SCORES_NEON(1, 7) MLSTACK__SCORES_NEON(1, 8)
         default: break;
+            /* clang-format on */
         }
 #undef MLSTACK__SCORES_NEON
     }
 }
 /* The canonical fold of 16 partial sums (>>kernels) held in four registers, lanes 0..3, 4..7,
    8..11, 12..15: p[i] + p[i + 8], + 4, + 2, + 1 (not vaddv's pairwise order). */
-static MLSTACK__ALWAYS_INLINE float mlstack__fold16_neon(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3) {
+static MLSTACK__ALWAYS_INLINE float mlstack__fold16_neon(float32x4_t a0, float32x4_t a1, float32x4_t a2,
+                                                         float32x4_t a3) {
     float32x4_t t = vaddq_f32(vaddq_f32(a0, a2), vaddq_f32(a1, a3));
     float32x2_t h = vadd_f32(vget_low_f32(t), vget_high_f32(t));
     return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
@@ -16183,7 +17141,9 @@ static float mlstack__exp_shift_neon(float *s, int n, float m) {
     for (i = 0; i < n; i += 4) {
         float32x4_t e = mlstack__exp_neon(vsubq_f32(mlstack__ld4_part_neon(s + i, n - i), mv));
         mlstack__st4_part_neon(s + i, n - i, e);
-        if (n - i < 4) e = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(e), vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - i))));
+        if (n - i < 4)
+            e = vreinterpretq_f32_u32(
+                vandq_u32(vreinterpretq_u32_f32(e), vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - i))));
         sum[(i >> 2) & 3] = vaddq_f32(sum[(i >> 2) & 3], e);
     }
     return mlstack__fold16_neon(sum[0], sum[1], sum[2], sum[3]);
@@ -16191,7 +17151,8 @@ static float mlstack__exp_shift_neon(float *s, int n, float m) {
 /* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
    16 vectors (64 values) of a head per pass over the keys, the last Dh mod 4 values one by one
    (the same chain, in scalar fused multiply-adds). */
-static MLSTACK__ALWAYS_INLINE void mlstack__pv_tile_neon(float *a, const float *p, const float *v, int Dh, int n, const int NV) {
+static MLSTACK__ALWAYS_INLINE void mlstack__pv_tile_neon(float *a, const float *p, const float *v, int Dh, int n,
+                                                         const int NV) {
     float32x4_t acc[16];
     int i, j;
     MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vld1q_f32(a + 4 * i);
@@ -16212,11 +17173,13 @@ static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, con
 #define MLSTACK__PV_NEON(NV_) \
     case NV_: mlstack__pv_tile_neon(ag + d, pg, v + d, Dh, n, NV_); break;
             switch (nv) {
+                /* clang-format off */
                 MLSTACK__PV_NEON(1) MLSTACK__PV_NEON(2) MLSTACK__PV_NEON(3) MLSTACK__PV_NEON(4)
                 MLSTACK__PV_NEON(5) MLSTACK__PV_NEON(6) MLSTACK__PV_NEON(7) MLSTACK__PV_NEON(8)
                 MLSTACK__PV_NEON(9) MLSTACK__PV_NEON(10) MLSTACK__PV_NEON(11) MLSTACK__PV_NEON(12)
                 MLSTACK__PV_NEON(13) MLSTACK__PV_NEON(14) MLSTACK__PV_NEON(15) MLSTACK__PV_NEON(16)
             default: break;
+                /* clang-format on */
             }
 #undef MLSTACK__PV_NEON
             d += 4 * nv;
@@ -16243,7 +17206,7 @@ static MLSTACK__ALWAYS_INLINE void mlstack__kt_neon(const void *const *k, int n,
             }
             MLSTACK__UNROLL for (i = 0; i < 4; i++) {
                 const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src                     ? vdupq_n_f32(0.0f)
+                r[i] = !src                       ? vdupq_n_f32(0.0f)
                        : DT == MLSTACK_DTYPE_F16  ? mlstack__ld4_f16(src, d)
                        : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(src, d)
                                                   : mlstack__ld4_f32(src, d);
@@ -16257,25 +17220,31 @@ static MLSTACK__ALWAYS_INLINE void mlstack__kt_neon(const void *const *k, int n,
             vst1q_f32(kt + (size_t)(d + 3) * 32 + j0, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
         }
 }
-static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt,
-                                   float *vf) {
+static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
+                                   float *kt, float *vf) {
     int j;
     if (Dh % 4) {
         mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
         return;
     }
     if (dt == MLSTACK_DTYPE_F16) mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F16);
-    else if (dt == MLSTACK_DTYPE_BF16) mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
-    else mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F32);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+    else
+        mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F32);
     for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
-#define MLSTACK__ATTN_NEON mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, \
-                           mlstack__kv_chunk_neon, mlstack__from_f32, mlstack__quantize_rows, \
-                           mlstack__rope_table, mlstack__rope_apply
+#define MLSTACK__ATTN_NEON                                                                             \
+    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon, \
+        mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
-static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_neon,
-                                                       mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                       mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_neon = {"neon",
+                                                       mlstack__matmul_neon,
+                                                       mlstack__to_f32_neon,
+                                                       mlstack__rmsnorm,
+                                                       mlstack__swiglu_scalar,
+                                                       MLSTACK__ATTN_NEON,
+                                                       MLSTACK__PACKS_ALL};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -16292,17 +17261,21 @@ static const mlstack__kernels mlstack__kernels_neon = {"neon", mlstack__matmul_n
 #endif
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
+/* clang-format off */
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT)
+/* clang-format on */
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
-    if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
-    else mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
+    if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1))
+        mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    else
+        mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
-static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlstack__matmul_neon_dot,
-                                                           mlstack__to_f32_neon, mlstack__rmsnorm,
-                                                           mlstack__swiglu_scalar, MLSTACK__ATTN_NEON, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_neon_dot = {
+    "neon+dotprod",         mlstack__matmul_neon_dot, mlstack__to_f32_neon, mlstack__rmsnorm,
+    mlstack__swiglu_scalar, MLSTACK__ATTN_NEON,       MLSTACK__PACKS_ALL};
 #endif
 #endif
 
@@ -16313,7 +17286,13 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod", mlsta
    CPU has selects the best the CPU has, and a cap naming another architecture's path leaves the
    scalar path, the only one all targets share. "neon" takes SDOT when the CPU has it. */
 
-typedef enum mlstack__isa { MLSTACK__ISA_SCALAR, MLSTACK__ISA_AVX2, MLSTACK__ISA_AVX512, MLSTACK__ISA_AMX, MLSTACK__ISA_NEON } mlstack__isa;
+typedef enum mlstack__isa {
+    MLSTACK__ISA_SCALAR,
+    MLSTACK__ISA_AVX2,
+    MLSTACK__ISA_AVX512,
+    MLSTACK__ISA_AMX,
+    MLSTACK__ISA_NEON
+} mlstack__isa;
 
 MLSTACK__FN int mlstack__isa_parse(const char *s) {
     if (!s || !*s) return -1;
@@ -16336,8 +17315,8 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
     (void)arm;
     (void)bf16_activations;
 #if defined(MLSTACK__HAVE_AVX512)
-    if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c && c.avx2)
-    {
+    if (x86 >= MLSTACK__ISA_AVX512 && c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.fma && c.f16c &&
+        c.avx2) {
 #if defined(MLSTACK__HAVE_AVX512_BF16)
         if (bf16_activations && c.avx512bf16 && c.avx512vnni) {
 #if defined(MLSTACK__HAVE_AMX)
@@ -16485,7 +17464,8 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
     mlstack__q8x *xq = (mlstack__q8x *)(void *)(row + w->n_in);
     for (o = o0; o < o1; o++) {
         mlstack__q8_0 *q = (mlstack__q8_0 *)(void *)(j->dst + (size_t)o * j->dst_row);
-        j->k->to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row, (size_t)w->n_in);
+        j->k->to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row,
+                     (size_t)w->n_in);
         if (j->wtype != MLSTACK__W_Q8_0) {
             mlstack__quantize_row(j->wtype, row, q, w->n_in);
             continue;
@@ -16507,8 +17487,9 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     j.dst = (unsigned char *)dst;
     j.dst_row = mlstack__row_bytes(wtype, w->n_in);
     j.k = mlstack__kernels_select(-1, 0);
-    j.scratch = (float *)MLSTACK_MALLOC(((size_t)w->n_in * sizeof(float) + (size_t)(w->n_in / MLSTACK__QK) * sizeof(mlstack__q8x)) *
-                                        (size_t)pool->n_threads);
+    j.scratch = (float *)MLSTACK_MALLOC(
+        ((size_t)w->n_in * sizeof(float) + (size_t)(w->n_in / MLSTACK__QK) * sizeof(mlstack__q8x)) *
+        (size_t)pool->n_threads);
     if (!j.scratch) return -1;
     mlstack__pool_run(pool, mlstack__quant_task, &j, pool->n_threads * 4);
     MLSTACK_FREE(j.scratch);
@@ -16539,7 +17520,8 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
                                                               w = (d * sc) * (q - 32)
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
-static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -16557,10 +17539,20 @@ static void mlstack__k4_scale_min(const unsigned char *s, int j, int *sc, int *m
 /* Whether mlstack__ggml_dequant_row handles `type`. */
 MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     switch (type) {
-    case MLSTACK__GGML_F32: case MLSTACK__GGML_F16: case MLSTACK__GGML_BF16: case MLSTACK__GGML_Q4_0:
-    case MLSTACK__GGML_Q4_1: case MLSTACK__GGML_Q5_0: case MLSTACK__GGML_Q5_1: case MLSTACK__GGML_Q8_0:
-    case MLSTACK__GGML_Q2_K: case MLSTACK__GGML_Q3_K: case MLSTACK__GGML_Q4_K: case MLSTACK__GGML_Q5_K:
-    case MLSTACK__GGML_Q6_K: case MLSTACK__GGML_IQ4_NL: return 1;
+    case MLSTACK__GGML_F32:
+    case MLSTACK__GGML_F16:
+    case MLSTACK__GGML_BF16:
+    case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_Q4_1:
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_Q5_1:
+    case MLSTACK__GGML_Q8_0:
+    case MLSTACK__GGML_Q2_K:
+    case MLSTACK__GGML_Q3_K:
+    case MLSTACK__GGML_Q4_K:
+    case MLSTACK__GGML_Q5_K:
+    case MLSTACK__GGML_Q6_K:
+    case MLSTACK__GGML_IQ4_NL: return 1;
     default: return 0;
     }
 }
@@ -16679,8 +17671,11 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
             const int8_t *sc = (const int8_t *)(b + 192);
             float d = mlstack__f16le(b + 208);
             for (j = 0; j < 256; j++) {
-                int g = j >> 7, r = j & 127; /* low: nibble (r >> 6) of byte 64 g + r % 64; high: bits 2 (r >> 5) of byte 32 g + r % 32 */
-                int lo = (ql[64 * g + (r & 63)] >> (4 * (r >> 6))) & 0xF, hi = (qh[32 * g + (r & 31)] >> (2 * (r >> 5))) & 3;
+                int g = j >> 7,
+                    r = j &
+                        127; /* low: nibble (r >> 6) of byte 64 g + r % 64; high: bits 2 (r >> 5) of byte 32 g + r % 32 */
+                int lo = (ql[64 * g + (r & 63)] >> (4 * (r >> 6))) & 0xF,
+                    hi = (qh[32 * g + (r & 31)] >> (2 * (r >> 5))) & 3;
                 dst[j] = (d * (float)sc[j >> 4]) * (float)((lo | (hi << 4)) - 32);
             }
         }
@@ -16723,9 +17718,9 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 #ifndef MLSTACK_GRAMMAR_MAX_MEMORY
 #define MLSTACK_GRAMMAR_MAX_MEMORY ((size_t)256 << 20)
 #endif
-#define MLSTACK__G_MAX_DEPTH 4096      /* stack frames of one parse (nesting of the output) */
-#define MLSTACK__G_MAX_NEST 256        /* parentheses in grammar / regex text, schema nesting */
-#define MLSTACK__G_MAX_REPEAT 100000   /* largest bound in {m,n} */
+#define MLSTACK__G_MAX_DEPTH 4096 /* stack frames of one parse (nesting of the output) */
+#define MLSTACK__G_MAX_NEST 256 /* parentheses in grammar / regex text, schema nesting */
+#define MLSTACK__G_MAX_REPEAT 100000 /* largest bound in {m,n} */
 
 enum { MLSTACK__G_END = 0, MLSTACK__G_ALT = 1, MLSTACK__G_REF = 2, MLSTACK__G_CHR = 3, MLSTACK__G_CLS = 4 };
 typedef struct {
@@ -16752,10 +17747,10 @@ typedef struct {
 
 struct mlstack_vocab {
     int32_t n_vocab;
-    uint32_t *off, *len;    /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
+    uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
     unsigned char *bytes;
-    int32_t *sorted;        /* ids with text, sorted by bytes */
-    uint32_t *lcp;          /* common prefix with the previous sorted token */
+    int32_t *sorted; /* ids with text, sorted by bytes */
+    uint32_t *lcp; /* common prefix with the previous sorted token */
     int32_t n_sorted;
     mlstack__gtrie *trie;
     int32_t n_trie;
@@ -16812,7 +17807,8 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
         int is_eos = 0;
         for (k = 0; k < v->n_eos; k++) is_eos |= v->eos[k] == i;
         if (v->len[i] && !is_eos) v->sorted[v->n_sorted++] = i;
-        else v->len[i] = 0; /* EOS ids are allowed by the grammar's end, never as text */
+        else
+            v->len[i] = 0; /* EOS ids are allowed by the grammar's end, never as text */
     }
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
@@ -16877,7 +17873,8 @@ MLSTACK_API mlstack_result mlstack_vocab_from_bytes(const char *const *tokens, c
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: no tokens, or NULL eos_ids");
     for (i = 0; i < n_tokens; i++) {
         size_t l = tokens[i] ? (lens ? lens[i] : strlen(tokens[i])) : 0;
-        if (l > 0xFFFF || total > ((size_t)1 << 31)) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: token %d is too long", i);
+        if (l > 0xFFFF || total > ((size_t)1 << 31))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: token %d is too long", i);
         total += l;
     }
     v = (mlstack_vocab *)mlstack__calloc(1, sizeof *v);
@@ -16945,14 +17942,16 @@ static int mlstack__vocab_token_bytes(const mlstack_tokenizer *t, int32_t id, ml
     }
 }
 
-MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab, const int32_t *eos_ids,
-                                                        int n_eos, mlstack_vocab **out, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab,
+                                                        const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                        mlstack_error *err) {
     mlstack_vocab *v;
     mlstack__buf all = {0, 0, 0}, one = {0, 0, 0};
     int32_t i;
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: out is NULL");
     *out = NULL;
-    if (!tok || (n_eos && !eos_ids) || n_eos < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: no tokenizer");
+    if (!tok || (n_eos && !eos_ids) || n_eos < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: no tokenizer");
     if (n_vocab <= 0) n_vocab = tok->n_vocab;
     v = (mlstack_vocab *)mlstack__calloc(1, sizeof *v);
     if (!v) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
@@ -16985,12 +17984,15 @@ oom2:
     return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
 }
 
-MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out,
+                                                    mlstack_error *err) {
     mlstack_model_info info;
     if (!model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: model is NULL");
-    if (!mlstack_model_tokenizer(model)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: the model has no tokenizer");
+    if (!mlstack_model_tokenizer(model))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "vocab: the model has no tokenizer");
     mlstack_model_get_info(model, &info);
-    return mlstack_vocab_from_tokenizer(mlstack_model_tokenizer(model), info.n_vocab, info.eos_ids, info.n_eos, out, err);
+    return mlstack_vocab_from_tokenizer(mlstack_model_tokenizer(model), info.n_vocab, info.eos_ids, info.n_eos, out,
+                                        err);
 }
 
 MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *v) { return v ? v->n_vocab : 0; }
@@ -17005,10 +18007,10 @@ MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t
 /* ---- GBNF parser: text -> rules ---- */
 
 typedef struct {
-    mlstack__buf el;        /* mlstack__gel of one rule: alternatives separated by ALT */
+    mlstack__buf el; /* mlstack__gel of one rule: alternatives separated by ALT */
     char *name;
     int defined;
-    size_t name_at;         /* offset of the first reference (for "undefined rule" errors) */
+    size_t name_at; /* offset of the first reference (for "undefined rule" errors) */
 } mlstack__grule;
 
 typedef struct {
@@ -17016,9 +18018,9 @@ typedef struct {
     size_t n, i;
     mlstack__grule *rules;
     int n_rules, cap_rules;
-    int32_t *htab;          /* rule names: open addressing, slot = rule + 1 */
+    int32_t *htab; /* rule names: open addressing, slot = rule + 1 */
     uint32_t hmask;
-    mlstack__buf cls, rng;  /* mlstack__gcls, uint32 pairs */
+    mlstack__buf cls, rng; /* mlstack__gcls, uint32 pairs */
     size_t n_elems, max_elems;
     int depth;
     mlstack_error *err;
@@ -17032,7 +18034,8 @@ static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, cons
         char msg[200];
         for (i = 0; i < at && i < b->n; i++) {
             if (b->s[i] == '\n') line++, col = 1;
-            else col++;
+            else
+                col++;
         }
         snprintf(msg, sizeof msg, fmt, arg ? arg : "");
         b->rc = code;
@@ -17059,7 +18062,8 @@ static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
         b->rules = p;
         b->cap_rules = cap;
     }
-    if ((size_t)b->n_rules >= b->max_elems) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s", "more rules than the element budget");
+    if ((size_t)b->n_rules >= b->max_elems)
+        return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s", "more rules than the element budget");
     r = &b->rules[b->n_rules];
     memset(r, 0, sizeof *r);
     r->defined = name == NULL;
@@ -17105,7 +18109,8 @@ static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) 
 static int mlstack__gb_emit(mlstack__gb *b, int rule, int32_t type, int32_t v) {
     mlstack__gel e;
     if (++b->n_elems > b->max_elems)
-        return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s", "grammar larger than the element budget (max_elements)");
+        return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s",
+                                "grammar larger than the element budget (max_elements)");
     e.type = type;
     e.v = v;
     if (!MLSTACK__VEC_PUSH(&b->rules[rule].el, mlstack__gel, e)) return MLSTACK__GB_OOM(b);
@@ -17151,12 +18156,14 @@ static int32_t mlstack__gb_class(mlstack__gb *b, const uint32_t *pairs, size_t n
         for (i = 0; i < n; i++) {
             uint32_t lo = pairs[2 * i], hi = pairs[2 * i + 1];
             if (lo <= 0xDFFF && hi >= 0xD800) { /* split around the surrogates */
-                if (lo < 0xD800 && (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, 0xD7FF)))
+                if (lo < 0xD800 &&
+                    (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, 0xD7FF)))
                     return MLSTACK__GB_OOM(b);
                 if (hi <= 0xDFFF) continue;
                 lo = 0xE000;
             }
-            if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, hi)) return MLSTACK__GB_OOM(b);
+            if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, lo) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, hi))
+                return MLSTACK__GB_OOM(b);
         }
     } else {
         uint32_t tmp[8];
@@ -17174,7 +18181,8 @@ static int32_t mlstack__gb_class(mlstack__gb *b, const uint32_t *pairs, size_t n
                     if (h > 0xDFFF) tmp[2 * nt] = 0xE000, tmp[2 * nt + 1] = h, nt++;
                 }
                 for (j = 0; j < nt; j++)
-                    if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j]) || !MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j + 1]))
+                    if (!MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j]) ||
+                        !MLSTACK__VEC_PUSH(&b->rng, uint32_t, tmp[2 * j + 1]))
                         return MLSTACK__GB_OOM(b);
             }
             if (i < n) prev = pairs[2 * i + 1] + 1;
@@ -17196,10 +18204,13 @@ static void mlstack__gb_ws(mlstack__gb *b) {
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') b->i++;
         else if (c == '#') {
             while (b->i < b->n && b->s[b->i] != '\n') b->i++;
-        } else break;
+        } else
+            break;
     }
 }
-static int mlstack__gb_is_name(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; }
+static int mlstack__gb_is_name(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
 static size_t mlstack__gb_name_len(const mlstack__gb *b, size_t at) {
     size_t j = at;
     while (j < b->n && mlstack__gb_is_name(b->s[j])) j++;
@@ -17315,10 +18326,12 @@ static int mlstack__gb_repeat(mlstack__gb *b, int rule, size_t from, long mn, lo
 static int mlstack__gb_number(mlstack__gb *b, long *out) {
     long v = 0;
     size_t at = b->i;
-    if (b->i >= b->n || b->s[b->i] < '0' || b->s[b->i] > '9') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected a number");
+    if (b->i >= b->n || b->s[b->i] < '0' || b->s[b->i] > '9')
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected a number");
     while (b->i < b->n && b->s[b->i] >= '0' && b->s[b->i] <= '9') {
         v = v * 10 + (b->s[b->i++] - '0');
-        if (v > MLSTACK__G_MAX_REPEAT) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "repetition count above 100000");
+        if (v > MLSTACK__G_MAX_REPEAT)
+            return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "repetition count above 100000");
     }
     *out = v;
     return 0;
@@ -17366,13 +18379,15 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
                     break;
                 }
             }
-            if (b->rc == MLSTACK_OK && b->i >= b->n) mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unterminated character class");
+            if (b->rc == MLSTACK_OK && b->i >= b->n)
+                mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unterminated character class");
             if (b->rc != MLSTACK_OK) {
                 MLSTACK_FREE(pr.p);
                 return -1;
             }
             b->i++;
-            ci = mlstack__gb_class(b, (uint32_t *)(void *)pr.p, mlstack__grange_norm((uint32_t *)(void *)pr.p, pr.n / 8), neg);
+            ci = mlstack__gb_class(b, (uint32_t *)(void *)pr.p,
+                                   mlstack__grange_norm((uint32_t *)(void *)pr.p, pr.n / 8), neg);
             MLSTACK_FREE(pr.p);
             if (ci < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
         } else if (c == '.') {
@@ -17382,11 +18397,13 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
             if ((ci = mlstack__gb_class(b, nl, 1, 1)) < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
         } else if (c == '(') {
             int nr;
-            if (++b->depth > MLSTACK__G_MAX_NEST) return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "parentheses nested deeper than 256");
+            if (++b->depth > MLSTACK__G_MAX_NEST)
+                return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "parentheses nested deeper than 256");
             b->i++;
             if ((nr = mlstack__gb_new_rule(b, NULL, 0)) < 0 || mlstack__gb_alts(b, nr)) return -1;
             mlstack__gb_ws(b);
-            if (b->i >= b->n || b->s[b->i] != ')') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "missing )");
+            if (b->i >= b->n || b->s[b->i] != ')')
+                return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "missing )");
             b->i++;
             b->depth--;
             if (mlstack__gb_emit(b, rule, MLSTACK__G_REF, nr)) return -1;
@@ -17410,8 +18427,10 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
             if (b->i >= b->n) break;
             c = b->s[b->i];
             if (c == '*') mn = 0, mx = -1, b->i++;
-            else if (c == '+') mn = 1, mx = -1, b->i++;
-            else if (c == '?') mn = 0, mx = 1, b->i++;
+            else if (c == '+')
+                mn = 1, mx = -1, b->i++;
+            else if (c == '?')
+                mn = 0, mx = 1, b->i++;
             else if (c == '{') {
                 b->i++;
                 mlstack__gb_ws(b);
@@ -17425,10 +18444,13 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
                     if (b->i < b->n && b->s[b->i] != '}' && mlstack__gb_number(b, &mx)) return -1;
                     mlstack__gb_ws(b);
                 }
-                if (b->i >= b->n || b->s[b->i] != '}') return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "expected } after a repetition count");
+                if (b->i >= b->n || b->s[b->i] != '}')
+                    return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "expected } after a repetition count");
                 b->i++;
-                if (mx >= 0 && mx < mn) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "repetition {m,n} with n < m");
-            } else break;
+                if (mx >= 0 && mx < mn)
+                    return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "repetition {m,n} with n < m");
+            } else
+                break;
             /* the expansion (from `from` on) is the symbol a further operator applies to */
             if (mlstack__gb_repeat(b, rule, from, mn, mx)) return -1;
         }
@@ -17456,9 +18478,9 @@ typedef struct {
 
 typedef struct {
     uint32_t set_off, set_n; /* node ids in grammar->sets, sorted; node 0 is "accepted" */
-    uint32_t part;           /* partial UTF-8: acc (bits 0-20), bytes still needed (24-25), length (28-30) */
-    int32_t *trans;          /* 256 next states (-2 not computed, -1 dead), allocated on first use */
-    int32_t mask;            /* index of the cached mask, -1 none */
+    uint32_t part; /* partial UTF-8: acc (bits 0-20), bytes still needed (24-25), length (28-30) */
+    int32_t *trans; /* 256 next states (-2 not computed, -1 dead), allocated on first use */
+    int32_t mask; /* index of the cached mask, -1 none */
     int32_t n_allowed;
 } mlstack__gstate;
 
@@ -17469,7 +18491,7 @@ struct mlstack_grammar {
     const mlstack_vocab *vocab;
     mlstack__gel *el;
     int32_t n_el, n_rules;
-    int32_t *alt_off, *alts;  /* rule r's alternatives start at alts[alt_off[r] .. alt_off[r+1]) */
+    int32_t *alt_off, *alts; /* rule r's alternatives start at alts[alt_off[r] .. alt_off[r+1]) */
     mlstack__gcls *cls;
     uint32_t *rng;
     int32_t root;
@@ -17493,10 +18515,10 @@ struct mlstack_grammar {
     size_t mem;
     uint64_t epoch;
     int32_t start;
-    int32_t *walk;            /* states along the current token of a mask walk */
+    int32_t *walk; /* states along the current token of a mask walk */
     uint32_t max_token_len;
-    mlstack__buf work, tmp;   /* expansion work list, set under construction */
-    char err[200];            /* the most recent budget failure ("" none) */
+    mlstack__buf work, tmp; /* expansion work list, set under construction */
+    char err[200]; /* the most recent budget failure ("" none) */
     uint64_t n_walks, n_mask_hits;
 };
 
@@ -17573,7 +18595,8 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
         for (;;) {
             const mlstack__gel *e = &g->el[pos];
             if (++steps > limit) {
-                snprintf(g->err, sizeof g->err, "grammar: expanding one step took more than %lld rule visits (ambiguous grammar)",
+                snprintf(g->err, sizeof g->err,
+                         "grammar: expanding one step took more than %lld rule visits (ambiguous grammar)",
                          (long long)limit);
                 return -2;
             }
@@ -17592,7 +18615,8 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
                 if (id == -1) return -1;
                 if (id >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
                 if ((int64_t)(g->tmp.n / sizeof(int32_t)) > (int64_t)g->max_stacks * 4) {
-                    snprintf(g->err, sizeof g->err, "grammar: more than %d parse stacks at once (max_stacks)", g->max_stacks);
+                    snprintf(g->err, sizeof g->err, "grammar: more than %d parse stacks at once (max_stacks)",
+                             g->max_stacks);
                     return -2;
                 }
                 break;
@@ -17659,7 +18683,8 @@ static int32_t mlstack__g_state(mlstack_grammar *g, uint32_t part) {
     h &= g->state_mask;
     while (g->state_tab[h]) {
         st = &g->states[g->state_tab[h] - 1];
-        if (st->part == part && st->set_n == n && memcmp(g->sets + st->set_off, ids, n * sizeof *ids) == 0) return g->state_tab[h] - 1;
+        if (st->part == part && st->set_n == n && memcmp(g->sets + st->set_off, ids, n * sizeof *ids) == 0)
+            return g->state_tab[h] - 1;
         h = (h + 1) & g->state_mask;
     }
     if (g->n_states == g->cap_states) {
@@ -17705,8 +18730,10 @@ static int mlstack__gel_has(const mlstack_grammar *g, const mlstack__gel *e, uin
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (cp < r[2 * mid]) hi = mid;
-        else if (cp > r[2 * mid + 1]) lo = mid + 1;
-        else return 1;
+        else if (cp > r[2 * mid + 1])
+            lo = mid + 1;
+        else
+            return 1;
     }
     return 0;
 }
@@ -17722,7 +18749,8 @@ static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, u
     while (a < b) { /* first range ending at or after lo */
         uint32_t mid = (a + b) / 2;
         if (r[2 * mid + 1] < lo) a = mid + 1;
-        else b = mid;
+        else
+            b = mid;
     }
     return a < c->n && r[2 * a] <= hi;
 }
@@ -17737,10 +18765,14 @@ static int32_t mlstack__g_step(mlstack_grammar *g, int32_t s, unsigned c) {
         if (c < 0x80) {
             acc = c;
             len = 1;
-        } else if (c >= 0xC2 && c <= 0xDF) acc = c & 0x1F, need = 1, len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) acc = c & 0x0F, need = 2, len = 3;
-        else if (c >= 0xF0 && c <= 0xF4) acc = c & 0x07, need = 3, len = 4;
-        else return -1;
+        } else if (c >= 0xC2 && c <= 0xDF)
+            acc = c & 0x1F, need = 1, len = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            acc = c & 0x0F, need = 2, len = 3;
+        else if (c >= 0xF0 && c <= 0xF4)
+            acc = c & 0x07, need = 3, len = 4;
+        else
+            return -1;
     } else {
         if ((c & 0xC0) != 0x80) return -1;
         acc = (acc << 6) | (c & 0x3F);
@@ -17809,8 +18841,9 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     g->n_masks = 0;
     if (g->node_tab) memset(g->node_tab, 0, sizeof(int32_t) * (g->node_mask + 1));
     if (g->state_tab) memset(g->state_tab, 0, sizeof(int32_t) * (g->state_mask + 1));
-    g->mem = sizeof(int32_t) * ((size_t)g->node_mask + 1 + g->state_mask + 1) + sizeof(mlstack__gnode) * (size_t)g->cap_nodes +
-             sizeof(mlstack__gstate) * (size_t)g->cap_states + sizeof(int32_t) * g->cap_sets +
+    g->mem = sizeof(int32_t) * ((size_t)g->node_mask + 1 + g->state_mask + 1) +
+             sizeof(mlstack__gnode) * (size_t)g->cap_nodes + sizeof(mlstack__gstate) * (size_t)g->cap_states +
+             sizeof(int32_t) * g->cap_sets +
              sizeof(uint32_t) * (size_t)g->cap_masks * (size_t)((g->vocab->n_vocab + 31) / 32);
     g->epoch++;
     if (!g->nodes) {
@@ -17890,8 +18923,8 @@ struct mlstack_matcher {
     mlstack_grammar *g;
     int32_t state;
     uint64_t epoch;
-    mlstack__buf saved;  /* int32: part, n stacks, then each stack as depth, positions top first */
-    int finished;        /* an EOS id was accepted */
+    mlstack__buf saved; /* int32: part, n stacks, then each stack as depth, positions top first */
+    int finished; /* an EOS id was accepted */
     char err[256];
 };
 
@@ -18013,7 +19046,8 @@ MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *m, uint32_t *bits) {
     if (mi >= 0) {
         memcpy(bits, g->masks + words * (size_t)mi, words * sizeof *bits);
         n = g->states[m->state].n_allowed;
-        if (n == 0) snprintf(m->err, sizeof m->err, "%.150s", g->err[0] ? g->err : "grammar: no token can continue the text");
+        if (n == 0)
+            snprintf(m->err, sizeof m->err, "%.150s", g->err[0] ? g->err : "grammar: no token can continue the text");
     } else {
         n = -1;
         snprintf(m->err, sizeof m->err, "grammar: out of memory");
@@ -18055,9 +19089,12 @@ MLSTACK_API mlstack_result mlstack_matcher_accept(mlstack_matcher *m, int32_t to
     for (k = 0; k < v->n_eos; k++)
         if (v->eos[k] == token) break;
     if (k < v->n_eos) {
-        r = mlstack__m_enter(m) != 0 ? MLSTACK_ERR_NO_MEMORY : mlstack__g_accepting(g, m->state) ? MLSTACK_OK : MLSTACK_ERR_INVALID_ARG;
+        r = mlstack__m_enter(m) != 0            ? MLSTACK_ERR_NO_MEMORY
+            : mlstack__g_accepting(g, m->state) ? MLSTACK_OK
+                                                : MLSTACK_ERR_INVALID_ARG;
         if (r == MLSTACK_OK) m->finished = 1;
-        else if (r == MLSTACK_ERR_INVALID_ARG) snprintf(m->err, sizeof m->err, "grammar: end of text (EOS) before the grammar is complete");
+        else if (r == MLSTACK_ERR_INVALID_ARG)
+            snprintf(m->err, sizeof m->err, "grammar: end of text (EOS) before the grammar is complete");
     } else if (v->len[token] == 0) {
         r = MLSTACK_ERR_INVALID_ARG;
         snprintf(m->err, sizeof m->err, "grammar: token %d has no text (special token)", (int)token);
@@ -18109,7 +19146,9 @@ static void mlstack__gb_free(mlstack__gb *b) {
     MLSTACK_FREE(b->rng.p);
 }
 
-static const char *mlstack__gb_rule_name(const mlstack__gb *b, int r) { return b->rules[r].name ? b->rules[r].name : "(group)"; }
+static const char *mlstack__gb_rule_name(const mlstack__gb *b, int r) {
+    return b->rules[r].name ? b->rules[r].name : "(group)";
+}
 
 /* Nullable and productive rules (linear-time propagation), then left recursion through the
    "can start with" graph. Fills the error and returns -1 on a refused grammar. */
@@ -18124,7 +19163,8 @@ static int mlstack__gb_check(mlstack__gb *b, int root) {
         const mlstack__gel *e = (const mlstack__gel *)(void *)b->rules[r].el.p;
         if (!b->rules[r].defined) {
             b->i = b->rules[r].name_at;
-            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at, "undefined rule '%s'", b->rules[r].name);
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at, "undefined rule '%s'",
+                                    b->rules[r].name);
         }
         for (k = 0; k < n; k++) n_alts += e[k].type == MLSTACK__G_ALT;
     }
@@ -18183,7 +19223,8 @@ static int mlstack__gb_check(mlstack__gb *b, int root) {
     }
     for (r = 0; r < nr; r++)
         if (!productive[r]) {
-            res = mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at, "rule '%s' can never finish (every alternative recurses)",
+            res = mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->rules[r].name_at,
+                                   "rule '%s' can never finish (every alternative recurses)",
                                    mlstack__gb_rule_name(b, r));
             goto done;
         }
@@ -18250,8 +19291,8 @@ done:
 }
 
 /* Parses GBNF text into g's rules. */
-static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, size_t n, size_t max_elems, const char *what,
-                                          mlstack_error *err) {
+static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, size_t n, size_t max_elems,
+                                          const char *what, mlstack_error *err) {
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
@@ -18323,7 +19364,8 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
             g->el[k] = e[j];
             if (e[j].type == MLSTACK__G_ALT) {
                 if (j + 1 == nel) g->el[k].type = MLSTACK__G_END;
-                else g->alts[a++] = k + 1;
+                else
+                    g->alts[a++] = k + 1;
             }
             k++;
         }
@@ -18341,9 +19383,10 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     return MLSTACK_OK;
 }
 
-static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out, const char *what,
-                                             mlstack_error *err);
-static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out, mlstack_error *err);
+static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
+                                             const char *what, mlstack_error *err);
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
+                                              mlstack_error *err);
 
 MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     int32_t i;
@@ -18368,7 +19411,8 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g);
 }
 
-MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                   mlstack_error *err) {
     mlstack_grammar *g;
     mlstack__buf src = {0, 0, 0};
     mlstack_result r = MLSTACK_OK;
@@ -18379,7 +19423,8 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: out is NULL");
     *out = NULL;
     if (!d || !d->vocab) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: desc or desc->vocab is NULL");
-    if (!d->text && d->kind != MLSTACK_GRAMMAR_JSON) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: text is NULL");
+    if (!d->text && d->kind != MLSTACK_GRAMMAR_JSON)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: text is NULL");
     if (d->max_stacks < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: negative max_stacks");
     len = d->text ? (d->len ? d->len : strlen(d->text)) : 0;
     switch (d->kind) {
@@ -18390,7 +19435,8 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     case MLSTACK_GRAMMAR_REGEX:
         what = "regex grammar";
         if (!mlstack__buf_puts(&src, "root ::= ")) r = MLSTACK_ERR_NO_MEMORY;
-        else r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", err);
+        else
+            r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", err);
         if (r == MLSTACK_OK && !mlstack__buf_puts(&src, "\n")) r = MLSTACK_ERR_NO_MEMORY;
         break;
     case MLSTACK_GRAMMAR_JSON_SCHEMA:
@@ -18419,14 +19465,17 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     g->max_stacks = d->max_stacks ? d->max_stacks : MLSTACK_GRAMMAR_MAX_STACKS;
     g->max_memory = d->max_memory ? d->max_memory : MLSTACK_GRAMMAR_MAX_MEMORY;
     g->start = -1;
-    r = mlstack__gbnf_parse(g, src.p, src.n - 1, d->max_elements ? d->max_elements : MLSTACK_GRAMMAR_MAX_ELEMENTS, what, err);
+    r = mlstack__gbnf_parse(g, src.p, src.n - 1, d->max_elements ? d->max_elements : MLSTACK_GRAMMAR_MAX_ELEMENTS, what,
+                            err);
     if (r == MLSTACK_OK) {
         for (i = 0; i < d->vocab->n_vocab; i++)
             if (d->vocab->len[i] > g->max_token_len) g->max_token_len = d->vocab->len[i];
         g->walk = (int32_t *)mlstack__calloc((size_t)g->max_token_len + 1, sizeof(int32_t));
-        if (!g->walk || mlstack__g_reset_dfa(g) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+        if (!g->walk || mlstack__g_reset_dfa(g) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
         else if (g->start < 0 || g->err[0])
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s", g->err[0] ? g->err : "grammar: the start state has no stacks");
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s",
+                              g->err[0] ? g->err : "grammar: the start state has no stacks");
     }
     if (r != MLSTACK_OK) {
         mlstack_grammar_free(g);
@@ -18465,24 +19514,28 @@ static int mlstack__rx_fail(mlstack__rx *x, mlstack_result code, const char *msg
     }
     return -1;
 }
-#define MLSTACK__RX_PUT(x, str) (mlstack__buf_puts((x)->out, str) ? 0 : mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory"))
+#define MLSTACK__RX_PUT(x, str) \
+    (mlstack__buf_puts((x)->out, str) ? 0 : mlstack__rx_fail(x, MLSTACK_ERR_NO_MEMORY, "out of memory"))
 
 static int mlstack__rx_cp(mlstack__buf *o, uint32_t cp) {
     char t[16];
     if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) t[0] = (char)cp, t[1] = 0;
-    else if (cp < 0x100) snprintf(t, sizeof t, "\\x%02X", (unsigned)cp);
-    else if (cp < 0x10000) snprintf(t, sizeof t, "\\u%04X", (unsigned)cp);
-    else snprintf(t, sizeof t, "\\U%08X", (unsigned)cp);
+    else if (cp < 0x100)
+        snprintf(t, sizeof t, "\\x%02X", (unsigned)cp);
+    else if (cp < 0x10000)
+        snprintf(t, sizeof t, "\\u%04X", (unsigned)cp);
+    else
+        snprintf(t, sizeof t, "\\U%08X", (unsigned)cp);
     return mlstack__buf_puts(o, t);
 }
 
 /* Emits the set of `n` normalized pairs as a GBNF class (JSON mode: with escape alternatives). */
 static int mlstack__rx_emit_set(mlstack__rx *x, uint32_t *r, size_t n) {
-    static const char *esc[32] = {"\\\\u0000", "\\\\u0001", "\\\\u0002", "\\\\u0003", "\\\\u0004", "\\\\u0005", "\\\\u0006",
-                                  "\\\\u0007", "\\\\b", "\\\\t", "\\\\n", "\\\\u000b", "\\\\f", "\\\\r", "\\\\u000e",
-                                  "\\\\u000f", "\\\\u0010", "\\\\u0011", "\\\\u0012", "\\\\u0013", "\\\\u0014", "\\\\u0015",
-                                  "\\\\u0016", "\\\\u0017", "\\\\u0018", "\\\\u0019", "\\\\u001a", "\\\\u001b", "\\\\u001c",
-                                  "\\\\u001d", "\\\\u001e", "\\\\u001f"};
+    static const char *esc[32] = {
+        "\\\\u0000", "\\\\u0001", "\\\\u0002", "\\\\u0003", "\\\\u0004", "\\\\u0005", "\\\\u0006", "\\\\u0007",
+        "\\\\b",     "\\\\t",     "\\\\n",     "\\\\u000b", "\\\\f",     "\\\\r",     "\\\\u000e", "\\\\u000f",
+        "\\\\u0010", "\\\\u0011", "\\\\u0012", "\\\\u0013", "\\\\u0014", "\\\\u0015", "\\\\u0016", "\\\\u0017",
+        "\\\\u0018", "\\\\u0019", "\\\\u001a", "\\\\u001b", "\\\\u001c", "\\\\u001d", "\\\\u001e", "\\\\u001f"};
     mlstack__buf *o = x->out;
     size_t i, k = 0;
     int alts = 0, ok = 1;
@@ -18495,7 +19548,8 @@ static int mlstack__rx_emit_set(mlstack__rx *x, uint32_t *r, size_t n) {
             for (c = r[2 * i]; c <= r[2 * i + 1] && c < 0x60; c++) {
                 const char *e = c < 32 ? esc[c] : c == '"' ? "\\\\\\\"" : c == '\\' ? "\\\\\\\\" : NULL;
                 if (!e) continue;
-                ok = mlstack__buf_puts(o, alts++ ? " | \"" : "\"") && mlstack__buf_puts(o, e) && mlstack__buf_puts(o, "\"");
+                ok = mlstack__buf_puts(o, alts++ ? " | \"" : "\"") && mlstack__buf_puts(o, e) &&
+                     mlstack__buf_puts(o, "\"");
             }
         for (i = 0; i < n && ok; i++) { /* the rest, raw: without controls, '"' and '\\' */
             uint32_t a = r[2 * i] < 0x20 ? 0x20 : r[2 * i], b = r[2 * i + 1], seg[6];
@@ -18523,7 +19577,8 @@ static int mlstack__rx_emit_set(mlstack__rx *x, uint32_t *r, size_t n) {
     } else {
         ok = mlstack__buf_puts(o, "[");
         for (i = 0; i < n && ok; i++)
-            ok = mlstack__rx_cp(o, r[2 * i]) && (r[2 * i] == r[2 * i + 1] || (mlstack__buf_puts(o, "-") && mlstack__rx_cp(o, r[2 * i + 1])));
+            ok = mlstack__rx_cp(o, r[2 * i]) &&
+                 (r[2 * i] == r[2 * i + 1] || (mlstack__buf_puts(o, "-") && mlstack__rx_cp(o, r[2 * i + 1])));
         ok = ok && mlstack__buf_puts(o, "]");
     }
     (void)k;
@@ -18560,7 +19615,10 @@ static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
     int neg = c == 'D' || c == 'W' || c == 'S';
     switch (c | 0x20) {
     case 'd': mlstack__rx_add(x, '0', '9'); break;
-    case 'w': mlstack__rx_add(x, '0', '9'), mlstack__rx_add(x, 'A', 'Z'), mlstack__rx_add(x, '_', '_'), mlstack__rx_add(x, 'a', 'z'); break;
+    case 'w':
+        mlstack__rx_add(x, '0', '9'), mlstack__rx_add(x, 'A', 'Z'), mlstack__rx_add(x, '_', '_'),
+            mlstack__rx_add(x, 'a', 'z');
+        break;
     case 's': mlstack__rx_add(x, '\t', '\r'), mlstack__rx_add(x, ' ', ' '); break;
     default: return 0;
     }
@@ -18583,10 +19641,13 @@ static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
-    case 'b': case 'B': return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "word boundaries (\\b, \\B) are not supported");
+    case 'b':
+    case 'B': return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "word boundaries (\\b, \\B) are not supported");
     default:
-        if (c >= '1' && c <= '9') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "backreferences are not supported");
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "unknown escape");
+        if (c >= '1' && c <= '9')
+            return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "backreferences are not supported");
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "unknown escape");
         *cp = c;
         if (c >= 0x80) { /* an escaped non-ASCII character: take the whole code point */
             int l;
@@ -18632,15 +19693,18 @@ static int mlstack__rx_atom(mlstack__rx *x) {
     uint32_t cp;
     if (c == '(') {
         x->i++;
-        if (++x->depth > MLSTACK__G_MAX_NEST) return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "groups nested deeper than 256");
+        if (++x->depth > MLSTACK__G_MAX_NEST)
+            return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "groups nested deeper than 256");
         if (x->i < x->n && x->s[x->i] == '?') {
             if (x->i + 1 < x->n && x->s[x->i + 1] == ':') x->i += 2;
-            else if (x->i + 2 < x->n && (x->s[x->i + 1] == 'P' || x->s[x->i + 1] == '<') && x->s[x->i + 2] != '=' && x->s[x->i + 2] != '!') {
+            else if (x->i + 2 < x->n && (x->s[x->i + 1] == 'P' || x->s[x->i + 1] == '<') && x->s[x->i + 2] != '=' &&
+                     x->s[x->i + 2] != '!') {
                 while (x->i < x->n && x->s[x->i] != '>') x->i++;
                 if (x->i >= x->n) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "unterminated group name");
                 x->i++;
             } else
-                return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "lookaround, inline flags and other (?...) groups are not supported");
+                return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED,
+                                        "lookaround, inline flags and other (?...) groups are not supported");
         }
         if (mlstack__rx_alt(x)) return -1;
         if (x->i >= x->n || x->s[x->i] != ')') return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "missing )");
@@ -18732,11 +19796,13 @@ static int mlstack__rx_interval(mlstack__rx *x) {
     if (j >= x->n || x->s[j] != '}' || (!d1 && !d2)) return 0;
     if (!d1) m = 0;
     if (mx >= 0 && mx < m) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "repetition {m,n} with n < m");
-    if (m > MLSTACK__G_MAX_REPEAT || mx > MLSTACK__G_MAX_REPEAT) return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "repetition count above 100000");
+    if (m > MLSTACK__G_MAX_REPEAT || mx > MLSTACK__G_MAX_REPEAT)
+        return mlstack__rx_fail(x, MLSTACK_ERR_LIMIT, "repetition count above 100000");
     {
         char t[64];
         if (mx < 0) snprintf(t, sizeof t, "{%ld,}", m);
-        else snprintf(t, sizeof t, "{%ld,%ld}", m, mx);
+        else
+            snprintf(t, sizeof t, "{%ld,%ld}", m, mx);
         if (MLSTACK__RX_PUT(x, t)) return -1;
     }
     x->i = j + 1;
@@ -18754,7 +19820,8 @@ static int mlstack__rx_seq(mlstack__rx *x) {
             x->i++;
             continue;
         }
-        if (c == '^' || c == '$') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "anchors are supported only at the ends");
+        if (c == '^' || c == '$')
+            return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "anchors are supported only at the ends");
         if (c == '{') { /* a literal brace unless it is a quantifier (which would have nothing to repeat) */
             size_t from = x->rs.n / 4;
             size_t save = x->out->n;
@@ -18782,7 +19849,8 @@ static int mlstack__rx_seq(mlstack__rx *x) {
             }
             if (q && x->i < x->n) {
                 if (x->s[x->i] == '?') x->i++; /* lazy: same whole-string language */
-                else if (x->s[x->i] == '+') return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "possessive quantifiers are not supported");
+                else if (x->s[x->i] == '+')
+                    return mlstack__rx_fail(x, MLSTACK_ERR_UNSUPPORTED, "possessive quantifiers are not supported");
                 if (x->i < x->n && (x->s[x->i] == '*' || x->s[x->i] == '+' || x->s[x->i] == '?' ||
                                     (x->s[x->i] == '{' && mlstack__rx_interval(x) != 0)))
                     return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "multiple repeat");
@@ -18807,8 +19875,8 @@ static int mlstack__rx_alt(mlstack__rx *x) {
     return MLSTACK__RX_PUT(x, ")");
 }
 
-static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out, const char *what,
-                                             mlstack_error *err) {
+static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
+                                             const char *what, mlstack_error *err) {
     mlstack__rx x;
     memset(&x, 0, sizeof x);
     x.s = (const unsigned char *)re;
@@ -18829,15 +19897,15 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
    the escapes \" \\ \/ \b \f \n \r \t and \uXXXX outside the surrogates. What the generator
    writes is always valid; it may be a subset of what the schema allows. */
 
-#define MLSTACK__JS_COMMON \
-    "ws ::= [ \\t\\n]{0,20}\n" \
-    "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-cA-CeEfF] [0-9a-fA-F]{3})\n" \
-    "jstring ::= \"\\\"\" jchar* \"\\\"\"\n" \
-    "jint ::= \"-\"? jnat\n" \
-    "jnat ::= \"0\" | [1-9] [0-9]{0,15}\n" \
-    "jfrac ::= (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?\n" \
-    "jnum ::= jint jfrac\n" \
-    "jvalue ::= jobject | jarray | jstring | jnum | \"true\" | \"false\" | \"null\"\n" \
+#define MLSTACK__JS_COMMON                                                                                    \
+    "ws ::= [ \\t\\n]{0,20}\n"                                                                                \
+    "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-cA-CeEfF] [0-9a-fA-F]{3})\n"     \
+    "jstring ::= \"\\\"\" jchar* \"\\\"\"\n"                                                                  \
+    "jint ::= \"-\"? jnat\n"                                                                                  \
+    "jnat ::= \"0\" | [1-9] [0-9]{0,15}\n"                                                                    \
+    "jfrac ::= (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?\n"                                               \
+    "jnum ::= jint jfrac\n"                                                                                   \
+    "jvalue ::= jobject | jarray | jstring | jnum | \"true\" | \"false\" | \"null\"\n"                        \
     "jobject ::= \"{\" ws (jstring ws \":\" ws jvalue (ws \",\" ws jstring ws \":\" ws jvalue)*)? ws \"}\"\n" \
     "jarray ::= \"[\" ws (jvalue (ws \",\" ws jvalue)*)? ws \"]\"\n"
 
@@ -18885,8 +19953,10 @@ static int mlstack__js_lit(mlstack__buf *o, const char *s, size_t n) {
         unsigned char c = (unsigned char)s[i];
         char t[8];
         if (c == '"' || c == '\\') t[0] = '\\', t[1] = (char)c, t[2] = 0;
-        else if (c < 0x20 || c == 0x7F) snprintf(t, sizeof t, "\\x%02X", c);
-        else t[0] = (char)c, t[1] = 0;
+        else if (c < 0x20 || c == 0x7F)
+            snprintf(t, sizeof t, "\\x%02X", c);
+        else
+            t[0] = (char)c, t[1] = 0;
         if (!mlstack__buf_puts(o, t)) return 0;
     }
     return mlstack__buf_puts(o, "\"");
@@ -18930,12 +20000,15 @@ static int mlstack__js_rule_id(mlstack__js *j) { return j->n_rules++; }
 static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
     char t[32];
     snprintf(t, sizeof t, "s%d ::= ", id);
-    if (!mlstack__buf_puts(j->out, t) || !mlstack__buf_put(j->out, body->p, body->n) || !mlstack__buf_puts(j->out, "\n"))
+    if (!mlstack__buf_puts(j->out, t) || !mlstack__buf_put(j->out, body->p, body->n) ||
+        !mlstack__buf_puts(j->out, "\n"))
         return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (j->out->n > ((size_t)64 << 20)) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
+    if (j->out->n > ((size_t)64 << 20))
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
     return 0;
 }
-#define MLSTACK__JS_PUT(j, b, str) (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
+#define MLSTACK__JS_PUT(j, b, str) \
+    (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
 static int mlstack__js_ref_to(mlstack__js *j, mlstack__buf *b, int id) {
     char t[32];
     snprintf(t, sizeof t, "s%d ", id);
@@ -18955,7 +20028,8 @@ static int mlstack__js_get_int(mlstack__js *j, const mlstack__json *s, const cha
 static const char *const mlstack__js_formats[][2] = {
     {"date", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"},
     {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
-    {"date-time", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+    {"date-time", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-"
+                  "9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
     {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
     {"email", "[a-zA-Z0-9._+-]{1,32}@[a-zA-Z0-9-]{1,32}(\\.[a-zA-Z0-9-]{1,16}){1,3}"},
     {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
@@ -18968,19 +20042,28 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         const mlstack__json *mn = mlstack__json_get(s, "minimum"), *xmn = mlstack__json_get(s, "exclusiveMinimum");
         const char *sign = "\"-\"? ";
         const char *nat = "jnat ";
-        if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") || mlstack__json_get(s, "multipleOf"))
+        if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") ||
+            mlstack__json_get(s, "multipleOf"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'",
-                                    mlstack__json_get(s, "maximum") ? "maximum" : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum" : "multipleOf");
+                                    mlstack__json_get(s, "maximum")            ? "maximum"
+                                    : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum"
+                                                                               : "multipleOf");
         if (mn || xmn) {
             const mlstack__json *v = mn ? mn : xmn;
-            if (v->type != MLSTACK__JSON_NUMBER) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number", mn ? "minimum" : "exclusiveMinimum");
+            if (v->type != MLSTACK__JSON_NUMBER)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number",
+                                        mn ? "minimum" : "exclusiveMinimum");
             if (mn && v->num == 0) sign = "";
-            else if ((mn && v->num == 1 && !strcmp(type, "integer")) || (xmn && v->num == 0 && !strcmp(type, "integer")))
+            else if ((mn && v->num == 1 && !strcmp(type, "integer")) ||
+                     (xmn && v->num == 0 && !strcmp(type, "integer")))
                 sign = "", nat = "[1-9] [0-9]{0,15} ";
             else
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                        "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
                                         mn ? "minimum" : "exclusiveMinimum");
-            if (!strcmp(type, "number") && xmn) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers", "exclusiveMinimum");
+            if (!strcmp(type, "number") && xmn)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers",
+                                        "exclusiveMinimum");
         }
         if (MLSTACK__JS_PUT(j, b, "(") || MLSTACK__JS_PUT(j, b, sign) || MLSTACK__JS_PUT(j, b, nat)) return -1;
         return MLSTACK__JS_PUT(j, b, !strcmp(type, "number") ? "jfrac)" : ")");
@@ -18989,20 +20072,28 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         const mlstack__json *pat = mlstack__json_get(s, "pattern"), *fmt = mlstack__json_get(s, "format");
         long mn, mx;
         char t[64];
-        if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx)) return -1;
+        if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx))
+            return -1;
         if (pat || fmt) {
             const char *re = NULL;
             size_t k, old;
             mlstack_result r;
-            if (mn || mx >= 0) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern or format", mn ? "minLength" : "maxLength");
-            if (pat && fmt) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern", "format");
+            if (mn || mx >= 0)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                        "unsupported keyword '%s' together with pattern or format",
+                                        mn ? "minLength" : "maxLength");
+            if (pat && fmt)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern",
+                                        "format");
             if (fmt) {
-                if (fmt->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
+                if (fmt->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
                 for (k = 0; k < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; k++)
                     if (!strcmp(fmt->str, mlstack__js_formats[k][0])) re = mlstack__js_formats[k][1];
                 if (!re) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported format '%s'", fmt->str);
             } else {
-                if (pat->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
+                if (pat->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
                 re = pat->str;
             }
             if (MLSTACK__JS_PUT(j, b, "\"\\\"\" ")) return -1;
@@ -19021,7 +20112,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         }
         if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxLength below minLength");
         if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
-        else snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
+        else
+            snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
         return MLSTACK__JS_PUT(j, b, t);
     }
     if (!strcmp(type, "array")) {
@@ -19030,9 +20122,12 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         long mn, mx;
         int item = -1;
         char t[96];
-        if (mlstack__json_get(s, "prefixItems")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
-        if (mlstack__json_get(s, "contains")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
-        if (u && u->type == MLSTACK__JSON_TRUE) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
+        if (mlstack__json_get(s, "prefixItems"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
+        if (mlstack__json_get(s, "contains"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
+        if (u && u->type == MLSTACK__JSON_TRUE)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
         if (mlstack__js_get_int(j, s, "minItems", 0, &mn) || mlstack__js_get_int(j, s, "maxItems", -1, &mx)) return -1;
         if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxItems below minItems");
         if (mx == 0) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
@@ -19049,21 +20144,28 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")"))
             return -1;
         if (mx < 0) snprintf(t, sizeof t, "{%ld,}", mn > 1 ? mn - 1 : 0);
-        else snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
+        else
+            snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
         if (MLSTACK__JS_PUT(j, b, t) || (mn == 0 && MLSTACK__JS_PUT(j, b, ")?"))) return -1;
         return MLSTACK__JS_PUT(j, b, " ws \"]\"");
     }
     if (!strcmp(type, "object")) {
-        const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c, *r;
+        const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c,
+                            *r;
         const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
         int n = 0, i, *kv, first_t, first_h;
         const mlstack__json **names;
-        if (mlstack__json_get(s, "patternProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
-        if (mlstack__json_get(s, "minProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
-        if (props && props->type != MLSTACK__JSON_OBJECT) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
-        if (req && req->type != MLSTACK__JSON_ARRAY) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
+        if (mlstack__json_get(s, "patternProperties"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
+        if (mlstack__json_get(s, "minProperties"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
+        if (props && props->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
+        if (req && req->type != MLSTACK__JSON_ARRAY)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
         for (r = req ? req->child : NULL; r; r = r->next)
-            if (r->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+            if (r->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
         if ((!props || !props->child) && !(req && req->child)) { /* a map, or empty */
             const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
             int vr = -1, kr = -1;
@@ -19072,8 +20174,9 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             if (pn) { /* keys: a string schema */
                 size_t old = mlstack__js_push(j, "propertyNames", 13);
                 const mlstack__json *pt = mlstack__json_get(pn, "type");
-                if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) || mlstack__json_get(pn, "$ref") ||
-                    mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") || mlstack__json_get(pn, "const")) {
+                if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) ||
+                    mlstack__json_get(pn, "$ref") || mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") ||
+                    mlstack__json_get(pn, "const")) {
                     mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
                     mlstack__js_pop(j, old);
                     return -1;
@@ -19088,7 +20191,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
                 if (j->rc != MLSTACK_OK) return -1;
             }
             if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
-            else snprintf(kt, sizeof kt, "jstring");
+            else
+                snprintf(kt, sizeof kt, "jstring");
             if (add && add->type != MLSTACK__JSON_TRUE) {
                 size_t old = mlstack__js_push(j, "additionalProperties", 20);
                 vr = mlstack__js_gen(j, add);
@@ -19096,16 +20200,21 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
                 if (vr < 0) return -1;
             }
             if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
-            else snprintf(t, sizeof t, "jvalue");
-            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) || MLSTACK__JS_PUT(j, b, " ws \":\" ws ") ||
-                MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
-                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
+            else
+                snprintf(t, sizeof t, "jvalue");
+            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) ||
+                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) ||
+                MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
+                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) ||
+                MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
                 return -1;
             return 0;
         }
-        if (mlstack__json_get(s, "maxProperties")) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
+        if (mlstack__json_get(s, "maxProperties"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
         if (mlstack__json_get(s, "propertyNames"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties", "propertyNames");
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
+                                    "propertyNames");
         for (c = props ? props->child : NULL; c; c = c->next) n++;
         for (r = req ? req->child : NULL; r; r = r->next)
             if (!mlstack__json_get(props, r->str)) n++;
@@ -19136,7 +20245,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
                 if (vr < 0) break;
             }
             kv[i] = mlstack__js_rule_id(j);
-            if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) || !mlstack__buf_puts(&body, " ws \":\" ws ")) {
+            if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) ||
+                !mlstack__buf_puts(&body, " ws \":\" ws ")) {
                 mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
             } else if (vr >= 0) {
                 mlstack__js_ref_to(j, &body, vr);
@@ -19160,15 +20270,19 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
                 const char *kname = nm->key ? nm->key : nm->str;
                 for (r = req ? req->child : NULL; r; r = r->next) required |= !strcmp(r->str, kname);
                 if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
-                else snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
+                else
+                    snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
                 e.n = 0;
                 if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                else mlstack__js_emit(j, ti, &e);
+                else
+                    mlstack__js_emit(j, ti, &e);
                 if (required) snprintf(t, sizeof t, "s%d s%d", kv[i], t_next);
-                else snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
+                else
+                    snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
                 e.n = 0;
                 if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                else mlstack__js_emit(j, hi, &e);
+                else
+                    mlstack__js_emit(j, hi, &e);
                 t_next = ti;
                 h_next = hi;
             }
@@ -19189,12 +20303,46 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
     return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported type '%s'", type);
 }
 
-static const char *const mlstack__js_known[] = {
-    "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const", "anyOf",
-    "allOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "pattern", "format", "minimum", "exclusiveMinimum",
-    "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
-    "uniqueItems", "maximum", "exclusiveMaximum", "multipleOf", "prefixItems", "contains", "patternProperties",
-    "minProperties", "maxProperties", "propertyNames"};
+static const char *const mlstack__js_known[] = {"type",
+                                                "properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "items",
+                                                "minItems",
+                                                "maxItems",
+                                                "enum",
+                                                "const",
+                                                "anyOf",
+                                                "allOf",
+                                                "$ref",
+                                                "$defs",
+                                                "definitions",
+                                                "minLength",
+                                                "maxLength",
+                                                "pattern",
+                                                "format",
+                                                "minimum",
+                                                "exclusiveMinimum",
+                                                "title",
+                                                "description",
+                                                "$schema",
+                                                "$id",
+                                                "$comment",
+                                                "examples",
+                                                "default",
+                                                "deprecated",
+                                                "readOnly",
+                                                "writeOnly",
+                                                "uniqueItems",
+                                                "maximum",
+                                                "exclusiveMaximum",
+                                                "multipleOf",
+                                                "prefixItems",
+                                                "contains",
+                                                "patternProperties",
+                                                "minProperties",
+                                                "maxProperties",
+                                                "propertyNames"};
 
 /* Resolves a local JSON pointer "#/a/b" against the root. */
 static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const char *ref) {
@@ -19208,8 +20356,10 @@ static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const
         p++;
         while (*p && *p != '/' && k + 1 < sizeof seg) {
             if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
-            else if (p[0] == '~' && p[1] == '1') seg[k++] = '/', p += 2;
-            else seg[k++] = *p++;
+            else if (p[0] == '~' && p[1] == '1')
+                seg[k++] = '/', p += 2;
+            else
+                seg[k++] = *p++;
         }
         seg[k] = 0;
         if (cur->type == MLSTACK__JSON_ARRAY) {
@@ -19230,14 +20380,17 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     int id, alts = 0;
     size_t k;
     if (j->rc != MLSTACK_OK) return -1;
-    if (++j->depth > MLSTACK__G_MAX_NEST) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
+    if (++j->depth > MLSTACK__G_MAX_NEST)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
     if (s->type == MLSTACK__JSON_TRUE) {
         id = mlstack__js_rule_id(j);
         mlstack__buf_puts(&b, "jvalue");
         goto out;
     }
-    if (s->type == MLSTACK__JSON_FALSE) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "schema false allows no value");
-    if (s->type != MLSTACK__JSON_OBJECT) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
+    if (s->type == MLSTACK__JSON_FALSE)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "schema false allows no value");
+    if (s->type != MLSTACK__JSON_OBJECT)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
     for (c = s->child; c; c = c->next) {
         for (k = 0; k < sizeof mlstack__js_known / sizeof mlstack__js_known[0]; k++)
             if (!strcmp(c->key, mlstack__js_known[k])) break;
@@ -19252,7 +20405,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
         const mlstack__json *t;
         int i;
         if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j->root, v->str)))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->type == MLSTACK__JSON_STRING ? v->str : "?");
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves",
+                                    v->type == MLSTACK__JSON_STRING ? v->str : "?");
         for (i = 0; i < j->n_refs; i++)
             if (j->ref_node[i] == t) break;
         if (i == j->n_refs) {
@@ -19260,7 +20414,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
             int rid;
             if (j->n_refs == j->cap_refs) {
                 int cap = j->cap_refs ? j->cap_refs * 2 : 16;
-                const mlstack__json **pn = (const mlstack__json **)MLSTACK_REALLOC((void *)j->ref_node, sizeof *pn * (size_t)cap);
+                const mlstack__json **pn =
+                    (const mlstack__json **)MLSTACK_REALLOC((void *)j->ref_node, sizeof *pn * (size_t)cap);
                 int *pr;
                 if (!pn) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
                 j->ref_node = pn;
@@ -19297,7 +20452,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
         goto out;
     }
     if ((v = mlstack__json_get(s, "enum")) != NULL) {
-        if (v->type != MLSTACK__JSON_ARRAY || !v->child) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be a non-empty array");
+        if (v->type != MLSTACK__JSON_ARRAY || !v->child)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be a non-empty array");
         for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next) {
             if (alts++) mlstack__buf_puts(&b, " | ");
             mlstack__js_value_lit(j, &b, c);
@@ -19306,10 +20462,14 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     }
     if ((v = mlstack__json_get(s, "anyOf")) != NULL || (v = mlstack__json_get(s, "allOf")) != NULL) {
         int any = mlstack__json_get(s, "anyOf") != NULL, i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY || !v->child) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", any ? "anyOf" : "allOf");
-        if (!any && v->child->next) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' with more than one schema", "allOf");
+        if (v->type != MLSTACK__JSON_ARRAY || !v->child)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", any ? "anyOf" : "allOf");
+        if (!any && v->child->next)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' with more than one schema",
+                                    "allOf");
         if (mlstack__json_get(s, "type") || mlstack__json_get(s, "properties"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to type or properties", any ? "anyOf" : "allOf");
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to type or properties",
+                                    any ? "anyOf" : "allOf");
         for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next, i++) {
             char seg[40];
             size_t o1 = mlstack__js_push(j, any ? "anyOf" : "allOf", 5), o2;
@@ -19330,14 +20490,15 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
         mlstack__js_type_body(j, s, ty->str, &b);
     } else if (ty && ty->type == MLSTACK__JSON_ARRAY && ty->child) {
         for (c = ty->child; c && j->rc == MLSTACK_OK; c = c->next) {
-            if (c->type != MLSTACK__JSON_STRING) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must list strings");
+            if (c->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must list strings");
             if (alts++) mlstack__buf_puts(&b, " | ");
             mlstack__js_type_body(j, s, c->str, &b);
         }
     } else if (ty) {
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must be a string or a non-empty array");
-    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") || mlstack__json_get(s, "additionalProperties") ||
-               mlstack__json_get(s, "propertyNames")) {
+    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") ||
+               mlstack__json_get(s, "additionalProperties") || mlstack__json_get(s, "propertyNames")) {
         mlstack__js_type_body(j, s, "object", &b);
     } else if (mlstack__json_get(s, "items") || mlstack__json_get(s, "minItems") || mlstack__json_get(s, "maxItems")) {
         mlstack__js_type_body(j, s, "array", &b);
@@ -19355,7 +20516,8 @@ out:
     return j->rc == MLSTACK_OK ? id : -1;
 }
 
-static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out, mlstack_error *err) {
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
+                                              mlstack_error *err) {
     mlstack__json_doc doc;
     mlstack__js j;
     mlstack_result r;
@@ -19367,7 +20529,8 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     j.out = out;
     j.err = err;
     j.root = doc.root;
-    if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+    if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON))
+        j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
     if (j.rc == MLSTACK_OK && !tools) {
         int root = mlstack__js_gen(&j, doc.root);
         if (root >= 0) {
@@ -19381,7 +20544,8 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
         int i = 0;
         if (doc.root->type != MLSTACK__JSON_ARRAY || !doc.root->child)
             j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tools: expected a non-empty JSON array of tools");
-        for (tool = doc.root->type == MLSTACK__JSON_ARRAY ? doc.root->child : NULL; tool && j.rc == MLSTACK_OK; tool = tool->next, i++) {
+        for (tool = doc.root->type == MLSTACK__JSON_ARRAY ? doc.root->child : NULL; tool && j.rc == MLSTACK_OK;
+             tool = tool->next, i++) {
             const mlstack__json *fn = mlstack__json_get(tool, "function"), *name, *params;
             mlstack__buf key = {0, 0, 0};
             int pr;
@@ -19398,18 +20562,21 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
             pr = params ? mlstack__js_gen(&j, params) : -1;
             if (params && pr < 0) break;
             if (!mlstack__json_quote(&key, name->str, name->len) ||
-                !mlstack__buf_puts(&calls, i ? " | \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws " : "\"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws ") ||
-                !mlstack__js_lit(&calls, key.p, key.n) || !mlstack__buf_puts(&calls, " ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws "))
+                !mlstack__buf_puts(&calls, i ? " | \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws "
+                                             : "\"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws ") ||
+                !mlstack__js_lit(&calls, key.p, key.n) ||
+                !mlstack__buf_puts(&calls, " ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws "))
                 j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
             if (pr >= 0) snprintf(t, sizeof t, "s%d", pr);
-            else snprintf(t, sizeof t, "jobject");
-            if (j.rc == MLSTACK_OK && (!mlstack__buf_puts(&calls, t) || !mlstack__buf_puts(&calls, " ws \"}\" ws \"</tool_call>\"")))
+            else
+                snprintf(t, sizeof t, "jobject");
+            if (j.rc == MLSTACK_OK &&
+                (!mlstack__buf_puts(&calls, t) || !mlstack__buf_puts(&calls, " ws \"}\" ws \"</tool_call>\"")))
                 j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
             MLSTACK_FREE(key.p);
         }
-        if (j.rc == MLSTACK_OK &&
-            (!mlstack__buf_puts(out, "tcall ::= ") || !mlstack__buf_put(out, calls.p, calls.n) ||
-             !mlstack__buf_puts(out, "\ntcalls ::= tcall (\"\\n\" tcall){0,7}\n")))
+        if (j.rc == MLSTACK_OK && (!mlstack__buf_puts(out, "tcall ::= ") || !mlstack__buf_put(out, calls.p, calls.n) ||
+                                   !mlstack__buf_puts(out, "\ntcalls ::= tcall (\"\\n\" tcall){0,7}\n")))
             j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
         if (j.rc == MLSTACK_OK && kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO) {
             /* free text without "<tool_call>": the automaton that tracks how much of the tag the
@@ -19419,9 +20586,13 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
             int k;
             for (k = 0; k < 11 && j.rc == MLSTACK_OK; k++) {
                 if (k == 0) snprintf(t, sizeof t, "tf0 ::= \"\" | [^<] tf0 | \"<\" tf1\n");
-                else if (k < 10) snprintf(t, sizeof t, "tf%d ::= \"\" | \"%c\" tf%d | \"<\" tf1 | [^<%c] tf0\n", k, tag[k], k + 1, tag[k]);
-                else snprintf(t, sizeof t, "tf10 ::= \"\" | \"<\" tf1 | [^<>] tf0\n");
-                if (!mlstack__buf_puts(out, t)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
+                else if (k < 10)
+                    snprintf(t, sizeof t, "tf%d ::= \"\" | \"%c\" tf%d | \"<\" tf1 | [^<%c] tf0\n", k, tag[k], k + 1,
+                             tag[k]);
+                else
+                    snprintf(t, sizeof t, "tf10 ::= \"\" | \"<\" tf1 | [^<>] tf0\n");
+                if (!mlstack__buf_puts(out, t))
+                    j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
             }
             if (j.rc == MLSTACK_OK && !mlstack__buf_puts(out, "root ::= tf0 tcalls?\n"))
                 j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
@@ -19448,13 +20619,14 @@ MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n) {
     MLSTACK_FREE(calls);
 }
 
-MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls, int *n_calls,
-                                                    size_t *content_len, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len, mlstack_tool_call **calls,
+                                                    int *n_calls, size_t *content_len, mlstack_error *err) {
     static const char open_tag[] = "<tool_call>", close_tag[] = "</tool_call>";
     size_t pos = 0, first = len;
     mlstack_tool_call *out = NULL;
     int n = 0, cap = 0;
-    if (!calls || !n_calls || (!text && len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tool calls: NULL argument");
+    if (!calls || !n_calls || (!text && len))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tool calls: NULL argument");
     *calls = NULL;
     *n_calls = 0;
     for (;;) {
@@ -19486,10 +20658,12 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
         }
         name = mlstack__json_get(doc.root, "name");
         args = mlstack__json_get(doc.root, "arguments");
-        if (!name || name->type != MLSTACK__JSON_STRING || (args && args->type != MLSTACK__JSON_OBJECT && args->type != MLSTACK__JSON_STRING)) {
+        if (!name || name->type != MLSTACK__JSON_STRING ||
+            (args && args->type != MLSTACK__JSON_OBJECT && args->type != MLSTACK__JSON_STRING)) {
             mlstack__json_free(&doc);
             mlstack_tool_calls_free(out, n);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tool call %d: expected {\"name\": string, \"arguments\": object}", n);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "tool call %d: expected {\"name\": string, \"arguments\": object}", n);
         }
         if (n == cap) {
             int nc = cap ? cap * 2 : 4;
@@ -19504,8 +20678,10 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
         }
         out[n].name = mlstack__strndup(name->str, name->len);
         if (!args) mlstack__buf_puts(&ab, "{}");
-        else if (args->type == MLSTACK__JSON_STRING) mlstack__buf_put(&ab, args->str, args->len);
-        else mlstack__json_write(&ab, args);
+        else if (args->type == MLSTACK__JSON_STRING)
+            mlstack__buf_put(&ab, args->str, args->len);
+        else
+            mlstack__json_write(&ab, args);
         out[n].arguments = ab.p ? mlstack__strndup(ab.p, ab.n) : NULL;
         MLSTACK_FREE(ab.p);
         mlstack__json_free(&doc);
@@ -19517,7 +20693,9 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
         if (!c) break;
         pos = end + sizeof close_tag - 1;
     }
-    while (first > 0 && (text[first - 1] == ' ' || text[first - 1] == '\n' || text[first - 1] == '\t' || text[first - 1] == '\r')) first--;
+    while (first > 0 &&
+           (text[first - 1] == ' ' || text[first - 1] == '\n' || text[first - 1] == '\t' || text[first - 1] == '\r'))
+        first--;
     if (content_len) *content_len = first;
     *calls = out;
     *n_calls = n;
@@ -19534,50 +20712,56 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    one rank MoE, OLMo-2-style whole q/k norms and the LayerNorm families (StableLM, GPT-NeoX). */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
-#define MLSTACK__MAX_ROPE_PAIRS 256    /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
+#define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
 enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
-enum { MLSTACK__ROPE_DEFAULT, MLSTACK__ROPE_LINEAR, MLSTACK__ROPE_LLAMA3, MLSTACK__ROPE_YARN, MLSTACK__ROPE_LONGROPE,
-       MLSTACK__ROPE_DYNAMIC };
+enum {
+    MLSTACK__ROPE_DEFAULT,
+    MLSTACK__ROPE_LINEAR,
+    MLSTACK__ROPE_LLAMA3,
+    MLSTACK__ROPE_YARN,
+    MLSTACK__ROPE_LONGROPE,
+    MLSTACK__ROPE_DYNAMIC
+};
 
 /* Family traits (flags of mlstack__family). */
-#define MLSTACK__F_NORM_PLUS_ONE  0x001u /* RMSNorm weights are stored as w, applied as (1 + w) (Gemma) */
-#define MLSTACK__F_EMBED_SQRT     0x002u /* embeddings scaled by sqrt(hidden_size) (Gemma) */
-#define MLSTACK__F_TIED           0x004u /* tie_word_embeddings defaults to true */
-#define MLSTACK__F_QKV_BIAS       0x008u /* q/k/v biases always, o_proj never (Qwen2) */
-#define MLSTACK__F_GELU_TANH      0x010u /* "gelu" means the tanh approximation (Gemma 1) */
-#define MLSTACK__F_QPAS           0x020u /* attention scale query_pre_attn_scalar^-0.5 (Gemma 2/3) */
-#define MLSTACK__F_MULTIPLIERS    0x040u /* embedding/residual/attention multipliers, logits_scaling (Granite) */
-#define MLSTACK__F_QWEN_WINDOW    0x080u /* sliding window only with use_sliding_window, layers >= max_window_layers */
-#define MLSTACK__F_LAYER_ROPE     0x100u /* sliding layers have their own RoPE (Gemma 3) */
-#define MLSTACK__F_ATTN_SOFTCAP   0x200u /* attn_logit_softcapping is applied (Gemma 2) */
-#define MLSTACK__F_FINAL_SOFTCAP  0x400u /* final_logit_softcapping is applied (Gemma 2/3) */
-#define MLSTACK__F_QK_NORM_HEAD   0x800u /* RMSNorm of each q and k head (Qwen3, Gemma 3) */
-#define MLSTACK__F_QK_NORM_ALL    0x1000u /* RMSNorm of the whole q and k projections (OLMo 2) */
-#define MLSTACK__F_NORM_TOPK      0x2000u /* routing weights of the top k always renormalized (Mixtral) */
-#define MLSTACK__F_SHARED_EXPERT  0x4000u /* a shared expert with a sigmoid gate beside the routed ones (Qwen2-MoE) */
-#define MLSTACK__F_SPARSE_STEP    0x8000u /* MoE layers per decoder_sparse_step, mlp_only_layers dense (Qwen MoE) */
-#define MLSTACK__F_LAYERNORM      0x10000u /* every norm is LayerNorm with weight and bias, eps layer_norm_eps */
-#define MLSTACK__F_PARALLEL       0x20000u /* use_parallel_residual is read: x + attn(ln1 x) + mlp(ln2 x) */
-#define MLSTACK__F_PARALLEL_ON    0x40000u /* ... and defaults to true (GPT-NeoX) */
-#define MLSTACK__F_PAR_ONE_NORM   0x80000u /* the parallel MLP reads ln1 x; ln2 is absent then (StableLM) */
-#define MLSTACK__F_QKV_HEADS      0x100000u /* fused q|k|v rows interleaved per head: q_h k_h v_h (GPT-NeoX) */
-#define MLSTACK__F_PLAIN_MLP      0x200000u /* MLP act(x W1 + b1) W2 + b2, no gate (W1 under `up`) */
-#define MLSTACK__F_NEOX_BIAS      0x400000u /* attention_bias defaults to true; MLP biases always */
-#define MLSTACK__F_QK_LAYERNORM   0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
+#define MLSTACK__F_NORM_PLUS_ONE 0x001u /* RMSNorm weights are stored as w, applied as (1 + w) (Gemma) */
+#define MLSTACK__F_EMBED_SQRT 0x002u /* embeddings scaled by sqrt(hidden_size) (Gemma) */
+#define MLSTACK__F_TIED 0x004u /* tie_word_embeddings defaults to true */
+#define MLSTACK__F_QKV_BIAS 0x008u /* q/k/v biases always, o_proj never (Qwen2) */
+#define MLSTACK__F_GELU_TANH 0x010u /* "gelu" means the tanh approximation (Gemma 1) */
+#define MLSTACK__F_QPAS 0x020u /* attention scale query_pre_attn_scalar^-0.5 (Gemma 2/3) */
+#define MLSTACK__F_MULTIPLIERS 0x040u /* embedding/residual/attention multipliers, logits_scaling (Granite) */
+#define MLSTACK__F_QWEN_WINDOW 0x080u /* sliding window only with use_sliding_window, layers >= max_window_layers */
+#define MLSTACK__F_LAYER_ROPE 0x100u /* sliding layers have their own RoPE (Gemma 3) */
+#define MLSTACK__F_ATTN_SOFTCAP 0x200u /* attn_logit_softcapping is applied (Gemma 2) */
+#define MLSTACK__F_FINAL_SOFTCAP 0x400u /* final_logit_softcapping is applied (Gemma 2/3) */
+#define MLSTACK__F_QK_NORM_HEAD 0x800u /* RMSNorm of each q and k head (Qwen3, Gemma 3) */
+#define MLSTACK__F_QK_NORM_ALL 0x1000u /* RMSNorm of the whole q and k projections (OLMo 2) */
+#define MLSTACK__F_NORM_TOPK 0x2000u /* routing weights of the top k always renormalized (Mixtral) */
+#define MLSTACK__F_SHARED_EXPERT 0x4000u /* a shared expert with a sigmoid gate beside the routed ones (Qwen2-MoE) */
+#define MLSTACK__F_SPARSE_STEP 0x8000u /* MoE layers per decoder_sparse_step, mlp_only_layers dense (Qwen MoE) */
+#define MLSTACK__F_LAYERNORM 0x10000u /* every norm is LayerNorm with weight and bias, eps layer_norm_eps */
+#define MLSTACK__F_PARALLEL 0x20000u /* use_parallel_residual is read: x + attn(ln1 x) + mlp(ln2 x) */
+#define MLSTACK__F_PARALLEL_ON 0x40000u /* ... and defaults to true (GPT-NeoX) */
+#define MLSTACK__F_PAR_ONE_NORM 0x80000u /* the parallel MLP reads ln1 x; ln2 is absent then (StableLM) */
+#define MLSTACK__F_QKV_HEADS 0x100000u /* fused q|k|v rows interleaved per head: q_h k_h v_h (GPT-NeoX) */
+#define MLSTACK__F_PLAIN_MLP 0x200000u /* MLP act(x W1 + b1) W2 + b2, no gate (W1 under `up`) */
+#define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
+#define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__MAX_EXPERTS 512
 
 typedef struct mlstack__family {
-    const char *arch;             /* config.json architectures[0] */
+    const char *arch; /* config.json architectures[0] */
     unsigned flags;
     /* per-layer norms under model.layers.N. (NULL: the family has none there). The attention
        and FFN inputs are normalized by attn_norm / ffn_norm; post_* normalize the outputs of
        attention and FFN before they are added to the residual stream. */
     const char *attn_norm, *post_attn_norm, *ffn_norm, *post_ffn_norm;
-    const char *qkv;              /* fused q|k|v projection under self_attn., or NULL: q/k/v_proj */
-    const char *gate_up;          /* fused gate|up projection under mlp., or NULL: gate/up_proj */
-    const char *act_key;          /* config key of the activation */
-    int sliding_period;           /* without layer_types: layer i slides unless (i + 1) % period == 0;
+    const char *qkv; /* fused q|k|v projection under self_attn., or NULL: q/k/v_proj */
+    const char *gate_up; /* fused gate|up projection under mlp., or NULL: gate/up_proj */
+    const char *act_key; /* config key of the activation */
+    int sliding_period; /* without layer_types: layer i slides unless (i + 1) % period == 0;
                                      1: every layer uses sliding_window when set */
     float attn_softcap, final_softcap; /* defaults when the config lacks the key */
     /* mixture of experts: the block under model.layers.N. (NULL: dense MLP), its expert
@@ -19587,66 +20771,122 @@ typedef struct mlstack__family {
        self_attn, o_proj, up_proj, down_proj) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
     const char *qkv_bias_key; /* config key of q/k/v biases only (StableLM), or NULL */
-    float rotary_default;     /* partial_rotary_factor when the config gives none (0: 1) */
+    float rotary_default; /* partial_rotary_factor when the config gives none (0: 1) */
 } mlstack__family;
 
 /* the tensor names and options of Llama (the families that name theirs like it) */
 #define MLSTACK__LLAMA_NAMES NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0.0f
 static const mlstack__family mlstack__families[] = {
-    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL, "post_attention_layernorm",
-     NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0,
+     0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0,
+     0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+    {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL,
+     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+     MLSTACK__LLAMA_NAMES},
     {"Qwen3ForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD, "input_layernorm", NULL,
-     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+     MLSTACK__LLAMA_NAMES},
     {"GemmaForCausalLM", MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_GELU_TANH,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL,
+     NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Gemma2ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP |
          MLSTACK__F_FINAL_SOFTCAP,
-     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL,
+     NULL, "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Gemma3ForCausalLM",
      MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP |
          MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
-     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL, NULL,
-     "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL,
+     NULL, "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"Phi3ForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, "qkv_proj", "gate_up_proj",
      "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm", NULL,
+    {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL,
      NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
+    {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm",
+     NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
     {"MixtralForCausalLM", MLSTACK__F_NORM_TOPK, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size", MLSTACK__LLAMA_NAMES},
-    {"Qwen2MoeForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
+     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size",
+     MLSTACK__LLAMA_NAMES},
+    {"Qwen2MoeForCausalLM",
+     MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
      "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
      "up_proj", "down_proj", "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
-    {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP, "input_layernorm",
-     NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj",
-     "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
+    {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
+     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
+     "up_proj", "down_proj", "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
     {"OlmoeForCausalLM", MLSTACK__F_QK_NORM_ALL, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size", MLSTACK__LLAMA_NAMES},
-    {"StableLmForCausalLM", MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL,
-     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "use_qkv_bias", 0.25f},
+     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size",
+     MLSTACK__LLAMA_NAMES},
+    {"StableLmForCausalLM",
+     MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
+     "input_layernorm",
+     NULL,
+     "post_attention_layernorm",
+     NULL,
+     NULL,
+     NULL,
+     "hidden_act",
+     1,
+     0,
+     0,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     "use_qkv_bias",
+     0.25f},
     {"GPTNeoXForCausalLM",
      MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS | MLSTACK__F_PLAIN_MLP |
          MLSTACK__F_NEOX_BIAS,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, "query_key_value", NULL, "hidden_act", 1, 0, 0, NULL, NULL,
-     NULL, NULL, NULL, NULL, "gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-     "dense_4h_to_h", NULL, 0.25f},
+     "input_layernorm",
+     NULL,
+     "post_attention_layernorm",
+     NULL,
+     "query_key_value",
+     NULL,
+     "hidden_act",
+     1,
+     0,
+     0,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     NULL,
+     "gpt_neox",
+     "embed_in",
+     "final_layer_norm",
+     "embed_out",
+     "attention",
+     "dense",
+     "dense_h_to_4h",
+     "dense_4h_to_h",
+     NULL,
+     0.25f},
 };
 
 /* One rotary table: how its inverse frequencies are made (>>model mlstack__rope_freqs). */
 typedef struct mlstack__rope_cfg {
-    int kind;                /* MLSTACK__ROPE_* */
+    int kind; /* MLSTACK__ROPE_* */
     float theta, factor, low, high; /* low/high: llama3 frequency factors */
-    int orig_max;            /* original_max_position_embeddings (llama3, yarn, longrope) */
-    float attn_factor;       /* cos/sin scale (yarn, longrope); 0 = derive */
+    int orig_max; /* original_max_position_embeddings (llama3, yarn, longrope) */
+    float attn_factor; /* cos/sin scale (yarn, longrope); 0 = derive */
     float beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
-    int truncate;            /* yarn: floor/ceil the correction range */
-    int n_factors;           /* longrope: entries in short/long (rotary dims / 2) */
+    int truncate; /* yarn: floor/ceil the correction range */
+    int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
 
@@ -19656,27 +20896,27 @@ typedef struct mlstack__config {
     char architecture[64];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, max_pos;
     int tied, attn_bias, o_bias, mlp_bias;
-    int qk_norm;   /* 0 none, 1 RMSNorm per head, 2 of the whole projection, 3 LayerNorm per head with its own weight */
+    int qk_norm; /* 0 none, 1 RMSNorm per head, 2 of the whole projection, 3 LayerNorm per head with its own weight */
     int layernorm; /* norms are LayerNorm with bias (else RMSNorm) */
-    int parallel;  /* parallel residual: 1 MLP of ln2 x (GPT-NeoX), 2 MLP of ln1 x (StableLM) */
+    int parallel; /* parallel residual: 1 MLP of ln2 x (GPT-NeoX), 2 MLP of ln1 x (StableLM) */
     int sliding_window; /* window of the sliding layers; 0: none */
-    int act;            /* MLSTACK__ACT_* of the gated MLP */
-    int rot_dim;        /* rotary dims of each head (partial rotary: < head_dim) */
+    int act; /* MLSTACK__ACT_* of the gated MLP */
+    int rot_dim; /* rotary dims of each head (partial rotary: < head_dim) */
     float eps, rope_theta;
     int rope_kind; /* of rope[0]; rope_theta too (kept for the info and fingerprints) */
     float rope_factor, rope_low, rope_high;
     int rope_orig_max;
     mlstack__rope_cfg rope[2]; /* [0] global / every layer, [1] sliding layers (F_LAYER_ROPE) */
-    float embed_scale;   /* embeddings times this (1: none) */
+    float embed_scale; /* embeddings times this (1: none) */
     float residual_scale; /* attention and FFN outputs times this before the residual add (1: none) */
-    float attn_scale;    /* scores = q.k * attn_scale */
+    float attn_scale; /* scores = q.k * attn_scale */
     float attn_softcap, final_softcap; /* s = cap tanh(s / cap); 0: none */
-    float logits_div;    /* logits / this (1: none) */
+    float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
-    int moe_ff, shared_ff;          /* expert and shared-expert widths */
-    int norm_topk;                  /* renormalize the top-k routing weights */
+    int moe_ff, shared_ff; /* expert and shared-expert widths */
+    int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     int32_t bos_id;
     int n_eos;
@@ -19689,7 +20929,7 @@ typedef struct mlstack__layer {
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
-    int rope;   /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -19701,16 +20941,16 @@ struct mlstack_model {
     mlstack__st st;
     mlstack__gguf gguf; /* the mapped file when opened from a GGUF (>>gguf); else empty */
     mlstack__layer *layers;
-    const void *embed;          /* (V, D) as stored */
+    const void *embed; /* (V, D) as stored */
     mlstack_dtype embed_dtype;
     const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
-    float *inv_freq;            /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
-    float rope_mul[2];          /* cos/sin scale of each table (yarn, longrope attention factor) */
-    float *inv_freq_long;       /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
-    mlstack_tokenizer *tok;     /* NULL when the folder has no tokenizer */
+    float *inv_freq; /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
+    float rope_mul[2]; /* cos/sin scale of each table (yarn, longrope attention factor) */
+    float *inv_freq_long; /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
+    mlstack_tokenizer *tok; /* NULL when the folder has no tokenizer */
     mlstack_chat_template *tpl; /* NULL when the folder has no chat template */
-    void **owned;               /* f32 copies made at load (norms, biases, realigned data) */
+    void **owned; /* f32 copies made at load (norms, biases, realigned data) */
     int n_owned, cap_owned;
     char *path;
     uint64_t n_params, weight_bytes;
@@ -19742,8 +20982,9 @@ static mlstack_result mlstack__cfg_int(const mlstack__json *root, const char *ke
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing required field \"%s\"", file, key);
     }
     if (!mlstack__json_int(v, &x) || x <= 0 || x > (1 << 30))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" is %.*s (expected a positive integer up to 2^30)",
-                             file, key, v->type == MLSTACK__JSON_NUMBER ? (int)(v->len > 40 ? 40 : v->len) : 12,
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: field \"%s\" is %.*s (expected a positive integer up to 2^30)", file, key,
+                             v->type == MLSTACK__JSON_NUMBER ? (int)(v->len > 40 ? 40 : v->len) : 12,
                              v->type == MLSTACK__JSON_NUMBER ? v->str : "not a number");
     *out = (int)x;
     return MLSTACK_OK;
@@ -19768,16 +21009,16 @@ static int mlstack__json_bool(const mlstack__json *v, int def) {
 }
 
 /* Token ids: an int, a list of ints, or null. */
-static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int *n, int cap, int n_vocab, const char *file,
-                                       const char *key, mlstack_error *err) {
+static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int *n, int cap, int n_vocab,
+                                       const char *file, const char *key, mlstack_error *err) {
     const mlstack__json *e;
     int64_t x;
     *n = 0;
     if (mlstack__json_is_null(v)) return MLSTACK_OK;
     if (v->type == MLSTACK__JSON_NUMBER) {
         if (!mlstack__json_int(v, &x) || x < 0 || x >= n_vocab)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" = %.*s is not a token id below vocab_size %d", file,
-                                 key, (int)v->len, v->str, n_vocab);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" = %.*s is not a token id below vocab_size %d",
+                                 file, key, (int)v->len, v->str, n_vocab);
         ids[(*n)++] = (int32_t)x;
         return MLSTACK_OK;
     }
@@ -19787,7 +21028,8 @@ static mlstack_result mlstack__cfg_ids(const mlstack__json *v, int32_t *ids, int
         if (!mlstack__json_int(e, &x) || x < 0 || x >= n_vocab)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" holds an entry that is not a token id below %d",
                                  file, key, n_vocab);
-        if (*n >= cap) return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: \"%s\" lists more than %d ids", file, key, cap);
+        if (*n >= cap)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: \"%s\" lists more than %d ids", file, key, cap);
         ids[(*n)++] = (int32_t)x;
     }
     return MLSTACK_OK;
@@ -19804,7 +21046,8 @@ static mlstack_result mlstack__cfg_arch(mlstack__config *c, const mlstack__json 
     char names[600];
     size_t n = 0;
     if (!a || a->type != MLSTACK__JSON_ARRAY || !a->child || a->child->type != MLSTACK__JSON_STRING)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing field \"architectures\" (a list of class names)", file);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing field \"architectures\" (a list of class names)",
+                             file);
     for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0]; k++) {
         if (mlstack__json_is_str(a->child, mlstack__families[k].arch)) {
             c->arch = (int)k;
@@ -19816,8 +21059,9 @@ static mlstack_result mlstack__cfg_arch(mlstack__config *c, const mlstack__json 
                               mlstack__families[k].arch);
         if (n >= sizeof names) n = sizeof names - 1;
     }
-    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: architectures[0] = \"%.60s\" is not supported (supported: %s)",
-                         file, a->child->str, names);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                         "%s: architectures[0] = \"%.60s\" is not supported (supported: %s)", file, a->child->str,
+                         names);
 }
 
 /* A number field: absent or null gives def; otherwise it must be a finite number in [lo, hi]. */
@@ -19829,7 +21073,8 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
         return MLSTACK_OK;
     }
     if (v->type != MLSTACK__JSON_NUMBER || !(v->num >= lo && v->num <= hi))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" must be a number in [%g, %g]", file, key, lo, hi);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: field \"%s\" must be a number in [%g, %g]", file, key, lo,
+                             hi);
     *out = (float)v->num;
     return MLSTACK_OK;
 }
@@ -19863,7 +21108,8 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return r;
     }
     if (c->head_dim % 2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_dim %d must be even for rotary embeddings", file, c->head_dim);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_dim %d must be even for rotary embeddings", file,
+                             c->head_dim);
     /* q/k/v widths are ints everywhere after this (n_kv_heads <= n_heads: it divides it) */
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
@@ -19880,11 +21126,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)", file,
-                             c->fam->act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             file, c->fam->act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
-    else r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+    else
+        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -19918,8 +21165,8 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if (!(t->factor > 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_scaling.factor missing for dynamic scaling", file);
         if (c->rot_dim / 2 > MLSTACK__MAX_ROPE_PAIRS || c->rot_dim < 4)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)", file,
-                                 c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)",
+                                 file, c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
     } else if (mlstack__json_is_str(ty, "linear")) {
         t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
@@ -19955,8 +21202,8 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
             (r = mlstack__cfg_num(rs, "attention_factor", 0, 0, 1e6, &t->attn_factor, file, err)))
             return r;
         if (half > MLSTACK__MAX_ROPE_PAIRS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: longrope with %d rotary dims (at most %d supported)", file,
-                                 c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: longrope with %d rotary dims (at most %d supported)",
+                                 file, c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
         for (i = 0; i < 2; i++) {
             const mlstack__json *f = i ? lf : sf;
             float *dst = i ? t->long_f : t->short_f;
@@ -19972,15 +21219,16 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
                 dst[n++] = (float)e->num;
             }
             if (n != half)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s has %d entries, expected %d (rotary dims / 2)", file,
-                                     i ? "long_factor" : "short_factor", n, half);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s has %d entries, expected %d (rotary dims / 2)",
+                                     file, i ? "long_factor" : "short_factor", n, half);
         }
         t->n_factors = half;
     } else {
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
-                             "longrope, dynamic)",
-                             file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_UNSUPPORTED,
+            "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
+            "longrope, dynamic)",
+            file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
 }
@@ -20006,7 +21254,8 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
         if (full || slide) {
             if (!layer_rope && slide)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: rope_parameters per layer type are not supported for %s", file, c->architecture);
+                                     "%s: rope_parameters per layer type are not supported for %s", file,
+                                     c->architecture);
         } else {
             full = rp;
         }
@@ -20014,7 +21263,8 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     /* partial rotary: partial_rotary_factor in the rope object or at the top (GPT-NeoX before
        transformers 5: rotary_pct), else the family's default */
     {
-        const mlstack__json *pk = full && !mlstack__json_is_null(mlstack__json_get(full, "partial_rotary_factor")) ? full : root;
+        const mlstack__json *pk =
+            full && !mlstack__json_is_null(mlstack__json_get(full, "partial_rotary_factor")) ? full : root;
         const char *key = "partial_rotary_factor";
         if (pk == root && mlstack__json_is_null(mlstack__json_get(root, key)) &&
             !mlstack__json_is_null(mlstack__json_get(root, "rotary_pct")))
@@ -20026,22 +21276,25 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
     if (c->rot_dim < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
-    if ((r = mlstack__cfg_float(root, mlstack__json_is_null(mlstack__json_get(root, "rope_theta")) &&
-                                              !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
-                                          ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
-                                          : "rope_theta",
-                                  layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+    if ((r = mlstack__cfg_float(root,
+                                mlstack__json_is_null(mlstack__json_get(root, "rope_theta")) &&
+                                        !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
+                                    ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
+                                    : "rope_theta",
+                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
-    if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err))) return r;
+    if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
+        return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
-        c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30) ? (int)((double)c->max_pos * c->rope[0].factor)
-                                                                                 : 1 << 30;
+        c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
+                         ? (int)((double)c->max_pos * c->rope[0].factor)
+                         : 1 << 30;
     c->rope_theta = c->rope[0].theta;
     c->rope_kind = c->rope[0].kind;
     c->rope_factor = c->rope[0].factor;
@@ -20070,7 +21323,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD ? 1 : f->flags & MLSTACK__F_QK_NORM_ALL ? 2 : 0;
-    if ((f->flags & MLSTACK__F_QK_LAYERNORM) && mlstack__json_bool(mlstack__json_get(root, "qk_layernorm"), 0)) c->qk_norm = 3;
+    if ((f->flags & MLSTACK__F_QK_LAYERNORM) && mlstack__json_bool(mlstack__json_get(root, "qk_layernorm"), 0))
+        c->qk_norm = 3;
     c->layernorm = (f->flags & MLSTACK__F_LAYERNORM) != 0;
     if ((f->flags & MLSTACK__F_PARALLEL) &&
         mlstack__json_bool(mlstack__json_get(root, "use_parallel_residual"), (f->flags & MLSTACK__F_PARALLEL_ON) != 0))
@@ -20078,7 +21332,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     v = mlstack__json_get(root, "sliding_window");
     if (!mlstack__json_is_null(v)) {
         if (!mlstack__json_int(v, &w) || w < 0 || w > INT_MAX)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer, 0 or null", file);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: sliding_window must be a positive integer, 0 or null",
+                                 file);
         c->sliding_window = (int)w; /* 0: none */
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
@@ -20096,21 +21351,21 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         for (e = v->child; e; e = e->next, i++) {
             int slides = mlstack__json_is_str(e, "sliding_attention");
             if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer",
-                                     file, i);
+                return MLSTACK__FAIL(
+                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
             c->layer_sliding[i] = (unsigned char)slides;
         }
         if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d", file, i,
-                                 c->n_layers);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
         c->has_layer_types = 1;
     } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
         int mwl = 0, i;
         if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
         for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
         c->has_layer_types = 1;
     }
@@ -20121,7 +21376,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (f->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = (float)sqrt((double)c->n_embd);
     if (f->flags & MLSTACK__F_QPAS) {
-        if ((r = mlstack__cfg_num(root, "query_pre_attn_scalar", c->head_dim, 1e-6, 1e9, &qpas, file, err)) != MLSTACK_OK)
+        if ((r = mlstack__cfg_num(root, "query_pre_attn_scalar", c->head_dim, 1e-6, 1e9, &qpas, file, err)) !=
+            MLSTACK_OK)
             return r;
         c->attn_scale = (float)pow((double)qpas, -0.5);
     }
@@ -20135,45 +21391,53 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
         v = mlstack__json_get(root, "attn_logit_softcapping");
         if (!v) c->attn_softcap = f->attn_softcap;
-        else if ((r = mlstack__cfg_num(root, "attn_logit_softcapping", 0, 1e-6, 1e9, &c->attn_softcap, file, err))) return r;
+        else if ((r = mlstack__cfg_num(root, "attn_logit_softcapping", 0, 1e-6, 1e9, &c->attn_softcap, file, err)))
+            return r;
     }
     if (f->flags & MLSTACK__F_FINAL_SOFTCAP) {
         v = mlstack__json_get(root, "final_logit_softcapping");
         if (!v) c->final_softcap = f->final_softcap;
-        else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err))) return r;
+        else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
+            return r;
     }
     /* mixture of experts */
     if (f->moe) {
         int i, step = 1;
         const mlstack__json *e;
         const char *ek = f->n_experts_key; /* transformers 5 writes num_local_experts for some */
-        if (mlstack__json_is_null(mlstack__json_get(root, ek)) && !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
+        if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
+            !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
             ek = "num_local_experts";
         if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
             (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
             (r = mlstack__cfg_int(root, f->moe_ff_key, 0, &c->moe_ff, file, err)))
             return r;
         if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d experts, %d per token (at most %d experts, and no more "
-                                 "per token than there are)", file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                                 "%s: %d experts, %d per token (at most %d experts, and no more "
+                                 "per token than there are)",
+                                 file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file, c->n_layers,
-                                 MLSTACK__MAX_TYPED_LAYERS);
-        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        c->norm_topk =
+            (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
         if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
             (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
             return r;
-        if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
+        if ((f->flags & MLSTACK__F_SPARSE_STEP) &&
+            (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
             return r;
         for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
         v = mlstack__json_get(root, "mlp_only_layers");
         if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
             if (v->type != MLSTACK__JSON_ARRAY)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices", file);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices",
+                                     file);
             for (e = v->child; e; e = e->next) {
                 if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers holds an entry that is not a layer index",
-                                         file);
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: mlp_only_layers holds an entry that is not a layer index", file);
                 c->layer_moe[w] = 0;
             }
         }
@@ -20182,7 +21446,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported", file);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
+                             file);
     return MLSTACK_OK;
 }
 
@@ -20204,8 +21469,8 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
-MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
-                                            const char *file, mlstack_error *err) {
+MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
+                                                 const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
     memset(c, 0, sizeof *c);
     if (!root || root->type != MLSTACK__JSON_OBJECT)
@@ -20219,7 +21484,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
 /* Rotary inverse frequencies of table t as transformers computes them (float32), then scaled:
    rot_dim / 2 of them into inv_freq; for longrope the long factors' set into inv_long. Returns
    the cos/sin scale (yarn and longrope attention factor, else 1). */
-static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq, float *inv_long) {
+static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq,
+                                 float *inv_long) {
     int dim = c->rot_dim, half = dim / 2, i;
     double pi = 3.14159265358979323846, low = 0, high = 0;
     float mul = 1.0f;
@@ -20235,10 +21501,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         else if (t->mscale > 0 && t->mscale_all_dim > 0)
             mul = (float)((t->factor <= 1 ? 1.0 : 0.1 * t->mscale * log((double)t->factor) + 1.0) /
                           (t->factor <= 1 ? 1.0 : 0.1 * t->mscale_all_dim * log((double)t->factor) + 1.0));
-        else mul = (float)(t->factor <= 1 ? 1.0 : 0.1 * log((double)t->factor) + 1.0);
+        else
+            mul = (float)(t->factor <= 1 ? 1.0 : 0.1 * log((double)t->factor) + 1.0);
     } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
         if (t->attn_factor > 0) mul = t->attn_factor;
-        else mul = t->factor <= 1 ? 1.0f : (float)sqrt(1 + log((double)t->factor) / log((double)t->orig_max));
+        else
+            mul = t->factor <= 1 ? 1.0f : (float)sqrt(1 + log((double)t->factor) / log((double)t->orig_max));
     }
     for (i = 0; i < half; i++) {
         float base_pow = (float)pow((double)t->theta, (double)((float)(2 * i) / (float)dim));
@@ -20271,7 +21539,8 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
    their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
 static int mlstack__model_rope(mlstack_model *m) {
     const mlstack__config *c = &m->cfg;
-    int half = c->rot_dim / 2, t, longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
+    int half = c->rot_dim / 2, t,
+        longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
     m->inv_freq = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
     if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
     if (!m->inv_freq || (longrope && !m->inv_freq_long)) return -1;
@@ -20307,7 +21576,8 @@ static void *mlstack__model_own(mlstack_model *m, size_t bytes) {
 static const char *mlstack__shape_str(char *buf, size_t cap, int n_dims, const int64_t *shape) {
     size_t n = (size_t)snprintf(buf, cap, "[");
     int k;
-    for (k = 0; k < n_dims && n < cap; k++) n += (size_t)snprintf(buf + n, cap - n, k ? ", %lld" : "%lld", (long long)shape[k]);
+    for (k = 0; k < n_dims && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, k ? ", %lld" : "%lld", (long long)shape[k]);
     if (n < cap) snprintf(buf + n, cap - n, "]");
     return buf;
 }
@@ -20387,8 +21657,9 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     if (q) {
         if (n_in % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != n_out ||
             (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, n_in))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s",
-                                 m->path, name, n_out, n_in, mlstack__dtype_names[q]);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s", m->path, name, n_out,
+                                 n_in, mlstack__dtype_names[q]);
         m->n_params += (uint64_t)n_out * (uint64_t)n_in;
         m->weight_bytes += t->end - t->begin;
     } else if ((r = mlstack__model_tensor(m, name, 2, n_out, n_in, &t, err)) != MLSTACK_OK) {
@@ -20455,12 +21726,13 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     float *bias = w->bias ? (float *)mlstack__model_own(m, sizeof(float) * (size_t)w->n_out) : NULL;
     if (!dst || (w->bias && !bias)) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (c->n_kv_heads != H)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: per-head fused q/k/v needs num_key_value_heads == num_attention_heads",
-                             m->path);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: per-head fused q/k/v needs num_key_value_heads == num_attention_heads", m->path);
     for (h = 0; h < H; h++)
         for (p = 0; p < 3; p++) {
             size_t from = (size_t)(h * 3 + p) * Dh, to = (size_t)p * H * Dh + (size_t)h * Dh;
-            memcpy(dst + to * w->row_bytes, (const unsigned char *)w->data + from * w->row_bytes, (size_t)Dh * w->row_bytes);
+            memcpy(dst + to * w->row_bytes, (const unsigned char *)w->data + from * w->row_bytes,
+                   (size_t)Dh * w->row_bytes);
             if (bias) memcpy(bias + to, w->bias + from, sizeof(float) * (size_t)Dh);
         }
     w->data = dst;
@@ -20473,7 +21745,8 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
     int p = c->fam->sliding_period, slides;
     if (c->has_layer_types) slides = c->layer_sliding[l];
-    else slides = p <= 1 || (l + 1) % p != 0;
+    else
+        slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
 }
@@ -20511,9 +21784,11 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->final_norm ? fm->final_norm : "norm");
     if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
-    if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") && mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
+    if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
+        mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
-        if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) return r;
+        if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK)
+            return r;
     } else if (c->tied) {
         mlstack__weight *w = &m->lm_head;
         w->name = "lm_head.weight";
@@ -20540,30 +21815,36 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         int qn = c->qk_norm == 2 ? q_dim : c->head_dim, kn = c->qk_norm == 2 ? kv_dim : c->head_dim;
         char nm[200];
 #define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "%s.layers.%d.%s", pre, l, suffix), name)
-#define MLSTACK__LNORM(field, key)                                                                        \
-    if (key) {                                                                                            \
-        snprintf(nm, sizeof nm, "%s.weight", key);                                                        \
+#define MLSTACK__LNORM(field, key)                                                                               \
+    if (key) {                                                                                                   \
+        snprintf(nm, sizeof nm, "%s.weight", key);                                                               \
         if ((r = mlstack__model_norm(m, MLSTACK__LNAME(nm), c->n_embd, &L->field, err)) != MLSTACK_OK) return r; \
     }
+        /* clang-format off */
         MLSTACK__LNORM(attn_norm, f->attn_norm)
         MLSTACK__LNORM(post_attn_norm, f->post_attn_norm)
+        /* clang-format on */
         if (c->parallel != 2) MLSTACK__LNORM(ffn_norm, f->ffn_norm) /* StableLM's parallel MLP reads ln1 x */
         MLSTACK__LNORM(post_ffn_norm, f->post_ffn_norm)
 #undef MLSTACK__LNORM
         if (c->layernorm) { /* LayerNorm biases beside the weights */
             snprintf(nm, sizeof nm, "%s.bias", f->attn_norm);
-            if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
+            if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK)
+                return r;
             snprintf(nm, sizeof nm, "%s.bias", f->ffn_norm);
-            if (L->ffn_norm && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
+            if (L->ffn_norm &&
+                (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
                 return r;
         }
         if (f->qkv) { /* one fused projection, q | k | v rows: three views of it */
             mlstack__weight all;
             memset(&all, 0, sizeof all);
             snprintf(nm, sizeof nm, "%s.%s", attn, f->qkv);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all, err)))
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all,
+                                           err)))
                 return r;
-            if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK) return r;
+            if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK)
+                return r;
             mlstack__weight_view(&L->wq, &all, 0, q_dim);
             mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
             mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
@@ -20575,7 +21856,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
             for (pi = 0; pi < 3; pi++) {
                 snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) != MLSTACK_OK)
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi],
+                                               err)) != MLSTACK_OK)
                     return r;
             }
         }
@@ -20587,24 +21869,32 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
             if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
             snprintf(nm, sizeof nm, "%s.gate", f->moe);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err)))
+                return r;
             for (e = 0; e < c->n_experts; e++) {
                 snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_gate);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err))) return r;
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e],
+                                               err)))
+                    return r;
                 snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_up);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1],
+                                               err)))
                     return r;
                 snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_down);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2],
+                                               err)))
                     return r;
             }
             if (c->shared_ff) {
                 snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err)))
+                    return r;
                 snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err))) return r;
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err)))
+                    return r;
                 snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err))) return r;
+                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err)))
+                    return r;
                 snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
             }
@@ -20612,18 +21902,23 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             mlstack__weight all;
             memset(&all, 0, sizeof all);
             snprintf(nm, sizeof nm, "mlp.%s", f->gate_up);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err))) return r;
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
+                return r;
             mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
             mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
         } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
             snprintf(nm, sizeof nm, "mlp.%s", f->up ? f->up : "up_proj");
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err))) return r;
-        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)) ||
-                   (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err))) {
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+                return r;
+        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
+                                              &L->w_gate, err)) ||
+                   (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias,
+                                              &L->w_up, err))) {
             return r;
         }
         snprintf(nm, sizeof nm, "mlp.%s", f->down ? f->down : "down_proj");
-        if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+        if (!L->moe &&
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
             return r;
         if (c->qk_norm == 3) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
             int h, nh;
@@ -20638,7 +21933,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                     memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
                 }
                 if (nh) L->k_norm = dst;
-                else L->q_norm = dst;
+                else
+                    L->q_norm = dst;
             }
         } else if (c->qk_norm) {
             int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
@@ -20699,10 +21995,11 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
             if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
                 mlstack__pool_free(&pool);
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights",
-                                     m->path, ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
-                                     mlstack_dtype_name(quant));
+                return MLSTACK__FAIL(
+                    err, MLSTACK_ERR_UNSUPPORTED,
+                    "%s: %s is stored quantized as %s already; quantize to %s from the original weights", m->path,
+                    ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
+                    mlstack_dtype_name(quant));
             }
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
@@ -20752,9 +22049,11 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                     r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the packed copy of %s", w->name);
                     break;
                 }
-                mlstack__pool_run(pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+                mlstack__pool_run(pool, mlstack__pack_task, &j,
+                                  (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
                 if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
-                else MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
+                else
+                    MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
             }
         }
     }
@@ -20807,8 +22106,14 @@ static mlstack_result mlstack__copy_file(const char *from, const char *to, mlsta
 }
 
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
-    static const char *const side[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                                       "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt"};
+    static const char *const side[] = {"config.json",
+                                       "generation_config.json",
+                                       "tokenizer.json",
+                                       "tokenizer_config.json",
+                                       "special_tokens_map.json",
+                                       "chat_template.jinja",
+                                       "vocab.json",
+                                       "merges.txt"};
     mlstack__save_item *items;
     mlstack__buf hdr;
     int ok = 1;
@@ -20825,7 +22130,8 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
        by this model) with a converted copy: refused, whatever path spells the folder. */
     if (mlstack__same_file(dir, m->path))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder", dir);
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
+                             dir);
     /* a quantized copy of a tied head has no tensor of its own in the source */
     extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
     items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
@@ -20910,7 +22216,8 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
         char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
         if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to)) r = mlstack__copy_file(from, to, err);
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to))
+            r = mlstack__copy_file(from, to, err);
         MLSTACK_FREE(from);
         MLSTACK_FREE(to);
     }
@@ -20951,13 +22258,13 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
 static const struct {
     const char *gguf, *hf;
 } mlstack__gguf_layer_names[] = {
-    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_norm.weight", "input_layernorm.weight"},    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},      {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},      {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},          {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},          {"attn_output.bias", "self_attn.o_proj.bias"},
     {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"}};
 
 /* An integer key: required (def < 0) or def when missing; range-checked. */
@@ -20972,7 +22279,8 @@ static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *
         *out = (int)def;
         return MLSTACK_OK;
     }
-    if (!mlstack__gguf_int(g, key, lo, hi, &v, &e2)) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+    if (!mlstack__gguf_int(g, key, lo, hi, &v, &e2))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
     *out = (int)v;
     return MLSTACK_OK;
 }
@@ -20994,9 +22302,12 @@ static mlstack_result mlstack__gguf_cfg_float(const mlstack__gguf *g, const char
 
 /* general.architecture and <arch>.* -> mlstack__config. */
 /* Whether the config's family is the one of this config.json class name. */
-static int mlstack__fam_is(const mlstack__config *c, const char *cls) { return c->fam && strcmp(c->fam->arch, cls) == 0; }
+static int mlstack__fam_is(const mlstack__config *c, const char *cls) {
+    return c->fam && strcmp(c->fam->arch, cls) == 0;
+}
 
-MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path, mlstack_error *err) {
+MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
+                                                mlstack_error *err) {
     static const struct {
         const char *name, *cls;
     } archs[] = {{"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
@@ -21014,35 +22325,45 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         if (strlen(archs[k].name) == alen && memcmp(archs[k].name, a, alen) == 0) {
             size_t f;
             for (f = 0; f < sizeof mlstack__families / sizeof mlstack__families[0]; f++)
-                if (strcmp(mlstack__families[f].arch, archs[k].cls) == 0) c->arch = (int)f, c->fam = &mlstack__families[f];
+                if (strcmp(mlstack__families[f].arch, archs[k].cls) == 0)
+                    c->arch = (int)f, c->fam = &mlstack__families[f];
             snprintf(c->architecture, sizeof c->architecture, "%s", archs[k].cls);
             found = c->fam != NULL;
         }
     if (!found)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: general.architecture = \"%s\" is not supported (supported: llama, qwen2, qwen3)", path, arch);
+                             "%s: general.architecture = \"%s\" is not supported (supported: llama, qwen2, qwen3)",
+                             path, arch);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count", -1, 1, 1 << 20, &c->n_heads, path, err)) ||
-        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count_kv", c->n_heads, 1, 1 << 20, &c->n_kv_heads, path, err)) ||
+        (r = mlstack__gguf_cfg_int(g, arch, "attention.head_count_kv", c->n_heads, 1, 1 << 20, &c->n_kv_heads, path,
+                                   err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "context_length", 2048, 1, 1 << 30, &c->max_pos, path, err)))
         return r;
     if (c->n_heads % c->n_kv_heads)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d", path,
-                             arch, c->n_heads, c->n_kv_heads);
-    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.key_length", c->n_embd % c->n_heads ? -1 : c->n_embd / c->n_heads, 2,
-                                   1 << 16, &c->head_dim, path, err)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d", path, arch,
+                             c->n_heads, c->n_kv_heads);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.key_length",
+                                   c->n_embd % c->n_heads ? -1 : c->n_embd / c->n_heads, 2, 1 << 16, &c->head_dim, path,
+                                   err)))
         return r;
-    if (c->head_dim % 2) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head dimension %d must be even", path, c->head_dim);
+    if (c->head_dim % 2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head dimension %d must be even", path, c->head_dim);
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_count %d x head dimension %d is above 2^30", path, c->n_heads, c->head_dim);
-    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.value_length", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: head_count %d x head dimension %d is above 2^30", path,
+                             c->n_heads, c->head_dim);
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.value_length", c->head_dim, 1, 1 << 16, &v, path, err)))
+        return r;
     if (v != c->head_dim)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.attention.value_length %d differs from key_length %d", path, arch, v, c->head_dim);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s.attention.value_length %d differs from key_length %d", path, arch, v, c->head_dim);
     if ((r = mlstack__gguf_cfg_int(g, arch, "rope.dimension_count", c->head_dim, 1, 1 << 16, &v, path, err))) return r;
     if (v != c->head_dim)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s.rope.dimension_count %d: partial rotary (head dimension %d) is not supported",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s.rope.dimension_count %d: partial rotary (head dimension %d) is not supported",
                              path, arch, v, c->head_dim);
     if ((r = mlstack__gguf_cfg_float(g, arch, "attention.layer_norm_rms_epsilon", 1e-6f, &c->eps, path, err)) ||
         (r = mlstack__gguf_cfg_float(g, arch, "rope.freq_base", 10000.0f, &c->rope_theta, path, err)))
@@ -21054,19 +22375,22 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
             if (slen == 6 && memcmp(st, "linear", 6) == 0) {
                 c->rope_kind = 1;
-                if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err))) return r;
+                if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
+                    return r;
             } else {
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)", path, key,
-                                     (int)(slen > 40 ? 40 : slen), st);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)",
+                                     path, key, (int)(slen > 40 ? 40 : slen), st);
             }
         }
     }
     if (!emb || emb->n_dims != 2 || emb->ne[0] != (uint64_t)c->n_embd || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not [%d, n_vocab]", path, c->n_embd);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not [%d, n_vocab]",
+                             path, c->n_embd);
     c->n_vocab = (int)emb->ne[1];
     if ((r = mlstack__gguf_cfg_int(g, arch, "vocab_size", c->n_vocab, 1, 1 << 30, &v, path, err))) return r;
     if (v != c->n_vocab)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.vocab_size %d but token_embd.weight has %d rows", path, arch, v, c->n_vocab);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.vocab_size %d but token_embd.weight has %d rows", path,
+                             arch, v, c->n_vocab);
     c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
     c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
     c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
@@ -21080,9 +22404,11 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__fam_is(c, "LlamaForCausalLM") && c->attn_bias)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
     {
-        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
+        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                            "tokenizer.ggml.eom_token_id"};
         int64_t id;
         mlstack_error e2;
         c->bos_id = -1;
@@ -21140,21 +22466,27 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
             int layer = -1, k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
-            uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3], row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block *
-                                                                            mlstack__ggml_types[t->type].size;
+            uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
+                     row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
-            if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
-            else if (strcmp(t->name, "output_norm.weight") == 0) snprintf(name, name_cap, "model.norm.weight");
-            else if (strcmp(t->name, "output.weight") == 0) snprintf(name, name_cap, "lm_head.weight");
-            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
+            if (strcmp(t->name, "token_embd.weight") == 0)
+                snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
+            else if (strcmp(t->name, "output_norm.weight") == 0)
+                snprintf(name, name_cap, "model.norm.weight");
+            else if (strcmp(t->name, "output.weight") == 0)
+                snprintf(name, name_cap, "lm_head.weight");
+            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers &&
+                     strchr(t->name + 4, '.')) {
                 const char *rest = strchr(t->name + 4, '.') + 1;
                 name[0] = 0;
                 for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)
                     if (strcmp(rest, mlstack__gguf_layer_names[k].gguf) == 0)
                         snprintf(name, name_cap, "model.layers.%d.%s", layer, mlstack__gguf_layer_names[k].hf);
                 if (!name[0]) snprintf(name, name_cap, "%.90s", t->name);
-                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
-                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_q.weight") == 0)
+                    permute_heads = c->n_heads;
+                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_k.weight") == 0)
+                    permute_heads = c->n_kv_heads;
             } else {
                 snprintf(name, name_cap, "%.90s", t->name);
             }
@@ -21165,8 +22497,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
             keep = !permute_heads && (is_float || quant);
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has type %s, which mlstack does not read yet", path,
-                                     t->name, mlstack__ggml_type_name(t->type));
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: tensor %s has type %s, which mlstack does not read yet", path, t->name,
+                                     mlstack__ggml_type_name(t->type));
             if (pass == 1) {
                 memset(x, 0, sizeof *x);
                 x->name = name;
@@ -21177,8 +22510,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->shape[0] = (int64_t)rows;
                     x->shape[1] = (int64_t)row_bytes;
                 } else {
-                    x->dtype = t->type == MLSTACK__GGML_F16 && keep ? MLSTACK_DTYPE_F16
-                               : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16 : MLSTACK_DTYPE_F32;
+                    x->dtype = t->type == MLSTACK__GGML_F16 && keep    ? MLSTACK_DTYPE_F16
+                               : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16
+                                                                       : MLSTACK_DTYPE_F32;
                     x->n_dims = t->n_dims;
                     for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
                 }
@@ -21196,11 +22530,13 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->begin = off;
                     x->end = off + bytes;
                     for (r = 0; r < rows; r++) {
-                        uint64_t src = permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
+                        uint64_t src =
+                            permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
                         const unsigned char *s = g->data + t->offset + src * row_bytes;
                         unsigned char *d = copies + off + r * out_row;
                         if (quant) memcpy(d, s, (size_t)row_bytes);
-                        else mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
+                        else
+                            mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
                     }
                 }
                 off += (bytes + 63) & ~(uint64_t)63;
@@ -21228,10 +22564,12 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
         }
         if (pass == 0) {
             copy_bytes = off;
-            if (copy_bytes > (uint64_t)SIZE_MAX / 2) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: too large to convert", path);
+            if (copy_bytes > (uint64_t)SIZE_MAX / 2)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: too large to convert", path);
             copies = (unsigned char *)mlstack__model_own(m, (size_t)copy_bytes);
-            if (!copies) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %llu bytes of converted weights", path,
-                                              (unsigned long long)copy_bytes);
+            if (!copies)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %llu bytes of converted weights",
+                                     path, (unsigned long long)copy_bytes);
             st->files[1].data = copies;
             st->files[1].data_size = copy_bytes;
         }
@@ -21252,7 +22590,9 @@ static mlstack_result mlstack__gguf_rope_factors(mlstack_model *m, mlstack_error
         float f;
         uint32_t bits = (uint32_t)mlstack__le(m->gguf.data + t->offset + 4 * (size_t)i, 4);
         memcpy(&f, &bits, 4);
-        if (!(f > 0) || f > 1e30f) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number", m->path, i);
+        if (!(f > 0) || f > 1e30f)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number", m->path,
+                                 i);
         m->inv_freq[i] /= f;
     }
     return MLSTACK_OK;
@@ -21283,7 +22623,8 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     mlstack__dir_close(d);
     if (n > 1) {
         MLSTACK_FREE(found);
-        *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open", desc_path, n);
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open",
+                           desc_path, n);
         return NULL;
     }
     return found;
@@ -21333,11 +22674,14 @@ static int mlstack__gw_u(mlstack__buf *b, uint64_t v, int n) {
     for (i = 0; i < n; i++) t[i] = (unsigned char)(v >> (8 * i));
     return mlstack__buf_put(b, t, (size_t)n);
 }
-static int mlstack__gw_str(mlstack__buf *b, const char *s, size_t n) { return mlstack__gw_u(b, n, 8) && mlstack__buf_put(b, s, n); }
+static int mlstack__gw_str(mlstack__buf *b, const char *s, size_t n) {
+    return mlstack__gw_u(b, n, 8) && mlstack__buf_put(b, s, n);
+}
 static int mlstack__gw_key(mlstack__buf *b, const char *arch, const char *key, uint32_t type) {
     char k[160];
     if (arch) snprintf(k, sizeof k, "%s.%s", arch, key);
-    else snprintf(k, sizeof k, "%s", key);
+    else
+        snprintf(k, sizeof k, "%s", key);
     return mlstack__gw_str(b, k, strlen(k)) && mlstack__gw_u(b, type, 4);
 }
 static int mlstack__gw_u32(mlstack__buf *b, const char *arch, const char *key, uint32_t v, int *n_kv) {
@@ -21366,19 +22710,23 @@ static uint32_t mlstack__gw_type(int wtype) {
 }
 
 /* tokenizer.* keys from a folder's tokenizer.json (byte-level BPE only). */
-static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack__buf *b, int *n_kv, mlstack_error *err) {
-    const mlstack__json *root = m->tok->doc.root, *model = mlstack__json_get(root, "model"), *vocab = mlstack__json_get(model, "vocab"),
-                        *merges = mlstack__json_get(model, "merges"), *added = mlstack__json_get(root, "added_tokens"), *v;
+static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack__buf *b, int *n_kv,
+                                                 mlstack_error *err) {
+    const mlstack__json *root = m->tok->doc.root, *model = mlstack__json_get(root, "model"),
+                        *vocab = mlstack__json_get(model, "vocab"), *merges = mlstack__json_get(model, "merges"),
+                        *added = mlstack__json_get(root, "added_tokens"), *v;
     const char **tok = NULL;
     size_t *tlen = NULL;
     int32_t *type = NULL;
     int64_t n = 0, i, id;
     char pre[64];
     int ok = 1;
-    if (!mlstack__gguf_pre_name(mlstack__json_get(root, "normalizer"), mlstack__json_get(root, "pre_tokenizer"), pre, sizeof pre) ||
+    if (!mlstack__gguf_pre_name(mlstack__json_get(root, "normalizer"), mlstack__json_get(root, "pre_tokenizer"), pre,
+                                sizeof pre) ||
         !vocab || vocab->type != MLSTACK__JSON_OBJECT || !merges || merges->type != MLSTACK__JSON_ARRAY)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: the tokenizer is not a byte-level BPE whose pre-tokenizer llama.cpp names; no GGUF vocabulary can be written",
+                             "%s: the tokenizer is not a byte-level BPE whose pre-tokenizer llama.cpp names; no GGUF "
+                             "vocabulary can be written",
                              m->path);
     for (v = vocab->child; v; v = v->next)
         if (mlstack__json_int(v, &id) && id >= n && id < (1 << 24)) n = id + 1;
@@ -21393,39 +22741,49 @@ static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack
         if (mlstack__json_int(v, &id) && id >= 0 && id < n) tok[id] = v->key, tlen[id] = v->key_len, type[id] = 1;
     for (v = ok && added ? added->child : NULL; v; v = v->next) {
         const mlstack__json *c = mlstack__json_get(v, "content");
-        if (!mlstack__json_int(mlstack__json_get(v, "id"), &id) || id < 0 || id >= n || !c || c->type != MLSTACK__JSON_STRING) continue;
+        if (!mlstack__json_int(mlstack__json_get(v, "id"), &id) || id < 0 || id >= n || !c ||
+            c->type != MLSTACK__JSON_STRING)
+            continue;
         tok[id] = c->str, tlen[id] = c->len, type[id] = mlstack__jbool(v, "special", 0) ? 3 : 4;
     }
-    ok = ok && mlstack__gw_s(b, NULL, "tokenizer.ggml.model", "gpt2", 4, n_kv) && mlstack__gw_s(b, NULL, "tokenizer.ggml.pre", pre, strlen(pre), n_kv);
-    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.tokens", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
-         mlstack__gw_u(b, (uint64_t)n, 8);
+    ok = ok && mlstack__gw_s(b, NULL, "tokenizer.ggml.model", "gpt2", 4, n_kv) &&
+         mlstack__gw_s(b, NULL, "tokenizer.ggml.pre", pre, strlen(pre), n_kv);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.tokens", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) && mlstack__gw_u(b, (uint64_t)n, 8);
     for (i = 0; ok && i < n; i++) {
         char pad[32];
         if (tok[i]) ok = mlstack__gw_str(b, tok[i], tlen[i]);
-        else snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i), ok = mlstack__gw_str(b, pad, strlen(pad)), type[i] = 5;
+        else
+            snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i), ok = mlstack__gw_str(b, pad, strlen(pad)),
+                                                                  type[i] = 5;
     }
-    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.token_type", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_I32, 4) &&
-         mlstack__gw_u(b, (uint64_t)n, 8);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.token_type", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(b, MLSTACK__GGUF_I32, 4) && mlstack__gw_u(b, (uint64_t)n, 8);
     for (i = 0; ok && i < n; i++) ok = mlstack__gw_u(b, (uint32_t)type[i], 4);
-    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.merges", MLSTACK__GGUF_ARRAY) && mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) &&
-         mlstack__gw_u(b, (uint64_t)merges->len, 8);
+    ok = ok && mlstack__gw_key(b, NULL, "tokenizer.ggml.merges", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(b, MLSTACK__GGUF_STRING, 4) && mlstack__gw_u(b, (uint64_t)merges->len, 8);
     for (v = ok ? merges->child : NULL; ok && v; v = v->next) {
         if (v->type == MLSTACK__JSON_STRING) ok = mlstack__gw_str(b, v->str, v->len);
         else if (v->type == MLSTACK__JSON_ARRAY && v->len == 2 && v->child->type == MLSTACK__JSON_STRING &&
                  v->child->next->type == MLSTACK__JSON_STRING) {
-            ok = mlstack__gw_u(b, v->child->len + 1 + v->child->next->len, 8) && mlstack__buf_put(b, v->child->str, v->child->len) &&
-                 mlstack__buf_put(b, " ", 1) && mlstack__buf_put(b, v->child->next->str, v->child->next->len);
+            ok = mlstack__gw_u(b, v->child->len + 1 + v->child->next->len, 8) &&
+                 mlstack__buf_put(b, v->child->str, v->child->len) && mlstack__buf_put(b, " ", 1) &&
+                 mlstack__buf_put(b, v->child->next->str, v->child->next->len);
         } else {
             ok = 0;
         }
     }
     *n_kv += 3;
-    if (ok && m->tok->bos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.bos_token_id", (uint32_t)m->tok->bos_id, n_kv);
-    if (ok && m->cfg.n_eos > 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->cfg.eos_ids[0], n_kv);
-    else if (ok && m->tok->eos_id >= 0) ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->tok->eos_id, n_kv);
+    if (ok && m->tok->bos_id >= 0)
+        ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.bos_token_id", (uint32_t)m->tok->bos_id, n_kv);
+    if (ok && m->cfg.n_eos > 0)
+        ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->cfg.eos_ids[0], n_kv);
+    else if (ok && m->tok->eos_id >= 0)
+        ok = mlstack__gw_u32(b, NULL, "tokenizer.ggml.eos_token_id", (uint32_t)m->tok->eos_id, n_kv);
     if (ok) {
         ++*n_kv;
-        ok = mlstack__gw_key(b, NULL, "tokenizer.ggml.add_bos_token", MLSTACK__GGUF_BOOL) && mlstack__gw_u(b, m->tok->n_post_pre > 0, 1);
+        ok = mlstack__gw_key(b, NULL, "tokenizer.ggml.add_bos_token", MLSTACK__GGUF_BOOL) &&
+             mlstack__gw_u(b, m->tok->n_post_pre > 0, 1);
     }
     if (ok && m->tpl && mlstack_chat_template_get(m->tpl, NULL, 0)) {
         const char *t = mlstack_chat_template_get(m->tpl, NULL, 0);
@@ -21449,36 +22807,42 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
     float *rope_factors = NULL;
-    if (!m || !path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
+    if (!m || !path)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
     c = &m->cfg;
     arch = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM") ? "llama"
-           : mlstack__fam_is(c, "Qwen2ForCausalLM")                                        ? "qwen2"
-           : mlstack__fam_is(c, "Qwen3ForCausalLM")                                        ? "qwen3"
-                                                                                            : NULL;
+           : mlstack__fam_is(c, "Qwen2ForCausalLM")                                           ? "qwen2"
+           : mlstack__fam_is(c, "Qwen3ForCausalLM")                                           ? "qwen3"
+                                                                                              : NULL;
     if (!arch)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are not written to GGUF (llama, mistral, qwen2, qwen3 are)",
-                             m->path, c->architecture);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s models are not written to GGUF (llama, mistral, qwen2, qwen3 are)", m->path,
+                             c->architecture);
     if (m->gguf.bytes && mlstack__same_file(path, m->path))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: %s is the file the model was opened from", path);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save_gguf: %s is the file the model was opened from", path);
     if (c->attn_bias && mlstack__fam_is(c, "LlamaForCausalLM"))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama-architecture attention biases are not written to GGUF", m->path);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: llama-architecture attention biases are not written to GGUF", m->path);
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                                             \
-    do {                                                                                                             \
-        mlstack__gw_tensor *t_ = &ts[n_t++];                                                                         \
-        snprintf(t_->name, sizeof t_->name, "%s", nm);                                                               \
-        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1);                 \
-        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);                   \
+#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
+    do {                                                                                            \
+        mlstack__gw_tensor *t_ = &ts[n_t++];                                                        \
+        snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
+        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
+        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
     } while (0)
     /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
        llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
        written as Q8_0 of the float table when the model still has it. */
     tied_blocks = c->tied && (m->lm_head.wtype == MLSTACK__W_Q8_0 || m->lm_head.wtype == MLSTACK__W_Q4_1);
     if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
-        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 || m->embed_dtype == MLSTACK_DTYPE_BF16) &&
+        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
+         m->embed_dtype == MLSTACK_DTYPE_BF16) &&
         c->n_embd % MLSTACK__QK == 0) {
-        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd), er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
+        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd),
+               er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
         float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
         head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
         if (!row || !head_q8) ok = 0;
@@ -21489,8 +22853,8 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         MLSTACK_FREE(row);
         if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
     } else if (tied_blocks)
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
-                      m->lm_head.row_bytes, 0);
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
+                      m->lm_head.data, m->lm_head.row_bytes, 0);
     else
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
                       mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
@@ -21501,7 +22865,8 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        static const char *const wn[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+        static const char *const wn[7] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
+                                          "ffn_gate", "ffn_up", "ffn_down"};
         char nm[64];
         int k;
         snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
@@ -21510,10 +22875,13 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
         for (k = 0; k < 7; k++) {
             int perm = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM")
-                           ? (k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0)
+                           ? (k == 0   ? c->n_heads
+                              : k == 1 ? c->n_kv_heads
+                                       : 0)
                            : 0;
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
+                          ws[k]->row_bytes, perm);
             if (ws[k]->bias) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, wn[k]);
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
@@ -21531,15 +22899,20 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
         if (!rope_factors) ok = 0;
         for (i = 0; ok && i < half; i++)
-            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) / m->inv_freq[i];
+            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) /
+                              m->inv_freq[i];
         if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
     }
 #undef MLSTACK__GW_T
     /* keys */
-    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7 : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
-            : m->layers[0].wq.wtype == MLSTACK__W_F16 ? 1 : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32 : 0;
+    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0   ? 7
+            : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
+            : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
+            : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
+                                                       : 0;
     ok = ok && mlstack__gw_s(&kv, NULL, "general.architecture", arch, strlen(arch), &n_kv) &&
-         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) && mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
+         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) &&
+         mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
          mlstack__gw_u32(&kv, arch, "block_count", (uint32_t)c->n_layers, &n_kv) &&
          mlstack__gw_u32(&kv, arch, "context_length", (uint32_t)c->max_pos, &n_kv) &&
          mlstack__gw_u32(&kv, arch, "embedding_length", (uint32_t)c->n_embd, &n_kv) &&
@@ -21553,14 +22926,16 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
          mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
          mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
     if (ok && c->rope_kind == 1)
-        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) && mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
+        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) &&
+             mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
             const mlstack__gguf_kv *e = &m->gguf.kvs[k];
             uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
             if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
-            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) && mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
+            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) &&
+                 mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
             n_kv++;
         }
     } else if (ok && m->tok) {
@@ -21569,15 +22944,16 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         ok = mlstack__gw_s(&kv, NULL, "tokenizer.ggml.model", "none", 4, &n_kv);
     }
     /* header and tensor infos; offsets aligned to 32 */
-    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) && mlstack__gw_u(&hdr, (uint64_t)n_t, 8) &&
-         mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(&hdr, kv.p, kv.n);
+    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) &&
+         mlstack__gw_u(&hdr, (uint64_t)n_t, 8) && mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) &&
+         mlstack__buf_put(&hdr, kv.p, kv.n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
         uint64_t bytes = (uint64_t)t->row_bytes * t->ne[1];
         t->offset = off;
         ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) && mlstack__gw_u(&hdr, t->type, 4) &&
-             mlstack__gw_u(&hdr, off, 8);
+             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) &&
+             mlstack__gw_u(&hdr, t->type, 4) && mlstack__gw_u(&hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
     while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
@@ -21599,16 +22975,18 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
             int hd = c->head_dim;
             for (row = 0; ok && row < t->ne[1]; row++) {
                 /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-                uint64_t src = t->permute_heads ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
-                                                      (row % (uint64_t)hd) / 2
-                                                : row;
+                uint64_t src = t->permute_heads
+                                   ? (row / (uint64_t)hd) * (uint64_t)hd +
+                                         ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) + (row % (uint64_t)hd) / 2
+                                   : row;
                 ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
             }
             if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
         }
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-        else if (mlstack__rename(tmp, path) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        else if (mlstack__rename(tmp, path) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
         if (r != MLSTACK_OK) mlstack__remove(tmp);
     }
     MLSTACK_FREE(tmp);
@@ -21648,15 +23026,18 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open: out is NULL");
     *out = NULL;
-    if (!desc || !desc->path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open: desc->path is NULL");
+    if (!desc || !desc->path)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open: desc->path is NULL");
     m = (mlstack_model *)mlstack__calloc(1, sizeof *m);
     if (!m) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     m->path = mlstack__strndup(desc->path, strlen(desc->path));
     snprintf(cfg_name, sizeof cfg_name, "%s/config.json", desc->path);
     gguf_path = m->path ? mlstack__gguf_model_path(desc->path, &r, err) : NULL;
     if (!m->path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    else if (gguf_path) r = mlstack__model_open_gguf(m, gguf_path, err); /* GGUF: config, weights, tokenizer */
-    else if (r == MLSTACK_OK) r = mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err);
+    else if (gguf_path)
+        r = mlstack__model_open_gguf(m, gguf_path, err); /* GGUF: config, weights, tokenizer */
+    else if (r == MLSTACK_OK)
+        r = mlstack__load_json_file(desc->path, "config.json", 0, &cfg_doc, err);
     if (r == MLSTACK_OK && !gguf_path) {
         r = mlstack__load_json_file(desc->path, "generation_config.json", 1, &gen_doc, err);
         if (r == MLSTACK_OK) {
@@ -21671,7 +23052,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(tj) || mlstack__file_exists(vj)) r = mlstack_tokenizer_open(desc->path, &m->tok, err);
+        else if (mlstack__file_exists(tj) || mlstack__file_exists(vj))
+            r = mlstack_tokenizer_open(desc->path, &m->tok, err);
         MLSTACK_FREE(tj);
         MLSTACK_FREE(vj);
         if (r == MLSTACK_OK) {
@@ -21723,7 +23105,9 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
 
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }
 MLSTACK_API mlstack_tokenizer *mlstack_model_tokenizer(const mlstack_model *m) { return m ? m->tok : NULL; }
-MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlstack_model *m) { return m ? m->tpl : NULL; }
+MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlstack_model *m) {
+    return m ? m->tpl : NULL;
+}
 
 MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *m, int index, mlstack_tensor *out) {
     if (!m || !out || index < 0 || index >= m->st.n_tensors) return MLSTACK_ERR_INVALID_ARG;
@@ -21769,7 +23153,8 @@ static void mlstack__rand_task(void *ctx, int task, int n_tasks, int thread) {
     if (end > j->n) end = j->n;
     for (; i < end; i++) {
         uint64_t r = mlstack__mix64(state += 0x9E3779B97F4A7C15ull);
-        float v = (float)((int64_t)((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48)) - 131070) * scale;
+        float v =
+            (float)((int64_t)((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48)) - 131070) * scale;
         if (j->dtype == MLSTACK_DTYPE_F32) {
             memcpy(j->dst + i * 4, &v, 4);
         } else {
@@ -21826,9 +23211,11 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     }
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: out is NULL");
     *out = NULL;
-    if (!config_path) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: config_path is NULL");
+    if (!config_path)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: config_path is NULL");
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_open_random: dtype %s (expected F32, F16 or BF16)",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_open_random: dtype %s (expected F32, F16 or BF16)",
                              mlstack_dtype_name(dtype));
     if (quant != 0 && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_1)",
@@ -21895,8 +23282,10 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             if (c->qk_norm) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1, &L->wk) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2, &L->wv) &&
+                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
+                                      &L->wk) &&
+                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
+                                      &L->wv) &&
                  mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
             if (ok && c->n_experts && c->layer_moe[l]) {
                 /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
@@ -21904,29 +23293,37 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 int e;
                 L->moe = 1;
                 L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-                ok = L->experts && mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
+                ok = L->experts &&
+                     mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
                 for (e = 0; ok && e < c->n_experts; e++)
-                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 1 + 3 * (uint64_t)e,
-                                              &L->experts[3 * e]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 2 + 3 * (uint64_t)e,
-                                              &L->experts[3 * e + 1]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
-                                              &L->experts[3 * e + 2]);
+                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
+                                              te + 1 + 3 * (uint64_t)e, &L->experts[3 * e]) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
+                                              te + 2 + 3 * (uint64_t)e, &L->experts[3 * e + 1]) &&
+                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
+                                              te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
                 te += 1 + 3 * (uint64_t)c->n_experts;
                 if (ok && c->shared_ff)
-                    ok = mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2, &L->sh_down) &&
-                         mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
+                    ok =
+                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
+                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
+                        mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2,
+                                             &L->sh_down) &&
+                        mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
             } else if (ok) {
-                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4, &L->w_gate) &&
+                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
+                                          &L->w_gate) &&
                      ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
-                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5, &L->w_up)) &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6, &L->w_down);
+                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
+                                           &L->w_up)) &&
+                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6,
+                                          &L->w_down);
             }
         }
         mlstack__pool_free(&pool);
-        if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path, mlstack_dtype_name(dtype));
+        if (!ok)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
+                              mlstack_dtype_name(dtype));
     }
     if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, err);
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -21956,9 +23353,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 typedef struct mlstack__kv_seq {
     int active;
-    int sched;       /* owned by the scheduler: the low-level eval API may not touch it */
-    int32_t len;     /* positions held */
-    int32_t *pages;  /* page table */
+    int sched; /* owned by the scheduler: the low-level eval API may not touch it */
+    int32_t len; /* positions held */
+    int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
 
@@ -21967,31 +23364,31 @@ typedef struct mlstack__kv_seq {
    prefix ends at this node or below it; a locked node is pinned (never evicted). */
 typedef struct mlstack__rnode {
     struct mlstack__rnode *parent, *child, *next; /* first child, next sibling */
-    int32_t *tokens;                              /* n_pages * P tokens */
-    int32_t *pages;                               /* n_pages page ids */
+    int32_t *tokens; /* n_pages * P tokens */
+    int32_t *pages; /* n_pages page ids */
     int n_pages;
     int lock;
-    uint64_t tick;                                /* last match or insert, for LRU eviction */
+    uint64_t tick; /* last match or insert, for LRU eviction */
 } mlstack__rnode;
 
 typedef struct mlstack__radix {
-    mlstack__rnode root;   /* empty edge, never evicted */
-    int n_nodes;           /* without the root */
-    int n_cached;          /* pages owned by nodes */
-    int n_pinned;          /* pages owned by locked nodes */
+    mlstack__rnode root; /* empty edge, never evicted */
+    int n_nodes; /* without the root */
+    int n_cached; /* pages owned by nodes */
+    int n_pinned; /* pages owned by locked nodes */
     uint64_t tick;
-    uint64_t n_evicted;    /* pages dropped from the tree, ever */
+    uint64_t n_evicted; /* pages dropped from the tree, ever */
 } mlstack__radix;
 
 typedef struct mlstack__kv {
-    unsigned char *data;  /* n_pages * page_bytes */
+    unsigned char *data; /* n_pages * page_bytes */
     mlstack_dtype dtype;
     size_t esize;
     int n_pages, page_tokens;
     size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
     int *free_stack;
     int n_free;
-    int32_t *ref;         /* per page: references (0 = on the free stack) */
+    int32_t *ref; /* per page: references (0 = on the free stack) */
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
@@ -22319,9 +23716,9 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    Each K/V chunk is converted to f32 once for all R rows and G heads. Every row sees the same
    chunks (starting at t0) and the same kernel calls as it would alone, so its result does not
    depend on the other rows, the batch or the thread count. */
-static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R, int G,
-                            const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh, int32_t t0,
-                            const int32_t *t1, float scale, float softcap, float *scratch) {
+static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
+                            int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
+                            int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
     const void *kp[MLSTACK__ATT_CHUNK], *vp[MLSTACK__ATT_CHUNK];
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
@@ -22368,7 +23765,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
             float inv = 1.0f / den[r * G + g];
-            for (d = 0; d < Dh; d++) out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
+            for (d = 0; d < Dh; d++)
+                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
         }
 }
 
@@ -22395,15 +23793,15 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
    nothing and the slices are the whole tensors. */
 
 typedef struct mlstack__scratch {
-    float *x, *xn;      /* (B, D) residual stream and its norm; every rank keeps the whole of both */
-    float *q, *k, *v;   /* (B, heads of this rank x Dh) */
-    float *gate, *up;   /* (B, FFN columns of this rank) */
-    float *out;         /* (B, this rank's rows of a projection): its slice before the exchange */
-    float *mm;          /* n_threads * max n_in */
-    mlstack__q8x *xq;   /* (B, max n_in / 32) activation blocks */
-    float *rope;        /* (B, Dh): cos and sin of each row's position */
-    float *scores;      /* n_threads * attention scratch */
-    int *att_blk;       /* (B + 1,) attention row blocks */
+    float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
+    float *q, *k, *v; /* (B, heads of this rank x Dh) */
+    float *gate, *up; /* (B, FFN columns of this rank) */
+    float *out; /* (B, this rank's rows of a projection): its slice before the exchange */
+    float *mm; /* n_threads * max n_in */
+    mlstack__q8x *xq; /* (B, max n_in / 32) activation blocks */
+    float *rope; /* (B, Dh): cos and sin of each row's position */
+    float *scores; /* n_threads * attention scratch */
+    int *att_blk; /* (B + 1,) attention row blocks */
     /* MoE layers (one rank): router logits (B, E); one expert's gathered rows (B, D), their
        gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
@@ -22426,9 +23824,9 @@ enum { MLSTACK__X_ATT, MLSTACK__X_MODEL, MLSTACK__X_FFN, MLSTACK__X_VOCAB, MLSTA
 /* The whole (B, N) tensors every rank reads after an exchange. Ranks that are threads of one
    process share one set, each writing its own columns; a rank in its own process has its own. */
 typedef struct mlstack__xbuf {
-    float *att;  /* (B, H Dh) attention output */
+    float *att; /* (B, H Dh) attention output */
     float *o, *d; /* (B, D) a Wo and the FFN output */
-    float *h;    /* (B, F) silu(xn Wgate) * xn Wup */
+    float *h; /* (B, F) silu(xn Wgate) * xn Wup */
 } mlstack__xbuf;
 
 struct mlstack__comm;
@@ -22439,29 +23837,29 @@ typedef struct mlstack__rank {
     int index, n_ranks;
     const mlstack_model *model;
     const mlstack__kernels *k;
-    mlstack__pool *pool;          /* the engine's pool for the engine thread's rank, else own_pool */
+    mlstack__pool *pool; /* the engine's pool for the engine thread's rank, else own_pool */
     mlstack__pool own_pool;
     mlstack__shard sh;
     const int *cols[MLSTACK__X_COUNT_]; /* the engine's column bounds of every rank */
-    mlstack__layer *layers;       /* this rank's rows of each layer (the model's own with one rank) */
+    mlstack__layer *layers; /* this rank's rows of each layer (the model's own with one rank) */
     const mlstack__weight *lm_head; /* the model's with one rank, else lm_head_rows */
     mlstack__weight lm_head_rows;
-    void **owned;                 /* panel copies of the rank's rows */
+    void **owned; /* panel copies of the rank's rows */
     int n_owned, cap_owned;
-    mlstack__kv kv;               /* page tables of the engine; data: this rank's KV heads */
+    mlstack__kv kv; /* page tables of the engine; data: this rank's KV heads */
     mlstack__scratch s;
     mlstack__xbuf *xb;
     struct mlstack__comm *comm;
-    int32_t *msg;                 /* the step being run, as broadcast by rank 0 */
+    int32_t *msg; /* the step being run, as broadcast by rank 0 */
     size_t cap_msg;
-    int *slot;                    /* per row of the step: logits slot or -1 */
+    int *slot; /* per row of the step: logits slot or -1 */
     int cap_slot;
-    float *logits;                /* rank 0: where the gathered logits go */
+    float *logits; /* rank 0: where the gathered logits go */
     uint64_t bytes_in, bytes_out; /* exchanged so far */
-    double wait_s;                /* time spent in exchanges */
+    double wait_s; /* time spent in exchanges */
     uint64_t weight_bytes, replicated_bytes, packed_bytes;
     int n_threads;
-    const int *cpus;              /* NULL, or n_threads CPUs to pin the rank's threads to */
+    const int *cpus; /* NULL, or n_threads CPUs to pin the rank's threads to */
     mlstack_result init_result;
     char init_msg[256];
 } mlstack__rank;
@@ -22480,7 +23878,9 @@ typedef struct mlstack__attn_job {
 
 static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
 /* First position row `pos` attends to in the sliding layers (every layer: the same or 0). */
-static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) { return mlstack__window_from(c->sliding_window, pos); }
+static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
+    return mlstack__window_from(c->sliding_window, pos);
+}
 
 /* One task per (row block, KV head of the rank): the block's rows (one sequence, consecutive
    positions) and the query heads of the rank that read that KV head (all G = H / Hkv of its
@@ -22500,8 +23900,9 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer, h, Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1,
-                    c->attn_scale, c->attn_softcap, rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
+                    &rk->kv.seqs[row->seq], j->layer, h, Dh,
+                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
 
 /* LayerNorm of x (n,): (x - mean) / sqrt(var + eps) * w (+ b where b is not NULL), the biased
@@ -22546,12 +23947,14 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
-        else if (L->q_norm && !whole) rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
+        else if (L->q_norm && !whole)
+            rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
         rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
-        else if (L->k_norm && !whole) rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
+        else if (L->k_norm && !whole)
+            rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
         rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
@@ -22566,7 +23969,8 @@ static int mlstack__attn_blocks(const mlstack__config *c, const mlstack_batch_ro
     int b = 0, n = 0;
     while (b < B) {
         int r = 1;
-        while (b + r < B && r < MLSTACK__ATT_ROWS && rows[b + r].seq == rows[b].seq && rows[b + r].pos == rows[b].pos + r &&
+        while (b + r < B && r < MLSTACK__ATT_ROWS && rows[b + r].seq == rows[b].seq &&
+               rows[b + r].pos == rows[b].pos + r &&
                mlstack__window_start(c, rows[b + r].pos) == mlstack__window_start(c, rows[b].pos))
             r++;
         blk[n++] = b;
@@ -22603,7 +24007,8 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
     const mlstack__config *c = &m->cfg;
-    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
+    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
+        i;
     size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
@@ -22633,10 +24038,12 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
 
 /* One norm of the model's kind: RMSNorm (w as applied, (1 + w) already added) or LayerNorm
    with bias bn. */
-static void mlstack__norm1(const mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn, int n) {
+static void mlstack__norm1(const mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn,
+                           int n) {
     const mlstack__config *c = &rk->model->cfg;
     if (c->layernorm) mlstack__layernorm(out, x, w, bn, n, c->eps);
-    else rk->k->rmsnorm(out, x, w, n, c->eps);
+    else
+        rk->k->rmsnorm(out, x, w, n, c->eps);
 }
 
 /* out (B, D) = norm(x (B, D)) with weight w (and LayerNorm bias bn) */
@@ -22645,7 +24052,8 @@ static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x,
     const mlstack__config *c = &rk->model->cfg;
     int b;
     MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
-    for (b = 0; b < B; b++) mlstack__norm1(rk, out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, bn, c->n_embd);
+    for (b = 0; b < B; b++)
+        mlstack__norm1(rk, out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, bn, c->n_embd);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
@@ -22702,7 +24110,8 @@ static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, in
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
-            else if (act == MLSTACK__ACT_GELU) g[i] = mlstack__gelu_erf(x);
+            else if (act == MLSTACK__ACT_GELU)
+                g[i] = mlstack__gelu_erf(x);
             else {
                 e = mlstack__exp_canon(-x);
                 e = 1.0f + e;
@@ -22724,7 +24133,8 @@ static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, in
 static void mlstack__rope_kv(mlstack__rank *rk, mlstack__attn_job *aj, int B) {
     MLSTACK__PROF_BEGIN(rk->pool, ROPE_KV);
     if (B > 1) mlstack__pool_run(rk->pool, mlstack__rope_kv_task, aj, B); /* one task per row */
-    else mlstack__rope_kv_task(aj, 0, 1, 0);
+    else
+        mlstack__rope_kv_task(aj, 0, 1, 0);
     MLSTACK__PROF_END(rk->pool, ROPE_KV, aj->layer, aj->rows, B);
 }
 
@@ -22746,7 +24156,9 @@ static void mlstack__project(mlstack__rank *rk, const float *x, int B, int n, co
 
 /* Where a projection's slice goes before the exchange: with one rank straight into the whole
    tensor (the exchange then has nothing to do), else the rank's own buffer. */
-static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) { return rk->n_ranks == 1 ? whole : own; }
+static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) {
+    return rk->n_ranks == 1 ? whole : own;
+}
 
 /* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
    routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
@@ -22795,11 +24207,13 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
                     n++;
                 }
         if (!n) continue;
-        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL, NULL);
+        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
+                         NULL);
         mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
-            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D, *y = s->moe_y + (size_t)i * D;
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
+                  *y = s->moe_y + (size_t)i * D;
             for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
     }
@@ -22812,7 +24226,8 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));
-            for (j = 0; j < D; j++) out[(size_t)b * D + j] = MLSTACK__FMAF(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
+            for (j = 0; j < D; j++)
+                out[(size_t)b * D + j] = MLSTACK__FMAF(sg, s->moe_y[(size_t)b * D + j], out[(size_t)b * D + j]);
         }
     }
 }
@@ -22920,11 +24335,11 @@ struct mlstack_sampler {
     uint64_t rng[4];
     int32_t *history; /* ring of the last penalty_last_n tokens (or all) */
     int n_hist, cap_hist, head_hist;
-    int *counts;      /* per token, within the history window */
-    float *work;      /* n_vocab */
-    int *idx;         /* n_vocab */
+    int *counts; /* per token, within the history window */
+    float *work; /* n_vocab */
+    int *idx; /* n_vocab */
     mlstack_matcher *gm; /* the grammar's matcher, NULL without one */
-    uint32_t *gbits;     /* its mask */
+    uint32_t *gbits; /* its mask */
 };
 
 static uint64_t mlstack__splitmix(uint64_t *x) {
@@ -22971,7 +24386,8 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
     s->work = (float *)mlstack__calloc((size_t)n_vocab, sizeof(float));
     s->idx = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
     if (s->d.grammar) {
-        mlstack_result gr = s->d.grammar->vocab->n_vocab != n_vocab ? MLSTACK_ERR_INVALID_ARG : mlstack_matcher_init(s->d.grammar, &s->gm);
+        mlstack_result gr = s->d.grammar->vocab->n_vocab != n_vocab ? MLSTACK_ERR_INVALID_ARG
+                                                                    : mlstack_matcher_init(s->d.grammar, &s->gm);
         if (gr != MLSTACK_OK) {
             MLSTACK_FREE(s);
             return gr;
@@ -23036,7 +24452,8 @@ static void mlstack__sort_desc(int *idx, int n, const float *vals) {
             while (a < mid && b < hi) {
                 int x = idx[a], y = idx[b];
                 if (vals[x] > vals[y] || (vals[x] == vals[y] && x < y)) tmp[k++] = idx[a++];
-                else tmp[k++] = idx[b++];
+                else
+                    tmp[k++] = idx[b++];
             }
             while (a < mid) tmp[k++] = idx[a++];
             while (b < hi) tmp[k++] = idx[b++];
@@ -23175,8 +24592,8 @@ MLSTACK_API mlstack_result mlstack_sampler_probs(mlstack_sampler *s, const float
     return MLSTACK_OK;
 }
 
-MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logits, int32_t draft, const float *draft_probs,
-                                           int *accepted) {
+MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logits, int32_t draft,
+                                           const float *draft_probs, int *accepted) {
     int i, n;
     double sum, p_draft = 0, q_draft, res_sum, r, cum;
     float *w;
@@ -23224,26 +24641,26 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
 struct mlstack_engine {
     mlstack_model *model;
     const mlstack__kernels *k;
-    mlstack__pool pool;           /* workers of the rank that runs on the engine's thread */
-    mlstack__kv kv;               /* pages, page tables, radix tree; data: that rank's KV heads */
+    mlstack__pool pool; /* workers of the rank that runs on the engine's thread */
+    mlstack__kv kv; /* pages, page tables, radix tree; data: that rank's KV heads */
     int max_batch;
-    float *logits;                /* (n_logit_rows, V) */
-    int *logit_slot;              /* per batch row of the last eval: slot in logits or -1 */
+    float *logits; /* (n_logit_rows, V) */
+    int *logit_slot; /* per batch row of the last eval: slot in logits or -1 */
     int n_last_rows, cap_rows, cap_logits;
-    int32_t *tmp_len;             /* per sequence, during validation */
+    int32_t *tmp_len; /* per sequence, during validation */
     mlstack_error err;
-    struct mlstack__prof *prof;   /* NULL until mlstack_engine_profile_start */
+    struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
     struct mlstack__sched *sched; /* requests, queues and accounting (>>scheduler) */
     int step_tokens;
     /* ranks (>>ranks) */
-    int n_ranks;                  /* in the whole mesh */
-    int n_local;                  /* run by this process: all of them as threads, or one under a transport */
-    mlstack__rank *ranks;         /* the local ranks; ranks[0] runs on the engine's thread */
-    mlstack__shard *shards;       /* every rank's share */
-    int *cols;                    /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
-    mlstack__xbuf xb;             /* the exchanged tensors */
+    int n_ranks; /* in the whole mesh */
+    int n_local; /* run by this process: all of them as threads, or one under a transport */
+    mlstack__rank *ranks; /* the local ranks; ranks[0] runs on the engine's thread */
+    mlstack__shard *shards; /* every rank's share */
+    int *cols; /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
+    mlstack__xbuf xb; /* the exchanged tensors */
     struct mlstack__comm *comm;
-    int ranks_ready;              /* every rank set up and agreeing: followers run their loops */
+    int ranks_ready; /* every rank set up and agreeing: followers run their loops */
     int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
     /* speculative decoding (>>scheduler) */
     mlstack_spec_mode spec;
@@ -23270,11 +24687,13 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
 
 /* Entry points that change sequences or run a step refuse to run inside another step's callback
    (on_token, on_logits): the step in progress holds pointers into what they would change. */
-#define MLSTACK__ENGINE_NOT_BUSY(e, what)                                                                         \
-    do {                                                                                                         \
-        if ((e)->busy)                                                                                           \
-            return mlstack__engine_fail((e), MLSTACK_ERR_STATE, "%s: called from a callback of a step or "       \
-                                        "generate in progress on this engine", what);                            \
+#define MLSTACK__ENGINE_NOT_BUSY(e, what)                                          \
+    do {                                                                           \
+        if ((e)->busy)                                                             \
+            return mlstack__engine_fail((e), MLSTACK_ERR_STATE,                    \
+                                        "%s: called from a callback of a step or " \
+                                        "generate in progress on this engine",     \
+                                        what);                                     \
     } while (0)
 
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
@@ -23311,23 +24730,28 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         d->n_ranks < 0 || d->threads_per_rank < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
     /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
-    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 || d->spec_tokens > 64 ||
-        d->spec_ngram < 0 || d->spec_ngram > 64)
+    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
+        d->spec_tokens > 64 || d->spec_ngram < 0 || d->spec_ngram > 64)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64", (int)d->spec);
+                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64",
+                             (int)d->spec);
     if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
-    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
-                             "the tokenizer)", d->spec_draft->cfg.n_vocab, c->n_vocab);
+                             "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_INVALID_ARG,
+            "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
+            "the tokenizer)",
+            d->spec_draft->cfg.n_vocab, c->n_vocab);
     if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
     if (d->spec_ngram == 0) d->spec_ngram = 3;
     if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
         d->step_tokens > (1 << 24))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                             "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
-                             "(2^24) too large");
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_LIMIT,
+            "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+            "(2^24) too large");
     if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
         long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
         if (v < 1 || v > 4096)
@@ -23346,8 +24770,10 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
         if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-        if ((uint64_t)d->max_batch_tokens * max_in > (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "max_batch_tokens %d x width %zu of this model exceeds %d elements",
+        if ((uint64_t)d->max_batch_tokens * max_in >
+            (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                                 "max_batch_tokens %d x width %zu of this model exceeds %d elements",
                                  d->max_batch_tokens, max_in, INT_MAX);
     }
     switch (d->kv_type) {
@@ -23355,12 +24781,14 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     case MLSTACK_KV_F16:
     case MLSTACK_KV_BF16: break;
     case MLSTACK_KV_F32: kv_size = 4; break;
-    default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
+    default:
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
     }
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem = ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        d->kv_mem =
+            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
     }
     return MLSTACK_OK;
 }
@@ -23381,7 +24809,8 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
     cap = mlstack__isa_parse(d.isa);
     if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
     if (cap == -2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
                              d.isa ? d.isa : getenv("MLSTACK_ISA"));
     e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
     if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -23401,7 +24830,8 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         /* the draft engine: the same threads, sequences and pages; KV for as many positions */
         const mlstack__config *dc = &d.spec_draft->cfg;
         mlstack_engine_desc dd;
-        uint64_t per_tok = (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        uint64_t per_tok =
+            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
@@ -23412,8 +24842,9 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
         dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                    (uint64_t)dc->head_dim + (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                    (uint64_t)d.kv_page_tokens;
+                        (uint64_t)dc->head_dim +
+                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
+                        (uint64_t)d.kv_page_tokens;
         r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
     }
     if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
@@ -23461,10 +24892,12 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     int32_t have = mlstack_engine_seq_length(e, seq);
     if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
     if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
-    if (have < 0) return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq) : MLSTACK_ERR_INVALID_ARG;
+    if (have < 0)
+        return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq)
+                 : MLSTACK_ERR_INVALID_ARG;
     if (len < 0 || len > have)
-        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions", (int)seq,
-                                    (int)len, (int)have);
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
+                                    (int)seq, (int)len, (int)have);
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
     e->kv.seqs[seq].len = len;
     return MLSTACK_OK;
@@ -23480,7 +24913,8 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
     e->err.message[0] = 0;
     e->n_last_rows = 0;
     if (e->ranks[0].index != 0)
-        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "eval: rank %d follows rank 0 (mlstack_engine_follow)", e->ranks[0].index);
+        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "eval: rank %d follows rank 0 (mlstack_engine_follow)",
+                                    e->ranks[0].index);
     if (n_rows <= 0 || !rows) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: empty batch");
     /* validate everything before touching state */
     for (i = 0; i < e->kv.max_seqs; i++) e->tmp_len[i] = -1;
@@ -23488,20 +24922,22 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         const mlstack_batch_row *r = &rows[i];
         int32_t cur;
         if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active || e->kv.seqs[r->seq].sched != sched)
-            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i, (int)r->seq);
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i,
+                                        (int)r->seq);
         if (r->token < 0 || r->token >= c->n_vocab)
-            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: token %d outside the vocabulary (0..%d)", i,
-                                        (int)r->token, c->n_vocab - 1);
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: token %d outside the vocabulary (0..%d)", i, (int)r->token,
+                                        c->n_vocab - 1);
         if (r->pos < 0 || r->pos >= c->max_pos)
-            return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
-                                        "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)", i,
-                                        (int)r->pos, c->max_pos - 1);
+            return mlstack__engine_fail(
+                e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
+                i, (int)r->pos, c->max_pos - 1);
         cur = e->tmp_len[r->seq];
         if (cur < 0) {
             if (r->pos > e->kv.seqs[r->seq].len)
                 return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
-                                            "eval: row %d: position %d leaves a gap (sequence %d holds %d positions)", i,
-                                            (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
+                                            "eval: row %d: position %d leaves a gap (sequence %d holds %d positions)",
+                                            i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
         } else if (r->pos != cur) {
             return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
                                         "eval: row %d: sequence %d expects position %d next in this batch, got %d", i,
@@ -23517,8 +24953,9 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         }
     }
     if (need_pages > e->kv.n_free && mlstack__radix_evict(&e->kv, need_pages) < need_pages)
-        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "eval: KV cache full: batch needs %d more pages, %d of %d free",
-                                    need_pages, e->kv.n_free, e->kv.n_pages);
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
+                                    "eval: KV cache full: batch needs %d more pages, %d of %d free", need_pages,
+                                    e->kv.n_free, e->kv.n_pages);
     if (n_rows > e->cap_rows) {
         int *p = (int *)MLSTACK_REALLOC(e->logit_slot, sizeof(int) * (size_t)n_rows);
         if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
@@ -23534,7 +24971,8 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
     for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
         if (e->tmp_len[i] >= 0 &&
             mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
-            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory for the page table of sequence %d", i);
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY,
+                                        "eval: out of memory for the page table of sequence %d", i);
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
             if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
@@ -23586,7 +25024,8 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: the prompt is empty");
     if (g->max_tokens < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: max_tokens is negative");
     pos = mlstack_engine_seq_length(e, g->seq);
-    if (pos < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: sequence %d is not in use", (int)g->seq);
+    if (pos < 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: sequence %d is not in use", (int)g->seq);
     if ((int64_t)pos + g->n_prompt > c->max_pos)
         return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
                                     "generate: prompt of %d tokens after %d cached positions exceeds the context of %d",
@@ -23640,7 +25079,6 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     return r;
 }
 
-
 /* ==== 24. SCHEDULER ==== */ /* >>scheduler */
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
@@ -23665,14 +25103,14 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 
 typedef struct mlstack__req {
     struct mlstack__req *next_all; /* every request of the engine (under the lock) */
-    struct mlstack__req *next_in;  /* submitted, not yet seen by step (under the lock) */
+    struct mlstack__req *next_in; /* submitted, not yet seen by step (under the lock) */
     uint64_t id, arrival_step;
     /* under the lock: */
-    mlstack_request_status st;     /* what poll reports */
-    int cancel, released, seen;    /* seen: taken into the scheduler's lists by a step */
+    mlstack_request_status st; /* what poll reports */
+    int cancel, released, seen; /* seen: taken into the scheduler's lists by a step */
     /* the stepping thread only: */
     int kill, prefill_rows;
-    int32_t *toks;                 /* prompt then generated; cap_toks is never exceeded */
+    int32_t *toks; /* prompt then generated; cap_toks is never exceeded */
     int n_toks, cap_toks, n_prompt, n_computed, max_tokens, ignore_eos;
     int32_t *stop_ids;
     int n_stop_ids;
@@ -23684,23 +25122,23 @@ typedef struct mlstack__req {
     void *user;
     mlstack_sampler *smp;
     mlstack_detok *dt;
-    char *text;                    /* decoded text generated so far */
+    char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
-    int32_t seq;                   /* sequence slot while running, else -1 */
-    mlstack__rnode *pin;           /* deepest cached node attached while running */
+    int32_t seq; /* sequence slot while running, else -1 */
+    mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
     char message[160];
     double t_submit, t_first, t_done;
-    int row_first, n_rows;         /* this step's rows */
+    int row_first, n_rows; /* this step's rows */
     /* speculative decoding (the stepping thread only) */
-    int no_spec, spec_k;           /* spec_k: drafts verified by this step's rows (after the first) */
-    int32_t *draft;                /* spec_tokens drafted tokens */
-    float *draft_q;                /* sampled requests with a draft model: the draws' distributions */
-    mlstack_sampler *dsmp;         /* the draft model's sampler (no penalties, no grammar) */
-    int32_t dseq;                  /* the draft engine's sequence, -1 without one */
-    int spec_base, spec_acc;       /* n_toks when the last drafts were made; how many were accepted */
-    int spec_cap, spec_skip;       /* drafts allowed next (adapts to acceptance); decode steps left without */
+    int no_spec, spec_k; /* spec_k: drafts verified by this step's rows (after the first) */
+    int32_t *draft; /* spec_tokens drafted tokens */
+    float *draft_q; /* sampled requests with a draft model: the draws' distributions */
+    mlstack_sampler *dsmp; /* the draft model's sampler (no penalties, no grammar) */
+    int32_t dseq; /* the draft engine's sequence, -1 without one */
+    int spec_base, spec_acc; /* n_toks when the last drafts were made; how many were accepted */
+    int spec_cap, spec_skip; /* drafts allowed next (adapts to acceptance); decode steps left without */
     int n_drafted, n_accepted;
 } mlstack__req;
 
@@ -23708,7 +25146,7 @@ typedef struct mlstack__sched {
     mlstack__mutex mu;
     mlstack__req *all, *in_head, *in_tail;
     uint64_t next_id;
-    mlstack_cache_stats snap;      /* published after each step (under the lock) */
+    mlstack_cache_stats snap; /* published after each step (under the lock) */
     /* the stepping thread only: */
     mlstack__req **wait, **run;
     int n_wait, cap_wait, n_run;
@@ -23716,7 +25154,7 @@ typedef struct mlstack__sched {
     int cap_rows;
     uint64_t steps, hit, computed, generated, preemptions, rejected;
     uint64_t drafted, accepted, spec_steps;
-    mlstack_batch_row *drows;      /* the draft engine's rows */
+    mlstack_batch_row *drows; /* the draft engine's rows */
     int cap_drows;
 } mlstack__sched;
 
@@ -23792,22 +25230,25 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     c = &e->model->cfg;
     S = e->sched;
     n_pages = e->kv.n_pages;
-    if (d->n_prompt <= 0 || !d->prompt) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
+    if (d->n_prompt <= 0 || !d->prompt)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
     if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
         (d->n_stop_strings && !d->stop_strings))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");
     for (i = 0; i < d->n_prompt; i++)
         if (d->prompt[i] < 0 || d->prompt[i] >= c->n_vocab)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: prompt token %d is %d, outside the vocabulary (0..%d)", i,
-                                 (int)d->prompt[i], c->n_vocab - 1);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "submit: prompt token %d is %d, outside the vocabulary (0..%d)", i, (int)d->prompt[i],
+                                 c->n_vocab - 1);
     if (d->n_stop_strings && !e->model->tok)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: stop strings need a model with a tokenizer");
     if (d->n_prompt > c->max_pos) {
         mlstack__lock(&S->mu);
         S->rejected++;
         mlstack__unlock(&S->mu);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "submit: prompt of %d tokens is longer than the context (%d positions)",
-                             d->n_prompt, c->max_pos);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "submit: prompt of %d tokens is longer than the context (%d positions)", d->n_prompt,
+                             c->max_pos);
     }
     /* the KV a request needs at most: every token but the last generated one */
     cap = d->max_tokens ? (int64_t)d->n_prompt + d->max_tokens - 1 : d->n_prompt;
@@ -23816,9 +25257,10 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
         mlstack__lock(&S->mu);
         S->rejected++;
         mlstack__unlock(&S->mu);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                             "submit: request needs %d KV pages of %d tokens for %lld positions alone, the pool has %d (kv_mem)",
-                             mlstack__pages_for(&e->kv, cap), e->kv.page_tokens, (long long)cap, n_pages);
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_LIMIT,
+            "submit: request needs %d KV pages of %d tokens for %lld positions alone, the pool has %d (kv_mem)",
+            mlstack__pages_for(&e->kv, cap), e->kv.page_tokens, (long long)cap, n_pages);
     }
     r = (mlstack__req *)mlstack__calloc(1, sizeof *r);
     if (!r) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
@@ -23862,7 +25304,8 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
             if (len > r->max_stop) r->max_stop = len;
         }
     }
-    if (e->model->tok && mlstack_detok_init(e->model->tok, MLSTACK_DECODE_SKIP_SPECIAL, &r->dt) != MLSTACK_OK) r->dt = NULL;
+    if (e->model->tok && mlstack_detok_init(e->model->tok, MLSTACK_DECODE_SKIP_SPECIAL, &r->dt) != MLSTACK_OK)
+        r->dt = NULL;
     if ((d->n_stop_ids && !r->stop_ids) || (d->n_stop_strings && (!r->stops || i < d->n_stop_strings)) ||
         (e->model->tok && !r->dt)) {
         mlstack__req_free(r);
@@ -23876,7 +25319,8 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     r->next_all = S->all;
     S->all = r;
     if (S->in_tail) S->in_tail->next_in = r;
-    else S->in_head = r;
+    else
+        S->in_head = r;
     S->in_tail = r;
     S->snap.n_queued++;
     mlstack__unlock(&S->mu);
@@ -23898,8 +25342,10 @@ MLSTACK_API mlstack_result mlstack_engine_cancel(mlstack_engine *e, uint64_t id)
     mlstack__lock(&e->sched->mu);
     r = mlstack__sched_find(e->sched, id);
     if (!r) res = MLSTACK_ERR_NOT_FOUND;
-    else if (r->st.state == MLSTACK_REQUEST_DONE) res = MLSTACK_ERR_STATE;
-    else r->cancel = 1;
+    else if (r->st.state == MLSTACK_REQUEST_DONE)
+        res = MLSTACK_ERR_STATE;
+    else
+        r->cancel = 1;
     mlstack__unlock(&e->sched->mu);
     return res;
 }
@@ -23913,7 +25359,8 @@ MLSTACK_API mlstack_result mlstack_engine_poll(mlstack_engine *e, uint64_t id, m
     if (r) {
         if (status) *status = r->st;
         if (tokens && cap > 0) /* published tokens were written before the publishing step took the lock */
-            memcpy(tokens, r->toks + r->n_prompt, sizeof(int32_t) * (size_t)(cap < r->st.n_generated ? cap : r->st.n_generated));
+            memcpy(tokens, r->toks + r->n_prompt,
+                   sizeof(int32_t) * (size_t)(cap < r->st.n_generated ? cap : r->st.n_generated));
     }
     mlstack__unlock(&e->sched->mu);
     return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
@@ -23941,7 +25388,8 @@ MLSTACK_API mlstack_result mlstack_engine_release(mlstack_engine *e, uint64_t id
     if (r) {
         r->released = 1;
         if (r->st.state != MLSTACK_REQUEST_DONE) r->cancel = 1;
-        else mlstack__sched_reap(e->sched);
+        else
+            mlstack__sched_reap(e->sched);
     }
     mlstack__unlock(&e->sched->mu);
     return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
@@ -24008,7 +25456,8 @@ static void mlstack__req_finish(mlstack_engine *e, mlstack__req *r, int finish, 
     mlstack__sched *S = e->sched;
     mlstack__req_detach(e, r);
     if (r->state == MLSTACK_REQUEST_RUNNING) mlstack__list_remove(S->run, &S->n_run, r);
-    else mlstack__list_remove(S->wait, &S->n_wait, r);
+    else
+        mlstack__list_remove(S->wait, &S->n_wait, r);
     r->state = MLSTACK_REQUEST_DONE;
     r->finish = finish;
     r->result = res;
@@ -24023,7 +25472,8 @@ static void mlstack__req_preempt(mlstack_engine *e, mlstack__req *r) {
     r->state = MLSTACK_REQUEST_QUEUED;
     r->n_preempted++;
     S->preemptions++;
-    if (mlstack__wait_push(S, r) != 0) mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (mlstack__wait_push(S, r) != 0)
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory");
 }
 
 /* Makes r's page table cover `len` positions: evicts cached pages, then (may_preempt) preempts
@@ -24196,7 +25646,8 @@ static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok) {
         const char *t;
         size_t n;
         if (mlstack_detok_push(r->dt, tok, &t, &n) == MLSTACK_OK && mlstack__text_append(r, t, n) != 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for the decoded text");
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY,
+                                "out of memory for the decoded text");
             return;
         }
         upto = r->text_len;
@@ -24222,7 +25673,8 @@ static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok) {
     }
     if (r->dt) piece = r->text ? r->text + from : "";
     r->emitted = upto;
-    if (r->on_token && r->on_token(r->user, r->id, tok, piece, piece ? upto - from : 0) && finish == MLSTACK_FINISH_NONE)
+    if (r->on_token && r->on_token(r->user, r->id, tok, piece, piece ? upto - from : 0) &&
+        finish == MLSTACK_FINISH_NONE)
         finish = MLSTACK_FINISH_CALLBACK;
     if (finish != MLSTACK_FINISH_NONE) mlstack__req_finish(e, r, finish, MLSTACK_OK, NULL);
 }
@@ -24255,8 +25707,9 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens * (uint64_t)e->model->cfg.n_kv_heads *
-                     (uint64_t)e->model->cfg.head_dim * kv->esize; /* of all ranks together */
+    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens *
+                     (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim *
+                     kv->esize; /* of all ranks together */
     st->pages_free = kv->n_free;
     st->pages_used = kv->n_pages - kv->n_free;
     st->pages_cached = kv->radix.n_cached;
@@ -24404,7 +25857,8 @@ static void mlstack__spec_draft(mlstack_engine *e) {
             continue;
         }
         if (!mlstack__spec_dsmp(r)) continue;
-        if (r->smp->d.temperature > 0 && !r->draft_q && !(r->draft_q = (float *)mlstack__calloc((size_t)e->spec_tokens * (size_t)V, sizeof(float))))
+        if (r->smp->d.temperature > 0 && !r->draft_q &&
+            !(r->draft_q = (float *)mlstack__calloc((size_t)e->spec_tokens * (size_t)V, sizeof(float))))
             continue;
         if (r->dseq < 0 && mlstack_engine_seq_new(D, &r->dseq) != MLSTACK_OK) {
             r->dseq = -1;
@@ -24488,12 +25942,14 @@ static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
         r->n_computed = c0 + j + 1; /* the KV of the last token and the j drafts accepted so far */
         if (r->on_logits) r->on_logits(r->user, r->id, lg, V);
         if (j < k)
-            tok = mlstack_sampler_verify(r->smp, lg, r->draft[j],
-                                         r->draft_q && r->smp->d.temperature > 0 ? r->draft_q + (size_t)j * (size_t)V : NULL, &ok);
+            tok = mlstack_sampler_verify(
+                r->smp, lg, r->draft[j],
+                r->draft_q && r->smp->d.temperature > 0 ? r->draft_q + (size_t)j * (size_t)V : NULL, &ok);
         else
             tok = mlstack_sampler_sample(r->smp, lg);
         if (tok < 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, "speculative decoding: no token to emit");
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG,
+                                "speculative decoding: no token to emit");
             break;
         }
         acc += ok;
@@ -24574,8 +26030,9 @@ static int mlstack__sched_plan(mlstack_engine *e) {
         }
         if (got == 0) {
             if (S->n_run == 0) /* nothing will free pages: the low-level API holds them */
-                mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_LIMIT,
-                                    "KV pages are held by sequences of the low-level API; the request cannot be admitted");
+                mlstack__req_finish(
+                    e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_LIMIT,
+                    "KV pages are held by sequences of the low-level API; the request cannot be admitted");
             break;
         }
         chunk = r->n_toks - r->n_computed < budget ? r->n_toks - r->n_computed : budget;
@@ -24630,7 +26087,8 @@ static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
         }
         r->n_computed += r->n_rows;
         if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
-        if (r->n_computed == r->n_toks) mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
+        if (r->n_computed == r->n_toks)
+            mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
         r->n_rows = 0;
     }
 }
@@ -24643,13 +26101,13 @@ MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active)
     MLSTACK__ENGINE_NOT_BUSY(e, "step");
     e->busy = 1;
     e->err.message[0] = 0;
-    mlstack__sched_intake(e);                    /* (1) */
-    n_rows = mlstack__sched_plan(e);             /* (2) */
+    mlstack__sched_intake(e); /* (1) */
+    n_rows = mlstack__sched_plan(e); /* (2) */
     if (n_rows > 0) {
         res = mlstack__sched_forward(e, n_rows); /* (3) */
-        mlstack__sched_sample(e, res);           /* (4) */
+        mlstack__sched_sample(e, res); /* (4) */
     }
-    mlstack__lock(&e->sched->mu);                /* (5) */
+    mlstack__lock(&e->sched->mu); /* (5) */
     mlstack__sched_publish(e);
     if (n_active) *n_active = e->sched->snap.n_queued + e->sched->snap.n_running;
     mlstack__unlock(&e->sched->mu);
@@ -24665,7 +26123,8 @@ MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlst
     mlstack_result res;
     memset(&st, 0, sizeof st);
     if (e && e->busy) {
-        MLSTACK__FAIL(err, MLSTACK_ERR_STATE, "complete: called from a callback of a step or generate in progress on this engine");
+        MLSTACK__FAIL(err, MLSTACK_ERR_STATE,
+                      "complete: called from a callback of a step or generate in progress on this engine");
         MLSTACK__ENGINE_NOT_BUSY(e, "complete");
     }
     res = mlstack_engine_submit(e, d, &id, err);
@@ -24704,7 +26163,8 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     int before;
     if (!e) return 0;
     if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
-        mlstack__engine_fail(e, MLSTACK_ERR_STATE, "cache_clear: called from a callback of a step or generate in progress");
+        mlstack__engine_fail(e, MLSTACK_ERR_STATE,
+                             "cache_clear: called from a callback of a step or generate in progress");
         return 0;
     }
     before = e->kv.n_free;
@@ -24772,18 +26232,18 @@ static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
 typedef struct mlstack__comm {
     const mlstack_transport *t; /* NULL: thread ranks */
     int size;
-    char why[256];              /* the first failure */
-    int failed;                 /* atomic */
-    float *stage;               /* transport: packed columns, in and out */
+    char why[256]; /* the first failure */
+    int failed; /* atomic */
+    float *stage; /* transport: packed columns, in and out */
     size_t cap_stage;
     size_t *counts, *displs;
 #if !defined(MLSTACK_NO_THREADS)
     mlstack__mutex mu;
     mlstack__cond cv;
-    int arrived;                /* atomic */
-    unsigned gen;               /* atomic: bumped when the last rank arrives */
-    const void *bc;             /* thread broadcast: rank 0's bytes */
-    mlstack__thread *threads;   /* ranks 1..size-1 */
+    int arrived; /* atomic */
+    unsigned gen; /* atomic: bumped when the last rank arrives */
+    const void *bc; /* thread broadcast: rank 0's bytes */
+    mlstack__thread *threads; /* ranks 1..size-1 */
     int n_started;
 #endif
 } mlstack__comm;
@@ -24907,15 +26367,16 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
             c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
         }
         msg[0] = 0;
-        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->index], root ? st + own : NULL, c->counts, c->displs,
-                                       all, msg, sizeof msg) != 0) {
+        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->index], root ? st + own : NULL, c->counts,
+                                       c->displs, all, msg, sizeof msg) != 0) {
             mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
             rc = -1;
         } else if (root) {
             for (i = 0; i < R; i++) {
                 int wi = cols[i + 1] - cols[i];
                 const float *blk = st + own + (size_t)B * (size_t)cols[i];
-                for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
+                for (b = 0; b < B; b++)
+                    memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
             }
         }
     }
@@ -25025,7 +26486,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
-        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        int want =
+            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
@@ -25034,7 +26496,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
         rk->packed_bytes += bytes;
         mlstack__pool_run(rk->pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
         if (j.pairs) w->packed_dp = j.dst;
-        else w->packed = j.dst;
+        else
+            w->packed = j.dst;
     }
     return 0;
 }
@@ -25057,7 +26520,8 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     if (rk->n_ranks == 1) {
         rk->layers = m->layers;
         rk->lm_head = &m->lm_head;
-        if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK) return MLSTACK_ERR_NO_MEMORY;
+        if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK)
+            return MLSTACK_ERR_NO_MEMORY;
     } else {
         rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
         if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
@@ -25080,7 +26544,8 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         mlstack__weight *ws[7];
         int n;
         if (l < 0) {
-            ws[0] = rk->n_ranks > 1 ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
+            ws[0] = rk->n_ranks > 1 ? &rk->lm_head_rows
+                                    : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
             n = 1;
         } else {
             mlstack__layer *L = &rk->layers[l];
@@ -25105,7 +26570,8 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     const mlstack__config *c = &e->model->cfg;
     const mlstack__shard *sh = &rk->sh;
     mlstack__scratch *s = &rk->s;
-    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim, max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
+           max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
@@ -25122,7 +26588,8 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
     s->rope = mlstack__falloc(B, 2 * Dh);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->scores =
+        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
@@ -25150,8 +26617,10 @@ static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
         r = MLSTACK_ERR_NO_MEMORY;
         what = "could not start its threads";
     }
-    if (r == MLSTACK_OK && rk->cpus && rk->pool->n_threads > 1) mlstack__pool_run(rk->pool, mlstack__pin_task, (void *)rk->cpus, rk->pool->n_threads);
-    else if (r == MLSTACK_OK && rk->cpus) mlstack__pin_self(rk->cpus[0]);
+    if (r == MLSTACK_OK && rk->cpus && rk->pool->n_threads > 1)
+        mlstack__pool_run(rk->pool, mlstack__pin_task, (void *)rk->cpus, rk->pool->n_threads);
+    else if (r == MLSTACK_OK && rk->cpus)
+        mlstack__pin_self(rk->cpus[0]);
     if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
     if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
     if (r == MLSTACK_OK && rk->kv.data == NULL) {
@@ -25304,7 +26773,8 @@ static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk)
 /* Rank 0 (the engine's thread): broadcast the step, run its share. */
 static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
     mlstack__rank *rk = &e->ranks[0];
-    if (mlstack__msg_build(e, rk, rows, n_rows)) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+    if (mlstack__msg_build(e, rk, rows, n_rows))
+        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
     if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
         mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
         return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
@@ -25335,7 +26805,8 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     uint64_t h = 1469598103934665603ull;
     size_t i, k;
     int t;
-#define MLSTACK__FP(p, n) for (k = 0; k < (size_t)(n); k++) h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull
+#define MLSTACK__FP(p, n) \
+    for (k = 0; k < (size_t)(n); k++) h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull
     v[0] = c->arch, v[1] = c->n_layers, v[2] = c->n_embd, v[3] = c->n_ff, v[4] = c->n_heads, v[5] = c->n_kv_heads;
     v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
@@ -25378,13 +26849,14 @@ static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err
                 r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d could not set up its share (%s)", i,
                                   mlstack_result_string((mlstack_result)o[2]));
             else if (o[1] != all[1])
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d counts %lld ranks, rank 0 %lld", i, (long long)o[1],
-                                  (long long)all[1]);
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d counts %lld ranks, rank 0 %lld", i,
+                                  (long long)o[1], (long long)all[1]);
             else if (o[0] != all[0])
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK,
-                                  "ranks: rank %d opened a different model or settings than rank 0 (fingerprint %016llx, rank 0 "
-                                  "%016llx): every rank must open the same model with the same engine settings",
-                                  i, (unsigned long long)o[0], (unsigned long long)all[0]);
+                r = MLSTACK__FAIL(
+                    err, MLSTACK_ERR_RANK,
+                    "ranks: rank %d opened a different model or settings than rank 0 (fingerprint %016llx, rank 0 "
+                    "%016llx): every rank must open the same model with the same engine settings",
+                    i, (unsigned long long)o[0], (unsigned long long)all[0]);
         }
     }
     if (r == MLSTACK_OK && e->ranks[0].init_result != MLSTACK_OK)
@@ -25396,36 +26868,44 @@ static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err
 static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16 ? MLSTACK_DTYPE_BF16 : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32 : MLSTACK_DTYPE_F16;
+    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
+                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
+                                                            : MLSTACK_DTYPE_F16;
     mlstack__comm *cm;
     mlstack_result r;
     size_t B = (size_t)e->max_batch;
     int R, i, x, me, tpr;
     if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d",
-                             t->rank, t->size);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
+                             t->size);
     R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
     if (t && d->n_ranks && d->n_ranks != t->size)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks,
-                             t->size);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks, t->size);
     if (R > c->n_heads)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)",
-                             R, c->n_heads);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)", R,
+                             c->n_heads);
     if (R > 1 && c->n_experts)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (mixture of experts) runs on one rank only",
-                             c->architecture);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (LayerNorm family) runs on one rank only",
-                             c->architecture);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
     if (R > 1 && c->qk_norm == 2) /* the norm of the whole projection spans every rank's heads */
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
                              c->architecture);
 #if defined(MLSTACK_NO_THREADS)
     if (!t && R > 1)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
 #endif
     me = t ? t->rank : 0;
-    tpr = t || R == 1 ? d->n_threads : d->threads_per_rank ? d->threads_per_rank : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    tpr = t || R == 1           ? d->n_threads
+          : d->threads_per_rank ? d->threads_per_rank
+                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
     e->n_ranks = R;
     e->n_local = t ? 1 : R;
     e->shards = (mlstack__shard *)mlstack__calloc((size_t)R, sizeof *e->shards);
@@ -25602,13 +27082,13 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
-static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval", "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add", "swiglu"};
+static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
+                                                                  "rope_kv", "attention", "add",   "swiglu"};
 
 typedef struct mlstack__prof_ev {
-    uint64_t t0, t1;       /* ns since profile_start */
+    uint64_t t0, t1; /* ns since profile_start */
     uint64_t bytes, flops; /* op: cost model; pool: thread ns lost (bytes); work: ns inside tasks (bytes) */
-    const void *w;         /* matmul: the weight, named when exported */
+    const void *w; /* matmul: the weight, named when exported */
     int32_t step, layer, B, n_tasks;
     int16_t kind, op, tid, pad_;
 } mlstack__prof_ev;
@@ -25623,10 +27103,10 @@ struct mlstack__prof {
     mlstack_engine *e;
     mlstack_profile_schedule sched;
     int n_threads;
-    int step;  /* steps begun since start */
-    int kept;  /* active steps begun */
-    int warm;  /* the current step is a warmup step: its events go when the next one begins */
-    int done;  /* schedule finished or stopped */
+    int step; /* steps begun since start */
+    int kept; /* active steps begun */
+    int warm; /* the current step is a warmup step: its events go when the next one begins */
+    int done; /* schedule finished or stopped */
     mlstack__prof_ev *ev;
     size_t n_ev, cap_ev, mark;
     uint64_t dropped, origin;
@@ -25645,7 +27125,8 @@ static uint64_t mlstack__prof_ns(void) {
 #endif
 }
 
-static mlstack__prof_ev *mlstack__prof_push(struct mlstack__prof *pr, int kind, int op, int tid, uint64_t t0, uint64_t t1) {
+static mlstack__prof_ev *mlstack__prof_push(struct mlstack__prof *pr, int kind, int op, int tid, uint64_t t0,
+                                            uint64_t t1) {
     mlstack__prof_ev *v;
     if (pr->n_ev == pr->cap_ev) {
         pr->dropped++;
@@ -25841,9 +27322,7 @@ MLSTACK_API void mlstack_engine_profile_stop(mlstack_engine *e) {
     e->pool.prof = NULL;
 }
 
-MLSTACK_API int mlstack_engine_profile_steps(const mlstack_engine *e) {
-    return e && e->prof ? e->prof->kept : -1;
-}
+MLSTACK_API int mlstack_engine_profile_steps(const mlstack_engine *e) { return e && e->prof ? e->prof->kept : -1; }
 
 /* Kept: recorded in an active step (a warmup step whose successor never began is skipped). */
 static int mlstack__prof_kept(const struct mlstack__prof *pr, const mlstack__prof_ev *v) {
@@ -25931,7 +27410,8 @@ MLSTACK_API int mlstack_engine_profile_ops(const mlstack_engine *e, mlstack_prof
         }
     if (acc[MLSTACK__OP_EVAL].calls) order[n++] = MLSTACK__OP_EVAL;
     if (acc[MLSTACK__OP_SAMPLE].calls) order[n++] = MLSTACK__OP_SAMPLE;
-    for (i = 0; i < n && i < cap && out; i++) mlstack__prof_fill_op(e->prof, &acc[order[i]], order[i], acc[MLSTACK__OP_EVAL].ns, &out[i]);
+    for (i = 0; i < n && i < cap && out; i++)
+        mlstack__prof_fill_op(e->prof, &acc[order[i]], order[i], acc[MLSTACK__OP_EVAL].ns, &out[i]);
     return n;
 }
 
@@ -25969,18 +27449,20 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
     n = mlstack_engine_profile_ops(e, ops, MLSTACK__OP_COUNT_);
     mlstack__prof_accumulate(pr, acc, &pool_ns, &lost_ns);
     eval_ns = acc[MLSTACK__OP_EVAL].ns;
-    mlstack__sbuf_add(&b, "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
-                      pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6,
-                      pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0, (unsigned long long)pr->n_ev,
-                      pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
-    mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call",
-                      "GB/s", "GFLOP/s", "overhead");
+    mlstack__sbuf_add(
+        &b,
+        "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
+        pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6, pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0,
+        (unsigned long long)pr->n_ev, pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
+    mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call", "GB/s",
+                      "GFLOP/s", "overhead");
     for (i = 0; i < n; i++) {
         const mlstack_profile_op *o = &ops[i];
         if (o->is_phase && o->name == mlstack__op_names[MLSTACK__OP_EVAL]) {
             mlstack__sbuf_add(&b, "%-12s %8s %10.3f %6.1f%%\n", "(untracked)", "",
                               (double)(eval_ns > ops_ns ? eval_ns - ops_ns : 0) * 1e-6,
-                              eval_ns ? 100.0 * (double)(eval_ns > ops_ns ? eval_ns - ops_ns : 0) / (double)eval_ns : 0.0);
+                              eval_ns ? 100.0 * (double)(eval_ns > ops_ns ? eval_ns - ops_ns : 0) / (double)eval_ns
+                                      : 0.0);
         }
         if (!o->is_phase) ops_ns += (uint64_t)(o->total_ms * 1e6 + 0.5);
         mlstack__sbuf_add(&b, "%-12s %8llu %10.3f %6.1f%% %9.2f %8.2f %8.2f %8.1f%%\n", o->name,
@@ -25988,7 +27470,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
                           o->calls ? o->total_ms * 1e3 / (double)o->calls : 0.0, o->gbytes_per_s, o->gflops_per_s,
                           100.0 * o->overhead);
         if (!strcmp(o->name, "matmul")) { /* per weight: where the bytes go */
-            static const char *const names[8] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+            static const char *const names[8] = {"q_proj",    "k_proj",  "v_proj",    "o_proj",
+                                                 "gate_proj", "up_proj", "down_proj", "lm_head"};
             int k;
             for (k = 0; k < 8; k++) {
                 uint64_t calls = 0, ns = 0, bytes = 0, flops = 0;
@@ -25996,31 +27479,38 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
                 for (j = 0; j < pr->n_ev; j++) {
                     const mlstack__prof_ev *v = &pr->ev[j];
                     int layer;
-                    if (v->kind != MLSTACK__PEV_OP || v->op != MLSTACK__OP_MATMUL || !mlstack__prof_kept(pr, v)) continue;
+                    if (v->kind != MLSTACK__PEV_OP || v->op != MLSTACK__OP_MATMUL || !mlstack__prof_kept(pr, v))
+                        continue;
                     if (strcmp(mlstack__prof_weight_name(e->model, v->w, &layer), names[k]) != 0) continue;
                     calls++, ns += v->t1 - v->t0, bytes += v->bytes, flops += v->flops;
                 }
                 if (calls)
                     mlstack__sbuf_add(&b, "  %-10s %8llu %10.3f %6.1f%% %9.2f %8.2f %8.2f\n", names[k],
                                       (unsigned long long)calls, (double)ns * 1e-6,
-                                      eval_ns ? 100.0 * (double)ns / (double)eval_ns : 0.0, (double)ns * 1e-3 / (double)calls,
-                                      ns ? (double)bytes / (double)ns : 0.0, ns ? (double)flops / (double)ns : 0.0);
+                                      eval_ns ? 100.0 * (double)ns / (double)eval_ns : 0.0,
+                                      (double)ns * 1e-3 / (double)calls, ns ? (double)bytes / (double)ns : 0.0,
+                                      ns ? (double)flops / (double)ns : 0.0);
             }
         }
     }
     if (eval_ns) {
         double serial = (double)(eval_ns > pool_ns ? eval_ns - pool_ns : 0) / (double)eval_ns;
-        mlstack__sbuf_add(&b, "threads: %.1f%% of pool thread time lost to wake-up, imbalance and join; "
-                              "%.1f%% of eval time outside pool runs (engine thread only)\n",
+        mlstack__sbuf_add(&b,
+                          "threads: %.1f%% of pool thread time lost to wake-up, imbalance and join; "
+                          "%.1f%% of eval time outside pool runs (engine thread only)\n",
                           pool_ns ? 100.0 * (double)lost_ns / ((double)pool_ns * pr->n_threads) : 0.0, 100.0 * serial);
     }
     return b.len;
 }
 
 static void mlstack__prof_write_ev(FILE *f, const mlstack_engine *e, const mlstack__prof_ev *v) {
-    const char *name = mlstack__op_names[v->op], *cat = v->kind == MLSTACK__PEV_OP ? "op" : v->kind == MLSTACK__PEV_POOL ? "pool" : "work";
+    const char *name = mlstack__op_names[v->op], *cat = v->kind == MLSTACK__PEV_OP     ? "op"
+                                                        : v->kind == MLSTACK__PEV_POOL ? "pool"
+                                                                                       : "work";
     if (v->kind == MLSTACK__PEV_POOL) name = "pool_run";
-    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":0,\"tid\":%d,\"args\":{\"step\":%d",
+    fprintf(f,
+            ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":0,\"tid\":%d,\"args\":{"
+            "\"step\":%d",
             name, cat, (double)v->t0 * 1e-3, (double)(v->t1 - v->t0) * 1e-3, (int)v->tid, (int)v->step);
     if (v->kind == MLSTACK__PEV_OP) {
         int layer = v->layer;
@@ -26048,23 +27538,31 @@ MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engi
     size_t i;
     int t, ok;
     if (!e || !path) return MLSTACK_ERR_INVALID_ARG;
-    if (!e->prof) return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_STATE, "write_trace: profiling was never started");
+    if (!e->prof)
+        return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_STATE,
+                                    "write_trace: profiling was never started");
     pr = e->prof;
     f = mlstack__fopen(path, "wb");
     if (!f)
-        return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: cannot open: %s", path,
-                                    strerror(errno));
-    fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"mlstack\"}}", f);
+        return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: cannot open: %s",
+                                    path, strerror(errno));
+    fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":"
+          "\"mlstack\"}}",
+          f);
     for (t = 0; t < pr->n_threads; t++)
         fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}", t,
                 t ? "worker" : "engine thread", t);
     for (i = 0; i < pr->n_ev; i++)
         if (mlstack__prof_kept(pr, &pr->ev[i])) mlstack__prof_write_ev(f, e, &pr->ev[i]);
-    fprintf(f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"dropped\":%llu}}\n",
+    fprintf(f,
+            "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"dropped\":%"
+            "llu}}\n",
             pr->n_threads, e->k->name, pr->kept, (unsigned long long)pr->dropped);
     ok = !ferror(f);
     if (fclose(f) != 0) ok = 0;
-    if (!ok) return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: write failed", path);
+    if (!ok)
+        return mlstack__engine_fail((mlstack_engine *)(uintptr_t)e, MLSTACK_ERR_IO, "write_trace: %s: write failed",
+                                    path);
     return MLSTACK_OK;
 }
 
@@ -26074,8 +27572,8 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     int l, i;
     if (!m) return 0;
     c = &m->cfg;
-    total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes + (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] +
-            4 * (uint64_t)c->n_embd;
+    total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes +
+            (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */
@@ -26084,9 +27582,11 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
         for (i = 0; i < nw; i++) {
             uint64_t b = (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
             if (L->experts && ws[i] >= L->experts && ws[i] < L->experts + 3 * c->n_experts) experts += b;
-            else total += b;
+            else
+                total += b;
         }
-        if (experts) total += experts / (uint64_t)c->n_experts * (uint64_t)c->n_experts_used; /* a token's routed experts */
+        if (experts)
+            total += experts / (uint64_t)c->n_experts * (uint64_t)c->n_experts_used; /* a token's routed experts */
         total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
     }
     return total;
@@ -29362,7 +30862,9 @@ static uint32_t mlstack__ucase_map(const int32_t *runs, size_t n_runs, uint32_t 
     uint32_t first, count, step;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if ((uint32_t)runs[mid * 3] <= cp) lo = mid; else hi = mid;
+        if ((uint32_t)runs[mid * 3] <= cp) lo = mid;
+        else
+            hi = mid;
     }
     if (n_runs == 0 || (uint32_t)runs[lo * 3] > cp) return cp;
     first = (uint32_t)runs[lo * 3];
@@ -29414,8 +30916,10 @@ static const uint32_t *mlstack__urange_find(const uint32_t *t, size_t n_words, s
         size_t mid = (lo + hi) / 2;
         const uint32_t *r = t + mid * width;
         if (cp < r[0]) hi = mid;
-        else if (cp > r[1]) lo = mid + 1;
-        else return r;
+        else if (cp > r[1])
+            lo = mid + 1;
+        else
+            return r;
     }
     return NULL;
 }
@@ -29442,7 +30946,9 @@ static const uint16_t *mlstack__udecomp_find(uint32_t cp, int compat, size_t *n)
         hi = key_n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (mlstack__udecomp_keys[mid] < key) lo = mid + 1; else hi = mid;
+            if (mlstack__udecomp_keys[mid] < key) lo = mid + 1;
+            else
+                hi = mid;
         }
         if (lo < key_n && mlstack__udecomp_keys[lo] == key) {
             *n = (size_t)(mlstack__udecomp_off[lo + 1] - mlstack__udecomp_off[lo]);
@@ -29460,8 +30966,10 @@ static uint32_t mlstack__ucomp_find(uint32_t a, uint32_t b) {
         size_t mid = (lo + hi) / 2;
         const uint32_t *r = mlstack__ucomp + mid * 3;
         if (r[0] < a || (r[0] == a && r[1] < b)) lo = mid + 1;
-        else if (r[0] == a && r[1] == b) return r[2];
-        else hi = mid;
+        else if (r[0] == a && r[1] == b)
+            return r[2];
+        else
+            hi = mid;
     }
     return 0;
 }

@@ -80,11 +80,13 @@ int main(int argc, char **argv) {
         rd.on_token = on_token; /* rd.sampler zero: greedy */
         r.len = 0;
         rd.user = &r;
-        if (mlstack_engine_complete(eng, &rd, &st, NULL, 0, &err) != MLSTACK_OK) return fprintf(stderr, "%s\n", err.message), 1;
+        if (mlstack_engine_complete(eng, &rd, &st, NULL, 0, &err) != MLSTACK_OK)
+            return fprintf(stderr, "%s\n", err.message), 1;
         free(ids);
         printf("\n");
         fflush(stdout); /* the answer, then its numbers on stderr */
-        fprintf(stderr, "[%d prompt tokens, %d from the cache, %d generated]\n", st.n_prompt, st.n_cached, st.n_generated);
+        fprintf(stderr, "[%d prompt tokens, %d from the cache, %d generated]\n", st.n_prompt, st.n_cached,
+                st.n_generated);
         msgs[n].role = "assistant", msgs[n].content = owned[n] = copy(r.text, r.len), n++;
     }
     for (i = 0; i < n; i++) free(owned[i]);

@@ -31,12 +31,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     md.path = argv[1];
-    if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK || mlstack_engine_init(model, &ed, &engine, &err) != MLSTACK_OK) {
+    if (mlstack_model_open(&md, &model, &err) != MLSTACK_OK ||
+        mlstack_engine_init(model, &ed, &engine, &err) != MLSTACK_OK) {
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
     tok = mlstack_model_tokenizer(model); /* NULL if the folder has no tokenizer.json */
-    if (!tok || mlstack_tokenizer_encode(tok, argv[2], strlen(argv[2]), MLSTACK_ENCODE_ADD_SPECIAL, prompt, 1024, &n) != MLSTACK_OK) {
+    if (!tok || mlstack_tokenizer_encode(tok, argv[2], strlen(argv[2]), MLSTACK_ENCODE_ADD_SPECIAL, prompt, 1024, &n) !=
+                    MLSTACK_OK) {
         fprintf(stderr, "cannot encode the prompt: %s\n", tok ? mlstack_tokenizer_error(tok) : "no tokenizer");
         return 1;
     }

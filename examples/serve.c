@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
         /* the same instruction in front of every question: requests that arrive after a prefill
            has finished take its full KV pages from the cache */
         snprintf(text, sizeof text, "You are a terse assistant. Answer in a few words.\nQ: %s\nA:", questions[i]);
-        if (mlstack_tokenizer_encode(mlstack_model_tokenizer(model), text, strlen(text), 0, ids, 256, &n) != MLSTACK_OK) return 1;
+        if (mlstack_tokenizer_encode(mlstack_model_tokenizer(model), text, strlen(text), 0, ids, 256, &n) != MLSTACK_OK)
+            return 1;
         memset(&rd, 0, sizeof rd);
         rd.prompt = ids;
         rd.n_prompt = (int)n;
@@ -49,10 +50,12 @@ int main(int argc, char **argv) {
         if (mlstack_engine_submit(eng, &rd, &id, &err) != MLSTACK_OK) return fprintf(stderr, "%s\n", err.message), 1;
     }
     while (active) /* one forward per step for every running request */
-        if (mlstack_engine_step(eng, &active) != MLSTACK_OK) return fprintf(stderr, "%s\n", mlstack_engine_error(eng)), 1;
+        if (mlstack_engine_step(eng, &active) != MLSTACK_OK)
+            return fprintf(stderr, "%s\n", mlstack_engine_error(eng)), 1;
     mlstack_engine_cache_stats(eng, &st);
     printf("prompt tokens from the cache: %llu, computed: %llu; pages used %d of %d (%d cached)\n",
-           (unsigned long long)st.hit_tokens, (unsigned long long)st.computed_tokens, st.pages_used, st.n_pages, st.pages_cached);
+           (unsigned long long)st.hit_tokens, (unsigned long long)st.computed_tokens, st.pages_used, st.n_pages,
+           st.pages_cached);
     mlstack_engine_free(eng);
     mlstack_model_close(model);
     return 0;

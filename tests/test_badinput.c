@@ -50,7 +50,8 @@ static void st_expect_n(int line, const unsigned char *bytes, size_t n, mlstack_
                err.message);
         CHECKF(st.files == NULL && st.tensors == NULL, "line %d: failed open left state", line);
     }
-    if (want) CHECKF(strstr(err.message, want) != NULL, "line %d: message \"%s\" lacks \"%s\"", line, err.message, want);
+    if (want)
+        CHECKF(strstr(err.message, want) != NULL, "line %d: message \"%s\" lacks \"%s\"", line, err.message, want);
     free(exact);
 }
 
@@ -62,7 +63,8 @@ static void hdr_expect(int line, const char *header, size_t data_len, mlstack_re
     free(b);
 }
 #define HDR(header, data_len, code, want) hdr_expect(__LINE__, header, data_len, code, want)
-#define T(name, dtype, shape, b, e) "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}"
+#define T(name, dtype, shape, b, e) \
+    "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}"
 
 static void test_st_valid(void) {
     static const char hdr[] = "{\"__metadata__\":{\"format\":\"pt\"}," T("b", "F32", "[2,3]", 8, 32) "," T(
@@ -134,7 +136,8 @@ static void test_st_framing(void) {
     st_expect_n(__LINE__, b, 8 + i, MLSTACK_ERR_LIMIT, "exceeds the limit of 65536");
     /* not JSON / not an object */
     HDR("{\"a\": nope}", 0, MLSTACK_ERR_FORMAT, "JSON error at line 1, column 7");
-    HDR("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, MLSTACK_ERR_FORMAT, "expected ',' or '}'");
+    HDR("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, MLSTACK_ERR_FORMAT,
+        "expected ',' or '}'");
     HDR("{\"a\":\"\xff\"}", 0, MLSTACK_ERR_FORMAT, "invalid UTF-8");
     HDR("{}x", 0, MLSTACK_ERR_FORMAT, "trailing");
     HDR("[]", 0, MLSTACK_ERR_FORMAT, "header at offset 8 is not a JSON object");
@@ -197,8 +200,8 @@ static void test_st_fields(void) {
     /* duplicate names: the JSON has the key twice */
     HDR("{" T("w", "U8", "[2]", 0, 2) "," T("w", "U8", "[2]", 2, 4) "}", 4, MLSTACK_ERR_FORMAT,
         "duplicate tensor name w");
-    HDR("{" T("a", "U8", "[1]", 0, 1) "," T("dup", "U8", "[1]", 1, 2) "," T("b", "U8", "[1]", 2, 3) "," T(
-            "dup", "U8", "[1]", 3, 4) "}",
+    HDR("{" T("a", "U8", "[1]", 0, 1) "," T("dup", "U8", "[1]", 1, 2) "," T("b", "U8", "[1]", 2,
+                                                                            3) "," T("dup", "U8", "[1]", 3, 4) "}",
         4, MLSTACK_ERR_FORMAT, "duplicate tensor name dup");
     /* __metadata__: an object of strings */
     HDR("{\"__metadata__\":{\"format\":\"pt\",\"n\":3}}", 0, MLSTACK_ERR_FORMAT,
@@ -410,11 +413,11 @@ static void config_case(int line, const char *config, mlstack_result code, const
     open_expect(line, dir, code, want1, want2);
     remove_dir(dir);
 }
-#define CONFIG_CASE(from, to, code, want1, want2)                        \
-    do {                                                                 \
-        char *cfg_ = config_with(__LINE__, from, to);                    \
-        config_case(__LINE__, cfg_, code, want1, want2);                 \
-        free(cfg_);                                                      \
+#define CONFIG_CASE(from, to, code, want1, want2)        \
+    do {                                                 \
+        char *cfg_ = config_with(__LINE__, from, to);    \
+        config_case(__LINE__, cfg_, code, want1, want2); \
+        free(cfg_);                                      \
     } while (0)
 
 static int drop_named(const char *name, mlstack_dtype *dt, int *nd, int64_t *shape, void *user) {
@@ -483,8 +486,8 @@ static void test_model_weights(void) {
     open_expect(__LINE__, dir, MLSTACK_ERR_FORMAT, "model.embed_tokens.weight has shape [32768]", "[512, 64]");
     remove_dir(dir);
     new_case(dir, sizeof dir, fx_config, 1, as_8x8_named, (void *)"model.norm.weight");
-    open_expect(__LINE__, dir, MLSTACK_ERR_FORMAT, "tensor model.norm.weight has shape [8, 8] but config.json implies [64]",
-                NULL);
+    open_expect(__LINE__, dir, MLSTACK_ERR_FORMAT,
+                "tensor model.norm.weight has shape [8, 8] but config.json implies [64]", NULL);
     remove_dir(dir);
     new_case(dir, sizeof dir, fx_config, 1, as_i32_named, (void *)"model.layers.1.self_attn.k_proj.weight");
     open_expect(__LINE__, dir, MLSTACK_ERR_UNSUPPORTED, "model.layers.1.self_attn.k_proj.weight has dtype I32", NULL);
@@ -534,13 +537,15 @@ static void test_model_shards(void) {
     write_text(dir, "model.safetensors.index.json",
                "{\"weight_map\":{\"lm_head.weight\":\"model-00001-of-00002.safetensors\","
                "\"model.layers.1.mlp.up_proj.weight\":\"model-00002-of-00002.safetensors\"}}");
-    open_expect(__LINE__, dir, MLSTACK_ERR_IO, "shard model-00002-of-00002.safetensors (named for tensor "
-                "model.layers.1.mlp.up_proj.weight) does not exist", "model.safetensors.index.json");
+    open_expect(__LINE__, dir, MLSTACK_ERR_IO,
+                "shard model-00002-of-00002.safetensors (named for tensor "
+                "model.layers.1.mlp.up_proj.weight) does not exist",
+                "model.safetensors.index.json");
     remove_dir(dir);
     /* shard names that leave the folder */
     {
-        static const char *const escapes[] = {"../x", "../model.safetensors", "/etc/passwd", "..", ".", "a/b",
-                                              "..\\\\x", ""};
+        static const char *const escapes[] = {
+            "../x", "../model.safetensors", "/etc/passwd", "..", ".", "a/b", "..\\\\x", ""};
         for (i = 0; i < (int)(sizeof escapes / sizeof escapes[0]); i++) {
             new_case(dir, sizeof dir, fx_config, 1, NULL, NULL); /* a valid model.safetensors is beside it */
             snprintf(idx, sizeof idx, "{\"weight_map\":{\"lm_head.weight\":\"%s\"}}", escapes[i]);
@@ -567,8 +572,9 @@ static void test_model_shards(void) {
     write_text(dir, "model.safetensors.index.json", "{\"weight_map\":{\"no.such.tensor\":\"model.safetensors\"}}");
     open_expect(__LINE__, dir, MLSTACK_ERR_FORMAT, "tensor no.such.tensor is not in shard model.safetensors", NULL);
     /* the same tensor in two shards */
-    write_text(dir, "model.safetensors.index.json",
-               "{\"weight_map\":{\"lm_head.weight\":\"model.safetensors\",\"model.norm.weight\":\"second.safetensors\"}}");
+    write_text(
+        dir, "model.safetensors.index.json",
+        "{\"weight_map\":{\"lm_head.weight\":\"model.safetensors\",\"model.norm.weight\":\"second.safetensors\"}}");
     open_expect(__LINE__, dir, MLSTACK_ERR_FORMAT, "duplicate tensor name", NULL);
     remove_dir(dir);
 }
@@ -589,7 +595,8 @@ static void test_model_config(void) {
                 "architectures[0] = \"GPT2LMHeadModel\" is not supported", "LlamaForCausalLM");
     CONFIG_CASE("\"architectures\"", "\"architecture\"", MLSTACK_ERR_FORMAT, "missing field \"architectures\"", NULL);
     CONFIG_CASE("[\n    \"LlamaForCausalLM\"\n  ]", "[]", MLSTACK_ERR_FORMAT, "\"architectures\"", NULL);
-    CONFIG_CASE("[\n    \"LlamaForCausalLM\"\n  ]", "\"LlamaForCausalLM\"", MLSTACK_ERR_FORMAT, "\"architectures\"", NULL);
+    CONFIG_CASE("[\n    \"LlamaForCausalLM\"\n  ]", "\"LlamaForCausalLM\"", MLSTACK_ERR_FORMAT, "\"architectures\"",
+                NULL);
     /* required integers: missing, zero, negative, fractional, not a number */
     CONFIG_CASE("\"hidden_size\": 64,", "", MLSTACK_ERR_FORMAT, "config.json: missing required field \"hidden_size\"",
                 NULL);
@@ -648,15 +655,18 @@ static void test_model_config(void) {
     }
     /* activations and rope */
     CONFIG_CASE("\"silu\"", "\"relu\"", MLSTACK_ERR_UNSUPPORTED, "hidden_act = \"relu\" is not supported", NULL);
-    CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"su\", \"factor\": 4.0},\n  \"rope_parameters\"",
-                MLSTACK_ERR_UNSUPPORTED, "rope_scaling type \"su\" is not supported", "default, linear, llama3, yarn, longrope");
+    CONFIG_CASE("\"rope_parameters\"",
+                "\"rope_scaling\": {\"rope_type\": \"su\", \"factor\": 4.0},\n  \"rope_parameters\"",
+                MLSTACK_ERR_UNSUPPORTED, "rope_scaling type \"su\" is not supported",
+                "default, linear, llama3, yarn, longrope");
     CONFIG_CASE("\"rope_type\": \"default\"", "\"rope_type\": \"dynamic\"", MLSTACK_ERR_FORMAT,
                 "rope_scaling.factor missing for dynamic scaling", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"type\": \"longrope\"},\n  \"rope_parameters\"",
                 MLSTACK_ERR_FORMAT, "longrope needs a short_factor list", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"linear\"},\n  \"rope_parameters\"",
                 MLSTACK_ERR_FORMAT, "rope_scaling.factor", NULL);
-    CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},\n  \"rope_parameters\"",
+    CONFIG_CASE("\"rope_parameters\"",
+                "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},\n  \"rope_parameters\"",
                 MLSTACK_ERR_FORMAT, "missing required field \"original_max_position_embeddings\"", NULL);
     CONFIG_CASE("\"rope_parameters\"", "\"rope_scaling\": \"linear\",\n  \"rope_parameters\"", MLSTACK_ERR_FORMAT,
                 "rope_scaling must be an object", NULL);

@@ -9,9 +9,11 @@ static const char *SMOLLM2_CONFIG = "models/smollm2-135m-instruct/tokenizer_conf
 
 static void test_apply_messages(void) {
     static const char *msgs_json =
-        "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Hi \\\"there\\\"\\n\\u00e9\"},"
+        "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Hi "
+        "\\\"there\\\"\\n\\u00e9\"},"
         "{\"role\":\"assistant\",\"content\":\"Hello!\"},{\"role\":\"user\",\"content\":\"Bye\"}]";
-    mlstack_chat_message msgs[4] = {{"system", "Be brief."}, {"user", "Hi \"there\"\n\xc3\xa9"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    mlstack_chat_message msgs[4] = {
+        {"system", "Be brief."}, {"user", "Hi \"there\"\n\xc3\xa9"}, {"assistant", "Hello!"}, {"user", "Bye"}};
     mlstack_chat_message bad[1] = {{"user", NULL}};
     mlstack_chat_template *tpl;
     mlstack_template_options to;
@@ -36,14 +38,16 @@ static void test_apply_messages(void) {
     CHECK(b == NULL && strstr(err.message, "empty") != NULL);
     CHECK(mlstack_chat_template_apply_messages(tpl, NULL, bad, 1, &to, &b, &b_len, &err) == MLSTACK_ERR_INVALID_ARG);
     CHECK(strstr(err.message, "message 0 has no content") != NULL);
-    CHECK(mlstack_chat_template_apply_messages(tpl, "no-such-template", msgs, 4, &to, &b, &b_len, &err) == MLSTACK_ERR_NOT_FOUND);
+    CHECK(mlstack_chat_template_apply_messages(tpl, "no-such-template", msgs, 4, &to, &b, &b_len, &err) ==
+          MLSTACK_ERR_NOT_FOUND);
     mlstack_chat_template_close(tpl);
     free(cfg);
 }
 
 static void test_json(void) {
-    static const char *text = "{\"a\": [1, -2.5, \"x\\u00e9\\n\", true, false, null], \"b\": {\"c\": 9007199254740993}, "
-                              "\"s\": \"nul\\u0000in\"}";
+    static const char *text =
+        "{\"a\": [1, -2.5, \"x\\u00e9\\n\", true, false, null], \"b\": {\"c\": 9007199254740993}, "
+        "\"s\": \"nul\\u0000in\"}";
     mlstack_json_doc *doc;
     mlstack_error err;
     const mlstack_json *root, *a, *v;

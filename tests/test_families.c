@@ -63,7 +63,8 @@ static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const
         same = 0;
     }
     for (i = 0; same && i < n; i++)
-        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab)) same = 0;
+        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab))
+            same = 0;
     mlstack_engine_seq_free(e, sa);
     mlstack_engine_seq_free(e, sb);
     return same;
@@ -145,11 +146,12 @@ static void check_family(const char *name) {
     }
     CHECKF(maxdiff <= TOL, "%s: max |logit diff| %.3g over %d positions (bound %g)", name, maxdiff, n, TOL);
     printf("  %-14s %-20s %3d positions, max |logit - transformers| = %.2e\n", name, info.architecture, n, maxdiff);
-    CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0, "%s: logits differ between 1 and 2 threads",
-           name);
+    CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
+           "%s: logits differ between 1 and 2 threads", name);
     CHECKF(memcmp(ours, chunked, sizeof(float) * (size_t)n * info.n_vocab) == 0,
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
-    CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence", name);
+    CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",
+           name);
     /* greedy continuation */
     CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
     memset(&g, 0, sizeof g);
@@ -181,9 +183,11 @@ static void check_family(const char *name) {
             }
             /* 8-bit weights on these tiny (D = 32) random models: on average 2% of the largest
                logit (a routing or near-tie flip may move single rows more) */
-            CHECKF(q && sum / (n * info.n_vocab) < 0.02 * big, "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)",
-                   name, sum / (n * info.n_vocab), dq, big);
-            printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * info.n_vocab), dq, big);
+            CHECKF(q && sum / (n * info.n_vocab) < 0.02 * big,
+                   "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)", name, sum / (n * info.n_vocab),
+                   dq, big);
+            printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * info.n_vocab),
+                   dq, big);
             free(q);
         }
         mlstack_engine_free(eq);
@@ -207,14 +211,16 @@ static void check_family(const char *name) {
             mlstack_engine *eq = NULL;
             quality qq;
             md.quant = qb[t].type;
-            if (mlstack_model_open(&md, &mq, &err) != MLSTACK_OK || mlstack_engine_init(mq, &ed, &eq, &err) != MLSTACK_OK) {
+            if (mlstack_model_open(&md, &mq, &err) != MLSTACK_OK ||
+                mlstack_engine_init(mq, &ed, &eq, &err) != MLSTACK_OK) {
                 CHECKF(0, "%s: %s: %s", name, mlstack_dtype_name(qb[t].type), err.message);
             } else if (quality_compare(e1, &eq, 1, info.n_vocab, ids, n, n, &qq) != 0) {
                 CHECKF(0, "%s: %s: quality run failed", name, mlstack_dtype_name(qb[t].type));
             } else {
-                CHECKF(qq.mean_kl <= qb[t].max_mean_kl, "%s %s: mean KL %.5f (bound %.3f)", name, mlstack_dtype_name(qb[t].type),
-                       qq.mean_kl, qb[t].max_mean_kl);
-                printf("  %-14s %s: mean KL %.5f, top-1 %.1f%%\n", name, mlstack_dtype_name(qb[t].type), qq.mean_kl, 100 * qq.top1);
+                CHECKF(qq.mean_kl <= qb[t].max_mean_kl, "%s %s: mean KL %.5f (bound %.3f)", name,
+                       mlstack_dtype_name(qb[t].type), qq.mean_kl, qb[t].max_mean_kl);
+                printf("  %-14s %s: mean KL %.5f, top-1 %.1f%%\n", name, mlstack_dtype_name(qb[t].type), qq.mean_kl,
+                       100 * qq.top1);
             }
             mlstack_engine_free(eq);
             mlstack_model_close(mq);
@@ -272,8 +278,8 @@ static void check_refusals(void) {
             continue;
         }
         r = mlstack__config_parse(&c, doc.root, NULL, "config.json", &err);
-        CHECKF(r != MLSTACK_OK && strstr(err.message, cases[i].want), "refusal case %d: got %d \"%s\" (want \"%s\")", (int)i,
-               (int)r, err.message, cases[i].want);
+        CHECKF(r != MLSTACK_OK && strstr(err.message, cases[i].want), "refusal case %d: got %d \"%s\" (want \"%s\")",
+               (int)i, (int)r, err.message, cases[i].want);
         mlstack__json_free(&doc);
     }
 }

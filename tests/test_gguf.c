@@ -91,7 +91,8 @@ static void expect_fail(int line, const unsigned char *p, size_t n, mlstack_resu
     memset(&err, 0, sizeof err);
     r = mlstack__gguf_parse(&g, copy, n, "img", &err);
     CHECKF(r == want, "line %d: result %d, want %d (%s)", line, (int)r, (int)want, err.message);
-    CHECKF(r == MLSTACK_OK || strstr(err.message, needle), "line %d: message \"%s\" lacks \"%s\"", line, err.message, needle);
+    CHECKF(r == MLSTACK_OK || strstr(err.message, needle), "line %d: message \"%s\" lacks \"%s\"", line, err.message,
+           needle);
     CHECKF(g.kvs == NULL && g.tensors == NULL && g.names == NULL, "line %d: failed parse left allocations", line);
     if (r == MLSTACK_OK) mlstack__gguf_close(&g);
     free(copy);
@@ -116,7 +117,8 @@ static void test_valid(void) {
         CHECK(s && len == 5 && memcmp(s, "llama", 5) == 0);
         CHECK(mlstack__gguf_int(&g, "llama.block_count", 0, 100, &x, NULL) && x == 7);
         CHECK(!mlstack__gguf_int(&g, "llama.block_count", 0, 5, &x, &err) && strstr(err.message, "llama.block_count"));
-        CHECK(!mlstack__gguf_int(&g, "general.architecture", 0, 5, &x, &err) && strstr(err.message, "expected an integer"));
+        CHECK(!mlstack__gguf_int(&g, "general.architecture", 0, 5, &x, &err) &&
+              strstr(err.message, "expected an integer"));
         kv = mlstack__gguf_find(&g, "tokenizer.ggml.tokens");
         CHECK(kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_STRING && kv->n == 2);
         if (kv) {
@@ -127,7 +129,8 @@ static void test_valid(void) {
             CHECK(len == 2 && memcmp(s, "bc", 2) == 0);
         }
         t = mlstack__gguf_tensor_find(&g, "q.weight");
-        CHECK(t && t->type == MLSTACK__GGML_Q8_0 && t->bytes == 34 && t->ne[0] == 32 && t->ne[1] == 1 && t->offset == 32);
+        CHECK(t && t->type == MLSTACK__GGML_Q8_0 && t->bytes == 34 && t->ne[0] == 32 && t->ne[1] == 1 &&
+              t->offset == 32);
         CHECK(t && g.data + t->offset == b.p + g.data_off + 32 && g.data_off % 32 == 0);
         t = mlstack__gguf_tensor_find(&g, "x.weight");
         CHECK(t && t->bytes == 32 && t->n_dims == 2 && strcmp(t->name, "x.weight") == 0);
@@ -171,7 +174,8 @@ static void test_hostile(void) {
     gb_head(&b, 3, 0, 1);
     gb_u(&b, UINT64_MAX, 8);
     gb_zeros(&b, 16);
-    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "key at offset 24 is 18446744073709551615 bytes long, past the end");
+    expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT,
+                "key at offset 24 is 18446744073709551615 bytes long, past the end");
     b.n = 0;
     gb_head(&b, 3, 0, 1);
     gb_u(&b, 2000, 8);
@@ -234,13 +238,13 @@ static void test_hostile(void) {
     kv_u32(&b, "general.alignment", 48);
     expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "general.alignment");
     /* tensors: bad type, misaligned offset, beyond the data, overlap, duplicate, bad rows */
-#define ONE_TENSOR(name, nd, ne_, type, off, data_bytes)   \
-    do {                                                   \
-        b.n = 0;                                           \
-        gb_head(&b, 3, 1, 0);                              \
-        tinfo(&b, name, nd, ne_, type, off);               \
-        gb_pad(&b, 32);                                    \
-        gb_zeros(&b, data_bytes);                          \
+#define ONE_TENSOR(name, nd, ne_, type, off, data_bytes) \
+    do {                                                 \
+        b.n = 0;                                         \
+        gb_head(&b, 3, 1, 0);                            \
+        tinfo(&b, name, nd, ne_, type, off);             \
+        gb_pad(&b, 32);                                  \
+        gb_zeros(&b, data_bytes);                        \
     } while (0)
     ONE_TENSOR("t", 2, ne, 4, 0, 64);
     expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_UNSUPPORTED, "tensor t: ggml type 4");
@@ -257,7 +261,8 @@ static void test_hostile(void) {
     {
         uint64_t odd[2] = {33, 1}, big[4] = {(uint64_t)1 << 40, (uint64_t)1 << 40, 1, 1};
         ONE_TENSOR("t", 2, odd, 8, 0, 64);
-        expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: row length ne[0] = 33 is not a multiple of Q8_0's block");
+        expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT,
+                    "tensor t: row length ne[0] = 33 is not a multiple of Q8_0's block");
         ONE_TENSOR("t", 4, big, 0, 0, 0);
         expect_fail(__LINE__, b.p, b.n, MLSTACK_ERR_FORMAT, "tensor t: ne[1]");
     }
@@ -317,10 +322,13 @@ static void test_types(void) {
             CHECKF(0, "gguf-py type %u %s is beyond our table", id, name);
             continue;
         }
-        CHECKF(strcmp(mlstack__ggml_types[id].name, name) == 0, "type %u: %s vs gguf-py %s", id, mlstack__ggml_types[id].name, name);
-        CHECKF(mlstack__ggml_types[id].block == block, "type %s: block %u vs gguf-py %u", name, mlstack__ggml_types[id].block, block);
+        CHECKF(strcmp(mlstack__ggml_types[id].name, name) == 0, "type %u: %s vs gguf-py %s", id,
+               mlstack__ggml_types[id].name, name);
+        CHECKF(mlstack__ggml_types[id].block == block, "type %s: block %u vs gguf-py %u", name,
+               mlstack__ggml_types[id].block, block);
         if (id != MLSTACK__GGML_Q8_1)
-            CHECKF(mlstack__ggml_types[id].size == size, "type %s: size %u vs gguf-py %u", name, mlstack__ggml_types[id].size, size);
+            CHECKF(mlstack__ggml_types[id].size == size, "type %s: size %u vs gguf-py %u", name,
+                   mlstack__ggml_types[id].size, size);
     }
     fclose(f);
     CHECK(n >= 30);
@@ -328,7 +336,8 @@ static void test_types(void) {
 
 /* Files written by gguf-py: every tensor found with the shape and type the writer was given. */
 static void test_files(void) {
-    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16", "BF16"};
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q8_0", "Q2_K", "Q3_K",
+                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16"};
     mlstack__gguf g;
     mlstack_error err;
     size_t i, len;
@@ -344,8 +353,10 @@ static void test_files(void) {
         f = mlstack__gguf_tensor_find(&g, ref);
         CHECKF(t && f, "%s missing", types[i]);
         if (!t || !f) continue;
-        CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0, "%s has type %s", types[i], mlstack__ggml_type_name(t->type));
-        CHECK(t->ne[0] == 256 && t->ne[1] == 2 && f->type == MLSTACK__GGML_F32 && f->ne[0] == 256 && f->ne[1] == 2 && f->bytes == 2048);
+        CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0, "%s has type %s", types[i],
+               mlstack__ggml_type_name(t->type));
+        CHECK(t->ne[0] == 256 && t->ne[1] == 2 && f->type == MLSTACK__GGML_F32 && f->ne[0] == 256 && f->ne[1] == 2 &&
+              f->bytes == 2048);
         /* dequantized rows bit-identical to gguf.quants.dequantize */
         CHECKF(mlstack__ggml_can_dequant(t->type), "%s cannot be dequantized", types[i]);
         {
@@ -375,9 +386,17 @@ static void test_vocab_vectors(void) {
         const char *name;
         mlstack_result want; /* what opening the vocabulary gives */
     } sets[] = {
-        {"gpt-2", MLSTACK_OK}, {"llama-spm", MLSTACK_OK}, {"phi-3", MLSTACK_OK}, {"falcon", MLSTACK_OK},
-        {"mpt", MLSTACK_OK}, {"starcoder", MLSTACK_OK}, {"refact", MLSTACK_OK}, {"deepseek-coder", MLSTACK_OK},
-        {"deepseek-llm", MLSTACK_OK}, {"bert-bge", MLSTACK_ERR_UNSUPPORTED}, {"gpt-neox", MLSTACK_ERR_UNSUPPORTED},
+        {"gpt-2", MLSTACK_OK},
+        {"llama-spm", MLSTACK_OK},
+        {"phi-3", MLSTACK_OK},
+        {"falcon", MLSTACK_OK},
+        {"mpt", MLSTACK_OK},
+        {"starcoder", MLSTACK_OK},
+        {"refact", MLSTACK_OK},
+        {"deepseek-coder", MLSTACK_OK},
+        {"deepseek-llm", MLSTACK_OK},
+        {"bert-bge", MLSTACK_ERR_UNSUPPORTED},
+        {"gpt-neox", MLSTACK_ERR_UNSUPPORTED},
     };
     static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t si;
@@ -403,9 +422,11 @@ static void test_vocab_vectors(void) {
         }
         memset(&err, 0, sizeof err);
         r = mlstack_tokenizer_open(pg, &t, &err);
-        CHECKF(r == sets[si].want, "%s: open gives %d (%s), want %d", sets[si].name, (int)r, err.message, (int)sets[si].want);
+        CHECKF(r == sets[si].want, "%s: open gives %d (%s), want %d", sets[si].name, (int)r, err.message,
+               (int)sets[si].want);
         if (r != MLSTACK_OK) {
-            CHECKF(strstr(err.message, "ggml-vocab-") != NULL, "%s: message does not name the file: %s", sets[si].name, err.message);
+            CHECKF(strstr(err.message, "ggml-vocab-") != NULL, "%s: message does not name the file: %s", sets[si].name,
+                   err.message);
             if (r == sets[si].want) printf("vocab %-16s refused: %s\n", sets[si].name, err.message);
             continue;
         }
@@ -436,7 +457,8 @@ static void test_vocab_vectors(void) {
             if (good && j != k) good = 0;
             n++;
             ok += good;
-            if (!good && n - ok <= 3) printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), inp + pos);
+            if (!good && n - ok <= 3)
+                printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), inp + pos);
             pos += cl + (e ? sizeof sep - 1 : 0);
             opos = (size_t)(qe - out) + 1;
         }
@@ -467,7 +489,8 @@ static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab
             free(out);
             return NULL;
         }
-        for (k = 0; k < b; k++) memcpy(out + (size_t)(i + k) * n_vocab, mlstack_engine_logits(e, k), sizeof(float) * n_vocab);
+        for (k = 0; k < b; k++)
+            memcpy(out + (size_t)(i + k) * n_vocab, mlstack_engine_logits(e, k), sizeof(float) * n_vocab);
     }
     mlstack_engine_seq_free(e, seq);
     return out;
@@ -499,12 +522,15 @@ static void test_model(void) {
     mlstack_model_get_info(a, &ia);
     mlstack_model_get_info(b, &ib);
     CHECK(strcmp(ib.architecture, "LlamaForCausalLM") == 0 && ib.n_layers == ia.n_layers && ib.n_embd == ia.n_embd &&
-          ib.n_ff == ia.n_ff && ib.n_heads == ia.n_heads && ib.n_kv_heads == ia.n_kv_heads && ib.head_dim == ia.head_dim &&
-          ib.n_vocab == ia.n_vocab && ib.tied_embeddings == 0 && ib.rms_norm_eps == ia.rms_norm_eps &&
-          ib.rope_theta == ia.rope_theta && ib.max_position_embeddings == ia.max_position_embeddings);
+          ib.n_ff == ia.n_ff && ib.n_heads == ia.n_heads && ib.n_kv_heads == ia.n_kv_heads &&
+          ib.head_dim == ia.head_dim && ib.n_vocab == ia.n_vocab && ib.tied_embeddings == 0 &&
+          ib.rms_norm_eps == ia.rms_norm_eps && ib.rope_theta == ia.rope_theta &&
+          ib.max_position_embeddings == ia.max_position_embeddings);
     CHECKF(ib.weight_dtype == MLSTACK_DTYPE_Q8_0, "weight dtype %s", mlstack_dtype_name(ib.weight_dtype));
-    CHECK(mlstack_model_tensor_find(b, "model.layers.1.mlp.down_proj.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_U8);
-    CHECK(mlstack_model_tensor_find(b, "model.embed_tokens.weight", &tv) == MLSTACK_OK && tv.dtype == MLSTACK_DTYPE_F32);
+    CHECK(mlstack_model_tensor_find(b, "model.layers.1.mlp.down_proj.weight", &tv) == MLSTACK_OK &&
+          tv.dtype == MLSTACK_DTYPE_U8);
+    CHECK(mlstack_model_tensor_find(b, "model.embed_tokens.weight", &tv) == MLSTACK_OK &&
+          tv.dtype == MLSTACK_DTYPE_F32);
     CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
     CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
     if (!ea || !eb) goto done;
@@ -560,7 +586,8 @@ static void test_write(void) {
             CHECK(ours.n_tensors == ref.n_tensors);
             for (i = 0; i < ref.n_tensors; i++) {
                 const mlstack__gguf_tensor *r = &ref.tensors[i], *o = mlstack__gguf_tensor_find(&ours, r->name);
-                int eq = o && o->type == r->type && o->bytes == r->bytes && o->ne[0] == r->ne[0] && o->ne[1] == r->ne[1] &&
+                int eq = o && o->type == r->type && o->bytes == r->bytes && o->ne[0] == r->ne[0] &&
+                         o->ne[1] == r->ne[1] &&
                          memcmp(ours.data + o->offset, ref.data + r->offset, (size_t)r->bytes) == 0;
                 same += eq;
                 CHECKF(eq, "written %s differs from gguf-py's", r->name);
@@ -575,7 +602,8 @@ static void test_write(void) {
     md.path = path;
     md.quant = 0;
     CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
-    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
+        mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
         la = eval_all(ea, ids, 6, 512, 0);
         lb = eval_all(eb, ids, 6, 512, 0);
         CHECK(la && lb && memcmp(la, lb, sizeof(float) * 6 * 512) == 0);
@@ -629,7 +657,8 @@ static void test_model_errors(void) {
             memset(&md, 0, sizeof md);
             md.path = path;
             r = mlstack_model_open(&md, &m, &err);
-            CHECKF(r == MLSTACK_ERR_FORMAT && strstr(err.message, "model.norm.weight has shape [31]"), "%d %s", (int)r, err.message);
+            CHECKF(r == MLSTACK_ERR_FORMAT && strstr(err.message, "model.norm.weight has shape [31]"), "%d %s", (int)r,
+                   err.message);
             mlstack_model_close(m);
             remove(path);
         }
@@ -657,7 +686,8 @@ static void test_model_errors(void) {
         memset(&md, 0, sizeof md);
         md.path = path;
         r = mlstack_model_open(&md, &m, &err);
-        CHECKF(r == cases[i].want && strstr(err.message, cases[i].needle), "%s: %d %s", cases[i].arch, (int)r, err.message);
+        CHECKF(r == cases[i].want && strstr(err.message, cases[i].needle), "%s: %d %s", cases[i].arch, (int)r,
+               err.message);
         mlstack_model_close(m);
         remove(path);
         free(b.p);
@@ -668,7 +698,7 @@ static void test_model_errors(void) {
 static void test_pre_names(void) {
     static const struct {
         const char *family, *want;
-    } cases[] = {{"gpt2", "gpt-2"}, {"smollm2", "smollm"}, {"falcon-7b", "falcon"}, {"mpt-7b", "mpt"},
+    } cases[] = {{"gpt2", "gpt-2"},    {"smollm2", "smollm"},      {"falcon-7b", "falcon"}, {"mpt-7b", "mpt"},
                  {"qwen2.5", "qwen2"}, {"llama2-tinyllama", NULL}, {"phi3-mini-4k", NULL}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -681,10 +711,10 @@ static void test_pre_names(void) {
             SKIP("%s: %s", dir, err.message);
             continue;
         }
-        got = mlstack__gguf_pre_name(mlstack__json_get(t->doc.root, "normalizer"), mlstack__json_get(t->doc.root, "pre_tokenizer"), name,
-                                     sizeof name);
-        CHECKF(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: pre name %s, want %s", cases[i].family,
-               got ? got : "(none)", cases[i].want ? cases[i].want : "(none)");
+        got = mlstack__gguf_pre_name(mlstack__json_get(t->doc.root, "normalizer"),
+                                     mlstack__json_get(t->doc.root, "pre_tokenizer"), name, sizeof name);
+        CHECKF(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: pre name %s, want %s",
+               cases[i].family, got ? got : "(none)", cases[i].want ? cases[i].want : "(none)");
         mlstack_tokenizer_close(t);
     }
 }

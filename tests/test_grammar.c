@@ -66,7 +66,8 @@ static mlstack_vocab *vocab_of(const char *const *toks, const size_t *lens, int 
     return v;
 }
 
-static mlstack_grammar *compile(mlstack_grammar_kind kind, const char *text, const mlstack_vocab *v, mlstack_error *err) {
+static mlstack_grammar *compile(mlstack_grammar_kind kind, const char *text, const mlstack_vocab *v,
+                                mlstack_error *err) {
     mlstack_grammar_desc d;
     mlstack_grammar *g = NULL;
     memset(&d, 0, sizeof d);
@@ -85,8 +86,8 @@ static int accepts(mlstack_matcher *m, const char *s) {
 }
 
 static void test_gbnf(void) {
-    static const char *const toks[] = {"a", "b", "ab", "ba", "c", "\xC3", "\xA9", "\xC3\xA9", "\xC0", "\xED", "\xA0", "\xF4",
-                                       "\x90", "x", "[", "]", "é"};
+    static const char *const toks[] = {"a",    "b",    "ab",   "ba",   "c", "\xC3", "\xA9", "\xC3\xA9", "\xC0",
+                                       "\xED", "\xA0", "\xF4", "\x90", "x", "[",    "]",    "é"};
     mlstack_vocab *v = vocab_of(toks, NULL, 17, 1);
     mlstack_error err;
     mlstack_grammar *g;
@@ -122,7 +123,8 @@ static void test_gbnf(void) {
         CHECK(!bit(bits, 6) && !bit(bits, 8) && !bit(bits, 10) && !bit(bits, 12) && !bit(bits, 0));
         CHECK(mlstack_matcher_accept(m, 9) == MLSTACK_OK); /* ED: D000..D7FF still possible */
         mlstack_matcher_mask(m, bits);
-        CHECKF(!bit(bits, 10) && !bit(bits, 6) && !bit(bits, 5), "ED then A0 (a surrogate) must be refused: %08x", bits[0]);
+        CHECKF(!bit(bits, 10) && !bit(bits, 6) && !bit(bits, 5), "ED then A0 (a surrogate) must be refused: %08x",
+               bits[0]);
         mlstack_matcher_reset(m);
         CHECK(mlstack_matcher_accept(m, 11) == MLSTACK_OK); /* F4 */
         mlstack_matcher_mask(m, bits);
@@ -162,8 +164,8 @@ static void test_gbnf(void) {
         size_t i;
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             mlstack_grammar *b = compile(MLSTACK_GRAMMAR_GBNF, bad[i].text, v, &err);
-            CHECKF(!b && strstr(err.message, bad[i].want), "%s: got '%s', want '%s'", bad[i].text, b ? "(compiled)" : err.message,
-                   bad[i].want);
+            CHECKF(!b && strstr(err.message, bad[i].want), "%s: got '%s', want '%s'", bad[i].text,
+                   b ? "(compiled)" : err.message, bad[i].want);
             mlstack_grammar_free(b);
         }
     }
@@ -223,7 +225,9 @@ static void test_regex_fixture(void) {
             got_full = got_prefix && (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END) != 0;
             n_str++;
             if (got_prefix == prefix && got_full == full) ok_str++;
-            else printf("regex %s on \"%s\": prefix %d full %d, Python says %d %d\n", pat, s->str, got_prefix, got_full, prefix, full);
+            else
+                printf("regex %s on \"%s\": prefix %d full %d, Python says %d %d\n", pat, s->str, got_prefix, got_full,
+                       prefix, full);
         }
         for (t = mlstack__json_get(c, "masks")->child; t; t = t->next) {
             char pb[256];
@@ -250,20 +254,22 @@ static void test_regex_fixture(void) {
         mlstack_matcher_free(m);
         mlstack_grammar_free(g);
     }
-    printf("regex vs Python: %d patterns, %d/%d strings agree, %d/%d masks exact\n", n_pat, ok_str, n_str, ok_mask, n_mask);
+    printf("regex vs Python: %d patterns, %d/%d strings agree, %d/%d masks exact\n", n_pat, ok_str, n_str, ok_mask,
+           n_mask);
     CHECKF(n_str > 1000 && ok_str == n_str, "%d of %d strings agree with Python's re", ok_str, n_str);
     CHECKF(n_mask > 100 && ok_mask == n_mask, "%d of %d masks agree with Python's regex", ok_mask, n_mask);
     {
         static const struct {
             const char *re, *want;
-        } bad[] = {{"a(?=b)", "lookaround"}, {"(a)\\1", "backreferences"}, {"\\bword", "word boundaries"}, {"a++", "possessive"},
-                   {"a**", "multiple repeat"}, {"(?i)a", "(?...)"}, {"a|b)", "unbalanced"}, {"[a-", "unterminated"},
-                   {"a^b", "anchors"}, {"*a", "nothing to repeat"}};
+        } bad[] = {{"a(?=b)", "lookaround"},   {"(a)\\1", "backreferences"}, {"\\bword", "word boundaries"},
+                   {"a++", "possessive"},      {"a**", "multiple repeat"},   {"(?i)a", "(?...)"},
+                   {"a|b)", "unbalanced"},     {"[a-", "unterminated"},      {"a^b", "anchors"},
+                   {"*a", "nothing to repeat"}};
         size_t i;
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             mlstack_grammar *b = compile(MLSTACK_GRAMMAR_REGEX, bad[i].re, v, &err);
-            CHECKF(!b && strstr(err.message, bad[i].want), "regex %s: got '%s', want '%s'", bad[i].re, b ? "(compiled)" : err.message,
-                   bad[i].want);
+            CHECKF(!b && strstr(err.message, bad[i].want), "regex %s: got '%s', want '%s'", bad[i].re,
+                   b ? "(compiled)" : err.message, bad[i].want);
             mlstack_grammar_free(b);
         }
     }
@@ -307,7 +313,8 @@ static void matcher_copy(mlstack_matcher *dst, const mlstack_matcher *src) {
 }
 
 /* Brute force: bit i of the mask iff token i alone can be accepted from this state. */
-static int mask_is_exact(const mlstack_grammar *g, mlstack_matcher *m, const uint32_t *bits, int V, const int32_t *eos, int n_eos) {
+static int mask_is_exact(const mlstack_grammar *g, mlstack_matcher *m, const uint32_t *bits, int V, const int32_t *eos,
+                         int n_eos) {
     mlstack_matcher *t;
     int i, bad = 0;
     if (mlstack_matcher_init(g, &t) != MLSTACK_OK) return 0;
@@ -326,8 +333,8 @@ static int mask_is_exact(const mlstack_grammar *g, mlstack_matcher *m, const uin
 }
 
 /* Samples with random logits (temperature 1.5) until the grammar ends; the text in out. */
-static int sample_one(const mlstack_grammar *g, const mlstack_vocab *v, uint64_t seed, int check_masks, mlstack__buf *out,
-                      int *exact, double *mask_ms, int *n_tok) {
+static int sample_one(const mlstack_grammar *g, const mlstack_vocab *v, uint64_t seed, int check_masks,
+                      mlstack__buf *out, int *exact, double *mask_ms, int *n_tok) {
     int V = mlstack_vocab_size(v), i, n;
     float *logits = (float *)malloc(sizeof(float) * (size_t)V);
     uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
@@ -422,12 +429,14 @@ static void test_schema_sampling(void) {
                 int done = sample_one(g, v, (uint64_t)seed + 1, seed < 2, &out, &exact, &mask_ms, &n_tok);
                 n_all++;
                 n_ok += done;
-                if (!done) printf("schema %s seed %d: did not finish: %.*s\n", name, seed, (int)(out.n < 300 ? out.n : 300), out.p);
+                if (!done)
+                    printf("schema %s seed %d: did not finish: %.*s\n", name, seed, (int)(out.n < 300 ? out.n : 300),
+                           out.p);
                 out_record("schema", name, out.p ? out.p : "", out.n);
             }
-            printf("schema %-13s compiled in %.2f ms; %d DFA states, %llu mask walks, %llu cache hits; e.g. %.*s\n", name, t0 * 1e3,
-                   g->n_states, (unsigned long long)g->n_walks, (unsigned long long)g->n_mask_hits, (int)(out.n < 120 ? out.n : 120),
-                   out.p);
+            printf("schema %-13s compiled in %.2f ms; %d DFA states, %llu mask walks, %llu cache hits; e.g. %.*s\n",
+                   name, t0 * 1e3, g->n_states, (unsigned long long)g->n_walks, (unsigned long long)g->n_mask_hits,
+                   (int)(out.n < 120 ? out.n : 120), out.p);
             mlstack_grammar_free(g);
         }
         CHECKF(n_ok == n_all && n_all > 0, "%d of %d samples finished", n_ok, n_all);
@@ -449,9 +458,11 @@ static void test_schema_sampling(void) {
                 int done = sample_one(g, v, (uint64_t)seed + 100, 0, &out, &exact, &mask_ms, &n_tok);
                 CHECK(done);
                 out_record("tools", "1", out.p ? out.p : "", out.n);
-                if (mlstack_tool_calls_parse(out.p, out.n, &calls, &n_calls, NULL, &err) == MLSTACK_OK && n_calls >= 1) {
+                if (mlstack_tool_calls_parse(out.p, out.n, &calls, &n_calls, NULL, &err) == MLSTACK_OK &&
+                    n_calls >= 1) {
                     int good = 1;
-                    for (k = 0; k < n_calls; k++) good &= !strcmp(calls[k].name, "get_weather") || !strcmp(calls[k].name, "add");
+                    for (k = 0; k < n_calls; k++)
+                        good &= !strcmp(calls[k].name, "get_weather") || !strcmp(calls[k].name, "add");
                     parsed += good;
                     mlstack_tool_calls_free(calls, n_calls);
                 } else
@@ -474,18 +485,22 @@ static void test_tool_parse(void) {
     int n;
     size_t content;
     mlstack_error err;
-    const char *t = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"d\": [1, 2.5]}}\n"
+    const char *t = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+                    "\"d\": [1, 2.5]}}\n"
                     "</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 1}\"}\n</tool_call>";
     CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, &content, &err) == MLSTACK_OK);
     CHECK(n == 2 && content == 13);
     if (n == 2) {
-        CHECK(!strcmp(calls[0].name, "get_weather") && !strcmp(calls[0].arguments, "{\"city\":\"Paris\",\"d\":[1,2.5]}"));
+        CHECK(!strcmp(calls[0].name, "get_weather") &&
+              !strcmp(calls[0].arguments, "{\"city\":\"Paris\",\"d\":[1,2.5]}"));
         CHECK(!strcmp(calls[1].name, "add") && !strcmp(calls[1].arguments, "{\"a\": 1}"));
     }
     mlstack_tool_calls_free(calls, n);
-    CHECK(mlstack_tool_calls_parse("plain", 5, &calls, &n, &content, &err) == MLSTACK_OK && n == 0 && !calls && content == 5);
+    CHECK(mlstack_tool_calls_parse("plain", 5, &calls, &n, &content, &err) == MLSTACK_OK && n == 0 && !calls &&
+          content == 5);
     t = "<tool_call>{\"name\": 3}</tool_call>";
-    CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "tool call 0"));
+    CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT &&
+          strstr(err.message, "tool call 0"));
     t = "<tool_call>{\"name\": \"x\", ";
     CHECK(mlstack_tool_calls_parse(t, strlen(t), &calls, &n, NULL, &err) == MLSTACK_ERR_FORMAT);
 }
@@ -515,8 +530,9 @@ static void test_trie(void) {
 
 /* tool_choice "auto": free text without the tag, then optional calls valid for their schema */
 static void test_tool_auto(void) {
-    static const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": "
-                               "\"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}]";
+    static const char *tools =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}]";
     static const struct {
         const char *text;
         int ok, can_end;
@@ -525,7 +541,8 @@ static void test_tool_auto(void) {
         {"Hello, <b>world</b>\n", 1, 1},
         {"<tool_cal <tool_call <tool_callx <<", 1, 1},
         {"<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 12}}</tool_call>", 1, 1},
-        {"Sure.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>{\"name\": \"add\", "
+        {"Sure.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>{\"name\": "
+         "\"add\", "
          "\"arguments\": {\"a\": 2}}</tool_call>",
          1, 1},
         {"<<tool_call>{\"name\"", 1, 0},
@@ -549,8 +566,8 @@ static void test_tool_auto(void) {
     if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
         for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             int ok = accepts(m, cases[i].text), end = !!(mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
-            CHECKF(ok == cases[i].ok && (!ok || end == cases[i].can_end), "auto: '%s': accepted %d (want %d), can end %d", cases[i].text,
-                   ok, cases[i].ok, end);
+            CHECKF(ok == cases[i].ok && (!ok || end == cases[i].can_end),
+                   "auto: '%s': accepted %d (want %d), can end %d", cases[i].text, ok, cases[i].ok, end);
         }
         mlstack_matcher_free(m);
     }
@@ -567,16 +584,17 @@ static void test_schema_errors(void) {
     static const struct {
         const char *schema, *want1, *want2;
     } bad[] = {
-        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}]}}}", "unsupported keyword 'oneOf'",
-         "at /properties/x/oneOf"},
+        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}]}}}",
+         "unsupported keyword 'oneOf'", "at /properties/x/oneOf"},
         {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"maximum\": 5}}", "'maximum'", "at /items"},
         {"{\"type\": \"string\", \"format\": \"hostname\"}", "unsupported format 'hostname'", "at /"},
         {"{\"$ref\": \"#/$defs/missing\"}", "$ref '#/$defs/missing'", ""},
         {"{\"$ref\": \"https://example.com/s.json\"}", "not a local reference", ""},
         {"{\"type\": \"string\", \"pattern\": \"a(?=b)\"}", "lookaround", "at /pattern"},
-        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {}}]}", "'dependentRequired'",
-         "at /anyOf/1/dependentRequired"},
-        {"{\"type\": \"object\", \"propertyNames\": {\"enum\": [\"a\"]}}", "propertyNames must be", "at /propertyNames"},
+        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {}}]}",
+         "'dependentRequired'", "at /anyOf/1/dependentRequired"},
+        {"{\"type\": \"object\", \"propertyNames\": {\"enum\": [\"a\"]}}", "propertyNames must be",
+         "at /propertyNames"},
         {"{\"type\": \"array\", \"uniqueItems\": true}", "uniqueItems", ""},
         {"{\"type\": \"integer\", \"minimum\": 5}", "'minimum'", ""},
         {"{\"type\": \"whatever\"}", "unsupported type 'whatever'", ""},
@@ -584,14 +602,15 @@ static void test_schema_errors(void) {
         {"{\"type\": \"object\"", "JSON error", "line 1"},
         {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "maxLength below minLength", ""},
         {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "can never finish", ""},
-        {"{\"$defs\": {\"a\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": \"#/$defs/a\"}",
+        {"{\"$defs\": {\"a\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": "
+         "\"#/$defs/a\"}",
          "left recursion", ""},
     };
     size_t i;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mlstack_grammar *g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, bad[i].schema, v, &err);
-        CHECKF(!g && strstr(err.message, bad[i].want1) && strstr(err.message, bad[i].want2), "%s: got '%s'", bad[i].schema,
-               g ? "(compiled)" : err.message);
+        CHECKF(!g && strstr(err.message, bad[i].want1) && strstr(err.message, bad[i].want2), "%s: got '%s'",
+               bad[i].schema, g ? "(compiled)" : err.message);
         mlstack_grammar_free(g);
     }
     mlstack_vocab_free(v);
@@ -620,7 +639,8 @@ static void test_hostile(void) {
         mlstack__buf_puts(&t, b.p);
         mlstack__buf_put(&t, "", 1);
         g = compile(MLSTACK_GRAMMAR_GBNF, t.p, v, &err);
-        CHECKF(!g && err.code == MLSTACK_ERR_LIMIT && strstr(err.message, "nested"), "10k parentheses: %s", err.message);
+        CHECKF(!g && err.code == MLSTACK_ERR_LIMIT && strstr(err.message, "nested"), "10k parentheses: %s",
+               err.message);
         mlstack_grammar_free(g);
         free(t.p);
     }
@@ -650,7 +670,8 @@ static void test_hostile(void) {
     if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
         for (i = 0; i < 40; i++)
             if (mlstack_matcher_accept(m, 0) != MLSTACK_OK) break;
-        CHECKF(i < 40 && strstr(mlstack_matcher_error(m), "max_stacks"), "ambiguity stopped after %d: %s", i, mlstack_matcher_error(m));
+        CHECKF(i < 40 && strstr(mlstack_matcher_error(m), "max_stacks"), "ambiguity stopped after %d: %s", i,
+               mlstack_matcher_error(m));
         mlstack_matcher_free(m);
     }
     mlstack_grammar_free(g);
@@ -667,12 +688,14 @@ static void test_hostile(void) {
         }
         mlstack__buf_put(&b, "", 1);
         g = compile(MLSTACK_GRAMMAR_GBNF, b.p, v, &err);
-        if (r < 2) CHECKF(!g && err.code == MLSTACK_ERR_LIMIT, "%d alternatives: %s", n_alt, g ? "compiled" : err.message);
+        if (r < 2)
+            CHECKF(!g && err.code == MLSTACK_ERR_LIMIT, "%d alternatives: %s", n_alt, g ? "compiled" : err.message);
         else {
             CHECKF(g != NULL, "10k alternatives: %s", err.message);
             if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
                 int n = mlstack_matcher_mask(m, bits);
-                CHECKF(n == 2 && bit(bits, 0) && bit(bits, 5) && !bit(bits, 6), "10k alternatives mask %d %08x", n, bits[0]);
+                CHECKF(n == 2 && bit(bits, 0) && bit(bits, 5) && !bit(bits, 6), "10k alternatives mask %d %08x", n,
+                       bits[0]);
                 mlstack_matcher_free(m);
             }
         }
@@ -683,7 +706,9 @@ static void test_hostile(void) {
     mlstack__buf_puts(&b, "{\"$defs\": {");
     for (i = 0; i < 40; i++) {
         char t[160];
-        snprintf(t, sizeof t, "%s\"d%d\": {\"anyOf\": [{\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/d%d\"}, \"maxItems\": 2}, {\"$ref\": \"#/$defs/d%d\"}]}",
+        snprintf(t, sizeof t,
+                 "%s\"d%d\": {\"anyOf\": [{\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/d%d\"}, \"maxItems\": "
+                 "2}, {\"$ref\": \"#/$defs/d%d\"}]}",
                  i ? ", " : "", i, i + 1, i + 1);
         mlstack__buf_puts(&b, t);
     }
@@ -708,9 +733,10 @@ static void test_hostile(void) {
 
 static mlstack_vocab *fixture_vocab(void) {
     /* 256 single bytes, then pieces; id 2 (the model's EOS) has no text */
-    static const char *const pieces[] = {"{\"", "\":", "\": ", ", \"", "\"}", "}", "{}", "[]", "[", "]", "true", "false", "null",
-                                         "name", "age", "red", "green", "blue", "fixed", " \"", "12", "0", "-", ".5", "e1",
-                                         "é", "中", "\xC3", "\xA9", "\xE4\xB8", "x", "color", "kind", "items", "id", "tags"};
+    static const char *const pieces[] = {
+        "{\"",  "\":",  "\": ", ", \"", "\"}",   "}",        "{}",    "[]",    "[",    "]",     "true", "false",
+        "null", "name", "age",  "red",  "green", "blue",     "fixed", " \"",   "12",   "0",     "-",    ".5",
+        "e1",   "é",    "中",   "\xC3", "\xA9",  "\xE4\xB8", "x",     "color", "kind", "items", "id",   "tags"};
     const char *toks[512];
     size_t lens[512];
     char bytes[256];
@@ -824,7 +850,8 @@ static void test_engine(void) {
             mlstack_request_status st;
             CHECK(mlstack_engine_poll(e, ids[i], &st, k == 1 ? batch[i] : cached[i], 64) == MLSTACK_OK);
             if (k == 1) n_batch[i] = st.n_generated;
-            else n_cached[i] = st.n_generated, hits += st.n_cached;
+            else
+                n_cached[i] = st.n_generated, hits += st.n_cached;
             mlstack_engine_release(e, ids[i]);
         }
     }
@@ -860,8 +887,10 @@ static void run_python_check(void) {
     snprintf(cmd, sizeof cmd, "python3 tools/check_grammar_outputs.py '%s' " FIX "schemas.json", g_out_path);
     rc = system(cmd);
     rc = rc == -1 ? -1 : WEXITSTATUS(rc);
-    if (rc == 3 || rc == 127) SKIP("Python jsonschema check not run (python3 or jsonschema missing): %d outputs unchecked", g_n_out);
-    else CHECKF(rc == 0, "jsonschema/re found invalid outputs (exit %d), see above", rc);
+    if (rc == 3 || rc == 127)
+        SKIP("Python jsonschema check not run (python3 or jsonschema missing): %d outputs unchecked", g_n_out);
+    else
+        CHECKF(rc == 0, "jsonschema/re found invalid outputs (exit %d), see above", rc);
     if (rc == 0) printf("Python validated all %d outputs\n", g_n_out);
     remove(g_out_path);
 }

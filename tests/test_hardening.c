@@ -178,7 +178,8 @@ static void test_replace_growth(void) {
         r = encode(t, text, sizeof text, &n_ids);
         toc(__LINE__, "Replace inserting 100 KB per character of 1 KB");
         CHECKF(r == MLSTACK_ERR_LIMIT, "growth: %d", r);
-        CHECKF(strstr(mlstack_tokenizer_error(t), "MLSTACK_TOK_MAX_GROWTH") != NULL, "message: %s", mlstack_tokenizer_error(t));
+        CHECKF(strstr(mlstack_tokenizer_error(t), "MLSTACK_TOK_MAX_GROWTH") != NULL, "message: %s",
+               mlstack_tokenizer_error(t));
         mlstack_tokenizer_close(t);
     }
     free(json);
@@ -235,7 +236,8 @@ static void test_vocab_collisions(void) {
             if (seen_idx[slot] >= 0) {
                 uint32_t y = (uint32_t)seen_idx[slot];
                 blocks[k][0][0] = (unsigned char)('a' + y % 26), blocks[k][0][1] = (unsigned char)('a' + y / 26 % 26);
-                blocks[k][0][2] = (unsigned char)('a' + y / 676 % 26), blocks[k][0][3] = (unsigned char)('a' + y / 17576 % 26);
+                blocks[k][0][2] = (unsigned char)('a' + y / 676 % 26),
+                blocks[k][0][3] = (unsigned char)('a' + y / 17576 % 26);
                 memcpy(blocks[k][1], blk, BL);
                 state = h;
                 found = 1;
@@ -270,7 +272,8 @@ static void test_vocab_collisions(void) {
             memcpy(s1 + k * BL, blocks[k][k == 0], BL);
             memcpy(s2 + k * BL, blocks[k][1], BL);
         }
-        CHECK(memcmp(s0, s1, sizeof s0) != 0 && (fnv1a(2166136261u, s0, sizeof s0) & mask) == (fnv1a(2166136261u, s1, sizeof s1) & mask));
+        CHECK(memcmp(s0, s1, sizeof s0) != 0 &&
+              (fnv1a(2166136261u, s0, sizeof s0) & mask) == (fnv1a(2166136261u, s1, sizeof s1) & mask));
         CHECK((fnv1a(2166136261u, s0, sizeof s0) & mask) == (fnv1a(2166136261u, s2, sizeof s2) & mask));
     }
     tic();
@@ -296,7 +299,8 @@ static void test_added_tokens(void) {
     sb_puts(&m, "\"added_tokens\":[");
     for (i = 0; i < 5000; i++) {
         char e[160];
-        snprintf(e, sizeof e, "%s{\"id\":%zu,\"content\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%05zu\",\"special\":true}",
+        snprintf(e, sizeof e,
+                 "%s{\"id\":%zu,\"content\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%05zu\",\"special\":true}",
                  i ? "," : "", 100 + i, i);
         sb_puts(&m, e);
     }
@@ -315,7 +319,8 @@ static void test_added_tokens(void) {
         CHECKF(r == MLSTACK_OK, "added tokens: %d %s", r, mlstack_tokenizer_error(t));
         /* the longest token wins where it matches; elsewhere the normalized "aaa" */
         CHECK(mlstack_tokenizer_encode(t, text + n, 45, 0, ids, 8, &k) == MLSTACK_OK && k == 1 && ids[0] == 100 + 4321);
-        CHECK(mlstack_tokenizer_encode(t, "aaaa", 4, 0, ids, 8, &k) == MLSTACK_OK && k == 2 && ids[0] == 6000 && ids[1] == 0);
+        CHECK(mlstack_tokenizer_encode(t, "aaaa", 4, 0, ids, 8, &k) == MLSTACK_OK && k == 2 && ids[0] == 6000 &&
+              ids[1] == 0);
         CHECK(mlstack_tokenizer_token_to_id(t, "aaa", 3) == 6000);
         CHECK(mlstack_tokenizer_token_to_id(t, "aaaa", 4) == -1);
         mlstack_tokenizer_close(t);
@@ -395,7 +400,8 @@ static void test_quantize_folders(void) {
     tic();
     r = mlstack_model_save(m, alias, &err);
     toc(__LINE__, "save into the source folder");
-    CHECKF(r == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "opened from"), "save into source: %d %s", r, err.message);
+    CHECKF(r == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "opened from"), "save into source: %d %s", r,
+           err.message);
     CHECKF(file_size(path2) == before, "source weights kept (%ld of %ld bytes)", file_size(path2), before);
     /* a target whose model.safetensors is a hard link to the mapped source: replaced, not truncated */
     snprintf(path, sizeof path, "%s/model.safetensors", out);
@@ -414,7 +420,8 @@ static void test_quantize_folders(void) {
     tic();
     m2 = open_model(out, MLSTACK_DTYPE_Q4_1, &err);
     toc(__LINE__, "quantize a Q8_0 folder to Q4_1");
-    CHECKF(!m2 && err.code == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "already"), "q8_0 -> q4_1: %s", err.message);
+    CHECKF(!m2 && err.code == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "already"), "q8_0 -> q4_1: %s",
+           err.message);
     mlstack_model_close(m2);
     mlstack_model_close(m);
 }
@@ -452,8 +459,9 @@ static int on_req_token(void *user, uint64_t id, int32_t tok, const char *text, 
     d.prompt = &x->seq, d.n_prompt = 1, d.max_tokens = 1;
     x->step_r = mlstack_engine_step(x->e, NULL);
     x->complete_r = mlstack_engine_complete(x->e, &d, NULL, NULL, 0, NULL);
-    x->clear_r = mlstack_engine_cache_clear(x->e) == 0 && strstr(mlstack_engine_error(x->e), "callback") ? MLSTACK_ERR_STATE
-                                                                                                          : MLSTACK_OK;
+    x->clear_r = mlstack_engine_cache_clear(x->e) == 0 && strstr(mlstack_engine_error(x->e), "callback")
+                     ? MLSTACK_ERR_STATE
+                     : MLSTACK_OK;
     if (x->release_id == id) mlstack_engine_release(x->e, id); /* another owner lets go of the request */
     x->calls++;
     return 0;
@@ -518,7 +526,8 @@ static void test_engine_misuse(void) {
         d.prompt = prompt, d.n_prompt = 3, d.max_tokens = 3, d.ignore_eos = 1;
         d.on_token = on_req_token, d.user = &x;
         CHECK(mlstack_engine_complete(e, &d, &st, NULL, 0, &err) == MLSTACK_OK && st.n_generated == 3);
-        CHECK(x.calls == 3 && x.step_r == MLSTACK_ERR_STATE && x.complete_r == MLSTACK_ERR_STATE && x.clear_r == MLSTACK_ERR_STATE);
+        CHECK(x.calls == 3 && x.step_r == MLSTACK_ERR_STATE && x.complete_r == MLSTACK_ERR_STATE &&
+              x.clear_r == MLSTACK_ERR_STATE);
         memset(&x, 0, sizeof x);
         x.e = e;
         x.seq = 9;
@@ -537,7 +546,8 @@ static void test_engine_misuse(void) {
         tic();
         i = mlstack_engine_complete(e, &d, &st, NULL, 0, &err);
         toc(__LINE__, "complete whose id is released under it");
-        CHECKF(i == MLSTACK_ERR_NOT_FOUND && strstr(err.message, "released"), "released under complete: %d %s", i, err.message);
+        CHECKF(i == MLSTACK_ERR_NOT_FOUND && strstr(err.message, "released"), "released under complete: %d %s", i,
+               err.message);
         CHECK(st.state == MLSTACK_REQUEST_DONE && st.result == MLSTACK_ERR_NOT_FOUND);
     }
     /* eval whose page-table growth fails: an error, and the sequence as it was */

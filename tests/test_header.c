@@ -6,8 +6,9 @@
 /* Copies the identifier at p (letters, digits, _) into out; returns its length. */
 static size_t ident(const char *p, char *out, size_t cap) {
     size_t n = 0;
-    while ((p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9')) &&
-           n + 1 < cap) {
+    while (
+        (p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9')) &&
+        n + 1 < cap) {
         out[n] = p[n];
         n++;
     }
@@ -18,7 +19,8 @@ static size_t ident(const char *p, char *out, size_t cap) {
 /* API AT A GLANCE names every public function, and only those: each "MLSTACK_API ... name("
    declaration has "name(" in the block, and each "mlstack_...(" in the block is declared. */
 static void check_glance(const char *h) {
-    const char *g = strstr(h, "API AT A GLANCE"), *g_end = g ? strstr(g, "*/") : NULL, *decl = strstr(h, "#ifndef MLSTACK_H");
+    const char *g = strstr(h, "API AT A GLANCE"), *g_end = g ? strstr(g, "*/") : NULL,
+               *decl = strstr(h, "#ifndef MLSTACK_H");
     const char *p, *decl_end;
     char name[96], pat[100];
     int n_decl = 0;
@@ -87,7 +89,8 @@ static void check_anchors(const char *h, char toc[][96], int n_toc) {
     CHECKF(bad == 0, "%d references to unknown anchors", bad);
     bad = 0;
     for (p = h; (p = strstr(p, "section ")) != NULL; p += 8)
-        if (p[8] >= '0' && p[8] <= '9' && bad++ < 10) CHECKF(0, "a section referred to by number at offset %ld", (long)(p - h));
+        if (p[8] >= '0' && p[8] <= '9' && bad++ < 10)
+            CHECKF(0, "a section referred to by number at offset %ld", (long)(p - h));
     CHECKF(bad == 0, "%d references to sections by number (use >>anchor)", bad);
 }
 

@@ -52,7 +52,8 @@ static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const
     }
     if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) same = 0;
     for (i = 0; same && i < n; i++)
-        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab)) same = 0;
+        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab))
+            same = 0;
     mlstack_engine_seq_free(e, sa);
     mlstack_engine_seq_free(e, sb);
     return same;
@@ -146,7 +147,8 @@ static void check_model(const char *name) {
                 if (fabs(ours16[k] - ours[k]) > d16) d16 = fabs(ours16[k] - ours[k]);
                 if (fabs(ours[k]) > big) big = fabs(ours[k]);
             }
-            CHECKF(d16 < 5e-3 * big, "%s case %d: f16 KV moves logits by %.3g (largest logit %.3g)", name, ci, d16, big);
+            CHECKF(d16 < 5e-3 * big, "%s case %d: f16 KV moves logits by %.3g (largest logit %.3g)", name, ci, d16,
+                   big);
             free(ours16);
         }
         /* opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits
@@ -160,12 +162,14 @@ static void check_model(const char *name) {
                     if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
                     if (fabs(ours[k]) > big) big = fabs(ours[k]);
                 }
-                CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db, big);
-                CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab), "%s case %d: bf16-dot logits depend on threads",
-                       name, ci);
+                CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db,
+                       big);
+                CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab),
+                       "%s case %d: bf16-dot logits depend on threads", name, ci);
                 CHECKF(same_when_batched(ebf1, ids, n, b1, info.n_vocab),
                        "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
-                if (ci == 0) printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
+                if (ci == 0)
+                    printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
             }
             free(b1);
             free(b2);
@@ -185,11 +189,12 @@ static void check_model(const char *name) {
         CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
         for (v = gr->child, k = 0; v; v = v->next, k++)
             if (k >= count_greedy || greedy_out[k] != v->i) same = 0;
-        CHECKF(same && k == 32 && count_greedy == 32, "%s case %d: greedy continuation differs from transformers", name, ci);
+        CHECKF(same && k == 32 && count_greedy == 32, "%s case %d: greedy continuation differs from transformers", name,
+               ci);
         mlstack_engine_seq_free(e2, seq);
         /* batch invariance: the same prompt beside another sequence in one batch */
-        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab), "%s case %d: logits change when batched with another sequence",
-               name, ci);
+        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab),
+               "%s case %d: logits change when batched with another sequence", name, ci);
         free(ours);
     }
     CHECKF(ci == 2, "%s: expected 2 cases, found %d", name, ci);

@@ -42,9 +42,11 @@ static void test_utf8_paths(void) {
     CHECK(mlstack__file_exists(FILE_U8));
     CHECK(!mlstack__file_exists(DIR_U8)); /* a folder is not a file */
     CHECK(!mlstack__file_exists(DIR_U8 "/missing.json"));
-    CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == strlen(body) && memcmp(text, body, len) == 0);
+    CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == strlen(body) &&
+          memcmp(text, body, len) == 0);
     MLSTACK_FREE(text);
-    CHECKF(mlstack__map_open(&m, FILE_U8, &err) == MLSTACK_OK && m.size == strlen(body) && memcmp(m.data, body, m.size) == 0,
+    CHECKF(mlstack__map_open(&m, FILE_U8, &err) == MLSTACK_OK && m.size == strlen(body) &&
+               memcmp(m.data, body, m.size) == 0,
            "map: %s", err.message);
     mlstack__map_close(&m);
     CHECK(m.data == NULL);
@@ -54,12 +56,14 @@ static void test_utf8_paths(void) {
     mlstack__dir_close(d);
     CHECKF(found == 1, "the UTF-8 name came back from the listing %d times", found);
     /* errors name the file and say what went wrong */
-    CHECK(mlstack__map_open(&m, DIR_U8 "/missing.json", &err) == MLSTACK_ERR_IO && strstr(err.message, "missing.json") != NULL);
+    CHECK(mlstack__map_open(&m, DIR_U8 "/missing.json", &err) == MLSTACK_ERR_IO &&
+          strstr(err.message, "missing.json") != NULL);
     CHECK(mlstack__map_open(&m, DIR_U8, &err) != MLSTACK_OK && m.data == NULL);
     CHECK(mlstack__map_open(&m, "build/tmp_platform_\xff\xfe/x", &err) == MLSTACK_ERR_IO); /* not UTF-8 */
     f = mlstack__fopen(DIR_U8 "/empty", "wb");
     if (f) fclose(f);
-    CHECK(mlstack__map_open(&m, DIR_U8 "/empty", &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "empty file") != NULL);
+    CHECK(mlstack__map_open(&m, DIR_U8 "/empty", &err) == MLSTACK_ERR_FORMAT &&
+          strstr(err.message, "empty file") != NULL);
     CHECK(rm_u8(DIR_U8 "/empty", 0) == 0);
     /* same file by identity, not spelling; a rename replaces an existing file (Windows too) */
     f = mlstack__fopen(DIR_U8 "/new.tmp", "wb");
@@ -70,7 +74,8 @@ static void test_utf8_paths(void) {
     CHECK(!mlstack__same_file(FILE_U8, DIR_U8 "/missing.json"));
     CHECK(mlstack__rename(DIR_U8 "/new.tmp", FILE_U8) == 0 && !mlstack__file_exists(DIR_U8 "/new.tmp"));
     text = NULL;
-    CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == 3 && memcmp(text, "new", 3) == 0);
+    CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == 3 &&
+          memcmp(text, "new", 3) == 0);
     MLSTACK_FREE(text);
     CHECK(mlstack__remove(DIR_U8 "/missing.json") != 0);
     CHECK(rm_u8(FILE_U8, 0) == 0 && rm_u8(DIR_U8, 1) == 0);
@@ -82,8 +87,9 @@ static void test_address_space(void) {
     mlstack_error err;
     uint64_t too_big = (uint64_t)(SIZE_MAX / 2) + 1;
     err.message[0] = 0;
-    CHECKF(mlstack__map_check("big.safetensors", too_big, &err) == MLSTACK_ERR_LIMIT && strstr(err.message, "big.safetensors") &&
-               strstr(err.message, "more than this") && strstr(err.message, "-bit build can map"),
+    CHECKF(mlstack__map_check("big.safetensors", too_big, &err) == MLSTACK_ERR_LIMIT &&
+               strstr(err.message, "big.safetensors") && strstr(err.message, "more than this") &&
+               strstr(err.message, "-bit build can map"),
            "%s", err.message);
     CHECK(mlstack__map_check("ok.safetensors", too_big - 1, &err) == MLSTACK_OK);
     if (sizeof(void *) == 4) {
@@ -101,7 +107,8 @@ static void test_address_space(void) {
         if (!ok) {
             SKIP("cannot write a sparse file of %llu bytes here", (unsigned long long)too_big);
         } else {
-            CHECKF(mlstack__map_open(&m, path, &err) == MLSTACK_ERR_LIMIT && m.data == NULL && strstr(err.message, "32-bit build"),
+            CHECKF(mlstack__map_open(&m, path, &err) == MLSTACK_ERR_LIMIT && m.data == NULL &&
+                       strstr(err.message, "32-bit build"),
                    "%s", err.message);
         }
         remove(path);
@@ -145,8 +152,7 @@ static void test_threads(void) {
         memset(job.hits, 0, sizeof job.hits);
         for (round = 0; round < 5; round++) {
             double t0 = mlstack__now();
-            while (mlstack__now() - t0 < 0.02) {
-            }
+            while (mlstack__now() - t0 < 0.02) {}
             mlstack__pool_run(&pool, pool_task, &job, 1000);
         }
         for (t = 0; t < 1000; t++) ok &= job.hits[t] == 5;

@@ -70,9 +70,9 @@ static void check_trace(const char *path, int n_threads, int first_step, int las
         if (!mlstack__json_is_str(ph, "X")) continue;
         n_x++;
         step = mlstack__json_get(args, "step");
-        if (!name || name->type != MLSTACK__JSON_STRING || !tid || !tid->is_int || !ts || ts->type != MLSTACK__JSON_NUMBER ||
-            !dur || dur->type != MLSTACK__JSON_NUMBER || dur->num < 0 || !step || !step->is_int ||
-            step->i < first_step || step->i > last_step || tid->i < 0 || tid->i >= n_threads) {
+        if (!name || name->type != MLSTACK__JSON_STRING || !tid || !tid->is_int || !ts ||
+            ts->type != MLSTACK__JSON_NUMBER || !dur || dur->type != MLSTACK__JSON_NUMBER || dur->num < 0 || !step ||
+            !step->is_int || step->i < first_step || step->i > last_step || tid->i < 0 || tid->i >= n_threads) {
             bad++;
             continue;
         }
@@ -273,7 +273,8 @@ static void test_random(void) {
     }
     mlstack_model_get_info(fix, &fi);
     CHECKF(mlstack_model_open_random("tests/fixtures/models/llama/config.json", MLSTACK_DTYPE_F32, 0, 42, &a, &err) ==
-               MLSTACK_OK, "%s", err.message);
+               MLSTACK_OK,
+           "%s", err.message);
     CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_F32, 0, 42, &b, &err) == MLSTACK_OK); /* folder works too */
     CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_F32, 0, 43, &c, &err) == MLSTACK_OK);
     mlstack_model_get_info(a, &ai);
@@ -290,8 +291,8 @@ static void test_random(void) {
         sum += x;
         sum2 += x * x;
     }
-    CHECKF(fabs(sum / (double)n) < 0.002 && fabs(sqrt(sum2 / (double)n) - 0.02) < 0.002, "mean %g std %g", sum / (double)n,
-           sqrt(sum2 / (double)n));
+    CHECKF(fabs(sum / (double)n) < 0.002 && fabs(sqrt(sum2 / (double)n) - 0.02) < 0.002, "mean %g std %g",
+           sum / (double)n, sqrt(sum2 / (double)n));
     la = logits_of(a, ai.n_vocab);
     lb = logits_of(b, ai.n_vocab);
     lc = logits_of(c, ai.n_vocab);
@@ -314,8 +315,8 @@ static void test_random(void) {
     CHECK(la != NULL);
     free(la);
     mlstack_model_close(q);
-    CHECK(mlstack_model_open_random("tests/fixtures/models/llama_tied", MLSTACK_DTYPE_F16, MLSTACK_DTYPE_Q8_0, 1, &q, &err) ==
-          MLSTACK_OK);
+    CHECK(mlstack_model_open_random("tests/fixtures/models/llama_tied", MLSTACK_DTYPE_F16, MLSTACK_DTYPE_Q8_0, 1, &q,
+                                    &err) == MLSTACK_OK);
     CHECK(q->cfg.tied && q->lm_head.wtype == MLSTACK_DTYPE_Q8_0);
     la = logits_of(q, q->cfg.n_vocab);
     CHECK(la != NULL);
@@ -327,7 +328,9 @@ static void test_random(void) {
     free(la);
     mlstack_model_close(q);
     /* errors */
-    CHECK(mlstack_model_open_random("tests/fixtures/models/nope", MLSTACK_DTYPE_F32, 0, 1, &q, &err) == MLSTACK_ERR_IO && !q);
+    CHECK(mlstack_model_open_random("tests/fixtures/models/nope", MLSTACK_DTYPE_F32, 0, 1, &q, &err) ==
+              MLSTACK_ERR_IO &&
+          !q);
     CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_Q8_0, 0, 1, &q, &err) == MLSTACK_ERR_INVALID_ARG);
     CHECK(mlstack_model_open_random(FIX, MLSTACK_DTYPE_F32, MLSTACK_DTYPE_I8, 1, &q, &err) == MLSTACK_ERR_UNSUPPORTED);
     mlstack_model_close(a);

@@ -29,8 +29,10 @@ static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_voca
         rows[i].want_logits = i == n - 1;
     }
     out = (float *)malloc(sizeof(float) * (size_t)info.n_vocab);
-    if (mlstack_engine_eval(e, rows, n) == MLSTACK_OK) memcpy(out, mlstack_engine_logits(e, n - 1), sizeof(float) * info.n_vocab);
-    else free(out), out = NULL;
+    if (mlstack_engine_eval(e, rows, n) == MLSTACK_OK)
+        memcpy(out, mlstack_engine_logits(e, n - 1), sizeof(float) * info.n_vocab);
+    else
+        free(out), out = NULL;
     mlstack_engine_free(e);
     return out;
 }
@@ -73,11 +75,12 @@ int main(void) {
             md.quant = 0;
             CHECKF(mlstack_model_open(&md, &re, &err) == MLSTACK_OK, "reopen: %s", err.message);
             mlstack_model_get_info(re, &info);
-            CHECKF(info.weight_dtype == quants[qi], "%s: reopened weights are %s", out, mlstack_dtype_name(info.weight_dtype));
+            CHECKF(info.weight_dtype == quants[qi], "%s: reopened weights are %s", out,
+                   mlstack_dtype_name(info.weight_dtype));
             lq = logits_of(q, ids, 7, &V);
             lre = logits_of(re, ids, 7, &V);
-            CHECKF(lq && lre && memcmp(lq, lre, sizeof(float) * V) == 0, "%s %s: reopened logits differ from the in-memory ones",
-                   names[ni], mlstack_dtype_name(quants[qi]));
+            CHECKF(lq && lre && memcmp(lq, lre, sizeof(float) * V) == 0,
+                   "%s %s: reopened logits differ from the in-memory ones", names[ni], mlstack_dtype_name(quants[qi]));
             for (k = 0; lq && lref && k < V; k++) {
                 if (fabs(lq[k] - lref[k]) > maxd) maxd = fabs(lq[k] - lref[k]);
                 if (fabs(lref[k]) > big) big = fabs(lref[k]);

@@ -53,9 +53,11 @@ static int run(mlstack_model *m, int R, int max_batch, const int32_t *prompt, co
     }
     o->logits = (float *)malloc(sizeof(float) * (size_t)(N_PROMPT + N_DECODE) * (size_t)V);
     mlstack_engine_seq_new(e, &seq);
-    for (i = 0; i < N_PROMPT; i++) rows[i].seq = seq, rows[i].pos = i, rows[i].token = prompt[i], rows[i].want_logits = 1;
+    for (i = 0; i < N_PROMPT; i++)
+        rows[i].seq = seq, rows[i].pos = i, rows[i].token = prompt[i], rows[i].want_logits = 1;
     if (mlstack_engine_eval(e, rows, N_PROMPT) != MLSTACK_OK) goto fail;
-    for (i = 0; i < N_PROMPT; i++) memcpy(o->logits + (size_t)i * V, mlstack_engine_logits(e, i), sizeof(float) * (size_t)V);
+    for (i = 0; i < N_PROMPT; i++)
+        memcpy(o->logits + (size_t)i * V, mlstack_engine_logits(e, i), sizeof(float) * (size_t)V);
     tok = force ? force[0] : argmax(o->logits + (size_t)(N_PROMPT - 1) * V, V);
     for (i = 0; i < N_DECODE; i++) {
         mlstack_batch_row r;
@@ -66,7 +68,8 @@ static int run(mlstack_model *m, int R, int max_batch, const int32_t *prompt, co
         tok = force && i + 1 < N_DECODE ? force[i + 1] : argmax(o->logits + (size_t)(N_PROMPT + i) * V, V);
     }
     if (keep) *keep = e;
-    else mlstack_engine_free(e);
+    else
+        mlstack_engine_free(e);
     return 0;
 fail:
     printf("eval with %d ranks: %s\n", R, mlstack_engine_error(e));
@@ -86,8 +89,8 @@ static void check_shares(const char *name, mlstack_engine *e, const mlstack_mode
     }
     for (r = 0; r < R; r++) {
         int first = r == 0;
-        CHECKF(ri[r].head0 == (first ? 0 : ri[r - 1].head1) && ri[r].head1 > ri[r].head0, "%s R=%d rank %d heads [%d, %d)", name, R, r,
-               ri[r].head0, ri[r].head1);
+        CHECKF(ri[r].head0 == (first ? 0 : ri[r - 1].head1) && ri[r].head1 > ri[r].head0,
+               "%s R=%d rank %d heads [%d, %d)", name, R, r, ri[r].head0, ri[r].head1);
         CHECK(ri[r].embd0 == (first ? 0 : ri[r - 1].embd1) && ri[r].embd1 > ri[r].embd0);
         CHECK(ri[r].ffn0 == (first ? 0 : ri[r - 1].ffn1) && ri[r].ffn1 >= ri[r].ffn0);
         CHECK(ri[r].vocab0 == (first ? 0 : ri[r - 1].vocab1) && ri[r].vocab1 > ri[r].vocab0);
@@ -120,7 +123,8 @@ static void check_bytes(const char *name, mlstack_engine *e, const mlstack_model
     CHECKF(got == want, "%s R=%d: %llu bytes exchanged, the formula says %llu", name, R, (unsigned long long)got,
            (unsigned long long)want);
     if (strncmp(name, "smollm2", 7) == 0)
-        printf("%s R=%d: %.1f KiB read from other ranks per token (all ranks), %.1f KiB by rank 0; %.3f s in exchanges on rank 0\n",
+        printf("%s R=%d: %.1f KiB read from other ranks per token (all ranks), %.1f KiB by rank 0; %.3f s in exchanges "
+               "on rank 0\n",
                name, R, got / 1024.0 / rows, r0.bytes_in / 1024.0 / rows, r0.wait_seconds);
 }
 
@@ -141,14 +145,15 @@ static void check_model(const char *name, mlstack_model *m, int max_r, int small
         int ok = run(m, R, small_chunks && R == 2 ? 16 : 512, prompt, one.tokens, &other, &e) == 0, bad = -1;
         if (ok) {
             for (i = 0; i < N_PROMPT + N_DECODE && bad < 0; i++)
-                if (memcmp(one.logits + (size_t)i * V, other.logits + (size_t)i * V, sizeof(float) * (size_t)V)) bad = i;
+                if (memcmp(one.logits + (size_t)i * V, other.logits + (size_t)i * V, sizeof(float) * (size_t)V))
+                    bad = i;
             check_shares(name, e, &mi);
             check_bytes(name, e, &mi, N_PROMPT + N_DECODE);
             mlstack_engine_free(e);
             free(other.logits);
         }
-        CHECKF(ok && bad < 0, "%s: %d ranks: logits differ from one rank first at row %d (prefill %d, decode %d)", name, R, bad,
-               N_PROMPT, N_DECODE);
+        CHECKF(ok && bad < 0, "%s: %d ranks: logits differ from one rank first at row %d (prefill %d, decode %d)", name,
+               R, bad, N_PROMPT, N_DECODE);
     }
     free(one.logits);
 }
@@ -175,7 +180,8 @@ static void serve(mlstack_model *m, int R, int32_t out[8][16], uint64_t *hits) {
     for (i = 0; i < 8; i++) {
         int32_t p[48];
         mlstack_request_desc rd;
-        for (j = 0; j < 48; j++) p[j] = (int32_t)(j < 32 ? (j * 31 + 5) % mi.n_vocab : ((i / 2) * 97 + j * 13) % mi.n_vocab);
+        for (j = 0; j < 48; j++)
+            p[j] = (int32_t)(j < 32 ? (j * 31 + 5) % mi.n_vocab : ((i / 2) * 97 + j * 13) % mi.n_vocab);
         memset(&rd, 0, sizeof rd);
         rd.prompt = p;
         rd.n_prompt = 40 + (i / 2) * 2;

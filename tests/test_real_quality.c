@@ -68,7 +68,8 @@ int main(void) {
         int ok = 1;
         for (i = 0; i < 2; i++) {
             md.quant = bounds[i].type;
-            if (mlstack_model_open(&md, &qm[i], &err) != MLSTACK_OK || mlstack_engine_init(qm[i], &ed, &qe[i], &err) != MLSTACK_OK) {
+            if (mlstack_model_open(&md, &qm[i], &err) != MLSTACK_OK ||
+                mlstack_engine_init(qm[i], &ed, &qe[i], &err) != MLSTACK_OK) {
                 CHECKF(0, "%s", err.message);
                 ok = 0;
             }
@@ -79,10 +80,10 @@ int main(void) {
                    mlstack_dtype_name(bounds[i].type), q[i].n, q[i].mean_kl, q[i].max_kl, 100 * q[i].top1, q[i].ppl_ref,
                    q[i].ppl_q);
             CHECKF(q[i].n == (int)n - 1, "compared %d positions", q[i].n);
-            CHECKF(q[i].mean_kl <= bounds[i].max_mean_kl, "%s mean KL %.5f above %.3f", mlstack_dtype_name(bounds[i].type),
-                   q[i].mean_kl, bounds[i].max_mean_kl);
-            CHECKF(q[i].top1 >= bounds[i].min_top1, "%s top-1 agreement %.3f below %.2f", mlstack_dtype_name(bounds[i].type),
-                   q[i].top1, bounds[i].min_top1);
+            CHECKF(q[i].mean_kl <= bounds[i].max_mean_kl, "%s mean KL %.5f above %.3f",
+                   mlstack_dtype_name(bounds[i].type), q[i].mean_kl, bounds[i].max_mean_kl);
+            CHECKF(q[i].top1 >= bounds[i].min_top1, "%s top-1 agreement %.3f below %.2f",
+                   mlstack_dtype_name(bounds[i].type), q[i].top1, bounds[i].min_top1);
         }
         for (i = 0; i < 2; i++) {
             mlstack_engine_free(qe[i]);

@@ -28,9 +28,9 @@ typedef struct repro_path {
     const char *cap;  /* engine isa cap that packs weights as this table reads them */
 } repro_path;
 
-static const repro_path all_paths[MAX_PATHS] = {{"scalar", "scalar"}, {"avx2", "avx2"},         {"avx512", "avx512"},
-                                                {"avx512+vnni", "avx512"}, {"avx512+vnni+amx", "amx"},
-                                                {"neon", "neon"},          {"neon+dotprod", "neon"}};
+static const repro_path all_paths[MAX_PATHS] = {
+    {"scalar", "scalar"},       {"avx2", "avx2"}, {"avx512", "avx512"},    {"avx512+vnni", "avx512"},
+    {"avx512+vnni+amx", "amx"}, {"neon", "neon"}, {"neon+dotprod", "neon"}};
 
 /* MLSTACK_REPRO_HASHES, else repro_hashes.txt in the build directory: the parent of the
    binary's flavour directory ($(B)/tests/, $(B)/nothreads/, $(B)/aarch64/). */
@@ -73,8 +73,8 @@ static void record(const char *key, uint64_t h, const char *path) {
     int i;
     for (i = 0; i < n_keys; i++)
         if (strcmp(keys[i], key) == 0) {
-            CHECKF(hashes[i] == h, "%s: path %s gives %016llx, an earlier path %016llx", key, path, (unsigned long long)h,
-                   (unsigned long long)hashes[i]);
+            CHECKF(hashes[i] == h, "%s: path %s gives %016llx, an earlier path %016llx", key, path,
+                   (unsigned long long)h, (unsigned long long)hashes[i]);
             return;
         }
     if (n_keys == MAX_KEYS) return;
@@ -96,19 +96,22 @@ static int run_hash(mlstack_engine *e, const int32_t *ids, int n, int steps, int
     int32_t sa = -1, sb = -1, tok_a = 0, tok_b = 0;
     uint64_t h = 1469598103934665603ull;
     int i, nr = 0, s, ok = 1;
-    if (!rows || mlstack_engine_seq_new(e, &sa) != MLSTACK_OK || (mate && mlstack_engine_seq_new(e, &sb) != MLSTACK_OK)) {
+    if (!rows || mlstack_engine_seq_new(e, &sa) != MLSTACK_OK ||
+        (mate && mlstack_engine_seq_new(e, &sb) != MLSTACK_OK)) {
         free(rows);
         return -1;
     }
     for (i = 0; i < n; i++) {
-        if (mate) rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[(i * 7 + 3) % n], rows[nr].want_logits = 1, nr++;
+        if (mate)
+            rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[(i * 7 + 3) % n], rows[nr].want_logits = 1, nr++;
         rows[nr].seq = sa, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
     }
     for (s = 0; ok && s <= steps; s++) {
         int ra = -1;
         if (s > 0) { /* one decode row each */
             nr = 0;
-            if (mate) rows[nr].seq = sb, rows[nr].pos = n + s - 1, rows[nr].token = tok_b, rows[nr].want_logits = 1, nr++;
+            if (mate)
+                rows[nr].seq = sb, rows[nr].pos = n + s - 1, rows[nr].token = tok_b, rows[nr].want_logits = 1, nr++;
             rows[nr].seq = sa, rows[nr].pos = n + s - 1, rows[nr].token = tok_a, rows[nr].want_logits = 1, nr++;
         }
         if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) {
@@ -184,9 +187,9 @@ static int want(const run_spec *r, int smol, const char *path, int is_best, int 
 }
 
 /* One model in one weight type: every path x KV type x run, plus 2 threads with a batch mate. */
-static void check_model(const char *label, const char *dir, mlstack_dtype quant, mlstack_dtype convert, const char *wname,
-                        const run_spec *runs, int n_runs, int n_kv, const repro_path *paths, const mlstack__kernels **ks,
-                        int n_paths) {
+static void check_model(const char *label, const char *dir, mlstack_dtype quant, mlstack_dtype convert,
+                        const char *wname, const run_spec *runs, int n_runs, int n_kv, const repro_path *paths,
+                        const mlstack__kernels **ks, int n_paths) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
@@ -231,8 +234,12 @@ static void check_model(const char *label, const char *dir, mlstack_dtype quant,
                         continue;
                     }
                     record(key, h, i ? "2 threads + batch mate" : paths[p].name);
-                    if (getenv("REPRO_TIME")) printf("  %-40s %-12s %s %.2f s\n", key, paths[p].name, i ? "t2+mate" : "", mlstack_clock_seconds() - t0);
-                    if (getenv("REPRO_VERBOSE")) printf("  %-40s %-12s %s %016llx\n", key, paths[p].name, i ? "t2+mate" : "", (unsigned long long)h);
+                    if (getenv("REPRO_TIME"))
+                        printf("  %-40s %-12s %s %.2f s\n", key, paths[p].name, i ? "t2+mate" : "",
+                               mlstack_clock_seconds() - t0);
+                    if (getenv("REPRO_VERBOSE"))
+                        printf("  %-40s %-12s %s %016llx\n", key, paths[p].name, i ? "t2+mate" : "",
+                               (unsigned long long)h);
                 }
                 mlstack_engine_free(e);
             }
@@ -298,7 +305,8 @@ static void cross_check(int writer) {
             while (at && (at > txt && at[-1] != '\n')) at = strstr(at + 1, keys[i]);
             if (!at || sscanf(at + strlen(keys[i]), " %llx", &h) != 1) continue;
             found++;
-            CHECKF(h == hashes[i], "%s: %016llx here, %016llx on x86-64 (%s)", keys[i], (unsigned long long)hashes[i], h, path);
+            CHECKF(h == hashes[i], "%s: %016llx here, %016llx on x86-64 (%s)", keys[i], (unsigned long long)hashes[i],
+                   h, path);
         }
         printf("compared %d of %d hashes with %s\n", found, n_keys, path);
         CHECKF(found > 0, "no key in common with %s", path);
@@ -390,7 +398,8 @@ int main(int argc, char **argv) {
             static const char text[] =
                 "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
                 "movable metal type, oil-based ink and a wooden press adapted from winemaking. Within fifty years, "
-                "printers in more than two hundred cities had produced millions of books, and the cost of copying a text "
+                "printers in more than two hundred cities had produced millions of books, and the cost of copying a "
+                "text "
                 "fell so far that pamphlets, calendars and newspapers became part of daily life. Explain in a few "
                 "sentences why this mattered for science.";
             mlstack_tokenizer *tok = NULL;
@@ -404,7 +413,8 @@ int main(int argc, char **argv) {
             }
             CHECKF(n_long >= 64, "SmolLM2 prompt: %d tokens", (int)n_long);
             for (i = 0; i < 4; i++) smol_short[i] = smol_long[i];
-            runs[0].name = "long", runs[0].ids = smol_long, runs[0].n = (int)n_long, runs[0].steps = 64, runs[0].cheap = 0;
+            runs[0].name = "long", runs[0].ids = smol_long, runs[0].n = (int)n_long, runs[0].steps = 64,
+            runs[0].cheap = 0;
             runs[1].name = "short", runs[1].ids = smol_short, runs[1].n = 4, runs[1].steps = 2, runs[1].cheap = 1;
             if (n_long >= 64) {
                 printf("SmolLM2: %d prompt tokens + 64 steps on %d SIMD paths, 4 + 2 on all\n", (int)n_long, n_simd);

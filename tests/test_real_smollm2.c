@@ -61,8 +61,8 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
                 if (d > LOGIT_TOL) bad++;
             }
         }
-        CHECKF(bad == 0 && pos == n, "%s prompt %d: %d top-10 logits off by more than %g (max %.3g)", isa ? isa : "best", pi,
-               bad, LOGIT_TOL, maxdiff);
+        CHECKF(bad == 0 && pos == n, "%s prompt %d: %d top-10 logits off by more than %g (max %.3g)",
+               isa ? isa : "best", pi, bad, LOGIT_TOL, maxdiff);
         printf("  prompt %d (%d tokens): max |logit - transformers| over top-10 ids = %.2e\n", pi, n, maxdiff);
         mlstack_engine_seq_free(e, seq);
         if (greedy) {
@@ -81,10 +81,12 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
             gr = mlstack__json_get(p, "greedy");
             for (v = gr->child, k = 0; v; v = v->next, k++)
                 if (k >= n_gen || gen[k] != v->i) {
-                    if (same) printf("  first difference at token %d: %d vs %d\n", k, k < n_gen ? gen[k] : -1, (int)v->i);
+                    if (same)
+                        printf("  first difference at token %d: %d vs %d\n", k, k < n_gen ? gen[k] : -1, (int)v->i);
                     same = 0;
                 }
-            CHECKF(same && k == 64 && n_gen == 64, "prompt %d: 64-token greedy continuation differs from transformers", pi);
+            CHECKF(same && k == 64 && n_gen == 64, "prompt %d: 64-token greedy continuation differs from transformers",
+                   pi);
             printf("  prompt %d: greedy 64 tokens %s; %.1f tokens/s\n", pi, same ? "identical" : "DIFFER",
                    g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
             mlstack_engine_seq_free(e, seq);
@@ -128,7 +130,8 @@ static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json
     }
     for (p = prompts->child, pi = 0; p && pi < 3; p = p->next, pi++) {
         n_ids[pi] = 0;
-        for (v = mlstack__json_get(p, "ids")->child; v && n_ids[pi] < 256; v = v->next) ids[pi][n_ids[pi]++] = (int32_t)v->i;
+        for (v = mlstack__json_get(p, "ids")->child; v && n_ids[pi] < 256; v = v->next)
+            ids[pi][n_ids[pi]++] = (int32_t)v->i;
     }
     for (round = 0; round < 2; round++) {
         spec_out out[3];
@@ -152,19 +155,21 @@ static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json
             if (pi < first) continue;
             for (v = mlstack__json_get(p, "greedy")->child; v && k < SPEC_GEN; v = v->next, k++)
                 if (k >= out[pi].n || out[pi].toks[k] != v->i) same = 0;
-            CHECKF(same, "spec %s, prompt %d%s: greedy tokens differ from transformers'", draft ? "q4_1 draft" : "ngram", pi,
-                   round ? " (cached prefix)" : " (batched)");
+            CHECKF(same, "spec %s, prompt %d%s: greedy tokens differ from transformers'",
+                   draft ? "q4_1 draft" : "ngram", pi, round ? " (cached prefix)" : " (batched)");
             mlstack_engine_release(e, rid[pi]);
         }
     }
     memset(&st, 0, sizeof st);
     mlstack_engine_cache_stats(e, &st);
-    CHECKF(st.hit_tokens > 0 && st.spec_drafted > 0 && st.spec_accepted > 0, "spec: hits %llu drafted %llu accepted %llu",
-           (unsigned long long)st.hit_tokens, (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
+    CHECKF(st.hit_tokens > 0 && st.spec_drafted > 0 && st.spec_accepted > 0,
+           "spec: hits %llu drafted %llu accepted %llu", (unsigned long long)st.hit_tokens,
+           (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
     printf("  spec %s: 4 x %d greedy tokens identical; drafted %llu, accepted %llu (%.0f%%), %llu steps, %.1f s\n",
-           draft ? "q4_1 draft" : "ngram", SPEC_GEN, (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted,
-           st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0, (unsigned long long)st.steps,
-           mlstack_clock_seconds() - t0);
+           draft ? "q4_1 draft" : "ngram", SPEC_GEN, (unsigned long long)st.spec_drafted,
+           (unsigned long long)st.spec_accepted,
+           st.spec_drafted ? 100.0 * (double)st.spec_accepted / (double)st.spec_drafted : 0.0,
+           (unsigned long long)st.steps, mlstack_clock_seconds() - t0);
     mlstack_engine_free(e);
 }
 
@@ -233,9 +238,10 @@ static void test_gguf(const mlstack__json *prompts) {
             CHECK(wa[k]->wtype == MLSTACK__W_Q4_1 && wb[k]->wtype == MLSTACK__W_Q4_1);
             for (r = 0; r < (size_t)wa[k]->n_out; r++)
                 for (j = 0; j < nb; j++, n_blocks++)
-                    same_blocks += memcmp((const unsigned char *)wa[k]->data + r * wa[k]->row_bytes + j * sizeof(mlstack__q4_1),
-                                          (const unsigned char *)wb[k]->data + r * wb[k]->row_bytes + j * sizeof(mlstack__q4_1),
-                                          sizeof(mlstack__q4_1)) == 0;
+                    same_blocks +=
+                        memcmp((const unsigned char *)wa[k]->data + r * wa[k]->row_bytes + j * sizeof(mlstack__q4_1),
+                               (const unsigned char *)wb[k]->data + r * wb[k]->row_bytes + j * sizeof(mlstack__q4_1),
+                               sizeof(mlstack__q4_1)) == 0;
         }
     }
     printf("GGUF: our Q4_1 of the folder matches %zu of %zu blocks of the file\n", same_blocks, n_blocks);
@@ -251,7 +257,8 @@ static void test_gguf(const mlstack__json *prompts) {
         memset(&ed, 0, sizeof ed);
         ed.isa = isas[i];
         ed.max_seqs = 2;
-        if (mlstack_engine_init(q41, &ed, &ea, &err) != MLSTACK_OK || mlstack_engine_init(g, &ed, &eb, &err) != MLSTACK_OK) {
+        if (mlstack_engine_init(q41, &ed, &ea, &err) != MLSTACK_OK ||
+            mlstack_engine_init(g, &ed, &eb, &err) != MLSTACK_OK) {
             CHECKF(0, "engine: %s", err.message);
             mlstack_engine_free(ea);
             continue;
@@ -272,10 +279,12 @@ static void test_gguf(const mlstack__json *prompts) {
             CHECK(mlstack_engine_eval(ea, rows, n) == MLSTACK_OK);
             {
                 float *la = (float *)malloc(sizeof(float) * 49152 * (size_t)n);
-                for (k = 0; k < n; k++) memcpy(la + (size_t)k * 49152, mlstack_engine_logits(ea, k), sizeof(float) * 49152);
+                for (k = 0; k < n; k++)
+                    memcpy(la + (size_t)k * 49152, mlstack_engine_logits(ea, k), sizeof(float) * 49152);
                 for (k = 0; k < n; k++) rows[k].seq = sb;
                 CHECK(mlstack_engine_eval(eb, rows, n) == MLSTACK_OK);
-                for (k = 0; k < n; k++) same &= memcmp(la + (size_t)k * 49152, mlstack_engine_logits(eb, k), sizeof(float) * 49152) == 0;
+                for (k = 0; k < n; k++)
+                    same &= memcmp(la + (size_t)k * 49152, mlstack_engine_logits(eb, k), sizeof(float) * 49152) == 0;
                 free(la);
             }
             mlstack_engine_seq_free(ea, sa);
@@ -314,9 +323,11 @@ static void test_gguf(const mlstack__json *prompts) {
             mlstack__buf_puts(&js, "]");
             memset(&to, 0, sizeof to);
             to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
-            CHECKF(mlstack_chat_template_apply(mlstack_model_chat_template(g), NULL, js.p, js.n, &to, &out, &out_len, &err) == MLSTACK_OK,
+            CHECKF(mlstack_chat_template_apply(mlstack_model_chat_template(g), NULL, js.p, js.n, &to, &out, &out_len,
+                                               &err) == MLSTACK_OK,
                    "GGUF chat template: %s", err.message);
-            CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(g), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
+            CHECK(out &&
+                  mlstack_tokenizer_encode(mlstack_model_tokenizer(g), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
             for (v = mlstack__json_get(p, "ids")->child; v; v = v->next, k++)
                 if ((size_t)k >= n || ids[k] != v->i) same = 0;
             CHECKF(same && (size_t)k == n, "GGUF: the chat prompt encodes differently from transformers");
@@ -334,10 +345,12 @@ static void test_gguf(const mlstack__json *prompts) {
         static const char sep[] = "\n__ggml_vocab_test__\n";
         int n = 0, ok = 0;
         while (inp && out && mlstack_model_tokenizer(g) && pos < il && opos < ol) {
-            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos), *q = out + opos, *qe = le ? le : out + ol;
+            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos), *q = out + opos,
+                 *qe = le ? le : out + ol;
             size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
             int32_t ids[4096];
-            int good = mlstack_tokenizer_encode(mlstack_model_tokenizer(g), inp + pos, cl, 0, ids, 4096, &k) == MLSTACK_OK;
+            int good =
+                mlstack_tokenizer_encode(mlstack_model_tokenizer(g), inp + pos, cl, 0, ids, 4096, &k) == MLSTACK_OK;
             while (good) {
                 char *endp;
                 long v;
@@ -354,7 +367,8 @@ static void test_gguf(const mlstack__json *prompts) {
             opos = (size_t)(qe - out) + 1;
         }
         if (!inp || !out) SKIP("ggml-vocab-smollm vectors missing");
-        else CHECKF(n >= 40 && ok == n, "GGUF tokenizer: %d of %d smollm vectors exact", ok, n);
+        else
+            CHECKF(n >= 40 && ok == n, "GGUF tokenizer: %d of %d smollm vectors exact", ok, n);
         printf("GGUF: smollm vocabulary vectors %d/%d\n", ok, n);
         free(inp);
         free(out);
@@ -409,19 +423,21 @@ int main(void) {
                     mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
                     mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
                     mlstack__buf_puts(&js, ",\"content\":");
-                    mlstack__json_quote(&js, mlstack__json_get(v, "content")->str, mlstack__json_get(v, "content")->len);
+                    mlstack__json_quote(&js, mlstack__json_get(v, "content")->str,
+                                        mlstack__json_get(v, "content")->len);
                     mlstack__buf_puts(&js, "}");
                 }
                 mlstack__buf_puts(&js, "]");
                 memset(&to, 0, sizeof to);
                 to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
                 CHECKF(mlstack_model_chat_template(m) &&
-                           mlstack_chat_template_apply(mlstack_model_chat_template(m), NULL, js.p, js.n, &to, &out, &out_len,
-                                                       &err) == MLSTACK_OK,
+                           mlstack_chat_template_apply(mlstack_model_chat_template(m), NULL, js.p, js.n, &to, &out,
+                                                       &out_len, &err) == MLSTACK_OK,
                        "chat template: %s", err.message);
                 CHECKF(out && out_len == rendered->len && memcmp(out, rendered->str, out_len) == 0,
                        "SmolLM2 chat template renders differently from transformers");
-                CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(m), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
+                CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(m), out, out_len, 0, ids, 512, &n) ==
+                                 MLSTACK_OK);
                 ids_j = mlstack__json_get(p, "ids");
                 for (v = ids_j->child; v; v = v->next, k++)
                     if ((size_t)k >= n || ids[k] != v->i) same = 0;

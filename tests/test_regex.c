@@ -67,7 +67,8 @@ static void test_fixture(void) {
                 printf("  %s on \"%s\": got", name->str, str->str);
                 for (i = 0; i < k && i < 40; i += 2) printf(" [%zu,%zu)", spans[i], spans[i + 1]);
                 printf("; want");
-                for (v = exp->child, i = 0; v && i < 40; v = v->next, i++) printf("%s%lld", i % 2 ? "," : " ", (long long)v->i);
+                for (v = exp->child, i = 0; v && i < 40; v = v->next, i++)
+                    printf("%s%lld", i % 2 ? "," : " ", (long long)v->i);
                 printf("\n");
             }
             CHECKF(ok, "%s: split differs from onig", name->str);
@@ -110,7 +111,9 @@ static void test_basics(void) {
 }
 
 static void test_errors(void) {
-    static const struct { const char *pat, *want; } cases[] = {
+    static const struct {
+        const char *pat, *want;
+    } cases[] = {
         {"abc(?<=x)", "unsupported construct '(?<=' at offset 3"},
         {"(?<!x)", "'(?<!'"},
         {"(a", "missing ')'"},
@@ -129,7 +132,9 @@ static void test_errors(void) {
         {"(?<name>a)", "(?<name>"},
         {"\\", "backslash"},
         {"\\x{110000}", "hexadecimal"},
-        {"((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))", "nested too deeply"},
+        {"((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))))))))"
+         "))))))))))))))))))))))))))))",
+         "nested too deeply"},
         {"(?:a{1,100}b){1,1000}{1,1000}", "too large"},
         {"\xff", "invalid UTF-8"},
     };
@@ -141,8 +146,8 @@ static void test_errors(void) {
         memset(&err, 0, sizeof err);
         rc = mlstack__regex_compile(cases[i].pat, strlen(cases[i].pat), &re, &err);
         CHECKF(rc != MLSTACK_OK && re == NULL, "pattern %s should fail", cases[i].pat);
-        CHECKF(strstr(err.message, cases[i].want) && !strncmp(err.message, "regex: ", 7), "pattern %s: message \"%s\" lacks \"%s\"",
-               cases[i].pat, err.message, cases[i].want);
+        CHECKF(strstr(err.message, cases[i].want) && !strncmp(err.message, "regex: ", 7),
+               "pattern %s: message \"%s\" lacks \"%s\"", cases[i].pat, err.message, cases[i].want);
     }
 }
 

@@ -91,8 +91,9 @@ static void run_batch(mlstack_engine *e, const int *idx, int n, const char *what
         int32_t toks[GEN];
         ref *r = &R[idx[k]];
         CHECK(mlstack_engine_poll(e, ids[k], &st, toks, GEN) == MLSTACK_OK);
-        if (st.state != MLSTACK_REQUEST_DONE || st.n_generated != r->n_toks || memcmp(toks, r->toks, sizeof(int32_t) * GEN) ||
-            G[idx[k]].n_logits != GEN || memcmp(G[idx[k]].logits, r->logits, sizeof(float) * GEN * (size_t)V))
+        if (st.state != MLSTACK_REQUEST_DONE || st.n_generated != r->n_toks ||
+            memcmp(toks, r->toks, sizeof(int32_t) * GEN) || G[idx[k]].n_logits != GEN ||
+            memcmp(G[idx[k]].logits, r->logits, sizeof(float) * GEN * (size_t)V))
             bad++;
         mlstack_engine_release(e, ids[k]);
     }
@@ -104,10 +105,12 @@ static void check_pages_back(mlstack_engine *e, const char *what) {
     memset(&st, 0, sizeof st);
     mlstack_engine_cache_stats(e, &st);
     CHECKF(st.pages_used == st.pages_cached && st.pages_pinned == 0 && st.n_running == 0,
-           "%s: used %d cached %d pinned %d running %d", what, st.pages_used, st.pages_cached, st.pages_pinned, st.n_running);
+           "%s: used %d cached %d pinned %d running %d", what, st.pages_used, st.pages_cached, st.pages_pinned,
+           st.n_running);
     mlstack_engine_cache_clear(e);
     mlstack_engine_cache_stats(e, &st);
-    CHECKF(st.pages_free == st.n_pages, "%s: %d of %d pages free after clearing the cache", what, st.pages_free, st.n_pages);
+    CHECKF(st.pages_free == st.n_pages, "%s: %d of %d pages free after clearing the cache", what, st.pages_free,
+           st.n_pages);
 }
 
 static int count;
@@ -156,7 +159,8 @@ static void references(void) {
         r->n_toks = GEN;
         CHECK(mlstack_engine_seq_new(e, &seq) == MLSTACK_OK);
         for (j = 0; j < r->n_prompt; j++) {
-            rows[j].seq = seq, rows[j].pos = j, rows[j].token = r->prompt[j], rows[j].want_logits = j == r->n_prompt - 1;
+            rows[j].seq = seq, rows[j].pos = j, rows[j].token = r->prompt[j],
+            rows[j].want_logits = j == r->n_prompt - 1;
         }
         CHECK(mlstack_engine_eval(e, rows, r->n_prompt) == MLSTACK_OK);
         memcpy(r->logits, mlstack_engine_logits(e, r->n_prompt - 1), sizeof(float) * (size_t)V);
@@ -256,8 +260,9 @@ static void test_pressure(void) {
     }
     CHECKF(bad == 0, "pressure: %d of 50 requests differ from alone", bad);
     mlstack_engine_cache_stats(e, &st);
-    CHECKF(st.preemptions > 0 && st.pages_evicted > 0 && st.rejected == 2, "pressure: preemptions %llu evicted %llu rejected %llu",
-           (unsigned long long)st.preemptions, (unsigned long long)st.pages_evicted, (unsigned long long)st.rejected);
+    CHECKF(st.preemptions > 0 && st.pages_evicted > 0 && st.rejected == 2,
+           "pressure: preemptions %llu evicted %llu rejected %llu", (unsigned long long)st.preemptions,
+           (unsigned long long)st.pages_evicted, (unsigned long long)st.rejected);
     check_pages_back(e, "pressure");
     mlstack_engine_free(e);
 }
@@ -293,7 +298,8 @@ static void test_cancel_and_stop(void) {
     d.n_prompt = 120;
     CHECK(mlstack_engine_submit(e, &d, &a, NULL) == MLSTACK_OK);
     for (i = 0; i < 4; i++) CHECK(mlstack_engine_step(e, NULL) == MLSTACK_OK);
-    CHECK(mlstack_engine_poll(e, a, &st, NULL, 0) == MLSTACK_OK && st.state == MLSTACK_REQUEST_RUNNING && st.n_generated == 0);
+    CHECK(mlstack_engine_poll(e, a, &st, NULL, 0) == MLSTACK_OK && st.state == MLSTACK_REQUEST_RUNNING &&
+          st.n_generated == 0);
     CHECK(mlstack_engine_poll(e, b, &st, NULL, 0) == MLSTACK_OK && st.n_generated > 3); /* b decodes while a prefills */
     CHECK(mlstack_engine_cancel(e, a) == MLSTACK_OK); /* mid-prefill */
     CHECK(mlstack_engine_step(e, NULL) == MLSTACK_OK);
@@ -329,7 +335,8 @@ static void test_cancel_and_stop(void) {
         CHECK(mlstack_engine_complete(e, &d, &st, toks, GEN, NULL) == MLSTACK_OK && st.n_generated == GEN);
         CHECK(memcmp(toks, R[0].toks, sizeof toks) == 0);
         /* last two characters of token 3 and the first two of token 4 */
-        snprintf(stop, sizeof stop, "%02x x%c", (unsigned)R[0].toks[3] & 0xFF, "0123456789abcdef"[(R[0].toks[4] >> 8) & 0xF]);
+        snprintf(stop, sizeof stop, "%02x x%c", (unsigned)R[0].toks[3] & 0xFF,
+                 "0123456789abcdef"[(R[0].toks[4] >> 8) & 0xF]);
         {
             char expect[4096] = "", *hit;
             strcpy(expect, out);
@@ -341,8 +348,8 @@ static void test_cancel_and_stop(void) {
             d.stop_strings = stops;
             d.n_stop_strings = 1;
             CHECK(mlstack_engine_complete(e, &d, &st, toks, GEN, NULL) == MLSTACK_OK);
-            CHECKF(st.finish == MLSTACK_FINISH_STOP && strcmp(out, expect) == 0, "stop string: finish %d, text [%s] expected [%s]",
-                   (int)st.finish, out, expect);
+            CHECKF(st.finish == MLSTACK_FINISH_STOP && strcmp(out, expect) == 0,
+                   "stop string: finish %d, text [%s] expected [%s]", (int)st.finish, out, expect);
             CHECKF(st.n_generated <= 5, "stop string: %d tokens", st.n_generated);
         }
     }
@@ -353,7 +360,7 @@ static void test_cancel_and_stop(void) {
 }
 
 /* ---- radix tree fuzz against a reference model ---- */
-#define FP 2           /* page tokens */
+#define FP 2 /* page tokens */
 #define FSEQ 6
 #define FLEN 24
 typedef struct fseq {
@@ -383,15 +390,16 @@ static int in_refset(uint64_t h) {
 
 static int tree_fail;
 /* Walks the tree: checks structure, counts references per page, collects prefix hashes. */
-static void walk(mlstack__kv *kv, mlstack__rnode *n, int32_t *path, int depth, int *refs, uint64_t *hs, int *nh, int *nodes,
-                 int *cached, int *pinned) {
+static void walk(mlstack__kv *kv, mlstack__rnode *n, int32_t *path, int depth, int *refs, uint64_t *hs, int *nh,
+                 int *nodes, int *cached, int *pinned) {
     mlstack__rnode *c, *d;
     int i;
     for (c = n->child; c; c = c->next) {
         int locks = 0, j;
         if (c->parent != n || c->n_pages < 1) tree_fail++;
         for (d = c->next; d; d = d->next)
-            if (!memcmp(d->tokens, c->tokens, sizeof(int32_t) * FP)) tree_fail++; /* siblings differ in their first page */
+            if (!memcmp(d->tokens, c->tokens, sizeof(int32_t) * FP))
+                tree_fail++; /* siblings differ in their first page */
         (*nodes)++;
         *cached += c->n_pages;
         if (c->lock) *pinned += c->n_pages;
@@ -426,7 +434,7 @@ static int check_all(mlstack__kv *kv, uint64_t *hs, int *nh) {
         for (j = 0; F[i].live && j < F[i].n_pages; j++) refs[F[i].pages[j]]++;
     for (i = 0; i < kv->n_free; i++) onfree[kv->free_stack[i]]++;
     for (i = 0; i < kv->n_pages; i++) {
-        if (refs[i] != kv->ref[i] || kv->ref[i] < 0) bad++;            /* counts match owners, never negative */
+        if (refs[i] != kv->ref[i] || kv->ref[i] < 0) bad++; /* counts match owners, never negative */
         if ((kv->ref[i] == 0) != (onfree[i] == 1) || onfree[i] > 1) bad++; /* free exactly when unowned, once */
     }
     if (nodes != kv->radix.n_nodes || cached != kv->radix.n_cached || pinned != kv->radix.n_pinned) bad++;
@@ -458,7 +466,8 @@ static void test_radix_fuzz(void) {
             for (i = keep; i < f->n_toks; i++) f->toks[i] = (int32_t)rnd(3);
             for (i = 1; i <= (f->n_toks - 1) / FP; i++)
                 if (in_refset(prefix_hash(f->toks, i))) expect = i;
-                else break;
+                else
+                    break;
             m = mlstack__radix_match(kv, f->toks, (f->n_toks - 1) / FP, &node);
             if (m != expect) fails++;
             matches++;
@@ -502,7 +511,8 @@ static void test_radix_fuzz(void) {
         for (i = 0; i < FSEQ; i++) {
             int32_t tmp[FLEN];
             int d = F[i].live ? mlstack__radix_path_pages(F[i].pin, tmp) : 0;
-            if (F[i].live && (mlstack__radix_peek(kv, F[i].toks, d) != d || memcmp(tmp, F[i].pages, sizeof(int32_t) * (size_t)d)))
+            if (F[i].live &&
+                (mlstack__radix_peek(kv, F[i].toks, d) != d || memcmp(tmp, F[i].pages, sizeof(int32_t) * (size_t)d)))
                 fails++;
         }
         /* evictions remove entries: the reference follows the tree (which check_all showed to be a subset) */
@@ -511,8 +521,8 @@ static void test_radix_fuzz(void) {
         if (fails) break;
     }
     CHECKF(fails == 0, "radix fuzz: first failure at operation %d", op);
-    CHECKF(matches > 1000 && evictions > 100 && kv->radix.n_evicted > 0, "radix fuzz: %d matches, %d evictions", matches,
-           evictions);
+    CHECKF(matches > 1000 && evictions > 100 && kv->radix.n_evicted > 0, "radix fuzz: %d matches, %d evictions",
+           matches, evictions);
     for (op = 0; op < FSEQ; op++)
         if (F[op].live) {
             int i;
@@ -527,8 +537,8 @@ static void test_radix_fuzz(void) {
 
 /* ---- speculative decoding ---- */
 
-static mlstack_engine *spec_engine(mlstack_spec_mode mode, mlstack_model *draft, int k, int step_tokens, int page_tokens,
-                                   uint64_t kv_mem, int threads) {
+static mlstack_engine *spec_engine(mlstack_spec_mode mode, mlstack_model *draft, int k, int step_tokens,
+                                   int page_tokens, uint64_t kv_mem, int threads) {
     mlstack_engine_desc ed;
     mlstack_engine *e;
     mlstack_error err;
@@ -596,8 +606,9 @@ static void test_spec(void) {
             memset(&st, 0, sizeof st);
             mlstack_engine_cache_stats(e, &st);
             CHECKF(st.hit_tokens > 0, "%s: no cache hits", what);
-            CHECKF(st.spec_drafted > 0 && (mode == 0 || mode == 3 || st.spec_accepted > 0), "%s: drafted %llu accepted %llu", what,
-                   (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
+            CHECKF(st.spec_drafted > 0 && (mode == 0 || mode == 3 || st.spec_accepted > 0),
+                   "%s: drafted %llu accepted %llu", what, (unsigned long long)st.spec_drafted,
+                   (unsigned long long)st.spec_accepted);
             if (mode == 1) /* the model drafting for itself: every draft is the model's own token */
                 CHECKF(st.spec_accepted == st.spec_drafted, "%s: drafted %llu accepted %llu", what,
                        (unsigned long long)st.spec_drafted, (unsigned long long)st.spec_accepted);
@@ -618,7 +629,8 @@ static void test_spec(void) {
                 for (i = 0; i < n; i++) {
                     mlstack_request_status rs;
                     CHECK(mlstack_engine_poll(e, ids[i], &rs, NULL, 0) == MLSTACK_OK);
-                    CHECKF(rs.state == MLSTACK_REQUEST_DONE && rs.finish == MLSTACK_FINISH_LENGTH && rs.n_generated == GEN,
+                    CHECKF(rs.state == MLSTACK_REQUEST_DONE && rs.finish == MLSTACK_FINISH_LENGTH &&
+                               rs.n_generated == GEN,
                            "%s: sampled request %d: finish %d, %d tokens", what, i, (int)rs.finish, rs.n_generated);
                     mlstack_engine_release(e, ids[i]);
                 }
@@ -701,8 +713,8 @@ static void test_spec_ngram(void) {
 static void test_spec_dist(void) {
     static const float logits[6] = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f, 1.4f};
     static const float qs[3][6] = {{0.05f, 0.3f, 0.3f, 0.05f, 0.2f, 0.1f}, /* far from p */
-                                   {0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f},   /* a point mass on the likeliest */
-                                   {0.2f, 0.1f, 0.0f, 0.3f, 0.0f, 0.4f}};  /* zero where p is not */
+                                   {0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f}, /* a point mass on the likeliest */
+                                   {0.2f, 0.1f, 0.0f, 0.3f, 0.0f, 0.4f}}; /* zero where p is not */
     int qi, topk;
     for (topk = 0; topk <= 4; topk += 4) {
         for (qi = 0; qi < 4; qi++) { /* qi 3: deterministic drafts (draft_probs NULL), draft cycles over ids */
@@ -754,8 +766,8 @@ static void test_spec_dist(void) {
             se = sqrt(min_sum * (1 - min_sum) / (double)N) + 1e-9;
             CHECKF(chi < 35.9, "top_k %d q %d: chi-square %.1f (bound 35.9)", topk, qi, chi);
             CHECKF(chi_q > 35.9 * 10, "top_k %d q %d: control: q scores only %.1f", topk, qi, chi_q);
-            CHECKF(fabs(acc_rate - min_sum) < 6 * se || (min_sum == 0 && n_acc == 0), "top_k %d q %d: accepted %.4f, expected %.4f",
-                   topk, qi, acc_rate, min_sum);
+            CHECKF(fabs(acc_rate - min_sum) < 6 * se || (min_sum == 0 && n_acc == 0),
+                   "top_k %d q %d: accepted %.4f, expected %.4f", topk, qi, acc_rate, min_sum);
             mlstack_sampler_free(s);
         }
     }
@@ -769,7 +781,8 @@ static void test_spec_dist(void) {
         CHECK(mlstack_sampler_init(&sd, 6, &s) == MLSTACK_OK);
         CHECK(mlstack_sampler_probs(s, logits, pr) == MLSTACK_OK);
         CHECKF(fabs(pr[3] - exp(2.0 / 0.8) / (exp(1.0 / 0.8) + exp(0.2 / 0.8) + exp(-0.5 / 0.8) + exp(2.0 / 0.8) + 1 +
-                                                exp(1.4 / 0.8))) < 1e-6, "probs[3] %g", (double)pr[3]);
+                                              exp(1.4 / 0.8))) < 1e-6,
+               "probs[3] %g", (double)pr[3]);
         mlstack_sampler_free(s);
         sd.temperature = 0;
         CHECK(mlstack_sampler_init(&sd, 6, &s) == MLSTACK_OK);

@@ -21,9 +21,11 @@ static void show_diff(const char *name, const char *got, size_t got_n, const cha
     size_t i = 0;
     while (i < got_n && i < want_n && got[i] == want[i]) i++;
     printf("  %s: first difference at byte %zu (got %zu bytes, want %zu)\n    got : ", name, i, got_n, want_n);
-    fwrite(got + (i > 30 ? i - 30 : 0), 1, (got_n - (i > 30 ? i - 30 : 0)) > 80 ? 80 : got_n - (i > 30 ? i - 30 : 0), stdout);
+    fwrite(got + (i > 30 ? i - 30 : 0), 1, (got_n - (i > 30 ? i - 30 : 0)) > 80 ? 80 : got_n - (i > 30 ? i - 30 : 0),
+           stdout);
     printf("\n    want: ");
-    fwrite(want + (i > 30 ? i - 30 : 0), 1, (want_n - (i > 30 ? i - 30 : 0)) > 80 ? 80 : want_n - (i > 30 ? i - 30 : 0), stdout);
+    fwrite(want + (i > 30 ? i - 30 : 0), 1, (want_n - (i > 30 ? i - 30 : 0)) > 80 ? 80 : want_n - (i > 30 ? i - 30 : 0),
+           stdout);
     printf("\n");
 }
 
@@ -107,10 +109,16 @@ static void test_family(const char *family) {
             k += (size_t)sprintf(cfg, "{\"chat_template\": \"");
             for (i = 0; i < tn; i++) {
                 unsigned char ch = (unsigned char)tpl[i];
-                if (ch == '"' || ch == '\\') { cfg[k++] = '\\'; cfg[k++] = (char)ch; }
-                else if (ch == '\n') { cfg[k++] = '\\'; cfg[k++] = 'n'; }
-                else if (ch < 0x20) k += (size_t)sprintf(cfg + k, "\\u%04x", ch);
-                else cfg[k++] = (char)ch;
+                if (ch == '"' || ch == '\\') {
+                    cfg[k++] = '\\';
+                    cfg[k++] = (char)ch;
+                } else if (ch == '\n') {
+                    cfg[k++] = '\\';
+                    cfg[k++] = 'n';
+                } else if (ch < 0x20)
+                    k += (size_t)sprintf(cfg + k, "\\u%04x", ch);
+                else
+                    cfg[k++] = (char)ch;
             }
             k += (size_t)sprintf(cfg + k, "\"}");
             CHECK(mlstack__json_parse(&tmp, cfg, k, "cfg", &err) == MLSTACK_OK);
@@ -132,7 +140,8 @@ static void test_family(const char *family) {
         mlstack_template_options o;
         char *out = NULL;
         size_t out_n = 0;
-        const mlstack__json *m = mlstack__json_get(cs, "messages_json"), *agp = mlstack__json_get(cs, "add_generation_prompt");
+        const mlstack__json *m = mlstack__json_get(cs, "messages_json"),
+                            *agp = mlstack__json_get(cs, "add_generation_prompt");
         mlstack_result r;
         memset(&o, 0, sizeof o);
         o.add_generation_prompt = agp && agp->type == MLSTACK__JSON_TRUE;
@@ -144,7 +153,8 @@ static void test_family(const char *family) {
         total++;
         mlstack_template_free_output(out);
     }
-    printf("%-18s %2d cases (%2d rendered, %2d errors in transformers): %2d identical\n", family, total, outputs, total - outputs, same);
+    printf("%-18s %2d cases (%2d rendered, %2d errors in transformers): %2d identical\n", family, total, outputs,
+           total - outputs, same);
 done:
     mlstack_chat_template_close(t);
     mlstack__json_free(&doc);
@@ -193,7 +203,8 @@ static void test_shared_templates(void) {
             mlstack_template_options opt;
             char *out = NULL, want_hash[24];
             size_t out_n = 0;
-            const mlstack__json *m = mlstack__json_get(cs, "messages_json"), *agp = mlstack__json_get(cs, "add_generation_prompt");
+            const mlstack__json *m = mlstack__json_get(cs, "messages_json"),
+                                *agp = mlstack__json_get(cs, "add_generation_prompt");
             const mlstack__json *wlen = mlstack__json_get(o, "len");
             const char *cname = jstr(cs, "name") ? jstr(cs, "name") : "?", *whash = jstr(o, "fnv1a64");
             mlstack_result r;
@@ -205,7 +216,8 @@ static void test_shared_templates(void) {
             opt.now_unix = now ? (int64_t)now->i : 0;
             r = mlstack_template_render(tpl, tn, m->str, m->len, &opt, &out, &out_n, &err);
             if (wlen) {
-                snprintf(want_hash, sizeof want_hash, "%016llx", (unsigned long long)(r == MLSTACK_OK ? fnv1a64(out, out_n) : 0));
+                snprintf(want_hash, sizeof want_hash, "%016llx",
+                         (unsigned long long)(r == MLSTACK_OK ? fnv1a64(out, out_n) : 0));
                 ok = r == MLSTACK_OK && out_n == (size_t)wlen->i && whash && strcmp(want_hash, whash) == 0;
                 CHECKF(ok, "%s %s: %s", name, cname, r ? err.message : "output differs from transformers'");
                 if (!ok && r == MLSTACK_OK) {
@@ -231,17 +243,19 @@ static void test_shared_templates(void) {
         all_total += total;
         free(tpl);
     }
-    printf("shared chat templates: %d templates, %d/%d cases identical to transformers (or both failed)\n", n_templates, all_same,
-           all_total);
+    printf("shared chat templates: %d templates, %d/%d cases identical to transformers (or both failed)\n", n_templates,
+           all_same, all_total);
     mlstack__json_free(&doc);
     free(text);
 }
 
-static mlstack_result render(const char *tpl, const char *vars, const mlstack_template_options *base, char **out, mlstack_error *err) {
+static mlstack_result render(const char *tpl, const char *vars, const mlstack_template_options *base, char **out,
+                             mlstack_error *err) {
     mlstack_template_options o;
     size_t n;
     if (base) o = *base;
-    else memset(&o, 0, sizeof o);
+    else
+        memset(&o, 0, sizeof o);
     o.extra_json = vars;
     *out = NULL;
     return mlstack_template_render(tpl, strlen(tpl), NULL, 0, &o, out, &n, err);
@@ -267,8 +281,11 @@ static void fails_with(const char *tpl, mlstack_result want, const char *must_me
     o.max_steps = 2000000;
     err.message[0] = 0;
     r = render(tpl, NULL, &o, &out, &err);
-    CHECKF(r == want && out == NULL, "template %.60s: result %d (%s), want %d", tpl, r, r ? err.message : "rendered", want);
-    if (must_mention) CHECKF(strstr(err.message, must_mention) != NULL, "message \"%s\" should mention \"%s\"", err.message, must_mention);
+    CHECKF(r == want && out == NULL, "template %.60s: result %d (%s), want %d", tpl, r, r ? err.message : "rendered",
+           want);
+    if (must_mention)
+        CHECKF(strstr(err.message, must_mention) != NULL, "message \"%s\" should mention \"%s\"", err.message,
+               must_mention);
     mlstack_template_free_output(out);
 }
 
@@ -278,8 +295,10 @@ static void test_limits(void) {
     /* runaway templates end with a clear, bounded error */
     fails_with("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", MLSTACK_ERR_LIMIT, "recursion");
     fails_with("{% for i in range(10**9) %}x{% endfor %}", MLSTACK_ERR_LIMIT, "MAX_RANGE");
-    fails_with("{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT, "steps");
-    fails_with("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT, NULL);
+    fails_with("{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT,
+               "steps");
+    fails_with("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", MLSTACK_ERR_LIMIT,
+               NULL);
     fails_with("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MLSTACK_ERR_LIMIT, NULL);
     {
         mlstack_template_options o;
@@ -287,7 +306,8 @@ static void test_limits(void) {
         mlstack_error err;
         memset(&o, 0, sizeof o);
         o.max_output_bytes = 1000;
-        CHECK(render("{% for i in range(100) %}{{ 'x' * 100 }}{% endfor %}", NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT &&
+        CHECK(render("{% for i in range(100) %}{{ 'x' * 100 }}{% endfor %}", NULL, &o, &out, &err) ==
+                  MLSTACK_ERR_LIMIT &&
               strstr(err.message, "output") != NULL);
     }
     fails_with("{{ 'x' * 100000000000 }}", MLSTACK_ERR_LIMIT, NULL);
@@ -321,14 +341,15 @@ static void test_limits(void) {
         mlstack_error err;
         memset(&o, 0, sizeof o);
         o.max_memory = 1 << 20;
-        CHECK(render("{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s ~ 'abcdefgh' %}{% endfor %}{{ ns.s | length }}",
+        CHECK(render("{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s ~ 'abcdefgh' %}{% "
+                     "endfor %}{{ ns.s | length }}",
                      NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT);
     }
 }
 
 /* ---- hostile templates and inputs (issue 9): each ends quickly, with output or a clear error ---- */
-static double hostile_case(const char *name, const char *tpl, const char *messages, const char *vars, mlstack_result want,
-                           const char *want_out_or_msg) {
+static double hostile_case(const char *name, const char *tpl, const char *messages, const char *vars,
+                           mlstack_result want, const char *want_out_or_msg) {
     mlstack_template_options o;
     mlstack_error err;
     char *out = NULL;
@@ -347,8 +368,8 @@ static double hostile_case(const char *name, const char *tpl, const char *messag
     if (want == MLSTACK_OK && r == MLSTACK_OK)
         CHECKF(strcmp(out, want_out_or_msg) == 0, "hostile %s: got \"%.80s\", want \"%s\"", name, out, want_out_or_msg);
     if (want != MLSTACK_OK && want_out_or_msg)
-        CHECKF(strstr(err.message, want_out_or_msg) != NULL, "hostile %s: message \"%s\" should mention \"%s\"", name, err.message,
-               want_out_or_msg);
+        CHECKF(strstr(err.message, want_out_or_msg) != NULL, "hostile %s: message \"%s\" should mention \"%s\"", name,
+               err.message, want_out_or_msg);
     CHECKF(cpu < 2.0, "hostile %s took %.2f s of CPU time (limit 2 s)", name, cpu);
     printf("  hostile %-28s %7.3f s CPU %7.3f s wall  %s\n", name, cpu, dt, r ? err.message : "rendered");
     mlstack_template_free_output(out);
@@ -388,11 +409,11 @@ static void *deep_on_small_stack(void *arg) {
     p = big;
     for (i = 0; i < 20000; i++) p += sprintf(p, "{%% if 1 %%}");
     hostile_case("ifs_20000_thread256k", big, NULL, NULL, MLSTACK_ERR_LIMIT, "nested");
-    hostile_case("macro_recursion_thread256k", "{% macro f(n) %}{{ f(n + 1) | trim }}{% endmacro %}{{ f(0) }}", NULL, NULL,
-                 MLSTACK_ERR_LIMIT, "recursion");
+    hostile_case("macro_recursion_thread256k", "{% macro f(n) %}{{ f(n + 1) | trim }}{% endmacro %}{{ f(0) }}", NULL,
+                 NULL, MLSTACK_ERR_LIMIT, "recursion");
     hostile_case("caller_recursion_thread256k",
-                 "{% macro f(n) %}{% call f(n + 1) %}{{ caller() }}{% endcall %}{% endmacro %}{{ f(0) }}", NULL, NULL, MLSTACK_ERR_LIMIT,
-                 NULL);
+                 "{% macro f(n) %}{% call f(n + 1) %}{{ caller() }}{% endcall %}{% endmacro %}{{ f(0) }}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, NULL);
     free(big);
     job->ok = 1;
     return NULL;
@@ -413,34 +434,41 @@ static void test_hostile(void) {
 #endif
     stack_job job;
     /* repetition of empty values used to loop N times in one step */
-    hostile_case("empty_repeat", "{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 9223372036854775807 * '' }}", NULL,
+    hostile_case("empty_repeat",
+                 "{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 9223372036854775807 * '' }}", NULL,
                  NULL, MLSTACK_OK, "|[]|");
-    hostile_case("empty_repeat_loop", "{% for i in range(100000) %}{{ '' * 9223372036854775807 }}{% endfor %}x", NULL, NULL, MLSTACK_OK,
-                 "x");
+    hostile_case("empty_repeat_loop", "{% for i in range(100000) %}{{ '' * 9223372036854775807 }}{% endfor %}x", NULL,
+                 NULL, MLSTACK_OK, "x");
     /* unique was quadratic in one step */
     hostile_case("unique_100000", "{{ range(100000) | unique | list | length }}", NULL, NULL, MLSTACK_OK, "100000");
-    hostile_case("unique_loop", "{% for i in range(100000) %}{{ range(100000) | unique | list | length }}{% endfor %}", NULL, NULL,
-                 MLSTACK_ERR_LIMIT, "steps");
-    /* substring search was naive: a 200 KB needle in a 400 KB haystack (4e10 byte compares) */
-    hostile_case("search_long_needle",
-                 "{% set h = 'a' * 400000 %}{% set nd = 'a' * 200000 ~ 'b' %}{{ nd in h }} {{ h.count(nd) }} {{ h.find(nd) }} "
-                 "{{ h.rfind(nd) }} {{ h.replace(nd, 'x') | length }} {{ h.split(nd) | length }} {{ h.rsplit(nd) | length }} "
-                 "{{ h | replace(nd, '') | length }}",
-                 NULL, NULL, MLSTACK_OK, "False 0 -1 -1 400000 1 1 400000");
-    hostile_case("search_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{% if 'b' in h %}{% endif %}{% endfor %}", NULL,
-                 NULL, MLSTACK_ERR_LIMIT, "steps");
-    hostile_case("length_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h | length }}{% endfor %}", NULL, NULL,
-                 MLSTACK_ERR_LIMIT, "steps");
-    hostile_case("list_in_loop", "{% set l = range(100000) | list %}{% for i in range(100000) %}{% if -1 in l %}{% endif %}{% endfor %}",
+    hostile_case("unique_loop", "{% for i in range(100000) %}{{ range(100000) | unique | list | length }}{% endfor %}",
                  NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    /* substring search was naive: a 200 KB needle in a 400 KB haystack (4e10 byte compares) */
+    hostile_case(
+        "search_long_needle",
+        "{% set h = 'a' * 400000 %}{% set nd = 'a' * 200000 ~ 'b' %}{{ nd in h }} {{ h.count(nd) }} {{ h.find(nd) }} "
+        "{{ h.rfind(nd) }} {{ h.replace(nd, 'x') | length }} {{ h.split(nd) | length }} {{ h.rsplit(nd) | length }} "
+        "{{ h | replace(nd, '') | length }}",
+        NULL, NULL, MLSTACK_OK, "False 0 -1 -1 400000 1 1 400000");
+    hostile_case("search_loop",
+                 "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{% if 'b' in h %}{% endif %}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("length_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h | length }}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case(
+        "list_in_loop",
+        "{% set l = range(100000) | list %}{% for i in range(100000) %}{% if -1 in l %}{% endif %}{% endfor %}", NULL,
+        NULL, MLSTACK_ERR_LIMIT, "steps");
     /* == on dicts was quadratic; JSON objects with many keys were quadratic to load */
     keys = many_keys(20000, 0);
-    hostile_case("dict_eq_20000_keys", "{{ a == b }} {{ a | length }} {{ a.key_19999 }}", NULL, keys, MLSTACK_OK, "True 20000 19999");
-    hostile_case("dict_eq_loop", "{% for i in range(100000) %}{% if a == b %}{% endif %}{% endfor %}", NULL, keys, MLSTACK_ERR_LIMIT,
-                 "steps");
+    hostile_case("dict_eq_20000_keys", "{{ a == b }} {{ a | length }} {{ a.key_19999 }}", NULL, keys, MLSTACK_OK,
+                 "True 20000 19999");
+    hostile_case("dict_eq_loop", "{% for i in range(100000) %}{% if a == b %}{% endif %}{% endfor %}", NULL, keys,
+                 MLSTACK_ERR_LIMIT, "steps");
     free(keys);
     keys = many_keys(100000, 1);
-    hostile_case("message_100000_keys", "{{ messages[0] | length }} {{ messages[0].key_5 }}", keys, NULL, MLSTACK_OK, "100002 5");
+    hostile_case("message_100000_keys", "{{ messages[0] | length }} {{ messages[0].key_5 }}", keys, NULL, MLSTACK_OK,
+                 "100002 5");
     free(keys);
     /* the nesting limit is in bytes of stack: a tight max_stack stops nesting well below the level cap */
     {
@@ -455,13 +483,14 @@ static void test_hostile(void) {
         strcat(tpl, "1");
         for (i = 0; i < 250; i++) strcat(tpl, ")");
         strcat(tpl, " }}");
-        CHECK(render(tpl, NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT && strstr(err.message, "bytes of C stack") != NULL);
-        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(200) }}", NULL, &o, &out, &err) ==
-                  MLSTACK_ERR_LIMIT &&
+        CHECK(render(tpl, NULL, &o, &out, &err) == MLSTACK_ERR_LIMIT &&
+              strstr(err.message, "bytes of C stack") != NULL);
+        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(200) }}", NULL, &o, &out,
+                     &err) == MLSTACK_ERR_LIMIT &&
               strstr(err.message, "bytes of C stack") != NULL);
         o.max_stack = 0;
-        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}x{% endmacro %}{{ f(20) | length }}", NULL, &o, &out, &err) ==
-                  MLSTACK_OK &&
+        CHECK(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}x{% endmacro %}{{ f(20) | length }}", NULL, &o,
+                     &out, &err) == MLSTACK_OK &&
               strcmp(out, "21") == 0);
         mlstack_template_free_output(out);
     }
@@ -469,7 +498,8 @@ static void test_hostile(void) {
     memset(&job, 0, sizeof job);
 #if defined(_WIN32)
     {
-        HANDLE h = (HANDLE)_beginthreadex(NULL, 256 << 10, deep_on_small_stack_win, &job, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+        HANDLE h = (HANDLE)_beginthreadex(NULL, 256 << 10, deep_on_small_stack_win, &job,
+                                          STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
         CHECK(h != NULL);
         if (h) WaitForSingleObject(h, INFINITE), CloseHandle(h);
     }
@@ -501,7 +531,8 @@ static void test_unsupported_and_errors(void) {
     fails_with("{% if x %}", MLSTACK_ERR_FORMAT, "never closed");
     fails_with("line1\n  {{ 1 + }}", MLSTACK_ERR_FORMAT, "line 2, column");
     fails_with("{{ 'unterminated }}", MLSTACK_ERR_FORMAT, "unterminated");
-    fails_with("{{ raise_exception('Roles must alternate') }}", MLSTACK_ERR_INVALID_ARG, "raise_exception: Roles must alternate");
+    fails_with("{{ raise_exception('Roles must alternate') }}", MLSTACK_ERR_INVALID_ARG,
+               "raise_exception: Roles must alternate");
     fails_with("\xff{{ 1 }}", MLSTACK_ERR_FORMAT, "UTF-8");
     fails_with("{{ u.x }}", MLSTACK_ERR_INVALID_ARG, "'u' is undefined");
     renders_as("{{ x }}", "{\"x\": [1, \"a\"]}", "[1, 'a']");
@@ -524,37 +555,49 @@ static void test_api(void) {
     mlstack_chat_message msgs[2];
     static const char cfg[] =
         "{\"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}, \"eos_token\": \"</s>\", \"pad_token\": null,"
-        " \"chat_template\": [{\"name\": \"default\", \"template\": \"D{{ bos_token }}{{ messages[0].content }}{{ eos_token }}\"},"
-        " {\"name\": \"tool_use\", \"template\": \"T{{ tools | length }}\"}, {\"name\": \"rag\", \"template\": \"R\"}]}";
+        " \"chat_template\": [{\"name\": \"default\", \"template\": \"D{{ bos_token }}{{ messages[0].content }}{{ "
+        "eos_token }}\"},"
+        " {\"name\": \"tool_use\", \"template\": \"T{{ tools | length }}\"}, {\"name\": \"rag\", \"template\": "
+        "\"R\"}]}";
     memset(&o, 0, sizeof o);
     CHECK(mlstack_chat_template_from_config(cfg, sizeof cfg - 1, &t, &err) == MLSTACK_OK);
     if (!t) return;
     CHECK(strcmp(mlstack_chat_template_token(t, "bos_token"), "<s>") == 0);
     CHECK(strcmp(mlstack_chat_template_token(t, "eos_token"), "</s>") == 0);
     CHECK(mlstack_chat_template_token(t, "pad_token") == NULL);
-    CHECK(strcmp(mlstack_chat_template_get(t, NULL, 0), "D{{ bos_token }}{{ messages[0].content }}{{ eos_token }}") == 0);
+    CHECK(strcmp(mlstack_chat_template_get(t, NULL, 0), "D{{ bos_token }}{{ messages[0].content }}{{ eos_token }}") ==
+          0);
     CHECK(strcmp(mlstack_chat_template_get(t, NULL, 1), "T{{ tools | length }}") == 0);
     CHECK(strcmp(mlstack_chat_template_get(t, "rag", 0), "R") == 0);
     CHECK(mlstack_chat_template_get(t, "nope", 0) == NULL);
-    CHECK(mlstack_chat_template_apply(t, NULL, "[{\"role\":\"user\",\"content\":\"hi\"}]", strlen("[{\"role\":\"user\",\"content\":\"hi\"}]"), &o, &out, &n, &err) == MLSTACK_OK &&
+    CHECK(mlstack_chat_template_apply(t, NULL, "[{\"role\":\"user\",\"content\":\"hi\"}]",
+                                      strlen("[{\"role\":\"user\",\"content\":\"hi\"}]"), &o, &out, &n,
+                                      &err) == MLSTACK_OK &&
           strcmp(out, "D<s>hi</s>") == 0 && n == 10);
     mlstack_template_free_output(out);
     o.tools_json = "[{\"a\": 1}, {\"b\": 2}]";
-    CHECK(mlstack_chat_template_apply(t, NULL, "[{\"role\":\"user\",\"content\":\"hi\"}]", strlen("[{\"role\":\"user\",\"content\":\"hi\"}]"), &o, &out, &n, &err) == MLSTACK_OK &&
+    CHECK(mlstack_chat_template_apply(t, NULL, "[{\"role\":\"user\",\"content\":\"hi\"}]",
+                                      strlen("[{\"role\":\"user\",\"content\":\"hi\"}]"), &o, &out, &n,
+                                      &err) == MLSTACK_OK &&
           strcmp(out, "T2") == 0);
     mlstack_template_free_output(out);
     o.tools_json = NULL;
     o.bos_token = "[BOS]";
-    CHECK(mlstack_chat_template_apply(t, "default", "[{\"role\":\"user\",\"content\":\"x\"}]", strlen("[{\"role\":\"user\",\"content\":\"x\"}]"), &o, &out, &n, &err) == MLSTACK_OK &&
+    CHECK(mlstack_chat_template_apply(t, "default", "[{\"role\":\"user\",\"content\":\"x\"}]",
+                                      strlen("[{\"role\":\"user\",\"content\":\"x\"}]"), &o, &out, &n,
+                                      &err) == MLSTACK_OK &&
           strcmp(out, "D[BOS]x</s>") == 0);
     mlstack_template_free_output(out);
-    CHECK(mlstack_chat_template_apply(t, NULL, "[]", strlen("[]"), &o, &out, &n, &err) == MLSTACK_ERR_INVALID_ARG && out == NULL);
-    CHECK(mlstack_chat_template_apply(t, NULL, "{\"role\":1}", strlen("{\"role\":1}"), &o, &out, &n, &err) == MLSTACK_ERR_INVALID_ARG);
+    CHECK(mlstack_chat_template_apply(t, NULL, "[]", strlen("[]"), &o, &out, &n, &err) == MLSTACK_ERR_INVALID_ARG &&
+          out == NULL);
+    CHECK(mlstack_chat_template_apply(t, NULL, "{\"role\":1}", strlen("{\"role\":1}"), &o, &out, &n, &err) ==
+          MLSTACK_ERR_INVALID_ARG);
     CHECK(mlstack_chat_template_apply(t, NULL, "[1]", strlen("[1]"), &o, &out, &n, &err) == MLSTACK_ERR_INVALID_ARG);
     CHECK(mlstack_chat_template_apply(t, NULL, "[{", strlen("[{"), &o, &out, &n, &err) == MLSTACK_ERR_FORMAT);
     CHECK(mlstack_chat_template_apply(t, "nope", "[]", strlen("[]"), &o, &out, &n, &err) == MLSTACK_ERR_NOT_FOUND);
     mlstack_chat_template_close(t);
-    CHECK(mlstack_chat_template_from_config("{\"eos_token\": \"x\"}", 18, &t, &err) == MLSTACK_ERR_NOT_FOUND && t == NULL);
+    CHECK(mlstack_chat_template_from_config("{\"eos_token\": \"x\"}", 18, &t, &err) == MLSTACK_ERR_NOT_FOUND &&
+          t == NULL);
     CHECK(mlstack_chat_template_from_config("{\"chat_template\": 5}", 20, &t, &err) == MLSTACK_ERR_FORMAT);
     CHECK(mlstack_chat_template_open("no/such/folder", &t, &err) == MLSTACK_ERR_NOT_FOUND);
 
@@ -566,20 +609,24 @@ static void test_api(void) {
     memset(&o, 0, sizeof o);
     o.add_generation_prompt = 1;
     {
-        static const char tpl[] = "{% for m in messages %}{{ m.role }}:{{ m.content is defined }};{% endfor %}{{ add_generation_prompt }}";
+        static const char tpl[] =
+            "{% for m in messages %}{{ m.role }}:{{ m.content is defined }};{% endfor %}{{ add_generation_prompt }}";
         CHECK(mlstack_template_render_messages(tpl, sizeof tpl - 1, msgs, 2, &o, &out, &n, &err) == MLSTACK_OK &&
               strcmp(out, "user:True;assistant:False;True") == 0);
         mlstack_template_free_output(out);
     }
     /* reasoning fields are aliased as transformers does */
-    CHECK(mlstack_template_render("{{ messages[0] | tojson }}", 26, "[{\"role\":\"assistant\",\"reasoning\":\"r\",\"content\":\"c\",\"x\":null}]", 61,
+    CHECK(mlstack_template_render("{{ messages[0] | tojson }}", 26,
+                                  "[{\"role\":\"assistant\",\"reasoning\":\"r\",\"content\":\"c\",\"x\":null}]", 61,
                                   NULL, &out, &n, &err) == MLSTACK_OK &&
-          strcmp(out, "{\"thinking\": \"r\", \"role\": \"assistant\", \"reasoning\": \"r\", \"content\": \"c\", \"reasoning_content\": \"r\"}") == 0);
+          strcmp(out, "{\"thinking\": \"r\", \"role\": \"assistant\", \"reasoning\": \"r\", \"content\": \"c\", "
+                      "\"reasoning_content\": \"r\"}") == 0);
     mlstack_template_free_output(out);
     /* strftime_now with a fixed clock (local time; 2024-01-15 12:00 UTC is mid-day everywhere) */
     memset(&o, 0, sizeof o);
     o.now_unix = 1705320000;
-    CHECK(mlstack_template_render("{{ strftime_now('%Y-%m') }}", 27, NULL, 0, &o, &out, &n, &err) == MLSTACK_OK && strcmp(out, "2024-01") == 0);
+    CHECK(mlstack_template_render("{{ strftime_now('%Y-%m') }}", 27, NULL, 0, &o, &out, &n, &err) == MLSTACK_OK &&
+          strcmp(out, "2024-01") == 0);
     mlstack_template_free_output(out);
     CHECK(mlstack_template_render(NULL, 3, NULL, 0, NULL, &out, &n, &err) == MLSTACK_ERR_INVALID_ARG);
 }
@@ -601,18 +648,21 @@ static void test_folder_files(void) {
     }
     fputs("{\"chat_template\": \"config\", \"eos_token\": \"E\"}", f);
     fclose(f);
-    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK && strcmp(mlstack_chat_template_get(t, NULL, 0), "config") == 0);
+    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK &&
+          strcmp(mlstack_chat_template_get(t, NULL, 0), "config") == 0);
     mlstack_chat_template_close(t);
     f = fopen("build/tmp_template_folder/chat_template.jinja", "wb");
     fputs("from jinja file", f);
     fclose(f);
-    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK && strcmp(mlstack_chat_template_get(t, NULL, 0), "from jinja file") == 0 &&
+    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK &&
+          strcmp(mlstack_chat_template_get(t, NULL, 0), "from jinja file") == 0 &&
           strcmp(mlstack_chat_template_token(t, "eos_token"), "E") == 0);
     mlstack_chat_template_close(t);
     f = fopen("build/tmp_template_folder/additional_chat_templates/tool_use.jinja", "wb");
     fputs("tools!", f);
     fclose(f);
-    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK && strcmp(mlstack_chat_template_get(t, NULL, 0), "from jinja file") == 0 &&
+    CHECK(mlstack_chat_template_open(dir, &t, &err) == MLSTACK_OK &&
+          strcmp(mlstack_chat_template_get(t, NULL, 0), "from jinja file") == 0 &&
           strcmp(mlstack_chat_template_get(t, NULL, 1), "tools!") == 0);
     mlstack_chat_template_close(t);
     remove("build/tmp_template_folder/additional_chat_templates/tool_use.jinja");
@@ -623,8 +673,8 @@ static void test_folder_files(void) {
 }
 
 int main(void) {
-    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5", "mistral-7b-v0.1", "smollm2",
-                                           "gemma-it", "gemma3-it"};
+    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5",  "mistral-7b-v0.1",
+                                           "smollm2",          "gemma-it",     "gemma3-it"};
     size_t i;
     test_unit_fixtures();
     test_shared_templates();

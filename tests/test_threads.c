@@ -73,7 +73,8 @@ static void *client_run(void *arg) {
             nap();
         }
         if (st.n_generated == MAX_NEW) memcpy(c->got[i], toks, sizeof c->got[i]); /* generated tokens only */
-        else c->ok = 0;
+        else
+            c->ok = 0;
         mlstack_engine_release(c->e, id);
     }
     return NULL;
@@ -134,9 +135,9 @@ static void test_serving(mlstack_model *m) {
             int32_t want[MAX_NEW];
             reference(e, i, k, want);
             CHECKF(memcmp(want, c[i].got[k], sizeof want) == 0,
-                   "client %d request %d: same tokens as alone (%d %d %d %d %d %d, alone %d %d %d %d %d %d)", i, k, c[i].got[k][0],
-                   c[i].got[k][1], c[i].got[k][2], c[i].got[k][3], c[i].got[k][4], c[i].got[k][5], want[0], want[1], want[2],
-                   want[3], want[4], want[5]);
+                   "client %d request %d: same tokens as alone (%d %d %d %d %d %d, alone %d %d %d %d %d %d)", i, k,
+                   c[i].got[k][0], c[i].got[k][1], c[i].got[k][2], c[i].got[k][3], c[i].got[k][4], c[i].got[k][5],
+                   want[0], want[1], want[2], want[3], want[4], want[5]);
         }
     }
     mlstack_engine_free(e);
@@ -208,8 +209,8 @@ static void *tok_run(void *arg) {
     return NULL;
 }
 static void test_tokenizer(void) {
-    static const char *texts[4] = {"Hello world, this is a test.", "  spaces\tand\nnewlines  ", "Unicode: é, 日本語, 🙂!",
-                                   "numbers 1234567 and symbols <>{}[]"};
+    static const char *texts[4] = {"Hello world, this is a test.", "  spaces\tand\nnewlines  ",
+                                   "Unicode: é, 日本語, 🙂!", "numbers 1234567 and symbols <>{}[]"};
     size_t len;
     char *json = tl_read(TOKENIZER, &len);
     mlstack_tokenizer *t = NULL;

@@ -9,8 +9,9 @@
 #define SHARED "../shared/"
 #define FIX "tests/fixtures/tokenizer/"
 
-static const char *const families[] = {"gpt2", "llama2-tinyllama", "mistral-7b-v0.1", "mistral-7b-v0.3", "mpt-7b",
-                                       "phi3-mini-4k", "falcon-7b", "smollm2", "qwen2.5"};
+static const char *const families[] = {"gpt2",   "llama2-tinyllama", "mistral-7b-v0.1", "mistral-7b-v0.3",
+                                       "mpt-7b", "phi3-mini-4k",     "falcon-7b",       "smollm2",
+                                       "qwen2.5"};
 #define N_FAM ((int)(sizeof families / sizeof families[0]))
 static mlstack_tokenizer *toks[N_FAM];
 
@@ -62,7 +63,8 @@ static void print_case(const char *what, const char *s, size_t n) {
     for (i = 0; i < n && i < 60; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c == '"') printf("\\x%02x", c);
-        else putchar(c);
+        else
+            putchar(c);
     }
     printf("%s\"\n", n > 60 ? "..." : "");
 }
@@ -114,7 +116,8 @@ static void test_fixtures(void) {
         char *ftext;
         mlstack__json_doc fdoc;
         const mlstack__json *cs, *ip, *is, *dd, *ds;
-        int n = 0, ok_p = 0, ok_s = 0, ok_d = 0, ok_ds = 0, ok_st = 0, shown = 0, step = 1; /* every case, sanitizers too */
+        int n = 0, ok_p = 0, ok_s = 0, ok_d = 0, ok_ds = 0, ok_st = 0, shown = 0,
+            step = 1; /* every case, sanitizers too */
         mlstack_tokenizer *t = toks[f];
         if (!t) continue;
         snprintf(path, sizeof path, FIX "%s.json", families[f]);
@@ -128,7 +131,8 @@ static void test_fixtures(void) {
         is = mlstack__json_get(fdoc.root, "ids_special")->child;
         dd = mlstack__json_get(fdoc.root, "decode")->child;
         ds = mlstack__json_get(fdoc.root, "decode_skip")->child;
-        for (cs = cdoc.root->child; cs && ip && is && dd && ds; cs = cs->next, ip = ip->next, is = is->next, dd = dd->next, ds = ds->next) {
+        for (cs = cdoc.root->child; cs && ip && is && dd && ds;
+             cs = cs->next, ip = ip->next, is = is->next, dd = dd->next, ds = ds->next) {
             long k, m;
             int good_p, good_s, good_d, good_ds, good_st = 0;
             size_t sl;
@@ -159,9 +163,9 @@ static void test_fixtures(void) {
             ok_st += good_st;
             if (!(good_p && good_s && good_d && good_ds && good_st) && shown < 3) {
                 shown++;
-                printf("  %s case %d: ids %s, ids+special %s, decode %s, decode skip %s, stream %s\n", families[f], n - 1,
-                       good_p ? "ok" : "DIFF", good_s ? "ok" : "DIFF", good_d ? "ok" : "DIFF", good_ds ? "ok" : "DIFF",
-                       good_st ? "ok" : "DIFF");
+                printf("  %s case %d: ids %s, ids+special %s, decode %s, decode skip %s, stream %s\n", families[f],
+                       n - 1, good_p ? "ok" : "DIFF", good_s ? "ok" : "DIFF", good_d ? "ok" : "DIFF",
+                       good_ds ? "ok" : "DIFF", good_st ? "ok" : "DIFF");
                 print_case("text", cs->str, cs->len);
             }
         }
@@ -169,8 +173,10 @@ static void test_fixtures(void) {
             int ran = (n + step - 1) / step;
             printf("%-18s %6d %11d %12d %6d %12d %6d\n", families[f], ran, ok_p, ok_s, ok_d, ok_ds, ok_st);
             CHECKF(ran >= 400, "%s: only %d cases", families[f], ran);
-            CHECKF(ok_p == ran && ok_s == ran, "%s: ids differ from Hugging Face (%d and %d of %d exact)", families[f], ok_p, ok_s, ran);
-            CHECKF(ok_d == ran && ok_ds == ran, "%s: decodes differ from Hugging Face (%d and %d of %d exact)", families[f], ok_d, ok_ds, ran);
+            CHECKF(ok_p == ran && ok_s == ran, "%s: ids differ from Hugging Face (%d and %d of %d exact)", families[f],
+                   ok_p, ok_s, ran);
+            CHECKF(ok_d == ran && ok_ds == ran, "%s: decodes differ from Hugging Face (%d and %d of %d exact)",
+                   families[f], ok_d, ok_ds, ran);
             CHECKF(ok_st == ran, "%s: streaming decode differs from decode (%d of %d)", families[f], ok_st, ran);
         }
         mlstack__json_free(&fdoc);
@@ -182,11 +188,18 @@ static void test_fixtures(void) {
 
 /* llama.cpp's vectors: cases separated by "\n__ggml_vocab_test__\n", ids one line per case. */
 static void test_vectors(void) {
-    static const struct { const char *file, *family; } sets[] = {
-        {"ggml-vocab-gpt-2", "gpt2"}, {"ggml-vocab-llama-spm", "llama2-tinyllama"}, {"ggml-vocab-phi-3", "phi3-mini-4k"},
-        {"ggml-vocab-falcon", "falcon-7b"}, {"ggml-vocab-mpt", "mpt-7b"}, {"ggml-vocab-qwen2", "qwen2.5"},
+    static const struct {
+        const char *file, *family;
+    } sets[] = {
+        {"ggml-vocab-gpt-2", "gpt2"},
+        {"ggml-vocab-llama-spm", "llama2-tinyllama"},
+        {"ggml-vocab-phi-3", "phi3-mini-4k"},
+        {"ggml-vocab-falcon", "falcon-7b"},
+        {"ggml-vocab-mpt", "mpt-7b"},
+        {"ggml-vocab-qwen2", "qwen2.5"},
         {"llama.cpp-removed-2025-05/ggml-vocab-deepseek-r1-qwen", "qwen2.5"},
-        {"llama.cpp-extra/ggml-vocab-smollm", "smollm2"}, {"llama.cpp-extra/ggml-vocab-tinyllama", "llama2-tinyllama"},
+        {"llama.cpp-extra/ggml-vocab-smollm", "smollm2"},
+        {"llama.cpp-extra/ggml-vocab-tinyllama", "llama2-tinyllama"},
     };
     static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t si;
@@ -247,9 +260,10 @@ static uint32_t rnd(void) {
     return (uint32_t)rng_state;
 }
 static size_t random_utf8(char *out, int n_cp) {
-    static const uint32_t ranges[][2] = {{0x20, 0x7E}, {0x9, 0xD}, {0xA0, 0x2FF}, {0x300, 0x36F}, {0x400, 0x4FF}, {0x590, 0x6FF},
-                                         {0x900, 0x97F}, {0xE00, 0xE7F}, {0x3040, 0x30FF}, {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3},
-                                         {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF}, {0xFFF0, 0xFFFF}};
+    static const uint32_t ranges[][2] = {{0x20, 0x7E},        {0x9, 0xD},       {0xA0, 0x2FF},    {0x300, 0x36F},
+                                         {0x400, 0x4FF},      {0x590, 0x6FF},   {0x900, 0x97F},   {0xE00, 0xE7F},
+                                         {0x3040, 0x30FF},    {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0x1F300, 0x1FAFF},
+                                         {0x10000, 0x10FFFF}, {0xFFF0, 0xFFFF}};
     size_t len = 0;
     int i;
     for (i = 0; i < n_cp; i++) {
@@ -306,7 +320,8 @@ static void test_round_trip(void) {
             ok += good;
             if (!good && i - ok < 3) print_case("round trip failed", buf, len);
         }
-        printf("round trip %-10s %d/%d (%d not applicable: bytes missing from the vocabulary)\n", bl[f], ok - untested, n - untested, untested);
+        printf("round trip %-10s %d/%d (%d not applicable: bytes missing from the vocabulary)\n", bl[f], ok - untested,
+               n - untested, untested);
         CHECKF(ok == n && n - untested >= n / 5, "round trip %s: %d of %d", bl[f], ok - untested, n - untested);
     }
 }
@@ -317,16 +332,17 @@ static void expect_load_fail(const char *json, mlstack_result want, const char *
     mlstack_result r;
     memset(&err, 0, sizeof err);
     r = mlstack_tokenizer_load(json, strlen(json), NULL, 0, &t, &err);
-    CHECKF(r == want && !t && strstr(err.message, needle), "load of %.60s: got %d \"%s\", want %d with \"%s\"", json, (int)r,
-           err.message, (int)want, needle);
+    CHECKF(r == want && !t && strstr(err.message, needle), "load of %.60s: got %d \"%s\", want %d with \"%s\"", json,
+           (int)r, err.message, (int)want, needle);
     mlstack_tokenizer_close(t);
 }
 
 static void test_bad_input(void) {
-    static const char base[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2,\"<0xC3>\":3,\"<0xA9>\":4,\"<unk>\":5},"
-                               "\"merges\":[\"a b\"],\"byte_fallback\":true,\"unk_token\":\"<unk>\"},"
-                               "\"added_tokens\":[{\"id\":6,\"content\":\"<s>\",\"special\":true}],"
-                               "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]}}";
+    static const char base[] =
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2,\"<0xC3>\":3,\"<0xA9>\":4,\"<unk>\":5},"
+        "\"merges\":[\"a b\"],\"byte_fallback\":true,\"unk_token\":\"<unk>\"},"
+        "\"added_tokens\":[{\"id\":6,\"content\":\"<s>\",\"special\":true}],"
+        "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]}}";
     mlstack_tokenizer *t = NULL;
     mlstack_error err;
     int32_t ids[16];
@@ -334,53 +350,77 @@ static void test_bad_input(void) {
     char out[64];
     expect_load_fail("[]", MLSTACK_ERR_FORMAT, "not an object");
     expect_load_fail("{\"normalizer\":null}", MLSTACK_ERR_FORMAT, "no \"model\"");
-    expect_load_fail("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", MLSTACK_ERR_FORMAT, "Unigram model.vocab must be");
-    expect_load_fail("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}", MLSTACK_ERR_UNSUPPORTED, "unsupported tokenizer model");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":[],\"merges\":[]}}", MLSTACK_ERR_FORMAT, "vocab must be an object");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"},\"merges\":[]}}", MLSTACK_ERR_FORMAT, "invalid id");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}", MLSTACK_ERR_FORMAT, "invalid id");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":4000000000},\"merges\":[]}}", MLSTACK_ERR_LIMIT, "invalid id");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a c\"]}}", MLSTACK_ERR_FORMAT, "not in the vocabulary");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]}}", MLSTACK_ERR_FORMAT, "\"ab\"");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"ab\"]}}", MLSTACK_ERR_FORMAT, "two tokens");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[7]}}", MLSTACK_ERR_FORMAT, "neither");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\"}}",
+    expect_load_fail("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", MLSTACK_ERR_FORMAT,
+                     "Unigram model.vocab must be");
+    expect_load_fail("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}", MLSTACK_ERR_UNSUPPORTED,
+                     "unsupported tokenizer model");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":[],\"merges\":[]}}", MLSTACK_ERR_FORMAT,
+                     "vocab must be an object");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"},\"merges\":[]}}", MLSTACK_ERR_FORMAT,
+                     "invalid id");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}", MLSTACK_ERR_FORMAT,
+                     "invalid id");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":4000000000},\"merges\":[]}}", MLSTACK_ERR_LIMIT,
+                     "invalid id");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a c\"]}}",
+                     MLSTACK_ERR_FORMAT, "not in the vocabulary");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]}}",
+                     MLSTACK_ERR_FORMAT, "\"ab\"");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"ab\"]}}", MLSTACK_ERR_FORMAT,
+                     "two tokens");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[7]}}", MLSTACK_ERR_FORMAT,
+                     "neither");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":"
+                     "\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\"}}",
                      MLSTACK_ERR_FORMAT, "regex");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Magic\"}}",
-                     MLSTACK_ERR_UNSUPPORTED, "unsupported pre_tokenizer type \"Magic\"");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"normalizer\":{\"type\":\"Precompiled\"}}",
-                     MLSTACK_ERR_UNSUPPORTED, "normalizer");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"dropout\":0.1}}", MLSTACK_ERR_UNSUPPORTED, "dropout");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"added_tokens\":[{\"id\":\"1\"}]}", MLSTACK_ERR_FORMAT, "added token");
-    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]", MLSTACK_ERR_FORMAT, "JSON error");
+    expect_load_fail(
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Magic\"}}",
+        MLSTACK_ERR_UNSUPPORTED, "unsupported pre_tokenizer type \"Magic\"");
+    expect_load_fail(
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"normalizer\":{\"type\":\"Precompiled\"}}",
+        MLSTACK_ERR_UNSUPPORTED, "normalizer");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"dropout\":0.1}}",
+                     MLSTACK_ERR_UNSUPPORTED, "dropout");
+    expect_load_fail(
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"added_tokens\":[{\"id\":\"1\"}]}",
+        MLSTACK_ERR_FORMAT, "added token");
+    expect_load_fail("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]", MLSTACK_ERR_FORMAT,
+                     "JSON error");
     {
         mlstack_error e2;
         CHECK(mlstack_tokenizer_open("tests/fixtures/no-such-dir", &t, &e2) == MLSTACK_ERR_NOT_FOUND && !t);
     }
     /* a tiny hand-made tokenizer: byte fallback, unk, special tokens, cap rule, bad UTF-8 */
     memset(&err, 0, sizeof err);
-    CHECKF(mlstack_tokenizer_load(base, sizeof base - 1, NULL, 0, &t, &err) == MLSTACK_OK, "base load: %s", err.message);
+    CHECKF(mlstack_tokenizer_load(base, sizeof base - 1, NULL, 0, &t, &err) == MLSTACK_OK, "base load: %s",
+           err.message);
     if (!t) return;
     CHECK(mlstack_tokenizer_encode(t, "ab<s>\xC3\xA9z", 8, 0, ids, 16, &n) == MLSTACK_OK && n == 5 && ids[0] == 2 &&
           ids[1] == 6 && ids[2] == 3 && ids[3] == 4 && ids[4] == 5);
-    CHECK(mlstack_tokenizer_encode(t, "ab<s>", 5, MLSTACK_ENCODE_SPECIAL_AS_TEXT, ids, 16, &n) == MLSTACK_OK && n == 4 &&
-          ids[0] == 2 && ids[1] == 5 && ids[3] == 5);
+    CHECK(mlstack_tokenizer_encode(t, "ab<s>", 5, MLSTACK_ENCODE_SPECIAL_AS_TEXT, ids, 16, &n) == MLSTACK_OK &&
+          n == 4 && ids[0] == 2 && ids[1] == 5 && ids[3] == 5);
     CHECK(mlstack_tokenizer_encode(t, "ababab", 6, 0, ids, 2, &n) == MLSTACK_ERR_LIMIT && n == 3);
     CHECK(strstr(mlstack_tokenizer_error(t), "do not fit") != NULL);
     CHECK(mlstack_tokenizer_encode(t, "ababab", 6, 0, NULL, 0, &n) == MLSTACK_ERR_LIMIT && n == 3);
     /* invalid UTF-8 becomes U+FFFD (one per maximal invalid subpart): unk here, no crash */
-    CHECK(mlstack_tokenizer_encode(t, "a\xFF\xC3" "b\xE2\x82", 6, 0, ids, 16, &n) == MLSTACK_OK && n == 5 && ids[0] == 0 &&
-          ids[1] == 5 && ids[2] == 5 && ids[3] == 1 && ids[4] == 5);
+    CHECK(mlstack_tokenizer_encode(t,
+                                   "a\xFF\xC3"
+                                   "b\xE2\x82",
+                                   6, 0, ids, 16, &n) == MLSTACK_OK &&
+          n == 5 && ids[0] == 0 && ids[1] == 5 && ids[2] == 5 && ids[3] == 1 && ids[4] == 5);
     ids[0] = 3;
     ids[1] = 4;
     ids[2] = 6;
     ids[3] = 999;
     ids[4] = -5;
-    CHECK(mlstack_tokenizer_decode(t, ids, 5, 0, out, sizeof out, &n) == MLSTACK_OK && n == 5 && memcmp(out, "\xC3\xA9<s>", 5) == 0);
-    CHECK(mlstack_tokenizer_decode(t, ids, 5, MLSTACK_DECODE_SKIP_SPECIAL, out, sizeof out, &n) == MLSTACK_OK && n == 2);
+    CHECK(mlstack_tokenizer_decode(t, ids, 5, 0, out, sizeof out, &n) == MLSTACK_OK && n == 5 &&
+          memcmp(out, "\xC3\xA9<s>", 5) == 0);
+    CHECK(mlstack_tokenizer_decode(t, ids, 5, MLSTACK_DECODE_SKIP_SPECIAL, out, sizeof out, &n) == MLSTACK_OK &&
+          n == 2);
     CHECK(mlstack_tokenizer_decode(t, ids, 3, 0, out, 5, &n) == MLSTACK_ERR_LIMIT && n == 5);
     ids[0] = 3;
-    CHECK(mlstack_tokenizer_decode(t, ids, 1, 0, out, sizeof out, &n) == MLSTACK_OK && n == 3 && memcmp(out, "\xEF\xBF\xBD", 3) == 0);
+    CHECK(mlstack_tokenizer_decode(t, ids, 1, 0, out, sizeof out, &n) == MLSTACK_OK && n == 3 &&
+          memcmp(out, "\xEF\xBF\xBD", 3) == 0);
     CHECK(mlstack_tokenizer_token_to_id(t, "ab", 2) == 2 && mlstack_tokenizer_token_to_id(t, "<s>", 3) == 6 &&
           mlstack_tokenizer_token_to_id(t, "zz", 2) == -1);
     CHECK(mlstack_tokenizer_vocab_size(t) == 7 && mlstack_tokenizer_id_to_token(t, 7, NULL) == NULL);
@@ -413,7 +453,9 @@ static void test_config(void) {
     t = tok_of("phi3-mini-4k");
     if (t) CHECK(mlstack_tokenizer_bos_id(t) == 1 && mlstack_tokenizer_eos_id(t) == 32000);
     t = tok_of("qwen2.5");
-    if (t) CHECK(mlstack_tokenizer_vocab_size(t) == 151665 && mlstack_tokenizer_eos_id(t) == 151645 && mlstack_tokenizer_bos_id(t) == -1);
+    if (t)
+        CHECK(mlstack_tokenizer_vocab_size(t) == 151665 && mlstack_tokenizer_eos_id(t) == 151645 &&
+              mlstack_tokenizer_bos_id(t) == -1);
 }
 
 int main(void) {

@@ -9,8 +9,9 @@
 #define FIX "tests/fixtures/unicode/"
 
 static int cat_index(const char *name) {
-    static const char *const names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe",
-                                        "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
+    static const char *const names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
+                                        "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc",
+                                        "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
     int i;
     for (i = 0; i < 30; i++)
         if (!strncmp(name, names[i], 2)) return i;
@@ -124,7 +125,8 @@ static void test_normalization(void) {
         if (part1[cp] || (cp >= 0xD800 && cp < 0xE000)) continue;
         n = mlstack__utf8_put(buf, cp);
         for (f = 0; f < 4; f++)
-            if (!one_form(forms[f], (const char *)buf, n, (const char *)buf, n) && bad++ < 5) printf("  U+%04X changes under %s\n", cp, names[f]);
+            if (!one_form(forms[f], (const char *)buf, n, (const char *)buf, n) && bad++ < 5)
+                printf("  U+%04X changes under %s\n", cp, names[f]);
     }
     CHECKF(bad == 0, "%d code points outside part 1 are not invariant", bad);
     free(part1);

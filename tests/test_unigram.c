@@ -46,8 +46,8 @@ static void check_file(const char *name, const mlstack__json *cases) {
         ok &= same_ids(t, text->str, text->len, MLSTACK_ENCODE_ADD_SPECIAL, mlstack__json_get(c, "ids_special"), name);
         for (v = ids->child; v && k < 1024; v = v->next) buf[k++] = (int32_t)v->i;
         CHECK(mlstack_tokenizer_decode(t, buf, k, MLSTACK_DECODE_SKIP_SPECIAL, out, sizeof out, &no) == MLSTACK_OK);
-        CHECKF(no == dec->len && memcmp(out, dec->str, no) == 0, "%s: decode of \"%.60s\" gives \"%.60s\"", name, text->str,
-               out);
+        CHECKF(no == dec->len && memcmp(out, dec->str, no) == 0, "%s: decode of \"%.60s\" gives \"%.60s\"", name,
+               text->str, out);
         good += ok && no == dec->len && memcmp(out, dec->str, no) == 0;
     }
     printf("  %-16s %d/%d texts byte-exact against tokenizers (encode, encode with specials, decode)\n", name, good, n);
@@ -85,7 +85,8 @@ static void check_refusals(void) {
         CHECK(mlstack_tokenizer_load(j, strlen(j), NULL, 0, &t, &err) == MLSTACK_OK);
         /* "ab": a + b and ab both total -2: the split whose last piece starts earliest (ab) */
         CHECK(t && mlstack_tokenizer_encode(t, "ab", 2, 0, ids, 8, &n) == MLSTACK_OK && n == 1 && ids[0] == 3);
-        CHECK(t && mlstack_tokenizer_encode(t, "xyzab", 5, 0, ids, 8, &n) == MLSTACK_OK && n == 2 && ids[0] == 0 && ids[1] == 3);
+        CHECK(t && mlstack_tokenizer_encode(t, "xyzab", 5, 0, ids, 8, &n) == MLSTACK_OK && n == 2 && ids[0] == 0 &&
+              ids[1] == 3);
         mlstack_tokenizer_close(t);
     }
 }

@@ -9,24 +9,24 @@
 static int tl_passed, tl_failed, tl_skipped;
 
 #define CHECK(cond) CHECKF(cond, "%s", #cond)
-#define CHECKF(cond, ...)                                         \
-    do {                                                          \
-        if (cond) {                                               \
-            tl_passed++;                                          \
-        } else {                                                  \
-            tl_failed++;                                          \
-            printf("%s:%d: FAIL: ", __FILE__, __LINE__);          \
-            printf(__VA_ARGS__);                                  \
-            printf("\n");                                         \
-        }                                                         \
+#define CHECKF(cond, ...)                                \
+    do {                                                 \
+        if (cond) {                                      \
+            tl_passed++;                                 \
+        } else {                                         \
+            tl_failed++;                                 \
+            printf("%s:%d: FAIL: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                         \
+            printf("\n");                                \
+        }                                                \
     } while (0)
 /* A check that could not run: counted as skipped, never as passed. */
-#define SKIP(...)                                                 \
-    do {                                                          \
-        tl_skipped++;                                             \
-        printf("%s:%d: SKIP: ", __FILE__, __LINE__);              \
-        printf(__VA_ARGS__);                                      \
-        printf("\n");                                             \
+#define SKIP(...)                                    \
+    do {                                             \
+        tl_skipped++;                                \
+        printf("%s:%d: SKIP: ", __FILE__, __LINE__); \
+        printf(__VA_ARGS__);                         \
+        printf("\n");                                \
     } while (0)
 
 static int tl_finish(void) {

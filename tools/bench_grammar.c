@@ -21,18 +21,27 @@ static const struct {
     const char *name, *ask, *schema;
 } cases[] = {
     {"person", "Describe a fictional person as JSON with name, age, email and city.",
-     "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"age\": {\"type\": \"integer\", \"minimum\": 0}, "
-     "\"email\": {\"type\": \"string\", \"format\": \"email\"}, \"city\": {\"type\": \"string\"}}, \"required\": [\"name\", \"age\", \"city\"]}"},
+     "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"age\": {\"type\": \"integer\", "
+     "\"minimum\": 0}, "
+     "\"email\": {\"type\": \"string\", \"format\": \"email\"}, \"city\": {\"type\": \"string\"}}, \"required\": "
+     "[\"name\", \"age\", \"city\"]}"},
     {"catalog", "List three products of a shop as JSON: each with id, title, price and tags.",
-     "{\"type\": \"object\", \"properties\": {\"products\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\": {"
-     "\"id\": {\"type\": \"integer\"}, \"title\": {\"type\": \"string\"}, \"price\": {\"type\": \"number\"}, \"tags\": {\"type\": "
-     "\"array\", \"items\": {\"type\": \"string\"}, \"maxItems\": 4}}, \"required\": [\"id\", \"title\", \"price\"]}, \"maxItems\": 5}}, "
+     "{\"type\": \"object\", \"properties\": {\"products\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
+     "\"properties\": {"
+     "\"id\": {\"type\": \"integer\"}, \"title\": {\"type\": \"string\"}, \"price\": {\"type\": \"number\"}, \"tags\": "
+     "{\"type\": "
+     "\"array\", \"items\": {\"type\": \"string\"}, \"maxItems\": 4}}, \"required\": [\"id\", \"title\", \"price\"]}, "
+     "\"maxItems\": 5}}, "
      "\"required\": [\"products\"]}"},
     {"event", "Give a calendar event as JSON: title, date, a status and attendees.",
-     "{\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\", \"maxLength\": 60}, \"date\": {\"type\": \"string\", "
-     "\"format\": \"date\"}, \"status\": {\"enum\": [\"confirmed\", \"tentative\", \"cancelled\"]}, \"attendees\": {\"type\": \"array\", "
-     "\"items\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, "
-     "\"optional\": {\"type\": \"boolean\"}}, \"required\": [\"name\"]}]}, \"maxItems\": 6}}, \"required\": [\"title\", \"date\", \"status\"]}"},
+     "{\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\", \"maxLength\": 60}, \"date\": "
+     "{\"type\": \"string\", "
+     "\"format\": \"date\"}, \"status\": {\"enum\": [\"confirmed\", \"tentative\", \"cancelled\"]}, \"attendees\": "
+     "{\"type\": \"array\", "
+     "\"items\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", \"properties\": {\"name\": {\"type\": "
+     "\"string\"}, "
+     "\"optional\": {\"type\": \"boolean\"}}, \"required\": [\"name\"]}]}, \"maxItems\": 6}}, \"required\": "
+     "[\"title\", \"date\", \"status\"]}"},
 };
 
 static double now_s(void) {
@@ -57,8 +66,9 @@ static double p99(double *v, int n) {
 }
 
 /* One greedy generation; fills per-token mask and step times. Returns tokens generated. */
-static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_vocab *v, const int32_t *prompt, int n_prompt,
-                    int max_tokens, double *mask_ms, double *step_ms, double *mask_cpu, double *step_cpu, int verbose) {
+static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_vocab *v, const int32_t *prompt,
+                    int n_prompt, int max_tokens, double *mask_ms, double *step_ms, double *mask_cpu, double *step_cpu,
+                    int verbose) {
     int V = mlstack_vocab_size(v), n = 0, i;
     uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
     mlstack_matcher *m;
@@ -130,10 +140,14 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc && !strcmp(argv[i], "-M"); i++) masks_only = 1;
     for (; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) dir = argv[i + 1];
-        else if (!strcmp(argv[i], "-q")) qdir = argv[i + 1];
-        else if (!strcmp(argv[i], "-Q")) quant = !strcmp(argv[i + 1], "q4_1") ? MLSTACK_DTYPE_Q4_1 : MLSTACK_DTYPE_Q8_0;
-        else if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-n")) max_tokens = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-q"))
+            qdir = argv[i + 1];
+        else if (!strcmp(argv[i], "-Q"))
+            quant = !strcmp(argv[i + 1], "q4_1") ? MLSTACK_DTYPE_Q4_1 : MLSTACK_DTYPE_Q8_0;
+        else if (!strcmp(argv[i], "-t"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-n"))
+            max_tokens = atoi(argv[i + 1]);
     }
     if (masks_only) goto masks;
     memset(&md, 0, sizeof md);
@@ -144,9 +158,10 @@ int main(int argc, char **argv) {
     ed.n_threads = threads;
     if (mlstack_engine_init(model, &ed, &e, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
     if (mlstack_vocab_from_model(model, &v, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
-    printf("model %s, vocabulary %d, %d threads, kernels %s\n", dir, mlstack_vocab_size(v), threads, mlstack_engine_kernels(e));
-    printf("%-8s %9s | %-5s %6s | %9s %9s | %9s %9s | %7s\n", "schema", "compile", "run", "tokens", "mask mean", "mask p99",
-           "step mean", "step p99", "share");
+    printf("model %s, vocabulary %d, %d threads, kernels %s\n", dir, mlstack_vocab_size(v), threads,
+           mlstack_engine_kernels(e));
+    printf("%-8s %9s | %-5s %6s | %9s %9s | %9s %9s | %7s\n", "schema", "compile", "run", "tokens", "mask mean",
+           "mask p99", "step mean", "step p99", "share");
     for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         mlstack_grammar_desc gd;
         mlstack_grammar *g;
@@ -167,11 +182,13 @@ int main(int argc, char **argv) {
             mlstack_template_options to;
             memset(&to, 0, sizeof to);
             to.add_generation_prompt = 1;
-            if (mlstack_chat_template_apply(mlstack_model_chat_template(model), NULL, msgs, strlen(msgs), &to, &prompt_text, &plen,
-                                            &err) != MLSTACK_OK)
+            if (mlstack_chat_template_apply(mlstack_model_chat_template(model), NULL, msgs, strlen(msgs), &to,
+                                            &prompt_text, &plen, &err) != MLSTACK_OK)
                 return printf("%s\n", err.message), 1;
         }
-        if (mlstack_tokenizer_encode(mlstack_model_tokenizer(model), prompt_text, plen, 0, ids, 2048, &n_ids) != MLSTACK_OK) return 1;
+        if (mlstack_tokenizer_encode(mlstack_model_tokenizer(model), prompt_text, plen, 0, ids, 2048, &n_ids) !=
+            MLSTACK_OK)
+            return 1;
         mlstack_template_free_output(prompt_text);
         memset(&gd, 0, sizeof gd);
         gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
@@ -181,7 +198,8 @@ int main(int argc, char **argv) {
         if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
         compile_ms = (now_s() - t0) * 1e3;
         for (run = 0; run < 2; run++) {
-            int n = generate(e, g, v, ids, (int)n_ids, max_tokens, mask_ms, step_ms, mask_cpu, step_cpu, run == 0), k, n_steps = 0;
+            int n = generate(e, g, v, ids, (int)n_ids, max_tokens, mask_ms, step_ms, mask_cpu, step_cpu, run == 0), k,
+                n_steps = 0;
             double ms = 0, ss = 0, mp, sp, mc = 0, sc = 0, mcp, scm;
             for (k = 0; k < n; k++) ms += mask_ms[k], mc += mask_cpu[k];
             for (k = 0; k < n; k++)
@@ -195,10 +213,11 @@ int main(int argc, char **argv) {
             mcp = p99(mask_cpu, n);
             qsort(step_cpu, (size_t)n, sizeof *step_cpu, cmp_d); /* the median step's CPU time (zeros first) */
             scm = n_steps ? step_cpu[n - n_steps + n_steps / 2] : 0;
-            printf("%-8s %7.2f ms | %-5s %6d | %6.3f ms %6.3f ms | %6.2f ms %6.2f ms | %6.2f%%\n", cases[c].name, compile_ms,
-                   run ? "warm" : "cold", n, ms, mp, ss, sp, ss > 0 ? 100 * ms / ss : 0);
+            printf("%-8s %7.2f ms | %-5s %6d | %6.3f ms %6.3f ms | %6.2f ms %6.2f ms | %6.2f%%\n", cases[c].name,
+                   compile_ms, run ? "warm" : "cold", n, ms, mp, ss, sp, ss > 0 ? 100 * ms / ss : 0);
             printf("%-8s %10s | %-5s %6s | cpu: mask mean %.3f ms, p99 %.3f ms; step mean %.2f ms, median %.2f ms; "
-                   "mask p99 / median step %.2f%%\n", "", "", "", "", mc, mcp, sc, scm, scm > 0 ? 100 * mcp / scm : 0);
+                   "mask p99 / median step %.2f%%\n",
+                   "", "", "", "", mc, mcp, sc, scm, scm > 0 ? 100 * mcp / scm : 0);
         }
         mlstack_grammar_free(g);
         free(mask_ms);
@@ -210,58 +229,59 @@ int main(int argc, char **argv) {
     mlstack_engine_free(e);
     mlstack_model_close(model);
 masks: /* the mask cost alone (random logits), on Qwen2.5's 152k vocabulary by default */
-    {
-        mlstack_tokenizer *tok;
-        if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
-            mlstack_vocab *qv;
-            int32_t eos = mlstack_tokenizer_eos_id(tok);
-            if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
-                for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-                    mlstack_grammar_desc gd;
-                    mlstack_grammar *g;
-                    mlstack_sampler_desc sd;
-                    mlstack_sampler *s;
-                    int V = mlstack_vocab_size(qv), n = 0, k;
-                    float *lg = (float *)malloc(sizeof(float) * (size_t)V);
-                    uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
-                    double t0, compile_ms, tot = 0, *ms = (double *)calloc(4000, sizeof(double));
-                    uint64_t x = 88172645463325252ull;
-                    memset(&gd, 0, sizeof gd);
-                    gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
-                    gd.text = cases[c].schema;
-                    gd.vocab = qv;
+{
+    mlstack_tokenizer *tok;
+    if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
+        mlstack_vocab *qv;
+        int32_t eos = mlstack_tokenizer_eos_id(tok);
+        if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
+            for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+                mlstack_grammar_desc gd;
+                mlstack_grammar *g;
+                mlstack_sampler_desc sd;
+                mlstack_sampler *s;
+                int V = mlstack_vocab_size(qv), n = 0, k;
+                float *lg = (float *)malloc(sizeof(float) * (size_t)V);
+                uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
+                double t0, compile_ms, tot = 0, *ms = (double *)calloc(4000, sizeof(double));
+                uint64_t x = 88172645463325252ull;
+                memset(&gd, 0, sizeof gd);
+                gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+                gd.text = cases[c].schema;
+                gd.vocab = qv;
+                t0 = now_s();
+                if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
+                compile_ms = (now_s() - t0) * 1e3;
+                memset(&sd, 0, sizeof sd);
+                sd.temperature = 1.0f;
+                sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
+                sd.grammar = g;
+                mlstack_sampler_init(&sd, V, &s);
+                while (n < 4000 && n < max_tokens * 10) {
+                    int32_t t;
+                    for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
                     t0 = now_s();
-                    if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
-                    compile_ms = (now_s() - t0) * 1e3;
-                    memset(&sd, 0, sizeof sd);
-                    sd.temperature = 1.0f;
-                    sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
-                    sd.grammar = g;
-                    mlstack_sampler_init(&sd, V, &s);
-                    while (n < 4000 && n < max_tokens * 10) {
-                        int32_t t;
-                        for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
-                        t0 = now_s();
-                        mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
-                        ms[n] = (now_s() - t0) * 1e3;
-                        tot += ms[n++];
-                        t = mlstack_sampler_sample(s, lg);
-                        if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
-                    }
-                    printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean %.3f ms, p99 %.3f ms\n",
-                           qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
-                    mlstack_sampler_free(s);
-                    mlstack_grammar_free(g);
-                    free(lg);
-                    free(bits);
-                    free(ms);
+                    mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
+                    ms[n] = (now_s() - t0) * 1e3;
+                    tot += ms[n++];
+                    t = mlstack_sampler_sample(s, lg);
+                    if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
                 }
-                mlstack_vocab_free(qv);
+                printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean "
+                       "%.3f ms, p99 %.3f ms\n",
+                       qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
+                mlstack_sampler_free(s);
+                mlstack_grammar_free(g);
+                free(lg);
+                free(bits);
+                free(ms);
             }
-            mlstack_tokenizer_close(tok);
-        } else {
-            printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
+            mlstack_vocab_free(qv);
         }
+        mlstack_tokenizer_close(tok);
+    } else {
+        printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
     }
+}
     return 0;
 }

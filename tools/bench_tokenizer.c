@@ -13,7 +13,8 @@ static char *read_all(const char *path, size_t *len) {
     long n;
     char *p = NULL;
     if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (p = (char *)malloc((size_t)n + 1))) {
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (p = (char *)malloc((size_t)n + 1))) {
         *len = fread(p, 1, (size_t)n, f);
         p[*len] = 0;
     }

@@ -93,34 +93,79 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
-#define VALUE()                                              \
-    do {                                                     \
-        if (!v) return cli_die("option %s needs a value", a);    \
-        i++;                                                 \
+#define VALUE()                                               \
+    do {                                                      \
+        if (!v) return cli_die("option %s needs a value", a); \
+        i++;                                                  \
     } while (0)
         if (IS("-h", "--help")) return 1;
-        else if (IS("-m", "--model")) { VALUE(); b->model = v; }
-        else if (IS("--shape", "--shape")) { VALUE(); b->shape = v; }
-        else if (IS("--profile", "--profile")) { VALUE(); b->profile = v; }
-        else if (IS("--json", "--json")) b->json = 1;
-        else if (IS("--bf16-dot", "--bf16-dot")) b->bf16_dot = 1;
-        else if (IS("-p", "--n-prompt")) { VALUE(); if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0) return cli_die("bad list for %s", a); }
-        else if (IS("-n", "--n-gen")) { VALUE(); if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return cli_die("bad list for %s", a); }
-        else if (IS("-t", "--threads")) { VALUE(); if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return cli_die("bad list for %s", a); }
-        else if (IS("-r", "--repetitions")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 1000, r) != 1) return cli_die("bad value for %s", a); b->reps = r[0]; }
-        else if (IS("--parallel", "--parallel")) { VALUE(); if ((b->n_parallel = parse_int_list(v, 1, 256, b->parallel)) < 0) return cli_die("bad list for %s", a); }
-        else if (IS("--shared-prefix", "--shared-prefix")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 65536, r) != 1) return cli_die("bad value for %s", a); b->shared_prefix = r[0]; }
-        else if (IS("--requests", "--requests")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 100000, r) != 1) return cli_die("bad value for %s", a); b->requests = r[0]; }
-        else if (IS("--kv-mem", "--kv-mem")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 1, 1 << 20, r) != 1) return cli_die("bad value for %s", a); b->kv_mib = r[0]; }
-        else if (IS("--rate", "--rate")) { VALUE(); b->rate = atof(v); if (!(b->rate > 0)) return cli_die("bad value for %s", a); }
-        else if (IS("--workload", "--workload")) { VALUE(); if (strcmp(v, "mixed") != 0) return cli_die("--workload %s: only mixed is known", v); b->mixed = 1; }
-        else if (IS("--bw-mib", "--bw-mib")) { int r[BENCH_MAX]; VALUE(); if (parse_int_list(v, 0, 1 << 20, r) != 1) return cli_die("bad value for %s", a); b->bw_mib = r[0]; }
-        else if (IS("--dtype", "--dtype")) {
+        else if (IS("-m", "--model")) {
+            VALUE();
+            b->model = v;
+        } else if (IS("--shape", "--shape")) {
+            VALUE();
+            b->shape = v;
+        } else if (IS("--profile", "--profile")) {
+            VALUE();
+            b->profile = v;
+        } else if (IS("--json", "--json"))
+            b->json = 1;
+        else if (IS("--bf16-dot", "--bf16-dot"))
+            b->bf16_dot = 1;
+        else if (IS("-p", "--n-prompt")) {
+            VALUE();
+            if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("-n", "--n-gen")) {
+            VALUE();
+            if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("-t", "--threads")) {
+            VALUE();
+            if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("-r", "--repetitions")) {
+            int r[BENCH_MAX];
+            VALUE();
+            if (parse_int_list(v, 1, 1000, r) != 1) return cli_die("bad value for %s", a);
+            b->reps = r[0];
+        } else if (IS("--parallel", "--parallel")) {
+            VALUE();
+            if ((b->n_parallel = parse_int_list(v, 1, 256, b->parallel)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("--shared-prefix", "--shared-prefix")) {
+            int r[BENCH_MAX];
+            VALUE();
+            if (parse_int_list(v, 1, 65536, r) != 1) return cli_die("bad value for %s", a);
+            b->shared_prefix = r[0];
+        } else if (IS("--requests", "--requests")) {
+            int r[BENCH_MAX];
+            VALUE();
+            if (parse_int_list(v, 1, 100000, r) != 1) return cli_die("bad value for %s", a);
+            b->requests = r[0];
+        } else if (IS("--kv-mem", "--kv-mem")) {
+            int r[BENCH_MAX];
+            VALUE();
+            if (parse_int_list(v, 1, 1 << 20, r) != 1) return cli_die("bad value for %s", a);
+            b->kv_mib = r[0];
+        } else if (IS("--rate", "--rate")) {
+            VALUE();
+            b->rate = atof(v);
+            if (!(b->rate > 0)) return cli_die("bad value for %s", a);
+        } else if (IS("--workload", "--workload")) {
+            VALUE();
+            if (strcmp(v, "mixed") != 0) return cli_die("--workload %s: only mixed is known", v);
+            b->mixed = 1;
+        } else if (IS("--bw-mib", "--bw-mib")) {
+            int r[BENCH_MAX];
+            VALUE();
+            if (parse_int_list(v, 0, 1 << 20, r) != 1) return cli_die("bad value for %s", a);
+            b->bw_mib = r[0];
+        } else if (IS("--dtype", "--dtype")) {
             VALUE();
             if (strcmp(v, "f32") == 0) b->dtype = MLSTACK_DTYPE_F32;
-            else if (strcmp(v, "f16") == 0) b->dtype = MLSTACK_DTYPE_F16;
-            else if (strcmp(v, "bf16") == 0) b->dtype = MLSTACK_DTYPE_BF16;
-            else return cli_die("--dtype %s: expected f32, f16 or bf16", v);
+            else if (strcmp(v, "f16") == 0)
+                b->dtype = MLSTACK_DTYPE_F16;
+            else if (strcmp(v, "bf16") == 0)
+                b->dtype = MLSTACK_DTYPE_BF16;
+            else
+                return cli_die("--dtype %s: expected f32, f16 or bf16", v);
         } else if (IS("--quant", "--quant")) {
             const char *s;
             VALUE();
@@ -129,9 +174,12 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
                 size_t len = strcspn(s, ",");
                 int q;
                 if (len == 4 && strncmp(s, "none", 4) == 0) q = 0;
-                else if (len == 4 && strncmp(s, "q8_0", 4) == 0) q = MLSTACK_DTYPE_Q8_0;
-                else if (len == 4 && strncmp(s, "q4_1", 4) == 0) q = MLSTACK_DTYPE_Q4_1;
-                else return cli_die("--quant %s: expected a list of none, q8_0, q4_1", v);
+                else if (len == 4 && strncmp(s, "q8_0", 4) == 0)
+                    q = MLSTACK_DTYPE_Q8_0;
+                else if (len == 4 && strncmp(s, "q4_1", 4) == 0)
+                    q = MLSTACK_DTYPE_Q4_1;
+                else
+                    return cli_die("--quant %s: expected a list of none, q8_0, q4_1", v);
                 if (b->n_quant == BENCH_MAX) return cli_die("%s", "--quant: too many types");
                 b->quant[b->n_quant++] = q;
                 s += len + (s[len] == ',');
@@ -144,7 +192,8 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
             b->n_isa = 0;
             for (s = strtok(b->isa_buf, ","); s && b->n_isa < BENCH_MAX; s = strtok(NULL, ",")) b->isa[b->n_isa++] = s;
             if (!b->n_isa) return cli_die("%s", "--isa: empty list");
-        } else return cli_die("unknown bench option %s (see mlstack bench --help)", a);
+        } else
+            return cli_die("unknown bench option %s (see mlstack bench --help)", a);
 #undef IS
 #undef VALUE
     }
@@ -168,19 +217,19 @@ typedef struct bw_arg {
     int width; /* bytes per load: 16, 32 or 64 */
 } bw_arg;
 
-#define BW_LOOP(VT)                                                                                \
-    do {                                                                                           \
-        const VT *q = (const VT *)(const void *)a->p;                                              \
-        size_t n = a->bytes / sizeof(VT), i;                                                       \
-        VT s0, s1, s2, s3, s4, s5, s6, s7;                                                         \
-        memset(&s0, 0, sizeof s0);                                                                 \
-        s1 = s2 = s3 = s4 = s5 = s6 = s7 = s0;                                                     \
-        for (i = 0; i + 8 <= n; i += 8) {                                                          \
-            s0 += q[i], s1 += q[i + 1], s2 += q[i + 2], s3 += q[i + 3];                            \
-            s4 += q[i + 4], s5 += q[i + 5], s6 += q[i + 6], s7 += q[i + 7];                        \
-        }                                                                                          \
-        s0 += s1 + s2 + s3 + s4 + s5 + s6 + s7;                                                    \
-        a->sink = s0[0] + s0[1];                                                                   \
+#define BW_LOOP(VT)                                                         \
+    do {                                                                    \
+        const VT *q = (const VT *)(const void *)a->p;                       \
+        size_t n = a->bytes / sizeof(VT), i;                                \
+        VT s0, s1, s2, s3, s4, s5, s6, s7;                                  \
+        memset(&s0, 0, sizeof s0);                                          \
+        s1 = s2 = s3 = s4 = s5 = s6 = s7 = s0;                              \
+        for (i = 0; i + 8 <= n; i += 8) {                                   \
+            s0 += q[i], s1 += q[i + 1], s2 += q[i + 2], s3 += q[i + 3];     \
+            s4 += q[i + 4], s5 += q[i + 5], s6 += q[i + 6], s7 += q[i + 7]; \
+        }                                                                   \
+        s0 += s1 + s2 + s3 + s4 + s5 + s6 + s7;                             \
+        a->sink = s0[0] + s0[1];                                            \
     } while (0)
 
 static void bw_sum16(bw_arg *a) { BW_LOOP(bw_vec); }
@@ -204,7 +253,8 @@ static void *bw_thread(void *arg_) {
     a->t0 = mlstack_clock_seconds();
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
     if (a->width == 64) bw_sum64(a);
-    else if (a->width == 32) bw_sum32(a);
+    else if (a->width == 32)
+        bw_sum32(a);
     else
 #endif
         bw_sum16(a);
@@ -219,7 +269,9 @@ static DWORD WINAPI bw_thread_win(LPVOID a) {
     bw_thread(a);
     return 0;
 }
-static int bw_spawn(bw_handle *h, bw_arg *a) { return (*h = CreateThread(NULL, 0, bw_thread_win, a, 0, NULL)) ? 0 : -1; }
+static int bw_spawn(bw_handle *h, bw_arg *a) {
+    return (*h = CreateThread(NULL, 0, bw_thread_win, a, 0, NULL)) ? 0 : -1;
+}
 static void bw_join(bw_handle h) {
     WaitForSingleObject(h, INFINITE);
     CloseHandle(h);
@@ -260,7 +312,8 @@ static double measure_bandwidth(const unsigned char *buf, size_t bytes, int n_th
             if (args[t].t0 < t0) t0 = args[t].t0;
             if (args[t].t1 > t1) t1 = args[t].t1;
         }
-        if (t1 > t0 && (double)per * n_threads / (t1 - t0) / 1e9 > best) best = (double)per * n_threads / (t1 - t0) / 1e9;
+        if (t1 > t0 && (double)per * n_threads / (t1 - t0) / 1e9 > best)
+            best = (double)per * n_threads / (t1 - t0) / 1e9;
     }
     return best;
 }
@@ -300,8 +353,10 @@ static void json_str(FILE *f, const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -355,7 +410,8 @@ static int serve_on_token(void *user, uint64_t id, int32_t tok, const char *text
     double t = mlstack_clock_seconds();
     (void)id, (void)tok, (void)text, (void)len;
     if (!r->t_first) r->t_first = t;
-    else if (r->n_gaps < r->cap_gaps) r->gaps[r->n_gaps++] = t - r->t_last;
+    else if (r->n_gaps < r->cap_gaps)
+        r->gaps[r->n_gaps++] = t - r->t_last;
     r->t_last = t;
     return 0;
 }
@@ -377,7 +433,8 @@ static void serve_head(const bench_opts *b, const char *type, const char *isa, i
     printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"test\":\"%s\"", type, isa, threads, test);
 }
 
-static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, const char *isa, int max_seqs, mlstack_engine **e) {
+static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, const char *isa, int max_seqs,
+                        mlstack_engine **e) {
     mlstack_engine_desc ed;
     mlstack_error err;
     memset(&ed, 0, sizeof ed);
@@ -392,8 +449,8 @@ static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, cons
     return 0;
 }
 
-static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads, const char *isa_cap,
-                       const char *type) {
+static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                       const char *isa_cap, const char *type) {
     mlstack_engine *e;
     mlstack_error err;
     uint64_t seed = 0x9E3779B97F4A7C15ull;
@@ -420,15 +477,18 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return free(toks), cli_die("%s", err.message);
         }
         do { /* prefill everyone and sample the first token: not timed */
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
+                return free(toks), cli_die("%s", mlstack_engine_error(e));
             mlstack_engine_cache_stats(e, &st);
             all_started = st.generated_tokens >= (uint64_t)n;
         } while (!all_started);
         g0 = st.generated_tokens;
-        if (b->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) return free(toks), cli_die("%s", "could not start the profiler");
+        if (b->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK)
+            return free(toks), cli_die("%s", "could not start the profiler");
         t0 = mlstack_clock_seconds();
         while (active)
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
+                return free(toks), cli_die("%s", mlstack_engine_error(e));
         t = mlstack_clock_seconds() - t0;
         if (b->profile) {
             char path[1024];
@@ -440,10 +500,12 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
         if (b->json) {
             serve_head(b, type, isa, threads, "parallel");
             printf(",\"parallel\":%d,\"n_gen\":%d,\"decode_tps\":%.3f,\"per_seq_tps\":%.3f,\"steps\":%llu}\n", n, n_gen,
-                   (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n, (unsigned long long)st.steps);
+                   (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n,
+                   (unsigned long long)st.steps);
         } else {
-            printf("| %-6s | %-12s | %7d | parallel %-3d | aggregate decode %9.2f t/s | per sequence %8.2f t/s |\n", type, isa,
-                   threads, n, (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n);
+            printf("| %-6s | %-12s | %7d | parallel %-3d | aggregate decode %9.2f t/s | per sequence %8.2f t/s |\n",
+                   type, isa, threads, n, (double)(st.generated_tokens - g0) / t,
+                   (double)(st.generated_tokens - g0) / t / n);
         }
         fflush(stdout);
         mlstack_engine_free(e);
@@ -468,7 +530,8 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
                 d.n_prompt = L + 16;
                 d.max_tokens = 1;
                 d.ignore_eos = 1;
-                if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK) return free(toks), cli_die("%s", err.message);
+                if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK)
+                    return free(toks), cli_die("%s", err.message);
                 if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
             }
         }
@@ -477,13 +540,15 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
             if (b->json) {
                 serve_head(b, type, isa, threads, "shared_prefix");
-                printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,\"speedup\":%.2f,"
+                printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,"
+                       "\"speedup\":%.2f,"
                        "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
                        L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
                        (unsigned long long)st.computed_tokens);
             } else {
-                printf("| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n", type, isa,
-                       threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
+                printf(
+                    "| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n",
+                    type, isa, threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
             }
         }
         fflush(stdout);
@@ -492,7 +557,8 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
     if (b->mixed) { /* ---- random arrivals, shared prefixes, varied lengths ---- */
         int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200;
         serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
-        double *arrive = (double *)calloc((size_t)n, sizeof(double)), *ttft = (double *)calloc((size_t)n, sizeof(double)), *itl, t0, t;
+        double *arrive = (double *)calloc((size_t)n, sizeof(double)),
+               *ttft = (double *)calloc((size_t)n, sizeof(double)), *itl, t0, t;
         int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
         uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
         mlstack_cache_stats st;
@@ -514,7 +580,8 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             double now = mlstack_clock_seconds() - t0;
             while (next < n && arrive[next] <= now) {
                 mlstack_request_desc d;
-                int s = (int)(bench_rng(&seed) % 5), pre = s < 4 ? sys_len : 0, user = 16 + (int)(bench_rng(&seed) % 49), j;
+                int s = (int)(bench_rng(&seed) % 5), pre = s < 4 ? sys_len : 0,
+                    user = 16 + (int)(bench_rng(&seed) % 49), j;
                 for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
                 for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
                 memset(&d, 0, sizeof d);
@@ -525,10 +592,12 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
                 d.on_token = serve_on_token;
                 d.user = &rq[next];
                 rq[next].t_submit = mlstack_clock_seconds();
-                if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK) return free(toks), cli_die("%s", err.message);
+                if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK)
+                    return free(toks), cli_die("%s", err.message);
                 next++;
             }
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
+                return free(toks), cli_die("%s", mlstack_engine_error(e));
             if (!active && next < n) { /* idle until the next arrival */
                 double wait = arrive[next] - (mlstack_clock_seconds() - t0);
                 if (wait > 0) cli_sleep(wait);
@@ -542,23 +611,32 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
         }
         {
-            double hit = st.hit_tokens + st.computed_tokens ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens) : 0;
+            double hit = st.hit_tokens + st.computed_tokens
+                             ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens)
+                             : 0;
             double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
-                   t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9), i99 = pct(itl, n_itl, .99);
+                   t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9),
+                   i99 = pct(itl, n_itl, .99);
             if (b->json) {
                 serve_head(b, type, isa, threads, "mixed");
                 printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
-                       "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_p90\":%.3f,"
-                       "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,\"preemptions\":%llu,"
+                       "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_"
+                       "p90\":%.3f,"
+                       "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,"
+                       "\"preemptions\":%llu,"
                        "\"pages_evicted\":%llu}\n",
-                       n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50,
-                       1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens, (unsigned long long)st.computed_tokens, hit,
-                       (unsigned long long)st.preemptions, (unsigned long long)st.pages_evicted);
+                       n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99,
+                       1e3 * i50, 1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens,
+                       (unsigned long long)st.computed_tokens, hit, (unsigned long long)st.preemptions,
+                       (unsigned long long)st.pages_evicted);
             } else {
-                printf("| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 %.1f p90 %.1f "
-                       "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
-                       type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90, 1e3 * i99,
-                       100 * hit, (unsigned long long)st.hit_tokens, (unsigned long long)(st.hit_tokens + st.computed_tokens));
+                printf(
+                    "| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 "
+                    "%.1f p90 %.1f "
+                    "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
+                    type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90,
+                    1e3 * i99, 100 * hit, (unsigned long long)st.hit_tokens,
+                    (unsigned long long)(st.hit_tokens + st.computed_tokens));
             }
         }
         fflush(stdout);
@@ -605,11 +683,12 @@ int cli_cmd_bench(int argc, char **argv) {
     if (!b.json) {
         printf("cpu: %s\n", cpu);
         for (ti = 0; ti < b.n_threads && b.bw_mib > 0; ti++)
-            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n", b.threads[ti],
-                   b.threads[ti] > 1 ? "s" : "", bw[ti], b.bw_mib, bw_width());
+            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n",
+                   b.threads[ti], b.threads[ti] > 1 ? "s" : "", bw[ti], b.bw_mib, bw_width());
         if (b.bw_mib > 0)
-            printf("read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n", n_cpus,
-                   bw_all, bw_ref);
+            printf(
+                "read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n",
+                n_cpus, bw_all, bw_ref);
     }
     for (qi = 0; qi < b.n_quant; qi++) {
         mlstack_model *m;
@@ -639,8 +718,8 @@ int cli_cmd_bench(int argc, char **argv) {
             if (!header++)
                 printf("%s %s: %s, %d layers, hidden %d, %.1f M parameters\n", b.shape ? "shape" : "model",
                        b.shape ? b.shape : b.model, info.architecture, info.n_layers, info.n_embd, info.n_params / 1e6);
-            printf("type %s: %.1f MiB of weights read per generated token (loaded in %.1f s)\n", type, tok_bytes / 1048576.0,
-                   t_load);
+            printf("type %s: %.1f MiB of weights read per generated token (loaded in %.1f s)\n", type,
+                   tok_bytes / 1048576.0, t_load);
         }
         for (ii = 0; ii < b.n_isa; ii++) {
             for (ti = 0; ti < b.n_threads; ti++) {
@@ -665,12 +744,14 @@ int cli_cmd_bench(int argc, char **argv) {
                     return 1;
                 }
                 if (!b.json && ii + ti + qi == 0) {
-                    printf("\n| %-6s | %-12s | %7s | %-6s | %10s | %10s | %10s | %6s | %8s |\n", "type", "kernels", "threads",
-                           "test", "t/s median", "min", "max", "spread", "roofline");
-                    printf("|--------|--------------|---------|--------|------------|------------|------------|--------|----------|\n");
+                    printf("\n| %-6s | %-12s | %7s | %-6s | %10s | %10s | %10s | %6s | %8s |\n", "type", "kernels",
+                           "threads", "test", "t/s median", "min", "max", "spread", "roofline");
+                    printf("|--------|--------------|---------|--------|------------|------------|------------|--------"
+                           "|----------|\n");
                 }
                 for (test = 0; test < b.n_pp + b.n_tg; test++) {
-                    int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test], n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
+                    int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
+                        n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
                     int n_tok = is_tg ? n_gen : n_prompt, rep;
                     double tps[1000], med, roof = 0;
                     char name[32];
@@ -691,16 +772,20 @@ int cli_cmd_bench(int argc, char **argv) {
                     if (b.json) {
                         printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
                         json_str(stdout, b.shape ? b.shape : b.model);
-                        printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":\"%s\","
+                        printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
+                               "\"%s\","
                                "\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,\"spread\":%.4f,"
                                "\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
-                               type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, b.reps, med, tps[0],
-                               tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
+                               type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, b.reps, med,
+                               tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
                                (unsigned long long)tok_bytes, bw_ref);
-                        if (is_tg && roof > 0) printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f", bw_ref * 1e9 / (double)tok_bytes, roof);
+                        if (is_tg && roof > 0)
+                            printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f",
+                                   bw_ref * 1e9 / (double)tok_bytes, roof);
                         if (is_tg && roof > 1)
-                            printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc ? "weights fit in the last-level cache"
-                                                                                     : "faster than the bandwidth measured");
+                            printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc
+                                                                    ? "weights fit in the last-level cache"
+                                                                    : "faster than the bandwidth measured");
                         printf("}\n");
                     } else {
                         char roof_s[16] = "";
@@ -714,9 +799,11 @@ int cli_cmd_bench(int argc, char **argv) {
                     if (b.profile) { /* one more run, profiled, not counted */
                         char path[1024];
                         if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
-                        else snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti], name,
-                                      b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti], b.threads[ti] > 1 ? "s" : "", name);
+                        else
+                            snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti], name,
+                                     b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
+                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti],
+                                b.threads[ti] > 1 ? "s" : "", name);
                         if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
                             bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0 || cli_report_profile(e, path) != 0)
                             rc = 1;
@@ -731,11 +818,15 @@ int cli_cmd_bench(int argc, char **argv) {
         if (over && !b.json) { /* a share above 100% says why */
             printf("* above 100%% of the memory roofline: ");
             if (llc && tok_bytes <= llc)
-                printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from the cache, "
-                       "not from memory\n", tok_bytes / 1048576.0, llc / 1048576.0);
+                printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from "
+                       "the cache, "
+                       "not from memory\n",
+                       tok_bytes / 1048576.0, llc / 1048576.0);
             else
-                printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled bandwidth run, or "
-                       "cache reuse the test does not see)\n", tok_bytes / 1048576.0);
+                printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled "
+                       "bandwidth run, or "
+                       "cache reuse the test does not see)\n",
+                       tok_bytes / 1048576.0);
             over = 0;
         }
     }

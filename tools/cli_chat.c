@@ -211,19 +211,30 @@ static int ed_edit(chat_editor *ed, const char *prompt, cli_buf *b) {
                 ed_delete(b, p, pos);
                 pos = p;
             }
-        } else if (c == 1) pos = 0;                    /* Ctrl-A */
-        else if (c == 5) pos = b->n;                   /* Ctrl-E */
-        else if (c == 2) pos = ed_prev(b, pos);        /* Ctrl-B */
-        else if (c == 6) pos = ed_next(b, pos);        /* Ctrl-F */
-        else if (c == 11) { b->n = pos; b->p[pos] = 0; } /* Ctrl-K */
-        else if (c == 21) { ed_delete(b, 0, pos); pos = 0; } /* Ctrl-U */
+        } else if (c == 1)
+            pos = 0;                    /* Ctrl-A */
+        else if (c == 5)
+            pos = b->n;                   /* Ctrl-E */
+        else if (c == 2)
+            pos = ed_prev(b, pos);        /* Ctrl-B */
+        else if (c == 6)
+            pos = ed_next(b, pos);        /* Ctrl-F */
+        else if (c == 11) {
+            b->n = pos;
+            b->p[pos] = 0;
+        } /* Ctrl-K */
+        else if (c == 21) {
+            ed_delete(b, 0, pos);
+            pos = 0;
+        } /* Ctrl-U */
         else if (c == 23) { /* Ctrl-W: the word before the cursor */
             size_t p = pos;
             while (p > 0 && b->p[p - 1] == ' ') p--;
             while (p > 0 && b->p[p - 1] != ' ') p--;
             ed_delete(b, p, pos);
             pos = p;
-        } else if (c == 12) ed_puts(ed, "\033[H\033[2J"); /* Ctrl-L */
+        } else if (c == 12)
+            ed_puts(ed, "\033[H\033[2J"); /* Ctrl-L */
         else if (c == 16 || c == 14 || c == 27) {          /* history, arrows, other keys */
             int key = c == 16 ? 'A' : c == 14 ? 'B' : 0;
             if (c == 27) {
@@ -234,15 +245,24 @@ static int ed_edit(chat_editor *ed, const char *prompt, cli_buf *b) {
                     while (d >= '0' && d <= '9' && k < 7) num[k++] = (char)d, d = ed_getc();
                     num[k] = 0;
                     if (!strcmp(num, "200")) paste = 1;
-                    else if (!strcmp(num, "201")) paste = 0;
-                    else if (!strcmp(num, "3") && pos < b->n) ed_delete(b, pos, ed_next(b, pos));
-                    else if (!strcmp(num, "1") || !strcmp(num, "7")) pos = 0;
-                    else if (!strcmp(num, "4") || !strcmp(num, "8")) pos = b->n;
-                } else if (c2 == 'C') pos = ed_next(b, pos);
-                else if (c2 == 'D') pos = ed_prev(b, pos);
-                else if (c2 == 'H') pos = 0;
-                else if (c2 == 'F') pos = b->n;
-                else if (c2 == 'A' || c2 == 'B') key = c2;
+                    else if (!strcmp(num, "201"))
+                        paste = 0;
+                    else if (!strcmp(num, "3") && pos < b->n)
+                        ed_delete(b, pos, ed_next(b, pos));
+                    else if (!strcmp(num, "1") || !strcmp(num, "7"))
+                        pos = 0;
+                    else if (!strcmp(num, "4") || !strcmp(num, "8"))
+                        pos = b->n;
+                } else if (c2 == 'C')
+                    pos = ed_next(b, pos);
+                else if (c2 == 'D')
+                    pos = ed_prev(b, pos);
+                else if (c2 == 'H')
+                    pos = 0;
+                else if (c2 == 'F')
+                    pos = b->n;
+                else if (c2 == 'A' || c2 == 'B')
+                    key = c2;
             }
             if (key == 'A' && hist > 0) {
                 if (hist == ed->n_hist) {
@@ -309,8 +329,8 @@ static int chat_read_message(chat_editor *ed, cli_buf *msg) {
         if (ed->tty) {
             r = ed_edit(ed, first ? "> " : ". ", &line);
             ed_raw_off(ed); /* answers run in cooked mode: Ctrl-C is a signal there */
-        }
-        else r = plain_line(&line);
+        } else
+            r = plain_line(&line);
 #else
         if (ed->tty) fputs(first ? "> " : ". ", stderr);
         r = plain_line(&line);
@@ -521,7 +541,8 @@ static void chat_print_stats(chat *c) {
         uint64_t computed = s[k]->prompt - s[k]->cached;
         printf("%-9s  prompt tokens %llu: %llu computed, %llu reused from the cache (%.0f%%) | prefill %.1f tokens/s | "
                "%llu generated, decode %.1f tokens/s\n",
-               name[k], (unsigned long long)s[k]->prompt, (unsigned long long)computed, (unsigned long long)s[k]->cached,
+               name[k], (unsigned long long)s[k]->prompt, (unsigned long long)computed,
+               (unsigned long long)s[k]->cached,
                s[k]->prompt ? 100.0 * (double)s[k]->cached / (double)s[k]->prompt : 0.0,
                s[k]->prefill_s > 0 ? (double)computed / s[k]->prefill_s : 0.0, (unsigned long long)s[k]->generated,
                s[k]->decode_s > 0 && s[k]->generated > (uint64_t)s[k]->turns
@@ -557,7 +578,8 @@ static int chat_save(chat *c, const char *path) {
     if (f && fclose(f) != 0) ok = 0;
     cli_buf_free(&b);
     if (!ok) fprintf(stderr, "mlstack: could not write %s\n", path);
-    else printf("saved %d messages to %s\n", c->n + (c->system ? 1 : 0), path);
+    else
+        printf("saved %d messages to %s\n", c->n + (c->system ? 1 : 0), path);
     return ok ? 0 : 1;
 }
 
@@ -632,19 +654,24 @@ static int chat_command(chat *c, const char *line) {
     while (arg && *arg == ' ') arg++;
 #define IS(s) (n == strlen(s) && !strncmp(line, s, n))
     if (IS("/help") || IS("/?")) fputs(CHAT_HELP, stdout);
-    else if (IS("/quit") || IS("/exit")) return 1;
+    else if (IS("/quit") || IS("/exit"))
+        return 1;
     else if (IS("/reset")) {
         chat_clear(c);
         printf("conversation cleared%s\n", c->system ? " (system message kept)" : "");
     } else if (IS("/system")) {
         chat_set_system(c, arg);
         printf(c->system ? "system message set\n" : "system message cleared\n");
-    } else if (IS("/stats")) chat_print_stats(c);
+    } else if (IS("/stats"))
+        chat_print_stats(c);
     else if (IS("/save") || IS("/load")) {
         if (!arg || !*arg) printf("%.*s needs a FILE\n", (int)n, line);
-        else if (IS("/save")) chat_save(c, arg);
-        else chat_load(c, arg);
-    } else printf("unknown command %.*s (try /help)\n", (int)n, line);
+        else if (IS("/save"))
+            chat_save(c, arg);
+        else
+            chat_load(c, arg);
+    } else
+        printf("unknown command %.*s (try /help)\n", (int)n, line);
 #undef IS
     fflush(stdout);
     return 0;

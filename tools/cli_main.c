@@ -192,60 +192,128 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
 #define FLAG(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
-#define NEED_V()                                                                             \
-    do {                                                                                     \
-        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);   \
-        i++;                                                                                 \
+#define NEED_V()                                                                           \
+    do {                                                                                   \
+        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a); \
+        i++;                                                                               \
     } while (0)
-#define NUM(lo, hi)                                                                         \
-    do {                                                                                    \
-        NEED_V();                                                                           \
-        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a);           \
+#define NUM(lo, hi)                                                               \
+    do {                                                                          \
+        NEED_V();                                                                 \
+        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a); \
     } while (0)
         if (FLAG("-h", "--help")) return 1;
-        else if (FLAG("-m", "--model")) { NEED_V(); o->model = v; }
-        else if (FLAG("-p", "--prompt")) { NEED_V(); o->prompt = v; }
-        else if (FLAG("--ids", "--ids")) { NEED_V(); o->ids = v; }
-        else if (FLAG("-n", "--n-predict")) { NUM(0, 1e9); o->n_predict = (int)x; o->n_predict_set = 1; }
-        else if (FLAG("-t", "--threads")) { NUM(1, 256); o->threads = (int)x; }
-        else if (FLAG("--temp", "--temperature")) { NUM(0, 100); o->sd.temperature = (float)x; }
-        else if (FLAG("--top-k", "--top-k")) { NUM(0, 1e9); o->sd.top_k = (int)x; }
-        else if (FLAG("--top-p", "--top-p")) { NUM(0, 1); o->sd.top_p = (float)x; }
-        else if (FLAG("--min-p", "--min-p")) { NUM(0, 1); o->sd.min_p = (float)x; }
-        else if (FLAG("--repeat-penalty", "--repeat-penalty")) { NUM(0, 100); o->sd.repeat_penalty = (float)x; }
-        else if (FLAG("--frequency-penalty", "--frequency-penalty")) { NUM(-100, 100); o->sd.frequency_penalty = (float)x; }
-        else if (FLAG("--presence-penalty", "--presence-penalty")) { NUM(-100, 100); o->sd.presence_penalty = (float)x; }
-        else if (FLAG("--seed", "--seed")) { NUM(0, 1.8e19); o->sd.seed = (uint64_t)x; }
-        else if (FLAG("--kv-mem", "--kv-mem")) { NUM(1, 1 << 20); o->kv_mib = (uint64_t)x; }
-        else if (FLAG("--ignore-eos", "--ignore-eos")) o->ignore_eos = 1;
-        else if (FLAG("--spec", "--spec")) { NEED_V(); o->spec = v; }
-        else if (FLAG("--spec-tokens", "--spec-tokens")) { NUM(1, 64); o->spec_tokens = (int)x; }
-        else if (FLAG("--json-schema", "--json-schema")) { NEED_V(); o->json_schema = v; }
-        else if (FLAG("--grammar", "--grammar")) { NEED_V(); o->grammar = v; }
-        else if (FLAG("--regex", "--regex")) { NEED_V(); o->regex = v; }
-        else if (FLAG("--bf16-dot", "--bf16-dot")) o->bf16_dot = 1;
-        else if (FLAG("--all", "--all")) o->all = 1;
-        else if (FLAG("--bits", "--bits")) o->bits = 1;
-        else if (FLAG("--chat", "--chat")) o->chat = 1;
-        else if (FLAG("--json", "--json")) o->json = 1;
-        else if (FLAG("--isa", "--isa")) { NEED_V(); o->isa = v; }
-        else if (FLAG("--profile", "--profile")) { NEED_V(); o->profile = v; }
-        else if (FLAG("-f", "--file")) { NEED_V(); o->file = v; }
-        else if (FLAG("-o", "--out")) { NEED_V(); o->out = v; }
-        else if (FLAG("--files", "--files")) { NEED_V(); o->files = v; }
-        else if (FLAG("--messages", "--messages")) { NEED_V(); o->messages = v; }
-        else if (FLAG("--system", "--system")) { NEED_V(); o->system = v; }
-        else if (FLAG("--tokens", "--tokens")) { NUM(2, 1e7); o->n_tokens = (int)x; }
-        else if (FLAG("--add-generation-prompt", "--add-generation-prompt")) o->add_gen = 1;
-        else if (FLAG("--ids-only", "--ids-only")) o->ids_only = 1;
-        else if (FLAG("--no-special", "--no-special")) o->no_special = 1;
-        else if (a[0] != '-' && !o->prompt) o->prompt = a;
+        else if (FLAG("-m", "--model")) {
+            NEED_V();
+            o->model = v;
+        } else if (FLAG("-p", "--prompt")) {
+            NEED_V();
+            o->prompt = v;
+        } else if (FLAG("--ids", "--ids")) {
+            NEED_V();
+            o->ids = v;
+        } else if (FLAG("-n", "--n-predict")) {
+            NUM(0, 1e9);
+            o->n_predict = (int)x;
+            o->n_predict_set = 1;
+        } else if (FLAG("-t", "--threads")) {
+            NUM(1, 256);
+            o->threads = (int)x;
+        } else if (FLAG("--temp", "--temperature")) {
+            NUM(0, 100);
+            o->sd.temperature = (float)x;
+        } else if (FLAG("--top-k", "--top-k")) {
+            NUM(0, 1e9);
+            o->sd.top_k = (int)x;
+        } else if (FLAG("--top-p", "--top-p")) {
+            NUM(0, 1);
+            o->sd.top_p = (float)x;
+        } else if (FLAG("--min-p", "--min-p")) {
+            NUM(0, 1);
+            o->sd.min_p = (float)x;
+        } else if (FLAG("--repeat-penalty", "--repeat-penalty")) {
+            NUM(0, 100);
+            o->sd.repeat_penalty = (float)x;
+        } else if (FLAG("--frequency-penalty", "--frequency-penalty")) {
+            NUM(-100, 100);
+            o->sd.frequency_penalty = (float)x;
+        } else if (FLAG("--presence-penalty", "--presence-penalty")) {
+            NUM(-100, 100);
+            o->sd.presence_penalty = (float)x;
+        } else if (FLAG("--seed", "--seed")) {
+            NUM(0, 1.8e19);
+            o->sd.seed = (uint64_t)x;
+        } else if (FLAG("--kv-mem", "--kv-mem")) {
+            NUM(1, 1 << 20);
+            o->kv_mib = (uint64_t)x;
+        } else if (FLAG("--ignore-eos", "--ignore-eos"))
+            o->ignore_eos = 1;
+        else if (FLAG("--spec", "--spec")) {
+            NEED_V();
+            o->spec = v;
+        } else if (FLAG("--spec-tokens", "--spec-tokens")) {
+            NUM(1, 64);
+            o->spec_tokens = (int)x;
+        } else if (FLAG("--json-schema", "--json-schema")) {
+            NEED_V();
+            o->json_schema = v;
+        } else if (FLAG("--grammar", "--grammar")) {
+            NEED_V();
+            o->grammar = v;
+        } else if (FLAG("--regex", "--regex")) {
+            NEED_V();
+            o->regex = v;
+        } else if (FLAG("--bf16-dot", "--bf16-dot"))
+            o->bf16_dot = 1;
+        else if (FLAG("--all", "--all"))
+            o->all = 1;
+        else if (FLAG("--bits", "--bits"))
+            o->bits = 1;
+        else if (FLAG("--chat", "--chat"))
+            o->chat = 1;
+        else if (FLAG("--json", "--json"))
+            o->json = 1;
+        else if (FLAG("--isa", "--isa")) {
+            NEED_V();
+            o->isa = v;
+        } else if (FLAG("--profile", "--profile")) {
+            NEED_V();
+            o->profile = v;
+        } else if (FLAG("-f", "--file")) {
+            NEED_V();
+            o->file = v;
+        } else if (FLAG("-o", "--out")) {
+            NEED_V();
+            o->out = v;
+        } else if (FLAG("--files", "--files")) {
+            NEED_V();
+            o->files = v;
+        } else if (FLAG("--messages", "--messages")) {
+            NEED_V();
+            o->messages = v;
+        } else if (FLAG("--system", "--system")) {
+            NEED_V();
+            o->system = v;
+        } else if (FLAG("--tokens", "--tokens")) {
+            NUM(2, 1e7);
+            o->n_tokens = (int)x;
+        } else if (FLAG("--add-generation-prompt", "--add-generation-prompt"))
+            o->add_gen = 1;
+        else if (FLAG("--ids-only", "--ids-only"))
+            o->ids_only = 1;
+        else if (FLAG("--no-special", "--no-special"))
+            o->no_special = 1;
+        else if (a[0] != '-' && !o->prompt)
+            o->prompt = a;
         else if (FLAG("--quant", "--quant")) {
             NEED_V();
             if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
-            else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0) o->quant = MLSTACK_DTYPE_Q4_1;
-            else if (strcmp(v, "none") == 0) o->quant = MLSTACK_DTYPE_F32;
-            else return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+            else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0)
+                o->quant = MLSTACK_DTYPE_Q4_1;
+            else if (strcmp(v, "none") == 0)
+                o->quant = MLSTACK_DTYPE_F32;
+            else
+                return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
         } else {
             fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
             return 2;
@@ -382,7 +450,8 @@ int cli_spec_setup(const char *spec, int spec_tokens, const char *model_path, ml
         return cli_die("--spec %s: expected ngram, draft:DIR, self:q4_1 or self:q8_0", spec);
     }
     if (!g_draft) {
-        cli_progress(md.quant ? "loading %s as the (quantized) draft model..." : "loading the draft model %s...", md.path);
+        cli_progress(md.quant ? "loading %s as the (quantized) draft model..." : "loading the draft model %s...",
+                     md.path);
         if (mlstack_model_open(&md, &g_draft, &err) != MLSTACK_OK) {
             cli_progress_done();
             fprintf(stderr, "mlstack: --spec %s: %s\n", spec, err.message);

@@ -35,7 +35,8 @@ static int run_on_token(void *user, int32_t tok) {
         if (!st->json) printf(" %d", (int)tok);
     } else if (mlstack_detok_push(st->detok, tok, &text, &len) == MLSTACK_OK && len) {
         if (st->json) cli_buf_put(&st->text, text, len);
-        else fwrite(text, 1, len, stdout);
+        else
+            fwrite(text, 1, len, stdout);
     }
     if (!st->json) fflush(stdout);
     return 0;
@@ -46,7 +47,8 @@ static int run_spec_token(void *user, uint64_t request, int32_t tok, const char 
     (void)request, (void)text, (void)len;
     return run_on_token(user, tok);
 }
-static mlstack_result run_spec(mlstack_engine *e, mlstack_generate_desc *g, mlstack_request_status *st, mlstack_error *err) {
+static mlstack_result run_spec(mlstack_engine *e, mlstack_generate_desc *g, mlstack_request_status *st,
+                               mlstack_error *err) {
     mlstack_request_desc rd;
     mlstack_result r;
     memset(&rd, 0, sizeof rd);
@@ -134,7 +136,8 @@ static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab 
     *v = NULL;
     *g = NULL;
     if (!o->json_schema && !o->grammar && !o->regex) return 0;
-    if (!!o->json_schema + !!o->grammar + !!o->regex > 1) return cli_die("%s", "use one of --json-schema, --grammar, --regex");
+    if (!!o->json_schema + !!o->grammar + !!o->regex > 1)
+        return cli_die("%s", "use one of --json-schema, --grammar, --regex");
     memset(&gd, 0, sizeof gd);
     gd.kind = o->json_schema ? MLSTACK_GRAMMAR_JSON_SCHEMA : o->grammar ? MLSTACK_GRAMMAR_GBNF : MLSTACK_GRAMMAR_REGEX;
     if (file) {
@@ -197,7 +200,8 @@ int cli_cmd_run(const cli_opts *o) {
         if (!o->chat && !o->json) fputs(text, stdout);
     }
     if (!o->spec) mlstack_engine_seq_new(e, &seq); /* --spec: the scheduler takes the one sequence */
-    else seq = -1;
+    else
+        seq = -1;
     memset(&g, 0, sizeof g);
     g.seq = seq;
     g.prompt = ids;
@@ -236,7 +240,8 @@ int cli_cmd_run(const cli_opts *o) {
         size_t len;
         if (mlstack_detok_flush(st.detok, &tail, &len) == MLSTACK_OK && len) {
             if (o->json) cli_buf_put(&st.text, tail, len);
-            else fwrite(tail, 1, len, stdout);
+            else
+                fwrite(tail, 1, len, stdout);
         }
         mlstack_detok_free(st.detok);
     }
@@ -249,12 +254,17 @@ int cli_cmd_run(const cli_opts *o) {
         cli_buf_json(&out, st.text.p ? st.text.p : "", st.text.n);
         cli_buf_puts(&out, ",\"ids\":[");
         for (i = 0; i < st.n_gen; i++) cli_buf_printf(&out, i ? ",%d" : "%d", (int)st.gen[i]);
-        cli_buf_printf(&out, "],\"finish_reason\":\"%s\",\"prompt_tokens\":%d,\"completion_tokens\":%d,", rc ? "error"
-                       : g.max_tokens && g.n_generated >= g.max_tokens ? "length" : "stop", n, g.n_generated);
-        cli_buf_printf(&out, "\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"prefill_tps\":%.3f,\"decode_tps\":%.3f,",
-                       load_s * 1e3, g.prefill_seconds * 1e3, g.decode_seconds * 1e3, pre_tps, dec_tps);
+        cli_buf_printf(&out, "],\"finish_reason\":\"%s\",\"prompt_tokens\":%d,\"completion_tokens\":%d,",
+                       rc                                              ? "error"
+                       : g.max_tokens && g.n_generated >= g.max_tokens ? "length"
+                                                                       : "stop",
+                       n, g.n_generated);
+        cli_buf_printf(
+            &out, "\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"prefill_tps\":%.3f,\"decode_tps\":%.3f,",
+            load_s * 1e3, g.prefill_seconds * 1e3, g.decode_seconds * 1e3, pre_tps, dec_tps);
         if (o->spec)
-            cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted, rst.n_accepted);
+            cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted,
+                           rst.n_accepted);
         cli_buf_puts(&out, "\"kernels\":");
         cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
         if (rc) {
@@ -273,7 +283,8 @@ int cli_cmd_run(const cli_opts *o) {
         fprintf(stderr, "spec %s: drafted %d, accepted %d (%.0f%%)\n", o->spec, rst.n_drafted, rst.n_accepted,
                 rst.n_drafted ? 100.0 * rst.n_accepted / rst.n_drafted : 0.0);
     if (!o->json)
-        fprintf(stderr, "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
+        fprintf(stderr,
+                "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
                 mlstack_engine_kernels(e), load_s * 1e3, n, pre_tps, g.n_generated, dec_tps);
     if (o->profile && cli_report_profile(e, o->profile) != 0) rc = 1;
     mlstack_engine_free(e);
@@ -350,7 +361,8 @@ int cli_cmd_kl(const cli_opts *o) {
     } else {
         mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, NULL, 0, &n);
         ids = (int32_t *)malloc(sizeof(int32_t) * (n + 1));
-        if (!ids || mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, ids, n + 1, &n) != MLSTACK_OK) rc = 1;
+        if (!ids || mlstack_tokenizer_encode(mlstack_model_tokenizer(ref), text, len, 0, ids, n + 1, &n) != MLSTACK_OK)
+            rc = 1;
     }
     if (o->n_tokens > 0 && n > (size_t)o->n_tokens) n = (size_t)o->n_tokens;
     if (!rc && (int)n > info.max_position_embeddings) n = (size_t)info.max_position_embeddings;
@@ -359,13 +371,18 @@ int cli_cmd_kl(const cli_opts *o) {
     ed.max_seqs = 1;
     ed.isa = o->isa;
     ed.kv_type = MLSTACK_KV_F32; /* only the weights differ between the two runs */
-    ed.kv_mem = (uint64_t)(n + 64) * (uint64_t)info.n_layers * 2 * (uint64_t)info.n_kv_heads * (uint64_t)info.head_dim * 4;
+    ed.kv_mem =
+        (uint64_t)(n + 64) * (uint64_t)info.n_layers * 2 * (uint64_t)info.n_kv_heads * (uint64_t)info.head_dim * 4;
     if (!rc && mlstack_engine_init(ref, &ed, &re, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }
-    if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, mlstack_dtype_name(info.weight_dtype));
-    if (!rc) printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) |\n|---|---|---|---|---|---|---|\n");
+    if (!rc)
+        printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file,
+               mlstack_dtype_name(info.weight_dtype));
+    if (!rc)
+        printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) "
+               "|\n|---|---|---|---|---|---|---|\n");
     for (t = 0; !rc && (o->files ? files && *files : t < 2); t++) {
         quality q;
         char name[512];
@@ -389,8 +406,8 @@ int cli_cmd_kl(const cli_opts *o) {
             fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
             rc = 1;
         } else {
-            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files ? name : types[t].name, q.n, q.mean_kl, q.max_kl,
-                   100 * q.top1, q.ppl_ref, q.ppl_q);
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files ? name : types[t].name, q.n,
+                   q.mean_kl, q.max_kl, 100 * q.top1, q.ppl_ref, q.ppl_q);
         }
         fflush(stdout);
         mlstack_engine_free(qe);
@@ -508,7 +525,8 @@ int cli_cmd_eval(const cli_opts *o) {
                 uint32_t u;
                 memcpy(&u, &l[k], 4);
                 if (o->bits) printf(k ? " %08lx" : "%08lx", (unsigned long)u);
-                else printf(k ? " %.6g" : "%.6g", l[k]);
+                else
+                    printf(k ? " %.6g" : "%.6g", l[k]);
             }
             printf("\n");
         }
@@ -562,11 +580,11 @@ int cli_cmd_info(const cli_opts *o) {
         if (mlstack_engine_rank_info(e, i, &ri) != MLSTACK_OK) continue;
         printf("rank %-3d       heads %d-%d (kv %d-%d), ffn %d-%d, rows %d-%d, vocab %d-%d: %.1f MiB of weights "
                "(%.1f MiB shared), %.1f KiB per KV page, %d threads\n",
-               i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1, ri.vocab0,
-               ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, ri.n_threads);
+               i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1,
+               ri.vocab0, ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0,
+               ri.kv_page_bytes / 1024.0, ri.n_threads);
     }
     mlstack_engine_free(e);
     mlstack_model_close(m);
     return 0;
 }
-

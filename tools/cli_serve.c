@@ -297,13 +297,16 @@ static int send_error(conn *c, int code, const char *type, const char *param, co
     cli_buf_json(&b, msg, strlen(msg));
     cli_buf_printf(&b, ",\"type\":\"%s\",\"param\":", type);
     if (param) cli_buf_json(&b, param, strlen(param));
-    else cli_buf_puts(&b, "null");
+    else
+        cli_buf_puts(&b, "null");
     cli_buf_puts(&b, ",\"code\":");
     if (err_code) cli_buf_json(&b, err_code, strlen(err_code));
-    else cli_buf_puts(&b, "null");
+    else
+        cli_buf_puts(&b, "null");
     cli_buf_puts(&b, "}}\n");
-    r = b.oom ? -1 : send_response(c, code, "application/json", b.p, b.n, keep_alive,
-                                   code == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+    r = b.oom ? -1
+              : send_response(c, code, "application/json", b.p, b.n, keep_alive,
+                              code == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
     cli_buf_free(&b);
     return r;
 }
@@ -345,12 +348,15 @@ static int parse_head(char *head, size_t head_len, http_req *r) {
     *eol = 0;
     sp1 = strchr(line, ' ');
     sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof r->method || (size_t)(sp2 - sp1 - 1) >= sizeof r->path) return 400;
+    if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof r->method || (size_t)(sp2 - sp1 - 1) >= sizeof r->path)
+        return 400;
     memcpy(r->method, line, (size_t)(sp1 - line));
     memcpy(r->path, sp1 + 1, (size_t)(sp2 - sp1 - 1));
     if (strcmp(sp2 + 1, "HTTP/1.1") == 0) r->keep_alive = 1;
-    else if (strcmp(sp2 + 1, "HTTP/1.0") == 0) r->http10 = 1;
-    else return strncmp(sp2 + 1, "HTTP/", 5) == 0 ? 505 : 400;
+    else if (strcmp(sp2 + 1, "HTTP/1.0") == 0)
+        r->http10 = 1;
+    else
+        return strncmp(sp2 + 1, "HTTP/", 5) == 0 ? 505 : 400;
     {
         char *q = strchr(r->path, '?');
         if (q) *q = 0;
@@ -379,7 +385,8 @@ static int parse_head(char *head, size_t head_len, http_req *r) {
             r->chunked = 1;
         } else if (ieq(line, "connection", (size_t)(colon - line))) {
             if (strstr(v, "close") || strstr(v, "Close")) r->keep_alive = 0;
-            else if (r->http10 && (strstr(v, "keep-alive") || strstr(v, "Keep-Alive"))) r->keep_alive = 1;
+            else if (r->http10 && (strstr(v, "keep-alive") || strstr(v, "Keep-Alive")))
+                r->keep_alive = 1;
         } else if (ieq(line, "authorization", (size_t)(colon - line))) {
             r->auth = v;
         } else if (ieq(line, "expect", (size_t)(colon - line))) {
@@ -606,7 +613,8 @@ static int srv_on_token(void *user, uint64_t id, int32_t token, const char *text
     (void)id;
     pthread_mutex_lock(&s->mu);
     if (!r->got_first) hist_add(&s->ttft, t - r->t_submit);
-    else hist_add(&s->itl, t - r->t_last);
+    else
+        hist_add(&s->itl, t - r->t_last);
     r->got_first = 1;
     r->t_last = t;
     if (text && len) cli_buf_put(&r->text, text, len);
@@ -772,7 +780,8 @@ static void json_write(cli_buf *b, const mlstack_json *v) {
         break;
     case MLSTACK_JSON_NUMBER:
         if (mlstack_json_int(v, &iv)) cli_buf_printf(b, "%lld", (long long)iv);
-        else cli_buf_printf(b, "%.17g", mlstack_json_number(v));
+        else
+            cli_buf_printf(b, "%.17g", mlstack_json_number(v));
         break;
     case MLSTACK_JSON_TRUE: cli_buf_puts(b, "true"); break;
     case MLSTACK_JSON_FALSE: cli_buf_puts(b, "false"); break;
@@ -795,7 +804,8 @@ static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstac
     int i, slot = -1;
     pthread_mutex_lock(&s->mu);
     for (i = 0; i < SRV_GRAMMARS && !e; i++)
-        if (s->grams[i] && s->grams[i]->kind == kind && s->grams[i]->len == len && !memcmp(s->grams[i]->text, text, len))
+        if (s->grams[i] && s->grams[i]->kind == kind && s->grams[i]->len == len &&
+            !memcmp(s->grams[i]->text, text, len))
             e = s->grams[i], e->refs++, e->used = ++s->gram_clock;
     pthread_mutex_unlock(&s->mu);
     if (e) return e;
@@ -879,9 +889,11 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
             const mlstack_json *js = mlstack_json_get(v, "json_schema"), *sc = mlstack_json_get(js, "schema");
             int strict;
             if (mlstack_json_type_of(js) != MLSTACK_JSON_OBJECT)
-                return bad_type(q, "response_format", "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}");
+                return bad_type(q, "response_format",
+                                "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}");
             if (!mlstack_json_string(mlstack_json_get(js, "name"), NULL))
-                return bad(q, 400, "response_format", "missing_required_parameter", "response_format.json_schema needs a string 'name'");
+                return bad(q, 400, "response_format", "missing_required_parameter",
+                           "response_format.json_schema needs a string 'name'");
             if (bool_field(q, js, "strict", &strict) < 0) return -1; /* the output always follows the schema */
             if (mlstack_json_type_of(sc) == MLSTACK_JSON_NULL) {
                 q->gkind = MLSTACK_GRAMMAR_JSON;
@@ -892,7 +904,8 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
                 json_write(&q->gtext, sc);
             }
         } else if (strcmp(type, "text") != 0) {
-            return bad(q, 400, "response_format", "unsupported_value", "response_format's type must be text, json_object or json_schema");
+            return bad(q, 400, "response_format", "unsupported_value",
+                       "response_format's type must be text, json_object or json_schema");
         }
         q->gparam = q->gkind == MLSTACK_GRAMMAR_JSON_SCHEMA ? "response_format.json_schema.schema" : "response_format";
     }
@@ -904,10 +917,13 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
             const char *tt = mlstack_json_string(mlstack_json_get(t, "type"), NULL), *name;
             size_t nl = 0;
             if (!tt || strcmp(tt, "function") != 0 || mlstack_json_type_of(fn) != MLSTACK_JSON_OBJECT)
-                return bad_type(q, "tools", "a list of {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}");
+                return bad_type(
+                    q, "tools",
+                    "a list of {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}");
             name = mlstack_json_string(mlstack_json_get(fn, "name"), &nl);
             if (!tool_name_ok(name, nl))
-                return bad(q, 400, "tools", "invalid_value", "a function's 'name' must be 1 to 64 letters, digits, '_' or '-'");
+                return bad(q, 400, "tools", "invalid_value",
+                           "a function's 'name' must be 1 to 64 letters, digits, '_' or '-'");
             if (mlstack_json_type_of(pa) != MLSTACK_JSON_NULL && mlstack_json_type_of(pa) != MLSTACK_JSON_OBJECT)
                 return bad_type(q, "tools", "functions whose 'parameters' is a JSON Schema object");
         }
@@ -926,7 +942,8 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
         } else if (c && strcmp(c, "required") == 0) {
             if (!n_tools) return bad(q, 400, "tool_choice", "invalid_value", "tool_choice 'required' needs tools");
             q->tool_mode = 2;
-        } else if ((want = mlstack_json_string(mlstack_json_get(mlstack_json_get(v, "function"), "name"), NULL)) != NULL) {
+        } else if ((want = mlstack_json_string(mlstack_json_get(mlstack_json_get(v, "function"), "name"), NULL)) !=
+                   NULL) {
             for (t = n_tools ? mlstack_json_child(tools) : NULL; t && !named; t = mlstack_json_next(t)) {
                 const char *name = mlstack_json_string(mlstack_json_get(mlstack_json_get(t, "function"), "name"), NULL);
                 if (strcmp(name, want) == 0) named = t;
@@ -937,15 +954,18 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
             }
             q->tool_mode = 2;
         } else {
-            return bad_type(q, "tool_choice", "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return bad_type(
+                q, "tool_choice",
+                "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
         }
     }
     if (bool_field(q, root, "parallel_tool_calls", &parallel) < 0) return -1;
     if (q->tool_mode && !parallel) /* one call: stop at its end tag (the parser takes the open block) */
         q->stops[q->d.n_stop_strings++] = "</tool_call>";
     if (q->tool_mode && q->gkind >= 0)
-        return bad(q, 400, "response_format", "unsupported_value",
-                   "response_format json_object / json_schema and tools cannot be combined (unless tool_choice is \"none\")");
+        return bad(
+            q, 400, "response_format", "unsupported_value",
+            "response_format json_object / json_schema and tools cannot be combined (unless tool_choice is \"none\")");
     if (q->tool_mode) {
         q->gparam = "tools";
         q->gkind = q->tool_mode == 1 ? MLSTACK_GRAMMAR_TOOL_CALLS_AUTO : MLSTACK_GRAMMAR_TOOL_CALLS;
@@ -960,7 +980,9 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
     if (q->gkind < 0) return 0;
     cli_buf_put(&q->gtext, "", 0);
     if (q->gtext.oom || q->tools_json.oom) return bad(q, 500, NULL, NULL, "out of memory");
-    if (!s->vocab) return bad(q, 400, q->gparam, "unsupported_value", "this server has no constrained decoding (no vocabulary view)");
+    if (!s->vocab)
+        return bad(q, 400, q->gparam, "unsupported_value",
+                   "this server has no constrained decoding (no vocabulary view)");
     memset(&err, 0, sizeof err);
     q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, &err);
     if (!q->gram) {
@@ -980,19 +1002,23 @@ static int content_text(oai_req *q, const mlstack_json *v, cli_buf *out) {
     if (t == MLSTACK_JSON_NULL) return 0;
     if (t == MLSTACK_JSON_STRING) {
         s = mlstack_json_string(v, &len);
-        if (memchr(s, 0, len)) return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
+        if (memchr(s, 0, len))
+            return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
         cli_buf_put(out, s, len);
         return 0;
     }
-    if (t != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list whose contents are strings or lists of text parts");
+    if (t != MLSTACK_JSON_ARRAY)
+        return bad_type(q, "messages", "a list whose contents are strings or lists of text parts");
     for (p = mlstack_json_child(v); p; p = mlstack_json_next(p)) {
         const char *type = mlstack_json_string(mlstack_json_get(p, "type"), NULL);
         const mlstack_json *tx = mlstack_json_get(p, "text");
         if (!type || strcmp(type, "text") != 0)
             return bad(q, 400, "messages", "unsupported_content", "only content parts of type 'text' are supported");
-        if (mlstack_json_type_of(tx) != MLSTACK_JSON_STRING) return bad_type(q, "messages", "text parts with a string 'text'");
+        if (mlstack_json_type_of(tx) != MLSTACK_JSON_STRING)
+            return bad_type(q, "messages", "text parts with a string 'text'");
         s = mlstack_json_string(tx, &len);
-        if (memchr(s, 0, len)) return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
+        if (memchr(s, 0, len))
+            return bad(q, 400, "messages", "invalid_value", "message content contains a NUL character");
         cli_buf_put(out, s, len);
     }
     return 0;
@@ -1002,7 +1028,8 @@ static int content_text(oai_req *q, const mlstack_json *v, cli_buf *out) {
    openai client sends them) become the object they encode, as chat templates expect. */
 static int write_tool_calls(oai_req *q, cli_buf *b, const mlstack_json *calls) {
     const mlstack_json *c;
-    if (mlstack_json_type_of(calls) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "messages whose 'tool_calls' is a list");
+    if (mlstack_json_type_of(calls) != MLSTACK_JSON_ARRAY)
+        return bad_type(q, "messages", "messages whose 'tool_calls' is a list");
     cli_buf_puts(b, ",\"tool_calls\":[");
     for (c = mlstack_json_child(calls); c; c = mlstack_json_next(c)) {
         const mlstack_json *fn = mlstack_json_get(c, "function"), *args = mlstack_json_get(fn, "arguments"), *id;
@@ -1048,7 +1075,8 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     int rc = 0;
     if (mlstack_json_type_of(msgs) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list of messages");
     if (n == 0) return bad(q, 400, "messages", "invalid_value", "'messages' must contain at least one message");
-    if (!s->tpl) return bad(q, 400, "messages", "no_chat_template", "this model has no chat template: use /v1/completions");
+    if (!s->tpl)
+        return bad(q, 400, "messages", "no_chat_template", "this model has no chat template: use /v1/completions");
     memset(&js, 0, sizeof js);
     memset(&text, 0, sizeof text);
     cli_buf_puts(&js, "[");
@@ -1061,7 +1089,8 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
         }
         if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "developer") &&
             strcmp(role, "tool")) {
-            rc = bad(q, 400, "messages", "invalid_value", "a message's role must be system, developer, user, assistant or tool");
+            rc = bad(q, 400, "messages", "invalid_value",
+                     "a message's role must be system, developer, user, assistant or tool");
             break;
         }
         text.n = 0;
@@ -1071,10 +1100,12 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
         }
         if (v != mlstack_json_child(msgs)) cli_buf_puts(&js, ",");
         cli_buf_puts(&js, "{\"role\":");
-        cli_buf_json(&js, strcmp(role, "developer") == 0 ? "system" : role, strlen(strcmp(role, "developer") == 0 ? "system" : role));
+        cli_buf_json(&js, strcmp(role, "developer") == 0 ? "system" : role,
+                     strlen(strcmp(role, "developer") == 0 ? "system" : role));
         cli_buf_puts(&js, ",\"content\":");
         cli_buf_json(&js, text.p ? text.p : "", text.n);
-        if (mlstack_json_type_of(f = mlstack_json_get(v, "tool_calls")) != MLSTACK_JSON_NULL && write_tool_calls(q, &js, f) != 0) {
+        if (mlstack_json_type_of(f = mlstack_json_get(v, "tool_calls")) != MLSTACK_JSON_NULL &&
+            write_tool_calls(q, &js, f) != 0) {
             rc = -1;
             break;
         }
@@ -1128,7 +1159,8 @@ static int text_prompt(srv *s, oai_req *q, const mlstack_json *p) {
         for (v = mlstack_json_child(p); v; v = mlstack_json_next(v)) {
             int64_t x;
             if (!mlstack_json_int(v, &x) || x < 0 || x >= s->info.n_vocab)
-                return bad(q, 400, "prompt", "invalid_value", "'prompt' must be a string or a list of token ids in the vocabulary");
+                return bad(q, 400, "prompt", "invalid_value",
+                           "'prompt' must be a string or a list of token ids in the vocabulary");
             q->prompt[cnt++] = (int32_t)x;
         }
         q->d.n_prompt = (int)cnt;
@@ -1138,7 +1170,8 @@ static int text_prompt(srv *s, oai_req *q, const mlstack_json *p) {
     text = mlstack_json_string(p, &len);
     mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, NULL, 0, &cnt);
     q->prompt = (int32_t *)malloc(sizeof(int32_t) * (cnt ? cnt : 1));
-    if (!q->prompt || mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, q->prompt, cnt, &cnt) != MLSTACK_OK)
+    if (!q->prompt ||
+        mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, q->prompt, cnt, &cnt) != MLSTACK_OK)
         return bad(q, 500, NULL, NULL, q->prompt ? mlstack_tokenizer_error(s->tok) : "out of memory");
     if (cnt == 0) return bad(q, 400, "prompt", "invalid_value", "'prompt' must not be empty");
     q->d.n_prompt = (int)cnt;
@@ -1159,7 +1192,8 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     double x;
     int64_t i;
     int r;
-    if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT) return bad(q, 400, NULL, "invalid_json", "the body must be a JSON object");
+    if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT)
+        return bad(q, 400, NULL, "invalid_json", "the body must be a JSON object");
     v = mlstack_json_get(root, "model");
     if (!v) return bad(q, 400, "model", "missing_required_parameter", "you must provide a model parameter");
     model = mlstack_json_string(v, NULL);
@@ -1182,8 +1216,10 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     q->d.prompt = q->prompt;
     if ((r = int_field(q, root, "max_completion_tokens", 1, 1 << 30, &i)) < 0) return -1;
     if (r) q->d.max_tokens = (int)i;
-    else if ((r = int_field(q, root, "max_tokens", 1, 1 << 30, &i)) < 0) return -1;
-    else if (r) q->d.max_tokens = (int)i;
+    else if ((r = int_field(q, root, "max_tokens", 1, 1 << 30, &i)) < 0)
+        return -1;
+    else if (r)
+        q->d.max_tokens = (int)i;
     q->d.sampler.temperature = 1.0f; /* OpenAI's default */
     if ((r = num_field(q, root, "temperature", 0, 2, &x)) < 0) return -1;
     if (r) q->d.sampler.temperature = (float)x;
@@ -1211,7 +1247,8 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
         q->stops[q->d.n_stop_strings++] = mlstack_json_string(v, NULL);
     } else if (mlstack_json_type_of(v) == MLSTACK_JSON_ARRAY) {
         const mlstack_json *e;
-        if (mlstack_json_length(v) > SRV_MAX_STOPS) return bad(q, 400, "stop", "invalid_value", "at most 16 stop strings");
+        if (mlstack_json_length(v) > SRV_MAX_STOPS)
+            return bad(q, 400, "stop", "invalid_value", "at most 16 stop strings");
         for (e = mlstack_json_child(v); e; e = mlstack_json_next(e)) {
             const char *t = mlstack_json_string(e, NULL);
             if (!t) return bad_type(q, "stop", "a string or a list of strings");
@@ -1231,7 +1268,8 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     if (q->chat) {
         if (bool_field(q, root, "logprobs", &q->logprobs) < 0) return -1;
         if ((r = int_field(q, root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &i)) < 0) return -1;
-        if (r && !q->logprobs && i > 0) return bad(q, 400, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
+        if (r && !q->logprobs && i > 0)
+            return bad(q, 400, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
         if (r) q->top_logprobs = (int)i;
     } else { /* the legacy form: logprobs is the number of top entries */
         if ((r = int_field(q, root, "logprobs", 0, 5, &i)) < 0) return -1;
@@ -1319,8 +1357,8 @@ static void json_usage(cli_buf *b, const mlstack_request_status *st) {
 
 static void json_head(srv *s, cli_buf *b, int chat, int chunk, uint64_t id, long created) {
     cli_buf_printf(b, "{\"id\":\"%s-%llu\",\"object\":\"%s\",\"created\":%ld,\"model\":", chat ? "chatcmpl" : "cmpl",
-                   (unsigned long long)id, chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion",
-                   created);
+                   (unsigned long long)id,
+                   chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion", created);
     cli_buf_json(b, s->model_id, strlen(s->model_id));
     cli_buf_puts(b, ",\"system_fingerprint\":\"mlstack-0.1.0\",");
 }
@@ -1355,17 +1393,20 @@ static int send_delta(conn *c, srv *s, const oai_req *q, uint64_t id, long creat
         }
         cli_buf_puts(&b, "},\"logprobs\":");
         if (q->logprobs && to > from) json_chat_logprobs(s, &b, toks, from, to);
-        else cli_buf_puts(&b, "null");
+        else
+            cli_buf_puts(&b, "null");
     } else {
         cli_buf_puts(&b, "\"text\":");
         cli_buf_json(&b, text ? text : "", text ? n : 0);
         cli_buf_puts(&b, ",\"logprobs\":");
         if (q->logprobs && to > from) json_text_logprobs(s, &b, toks, from, to, text_offset);
-        else cli_buf_puts(&b, "null");
+        else
+            cli_buf_puts(&b, "null");
     }
     cli_buf_puts(&b, ",\"finish_reason\":");
     if (finish) cli_buf_printf(&b, "\"%s\"", finish);
-    else cli_buf_puts(&b, "null");
+    else
+        cli_buf_puts(&b, "null");
     cli_buf_puts(&b, "}]}");
     r = b.oom ? -1 : send_event(c, b.p, b.n);
     cli_buf_free(&b);
@@ -1431,7 +1472,8 @@ static void json_tool_calls(cli_buf *b, uint64_t id, const mlstack_tool_call *ca
     for (k = 0; k < n; k++) {
         cli_buf_puts(b, k ? ",{" : "{");
         if (streamed) cli_buf_printf(b, "\"index\":%d,", k);
-        cli_buf_printf(b, "\"id\":\"call_%llu_%d\",\"type\":\"function\",\"function\":{\"name\":", (unsigned long long)id, k);
+        cli_buf_printf(
+            b, "\"id\":\"call_%llu_%d\",\"type\":\"function\",\"function\":{\"name\":", (unsigned long long)id, k);
         cli_buf_json(b, calls[k].name, strlen(calls[k].name));
         cli_buf_puts(b, ",\"arguments\":");
         cli_buf_json(b, calls[k].arguments, strlen(calls[k].arguments));
@@ -1543,7 +1585,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         if (piece) {
             int n_new = toks ? to - from : 0;
             if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
-                send_delta(c, s, &q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off, NULL);
+                send_delta(c, s, &q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off,
+                           NULL);
         }
         free(piece);
         free(toks);
@@ -1582,7 +1625,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     } else if (q.stream) {
         if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
             size_t end = n_calls ? content_len : r->text.n;
-            if (end > sent_text) send_delta(c, s, &q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
+            if (end > sent_text)
+                send_delta(c, s, &q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
             if (n_calls) {
                 cli_buf b;
                 memset(&b, 0, sizeof b);
@@ -1596,7 +1640,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         }
         if (!c->closed) {
             send_delta(c, s, &q, r->id, created, NULL, 0, NULL, 0, 0, 0,
-                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish));
+                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
+                                                                               : finish_reason(r->st.finish));
             if (q.include_usage) {
                 cli_buf b;
                 memset(&b, 0, sizeof b);
@@ -1619,27 +1664,32 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         if (chat) {
             cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
             if (n_calls && !content_len) cli_buf_puts(&b, "null");
-            else cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
+            else
+                cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
             if (n_calls) {
                 cli_buf_puts(&b, ",");
                 json_tool_calls(&b, r->id, calls, n_calls, 0);
             }
             cli_buf_puts(&b, "},\"logprobs\":");
             if (q.logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
-            else cli_buf_puts(&b, "null");
+            else
+                cli_buf_puts(&b, "null");
         } else {
             cli_buf_puts(&b, "\"text\":");
             cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
             cli_buf_puts(&b, ",\"logprobs\":");
             if (q.logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
-            else cli_buf_puts(&b, "null");
+            else
+                cli_buf_puts(&b, "null");
         }
         cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],",
-                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish));
+                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
+                                                                               : finish_reason(r->st.finish));
         json_usage(&b, &r->st);
         cli_buf_puts(&b, "}\n");
         if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
-        else send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+        else
+            send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
         cli_buf_free(&b);
         log_request(s, hr, 200, t0, &r->st);
     } else {
@@ -1681,7 +1731,8 @@ static int handle_metrics(conn *c, int keep) {
                      "# TYPE mlstack_http_requests_total counter\n");
     for (i = 100; i < 600; i++)
         if (s->http_codes[i]) {
-            cli_buf_printf(&b, "mlstack_http_requests_total{code=\"%d\"} %llu\n", i, (unsigned long long)s->http_codes[i]);
+            cli_buf_printf(&b, "mlstack_http_requests_total{code=\"%d\"} %llu\n", i,
+                           (unsigned long long)s->http_codes[i]);
             first = 0;
         }
     if (first) cli_buf_puts(&b, "mlstack_http_requests_total{code=\"200\"} 0\n");
@@ -1691,9 +1742,12 @@ static int handle_metrics(conn *c, int keep) {
                    "mlstack_completion_requests_total{endpoint=\"chat\"} %llu\n"
                    "mlstack_completion_requests_total{endpoint=\"completions\"} %llu\n",
                    (unsigned long long)s->completions[0], (unsigned long long)s->completions[1]);
-    metric(&b, "mlstack_requests_cancelled_total", "counter", "Requests cancelled (client gone or shutdown).", (double)s->cancelled);
-    metric(&b, "mlstack_requests_failed_total", "counter", "Requests finished with an engine error.", (double)s->failed);
-    metric(&b, "mlstack_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", (double)s->prompt_tokens);
+    metric(&b, "mlstack_requests_cancelled_total", "counter", "Requests cancelled (client gone or shutdown).",
+           (double)s->cancelled);
+    metric(&b, "mlstack_requests_failed_total", "counter", "Requests finished with an engine error.",
+           (double)s->failed);
+    metric(&b, "mlstack_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+           (double)s->prompt_tokens);
     metric(&b, "mlstack_prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.",
            (double)s->cached_tokens);
     metric(&b, "mlstack_completion_tokens_total", "counter", "Tokens generated for finished requests.",
@@ -1709,15 +1763,21 @@ static int handle_metrics(conn *c, int keep) {
     metric(&b, "mlstack_requests_queued", "gauge", "Requests waiting for admission.", (double)cs.n_queued);
     metric(&b, "mlstack_requests_running", "gauge", "Requests prefilling or decoding.", (double)cs.n_running);
     metric(&b, "mlstack_kv_pages_total", "gauge", "KV pages in the pool.", (double)cs.n_pages);
-    metric(&b, "mlstack_kv_pages_used", "gauge", "KV pages referenced by a sequence or the prefix cache.", (double)cs.pages_used);
+    metric(&b, "mlstack_kv_pages_used", "gauge", "KV pages referenced by a sequence or the prefix cache.",
+           (double)cs.pages_used);
     metric(&b, "mlstack_kv_pages_cached", "gauge", "KV pages owned by the prefix cache.", (double)cs.pages_cached);
-    metric(&b, "mlstack_kv_pages_pinned", "gauge", "Cached KV pages attached to running requests.", (double)cs.pages_pinned);
-    metric(&b, "mlstack_kv_pages_evicted_total", "counter", "KV pages evicted from the prefix cache.", (double)cs.pages_evicted);
-    metric(&b, "mlstack_cache_hit_tokens_total", "counter", "Prompt tokens whose KV came from the cache.", (double)cs.hit_tokens);
-    metric(&b, "mlstack_computed_tokens_total", "counter", "Prompt tokens run through the model.", (double)cs.computed_tokens);
+    metric(&b, "mlstack_kv_pages_pinned", "gauge", "Cached KV pages attached to running requests.",
+           (double)cs.pages_pinned);
+    metric(&b, "mlstack_kv_pages_evicted_total", "counter", "KV pages evicted from the prefix cache.",
+           (double)cs.pages_evicted);
+    metric(&b, "mlstack_cache_hit_tokens_total", "counter", "Prompt tokens whose KV came from the cache.",
+           (double)cs.hit_tokens);
+    metric(&b, "mlstack_computed_tokens_total", "counter", "Prompt tokens run through the model.",
+           (double)cs.computed_tokens);
     metric(&b, "mlstack_generated_tokens_total", "counter", "Tokens sampled.", (double)cs.generated_tokens);
     metric(&b, "mlstack_scheduler_steps_total", "counter", "Scheduler steps run.", (double)cs.steps);
-    metric(&b, "mlstack_preemptions_total", "counter", "Requests preempted for lack of KV pages.", (double)cs.preemptions);
+    metric(&b, "mlstack_preemptions_total", "counter", "Requests preempted for lack of KV pages.",
+           (double)cs.preemptions);
     r = b.oom ? send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0)
               : send_response(c, 200, "text/plain; version=0.0.4", b.p, b.n, keep, NULL);
     cli_buf_free(&b);
@@ -1774,10 +1834,12 @@ static int route(conn *c, const http_req *hr) {
     }
     if (is_chat || is_text) {
         if (!post) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use POST", keep);
-        else return handle_completion(c, hr, is_chat, t0);
+        else
+            return handle_completion(c, hr, is_chat, t0);
     } else if (is_models || !strcmp(p, "/metrics")) {
         if (!get) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
-        else r = is_models ? handle_models(c, p, keep) : handle_metrics(c, keep);
+        else
+            r = is_models ? handle_models(c, p, keep) : handle_metrics(c, keep);
     } else {
         char msg[1200];
         snprintf(msg, sizeof msg, "no endpoint %s %s", hr->method, p);
@@ -1798,13 +1860,13 @@ static void *conn_main(void *arg) {
         if (code) {
             char msg[160];
             snprintf(msg, sizeof msg, "%s",
-                     code == 408 ? "the request was not received in time"
+                     code == 408   ? "the request was not received in time"
                      : code == 413 ? "the request body is larger than the server accepts"
                      : code == 431 ? "the request head is too large or has too many headers"
                      : code == 411 ? "send the body with a Content-Length or in chunked transfer coding"
                      : code == 501 ? "the only transfer coding understood is chunked"
                      : code == 505 ? "only HTTP/1.0 and HTTP/1.1 are served"
-                     : "malformed HTTP request");
+                                   : "malformed HTTP request");
             send_error(c, code, "invalid_request_error", NULL, NULL, msg, 0);
             if (!s->o.quiet) fprintf(stderr, "(request) %d %s\n", code, msg);
             linger_close(c);
@@ -1840,39 +1902,72 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
 #define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
-#define VAL()                                                                      \
-    do {                                                                           \
+#define VAL()                                                                            \
+    do {                                                                                 \
         if (!v) return cli_die("option %s needs a value (see mlstack serve --help)", a); \
-        i++;                                                                       \
+        i++;                                                                             \
     } while (0)
-#define NUMV(lo, hi)                                                               \
-    do {                                                                           \
-        VAL();                                                                     \
-        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a);  \
+#define NUMV(lo, hi)                                                              \
+    do {                                                                          \
+        VAL();                                                                    \
+        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a); \
     } while (0)
         if (IS("-h", "--help")) return 1;
-        else if (IS("-m", "--model")) { VAL(); o->base.model = v; }
-        else if (IS("--host", "--host")) { VAL(); o->host = v; }
-        else if (IS("--port", "--port")) { NUMV(0, 65535); o->port = (int)x; }
-        else if (IS("--api-key", "--api-key")) { VAL(); o->api_key = v; }
-        else if (IS("--alias", "--alias")) { VAL(); o->alias = v; }
-        else if (IS("--parallel", "-np")) { NUMV(1, 1024); o->parallel = (int)x; }
-        else if (IS("--kv-mem", "--kv-mem")) { NUMV(1, 1 << 20); o->base.kv_mib = (uint64_t)x; }
-        else if (IS("--spec", "--spec")) { VAL(); o->base.spec = v; }
-        else if (IS("--spec-tokens", "--spec-tokens")) { NUMV(1, 64); o->base.spec_tokens = (int)x; }
-        else if (IS("--max-conns", "--max-conns")) { NUMV(1, 100000); o->max_conns = (int)x; }
-        else if (IS("--max-body", "--max-body")) { NUMV(1, 1e10); o->max_body = (size_t)x; }
-        else if (IS("--timeout", "--timeout")) { NUMV(1, 86400); o->timeout_s = (int)x; }
-        else if (IS("--quiet", "--quiet")) o->quiet = 1;
-        else if (IS("-t", "--threads")) { NUMV(1, 256); o->base.threads = (int)x; }
-        else if (IS("--isa", "--isa")) { VAL(); o->base.isa = v; }
-        else if (IS("--quant", "--quant")) {
+        else if (IS("-m", "--model")) {
+            VAL();
+            o->base.model = v;
+        } else if (IS("--host", "--host")) {
+            VAL();
+            o->host = v;
+        } else if (IS("--port", "--port")) {
+            NUMV(0, 65535);
+            o->port = (int)x;
+        } else if (IS("--api-key", "--api-key")) {
+            VAL();
+            o->api_key = v;
+        } else if (IS("--alias", "--alias")) {
+            VAL();
+            o->alias = v;
+        } else if (IS("--parallel", "-np")) {
+            NUMV(1, 1024);
+            o->parallel = (int)x;
+        } else if (IS("--kv-mem", "--kv-mem")) {
+            NUMV(1, 1 << 20);
+            o->base.kv_mib = (uint64_t)x;
+        } else if (IS("--spec", "--spec")) {
+            VAL();
+            o->base.spec = v;
+        } else if (IS("--spec-tokens", "--spec-tokens")) {
+            NUMV(1, 64);
+            o->base.spec_tokens = (int)x;
+        } else if (IS("--max-conns", "--max-conns")) {
+            NUMV(1, 100000);
+            o->max_conns = (int)x;
+        } else if (IS("--max-body", "--max-body")) {
+            NUMV(1, 1e10);
+            o->max_body = (size_t)x;
+        } else if (IS("--timeout", "--timeout")) {
+            NUMV(1, 86400);
+            o->timeout_s = (int)x;
+        } else if (IS("--quiet", "--quiet"))
+            o->quiet = 1;
+        else if (IS("-t", "--threads")) {
+            NUMV(1, 256);
+            o->base.threads = (int)x;
+        } else if (IS("--isa", "--isa")) {
+            VAL();
+            o->base.isa = v;
+        } else if (IS("--quant", "--quant")) {
             VAL();
             if (!strcmp(v, "q8_0") || !strcmp(v, "Q8_0")) o->base.quant = MLSTACK_DTYPE_Q8_0;
-            else if (!strcmp(v, "q4_1") || !strcmp(v, "Q4_1")) o->base.quant = MLSTACK_DTYPE_Q4_1;
-            else if (!strcmp(v, "none")) o->base.quant = MLSTACK_DTYPE_F32;
-            else return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
-        } else return cli_die("unknown option %s for serve (see mlstack serve --help)", a);
+            else if (!strcmp(v, "q4_1") || !strcmp(v, "Q4_1"))
+                o->base.quant = MLSTACK_DTYPE_Q4_1;
+            else if (!strcmp(v, "none"))
+                o->base.quant = MLSTACK_DTYPE_F32;
+            else
+                return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+        } else
+            return cli_die("unknown option %s for serve (see mlstack serve --help)", a);
 #undef IS
 #undef VAL
 #undef NUMV
@@ -1913,7 +2008,7 @@ static int srv_listen(srv *s) {
         socklen_t sl = sizeof ss;
         if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
             s->o.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                        : ((struct sockaddr_in *)&ss)->sin_port);
+                                                       : ((struct sockaddr_in *)&ss)->sin_port);
     }
     s->listen_fd = fd;
     return 0;
@@ -1942,12 +2037,14 @@ static void srv_accept_loop(srv *s) {
         pthread_mutex_lock(&s->mu);
         over = s->n_conns >= s->o.max_conns;
         if (over) s->conns_rejected++, s->http_codes[503]++;
-        else s->n_conns++, s->conns_total++;
+        else
+            s->n_conns++, s->conns_total++;
         pthread_mutex_unlock(&s->mu);
         if (over) { /* answer without a thread: a short write that fits the socket buffer */
             static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                                        "Content-Length: 97\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-                                       "{\"error\":{\"message\":\"too many connections\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+                                       "{\"error\":{\"message\":\"too many "
+                                       "connections\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
             (void)!send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
             close(fd);
             continue;
@@ -1989,10 +2086,10 @@ int cli_cmd_serve(int argc, char **argv) {
     }
     mlstack_model_get_info(s->m, &s->info);
     if (!s->o.base.kv_mib) {
-        uint64_t per_tok = (uint64_t)s->info.n_layers * 2 * (uint64_t)s->info.n_kv_heads * (uint64_t)s->info.head_dim * 2;
-        uint64_t toks = (uint64_t)s->o.parallel * 1024, min_toks = s->info.max_position_embeddings < 4096
-                                                                        ? (uint64_t)s->info.max_position_embeddings
-                                                                        : 4096;
+        uint64_t per_tok =
+            (uint64_t)s->info.n_layers * 2 * (uint64_t)s->info.n_kv_heads * (uint64_t)s->info.head_dim * 2;
+        uint64_t toks = (uint64_t)s->o.parallel * 1024,
+                 min_toks = s->info.max_position_embeddings < 4096 ? (uint64_t)s->info.max_position_embeddings : 4096;
         s->o.base.kv_mib = ((toks > min_toks ? toks : min_toks) * per_tok + ((1u << 20) - 1)) >> 20;
     }
     {
@@ -2064,8 +2161,8 @@ int cli_cmd_serve(int argc, char **argv) {
     } else {
         int v6 = strchr(s->o.host, ':') != NULL;
         fprintf(stderr, "mlstack serve: model '%s' (%s kernels, %d parallel, KV %llu MiB) on http://%s%s%s:%d%s\n",
-                s->model_id, mlstack_engine_kernels(s->e), s->o.parallel, (unsigned long long)s->o.base.kv_mib, v6 ? "[" : "",
-                s->o.host, v6 ? "]" : "", s->o.port, s->o.api_key ? " (API key required)" : "");
+                s->model_id, mlstack_engine_kernels(s->e), s->o.parallel, (unsigned long long)s->o.base.kv_mib,
+                v6 ? "[" : "", s->o.host, v6 ? "]" : "", s->o.port, s->o.api_key ? " (API key required)" : "");
         fflush(stderr);
         srv_accept_loop(s);
         close(s->listen_fd);

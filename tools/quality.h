@@ -36,7 +36,8 @@ static int quality_argmax(const float *v, int n) {
 static int quality_compare(mlstack_engine *ref, mlstack_engine **qe, int nq, int n_vocab, const int32_t *ids, int n,
                            int chunk, quality *q) {
     mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)chunk, sizeof *rows);
-    double *la = (double *)malloc(sizeof(double) * (size_t)n_vocab), *lb = (double *)malloc(sizeof(double) * (size_t)n_vocab);
+    double *la = (double *)malloc(sizeof(double) * (size_t)n_vocab),
+           *lb = (double *)malloc(sizeof(double) * (size_t)n_vocab);
     double kl_sum[8] = {0}, nll_a = 0, nll_b[8] = {0};
     int32_t sa, sb[8];
     int off, i, k, e, agree[8] = {0}, rc = 0;

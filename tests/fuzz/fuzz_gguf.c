@@ -66,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memset(&err, 0, sizeof err);
         r = mlstack__gguf_config(&c, &g, "<fuzz>", &err);
         fz_check(r == MLSTACK_OK || err.message[0], "config failure without a message");
-        if (r == MLSTACK_OK) fz_check(c.n_layers > 0 && c.head_dim > 0 && c.n_vocab > 0 && c.n_heads % c.n_kv_heads == 0, "config");
+        if (r == MLSTACK_OK)
+            fz_check(c.n_layers > 0 && c.head_dim > 0 && c.n_vocab > 0 && c.n_heads % c.n_kv_heads == 0, "config");
         memset(&err, 0, sizeof err);
         r = mlstack__tok_from_gguf(&g, "<fuzz>", &json, &cfg, &err);
         fz_check(r == MLSTACK_OK || err.message[0], "tokenizer failure without a message");

@@ -17,11 +17,69 @@ static mlstack_vocab *fz_vocab;
 
 static void fz_init(void) {
     /* 64 tokens: single bytes of JSON and GBNF text, pieces, split UTF-8, the EOS (id 63) */
-    static const char *const t[] = {"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "a", "b", "x", "0", "1", "9", "-", ".",
-                                    "e", "t", "r", "u", "f", "n", "l", "s", "\\", "/", "true", "false", "null", "\"a\"",
-                                    "{\"", "\":", "\", \"", "12", "é", "\xC3", "\xA9", "\xE4\xB8", "\xAD", "\xF0\x9F",
-                                    "\x98\x80", "\xFF", "\xED\xA0", "<tool_call>", "</tool_call>", "name", "arguments",
-                                    "ab", "ba", "xx", "  ", "\t", "A", "Z", "_", "(", ")", "|", "*", "+", "?", "#"};
+    static const char *const t[] = {"{",
+                                    "}",
+                                    "[",
+                                    "]",
+                                    "\"",
+                                    ":",
+                                    ",",
+                                    " ",
+                                    "\n",
+                                    "a",
+                                    "b",
+                                    "x",
+                                    "0",
+                                    "1",
+                                    "9",
+                                    "-",
+                                    ".",
+                                    "e",
+                                    "t",
+                                    "r",
+                                    "u",
+                                    "f",
+                                    "n",
+                                    "l",
+                                    "s",
+                                    "\\",
+                                    "/",
+                                    "true",
+                                    "false",
+                                    "null",
+                                    "\"a\"",
+                                    "{\"",
+                                    "\":",
+                                    "\", \"",
+                                    "12",
+                                    "é",
+                                    "\xC3",
+                                    "\xA9",
+                                    "\xE4\xB8",
+                                    "\xAD",
+                                    "\xF0\x9F",
+                                    "\x98\x80",
+                                    "\xFF",
+                                    "\xED\xA0",
+                                    "<tool_call>",
+                                    "</tool_call>",
+                                    "name",
+                                    "arguments",
+                                    "ab",
+                                    "ba",
+                                    "xx",
+                                    "  ",
+                                    "\t",
+                                    "A",
+                                    "Z",
+                                    "_",
+                                    "(",
+                                    ")",
+                                    "|",
+                                    "*",
+                                    "+",
+                                    "?",
+                                    "#"};
     int32_t eos = 63;
     const char *toks[64];
     mlstack_error err;
@@ -33,8 +91,8 @@ static void fz_init(void) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static const mlstack_grammar_kind kinds[4] = {MLSTACK_GRAMMAR_GBNF, MLSTACK_GRAMMAR_JSON_SCHEMA, MLSTACK_GRAMMAR_REGEX,
-                                                  MLSTACK_GRAMMAR_TOOL_CALLS};
+    static const mlstack_grammar_kind kinds[4] = {MLSTACK_GRAMMAR_GBNF, MLSTACK_GRAMMAR_JSON_SCHEMA,
+                                                  MLSTACK_GRAMMAR_REGEX, MLSTACK_GRAMMAR_TOOL_CALLS};
     mlstack_grammar_desc d;
     mlstack_grammar *g;
     mlstack_matcher *m;

@@ -54,8 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fz_sink = ((const unsigned char *)v.data)[0];
             fz_sink = ((const unsigned char *)v.data)[v.n_bytes - 1];
         }
-        for (k = v.n_dims - 1; k >= 0 && v.shape[k] > 0; k--)
-            fz_check(v.strides[k] > 0, "non-positive stride");
+        for (k = v.n_dims - 1; k >= 0 && v.shape[k] > 0; k--) fz_check(v.strides[k] > 0, "non-positive stride");
     }
     mlstack__st_close(&st);
     return 0;

@@ -15,7 +15,8 @@
 
 static const char default_messages[] =
     "[{\"role\":\"system\",\"content\":\"sys\"},{\"role\":\"user\",\"content\":\"h\\u00e9 {{x}}\"},"
-    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1.5}}}]},"
+    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1.5}}}"
+    "]},"
     "{\"role\":\"tool\",\"content\":\"ok\"}]";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -50,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the same bytes as a tokenizer_config.json */
     if (mlstack_chat_template_from_config(text, size, &t, &err) == MLSTACK_OK) {
         if (!mlstack_chat_template_get(t, NULL, 0) && !mlstack_chat_template_get(t, NULL, 1) && t == NULL) abort();
-        r = mlstack_chat_template_apply(t, NULL, default_messages, sizeof default_messages - 1, &o, &out, &out_len, &err);
+        r = mlstack_chat_template_apply(t, NULL, default_messages, sizeof default_messages - 1, &o, &out, &out_len,
+                                        &err);
         mlstack_template_free_output(out);
         mlstack_chat_template_close(t);
     }
