@@ -15857,7 +15857,8 @@ static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i
    block at a time), whatever the tile: tiles of RB activation rows x RO panels only decide which
    elements are computed together. Float weights go in steps of MLSTACK__MM_KC inputs, the partial
    sums parked in y between steps (exactly resumable), F16/BF16 panels converted to f32 once per
-   step for all activation rows. */
+   step for all activation rows. A tile reads RO panels of a group of GS (the stride from one
+   input step to the next): RO = GS = 4 for full groups, RO = 1 for a short group's panels. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
@@ -15893,16 +15894,16 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const 
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const void *wp, const float *x, size_t ldx,
                                                                         float *y, size_t ldy, int kn, int resume,
                                                                         const float *bias, int nv, const int RB,
-                                                                        const int RO, const int WT) {
+                                                                        const int RO, const int GS, const int WT) {
     __m512 acc[6][4];
     int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * RO + p) * 16, WT);
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * GS + p) * 16, WT);
         if (RB == 1) /* decode streams the panels from memory: run ahead of the hardware prefetcher */
             MLSTACK__UNROLL for (p = 0; p < RO; p++) _mm_prefetch(
-                (const char *)wp + (((size_t)k * RO + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
+                (const char *)wp + (((size_t)k * GS + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
@@ -15911,9 +15912,14 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 
+/* Tiles of a full group (4 panels) are compiled for every row count; a group's last panels
+   (only at the end of a matrix whose outputs are not a multiple of 64) are multiplied one panel
+   at a time, with the group's stride known at run time. Either gives the same bits: a tile only
+   decides which outputs are summed together, never in what order. Half the tile variants, half
+   the compile time of this section. */
 static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                       int o1, float *scratch) {
-    int n = w->n_in, p, k0, b, i;
+    int n = w->n_in, p, k0, b, i, j;
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
@@ -15924,20 +15930,22 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             if (B == 1 && w->wtype != MLSTACK__W_F32) { /* one row: convert as it multiplies */
                 const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ro * 32;
                 float *yb = y + (size_t)p * 16;
-#define MLSTACK__P16F_CASE1(WT_, RO_)                                                           \
-    case (WT_) * 8 + (RO_):                                                                     \
-        mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, RO_, WT_); \
-        break;
-                switch (w->wtype * 8 + ro) {
-                    /* clang-format off */
-                    MLSTACK__P16F_CASE1(MLSTACK__W_F16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 2)
-                    MLSTACK__P16F_CASE1(MLSTACK__W_F16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_F16, 4)
-                    MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 1) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 2)
-                    MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 3) MLSTACK__P16F_CASE1(MLSTACK__W_BF16, 4)
-                default: break;
-                    /* clang-format on */
-                }
-#undef MLSTACK__P16F_CASE1
+                int bf = w->wtype == MLSTACK__W_BF16;
+                if (ro == 4 && bf)
+                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_BF16);
+                else if (ro == 4)
+                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_F16);
+                else
+                    for (j = 0; j < ro; j++) {
+                        const unsigned char *sj = src + (size_t)j * 32;
+                        const float *bj = bias ? bias + 16 * j : NULL;
+                        if (bf)
+                            mlstack__p16f_tile(sj, x + k0, (size_t)n, yb + 16 * j, ldy, kn, resume, bj, nv - 16 * j, 1,
+                                               1, ro, MLSTACK__W_BF16);
+                        else
+                            mlstack__p16f_tile(sj, x + k0, (size_t)n, yb + 16 * j, ldy, kn, resume, bj, nv - 16 * j, 1,
+                                               1, ro, MLSTACK__W_F16);
+                    }
                 continue;
             }
             if (w->wtype == MLSTACK__W_F32) {
@@ -15956,21 +15964,25 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                 int rb = B - b < 6 ? B - b : 6;
                 const float *xb = x + (size_t)b * n + k0;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16F_CASE(RB_, RO_)                                                                    \
-    case (RB_) * 8 + (RO_):                                                                             \
-        mlstack__p16f_tile(wp, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, RO_, MLSTACK__W_F32); \
+                for (j = 0; j < ro; j += ro == 4 ? 4 : 1) {
+                    const float *wj = wp + 16 * j, *bj = bias ? bias + 16 * j : NULL;
+                    float *yj = yb + 16 * j;
+                    int nj = nv - 16 * j;
+#define MLSTACK__P16F_CASE(RB_)                                                                                     \
+    case RB_:                                                                                                       \
+        if (ro == 4) mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); \
+        else                                                                                                        \
+            mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 1, ro, MLSTACK__W_F32);         \
         break;
-#define MLSTACK__P16F_ROW(RB_) \
-    MLSTACK__P16F_CASE(RB_, 1) MLSTACK__P16F_CASE(RB_, 2) MLSTACK__P16F_CASE(RB_, 3) MLSTACK__P16F_CASE(RB_, 4)
-                switch (rb * 8 + ro) {
-                    /* clang-format off */
-                    MLSTACK__P16F_ROW(1) MLSTACK__P16F_ROW(2) MLSTACK__P16F_ROW(3)
-                    MLSTACK__P16F_ROW(4) MLSTACK__P16F_ROW(5) MLSTACK__P16F_ROW(6)
-                default: break;
-                    /* clang-format on */
-                }
-#undef MLSTACK__P16F_ROW
+                    switch (rb) {
+                        /* clang-format off */
+                        MLSTACK__P16F_CASE(1) MLSTACK__P16F_CASE(2) MLSTACK__P16F_CASE(3)
+                        MLSTACK__P16F_CASE(4) MLSTACK__P16F_CASE(5) MLSTACK__P16F_CASE(6)
+                    default: break;
+                        /* clang-format on */
+                    }
 #undef MLSTACK__P16F_CASE
+                }
             }
         }
     }
@@ -15979,17 +15991,16 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
    (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
    -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp,
-                                                                      const mlstack__q8x *xq, size_t ldx, int nb,
-                                                                      float *y, size_t ldy, const float *bias, int nv,
-                                                                      const int RB, const int RO) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void
+mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y, size_t ldy,
+                   const float *bias, int nv, const int RB, const int RO, const int GS, const int J) {
     __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
-    const size_t qb = q8 ? 512 : 256, bs = (size_t)RO * (qb + (q8 ? 32 : 64));
+    const size_t qb = q8 ? 512 : 256, bs = (size_t)GS * (qb + (q8 ? 32 : 64));
     int b, p, g, k;
     MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
     for (k = 0; k < nb; k++) {
-        const unsigned char *blk = wp + (size_t)k * bs, *sc = blk + (size_t)RO * qb;
+        const unsigned char *blk = wp + (size_t)k * bs, *sc = blk + (size_t)GS * qb + (size_t)J * 32;
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512i init = _mm512_set1_epi32(q8 ? -128 * xq[(size_t)b * ldx + k].sum : 0);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = init;
@@ -15998,10 +16009,10 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
             MLSTACK__UNROLL for (g = 0; g < 8; g++) {
                 __m512i wv[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
-                    _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
+                    _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
                 if (RB == 1) /* decode streams weights from memory: run ahead of the hardware prefetcher */
                     MLSTACK__UNROLL for (p = 0; p < RO; p++)
-                        _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(blk + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
@@ -16014,8 +16025,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
             MLSTACK__UNROLL for (g = 0; g < 4; g++) {
                 __m512i raw[4], lo[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-                    raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * RO + p) * 64));
-                    if (RB == 1) _mm_prefetch((const char *)(blk + (size_t)(g * RO + p) * 64 + 1024), _MM_HINT_T0);
+                    raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
+                    if (RB == 1) _mm_prefetch((const char *)(blk + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
                     lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
                 }
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -16045,7 +16056,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
             }
             if (!q8) {
                 __m512 m =
-                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(RO + p) * 32)));
+                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(GS + p) * 32)));
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
                     _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);
             }
@@ -16056,33 +16067,34 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
 
 static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
-    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b;
+    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b, j;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
         const unsigned char *wp = w->packed + (size_t)p * pb;
-        const float *bias = w->bias ? w->bias + p * 16 : NULL;
         if (ro > 4) ro = 4;
         for (b = 0; b < B; b += 3) {
             int rb = B - b < 3 ? B - b : 3;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16Q_CASE(Q, RB_, RO_)                                             \
-    case (Q) * 64 + (RB_) * 8 + (RO_):                                              \
-        mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yb, ldy, bias, nv, RB_, RO_); \
+            for (j = 0; j < ro; j += ro == 4 ? 4 : 1) { /* a full group, or a short one panel by panel */
+                float *yj = y + (size_t)b * ldy + (size_t)(p + j) * 16;
+                const float *bj = w->bias ? w->bias + (p + j) * 16 : NULL;
+                int nj = nv - 16 * j;
+#define MLSTACK__P16Q_CASE(Q, RB_)                                                                 \
+    case (Q) * 8 + (RB_):                                                                          \
+        if (ro == 4) mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); \
+        else                                                                                       \
+            mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 1, ro, j);         \
         break;
-#define MLSTACK__P16Q_ROW(Q, RB_) \
-    MLSTACK__P16Q_CASE(Q, RB_, 1) \
-    MLSTACK__P16Q_CASE(Q, RB_, 2) MLSTACK__P16Q_CASE(Q, RB_, 3) MLSTACK__P16Q_CASE(Q, RB_, 4)
-            switch (q8 * 64 + rb * 8 + ro) {
-                /* clang-format off */
-                MLSTACK__P16Q_ROW(0, 1) MLSTACK__P16Q_ROW(0, 2) MLSTACK__P16Q_ROW(0, 3)
-                MLSTACK__P16Q_ROW(1, 1) MLSTACK__P16Q_ROW(1, 2) MLSTACK__P16Q_ROW(1, 3)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__P16Q_ROW
+                switch (q8 * 8 + rb) {
+                    /* clang-format off */
+                    MLSTACK__P16Q_CASE(0, 1) MLSTACK__P16Q_CASE(0, 2) MLSTACK__P16Q_CASE(0, 3)
+                    MLSTACK__P16Q_CASE(1, 1) MLSTACK__P16Q_CASE(1, 2) MLSTACK__P16Q_CASE(1, 3)
+                default: break;
+                    /* clang-format on */
+                }
 #undef MLSTACK__P16Q_CASE
+            }
         }
     }
 }
@@ -16350,14 +16362,14 @@ static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uint16_t *wp, const uint32_t *x,
                                                                        size_t ldx, float *y, size_t ldy, int kn,
                                                                        int resume, const float *bias, int nv,
-                                                                       const int RB, const int RO) {
+                                                                       const int RB, const int RO, const int GS) {
     __m512 acc[6][4];
     int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512i wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
-            _mm512_loadu_si512((const void *)(wp + ((size_t)k * RO + p) * 32));
+            _mm512_loadu_si512((const void *)(wp + ((size_t)k * GS + p) * 32));
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512i xv = _mm512_set1_epi32((int)x[(size_t)b * ldx + (size_t)k]);
             MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] =
@@ -16370,7 +16382,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
    thread's scratch (rows of (n_in + 31) / 32 * 16 pairs), then tiles over the task's panels. */
 static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
                                               float *scratch) {
-    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i;
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
     uint32_t *xp = (uint32_t *)(void *)scratch;
     for (b = 0; b < B; b += 6) {
@@ -16386,21 +16398,26 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                 const uint16_t *wp =
                     (const uint16_t *)(const void *)(w->packed_dp + (size_t)p * pb) + (size_t)k0 * ro * 32;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-#define MLSTACK__P16DP_CASE(RB_, RO_)                                                          \
-    case (RB_) * 8 + (RO_):                                                                    \
-        mlstack__p16dp_tile(wp, xp + k0, (size_t)s2, yb, ldy, kn, resume, bias, nv, RB_, RO_); \
+                for (j = 0; j < ro; j += ro == 4 ? 4 : 1) { /* a full group, or a short one panel by panel */
+                    const uint16_t *wj = wp + 32 * j;
+                    const float *bj = bias ? bias + 16 * j : NULL;
+                    float *yj = yb + 16 * j;
+                    int nj = nv - 16 * j;
+#define MLSTACK__P16DP_CASE(RB_)                                                                           \
+    case RB_:                                                                                              \
+        if (ro == 4) mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); \
+        else                                                                                               \
+            mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 1, ro);         \
         break;
-#define MLSTACK__P16DP_ROW(RB_) \
-    MLSTACK__P16DP_CASE(RB_, 1) MLSTACK__P16DP_CASE(RB_, 2) MLSTACK__P16DP_CASE(RB_, 3) MLSTACK__P16DP_CASE(RB_, 4)
-                switch (rb * 8 + ro) {
-                    /* clang-format off */
-                    MLSTACK__P16DP_ROW(1) MLSTACK__P16DP_ROW(2) MLSTACK__P16DP_ROW(3)
-                    MLSTACK__P16DP_ROW(4) MLSTACK__P16DP_ROW(5) MLSTACK__P16DP_ROW(6)
-                default: break;
-                    /* clang-format on */
-                }
-#undef MLSTACK__P16DP_ROW
+                    switch (rb) {
+                        /* clang-format off */
+                        MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3)
+                        MLSTACK__P16DP_CASE(4) MLSTACK__P16DP_CASE(5) MLSTACK__P16DP_CASE(6)
+                    default: break;
+                        /* clang-format on */
+                    }
 #undef MLSTACK__P16DP_CASE
+                }
             }
         }
     }
