@@ -1828,6 +1828,25 @@ MLSTACK__FN void mlstack__map_close(mlstack__map *m) {
 }
 #endif
 
+/* Gives back to the system the whole pages of [p, p + n) within mapping m, when that range lies
+   in it: the file keeps them and a later read maps them in again, so what is read stays right;
+   only the resident memory goes down. Used on weights once their packed or quantized copy
+   exists. Where the platform lacks the call (Windows, libc headers without MADV_DONTNEED) it
+   does nothing. */
+MLSTACK__FN void mlstack__map_release(const mlstack__map *m, const void *p, size_t n) {
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    uintptr_t a = (uintptr_t)p, e = a + n, lo = (uintptr_t)m->data, hi = lo + (uintptr_t)m->size;
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t pg = ps > 0 ? (uintptr_t)ps : 4096u;
+    if (!m->data || a < lo || e > hi || e < a) return;
+    a = (a + pg - 1) / pg * pg;
+    e = e / pg * pg;
+    if (e > a) madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
+#else
+    (void)m, (void)p, (void)n;
+#endif
+}
+
 MLSTACK__FN int mlstack__cpu_count(void) {
 #if defined(_WIN32)
     SYSTEM_INFO si;
@@ -21988,9 +22007,19 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     return n;
 }
 
+/* A weight's source bytes are no longer read once its quantized or packed copy exists: their
+   pages of the mapped checkpoint go back to the system (mlstack__map_release), so a model does
+   not hold its weights twice. Bytes outside the mapped files (owned copies) are left alone. */
+static void mlstack__model_release_source(const mlstack_model *m, const void *p, size_t n) {
+    int i;
+    if (!p || !n) return;
+    for (i = 0; i < m->st.n_files; i++) mlstack__map_release(&m->st.files[i].map, p, n);
+    mlstack__map_release(&m->gguf.map, p, n);
+}
+
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
    routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
-   stored. */
+   stored. The source pages are released as each weight is done. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
@@ -22006,6 +22035,8 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             void *dst;
+            const void *src;
+            size_t src_bytes;
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
@@ -22018,11 +22049,14 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                     ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
                     mlstack_dtype_name(quant));
             }
+            src = ws[i]->data;
+            src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
+            mlstack__model_release_source(m, src, src_bytes); /* a tied head's too: lookups read rows again */
         }
     }
     mlstack__pool_free(&pool);
@@ -22071,6 +22105,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
                 else
                     MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
+                mlstack__model_release_source(m, w->data, (size_t)w->n_out * w->row_bytes);
             }
         }
     }

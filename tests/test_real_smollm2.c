@@ -8,6 +8,9 @@
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
 
 #define MODEL "models/smollm2-135m-instruct"
 /* f32 through 30 layers: transformers and we differ only in summation order; logits are
@@ -380,6 +383,81 @@ done:
     mlstack_model_close(g);
 }
 
+/* Resident memory of this process in MiB (Linux /proc/self/statm), or -1 where unknown. */
+static double rss_mib(void) {
+#if defined(_WIN32)
+    return -1;
+#else
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    int ok;
+    if (!f || page <= 0) {
+        if (f) fclose(f);
+        return -1;
+    }
+    ok = fscanf(f, "%lu %lu", &size, &resident) == 2;
+    fclose(f);
+    return ok ? (double)resident * (double)page / 1048576.0 : -1;
+#endif
+}
+
+/* Issue 15's memory bound: loading and running (F32 as stored, Q8_0 and Q4_1 quantized at load)
+   may add at most 1.10 x (the weights the kernels read + the KV pool + 32 MiB) to the resident
+   memory: the checkpoint's pages are given back once a weight's packed or quantized copy exists,
+   so the weights are not held twice. Runs first, before other models are open. */
+static void test_memory(void) {
+    static const mlstack_dtype quants[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_1};
+    int qi;
+    if (rss_mib() < 0) {
+        SKIP("resident memory: no /proc/self/statm on this system");
+        return;
+    }
+    for (qi = 0; qi < 3; qi++) {
+        mlstack_model_desc md;
+        mlstack_engine_desc ed;
+        mlstack_model_info in;
+        mlstack_model *m;
+        mlstack_engine *e;
+        mlstack_error err;
+        mlstack_batch_row rows[16];
+        double before = rss_mib(), after, weights = 0, kv, bound;
+        int i, seq;
+        memset(&md, 0, sizeof md);
+        memset(&ed, 0, sizeof ed);
+        md.path = MODEL;
+        md.quant = qi ? quants[qi] : (mlstack_dtype)0;
+        if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
+            CHECKF(0, "memory: %s", err.message);
+            return;
+        }
+        if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+            CHECKF(0, "memory: engine: %s", err.message);
+            mlstack_model_close(m);
+            return;
+        }
+        mlstack_model_get_info(m, &in);
+        for (i = 0; i < mlstack_engine_n_ranks(e); i++) {
+            mlstack_rank_info ri;
+            if (mlstack_engine_rank_info(e, i, &ri) == MLSTACK_OK) weights += ri.weight_bytes / 1048576.0;
+        }
+        CHECK(mlstack_engine_seq_new(e, &seq) == MLSTACK_OK);
+        for (i = 0; i < 16; i++)
+            rows[i].seq = seq, rows[i].pos = i, rows[i].token = 100 + 37 * i, rows[i].want_logits = i == 15;
+        CHECKF(mlstack_engine_eval(e, rows, 16) == MLSTACK_OK, "eval: %s", mlstack_engine_error(e));
+        after = rss_mib();
+        kv = (double)in.n_layers * 2 * in.n_kv_heads * in.head_dim * 2 * 4096 / 1048576.0;
+        bound = 1.10 * (weights + kv + 32);
+        printf("  memory %s: +%.0f MiB resident after load and a 16-token eval; weights %.1f MiB, KV %.0f MiB, bound "
+               "%.0f MiB\n",
+               mlstack_dtype_name(quants[qi]), after - before, weights, kv, bound);
+        CHECKF(after - before <= bound, "memory %s: %.0f MiB resident, more than 1.10 x (%.1f + %.0f + 32) MiB",
+               mlstack_dtype_name(quants[qi]), after - before, weights, kv);
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
+    }
+}
+
 int main(void) {
     size_t len;
     char *text = tl_read("tests/fixtures/smollm2/record.json", &len);
@@ -395,6 +473,7 @@ int main(void) {
     CHECK(mlstack__json_parse(&doc, text, len, "record.json", &err) == MLSTACK_OK);
     prompts = mlstack__json_get(doc.root, "prompts");
     CHECK(prompts && prompts->len == 3);
+    test_memory();
     memset(&md, 0, sizeof md);
     md.path = MODEL;
     if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {

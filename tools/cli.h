@@ -39,6 +39,8 @@ int cli_die(const char *fmt, const char *a);
 /* Gives the CPU up for a moment (spin waits) / sleeps for `seconds`: POSIX or Win32. */
 void cli_yield(void);
 void cli_sleep(double seconds);
+/* The process's peak resident memory in MiB so far (Linux: VmHWM), or 0 where unknown. */
+double cli_peak_rss_mib(void);
 /* Parses a number in [lo, hi]; 1 on success. */
 int cli_parse_num(const char *s, double lo, double hi, double *out);
 /* "1,2,3" -> ids (malloc'd); returns the count, or -1 on a malformed list. */

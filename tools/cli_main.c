@@ -165,6 +165,20 @@ void cli_sleep(double seconds) {
 }
 #endif
 
+double cli_peak_rss_mib(void) {
+    double kib = 0;
+    FILE *f = fopen("/proc/self/status", "r"); /* Linux; elsewhere there is no such file */
+    char line[256];
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = atof(line + 6);
+            break;
+        }
+    fclose(f);
+    return kib / 1024.0;
+}
+
 int cli_die(const char *fmt, const char *a) {
     fprintf(stderr, "mlstack: ");
     fprintf(stderr, fmt, a);

@@ -265,6 +265,7 @@ int cli_cmd_run(const cli_opts *o) {
         if (o->spec)
             cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted,
                            rst.n_accepted);
+        cli_buf_printf(&out, "\"peak_rss_mib\":%.1f,", cli_peak_rss_mib());
         cli_buf_puts(&out, "\"kernels\":");
         cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
         if (rc) {
@@ -282,10 +283,14 @@ int cli_cmd_run(const cli_opts *o) {
     if (!o->json && o->spec)
         fprintf(stderr, "spec %s: drafted %d, accepted %d (%.0f%%)\n", o->spec, rst.n_drafted, rst.n_accepted,
                 rst.n_drafted ? 100.0 * rst.n_accepted / rst.n_drafted : 0.0);
-    if (!o->json)
+    if (!o->json) {
+        double rss = cli_peak_rss_mib();
         fprintf(stderr,
-                "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s\n",
+                "kernels %s | load %.0f ms | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.2f tokens/s",
                 mlstack_engine_kernels(e), load_s * 1e3, n, pre_tps, g.n_generated, dec_tps);
+        if (rss > 0) fprintf(stderr, " | peak RSS %.0f MiB", rss);
+        fputc('\n', stderr);
+    }
     if (o->profile && cli_report_profile(e, o->profile) != 0) rc = 1;
     mlstack_engine_free(e);
     mlstack_grammar_free(gram);
@@ -543,7 +548,7 @@ int cli_cmd_info(const cli_opts *o) {
     mlstack_model_info in;
     mlstack_engine *e;
     int rc, i, counts[MLSTACK_DTYPE_COUNT_] = {0};
-    uint64_t kv_per_token;
+    uint64_t kv_per_token, wbytes = 0;
     char cpu[256];
     if ((rc = cli_open_model(o, 1, &m, &e, NULL)) != 0) return rc;
     mlstack_model_get_info(m, &in);
@@ -583,7 +588,14 @@ int cli_cmd_info(const cli_opts *o) {
                i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1,
                ri.vocab0, ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0,
                ri.kv_page_bytes / 1024.0, ri.n_threads);
+        wbytes += ri.weight_bytes;
     }
+    /* an untied embedding table stays mapped as stored: only the rows of tokens looked up are read */
+    printf("memory         %.1f MiB of weights the kernels read + KV %.1f MiB at most; peak RSS after loading %.0f "
+           "MiB\n",
+           wbytes / 1048576.0,
+           kv_per_token * (double)(in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096) / 1048576.0,
+           cli_peak_rss_mib());
     mlstack_engine_free(e);
     mlstack_model_close(m);
     return 0;
