@@ -12,6 +12,7 @@ static void mpi_end(void) {
 #endif
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(_WIN32)
@@ -196,131 +197,72 @@ int cli_parse_num(const char *s, double lo, double hi, double *out) {
     return 1;
 }
 
+/* The options every command shares, one row each: where the value goes and what it may be.
+   Kinds: 's' a string, 'i' an int, 'f' a float, 'u' a uint64, 'b' a flag set to 1; lo/hi bound
+   the numbers. --help and --quant (a name) are handled before the table. */
+typedef struct cli_opt_spec {
+    const char *s, *l;
+    char kind;
+    double lo, hi;
+    size_t off;
+} cli_opt_spec;
+#define OPT(s, l, kind, lo, hi, field) {s, l, kind, lo, hi, offsetof(cli_opts, field)}
+static const cli_opt_spec OPTS[] = {
+    OPT("-m", "--model", 's', 0, 0, model),
+    OPT("-p", "--prompt", 's', 0, 0, prompt),
+    OPT("--ids", NULL, 's', 0, 0, ids),
+    OPT("-n", "--n-predict", 'i', 0, 1e9, n_predict),
+    OPT("-t", "--threads", 'i', 1, 256, threads),
+    OPT("--temp", "--temperature", 'f', 0, 100, sd.temperature),
+    OPT("--top-k", NULL, 'i', 0, 1e9, sd.top_k),
+    OPT("--top-p", NULL, 'f', 0, 1, sd.top_p),
+    OPT("--min-p", NULL, 'f', 0, 1, sd.min_p),
+    OPT("--repeat-penalty", NULL, 'f', 0, 100, sd.repeat_penalty),
+    OPT("--frequency-penalty", NULL, 'f', -100, 100, sd.frequency_penalty),
+    OPT("--presence-penalty", NULL, 'f', -100, 100, sd.presence_penalty),
+    OPT("--seed", NULL, 'u', 0, 1.8e19, sd.seed),
+    OPT("--kv-mem", NULL, 'u', 1, 1 << 20, kv_mib),
+    OPT("--ignore-eos", NULL, 'b', 0, 0, ignore_eos),
+    OPT("--spec", NULL, 's', 0, 0, spec),
+    OPT("--spec-tokens", NULL, 'i', 1, 64, spec_tokens),
+    OPT("--json-schema", NULL, 's', 0, 0, json_schema),
+    OPT("--grammar", NULL, 's', 0, 0, grammar),
+    OPT("--regex", NULL, 's', 0, 0, regex),
+    OPT("--bf16-dot", NULL, 'b', 0, 0, bf16_dot),
+    OPT("--all", NULL, 'b', 0, 0, all),
+    OPT("--bits", NULL, 'b', 0, 0, bits),
+    OPT("--chat", NULL, 'b', 0, 0, chat),
+    OPT("--json", NULL, 'b', 0, 0, json),
+    OPT("--isa", NULL, 's', 0, 0, isa),
+    OPT("--profile", NULL, 's', 0, 0, profile),
+    OPT("-f", "--file", 's', 0, 0, file),
+    OPT("-o", "--out", 's', 0, 0, out),
+    OPT("--files", NULL, 's', 0, 0, files),
+    OPT("--messages", NULL, 's', 0, 0, messages),
+    OPT("--system", NULL, 's', 0, 0, system),
+    OPT("--tokens", NULL, 'i', 2, 1e7, n_tokens),
+    OPT("--add-generation-prompt", NULL, 'b', 0, 0, add_gen),
+    OPT("--ids-only", NULL, 'b', 0, 0, ids_only),
+    OPT("--no-special", NULL, 'b', 0, 0, no_special),
+};
+#undef OPT
+
 /* Returns 0 to go on, 1 for --help, 2 on a usage error (already reported). */
 static int parse_args(int argc, char **argv, cli_opts *o) {
     int i;
+    size_t k;
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
     o->cmd = argv[1];
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-#define FLAG(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
-#define NEED_V()                                                                           \
-    do {                                                                                   \
-        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a); \
-        i++;                                                                               \
-    } while (0)
-#define NUM(lo, hi)                                                               \
-    do {                                                                          \
-        NEED_V();                                                                 \
-        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a); \
-    } while (0)
-        if (FLAG("-h", "--help")) return 1;
-        else if (FLAG("-m", "--model")) {
-            NEED_V();
-            o->model = v;
-        } else if (FLAG("-p", "--prompt")) {
-            NEED_V();
-            o->prompt = v;
-        } else if (FLAG("--ids", "--ids")) {
-            NEED_V();
-            o->ids = v;
-        } else if (FLAG("-n", "--n-predict")) {
-            NUM(0, 1e9);
-            o->n_predict = (int)x;
-            o->n_predict_set = 1;
-        } else if (FLAG("-t", "--threads")) {
-            NUM(1, 256);
-            o->threads = (int)x;
-        } else if (FLAG("--temp", "--temperature")) {
-            NUM(0, 100);
-            o->sd.temperature = (float)x;
-        } else if (FLAG("--top-k", "--top-k")) {
-            NUM(0, 1e9);
-            o->sd.top_k = (int)x;
-        } else if (FLAG("--top-p", "--top-p")) {
-            NUM(0, 1);
-            o->sd.top_p = (float)x;
-        } else if (FLAG("--min-p", "--min-p")) {
-            NUM(0, 1);
-            o->sd.min_p = (float)x;
-        } else if (FLAG("--repeat-penalty", "--repeat-penalty")) {
-            NUM(0, 100);
-            o->sd.repeat_penalty = (float)x;
-        } else if (FLAG("--frequency-penalty", "--frequency-penalty")) {
-            NUM(-100, 100);
-            o->sd.frequency_penalty = (float)x;
-        } else if (FLAG("--presence-penalty", "--presence-penalty")) {
-            NUM(-100, 100);
-            o->sd.presence_penalty = (float)x;
-        } else if (FLAG("--seed", "--seed")) {
-            NUM(0, 1.8e19);
-            o->sd.seed = (uint64_t)x;
-        } else if (FLAG("--kv-mem", "--kv-mem")) {
-            NUM(1, 1 << 20);
-            o->kv_mib = (uint64_t)x;
-        } else if (FLAG("--ignore-eos", "--ignore-eos"))
-            o->ignore_eos = 1;
-        else if (FLAG("--spec", "--spec")) {
-            NEED_V();
-            o->spec = v;
-        } else if (FLAG("--spec-tokens", "--spec-tokens")) {
-            NUM(1, 64);
-            o->spec_tokens = (int)x;
-        } else if (FLAG("--json-schema", "--json-schema")) {
-            NEED_V();
-            o->json_schema = v;
-        } else if (FLAG("--grammar", "--grammar")) {
-            NEED_V();
-            o->grammar = v;
-        } else if (FLAG("--regex", "--regex")) {
-            NEED_V();
-            o->regex = v;
-        } else if (FLAG("--bf16-dot", "--bf16-dot"))
-            o->bf16_dot = 1;
-        else if (FLAG("--all", "--all"))
-            o->all = 1;
-        else if (FLAG("--bits", "--bits"))
-            o->bits = 1;
-        else if (FLAG("--chat", "--chat"))
-            o->chat = 1;
-        else if (FLAG("--json", "--json"))
-            o->json = 1;
-        else if (FLAG("--isa", "--isa")) {
-            NEED_V();
-            o->isa = v;
-        } else if (FLAG("--profile", "--profile")) {
-            NEED_V();
-            o->profile = v;
-        } else if (FLAG("-f", "--file")) {
-            NEED_V();
-            o->file = v;
-        } else if (FLAG("-o", "--out")) {
-            NEED_V();
-            o->out = v;
-        } else if (FLAG("--files", "--files")) {
-            NEED_V();
-            o->files = v;
-        } else if (FLAG("--messages", "--messages")) {
-            NEED_V();
-            o->messages = v;
-        } else if (FLAG("--system", "--system")) {
-            NEED_V();
-            o->system = v;
-        } else if (FLAG("--tokens", "--tokens")) {
-            NUM(2, 1e7);
-            o->n_tokens = (int)x;
-        } else if (FLAG("--add-generation-prompt", "--add-generation-prompt"))
-            o->add_gen = 1;
-        else if (FLAG("--ids-only", "--ids-only"))
-            o->ids_only = 1;
-        else if (FLAG("--no-special", "--no-special"))
-            o->no_special = 1;
-        else if (a[0] != '-' && !o->prompt)
-            o->prompt = a;
-        else if (FLAG("--quant", "--quant")) {
-            NEED_V();
+        const cli_opt_spec *sp = NULL;
+        char *field;
+        double x = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
+        if (strcmp(a, "--quant") == 0) {
+            if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);
+            i++;
             if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
             else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0)
                 o->quant = MLSTACK_DTYPE_Q4_1;
@@ -328,13 +270,36 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
                 o->quant = MLSTACK_DTYPE_F32;
             else
                 return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
-        } else {
+            continue;
+        }
+        for (k = 0; k < sizeof OPTS / sizeof OPTS[0] && !sp; k++)
+            if (strcmp(a, OPTS[k].s) == 0 || (OPTS[k].l && strcmp(a, OPTS[k].l) == 0)) sp = &OPTS[k];
+        if (!sp) {
+            if (a[0] != '-' && !o->prompt) {
+                o->prompt = a;
+                continue;
+            }
             fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
             return 2;
         }
-#undef FLAG
-#undef NEED_V
-#undef NUM
+        field = (char *)o + sp->off;
+        if (sp->kind == 'b') {
+            *(int *)(void *)field = 1;
+            continue;
+        }
+        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);
+        i++;
+        if (sp->kind == 's') {
+            *(const char **)(void *)field = v;
+            continue;
+        }
+        if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
+        if (sp->off == offsetof(cli_opts, n_predict)) o->n_predict_set = 1;
+        if (sp->kind == 'i') *(int *)(void *)field = (int)x;
+        else if (sp->kind == 'f')
+            *(float *)(void *)field = (float)x;
+        else
+            *(uint64_t *)(void *)field = (uint64_t)x;
     }
     return 0;
 }
