@@ -144,9 +144,7 @@ static void test_gbnf(void) {
     mlstack_grammar_free(g);
 
     {
-        static const struct {
-            const char *text, *want;
-        } bad[] = {
+        static const tl_pair bad[] = {
             {"root ::= foo", "undefined rule 'foo'"},
             {"root ::= root \"a\" | \"b\"", "left recursion"},
             {"root ::= x \"a\"\nx ::= y\ny ::= \"\" | root", "left recursion"},
@@ -163,8 +161,8 @@ static void test_gbnf(void) {
         };
         size_t i;
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_GBNF, bad[i].text, v, &err);
-            CHECKF(!b && strstr(err.message, bad[i].want), "%s: got '%s', want '%s'", bad[i].text,
+            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_GBNF, bad[i].in, v, &err);
+            CHECKF(!b && strstr(err.message, bad[i].want), "%s: got '%s', want '%s'", bad[i].in,
                    b ? "(compiled)" : err.message, bad[i].want);
             mlstack_grammar_free(b);
         }
@@ -259,16 +257,15 @@ static void test_regex_fixture(void) {
     CHECKF(n_str > 1000 && ok_str == n_str, "%d of %d strings agree with Python's re", ok_str, n_str);
     CHECKF(n_mask > 100 && ok_mask == n_mask, "%d of %d masks agree with Python's regex", ok_mask, n_mask);
     {
-        static const struct {
-            const char *re, *want;
-        } bad[] = {{"a(?=b)", "lookaround"},   {"(a)\\1", "backreferences"}, {"\\bword", "word boundaries"},
-                   {"a++", "possessive"},      {"a**", "multiple repeat"},   {"(?i)a", "(?...)"},
-                   {"a|b)", "unbalanced"},     {"[a-", "unterminated"},      {"a^b", "anchors"},
-                   {"*a", "nothing to repeat"}};
+        static const tl_pair bad[] = {
+            {"a(?=b)", "lookaround"},   {"(a)\\1", "backreferences"}, {"\\bword", "word boundaries"},
+            {"a++", "possessive"},      {"a**", "multiple repeat"},   {"(?i)a", "(?...)"},
+            {"a|b)", "unbalanced"},     {"[a-", "unterminated"},      {"a^b", "anchors"},
+            {"*a", "nothing to repeat"}};
         size_t i;
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_REGEX, bad[i].re, v, &err);
-            CHECKF(!b && strstr(err.message, bad[i].want), "regex %s: got '%s', want '%s'", bad[i].re,
+            mlstack_grammar *b = compile(MLSTACK_GRAMMAR_REGEX, bad[i].in, v, &err);
+            CHECKF(!b && strstr(err.message, bad[i].want), "regex %s: got '%s', want '%s'", bad[i].in,
                    b ? "(compiled)" : err.message, bad[i].want);
             mlstack_grammar_free(b);
         }

@@ -111,9 +111,7 @@ static void test_basics(void) {
 }
 
 static void test_errors(void) {
-    static const struct {
-        const char *pat, *want;
-    } cases[] = {
+    static const tl_pair cases[] = {
         {"abc(?<=x)", "unsupported construct '(?<=' at offset 3"},
         {"(?<!x)", "'(?<!'"},
         {"(a", "missing ')'"},
@@ -144,10 +142,10 @@ static void test_errors(void) {
         mlstack_error err;
         mlstack_result rc;
         memset(&err, 0, sizeof err);
-        rc = mlstack__regex_compile(cases[i].pat, strlen(cases[i].pat), &re, &err);
-        CHECKF(rc != MLSTACK_OK && re == NULL, "pattern %s should fail", cases[i].pat);
+        rc = mlstack__regex_compile(cases[i].in, strlen(cases[i].in), &re, &err);
+        CHECKF(rc != MLSTACK_OK && re == NULL, "pattern %s should fail", cases[i].in);
         CHECKF(strstr(err.message, cases[i].want) && !strncmp(err.message, "regex: ", 7),
-               "pattern %s: message \"%s\" lacks \"%s\"", cases[i].pat, err.message, cases[i].want);
+               "pattern %s: message \"%s\" lacks \"%s\"", cases[i].in, err.message, cases[i].want);
     }
 }
 

@@ -188,9 +188,7 @@ static void test_fixtures(void) {
 
 /* llama.cpp's vectors: cases separated by "\n__ggml_vocab_test__\n", ids one line per case. */
 static void test_vectors(void) {
-    static const struct {
-        const char *file, *family;
-    } sets[] = {
+    static const tl_pair sets[] = {
         {"ggml-vocab-gpt-2", "gpt2"},
         {"ggml-vocab-llama-spm", "llama2-tinyllama"},
         {"ggml-vocab-phi-3", "phi3-mini-4k"},
@@ -208,13 +206,13 @@ static void test_vectors(void) {
         size_t il = 0, ol = 0, pos = 0, opos = 0;
         char *inp, *out;
         int n = 0, ok = 0;
-        mlstack_tokenizer *t = tok_of(sets[si].family);
-        snprintf(pi, sizeof pi, SHARED "tokenizer-vectors/%s.gguf.inp", sets[si].file);
-        snprintf(po, sizeof po, SHARED "tokenizer-vectors/%s.gguf.out", sets[si].file);
+        mlstack_tokenizer *t = tok_of(sets[si].want);
+        snprintf(pi, sizeof pi, SHARED "tokenizer-vectors/%s.gguf.inp", sets[si].in);
+        snprintf(po, sizeof po, SHARED "tokenizer-vectors/%s.gguf.out", sets[si].in);
         inp = tl_read(pi, &il);
         out = tl_read(po, &ol);
         if (!inp || !out || !t) {
-            SKIP("vector set %s: %s missing", sets[si].file, !t ? "tokenizer" : "vector files");
+            SKIP("vector set %s: %s missing", sets[si].in, !t ? "tokenizer" : "vector files");
             free(inp);
             free(out);
             continue;
@@ -239,14 +237,14 @@ static void test_vectors(void) {
             n++;
             ok += good;
             if (!good) {
-                printf("  %s case %d differs\n", sets[si].file, n - 1);
+                printf("  %s case %d differs\n", sets[si].in, n - 1);
                 print_case("text", inp + pos, cl);
             }
             pos += cl + (e ? sizeof sep - 1 : 0);
             opos = (size_t)(qe - out) + 1;
         }
-        printf("vectors %-52s %3d/%d\n", sets[si].file, ok, n);
-        CHECKF(n > 0 && ok == n, "vector set %s: %d of %d exact", sets[si].file, ok, n);
+        printf("vectors %-52s %3d/%d\n", sets[si].in, ok, n);
+        CHECKF(n > 0 && ok == n, "vector set %s: %d of %d exact", sets[si].in, ok, n);
         free(inp);
         free(out);
     }

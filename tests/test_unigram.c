@@ -56,9 +56,7 @@ static void check_file(const char *name, const mlstack__json *cases) {
 }
 
 static void check_refusals(void) {
-    static const struct {
-        const char *json, *want;
-    } cases[] = {
+    static const tl_pair cases[] = {
         {"{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\"]]}}", "vocab entry 0 is not [piece, score]"},
         {"{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\", -1.0], [\"b\", \"x\"]]}}", "vocab entry 1 is not"},
         {"{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\", -1.0]],\"unk_id\":3}}", "unk_id must be a piece index"},
@@ -69,7 +67,7 @@ static void check_refusals(void) {
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mlstack_tokenizer *t = NULL;
         mlstack_error err;
-        mlstack_result r = mlstack_tokenizer_load(cases[i].json, strlen(cases[i].json), NULL, 0, &t, &err);
+        mlstack_result r = mlstack_tokenizer_load(cases[i].in, strlen(cases[i].in), NULL, 0, &t, &err);
         CHECKF(r != MLSTACK_OK && strstr(err.message, cases[i].want), "refusal %d: got %d \"%s\"", (int)i, (int)r,
                r == MLSTACK_OK ? "" : err.message);
         mlstack_tokenizer_close(t);

@@ -7,6 +7,11 @@
 #include <string.h>
 
 static int tl_passed, tl_failed, tl_skipped;
+/* A row of the two-string tables the tests walk: an input and what goes with it (the message
+   expected, a tokenizer name, ...). */
+typedef struct tl_pair {
+    const char *in, *want;
+} tl_pair;
 
 #define CHECK(cond) CHECKF(cond, "%s", #cond)
 #define CHECKF(cond, ...)                                \
