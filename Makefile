@@ -163,6 +163,8 @@ $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
 $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
 $(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
+# The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
+$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
 $(B)/aarch64/mlstack.o: | aarch64-tools
