@@ -5,11 +5,18 @@
    kernels keep the canonical order: quantization, RMSNorm, SwiGLU, RoPE, KV conversion) and
    against double-precision references (matvec, attention), then the whole engine on the
    fixture models against the CPU engine. No GPU is needed; tests/gpu/run.sh repeats this on one. */
+#ifndef MLSTACK_CUDA_TEST_ON_DEVICE
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #define MLSTACK_CUDA_EMULATE
 #include "mlstack_cuda.h"
 #include "testlib.h"
+/* Buffers the kernels read and write: the heap here; CUDA managed memory when tests/gpu/test_gpu.cu
+   runs these checks on a GPU (it defines MLSTACK_CUDA_TEST_ON_DEVICE, T_ALLOC, T_FREE, T_SYNC). */
+#define T_ALLOC(n) calloc(1, (size_t)(n) + 1)
+#define T_FREE(p) free(p)
+#define T_SYNC() ((void)0)
+#endif
 #include <dirent.h>
 
 static uint64_t rng = 88172645463325252ull;
@@ -18,7 +25,7 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
 }
 static float *frandv(size_t n, float scale) {
-    float *v = (float *)malloc(sizeof(float) * (n ? n : 1));
+    float *v = (float *)T_ALLOC(sizeof(float) * (n ? n : 1));
     size_t i;
     for (i = 0; i < n; i++) v[i] = frand() * scale;
     return v;
@@ -31,10 +38,10 @@ static uint16_t to_half(float f, int dt) {
 static void check_matvec_float(int dt, int n_out, int n_in) {
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
     int B = 11, b, o, k, bad = 0, batch_same = 1;
-    unsigned char *w = (unsigned char *)malloc((size_t)n_out * n_in * es);
-    float *wf = (float *)malloc(sizeof(float) * (size_t)n_out * n_in), *x = frandv((size_t)B * (n_in + 8), 1.0f);
-    float *bias = frandv((size_t)n_out, 0.5f), *y = (float *)calloc((size_t)B * (n_out + 3), sizeof(float));
-    float *y1 = (float *)calloc((size_t)n_out, sizeof(float));
+    unsigned char *w = (unsigned char *)T_ALLOC((size_t)n_out * n_in * es);
+    float *wf = (float *)T_ALLOC(sizeof(float) * (size_t)n_out * n_in), *x = frandv((size_t)B * (n_in + 8), 1.0f);
+    float *bias = frandv((size_t)n_out, 0.5f), *y = (float *)T_ALLOC(((size_t)B * (n_out + 3)) * sizeof(float));
+    float *y1 = (float *)T_ALLOC(((size_t)n_out) * sizeof(float));
     mlc_weight mw;
     double worst = 0;
     for (k = 0; k < n_out * n_in; k++) {
@@ -49,6 +56,7 @@ static void check_matvec_float(int dt, int n_out, int n_in) {
     memset(&mw, 0, sizeof mw);
     mw.wt = dt, mw.n_out = n_out, mw.n_in = n_in, mw.w = w, mw.bias = bias;
     mlc_matvec(&mw, x, n_in + 8, NULL, NULL, NULL, y, n_out + 3, B);
+    T_SYNC();
     for (b = 0; b < B; b++) {
         for (o = 0; o < n_out; o++) {
             double ref = bias[o], mag = fabs(bias[o]);
@@ -61,31 +69,33 @@ static void check_matvec_float(int dt, int n_out, int n_in) {
                 worst = fabs(y[(size_t)b * (n_out + 3) + o] - ref) / (mag + 1e-30);
         }
         mlc_matvec(&mw, x + (size_t)b * (n_in + 8), n_in + 8, NULL, NULL, NULL, y1, n_out, 1);
+        T_SYNC();
         if (memcmp(y1, y + (size_t)b * (n_out + 3), sizeof(float) * (size_t)n_out)) batch_same = 0;
     }
     CHECKF(bad == 0, "matvec %s %dx%d: %d outputs off the double reference (worst %.3g relative)",
            mlstack_dtype_name((mlstack_dtype)dt), n_out, n_in, bad, worst);
     CHECKF(batch_same, "matvec %s %dx%d: a row alone differs from the same row in a batch of %d",
            mlstack_dtype_name((mlstack_dtype)dt), n_out, n_in, B);
-    free(w), free(wf), free(x), free(bias), free(y), free(y1);
+    T_FREE(w), T_FREE(wf), T_FREE(x), T_FREE(bias), T_FREE(y), T_FREE(y1);
 }
 
 /* ---- activation quantization: the bits of mlstack__quantize_rows ---- */
 static void check_quantize(void) {
     int B = 3, n = 160, ld = 170, b, i, same = 1;
-    float *x = frandv((size_t)B * ld, 3.0f), *d = (float *)malloc(sizeof(float) * B * 5), *s = (float *)malloc(sizeof(float) * B * 5);
-    int8_t *q = (int8_t *)malloc((size_t)B * n);
+    float *x = frandv((size_t)B * ld, 3.0f), *d = (float *)T_ALLOC(sizeof(float) * B * 5), *s = (float *)T_ALLOC(sizeof(float) * B * 5);
+    int8_t *q = (int8_t *)T_ALLOC((size_t)B * n);
     mlstack__q8x ref[15];
     for (i = 0; i < 32; i++) x[32 + i] = 0; /* an all-zero block: d = 0 */
     x[70] = 2.5f * (3.0f / 127.0f);       /* a value at a rounding tie after scaling is unlikely; keep it plain */
     mlc_quantize_rows(x, ld, B, n, q, d, s);
+    T_SYNC();
     for (b = 0; b < B; b++) mlstack__quantize_rows(x + (size_t)b * ld, ref + b * 5, 1, n);
     for (b = 0; b < B * 5; b++) {
         if (memcmp(&ref[b].d, &d[b], 4) || memcmp(&ref[b].s, &s[b], 4)) same = 0;
         if (memcmp(ref[b].q, q + (size_t)(b / 5) * n + (size_t)(b % 5) * 32, 32)) same = 0;
     }
     CHECKF(same, "quantize: activation blocks differ from mlstack__quantize_rows");
-    free(x), free(d), free(s), free(q);
+    T_FREE(x), T_FREE(d), T_FREE(s), T_FREE(q);
 }
 
 /* ---- matvec on Q8_0 / Q4_1 blocks against Q8 activations: the same integer dots and scales as
@@ -93,14 +103,14 @@ static void check_quantize(void) {
 static void check_matvec_quant(int wt, int n_out, int n_in) {
     int nb = n_in / 32, B = 9, b, o, k, i, bad = 0, batch_same = 1;
     size_t bs = wt == MLSTACK_DTYPE_Q8_0 ? 34 : 20, rb = (size_t)nb * bs;
-    unsigned char *blocks = (unsigned char *)malloc((size_t)n_out * rb);
-    unsigned char *qp = (unsigned char *)malloc((size_t)n_out * n_in);
-    float *dp = (float *)malloc(sizeof(float) * n_out * nb), *mp = (float *)malloc(sizeof(float) * n_out * nb);
-    float *x = frandv((size_t)B * n_in, 2.0f), *y = (float *)calloc((size_t)B * n_out, sizeof(float));
-    float *y1 = (float *)calloc((size_t)n_out, sizeof(float)), *xd = (float *)malloc(sizeof(float) * B * nb),
-          *xs = (float *)malloc(sizeof(float) * B * nb);
-    int8_t *xq = (int8_t *)malloc((size_t)B * n_in);
-    mlstack__q8x *ref = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * (size_t)B * nb);
+    unsigned char *blocks = (unsigned char *)T_ALLOC((size_t)n_out * rb);
+    unsigned char *qp = (unsigned char *)T_ALLOC((size_t)n_out * n_in);
+    float *dp = (float *)T_ALLOC(sizeof(float) * n_out * nb), *mp = (float *)T_ALLOC(sizeof(float) * n_out * nb);
+    float *x = frandv((size_t)B * n_in, 2.0f), *y = (float *)T_ALLOC(((size_t)B * n_out) * sizeof(float));
+    float *y1 = (float *)T_ALLOC(((size_t)n_out) * sizeof(float)), *xd = (float *)T_ALLOC(sizeof(float) * B * nb),
+          *xs = (float *)T_ALLOC(sizeof(float) * B * nb);
+    int8_t *xq = (int8_t *)T_ALLOC((size_t)B * n_in);
+    mlstack__q8x *ref = (mlstack__q8x *)T_ALLOC(sizeof(mlstack__q8x) * (size_t)B * nb);
     mlc_weight mw;
     for (o = 0; o < n_out; o++)
         for (k = 0; k < nb; k++) {
@@ -119,7 +129,9 @@ static void check_matvec_quant(int wt, int n_out, int n_in) {
     memset(&mw, 0, sizeof mw);
     mw.wt = wt, mw.n_out = n_out, mw.n_in = n_in, mw.w = qp, mw.d = dp, mw.m = wt == MLSTACK_DTYPE_Q4_1 ? mp : NULL;
     mlc_quantize_rows(x, n_in, B, n_in, xq, xd, xs);
+    T_SYNC();
     mlc_matvec(&mw, x, n_in, xq, xd, xs, y, n_out, B);
+    T_SYNC();
     mlstack__quantize_rows(x, ref, B, n_in);
     for (b = 0; b < B; b++) {
         for (o = 0; o < n_out; o++) {
@@ -149,26 +161,29 @@ static void check_matvec_quant(int wt, int n_out, int n_in) {
         }
         mlc_matvec(&mw, x + (size_t)b * n_in, n_in, xq + (size_t)b * n_in, xd + (size_t)b * nb, xs + (size_t)b * nb,
                    y1, n_out, 1);
+                   T_SYNC();
         if (memcmp(y1, y + (size_t)b * n_out, sizeof(float) * (size_t)n_out)) batch_same = 0;
     }
     CHECKF(bad == 0, "matvec %s %dx%d: %d outputs off the reference", mlstack_dtype_name((mlstack_dtype)wt), n_out,
            n_in, bad);
     CHECKF(batch_same, "matvec %s %dx%d: a row alone differs from the same row batched",
            mlstack_dtype_name((mlstack_dtype)wt), n_out, n_in);
-    free(blocks), free(qp), free(dp), free(mp), free(x), free(y), free(y1), free(xd), free(xs), free(xq), free(ref);
+    T_FREE(blocks), T_FREE(qp), T_FREE(dp), T_FREE(mp), T_FREE(x), T_FREE(y), T_FREE(y1), T_FREE(xd), T_FREE(xs), T_FREE(xq), T_FREE(ref);
 }
 
 /* ---- RMSNorm (+ residual), SwiGLU: the CPU's bits ---- */
 static void check_norm_swiglu(void) {
     int B = 3, n = 200, b, i;
     float *x = frandv((size_t)B * n, 2.0f), *y = frandv((size_t)B * n, 1.0f), *w = frandv((size_t)n, 1.0f);
-    float *xr = (float *)malloc(sizeof(float) * B * n), *xn = (float *)malloc(sizeof(float) * B * n),
-          *ref = (float *)malloc(sizeof(float) * n), *g = frandv((size_t)B * n, 6.0f), *u = frandv((size_t)B * n, 1.0f),
-          *gr = (float *)malloc(sizeof(float) * B * n);
-    int32_t idx[2] = {2, 0};
+    float *xr = (float *)T_ALLOC(sizeof(float) * B * n), *xn = (float *)T_ALLOC(sizeof(float) * B * n),
+          *ref = (float *)T_ALLOC(sizeof(float) * n), *g = frandv((size_t)B * n, 6.0f), *u = frandv((size_t)B * n, 1.0f),
+          *gr = (float *)T_ALLOC(sizeof(float) * B * n);
+    int32_t *idx = (int32_t *)T_ALLOC(2 * sizeof(int32_t));
     int same = 1;
+    idx[0] = 2, idx[1] = 0;
     for (i = 0; i < B * n; i++) xr[i] = x[i] + y[i];
     mlc_add_rmsnorm_rows(x, y, w, xn, NULL, B, n, 1e-5f);
+    T_SYNC();
     for (b = 0; b < B; b++) {
         mlstack__rmsnorm(ref, xr + (size_t)b * n, w, n, 1e-5f);
         if (memcmp(ref, xn + (size_t)b * n, sizeof(float) * n) || memcmp(xr + (size_t)b * n, x + (size_t)b * n, sizeof(float) * n))
@@ -177,12 +192,14 @@ static void check_norm_swiglu(void) {
     CHECKF(same, "add_rmsnorm: differs from x + y then mlstack__rmsnorm");
     mlc_add_rmsnorm_rows(x, NULL, w, xn, idx, 2, n, 1e-5f); /* gathered rows 2, 0 */
     mlstack__rmsnorm(ref, x + (size_t)2 * n, w, n, 1e-5f);
+    T_SYNC();
     CHECKF(!memcmp(ref, xn, sizeof(float) * n), "rmsnorm: the gathered row differs");
     memcpy(gr, g, sizeof(float) * B * n);
     mlc_swiglu_rows(g, u, B * n);
+    T_SYNC();
     mlstack__swiglu_scalar(gr, u, B * n);
     CHECKF(!memcmp(g, gr, sizeof(float) * B * n), "swiglu: differs from mlstack__swiglu_scalar");
-    free(x), free(y), free(w), free(xr), free(xn), free(ref), free(g), free(u), free(gr);
+    T_FREE(x), T_FREE(y), T_FREE(w), T_FREE(xr), T_FREE(xn), T_FREE(ref), T_FREE(g), T_FREE(u), T_FREE(gr), T_FREE(idx);
 }
 
 /* ---- q/k norm + RoPE + KV write: the CPU's bits in the >>kvcache page layout ---- */
@@ -190,11 +207,12 @@ static void check_rope_kv(int kv_dt, int rot) {
     int H = 4, Hkv = 2, Dh = 16, P = 4, L = 3, layer = 1, B = 2, b, h, i, same = 1, kv_same = 1;
     size_t es = kv_dt == MLSTACK_DTYPE_F32 ? 4 : 2, page_elems = (size_t)L * 2 * P * Hkv * Dh;
     float *q = frandv((size_t)B * H * Dh, 1.0f), *k = frandv((size_t)B * Hkv * Dh, 1.0f), *v = frandv((size_t)B * Hkv * Dh, 1.0f);
-    float *qr = (float *)malloc(sizeof(float) * B * H * Dh), *kr = (float *)malloc(sizeof(float) * B * Hkv * Dh);
-    float *qn = frandv((size_t)Dh, 1.0f), *kn = frandv((size_t)Dh, 1.0f), inv[8], cs[2 * 16 * 2];
-    unsigned char *kv = (unsigned char *)calloc(6 * page_elems, es);
-    int32_t pt[4] = {5, 2, 0, 3}, ri[4];
+    float *qr = (float *)T_ALLOC(sizeof(float) * B * H * Dh), *kr = (float *)T_ALLOC(sizeof(float) * B * Hkv * Dh);
+    float *qn = frandv((size_t)Dh, 1.0f), *kn = frandv((size_t)Dh, 1.0f), inv[8], *cs = (float *)T_ALLOC(sizeof(float) * 64);
+    unsigned char *kv = (unsigned char *)T_ALLOC(6 * page_elems * es);
+    int32_t *pt = (int32_t *)T_ALLOC(4 * sizeof(int32_t)), *ri = (int32_t *)T_ALLOC(4 * sizeof(int32_t));
     int pos[2] = {6, 9};
+    pt[0] = 5, pt[1] = 2, pt[2] = 0, pt[3] = 3;
     for (i = 0; i < rot / 2; i++) inv[i] = powf(10000.0f, -(float)(2 * i) / (float)rot);
     memcpy(qr, q, sizeof(float) * B * H * Dh);
     memcpy(kr, k, sizeof(float) * B * Hkv * Dh);
@@ -211,6 +229,7 @@ static void check_rope_kv(int kv_dt, int rot) {
         }
     }
     mlc_rope_kv_rows(q, k, v, qn, kn, cs, 0, rot, 1e-6f, H, Hkv, Dh, kv, kv_dt, page_elems, pt, ri, layer, P, B);
+    T_SYNC();
     CHECKF(!memcmp(q, qr, sizeof(float) * B * H * Dh) && !memcmp(k, kr, sizeof(float) * B * Hkv * Dh),
            "rope_kv (rot %d): q or k differ from mlstack__rmsnorm + mlstack__rope_apply", rot);
     for (b = 0; b < B; b++) {
@@ -228,7 +247,7 @@ static void check_rope_kv(int kv_dt, int rot) {
     }
     CHECKF(kv_same, "rope_kv: the KV slots (%s) differ from mlstack__from_f32 at the page layout's offsets",
            mlstack_dtype_name((mlstack_dtype)kv_dt));
-    free(q), free(k), free(v), free(qr), free(kr), free(qn), free(kn), free(kv);
+    T_FREE(q), T_FREE(k), T_FREE(v), T_FREE(qr), T_FREE(kr), T_FREE(qn), T_FREE(kn), T_FREE(kv), T_FREE(cs), T_FREE(pt), T_FREE(ri);
 }
 
 /* ---- paged attention over chunks: against a double softmax; a row alone = batched ---- */
@@ -236,17 +255,18 @@ static void check_attention(int kv_dt, int G, int window) {
     int Hkv = 2, H = Hkv * G, Dh = 32, P = 16, L = 2, layer = 1, n_pages = 40, B = 3, b, h, d, t;
     int pos[3] = {300, 5, 129}, nc_max = (n_pages * P + MLC_CH - 1) / MLC_CH, bad = 0, alone_same = 1;
     size_t es = kv_dt == MLSTACK_DTYPE_F32 ? 4 : 2, page_elems = (size_t)L * 2 * P * Hkv * Dh;
-    unsigned char *kv = (unsigned char *)malloc((size_t)n_pages * page_elems * es);
-    float *q = frandv((size_t)B * H * Dh, 1.0f), *a = (float *)calloc((size_t)B * H * Dh, sizeof(float));
-    float *a1 = (float *)calloc((size_t)H * Dh, sizeof(float));
-    float *part = (float *)malloc(sizeof(float) * (size_t)B * H * nc_max * (Dh + 2));
-    int32_t pt[40], ri[6];
+    unsigned char *kv = (unsigned char *)T_ALLOC((size_t)n_pages * page_elems * es);
+    float *q = frandv((size_t)B * H * Dh, 1.0f), *a = (float *)T_ALLOC(((size_t)B * H * Dh) * sizeof(float));
+    float *a1 = (float *)T_ALLOC(((size_t)H * Dh) * sizeof(float));
+    float *part = (float *)T_ALLOC(sizeof(float) * (size_t)B * H * nc_max * (Dh + 2));
+    int32_t *pt = (int32_t *)T_ALLOC(40 * sizeof(int32_t)), *ri = (int32_t *)T_ALLOC(6 * sizeof(int32_t));
     size_t i;
     for (i = 0; i < (size_t)n_pages * page_elems; i++) mlc_kv_put(kv, kv_dt, (int)i, frand() * 2);
     for (t = 0; t < n_pages; t++) pt[t] = (t * 7 + 3) % n_pages; /* a permutation: pages out of order */
     for (b = 0; b < B; b++) ri[2 * b] = pos[b], ri[2 * b + 1] = 0; /* every row reads the same sequence's table */
     mlc_attention(q, kv, kv_dt, page_elems, pt, ri, layer, P, H, Hkv, Dh, window, 0.17f, part, nc_max,
                   pos[0] / MLC_CH + 1, a, B);
+                  T_SYNC();
     for (b = 0; b < B; b++) {
         int t0 = window && pos[b] >= window ? pos[b] - window + 1 : 0;
         for (h = 0; h < H; h++) {
@@ -274,25 +294,27 @@ static void check_attention(int kv_dt, int G, int window) {
         /* the row alone */
         mlc_attention(q + (size_t)b * H * Dh, kv, kv_dt, page_elems, pt, ri + 2 * b, layer, P, H, Hkv, Dh, window, 0.17f,
                       part, nc_max, pos[b] / MLC_CH + 1, a1, 1);
+                      T_SYNC();
         if (memcmp(a1, a + (size_t)b * H * Dh, sizeof(float) * (size_t)H * Dh)) alone_same = 0;
     }
     CHECKF(bad == 0, "attention %s G=%d window %d: %d values off the double reference",
            mlstack_dtype_name((mlstack_dtype)kv_dt), G, window, bad);
     CHECKF(alone_same, "attention G=%d: a row alone differs from the row batched", G);
-    free(kv), free(q), free(a), free(a1), free(part);
+    T_FREE(kv), T_FREE(q), T_FREE(a), T_FREE(a1), T_FREE(part), T_FREE(pt), T_FREE(ri);
 }
 
 static void check_argmax(void) {
     int V = 1000, B = 3, i;
     float *x = frandv((size_t)B * V, 1.0f);
-    int32_t out[3];
+    int32_t *out = (int32_t *)T_ALLOC(3 * sizeof(int32_t));
     x[17] = 5, x[900] = 5;           /* row 0: a tie, the lower index wins */
     x[V + 999] = 7;                  /* row 1: the last element */
     for (i = 0; i < V; i++) x[2 * V + i] = -3; /* row 2: all equal */
     mlc_argmax_rows(x, V, out, B);
+    T_SYNC();
     CHECKF(out[0] == 17 && out[1] == 999 && out[2] == 0, "argmax: got %d %d %d, expected 17 999 0", (int)out[0],
            (int)out[1], (int)out[2]);
-    free(x);
+    T_FREE(x), T_FREE(out);
 }
 
 /* ---- the engine on a fixture model: logits within 1e-3 x max|logit| of the CPU engine, the
@@ -417,6 +439,26 @@ static void check_model(const char *dir, mlstack_dtype quant, mlstack_kv_type kv
     mlstack_model_close(m);
 }
 
+/* Under AddressSanitizer (-O0, every access checked) the emulated engine is ~25 times slower:
+   the models that cover each path (float, both quantized formats, q/k norms, biases, a sliding
+   window, a refusal) and not all of them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define T_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define T_SANITIZED 1
+#endif
+#endif
+static int model_wanted(const char *name) {
+#if defined(T_SANITIZED)
+    return !strcmp(name, "llama") || !strcmp(name, "qwen3") || !strcmp(name, "qwen2_window") ||
+           !strcmp(name, "gpt_neox");
+#else
+    (void)name;
+    return 1;
+#endif
+}
+
 static void check_models(const char *root, int quant_too) {
     DIR *d = opendir(root);
     struct dirent *ent;
@@ -427,7 +469,7 @@ static void check_models(const char *root, int quant_too) {
         return;
     }
     while ((ent = readdir(d)) != NULL) {
-        if (ent->d_name[0] == '.' || strlen(ent->d_name) > 200) continue;
+        if (ent->d_name[0] == '.' || strlen(ent->d_name) > 200 || !model_wanted(ent->d_name)) continue;
         snprintf(path, sizeof path, "%s/%s/config.json", root, ent->d_name);
         {
             char *cfg = tl_read(path, NULL);
@@ -447,7 +489,7 @@ static void check_models(const char *root, int quant_too) {
     CHECKF(n > 0, "%s: no models", root);
 }
 
-int main(void) {
+static void run_checks(void) {
     int n;
     check_quantize();
     check_matvec_float(MLSTACK_DTYPE_F32, 37, 72);
@@ -464,8 +506,14 @@ int main(void) {
     check_attention(MLSTACK_DTYPE_F16, 4, 0);
     check_attention(MLSTACK_DTYPE_BF16, 3, 100);
     check_argmax();
-    CHECK(mlstack_cuda_device_count(&n, NULL) == MLSTACK_OK && n == 1);
+    CHECK(mlstack_cuda_device_count(&n, NULL) == MLSTACK_OK && n >= 1);
     check_models("tests/fixtures/models", 1);
     check_models("tests/fixtures/families", 0);
+}
+
+#ifndef MLSTACK_CUDA_TEST_ON_DEVICE
+int main(void) {
+    run_checks();
     return tl_finish();
 }
+#endif
