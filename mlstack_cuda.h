@@ -171,37 +171,40 @@ MLSTACK_CUDA_API mlstack_result mlstack_engine_init_cuda(mlstack_model *model, c
 #define MLC_PRIV(type, name, n) type name[1][n]
 #define MLC_P(name, t) name[0]
 #define MLC_UNROLL _Pragma("unroll")
-#define MLC_WARP_SUM(a, n)                                                                   \
-    do {                                                                                     \
-        MLC_UNROLL for (int mlc_i = 0; mlc_i < (n); mlc_i++) {                               \
-            float mlc_v = a[0][mlc_i];                                                       \
+#define MLC_UNROLL4 _Pragma("unroll 4")
+#define MLC_WARP_SUM(a, n)                                                                                           \
+    do {                                                                                                             \
+        MLC_UNROLL for (int mlc_i = 0; mlc_i < (n); mlc_i++) {                                                       \
+            float mlc_v = a[0][mlc_i];                                                                               \
             MLC_UNROLL for (int mlc_o = 16; mlc_o; mlc_o >>= 1) mlc_v += __shfl_xor_sync(0xffffffffu, mlc_v, mlc_o); \
-            a[0][mlc_i] = mlc_v;                                                             \
-        }                                                                                    \
+            a[0][mlc_i] = mlc_v;                                                                                     \
+        }                                                                                                            \
     } while (0)
-#define MLC_WARP_MAX(a, n)                                                                   \
-    do {                                                                                     \
-        MLC_UNROLL for (int mlc_i = 0; mlc_i < (n); mlc_i++) {                               \
-            float mlc_v = a[0][mlc_i];                                                       \
-            MLC_UNROLL for (int mlc_o = 16; mlc_o; mlc_o >>= 1) mlc_v = fmaxf(mlc_v, __shfl_xor_sync(0xffffffffu, mlc_v, mlc_o)); \
-            a[0][mlc_i] = mlc_v;                                                             \
-        }                                                                                    \
+#define MLC_WARP_MAX(a, n)                                                \
+    do {                                                                  \
+        MLC_UNROLL for (int mlc_i = 0; mlc_i < (n); mlc_i++) {            \
+            float mlc_v = a[0][mlc_i];                                    \
+            MLC_UNROLL for (int mlc_o = 16; mlc_o; mlc_o >>= 1) mlc_v =   \
+                fmaxf(mlc_v, __shfl_xor_sync(0xffffffffu, mlc_v, mlc_o)); \
+            a[0][mlc_i] = mlc_v;                                          \
+        }                                                                 \
     } while (0)
 /* (value, index) pairs: the larger value, on ties the lower index */
-#define MLC_WARP_ARGMAX(v, ix)                                                               \
-    do {                                                                                     \
-        MLC_UNROLL for (int mlc_o = 16; mlc_o; mlc_o >>= 1) {                                \
-            float mlc_w = __shfl_xor_sync(0xffffffffu, v[0][0], mlc_o);                      \
-            int mlc_j = __shfl_xor_sync(0xffffffffu, ix[0][0], mlc_o);                       \
+#define MLC_WARP_ARGMAX(v, ix)                                                                                \
+    do {                                                                                                      \
+        MLC_UNROLL for (int mlc_o = 16; mlc_o; mlc_o >>= 1) {                                                 \
+            float mlc_w = __shfl_xor_sync(0xffffffffu, v[0][0], mlc_o);                                       \
+            int mlc_j = __shfl_xor_sync(0xffffffffu, ix[0][0], mlc_o);                                        \
             if (mlc_w > v[0][0] || (mlc_w == v[0][0] && mlc_j < ix[0][0])) v[0][0] = mlc_w, ix[0][0] = mlc_j; \
-        }                                                                                    \
+        }                                                                                                     \
     } while (0)
 static __device__ __forceinline__ void mlc_ld16(const void *p, uint32_t w[4]) {
     uint4 v = __ldg((const uint4 *)p);
     w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
 }
 static __device__ __forceinline__ int mlc_dp4a(uint32_t a, uint32_t b, int c) { return __dp4a((int)a, (int)b, c); }
-#define MLC_LAUNCH(kern, gx, gy, gz, bd, args) kern<<<dim3((unsigned)(gx), (unsigned)(gy), (unsigned)(gz)), (unsigned)(bd)>>> args
+#define MLC_LAUNCH(kern, gx, gy, gz, bd, args) \
+    kern<<<dim3((unsigned)(gx), (unsigned)(gy), (unsigned)(gz)), (unsigned)(bd)>>> args
 #else /* emulated on the host */
 static struct {
     int bx, by, bz, bdim;
@@ -218,6 +221,7 @@ static struct {
 #define MLC_PRIV(type, name, n) type name[MLC_MAXT][n]
 #define MLC_P(name, t) name[t]
 #define MLC_UNROLL
+#define MLC_UNROLL4
 #define MLC_WARP_SUM(a, n) mlc_warp_op(&a[0][0], (int)(sizeof a[0] / sizeof a[0][0]), (n), 0)
 #define MLC_WARP_MAX(a, n) mlc_warp_op(&a[0][0], (int)(sizeof a[0] / sizeof a[0][0]), (n), 1)
 #define MLC_WARP_ARGMAX(v, ix) mlc_warp_argmax(&v[0][0], &ix[0][0])
@@ -258,12 +262,12 @@ static MLSTACK__UNUSED int mlc_dp4a(uint32_t a, uint32_t b, int c) {
     for (i = 0; i < 4; i++) c += (int)(int8_t)(uint8_t)(a >> (8 * i)) * (int)(int8_t)(uint8_t)(b >> (8 * i));
     return c;
 }
-#define MLC_LAUNCH(kern, gx, gy, gz, bd, args)                                                            \
-    do {                                                                                                  \
-        mlc_ctx.bdim = (bd);                                                                              \
-        for (mlc_ctx.bz = 0; mlc_ctx.bz < (int)(gz); mlc_ctx.bz++)                                        \
-            for (mlc_ctx.by = 0; mlc_ctx.by < (int)(gy); mlc_ctx.by++)                                    \
-                for (mlc_ctx.bx = 0; mlc_ctx.bx < (int)(gx); mlc_ctx.bx++) kern args;                     \
+#define MLC_LAUNCH(kern, gx, gy, gz, bd, args)                                        \
+    do {                                                                              \
+        mlc_ctx.bdim = (bd);                                                          \
+        for (mlc_ctx.bz = 0; mlc_ctx.bz < (int)(gz); mlc_ctx.bz++)                    \
+            for (mlc_ctx.by = 0; mlc_ctx.by < (int)(gy); mlc_ctx.by++)                \
+                for (mlc_ctx.bx = 0; mlc_ctx.bx < (int)(gx); mlc_ctx.bx++) kern args; \
     } while (0)
 #endif
 
@@ -383,7 +387,7 @@ MLC_KERNEL mlc_matvec_float(const void *w, int wt, const float *bias, const floa
         const unsigned char *row = (const unsigned char *)w + (size_t)o * (size_t)nc * 16;
         MLC_UNROLL for (b = 0; b < MLC_MAXB; b++) a[b] = 0;
         if (o >= n_out) continue;
-        for (c = lane; c < nc; c += 32) {
+        MLC_UNROLL4 for (c = lane; c < nc; c += 32) { /* loads of 4 steps in flight */
             uint32_t u[4];
             float wf[8];
             mlc_ld16(row + (size_t)c * 16, u);
@@ -457,7 +461,7 @@ MLC_KERNEL mlc_matvec_quant(const void *wq, int wt, const float *wd, const float
         float *a = MLC_P(acc, t);
         MLC_UNROLL for (b = 0; b < MLC_MAXB; b++) a[b] = 0;
         if (o >= n_out) continue;
-        for (k = lane; k < nb; k += 32) {
+        MLC_UNROLL4 for (k = lane; k < nb; k += 32) {
             uint32_t u[8];
             float dw = wd[(size_t)o * nb + k], mw = wm ? wm[(size_t)o * nb + k] : 0;
             if (wt == MLC_DT_Q8_0) {
@@ -621,8 +625,8 @@ MLC_KERNEL mlc_attn_chunk(const float *q, const unsigned char *kv, int kv_dt, si
         float *s = MLC_P(sc, t);
         MLC_UNROLL for (g = 0; g < MLC_MAXG; g++) s[g] = -FLT_MAX;
         if (t < n) {
-            const unsigned char *kr = mlc_kv_addr((unsigned char *)kv, esize, page_elems, tab, layer, 0, P, Hkv, Dh, h,
-                                                  c0 + t);
+            const unsigned char *kr =
+                mlc_kv_addr((unsigned char *)kv, esize, page_elems, tab, layer, 0, P, Hkv, Dh, h, c0 + t);
             MLC_UNROLL for (g = 0; g < MLC_MAXG; g++) s[g] = 0;
             for (d = 0; d < Dh; d++) {
                 float kd = mlc_kv_get(kr, kv_dt, d);
@@ -666,8 +670,8 @@ MLC_KERNEL mlc_attn_chunk(const float *q, const unsigned char *kv, int kv_dt, si
             for (g = 0; g < G; g++) {
                 float acc = 0;
                 for (j = 0; j < n; j++) {
-                    const unsigned char *vr = mlc_kv_addr((unsigned char *)kv, esize, page_elems, tab, layer, 1, P,
-                                                          Hkv, Dh, h, c0 + j);
+                    const unsigned char *vr =
+                        mlc_kv_addr((unsigned char *)kv, esize, page_elems, tab, layer, 1, P, Hkv, Dh, h, c0 + j);
                     acc = fmaf(sp[g * MLC_CH + j], mlc_kv_get(vr, kv_dt, d), acc);
                 }
                 part[(((size_t)r * H + (size_t)h * G + g) * nc_max + c) * (Dh + 2) + d] = acc;
@@ -757,9 +761,9 @@ static MLSTACK__UNUSED void mlc_matvec(const mlc_weight *w, const float *x, int 
                        (w->w, w->wt, w->d, w->m, w->bias, xq + (size_t)b0 * w->n_in, xd + (size_t)b0 * nb,
                         xs + (size_t)b0 * nb, y + (size_t)b0 * ldy, ldy, w->n_out, w->n_in, nr));
         else
-            MLC_LAUNCH(mlc_matvec_float, nblk, 1, 1, 128,
-                       (w->w, w->wt, w->bias, x + (size_t)b0 * ldx, ldx, y + (size_t)b0 * ldy, ldy, w->n_out, w->n_in,
-                        nr));
+            MLC_LAUNCH(
+                mlc_matvec_float, nblk, 1, 1, 128,
+                (w->w, w->wt, w->bias, x + (size_t)b0 * ldx, ldx, y + (size_t)b0 * ldy, ldy, w->n_out, w->n_in, nr));
     }
 }
 static MLSTACK__UNUSED void mlc_quantize_rows(const float *x, int ldx, int B, int n, int8_t *q, float *d, float *s) {
@@ -986,7 +990,8 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
                 return "projection inputs that are not a multiple of 8 (of 32 for Q8_0 / Q4_1)";
         }
     }
-    if (m->lm_head.n_in % 32 && (m->lm_head.n_in % 8 || m->lm_head.wtype == MLC_DT_Q8_0 || m->lm_head.wtype == MLC_DT_Q4_1))
+    if (m->lm_head.n_in % 32 &&
+        (m->lm_head.n_in % 8 || m->lm_head.wtype == MLC_DT_Q8_0 || m->lm_head.wtype == MLC_DT_Q4_1))
         return "a model width that is not a multiple of 8 (of 32 for a quantized LM head)";
     return NULL;
 }
@@ -1077,8 +1082,10 @@ static mlstack_result mlc_engine_build(mlstack_engine *e, const mlstack_cuda_des
         !(g->argmax = (int32_t *)mlc_dev(g, sizeof(int32_t) * (size_t)BC)) ||
         mlc_zero(g->kv, (size_t)e->kv.n_pages * e->kv.page_elems * e->kv.esize)) {
         mlc_engine_release(g);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "cuda: no device memory for the weights, KV pages (%llu bytes) "
-                             "or activations", (unsigned long long)((uint64_t)e->kv.n_pages * e->kv.page_elems * e->kv.esize));
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY,
+                             "cuda: no device memory for the weights, KV pages (%llu bytes) "
+                             "or activations",
+                             (unsigned long long)((uint64_t)e->kv.n_pages * e->kv.page_elems * e->kv.esize));
     }
     e->backend_ctx = g;
     e->backend = &mlc_backend;
@@ -1129,7 +1136,8 @@ static int mlc_stage(mlstack_engine *e, mlc_engine *g, const mlstack_batch_row *
     }
     if (mlc_h2d(g->x, g->h_x, sizeof(float) * (size_t)B * D) ||
         mlc_h2d(g->cs, g->h_cs, sizeof(float) * (size_t)B * 2 * Dh) ||
-        mlc_h2d(g->ri, g->h_ri, sizeof(int32_t) * (size_t)B * 2) || mlc_h2d(g->pt, g->h_pt, sizeof(int32_t) * (size_t)n_pt))
+        mlc_h2d(g->ri, g->h_ri, sizeof(int32_t) * (size_t)B * 2) ||
+        mlc_h2d(g->pt, g->h_pt, sizeof(int32_t) * (size_t)n_pt))
         return -1;
     return 0;
 }
@@ -1234,7 +1242,8 @@ MLSTACK_CUDA_API mlstack_result mlstack_cuda_engine_init(mlstack_model *model, c
     mlstack_result r;
     int n = 0;
     if (out) *out = NULL;
-    if (!model || !out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_cuda_engine_init: model or out is NULL");
+    if (!model || !out)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_cuda_engine_init: model or out is NULL");
     if ((r = mlstack_cuda_device_count(&n, err)) != MLSTACK_OK) return r;
 #if defined(MLSTACK_CUDA__DEVICE)
     if (cuda && (cuda->device < 0 || cuda->device >= n))

@@ -82,7 +82,8 @@ static void check_matvec_float(int dt, int n_out, int n_in) {
 /* ---- activation quantization: the bits of mlstack__quantize_rows ---- */
 static void check_quantize(void) {
     int B = 3, n = 160, ld = 170, b, i, same = 1;
-    float *x = frandv((size_t)B * ld, 3.0f), *d = (float *)T_ALLOC(sizeof(float) * B * 5), *s = (float *)T_ALLOC(sizeof(float) * B * 5);
+    float *x = frandv((size_t)B * ld, 3.0f), *d = (float *)T_ALLOC(sizeof(float) * B * 5),
+          *s = (float *)T_ALLOC(sizeof(float) * B * 5);
     int8_t *q = (int8_t *)T_ALLOC((size_t)B * n);
     mlstack__q8x ref[15];
     for (i = 0; i < 32; i++) x[32 + i] = 0; /* an all-zero block: d = 0 */
@@ -115,7 +116,8 @@ static void check_matvec_quant(int wt, int n_out, int n_in) {
     for (o = 0; o < n_out; o++)
         for (k = 0; k < nb; k++) {
             unsigned char *blk = blocks + (size_t)o * rb + (size_t)k * bs;
-            uint16_t dh = mlstack__f32_to_f16(0.01f + 0.02f * (frand() + 1)), mh = mlstack__f32_to_f16(-0.1f * (frand() + 1));
+            uint16_t dh = mlstack__f32_to_f16(0.01f + 0.02f * (frand() + 1)),
+                     mh = mlstack__f32_to_f16(-0.1f * (frand() + 1));
             memcpy(blk, &dh, 2);
             if (wt == MLSTACK_DTYPE_Q8_0)
                 for (i = 0; i < 32; i++) blk[2 + i] = (unsigned char)(int8_t)(int)(frand() * 127);
@@ -159,16 +161,17 @@ static void check_matvec_quant(int wt, int n_out, int n_in) {
             }
             if (fabs(y[(size_t)b * n_out + o] - sum) > 2e-6 * mag + 1e-30) bad++;
         }
-        mlc_matvec(&mw, x + (size_t)b * n_in, n_in, xq + (size_t)b * n_in, xd + (size_t)b * nb, xs + (size_t)b * nb,
-                   y1, n_out, 1);
-                   T_SYNC();
+        mlc_matvec(&mw, x + (size_t)b * n_in, n_in, xq + (size_t)b * n_in, xd + (size_t)b * nb, xs + (size_t)b * nb, y1,
+                   n_out, 1);
+        T_SYNC();
         if (memcmp(y1, y + (size_t)b * n_out, sizeof(float) * (size_t)n_out)) batch_same = 0;
     }
     CHECKF(bad == 0, "matvec %s %dx%d: %d outputs off the reference", mlstack_dtype_name((mlstack_dtype)wt), n_out,
            n_in, bad);
     CHECKF(batch_same, "matvec %s %dx%d: a row alone differs from the same row batched",
            mlstack_dtype_name((mlstack_dtype)wt), n_out, n_in);
-    T_FREE(blocks), T_FREE(qp), T_FREE(dp), T_FREE(mp), T_FREE(x), T_FREE(y), T_FREE(y1), T_FREE(xd), T_FREE(xs), T_FREE(xq), T_FREE(ref);
+    T_FREE(blocks), T_FREE(qp), T_FREE(dp), T_FREE(mp), T_FREE(x), T_FREE(y), T_FREE(y1), T_FREE(xd), T_FREE(xs),
+        T_FREE(xq), T_FREE(ref);
 }
 
 /* ---- RMSNorm (+ residual), SwiGLU: the CPU's bits ---- */
@@ -176,8 +179,8 @@ static void check_norm_swiglu(void) {
     int B = 3, n = 200, b, i;
     float *x = frandv((size_t)B * n, 2.0f), *y = frandv((size_t)B * n, 1.0f), *w = frandv((size_t)n, 1.0f);
     float *xr = (float *)T_ALLOC(sizeof(float) * B * n), *xn = (float *)T_ALLOC(sizeof(float) * B * n),
-          *ref = (float *)T_ALLOC(sizeof(float) * n), *g = frandv((size_t)B * n, 6.0f), *u = frandv((size_t)B * n, 1.0f),
-          *gr = (float *)T_ALLOC(sizeof(float) * B * n);
+          *ref = (float *)T_ALLOC(sizeof(float) * n), *g = frandv((size_t)B * n, 6.0f),
+          *u = frandv((size_t)B * n, 1.0f), *gr = (float *)T_ALLOC(sizeof(float) * B * n);
     int32_t *idx = (int32_t *)T_ALLOC(2 * sizeof(int32_t));
     int same = 1;
     idx[0] = 2, idx[1] = 0;
@@ -186,7 +189,8 @@ static void check_norm_swiglu(void) {
     T_SYNC();
     for (b = 0; b < B; b++) {
         mlstack__rmsnorm(ref, xr + (size_t)b * n, w, n, 1e-5f);
-        if (memcmp(ref, xn + (size_t)b * n, sizeof(float) * n) || memcmp(xr + (size_t)b * n, x + (size_t)b * n, sizeof(float) * n))
+        if (memcmp(ref, xn + (size_t)b * n, sizeof(float) * n) ||
+            memcmp(xr + (size_t)b * n, x + (size_t)b * n, sizeof(float) * n))
             same = 0;
     }
     CHECKF(same, "add_rmsnorm: differs from x + y then mlstack__rmsnorm");
@@ -206,9 +210,11 @@ static void check_norm_swiglu(void) {
 static void check_rope_kv(int kv_dt, int rot) {
     int H = 4, Hkv = 2, Dh = 16, P = 4, L = 3, layer = 1, B = 2, b, h, i, same = 1, kv_same = 1;
     size_t es = kv_dt == MLSTACK_DTYPE_F32 ? 4 : 2, page_elems = (size_t)L * 2 * P * Hkv * Dh;
-    float *q = frandv((size_t)B * H * Dh, 1.0f), *k = frandv((size_t)B * Hkv * Dh, 1.0f), *v = frandv((size_t)B * Hkv * Dh, 1.0f);
+    float *q = frandv((size_t)B * H * Dh, 1.0f), *k = frandv((size_t)B * Hkv * Dh, 1.0f),
+          *v = frandv((size_t)B * Hkv * Dh, 1.0f);
     float *qr = (float *)T_ALLOC(sizeof(float) * B * H * Dh), *kr = (float *)T_ALLOC(sizeof(float) * B * Hkv * Dh);
-    float *qn = frandv((size_t)Dh, 1.0f), *kn = frandv((size_t)Dh, 1.0f), inv[8], *cs = (float *)T_ALLOC(sizeof(float) * 64);
+    float *qn = frandv((size_t)Dh, 1.0f), *kn = frandv((size_t)Dh, 1.0f), inv[8],
+          *cs = (float *)T_ALLOC(sizeof(float) * 64);
     unsigned char *kv = (unsigned char *)T_ALLOC(6 * page_elems * es);
     int32_t *pt = (int32_t *)T_ALLOC(4 * sizeof(int32_t)), *ri = (int32_t *)T_ALLOC(4 * sizeof(int32_t));
     int pos[2] = {6, 9};
@@ -247,7 +253,8 @@ static void check_rope_kv(int kv_dt, int rot) {
     }
     CHECKF(kv_same, "rope_kv: the KV slots (%s) differ from mlstack__from_f32 at the page layout's offsets",
            mlstack_dtype_name((mlstack_dtype)kv_dt));
-    T_FREE(q), T_FREE(k), T_FREE(v), T_FREE(qr), T_FREE(kr), T_FREE(qn), T_FREE(kn), T_FREE(kv), T_FREE(cs), T_FREE(pt), T_FREE(ri);
+    T_FREE(q), T_FREE(k), T_FREE(v), T_FREE(qr), T_FREE(kr), T_FREE(qn), T_FREE(kn), T_FREE(kv), T_FREE(cs), T_FREE(pt),
+        T_FREE(ri);
 }
 
 /* ---- paged attention over chunks: against a double softmax; a row alone = batched ---- */
@@ -266,7 +273,7 @@ static void check_attention(int kv_dt, int G, int window) {
     for (b = 0; b < B; b++) ri[2 * b] = pos[b], ri[2 * b + 1] = 0; /* every row reads the same sequence's table */
     mlc_attention(q, kv, kv_dt, page_elems, pt, ri, layer, P, H, Hkv, Dh, window, 0.17f, part, nc_max,
                   pos[0] / MLC_CH + 1, a, B);
-                  T_SYNC();
+    T_SYNC();
     for (b = 0; b < B; b++) {
         int t0 = window && pos[b] >= window ? pos[b] - window + 1 : 0;
         for (h = 0; h < H; h++) {
@@ -292,9 +299,9 @@ static void check_attention(int kv_dt, int G, int window) {
                 if (fabs(a[((size_t)b * H + h) * Dh + d] - out[d] / den) > 2e-5 * 2) bad++;
         }
         /* the row alone */
-        mlc_attention(q + (size_t)b * H * Dh, kv, kv_dt, page_elems, pt, ri + 2 * b, layer, P, H, Hkv, Dh, window, 0.17f,
-                      part, nc_max, pos[b] / MLC_CH + 1, a1, 1);
-                      T_SYNC();
+        mlc_attention(q + (size_t)b * H * Dh, kv, kv_dt, page_elems, pt, ri + 2 * b, layer, P, H, Hkv, Dh, window,
+                      0.17f, part, nc_max, pos[b] / MLC_CH + 1, a1, 1);
+        T_SYNC();
         if (memcmp(a1, a + (size_t)b * H * Dh, sizeof(float) * (size_t)H * Dh)) alone_same = 0;
     }
     CHECKF(bad == 0, "attention %s G=%d window %d: %d values off the double reference",
@@ -347,7 +354,8 @@ static float *logits_of(mlstack_engine *e, const int32_t *ids, int n, int V, int
     if (mlstack_engine_seq_new(e, &s1) != MLSTACK_OK || (interleave && mlstack_engine_seq_new(e, &s2) != MLSTACK_OK))
         return NULL;
     for (i = 0; i < n; i++) {
-        if (interleave) rows[nr].seq = s2, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
+        if (interleave)
+            rows[nr].seq = s2, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
         rows[nr].seq = s1, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
     }
     if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) {
