@@ -33,7 +33,8 @@
                   positions) reads each K/V row once for the G query heads of the group; chunks
                   merged in chunk order (deterministic, independent of the batch); prefill rows
                   use the same kernel, each row alone
-       argmax     greedy token per row on the device (mlstack_cuda__argmax)
+       argmax     greedy token per row on the device (mlc_argmax_rows; the engine itself still
+                  copies the logits back for the sampler)
      Every device buffer is allocated at init; a step copies only the rows' embeddings, rope
      tables and page tables up and the wanted logits down.
 
