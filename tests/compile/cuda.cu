@@ -27,7 +27,8 @@ int main(void) {
         mlstack_model_close(m);
         return 0;
     }
-    if (n <= 0 || mlstack_cuda_engine_init(m, NULL, NULL, &e, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
+    if (n <= 0 || mlstack_cuda_engine_init(m, NULL, NULL, &e, &err) != MLSTACK_OK)
+        return printf("%s\n", err.message), 1;
     if (mlstack_engine_seq_new(e, &row.seq) || mlstack_engine_eval(e, &row, 1) || !mlstack_engine_logits(e, 0))
         return printf("%s\n", mlstack_engine_error(e)), 1;
     printf("cuda companion built and run on %d device(s), %llu device bytes\n", n,

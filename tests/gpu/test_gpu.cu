@@ -194,7 +194,9 @@ static void bandwidth(void) {
 
 static void bench_matvec(int wt) {
     int n = 4096, i, reps = 200;
-    size_t wbytes = wt == MLSTACK_DTYPE_BF16 ? (size_t)n * n * 2 : wt == MLSTACK_DTYPE_Q8_0 ? (size_t)n * n : (size_t)n * n / 2;
+    size_t wbytes = wt == MLSTACK_DTYPE_BF16   ? (size_t)n * n * 2
+                    : wt == MLSTACK_DTYPE_Q8_0 ? (size_t)n * n
+                                               : (size_t)n * n / 2;
     size_t sbytes = wt == MLSTACK_DTYPE_BF16 ? 0 : (size_t)n * (n / 32) * 4 * (wt == MLSTACK_DTYPE_Q4_1 ? 2 : 1);
     mlc_weight w;
     float *x, *y, *xd, *xs;
@@ -226,8 +228,9 @@ static void bench_matvec(int wt) {
     gbs = (double)(wbytes + sbytes) * reps / (ms * 1e-3) / 1e9;
     printf("bench: matvec %s 4096x4096, batch 1: %.1f us, %.0f GB/s = %.1f %% of nominal, %.1f %% of the copy%s\n",
            mlstack_dtype_name((mlstack_dtype)wt), 1e3 * ms / reps, gbs, 100 * gbs / g_peak, 100 * gbs / g_copy,
-           wt == MLSTACK_DTYPE_BF16 ? (100 * gbs / g_peak >= 75 ? " (target >= 75 %: met)" : " (target >= 75 %: MISSED)")
-                                    : "");
+           wt == MLSTACK_DTYPE_BF16
+               ? (100 * gbs / g_peak >= 75 ? " (target >= 75 %: met)" : " (target >= 75 %: MISSED)")
+               : "");
     t_sync();
     cudaFree(w.w), cudaFree(w.d), cudaFree(w.m), cudaFree(x), cudaFree(y), cudaFree(xq), cudaFree(xd), cudaFree(xs);
 }
