@@ -393,7 +393,7 @@ MLC_KERNEL mlc_matvec_float(const void *w, int wt, const float *bias, const floa
             float wf[8];
             mlc_ld16(row + (size_t)c * 16, u);
             if (wt == MLC_DT_F32) {
-                for (j = 0; j < 4; j++) wf[j] = mlc_bits_f(u[j]);
+                MLC_UNROLL for (j = 0; j < 4; j++) wf[j] = mlc_bits_f(u[j]), wf[4 + j] = 0;
             } else if (wt == MLC_DT_BF16) {
                 for (j = 0; j < 4; j++) wf[2 * j] = mlc_bf16_f32(u[j]), wf[2 * j + 1] = mlc_bf16_f32(u[j] >> 16);
             } else {
@@ -402,7 +402,7 @@ MLC_KERNEL mlc_matvec_float(const void *w, int wt, const float *bias, const floa
             MLC_UNROLL for (b = 0; b < MLC_MAXB; b++) {
                 const float *xb = x + (size_t)b * ldx + (size_t)c * per;
                 if (b >= B) break;
-                for (j = 0; j < per; j++) a[b] = fmaf(wf[j], xb[j], a[b]);
+                MLC_UNROLL for (j = 0; j < 8; j++) if (j < per) a[b] = fmaf(wf[j], xb[j], a[b]); /* registers */
             }
         }
     }
@@ -481,7 +481,7 @@ MLC_KERNEL mlc_matvec_quant(const void *wq, int wt, const float *wd, const float
                 if (b >= B) break;
                 mlc_ld16(xp, v);
                 mlc_ld16(xp + 16, v + 4);
-                for (j = 0; j < 8; j++) is = mlc_dp4a(u[j], v[j], is);
+                MLC_UNROLL for (j = 0; j < 8; j++) is = mlc_dp4a(u[j], v[j], is);
                 a[b] = fmaf((float)is, dw * xd[(size_t)b * nb + k], a[b]);
                 if (wt == MLC_DT_Q4_1) a[b] = fmaf(mw, xs[(size_t)b * nb + k], a[b]);
             }
@@ -646,7 +646,7 @@ MLC_KERNEL mlc_attn_chunk(const float *q, const unsigned char *kv, int kv_dt, si
     MLC_SYNC();
     MLC_THREADS(t) {
         int g, w;
-        for (g = 0; g < MLC_MAXG; g++) {
+        MLC_UNROLL for (g = 0; g < MLC_MAXG; g++) {
             float m = smax[g], p;
             if (g >= G) {
                 MLC_P(red, t)[g] = 0;
