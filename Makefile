@@ -163,6 +163,8 @@ $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
 $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
 $(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
+# The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
+$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
 $(B)/aarch64/mlstack.o: | aarch64-tools
@@ -201,6 +203,26 @@ $(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h
 TEST_BUILDS += $(MPI_BINS)
 TEST_RUNS   += tests/mpi/run_mpi.sh
 
+# The CUDA companion (mlstack_cuda.h). `make cuda` builds build/cuda/mlstack, the CLI whose run,
+# chat, bench and serve take --gpu: the command files compiled with -DMLSTACK_CUDA, the library
+# and its kernels by nvcc (tools/cli_impl_cuda.cu) for CUDA_ARCHS. --fmad=false: the kernels fuse
+# a * b + c only where they call fmaf (the bits the host emulation in test_cuda_emul checks).
+# tests/gpu/run.sh runs the checks that need a GPU.
+CUDA_ARCHS ?= 80 90
+# (-Werror in compile-tests, at -O0: at -O2, g++ 12 warns inside its own AVX-512 intrinsics headers)
+NVCC_FLAGS  = -std=c++17 --fmad=false $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -I. -diag-suppress 550,1675
+.PHONY: cuda
+cuda: $(B)/cuda/mlstack
+$(B)/cuda/%.o: tools/%.c $(CLI_HDRS) mlstack_cuda.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DMLSTACK_CUDA -c -o $@ $<
+$(B)/cuda/cli_impl_cuda.o: tools/cli_impl_cuda.cu mlstack.h mlstack_cuda.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -O2 -Xcompiler -Wall,-Wextra -c -o $@ $<
+$(B)/cuda/mlstack: $(B)/cuda/cli_impl_cuda.o $(patsubst tools/%.c,$(B)/cuda/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
+	$(NVCC) $(NVCC_FLAGS) -o $@ $^ $(LDLIBS)
+
 # Fails (never skips) when the cross compiler or qemu is missing.
 neon-test: $(NEON_RUNS)
 	@echo "== tests (AArch64 NEON under qemu-user) =="
@@ -221,6 +243,7 @@ $(DEFAULT_GGUF):
 # above compile the implementation with optimisation and its warnings.
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
+comma := ,
 $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
 	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
@@ -242,8 +265,8 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CC)  -std=c99   $(WARN) $(IMPORT) -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
-	    echo "$(NVCC) tests/compile/cuda.cu"; \
-	    $(NVCC) -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror -diag-suppress 550 -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \
+	    echo "$(NVCC) tests/compile/cuda.cu (sm_$(subst $() ,$(comma)sm_,$(CUDA_ARCHS)))"; \
+	    $(NVCC) $(NVCC_FLAGS) -Xcompiler -Wall,-Wextra,-Werror -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \
 	else echo "SKIP: $(NVCC) not found: mlstack_cuda.h not compiled with nvcc"; fi
 	@touch $@
 

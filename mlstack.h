@@ -24718,7 +24718,23 @@ struct mlstack_engine {
     mlstack_spec_mode spec;
     int spec_tokens, spec_ngram;
     struct mlstack_engine *draft; /* MLSTACK_SPEC_DRAFT: an engine on the draft model */
+    /* an optional forward pass elsewhere (mlstack_cuda.h); NULL: the CPU ranks */
+    const struct mlstack__backend *backend;
+    void *backend_ctx;
 };
+
+/* A forward pass that replaces the ranks' (a companion header sets it right after
+   mlstack_engine_init). eval runs rows already validated by mlstack__eval, whose page tables
+   (e->kv.seqs) already cover them, and writes the logits of each row with e->logit_slot[i] >= 0
+   to e->logits + slot * n_vocab; it returns MLSTACK_OK or fails through mlstack__engine_fail.
+   free releases backend_ctx (called first by mlstack_engine_free). The KV page pool, the radix
+   tree and the scheduler stay the engine's: the backend keeps its own copy of the page data
+   under the same page ids. */
+typedef struct mlstack__backend {
+    const char *name;
+    mlstack_result (*eval)(struct mlstack_engine *e, const mlstack_batch_row *rows, int n_rows);
+    void (*free)(struct mlstack_engine *e);
+} mlstack__backend;
 
 static void mlstack__sched_free(mlstack_engine *e);
 static mlstack_result mlstack__sched_init(mlstack_engine *e);
@@ -24749,11 +24765,14 @@ static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result cod
     } while (0)
 
 MLSTACK_API const char *mlstack_engine_error(const mlstack_engine *e) { return e ? e->err.message : ""; }
-MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) { return e ? e->k->name : ""; }
+MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) {
+    return e ? (e->backend ? e->backend->name : e->k->name) : "";
+}
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
 
 MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     if (!e) return;
+    if (e->backend) e->backend->free(e);
     mlstack__prof_free(e);
     mlstack__sched_free(e);
     mlstack_engine_free(e->draft);
@@ -25034,7 +25053,7 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
     }
     for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
     if (MLSTACK__UNLIKELY(e->prof != NULL)) mlstack__prof_step_begin(e->prof);
-    res = mlstack__ranks_eval(e, rows, n_rows);
+    res = e->backend ? e->backend->eval(e, rows, n_rows) : mlstack__ranks_eval(e, rows, n_rows);
     MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
     if (res != MLSTACK_OK) return res;
     e->n_last_rows = n_rows;

@@ -22,6 +22,7 @@ typedef struct cli_opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
     const char *out, *messages, *system;
     int ids_only, no_special, add_gen, n_tokens, bf16_dot;
+    int gpu;                  /* --gpu: the forward pass on a GPU (a CLI built with `make cuda`) */
     mlstack_dtype quant;
     int n_predict, threads, all, bits, ignore_eos; /* bits: eval --bits */
     int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
@@ -51,6 +52,11 @@ int cli_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Encodes text with the model's tokenizer (flags as mlstack_tokenizer_encode); malloc'd ids.
    Returns the count, or -1 after printing why. */
 int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids);
+/* An engine on m: the CPU's (mlstack_engine_init), or with gpu the CUDA companion's
+   (mlstack_cuda_engine_init, in a CLI built with MLSTACK_CUDA by `make cuda`; elsewhere it fails
+   saying how to get one). */
+mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, int gpu, mlstack_engine **e,
+                               mlstack_error *err);
 /* Opens -m (and an engine with max_seqs seqs when e is given), printing progress on a tty. */
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s);
 /* --spec MODE for an engine on the model at model_path: fills ed's spec fields, opening the

@@ -32,6 +32,7 @@ static const char *BENCH_USAGE =
     "      --quant LIST       none, q8_0, q4_1 (default none)\n"
     "      --isa LIST         kernel caps: scalar, avx2, avx512, amx (default: the best)\n"
     "      --json             one JSON object per line and configuration instead of the table\n"
+    "      --gpu              the forward pass on the GPU (a build with make cuda)\n"
     "      --bf16-dot         BF16 weights: activations rounded to bf16 for AVX512_BF16 dot products\n"
     "                         (AMX-BF16 tiles where the CPU has them)\n"
     "      --bw-mib N         buffer for the bandwidth test (default 1024; 0 skips it)\n"
@@ -58,7 +59,7 @@ typedef struct bench_opts {
     int pp[BENCH_MAX], n_pp, tg[BENCH_MAX], n_tg, threads[BENCH_MAX], n_threads, reps;
     int quant[BENCH_MAX], n_quant; /* mlstack_dtype; 0 = none */
     const char *isa[BENCH_MAX];
-    int n_isa, json, bw_mib, bf16_dot;
+    int n_isa, json, bw_mib, bf16_dot, gpu;
     char isa_buf[256];
     int parallel[BENCH_MAX], n_parallel, shared_prefix, mixed, requests, kv_mib;
     double rate;
@@ -185,6 +186,8 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
                 s += len + (s[len] == ',');
             }
             if (!b->n_quant) return cli_die("%s", "--quant: empty list");
+        } else if (IS("--gpu", "--gpu")) {
+            b->gpu = 1;
         } else if (IS("--isa", "--isa")) {
             char *s;
             VALUE();
@@ -442,7 +445,7 @@ static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, cons
     ed.isa = isa;
     ed.max_seqs = max_seqs;
     ed.kv_mem = (uint64_t)b->kv_mib << 20;
-    if (mlstack_engine_init(m, &ed, e, &err) != MLSTACK_OK) {
+    if (cli_engine_init(m, &ed, b->gpu, e, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         return 1;
     }
@@ -737,7 +740,7 @@ int cli_cmd_bench(int argc, char **argv) {
                 ed.max_batch_tokens = max_p;
                 ed.isa = b.isa[ii];
                 ed.bf16_activations = b.bf16_dot;
-                if (!rows || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+                if (!rows || cli_engine_init(m, &ed, b.gpu, &e, &err) != MLSTACK_OK) {
                     fprintf(stderr, "mlstack: %s\n", rows ? err.message : "out of memory");
                     free(rows);
                     mlstack_model_close(m);

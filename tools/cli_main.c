@@ -1,5 +1,8 @@
 /* mlstack command-line tool: main(), option parsing, per-command help, shared helpers. */
 #include "cli.h"
+#if defined(MLSTACK_CUDA) /* make cuda: build/cuda/mlstack, --gpu runs the forward pass on a GPU */
+#include "mlstack_cuda.h"
+#endif
 #if defined(MLSTACK_MPI) /* make mpi: mlstack-mpi, every command's engine spread over the MPI job's ranks */
 #include "mlstack_mpi.h"
 static mlstack_transport g_mpi;
@@ -53,7 +56,8 @@ static const char *MODEL_OPTS =
     "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
-    "                           AMX-BF16 tiles (faster prefill, not exact)\n";
+    "                           AMX-BF16 tiles (faster prefill, not exact)\n"
+    "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n";
 
 static const char *SAMPLING_OPTS =
     "  -n, --n-predict N        tokens to generate (default 64 for run, 0 = until EOS or the context)\n"
@@ -229,6 +233,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--grammar", NULL, 's', 0, 0, grammar),
     OPT("--regex", NULL, 's', 0, 0, regex),
     OPT("--bf16-dot", NULL, 'b', 0, 0, bf16_dot),
+    OPT("--gpu", NULL, 'b', 0, 0, gpu),
     OPT("--all", NULL, 'b', 0, 0, all),
     OPT("--bits", NULL, 'b', 0, 0, bits),
     OPT("--chat", NULL, 'b', 0, 0, chat),
@@ -443,6 +448,19 @@ int cli_spec_setup(const char *spec, int spec_tokens, const char *model_path, ml
     return 0;
 }
 
+mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, int gpu, mlstack_engine **e,
+                               mlstack_error *err) {
+    if (!gpu) return mlstack_engine_init(m, ed, e, err);
+#if defined(MLSTACK_CUDA)
+    return mlstack_cuda_engine_init(m, ed, NULL, e, err);
+#else
+    *e = NULL;
+    err->code = MLSTACK_ERR_NO_BACKEND;
+    snprintf(err->message, sizeof err->message, "--gpu: this mlstack was built without CUDA (build it with make cuda)");
+    return MLSTACK_ERR_NO_BACKEND;
+#endif
+}
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -483,7 +501,7 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
 #if defined(MLSTACK_MPI)
         ed.transport = &g_mpi;
 #endif
-        if (mlstack_engine_init(*m, &ed, e, &err) != MLSTACK_OK) {
+        if (cli_engine_init(*m, &ed, o->gpu, e, &err) != MLSTACK_OK) {
             cli_progress_done();
             fprintf(stderr, "mlstack: %s\n", err.message);
             mlstack_model_close(*m);

@@ -73,6 +73,7 @@ static const char *SERVE_USAGE =
     "      --quiet              no access log on stderr\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
+    "      --gpu                the forward pass on the GPU (a build with make cuda)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon\n"
     "  -h, --help               this text\n";
 
@@ -1954,6 +1955,8 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         else if (IS("-t", "--threads")) {
             NUMV(1, 256);
             o->base.threads = (int)x;
+        } else if (IS("--gpu", "--gpu")) {
+            o->base.gpu = 1;
         } else if (IS("--isa", "--isa")) {
             VAL();
             o->base.isa = v;
@@ -2106,7 +2109,7 @@ int cli_cmd_serve(int argc, char **argv) {
             return rc;
         }
         cli_progress("%s: starting the engine...", s->o.base.model);
-        if (mlstack_engine_init(s->m, &ed, &s->e, &err) != MLSTACK_OK) {
+        if (cli_engine_init(s->m, &ed, s->o.base.gpu, &s->e, &err) != MLSTACK_OK) {
             cli_progress_done();
             fprintf(stderr, "mlstack: %s\n", err.message);
             mlstack_model_close(s->m);
