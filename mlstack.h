@@ -719,6 +719,14 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        this process's rank
      transport         NULL: ranks are threads; else the ranks are the transport's processes
                        (mlstack_mpi.h makes one over MPI) and this process runs transport->rank
+     rank_mode         MLSTACK_RANK_DEFAULT: the environment variable MLSTACK_RANK_MODE if set
+                       ("gather" or "reduce"), else gather. MLSTACK_RANK_GATHER: every projection
+                       split by output rows, finished slices exchanged, logits bit-identical to
+                       one rank. MLSTACK_RANK_REDUCE: the attention output and down projections
+                       split by input columns, their partial sums added in rank order (two
+                       exchanges a layer instead of four, fewer bytes): every rank and both
+                       transports agree bit for bit, one rank within rounding (~1e-6 of the
+                       logits' range). A transport needs alltoallv for it.
      spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
                        MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
                        tokens after the latest earlier match of its last spec_ngram..1 tokens.
@@ -737,6 +745,11 @@ typedef enum mlstack_spec_mode {
     MLSTACK_SPEC_NGRAM = 1,
     MLSTACK_SPEC_DRAFT = 2
 } mlstack_spec_mode;
+typedef enum mlstack_rank_mode {
+    MLSTACK_RANK_DEFAULT = 0,
+    MLSTACK_RANK_GATHER = 1,
+    MLSTACK_RANK_REDUCE = 2
+} mlstack_rank_mode;
 typedef enum mlstack_kv_type {
     MLSTACK_KV_DEFAULT = 0,
     MLSTACK_KV_F16 = 1,
@@ -763,6 +776,7 @@ typedef struct mlstack_engine_desc {
     struct mlstack_model *spec_draft;
     int spec_tokens;
     int spec_ngram;
+    mlstack_rank_mode rank_mode;
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -772,7 +786,10 @@ typedef struct mlstack_engine_desc {
      bcast    rank 0's `bytes` at buf to buf on every rank
      gatherv  rank i's `bytes` (= counts[i]) at send to recv + displs[i], on every rank when
               `all`, else on rank 0 only (recv is NULL elsewhere)
-     abort    ends every rank of the job after an unrecoverable failure; may be NULL */
+     abort    ends every rank of the job after an unrecoverable failure; may be NULL
+     alltoallv rank i's send + send_displs[j] (send_counts[j] bytes) to rank j's recv +
+              recv_displs[i] (recv_counts[i] bytes), for every pair; may be NULL (then
+              MLSTACK_RANK_REDUCE is refused) */
 typedef struct mlstack_transport {
     int rank, size;
     void *user;
@@ -780,6 +797,8 @@ typedef struct mlstack_transport {
     int (*gatherv)(void *user, const void *send, size_t bytes, void *recv, const size_t *counts, const size_t *displs,
                    int all, char *msg, size_t cap);
     void (*abort)(void *user, const char *why);
+    int (*alltoallv)(void *user, const void *send, const size_t *send_counts, const size_t *send_displs, void *recv,
+                     const size_t *recv_counts, const size_t *recv_displs, char *msg, size_t cap);
 } mlstack_transport;
 
 /* One rank's share (mlstack_engine_rank_info). Ranges are [first, end). */
@@ -23790,13 +23809,16 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
    of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
    slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
    sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
-   nothing and the slices are the whole tensors. */
+   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
+   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
+   of Wo or Wdown), added in rank order; the rest as above. */
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
     float *q, *k, *v; /* (B, heads of this rank x Dh) */
     float *gate, *up; /* (B, FFN columns of this rank) */
     float *out; /* (B, this rank's rows of a projection): its slice before the exchange */
+    float *ro, *rd; /* reduce mode: (B, D) sums of every rank's a Wo and FFN output partials */
     float *mm; /* n_threads * max n_in */
     mlstack__q8x *xq; /* (B, max n_in / 32) activation blocks */
     float *rope; /* (B, Dh): cos and sin of each row's position */
@@ -23827,6 +23849,8 @@ typedef struct mlstack__xbuf {
     float *att; /* (B, H Dh) attention output */
     float *o, *d; /* (B, D) a Wo and the FFN output */
     float *h; /* (B, F) silu(xn Wgate) * xn Wup */
+    float *part[2]; /* reduce mode: (R, B, D) partials of a Wo and of the FFN output, rank r's
+                       at r B D (thread ranks; a rank in its own process: (B, D)) */
 } mlstack__xbuf;
 
 struct mlstack__comm;
@@ -23835,6 +23859,7 @@ struct mlstack__comm;
 typedef struct mlstack__rank {
     struct mlstack_engine *e;
     int index, n_ranks;
+    int reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
     const mlstack_model *model;
     const mlstack__kernels *k;
     mlstack__pool *pool; /* the engine's pool for the engine thread's rank, else own_pool */
@@ -23868,6 +23893,11 @@ typedef struct mlstack__rank {
    already written in place), then brings every rank's columns to every rank (all) or to rank 0.
    0, or -1 when a rank failed (the reason is on the communicator). See >>ranks. */
 static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all);
+/* Reduce mode: where this rank writes its (B, D) partial `which` (0: a Wo, 1: FFN output). */
+static float *mlstack__partial(mlstack__rank *rk, int which, int B);
+/* Reduce mode: sum (B, D) = the ranks' partials `which` added in rank order, on every rank.
+   0, or -1 when a rank failed. See >>ranks. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -24241,7 +24271,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__attn_job aj;
     float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
-    int l, b, n_blk;
+    float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
+    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
@@ -24257,14 +24288,23 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
         mlstack__rope_kv(rk, &aj, B);
         mlstack__attention(rk, &aj, n_blk, B);
-        if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
         /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->o, L->post_attn_norm, NULL, B, l);
+        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+            float *p = mlstack__partial(rk, 0, B);
+            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+            for (b = 0; b < B; b++)
+                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+            if (mlstack__reduce(rk, 0, xo, B)) return -1;
+        } else {
+            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+        }
+        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
-        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xb->o, B, l);
+        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == 2 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
@@ -24281,20 +24321,28 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
             mlstack__swiglu_rows(rk, h, NULL, B, rk->sh.f1 - rk->sh.f0, l);
         }
-        if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
-        mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
-        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
-        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->d, L->post_ffn_norm, NULL, B, l);
+        if (rk->reduce) { /* this rank's FFN columns times its columns of Wdown */
+            float *p = mlstack__partial(rk, 1, B);
+            if (nf > 0) mlstack__project(rk, h, B, 1, &L->w_down, p, NULL, NULL, NULL, NULL);
+            else
+                memset(p, 0, sizeof(float) * (size_t)B * (size_t)c->n_embd);
+            if (mlstack__reduce(rk, 1, xd, B)) return -1;
+        } else {
+            if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
+            mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
+            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
+        }
+        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
         if (c->parallel == 1) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
             for (i = 0; i < nd; i++) {
-                float t = xb->d[i] + xb->o[i];
+                float t = xd[i] + xo[i];
                 s->x[i] = t + s->x[i];
             }
             continue;
         }
-        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xb->o, B, l); /* StableLM: (x + attn) + mlp */
-        mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xb->d, B, l);
+        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
+        mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
     }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
        one row at a time keeps the scratch small (the LM head reads the same weights for each) */
@@ -24658,6 +24706,7 @@ struct mlstack_engine {
     mlstack__rank *ranks; /* the local ranks; ranks[0] runs on the engine's thread */
     mlstack__shard *shards; /* every rank's share */
     int *cols; /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
+    int rank_reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
     mlstack__xbuf xb; /* the exchanged tensors */
     struct mlstack__comm *comm;
     int ranks_ready; /* every rank set up and agreeing: followers run their loops */
@@ -24759,6 +24808,18 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
                                  getenv("MLSTACK_RANKS"));
         d->n_ranks = (int)v;
     }
+    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
+        const char *v = getenv("MLSTACK_RANK_MODE");
+        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
+        else if (strcmp(v, "reduce") == 0)
+            d->rank_mode = MLSTACK_RANK_REDUCE;
+        else
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce", v);
+    }
+    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
+                             (int)d->rank_mode);
     if (d->n_threads == 0)
         d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
     if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
@@ -26386,6 +26447,81 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
     return rc;
 }
 
+static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
+    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->index * BD);
+}
+
+/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
+   same operations on every rank and with either transport, so all of them hold the same bits.
+   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
+   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
+   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
+   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
+   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
+   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
+   column share. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[MLSTACK__X_MODEL];
+    int R = rk->n_ranks, D = cols[R], me = rk->index, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
+    size_t BD = (size_t)B * (size_t)D, j;
+    double t0 = mlstack__now(), wait0 = rk->wait_s;
+    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
+    int rc = 0;
+    if (!c->t) {
+        const float *p = rk->xb->part[which];
+        rc = mlstack__comm_barrier(c);
+        if (rc == 0)
+            for (j = 0; j < BD; j++) {
+                float t = p[j];
+                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
+                sum[j] = t;
+            }
+    } else {
+        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
+        const float *p = rk->xb->part[which];
+        size_t own = (size_t)B * (size_t)w;
+        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
+        size_t *rcounts, *rdispls;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        rv = st + BD;
+        mine = rv + (size_t)R * own;
+        for (i = 0; i < R; i++) {
+            int wi = cols[i + 1] - cols[i];
+            float *blk = st + (size_t)B * (size_t)cols[i];
+            for (b = 0; b < B; b++)
+                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
+        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
+        msg[0] = 0;
+        if (c->failed ||
+            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            return -1;
+        }
+        for (j = 0; j < own; j++) {
+            float t = rv[j];
+            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
+            mine[j] = t;
+        }
+        /* the staging buffer is reused by the gather: keep the sums out of it */
+        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
+    }
+    rk->wait_s = wait0 + (mlstack__now() - t0);
+    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
+    rk->bytes_out = out0 + sizeof(float) * BD;
+    return rc;
+}
+
 /* ---- who holds what ---- */
 
 /* Bound i of n items over R ranks: multiples of 16 where every rank gets at least 64. */
@@ -26416,10 +26552,13 @@ static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__s
    rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
    other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
    W / R. */
-static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh) {
+static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
     const mlstack__config *c = &m->cfg;
     const mlstack__layer *L = &m->layers[0];
     double tot = 0, cb = 2.0 * c->n_layers * (double)L->w_gate.row_bytes, want_sum = 0, cum = 0, *a;
+    /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
+    double down_col = reduce ? (double)c->n_embd * (double)L->w_down.row_bytes / c->n_ff : 0;
+    cb += c->n_layers * down_col;
     int r, h, q, prev = 0;
     a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
     if (!a) return; /* keep the even split */
@@ -26430,9 +26569,11 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh
             for (q = 0; q < R; q++) shared |= q != r && sh[q].k0 <= h && h < sh[q].k1;
             kv_priv += !shared;
         }
-        a[r] = c->n_layers * ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)L->wq.row_bytes +
-                              2.0 * kv_priv * c->head_dim * (double)L->wk.row_bytes +
-                              (double)(sh[r].d1 - sh[r].d0) * (double)(L->wo.row_bytes + L->w_down.row_bytes)) +
+        a[r] = c->n_layers *
+                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)L->wq.row_bytes +
+                    2.0 * kv_priv * c->head_dim * (double)L->wk.row_bytes +
+                    (reduce ? (double)c->n_embd * (double)L->wo.row_bytes * (sh[r].q1 - sh[r].q0) / c->n_heads
+                            : (double)(sh[r].d1 - sh[r].d0) * (double)(L->wo.row_bytes + L->w_down.row_bytes))) +
                (double)(sh[r].v1 - sh[r].v0) * (double)m->lm_head.row_bytes;
         tot += a[r];
     }
@@ -26461,6 +26602,27 @@ static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w,
     dst->n_out = r1 - r0;
     dst->bias = w->bias ? w->bias + r0 : NULL;
     dst->packed = dst->packed_dp = NULL;
+}
+
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes);
+
+/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a weight of its own,
+   copied row by row into the rank's memory; the bias stays with rank 0's part only, so that the
+   sum over ranks adds it once. 0, or -1 without memory. */
+static int mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
+    size_t off = mlstack__row_bytes(w->wtype, c0), rb = mlstack__row_bytes(w->wtype, c1 - c0);
+    unsigned char *p;
+    int r;
+    *dst = *w;
+    dst->n_in = c1 - c0;
+    dst->row_bytes = rb;
+    dst->bias = rk->index == 0 ? w->bias : NULL;
+    dst->packed = dst->packed_dp = NULL;
+    p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
+    if (!p) return -1;
+    for (r = 0; r < w->n_out; r++) memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes + off, rb);
+    dst->data = p;
+    return 0;
 }
 
 static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
@@ -26532,10 +26694,15 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             mlstack__weight_rows(&L->wq, &M->wq, sh->q0 * Dh, sh->q1 * Dh);
             mlstack__weight_rows(&L->wk, &M->wk, sh->k0 * Dh, sh->k1 * Dh);
             mlstack__weight_rows(&L->wv, &M->wv, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->wo, &M->wo, sh->d0, sh->d1);
             mlstack__weight_rows(&L->w_gate, &M->w_gate, sh->f0, sh->f1);
             mlstack__weight_rows(&L->w_up, &M->w_up, sh->f0, sh->f1);
-            mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
+            if (!rk->reduce) {
+                mlstack__weight_rows(&L->wo, &M->wo, sh->d0, sh->d1);
+                mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
+            } else if (mlstack__weight_cols(rk, &L->wo, &M->wo, sh->q0 * Dh, sh->q1 * Dh) ||
+                       mlstack__weight_cols(rk, &L->w_down, &M->w_down, sh->f0, sh->f1)) {
+                return MLSTACK_ERR_NO_MEMORY;
+            }
         }
         mlstack__weight_rows(&rk->lm_head_rows, &m->lm_head, sh->v0, sh->v1);
         rk->lm_head = &rk->lm_head_rows;
@@ -26591,6 +26758,11 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->scores =
         mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (rk->reduce) {
+        s->ro = mlstack__falloc(B, (size_t)c->n_embd);
+        s->rd = mlstack__falloc(B, (size_t)c->n_embd);
+        if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
+    }
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -26651,6 +26823,8 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->gate);
     mlstack__aligned_free(s->up);
     mlstack__aligned_free(s->out);
+    mlstack__aligned_free(s->ro);
+    mlstack__aligned_free(s->rd);
     mlstack__aligned_free(s->mm);
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
@@ -26801,7 +26975,7 @@ MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
 static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     const mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
-    int64_t v[24];
+    int64_t v[25];
     uint64_t h = 1469598103934665603ull;
     size_t i, k;
     int t;
@@ -26812,8 +26986,8 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
     v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
     v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
-    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params;
-    for (i = 0; i < 24; i++) MLSTACK__FP(&v[i], sizeof v[i]);
+    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce;
+    for (i = 0; i < 25; i++) MLSTACK__FP(&v[i], sizeof v[i]);
     MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_ranks + 1));
     for (t = 0; t < m->st.n_tensors; t++) {
         const mlstack__st_tensor *x = &m->st.tensors[t];
@@ -26915,7 +27089,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (!e->shards || !e->cols || !e->ranks || !cm) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     cm->t = t;
     cm->size = R;
-    cm->counts = (size_t *)mlstack__calloc((size_t)R * 2, sizeof(size_t));
+    cm->counts = (size_t *)mlstack__calloc((size_t)R * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
     if (!cm->counts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     cm->displs = cm->counts + R;
 #if !defined(MLSTACK_NO_THREADS)
@@ -26924,8 +27098,28 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         mlstack__cond_init(&cm->cv);
     }
 #endif
+    e->rank_reduce = R > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
+    if (e->rank_reduce && t && !t->alltoallv)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: rank_mode reduce needs a transport with alltoallv");
     for (i = 0; i < R; i++) mlstack__shard_of(c, R, i, &e->shards[i]);
-    if (R > 1) mlstack__split_ffn(e->model, R, e->shards);
+    if (R > 1) mlstack__split_ffn(e->model, R, e->rank_reduce, e->shards);
+    if (e->rank_reduce) { /* columns of block formats split on whole blocks */
+        const mlstack__layer *L0 = &e->model->layers[0];
+        int bo = L0->wo.wtype == MLSTACK__W_Q8_0 || L0->wo.wtype == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        int bd = L0->w_down.wtype == MLSTACK__W_Q8_0 || L0->w_down.wtype == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        for (i = 0; i < R; i++)
+            if (e->shards[i].q0 * c->head_dim % bo)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
+                                     "inside a block of %d (%s); use fewer ranks or gather mode",
+                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__dtype_names[L0->wo.wtype]);
+        for (i = 1; i < R; i++) {
+            int f = (e->shards[i].f0 + bd / 2) / bd * bd;
+            f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;
+            e->shards[i - 1].f1 = e->shards[i].f0 = f;
+        }
+    }
     for (i = 0; i <= R; i++) {
         const mlstack__shard *sh = &e->shards[i < R ? i : R - 1];
         e->cols[MLSTACK__X_ATT * (R + 1) + i] = (i < R ? sh->q0 : sh->q1) * c->head_dim;
@@ -26942,6 +27136,11 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     e->xb.o = mlstack__falloc(B, (size_t)c->n_embd);
     e->xb.d = mlstack__falloc(B, (size_t)c->n_embd);
     e->xb.h = mlstack__falloc(B, (size_t)c->n_ff);
+    if (e->rank_reduce)
+        for (i = 0; i < 2; i++) {
+            e->xb.part[i] = mlstack__falloc(B * (size_t)(t ? 1 : R), (size_t)c->n_embd);
+            if (!e->xb.part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
+        }
     if (!e->xb.att || !e->xb.o || !e->xb.d || !e->xb.h)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     for (i = 0; i < e->n_local; i++) {
@@ -26949,6 +27148,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         rk->e = e;
         rk->index = t ? me : i;
         rk->n_ranks = R;
+        rk->reduce = e->rank_reduce;
         rk->model = e->model;
         rk->k = e->k;
         rk->pool = i == 0 ? &e->pool : &rk->own_pool;
@@ -27015,6 +27215,8 @@ static void mlstack__ranks_free(mlstack_engine *e) {
     mlstack__aligned_free(e->xb.o);
     mlstack__aligned_free(e->xb.d);
     mlstack__aligned_free(e->xb.h);
+    mlstack__aligned_free(e->xb.part[0]);
+    mlstack__aligned_free(e->xb.part[1]);
     mlstack__aligned_free(cm->stage);
     MLSTACK_FREE(cm->counts);
     MLSTACK_FREE(cm);
