@@ -368,6 +368,9 @@ typedef struct mlstack_model_desc {
     mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_1: quantize at load */
     mlstack_log_fn log;
     void *log_user;
+    int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
+                              at open: each rank of a sharded engine converts only its own rows (the first
+                              one-rank engine converts the whole model, once); the same bits either way */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -806,7 +809,8 @@ typedef struct mlstack_rank_info {
     int rank, n_ranks, n_threads;
     int head0, head1;             /* query heads */
     int kv_head0, kv_head1;       /* KV heads it holds (shared with other ranks when ranks outnumber them) */
-    int embd0, embd1;             /* rows of the output and down projections */
+    int embd0, embd1;             /* rows of the output and down projections (reduce mode: the
+                                     columns of D whose sums it adds before the all-gather) */
     int ffn0, ffn1;               /* FFN columns */
     int vocab0, vocab1;           /* LM head rows */
     uint64_t weight_bytes;        /* its rows of every projection and of the LM head, as stored or
@@ -817,6 +821,11 @@ typedef struct mlstack_rank_info {
     int kv_pages;                 /* pages in the pool (the same ids on every rank) */
     uint64_t bytes_in, bytes_out; /* exchanged so far: other ranks' slices it read, its own it wrote */
     double wait_seconds;          /* time spent in exchanges (waiting for other ranks included) */
+    uint64_t checkpoint_bytes;    /* stored bytes of the mapped checkpoint read to make its projection
+                                     weights: its rows (or columns) as stored, read in place, copied or
+                                     converted; plus all a quantization at open read (every rank of that
+                                     process read them). mlstack_model_desc.defer_quant keeps it to the
+                                     rank's share. */
 } mlstack_rank_info;
 
 /* Number of ranks of the engine (1 unless desc.n_ranks or a transport says more). */
@@ -20973,6 +20982,8 @@ struct mlstack_model {
     int n_owned, cap_owned;
     char *path;
     uint64_t n_params, weight_bytes;
+    int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
+    uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -21990,6 +22001,18 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     return n;
 }
 
+/* Whether every projection and the LM head is stored as F32, F16 or BF16. */
+static int mlstack__model_all_float(mlstack_model *m) {
+    int l, i;
+    for (l = -1; l < m->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++)
+            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) return 0;
+    }
+    return 1;
+}
+
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
    routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
    stored. */
@@ -22020,6 +22043,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                     ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
                     mlstack_dtype_name(quant));
             }
+            m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
@@ -23067,7 +23091,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
-    if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
+    if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
+        (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
+        m->quant_deferred = (int)desc->quant;
+    else if (r == MLSTACK_OK && desc->quant != 0)
+        r = mlstack__model_quantize(m, desc->quant, err);
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -23117,7 +23145,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->bos_id = c->bos_id;
     o->n_eos = c->n_eos;
     for (i = 0; i < c->n_eos; i++) o->eos_ids[i] = c->eos_ids[i];
-    o->weight_dtype = (mlstack_dtype)m->layers[0].wq.wtype;
+    o->weight_dtype = (mlstack_dtype)(m->quant_deferred ? m->quant_deferred : m->layers[0].wq.wtype);
     o->n_params = m->n_params;
     o->weight_bytes = m->weight_bytes;
 }
@@ -23883,6 +23911,7 @@ typedef struct mlstack__rank {
     uint64_t bytes_in, bytes_out; /* exchanged so far */
     double wait_s; /* time spent in exchanges */
     uint64_t weight_bytes, replicated_bytes, packed_bytes;
+    uint64_t read_bytes; /* stored bytes of its projections it read from the mapped checkpoint */
     int n_threads;
     const int *cpus; /* NULL, or n_threads CPUs to pin the rank's threads to */
     mlstack_result init_result;
@@ -26606,22 +26635,39 @@ static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w,
 
 static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes);
 
-/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a weight of its own,
-   copied row by row into the rank's memory; the bias stays with rank 0's part only, so that the
-   sum over ranks adds it once. 0, or -1 without memory. */
-static int mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
-    size_t off = mlstack__row_bytes(w->wtype, c0), rb = mlstack__row_bytes(w->wtype, c1 - c0);
-    unsigned char *p;
-    int r;
+/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a view with the
+   stride of w's rows (mlstack__rank_materialize makes it contiguous); the bias stays with rank
+   0's part only, so that the sum over ranks adds it once. */
+static void mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
     *dst = *w;
+    dst->data = (const unsigned char *)w->data + mlstack__row_bytes(w->wtype, c0);
     dst->n_in = c1 - c0;
-    dst->row_bytes = rb;
     dst->bias = rk->index == 0 ? w->bias : NULL;
     dst->packed = dst->packed_dp = NULL;
-    p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
-    if (!p) return -1;
-    for (r = 0; r < w->n_out; r++) memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes + off, rb);
-    dst->data = p;
+}
+
+/* A view of the rank's rows (or columns) made into the weight its kernels read: converted to
+   `quant` (a deferred model's format; 0: none) into the rank's memory, read once from the mapped
+   file, or copied when it is a strided view of columns, or else left in place. Counts the
+   stored bytes it reads when `count` (the weights are the checkpoint's, not copies made at
+   open). 0, or -1 without memory. */
+static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int quant, int count) {
+    size_t rb = mlstack__row_bytes(w->wtype, w->n_in);
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    if (count) rk->read_bytes += (uint64_t)w->n_out * rb;
+    if (w->n_out == 0) return 0;
+    if (quant && is_float && w->n_in % MLSTACK__QK == 0) {
+        void *dst = mlstack__rank_own(rk, (size_t)w->n_out * mlstack__row_bytes(quant, w->n_in));
+        return dst && mlstack__quantize_weight(rk->pool, w, quant, dst) == 0 ? 0 : -1;
+    }
+    if (w->row_bytes != rb) {
+        unsigned char *p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
+        int r;
+        if (!p) return -1;
+        for (r = 0; r < w->n_out; r++) memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
+        w->data = p;
+        w->row_bytes = rb;
+    }
     return 0;
 }
 
@@ -26675,37 +26721,66 @@ static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
 /* The rank's weights: views of its rows (with panels of those rows when its kernels read
    panels); with one rank, the model's own weights. */
 static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
-    const mlstack_model *m = e->model;
+    mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int l, i, Dh = c->head_dim, h;
+    mlstack__weight head;
+    int l, i, Dh = c->head_dim, h, quant;
     if (rk->n_ranks == 1) {
+        mlstack_result r = MLSTACK_OK;
+        mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
+        if (m->quant_deferred) {
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, NULL);
+            if (r == MLSTACK_OK) m->quant_deferred = 0;
+        }
+        mlstack__unlock(&mlstack__pack_lock);
+        if (r != MLSTACK_OK) return r;
         rk->layers = m->layers;
         rk->lm_head = &m->lm_head;
         if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK)
             return MLSTACK_ERR_NO_MEMORY;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+            int n = mlstack__layer_weights(m, l, ws);
+            for (i = 0; i < n && !m->load_read_bytes; i++) rk->read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
+        }
     } else {
         rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
         if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
+        /* the model's weights as they are now (a one-rank engine may be converting a deferred
+           model): the mapped bytes stay valid either way */
+        mlstack__lock(&mlstack__pack_lock);
+        quant = m->quant_deferred;
+        memcpy(rk->layers, m->layers, sizeof *rk->layers * (size_t)c->n_layers);
+        head = m->lm_head;
+        mlstack__unlock(&mlstack__pack_lock);
         for (l = 0; l < c->n_layers; l++) {
-            const mlstack__layer *M = &m->layers[l];
-            mlstack__layer *L = &rk->layers[l];
-            *L = *M;
-            mlstack__weight_rows(&L->wq, &M->wq, sh->q0 * Dh, sh->q1 * Dh);
-            mlstack__weight_rows(&L->wk, &M->wk, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->wv, &M->wv, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->w_gate, &M->w_gate, sh->f0, sh->f1);
-            mlstack__weight_rows(&L->w_up, &M->w_up, sh->f0, sh->f1);
+            mlstack__layer M = rk->layers[l], *L = &rk->layers[l];
+            mlstack__weight_rows(&L->wq, &M.wq, sh->q0 * Dh, sh->q1 * Dh);
+            mlstack__weight_rows(&L->wk, &M.wk, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->wv, &M.wv, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->w_gate, &M.w_gate, sh->f0, sh->f1);
+            mlstack__weight_rows(&L->w_up, &M.w_up, sh->f0, sh->f1);
             if (!rk->reduce) {
-                mlstack__weight_rows(&L->wo, &M->wo, sh->d0, sh->d1);
-                mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
-            } else if (mlstack__weight_cols(rk, &L->wo, &M->wo, sh->q0 * Dh, sh->q1 * Dh) ||
-                       mlstack__weight_cols(rk, &L->w_down, &M->w_down, sh->f0, sh->f1)) {
-                return MLSTACK_ERR_NO_MEMORY;
+                mlstack__weight_rows(&L->wo, &M.wo, sh->d0, sh->d1);
+                mlstack__weight_rows(&L->w_down, &M.w_down, sh->d0, sh->d1);
+            } else {
+                mlstack__weight_cols(rk, &L->wo, &M.wo, sh->q0 * Dh, sh->q1 * Dh);
+                mlstack__weight_cols(rk, &L->w_down, &M.w_down, sh->f0, sh->f1);
             }
         }
-        mlstack__weight_rows(&rk->lm_head_rows, &m->lm_head, sh->v0, sh->v1);
+        mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
         rk->lm_head = &rk->lm_head_rows;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__layer *L = l >= 0 ? &rk->layers[l] : NULL;
+            mlstack__weight *ws[7];
+            int n = 1;
+            ws[0] = &rk->lm_head_rows;
+            if (L) ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate,
+                ws[5] = &L->w_up, ws[6] = &L->w_down, n = 7;
+            for (i = 0; i < n; i++)
+                if (mlstack__rank_materialize(rk, ws[i], quant, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+        }
     }
     for (l = -1; l < c->n_layers; l++) {
         mlstack__weight *ws[7];
@@ -27246,6 +27321,7 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->weight_bytes = rk->weight_bytes;
     o->replicated_bytes = rk->replicated_bytes;
     o->packed_bytes = rk->packed_bytes;
+    o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
     o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
     o->kv_pages = e->kv.n_pages;
     o->bytes_in = rk->bytes_in;
