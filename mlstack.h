@@ -24388,13 +24388,14 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (n) {
             float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
             float *y = rk->n_ranks == 1 ? full : s->out;
+            size_t i, nl = (size_t)n * (size_t)(rk->sh.v1 - rk->sh.v0);
             mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
+            /* element by element, so each rank on its own columns before the exchange (thread
+               ranks share `full`: after it, one pass by each would apply these R times) */
+            if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
+                for (i = 0; i < nl; i++) y[i] /= c->logits_div;
+            if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
-            if (full && c->logits_div != 1.0f) { /* Granite: logits / logits_scaling */
-                size_t i, nl = (size_t)n * (size_t)c->n_vocab;
-                for (i = 0; i < nl; i++) full[i] /= c->logits_div;
-            }
-            if (full && c->final_softcap > 0) mlstack__softcap(full, (size_t)n * (size_t)c->n_vocab, c->final_softcap);
         }
     }
     return 0;
@@ -26577,6 +26578,14 @@ static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__s
     sh->v0 = mlstack__split_bound(c->n_vocab, R, r), sh->v1 = mlstack__split_bound(c->n_vocab, R, r + 1);
 }
 
+/* What w becomes in the engines: its type, and bytes of its row (a deferred model converts the
+   projections whose rows are whole blocks). */
+static int mlstack__eff_wtype(const mlstack_model *m, const mlstack__weight *w) {
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    return m->quant_deferred && is_float && w->n_in % MLSTACK__QK == 0 ? m->quant_deferred : w->wtype;
+}
+#define MLSTACK__RB(w) mlstack__row_bytes(mlstack__eff_wtype(m, &(w)), (w).n_in)
+
 /* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
    rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
    other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
@@ -26584,9 +26593,9 @@ static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__s
 static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
     const mlstack__config *c = &m->cfg;
     const mlstack__layer *L = &m->layers[0];
-    double tot = 0, cb = 2.0 * c->n_layers * (double)L->w_gate.row_bytes, want_sum = 0, cum = 0, *a;
+    double tot = 0, cb = 2.0 * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0, cum = 0, *a;
     /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
-    double down_col = reduce ? (double)c->n_embd * (double)L->w_down.row_bytes / c->n_ff : 0;
+    double down_col = reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->w_down) / c->n_ff : 0;
     cb += c->n_layers * down_col;
     int r, h, q, prev = 0;
     a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
@@ -26599,11 +26608,11 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstac
             kv_priv += !shared;
         }
         a[r] = c->n_layers *
-                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)L->wq.row_bytes +
-                    2.0 * kv_priv * c->head_dim * (double)L->wk.row_bytes +
-                    (reduce ? (double)c->n_embd * (double)L->wo.row_bytes * (sh[r].q1 - sh[r].q0) / c->n_heads
-                            : (double)(sh[r].d1 - sh[r].d0) * (double)(L->wo.row_bytes + L->w_down.row_bytes))) +
-               (double)(sh[r].v1 - sh[r].v0) * (double)m->lm_head.row_bytes;
+                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)MLSTACK__RB(L->wq) +
+                    2.0 * kv_priv * c->head_dim * (double)MLSTACK__RB(L->wk) +
+                    (reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->wo) * (sh[r].q1 - sh[r].q0) / c->n_heads
+                            : (double)(sh[r].d1 - sh[r].d0) * (double)(MLSTACK__RB(L->wo) + MLSTACK__RB(L->w_down)))) +
+               (double)(sh[r].v1 - sh[r].v0) * (double)MLSTACK__RB(m->lm_head);
         tot += a[r];
     }
     for (r = 0; r < R; r++) {
@@ -26623,6 +26632,7 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstac
     }
     MLSTACK_FREE(a);
 }
+#undef MLSTACK__RB
 
 /* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
 static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -27181,14 +27191,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (R > 1) mlstack__split_ffn(e->model, R, e->rank_reduce, e->shards);
     if (e->rank_reduce) { /* columns of block formats split on whole blocks */
         const mlstack__layer *L0 = &e->model->layers[0];
-        int bo = L0->wo.wtype == MLSTACK__W_Q8_0 || L0->wo.wtype == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
-        int bd = L0->w_down.wtype == MLSTACK__W_Q8_0 || L0->w_down.wtype == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
+        int bo = wo == MLSTACK__W_Q8_0 || wo == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        int bd = wd == MLSTACK__W_Q8_0 || wd == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
         for (i = 0; i < R; i++)
             if (e->shards[i].q0 * c->head_dim % bo)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                      "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
                                      "inside a block of %d (%s); use fewer ranks or gather mode",
-                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__dtype_names[L0->wo.wtype]);
+                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__dtype_names[wo]);
         for (i = 1; i < R; i++) {
             int f = (e->shards[i].f0 + bd / 2) / bd * bd;
             f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;

@@ -479,6 +479,12 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     memset(&md, 0, sizeof md);
     md.path = o->model;
     md.quant = o->quant;
+    /* sharded (--ranks N, or an MPI job): each rank quantizes only its own rows */
+#if defined(MLSTACK_MPI)
+    md.defer_quant = 1;
+#else
+    md.defer_quant = getenv("MLSTACK_RANKS") && atoi(getenv("MLSTACK_RANKS")) > 1;
+#endif
     cli_progress(o->quant ? "loading %s and quantizing its weights..." : "loading %s...", o->model);
     if (mlstack_model_open(&md, m, &err) != MLSTACK_OK) {
         cli_progress_done();
