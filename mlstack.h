@@ -728,8 +728,9 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        one rank. MLSTACK_RANK_REDUCE: the attention output and down projections
                        split by input columns, their partial sums added in rank order (two
                        exchanges a layer instead of four, fewer bytes): every rank and both
-                       transports agree bit for bit, one rank within rounding (~1e-6 of the
-                       logits' range). A transport needs alltoallv for it.
+                       transports agree bit for bit; one rank differs by rounding (about 1e-6 a
+                       layer, growing with depth: SmolLM2-135M's logits ~4e-4 of max|logit|). A
+                       transport needs alltoallv for it.
      spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
                        MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
                        tokens after the latest earlier match of its last spec_ngram..1 tokens.
@@ -24844,8 +24845,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         else if (strcmp(v, "reduce") == 0)
             d->rank_mode = MLSTACK_RANK_REDUCE;
         else
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce", v);
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
+                                 v);
     }
     if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
@@ -26285,6 +26286,15 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    with the same operations in the same order as on one rank: logits are bit-identical for any
    R. Per token and layer a rank receives (1 - its share) of H Dh + 2 D + F floats, plus its
    complement of V for rank 0: bytes in per token ~ 4 (L (H Dh + 2 D + F) + V) (R - 1) / R.
+   Reduce mode (MLSTACK_RANK_REDUCE): Wo and Wdown are split by input columns instead (the
+   rank's heads' columns of a, its FFN columns), so a Wo and the FFN output are sums of R (B, D)
+   partials: a layer exchanges two tensors, each a reduce-scatter (rank r adds every rank's
+   columns [d0, d1) of the partial, in rank order) and an all-gather of the sums. Every rank adds
+   the same floats in the same order with either transport, so all hold the same residual
+   stream bit for bit; one rank differs by rounding. Bytes in per token and rank
+   ~ 4 (4 L D + V) (R - 1) / R. Columns of block formats split only on whole blocks.
+   A model opened with defer_quant is converted by the ranks: each quantizes only its own rows
+   (or columns) from the mapped file, into its own memory, the same bits as converting at open.
    Rank 0 owns the scheduler, radix tree and samplers. Each eval it broadcasts the step: the
    rows and the page tables of their sequences, so every rank writes K and V of its heads into
    the same page ids. Ranks in one process are thread groups (each its own pool, optionally
@@ -26674,7 +26684,8 @@ static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int 
         unsigned char *p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
         int r;
         if (!p) return -1;
-        for (r = 0; r < w->n_out; r++) memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
+        for (r = 0; r < w->n_out; r++)
+            memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
         w->data = p;
         w->row_bytes = rb;
     }
@@ -26786,8 +26797,9 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             mlstack__weight *ws[7];
             int n = 1;
             ws[0] = &rk->lm_head_rows;
-            if (L) ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate,
-                ws[5] = &L->w_up, ws[6] = &L->w_down, n = 7;
+            if (L)
+                ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
+                ws[6] = &L->w_down, n = 7;
             for (i = 0; i < n; i++)
                 if (mlstack__rank_materialize(rk, ws[i], quant, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
         }

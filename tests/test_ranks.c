@@ -329,14 +329,15 @@ static void check_deferred(const char *name, const char *path, int max_r) {
             for (r = 0; r < R; r++) {
                 mlstack_rank_info ia, ib;
                 uint64_t share;
-                CHECK(mlstack_engine_rank_info(ea, r, &ia) == MLSTACK_OK && mlstack_engine_rank_info(eb, r, &ib) == MLSTACK_OK);
+                CHECK(mlstack_engine_rank_info(ea, r, &ia) == MLSTACK_OK &&
+                      mlstack_engine_rank_info(eb, r, &ib) == MLSTACK_OK);
                 share = share_bytes(&mi, &ib, mode, es);
                 CHECKF(ib.checkpoint_bytes >= share && ib.checkpoint_bytes <= share + (1u << 20),
                        "%s R=%d rank %d (%s): read %llu bytes of the checkpoint, its share is %llu", name, R, r,
                        mode ? "reduce" : "gather", (unsigned long long)ib.checkpoint_bytes, (unsigned long long)share);
                 CHECKF(ia.checkpoint_bytes >= share * R * 9 / 10,
-                       "%s R=%d rank %d: quantized at open, %llu bytes read (the whole model's are ~%llu)", name, R,
-                       r, (unsigned long long)ia.checkpoint_bytes, (unsigned long long)(share * R));
+                       "%s R=%d rank %d: quantized at open, %llu bytes read (the whole model's are ~%llu)", name, R, r,
+                       (unsigned long long)ia.checkpoint_bytes, (unsigned long long)(share * R));
                 if (strncmp(name, "smollm2", 7) == 0 && r == 0)
                     printf("%s R=%d (%s): rank 0 read %.1f MiB of the checkpoint (share %.1f MiB); quantized at open: "
                            "%.1f MiB\n",
@@ -409,6 +410,21 @@ static void check_serving(const char *name, mlstack_model *m) {
            (unsigned long long)hb);
 }
 
+/* A transport whose collectives must never be called: the descriptors below are refused first. */
+static int never_bcast(void *u, void *b, size_t n, char *msg, size_t cap) {
+    (void)u, (void)b, (void)n;
+    snprintf(msg, cap, "called");
+    CHECKF(0, "bcast called on a refused engine");
+    return -1;
+}
+static int never_gatherv(void *u, const void *s, size_t n, void *r, const size_t *c, const size_t *d, int all,
+                         char *msg, size_t cap) {
+    (void)u, (void)s, (void)n, (void)r, (void)c, (void)d, (void)all;
+    snprintf(msg, cap, "called");
+    CHECKF(0, "gatherv called on a refused engine");
+    return -1;
+}
+
 static void check_errors(mlstack_model *m) {
     mlstack_engine_desc d;
     mlstack_engine *e = NULL;
@@ -427,6 +443,24 @@ static void check_errors(mlstack_model *m) {
     setenv("MLSTACK_RANK_MODE", "sum", 1);
     CHECK(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "gather or reduce"));
     unsetenv("MLSTACK_RANK_MODE");
+    {
+        mlstack_transport t;
+        memset(&t, 0, sizeof t);
+        t.rank = 0, t.size = 2, t.bcast = never_bcast, t.gatherv = never_gatherv;
+        d.transport = &t;
+        d.n_ranks = 3; /* the descriptor and the transport disagree on the rank count */
+        CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && e == NULL &&
+                   strstr(err.message, "n_ranks 3 but the transport has 2 ranks"),
+               "rank count mismatch: %s", err.message);
+        d.n_ranks = 0;
+        d.rank_mode = MLSTACK_RANK_REDUCE; /* reduce mode without alltoallv */
+        CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_UNSUPPORTED && e == NULL &&
+                   strstr(err.message, "alltoallv"),
+               "reduce mode without alltoallv: %s", err.message);
+        d.transport = NULL;
+        d.rank_mode = MLSTACK_RANK_DEFAULT;
+        d.n_ranks = 2;
+    }
     CHECK(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_OK);
     CHECK(mlstack_engine_follow(e) == MLSTACK_ERR_STATE);
     CHECK(mlstack_engine_rank(e) == 0 && mlstack_engine_n_ranks(e) == 2);
@@ -469,7 +503,7 @@ int main(void) {
     n = 0;
     dir = opendir("tests/fixtures/families");
     while (dir && (de = readdir(dir)) != NULL) {
-        static const char *const refused[] = {"mixtral",  "olmoe",        "qwen2_moe",    "qwen3_moe", "gpt_neox",
+        static const char *const refused[] = {"mixtral",      "olmoe",    "qwen2_moe",    "qwen3_moe", "gpt_neox",
                                               "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;

@@ -51,7 +51,7 @@ static const char *MODEL_OPTS =
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
-    "                           added in rank order: 2 exchanges a layer, fewer bytes, ~1e-4 off)\n"
+    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"

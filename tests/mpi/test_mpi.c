@@ -8,6 +8,8 @@
                                 Rank 0 prints "N passed, N failed".
      test_mpi MODEL --other M2  ranks other than 0 open M2: every rank must refuse at start
                                 (exit 3 with the message)
+     test_mpi MODEL --mixed     ranks other than 0 ask for reduce mode, rank 0 for gather: every
+                                rank must refuse at start (exit 3 with the message)
      test_mpi MODEL --kill F    rank 1 writes its pid to F; rank 0 decodes until it fails (the
                                 script kills rank 1) and exits 4 with the message */
 #define MLSTACK_IMPLEMENTATION
@@ -107,6 +109,7 @@ int main(int argc, char **argv) {
     int rank, size, rc = 0;
     const char *other = argc > 3 && strcmp(argv[2], "--other") == 0 ? argv[3] : NULL;
     const char *killfile = argc > 3 && strcmp(argv[2], "--kill") == 0 ? argv[3] : NULL;
+    int mixed = argc > 2 && strcmp(argv[2], "--mixed") == 0;
     MPI_Init(&argc, &argv);
     if (argc < 2 || mlstack_mpi_transport(MPI_COMM_WORLD, &t) != 0) {
         fprintf(stderr, "usage: mpirun -np N test_mpi MODEL [--other MODEL2 | --kill PIDFILE]\n");
@@ -117,7 +120,12 @@ int main(int argc, char **argv) {
     md.path = other && rank > 0 ? other : argv[1];
     if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) t.abort(t.user, err.message);
     mlstack_model_get_info(m, &mi);
-    if (other) { /* must be refused at start on every rank */
+    if (mixed) { /* modes differ: refused at start on every rank */
+        mode = rank > 0 ? MLSTACK_RANK_REDUCE : MLSTACK_RANK_GATHER;
+        e = engine(m, &t, size, 4, 0);
+        rc = e ? 0 : 3;
+        mlstack_engine_free(e);
+    } else if (other) { /* must be refused at start on every rank */
         e = engine(m, &t, size, 4, 0);
         rc = e ? 0 : 3;
         mlstack_engine_free(e);
