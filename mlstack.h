@@ -368,6 +368,9 @@ typedef struct mlstack_model_desc {
     mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_1: quantize at load */
     mlstack_log_fn log;
     void *log_user;
+    int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
+                              at open: each rank of a sharded engine converts only its own rows (the first
+                              one-rank engine converts the whole model, once); the same bits either way */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -719,6 +722,15 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        this process's rank
      transport         NULL: ranks are threads; else the ranks are the transport's processes
                        (mlstack_mpi.h makes one over MPI) and this process runs transport->rank
+     rank_mode         MLSTACK_RANK_DEFAULT: the environment variable MLSTACK_RANK_MODE if set
+                       ("gather" or "reduce"), else gather. MLSTACK_RANK_GATHER: every projection
+                       split by output rows, finished slices exchanged, logits bit-identical to
+                       one rank. MLSTACK_RANK_REDUCE: the attention output and down projections
+                       split by input columns, their partial sums added in rank order (two
+                       exchanges a layer instead of four, fewer bytes): every rank and both
+                       transports agree bit for bit; one rank differs by rounding (about 1e-6 a
+                       layer, growing with depth: SmolLM2-135M's logits ~4e-4 of max|logit|). A
+                       transport needs alltoallv for it.
      spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
                        MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
                        tokens after the latest earlier match of its last spec_ngram..1 tokens.
@@ -737,6 +749,11 @@ typedef enum mlstack_spec_mode {
     MLSTACK_SPEC_NGRAM = 1,
     MLSTACK_SPEC_DRAFT = 2
 } mlstack_spec_mode;
+typedef enum mlstack_rank_mode {
+    MLSTACK_RANK_DEFAULT = 0,
+    MLSTACK_RANK_GATHER = 1,
+    MLSTACK_RANK_REDUCE = 2
+} mlstack_rank_mode;
 typedef enum mlstack_kv_type {
     MLSTACK_KV_DEFAULT = 0,
     MLSTACK_KV_F16 = 1,
@@ -763,6 +780,7 @@ typedef struct mlstack_engine_desc {
     struct mlstack_model *spec_draft;
     int spec_tokens;
     int spec_ngram;
+    mlstack_rank_mode rank_mode;
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -772,7 +790,10 @@ typedef struct mlstack_engine_desc {
      bcast    rank 0's `bytes` at buf to buf on every rank
      gatherv  rank i's `bytes` (= counts[i]) at send to recv + displs[i], on every rank when
               `all`, else on rank 0 only (recv is NULL elsewhere)
-     abort    ends every rank of the job after an unrecoverable failure; may be NULL */
+     abort    ends every rank of the job after an unrecoverable failure; may be NULL
+     alltoallv rank i's send + send_displs[j] (send_counts[j] bytes) to rank j's recv +
+              recv_displs[i] (recv_counts[i] bytes), for every pair; may be NULL (then
+              MLSTACK_RANK_REDUCE is refused) */
 typedef struct mlstack_transport {
     int rank, size;
     void *user;
@@ -780,6 +801,8 @@ typedef struct mlstack_transport {
     int (*gatherv)(void *user, const void *send, size_t bytes, void *recv, const size_t *counts, const size_t *displs,
                    int all, char *msg, size_t cap);
     void (*abort)(void *user, const char *why);
+    int (*alltoallv)(void *user, const void *send, const size_t *send_counts, const size_t *send_displs, void *recv,
+                     const size_t *recv_counts, const size_t *recv_displs, char *msg, size_t cap);
 } mlstack_transport;
 
 /* One rank's share (mlstack_engine_rank_info). Ranges are [first, end). */
@@ -787,7 +810,8 @@ typedef struct mlstack_rank_info {
     int rank, n_ranks, n_threads;
     int head0, head1;             /* query heads */
     int kv_head0, kv_head1;       /* KV heads it holds (shared with other ranks when ranks outnumber them) */
-    int embd0, embd1;             /* rows of the output and down projections */
+    int embd0, embd1;             /* rows of the output and down projections (reduce mode: the
+                                     columns of D whose sums it adds before the all-gather) */
     int ffn0, ffn1;               /* FFN columns */
     int vocab0, vocab1;           /* LM head rows */
     uint64_t weight_bytes;        /* its rows of every projection and of the LM head, as stored or
@@ -798,6 +822,11 @@ typedef struct mlstack_rank_info {
     int kv_pages;                 /* pages in the pool (the same ids on every rank) */
     uint64_t bytes_in, bytes_out; /* exchanged so far: other ranks' slices it read, its own it wrote */
     double wait_seconds;          /* time spent in exchanges (waiting for other ranks included) */
+    uint64_t checkpoint_bytes;    /* stored bytes of the mapped checkpoint read to make its projection
+                                     weights: its rows (or columns) as stored, read in place, copied or
+                                     converted; plus all a quantization at open read (every rank of that
+                                     process read them). mlstack_model_desc.defer_quant keeps it to the
+                                     rank's share. */
 } mlstack_rank_info;
 
 /* Number of ranks of the engine (1 unless desc.n_ranks or a transport says more). */
@@ -20990,6 +21019,8 @@ struct mlstack_model {
     int n_owned, cap_owned;
     char *path;
     uint64_t n_params, weight_bytes;
+    int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
+    uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -22017,6 +22048,18 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
     mlstack__map_release(&m->gguf.map, p, n);
 }
 
+/* Whether every projection and the LM head is stored as F32, F16 or BF16. */
+static int mlstack__model_all_float(mlstack_model *m) {
+    int l, i;
+    for (l = -1; l < m->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++)
+            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) return 0;
+    }
+    return 1;
+}
+
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
    routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
    stored. The source pages are released as each weight is done. */
@@ -22051,6 +22094,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
+            m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
             if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
                 mlstack__pool_free(&pool);
@@ -23100,7 +23144,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
-    if (r == MLSTACK_OK && desc->quant != 0) r = mlstack__model_quantize(m, desc->quant, err);
+    if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
+        (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
+        m->quant_deferred = (int)desc->quant;
+    else if (r == MLSTACK_OK && desc->quant != 0)
+        r = mlstack__model_quantize(m, desc->quant, err);
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -23150,7 +23198,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->bos_id = c->bos_id;
     o->n_eos = c->n_eos;
     for (i = 0; i < c->n_eos; i++) o->eos_ids[i] = c->eos_ids[i];
-    o->weight_dtype = (mlstack_dtype)m->layers[0].wq.wtype;
+    o->weight_dtype = (mlstack_dtype)(m->quant_deferred ? m->quant_deferred : m->layers[0].wq.wtype);
     o->n_params = m->n_params;
     o->weight_bytes = m->weight_bytes;
 }
@@ -23842,13 +23890,16 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
    of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
    slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
    sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
-   nothing and the slices are the whole tensors. */
+   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
+   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
+   of Wo or Wdown), added in rank order; the rest as above. */
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
     float *q, *k, *v; /* (B, heads of this rank x Dh) */
     float *gate, *up; /* (B, FFN columns of this rank) */
     float *out; /* (B, this rank's rows of a projection): its slice before the exchange */
+    float *ro, *rd; /* reduce mode: (B, D) sums of every rank's a Wo and FFN output partials */
     float *mm; /* n_threads * max n_in */
     mlstack__q8x *xq; /* (B, max n_in / 32) activation blocks */
     float *rope; /* (B, Dh): cos and sin of each row's position */
@@ -23879,6 +23930,8 @@ typedef struct mlstack__xbuf {
     float *att; /* (B, H Dh) attention output */
     float *o, *d; /* (B, D) a Wo and the FFN output */
     float *h; /* (B, F) silu(xn Wgate) * xn Wup */
+    float *part[2]; /* reduce mode: (R, B, D) partials of a Wo and of the FFN output, rank r's
+                       at r B D (thread ranks; a rank in its own process: (B, D)) */
 } mlstack__xbuf;
 
 struct mlstack__comm;
@@ -23887,6 +23940,7 @@ struct mlstack__comm;
 typedef struct mlstack__rank {
     struct mlstack_engine *e;
     int index, n_ranks;
+    int reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
     const mlstack_model *model;
     const mlstack__kernels *k;
     mlstack__pool *pool; /* the engine's pool for the engine thread's rank, else own_pool */
@@ -23910,6 +23964,7 @@ typedef struct mlstack__rank {
     uint64_t bytes_in, bytes_out; /* exchanged so far */
     double wait_s; /* time spent in exchanges */
     uint64_t weight_bytes, replicated_bytes, packed_bytes;
+    uint64_t read_bytes; /* stored bytes of its projections it read from the mapped checkpoint */
     int n_threads;
     const int *cpus; /* NULL, or n_threads CPUs to pin the rank's threads to */
     mlstack_result init_result;
@@ -23920,6 +23975,11 @@ typedef struct mlstack__rank {
    already written in place), then brings every rank's columns to every rank (all) or to rank 0.
    0, or -1 when a rank failed (the reason is on the communicator). See >>ranks. */
 static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all);
+/* Reduce mode: where this rank writes its (B, D) partial `which` (0: a Wo, 1: FFN output). */
+static float *mlstack__partial(mlstack__rank *rk, int which, int B);
+/* Reduce mode: sum (B, D) = the ranks' partials `which` added in rank order, on every rank.
+   0, or -1 when a rank failed. See >>ranks. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -24293,7 +24353,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__attn_job aj;
     float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
-    int l, b, n_blk;
+    float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
+    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
@@ -24309,14 +24370,23 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
         mlstack__rope_kv(rk, &aj, B);
         mlstack__attention(rk, &aj, n_blk, B);
-        if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
         /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->o, L->post_attn_norm, NULL, B, l);
+        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+            float *p = mlstack__partial(rk, 0, B);
+            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+            for (b = 0; b < B; b++)
+                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+            if (mlstack__reduce(rk, 0, xo, B)) return -1;
+        } else {
+            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+        }
+        if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
-        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xb->o, B, l);
+        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == 2 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
@@ -24333,20 +24403,28 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
             mlstack__swiglu_rows(rk, h, NULL, B, rk->sh.f1 - rk->sh.f0, l);
         }
-        if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
-        mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
-        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
-        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xb->d, L->post_ffn_norm, NULL, B, l);
+        if (rk->reduce) { /* this rank's FFN columns times its columns of Wdown */
+            float *p = mlstack__partial(rk, 1, B);
+            if (nf > 0) mlstack__project(rk, h, B, 1, &L->w_down, p, NULL, NULL, NULL, NULL);
+            else
+                memset(p, 0, sizeof(float) * (size_t)B * (size_t)c->n_embd);
+            if (mlstack__reduce(rk, 1, xd, B)) return -1;
+        } else {
+            if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
+            mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
+            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
+        }
+        if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
         if (c->parallel == 1) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
             for (i = 0; i < nd; i++) {
-                float t = xb->d[i] + xb->o[i];
+                float t = xd[i] + xo[i];
                 s->x[i] = t + s->x[i];
             }
             continue;
         }
-        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xb->o, B, l); /* StableLM: (x + attn) + mlp */
-        mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xb->d, B, l);
+        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
+        mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
     }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
        one row at a time keeps the scratch small (the LM head reads the same weights for each) */
@@ -24363,13 +24441,14 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (n) {
             float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
             float *y = rk->n_ranks == 1 ? full : s->out;
+            size_t i, nl = (size_t)n * (size_t)(rk->sh.v1 - rk->sh.v0);
             mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
+            /* element by element, so each rank on its own columns before the exchange (thread
+               ranks share `full`: after it, one pass by each would apply these R times) */
+            if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
+                for (i = 0; i < nl; i++) y[i] /= c->logits_div;
+            if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
-            if (full && c->logits_div != 1.0f) { /* Granite: logits / logits_scaling */
-                size_t i, nl = (size_t)n * (size_t)c->n_vocab;
-                for (i = 0; i < nl; i++) full[i] /= c->logits_div;
-            }
-            if (full && c->final_softcap > 0) mlstack__softcap(full, (size_t)n * (size_t)c->n_vocab, c->final_softcap);
         }
     }
     return 0;
@@ -24710,6 +24789,7 @@ struct mlstack_engine {
     mlstack__rank *ranks; /* the local ranks; ranks[0] runs on the engine's thread */
     mlstack__shard *shards; /* every rank's share */
     int *cols; /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
+    int rank_reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
     mlstack__xbuf xb; /* the exchanged tensors */
     struct mlstack__comm *comm;
     int ranks_ready; /* every rank set up and agreeing: followers run their loops */
@@ -24830,6 +24910,18 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
                                  getenv("MLSTACK_RANKS"));
         d->n_ranks = (int)v;
     }
+    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
+        const char *v = getenv("MLSTACK_RANK_MODE");
+        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
+        else if (strcmp(v, "reduce") == 0)
+            d->rank_mode = MLSTACK_RANK_REDUCE;
+        else
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
+                                 v);
+    }
+    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
+                             (int)d->rank_mode);
     if (d->n_threads == 0)
         d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
     if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
@@ -26265,6 +26357,15 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    with the same operations in the same order as on one rank: logits are bit-identical for any
    R. Per token and layer a rank receives (1 - its share) of H Dh + 2 D + F floats, plus its
    complement of V for rank 0: bytes in per token ~ 4 (L (H Dh + 2 D + F) + V) (R - 1) / R.
+   Reduce mode (MLSTACK_RANK_REDUCE): Wo and Wdown are split by input columns instead (the
+   rank's heads' columns of a, its FFN columns), so a Wo and the FFN output are sums of R (B, D)
+   partials: a layer exchanges two tensors, each a reduce-scatter (rank r adds every rank's
+   columns [d0, d1) of the partial, in rank order) and an all-gather of the sums. Every rank adds
+   the same floats in the same order with either transport, so all hold the same residual
+   stream bit for bit; one rank differs by rounding. Bytes in per token and rank
+   ~ 4 (4 L D + V) (R - 1) / R. Columns of block formats split only on whole blocks.
+   A model opened with defer_quant is converted by the ranks: each quantizes only its own rows
+   (or columns) from the mapped file, into its own memory, the same bits as converting at open.
    Rank 0 owns the scheduler, radix tree and samplers. Each eval it broadcasts the step: the
    rows and the page tables of their sequences, so every rank writes K and V of its heads into
    the same page ids. Ranks in one process are thread groups (each its own pool, optionally
@@ -26457,6 +26558,81 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
     return rc;
 }
 
+static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
+    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->index * BD);
+}
+
+/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
+   same operations on every rank and with either transport, so all of them hold the same bits.
+   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
+   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
+   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
+   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
+   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
+   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
+   column share. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[MLSTACK__X_MODEL];
+    int R = rk->n_ranks, D = cols[R], me = rk->index, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
+    size_t BD = (size_t)B * (size_t)D, j;
+    double t0 = mlstack__now(), wait0 = rk->wait_s;
+    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
+    int rc = 0;
+    if (!c->t) {
+        const float *p = rk->xb->part[which];
+        rc = mlstack__comm_barrier(c);
+        if (rc == 0)
+            for (j = 0; j < BD; j++) {
+                float t = p[j];
+                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
+                sum[j] = t;
+            }
+    } else {
+        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
+        const float *p = rk->xb->part[which];
+        size_t own = (size_t)B * (size_t)w;
+        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
+        size_t *rcounts, *rdispls;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        rv = st + BD;
+        mine = rv + (size_t)R * own;
+        for (i = 0; i < R; i++) {
+            int wi = cols[i + 1] - cols[i];
+            float *blk = st + (size_t)B * (size_t)cols[i];
+            for (b = 0; b < B; b++)
+                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
+        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
+        msg[0] = 0;
+        if (c->failed ||
+            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            return -1;
+        }
+        for (j = 0; j < own; j++) {
+            float t = rv[j];
+            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
+            mine[j] = t;
+        }
+        /* the staging buffer is reused by the gather: keep the sums out of it */
+        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
+    }
+    rk->wait_s = wait0 + (mlstack__now() - t0);
+    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
+    rk->bytes_out = out0 + sizeof(float) * BD;
+    return rc;
+}
+
 /* ---- who holds what ---- */
 
 /* Bound i of n items over R ranks: multiples of 16 where every rank gets at least 64. */
@@ -26483,14 +26659,25 @@ static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__s
     sh->v0 = mlstack__split_bound(c->n_vocab, R, r), sh->v1 = mlstack__split_bound(c->n_vocab, R, r + 1);
 }
 
+/* What w becomes in the engines: its type, and bytes of its row (a deferred model converts the
+   projections whose rows are whole blocks). */
+static int mlstack__eff_wtype(const mlstack_model *m, const mlstack__weight *w) {
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    return m->quant_deferred && is_float && w->n_in % MLSTACK__QK == 0 ? m->quant_deferred : w->wtype;
+}
+#define MLSTACK__RB(w) mlstack__row_bytes(mlstack__eff_wtype(m, &(w)), (w).n_in)
+
 /* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
    rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
    other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
    W / R. */
-static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh) {
+static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
     const mlstack__config *c = &m->cfg;
     const mlstack__layer *L = &m->layers[0];
-    double tot = 0, cb = 2.0 * c->n_layers * (double)L->w_gate.row_bytes, want_sum = 0, cum = 0, *a;
+    double tot = 0, cb = 2.0 * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0, cum = 0, *a;
+    /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
+    double down_col = reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->w_down) / c->n_ff : 0;
+    cb += c->n_layers * down_col;
     int r, h, q, prev = 0;
     a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
     if (!a) return; /* keep the even split */
@@ -26501,10 +26688,12 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh
             for (q = 0; q < R; q++) shared |= q != r && sh[q].k0 <= h && h < sh[q].k1;
             kv_priv += !shared;
         }
-        a[r] = c->n_layers * ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)L->wq.row_bytes +
-                              2.0 * kv_priv * c->head_dim * (double)L->wk.row_bytes +
-                              (double)(sh[r].d1 - sh[r].d0) * (double)(L->wo.row_bytes + L->w_down.row_bytes)) +
-               (double)(sh[r].v1 - sh[r].v0) * (double)m->lm_head.row_bytes;
+        a[r] = c->n_layers *
+                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)MLSTACK__RB(L->wq) +
+                    2.0 * kv_priv * c->head_dim * (double)MLSTACK__RB(L->wk) +
+                    (reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->wo) * (sh[r].q1 - sh[r].q0) / c->n_heads
+                            : (double)(sh[r].d1 - sh[r].d0) * (double)(MLSTACK__RB(L->wo) + MLSTACK__RB(L->w_down)))) +
+               (double)(sh[r].v1 - sh[r].v0) * (double)MLSTACK__RB(m->lm_head);
         tot += a[r];
     }
     for (r = 0; r < R; r++) {
@@ -26524,6 +26713,7 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, mlstack__shard *sh
     }
     MLSTACK_FREE(a);
 }
+#undef MLSTACK__RB
 
 /* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
 static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -26532,6 +26722,45 @@ static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w,
     dst->n_out = r1 - r0;
     dst->bias = w->bias ? w->bias + r0 : NULL;
     dst->packed = dst->packed_dp = NULL;
+}
+
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes);
+
+/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a view with the
+   stride of w's rows (mlstack__rank_materialize makes it contiguous); the bias stays with rank
+   0's part only, so that the sum over ranks adds it once. */
+static void mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
+    *dst = *w;
+    dst->data = (const unsigned char *)w->data + mlstack__row_bytes(w->wtype, c0);
+    dst->n_in = c1 - c0;
+    dst->bias = rk->index == 0 ? w->bias : NULL;
+    dst->packed = dst->packed_dp = NULL;
+}
+
+/* A view of the rank's rows (or columns) made into the weight its kernels read: converted to
+   `quant` (a deferred model's format; 0: none) into the rank's memory, read once from the mapped
+   file, or copied when it is a strided view of columns, or else left in place. Counts the
+   stored bytes it reads when `count` (the weights are the checkpoint's, not copies made at
+   open). 0, or -1 without memory. */
+static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int quant, int count) {
+    size_t rb = mlstack__row_bytes(w->wtype, w->n_in);
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    if (count) rk->read_bytes += (uint64_t)w->n_out * rb;
+    if (w->n_out == 0) return 0;
+    if (quant && is_float && w->n_in % MLSTACK__QK == 0) {
+        void *dst = mlstack__rank_own(rk, (size_t)w->n_out * mlstack__row_bytes(quant, w->n_in));
+        return dst && mlstack__quantize_weight(rk->pool, w, quant, dst) == 0 ? 0 : -1;
+    }
+    if (w->row_bytes != rb) {
+        unsigned char *p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
+        int r;
+        if (!p) return -1;
+        for (r = 0; r < w->n_out; r++)
+            memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
+        w->data = p;
+        w->row_bytes = rb;
+    }
+    return 0;
 }
 
 static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
@@ -26584,32 +26813,67 @@ static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
 /* The rank's weights: views of its rows (with panels of those rows when its kernels read
    panels); with one rank, the model's own weights. */
 static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
-    const mlstack_model *m = e->model;
+    mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int l, i, Dh = c->head_dim, h;
+    mlstack__weight head;
+    int l, i, Dh = c->head_dim, h, quant;
     if (rk->n_ranks == 1) {
+        mlstack_result r = MLSTACK_OK;
+        mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
+        if (m->quant_deferred) {
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, NULL);
+            if (r == MLSTACK_OK) m->quant_deferred = 0;
+        }
+        mlstack__unlock(&mlstack__pack_lock);
+        if (r != MLSTACK_OK) return r;
         rk->layers = m->layers;
         rk->lm_head = &m->lm_head;
         if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK)
             return MLSTACK_ERR_NO_MEMORY;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+            int n = mlstack__layer_weights(m, l, ws);
+            for (i = 0; i < n && !m->load_read_bytes; i++) rk->read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
+        }
     } else {
         rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
         if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
+        /* the model's weights as they are now (a one-rank engine may be converting a deferred
+           model): the mapped bytes stay valid either way */
+        mlstack__lock(&mlstack__pack_lock);
+        quant = m->quant_deferred;
+        memcpy(rk->layers, m->layers, sizeof *rk->layers * (size_t)c->n_layers);
+        head = m->lm_head;
+        mlstack__unlock(&mlstack__pack_lock);
         for (l = 0; l < c->n_layers; l++) {
-            const mlstack__layer *M = &m->layers[l];
-            mlstack__layer *L = &rk->layers[l];
-            *L = *M;
-            mlstack__weight_rows(&L->wq, &M->wq, sh->q0 * Dh, sh->q1 * Dh);
-            mlstack__weight_rows(&L->wk, &M->wk, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->wv, &M->wv, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->wo, &M->wo, sh->d0, sh->d1);
-            mlstack__weight_rows(&L->w_gate, &M->w_gate, sh->f0, sh->f1);
-            mlstack__weight_rows(&L->w_up, &M->w_up, sh->f0, sh->f1);
-            mlstack__weight_rows(&L->w_down, &M->w_down, sh->d0, sh->d1);
+            mlstack__layer M = rk->layers[l], *L = &rk->layers[l];
+            mlstack__weight_rows(&L->wq, &M.wq, sh->q0 * Dh, sh->q1 * Dh);
+            mlstack__weight_rows(&L->wk, &M.wk, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->wv, &M.wv, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->w_gate, &M.w_gate, sh->f0, sh->f1);
+            mlstack__weight_rows(&L->w_up, &M.w_up, sh->f0, sh->f1);
+            if (!rk->reduce) {
+                mlstack__weight_rows(&L->wo, &M.wo, sh->d0, sh->d1);
+                mlstack__weight_rows(&L->w_down, &M.w_down, sh->d0, sh->d1);
+            } else {
+                mlstack__weight_cols(rk, &L->wo, &M.wo, sh->q0 * Dh, sh->q1 * Dh);
+                mlstack__weight_cols(rk, &L->w_down, &M.w_down, sh->f0, sh->f1);
+            }
         }
-        mlstack__weight_rows(&rk->lm_head_rows, &m->lm_head, sh->v0, sh->v1);
+        mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
         rk->lm_head = &rk->lm_head_rows;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__layer *L = l >= 0 ? &rk->layers[l] : NULL;
+            mlstack__weight *ws[7];
+            int n = 1;
+            ws[0] = &rk->lm_head_rows;
+            if (L)
+                ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
+                ws[6] = &L->w_down, n = 7;
+            for (i = 0; i < n; i++)
+                if (mlstack__rank_materialize(rk, ws[i], quant, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+        }
     }
     for (l = -1; l < c->n_layers; l++) {
         mlstack__weight *ws[7];
@@ -26662,6 +26926,11 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->scores =
         mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (rk->reduce) {
+        s->ro = mlstack__falloc(B, (size_t)c->n_embd);
+        s->rd = mlstack__falloc(B, (size_t)c->n_embd);
+        if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
+    }
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -26722,6 +26991,8 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->gate);
     mlstack__aligned_free(s->up);
     mlstack__aligned_free(s->out);
+    mlstack__aligned_free(s->ro);
+    mlstack__aligned_free(s->rd);
     mlstack__aligned_free(s->mm);
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
@@ -26872,7 +27143,7 @@ MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
 static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     const mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
-    int64_t v[24];
+    int64_t v[25];
     uint64_t h = 1469598103934665603ull;
     size_t i, k;
     int t;
@@ -26883,8 +27154,8 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
     v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
     v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
-    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params;
-    for (i = 0; i < 24; i++) MLSTACK__FP(&v[i], sizeof v[i]);
+    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce;
+    for (i = 0; i < 25; i++) MLSTACK__FP(&v[i], sizeof v[i]);
     MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_ranks + 1));
     for (t = 0; t < m->st.n_tensors; t++) {
         const mlstack__st_tensor *x = &m->st.tensors[t];
@@ -26986,7 +27257,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (!e->shards || !e->cols || !e->ranks || !cm) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     cm->t = t;
     cm->size = R;
-    cm->counts = (size_t *)mlstack__calloc((size_t)R * 2, sizeof(size_t));
+    cm->counts = (size_t *)mlstack__calloc((size_t)R * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
     if (!cm->counts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     cm->displs = cm->counts + R;
 #if !defined(MLSTACK_NO_THREADS)
@@ -26995,8 +27266,29 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         mlstack__cond_init(&cm->cv);
     }
 #endif
+    e->rank_reduce = R > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
+    if (e->rank_reduce && t && !t->alltoallv)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: rank_mode reduce needs a transport with alltoallv");
     for (i = 0; i < R; i++) mlstack__shard_of(c, R, i, &e->shards[i]);
-    if (R > 1) mlstack__split_ffn(e->model, R, e->shards);
+    if (R > 1) mlstack__split_ffn(e->model, R, e->rank_reduce, e->shards);
+    if (e->rank_reduce) { /* columns of block formats split on whole blocks */
+        const mlstack__layer *L0 = &e->model->layers[0];
+        int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
+        int bo = wo == MLSTACK__W_Q8_0 || wo == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        int bd = wd == MLSTACK__W_Q8_0 || wd == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        for (i = 0; i < R; i++)
+            if (e->shards[i].q0 * c->head_dim % bo)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
+                                     "inside a block of %d (%s); use fewer ranks or gather mode",
+                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__dtype_names[wo]);
+        for (i = 1; i < R; i++) {
+            int f = (e->shards[i].f0 + bd / 2) / bd * bd;
+            f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;
+            e->shards[i - 1].f1 = e->shards[i].f0 = f;
+        }
+    }
     for (i = 0; i <= R; i++) {
         const mlstack__shard *sh = &e->shards[i < R ? i : R - 1];
         e->cols[MLSTACK__X_ATT * (R + 1) + i] = (i < R ? sh->q0 : sh->q1) * c->head_dim;
@@ -27013,6 +27305,11 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     e->xb.o = mlstack__falloc(B, (size_t)c->n_embd);
     e->xb.d = mlstack__falloc(B, (size_t)c->n_embd);
     e->xb.h = mlstack__falloc(B, (size_t)c->n_ff);
+    if (e->rank_reduce)
+        for (i = 0; i < 2; i++) {
+            e->xb.part[i] = mlstack__falloc(B * (size_t)(t ? 1 : R), (size_t)c->n_embd);
+            if (!e->xb.part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
+        }
     if (!e->xb.att || !e->xb.o || !e->xb.d || !e->xb.h)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     for (i = 0; i < e->n_local; i++) {
@@ -27020,6 +27317,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         rk->e = e;
         rk->index = t ? me : i;
         rk->n_ranks = R;
+        rk->reduce = e->rank_reduce;
         rk->model = e->model;
         rk->k = e->k;
         rk->pool = i == 0 ? &e->pool : &rk->own_pool;
@@ -27086,6 +27384,8 @@ static void mlstack__ranks_free(mlstack_engine *e) {
     mlstack__aligned_free(e->xb.o);
     mlstack__aligned_free(e->xb.d);
     mlstack__aligned_free(e->xb.h);
+    mlstack__aligned_free(e->xb.part[0]);
+    mlstack__aligned_free(e->xb.part[1]);
     mlstack__aligned_free(cm->stage);
     MLSTACK_FREE(cm->counts);
     MLSTACK_FREE(cm);
@@ -27115,6 +27415,7 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->weight_bytes = rk->weight_bytes;
     o->replicated_bytes = rk->replicated_bytes;
     o->packed_bytes = rk->packed_bytes;
+    o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
     o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
     o->kv_pages = e->kv.n_pages;
     o->bytes_in = rk->bytes_in;

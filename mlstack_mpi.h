@@ -14,9 +14,10 @@
        else ...drive the engine as usual...
        mlstack_engine_free(eng); mlstack_mpi_transport_free(&t); MPI_Finalize();
 
-   Only MPI_BYTE moves: rank 0's step description (bcast) and finished slices of activations
-   and logits (gatherv / allgatherv). Nothing is ever reduced in MPI, so results are bit-equal to
-   the thread transport of mlstack.h and to one rank.
+   Only MPI_BYTE moves: rank 0's step description (bcast), finished slices of activations and
+   logits (gatherv / allgatherv) and, in reduce mode, blocks of partial sums (alltoallv), which
+   mlstack adds itself in rank order. Nothing is ever reduced in MPI, so results are bit-equal to
+   the thread transport of mlstack.h (and, in gather mode, to one rank).
    Failures: the communicator's errors return instead of aborting; a collective that has not
    completed after MLSTACK_MPI_TIMEOUT seconds (environment variable, default 10) inside a step
    fails with a message naming the operation, so a rank whose peer died or hangs returns an error
@@ -116,6 +117,28 @@ static int mlstack_mpi__gatherv(void *user, const void *send, size_t bytes, void
     return mlstack_mpi__wait(c, &req, c->timeout, all ? "allgatherv" : "gatherv", msg, cap);
 }
 
+/* Reduce mode's reduce-scatter: blocks of partial sums move, as bytes; the adding is mlstack's. */
+static int mlstack_mpi__alltoallv(void *user, const void *send, const size_t *scounts, const size_t *sdispls, void *recv,
+                                  const size_t *rcounts, const size_t *rdispls, char *msg, size_t cap) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    int *sc = c->counts + 2 * c->size, *sd = sc + c->size, i;
+    MPI_Request req;
+    for (i = 0; i < c->size; i++) {
+        if (scounts[i] > (size_t)INT_MAX || sdispls[i] > (size_t)INT_MAX || rcounts[i] > (size_t)INT_MAX ||
+            rdispls[i] > (size_t)INT_MAX) {
+            snprintf(msg, cap, "rank %d: exchange of %zu bytes is too large for MPI", c->rank, scounts[i]);
+            return -1;
+        }
+        sc[i] = (int)scounts[i], sd[i] = (int)sdispls[i];
+        c->counts[i] = (int)rcounts[i], c->displs[i] = (int)rdispls[i];
+    }
+    if (MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv, c->counts, c->displs, MPI_BYTE, c->comm, &req) != MPI_SUCCESS) {
+        snprintf(msg, cap, "rank %d: MPI alltoallv failed to start", c->rank);
+        return -1;
+    }
+    return mlstack_mpi__wait(c, &req, c->timeout, "alltoallv", msg, cap);
+}
+
 static void mlstack_mpi__abort(void *user, const char *why) {
     mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
     fprintf(stderr, "mlstack (rank %d): %s\n", c->rank, why ? why : "aborting");
@@ -137,7 +160,7 @@ MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) 
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(comm, &c->size);
     MPI_Comm_rank(comm, &c->rank);
-    c->counts = (int *)calloc((size_t)c->size * 2, sizeof(int));
+    c->counts = (int *)calloc((size_t)c->size * 4, sizeof(int)); /* counts, displs; alltoallv's send pair */
     if (!c->counts) {
         free(c);
         return -1;
@@ -150,6 +173,7 @@ MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) 
     t->bcast = mlstack_mpi__bcast;
     t->gatherv = mlstack_mpi__gatherv;
     t->abort = mlstack_mpi__abort;
+    t->alltoallv = mlstack_mpi__alltoallv;
     return 0;
 }
 

@@ -124,6 +124,21 @@ def main():
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
 
+        # ---- --ranks N --rank-mode gather|reduce: the same greedy ids as one rank; a bad mode refused ----
+        ids = json.loads(run(exe, "run", "-m", tiny, "-n", "16", "--json", "--ignore-eos", "-p", "Once upon a time")
+                         .stdout or "{}").get("ids")
+        for mode in ("gather", "reduce"):
+            r = run(exe, "run", "-m", tiny, "--ranks", "2", "--rank-mode", mode, "-n", "16", "--json", "--ignore-eos",
+                    "-p", "Once upon a time")
+            j = json.loads(r.stdout) if r.returncode == 0 else {}
+            T.check(ids and j.get("ids") == ids, f"run --ranks 2 --rank-mode {mode}: greedy ids of one rank",
+                    (r.stdout + r.stderr)[-400:])
+        r = run(exe, "run", "-m", tiny, "--ranks", "2", "--rank-mode", "sum", "-p", "x")
+        T.check(r.returncode == 2 and "gather or reduce" in r.stderr, "--rank-mode sum: refused, naming the modes", r.stderr)
+        r = run(exe, "--help")
+        r2 = run(exe, "run", "--help")
+        T.check("--rank-mode" in r.stdout + r2.stdout, "--help documents --rank-mode")
+
         # ---- run --spec: the same greedy ids as without, acceptance reported; bad modes refused ----
         base = json.loads(run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "-p",
                               "the cat sat on the mat, the cat sat on the mat").stdout or "{}")

@@ -53,6 +53,9 @@ static const char *MODEL_OPTS =
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
+    "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
+    "                           or reduce (output/down projections by input columns, partial sums\n"
+    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n"
     "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
     "                           the MLSTACK_ISA environment variable sets the same cap)\n"
     "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
@@ -473,6 +476,12 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     memset(&md, 0, sizeof md);
     md.path = o->model;
     md.quant = o->quant;
+    /* sharded (--ranks N, or an MPI job): each rank quantizes only its own rows */
+#if defined(MLSTACK_MPI)
+    md.defer_quant = 1;
+#else
+    md.defer_quant = getenv("MLSTACK_RANKS") && atoi(getenv("MLSTACK_RANKS")) > 1;
+#endif
     cli_progress(o->quant ? "loading %s and quantizing its weights..." : "loading %s...", o->model);
     if (mlstack_model_open(&md, m, &err) != MLSTACK_OK) {
         cli_progress_done();
@@ -636,7 +645,8 @@ int main(int argc, char **argv) {
         if (u) argv = u;
     }
 #endif
-    /* --ranks N (any command): engines shard the model over N thread ranks (MLSTACK_RANKS) */
+    /* --ranks N (any command): engines shard the model over N thread ranks (MLSTACK_RANKS);
+       --rank-mode gather|reduce: how they split the output projections (MLSTACK_RANK_MODE) */
     for (i = j = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
             if (atoi(argv[i + 1]) < 1) {
@@ -644,6 +654,12 @@ int main(int argc, char **argv) {
                 return 2;
             }
             setenv("MLSTACK_RANKS", argv[++i], 1);
+        } else if (strcmp(argv[i], "--rank-mode") == 0 && i + 1 < argc) {
+            if (strcmp(argv[i + 1], "gather") != 0 && strcmp(argv[i + 1], "reduce") != 0) {
+                fprintf(stderr, "mlstack: --rank-mode %s: expected gather or reduce\n", argv[i + 1]);
+                return 2;
+            }
+            setenv("MLSTACK_RANK_MODE", argv[++i], 1);
         } else {
             argv[j++] = argv[i];
         }

@@ -584,10 +584,10 @@ int cli_cmd_info(const cli_opts *o) {
         mlstack_rank_info ri;
         if (mlstack_engine_rank_info(e, i, &ri) != MLSTACK_OK) continue;
         printf("rank %-3d       heads %d-%d (kv %d-%d), ffn %d-%d, rows %d-%d, vocab %d-%d: %.1f MiB of weights "
-               "(%.1f MiB shared), %.1f KiB per KV page, %d threads\n",
+               "(%.1f MiB shared, %.1f MiB read from the checkpoint), %.1f KiB per KV page, %d threads\n",
                i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1,
                ri.vocab0, ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0,
-               ri.kv_page_bytes / 1024.0, ri.n_threads);
+               ri.checkpoint_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, ri.n_threads);
         wbytes += ri.weight_bytes;
     }
     /* an untied embedding table stays mapped as stored: only the rows of tokens looked up are read */

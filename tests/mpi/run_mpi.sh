@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ranks over MPI on localhost (tests/mpi/test_mpi.c, built by make as build/mpi/test_mpi when
 # mpicc exists). Runs mpirun with 2 and 3 ranks (shared memory, then TCP only, as separate
-# machines would talk), a start with two different models (refused), and one rank killed
+# machines would talk; gather and reduce mode), a start with two different models and one with
+# two rank modes (both refused), and one rank killed
 # mid-decode (the rest end non-zero with a message in at most 10 s). Last line: the summary.
 set -u
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,10 @@ done
 # two ranks, two models: both refuse at start, naming the problem
 out=$(timeout 60 $MPIRUN -np 2 "$bin" "$fix/llama" --other "$fix/llama_f16" 2>&1); rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "different model"; then ok; else bad "different models: exit $rc"; printf '%s\n' "$out" | tail -n 8; fi
+
+# rank 0 in gather mode, rank 1 in reduce mode: both refuse at start
+out=$(timeout 60 $MPIRUN -np 2 "$bin" "$fix/llama" --mixed 2>&1); rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "same engine settings"; then ok; else bad "mixed rank modes: exit $rc"; printf '%s\n' "$out" | tail -n 8; fi
 
 # kill rank 1 mid-decode: the job ends non-zero with a message within 10 s
 pidf="$tmp/pid"

@@ -3,9 +3,13 @@
      test_mpi MODEL             logits of a 40-token prefill and 64 decode steps memcmp-equal to
                                 thread ranks of the same count (and to one rank); 8 concurrent
                                 requests sharing prefixes give the same tokens as one rank, with
-                                prefix-cache hits. Rank 0 prints "N passed, N failed".
+                                prefix-cache hits; in reduce mode, logits memcmp-equal to thread
+                                ranks in reduce mode, within 1e-4 x max|logit| of one rank.
+                                Rank 0 prints "N passed, N failed".
      test_mpi MODEL --other M2  ranks other than 0 open M2: every rank must refuse at start
                                 (exit 3 with the message)
+     test_mpi MODEL --mixed     ranks other than 0 ask for reduce mode, rank 0 for gather: every
+                                rank must refuse at start (exit 3 with the message)
      test_mpi MODEL --kill F    rank 1 writes its pid to F; rank 0 decodes until it fails (the
                                 script kills rank 1) and exits 4 with the message */
 #define MLSTACK_IMPLEMENTATION
@@ -24,6 +28,8 @@ static int argmax(const float *x, int n) {
     return b;
 }
 
+static mlstack_rank_mode mode; /* of the engines engine() makes */
+
 static mlstack_engine *engine(mlstack_model *m, const mlstack_transport *t, int R, int max_seqs, int step_tokens) {
     mlstack_engine_desc d;
     mlstack_engine *e = NULL;
@@ -35,6 +41,7 @@ static mlstack_engine *engine(mlstack_model *m, const mlstack_transport *t, int 
     d.transport = t;
     d.max_seqs = max_seqs;
     d.step_tokens = step_tokens;
+    d.rank_mode = mode;
     if (mlstack_engine_init(m, &d, &e, &err) != MLSTACK_OK) {
         fprintf(stderr, "rank %d: %s\n", t ? t->rank : 0, err.message);
         return NULL;
@@ -102,6 +109,7 @@ int main(int argc, char **argv) {
     int rank, size, rc = 0;
     const char *other = argc > 3 && strcmp(argv[2], "--other") == 0 ? argv[3] : NULL;
     const char *killfile = argc > 3 && strcmp(argv[2], "--kill") == 0 ? argv[3] : NULL;
+    int mixed = argc > 2 && strcmp(argv[2], "--mixed") == 0;
     MPI_Init(&argc, &argv);
     if (argc < 2 || mlstack_mpi_transport(MPI_COMM_WORLD, &t) != 0) {
         fprintf(stderr, "usage: mpirun -np N test_mpi MODEL [--other MODEL2 | --kill PIDFILE]\n");
@@ -112,7 +120,12 @@ int main(int argc, char **argv) {
     md.path = other && rank > 0 ? other : argv[1];
     if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) t.abort(t.user, err.message);
     mlstack_model_get_info(m, &mi);
-    if (other) { /* must be refused at start on every rank */
+    if (mixed) { /* modes differ: refused at start on every rank */
+        mode = rank > 0 ? MLSTACK_RANK_REDUCE : MLSTACK_RANK_GATHER;
+        e = engine(m, &t, size, 4, 0);
+        rc = e ? 0 : 3;
+        mlstack_engine_free(e);
+    } else if (other) { /* must be refused at start on every rank */
         e = engine(m, &t, size, 4, 0);
         rc = e ? 0 : 3;
         mlstack_engine_free(e);
@@ -184,6 +197,38 @@ int main(int argc, char **argv) {
             CHECKF(ha > 0 && ha == hb, "prefix-cache hits %llu (MPI) vs %llu", (unsigned long long)ha, (unsigned long long)hb);
             mlstack_engine_free(one);
         }
+        mlstack_engine_free(e);
+        /* collective engine 3: reduce mode */
+        mode = MLSTACK_RANK_REDUCE;
+        e = engine(m, &t, size, 4, 0);
+        if (!e) t.abort(t.user, "engine");
+        if (rank != 0) {
+            rc |= mlstack_engine_follow(e) != MLSTACK_OK;
+        } else {
+            mlstack_engine *te = engine(m, NULL, size, 4, 0), *one;
+            size_t k;
+            double dmax = 0, lmax = 0;
+            mlstack_rank_info ri;
+            CHECKF(run(e, mi.n_vocab, a) == 0, "MPI reduce run: %s", mlstack_engine_error(e));
+            CHECK(te && run(te, mi.n_vocab, b) == 0);
+            CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "%s: reduce mode: %d MPI ranks differ from %d thread ranks",
+                   argv[1], size, size);
+            CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK && ri.bytes_in > 0);
+            mlstack_engine_free(te);
+            mode = MLSTACK_RANK_DEFAULT;
+            one = engine(m, NULL, 1, 4, 0);
+            CHECK(one && run(one, mi.n_vocab, b) == 0);
+            for (k = 0; k < n; k++) {
+                double dd = a[k] > b[k] ? a[k] - b[k] : b[k] - a[k];
+                dmax = dd > dmax ? dd : dmax;
+                lmax = b[k] > lmax ? b[k] : -b[k] > lmax ? -b[k] : lmax;
+            }
+            /* rounding differences grow with depth: the fixtures (2 layers) 1e-4, deeper models 1e-3 */
+            CHECKF(dmax <= (mi.n_layers <= 4 ? 1e-4 : 1e-3) * lmax, "%s: reduce mode: %g off one rank (max|logit| %g)",
+                   argv[1], dmax, lmax);
+            mlstack_engine_free(one);
+        }
+        mode = MLSTACK_RANK_DEFAULT;
         mlstack_engine_free(e);
         free(a);
         free(b);
