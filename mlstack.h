@@ -5875,14 +5875,41 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
 }
 
 /* ---- normalizers: rewrite pool[off, off+len) into a new pool range ---- */
+/* The first occurrence of pat[0..pn) in s[from..n): 1 (*at: its offset), 0 none, -2 out of
+   memory. A short pattern is compared in place (at most pn compares a byte); a longer one goes
+   through Knuth-Morris-Pratt, O(n - from + pn) whatever the bytes: compared in place, a String
+   pattern "aa...ab" of 5,000 bytes over 1 MB of 'a' took 5e9 compares. The table is built per
+   call; a caller that searches again from the end of a match (every caller) builds tables of
+   at most pn <= n - from bytes each time, so a whole scan stays linear. */
 static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char *pat, size_t pn, size_t *at) {
-    size_t i;
-    if (pn == 0 || pn > n) return 0;
-    for (i = from; i + pn <= n; i++)
-        if (s[i] == pat[0] && memcmp(s + i, pat, pn) == 0) {
-            *at = i;
+    size_t i, k, *fail;
+    if (pn == 0 || pn > n || from > n - pn) return 0;
+    if (pn <= 16) {
+        for (i = from; i + pn <= n; i++)
+            if (s[i] == pat[0] && memcmp(s + i, pat, pn) == 0) {
+                *at = i;
+                return 1;
+            }
+        return 0;
+    }
+    if (pn > SIZE_MAX / sizeof *fail) return -2;
+    fail = (size_t *)MLSTACK_MALLOC(pn * sizeof *fail); /* fail[i]: longest proper border of pat[0..i] */
+    if (!fail) return -2;
+    fail[0] = 0;
+    for (i = 1, k = 0; i < pn; i++) {
+        while (k > 0 && pat[i] != pat[k]) k = fail[k - 1];
+        if (pat[i] == pat[k]) k++;
+        fail[i] = k;
+    }
+    for (i = from, k = 0; i < n; i++) {
+        while (k > 0 && s[i] != pat[k]) k = fail[k - 1];
+        if (s[i] == pat[k] && ++k == pn) {
+            *at = i + 1 - pn;
+            MLSTACK_FREE(fail);
             return 1;
         }
+    }
+    MLSTACK_FREE(fail);
     return 0;
 }
 
@@ -5890,8 +5917,9 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
    (-1: the call's regex budget is spent). */
 static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget,
                               size_t *b, size_t *en) {
+    int f;
     if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
-    if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
+    if ((f = mlstack__find_bytes(s, n, from, st->a, st->alen, b)) <= 0) return f;
     *en = *b + st->alen;
     return 1;
 }
