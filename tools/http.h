@@ -65,7 +65,9 @@ static int http_parse_head(char *head, size_t head_len, http_req *r) {
     *eol = 0;
     sp1 = strchr(line, ' ');
     sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof r->method || (size_t)(sp2 - sp1 - 1) >= sizeof r->path)
+    /* method SP target SP version, neither of the first two empty */
+    if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1 || (size_t)(sp1 - line) >= sizeof r->method ||
+        (size_t)(sp2 - sp1 - 1) >= sizeof r->path)
         return 400;
     memcpy(r->method, line, (size_t)(sp1 - line));
     memcpy(r->path, sp1 + 1, (size_t)(sp2 - sp1 - 1));
