@@ -6728,7 +6728,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
     np = pa.n / sizeof(mlstack__piece);
     for (i = 0; i < np; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)pa.p)[i];
-        if (!mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM;
+        if (p.len && !mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM; /* pool.p: NULL when empty */
     }
 done:
 #undef MLSTACK__DEC_OOM
@@ -7311,7 +7311,8 @@ static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_erro
                 }
             }
             for (k = 0; k < 2; k++)
-                t->tr_out[2 * w + k] = t->tr_best[2 * w + k] >= 0 ? t->tr_best[2 * w + k] : t->tr_out[2 * t->tr_fail[w] + k];
+                t->tr_out[2 * w + k] =
+                    t->tr_best[2 * w + k] >= 0 ? t->tr_best[2 * w + k] : t->tr_out[2 * t->tr_fail[w] + k];
         }
     }
     MLSTACK_FREE(par);
