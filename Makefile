@@ -80,7 +80,7 @@ all:
 # in its own translation unit (cli_impl.c) ----
 # the implementation first, so that `make -j` starts its long compile at once
 CLI_SRCS   = tools/cli_impl.c $(filter-out tools/cli_impl.c,$(wildcard tools/cli_*.c))
-CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h
+CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h tools/http.h
 $(B)/cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -274,6 +274,8 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 # tools/fuzz.sh runs them under libFuzzer for longer.
 FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS    = $(addprefix $(B)/asan/replay_,$(FUZZ_TARGETS))
+# fuzz_http reads requests with the server's own reader
+$(B)/asan/replay_fuzz_http: tools/http.h
 fuzz-replay: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 

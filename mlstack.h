@@ -5464,11 +5464,16 @@ struct mlstack_tokenizer {
     int n_post_pre, n_post_suf;
     mlstack__tok_added *added;    /* sorted by length, longest first */
     int n_added;
-    /* Added tokens as a byte trie: node 0 is the root; tr_best[2 * node + normalized] is the index
-       in added[] of the token spelled by the path to node (-1: none); edges (node, byte) -> child
-       in an open-addressing table keyed (node << 8 | byte) + 1. Matching at a position costs the
-       longest token's length, not the sum of all of them. */
-    int32_t *tr_best;
+    /* Added tokens spelled backwards in a byte trie, an Aho-Corasick automaton over the text read
+       from its end: node 0 is the root; tr_best[2 * node + normalized] is the index in added[] of
+       the token whose reversed text is the path to node (-1: none); edges (node, byte) -> child
+       in an open-addressing table keyed (node << 8 | byte) + 1; tr_fail[node] is the node of the
+       path's longest proper suffix in the trie, and tr_out[2 * node + normalized] the first of
+       tr_best along node, tr_fail[node], ... Read backwards up to offset j, the automaton names
+       the longest token that starts at j: one pass finds them for every j in time linear in the
+       text (walking a forward trie at every offset cost the text's length times the longest
+       token's: 192 s for one 10 KB token over 100 KB). */
+    int32_t *tr_best, *tr_fail, *tr_out;
     uint64_t *tr_key;
     int32_t *tr_child;
     uint32_t tr_mask;
@@ -5923,14 +5928,41 @@ static int mlstack__bpe_cached(mlstack__enc *e, const char *w, size_t n) {
 }
 
 /* ---- normalizers: rewrite pool[off, off+len) into a new pool range ---- */
+/* The first occurrence of pat[0..pn) in s[from..n): 1 (*at: its offset), 0 none, -2 out of
+   memory. A short pattern is compared in place (at most pn compares a byte); a longer one goes
+   through Knuth-Morris-Pratt, O(n - from + pn) whatever the bytes: compared in place, a String
+   pattern "aa...ab" of 5,000 bytes over 1 MB of 'a' took 5e9 compares. The table is built per
+   call; a caller that searches again from the end of a match (every caller) builds tables of
+   at most pn <= n - from bytes each time, so a whole scan stays linear. */
 static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char *pat, size_t pn, size_t *at) {
-    size_t i;
-    if (pn == 0 || pn > n) return 0;
-    for (i = from; i + pn <= n; i++)
-        if (s[i] == pat[0] && memcmp(s + i, pat, pn) == 0) {
-            *at = i;
+    size_t i, k, *fail;
+    if (pn == 0 || pn > n || from > n - pn) return 0;
+    if (pn <= 16) {
+        for (i = from; i + pn <= n; i++)
+            if (s[i] == pat[0] && memcmp(s + i, pat, pn) == 0) {
+                *at = i;
+                return 1;
+            }
+        return 0;
+    }
+    if (pn > SIZE_MAX / sizeof *fail) return -2;
+    fail = (size_t *)MLSTACK_MALLOC(pn * sizeof *fail); /* fail[i]: longest proper border of pat[0..i] */
+    if (!fail) return -2;
+    fail[0] = 0;
+    for (i = 1, k = 0; i < pn; i++) {
+        while (k > 0 && pat[i] != pat[k]) k = fail[k - 1];
+        if (pat[i] == pat[k]) k++;
+        fail[i] = k;
+    }
+    for (i = from, k = 0; i < n; i++) {
+        while (k > 0 && s[i] != pat[k]) k = fail[k - 1];
+        if (s[i] == pat[k] && ++k == pn) {
+            *at = i + 1 - pn;
+            MLSTACK_FREE(fail);
             return 1;
         }
+    }
+    MLSTACK_FREE(fail);
     return 0;
 }
 
@@ -5938,8 +5970,9 @@ static int mlstack__find_bytes(const char *s, size_t n, size_t from, const char 
    (-1: the call's regex budget is spent). */
 static int mlstack__step_find(const mlstack__tok_step *st, const char *s, size_t n, size_t from, uint64_t *budget,
                               size_t *b, size_t *en) {
+    int f;
     if (st->re) return mlstack__regex_search_budget(st->re, s, n, from, budget, b, en);
-    if (!mlstack__find_bytes(s, n, from, st->a, st->alen, b)) return 0;
+    if ((f = mlstack__find_bytes(s, n, from, st->a, st->alen, b)) <= 0) return f;
     *en = *b + st->alen;
     return 1;
 }
@@ -6327,20 +6360,24 @@ static int32_t mlstack__trie_next(const mlstack_tokenizer *t, int32_t node, unsi
         h = (h + 1) & t->tr_mask;
     }
 }
-/* The longest added token (with the given normalized flag) that starts s[0, n); NULL if none. */
-static const mlstack__tok_added *mlstack__added_at(const mlstack_tokenizer *t, const char *s, size_t n,
-                                                   int normalized) {
-    const mlstack__tok_added *hit = NULL;
+/* at[j] = the index in added[] of the longest added token (with the given normalized flag) that
+   starts s[j, n), or -1: the automaton of the reversed tokens run once from the end. */
+static void mlstack__added_starts(const mlstack_tokenizer *t, const char *s, size_t n, int normalized, int32_t *at) {
     int32_t node = 0;
-    size_t k;
-    if (!t->tr_nodes) return NULL;
-    for (k = 0; k < n; k++) {
-        int32_t b;
-        if ((node = mlstack__trie_next(t, node, (unsigned char)s[k])) < 0) break;
-        b = t->tr_best[2 * node + (normalized ? 1 : 0)];
-        if (b >= 0) hit = &t->added[b];
+    size_t j;
+    for (j = n; j-- > 0;) {
+        unsigned char c = (unsigned char)s[j];
+        for (;;) { /* each step down the fail links undoes one step up: linear in all */
+            int32_t g = mlstack__trie_next(t, node, c);
+            if (g >= 0) {
+                node = g;
+                break;
+            }
+            if (node == 0) break;
+            node = t->tr_fail[node];
+        }
+        at[j] = t->tr_out[2 * node + (normalized ? 1 : 0)];
     }
-    return hit;
 }
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
    leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
@@ -6349,9 +6386,14 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
     const mlstack_tokenizer *t = e->t;
     size_t i = 0, done = 0;
     const char *s = e->pool.p + off;
+    int32_t *starts = NULL;
     out->n = 0;
+    if (t->tr_nodes && len) {
+        if (len > SIZE_MAX / sizeof *starts || !(starts = (int32_t *)MLSTACK_MALLOC(len * sizeof *starts))) return 0;
+        mlstack__added_starts(t, s, len, normalized, starts);
+    }
     while (i < len) {
-        const mlstack__tok_added *hit = mlstack__added_at(t, s + i, len - i, normalized);
+        const mlstack__tok_added *hit = starts && starts[i] >= 0 ? &t->added[starts[i]] : NULL;
         size_t b, en;
         if (!hit) {
             i++;
@@ -6395,10 +6437,14 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
             }
             i = en;
         }
-        if (b > done && !mlstack__piece_push(out, off + done, b - done, first && done == 0, -1)) return 0;
-        if (!mlstack__piece_push(out, off + b, en - b, 0, hit->id)) return 0;
+        if ((b > done && !mlstack__piece_push(out, off + done, b - done, first && done == 0, -1)) ||
+            !mlstack__piece_push(out, off + b, en - b, 0, hit->id)) {
+            MLSTACK_FREE(starts);
+            return 0;
+        }
         done = en;
     }
+    MLSTACK_FREE(starts);
     if (len > done && !mlstack__piece_push(out, off + done, len - done, first && done == 0, -1)) return 0;
     return 1;
 }
@@ -6730,7 +6776,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
     np = pa.n / sizeof(mlstack__piece);
     for (i = 0; i < np; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)pa.p)[i];
-        if (!mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM;
+        if (p.len && !mlstack__buf_put(out, pool.p + p.off, p.len)) MLSTACK__DEC_OOM; /* pool.p: NULL when empty */
     }
 done:
 #undef MLSTACK__DEC_OOM
@@ -7239,39 +7285,90 @@ static mlstack_result mlstack__tok_build_merges(mlstack_tokenizer *t, const mlst
     return MLSTACK_OK;
 }
 
-/* The trie of added tokens (see struct mlstack_tokenizer); added[] is sorted already, so the first
-   token with a given text and flag keeps its node (as the longest-first scan it replaces did). */
+/* The automaton of added tokens (see struct mlstack_tokenizer); added[] is sorted already, so the
+   first token with a given text and flag keeps its node (as the longest-first scan it replaces
+   did). Fail links go breadth first (nodes in order of depth); following them costs, over one
+   token's path, at most its length, so the build is linear in the tokens' total length. */
 static mlstack_result mlstack__tok_build_trie(mlstack_tokenizer *t, mlstack_error *err) {
     size_t total = 1, slots, i;
-    int k;
+    int32_t *par = NULL, *dep = NULL, *order = NULL, *cnt = NULL, v, max_dep = 0;
+    unsigned char *chr = NULL;
+    int k, ok;
     for (k = 0; k < t->n_added; k++) total += t->added[k].len;
     if (total > ((size_t)1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: added tokens total %zu bytes", total);
     for (slots = 16; slots < total * 2; slots *= 2) {}
     t->tr_best = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_best);
+    t->tr_out = (int32_t *)MLSTACK_MALLOC(total * 2 * sizeof *t->tr_out);
+    t->tr_fail = (int32_t *)MLSTACK_MALLOC(total * sizeof *t->tr_fail);
     t->tr_key = (uint64_t *)mlstack__calloc(slots, sizeof *t->tr_key);
     t->tr_child = (int32_t *)MLSTACK_MALLOC(slots * sizeof *t->tr_child);
-    if (!t->tr_best || !t->tr_key || !t->tr_child)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
-    t->tr_mask = (uint32_t)(slots - 1);
-    for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
-    t->tr_nodes = 1;
-    for (k = 0; k < t->n_added; k++) {
-        const mlstack__tok_added *a = &t->added[k];
-        int32_t node = 0;
-        if (a->len == 0) continue;
-        for (i = 0; i < a->len; i++) {
-            uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)a->s[i]) + 1;
-            uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
-            while (t->tr_key[h] && t->tr_key[h] != key) h = (h + 1) & t->tr_mask;
-            if (!t->tr_key[h]) {
-                t->tr_key[h] = key;
-                t->tr_child[h] = t->tr_nodes++;
+    par = (int32_t *)MLSTACK_MALLOC(total * sizeof *par);
+    dep = (int32_t *)MLSTACK_MALLOC(total * sizeof *dep);
+    order = (int32_t *)MLSTACK_MALLOC(total * sizeof *order);
+    cnt = (int32_t *)mlstack__calloc(total + 1, sizeof *cnt);
+    chr = (unsigned char *)MLSTACK_MALLOC(total);
+    ok = t->tr_best && t->tr_out && t->tr_fail && t->tr_key && t->tr_child && par && dep && order && cnt && chr;
+    if (ok) {
+        t->tr_mask = (uint32_t)(slots - 1);
+        for (i = 0; i < total * 2; i++) t->tr_best[i] = -1;
+        t->tr_nodes = 1;
+        dep[0] = 0;
+        for (k = 0; k < t->n_added; k++) {
+            const mlstack__tok_added *a = &t->added[k];
+            int32_t node = 0;
+            if (a->len == 0) continue;
+            for (i = a->len; i-- > 0;) { /* spelled backwards */
+                uint64_t key = ((uint64_t)(uint32_t)node << 8 | (unsigned char)a->s[i]) + 1;
+                uint32_t h = mlstack__hash64(t->hkey, key) & t->tr_mask;
+                while (t->tr_key[h] && t->tr_key[h] != key) h = (h + 1) & t->tr_mask;
+                if (!t->tr_key[h]) {
+                    int32_t c = t->tr_nodes++;
+                    t->tr_key[h] = key;
+                    t->tr_child[h] = c;
+                    par[c] = node;
+                    chr[c] = (unsigned char)a->s[i];
+                    dep[c] = dep[node] + 1;
+                    if (dep[c] > max_dep) max_dep = dep[c];
+                }
+                node = t->tr_child[h];
             }
-            node = t->tr_child[h];
+            if (t->tr_best[2 * node + (a->normalized ? 1 : 0)] < 0) t->tr_best[2 * node + (a->normalized ? 1 : 0)] = k;
         }
-        if (t->tr_best[2 * node + (a->normalized ? 1 : 0)] < 0) t->tr_best[2 * node + (a->normalized ? 1 : 0)] = k;
+        /* nodes by depth (counting sort), then fail links and outputs in that order */
+        for (v = 1; v < t->tr_nodes; v++) cnt[dep[v]]++;
+        for (k = 1; k <= max_dep; k++) cnt[k] += cnt[k - 1];
+        for (v = t->tr_nodes - 1; v >= 1; v--) order[--cnt[dep[v]]] = v;
+        t->tr_fail[0] = 0;
+        t->tr_out[0] = t->tr_out[1] = -1;
+        for (i = 0; i + 1 < (size_t)t->tr_nodes; i++) {
+            int32_t f, w = order[i];
+            if (par[w] == 0) {
+                t->tr_fail[w] = 0;
+            } else {
+                for (f = t->tr_fail[par[w]];; f = t->tr_fail[f]) {
+                    int32_t g = mlstack__trie_next(t, f, chr[w]);
+                    if (g >= 0) { /* shallower than w: never w itself */
+                        t->tr_fail[w] = g;
+                        break;
+                    }
+                    if (f == 0) {
+                        t->tr_fail[w] = 0;
+                        break;
+                    }
+                }
+            }
+            for (k = 0; k < 2; k++)
+                t->tr_out[2 * w + k] =
+                    t->tr_best[2 * w + k] >= 0 ? t->tr_best[2 * w + k] : t->tr_out[2 * t->tr_fail[w] + k];
+        }
     }
+    MLSTACK_FREE(par);
+    MLSTACK_FREE(dep);
+    MLSTACK_FREE(order);
+    MLSTACK_FREE(cnt);
+    MLSTACK_FREE(chr);
+    if (!ok) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     return MLSTACK_OK;
 }
 
@@ -7528,6 +7625,8 @@ MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     MLSTACK_FREE(t->post_suf);
     MLSTACK_FREE(t->added);
     MLSTACK_FREE(t->tr_best);
+    MLSTACK_FREE(t->tr_fail);
+    MLSTACK_FREE(t->tr_out);
     MLSTACK_FREE(t->tr_key);
     MLSTACK_FREE(t->tr_child);
     mlstack__json_free(&t->doc);
@@ -8249,7 +8348,8 @@ MLSTACK_API int32_t mlstack_tokenizer_token_to_id(const mlstack_tokenizer *t, co
     int32_t node = 0, b0, b1;
     size_t k;
     if (!t || (!text && len)) return -1;
-    for (k = 0; k < len && t->tr_nodes && node >= 0; k++) node = mlstack__trie_next(t, node, (unsigned char)text[k]);
+    for (k = len; k-- > 0 && t->tr_nodes && node >= 0;) /* the trie spells tokens backwards */
+        node = mlstack__trie_next(t, node, (unsigned char)text[k]);
     if (len && t->tr_nodes && node > 0) { /* an added token of this text: the first in sorted order */
         b0 = t->tr_best[2 * node];
         b1 = t->tr_best[2 * node + 1];

@@ -330,6 +330,104 @@ static void test_added_tokens(void) {
     free(m.p);
 }
 
+/* Added tokens, the longest one: the byte trie that fixed the case above still walked as far as
+   the text matched a token at every offset, the text's length times the longest token's (one
+   10 KB token "a..ab" over 100 KB of 'a': 192 s). One 256 KB token over 512 KB of 'a', once at
+   the end, and leftmost-longest matching among overlapping tokens. */
+static void test_long_added_token(void) {
+    const size_t n = (size_t)1 << 19, L = (size_t)1 << 18;
+    sbuf m = {0, 0, 0};
+    char *json, *text = (char *)malloc(n + L);
+    mlstack_tokenizer *t;
+    size_t n_ids = 0;
+    memset(text, 'a', n + L);
+    text[n + L - 1] = 'b';
+    sb_puts(&m, "\"added_tokens\":[{\"id\":30,\"special\":true,\"content\":\"");
+    sb_put(&m, text + n, L);
+    sb_puts(&m, "\"},{\"id\":31,\"special\":true,\"content\":\"ab\"},{\"id\":32,\"special\":true,\"content\":\"abc\"},"
+                "{\"id\":33,\"special\":true,\"content\":\"bcd\"},{\"id\":34,\"special\":true,\"content\":\"b\"}],");
+    json = tok_json(m.p);
+    t = load(json, strlen(json));
+    if (t) {
+        int32_t ids[8];
+        size_t k = 0;
+        mlstack_result r;
+        tic();
+        r = encode(t, text, n + L, &n_ids);
+        toc(__LINE__, "a 256 KB added token over 512 KB");
+        CHECKF(r == MLSTACK_OK && n_ids == n + 1, "long added token: %d, %zu ids", r, n_ids);
+        /* x abc d b x: "abc" wins over "ab" where both start; "bcd" starts inside it */
+        CHECK(mlstack_tokenizer_encode(t, "xabcdbx", 7, 0, ids, 8, &k) == MLSTACK_OK && k == 5 && ids[0] == 23 &&
+              ids[1] == 32 && ids[2] == 3 && ids[3] == 34 && ids[4] == 23);
+        CHECK(mlstack_tokenizer_encode(t, "bcdab", 5, 0, ids, 8, &k) == MLSTACK_OK && k == 2 && ids[0] == 33 &&
+              ids[1] == 31);
+        CHECK(mlstack_tokenizer_token_to_id(t, "abc", 3) == 32 && mlstack_tokenizer_token_to_id(t, "bc", 2) == -1 &&
+              mlstack_tokenizer_token_to_id(t, text + n, L) == 30);
+        mlstack_tokenizer_close(t);
+    }
+    free(json);
+    free(m.p);
+    free(text);
+}
+
+/* Literal patterns: a String pattern (Split pre-tokenizer, Replace normalizer) was searched by
+   comparing it in place at every position, n x pn compares for "a" x (pn - 1) + "b" over n bytes
+   of 'a'. glibc's memcmp hid it at pn = 5,000 over 1 MB (0.14 s); 256 KB over 1 MB took 27 s
+   (half that text here). Removed or replaced, the one occurrence at the end must go, and
+   nothing else. */
+static void test_literal_pattern(void) {
+    const size_t n = (size_t)1 << 19, pn = (size_t)1 << 18;
+    char *pat = (char *)malloc(pn + 1), *text = (char *)malloc(n + pn + 1);
+    int kind;
+    memset(pat, 'a', pn - 1);
+    pat[pn - 1] = 'b';
+    pat[pn] = 0;
+    memset(text, 'a', n);
+    memcpy(text + n, pat, pn);
+    text[n + pn] = 'c';
+    for (kind = 0; kind < 2; kind++) {
+        sbuf m = {0, 0, 0};
+        char *json;
+        mlstack_tokenizer *t;
+        size_t n_ids = 0;
+        mlstack_result r;
+        sb_puts(&m, kind == 0
+                        ? "\"pre_tokenizer\":{\"type\":\"Split\",\"behavior\":\"Removed\",\"pattern\":{\"String\":\""
+                        : "\"normalizer\":{\"type\":\"Replace\",\"content\":\"z\",\"pattern\":{\"String\":\"");
+        sb_puts(&m, pat);
+        sb_puts(&m, "\"}},");
+        json = tok_json(m.p);
+        t = load(json, strlen(json));
+        if (t) {
+            int32_t ids[4];
+            size_t k = 0;
+            tic();
+            r = encode(t, text, n + pn + 1, &n_ids);
+            toc(__LINE__,
+                kind == 0 ? "Split on a 256 KB String over 512 KB" : "Replace of a 256 KB String over 512 KB");
+            CHECKF(r == MLSTACK_OK, "literal pattern: %d %s", r, mlstack_tokenizer_error(t));
+            /* 'a' x n, then 'c' (Split, removed) or 'z' 'c' (Replace) */
+            CHECKF(n_ids == n + 1 + (size_t)kind, "literal pattern: %zu ids", n_ids);
+            /* the pattern with its last byte cut is no match: left as it is */
+            CHECK(encode(t, pat, pn - 1, &k) == MLSTACK_OK && k == pn - 1);
+            /* two occurrences back to back: both go */
+            {
+                char *two = (char *)malloc(2 * pn);
+                memcpy(two, pat, pn);
+                memcpy(two + pn, pat, pn);
+                CHECK(mlstack_tokenizer_encode(t, two, 2 * pn, 0, ids, 4, &k) == MLSTACK_OK &&
+                      k == (kind == 0 ? 0u : 2u) && (kind == 0 || (ids[0] == 25 && ids[1] == 25)));
+                free(two);
+            }
+            mlstack_tokenizer_close(t);
+        }
+        free(json);
+        free(m.p);
+    }
+    free(pat);
+    free(text);
+}
+
 /* ---- model folders ---- */
 static char tmp_root[64];
 static void copy(const char *from, const char *to) {
@@ -599,6 +697,8 @@ int main(void) {
     test_replace_growth();
     test_vocab_collisions();
     test_added_tokens();
+    test_long_added_token();
+    test_literal_pattern();
     test_quantize_folders();
     test_engine_misuse();
     test_zero_size_strides();

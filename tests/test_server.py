@@ -350,6 +350,9 @@ def http_part(exe, model_dir, asan):
         T.check(code == 400, "Transfer-Encoding and Content-Length together -> 400", code)
         code, j, _ = parse(raw(port, b"garbage\r\n\r\n"))
         T.check(code == 400, "malformed request line -> 400", code)
+        for line, what in [(b" /health HTTP/1.1", "an empty method"), (b"GET  HTTP/1.1", "an empty target")]:
+            code, j, _ = parse(raw(port, line + b"\r\nHost: x\r\n\r\n"))  # found by fuzz_http
+            T.check(code == 400, f"a request line with {what} -> 400", code)
 
         # ---- completions endpoint: text, ids, legacy logprobs ----
         code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "Once upon", "max_tokens": 5, "temperature": 0,

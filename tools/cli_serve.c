@@ -41,8 +41,8 @@ int cli_cmd_serve(int argc, char **argv) {
 #include <time.h>
 #include <unistd.h>
 
-#define SRV_MAX_HEAD 16384    /* request line + headers */
-#define SRV_MAX_HEADERS 100
+#include "http.h"
+
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
 #define SRV_GRAMMARS 8        /* compiled grammars kept (their automata and masks stay warm) */
@@ -184,21 +184,10 @@ static void srv_on_signal(int sig) {
 
 /* ==== HTTP ==== */
 
-typedef struct http_req {
-    char method[16];
-    char path[1024];
-    int http10, keep_alive, expect_continue, chunked;
-    long long content_length;
-    const char *auth;     /* Authorization value, NUL-terminated inside the connection buffer */
-    const char *body;
-    size_t body_len;
-} http_req;
-
 typedef struct conn {
     srv *s;
     int fd;
-    char *buf;
-    size_t n, cap;
+    http_in in; /* buf: the bytes received and not yet consumed */
     int closed;           /* the peer went away or a write failed */
     int last_code;        /* status of the latest response, for the access log */
 } conn;
@@ -327,255 +316,24 @@ static void linger_close(conn *c) {
     c->closed = 1;
 }
 
-static int ieq(const char *a, const char *b, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
-        if (y >= 'A' && y <= 'Z') y = (char)(y + 32);
-        if (x != y) return 0;
-    }
-    return b[n] == 0;
-}
-
-/* Parses the head in c->buf[0..head_len) (NUL-terminated lines). Returns 0 or an HTTP status. */
-static int parse_head(char *head, size_t head_len, http_req *r) {
-    char *line = head, *end = head + head_len, *sp1, *sp2, *eol;
-    int n_headers = 0;
-    memset(r, 0, sizeof *r);
-    r->content_length = -1;
-    eol = strstr(line, "\r\n");
-    if (!eol) return 400;
-    *eol = 0;
-    sp1 = strchr(line, ' ');
-    sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof r->method || (size_t)(sp2 - sp1 - 1) >= sizeof r->path)
-        return 400;
-    memcpy(r->method, line, (size_t)(sp1 - line));
-    memcpy(r->path, sp1 + 1, (size_t)(sp2 - sp1 - 1));
-    if (strcmp(sp2 + 1, "HTTP/1.1") == 0) r->keep_alive = 1;
-    else if (strcmp(sp2 + 1, "HTTP/1.0") == 0)
-        r->http10 = 1;
-    else
-        return strncmp(sp2 + 1, "HTTP/", 5) == 0 ? 505 : 400;
-    {
-        char *q = strchr(r->path, '?');
-        if (q) *q = 0;
-    }
-    for (line = eol + 2; line < end && !(line[0] == '\r' && line[1] == '\n'); line = eol + 2) {
-        char *colon, *v, *ve;
-        eol = strstr(line, "\r\n");
-        if (!eol || eol >= end) return 400;
-        *eol = 0;
-        if (++n_headers > SRV_MAX_HEADERS) return 431;
-        colon = strchr(line, ':');
-        if (!colon || colon == line) return 400;
-        for (v = colon + 1; *v == ' ' || *v == '\t'; v++) {}
-        for (ve = eol; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--) {}
-        *ve = 0;
-        if (ieq(line, "content-length", (size_t)(colon - line))) {
-            char *e;
-            long long x;
-            if (!*v || *v < '0' || *v > '9') return 400;
-            x = strtoll(v, &e, 10);
-            if (*e || x < 0 || (r->content_length >= 0 && r->content_length != x)) return 400;
-            r->content_length = x;
-        } else if (ieq(line, "transfer-encoding", (size_t)(colon - line))) {
-            /* only "chunked" alone: another coding (gzip, ...) is not understood */
-            if (r->chunked || !ieq(v, "chunked", strlen(v))) return 501;
-            r->chunked = 1;
-        } else if (ieq(line, "connection", (size_t)(colon - line))) {
-            if (strstr(v, "close") || strstr(v, "Close")) r->keep_alive = 0;
-            else if (r->http10 && (strstr(v, "keep-alive") || strstr(v, "Keep-Alive")))
-                r->keep_alive = 1;
-        } else if (ieq(line, "authorization", (size_t)(colon - line))) {
-            r->auth = v;
-        } else if (ieq(line, "expect", (size_t)(colon - line))) {
-            r->expect_continue = 1;
-        }
-    }
-    return 0;
-}
-
-/* Receives until c->buf holds at least `want` bytes, growing it as needed. 0, 1 (peer gone),
-   408 (deadline) or 500 (out of memory). */
-static int recv_until(conn *c, size_t want, double deadline) {
-    while (c->n < want) {
-        int w;
+/* The request reader (tools/http.h) receives through these: the socket, under the deadline and
+   the shutdown flag. */
+static long conn_recv(void *ctx, char *dst, size_t room, double deadline) {
+    conn *c = (conn *)ctx;
+    for (;;) {
+        int w = wait_fd(c->fd, POLLIN, deadline);
         ssize_t got;
-        if (want + 1 > c->cap) {
-            size_t cap = c->cap * 2 > want + 1 ? c->cap * 2 : want + 1;
-            char *p = (char *)realloc(c->buf, cap);
-            if (!p) return 500;
-            c->buf = p;
-            c->cap = cap;
-        }
-        w = wait_fd(c->fd, POLLIN, deadline);
-        if (w < 0) return 1;
-        if (w == 0) return 408;
-        got = recv(c->fd, c->buf + c->n, c->cap - 1 - c->n, 0);
+        if (w < 0) return 0;
+        if (w == 0) return -1;
+        got = recv(c->fd, dst, room, 0);
         if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (got <= 0) return 1;
-        c->n += (size_t)got;
-    }
-    return 0;
-}
-
-/* For read_chunked: makes c->buf hold k bytes from *in on. Before receiving, the undecoded bytes
-   c->buf[*in..n) move down to `out` (the end of the decoded body), so the buffer never holds more
-   than the body plus one pending line or chunk, and each byte moves at most twice. */
-static int chunk_need(conn *c, size_t *in, size_t out, size_t k, double deadline) {
-    if (c->n - *in >= k) return 0;
-    if (*in > out) {
-        memmove(c->buf + out, c->buf + *in, c->n - *in);
-        c->n -= *in - out;
-        *in = out;
-    }
-    return recv_until(c, *in + k, deadline);
-}
-
-/* Finds the "\r\n" that ends the line starting at c->buf[*in] (*eol: its offset), receiving more
-   while the line is incomplete; a line over SRV_MAX_HEAD bytes is refused. */
-static int chunk_line(conn *c, size_t *in, size_t out, size_t *eol, double deadline) {
-    size_t i = *in;
-    for (;;) {
-        int code;
-        for (; i + 1 < c->n; i++)
-            if (c->buf[i] == '\r' && c->buf[i + 1] == '\n') {
-                *eol = i;
-                return i - *in > SRV_MAX_HEAD ? 431 : 0;
-            }
-        if (c->n - *in > SRV_MAX_HEAD) return 431;
-        i -= *in; /* the scan position survives compaction as an offset */
-        if ((code = chunk_need(c, in, out, c->n - *in + 1, deadline)) != 0) return code;
-        i += *in;
+        return got > 0 ? (long)got : 0;
     }
 }
 
-/* A body in chunked transfer coding after the head in c->buf[0..head_len). The chunks are decoded
-   in place: their data moves down to c->buf[head_len..) while raw bytes are read past it. Each
-   size line and the trailer are bounded by SRV_MAX_HEAD, the decoded body by --max-body, all of
-   it by the request's deadline. */
-static int read_chunked(conn *c, http_req *r, size_t head_len, double deadline, size_t *used) {
-    size_t in = head_len, out = head_len, eol, trailer = 0, max_body = c->s->o.max_body;
-    int code;
-    for (;;) {
-        unsigned long long size = 0;
-        size_t i;
-        if ((code = chunk_line(c, &in, out, &eol, deadline)) != 0) return code;
-        for (i = in; i < eol && isxdigit((unsigned char)c->buf[i]); i++) {
-            int d = c->buf[i] <= '9' ? c->buf[i] - '0' : (c->buf[i] | 32) - 'a' + 10;
-            size = size * 16 + (unsigned long long)d;
-            if (size > max_body) return 413;
-        }
-        if (i == in) return 400; /* no size */
-        while (i < eol && (c->buf[i] == ' ' || c->buf[i] == '\t')) i++;
-        if (i < eol && c->buf[i] != ';') return 400; /* only extensions (ignored) may follow */
-        in = eol + 2;
-        if (size == 0) break;
-        if (out - head_len + size > max_body) return 413;
-        if ((code = chunk_need(c, &in, out, (size_t)size + 2, deadline)) != 0) return code;
-        memmove(c->buf + out, c->buf + in, (size_t)size);
-        out += (size_t)size;
-        in += (size_t)size;
-        if (c->buf[in] != '\r' || c->buf[in + 1] != '\n') return 400; /* data longer than its size */
-        in += 2;
-    }
-    for (;;) { /* trailer fields (ignored) up to an empty line */
-        if ((code = chunk_line(c, &in, out, &eol, deadline)) != 0) return code;
-        trailer += eol + 2 - in;
-        if (trailer > SRV_MAX_HEAD) return 431;
-        if (eol == in) {
-            in += 2;
-            break;
-        }
-        in = eol + 2;
-    }
-    r->body = c->buf + head_len;
-    r->body_len = out - head_len;
-    *used = in;
-    return 0;
-}
-
-/* Reads one request into c->buf. Returns 0 with *r filled, 1 when the connection is done (closed,
-   idle timeout, shutdown), or an HTTP status to answer before closing. *used receives the bytes the
-   request took (head + body). */
-static int read_request(conn *c, http_req *r, size_t *used) {
-    srv *s = c->s;
-    size_t head_len = 0, scan = 0;
-    double deadline = now_s() + s->o.timeout_s;
-    int started = c->n > 0, code;
-    for (;;) {
-        char *e = NULL;
-        if (c->n >= 4) {
-            size_t i;
-            for (i = scan; i + 4 <= c->n; i++)
-                if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' && c->buf[i + 3] == '\n') {
-                    e = c->buf + i;
-                    break;
-                }
-            scan = c->n >= 3 ? c->n - 3 : 0;
-        }
-        if (e) {
-            head_len = (size_t)(e - c->buf) + 4;
-            break;
-        }
-        if (c->n >= SRV_MAX_HEAD) return 431;
-        {
-            int w = wait_fd(c->fd, POLLIN, deadline);
-            ssize_t got;
-            if (w < 0) return 1;
-            if (w == 0) return started ? 408 : 1; /* an idle keep-alive connection just closes */
-            got = recv(c->fd, c->buf + c->n, SRV_MAX_HEAD + 1 - c->n, 0);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (got <= 0) return 1;
-            if (!started) deadline = now_s() + s->o.timeout_s; /* from the first byte on */
-            started = 1;
-            c->n += (size_t)got;
-        }
-    }
-    code = parse_head(c->buf, head_len, r); /* cuts the lines in place; the head ends in an empty line */
-    if (code) return code;
-    if (r->chunked) {
-        if (r->content_length >= 0) return 400; /* both framings: ambiguous, refused (RFC 9112 6.3) */
-        if (r->expect_continue && c->n == head_len) {
-            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-            if (send_all(c, cont, sizeof cont - 1) != 0) return 1;
-        }
-        return read_chunked(c, r, head_len, deadline, used);
-    }
-    if (r->content_length < 0) {
-        if (strcmp(r->method, "POST") == 0) return 411;
-        r->content_length = 0;
-    }
-    if ((unsigned long long)r->content_length > s->o.max_body) return 413;
-    if (r->expect_continue && r->content_length > 0 && c->n == head_len) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        if (send_all(c, cont, sizeof cont - 1) != 0) return 1;
-    }
-    {
-        size_t need = head_len + (size_t)r->content_length;
-        if (need + 1 > c->cap) {
-            char *p = (char *)realloc(c->buf, need + 1);
-            if (!p) return 500;
-            c->buf = p;
-            c->cap = need + 1;
-        }
-        while (c->n < need) {
-            int w = wait_fd(c->fd, POLLIN, deadline);
-            ssize_t got;
-            if (w < 0) return 1;
-            if (w == 0) return 408;
-            got = recv(c->fd, c->buf + c->n, need - c->n, 0);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (got <= 0) return 1;
-            c->n += (size_t)got;
-        }
-        r->body = c->buf + head_len;
-        r->body_len = (size_t)r->content_length;
-        *used = need;
-    }
-    return 0;
+static int conn_send_continue(void *ctx) {
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    return send_all((conn *)ctx, cont, sizeof cont - 1);
 }
 
 /* ==== ENGINE THREAD ==== */
@@ -1856,7 +1614,7 @@ static void *conn_main(void *arg) {
     for (;;) {
         http_req hr;
         size_t used = 0;
-        int code = read_request(c, &hr, &used);
+        int code = http_read_request(&c->in, &hr, &used);
         if (code == 1) break;
         if (code) {
             char msg[160];
@@ -1874,11 +1632,11 @@ static void *conn_main(void *arg) {
             break;
         }
         if (route(c, &hr) != 0) break;
-        memmove(c->buf, c->buf + used, c->n - used); /* pipelined bytes stay for the next request */
-        c->n -= used;
+        memmove(c->in.buf, c->in.buf + used, c->in.n - used); /* pipelined bytes stay for the next request */
+        c->in.n -= used;
     }
     close(c->fd);
-    free(c->buf);
+    free(c->in.buf);
     free(c);
     pthread_mutex_lock(&s->mu);
     s->n_conns--;
@@ -2053,10 +1811,14 @@ static void srv_accept_loop(srv *s) {
             continue;
         }
         c = (conn *)calloc(1, sizeof *c);
-        if (c) c->buf = (char *)malloc(SRV_MAX_HEAD + 1);
-        if (c && c->buf) c->cap = SRV_MAX_HEAD + 1, c->s = s, c->fd = fd;
-        if (!c || !c->buf || pthread_create(&th, &attr, conn_main, c) != 0) {
-            if (c) free(c->buf);
+        if (c) c->in.buf = (char *)malloc(HTTP_MAX_HEAD + 1);
+        if (c && c->in.buf) {
+            c->in.cap = HTTP_MAX_HEAD + 1, c->s = s, c->fd = fd;
+            c->in.max_body = s->o.max_body, c->in.timeout_s = s->o.timeout_s;
+            c->in.recv = conn_recv, c->in.send_continue = conn_send_continue, c->in.ctx = c;
+        }
+        if (!c || !c->in.buf || pthread_create(&th, &attr, conn_main, c) != 0) {
+            if (c) free(c->in.buf);
             free(c);
             close(fd);
             pthread_mutex_lock(&s->mu);
