@@ -327,18 +327,19 @@ static void check_argmax(void) {
 /* ---- the engine on a fixture model: logits within 1e-3 x max|logit| of the CPU engine, the
    same greedy continuation, runs repeated and rows batched bit-identical ---- */
 static int greedy_n;
-static int32_t greedy_ids[2][24];
+static int32_t greedy_ids[2][64];
 static int on_tok(void *u, int32_t t) {
     int which = (int)(intptr_t)u;
-    if (greedy_n < 24) greedy_ids[which][greedy_n++] = t;
+    if (greedy_n < 64) greedy_ids[which][greedy_n++] = t;
     return 0;
 }
-static int greedy(mlstack_engine *e, const int32_t *ids, int n, int which) {
+/* max_tokens (at most 64) greedy tokens after the prompt into greedy_ids[which]; the count, or -1. */
+static int greedy(mlstack_engine *e, const int32_t *ids, int n, int which, int max_tokens) {
     mlstack_generate_desc gd;
     int32_t seq;
     memset(&gd, 0, sizeof gd);
     if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
-    gd.seq = seq, gd.prompt = ids, gd.n_prompt = n, gd.max_tokens = 24, gd.ignore_eos = 1, gd.on_token = on_tok;
+    gd.seq = seq, gd.prompt = ids, gd.n_prompt = n, gd.max_tokens = max_tokens, gd.ignore_eos = 1, gd.on_token = on_tok;
     gd.user = (void *)(intptr_t)which;
     greedy_n = 0;
     if (mlstack_generate(e, &gd) != MLSTACK_OK) return -1;
@@ -460,8 +461,8 @@ static void check_model(const char *dir, mlstack_dtype quant, mlstack_kv_type kv
         CHECKF(!memcmp(lg, lgb, sizeof(float) * (size_t)n * V), "%s: logits change when batched with another sequence",
                dir);
     }
-    ng = greedy(cpu, ids, 8, 0);
-    CHECKF(ng == 24 && greedy(gpu, ids, 8, 1) == 24 && !memcmp(greedy_ids[0], greedy_ids[1], sizeof greedy_ids[0]),
+    ng = greedy(cpu, ids, 8, 0, 24);
+    CHECKF(ng == 24 && greedy(gpu, ids, 8, 1, 24) == 24 && !memcmp(greedy_ids[0], greedy_ids[1], 24 * sizeof(int32_t)),
            "%s%s: greedy continuation differs from the CPU engine's", dir, quant ? " (quantized)" : "");
     /* (float weights only: with Q8 activations a last-bit difference can round an activation the
        other way, which can flip a close greedy choice of these tiny random models) */

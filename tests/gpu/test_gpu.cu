@@ -44,25 +44,6 @@ static void t_sync(void) {
 /* ---- 2. SmolLM2 ---- */
 static const char *SMOL = "models/smollm2-135m-instruct";
 
-static int g_n;
-static int32_t g_ids[2][64];
-static int on_tok2(void *u, int32_t t) {
-    if (g_n < 64) g_ids[(int)(intptr_t)u][g_n++] = t;
-    return 0;
-}
-static int greedy64(mlstack_engine *e, const int32_t *ids, int n, int which) {
-    mlstack_generate_desc gd;
-    int32_t seq;
-    memset(&gd, 0, sizeof gd);
-    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
-    gd.seq = seq, gd.prompt = ids, gd.n_prompt = n, gd.max_tokens = 64, gd.ignore_eos = 1, gd.on_token = on_tok2;
-    gd.user = (void *)(intptr_t)which;
-    g_n = 0;
-    if (mlstack_generate(e, &gd) != MLSTACK_OK) return -1;
-    mlstack_engine_seq_free(e, seq);
-    return g_n;
-}
-
 static float *eval_rows(mlstack_engine *e, const int32_t *ids, int n, int V) {
     mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)n, sizeof *rows);
     float *out = (float *)malloc(sizeof(float) * (size_t)n * V);
@@ -152,8 +133,8 @@ static void check_smollm2(mlstack_kv_type kv, mlstack_dtype quant) {
         CHECKF(0, "smollm2: eval failed");
     }
     if (!quant) {
-        int a = greedy64(cpu, ids, 24, 0), b = greedy64(gpu, ids, 24, 1), same = a == 64 && b == 64;
-        for (i = 0; same && i < 64; i++) same = g_ids[0][i] == g_ids[1][i];
+        int a = greedy(cpu, ids, 24, 0, 64), b = greedy(gpu, ids, 24, 1, 64), same = a == 64 && b == 64;
+        for (i = 0; same && i < 64; i++) same = greedy_ids[0][i] == greedy_ids[1][i];
         CHECKF(same, "smollm2 KV %s: the 64-token greedy continuation differs from the CPU engine's",
                kv == MLSTACK_KV_F32 ? "F32" : "F16");
     }
