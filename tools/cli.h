@@ -16,6 +16,7 @@
 
 #include "mlstack.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct cli_opts {
@@ -42,6 +43,21 @@ void cli_yield(void);
 void cli_sleep(double seconds);
 /* The process's peak resident memory in MiB so far (Linux: VmHWM), or 0 where unknown. */
 double cli_peak_rss_mib(void);
+/* Options as a table, one row each: the flag (and its long form, or NULL), the kind of value,
+   bounds for numbers, and where the value goes (an offset into the command's options struct).
+   Kinds: 's' a string, 'i' int, 'f' float, 'u' uint64, 'z' size_t, 'b' a flag set to 1,
+   'q' a --quant name (q8_0, q4_1, none) stored as an mlstack_dtype. */
+typedef struct cli_opt_spec {
+    const char *s, *l;
+    char kind;
+    double lo, hi;
+    size_t off;
+} cli_opt_spec;
+#define CLI_OPT(s, l, kind, lo, hi, type, field) {s, l, kind, lo, hi, offsetof(type, field)}
+/* Reads argv[*i] (and the value after it) by the table t of n rows into the struct at dst; cmd
+   names the command in messages. Returns 1 when it matched (*i moved past a value), 0 when the
+   option is not in the table, 2 after printing a usage error. */
+int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, int argc, char **argv, int *i);
 /* Parses a number in [lo, hi]; 1 on success. */
 int cli_parse_num(const char *s, double lo, double hi, double *out);
 /* "1,2,3" -> ids (malloc'd); returns the count, or -1 on a malformed list. */

@@ -204,16 +204,53 @@ int cli_parse_num(const char *s, double lo, double hi, double *out) {
     return 1;
 }
 
-/* The options every command shares, one row each: where the value goes and what it may be.
-   Kinds: 's' a string, 'i' an int, 'f' a float, 'u' a uint64, 'b' a flag set to 1; lo/hi bound
-   the numbers. --help and --quant (a name) are handled before the table. */
-typedef struct cli_opt_spec {
-    const char *s, *l;
-    char kind;
-    double lo, hi;
-    size_t off;
-} cli_opt_spec;
-#define OPT(s, l, kind, lo, hi, field) {s, l, kind, lo, hi, offsetof(cli_opts, field)}
+int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const cli_opt_spec *sp = NULL;
+    char *field;
+    double x = 0;
+    size_t k;
+    for (k = 0; k < n && !sp; k++)
+        if (strcmp(a, t[k].s) == 0 || (t[k].l && strcmp(a, t[k].l) == 0)) sp = &t[k];
+    if (!sp) return 0;
+    field = (char *)dst + sp->off;
+    if (sp->kind == 'b') {
+        *(int *)(void *)field = 1;
+        return 1;
+    }
+    if (!v) {
+        fprintf(stderr, "mlstack: option %s needs a value (see mlstack %s --help)\n", a, cmd);
+        return 2;
+    }
+    ++*i;
+    if (sp->kind == 's') {
+        *(const char **)(void *)field = v;
+        return 1;
+    }
+    if (sp->kind == 'q') {
+        mlstack_dtype *q = (mlstack_dtype *)(void *)field;
+        if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) *q = MLSTACK_DTYPE_Q8_0;
+        else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0)
+            *q = MLSTACK_DTYPE_Q4_1;
+        else if (strcmp(v, "none") == 0)
+            *q = MLSTACK_DTYPE_F32;
+        else
+            return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+        return 1;
+    }
+    if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
+    if (sp->kind == 'i') *(int *)(void *)field = (int)x;
+    else if (sp->kind == 'f')
+        *(float *)(void *)field = (float)x;
+    else if (sp->kind == 'z')
+        *(size_t *)(void *)field = (size_t)x;
+    else
+        *(uint64_t *)(void *)field = (uint64_t)x;
+    return 1;
+}
+
+/* The options every command but serve and bench shares. */
+#define OPT(s, l, kind, lo, hi, field) CLI_OPT(s, l, kind, lo, hi, cli_opts, field)
 static const cli_opt_spec OPTS[] = {
     OPT("-m", "--model", 's', 0, 0, model),
     OPT("-p", "--prompt", 's', 0, 0, prompt),
@@ -242,6 +279,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--chat", NULL, 'b', 0, 0, chat),
     OPT("--json", NULL, 'b', 0, 0, json),
     OPT("--isa", NULL, 's', 0, 0, isa),
+    OPT("--quant", NULL, 'q', 0, 0, quant),
     OPT("--profile", NULL, 's', 0, 0, profile),
     OPT("-f", "--file", 's', 0, 0, file),
     OPT("-o", "--out", 's', 0, 0, out),
@@ -257,57 +295,24 @@ static const cli_opt_spec OPTS[] = {
 
 /* Returns 0 to go on, 1 for --help, 2 on a usage error (already reported). */
 static int parse_args(int argc, char **argv, cli_opts *o) {
-    int i;
-    size_t k;
+    int i, r;
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
     o->cmd = argv[1];
     for (i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const cli_opt_spec *sp = NULL;
-        char *field;
-        double x = 0;
+        const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
-        if (strcmp(a, "--quant") == 0) {
-            if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);
-            i++;
-            if (strcmp(v, "q8_0") == 0 || strcmp(v, "Q8_0") == 0) o->quant = MLSTACK_DTYPE_Q8_0;
-            else if (strcmp(v, "q4_1") == 0 || strcmp(v, "Q4_1") == 0)
-                o->quant = MLSTACK_DTYPE_Q4_1;
-            else if (strcmp(v, "none") == 0)
-                o->quant = MLSTACK_DTYPE_F32;
-            else
-                return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+        if ((r = cli_parse_opt(OPTS, sizeof OPTS / sizeof OPTS[0], o, o->cmd, argc, argv, &i)) == 2) return 2;
+        if (r == 1) {
+            if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) o->n_predict_set = 1;
             continue;
         }
-        for (k = 0; k < sizeof OPTS / sizeof OPTS[0] && !sp; k++)
-            if (strcmp(a, OPTS[k].s) == 0 || (OPTS[k].l && strcmp(a, OPTS[k].l) == 0)) sp = &OPTS[k];
-        if (!sp) {
-            if (a[0] != '-' && !o->prompt) {
-                o->prompt = a;
-                continue;
-            }
-            fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
-            return 2;
-        }
-        field = (char *)o + sp->off;
-        if (sp->kind == 'b') {
-            *(int *)(void *)field = 1;
+        if (a[0] != '-' && !o->prompt) {
+            o->prompt = a;
             continue;
         }
-        if (!v) return cli_die("option %s needs a value (see mlstack COMMAND --help)", a);
-        i++;
-        if (sp->kind == 's') {
-            *(const char **)(void *)field = v;
-            continue;
-        }
-        if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
-        if (sp->off == offsetof(cli_opts, n_predict)) o->n_predict_set = 1;
-        if (sp->kind == 'i') *(int *)(void *)field = (int)x;
-        else if (sp->kind == 'f')
-            *(float *)(void *)field = (float)x;
-        else
-            *(uint64_t *)(void *)field = (uint64_t)x;
+        fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
+        return 2;
     }
     return 0;
 }

@@ -1647,6 +1647,28 @@ static void *conn_main(void *arg) {
 
 /* ==== MAIN ==== */
 
+#define OPT(s, l, kind, lo, hi, field) CLI_OPT(s, l, kind, lo, hi, srv_opts, field)
+static const cli_opt_spec SERVE_OPTS[] = {
+    OPT("-m", "--model", 's', 0, 0, base.model),
+    OPT("--host", NULL, 's', 0, 0, host),
+    OPT("--port", NULL, 'i', 0, 65535, port),
+    OPT("--api-key", NULL, 's', 0, 0, api_key),
+    OPT("--alias", NULL, 's', 0, 0, alias),
+    OPT("--parallel", "-np", 'i', 1, 1024, parallel),
+    OPT("--kv-mem", NULL, 'u', 1, 1 << 20, base.kv_mib),
+    OPT("--spec", NULL, 's', 0, 0, base.spec),
+    OPT("--spec-tokens", NULL, 'i', 1, 64, base.spec_tokens),
+    OPT("--max-conns", NULL, 'i', 1, 100000, max_conns),
+    OPT("--max-body", NULL, 'z', 1, 1e10, max_body),
+    OPT("--timeout", NULL, 'i', 1, 86400, timeout_s),
+    OPT("--quiet", NULL, 'b', 0, 0, quiet),
+    OPT("-t", "--threads", 'i', 1, 256, base.threads),
+    OPT("--gpu", NULL, 'b', 0, 0, base.gpu),
+    OPT("--isa", NULL, 's', 0, 0, base.isa),
+    OPT("--quant", NULL, 'q', 0, 0, base.quant),
+};
+#undef OPT
+
 static int parse_serve(int argc, char **argv, srv_opts *o) {
     int i;
     memset(o, 0, sizeof *o);
@@ -1658,80 +1680,11 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
     o->max_body = (size_t)4 << 20;
     o->timeout_s = 10;
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-#define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
-#define VAL()                                                                            \
-    do {                                                                                 \
-        if (!v) return cli_die("option %s needs a value (see mlstack serve --help)", a); \
-        i++;                                                                             \
-    } while (0)
-#define NUMV(lo, hi)                                                              \
-    do {                                                                          \
-        VAL();                                                                    \
-        if (!cli_parse_num(v, lo, hi, &x)) return cli_die("bad value for %s", a); \
-    } while (0)
-        if (IS("-h", "--help")) return 1;
-        else if (IS("-m", "--model")) {
-            VAL();
-            o->base.model = v;
-        } else if (IS("--host", "--host")) {
-            VAL();
-            o->host = v;
-        } else if (IS("--port", "--port")) {
-            NUMV(0, 65535);
-            o->port = (int)x;
-        } else if (IS("--api-key", "--api-key")) {
-            VAL();
-            o->api_key = v;
-        } else if (IS("--alias", "--alias")) {
-            VAL();
-            o->alias = v;
-        } else if (IS("--parallel", "-np")) {
-            NUMV(1, 1024);
-            o->parallel = (int)x;
-        } else if (IS("--kv-mem", "--kv-mem")) {
-            NUMV(1, 1 << 20);
-            o->base.kv_mib = (uint64_t)x;
-        } else if (IS("--spec", "--spec")) {
-            VAL();
-            o->base.spec = v;
-        } else if (IS("--spec-tokens", "--spec-tokens")) {
-            NUMV(1, 64);
-            o->base.spec_tokens = (int)x;
-        } else if (IS("--max-conns", "--max-conns")) {
-            NUMV(1, 100000);
-            o->max_conns = (int)x;
-        } else if (IS("--max-body", "--max-body")) {
-            NUMV(1, 1e10);
-            o->max_body = (size_t)x;
-        } else if (IS("--timeout", "--timeout")) {
-            NUMV(1, 86400);
-            o->timeout_s = (int)x;
-        } else if (IS("--quiet", "--quiet"))
-            o->quiet = 1;
-        else if (IS("-t", "--threads")) {
-            NUMV(1, 256);
-            o->base.threads = (int)x;
-        } else if (IS("--gpu", "--gpu")) {
-            o->base.gpu = 1;
-        } else if (IS("--isa", "--isa")) {
-            VAL();
-            o->base.isa = v;
-        } else if (IS("--quant", "--quant")) {
-            VAL();
-            if (!strcmp(v, "q8_0") || !strcmp(v, "Q8_0")) o->base.quant = MLSTACK_DTYPE_Q8_0;
-            else if (!strcmp(v, "q4_1") || !strcmp(v, "Q4_1"))
-                o->base.quant = MLSTACK_DTYPE_Q4_1;
-            else if (!strcmp(v, "none"))
-                o->base.quant = MLSTACK_DTYPE_F32;
-            else
-                return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
-        } else
-            return cli_die("unknown option %s for serve (see mlstack serve --help)", a);
-#undef IS
-#undef VAL
-#undef NUMV
+        int r;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+        if ((r = cli_parse_opt(SERVE_OPTS, sizeof SERVE_OPTS / sizeof SERVE_OPTS[0], o, "serve", argc, argv, &i)) == 2)
+            return 2;
+        if (r == 0) return cli_die("unknown option %s for serve (see mlstack serve --help)", argv[i]);
     }
     if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
     return 0;
