@@ -71,20 +71,26 @@ NEON_RUNS     = $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_kernels $(B)/a
                 $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
-# `make` builds the CLI and the examples in parallel; both link the one implementation object
-# (build/cli/cli_impl.o), so the header's implementation is compiled once.
+# `make` builds the CLI and the examples in parallel; both link the same implementation objects
+# (build/cli/cli_impl_part*.o), so the header's implementation is compiled once.
 all:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/mlstack $(EXAMPLES)
 
 # ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
-# in its own translation unit (cli_impl.c) ----
-# the implementation first, so that `make -j` starts its long compile at once
+# apart from the command files (cli_impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
+# MLSTACK_IMPLEMENTATION_PART=1..6, six translation units that build in parallel) ----
+IMPL_PARTS = 1 2 3 4 5 6
+CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = tools/cli_impl.c $(filter-out tools/cli_impl.c,$(wildcard tools/cli_*.c))
 CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h tools/http.h
+$(B)/cli/cli_impl_part%.o: tools/cli_impl.c mlstack.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<
 $(B)/cli/%.o: tools/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-$(B)/mlstack: $(patsubst tools/%.c,$(B)/cli/%.o,$(CLI_SRCS))
+# the implementation's parts first, so that `make -j` starts the long compiles at once
+$(B)/mlstack: $(CLI_IMPL) $(patsubst tools/%.c,$(B)/cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 # The CLI under ASan+UBSan, for the server's abuse tests: the command files linked against the
 # ASan flavour's implementation object (the one the ASan tests use).
@@ -125,7 +131,7 @@ static:
 $(B)/examples/%.o: examples/%.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(IMPORT) -c -o $@ $<
-$(B)/examples/%: $(B)/examples/%.o $(B)/cli/cli_impl.o
+$(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # $(call flavour,DIR,COMPILER,FLAGS,LIBS): $(B)/DIR/mlstack.o, the implementation once, and a
@@ -133,16 +139,19 @@ $(B)/examples/%: $(B)/examples/%.o $(B)/cli/cli_impl.o
 # linked against it; SELF_CONTAINED tests compile the implementation themselves.
 EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
 IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
+# $(call import_opt,FLAGS): at -O0 gcc still compiles every static function that the imported
+# inline bodies name (the whole library again, ~20 s a test under ASan); -Og drops them
+import_opt = $(if $(findstring -O0,$(1)),-Og)
 define flavour
 $(B)/$(1)/mlstack.o: mlstack.h
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@
 $(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+	$(2) $(3) $$(IMPORT) $(call import_opt,$(3)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
 $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+	$(2) $(3) $$(IMPORT) $(call import_opt,$(3)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
 $(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS)
 	@mkdir -p $$(@D)
 	$(2) $(3) -o $$@ $$< $(4)
@@ -260,10 +269,15 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
 	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
-	$(CC)  -std=c99   $(WARN) $(IMPORT) -I. -o $(@D)/readme $(@D)/readme.c $(B)/tests/mlstack.o $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/readme $(@D)/readme.c $(B)/tests/mlstack.o $(LDLIBS)
 	awk '/^   QUICK START/{on=1;next} on && /^   [A-Z]/{on=0} on' mlstack.h | sed 's/^       //' > $(@D)/quickstart.c
-	$(CC)  -std=c99   $(WARN) $(IMPORT) -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
+	@# the implementation's parts (the CLI links gcc's; clang checks each compiles, warnings as errors)
+	@if command -v $(CLANG) >/dev/null 2>&1; then for k in $(IMPL_PARTS); do \
+	    echo "$(CLANG) -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k tools/cli_impl.c"; \
+	    $(CLANG) -std=c99 $(WARN) -I. -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k tools/cli_impl.c || exit 1; done; \
+	else echo "SKIP: $(CLANG) not found: the implementation's parts not compiled with clang"; fi
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	    echo "$(NVCC) tests/compile/cuda.cu (sm_$(subst $() ,$(comma)sm_,$(CUDA_ARCHS)))"; \
 	    $(NVCC) $(NVCC_FLAGS) -Xcompiler -Wall,-Wextra,-Werror -o $(@D)/cuda tests/compile/cuda.cu $(LDLIBS) && $(@D)/cuda; \

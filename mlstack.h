@@ -91,6 +91,8 @@
    BUILD OPTIONS
      macro                      default     where                    effect
      MLSTACK_IMPLEMENTATION     undefined   one .c file              emit the implementation
+     MLSTACK_IMPLEMENTATION_PART undefined  six .c files, 1..6       emit one part of it, for parallel
+                                                                     builds (GCC, clang; PARTS in >>platform)
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -245,6 +247,9 @@
                  int mlstack_engine_profile_ops(engine, ops, cap)
                  size_t mlstack_engine_profile_summary(engine, buf, cap)
 */
+#if defined(MLSTACK_IMPLEMENTATION_PART) && !defined(MLSTACK_IMPLEMENTATION)
+#define MLSTACK_IMPLEMENTATION /* one part of it (PARTS in >>platform) */
+#endif
 #ifndef MLSTACK_H
 #define MLSTACK_H
 
@@ -268,18 +273,19 @@
 /* ==== 1. PUBLIC API ==== */ /* >>api */
 
 #if defined(MLSTACK_STATIC) && defined(__GNUC__)
-#define MLSTACK_API static __attribute__((unused))
+#define MLSTACK__API_DECL static __attribute__((unused))
 #elif defined(MLSTACK_STATIC)
-#define MLSTACK_API static
+#define MLSTACK__API_DECL static
 #elif defined(MLSTACK_SHARED) && defined(_WIN32) && defined(MLSTACK_IMPLEMENTATION)
-#define MLSTACK_API extern __declspec(dllexport)
+#define MLSTACK__API_DECL extern __declspec(dllexport)
 #elif defined(MLSTACK_SHARED) && defined(_WIN32)
-#define MLSTACK_API extern __declspec(dllimport)
+#define MLSTACK__API_DECL extern __declspec(dllimport)
 #elif defined(MLSTACK_SHARED) && defined(__GNUC__)
-#define MLSTACK_API extern __attribute__((visibility("default")))
+#define MLSTACK__API_DECL extern __attribute__((visibility("default")))
 #else
-#define MLSTACK_API extern
+#define MLSTACK__API_DECL extern
 #endif
+#define MLSTACK_API MLSTACK__API_DECL /* (a part build redefines it for definitions: PARTS in >>platform) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -1368,6 +1374,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
      overflow-checked (mlstack__mul_overflows) before allocating. */
 
 /* ==== 2. PLATFORM ==== */ /* >>platform */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 
 #if defined(MLSTACK_MALLOC) || defined(MLSTACK_REALLOC) || defined(MLSTACK_FREE)
 #if !defined(MLSTACK_MALLOC) || !defined(MLSTACK_REALLOC) || !defined(MLSTACK_FREE)
@@ -1418,9 +1426,82 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__VAR extern
 #undef MLSTACK_API
 #define MLSTACK_API extern __inline__ __attribute__((gnu_inline))
+#elif defined(MLSTACK_IMPLEMENTATION_PART)
+/* A part build (see PARTS below): the sections of this part define these with external (hidden)
+   linkage; the other sections' definitions become GNU inline definitions, so their calls link
+   to the part that defines them. C99 forbids an inline definition to name static functions;
+   such bodies are compiled by the part that owns them, where every warning applies. */
+#pragma GCC system_header
+#define MLSTACK__FN MLSTACK__PART_SEL(MLSTACK__PART, extern MLSTACK__HIDDEN, MLSTACK__ELSEWHERE)
+#define MLSTACK__VAR MLSTACK__PART_SEL(MLSTACK__PART, MLSTACK__HIDDEN, extern MLSTACK__HIDDEN)
+#undef MLSTACK_API
+#define MLSTACK_API MLSTACK__PART_SEL(MLSTACK__PART, MLSTACK__API_DECL, MLSTACK__ELSEWHERE)
 #else
 #define MLSTACK__FN static
 #define MLSTACK__VAR static
+#endif
+
+/* PARTS. A user may compile the implementation as MLSTACK__N_PARTS translation units
+   instead of one, for a build that runs them in parallel: each file defines
+   MLSTACK_IMPLEMENTATION_PART to 1, 2, ... MLSTACK__N_PARTS instead of MLSTACK_IMPLEMENTATION
+   (or one file compiled that many times with -DMLSTACK_IMPLEMENTATION_PART=k); the objects
+   linked together are the whole library. GCC and clang only (GNU inline definitions). Each
+   section below names its part (#define MLSTACK__PART k). A part compiles its own sections'
+   public and MLSTACK__FN functions, and the plain static functions they reach: a static helper
+   that two parts call is compiled in both, so no plain static may hold state: mutable objects
+   are MLSTACK__VAR (one definition, in their section's part; see MLSTACK__OWNS_DATA). */
+#define MLSTACK__N_PARTS 6
+#define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
+#define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
+#define MLSTACK__HIDDEN __attribute__((visibility("hidden")))
+/* another part's function: a GNU inline definition that is never inlined either (its body would
+   pull that part's static code into this one), so it is only a declaration */
+#if defined(__clang__)
+#define MLSTACK__ELSEWHERE extern __inline__ __attribute__((gnu_inline, noinline))
+#else
+#define MLSTACK__ELSEWHERE extern __inline__ __attribute__((gnu_inline, optimize("no-inline")))
+#endif
+#if defined(MLSTACK_IMPLEMENTATION_PART)
+#if !defined(__GNUC__) || defined(MLSTACK_STATIC) || defined(MLSTACK__EXPORT_INTERNALS) || defined(MLSTACK__IMPORT_INTERNALS)
+#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART needs GCC or clang and excludes MLSTACK_STATIC"
+#endif
+#if MLSTACK_IMPLEMENTATION_PART < 1 || MLSTACK_IMPLEMENTATION_PART > MLSTACK__N_PARTS
+#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (6)"
+#endif
+#define MLSTACK__PART_1(here, elsewhere) elsewhere
+#define MLSTACK__PART_2(here, elsewhere) elsewhere
+#define MLSTACK__PART_3(here, elsewhere) elsewhere
+#define MLSTACK__PART_4(here, elsewhere) elsewhere
+#define MLSTACK__PART_5(here, elsewhere) elsewhere
+#define MLSTACK__PART_6(here, elsewhere) elsewhere
+#if MLSTACK_IMPLEMENTATION_PART == 1
+#undef MLSTACK__PART_1
+#define MLSTACK__PART_1(here, elsewhere) here
+#elif MLSTACK_IMPLEMENTATION_PART == 2
+#undef MLSTACK__PART_2
+#define MLSTACK__PART_2(here, elsewhere) here
+#elif MLSTACK_IMPLEMENTATION_PART == 3
+#undef MLSTACK__PART_3
+#define MLSTACK__PART_3(here, elsewhere) here
+#elif MLSTACK_IMPLEMENTATION_PART == 4
+#undef MLSTACK__PART_4
+#define MLSTACK__PART_4(here, elsewhere) here
+#elif MLSTACK_IMPLEMENTATION_PART == 5
+#undef MLSTACK__PART_5
+#define MLSTACK__PART_5(here, elsewhere) here
+#else
+#undef MLSTACK__PART_6
+#define MLSTACK__PART_6(here, elsewhere) here
+#endif
+#endif
+/* MLSTACK__OWNS_DATA: whether this translation unit defines the current section's shared
+   objects (MLSTACK__VAR alone cannot turn a definition with an initializer into a declaration) */
+#if defined(MLSTACK_IMPLEMENTATION_PART)
+#define MLSTACK__OWNS_DATA (MLSTACK_IMPLEMENTATION_PART == MLSTACK__PART)
+#elif defined(MLSTACK__IMPORT_INTERNALS) && defined(__GNUC__)
+#define MLSTACK__OWNS_DATA 0 /* a test: the flavour's object defines them */
+#else
+#define MLSTACK__OWNS_DATA 1
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2358,6 +2439,8 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 }
 
 /* ==== 3. JSON ==== */ /* >>json */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
    characters are errors. Depth and size are limited; errors give line, column and byte offset.
@@ -2857,6 +2940,8 @@ MLSTACK_API int mlstack_json_int(const mlstack_json *v, int64_t *out) {
 }
 
 /* ==== 4. SAFETENSORS ==== */ /* >>safetensors */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 /* File layout: u64 little-endian header length H, H bytes of JSON, then the data area.
    The JSON maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]} with offsets
    relative to the data area; "__metadata__" maps strings to strings. Every field is checked
@@ -3230,6 +3315,8 @@ MLSTACK__FN void mlstack__st_view(const mlstack__st *st, const mlstack__st_tenso
 }
 
 /* ==== 5. GGUF ==== */ /* >>gguf */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 /* llama.cpp's single-file format, versions 2 and 3, all little-endian:
      magic "GGUF", u32 version, u64 n_tensors, u64 n_kv,
      n_kv x (string key, u32 value type, value),
@@ -3828,6 +3915,8 @@ MLSTACK__FN int mlstack__is_gguf(const char *path) {
 }
 
 /* ==== 6. UNICODE ==== */ /* >>unicode */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 
 /* Code points, properties and normalization.
    Layouts: text is UTF-8 bytes (s, n); code points are uint32_t. The tables are generated by
@@ -4088,6 +4177,8 @@ oom:
 }
 
 /* ==== 7. REGEX ==== */ /* >>regex */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 
 /* A backtracking regex engine for tokenizer Split patterns, with Oniguruma's (Ruby syntax) meaning:
    leftmost match, ordered alternation, greedy/lazy/possessive quantifiers, Unicode-aware \s \d \w
@@ -5341,6 +5432,8 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, 
 }
 
 /* ==== 8. TOKENIZER ==== */ /* >>tokenizer */
+#undef MLSTACK__PART
+#define MLSTACK__PART 1
 /* Interprets tokenizer.json as Hugging Face `tokenizers` does, for the subset real models use:
      text -> invalid UTF-8 replaced (U+FFFD per maximal invalid subpart, like Python's
              bytes.decode("utf-8", "replace"), since a Python str cannot hold invalid UTF-8)
@@ -5506,7 +5599,11 @@ static void mlstack__bl_init_table(void) {
         mlstack__bl_byte[cp] = (int16_t)b;
     }
 }
-static mlstack__once_flag mlstack__bl_once = MLSTACK__ONCE_INIT;
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__once_flag mlstack__bl_once = MLSTACK__ONCE_INIT;
+#else
+MLSTACK__VAR mlstack__once_flag mlstack__bl_once; /* a part build's other parts (PARTS in >>platform) */
+#endif
 static void mlstack__bl_init(void) { mlstack__once(&mlstack__bl_once, mlstack__bl_init_table); }
 
 static const char *const mlstack__gpt2_pattern =
@@ -8462,6 +8559,8 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 }
 
 /* ==== 9. TEMPLATE ==== */ /* >>template */
+#undef MLSTACK__PART
+#define MLSTACK__PART 2
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -14676,6 +14775,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
 }
 
 /* ==== 10. KERNELS ==== */ /* >>kernels */
+#undef MLSTACK__PART
+#define MLSTACK__PART 4
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these.
@@ -15412,6 +15513,8 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #endif
 
 /* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
+#undef MLSTACK__PART
+#define MLSTACK__PART 4
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
@@ -15659,7 +15762,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
     }
 }
 
-static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                  float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
@@ -15959,6 +16062,8 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 #endif
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
+#undef MLSTACK__PART
+#define MLSTACK__PART 5
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -16593,6 +16698,15 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__swiglu_avx512,
                                                                 MLSTACK__ATTN_AVX512,
                                                                 MLSTACK__PACKS_ALL};
+/* The tables above for the dispatch (a function, so that a part build reaches them from the
+   dispatch's part: PARTS in >>platform). bf16: the opt-in bf16-dot table, NULL when it is not compiled. */
+MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf16) {
+#if defined(MLSTACK__HAVE_AVX512_BF16)
+    if (bf16) return &mlstack__kernels_avx512_bf16;
+#endif
+    if (bf16) return NULL;
+    return vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
+}
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
@@ -16600,6 +16714,8 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
 #endif
 
 /* ==== 13. KERNELS AMX ==== */ /* >>amx */
+#undef MLSTACK__PART
+#define MLSTACK__PART 5
 /* Intel AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes and a
    tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
    int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
@@ -16890,9 +17006,15 @@ static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16
                                                            MLSTACK__ATTN_AVX512,
                                                            (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
                                                                MLSTACK__PACK_BF16_PAIRS};
+/* The tables above for the dispatch (see mlstack__kernels_avx512_get). */
+MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
+    return bf16 ? &mlstack__kernels_amx_bf16 : &mlstack__kernels_amx;
+}
 #endif
 
 /* ==== 14. KERNELS NEON ==== */ /* >>neon */
+#undef MLSTACK__PART
+#define MLSTACK__PART 4
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -17445,6 +17567,8 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {
 #endif
 
 /* ==== 15. KERNEL DISPATCH ==== */ /* >>dispatch */
+#undef MLSTACK__PART
+#define MLSTACK__PART 4
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
@@ -17485,15 +17609,15 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
 #if defined(MLSTACK__HAVE_AVX512_BF16)
         if (bf16_activations && c.avx512bf16 && c.avx512vnni) {
 #if defined(MLSTACK__HAVE_AMX)
-            if (x86 >= MLSTACK__ISA_AMX && c.amx_bf16 && c.amx_int8) return &mlstack__kernels_amx_bf16;
+            if (x86 >= MLSTACK__ISA_AMX && c.amx_bf16 && c.amx_int8) return mlstack__kernels_amx_get(1);
 #endif
-            return &mlstack__kernels_avx512_bf16;
+            return mlstack__kernels_avx512_get(1, 1);
         }
 #endif
 #if defined(MLSTACK__HAVE_AMX)
-        if (x86 >= MLSTACK__ISA_AMX && c.amx_int8 && c.avx512vnni && c.avx512bf16) return &mlstack__kernels_amx;
+        if (x86 >= MLSTACK__ISA_AMX && c.amx_int8 && c.avx512vnni && c.avx512bf16) return mlstack__kernels_amx_get(0);
 #endif
-        return c.avx512vnni ? &mlstack__kernels_avx512 : &mlstack__kernels_avx512_novnni;
+        return mlstack__kernels_avx512_get(c.avx512vnni, 0);
     }
 #endif
 #if defined(MLSTACK__HAVE_AVX2)
@@ -17514,15 +17638,15 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_select(int cap, int bf16_ac
    of the paths that the selection above passes over on this CPU. */
 MLSTACK__FN MLSTACK__UNUSED const mlstack__kernels *mlstack__kernels_named(const char *name) {
 #if defined(MLSTACK__HAVE_AVX512)
-    if (strcmp(name, mlstack__kernels_avx512_novnni.name) == 0) return &mlstack__kernels_avx512_novnni;
-    if (strcmp(name, mlstack__kernels_avx512.name) == 0) return &mlstack__kernels_avx512;
+    if (strcmp(name, mlstack__kernels_avx512_get(0, 0)->name) == 0) return mlstack__kernels_avx512_get(0, 0);
+    if (strcmp(name, mlstack__kernels_avx512_get(1, 0)->name) == 0) return mlstack__kernels_avx512_get(1, 0);
 #endif
 #if defined(MLSTACK__HAVE_AVX512_BF16)
-    if (strcmp(name, mlstack__kernels_avx512_bf16.name) == 0) return &mlstack__kernels_avx512_bf16;
+    if (strcmp(name, mlstack__kernels_avx512_get(1, 1)->name) == 0) return mlstack__kernels_avx512_get(1, 1);
 #endif
 #if defined(MLSTACK__HAVE_AMX)
-    if (strcmp(name, mlstack__kernels_amx.name) == 0) return &mlstack__kernels_amx;
-    if (strcmp(name, mlstack__kernels_amx_bf16.name) == 0) return &mlstack__kernels_amx_bf16;
+    if (strcmp(name, mlstack__kernels_amx_get(0)->name) == 0) return mlstack__kernels_amx_get(0);
+    if (strcmp(name, mlstack__kernels_amx_get(1)->name) == 0) return mlstack__kernels_amx_get(1);
 #endif
 #if defined(MLSTACK__HAVE_NEON)
     if (strcmp(name, mlstack__kernels_neon.name) == 0) return &mlstack__kernels_neon;
@@ -17574,6 +17698,8 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 }
 
 /* ==== 16. QUANT ==== */ /* >>quant */
+#undef MLSTACK__PART
+#define MLSTACK__PART 3
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -17665,6 +17791,8 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
 }
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
+#undef MLSTACK__PART
+#define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
    >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
    and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
@@ -17852,6 +17980,8 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 }
 
 /* ==== 18. GRAMMAR ==== */ /* >>grammar */
+#undef MLSTACK__PART
+#define MLSTACK__PART 3
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -20868,6 +20998,8 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 }
 
 /* ==== 19. MODEL ==== */ /* >>model */
+#undef MLSTACK__PART
+#define MLSTACK__PART 3
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -22221,7 +22353,11 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
 
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
-static mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
+#else
+MLSTACK__VAR mlstack__mutex mlstack__pack_lock; /* a part build's other parts (PARTS in >>platform) */
+#endif
 static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
@@ -23536,6 +23672,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 }
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -23971,6 +24109,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 }
 
 /* ==== 21. FORWARD ==== */ /* >>forward */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -24555,6 +24695,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
 }
 
 /* ==== 22. SAMPLING ==== */ /* >>sampling */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -24866,6 +25008,8 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
 }
 
 /* ==== 23. ENGINE ==== */ /* >>engine */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -25343,6 +25487,8 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 }
 
 /* ==== 24. SCHEDULER ==== */ /* >>scheduler */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -26439,6 +26585,8 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 }
 
 /* ==== 25. RANKS ==== */ /* >>ranks */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -27535,6 +27683,8 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 }
 
 /* ==== 26. PROFILER ==== */ /* >>profiler */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -28065,6 +28215,8 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
 }
 
 /* ==== 27. UNICODE TABLES ==== */ /* >>unicodetables */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

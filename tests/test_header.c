@@ -94,6 +94,32 @@ static void check_anchors(const char *h, char toc[][96], int n_toc) {
     CHECKF(bad == 0, "%d references to sections by number (use >>anchor)", bad);
 }
 
+/* A part build (>>parts) depends on two things the compiler cannot check: every section after
+   the declarations names its part right under its banner, and no plain file-scope static object
+   holds state (each part would get its own copy; mutable objects are MLSTACK__VAR). */
+static void check_parts(const char *impl) {
+    const char *p, *n = strstr(impl, "#define MLSTACK__N_PARTS ");
+    int n_sections = 0, n_parts = n ? atoi(n + strlen("#define MLSTACK__N_PARTS ")) : 0;
+    CHECKF(n_parts >= 2, "no \"#define MLSTACK__N_PARTS N\" in the implementation");
+    for (p = impl; (p = strstr(p, "\n/* ==== ")) != NULL; p++) {
+        const char *nl = strchr(p + 1, '\n');
+        int part = 0, num = 0;
+        if (sscanf(p + 1, "/* ==== %d.", &num) != 1 || !nl) continue;
+        n_sections++;
+        CHECKF(sscanf(nl, "\n#undef MLSTACK__PART\n#define MLSTACK__PART %d", &part) == 1 && part >= 1 &&
+                   part <= n_parts,
+               "section %d: no \"#define MLSTACK__PART k\" (1..%d) under its banner", num, n_parts);
+    }
+    CHECKF(n_sections > 20, "only %d section banners after the implementation starts", n_sections);
+    for (p = impl; (p = strstr(p, "\nstatic ")) != NULL; p++) {
+        const char *decl = p + 1, *c = strstr(decl, "const ");
+        size_t stop = strcspn(decl, "(=;[\n");
+        if (decl[stop] == '(' || decl[stop] == '\n') continue; /* a function, or its first line */
+        CHECKF(c && c < decl + stop, "file-scope static object that is not const (a part build would copy it): %.*s",
+               (int)strcspn(decl, "\n"), decl);
+    }
+}
+
 int main(void) {
     size_t len, i;
     char *h = tl_read("mlstack.h", &len), *p, *toc_end, *impl;
@@ -144,6 +170,7 @@ int main(void) {
     for (i = 0; impl && h + i < impl; i++)
         if ((unsigned char)h[i] >= 0x80) break;
     CHECKF(impl && h + i == impl, "non-ASCII byte in the declarations at offset %zu", i);
+    if (impl) check_parts(impl);
     free(h);
     return tl_finish();
 }

@@ -1,4 +1,9 @@
-/* The one translation unit of the mlstack CLI that holds the library's implementation (kept
-   apart from the command files so that editing a command does not recompile the engine). */
+/* The library's implementation for the mlstack CLI, kept apart from the command files so that
+   editing a command does not recompile the engine. Compiled as it is, it is the whole
+   implementation in one translation unit; the Makefile compiles it once per part instead
+   (-DMLSTACK_IMPLEMENTATION_PART=1..6, see PARTS in mlstack.h's >>platform), six objects that build in
+   parallel. */
+#if !defined(MLSTACK_IMPLEMENTATION_PART)
 #define MLSTACK_IMPLEMENTATION
+#endif
 #include "mlstack.h"
