@@ -142,6 +142,9 @@ IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # $(call import_opt,FLAGS): at -O0 gcc still compiles every static function that the imported
 # inline bodies name (the whole library again, ~20 s a test under ASan); -Og drops them
 import_opt = $(if $(findstring -O0,$(1)),-Og)
+# $(call self_opt,FLAGS): a SELF_CONTAINED test (the limits and hooks it compiles in are what it
+# tests, not speed) compiles its own copy of the implementation at -O1 where the flavour has -O2
+self_opt = $(if $(findstring -O2,$(1)),-O1)
 define flavour
 $(B)/$(1)/mlstack.o: mlstack.h
 	@mkdir -p $$(@D)
@@ -154,10 +157,10 @@ $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlsta
 	$(2) $(3) $$(IMPORT) $(call import_opt,$(3)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
 $(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS)
 	@mkdir -p $$(@D)
-	$(2) $(3) -o $$@ $$< $(4)
+	$(2) $(3) $(call self_opt,$(3)) -o $$@ $$< $(4)
 $(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
 	@mkdir -p $$(@D)
-	$(2) $(3) -o $$@ $$< $(4)
+	$(2) $(3) $(call self_opt,$(3)) -o $$@ $$< $(4)
 endef
 # Reproducible logits (test_real_repro) must not depend on how the compiler may contract a * b + c:
 # AArch64 has FMA everywhere, so its flavour is built in GNU C mode with contraction on (GCC's
@@ -206,9 +209,9 @@ mpi: $(B)/mlstack-mpi
 $(B)/mlstack-mpi: $(CLI_SRCS) $(CLI_HDRS) mlstack_mpi.h
 	@mkdir -p $(@D)
 	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $(CLI_SRCS) $(LDLIBS)
-$(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h
+$(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
-	$(MPICC) $(TEST_CFLAGS) -o $@ $< $(LDLIBS)
+	$(MPICC) $(TEST_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)
 TEST_BUILDS += $(MPI_BINS)
 TEST_RUNS   += tests/mpi/run_mpi.sh
 
