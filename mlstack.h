@@ -16221,11 +16221,15 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                     const float *wj = wp + 16 * j, *bj = bias ? bias + 16 * j : NULL;
                     float *yj = yb + 16 * j;
                     int nj = nv - 16 * j;
-#define MLSTACK__P16F_CASE(RB_)                                                                                     \
-    case RB_:                                                                                                       \
-        if (ro == 4) mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); \
-        else                                                                                                        \
-            mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 1, ro, MLSTACK__W_F32);         \
+                    if (ro != 4) { /* a short group's panel: one activation row at a time */
+                        for (i = 0; i < rb; i++)
+                            mlstack__p16f_tile(wj, xb + (size_t)i * n, (size_t)n, yj + (size_t)i * ldy, ldy, kn, resume,
+                                               bj, nj, 1, 1, ro, MLSTACK__W_F32);
+                        continue;
+                    }
+#define MLSTACK__P16F_CASE(RB_)                                                                    \
+    case RB_:                                                                                      \
+        mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); \
         break;
                     switch (rb) {
                         /* clang-format off */
@@ -16320,7 +16324,7 @@ mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size
 
 static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
-    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b, j;
+    int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, p, b, j, i;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
@@ -16333,11 +16337,15 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
                 float *yj = y + (size_t)b * ldy + (size_t)(p + j) * 16;
                 const float *bj = w->bias ? w->bias + (p + j) * 16 : NULL;
                 int nj = nv - 16 * j;
-#define MLSTACK__P16Q_CASE(Q, RB_)                                                                 \
-    case (Q) * 8 + (RB_):                                                                          \
-        if (ro == 4) mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); \
-        else                                                                                       \
-            mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 1, ro, j);         \
+                if (ro != 4) { /* a short group's panel: one activation row at a time */
+                    for (i = 0; i < rb; i++)
+                        mlstack__p16q_tile(q8, wp, xb + (size_t)i * nb, (size_t)nb, nb, yj + (size_t)i * ldy, ldy, bj,
+                                           nj, 1, 1, ro, j);
+                    continue;
+                }
+#define MLSTACK__P16Q_CASE(Q, RB_)                                                   \
+    case (Q) * 8 + (RB_):                                                            \
+        mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); \
         break;
                 switch (q8 * 8 + rb) {
                     /* clang-format off */
@@ -16656,11 +16664,15 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                     const float *bj = bias ? bias + 16 * j : NULL;
                     float *yj = yb + 16 * j;
                     int nj = nv - 16 * j;
-#define MLSTACK__P16DP_CASE(RB_)                                                                           \
-    case RB_:                                                                                              \
-        if (ro == 4) mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); \
-        else                                                                                               \
-            mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 1, ro);         \
+                    if (ro != 4) { /* a short group's panel: one activation row at a time */
+                        for (i = 0; i < rb; i++)
+                            mlstack__p16dp_tile(wj, xp + k0 + (size_t)i * s2, (size_t)s2, yj + (size_t)i * ldy, ldy, kn,
+                                                resume, bj, nj, 1, 1, ro);
+                        continue;
+                    }
+#define MLSTACK__P16DP_CASE(RB_)                                                               \
+    case RB_:                                                                                  \
+        mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); \
         break;
                     switch (rb) {
                         /* clang-format off */
