@@ -1462,7 +1462,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__ELSEWHERE extern __inline__ __attribute__((gnu_inline, optimize("no-inline")))
 #endif
 #if defined(MLSTACK_IMPLEMENTATION_PART)
-#if !defined(__GNUC__) || defined(MLSTACK_STATIC) || defined(MLSTACK__EXPORT_INTERNALS) || defined(MLSTACK__IMPORT_INTERNALS)
+#if !defined(__GNUC__) || defined(MLSTACK_STATIC) || defined(MLSTACK__EXPORT_INTERNALS) || \
+    defined(MLSTACK__IMPORT_INTERNALS)
 #error "mlstack.h: MLSTACK_IMPLEMENTATION_PART needs GCC or clang and excludes MLSTACK_STATIC"
 #endif
 #if MLSTACK_IMPLEMENTATION_PART < 1 || MLSTACK_IMPLEMENTATION_PART > MLSTACK__N_PARTS
@@ -15763,7 +15764,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
 }
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
-                                                 float *y, int B, int o0, int o1, float *scratch) {
+                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else
@@ -16227,10 +16228,8 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                                                bj, nj, 1, 1, ro, MLSTACK__W_F32);
                         continue;
                     }
-#define MLSTACK__P16F_CASE(RB_)                                                                    \
-    case RB_:                                                                                      \
-        mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); \
-        break;
+#define MLSTACK__P16F_CASE(RB_) \
+    case RB_: mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); break;
                     switch (rb) {
                         /* clang-format off */
                         MLSTACK__P16F_CASE(1) MLSTACK__P16F_CASE(2) MLSTACK__P16F_CASE(3)
@@ -16343,10 +16342,8 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
                                            nj, 1, 1, ro, j);
                     continue;
                 }
-#define MLSTACK__P16Q_CASE(Q, RB_)                                                   \
-    case (Q) * 8 + (RB_):                                                            \
-        mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); \
-        break;
+#define MLSTACK__P16Q_CASE(Q, RB_) \
+    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); break;
                 switch (q8 * 8 + rb) {
                     /* clang-format off */
                     MLSTACK__P16Q_CASE(0, 1) MLSTACK__P16Q_CASE(0, 2) MLSTACK__P16Q_CASE(0, 3)
@@ -16670,10 +16667,8 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                                                 resume, bj, nj, 1, 1, ro);
                         continue;
                     }
-#define MLSTACK__P16DP_CASE(RB_)                                                               \
-    case RB_:                                                                                  \
-        mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); \
-        break;
+#define MLSTACK__P16DP_CASE(RB_) \
+    case RB_: mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); break;
                     switch (rb) {
                         /* clang-format off */
                         MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3)
