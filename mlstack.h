@@ -23019,7 +23019,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
             /* kept in the mapping, or copied; the embedding is read per row as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (!is_embed && t->n_dims == 2) quant = mlstack__gguf_wtype(t->type);
+            if (!is_embed && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) quant = mlstack__gguf_wtype(t->type);
             keep = !permute_heads && (is_float || (quant && mlstack__gguf_in_place(t->type)));
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -23033,7 +23033,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->dtype = MLSTACK_DTYPE_U8;
                     x->n_dims = 2;
                     x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)row_bytes;
+                    x->shape[1] = (int64_t)mlstack__row_bytes(quant, (int)t->ne[0]);
                 } else {
                     x->dtype = t->type == MLSTACK__GGML_F16 && keep    ? MLSTACK_DTYPE_F16
                                : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16
@@ -23069,7 +23069,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             }
             n++;
             /* a tied head of blocks: the embedding's blocks, in place (or repacked) */
-            if (is_embed && c->tied && t->n_dims == 2 && (quant = mlstack__gguf_wtype(t->type)) != 0) {
+            if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 &&
+                (quant = mlstack__gguf_wtype(t->type)) != 0) {
                 uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
                 int in_place = mlstack__gguf_in_place(t->type);
                 x = &st->tensors[n];
