@@ -371,6 +371,10 @@ typedef struct mlstack_model_desc {
     int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
                               at open: each rank of a sharded engine converts only its own rows (the first
                               one-rank engine converts the whole model, once); the same bits either way */
+    const char *quant_mix; /* NULL, or llama.cpp's K-quant mix to quantize to at load: "Q4_K_M", "Q5_K_M",
+                              "Q6_K" ("Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); per
+                              tensor Q4_K/Q5_K/Q6_K, Q5_0/Q5_1/Q8_0 where rows are not a multiple of 256;
+                              overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -14792,6 +14796,7 @@ typedef enum mlstack__wtype {
     /* GGML block formats computed natively, rows as llama.cpp stores them (layouts, dw/ow and
        the dot's exact form: mlstack__kq_decode below). Value 16 + the GGML type number; never
        a public dtype, never packed into P16 panels. */
+    MLSTACK__W_Q5_0 = 16 + 6, /* made by the quantizer only (files' Q5_0 rows are repacked to Q8_0) */
     MLSTACK__W_Q5_1 = 16 + 7,
     MLSTACK__W_Q2_K = 16 + 10,
     MLSTACK__W_Q3_K = 16 + 11,
@@ -14800,7 +14805,8 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q6_K = 16 + 14
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt) ((wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+#define MLSTACK__W_IS_GGML(wt) \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
 #define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
 
@@ -15159,6 +15165,7 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      isum = sa * dot(q[0..16), xq[0..16)) + sb * dot(q[16..32), xq[16..32))   (exact, int32)
      acc  = fma((float)isum, dw * x.d, acc)
    and per format (K = 256-input super-block with f16 d, dmin; j its group, k its 16-sub-block):
+     Q5_0  q = the 5-bit value - 16, sa = sb = 1, dw = d
      Q5_1  q = the 5-bit value, sa = sb = 1, dw = d, ow = m:  acc = fma(ow, x.s, acc)
      Q4_K  q = the nibble, sa = sb = sc_j (6-bit), dw = d, ow = -(dmin * (float)mn_j):
            acc = fma(ow, x.s, acc)                                   (w = d sc q - dmin mn)
@@ -15185,15 +15192,16 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 /* The groups of one row of n_in weights of native format wtype (n_in a multiple of its block). */
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
-    if (wtype == MLSTACK__W_Q5_1) {
-        for (i = 0; i < nb; i++, b += 24, g++) {
-            uint32_t h = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+    if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
+        int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
+        for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
+            uint32_t h = (uint32_t)b[o] | (uint32_t)b[o + 1] << 8 | (uint32_t)b[o + 2] << 16 | (uint32_t)b[o + 3] << 24;
             for (l = 0; l < 16; l++) {
-                g->q[l] = (int8_t)((b[8 + l] & 0xF) | ((h >> l) & 1) << 4);
-                g->q[l + 16] = (int8_t)((b[8 + l] >> 4) | ((h >> (l + 16)) & 1) << 4);
+                g->q[l] = (int8_t)(((b[o + 4 + l] & 0xF) | ((h >> l) & 1) << 4) - z);
+                g->q[l + 16] = (int8_t)(((b[o + 4 + l] >> 4) | ((h >> (l + 16)) & 1) << 4) - z);
             }
             g->sa = g->sb = 1, g->ma = g->mb = 0;
-            g->dw = mlstack__kq_f16(b), g->ow = mlstack__kq_f16(b + 2);
+            g->dw = mlstack__kq_f16(b), g->ow = one ? mlstack__kq_f16(b + 2) : 0.0f;
         }
         return;
     }
@@ -17825,8 +17833,273 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
      Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
            q = clamp(round((w - m) / d), 0, 15) */
 
+/* GGML formats made by the quantizer (mixes below): the searches of llama.cpp's reference
+   quantizers (ggml-quants.c, without an importance matrix), so files match theirs in error:
+     Q5_0  d = the value of largest magnitude / -16, q = min(31, trunc(w / d + 16.5))
+     Q5_1  d = (max - min) / 31, m = min, q = trunc((w - m) / d + 0.5)
+     Q4_K, Q5_K  per 32-group a scale and a min by mlstack__kq_fit_min (weights av|x| + |x_i|,
+           a least-squares refit of scale and min for each of 21 / 16 trial inverse scales), the
+           8 scales and mins then quantized to 6 bits against the block's largest (d = max / 63,
+           dmin = max min / 63, f16), and each value re-rounded against its stored scale and min
+     Q6_K  per 16-group a symmetric scale by mlstack__kq_fit_sym (weights x^2, 19 trial inverse
+           scales around -32 / the value of largest magnitude), the 16 scales quantized to int8
+           against the largest (d = that scale / -128), the values re-rounded to -32 .. 31 */
+static int mlstack__kq_nearest(float f) { /* round to nearest, ties to even, |f| < 2^22 */
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+/* A scale and min (returned: scale; *neg_min = -min >= 0) for n values x with weights w, levels
+   0 .. nmax in L: the rounding at the range's own scale, then for is = 0 .. nstep the inverse
+   scale (rmin + rdelta is + nmax) / (max - min), each followed by the weighted least-squares
+   scale and min for its levels (min clamped to <= 0), kept when the weighted error drops. */
+static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min,
+                                 uint8_t *Laux, float rmin, float rdelta, int nstep) {
+    float mn = x[0], mx = x[0], sum_w = w[0], sum_x = w[0] * x[0], iscale, scale, best = 0;
+    int i, is;
+    for (i = 1; i < n; i++) {
+        if (x[i] < mn) mn = x[i];
+        if (x[i] > mx) mx = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (mn > 0) mn = 0;
+    if (mx == mn) {
+        for (i = 0; i < n; i++) L[i] = 0;
+        *neg_min = -mn;
+        return 0.0f;
+    }
+    iscale = (float)nmax / (mx - mn);
+    scale = 1 / iscale;
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * (x[i] - mn));
+        float diff;
+        L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        diff = scale * (float)L[i] + mn - x[i];
+        best += w[i] * (diff * diff);
+    }
+    for (is = 0; is <= nstep; is++) {
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0, D;
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (mx - mn);
+        for (i = 0; i < n; i++) {
+            int l = mlstack__kq_nearest(iscale * (x[i] - mn));
+            l = l < 0 ? 0 : l > nmax ? nmax : l;
+            Laux[i] = (uint8_t)l;
+            sum_l += w[i] * (float)l;
+            sum_l2 += w[i] * (float)l * (float)l;
+            sum_xl += w[i] * (float)l * x[i];
+        }
+        D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float ts = (sum_w * sum_xl - sum_x * sum_l) / D, tm = (sum_l2 * sum_x - sum_l * sum_xl) / D, err = 0;
+            if (tm > 0) tm = 0, ts = sum_xl / sum_l2;
+            for (i = 0; i < n; i++) {
+                float diff = ts * (float)Laux[i] + tm - x[i];
+                err += w[i] * (diff * diff);
+            }
+            if (err < best) {
+                memcpy(L, Laux, (size_t)n);
+                best = err, scale = ts, mn = tm;
+            }
+        }
+    }
+    *neg_min = -mn;
+    return scale;
+}
+/* A symmetric scale for n values (levels -nmax .. nmax - 1 in L, stored + nmax), weights x^2:
+   the inverse scale -nmax / (the value of largest magnitude), then 18 trials -(nmax + 0.1 is) /
+   that value, keeping the least-squares scale that explains the most. */
+static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
+    float mx = 0, amax = 0, iscale, sumlx = 0, suml2 = 0, scale, best;
+    int i, is;
+    for (i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]), mx = x[i];
+    if (amax < 1e-15f) {
+        for (i = 0; i < n; i++) L[i] = 0;
+        return 0.0f;
+    }
+    iscale = -(float)nmax / mx;
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * x[i]);
+        float w = x[i] * x[i];
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)(l + nmax);
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+    best = scale * sumlx;
+    for (is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / mx;
+        sumlx = suml2 = 0;
+        for (i = 0; i < n; i++) {
+            int l = mlstack__kq_nearest(iscale * x[i]);
+            float w = x[i] * x[i];
+            l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+            sumlx += w * x[i] * (float)l;
+            suml2 += w * (float)l * (float)l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (i = 0; i < n; i++) {
+                int l = mlstack__kq_nearest(iscale * x[i]);
+                L[i] = (int8_t)(nmax + (l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+static void mlstack__kq_put16(unsigned char *p, float f) {
+    uint16_t h = mlstack__f32_to_f16(f);
+    p[0] = (unsigned char)(h & 0xFF), p[1] = (unsigned char)(h >> 8);
+}
+/* One row of n values (a multiple of the block) into native format wtype. */
+static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y, int n) {
+    int i, j, l, nb = n / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q5_1) {
+        int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2;
+        for (i = 0; i < nb; i++, x += 32, y += one ? 24 : 22) {
+            float amax = 0, mx = 0, mn = x[0], d, id;
+            uint32_t qh = 0;
+            for (j = 0; j < 32; j++) {
+                if (fabsf(x[j]) > amax) amax = fabsf(x[j]), mx = x[j];
+                if (x[j] < mn) mn = x[j];
+            }
+            if (one) {
+                mx = x[0];
+                for (j = 1; j < 32; j++)
+                    if (x[j] > mx) mx = x[j];
+                d = (mx - mn) / 31;
+            } else {
+                d = mx / -16;
+            }
+            id = d != 0 ? 1.0f / d : 0.0f;
+            mlstack__kq_put16(y, d);
+            if (one) mlstack__kq_put16(y + 2, mn);
+            for (j = 0; j < 16; j++) {
+                int q0, q1;
+                if (one) {
+                    q0 = (int)(uint8_t)((x[j] - mn) * id + 0.5f), q1 = (int)(uint8_t)((x[j + 16] - mn) * id + 0.5f);
+                } else {
+                    q0 = (int)(int8_t)(x[j] * id + 16.5f), q1 = (int)(int8_t)(x[j + 16] * id + 16.5f);
+                    q0 = q0 > 31 ? 31 : q0, q1 = q1 > 31 ? 31 : q1;
+                }
+                y[o + 4 + j] = (unsigned char)((q0 & 0xF) | ((q1 & 0xF) << 4));
+                qh |= (uint32_t)((q0 >> 4) & 1) << j | (uint32_t)((q1 >> 4) & 1) << (j + 16);
+            }
+            for (j = 0; j < 4; j++) y[o + j] = (unsigned char)(qh >> (8 * j));
+        }
+        return;
+    }
+    for (i = 0; i < nb; i++, x += 256) {
+        if (wtype == MLSTACK__W_Q6_K) {
+            int8_t L[256];
+            float sc[16], mxs = 0, amaxs = 0, iscale, d;
+            unsigned char *ql = y, *qh = y + 128;
+            for (j = 0; j < 16; j++) {
+                sc[j] = mlstack__kq_fit_sym(16, 32, x + 16 * j, L + 16 * j);
+                if (fabsf(sc[j]) > amaxs) amaxs = fabsf(sc[j]), mxs = sc[j];
+            }
+            memset(y, 0, 210);
+            if (amaxs < 1e-15f) {
+                y += 210;
+                continue;
+            }
+            iscale = -128.0f / mxs;
+            mlstack__kq_put16(y + 208, 1 / iscale);
+            for (j = 0; j < 16; j++) {
+                int v = mlstack__kq_nearest(iscale * sc[j]);
+                y[192 + j] = (unsigned char)(int8_t)(v > 127 ? 127 : v);
+            }
+            d = mlstack__kq_f16(y + 208);
+            for (j = 0; j < 16; j++) {
+                float dd = d * (float)(int8_t)y[192 + j];
+                if (dd == 0) continue;
+                for (l = 0; l < 16; l++) {
+                    int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+                    L[16 * j + l] = (int8_t)((q < -32 ? -32 : q > 31 ? 31 : q) + 32);
+                }
+            }
+            for (j = 0; j < 256; j += 128) {
+                for (l = 0; l < 32; l++) {
+                    ql[l] = (unsigned char)((L[j + l] & 0xF) | ((L[j + l + 64] & 0xF) << 4));
+                    ql[l + 32] = (unsigned char)((L[j + l + 32] & 0xF) | ((L[j + l + 96] & 0xF) << 4));
+                    qh[l] = (unsigned char)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                            ((L[j + l + 96] >> 4) << 6));
+                }
+                ql += 64, qh += 32;
+            }
+            y += 210;
+        } else { /* Q4_K, Q5_K */
+            int five = wtype == MLSTACK__W_Q5_K, nmax = five ? 31 : 15;
+            uint8_t L[256], Laux[32], ls, lm;
+            float w[32], mins[8], scales[8], max_scale = 0, max_min = 0, inv_scale, inv_min, d, dmin;
+            unsigned char *s = y + 4, *qh = y + 16, *qs = y + (five ? 48 : 16);
+            for (j = 0; j < 8; j++) {
+                float sum_x2 = 0, av;
+                for (l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+                av = sqrtf(sum_x2 / 32);
+                for (l = 0; l < 32; l++) w[l] = av + fabsf(x[32 * j + l]);
+                scales[j] = mlstack__kq_fit_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
+                                                five ? -0.5f : -1.0f, 0.1f, five ? 15 : 20);
+                if (scales[j] > max_scale) max_scale = scales[j];
+                if (mins[j] > max_min) max_min = mins[j];
+            }
+            inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+            inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+            memset(s, 0, 12);
+            for (j = 0; j < 8; j++) {
+                int a = mlstack__kq_nearest(inv_scale * scales[j]), b = mlstack__kq_nearest(inv_min * mins[j]);
+                ls = (uint8_t)(a > 63 ? 63 : a), lm = (uint8_t)(b > 63 ? 63 : b);
+                if (j < 4) {
+                    s[j] = ls, s[j + 4] = lm;
+                } else {
+                    s[j + 4] = (unsigned char)((ls & 0xF) | ((lm & 0xF) << 4));
+                    s[j - 4] |= (unsigned char)((ls >> 4) << 6);
+                    s[j] |= (unsigned char)((lm >> 4) << 6);
+                }
+            }
+            mlstack__kq_put16(y, max_scale / 63.0f);
+            mlstack__kq_put16(y + 2, max_min / 63.0f);
+            d = mlstack__kq_f16(y), dmin = mlstack__kq_f16(y + 2);
+            for (j = 0; j < 8; j++) {
+                int sc, mn;
+                float dd, dm;
+                if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+                else
+                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+                dd = d * (float)sc;
+                if (dd == 0) continue;
+                dm = dmin * (float)mn;
+                for (l = 0; l < 32; l++) {
+                    int q = mlstack__kq_nearest((x[32 * j + l] + dm) / dd);
+                    L[32 * j + l] = (uint8_t)(q < 0 ? 0 : q > nmax ? nmax : q);
+                }
+            }
+            if (five) memset(qh, 0, 32);
+            for (j = 0; j < 256; j += 64) /* group pair j / 32, j / 32 + 1: low and high nibbles */
+                for (l = 0; l < 32; l++) {
+                    int a = L[j + l], b = L[j + l + 32];
+                    if (five) {
+                        qh[l] |= (unsigned char)(((a >> 4) & 1) << (j / 32) | ((b >> 4) & 1) << (j / 32 + 1));
+                        a &= 15, b &= 15;
+                    }
+                    qs[j / 2 + l] = (unsigned char)(a | (b << 4));
+                }
+            y += five ? 176 : 144;
+        }
+    }
+}
+
 MLSTACK__FN void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
+    if (MLSTACK__W_IS_GGML(wtype)) {
+        mlstack__kq_quantize_row(wtype, x, (unsigned char *)dst, n);
+        return;
+    }
     for (k = 0; k < nb; k++) {
         const float *xb = x + (size_t)k * MLSTACK__QK;
         if (wtype == MLSTACK__W_Q8_0) {
@@ -21439,6 +21712,7 @@ struct mlstack_model {
     char *path;
     uint64_t n_params, weight_bytes;
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
+    int quant_ftype;    /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
 };
 
@@ -22479,13 +22753,45 @@ static int mlstack__model_all_float(mlstack_model *m) {
     return 1;
 }
 
+/* llama.cpp's K-quant mixes (its llama_tensor_get_type, for these ftypes and dense models):
+   every projection gets the mix's base type (Q4_K, Q5_K, Q6_K), except
+     - the LM head (the embedding table of a tied model): Q6_K
+     - Q4_K_M and Q5_K_M: attn_v and ffn_down of the layers that "use more bits" (the first
+       and last eighth of the layers, and every third layer between): Q6_K
+   and a weight whose rows are not a multiple of 256 falls back to a 32-block type of about the
+   same size: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. The embedding table of an untied model
+   stays as stored here (llama.cpp gives it the base type). */
+enum { MLSTACK__MIX_Q4_K_M = 1, MLSTACK__MIX_Q5_K_M = 2, MLSTACK__MIX_Q6_K = 3 };
+static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
+    for (; *s && *name; s++, name++)
+        if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
+    return !*s && !*name;
+}
+static int mlstack__mix_parse(const char *s) {
+    if (!s) return 0;
+    if (mlstack__mix_is(s, "Q4_K_M") || mlstack__mix_is(s, "Q4_K")) return MLSTACK__MIX_Q4_K_M;
+    if (mlstack__mix_is(s, "Q5_K_M") || mlstack__mix_is(s, "Q5_K")) return MLSTACK__MIX_Q5_K_M;
+    if (mlstack__mix_is(s, "Q6_K")) return MLSTACK__MIX_Q6_K;
+    return -1;
+}
+/* role: 0 a projection, 1 the LM head, 2 attn_v, 3 ffn_down; layer l of n */
+static int mlstack__mix_wtype(int mix, int role, int l, int n, int n_in) {
+    int wt = mix == MLSTACK__MIX_Q4_K_M ? MLSTACK__W_Q4_K : mix == MLSTACK__MIX_Q5_K_M ? MLSTACK__W_Q5_K : MLSTACK__W_Q6_K;
+    int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+    if (role == 1 || ((role == 2 || role == 3) && mix != MLSTACK__MIX_Q6_K && more_bits)) wt = MLSTACK__W_Q6_K;
+    if (n_in % 256)
+        wt = wt == MLSTACK__W_Q4_K ? MLSTACK__W_Q5_0 : wt == MLSTACK__W_Q5_K ? MLSTACK__W_Q5_1 : MLSTACK__W_Q8_0;
+    return wt;
+}
+
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
-   routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
-   stored. The source pages are released as each weight is done. */
-static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
+   routers) to `quant`, or by mix (MLSTACK__MIX_*, then quant is ignored), using all CPUs;
+   weights whose rows are not a multiple of 32 stay as stored. The source pages are released as
+   each weight is done. */
+static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
-    if (quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
+    if (!mix && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_1)",
                              mlstack_dtype_name(quant));
     if (mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
@@ -22499,23 +22805,31 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             void *dst;
             const void *src;
             size_t src_bytes;
+            int wt = (int)quant;
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
-            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
+            if (mix)
+                wt = mlstack__mix_wtype(mix,
+                                        l < 0                          ? 1
+                                        : ws[i] == &m->layers[l].wv     ? 2
+                                        : ws[i] == &m->layers[l].w_down ? 3
+                                                                        : 0,
+                                        l, m->cfg.n_layers, ws[i]->n_in);
+            if (!mix && ws[i]->wtype == wt) continue; /* saved quantized in this format already: as it is */
             if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(
                     err, MLSTACK_ERR_UNSUPPORTED,
                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights", m->path,
                     ws[i]->name ? ws[i]->name : "a projection", mlstack__wtype_name(ws[i]->wtype),
-                    mlstack_dtype_name(quant));
+                    mlstack__wtype_name(wt));
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
-            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
-            if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
+            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes(wt, ws[i]->n_in));
+            if (!dst || mlstack__quantize_weight(&pool, ws[i], wt, dst) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
@@ -23439,7 +23753,8 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     }
 #undef MLSTACK__GW_T
     /* keys */
-    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0   ? 7
+    ftype = m->quant_ftype                             ? m->quant_ftype
+            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
             : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
             : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
             : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
@@ -23582,11 +23897,18 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
-    if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
+    if (r == MLSTACK_OK && desc->quant_mix) {
+        int mix = mlstack__mix_parse(desc->quant_mix);
+        if (mix < 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "quant_mix \"%s\": expected Q4_K_M, Q5_K_M, Q6_K, Q4_K or Q5_K",
+                              desc->quant_mix);
+        else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)
+            m->quant_ftype = mix == MLSTACK__MIX_Q4_K_M ? 15 : mix == MLSTACK__MIX_Q5_K_M ? 17 : 18;
+    } else if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
         (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;
     else if (r == MLSTACK_OK && desc->quant != 0)
-        r = mlstack__model_quantize(m, desc->quant, err);
+        r = mlstack__model_quantize(m, desc->quant, 0, err);
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -23865,7 +24187,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
                               mlstack_dtype_name(dtype));
     }
-    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, err);
+    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, 0, err);
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r != MLSTACK_OK) {
         mlstack_model_close(m);
@@ -27262,7 +27584,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
         if (m->quant_deferred) {
-            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, NULL);
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL);
             if (r == MLSTACK_OK) m->quant_deferred = 0;
         }
         mlstack__unlock(&mlstack__pack_lock);

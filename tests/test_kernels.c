@@ -447,13 +447,13 @@ static void check_quantize_weight(void) {
    matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <= sum_k |w_k| d_x(k) / 2 plus f32
    rounding. */
 static void check_kq(const mlstack__kernels *k) {
-    static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K,
-                                 MLSTACK__W_Q4_K, MLSTACK__W_Q5_K, MLSTACK__W_Q6_K};
+    static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
+                                 MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0};
     /* f16 scale fields of each block: byte offset, count */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208}, sc_n[] = {2, 2, 1, 2, 2, 1};
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1};
     static const int n_ins[] = {256, 512, 1280}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, bi, i, b, o;
-    for (wi = 0; wi < 6; wi++)
+    for (wi = 0; wi < 7; wi++)
         for (ni = 0; ni < 3; ni++) {
             int wt = wtypes[wi], n_in = n_ins[ni], n_out = 37, gt = wt - 16, nblk, bs, j;
             size_t rb = mlstack__row_bytes(wt, n_in);
@@ -471,7 +471,7 @@ static void check_kq(const mlstack__kernels *k) {
             for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
             for (i = 0; i < nblk; i++)
                 for (j = 0; j < sc_n[wi]; j++) {
-                    uint16_t h = mlstack__f32_to_f16(frand() * (wt == MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
+                    uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
                     memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
                 }
             for (o = 0; o < n_out; o++) mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
@@ -509,6 +509,42 @@ static void check_kq(const mlstack__kernels *k) {
                    k->name, mlstack__wtype_name(wt), n_in, worst);
             free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(xq), free(scratch);
         }
+}
+
+/* The GGML formats the quantizer writes (>>quant), on llama.cpp's own quantization test
+   (tests/test-quantize-fns.cpp): 4096 values 0.1 + 2 cos(i), quantized and dequantized (our
+   dequantizer, bit-exact with gguf-py), sqrt(sum of squared errors) / n below its threshold
+   0.002; and on Gaussian rows with outliers the round trip stays within 12% (4-bit), 6% (5-bit;
+   10% for the symmetric Q5_0, whose scale an outlier sets) or 3% (6-bit) relative RMS error. */
+static void check_kq_quantize(void) {
+    static const int wtypes[] = {MLSTACK__W_Q5_0, MLSTACK__W_Q5_1, MLSTACK__W_Q4_K, MLSTACK__W_Q5_K, MLSTACK__W_Q6_K};
+    static const double rel_max[] = {0.10, 0.06, 0.12, 0.06, 0.03};
+    int wi, i, n = 4096;
+    float *x = (float *)malloc(sizeof(float) * n), *y = (float *)malloc(sizeof(float) * n);
+    unsigned char *q = (unsigned char *)malloc((size_t)n * 2);
+    for (wi = 0; wi < 5; wi++) {
+        int wt = wtypes[wi], pass;
+        for (pass = 0; pass < 2; pass++) {
+            double se = 0, ss = 0;
+            for (i = 0; i < n; i++) {
+                if (pass == 0) x[i] = 0.1f + 2 * cosf((float)i);
+                else { /* roughly Gaussian (sum of 4 uniforms), every 97th value 8 times larger */
+                    x[i] = (frand() + frand() + frand() + frand()) * 0.8f * (i % 97 == 0 ? 8.0f : 1.0f);
+                }
+            }
+            mlstack__quantize_row(wt, x, q, n);
+            mlstack__ggml_dequant_row((uint32_t)(wt - 16), q, y, n);
+            for (i = 0; i < n; i++) se += (double)(y[i] - x[i]) * (y[i] - x[i]), ss += (double)x[i] * x[i];
+            if (pass) printf("  %s round trip: relative RMS error %.4f\n", mlstack__wtype_name(wt), sqrt(se / ss));
+            if (pass == 0)
+                CHECKF(sqrt(se) / n < 0.002, "%s: llama.cpp's quantization test error %.5f >= 0.002",
+                       mlstack__wtype_name(wt), sqrt(se) / n);
+            else
+                CHECKF(sqrt(se / ss) < rel_max[wi], "%s: relative RMS error %.4f on Gaussian rows (bound %.2f)",
+                       mlstack__wtype_name(wt), sqrt(se / ss), rel_max[wi]);
+        }
+    }
+    free(x), free(y), free(q);
 }
 
 /* The repacked GGML formats (Q4_0 -> Q4_1, Q5_0 and IQ4_NL -> Q8_0): every weight the new
@@ -595,6 +631,7 @@ int main(void) {
         check_kq(k);
     }
     check_repack();
+    check_kq_quantize();
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
     if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
