@@ -15307,12 +15307,13 @@ static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x
    n_in floats: the groups take 1.5 bytes per input), then dotted with every activation row by
    `dot` (the scalar reference or a SIMD form with the same bits). */
 typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
+typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
 MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
-                                    float *row, mlstack__kq_dot_fn dot) {
+                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
     int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
     mlstack__kqg *g = (mlstack__kqg *)(void *)row;
     for (o = o0; o < o1; o++) {
-        mlstack__kq_decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+        decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
         for (b = 0; b < B; b++) {
             float v = dot(g, xq + (size_t)b * ng, ng, kind);
             if (w->bias) v += w->bias[o];
@@ -15325,7 +15326,7 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar);
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
         return;
     }
     for (o = o0; o < o1; o++) {
@@ -15868,6 +15869,75 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
    of int8 weights and activations by vpmaddubsw (|w| times x with w's sign; pairs <= 2 * 32 *
    127, no saturation), times sa / sb by vpmaddwd, summed to isum in int32: the reference's
    integers, then its float steps. */
+/* The reference's decoded groups (the same integers), the values unpacked 32 at a time for
+   Q5_0, Q4_K, Q5_K and Q6_K (the others by the reference decoder). */
+static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0x10 where bit j of h is set */
+    const __m256i sel = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0),
+                  bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), _mm256_set1_epi8(0x10));
+}
+static MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    int i, j, nb;
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_Q5_0) {
+        for (i = 0; i < nb; i++, b += 22, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
+            __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F)),
+                                         _mm_and_si128(qs, _mm_set1_epi8(0x0F)));
+            v = _mm256_or_si256(v, mlstack__kq_bits_avx2((uint32_t)mlstack__le(b + 2, 4)));
+            _mm256_storeu_si256((__m256i *)(void *)g->q, _mm256_sub_epi8(v, _mm256_set1_epi8(16)));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = mlstack__kq_f16(b), g->ow = 0.0f;
+        }
+        return;
+    }
+    for (i = 0; i < nb; i++, g += 8) {
+        if (wtype == MLSTACK__W_Q6_K) {
+            float d = mlstack__kq_f16(b + 208);
+            for (j = 0; j < 8; j++) { /* group j: half j / 4, quarter s = j % 4 */
+                int h = j >> 2, s = j & 3;
+                __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32 * (s & 1)));
+                __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+                lo = _mm256_and_si256(s >> 1 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+                hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * s)), m2), 4);
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q,
+                                    _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32)));
+                g[j].sa = (int8_t)b[192 + 2 * j], g[j].sb = (int8_t)b[193 + 2 * j], g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0;
+            }
+            b += 210;
+        } else {
+            int five = wtype == MLSTACK__W_Q5_K;
+            const unsigned char *s = b + 4, *qs = b + (five ? 48 : 16);
+            float d = mlstack__kq_f16(b), dmin = mlstack__kq_f16(b + 2);
+            __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16)) : _mm256_setzero_si256();
+            for (j = 0; j < 8; j++) {
+                int sc, mn;
+                __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * (j >> 1)));
+                v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                if (five) {
+                    __m256i bit = _mm256_set1_epi8((char)(1 << j));
+                    v = _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit),
+                                                            _mm256_set1_epi8(0x10)));
+                }
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q, v);
+                if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+                else
+                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+                g[j].sa = g[j].sb = (int16_t)sc, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = -(dmin * (float)mn);
+            }
+            b += five ? 176 : 144;
+        }
+    }
+}
+
 static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
     float acc = 0;
     int k;
@@ -15887,7 +15957,7 @@ static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const m
 static MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                  float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2);
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -16479,7 +16549,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: the AVX2 dots (same bits) */
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2);
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -17439,7 +17509,7 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon);
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
         return;
     }
     if (MLSTACK__PACKED(w)) {
