@@ -15183,9 +15183,9 @@ typedef struct mlstack__kqg {
 } mlstack__kqg;
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
 MLSTACK__FN int mlstack__kq_kind(int wtype) {
-    return wtype == MLSTACK__W_Q2_K                                                               ? MLSTACK__KQ_IMIN
+    return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
            : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
-                                                                                                : MLSTACK__KQ_NONE;
+                                                                                              : MLSTACK__KQ_NONE;
 }
 static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -15233,7 +15233,8 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
             float d = mlstack__kq_f16(b + 208);
             for (j = 0; j < 256; j++) {
                 int gg = j >> 7, r = j & 127;
-                int lo = (ql[64 * gg + (r & 63)] >> (4 * (r >> 6))) & 0xF, hi = (qh[32 * gg + (r & 31)] >> (2 * (r >> 5))) & 3;
+                int lo = (ql[64 * gg + (r & 63)] >> (4 * (r >> 6))) & 0xF,
+                    hi = (qh[32 * gg + (r & 31)] >> (2 * (r >> 5))) & 3;
                 g[j >> 5].q[j & 31] = (int8_t)((lo | (hi << 4)) - 32);
             }
             for (j = 0; j < 8; j++) {
@@ -15279,16 +15280,16 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
 }
 
 /* The float steps of one group (>>kernels rule above), given its exact integer dots. */
-#define MLSTACK__KQ_STEP(acc, g, x, isum, kind)                                                                   \
-    do {                                                                                                          \
-        (acc) = MLSTACK__FMAF((float)(isum), (g)->dw * (x)->d, (acc));                                            \
-        if ((kind) == MLSTACK__KQ_OW) (acc) = MLSTACK__FMAF((g)->ow, (x)->s, (acc));                              \
-        else if ((kind) == MLSTACK__KQ_IMIN) {                                                                    \
-            int32_t sxa_ = 0, sxb_ = 0, i_;                                                                       \
-            for (i_ = 0; i_ < 16; i_++) sxa_ += (x)->q[i_], sxb_ += (x)->q[i_ + 16];                              \
-            (acc) = MLSTACK__FMAF((float)(-((int32_t)(g)->ma * sxa_ + (int32_t)(g)->mb * sxb_)), (g)->ow * (x)->d, \
-                                  (acc));                                                                         \
-        }                                                                                                         \
+#define MLSTACK__KQ_STEP(acc, g, x, isum, kind)                                                                        \
+    do {                                                                                                               \
+        (acc) = MLSTACK__FMAF((float)(isum), (g)->dw * (x)->d, (acc));                                                 \
+        if ((kind) == MLSTACK__KQ_OW) (acc) = MLSTACK__FMAF((g)->ow, (x)->s, (acc));                                   \
+        else if ((kind) == MLSTACK__KQ_IMIN) {                                                                         \
+            int32_t sxa_ = 0, sxb_ = 0, i_;                                                                            \
+            for (i_ = 0; i_ < 16; i_++) sxa_ += (x)->q[i_], sxb_ += (x)->q[i_ + 16];                                   \
+            (acc) =                                                                                                    \
+                MLSTACK__FMAF((float)(-((int32_t)(g)->ma * sxa_ + (int32_t)(g)->mb * sxb_)), (g)->ow * (x)->d, (acc)); \
+        }                                                                                                              \
     } while (0)
 
 /* Decoded groups . activation blocks, the rule above. */
@@ -15923,8 +15924,8 @@ static MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned ch
                 v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
                 if (five) {
                     __m256i bit = _mm256_set1_epi8((char)(1 << j));
-                    v = _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit),
-                                                            _mm256_set1_epi8(0x10)));
+                    v = _mm256_or_si256(
+                        v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), _mm256_set1_epi8(0x10)));
                 }
                 _mm256_storeu_si256((__m256i *)(void *)g[j].q, v);
                 if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
@@ -18097,8 +18098,8 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
                 for (l = 0; l < 32; l++) {
                     ql[l] = (unsigned char)((L[j + l] & 0xF) | ((L[j + l + 64] & 0xF) << 4));
                     ql[l + 32] = (unsigned char)((L[j + l + 32] & 0xF) | ((L[j + l + 96] & 0xF) << 4));
-                    qh[l] = (unsigned char)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                                            ((L[j + l + 96] >> 4) << 6));
+                    qh[l] = (unsigned char)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                            ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
                 }
                 ql += 64, qh += 32;
             }
@@ -21782,7 +21783,7 @@ struct mlstack_model {
     char *path;
     uint64_t n_params, weight_bytes;
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
-    int quant_ftype;    /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
+    int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
 };
 
@@ -22846,7 +22847,9 @@ static int mlstack__mix_parse(const char *s) {
 }
 /* role: 0 a projection, 1 the LM head, 2 attn_v, 3 ffn_down; layer l of n */
 static int mlstack__mix_wtype(int mix, int role, int l, int n, int n_in) {
-    int wt = mix == MLSTACK__MIX_Q4_K_M ? MLSTACK__W_Q4_K : mix == MLSTACK__MIX_Q5_K_M ? MLSTACK__W_Q5_K : MLSTACK__W_Q6_K;
+    int wt = mix == MLSTACK__MIX_Q4_K_M   ? MLSTACK__W_Q4_K
+             : mix == MLSTACK__MIX_Q5_K_M ? MLSTACK__W_Q5_K
+                                          : MLSTACK__W_Q6_K;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
     if (role == 1 || ((role == 2 || role == 3) && mix != MLSTACK__MIX_Q6_K && more_bits)) wt = MLSTACK__W_Q6_K;
     if (n_in % 256)
@@ -22881,7 +22884,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix)
                 wt = mlstack__mix_wtype(mix,
-                                        l < 0                          ? 1
+                                        l < 0                           ? 1
                                         : ws[i] == &m->layers[l].wv     ? 2
                                         : ws[i] == &m->layers[l].w_down ? 3
                                                                         : 0,
@@ -23433,8 +23436,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->end = t->offset + t->bytes;
                 }
             } else {
-                uint64_t out_row = quant ? mlstack__row_bytes(quant, (int)t->ne[0]) : t->ne[0] * 4, bytes = out_row * rows,
-                         r;
+                uint64_t out_row = quant ? mlstack__row_bytes(quant, (int)t->ne[0]) : t->ne[0] * 4,
+                         bytes = out_row * rows, r;
                 if (pass == 1) {
                     x->file = 1;
                     x->begin = off;
@@ -23970,12 +23973,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (r == MLSTACK_OK && desc->quant_mix) {
         int mix = mlstack__mix_parse(desc->quant_mix);
         if (mix < 0)
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "quant_mix \"%s\": expected Q4_K_M, Q5_K_M, Q6_K, Q4_K or Q5_K",
-                              desc->quant_mix);
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                              "quant_mix \"%s\": expected Q4_K_M, Q5_K_M, Q6_K, Q4_K or Q5_K", desc->quant_mix);
         else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)
             m->quant_ftype = mix == MLSTACK__MIX_Q4_K_M ? 15 : mix == MLSTACK__MIX_Q5_K_M ? 17 : 18;
     } else if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
-        (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
+               (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;
     else if (r == MLSTACK_OK && desc->quant != 0)
         r = mlstack__model_quantize(m, desc->quant, 0, err);

@@ -638,7 +638,8 @@ static void test_kq_model(void) {
             int32_t s0 = -1, s1 = -1;
             int same = 1;
             if (l0 && mlstack_engine_seq_new(e, &s0) == MLSTACK_OK && mlstack_engine_seq_new(e, &s1) == MLSTACK_OK) {
-                for (i = 0; i < 8; i++) rows[i].seq = s0, rows[i].pos = i, rows[i].token = ids[i], rows[i].want_logits = 1;
+                for (i = 0; i < 8; i++)
+                    rows[i].seq = s0, rows[i].pos = i, rows[i].token = ids[i], rows[i].want_logits = 1;
                 for (i = 0; i < 5; i++)
                     rows[8 + i].seq = s1, rows[8 + i].pos = i, rows[8 + i].token = mate[i], rows[8 + i].want_logits = 1;
                 if (mlstack_engine_eval(e, rows, 13) == MLSTACK_OK) {

@@ -474,7 +474,8 @@ static void check_kq(const mlstack__kernels *k) {
                     uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
                     memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
                 }
-            for (o = 0; o < n_out; o++) mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
+            for (o = 0; o < n_out; o++)
+                mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
             for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
             memset(&w, 0, sizeof w);
             w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;

@@ -382,9 +382,7 @@ int cli_cmd_kl(const cli_opts *o) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }
-    if (!rc)
-        printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file,
-               info.weight_format);
+    if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, info.weight_format);
     if (!rc)
         printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) "
                "|\n|---|---|---|---|---|---|---|\n");
