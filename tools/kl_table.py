@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """KL table: GGUF files quantized by `mlstack quantize` vs by llama.cpp's `llama-quantize`, from
 the same f32 weights, scored against those weights by `mlstack kl` (mean KL divergence of the
-next-token distributions, max KL, top-1 agreement, perplexities) over a text.
+next-token distributions, max KL, top-1 agreement, perplexities) over a text, and how many
+tensors of mlstack's file equal llama-quantize's (type and bytes).
 
 The f32 weights are SmolLM2's Q4_1 GGUF dequantized (tools/dequant_gguf.py): the only source
 both tools can start from here. Writes everything under --work and prints a Markdown table.
@@ -25,6 +26,20 @@ def sh(cmd):
     if p.returncode:
         sys.exit("failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr.decode()[-2000:]))
     return p.stdout.decode()
+
+
+def same_tensors(a, b):
+    """How many of b's tensors a holds with the same type and the same bytes (gguf-py reader)."""
+    import gguf
+    import numpy as np
+    ta = {t.name: t for t in gguf.GGUFReader(os.path.join(ROOT, a)).tensors}
+    tb = gguf.GGUFReader(os.path.join(ROOT, b)).tensors
+    n = 0
+    for t in tb:
+        u = ta.get(t.name)
+        n += u is not None and u.tensor_type == t.tensor_type and \
+            np.asarray(u.data).tobytes() == np.asarray(t.data).tobytes()
+    return "%d of %d" % (n, len(tb))
 
 
 def main():
@@ -65,16 +80,19 @@ def main():
         if len(cells) == 7 and cells[0] in labels:
             rows[cells[0]] = cells
     print("reference: %s dequantized to f32; %s tokens of %s\n" % (a.gguf, a.tokens, a.text))
-    print("| type | quantizer | MiB | mean KL | max KL | top-1 agree | ppl (f32) | ppl (quant) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| type | quantizer | MiB | mean KL | max KL | top-1 agree | ppl (f32) | ppl (quant) | "
+          "tensors byte-identical to llama-quantize's |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for f in files:
         t, who = labels[f]
         c = rows.get(f)
         mib = os.path.getsize(os.path.join(ROOT, f)) / 1048576
+        theirs = os.path.join(a.work, "llama-%s.gguf" % t)
+        same = same_tensors(f, theirs) if who == "mlstack" and have_lq else ""
         if c:
-            print("| %s | %s | %.1f | %s | %s | %s | %s | %s |" % (t, who, mib, c[2], c[3], c[4], c[5], c[6]))
+            print("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s |" % (t, who, mib, c[2], c[3], c[4], c[5], c[6], same))
         else:
-            print("| %s | %s | %.1f | (no result) | | | | |" % (t, who, mib))
+            print("| %s | %s | %.1f | (no result) | | | | | %s |" % (t, who, mib, same))
 
 
 if __name__ == "__main__":
