@@ -752,6 +752,74 @@ static void test_write(void) {
     remove(path);
 }
 
+/* quant_mix "Q4_K_M" on float weights (llama-kq.gguf opened as its dequantized f32 weights:
+   hidden 256, 2 layers): llama.cpp's choice per tensor (Q6_K head; attn_v and ffn_down Q6_K in
+   the layers that use more bits, here layer 1; Q4_K elsewhere), the file mlstack_model_save_gguf
+   writes reopens with the same types and logits (bits), prefill == decode; an unknown mix name
+   is refused. (That these tensors equal llama-quantize's byte for byte is checked on SmolLM2 by
+   tools/kl_table.py.) */
+static void test_write_mix(void) {
+    static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
+    char path[] = "/tmp/mlstack_gguf_mix_XXXXXX";
+    int fd = mkstemp(path), l;
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    float *la = NULL, *lb = NULL, *lc = NULL;
+    if (fd < 0) {
+        SKIP("no temporary file");
+        return;
+    }
+    close(fd);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf";
+    md.quant_mix = "Q4_K_X";
+    CHECK(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "Q4_K_X"));
+    md.quant_mix = "q4_k_m";
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    mlstack__gguf_dequant_all = 0;
+    if (!a) return;
+    {
+        int ok = a->lm_head.wtype == MLSTACK__W_Q6_K;
+        for (l = 0; l < 2; l++) {
+            const mlstack__layer *L = &a->layers[l];
+            int more = l == 1 ? MLSTACK__W_Q6_K : MLSTACK__W_Q4_K;
+            ok &= L->wq.wtype == MLSTACK__W_Q4_K && L->wk.wtype == MLSTACK__W_Q4_K && L->wv.wtype == more &&
+                  L->wo.wtype == MLSTACK__W_Q4_K && L->w_gate.wtype == MLSTACK__W_Q4_K &&
+                  L->w_up.wtype == MLSTACK__W_Q4_K && L->w_down.wtype == more;
+        }
+        CHECKF(ok, "%s", "Q4_K_M: a tensor's type is not llama.cpp's choice");
+    }
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+    md.path = path;
+    md.quant_mix = NULL;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (b) {
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&b->gguf, "blk.1.ffn_down.weight");
+        CHECK(t && t->type == MLSTACK__GGML_Q6_K && b->layers[0].wq.wtype == MLSTACK__W_Q4_K);
+    }
+    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
+        mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+        la = eval_all(ea, ids, 6, 256, 0);
+        lb = eval_all(eb, ids, 6, 256, 0);
+        lc = eval_all(eb, ids, 6, 256, 1);
+        CHECK(la && lb && lc && memcmp(la, lb, sizeof(float) * 6 * 256) == 0);
+        CHECK(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * 256) == 0);
+    }
+    free(la);
+    free(lb);
+    free(lc);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+    remove(path);
+}
+
 /* Model-level errors in metadata name the key. */
 static void test_model_errors(void) {
     static const struct {
@@ -860,6 +928,7 @@ int main(void) {
     test_kq_model();
     test_model_errors();
     test_write();
+    test_write_mix();
     test_vocab_vectors();
     test_types();
     test_files();
