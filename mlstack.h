@@ -18255,8 +18255,10 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
-   and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
+   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
+   format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
    sum, in that order), so the result is bit-identical to it:
      Q4_0    d f16, 16 bytes of nibbles (element j low nibble of byte j, j+16 high); w = d * (q - 8)
