@@ -377,6 +377,10 @@ typedef struct mlstack_model_desc {
     int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
                               at open: each rank of a sharded engine converts only its own rows (the first
                               one-rank engine converts the whole model, once); the same bits either way */
+    const char *quant_mix; /* NULL, or llama.cpp's K-quant mix to quantize to at load: "Q4_K_M", "Q5_K_M",
+                              "Q6_K" ("Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); per
+                              tensor Q4_K/Q5_K/Q6_K, Q5_0/Q5_1/Q8_0 where rows are not a multiple of 256;
+                              overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -389,18 +393,22 @@ typedef struct mlstack_model_info {
     int32_t bos_id;                  /* -1 when the model has none */
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
-    mlstack_dtype weight_dtype;      /* dtype of the projection weights */
+    mlstack_dtype weight_dtype;      /* dtype of the projection weights (U8: a GGML block format, see
+                                        weight_format) */
     uint64_t n_params;
     uint64_t weight_bytes;
+    const char *weight_format;       /* the projection weights' format by name: a dtype name, or the GGML
+                                        type computed natively ("Q4_K", "Q6_K", ...) */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
    model.safetensors or model.safetensors.index.json + shards, and the tokenizer when the folder
    has one (a tokenizer that fails to load fails the open). Weights are mapped, not copied.
    A GGUF file (architectures llama, qwen2, qwen3) opens the same way: hyperparameters, tokenizer
-   and chat template from its metadata; F32/F16/BF16 and Q8_0/Q4_1 weights mapped, other GGML
-   types (Q4_0, Q5_0/1, Q2_K..Q6_K, IQ4_NL) and a block-typed embedding dequantized to f32 at
-   load (see >>gguf and >>ggmlquant); an unknown architecture or pre-tokenizer fails the open.
+   and chat template from its metadata; F32/F16/BF16, Q8_0/Q4_1, Q5_1 and Q2_K..Q6_K projections
+   mapped and computed natively, Q4_0, Q5_0 and IQ4_NL repacked exactly at load (Q4_1 / Q8_0
+   blocks), a block-typed embedding dequantized to f32 (see >>gguf and >>ggmlquant); an unknown
+   architecture or pre-tokenizer fails the open.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -14886,8 +14894,23 @@ typedef enum mlstack__wtype {
     MLSTACK__W_F16 = MLSTACK_DTYPE_F16,
     MLSTACK__W_BF16 = MLSTACK_DTYPE_BF16,
     MLSTACK__W_Q8_0 = MLSTACK_DTYPE_Q8_0,
-    MLSTACK__W_Q4_1 = MLSTACK_DTYPE_Q4_1
+    MLSTACK__W_Q4_1 = MLSTACK_DTYPE_Q4_1,
+    /* GGML block formats computed natively, rows as llama.cpp stores them (layouts, dw/ow and
+       the dot's exact form: mlstack__kq_decode below). Value 16 + the GGML type number; never
+       a public dtype, never packed into P16 panels. */
+    MLSTACK__W_Q5_0 = 16 + 6, /* made by the quantizer only (files' Q5_0 rows are repacked to Q8_0) */
+    MLSTACK__W_Q5_1 = 16 + 7,
+    MLSTACK__W_Q2_K = 16 + 10,
+    MLSTACK__W_Q3_K = 16 + 11,
+    MLSTACK__W_Q4_K = 16 + 12,
+    MLSTACK__W_Q5_K = 16 + 13,
+    MLSTACK__W_Q6_K = 16 + 14
 } mlstack__wtype;
+/* Whether wtype is one of the native GGML formats above. */
+#define MLSTACK__W_IS_GGML(wt) \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+/* Whether weights of wtype meet Q8 activation blocks (every block format). */
+#define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
 
 #define MLSTACK__QK 32
 typedef struct mlstack__q8_0 {
@@ -14910,8 +14933,21 @@ MLSTACK__FN size_t mlstack__row_bytes(int wtype, int n_in) {
     case MLSTACK__W_Q8_0: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q8_0);
     case MLSTACK__W_Q4_1: return (size_t)(n_in / MLSTACK__QK) * sizeof(mlstack__q4_1);
     case MLSTACK__W_F32: return (size_t)n_in * 4;
-    default: return (size_t)n_in * 2;
+    default:
+        if (MLSTACK__W_IS_GGML(wtype))
+            return (size_t)(n_in / mlstack__ggml_types[wtype - 16].block) * mlstack__ggml_types[wtype - 16].size;
+        return (size_t)n_in * 2;
     }
+}
+/* Inputs per block of wtype: 256 (K-quants), 32 (other block formats) or 1. */
+MLSTACK__FN int mlstack__wtype_block(int wtype) {
+    if (MLSTACK__W_IS_GGML(wtype)) return mlstack__ggml_types[wtype - 16].block;
+    return MLSTACK__W_IS_BLOCK(wtype) ? MLSTACK__QK : 1;
+}
+/* The name of a weight format (a dtype name, or the GGML type name of a native one). */
+MLSTACK__FN const char *mlstack__wtype_name(int wtype) {
+    if (MLSTACK__W_IS_GGML(wtype)) return mlstack__ggml_types[wtype - 16].name;
+    return mlstack_dtype_name((mlstack_dtype)wtype);
 }
 
 MLSTACK__FN uint16_t mlstack__f32_to_f16(float f) {
@@ -15222,9 +15258,180 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
     return acc;
 }
 
+/* Native GGML formats (MLSTACK__W_Q5_1, _Q2_K .. _Q6_K; layouts in >>ggmlquant). A row is first
+   decoded, exactly, into groups of 32 inputs (one per activation block): 32 small integers q,
+   the integer scales sa, sb of inputs 0-15 and 16-31 (equal where the format scales 32 at a
+   time), and the float factors dw, ow, each formed by the stated f32 operations. The dot of a
+   group with activation block x (int8 xq, scale x.d, x.s = x.d * sum(xq)) is then, in input
+   order over the groups, from acc = +0:
+     isum = sa * dot(q[0..16), xq[0..16)) + sb * dot(q[16..32), xq[16..32))   (exact, int32)
+     acc  = fma((float)isum, dw * x.d, acc)
+   and per format (K = 256-input super-block with f16 d, dmin; j its group, k its 16-sub-block):
+     Q5_0  q = the 5-bit value - 16, sa = sb = 1, dw = d
+     Q5_1  q = the 5-bit value, sa = sb = 1, dw = d, ow = m:  acc = fma(ow, x.s, acc)
+     Q4_K  q = the nibble, sa = sb = sc_j (6-bit), dw = d, ow = -(dmin * (float)mn_j):
+           acc = fma(ow, x.s, acc)                                   (w = d sc q - dmin mn)
+     Q5_K  as Q4_K with the fifth bit in q
+     Q6_K  q = the 6-bit value - 32, sa, sb = the int8 scales of sub-blocks 2j, 2j + 1, dw = d
+     Q3_K  q = low 2 bits - 4 * !high bit, sa, sb = the 6-bit scales - 32, dw = d
+     Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
+           imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
+           acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
+   Every path computes these bits (SIMD paths vectorise the integer dots only). */
+typedef struct mlstack__kqg {
+    int8_t q[MLSTACK__QK];
+    int16_t sa, sb, ma, mb;
+    float dw, ow;
+} mlstack__kqg;
+enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
+MLSTACK__FN int mlstack__kq_kind(int wtype) {
+    return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
+           : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
+                                                                                              : MLSTACK__KQ_NONE;
+}
+static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* The groups of one row of n_in weights of native format wtype (n_in a multiple of its block). */
+MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
+        int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
+        for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
+            uint32_t h = (uint32_t)b[o] | (uint32_t)b[o + 1] << 8 | (uint32_t)b[o + 2] << 16 | (uint32_t)b[o + 3] << 24;
+            for (l = 0; l < 16; l++) {
+                g->q[l] = (int8_t)(((b[o + 4 + l] & 0xF) | ((h >> l) & 1) << 4) - z);
+                g->q[l + 16] = (int8_t)(((b[o + 4 + l] >> 4) | ((h >> (l + 16)) & 1) << 4) - z);
+            }
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = mlstack__kq_f16(b), g->ow = one ? mlstack__kq_f16(b + 2) : 0.0f;
+        }
+        return;
+    }
+    for (i = 0; i < nb; i++, g += 8) {
+        switch (wtype) {
+        case MLSTACK__W_Q4_K:
+        case MLSTACK__W_Q5_K: {
+            int five = wtype == MLSTACK__W_Q5_K;
+            const unsigned char *s = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+            float d = mlstack__kq_f16(b), dmin = mlstack__kq_f16(b + 2);
+            for (j = 0; j < 8; j++) {
+                int sc, mn;
+                if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+                else
+                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+                for (l = 0; l < 32; l++) {
+                    int q = (qs[32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF;
+                    if (five) q |= ((qh[l] >> j) & 1) << 4;
+                    g[j].q[l] = (int8_t)q;
+                }
+                g[j].sa = g[j].sb = (int16_t)sc, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = -(dmin * (float)mn);
+            }
+            b += five ? 176 : 144;
+            break;
+        }
+        case MLSTACK__W_Q6_K: {
+            const unsigned char *ql = b, *qh = b + 128;
+            float d = mlstack__kq_f16(b + 208);
+            for (j = 0; j < 256; j++) {
+                int gg = j >> 7, r = j & 127;
+                int lo = (ql[64 * gg + (r & 63)] >> (4 * (r >> 6))) & 0xF,
+                    hi = (qh[32 * gg + (r & 31)] >> (2 * (r >> 5))) & 3;
+                g[j >> 5].q[j & 31] = (int8_t)((lo | (hi << 4)) - 32);
+            }
+            for (j = 0; j < 8; j++) {
+                g[j].sa = (int8_t)b[192 + 2 * j], g[j].sb = (int8_t)b[193 + 2 * j], g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0;
+            }
+            b += 210;
+            break;
+        }
+        case MLSTACK__W_Q3_K: {
+            const unsigned char *hm = b, *qs = b + 32, *s = b + 96;
+            float d = mlstack__kq_f16(b + 108);
+            for (j = 0; j < 256; j++) {
+                int q = (qs[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3, h = (hm[j & 31] >> (j >> 5)) & 1;
+                g[j >> 5].q[j & 31] = (int8_t)(q - ((h ^ 1) << 2));
+            }
+            for (j = 0; j < 16; j++) {
+                int lo = (s[j & 7] >> (4 * (j >> 3))) & 0xF, hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3,
+                    sc = (int)(lo | (hi << 4)) - 32;
+                if (j & 1) g[j >> 1].sb = (int16_t)sc;
+                else
+                    g[j >> 1].sa = (int16_t)sc;
+            }
+            for (j = 0; j < 8; j++) g[j].ma = g[j].mb = 0, g[j].dw = d, g[j].ow = 0;
+            b += 110;
+            break;
+        }
+        default: { /* Q2_K */
+            const unsigned char *sc = b, *qs = b + 16;
+            float d = mlstack__kq_f16(b + 80), dmin = mlstack__kq_f16(b + 82);
+            for (j = 0; j < 256; j++)
+                g[j >> 5].q[j & 31] = (int8_t)((qs[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3);
+            for (j = 0; j < 8; j++) {
+                g[j].sa = (int16_t)(sc[2 * j] & 0xF), g[j].sb = (int16_t)(sc[2 * j + 1] & 0xF);
+                g[j].ma = (int16_t)(sc[2 * j] >> 4), g[j].mb = (int16_t)(sc[2 * j + 1] >> 4);
+                g[j].dw = d, g[j].ow = dmin;
+            }
+            b += 84;
+            break;
+        }
+        }
+    }
+}
+
+/* The float steps of one group (>>kernels rule above), given its exact integer dots. */
+#define MLSTACK__KQ_STEP(acc, g, x, isum, kind)                                                                        \
+    do {                                                                                                               \
+        (acc) = MLSTACK__FMAF((float)(isum), (g)->dw * (x)->d, (acc));                                                 \
+        if ((kind) == MLSTACK__KQ_OW) (acc) = MLSTACK__FMAF((g)->ow, (x)->s, (acc));                                   \
+        else if ((kind) == MLSTACK__KQ_IMIN) {                                                                         \
+            int32_t sxa_ = 0, sxb_ = 0, i_;                                                                            \
+            for (i_ = 0; i_ < 16; i_++) sxa_ += (x)->q[i_], sxb_ += (x)->q[i_ + 16];                                   \
+            (acc) =                                                                                                    \
+                MLSTACK__FMAF((float)(-((int32_t)(g)->ma * sxa_ + (int32_t)(g)->mb * sxb_)), (g)->ow * (x)->d, (acc)); \
+        }                                                                                                              \
+    } while (0)
+
+/* Decoded groups . activation blocks, the rule above. */
+static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
+    float acc = 0;
+    int k, i;
+    for (k = 0; k < ng; k++, g++, x++) {
+        int32_t da = 0, db = 0;
+        for (i = 0; i < 16; i++) da += (int32_t)g->q[i] * x->q[i], db += (int32_t)g->q[i + 16] * x->q[i + 16];
+        MLSTACK__KQ_STEP(acc, g, x, (int32_t)g->sa * da + (int32_t)g->sb * db, kind);
+    }
+    return acc;
+}
+
+/* y rows [o0, o1) for a native GGML weight: each row decoded once into `row` (scratch of
+   n_in floats: the groups take 1.5 bytes per input), then dotted with every activation row by
+   `dot` (the scalar reference or a SIMD form with the same bits). */
+typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
+typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
+MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
+                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
+    int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
+    mlstack__kqg *g = (mlstack__kqg *)(void *)row;
+    for (o = o0; o < o1; o++) {
+        decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+        for (b = 0; b < B; b++) {
+            float v = dot(g, xq + (size_t)b * ng, ng, kind);
+            if (w->bias) v += w->bias[o];
+            y[(size_t)b * w->n_out + o] = v;
+        }
+    }
+}
+
 MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y,
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
+    if (MLSTACK__W_IS_GGML(w->wtype)) {
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
+        return;
+    }
     for (o = o0; o < o1; o++) {
         const unsigned char *src = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
         const float *wr = row;
@@ -15391,7 +15598,7 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
         j.y[i] = y[i];
         j.rows_per_task[i] = MLSTACK__USES_P16(k, w[i]) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
         j.first_task[i + 1] = j.first_task[i] + (w[i]->n_out + j.rows_per_task[i] - 1) / j.rows_per_task[i];
-        quant |= w[i]->wtype == MLSTACK__W_Q8_0 || w[i]->wtype == MLSTACK__W_Q4_1;
+        quant |= MLSTACK__W_IS_BLOCK(w[i]->wtype);
     }
     if (quant) {
         if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
@@ -15763,8 +15970,101 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
     }
 }
 
+/* Native GGML formats (rule and decoded groups in >>kernels): per group, the two 16-input dots
+   of int8 weights and activations by vpmaddubsw (|w| times x with w's sign; pairs <= 2 * 32 *
+   127, no saturation), times sa / sb by vpmaddwd, summed to isum in int32: the reference's
+   integers, then its float steps. */
+/* The reference's decoded groups (the same integers), the values unpacked 32 at a time for
+   Q5_0, Q4_K, Q5_K and Q6_K (the others by the reference decoder). */
+static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0x10 where bit j of h is set */
+    const __m256i sel = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0),
+                  bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), _mm256_set1_epi8(0x10));
+}
+static MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    int i, j, nb;
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_Q5_0) {
+        for (i = 0; i < nb; i++, b += 22, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
+            __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F)),
+                                         _mm_and_si128(qs, _mm_set1_epi8(0x0F)));
+            v = _mm256_or_si256(v, mlstack__kq_bits_avx2((uint32_t)mlstack__le(b + 2, 4)));
+            _mm256_storeu_si256((__m256i *)(void *)g->q, _mm256_sub_epi8(v, _mm256_set1_epi8(16)));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = mlstack__kq_f16(b), g->ow = 0.0f;
+        }
+        return;
+    }
+    for (i = 0; i < nb; i++, g += 8) {
+        if (wtype == MLSTACK__W_Q6_K) {
+            float d = mlstack__kq_f16(b + 208);
+            for (j = 0; j < 8; j++) { /* group j: half j / 4, quarter s = j % 4 */
+                int h = j >> 2, s = j & 3;
+                __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32 * (s & 1)));
+                __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+                lo = _mm256_and_si256(s >> 1 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+                hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * s)), m2), 4);
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q,
+                                    _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32)));
+                g[j].sa = (int8_t)b[192 + 2 * j], g[j].sb = (int8_t)b[193 + 2 * j], g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0;
+            }
+            b += 210;
+        } else {
+            int five = wtype == MLSTACK__W_Q5_K;
+            const unsigned char *s = b + 4, *qs = b + (five ? 48 : 16);
+            float d = mlstack__kq_f16(b), dmin = mlstack__kq_f16(b + 2);
+            __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16)) : _mm256_setzero_si256();
+            for (j = 0; j < 8; j++) {
+                int sc, mn;
+                __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * (j >> 1)));
+                v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                if (five) {
+                    __m256i bit = _mm256_set1_epi8((char)(1 << j));
+                    v = _mm256_or_si256(
+                        v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), _mm256_set1_epi8(0x10)));
+                }
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q, v);
+                if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+                else
+                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+                g[j].sa = g[j].sb = (int16_t)sc, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = -(dmin * (float)mn);
+            }
+            b += five ? 176 : 144;
+        }
+    }
+}
+
+static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
+    float acc = 0;
+    int k;
+    for (k = 0; k < ng; k++, g++, x++) {
+        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)g->q),
+                a = _mm256_loadu_si256((const __m256i *)(const void *)x->q);
+        __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+        __m256i s = _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(g->sb), _mm_set1_epi16(g->sa)));
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+        MLSTACK__KQ_STEP(acc, g, x, _mm_cvtsi128_si32(t), kind);
+    }
+    return acc;
+}
+
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
+    if (MLSTACK__W_IS_GGML(w->wtype)) {
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+        return;
+    }
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else
@@ -16359,6 +16659,10 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
+    if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: the AVX2 dots (same bits) */
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+        return;
+    }
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_vnni(w, xq, y, B, o0, o1);
         else
@@ -17316,8 +17620,28 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x1
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 /* clang-format on */
 
+/* Native GGML formats (rule and decoded groups in >>kernels): each group's two 16-input dots by
+   widening multiplies (vmull_s8 / vmlal_s8: int16 pairs <= 2 * 32 * 127) summed across lanes, then
+   isum = sa * dot_a + sb * dot_b in int32 and the reference's float steps. */
+static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
+    float acc = 0;
+    int k;
+    for (k = 0; k < ng; k++, g++, x++) {
+        int8x16_t w0 = vld1q_s8(g->q), w1 = vld1q_s8(g->q + 16), a0 = vld1q_s8(x->q), a1 = vld1q_s8(x->q + 16);
+        int16x8_t p0 = vmlal_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(a0)), vget_high_s8(w0), vget_high_s8(a0));
+        int16x8_t p1 = vmlal_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(a1)), vget_high_s8(w1), vget_high_s8(a1));
+        int32_t da = vaddlvq_s16(p0), db = vaddlvq_s16(p1);
+        MLSTACK__KQ_STEP(acc, g, x, (int32_t)g->sa * da + (int32_t)g->sb * db, kind);
+    }
+    return acc;
+}
+
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
+    if (MLSTACK__W_IS_GGML(w->wtype)) {
+        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+        return;
+    }
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_neon(w, xq, y, B, o0, o1);
         else
@@ -17713,8 +18037,273 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
      Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
            q = clamp(round((w - m) / d), 0, 15) */
 
+/* GGML formats made by the quantizer (mixes below): the searches of llama.cpp's reference
+   quantizers (ggml-quants.c, without an importance matrix), so files match theirs in error:
+     Q5_0  d = the value of largest magnitude / -16, q = min(31, trunc(w / d + 16.5))
+     Q5_1  d = (max - min) / 31, m = min, q = trunc((w - m) / d + 0.5)
+     Q4_K, Q5_K  per 32-group a scale and a min by mlstack__kq_fit_min (weights av|x| + |x_i|,
+           a least-squares refit of scale and min for each of 21 / 16 trial inverse scales), the
+           8 scales and mins then quantized to 6 bits against the block's largest (d = max / 63,
+           dmin = max min / 63, f16), and each value re-rounded against its stored scale and min
+     Q6_K  per 16-group a symmetric scale by mlstack__kq_fit_sym (weights x^2, 19 trial inverse
+           scales around -32 / the value of largest magnitude), the 16 scales quantized to int8
+           against the largest (d = that scale / -128), the values re-rounded to -32 .. 31 */
+static int mlstack__kq_nearest(float f) { /* round to nearest, ties to even, |f| < 2^22 */
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+/* A scale and min (returned: scale; *neg_min = -min >= 0) for n values x with weights w, levels
+   0 .. nmax in L: the rounding at the range's own scale, then for is = 0 .. nstep the inverse
+   scale (rmin + rdelta is + nmax) / (max - min), each followed by the weighted least-squares
+   scale and min for its levels (min clamped to <= 0), kept when the weighted error drops. */
+static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min,
+                                 uint8_t *Laux, float rmin, float rdelta, int nstep) {
+    float mn = x[0], mx = x[0], sum_w = w[0], sum_x = w[0] * x[0], iscale, scale, best = 0;
+    int i, is;
+    for (i = 1; i < n; i++) {
+        if (x[i] < mn) mn = x[i];
+        if (x[i] > mx) mx = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (mn > 0) mn = 0;
+    if (mx == mn) {
+        for (i = 0; i < n; i++) L[i] = 0;
+        *neg_min = -mn;
+        return 0.0f;
+    }
+    iscale = (float)nmax / (mx - mn);
+    scale = 1 / iscale;
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * (x[i] - mn));
+        float diff;
+        L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        diff = scale * (float)L[i] + mn - x[i];
+        best += w[i] * (diff * diff);
+    }
+    for (is = 0; is <= nstep; is++) {
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0, D;
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (mx - mn);
+        for (i = 0; i < n; i++) {
+            int l = mlstack__kq_nearest(iscale * (x[i] - mn));
+            l = l < 0 ? 0 : l > nmax ? nmax : l;
+            Laux[i] = (uint8_t)l;
+            sum_l += w[i] * (float)l;
+            sum_l2 += w[i] * (float)l * (float)l;
+            sum_xl += w[i] * (float)l * x[i];
+        }
+        D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float ts = (sum_w * sum_xl - sum_x * sum_l) / D, tm = (sum_l2 * sum_x - sum_l * sum_xl) / D, err = 0;
+            if (tm > 0) tm = 0, ts = sum_xl / sum_l2;
+            for (i = 0; i < n; i++) {
+                float diff = ts * (float)Laux[i] + tm - x[i];
+                err += w[i] * (diff * diff);
+            }
+            if (err < best) {
+                memcpy(L, Laux, (size_t)n);
+                best = err, scale = ts, mn = tm;
+            }
+        }
+    }
+    *neg_min = -mn;
+    return scale;
+}
+/* A symmetric scale for n values (levels -nmax .. nmax - 1 in L, stored + nmax), weights x^2:
+   the inverse scale -nmax / (the value of largest magnitude), then 18 trials -(nmax + 0.1 is) /
+   that value, keeping the least-squares scale that explains the most. */
+static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
+    float mx = 0, amax = 0, iscale, sumlx = 0, suml2 = 0, scale, best;
+    int i, is;
+    for (i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]), mx = x[i];
+    if (amax < 1e-15f) {
+        for (i = 0; i < n; i++) L[i] = 0;
+        return 0.0f;
+    }
+    iscale = -(float)nmax / mx;
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * x[i]);
+        float w = x[i] * x[i];
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)(l + nmax);
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+    best = scale * sumlx;
+    for (is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / mx;
+        sumlx = suml2 = 0;
+        for (i = 0; i < n; i++) {
+            int l = mlstack__kq_nearest(iscale * x[i]);
+            float w = x[i] * x[i];
+            l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+            sumlx += w * x[i] * (float)l;
+            suml2 += w * (float)l * (float)l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (i = 0; i < n; i++) {
+                int l = mlstack__kq_nearest(iscale * x[i]);
+                L[i] = (int8_t)(nmax + (l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+static void mlstack__kq_put16(unsigned char *p, float f) {
+    uint16_t h = mlstack__f32_to_f16(f);
+    p[0] = (unsigned char)(h & 0xFF), p[1] = (unsigned char)(h >> 8);
+}
+/* One row of n values (a multiple of the block) into native format wtype. */
+static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y, int n) {
+    int i, j, l, nb = n / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q5_1) {
+        int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2;
+        for (i = 0; i < nb; i++, x += 32, y += one ? 24 : 22) {
+            float amax = 0, mx = 0, mn = x[0], d, id;
+            uint32_t qh = 0;
+            for (j = 0; j < 32; j++) {
+                if (fabsf(x[j]) > amax) amax = fabsf(x[j]), mx = x[j];
+                if (x[j] < mn) mn = x[j];
+            }
+            if (one) {
+                mx = x[0];
+                for (j = 1; j < 32; j++)
+                    if (x[j] > mx) mx = x[j];
+                d = (mx - mn) / 31;
+            } else {
+                d = mx / -16;
+            }
+            id = d != 0 ? 1.0f / d : 0.0f;
+            mlstack__kq_put16(y, d);
+            if (one) mlstack__kq_put16(y + 2, mn);
+            for (j = 0; j < 16; j++) {
+                int q0, q1;
+                if (one) {
+                    q0 = (int)(uint8_t)((x[j] - mn) * id + 0.5f), q1 = (int)(uint8_t)((x[j + 16] - mn) * id + 0.5f);
+                } else {
+                    q0 = (int)(int8_t)(x[j] * id + 16.5f), q1 = (int)(int8_t)(x[j + 16] * id + 16.5f);
+                    q0 = q0 > 31 ? 31 : q0, q1 = q1 > 31 ? 31 : q1;
+                }
+                y[o + 4 + j] = (unsigned char)((q0 & 0xF) | ((q1 & 0xF) << 4));
+                qh |= (uint32_t)((q0 >> 4) & 1) << j | (uint32_t)((q1 >> 4) & 1) << (j + 16);
+            }
+            for (j = 0; j < 4; j++) y[o + j] = (unsigned char)(qh >> (8 * j));
+        }
+        return;
+    }
+    for (i = 0; i < nb; i++, x += 256) {
+        if (wtype == MLSTACK__W_Q6_K) {
+            int8_t L[256];
+            float sc[16], mxs = 0, amaxs = 0, iscale, d;
+            unsigned char *ql = y, *qh = y + 128;
+            for (j = 0; j < 16; j++) {
+                sc[j] = mlstack__kq_fit_sym(16, 32, x + 16 * j, L + 16 * j);
+                if (fabsf(sc[j]) > amaxs) amaxs = fabsf(sc[j]), mxs = sc[j];
+            }
+            memset(y, 0, 210);
+            if (amaxs < 1e-15f) {
+                y += 210;
+                continue;
+            }
+            iscale = -128.0f / mxs;
+            mlstack__kq_put16(y + 208, 1 / iscale);
+            for (j = 0; j < 16; j++) {
+                int v = mlstack__kq_nearest(iscale * sc[j]);
+                y[192 + j] = (unsigned char)(int8_t)(v > 127 ? 127 : v);
+            }
+            d = mlstack__kq_f16(y + 208);
+            for (j = 0; j < 16; j++) {
+                float dd = d * (float)(int8_t)y[192 + j];
+                if (dd == 0) continue;
+                for (l = 0; l < 16; l++) {
+                    int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+                    L[16 * j + l] = (int8_t)((q < -32 ? -32 : q > 31 ? 31 : q) + 32);
+                }
+            }
+            for (j = 0; j < 256; j += 128) {
+                for (l = 0; l < 32; l++) {
+                    ql[l] = (unsigned char)((L[j + l] & 0xF) | ((L[j + l + 64] & 0xF) << 4));
+                    ql[l + 32] = (unsigned char)((L[j + l + 32] & 0xF) | ((L[j + l + 96] & 0xF) << 4));
+                    qh[l] = (unsigned char)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                            ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+                }
+                ql += 64, qh += 32;
+            }
+            y += 210;
+        } else { /* Q4_K, Q5_K */
+            int five = wtype == MLSTACK__W_Q5_K, nmax = five ? 31 : 15;
+            uint8_t L[256], Laux[32], ls, lm;
+            float w[32], mins[8], scales[8], max_scale = 0, max_min = 0, inv_scale, inv_min, d, dmin;
+            unsigned char *s = y + 4, *qh = y + 16, *qs = y + (five ? 48 : 16);
+            for (j = 0; j < 8; j++) {
+                float sum_x2 = 0, av;
+                for (l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+                av = sqrtf(sum_x2 / 32);
+                for (l = 0; l < 32; l++) w[l] = av + fabsf(x[32 * j + l]);
+                scales[j] = mlstack__kq_fit_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
+                                                five ? -0.5f : -1.0f, 0.1f, five ? 15 : 20);
+                if (scales[j] > max_scale) max_scale = scales[j];
+                if (mins[j] > max_min) max_min = mins[j];
+            }
+            inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+            inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+            memset(s, 0, 12);
+            for (j = 0; j < 8; j++) {
+                int a = mlstack__kq_nearest(inv_scale * scales[j]), b = mlstack__kq_nearest(inv_min * mins[j]);
+                ls = (uint8_t)(a > 63 ? 63 : a), lm = (uint8_t)(b > 63 ? 63 : b);
+                if (j < 4) {
+                    s[j] = ls, s[j + 4] = lm;
+                } else {
+                    s[j + 4] = (unsigned char)((ls & 0xF) | ((lm & 0xF) << 4));
+                    s[j - 4] |= (unsigned char)((ls >> 4) << 6);
+                    s[j] |= (unsigned char)((lm >> 4) << 6);
+                }
+            }
+            mlstack__kq_put16(y, max_scale / 63.0f);
+            mlstack__kq_put16(y + 2, max_min / 63.0f);
+            d = mlstack__kq_f16(y), dmin = mlstack__kq_f16(y + 2);
+            for (j = 0; j < 8; j++) {
+                int sc, mn;
+                float dd, dm;
+                if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+                else
+                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+                dd = d * (float)sc;
+                if (dd == 0) continue;
+                dm = dmin * (float)mn;
+                for (l = 0; l < 32; l++) {
+                    int q = mlstack__kq_nearest((x[32 * j + l] + dm) / dd);
+                    L[32 * j + l] = (uint8_t)(q < 0 ? 0 : q > nmax ? nmax : q);
+                }
+            }
+            if (five) memset(qh, 0, 32);
+            for (j = 0; j < 256; j += 64) /* group pair j / 32, j / 32 + 1: low and high nibbles */
+                for (l = 0; l < 32; l++) {
+                    int a = L[j + l], b = L[j + l + 32];
+                    if (five) {
+                        qh[l] |= (unsigned char)(((a >> 4) & 1) << (j / 32) | ((b >> 4) & 1) << (j / 32 + 1));
+                        a &= 15, b &= 15;
+                    }
+                    qs[j / 2 + l] = (unsigned char)(a | (b << 4));
+                }
+            y += five ? 176 : 144;
+        }
+    }
+}
+
 MLSTACK__FN void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
+    if (MLSTACK__W_IS_GGML(wtype)) {
+        mlstack__kq_quantize_row(wtype, x, (unsigned char *)dst, n);
+        return;
+    }
     for (k = 0; k < nb; k++) {
         const float *xb = x + (size_t)k * MLSTACK__QK;
         if (wtype == MLSTACK__W_Q8_0) {
@@ -17801,8 +18390,10 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
 #undef MLSTACK__PART
 #define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place; F32, F16
-   and BF16 are file dtypes. The others are dequantized here, block by block, to f32 with the
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
+   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
+   format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
    sum, in that order), so the result is bit-identical to it:
      Q4_0    d f16, 16 bytes of nibbles (element j low nibble of byte j, j+16 high); w = d * (q - 8)
@@ -17983,6 +18574,80 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
     default:
         for (i = 0; i < n; i++) dst[i] = 0;
         return;
+    }
+}
+
+/* How the GGUF loader keeps a projection stored as GGML `type` (0: dequantized to f32):
+   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K: >>kernels) in place; three more are
+   repacked once at load into a format whose kernels every path has, exactly (the same weight
+   values, the dot by that format's rule):
+     Q4_0    -> Q4_1 blocks: the same nibbles, d, offset m = -8 d (exact in f16 for |d| <= 8188,
+               beyond which f16 overflows in the file's own terms anyway): dw = d, ow = -8 d
+     Q5_0    -> Q8_0 blocks: q - 16 as int8, d:                               dw = d
+     IQ4_NL  -> Q8_0 blocks: the table's int8 value of each nibble, d:        dw = d
+   mlstack__gguf_dequant_all (tests only) turns the native and repacked formats off, so the same
+   file also loads as its dequantized f32 weights: the reference for the kernels above. */
+MLSTACK__VAR int mlstack__gguf_dequant_all; /* zero: off */
+MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
+    switch (type) {
+    case MLSTACK__GGML_Q8_0: return MLSTACK__W_Q8_0;
+    case MLSTACK__GGML_Q4_1: return MLSTACK__W_Q4_1;
+    case MLSTACK__GGML_Q4_0: return mlstack__gguf_dequant_all ? 0 : MLSTACK__W_Q4_1;
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_IQ4_NL: return mlstack__gguf_dequant_all ? 0 : MLSTACK__W_Q8_0;
+    case MLSTACK__GGML_Q5_1:
+    case MLSTACK__GGML_Q2_K:
+    case MLSTACK__GGML_Q3_K:
+    case MLSTACK__GGML_Q4_K:
+    case MLSTACK__GGML_Q5_K:
+    case MLSTACK__GGML_Q6_K: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
+    default: return 0;
+    }
+}
+/* Whether rows of `type` are used as stored (no repacking). */
+MLSTACK__FN int mlstack__gguf_in_place(uint32_t type) {
+    int wt = mlstack__gguf_wtype(type);
+    return wt == 16 + (int)type || (wt == MLSTACK__W_Q8_0 && type == MLSTACK__GGML_Q8_0) ||
+           (wt == MLSTACK__W_Q4_1 && type == MLSTACK__GGML_Q4_1);
+}
+/* One row of n weights of `type` at src into dst in the format mlstack__gguf_wtype names. */
+MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *dst, int n) {
+    const unsigned char *b = (const unsigned char *)src;
+    unsigned char *o = (unsigned char *)dst;
+    int i, j, nb = n / MLSTACK__QK;
+    switch (type) {
+    case MLSTACK__GGML_Q4_0:
+        for (i = 0; i < nb; i++, b += 18, o += sizeof(mlstack__q4_1)) {
+            mlstack__q4_1 q;
+            memcpy(&q.d, b, 2);
+            q.m = mlstack__f32_to_f16(-8.0f * mlstack__f16le(b));
+            memcpy(q.q, b + 2, 16);
+            memcpy(o, &q, sizeof q);
+        }
+        return;
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_IQ4_NL: {
+        int five = type == MLSTACK__GGML_Q5_0, bs = five ? 22 : 18;
+        for (i = 0; i < nb; i++, b += bs, o += sizeof(mlstack__q8_0)) {
+            mlstack__q8_0 q;
+            uint32_t h = five ? (uint32_t)mlstack__le(b + 2, 4) : 0;
+            const unsigned char *qs = b + (five ? 6 : 2);
+            memcpy(&q.d, b, 2);
+            for (j = 0; j < 16; j++) {
+                int lo = qs[j] & 0xF, hi = qs[j] >> 4;
+                if (five) {
+                    q.q[j] = (int8_t)((lo | (int)((h >> j) & 1) << 4) - 16);
+                    q.q[j + 16] = (int8_t)((hi | (int)((h >> (j + 16)) & 1) << 4) - 16);
+                } else {
+                    q.q[j] = mlstack__iq4nl_values[lo];
+                    q.q[j + 16] = mlstack__iq4nl_values[hi];
+                }
+            }
+            memcpy(o, &q, sizeof q);
+        }
+        return;
+    }
+    default: memcpy(dst, src, mlstack__row_bytes(mlstack__gguf_wtype(type), n)); return;
     }
 }
 
@@ -21259,6 +21924,7 @@ struct mlstack_model {
     char *path;
     uint64_t n_params, weight_bytes;
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
+    int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
 };
 
@@ -21965,7 +22631,7 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
             (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, n_in))
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                                  "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s", m->path, name, n_out,
-                                 n_in, mlstack__dtype_names[q]);
+                                 n_in, mlstack__wtype_name(q));
         m->n_params += (uint64_t)n_out * (uint64_t)n_in;
         m->weight_bytes += t->end - t->begin;
     } else if ((r = mlstack__model_tensor(m, name, 2, n_out, n_in, &t, err)) != MLSTACK_OK) {
@@ -22294,18 +22960,52 @@ static int mlstack__model_all_float(mlstack_model *m) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
-            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) return 0;
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) return 0;
     }
     return 1;
 }
 
+/* llama.cpp's K-quant mixes (its llama_tensor_get_type, for these ftypes and dense models):
+   every projection gets the mix's base type (Q4_K, Q5_K, Q6_K), except
+     - the LM head (the embedding table of a tied model): Q6_K
+     - Q4_K_M and Q5_K_M: attn_v and ffn_down of the layers that "use more bits" (the first
+       and last eighth of the layers, and every third layer between): Q6_K
+   and a weight whose rows are not a multiple of 256 falls back to a 32-block type of about the
+   same size: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. The embedding table of an untied model
+   stays as stored here (llama.cpp gives it the base type). */
+enum { MLSTACK__MIX_Q4_K_M = 1, MLSTACK__MIX_Q5_K_M = 2, MLSTACK__MIX_Q6_K = 3 };
+static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
+    for (; *s && *name; s++, name++)
+        if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
+    return !*s && !*name;
+}
+static int mlstack__mix_parse(const char *s) {
+    if (!s) return 0;
+    if (mlstack__mix_is(s, "Q4_K_M") || mlstack__mix_is(s, "Q4_K")) return MLSTACK__MIX_Q4_K_M;
+    if (mlstack__mix_is(s, "Q5_K_M") || mlstack__mix_is(s, "Q5_K")) return MLSTACK__MIX_Q5_K_M;
+    if (mlstack__mix_is(s, "Q6_K")) return MLSTACK__MIX_Q6_K;
+    return -1;
+}
+/* role: 0 a projection, 1 the LM head, 2 attn_v, 3 ffn_down; layer l of n */
+static int mlstack__mix_wtype(int mix, int role, int l, int n, int n_in) {
+    int wt = mix == MLSTACK__MIX_Q4_K_M   ? MLSTACK__W_Q4_K
+             : mix == MLSTACK__MIX_Q5_K_M ? MLSTACK__W_Q5_K
+                                          : MLSTACK__W_Q6_K;
+    int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+    if (role == 1 || ((role == 2 || role == 3) && mix != MLSTACK__MIX_Q6_K && more_bits)) wt = MLSTACK__W_Q6_K;
+    if (n_in % 256)
+        wt = wt == MLSTACK__W_Q4_K ? MLSTACK__W_Q5_0 : wt == MLSTACK__W_Q5_K ? MLSTACK__W_Q5_1 : MLSTACK__W_Q8_0;
+    return wt;
+}
+
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
-   routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
-   stored. The source pages are released as each weight is done. */
-static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
+   routers) to `quant`, or by mix (MLSTACK__MIX_*, then quant is ignored), using all CPUs;
+   weights whose rows are not a multiple of 32 stay as stored. The source pages are released as
+   each weight is done. */
+static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
-    if (quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
+    if (!mix && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "quant = %s is not a load-time format (use Q8_0 or Q4_1)",
                              mlstack_dtype_name(quant));
     if (mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
@@ -22319,23 +23019,31 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             void *dst;
             const void *src;
             size_t src_bytes;
+            int wt = (int)quant;
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
-            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
-            if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
+            if (mix)
+                wt = mlstack__mix_wtype(mix,
+                                        l < 0                           ? 1
+                                        : ws[i] == &m->layers[l].wv     ? 2
+                                        : ws[i] == &m->layers[l].w_down ? 3
+                                                                        : 0,
+                                        l, m->cfg.n_layers, ws[i]->n_in);
+            if (!mix && ws[i]->wtype == wt) continue; /* saved quantized in this format already: as it is */
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(
                     err, MLSTACK_ERR_UNSUPPORTED,
                     "%s: %s is stored quantized as %s already; quantize to %s from the original weights", m->path,
-                    ws[i]->name ? ws[i]->name : "a projection", mlstack__dtype_names[ws[i]->wtype],
-                    mlstack_dtype_name(quant));
+                    ws[i]->name ? ws[i]->name : "a projection", mlstack__wtype_name(ws[i]->wtype),
+                    mlstack__wtype_name(wt));
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
-            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
-            if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
+            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes(wt, ws[i]->n_in));
+            if (!dst || mlstack__quantize_weight(&pool, ws[i], wt, dst) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
@@ -22471,6 +23179,17 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
                              dir);
+    /* GGML formats other than Q8_0 / Q4_1 have no safetensors form here (save as GGUF) */
+    for (i = -1; i < m->cfg.n_layers; i++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int nw = mlstack__layer_weights(m, i, ws);
+        for (k = 0; k < nw; k++)
+            if (MLSTACK__W_IS_GGML(ws[k]->wtype))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "mlstack_model_save: %s is stored as %s, which safetensors output does not carry; "
+                                     "save as GGUF, or open the model with quant Q8_0 / Q4_1",
+                                     ws[k]->name ? ws[k]->name : "a projection", mlstack__wtype_name(ws[k]->wtype));
+    }
     /* a quantized copy of a tied head has no tensor of its own in the source */
     extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
     items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
@@ -22832,9 +23551,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
             /* kept in the mapping, or copied; the embedding is read per row as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if ((t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1) && !is_embed && t->n_dims == 2)
-                quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
-            keep = !permute_heads && (is_float || quant);
+            if (!is_embed && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) quant = mlstack__gguf_wtype(t->type);
+            keep = !permute_heads && (is_float || (quant && mlstack__gguf_in_place(t->type)));
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                      "%s: tensor %s has type %s, which mlstack does not read yet", path, t->name,
@@ -22847,7 +23565,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->dtype = MLSTACK_DTYPE_U8;
                     x->n_dims = 2;
                     x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)row_bytes;
+                    x->shape[1] = (int64_t)mlstack__row_bytes(quant, (int)t->ne[0]);
                 } else {
                     x->dtype = t->type == MLSTACK__GGML_F16 && keep    ? MLSTACK_DTYPE_F16
                                : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16
@@ -22863,7 +23581,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->end = t->offset + t->bytes;
                 }
             } else {
-                uint64_t out_row = quant ? row_bytes : t->ne[0] * 4, bytes = out_row * rows, r;
+                uint64_t out_row = quant ? mlstack__row_bytes(quant, (int)t->ne[0]) : t->ne[0] * 4,
+                         bytes = out_row * rows, r;
                 if (pass == 1) {
                     x->file = 1;
                     x->begin = off;
@@ -22873,7 +23592,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                             permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
                         const unsigned char *s = g->data + t->offset + src * row_bytes;
                         unsigned char *d = copies + off + r * out_row;
-                        if (quant) memcpy(d, s, (size_t)row_bytes);
+                        if (quant) mlstack__gguf_repack_row(t->type, s, d, (int)t->ne[0]);
                         else
                             mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
                     }
@@ -22881,23 +23600,31 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 off += (bytes + 63) & ~(uint64_t)63;
             }
             n++;
-            /* a tied head of Q8_0/Q4_1 blocks: the embedding's blocks, in place */
-            if (is_embed && c->tied && (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)) {
+            /* a tied head of blocks: the embedding's blocks, in place (or repacked) */
+            if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 &&
+                (quant = mlstack__gguf_wtype(t->type)) != 0) {
+                uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
+                int in_place = mlstack__gguf_in_place(t->type);
                 x = &st->tensors[n];
                 name = names + (size_t)n * name_cap;
                 if (pass == 1) {
                     snprintf(name, name_cap, "lm_head.weight");
                     memset(x, 0, sizeof *x);
                     x->name = name;
-                    x->quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+                    x->quant = quant;
                     x->dtype = MLSTACK_DTYPE_U8;
                     x->n_dims = 2;
                     x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)row_bytes;
-                    x->file = 0;
-                    x->begin = t->offset;
-                    x->end = t->offset + t->bytes;
+                    x->shape[1] = (int64_t)out_row;
+                    x->file = in_place ? 0 : 1;
+                    x->begin = in_place ? t->offset : off;
+                    x->end = in_place ? t->offset + t->bytes : off + out_row * rows;
+                    if (!in_place)
+                        for (r = 0; r < rows; r++)
+                            mlstack__gguf_repack_row(t->type, g->data + t->offset + r * row_bytes,
+                                                     copies + off + r * out_row, (int)t->ne[0]);
                 }
+                if (!in_place) off += (out_row * rows + 63) & ~(uint64_t)63;
                 n++;
             }
         }
@@ -23044,7 +23771,7 @@ static uint32_t mlstack__gw_type(int wtype) {
     case MLSTACK__W_BF16: return MLSTACK__GGML_BF16;
     case MLSTACK__W_Q8_0: return MLSTACK__GGML_Q8_0;
     case MLSTACK__W_Q4_1: return MLSTACK__GGML_Q4_1;
-    default: return MLSTACK__GGML_F32;
+    default: return MLSTACK__W_IS_GGML(wtype) ? (uint32_t)(wtype - 16) : MLSTACK__GGML_F32;
     }
 }
 
@@ -23175,7 +23902,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
        llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
        written as Q8_0 of the float table when the model still has it. */
-    tied_blocks = c->tied && (m->lm_head.wtype == MLSTACK__W_Q8_0 || m->lm_head.wtype == MLSTACK__W_Q4_1);
+    tied_blocks = c->tied && MLSTACK__W_IS_BLOCK(m->lm_head.wtype);
     if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
         (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
          m->embed_dtype == MLSTACK_DTYPE_BF16) &&
@@ -23244,7 +23971,8 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     }
 #undef MLSTACK__GW_T
     /* keys */
-    ftype = m->layers[0].wq.wtype == MLSTACK__W_Q8_0   ? 7
+    ftype = m->quant_ftype                             ? m->quant_ftype
+            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
             : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
             : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
             : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
@@ -23387,11 +24115,18 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
-    if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
-        (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
+    if (r == MLSTACK_OK && desc->quant_mix) {
+        int mix = mlstack__mix_parse(desc->quant_mix);
+        if (mix < 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                              "quant_mix \"%s\": expected Q4_K_M, Q5_K_M, Q6_K, Q4_K or Q5_K", desc->quant_mix);
+        else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)
+            m->quant_ftype = mix == MLSTACK__MIX_Q4_K_M ? 15 : mix == MLSTACK__MIX_Q5_K_M ? 17 : 18;
+    } else if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
+               (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;
     else if (r == MLSTACK_OK && desc->quant != 0)
-        r = mlstack__model_quantize(m, desc->quant, err);
+        r = mlstack__model_quantize(m, desc->quant, 0, err);
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -23442,6 +24177,8 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->n_eos = c->n_eos;
     for (i = 0; i < c->n_eos; i++) o->eos_ids[i] = c->eos_ids[i];
     o->weight_dtype = (mlstack_dtype)(m->quant_deferred ? m->quant_deferred : m->layers[0].wq.wtype);
+    o->weight_format = mlstack__wtype_name((int)o->weight_dtype);
+    if (MLSTACK__W_IS_GGML((int)o->weight_dtype)) o->weight_dtype = MLSTACK_DTYPE_U8;
     o->n_params = m->n_params;
     o->weight_bytes = m->weight_bytes;
 }
@@ -23668,7 +24405,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
                               mlstack_dtype_name(dtype));
     }
-    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, err);
+    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, 0, err);
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r != MLSTACK_OK) {
         mlstack_model_close(m);
@@ -27077,7 +27814,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
         if (m->quant_deferred) {
-            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, NULL);
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL);
             if (r == MLSTACK_OK) m->quant_deferred = 0;
         }
         mlstack__unlock(&mlstack__pack_lock);
@@ -27530,14 +28267,13 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (e->rank_reduce) { /* columns of block formats split on whole blocks */
         const mlstack__layer *L0 = &e->model->layers[0];
         int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
-        int bo = wo == MLSTACK__W_Q8_0 || wo == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
-        int bd = wd == MLSTACK__W_Q8_0 || wd == MLSTACK__W_Q4_1 ? MLSTACK__QK : 1;
+        int bo = mlstack__wtype_block(wo), bd = mlstack__wtype_block(wd);
         for (i = 0; i < R; i++)
             if (e->shards[i].q0 * c->head_dim % bo)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                      "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
                                      "inside a block of %d (%s); use fewer ranks or gather mode",
-                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__dtype_names[wo]);
+                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__wtype_name(wo));
         for (i = 1; i < R; i++) {
             int f = (e->shards[i].f0 + bd / 2) / bd * bd;
             f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;

@@ -983,13 +983,18 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
         for (i = 0; i < 7; i++) {
             int wt = ws[i]->wtype;
             if (wt != MLC_DT_F32 && wt != MLC_DT_F16 && wt != MLC_DT_BF16 && wt != MLC_DT_Q8_0 && wt != MLC_DT_Q4_1) {
-                snprintf(buf, cap, "weight type %d of %s (F32, F16, BF16, Q8_0 and Q4_1 are)", wt,
+                snprintf(buf, cap, "weight type %s of %s (F32, F16, BF16, Q8_0 and Q4_1 are)", mlstack__wtype_name(wt),
                          ws[i]->name ? ws[i]->name : "a projection");
                 return buf;
             }
             if (ws[i]->n_in % (wt == MLC_DT_F32 ? 4 : wt == MLC_DT_Q8_0 || wt == MLC_DT_Q4_1 ? 32 : 8))
                 return "projection inputs that are not a multiple of 8 (of 32 for Q8_0 / Q4_1)";
         }
+    }
+    if (m->lm_head.wtype != MLC_DT_F32 && m->lm_head.wtype != MLC_DT_F16 && m->lm_head.wtype != MLC_DT_BF16 &&
+        m->lm_head.wtype != MLC_DT_Q8_0 && m->lm_head.wtype != MLC_DT_Q4_1) {
+        snprintf(buf, cap, "LM head of %s (F32, F16, BF16, Q8_0 and Q4_1 are)", mlstack__wtype_name(m->lm_head.wtype));
+        return buf;
     }
     if (m->lm_head.n_in % 32 &&
         (m->lm_head.n_in % 8 || m->lm_head.wtype == MLC_DT_Q8_0 || m->lm_head.wtype == MLC_DT_Q4_1))

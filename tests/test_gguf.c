@@ -552,6 +552,141 @@ done:
     mlstack_model_close(b);
 }
 
+/* tests/fixtures/gguf/llama-kq.gguf: a random llama whose projections cover every GGML format
+   computed natively or repacked (tools/make_gguf_fixtures.py). On every kernel path this CPU
+   runs: the same logits as the scalar path (bits), prefill == decode, a row's logits unchanged
+   by a batch mate; and close to the same file opened as dequantized f32 weights (the dequantizer
+   matches gguf-py bit for bit): mean KL < 2e-3 and the same top-1 token at every position. */
+static void test_kq_model(void) {
+    static const int32_t ids[8] = {3, 77, 200, 5, 18, 255, 1, 64}, mate[5] = {9, 8, 7, 6, 5};
+    static const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
+    const char *path = "tests/fixtures/gguf/llama-kq.gguf", *seen[5];
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *r = NULL;
+    mlstack_model_info ia;
+    mlstack_error err;
+    mlstack_engine *er = NULL;
+    float *lr = NULL, *l0 = NULL;
+    int c, n_seen = 0, i, V = 0;
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &r, &err) == MLSTACK_OK, "%s", err.message);
+    mlstack__gguf_dequant_all = 0;
+    if (!a || !r) goto done;
+    mlstack_model_get_info(a, &ia);
+    V = ia.n_vocab;
+    CHECKF(strcmp(ia.weight_format, "Q4_K") == 0 && ia.weight_dtype == MLSTACK_DTYPE_U8, "weight format %s",
+           ia.weight_format);
+    {
+        static const int want[2][7] = {{MLSTACK__W_Q4_K, MLSTACK__W_Q8_0, MLSTACK__W_Q6_K, MLSTACK__W_Q5_K,
+                                        MLSTACK__W_Q4_1, MLSTACK__W_Q5_1, MLSTACK__W_Q6_K},
+                                       {MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_K,
+                                        MLSTACK__W_Q5_K, MLSTACK__W_Q3_K, MLSTACK__W_Q2_K}};
+        int l, ok = a->lm_head.wtype == MLSTACK__W_Q6_K;
+        for (l = 0; l < 2; l++) {
+            const mlstack__layer *L = &a->layers[l];
+            ok &= L->wq.wtype == want[l][0] && L->wk.wtype == want[l][1] && L->wv.wtype == want[l][2] &&
+                  L->wo.wtype == want[l][3] && L->w_gate.wtype == want[l][4] && L->w_up.wtype == want[l][5] &&
+                  L->w_down.wtype == want[l][6];
+        }
+        CHECKF(ok, "%s: a projection is not in the format the file stores (or its repacked one)", path);
+        ok = r->lm_head.wtype == MLSTACK__W_F32 && r->layers[1].w_down.wtype == MLSTACK__W_F32;
+        CHECKF(ok, "%s: mlstack__gguf_dequant_all did not give f32 weights", path);
+    }
+    {
+        mlstack_engine_desc ed;
+        memset(&ed, 0, sizeof ed);
+        CHECKF(mlstack_engine_init(r, &ed, &er, &err) == MLSTACK_OK, "%s", err.message);
+        if (er) lr = eval_all(er, ids, 8, V, 0);
+    }
+    for (c = 0; c < 5; c++) {
+        mlstack_engine_desc ed;
+        mlstack_engine *e = NULL;
+        const char *name;
+        float *lp = NULL, *ld = NULL;
+        int dup = 0;
+        memset(&ed, 0, sizeof ed);
+        ed.isa = caps[c];
+        ed.max_seqs = 4;
+        if (mlstack_engine_init(a, &ed, &e, &err) != MLSTACK_OK) {
+            CHECKF(0, "%s: %s", caps[c], err.message);
+            continue;
+        }
+        name = mlstack_engine_kernels(e);
+        for (i = 0; i < n_seen; i++) dup |= strcmp(seen[i], name) == 0;
+        if (dup) {
+            if (c) SKIP("cap %s: this CPU has no such path (fell back to %s)", caps[c], name);
+            mlstack_engine_free(e);
+            continue;
+        }
+        seen[n_seen++] = name;
+        lp = eval_all(e, ids, 8, V, 0);
+        ld = eval_all(e, ids, 8, V, 1);
+        CHECK(lp && ld);
+        if (lp && ld) {
+            CHECKF(memcmp(lp, ld, sizeof(float) * 8 * (size_t)V) == 0, "%s: prefill != decode", name);
+            if (!l0) {
+                l0 = lp, lp = NULL;
+            } else {
+                CHECKF(memcmp(l0, lp, sizeof(float) * 8 * (size_t)V) == 0, "%s: logits differ from %s", name, seen[0]);
+            }
+        }
+        { /* the same 8 rows with a second sequence's 5 rows in the batch */
+            mlstack_batch_row rows[13];
+            int32_t s0 = -1, s1 = -1;
+            int same = 1;
+            if (l0 && mlstack_engine_seq_new(e, &s0) == MLSTACK_OK && mlstack_engine_seq_new(e, &s1) == MLSTACK_OK) {
+                for (i = 0; i < 8; i++)
+                    rows[i].seq = s0, rows[i].pos = i, rows[i].token = ids[i], rows[i].want_logits = 1;
+                for (i = 0; i < 5; i++)
+                    rows[8 + i].seq = s1, rows[8 + i].pos = i, rows[8 + i].token = mate[i], rows[8 + i].want_logits = 1;
+                if (mlstack_engine_eval(e, rows, 13) == MLSTACK_OK) {
+                    for (i = 0; i < 8; i++)
+                        same &= memcmp(mlstack_engine_logits(e, i), l0 + (size_t)i * V, sizeof(float) * V) == 0;
+                    CHECKF(same, "%s: a batch mate changed the logits", name);
+                } else {
+                    CHECKF(0, "%s: eval: %s", name, mlstack_engine_error(e));
+                }
+            }
+            if (s0 >= 0) mlstack_engine_seq_free(e, s0);
+            if (s1 >= 0) mlstack_engine_seq_free(e, s1);
+        }
+        free(lp);
+        free(ld);
+        mlstack_engine_free(e);
+    }
+    if (l0 && lr) { /* native kernels vs the dequantized f32 weights */
+        double kl = 0;
+        int top = 0;
+        for (i = 0; i < 8; i++) {
+            const float *p = lr + (size_t)i * V, *q = l0 + (size_t)i * V;
+            double mp = p[0], mq = q[0], zp = 0, zq = 0, k = 0;
+            int j, ap = 0, aq = 0;
+            for (j = 0; j < V; j++) {
+                if (p[j] > mp) mp = p[j], ap = j;
+                if (q[j] > mq) mq = q[j], aq = j;
+            }
+            for (j = 0; j < V; j++) zp += exp(p[j] - mp), zq += exp(q[j] - mq);
+            for (j = 0; j < V; j++) {
+                double lp_ = p[j] - mp - log(zp), lq_ = q[j] - mq - log(zq);
+                k += exp(lp_) * (lp_ - lq_);
+            }
+            kl += k / 8;
+            top += ap == aq;
+        }
+        printf("llama-kq.gguf native vs dequantized f32: mean KL %.2e, top-1 %d/8\n", kl, top);
+        CHECKF(kl < 2e-3 && top == 8, "native block kernels vs dequantized f32: mean KL %.3g, top-1 %d/8", kl, top);
+    }
+done:
+    free(lr);
+    free(l0);
+    mlstack_engine_free(er);
+    mlstack_model_close(a);
+    mlstack_model_close(r);
+}
+
 /* mlstack_model_save_gguf of the tiny folder quantized to Q8_0 at load: every tensor's bytes
    equal those gguf-py wrote for the same model (names, Q/K row order, Q8_0 blocks), and the file
    opens to the same logits. */
@@ -610,6 +745,74 @@ static void test_write(void) {
     }
     free(la);
     free(lb);
+    mlstack_engine_free(ea);
+    mlstack_engine_free(eb);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+    remove(path);
+}
+
+/* quant_mix "Q4_K_M" on float weights (llama-kq.gguf opened as its dequantized f32 weights:
+   hidden 256, 2 layers): llama.cpp's choice per tensor (Q6_K head; attn_v and ffn_down Q6_K in
+   the layers that use more bits, here layer 1; Q4_K elsewhere), the file mlstack_model_save_gguf
+   writes reopens with the same types and logits (bits), prefill == decode; an unknown mix name
+   is refused. (That these tensors equal llama-quantize's byte for byte is checked on SmolLM2 by
+   tools/kl_table.py.) */
+static void test_write_mix(void) {
+    static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
+    char path[] = "/tmp/mlstack_gguf_mix_XXXXXX";
+    int fd = mkstemp(path), l;
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL;
+    mlstack_engine *ea = NULL, *eb = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    float *la = NULL, *lb = NULL, *lc = NULL;
+    if (fd < 0) {
+        SKIP("no temporary file");
+        return;
+    }
+    close(fd);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf";
+    md.quant_mix = "Q4_K_X";
+    CHECK(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "Q4_K_X"));
+    md.quant_mix = "q4_k_m";
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    mlstack__gguf_dequant_all = 0;
+    if (!a) return;
+    {
+        int ok = a->lm_head.wtype == MLSTACK__W_Q6_K;
+        for (l = 0; l < 2; l++) {
+            const mlstack__layer *L = &a->layers[l];
+            int more = l == 1 ? MLSTACK__W_Q6_K : MLSTACK__W_Q4_K;
+            ok &= L->wq.wtype == MLSTACK__W_Q4_K && L->wk.wtype == MLSTACK__W_Q4_K && L->wv.wtype == more &&
+                  L->wo.wtype == MLSTACK__W_Q4_K && L->w_gate.wtype == MLSTACK__W_Q4_K &&
+                  L->w_up.wtype == MLSTACK__W_Q4_K && L->w_down.wtype == more;
+        }
+        CHECKF(ok, "%s", "Q4_K_M: a tensor's type is not llama.cpp's choice");
+    }
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+    md.path = path;
+    md.quant_mix = NULL;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (b) {
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&b->gguf, "blk.1.ffn_down.weight");
+        CHECK(t && t->type == MLSTACK__GGML_Q6_K && b->layers[0].wq.wtype == MLSTACK__W_Q4_K);
+    }
+    if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
+        mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+        la = eval_all(ea, ids, 6, 256, 0);
+        lb = eval_all(eb, ids, 6, 256, 0);
+        lc = eval_all(eb, ids, 6, 256, 1);
+        CHECK(la && lb && lc && memcmp(la, lb, sizeof(float) * 6 * 256) == 0);
+        CHECK(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * 256) == 0);
+    }
+    free(la);
+    free(lb);
+    free(lc);
     mlstack_engine_free(ea);
     mlstack_engine_free(eb);
     mlstack_model_close(a);
@@ -722,8 +925,10 @@ static void test_pre_names(void) {
 int main(void) {
     test_pre_names();
     test_model();
+    test_kq_model();
     test_model_errors();
     test_write();
+    test_write_mix();
     test_vocab_vectors();
     test_types();
     test_files();

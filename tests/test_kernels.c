@@ -440,6 +440,150 @@ static void check_quantize_weight(void) {
     }
 }
 
+/* Native GGML formats (>>kernels: Q5_1, Q2_K .. Q6_K) on path k: rows of random block bytes with
+   modest f16 scales (both signs), n_out 37, B 1..9 and 17. The same bits as the scalar reference,
+   each row alone the bits it gets in a batch, and every result within the error that rounding
+   the activations to int8 allows of the f32 dot with the dequantized weights (the dequantizer
+   matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <= sum_k |w_k| d_x(k) / 2 plus f32
+   rounding. */
+static void check_kq(const mlstack__kernels *k) {
+    static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
+                                 MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0};
+    /* f16 scale fields of each block: byte offset, count */
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1};
+    static const int n_ins[] = {256, 512, 1280}, Bs[] = {1, 2, 3, 5, 9, 17};
+    int wi, ni, bi, i, b, o;
+    for (wi = 0; wi < 7; wi++)
+        for (ni = 0; ni < 3; ni++) {
+            int wt = wtypes[wi], n_in = n_ins[ni], n_out = 37, gt = wt - 16, nblk, bs, j;
+            size_t rb = mlstack__row_bytes(wt, n_in);
+            unsigned char *wd = (unsigned char *)malloc(rb * n_out);
+            float *wf = (float *)malloc(sizeof(float) * n_out * n_in), *x = (float *)malloc(sizeof(float) * 17 * n_in);
+            float *y = (float *)malloc(sizeof(float) * 17 * n_out), *yr = (float *)malloc(sizeof(float) * 17 * n_out);
+            float *y1 = (float *)malloc(sizeof(float) * n_out), *scratch;
+            mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
+            mlstack__weight w;
+            int same = 1, alone = 1, within = 1;
+            double worst = 0;
+            scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
+            bs = mlstack__ggml_types[gt].size;
+            nblk = (int)(rb * n_out / (size_t)bs);
+            for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
+            for (i = 0; i < nblk; i++)
+                for (j = 0; j < sc_n[wi]; j++) {
+                    uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
+                    memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
+                }
+            for (o = 0; o < n_out; o++)
+                mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
+            for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
+            memset(&w, 0, sizeof w);
+            w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
+            mlstack__quantize_rows(x, xq, 17, n_in);
+            for (bi = 0; bi < 6; bi++) {
+                int B = Bs[bi];
+                mlstack__matmul_scalar(&w, x, xq, yr, B, 0, n_out, scratch);
+                k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
+                same &= memcmp(y, yr, sizeof(float) * B * n_out) == 0;
+                for (b = 0; b < B; b++) {
+                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
+                    alone &= memcmp(y1, y + (size_t)b * n_out, sizeof(float) * n_out) == 0;
+                    for (o = 0; o < n_out; o++) {
+                        double ref = 0, bound = 0, mag = 0;
+                        for (i = 0; i < n_in; i++) {
+                            double wv = wf[(size_t)o * n_in + i], xv = x[(size_t)b * n_in + i];
+                            ref += wv * xv;
+                            bound += fabs(wv) * xq[(size_t)b * (n_in / 32) + i / 32].d * 0.5;
+                            mag += fabs(wv * xv);
+                        }
+                        bound = bound * 1.0001 + 1e-5 * mag + 1e-30;
+                        if (fabs(y[(size_t)b * n_out + o] - ref) > bound) within = 0;
+                        if (fabs(y[(size_t)b * n_out + o] - ref) / bound > worst)
+                            worst = fabs(y[(size_t)b * n_out + o] - ref) / bound;
+                    }
+                }
+            }
+            CHECKF(same, "%s %s n_in %d: differs from the scalar reference", k->name, mlstack__wtype_name(wt), n_in);
+            CHECKF(alone, "%s %s n_in %d: a row alone differs from the same row in a batch", k->name,
+                   mlstack__wtype_name(wt), n_in);
+            CHECKF(within, "%s %s n_in %d: off the dequantized f32 dot by %.3f of the activation-rounding bound",
+                   k->name, mlstack__wtype_name(wt), n_in, worst);
+            free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(xq), free(scratch);
+        }
+}
+
+/* The GGML formats the quantizer writes (>>quant), on llama.cpp's own quantization test
+   (tests/test-quantize-fns.cpp): 4096 values 0.1 + 2 cos(i), quantized and dequantized (our
+   dequantizer, bit-exact with gguf-py), sqrt(sum of squared errors) / n below its threshold
+   0.002; and on Gaussian rows with outliers the round trip stays within 12% (4-bit), 6% (5-bit;
+   10% for the symmetric Q5_0, whose scale an outlier sets) or 3% (6-bit) relative RMS error. */
+static void check_kq_quantize(void) {
+    static const int wtypes[] = {MLSTACK__W_Q5_0, MLSTACK__W_Q5_1, MLSTACK__W_Q4_K, MLSTACK__W_Q5_K, MLSTACK__W_Q6_K};
+    static const double rel_max[] = {0.10, 0.06, 0.12, 0.06, 0.03};
+    int wi, i, n = 4096;
+    float *x = (float *)malloc(sizeof(float) * n), *y = (float *)malloc(sizeof(float) * n);
+    unsigned char *q = (unsigned char *)malloc((size_t)n * 2);
+    for (wi = 0; wi < 5; wi++) {
+        int wt = wtypes[wi], pass;
+        for (pass = 0; pass < 2; pass++) {
+            double se = 0, ss = 0;
+            for (i = 0; i < n; i++) {
+                if (pass == 0) x[i] = 0.1f + 2 * cosf((float)i);
+                else { /* roughly Gaussian (sum of 4 uniforms), every 97th value 8 times larger */
+                    x[i] = (frand() + frand() + frand() + frand()) * 0.8f * (i % 97 == 0 ? 8.0f : 1.0f);
+                }
+            }
+            mlstack__quantize_row(wt, x, q, n);
+            mlstack__ggml_dequant_row((uint32_t)(wt - 16), q, y, n);
+            for (i = 0; i < n; i++) se += (double)(y[i] - x[i]) * (y[i] - x[i]), ss += (double)x[i] * x[i];
+            if (pass) printf("  %s round trip: relative RMS error %.4f\n", mlstack__wtype_name(wt), sqrt(se / ss));
+            if (pass == 0)
+                CHECKF(sqrt(se) / n < 0.002, "%s: llama.cpp's quantization test error %.5f >= 0.002",
+                       mlstack__wtype_name(wt), sqrt(se) / n);
+            else
+                CHECKF(sqrt(se / ss) < rel_max[wi], "%s: relative RMS error %.4f on Gaussian rows (bound %.2f)",
+                       mlstack__wtype_name(wt), sqrt(se / ss), rel_max[wi]);
+        }
+    }
+    free(x), free(y), free(q);
+}
+
+/* The repacked GGML formats (Q4_0 -> Q4_1, Q5_0 and IQ4_NL -> Q8_0): every weight the new
+   blocks stand for equals gguf-py's dequantized value (our dequantizer) exactly (a zero's sign
+   aside). */
+static void check_repack(void) {
+    static const uint32_t types[] = {MLSTACK__GGML_Q4_0, MLSTACK__GGML_Q5_0, MLSTACK__GGML_IQ4_NL};
+    int ti, i, j, n = 256;
+    for (ti = 0; ti < 3; ti++) {
+        uint32_t t = types[ti];
+        int wt = mlstack__gguf_wtype(t), bs = mlstack__ggml_types[t].size, bad = 0;
+        unsigned char src[8 * 22], dst[8 * 34];
+        float ref[256], got[256];
+        for (i = 0; i < 8 * bs; i++) src[i] = (unsigned char)(frand() * 128 + 128);
+        for (i = 0; i < 8; i++) {
+            uint16_t h = mlstack__f32_to_f16(frand() * (i == 3 ? 5000.0f : 0.02f));
+            memcpy(src + i * bs, &h, 2);
+        }
+        mlstack__ggml_dequant_row(t, src, ref, n);
+        mlstack__gguf_repack_row(t, src, dst, n);
+        CHECK(!mlstack__gguf_in_place(t) && wt == (t == MLSTACK__GGML_Q4_0 ? MLSTACK__W_Q4_1 : MLSTACK__W_Q8_0));
+        for (i = 0; i < 8; i++)
+            for (j = 0; j < 32; j++) {
+                if (wt == MLSTACK__W_Q4_1) {
+                    const mlstack__q4_1 *q = (const mlstack__q4_1 *)(const void *)dst + i;
+                    int v = j < 16 ? q->q[j] & 15 : q->q[j - 16] >> 4;
+                    got[32 * i + j] = mlstack__f16_to_f32(q->d) * (float)v + mlstack__f16_to_f32(q->m);
+                } else {
+                    const mlstack__q8_0 *q = (const mlstack__q8_0 *)(const void *)dst + i;
+                    got[32 * i + j] = mlstack__f16_to_f32(q->d) * (float)q->q[j];
+                }
+            }
+        for (i = 0; i < n; i++) bad += ref[i] != got[i]; /* as values: d (q - 8) = -0 is d q - 8 d = +0 */
+        CHECKF(bad == 0, "%s repacked: %d of %d weights differ from the dequantized values",
+               mlstack__ggml_types[t].name, bad, n);
+    }
+}
+
 /* The canonical exp and sin/cos (the same bits on every path and libm) stay close to libm's. */
 static void check_canon_math(void) {
     double worst_e = 0, worst_s = 0;
@@ -485,13 +629,17 @@ int main(void) {
         printf("checking %s\n", k->name);
         check_path(k);
         check_tall(k);
+        check_kq(k);
     }
+    check_repack();
+    check_kq_quantize();
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
     if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
         mlstack__kernels_select(mlstack__isa_parse("avx2"), 0)) {
         printf("checking avx512 (no VNNI)\n");
         check_path(mlstack__kernels_named("avx512"));
+        check_kq(mlstack__kernels_named("avx512"));
     }
 #endif
     /* the opt-in bf16-activation path, where the CPU has AVX512_BF16 */
@@ -517,6 +665,7 @@ int main(void) {
     if (mlstack__kernels_select(mlstack__isa_parse("neon"), 0) == mlstack__kernels_named("neon+dotprod")) {
         printf("checking neon\n");
         check_path(mlstack__kernels_named("neon"));
+        check_kq(mlstack__kernels_named("neon"));
         check_neon_dot_same();
     }
 #endif

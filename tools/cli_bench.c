@@ -715,7 +715,7 @@ int cli_cmd_bench(int argc, char **argv) {
         }
         t_load = mlstack_clock_seconds() - t_load;
         mlstack_model_get_info(m, &info);
-        lower(type, mlstack_dtype_name(info.weight_dtype), sizeof type);
+        lower(type, info.weight_format, sizeof type);
         tok_bytes = mlstack_model_decode_bytes(m);
         if (!b.json) {
             if (!header++)

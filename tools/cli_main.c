@@ -43,7 +43,7 @@ static const char *USAGE =
     "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)\n"
     "  template -m DIR --messages F.json [--add-generation-prompt]  the chat template, raw\n"
     "  kl       -m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights\n"
-    "  quantize -m DIR --quant q8_0|q4_1 -o OUT[.gguf]  a folder (or GGUF file) of quantized weights\n"
+    "  quantize -m DIR --quant TYPE -o OUT[.gguf]  a folder (or GGUF file) of quantized weights\n"
     "\n"
     "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
     "or a llama.cpp GGUF file.\n";
@@ -51,7 +51,8 @@ static const char *USAGE =
 static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
-    "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
+    "      --quant TYPE         quantize weights at load: q8_0, q4_1, or llama.cpp's mixes q4_k_m,\n"
+    "                           q5_k_m, q6_k (default: as stored)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
@@ -139,7 +140,7 @@ static const cmd_help HELP[] = {
      "                           with -m instead of -m quantized at load\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
-    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1] -o OUT|OUT.gguf",
+    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1|q4_k_m|q5_k_m|q6_k] -o OUT|OUT.gguf",
      "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
      "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
      "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n",
@@ -234,8 +235,14 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
             *q = MLSTACK_DTYPE_Q4_1;
         else if (strcmp(v, "none") == 0)
             *q = MLSTACK_DTYPE_F32;
+        else if (!strcmp(v, "q4_k_m") || !strcmp(v, "Q4_K_M") || !strcmp(v, "q4_k") || !strcmp(v, "Q4_K"))
+            *q = (mlstack_dtype)(CLI_QUANT_MIX + 0);
+        else if (!strcmp(v, "q5_k_m") || !strcmp(v, "Q5_K_M") || !strcmp(v, "q5_k") || !strcmp(v, "Q5_K"))
+            *q = (mlstack_dtype)(CLI_QUANT_MIX + 1);
+        else if (!strcmp(v, "q6_k") || !strcmp(v, "Q6_K"))
+            *q = (mlstack_dtype)(CLI_QUANT_MIX + 2);
         else
-            return cli_die("--quant %s: expected q8_0, q4_1 or none", v);
+            return cli_die("--quant %s: expected q8_0, q4_1, q4_k_m, q5_k_m, q6_k (q4_k, q5_k) or none", v);
         return 1;
     }
     if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
@@ -469,6 +476,11 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 #endif
 }
 
+const char *cli_quant_mix(mlstack_dtype q) {
+    static const char *const names[3] = {"Q4_K_M", "Q5_K_M", "Q6_K"};
+    return (int)q >= CLI_QUANT_MIX && (int)q < CLI_QUANT_MIX + 3 ? names[(int)q - CLI_QUANT_MIX] : NULL;
+}
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -480,7 +492,8 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     }
     memset(&md, 0, sizeof md);
     md.path = o->model;
-    md.quant = o->quant;
+    md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
+    md.quant_mix = cli_quant_mix(o->quant);
     /* sharded (--ranks N, or an MPI job): each rank quantizes only its own rows */
 #if defined(MLSTACK_MPI)
     md.defer_quant = 1;

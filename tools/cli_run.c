@@ -382,9 +382,7 @@ int cli_cmd_kl(const cli_opts *o) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }
-    if (!rc)
-        printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file,
-               mlstack_dtype_name(info.weight_dtype));
+    if (!rc) printf("%s: %d tokens of %s; reference weights %s\n", o->model, (int)n, o->file, info.weight_format);
     if (!rc)
         printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) "
                "|\n|---|---|---|---|---|---|---|\n");
@@ -578,7 +576,7 @@ int cli_cmd_info(const cli_opts *o) {
            in.max_position_embeddings < 4096 ? in.max_position_embeddings : 4096);
     mlstack_cpu_report(cpu, sizeof cpu);
     printf("kernels        %s | selected: %s\n", cpu, mlstack_engine_kernels(e));
-    printf("weights        projections %s%s\n", mlstack_dtype_name(in.weight_dtype),
+    printf("weights        projections %s%s\n", in.weight_format,
            o->quant ? " (quantized at load)" : " (used as stored)");
     for (i = 0; i < mlstack_engine_n_ranks(e); i++) { /* --ranks N: what each rank holds */
         mlstack_rank_info ri;

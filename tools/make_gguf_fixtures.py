@@ -11,6 +11,12 @@ implementation:
   llama-q8_0.gguf  tests/fixtures/models/llama as llama.cpp's converter would write it: tensor
                    names mapped, Q/K rows permuted for its RoPE layout, projections quantized to
                    Q8_0 by gguf-py, the embedding and norms kept F32.
+  llama-kq.gguf    a random llama (hidden 256, 2 layers, vocab 256) whose 14 projections and
+                   output head cover every block format mlstack computes natively or repacks
+                   (KQ_TYPES below), the embedding F16: weights from gguf.quants.quantize where
+                   gguf-py can, else random blocks with their f16 scales set so the weights'
+                   standard deviation is about 0.05 (tests/test_gguf.c compares the native
+                   kernels with the same file dequantized to f32).
   ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
 
 Rerunnable; the same gguf/numpy versions give the same bytes.
@@ -127,6 +133,74 @@ def write_llama():
     w.close()
 
 
+# llama-kq.gguf: the format of each projection, per layer, and of the output head
+KQ_TYPES = [
+    {"attn_q": T.Q4_K, "attn_k": T.Q5_0, "attn_v": T.Q6_K, "attn_output": T.Q5_K,
+     "ffn_gate": T.Q4_0, "ffn_up": T.Q5_1, "ffn_down": T.Q6_K},
+    {"attn_q": T.Q2_K, "attn_k": T.Q3_K, "attn_v": T.IQ4_NL, "attn_output": T.Q4_K,
+     "ffn_gate": T.Q5_K, "ffn_up": T.Q3_K, "ffn_down": T.Q2_K},
+]
+KQ_HEAD = T.Q6_K
+
+
+def kq_tensor(rng, t, rows, cols):
+    """A [rows, cols] tensor of type t: quantized Gaussian data where gguf-py can, else random
+    blocks rescaled (their f16 scale fields, to which the values are proportional) to std 0.05."""
+    x = (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
+    try:
+        return quants.quantize(x, t)
+    except NotImplementedError:
+        pass
+    q = random_blocks(rng, t, rows, cols)
+    std = float(np.std(quants.dequantize(q, t)))
+    block, size = GGML_QUANT_SIZES[t]
+    v = q.reshape(rows, cols // block, size)
+    for off, n in SCALE_FIELDS[t]:
+        f = v[:, :, off:off + 2 * n].copy().view(np.float16).astype(np.float32) * (0.05 / std)
+        v[:, :, off:off + 2 * n] = f.astype(np.float16).view(np.uint8)
+    return v.reshape(rows, cols // block * size)
+
+
+def write_kq():
+    rng = np.random.default_rng(20261202)
+    D, H, HKV, DH, FF, V = 256, 4, 1, 64, 256, 256
+    w = gguf.GGUFWriter(os.path.join(OUT, "llama-kq.gguf"), "llama")
+    w.add_name("mlstack native block formats fixture")
+    w.add_block_count(len(KQ_TYPES))
+    w.add_context_length(256)
+    w.add_embedding_length(D)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(H)
+    w.add_head_count_kv(HKV)
+    w.add_key_length(DH)
+    w.add_value_length(DH)
+    w.add_rope_dimension_count(DH)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(V)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+
+    def add(name, t, rows, cols):
+        q = kq_tensor(rng, t, rows, cols)
+        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=t)
+
+    w.add_tensor("token_embd.weight", rng.standard_normal((V, D)).astype(np.float16))
+    w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+    add("output.weight", KQ_HEAD, V, D)
+    shapes = {"attn_q": (H * DH, D), "attn_k": (HKV * DH, D), "attn_v": (HKV * DH, D),
+              "attn_output": (D, H * DH), "ffn_gate": (FF, D), "ffn_up": (FF, D), "ffn_down": (D, FF)}
+    for l, types in enumerate(KQ_TYPES):
+        b = "blk.%d." % l
+        w.add_tensor(b + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+        w.add_tensor(b + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+        for name, t in types.items():
+            add(b + name + ".weight", t, *shapes[name])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_corpus():
     os.makedirs(CORPUS, exist_ok=True)
     data = open(os.path.join(OUT, "quants.gguf"), "rb").read()
@@ -155,4 +229,5 @@ if __name__ == "__main__":
     write_types()
     write_quants()
     write_llama()
+    write_kq()
     write_corpus()
