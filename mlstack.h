@@ -1876,6 +1876,24 @@ MLSTACK__FN void mlstack__map_release(const mlstack__map *m, const void *p, size
 #endif
 }
 
+/* Gives back the whole pages of [p, p + n), memory of our own (not a file mapping) whose bytes
+   are no longer needed: they read as zeros (or, where the call does nothing, as before) until
+   written again, and the resident memory goes down. Used on rows of weights quantized at open
+   once their panels exist (>>model); they are re-derived before anything reads them. */
+MLSTACK__FN void mlstack__mem_release(void *p, size_t n) {
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    uintptr_t a = (uintptr_t)p, e = a + n;
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t pg = ps > 0 ? (uintptr_t)ps : 4096u;
+    if (!p || e < a) return;
+    a = (a + pg - 1) / pg * pg;
+    e = e / pg * pg;
+    if (e > a) madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 MLSTACK__FN int mlstack__cpu_count(void) {
 #if defined(_WIN32)
     SYSTEM_INFO si;
@@ -14874,7 +14892,14 @@ typedef struct mlstack__weight {
     const float *bias;
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
+    int rows; /* MLSTACK__ROWS_*: whether data's bytes are resident (>>model, mlstack__model_hold_rows) */
 } mlstack__weight;
+/* data as stored or copied at open, always there; a copy quantized at open (ours to give back
+   once panels hold the same weight); that copy's pages given back (re-derived from the panels
+   before a path that reads rows runs) */
+#define MLSTACK__ROWS_KEPT 0
+#define MLSTACK__ROWS_OWNED 1
+#define MLSTACK__ROWS_GONE 2
 /* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
    engines of other kernel tables may be running on the same model: they are stored with release
    and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
@@ -21121,6 +21146,7 @@ struct mlstack_model {
     uint64_t n_params, weight_bytes;
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
+    int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -22200,6 +22226,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
+            ws[i]->rows = MLSTACK__ROWS_OWNED;
             mlstack__model_release_source(m, src, src_bytes); /* a tied head's too: lookups read rows again */
         }
     }
@@ -22219,9 +22246,80 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
 }
 
+/* One copy of each weight. The rows of a weight quantized at open are our own memory, and once
+   its P16 panels exist the kernels that read panels never read them: their pages go back to the
+   system (mlstack__mem_release), leaving the panels as the weight's only resident copy. What
+   reads rows instead -- an engine whose kernels lack panels for the type (scalar, the GPU
+   backend's host side), ranks (they slice rows), mlstack_model_save and _save_gguf -- takes a
+   hold (mlstack__model_hold_rows) first: the rows are re-derived from the panels, exactly (the
+   packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
+   last hold given back releases them again. Rows as stored (a mapped file, or copies made at
+   open for layout) are never released this way. All of it under mlstack__pack_lock. */
+static mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
+
+/* w's Q8_0 / Q4_1 rows (n_out, row_bytes) from its P16 panels: the inverse of
+   mlstack__p16_pack_group (>>kernels has the layout). */
+MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *rows) {
+    int q8 = w->wtype == MLSTACK__W_Q8_0, nb = w->n_in / MLSTACK__QK, np = mlstack__p16_panels(w->n_out), o, k, g, t;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), qb = q8 ? 512 : 256;
+    for (o = 0; o < w->n_out; o++) {
+        int p = o / MLSTACK__P16, l = o % MLSTACK__P16, p0 = p / MLSTACK__P16_GROUP * MLSTACK__P16_GROUP, r = p - p0;
+        int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+        size_t bs = (size_t)gp * (qb + (q8 ? 32 : 64));
+        const unsigned char *d = w->packed + (size_t)p0 * pb;
+        unsigned char *row = rows + (size_t)o * w->row_bytes;
+        for (k = 0; k < nb; k++) {
+            const unsigned char *blk = d + (size_t)k * bs, *q = blk + (size_t)r * 64, *sc = blk + (size_t)gp * qb;
+            if (q8) {
+                mlstack__q8_0 *b = (mlstack__q8_0 *)(void *)row + k;
+                for (g = 0; g < 8; g++)
+                    for (t = 0; t < 4; t++) b->q[4 * g + t] = (int8_t)((int)q[(size_t)64 * gp * g + 4 * l + t] - 128);
+                memcpy(&b->d, sc + (size_t)r * 32 + 2 * l, 2);
+            } else {
+                mlstack__q4_1 *b = (mlstack__q4_1 *)(void *)row + k;
+                for (g = 0; g < 4; g++)
+                    for (t = 0; t < 4; t++) b->q[4 * g + t] = q[(size_t)64 * gp * g + 4 * l + t];
+                memcpy(&b->d, sc + (size_t)r * 32 + 2 * l, 2);
+                memcpy(&b->m, sc + (size_t)(gp + r) * 32 + 2 * l, 2);
+            }
+        }
+    }
+}
+
+/* Releases w's rows when they are a copy made at open, its panels exist and nothing holds
+   rows. Under mlstack__pack_lock. */
+static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w) {
+    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users) return;
+    mlstack__mem_release((void *)(uintptr_t)w->data, (size_t)w->n_out * w->row_bytes);
+    w->rows = MLSTACK__ROWS_GONE;
+}
+
+/* hold != 0: takes a hold on the rows of every weight (re-derives those given back); 0: gives
+   one back (the last one releases the rows that have panels). */
+MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
+    int l, i, edge;
+    mlstack__lock(&mlstack__pack_lock);
+    if (hold) m->rows_users++;
+    else if (m->rows_users > 0)
+        m->rows_users--;
+    edge = m->rows_users == (hold ? 1 : 0); /* the first hold taken, or the last given back */
+    for (l = -1; l < m->cfg.n_layers && edge; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++) {
+            if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
+                mlstack__p16_unpack(ws[i], (unsigned char *)(uintptr_t)ws[i]->data);
+                ws[i]->rows = MLSTACK__ROWS_OWNED;
+            } else if (!hold) {
+                mlstack__weight_drop_rows(m, ws[i]);
+            }
+        }
+    }
+    mlstack__unlock(&mlstack__pack_lock);
+}
+
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
-static mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
@@ -22250,6 +22348,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 else
                     MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
                 mlstack__model_release_source(m, w->data, (size_t)w->n_out * w->row_bytes);
+                if (!j.pairs) mlstack__weight_drop_rows(m, w);
             }
         }
     }
@@ -22301,7 +22400,17 @@ static mlstack_result mlstack__copy_file(const char *from, const char *to, mlsta
     return r;
 }
 
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err);
+/* The rows of weights quantized at open are held while they are written (>>model). */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
+    mlstack_result r;
+    if (!m) return mlstack__model_save_dir(m, dir, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_dir(m, dir, err);
+    mlstack__model_hold_rows(m, 0);
+    return r;
+}
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err) {
     static const char *const side[] = {"config.json",
                                        "generation_config.json",
                                        "tokenizer.json",
@@ -22991,7 +23100,17 @@ static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack
     return ok ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
 }
 
+static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err);
+/* The rows of weights quantized at open are held while they are written (>>model). */
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    mlstack_result r;
+    if (!m) return mlstack__model_save_gguf_file(m, path, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_gguf_file(m, path, err);
+    mlstack__model_hold_rows(m, 0);
+    return r;
+}
+static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
     mlstack__gw_tensor *ts = NULL;
@@ -24067,6 +24186,7 @@ typedef struct mlstack__rank {
     uint64_t read_bytes; /* stored bytes of its projections it read from the mapped checkpoint */
     int n_threads;
     const int *cpus; /* NULL, or n_threads CPUs to pin the rank's threads to */
+    int holds_rows; /* it read rows of weights quantized at open: a hold on them (mlstack__model_hold_rows) */
     mlstack_result init_result;
     char init_msg[256];
 } mlstack__rank;
@@ -26918,6 +27038,10 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
     int l, i, Dh = c->head_dim, h, quant;
+    unsigned qpacks = (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1);
+    /* ranks slice rows, and kernels without panels for a type read its rows */
+    rk->holds_rows = rk->n_ranks > 1 || (rk->k->packs & qpacks) != qpacks;
+    if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (rk->n_ranks == 1) {
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
@@ -27079,6 +27203,8 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__scratch *s = &rk->s;
     int i;
     if (rk->pool == &rk->own_pool) mlstack__pool_free(&rk->own_pool);
+    if (rk->holds_rows) mlstack__model_hold_rows(e->model, 0);
+    rk->holds_rows = 0;
     for (i = 0; i < rk->n_owned; i++) mlstack__aligned_free(rk->owned[i]);
     MLSTACK_FREE(rk->owned);
     if (rk->layers != e->model->layers) MLSTACK_FREE(rk->layers);
