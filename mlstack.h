@@ -371,6 +371,9 @@ typedef struct mlstack_model_desc {
     int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
                               at open: each rank of a sharded engine converts only its own rows (the first
                               one-rank engine converts the whole model, once); the same bits either way */
+    mlstack_dtype head_quant; /* with quant: the LM head's format, 0: quant's, or MLSTACK_DTYPE_Q8_0 / _Q4_1
+                                 (e.g. Q4_1 projections with a Q8_0 head, as llama.cpp's mixes do) */
+    int keep_head;            /* non-zero, with quant: the LM head stays as stored (head_quant ignored) */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -392,9 +395,10 @@ typedef struct mlstack_model_info {
    model.safetensors or model.safetensors.index.json + shards, and the tokenizer when the folder
    has one (a tokenizer that fails to load fails the open). Weights are mapped, not copied.
    A GGUF file (architectures llama, qwen2, qwen3) opens the same way: hyperparameters, tokenizer
-   and chat template from its metadata; F32/F16/BF16 and Q8_0/Q4_1 weights mapped, other GGML
-   types (Q4_0, Q5_0/1, Q2_K..Q6_K, IQ4_NL) and a block-typed embedding dequantized to f32 at
-   load (see >>gguf and >>ggmlquant); an unknown architecture or pre-tokenizer fails the open.
+   and chat template from its metadata; F32/F16/BF16 and Q8_0/Q4_1 weights mapped (a Q8_0/Q4_1
+   embedding table too: its rows are dequantized when looked up), other GGML types (Q4_0,
+   Q5_0/1, Q2_K..Q6_K, IQ4_NL, an embedding of those) dequantized to f32 at load (see >>gguf and
+   >>ggmlquant); an unknown architecture or pre-tokenizer fails the open.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -21147,6 +21151,7 @@ struct mlstack_model {
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
     int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
+    int head_quant; /* desc.head_quant; -1: desc.keep_head */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -21969,10 +21974,33 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     const char *pre = fm->prefix ? fm->prefix : "model", *head = fm->head ? fm->head : "lm_head";
     const char *attn = fm->attn ? fm->attn : "self_attn";
     snprintf(name, sizeof name, "%s.%s.weight", pre, fm->embed ? fm->embed : "embed_tokens");
-    if ((r = mlstack__model_tensor(m, name, 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK) return r;
-    m->embed = m->st.files[t->file].data + t->begin;
-    m->embed_dtype = t->dtype;
-    mlstack__embed_scale_dtype(&m->cfg, t->dtype);
+    t = mlstack__st_find(&m->st, name);
+    if (t && mlstack__st_quant_of(&m->st, t)) {
+        /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
+           row dequantized when a token looks it up (mlstack__embed_row) */
+        int q = mlstack__st_quant_of(&m->st, t);
+        if (c->n_embd % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != c->n_vocab ||
+            (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, c->n_embd))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s", m->path, name,
+                                 c->n_vocab, c->n_embd, mlstack__dtype_names[q]);
+        m->n_params += (uint64_t)c->n_vocab * (uint64_t)c->n_embd;
+        m->weight_bytes += t->end - t->begin;
+        m->embed = m->st.files[t->file].data + t->begin;
+        if ((uintptr_t)m->embed % 2) {
+            void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+            if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            memcpy(copy, m->embed, (size_t)(t->end - t->begin));
+            m->embed = copy;
+        }
+        m->embed_dtype = (mlstack_dtype)q;
+        mlstack__embed_scale_dtype(&m->cfg, MLSTACK_DTYPE_F32);
+    } else {
+        if ((r = mlstack__model_tensor(m, name, 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK) return r;
+        m->embed = m->st.files[t->file].data + t->begin;
+        m->embed_dtype = t->dtype;
+        mlstack__embed_scale_dtype(&m->cfg, t->dtype);
+    }
     snprintf(name, sizeof name, "%s.%s.weight", pre, fm->final_norm ? fm->final_norm : "norm");
     if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->final_norm ? fm->final_norm : "norm");
@@ -21991,7 +22019,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         w->n_in = c->n_embd;
         w->row_bytes = mlstack__row_bytes(w->wtype, c->n_embd);
         w->bias = NULL;
-        if ((uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[m->embed_dtype]) {
+        if (w->wtype != MLSTACK__W_Q8_0 && w->wtype != MLSTACK__W_Q4_1 &&
+            (uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[m->embed_dtype]) {
             void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
             if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
             memcpy(copy, w->data, (size_t)(t->end - t->begin));
@@ -22174,6 +22203,19 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
     mlstack__map_release(&m->gguf.map, p, n);
 }
 
+/* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of Q8_0 / Q4_1
+   blocks dequantized (d * q, d * q + m: the values llama.cpp's dequantization gives). */
+MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float *x) {
+    int D = m->cfg.n_embd, q = m->embed_dtype == MLSTACK_DTYPE_Q8_0 || m->embed_dtype == MLSTACK_DTYPE_Q4_1;
+    const unsigned char *row =
+        (const unsigned char *)m->embed + (size_t)token * mlstack__row_bytes((int)m->embed_dtype, D);
+    if (q)
+        mlstack__ggml_dequant_row(m->embed_dtype == MLSTACK_DTYPE_Q8_0 ? MLSTACK__GGML_Q8_0 : MLSTACK__GGML_Q4_1, row,
+                                  x, D);
+    else
+        mlstack__to_f32(m->embed_dtype, row, x, (size_t)D);
+}
+
 /* Whether every projection and the LM head is stored as F32, F16 or BF16. */
 static int mlstack__model_all_float(mlstack_model *m) {
     int l, i;
@@ -22206,10 +22248,12 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             void *dst;
             const void *src;
             size_t src_bytes;
+            int want = l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
+            if (want != MLSTACK__W_Q8_0 && want != MLSTACK__W_Q4_1) continue; /* head_quant F32: as stored */
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
-            if (ws[i]->wtype == (int)quant) continue; /* saved quantized in this format already: as it is */
+            if (ws[i]->wtype == want) continue; /* saved quantized in this format already: as it is */
             if (ws[i]->wtype == MLSTACK__W_Q8_0 || ws[i]->wtype == MLSTACK__W_Q4_1) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(
@@ -22221,8 +22265,8 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
-            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes((int)quant, ws[i]->n_in));
-            if (!dst || mlstack__quantize_weight(&pool, ws[i], (int)quant, dst) != 0) {
+            dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes(want, ws[i]->n_in));
+            if (!dst || mlstack__quantize_weight(&pool, ws[i], want, dst) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
@@ -22379,6 +22423,7 @@ typedef struct mlstack__save_item {
     const void *data;
     uint64_t bytes;
     int rank; /* layout order: 0 for 4-byte types, 1 for 2-byte, 2 for quantized */
+    int quant; /* MLSTACK__W_Q8_0 / _Q4_1 blocks (marked in the metadata), else 0 */
 } mlstack__save_item;
 
 static int mlstack__save_cmp(const void *a, const void *b) {
@@ -22455,6 +22500,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             it->data = w->data;
             it->bytes = (uint64_t)w->n_out * w->row_bytes;
             it->rank = 2;
+            it->quant = w->wtype;
         } else {
             it->dtype = mlstack__dtype_names[t->dtype];
             it->n_dims = t->n_dims;
@@ -22462,6 +22508,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             it->data = m->st.files[t->file].data + t->begin;
             it->bytes = t->end - t->begin;
             it->rank = mlstack__dtype_sizes[t->dtype] >= 4 ? 0 : mlstack__dtype_sizes[t->dtype] == 2 ? 1 : 2;
+            it->quant = mlstack__st_quant_of(&m->st, t); /* blocks without a weight: an embedding table's */
         }
         n++;
     }
@@ -22469,11 +22516,10 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     memset(&hdr, 0, sizeof hdr);
     ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
     for (i = 0; i < n; i++) {
-        const mlstack__weight *w = items[i].rank == 2 ? mlstack__model_weight_named(m, items[i].name) : NULL;
-        if (!w) continue;
+        if (items[i].quant != MLSTACK__W_Q8_0 && items[i].quant != MLSTACK__W_Q4_1) continue;
         ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
         ok &= mlstack__buf_puts(&hdr, items[i].name);
-        ok &= mlstack__buf_puts(&hdr, w->wtype == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        ok &= mlstack__buf_puts(&hdr, items[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
     }
     ok &= mlstack__buf_puts(&hdr, "}");
     for (i = 0; i < n; i++) {
@@ -22796,9 +22842,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 snprintf(name, name_cap, "%.90s", t->name);
             }
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
-            /* kept in the mapping, or copied; the embedding is read per row as floats */
+            /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
+               dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if ((t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1) && !is_embed && t->n_dims == 2)
+            if ((t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1) && t->n_dims == 2)
                 quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
             keep = !permute_heads && (is_float || quant);
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
@@ -23363,6 +23410,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
+    if (r == MLSTACK_OK && desc->head_quant != 0 && desc->head_quant != MLSTACK_DTYPE_Q8_0 &&
+        desc->head_quant != MLSTACK_DTYPE_Q4_1)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "head_quant = %s: the LM head quantizes to Q8_0 or Q4_1",
+                          mlstack_dtype_name(desc->head_quant));
+    m->head_quant = desc->keep_head ? -1 : (int)desc->head_quant; /* -1: as stored */
     if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
         (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;
@@ -24341,13 +24393,11 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
         i;
-    size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B; b++) {
         float *x = rk->s.x + (size_t)b * D;
-        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize, x,
-                        (size_t)D);
+        mlstack__embed_row(m, rows[b].token, x);
         if (c->embed_scale != 1.0f)
             for (i = 0; i < D; i++) x[i] *= c->embed_scale;
     }
@@ -27095,8 +27145,11 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             if (L)
                 ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
                 ws[6] = &L->w_down, n = 7;
-            for (i = 0; i < n; i++)
-                if (mlstack__rank_materialize(rk, ws[i], quant, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+            for (i = 0; i < n; i++) {
+                int qw = quant && L == NULL && m->head_quant ? m->head_quant : quant; /* the head: its own */
+                if (qw != MLSTACK__W_Q8_0 && qw != MLSTACK__W_Q4_1) qw = 0;
+                if (mlstack__rank_materialize(rk, ws[i], qw, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+            }
         }
     }
     for (l = -1; l < c->n_layers; l++) {
@@ -27761,7 +27814,7 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
     *bytes = *flops = 0;
     switch (op) {
     case MLSTACK__OP_SAMPLE: *bytes = 4 * (uint64_t)c->n_vocab, *flops = (uint64_t)c->n_vocab; break;
-    case MLSTACK__OP_EMBED: *bytes = b * D * ((uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4); break;
+    case MLSTACK__OP_EMBED: *bytes = b * ((uint64_t)mlstack__row_bytes((int)m->embed_dtype, (int)D) + 4 * D); break;
     case MLSTACK__OP_RMSNORM: *bytes = 4 * (2 * b * D + D), *flops = 4 * b * D; break;
     case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
     case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
@@ -28171,7 +28224,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     if (!m) return 0;
     c = &m->cfg;
     total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes +
-            (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4 * (uint64_t)c->n_embd;
+            (uint64_t)mlstack__row_bytes((int)m->embed_dtype, c->n_embd) + 4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */

@@ -198,6 +198,56 @@ static void test_one_copy(const char *tmp) {
         }
 }
 
+/* The LM head's own format: Q4_1 projections with a Q8_0 head hold the very head of a Q8_0
+   model (the same blocks) and the Q4_1 model's projections; keep_head leaves it as stored (the
+   tied embedding, read in place); another head_quant is refused. */
+static void test_head_quant(void) {
+    mlstack_model_desc md;
+    mlstack_model *q8 = NULL, *q4 = NULL, *mix = NULL, *keep = NULL, *bad = NULL;
+    mlstack_error err;
+    int l, i, same_proj = 1;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/models/llama_tied";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECK(mlstack_model_open(&md, &q8, &err) == MLSTACK_OK);
+    md.quant = MLSTACK_DTYPE_Q4_1;
+    CHECK(mlstack_model_open(&md, &q4, &err) == MLSTACK_OK);
+    md.head_quant = MLSTACK_DTYPE_Q8_0;
+    CHECK(mlstack_model_open(&md, &mix, &err) == MLSTACK_OK);
+    md.head_quant = 0;
+    md.keep_head = 1;
+    CHECK(mlstack_model_open(&md, &keep, &err) == MLSTACK_OK);
+    md.keep_head = 0;
+    md.head_quant = MLSTACK_DTYPE_BF16;
+    CHECKF(mlstack_model_open(&md, &bad, &err) == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "head_quant"),
+           "head_quant BF16 accepted");
+    if (!q8 || !q4 || !mix || !keep) goto done;
+    CHECK(mix->lm_head.wtype == MLSTACK__W_Q8_0 && q8->lm_head.wtype == MLSTACK__W_Q8_0);
+    CHECK(memcmp(mix->lm_head.data, q8->lm_head.data, (size_t)mix->lm_head.n_out * mix->lm_head.row_bytes) == 0);
+    for (l = 0; l < mix->cfg.n_layers; l++) {
+        mlstack__weight *wa[MLSTACK__MAX_LAYER_WEIGHTS], *wb[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(mix, l, wa);
+        mlstack__layer_weights(q4, l, wb);
+        for (i = 0; i < n; i++)
+            same_proj &= wa[i]->wtype == wb[i]->wtype && wa[i]->row_bytes == wb[i]->row_bytes &&
+                         memcmp(wa[i]->data, wb[i]->data, (size_t)wa[i]->n_out * wa[i]->row_bytes) == 0;
+    }
+    CHECKF(same_proj, "Q4_1 projections with a Q8_0 head differ from the Q4_1 model's");
+    CHECK(mix->layers[0].wq.wtype == MLSTACK__W_Q4_1);
+    CHECK(keep->lm_head.wtype == MLSTACK__W_F32 && keep->lm_head.data == keep->embed);
+    {
+        mlstack_model_info info;
+        mlstack_model_get_info(keep, &info);
+        CHECK(info.weight_dtype == MLSTACK_DTYPE_Q4_1);
+    }
+done:
+    mlstack_model_close(q8);
+    mlstack_model_close(q4);
+    mlstack_model_close(mix);
+    mlstack_model_close(keep);
+    mlstack_model_close(bad);
+}
+
 int main(void) {
     static const char *names[] = {"llama", "llama_tied", "qwen2"};
     static const mlstack_dtype quants[] = {MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_1};
@@ -265,6 +315,7 @@ int main(void) {
         mlstack_model_close(ref);
     }
     if (tmp) test_one_copy(tmp);
+    test_head_quant();
     if (tmp) rmdir(tmp);
     return tl_finish();
 }

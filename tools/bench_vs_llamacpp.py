@@ -479,8 +479,9 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                                 "--no-warmup", "-no-cnv", "--temp", "0"] \
                             + (["-nr"] if setting != "default" else []) + args.llama_bench_args
                     quant = ["--quant", typ] if typ in QUANT_TYPES and eng == "dir" else []
-                    return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "-p", MEMORY_PROMPT, "-n", "1",
-                            "-t", str(th)] + quant
+                    # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
+                    return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "--ids", "1,450,2211,7601,11",
+                            "-n", "1", "-t", str(th)] + quant
                 engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"])
                 for eng in engines:
                     rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
