@@ -675,6 +675,15 @@ static void test_block_embedding(void) {
             CHECKF(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * (size_t)b->cfg.n_vocab) == 0,
                    "the folder saved with block embeddings gives other logits than the GGUF");
         }
+        { /* blocks that do not fit the config: a clear error naming the tensor */
+            mlstack_model *d = NULL;
+            snprintf(cmd, sizeof cmd, "sed -i 's/\"vocab_size\": 517/\"vocab_size\": 516/' '%s'/config.json", dir);
+            CHECK(system(cmd) == 0);
+            CHECKF(mlstack_model_open(&md, &d, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "embed_tokens") &&
+                       strstr(err.message, "wrong shape"),
+                   "a Q8_0 embedding of 517 rows for vocab_size 516 opened (or: %s)", d ? "opened" : err.message);
+            mlstack_model_close(d);
+        }
     }
     free(lb);
     free(lc);
