@@ -859,7 +859,8 @@ typedef struct mlstack_batch_row {
 
 /* Makes an engine that runs `model`: starts its thread pool, allocates the KV page pool
    (kv_mem bytes), the radix tree, request queues and scratch, picks the kernels for this CPU
-   (and makes the P16 panel copies those kernels read, once per model and kernel path).
+   (and makes the P16 panel copies those kernels read, once per model and kernel path; the
+   rows of weights quantized at open are then given back, >>model).
    Parameters: model (required; must outlive the engine, which only reads it), desc (NULL or
      zero fields: the defaults above), out (receives the engine), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_INVALID_ARG (model or out NULL, a negative field, an unknown
@@ -22229,8 +22230,9 @@ static int mlstack__model_all_float(mlstack_model *m) {
 }
 
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
-   routers) to `quant`, using all CPUs; weights whose rows are not a multiple of 32 stay as
-   stored. The source pages are released as each weight is done. */
+   routers) to `quant` (the head to desc.head_quant when given, or left as stored with
+   keep_head), using all CPUs; weights whose rows are not a multiple of 32 stay as stored. The
+   source pages are released as each weight is done. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
