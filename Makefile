@@ -460,7 +460,9 @@ run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_GGUF))
 BENCH_ARGS ?=
 # The engine's own benchmark, the tokenizer comparison, and the side-by-side table against
 # llama.cpp on the SmolLM2 shape (all five types; add --shapes smollm2,tinyllama through
-# VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer.
+# VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer; then memory
+# (peak RSS, time to first token) and long contexts (pp4096/pp8192, tg32 at depth 4096/8192,
+# with mlstack's attention share) side by side too.
 VS_ARGS ?= --shapes smollm2 -r 2 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
@@ -469,7 +471,9 @@ bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	bash tools/bench_tokenizer.sh
 	@if [ -x peer/bin/llama-bench ]; then \
 	    python3 tools/bench_vs_llamacpp.py $(VS_ARGS) && \
-	    python3 tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types q8_0 --npl 1,8 --threads 2; \
+	    python3 tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types q8_0 --npl 1,8 --threads 2 && \
+	    python3 tools/bench_vs_llamacpp.py --memory --shapes smollm2 --types bf16,q8_0 --threads 2 -r 3 && \
+	    python3 tools/bench_vs_llamacpp.py --long --shapes smollm2 --types q8_0 --threads 2 -r 1; \
 	else echo "bench: no llama.cpp in peer/bin: run tools/build_llamacpp.sh for the side-by-side table"; fi
 
 clean:

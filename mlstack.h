@@ -381,6 +381,9 @@ typedef struct mlstack_model_desc {
                               "Q6_K" ("Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); per
                               tensor Q4_K/Q5_K/Q6_K, Q5_0/Q5_1/Q8_0 where rows are not a multiple of 256;
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
+    mlstack_dtype head_quant; /* with quant: the LM head's format, 0: quant's, or MLSTACK_DTYPE_Q8_0 / _Q4_1
+                                 (e.g. Q4_1 projections with a Q8_0 head, as llama.cpp's mixes do) */
+    int keep_head;            /* non-zero, with quant: the LM head stays as stored (head_quant ignored) */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -407,8 +410,9 @@ typedef struct mlstack_model_info {
    A GGUF file (architectures llama, qwen2, qwen3) opens the same way: hyperparameters, tokenizer
    and chat template from its metadata; F32/F16/BF16, Q8_0/Q4_1, Q5_1 and Q2_K..Q6_K projections
    mapped and computed natively, Q4_0, Q5_0 and IQ4_NL repacked exactly at load (Q4_1 / Q8_0
-   blocks), a block-typed embedding dequantized to f32 (see >>gguf and >>ggmlquant); an unknown
-   architecture or pre-tokenizer fails the open.
+   blocks); a Q8_0/Q4_1 embedding table stays blocks in the mapping (rows dequantized when
+   looked up), one of another block type is dequantized to f32 (see >>gguf and >>ggmlquant); an
+   unknown architecture or pre-tokenizer fails the open.
    Parameters: desc (required), out (receives the model), err (optional detail).
    Returns MLSTACK_OK or a failure; on failure *out is NULL and err says why.
    Thread safety: any thread; the returned model may be shared read-only. */
@@ -869,7 +873,8 @@ typedef struct mlstack_batch_row {
 
 /* Makes an engine that runs `model`: starts its thread pool, allocates the KV page pool
    (kv_mem bytes), the radix tree, request queues and scratch, picks the kernels for this CPU
-   (and makes the P16 panel copies those kernels read, once per model and kernel path).
+   (and makes the P16 panel copies those kernels read, once per model and kernel path; the
+   rows of weights quantized at open are then given back, >>model).
    Parameters: model (required; must outlive the engine, which only reads it), desc (NULL or
      zero fields: the defaults above), out (receives the engine), err (optional detail).
    Returns MLSTACK_OK; MLSTACK_ERR_INVALID_ARG (model or out NULL, a negative field, an unknown
@@ -1963,6 +1968,24 @@ MLSTACK__FN void mlstack__map_release(const mlstack__map *m, const void *p, size
     if (e > a) madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
 #else
     (void)m, (void)p, (void)n;
+#endif
+}
+
+/* Gives back the whole pages of [p, p + n), memory of our own (not a file mapping) whose bytes
+   are no longer needed: they read as zeros (or, where the call does nothing, as before) until
+   written again, and the resident memory goes down. Used on rows of weights quantized at open
+   once their panels exist (>>model); they are re-derived before anything reads them. */
+MLSTACK__FN void mlstack__mem_release(void *p, size_t n) {
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    uintptr_t a = (uintptr_t)p, e = a + n;
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t pg = ps > 0 ? (uintptr_t)ps : 4096u;
+    if (!p || e < a) return;
+    a = (a + pg - 1) / pg * pg;
+    e = e / pg * pg;
+    if (e > a) madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
+#else
+    (void)p, (void)n;
 #endif
 }
 
@@ -15012,7 +15035,14 @@ typedef struct mlstack__weight {
     const float *bias;
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
+    int rows; /* MLSTACK__ROWS_*: whether data's bytes are resident (>>model, mlstack__model_hold_rows) */
 } mlstack__weight;
+/* data as stored or copied at open, always there; a copy quantized at open (ours to give back
+   once panels hold the same weight); that copy's pages given back (re-derived from the panels
+   before a path that reads rows runs) */
+#define MLSTACK__ROWS_KEPT 0
+#define MLSTACK__ROWS_OWNED 1
+#define MLSTACK__ROWS_GONE 2
 /* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
    engines of other kernel tables may be running on the same model: they are stored with release
    and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
@@ -21926,6 +21956,8 @@ struct mlstack_model {
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
     int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
+    int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
+    int head_quant; /* desc.head_quant; -1: desc.keep_head */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -22748,10 +22780,33 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     const char *pre = fm->prefix ? fm->prefix : "model", *head = fm->head ? fm->head : "lm_head";
     const char *attn = fm->attn ? fm->attn : "self_attn";
     snprintf(name, sizeof name, "%s.%s.weight", pre, fm->embed ? fm->embed : "embed_tokens");
-    if ((r = mlstack__model_tensor(m, name, 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK) return r;
-    m->embed = m->st.files[t->file].data + t->begin;
-    m->embed_dtype = t->dtype;
-    mlstack__embed_scale_dtype(&m->cfg, t->dtype);
+    t = mlstack__st_find(&m->st, name);
+    if (t && mlstack__st_quant_of(&m->st, t)) {
+        /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
+           row dequantized when a token looks it up (mlstack__embed_row) */
+        int q = mlstack__st_quant_of(&m->st, t);
+        if (c->n_embd % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != c->n_vocab ||
+            (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, c->n_embd))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: quantized tensor %s has the wrong shape for [%d, %d] in %s", m->path, name,
+                                 c->n_vocab, c->n_embd, mlstack__dtype_names[q]);
+        m->n_params += (uint64_t)c->n_vocab * (uint64_t)c->n_embd;
+        m->weight_bytes += t->end - t->begin;
+        m->embed = m->st.files[t->file].data + t->begin;
+        if ((uintptr_t)m->embed % 2) {
+            void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+            if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            memcpy(copy, m->embed, (size_t)(t->end - t->begin));
+            m->embed = copy;
+        }
+        m->embed_dtype = (mlstack_dtype)q;
+        mlstack__embed_scale_dtype(&m->cfg, MLSTACK_DTYPE_F32);
+    } else {
+        if ((r = mlstack__model_tensor(m, name, 2, c->n_vocab, c->n_embd, &t, err)) != MLSTACK_OK) return r;
+        m->embed = m->st.files[t->file].data + t->begin;
+        m->embed_dtype = t->dtype;
+        mlstack__embed_scale_dtype(&m->cfg, t->dtype);
+    }
     snprintf(name, sizeof name, "%s.%s.weight", pre, fm->final_norm ? fm->final_norm : "norm");
     if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->final_norm ? fm->final_norm : "norm");
@@ -22770,7 +22825,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         w->n_in = c->n_embd;
         w->row_bytes = mlstack__row_bytes(w->wtype, c->n_embd);
         w->bias = NULL;
-        if ((uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[m->embed_dtype]) {
+        if (w->wtype != MLSTACK__W_Q8_0 && w->wtype != MLSTACK__W_Q4_1 &&
+            (uintptr_t)w->data % (uintptr_t)mlstack__dtype_sizes[m->embed_dtype]) {
             void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
             if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
             memcpy(copy, w->data, (size_t)(t->end - t->begin));
@@ -22953,6 +23009,19 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
     mlstack__map_release(&m->gguf.map, p, n);
 }
 
+/* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of Q8_0 / Q4_1
+   blocks dequantized (d * q, d * q + m: the values llama.cpp's dequantization gives). */
+MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float *x) {
+    int D = m->cfg.n_embd, q = m->embed_dtype == MLSTACK_DTYPE_Q8_0 || m->embed_dtype == MLSTACK_DTYPE_Q4_1;
+    const unsigned char *row =
+        (const unsigned char *)m->embed + (size_t)token * mlstack__row_bytes((int)m->embed_dtype, D);
+    if (q)
+        mlstack__ggml_dequant_row(m->embed_dtype == MLSTACK_DTYPE_Q8_0 ? MLSTACK__GGML_Q8_0 : MLSTACK__GGML_Q4_1, row,
+                                  x, D);
+    else
+        mlstack__to_f32(m->embed_dtype, row, x, (size_t)D);
+}
+
 /* Whether every projection and the LM head is stored as F32, F16 or BF16. */
 static int mlstack__model_all_float(mlstack_model *m) {
     int l, i;
@@ -22999,7 +23068,8 @@ static int mlstack__mix_wtype(int mix, int role, int l, int n, int n_in) {
 }
 
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
-   routers) to `quant`, or by mix (MLSTACK__MIX_*, then quant is ignored), using all CPUs;
+   routers) to `quant` (the head to desc.head_quant when given, or left as stored with
+   keep_head), or by mix (MLSTACK__MIX_*, then quant and head_quant are ignored), using all CPUs;
    weights whose rows are not a multiple of 32 stay as stored. The source pages are released as
    each weight is done. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
@@ -23019,7 +23089,8 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             void *dst;
             const void *src;
             size_t src_bytes;
-            int wt = (int)quant;
+            int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
+            if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue;   /* head kept: as stored */
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
@@ -23047,6 +23118,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
+            ws[i]->rows = MLSTACK__ROWS_OWNED;
             mlstack__model_release_source(m, src, src_bytes); /* a tied head's too: lookups read rows again */
         }
     }
@@ -23066,13 +23138,84 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
 }
 
-/* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
-   model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
+/* One copy of each weight. The rows of a weight quantized at open are our own memory, and once
+   its P16 panels exist the kernels that read panels never read them: their pages go back to the
+   system (mlstack__mem_release), leaving the panels as the weight's only resident copy. What
+   reads rows instead -- an engine whose kernels lack panels for the type (scalar, the GPU
+   backend's host side), ranks (they slice rows), mlstack_model_save and _save_gguf -- takes a
+   hold (mlstack__model_hold_rows) first: the rows are re-derived from the panels, exactly (the
+   packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
+   last hold given back releases them again. Rows as stored (a mapped file, or copies made at
+   open for layout) are never released this way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 #else
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock; /* a part build's other parts (PARTS in >>platform) */
 #endif
+
+/* w's Q8_0 / Q4_1 rows (n_out, row_bytes) from its P16 panels: the inverse of
+   mlstack__p16_pack_group (>>kernels has the layout). */
+MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *rows) {
+    int q8 = w->wtype == MLSTACK__W_Q8_0, nb = w->n_in / MLSTACK__QK, np = mlstack__p16_panels(w->n_out), o, k, g, t;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), qb = q8 ? 512 : 256;
+    for (o = 0; o < w->n_out; o++) {
+        int p = o / MLSTACK__P16, l = o % MLSTACK__P16, p0 = p / MLSTACK__P16_GROUP * MLSTACK__P16_GROUP, r = p - p0;
+        int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+        size_t bs = (size_t)gp * (qb + (q8 ? 32 : 64));
+        const unsigned char *d = w->packed + (size_t)p0 * pb;
+        unsigned char *row = rows + (size_t)o * w->row_bytes;
+        for (k = 0; k < nb; k++) {
+            const unsigned char *blk = d + (size_t)k * bs, *q = blk + (size_t)r * 64, *sc = blk + (size_t)gp * qb;
+            if (q8) {
+                mlstack__q8_0 *b = (mlstack__q8_0 *)(void *)row + k;
+                for (g = 0; g < 8; g++)
+                    for (t = 0; t < 4; t++) b->q[4 * g + t] = (int8_t)((int)q[(size_t)64 * gp * g + 4 * l + t] - 128);
+                memcpy(&b->d, sc + (size_t)r * 32 + 2 * l, 2);
+            } else {
+                mlstack__q4_1 *b = (mlstack__q4_1 *)(void *)row + k;
+                for (g = 0; g < 4; g++)
+                    for (t = 0; t < 4; t++) b->q[4 * g + t] = q[(size_t)64 * gp * g + 4 * l + t];
+                memcpy(&b->d, sc + (size_t)r * 32 + 2 * l, 2);
+                memcpy(&b->m, sc + (size_t)(gp + r) * 32 + 2 * l, 2);
+            }
+        }
+    }
+}
+
+/* Releases w's rows when they are a copy made at open, its panels exist and nothing holds
+   rows. Under mlstack__pack_lock. */
+static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w) {
+    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users) return;
+    mlstack__mem_release((void *)(uintptr_t)w->data, (size_t)w->n_out * w->row_bytes);
+    w->rows = MLSTACK__ROWS_GONE;
+}
+
+/* hold != 0: takes a hold on the rows of every weight (re-derives those given back); 0: gives
+   one back (the last one releases the rows that have panels). */
+MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
+    int l, i, edge;
+    mlstack__lock(&mlstack__pack_lock);
+    if (hold) m->rows_users++;
+    else if (m->rows_users > 0)
+        m->rows_users--;
+    edge = m->rows_users == (hold ? 1 : 0); /* the first hold taken, or the last given back */
+    for (l = -1; l < m->cfg.n_layers && edge; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(m, l, ws);
+        for (i = 0; i < n; i++) {
+            if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
+                mlstack__p16_unpack(ws[i], (unsigned char *)(uintptr_t)ws[i]->data);
+                ws[i]->rows = MLSTACK__ROWS_OWNED;
+            } else if (!hold) {
+                mlstack__weight_drop_rows(m, ws[i]);
+            }
+        }
+    }
+    mlstack__unlock(&mlstack__pack_lock);
+}
+
+/* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
+   model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
 static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
@@ -23101,6 +23244,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 else
                     MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
                 mlstack__model_release_source(m, w->data, (size_t)w->n_out * w->row_bytes);
+                if (!j.pairs) mlstack__weight_drop_rows(m, w);
             }
         }
     }
@@ -23131,6 +23275,7 @@ typedef struct mlstack__save_item {
     const void *data;
     uint64_t bytes;
     int rank; /* layout order: 0 for 4-byte types, 1 for 2-byte, 2 for quantized */
+    int quant; /* MLSTACK__W_Q8_0 / _Q4_1 blocks (marked in the metadata), else 0 */
 } mlstack__save_item;
 
 static int mlstack__save_cmp(const void *a, const void *b) {
@@ -23152,7 +23297,17 @@ static mlstack_result mlstack__copy_file(const char *from, const char *to, mlsta
     return r;
 }
 
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err);
+/* The rows of weights quantized at open are held while they are written (>>model). */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
+    mlstack_result r;
+    if (!m) return mlstack__model_save_dir(m, dir, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_dir(m, dir, err);
+    mlstack__model_hold_rows(m, 0);
+    return r;
+}
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err) {
     static const char *const side[] = {"config.json",
                                        "generation_config.json",
                                        "tokenizer.json",
@@ -23208,6 +23363,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
             it->data = w->data;
             it->bytes = (uint64_t)w->n_out * w->row_bytes;
             it->rank = 2;
+            it->quant = w->wtype;
         } else {
             it->dtype = mlstack__dtype_names[t->dtype];
             it->n_dims = t->n_dims;
@@ -23215,6 +23371,7 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
             it->data = m->st.files[t->file].data + t->begin;
             it->bytes = t->end - t->begin;
             it->rank = mlstack__dtype_sizes[t->dtype] >= 4 ? 0 : mlstack__dtype_sizes[t->dtype] == 2 ? 1 : 2;
+            it->quant = mlstack__st_quant_of(&m->st, t); /* blocks without a weight: an embedding table's */
         }
         n++;
     }
@@ -23222,11 +23379,10 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
     memset(&hdr, 0, sizeof hdr);
     ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
     for (i = 0; i < n; i++) {
-        const mlstack__weight *w = items[i].rank == 2 ? mlstack__model_weight_named(m, items[i].name) : NULL;
-        if (!w) continue;
+        if (items[i].quant != MLSTACK__W_Q8_0 && items[i].quant != MLSTACK__W_Q4_1) continue;
         ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
         ok &= mlstack__buf_puts(&hdr, items[i].name);
-        ok &= mlstack__buf_puts(&hdr, w->wtype == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        ok &= mlstack__buf_puts(&hdr, items[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
     }
     ok &= mlstack__buf_puts(&hdr, "}");
     for (i = 0; i < n; i++) {
@@ -23549,9 +23705,14 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 snprintf(name, name_cap, "%.90s", t->name);
             }
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
-            /* kept in the mapping, or copied; the embedding is read per row as floats */
+            /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
+               dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (!is_embed && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) quant = mlstack__gguf_wtype(t->type);
+            if (t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) {
+                if (!is_embed) quant = mlstack__gguf_wtype(t->type);
+                else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
+                    quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+            }
             keep = !permute_heads && (is_float || (quant && mlstack__gguf_in_place(t->type)));
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -23600,8 +23761,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 off += (bytes + 63) & ~(uint64_t)63;
             }
             n++;
-            /* a tied head of blocks: the embedding's blocks, in place (or repacked) */
-            if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 &&
+            /* a tied head of blocks: the embedding's blocks, in place (or repacked); a Q8_0 / Q4_1
+               embedding stays blocks itself, and its tied head reads them as any tied head does */
+            if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 && !quant &&
                 (quant = mlstack__gguf_wtype(t->type)) != 0) {
                 uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
                 int in_place = mlstack__gguf_in_place(t->type);
@@ -23861,7 +24023,17 @@ static mlstack_result mlstack__gw_tokenizer_json(const mlstack_model *m, mlstack
     return ok ? MLSTACK_OK : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
 }
 
+static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err);
+/* The rows of weights quantized at open are held while they are written (>>model). */
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
+    mlstack_result r;
+    if (!m) return mlstack__model_save_gguf_file(m, path, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_gguf_file(m, path, err);
+    mlstack__model_hold_rows(m, 0);
+    return r;
+}
+static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
     mlstack__gw_tensor *ts = NULL;
@@ -24115,6 +24287,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
+    if (r == MLSTACK_OK && desc->head_quant != 0 && desc->head_quant != MLSTACK_DTYPE_Q8_0 &&
+        desc->head_quant != MLSTACK_DTYPE_Q4_1)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "head_quant = %s: the LM head quantizes to Q8_0 or Q4_1",
+                          mlstack_dtype_name(desc->head_quant));
+    m->head_quant = desc->keep_head ? -1 : (int)desc->head_quant; /* -1: as stored */
     if (r == MLSTACK_OK && desc->quant_mix) {
         int mix = mlstack__mix_parse(desc->quant_mix);
         if (mix < 0)
@@ -24951,6 +25128,7 @@ typedef struct mlstack__rank {
     uint64_t read_bytes; /* stored bytes of its projections it read from the mapped checkpoint */
     int n_threads;
     const int *cpus; /* NULL, or n_threads CPUs to pin the rank's threads to */
+    int holds_rows; /* it read rows of weights quantized at open: a hold on them (mlstack__model_hold_rows) */
     mlstack_result init_result;
     char init_msg[256];
 } mlstack__rank;
@@ -25105,13 +25283,11 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
         i;
-    size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B; b++) {
         float *x = rk->s.x + (size_t)b * D;
-        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize, x,
-                        (size_t)D);
+        mlstack__embed_row(m, rows[b].token, x);
         if (c->embed_scale != 1.0f)
             for (i = 0; i < D; i++) x[i] *= c->embed_scale;
     }
@@ -27810,6 +27986,10 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
     int l, i, Dh = c->head_dim, h, quant;
+    unsigned qpacks = (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1);
+    /* ranks slice rows, and kernels without panels for a type read its rows */
+    rk->holds_rows = rk->n_ranks > 1 || (rk->k->packs & qpacks) != qpacks;
+    if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (rk->n_ranks == 1) {
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
@@ -27863,8 +28043,11 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             if (L)
                 ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
                 ws[6] = &L->w_down, n = 7;
-            for (i = 0; i < n; i++)
-                if (mlstack__rank_materialize(rk, ws[i], quant, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+            for (i = 0; i < n; i++) {
+                int qw = quant && L == NULL && m->head_quant ? m->head_quant : quant; /* the head: its own */
+                if (qw != MLSTACK__W_Q8_0 && qw != MLSTACK__W_Q4_1) qw = 0;
+                if (mlstack__rank_materialize(rk, ws[i], qw, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+            }
         }
     }
     for (l = -1; l < c->n_layers; l++) {
@@ -27971,6 +28154,8 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__scratch *s = &rk->s;
     int i;
     if (rk->pool == &rk->own_pool) mlstack__pool_free(&rk->own_pool);
+    if (rk->holds_rows) mlstack__model_hold_rows(e->model, 0);
+    rk->holds_rows = 0;
     for (i = 0; i < rk->n_owned; i++) mlstack__aligned_free(rk->owned[i]);
     MLSTACK_FREE(rk->owned);
     if (rk->layers != e->model->layers) MLSTACK_FREE(rk->layers);
@@ -28528,7 +28713,7 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
     *bytes = *flops = 0;
     switch (op) {
     case MLSTACK__OP_SAMPLE: *bytes = 4 * (uint64_t)c->n_vocab, *flops = (uint64_t)c->n_vocab; break;
-    case MLSTACK__OP_EMBED: *bytes = b * D * ((uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4); break;
+    case MLSTACK__OP_EMBED: *bytes = b * ((uint64_t)mlstack__row_bytes((int)m->embed_dtype, (int)D) + 4 * D); break;
     case MLSTACK__OP_RMSNORM: *bytes = 4 * (2 * b * D + D), *flops = 4 * b * D; break;
     case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
     case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
@@ -28938,7 +29123,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     if (!m) return 0;
     c = &m->cfg;
     total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes +
-            (uint64_t)c->n_embd * (uint64_t)mlstack__dtype_sizes[m->embed_dtype] + 4 * (uint64_t)c->n_embd;
+            (uint64_t)mlstack__row_bytes((int)m->embed_dtype, c->n_embd) + 4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */

@@ -1105,14 +1105,12 @@ static int mlc_stage(mlstack_engine *e, mlc_engine *g, const mlstack_batch_row *
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1;
     int b, t, i, n_pt = 0;
-    size_t esize = (size_t)mlstack__dtype_sizes[m->embed_dtype];
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     for (b = 0; b < B; b++) {
         float *x = g->h_x + (size_t)b * D;
         const mlstack__kv_seq *s = &e->kv.seqs[rows[b].seq];
         int prev = -1;
-        mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)rows[b].token * (size_t)D * esize, x,
-                        (size_t)D);
+        mlstack__embed_row(m, rows[b].token, x);
         if (c->embed_scale != 1.0f)
             for (i = 0; i < D; i++) x[i] *= c->embed_scale;
         for (t = 0; t < n_tab; t++) {

@@ -172,6 +172,19 @@ def main():
         rows = re.findall(r"parallel (\d+)\s*\| aggregate decode\s+([0-9.]+) t/s", r.stdout)
         T.check(r.returncode == 0 and [int(p) for p, _ in rows] == [1, 8, 32] and all(float(v) > 0 for _, v in rows),
                 "bench --parallel 1,8,32", r.stdout + r.stderr)
+        ratios = re.findall(r"aggregate decode\s+([0-9.]+) t/s \|[^|]*\| ([0-9.]+)x one sequence", r.stdout)
+        T.check(len(rows) == 3 and len(ratios) == 2
+                and all(abs(float(x) - float(v) / float(rows[0][1])) <= 0.01 * float(x) + 0.006 for v, x in ratios),
+                "bench --parallel: 8 and 32 sequences as a multiple of one sequence's rate", r.stdout)
+        # ---- bench -d: tests at a depth of context, as llama-bench -d; a depth past the context fails ----
+        r = run(exe, "bench", "-m", tiny, "-p", "8", "-n", "4", "-d", "0,16", "-r", "1", "--bw-mib", "0", "--json")
+        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        T.check(r.returncode == 0 and [(l["test"], l["depth"]) for l in lines]
+                == [("pp8", 0), ("tg4", 0), ("pp8@d16", 16), ("tg4@d16", 16)]
+                and all(l["tps_median"] > 0 for l in lines), "bench -d 0,16", r.stdout + r.stderr)
+        r = run(exe, "bench", "-m", tiny, "-p", "0", "-n", "4", "-d", "100000", "-r", "1", "--bw-mib", "0")
+        T.check(r.returncode != 0 and "filling 100000 tokens of context" in r.stderr,
+                "bench -d past the context: an error naming the depth", r.stderr)
         fixture = os.path.join(ROOT, "tests", "fixtures", "models", "llama", "config.json")
         r = run(exe, "bench", "--shape", fixture, "-p", "0", "-n", "32", "-r", "1", "--bw-mib", "64")
         cells = re.findall(r"\|\s+([0-9.]+)%(\*?) \|\s*$", r.stdout, re.M)

@@ -922,12 +922,93 @@ static void test_pre_names(void) {
     }
 }
 
+/* A tied head quantized to Q8_0 is written as the GGUF's token_embd blocks (as llama.cpp keeps
+   it); opened again, the embedding stays those blocks in the mapping (no f32 copy), each row
+   looked up is d * q of its block (llama.cpp's dequantize_row_q8_0, computed here from the
+   source model's head), and a folder saved from it keeps the blocks (marked Q8_0 in its
+   metadata) and gives the same logits. */
+static void test_block_embedding(void) {
+    static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
+    char path[] = "/tmp/mlstack_gguf_e_XXXXXX", dir[] = "/tmp/mlstack_gguf_ed_XXXXXX", cmd[200];
+    int fd = mkstemp(path), t, i, bad = 0;
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL, *c = NULL;
+    mlstack_engine *eb = NULL, *ec = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    float *lb = NULL, *lc = NULL, x[1024];
+    if (fd < 0 || !mkdtemp(dir)) {
+        SKIP("no temporary file");
+        return;
+    }
+    close(fd);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/models/llama_tied";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    if (!a) return;
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+    md.path = path;
+    md.quant = 0;
+    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    if (b) {
+        int D = b->cfg.n_embd, nb = D / 32;
+        CHECK(b->embed_dtype == MLSTACK_DTYPE_Q8_0 && D <= 1024);
+        CHECKF((const unsigned char *)b->embed >= b->gguf.data &&
+                   (const unsigned char *)b->embed < b->gguf.data + b->gguf.data_size,
+               "the Q8_0 embedding is not read in place from the mapped file");
+        for (t = 0; t < b->cfg.n_vocab && D <= 1024; t++) {
+            const mlstack__q8_0 *blk = (const mlstack__q8_0 *)(const void *)((const unsigned char *)a->lm_head.data +
+                                                                             (size_t)t * a->lm_head.row_bytes);
+            mlstack__embed_row(b, t, x);
+            for (i = 0; i < D && i / 32 < nb; i++)
+                bad += x[i] != mlstack__f16_to_f32(blk[i / 32].d) * (float)blk[i / 32].q[i % 32];
+        }
+        CHECKF(bad == 0, "%d embedding values differ from d * q of the head's blocks", bad);
+        CHECKF(mlstack_model_save(b, dir, &err) == MLSTACK_OK, "save: %s", err.message);
+        /* a GGUF has no config.json to copy beside the weights: the folder's (the same model) */
+        snprintf(cmd, sizeof cmd, "cp tests/fixtures/models/llama_tied/config.json '%s'/", dir);
+        CHECK(system(cmd) == 0);
+        md.path = dir;
+        CHECKF(mlstack_model_open(&md, &c, &err) == MLSTACK_OK, "reopen: %s", err.message);
+        CHECK(c && c->embed_dtype == MLSTACK_DTYPE_Q8_0);
+        if (c && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK &&
+            mlstack_engine_init(c, &ed, &ec, &err) == MLSTACK_OK) {
+            lb = eval_all(eb, ids, 6, b->cfg.n_vocab, 0);
+            lc = eval_all(ec, ids, 6, b->cfg.n_vocab, 0);
+            CHECKF(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * (size_t)b->cfg.n_vocab) == 0,
+                   "the folder saved with block embeddings gives other logits than the GGUF");
+        }
+        { /* blocks that do not fit the config: a clear error naming the tensor */
+            mlstack_model *d = NULL;
+            snprintf(cmd, sizeof cmd, "sed -i 's/\"vocab_size\": 517/\"vocab_size\": 516/' '%s'/config.json", dir);
+            CHECK(system(cmd) == 0);
+            CHECKF(mlstack_model_open(&md, &d, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "embed_tokens") &&
+                       strstr(err.message, "wrong shape"),
+                   "a Q8_0 embedding of 517 rows for vocab_size 516 opened (or: %s)", d ? "opened" : err.message);
+            mlstack_model_close(d);
+        }
+    }
+    free(lb);
+    free(lc);
+    mlstack_engine_free(eb);
+    mlstack_engine_free(ec);
+    mlstack_model_close(a);
+    mlstack_model_close(b);
+    mlstack_model_close(c);
+    remove(path);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+}
+
 int main(void) {
     test_pre_names();
     test_model();
     test_kq_model();
     test_model_errors();
     test_write();
+    test_block_embedding();
     test_write_mix();
     test_vocab_vectors();
     test_types();

@@ -37,6 +37,217 @@ static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_voca
     return out;
 }
 
+/* An engine on isa (NULL: the best) with n_ranks ranks, after evaluating ids: *out gets the last
+   row's logits (malloc'd); the engine is returned (NULL on failure). */
+static mlstack_engine *engine_logits(mlstack_model *m, const char *isa, int n_ranks, const int32_t *ids, int n,
+                                     float **out) {
+    mlstack_engine_desc ed;
+    mlstack_engine *e;
+    mlstack_error err;
+    mlstack_batch_row rows[16];
+    mlstack_model_info info;
+    int32_t seq = -1;
+    int i;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = n_ranks > 1 ? n_ranks : 1;
+    ed.n_ranks = n_ranks;
+    ed.isa = isa;
+    ed.kv_type = MLSTACK_KV_F32;
+    *out = NULL;
+    if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+        printf("engine (%s, %d ranks): %s\n", isa ? isa : "best", n_ranks, err.message);
+        return NULL;
+    }
+    mlstack_model_get_info(m, &info);
+    mlstack_engine_seq_new(e, &seq);
+    for (i = 0; i < n; i++)
+        rows[i].seq = seq, rows[i].pos = i, rows[i].token = ids[i], rows[i].want_logits = i == n - 1;
+    if (mlstack_engine_eval(e, rows, n) == MLSTACK_OK) {
+        *out = (float *)malloc(sizeof(float) * (size_t)info.n_vocab);
+        memcpy(*out, mlstack_engine_logits(e, n - 1), sizeof(float) * (size_t)info.n_vocab);
+    }
+    return e;
+}
+
+/* Counts the weights of a quantized at open whose rows are in `state` and, of those with
+   panels, the ones whose rows (unpacked from the panels when `unpack`, else as they are now)
+   differ from b's (the same model opened the same way, never run, so its rows are intact). */
+static void rows_vs(mlstack_model *a, mlstack_model *b, int state, int unpack, int *n_state, int *n_quant,
+                    int *n_differ) {
+    int l, i;
+    *n_state = *n_quant = *n_differ = 0;
+    for (l = -1; l < a->cfg.n_layers; l++) {
+        mlstack__weight *wa[MLSTACK__MAX_LAYER_WEIGHTS], *wb[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(a, l, wa);
+        mlstack__layer_weights(b, l, wb);
+        for (i = 0; i < n; i++) {
+            size_t bytes = (size_t)wa[i]->n_out * wa[i]->row_bytes;
+            unsigned char *tmp;
+            if (wa[i]->wtype != MLSTACK__W_Q8_0 && wa[i]->wtype != MLSTACK__W_Q4_1) continue;
+            (*n_quant)++;
+            *n_state += wa[i]->rows == state;
+            if (!unpack) {
+                *n_differ += memcmp(wa[i]->data, wb[i]->data, bytes) != 0;
+                continue;
+            }
+            if (!wa[i]->packed) {
+                (*n_differ)++;
+                continue;
+            }
+            tmp = (unsigned char *)malloc(bytes);
+            mlstack__p16_unpack(wa[i], tmp);
+            *n_differ += memcmp(tmp, wb[i]->data, bytes) != 0;
+            free(tmp);
+        }
+    }
+}
+
+/* Issue 15: one copy of each weight. After an engine on panel kernels starts, the rows of
+   weights quantized at open are given back (the panels are the only copy); a scalar engine,
+   ranks and saving get them back, re-derived from the panels, bit for bit. */
+static void test_one_copy(const char *tmp) {
+    static const char *names[] = {"llama", "llama_tied"};
+    static const mlstack_dtype quants[] = {MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_1};
+    const int32_t ids[] = {3, 141, 59, 26, 5, 35};
+    int ni, qi;
+    for (ni = 0; ni < 2; ni++)
+        for (qi = 0; qi < 2; qi++) {
+            char src[256], out_a[300], out_b[300], *fa, *fb, cmd[700];
+            mlstack_model_desc md;
+            mlstack_model *a, *b;
+            mlstack_engine *e1, *e2, *e3, *eb;
+            mlstack_error err;
+            mlstack_model_info info;
+            float *l1 = NULL, *l2 = NULL, *l3 = NULL, *lb = NULL;
+            size_t la = 0, lb_len = 0;
+            int n_state, n_quant, n_differ;
+            const char *what = mlstack_dtype_name(quants[qi]);
+            snprintf(src, sizeof src, "tests/fixtures/models/%s", names[ni]);
+            memset(&md, 0, sizeof md);
+            md.path = src;
+            md.quant = quants[qi];
+            if (mlstack_model_open(&md, &a, &err) != MLSTACK_OK || mlstack_model_open(&md, &b, &err) != MLSTACK_OK) {
+                CHECKF(0, "%s: %s", src, err.message);
+                return;
+            }
+            mlstack_model_get_info(a, &info);
+            e1 = engine_logits(a, NULL, 1, ids, 6, &l1);
+            CHECK(e1 && l1);
+            if (!e1 || strcmp(mlstack_engine_kernels(e1), "scalar") == 0) {
+                SKIP("one copy of each weight: this CPU runs only the scalar kernels, which read rows (no panels)");
+                mlstack_engine_free(e1), free(l1);
+                mlstack_model_close(a), mlstack_model_close(b);
+                return;
+            }
+            rows_vs(a, b, MLSTACK__ROWS_GONE, 1, &n_state, &n_quant, &n_differ);
+            CHECKF(n_quant > 0 && n_state == n_quant, "%s %s: rows given back for %d of %d quantized weights",
+                   names[ni], what, n_state, n_quant);
+            CHECKF(n_differ == 0, "%s %s: %d weights' panels do not unpack to their rows", names[ni], what, n_differ);
+#if defined(__linux__)
+            { /* the pages really went back: the head's rows (the largest weight) read as zeros now */
+                const mlstack__weight *h = &a->lm_head;
+                const unsigned char *p = (const unsigned char *)h->data;
+                size_t bytes = (size_t)h->n_out * h->row_bytes, pg = (size_t)sysconf(_SC_PAGESIZE), off, k, nz = 0;
+                off = (pg - (size_t)((uintptr_t)p % pg)) % pg;
+                CHECKF(bytes >= off + pg, "%s: head rows span no whole page (%zu bytes)", names[ni], bytes);
+                for (k = off; k + 1 <= bytes && k < off + pg; k++) nz += p[k] != 0;
+                CHECKF(nz == 0, "%s %s: %zu bytes of a released page of the head's rows are not zero", names[ni], what,
+                       nz);
+            }
+#endif
+            /* the scalar kernels read rows: the engine takes them back, bit for bit */
+            e2 = engine_logits(a, "scalar", 1, ids, 6, &l2);
+            rows_vs(a, b, MLSTACK__ROWS_OWNED, 0, &n_state, &n_quant, &n_differ);
+            CHECKF(n_state == n_quant && n_differ == 0, "%s %s: scalar engine: %d of %d rows back, %d differ",
+                   names[ni], what, n_state, n_quant, n_differ);
+            CHECKF(l1 && l2 && memcmp(l1, l2, sizeof(float) * (size_t)info.n_vocab) == 0,
+                   "%s %s: scalar logits on re-derived rows differ from the panel kernels'", names[ni], what);
+            eb = engine_logits(b, "scalar", 1, ids, 6, &lb);
+            CHECKF(l2 && lb && memcmp(l2, lb, sizeof(float) * (size_t)info.n_vocab) == 0,
+                   "%s %s: scalar logits differ from a model whose rows were never released", names[ni], what);
+            mlstack_engine_free(eb);
+            mlstack_engine_free(e2);
+            rows_vs(a, b, MLSTACK__ROWS_GONE, 0, &n_state, &n_quant, &n_differ);
+            CHECKF(n_state == n_quant, "%s %s: the last hold given back released %d of %d rows", names[ni], what,
+                   n_state, n_quant);
+            /* ranks slice rows */
+            e3 = engine_logits(a, NULL, 2, ids, 6, &l3);
+            CHECKF(l1 && l3 && memcmp(l1, l3, sizeof(float) * (size_t)info.n_vocab) == 0,
+                   "%s %s: two ranks' logits differ from one rank's after the rows were released", names[ni], what);
+            mlstack_engine_free(e3);
+            /* saving reads rows: the same file as from the untouched model */
+            snprintf(out_a, sizeof out_a, "%s/onecopy_a", tmp);
+            snprintf(out_b, sizeof out_b, "%s/onecopy_b", tmp);
+            CHECKF(mlstack_model_save(a, out_a, &err) == MLSTACK_OK, "save: %s", err.message);
+            CHECKF(mlstack_model_save(b, out_b, &err) == MLSTACK_OK, "save: %s", err.message);
+            snprintf(cmd, sizeof cmd, "%s/model.safetensors", out_a);
+            fa = tl_read(cmd, &la);
+            snprintf(cmd, sizeof cmd, "%s/model.safetensors", out_b);
+            fb = tl_read(cmd, &lb_len);
+            CHECKF(fa && fb && la == lb_len && memcmp(fa, fb, la) == 0,
+                   "%s %s: saved after the rows were released, the file differs", names[ni], what);
+            rows_vs(a, b, MLSTACK__ROWS_GONE, 0, &n_state, &n_quant, &n_differ);
+            CHECK(n_state == n_quant);
+            free(fa), free(fb);
+            snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", out_a, out_b);
+            if (system(cmd) != 0) printf("could not remove %s\n", out_a);
+            free(l1), free(l2), free(l3), free(lb);
+            mlstack_engine_free(e1);
+            mlstack_model_close(a);
+            mlstack_model_close(b);
+        }
+}
+
+/* The LM head's own format: Q4_1 projections with a Q8_0 head hold the very head of a Q8_0
+   model (the same blocks) and the Q4_1 model's projections; keep_head leaves it as stored (the
+   tied embedding, read in place); another head_quant is refused. */
+static void test_head_quant(void) {
+    mlstack_model_desc md;
+    mlstack_model *q8 = NULL, *q4 = NULL, *mix = NULL, *keep = NULL, *bad = NULL;
+    mlstack_error err;
+    int l, i, same_proj = 1;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/models/llama_tied";
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    CHECK(mlstack_model_open(&md, &q8, &err) == MLSTACK_OK);
+    md.quant = MLSTACK_DTYPE_Q4_1;
+    CHECK(mlstack_model_open(&md, &q4, &err) == MLSTACK_OK);
+    md.head_quant = MLSTACK_DTYPE_Q8_0;
+    CHECK(mlstack_model_open(&md, &mix, &err) == MLSTACK_OK);
+    md.head_quant = 0;
+    md.keep_head = 1;
+    CHECK(mlstack_model_open(&md, &keep, &err) == MLSTACK_OK);
+    md.keep_head = 0;
+    md.head_quant = MLSTACK_DTYPE_BF16;
+    CHECKF(mlstack_model_open(&md, &bad, &err) == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "head_quant"),
+           "head_quant BF16 accepted");
+    if (!q8 || !q4 || !mix || !keep) goto done;
+    CHECK(mix->lm_head.wtype == MLSTACK__W_Q8_0 && q8->lm_head.wtype == MLSTACK__W_Q8_0);
+    CHECK(memcmp(mix->lm_head.data, q8->lm_head.data, (size_t)mix->lm_head.n_out * mix->lm_head.row_bytes) == 0);
+    for (l = 0; l < mix->cfg.n_layers; l++) {
+        mlstack__weight *wa[MLSTACK__MAX_LAYER_WEIGHTS], *wb[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(mix, l, wa);
+        mlstack__layer_weights(q4, l, wb);
+        for (i = 0; i < n; i++)
+            same_proj &= wa[i]->wtype == wb[i]->wtype && wa[i]->row_bytes == wb[i]->row_bytes &&
+                         memcmp(wa[i]->data, wb[i]->data, (size_t)wa[i]->n_out * wa[i]->row_bytes) == 0;
+    }
+    CHECKF(same_proj, "Q4_1 projections with a Q8_0 head differ from the Q4_1 model's");
+    CHECK(mix->layers[0].wq.wtype == MLSTACK__W_Q4_1);
+    CHECK(keep->lm_head.wtype == MLSTACK__W_F32 && keep->lm_head.data == keep->embed);
+    {
+        mlstack_model_info info;
+        mlstack_model_get_info(keep, &info);
+        CHECK(info.weight_dtype == MLSTACK_DTYPE_Q4_1);
+    }
+done:
+    mlstack_model_close(q8);
+    mlstack_model_close(q4);
+    mlstack_model_close(mix);
+    mlstack_model_close(keep);
+    mlstack_model_close(bad);
+}
+
 int main(void) {
     static const char *names[] = {"llama", "llama_tied", "qwen2"};
     static const mlstack_dtype quants[] = {MLSTACK_DTYPE_Q8_0, MLSTACK_DTYPE_Q4_1};
@@ -103,6 +314,8 @@ int main(void) {
         free(lref);
         mlstack_model_close(ref);
     }
+    if (tmp) test_one_copy(tmp);
+    test_head_quant();
     if (tmp) rmdir(tmp);
     return tl_finish();
 }

@@ -165,28 +165,34 @@ static void *gen_run(void *arg) {
     return NULL;
 }
 /* Engines of two kernel tables created and run at once on one model (BF16 weights: the SIMD
-   tables read them from panels that the first such engine packs into the model). */
+   tables read them from panels that the first such engine packs into the model; Q8_0 weights
+   quantized at open: the SIMD engines give the rows back once packed while the scalar one holds
+   them, re-derived from the panels, >>model). */
 static void test_shared_model(void) {
+    static const char *paths[2] = {"tests/fixtures/models/llama_bf16", "tests/fixtures/models/llama"};
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
     gen_job j[3];
     pthread_t t[3];
-    int i;
-    memset(&md, 0, sizeof md);
-    md.path = "tests/fixtures/models/llama_bf16";
-    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
-        CHECKF(0, "open: %s", err.message);
-        return;
+    int i, k;
+    for (k = 0; k < 2; k++) {
+        memset(&md, 0, sizeof md);
+        md.path = paths[k];
+        md.quant = k ? MLSTACK_DTYPE_Q8_0 : (mlstack_dtype)0;
+        if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
+            CHECKF(0, "open: %s", err.message);
+            return;
+        }
+        for (i = 0; i < 3; i++) {
+            j[i].m = m;
+            j[i].isa = i == 1 ? "scalar" : NULL;
+            pthread_create(&t[i], NULL, gen_run, &j[i]);
+        }
+        for (i = 0; i < 3; i++) pthread_join(t[i], NULL);
+        for (i = 0; i < 3; i++) CHECKF(j[i].n == 8, "%s: engine %d generated %d tokens", paths[k], i, j[i].n);
+        mlstack_model_close(m);
     }
-    for (i = 0; i < 3; i++) {
-        j[i].m = m;
-        j[i].isa = i == 1 ? "scalar" : NULL;
-        pthread_create(&t[i], NULL, gen_run, &j[i]);
-    }
-    for (i = 0; i < 3; i++) pthread_join(t[i], NULL);
-    for (i = 0; i < 3; i++) CHECKF(j[i].n == 8, "engine %d generated %d tokens", i, j[i].n);
-    mlstack_model_close(m);
 }
 
 typedef struct {

@@ -22,6 +22,18 @@ retried once without repacking (llama-bench --repack 0, llama-batched-bench -nr)
 that row uses the same setting, and the 'llama.cpp setting' column says which one each number
 used ("default" where it ran as shipped).  A list of failures ends the output (and --json-out).
 
+--memory measures what loading costs: peak resident memory (the process's maximum RSS, from
+wait4) and time to first token (the wall time of a process that loads the model and generates
+one token after a 4-word prompt, warm page cache: one untimed run first), median of -r runs.
+llama.cpp runs llama-completion on the GGUF with mmap (its default), -c 4096 (the KV pool
+mlstack allocates by default) and --no-warmup (its warm-up decode is no part of loading);
+mlstack runs `mlstack run` on the same GGUF and on the folder (quantized at load for q8_0/q4_1).
+
+--long runs the long-context tests: prefill of 4096 and 8192 tokens (pp4096, pp8192) and 32
+decoded tokens at depth 4096 and 8192 (llama-bench -d; `mlstack bench -d`; other sizes with
+--long-sizes), and reports the share of mlstack's time spent in attention, from one extra
+profiled run (--profile).
+
 --batched runs llama-batched-bench (prompt NPP, NTG generated tokens, NPL
 parallel sequences) against `mlstack bench --parallel NPL` (through mlstack's scheduler; its
 prompts are 32 tokens and only the aggregate decode rate is measured, so the pp columns stay
@@ -52,7 +64,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUANT_TYPES = ("q8_0", "q4_1")
 
-DEFAULT_MLSTACK_CMD = ("{mlstack} bench -m {model_dir} -p {n_prompt} -n {n_gen} "
+DEFAULT_MLSTACK_CMD = ("{mlstack} bench -m {model_dir} -p {n_prompt} -n {n_gen} -d {depth} "
                        "-t {threads} -r {reps} {quant_flag} --bw-mib 0 --json")
 DEFAULT_MLSTACK_BATCHED_CMD = ("{mlstack} bench -m {model_dir} --parallel {npl} -n {ntg} -r 1 "
                                "-t {threads} {quant_flag} --bw-mib 0 --json")
@@ -92,6 +104,43 @@ def json_lines(text: str) -> list[dict]:
             except ValueError:
                 pass
     return out
+
+
+def attention_share(text: str) -> float | None:
+    """The attention row's share (percent) in a profile summary (mlstack_engine_profile_summary)."""
+    m = re.search(r"^attention\s+\d+\s+[\d.]+\s+([\d.]+)%", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def measure_process(cmd: list[str], timeout: float, verbose: bool) -> tuple[int, float, float, str]:
+    """Runs cmd; returns (exit status, wall seconds, peak RSS in MiB from wait4, output tail)."""
+    import tempfile
+    import time
+    if verbose:
+        log("$ " + " ".join(shlex.quote(rel(c) if os.path.isabs(c) else c) for c in cmd))
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        try:
+            p = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            return 127, 0.0, 0.0, str(e)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.002)
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    # ru_maxrss: KiB on Linux (bytes on macOS)
+    rss = ru.ru_maxrss / (1048576.0 if sys.platform == "darwin" else 1024.0)
+    return p.returncode, wall, rss, text
 
 
 def tail(text: str, n: int = 6) -> str:
@@ -143,18 +192,20 @@ class LlamaCpp:
         log(f"{what} failed ({sig}):\n{tail(out)}")
 
     def run_test(self, gguf_path: str, threads: int, n_prompt: int, n_gen: int,
-                 no_repack: bool = False) -> tuple[float | None, str]:
+                 no_repack: bool = False, depth: int = 0) -> tuple[float | None, str]:
         """tokens/s (None on failure) and the setting used: "default" or "--repack 0". A crash
         with the default setting (llama.cpp's repacking path) is recorded and retried once
         without repacking; the caller keeps that setting for the row's later repetitions."""
         for nr in ((True,) if no_repack else (False, True)):
             cmd = [self.bench, "-m", gguf_path, "-p", str(n_prompt), "-n", str(n_gen),
-                   "-t", str(threads), "-r", "1", "-o", "json"] + (["--repack", "0"] if nr else []) \
+                   "-t", str(threads), "-r", "1", "-o", "json"] + (["-d", str(depth)] if depth else []) \
+                + (["--repack", "0"] if nr else []) \
                 + self.args.llama_bench_args
             label = "--repack 0" if nr else "default"
             rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
             if rc != 0:
-                self._failed(f"llama-bench {label} pp{n_prompt} tg{n_gen} t{threads} {rel(gguf_path)}", cmd, rc, se or so)
+                self._failed(f"llama-bench {label} pp{n_prompt} tg{n_gen} d{depth} t{threads} {rel(gguf_path)}", cmd, rc,
+                             se or so)
                 if rc < 0 and not nr:
                     continue  # a crash: retry without repacking
                 return None, label
@@ -164,7 +215,8 @@ class LlamaCpp:
                 log(f"llama-bench: no JSON in its output:\n{tail(so + se)}")
                 return None, label
             for r in rows:
-                if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen:
+                if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen \
+                        and int(r.get("n_depth", 0)) == depth:
                     return float(r["avg_ts"]), label
             return None, label
         return None, "--repack 0"
@@ -217,16 +269,23 @@ class Mlstack:
         kw["model_dir"] = shlex.quote(kw["model_dir"])
         return shlex.split(template.format(**kw))
 
-    def run_test(self, mdir: str, typ: str, threads: int, n_prompt: int, n_gen: int) -> float | None:
+    def run_test(self, mdir: str, typ: str, threads: int, n_prompt: int, n_gen: int, depth: int = 0,
+                 profile: str | None = None) -> float | None:
+        """tokens/s; with `profile` (a trace path) one more run is profiled and self.last_attention
+        gets the share of that run's time in attention (None when the summary has no such row)."""
         cmd = self._cmd(self.args.mlstack_cmd, model_dir=mdir, typ=typ, threads=threads,
-                        n_prompt=n_prompt, n_gen=n_gen, reps=1)
+                        n_prompt=n_prompt, n_gen=n_gen, reps=1, depth=depth)
+        if profile:
+            cmd += ["--profile", profile]
         rc, so, se = run_cmd(cmd, self.args.timeout, self.args.verbose)
         if rc != 0:
             log(f"mlstack bench failed (rc {rc}):\n{tail(se or so)}")
             return None
+        if profile:
+            self.last_attention = attention_share(se)
         for r in json_lines(so):
             if int(r.get("n_prompt", -1)) == n_prompt and int(r.get("n_gen", -1)) == n_gen \
-                    and int(r.get("threads", threads)) == threads:
+                    and int(r.get("threads", threads)) == threads and int(r.get("depth", 0)) == depth:
                 return float(r.get("tps_median", r.get("tps", 0.0)))
         log(f"mlstack bench: no matching JSON line (n_prompt={n_prompt}, n_gen={n_gen}):\n{tail(so + se)}")
         return None
@@ -387,6 +446,135 @@ def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     return rows
 
 
+MEMORY_PROMPT = "The three primary colors"
+
+
+def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
+    """Peak RSS and time to first token: llama.cpp (GGUF, mmap) vs mlstack on the same GGUF and
+    on the folder (quantized at load for quantized types)."""
+    rows = []
+    comp = os.path.join(args.peer, "bin", "llama-completion")
+    lc_ok = lc.why_not is None and os.access(comp, os.X_OK)
+    if lc.why_not is None and not lc_ok:
+        log(f"skipping llama.cpp: {rel(comp)} not found")
+    print("\n".join(header_lines(args, lc)))
+    print(f"peak RSS (MiB) and time to first token (ms: process start to one generated token, warm page cache), "
+          f"median of {args.reps}")
+    print("| shape | type | threads | llama.cpp RSS | llama.cpp TTFT | llama.cpp setting | mlstack GGUF RSS "
+          "| mlstack GGUF TTFT | mlstack folder RSS | mlstack folder TTFT | ratio RSS | ratio TTFT |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    for shape in args.shapes:
+        for typ in args.types:
+            if not ensure_model(args, shape, typ):
+                continue
+            mdir = model_dir(args, shape, typ)
+            gguf_path = os.path.join(mdir, "model.gguf")
+            for th in args.threads:
+                res: dict[str, list[tuple[float, float]]] = {"lc": [], "gguf": [], "dir": []}
+                setting, n_fail = "default", len(lc.failures)
+
+                def cmd_of(eng: str) -> list[str]:
+                    if eng == "lc":
+                        return [comp, "-m", gguf_path, "-p", MEMORY_PROMPT, "-n", "1", "-t", str(th), "-c", "4096",
+                                "--no-warmup", "-no-cnv", "--temp", "0"] \
+                            + (["-nr"] if setting != "default" else []) + args.llama_bench_args
+                    quant = ["--quant", typ] if typ in QUANT_TYPES and eng == "dir" else []
+                    # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
+                    return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "--ids", "1,450,2211,7601,11",
+                            "-n", "1", "-t", str(th)] + quant
+                engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"])
+                for eng in engines:
+                    rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
+                    if eng == "lc" and rc < 0:  # a crash in its repacking path: without repacking
+                        lc._failed(f"llama-completion default {rel(gguf_path)}", cmd_of(eng), rc, text)
+                        setting = "-nr"
+                for rep in range(args.reps):
+                    for eng in (engines if rep % 2 == 0 else engines[::-1]):
+                        rc, wall, rss, text = measure_process(cmd_of(eng), args.timeout, args.verbose)
+                        if rc != 0:
+                            if eng == "lc":
+                                lc._failed(f"llama-completion {setting} {rel(gguf_path)}", cmd_of(eng), rc, text)
+                            else:
+                                log(f"mlstack run failed (rc {rc}):\n{tail(text)}")
+                            continue
+                        res[eng].append((rss, wall * 1e3))
+                cells = []
+                med = {}
+                for eng in ("lc", "gguf", "dir"):
+                    for k in (0, 1):
+                        m, t = summary([v[k] for v in res[eng]], args.spread)
+                        med[eng, k] = m
+                        cells.append(t)
+                    if eng == "lc":
+                        cells.append(setting)
+                fails = lc.failures[n_fail:]
+                if fails:
+                    cells[2] = f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+                print(f"| {shape} | {typ} | {th} | " + " | ".join(cells)
+                      + f" | {ratio(med['gguf', 0], med['lc', 0])} | {ratio(med['gguf', 1], med['lc', 1])} |",
+                      flush=True)
+                rows.append(dict(shape=shape, type=typ, threads=th, llamacpp=res["lc"], llamacpp_setting=setting,
+                                 mlstack_gguf=res["gguf"], mlstack_folder=res["dir"], llamacpp_failures=fails))
+    print("ratios: mlstack on the GGUF / llama.cpp on the GGUF (below 1: mlstack uses less memory, starts sooner)")
+    return rows
+
+
+def long_tests(sizes: list[int]) -> list[tuple[str, int, int, int]]:
+    """(name, n_prompt, n_gen, depth): ppN for each size, then tg32 at depth N."""
+    return [(f"pp{n}", n, 0, 0) for n in sizes] + [(f"tg32@d{n}", 0, 32, n) for n in sizes]
+
+
+def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
+    """Long contexts: prefill of 4k/8k tokens and decode at depth 4k/8k, with the share of
+    mlstack's time in attention (one extra profiled run per row)."""
+    import tempfile
+    rows = []
+    tests = long_tests(args.long_sizes)
+    print("\n".join(header_lines(args, lc)))
+    print("| shape | type | threads | test | llama.cpp t/s | llama.cpp setting | mlstack t/s | ratio "
+          "| mlstack attention share |")
+    print("|---|---|---:|---|---:|---|---:|---:|---:|")
+    for shape in args.shapes:
+        for typ in args.types:
+            if not ensure_model(args, shape, typ):
+                continue
+            mdir = model_dir(args, shape, typ)
+            gguf_path = os.path.join(mdir, "model.gguf")
+            for th in args.threads:
+                for name, n_p, n_g, depth in tests:
+                    s_lc: list[float] = []
+                    s_ml: list[float] = []
+                    setting, n_fail, att = "default", len(lc.failures), None
+                    for rep in range(args.reps):
+                        for eng in (("lc", "ml") if rep % 2 == 0 else ("ml", "lc")):
+                            if eng == "lc" and lc.why_not is None:
+                                v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default",
+                                                      depth=depth)
+                                if used != setting:
+                                    s_lc, setting = [], used
+                                if v is not None:
+                                    s_lc.append(v)
+                            elif eng == "ml" and ml.why_not is None:
+                                with tempfile.TemporaryDirectory() as td:
+                                    v = ml.run_test(mdir, typ, th, n_p, n_g, depth=depth,
+                                                    profile=os.path.join(td, "trace.json") if rep == 0 else None)
+                                if rep == 0:
+                                    att = getattr(ml, "last_attention", None)
+                                if v is not None:
+                                    s_ml.append(v)
+                    m_lc, t_lc = summary(s_lc, args.spread)
+                    m_ml, t_ml = summary(s_ml, args.spread)
+                    fails = lc.failures[n_fail:]
+                    label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+                    att_s = "-" if att is None else f"{att:.1f}%"
+                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} "
+                          f"| {att_s} |", flush=True)
+                    rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
+                                     depth=depth, llamacpp_tps=s_lc, llamacpp_setting=setting,
+                                     llamacpp_failures=fails, mlstack_tps=s_ml, mlstack_attention_share=att))
+    return rows
+
+
 def int_list(s: str) -> list[int]:
     return [int(x) for x in s.split(",") if x.strip()]
 
@@ -404,6 +592,10 @@ def main(argv=None) -> int:
     ap.add_argument("-r", "--reps", type=int, default=5, help="repetitions per engine and test")
     ap.add_argument("--spread", action="store_true", help="print min-max next to the median")
     ap.add_argument("--batched", action="store_true", help="llama-batched-bench mode")
+    ap.add_argument("--memory", action="store_true", help="peak RSS and time to first token")
+    ap.add_argument("--long", action="store_true", help="long-context tests (pp4096, pp8192, tg32 at depth 4k, 8k)")
+    ap.add_argument("--long-sizes", type=int_list, default=[4096, 8192],
+                    help="with --long: prompt lengths and depths (default 4096,8192)")
     ap.add_argument("--npp", type=int, default=128)
     ap.add_argument("--ntg", type=int, default=64)
     ap.add_argument("--npl", type=int_list, default=[1, 2, 4, 8, 16])
@@ -444,7 +636,12 @@ def main(argv=None) -> int:
                 f"cores make multi-thread numbers (llama.cpp's spinning threads especially) unreliable")
     except OSError:
         pass
-    rows = bench_batched(args, lc, ml) if args.batched else bench_default(args, lc, ml)
+    if args.memory:
+        rows = bench_memory(args, lc, ml)
+    elif args.long:
+        rows = bench_long(args, lc, ml)
+    else:
+        rows = bench_batched(args, lc, ml) if args.batched else bench_default(args, lc, ml)
     if lc.failures:
         print(f"\nllama.cpp failed {len(lc.failures)} time(s); a crash with its default setting (weight repacking) is "
               "retried once without repacking (llama-bench --repack 0, llama-batched-bench -nr), and that row's "

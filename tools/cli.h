@@ -25,6 +25,7 @@ typedef struct cli_opts {
     int ids_only, no_special, add_gen, n_tokens, bf16_dot;
     int gpu;                  /* --gpu: the forward pass on a GPU (a CLI built with `make cuda`) */
     mlstack_dtype quant;
+    const char *head_quant;   /* --head-quant q8_0|q4_1|keep: the LM head's format with --quant */
     int n_predict, threads, all, bits, ignore_eos; /* bits: eval --bits */
     int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
     int n_predict_set;        /* -n given */

@@ -27,6 +27,9 @@ static const char *BENCH_USAGE =
     "      --dtype TYPE       (--shape) stored type of the random weights: f32, f16, bf16 (default f32)\n"
     "  -p, --n-prompt LIST    prompt lengths (default 128; 0 skips pp)\n"
     "  -n, --n-gen LIST       generation lengths (default 64; 0 skips tg)\n"
+    "  -d, --depth LIST       context already in the sequence before each test, as llama-bench's -d\n"
+    "                         (default 0): filled once per depth, untimed; pp and tg then run at\n"
+    "                         positions D.. (tg without its 4-token prompt); named ppP@dD, tgN@dD\n"
     "  -t, --threads LIST     thread counts (default 1)\n"
     "  -r, --repetitions N    timed runs per test (default 5)\n"
     "      --quant LIST       none, q8_0, q4_1 (default none)\n"
@@ -57,6 +60,7 @@ typedef struct bench_opts {
     const char *model, *shape, *profile;
     mlstack_dtype dtype;
     int pp[BENCH_MAX], n_pp, tg[BENCH_MAX], n_tg, threads[BENCH_MAX], n_threads, reps;
+    int depth[BENCH_MAX], n_depth;
     int quant[BENCH_MAX], n_quant; /* mlstack_dtype; 0 = none */
     const char *isa[BENCH_MAX];
     int n_isa, json, bw_mib, bf16_dot, gpu;
@@ -83,6 +87,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
     memset(b, 0, sizeof *b);
     b->pp[0] = 128, b->n_pp = 1;
     b->tg[0] = 64, b->n_tg = 1;
+    b->depth[0] = 0, b->n_depth = 1;
     b->threads[0] = 1, b->n_threads = 1;
     b->reps = 5;
     b->n_quant = 1;
@@ -119,6 +124,9 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
         } else if (IS("-n", "--n-gen")) {
             VALUE();
             if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("-d", "--depth")) {
+            VALUE();
+            if ((b->n_depth = parse_int_list(v, 0, 1 << 20, b->depth)) < 0) return cli_die("bad list for %s", a);
         } else if (IS("-t", "--threads")) {
             VALUE();
             if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return cli_die("bad list for %s", a);
@@ -364,33 +372,54 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* Fills sequence seq with `depth` tokens (untimed context for the tests at that depth), in
+   evals of at most cap rows. 0, or -1 on failure. */
+static int bench_fill(mlstack_engine *e, int32_t seq, int n_vocab, int depth, int cap, mlstack_batch_row *rows) {
+    int i, p0, n;
+    for (p0 = 0; p0 < depth; p0 += n) {
+        n = depth - p0 < cap ? depth - p0 : cap;
+        for (i = 0; i < n; i++) {
+            rows[i].seq = seq;
+            rows[i].pos = p0 + i;
+            rows[i].token = (int32_t)((5 + 6007u * (unsigned)(p0 + i)) % (unsigned)n_vocab);
+            rows[i].want_logits = 0;
+        }
+        if (mlstack_engine_eval(e, rows, n) != MLSTACK_OK) return -1;
+    }
+    return 0;
+}
+
 /* One timed run: pp (n_prompt tokens in one eval) or tg (n_gen single-token evals after a
-   4-token prompt). Returns seconds, or -1 on failure. */
-static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen, mlstack_batch_row *rows) {
-    int32_t seq;
-    int i, n = n_gen ? 4 : n_prompt;
-    double t0, t;
-    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
+   4-token prompt). With depth > 0 the run continues sequence dseq (which holds `depth` tokens)
+   from position depth, overwriting what an earlier run wrote there, and tg has no prompt of its
+   own. Returns seconds, or -1 on failure. */
+static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen, mlstack_batch_row *rows, int32_t dseq,
+                         int depth) {
+    int32_t seq = dseq;
+    int i, n = n_gen ? (depth ? 0 : 4) : n_prompt;
+    double t0, t = 0;
+    if (!depth && mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
     for (i = 0; i < n; i++) {
         rows[i].seq = seq;
-        rows[i].pos = i;
+        rows[i].pos = depth + i;
         rows[i].token = (int32_t)((1 + 7919u * (unsigned)i) % (unsigned)n_vocab);
         rows[i].want_logits = i == n - 1;
     }
     t0 = mlstack_clock_seconds();
-    if (mlstack_engine_eval(e, rows, n) != MLSTACK_OK) return -1;
+    if (n && mlstack_engine_eval(e, rows, n) != MLSTACK_OK) return -1;
     t = mlstack_clock_seconds() - t0;
     if (n_gen) {
+        rows[0].seq = seq;
         t0 = mlstack_clock_seconds();
         for (i = 0; i < n_gen; i++) {
-            rows[0].pos = n + i;
+            rows[0].pos = depth + n + i;
             rows[0].token = (int32_t)((3 + 104729u * (unsigned)i) % (unsigned)n_vocab);
             rows[0].want_logits = 1; /* generation needs every token's logits (the LM head) */
             if (mlstack_engine_eval(e, rows, 1) != MLSTACK_OK) return -1;
         }
         t = mlstack_clock_seconds() - t0;
     }
-    mlstack_engine_seq_free(e, seq);
+    if (!depth) mlstack_engine_seq_free(e, seq);
     return t;
 }
 
@@ -458,6 +487,7 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
     mlstack_error err;
     uint64_t seed = 0x9E3779B97F4A7C15ull;
     int n_gen = b->n_tg && b->tg[0] > 0 ? b->tg[0] : 32, k, i;
+    double one_tps = 0; /* --parallel 1's aggregate rate, when the list has 1 before the others */
     const char *isa;
     int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
     if (!toks) return cli_die("%s", "out of memory");
@@ -500,15 +530,19 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
             mlstack_engine_profile_stop(e);
         }
         mlstack_engine_cache_stats(e, &st);
+        if (n == 1) one_tps = (double)(st.generated_tokens - g0) / t;
         if (b->json) {
             serve_head(b, type, isa, threads, "parallel");
-            printf(",\"parallel\":%d,\"n_gen\":%d,\"decode_tps\":%.3f,\"per_seq_tps\":%.3f,\"steps\":%llu}\n", n, n_gen,
+            printf(",\"parallel\":%d,\"n_gen\":%d,\"decode_tps\":%.3f,\"per_seq_tps\":%.3f,\"steps\":%llu", n, n_gen,
                    (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n,
                    (unsigned long long)st.steps);
+            if (one_tps > 0 && n > 1) printf(",\"vs_one\":%.3f", (double)(st.generated_tokens - g0) / t / one_tps);
+            printf("}\n");
         } else {
-            printf("| %-6s | %-12s | %7d | parallel %-3d | aggregate decode %9.2f t/s | per sequence %8.2f t/s |\n",
-                   type, isa, threads, n, (double)(st.generated_tokens - g0) / t,
-                   (double)(st.generated_tokens - g0) / t / n);
+            printf("| %-6s | %-12s | %7d | parallel %-3d | aggregate decode %9.2f t/s | per sequence %8.2f t/s |", type,
+                   isa, threads, n, (double)(st.generated_tokens - g0) / t, (double)(st.generated_tokens - g0) / t / n);
+            if (one_tps > 0 && n > 1) printf(" %.2fx one sequence |", (double)(st.generated_tokens - g0) / t / one_tps);
+            printf("\n");
         }
         fflush(stdout);
         mlstack_engine_free(e);
@@ -661,7 +695,7 @@ int cli_cmd_bench(int argc, char **argv) {
     double bw[BENCH_MAX] = {0}, bw_all = 0, bw_ref = 0;
     int n_cpus = bw_cpus(), over = 0;
     uint64_t llc = llc_bytes();
-    int r = parse_bench(argc, argv, &b), qi, ii, ti, k, rc = 0, max_p = 4, n_configs, header = 0;
+    int r = parse_bench(argc, argv, &b), qi, ii, ti, k, rc = 0, max_p = 4, n_configs, header = 0, max_d = 0, max_g = 0;
     char cpu[256];
     if (r == 1) {
         fputs(BENCH_USAGE, stdout);
@@ -669,7 +703,10 @@ int cli_cmd_bench(int argc, char **argv) {
     }
     if (r) return r;
     for (k = 0; k < b.n_pp; k++) max_p = b.pp[k] > max_p ? b.pp[k] : max_p;
-    n_configs = b.n_quant * b.n_isa * b.n_threads * (b.n_pp + b.n_tg);
+    for (k = 0; k < b.n_tg; k++) max_g = b.tg[k] > max_g ? b.tg[k] : max_g;
+    for (k = 0; k < b.n_depth; k++) max_d = b.depth[k] > max_d ? b.depth[k] : max_d;
+    if (max_d && max_p < 512) max_p = max_d < 512 ? max_d : 512; /* the depth is filled in evals of max_p rows */
+    n_configs = b.n_quant * b.n_isa * b.n_threads * (b.n_pp + b.n_tg) * b.n_depth;
     mlstack_cpu_report(cpu, sizeof cpu);
     if (b.n_parallel || b.shared_prefix || b.mixed) b.bw_mib = 0; /* the serving modes do not use it */
     if (b.bw_mib > 0) {
@@ -733,11 +770,14 @@ int cli_cmd_bench(int argc, char **argv) {
                 }
                 mlstack_engine_desc ed;
                 mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
-                int test;
+                int test, di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
                 memset(&ed, 0, sizeof ed);
                 ed.n_threads = b.threads[ti];
                 ed.max_seqs = 1;
                 ed.max_batch_tokens = max_p;
+                if (ctx > 4096) /* past the default pool (4096 tokens): room for the deepest test, f32 KV at most */
+                    ed.kv_mem = (uint64_t)(ctx + 256) * (uint64_t)info.n_layers * 2u * (uint64_t)info.n_kv_heads *
+                                (uint64_t)info.head_dim * 4u;
                 ed.isa = b.isa[ii];
                 ed.bf16_activations = b.bf16_dot;
                 if (!rows || cli_engine_init(m, &ed, b.gpu, &e, &err) != MLSTACK_OK) {
@@ -752,66 +792,82 @@ int cli_cmd_bench(int argc, char **argv) {
                     printf("|--------|--------------|---------|--------|------------|------------|------------|--------"
                            "|----------|\n");
                 }
-                for (test = 0; test < b.n_pp + b.n_tg; test++) {
-                    int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
-                        n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
-                    int n_tok = is_tg ? n_gen : n_prompt, rep;
-                    double tps[1000], med, roof = 0;
-                    char name[32];
-                    if (n_tok == 0) continue;
-                    snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
-                    if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0) { /* warm-up, untimed */
-                        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+                for (di = 0; di < b.n_depth; di++) {
+                    int depth = b.depth[di];
+                    int32_t dseq = -1;
+                    if (depth && (mlstack_engine_seq_new(e, &dseq) != MLSTACK_OK ||
+                                  bench_fill(e, dseq, info.n_vocab, depth, max_p, rows) != 0)) {
+                        fprintf(stderr, "mlstack: filling %d tokens of context: %s\n", depth, mlstack_engine_error(e));
                         rc = 1;
                         break;
                     }
-                    for (rep = 0; rep < b.reps; rep++) {
-                        double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows);
-                        tps[rep] = t > 0 ? n_tok / t : 0;
-                    }
-                    qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
-                    med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
-                    if (is_tg && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
-                    if (b.json) {
-                        printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
-                        json_str(stdout, b.shape ? b.shape : b.model);
-                        printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
-                               "\"%s\","
-                               "\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,\"spread\":%.4f,"
-                               "\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
-                               type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, b.reps, med,
-                               tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
-                               (unsigned long long)tok_bytes, bw_ref);
-                        if (is_tg && roof > 0)
-                            printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f",
-                                   bw_ref * 1e9 / (double)tok_bytes, roof);
-                        if (is_tg && roof > 1)
-                            printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc
-                                                                    ? "weights fit in the last-level cache"
-                                                                    : "faster than the bandwidth measured");
-                        printf("}\n");
-                    } else {
-                        char roof_s[16] = "";
-                        if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
-                        if (roof > 1) over = 1;
-                        printf("| %-6s | %-12s | %7d | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s |\n", type,
-                               mlstack_engine_kernels(e), b.threads[ti], name, med, tps[0], tps[b.reps - 1],
-                               med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s);
-                    }
-                    fflush(stdout);
-                    if (b.profile) { /* one more run, profiled, not counted */
-                        char path[1024];
-                        if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
-                        else
-                            snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti], name,
-                                     b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti],
-                                b.threads[ti] > 1 ? "s" : "", name);
-                        if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
-                            bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0 || cli_report_profile(e, path) != 0)
+                    for (test = 0; test < b.n_pp + b.n_tg; test++) {
+                        int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
+                            n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
+                        int n_tok = is_tg ? n_gen : n_prompt, rep;
+                        double tps[1000], med, roof = 0;
+                        char name[48];
+                        if (n_tok == 0) continue;
+                        snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
+                        if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
+                        if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) <
+                            0) { /* warm-up, untimed */
+                            fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
                             rc = 1;
-                        mlstack_engine_profile_stop(e);
+                            break;
+                        }
+                        for (rep = 0; rep < b.reps; rep++) {
+                            double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth);
+                            tps[rep] = t > 0 ? n_tok / t : 0;
+                        }
+                        qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
+                        med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
+                    /* (at a depth, decode reads the KV too: no weight roofline) */
+                        if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
+                        if (b.json) {
+                            printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
+                            json_str(stdout, b.shape ? b.shape : b.model);
+                            printf(
+                                ",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
+                                "\"%s\","
+                                "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
+                                "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
+                                type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, depth, b.reps,
+                                med, tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
+                                (unsigned long long)tok_bytes, bw_ref);
+                            if (is_tg && roof > 0)
+                                printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f",
+                                       bw_ref * 1e9 / (double)tok_bytes, roof);
+                            if (is_tg && roof > 1)
+                                printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc
+                                                                        ? "weights fit in the last-level cache"
+                                                                        : "faster than the bandwidth measured");
+                            printf("}\n");
+                        } else {
+                            char roof_s[16] = "";
+                            if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
+                            if (roof > 1) over = 1;
+                            printf("| %-6s | %-12s | %7d | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s |\n", type,
+                                   mlstack_engine_kernels(e), b.threads[ti], name, med, tps[0], tps[b.reps - 1],
+                                   med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s);
+                        }
+                        fflush(stdout);
+                        if (b.profile) { /* one more run, profiled, not counted */
+                            char path[1024];
+                            if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
+                            else
+                                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti],
+                                         name, b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
+                            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti],
+                                    b.threads[ti] > 1 ? "s" : "", name);
+                            if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
+                                bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
+                                cli_report_profile(e, path) != 0)
+                                rc = 1;
+                            mlstack_engine_profile_stop(e);
+                        }
                     }
+                    if (depth) mlstack_engine_seq_free(e, dseq);
                 }
                 mlstack_engine_free(e);
                 free(rows);

@@ -53,6 +53,8 @@ static const char *MODEL_OPTS =
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or llama.cpp's mixes q4_k_m,\n"
     "                           q5_k_m, q6_k (default: as stored)\n"
+    "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
+    "                           q4_1, or keep it as stored (default: as --quant)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
@@ -287,6 +289,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--json", NULL, 'b', 0, 0, json),
     OPT("--isa", NULL, 's', 0, 0, isa),
     OPT("--quant", NULL, 'q', 0, 0, quant),
+    OPT("--head-quant", NULL, 's', 0, 0, head_quant),
     OPT("--profile", NULL, 's', 0, 0, profile),
     OPT("-f", "--file", 's', 0, 0, file),
     OPT("-o", "--out", 's', 0, 0, out),
@@ -494,6 +497,15 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     md.path = o->model;
     md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
     md.quant_mix = cli_quant_mix(o->quant);
+    if (o->head_quant) {
+        if (strcmp(o->head_quant, "q8_0") == 0) md.head_quant = MLSTACK_DTYPE_Q8_0;
+        else if (strcmp(o->head_quant, "q4_1") == 0)
+            md.head_quant = MLSTACK_DTYPE_Q4_1;
+        else if (strcmp(o->head_quant, "keep") == 0)
+            md.keep_head = 1;
+        else
+            return cli_die("--head-quant %s: expected q8_0, q4_1 or keep", o->head_quant);
+    }
     /* sharded (--ranks N, or an MPI job): each rank quantizes only its own rows */
 #if defined(MLSTACK_MPI)
     md.defer_quant = 1;
