@@ -735,11 +735,12 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        stages (a layer split, for capacity): the n_ranks ranks form n_stages
                        stages of n_ranks / n_stages ranks each (it must divide), rank r in stage
                        r / (n_ranks / n_stages); stage s holds only layers [L s / S, L (s + 1) / S)
-                       (the first stage also reads the embedding, the last holds the final norm and
-                       the LM head) and only those layers' KV. Inside a stage the ranks split heads,
-                       FFN columns and vocabulary as above (a 2-D mesh); the residual stream passes
-                       from stage to stage unchanged, so in gather mode the logits stay
-                       bit-identical to one rank. A transport needs send and recv for it (and split
+                       and only those layers' KV; the first stage also holds the embedding, the
+                       final norm and the LM head (the embedding table itself in tied models).
+                       Inside a stage the ranks split heads, FFN columns and vocabulary as above (a
+                       2-D mesh); the residual stream passes from stage to stage unchanged and the
+                       last stage returns the rows that keep logits to the first, so in gather mode
+                       the logits stay bit-identical to one rank. A transport needs send and recv for it (and split
                        when a stage has more than one rank).
      spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
                        MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
@@ -849,8 +850,8 @@ typedef struct mlstack_rank_info {
                                      process read them). mlstack_model_desc.defer_quant keeps it to the
                                      rank's share. */
     int stage, n_stages;          /* its pipeline stage (n_ranks / n_stages ranks each) */
-    int layer0, layer1;           /* the layers it holds, with their KV (vocab0..1 empty before the
-                                     last stage, which alone holds the LM head) */
+    int layer0, layer1;           /* the layers it holds, with their KV (vocab0..1 empty after the
+                                     first stage, which alone holds the LM head) */
 } mlstack_rank_info;
 
 /* Number of ranks of the engine (1 unless desc.n_ranks or a transport says more). */
@@ -24019,8 +24020,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
    sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
    of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
    only its stage's layers: the first stage embeds the tokens, each later one receives the
-   residual stream x from the stage before, and the last computes the logits and sends them to
-   rank 0; x is passed on unchanged, so no element is computed differently. */
+   residual stream x from the stage before, and the last sends the rows that keep logits back
+   to the first, which computes them (D floats a row back instead of V); x is passed on
+   unchanged, so no element is computed differently. */
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
@@ -24088,8 +24090,6 @@ typedef struct mlstack__rank {
     mlstack__xbuf *xb;
     struct mlstack__comm *comm; /* the ranks of its stage */
     struct mlstack__comm *world; /* every rank: steps, stage hand-offs */
-    float *pipe_logits; /* last stage's first rank under a transport: logits on their way to rank 0 */
-    size_t cap_pipe;
     int32_t *msg; /* the step being run, as broadcast by rank 0 */
     size_t cap_msg;
     int *slot; /* per row of the step: logits slot or -1 */
@@ -24117,8 +24117,6 @@ static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
 /* Pipeline stages: n floats at buf to world rank `peer` (send) or from it (recv), matched in
    call order. 0, or -1 when a rank failed. See >>ranks. */
 static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer);
-/* Room for n floats of logits on their way to rank 0 (rk->pipe_logits); NULL without memory. */
-static float *mlstack__pipe_buf(mlstack__rank *rk, size_t n);
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -24567,17 +24565,20 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == 2) mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
     }
-    if (rk->stage < rk->n_stages - 1) { /* the next stage goes on from this residual stream */
-        int n = 0, first = -1;
-        if (mlstack__pipe(rk, 1, s->x, (size_t)B * (size_t)c->n_embd, rk->index + rk->n_ranks)) return -1;
-        for (b = 0; b < B; b++)
-            if (slot[b] >= 0) n++, first = first < 0 ? slot[b] : first;
-        /* rank 0: the chunk's logits, from the last stage's first rank */
-        if (rk->index == 0 && n &&
-            mlstack__pipe(rk, 0, rk->logits + (size_t)first * (size_t)c->n_vocab, (size_t)n * (size_t)c->n_vocab,
-                          (rk->n_stages - 1) * rk->n_ranks))
+    if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
+        size_t D = (size_t)c->n_embd;
+        int n = 0, k = 0;
+        if (rk->stage < rk->n_stages - 1 && mlstack__pipe(rk, 1, s->x, (size_t)B * D, rk->index + rk->n_ranks))
             return -1;
-        return 0;
+        for (b = 0; b < B; b++) n += slot[b] >= 0;
+        if (n && rk->stage == rk->n_stages - 1) { /* the rows that keep logits, packed, back to stage 0 */
+            for (b = 0; b < B; b++)
+                if (slot[b] >= 0) memcpy(s->xn + (size_t)(k++) * D, s->x + (size_t)b * D, sizeof(float) * D);
+            if (mlstack__pipe(rk, 1, s->xn, (size_t)n * D, rk->ti)) return -1;
+        }
+        if (rk->stage > 0) return 0;
+        /* stage 0: x's first n rows are now those rows */
+        if (n && mlstack__pipe(rk, 0, s->x, (size_t)n * D, (rk->n_stages - 1) * rk->n_ranks + rk->ti)) return -1;
     }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
        one row at a time keeps the scratch small (the LM head reads the same weights for each) */
@@ -24585,18 +24586,17 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         int n = 0, first = -1;
         MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
         for (b = 0; b < B; b++) {
+            const float *xr = s->x + (size_t)(rk->n_stages > 1 ? n : b) * c->n_embd; /* stages: packed */
             if (slot[b] < 0) continue;
             if (first < 0) first = slot[b];
-            mlstack__norm1(rk, s->xn + (size_t)(n++) * c->n_embd, s->x + (size_t)b * c->n_embd, rk->model->final_norm,
-                           rk->model->final_norm_b, c->n_embd);
+            mlstack__norm1(rk, s->xn + (size_t)(n++) * c->n_embd, xr, rk->model->final_norm, rk->model->final_norm_b,
+                           c->n_embd);
         }
         MLSTACK__PROF_END(rk->pool, RMSNORM, -1, NULL, n);
         if (n) {
-            float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL, *y;
-            size_t i, nl = (size_t)n * (size_t)(rk->sh.v1 - rk->sh.v0), nv = (size_t)n * (size_t)c->n_vocab;
-            int to0 = rk->n_stages > 1 && rk->ti == 0; /* the logits go on to rank 0 */
-            if (!full && to0 && !(full = mlstack__pipe_buf(rk, nv))) return -1; /* a rank in its own process */
-            y = rk->n_ranks == 1 ? full : s->out;
+            float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
+            float *y = rk->n_ranks == 1 ? full : s->out;
+            size_t i, nl = (size_t)n * (size_t)(rk->sh.v1 - rk->sh.v0);
             mlstack__project(rk, s->xn, n, 1, rk->lm_head, y, NULL, NULL, NULL, NULL);
             /* element by element, so each rank on its own columns before the exchange (thread
                ranks share `full`: after it, one pass by each would apply these R times) */
@@ -24604,7 +24604,6 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
                 for (i = 0; i < nl; i++) y[i] /= c->logits_div;
             if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
-            if (to0 && mlstack__pipe(rk, 1, full, nv, 0)) return -1;
         }
     }
     return 0;
@@ -26824,8 +26823,7 @@ static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
 }
 
 /* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
-   has copied it (nothing to copy when both name the same memory: the logits the last stage
-   wrote into rank 0's buffer); a transport: send / recv. Bytes are counted as sent either way. */
+   has copied it; a transport: send / recv. */
 static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
     mlstack__comm *c = rk->world;
     size_t bytes = sizeof(float) * n;
@@ -26871,16 +26869,6 @@ static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int 
     else
         rk->bytes_in += bytes;
     return rc;
-}
-
-static float *mlstack__pipe_buf(mlstack__rank *rk, size_t n) {
-    if (n > rk->cap_pipe) {
-        mlstack__aligned_free(rk->pipe_logits);
-        rk->pipe_logits = mlstack__falloc(n, 1);
-        rk->cap_pipe = rk->pipe_logits ? n : 0;
-        if (!rk->pipe_logits) mlstack__comm_fail(rk->world, "out of memory for the logits of a step");
-    }
-    return rk->pipe_logits;
 }
 
 /* ---- who holds what ---- */
@@ -27060,9 +27048,9 @@ static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
     return 0;
 }
 
-/* Whether the rank holds layer l (-1: the LM head, on the last stage). */
+/* Whether the rank holds layer l (-1: the LM head, on the first stage with the embedding). */
 static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
-    return l < 0 ? rk->stage == rk->n_stages - 1 : l >= rk->l0 && l < rk->l1;
+    return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
 }
 
 /* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
@@ -27270,7 +27258,6 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
-    mlstack__aligned_free(rk->pipe_logits);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -27760,7 +27747,7 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->head0 = rk->sh.q0, o->head1 = rk->sh.q1, o->kv_head0 = rk->sh.k0, o->kv_head1 = rk->sh.k1;
     o->embd0 = rk->sh.d0, o->embd1 = rk->sh.d1, o->ffn0 = rk->sh.f0, o->ffn1 = rk->sh.f1;
     o->vocab0 = rk->sh.v0, o->vocab1 = rk->sh.v1;
-    if (rk->stage < rk->n_stages - 1) o->vocab0 = o->vocab1 = 0; /* the LM head is the last stage's */
+    if (rk->stage > 0) o->vocab0 = o->vocab1 = 0; /* the LM head is the first stage's */
     o->stage = rk->stage, o->n_stages = rk->n_stages, o->layer0 = rk->l0, o->layer1 = rk->l1;
     o->weight_bytes = rk->weight_bytes;
     o->replicated_bytes = rk->replicated_bytes;
