@@ -728,9 +728,10 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        one rank. MLSTACK_RANK_REDUCE: the attention output and down projections
                        split by input columns, their partial sums added in rank order (two
                        exchanges a layer instead of four, fewer bytes): every rank and both
-                       transports agree bit for bit; one rank differs by rounding (about 1e-6 a
-                       layer, growing with depth: SmolLM2-135M's logits ~4e-4 of max|logit|). A
-                       transport needs alltoallv for it.
+                       transports agree bit for bit; one rank differs by rounding (about 1e-6 of
+                       max|logit| a layer; SmolLM2-135M's 30 layers: under 1e-5 with an f32 KV
+                       cache, ~4e-4 with f16 KV, whose rounding turns last-bit differences in K
+                       and V into f16 steps). A transport needs alltoallv for it.
      n_stages          0: the environment variable MLSTACK_STAGES if set, else 1. Pipeline
                        stages (a layer split, for capacity): the n_ranks ranks form n_stages
                        stages of n_ranks / n_stages ranks each (it must divide), rank r in stage
@@ -26540,7 +26541,21 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    them in place after a barrier. Ranks in separate processes use a mlstack_transport (MPI
    through mlstack_mpi.h): the same columns packed, gathered, unpacked. At start the ranks
    compare a fingerprint of the model and the settings, and refuse to run when they differ.
-   With R = 1 the exchanges return at once and the shard is the model itself. */
+   With R = 1 the exchanges return at once and the shard is the model itself.
+   Pipeline stages (n_stages = S, for capacity): the R ranks form S stages of T = R / S, rank r
+   in stage r / T as the (r mod T)-th rank of that stage; everything above (shares, exchanges,
+   reduce mode) happens among the T ranks of a stage, each stage with its own communicator (a
+   barrier of its threads, or the transport's split), over only the stage's layers
+   [L s / S, L (s + 1) / S), whose weights and KV are all a stage holds. The first stage embeds
+   the tokens and sends the residual stream x (B, D) from its rank t to rank t of the next
+   stage, and so on; the last sends the rows that keep logits back to the first stage, which
+   holds the final norm and the LM head (beside the embedding: one table in tied models) and
+   gathers the logits at rank 0. x moves unchanged, so gather mode stays bit-identical to one
+   rank. Hand-offs are point to point: between thread ranks the sender publishes its buffer and
+   waits until the receiver copied it (so a chunk's x is never overwritten early, and the first
+   stage can start the next prefill chunk while later stages work on this one); under a
+   transport, send and recv. Bytes per row on top of the stages' own exchanges: T (S - 1) D
+   floats forward and T D back for a row that keeps logits. */
 
 #if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
 #include <sched.h>
@@ -26839,8 +26854,8 @@ static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int 
         }
     } else {
 #if !defined(MLSTACK_NO_THREADS)
-        mlstack__mbox *box =
-            &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer : (size_t)peer * (size_t)c->size + (size_t)rk->index];
+        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
+                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
         mlstack__lock(&c->mu);
         if (send) {
             while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
@@ -27130,8 +27145,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         int n;
         if (!mlstack__rank_holds(rk, l)) continue;
         if (l < 0) {
-            ws[0] = !whole ? &rk->lm_head_rows
-                           : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
+            ws[0] = !whole ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
             n = 1;
         } else {
             mlstack__layer *L = &rk->layers[l];

@@ -494,7 +494,8 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
             mlstack_rank_info ri, fi;
             int s = r / T, nl;
             t = r % T;
-            CHECK(mlstack_engine_rank_info(e, r, &ri) == MLSTACK_OK && mlstack_engine_rank_info(fe, t, &fi) == MLSTACK_OK);
+            CHECK(mlstack_engine_rank_info(e, r, &ri) == MLSTACK_OK &&
+                  mlstack_engine_rank_info(fe, t, &fi) == MLSTACK_OK);
             got += ri.bytes_in;
             nl = ri.layer1 - ri.layer0;
             CHECKF(ri.stage == s && ri.n_stages == S && ri.n_ranks == R && ri.layer0 == mi.n_layers * s / S &&
@@ -505,7 +506,8 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
                   ri.kv_head1 == fi.kv_head1 && ri.ffn0 == fi.ffn0 && ri.ffn1 == fi.ffn1 && ri.embd0 == fi.embd0 &&
                   ri.embd1 == fi.embd1);
             CHECK(s == 0 ? ri.vocab0 == fi.vocab0 && ri.vocab1 == fi.vocab1 : ri.vocab0 == ri.vocab1);
-            CHECKF(ri.kv_pages == fi.kv_pages && ri.kv_page_bytes * (uint64_t)mi.n_layers == fi.kv_page_bytes * (uint64_t)nl,
+            CHECKF(ri.kv_pages == fi.kv_pages &&
+                       ri.kv_page_bytes * (uint64_t)mi.n_layers == fi.kv_page_bytes * (uint64_t)nl,
                    "%s R=%d S=%d rank %d: KV page %llu bytes for %d of %d layers (one stage: %llu)", name, R, S, r,
                    (unsigned long long)ri.kv_page_bytes, nl, mi.n_layers, (unsigned long long)fi.kv_page_bytes);
             sum[t] += ri.weight_bytes;

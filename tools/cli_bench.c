@@ -761,7 +761,8 @@ int cli_cmd_bench(int argc, char **argv) {
                 char ranks_s[32];
                 int rk_n = b.ranks[ti % b.n_ranks];
                 if (b.n_parallel || b.shared_prefix || b.mixed) {
-                    if (ti % b.n_ranks == 0 && bench_serve(&b, m, &info, b.threads[ti / b.n_ranks], b.isa[ii], type) != 0)
+                    if (ti % b.n_ranks == 0 &&
+                        bench_serve(&b, m, &info, b.threads[ti / b.n_ranks], b.isa[ii], type) != 0)
                         rc = 1;
                     continue;
                 }
@@ -800,8 +801,9 @@ int cli_cmd_bench(int argc, char **argv) {
                     printf("\n| %-6s | %-12s | %7s | %-8s | %-6s | %10s | %10s | %10s | %6s | %8s | %9s | %6s |\n",
                            "type", "kernels", "threads", "ranks", "test", "t/s median", "min", "max", "spread",
                            "roofline", "KiB/token", "wait");
-                    printf("|--------|--------------|---------|----------|--------|------------|------------|-----------"
-                           "-|--------|----------|-----------|--------|\n");
+                    printf(
+                        "|--------|--------------|---------|----------|--------|------------|------------|-----------"
+                        "-|--------|----------|-----------|--------|\n");
                 }
                 for (test = 0; test < b.n_pp + b.n_tg; test++) {
                     int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
@@ -852,11 +854,11 @@ int cli_cmd_bench(int argc, char **argv) {
                         char roof_s[16] = "";
                         if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
                         if (roof > 1) over = 1;
-                        printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s | %9.1f | "
-                               "%5.1f%% |\n",
-                               type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0],
-                               tps[b.reps - 1], med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s, kib,
-                               100 * wait);
+                        printf(
+                            "| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s | %9.1f | "
+                            "%5.1f%% |\n",
+                            type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0], tps[b.reps - 1],
+                            med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s, kib, 100 * wait);
                     }
                     fflush(stdout);
                     if (b.profile) { /* one more run, profiled, not counted */
@@ -865,8 +867,8 @@ int cli_cmd_bench(int argc, char **argv) {
                         else
                             snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, ed.n_threads, name,
                                      b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, ed.n_threads, ed.n_threads > 1 ? "s" : "",
-                                name);
+                        fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, ed.n_threads,
+                                ed.n_threads > 1 ? "s" : "", name);
                         if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
                             bench_once(e, info.n_vocab, n_prompt, n_gen, rows) < 0 || cli_report_profile(e, path) != 0)
                             rc = 1;

@@ -589,8 +589,8 @@ int cli_cmd_info(const cli_opts *o) {
                "vocab %s: %.1f MiB of weights (%.1f MiB shared, %.1f MiB read from the checkpoint), %.1f KiB per KV "
                "page, %d threads\n",
                i, ri.stage, ri.n_stages, ri.layer0, ri.layer1 - 1, ri.stage == 0 ? " + embedding" : "",
-               ri.stage == 0 ? ", final norm and LM head" : "", ri.head0, ri.head1 - 1, ri.kv_head0,
-               ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1, vocab, ri.weight_bytes / 1048576.0,
+               ri.stage == 0 ? ", final norm and LM head" : "", ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1,
+               ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1, vocab, ri.weight_bytes / 1048576.0,
                ri.replicated_bytes / 1048576.0, ri.checkpoint_bytes / 1048576.0, ri.kv_page_bytes / 1024.0,
                ri.n_threads);
         wbytes += ri.weight_bytes;
