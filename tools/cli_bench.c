@@ -798,12 +798,12 @@ int cli_cmd_bench(int argc, char **argv) {
                 if (r0.n_stages > 1)
                     snprintf(ranks_s + strlen(ranks_s), sizeof ranks_s - strlen(ranks_s), " %dst", r0.n_stages);
                 if (!b.json && ii + ti + qi == 0) {
-                    printf("\n| %-6s | %-12s | %7s | %-8s | %-6s | %10s | %10s | %10s | %6s | %8s | %9s | %6s |\n",
+                    printf("\n| %-6s | %-12s | %7s | %-8s | %-6s | %10s | %10s | %10s | %6s | %9s | %6s | %8s |\n",
                            "type", "kernels", "threads", "ranks", "test", "t/s median", "min", "max", "spread",
-                           "roofline", "KiB/token", "wait");
+                           "KiB/token", "wait", "roofline");
                     printf(
                         "|--------|--------------|---------|----------|--------|------------|------------|-----------"
-                        "-|--------|----------|-----------|--------|\n");
+                        "-|--------|-----------|--------|----------|\n");
                 }
                 for (test = 0; test < b.n_pp + b.n_tg; test++) {
                     int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
@@ -854,11 +854,12 @@ int cli_cmd_bench(int argc, char **argv) {
                         char roof_s[16] = "";
                         if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
                         if (roof > 1) over = 1;
-                        printf(
-                            "| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s | %9.1f | "
-                            "%5.1f%% |\n",
-                            type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0], tps[b.reps - 1],
-                            med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s, kib, 100 * wait);
+                        printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
+                               "%5.1f%% | "
+                               "%8s |\n",
+                               type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0],
+                               tps[b.reps - 1], med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, kib, 100 * wait,
+                               roof_s);
                     }
                     fflush(stdout);
                     if (b.profile) { /* one more run, profiled, not counted */
