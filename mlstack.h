@@ -171,6 +171,8 @@
                 kernels multiply one broadcast activation by 16 outputs at once (>>kernels)
      rank       one of R workers that each own a share of the heads, MLP width and vocabulary,
                 with only those weights and KV (sharded execution); one rank is the plain engine
+     stage      a group of ranks that holds a contiguous share of the layers (pipeline split);
+                the residual stream passes from stage to stage
 
    API AT A GLANCE (documented where declared, in >>api; R is mlstack_result: 0 ok, < 0 failure)
      results     const char *mlstack_result_string(r)
