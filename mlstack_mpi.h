@@ -23,8 +23,9 @@
    Failures: the communicator's errors return instead of aborting; a collective that has not
    completed after MLSTACK_MPI_TIMEOUT seconds (environment variable, default 10) inside a step
    fails with a message naming the operation, so a rank whose peer died or hangs returns an error
-   instead of waiting forever. Waiting for the next step (followers between steps) has no time
-   limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
+   instead of waiting forever (with pipeline stages a receive waits for the earlier stages'
+   layers of a prefill chunk: set the timeout above that on a large model). Waiting for the next
+   step (followers between steps) has no time limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
 #ifndef MLSTACK_MPI_H
 #define MLSTACK_MPI_H
 
