@@ -25174,6 +25174,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.isa = d.isa;
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
+        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
         dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
                         (uint64_t)dc->head_dim +
                     (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
