@@ -173,6 +173,8 @@
                 kernels multiply one broadcast activation by 16 outputs at once (>>kernels)
      rank       one of R workers that each own a share of the heads, MLP width and vocabulary,
                 with only those weights and KV (sharded execution); one rank is the plain engine
+     stage      a group of ranks that holds a contiguous share of the layers (pipeline split);
+                the residual stream passes from stage to stage
 
    API AT A GLANCE (documented where declared, in >>api; R is mlstack_result: 0 ok, < 0 failure)
      results     const char *mlstack_result_string(r)
@@ -746,9 +748,21 @@ MLSTACK_API double mlstack_clock_seconds(void);
                        one rank. MLSTACK_RANK_REDUCE: the attention output and down projections
                        split by input columns, their partial sums added in rank order (two
                        exchanges a layer instead of four, fewer bytes): every rank and both
-                       transports agree bit for bit; one rank differs by rounding (about 1e-6 a
-                       layer, growing with depth: SmolLM2-135M's logits ~4e-4 of max|logit|). A
-                       transport needs alltoallv for it.
+                       transports agree bit for bit; one rank differs by rounding (about 1e-6 of
+                       max|logit| a layer; SmolLM2-135M's 30 layers: under 1e-5 with an f32 KV
+                       cache, ~4e-4 with f16 KV, whose rounding turns last-bit differences in K
+                       and V into f16 steps). A transport needs alltoallv for it.
+     n_stages          0: the environment variable MLSTACK_STAGES if set, else 1. Pipeline
+                       stages (a layer split, for capacity): the n_ranks ranks form n_stages
+                       stages of n_ranks / n_stages ranks each (it must divide), rank r in stage
+                       r / (n_ranks / n_stages); stage s holds only layers [L s / S, L (s + 1) / S)
+                       and only those layers' KV; the first stage also holds the embedding, the
+                       final norm and the LM head (the embedding table itself in tied models).
+                       Inside a stage the ranks split heads, FFN columns and vocabulary as above (a
+                       2-D mesh); the residual stream passes from stage to stage unchanged and the
+                       last stage returns the rows that keep logits to the first, so in gather mode
+                       the logits stay bit-identical to one rank. A transport needs send and recv for it (and split
+                       when a stage has more than one rank).
      spec              MLSTACK_SPEC_NONE: requests of the scheduler decode one token per step.
                        MLSTACK_SPEC_NGRAM: prompt lookup, drafts copied from the request's own
                        tokens after the latest earlier match of its last spec_ngram..1 tokens.
@@ -799,6 +813,7 @@ typedef struct mlstack_engine_desc {
     int spec_tokens;
     int spec_ngram;
     mlstack_rank_mode rank_mode;
+    int n_stages;
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -811,7 +826,13 @@ typedef struct mlstack_engine_desc {
      abort    ends every rank of the job after an unrecoverable failure; may be NULL
      alltoallv rank i's send + send_displs[j] (send_counts[j] bytes) to rank j's recv +
               recv_displs[i] (recv_counts[i] bytes), for every pair; may be NULL (then
-              MLSTACK_RANK_REDUCE is refused) */
+              MLSTACK_RANK_REDUCE is refused)
+     send, recv  `bytes` from this rank to rank `to` / from rank `from` into buf, matched in
+              the order they are called between each pair; may be NULL (then n_stages > 1 is
+              refused)
+     split    collective: fills out with a transport over the ranks that passed the same color,
+              ranked by key (the ranks of one pipeline stage); may be NULL (then stages of more
+              than one rank are refused). close(out->user) frees what it made. */
 typedef struct mlstack_transport {
     int rank, size;
     void *user;
@@ -821,6 +842,10 @@ typedef struct mlstack_transport {
     void (*abort)(void *user, const char *why);
     int (*alltoallv)(void *user, const void *send, const size_t *send_counts, const size_t *send_displs, void *recv,
                      const size_t *recv_counts, const size_t *recv_displs, char *msg, size_t cap);
+    int (*send)(void *user, const void *buf, size_t bytes, int to, char *msg, size_t cap);
+    int (*recv)(void *user, void *buf, size_t bytes, int from, char *msg, size_t cap);
+    int (*split)(void *user, int color, int key, struct mlstack_transport *out, char *msg, size_t cap);
+    void (*close)(void *user);
 } mlstack_transport;
 
 /* One rank's share (mlstack_engine_rank_info). Ranges are [first, end). */
@@ -845,6 +870,9 @@ typedef struct mlstack_rank_info {
                                      converted; plus all a quantization at open read (every rank of that
                                      process read them). mlstack_model_desc.defer_quant keeps it to the
                                      rank's share. */
+    int stage, n_stages;          /* its pipeline stage (n_ranks / n_stages ranks each) */
+    int layer0, layer1;           /* the layers it holds, with their KV (vocab0..1 empty after the
+                                     first stage, which alone holds the LM head) */
 } mlstack_rank_info;
 
 /* Number of ranks of the engine (1 unless desc.n_ranks or a transport says more). */
@@ -24654,10 +24682,11 @@ typedef struct mlstack__kv {
 } mlstack__kv;
 
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
-   allocated for `kv_heads` of them (one rank's share, >>ranks), so every rank has the same
-   page ids. */
+   allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
+   rank has the same page ids. */
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
-                                       int max_seqs, mlstack_dtype dtype, int kv_heads, mlstack_error *err) {
+                                       int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
+                                       mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
     int i;
     memset(kv, 0, sizeof *kv);
@@ -24678,7 +24707,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = (unsigned char *)mlstack__aligned_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
@@ -25053,7 +25082,11 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
    sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
    nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
    sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
-   of Wo or Wdown), added in rank order; the rest as above. */
+   of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
+   only its stage's layers: the first stage embeds the tokens, each later one receives the
+   residual stream x from the stage before, and the last sends the rows that keep logits back
+   to the first, which computes them (D floats a row back instead of V); x is passed on
+   unchanged, so no element is computed differently. */
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
@@ -25100,8 +25133,11 @@ struct mlstack__comm;
 /* Everything one rank's forward pass reads and writes. */
 typedef struct mlstack__rank {
     struct mlstack_engine *e;
-    int index, n_ranks;
-    int reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
+    int index; /* in the whole mesh */
+    int ti, n_ranks; /* its index among the ranks of its stage, and their number */
+    int stage, n_stages; /* pipeline stage: it runs layers [l0, l1) */
+    int l0, l1;
+    int reduce; /* MLSTACK_RANK_REDUCE with more than one rank in the stage */
     const mlstack_model *model;
     const mlstack__kernels *k;
     mlstack__pool *pool; /* the engine's pool for the engine thread's rank, else own_pool */
@@ -25116,7 +25152,8 @@ typedef struct mlstack__rank {
     mlstack__kv kv; /* page tables of the engine; data: this rank's KV heads */
     mlstack__scratch s;
     mlstack__xbuf *xb;
-    struct mlstack__comm *comm;
+    struct mlstack__comm *comm; /* the ranks of its stage */
+    struct mlstack__comm *world; /* every rank: steps, stage hand-offs */
     int32_t *msg; /* the step being run, as broadcast by rank 0 */
     size_t cap_msg;
     int *slot; /* per row of the step: logits slot or -1 */
@@ -25142,6 +25179,9 @@ static float *mlstack__partial(mlstack__rank *rk, int which, int B);
 /* Reduce mode: sum (B, D) = the ranks' partials `which` added in rank order, on every rank.
    0, or -1 when a rank failed. See >>ranks. */
 static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
+/* Pipeline stages: n floats at buf to world rank `peer` (send) or from it (recv), matched in
+   call order. 0, or -1 when a rank failed. See >>ranks. */
+static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer);
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -25174,7 +25214,7 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer, h, Dh,
+                    &rk->kv.seqs[row->seq], j->layer - rk->l0, h, Dh,
                     mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
 }
@@ -25231,9 +25271,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
         rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
-    rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer, 0, row->pos), (size_t)kvd);
-    rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd, mlstack__kv_row(&rk->kv, sq, j->layer, 1, row->pos),
-                    (size_t)kvd);
+    /* the stage's KV holds its layers only */
+    rk->k->from_f32(rk->kv.dtype, k, mlstack__kv_row(&rk->kv, sq, j->layer - rk->l0, 0, row->pos), (size_t)kvd);
+    rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd,
+                    mlstack__kv_row(&rk->kv, sq, j->layer - rk->l0, 1, row->pos), (size_t)kvd);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -25285,7 +25326,7 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         i;
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
-    for (b = 0; b < B; b++) {
+    for (b = 0; b < B && rk->stage == 0; b++) { /* later stages receive x from the one before */
         float *x = rk->s.x + (size_t)b * D;
         mlstack__embed_row(m, rows[b].token, x);
         if (c->embed_scale != 1.0f)
@@ -25519,8 +25560,9 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
+    if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
-    for (l = 0; l < c->n_layers; l++) {
+    for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
@@ -25586,16 +25628,32 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == 2) mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
     }
+    if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
+        size_t D = (size_t)c->n_embd;
+        int n = 0, k = 0;
+        if (rk->stage < rk->n_stages - 1 && mlstack__pipe(rk, 1, s->x, (size_t)B * D, rk->index + rk->n_ranks))
+            return -1;
+        for (b = 0; b < B; b++) n += slot[b] >= 0;
+        if (n && rk->stage == rk->n_stages - 1) { /* the rows that keep logits, packed, back to stage 0 */
+            for (b = 0; b < B; b++)
+                if (slot[b] >= 0) memcpy(s->xn + (size_t)(k++) * D, s->x + (size_t)b * D, sizeof(float) * D);
+            if (mlstack__pipe(rk, 1, s->xn, (size_t)n * D, rk->ti)) return -1;
+        }
+        if (rk->stage > 0) return 0;
+        /* stage 0: x's first n rows are now those rows */
+        if (n && mlstack__pipe(rk, 0, s->x, (size_t)n * D, (rk->n_stages - 1) * rk->n_ranks + rk->ti)) return -1;
+    }
     /* final norm and LM head, only for rows that keep logits (their slots are consecutive);
        one row at a time keeps the scratch small (the LM head reads the same weights for each) */
     {
         int n = 0, first = -1;
         MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
         for (b = 0; b < B; b++) {
+            const float *xr = s->x + (size_t)(rk->n_stages > 1 ? n : b) * c->n_embd; /* stages: packed */
             if (slot[b] < 0) continue;
             if (first < 0) first = slot[b];
-            mlstack__norm1(rk, s->xn + (size_t)(n++) * c->n_embd, s->x + (size_t)b * c->n_embd, rk->model->final_norm,
-                           rk->model->final_norm_b, c->n_embd);
+            mlstack__norm1(rk, s->xn + (size_t)(n++) * c->n_embd, xr, rk->model->final_norm, rk->model->final_norm_b,
+                           c->n_embd);
         }
         MLSTACK__PROF_END(rk->pool, RMSNORM, -1, NULL, n);
         if (n) {
@@ -25949,13 +26007,18 @@ struct mlstack_engine {
     int step_tokens;
     /* ranks (>>ranks) */
     int n_ranks; /* in the whole mesh */
+    int n_stages, n_tp; /* pipeline stages, and the ranks of each: n_ranks = n_stages n_tp */
     int n_local; /* run by this process: all of them as threads, or one under a transport */
     mlstack__rank *ranks; /* the local ranks; ranks[0] runs on the engine's thread */
-    mlstack__shard *shards; /* every rank's share */
-    int *cols; /* MLSTACK__X_COUNT_ lists of n_ranks + 1 column bounds */
-    int rank_reduce; /* MLSTACK_RANK_REDUCE with more than one rank */
-    mlstack__xbuf xb; /* the exchanged tensors */
-    struct mlstack__comm *comm;
+    mlstack__shard *shards; /* the share of each rank of a stage (n_tp; the same in every stage) */
+    int *cols; /* MLSTACK__X_COUNT_ lists of n_tp + 1 column bounds */
+    int rank_reduce; /* MLSTACK_RANK_REDUCE with more than one rank in a stage */
+    mlstack__xbuf *xbs; /* the exchanged tensors: one set per stage run here */
+    int n_xbs;
+    struct mlstack__comm *comm; /* every rank */
+    struct mlstack__comm **gcomm; /* per stage run here: its ranks (comm itself with one stage) */
+    int n_gcomm;
+    mlstack_transport gt; /* under a transport with stages of several ranks: this one's stage */
     int ranks_ready; /* every rank set up and agreeing: followers run their loops */
     int busy; /* inside mlstack_engine_step or mlstack_generate: their callbacks may not re-enter */
     /* speculative decoding (>>scheduler) */
@@ -26042,7 +26105,7 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     memset(d, 0, sizeof *d);
     if (desc) *d = *desc;
     if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
-        d->n_ranks < 0 || d->threads_per_rank < 0)
+        d->n_ranks < 0 || d->threads_per_rank < 0 || d->n_stages < 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
     /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
     if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
@@ -26073,6 +26136,13 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1",
                                  getenv("MLSTACK_RANKS"));
         d->n_ranks = (int)v;
+    }
+    if (d->n_stages == 0 && getenv("MLSTACK_STAGES")) {
+        long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1", getenv("MLSTACK_STAGES"));
+        d->n_stages = (int)v;
     }
     if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
         const char *v = getenv("MLSTACK_RANK_MODE");
@@ -26168,6 +26238,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.isa = d.isa;
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
+        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
         dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
                         (uint64_t)dc->head_dim +
                     (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
@@ -27541,7 +27612,21 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    them in place after a barrier. Ranks in separate processes use a mlstack_transport (MPI
    through mlstack_mpi.h): the same columns packed, gathered, unpacked. At start the ranks
    compare a fingerprint of the model and the settings, and refuse to run when they differ.
-   With R = 1 the exchanges return at once and the shard is the model itself. */
+   With R = 1 the exchanges return at once and the shard is the model itself.
+   Pipeline stages (n_stages = S, for capacity): the R ranks form S stages of T = R / S, rank r
+   in stage r / T as the (r mod T)-th rank of that stage; everything above (shares, exchanges,
+   reduce mode) happens among the T ranks of a stage, each stage with its own communicator (a
+   barrier of its threads, or the transport's split), over only the stage's layers
+   [L s / S, L (s + 1) / S), whose weights and KV are all a stage holds. The first stage embeds
+   the tokens and sends the residual stream x (B, D) from its rank t to rank t of the next
+   stage, and so on; the last sends the rows that keep logits back to the first stage, which
+   holds the final norm and the LM head (beside the embedding: one table in tied models) and
+   gathers the logits at rank 0. x moves unchanged, so gather mode stays bit-identical to one
+   rank. Hand-offs are point to point: between thread ranks the sender publishes its buffer and
+   waits until the receiver copied it (so a chunk's x is never overwritten early, and the first
+   stage can start the next prefill chunk while later stages work on this one); under a
+   transport, send and recv. Bytes per row on top of the stages' own exchanges: T (S - 1) D
+   floats forward and T D back for a row that keeps logits. */
 
 #if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
 #include <sched.h>
@@ -27569,11 +27654,22 @@ static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
 }
 
 /* ---- the communicator: a transport, or the rank threads of this process ---- */
+#if !defined(MLSTACK_NO_THREADS)
+typedef struct mlstack__mbox { /* one stage hand-off between two thread ranks, in place */
+    const void *p;
+    int full;
+} mlstack__mbox;
+#endif
+
 typedef struct mlstack__comm {
     const mlstack_transport *t; /* NULL: thread ranks */
     int size;
     char why[256]; /* the first failure */
     int failed; /* atomic */
+    struct mlstack__comm *world; /* a stage's ranks: every rank's, which fails with it; else NULL */
+    struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
+    int n_groups;
+    int has_sync; /* mu and cv made */
     float *stage; /* transport: packed columns, in and out */
     size_t cap_stage;
     size_t *counts, *displs;
@@ -27585,12 +27681,13 @@ typedef struct mlstack__comm {
     const void *bc; /* thread broadcast: rank 0's bytes */
     mlstack__thread *threads; /* ranks 1..size-1 */
     int n_started;
+    mlstack__mbox *mbox; /* every rank's, with stages: (from, to) hand-offs */
 #endif
 } mlstack__comm;
 
-static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
+static void mlstack__comm_fail1(mlstack__comm *c, const char *why) {
 #if !defined(MLSTACK_NO_THREADS)
-    if (!c->t) {
+    if (c->has_sync) {
         mlstack__lock(&c->mu);
         if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
@@ -27601,6 +27698,16 @@ static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
 #endif
     if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
     c->failed = 1;
+}
+
+/* A failure anywhere fails every rank of the engine here: the stage's and the world's. */
+static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
+    mlstack__comm *w = c->world ? c->world : c;
+    int i;
+    mlstack__comm_fail1(c, why);
+    if (w != c) mlstack__comm_fail1(w, why);
+    for (i = 0; i < w->n_groups; i++)
+        if (w->groups[i] && w->groups[i] != c) mlstack__comm_fail1(w->groups[i], why);
 }
 
 static MLSTACK__UNUSED void mlstack__rank_relax(void) {
@@ -27680,7 +27787,7 @@ static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
 static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
     mlstack__comm *c = rk->comm;
     const int *cols = rk->cols[what];
-    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->index], w = cols[rk->index + 1] - c0, b, i;
+    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->ti], w = cols[rk->ti + 1] - c0, b, i;
     double t0;
     int rc = 0;
     if (R == 1) return 0;
@@ -27691,7 +27798,7 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
         rc = mlstack__comm_barrier(c);
     } else {
         /* stage: [this rank's block | every rank's blocks] */
-        int root = all || rk->index == 0;
+        int root = all || rk->ti == 0;
         size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
         float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
         char msg[200];
@@ -27707,7 +27814,7 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
             c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
         }
         msg[0] = 0;
-        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->index], root ? st + own : NULL, c->counts,
+        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->ti], root ? st + own : NULL, c->counts,
                                        c->displs, all, msg, sizeof msg) != 0) {
             mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
             rc = -1;
@@ -27722,13 +27829,13 @@ static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const flo
     }
     rk->wait_s += mlstack__now() - t0;
     rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
-    if (all || rk->index == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
+    if (all || rk->ti == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
     return rc;
 }
 
 static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
     size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
-    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->index * BD);
+    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->ti * BD);
 }
 
 /* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
@@ -27743,7 +27850,7 @@ static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
 static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
     mlstack__comm *c = rk->comm;
     const int *cols = rk->cols[MLSTACK__X_MODEL];
-    int R = rk->n_ranks, D = cols[R], me = rk->index, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
+    int R = rk->n_ranks, D = cols[R], me = rk->ti, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
     size_t BD = (size_t)B * (size_t)D, j;
     double t0 = mlstack__now(), wait0 = rk->wait_s;
     uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
@@ -27798,6 +27905,55 @@ static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
     rk->wait_s = wait0 + (mlstack__now() - t0);
     rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
     rk->bytes_out = out0 + sizeof(float) * BD;
+    return rc;
+}
+
+/* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
+   has copied it; a transport: send / recv. */
+static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
+    mlstack__comm *c = rk->world;
+    size_t bytes = sizeof(float) * n;
+    double t0 = mlstack__now();
+    int rc = 0;
+    if (c->t) {
+        char msg[200];
+        msg[0] = 0;
+        if (c->failed || (send ? c->t->send(c->t->user, buf, bytes, peer, msg, sizeof msg)
+                               : c->t->recv(c->t->user, buf, bytes, peer, msg, sizeof msg)) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "stage hand-off failed");
+            rc = -1;
+        }
+    } else {
+#if !defined(MLSTACK_NO_THREADS)
+        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
+                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
+        mlstack__lock(&c->mu);
+        if (send) {
+            while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                box->p = buf;
+                box->full = 1;
+                mlstack__cond_broadcast(&c->cv);
+                while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            }
+        } else {
+            while (!box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                if (box->p != buf) memcpy(buf, box->p, bytes);
+                box->full = 0;
+                mlstack__cond_broadcast(&c->cv);
+            }
+        }
+        rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+        mlstack__unlock(&c->mu);
+#else
+        rc = -1;
+#endif
+    }
+    rk->wait_s += mlstack__now() - t0;
+    if (send) rk->bytes_out += bytes;
+    else
+        rk->bytes_in += bytes;
     return rc;
 }
 
@@ -27901,7 +28057,7 @@ static void mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const 
     *dst = *w;
     dst->data = (const unsigned char *)w->data + mlstack__row_bytes(w->wtype, c0);
     dst->n_in = c1 - c0;
-    dst->bias = rk->index == 0 ? w->bias : NULL;
+    dst->bias = rk->ti == 0 ? w->bias : NULL;
     dst->packed = dst->packed_dp = NULL;
 }
 
@@ -27973,24 +28129,29 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
 /* Whether another rank also holds KV head h. */
 static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
     int r;
-    for (r = 0; r < e->n_ranks; r++)
+    for (r = 0; r < e->n_tp; r++)
         if (r != rank && e->shards[r].k0 <= h && h < e->shards[r].k1) return 1;
     return 0;
 }
 
-/* The rank's weights: views of its rows (with panels of those rows when its kernels read
-   panels); with one rank, the model's own weights. */
+/* Whether the rank holds layer l (-1: the LM head, on the first stage with the embedding). */
+static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
+    return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
+}
+
+/* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
+   its kernels read panels); with one rank, the model's own weights. */
 static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
     mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
-    int l, i, Dh = c->head_dim, h, quant;
+    int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
     unsigned qpacks = (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1);
-    /* ranks slice rows, and kernels without panels for a type read its rows */
-    rk->holds_rows = rk->n_ranks > 1 || (rk->k->packs & qpacks) != qpacks;
+    /* ranks and stages slice rows, and kernels without panels for a type read its rows */
+    rk->holds_rows = !whole || (rk->k->packs & qpacks) != qpacks;
     if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
-    if (rk->n_ranks == 1) {
+    if (whole) {
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
         if (m->quant_deferred) {
@@ -28020,6 +28181,10 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         mlstack__unlock(&mlstack__pack_lock);
         for (l = 0; l < c->n_layers; l++) {
             mlstack__layer M = rk->layers[l], *L = &rk->layers[l];
+            if (!mlstack__rank_holds(rk, l)) { /* another stage's */
+                memset(L, 0, sizeof *L);
+                continue;
+            }
             mlstack__weight_rows(&L->wq, &M.wq, sh->q0 * Dh, sh->q1 * Dh);
             mlstack__weight_rows(&L->wk, &M.wk, sh->k0 * Dh, sh->k1 * Dh);
             mlstack__weight_rows(&L->wv, &M.wv, sh->k0 * Dh, sh->k1 * Dh);
@@ -28033,12 +28198,15 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
                 mlstack__weight_cols(rk, &L->w_down, &M.w_down, sh->f0, sh->f1);
             }
         }
-        mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
+        if (mlstack__rank_holds(rk, -1)) mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
+        else
+            memset(&rk->lm_head_rows, 0, sizeof rk->lm_head_rows);
         rk->lm_head = &rk->lm_head_rows;
         for (l = -1; l < c->n_layers; l++) {
             mlstack__layer *L = l >= 0 ? &rk->layers[l] : NULL;
             mlstack__weight *ws[7];
             int n = 1;
+            if (!mlstack__rank_holds(rk, l)) continue;
             ws[0] = &rk->lm_head_rows;
             if (L)
                 ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
@@ -28053,9 +28221,9 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     for (l = -1; l < c->n_layers; l++) {
         mlstack__weight *ws[7];
         int n;
+        if (!mlstack__rank_holds(rk, l)) continue;
         if (l < 0) {
-            ws[0] = rk->n_ranks > 1 ? &rk->lm_head_rows
-                                    : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
+            ws[0] = !whole ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
             n = 1;
         } else {
             mlstack__layer *L = &rk->layers[l];
@@ -28065,11 +28233,11 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         }
         for (i = 0; i < n; i++) {
             rk->weight_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
-            if (rk->n_ranks > 1 && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
+            if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)
             for (h = rk->sh.k0; h < rk->sh.k1; h++)
-                if (mlstack__kv_head_shared(e, rk->index, h))
+                if (mlstack__kv_head_shared(e, rk->ti, h))
                     rk->replicated_bytes += (uint64_t)Dh * (ws[1]->row_bytes + ws[2]->row_bytes);
     }
     return MLSTACK_OK;
@@ -28252,7 +28420,7 @@ static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk) {
     if (n_rows > rk->cap_slot) {
         int *p = (int *)MLSTACK_REALLOC(rk->slot, sizeof(int) * (size_t)n_rows);
         if (!p) {
-            mlstack__comm_fail(rk->comm, "out of memory for a step");
+            mlstack__comm_fail(rk->world, "out of memory for a step");
             return -1;
         }
         rk->slot = p;
@@ -28270,21 +28438,21 @@ static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk) {
 static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk) {
     for (;;) {
         int32_t hdr[4];
-        if (mlstack__comm_bcast(rk->comm, rk->index, hdr, sizeof hdr)) return MLSTACK_ERR_RANK;
+        if (mlstack__comm_bcast(rk->world, rk->index, hdr, sizeof hdr)) return MLSTACK_ERR_RANK;
         if (hdr[0] == MLSTACK__STEP_QUIT) return MLSTACK_OK;
         if (hdr[0] != MLSTACK__STEP_EVAL || hdr[1] <= 0 || hdr[2] < 0 || hdr[3] < 0 ||
             mlstack__msg_reserve(rk, mlstack__msg_len(hdr))) {
-            mlstack__comm_fail(rk->comm, "malformed step from rank 0, or no memory for it");
+            mlstack__comm_fail(rk->world, "malformed step from rank 0, or no memory for it");
             return MLSTACK_ERR_RANK;
         }
         memcpy(rk->msg, hdr, sizeof hdr);
-        if (mlstack__comm_bcast(rk->comm, rk->index, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(hdr) - 4)))
+        if (mlstack__comm_bcast(rk->world, rk->index, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(hdr) - 4)))
             return MLSTACK_ERR_RANK;
-        if (rk->comm->t && mlstack__msg_apply(e, rk)) {
-            mlstack__comm_fail(rk->comm, "step from rank 0 names pages this rank cannot hold");
+        if (rk->world->t && mlstack__msg_apply(e, rk)) {
+            mlstack__comm_fail(rk->world, "step from rank 0 names pages this rank cannot hold");
             return MLSTACK_ERR_RANK;
         }
-        rk->logits = rk->comm->t ? NULL : e->logits;
+        rk->logits = rk->world->t ? NULL : e->logits;
         if (mlstack__rank_run(e, rk)) return MLSTACK_ERR_RANK;
     }
 }
@@ -28315,12 +28483,12 @@ MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
 }
 #endif
 
-/* What every rank must agree on: the model's shape and tensors, the weight types, the KV pool
-   and the rank count. FNV-1a over their values. */
+/* What every rank must agree on: the model's shape and tensors, the weight types, the KV pool,
+   the rank and stage counts. FNV-1a over their values. */
 static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     const mlstack_model *m = e->model;
     const mlstack__config *c = &m->cfg;
-    int64_t v[25];
+    int64_t v[26];
     uint64_t h = 1469598103934665603ull;
     size_t i, k;
     int t;
@@ -28331,9 +28499,9 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
     v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
     v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
-    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce;
-    for (i = 0; i < 25; i++) MLSTACK__FP(&v[i], sizeof v[i]);
-    MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_ranks + 1));
+    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce, v[25] = e->n_stages;
+    for (i = 0; i < 26; i++) MLSTACK__FP(&v[i], sizeof v[i]);
+    MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_tp + 1));
     for (t = 0; t < m->st.n_tensors; t++) {
         const mlstack__st_tensor *x = &m->st.tensors[t];
         uint64_t bytes = x->end - x->begin;
@@ -28384,6 +28552,44 @@ static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err
     return r;
 }
 
+/* A stage's communicator (thread ranks: its own barrier; a transport: set after the split). */
+static mlstack__comm *mlstack__comm_new(mlstack__comm *world, int size, int sync) {
+    mlstack__comm *g = (mlstack__comm *)mlstack__calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->world = world;
+    g->size = size;
+    g->counts = (size_t *)mlstack__calloc((size_t)size * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
+    if (!g->counts) {
+        MLSTACK_FREE(g);
+        return NULL;
+    }
+    g->displs = g->counts + size;
+#if !defined(MLSTACK_NO_THREADS)
+    if (sync) {
+        mlstack__mutex_init(&g->mu);
+        mlstack__cond_init(&g->cv);
+        g->has_sync = 1;
+    }
+#else
+    (void)sync;
+#endif
+    return g;
+}
+
+static void mlstack__comm_release(mlstack__comm *g) {
+    if (!g) return;
+#if !defined(MLSTACK_NO_THREADS)
+    if (g->has_sync) {
+        mlstack__mutex_destroy(&g->mu);
+        mlstack__cond_destroy(&g->cv);
+    }
+    MLSTACK_FREE(g->mbox);
+#endif
+    mlstack__aligned_free(g->stage);
+    MLSTACK_FREE(g->counts);
+    MLSTACK_FREE(g);
+}
+
 static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack_transport *t = d->transport;
@@ -28393,19 +28599,30 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     mlstack__comm *cm;
     mlstack_result r;
     size_t B = (size_t)e->max_batch;
-    int R, i, x, me, tpr;
+    int R, S, T, i, x, me, tpr, g;
     if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
                              t->size);
     R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
+    S = d->n_stages ? d->n_stages : 1;
     if (t && d->n_ranks && d->n_ranks != t->size)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks, t->size);
-    if (R > c->n_heads)
+    if (S > R || R % S)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: %d ranks for %d attention heads (at most one rank per head)", R,
-                             c->n_heads);
+                             "mlstack_engine_init: %d pipeline stages for %d ranks (the stage count must divide the "
+                             "rank count)",
+                             S, R);
+    if (S > c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
+                             c->n_layers);
+    T = R / S;
+    if (T > c->n_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d ranks%s for %d attention heads (at most one rank per head)", T,
+                             S > 1 ? " in a stage" : "", c->n_heads);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
@@ -28416,6 +28633,10 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
                              c->architecture);
+    if (t && S > 1 && (!t->send || !t->recv || (T > 1 && (!t->split || !t->close))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: pipeline stages need a transport with send and recv%s",
+                             T > 1 ? " (and split and close for stages of several ranks)" : "");
 #if defined(MLSTACK_NO_THREADS)
     if (!t && R > 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -28426,93 +28647,120 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
           : d->threads_per_rank ? d->threads_per_rank
                                 : (d->n_threads / R > 0 ? d->n_threads / R : 1);
     e->n_ranks = R;
+    e->n_stages = S;
+    e->n_tp = T;
     e->n_local = t ? 1 : R;
-    e->shards = (mlstack__shard *)mlstack__calloc((size_t)R, sizeof *e->shards);
-    e->cols = (int *)mlstack__calloc((size_t)MLSTACK__X_COUNT_ * (size_t)(R + 1), sizeof(int));
+    e->n_gcomm = e->n_xbs = t ? 1 : S;
+    e->shards = (mlstack__shard *)mlstack__calloc((size_t)T, sizeof *e->shards);
+    e->cols = (int *)mlstack__calloc((size_t)MLSTACK__X_COUNT_ * (size_t)(T + 1), sizeof(int));
     e->ranks = (mlstack__rank *)mlstack__calloc((size_t)e->n_local, sizeof *e->ranks);
-    cm = e->comm = (mlstack__comm *)mlstack__calloc(1, sizeof *e->comm);
-    if (!e->shards || !e->cols || !e->ranks || !cm) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    e->gcomm = (mlstack__comm **)mlstack__calloc((size_t)e->n_gcomm, sizeof *e->gcomm);
+    e->xbs = (mlstack__xbuf *)mlstack__calloc((size_t)e->n_xbs, sizeof *e->xbs);
+    cm = e->comm = mlstack__comm_new(NULL, R, !t);
+    if (!e->shards || !e->cols || !e->ranks || !e->gcomm || !e->xbs || !cm)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     cm->t = t;
-    cm->size = R;
-    cm->counts = (size_t *)mlstack__calloc((size_t)R * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
-    if (!cm->counts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    cm->displs = cm->counts + R;
 #if !defined(MLSTACK_NO_THREADS)
-    if (!t) {
-        mlstack__mutex_init(&cm->mu);
-        mlstack__cond_init(&cm->cv);
-    }
+    if (!t && S > 1 && !(cm->mbox = (mlstack__mbox *)mlstack__calloc((size_t)R * (size_t)R, sizeof *cm->mbox)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
 #endif
-    e->rank_reduce = R > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
+    for (g = 0; g < e->n_gcomm; g++) {
+        e->gcomm[g] = S == 1 ? cm : mlstack__comm_new(cm, T, !t);
+        if (!e->gcomm[g]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
+    e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
     if (e->rank_reduce && t && !t->alltoallv)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: rank_mode reduce needs a transport with alltoallv");
-    for (i = 0; i < R; i++) mlstack__shard_of(c, R, i, &e->shards[i]);
-    if (R > 1) mlstack__split_ffn(e->model, R, e->rank_reduce, e->shards);
+    for (i = 0; i < T; i++) mlstack__shard_of(c, T, i, &e->shards[i]);
+    if (T > 1) mlstack__split_ffn(e->model, T, e->rank_reduce, e->shards);
     if (e->rank_reduce) { /* columns of block formats split on whole blocks */
         const mlstack__layer *L0 = &e->model->layers[0];
         int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
         int bo = mlstack__wtype_block(wo), bd = mlstack__wtype_block(wd);
-        for (i = 0; i < R; i++)
+        for (i = 0; i < T; i++)
             if (e->shards[i].q0 * c->head_dim % bo)
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                      "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
                                      "inside a block of %d (%s); use fewer ranks or gather mode",
                                      i, e->shards[i].q0 * c->head_dim, bo, mlstack__wtype_name(wo));
-        for (i = 1; i < R; i++) {
+        for (i = 1; i < T; i++) {
             int f = (e->shards[i].f0 + bd / 2) / bd * bd;
             f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;
             e->shards[i - 1].f1 = e->shards[i].f0 = f;
         }
     }
-    for (i = 0; i <= R; i++) {
-        const mlstack__shard *sh = &e->shards[i < R ? i : R - 1];
-        e->cols[MLSTACK__X_ATT * (R + 1) + i] = (i < R ? sh->q0 : sh->q1) * c->head_dim;
-        e->cols[MLSTACK__X_MODEL * (R + 1) + i] = i < R ? sh->d0 : sh->d1;
-        e->cols[MLSTACK__X_FFN * (R + 1) + i] = i < R ? sh->f0 : sh->f1;
-        e->cols[MLSTACK__X_VOCAB * (R + 1) + i] = i < R ? sh->v0 : sh->v1;
+    for (i = 0; i <= T; i++) {
+        const mlstack__shard *sh = &e->shards[i < T ? i : T - 1];
+        e->cols[MLSTACK__X_ATT * (T + 1) + i] = (i < T ? sh->q0 : sh->q1) * c->head_dim;
+        e->cols[MLSTACK__X_MODEL * (T + 1) + i] = i < T ? sh->d0 : sh->d1;
+        e->cols[MLSTACK__X_FFN * (T + 1) + i] = i < T ? sh->f0 : sh->f1;
+        e->cols[MLSTACK__X_VOCAB * (T + 1) + i] = i < T ? sh->v0 : sh->v1;
     }
     if (mlstack__pool_init(&e->pool, tpr) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
     r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
-                         e->shards[me].k1 - e->shards[me].k0, err);
+                         e->shards[me % T].k1 - e->shards[me % T].k0,
+                         c->n_layers * (me / T + 1) / S - c->n_layers * (me / T) / S, err);
     if (r != MLSTACK_OK) return r;
-    e->xb.att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
-    e->xb.o = mlstack__falloc(B, (size_t)c->n_embd);
-    e->xb.d = mlstack__falloc(B, (size_t)c->n_embd);
-    e->xb.h = mlstack__falloc(B, (size_t)c->n_ff);
-    if (e->rank_reduce)
-        for (i = 0; i < 2; i++) {
-            e->xb.part[i] = mlstack__falloc(B * (size_t)(t ? 1 : R), (size_t)c->n_embd);
-            if (!e->xb.part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
-        }
-    if (!e->xb.att || !e->xb.o || !e->xb.d || !e->xb.h)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
+    for (g = 0; g < e->n_xbs; g++) {
+        mlstack__xbuf *xb = &e->xbs[g];
+        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+        xb->o = mlstack__falloc(B, (size_t)c->n_embd);
+        xb->d = mlstack__falloc(B, (size_t)c->n_embd);
+        xb->h = mlstack__falloc(B, (size_t)c->n_ff);
+        if (e->rank_reduce)
+            for (i = 0; i < 2; i++) {
+                xb->part[i] = mlstack__falloc(B * (size_t)(t ? 1 : T), (size_t)c->n_embd);
+                if (!xb->part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
+            }
+        if (!xb->att || !xb->o || !xb->d || !xb->h)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
+    }
     for (i = 0; i < e->n_local; i++) {
         mlstack__rank *rk = &e->ranks[i];
+        int gi;
         rk->e = e;
         rk->index = t ? me : i;
-        rk->n_ranks = R;
+        rk->ti = rk->index % T;
+        rk->n_ranks = T;
+        rk->stage = rk->index / T;
+        rk->n_stages = S;
+        rk->l0 = c->n_layers * rk->stage / S;
+        rk->l1 = c->n_layers * (rk->stage + 1) / S;
         rk->reduce = e->rank_reduce;
         rk->model = e->model;
         rk->k = e->k;
         rk->pool = i == 0 ? &e->pool : &rk->own_pool;
         rk->n_threads = tpr;
-        rk->sh = e->shards[rk->index];
-        for (x = 0; x < MLSTACK__X_COUNT_; x++) rk->cols[x] = e->cols + x * (R + 1);
+        rk->sh = e->shards[rk->ti];
+        for (x = 0; x < MLSTACK__X_COUNT_; x++) rk->cols[x] = e->cols + x * (T + 1);
         rk->kv = e->kv;
         if (i > 0) {
             rk->kv.data = NULL;
             rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
-            rk->kv.page_elems = (size_t)c->n_layers * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
         }
-        rk->xb = &e->xb;
-        rk->comm = cm;
+        gi = t ? 0 : rk->stage;
+        rk->xb = &e->xbs[gi];
+        rk->comm = e->gcomm[gi];
+        rk->world = cm;
         rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
     }
     if (t) {
         mlstack__rank_setup(e, &e->ranks[0]);
         r = mlstack__ranks_agree(e, err);
+        if (r == MLSTACK_OK && S > 1 && T > 1) { /* every rank agreed: all of them split */
+            char msg[200];
+            msg[0] = 0;
+            if (t->split(t->user, me / T, me % T, &e->gt, msg, sizeof msg) != 0 || e->gt.size != T ||
+                e->gt.rank != me % T)
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: could not make stage %d's transport: %s", me / T,
+                                  msg[0] ? msg : "wrong size or rank");
+            else
+                e->gcomm[0]->t = &e->gt;
+        }
         e->ranks_ready = r == MLSTACK_OK;
         return r;
     }
@@ -28551,20 +28799,24 @@ static void mlstack__ranks_free(mlstack_engine *e) {
         if (cm->n_started < cm->size - 1) mlstack__comm_fail(cm, "engine closed while starting");
         for (i = 1; i <= cm->n_started; i++) mlstack__thread_join(cm->threads[i]);
         MLSTACK_FREE(cm->threads);
-        mlstack__mutex_destroy(&cm->mu);
-        mlstack__cond_destroy(&cm->cv);
     }
 #endif
     for (i = 0; e->ranks && i < e->n_local; i++) mlstack__rank_release(e, &e->ranks[i]);
-    mlstack__aligned_free(e->xb.att);
-    mlstack__aligned_free(e->xb.o);
-    mlstack__aligned_free(e->xb.d);
-    mlstack__aligned_free(e->xb.h);
-    mlstack__aligned_free(e->xb.part[0]);
-    mlstack__aligned_free(e->xb.part[1]);
-    mlstack__aligned_free(cm->stage);
-    MLSTACK_FREE(cm->counts);
-    MLSTACK_FREE(cm);
+    for (i = 0; e->gcomm && i < e->n_gcomm; i++)
+        if (e->gcomm[i] != cm) mlstack__comm_release(e->gcomm[i]);
+    MLSTACK_FREE(e->gcomm);
+    if (e->gt.close) e->gt.close(e->gt.user);
+    memset(&e->gt, 0, sizeof e->gt);
+    for (i = 0; e->xbs && i < e->n_xbs; i++) {
+        mlstack__aligned_free(e->xbs[i].att);
+        mlstack__aligned_free(e->xbs[i].o);
+        mlstack__aligned_free(e->xbs[i].d);
+        mlstack__aligned_free(e->xbs[i].h);
+        mlstack__aligned_free(e->xbs[i].part[0]);
+        mlstack__aligned_free(e->xbs[i].part[1]);
+    }
+    MLSTACK_FREE(e->xbs);
+    mlstack__comm_release(cm);
     MLSTACK_FREE(e->ranks);
     MLSTACK_FREE(e->shards);
     MLSTACK_FREE(e->cols);
@@ -28588,6 +28840,8 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->head0 = rk->sh.q0, o->head1 = rk->sh.q1, o->kv_head0 = rk->sh.k0, o->kv_head1 = rk->sh.k1;
     o->embd0 = rk->sh.d0, o->embd1 = rk->sh.d1, o->ffn0 = rk->sh.f0, o->ffn1 = rk->sh.f1;
     o->vocab0 = rk->sh.v0, o->vocab1 = rk->sh.v1;
+    if (rk->stage > 0) o->vocab0 = o->vocab1 = 0; /* the LM head is the first stage's */
+    o->stage = rk->stage, o->n_stages = rk->n_stages, o->layer0 = rk->l0, o->layer1 = rk->l1;
     o->weight_bytes = rk->weight_bytes;
     o->replicated_bytes = rk->replicated_bytes;
     o->packed_bytes = rk->packed_bytes;

@@ -15,14 +15,17 @@
        mlstack_engine_free(eng); mlstack_mpi_transport_free(&t); MPI_Finalize();
 
    Only MPI_BYTE moves: rank 0's step description (bcast), finished slices of activations and
-   logits (gatherv / allgatherv) and, in reduce mode, blocks of partial sums (alltoallv), which
-   mlstack adds itself in rank order. Nothing is ever reduced in MPI, so results are bit-equal to
+   logits (gatherv / allgatherv), in reduce mode blocks of partial sums (alltoallv), which
+   mlstack adds itself in rank order, and with pipeline stages (n_stages) the residual stream
+   from a stage's rank to the next stage's and the last stage's logits to rank 0 (send / recv);
+   stages of several ranks run their exchanges on a communicator of their own (MPI_Comm_split). Nothing is ever reduced in MPI, so results are bit-equal to
    the thread transport of mlstack.h (and, in gather mode, to one rank).
    Failures: the communicator's errors return instead of aborting; a collective that has not
    completed after MLSTACK_MPI_TIMEOUT seconds (environment variable, default 10) inside a step
    fails with a message naming the operation, so a rank whose peer died or hangs returns an error
-   instead of waiting forever. Waiting for the next step (followers between steps) has no time
-   limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
+   instead of waiting forever (with pipeline stages a receive waits for the earlier stages'
+   layers of a prefill chunk: set the timeout above that on a large model). Waiting for the next
+   step (followers between steps) has no time limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
 #ifndef MLSTACK_MPI_H
 #define MLSTACK_MPI_H
 
@@ -44,6 +47,7 @@
 
 typedef struct mlstack_mpi__ctx {
     MPI_Comm comm;
+    int owns; /* made by split: freed by close */
     int size, rank;
     int *counts, *displs;
     double timeout;
@@ -139,6 +143,50 @@ static int mlstack_mpi__alltoallv(void *user, const void *send, const size_t *sc
     return mlstack_mpi__wait(c, &req, c->timeout, "alltoallv", msg, cap);
 }
 
+/* Pipeline stages: the residual stream from stage to stage, logits to rank 0 (tag 1, matched in
+   order between each pair). */
+static int mlstack_mpi__p2p(mlstack_mpi__ctx *c, int send, void *buf, size_t bytes, int peer, char *msg, size_t cap) {
+    MPI_Request req;
+    int rc;
+    if (bytes > (size_t)INT_MAX || peer < 0 || peer >= c->size) {
+        snprintf(msg, cap, "rank %d: %s of %zu bytes with rank %d is not possible in MPI", c->rank,
+                 send ? "send" : "receive", bytes, peer);
+        return -1;
+    }
+    rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, 1, c->comm, &req)
+              : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, 1, c->comm, &req);
+    if (rc != MPI_SUCCESS) {
+        snprintf(msg, cap, "rank %d: MPI %s failed to start", c->rank, send ? "send" : "receive");
+        return -1;
+    }
+    return mlstack_mpi__wait(c, &req, c->timeout, send ? "send to the next stage" : "receive from another stage", msg,
+                             cap);
+}
+static int mlstack_mpi__send(void *user, const void *buf, size_t bytes, int to, char *msg, size_t cap) {
+    return mlstack_mpi__p2p((mlstack_mpi__ctx *)user, 1, (void *)(uintptr_t)buf, bytes, to, msg, cap);
+}
+static int mlstack_mpi__recv(void *user, void *buf, size_t bytes, int from, char *msg, size_t cap) {
+    return mlstack_mpi__p2p((mlstack_mpi__ctx *)user, 0, buf, bytes, from, msg, cap);
+}
+
+static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, mlstack_transport *t);
+
+/* A stage's ranks: MPI_Comm_split of the communicator; close frees the new one. */
+static int mlstack_mpi__split(void *user, int color, int key, mlstack_transport *out, char *msg, size_t cap) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    MPI_Comm sub;
+    if (MPI_Comm_split(c->comm, color, key, &sub) != MPI_SUCCESS) {
+        snprintf(msg, cap, "rank %d: MPI_Comm_split failed", c->rank);
+        return -1;
+    }
+    if (mlstack_mpi__fill(sub, c->timeout, 1, out) != 0) {
+        MPI_Comm_free(&sub);
+        snprintf(msg, cap, "rank %d: out of memory for a stage's transport", c->rank);
+        return -1;
+    }
+    return 0;
+}
+
 static void mlstack_mpi__abort(void *user, const char *why) {
     mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
     fprintf(stderr, "mlstack (rank %d): %s\n", c->rank, why ? why : "aborting");
@@ -148,15 +196,29 @@ static void mlstack_mpi__abort(void *user, const char *why) {
 
 /* Fills t for comm. Returns 0, or -1 (MPI not initialised, or out of memory). Free with
    mlstack_mpi_transport_free after the engines that use it. */
+static void mlstack_mpi__close(void *user) {
+    mlstack_mpi__ctx *c = (mlstack_mpi__ctx *)user;
+    if (!c) return;
+    if (c->owns) MPI_Comm_free(&c->comm);
+    free(c->counts);
+    free(c);
+}
+
 MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) {
-    mlstack_mpi__ctx *c;
     const char *to = getenv("MLSTACK_MPI_TIMEOUT");
     int init = 0;
     memset(t, 0, sizeof *t);
     if (MPI_Initialized(&init) != MPI_SUCCESS || !init) return -1;
+    return mlstack_mpi__fill(comm, to && atof(to) > 0 ? atof(to) : 10.0, 0, t);
+}
+
+static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, mlstack_transport *t) {
+    mlstack_mpi__ctx *c;
+    memset(t, 0, sizeof *t);
     c = (mlstack_mpi__ctx *)calloc(1, sizeof *c);
     if (!c) return -1;
     c->comm = comm;
+    c->owns = owns;
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(comm, &c->size);
     MPI_Comm_rank(comm, &c->rank);
@@ -166,7 +228,7 @@ MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) 
         return -1;
     }
     c->displs = c->counts + c->size;
-    c->timeout = to && atof(to) > 0 ? atof(to) : 10.0;
+    c->timeout = timeout;
     t->rank = c->rank;
     t->size = c->size;
     t->user = c;
@@ -174,14 +236,16 @@ MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) 
     t->gatherv = mlstack_mpi__gatherv;
     t->abort = mlstack_mpi__abort;
     t->alltoallv = mlstack_mpi__alltoallv;
+    t->send = mlstack_mpi__send;
+    t->recv = mlstack_mpi__recv;
+    t->split = mlstack_mpi__split;
+    t->close = mlstack_mpi__close;
     return 0;
 }
 
 MLSTACK_MPI__API void mlstack_mpi_transport_free(mlstack_transport *t) {
-    mlstack_mpi__ctx *c = t ? (mlstack_mpi__ctx *)t->user : NULL;
-    if (!c) return;
-    free(c->counts);
-    free(c);
+    if (!t || !t->user) return;
+    mlstack_mpi__close(t->user);
     t->user = NULL;
 }
 

@@ -138,6 +138,26 @@ def main():
         r = run(exe, "--help")
         r2 = run(exe, "run", "--help")
         T.check("--rank-mode" in r.stdout + r2.stdout, "--help documents --rank-mode")
+        T.check("--stages S" in r.stdout + r2.stdout, "--help documents --stages")
+        # ---- --stages: 2 ranks in 2 pipeline stages and a 2 x 2 mesh give one rank's greedy ids ----
+        for ranks in ("2", "4"):
+            r = run(exe, "run", "-m", tiny, "--ranks", ranks, "--stages", "2", "-n", "16", "--json", "--ignore-eos",
+                    "-p", "Once upon a time")
+            j = json.loads(r.stdout) if r.returncode == 0 else {}
+            T.check(ids and j.get("ids") == ids, f"run --ranks {ranks} --stages 2: greedy ids of one rank",
+                    (r.stdout + r.stderr)[-400:])
+        r = run(exe, "info", "-m", tiny, "--ranks", "2", "--stages", "2")
+        T.check(r.returncode == 0 and re.search(r"rank 0 +stage 0 of 2: layers 0-\d+ \+ embedding", r.stdout)
+                and re.search(r"rank 1 +stage 1 of 2: layers \d+-\d+;", r.stdout), "info --ranks 2 --stages 2: each rank's layers",
+                r.stdout + r.stderr)
+        r = run(exe, "run", "-m", tiny, "--ranks", "2", "--stages", "3", "-p", "x")
+        T.check(r.returncode != 0 and "must divide" in r.stderr, "--stages 3 of 2 ranks refused", r.stderr)
+        # ---- bench --ranks 1,2: one rank of 2 threads and 2 ranks of 1, side by side ----
+        r = run(exe, "bench", "-m", tiny, "-t", "2", "--ranks", "1,2", "-p", "16", "-n", "4", "-r", "1", "--bw-mib", "0")
+        got = re.findall(r"\|\s+2 \| (\dx\d)\s+\| (pp16|tg4)\s+\|\s+([0-9.]+) \|.*\|\s+([0-9.]+) \|\s+([0-9.]+)% \|", r.stdout)
+        T.check(r.returncode == 0 and [(g[0], g[1]) for g in got] == [("1x2", "pp16"), ("1x2", "tg4"), ("2x1", "pp16"), ("2x1", "tg4")]
+                and all(float(g[2]) > 0 for g in got) and all((float(g[3]) > 0) == (g[0] == "2x1") for g in got),
+                "bench --ranks 1,2 -t 2: 1x2 and 2x1 side by side, bytes exchanged only with 2 ranks", r.stdout + r.stderr)
 
         # ---- run --spec: the same greedy ids as without, acceptance reported; bad modes refused ----
         base = json.loads(run(exe, "run", "-m", tiny, "-n", "24", "--json", "--ignore-eos", "-p",

@@ -9,8 +9,9 @@
      - the serving path (8 concurrent requests sharing prompt prefixes, prefix-cache hits)
        generates the same tokens with 2 ranks as with one (reduce mode: the greedy ones);
      - reduce mode (MLSTACK_RANK_REDUCE) with R = 2, 3, 4: logits within tol x max|logit| of
-       one rank over the run (the fixtures: 1e-4; SmolLM2, whose rounding differences grow over
-       its 30 layers, 1e-3, and 1e-5 on every row with its first layer only, which is where a
+       one rank over the run (the fixtures: 1e-4; SmolLM2 with an f32 KV cache: 1e-4 on every
+       row; with the default f16 KV cache, whose rounding turns rounding-sized differences into
+       f16 steps, 1e-3; and 1e-5 on every row with its first layer only, which is where a
        wrong partial or a lost column would show), the same greedy tokens, every rank's residual stream bit-equal
        after each step, a second run bit-equal to the first, the bytes formula of the
        reduce-scatter + all-gather, and the shares as in gather mode; refused where a block of
@@ -23,7 +24,8 @@
        logits are memcmp-equal to the same mode on the model quantized at open; each rank reads
        from the checkpoint at least its share of the stored projection bytes (computed here from
        its ranges) and at most that + 1 MiB, where quantizing at open makes every rank read
-       them all. */
+       them all;
+     - pipeline stages (check_stages): see there. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -32,7 +34,9 @@
 #define N_PROMPT 40
 #define N_DECODE 64
 
-static mlstack_rank_mode rank_mode; /* of the engines run() makes */
+static mlstack_rank_mode rank_mode; /* of the engines run() and serve() make */
+static int n_stages; /* of the engines run() and serve() make (0: one stage) */
+static mlstack_kv_type kv_type; /* of the engines run() makes */
 
 typedef struct run_out {
     float *logits; /* (N_PROMPT + N_DECODE, V) */
@@ -66,6 +70,8 @@ static int run(mlstack_model *m, int R, int max_batch, const int32_t *prompt, co
     d.max_batch_tokens = max_batch;
     d.max_seqs = 4;
     d.rank_mode = R > 1 ? rank_mode : MLSTACK_RANK_DEFAULT;
+    d.n_stages = R > 1 ? n_stages : 0;
+    d.kv_type = kv_type;
     if (mlstack_engine_init(m, &d, &e, &err) != MLSTACK_OK) {
         printf("engine with %d ranks: %s\n", R, err.message);
         return -1;
@@ -370,6 +376,7 @@ static void serve(mlstack_model *m, int R, int32_t out[8][16], uint64_t *hits) {
     d.max_seqs = 8;
     d.step_tokens = 24;
     d.rank_mode = R > 1 ? rank_mode : MLSTACK_RANK_DEFAULT;
+    d.n_stages = R > 1 ? n_stages : 0;
     if (mlstack_engine_init(m, &d, &e, &err) != MLSTACK_OK) {
         CHECKF(0, "serve with %d ranks: %s", R, err.message);
         return;
@@ -402,6 +409,7 @@ static void serve(mlstack_model *m, int R, int32_t out[8][16], uint64_t *hits) {
 static void check_serving(const char *name, mlstack_model *m) {
     int32_t a[8][16], b[8][16];
     uint64_t ha = 0, hb = 0;
+    int R;
     memset(a, 0, sizeof a);
     memset(b, 1, sizeof b);
     serve(m, 1, a, &ha);
@@ -419,6 +427,138 @@ static void check_serving(const char *name, mlstack_model *m) {
            "%s: 7 greedy requests with 2 ranks in reduce mode generate other tokens", name);
     CHECKF(ha == hb, "%s: prefix-cache hits %llu (one rank) and %llu (two, reduce mode)", name, (unsigned long long)ha,
            (unsigned long long)hb);
+    /* pipeline stages: 2 ranks in 2 stages, and the 2 x 2 mesh: all 8 requests as one rank */
+    for (R = 2; R <= 4; R += 2) {
+        memset(b, 1, sizeof b);
+        n_stages = 2;
+        serve(m, R, b, &hb);
+        n_stages = 0;
+        CHECKF(memcmp(a, b, sizeof a) == 0, "%s: 8 requests with %d ranks in 2 stages generate other tokens", name, R);
+        CHECKF(ha == hb, "%s: prefix-cache hits %llu (one rank) and %llu (%d ranks in 2 stages)", name,
+               (unsigned long long)ha, (unsigned long long)hb, R);
+    }
+}
+
+/* Pipeline stages (a layer split), alone and as a 2-D mesh of S stages x T = R / S ranks:
+     - the logits of the long prefill (in chunks of 16 for the first layout) and of the 64
+       decode steps are memcmp-equal to one rank;
+     - rank r is in stage r / T with layers [L s / S, L (s + 1) / S), holds the heads, FFN
+       columns and rows of rank r % T of a one-stage engine of T ranks (the vocabulary on the
+       first stage only), KV pages of its layers only, and weights of its layers only: over the
+       stages the weight bytes add up to that rank's exactly, and every stage after the first
+       holds the same bytes per layer (the first adds its LM head rows);
+     - the bytes exchanged follow the formula: the stages' tensor exchanges, T (S - 1) D floats
+       of residual stream per row from stage to stage and T D back to the first stage per row
+       that keeps logits, the vocabulary gather to rank 0;
+     - reduce mode inside the stages gives the bits of reduce mode with T ranks and one stage. */
+static void check_stages(const char *name, mlstack_model *m, int max_s) {
+    static const int mesh[][2] = {{2, 2}, {4, 2}, {3, 3}, {4, 4}, {6, 3}}; /* (ranks, stages) */
+    mlstack_model_info mi;
+    run_out one, st, flat;
+    int32_t prompt[N_PROMPT];
+    int k, i, V, rows = N_PROMPT + N_DECODE;
+    mlstack_model_get_info(m, &mi);
+    V = mi.n_vocab;
+    for (i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 7919 + 13) % V);
+    n_stages = 0;
+    rank_mode = MLSTACK_RANK_DEFAULT;
+    if (run(m, 1, 512, prompt, NULL, &one, NULL) != 0) {
+        CHECKF(0, "%s: one rank failed", name);
+        return;
+    }
+    for (k = 0; k < (int)(sizeof mesh / sizeof mesh[0]); k++) {
+        int R = mesh[k][0], S = mesh[k][1], T = R / S, bad = -1, r, t, ok;
+        mlstack_engine *e = NULL, *fe = NULL;
+        uint64_t sum[8], got = 0, want, per_layer[8];
+        mlstack_rank_info f0, rs[8];
+        if (S > max_s || S > mi.n_layers || T > mi.n_heads) continue;
+        n_stages = S;
+        ok = run(m, R, k == 0 ? 16 : 512, prompt, one.tokens, &st, &e) == 0;
+        n_stages = 0;
+        if (!ok) {
+            CHECKF(0, "%s: %d ranks in %d stages failed", name, R, S);
+            continue;
+        }
+        for (i = 0; i < rows && bad < 0; i++)
+            if (memcmp(one.logits + (size_t)i * V, st.logits + (size_t)i * V, sizeof(float) * (size_t)V)) bad = i;
+        CHECKF(bad < 0, "%s: %d ranks in %d stages: logits differ from one rank first at row %d", name, R, S, bad);
+        free(st.logits);
+        if (run(m, T, 512, prompt, one.tokens, &flat, &fe) != 0) {
+            CHECKF(0, "%s: %d ranks failed", name, T);
+            mlstack_engine_free(e);
+            continue;
+        }
+        free(flat.logits);
+        memset(sum, 0, sizeof sum);
+        for (r = 0; r < R; r++) {
+            mlstack_rank_info ri, fi;
+            int s = r / T, nl;
+            t = r % T;
+            CHECK(mlstack_engine_rank_info(e, r, &ri) == MLSTACK_OK &&
+                  mlstack_engine_rank_info(fe, t, &fi) == MLSTACK_OK);
+            got += ri.bytes_in;
+            nl = ri.layer1 - ri.layer0;
+            CHECKF(ri.stage == s && ri.n_stages == S && ri.n_ranks == R && ri.layer0 == mi.n_layers * s / S &&
+                       ri.layer1 == mi.n_layers * (s + 1) / S && nl > 0,
+                   "%s R=%d S=%d rank %d: stage %d of %d, layers [%d, %d)", name, R, S, r, ri.stage, ri.n_stages,
+                   ri.layer0, ri.layer1);
+            CHECK(ri.head0 == fi.head0 && ri.head1 == fi.head1 && ri.kv_head0 == fi.kv_head0 &&
+                  ri.kv_head1 == fi.kv_head1 && ri.ffn0 == fi.ffn0 && ri.ffn1 == fi.ffn1 && ri.embd0 == fi.embd0 &&
+                  ri.embd1 == fi.embd1);
+            CHECK(s == 0 ? ri.vocab0 == fi.vocab0 && ri.vocab1 == fi.vocab1 : ri.vocab0 == ri.vocab1);
+            CHECKF(ri.kv_pages == fi.kv_pages &&
+                       ri.kv_page_bytes * (uint64_t)mi.n_layers == fi.kv_page_bytes * (uint64_t)nl,
+                   "%s R=%d S=%d rank %d: KV page %llu bytes for %d of %d layers (one stage: %llu)", name, R, S, r,
+                   (unsigned long long)ri.kv_page_bytes, nl, mi.n_layers, (unsigned long long)fi.kv_page_bytes);
+            sum[t] += ri.weight_bytes;
+            rs[r] = ri;
+            if (s == 1) per_layer[t] = ri.weight_bytes / (uint64_t)nl;
+            if (s >= 1)
+                CHECKF(ri.weight_bytes == per_layer[t] * (uint64_t)nl && ri.weight_bytes % (uint64_t)nl == 0,
+                       "%s R=%d S=%d rank %d: %llu weight bytes for %d layers, %llu a layer in stage 1", name, R, S, r,
+                       (unsigned long long)ri.weight_bytes, nl, (unsigned long long)per_layer[t]);
+            if (strncmp(name, "smollm2", 7) == 0)
+                printf("%s R=%d S=%d rank %d: layers %d-%d, %.2f MiB of weights (one stage of %d ranks: %.2f MiB), "
+                       "%.1f KiB per KV page (%.1f)\n",
+                       name, R, S, r, ri.layer0, ri.layer1 - 1, ri.weight_bytes / 1048576.0, T,
+                       fi.weight_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, fi.kv_page_bytes / 1024.0);
+        }
+        for (t = 0; t < T; t++) {
+            mlstack_rank_info fi;
+            mlstack_engine_rank_info(fe, t, &fi);
+            CHECKF(rs[t].weight_bytes > per_layer[t] * (uint64_t)(rs[t].layer1 - rs[t].layer0),
+                   "%s R=%d S=%d rank %d: no LM head rows", name, R, S, t);
+            CHECKF(sum[t] == fi.weight_bytes, "%s R=%d S=%d: rank %d's stages hold %llu weight bytes, one stage %llu",
+                   name, R, S, t, (unsigned long long)sum[t], (unsigned long long)fi.weight_bytes);
+        }
+        mlstack_engine_rank_info(fe, 0, &f0);
+        want = 4 * (uint64_t)rows *
+               ((uint64_t)mi.n_layers * (uint64_t)(T - 1) *
+                    ((uint64_t)mi.n_heads * mi.head_dim + 2 * (uint64_t)mi.n_embd + (uint64_t)mi.n_ff) +
+                (uint64_t)(mi.n_vocab - (f0.vocab1 - f0.vocab0)) + (uint64_t)S * T * (uint64_t)mi.n_embd);
+        CHECKF(got == want, "%s R=%d S=%d: %llu bytes exchanged, the formula says %llu", name, R, S,
+               (unsigned long long)got, (unsigned long long)want);
+        if (strncmp(name, "smollm2", 7) == 0)
+            printf("%s R=%d S=%d: %.1f KiB exchanged per token (all ranks)\n", name, R, S, got / 1024.0 / rows);
+        mlstack_engine_free(e);
+        mlstack_engine_free(fe);
+        if (T > 1 && k == 1) { /* reduce mode in the stages of the 2 x 2 mesh */
+            rank_mode = MLSTACK_RANK_REDUCE;
+            n_stages = S;
+            ok = run(m, R, 512, prompt, one.tokens, &st, NULL) == 0;
+            n_stages = 0;
+            if (ok && run(m, T, 512, prompt, one.tokens, &flat, NULL) == 0) {
+                CHECKF(memcmp(st.logits, flat.logits, sizeof(float) * (size_t)rows * (size_t)V) == 0,
+                       "%s: reduce mode, %d ranks in %d stages differ from %d ranks in one", name, R, S, T);
+                free(flat.logits);
+            } else {
+                CHECKF(0, "%s: reduce mode with %d stages failed", name, S);
+            }
+            if (ok) free(st.logits);
+            rank_mode = MLSTACK_RANK_DEFAULT;
+        }
+    }
+    free(one.logits);
 }
 
 /* A transport whose collectives must never be called: the descriptors below are refused first. */
@@ -451,6 +591,18 @@ static void check_errors(mlstack_model *m) {
     d.rank_mode = (mlstack_rank_mode)7;
     CHECK(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "rank_mode"));
     d.rank_mode = MLSTACK_RANK_DEFAULT;
+    d.n_stages = 3; /* does not divide 2 ranks */
+    CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && e == NULL &&
+               strstr(err.message, "must divide"),
+           "3 stages of 2 ranks: %s", err.message);
+    d.n_ranks = mi.n_layers + 1, d.n_stages = mi.n_layers + 1;
+    CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && e == NULL &&
+               strstr(err.message, "one stage per layer"),
+           "more stages than layers: %s", err.message);
+    d.n_ranks = 2, d.n_stages = 0;
+    setenv("MLSTACK_STAGES", "x", 1);
+    CHECK(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "MLSTACK_STAGES"));
+    unsetenv("MLSTACK_STAGES");
     setenv("MLSTACK_RANK_MODE", "sum", 1);
     CHECK(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "gather or reduce"));
     unsetenv("MLSTACK_RANK_MODE");
@@ -464,6 +616,11 @@ static void check_errors(mlstack_model *m) {
                    strstr(err.message, "n_ranks 3 but the transport has 2 ranks"),
                "rank count mismatch: %s", err.message);
         d.n_ranks = 0;
+        d.n_stages = 2; /* stages without send and recv */
+        CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_UNSUPPORTED && e == NULL &&
+                   strstr(err.message, "send and recv"),
+               "stages without send/recv: %s", err.message);
+        d.n_stages = 0;
         d.rank_mode = MLSTACK_RANK_REDUCE; /* reduce mode without alltoallv */
         CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_UNSUPPORTED && e == NULL &&
                    strstr(err.message, "alltoallv"),
@@ -502,6 +659,7 @@ int main(void) {
         }
         check_model(de->d_name, m, 4, n == 0);
         check_reduce(de->d_name, m, 4, 1e-4, 0);
+        check_stages(de->d_name, m, 4);
         if (n == 0) {
             check_serving(de->d_name, m);
             check_errors(m);
@@ -540,6 +698,7 @@ int main(void) {
             mlstack_engine_free(e);
             check_model(de->d_name, m, 4, 0);
             check_reduce(de->d_name, m, 4, 1e-4, 0);
+            check_stages(de->d_name, m, 4);
         }
         if (r == MLSTACK_OK && refuse) mlstack_engine_free(e);
         mlstack_model_close(m);
@@ -555,6 +714,7 @@ int main(void) {
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         check_model("llama q8_0", m, 4, 0);
+        check_stages("llama q8_0", m, 4);
         check_reduce("llama q8_0", m, 2, 1e-4, 0); /* 4 heads of 16: R = 2 splits Wo on whole blocks of 32 */
         memset(&d, 0, sizeof d);
         d.n_ranks = 4;
@@ -578,6 +738,15 @@ int main(void) {
         mlstack_model_info mi;
         mlstack_model_get_info(m, &mi);
         check_model("smollm2-135m", m, 4, 0);
+        check_stages("smollm2-135m", m, 4);
+        /* reduce mode's distance from one rank: one rounding-sized difference per layer in the
+           residual stream stays ~1e-5 of max|logit| through the 30 layers while K and V are kept
+           in f32; the default f16 KV cache rounds them to 11 bits, so a difference that moves a
+           value across an f16 rounding boundary becomes a whole f16 step (~5e-4 of it) in what
+           later positions attend to, and the logits drift to a few 1e-4 */
+        kv_type = MLSTACK_KV_F32;
+        check_reduce("smollm2-135m, f32 KV", m, 4, 1e-4, 1);
+        kv_type = MLSTACK_KV_DEFAULT;
         check_reduce("smollm2-135m", m, 4, 1e-3, 0);
         m->cfg.n_layers = 1; /* the first layer alone: one layer's rounding, nothing amplified yet */
         check_reduce("smollm2-135m, first layer", m, 4, 1e-5, 1);

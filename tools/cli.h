@@ -119,6 +119,8 @@ int cli_cmd_kl(const cli_opts *o);
 int cli_cmd_quantize(const cli_opts *o);
 int cli_cmd_chat(const cli_opts *o);
 int cli_cmd_bench(int argc, char **argv);
+/* The MPI job's transport in mlstack-mpi (make mpi), else NULL. */
+const mlstack_transport *cli_transport(void);
 int cli_cmd_serve(int argc, char **argv);
 
 #endif

@@ -31,6 +31,10 @@ static const char *BENCH_USAGE =
     "                         (default 0): filled once per depth, untimed; pp and tg then run at\n"
     "                         positions D.. (tg without its 4-token prompt); named ppP@dD, tgN@dD\n"
     "  -t, --threads LIST     thread counts (default 1)\n"
+    "      --ranks LIST       rank counts: the threads split into that many thread ranks (1,2 at -t 2:\n"
+    "                         one rank of 2 threads, then 2 ranks of 1), with --stages / --rank-mode\n"
+    "                         as for any command; under mpirun (mlstack-mpi) the job's ranks. Adds the\n"
+    "                         bytes rank 0 exchanged per token (in + out) and its share of time waiting\n"
     "  -r, --repetitions N    timed runs per test (default 5)\n"
     "      --quant LIST       none, q8_0, q4_1 (default none)\n"
     "      --isa LIST         kernel caps: scalar, avx2, avx512, amx (default: the best)\n"
@@ -66,6 +70,7 @@ typedef struct bench_opts {
     int n_isa, json, bw_mib, bf16_dot, gpu;
     char isa_buf[256];
     int parallel[BENCH_MAX], n_parallel, shared_prefix, mixed, requests, kv_mib;
+    int ranks[BENCH_MAX], n_ranks; /* 0: MLSTACK_RANKS, or the MPI job */
     double rate;
 } bench_opts;
 
@@ -89,6 +94,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
     b->tg[0] = 64, b->n_tg = 1;
     b->depth[0] = 0, b->n_depth = 1;
     b->threads[0] = 1, b->n_threads = 1;
+    b->n_ranks = 1;
     b->reps = 5;
     b->n_quant = 1;
     b->n_isa = 1;
@@ -127,6 +133,9 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
         } else if (IS("-d", "--depth")) {
             VALUE();
             if ((b->n_depth = parse_int_list(v, 0, 1 << 20, b->depth)) < 0) return cli_die("bad list for %s", a);
+        } else if (IS("--ranks", "--ranks")) {
+            VALUE();
+            if ((b->n_ranks = parse_int_list(v, 1, 256, b->ranks)) < 0) return cli_die("bad list for %s", a);
         } else if (IS("-t", "--threads")) {
             VALUE();
             if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return cli_die("bad list for %s", a);
@@ -389,6 +398,17 @@ static int bench_fill(mlstack_engine *e, int32_t seq, int n_vocab, int depth, in
     return 0;
 }
 
+/* Rank 0's exchanges during the timed parts of bench_once: bytes in + out, seconds waiting. */
+static uint64_t x_bytes;
+static double x_wait;
+
+static void x_count(mlstack_engine *e, int sign) {
+    mlstack_rank_info ri;
+    if (mlstack_engine_rank_info(e, 0, &ri) != MLSTACK_OK) return;
+    x_bytes += (uint64_t)sign * (ri.bytes_in + ri.bytes_out);
+    x_wait += sign * ri.wait_seconds;
+}
+
 /* One timed run: pp (n_prompt tokens in one eval) or tg (n_gen single-token evals after a
    4-token prompt). With depth > 0 the run continues sequence dseq (which holds `depth` tokens)
    from position depth, overwriting what an earlier run wrote there, and tg has no prompt of its
@@ -399,6 +419,7 @@ static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen
     int i, n = n_gen ? (depth ? 0 : 4) : n_prompt;
     double t0, t = 0;
     if (!depth && mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return -1;
+    if (!n_gen) x_count(e, -1);
     for (i = 0; i < n; i++) {
         rows[i].seq = seq;
         rows[i].pos = depth + i;
@@ -408,8 +429,10 @@ static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen
     t0 = mlstack_clock_seconds();
     if (n && mlstack_engine_eval(e, rows, n) != MLSTACK_OK) return -1;
     t = mlstack_clock_seconds() - t0;
+    if (!n_gen) x_count(e, 1);
     if (n_gen) {
         rows[0].seq = seq;
+        x_count(e, -1);
         t0 = mlstack_clock_seconds();
         for (i = 0; i < n_gen; i++) {
             rows[0].pos = depth + n + i;
@@ -418,6 +441,7 @@ static double bench_once(mlstack_engine *e, int n_vocab, int n_prompt, int n_gen
             if (mlstack_engine_eval(e, rows, 1) != MLSTACK_OK) return -1;
         }
         t = mlstack_clock_seconds() - t0;
+        x_count(e, 1);
     }
     if (!depth) mlstack_engine_seq_free(e, seq);
     return t;
@@ -696,17 +720,23 @@ int cli_cmd_bench(int argc, char **argv) {
     int n_cpus = bw_cpus(), over = 0;
     uint64_t llc = llc_bytes();
     int r = parse_bench(argc, argv, &b), qi, ii, ti, k, rc = 0, max_p = 4, n_configs, header = 0, max_d = 0, max_g = 0;
+    const mlstack_transport *tp = cli_transport();
     char cpu[256];
     if (r == 1) {
         fputs(BENCH_USAGE, stdout);
         return 0;
     }
     if (r) return r;
+    if (tp) { /* mlstack-mpi: every rank runs the same engines; rank 0 reports */
+        b.n_ranks = 1, b.ranks[0] = 0;
+        b.bw_mib = 0; /* ranks measuring at once would measure each other */
+        if (tp->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;
+    }
     for (k = 0; k < b.n_pp; k++) max_p = b.pp[k] > max_p ? b.pp[k] : max_p;
     for (k = 0; k < b.n_tg; k++) max_g = b.tg[k] > max_g ? b.tg[k] : max_g;
     for (k = 0; k < b.n_depth; k++) max_d = b.depth[k] > max_d ? b.depth[k] : max_d;
     if (max_d && max_p < 512) max_p = max_d < 512 ? max_d : 512; /* the depth is filled in evals of max_p rows */
-    n_configs = b.n_quant * b.n_isa * b.n_threads * (b.n_pp + b.n_tg) * b.n_depth;
+    n_configs = b.n_quant * b.n_isa * b.n_threads * b.n_ranks * (b.n_pp + b.n_tg) * b.n_depth;
     mlstack_cpu_report(cpu, sizeof cpu);
     if (b.n_parallel || b.shared_prefix || b.mixed) b.bw_mib = 0; /* the serving modes do not use it */
     if (b.bw_mib > 0) {
@@ -762,17 +792,25 @@ int cli_cmd_bench(int argc, char **argv) {
                    tok_bytes / 1048576.0, t_load);
         }
         for (ii = 0; ii < b.n_isa; ii++) {
-            for (ti = 0; ti < b.n_threads; ti++) {
+            for (ti = 0; ti < b.n_threads * b.n_ranks; ti++) {
                 mlstack_engine *e;
+                mlstack_rank_info r0;
+                char ranks_s[32];
+                int rk_n = b.ranks[ti % b.n_ranks];
                 if (b.n_parallel || b.shared_prefix || b.mixed) {
-                    if (bench_serve(&b, m, &info, b.threads[ti], b.isa[ii], type) != 0) rc = 1;
+                    if (ti % b.n_ranks == 0 &&
+                        bench_serve(&b, m, &info, b.threads[ti / b.n_ranks], b.isa[ii], type) != 0)
+                        rc = 1;
                     continue;
                 }
                 mlstack_engine_desc ed;
                 mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
                 int test, di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
                 memset(&ed, 0, sizeof ed);
-                ed.n_threads = b.threads[ti];
+                ed.n_threads = b.threads[ti / b.n_ranks];
+                ed.n_ranks = rk_n;
+                if (rk_n == 1) ed.n_stages = 1; /* not MLSTACK_STAGES: one rank is one stage */
+                ed.transport = tp;
                 ed.max_seqs = 1;
                 ed.max_batch_tokens = max_p;
                 if (ctx > 4096) /* past the default pool (4096 tokens): room for the deepest test, f32 KV at most */
@@ -786,11 +824,26 @@ int cli_cmd_bench(int argc, char **argv) {
                     mlstack_model_close(m);
                     return 1;
                 }
+                if (tp && mlstack_engine_rank(e) != 0) { /* serve rank 0's steps until it frees its engine */
+                    if (mlstack_engine_follow(e) != MLSTACK_OK) {
+                        fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+                        rc = 1;
+                    }
+                    mlstack_engine_free(e);
+                    free(rows);
+                    continue;
+                }
+                mlstack_engine_rank_info(e, 0, &r0);
+                snprintf(ranks_s, sizeof ranks_s, "%dx%d", mlstack_engine_n_ranks(e), r0.n_threads);
+                if (r0.n_stages > 1)
+                    snprintf(ranks_s + strlen(ranks_s), sizeof ranks_s - strlen(ranks_s), " %dst", r0.n_stages);
                 if (!b.json && ii + ti + qi == 0) {
-                    printf("\n| %-6s | %-12s | %7s | %-6s | %10s | %10s | %10s | %6s | %8s |\n", "type", "kernels",
-                           "threads", "test", "t/s median", "min", "max", "spread", "roofline");
-                    printf("|--------|--------------|---------|--------|------------|------------|------------|--------"
-                           "|----------|\n");
+                    printf("\n| %-6s | %-12s | %7s | %-8s | %-6s | %10s | %10s | %10s | %6s | %9s | %6s | %8s |\n",
+                           "type", "kernels", "threads", "ranks", "test", "t/s median", "min", "max", "spread",
+                           "KiB/token", "wait", "roofline");
+                    printf(
+                        "|--------|--------------|---------|----------|--------|------------|------------|-----------"
+                        "-|--------|-----------|--------|----------|\n");
                 }
                 for (di = 0; di < b.n_depth; di++) {
                     int depth = b.depth[di];
@@ -805,34 +858,40 @@ int cli_cmd_bench(int argc, char **argv) {
                         int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
                             n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
                         int n_tok = is_tg ? n_gen : n_prompt, rep;
-                        double tps[1000], med, roof = 0;
+                        double tps[1000], med, roof = 0, t_all = 0, kib = 0, wait = 0;
                         char name[48];
                         if (n_tok == 0) continue;
                         snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
                         if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
-                        if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) <
-                            0) { /* warm-up, untimed */
+                        if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0) { /* warm-up */
                             fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
                             rc = 1;
                             break;
                         }
+                        x_bytes = 0, x_wait = 0;
                         for (rep = 0; rep < b.reps; rep++) {
                             double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth);
                             tps[rep] = t > 0 ? n_tok / t : 0;
+                            t_all += t > 0 ? t : 0;
                         }
+                        kib = (double)x_bytes / 1024.0 / ((double)b.reps * n_tok); /* over the timed parts */
+                        wait = t_all > 0 ? x_wait / t_all : 0;
                         qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
                         med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
-                    /* (at a depth, decode reads the KV too: no weight roofline) */
+                        /* (at a depth, decode reads the KV too: no weight roofline) */
                         if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
                         if (b.json) {
                             printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
                             json_str(stdout, b.shape ? b.shape : b.model);
+                            printf(",\"ranks\":%d,\"threads_per_rank\":%d,\"stages\":%d,"
+                                   "\"exchanged_kib_per_token\":%.3f,\"wait_fraction\":%.4f",
+                                   mlstack_engine_n_ranks(e), r0.n_threads, r0.n_stages, kib, wait);
                             printf(
                                 ",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
                                 "\"%s\","
                                 "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
                                 "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
-                                type, mlstack_engine_kernels(e), b.threads[ti], n_prompt, n_gen, name, depth, b.reps,
+                                type, mlstack_engine_kernels(e), ed.n_threads, n_prompt, n_gen, name, depth, b.reps,
                                 med, tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
                                 (unsigned long long)tok_bytes, bw_ref);
                             if (is_tg && roof > 0)
@@ -847,19 +906,21 @@ int cli_cmd_bench(int argc, char **argv) {
                             char roof_s[16] = "";
                             if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
                             if (roof > 1) over = 1;
-                            printf("| %-6s | %-12s | %7d | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %8s |\n", type,
-                                   mlstack_engine_kernels(e), b.threads[ti], name, med, tps[0], tps[b.reps - 1],
-                                   med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, roof_s);
+                            printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
+                                   "%5.1f%% | %8s |\n",
+                                   type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0],
+                                   tps[b.reps - 1], med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, kib,
+                                   100 * wait, roof_s);
                         }
                         fflush(stdout);
                         if (b.profile) { /* one more run, profiled, not counted */
                             char path[1024];
                             if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
                             else
-                                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, b.threads[ti],
+                                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, ed.n_threads,
                                          name, b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, b.threads[ti],
-                                    b.threads[ti] > 1 ? "s" : "", name);
+                            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, ed.n_threads,
+                                    ed.n_threads > 1 ? "s" : "", name);
                             if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
                                 bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
                                 cli_report_profile(e, path) != 0)

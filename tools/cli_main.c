@@ -6,6 +6,11 @@
 #if defined(MLSTACK_MPI) /* make mpi: mlstack-mpi, every command's engine spread over the MPI job's ranks */
 #include "mlstack_mpi.h"
 static mlstack_transport g_mpi;
+const mlstack_transport *cli_transport(void) { return &g_mpi; }
+#else
+const mlstack_transport *cli_transport(void) { return NULL; }
+#endif
+#if defined(MLSTACK_MPI)
 static void mpi_end(void) {
     int done = 0;
     mlstack_mpi_transport_free(&g_mpi);
@@ -56,6 +61,8 @@ static const char *MODEL_OPTS =
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
+    "      --stages S           of those ranks, S pipeline stages of N / S ranks, each holding only its\n"
+    "                           share of the layers (a 2-D mesh when N / S > 1; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
     "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n"
@@ -676,9 +683,19 @@ int main(int argc, char **argv) {
     }
 #endif
     /* --ranks N (any command): engines shard the model over N thread ranks (MLSTACK_RANKS);
-       --rank-mode gather|reduce: how they split the output projections (MLSTACK_RANK_MODE) */
+       --stages S: in S pipeline stages (MLSTACK_STAGES); --rank-mode gather|reduce: how they
+       split the output projections (MLSTACK_RANK_MODE). bench takes a list of rank counts and
+       reads --ranks itself. */
     for (i = j = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc && argc > 1 && strcmp(argv[1], "bench") == 0) {
+            argv[j++] = argv[i];
+        } else if (strcmp(argv[i], "--stages") == 0 && i + 1 < argc) {
+            if (atoi(argv[i + 1]) < 1) {
+                fprintf(stderr, "mlstack: --stages %s: expected a positive count\n", argv[i + 1]);
+                return 2;
+            }
+            setenv("MLSTACK_STAGES", argv[++i], 1);
+        } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
             if (atoi(argv[i + 1]) < 1) {
                 fprintf(stderr, "mlstack: --ranks %s: expected a positive count\n", argv[i + 1]);
                 return 2;

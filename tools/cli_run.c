@@ -581,11 +581,16 @@ int cli_cmd_info(const cli_opts *o) {
     for (i = 0; i < mlstack_engine_n_ranks(e); i++) { /* --ranks N: what each rank holds */
         mlstack_rank_info ri;
         if (mlstack_engine_rank_info(e, i, &ri) != MLSTACK_OK) continue;
-        printf("rank %-3d       heads %d-%d (kv %d-%d), ffn %d-%d, rows %d-%d, vocab %d-%d: %.1f MiB of weights "
-               "(%.1f MiB shared, %.1f MiB read from the checkpoint), %.1f KiB per KV page, %d threads\n",
-               i, ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1, ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1,
-               ri.vocab0, ri.vocab1 - 1, ri.weight_bytes / 1048576.0, ri.replicated_bytes / 1048576.0,
-               ri.checkpoint_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, ri.n_threads);
+        char vocab[48] = "none";
+        if (ri.vocab1 > ri.vocab0) snprintf(vocab, sizeof vocab, "%d-%d", ri.vocab0, ri.vocab1 - 1);
+        printf("rank %-3d       stage %d of %d: layers %d-%d%s%s; heads %d-%d (kv %d-%d), ffn %d-%d, rows %d-%d, "
+               "vocab %s: %.1f MiB of weights (%.1f MiB shared, %.1f MiB read from the checkpoint), %.1f KiB per KV "
+               "page, %d threads\n",
+               i, ri.stage, ri.n_stages, ri.layer0, ri.layer1 - 1, ri.stage == 0 ? " + embedding" : "",
+               ri.stage == 0 ? ", final norm and LM head" : "", ri.head0, ri.head1 - 1, ri.kv_head0, ri.kv_head1 - 1,
+               ri.ffn0, ri.ffn1 - 1, ri.embd0, ri.embd1 - 1, vocab, ri.weight_bytes / 1048576.0,
+               ri.replicated_bytes / 1048576.0, ri.checkpoint_bytes / 1048576.0, ri.kv_page_bytes / 1024.0,
+               ri.n_threads);
         wbytes += ri.weight_bytes;
     }
     /* an untied embedding table stays mapped as stored: only the rows of tokens looked up are read */

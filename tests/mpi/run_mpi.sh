@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Ranks over MPI on localhost (tests/mpi/test_mpi.c, built by make as build/mpi/test_mpi when
-# mpicc exists). Runs mpirun with 2 and 3 ranks (shared memory, then TCP only, as separate
-# machines would talk; gather and reduce mode), a start with two different models and one with
-# two rank modes (both refused), and one rank killed
-# mid-decode (the rest end non-zero with a message in at most 10 s). Last line: the summary.
+# mpicc exists). Runs mpirun with 2, 3 and 4 ranks (shared memory, then TCP only, as separate
+# machines would talk; gather and reduce mode; with an even count also 2 pipeline stages, at 4
+# ranks a 2 x 2 mesh), a start with two different models and one with two rank modes (both
+# refused), and one rank killed mid-decode, without and with 2 stages (the rest end non-zero
+# with a message in at most 10 s). Last line: the summary.
 set -u
 cd "$(dirname "$0")/../.."
 bin=build/mpi/test_mpi
@@ -24,7 +25,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # bit-equality and serving: (ranks, transport, model)
-for run in "2 - llama" "3 - qwen3" "2 tcp llama_tied" "3 tcp mistral"; do
+for run in "2 - llama" "3 - qwen3" "2 tcp llama_tied" "3 tcp mistral" "4 tcp llama"; do
     set -- $run
     mca=""
     [ "$2" = tcp ] && mca="--mca btl tcp,self --mca btl_tcp_if_include lo"
@@ -45,29 +46,36 @@ if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "different model"; then ok; els
 out=$(timeout 60 $MPIRUN -np 2 "$bin" "$fix/llama" --mixed 2>&1); rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "same engine settings"; then ok; else bad "mixed rank modes: exit $rc"; printf '%s\n' "$out" | tail -n 8; fi
 
-# kill rank 1 mid-decode: the job ends non-zero with a message within 10 s
-pidf="$tmp/pid"
-$MPIRUN -np 2 "$bin" "$fix/llama" --kill "$pidf" >"$tmp/out" 2>&1 &
-job=$!
-for _ in $(seq 1 300); do grep -q decoding "$tmp/out" 2>/dev/null && [ -s "$pidf" ] && break; sleep 0.1; done
-if [ -s "$pidf" ] && grep -q decoding "$tmp/out"; then
-    t0=$(date +%s.%N)
-    kill -9 "$(cat "$pidf")"
-    for _ in $(seq 1 150); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
-    t1=$(date +%s.%N)
-    if kill -0 $job 2>/dev/null; then
-        bad "killed rank: job still running after 15 s"; kill -9 $job 2>/dev/null
-    else
-        wait $job; rc=$?
-        secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-        if [ $rc -ne 0 ] && awk -v s="$secs" 'BEGIN { exit !(s <= 10) }' && grep -qiE "rank|signal|killed" "$tmp/out"; then
-            ok; echo "killed rank: job ended with exit $rc after $secs s: $(grep -iE 'rank|signal|killed' "$tmp/out" | head -n 2 | tr '\n' ' ')"
+# kill rank 1 mid-decode: the job ends non-zero with a message within 10 s (with 2 pipeline
+# stages rank 1 is the second stage, so rank 0 waits for its logits)
+kill_test() { # label, then extra mpirun arguments
+    local label=$1 pidf="$tmp/pid" job t0 t1 rc secs
+    shift
+    rm -f "$pidf"
+    $MPIRUN "$@" -np 2 "$bin" "$fix/llama" --kill "$pidf" >"$tmp/out" 2>&1 &
+    job=$!
+    for _ in $(seq 1 300); do grep -q decoding "$tmp/out" 2>/dev/null && [ -s "$pidf" ] && break; sleep 0.1; done
+    if [ -s "$pidf" ] && grep -q decoding "$tmp/out"; then
+        t0=$(date +%s.%N)
+        kill -9 "$(cat "$pidf")"
+        for _ in $(seq 1 150); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+        t1=$(date +%s.%N)
+        if kill -0 $job 2>/dev/null; then
+            bad "killed rank ($label): job still running after 15 s"; kill -9 $job 2>/dev/null
         else
-            bad "killed rank: exit $rc after $secs s"; tail -n 8 "$tmp/out"
+            wait $job; rc=$?
+            secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+            if [ $rc -ne 0 ] && awk -v s="$secs" 'BEGIN { exit !(s <= 10) }' && grep -qiE "rank|signal|killed" "$tmp/out"; then
+                ok; echo "killed rank ($label): job ended with exit $rc after $secs s: $(grep -iE 'rank|signal|killed' "$tmp/out" | head -n 2 | tr '\n' ' ')"
+            else
+                bad "killed rank ($label): exit $rc after $secs s"; tail -n 8 "$tmp/out"
+            fi
         fi
+    else
+        bad "kill test ($label) did not start"; tail -n 8 "$tmp/out"; kill -9 $job 2>/dev/null
     fi
-else
-    bad "kill test did not start"; tail -n 8 "$tmp/out"; kill -9 $job 2>/dev/null
-fi
+}
+kill_test "one stage"
+kill_test "2 stages" -x MLSTACK_STAGES=2
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

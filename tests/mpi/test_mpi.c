@@ -4,7 +4,10 @@
                                 thread ranks of the same count (and to one rank); 8 concurrent
                                 requests sharing prefixes give the same tokens as one rank, with
                                 prefix-cache hits; in reduce mode, logits memcmp-equal to thread
-                                ranks in reduce mode, within 1e-4 x max|logit| of one rank.
+                                ranks in reduce mode, within 1e-4 x max|logit| of one rank; with an
+                                even rank count, 2 pipeline stages (a 2 x 2 mesh with 4 ranks): logits
+                                memcmp-equal to thread ranks in 2 stages and to one rank, and the 8
+                                requests give one rank's tokens.
                                 Rank 0 prints "N passed, N failed".
      test_mpi MODEL --other M2  ranks other than 0 open M2: every rank must refuse at start
                                 (exit 3 with the message)
@@ -29,6 +32,7 @@ static int argmax(const float *x, int n) {
 }
 
 static mlstack_rank_mode mode; /* of the engines engine() makes */
+static int stages; /* of the engines of more than one rank engine() makes (0: one, or MLSTACK_STAGES) */
 
 static mlstack_engine *engine(mlstack_model *m, const mlstack_transport *t, int R, int max_seqs, int step_tokens) {
     mlstack_engine_desc d;
@@ -42,6 +46,7 @@ static mlstack_engine *engine(mlstack_model *m, const mlstack_transport *t, int 
     d.max_seqs = max_seqs;
     d.step_tokens = step_tokens;
     d.rank_mode = mode;
+    d.n_stages = R > 1 ? stages : 1;
     if (mlstack_engine_init(m, &d, &e, &err) != MLSTACK_OK) {
         fprintf(stderr, "rank %d: %s\n", t ? t->rank : 0, err.message);
         return NULL;
@@ -230,6 +235,47 @@ int main(int argc, char **argv) {
         }
         mode = MLSTACK_RANK_DEFAULT;
         mlstack_engine_free(e);
+        if (size % 2 == 0) { /* collective engines 4 and 5: 2 pipeline stages of size / 2 ranks */
+            stages = 2;
+            e = engine(m, &t, size, 4, 0);
+            if (!e) t.abort(t.user, "engine");
+            if (rank != 0) {
+                rc |= mlstack_engine_follow(e) != MLSTACK_OK;
+            } else {
+                mlstack_engine *te = engine(m, NULL, size, 4, 0), *one = engine(m, NULL, 1, 4, 0);
+                mlstack_rank_info ri;
+                CHECKF(run(e, mi.n_vocab, a) == 0, "MPI stages run: %s", mlstack_engine_error(e));
+                CHECK(te && run(te, mi.n_vocab, b) == 0);
+                CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "%s: %d MPI ranks in 2 stages differ from thread ranks",
+                       argv[1], size);
+                CHECK(one && run(one, mi.n_vocab, b) == 0);
+                CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "%s: %d MPI ranks in 2 stages differ from one rank",
+                       argv[1], size);
+                CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK && ri.n_stages == 2 && ri.stage == 0 &&
+                      ri.layer0 == 0 && ri.layer1 == mi.n_layers / 2 && ri.bytes_in > 0);
+                mlstack_engine_free(te);
+                mlstack_engine_free(one);
+            }
+            mlstack_engine_free(e);
+            e = engine(m, &t, size, 8, 24);
+            if (!e) t.abort(t.user, "engine");
+            if (rank != 0) {
+                rc |= mlstack_engine_follow(e) != MLSTACK_OK;
+            } else {
+                mlstack_engine *one = engine(m, NULL, 1, 8, 24);
+                memset(ta, 0, sizeof ta);
+                memset(tb, 1, sizeof tb);
+                CHECKF(serve(e, mi.n_vocab, ta, &ha) == 0, "MPI stages serve: %s", mlstack_engine_error(e));
+                CHECK(one && serve(one, mi.n_vocab, tb, &hb) == 0);
+                CHECKF(memcmp(ta, tb, sizeof ta) == 0, "%s: 8 requests over %d MPI ranks in 2 stages give other tokens",
+                       argv[1], size);
+                CHECKF(ha > 0 && ha == hb, "stages: prefix-cache hits %llu (MPI) vs %llu", (unsigned long long)ha,
+                       (unsigned long long)hb);
+                mlstack_engine_free(one);
+            }
+            mlstack_engine_free(e);
+            stages = 0;
+        }
         free(a);
         free(b);
         if (rank == 0) rc = tl_finish();
