@@ -23118,7 +23118,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             const void *src;
             size_t src_bytes;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
-            if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue;   /* head kept: as stored */
+            if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
