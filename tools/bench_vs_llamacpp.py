@@ -355,45 +355,49 @@ def parse_tests(spec: str) -> list[tuple[str, int, int]]:
     return tests
 
 
+
+def model_configs(args):
+    """(shape, type, folder, its GGUF) for every shape and type asked for whose model exists."""
+    for shape in args.shapes:
+        for typ in args.types:
+            if ensure_model(args, shape, typ):
+                mdir = model_dir(args, shape, typ)
+                yield shape, typ, mdir, os.path.join(mdir, "model.gguf")
+
 def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     tests = parse_tests(args.tests)
     rows = []
     print("\n".join(header_lines(args, lc)))
     print("| shape | type | threads | test | llama.cpp t/s | llama.cpp setting | mlstack t/s | ratio |")
     print("|---|---|---:|---|---:|---|---:|---:|")
-    for shape in args.shapes:
-        for typ in args.types:
-            if not ensure_model(args, shape, typ):
-                continue
-            mdir = model_dir(args, shape, typ)
-            gguf_path = os.path.join(mdir, "model.gguf")
-            for th in args.threads:
-                for name, n_p, n_g in tests:
-                    s_lc: list[float] = []
-                    s_ml: list[float] = []
-                    setting, n_fail = "default", len(lc.failures)
-                    for rep in range(args.reps):
-                        order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
-                        for eng in order:
-                            if eng == "lc" and lc.why_not is None:
-                                v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default")
-                                if used != setting:  # the default crashed: the rest of the row without repacking
-                                    s_lc, setting = [], used
-                                if v is not None:
-                                    s_lc.append(v)
-                            elif eng == "ml" and ml.why_not is None:
-                                v = ml.run_test(mdir, typ, th, n_p, n_g)
-                                if v is not None:
-                                    s_ml.append(v)
-                    m_lc, t_lc = summary(s_lc, args.spread)
-                    m_ml, t_ml = summary(s_ml, args.spread)
-                    fails = lc.failures[n_fail:]
-                    label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
-                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} |",
-                          flush=True)
-                    rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
-                                     llamacpp_tps=s_lc, llamacpp_setting=setting, llamacpp_failures=fails,
-                                     mlstack_tps=s_ml))
+    for shape, typ, mdir, gguf_path in model_configs(args):
+        for th in args.threads:
+            for name, n_p, n_g in tests:
+                s_lc: list[float] = []
+                s_ml: list[float] = []
+                setting, n_fail = "default", len(lc.failures)
+                for rep in range(args.reps):
+                    order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
+                    for eng in order:
+                        if eng == "lc" and lc.why_not is None:
+                            v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default")
+                            if used != setting:  # the default crashed: the rest of the row without repacking
+                                s_lc, setting = [], used
+                            if v is not None:
+                                s_lc.append(v)
+                        elif eng == "ml" and ml.why_not is None:
+                            v = ml.run_test(mdir, typ, th, n_p, n_g)
+                            if v is not None:
+                                s_ml.append(v)
+                m_lc, t_lc = summary(s_lc, args.spread)
+                m_ml, t_ml = summary(s_ml, args.spread)
+                fails = lc.failures[n_fail:]
+                label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+                print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} |",
+                      flush=True)
+                rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
+                                 llamacpp_tps=s_lc, llamacpp_setting=setting, llamacpp_failures=fails,
+                                 mlstack_tps=s_ml))
     return rows
 
 
@@ -403,46 +407,41 @@ def bench_batched(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     print("| shape | type | threads | npp | ntg | npl | llama.cpp pp t/s | mlstack pp t/s | ratio pp "
           "| llama.cpp tg t/s | mlstack tg t/s | ratio tg | llama.cpp setting |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for shape in args.shapes:
-        for typ in args.types:
-            if not ensure_model(args, shape, typ):
-                continue
-            mdir = model_dir(args, shape, typ)
-            gguf_path = os.path.join(mdir, "model.gguf")
-            for th in args.threads:
-                acc_lc: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
-                acc_ml: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
-                setting, n_fail = "default", len(lc.failures)
-                for rep in range(args.reps):
-                    order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
-                    for eng in order:
-                        if eng == "lc" and lc.why_not is None:
-                            res, used = lc.run_batched(gguf_path, th, args.npp, args.ntg, args.npl,
-                                                       no_repack=setting != "default")
-                            if used != setting:
-                                acc_lc, setting = {p: [] for p in args.npl}, used
-                            acc = acc_lc
-                        elif eng == "ml" and ml.why_not is None:
-                            res = ml.run_batched(mdir, typ, th, args.npp, args.ntg, args.npl)
-                            acc = acc_ml
-                        else:
-                            continue
-                        for p, v in (res or {}).items():
-                            if p in acc:
-                                acc[p].append(v)
-                fails = lc.failures[n_fail:]
-                label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
-                for p in args.npl:
-                    cells = []
-                    for k in (0, 1):
-                        m1, t1 = summary([v[k] for v in acc_lc[p]], args.spread)
-                        m2, t2 = summary([v[k] for v in acc_ml[p]], args.spread)
-                        cells += [t1, t2, ratio(m2, m1)]
-                    print(f"| {shape} | {typ} | {th} | {args.npp} | {args.ntg} | {p} | " + " | ".join(cells)
-                          + f" | {label} |", flush=True)
-                    rows.append(dict(shape=shape, type=typ, threads=th, npp=args.npp, ntg=args.ntg, npl=p,
-                                     llamacpp=acc_lc[p], llamacpp_setting=setting, llamacpp_failures=fails,
-                                     mlstack=acc_ml[p]))
+    for shape, typ, mdir, gguf_path in model_configs(args):
+        for th in args.threads:
+            acc_lc: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
+            acc_ml: dict[int, list[tuple[float, float]]] = {p: [] for p in args.npl}
+            setting, n_fail = "default", len(lc.failures)
+            for rep in range(args.reps):
+                order = ("lc", "ml") if rep % 2 == 0 else ("ml", "lc")
+                for eng in order:
+                    if eng == "lc" and lc.why_not is None:
+                        res, used = lc.run_batched(gguf_path, th, args.npp, args.ntg, args.npl,
+                                                   no_repack=setting != "default")
+                        if used != setting:
+                            acc_lc, setting = {p: [] for p in args.npl}, used
+                        acc = acc_lc
+                    elif eng == "ml" and ml.why_not is None:
+                        res = ml.run_batched(mdir, typ, th, args.npp, args.ntg, args.npl)
+                        acc = acc_ml
+                    else:
+                        continue
+                    for p, v in (res or {}).items():
+                        if p in acc:
+                            acc[p].append(v)
+            fails = lc.failures[n_fail:]
+            label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+            for p in args.npl:
+                cells = []
+                for k in (0, 1):
+                    m1, t1 = summary([v[k] for v in acc_lc[p]], args.spread)
+                    m2, t2 = summary([v[k] for v in acc_ml[p]], args.spread)
+                    cells += [t1, t2, ratio(m2, m1)]
+                print(f"| {shape} | {typ} | {th} | {args.npp} | {args.ntg} | {p} | " + " | ".join(cells)
+                      + f" | {label} |", flush=True)
+                rows.append(dict(shape=shape, type=typ, threads=th, npp=args.npp, ntg=args.ntg, npl=p,
+                                 llamacpp=acc_lc[p], llamacpp_setting=setting, llamacpp_failures=fails,
+                                 mlstack=acc_ml[p]))
     return rows
 
 
@@ -463,58 +462,53 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     print("| shape | type | threads | llama.cpp RSS | llama.cpp TTFT | llama.cpp setting | mlstack GGUF RSS "
           "| mlstack GGUF TTFT | mlstack folder RSS | mlstack folder TTFT | ratio RSS | ratio TTFT |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
-    for shape in args.shapes:
-        for typ in args.types:
-            if not ensure_model(args, shape, typ):
-                continue
-            mdir = model_dir(args, shape, typ)
-            gguf_path = os.path.join(mdir, "model.gguf")
-            for th in args.threads:
-                res: dict[str, list[tuple[float, float]]] = {"lc": [], "gguf": [], "dir": []}
-                setting, n_fail = "default", len(lc.failures)
+    for shape, typ, mdir, gguf_path in model_configs(args):
+        for th in args.threads:
+            res: dict[str, list[tuple[float, float]]] = {"lc": [], "gguf": [], "dir": []}
+            setting, n_fail = "default", len(lc.failures)
 
-                def cmd_of(eng: str) -> list[str]:
-                    if eng == "lc":
-                        return [comp, "-m", gguf_path, "-p", MEMORY_PROMPT, "-n", "1", "-t", str(th), "-c", "4096",
-                                "--no-warmup", "-no-cnv", "--temp", "0"] \
-                            + (["-nr"] if setting != "default" else []) + args.llama_bench_args
-                    quant = ["--quant", typ] if typ in QUANT_TYPES and eng == "dir" else []
-                    # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
-                    return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "--ids", "1,450,2211,7601,11",
-                            "-n", "1", "-t", str(th)] + quant
-                engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"])
-                for eng in engines:
-                    rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
-                    if eng == "lc" and rc < 0:  # a crash in its repacking path: without repacking
-                        lc._failed(f"llama-completion default {rel(gguf_path)}", cmd_of(eng), rc, text)
-                        setting = "-nr"
-                for rep in range(args.reps):
-                    for eng in (engines if rep % 2 == 0 else engines[::-1]):
-                        rc, wall, rss, text = measure_process(cmd_of(eng), args.timeout, args.verbose)
-                        if rc != 0:
-                            if eng == "lc":
-                                lc._failed(f"llama-completion {setting} {rel(gguf_path)}", cmd_of(eng), rc, text)
-                            else:
-                                log(f"mlstack run failed (rc {rc}):\n{tail(text)}")
-                            continue
-                        res[eng].append((rss, wall * 1e3))
-                cells = []
-                med = {}
-                for eng in ("lc", "gguf", "dir"):
-                    for k in (0, 1):
-                        m, t = summary([v[k] for v in res[eng]], args.spread)
-                        med[eng, k] = m
-                        cells.append(t)
-                    if eng == "lc":
-                        cells.append(setting)
-                fails = lc.failures[n_fail:]
-                if fails:
-                    cells[2] = f"{setting}; {len(fails)} failed: {fails[0]['status']}"
-                print(f"| {shape} | {typ} | {th} | " + " | ".join(cells)
-                      + f" | {ratio(med['gguf', 0], med['lc', 0])} | {ratio(med['gguf', 1], med['lc', 1])} |",
-                      flush=True)
-                rows.append(dict(shape=shape, type=typ, threads=th, llamacpp=res["lc"], llamacpp_setting=setting,
-                                 mlstack_gguf=res["gguf"], mlstack_folder=res["dir"], llamacpp_failures=fails))
+            def cmd_of(eng: str) -> list[str]:
+                if eng == "lc":
+                    return [comp, "-m", gguf_path, "-p", MEMORY_PROMPT, "-n", "1", "-t", str(th), "-c", "4096",
+                            "--no-warmup", "-no-cnv", "--temp", "0"] \
+                        + (["-nr"] if setting != "default" else []) + args.llama_bench_args
+                quant = ["--quant", typ] if typ in QUANT_TYPES and eng == "dir" else []
+                # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
+                return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "--ids", "1,450,2211,7601,11",
+                        "-n", "1", "-t", str(th)] + quant
+            engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"])
+            for eng in engines:
+                rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
+                if eng == "lc" and rc < 0:  # a crash in its repacking path: without repacking
+                    lc._failed(f"llama-completion default {rel(gguf_path)}", cmd_of(eng), rc, text)
+                    setting = "-nr"
+            for rep in range(args.reps):
+                for eng in (engines if rep % 2 == 0 else engines[::-1]):
+                    rc, wall, rss, text = measure_process(cmd_of(eng), args.timeout, args.verbose)
+                    if rc != 0:
+                        if eng == "lc":
+                            lc._failed(f"llama-completion {setting} {rel(gguf_path)}", cmd_of(eng), rc, text)
+                        else:
+                            log(f"mlstack run failed (rc {rc}):\n{tail(text)}")
+                        continue
+                    res[eng].append((rss, wall * 1e3))
+            cells = []
+            med = {}
+            for eng in ("lc", "gguf", "dir"):
+                for k in (0, 1):
+                    m, t = summary([v[k] for v in res[eng]], args.spread)
+                    med[eng, k] = m
+                    cells.append(t)
+                if eng == "lc":
+                    cells.append(setting)
+            fails = lc.failures[n_fail:]
+            if fails:
+                cells[2] = f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+            print(f"| {shape} | {typ} | {th} | " + " | ".join(cells)
+                  + f" | {ratio(med['gguf', 0], med['lc', 0])} | {ratio(med['gguf', 1], med['lc', 1])} |",
+                  flush=True)
+            rows.append(dict(shape=shape, type=typ, threads=th, llamacpp=res["lc"], llamacpp_setting=setting,
+                             mlstack_gguf=res["gguf"], mlstack_folder=res["dir"], llamacpp_failures=fails))
     print("ratios: mlstack on the GGUF / llama.cpp on the GGUF (below 1: mlstack uses less memory, starts sooner)")
     return rows
 
@@ -534,44 +528,39 @@ def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     print("| shape | type | threads | test | llama.cpp t/s | llama.cpp setting | mlstack t/s | ratio "
           "| mlstack attention share |")
     print("|---|---|---:|---|---:|---|---:|---:|---:|")
-    for shape in args.shapes:
-        for typ in args.types:
-            if not ensure_model(args, shape, typ):
-                continue
-            mdir = model_dir(args, shape, typ)
-            gguf_path = os.path.join(mdir, "model.gguf")
-            for th in args.threads:
-                for name, n_p, n_g, depth in tests:
-                    s_lc: list[float] = []
-                    s_ml: list[float] = []
-                    setting, n_fail, att = "default", len(lc.failures), None
-                    for rep in range(args.reps):
-                        for eng in (("lc", "ml") if rep % 2 == 0 else ("ml", "lc")):
-                            if eng == "lc" and lc.why_not is None:
-                                v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default",
-                                                      depth=depth)
-                                if used != setting:
-                                    s_lc, setting = [], used
-                                if v is not None:
-                                    s_lc.append(v)
-                            elif eng == "ml" and ml.why_not is None:
-                                with tempfile.TemporaryDirectory() as td:
-                                    v = ml.run_test(mdir, typ, th, n_p, n_g, depth=depth,
-                                                    profile=os.path.join(td, "trace.json") if rep == 0 else None)
-                                if rep == 0:
-                                    att = getattr(ml, "last_attention", None)
-                                if v is not None:
-                                    s_ml.append(v)
-                    m_lc, t_lc = summary(s_lc, args.spread)
-                    m_ml, t_ml = summary(s_ml, args.spread)
-                    fails = lc.failures[n_fail:]
-                    label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
-                    att_s = "-" if att is None else f"{att:.1f}%"
-                    print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} "
-                          f"| {att_s} |", flush=True)
-                    rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
-                                     depth=depth, llamacpp_tps=s_lc, llamacpp_setting=setting,
-                                     llamacpp_failures=fails, mlstack_tps=s_ml, mlstack_attention_share=att))
+    for shape, typ, mdir, gguf_path in model_configs(args):
+        for th in args.threads:
+            for name, n_p, n_g, depth in tests:
+                s_lc: list[float] = []
+                s_ml: list[float] = []
+                setting, n_fail, att = "default", len(lc.failures), None
+                for rep in range(args.reps):
+                    for eng in (("lc", "ml") if rep % 2 == 0 else ("ml", "lc")):
+                        if eng == "lc" and lc.why_not is None:
+                            v, used = lc.run_test(gguf_path, th, n_p, n_g, no_repack=setting != "default",
+                                                  depth=depth)
+                            if used != setting:
+                                s_lc, setting = [], used
+                            if v is not None:
+                                s_lc.append(v)
+                        elif eng == "ml" and ml.why_not is None:
+                            with tempfile.TemporaryDirectory() as td:
+                                v = ml.run_test(mdir, typ, th, n_p, n_g, depth=depth,
+                                                profile=os.path.join(td, "trace.json") if rep == 0 else None)
+                            if rep == 0:
+                                att = getattr(ml, "last_attention", None)
+                            if v is not None:
+                                s_ml.append(v)
+                m_lc, t_lc = summary(s_lc, args.spread)
+                m_ml, t_ml = summary(s_ml, args.spread)
+                fails = lc.failures[n_fail:]
+                label = setting if not fails else f"{setting}; {len(fails)} failed: {fails[0]['status']}"
+                att_s = "-" if att is None else f"{att:.1f}%"
+                print(f"| {shape} | {typ} | {th} | {name} | {t_lc} | {label} | {t_ml} | {ratio(m_ml, m_lc)} "
+                      f"| {att_s} |", flush=True)
+                rows.append(dict(shape=shape, type=typ, threads=th, test=name, n_prompt=n_p, n_gen=n_g,
+                                 depth=depth, llamacpp_tps=s_lc, llamacpp_setting=setting,
+                                 llamacpp_failures=fails, mlstack_tps=s_ml, mlstack_attention_share=att))
     return rows
 
 
