@@ -6,37 +6,6 @@
 #include "testlib.h"
 #include <unistd.h>
 
-static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_vocab) {
-    mlstack_engine_desc ed;
-    mlstack_engine *e;
-    mlstack_error err;
-    mlstack_batch_row rows[16];
-    mlstack_model_info info;
-    int32_t seq = -1;
-    int i;
-    float *out;
-    memset(&ed, 0, sizeof ed);
-    ed.n_threads = 1;
-    ed.kv_type = MLSTACK_KV_F32;
-    if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) return NULL;
-    mlstack_model_get_info(m, &info);
-    *n_vocab = info.n_vocab;
-    mlstack_engine_seq_new(e, &seq);
-    for (i = 0; i < n; i++) {
-        rows[i].seq = seq;
-        rows[i].pos = i;
-        rows[i].token = ids[i];
-        rows[i].want_logits = i == n - 1;
-    }
-    out = (float *)malloc(sizeof(float) * (size_t)info.n_vocab);
-    if (mlstack_engine_eval(e, rows, n) == MLSTACK_OK)
-        memcpy(out, mlstack_engine_logits(e, n - 1), sizeof(float) * info.n_vocab);
-    else
-        free(out), out = NULL;
-    mlstack_engine_free(e);
-    return out;
-}
-
 /* An engine on isa (NULL: the best) with n_ranks ranks, after evaluating ids: *out gets the last
    row's logits (malloc'd); the engine is returned (NULL on failure). */
 static mlstack_engine *engine_logits(mlstack_model *m, const char *isa, int n_ranks, const int32_t *ids, int n,
@@ -67,6 +36,17 @@ static mlstack_engine *engine_logits(mlstack_model *m, const char *isa, int n_ra
         memcpy(*out, mlstack_engine_logits(e, n - 1), sizeof(float) * (size_t)info.n_vocab);
     }
     return e;
+}
+
+/* The last row's logits (malloc'd; NULL on failure) after evaluating ids on the best kernels,
+   one rank; *n_vocab gets the vocabulary size. */
+static float *logits_of(mlstack_model *m, const int32_t *ids, int n, int *n_vocab) {
+    mlstack_model_info info;
+    float *out;
+    mlstack_engine_free(engine_logits(m, NULL, 1, ids, n, &out));
+    mlstack_model_get_info(m, &info);
+    *n_vocab = info.n_vocab;
+    return out;
 }
 
 /* Counts the weights of a quantized at open whose rows are in `state` and, of those with
