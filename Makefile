@@ -148,7 +148,7 @@ IMPORT_OPTIMISED = test_cuda_emul
 import_opt = $(if $(findstring clang,$(1)),$(if $(filter $(3),$(IMPORT_OPTIMISED)),,-O0),$(if $(findstring -O0,$(2)),-Og))
 # $(call self_opt,FLAGS): a SELF_CONTAINED test (the limits and hooks it compiles in are what it
 # tests, not speed) compiles its own copy of the implementation at -O1 where the flavour has -O2
-self_opt = $(if $(findstring -O2,$(1)),-O1)
+self_opt = $(if $(findstring -O0,$(1)),,$(if $(findstring -O2,$(1)),-O1))
 define flavour
 $(B)/$(1)/mlstack.o: mlstack.h
 	@mkdir -p $$(@D)

@@ -13431,7 +13431,7 @@ static int mlstack__tpl_item_key(mlstack__tctx *c, const mlstack__tv *item, cons
 
 /* dictsort(case_sensitive=false, by='key', reverse=false): the (key, value) pairs, sorted */
 static int mlstack__tpl_filter_dictsort(MLSTACK__TPL_BUILTIN_ARGS) {
-    mlstack__tv x, *keys;
+    mlstack__tv x, *keys = NULL;
     int cs = 0, by_value = 0, reverse = 0;
     size_t i;
     mlstack__tlist *l;

@@ -69,7 +69,7 @@ static char *tok_json(const char *members) {
     sb_puts(&b, members);
     sb_puts(&b, "\"model\":{\"type\":\"BPE\",\"merges\":[],\"vocab\":{\" \":26");
     for (c = 0; c < 26; c++) {
-        char e[16];
+        char e[32];
         snprintf(e, sizeof e, ",\"%c\":%d", 'a' + c, c);
         sb_puts(&b, e);
     }
