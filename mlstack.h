@@ -23961,7 +23961,7 @@ static uint32_t mlstack__gw_type(int wtype) {
     case MLSTACK__W_BF16: return MLSTACK__GGML_BF16;
     case MLSTACK__W_Q8_0: return MLSTACK__GGML_Q8_0;
     case MLSTACK__W_Q4_1: return MLSTACK__GGML_Q4_1;
-    default: return MLSTACK__W_IS_GGML(wtype) ? (uint32_t)(wtype - 16) : MLSTACK__GGML_F32;
+    default: return MLSTACK__W_IS_GGML(wtype) ? (uint32_t)(wtype - 16) : (uint32_t)MLSTACK__GGML_F32;
     }
 }
 
