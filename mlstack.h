@@ -755,9 +755,13 @@ MLSTACK_API double mlstack_clock_seconds(void);
      n_stages          0: the environment variable MLSTACK_STAGES if set, else 1. Pipeline
                        stages (a layer split, for capacity): the n_ranks ranks form n_stages
                        stages of n_ranks / n_stages ranks each (it must divide), rank r in stage
-                       r / (n_ranks / n_stages); stage s holds only layers [L s / S, L (s + 1) / S)
+                       r / (n_ranks / n_stages); stage s holds only a contiguous range of layers
                        and only those layers' KV; the first stage also holds the embedding, the
                        final norm and the LM head (the embedding table itself in tied models).
+                       The ranges balance weight bytes: the heaviest stage (the first counts the
+                       LM head) is as light as a split of whole layers allows, so the first stage
+                       of a model with a large vocabulary gets fewer layers; mlstack_engine_rank_info
+                       reports each rank's layer0 .. layer1.
                        Inside a stage the ranks split heads, FFN columns and vocabulary as above (a
                        2-D mesh); the residual stream passes from stage to stage unchanged and the
                        last stage returns the rows that keep logits to the first, so in gather mode
@@ -26008,6 +26012,7 @@ struct mlstack_engine {
     /* ranks (>>ranks) */
     int n_ranks; /* in the whole mesh */
     int n_stages, n_tp; /* pipeline stages, and the ranks of each: n_ranks = n_stages n_tp */
+    int *stage_cuts; /* stage s runs layers [stage_cuts[s], stage_cuts[s + 1]) (mlstack__stage_cuts) */
     int n_local; /* run by this process: all of them as threads, or one under a transport */
     mlstack__rank *ranks; /* the local ranks; ranks[0] runs on the engine's thread */
     mlstack__shard *shards; /* the share of each rank of a stage (n_tp; the same in every stage) */
@@ -27616,8 +27621,9 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    Pipeline stages (n_stages = S, for capacity): the R ranks form S stages of T = R / S, rank r
    in stage r / T as the (r mod T)-th rank of that stage; everything above (shares, exchanges,
    reduce mode) happens among the T ranks of a stage, each stage with its own communicator (a
-   barrier of its threads, or the transport's split), over only the stage's layers
-   [L s / S, L (s + 1) / S), whose weights and KV are all a stage holds. The first stage embeds
+   barrier of its threads, or the transport's split), over only the stage's layers (a
+   contiguous range, chosen by mlstack__stage_cuts to balance weight bytes), whose weights and
+   KV are all a stage holds. The first stage embeds
    the tokens and sends the residual stream x (B, D) from its rank t to rank t of the next
    stage, and so on; the last sends the rows that keep logits back to the first stage, which
    holds the final norm and the LM head (beside the embedding: one table in tied models) and
@@ -28036,6 +28042,52 @@ static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstac
         prev = end;
     }
     MLSTACK_FREE(a);
+}
+
+/* Pipeline stages: the first layer of each stage (cut[0] = 0 .. cut[S] = L). The cuts make
+   the heaviest stage as light as they can: a stage weighs the bytes of its layers' projections
+   as the engines compute them, and the first also the LM head's (it holds the head beside the
+   embedding), so a big vocabulary leaves the first stage fewer layers. Of the splits with the
+   lightest heaviest stage (the same on every rank: integer byte counts only), the one with the last stage starting earliest. Without memory for the search, the
+   even split L s / S. */
+static void mlstack__stage_cuts(const mlstack_model *m, int S, int *cut) {
+    const mlstack__config *c = &m->cfg;
+    int L = c->n_layers, s, l, k;
+    uint64_t *pre = (uint64_t *)mlstack__calloc((size_t)L + 1, sizeof(uint64_t)),
+             *best = (uint64_t *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(uint64_t));
+    int *from = (int *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(int));
+    uint64_t head = (uint64_t)m->lm_head.n_out * MLSTACK__RB(m->lm_head);
+    for (s = 0; s <= S; s++) cut[s] = (int)((int64_t)L * s / S);
+    if (S <= 1 || !pre || !best || !from) goto done;
+    for (l = 0; l < L; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights((mlstack_model *)(uintptr_t)m, l, ws), i;
+        pre[l + 1] = pre[l];
+        for (i = 0; i < n; i++) pre[l + 1] += (uint64_t)ws[i]->n_out * MLSTACK__RB(*ws[i]);
+    }
+    /* best[s][l]: the lightest heaviest stage of layers [0, l) in s stages; from: its last cut */
+#define MLSTACK__BEST(s_, l_) best[(size_t)(s_) * (size_t)(L + 1) + (size_t)(l_)]
+    for (l = 1; l <= L; l++) MLSTACK__BEST(1, l) = head + pre[l];
+    for (s = 2; s <= S; s++)
+        for (l = s; l <= L; l++) {
+            uint64_t b = UINT64_MAX;
+            for (k = s - 1; k < l; k++) {
+                uint64_t w = MLSTACK__BEST(s - 1, k), last = pre[l] - pre[k];
+                if (last > w) w = last;
+                if (w < b) b = w, from[(size_t)s * (size_t)(L + 1) + (size_t)l] = k;
+            }
+            MLSTACK__BEST(s, l) = b;
+        }
+#undef MLSTACK__BEST
+    for (s = S, l = L; s >= 1; s--) {
+        cut[s] = l;
+        l = s > 1 ? from[(size_t)s * (size_t)(L + 1) + (size_t)l] : 0;
+    }
+    cut[0] = 0;
+done:
+    MLSTACK_FREE(pre);
+    MLSTACK_FREE(best);
+    MLSTACK_FREE(from);
 }
 #undef MLSTACK__RB
 
@@ -28599,7 +28651,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     mlstack__comm *cm;
     mlstack_result r;
     size_t B = (size_t)e->max_batch;
-    int R, S, T, i, x, me, tpr, g;
+    int R, S, T, i, x, me, tpr, g, *cuts;
     if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
@@ -28700,9 +28752,11 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     }
     if (mlstack__pool_init(&e->pool, tpr) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
+    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__stage_cuts(e->model, S, cuts);
     r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
-                         e->shards[me % T].k1 - e->shards[me % T].k0,
-                         c->n_layers * (me / T + 1) / S - c->n_layers * (me / T) / S, err);
+                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
     if (r != MLSTACK_OK) return r;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
@@ -28727,8 +28781,8 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         rk->n_ranks = T;
         rk->stage = rk->index / T;
         rk->n_stages = S;
-        rk->l0 = c->n_layers * rk->stage / S;
-        rk->l1 = c->n_layers * (rk->stage + 1) / S;
+        rk->l0 = cuts[rk->stage];
+        rk->l1 = cuts[rk->stage + 1];
         rk->reduce = e->rank_reduce;
         rk->model = e->model;
         rk->k = e->k;
@@ -28819,6 +28873,7 @@ static void mlstack__ranks_free(mlstack_engine *e) {
     mlstack__comm_release(cm);
     MLSTACK_FREE(e->ranks);
     MLSTACK_FREE(e->shards);
+    MLSTACK_FREE(e->stage_cuts);
     MLSTACK_FREE(e->cols);
     e->comm = NULL;
 }

@@ -273,7 +273,7 @@ static uint64_t share_bytes(const mlstack_model_info *mi, const mlstack_rank_inf
              kv = (uint64_t)(ri->kv_head1 - ri->kv_head0) * Dh, f = (uint64_t)(ri->ffn1 - ri->ffn0),
              e = (uint64_t)(ri->embd1 - ri->embd0), layer;
     layer = (q + 2 * kv + 2 * f) * D + (reduce ? D * q + D * f : e * (uint64_t)mi->n_heads * Dh + e * mi->n_ff);
-    return ((uint64_t)mi->n_layers * layer + (uint64_t)(ri->vocab1 - ri->vocab0) * D) * (uint64_t)es;
+    return ((uint64_t)(ri->layer1 - ri->layer0) * layer + (uint64_t)(ri->vocab1 - ri->vocab0) * D) * (uint64_t)es;
 }
 
 /* path opened with Q8_0 at open and with defer_quant: the same logits, in both modes, and the
@@ -356,6 +356,33 @@ static void check_deferred(const char *name, const char *path, int max_r) {
             free(b.logits);
         }
     rank_mode = MLSTACK_RANK_DEFAULT;
+    for (R = 2; R <= max_r && R <= 4; R += 2) { /* 2 stages of R / 2: a rank reads its stage's share only */
+        run_out a;
+        mlstack_engine *ea = NULL;
+        int r;
+        if (mi.n_layers < 2) break;
+        n_stages = 2;
+        if (run(later, R, 512, prompt, NULL, &a, &ea) != 0) {
+            n_stages = 0;
+            CHECKF(0, "%s: %d ranks in 2 stages, quantized by the ranks, failed", name, R);
+            continue;
+        }
+        n_stages = 0;
+        for (r = 0; r < R; r++) {
+            mlstack_rank_info ri;
+            uint64_t share;
+            CHECK(mlstack_engine_rank_info(ea, r, &ri) == MLSTACK_OK && ri.stage == r / (R / 2));
+            share = share_bytes(&mi, &ri, 0, es);
+            CHECKF(ri.checkpoint_bytes >= share && ri.checkpoint_bytes <= share + (1u << 20),
+                   "%s R=%d S=2 rank %d (layers %d-%d): read %llu bytes of the checkpoint, its share is %llu", name, R,
+                   r, ri.layer0, ri.layer1 - 1, (unsigned long long)ri.checkpoint_bytes, (unsigned long long)share);
+            if (strncmp(name, "smollm2", 7) == 0)
+                printf("%s R=%d S=2 rank %d: layers %d-%d, read %.1f MiB of the checkpoint (share %.1f MiB)\n", name, R,
+                       r, ri.layer0, ri.layer1 - 1, ri.checkpoint_bytes / 1048576.0, share / 1048576.0);
+        }
+        mlstack_engine_free(ea);
+        free(a.logits);
+    }
     mlstack_model_close(now);
     mlstack_model_close(later);
 }
@@ -498,10 +525,11 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
                   mlstack_engine_rank_info(fe, t, &fi) == MLSTACK_OK);
             got += ri.bytes_in;
             nl = ri.layer1 - ri.layer0;
-            CHECKF(ri.stage == s && ri.n_stages == S && ri.n_ranks == R && ri.layer0 == mi.n_layers * s / S &&
-                       ri.layer1 == mi.n_layers * (s + 1) / S && nl > 0,
+            CHECKF(ri.stage == s && ri.n_stages == S && ri.n_ranks == R && nl > 0 &&
+                       ri.layer0 == (s ? rs[r - T].layer1 : 0) && (s < S - 1 || ri.layer1 == mi.n_layers),
                    "%s R=%d S=%d rank %d: stage %d of %d, layers [%d, %d)", name, R, S, r, ri.stage, ri.n_stages,
                    ri.layer0, ri.layer1);
+            if (t) CHECK(ri.layer0 == rs[r - t].layer0 && ri.layer1 == rs[r - t].layer1);
             CHECK(ri.head0 == fi.head0 && ri.head1 == fi.head1 && ri.kv_head0 == fi.kv_head0 &&
                   ri.kv_head1 == fi.kv_head1 && ri.ffn0 == fi.ffn0 && ri.ffn1 == fi.ffn1 && ri.embd0 == fi.embd0 &&
                   ri.embd1 == fi.embd1);
@@ -522,6 +550,36 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
                        "%.1f KiB per KV page (%.1f)\n",
                        name, R, S, r, ri.layer0, ri.layer1 - 1, ri.weight_bytes / 1048576.0, T,
                        fi.weight_bytes / 1048576.0, ri.kv_page_bytes / 1024.0, fi.kv_page_bytes / 1024.0);
+        }
+        { /* the stages' layer ranges make the heaviest stage as light as any split of whole
+             layers can (every split tried here; the first stage weighs the LM head too) */
+            uint64_t layer = 0, head = 0, heaviest = 0, best = UINT64_MAX;
+            int cut[8];
+            for (t = 0; t < T; t++)
+                layer += per_layer[t],
+                    head += rs[t].weight_bytes - per_layer[t] * (uint64_t)(rs[t].layer1 - rs[t].layer0);
+            for (i = 0; i < S; i++) {
+                uint64_t w = layer * (uint64_t)(rs[i * T].layer1 - rs[i * T].layer0) + (i ? 0 : head);
+                if (w > heaviest) heaviest = w;
+            }
+            for (i = 0; i < S; i++) cut[i] = i; /* first layers of stages 1 .. S-1 in cut[1..] */
+            for (;;) {
+                uint64_t w = 0;
+                int j;
+                for (j = 0; j < S; j++) {
+                    uint64_t sw =
+                        layer * (uint64_t)((j + 1 < S ? cut[j + 1] : mi.n_layers) - (j ? cut[j] : 0)) + (j ? 0 : head);
+                    if (sw > w) w = sw;
+                }
+                if (w < best) best = w;
+                for (j = S - 1; j >= 1 && cut[j] == mi.n_layers - (S - j); j--) {}
+                if (j < 1) break;
+                cut[j]++;
+                for (j++; j < S; j++) cut[j] = cut[j - 1] + 1;
+            }
+            CHECKF(heaviest == best,
+                   "%s R=%d S=%d: the heaviest stage holds %llu weight bytes, a split can make it %llu", name, R, S,
+                   (unsigned long long)heaviest, (unsigned long long)best);
         }
         for (t = 0; t < T; t++) {
             mlstack_rank_info fi;

@@ -252,7 +252,12 @@ int main(int argc, char **argv) {
                 CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "%s: %d MPI ranks in 2 stages differ from one rank",
                        argv[1], size);
                 CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK && ri.n_stages == 2 && ri.stage == 0 &&
-                      ri.layer0 == 0 && ri.layer1 == mi.n_layers / 2 && ri.bytes_in > 0);
+                      ri.layer0 == 0 && ri.bytes_in > 0);
+                { /* the same layer split as thread ranks */
+                    mlstack_rank_info tri;
+                    CHECK(te && mlstack_engine_rank_info(te, 0, &tri) == MLSTACK_OK && ri.layer1 == tri.layer1 &&
+                          ri.layer1 > 0 && ri.layer1 < mi.n_layers);
+                }
                 mlstack_engine_free(te);
                 mlstack_engine_free(one);
             }
