@@ -264,7 +264,9 @@ class Mlstack:
 
     def _cmd(self, template: str, **kw) -> list[str]:
         typ = kw.pop("typ")
-        kw["quant_flag"] = f"--quant {typ}" if typ in QUANT_TYPES else ""
+        # a GGUF file runs as stored (--gguf); a folder of float weights quantizes at load
+        gguf_file = kw["model_dir"].endswith(".gguf")
+        kw["quant_flag"] = f"--quant {typ}" if typ in QUANT_TYPES and not gguf_file else ""
         kw["mlstack"] = shlex.quote(self.exe)
         kw["model_dir"] = shlex.quote(kw["model_dir"])
         return shlex.split(template.format(**kw))
@@ -357,7 +359,17 @@ def parse_tests(spec: str) -> list[tuple[str, int, int]]:
 
 
 def model_configs(args):
-    """(shape, type, folder, its GGUF) for every shape and type asked for whose model exists."""
+    """(shape, type, folder, its GGUF) for every shape and type asked for whose model exists; with
+    --gguf, the given files instead, each run as it is by both engines (mlstack -m FILE.gguf)."""
+    if args.gguf:
+        for item in args.gguf:
+            label, _, path = item.rpartition("=")
+            shape, _, typ = label.partition("/") if label else (os.path.basename(path), "", "")
+            if not os.path.isfile(path):
+                log(f"--gguf: no file {path}")
+                continue
+            yield shape, typ or "file", path, path
+        return
     for shape in args.shapes:
         for typ in args.types:
             if ensure_model(args, shape, typ):
@@ -576,6 +588,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", type=str_list, default=["smollm2", "tinyllama"])
     ap.add_argument("--types", type=str_list, default=["f32", "f16", "bf16", "q8_0", "q4_1"])
+    ap.add_argument("--gguf", type=str_list, default=[],
+                    help="comma list of [SHAPE/TYPE=]FILE.gguf: bench these files as they are, both engines on "
+                         "the same file (any GGML type: K-quants included), instead of --shapes x --types")
     ap.add_argument("--threads", "-t", type=int_list, default=[1, 2])
     ap.add_argument("--tests", default="pp128,pp512,tg64", help="comma list of ppN / tgN")
     ap.add_argument("-r", "--reps", type=int, default=5, help="repetitions per engine and test")
