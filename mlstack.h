@@ -15382,7 +15382,8 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
-   Every path computes these bits (SIMD paths vectorise the integer dots only). */
+   Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
+   multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
     int8_t q[MLSTACK__QK];
     int16_t sa, sb, ma, mb;
@@ -16353,11 +16354,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                 \
         mlstack__kqp_tile_avx2(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0, WT_, RB_, NV_); \
         break;
-#define MLSTACK__KQP_AVX2_ALL(WT_)                                                         \
-    MLSTACK__KQP_AVX2(WT_, 2, 4)                                                           \
-    MLSTACK__KQP_AVX2(WT_, 2, 2)                                                           \
-    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) \
-        MLSTACK__KQP_AVX2(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(WT_) \
+    MLSTACK__KQP_AVX2(WT_, 2, 4)   \
+    MLSTACK__KQP_AVX2(WT_, 2, 2)   \
+    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(WT_) \
     MLSTACK__KQP_AVX2(WT_, 2, 2) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
                 switch (wt * 64 + rb * 16 + nvec) {
@@ -17119,12 +17119,13 @@ mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, i
 }
 
 /* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels: a full group of 4 panels in
-   tiles of up to 3 activation rows (2 for formats with two sums per group), a short group's
-   panels one by one; every output sums its groups in input order whatever the tile. */
+   tiles of up to 3 activation rows for Q5_0 and Q4_K, 2 for the others (two sums per group, or
+   byte-wide q with scales: at 3 rows gcc spills), a short group's panels one by one; every
+   output sums its groups in input order whatever the tile. */
 static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), p, b, j, i;
-    int rbm = mlstack__kqp_fmt_of(w->wtype).split ? 2 : 3, wt = w->wtype;
+    int wt = w->wtype, rbm = wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K ? 3 : 2; /* the faster on Zen 4 */
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -17159,8 +17160,8 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
             }
             switch (wt * 4 + rb) {
                 /* clang-format off */
-                MLSTACK__KQP_CASES(MLSTACK__W_Q5_0) MLSTACK__KQP_CASES(MLSTACK__W_Q5_1) MLSTACK__KQP_CASES2(MLSTACK__W_Q2_K)
-                MLSTACK__KQP_CASES2(MLSTACK__W_Q3_K) MLSTACK__KQP_CASES(MLSTACK__W_Q4_K) MLSTACK__KQP_CASES(MLSTACK__W_Q5_K)
+                MLSTACK__KQP_CASES(MLSTACK__W_Q5_0) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_1) MLSTACK__KQP_CASES2(MLSTACK__W_Q2_K)
+                MLSTACK__KQP_CASES2(MLSTACK__W_Q3_K) MLSTACK__KQP_CASES(MLSTACK__W_Q4_K) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_K)
                 MLSTACK__KQP_CASES2(MLSTACK__W_Q6_K)
             default: break;
                 /* clang-format on */
