@@ -217,7 +217,8 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
 #undef IS
 #undef VALUE
     }
-    if (!b->model == !b->shape) return cli_die("%s", "bench needs exactly one of -m DIR|FILE.gguf and --shape CONFIG.json");
+    if (!b->model == !b->shape)
+        return cli_die("%s", "bench needs exactly one of -m DIR|FILE.gguf and --shape CONFIG.json");
     return 0;
 }
 
