@@ -14952,7 +14952,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q4_1 = MLSTACK_DTYPE_Q4_1,
     /* GGML block formats computed natively, rows as llama.cpp stores them (layouts, dw/ow and
        the dot's exact form: mlstack__kq_decode below). Value 16 + the GGML type number; never
-       a public dtype, never packed into P16 panels. */
+       a public dtype. The x86 kernels multiply them from KQ panels (below). */
     MLSTACK__W_Q5_0 = 16 + 6, /* made by the quantizer only (files' Q5_0 rows are repacked to Q8_0) */
     MLSTACK__W_Q5_1 = 16 + 7,
     MLSTACK__W_Q2_K = 16 + 10,
@@ -15105,6 +15105,41 @@ typedef struct mlstack__weight {
    but per pair of inputs kp, gp x 16 x 2 values, value (kp, r, l, t) = W[64 * group + 16r + l]
    [2kp + t], an odd n_in padded with a zero input; the kernel table asks for them with
    MLSTACK__PACK_BF16_PAIRS in `packs`. */
+/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K) as P16 panels, made once from
+   the rows, so that kernels multiply one broadcast activation by 16 outputs (each lane its own
+   output's accumulator) instead of decoding every row on every call. They hold exactly the
+   integers and f16 fields of mlstack__kq_decode's groups, and a kernel forms dw, ow from them by
+   the rule's own f32 operations, so every path gives the rule's bits. A super-block is 256
+   inputs (8 groups of 32) for the K formats, one group of 32 for Q5_0 / Q5_1. In a group of gp
+   panels (as above), per super-block s, in order:
+     nh headers: gp x 16 f16 each (Q5_0, Q3_K, Q6_K: d; Q5_1: d, m; Q2_K, Q4_K, Q5_K: d, dmin)
+     per group j of the super-block:
+       q runs, 4 (nibbles) or 8 (bytes) x gp runs of 64 bytes. Bytes (Q5_0, Q5_1, Q5_K, Q6_K):
+         byte 4l + t of run (g, r) = q[4g + t] + qoff; nibbles (Q2_K, Q3_K, Q4_K): the low nibble
+         is q[4g + t] + qoff, the high one q[16 + 4g + t] + qoff. qoff (Q5_0 16, Q3_K 4, Q6_K 32,
+         else 0) makes every value unsigned for vpdpbusd; the activations' sums take it back out.
+       nsc x gp x 16 int8 scales (Q4_K, Q5_K: sc, mn; Q3_K, Q6_K: sa, sb; Q2_K: sa, sb, ma, mb)
+   Bytes per weight (one panel, 16 outputs x 256 inputs): Q4_K 0.578 (GGUF 0.5625), Q5_K 1.078
+   (0.6875), Q6_K 1.070 (0.8203), Q3_K 0.570 (0.4297), Q2_K 0.641 (0.3281), Q5_1 1.125 (0.75),
+   Q5_0 1.0625 (0.6875). */
+typedef struct mlstack__kqp_fmt {
+    int ng, nib, split, qoff, nh, nsc; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers; scales */
+} mlstack__kqp_fmt;
+MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
+    mlstack__kqp_fmt f;
+    f.ng = wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q5_1 ? 1 : 8;
+    f.nib = wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q3_K || wtype == MLSTACK__W_Q2_K;
+    f.split = wtype == MLSTACK__W_Q6_K || wtype == MLSTACK__W_Q3_K || wtype == MLSTACK__W_Q2_K;
+    f.qoff = wtype == MLSTACK__W_Q6_K ? 32 : wtype == MLSTACK__W_Q3_K ? 4 : wtype == MLSTACK__W_Q5_0 ? 16 : 0;
+    f.nh = wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q6_K || wtype == MLSTACK__W_Q3_K ? 1 : 2;
+    f.nsc = wtype == MLSTACK__W_Q2_K ? 4 : f.ng == 8 ? 2 : 0;
+    return f;
+}
+/* Bytes of one super-block of one panel. */
+MLSTACK__FN size_t mlstack__kqp_sb_bytes(int wtype) {
+    mlstack__kqp_fmt f = mlstack__kqp_fmt_of(wtype);
+    return (size_t)f.nh * 32 + (size_t)f.ng * ((f.nib ? 4 : 8) * 64 + (size_t)f.nsc * 16);
+}
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
 #define MLSTACK__P16_GROUP 4
@@ -15114,7 +15149,10 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     case MLSTACK__W_F32: return (size_t)n_in * 64;
     case MLSTACK__W_Q8_0: return nb * (512 + 32);
     case MLSTACK__W_Q4_1: return nb * (256 + 64);
-    default: return (size_t)n_in * 32;
+    default:
+        if (MLSTACK__W_IS_GGML(wtype))
+            return (size_t)(n_in / mlstack__wtype_block(wtype)) * mlstack__kqp_sb_bytes(wtype);
+        return (size_t)n_in * 32;
     }
 }
 MLSTACK__FN int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
@@ -15123,7 +15161,12 @@ MLSTACK__FN size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1
 
 /* Group `grp` of w's panels (pair panels when `pairs`, BF16 only) into dst, the start of the
    whole packed copy. */
+MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst);
 MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
+    if (MLSTACK__W_IS_GGML(w->wtype)) {
+        mlstack__kqp_pack_group(w, grp, dst);
+        return;
+    }
     size_t pb = pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in);
     size_t es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, k, g, t, nb = w->n_in / MLSTACK__QK;
@@ -15202,6 +15245,10 @@ typedef struct mlstack__kernels {
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
 #define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
+/* The native GGML formats' KQ panels (x86 tables: AVX2, AVX-512, AMX; NEON reads their rows). */
+#define MLSTACK__PACKS_GGML                                                                                  \
+    ((1u << MLSTACK__W_Q5_0) | (1u << MLSTACK__W_Q5_1) | (1u << MLSTACK__W_Q2_K) | (1u << MLSTACK__W_Q3_K) | \
+     (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K))
 
 /* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
@@ -15339,7 +15386,8 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
-   Every path computes these bits (SIMD paths vectorise the integer dots only). */
+   Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
+   multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
     int8_t q[MLSTACK__QK];
     int16_t sa, sb, ma, mb;
@@ -15441,6 +15489,56 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
         }
         }
     }
+}
+
+/* Byte offset of header h (0: d, 1: m or dmin) in a GGML block of wtype. */
+static int mlstack__kqp_hoff(int wtype, int h) {
+    switch (wtype) {
+    case MLSTACK__W_Q6_K: return 208;
+    case MLSTACK__W_Q3_K: return 108;
+    case MLSTACK__W_Q2_K: return 80 + 2 * h;
+    default: return 2 * h; /* Q5_0, Q5_1, Q4_K, Q5_K */
+    }
+}
+
+/* Group `grp` of w's KQ panels (native GGML formats, layout above) into dst, the start of the
+   whole packed copy: each super-block of each row decoded by the reference decoder, and its
+   integers and f16 fields placed in the row's lane. */
+MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    mlstack__kqp_fmt f = mlstack__kqp_fmt_of(w->wtype);
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
+    size_t bsz = mlstack__ggml_types[w->wtype - 16].size;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h, qr = f.nib ? 4 : 8;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
+    size_t gsz = (size_t)gp * ((size_t)qr * 64 + (size_t)f.nsc * 16);
+    unsigned char *d = dst + (size_t)p0 * pb;
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * bsz;
+                unsigned char *sb = d + (size_t)s * gp * sbp;
+                mlstack__kqg gr[8];
+                mlstack__kq_decode(w->wtype, b, 32 * f.ng, gr);
+                for (h = 0; h < f.nh; h++)
+                    memcpy(sb + ((size_t)h * gp + r) * 32 + 2 * l, b + mlstack__kqp_hoff(w->wtype, h), 2);
+                for (j = 0; j < f.ng; j++) {
+                    unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz, *sc = q + (size_t)gp * qr * 64;
+                    int v[4];
+                    for (g = 0; g < qr; g++)
+                        for (t = 0; t < 4; t++) {
+                            int lo = gr[j].q[4 * g + t] + f.qoff;
+                            q[((size_t)g * gp + r) * 64 + 4 * l + t] =
+                                (unsigned char)(f.nib ? lo | (gr[j].q[16 + 4 * g + t] + f.qoff) << 4 : lo);
+                        }
+                    v[0] = gr[j].sa, v[1] = gr[j].sb, v[2] = gr[j].ma, v[3] = gr[j].mb;
+                    if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
+                        v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
+                    for (t = 0; t < f.nsc; t++) sc[((size_t)t * gp + r) * 16 + l] = (unsigned char)(int8_t)v[t];
+                }
+            }
+        }
 }
 
 /* The float steps of one group (>>kernels rule above), given its exact integer dots. */
@@ -16121,10 +16219,174 @@ static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const m
     return acc;
 }
 
+/* KQ panels (native GGML formats, layout in >>kernels), the AVX2 form of >>avx512's
+   mlstack__kqp_tile: RB activation rows x NV vectors of 8 outputs. Per 4-input run, vpmaddubsw
+   (unsigned q <= 63 times signed activations: pair sums <= 16002, no saturation) then vpmaddwd
+   with ones into int32, one sum or two 16-input halves, started at -qoff times the activations'
+   sums; then the same integers and float steps as the AVX-512 kernel. wp: the group's stream,
+   gp panels; v0: the tile's first vector in the group. WT a constant. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
+                       size_t ldy, const float *bias, int nvt, const int WT, const int RB, const int NV) {
+    const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
+    const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
+    const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
+    const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;
+    const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;
+    const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;
+    const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K;
+    const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
+                 rs = (size_t)gp * 64;
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
+    __m256 acc[4][8];
+    __m256i ia[4][8], ib[4][8];
+    int b, v, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
+        for (j = 0; j < NG; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)v0 * 32,
+                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)v0 * 8;
+            const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
+            int32_t sxa[4] = {0, 0, 0, 0}, sxb[4] = {0, 0, 0, 0};
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                if (SPLIT) {
+                    __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)xk[(size_t)b * ldx].q),
+                                              _mm_set1_epi8((char)0x80));
+                    t = _mm_sad_epu8(t, _mm_setzero_si128());
+                    sxa[b] = _mm_cvtsi128_si32(t) + _mm_extract_epi16(t, 4) - 16 * 128;
+                    sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];
+                }
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                    ia[b][v] = _mm256_set1_epi32(SPLIT ? -QOFF * sxa[b] : -QOFF * xk[(size_t)b * ldx].sum);
+                    if (SPLIT) ib[b][v] = _mm256_set1_epi32(-QOFF * sxb[b]);
+                }
+            }
+            for (g = 0; g < QR; g++) /* kept rolled (as the Q8_0 kernel: unrolled, gcc spills) */
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(gq + g * rs + (size_t)v * 32));
+                    __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
+                    __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m256i t;
+                        memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x4)), ones);
+                        if (SPLIT && !NIB && g >= 4) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
+                        else
+                            ia[b][v] = _mm256_add_epi32(ia[b][v], t);
+                        if (NIB) {
+                            memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                            t = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_set1_epi32(x4)), ones);
+                            if (SPLIT) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
+                            else
+                                ia[b][v] = _mm256_add_epi32(ia[b][v], t);
+                        }
+                    }
+                }
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                const unsigned char *sp = gs + (size_t)v * 8;
+                __m256 d =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sbk + (size_t)(v0 + v) * 16)));
+                __m256 h1 = _mm256_setzero_ps();
+                __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
+                if (NH == 2)
+                    h1 = _mm256_cvtph_ps(_mm_loadu_si128(
+                        (const __m128i *)(const void *)(sbk + (size_t)gp * 32 + (size_t)(v0 + v) * 16)));
+                if (NSC) {
+                    sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)sp));
+                    sb = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 16)));
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    __m256i isum = ia[b][v];
+                    if (SPLIT) isum = _mm256_add_epi32(_mm256_mullo_epi32(isum, sa), _mm256_mullo_epi32(ib[b][v], sb));
+                    else if (NSC)
+                        isum = _mm256_mullo_epi32(isum, sa);
+                    acc[b][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                                                _mm256_mul_ps(d, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
+                }
+                if (WT == MLSTACK__W_Q5_1 || KOW) {
+                    __m256 ow = h1;
+                    if (KOW) ow = _mm256_xor_ps(_mm256_mul_ps(h1, _mm256_cvtepi32_ps(sb)), _mm256_set1_ps(-0.0f));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                        _mm256_fmadd_ps(ow, _mm256_set1_ps(xk[(size_t)b * ldx].s), acc[b][v]);
+                }
+                if (WT == MLSTACK__W_Q2_K) {
+                    __m256i ma =
+                        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 32)));
+                    __m256i mb =
+                        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 48)));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        __m256i imin = _mm256_add_epi32(_mm256_mullo_epi32(ma, _mm256_set1_epi32(sxa[b])),
+                                                        _mm256_mullo_epi32(mb, _mm256_set1_epi32(sxb[b])));
+                        acc[b][v] =
+                            _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), imin)),
+                                            _mm256_mul_ps(h1, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
+                    }
+                }
+            }
+        }
+    }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 t = acc[b][v];
+        if (bias) t = _mm256_add_ps(t, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, t);
+    }
+}
+
+/* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels, in tiles of 2 rows x 4
+   vectors or 1 row x the whole group (2 x 2 and 1 x 4 for formats with two sums per group). */
+static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
+    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
+        int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp);
+        const unsigned char *wp = packed + (size_t)p * pb;
+        const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        for (b = 0; b < B; b += 2) {
+            int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 4 : 2) : (rb == 1 ? 8 : 4);
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            for (v0 = 0; v0 < vt; v0 += step) {
+                int nvec = vt - v0 < step ? vt - v0 : step;
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
+                const float *bb = bias ? bias + 8 * v0 : NULL;
+#define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                  \
+    case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                 \
+        mlstack__kqp_tile_avx2(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0, WT_, RB_, NV_); \
+        break;
+#define MLSTACK__KQP_AVX2_ALL(WT_) \
+    MLSTACK__KQP_AVX2(WT_, 2, 4)   \
+    MLSTACK__KQP_AVX2(WT_, 2, 2)   \
+    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(WT_) \
+    MLSTACK__KQP_AVX2(WT_, 2, 2) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
+                switch (wt * 64 + rb * 16 + nvec) {
+                    /* clang-format off */
+                    MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_1)
+                    MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_K)
+                    MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q3_K)
+                    MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q6_K)
+                default: break;
+                    /* clang-format on */
+                }
+#undef MLSTACK__KQP_AVX2_SPLIT
+#undef MLSTACK__KQP_AVX2_ALL
+#undef MLSTACK__KQP_AVX2
+            }
+        }
+    }
+}
+
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+        if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
+        else
+            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -16421,7 +16683,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__rmsnorm_avx2,
                                                        mlstack__swiglu_avx2,
                                                        MLSTACK__ATTN_AVX2,
-                                                       MLSTACK__PACKS_ALL};
+                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 #endif
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
@@ -16719,10 +16981,209 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
     }
 }
 
+/* KQ panels (native GGML formats, layout in >>kernels), RB activation rows x RO panels: per
+   group, the q runs by vpdpbusd into int32 (one sum, or two 16-input halves where the format
+   scales them apart), each started at -qoff times the activations' sum of its inputs, then
+   isum = sa * dot_a + sb * dot_b by vpmulld, and the rule's float steps in each output's lane:
+   acc = fma(isum, d * x.d, acc); Q5_1 acc = fma(m, x.s, acc); Q4_K / Q5_K acc = fma(-(dmin *
+   mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc). WT a constant. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void
+mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,
+                  const float *bias, int nv, const int WT, const int RB, const int RO, const int GS, const int J) {
+    const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
+    const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
+    const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
+    const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;
+    const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;
+    const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;
+    const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K, HALVES = SPLIT && (QOFF || WT == MLSTACK__W_Q2_K);
+    const size_t gsz = (size_t)GS * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
+    __m512 acc[6][4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
+    __m512i ia[3][4], ib[3][4];
+    int b, p, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
+        for (j = 0; j < NG; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * QR * 64;
+            const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
+            int32_t sxa[3] = {0, 0, 0}, sxb[3] = {0, 0, 0};
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                if (HALVES) { /* the activations' sums over inputs 0-15 and 16-31 */
+                    __m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)xk[(size_t)b * ldx].q),
+                                              _mm_set1_epi8((char)0x80));
+                    v = _mm_sad_epu8(v, _mm_setzero_si128());
+                    sxa[b] = _mm_cvtsi128_si32(v) + _mm_extract_epi16(v, 4) - 16 * 128;
+                    sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];
+                }
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                    ia[b][p] = _mm512_set1_epi32(SPLIT ? -QOFF * sxa[b] : -QOFF * xk[(size_t)b * ldx].sum);
+                    if (SPLIT) ib[b][p] = _mm512_set1_epi32(-QOFF * sxb[b]);
+                }
+            }
+            if (NIB) {
+                MLSTACK__UNROLL for (g = 0; g < 4; g++) {
+                    __m512i raw[4], lo[4];
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                        raw[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
+                        if (RB == 1)
+                            _mm_prefetch((const char *)(gq + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                        lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m512i xv;
+                        memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        xv = _mm512_set1_epi32(x4);
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                    }
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
+                        _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m512i xv;
+                        memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                        xv = _mm512_set1_epi32(x4);
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                            if (SPLIT) ib[b][p] = _mm512_dpbusd_epi32(ib[b][p], lo[p], xv);
+                            else
+                                ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                        }
+                    }
+                }
+            } else {
+                MLSTACK__UNROLL for (g = 0; g < 8; g++) {
+                    __m512i wv[4];
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                        wv[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
+                        if (RB == 1)
+                            _mm_prefetch((const char *)(gq + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m512i xv;
+                        memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        xv = _mm512_set1_epi32(x4);
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                            if (SPLIT && g >= 4) ib[b][p] = _mm512_dpbusd_epi32(ib[b][p], wv[p], xv);
+                            else
+                                ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], wv[p], xv);
+                        }
+                    }
+                }
+            }
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                const unsigned char *sp = gs + (size_t)(J + p) * 16;
+                __m512 d =
+                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(J + p) * 32)));
+                __m512 h1 = _mm512_setzero_ps();
+                __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512();
+                if (NH == 2)
+                    h1 = _mm512_cvtph_ps(
+                        _mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(GS + J + p) * 32)));
+                if (NSC) {
+                    sa = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)sp));
+                    sb = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 16)));
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    const mlstack__q8x *xb = xk + (size_t)b * ldx;
+                    __m512i isum = ia[b][p];
+                    if (SPLIT) isum = _mm512_add_epi32(_mm512_mullo_epi32(isum, sa), _mm512_mullo_epi32(ib[b][p], sb));
+                    else if (NSC)
+                        isum = _mm512_mullo_epi32(isum, sa);
+                    acc[b][p] =
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
+                }
+                if (WT == MLSTACK__W_Q5_1 || KOW) {
+                    __m512 ow = h1; /* Q5_1: m; Q4_K, Q5_K: -(dmin * mn) */
+                    if (KOW)
+                        ow = _mm512_castsi512_ps(
+                            _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb))),
+                                             _mm512_set1_epi32((int)0x80000000u)));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fmadd_ps(ow, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                }
+                if (WT == MLSTACK__W_Q2_K) {
+                    __m512i ma =
+                        _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 32)));
+                    __m512i mb =
+                        _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 48)));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        __m512i imin = _mm512_add_epi32(_mm512_mullo_epi32(ma, _mm512_set1_epi32(sxa[b])),
+                                                        _mm512_mullo_epi32(mb, _mm512_set1_epi32(sxb[b])));
+                        acc[b][p] =
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), imin)),
+                                            _mm512_mul_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].d)), acc[b][p]);
+                    }
+                }
+            }
+        }
+    }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
+}
+
+/* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels: a full group of 4 panels in
+   tiles of up to 3 activation rows for Q5_0 and Q4_K, 2 for the others (two sums per group, or
+   byte-wide q with scales: at 3 rows gcc spills), a short group's panels one by one; every
+   output sums its groups in input order whatever the tile. */
+static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), p, b, j, i;
+    int wt = w->wtype, rbm = wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K ? 3 : 2; /* the faster on Zen 4 */
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        const unsigned char *wp = packed + (size_t)p * pb;
+        if (ro > 4) ro = 4;
+        for (b = 0; b < B; b += rbm) {
+            int rb = B - b < rbm ? B - b : rbm;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+            const float *bb = w->bias ? w->bias + p * 16 : NULL;
+#define MLSTACK__KQP_ONE(WT_)                                                                               \
+    case WT_:                                                                                               \
+        for (i = 0; i < rb; i++)                                                                            \
+            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy, \
+                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j);                      \
+        break;
+#define MLSTACK__KQP_CASE(WT_, RB_) \
+    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0); break;
+#define MLSTACK__KQP_CASES(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2) MLSTACK__KQP_CASE(WT_, 3)
+#define MLSTACK__KQP_CASES2(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2)
+            if (ro != 4) { /* a short group's panels: one activation row at a time */
+                for (j = 0; j < ro; j++) switch (wt) {
+                        /* clang-format off */
+                        MLSTACK__KQP_ONE(MLSTACK__W_Q5_0) MLSTACK__KQP_ONE(MLSTACK__W_Q5_1) MLSTACK__KQP_ONE(MLSTACK__W_Q2_K)
+                        MLSTACK__KQP_ONE(MLSTACK__W_Q3_K) MLSTACK__KQP_ONE(MLSTACK__W_Q4_K) MLSTACK__KQP_ONE(MLSTACK__W_Q5_K)
+                        MLSTACK__KQP_ONE(MLSTACK__W_Q6_K)
+                    default: break;
+                        /* clang-format on */
+                    }
+                continue;
+            }
+            switch (wt * 4 + rb) {
+                /* clang-format off */
+                MLSTACK__KQP_CASES(MLSTACK__W_Q5_0) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_1) MLSTACK__KQP_CASES2(MLSTACK__W_Q2_K)
+                MLSTACK__KQP_CASES2(MLSTACK__W_Q3_K) MLSTACK__KQP_CASES(MLSTACK__W_Q4_K) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_K)
+                MLSTACK__KQP_CASES2(MLSTACK__W_Q6_K)
+            default: break;
+                /* clang-format on */
+            }
+#undef MLSTACK__KQP_CASES2
+#undef MLSTACK__KQP_CASES
+#undef MLSTACK__KQP_CASE
+#undef MLSTACK__KQP_ONE
+        }
+    }
+}
+
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
-    if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: the AVX2 dots (same bits) */
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+    if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
+        if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
+        else
+            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -16737,7 +17198,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512_novnni(const mlstack__weight *w, const float *x,
                                                             const mlstack__q8x *xq, float *y, int B, int o0, int o1,
                                                             float *scratch) {
-    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)
+    if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(w->wtype))
         mlstack__matmul_avx2(w, x, xq, y, B, o0, o1, scratch);
     else
         mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
@@ -16959,9 +17420,13 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx512, \
         mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
 
-static const mlstack__kernels mlstack__kernels_avx512 = {
-    "avx512+vnni",          mlstack__matmul_avx512, mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-    mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512,   MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
+                                                         mlstack__matmul_avx512,
+                                                         mlstack__to_f32_avx512,
+                                                         mlstack__rmsnorm_avx512,
+                                                         mlstack__swiglu_avx512,
+                                                         MLSTACK__ATTN_AVX512,
+                                                         MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
    times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
    twice the multiplies per instruction of widening the weights, at the price of rounding
@@ -17062,7 +17527,7 @@ static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16d
                                                               mlstack__swiglu_avx512,
                                                               MLSTACK__ATTN_AVX512,
                                                               (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                                  MLSTACK__PACK_BF16_PAIRS};
+                                                                  MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
 #endif
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__matmul_avx512_novnni,
@@ -17070,7 +17535,7 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__rmsnorm_avx512,
                                                                 mlstack__swiglu_avx512,
                                                                 MLSTACK__ATTN_AVX512,
-                                                                MLSTACK__PACKS_ALL};
+                                                                MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 /* The tables above for the dispatch (a function, so that a part build reaches them from the
    dispatch's part: PARTS in >>platform). bf16: the opt-in bf16-dot table, NULL when it is not compiled. */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf16) {
@@ -17368,9 +17833,13 @@ static MLSTACK__T_AMX void mlstack__matmul_amx_bf16(const mlstack__weight *w, co
     else
         mlstack__matmul_amx(w, x, xq, y, B, o0, o1, scratch);
 }
-static const mlstack__kernels mlstack__kernels_amx = {
-    "avx512+vnni+amx",      mlstack__matmul_amx,  mlstack__to_f32_avx512, mlstack__rmsnorm_avx512,
-    mlstack__swiglu_avx512, MLSTACK__ATTN_AVX512, MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_amx = {"avx512+vnni+amx",
+                                                      mlstack__matmul_amx,
+                                                      mlstack__to_f32_avx512,
+                                                      mlstack__rmsnorm_avx512,
+                                                      mlstack__swiglu_avx512,
+                                                      MLSTACK__ATTN_AVX512,
+                                                      MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16",
                                                            mlstack__matmul_amx_bf16,
                                                            mlstack__to_f32_avx512,
@@ -17378,7 +17847,7 @@ static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16
                                                            mlstack__swiglu_avx512,
                                                            MLSTACK__ATTN_AVX512,
                                                            (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                               MLSTACK__PACK_BF16_PAIRS};
+                                                               MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
 /* The tables above for the dispatch (see mlstack__kernels_avx512_get). */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
     return bf16 ? &mlstack__kernels_amx_bf16 : &mlstack__kernels_amx;
@@ -23217,7 +23686,8 @@ MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *ro
 /* Releases w's rows when they are a copy made at open, its panels exist and nothing holds
    rows. Under mlstack__pack_lock. */
 static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w) {
-    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users) return;
+    /* (native GGML rows stay: mlstack__p16_unpack does not re-derive them from KQ panels) */
+    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users || MLSTACK__W_IS_GGML(w->wtype)) return;
     mlstack__mem_release((void *)(uintptr_t)w->data, (size_t)w->n_out * w->row_bytes);
     w->rows = MLSTACK__ROWS_GONE;
 }

@@ -440,76 +440,102 @@ static void check_quantize_weight(void) {
     }
 }
 
-/* Native GGML formats (>>kernels: Q5_1, Q2_K .. Q6_K) on path k: rows of random block bytes with
-   modest f16 scales (both signs), n_out 37, B 1..9 and 17. The same bits as the scalar reference,
-   each row alone the bits it gets in a batch, and every result within the error that rounding
-   the activations to int8 allows of the f32 dot with the dequantized weights (the dequantizer
-   matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <= sum_k |w_k| d_x(k) / 2 plus f32
-   rounding. */
+/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K) on path k: rows of random block
+   bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
+   partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
+   its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
+   scalar reference, each row alone the bits it gets in a batch, and every result within the
+   error that rounding the activations to int8 allows of the f32 dot with the dequantized
+   weights (the dequantizer matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <=
+   sum_k |w_k| d_x(k) / 2 plus f32 rounding. */
 static void check_kq(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
                                  MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0};
     /* f16 scale fields of each block: byte offset, count */
     static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1};
-    static const int n_ins[] = {256, 512, 1280}, Bs[] = {1, 2, 3, 5, 9, 17};
-    int wi, ni, bi, i, b, o;
+    static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
+    int wi, ni, no, bi, i, b, o, pk;
     for (wi = 0; wi < 7; wi++)
-        for (ni = 0; ni < 3; ni++) {
-            int wt = wtypes[wi], n_in = n_ins[ni], n_out = 37, gt = wt - 16, nblk, bs, j;
-            size_t rb = mlstack__row_bytes(wt, n_in);
-            unsigned char *wd = (unsigned char *)malloc(rb * n_out);
-            float *wf = (float *)malloc(sizeof(float) * n_out * n_in), *x = (float *)malloc(sizeof(float) * 17 * n_in);
-            float *y = (float *)malloc(sizeof(float) * 17 * n_out), *yr = (float *)malloc(sizeof(float) * 17 * n_out);
-            float *y1 = (float *)malloc(sizeof(float) * n_out), *scratch;
-            mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
-            mlstack__weight w;
-            int same = 1, alone = 1, within = 1;
-            double worst = 0;
-            scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
-            bs = mlstack__ggml_types[gt].size;
-            nblk = (int)(rb * n_out / (size_t)bs);
-            for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
-            for (i = 0; i < nblk; i++)
-                for (j = 0; j < sc_n[wi]; j++) {
-                    uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
-                    memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
-                }
-            for (o = 0; o < n_out; o++)
-                mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
-            for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
-            memset(&w, 0, sizeof w);
-            w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
-            mlstack__quantize_rows(x, xq, 17, n_in);
-            for (bi = 0; bi < 6; bi++) {
-                int B = Bs[bi];
-                mlstack__matmul_scalar(&w, x, xq, yr, B, 0, n_out, scratch);
-                k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
-                same &= memcmp(y, yr, sizeof(float) * B * n_out) == 0;
-                for (b = 0; b < B; b++) {
-                    k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
-                    alone &= memcmp(y1, y + (size_t)b * n_out, sizeof(float) * n_out) == 0;
-                    for (o = 0; o < n_out; o++) {
-                        double ref = 0, bound = 0, mag = 0;
-                        for (i = 0; i < n_in; i++) {
-                            double wv = wf[(size_t)o * n_in + i], xv = x[(size_t)b * n_in + i];
-                            ref += wv * xv;
-                            bound += fabs(wv) * xq[(size_t)b * (n_in / 32) + i / 32].d * 0.5;
-                            mag += fabs(wv * xv);
-                        }
-                        bound = bound * 1.0001 + 1e-5 * mag + 1e-30;
-                        if (fabs(y[(size_t)b * n_out + o] - ref) > bound) within = 0;
-                        if (fabs(y[(size_t)b * n_out + o] - ref) / bound > worst)
-                            worst = fabs(y[(size_t)b * n_out + o] - ref) / bound;
+        for (ni = 0; ni < 3; ni++)
+            for (no = 0; no < 3; no++) {
+                int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
+                size_t rb = mlstack__row_bytes(wt, n_in);
+                unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
+                float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
+                      *x = (float *)malloc(sizeof(float) * 17 * n_in);
+                float *y = (float *)malloc(sizeof(float) * 17 * n_out),
+                      *yr = (float *)malloc(sizeof(float) * 17 * n_out);
+                float *y1 = (float *)malloc(sizeof(float) * n_out), *y2 = (float *)malloc(sizeof(float) * 17 * n_out),
+                      *scratch;
+                mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
+                mlstack__weight w;
+                int packs = (int)(k->packs >> wt & 1u);
+                scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
+                bs = mlstack__ggml_types[gt].size;
+                nblk = (int)(rb * n_out / (size_t)bs);
+                for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
+                for (i = 0; i < nblk; i++)
+                    for (j = 0; j < sc_n[wi]; j++) {
+                        uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
+                        memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
                     }
+                for (o = 0; o < n_out; o++)
+                    mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
+                for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
+                memset(&w, 0, sizeof w);
+                w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
+                mlstack__quantize_rows(x, xq, 17, n_in);
+                if (packs) {
+                    packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
+                    for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, 0, packed);
                 }
+                for (pk = 0; pk <= packs; pk++) {
+                    int same = 1, alone = 1, within = 1, split = 1;
+                    double worst = 0;
+                    w.packed = pk ? packed : NULL;
+                    for (bi = 0; bi < 6; bi++) {
+                        int B = Bs[bi];
+                        w.packed = NULL;
+                        mlstack__matmul_scalar(&w, x, xq, yr, B, 0, n_out, scratch);
+                        w.packed = pk ? packed : NULL;
+                        k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
+                        same &= memcmp(y, yr, sizeof(float) * B * n_out) == 0;
+                        if (n_out > 64) { /* rows [0, 64) and [64, n_out), as two tasks */
+                            k->matmul(&w, x, xq, y2, B, 0, 64, scratch);
+                            k->matmul(&w, x, xq, y2, B, 64, n_out, scratch);
+                            split &= memcmp(y, y2, sizeof(float) * B * n_out) == 0;
+                        }
+                        for (b = 0; b < B; b++) {
+                            k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
+                            alone &= memcmp(y1, y + (size_t)b * n_out, sizeof(float) * n_out) == 0;
+                            for (o = 0; o < n_out && !pk; o++) {
+                                double ref = 0, bound = 0, mag = 0;
+                                for (i = 0; i < n_in; i++) {
+                                    double wv = wf[(size_t)o * n_in + i], xv = x[(size_t)b * n_in + i];
+                                    ref += wv * xv;
+                                    bound += fabs(wv) * xq[(size_t)b * (n_in / 32) + i / 32].d * 0.5;
+                                    mag += fabs(wv * xv);
+                                }
+                                bound = bound * 1.0001 + 1e-5 * mag + 1e-30;
+                                if (fabs(y[(size_t)b * n_out + o] - ref) > bound) within = 0;
+                                if (fabs(y[(size_t)b * n_out + o] - ref) / bound > worst)
+                                    worst = fabs(y[(size_t)b * n_out + o] - ref) / bound;
+                            }
+                        }
+                    }
+                    CHECKF(same, "%s %s%s n_in %d n_out %d: differs from the scalar reference", k->name,
+                           mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
+                    CHECKF(alone, "%s %s%s n_in %d n_out %d: a row alone differs from the same row in a batch", k->name,
+                           mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
+                    CHECKF(split, "%s %s%s n_in %d n_out %d: rows split in two ranges differ", k->name,
+                           mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
+                    CHECKF(within,
+                           "%s %s n_in %d: off the dequantized f32 dot by %.3f of the activation-rounding bound",
+                           k->name, mlstack__wtype_name(wt), n_in, worst);
+                }
+                free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(y2), free(xq), free(scratch),
+                    free(packed);
             }
-            CHECKF(same, "%s %s n_in %d: differs from the scalar reference", k->name, mlstack__wtype_name(wt), n_in);
-            CHECKF(alone, "%s %s n_in %d: a row alone differs from the same row in a batch", k->name,
-                   mlstack__wtype_name(wt), n_in);
-            CHECKF(within, "%s %s n_in %d: off the dequantized f32 dot by %.3f of the activation-rounding bound",
-                   k->name, mlstack__wtype_name(wt), n_in, worst);
-            free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(xq), free(scratch);
-        }
 }
 
 /* The GGML formats the quantizer writes (>>quant), on llama.cpp's own quantization test
