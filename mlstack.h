@@ -22734,8 +22734,10 @@ static mlstack_result mlstack__st_panels(const mlstack_model *m, const mlstack__
     }
     if (q != MLSTACK__W_Q8_0 && q != MLSTACK__W_Q4_1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: tensor %s: P16 panels of %s are not a layout of this build", m->path, t->name,
-                             mlstack__wtype_name(q));
+                             "%s: tensor %s is marked as P16 panels but holds %s%s, which has no P16 layout in this "
+                             "build (Q8_0 and Q4_1 blocks have)",
+                             m->path, t->name, q ? mlstack__wtype_name(q) : mlstack__dtype_names[t->dtype],
+                             q ? " blocks" : " values");
     if (n_in % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != mlstack__p16_panels(n_out) ||
         (uint64_t)t->shape[1] != (uint64_t)mlstack__p16_bytes(q, n_in))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -22762,7 +22764,7 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     snprintf(name, sizeof name, "%s.weight", prefix);
     t = mlstack__st_find(&m->st, name);
     q = t ? mlstack__st_quant_of(&m->st, t) : 0;
-    if (q && (r = mlstack__st_panels(m, t, q, n_out, n_in, &panels, err)) != MLSTACK_OK) return r;
+    if (t && (r = mlstack__st_panels(m, t, q, n_out, n_in, &panels, err)) != MLSTACK_OK) return r;
     if (panels) {
         m->n_params += (uint64_t)n_out * (uint64_t)n_in;
         m->weight_bytes += t->end - t->begin;
