@@ -136,7 +136,8 @@
                                        build with -march=...+dotprod
    Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
-   on such a path starts; scalar reads the weights as loaded. A cap naming the other
+   on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
+   layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
    architecture's path selects scalar. Every path gives identical bits (the canonical arithmetic
    of >>kernels), except the opt-in bf16 rows (bf16dot, amx+bf16); build the implementation without -ffast-math and
    its relatives and keep the default rounding mode (README "Reproducible results").
@@ -184,6 +185,7 @@
                  mlstack_tokenizer *mlstack_model_tokenizer(model)
                  const mlstack_chat_template *mlstack_model_chat_template(model)
                  R mlstack_model_save(model, dir, err)            R mlstack_model_save_gguf(model, path, err)
+                 R mlstack_model_save_flags(model, dir, flags, err)
                  int mlstack_model_tensor_count(model)            R mlstack_model_tensor_at(model, i, &view)
                  R mlstack_model_tensor_find(model, name, &view)  const char *mlstack_dtype_name(dtype)
      tokenizer   R mlstack_tokenizer_open(dir, &tok, err)         void mlstack_tokenizer_close(tok)
