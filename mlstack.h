@@ -15082,13 +15082,11 @@ typedef struct mlstack__weight {
 } mlstack__weight;
 /* data as stored or copied at open, always there; a copy quantized at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
-   before a path that reads rows runs); no rows at all: the panels came from a file saved with
-   them (>>model), data points at the panels only to mark the weight present, and the first
-   hold allocates the rows and derives them */
+   before a path that reads rows runs; also the rows of panels mapped from a file saved with
+   them, >>model: a buffer of our own whose pages were never written) */
 #define MLSTACK__ROWS_KEPT 0
 #define MLSTACK__ROWS_OWNED 1
 #define MLSTACK__ROWS_GONE 2
-#define MLSTACK__ROWS_NONE 3
 /* packed and packed_dp are set once (NULL -> panels) by the first engine that needs them while
    engines of other kernel tables may be running on the same model: they are stored with release
    and tested with acquire, so a kernel that sees the pointer also sees the panels behind it. */
@@ -22796,9 +22794,14 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->n_out = n_out;
     w->n_in = n_in;
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
-    if (panels) {
+    if (panels) { /* rows: room for them, given back at once, derived by the first hold (>>model) */
+        size_t rb = (size_t)n_out * w->row_bytes;
+        void *rows = mlstack__model_own(m, rb);
+        if (!rows) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__mem_release(rows, rb);
         w->packed = (const unsigned char *)src;
-        w->rows = MLSTACK__ROWS_NONE;
+        w->data = rows;
+        w->rows = MLSTACK__ROWS_GONE;
     }
     w->bias = NULL;
     if (has_bias) {
@@ -23272,7 +23275,9 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
    hold (mlstack__model_hold_rows) first: the rows are re-derived from the panels, exactly (the
    packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
    last hold given back releases them again. Rows as stored (a mapped file, or copies made at
-   open for layout) are never released this way. All of it under mlstack__pack_lock. */
+   open for layout) are never released this way. The panels of a folder saved with them
+   (mlstack_model_save) are mapped as they are; their rows start given back (room never
+   written) and are derived the same way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 #else
@@ -23316,12 +23321,10 @@ static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w
     w->rows = MLSTACK__ROWS_GONE;
 }
 
-/* hold != 0: takes a hold on the rows of every weight (re-derives those given back, and
-   allocates those of panels from a file the first time); 0: gives one back (the last one
-   releases the rows that have panels). Returns 0, or -1 when rows could not be allocated: the
-   hold is taken all the same, and the caller gives it back and fails. */
-MLSTACK__FN int mlstack__model_hold_rows(mlstack_model *m, int hold) {
-    int l, i, edge, rc = 0;
+/* hold != 0: takes a hold on the rows of every weight (re-derives those given back); 0: gives
+   one back (the last one releases the rows that have panels). */
+MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
+    int l, i, edge;
     mlstack__lock(&mlstack__pack_lock);
     if (hold) m->rows_users++;
     else if (m->rows_users > 0)
@@ -23331,16 +23334,7 @@ MLSTACK__FN int mlstack__model_hold_rows(mlstack_model *m, int hold) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
-            if (hold && ws[i]->rows == MLSTACK__ROWS_NONE) {
-                unsigned char *rows = (unsigned char *)mlstack__model_own(m, (size_t)ws[i]->n_out * ws[i]->row_bytes);
-                if (!rows) {
-                    rc = -1;
-                    continue;
-                }
-                mlstack__p16_unpack(ws[i], rows);
-                ws[i]->data = rows;
-                ws[i]->rows = MLSTACK__ROWS_OWNED;
-            } else if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
+            if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
                 mlstack__p16_unpack(ws[i], (unsigned char *)(uintptr_t)ws[i]->data);
                 ws[i]->rows = MLSTACK__ROWS_OWNED;
             } else if (!hold) {
@@ -23349,7 +23343,6 @@ MLSTACK__FN int mlstack__model_hold_rows(mlstack_model *m, int hold) {
         }
     }
     mlstack__unlock(&mlstack__pack_lock);
-    return rc;
 }
 
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
@@ -23464,8 +23457,8 @@ MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *m, const char
                                                     mlstack_error *err) {
     mlstack_result r;
     if (!m) return mlstack__model_save_dir(m, dir, flags, err);
-    r = mlstack__model_hold_rows(m, 1) ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the rows to save")
-                                       : mlstack__model_save_dir(m, dir, flags, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_dir(m, dir, flags, err);
     mlstack__model_hold_rows(m, 0);
     return r;
 }
@@ -24246,8 +24239,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
     mlstack_result r;
     if (!m) return mlstack__model_save_gguf_file(m, path, err);
-    r = mlstack__model_hold_rows(m, 1) ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the rows to save")
-                                       : mlstack__model_save_gguf_file(m, path, err);
+    mlstack__model_hold_rows(m, 1);
+    r = mlstack__model_save_gguf_file(m, path, err);
     mlstack__model_hold_rows(m, 0);
     return r;
 }
@@ -28344,7 +28337,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     unsigned qpacks = (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1);
     /* ranks and stages slice rows, and kernels without panels for a type read its rows */
     rk->holds_rows = !whole || (rk->k->packs & qpacks) != qpacks;
-    if (rk->holds_rows && mlstack__model_hold_rows(m, 1)) return MLSTACK_ERR_NO_MEMORY;
+    if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (whole) {
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */

@@ -262,7 +262,7 @@ static void test_saved_panels(const char *tmp) {
             if (!p || !rw) goto next;
             mlstack_model_get_info(p, &ip);
             CHECKF(ip.weight_dtype == quants[qi], "%s: weights are %s", dp, mlstack_dtype_name(ip.weight_dtype));
-            /* every quantized projection: panels in place in the mapping, 64-byte aligned, no rows */
+            /* every quantized projection: panels in place in the mapping, 64-byte aligned, rows not resident */
             for (l = -1; l < p->cfg.n_layers; l++) {
                 mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
                 int n = mlstack__layer_weights(p, l, ws);
@@ -270,7 +270,8 @@ static void test_saved_panels(const char *tmp) {
                     mlstack_tensor t;
                     if (ws[i]->wtype != MLSTACK__W_Q8_0 && ws[i]->wtype != MLSTACK__W_Q4_1) continue;
                     n_quant++;
-                    n_panel += ws[i]->packed != NULL && ws[i]->rows == MLSTACK__ROWS_NONE;
+                    n_panel += ws[i]->packed != NULL && ws[i]->rows == MLSTACK__ROWS_GONE &&
+                               ws[i]->data != (const void *)ws[i]->packed;
                     n_inplace += mlstack_model_tensor_find(p, ws[i]->name, &t) == MLSTACK_OK &&
                                  t.data == (const void *)ws[i]->packed;
                     n_aligned += (uintptr_t)ws[i]->packed % 64 == 0;
