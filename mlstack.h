@@ -136,7 +136,8 @@
                                        build with -march=...+dotprod
    Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
-   on such a path starts; scalar reads the weights as loaded. A cap naming the other
+   on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
+   layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
    architecture's path selects scalar. Every path gives identical bits (the canonical arithmetic
    of >>kernels), except the opt-in bf16 rows (bf16dot, amx+bf16); build the implementation without -ffast-math and
    its relatives and keep the default rounding mode (README "Reproducible results").
@@ -184,6 +185,7 @@
                  mlstack_tokenizer *mlstack_model_tokenizer(model)
                  const mlstack_chat_template *mlstack_model_chat_template(model)
                  R mlstack_model_save(model, dir, err)            R mlstack_model_save_gguf(model, path, err)
+                 R mlstack_model_save_flags(model, dir, flags, err)
                  int mlstack_model_tensor_count(model)            R mlstack_model_tensor_at(model, i, &view)
                  R mlstack_model_tensor_find(model, name, &view)  const char *mlstack_dtype_name(dtype)
      tokenizer   R mlstack_tokenizer_open(dir, &tok, err)         void mlstack_tokenizer_close(tok)
@@ -404,6 +406,9 @@ typedef struct mlstack_model_info {
     uint64_t weight_bytes;
     const char *weight_format;       /* the projection weights' format by name: a dtype name, or the GGML
                                         type computed natively ("Q4_K", "Q6_K", ...) */
+    uint64_t mapped_panel_bytes;     /* P16 panels used in place from a folder mlstack_model_save wrote */
+    uint64_t packed_bytes;           /* P16 panels packed from rows so far (by the first engine whose
+                                        kernels read them; ranks' own panels: mlstack_rank_info) */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
@@ -430,11 +435,21 @@ MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlsta
 /* Writes the model as loaded (quantized weights included) to folder `dir` (created if needed):
    model.safetensors plus copies of the source folder's config, tokenizer and template files.
    mlstack_model_open on `dir` then loads the quantized weights directly, without requantizing
-   (opening it with the same quant keeps them; another quant fails with MLSTACK_ERR_UNSUPPORTED).
+   (opening it with the same quant keeps them; another quant fails with MLSTACK_ERR_UNSUPPORTED),
+   Q8_0 / Q4_1 projections as the panels the kernels read, mapped in place (see
+   mlstack_model_save_flags).
    `dir` may not be the folder the model was opened from (MLSTACK_ERR_INVALID_ARG, compared by
    device and inode); an existing model.safetensors there is replaced by rename, never
    truncated in place. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
+/* mlstack_model_save with flags (0: as mlstack_model_save). mlstack_model_save writes each Q8_0 /
+   Q4_1 projection as its P16 panels, the layout the SIMD kernels read (>>model, "Saved
+   panels"): mlstack_model_open maps them and no engine packs them at start. With
+   MLSTACK_SAVE_ROWS it writes them as rows of blocks instead (the folder format of builds
+   before panels were saved; every engine then packs at start). */
+#define MLSTACK_SAVE_ROWS 1u
+MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *model, const char *dir, unsigned flags,
+                                                    mlstack_error *err);
 /* Writes the model as loaded (quantized weights included) to `path` as a GGUF file that
    llama.cpp loads: llama.cpp's keys and tensor names, Q8_0/Q4_1 blocks as GGML Q8_0/Q4_1,
    F32/F16/BF16 as stored, the vocabulary (a GGUF source's tokenizer keys as they are; a folder's
@@ -15071,7 +15086,8 @@ typedef struct mlstack__weight {
 } mlstack__weight;
 /* data as stored or copied at open, always there; a copy quantized at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
-   before a path that reads rows runs) */
+   before a path that reads rows runs; also the rows of panels mapped from a file saved with
+   them, >>model: a buffer of our own whose pages were never written) */
 #define MLSTACK__ROWS_KEPT 0
 #define MLSTACK__ROWS_OWNED 1
 #define MLSTACK__ROWS_GONE 2
@@ -22458,6 +22474,8 @@ struct mlstack_model {
     int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
     int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
+    uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
+    uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
     int head_quant; /* desc.head_quant; -1: desc.keep_head */
 };
 
@@ -23146,20 +23164,84 @@ static int mlstack__st_quant_of(const mlstack__st *st, const mlstack__st_tensor 
     return 0;
 }
 
+/* Saved panels. mlstack_model_save writes the P16 panels (>>kernels) of each Q8_0 / Q4_1
+   projection instead of its rows, so that an open maps them and no engine packs:
+     tensor       U8 [n_panels, panel bytes] = [ceil(n_out / 16), mlstack__p16_bytes(type, n_in)]
+     metadata     "mlstack.quant.<name>": "Q8_0" | "Q4_1"    the blocks' format, as for rows
+                  "mlstack.layout.<name>": "P16"             the bytes are panels, not rows
+                  "mlstack.p16.version": "1", "mlstack.p16.panel_rows": "16",
+                  "mlstack.p16.group": "4"                   the layout's version and geometry
+   The layout is the same on every ISA (one packing function; scalar reads rows, re-derived
+   from the panels by mlstack__p16_unpack). A file whose layout, version or geometry this build
+   does not pack is refused, never read as something else. Panel tensors come first in the data
+   area, each at a multiple of 64 bytes (U8 tensors "mlstack.pad.<i>" fill the gaps, so the
+   data area stays contiguous for other safetensors readers). */
+#define MLSTACK__P16_VERSION "1"
+static mlstack_result mlstack__st_panels(const mlstack_model *m, const mlstack__st_tensor *t, int q, int n_out,
+                                         int n_in, int *panels, mlstack_error *err) {
+    const mlstack__json *meta = mlstack__json_get(m->st.files[t->file].header.root, "__metadata__"), *v;
+    static const char *const keys[3][2] = {
+        {"mlstack.p16.version", MLSTACK__P16_VERSION}, {"mlstack.p16.panel_rows", "16"}, {"mlstack.p16.group", "4"}};
+    char key[300], shape[96];
+    int i;
+    *panels = 0;
+    snprintf(key, sizeof key, "mlstack.layout.%s", t->name);
+    v = meta ? mlstack__json_get(meta, key) : NULL;
+    if (!v) return MLSTACK_OK;
+    if (!mlstack__json_is_str(v, "P16"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: tensor %s is stored in weight layout %.*s, which this build does not know (it reads "
+                             "P16); write the folder again with this build's mlstack quantize",
+                             m->path, t->name, v->type == MLSTACK__JSON_STRING ? (int)(v->len > 40 ? 40 : v->len) : 9,
+                             v->type == MLSTACK__JSON_STRING ? v->str : "(no name)");
+    for (i = 0; i < 3; i++) {
+        const mlstack__json *g = mlstack__json_get(meta, keys[i][0]);
+        if (!mlstack__json_is_str(g, keys[i][1]))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: tensor %s holds P16 panels but the file's \"%s\" is %.*s, not \"%s\" (the P16 "
+                                 "version %s geometry this build packs); write the folder again with this build",
+                                 m->path, t->name, keys[i][0],
+                                 g && g->type == MLSTACK__JSON_STRING ? (int)(g->len > 40 ? 40 : g->len) : 7,
+                                 g && g->type == MLSTACK__JSON_STRING ? g->str : "missing", keys[i][1],
+                                 MLSTACK__P16_VERSION);
+    }
+    if (q != MLSTACK__W_Q8_0 && q != MLSTACK__W_Q4_1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: tensor %s is marked as P16 panels but holds %s%s, which has no P16 layout in this "
+                             "build (Q8_0 and Q4_1 blocks have)",
+                             m->path, t->name, q ? mlstack__wtype_name(q) : mlstack__dtype_names[t->dtype],
+                             q ? " blocks" : " values");
+    if (n_in % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != mlstack__p16_panels(n_out) ||
+        (uint64_t)t->shape[1] != (uint64_t)mlstack__p16_bytes(q, n_in))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: panel tensor %s has shape %s; the P16 panels of a [%d, %d] %s weight are [%d, %llu]",
+                             m->path, t->name, mlstack__shape_str(shape, sizeof shape, t->n_dims, t->shape), n_out,
+                             n_in, mlstack__wtype_name(q), mlstack__p16_panels(n_out),
+                             (unsigned long long)mlstack__p16_bytes(q, n_in));
+    *panels = 1;
+    return MLSTACK_OK;
+}
+
 /* A projection weight (n_out, n_in) used as stored: F32/F16/BF16, or Q8_0/Q4_1 rows saved by
-   mlstack_model_save (U8 [n_out, row bytes] marked in the metadata). Realigned by copy only
-   when the file puts it at an address unaligned for its element type. Bias (optional) as f32. */
+   mlstack_model_save (U8 [n_out, row bytes] marked in the metadata), or their panels saved so
+   (above: used in place, rows derived only when a path reads rows). Realigned by copy only
+   when the file puts it at an address unaligned for its element type (panels: 64 bytes).
+   Bias (optional) as f32. */
 static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix, int n_out, int n_in, int has_bias,
                                             mlstack__weight *w, mlstack_error *err) {
     char name[256];
     const mlstack__st_tensor *t;
     mlstack_result r;
     const void *src;
-    int q;
+    int q, panels = 0;
     snprintf(name, sizeof name, "%s.weight", prefix);
     t = mlstack__st_find(&m->st, name);
     q = t ? mlstack__st_quant_of(&m->st, t) : 0;
-    if (q) {
+    if (t && (r = mlstack__st_panels(m, t, q, n_out, n_in, &panels, err)) != MLSTACK_OK) return r;
+    if (panels) {
+        m->n_params += (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+    } else if (q) {
         if (n_in % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != n_out ||
             (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, n_in))
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -23171,11 +23253,13 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
         return r;
     }
     src = m->st.files[t->file].data + t->begin;
-    if ((uintptr_t)src % (q ? 2u : (uintptr_t)mlstack__dtype_sizes[t->dtype])) {
+    if ((uintptr_t)src % (panels ? 64u : q ? 2u : (uintptr_t)mlstack__dtype_sizes[t->dtype])) {
         void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
         if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
         memcpy(copy, src, (size_t)(t->end - t->begin));
         src = copy;
+    } else if (panels) {
+        m->mapped_panel_bytes += t->end - t->begin;
     }
     w->name = t->name;
     w->data = src;
@@ -23183,6 +23267,15 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->n_out = n_out;
     w->n_in = n_in;
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
+    if (panels) { /* rows: room for them, given back at once, derived by the first hold (>>model) */
+        size_t rb = (size_t)n_out * w->row_bytes;
+        void *rows = mlstack__model_own(m, rb);
+        if (!rows) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__mem_release(rows, rb);
+        w->packed = (const unsigned char *)src;
+        w->data = rows;
+        w->rows = MLSTACK__ROWS_GONE;
+    }
     w->bias = NULL;
     if (has_bias) {
         snprintf(name, sizeof name, "%s.bias", prefix);
@@ -23286,6 +23379,14 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
            row dequantized when a token looks it up (mlstack__embed_row) */
         int q = mlstack__st_quant_of(&m->st, t);
+        const mlstack__json *meta = mlstack__json_get(m->st.files[t->file].header.root, "__metadata__");
+        char key[300];
+        snprintf(key, sizeof key, "mlstack.layout.%s", t->name);
+        if (meta && mlstack__json_get(meta, key))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s is marked with a panel layout, which only projections have (an "
+                                 "embedding table is looked up by rows)",
+                                 m->path, name);
         if (c->n_embd % MLSTACK__QK || t->n_dims != 2 || t->shape[0] != c->n_vocab ||
             (uint64_t)t->shape[1] != (uint64_t)mlstack__row_bytes(q, c->n_embd))
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -23647,7 +23748,9 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
    hold (mlstack__model_hold_rows) first: the rows are re-derived from the panels, exactly (the
    packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
    last hold given back releases them again. Rows as stored (a mapped file, or copies made at
-   open for layout) are never released this way. All of it under mlstack__pack_lock. */
+   open for layout) are never released this way. The panels of a folder saved with them
+   (mlstack_model_save) are mapped as they are; their rows start given back (room never
+   written) and are derived the same way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 #else
@@ -23742,6 +23845,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 }
                 mlstack__pool_run(pool, mlstack__pack_task, &j,
                                   (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+                m->packed_bytes +=
+                    np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
                 if (j.pairs) MLSTACK__STORE_RELEASE(w->packed_dp, (const unsigned char *)j.dst);
                 else
                     MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
@@ -23754,10 +23859,12 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
     return r;
 }
 
-/* Writes dir/model.safetensors with every tensor the model uses, quantized projections as U8
-   [n_out, row bytes] marked "mlstack.quant.<name>" in the metadata, and copies the folder's
-   other files (config, generation config, tokenizer, chat template) beside it. Tensors are
-   laid out 4-byte types first, then 2-byte, then quantized rows, so each stays aligned. */
+/* Writes dir/model.safetensors with every tensor the model uses, quantized projections as
+   their P16 panels (U8 [n_panels, panel bytes], "Saved panels" above) or, with
+   MLSTACK_SAVE_ROWS, as rows (U8 [n_out, row bytes]), marked "mlstack.quant.<name>" in the
+   metadata either way, and copies the folder's other files (config, generation config,
+   tokenizer, chat template) beside it. Tensors are laid out panels first (each at a multiple
+   of 64 bytes), then 4-byte types, then 2-byte, then quantized rows, so each stays aligned. */
 static mlstack__weight *mlstack__model_weight_named(mlstack_model *m, const char *name) {
     int l;
     for (l = -1; l < m->cfg.n_layers; l++) {
@@ -23774,10 +23881,12 @@ typedef struct mlstack__save_item {
     const char *dtype;
     int n_dims;
     int64_t shape[MLSTACK_MAX_DIMS];
-    const void *data;
+    const void *data; /* NULL for panels: w's (packed now, or packed while written) */
     uint64_t bytes;
-    int rank; /* layout order: 0 for 4-byte types, 1 for 2-byte, 2 for quantized */
+    int rank; /* layout order: -1 for panels, 0 for 4-byte types, 1 for 2-byte, 2 for quantized */
     int quant; /* MLSTACK__W_Q8_0 / _Q4_1 blocks (marked in the metadata), else 0 */
+    const mlstack__weight *w; /* panels: the weight */
+    char pad_name[32]; /* a padding tensor's name */
 } mlstack__save_item;
 
 static int mlstack__save_cmp(const void *a, const void *b) {
@@ -23799,17 +23908,38 @@ static mlstack_result mlstack__copy_file(const char *from, const char *to, mlsta
     return r;
 }
 
-static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err);
+/* Writes the P16 panels of it->w: the model's own when an engine packed them (or they came
+   from a file), else packed here from the rows (held by the caller) into a buffer of the
+   panels' size. 0, -1 on a write failure, -2 without memory. */
+static int mlstack__save_panels(FILE *f, const mlstack__save_item *it) {
+    const unsigned char *p = MLSTACK__PACKED(it->w);
+    unsigned char *tmp = NULL;
+    int g, ng = (mlstack__p16_panels(it->w->n_out) + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP, rc;
+    if (!p) {
+        if (!(tmp = (unsigned char *)mlstack__aligned_alloc((size_t)it->bytes))) return -2;
+        for (g = 0; g < ng; g++) mlstack__p16_pack_group(it->w, g, 0, tmp);
+        p = tmp;
+    }
+    rc = fwrite(p, 1, (size_t)it->bytes, f) == it->bytes ? 0 : -1;
+    mlstack__aligned_free(tmp);
+    return rc;
+}
+
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err);
 /* The rows of weights quantized at open are held while they are written (>>model). */
-MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *m, const char *dir, unsigned flags,
+                                                    mlstack_error *err) {
     mlstack_result r;
-    if (!m) return mlstack__model_save_dir(m, dir, err);
+    if (!m) return mlstack__model_save_dir(m, dir, flags, err);
     mlstack__model_hold_rows(m, 1);
-    r = mlstack__model_save_dir(m, dir, err);
+    r = mlstack__model_save_dir(m, dir, flags, err);
     mlstack__model_hold_rows(m, 0);
     return r;
 }
-static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, mlstack_error *err) {
+MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
+    return mlstack_model_save_flags(m, dir, 0, err);
+}
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err) {
     static const char *const side[] = {"config.json",
                                        "generation_config.json",
                                        "tokenizer.json",
@@ -23818,16 +23948,18 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
                                        "chat_template.jinja",
                                        "vocab.json",
                                        "merges.txt"};
-    mlstack__save_item *items;
+    mlstack__save_item *items, *ord = NULL;
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
     char *path = NULL, *tmp_path = NULL;
     FILE *f = NULL;
-    int n = 0, i, k, extra_head;
+    int n = 0, n_ord = 0, i, k, extra_head, n_panels = 0;
     uint64_t off = 0;
     size_t s;
     if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
+    if (flags & ~MLSTACK_SAVE_ROWS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_flags: unknown flags 0x%x", flags);
     if (mlstack__mkdir(dir) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
     /* Saving into the folder the model came from would replace the user's weights (still mapped
@@ -23856,8 +23988,19 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
         const mlstack__weight *w = mlstack__model_weight_named(m, t ? t->name : "lm_head.weight");
         mlstack__save_item *it = &items[n];
         if (t && m->cfg.tied && strcmp(t->name, "lm_head.weight") == 0 && extra_head) continue;
+        if (t && strncmp(t->name, "mlstack.pad.", 12) == 0) continue; /* a saved file's padding */
         it->name = t ? t->name : "lm_head.weight";
-        if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) {
+        if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) && !(flags & MLSTACK_SAVE_ROWS)) {
+            it->dtype = "U8";
+            it->n_dims = 2;
+            it->shape[0] = mlstack__p16_panels(w->n_out);
+            it->shape[1] = (int64_t)mlstack__p16_bytes(w->wtype, w->n_in);
+            it->w = w;
+            it->bytes = (uint64_t)it->shape[0] * (uint64_t)it->shape[1];
+            it->rank = -1;
+            it->quant = w->wtype;
+            n_panels++;
+        } else if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) {
             it->dtype = "U8";
             it->n_dims = 2;
             it->shape[0] = w->n_out;
@@ -23878,33 +24021,64 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
         n++;
     }
     qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
+    /* panels (first) at multiples of 64 bytes, the rest after them from a multiple of 64 */
+    ord = (mlstack__save_item *)mlstack__calloc((size_t)n * 2 + 1, sizeof *ord);
+    if (!ord) {
+        MLSTACK_FREE(items);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        if ((items[i].rank < 0 || (i > 0 && items[i - 1].rank < 0)) && off % 64) {
+            mlstack__save_item *pad = &ord[n_ord++];
+            snprintf(pad->pad_name, sizeof pad->pad_name, "mlstack.pad.%d", n_ord);
+            pad->dtype = "U8";
+            pad->n_dims = 1;
+            pad->shape[0] = (int64_t)(64 - off % 64);
+            pad->bytes = (uint64_t)pad->shape[0];
+            pad->rank = 3;
+            off += pad->bytes;
+        }
+        ord[n_ord++] = items[i];
+        off += items[i].bytes;
+    }
+    for (i = 0; i < n_ord; i++)
+        if (ord[i].pad_name[0]) ord[i].name = ord[i].pad_name;
+    off = 0;
     memset(&hdr, 0, sizeof hdr);
     ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
-    for (i = 0; i < n; i++) {
-        if (items[i].quant != MLSTACK__W_Q8_0 && items[i].quant != MLSTACK__W_Q4_1) continue;
+    if (n_panels)
+        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.p16.version\":\"" MLSTACK__P16_VERSION
+                                      "\",\"mlstack.p16.panel_rows\":\"16\",\"mlstack.p16.group\":\"4\"");
+    for (i = 0; i < n_ord; i++) {
+        if (ord[i].quant != MLSTACK__W_Q8_0 && ord[i].quant != MLSTACK__W_Q4_1) continue;
         ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
-        ok &= mlstack__buf_puts(&hdr, items[i].name);
-        ok &= mlstack__buf_puts(&hdr, items[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        ok &= mlstack__buf_puts(&hdr, ord[i].name);
+        ok &= mlstack__buf_puts(&hdr, ord[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        if (ord[i].rank < 0) {
+            ok &= mlstack__buf_puts(&hdr, ",\"mlstack.layout.");
+            ok &= mlstack__buf_puts(&hdr, ord[i].name);
+            ok &= mlstack__buf_puts(&hdr, "\":\"P16\"");
+        }
     }
     ok &= mlstack__buf_puts(&hdr, "}");
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n_ord; i++) {
         char tmp[64];
         ok &= mlstack__buf_puts(&hdr, ",\"");
-        ok &= mlstack__buf_puts(&hdr, items[i].name);
+        ok &= mlstack__buf_puts(&hdr, ord[i].name);
         ok &= mlstack__buf_puts(&hdr, "\":{\"dtype\":\"");
-        ok &= mlstack__buf_puts(&hdr, items[i].dtype);
+        ok &= mlstack__buf_puts(&hdr, ord[i].dtype);
         ok &= mlstack__buf_puts(&hdr, "\",\"shape\":[");
-        for (k = 0; k < items[i].n_dims; k++) {
-            snprintf(tmp, sizeof tmp, k ? ",%lld" : "%lld", (long long)items[i].shape[k]);
+        for (k = 0; k < ord[i].n_dims; k++) {
+            snprintf(tmp, sizeof tmp, k ? ",%lld" : "%lld", (long long)ord[i].shape[k]);
             ok &= mlstack__buf_puts(&hdr, tmp);
         }
         snprintf(tmp, sizeof tmp, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
-                 (unsigned long long)(off + items[i].bytes));
+                 (unsigned long long)(off + ord[i].bytes));
         ok &= mlstack__buf_puts(&hdr, tmp);
-        off += items[i].bytes;
+        off += ord[i].bytes;
     }
     ok &= mlstack__buf_puts(&hdr, "}");
-    while (ok && hdr.n % 8) ok &= mlstack__buf_puts(&hdr, " ");
+    while (ok && (8 + hdr.n) % 64) ok &= mlstack__buf_puts(&hdr, " "); /* the data area at a multiple of 64 */
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     /* written beside the target and renamed over it: an existing file (perhaps mapped by a
        model, perhaps a link to one) is replaced whole, never truncated in place */
@@ -23913,14 +24087,22 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
+        static const unsigned char zeros[64] = {0};
         unsigned char le[8];
         uint64_t hl = hdr.n;
+        int nomem = 0;
         for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
         if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr.p, 1, hdr.n, f) != hdr.n) r = MLSTACK_ERR_IO;
-        for (i = 0; r == MLSTACK_OK && i < n; i++)
-            if (fwrite(items[i].data, 1, (size_t)items[i].bytes, f) != items[i].bytes) r = MLSTACK_ERR_IO;
+        for (i = 0; r == MLSTACK_OK && i < n_ord; i++) {
+            int rc = ord[i].w ? mlstack__save_panels(f, &ord[i])
+                     : fwrite(ord[i].data ? ord[i].data : zeros, 1, (size_t)ord[i].bytes, f) == ord[i].bytes ? 0
+                                                                                                             : -1;
+            if (rc) r = MLSTACK_ERR_IO, nomem = rc == -2;
+        }
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
-        if (r != MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
+        if (r != MLSTACK_OK)
+            r = nomem ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory for panels", tmp_path)
+                      : MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp_path, strerror(errno));
         else if (mlstack__rename(tmp_path, path) != 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
         if (r != MLSTACK_OK) mlstack__remove(tmp_path);
@@ -23929,6 +24111,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
+    MLSTACK_FREE(ord);
     for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
         char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
         if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -24860,6 +25043,10 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     if (MLSTACK__W_IS_GGML((int)o->weight_dtype)) o->weight_dtype = MLSTACK_DTYPE_U8;
     o->n_params = m->n_params;
     o->weight_bytes = m->weight_bytes;
+    mlstack__lock(&mlstack__pack_lock);
+    o->mapped_panel_bytes = m->mapped_panel_bytes;
+    o->packed_bytes = m->packed_bytes;
+    mlstack__unlock(&mlstack__pack_lock);
 }
 
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }

@@ -692,6 +692,110 @@ static void test_model_config(void) {
     }
 }
 
+/* ---- saved P16 panels (mlstack_model_save's folder): the fixture quantized to Q8_0 and saved,
+   then its header edited one thing at a time ---- */
+static char *pn_header; /* the saved file's header text (NUL-terminated) */
+static unsigned char *pn_data;
+static size_t pn_hl, pn_data_len;
+
+/* A case folder with the fixture's config and the saved file whose header has the first `from`
+   replaced by `to` (both NULL: as saved); its data cut to keep_data bytes when that is less. */
+static void panel_case(int line, char *dir, size_t cap, const char *from, const char *to, size_t keep_data) {
+    const char *at = from ? strstr(pn_header, from) : NULL;
+    size_t a = at ? (size_t)(at - pn_header) : pn_hl, fl = at ? strlen(from) : 0, tl = at ? strlen(to) : 0;
+    size_t hl = pn_hl - fl + tl, dl = keep_data < pn_data_len ? keep_data : pn_data_len, k;
+    unsigned char *out = (unsigned char *)malloc(8 + hl + dl);
+    char path[512];
+    CHECKF(!from || at, "line %d: the saved header has no %s", line, from);
+    new_case(dir, cap, fx_config, 0, NULL, NULL);
+    for (k = 0; k < 8; k++) out[k] = (unsigned char)((uint64_t)hl >> (8 * k));
+    memcpy(out + 8, pn_header, a);
+    if (at) memcpy(out + 8 + a, to, tl);
+    memcpy(out + 8 + a + tl, pn_header + a + fl, pn_hl - a - fl);
+    memcpy(out + 8 + hl, pn_data, dl);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    write_bytes(path, out, 8 + hl + dl);
+    free(out);
+}
+#define PANEL_CASE(from, to, keep, code, want1, want2)           \
+    do {                                                         \
+        char dir_[128];                                          \
+        panel_case(__LINE__, dir_, sizeof dir_, from, to, keep); \
+        open_expect(__LINE__, dir_, code, want1, want2);         \
+        remove_dir(dir_);                                        \
+    } while (0)
+
+static void test_model_panels(void) {
+    static const char Q[] = "model.layers.0.self_attn.q_proj.weight";
+    mlstack_model_desc md;
+    mlstack_model *m = NULL;
+    mlstack_error err;
+    char saved[128], path[512], from[256], to[256], *file;
+    size_t len = 0, np, pb;
+    unsigned long long b = 0, e = 0;
+    const char *at;
+    memset(&md, 0, sizeof md);
+    md.path = FIXTURE;
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    snprintf(saved, sizeof saved, "%s/panels", base_dir);
+    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_model_save(m, saved, &err) != MLSTACK_OK) {
+        CHECKF(0, "saving the fixture with panels: %s", err.message);
+        mlstack_model_close(m);
+        return;
+    }
+    np = (size_t)mlstack__p16_panels(m->layers[0].wq.n_out);
+    pb = mlstack__p16_bytes(MLSTACK__W_Q8_0, m->layers[0].wq.n_in);
+    mlstack_model_close(m);
+    snprintf(path, sizeof path, "%s/model.safetensors", saved);
+    file = tl_read(path, &len);
+    CHECK(file && len > 8);
+    if (!file || len <= 8) return;
+    for (pn_hl = 0, b = 0; b < 8; b++) pn_hl |= (size_t)(unsigned char)file[b] << (8 * b);
+    CHECK(pn_hl < len - 8);
+    pn_header = (char *)malloc(pn_hl + 1);
+    memcpy(pn_header, file + 8, pn_hl);
+    pn_header[pn_hl] = 0;
+    pn_data_len = len - 8 - pn_hl;
+    pn_data = (unsigned char *)malloc(pn_data_len);
+    memcpy(pn_data, file + 8 + pn_hl, pn_data_len);
+    free(file);
+
+    PANEL_CASE(NULL, NULL, (size_t)-1, MLSTACK_OK, NULL, NULL); /* as saved it opens */
+    /* a layout, version or geometry this build does not pack */
+    snprintf(from, sizeof from, "\"mlstack.layout.%s\":\"P16\"", Q);
+    snprintf(to, sizeof to, "\"mlstack.layout.%s\":\"P32\"", Q);
+    PANEL_CASE(from, to, (size_t)-1, MLSTACK_ERR_UNSUPPORTED, Q, "weight layout P32");
+    PANEL_CASE("\"mlstack.p16.version\":\"1\"", "\"mlstack.p16.version\":\"2\"", (size_t)-1, MLSTACK_ERR_UNSUPPORTED,
+               "\"mlstack.p16.version\" is 2", "holds P16 panels");
+    PANEL_CASE("\"mlstack.p16.panel_rows\":\"16\"", "\"mlstack.p16.panel_rows\":\"8\"", (size_t)-1,
+               MLSTACK_ERR_UNSUPPORTED, "\"mlstack.p16.panel_rows\" is 8, not \"16\"", NULL);
+    PANEL_CASE("\"mlstack.p16.group\":", "\"mlstack.p16.gruop\":", (size_t)-1, MLSTACK_ERR_UNSUPPORTED,
+               "\"mlstack.p16.group\" is missing", NULL);
+    /* panels whose blocks are not Q8_0 / Q4_1 */
+    snprintf(from, sizeof from, "\"mlstack.quant.%s\":\"Q8_0\"", Q);
+    snprintf(to, sizeof to, "\"mlstack.quant.%s\":\"Q9_9\"", Q);
+    PANEL_CASE(from, to, (size_t)-1, MLSTACK_ERR_UNSUPPORTED, Q, "marked as P16 panels but holds U8");
+    /* the panels' geometry: the same bytes as [2 np, pb / 2], and one panel short */
+    snprintf(from, sizeof from, "\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu,%zu]", Q, np, pb);
+    snprintf(to, sizeof to, "\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu,%zu]", Q, 2 * np, pb / 2);
+    {
+        char want[128];
+        snprintf(want, sizeof want, "are [%zu, %zu]", np, pb);
+        PANEL_CASE(from, to, (size_t)-1, MLSTACK_ERR_FORMAT, Q, want);
+        at = strstr(pn_header, from);
+        CHECK(at && sscanf(at + strlen(from), ",\"data_offsets\":[%llu,%llu]", &b, &e) == 2);
+        snprintf(from + strlen(from), sizeof from - strlen(from), ",\"data_offsets\":[%llu,%llu]", b, e);
+        snprintf(to, sizeof to, "\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu,%zu],\"data_offsets\":[%llu,%llu]", Q, np - 1,
+                 pb, b, e - pb);
+        PANEL_CASE(from, to, (size_t)-1, MLSTACK_ERR_FORMAT, "panel tensor", want);
+    }
+    /* the file cut inside the panels (they come first): the first one's data runs past the end */
+    PANEL_CASE(NULL, NULL, 100, MLSTACK_ERR_FORMAT, "beyond the data area", "lm_head.weight");
+    free(pn_header), free(pn_data);
+    pn_header = NULL, pn_data = NULL;
+    remove_dir(saved);
+}
+
 static void test_open_args(void) {
     mlstack_model_desc md;
     mlstack_model *m = (mlstack_model *)&md;
@@ -729,6 +833,7 @@ int main(void) {
             test_model_weights();
             test_model_shards();
             test_model_config();
+            test_model_panels();
             remove_dir(base_dir);
         }
         mlstack__st_close(&fx_st);

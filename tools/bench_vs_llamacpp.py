@@ -27,7 +27,10 @@ wait4) and time to first token (the wall time of a process that loads the model 
 one token after a 4-word prompt, warm page cache: one untimed run first), median of -r runs.
 llama.cpp runs llama-completion on the GGUF with mmap (its default), -c 4096 (the KV pool
 mlstack allocates by default) and --no-warmup (its warm-up decode is no part of loading);
-mlstack runs `mlstack run` on the same GGUF and on the folder (quantized at load for q8_0/q4_1).
+mlstack runs `mlstack run` on the same GGUF and on the folder (quantized at load for q8_0/q4_1),
+and for q8_0/q4_1 also on two folders `mlstack quantize` writes from it first: the saved rows
+(--rows, the format older builds read: packed into panels at start) and the saved panels (the
+default: mapped in place, no packing at start).
 
 --long runs the long-context tests: prefill of 4096 and 8192 tokens (pp4096, pp8192) and 32
 decoded tokens at depth 4096 and 8192 (llama-bench -d; `mlstack bench -d`; other sizes with
@@ -472,11 +475,26 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     print(f"peak RSS (MiB) and time to first token (ms: process start to one generated token, warm page cache), "
           f"median of {args.reps}")
     print("| shape | type | threads | llama.cpp RSS | llama.cpp TTFT | llama.cpp setting | mlstack GGUF RSS "
-          "| mlstack GGUF TTFT | mlstack folder RSS | mlstack folder TTFT | ratio RSS | ratio TTFT |")
-    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+          "| mlstack GGUF TTFT | mlstack folder RSS | mlstack folder TTFT | mlstack saved rows RSS "
+          "| mlstack saved rows TTFT | mlstack saved panels RSS | mlstack saved panels TTFT | ratio RSS | ratio TTFT "
+          "| ratio RSS panels | ratio TTFT panels |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    import tempfile
+    saved_root = tempfile.mkdtemp(prefix="saved-", dir=args.models) if ml.why_not is None else None
     for shape, typ, mdir, gguf_path in model_configs(args):
+        saved = {}
+        for eng, extra in (("rows", ["--rows"]), ("panels", [])):
+            if saved_root is None or typ not in QUANT_TYPES:
+                continue
+            out = os.path.join(saved_root, f"{shape}-{typ}-{eng}")
+            rc, so, se = run_cmd([ml.exe, "quantize", "-m", mdir, "--quant", typ, "-o", out] + extra, args.timeout,
+                                 args.verbose)
+            if rc != 0:
+                log(f"mlstack quantize failed (rc {rc}):\n{tail(se or so)}")
+            else:
+                saved[eng] = out
         for th in args.threads:
-            res: dict[str, list[tuple[float, float]]] = {"lc": [], "gguf": [], "dir": []}
+            res: dict[str, list[tuple[float, float]]] = {"lc": [], "gguf": [], "dir": [], "rows": [], "panels": []}
             setting, n_fail = "default", len(lc.failures)
 
             def cmd_of(eng: str) -> list[str]:
@@ -485,10 +503,10 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                             "--no-warmup", "-no-cnv", "--temp", "0"] \
                         + (["-nr"] if setting != "default" else []) + args.llama_bench_args
                 quant = ["--quant", typ] if typ in QUANT_TYPES and eng == "dir" else []
+                path = gguf_path if eng == "gguf" else saved[eng] if eng in saved else mdir
                 # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
-                return [ml.exe, "run", "-m", gguf_path if eng == "gguf" else mdir, "--ids", "1,450,2211,7601,11",
-                        "-n", "1", "-t", str(th)] + quant
-            engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"])
+                return [ml.exe, "run", "-m", path, "--ids", "1,450,2211,7601,11", "-n", "1", "-t", str(th)] + quant
+            engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"] + sorted(saved))
             for eng in engines:
                 rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
                 if eng == "lc" and rc < 0:  # a crash in its repacking path: without repacking
@@ -506,7 +524,7 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                     res[eng].append((rss, wall * 1e3))
             cells = []
             med = {}
-            for eng in ("lc", "gguf", "dir"):
+            for eng in ("lc", "gguf", "dir", "rows", "panels"):
                 for k in (0, 1):
                     m, t = summary([v[k] for v in res[eng]], args.spread)
                     med[eng, k] = m
@@ -517,11 +535,17 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
             if fails:
                 cells[2] = f"{setting}; {len(fails)} failed: {fails[0]['status']}"
             print(f"| {shape} | {typ} | {th} | " + " | ".join(cells)
-                  + f" | {ratio(med['gguf', 0], med['lc', 0])} | {ratio(med['gguf', 1], med['lc', 1])} |",
+                  + f" | {ratio(med['gguf', 0], med['lc', 0])} | {ratio(med['gguf', 1], med['lc', 1])}"
+                  + f" | {ratio(med['panels', 0], med['lc', 0])} | {ratio(med['panels', 1], med['lc', 1])} |",
                   flush=True)
             rows.append(dict(shape=shape, type=typ, threads=th, llamacpp=res["lc"], llamacpp_setting=setting,
-                             mlstack_gguf=res["gguf"], mlstack_folder=res["dir"], llamacpp_failures=fails))
-    print("ratios: mlstack on the GGUF / llama.cpp on the GGUF (below 1: mlstack uses less memory, starts sooner)")
+                             mlstack_gguf=res["gguf"], mlstack_folder=res["dir"], mlstack_saved_rows=res["rows"],
+                             mlstack_saved_panels=res["panels"], llamacpp_failures=fails))
+    if saved_root:
+        import shutil
+        shutil.rmtree(saved_root, ignore_errors=True)
+    print("ratios: mlstack on the GGUF (ratio) and on the saved panels (ratio ... panels) / llama.cpp on the GGUF "
+          "(below 1: mlstack uses less memory, starts sooner)")
     return rows
 
 

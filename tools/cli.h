@@ -23,6 +23,7 @@ typedef struct cli_opts {
     const char *cmd, *model, *prompt, *ids, *isa, *file, *profile;
     const char *out, *messages, *system;
     int ids_only, no_special, add_gen, n_tokens, bf16_dot;
+    int save_rows; /* quantize --rows: blocks as rows (the folder format of older builds), not panels */
     int gpu;                  /* --gpu: the forward pass on a GPU (a CLI built with `make cuda`) */
     mlstack_dtype quant;
     const char *head_quant;   /* --head-quant q8_0|q4_1|keep: the LM head's format with --quant */

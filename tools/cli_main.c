@@ -149,10 +149,16 @@ static const cmd_help HELP[] = {
      "                           with -m instead of -m quantized at load\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
-    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1|q4_k_m|q5_k_m|q6_k] -o OUT|OUT.gguf",
+    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1|q4_k_m|q5_k_m|q6_k] -o OUT|OUT.gguf [--rows]",
      "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
      "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
-     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n",
+     "The folder's model.safetensors holds each Q8_0/Q4_1 projection as the P16 panels the SIMD\n"
+     "kernels read (U8 tensors marked \"mlstack.layout.NAME\": \"P16\" in its metadata): opening it\n"
+     "maps them in place, with no copy and no packing at start (the scalar kernels, --ranks and\n"
+     "saving derive the rows from them exactly).\n"
+     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n"
+     "      --rows               the folder with the blocks as rows (the format of builds before\n"
+     "                           panels were saved; every engine packs them at start)\n",
      1, 0},
 };
 
@@ -307,6 +313,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--add-generation-prompt", NULL, 'b', 0, 0, add_gen),
     OPT("--ids-only", NULL, 'b', 0, 0, ids_only),
     OPT("--no-special", NULL, 'b', 0, 0, no_special),
+    OPT("--rows", NULL, 'b', 0, 0, save_rows),
 };
 #undef OPT
 

@@ -423,7 +423,7 @@ int cli_cmd_kl(const cli_opts *o) {
     return rc;
 }
 
-/* quantize: open with --quant, write the folder with mlstack_model_save, or (-o NAME.gguf) a
+/* quantize: open with --quant, write the folder with mlstack_model_save (panels; --rows: rows), or (-o NAME.gguf) a
    GGUF file with mlstack_model_save_gguf (--quant may then be left out: weights as stored). */
 int cli_cmd_quantize(const cli_opts *o) {
     mlstack_model *m;
@@ -438,7 +438,12 @@ int cli_cmd_quantize(const cli_opts *o) {
     if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
     if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
-    if ((gguf ? mlstack_model_save_gguf(m, o->out, &err) : mlstack_model_save(m, o->out, &err)) != MLSTACK_OK) {
+    if (gguf && o->save_rows) {
+        mlstack_model_close(m);
+        return cli_die("%s", "--rows is for a folder (-o DIR); a GGUF file holds rows always");
+    }
+    if ((gguf ? mlstack_model_save_gguf(m, o->out, &err)
+              : mlstack_model_save_flags(m, o->out, o->save_rows ? MLSTACK_SAVE_ROWS : 0, &err)) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }
@@ -578,6 +583,9 @@ int cli_cmd_info(const cli_opts *o) {
     printf("kernels        %s | selected: %s\n", cpu, mlstack_engine_kernels(e));
     printf("weights        projections %s%s\n", in.weight_format,
            o->quant ? " (quantized at load)" : " (used as stored)");
+    mlstack_model_get_info(m, &in); /* after the engine started: what it packed */
+    printf("panels         %.1f MiB mapped in place from the folder, %.1f MiB packed from rows at start\n",
+           in.mapped_panel_bytes / 1048576.0, in.packed_bytes / 1048576.0);
     for (i = 0; i < mlstack_engine_n_ranks(e); i++) { /* --ranks N: what each rank holds */
         mlstack_rank_info ri;
         if (mlstack_engine_rank_info(e, i, &ri) != MLSTACK_OK) continue;
