@@ -377,6 +377,55 @@ static void test_files(void) {
     mlstack__gguf_close(&g);
 }
 
+/* tests/fixtures/gguf/quantize.gguf (tools/make_quant_fixtures.py): float rows (Gaussian, heavy
+   tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
+   llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
+   Q8_0, ggml's ggml_quantize_chunk without an imatrix -- what llama-quantize calls -- for
+   Q2_K .. Q6_K and IQ4_NL): mlstack__ggml_quantize_row gives the same bytes, row by row. */
+static void test_quantize_bytes(void) {
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",  "Q2_K",
+                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"};
+    mlstack__gguf g;
+    mlstack_error err;
+    const mlstack__gguf_tensor *src;
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "quantize.gguf: %s", err.message);
+        return;
+    }
+    src = mlstack__gguf_tensor_find(&g, "src");
+    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 8);
+    for (i = 0; src && i < sizeof types / sizeof types[0]; i++) {
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]);
+        size_t rb;
+        uint64_t r;
+        int bad = 0;
+        unsigned char got[1024];
+        CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 &&
+                   t->ne[1] == src->ne[1],
+               "%s missing or misshapen", types[i]);
+        if (!t) continue;
+        rb = (size_t)(t->bytes / t->ne[1]);
+        for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
+            float x[512];
+            const unsigned char *want = g.data + t->offset + r * rb;
+            size_t k, bs = mlstack__ggml_types[t->type].size;
+            memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+            mlstack__ggml_quantize_row(t->type, x, got, 512);
+            for (k = 0; k < rb; k++)
+                if (got[k] != want[k]) {
+                    if (!bad)
+                        printf("%s row %d: byte %d (block %d) %02x vs llama.cpp %02x\n", types[i], (int)r, (int)k,
+                               (int)(k / bs), got[k], want[k]);
+                    bad++;
+                    break;
+                }
+        }
+        CHECKF(bad == 0, "%s: %d of %d rows differ from llama.cpp's quantizer", types[i], bad, (int)t->ne[1]);
+    }
+    mlstack__gguf_close(&g);
+}
+
 #define SHARED "../shared/"
 
 /* llama.cpp's vocabulary files and the ids Hugging Face gives for their .inp cases (.out): the
@@ -1013,6 +1062,7 @@ int main(void) {
     test_vocab_vectors();
     test_types();
     test_files();
+    test_quantize_bytes();
     test_valid();
     test_truncated();
     test_hostile();

@@ -435,8 +435,19 @@ int cli_cmd_quantize(const cli_opts *o) {
     if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR or -o OUT.gguf");
     ol = strlen(o->out);
     gguf = ol > 5 && strcmp(o->out + ol - 5, ".gguf") == 0;
-    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
-    if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
+    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant TYPE (q8_0, q4_1, q4_k_m, ...)");
+    if (gguf && !o->head_quant && (o->quant == MLSTACK_DTYPE_Q8_0 || o->quant == MLSTACK_DTYPE_Q4_1)) {
+        /* a GGUF file: llama.cpp's Q8_0 / Q4_1 file types, as llama-quantize makes them */
+        cli_opts g = *o;
+        int k;
+        for (k = 0; cli_quant_mix_names[k]; k++)
+            if (!strcmp(cli_quant_mix_names[k], o->quant == MLSTACK_DTYPE_Q8_0 ? "Q8_0" : "Q4_1")) break;
+        g.quant = (mlstack_dtype)(CLI_QUANT_MIX + k);
+        rc = cli_open_model(&g, 1, &m, NULL, NULL);
+    } else {
+        rc = cli_open_model(o, 1, &m, NULL, NULL);
+    }
+    if (rc != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
     if ((gguf ? mlstack_model_save_gguf(m, o->out, &err) : mlstack_model_save(m, o->out, &err)) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
