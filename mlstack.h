@@ -380,7 +380,7 @@ typedef struct mlstack_model_desc {
                               at open: each rank of a sharded engine converts only its own rows (the first
                               one-rank engine converts the whole model, once); the same bits either way */
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
-                              name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q2_K_S", "Q3_K_S",
+                              name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
                               "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
@@ -23339,11 +23339,11 @@ static int mlstack__model_all_float(mlstack_model *m) {
    every projection gets the mix's base type, except
      - the LM head (the embedding table of a tied model): Q6_K (Q8_0 in the Q8_0 mix, and
        where rows are not a multiple of the base type's block)
-     - attn_v: Q2_K -> Q3_K (Q4_K with >= 4 query heads per KV head, as Q2_K_S), Q3_K_M -> Q5_K
+     - attn_v: Q2_K -> Q3_K (Q4_K with >= 4 query heads per KV head), Q3_K_M -> Q5_K
        in layers 0 and 1 then Q4_K, Q3_K_L -> Q5_K, Q4_K_S -> Q5_K in layers 0 .. 3, IQ4_NL ->
        Q5_K with >= 4 query heads per KV head, Q4_K_M and Q5_K_M -> Q6_K in the layers that
        "use more bits" (the first and last eighth of the layers, and every third between)
-     - ffn_down: Q2_K -> Q3_K, Q2_K_S -> Q4_K in the first eighth, Q3_K_M -> Q5_K in the first
+     - ffn_down: Q2_K -> Q3_K, Q3_K_M -> Q5_K in the first
        sixteenth then Q4_K, Q3_K_L -> Q5_K, Q4_K_S and IQ4_NL -> Q5_K in the first eighth,
        Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
      - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K
@@ -23356,13 +23356,12 @@ static const struct {
     int ftype;
     uint32_t base;
 } mlstack__mixes[] = {
-    {"Q4_0", 2, MLSTACK__GGML_Q4_0},     {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
-    {"Q5_0", 8, MLSTACK__GGML_Q5_0},     {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
-    {"Q2_K_S", 21, MLSTACK__GGML_Q2_K},  {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K},
-    {"Q3_K", 12, MLSTACK__GGML_Q3_K},    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K},
-    {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},  {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K},
-    {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},  {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},
-    {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL}};
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},    {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},    {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -23389,7 +23388,6 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
                                                                                       : MLSTACK__GGML_Q6_K;
     else if (role == 2)
         t = ftype == 10                                 ? (gqa >= 4 ? MLSTACK__GGML_Q4_K : MLSTACK__GGML_Q3_K)
-            : ftype == 21 && gqa >= 4                   ? MLSTACK__GGML_Q4_K
             : ftype == 12                               ? (l < 2 ? MLSTACK__GGML_Q5_K : MLSTACK__GGML_Q4_K)
             : ftype == 13                               ? MLSTACK__GGML_Q5_K
             : ftype == 25 && gqa >= 4                   ? MLSTACK__GGML_Q5_K
@@ -23398,7 +23396,6 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
                                                         : t;
     else if (role == 3)
         t = ftype == 10                                 ? MLSTACK__GGML_Q3_K
-            : ftype == 21                               ? (l < n / 8 ? MLSTACK__GGML_Q4_K : t)
             : ftype == 12                               ? (l < n / 16 ? MLSTACK__GGML_Q5_K : MLSTACK__GGML_Q4_K)
             : ftype == 13                               ? MLSTACK__GGML_Q5_K
             : (ftype == 15 || ftype == 17) && more_bits ? MLSTACK__GGML_Q6_K
@@ -24699,7 +24696,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         int mix = mlstack__mix_parse(desc->quant_mix);
         if (mix < 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                              "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K_S, "
+                              "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
                               "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL (Q3_K, Q4_K, Q5_K)",
                               desc->quant_mix);
         else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)

@@ -57,8 +57,8 @@ static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type by\n"
-    "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q2_k_s,\n"
-    "                           q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl\n"
+    "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q3_k_s,\n"
+    "                           q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl\n"
     "                           (q3_k, q4_k, q5_k: the _m ones) (default: as stored)\n"
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
@@ -258,7 +258,7 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
             }
             if (!cli_quant_mix_names[mi])
                 return cli_die("--quant %s: expected q8_0, q4_1, none or a llama.cpp type: q4_0, q5_0, q5_1, q2_k, "
-                               "q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl "
+                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl "
                                "(q3_k, q4_k, q5_k)",
                                v);
             *q = (mlstack_dtype)(CLI_QUANT_MIX + mi);
@@ -499,9 +499,9 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 
 /* llama-quantize's names of the file types mlstack's quantizer makes (Q8_0 and Q4_1 are
    mlstack's own load-time formats unless a GGUF file is written: cli_cmd_quantize). */
-const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K",   "Q4_0", "Q5_0",
-                                           "Q5_1",   "Q2_K",   "Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K", "Q3_K_L",
-                                           "Q4_K_S", "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   NULL};
+const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K", "Q4_0",   "Q5_0",
+                                           "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M", "Q3_K", "Q3_K_L", "Q4_K_S",
+                                           "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   NULL};
 const char *cli_quant_mix(mlstack_dtype q) {
     int i = (int)q - CLI_QUANT_MIX, n = 0;
     while (cli_quant_mix_names[n]) n++;
