@@ -18681,8 +18681,8 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
    type itself where computed natively, Q4_0 and Q4_1 as Q4_1 blocks, Q8_0 and IQ4_NL as Q8_0
    blocks (Q4_0 and IQ4_NL repacked: mlstack__gguf_repack_row). */
 MLSTACK__FN int mlstack__ggml_made_wtype(uint32_t gtype) {
-    return gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_Q4_1     ? MLSTACK__W_Q4_1
-           : gtype == MLSTACK__GGML_Q8_0 || gtype == MLSTACK__GGML_IQ4_NL ? MLSTACK__W_Q8_0
+    return gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_Q4_1     ? (int)MLSTACK__W_Q4_1
+           : gtype == MLSTACK__GGML_Q8_0 || gtype == MLSTACK__GGML_IQ4_NL ? (int)MLSTACK__W_Q8_0
                                                                           : 16 + (int)gtype;
 }
 
@@ -23377,46 +23377,43 @@ static int mlstack__mix_parse(const char *s) {
 /* The GGML type of a weight in mix ftype, or 0 (kept as stored). role: 0 a projection, 1 the
    LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head. */
 static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa) {
+    const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
+                   Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
+                   Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K;
     uint32_t base = 0, t;
     size_t i;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
     for (i = 0; i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
         if (mlstack__mixes[i].ftype == ftype) base = mlstack__mixes[i].base;
     t = base;
-    if (role == 1)
-        t = n_in % (int)mlstack__ggml_types[base].block || base == MLSTACK__GGML_Q8_0 ? MLSTACK__GGML_Q8_0
-                                                                                      : MLSTACK__GGML_Q6_K;
+    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : Q6_K;
     else if (role == 2)
-        t = ftype == 10                                 ? (gqa >= 4 ? MLSTACK__GGML_Q4_K : MLSTACK__GGML_Q3_K)
-            : ftype == 12                               ? (l < 2 ? MLSTACK__GGML_Q5_K : MLSTACK__GGML_Q4_K)
-            : ftype == 13                               ? MLSTACK__GGML_Q5_K
-            : ftype == 25 && gqa >= 4                   ? MLSTACK__GGML_Q5_K
-            : (ftype == 15 || ftype == 17) && more_bits ? MLSTACK__GGML_Q6_K
-            : ftype == 14 && l < 4                      ? MLSTACK__GGML_Q5_K
+        t = ftype == 10                                 ? (gqa >= 4 ? Q4_K : Q3_K)
+            : ftype == 12                               ? (l < 2 ? Q5_K : Q4_K)
+            : ftype == 13                               ? Q5_K
+            : ftype == 25 && gqa >= 4                   ? Q5_K
+            : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
+            : ftype == 14 && l < 4                      ? Q5_K
                                                         : t;
     else if (role == 3)
-        t = ftype == 10                                 ? MLSTACK__GGML_Q3_K
-            : ftype == 12                               ? (l < n / 16 ? MLSTACK__GGML_Q5_K : MLSTACK__GGML_Q4_K)
-            : ftype == 13                               ? MLSTACK__GGML_Q5_K
-            : (ftype == 15 || ftype == 17) && more_bits ? MLSTACK__GGML_Q6_K
-            : (ftype == 14 || ftype == 25) && l < n / 8 ? MLSTACK__GGML_Q5_K
+        t = ftype == 10                                 ? Q3_K
+            : ftype == 12                               ? (l < n / 16 ? Q5_K : Q4_K)
+            : ftype == 13                               ? Q5_K
+            : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
+            : (ftype == 14 || ftype == 25) && l < n / 8 ? Q5_K
                                                         : t;
     else if (role == 4)
-        t = ftype == 10 ? MLSTACK__GGML_Q3_K : ftype == 12 ? MLSTACK__GGML_Q4_K : ftype == 13 ? MLSTACK__GGML_Q5_K : t;
+        t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == MLSTACK__GGML_Q2_K || t == MLSTACK__GGML_Q3_K ? MLSTACK__GGML_Q4_0
-            : t == MLSTACK__GGML_Q4_K                          ? MLSTACK__GGML_Q5_0
-            : t == MLSTACK__GGML_Q5_K                          ? MLSTACK__GGML_Q5_1
-            : t == MLSTACK__GGML_Q6_K                          ? MLSTACK__GGML_Q8_0
-                                                               : t;
+        t = t == Q2_K || t == Q3_K ? Q4_0 : t == Q4_K ? Q5_0 : t == Q5_K ? Q5_1 : t == Q6_K ? Q8_0 : t;
     return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
 }
 
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
    routers) to `quant` (the head to desc.head_quant when given, or left as stored with
-   keep_head), or by mix (a llama.cpp file type number: mlstack__mixes; then quant and head_quant are ignored), using all CPUs;
-   weights whose rows are not a multiple of 32 stay as stored. The source pages are released as
-   each weight is done. */
+   keep_head), or by mix (a llama.cpp file type number, mlstack__mixes; quant and head_quant are
+   then ignored), using all CPUs; weights whose rows are not a multiple of 32 stay as stored.
+   The source pages are released as each weight is done. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
