@@ -143,7 +143,7 @@ static const cmd_help HELP[] = {
      "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
      "stdout; needs only the tokenizer files.\n",
      0, 0},
-    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1 | --files A.gguf,B.gguf] [--tokens N]",
+    {"kl", "mlstack kl -m DIR -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
      "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
      "top-1 agreement and perplexities.\n"
      "  -f, --file FILE          the text\n"

@@ -351,7 +351,7 @@ int cli_cmd_kl(const cli_opts *o) {
     int32_t *ids = NULL;
     int rc = 0, t;
     cli_opts plain = *o;
-    const char *files = o->files;
+    const char *files = o->files, *mix = cli_quant_mix(o->quant);
     if (!o->file) return cli_die("%s", "kl needs -f TEXT_FILE");
     if (cli_read_file(o->file, (size_t)64 << 20, &text, &len) != 0) return 1;
     plain.quant = MLSTACK_DTYPE_F32;
@@ -386,7 +386,7 @@ int cli_cmd_kl(const cli_opts *o) {
     if (!rc)
         printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) "
                "|\n|---|---|---|---|---|---|---|\n");
-    for (t = 0; !rc && (o->files ? files && *files : t < 2); t++) {
+    for (t = 0; !rc && (o->files ? files && *files : t < (mix ? 1 : 2)); t++) {
         quality q;
         char name[512];
         if (o->files) { /* the next file of the list, with its weights as stored */
@@ -394,12 +394,15 @@ int cli_cmd_kl(const cli_opts *o) {
             size_t l = e ? (size_t)(e - files) : strlen(files);
             snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), files);
             files += l + (e ? 1 : 0);
+        } else if (mix) { /* a llama.cpp file type, quantized at load */
+            snprintf(name, sizeof name, "%s", mix);
         } else if (o->quant && o->quant != types[t].type) {
             continue;
         }
         memset(&md, 0, sizeof md);
         md.path = o->files ? name : o->model;
-        md.quant = o->files ? (mlstack_dtype)0 : types[t].type;
+        md.quant = o->files || mix ? (mlstack_dtype)0 : types[t].type;
+        md.quant_mix = o->files ? NULL : mix;
         if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             rc = 1;
@@ -409,7 +412,7 @@ int cli_cmd_kl(const cli_opts *o) {
             fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
             rc = 1;
         } else {
-            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files ? name : types[t].name, q.n,
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files || mix ? name : types[t].name, q.n,
                    q.mean_kl, q.max_kl, 100 * q.top1, q.ppl_ref, q.ppl_q);
         }
         fflush(stdout);
