@@ -381,9 +381,11 @@ typedef struct mlstack_model_desc {
     int defer_quant;       /* non-zero, with quant, F32/F16/BF16 weights: quantize in the engines instead of
                               at open: each rank of a sharded engine converts only its own rows (the first
                               one-rank engine converts the whole model, once); the same bits either way */
-    const char *quant_mix; /* NULL, or llama.cpp's K-quant mix to quantize to at load: "Q4_K_M", "Q5_K_M",
-                              "Q6_K" ("Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); per
-                              tensor Q4_K/Q5_K/Q6_K, Q5_0/Q5_1/Q8_0 where rows are not a multiple of 256;
+    const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
+                              name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
+                              "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL"
+                              ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
+                              per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
     mlstack_dtype head_quant; /* with quant: the LM head's format, 0: quant's, or MLSTACK_DTYPE_Q8_0 / _Q4_1
                                  (e.g. Q4_1 projections with a Q8_0 head, as llama.cpp's mixes do) */
@@ -15083,6 +15085,8 @@ typedef struct mlstack__weight {
     const unsigned char *packed;    /* the same weights as P16 panels (below), or NULL */
     const unsigned char *packed_dp; /* BF16 weights as P16 pair panels (below), or NULL */
     int rows; /* MLSTACK__ROWS_*: whether data's bytes are resident (>>model, mlstack__model_hold_rows) */
+    uint32_t gtype; /* 0, or the GGML type the quantizer made these rows as when they hold it repacked
+                       (Q4_0 as Q4_1, IQ4_NL as Q8_0: >>ggmlquant): a GGUF file gets that type back */
 } mlstack__weight;
 /* data as stored or copied at open, always there; a copy quantized at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
@@ -18604,9 +18608,10 @@ static int mlstack__kq_nearest(float f) { /* round to nearest, ties to even, |f|
 /* A scale and min (returned: scale; *neg_min = -min >= 0) for n values x with weights w, levels
    0 .. nmax in L: the rounding at the range's own scale, then for is = 0 .. nstep the inverse
    scale (rmin + rdelta is + nmax) / (max - min), each followed by the weighted least-squares
-   scale and min for its levels (min clamped to <= 0), kept when the weighted error drops. */
+   scale and min for its levels (min clamped to <= 0), kept when the weighted error drops; the
+   error is squared, or absolute with mad (Q2_K). */
 static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min,
-                                 uint8_t *Laux, float rmin, float rdelta, int nstep) {
+                                 uint8_t *Laux, float rmin, float rdelta, int nstep, int mad) {
     float mn = x[0], mx = x[0], sum_w = w[0], sum_x = w[0] * x[0], iscale, scale, best = 0;
     int i, is;
     for (i = 1; i < n; i++) {
@@ -18628,7 +18633,7 @@ static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w
         float diff;
         L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
         diff = scale * (float)L[i] + mn - x[i];
-        best += w[i] * (diff * diff);
+        best += w[i] * (mad ? fabsf(diff) : diff * diff);
     }
     for (is = 0; is <= nstep; is++) {
         float sum_l = 0, sum_l2 = 0, sum_xl = 0, D;
@@ -18647,7 +18652,7 @@ static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w
             if (tm > 0) tm = 0, ts = sum_xl / sum_l2;
             for (i = 0; i < n; i++) {
                 float diff = ts * (float)Laux[i] + tm - x[i];
-                err += w[i] * (diff * diff);
+                err += w[i] * (mad ? fabsf(diff) : diff * diff);
             }
             if (err < best) {
                 memcpy(L, Laux, (size_t)n);
@@ -18702,6 +18707,65 @@ static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
         }
     }
     return scale;
+}
+/* Q3_K's symmetric scale for n values (levels -nmax .. nmax - 1, stored + nmax in L; all zero:
+   L = 0, scale 0): the rounding at -nmax / (the value of largest magnitude), then up to 5 sweeps
+   that move one value at a time to the level its least-squares fit with the others asks for,
+   kept when that explains more (weights x^2); returned: the least-squares scale. */
+static float mlstack__kq_fit_q3(int n, int nmax, const float *x, int8_t *L) {
+    float mx = 0, amax = 0, iscale, sumlx = 0, suml2 = 0;
+    int i, t;
+    for (i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]), mx = x[i];
+    if (amax < 1e-15f) {
+        for (i = 0; i < n; i++) L[i] = 0;
+        return 0.0f;
+    }
+    iscale = -(float)nmax / mx;
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * x[i]);
+        float w = x[i] * x[i];
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)l;
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    for (t = 0; t < 5; t++) {
+        int changed = 0;
+        for (i = 0; i < n; i++) {
+            float w = x[i] * x[i], slx = sumlx - w * x[i] * (float)L[i], sl2;
+            int l;
+            if (slx <= 0) continue;
+            sl2 = suml2 - w * (float)L[i] * (float)L[i];
+            l = mlstack__kq_nearest(x[i] * sl2 / slx);
+            l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+            if (l == L[i]) continue;
+            slx += w * x[i] * (float)l;
+            sl2 += w * (float)l * (float)l;
+            if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2)
+                L[i] = (int8_t)l, sumlx = slx, suml2 = sl2, changed++;
+        }
+        if (!changed) break;
+    }
+    for (i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0 ? sumlx / suml2 : 0.0f;
+}
+/* IQ4_NL's fixed non-linear levels (>>ggmlquant), and the index of the entry nearest x (a tie:
+   the upper one). */
+static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
+static int mlstack__iq4nl_nearest(float x) {
+    const int8_t *v = mlstack__iq4nl_values;
+    int lo = 0, hi = 15;
+    if (x <= (float)v[0]) return 0;
+    if (x >= (float)v[15]) return 15;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (x < (float)v[mid]) hi = mid;
+        else
+            lo = mid;
+    }
+    return x - (float)v[hi - 1] < (float)v[hi] - x ? hi - 1 : hi;
 }
 static void mlstack__kq_put16(unsigned char *p, float f) {
     uint16_t h = mlstack__f32_to_f16(f);
@@ -18795,7 +18859,7 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
                 av = sqrtf(sum_x2 / 32);
                 for (l = 0; l < 32; l++) w[l] = av + fabsf(x[32 * j + l]);
                 scales[j] = mlstack__kq_fit_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
-                                                five ? -0.5f : -1.0f, 0.1f, five ? 15 : 20);
+                                                five ? -0.5f : -1.0f, 0.1f, five ? 15 : 20, 0);
                 if (scales[j] > max_scale) max_scale = scales[j];
                 if (mins[j] > max_min) max_min = mins[j];
             }
@@ -18845,6 +18909,184 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
     }
 }
 
+/* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+   Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
+   an importance matrix: what llama-quantize writes); the formats beyond the comment above:
+     Q4_0    d = the value of largest magnitude / -8, q = min(15, trunc(w / d + 8.5))
+     Q4_1    d = (max - min) / 15, m = min (quantized against the unrounded d and m, unlike
+             mlstack__quantize_row's Q4_1), q = min(15, trunc((w - m) / d + 0.5))
+     Q8_0    d = max|w| / 127, q = round(w / d) (half away from zero: our own Q8_0 as well)
+     Q2_K    per 16-group a scale and a min by mlstack__kq_fit_min (weights |x_i|, absolute error,
+             16 trial inverse scales), both quantized to 4 bits against the block's largest
+             (d = max / 15, dmin = max min / 15), the values re-rounded to 0 .. 3
+     Q3_K    per 16-group a symmetric scale by mlstack__kq_fit_q3, quantized to 6 bits against
+             the largest (d = that scale / -32), the values re-rounded to -4 .. 3
+     IQ4_NL  per 32-block the table indices at d = the value of largest magnitude / -127, then
+             15 trial inverse scales (i - 127) / that value, i = -7 .. 7, keeping the weighted
+             (x^2) least-squares d that explains the most; the indices re-chosen at d
+   Every value goes through the same float operations in the same order as there, so the blocks
+   are the same bytes. */
+MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void *dst, int n) {
+    unsigned char *y = (unsigned char *)dst;
+    int i, j, l, nb;
+    switch (type) {
+    case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_Q4_1:
+    case MLSTACK__GGML_Q8_0:
+    case MLSTACK__GGML_IQ4_NL:
+        for (i = 0, nb = n / 32; i < nb; i++, x += 32) {
+            float amax = 0, mx = 0, mn = FLT_MAX, d, id;
+            for (j = 0; j < 32; j++) {
+                if (fabsf(x[j]) > amax) amax = fabsf(x[j]), mx = x[j];
+                if (x[j] < mn) mn = x[j];
+            }
+            if (type == MLSTACK__GGML_Q8_0) {
+                d = amax / 127.0f;
+                id = d != 0 ? 1.0f / d : 0.0f;
+                mlstack__kq_put16(y, d);
+                for (j = 0; j < 32; j++) y[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
+                y += 34;
+            } else if (type == MLSTACK__GGML_Q4_0) {
+                d = mx / -8.0f;
+                id = d != 0 ? 1.0f / d : 0.0f;
+                mlstack__kq_put16(y, d);
+                for (j = 0; j < 16; j++) {
+                    int q0 = (int)(int8_t)(x[j] * id + 8.5f), q1 = (int)(int8_t)(x[j + 16] * id + 8.5f);
+                    y[2 + j] = (unsigned char)((q0 > 15 ? 15 : q0) | (q1 > 15 ? 15 : q1) << 4);
+                }
+                y += 18;
+            } else if (type == MLSTACK__GGML_Q4_1) {
+                float hi = -FLT_MAX;
+                for (j = 0; j < 32; j++)
+                    if (x[j] > hi) hi = x[j];
+                d = (hi - mn) / 15.0f;
+                id = d != 0 ? 1.0f / d : 0.0f;
+                mlstack__kq_put16(y, d);
+                mlstack__kq_put16(y + 2, mn);
+                for (j = 0; j < 16; j++) {
+                    int q0 = (int)(int8_t)((x[j] - mn) * id + 0.5f), q1 = (int)(int8_t)((x[j + 16] - mn) * id + 0.5f);
+                    y[4 + j] = (unsigned char)((q0 > 15 ? 15 : q0) | (q1 > 15 ? 15 : q1) << 4);
+                }
+                y += 20;
+            } else { /* IQ4_NL */
+                uint8_t L[32];
+                float sumqx = 0, sumq2 = 0, best;
+                int t;
+                if (amax < 1e-15f) {
+                    d = 0;
+                } else {
+                    d = mx / 127.0f;
+                    id = 1 / d;
+                    for (j = 0; j < 32; j++) {
+                        float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+                        sumqx += w * q * x[j];
+                        sumq2 += w * q * q;
+                    }
+                    d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+                    best = d * sumqx;
+                    for (t = -7; t <= 7; t++) {
+                        id = (float)(t - 127) / mx;
+                        sumqx = sumq2 = 0;
+                        for (j = 0; j < 32; j++) {
+                            float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+                            sumqx += w * q * x[j];
+                            sumq2 += w * q * q;
+                        }
+                        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) d = sumqx / sumq2, best = d * sumqx;
+                    }
+                }
+                mlstack__kq_put16(y, d);
+                id = d != 0 ? 1 / d : 0.0f;
+                for (j = 0; j < 32; j++) L[j] = (uint8_t)mlstack__iq4nl_nearest(id * x[j]);
+                for (j = 0; j < 16; j++) y[2 + j] = (unsigned char)(L[j] | L[j + 16] << 4);
+                y += 18;
+            }
+        }
+        return;
+    case MLSTACK__GGML_Q2_K:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 84) {
+            uint8_t L[256], Laux[16];
+            float w[16], mins[16], scales[16], max_scale = 0, max_min = 0, d, dmin;
+            for (j = 0; j < 16; j++) {
+                for (l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+                scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
+                if (scales[j] > max_scale) max_scale = scales[j];
+                if (mins[j] > max_min) max_min = mins[j];
+            }
+            for (j = 0; j < 16; j++) y[j] = 0;
+            if (max_scale > 0) {
+                float is = 15.0f / max_scale;
+                for (j = 0; j < 16; j++) y[j] = (unsigned char)mlstack__kq_nearest(is * scales[j]);
+            }
+            mlstack__kq_put16(y + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
+            if (max_min > 0) {
+                float is = 15.0f / max_min;
+                for (j = 0; j < 16; j++) y[j] = (unsigned char)(y[j] | mlstack__kq_nearest(is * mins[j]) << 4);
+            }
+            mlstack__kq_put16(y + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
+            d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
+            for (j = 0; j < 16; j++) {
+                float dd = d * (float)(y[j] & 0xF), dm;
+                if (dd == 0) continue;
+                dm = dmin * (float)(y[j] >> 4);
+                for (l = 0; l < 16; l++) {
+                    int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
+                    L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
+                }
+            }
+            for (j = 0; j < 256; j += 128)
+                for (l = 0; l < 32; l++)
+                    y[16 + j / 4 + l] =
+                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+        }
+        return;
+    case MLSTACK__GGML_Q3_K:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) {
+            int8_t L[256];
+            float scales[16], max_scale = 0, amax = 0, d;
+            unsigned char *hm = y, *qs = y + 32, *sc = y + 96;
+            for (j = 0; j < 16; j++) {
+                scales[j] = mlstack__kq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
+                if (fabsf(scales[j]) > amax) amax = fabsf(scales[j]), max_scale = scales[j];
+            }
+            memset(sc, 0, 12);
+            if (max_scale != 0) {
+                float is = -32.0f / max_scale;
+                for (j = 0; j < 16; j++) {
+                    int v = (int)(int8_t)mlstack__kq_nearest(is * scales[j]);
+                    v = (v < -32 ? -32 : v > 31 ? 31 : v) + 32;
+                    if (j < 8) sc[j] = (unsigned char)(v & 0xF);
+                    else
+                        sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
+                    sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
+                }
+                mlstack__kq_put16(y + 108, 1 / is);
+            } else {
+                mlstack__kq_put16(y + 108, 0.0f);
+            }
+            d = mlstack__kq_f16(y + 108);
+            for (j = 0; j < 16; j++) {
+                int s = ((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+                float dd = d * (float)s;
+                if (dd == 0) continue;
+                for (l = 0; l < 16; l++) {
+                    int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+                    L[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
+                }
+            }
+            memset(hm, 0, 32);
+            for (j = 0; j < 256; j++)
+                if (L[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), L[j] = (int8_t)(L[j] - 4);
+            for (j = 0; j < 256; j += 128)
+                for (l = 0; l < 32; l++)
+                    qs[j / 4 + l] =
+                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+        }
+        return;
+    default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
+    }
+}
+
 MLSTACK__FN void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(wtype)) {
@@ -18884,10 +19126,12 @@ typedef struct mlstack__quant_job {
     const mlstack__weight *src;
     const mlstack__kernels *k; /* the CPU's best: its conversions give the same bits, faster */
     int wtype;
+    uint32_t gtype; /* 0, or the GGML type to quantize to by llama.cpp's rules (then repacked into wtype) */
     unsigned char *dst;
     size_t dst_row;
     float *scratch; /* n_threads * (n_in floats + n_in / 32 activation blocks) */
 } mlstack__quant_job;
+MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *dst, int n);
 
 static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__quant_job *j = (const mlstack__quant_job *)ctx;
@@ -18900,6 +19144,15 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
         mlstack__q8_0 *q = (mlstack__q8_0 *)(void *)(j->dst + (size_t)o * j->dst_row);
         j->k->to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row,
                      (size_t)w->n_in);
+        if (j->gtype == MLSTACK__GGML_Q4_0 || j->gtype == MLSTACK__GGML_IQ4_NL) { /* made, then repacked */
+            mlstack__ggml_quantize_row(j->gtype, row, xq, w->n_in);
+            mlstack__gguf_repack_row(j->gtype, xq, q, w->n_in);
+            continue;
+        }
+        if (j->gtype) {
+            mlstack__ggml_quantize_row(j->gtype, row, q, w->n_in);
+            continue;
+        }
         if (j->wtype != MLSTACK__W_Q8_0) {
             mlstack__quantize_row(j->wtype, row, q, w->n_in);
             continue;
@@ -18913,11 +19166,32 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
     }
 }
 
+/* The weight format that holds rows of GGML `gtype` made by mlstack__ggml_quantize_row: the
+   type itself where computed natively, Q4_0 and Q4_1 as Q4_1 blocks, Q8_0 and IQ4_NL as Q8_0
+   blocks (Q4_0 and IQ4_NL repacked: mlstack__gguf_repack_row). */
+MLSTACK__FN int mlstack__ggml_made_wtype(uint32_t gtype) {
+    return gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_Q4_1     ? (int)MLSTACK__W_Q4_1
+           : gtype == MLSTACK__GGML_Q8_0 || gtype == MLSTACK__GGML_IQ4_NL ? (int)MLSTACK__W_Q8_0
+                                                                          : 16 + (int)gtype;
+}
+
+static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype, void *dst);
 /* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
 MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
+    return mlstack__quantize_weight_as(pool, w, wtype, 0, dst);
+}
+/* The same, as GGML type gtype by llama.cpp's reference quantizer (w in the format
+   mlstack__ggml_made_wtype names, gtype kept for writing when repacked). */
+MLSTACK__FN int mlstack__quantize_weight_ggml(mlstack__pool *pool, mlstack__weight *w, uint32_t gtype, void *dst) {
+    int r = mlstack__quantize_weight_as(pool, w, mlstack__ggml_made_wtype(gtype), gtype, dst);
+    if (r == 0) w->gtype = gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_IQ4_NL ? gtype : 0;
+    return r;
+}
+static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype, void *dst) {
     mlstack__quant_job j;
     j.src = w;
     j.wtype = wtype;
+    j.gtype = gtype;
     j.dst = (unsigned char *)dst;
     j.dst_row = mlstack__row_bytes(wtype, w->n_in);
     j.k = mlstack__kernels_select(-1, 0);
@@ -18930,6 +19204,7 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
     w->data = dst;
     w->wtype = wtype;
     w->row_bytes = j.dst_row;
+    w->gtype = 0;
     return 0;
 }
 
@@ -18957,9 +19232,6 @@ MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w
      Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
                                                               w = (d * sc) * (q - 32)
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
-
-static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -23636,44 +23908,86 @@ static int mlstack__model_all_float(mlstack_model *m) {
     return 1;
 }
 
-/* llama.cpp's K-quant mixes (its llama_tensor_get_type, for these ftypes and dense models):
-   every projection gets the mix's base type (Q4_K, Q5_K, Q6_K), except
-     - the LM head (the embedding table of a tied model): Q6_K
-     - Q4_K_M and Q5_K_M: attn_v and ffn_down of the layers that "use more bits" (the first
-       and last eighth of the layers, and every third layer between): Q6_K
-   and a weight whose rows are not a multiple of 256 falls back to a 32-block type of about the
-   same size: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. The embedding table of an untied model
-   stays as stored here (llama.cpp gives it the base type). */
-enum { MLSTACK__MIX_Q4_K_M = 1, MLSTACK__MIX_Q5_K_M = 2, MLSTACK__MIX_Q6_K = 3 };
+/* llama.cpp's file types ("mixes", its llama_ftype numbers, kept as general.file_type) and its
+   per-tensor choices (llama_tensor_get_type, for dense models, without an importance matrix):
+   every projection gets the mix's base type, except
+     - the LM head (the embedding table of a tied model): Q6_K (Q8_0 in the Q8_0 mix, and
+       where rows are not a multiple of the base type's block)
+     - attn_v: Q2_K -> Q3_K (Q4_K with >= 4 query heads per KV head), Q3_K_M -> Q5_K
+       in layers 0 and 1 then Q4_K, Q3_K_L -> Q5_K, Q4_K_S -> Q5_K in layers 0 .. 3, IQ4_NL ->
+       Q5_K with >= 4 query heads per KV head, Q4_K_M and Q5_K_M -> Q6_K in the layers that
+       "use more bits" (the first and last eighth of the layers, and every third between)
+     - ffn_down: Q2_K -> Q3_K, Q3_K_M -> Q5_K in the first
+       sixteenth then Q4_K, Q3_K_L -> Q5_K, Q4_K_S and IQ4_NL -> Q5_K in the first eighth,
+       Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
+     - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K
+   and a weight whose rows are not a multiple of 256 falls back from a 256-block type to a
+   32-block one: Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
+   multiple of 32 stay as stored; llama.cpp writes those F16). The embedding table of an untied
+   model stays as stored here (llama.cpp gives it the base type). */
+static const struct {
+    const char *name;
+    int ftype;
+    uint32_t base;
+} mlstack__mixes[] = {
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},    {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},    {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
     return !*s && !*name;
 }
+/* The mix's llama.cpp file type number, or -1. */
 static int mlstack__mix_parse(const char *s) {
-    if (!s) return 0;
-    if (mlstack__mix_is(s, "Q4_K_M") || mlstack__mix_is(s, "Q4_K")) return MLSTACK__MIX_Q4_K_M;
-    if (mlstack__mix_is(s, "Q5_K_M") || mlstack__mix_is(s, "Q5_K")) return MLSTACK__MIX_Q5_K_M;
-    if (mlstack__mix_is(s, "Q6_K")) return MLSTACK__MIX_Q6_K;
+    size_t i;
+    for (i = 0; s && i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
+        if (mlstack__mix_is(s, mlstack__mixes[i].name)) return mlstack__mixes[i].ftype;
     return -1;
 }
-/* role: 0 a projection, 1 the LM head, 2 attn_v, 3 ffn_down; layer l of n */
-static int mlstack__mix_wtype(int mix, int role, int l, int n, int n_in) {
-    int wt = mix == MLSTACK__MIX_Q4_K_M   ? MLSTACK__W_Q4_K
-             : mix == MLSTACK__MIX_Q5_K_M ? MLSTACK__W_Q5_K
-                                          : MLSTACK__W_Q6_K;
+/* The GGML type of a weight in mix ftype, or 0 (kept as stored). role: 0 a projection, 1 the
+   LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head. */
+static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa) {
+    const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
+                   Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
+                   Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K;
+    uint32_t base = 0, t;
+    size_t i;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
-    if (role == 1 || ((role == 2 || role == 3) && mix != MLSTACK__MIX_Q6_K && more_bits)) wt = MLSTACK__W_Q6_K;
-    if (n_in % 256)
-        wt = wt == MLSTACK__W_Q4_K ? MLSTACK__W_Q5_0 : wt == MLSTACK__W_Q5_K ? MLSTACK__W_Q5_1 : MLSTACK__W_Q8_0;
-    return wt;
+    for (i = 0; i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
+        if (mlstack__mixes[i].ftype == ftype) base = mlstack__mixes[i].base;
+    t = base;
+    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : Q6_K;
+    else if (role == 2)
+        t = ftype == 10                                 ? (gqa >= 4 ? Q4_K : Q3_K)
+            : ftype == 12                               ? (l < 2 ? Q5_K : Q4_K)
+            : ftype == 13                               ? Q5_K
+            : ftype == 25 && gqa >= 4                   ? Q5_K
+            : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
+            : ftype == 14 && l < 4                      ? Q5_K
+                                                        : t;
+    else if (role == 3)
+        t = ftype == 10                                 ? Q3_K
+            : ftype == 12                               ? (l < n / 16 ? Q5_K : Q4_K)
+            : ftype == 13                               ? Q5_K
+            : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
+            : (ftype == 14 || ftype == 25) && l < n / 8 ? Q5_K
+                                                        : t;
+    else if (role == 4)
+        t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
+    if (n_in % (int)mlstack__ggml_types[t].block)
+        t = t == Q2_K || t == Q3_K ? Q4_0 : t == Q4_K ? Q5_0 : t == Q5_K ? Q5_1 : t == Q6_K ? Q8_0 : t;
+    return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
 }
 
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
    routers) to `quant` (the head to desc.head_quant when given, or left as stored with
-   keep_head), or by mix (MLSTACK__MIX_*, then quant and head_quant are ignored), using all CPUs;
-   weights whose rows are not a multiple of 32 stay as stored. The source pages are released as
-   each weight is done. */
+   keep_head), or by mix (a llama.cpp file type number, mlstack__mixes; quant and head_quant are
+   then ignored), using all CPUs; weights whose rows are not a multiple of 32 stay as stored.
+   The source pages are released as each weight is done. */
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
@@ -23691,18 +24005,24 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             void *dst;
             const void *src;
             size_t src_bytes;
+            uint32_t gt = 0;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
             if (ws[i]->n_in % MLSTACK__QK) continue;
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
-            if (mix)
-                wt = mlstack__mix_wtype(mix,
-                                        l < 0                           ? 1
-                                        : ws[i] == &m->layers[l].wv     ? 2
-                                        : ws[i] == &m->layers[l].w_down ? 3
-                                                                        : 0,
-                                        l, m->cfg.n_layers, ws[i]->n_in);
+            if (mix) {
+                gt = mlstack__mix_type(mix,
+                                       l < 0                           ? 1
+                                       : ws[i] == &m->layers[l].wv     ? 2
+                                       : ws[i] == &m->layers[l].w_down ? 3
+                                       : ws[i] == &m->layers[l].wo     ? 4
+                                                                       : 0,
+                                       l, m->cfg.n_layers, ws[i]->n_in,
+                                       m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1);
+                if (!gt) continue;
+                wt = mlstack__ggml_made_wtype(gt);
+            }
             if (!mix && ws[i]->wtype == wt) continue; /* saved quantized in this format already: as it is */
             if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) {
                 mlstack__pool_free(&pool);
@@ -23716,7 +24036,8 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes(wt, ws[i]->n_in));
-            if (!dst || mlstack__quantize_weight(&pool, ws[i], wt, dst) != 0) {
+            if (!dst || (mix ? mlstack__quantize_weight_ggml(&pool, ws[i], gt, dst)
+                             : mlstack__quantize_weight(&pool, ws[i], wt, dst)) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
@@ -24579,7 +24900,39 @@ typedef struct mlstack__gw_tensor {
     size_t row_bytes;
     int permute_heads;
     uint64_t offset;
+    uint32_t unpack; /* 0, or the GGML type (Q4_0, IQ4_NL) the stored rows are repacked from */
+    size_t file_row; /* bytes of a row in the file */
 } mlstack__gw_tensor;
+
+/* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
+   repacked (mlstack__gguf_repack_row's inverse runs as each row is written). */
+static void mlstack__gw_made(mlstack__gw_tensor *t, const mlstack__weight *w) {
+    if (w->gtype != MLSTACK__GGML_Q4_0 && w->gtype != MLSTACK__GGML_IQ4_NL) return;
+    t->type = t->unpack = w->gtype;
+    t->file_row = (size_t)(t->ne[0] / 32) * 18;
+}
+/* One row of n weights back from the repacked layout (Q4_1 / Q8_0 blocks) to `type`. */
+static void mlstack__gw_unpack_row(uint32_t type, const unsigned char *src, unsigned char *dst, int n) {
+    int i, j, k;
+    for (i = 0; i < n / 32; i++, dst += 18) {
+        if (type == MLSTACK__GGML_Q4_0) { /* d and the nibbles of the Q4_1 block; its m is -8 d */
+            memcpy(dst, src, 2);
+            memcpy(dst + 2, src + 4, 16);
+            src += sizeof(mlstack__q4_1);
+            continue;
+        }
+        memcpy(dst, src, 2); /* IQ4_NL: each int8 value's index in the table */
+        for (j = 0; j < 16; j++) {
+            int lo = 0, hi = 0;
+            for (k = 0; k < 16; k++) {
+                if (mlstack__iq4nl_values[k] == (int8_t)src[2 + j]) lo = k;
+                if (mlstack__iq4nl_values[k] == (int8_t)src[2 + j + 16]) hi = k;
+            }
+            dst[2 + j] = (unsigned char)(lo | hi << 4);
+        }
+        src += sizeof(mlstack__q8_0);
+    }
+}
 
 static int mlstack__gw_u(mlstack__buf *b, uint64_t v, int n) {
     unsigned char t[8];
@@ -24755,6 +25108,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
+        t_->unpack = 0, t_->file_row = (rb);                                                        \
     } while (0)
     /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
        llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
@@ -24775,16 +25129,19 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         }
         MLSTACK_FREE(row);
         if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
-    } else if (tied_blocks)
+    } else if (tied_blocks) {
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
                       m->lm_head.data, m->lm_head.row_bytes, 0);
-    else
+        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
+    } else
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
                       mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
     MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
-    if (m->lm_head.data != m->embed && !tied_blocks)
+    if (m->lm_head.data != m->embed && !tied_blocks) {
         MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
                       m->lm_head.row_bytes, 0);
+        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
+    }
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -24805,6 +25162,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
+            mlstack__gw_made(&ts[n_t - 1], ws[k]);
             if (ws[k]->bias) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, wn[k]);
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
@@ -24873,7 +25231,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
          mlstack__buf_put(&hdr, kv.p, kv.n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->row_bytes * t->ne[1];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
         t->offset = off;
         ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
              mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) &&
@@ -24892,10 +25250,15 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     }
     if (r == MLSTACK_OK) {
         static const unsigned char zeros[32] = {0};
+        unsigned char *conv = NULL;
         ok = fwrite(hdr.p, 1, hdr.n, f) == hdr.n;
         for (i = 0; ok && i < n_t; i++) {
             const mlstack__gw_tensor *t = &ts[i];
-            uint64_t row, bytes = (uint64_t)t->row_bytes * t->ne[1];
+            uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+            if (t->unpack) {
+                MLSTACK_FREE(conv);
+                if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
+            }
             int hd = c->head_dim;
             for (row = 0; ok && row < t->ne[1]; row++) {
                 /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
@@ -24903,10 +25266,16 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                                    ? (row / (uint64_t)hd) * (uint64_t)hd +
                                          ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) + (row % (uint64_t)hd) / 2
                                    : row;
-                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+                if (t->unpack) {
+                    mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+                    ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
+                } else {
+                    ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+                }
             }
             if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
         }
+        MLSTACK_FREE(conv);
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
         else if (mlstack__rename(tmp, path) != 0)
@@ -24981,9 +25350,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         int mix = mlstack__mix_parse(desc->quant_mix);
         if (mix < 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                              "quant_mix \"%s\": expected Q4_K_M, Q5_K_M, Q6_K, Q4_K or Q5_K", desc->quant_mix);
+                              "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
+                              "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL (Q3_K, Q4_K, Q5_K)",
+                              desc->quant_mix);
         else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)
-            m->quant_ftype = mix == MLSTACK__MIX_Q4_K_M ? 15 : mix == MLSTACK__MIX_Q5_K_M ? 17 : 18;
+            m->quant_ftype = mix;
     } else if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
                (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;

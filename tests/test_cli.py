@@ -124,6 +124,28 @@ def main():
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
 
+        # ---- quantize to a llama.cpp file type: its types per tensor (hidden 64: the 32-block
+        # fallbacks, a Q8_0 head), general.file_type, the file runs; an unknown type refused ----
+        q40 = os.path.join(tmp, "q4_0.gguf")
+        r = run(exe, "quantize", "-m", tiny, "--quant", "q4_0", "-o", q40)
+        types = {}
+        try:
+            import gguf
+            rd = gguf.GGUFReader(q40)
+            types = {t.name: t.tensor_type.name for t in rd.tensors}
+            ftype = int(rd.fields["general.file_type"].parts[-1][0])
+        except (ImportError, OSError, KeyError, ValueError):
+            ftype = None
+        T.check(r.returncode == 0 and ftype == 2 and types.get("token_embd.weight") == "Q8_0"
+                and all(types.get("blk.%d.%s.weight" % (i, n)) == "Q4_0" for i in range(2)
+                        for n in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")),
+                "quantize --quant q4_0: llama.cpp's Q4_0 file type", (r.stderr + str(types))[-400:])
+        r = run(exe, "run", "-m", q40, "-n", "3", "--json", "-p", "Once upon a time")
+        T.check(r.returncode == 0 and len(json.loads(r.stdout).get("ids", [])) == 3, "run on the Q4_0 file", r.stderr)
+        r = run(exe, "quantize", "-m", tiny, "--quant", "q2_k_s", "-o", os.path.join(tmp, "x.gguf"))
+        T.check(r.returncode == 2 and "q2_k_s" in r.stderr and "iq4_nl" in r.stderr,
+                "quantize --quant q2_k_s: refused, naming the types", r.stderr)
+
         # ---- --ranks N --rank-mode gather|reduce: the same greedy ids as one rank; a bad mode refused ----
         ids = json.loads(run(exe, "run", "-m", tiny, "-n", "16", "--json", "--ignore-eos", "-p", "Once upon a time")
                          .stdout or "{}").get("ids")

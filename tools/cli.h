@@ -48,9 +48,11 @@ double cli_peak_rss_mib(void);
 /* Options as a table, one row each: the flag (and its long form, or NULL), the kind of value,
    bounds for numbers, and where the value goes (an offset into the command's options struct).
    Kinds: 's' a string, 'i' int, 'f' float, 'u' uint64, 'z' size_t, 'b' a flag set to 1,
-   'q' a --quant name (q8_0, q4_1, none, or a K-quant mix: q4_k_m, q5_k_m, q6_k, q4_k, q5_k) stored
-   as an mlstack_dtype (a mix as one of the CLI_QUANT_MIX values below). */
-#define CLI_QUANT_MIX 1000 /* + 0: Q4_K_M, + 1: Q5_K_M, + 2: Q6_K (never a real dtype) */
+   'q' a --quant name (q8_0, q4_1, none, or a llama.cpp file type by llama-quantize's name: q4_0,
+   q5_0, q5_1, q2_k, q3_k_m, q4_k_m, iq4_nl, ...: cli_quant_mix_names) stored as an mlstack_dtype
+   (a file type as CLI_QUANT_MIX + its index there). */
+#define CLI_QUANT_MIX 1000 /* + i: cli_quant_mix_names[i] (never a real dtype) */
+extern const char *const cli_quant_mix_names[];
 /* The mix name (for mlstack_model_desc.quant_mix) that the --quant value q stands for, or NULL. */
 const char *cli_quant_mix(mlstack_dtype q);
 typedef struct cli_opt_spec {

@@ -56,8 +56,10 @@ static const char *USAGE =
 static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
-    "      --quant TYPE         quantize weights at load: q8_0, q4_1, or llama.cpp's mixes q4_k_m,\n"
-    "                           q5_k_m, q6_k (default: as stored)\n"
+    "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type by\n"
+    "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q3_k_s,\n"
+    "                           q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl\n"
+    "                           (q3_k, q4_k, q5_k: the _m ones) (default: as stored)\n"
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
     "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
@@ -141,7 +143,7 @@ static const cmd_help HELP[] = {
      "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
      "stdout; needs only the tokenizer files.\n",
      0, 0},
-    {"kl", "mlstack kl -m DIR -f TEXT [--quant q8_0|q4_1 | --files A.gguf,B.gguf] [--tokens N]",
+    {"kl", "mlstack kl -m DIR -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
      "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
      "top-1 agreement and perplexities.\n"
      "  -f, --file FILE          the text\n"
@@ -149,9 +151,12 @@ static const cmd_help HELP[] = {
      "                           with -m instead of -m quantized at load\n"
      "      --tokens N           at most N tokens of it\n",
      1, 0},
-    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant q8_0|q4_1|q4_k_m|q5_k_m|q6_k] -o OUT|OUT.gguf [--rows]",
+    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant TYPE] -o OUT|OUT.gguf [--rows]",
      "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
      "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
+     "TYPE: q8_0 or q4_1 (mlstack's formats; into a GGUF file llama.cpp's Q8_0 / Q4_1 file types,\n"
+     "made as llama-quantize makes them), or a llama.cpp file type (see --quant): the same tensor\n"
+     "types and, from the same float weights, the same bytes as llama-quantize without an imatrix.\n"
      "The folder's model.safetensors holds each Q8_0/Q4_1 projection as the P16 panels the SIMD\n"
      "kernels read (U8 tensors marked \"mlstack.layout.NAME\": \"P16\" in its metadata): opening it\n"
      "maps them in place, with no copy and no packing at start (the scalar kernels, --ranks and\n"
@@ -250,14 +255,20 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
             *q = MLSTACK_DTYPE_Q4_1;
         else if (strcmp(v, "none") == 0)
             *q = MLSTACK_DTYPE_F32;
-        else if (!strcmp(v, "q4_k_m") || !strcmp(v, "Q4_K_M") || !strcmp(v, "q4_k") || !strcmp(v, "Q4_K"))
-            *q = (mlstack_dtype)(CLI_QUANT_MIX + 0);
-        else if (!strcmp(v, "q5_k_m") || !strcmp(v, "Q5_K_M") || !strcmp(v, "q5_k") || !strcmp(v, "Q5_K"))
-            *q = (mlstack_dtype)(CLI_QUANT_MIX + 1);
-        else if (!strcmp(v, "q6_k") || !strcmp(v, "Q6_K"))
-            *q = (mlstack_dtype)(CLI_QUANT_MIX + 2);
-        else
-            return cli_die("--quant %s: expected q8_0, q4_1, q4_k_m, q5_k_m, q6_k (q4_k, q5_k) or none", v);
+        else {
+            int mi;
+            for (mi = 0; cli_quant_mix_names[mi]; mi++) {
+                const char *x1 = v, *x2 = cli_quant_mix_names[mi];
+                while (*x1 && *x2 && (*x1 >= 'a' && *x1 <= 'z' ? *x1 - 32 : *x1) == *x2) x1++, x2++;
+                if (!*x1 && !*x2) break;
+            }
+            if (!cli_quant_mix_names[mi])
+                return cli_die("--quant %s: expected q8_0, q4_1, none or a llama.cpp type: q4_0, q5_0, q5_1, q2_k, "
+                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl "
+                               "(q3_k, q4_k, q5_k)",
+                               v);
+            *q = (mlstack_dtype)(CLI_QUANT_MIX + mi);
+        }
         return 1;
     }
     if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
@@ -493,9 +504,15 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 #endif
 }
 
+/* llama-quantize's names of the file types mlstack's quantizer makes (Q8_0 and Q4_1 are
+   mlstack's own load-time formats unless a GGUF file is written: cli_cmd_quantize). */
+const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K", "Q4_0",   "Q5_0",
+                                           "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M", "Q3_K", "Q3_K_L", "Q4_K_S",
+                                           "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   NULL};
 const char *cli_quant_mix(mlstack_dtype q) {
-    static const char *const names[3] = {"Q4_K_M", "Q5_K_M", "Q6_K"};
-    return (int)q >= CLI_QUANT_MIX && (int)q < CLI_QUANT_MIX + 3 ? names[(int)q - CLI_QUANT_MIX] : NULL;
+    int i = (int)q - CLI_QUANT_MIX, n = 0;
+    while (cli_quant_mix_names[n]) n++;
+    return i >= 0 && i < n ? cli_quant_mix_names[i] : NULL;
 }
 
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {

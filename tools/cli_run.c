@@ -351,7 +351,7 @@ int cli_cmd_kl(const cli_opts *o) {
     int32_t *ids = NULL;
     int rc = 0, t;
     cli_opts plain = *o;
-    const char *files = o->files;
+    const char *files = o->files, *mix = cli_quant_mix(o->quant);
     if (!o->file) return cli_die("%s", "kl needs -f TEXT_FILE");
     if (cli_read_file(o->file, (size_t)64 << 20, &text, &len) != 0) return 1;
     plain.quant = MLSTACK_DTYPE_F32;
@@ -386,7 +386,7 @@ int cli_cmd_kl(const cli_opts *o) {
     if (!rc)
         printf("| type | positions | mean KL | max KL | top-1 agree | ppl (stored) | ppl (quant) "
                "|\n|---|---|---|---|---|---|---|\n");
-    for (t = 0; !rc && (o->files ? files && *files : t < 2); t++) {
+    for (t = 0; !rc && (o->files ? files && *files : t < (mix ? 1 : 2)); t++) {
         quality q;
         char name[512];
         if (o->files) { /* the next file of the list, with its weights as stored */
@@ -394,12 +394,15 @@ int cli_cmd_kl(const cli_opts *o) {
             size_t l = e ? (size_t)(e - files) : strlen(files);
             snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), files);
             files += l + (e ? 1 : 0);
+        } else if (mix) { /* a llama.cpp file type, quantized at load */
+            snprintf(name, sizeof name, "%s", mix);
         } else if (o->quant && o->quant != types[t].type) {
             continue;
         }
         memset(&md, 0, sizeof md);
         md.path = o->files ? name : o->model;
-        md.quant = o->files ? (mlstack_dtype)0 : types[t].type;
+        md.quant = o->files || mix ? (mlstack_dtype)0 : types[t].type;
+        md.quant_mix = o->files ? NULL : mix;
         if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             rc = 1;
@@ -409,7 +412,7 @@ int cli_cmd_kl(const cli_opts *o) {
             fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
             rc = 1;
         } else {
-            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files ? name : types[t].name, q.n,
+            printf("| %s | %d | %.5f | %.4f | %.2f%% | %.3f | %.3f |\n", o->files || mix ? name : types[t].name, q.n,
                    q.mean_kl, q.max_kl, 100 * q.top1, q.ppl_ref, q.ppl_q);
         }
         fflush(stdout);
@@ -435,8 +438,19 @@ int cli_cmd_quantize(const cli_opts *o) {
     if (!o->out) return cli_die("%s", "quantize needs -o OUT_DIR or -o OUT.gguf");
     ol = strlen(o->out);
     gguf = ol > 5 && strcmp(o->out + ol - 5, ".gguf") == 0;
-    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant q8_0 or q4_1");
-    if ((rc = cli_open_model(o, 1, &m, NULL, NULL)) != 0) return rc;
+    if (!o->quant && !gguf) return cli_die("%s", "quantize needs --quant TYPE (q8_0, q4_1, q4_k_m, ...)");
+    if (gguf && !o->head_quant && (o->quant == MLSTACK_DTYPE_Q8_0 || o->quant == MLSTACK_DTYPE_Q4_1)) {
+        /* a GGUF file: llama.cpp's Q8_0 / Q4_1 file types, as llama-quantize makes them */
+        cli_opts g = *o;
+        int k;
+        for (k = 0; cli_quant_mix_names[k]; k++)
+            if (!strcmp(cli_quant_mix_names[k], o->quant == MLSTACK_DTYPE_Q8_0 ? "Q8_0" : "Q4_1")) break;
+        g.quant = (mlstack_dtype)(CLI_QUANT_MIX + k);
+        rc = cli_open_model(&g, 1, &m, NULL, NULL);
+    } else {
+        rc = cli_open_model(o, 1, &m, NULL, NULL);
+    }
+    if (rc != 0) return rc;
     fprintf(stderr, "quantized in %.1f s, writing %s\n", mlstack_clock_seconds() - t0, o->out);
     if (gguf && o->save_rows) {
         mlstack_model_close(m);

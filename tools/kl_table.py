@@ -8,7 +8,9 @@ The f32 weights are SmolLM2's Q4_1 GGUF dequantized (tools/dequant_gguf.py): the
 both tools can start from here. Writes everything under --work and prints a Markdown table.
 
   python3 tools/kl_table.py [--gguf models/SmolLM2-135M-Instruct.Q4_1.gguf] [--peer peer]
-          [--text README.md] [--tokens 1024] [--types Q4_K_M,Q5_K_M,Q6_K] [--work build/kl]
+          [--text README.md] [--tokens 1024] [--types Q4_0,...,IQ4_NL] [--work build/kl]
+
+--types: llama-quantize's file type names (default: every one `mlstack quantize` makes).
 
 Needs build/mlstack, gguf + numpy, and llama-quantize from tools/build_llamacpp.sh
 (LLAMACPP_TARGETS="llama-quantize"); without it only mlstack's files are scored (said so)."""
@@ -48,7 +50,8 @@ def main():
     ap.add_argument("--peer", default="peer")
     ap.add_argument("--text", default="README.md")
     ap.add_argument("--tokens", type=int, default=1024)
-    ap.add_argument("--types", default="Q4_K_M,Q5_K_M,Q6_K")
+    ap.add_argument("--types", default="Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K_S,Q3_K_M,Q3_K_L,Q4_K_S,Q4_K_M,"
+                    "Q5_K_S,Q5_K_M,Q6_K,IQ4_NL")
     ap.add_argument("--work", default="build/kl")
     ap.add_argument("-t", "--threads", type=int, default=2)
     a = ap.parse_args()

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/gguf/quantize.gguf: float rows and the blocks llama.cpp's reference
+quantizers make of them, for test_gguf's byte-identity check of mlstack__ggml_quantize_row.
+
+  python3 tools/make_quant_fixtures.py [--peer peer]
+
+Tensors (GGUF shape [512, ROWS]):
+  src        F32 rows: Gaussian weights, heavy tails, all-zero and constant blocks, tiny values
+             (below the quantizers' 1e-15 "all zero" threshold and f16-subnormal scales),
+             all-positive values, values on a coarse grid (rounding ties)
+  <TYPE>     src quantized to TYPE.  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: gguf-py's
+             gguf.quants.quantize (a Python port of ggml's reference quantizers).  Q2_K .. Q6_K
+             and IQ4_NL (gguf-py cannot quantize those): ggml's own ggml_quantize_chunk without
+             an importance matrix -- the call llama-quantize makes -- from the llama.cpp peer
+             that tools/build_llamacpp.sh builds (a small C program compiled against its
+             libggml-base.a); both sources are checked to agree where both exist.
+
+Needs gguf + numpy, a C compiler and the peer build (peer/cmake-build and peer/src)."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize.gguf")
+COLS = 512
+
+PROG = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "ggml.h"
+/* argv: type number, rows, cols; f32 rows on stdin, the quantized rows on stdout */
+int main(int argc, char **argv) {
+    int type = atoi(argv[1]), rows = atoi(argv[2]), cols = atoi(argv[3]);
+    float *x = malloc(sizeof(float) * (size_t)rows * cols);
+    size_t n = ggml_row_size((enum ggml_type)type, cols) * rows;
+    void *y = malloc(n);
+    if (fread(x, sizeof(float), (size_t)rows * cols, stdin) != (size_t)rows * cols) return 1;
+    if (ggml_quantize_chunk((enum ggml_type)type, x, y, 0, rows, cols, NULL) != n) return 2;
+    fwrite(y, 1, n, stdout);
+    return 0;
+}
+"""
+
+
+def source_rows():
+    rng = np.random.default_rng(14)
+    rows = []
+    for s in (0.02, 0.05, 1.0):
+        rows.append(rng.normal(0, s, COLS))
+    rows.append(rng.standard_t(2, COLS) * 0.01)  # heavy tails
+    r = rng.normal(0, 0.03, COLS)
+    r[:64] = 0  # all-zero blocks (and a zero 256-superblock's first quarter)
+    r[256:288] = 0.125  # a constant block
+    rows.append(r)
+    r = rng.normal(0, 1e-6, COLS)  # f16-subnormal scales
+    r[:32] = rng.normal(0, 1e-20, 32)  # below the 1e-15 all-zero threshold
+    rows.append(r)
+    rows.append(rng.uniform(0.1, 1.0, COLS))  # all positive: the min terms
+    rows.append(np.round(rng.normal(0, 1, COLS) * 4) / 8)  # a coarse grid: rounding ties
+    r = rng.normal(0, 0.02, COLS)
+    r[::37] *= 40  # single outliers in many blocks
+    rows.append(r)
+    return np.stack(rows).astype(np.float32)
+
+
+def ggml_quantize(exe, t, x):
+    p = subprocess.run([exe, str(int(t)), str(x.shape[0]), str(x.shape[1])], input=x.tobytes(),
+                       stdout=subprocess.PIPE, check=True)
+    return np.frombuffer(p.stdout, dtype=np.uint8)
+
+
+def main():
+    import gguf
+    from gguf import quants
+    T = gguf.GGMLQuantizationType
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--peer", default="peer")
+    a = ap.parse_args()
+    peer = os.path.join(ROOT, a.peer)
+    inc = os.path.join(peer, "src", "vendor", "llama.cpp", "ggml", "include")
+    lib = os.path.join(peer, "cmake-build", "ggml", "src", "libggml-base.a")
+    if not os.path.exists(lib) or not os.path.isdir(inc):
+        sys.exit("make_quant_fixtures: %s or %s missing (tools/build_llamacpp.sh)" % (lib, inc))
+    x = source_rows()
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "q.c"), os.path.join(d, "q")
+        open(src, "w").write(PROG)
+        subprocess.run(["cc", "-O2", "-I", inc, src, lib, "-o", exe, "-fopenmp", "-lm", "-lpthread", "-lstdc++"], check=True)
+        w = gguf.GGUFWriter(OUT, "quantize-fixture")
+        w.add_tensor("src", x)
+        for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"):
+            t = T[name]
+            ref = ggml_quantize(exe, t, x)
+            try:
+                py = quants.quantize(x, t)
+            except NotImplementedError:
+                py = None
+            if py is not None and py.tobytes() != ref.tobytes():
+                sys.exit("make_quant_fixtures: %s: gguf-py and ggml disagree" % name)
+            blk, size = gguf.GGML_QUANT_SIZES[t]
+            w.add_tensor(name, ref.reshape(x.shape[0], x.shape[1] // blk * size),
+                         raw_dtype=t)
+            print("%-6s %s" % (name, "gguf-py = ggml" if py is not None else "ggml"))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+    print("wrote %s (%d bytes)" % (os.path.relpath(OUT, ROOT), os.path.getsize(OUT)))
+
+
+if __name__ == "__main__":
+    main()
