@@ -24473,7 +24473,8 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
    embedding table are dequantized to f32 at load (>>ggmlquant); a tied head then stays in its
    block format when that is Q8_0/Q4_1. llama.cpp's converter permutes the rows of Q and K of
    llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are put
-   back in Hugging Face order in a copy. */
+   back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
+   back to the system once copied. */
 
 static const struct {
     const char *gguf, *hf;
@@ -24734,9 +24735,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->shape[0] = (int64_t)rows;
                     x->shape[1] = (int64_t)mlstack__row_bytes(quant, (int)t->ne[0]);
                 } else {
-                    x->dtype = t->type == MLSTACK__GGML_F16 && keep    ? MLSTACK_DTYPE_F16
-                               : t->type == MLSTACK__GGML_BF16 && keep ? MLSTACK_DTYPE_BF16
-                                                                       : MLSTACK_DTYPE_F32;
+                    x->dtype = t->type == MLSTACK__GGML_F16    ? MLSTACK_DTYPE_F16
+                               : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
+                                                               : MLSTACK_DTYPE_F32;
                     x->n_dims = t->n_dims;
                     for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
                 }
@@ -24748,7 +24749,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->end = t->offset + t->bytes;
                 }
             } else {
-                uint64_t out_row = quant ? mlstack__row_bytes(quant, (int)t->ne[0]) : t->ne[0] * 4,
+                /* a float tensor copied only to permute its rows keeps its stored type */
+                uint64_t out_row = quant      ? mlstack__row_bytes(quant, (int)t->ne[0])
+                                   : is_float ? row_bytes
+                                              : t->ne[0] * 4,
                          bytes = out_row * rows, r;
                 if (pass == 1) {
                     x->file = 1;
@@ -24760,9 +24764,13 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                         const unsigned char *s = g->data + t->offset + src * row_bytes;
                         unsigned char *d = copies + off + r * out_row;
                         if (quant) mlstack__gguf_repack_row(t->type, s, d, (int)t->ne[0]);
+                        else if (is_float)
+                            memcpy(d, s, (size_t)row_bytes);
                         else
                             mlstack__ggml_dequant_row(t->type, s, (float *)(void *)d, (int64_t)t->ne[0]);
                     }
+                    /* nothing reads the stored bytes again: their pages go back (the file keeps them) */
+                    mlstack__map_release(&g->map, g->data + t->offset, (size_t)t->bytes);
                 }
                 off += (bytes + 63) & ~(uint64_t)63;
             }

@@ -601,6 +601,62 @@ done:
     mlstack_model_close(b);
 }
 
+/* A BF16 / F16 llama written to GGUF (Q/K rows permuted into llama.cpp's order) and opened
+   again: Q and K are put back in their stored type, not widened (one copy of the stored bytes),
+   and the logits are the folder's bit for bit. */
+static void test_float_permuted(void) {
+    static const int32_t ids[6] = {2, 7, 1, 8, 2, 8};
+    static const char *const dirs[2] = {"tests/fixtures/models/llama_bf16", "tests/fixtures/models/llama_f16"};
+    static const mlstack_dtype types[2] = {MLSTACK_DTYPE_BF16, MLSTACK_DTYPE_F16};
+    int d;
+    for (d = 0; d < 2; d++) {
+        char path[] = "/tmp/mlstack_gguf_p_XXXXXX";
+        int fd = mkstemp(path);
+        mlstack_model_desc md;
+        mlstack_engine_desc ed;
+        mlstack_model *a = NULL, *b = NULL;
+        mlstack_engine *ea = NULL, *eb = NULL;
+        mlstack_model_info ia;
+        mlstack_tensor tq, tk;
+        mlstack_error err;
+        float *la = NULL, *lb = NULL;
+        if (fd < 0) {
+            SKIP("no temporary file");
+            return;
+        }
+        close(fd);
+        memset(&md, 0, sizeof md);
+        memset(&ed, 0, sizeof ed);
+        md.path = dirs[d];
+        CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
+        if (a) CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
+        md.path = path;
+        if (a) CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
+        if (a && b) {
+            mlstack_model_get_info(a, &ia);
+            CHECK(mlstack_model_tensor_find(b, "model.layers.0.self_attn.q_proj.weight", &tq) == MLSTACK_OK &&
+                  mlstack_model_tensor_find(b, "model.layers.0.self_attn.k_proj.weight", &tk) == MLSTACK_OK);
+            CHECKF(tq.dtype == types[d] && tk.dtype == types[d], "%s: Q, K read back as %s, %s", dirs[d],
+                   mlstack_dtype_name(tq.dtype), mlstack_dtype_name(tk.dtype));
+            CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
+            CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
+            if (ea && eb) {
+                la = eval_all(ea, ids, 6, ia.n_vocab, 0);
+                lb = eval_all(eb, ids, 6, ia.n_vocab, 0);
+                CHECKF(la && lb && memcmp(la, lb, sizeof(float) * 6 * (size_t)ia.n_vocab) == 0,
+                       "%s: GGUF logits differ from the folder's", dirs[d]);
+            }
+        }
+        free(la);
+        free(lb);
+        mlstack_engine_free(ea);
+        mlstack_engine_free(eb);
+        mlstack_model_close(a);
+        mlstack_model_close(b);
+        remove(path);
+    }
+}
+
 /* tests/fixtures/gguf/llama-kq.gguf: a random llama whose projections cover every GGML format
    computed natively or repacked (tools/make_gguf_fixtures.py). On every kernel path this CPU
    runs: the same logits as the scalar path (bits), prefill == decode, a row's logits unchanged
@@ -1152,6 +1208,7 @@ static void test_block_embedding(void) {
 int main(void) {
     test_pre_names();
     test_model();
+    test_float_permuted();
     test_kq_model();
     test_model_errors();
     test_write();

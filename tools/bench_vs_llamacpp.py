@@ -480,6 +480,8 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
           "| ratio RSS panels | ratio TTFT panels |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     import tempfile
+    if ml.why_not is None:
+        os.makedirs(args.models, exist_ok=True)  # a fresh checkout has no models/bench yet
     saved_root = tempfile.mkdtemp(prefix="saved-", dir=args.models) if ml.why_not is None else None
     for shape, typ, mdir, gguf_path in model_configs(args):
         saved = {}
