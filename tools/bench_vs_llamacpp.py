@@ -556,6 +556,15 @@ def long_tests(sizes: list[int]) -> list[tuple[str, int, int, int]]:
     return [(f"pp{n}", n, 0, 0) for n in sizes] + [(f"tg32@d{n}", 0, 32, n) for n in sizes]
 
 
+def max_positions(mdir: str) -> int | None:
+    """max_position_embeddings of the model folder's config.json, or None."""
+    try:
+        with open(os.path.join(mdir, "config.json")) as f:
+            return int(json.load(f).get("max_position_embeddings") or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
 def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     """Long contexts: prefill of 4k/8k tokens and decode at depth 4k/8k, with the share of
     mlstack's time in attention (one extra profiled run per row)."""
@@ -569,6 +578,12 @@ def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     for shape, typ, mdir, gguf_path in model_configs(args):
         for th in args.threads:
             for name, n_p, n_g, depth in tests:
+                # decode at depth D reads positions D .. D + n_g - 1: keep them inside the model's
+                # context (mlstack refuses positions past max_position_embeddings), both engines alike
+                max_pos = max_positions(mdir)
+                if max_pos and depth + n_g > max_pos:
+                    depth = max_pos - n_g
+                    name = f"tg{n_g}@d{depth}"
                 s_lc: list[float] = []
                 s_ml: list[float] = []
                 setting, n_fail, att = "default", len(lc.failures), None
@@ -586,7 +601,7 @@ def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                                 v = ml.run_test(mdir, typ, th, n_p, n_g, depth=depth,
                                                 profile=os.path.join(td, "trace.json") if rep == 0 else None)
                             if rep == 0:
-                                att = getattr(ml, "last_attention", None)
+                                att = getattr(ml, "last_attention", None) if v is not None else None
                             if v is not None:
                                 s_ml.append(v)
                 m_lc, t_lc = summary(s_lc, args.spread)
