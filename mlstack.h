@@ -16789,17 +16789,16 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const 
             _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i))), 16));
     return _mm512_loadu_ps((const float *)wp + i);
 }
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const void *wp, const float *x, size_t ldx,
-                                                                        float *y, size_t ldy, int kn, int resume,
-                                                                        const float *bias, int nv, const int RB,
-                                                                        const int RO, const int GS, const int WT) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void
+mlstack__p16f_tile(const void *wp, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume,
+                   const float *bias, int nv, const int RB, const int RO, const int GS, const int WT, int pf) {
     __m512 acc[6][4];
     int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
         MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * GS + p) * 16, WT);
-        if (RB == 1) /* decode streams the panels from memory: run ahead of the hardware prefetcher */
+        if (pf) /* the first tile of rows streams the panels from memory: run ahead of the hardware prefetcher */
             MLSTACK__UNROLL for (p = 0; p < RO; p++) _mm_prefetch(
                 (const char *)wp + (((size_t)k * GS + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)) + 2048, _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -16830,19 +16829,21 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                 float *yb = y + (size_t)p * 16;
                 int bf = w->wtype == MLSTACK__W_BF16;
                 if (ro == 4 && bf)
-                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_BF16);
+                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_BF16,
+                                       1);
                 else if (ro == 4)
-                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_F16);
+                    mlstack__p16f_tile(src, x + k0, (size_t)n, yb, ldy, kn, resume, bias, nv, 1, 4, 4, MLSTACK__W_F16,
+                                       1);
                 else
                     for (j = 0; j < ro; j++) {
                         const unsigned char *sj = src + (size_t)j * 32;
                         const float *bj = bias ? bias + 16 * j : NULL;
                         if (bf)
                             mlstack__p16f_tile(sj, x + k0, (size_t)n, yb + 16 * j, ldy, kn, resume, bj, nv - 16 * j, 1,
-                                               1, ro, MLSTACK__W_BF16);
+                                               1, ro, MLSTACK__W_BF16, 1);
                         else
                             mlstack__p16f_tile(sj, x + k0, (size_t)n, yb + 16 * j, ldy, kn, resume, bj, nv - 16 * j, 1,
-                                               1, ro, MLSTACK__W_F16);
+                                               1, ro, MLSTACK__W_F16, 1);
                     }
                 continue;
             }
@@ -16869,11 +16870,13 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                     if (ro != 4) { /* a short group's panel: one activation row at a time */
                         for (i = 0; i < rb; i++)
                             mlstack__p16f_tile(wj, xb + (size_t)i * n, (size_t)n, yj + (size_t)i * ldy, ldy, kn, resume,
-                                               bj, nj, 1, 1, ro, MLSTACK__W_F32);
+                                               bj, nj, 1, 1, ro, MLSTACK__W_F32, b == 0 && i == 0);
                         continue;
                     }
-#define MLSTACK__P16F_CASE(RB_) \
-    case RB_: mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32); break;
+#define MLSTACK__P16F_CASE(RB_)                                                                                \
+    case RB_:                                                                                                  \
+        mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32, b == 0); \
+        break;
                     switch (rb) {
                         /* clang-format off */
                         MLSTACK__P16F_CASE(1) MLSTACK__P16F_CASE(2) MLSTACK__P16F_CASE(3)
@@ -16888,12 +16891,29 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
     }
 }
 
+/* Software prefetch of the int8 tiles, as a distance from each weight line a tile loads (0:
+   none). A group of panels is multiplied by tiles of rows in turn: the first tile streams the
+   group from memory and runs 1 KiB ahead of its loads; the second fetches the same lines of the
+   next group of the range (pb bytes a panel, 4 panels on), so that group is in cache when its
+   first tile starts and memory stays busy while the later tiles compute. */
+static MLSTACK__ALWAYS_INLINE size_t mlstack__p16_prefetch(int b, int rows_per_tile, int next_group, size_t pb) {
+    return b == 0 ? 1024 : b == rows_per_tile && next_group ? 4 * pb : 0;
+}
+/* The prefetch of the line at line + pfd: ahead in the stream into L1, the next group into L2
+   (measured faster on a Sapphire Rapids core than into L1, whose fill buffers the tile's own
+   loads need). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch(const unsigned char *line, size_t pfd) {
+    if (pfd == 1024) _mm_prefetch((const char *)(line + pfd), _MM_HINT_T0);
+    else if (pfd)
+        _mm_prefetch((const char *)(line + pfd), _MM_HINT_T1);
+}
+
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
    (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
    -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void
 mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y, size_t ldy,
-                   const float *bias, int nv, const int RB, const int RO, const int GS, const int J) {
+                   const float *bias, int nv, const int RB, const int RO, const int GS, const int J, size_t pfd) {
     __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
     const size_t qb = q8 ? 512 : 256, bs = (size_t)GS * (qb + (q8 ? 32 : 64));
@@ -16910,9 +16930,7 @@ mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size
                 __m512i wv[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
                     _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
-                if (RB == 1) /* decode streams weights from memory: run ahead of the hardware prefetcher */
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++)
-                        _mm_prefetch((const char *)(blk + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pfd);
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
@@ -16926,7 +16944,7 @@ mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size
                 __m512i raw[4], lo[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                     raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
-                    if (RB == 1) _mm_prefetch((const char *)(blk + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                    mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pfd);
                     lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
                 }
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -16976,6 +16994,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
         for (b = 0; b < B; b += 3) {
             int rb = B - b < 3 ? B - b : 3;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
+            size_t pfd = mlstack__p16_prefetch(b, 3, (p + 4) * 16 < o1, pb);
             for (j = 0; j < ro; j += ro == 4 ? 4 : 1) { /* a full group, or a short one panel by panel */
                 float *yj = y + (size_t)b * ldy + (size_t)(p + j) * 16;
                 const float *bj = w->bias ? w->bias + (p + j) * 16 : NULL;
@@ -16983,11 +17002,11 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
                 if (ro != 4) { /* a short group's panel: one activation row at a time */
                     for (i = 0; i < rb; i++)
                         mlstack__p16q_tile(q8, wp, xb + (size_t)i * nb, (size_t)nb, nb, yj + (size_t)i * ldy, ldy, bj,
-                                           nj, 1, 1, ro, j);
+                                           nj, 1, 1, ro, j, b == 0 && i == 0 ? 1024 : 0);
                     continue;
                 }
 #define MLSTACK__P16Q_CASE(Q, RB_) \
-    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0); break;
+    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0, pfd); break;
                 switch (q8 * 8 + rb) {
                     /* clang-format off */
                     MLSTACK__P16Q_CASE(0, 1) MLSTACK__P16Q_CASE(0, 2) MLSTACK__P16Q_CASE(0, 3)
@@ -17007,9 +17026,11 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
    isum = sa * dot_a + sb * dot_b by vpmulld, and the rule's float steps in each output's lane:
    acc = fma(isum, d * x.d, acc); Q5_1 acc = fma(m, x.s, acc); Q4_K / Q5_K acc = fma(-(dmin *
    mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc). WT a constant. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void
-mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,
-                  const float *bias, int nv, const int WT, const int RB, const int RO, const int GS, const int J) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
+                                                                     size_t ldx, int nsb, float *y, size_t ldy,
+                                                                     const float *bias, int nv, const int WT,
+                                                                     const int RB, const int RO, const int GS,
+                                                                     const int J, size_t pfd) {
     const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
     const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
     const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
@@ -17046,8 +17067,7 @@ mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, i
                     __m512i raw[4], lo[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         raw[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        if (RB == 1)
-                            _mm_prefetch((const char *)(gq + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pfd);
                         lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -17076,8 +17096,7 @@ mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, i
                     __m512i wv[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         wv[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        if (RB == 1)
-                            _mm_prefetch((const char *)(gq + (size_t)(g * GS + J + p) * 64 + 1024), _MM_HINT_T0);
+                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pfd);
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
@@ -17159,16 +17178,17 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
         for (b = 0; b < B; b += rbm) {
             int rb = B - b < rbm ? B - b : rbm;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
+            size_t pfd = mlstack__p16_prefetch(b, rbm, (p + 4) * 16 < o1, pb);
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
-#define MLSTACK__KQP_ONE(WT_)                                                                               \
-    case WT_:                                                                                               \
-        for (i = 0; i < rb; i++)                                                                            \
-            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy, \
-                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j);                      \
+#define MLSTACK__KQP_ONE(WT_)                                                                                       \
+    case WT_:                                                                                                       \
+        for (i = 0; i < rb; i++)                                                                                    \
+            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy,         \
+                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j, b == 0 && i == 0 ? 1024 : 0); \
         break;
 #define MLSTACK__KQP_CASE(WT_, RB_) \
-    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0); break;
+    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0, pfd); break;
 #define MLSTACK__KQP_CASES(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2) MLSTACK__KQP_CASE(WT_, 3)
 #define MLSTACK__KQP_CASES2(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2)
             if (ro != 4) { /* a short group's panels: one activation row at a time */
