@@ -17299,34 +17299,46 @@ static MLSTACK__T_AVX512 void mlstack__rmsnorm_avx512(float *out, const float *x
     }
 }
 
-static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G, int Dh, const float *kt, int n,
-                                                          float scale, float *s) {
+/* NH <= 4 heads' scores against one chunk at once: each score is its own chain of fused
+   multiply-adds over d (the reference's order), 2 NH independent chains share each key load; the
+   second 16 keys are skipped when the chunk has no more than 16. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__scores_heads(const float *q, int Dh, const float *kt,
+                                                                           int n, float scale, float *s, const int NH) {
+    __m512 a[4][2];
     __mmask16 m0 = mlstack__mask16(n), m1 = mlstack__mask16(n - 16);
-    int g, d;
-    for (g = 0; g + 2 <= G; g += 2) { /* two heads at once: four independent sums */
-        const float *q0 = q + (size_t)g * Dh, *q1 = q0 + Dh;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    int h, d;
+    MLSTACK__UNROLL for (h = 0; h < NH; h++) a[h][0] = a[h][1] = _mm512_setzero_ps();
+    if (n > 16)
         for (d = 0; d < Dh; d++) {
             __m512 k0 = _mm512_loadu_ps(kt + (size_t)d * 32), k1 = _mm512_loadu_ps(kt + (size_t)d * 32 + 16);
-            __m512 x0 = _mm512_set1_ps(q0[d]), x1 = _mm512_set1_ps(q1[d]);
-            a0 = _mm512_fmadd_ps(x0, k0, a0), a1 = _mm512_fmadd_ps(x0, k1, a1);
-            b0 = _mm512_fmadd_ps(x1, k0, b0), b1 = _mm512_fmadd_ps(x1, k1, b1);
+            MLSTACK__UNROLL for (h = 0; h < NH; h++) {
+                __m512 x = _mm512_set1_ps(q[(size_t)h * Dh + d]);
+                a[h][0] = _mm512_fmadd_ps(x, k0, a[h][0]), a[h][1] = _mm512_fmadd_ps(x, k1, a[h][1]);
+            }
         }
-        _mm512_mask_storeu_ps(s + g * 32, m0, _mm512_mul_ps(a0, _mm512_set1_ps(scale)));
-        _mm512_mask_storeu_ps(s + g * 32 + 16, m1, _mm512_mul_ps(a1, _mm512_set1_ps(scale)));
-        _mm512_mask_storeu_ps(s + g * 32 + 32, m0, _mm512_mul_ps(b0, _mm512_set1_ps(scale)));
-        _mm512_mask_storeu_ps(s + g * 32 + 48, m1, _mm512_mul_ps(b1, _mm512_set1_ps(scale)));
-    }
-    for (; g < G; g++) {
-        const float *q0 = q + (size_t)g * Dh;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    else
         for (d = 0; d < Dh; d++) {
-            __m512 x0 = _mm512_set1_ps(q0[d]);
-            a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(kt + (size_t)d * 32), a0);
-            a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(kt + (size_t)d * 32 + 16), a1);
+            __m512 k0 = _mm512_loadu_ps(kt + (size_t)d * 32);
+            MLSTACK__UNROLL for (h = 0; h < NH; h++) a[h][0] =
+                _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)h * Dh + d]), k0, a[h][0]);
         }
-        _mm512_mask_storeu_ps(s + g * 32, m0, _mm512_mul_ps(a0, _mm512_set1_ps(scale)));
-        _mm512_mask_storeu_ps(s + g * 32 + 16, m1, _mm512_mul_ps(a1, _mm512_set1_ps(scale)));
+    MLSTACK__UNROLL for (h = 0; h < NH; h++) {
+        _mm512_mask_storeu_ps(s + h * 32, m0, _mm512_mul_ps(a[h][0], _mm512_set1_ps(scale)));
+        _mm512_mask_storeu_ps(s + h * 32 + 16, m1, _mm512_mul_ps(a[h][1], _mm512_set1_ps(scale)));
+    }
+}
+static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G, int Dh, const float *kt, int n,
+                                                          float scale, float *s) {
+    int g;
+    for (g = 0; g < G; g += 4) {
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+        switch (G - g < 4 ? G - g : 4) {
+        case 1: mlstack__scores_heads(qg, Dh, kt, n, scale, sg, 1); break;
+        case 2: mlstack__scores_heads(qg, Dh, kt, n, scale, sg, 2); break;
+        case 3: mlstack__scores_heads(qg, Dh, kt, n, scale, sg, 3); break;
+        default: mlstack__scores_heads(qg, Dh, kt, n, scale, sg, 4); break;
+        }
     }
 }
 static MLSTACK__T_AVX512 float mlstack__exp_shift_avx512(float *s, int n, float m) {
@@ -17340,26 +17352,42 @@ static MLSTACK__T_AVX512 float mlstack__exp_shift_avx512(float *s, int n, float 
     }
     return mlstack__hsum512(sum);
 }
+/* NH <= 3 heads' acc (NH, Dh) += p . v over one chunk, up to 64 dims at once: each value row
+   loaded once for all NH heads, every element its own chain over the keys in order. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__pv_heads(float *acc, int Dh, const float *p,
+                                                                       const float *v, int n, const int NH) {
+    int h, d, j, i;
+    for (d = 0; d < Dh; d += 64) {
+        __m512 a[3][4];
+        __mmask16 k[4];
+        MLSTACK__UNROLL for (i = 0; i < 4; i++) k[i] = mlstack__mask16(Dh - d - 16 * i);
+        MLSTACK__UNROLL for (h = 0; h < NH; h++) MLSTACK__UNROLL for (i = 0; i < 4; i++) a[h][i] =
+            _mm512_maskz_loadu_ps(k[i], acc + (size_t)h * Dh + d + 16 * i);
+        for (j = 0; j < n; j++) {
+            const float *vj = v + (size_t)j * Dh + d;
+            __m512 vv[4];
+            MLSTACK__UNROLL for (i = 0; i < 4; i++) vv[i] = _mm512_maskz_loadu_ps(k[i], vj + 16 * i);
+            MLSTACK__UNROLL for (h = 0; h < NH; h++) {
+                __m512 pj = _mm512_set1_ps(p[h * 32 + j]);
+                MLSTACK__UNROLL for (i = 0; i < 4; i++) a[h][i] = _mm512_fmadd_ps(pj, vv[i], a[h][i]);
+            }
+        }
+        MLSTACK__UNROLL for (h = 0; h < NH; h++) MLSTACK__UNROLL for (i = 0; i < 4; i++)
+            _mm512_mask_storeu_ps(acc + (size_t)h * Dh + d + 16 * i, k[i], a[h][i]);
+    }
+}
 static MLSTACK__T_AVX512 void mlstack__attn_pv_avx512(float *acc, int G, int Dh, const float *p, const float *v,
                                                       int n) {
-    int g, d, j, i;
-    for (g = 0; g < G; g++)
-        for (d = 0; d < Dh; d += 64) { /* up to four vectors of the head at once */
-            __m512 a[4];
-            __mmask16 k[4];
-            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
-                k[i] = mlstack__mask16(Dh - d - 16 * i);
-                a[i] = _mm512_maskz_loadu_ps(k[i], acc + (size_t)g * Dh + d + 16 * i);
-            }
-            for (j = 0; j < n; j++) {
-                __m512 pj = _mm512_set1_ps(p[g * 32 + j]);
-                const float *vj = v + (size_t)j * Dh + d;
-                MLSTACK__UNROLL for (i = 0; i < 4; i++) a[i] =
-                    _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(k[i], vj + 16 * i), a[i]);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 4; i++)
-                _mm512_mask_storeu_ps(acc + (size_t)g * Dh + d + 16 * i, k[i], a[i]);
+    int g;
+    for (g = 0; g < G; g += 3) {
+        float *ag = acc + (size_t)g * Dh;
+        const float *pg = p + g * 32;
+        switch (G - g < 3 ? G - g : 3) {
+        case 1: mlstack__pv_heads(ag, Dh, pg, v, n, 1); break;
+        case 2: mlstack__pv_heads(ag, Dh, pg, v, n, 2); break;
+        default: mlstack__pv_heads(ag, Dh, pg, v, n, 3); break;
         }
+    }
 }
 /* mlstack__quantize_rows with the same float operations, 16 lanes at a time. */
 static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlstack__q8x *xq, int B, int n) {

@@ -337,14 +337,14 @@ static void check_path(const mlstack__kernels *k) {
     }
     /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
     {
-        static const int Gs[] = {1, 2, 3}, Dhs[] = {16, 64, 80, 7}, ns[] = {1, 17, 32};
-        float q[3 * 80], kt[80 * 32], v[32 * 80], s0[3 * 32], s1[3 * 32], a0[3 * 80], a1[3 * 80];
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128}, ns[] = {1, 16, 17, 32};
+        static float q[8 * 128], kt[128 * 32], v[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         int gi, di, nn, j;
-        for (i = 0; i < 80 * 32; i++) kt[i] = frand(), v[i] = frand();
-        for (i = 0; i < 3 * 80; i++) q[i] = frand(), a0[i] = a1[i] = frand();
-        for (gi = 0; gi < 3; gi++)
-            for (di = 0; di < 4; di++)
-                for (nn = 0; nn < 3; nn++) {
+        for (i = 0; i < 128 * 32; i++) kt[i] = frand(), v[i] = frand();
+        for (i = 0; i < 8 * 128; i++) q[i] = frand(), a0[i] = a1[i] = frand();
+        for (gi = 0; gi < 6; gi++)
+            for (di = 0; di < 5; di++)
+                for (nn = 0; nn < 4; nn++) {
                     int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g;
                     float e0, e1;
                     mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
