@@ -26292,13 +26292,16 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int nkv = sh->k1 - sh->k0, G = c->n_heads / c->n_kv_heads, Dh = c->head_dim, i = task / nkv, h = task % nkv;
+    int nkv = sh->k1 - sh->k0, G = c->n_heads / c->n_kv_heads, Dh = c->head_dim, k = task / nkv, h = task % nkv;
+    /* blocks in zigzag order (first, last, second, second last, ...): a causal prefill's blocks
+       grow in cost with their position, and the pool gives each thread a contiguous run of
+       tasks, which this balances */
+    int n_blk = n_tasks / nkv, i = k % 2 ? n_blk - 1 - k / 2 : k / 2;
     int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, kh = sh->k0 + h;
     int h0 = kh * G > sh->q0 ? kh * G : sh->q0, h1 = (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
     const mlstack_batch_row *row = &j->rows[b0];
     size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
-    (void)n_tasks;
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
