@@ -15780,10 +15780,10 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
         j.first_task[i + 1] = j.first_task[i] + (w[i]->n_out + j.rows_per_task[i] - 1) / j.rows_per_task[i];
         quant |= MLSTACK__W_IS_BLOCK(w[i]->wtype);
     }
-    if (quant) {
-        if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
+    if (quant) { /* a few rows are quicker here than a fork and join; each row the same either way */
+        if ((size_t)B * (size_t)j.n_in > 16384) mlstack__pool_run(pool, mlstack__quantize_task, &j, B);
         else
-            k->quantize_rows(x, xq, 1, j.n_in);
+            k->quantize_rows(x, xq, B, j.n_in);
     }
     mlstack__pool_run(pool, mlstack__matmul_task, &j, j.first_task[n]);
     MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
