@@ -28763,6 +28763,7 @@ typedef struct mlstack__comm {
     struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
     int n_groups;
     int has_sync; /* mu and cv made */
+    int spin; /* thread ranks: polls before a barrier sleeps (none when the ranks' threads outnumber the CPUs) */
     float *stage; /* transport: packed columns, in and out */
     size_t cap_stage;
     size_t *counts, *displs;
@@ -28826,7 +28827,7 @@ static int mlstack__comm_barrier(mlstack__comm *c) {
         mlstack__cond_broadcast(&c->cv);
         mlstack__unlock(&c->mu);
     } else {
-        for (i = 0; i < MLSTACK__SPIN && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
+        for (i = 0; i < c->spin && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
                     !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
              i++)
             mlstack__rank_relax();
@@ -29808,6 +29809,9 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         if (!e->gcomm[g]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     }
     if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
+    /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
+    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
+    for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
     e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
     if (e->rank_reduce && t && !t->alltoallv)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
