@@ -15780,10 +15780,10 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
         j.first_task[i + 1] = j.first_task[i] + (w[i]->n_out + j.rows_per_task[i] - 1) / j.rows_per_task[i];
         quant |= MLSTACK__W_IS_BLOCK(w[i]->wtype);
     }
-    if (quant) { /* a few rows are quicker here than a fork and join; each row the same either way */
-        if ((size_t)B * (size_t)j.n_in > 16384) mlstack__pool_run(pool, mlstack__quantize_task, &j, B);
+    if (quant) {
+        if (B > 1) mlstack__pool_run(pool, mlstack__quantize_task, &j, B); /* one task per row */
         else
-            k->quantize_rows(x, xq, B, j.n_in);
+            k->quantize_rows(x, xq, 1, j.n_in);
     }
     mlstack__pool_run(pool, mlstack__matmul_task, &j, j.first_task[n]);
     MLSTACK__PROF_END(pool, MATMUL, -1, w[0], B);
@@ -16861,6 +16861,7 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             }
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6;
+                int pf = b == 0 && wp != scratch; /* the first tile streams F32 panels; a converted copy is in cache */
                 const float *xb = x + (size_t)b * n + k0;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16;
                 for (j = 0; j < ro; j += ro == 4 ? 4 : 1) {
@@ -16870,13 +16871,11 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                     if (ro != 4) { /* a short group's panel: one activation row at a time */
                         for (i = 0; i < rb; i++)
                             mlstack__p16f_tile(wj, xb + (size_t)i * n, (size_t)n, yj + (size_t)i * ldy, ldy, kn, resume,
-                                               bj, nj, 1, 1, ro, MLSTACK__W_F32, b == 0 && i == 0);
+                                               bj, nj, 1, 1, ro, MLSTACK__W_F32, pf && i == 0);
                         continue;
                     }
-#define MLSTACK__P16F_CASE(RB_)                                                                                \
-    case RB_:                                                                                                  \
-        mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32, b == 0); \
-        break;
+#define MLSTACK__P16F_CASE(RB_) \
+    case RB_: mlstack__p16f_tile(wj, xb, (size_t)n, yj, ldy, kn, resume, bj, nj, RB_, 4, 4, MLSTACK__W_F32, pf); break;
                     switch (rb) {
                         /* clang-format off */
                         MLSTACK__P16F_CASE(1) MLSTACK__P16F_CASE(2) MLSTACK__P16F_CASE(3)
@@ -16891,29 +16890,35 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
     }
 }
 
-/* Software prefetch of the int8 tiles, as a distance from each weight line a tile loads (0:
-   none). A group of panels is multiplied by tiles of rows in turn: the first tile streams the
-   group from memory and runs 1 KiB ahead of its loads; the second fetches the same lines of the
-   next group of the range (pb bytes a panel, 4 panels on), so that group is in cache when its
-   first tile starts and memory stays busy while the later tiles compute. */
-static MLSTACK__ALWAYS_INLINE size_t mlstack__p16_prefetch(int b, int rows_per_tile, int next_group, size_t pb) {
-    return b == 0 ? 1024 : b == rows_per_tile && next_group ? 4 * pb : 0;
+/* Software prefetch of the int8 tiles: distances from each weight line a tile loads (0: none).
+   A group of panels is multiplied by tiles of rows in turn: the first tile streams the group
+   from memory and runs 1 KiB ahead of its loads into L1; the second fetches the same lines of
+   the next group of the range (pb bytes a panel, 4 panels on) into L2 (measured faster on a
+   Sapphire Rapids core than into L1, whose fill buffers the tile's own loads need), so that
+   group is in cache when its first tile starts and memory stays busy while later tiles compute. */
+typedef struct mlstack__p16_pf {
+    size_t ahead, next;
+} mlstack__p16_pf;
+static MLSTACK__ALWAYS_INLINE mlstack__p16_pf mlstack__p16_prefetch(int b, int rows_per_tile, int next_group,
+                                                                    size_t pb) {
+    mlstack__p16_pf pf;
+    pf.ahead = b == 0 ? 1024 : 0;
+    pf.next = b == rows_per_tile && next_group ? 4 * pb : 0;
+    return pf;
 }
-/* The prefetch of the line at line + pfd: ahead in the stream into L1, the next group into L2
-   (measured faster on a Sapphire Rapids core than into L1, whose fill buffers the tile's own
-   loads need). */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch(const unsigned char *line, size_t pfd) {
-    if (pfd == 1024) _mm_prefetch((const char *)(line + pfd), _MM_HINT_T0);
-    else if (pfd)
-        _mm_prefetch((const char *)(line + pfd), _MM_HINT_T1);
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch(const unsigned char *line, mlstack__p16_pf pf) {
+    if (pf.ahead) _mm_prefetch((const char *)(line + pf.ahead), _MM_HINT_T0);
+    if (pf.next) _mm_prefetch((const char *)(line + pf.next), _MM_HINT_T1);
 }
 
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
    (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
    -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void
-mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y, size_t ldy,
-                   const float *bias, int nv, const int RB, const int RO, const int GS, const int J, size_t pfd) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, const unsigned char *wp,
+                                                                      const mlstack__q8x *xq, size_t ldx, int nb,
+                                                                      float *y, size_t ldy, const float *bias, int nv,
+                                                                      const int RB, const int RO, const int GS,
+                                                                      const int J, mlstack__p16_pf pf) {
     __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
     const size_t qb = q8 ? 512 : 256, bs = (size_t)GS * (qb + (q8 ? 32 : 64));
@@ -16930,7 +16935,7 @@ mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size
                 __m512i wv[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
                     _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
-                MLSTACK__UNROLL for (p = 0; p < RO; p++) mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pfd);
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pf);
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
@@ -16944,7 +16949,7 @@ mlstack__p16q_tile(int q8, const unsigned char *wp, const mlstack__q8x *xq, size
                 __m512i raw[4], lo[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                     raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
-                    mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pfd);
+                    mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pf);
                     lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
                 }
                 MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -16994,7 +16999,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
         for (b = 0; b < B; b += 3) {
             int rb = B - b < 3 ? B - b : 3;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            size_t pfd = mlstack__p16_prefetch(b, 3, (p + 4) * 16 < o1, pb);
+            mlstack__p16_pf pf = mlstack__p16_prefetch(b, 3, (p + 4) * 16 < o1, pb);
             for (j = 0; j < ro; j += ro == 4 ? 4 : 1) { /* a full group, or a short one panel by panel */
                 float *yj = y + (size_t)b * ldy + (size_t)(p + j) * 16;
                 const float *bj = w->bias ? w->bias + (p + j) * 16 : NULL;
@@ -17002,11 +17007,11 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
                 if (ro != 4) { /* a short group's panel: one activation row at a time */
                     for (i = 0; i < rb; i++)
                         mlstack__p16q_tile(q8, wp, xb + (size_t)i * nb, (size_t)nb, nb, yj + (size_t)i * ldy, ldy, bj,
-                                           nj, 1, 1, ro, j, b == 0 && i == 0 ? 1024 : 0);
+                                           nj, 1, 1, ro, j, mlstack__p16_prefetch(b + i, 1, 0, pb));
                     continue;
                 }
 #define MLSTACK__P16Q_CASE(Q, RB_) \
-    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0, pfd); break;
+    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0, pf); break;
                 switch (q8 * 8 + rb) {
                     /* clang-format off */
                     MLSTACK__P16Q_CASE(0, 1) MLSTACK__P16Q_CASE(0, 2) MLSTACK__P16Q_CASE(0, 3)
@@ -17030,7 +17035,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                                                                      size_t ldx, int nsb, float *y, size_t ldy,
                                                                      const float *bias, int nv, const int WT,
                                                                      const int RB, const int RO, const int GS,
-                                                                     const int J, size_t pfd) {
+                                                                     const int J, mlstack__p16_pf pf) {
     const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
     const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
     const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
@@ -17067,7 +17072,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     __m512i raw[4], lo[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         raw[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pfd);
+                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pf);
                         lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -17096,7 +17101,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     __m512i wv[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         wv[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pfd);
+                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pf);
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
@@ -17178,17 +17183,18 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
         for (b = 0; b < B; b += rbm) {
             int rb = B - b < rbm ? B - b : rbm;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            size_t pfd = mlstack__p16_prefetch(b, rbm, (p + 4) * 16 < o1, pb);
+            mlstack__p16_pf pf = mlstack__p16_prefetch(b, rbm, (p + 4) * 16 < o1, pb);
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
-#define MLSTACK__KQP_ONE(WT_)                                                                                       \
-    case WT_:                                                                                                       \
-        for (i = 0; i < rb; i++)                                                                                    \
-            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy,         \
-                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j, b == 0 && i == 0 ? 1024 : 0); \
+#define MLSTACK__KQP_ONE(WT_)                                                                               \
+    case WT_:                                                                                               \
+        for (i = 0; i < rb; i++)                                                                            \
+            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy, \
+                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j,                       \
+                              mlstack__p16_prefetch(b + i, 1, 0, pb));                                      \
         break;
 #define MLSTACK__KQP_CASE(WT_, RB_) \
-    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0, pfd); break;
+    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0, pf); break;
 #define MLSTACK__KQP_CASES(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2) MLSTACK__KQP_CASE(WT_, 3)
 #define MLSTACK__KQP_CASES2(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2)
             if (ro != 4) { /* a short group's panels: one activation row at a time */

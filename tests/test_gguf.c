@@ -519,6 +519,30 @@ static void test_vocab_vectors(void) {
     }
 }
 
+/* path (a mkstemp template) made the name of a fresh empty file: 0, or -1 after a SKIP. */
+static int temp_file(char *path) {
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        SKIP("no temporary file");
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* a written by mlstack_model_save_gguf to path and opened again as stored into *b (NULL when
+   either step failed, which is a failed check). */
+static void save_reopen(mlstack_model *a, const char *path, mlstack_model **b, const char *what) {
+    mlstack_model_desc md;
+    mlstack_error err;
+    *b = NULL;
+    if (!a) return;
+    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s: %s", what, err.message);
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, b, &err) == MLSTACK_OK, "%s: %s", what, err.message);
+}
+
 static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab, int one_by_one) {
     mlstack_batch_row rows[64];
     float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
@@ -611,7 +635,6 @@ static void test_float_permuted(void) {
     int d;
     for (d = 0; d < 2; d++) {
         char path[] = "/tmp/mlstack_gguf_p_XXXXXX";
-        int fd = mkstemp(path);
         mlstack_model_desc md;
         mlstack_engine_desc ed;
         mlstack_model *a = NULL, *b = NULL;
@@ -620,18 +643,12 @@ static void test_float_permuted(void) {
         mlstack_tensor tq, tk;
         mlstack_error err;
         float *la = NULL, *lb = NULL;
-        if (fd < 0) {
-            SKIP("no temporary file");
-            return;
-        }
-        close(fd);
+        if (temp_file(path)) return;
         memset(&md, 0, sizeof md);
         memset(&ed, 0, sizeof ed);
         md.path = dirs[d];
         CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
-        if (a) CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
-        md.path = path;
-        if (a) CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s: %s", dirs[d], err.message);
+        save_reopen(a, path, &b, dirs[d]);
         if (a && b) {
             mlstack_model_get_info(a, &ia);
             CHECK(mlstack_model_tensor_find(b, "model.layers.0.self_attn.q_proj.weight", &tq) == MLSTACK_OK &&
@@ -798,7 +815,6 @@ done:
 static void test_write(void) {
     static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
     char path[] = "/tmp/mlstack_gguf_w_XXXXXX";
-    int fd = mkstemp(path);
     mlstack_model_desc md;
     mlstack_model *a = NULL, *b = NULL;
     mlstack_engine *ea = NULL, *eb = NULL;
@@ -808,11 +824,7 @@ static void test_write(void) {
     uint64_t i;
     int same = 0;
     float *la = NULL, *lb = NULL;
-    if (fd < 0) {
-        SKIP("no temporary file");
-        return;
-    }
-    close(fd);
+    if (temp_file(path)) return;
     memset(&md, 0, sizeof md);
     memset(&ed, 0, sizeof ed);
     md.path = "tests/fixtures/models/llama";
@@ -866,18 +878,14 @@ static void test_write(void) {
 static void test_write_mix(void) {
     static const int32_t ids[6] = {3, 1, 4, 1, 5, 9};
     char path[] = "/tmp/mlstack_gguf_mix_XXXXXX";
-    int fd = mkstemp(path), l;
+    int l;
     mlstack_model_desc md;
     mlstack_model *a = NULL, *b = NULL;
     mlstack_engine *ea = NULL, *eb = NULL;
     mlstack_engine_desc ed;
     mlstack_error err;
     float *la = NULL, *lb = NULL, *lc = NULL;
-    if (fd < 0) {
-        SKIP("no temporary file");
-        return;
-    }
-    close(fd);
+    if (temp_file(path)) return;
     memset(&md, 0, sizeof md);
     memset(&ed, 0, sizeof ed);
     md.path = "tests/fixtures/gguf/llama-kq.gguf";
@@ -899,10 +907,7 @@ static void test_write_mix(void) {
         }
         CHECKF(ok, "%s", "Q4_K_M: a tensor's type is not llama.cpp's choice");
     }
-    CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
-    md.path = path;
-    md.quant_mix = NULL;
-    CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    save_reopen(a, path, &b, "Q4_K_M");
     if (b) {
         const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&b->gguf, "blk.1.ffn_down.weight");
         CHECK(t && t->type == MLSTACK__GGML_Q6_K && b->layers[0].wq.wtype == MLSTACK__W_Q4_K);
@@ -958,18 +963,14 @@ static void test_write_mixes(void) {
     size_t ci;
     for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         char path[] = "/tmp/mlstack_gguf_mixes_XXXXXX";
-        int fd = mkstemp(path), l;
+        int l;
         mlstack_model_desc md;
         mlstack_model *a = NULL, *b = NULL;
         mlstack_engine *ea = NULL, *eb = NULL;
         mlstack_engine_desc ed;
         mlstack_error err;
         float *la = NULL, *lb = NULL;
-        if (fd < 0) {
-            SKIP("no temporary file");
-            return;
-        }
-        close(fd);
+        if (temp_file(path)) return;
         memset(&md, 0, sizeof md);
         memset(&ed, 0, sizeof ed);
         md.path = "tests/fixtures/gguf/llama-kq.gguf";
@@ -977,10 +978,7 @@ static void test_write_mixes(void) {
         mlstack__gguf_dequant_all = 1;
         CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
         mlstack__gguf_dequant_all = 0;
-        if (a) CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
-        md.path = path;
-        md.quant_mix = NULL;
-        if (a) CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s: %s", cases[ci].mix, err.message);
+        save_reopen(a, path, &b, cases[ci].mix);
         if (b) {
             const mlstack__gguf_kv *ft = mlstack__gguf_find(&b->gguf, "general.file_type");
             const mlstack__gguf_tensor *t;

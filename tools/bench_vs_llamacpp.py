@@ -576,11 +576,11 @@ def bench_long(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
           "| mlstack attention share |")
     print("|---|---|---:|---|---:|---|---:|---:|---:|")
     for shape, typ, mdir, gguf_path in model_configs(args):
+        max_pos = max_positions(mdir)
         for th in args.threads:
             for name, n_p, n_g, depth in tests:
                 # decode at depth D reads positions D .. D + n_g - 1: keep them inside the model's
                 # context (mlstack refuses positions past max_position_embeddings), both engines alike
-                max_pos = max_positions(mdir)
                 if max_pos and depth + n_g > max_pos:
                     depth = max_pos - n_g
                     name = f"tg{n_g}@d{depth}"
