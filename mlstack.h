@@ -16058,13 +16058,13 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
                             *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
         MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
             _mm256_setzero_si256();
-        if (next) { /* the tile's lines of this block (two vectors a line), and its scales' line */
+        if (next) { /* the tile's lines of this block (two vectors a line), and its scales' lines */
             for (g = 0; g < (q8 ? 8 : 4); g++)
                 MLSTACK__UNROLL for (v = 0; v < NV; v += 2)
                     _mm_prefetch((const char *)(wv + g * rs + (size_t)v * 32 + next), _MM_HINT_T1);
-            if (v0 % 4 == 0) {
-                _mm_prefetch((const char *)(sc + next), _MM_HINT_T1);
-                if (!q8) _mm_prefetch((const char *)(sc + (size_t)gp * 32 + next), _MM_HINT_T1);
+            for (v = v0 % 4 ? 4 - v0 % 4 : 0; v < NV; v += 4) { /* four vectors' scales a line */
+                _mm_prefetch((const char *)(sc + (size_t)v * 16 + next), _MM_HINT_T1);
+                if (!q8) _mm_prefetch((const char *)(sc + (size_t)gp * 32 + (size_t)v * 16 + next), _MM_HINT_T1);
             }
         }
         if (q8) {
