@@ -21,8 +21,11 @@
 #   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
 #   riscv64    $(B)/riscv64/     quant (both)               $(RISCV64_CC), static, run under qemu
 #   clang      $(B)/clang/       all but test_real_*        $(CLANG) $(TEST_CFLAGS)
-# A test that must compile the implementation itself (it sets a compile-time limit, such as
-# MLSTACK_MAX_JSON_BYTES, before including the header) is listed in SELF_CONTAINED.
+# The plain flavour's object is the CLI's six implementation parts joined by `ld -r` (the same
+# flags; one -O2 compile of the header serves the CLI, the examples and the tests). A test of
+# compile-time limits (tests/testlimits.h: MLSTACK_MAX_JSON_BYTES and the like, and an allocator
+# hook) is listed in SELF_CONTAINED and links against $(B)/FLAVOUR/limits.o instead, the
+# implementation compiled once per flavour with those limits (tests/testlimits.c).
 # To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
 # the `test` target. Other blocks (fuzz, cross targets, server) append to TEST_RUNS / TEST_BUILDS.
 CC      ?= cc
@@ -134,9 +137,10 @@ $(B)/examples/%.o: examples/%.c mlstack.h
 $(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# $(call flavour,DIR,COMPILER,FLAGS,LIBS): $(B)/DIR/mlstack.o, the implementation once, and a
-# rule for $(B)/DIR/NAME from tests/NAME.c (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME)
-# linked against it; SELF_CONTAINED tests compile the implementation themselves.
+# $(call flavour,DIR,COMPILER,FLAGS,LIBS[,OBJECTS]): $(B)/DIR/mlstack.o, the implementation once
+# (or OBJECTS already compiled, joined into one), and a rule for $(B)/DIR/NAME from tests/NAME.c
+# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it; SELF_CONTAINED tests link
+# against $(B)/DIR/limits.o, the implementation with tests/testlimits.h's limits.
 EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
 IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # $(call import_opt,COMPILER,FLAGS,TEST): the optimisation of a test's own code. gcc at -O0 still
@@ -146,25 +150,28 @@ IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # tests whose own code computes heavily (IMPORT_OPTIMISED).
 IMPORT_OPTIMISED = test_cuda_emul
 import_opt = $(if $(findstring clang,$(1)),$(if $(filter $(3),$(IMPORT_OPTIMISED)),,-O0),$(if $(findstring -O0,$(2)),-Og))
-# $(call self_opt,FLAGS): a SELF_CONTAINED test (the limits and hooks it compiles in are what it
-# tests, not speed) compiles its own copy of the implementation at -O1 where the flavour has -O2
+# $(call self_opt,FLAGS): the limits object (its limits and hooks are what its tests check, not
+# speed) is compiled at -O1 where the flavour has -O2
 self_opt = $(if $(findstring -O0,$(1)),,$(if $(findstring -O2,$(1)),-O1))
 define flavour
-$(B)/$(1)/mlstack.o: mlstack.h
+$(B)/$(1)/mlstack.o: $(if $(5),$(5),mlstack.h)
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@
+	$(if $(5),$(2) -r -nostdlib -o $$@ $(5),$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@)
+$(B)/$(1)/limits.o: tests/testlimits.c tests/testlimits.h mlstack.h
+	@mkdir -p $$(@D)
+	$(2) $(3) $(call self_opt,$(3)) -DMLSTACK__EXPORT_INTERNALS -c $$< -o $$@
 $(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
 $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
-$(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS)
+$(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/limits.o
 	@mkdir -p $$(@D)
-	$(2) $(3) $(call self_opt,$(3)) -o $$@ $$< $(4)
-$(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h
+	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/limits.o $(4)
+$(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/limits.o
 	@mkdir -p $$(@D)
-	$(2) $(3) $(call self_opt,$(3)) -o $$@ $$< $(4)
+	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/limits.o $(4)
 endef
 # Reproducible logits (test_real_repro) must not depend on how the compiler may contract a * b + c:
 # AArch64 has FMA everywhere, so its flavour is built in GNU C mode with contraction on (GCC's
@@ -174,7 +181,7 @@ endef
 CONTRACT     = -std=gnu99 -ffp-contract=fast
 HOST_FMA    := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
 AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
-$(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS)))
+$(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS),$(CLI_IMPL)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
 $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP,$(LDLIBS)))
 $(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))

@@ -4,7 +4,7 @@
    Part 2 copies the tiny Llama fixture into a temporary folder, breaks one thing at a time and
    opens it with mlstack_model_open; each open runs in a child process so that a crash or a
    sanitizer report fails that case alone, and LeakSanitizer checks each case on its own. */
-#define MLSTACK_MAX_HEADER_BYTES ((uint64_t)1 << 16) /* small, so the header limit can be tested */
+#include "testlimits.h" /* MLSTACK_MAX_HEADER_BYTES small, so the header limit can be tested */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"

@@ -3,20 +3,8 @@
    right result) well within MAX_SECONDS; the time of each is printed.
    Allocation goes through a counting allocator so a failed page-table growth can be forced. */
 #define _GNU_SOURCE 1
-#include <stdlib.h>
-static int fail_reallocs; /* > 0: the next realloc calls fail */
-static void *test_realloc(void *p, size_t n) {
-    if (fail_reallocs > 0) {
-        fail_reallocs--;
-        return NULL;
-    }
-    return realloc(p, n);
-}
-#define MLSTACK_MALLOC(n) malloc(n)
-#define MLSTACK_REALLOC(p, n) test_realloc(p, n)
-#define MLSTACK_FREE(p) free(p)
-/* a smaller fixed part of the regex budget, so that the per-byte part decides the quadratic case */
-#define MLSTACK_REGEX_STEP_BASE 1000000u
+/* the allocator hook (tl_fail_reallocs) and a smaller regex budget */
+#include "testlimits.h"
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -653,9 +641,9 @@ static void test_engine_misuse(void) {
     for (i = 0; i < 40; i++) rows[i].seq = seq, rows[i].pos = i, rows[i].token = 3, rows[i].want_logits = 1;
     CHECK(mlstack_engine_eval(e, rows, 40) == MLSTACK_OK); /* logits and row buffers at their size */
     for (i = 0; i < 40; i++) rows[i].seq = seq2;
-    fail_reallocs = 1;
+    tl_fail_reallocs = 1;
     CHECK(mlstack_engine_eval(e, rows, 40) == MLSTACK_ERR_NO_MEMORY);
-    fail_reallocs = 0;
+    tl_fail_reallocs = 0;
     CHECK(mlstack_engine_seq_length(e, seq2) == 0);
     CHECK(mlstack_engine_eval(e, rows, 40) == MLSTACK_OK && mlstack_engine_seq_length(e, seq2) == 40);
     mlstack_engine_free(e);

@@ -2,7 +2,7 @@
    checked byte by byte, invalid UTF-8 and control characters, number forms and their int64
    range, the nesting limit, trailing garbage, and JSONTestSuite-style y_ (must accept) and
    n_ (must reject) cases written inline. Every rejection must say where: "line" and "column". */
-#define MLSTACK_MAX_JSON_BYTES ((size_t)4 << 20) /* small, so the size limit can be tested */
+#include "testlimits.h" /* MLSTACK_MAX_JSON_BYTES small, so the size limit can be tested */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
