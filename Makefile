@@ -53,6 +53,12 @@ THREADS ?= 2
 PYTHON  ?= python3
 
 B = build
+# $(call pch_of,DIR,COMPILER) / $(call pch_use,DIR,COMPILER): gcc flavours precompile the header as
+# the tests import it (tests/pch.h), once: a test then compiles in ~2.5 s instead of ~6 (parsing
+# 34k lines was most of it); clang's test compiles, at -O0, are fast without
+# (the examples, compiled as the plain tests are, read the plain flavour's)
+pch_of  = $(if $(findstring clang,$(2)),,$(B)/$(1)/pch/mlstack.h.gch)
+pch_use = $(if $(findstring clang,$(2)),,-iquote $(B)/$(1)/pch)
 TESTS       = $(basename $(notdir $(wildcard tests/test_*.c)))
 # tests/test_real_*.c run the real model: too slow under sanitizers, plain build only
 ASAN_TESTS  = $(filter-out test_real_%,$(TESTS))
@@ -132,9 +138,9 @@ static:
 	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
 # compiled apart from the link, so that they compile while the implementation does
-$(B)/examples/%.o: examples/%.c mlstack.h
+$(B)/examples/%.o: examples/%.c mlstack.h $(call pch_of,tests,$(CC))
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(IMPORT) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(IMPORT) $(call pch_use,tests,$(CC)) -c -o $@ $<
 $(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -154,11 +160,6 @@ import_opt = $(if $(findstring clang,$(1)),$(if $(filter $(3),$(IMPORT_OPTIMISED
 # $(call self_opt,FLAGS): the limits object (its limits and hooks are what its tests check, not
 # speed) is compiled at -O1 where the flavour has -O2
 self_opt = $(if $(findstring -O0,$(1)),,$(if $(findstring -O2,$(1)),-O1))
-# $(call pch_of,DIR,COMPILER) / $(call pch_use,DIR,COMPILER): gcc flavours precompile the header as
-# the tests import it (tests/pch.h), once: a test then compiles in ~2.5 s instead of ~6 (parsing
-# 34k lines was most of it); clang's test compiles, at -O0, are fast without
-pch_of  = $(if $(findstring clang,$(2)),,$(B)/$(1)/pch/mlstack.h.gch)
-pch_use = $(if $(findstring clang,$(2)),,-iquote $(B)/$(1)/pch)
 define flavour
 $(B)/$(1)/mlstack.o: $(if $(5),$(5),mlstack.h)
 	@mkdir -p $$(@D)

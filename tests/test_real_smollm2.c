@@ -186,6 +186,53 @@ static void run_spec(mlstack_model *m, mlstack_model *draft, const mlstack__json
    to Q4_1 at load must give the GGUF's logits bit for bit, on every kernel path. The tokenizer
    and chat template from the GGUF metadata must reproduce transformers' prompt ids. */
 #define GGUF_DEFAULT "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+/* Renders each prompt's messages with m's chat template and encodes the result with m's
+   tokenizer: the text must equal what transformers rendered (where the record has it) and the
+   ids its ids. Returns how many prompts matched in full. */
+static int check_chat(mlstack_model *m, const mlstack__json *prompts, const char *what) {
+    const mlstack__json *p, *src, *msgs, *rendered, *v;
+    mlstack_error err;
+    int checked = 0;
+    for (p = prompts->child; p; p = p->next) {
+        mlstack__buf js;
+        mlstack_template_options to;
+        char *out = NULL;
+        size_t out_len = 0, n = 0;
+        int32_t ids[512];
+        int same = 1, k = 0;
+        src = mlstack__json_get(p, "source");
+        msgs = mlstack__json_get(src, "messages");
+        rendered = mlstack__json_get(src, "rendered");
+        if (!msgs) continue;
+        memset(&js, 0, sizeof js);
+        mlstack__buf_puts(&js, "[");
+        for (v = msgs->child; v; v = v->next) {
+            mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
+            mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
+            mlstack__buf_puts(&js, ",\"content\":");
+            mlstack__json_quote(&js, mlstack__json_get(v, "content")->str, mlstack__json_get(v, "content")->len);
+            mlstack__buf_puts(&js, "}");
+        }
+        mlstack__buf_puts(&js, "]");
+        memset(&to, 0, sizeof to);
+        to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
+        CHECKF(mlstack_model_chat_template(m) &&
+                   mlstack_chat_template_apply(mlstack_model_chat_template(m), NULL, js.p, js.n, &to, &out, &out_len,
+                                               &err) == MLSTACK_OK,
+               "%s chat template: %s", what, err.message);
+        if (rendered && !(out && out_len == rendered->len && memcmp(out, rendered->str, out_len) == 0)) same = 0;
+        CHECKF(same, "%s: the chat template renders differently from transformers", what);
+        CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(m), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
+        for (v = mlstack__json_get(p, "ids")->child; v; v = v->next, k++)
+            if ((size_t)k >= n || ids[k] != v->i) same = 0;
+        CHECKF(same && (size_t)k == n, "%s: the chat prompt encodes differently from transformers", what);
+        checked += same;
+        mlstack_template_free_output(out);
+        MLSTACK_FREE(js.p);
+    }
+    return checked;
+}
+
 static void test_gguf(const mlstack__json *prompts) {
     const char *path = getenv("MLSTACK_SMOLLM2_GGUF") ? getenv("MLSTACK_SMOLLM2_GGUF") : GGUF_DEFAULT;
     mlstack_model_desc md;
@@ -302,47 +349,10 @@ static void test_gguf(const mlstack__json *prompts) {
         mlstack_engine_free(ea);
         mlstack_engine_free(eb);
     }
-    /* tokenizer and chat template from the metadata: transformers' prompt ids */
-    {
-        const mlstack__json *p, *src, *msgs, *v;
-        int checked = 0;
-        CHECK(mlstack_model_tokenizer(g) && mlstack_model_chat_template(g));
-        for (p = prompts->child; p && mlstack_model_tokenizer(g) && mlstack_model_chat_template(g); p = p->next) {
-            mlstack__buf js;
-            mlstack_template_options to;
-            char *out = NULL;
-            size_t out_len = 0, n = 0;
-            int32_t ids[512];
-            int same = 1, k = 0;
-            src = mlstack__json_get(p, "source");
-            msgs = mlstack__json_get(src, "messages");
-            if (!msgs) continue;
-            memset(&js, 0, sizeof js);
-            mlstack__buf_puts(&js, "[");
-            for (v = msgs->child; v; v = v->next) {
-                mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
-                mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
-                mlstack__buf_puts(&js, ",\"content\":");
-                mlstack__json_quote(&js, mlstack__json_get(v, "content")->str, mlstack__json_get(v, "content")->len);
-                mlstack__buf_puts(&js, "}");
-            }
-            mlstack__buf_puts(&js, "]");
-            memset(&to, 0, sizeof to);
-            to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
-            CHECKF(mlstack_chat_template_apply(mlstack_model_chat_template(g), NULL, js.p, js.n, &to, &out, &out_len,
-                                               &err) == MLSTACK_OK,
-                   "GGUF chat template: %s", err.message);
-            CHECK(out &&
-                  mlstack_tokenizer_encode(mlstack_model_tokenizer(g), out, out_len, 0, ids, 512, &n) == MLSTACK_OK);
-            for (v = mlstack__json_get(p, "ids")->child; v; v = v->next, k++)
-                if ((size_t)k >= n || ids[k] != v->i) same = 0;
-            CHECKF(same && (size_t)k == n, "GGUF: the chat prompt encodes differently from transformers");
-            checked += same;
-            mlstack_template_free_output(out);
-            MLSTACK_FREE(js.p);
-        }
-        printf("GGUF: %d chat prompts rendered and encoded as transformers does\n", checked);
-    }
+    /* tokenizer and chat template from the metadata: transformers' prompts and ids */
+    CHECK(mlstack_model_tokenizer(g) && mlstack_model_chat_template(g));
+    if (mlstack_model_tokenizer(g) && mlstack_model_chat_template(g))
+        printf("GGUF: %d chat prompts rendered and encoded as transformers does\n", check_chat(g, prompts, "GGUF"));
     /* llama.cpp's SmolLM vocabulary vectors (HF ids) on the GGUF's tokenizer */
     {
         size_t il = 0, ol = 0, pos = 0, opos = 0;
@@ -634,49 +644,7 @@ int main(void) {
         mlstack_model_get_info(m, &info);
         CHECK(info.n_layers == 30 && info.n_embd == 576 && info.n_vocab == 49152 && info.tied_embeddings);
         /* the chat prompt: our template and tokenizer against what transformers rendered */
-        {
-            const mlstack__json *p, *src, *msgs, *rendered, *ids_j, *v;
-            for (p = prompts->child; p; p = p->next) {
-                mlstack__buf js;
-                mlstack_template_options to;
-                char *out = NULL;
-                size_t out_len = 0, n = 0;
-                int32_t ids[512];
-                int same = 1, k = 0;
-                src = mlstack__json_get(p, "source");
-                msgs = mlstack__json_get(src, "messages");
-                rendered = mlstack__json_get(src, "rendered");
-                if (!msgs || !rendered) continue;
-                memset(&js, 0, sizeof js);
-                mlstack__buf_puts(&js, "[");
-                for (v = msgs->child; v; v = v->next) {
-                    mlstack__buf_puts(&js, v == msgs->child ? "{\"role\":" : ",{\"role\":");
-                    mlstack__json_quote(&js, mlstack__json_get(v, "role")->str, mlstack__json_get(v, "role")->len);
-                    mlstack__buf_puts(&js, ",\"content\":");
-                    mlstack__json_quote(&js, mlstack__json_get(v, "content")->str,
-                                        mlstack__json_get(v, "content")->len);
-                    mlstack__buf_puts(&js, "}");
-                }
-                mlstack__buf_puts(&js, "]");
-                memset(&to, 0, sizeof to);
-                to.add_generation_prompt = mlstack__json_get(src, "add_generation_prompt")->type == MLSTACK__JSON_TRUE;
-                CHECKF(mlstack_model_chat_template(m) &&
-                           mlstack_chat_template_apply(mlstack_model_chat_template(m), NULL, js.p, js.n, &to, &out,
-                                                       &out_len, &err) == MLSTACK_OK,
-                       "chat template: %s", err.message);
-                CHECKF(out && out_len == rendered->len && memcmp(out, rendered->str, out_len) == 0,
-                       "SmolLM2 chat template renders differently from transformers");
-                CHECK(out && mlstack_tokenizer_encode(mlstack_model_tokenizer(m), out, out_len, 0, ids, 512, &n) ==
-                                 MLSTACK_OK);
-                ids_j = mlstack__json_get(p, "ids");
-                for (v = ids_j->child; v; v = v->next, k++)
-                    if ((size_t)k >= n || ids[k] != v->i) same = 0;
-                CHECKF(same && (size_t)k == n, "SmolLM2 chat prompt encodes differently from transformers");
-                printf("  chat prompt: template and %d ids identical to transformers\n", (int)n);
-                mlstack_template_free_output(out);
-                MLSTACK_FREE(js.p);
-            }
-        }
+        printf("  chat prompts: %d templates and ids identical to transformers\n", check_chat(m, prompts, "SmolLM2"));
         run_prompts(m, prompts, NULL, 1);
         run_prompts(m, prompts, "scalar", 0);
         run_spec(m, NULL, prompts);

@@ -2,7 +2,8 @@
    the Makefile: test_badinput, test_json, test_hardening, and the replay of fuzz_regex). A
    user sets these macros before the implementation; here tests/testlimits.c does, once per
    flavour, into $(B)/FLAVOUR/limits.o, and those tests include this file first and link
-   against that object, so the limits their code checks are the ones compiled into it. Limits
+   against that object, so the limits their code checks are the ones compiled into it (a test
+   built alone compiles the implementation under the same limits). Limits
    are small, so each can be reached by a test; the others stay at their defaults. */
 #ifndef MLSTACK_TESTLIMITS_H
 #define MLSTACK_TESTLIMITS_H
@@ -22,4 +23,17 @@ void *tl_realloc(void *p, size_t n);
 #define MLSTACK_MALLOC(n) malloc(n)
 #define MLSTACK_REALLOC(p, n) tl_realloc(p, n)
 #define MLSTACK_FREE(p) free(p)
+/* defined where the implementation is compiled: tests/testlimits.c, or a test built alone
+   (`cc -std=c99 -I. tests/test_json.c -lpthread -lm`); <stdlib.h> must wait for mlstack.h */
+#if !defined(MLSTACK__IMPORT_INTERNALS)
+void *realloc(void *p, size_t n);
+int tl_fail_reallocs;
+void *tl_realloc(void *p, size_t n) {
+    if (tl_fail_reallocs > 0) {
+        tl_fail_reallocs--;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+#endif
 #endif
