@@ -278,10 +278,10 @@
 
 /* (Each choice below is a chain of at most three branches: clang-format parses the whole file
    once per branch of its longest chain, so a six-branch chain made format-check 4x slower.) */
-#if defined(__GNUC__)
-#define MLSTACK__API_UNUSED __attribute__((unused))
+#if defined(__GNUC__) /* (also the implementation's, for static functions a build may not call) */
+#define MLSTACK__UNUSED __attribute__((unused))
 #else
-#define MLSTACK__API_UNUSED
+#define MLSTACK__UNUSED
 #endif
 #if defined(_WIN32) && defined(MLSTACK_IMPLEMENTATION)
 #define MLSTACK__API_SHARED __declspec(dllexport)
@@ -294,7 +294,7 @@
 #define MLSTACK__API_SHARED
 #endif
 #if defined(MLSTACK_STATIC)
-#define MLSTACK__API_DECL static MLSTACK__API_UNUSED
+#define MLSTACK__API_DECL static MLSTACK__UNUSED
 #elif defined(MLSTACK_SHARED)
 #define MLSTACK__API_DECL extern MLSTACK__API_SHARED
 #else
@@ -1471,13 +1471,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 
 #if defined(__MINGW32__) /* formats go through MinGW's C99 printf (mlstack__vfmt), not msvcrt's */
 #define MLSTACK__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
-#define MLSTACK__UNUSED __attribute__((unused))
 #elif defined(__GNUC__)
 #define MLSTACK__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define MLSTACK__UNUSED __attribute__((unused))
 #else
 #define MLSTACK__PRINTF(a, b)
-#define MLSTACK__UNUSED
 #endif
 
 /* Linkage of the internal functions and tables that tests and tools reach (MLSTACK__FN,

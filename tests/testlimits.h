@@ -3,8 +3,8 @@
    user sets these macros before the implementation; here tests/testlimits.c does, once per
    flavour, into $(B)/FLAVOUR/limits.o, and those tests include this file first and link
    against that object, so the limits their code checks are the ones compiled into it (a test
-   built alone compiles the implementation under the same limits). Limits
-   are small, so each can be reached by a test; the others stay at their defaults. */
+   built alone compiles the implementation under the same limits). The limits are small, so
+   each can be reached by a test; the others stay at their defaults. */
 #ifndef MLSTACK_TESTLIMITS_H
 #define MLSTACK_TESTLIMITS_H
 /* no libc header before mlstack.h: the implementation asks for POSIX (_GNU_SOURCE) first */
