@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test binary given, prints their failures and wall seconds, and sums their last lines.
 # Ends with "N passed, N failed" (", N skipped" after when any were skipped); exit 1 on any failure.
-# TEST_JOBS binaries run at once (default: the number of CPUs); results are printed in the order
+# TEST_JOBS binaries run at once (default: the number of CPUs plus one, since some tests spend
+# much of their time waiting: Wine starting up, a server test's timeouts); results are printed in the order
 # given, each as soon as it and every one before it have finished. Two binaries with the same
 # name (one test in two flavours) never run at the same time.
 set -u
-jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+jobs=${TEST_JOBS:-$(($(nproc 2>/dev/null || echo 2) + 1))}
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

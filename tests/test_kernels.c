@@ -687,10 +687,12 @@ int main(void) {
 #endif
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
-    /* the plain int8 fallback, which the CPU selection passes over when it has SDOT */
+    /* the plain int8 fallback, which the CPU selection passes over when it has SDOT (so this run
+       covers it, and `make test` runs this test on a dotprod CPU model only) */
     if (mlstack__kernels_select(mlstack__isa_parse("neon"), 0) == mlstack__kernels_named("neon+dotprod")) {
         printf("checking neon\n");
         check_path(mlstack__kernels_named("neon"));
+        check_tall(mlstack__kernels_named("neon"));
         check_kq(mlstack__kernels_named("neon"));
         check_neon_dot_same();
     }
