@@ -299,7 +299,7 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl99.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
 	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O0 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(@D)/impl99.o $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
 	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
 	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/readme $(@D)/readme.c $(B)/tests/mlstack.o $(LDLIBS)

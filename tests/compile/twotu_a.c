@@ -1,5 +1,5 @@
-/* Two translation units: the implementation here, plus a user header that includes ours. */
-#define MLSTACK_IMPLEMENTATION
+/* Two translation units beside the implementation's (tests/compile/impl.c, which also includes
+   the header twice): this one and twotu_b.c, declarations only, each including it twice. */
 #include "mlstack.h"
 #include "mlstack.h"
 int twotu_b(void);
