@@ -16,7 +16,7 @@
 #   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast, $(NO_WIDE)
 #                                                           (+ -mfma on an FMA host)
 #   aarch64    $(B)/aarch64/     kernels, models, quant,    $(AARCH64_CC), static, GNU C, -ffp-contract=fast,
-#                                real_repro                 run under qemu
+#                                real_repro, gguf           run under qemu
 #   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
 #                                tokenizer, template
 #   armv7      $(B)/armv7/       platform, kernels, models, $(ARMV7_CC), static, run under qemu
@@ -78,10 +78,12 @@ SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
 #   scalar      max with MLSTACK_ISA=scalar (engine tests only: test_kernels visits every cap)
 AARCH64_CC   ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64
-#   (test_kernels runs under max only: it checks the plain NEON path there as well as dotprod)
+#   (test_kernels runs under max only: it checks the plain NEON path there as well as dotprod;
+#    test_gguf too: its GGML-format model runs the NEON KQ panels, its quantizers are checked
+#    byte for byte against llama.cpp's in a build that contracts multiply-adds)
 NEON_RUNS     = $(B)/aarch64/max/test_kernels $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_models \
                   $(B)/aarch64/$(c)/test_quant) \
-                $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro
+                $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro $(B)/aarch64/max/test_gguf
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
 # `make` builds the CLI and the examples in parallel; both link the same implementation objects
@@ -219,7 +221,8 @@ define qemu_run
 	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
 	@chmod +x $@
 endef
-.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro
+.SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
+            $(B)/aarch64/test_gguf
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA)
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%

@@ -477,9 +477,9 @@ MLSTACK_API mlstack_result mlstack_model_tensor_at(const mlstack_model *model, i
 MLSTACK_API mlstack_result mlstack_model_tensor_find(const mlstack_model *model, const char *name, mlstack_tensor *out);
 MLSTACK_API const char *mlstack_dtype_name(mlstack_dtype dtype);
 /* Bytes of weights one decode token reads: every projection and the LM head as the kernels
-   see them (after load-time quantization; of MoE experts, the k routed of E: their bytes x k / E),
-   one embedding row, the norms. The bandwidth roofline
-   of generation is memory bandwidth / this. */
+   see them (after load-time quantization; of MoE experts, the k routed of E: their bytes x k / E;
+   a native GGML format's panels, larger than its rows, once an engine has packed them), one
+   embedding row, the norms. The bandwidth roofline of generation is memory bandwidth / this. */
 MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *model);
 
 /* Opens a model of the shape a config.json describes with random weights, without any weight
@@ -889,8 +889,10 @@ typedef struct mlstack_rank_info {
                                      columns of D whose sums it adds before the all-gather) */
     int ffn0, ffn1;               /* FFN columns */
     int vocab0, vocab1;           /* LM head rows */
-    uint64_t weight_bytes;        /* its rows of every projection and of the LM head, as stored or
-                                     quantized (the embedding table is read one row per token) */
+    uint64_t weight_bytes;        /* what its kernels read of every projection and of the LM head:
+                                     the rows as stored or quantized, or the panels where its
+                                     kernels read the native GGML formats' KQ panels (larger than
+                                     the rows); the embedding table is read one row per token */
     uint64_t replicated_bytes;    /* of those, K/V rows that other ranks hold too */
     uint64_t packed_bytes;        /* panel copies made for this rank (0 when it reads the model's own) */
     uint64_t kv_page_bytes;       /* its part of one KV page */
@@ -15191,6 +15193,14 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     }
 }
 MLSTACK__FN int mlstack__p16_panels(int n_out) { return (n_out + MLSTACK__P16 - 1) / MLSTACK__P16; }
+/* Bytes a kernel reads of w per token: its rows, or for a native GGML format read from KQ
+   panels (`panels`), those, which differ in size from the rows (the other types' panels hold
+   the rows' bytes). */
+MLSTACK__FN uint64_t mlstack__read_bytes(const mlstack__weight *w, int panels) {
+    if (panels && MLSTACK__W_IS_GGML(w->wtype))
+        return (uint64_t)mlstack__p16_panels(w->n_out) * mlstack__p16_bytes(w->wtype, w->n_in);
+    return (uint64_t)w->n_out * w->row_bytes;
+}
 
 MLSTACK__FN size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1) / 2) * 64; } /* one panel */
 
@@ -15280,7 +15290,7 @@ typedef struct mlstack__kernels {
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
 #define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
-/* The native GGML formats' KQ panels (x86 tables: AVX2, AVX-512, AMX; NEON reads their rows). */
+/* The native GGML formats' KQ panels (every vector table: AVX2, AVX-512, AMX, NEON). */
 #define MLSTACK__PACKS_GGML                                                                                  \
     ((1u << MLSTACK__W_Q5_0) | (1u << MLSTACK__W_Q5_1) | (1u << MLSTACK__W_Q2_K) | (1u << MLSTACK__W_Q3_K) | \
      (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K))
@@ -18259,6 +18269,160 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__dot4_neon(int32x4_t acc, int8x1
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
 /* clang-format on */
 
+/* KQ panels (native GGML formats, layout in >>kernels), the NEON form of >>avx2's
+   mlstack__kqp_tile_avx2: RB <= 2 activation rows x panel r of the group at wp (gp panels). Per
+   group and quad of 4 outputs, int32 sums started at -qoff times the activations' sums (the
+   stored values are unsigned and at most 63, so they multiply as signed bytes: pairs <= 2 * 63 *
+   128 in DOT4's int16 step), one sum over the group or, for formats with two sub-block scales,
+   one per 16-input half; then the same integers and float steps as the x86 kernels. */
+/* Byte run G (inputs 4G..4G+3 of the group): the second half goes to ib where the halves have
+   scales of their own. */
+#define MLSTACK__KQP8_RUN(DOT4, G)                                                                              \
+    {                                                                                                           \
+        int8x16_t wv = vreinterpretq_s8_u8(vld1q_u8(gq + (size_t)64 * gp * (G) + 16 * c));                      \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                              \
+            if (SPLIT && (G) >= 4) ib[b] = DOT4(ib[b], wv, xv[b][1], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3); \
+            else                                                                                                \
+                ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3);             \
+        }                                                                                                       \
+    }
+/* Nibble run G: low nibbles are inputs 4G..4G+3, high ones 16 + 4G.. (into ib where split). */
+#define MLSTACK__KQP4_RUN(DOT4, G)                                                                   \
+    {                                                                                                \
+        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * (G) + 16 * c);                              \
+        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))),                           \
+                  hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));                                      \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
+            ia[b] = DOT4(ia[b], lo, xv[b][0], xk[(size_t)b * ldx].q + 4 * (G), (G));                 \
+            if (SPLIT) ib[b] = DOT4(ib[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G)); \
+            else                                                                                     \
+                ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));        \
+        }                                                                                            \
+    }
+/* 4 int8 at p widened to int32 lanes */
+static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *p) {
+    int32_t t;
+    memcpy(&t, p, 4);
+    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(t)))));
+}
+#define MLSTACK__KQP_CASE(NAME, WT_, RB_) \
+    case (WT_) * 4 + (RB_): NAME##_tile(wp, gp, r, xb, (size_t)nb, nsb, yb, ldy, bias, nv, WT_, RB_); break;
+#define MLSTACK__KQP_NEON(NAME, ATTR, DOT4)                                                                          \
+    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                             \
+        const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,   \
+        const float *bias, int nv, const int WT, const int RB) {                                                     \
+        const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;                                       \
+        const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;                     \
+        const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;                   \
+        const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;    \
+        const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;              \
+        const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;                               \
+        const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K;                                              \
+        const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;            \
+        float32x4_t acc[2][4];                                                                                       \
+        int b, c, s, j;                                                                                              \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                 \
+            vdupq_n_f32(0.0f);                                                                                       \
+        for (s = 0; s < nsb; s++) {                                                                                  \
+            const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);                                    \
+            float32x4x4_t d = mlstack__p16_f16x16_neon(sbk + (size_t)r * 32), h1 = d;                                \
+            if (NH == 2) h1 = mlstack__p16_f16x16_neon(sbk + (size_t)gp * 32 + (size_t)r * 32);                      \
+            for (j = 0; j < NG; j++) {                                                                               \
+                const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)r * 64;                              \
+                const unsigned char *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)r * 16;       \
+                const mlstack__q8x *xk = xq + (size_t)s * NG + j;                                                    \
+                int8x16_t xv[2][2];                                                                                  \
+                int32_t sxa[2] = {0, 0}, sxb[2] = {0, 0};                                                            \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                           \
+                    xv[b][0] = vld1q_s8(xk[(size_t)b * ldx].q), xv[b][1] = vld1q_s8(xk[(size_t)b * ldx].q + 16);     \
+                    if (SPLIT) sxa[b] = vaddlvq_s8(xv[b][0]), sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];             \
+                }                                                                                                    \
+                MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                            \
+                    int32x4_t ia[2], ib[2], sa = vdupq_n_s32(0), sb = sa;                                            \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
+                        ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                     \
+                        ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                         \
+                    }                                                                                                \
+                    if (NIB) {                                                                                       \
+                        /* clang-format off */ \
+                        MLSTACK__KQP4_RUN(DOT4, 0) MLSTACK__KQP4_RUN(DOT4, 1)                                 \
+                        MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                     \
+                        /* clang-format on */                                                                        \
+                    } else {                                                                                         \
+                        /* clang-format off */ \
+                        MLSTACK__KQP8_RUN(DOT4, 0) MLSTACK__KQP8_RUN(DOT4, 1)                                 \
+                        MLSTACK__KQP8_RUN(DOT4, 2) MLSTACK__KQP8_RUN(DOT4, 3)                                 \
+                        MLSTACK__KQP8_RUN(DOT4, 4) MLSTACK__KQP8_RUN(DOT4, 5)                                 \
+                        MLSTACK__KQP8_RUN(DOT4, 6) MLSTACK__KQP8_RUN(DOT4, 7)                                                                     \
+                        /* clang-format on */                                                                        \
+                    }                                                                                                \
+                    if (NSC)                                                                                         \
+                        sa = mlstack__s8x4_neon(gs + 4 * c), sb = mlstack__s8x4_neon(gs + (size_t)gp * 16 + 4 * c);  \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
+                        int32x4_t isum = ia[b];                                                                      \
+                        if (SPLIT) isum = vaddq_s32(vmulq_s32(ia[b], sa), vmulq_s32(ib[b], sb));                     \
+                        else if (NSC)                                                                                \
+                            isum = vmulq_s32(ia[b], sa);                                                             \
+                        acc[b][c] =                                                                                  \
+                            vfmaq_f32(acc[b][c], vcvtq_f32_s32(isum), vmulq_n_f32(d.val[c], xk[(size_t)b * ldx].d)); \
+                    }                                                                                                \
+                    if (WT == MLSTACK__W_Q5_1 || KOW) {                                                              \
+                        float32x4_t ow = KOW ? vnegq_f32(vmulq_f32(h1.val[c], vcvtq_f32_s32(sb))) : h1.val[c];       \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][c] =                                         \
+                            vfmaq_f32(acc[b][c], ow, vdupq_n_f32(xk[(size_t)b * ldx].s));                            \
+                    }                                                                                                \
+                    if (WT == MLSTACK__W_Q2_K) {                                                                     \
+                        int32x4_t ma = mlstack__s8x4_neon(gs + (size_t)gp * 32 + 4 * c),                             \
+                                  mb = mlstack__s8x4_neon(gs + (size_t)gp * 48 + 4 * c);                             \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
+                            int32x4_t imin = vaddq_s32(vmulq_n_s32(ma, sxa[b]), vmulq_n_s32(mb, sxb[b]));            \
+                            acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(vnegq_s32(imin)),                         \
+                                                  vmulq_n_f32(h1.val[c], xk[(size_t)b * ldx].d));                    \
+                        }                                                                                            \
+                    }                                                                                                \
+                    MLSTACK__NEON_BARRIER();                                                                         \
+                }                                                                                                    \
+            }                                                                                                        \
+        }                                                                                                            \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                     \
+            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);         \
+    }                                                                                                                \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {       \
+        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;      \
+        int np = mlstack__p16_panels(w->n_out);                                                                      \
+        size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                         \
+        const unsigned char *packed = MLSTACK__PACKED(w);                                                            \
+        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                    \
+            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;        \
+            const unsigned char *wp = packed + (size_t)p * pb;                                                       \
+            if (ro > gp) ro = gp;                                                                                    \
+            for (b = 0; b < B; b += 2) {                                                                             \
+                int rb = B - b < 2 ? B - b : 2;                                                                      \
+                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                        \
+                for (r = 0; r < ro; r++) {                                                                           \
+                    int nv = o1 - (p + r) * 16;                                                                      \
+                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                     \
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                          \
+                    switch (wt * 4 + rb) {                                                                           \
+                        /* clang-format off */ \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q2_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q2_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q3_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q3_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 2) \
+                    default: break;                                                                     \
+                        /* clang-format on */                                                                        \
+                    }                                                                                                \
+                }                                                                                                    \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+/* clang-format off */
+MLSTACK__KQP_NEON(mlstack__mm_kqp_neon, , MLSTACK__DOT4_NEON)
+/* clang-format on */
+
 /* Native GGML formats (rule and decoded groups in >>kernels): each group's two 16-input dots by
    widening multiplies (vmull_s8 / vmlal_s8: int16 pairs <= 2 * 32 * 127) summed across lanes, then
    isum = sa * dot_a + sb * dot_b in int32 and the reference's float steps. */
@@ -18278,7 +18442,9 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+        if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
+        else
+            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -18501,7 +18667,7 @@ static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__rmsnorm,
                                                        mlstack__swiglu_scalar,
                                                        MLSTACK__ATTN_NEON,
-                                                       MLSTACK__PACKS_ALL};
+                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 
 /* SDOT path. GCC (8 and later) declares the intrinsic always, under the target
    "arch=armv8.2-a+dotprod", and inlines it only into functions whose target includes all of
@@ -18520,19 +18686,26 @@ static const mlstack__kernels mlstack__kernels_neon = {"neon",
 #if defined(MLSTACK__HAVE_NEON_DOT)
 /* clang-format off */
 MLSTACK__P16Q_NEON(mlstack__mm_p16q_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT)
+MLSTACK__KQP_NEON(mlstack__mm_kqp_sdot, MLSTACK__T_DOTPROD, MLSTACK__DOT4_SDOT)
 /* clang-format on */
 
 static void mlstack__matmul_neon_dot(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                      int o0, int o1, float *scratch) {
     if (MLSTACK__PACKED(w) && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1))
         mlstack__mm_p16q_sdot(w, xq, y, B, o0, o1);
+    else if (MLSTACK__PACKED(w) && MLSTACK__W_IS_GGML(w->wtype))
+        mlstack__mm_kqp_sdot(w, xq, y, B, o0, o1);
     else
         mlstack__matmul_neon(w, x, xq, y, B, o0, o1, scratch);
 }
 
-static const mlstack__kernels mlstack__kernels_neon_dot = {
-    "neon+dotprod",         mlstack__matmul_neon_dot, mlstack__to_f32_neon, mlstack__rmsnorm,
-    mlstack__swiglu_scalar, MLSTACK__ATTN_NEON,       MLSTACK__PACKS_ALL};
+static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod",
+                                                           mlstack__matmul_neon_dot,
+                                                           mlstack__to_f32_neon,
+                                                           mlstack__rmsnorm,
+                                                           mlstack__swiglu_scalar,
+                                                           MLSTACK__ATTN_NEON,
+                                                           MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
 #endif
 #endif
 
@@ -18675,6 +18848,18 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
      Q8_0: d = max|w| / 127, q = round(w / d)
      Q4_1: d = (max - min) / 15 and m = min (both rounded to f16 first),
            q = clamp(round((w - m) / d), 0, 15) */
+
+/* From here to the end of >>ggmlquant the compiler fuses no multiply-add: llama.cpp's reference
+   quantizers and gguf-py's dequantizers round every product on its own, and a fused one changes
+   their bytes (GCC contracts across statements by default in GNU C mode wherever the target has
+   FMA, AArch64 for one; clang within an expression). A clang build with -ffp-contract=fast
+   overrides the pragma; GCC's optimize pragma holds under any flag. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
 
 /* GGML formats made by the quantizer (mixes below): the searches of llama.cpp's reference
    quantizers (ggml-quants.c, without an importance matrix), so files match theirs in error:
@@ -19557,6 +19742,13 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
     default: memcpy(dst, src, mlstack__row_bytes(mlstack__gguf_wtype(type), n)); return;
     }
 }
+
+/* (end of the section without fused multiply-adds, begun in >>quant; clang's default is back) */
+#if defined(__clang__)
+#pragma clang fp contract(on)
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
 
 /* ==== 18. GRAMMAR ==== */ /* >>grammar */
 #undef MLSTACK__PART
@@ -29412,7 +29604,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             n = 7;
         }
         for (i = 0; i < n; i++) {
-            rk->weight_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
             if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)
@@ -30562,7 +30754,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     int l, i;
     if (!m) return 0;
     c = &m->cfg;
-    total = (uint64_t)m->lm_head.n_out * m->lm_head.row_bytes +
+    total = mlstack__read_bytes(&m->lm_head, MLSTACK__PACKED(&m->lm_head) != NULL) +
             (uint64_t)mlstack__row_bytes((int)m->embed_dtype, c->n_embd) + 4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
@@ -30570,7 +30762,8 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
         const mlstack__layer *L = &m->layers[l];
         uint64_t experts = 0;
         for (i = 0; i < nw; i++) {
-            uint64_t b = (uint64_t)ws[i]->n_out * ws[i]->row_bytes + (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
+            uint64_t b = mlstack__read_bytes(ws[i], MLSTACK__PACKED(ws[i]) != NULL) +
+                         (ws[i]->bias ? 4 * (uint64_t)ws[i]->n_out : 0);
             if (L->experts && ws[i] >= L->experts && ws[i] < L->experts + 3 * c->n_experts) experts += b;
             else
                 total += b;

@@ -834,6 +834,13 @@ int cli_cmd_bench(int argc, char **argv) {
                     free(rows);
                     continue;
                 }
+                if (mlstack_model_decode_bytes(m) != tok_bytes) { /* the engine packed KQ panels */
+                    tok_bytes = mlstack_model_decode_bytes(m);
+                    if (!b.json)
+                        printf(
+                            "type %s: %.1f MiB of weights read per generated token from the panels packed at start\n",
+                            type, tok_bytes / 1048576.0);
+                }
                 mlstack_engine_rank_info(e, 0, &r0);
                 snprintf(ranks_s, sizeof ranks_s, "%dx%d", mlstack_engine_n_ranks(e), r0.n_threads);
                 if (r0.n_stages > 1)
