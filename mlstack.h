@@ -15488,11 +15488,10 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
         case MLSTACK__W_Q6_K: {
             const unsigned char *ql = b, *qh = b + 128;
             float d = mlstack__kq_f16(b + 208);
-            for (j = 0; j < 256; j++) {
-                int gg = j >> 7, r = j & 127;
-                int lo = (ql[64 * gg + (r & 63)] >> (4 * (r >> 6))) & 0xF,
-                    hi = (qh[32 * gg + (r & 31)] >> (2 * (r >> 5))) & 3;
-                g[j >> 5].q[j & 31] = (int8_t)((lo | (hi << 4)) - 32);
+            for (j = 0; j < 8; j++) { /* group j: half j / 4 (64 bytes of ql, 32 of qh), quarter j % 4 */
+                const unsigned char *lq = ql + 64 * (j >> 2) + 32 * (j & 1), *hq = qh + 32 * (j >> 2);
+                int ls = 4 * ((j >> 1) & 1), hs = 2 * (j & 3);
+                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)((((lq[l] >> ls) & 0xF) | ((hq[l] >> hs) & 3) << 4) - 32);
             }
             for (j = 0; j < 8; j++) {
                 g[j].sa = (int8_t)b[192 + 2 * j], g[j].sb = (int8_t)b[193 + 2 * j], g[j].ma = g[j].mb = 0;
@@ -15504,9 +15503,10 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
         case MLSTACK__W_Q3_K: {
             const unsigned char *hm = b, *qs = b + 32, *s = b + 96;
             float d = mlstack__kq_f16(b + 108);
-            for (j = 0; j < 256; j++) {
-                int q = (qs[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3, h = (hm[j & 31] >> (j >> 5)) & 1;
-                g[j >> 5].q[j & 31] = (int8_t)(q - ((h ^ 1) << 2));
+            for (j = 0; j < 8; j++) { /* group j: 2-bit field j % 4 of qs[32 (j / 4) ..], high bit j */
+                const unsigned char *q2 = qs + 32 * (j >> 2);
+                int qsh = 2 * (j & 3);
+                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)(((q2[l] >> qsh) & 3) - ((((hm[l] >> j) & 1) ^ 1) << 2));
             }
             for (j = 0; j < 16; j++) {
                 int lo = (s[j & 7] >> (4 * (j >> 3))) & 0xF, hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3,
@@ -15522,8 +15522,11 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
         default: { /* Q2_K */
             const unsigned char *sc = b, *qs = b + 16;
             float d = mlstack__kq_f16(b + 80), dmin = mlstack__kq_f16(b + 82);
-            for (j = 0; j < 256; j++)
-                g[j >> 5].q[j & 31] = (int8_t)((qs[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3);
+            for (j = 0; j < 8; j++) { /* group j: 2-bit field j % 4 of qs[32 (j / 4) ..] */
+                const unsigned char *q2 = qs + 32 * (j >> 2);
+                int qsh = 2 * (j & 3);
+                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)((q2[l] >> qsh) & 3);
+            }
             for (j = 0; j < 8; j++) {
                 g[j].sa = (int16_t)(sc[2 * j] & 0xF), g[j].sb = (int16_t)(sc[2 * j + 1] & 0xF);
                 g[j].ma = (int16_t)(sc[2 * j] >> 4), g[j].mb = (int16_t)(sc[2 * j + 1] >> 4);
@@ -16430,10 +16433,9 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
     MLSTACK__KQP_AVX2(WT_, 2, 4)   \
     MLSTACK__KQP_AVX2(WT_, 2, 2)   \
     MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SPLIT(WT_)                                                       \
-    MLSTACK__KQP_AVX2(WT_, 2, 2)                                                           \
-    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) \
-        MLSTACK__KQP_AVX2(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(WT_) \
+    MLSTACK__KQP_AVX2(WT_, 2, 2)     \
+    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
                 switch (wt * 64 + rb * 16 + nvec) {
                     /* clang-format off */
                     MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_1)
