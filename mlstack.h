@@ -15448,6 +15448,7 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 
 /* The groups of one row of n_in weights of native format wtype (n_in a multiple of its block). */
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
     if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
@@ -15474,10 +15475,14 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
                 if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
                 else
                     sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-                for (l = 0; l < 32; l++) {
-                    int q = (qs[32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF;
-                    if (five) q |= ((qh[l] >> j) & 1) << 4;
-                    g[j].q[l] = (int8_t)q;
+                {
+                    const unsigned char *q4 = qs + 32 * (j >> 1);
+                    int sh = 4 * (j & 1);
+                    if (five) /* two loops with fixed shifts, no test per value */
+                        for (l = 0; l < 32; l++) v[l] = (int8_t)(((q4[l] >> sh) & 0xF) | ((qh[l] >> j) & 1) << 4);
+                    else
+                        for (l = 0; l < 32; l++) v[l] = (int8_t)((q4[l] >> sh) & 0xF);
+                    memcpy(g[j].q, v, 32);
                 }
                 g[j].sa = g[j].sb = (int16_t)sc, g[j].ma = g[j].mb = 0;
                 g[j].dw = d, g[j].ow = -(dmin * (float)mn);
@@ -15491,7 +15496,8 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
             for (j = 0; j < 8; j++) { /* group j: half j / 4 (64 bytes of ql, 32 of qh), quarter j % 4 */
                 const unsigned char *lq = ql + 64 * (j >> 2) + 32 * (j & 1), *hq = qh + 32 * (j >> 2);
                 int ls = 4 * ((j >> 1) & 1), hs = 2 * (j & 3);
-                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)((((lq[l] >> ls) & 0xF) | ((hq[l] >> hs) & 3) << 4) - 32);
+                for (l = 0; l < 32; l++) v[l] = (int8_t)((((lq[l] >> ls) & 0xF) | ((hq[l] >> hs) & 3) << 4) - 32);
+                memcpy(g[j].q, v, 32);
             }
             for (j = 0; j < 8; j++) {
                 g[j].sa = (int8_t)b[192 + 2 * j], g[j].sb = (int8_t)b[193 + 2 * j], g[j].ma = g[j].mb = 0;
@@ -15506,7 +15512,8 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
             for (j = 0; j < 8; j++) { /* group j: 2-bit field j % 4 of qs[32 (j / 4) ..], high bit j */
                 const unsigned char *q2 = qs + 32 * (j >> 2);
                 int qsh = 2 * (j & 3);
-                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)(((q2[l] >> qsh) & 3) - ((((hm[l] >> j) & 1) ^ 1) << 2));
+                for (l = 0; l < 32; l++) v[l] = (int8_t)(((q2[l] >> qsh) & 3) - ((((hm[l] >> j) & 1) ^ 1) << 2));
+                memcpy(g[j].q, v, 32);
             }
             for (j = 0; j < 16; j++) {
                 int lo = (s[j & 7] >> (4 * (j >> 3))) & 0xF, hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3,
@@ -15525,7 +15532,8 @@ MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in,
             for (j = 0; j < 8; j++) { /* group j: 2-bit field j % 4 of qs[32 (j / 4) ..] */
                 const unsigned char *q2 = qs + 32 * (j >> 2);
                 int qsh = 2 * (j & 3);
-                for (l = 0; l < 32; l++) g[j].q[l] = (int8_t)((q2[l] >> qsh) & 3);
+                for (l = 0; l < 32; l++) v[l] = (int8_t)((q2[l] >> qsh) & 3);
+                memcpy(g[j].q, v, 32);
             }
             for (j = 0; j < 8; j++) {
                 g[j].sa = (int16_t)(sc[2 * j] & 0xF), g[j].sb = (int16_t)(sc[2 * j + 1] & 0xF);
@@ -15568,18 +15576,21 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                 const unsigned char *b = row + (size_t)s * bsz;
                 unsigned char *sb = d + (size_t)s * gp * sbp;
                 mlstack__kqg gr[8];
+                unsigned char pk[32];
                 mlstack__kq_decode(w->wtype, b, 32 * f.ng, gr);
                 for (h = 0; h < f.nh; h++)
                     memcpy(sb + ((size_t)h * gp + r) * 32 + 2 * l, b + mlstack__kqp_hoff(w->wtype, h), 2);
                 for (j = 0; j < f.ng; j++) {
                     unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz, *sc = q + (size_t)gp * qr * 64;
                     int v[4];
-                    for (g = 0; g < qr; g++)
-                        for (t = 0; t < 4; t++) {
-                            int lo = gr[j].q[4 * g + t] + f.qoff;
-                            q[((size_t)g * gp + r) * 64 + 4 * l + t] =
-                                (unsigned char)(f.nib ? lo | (gr[j].q[16 + 4 * g + t] + f.qoff) << 4 : lo);
-                        }
+                    /* the group's bytes in run order (run g holds bytes 4g..4g+3), then this
+                       output's 4 bytes of each run */
+                    if (f.nib)
+                        for (t = 0; t < 16; t++)
+                            pk[t] = (unsigned char)((gr[j].q[t] + f.qoff) | (gr[j].q[16 + t] + f.qoff) << 4);
+                    else
+                        for (t = 0; t < 32; t++) pk[t] = (unsigned char)(gr[j].q[t] + f.qoff);
+                    for (g = 0; g < qr; g++) memcpy(q + ((size_t)g * gp + r) * 64 + 4 * l, pk + 4 * g, 4);
                     v[0] = gr[j].sa, v[1] = gr[j].sb, v[2] = gr[j].ma, v[3] = gr[j].mb;
                     if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
                         v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
