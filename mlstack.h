@@ -15162,14 +15162,27 @@ typedef struct mlstack__weight {
 typedef struct mlstack__kqp_fmt {
     int ng, nib, split, qoff, nh, nsc; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers; scales */
 } mlstack__kqp_fmt;
+/* The same facts as constants of a format WT, for the kernels' tiles (WT a compile-time constant
+   there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, QR the q
+   runs of a group (4 nibble, 8 byte), KOW whether ow = -(dmin * mn) (Q4_K, Q5_K). */
+#define MLSTACK__KQP_CONSTS(WT)                                                                           \
+    const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                            \
+              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,        \
+              SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,      \
+              QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                       \
+                     : (WT) == MLSTACK__W_Q3_K ? 4                                                        \
+                     : (WT) == MLSTACK__W_Q5_0 ? 16                                                       \
+                                               : 0,                                                       \
+              NH = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K ? 1 : 2, \
+              NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                           \
+                    : NG == 8               ? 2                                                           \
+                                            : 0,                                                                        \
+              QR = NIB ? 4 : 8, KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
 MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
+    MLSTACK__KQP_CONSTS(wtype);
     mlstack__kqp_fmt f;
-    f.ng = wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q5_1 ? 1 : 8;
-    f.nib = wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q3_K || wtype == MLSTACK__W_Q2_K;
-    f.split = wtype == MLSTACK__W_Q6_K || wtype == MLSTACK__W_Q3_K || wtype == MLSTACK__W_Q2_K;
-    f.qoff = wtype == MLSTACK__W_Q6_K ? 32 : wtype == MLSTACK__W_Q3_K ? 4 : wtype == MLSTACK__W_Q5_0 ? 16 : 0;
-    f.nh = wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q6_K || wtype == MLSTACK__W_Q3_K ? 1 : 2;
-    f.nsc = wtype == MLSTACK__W_Q2_K ? 4 : f.ng == 8 ? 2 : 0;
+    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC;
+    (void)QR, (void)KOW;
     return f;
 }
 /* Bytes of one super-block of one panel. */
@@ -16306,13 +16319,7 @@ static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const m
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
 mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
                        size_t ldy, const float *bias, int nvt, const int WT, const int RB, const int NV) {
-    const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
-    const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
-    const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
-    const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;
-    const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;
-    const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;
-    const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K;
+    MLSTACK__KQP_CONSTS(WT);
     const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
                  rs = (size_t)gp * 64;
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
@@ -17099,13 +17106,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                                                                      const float *bias, int nv, const int WT,
                                                                      const int RB, const int RO, const int GS,
                                                                      const int J, mlstack__p16_pf pf) {
-    const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;
-    const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
-    const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;
-    const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;
-    const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;
-    const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;
-    const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K, HALVES = SPLIT && (QOFF || WT == MLSTACK__W_Q2_K);
+    MLSTACK__KQP_CONSTS(WT);
+    const int HALVES = SPLIT && (QOFF || WT == MLSTACK__W_Q2_K);
     const size_t gsz = (size_t)GS * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
     __m512 acc[6][4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
     __m512i ia[3][4], ib[3][4];
@@ -18330,13 +18332,7 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
     static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                             \
         const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,   \
         const float *bias, int nv, const int WT, const int RB) {                                                     \
-        const int NG = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q5_1 ? 1 : 8;                                       \
-        const int NIB = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;                     \
-        const int SPLIT = WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K || WT == MLSTACK__W_Q2_K;                   \
-        const int QOFF = WT == MLSTACK__W_Q6_K ? 32 : WT == MLSTACK__W_Q3_K ? 4 : WT == MLSTACK__W_Q5_0 ? 16 : 0;    \
-        const int NH = WT == MLSTACK__W_Q5_0 || WT == MLSTACK__W_Q6_K || WT == MLSTACK__W_Q3_K ? 1 : 2;              \
-        const int NSC = WT == MLSTACK__W_Q2_K ? 4 : NG == 8 ? 2 : 0, QR = NIB ? 4 : 8;                               \
-        const int KOW = WT == MLSTACK__W_Q4_K || WT == MLSTACK__W_Q5_K;                                              \
+        MLSTACK__KQP_CONSTS(WT);                                                                                     \
         const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;            \
         float32x4_t acc[2][4];                                                                                       \
         int b, c, s, j;                                                                                              \
