@@ -3063,6 +3063,7 @@ typedef struct mlstack__st_file {
     const unsigned char *data; /* start of the data area */
     uint64_t data_size;
     mlstack__json_doc header;
+    int owned; /* data is memory of the model's own (a GGUF's copies made at open), no file */
 } mlstack__st_file;
 
 typedef struct mlstack__st {
@@ -15105,7 +15106,7 @@ typedef struct mlstack__weight {
     uint32_t gtype; /* 0, or the GGML type the quantizer made these rows as when they hold it repacked
                        (Q4_0 as Q4_1, IQ4_NL as Q8_0: >>ggmlquant): a GGUF file gets that type back */
 } mlstack__weight;
-/* data as stored or copied at open, always there; a copy quantized at open (ours to give back
+/* data as stored, always there; a copy quantized or reordered at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
    before a path that reads rows runs; also the rows of panels mapped from a file saved with
    them, >>model: a buffer of our own whose pages were never written) */
@@ -23834,6 +23835,9 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->n_out = n_out;
     w->n_in = n_in;
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
+    /* a copy made at open (a GGUF's reordered or converted tensor) is ours to give back once
+       panels hold the same weight, as a copy quantized at open is */
+    if (!panels && m->st.files[t->file].owned && !MLSTACK__W_IS_GGML(w->wtype)) w->rows = MLSTACK__ROWS_OWNED;
     if (panels) { /* rows: room for them, given back at once, derived by the first hold (>>model) */
         size_t rb = (size_t)n_out * w->row_bytes;
         void *rows = mlstack__model_own(m, rb);
@@ -24336,6 +24340,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
             }
+            if (ws[i]->rows == MLSTACK__ROWS_OWNED) mlstack__mem_release((void *)(uintptr_t)src, src_bytes);
             ws[i]->rows = MLSTACK__ROWS_OWNED;
             mlstack__model_release_source(m, src, src_bytes); /* a tied head's too: lookups read rows again */
         }
@@ -24363,8 +24368,10 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
    backend's host side), ranks (they slice rows), mlstack_model_save and _save_gguf -- takes a
    hold (mlstack__model_hold_rows) first: the rows are re-derived from the panels, exactly (the
    packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
-   last hold given back releases them again. Rows as stored (a mapped file, or copies made at
-   open for layout) are never released this way. The panels of a folder saved with them
+   last hold given back releases them again. Copies made at open in another layout (a GGUF's
+   Q/K rows put back in Hugging Face order, a converted tensor) are ours the same way, of any
+   type with panels (F32, F16, BF16 too); rows as stored in a mapped file are never released
+   this way (mlstack__model_release_source gives their pages back: the file keeps them). The panels of a folder saved with them
    (mlstack_model_save) are mapped as they are; their rows start given back (room never
    written) and are derived the same way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
@@ -24373,17 +24380,22 @@ MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock; /* a part build's other parts (PARTS in >>platform) */
 #endif
 
-/* w's Q8_0 / Q4_1 rows (n_out, row_bytes) from its P16 panels: the inverse of
+/* w's rows (n_out, row_bytes) from its P16 panels (Q8_0, Q4_1, F32, F16, BF16): the inverse of
    mlstack__p16_pack_group (>>kernels has the layout). */
 MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *rows) {
-    int q8 = w->wtype == MLSTACK__W_Q8_0, nb = w->n_in / MLSTACK__QK, np = mlstack__p16_panels(w->n_out), o, k, g, t;
-    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), qb = q8 ? 512 : 256;
+    int q8 = w->wtype == MLSTACK__W_Q8_0, quant = q8 || w->wtype == MLSTACK__W_Q4_1, nb = w->n_in / MLSTACK__QK,
+        np = mlstack__p16_panels(w->n_out), o, k, g, t;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), qb = q8 ? 512 : 256, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     for (o = 0; o < w->n_out; o++) {
         int p = o / MLSTACK__P16, l = o % MLSTACK__P16, p0 = p / MLSTACK__P16_GROUP * MLSTACK__P16_GROUP, r = p - p0;
         int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
         size_t bs = (size_t)gp * (qb + (q8 ? 32 : 64));
         const unsigned char *d = w->packed + (size_t)p0 * pb;
         unsigned char *row = rows + (size_t)o * w->row_bytes;
+        if (!quant) { /* F32 / F16 / BF16: element k of the row at ((k * gp + r) * 16 + l) */
+            for (k = 0; k < w->n_in; k++) memcpy(row + (size_t)k * es, d + (((size_t)k * gp + r) * 16 + l) * es, es);
+            continue;
+        }
         for (k = 0; k < nb; k++) {
             const unsigned char *blk = d + (size_t)k * bs, *q = blk + (size_t)r * 64, *sc = blk + (size_t)gp * qb;
             if (q8) {
@@ -24452,6 +24464,10 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
                                    : !w->packed && (packs >> w->wtype & 1u);
                 if (!want) continue;
+                if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
+                    mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
+                    w->rows = MLSTACK__ROWS_OWNED;
+                }
                 j.w = w;
                 j.dst = (unsigned char *)mlstack__model_own(
                     m, np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in)));
@@ -24467,8 +24483,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 else
                     MLSTACK__STORE_RELEASE(w->packed, (const unsigned char *)j.dst);
                 mlstack__model_release_source(m, w->data, (size_t)w->n_out * w->row_bytes);
-                if (!j.pairs) mlstack__weight_drop_rows(m, w);
             }
+            mlstack__weight_drop_rows(m, w);
         }
     }
     mlstack__unlock(&mlstack__pack_lock);
@@ -25108,6 +25124,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %llu bytes of converted weights",
                                      path, (unsigned long long)copy_bytes);
             st->files[1].data = copies;
+            st->files[1].owned = 1;
             st->files[1].data_size = copy_bytes;
         }
     }
@@ -29534,9 +29551,11 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
     int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
-    unsigned qpacks = (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1);
-    /* ranks and stages slice rows, and kernels without panels for a type read its rows */
-    rk->holds_rows = !whole || (rk->k->packs & qpacks) != qpacks;
+    unsigned need = MLSTACK__PACKS_ALL, have = rk->k->packs;
+    /* ranks and stages slice rows, and kernels without panels for a type read its rows (rows that
+       may have gone back: Q8_0 / Q4_1 quantized at open, any type copied at open) */
+    if (have & MLSTACK__PACK_BF16_PAIRS) have |= 1u << MLSTACK__W_BF16;
+    rk->holds_rows = !whole || (have & need) != need;
     if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (whole) {
         mlstack_result r = MLSTACK_OK;
