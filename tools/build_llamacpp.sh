@@ -5,7 +5,7 @@
 #
 #   tools/build_llamacpp.sh [DEST]      # DEST defaults to peer/ (git-ignored; make clean leaves it)
 #
-# Result: DEST/bin/llama-bench, llama-batched-bench, llama-simple and DEST/VERSION
+# Result: DEST/bin/llama-bench, llama-batched-bench, llama-simple, llama-completion and DEST/VERSION
 # (package version, llama.cpp build number and commit).  Does nothing when the
 # binaries are already there (delete DEST, or set LLAMACPP_REBUILD=1, to redo).
 #
@@ -14,7 +14,7 @@
 #   LLAMACPP_SDIST            path to an already downloaded llama_cpp_python-*.tar.gz
 #   LLAMACPP_JOBS             parallel compile jobs (default 2)
 #   LLAMACPP_NATIVE           ON (default: -march=native) or OFF
-#   LLAMACPP_TARGETS          cmake targets (default: llama-bench llama-batched-bench llama-simple;
+#   LLAMACPP_TARGETS          cmake targets (default: llama-bench llama-batched-bench llama-simple llama-completion;
 #                             llama-server, llama-cli and llama-quantize can be added)
 #   LLAMACPP_REBUILD          1 to rebuild even if the binaries exist
 set -euo pipefail
@@ -27,7 +27,7 @@ dest="${1:-peer}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${LLAMACPP_JOBS:-2}"
 native="${LLAMACPP_NATIVE:-ON}"
-targets="${LLAMACPP_TARGETS:-llama-bench llama-batched-bench llama-simple}"
+targets="${LLAMACPP_TARGETS:-llama-bench llama-batched-bench llama-simple llama-completion}"
 py="${PYTHON:-python3}"
 
 mkdir -p "$dest"
