@@ -537,11 +537,11 @@ MLC_KERNEL mlc_swiglu(float *g, const float *u, int N) {
 #define MLC_ROW_POS(ri, r) (ri)[2 * (r)]
 #define MLC_ROW_PT(ri, r) (ri)[2 * (r) + 1]
 /* Address of the K (kvi 0) or V (1) row of head h at position pos (the >>kvcache page layout:
-   element (l, kv, s, h, d) of a page at ((l * 2 + kv) * P + s) * Hkv * Dh + h * Dh + d). */
+   element (l, kv, h, s, d) of a page at (((l * 2 + kv) * Hkv + h) * P + s) * Dh + d). */
 MLC_HD unsigned char *mlc_kv_addr(unsigned char *kv, int esize, size_t page_elems, const int32_t *pt, int layer,
                                   int kvi, int P, int Hkv, int Dh, int h, int pos) {
     size_t page = (size_t)pt[pos / P], slot = (size_t)(pos % P);
-    return kv + (page * page_elems + ((size_t)(layer * 2 + kvi) * P + slot) * (size_t)Hkv * Dh + (size_t)h * Dh) *
+    return kv + (page * page_elems + (((size_t)(layer * 2 + kvi) * Hkv + (size_t)h) * P + slot) * (size_t)Dh) *
                     (size_t)esize;
 }
 

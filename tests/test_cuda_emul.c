@@ -242,8 +242,10 @@ static void check_rope_kv(int kv_dt, int rot) {
         int page = pt[ri[2 * b + 1] + pos[b] / P], slot = pos[b] % P;
         (void)same;
         for (i = 0; i < Hkv * Dh; i++) {
-            size_t at = (size_t)page * page_elems + ((size_t)(layer * 2) * P + slot) * Hkv * Dh + i,
-                   av = (size_t)page * page_elems + ((size_t)(layer * 2 + 1) * P + slot) * Hkv * Dh + i;
+            /* the page layout [layer][K, V][head][slot][Dh] (>>kvcache) */
+            size_t hd = (size_t)(i / Dh), d = (size_t)(i % Dh),
+                   at = (size_t)page * page_elems + (((size_t)(layer * 2) * Hkv + hd) * P + slot) * Dh + d,
+                   av = (size_t)page * page_elems + (((size_t)(layer * 2 + 1) * Hkv + hd) * P + slot) * Dh + d;
             float kf = kr[(size_t)b * Hkv * Dh + i], vf = v[(size_t)b * Hkv * Dh + i];
             unsigned char ek[4], ev[4];
             mlstack__from_f32((mlstack_dtype)kv_dt, &kf, ek, 1);
