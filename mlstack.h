@@ -26050,7 +26050,7 @@ typedef struct mlstack__kv {
     size_t esize;
     int n_pages, page_tokens;
     size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
-    size_t head_elems;            /* Dh: a page holds [layer][K, V][kv head][slot][Dh] */
+    size_t head_elems; /* Dh: a page holds [layer][K, V][kv head][slot][Dh] */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -26374,10 +26374,10 @@ static void *mlstack__kv_head_row(const mlstack__kv *kv, const mlstack__kv_seq *
                                   int32_t pos) {
     int page = s->pages[pos / kv->page_tokens], slot = pos % kv->page_tokens;
     size_t nh = kv->row_elems / kv->head_elems;
-    return kv->data + ((size_t)page * kv->page_elems +
-                       (((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens + (size_t)slot) *
-                           kv->head_elems) *
-                          kv->esize;
+    return kv->data +
+           ((size_t)page * kv->page_elems +
+            (((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens + (size_t)slot) * kv->head_elems) *
+               kv->esize;
 }
 
 #define MLSTACK__ATT_CHUNK 32
@@ -26389,8 +26389,8 @@ static void *mlstack__kv_head_row(const mlstack__kv *kv, const mlstack__kv_seq *
    ahead of their use (the chunk after the one being computed: pages are scattered, so the
    hardware's stream prefetchers do not find them; without this decode deep in a context waited
    on memory in the K/V conversion). */
-static void mlstack__kv_chunk_rows(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n,
-                                   int h, const void **kp, const void **vp, size_t fetch) {
+static void mlstack__kv_chunk_rows(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
+                                   const void **kp, const void **vp, size_t fetch) {
     int pg = t / kv->page_tokens, slot = t % kv->page_tokens, j;
     size_t rs = kv->head_elems * kv->esize, half = (size_t)kv->page_tokens * kv->row_elems * kv->esize, b,
            hoff = (size_t)h * (size_t)kv->page_tokens * rs;
@@ -26444,8 +26444,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         else
             memcpy(kp, kn_, sizeof kp), memcpy(vp, vn_, sizeof vp);
         if (nn > 0) /* the next chunk's rows, fetched while this one is computed */
-            mlstack__kv_chunk_rows(kv, s, layer, t + n, nn < MLSTACK__ATT_CHUNK ? nn : MLSTACK__ATT_CHUNK, kv_head,
-                                   kn_, vn_, (size_t)Dh * kv->esize);
+            mlstack__kv_chunk_rows(kv, s, layer, t + n, nn < MLSTACK__ATT_CHUNK ? nn : MLSTACK__ATT_CHUNK, kv_head, kn_,
+                                   vn_, (size_t)Dh * kv->esize);
         kn->kv_chunk(kv->dtype, kp, vp, n, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
