@@ -26609,6 +26609,8 @@ typedef struct mlstack__attn_job {
     const mlstack_batch_row *rows;
     const int *blk; /* row blocks: block i is rows [blk[i], blk[i + 1]) */
     int layer;
+    int n_blk;
+    int by_head; /* tasks are runs of (block, query head) pairs, not (block, KV head) */
 } mlstack__attn_job;
 
 static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
@@ -26617,30 +26619,52 @@ static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
     return mlstack__window_from(c->sliding_window, pos);
 }
 
-/* One task per (row block, KV head of the rank): the block's rows (one sequence, consecutive
-   positions) and the query heads of the rank that read that KV head (all G = H / Hkv of its
-   group, or the part of the group the rank holds). Output: the rank's columns of xb->att. */
-static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
-    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+/* Attention of block i's rows (one sequence, consecutive positions) for the rank's query heads
+   [h0, h1), all of which read KV head kh (the model's index). Output: their columns of xb->att. */
+static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h0, int h1, int thread) {
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int nkv = sh->k1 - sh->k0, G = c->n_heads / c->n_kv_heads, Dh = c->head_dim, k = task / nkv, h = task % nkv;
-    /* blocks in zigzag order (first, last, second, second last, ...): a causal prefill's blocks
-       grow in cost with their position, and the pool gives each thread a contiguous run of
-       tasks, which this balances */
-    int n_blk = n_tasks / nkv, i = k % 2 ? n_blk - 1 - k / 2 : k / 2;
-    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, kh = sh->k0 + h;
-    int h0 = kh * G > sh->q0 ? kh * G : sh->q0, h1 = (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = c->head_dim;
     const mlstack_batch_row *row = &j->rows[b0];
     size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, h, Dh,
+                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
                     mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
-                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(G, Dh));
+                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
+}
+
+/* Either one task per (row block, KV head of the rank), which covers the query heads of the
+   rank that read that KV head (all G = H / Hkv of its group, or the part the rank holds), or,
+   with by_head, task t of n takes the t-th of n equal runs of the (block, query head) pairs,
+   one call per KV head it touches. The second balances the threads when blocks x KV heads do
+   not divide among them (one decoding sequence, 3 KV heads, 2 threads: 2 against 1). Each
+   query head's result is the same either way: attend computes every head alone. */
+static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    const mlstack__shard *sh = &j->rk->sh;
+    const mlstack__config *c = &j->rk->model->cfg;
+    int nkv = sh->k1 - sh->k0, nq = sh->q1 - sh->q0, G = c->n_heads / c->n_kv_heads;
+    if (j->by_head) {
+        int64_t P = (int64_t)j->n_blk * nq, p = P * task / n_tasks, p1 = P * (task + 1) / n_tasks;
+        while (p < p1) {
+            int i = (int)(p / nq), qh = sh->q0 + (int)(p % nq), kh = qh / G;
+            int64_t e = p + ((kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1) - qh; /* the KV head's last pair + 1 */
+            e = e < p1 ? e : p1;
+            mlstack__attn_block(j, i, kh, qh, qh + (int)(e - p), thread);
+            p = e;
+        }
+    } else {
+        /* blocks in zigzag order (first, last, second, second last, ...): a causal prefill's
+           blocks grow in cost with their position, and the pool gives each thread a contiguous
+           run of tasks, which this balances */
+        int k = task / nkv, kh = sh->k0 + task % nkv, i = k % 2 ? j->n_blk - 1 - k / 2 : k / 2;
+        int h0 = kh * G > sh->q0 ? kh * G : sh->q0, h1 = (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
+        mlstack__attn_block(j, i, kh, h0, h1, thread);
+    }
 }
 
 /* LayerNorm of x (n,): (x - mean) / sqrt(var + eps) * w (+ b where b is not NULL), the biased
@@ -26880,8 +26904,13 @@ static void mlstack__rope_kv(mlstack__rank *rk, mlstack__attn_job *aj, int B) {
 
 /* a = attention(q; K, V) for the rank's heads, into its columns of xb->att. */
 static void mlstack__attention(mlstack__rank *rk, mlstack__attn_job *aj, int n_blk, int B) {
+    int units = n_blk * (rk->sh.k1 - rk->sh.k0), nt = rk->pool->n_threads;
     MLSTACK__PROF_BEGIN(rk->pool, ATTENTION);
-    mlstack__pool_run(rk->pool, mlstack__attn_task, aj, n_blk * (rk->sh.k1 - rk->sh.k0));
+    aj->n_blk = n_blk;
+    /* whole KV groups per task unless they leave a thread idle for over a tenth of the time */
+    aj->by_head = nt > 1 && units % nt && (units + nt - 1) / nt * nt * 9 > units * 10 &&
+                  rk->sh.q1 - rk->sh.q0 > rk->sh.k1 - rk->sh.k0;
+    mlstack__pool_run(rk->pool, mlstack__attn_task, aj, aj->by_head ? nt : units);
     MLSTACK__PROF_END(rk->pool, ATTENTION, aj->layer, aj->rows, B);
 }
 

@@ -72,7 +72,7 @@ static void check_model(const char *name) {
     char *text;
     mlstack__json_doc doc;
     mlstack_model *m;
-    mlstack_engine *e1, *e2, *e16, *ebf1, *ebf2;
+    mlstack_engine *e1, *e2, *e3, *e16, *ebf1, *ebf2;
     mlstack_error err;
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -104,6 +104,10 @@ static void check_model(const char *name) {
     CHECK(mlstack_engine_init(m, &ed, &e1, &err) == MLSTACK_OK);
     ed.n_threads = 2;
     CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+    /* 3 threads against 2 KV heads: attention tasks split by query head (mlstack__attn_task) */
+    ed.n_threads = 3;
+    CHECK(mlstack_engine_init(m, &ed, &e3, &err) == MLSTACK_OK);
+    ed.n_threads = 2;
     ed.kv_type = MLSTACK_KV_DEFAULT;
     CHECK(mlstack_engine_init(m, &ed, &e16, &err) == MLSTACK_OK);
     ed.kv_type = MLSTACK_KV_F32;
@@ -136,6 +140,10 @@ static void check_model(const char *name) {
         printf("  %-18s case %d: %2d positions, max |logit - transformers| = %.2e\n", name, ci, n, maxdiff);
         CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s case %d: logits differ between 1 and 2 threads", name, ci);
+        free(ours2);
+        ours2 = eval_all(e3, ids, n, info.n_vocab);
+        CHECKF(ours2 && !memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab),
+               "%s case %d: logits differ between 1 and 3 threads", name, ci);
         free(ours2);
         /* default F16 keys/values: K and V rounded to 11 significant bits (relative 4.9e-4).
            Relative to the largest logit (5 to 17 in these random models) that moves logits by
@@ -176,8 +184,8 @@ static void check_model(const char *name) {
         } else if (!bf16_skip_told++) {
             SKIP("no AVX512_BF16 path here (or a lower ISA cap): the bf16-dot engine is not checked");
         }
-        /* greedy continuation */
-        CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
+        /* greedy continuation (decode steps split by query head over 3 threads) */
+        CHECK(mlstack_engine_seq_new(e3, &seq) == MLSTACK_OK);
         memset(&g, 0, sizeof g);
         g.seq = seq;
         g.prompt = ids;
@@ -186,20 +194,21 @@ static void check_model(const char *name) {
         g.ignore_eos = 1;
         g.on_token = on_tok;
         count_greedy = 0;
-        CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
+        CHECKF(mlstack_generate(e3, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e3));
         for (v = gr->child, k = 0; v; v = v->next, k++)
             if (k >= count_greedy || greedy_out[k] != v->i) same = 0;
         CHECKF(same && k == 32 && count_greedy == 32, "%s case %d: greedy continuation differs from transformers", name,
                ci);
-        mlstack_engine_seq_free(e2, seq);
+        mlstack_engine_seq_free(e3, seq);
         /* batch invariance: the same prompt beside another sequence in one batch */
-        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab),
+        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab) && same_when_batched(e3, ids, n, ours, info.n_vocab),
                "%s case %d: logits change when batched with another sequence", name, ci);
         free(ours);
     }
     CHECKF(ci == 2, "%s: expected 2 cases, found %d", name, ci);
     mlstack_engine_free(e1);
     mlstack_engine_free(e2);
+    mlstack_engine_free(e3);
     mlstack_engine_free(e16);
     mlstack_engine_free(ebf1);
     mlstack_engine_free(ebf2);
