@@ -16622,21 +16622,21 @@ static MLSTACK__T_AVX2 void mlstack__quantize_rows_avx2(const float *x, mlstack_
 }
 
 /* Attention chunk ops (>>forward), the AVX2 forms of >>avx512's. Scores: 8 keys per vector,
-   two heads at a time; each score is one FMA chain over d in order, whether its head is paired
+   up to three heads at a time; each score is one FMA chain over d in order, whether its head is paired
    or alone and however many vectors of keys are computed, so a head's scores never depend on G
    (the AVX-512 path does the same operations). Only s[0..n) of each head is written. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(const float *q, int Dh, const float *kt,
                                                                              int n, float scale, float *s, const int GH,
                                                                              const int NV) {
-    __m256 a[2][4];
+    __m256 a[3][4];
     int h, v, d;
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_setzero_ps();
-    for (d = 0; d < Dh; d++) {
-        __m256 k[4];
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) k[v] = _mm256_loadu_ps(kt + (size_t)d * 32 + 8 * v);
-        MLSTACK__UNROLL for (h = 0; h < GH; h++) {
-            __m256 x = _mm256_broadcast_ss(q + (size_t)h * Dh + d);
-            MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_fmadd_ps(x, k[v], a[h][v]);
+    for (d = 0; d < Dh; d++) { /* 3 x 4 accumulators, 3 broadcasts and one key vector: 16 registers */
+        __m256 x[3];
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) x[h] = _mm256_broadcast_ss(q + (size_t)h * Dh + d);
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+            __m256 k = _mm256_loadu_ps(kt + (size_t)d * 32 + 8 * v);
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) a[h][v] = _mm256_fmadd_ps(x[h], k, a[h][v]);
         }
     }
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
@@ -16645,20 +16645,22 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
     int g, nv = (n + 7) / 8;
-    for (g = 0; g < G; g += 2) {
-        int gh = G - g >= 2 ? 2 : 1;
+    for (g = 0; g < G;) {
+        int gh = G - g == 4 ? 2 : G - g >= 3 ? 3 : G - g; /* three heads a pass (four as two pairs) */
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
 #define MLSTACK__SCORES_AVX2(GH_, NV_) \
     case (GH_) * 8 + (NV_): mlstack__scores_tile_avx2(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
         switch (gh * 8 + nv) {
             /* clang-format off */
+            MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 3) MLSTACK__SCORES_AVX2(3, 4)
             MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 3) MLSTACK__SCORES_AVX2(2, 4)
             MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 3) MLSTACK__SCORES_AVX2(1, 4)
         default: break;
             /* clang-format on */
         }
 #undef MLSTACK__SCORES_AVX2
+        g += gh;
     }
 }
 /* s[i] = e^(s[i] - m) by mlstack__exp256; the canonical 16 partial sums (element i into
@@ -16699,9 +16701,54 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_tile_avx2(float *
     }
     MLSTACK__UNROLL for (i = 0; i < NV; i++) _mm256_storeu_ps(a + 8 * i, acc[i]);
 }
+/* The same for GH heads at once (2 or 3), 32 values of each a pass: each value vector is
+   loaded once for all of them (3 x 4 accumulators, 3 weights and one value vector: 16
+   registers). a: head 0's first value of the pass, the others Dh apart. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_heads_avx2(float *a, const float *p, const float *v,
+                                                                          int Dh, int n, const int GH, const int NV) {
+    __m256 acc[3][4];
+    int h, i, j;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[h][i] =
+        _mm256_loadu_ps(a + (size_t)h * Dh + 8 * i);
+    for (j = 0; j < n; j++) {
+        __m256 pj[3];
+        const float *vj = v + (size_t)j * Dh;
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) pj[h] = _mm256_broadcast_ss(p + h * 32 + j);
+        MLSTACK__UNROLL for (i = 0; i < NV; i++) {
+            __m256 x = _mm256_loadu_ps(vj + 8 * i);
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) acc[h][i] = _mm256_fmadd_ps(pj[h], x, acc[h][i]);
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
+        _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
+}
 static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
-    int g, d;
-    for (g = 0; g < G; g++)
+    int g, d, gh, h;
+    for (g = 0; g < G; g += gh) { /* heads three at a time (four as two pairs); the tail of Dh mod 8 alone */
+        gh = G - g == 4 ? 2 : G - g >= 3 ? 3 : G - g;
+        if (gh == 1) break;
+        for (d = 0; d + 8 <= Dh;) {
+            int m = Dh - d >= 32 ? 32 : (Dh - d) & ~7;
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32, *vd = v + d;
+#define MLSTACK__PV_HEADS_AVX2(GH_, NV_) \
+    case (GH_) * 8 + (NV_): mlstack__pv_heads_avx2(a, pg, vd, Dh, n, GH_, NV_); break;
+            switch (gh * 8 + m / 8) {
+                /* clang-format off */
+                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 3)
+                MLSTACK__PV_HEADS_AVX2(2, 4) MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2)
+                MLSTACK__PV_HEADS_AVX2(3, 3) MLSTACK__PV_HEADS_AVX2(3, 4)
+            default: break;
+                /* clang-format on */
+            }
+#undef MLSTACK__PV_HEADS_AVX2
+            d += m;
+        }
+        if (d < Dh) /* the last Dh mod 8 values, head by head */
+            for (h = g; h < g + gh; h++)
+                mlstack__pv_tile_avx2(acc + (size_t)h * Dh + d, p + h * 32, v + d, Dh, n, Dh - d, 1);
+    }
+    for (; g < G; g++)
         for (d = 0; d < Dh;) {
             int m = Dh - d >= 64 ? 64 : Dh - d >= 8 ? (Dh - d) & ~7 : Dh - d;
             float *a = acc + (size_t)g * Dh + d;
