@@ -16642,11 +16642,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
+/* Heads the next pass takes when `left` remain: three (16 registers of tiles), four as two pairs. */
+static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
     int g, nv = (n + 7) / 8;
     for (g = 0; g < G;) {
-        int gh = G - g == 4 ? 2 : G - g >= 3 ? 3 : G - g; /* three heads a pass (four as two pairs) */
+        int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
 #define MLSTACK__SCORES_AVX2(GH_, NV_) \
@@ -16724,8 +16726,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_heads_avx2(float 
 }
 static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, d, gh, h;
-    for (g = 0; g < G; g += gh) { /* heads three at a time (four as two pairs); the tail of Dh mod 8 alone */
-        gh = G - g == 4 ? 2 : G - g >= 3 ? 3 : G - g;
+    for (g = 0; g < G; g += gh) { /* several heads a pass; a last head alone and Dh mod 8 values per head below */
+        gh = mlstack__heads_pass_avx2(G - g);
         if (gh == 1) break;
         for (d = 0; d + 8 <= Dh;) {
             int m = Dh - d >= 32 ? 32 : (Dh - d) & ~7;
@@ -26684,6 +26686,12 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
+/* The rank's query heads that read KV head kh: [*h0, return value). */
+static int mlstack__kv_group(const mlstack__shard *sh, int kh, int G, int *h0) {
+    *h0 = kh * G > sh->q0 ? kh * G : sh->q0;
+    return (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
+}
+
 /* Either one task per (row block, KV head of the rank), which covers the query heads of the
    rank that read that KV head (all G = H / Hkv of its group, or the part the rank holds), or,
    with by_head, task t of n takes the t-th of n equal runs of the (block, query head) pairs,
@@ -26698,8 +26706,8 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     if (j->by_head) {
         int64_t P = (int64_t)j->n_blk * nq, p = P * task / n_tasks, p1 = P * (task + 1) / n_tasks;
         while (p < p1) {
-            int i = (int)(p / nq), qh = sh->q0 + (int)(p % nq), kh = qh / G;
-            int64_t e = p + ((kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1) - qh; /* the KV head's last pair + 1 */
+            int i = (int)(p / nq), qh = sh->q0 + (int)(p % nq), kh = qh / G, h0;
+            int64_t e = p + mlstack__kv_group(sh, kh, G, &h0) - qh; /* past the KV head's last pair */
             e = e < p1 ? e : p1;
             mlstack__attn_block(j, i, kh, qh, qh + (int)(e - p), thread);
             p = e;
@@ -26709,7 +26717,7 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
            blocks grow in cost with their position, and the pool gives each thread a contiguous
            run of tasks, which this balances */
         int k = task / nkv, kh = sh->k0 + task % nkv, i = k % 2 ? j->n_blk - 1 - k / 2 : k / 2;
-        int h0 = kh * G > sh->q0 ? kh * G : sh->q0, h1 = (kh + 1) * G < sh->q1 ? (kh + 1) * G : sh->q1;
+        int h0, h1 = mlstack__kv_group(sh, kh, G, &h0);
         mlstack__attn_block(j, i, kh, h0, h1, thread);
     }
 }
