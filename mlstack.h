@@ -16032,21 +16032,31 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float 
         _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
 }
 
+/* 8 values at element i of panels stored as WT, as f32 */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__p16f_ld_avx2(const void *wp, size_t i, const int WT) {
+    if (WT == MLSTACK__W_F16) return mlstack__ld8_f16((const unsigned char *)wp, (int)i);
+    if (WT == MLSTACK__W_BF16) return mlstack__ld8_bf16((const unsigned char *)wp, (int)i);
+    return _mm256_loadu_ps((const float *)wp + i);
+}
 /* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
    read straight from memory, nothing to reuse). wp: the tile's first vector at input k0 of the
-   step, ldw floats per input; nvt: outputs left from the tile's first (stores stop there). */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const float *wp, size_t ldw, const float *x,
+   step, ldw values per input, stored as WT (F32, or F16 / BF16 converted as they are read);
+   nvt: outputs left from the tile's first (stores stop there). pf: when not NULL, per input k
+   the pfl lines from pf + k * pfs are fetched ahead (the same panel bytes one step further on). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const void *wp, size_t ldw, const float *x,
                                                                            size_t ldx, float *y, size_t ldy, int kn,
                                                                            int resume, const float *bias, int nvt,
-                                                                           const int RB, const int NV) {
+                                                                           const unsigned char *pf, size_t pfs, int pfl,
+                                                                           const int RB, const int NV, const int WT) {
     __m256 acc[6][8];
-    int b, v, k;
+    int b, v, k, l;
     MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] =
         resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
     for (k = 0; k < kn; k++) {
-        const float *wk = wp + (size_t)k * ldw;
         __m256 wv[8];
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = _mm256_loadu_ps(wk + 8 * v);
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = mlstack__p16f_ld_avx2(wp, (size_t)k * ldw + 8 * (size_t)v, WT);
+        if (pf)
+            for (l = 0; l < pfl; l++) _mm_prefetch((const char *)(pf + (size_t)k * pfs + 64 * (size_t)l), _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m256 xv = _mm256_broadcast_ss(x + (size_t)b * ldx + (size_t)k);
             MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
@@ -16059,50 +16069,70 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const
     }
 }
 
-/* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps,
-   F16/BF16 converted once per step into scratch (4 panels x MLSTACK__MM_KC x 16 floats). Rows
-   in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group. */
+/* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps.
+   Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group.
+   F16/BF16 panels are converted as the tiles read them (the conversion runs beside the FMAs)
+   up to 256 rows; past that, once per step into scratch (4 panels x MLSTACK__MM_KC x 16
+   floats), shared by the rows' blocks. A thread's panels are one stream in memory (steps and
+   groups back to back); the first block of rows fetches the bytes one step further on as it
+   goes (into the next group, and past o1 at the end of a range: a thread's tasks are
+   consecutive), so that memory works while the FMAs do, except for one row of F32, which the
+   hardware prefetcher streams faster alone. SmolLM2-135M on a 2-core Zen 3, 2 threads, best of
+   3 runs, 1 / 8 sequences: BF16 59.7 / 262 -> 91.7 / 317 tokens/s, F32 50.9 / 164 -> 51.9 / 189
+   (the same runs without the fetch: BF16 89.1 / 252, F32 50.8 / 160). In cache, direct
+   conversion against the scratch copy (one 512 x 256 F16 matrix, one thread): 8 rows 29.9
+   against 30.5 us, 64 rows 196 against 210, 256 rows 842 against 884, 512 rows 1765 against
+   1601. */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1, float *scratch) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, i;
+    int es = w->wtype == MLSTACK__W_F32 ? 4 : 2, direct = w->wtype == MLSTACK__W_F32 || B <= 256;
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
-        size_t ldw = (size_t)gp * 16;
+        size_t ldw = (size_t)gp * 16, lds = ldw * (size_t)es; /* values, bytes per input */
         for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
             int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
-            const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL, *wp;
-            if (w->wtype == MLSTACK__W_F32) {
-                wp = (const float *)(const void *)(w->packed + (size_t)p * pb) + (size_t)k0 * ldw;
-            } else { /* the step's values, converted once for all activation rows */
-                const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * ldw * 2;
+            const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL;
+            const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
+            size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
+            if (!direct) { /* the step's values, converted once for all activation rows */
                 if (w->wtype == MLSTACK__W_F16)
                     for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_f16(src, 8 * i));
                 else
                     for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_bf16(src, 8 * i));
-                wp = scratch;
             }
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
                 const float *xb = x + (size_t)b * n + k0;
                 for (v0 = 0; v0 < vt; v0 += step) {
-                    int nvec = vt - v0 < step ? vt - v0 : step;
+                    int nvec = vt - v0 < step ? vt - v0 : step, pfl = (nvec * 8 * es + 63) / 64;
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
-                    const float *bb = bias ? bias + 8 * v0 : NULL, *wv = wp + 8 * v0;
-#define MLSTACK__P16F_AVX2(RB_, NV_)                                                                     \
-    case (RB_) * 16 + (NV_):                                                                             \
-        mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, RB_, NV_); \
+                    const float *bb = bias ? bias + 8 * v0 : NULL;
+                    const unsigned char *pf = b == 0 && (B > 1 || es == 2) ? src + (size_t)v0 * 8 * es + ahead : NULL;
+                    const void *wv =
+                        direct ? (const void *)(src + (size_t)v0 * 8 * es) : (const void *)(scratch + 8 * v0);
+#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                             \
+    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                            \
+        mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, lds, pfl, RB_, NV_, \
+                                WT_);                                                                                 \
         break;
-                    switch (rb * 16 + nvec) {
+#define MLSTACK__P16F_AVX2_ALL(WT_) \
+    /* clang-format off */ \
+    MLSTACK__P16F_AVX2(WT_, 6, 2) MLSTACK__P16F_AVX2(WT_, 5, 2) MLSTACK__P16F_AVX2(WT_, 4, 2) \
+    MLSTACK__P16F_AVX2(WT_, 3, 2) MLSTACK__P16F_AVX2(WT_, 2, 4) MLSTACK__P16F_AVX2(WT_, 2, 2) \
+    MLSTACK__P16F_AVX2(WT_, 1, 8) MLSTACK__P16F_AVX2(WT_, 1, 6) MLSTACK__P16F_AVX2(WT_, 1, 4) \
+    MLSTACK__P16F_AVX2(WT_, 1, 2)
+                    /* clang-format on */
+                    switch ((direct ? w->wtype : MLSTACK__W_F32) * 128 + rb * 16 + nvec) {
                         /* clang-format off */
-                        MLSTACK__P16F_AVX2(6, 2) MLSTACK__P16F_AVX2(5, 2) MLSTACK__P16F_AVX2(4, 2)
-                        MLSTACK__P16F_AVX2(3, 2) MLSTACK__P16F_AVX2(2, 4) MLSTACK__P16F_AVX2(2, 2)
-                        MLSTACK__P16F_AVX2(1, 8) MLSTACK__P16F_AVX2(1, 6) MLSTACK__P16F_AVX2(1, 4)
-                        MLSTACK__P16F_AVX2(1, 2)
+                        MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F16)
+                        MLSTACK__P16F_AVX2_ALL(MLSTACK__W_BF16)
                     default: break;
                         /* clang-format on */
                     }
+#undef MLSTACK__P16F_AVX2_ALL
 #undef MLSTACK__P16F_AVX2
                 }
             }

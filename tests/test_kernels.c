@@ -18,24 +18,25 @@ static float frand(void) {
 /* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
-/* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks): every weight format the
-   table packs against the scalar reference, B = 16, 17, 40 and row lengths of 1, 2 and 33
-   blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
+/* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the AVX2 float
+   kernel's converted-copy path (over 256 rows): every weight format the table packs against
+   the scalar reference, B = 16, 17, 40 (and 300 for float weights) and row lengths of 1, 2 and
+   33 blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
    the rounding of x, and each row alone (a decode) gives the bits it gets in the batch. */
 static void check_tall(const mlstack__kernels *k) {
-    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
-    static const int n_ins[] = {32, 64, 1056, 47, 1061}, Bs[] = {16, 17, 40};
+    static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
+    static const int n_ins[] = {32, 64, 1056, 47, 1061}, Bs[] = {16, 17, 40, 300};
     int wi, ni, bi, i, b;
-    for (wi = 0; wi < 4; wi++)
+    for (wi = 0; wi < 5; wi++)
         for (ni = 0; ni < 5; ni++)
-            for (bi = 0; bi < 3; bi++) {
+            for (bi = 0; bi < 4; bi++) {
                 int n_in = n_ins[ni], n_out = 101, wt = wtypes[wi], B = Bs[bi],
                     quant = wt == MLSTACK__W_Q8_0 || wt == MLSTACK__W_Q4_1;
                 int pairs = wt == MLSTACK__W_BF16 && (k->packs & MLSTACK__PACK_BF16_PAIRS),
                     exact = !(pairs && BF16_DOT(k));
-                size_t rb = wt == MLSTACK__W_F32    ? (size_t)n_in * 4
-                            : wt == MLSTACK__W_BF16 ? (size_t)n_in * 2
-                                                    : mlstack__row_bytes(wt, n_in);
+                size_t rb = wt == MLSTACK__W_F32                            ? (size_t)n_in * 4
+                            : wt == MLSTACK__W_BF16 || wt == MLSTACK__W_F16 ? (size_t)n_in * 2
+                                                                            : mlstack__row_bytes(wt, n_in);
                 size_t pb = pairs ? mlstack__p16_pair_bytes(n_in) : mlstack__p16_bytes(wt, n_in);
                 float *wf, *x, *y0, *y1, *y2, *scratch, bias[101];
                 unsigned char *wd, *packed;
@@ -44,6 +45,7 @@ static void check_tall(const mlstack__kernels *k) {
                 double worst = 0;
                 int same = 1;
                 if (quant && n_in % 32) continue;
+                if (B > 40 && (quant || n_in == 1056)) continue; /* 300 rows: the float kernels' other path */
                 if (!pairs && !(k->packs >> wt & 1u)) continue;
                 wf = (float *)malloc(sizeof(float) * n_out * n_in);
                 x = (float *)malloc(sizeof(float) * B * n_in);
@@ -59,6 +61,8 @@ static void check_tall(const mlstack__kernels *k) {
                 for (i = 0; i < n_out; i++) bias[i] = frand();
                 for (i = 0; i < n_out; i++) {
                     if (wt == MLSTACK__W_F32) memcpy(wd + (size_t)i * rb, wf + (size_t)i * n_in, rb);
+                    else if (wt == MLSTACK__W_F16)
+                        mlstack__from_f32(MLSTACK_DTYPE_F16, wf + (size_t)i * n_in, wd + (size_t)i * rb, (size_t)n_in);
                     else if (wt == MLSTACK__W_BF16) {
                         int j;
                         for (j = 0; j < n_in; j++) {
@@ -82,8 +86,9 @@ static void check_tall(const mlstack__kernels *k) {
                     w.packed = packed;
                 k->matmul(&w, x, xq, y1, B, 0, 64, scratch); /* the two output groups as two tasks */
                 k->matmul(&w, x, xq, y1, B, 64, n_out, scratch);
-                for (b = 0; b < B; b++) {
+                for (b = 0; b < B; b++) { /* exact at 300 rows: the bits checked below imply the rows alone */
                     int o;
+                    if (B > 40 && exact) break;
                     k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y2, 1, 0, n_out, scratch);
                     if (memcmp(y2, y1 + (size_t)b * n_out, sizeof(float) * n_out)) same = 0;
                     for (o = 0; o < n_out; o++) {

@@ -2,7 +2,8 @@
    qemu (tools/neon_insns.sh): y (B, n_out) = x (B, n_in) W^T on a named kernel table, from the
    weight's rows or from its KQ / P16 panels.
 
-       kq_probe TABLE TYPE N_IN N_OUT B REPS PANELS     (TYPE: Q4_K, Q6_K, ..., Q8_0, Q4_1)
+       kq_probe TABLE TYPE N_IN N_OUT B REPS PANELS     (TYPE: Q4_K, Q6_K, ..., Q8_0, Q4_1,
+                                                         or F32, F16, BF16 with PANELS 1)
 
    Run it with REPS 0 and REPS n: the difference over n is one matmul's cost. */
 #define MLSTACK_IMPLEMENTATION
@@ -19,8 +20,9 @@ static float uniform(void) { /* [-1, 1) */
 }
 
 int main(int argc, char **argv) {
-    static const int types[] = {MLSTACK__W_Q5_0, MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
-                                MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
+    static const int types[] = {MLSTACK__W_Q5_0, MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K,
+                                MLSTACK__W_Q4_K, MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q8_0,
+                                MLSTACK__W_Q4_1, MLSTACK__W_F32,  MLSTACK__W_F16,  MLSTACK__W_BF16};
     const mlstack__kernels *k;
     mlstack__weight w;
     mlstack__q8x *xq;
@@ -52,7 +54,14 @@ int main(int argc, char **argv) {
     scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
     xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * (size_t)B * (size_t)(n_in / 32));
     if (!rows || !x || !y || !scratch || !xq) return 1;
-    for (i = 0; i < (int)(rb * (size_t)n_out); i++) rows[i] = (unsigned char)(uniform() * 128 + 128);
+    if (wt == MLSTACK__W_F32 || wt == MLSTACK__W_F16 || wt == MLSTACK__W_BF16) { /* finite values */
+        float *f = (float *)malloc(sizeof(float) * (size_t)n_in * (size_t)n_out);
+        if (!f) return 1;
+        for (i = 0; i < n_in * n_out; i++) f[i] = uniform();
+        mlstack__from_f32((mlstack_dtype)wt, f, rows, (size_t)n_in * (size_t)n_out);
+        free(f);
+    } else
+        for (i = 0; i < (int)(rb * (size_t)n_out); i++) rows[i] = (unsigned char)(uniform() * 128 + 128);
     for (i = 0; i < B * n_in; i++) x[i] = uniform();
     memset(&w, 0, sizeof w);
     w.data = rows, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
