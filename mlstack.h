@@ -16866,9 +16866,33 @@ static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const flo
         v[i + half] = MLSTACK__FMAF(b, c, as);
     }
 }
+/* mlstack__from_f32, 8 lanes (the KV slots a decode step writes): F16 by vcvtps2ph (round to
+   nearest even), BF16 by the reference's integer rounding; the AVX-512 form's steps. */
+static MLSTACK__T_AVX2 void mlstack__from_f32_avx2(mlstack_dtype dt, const float *src, void *dst, size_t n) {
+    size_t i = 0;
+    if (dt == MLSTACK_DTYPE_F16) {
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(void *)((uint16_t *)dst + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    } else if (dt == MLSTACK_DTYPE_BF16) {
+        for (; i + 8 <= n; i += 8) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+            __m256i r =
+                _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)),
+                                                   _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1))),
+                                  16);
+            __m256i nan =
+                _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(b), _CMP_UNORD_Q));
+            r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40)), nan);
+            r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08); /* the 8 low halves, in order */
+            _mm_storeu_si128((__m128i *)(void *)((uint16_t *)dst + i), _mm256_castsi256_si128(r));
+        }
+    }
+    if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
+}
 #define MLSTACK__ATTN_AVX2                                                                             \
     mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2, \
-        mlstack__from_f32, mlstack__quantize_rows_avx2, mlstack__rope_table, mlstack__rope_apply_avx2
+        mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
