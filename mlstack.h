@@ -18799,9 +18799,28 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
         mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F32);
     for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
 }
+/* mlstack__from_f32, 4 lanes: F16 by fcvtn (the FPCR's round to nearest even), BF16 by the
+   reference's integer rounding (NaN: quieted, its payload's top bits kept). */
+static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst, size_t n) {
+    size_t i = 0;
+    if (dt == MLSTACK_DTYPE_F16) {
+        for (; i + 4 <= n; i += 4)
+            vst1_u16((uint16_t *)dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
+    } else if (dt == MLSTACK_DTYPE_BF16) {
+        for (; i + 4 <= n; i += 4) {
+            uint32x4_t b = vreinterpretq_u32_f32(vld1q_f32(src + i));
+            uint32x4_t r = vshrq_n_u32(
+                vaddq_u32(vaddq_u32(b, vdupq_n_u32(0x7FFF)), vandq_u32(vshrq_n_u32(b, 16), vdupq_n_u32(1))), 16);
+            uint32x4_t nan = vmvnq_u32(vceqq_f32(vld1q_f32(src + i), vld1q_f32(src + i)));
+            r = vbslq_u32(nan, vorrq_u32(vshrq_n_u32(b, 16), vdupq_n_u32(0x40)), r);
+            vst1_u16((uint16_t *)dst + i, vmovn_u32(r));
+        }
+    }
+    if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
+}
 #define MLSTACK__ATTN_NEON                                                                             \
     mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon, \
-        mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
+        mlstack__from_f32_neon, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
