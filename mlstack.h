@@ -2296,7 +2296,7 @@ typedef pthread_t mlstack__thread;
 #endif
 
 /* Acquire loads, release stores and read-modify-writes (returning the new value) of an int and
-   a uint64_t. GCC and clang builtins; MSVC's interlocked functions, with plain volatile loads
+   a uint64_t, and a compare-and-swap of a uint64_t (1 when it swapped). GCC and clang builtins; MSVC's interlocked functions, with plain volatile loads
    and stores on x86-64, whose memory order already gives acquire and release (the compiler
    barrier keeps the compiler from moving other accesses across them). */
 #if !defined(MLSTACK_NO_THREADS)
@@ -2306,6 +2306,8 @@ typedef pthread_t mlstack__thread;
 #define mlstack__atomic_add(p, v) __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL)
 #define mlstack__atomic_load64 mlstack__atomic_load
 #define mlstack__atomic_inc64(p) __atomic_add_fetch(p, 1, __ATOMIC_ACQ_REL)
+#define mlstack__atomic_cas64(p, old, v) \
+    __atomic_compare_exchange_n(p, &(old), v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) /* 1: swapped */
 #elif defined(_MSC_VER)
 #include <intrin.h>
 #if defined(_M_X64)
@@ -2326,6 +2328,8 @@ static uint64_t mlstack__atomic_load64(const volatile uint64_t *p) {
 #define mlstack__atomic_store(p, v) ((void)_InterlockedExchange((volatile long *)(p), (long)(v)))
 #define mlstack__atomic_add(p, v) ((int)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)) + (int)(v))
 #define mlstack__atomic_inc64(p) ((uint64_t)_InterlockedIncrement64((volatile __int64 *)(p)))
+#define mlstack__atomic_cas64(p, old, v) \
+    ((uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(p), (__int64)(v), (__int64)(old)) == (old))
 #else
 #error "mlstack.h: no atomics for this compiler; build with MLSTACK_NO_THREADS"
 #endif
@@ -2354,7 +2358,10 @@ MLSTACK__FN void mlstack__once(mlstack__once_flag *o, void (*fn)(void)) {
 /* Thread pool: a fixed set of workers, fork/join over task indices [0, n_tasks). The calling
    thread takes part, so a pool of 1 runs everything inline. Waiting spins briefly (a forward
    pass forks dozens of times per token, far too often to pay a futex sleep and wake-up each
-   time), then sleeps on a condition variable so idle engines cost nothing. */
+   time), then sleeps on a condition variable so idle engines cost nothing. Each thread runs a
+   contiguous share of the tasks (neighbouring weight rows stream from memory together), from
+   the front; a thread done with its own takes the others' from their ends, so a thread slowed
+   by a late wake-up or a busy core does not hold up the join. */
 typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
@@ -2404,6 +2411,8 @@ typedef struct mlstack__pool {
     uint64_t generation; /* atomic: bumped once per fork */
     int pending;         /* atomic: workers still busy with the current generation */
     int quit;            /* atomic */
+    uint64_t *share;     /* atomic, per thread (a cache line apart): its tasks left, lo | hi << 32 */
+    void *share_mem;
     mlstack__task_fn fn;
     void *ctx;
     int n_tasks;
@@ -2426,13 +2435,32 @@ typedef struct mlstack__worker_arg {
     int index;
 } mlstack__worker_arg;
 
+/* The next task of thread v's share: its first (own, front) or its last (taken, !front); -1
+   when none is left. */
+static int mlstack__pool_take(mlstack__pool *p, int v, int front) {
+    uint64_t *sh = p->share + (size_t)v * 8, old = mlstack__atomic_load64(sh);
+    for (;;) {
+        uint32_t lo = (uint32_t)old, hi = (uint32_t)(old >> 32);
+        if (lo >= hi) return -1;
+        if (front && mlstack__atomic_cas64(sh, old, (uint64_t)(lo + 1) | (uint64_t)hi << 32)) return (int)lo;
+        if (!front && mlstack__atomic_cas64(sh, old, (uint64_t)lo | (uint64_t)(hi - 1) << 32)) return (int)hi - 1;
+    }
+}
+/* Thread me's part of a fork: its own share, then what the others have left. */
+static void mlstack__pool_work(mlstack__pool *p, int me) {
+    int t, k;
+    while ((t = mlstack__pool_take(p, me, 1)) >= 0) p->fn(p->ctx, t, p->n_tasks, me);
+    for (k = 1; k < p->n_threads; k++)
+        while ((t = mlstack__pool_take(p, (me + k) % p->n_threads, 0)) >= 0) p->fn(p->ctx, t, p->n_tasks, me);
+}
+
 MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     mlstack__worker_arg arg = *(mlstack__worker_arg *)arg_;
     mlstack__pool *p = arg.pool;
     uint64_t seen = 0;
     MLSTACK_FREE(arg_);
     for (;;) {
-        int t, i;
+        int i;
         for (i = 0;
              i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
@@ -2445,10 +2473,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
         }
         if (mlstack__atomic_load(&p->quit)) return MLSTACK__THREAD_RETURN;
         seen = mlstack__atomic_load64(&p->generation);
-        /* a contiguous share of the tasks: neighbouring weight rows stream from memory together */
-        for (t = (int)((int64_t)p->n_tasks * arg.index / p->n_threads);
-             t < (int)((int64_t)p->n_tasks * (arg.index + 1) / p->n_threads); t++)
-            p->fn(p->ctx, t, p->n_tasks, arg.index);
+        mlstack__pool_work(p, arg.index);
         if (mlstack__atomic_add(&p->pending, -1) == 0) {
             mlstack__lock(&p->mu);
             mlstack__cond_signal(&p->done);
@@ -2471,7 +2496,13 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
     p->n_threads = n_threads;
     if (n_threads == 1) return 0;
     p->threads = (mlstack__thread *)mlstack__calloc((size_t)n_threads, sizeof(mlstack__thread));
-    if (!p->threads) return -1;
+    p->share_mem = mlstack__calloc((size_t)n_threads * 8 + 8, sizeof(uint64_t));
+    if (!p->threads || !p->share_mem) {
+        MLSTACK_FREE(p->threads), MLSTACK_FREE(p->share_mem);
+        p->threads = NULL, p->share_mem = NULL;
+        return -1;
+    }
+    p->share = (uint64_t *)p->share_mem + (8 - (uintptr_t)p->share_mem / 8 % 8) % 8; /* 64-byte aligned */
     mlstack__mutex_init(&p->mu);
     mlstack__cond_init(&p->wake);
     mlstack__cond_init(&p->done);
@@ -2515,12 +2546,15 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         p->fn = fn;
         p->ctx = ctx;
         p->n_tasks = n_tasks;
+        for (i = 0; i < p->n_threads; i++) /* thread i's share: tasks [n i / T, n (i + 1) / T) */
+            p->share[(size_t)i * 8] = (uint64_t)((int64_t)n_tasks * i / p->n_threads) |
+                                      (uint64_t)((int64_t)n_tasks * (i + 1) / p->n_threads) << 32;
         mlstack__atomic_store(&p->pending, p->n_threads - 1);
         mlstack__lock(&p->mu);
         mlstack__atomic_inc64(&p->generation);
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
-        for (t = 0; t < (int)((int64_t)n_tasks / p->n_threads); t++) fn(ctx, t, n_tasks, 0);
+        mlstack__pool_work(p, 0);
         for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
@@ -2547,6 +2581,7 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
         mlstack__cond_destroy(&p->wake);
         mlstack__cond_destroy(&p->done);
         MLSTACK_FREE(p->threads);
+        MLSTACK_FREE(p->share_mem);
     }
 #endif
     memset(p, 0, sizeof *p);

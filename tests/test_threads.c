@@ -2,7 +2,8 @@
    - one thread steps an engine while others submit, poll, cancel and release requests;
    - engines of different kernel tables sharing one model: one is created (and may pack panels
      into the model) while another generates;
-   - several threads encoding and decoding with one tokenizer.
+   - several threads encoding and decoding with one tokenizer;
+   - the thread pool's fork/join with one thread held up: the others take its tasks.
    Results are checked against the same work done on one thread. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
@@ -242,6 +243,40 @@ static void test_tokenizer(void) {
     free(json);
 }
 
+/* The pool: every task runs exactly once, and tasks of a held-up thread's share go to the
+   others (each of thread 1's tasks naps; the others finish theirs and take its last ones). */
+typedef struct {
+    int runs[64], by[64];
+} pool_probe;
+static void probe_task(void *ctx, int task, int n_tasks, int thread) {
+    pool_probe *pp = (pool_probe *)ctx;
+    (void)n_tasks;
+    if (thread == 1) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    __atomic_add_fetch(&pp->runs[task], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&pp->by[task], thread, __ATOMIC_RELAXED);
+}
+static void test_pool(void) {
+    mlstack__pool pool;
+    int rep, t;
+    CHECK(mlstack__pool_init(&pool, 4) == 0);
+    for (rep = 0; rep < 3; rep++) {
+        pool_probe pp;
+        int once = 1, taken = 0;
+        memset(&pp, 0, sizeof pp);
+        mlstack__pool_run(&pool, probe_task, &pp, 64);
+        for (t = 0; t < 64; t++) {
+            once &= pp.runs[t] == 1;
+            taken += t >= 16 && t < 32 && pp.by[t] != 1; /* thread 1's share: tasks 16..31 */
+        }
+        CHECKF(once, "pool run %d: a task ran other than once", rep);
+        CHECKF(taken > 0, "pool run %d: no task of the held-up thread's share went to another thread", rep);
+    }
+    mlstack__pool_free(&pool);
+}
+
 int main(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
@@ -256,5 +291,6 @@ int main(void) {
     mlstack_model_close(m);
     test_shared_model();
     test_tokenizer();
+    test_pool();
     return tl_finish();
 }
