@@ -2296,9 +2296,10 @@ typedef pthread_t mlstack__thread;
 #endif
 
 /* Acquire loads, release stores and read-modify-writes (returning the new value) of an int and
-   a uint64_t, and a compare-and-swap of a uint64_t (1 when it swapped). GCC and clang builtins; MSVC's interlocked functions, with plain volatile loads
-   and stores on x86-64, whose memory order already gives acquire and release (the compiler
-   barrier keeps the compiler from moving other accesses across them). */
+   a uint64_t, and a compare-and-swap of a uint64_t (1 when it swapped; otherwise the variable
+   old gets the value found). GCC and clang builtins; MSVC's interlocked functions, with plain
+   volatile loads and stores on x86-64, whose memory order already gives acquire and release
+   (the compiler barrier keeps the compiler from moving other accesses across them). */
 #if !defined(MLSTACK_NO_THREADS)
 #if defined(__GNUC__)
 #define mlstack__atomic_load(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
@@ -2307,7 +2308,7 @@ typedef pthread_t mlstack__thread;
 #define mlstack__atomic_load64 mlstack__atomic_load
 #define mlstack__atomic_inc64(p) __atomic_add_fetch(p, 1, __ATOMIC_ACQ_REL)
 #define mlstack__atomic_cas64(p, old, v) \
-    __atomic_compare_exchange_n(p, &(old), v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) /* 1: swapped */
+    __atomic_compare_exchange_n(p, &(old), v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #elif defined(_MSC_VER)
 #include <intrin.h>
 #if defined(_M_X64)
@@ -2328,8 +2329,13 @@ static uint64_t mlstack__atomic_load64(const volatile uint64_t *p) {
 #define mlstack__atomic_store(p, v) ((void)_InterlockedExchange((volatile long *)(p), (long)(v)))
 #define mlstack__atomic_add(p, v) ((int)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)) + (int)(v))
 #define mlstack__atomic_inc64(p) ((uint64_t)_InterlockedIncrement64((volatile __int64 *)(p)))
-#define mlstack__atomic_cas64(p, old, v) \
-    ((uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(p), (__int64)(v), (__int64)(old)) == (old))
+static int mlstack__atomic_cas64_msvc(volatile uint64_t *p, uint64_t *old, uint64_t v) {
+    uint64_t seen = (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)p, (__int64)v, (__int64)*old);
+    if (seen == *old) return 1;
+    *old = seen;
+    return 0;
+}
+#define mlstack__atomic_cas64(p, old, v) mlstack__atomic_cas64_msvc(p, &(old), v)
 #else
 #error "mlstack.h: no atomics for this compiler; build with MLSTACK_NO_THREADS"
 #endif
