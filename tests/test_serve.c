@@ -695,9 +695,10 @@ static void test_spec_ngram(void) {
     /* the latest earlier "5 6 7" is at 5: followed by 1 2 5 6 7 */
     CHECKF(n == 5 && out[0] == 1 && out[1] == 2 && out[4] == 7, "ngram: %d (%d %d)", n, (int)out[0], (int)out[1]);
     CHECK(mlstack__spec_ngram(t, 13, 3, 2, out) == 2 && out[0] == 1 && out[1] == 2);
-    { /* no 3- or 2-gram match: the last token alone */
+    { /* no 3- or 2-gram match: no draft, unless the longest n-gram is 1 (then the last token alone) */
         int32_t u[] = {1, 2, 3, 4, 2, 9, 4};
-        CHECK(mlstack__spec_ngram(u, 7, 3, 4, out) == 3 && out[0] == 2 && out[1] == 9 && out[2] == 4);
+        CHECK(mlstack__spec_ngram(u, 7, 3, 4, out) == 0);
+        CHECK(mlstack__spec_ngram(u, 7, 1, 4, out) == 3 && out[0] == 2 && out[1] == 9 && out[2] == 4);
         CHECK(mlstack__spec_ngram(u, 3, 3, 4, out) == 0);
         CHECK(mlstack__spec_ngram(u, 1, 3, 4, out) == 0);
     }
