@@ -16118,8 +16118,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const
    floats), shared by the rows' blocks. A thread's panels are one stream in memory (steps and
    groups back to back); the first block of rows fetches the bytes one step further on as it
    goes (into the next group, and past o1 at the end of a range: a thread's tasks are
-   consecutive), so that memory works while the FMAs do, except for one row of F32, which the
-   hardware prefetcher streams faster alone. SmolLM2-135M on a 2-core Zen 3, 2 threads, best of
+   consecutive), so that memory works while the FMAs do, except for one or two rows of F32,
+   which the hardware prefetcher streams faster alone (2 sequences at 2 threads: 81-89 against
+   74-80 t/s with the fetch; 3: 83-87 against 97-99). SmolLM2-135M on a 2-core Zen 3, 2 threads, best of
    3 runs, 1 / 8 sequences: BF16 59.7 / 262 -> 91.7 / 317 tokens/s, F32 50.9 / 164 -> 51.9 / 189
    (the same runs without the fetch: BF16 89.1 / 252, F32 50.8 / 160). In cache, direct
    conversion against the scratch copy (one 512 x 256 F16 matrix, one thread): 8 rows 29.9
@@ -16152,7 +16153,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
                     int nvec = vt - v0 < step ? vt - v0 : step, pfl = (nvec * 8 * es + 63) / 64;
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
-                    const unsigned char *pf = b == 0 && (B > 1 || es == 2) ? src + (size_t)v0 * 8 * es + ahead : NULL;
+                    const unsigned char *pf = b == 0 && (B > 2 || es == 2) ? src + (size_t)v0 * 8 * es + ahead : NULL;
                     const void *wv =
                         direct ? (const void *)(src + (size_t)v0 * 8 * es) : (const void *)(scratch + 8 * v0);
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                             \
