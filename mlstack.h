@@ -16120,9 +16120,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const
    goes (into the next group, and past o1 at the end of a range: a thread's tasks are
    consecutive), so that memory works while the FMAs do, except for one or two rows of F32,
    which the hardware prefetcher streams faster alone (2 sequences at 2 threads: 81-89 against
-   74-80 t/s with the fetch; 3: 83-87 against 97-99). SmolLM2-135M on a 2-core Zen 3, 2 threads, best of
-   3 runs, 1 / 8 sequences: BF16 59.7 / 262 -> 91.7 / 317 tokens/s, F32 50.9 / 164 -> 51.9 / 189
-   (the same runs without the fetch: BF16 89.1 / 252, F32 50.8 / 160). In cache, direct
+   74-80 t/s with the fetch; 3: 83-87 against 97-99). SmolLM2-135M on a 2-core Zen 3, 2
+   threads, best of 3 runs, 1 / 8 sequences: BF16 59.7 / 262 -> 91.7 / 317 tokens/s, F32 50.9 /
+   164 -> 51.9 / 189 (the same runs without the fetch: BF16 89.1 / 252, F32 50.8 / 160). In cache, direct
    conversion against the scratch copy (one 512 x 256 F16 matrix, one thread): 8 rows 29.9
    against 30.5 us, 64 rows 196 against 210, 256 rows 842 against 884, 512 rows 1765 against
    1601. */
@@ -18851,10 +18851,11 @@ static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst
             vst1_u16((uint16_t *)dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
     } else if (dt == MLSTACK_DTYPE_BF16) {
         for (; i + 4 <= n; i += 4) {
-            uint32x4_t b = vreinterpretq_u32_f32(vld1q_f32(src + i));
+            float32x4_t f = vld1q_f32(src + i);
+            uint32x4_t b = vreinterpretq_u32_f32(f);
             uint32x4_t r = vshrq_n_u32(
                 vaddq_u32(vaddq_u32(b, vdupq_n_u32(0x7FFF)), vandq_u32(vshrq_n_u32(b, 16), vdupq_n_u32(1))), 16);
-            uint32x4_t nan = vmvnq_u32(vceqq_f32(vld1q_f32(src + i), vld1q_f32(src + i)));
+            uint32x4_t nan = vmvnq_u32(vceqq_f32(f, f));
             r = vbslq_u32(nan, vorrq_u32(vshrq_n_u32(b, 16), vdupq_n_u32(0x40)), r);
             vst1_u16((uint16_t *)dst + i, vmovn_u32(r));
         }
