@@ -16074,33 +16074,42 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float 
         _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
 }
 
-/* 8 values at element i of panels stored as WT, as f32 */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__p16f_ld_avx2(const void *wp, size_t i, const int WT) {
-    if (WT == MLSTACK__W_F16) return mlstack__ld8_f16((const unsigned char *)wp, (int)i);
-    if (WT == MLSTACK__W_BF16) return mlstack__ld8_bf16((const unsigned char *)wp, (int)i);
-    return _mm256_loadu_ps((const float *)wp + i);
+/* 8 values at byte offset i of panels stored as WT, as f32 */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__p16f_ld_avx2(const unsigned char *wp, size_t i,
+                                                                           const int WT) {
+    if (WT == MLSTACK__W_F16) return mlstack__ld8_f16(wp + i, 0);
+    if (WT == MLSTACK__W_BF16) return mlstack__ld8_bf16(wp + i, 0);
+    return _mm256_loadu_ps((const float *)(const void *)(wp + i));
 }
 /* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
    read straight from memory, nothing to reuse). wp: the tile's first vector at input k0 of the
-   step, ldw values per input, stored as WT (F32, or F16 / BF16 converted as they are read);
-   nvt: outputs left from the tile's first (stores stop there). pf: when not NULL, per input k
-   the pfl lines from pf + k * pfs are fetched ahead (the same panel bytes one step further on). */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const void *wp, size_t ldw, const float *x,
-                                                                           size_t ldx, float *y, size_t ldy, int kn,
-                                                                           int resume, const float *bias, int nvt,
-                                                                           const unsigned char *pf, size_t pfs, int pfl,
-                                                                           const int RB, const int NV, const int WT) {
+   step, lds bytes per input, stored as WT (F32, or F16 / BF16 converted as they are read);
+   nvt: outputs left from the tile's first (stores stop there). pf: when not NULL, pfs bytes
+   from pf on are fetched per input, one line at a time (a later part of the same stream). The
+   loop keeps one pointer per activation row and one into the weights: per input, the FMAs, the
+   loads and little else (with the row offsets and input index recomputed each time, the
+   6 x 2 tile issued about 40 instructions for 12 FMAs). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, size_t ldx, float *y, size_t ldy, int kn,
+                        int resume, const float *bias, int nvt, const unsigned char *pf, size_t pfs, const int RB,
+                        const int NV, const int WT) {
+    const size_t VB = WT == MLSTACK__W_F32 ? 32 : 16; /* bytes of 8 values */
+    const float *xr[6];
+    const unsigned char *pn = pf, *pe = pf;
     __m256 acc[6][8];
-    int b, v, k, l;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] =
-        resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
-    for (k = 0; k < kn; k++) {
+    int b, v, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+        xr[b] = x + (size_t)b * ldx;
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] =
+            resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
+    }
+    for (k = 0; k < kn; k++, wp += lds) {
         __m256 wv[8];
-        MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = mlstack__p16f_ld_avx2(wp, (size_t)k * ldw + 8 * (size_t)v, WT);
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = mlstack__p16f_ld_avx2(wp, VB * (size_t)v, WT);
         if (pf)
-            for (l = 0; l < pfl; l++) _mm_prefetch((const char *)(pf + (size_t)k * pfs + 64 * (size_t)l), _MM_HINT_T0);
+            for (pe += pfs; pn < pe; pn += 64) _mm_prefetch((const char *)pn, _MM_HINT_T0);
         MLSTACK__UNROLL for (b = 0; b < RB; b++) {
-            __m256 xv = _mm256_broadcast_ss(x + (size_t)b * ldx + (size_t)k);
+            __m256 xv = _mm256_broadcast_ss(xr[b] + k);
             MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
         }
     }
@@ -16115,17 +16124,19 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__p16f_tile_avx2(const
    Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group.
    F16/BF16 panels are converted as the tiles read them (the conversion runs beside the FMAs)
    up to 256 rows; past that, once per step into scratch (4 panels x MLSTACK__MM_KC x 16
-   floats), shared by the rows' blocks. A thread's panels are one stream in memory (steps and
-   groups back to back); the first block of rows fetches the bytes one step further on as it
-   goes (into the next group, and past o1 at the end of a range: a thread's tasks are
-   consecutive), so that memory works while the FMAs do, except for one or two rows of F32,
-   which the hardware prefetcher streams faster alone (2 sequences at 2 threads: 81-89 against
-   74-80 t/s with the fetch; 3: 83-87 against 97-99). SmolLM2-135M on a 2-core Zen 3, 2
-   threads, best of 3 runs, 1 / 8 sequences: BF16 59.7 / 262 -> 91.7 / 317 tokens/s, F32 50.9 /
-   164 -> 51.9 / 189 (the same runs without the fetch: BF16 89.1 / 252, F32 50.8 / 160). In cache, direct
-   conversion against the scratch copy (one 512 x 256 F16 matrix, one thread): 8 rows 29.9
-   against 30.5 us, 64 rows 196 against 210, 256 rows 842 against 884, 512 rows 1765 against
-   1601. */
+   floats), shared by the rows' blocks: BF16 prefill of 512 tokens, SmolLM2, 2 threads, 640-660
+   against 606-618 tokens/s converting as read (F16 the same either way). A thread's panels are one stream in memory (steps and
+   groups back to back), and the first block of rows fetches the next step's bytes while its
+   FMAs run (into the next group, and past o1 at the end of a range: a thread's tasks are
+   consecutive). The fetch walks that step front to back, each of the block's passes over the
+   step (one per tile column) taking its share in order: a fetch at the pass's own stride
+   (one line in four for F32 at 6 rows) left memory idle while the FMAs ran, one 4096 x 8192
+   F32 matrix at 6 rows taking 17.3 ms against 9.4 in order (one thread; 7-8 ms for one row).
+   One or two rows of F32 take no fetch: the hardware prefetcher streams them faster alone (2
+   sequences at 2 threads: 81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a
+   2-core Zen 3, 2 threads, 8 sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s
+   with the in-order fetch, F16 333 -> 354; then with the leaner tile loop F16 327 -> 388,
+   BF16 342 -> 373, F32 261 -> 277. */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1, float *scratch) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, i;
@@ -16148,18 +16159,20 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
             }
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
+                size_t pfs = lds / (size_t)((vt + step - 1) / step); /* per input: the step's bytes over its passes */
                 const float *xb = x + (size_t)b * n + k0;
                 for (v0 = 0; v0 < vt; v0 += step) {
-                    int nvec = vt - v0 < step ? vt - v0 : step, pfl = (nvec * 8 * es + 63) / 64;
+                    int nvec = vt - v0 < step ? vt - v0 : step;
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
-                    const unsigned char *pf = b == 0 && (B > 2 || es == 2) ? src + (size_t)v0 * 8 * es + ahead : NULL;
-                    const void *wv =
-                        direct ? (const void *)(src + (size_t)v0 * 8 * es) : (const void *)(scratch + 8 * v0);
-#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                             \
-    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                            \
-        mlstack__p16f_tile_avx2(wv, ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, lds, pfl, RB_, NV_, \
-                                WT_);                                                                                 \
+                    const unsigned char *pf =
+                        b == 0 && (B > 2 || es == 2) ? src + ahead + (size_t)(v0 / step) * (size_t)kn * pfs : NULL;
+                    const unsigned char *wv =
+                        direct ? src + (size_t)v0 * 8 * es : (const unsigned char *)(const void *)(scratch + 8 * v0);
+#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                            \
+    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                           \
+        mlstack__p16f_tile_avx2(wv, direct ? lds : 4 * ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
+                                pfs, RB_, NV_, WT_);                                                                 \
         break;
 #define MLSTACK__P16F_AVX2_ALL(WT_) \
     /* clang-format off */ \

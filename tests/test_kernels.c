@@ -18,8 +18,8 @@ static float frand(void) {
 /* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
-/* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the AVX2 float
-   kernel's converted-copy path (over 256 rows): every weight format the table packs against
+/* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the float kernels'
+   converted-copy paths (over 256 rows on AVX2): every weight format the table packs against
    the scalar reference, B = 16, 17, 40 (and 300 for float weights) and row lengths of 1, 2 and
    33 blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
    the rounding of x, and each row alone (a decode) gives the bits it gets in the batch. */
