@@ -16125,10 +16125,10 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    F16/BF16 panels are converted as the tiles read them (the conversion runs beside the FMAs)
    up to 256 rows; past that, once per step into scratch (4 panels x MLSTACK__MM_KC x 16
    floats), shared by the rows' blocks: BF16 prefill of 512 tokens, SmolLM2, 2 threads, 640-660
-   against 606-618 tokens/s converting as read (F16 the same either way). A thread's panels are one stream in memory (steps and
-   groups back to back), and the first block of rows fetches the next step's bytes while its
-   FMAs run (into the next group, and past o1 at the end of a range: a thread's tasks are
-   consecutive). The fetch walks that step front to back, each of the block's passes over the
+   against 606-618 tokens/s converting as read (F16 the same either way). A thread's panels are
+   one stream in memory (steps and groups back to back), and the first block of rows fetches
+   the next step's bytes while its FMAs run (into the next group, and past o1 at the end of a
+   range: a thread's tasks are consecutive). The fetch walks that step front to back, each of the block's passes over the
    step (one per tile column) taking its share in order: a fetch at the pass's own stride
    (one line in four for F32 at 6 rows) left memory idle while the FMAs ran, one 4096 x 8192
    F32 matrix at 6 rows taking 17.3 ms against 9.4 in order (one thread; 7-8 ms for one row).
@@ -16304,9 +16304,8 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
             size_t pfs;
             rb = B - b >= 4 ? 4 : B - b == 3 ? 3 : 1;
             step = rb == 1 ? 8 : 2;
-            npass = (vt + step - 1) / step;
-            pfs =
-                MLSTACK__P16_GROUP * pb / ((size_t)npass * (size_t)nb); /* per block: the next group over the passes */
+            npass = (vt + step - 1) / step; /* per block, each pass fetches its share of the next group */
+            pfs = MLSTACK__P16_GROUP * pb / ((size_t)npass * (size_t)nb);
             for (v0 = 0; v0 < vt; v0 += step) {
                 int nvec = vt - v0 < step ? vt - v0 : step;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
