@@ -16074,11 +16074,10 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__st8_part_avx2(float 
         _mm256_maskstore_ps(p, mlstack__mask8_avx2(n), v);
 }
 
-/* 8 values at byte offset i of panels stored as WT, as f32 */
+/* 8 values at byte offset i of panels stored as WT (F32 or F16), as f32 */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__p16f_ld_avx2(const unsigned char *wp, size_t i,
                                                                            const int WT) {
     if (WT == MLSTACK__W_F16) return mlstack__ld8_f16(wp + i, 0);
-    if (WT == MLSTACK__W_BF16) return mlstack__ld8_bf16(wp + i, 0);
     return _mm256_loadu_ps((const float *)(const void *)(wp + i));
 }
 /* Float tile: RB rows x NV vectors (RB * NV <= 12 accumulators; with RB = 1 the weights are
