@@ -16149,41 +16149,34 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 
 /* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps.
    Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group.
-   F16/BF16 panels are converted as the tiles read them (the conversion runs beside the FMAs)
-   up to 256 rows; past that, once per step into scratch (4 panels x MLSTACK__MM_KC x 16
-   floats), shared by the rows' blocks: BF16 prefill of 512 tokens, SmolLM2, 2 threads, 640-660
-   against 606-618 tokens/s converting as read (F16 the same either way). A thread's panels are
-   one stream in memory (steps and groups back to back), and the first block of rows fetches
-   the next step's bytes while its FMAs run (into the next group, and past o1 at the end of a
-   range: a thread's tasks are consecutive). The fetch walks that step front to back, each of the block's passes over the
-   step (one per tile column) taking its share in order: a fetch at the pass's own stride
-   (one line in four for F32 at 6 rows) left memory idle while the FMAs ran, one 4096 x 8192
-   F32 matrix at 6 rows taking 17.3 ms against 9.4 in order (one thread; 7-8 ms for one row).
-   One or two rows of F32 take no fetch: the hardware prefetcher streams them faster alone (2
-   sequences at 2 threads: 81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a
-   2-core Zen 3, 2 threads, 8 sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s
-   with the in-order fetch, F16 333 -> 354; then with the leaner tile loop F16 327 -> 388,
-   BF16 342 -> 373, F32 261 -> 277. */
+   F16/BF16 panels are converted as the tiles read them, at any row count: the conversion runs
+   beside the FMAs, and a copy converted once per step and shared by the rows' blocks was no
+   faster even at 512 rows once the tile loop got lean and BF16 took 16 values a load (SmolLM2
+   pp512, 2 threads, best of 4 alternated runs: BF16 649 against 644 tokens/s, F16 659 against
+   657). A thread's panels are one stream in memory (steps and groups back to back), and the
+   first block of rows fetches the next step's bytes while its FMAs run (into the next group,
+   and past o1 at the end of a range: a thread's tasks are consecutive). The fetch walks that
+   step front to back, each of the block's passes over the step (one per tile column) taking
+   its share in order: a fetch at the pass's own stride (one line in four for F32 at 6 rows)
+   left memory idle while the FMAs ran, one 4096 x 8192 F32 matrix at 6 rows taking 17.3 ms
+   against 9.4 in order (one thread; 7-8 ms for one row). One or two rows of F32 take no fetch:
+   the hardware prefetcher streams them faster alone (2 sequences at 2 threads: 81-89 against
+   74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8 sequences, best
+   of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16 333 -> 354; then
+   with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277. */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
-                                                  int o1, float *scratch) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, i;
-    int es = w->wtype == MLSTACK__W_F32 ? 4 : 2, direct = w->wtype == MLSTACK__W_F32 || B <= 256;
+                                                  int o1) {
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
-        size_t ldw = (size_t)gp * 16, lds = ldw * (size_t)es; /* values, bytes per input */
+        size_t lds = (size_t)gp * 16 * (size_t)es; /* bytes per input */
         for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
             int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
             const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL;
             const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
             size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
-            if (!direct) { /* the step's values, converted once for all activation rows */
-                if (w->wtype == MLSTACK__W_F16)
-                    for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_f16(src, 8 * i));
-                else
-                    for (i = 0; i < kn * gp * 2; i++) _mm256_storeu_ps(scratch + 8 * i, mlstack__ld8_bf16(src, 8 * i));
-            }
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
                 size_t pfs = lds / (size_t)((vt + step - 1) / step); /* per input: the step's bytes over its passes */
@@ -16194,12 +16187,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf =
                         b == 0 && (B > 2 || es == 2) ? src + ahead + (size_t)(v0 / step) * (size_t)kn * pfs : NULL;
-                    const unsigned char *wv =
-                        direct ? src + (size_t)v0 * 8 * es : (const unsigned char *)(const void *)(scratch + 8 * v0);
-#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                            \
-    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                           \
-        mlstack__p16f_tile_avx2(wv, direct ? lds : 4 * ldw, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
-                                pfs, RB_, NV_, WT_);                                                                 \
+                    const unsigned char *wv = src + (size_t)v0 * 8 * es;
+#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                              \
+    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                             \
+        mlstack__p16f_tile_avx2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, pfs, RB_, NV_, WT_); \
         break;
 #define MLSTACK__P16F_AVX2_ALL(WT_) \
     /* clang-format off */ \
@@ -16208,7 +16199,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
     MLSTACK__P16F_AVX2(WT_, 1, 8) MLSTACK__P16F_AVX2(WT_, 1, 6) MLSTACK__P16F_AVX2(WT_, 1, 4) \
     MLSTACK__P16F_AVX2(WT_, 1, 2)
                     /* clang-format on */
-                    switch ((direct ? w->wtype : MLSTACK__W_F32) * 128 + rb * 16 + nvec) {
+                    switch (w->wtype * 128 + rb * 16 + nvec) {
                         /* clang-format off */
                         MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F16)
                         MLSTACK__P16F_AVX2_ALL(MLSTACK__W_BF16)
@@ -16623,7 +16614,7 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
     if (MLSTACK__PACKED(w)) {
         if (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1) mlstack__mm_p16q_avx2(w, xq, y, B, o0, o1);
         else
-            mlstack__mm_p16f_avx2(w, x, y, B, o0, o1, scratch);
+            mlstack__mm_p16f_avx2(w, x, y, B, o0, o1);
         return;
     }
     mlstack__matmul_scalar(w, x, xq, y, B, o0, o1, scratch); /* weights without panels (tests): the same bits */

@@ -19,9 +19,9 @@ static float frand(void) {
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
 /* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the float kernels'
-   converted-copy paths (over 256 rows on AVX2): every weight format the table packs against
-   the scalar reference, B = 16, 17, 40 (and 300 for float weights) and row lengths of 1, 2 and
-   33 blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
+   long row loops (300 rows: 50 blocks of 6 on AVX2; a converted copy per step on AVX-512):
+   every weight format the table packs against the scalar reference, B = 16, 17, 40 (and 300
+   for float weights) and row lengths of 1, 2 and 33 blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
    the rounding of x, and each row alone (a decode) gives the bits it gets in the batch. */
 static void check_tall(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
@@ -45,7 +45,7 @@ static void check_tall(const mlstack__kernels *k) {
                 double worst = 0;
                 int same = 1;
                 if (quant && n_in % 32) continue;
-                if (B > 40 && (quant || n_in == 1056)) continue; /* 300 rows: the float kernels' other path */
+                if (B > 40 && (quant || n_in == 1056)) continue; /* 300 rows: float weights only */
                 if (!pairs && !(k->packs >> wt & 1u)) continue;
                 wf = (float *)malloc(sizeof(float) * n_out * n_in);
                 x = (float *)malloc(sizeof(float) * B * n_in);
