@@ -21,8 +21,9 @@ static float frand(void) {
 /* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the float kernels'
    long row loops (300 rows: 50 blocks of 6 on AVX2; a converted copy per step on AVX-512):
    every weight format the table packs against the scalar reference, B = 16, 17, 40 (and 300
-   for float weights) and row lengths of 1, 2 and 33 blocks (odd for the bf16 pairs). int8 and float: the reference's bits; bf16 pairs: within
-   the rounding of x, and each row alone (a decode) gives the bits it gets in the batch. */
+   for float weights) and row lengths of 1, 2 and 33 blocks (odd for the bf16 pairs). int8 and
+   float: the reference's bits; bf16 pairs: within the rounding of x, and each row alone (a
+   decode) gives the bits it gets in the batch. */
 static void check_tall(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
     static const int n_ins[] = {32, 64, 1056, 47, 1061}, Bs[] = {16, 17, 40, 300};
