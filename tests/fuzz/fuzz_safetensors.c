@@ -54,7 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fz_sink = ((const unsigned char *)v.data)[0];
             fz_sink = ((const unsigned char *)v.data)[v.n_bytes - 1];
         }
-        for (k = v.n_dims - 1; k >= 0 && v.shape[k] > 0; k--) fz_check(v.strides[k] > 0, "non-positive stride");
+        /* With elements, every stride is positive; without (a zero dimension), a stride whose
+           product of dimensions overflows is 0 (mlstack__st_view) and none is negative. */
+        for (k = 0; k < v.n_dims; k++)
+            fz_check(numel ? v.strides[k] > 0 : v.strides[k] >= 0, numel ? "non-positive stride" : "negative stride");
     }
     mlstack__st_close(&st);
     return 0;
