@@ -16167,6 +16167,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8 sequences, best
    of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16 333 -> 354; then
    with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277. */
+#define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2) /* vectors a tile of these rows spans */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
@@ -16174,21 +16175,18 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
-        size_t lds = (size_t)gp * 16 * (size_t)es; /* bytes per input */
+        size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
+        int npass = 0; /* passes over each step, every block of rows together */
+        for (b = 0; b < B; b += 6) npass += (vt + MLSTACK__P16F_STEP_AVX2(B - b) - 1) / MLSTACK__P16F_STEP_AVX2(B - b);
+        pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
             int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
             const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL;
             const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
             size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
-            int npass = 0, pass = 0;
-            size_t pfs;
+            int pass = 0;
             for (b = 0; b < B; b += 6) {
-                int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
-                npass += (vt + step - 1) / step;
-            }
-            pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
-            for (b = 0; b < B; b += 6) {
-                int rb = B - b < 6 ? B - b : 6, step = rb == 1 ? 8 : rb == 2 ? 4 : 2;
+                int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
                 const float *xb = x + (size_t)b * n + k0;
                 for (v0 = 0; v0 < vt; v0 += step, pass++) {
                     int nvec = vt - v0 < step ? vt - v0 : step;
@@ -16221,6 +16219,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
         }
     }
 }
+#undef MLSTACK__P16F_STEP_AVX2
 
 /* int8 tile, RB rows x NV vectors (RB * NV <= 8). No vpdpbusd here: per 4-input group,
    maddubs (unsigned x signed bytes -> int16 pair sums) then madd with ones -> int32. Q8_0's
