@@ -5802,8 +5802,7 @@ static uint32_t mlstack__hash(const uint64_t key[2], const char *s, size_t n) {
         v0 ^= m;
     }
     m = (uint64_t)n << 56;
-    p += i;
-    while (left--) m |= (uint64_t)p[left] << (8 * left);
+    while (left--) m |= (uint64_t)p[i + left] << (8 * left); /* (s may be NULL when n is 0: no pointer moves) */
     v3 ^= m;
     MLSTACK__SIPROUND(v0, v1, v2, v3);
     v0 ^= m;
@@ -5924,7 +5923,7 @@ MLSTACK__FN int32_t mlstack__tok_vocab_find(const mlstack_tokenizer *t, const ch
     for (;;) {
         uint32_t v = t->vmap[h];
         if (!v) return -1;
-        if (t->tok_len[v - 1] == n && memcmp(t->tok_s[v - 1], s, n) == 0) return (int32_t)(v - 1);
+        if (t->tok_len[v - 1] == n && (n == 0 || memcmp(t->tok_s[v - 1], s, n) == 0)) return (int32_t)(v - 1);
         h = (h + 1) & t->vmask;
     }
 }
@@ -8140,7 +8139,7 @@ static int32_t mlstack__strtab_find(const mlstack__strtab *t, const char *s, siz
     for (;; i = (i + 1) & t->mask) {
         int32_t id = t->slot[i];
         if (id < 0) return -1;
-        if (t->len[id] == n && memcmp(t->s[id], s, n) == 0) return id;
+        if (t->len[id] == n && (n == 0 || memcmp(t->s[id], s, n) == 0)) return id;
     }
 }
 
