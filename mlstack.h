@@ -11851,7 +11851,7 @@ static int mlstack__tpl_printf(mlstack__tctx *c, const mlstack__tv *fmt, const m
     mlstack__tbuf b;
     memset(&b, 0, sizeof b);
     if (args->t == MLSTACK__TPL_VAL_LIST && args->u.l->kind == MLSTACK__TPL_LIST_TUPLE) {
-        items = args->u.l->v + args->u.l->start;
+        items = args->u.l->v ? args->u.l->v + args->u.l->start : NULL; /* (an empty tuple has no array) */
         nitems = args->u.l->n - args->u.l->start;
     }
     if (mlstack__tbuf_put(c, &b, "", 0)) return -1;
