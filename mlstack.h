@@ -16161,12 +16161,13 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    ms against 9.4 in order (one thread; 7-8 ms for one row); with the first block alone
    fetching, memory idled while the later blocks ran (8 rows: 6 + 2): spread over every pass,
    that matrix at 8 / 12 rows 11.0 / 13.1 -> 10.2 / 12.2 ms, and SmolLM2 at 8 sequences F32
-   294 -> 323 tokens/s, F16 431 -> 451 (BF16 the same, 439 / 440). One or two rows of F32 take no fetch:
-   the hardware prefetcher streams them faster alone (2 sequences at 2 threads: 81-89 against
-   74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8 sequences, best
-   of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16 333 -> 354; then
-   with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277. */
-#define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2) /* vectors a tile of these rows spans */
+   294 -> 323 tokens/s, F16 431 -> 451 (BF16 the same, 439 / 440). One or two rows of F32
+   take no fetch: the hardware prefetcher streams them faster alone (2 sequences at 2 threads:
+   81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8
+   sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16
+   333 -> 354; then with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277. */
+/* vectors a tile of these rows spans */
+#define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
