@@ -16165,12 +16165,20 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    take no fetch: the hardware prefetcher streams them faster alone (2 sequences at 2 threads:
    81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8
    sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16
-   333 -> 354; then with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277. */
+   333 -> 354; then with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277.
+   F32 at 7-32 rows steps 64 inputs (16 KB of a group's panels, as F16's 128): the later
+   blocks of rows then re-read the step from L1, not L2 (one 1536 x 576 matrix, 8 rows, one
+   thread: 221-227 -> 200-206 us; the SmolLM2-135M-Instruct folder, F32, 2 threads, best of
+   4 alternated runs: 8 sequences 327-340 -> 354-366 tokens/s, 32 sequences 407 -> 418). With
+   one block (1-6 rows) nothing is re-read and the shorter fetch distance lost 5%; at 64 and
+   more rows (prefill) the sums parked in y twice as often cost what the reuse saves (pp512
+   650 against 622 tokens/s); F16 and BF16 in 64-input steps lost 1-4%. */
 /* vectors a tile of these rows spans */
 #define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
@@ -16179,8 +16187,8 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
         int npass = 0; /* passes over each step, every block of rows together */
         for (b = 0; b < B; b += 6) npass += (vt + MLSTACK__P16F_STEP_AVX2(B - b) - 1) / MLSTACK__P16F_STEP_AVX2(B - b);
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
-        for (k0 = 0; k0 < n; k0 += MLSTACK__MM_KC) {
-            int kn = n - k0 < MLSTACK__MM_KC ? n - k0 : MLSTACK__MM_KC, resume = k0 > 0;
+        for (k0 = 0; k0 < n; k0 += kc) {
+            int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
             const float *bias = k0 + kn == n && w->bias ? w->bias + p * 16 : NULL;
             const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
             size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
