@@ -27032,29 +27032,68 @@ static void mlstack__norm1(const mlstack__rank *rk, float *out, const float *x, 
         rk->k->rmsnorm(out, x, w, n, c->eps);
 }
 
+/* The row-wise steps between projections (norms, residual adds, activations): one pass over
+   rows [b0, b1) of B. With 64 rows and more (prefill) each thread of the pool takes its share
+   of the rows, else the calling thread runs them all; every row is computed the same way
+   either way. SmolLM2-135M, 2 threads, best of 4-5 alternated runs: pp512 F16 657 -> 666
+   tokens/s, F32 654 -> 662 (faster in every pair of runs); from 32 rows instead, 32 decoding
+   sequences lost 1.5% (439 -> 432). */
+#define MLSTACK__ROWS_POOL 64 /* rows from which the pool takes them */
+typedef struct mlstack__rows_job {
+    mlstack__rank *rk;
+    void (*fn)(const struct mlstack__rows_job *j, int b0, int b1);
+    float *out, *g;
+    const float *x, *w, *bn, *u;
+    int n, B;
+} mlstack__rows_job;
+static void mlstack__rows_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__rows_job *j = (const mlstack__rows_job *)ctx;
+    (void)thread;
+    j->fn(j, (int)((int64_t)j->B * task / n_tasks), (int)((int64_t)j->B * (task + 1) / n_tasks));
+}
+static void mlstack__rows_run(mlstack__rows_job *j) {
+    int nt = j->rk->pool->n_threads;
+    if (j->B >= MLSTACK__ROWS_POOL && nt > 1) mlstack__pool_run(j->rk->pool, mlstack__rows_task, j, nt);
+    else
+        j->fn(j, 0, j->B);
+}
+
+static void mlstack__norm_part(const mlstack__rows_job *j, int b0, int b1) {
+    size_t D = (size_t)j->n;
+    int b;
+    for (b = b0; b < b1; b++) mlstack__norm1(j->rk, j->out + (size_t)b * D, j->x + (size_t)b * D, j->w, j->bn, j->n);
+}
 /* out (B, D) = norm(x (B, D)) with weight w (and LayerNorm bias bn) */
 static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn, int B,
                                   int layer) {
-    const mlstack__config *c = &rk->model->cfg;
-    int b;
+    mlstack__rows_job j;
+    memset(&j, 0, sizeof j);
+    j.rk = rk, j.fn = mlstack__norm_part, j.out = out, j.x = x, j.w = w, j.bn = bn, j.n = rk->model->cfg.n_embd,
+    j.B = B;
     MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
-    for (b = 0; b < B; b++)
-        mlstack__norm1(rk, out + (size_t)b * c->n_embd, x + (size_t)b * c->n_embd, w, bn, c->n_embd);
+    mlstack__rows_run(&j);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
 /* x (B, D) += y (B, D) * residual_scale (Granite), one fused multiply-add (the canonical
    arithmetic of >>kernels: a product feeding a sum is always fused, so no compiler setting can
    change it) */
-static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
-    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
-    float rs = rk->model->cfg.residual_scale;
-    MLSTACK__PROF_BEGIN(rk->pool, ADD);
+static void mlstack__add_part(const mlstack__rows_job *j, int b0, int b1) {
+    size_t i, e = (size_t)b1 * (size_t)j->n;
+    float rs = j->rk->model->cfg.residual_scale, *x = j->out;
+    const float *y = j->x;
     if (rs == 1.0f) {
-        for (i = 0; i < n; i++) x[i] += y[i];
+        for (i = (size_t)b0 * (size_t)j->n; i < e; i++) x[i] += y[i];
     } else {
-        for (i = 0; i < n; i++) x[i] = MLSTACK__FMAF(y[i], rs, x[i]);
+        for (i = (size_t)b0 * (size_t)j->n; i < e; i++) x[i] = MLSTACK__FMAF(y[i], rs, x[i]);
     }
+}
+static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
+    mlstack__rows_job j;
+    memset(&j, 0, sizeof j);
+    j.rk = rk, j.fn = mlstack__add_part, j.out = x, j.x = y, j.n = rk->model->cfg.n_embd, j.B = B;
+    MLSTACK__PROF_BEGIN(rk->pool, ADD);
+    mlstack__rows_run(&j);
     MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
 }
 
@@ -27088,10 +27127,11 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
 
 /* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
    gate): g = act(g) */
-static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
-    int act = rk->model->cfg.act;
-    size_t i, N = (size_t)B * (size_t)n;
-    MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
+static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
+    int act = j->rk->model->cfg.act;
+    size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
+    float *g = j->g + o;
+    const float *u = j->u ? j->u + o : NULL;
     if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
@@ -27105,13 +27145,20 @@ static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, in
             }
         }
     } else if (act == MLSTACK__ACT_SILU) {
-        rk->k->swiglu(g, u, B * n);
+        j->rk->k->swiglu(g, u, (int)N);
     } else {
         for (i = 0; i < N; i++) {
             float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
             g[i] = a * u[i];
         }
     }
+}
+static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
+    mlstack__rows_job j;
+    memset(&j, 0, sizeof j);
+    j.rk = rk, j.fn = mlstack__act_part, j.g = g, j.u = u, j.n = n, j.B = B;
+    MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
+    mlstack__rows_run(&j);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
