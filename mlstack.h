@@ -27039,11 +27039,11 @@ static void mlstack__norm1(const mlstack__rank *rk, float *out, const float *x, 
    tokens/s, F32 654 -> 662 (faster in every pair of runs); from 32 rows instead, 32 decoding
    sequences lost 1.5% (439 -> 432). */
 #define MLSTACK__ROWS_POOL 64 /* rows from which the pool takes them */
-typedef struct mlstack__rows_job {
+typedef struct mlstack__rows_job { /* out (B, n): the rows written; x, w, bn: what the step reads */
     mlstack__rank *rk;
     void (*fn)(const struct mlstack__rows_job *j, int b0, int b1);
-    float *out, *g;
-    const float *x, *w, *bn, *u;
+    float *out;
+    const float *x, *w, *bn;
     int n, B;
 } mlstack__rows_job;
 static void mlstack__rows_task(void *ctx, int task, int n_tasks, int thread) {
@@ -27051,11 +27051,14 @@ static void mlstack__rows_task(void *ctx, int task, int n_tasks, int thread) {
     (void)thread;
     j->fn(j, (int)((int64_t)j->B * task / n_tasks), (int)((int64_t)j->B * (task + 1) / n_tasks));
 }
-static void mlstack__rows_run(mlstack__rows_job *j) {
-    int nt = j->rk->pool->n_threads;
-    if (j->B >= MLSTACK__ROWS_POOL && nt > 1) mlstack__pool_run(j->rk->pool, mlstack__rows_task, j, nt);
+static void mlstack__rows_run(mlstack__rank *rk, void (*fn)(const mlstack__rows_job *, int, int), float *out,
+                              const float *x, const float *w, const float *bn, int n, int B) {
+    mlstack__rows_job j;
+    int nt = rk->pool->n_threads;
+    j.rk = rk, j.fn = fn, j.out = out, j.x = x, j.w = w, j.bn = bn, j.n = n, j.B = B;
+    if (B >= MLSTACK__ROWS_POOL && nt > 1) mlstack__pool_run(rk->pool, mlstack__rows_task, &j, nt);
     else
-        j->fn(j, 0, j->B);
+        fn(&j, 0, B);
 }
 
 static void mlstack__norm_part(const mlstack__rows_job *j, int b0, int b1) {
@@ -27066,12 +27069,8 @@ static void mlstack__norm_part(const mlstack__rows_job *j, int b0, int b1) {
 /* out (B, D) = norm(x (B, D)) with weight w (and LayerNorm bias bn) */
 static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x, const float *w, const float *bn, int B,
                                   int layer) {
-    mlstack__rows_job j;
-    memset(&j, 0, sizeof j);
-    j.rk = rk, j.fn = mlstack__norm_part, j.out = out, j.x = x, j.w = w, j.bn = bn, j.n = rk->model->cfg.n_embd,
-    j.B = B;
     MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
-    mlstack__rows_run(&j);
+    mlstack__rows_run(rk, mlstack__norm_part, out, x, w, bn, rk->model->cfg.n_embd, B);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
 
@@ -27089,11 +27088,8 @@ static void mlstack__add_part(const mlstack__rows_job *j, int b0, int b1) {
     }
 }
 static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, int B, int layer) {
-    mlstack__rows_job j;
-    memset(&j, 0, sizeof j);
-    j.rk = rk, j.fn = mlstack__add_part, j.out = x, j.x = y, j.n = rk->model->cfg.n_embd, j.B = B;
     MLSTACK__PROF_BEGIN(rk->pool, ADD);
-    mlstack__rows_run(&j);
+    mlstack__rows_run(rk, mlstack__add_part, x, y, NULL, NULL, rk->model->cfg.n_embd, B);
     MLSTACK__PROF_END(rk->pool, ADD, layer, NULL, B);
 }
 
@@ -27130,8 +27126,8 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
-    float *g = j->g + o;
-    const float *u = j->u ? j->u + o : NULL;
+    float *g = j->out + o;
+    const float *u = j->x ? j->x + o : NULL;
     if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
@@ -27154,11 +27150,8 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     }
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
-    mlstack__rows_job j;
-    memset(&j, 0, sizeof j);
-    j.rk = rk, j.fn = mlstack__act_part, j.g = g, j.u = u, j.n = n, j.B = B;
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(&j);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
