@@ -15346,9 +15346,12 @@ typedef struct mlstack__kernels {
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
     float (*exp_shift)(float *s, int n, float m);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
-    /* kv_chunk: n <= 32 cached rows of dtype dt, Dh values each -> kt (Dh, 32) the keys
-       transposed (zero past n) and vf (n, Dh) the values, in f32 (exact conversions) */
-    void (*kv_chunk)(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh, float *kt, float *vf);
+    /* kv_chunk: a chunk of n <= 32 cached positions of dtype dt in nr runs (>>kv_chunk_runs): run
+       i holds len[i] positions, value d of its key j at k[i] + d * ldk + j, its value rows
+       from v[i] on, Dh apart -> kt (Dh, 32) the keys side by side (zero past n) and vf (n, Dh)
+       the values, in f32 (exact conversions) */
+    void (*kv_chunk)(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len, int nr, size_t ldk,
+                     int Dh, float *kt, float *vf);
     /* dst (n,) of dtype F32/F16/BF16 = src (n,) rounded to nearest even (KV rows) */
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
@@ -15771,19 +15774,17 @@ MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float 
             acc[(size_t)g * Dh + d] = a;
         }
 }
-MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
-                                          float *kt, float *vf) {
-    int j, d;
-    for (j = 0; j < 32; j++) {
-        float row[16];
-        for (d = 0; d < Dh; d += 16) {
-            int m = Dh - d < 16 ? Dh - d : 16, i;
-            size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
-            if (j < n) mlstack__to_f32(dt, (const unsigned char *)k[j] + (size_t)d * es, row, (size_t)m);
-            for (i = 0; i < m; i++) kt[(size_t)(d + i) * 32 + j] = j < n ? row[i] : 0.0f;
-        }
-        if (j < n) mlstack__to_f32(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len,
+                                          int nr, size_t ldk, int Dh, float *kt, float *vf) {
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int r, d, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++]) {
+        for (d = 0; d < Dh; d++)
+            mlstack__to_f32(dt, (const unsigned char *)k[r] + (size_t)d * ldk * es, kt + (size_t)d * 32 + j0,
+                            (size_t)len[r]);
+        mlstack__to_f32(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
     }
+    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
 }
 /* f32 -> dtype, round to nearest even (NaN stays NaN). The reference for from_f32. */
 MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, size_t n) {
@@ -16891,57 +16892,40 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, con
             d += m;
         }
 }
-/* Keys converted 8 x 8 at a time and transposed in registers (unpack, shuffle, swap halves);
-   values converted row by row. Exact conversions: the reference's bits. A head dimension that
-   is not a multiple of 8 takes the reference. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kt_avx2(const void *const *k, int n, int Dh, float *kt,
-                                                                    const int DT) {
-    int j0, d, i;
-    for (j0 = 0; j0 < 32; j0 += 8)
-        for (d = 0; d < Dh; d += 8) {
-            __m256 r[8], t[8];
-            if (j0 >= n) {
-                MLSTACK__UNROLL for (i = 0; i < 8; i++)
-                    _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_setzero_ps());
-                continue;
-            }
-            MLSTACK__UNROLL for (i = 0; i < 8; i++) {
-                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src                       ? _mm256_setzero_ps()
-                       : DT == MLSTACK_DTYPE_F16  ? mlstack__ld8_f16(src, d)
-                       : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld8_bf16(src, d)
-                                                  : mlstack__ld8_f32(src, d);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 8; i += 2) { /* rows i, i+1 interleaved per 128-bit half */
-                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 8;
-                                 i += 4) { /* r[i + c]: column c (low half), 4 + c (high half) of rows i..i+3 */
-                r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-                r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-                r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-                r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
-                _mm256_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm256_permute2f128_ps(r[i], r[4 + i], 0x20));
-                _mm256_storeu_ps(kt + (size_t)(d + 4 + i) * 32 + j0, _mm256_permute2f128_ps(r[i], r[4 + i], 0x31));
-            }
-        }
+/* Each run's keys converted a column of the page's transposed block at a time, 8 keys a
+   vector, the last len mod 8 with a masked store: the load reads up to 7 values past the run,
+   still inside the page (a keys block is followed by another block of the page), and drops
+   them. Values: each run's rows in one conversion. Exact conversions: the reference's bits. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_dt(const unsigned char *p, int i, const int DT) {
+    return DT == MLSTACK_DTYPE_F16    ? mlstack__ld8_f16(p, i)
+           : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld8_bf16(p, i)
+                                      : mlstack__ld8_f32(p, i);
 }
-static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v, int n,
-                                                   int Dh, float *kt, float *vf) {
-    int j;
-    if (Dh % 8) {
-        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
-        return;
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kv_keys_avx2(const void *const *k, const int *len, int nr,
+                                                                         size_t ldk, int Dh, float *kt, const int DT) {
+    const size_t col = ldk * (DT == MLSTACK_DTYPE_F32 ? 4 : 2);
+    int r, d, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++]) {
+        const unsigned char *src = (const unsigned char *)k[r];
+        const int m = len[r];
+        for (d = 0; d < Dh; d++, src += col) {
+            float *dst = kt + (size_t)d * 32 + j0;
+            for (j = 0; j + 8 <= m; j += 8) _mm256_storeu_ps(dst + j, mlstack__ld8_dt(src, j, DT));
+            if (j < m) _mm256_maskstore_ps(dst + j, mlstack__mask8_avx2(m - j), mlstack__ld8_dt(src, j, DT));
+        }
     }
-    if (dt == MLSTACK_DTYPE_F16) mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F16);
+}
+static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v,
+                                                   const int *len, int nr, size_t ldk, int Dh, float *kt, float *vf) {
+    int r, d, j0 = 0;
+    if (dt == MLSTACK_DTYPE_F16) mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F16);
     else if (dt == MLSTACK_DTYPE_BF16)
-        mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+        mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_BF16);
     else
-        mlstack__kt_avx2(k, n, Dh, kt, MLSTACK_DTYPE_F32);
-    for (j = 0; j < n; j++) mlstack__to_f32_avx2(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+        mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F32);
+    for (r = 0; r < nr; j0 += len[r++])
+        mlstack__to_f32_avx2(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
+    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
 }
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
@@ -17711,47 +17695,6 @@ static MLSTACK__T_AVX512 void mlstack__quantize_rows_avx512(const float *x, mlst
             blk->s = d * (float)blk->sum;
         }
 }
-/* Keys converted 16 x 16 at a time and transposed in registers (three rounds of shuffles). */
-static MLSTACK__T_AVX512 void mlstack__kv_chunk_avx512(mlstack_dtype dt, const void *const *k, const void *const *v,
-                                                       int n, int Dh, float *kt, float *vf) {
-    int j0, d, i;
-    if (Dh % 16) {
-        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
-        return;
-    }
-    for (j0 = 0; j0 < 32; j0 += 16)
-        for (d = 0; d < Dh; d += 16) {
-            __m512 r[16], t[16];
-            MLSTACK__UNROLL for (i = 0; i < 16; i++) {
-                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src                       ? _mm512_setzero_ps()
-                       : dt == MLSTACK_DTYPE_F16  ? mlstack__ld16_f16(src, d, (__mmask16)0xFFFF)
-                       : dt == MLSTACK_DTYPE_BF16 ? mlstack__ld16_bf16(src, d, (__mmask16)0xFFFF)
-                                                  : mlstack__ld16_f32(src, d, (__mmask16)0xFFFF);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 16; i += 2) {
-                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-            }
-            MLSTACK__UNROLL for (i = 0; i < 16; i += 4) { /* r[i + c], 128-bit lane L: column 4L + c of rows i..i+3 */
-                r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-                r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-                r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-                r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-            }
-            MLSTACK__UNROLL for (i = 0; i < 4;
-                                 i++) { /* column 4L + i gathers lane L of r[i], r[4 + i], r[8 + i], r[12 + i] */
-                __m512 x0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x44), x1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xEE);
-                __m512 y0 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x44),
-                       y1 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xEE);
-                _mm512_storeu_ps(kt + (size_t)(d + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0x88));
-                _mm512_storeu_ps(kt + (size_t)(d + 4 + i) * 32 + j0, _mm512_shuffle_f32x4(x0, y0, 0xDD));
-                _mm512_storeu_ps(kt + (size_t)(d + 8 + i) * 32 + j0, _mm512_shuffle_f32x4(x1, y1, 0x88));
-                _mm512_storeu_ps(kt + (size_t)(d + 12 + i) * 32 + j0, _mm512_shuffle_f32x4(x1, y1, 0xDD));
-            }
-        }
-    for (j0 = 0; j0 < n; j0++) mlstack__to_f32_avx512(dt, v[j0], vf + (size_t)j0 * Dh, (size_t)Dh);
-}
 /* mlstack__from_f32, 16 lanes: F16 by vcvtps2ph (round to nearest even), BF16 by the same
    integer rounding as the reference. */
 static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const float *src, void *dst, size_t n) {
@@ -17775,8 +17718,8 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_AVX512                                                                                   \
-    mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx512, \
+#define MLSTACK__ATTN_AVX512                                                                                 \
+    mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2, \
         mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
@@ -18849,48 +18792,36 @@ static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, con
         }
     }
 }
-/* Keys converted 4 x 4 at a time and transposed in registers (trn1/trn2 on 32-bit, then 64-bit
-   elements); values converted row by row. Exact conversions: the reference's bits. A head
-   dimension that is not a multiple of 4 takes the reference. */
-static MLSTACK__ALWAYS_INLINE void mlstack__kt_neon(const void *const *k, int n, int Dh, float *kt, const int DT) {
-    int j0, d, i;
-    for (j0 = 0; j0 < 32; j0 += 4)
-        for (d = 0; d < Dh; d += 4) {
-            float32x4_t r[4];
-            float64x2_t t0, t1, t2, t3;
-            if (j0 >= n) {
-                MLSTACK__UNROLL for (i = 0; i < 4; i++) vst1q_f32(kt + (size_t)(d + i) * 32 + j0, vdupq_n_f32(0.0f));
-                continue;
-            }
-            MLSTACK__UNROLL for (i = 0; i < 4; i++) {
-                const unsigned char *src = (const unsigned char *)(j0 + i < n ? k[j0 + i] : NULL);
-                r[i] = !src                       ? vdupq_n_f32(0.0f)
-                       : DT == MLSTACK_DTYPE_F16  ? mlstack__ld4_f16(src, d)
-                       : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(src, d)
-                                                  : mlstack__ld4_f32(src, d);
-            }
-            /* t0: columns 0 and 2 of rows 0, 1; t1: columns 1 and 3 of rows 0, 1; t2, t3: rows 2, 3 */
-            t0 = vreinterpretq_f64_f32(vtrn1q_f32(r[0], r[1])), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r[0], r[1]));
-            t2 = vreinterpretq_f64_f32(vtrn1q_f32(r[2], r[3])), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r[2], r[3]));
-            vst1q_f32(kt + (size_t)d * 32 + j0, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
-            vst1q_f32(kt + (size_t)(d + 1) * 32 + j0, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
-            vst1q_f32(kt + (size_t)(d + 2) * 32 + j0, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
-            vst1q_f32(kt + (size_t)(d + 3) * 32 + j0, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+/* Each run's keys converted a column of the page's transposed block at a time, 4 keys a
+   vector, the last len mod 4 by the reference; values: each run's rows in one conversion. */
+static MLSTACK__ALWAYS_INLINE void mlstack__kv_keys_neon(const void *const *k, const int *len, int nr, size_t ldk,
+                                                         int Dh, float *kt, const int DT) {
+    const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
+    int r, d, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++]) {
+        const unsigned char *src = (const unsigned char *)k[r];
+        const int m = len[r];
+        for (d = 0; d < Dh; d++, src += col) {
+            float *dst = kt + (size_t)d * 32 + j0;
+            for (j = 0; j + 4 <= m; j += 4)
+                vst1q_f32(dst + j, DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(src, j)
+                                   : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(src, j)
+                                                              : mlstack__ld4_f32(src, j));
+            if (j < m) mlstack__to_f32((mlstack_dtype)DT, src + (size_t)j * es, dst + j, (size_t)(m - j));
         }
-}
-static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, int n, int Dh,
-                                   float *kt, float *vf) {
-    int j;
-    if (Dh % 4) {
-        mlstack__kv_chunk_scalar(dt, k, v, n, Dh, kt, vf);
-        return;
     }
-    if (dt == MLSTACK_DTYPE_F16) mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F16);
+}
+static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len, int nr,
+                                   size_t ldk, int Dh, float *kt, float *vf) {
+    int r, d, j0 = 0;
+    if (dt == MLSTACK_DTYPE_F16) mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F16);
     else if (dt == MLSTACK_DTYPE_BF16)
-        mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_BF16);
+        mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_BF16);
     else
-        mlstack__kt_neon(k, n, Dh, kt, MLSTACK_DTYPE_F32);
-    for (j = 0; j < n; j++) mlstack__to_f32_neon(dt, v[j], vf + (size_t)j * Dh, (size_t)Dh);
+        mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F32);
+    for (r = 0; r < nr; j0 += len[r++])
+        mlstack__to_f32_neon(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
+    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
 }
 /* mlstack__from_f32, 4 lanes: F16 by fcvtn (the FPCR's round to nearest even), BF16 by the
    reference's integer rounding (NaN: quieted, its payload's top bits kept). */
@@ -26217,11 +26148,16 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
-   stack. Elements are F16 (default), BF16 or F32. Layout of one page:
-       [layer][k or v][kv head][slot 0..P-1][Dh]
-   i.e. element (l, kv, h, s, d) at (((l * 2 + kv) * Hkv + h) * P + s) * Dh + d: attention reads
-   one kv head's keys, and a page holds them as one contiguous run (with the slot outside the
-   head, a run of 16 positions read every Hkv-th vector: decode at depth 4096 1.5x slower).
+   stack. Elements are F16 (default), BF16 or F32. Layout of one page: blocks
+       [layer][k or v][kv head], each P x Dh elements: values [slot 0..P-1][Dh], keys [Dh][slot]
+   i.e. value (l, h, s, d) at (((l * 2 + 1) * Hkv + h) * P + s) * Dh + d and key (l, h, s, d) at
+   ((l * 2 * Hkv + h) * Dh + d) * P + s. Attention reads
+   one kv head's keys and values, and a page holds each as one contiguous run (with the slot
+   outside the head, a run of 16 positions read every Hkv-th vector: decode at depth 4096 1.5x
+   slower). The keys lie transposed because attention's scores take 8 keys a vector, value d of
+   each: stored that way, a chunk's keys are converted straight across, where rows had to be
+   transposed in registers on every read (decode at depth 4096 on a 2-core Zen 3, SmolLM2 F16:
+   45.7-46.3 -> 47.8-48.5 tokens/s).
 
    Pages are shared. Each page has a reference count: one per sequence page table that lists it,
    plus one when a radix-tree node owns it. A page returns to the free stack when its count
@@ -26583,48 +26519,75 @@ static void mlstack__radix_free_subtree(mlstack__kv *kv, mlstack__rnode *n) {
 }
 static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtree(kv, &kv->radix.root); }
 
-/* Address of the K (kvi = 0) or V (kvi = 1) vector of kv head h of `layer` at position pos of
-   sequence s. Within a page each head's positions lie side by side ([layer][K, V][head][slot]
-   [Dh]), so attention reads one head's keys as one contiguous run per page. */
-static void *mlstack__kv_head_row(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
-                                  int32_t pos) {
-    int page = s->pages[pos / kv->page_tokens], slot = pos % kv->page_tokens;
+/* A page holds page_tokens positions of every layer in blocks [layer][K, V][kv head], each block
+   one head's P = page_tokens positions of Dh values: the values block as rows [slot][Dh], the
+   keys block transposed, [Dh][slot], so a chunk of keys reaches attention as rows of keys side
+   by side (what its scores kernel reads) with no transpose on the way. Address of the block of
+   kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
+static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
+                                        int32_t pos) {
     size_t nh = kv->row_elems / kv->head_elems;
-    return kv->data +
-           ((size_t)page * kv->page_elems +
-            (((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens + (size_t)slot) * kv->head_elems) *
-               kv->esize;
+    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems +
+                       ((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens * kv->head_elems) *
+                          kv->esize;
+}
+
+/* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
+   (from_f32: the kernel table's conversion): the value as its block's row, the key down its
+   slot's column, one value every page_tokens. */
+static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
+                              const float *key, const float *val,
+                              void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
+    size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
+           col = (size_t)kv->page_tokens * es, d0, i;
+    unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
+    from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dh * es, Dh);
+    for (d0 = 0; d0 < Dh; d0 += 64) {
+        size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
+        from_f32(kv->dtype, key + d0, tmp, m);
+        if (es == 2)
+            for (i = 0; i < m; i++) memcpy(kd + (d0 + i) * col, tmp + 2 * i, 2);
+        else
+            for (i = 0; i < m; i++) memcpy(kd + (d0 + i) * col, tmp + 4 * i, 4);
+    }
 }
 
 #define MLSTACK__ATT_CHUNK 32
 #define MLSTACK__ATT_ROWS 16 /* query rows of one sequence that share each converted K/V chunk */
 
-/* kp[j], vp[j] = the K and V vectors of kv head h at positions t + j, j < n, of `layer` of
-   sequence s: mlstack__kv_head_row stepped through the page table a page at a time (one
-   division per chunk, not two per position). With `fetch` (a row's bytes), each row's lines are asked for
-   ahead of their use (the chunk after the one being computed: pages are scattered, so the
-   hardware's stream prefetchers do not find them; without this decode deep in a context waited
-   on memory in the K/V conversion). */
-static void mlstack__kv_chunk_rows(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
-                                   const void **kp, const void **vp, size_t fetch) {
-    int pg = t / kv->page_tokens, slot = t % kv->page_tokens, j;
-    size_t rs = kv->head_elems * kv->esize, half = (size_t)kv->page_tokens * kv->row_elems * kv->esize, b,
-           hoff = (size_t)h * (size_t)kv->page_tokens * rs;
-    const unsigned char *k = NULL;
-    for (j = 0; j < n; j++, slot++) {
-        if (!k || slot == kv->page_tokens) {
-            if (k) pg++, slot = 0;
-            k = kv->data + ((size_t)s->pages[pg] * kv->page_elems +
-                            (size_t)(layer * 2) * (size_t)kv->page_tokens * kv->row_elems) *
-                               kv->esize;
-        }
-        kp[j] = k + hoff + (size_t)slot * rs;
-        vp[j] = k + half + hoff + (size_t)slot * rs;
-        for (b = 0; b < fetch; b += 64) {
-            MLSTACK__PREFETCH((const unsigned char *)kp[j] + b);
-            MLSTACK__PREFETCH((const unsigned char *)vp[j] + b);
-        }
+/* Lines [p, p + n) asked for ahead of their use. */
+static void mlstack__fetch_range(const unsigned char *p, size_t n) {
+    const unsigned char *e = p + n;
+    for (p = (const unsigned char *)((uintptr_t)p & ~(uintptr_t)63); p < e; p += 64) MLSTACK__PREFETCH(p);
+}
+
+/* The runs of positions [t, t + n) of kv head h of `layer` of sequence s, one per page they
+   touch (the page table read once per page, not per position): run i holds len[i] consecutive
+   positions, k[i] its first key value (value d of its key j at k[i] + (d * page_tokens + j)
+   elements: the keys block is transposed, >>kv_block) and v[i] its first value row (rows of Dh,
+   consecutive). Returns the number of runs. With `fetch`, the runs' lines are asked for ahead of
+   their use (the chunk after the one being computed: pages are scattered, so the hardware's
+   stream prefetchers do not find them; without this decode deep in a context waited on memory
+   in the K/V conversion). */
+static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
+                                  const void **k, const void **v, int *len, int fetch) {
+    int P = kv->page_tokens, slot = t % P, nr = 0, d;
+    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)P * es;
+    int32_t pg = t / P;
+    for (; n > 0; n -= len[nr++], slot = 0, pg++) {
+        const unsigned char *kb = mlstack__kv_block(kv, s, layer, 0, h, pg * P);
+        len[nr] = P - slot < n ? P - slot : n;
+        k[nr] = kb + (size_t)slot * es;
+        v[nr] = mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dh * es;
+        if (!fetch) continue;
+        if (col <= 128) /* the keys' columns close together: their whole span */
+            mlstack__fetch_range((const unsigned char *)k[nr], ((Dh - 1) * (size_t)P + (size_t)len[nr]) * es);
+        else
+            for (d = 0; d < (int)Dh; d++)
+                mlstack__fetch_range((const unsigned char *)k[nr] + (size_t)d * col, (size_t)len[nr] * es);
+        mlstack__fetch_range((const unsigned char *)v[nr], (size_t)len[nr] * Dh * es);
     }
+    return nr;
 }
 /* Scratch floats one attention task needs: K (transposed) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
    MLSTACK__ATT_ROWS rows. */
@@ -26643,7 +26606,9 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
                             int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
-    const void *kp[MLSTACK__ATT_CHUNK], *vp[MLSTACK__ATT_CHUNK], *kn_[MLSTACK__ATT_CHUNK], *vn_[MLSTACK__ATT_CHUNK];
+    const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
+        *vn_[MLSTACK__ATT_CHUNK + 1];
+    int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0;
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
@@ -26656,13 +26621,13 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK, nn = tmax - t + 1 - n;
-        if (t == t0) mlstack__kv_chunk_rows(kv, s, layer, t, n, kv_head, kp, vp, 0);
+        if (t == t0) nrun = mlstack__kv_chunk_runs(kv, s, layer, t, n, kv_head, kr, vr, len, 0);
         else
-            memcpy(kp, kn_, sizeof kp), memcpy(vp, vn_, sizeof vp);
-        if (nn > 0) /* the next chunk's rows, fetched while this one is computed */
-            mlstack__kv_chunk_rows(kv, s, layer, t + n, nn < MLSTACK__ATT_CHUNK ? nn : MLSTACK__ATT_CHUNK, kv_head, kn_,
-                                   vn_, (size_t)Dh * kv->esize);
-        kn->kv_chunk(kv->dtype, kp, vp, n, Dh, kt, vf);
+            nrun = nnext, memcpy(kr, kn_, sizeof kr), memcpy(vr, vn_, sizeof vr), memcpy(len, lenn, sizeof len);
+        if (nn > 0) /* the next chunk's runs, fetched while this one is computed */
+            nnext = mlstack__kv_chunk_runs(kv, s, layer, t + n, nn < MLSTACK__ATT_CHUNK ? nn : MLSTACK__ATT_CHUNK,
+                                           kv_head, kn_, vn_, lenn, 1);
+        kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dh;
@@ -26942,12 +26907,9 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
-    for (h = 0; h < nkv; h++) {
-        rk->k->from_f32(rk->kv.dtype, k + h * Dh, mlstack__kv_head_row(&rk->kv, sq, j->layer - rk->l0, 0, h, row->pos),
-                        (size_t)Dh);
-        rk->k->from_f32(rk->kv.dtype, s->v + (size_t)task * kvd + h * Dh,
-                        mlstack__kv_head_row(&rk->kv, sq, j->layer - rk->l0, 1, h, row->pos), (size_t)Dh);
-    }
+    for (h = 0; h < nkv; h++)
+        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
+                          rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at

@@ -536,8 +536,10 @@ MLC_KERNEL mlc_swiglu(float *g, const float *u, int N) {
 /* Row info of a step, 2 int32 per row: position, offset of its page table in pt. */
 #define MLC_ROW_POS(ri, r) (ri)[2 * (r)]
 #define MLC_ROW_PT(ri, r) (ri)[2 * (r) + 1]
-/* Address of the K (kvi 0) or V (1) row of head h at position pos (the >>kvcache page layout:
-   element (l, kv, h, s, d) of a page at (((l * 2 + kv) * Hkv + h) * P + s) * Dh + d). */
+/* Address of the K (kvi 0) or V (1) row of head h at position pos. The device's pages keep the
+   >>kvcache blocks [layer][K, V][head] but both as rows: element (l, kv, h, s, d) of a page at
+   (((l * 2 + kv) * Hkv + h) * P + s) * Dh + d (the host's keys block is transposed for its
+   chunk kernels; the two caches never exchange pages). */
 MLC_HD unsigned char *mlc_kv_addr(unsigned char *kv, int esize, size_t page_elems, const int32_t *pt, int layer,
                                   int kvi, int P, int Hkv, int Dh, int h, int pos) {
     size_t page = (size_t)pt[pos / P], slot = (size_t)(pos % P);

@@ -242,7 +242,7 @@ static void check_rope_kv(int kv_dt, int rot) {
         int page = pt[ri[2 * b + 1] + pos[b] / P], slot = pos[b] % P;
         (void)same;
         for (i = 0; i < Hkv * Dh; i++) {
-            /* the page layout [layer][K, V][head][slot][Dh] (>>kvcache) */
+            /* the device's page layout [layer][K, V][head][slot][Dh] (mlc_kv_addr) */
             size_t hd = (size_t)(i / Dh), d = (size_t)(i % Dh),
                    at = (size_t)page * page_elems + (((size_t)(layer * 2) * Hkv + hd) * P + slot) * Dh + d,
                    av = (size_t)page * page_elems + (((size_t)(layer * 2 + 1) * Hkv + hd) * P + slot) * Dh + d;

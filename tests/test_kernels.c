@@ -15,6 +15,13 @@ static float frand(void) {
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+/* An f16's value from its fields (sign, 5-bit exponent, 10-bit fraction), by its definition. */
+static float f16_value(uint16_t h) {
+    int e = (h >> 10) & 31, f = h & 1023;
+    double v = e == 0 ? ldexp(f, -24) : e < 31 ? ldexp(1024 + f, e - 25) : f ? NAN : INFINITY;
+    return (float)(h & 0x8000 ? -v : v);
+}
+
 /* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
@@ -302,17 +309,24 @@ static void check_path(const mlstack__kernels *k) {
             CHECKF(!memcmp(d0, d1, 203 * es), "%s from_f32 dtype %d differs from the reference", k->name, (int)dts[di]);
         }
     }
-    /* K/V chunk conversion (keys transposed): exact, so the same bits as the reference */
+    /* K/V chunk conversion: a chunk's positions in runs over pages of P slots (a page's keys
+       block transposed, [Dh][P]; its values block [P][Dh]), starting anywhere in a page; kt and vf
+       checked against the values as stored (each f32 as the test wrote it, each f16 / bf16 by
+       its own formula), and every table against the reference */
     {
         static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
-        static const int Dhs2[] = {64, 80, 7}, ns2[] = {1, 17, 32};
-        unsigned char *pool = (unsigned char *)malloc(32 * 2 * 80 * 4);
-        float *kt0 = (float *)malloc(sizeof(float) * 80 * 32), *kt1 = (float *)malloc(sizeof(float) * 80 * 32);
-        float *vf0 = (float *)malloc(sizeof(float) * 32 * 80), *vf1 = (float *)malloc(sizeof(float) * 32 * 80);
-        const void *kp[32], *vp[32];
-        int di, dd, nn2, j;
+        static const int Dhs2[] = {64, 80, 7}, ns2[] = {1, 17, 32}, Ps[] = {16, 5, 64}, t0s[] = {0, 3, 15};
+        enum { NPG = 8, MAXP = 64, MAXD = 80 };
+        /* NPG pages of 2 blocks (K, V) of MAXP x MAXD, and room for a load past the last block */
+        size_t pool_elems = (size_t)NPG * 2 * MAXP * MAXD + 64;
+        unsigned char *pool = (unsigned char *)malloc(pool_elems * 4);
+        float *kt0 = (float *)malloc(sizeof(float) * MAXD * 32), *kt1 = (float *)malloc(sizeof(float) * MAXD * 32);
+        float *vf0 = (float *)malloc(sizeof(float) * 32 * MAXD), *vf1 = (float *)malloc(sizeof(float) * 32 * MAXD);
+        const void *kp[33], *vp[33];
+        int len[33], di, dd, nn2, pi, ti, j, d;
         for (di = 0; di < 3; di++) {
-            for (i = 0; i < 32 * 2 * 80; i++) { /* finite values, stored in the dtype under test */
+            size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
+            for (i = 0; i < (int)pool_elems; i++) { /* finite values, stored in the dtype under test */
                 float f = frand() * (i % 3 ? 1.0f : 1e-6f); /* some f16 subnormals */
                 uint32_t b;
                 uint16_t h = mlstack__f32_to_f16(f);
@@ -324,20 +338,52 @@ static void check_path(const mlstack__kernels *k) {
                     h = (uint16_t)(b >> 16), memcpy(pool + 2 * (size_t)i, &h, 2);
             }
             for (dd = 0; dd < 3; dd++)
-                for (nn2 = 0; nn2 < 3; nn2++) {
-                    int Dh = Dhs2[dd], n = ns2[nn2];
-                    size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
-                    for (j = 0; j < n; j++) { /* rows out of order in memory, as pages are */
-                        kp[j] = pool + (size_t)((j * 7) % 32) * 2 * 80 * es;
-                        vp[j] = pool + (size_t)((j * 7) % 32) * 2 * 80 * es + 80 * es;
-                    }
-                    memset(kt1, 0xFF, sizeof(float) * 80 * 32);
-                    mlstack__kv_chunk_scalar(dts[di], kp, vp, n, Dh, kt0, vf0);
-                    k->kv_chunk(dts[di], kp, vp, n, Dh, kt1, vf1);
-                    CHECKF(!memcmp(kt0, kt1, sizeof(float) * (size_t)Dh * 32) &&
-                               !memcmp(vf0, vf1, sizeof(float) * (size_t)n * Dh),
-                           "%s kv_chunk dtype %d Dh %d n %d differs from the reference", k->name, (int)dts[di], Dh, n);
-                }
+                for (nn2 = 0; nn2 < 3; nn2++)
+                    for (pi = 0; pi < 3; pi++)
+                        for (ti = 0; ti < 3; ti++) {
+                            int Dh = Dhs2[dd], n = ns2[nn2], P = Ps[pi], t0 = t0s[ti] % P, nr = 0, left = n, slot = t0;
+                            int ok = 1;
+                            /* pages out of order in memory: run r in page (r * 5) % NPG */
+                            for (; left > 0; left -= len[nr++], slot = 0) {
+                                const unsigned char *pg = pool + (size_t)((nr * 5) % NPG) * 2 * MAXP * MAXD * es;
+                                len[nr] = P - slot < left ? P - slot : left;
+                                kp[nr] = pg + (size_t)slot * es;
+                                vp[nr] = pg + ((size_t)P * (size_t)Dh + (size_t)slot * (size_t)Dh) * es;
+                            }
+                            memset(kt1, 0xFF, sizeof(float) * MAXD * 32);
+                            mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt0, vf0);
+                            k->kv_chunk(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt1, vf1);
+                            CHECKF(!memcmp(kt0, kt1, sizeof(float) * (size_t)Dh * 32) &&
+                                       !memcmp(vf0, vf1, sizeof(float) * (size_t)n * Dh),
+                                   "%s kv_chunk dtype %d Dh %d n %d P %d from slot %d differs from the reference",
+                                   k->name, (int)dts[di], Dh, n, P, t0);
+                            if (strcmp(k->name, "scalar")) continue;
+                            for (j = 0, slot = 0, nr = 0; j < 32; j++) { /* the reference against the stored values */
+                                for (d = 0; d < Dh; d++) {
+                                    float want = 0, wv = 0;
+                                    if (j < n) {
+                                        const unsigned char *kb = (const unsigned char *)kp[nr] +
+                                                                  ((size_t)d * P + slot) * es,
+                                                            *vb = (const unsigned char *)vp[nr] +
+                                                                  ((size_t)slot * Dh + d) * es;
+                                        uint16_t hk, hv;
+                                        memcpy(&hk, kb, 2), memcpy(&hv, vb, 2);
+                                        if (es == 4) memcpy(&want, kb, 4), memcpy(&wv, vb, 4);
+                                        else if (dts[di] == MLSTACK_DTYPE_F16)
+                                            want = f16_value(hk), wv = f16_value(hv);
+                                        else {
+                                            uint32_t bk = (uint32_t)hk << 16, bv = (uint32_t)hv << 16;
+                                            memcpy(&want, &bk, 4), memcpy(&wv, &bv, 4);
+                                        }
+                                        if (memcmp(&vf0[(size_t)j * Dh + d], &wv, 4)) ok = 0;
+                                    }
+                                    if (memcmp(&kt0[(size_t)d * 32 + j], &want, 4)) ok = 0;
+                                }
+                                if (j < n && ++slot == len[nr]) slot = 0, nr++;
+                            }
+                            CHECKF(ok, "scalar kv_chunk dtype %d Dh %d n %d P %d from slot %d: not the stored values",
+                                   (int)dts[di], Dh, n, P, t0);
+                        }
         }
         free(pool), free(kt0), free(kt1), free(vf0), free(vf1);
     }
