@@ -15333,6 +15333,7 @@ MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int 
            x (B, n_in) f32; xq its Q8 blocks when W is quantized; scratch: n_in floats.
    to_f32: dst (n,) = src (n,)
    rmsnorm: out (n,) = w * x / sqrt(mean(x^2) + eps)         swiglu: g (n,) = g / (1 + e^-g) * u */
+#define MLSTACK__ATT_CHUNK 32 /* positions attention takes a chunk at a time (>>forward) */
 typedef struct mlstack__kernels {
     const char *name;
     void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
@@ -15346,12 +15347,20 @@ typedef struct mlstack__kernels {
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
     float (*exp_shift)(float *s, int n, float m);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
-    /* kv_chunk: a chunk of n <= 32 cached positions of dtype dt in nr runs (>>kv_chunk_runs): run
-       i holds len[i] positions, value d of its key j at k[i] + d * ldk + j, its value rows
-       from v[i] on, Dh apart -> kt (Dh, 32) the keys side by side (zero past n) and vf (n, Dh)
-       the values, in f32 (exact conversions) */
+    /* kv_chunk: a chunk of n <= 32 cached positions of dtype dt in nr runs (one per page,
+       >>kvcache): run i holds len[i] positions, value d of its key j at k[i] + d * ldk + j, its
+       value rows from v[i] on, Dh apart -> kt (Dh, 32) the keys side by side (zero past n)
+       and vf (n, Dh) the values, in f32 (exact conversions) */
     void (*kv_chunk)(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len, int nr, size_t ldk,
                      int Dh, float *kt, float *vf);
+    /* attn_scores and attn_pv reading a chunk straight from the cache, in kv_chunk's runs (every
+       run but the last a multiple of 8 positions, Dh a multiple of 8): the same bits as the
+       ops on kv_chunk's copy, for a chunk that one query row reads (no copy to share); NULL
+       where the table has none (the copy is made) */
+    void (*attn_scores_kv)(const float *q, int G, int Dh, mlstack_dtype dt, const void *const *k, const int *len,
+                           int nr, size_t ldk, float scale, float *s);
+    void (*attn_pv_kv)(float *acc, int G, int Dh, const float *p, mlstack_dtype dt, const void *const *v,
+                       const int *len, int nr);
     /* dst (n,) of dtype F32/F16/BF16 = src (n,) rounded to nearest even (KV rows) */
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
@@ -15806,9 +15815,9 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
         memcpy((unsigned char *)dst + 2 * i, &h, 2);
     }
 }
-#define MLSTACK__ATTN_SCALAR                                                                                   \
-    mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, \
-        mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
+#define MLSTACK__ATTN_SCALAR                                                                                         \
+    mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
+        NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
@@ -16927,6 +16936,130 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
         mlstack__to_f32_avx2(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
     for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
 }
+/* The chunk ops straight from the cache (a chunk one query row reads): a vector of 8 keys is
+   8 neighbours of one run in the page's transposed keys block, converted as it loads, and a
+   value vector part of one row; each score and each sum the same FMA chain, in the same
+   order, as over kv_chunk's copy. A last vector past the chunk's end loads up to 7 values more
+   of its page (the keys block is followed by another block) and drops their lanes. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const *kb, size_t col, int n, float scale,
+                             float *s, const int GH, const int NV, const int DT) {
+    __m256 a[3][4];
+    const unsigned char *p[4] = {NULL, NULL, NULL, NULL};
+    int h, v, d;
+    MLSTACK__UNROLL for (v = 0; v < NV; v++) p[v] = kb[v];
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_setzero_ps();
+    for (d = 0; d < Dh; d++) {
+        __m256 x[3];
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) x[h] = _mm256_broadcast_ss(q + (size_t)h * Dh + d);
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+            __m256 k = mlstack__ld8_dt(p[v], 0, DT);
+            p[v] += col;
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) a[h][v] = _mm256_fmadd_ps(x[h], k, a[h][v]);
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
+}
+static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
+                                                         const void *const *k, const int *len, int nr, size_t ldk,
+                                                         float scale, float *s) {
+    const unsigned char *kb[4];
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
+    int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    for (r = 0; r < nr; n += len[r++])
+        for (j = 0; j < len[r]; j += 8) kb[nv++] = (const unsigned char *)k[r] + (size_t)j * es;
+    for (g = 0; g < G;) {
+        int gh = mlstack__heads_pass_avx2(G - g);
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                       \
+    case (DI_) * 32 + (GH_) * 8 + (NV_):                                            \
+        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, GH_, NV_, DT_); \
+        break;
+#define MLSTACK__SKV_AVX2_DT(DI_, DT_)                                                                        \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1)                                                                         \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 2)                                                                         \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 3)                                                                         \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4)                                                                         \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 1)                                                                         \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4)     \
+        MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) \
+            MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
+        switch (dti * 32 + gh * 8 + nv) {
+            /* clang-format off */
+            MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
+            MLSTACK__SKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__SKV_AVX2_DT
+#undef MLSTACK__SKV_AVX2
+        g += gh;
+    }
+}
+/* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
+   apart, vb[r] at the pass's first value), key by key in order. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p,
+                                                                            const unsigned char *const *vb,
+                                                                            const int *len, int nr, size_t rs,
+                                                                            const int GH, const int NV, const int DT) {
+    __m256 acc[3][8];
+    int h, i, r, j, jj;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[h][i] =
+        _mm256_loadu_ps(a + (size_t)h * Dh + 8 * i);
+    for (r = 0, j = 0; r < nr; r++) {
+        const unsigned char *row = vb[r];
+        for (jj = 0; jj < len[r]; jj++, j++, row += rs) {
+            __m256 pj[3];
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) pj[h] = _mm256_broadcast_ss(p + h * 32 + j);
+            MLSTACK__UNROLL for (i = 0; i < NV; i++) {
+                __m256 x = mlstack__ld8_dt(row, 8 * i, DT);
+                MLSTACK__UNROLL for (h = 0; h < GH; h++) acc[h][i] = _mm256_fmadd_ps(pj[h], x, acc[h][i]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
+        _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
+}
+static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
+                                                     const void *const *v, const int *len, int nr) {
+    const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int g, gh, d, m, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    for (g = 0; g < G; g += gh) { /* three heads (or two) 32 values a pass, a head alone 64 */
+        gh = mlstack__heads_pass_avx2(G - g);
+        for (d = 0; d < Dh; d += m) {
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32;
+            m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
+            for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
+#define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                            \
+    case (DI_) * 64 + (GH_) * 16 + (NV_):                                                \
+        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, GH_, NV_, DT_); \
+        break;
+#define MLSTACK__PKV_AVX2_DT(DI_, DT_)                                                                            \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1)                                                                             \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 2)                                                                             \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 3)                                                                             \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4)                                                                             \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 1)                                                                             \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4)         \
+        MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3)     \
+            MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) \
+                MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
+            switch (dti * 64 + gh * 16 + m / 8) {
+                /* clang-format off */
+                MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
+                MLSTACK__PKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
+            default: break;
+                /* clang-format on */
+            }
+#undef MLSTACK__PKV_AVX2_DT
+#undef MLSTACK__PKV_AVX2
+        }
+    }
+}
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
 static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
@@ -16967,9 +17100,10 @@ static MLSTACK__T_AVX2 void mlstack__from_f32_avx2(mlstack_dtype dt, const float
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_AVX2                                                                             \
-    mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2, \
-        mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, mlstack__rope_table, mlstack__rope_apply_avx2
+#define MLSTACK__ATTN_AVX2                                                                                           \
+    mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,               \
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
+        mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -17012,9 +17146,6 @@ static MLSTACK__T_AVX512 float mlstack__hmax512(__m512 v) {
     lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
     lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
     return _mm_cvtss_f32(lo);
-}
-static MLSTACK__T_AVX512 __m512 mlstack__ld16_f32(const unsigned char *r, int i, __mmask16 m) {
-    return _mm512_maskz_loadu_ps(m, (const float *)(const void *)r + i);
 }
 static MLSTACK__T_AVX512 __m512 mlstack__ld16_f16(const unsigned char *r, int i, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
@@ -17720,7 +17851,8 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
 }
 #define MLSTACK__ATTN_AVX512                                                                                 \
     mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2, \
-        mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                    \
+        mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -18843,8 +18975,8 @@ static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_NEON                                                                             \
-    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon, \
+#define MLSTACK__ATTN_NEON                                                                                         \
+    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon, NULL, NULL, \
         mlstack__from_f32_neon, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
@@ -26552,7 +26684,6 @@ static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, i
     }
 }
 
-#define MLSTACK__ATT_CHUNK 32
 #define MLSTACK__ATT_ROWS 16 /* query rows of one sequence that share each converted K/V chunk */
 
 /* Lines [p, p + n) asked for ahead of their use. */
@@ -26562,34 +26693,41 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 }
 
 /* The runs of positions [t, t + n) of kv head h of `layer` of sequence s, one per page they
-   touch (the page table read once per page, not per position): run i holds len[i] consecutive
-   positions, k[i] its first key value (value d of its key j at k[i] + (d * page_tokens + j)
-   elements: the keys block is transposed, >>kv_block) and v[i] its first value row (rows of Dh,
-   consecutive). Returns the number of runs. With `fetch`, the runs' lines are asked for ahead of
-   their use (the chunk after the one being computed: pages are scattered, so the hardware's
-   stream prefetchers do not find them; without this decode deep in a context waited on memory
-   in the K/V conversion). */
+   touch (the page table read once per page, not per position): run i holds len[i]
+   consecutive positions, k[i] its first key value (value d of its key j at k[i] + (d *
+   page_tokens + j) elements: the keys block is transposed, see mlstack__kv_block) and v[i] its
+   first value row (rows of Dh, consecutive). Returns the number of runs. */
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
-                                  const void **k, const void **v, int *len, int fetch) {
-    int P = kv->page_tokens, slot = t % P, nr = 0, d;
-    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)P * es;
+                                  const void **k, const void **v, int *len) {
+    int P = kv->page_tokens, slot = t % P, nr = 0;
+    size_t es = kv->esize, Dh = kv->head_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
-        const unsigned char *kb = mlstack__kv_block(kv, s, layer, 0, h, pg * P);
         len[nr] = P - slot < n ? P - slot : n;
-        k[nr] = kb + (size_t)slot * es;
+        k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
         v[nr] = mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dh * es;
-        if (!fetch) continue;
-        if (col <= 128) /* the keys' columns close together: their whole span */
-            mlstack__fetch_range((const unsigned char *)k[nr], ((Dh - 1) * (size_t)P + (size_t)len[nr]) * es);
-        else
-            for (d = 0; d < (int)Dh; d++)
-                mlstack__fetch_range((const unsigned char *)k[nr] + (size_t)d * col, (size_t)len[nr] * es);
-        mlstack__fetch_range((const unsigned char *)v[nr], (size_t)len[nr] * Dh * es);
     }
     return nr;
 }
-/* Scratch floats one attention task needs: K (transposed) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
+/* Asks for the lines of runs' keys and values ahead of their use: attention fetches the chunk
+   after the one it computes (pages are scattered, so the hardware's stream prefetchers do not
+   find them; without this decode deep in a context waited on memory). The values fetched
+   apart, before the sums, or the fetch two chunks ahead, was no faster. */
+static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len,
+                              int nr) {
+    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
+    int r, d;
+    for (r = 0; r < nr; r++) {
+        if (col <= 128) /* the keys' columns close together: their whole span */
+            mlstack__fetch_range((const unsigned char *)k[r],
+                                 ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es);
+        else
+            for (d = 0; d < (int)Dh; d++)
+                mlstack__fetch_range((const unsigned char *)k[r] + (size_t)d * col, (size_t)len[r] * es);
+        mlstack__fetch_range((const unsigned char *)v[r], (size_t)len[r] * Dh * es);
+    }
+}
+/* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
    MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
     return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
@@ -26600,15 +26738,19 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
-   Each K/V chunk is converted to f32 once for all R rows and G heads. Every row sees the same
-   chunks (starting at t0) and the same kernel calls as it would alone, so its result does not
-   depend on the other rows, the batch or the thread count. */
+   Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
+   reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
+   the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
+   write and read back; SmolLM2 F16 decode at depth 4096, one thread over all 90 heads of a
+   step, 16.0-16.7 -> 12.0-12.3 ms). Every row sees the same chunks (starting at t0) and the
+   same arithmetic as it would alone, so its result does not depend on the other rows, the
+   batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
                             int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
-    int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0;
+    int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
@@ -26621,18 +26763,25 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK, nn = tmax - t + 1 - n;
-        if (t == t0) nrun = mlstack__kv_chunk_runs(kv, s, layer, t, n, kv_head, kr, vr, len, 0);
+        if (t == t0) nrun = mlstack__kv_chunk_runs(kv, s, layer, t, n, kv_head, kr, vr, len);
         else
             nrun = nnext, memcpy(kr, kn_, sizeof kr), memcpy(vr, vn_, sizeof vr), memcpy(len, lenn, sizeof len);
         if (nn > 0) /* the next chunk's runs, fetched while this one is computed */
             nnext = mlstack__kv_chunk_runs(kv, s, layer, t + n, nn < MLSTACK__ATT_CHUNK ? nn : MLSTACK__ATT_CHUNK,
-                                           kv_head, kn_, vn_, lenn, 1);
-        kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
+                                           kv_head, kn_, vn_, lenn);
+        else
+            nnext = 0;
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
+        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext);
+        if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dh;
             if (nr <= 0) continue;
-            kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
+            if (direct) /* one row (nr = n): the chunk read where it lies */
+                kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc);
+            else
+                kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
             if (softcap > 0) /* soft-capping (Gemma 2): s = cap tanh(s / cap), plain scalar C */
                 for (g = 0; g < G; g++)
                     for (j = 0; j < nr; j++) {
@@ -26649,7 +26798,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                 den[r * G + g] = MLSTACK__FMAF(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
                 *m = m_new;
             }
-            kn->attn_pv(ar, G, Dh, sc, vf, nr);
+            if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun);
+            else
+                kn->attn_pv(ar, G, Dh, sc, vf, nr);
         }
     }
     for (r = 0; r < R; r++)

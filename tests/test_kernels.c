@@ -387,6 +387,66 @@ static void check_path(const mlstack__kernels *k) {
         }
         free(pool), free(kt0), free(kt1), free(vf0), free(vf1);
     }
+    /* the scores and pv ops straight from the cache (a chunk one query row reads): the same bits
+       as the ops on the chunk's f32 copy, for runs over pages of 8, 16 and 64 slots from a slot
+       that is a multiple of 8, short last runs, and 1-8 heads */
+    if (k->attn_scores_kv && k->attn_pv_kv) {
+        static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 128}, ns[] = {1, 8, 17, 32}, Ps[] = {8, 16, 64};
+        enum { NPG = 8, MAXP = 64, MAXD = 128 };
+        size_t pool_elems = (size_t)NPG * 2 * MAXP * MAXD;
+        unsigned char *pool = (unsigned char *)malloc(pool_elems * 4);
+        float *kt = (float *)malloc(sizeof(float) * MAXD * 32), *vf = (float *)malloc(sizeof(float) * 32 * MAXD);
+        static float q[8 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
+        const void *kp[33], *vp[33];
+        int len[33], di, gi, dd, nn, pi, t0, j;
+        for (i = 0; i < 8 * 128; i++) q[i] = frand();
+        for (di = 0; di < 3; di++) {
+            size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
+            for (i = 0; i < (int)pool_elems; i++) {
+                float f = frand();
+                uint32_t b;
+                uint16_t h = mlstack__f32_to_f16(f);
+                memcpy(&b, &f, 4);
+                if (dts[di] == MLSTACK_DTYPE_F32) memcpy(pool + 4 * (size_t)i, &f, 4);
+                else if (dts[di] == MLSTACK_DTYPE_F16)
+                    memcpy(pool + 2 * (size_t)i, &h, 2);
+                else
+                    h = (uint16_t)(b >> 16), memcpy(pool + 2 * (size_t)i, &h, 2);
+            }
+            for (gi = 0; gi < 6; gi++)
+                for (dd = 0; dd < 3; dd++)
+                    for (nn = 0; nn < 4; nn++)
+                        for (pi = 0; pi < 3; pi++)
+                            for (t0 = 0; t0 < 16; t0 += 8) {
+                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], nr = 0, left = n, slot = t0 % P,
+                                    g, same_s = 1, same_a = 1;
+                                for (; left > 0; left -= len[nr++], slot = 0) {
+                                    const unsigned char *pg =
+                                        pool + (size_t)((nr * 5 + 3) % NPG) * 2 * MAXP * MAXD * es;
+                                    len[nr] = P - slot < left ? P - slot : left;
+                                    kp[nr] = pg + (size_t)slot * es;
+                                    vp[nr] = pg + ((size_t)P * (size_t)Dh + (size_t)slot * (size_t)Dh) * es;
+                                }
+                                mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt, vf);
+                                mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
+                                k->attn_scores_kv(q, G, Dh, dts[di], kp, len, nr, (size_t)P, 0.125f, s1);
+                                for (g = 0; g < G; g++)
+                                    for (j = 0; j < n; j++) same_s &= !memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4);
+                                CHECKF(same_s,
+                                       "%s scores from the cache, dtype %d G%d Dh%d n%d P%d slot %d: not the copy's",
+                                       k->name, (int)dts[di], G, Dh, n, P, t0 % P);
+                                for (i = 0; i < G * Dh; i++) a0[i] = a1[i] = frand();
+                                mlstack__attn_pv_scalar(a0, G, Dh, s0, vf, n);
+                                k->attn_pv_kv(a1, G, Dh, s0, dts[di], vp, len, nr);
+                                for (i = 0; i < G * Dh; i++) same_a &= !memcmp(&a0[i], &a1[i], 4);
+                                CHECKF(same_a,
+                                       "%s pv from the cache, dtype %d G%d Dh%d n%d P%d slot %d: not the copy's",
+                                       k->name, (int)dts[di], G, Dh, n, P, t0 % P);
+                            }
+        }
+        free(pool), free(kt), free(vf);
+    }
     /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
     {
         static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128}, ns[] = {1, 16, 17, 32};
