@@ -15334,6 +15334,13 @@ MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int 
    to_f32: dst (n,) = src (n,)
    rmsnorm: out (n,) = w * x / sqrt(mean(x^2) + eps)         swiglu: g (n,) = g / (1 + e^-g) * u */
 #define MLSTACK__ATT_CHUNK 32 /* positions attention takes a chunk at a time (>>forward) */
+/* Lines a kernel asks for a few at a time from inside its loop (mlstack__fetch_step), for data
+   its caller reads next: the regions [lo[i], hi[i]) in order, `at` the next line of the one
+   being walked. */
+typedef struct mlstack__fetch {
+    const unsigned char *at, *end, *lo[2 * (MLSTACK__ATT_CHUNK + 1)], *hi[2 * (MLSTACK__ATT_CHUNK + 1)];
+    int i, n;
+} mlstack__fetch;
 typedef struct mlstack__kernels {
     const char *name;
     void (*matmul)(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
@@ -15355,12 +15362,12 @@ typedef struct mlstack__kernels {
                      int Dh, float *kt, float *vf);
     /* attn_scores and attn_pv reading a chunk straight from the cache, in kv_chunk's runs (every
        run but the last a multiple of 8 positions, Dh a multiple of 8): the same bits as the
-       ops on kv_chunk's copy, for a chunk that one query row reads (no copy to share); NULL
-       where the table has none (the copy is made) */
+       ops on kv_chunk's copy, for a chunk that one query row reads (no copy to share); a line
+       of f fetched per step of their loops; NULL where the table has none (the copy is made) */
     void (*attn_scores_kv)(const float *q, int G, int Dh, mlstack_dtype dt, const void *const *k, const int *len,
-                           int nr, size_t ldk, float scale, float *s);
+                           int nr, size_t ldk, float scale, float *s, mlstack__fetch *f);
     void (*attn_pv_kv)(float *acc, int G, int Dh, const float *p, mlstack_dtype dt, const void *const *v,
-                       const int *len, int nr);
+                       const int *len, int nr, mlstack__fetch *f);
     /* dst (n,) of dtype F32/F16/BF16 = src (n,) rounded to nearest even (KV rows) */
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
@@ -16013,6 +16020,21 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__PREFETCH(p) ((void)(p))
 #endif
+/* The next line of f asked for (nothing once its regions are done). */
+static MLSTACK__ALWAYS_INLINE void mlstack__fetch_step(mlstack__fetch *f) {
+    if (f->at == f->end) {
+        if (f->i == f->n) return;
+        f->at = f->lo[f->i], f->end = f->hi[f->i++];
+    }
+    MLSTACK__PREFETCH(f->at);
+    f->at = f->end - f->at > 64 ? f->at + 64 : f->end;
+}
+/* Adds [p, p + n) to f's regions, from the start of p's line. */
+static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    f->lo[f->n] = b - ((uintptr_t)b & 63);
+    f->hi[f->n++] = b + n;
+}
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(MLSTACK__SANITIZED) /* nvcc warns on GCC loop pragmas */
 #define MLSTACK__UNROLL _Pragma("GCC unroll 8")
 #else
@@ -16943,7 +16965,7 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
    of its page (the keys block is followed by another block) and drops their lanes. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
 mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const *kb, size_t col, int n, float scale,
-                             float *s, const int GH, const int NV, const int DT) {
+                             float *s, mlstack__fetch *f, const int GH, const int NV, const int DT) {
     __m256 a[3][4];
     const unsigned char *p[4] = {NULL, NULL, NULL, NULL};
     int h, v, d;
@@ -16952,6 +16974,7 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     for (d = 0; d < Dh; d++) {
         __m256 x[3];
         MLSTACK__UNROLL for (h = 0; h < GH; h++) x[h] = _mm256_broadcast_ss(q + (size_t)h * Dh + d);
+        mlstack__fetch_step(f);
         MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 k = mlstack__ld8_dt(p[v], 0, DT);
             p[v] += col;
@@ -16963,7 +16986,7 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
 }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
                                                          const void *const *k, const int *len, int nr, size_t ldk,
-                                                         float scale, float *s) {
+                                                         float scale, float *s, mlstack__fetch *f) {
     const unsigned char *kb[4];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
     int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
@@ -16973,19 +16996,21 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, 
         int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
-#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                       \
-    case (DI_) * 32 + (GH_) * 8 + (NV_):                                            \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, GH_, NV_, DT_); \
+#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                          \
+    case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
+        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
         break;
-#define MLSTACK__SKV_AVX2_DT(DI_, DT_)                                                                        \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1)                                                                         \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 2)                                                                         \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 3)                                                                         \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4)                                                                         \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 1)                                                                         \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4)     \
-        MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) \
-            MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
+#define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 2)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 3)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 1)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 2)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 4)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 1, 1)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
         switch (dti * 32 + gh * 8 + nv) {
             /* clang-format off */
             MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
@@ -17000,10 +17025,9 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, 
 }
 /* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
    apart, vb[r] at the pass's first value), key by key in order. */
-static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p,
-                                                                            const unsigned char *const *vb,
-                                                                            const int *len, int nr, size_t rs,
-                                                                            const int GH, const int NV, const int DT) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *const *vb, const int *len, int nr,
+                         size_t rs, mlstack__fetch *f, const int GH, const int NV, const int DT) {
     __m256 acc[3][8];
     int h, i, r, j, jj;
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[h][i] =
@@ -17013,6 +17037,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_tile_avx2(floa
         for (jj = 0; jj < len[r]; jj++, j++, row += rs) {
             __m256 pj[3];
             MLSTACK__UNROLL for (h = 0; h < GH; h++) pj[h] = _mm256_broadcast_ss(p + h * 32 + j);
+            mlstack__fetch_step(f);
             MLSTACK__UNROLL for (i = 0; i < NV; i++) {
                 __m256 x = mlstack__ld8_dt(row, 8 * i, DT);
                 MLSTACK__UNROLL for (h = 0; h < GH; h++) acc[h][i] = _mm256_fmadd_ps(pj[h], x, acc[h][i]);
@@ -17023,7 +17048,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_tile_avx2(floa
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
 static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
-                                                     const void *const *v, const int *len, int nr) {
+                                                     const void *const *v, const int *len, int nr, mlstack__fetch *f) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
     int g, gh, d, m, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
@@ -17034,20 +17059,23 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, 
             const float *pg = p + g * 32;
             m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
-#define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                            \
-    case (DI_) * 64 + (GH_) * 16 + (NV_):                                                \
-        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, GH_, NV_, DT_); \
+#define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                               \
+    case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
+        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
         break;
-#define MLSTACK__PKV_AVX2_DT(DI_, DT_)                                                                            \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1)                                                                             \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 2)                                                                             \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 3)                                                                             \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4)                                                                             \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 1)                                                                             \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4)         \
-        MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3)     \
-            MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) \
-                MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
+#define MLSTACK__PKV_AVX2_DT(DI_, DT_)                                                                    \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 2)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 3)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 1)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 2)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 4)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 1)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2)                                                                     \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) \
+        MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
             switch (dti * 64 + gh * 16 + m / 8) {
                 /* clang-format off */
                 MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
@@ -26742,7 +26770,9 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
    write and read back; SmolLM2 F16 decode at depth 4096, one thread over all 90 heads of a
-   step, 16.0-16.7 -> 12.0-12.3 ms). Every row sees the same chunks (starting at t0) and the
+   step, 16.0-16.7 -> 12.0-12.3 ms), and those kernels ask for the next chunk's lines a line
+   per step of their loops (12.3-12.6 -> 8.7-8.8 ms: all at once, the burst stalled the core
+   while memory idled through the arithmetic after it). Every row sees the same chunks (starting at t0) and the
    same arithmetic as it would alone, so its result does not depend on the other rows, the
    batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
@@ -26751,11 +26781,13 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
+    mlstack__fetch fe;
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
           *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
+    fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) {
         mx[g] = -FLT_MAX;
         den[g] = 0;
@@ -26772,14 +26804,23 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         else
             nnext = 0;
         for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
-        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext);
+        while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
+        fe.i = fe.n = 0, fe.at = fe.end = NULL;
+        if (direct && kv->page_tokens * kv->esize <= 128) /* the next chunk's lines from inside the kernels' loops */
+            for (r = 0; r < nnext; r++) {
+                mlstack__fetch_add(&fe, kn_[r],
+                                   ((size_t)(Dh - 1) * (size_t)kv->page_tokens + (size_t)lenn[r]) * kv->esize);
+                mlstack__fetch_add(&fe, vn_[r], (size_t)lenn[r] * (size_t)Dh * kv->esize);
+            }
+        else
+            mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext);
         if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dh;
             if (nr <= 0) continue;
             if (direct) /* one row (nr = n): the chunk read where it lies */
-                kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc);
+                kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
             else
                 kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
             if (softcap > 0) /* soft-capping (Gemma 2): s = cap tanh(s / cap), plain scalar C */
@@ -26798,7 +26839,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                 den[r * G + g] = MLSTACK__FMAF(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
                 *m = m_new;
             }
-            if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun);
+            if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
                 kn->attn_pv(ar, G, Dh, sc, vf, nr);
         }

@@ -400,6 +400,7 @@ static void check_path(const mlstack__kernels *k) {
         static float q[8 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         const void *kp[33], *vp[33];
         int len[33], di, gi, dd, nn, pi, t0, j;
+        mlstack__fetch fe;
         for (i = 0; i < 8 * 128; i++) q[i] = frand();
         for (di = 0; di < 3; di++) {
             size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
@@ -430,7 +431,9 @@ static void check_path(const mlstack__kernels *k) {
                                 }
                                 mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt, vf);
                                 mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
-                                k->attn_scores_kv(q, G, Dh, dts[di], kp, len, nr, (size_t)P, 0.125f, s1);
+                                fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
+                                fe.lo[0] = pool, fe.hi[0] = pool + 4096 + 32;
+                                k->attn_scores_kv(q, G, Dh, dts[di], kp, len, nr, (size_t)P, 0.125f, s1, &fe);
                                 for (g = 0; g < G; g++)
                                     for (j = 0; j < n; j++) same_s &= !memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4);
                                 CHECKF(same_s,
@@ -438,7 +441,7 @@ static void check_path(const mlstack__kernels *k) {
                                        k->name, (int)dts[di], G, Dh, n, P, t0 % P);
                                 for (i = 0; i < G * Dh; i++) a0[i] = a1[i] = frand();
                                 mlstack__attn_pv_scalar(a0, G, Dh, s0, vf, n);
-                                k->attn_pv_kv(a1, G, Dh, s0, dts[di], vp, len, nr);
+                                k->attn_pv_kv(a1, G, Dh, s0, dts[di], vp, len, nr, &fe);
                                 for (i = 0; i < G * Dh; i++) same_a &= !memcmp(&a0[i], &a1[i], 4);
                                 CHECKF(same_a,
                                        "%s pv from the cache, dtype %d G%d Dh%d n%d P%d slot %d: not the copy's",
