@@ -17000,17 +17000,13 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, 
     case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
         mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
         break;
+        /* clang-format off */
 #define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 2)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 3)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 1)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 2)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 4)  \
-    MLSTACK__SKV_AVX2(DI_, DT_, 1, 1)  \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1) MLSTACK__SKV_AVX2(DI_, DT_, 3, 2) MLSTACK__SKV_AVX2(DI_, DT_, 3, 3) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4) MLSTACK__SKV_AVX2(DI_, DT_, 2, 1) MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4) MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) \
     MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
+        /* clang-format on */
         switch (dti * 32 + gh * 8 + nv) {
             /* clang-format off */
             MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
@@ -17063,19 +17059,15 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, 
     case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
         mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
         break;
-#define MLSTACK__PKV_AVX2_DT(DI_, DT_)                                                                    \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 2)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 3)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 1)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 2)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 4)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 1)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2)                                                                     \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) \
-        MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
+            /* clang-format off */
+#define MLSTACK__PKV_AVX2_DT(DI_, DT_) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1) MLSTACK__PKV_AVX2(DI_, DT_, 3, 2) MLSTACK__PKV_AVX2(DI_, DT_, 3, 3) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4) MLSTACK__PKV_AVX2(DI_, DT_, 2, 1) MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
+            /* clang-format on */
             switch (dti * 64 + gh * 16 + m / 8) {
                 /* clang-format off */
                 MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
@@ -18983,6 +18975,118 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
         mlstack__to_f32_neon(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
     for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
 }
+/* The chunk ops straight from the cache (a chunk one query row reads), as the AVX2 forms:
+   4 neighbouring keys of one run a vector, converted as they load (a last vector past the
+   chunk loads up to 3 values more of its page and drops them); each score and sum the same
+   FMA chain as over kv_chunk's copy. */
+static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__ld4_dt(const unsigned char *p, int i, const int DT) {
+    return DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(p, i)
+           : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(p, i)
+                                      : mlstack__ld4_f32(p, i);
+}
+static MLSTACK__ALWAYS_INLINE void mlstack__scores_kv_tile_neon(const float *q, int Dh, const unsigned char *const *kb,
+                                                                size_t col, int n, float scale, float *s,
+                                                                mlstack__fetch *f, const int GH, const int NV,
+                                                                const int DT) {
+    float32x4_t a[2][8];
+    int h, v, d;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vdupq_n_f32(0.0f);
+    for (d = 0; d < Dh; d++) {
+        float32x4_t k[8];
+        mlstack__fetch_step(f);
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) k[v] = mlstack__ld4_dt(kb[v] + (size_t)d * col, 0, DT);
+        MLSTACK__UNROLL for (h = 0; h < GH; h++) {
+            float x = q[(size_t)h * Dh + d];
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vfmaq_n_f32(a[h][v], k[v], x);
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st4_part_neon(s + h * 32 + 4 * v, n - 4 * v, vmulq_n_f32(a[h][v], scale));
+}
+static void mlstack__attn_scores_kv_neon(const float *q, int G, int Dh, mlstack_dtype dt, const void *const *k,
+                                         const int *len, int nr, size_t ldk, float scale, float *s, mlstack__fetch *f) {
+    const unsigned char *kb[8];
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
+    int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    for (r = 0; r < nr; n += len[r++])
+        for (j = 0; j < len[r]; j += 4) kb[nv++] = (const unsigned char *)k[r] + (size_t)j * es;
+    for (g = 0; g < G; g += 2) {
+        int gh = G - g >= 2 ? 2 : 1;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+#define MLSTACK__SKV_NEON(DI_, DT_, GH_, NV_)                                          \
+    case (DI_) * 32 + (GH_) * 16 + (NV_):                                              \
+        mlstack__scores_kv_tile_neon(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
+        break;
+        /* clang-format off */
+#define MLSTACK__SKV_NEON_GH(DI_, DT_, GH_) \
+    MLSTACK__SKV_NEON(DI_, DT_, GH_, 1) MLSTACK__SKV_NEON(DI_, DT_, GH_, 2) MLSTACK__SKV_NEON(DI_, DT_, GH_, 3) \
+    MLSTACK__SKV_NEON(DI_, DT_, GH_, 4) MLSTACK__SKV_NEON(DI_, DT_, GH_, 5) MLSTACK__SKV_NEON(DI_, DT_, GH_, 6) \
+    MLSTACK__SKV_NEON(DI_, DT_, GH_, 7) MLSTACK__SKV_NEON(DI_, DT_, GH_, 8)
+        /* clang-format on */
+        switch (dti * 32 + gh * 16 + nv) {
+            /* clang-format off */
+            MLSTACK__SKV_NEON_GH(0, MLSTACK_DTYPE_F32, 1) MLSTACK__SKV_NEON_GH(0, MLSTACK_DTYPE_F32, 2)
+            MLSTACK__SKV_NEON_GH(1, MLSTACK_DTYPE_F16, 1) MLSTACK__SKV_NEON_GH(1, MLSTACK_DTYPE_F16, 2)
+            MLSTACK__SKV_NEON_GH(2, MLSTACK_DTYPE_BF16, 1) MLSTACK__SKV_NEON_GH(2, MLSTACK_DTYPE_BF16, 2)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__SKV_NEON_GH
+#undef MLSTACK__SKV_NEON
+    }
+}
+/* One head's NV vectors of one pass (from a; vb[r]: run r's first row at the pass's first value,
+   rows rs bytes apart) += p . the rows, key by key in order. */
+static MLSTACK__ALWAYS_INLINE void mlstack__pv_kv_tile_neon(float *a, const float *p, const unsigned char *const *vb,
+                                                            const int *len, int nr, size_t rs, mlstack__fetch *f,
+                                                            const int NV, const int DT) {
+    float32x4_t acc[16];
+    int i, r, j, jj;
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vld1q_f32(a + 4 * i);
+    for (r = 0, j = 0; r < nr; r++) {
+        const unsigned char *row = vb[r];
+        for (jj = 0; jj < len[r]; jj++, j++, row += rs) {
+            float pj = p[j];
+            mlstack__fetch_step(f);
+            MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vfmaq_n_f32(acc[i], mlstack__ld4_dt(row, 4 * i, DT), pj);
+        }
+    }
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) vst1q_f32(a + 4 * i, acc[i]);
+}
+static void mlstack__attn_pv_kv_neon(float *acc, int G, int Dh, const float *p, mlstack_dtype dt, const void *const *v,
+                                     const int *len, int nr, mlstack__fetch *f) {
+    const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int g, d, nv, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    for (g = 0; g < G; g++)
+        for (d = 0; d < Dh; d += 4 * nv) {
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32;
+            nv = (Dh - d) / 4 < 16 ? (Dh - d) / 4 : 16;
+            for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
+#define MLSTACK__PKV_NEON(DI_, DT_, NV_) \
+    case (DI_) * 32 + (NV_): mlstack__pv_kv_tile_neon(a, pg, vb, len, nr, (size_t)Dh *es, f, NV_, DT_); break;
+        /* clang-format off */
+#define MLSTACK__PKV_NEON_DT(DI_, DT_) \
+    MLSTACK__PKV_NEON(DI_, DT_, 1) MLSTACK__PKV_NEON(DI_, DT_, 2) MLSTACK__PKV_NEON(DI_, DT_, 3) \
+    MLSTACK__PKV_NEON(DI_, DT_, 4) MLSTACK__PKV_NEON(DI_, DT_, 5) MLSTACK__PKV_NEON(DI_, DT_, 6) \
+    MLSTACK__PKV_NEON(DI_, DT_, 7) MLSTACK__PKV_NEON(DI_, DT_, 8) MLSTACK__PKV_NEON(DI_, DT_, 9) \
+    MLSTACK__PKV_NEON(DI_, DT_, 10) MLSTACK__PKV_NEON(DI_, DT_, 11) MLSTACK__PKV_NEON(DI_, DT_, 12) \
+    MLSTACK__PKV_NEON(DI_, DT_, 13) MLSTACK__PKV_NEON(DI_, DT_, 14) MLSTACK__PKV_NEON(DI_, DT_, 15) \
+    MLSTACK__PKV_NEON(DI_, DT_, 16)
+            /* clang-format on */
+            switch (dti * 32 + nv) {
+                /* clang-format off */
+                MLSTACK__PKV_NEON_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_NEON_DT(1, MLSTACK_DTYPE_F16)
+                MLSTACK__PKV_NEON_DT(2, MLSTACK_DTYPE_BF16)
+            default: break;
+                /* clang-format on */
+            }
+#undef MLSTACK__PKV_NEON_DT
+#undef MLSTACK__PKV_NEON
+        }
+}
 /* mlstack__from_f32, 4 lanes: F16 by fcvtn (the FPCR's round to nearest even), BF16 by the
    reference's integer rounding (NaN: quieted, its payload's top bits kept). */
 static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst, size_t n) {
@@ -19003,9 +19107,10 @@ static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_NEON                                                                                         \
-    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon, NULL, NULL, \
-        mlstack__from_f32_neon, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
+#define MLSTACK__ATTN_NEON                                                                                      \
+    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,          \
+        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows, \
+        mlstack__rope_table, mlstack__rope_apply
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
