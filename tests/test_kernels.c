@@ -15,6 +15,37 @@ static float frand(void) {
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+/* n finite values stored in dtype dt (every third tiny: f16 subnormals among them). */
+static void kv_pool_fill(unsigned char *pool, size_t n, mlstack_dtype dt) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float f = frand() * (i % 3 ? 1.0f : 1e-6f);
+        uint32_t b;
+        uint16_t h = mlstack__f32_to_f16(f);
+        memcpy(&b, &f, 4);
+        if (dt == MLSTACK_DTYPE_F32) memcpy(pool + 4 * i, &f, 4);
+        else if (dt == MLSTACK_DTYPE_F16)
+            memcpy(pool + 2 * i, &h, 2);
+        else
+            h = (uint16_t)(b >> 16), memcpy(pool + 2 * i, &h, 2);
+    }
+}
+
+/* The runs (as mlstack__kv_chunk_runs gives them) of n positions from `slot` of a page, over
+   8 pages of page_bytes in pool, out of order in memory (run r in page (5 r + first) mod 8),
+   each page a keys block [Dh][P] then a values block [P][Dh] of es-byte values. */
+static int kv_runs(unsigned char *pool, size_t page_bytes, int first, int P, int Dh, int slot, int n, size_t es,
+                   const void **kp, const void **vp, int *len) {
+    int nr = 0;
+    for (; n > 0; n -= len[nr++], slot = 0) {
+        const unsigned char *pg = pool + (size_t)((nr * 5 + first) % 8) * page_bytes;
+        len[nr] = P - slot < n ? P - slot : n;
+        kp[nr] = pg + (size_t)slot * es;
+        vp[nr] = pg + ((size_t)P * (size_t)Dh + (size_t)slot * (size_t)Dh) * es;
+    }
+    return nr;
+}
+
 /* An f16's value from its fields (sign, 5-bit exponent, 10-bit fraction), by its definition. */
 static float f16_value(uint16_t h) {
     int e = (h >> 10) & 31, f = h & 1023;
@@ -326,30 +357,13 @@ static void check_path(const mlstack__kernels *k) {
         int len[33], di, dd, nn2, pi, ti, j, d;
         for (di = 0; di < 3; di++) {
             size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
-            for (i = 0; i < (int)pool_elems; i++) { /* finite values, stored in the dtype under test */
-                float f = frand() * (i % 3 ? 1.0f : 1e-6f); /* some f16 subnormals */
-                uint32_t b;
-                uint16_t h = mlstack__f32_to_f16(f);
-                memcpy(&b, &f, 4);
-                if (dts[di] == MLSTACK_DTYPE_F32) memcpy(pool + 4 * (size_t)i, &f, 4);
-                else if (dts[di] == MLSTACK_DTYPE_F16)
-                    memcpy(pool + 2 * (size_t)i, &h, 2);
-                else
-                    h = (uint16_t)(b >> 16), memcpy(pool + 2 * (size_t)i, &h, 2);
-            }
+            kv_pool_fill(pool, pool_elems, dts[di]);
             for (dd = 0; dd < 3; dd++)
                 for (nn2 = 0; nn2 < 3; nn2++)
                     for (pi = 0; pi < 3; pi++)
                         for (ti = 0; ti < 3; ti++) {
-                            int Dh = Dhs2[dd], n = ns2[nn2], P = Ps[pi], t0 = t0s[ti] % P, nr = 0, left = n, slot = t0;
-                            int ok = 1;
-                            /* pages out of order in memory: run r in page (r * 5) % NPG */
-                            for (; left > 0; left -= len[nr++], slot = 0) {
-                                const unsigned char *pg = pool + (size_t)((nr * 5) % NPG) * 2 * MAXP * MAXD * es;
-                                len[nr] = P - slot < left ? P - slot : left;
-                                kp[nr] = pg + (size_t)slot * es;
-                                vp[nr] = pg + ((size_t)P * (size_t)Dh + (size_t)slot * (size_t)Dh) * es;
-                            }
+                            int Dh = Dhs2[dd], n = ns2[nn2], P = Ps[pi], t0 = t0s[ti] % P, slot, ok = 1;
+                            int nr = kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 0, P, Dh, t0, n, es, kp, vp, len);
                             memset(kt1, 0xFF, sizeof(float) * MAXD * 32);
                             mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt0, vf0);
                             k->kv_chunk(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt1, vf1);
@@ -404,31 +418,15 @@ static void check_path(const mlstack__kernels *k) {
         for (i = 0; i < 8 * 128; i++) q[i] = frand();
         for (di = 0; di < 3; di++) {
             size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
-            for (i = 0; i < (int)pool_elems; i++) {
-                float f = frand();
-                uint32_t b;
-                uint16_t h = mlstack__f32_to_f16(f);
-                memcpy(&b, &f, 4);
-                if (dts[di] == MLSTACK_DTYPE_F32) memcpy(pool + 4 * (size_t)i, &f, 4);
-                else if (dts[di] == MLSTACK_DTYPE_F16)
-                    memcpy(pool + 2 * (size_t)i, &h, 2);
-                else
-                    h = (uint16_t)(b >> 16), memcpy(pool + 2 * (size_t)i, &h, 2);
-            }
+            kv_pool_fill(pool, pool_elems, dts[di]);
             for (gi = 0; gi < 6; gi++)
                 for (dd = 0; dd < 3; dd++)
                     for (nn = 0; nn < 4; nn++)
                         for (pi = 0; pi < 3; pi++)
                             for (t0 = 0; t0 < 16; t0 += 8) {
-                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], nr = 0, left = n, slot = t0 % P,
-                                    g, same_s = 1, same_a = 1;
-                                for (; left > 0; left -= len[nr++], slot = 0) {
-                                    const unsigned char *pg =
-                                        pool + (size_t)((nr * 5 + 3) % NPG) * 2 * MAXP * MAXD * es;
-                                    len[nr] = P - slot < left ? P - slot : left;
-                                    kp[nr] = pg + (size_t)slot * es;
-                                    vp[nr] = pg + ((size_t)P * (size_t)Dh + (size_t)slot * (size_t)Dh) * es;
-                                }
+                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], g, same_s = 1, same_a = 1;
+                                int nr =
+                                    kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 3, P, Dh, t0 % P, n, es, kp, vp, len);
                                 mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt, vf);
                                 mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
                                 fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
