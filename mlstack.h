@@ -26938,6 +26938,10 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                 float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
                 for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
                 m_new = cmax > *m ? cmax : *m;
+                if (m_new == *m) { /* corr = e^0 = 1 exactly (>>kernels' exp), and fma(den, 1, e) = den + e */
+                    den[r * G + g] += kn->exp_shift(sg, nr, m_new);
+                    continue;
+                }
                 corr = mlstack__exp_canon(*m - m_new); /* the canonical online softmax (>>kernels) */
                 if (corr != 1.0f)
                     for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr;
