@@ -15790,6 +15790,11 @@ MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float 
             acc[(size_t)g * Dh + d] = a;
         }
 }
+/* kt (Dh, 32): columns j0.. zeroed (a chunk's keys end at j0). */
+static void mlstack__kt_zero(float *kt, int j0, int Dh) {
+    int d;
+    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
+}
 MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len,
                                           int nr, size_t ldk, int Dh, float *kt, float *vf) {
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
@@ -15800,7 +15805,7 @@ MLSTACK__FN void mlstack__kv_chunk_scalar(mlstack_dtype dt, const void *const *k
                             (size_t)len[r]);
         mlstack__to_f32(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
     }
-    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
+    mlstack__kt_zero(kt, j0, Dh);
 }
 /* f32 -> dtype, round to nearest even (NaN stays NaN). The reference for from_f32. */
 MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst, size_t n) {
@@ -16948,7 +16953,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kv_keys_avx2(const v
 }
 static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v,
                                                    const int *len, int nr, size_t ldk, int Dh, float *kt, float *vf) {
-    int r, d, j0 = 0;
+    int r, j0 = 0;
     if (dt == MLSTACK_DTYPE_F16) mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F16);
     else if (dt == MLSTACK_DTYPE_BF16)
         mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_BF16);
@@ -16956,7 +16961,7 @@ static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void 
         mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F32);
     for (r = 0; r < nr; j0 += len[r++])
         mlstack__to_f32_avx2(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
-    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
+    mlstack__kt_zero(kt, j0, Dh);
 }
 /* The chunk ops straight from the cache (a chunk one query row reads): a vector of 8 keys is
    8 neighbours of one run in the page's transposed keys block, converted as it loads, and a
@@ -18946,6 +18951,11 @@ static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, con
 }
 /* Each run's keys converted a column of the page's transposed block at a time, 4 keys a
    vector, the last len mod 4 by the reference; values: each run's rows in one conversion. */
+static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__ld4_dt(const unsigned char *p, int i, const int DT) {
+    return DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(p, i)
+           : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(p, i)
+                                      : mlstack__ld4_f32(p, i);
+}
 static MLSTACK__ALWAYS_INLINE void mlstack__kv_keys_neon(const void *const *k, const int *len, int nr, size_t ldk,
                                                          int Dh, float *kt, const int DT) {
     const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
@@ -18955,17 +18965,14 @@ static MLSTACK__ALWAYS_INLINE void mlstack__kv_keys_neon(const void *const *k, c
         const int m = len[r];
         for (d = 0; d < Dh; d++, src += col) {
             float *dst = kt + (size_t)d * 32 + j0;
-            for (j = 0; j + 4 <= m; j += 4)
-                vst1q_f32(dst + j, DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(src, j)
-                                   : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(src, j)
-                                                              : mlstack__ld4_f32(src, j));
+            for (j = 0; j + 4 <= m; j += 4) vst1q_f32(dst + j, mlstack__ld4_dt(src, j, DT));
             if (j < m) mlstack__to_f32((mlstack_dtype)DT, src + (size_t)j * es, dst + j, (size_t)(m - j));
         }
     }
 }
 static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const void *const *v, const int *len, int nr,
                                    size_t ldk, int Dh, float *kt, float *vf) {
-    int r, d, j0 = 0;
+    int r, j0 = 0;
     if (dt == MLSTACK_DTYPE_F16) mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F16);
     else if (dt == MLSTACK_DTYPE_BF16)
         mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_BF16);
@@ -18973,17 +18980,12 @@ static void mlstack__kv_chunk_neon(mlstack_dtype dt, const void *const *k, const
         mlstack__kv_keys_neon(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F32);
     for (r = 0; r < nr; j0 += len[r++])
         mlstack__to_f32_neon(dt, v[r], vf + (size_t)j0 * Dh, (size_t)len[r] * (size_t)Dh);
-    for (d = 0; d < Dh && j0 < 32; d++) memset(kt + (size_t)d * 32 + j0, 0, sizeof(float) * (size_t)(32 - j0));
+    mlstack__kt_zero(kt, j0, Dh);
 }
 /* The chunk ops straight from the cache (a chunk one query row reads), as the AVX2 forms:
    4 neighbouring keys of one run a vector, converted as they load (a last vector past the
    chunk loads up to 3 values more of its page and drops them); each score and sum the same
    FMA chain as over kv_chunk's copy. */
-static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__ld4_dt(const unsigned char *p, int i, const int DT) {
-    return DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(p, i)
-           : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(p, i)
-                                      : mlstack__ld4_f32(p, i);
-}
 static MLSTACK__ALWAYS_INLINE void mlstack__scores_kv_tile_neon(const float *q, int Dh, const unsigned char *const *kb,
                                                                 size_t col, int n, float scale, float *s,
                                                                 mlstack__fetch *f, const int GH, const int NV,
@@ -26842,26 +26844,33 @@ static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *
     }
     return nr;
 }
-/* Asks for the lines of runs' keys and values ahead of their use: attention fetches the chunk
+/* The lines of runs' keys and values, asked for ahead of their use: attention fetches the chunk
    after the one it computes (pages are scattered, so the hardware's stream prefetchers do not
-   find them; without this decode deep in a context waited on memory). The values fetched
-   apart, before the sums, or the fetch two chunks ahead, was no faster. */
-static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len,
-                              int nr) {
+   find them; without this decode deep in a context waited on memory). With f (and the keys'
+   columns close together), they go to f's regions, for kernels to ask for a line per step of
+   their loops; else all now. The values fetched apart, before the sums, or the fetch two
+   chunks ahead, was no faster. */
+static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len, int nr,
+                              mlstack__fetch *f) {
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * Dh * es;
+        if (f && col <= 128) {
+            mlstack__fetch_add(f, k[r], kspan);
+            mlstack__fetch_add(f, v[r], vspan);
+            continue;
+        }
         if (col <= 128) /* the keys' columns close together: their whole span */
-            mlstack__fetch_range((const unsigned char *)k[r],
-                                 ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es);
+            mlstack__fetch_range((const unsigned char *)k[r], kspan);
         else
             for (d = 0; d < (int)Dh; d++)
                 mlstack__fetch_range((const unsigned char *)k[r] + (size_t)d * col, (size_t)len[r] * es);
-        mlstack__fetch_range((const unsigned char *)v[r], (size_t)len[r] * Dh * es);
+        mlstack__fetch_range((const unsigned char *)v[r], vspan);
     }
 }
-/* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores of G heads, and the running state (G x Dh sums, maxima, denominators) of
-   MLSTACK__ATT_ROWS rows. */
+/* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores of G
+   heads, and the running state (G x Dh sums, maxima, denominators) of MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
     return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
@@ -26877,9 +26886,9 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    write and read back; SmolLM2 F16 decode at depth 4096, one thread over all 90 heads of a
    step, 16.0-16.7 -> 12.0-12.3 ms), and those kernels ask for the next chunk's lines a line
    per step of their loops (12.3-12.6 -> 8.7-8.8 ms: all at once, the burst stalled the core
-   while memory idled through the arithmetic after it). Every row sees the same chunks (starting at t0) and the
-   same arithmetic as it would alone, so its result does not depend on the other rows, the
-   batch or the thread count. */
+   while memory idled through the arithmetic after it). Every row sees the same chunks
+   (starting at t0) and the same arithmetic as it would alone, so its result does not depend
+   on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
                             int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
@@ -26911,14 +26920,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
-        if (direct && kv->page_tokens * kv->esize <= 128) /* the next chunk's lines from inside the kernels' loops */
-            for (r = 0; r < nnext; r++) {
-                mlstack__fetch_add(&fe, kn_[r],
-                                   ((size_t)(Dh - 1) * (size_t)kv->page_tokens + (size_t)lenn[r]) * kv->esize);
-                mlstack__fetch_add(&fe, vn_[r], (size_t)lenn[r] * (size_t)Dh * kv->esize);
-            }
-        else
-            mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext);
+        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
