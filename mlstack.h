@@ -15349,10 +15349,11 @@ typedef struct mlstack__kernels {
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
     /* attention over a chunk of up to 32 keys (>>forward): s (G, 32) = scale * q (G, Dh) . kt,
-       kt the keys transposed (Dh, 32); exp_shift: s[i] = e^(s[i] - m), returns their sum;
-       pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key order */
+       kt the keys transposed (Dh, 32); softmax: the online softmax's step for G heads (>>forward:
+       mlstack__softmax_scalar is the rule); pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key
+       order */
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
-    float (*exp_shift)(float *s, int n, float m);
+    void (*softmax)(float *s, int G, int n, float *m, float *den, float *corr);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
     /* kv_chunk: a chunk of n <= 32 cached positions of dtype dt in nr runs (one per page,
        >>kvcache): run i holds len[i] positions, value d of its key j at k[i] + d * ldk + j, its
@@ -15434,7 +15435,7 @@ MLSTACK__FN float mlstack__exp_canon(float x) {
     volatile float t; /* the product rounded on its own (a volatile store: never fused) */
     float n, r, p;
     uint32_t b;
-    x = x < 88.0f ? x : 88.0f; /* (NaN passes through both as the vector max/min do not) */
+    x = x < 88.0f ? x : 88.0f; /* NaN becomes 88, as vminps / vmaxps and vminnm / vmaxnm make it */
     x = x > -87.0f ? x : -87.0f;
     t = x * 1.44269504f;
     n = (t + 12582912.0f) - 12582912.0f; /* + 1.5 * 2^23 rounds to an integer, ties to even */
@@ -15771,15 +15772,36 @@ MLSTACK__FN void mlstack__attn_scores_scalar(const float *q, int G, int Dh, cons
             s[g * 32 + j] = a * scale;
         }
 }
-/* s[i] = e^(s[i] - m) for i < n (n <= 32); returns their sum in 16 partial sums, folded. */
-MLSTACK__FN float mlstack__exp_shift_scalar(float *s, int n, float m) {
-    float p[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    int i;
-    for (i = 0; i < n; i++) {
-        s[i] = mlstack__exp_canon(s[i] - m);
-        p[i & 15] += s[i];
+/* A head's running max and denominator after a chunk whose max leaves m_new and whose
+   exponentials sum to e (mlstack__softmax_scalar). */
+static void mlstack__softmax_den(float *m, float *den, float *corr, float m_new, float e) {
+    if (m_new == *m) {
+        *corr = 1.0f, *den += e;
+        return;
     }
-    return mlstack__fold16(p);
+    *corr = mlstack__exp_canon(*m - m_new);
+    *den = MLSTACK__FMAF(*den, *corr, e);
+    *m = m_new;
+}
+/* The online softmax's step over one chunk, for G heads: head g's n <= 32 scores at s + g * 32,
+   its running max m[g] and denominator den[g]. The chunk's max (the first of equal ones; NaN
+   scores never win) raises m[g] or not; s[i] = e^(s[i] - m[g]); their sum in 16 partial sums
+   (element i into partial i mod 16), folded, is e; then corr[g] = 1 and den[g] += e when the
+   max stays (e^0 = 1 exactly, and den * 1 + e = den + e), else corr[g] = e^(m_old - m_new) and
+   den[g] = fma(den[g], corr[g], e). The caller scales the head's sums by corr[g] when it is not 1. */
+MLSTACK__FN void mlstack__softmax_scalar(float *s, int G, int n, float *m, float *den, float *corr) {
+    int g, i;
+    for (g = 0; g < G; g++) {
+        float p[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, *sg = s + g * 32, cmax = -FLT_MAX, m_new, e;
+        for (i = 0; i < n; i++) cmax = sg[i] > cmax ? sg[i] : cmax;
+        m_new = cmax > m[g] ? cmax : m[g];
+        for (i = 0; i < n; i++) {
+            sg[i] = mlstack__exp_canon(sg[i] - m_new);
+            p[i & 15] += sg[i];
+        }
+        e = mlstack__fold16(p);
+        mlstack__softmax_den(m + g, den + g, corr + g, m_new, e);
+    }
 }
 MLSTACK__FN void mlstack__attn_pv_scalar(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, j, d;
@@ -15827,8 +15849,8 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
         memcpy((unsigned char *)dst + 2 * i, &h, 2);
     }
 }
-#define MLSTACK__ATTN_SCALAR                                                                                         \
-    mlstack__attn_scores_scalar, mlstack__exp_shift_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
+#define MLSTACK__ATTN_SCALAR                                                                                       \
+    mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
         NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
@@ -16825,19 +16847,50 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int
         g += gh;
     }
 }
-/* s[i] = e^(s[i] - m) by mlstack__exp256; the canonical 16 partial sums (element i into
-   partial i mod 16: two registers, 16 elements per step), folded. */
-static MLSTACK__T_AVX2 float mlstack__exp_shift_avx2(float *s, int n, float m) {
-    __m256 sum[2], mv = _mm256_set1_ps(m);
-    int i;
-    sum[0] = sum[1] = _mm256_setzero_ps();
-    for (i = 0; i < n; i += 8) {
-        __m256 e = mlstack__exp256(_mm256_sub_ps(mlstack__ld8_part_avx2(s + i, n - i), mv));
-        mlstack__st8_part_avx2(s + i, n - i, e);
-        if (n - i < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(mlstack__mask8_avx2(n - i)));
-        sum[(i >> 3) & 1] = _mm256_add_ps(sum[(i >> 3) & 1], e);
+/* mlstack__softmax_scalar's step for one head, its chunk held in four registers (lanes past n
+   at the lowest float when not FULL): the max by vmaxps (the scalar test, s > max ? s : max,
+   lane by lane, then across lanes: max is exact, so only which of equal values wins can differ,
+   and e^(s - m) is the same for either zero), e^(s - m) by mlstack__exp256, and the canonical 16
+   partial sums as two registers (vector v into v mod 2; a lane past n adds +0), folded. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__softmax_head_avx2(float *s, int n, float *m, float *den,
+                                                                              float *corr, const int FULL) {
+    const __m256 lowest = _mm256_set1_ps(-FLT_MAX);
+    __m256 x[4], e[4], mx = lowest, mv;
+    __m256i k[4];
+    __m128 h;
+    float m_new;
+    int v;
+    MLSTACK__UNROLL for (v = 0; v < 4; v++) {
+        if (FULL) x[v] = _mm256_loadu_ps(s + 8 * v);
+        else {
+            k[v] = mlstack__mask8_avx2(n - 8 * v);
+            x[v] = _mm256_blendv_ps(lowest, _mm256_maskload_ps(s + 8 * v, k[v]), _mm256_castsi256_ps(k[v]));
+        }
+        mx = _mm256_max_ps(x[v], mx);
     }
-    return mlstack__fold16_avx2(sum[0], sum[1]);
+    h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    m_new = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+    m_new = m_new > *m ? m_new : *m;
+    mv = _mm256_set1_ps(m_new);
+    MLSTACK__UNROLL for (v = 0; v < 4; v++) {
+        e[v] = mlstack__exp256(_mm256_sub_ps(x[v], mv));
+        if (FULL) _mm256_storeu_ps(s + 8 * v, e[v]);
+        else {
+            _mm256_maskstore_ps(s + 8 * v, k[v], e[v]);
+            e[v] = _mm256_and_ps(e[v], _mm256_castsi256_ps(k[v]));
+        }
+    }
+    mlstack__softmax_den(m, den, corr, m_new,
+                         mlstack__fold16_avx2(_mm256_add_ps(e[0], e[2]), _mm256_add_ps(e[1], e[3])));
+}
+/* The AVX-512 tables use it as well. */
+static MLSTACK__T_AVX2 void mlstack__softmax_avx2(float *s, int G, int n, float *m, float *den, float *corr) {
+    int g;
+    if (n == 32)
+        for (g = 0; g < G; g++) mlstack__softmax_head_avx2(s + g * 32, n, m + g, den + g, corr + g, 1);
+    else
+        for (g = 0; g < G; g++) mlstack__softmax_head_avx2(s + g * 32, n, m + g, den + g, corr + g, 0);
 }
 /* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
    8 vectors (64 values) of a head per pass over the keys, the last Dh mod 8 values in a masked
@@ -17126,7 +17179,7 @@ static MLSTACK__T_AVX2 void mlstack__from_f32_avx2(mlstack_dtype dt, const float
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
 #define MLSTACK__ATTN_AVX2                                                                                           \
-    mlstack__attn_scores_avx2, mlstack__exp_shift_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,               \
+    mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
         mlstack__rope_table, mlstack__rope_apply_avx2
 
@@ -17772,17 +17825,6 @@ static MLSTACK__T_AVX512 void mlstack__attn_scores_avx512(const float *q, int G,
         }
     }
 }
-static MLSTACK__T_AVX512 float mlstack__exp_shift_avx512(float *s, int n, float m) {
-    __m512 sum = _mm512_setzero_ps();
-    int i;
-    for (i = 0; i < n; i += 16) {
-        __mmask16 k = mlstack__mask16(n - i);
-        __m512 v = mlstack__exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), _mm512_set1_ps(m)));
-        _mm512_mask_storeu_ps(s + i, k, v);
-        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(k, v));
-    }
-    return mlstack__hsum512(sum);
-}
 /* NH <= 3 heads' acc (NH, Dh) += p . v over one chunk, up to 64 dims at once: each value row
    loaded once for all NH heads, every element its own chain over the keys in order. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__pv_heads(float *acc, int Dh, const float *p,
@@ -17874,9 +17916,9 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_AVX512                                                                                 \
-    mlstack__attn_scores_avx512, mlstack__exp_shift_avx512, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2, \
-        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                    \
+#define MLSTACK__ATTN_AVX512                                                                             \
+    mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2, \
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                \
         mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
@@ -18808,7 +18850,7 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 static float32x4_t mlstack__exp_neon(float32x4_t x) {
     float32x4_t n, r, p;
     int32x4_t e;
-    x = vmaxq_f32(vminq_f32(x, vdupq_n_f32(88.0f)), vdupq_n_f32(-87.0f));
+    x = vmaxnmq_f32(vminnmq_f32(x, vdupq_n_f32(88.0f)), vdupq_n_f32(-87.0f)); /* NaN -> 88, as x86 and C */
     n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504f)));
     r = vfmsq_f32(x, n, vdupq_n_f32(0.693145752f));
     r = vfmsq_f32(r, n, vdupq_n_f32(1.42860677e-6f));
@@ -18889,22 +18931,38 @@ static MLSTACK__ALWAYS_INLINE float mlstack__fold16_neon(float32x4_t a0, float32
     float32x2_t h = vadd_f32(vget_low_f32(t), vget_high_f32(t));
     return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
 }
-/* s[i] = e^(s[i] - m) by mlstack__exp_neon; the canonical 16 partial sums (element i into
-   partial i mod 16: four registers), folded. */
-static float mlstack__exp_shift_neon(float *s, int n, float m) {
+/* mlstack__softmax_scalar's step, as mlstack__softmax_avx2 does it: a head's chunk (up to 8
+   vectors, the last one's lanes past n at the lowest float) held in registers, its max by
+   vmaxnmq (which passes over a NaN score, as s > max ? s : max does) then vpmax, e^(s - m)
+   by mlstack__exp_neon, the canonical 16 partial sums as four registers (vector v into v mod 4),
+   folded. */
+static void mlstack__softmax_neon(float *s, int G, int n, float *m, float *den, float *corr) {
     static const int32_t iota[4] = {0, 1, 2, 3};
-    float32x4_t sum[4], mv = vdupq_n_f32(m);
-    int i;
-    sum[0] = sum[1] = sum[2] = sum[3] = vdupq_n_f32(0.0f);
-    for (i = 0; i < n; i += 4) {
-        float32x4_t e = mlstack__exp_neon(vsubq_f32(mlstack__ld4_part_neon(s + i, n - i), mv));
-        mlstack__st4_part_neon(s + i, n - i, e);
-        if (n - i < 4)
-            e = vreinterpretq_f32_u32(
-                vandq_u32(vreinterpretq_u32_f32(e), vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - i))));
-        sum[(i >> 2) & 3] = vaddq_f32(sum[(i >> 2) & 3], e);
+    const int nv = (n + 3) / 4;
+    const uint32x4_t tail = vcltq_s32(vld1q_s32(iota), vdupq_n_s32(n - 4 * (nv - 1)));
+    const float32x4_t lowest = vdupq_n_f32(-FLT_MAX);
+    int g, v;
+    for (g = 0; g < G; g++) {
+        float *sg = s + g * 32, m_new;
+        float32x4_t x[8], e, mx = lowest, sum[4];
+        float32x2_t h;
+        for (v = 0; v < nv; v++) {
+            x[v] = v < nv - 1 ? vld1q_f32(sg + 4 * v)
+                              : vbslq_f32(tail, mlstack__ld4_part_neon(sg + 4 * v, n - 4 * v), lowest);
+            mx = vmaxnmq_f32(mx, x[v]); /* a NaN score never wins */
+        }
+        h = vpmax_f32(vget_low_f32(mx), vget_high_f32(mx));
+        m_new = vget_lane_f32(vpmax_f32(h, h), 0);
+        m_new = m_new > m[g] ? m_new : m[g];
+        sum[0] = sum[1] = sum[2] = sum[3] = vdupq_n_f32(0.0f);
+        for (v = 0; v < nv; v++) {
+            e = mlstack__exp_neon(vsubq_f32(x[v], vdupq_n_f32(m_new)));
+            mlstack__st4_part_neon(sg + 4 * v, n - 4 * v, e);
+            if (v == nv - 1) e = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(e), tail));
+            sum[v & 3] = vaddq_f32(sum[v & 3], e);
+        }
+        mlstack__softmax_den(m + g, den + g, corr + g, m_new, mlstack__fold16_neon(sum[0], sum[1], sum[2], sum[3]));
     }
-    return mlstack__fold16_neon(sum[0], sum[1], sum[2], sum[3]);
 }
 /* acc (G, Dh) += p (G, 32) . v (n, Dh): each element one FMA chain over the keys in order, up to
    16 vectors (64 values) of a head per pass over the keys, the last Dh mod 4 values one by one
@@ -19110,7 +19168,7 @@ static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
 #define MLSTACK__ATTN_NEON                                                                                      \
-    mlstack__attn_scores_neon, mlstack__exp_shift_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,          \
+    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,            \
         mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows, \
         mlstack__rope_table, mlstack__rope_apply
 
@@ -26869,10 +26927,11 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
         mlstack__fetch_range((const unsigned char *)v[r], vspan);
     }
 }
-/* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores of G
-   heads, and the running state (G x Dh sums, maxima, denominators) of MLSTACK__ATT_ROWS rows. */
+/* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores and
+   corrections of G heads, and the running state (G x Dh sums, maxima, denominators) of
+   MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
-    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * MLSTACK__ATT_CHUNK +
+    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * (MLSTACK__ATT_CHUNK + 1) +
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
@@ -26897,7 +26956,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
     mlstack__fetch fe;
     float *kt = scratch, *vf = kt + MLSTACK__ATT_CHUNK * Dh, *sc = vf + MLSTACK__ATT_CHUNK * Dh,
-          *acc = sc + (size_t)G * MLSTACK__ATT_CHUNK, *mx = acc + (size_t)R * G * Dh, *den = mx + R * G;
+          *corr = sc + (size_t)G * MLSTACK__ATT_CHUNK, *acc = corr + G, *mx = acc + (size_t)R * G * Dh,
+          *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
@@ -26936,20 +26996,10 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                         float *sj = sc + (size_t)g * MLSTACK__ATT_CHUNK + j, th = mlstack__tanh_canon(*sj / softcap);
                         *sj = th * softcap;
                     }
-            for (g = 0; g < G; g++) {
-                float *sg = sc + (size_t)g * MLSTACK__ATT_CHUNK, cmax = -FLT_MAX, m_new, corr, *m = &mx[r * G + g];
-                for (j = 0; j < nr; j++) cmax = sg[j] > cmax ? sg[j] : cmax;
-                m_new = cmax > *m ? cmax : *m;
-                if (m_new == *m) { /* corr = e^0 = 1 exactly (>>kernels' exp), and fma(den, 1, e) = den + e */
-                    den[r * G + g] += kn->exp_shift(sg, nr, m_new);
-                    continue;
-                }
-                corr = mlstack__exp_canon(*m - m_new); /* the canonical online softmax (>>kernels) */
-                if (corr != 1.0f)
-                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr;
-                den[r * G + g] = MLSTACK__FMAF(den[r * G + g], corr, kn->exp_shift(sg, nr, m_new));
-                *m = m_new;
-            }
+            kn->softmax(sc, G, nr, mx + r * G, den + r * G, corr); /* the canonical online softmax */
+            for (g = 0; g < G; g++)
+                if (corr[g] != 1.0f)
+                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr[g];
             if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
                 kn->attn_pv(ar, G, Dh, sc, vf, nr);

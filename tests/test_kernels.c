@@ -448,7 +448,7 @@ static void check_path(const mlstack__kernels *k) {
         }
         free(pool), free(kt), free(vf);
     }
-    /* attention chunk ops: scores, exp_shift and pv, for head dims with tails and short chunks */
+    /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks */
     {
         static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128}, ns[] = {1, 16, 17, 32};
         static float q[8 * 128], kt[128 * 32], v[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
@@ -458,8 +458,8 @@ static void check_path(const mlstack__kernels *k) {
         for (gi = 0; gi < 6; gi++)
             for (di = 0; di < 5; di++)
                 for (nn = 0; nn < 4; nn++) {
-                    int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g;
-                    float e0, e1;
+                    int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g, mi;
+                    float e0m[8], e0d[8], e0c[8];
                     mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
                     k->attn_scores(q, G, Dh, kt, n, 0.125f, s1);
                     for (g = 0; g < G; g++)
@@ -477,12 +477,37 @@ static void check_path(const mlstack__kernels *k) {
                         CHECKF(!memcmp(s2, s1 + g * 32, sizeof(float) * (size_t)n),
                                "%s scores G%d Dh%d n%d: head %d alone differs", k->name, G, Dh, n, g);
                     }
-                    e0 = mlstack__exp_shift_scalar(s0, n, 0.5f);
-                    e1 = k->exp_shift(s1, n, 0.5f);
-                    CHECKF(!memcmp(&e0, &e1, 4), "%s exp_shift n%d: sum %.9g vs %.9g", k->name, n, e1, e0);
-                    for (j = 0; j < n; j++)
-                        CHECKF(!memcmp(&s0[j], &s1[j], 4), "%s exp_shift n%d [%d]: %.9g vs %.9g", k->name, n, j, s1[j],
-                               s0[j]);
+                    for (mi = 0; mi < 4; mi++) { /* the softmax step from a fresh max, a lower one, a higher one */
+                        float m0[8], m1[8], d0[8], d1[8], c0[8], c1[8], t0[8 * 32], t1[8 * 32];
+                        memcpy(t0, s0, sizeof t0), memcpy(t1, s0, sizeof t1);
+                        if (mi == 3) /* a NaN score (ignored by the max), equal maxima and both zeros */
+                            for (g = 0; g < G; g++) {
+                                t0[g * 32] = t1[g * 32] = NAN;
+                                if (n > 2)
+                                    t0[g * 32 + 1] = t1[g * 32 + 1] = -0.0f, t0[g * 32 + 2] = t1[g * 32 + 2] = 0.0f;
+                                if (n > 16) t0[g * 32 + 16] = t1[g * 32 + 16] = t0[g * 32 + n - 1];
+                            }
+                        for (g = 0; g < G; g++) {
+                            m0[g] = m1[g] = mi == 0 || mi == 3 ? -FLT_MAX : mi == 1 ? -0.3f + 0.1f * (float)g : 64.0f;
+                            d0[g] = d1[g] = mi == 0 || mi == 3 ? 0.0f : 1.5f + (float)g;
+                        }
+                        mlstack__softmax_scalar(t0, G, n, m0, d0, c0);
+                        k->softmax(t1, G, n, m1, d1, c1);
+                        for (g = 0; g < G; g++) {
+                            CHECKF(!memcmp(&m0[g], &m1[g], 4) && !memcmp(&d0[g], &d1[g], 4) &&
+                                       !memcmp(&c0[g], &c1[g], 4),
+                                   "%s softmax G%d n%d case %d head %d: max %.9g den %.9g corr %.9g vs %.9g %.9g %.9g",
+                                   k->name, G, n, mi, g, m1[g], d1[g], c1[g], m0[g], d0[g], c0[g]);
+                            for (j = 0; j < n; j++)
+                                CHECKF(!memcmp(&t0[g * 32 + j], &t1[g * 32 + j], 4),
+                                       "%s softmax G%d n%d case %d [%d][%d]: %.9g vs %.9g", k->name, G, n, mi, g, j,
+                                       t1[g * 32 + j], t0[g * 32 + j]);
+                        }
+                        CHECKF(mi != 2 || c0[0] == 1.0f, "softmax: a max above every score must stay (corr %g)", c0[0]);
+                        CHECKF(mi != 0 || d0[0] >= 1.0f, "softmax: a fresh max's own term is e^0 = 1 (den %g)", d0[0]);
+                    }
+                    for (g = 0; g < G; g++) e0m[g] = -FLT_MAX, e0d[g] = 0;
+                    mlstack__softmax_scalar(s0, G, n, e0m, e0d, e0c); /* P.V below takes probabilities */
                     mlstack__attn_pv_scalar(a0, G, Dh, s0, v, n);
                     k->attn_pv(a1, G, Dh, s0, v, n);
                     for (i = 0; i < G * Dh; i++) {
