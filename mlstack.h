@@ -16234,8 +16234,8 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    650 against 622 tokens/s); F16 and BF16 in 64-input steps lost 1-4%. */
 /* vectors a tile of these rows spans */
 #define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
-static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
-                                                  int o1) {
+static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                       int o0, int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
@@ -16287,6 +16287,20 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, cons
     }
 }
 #undef MLSTACK__P16F_STEP_AVX2
+/* A prefill's rows 96 at a time (16 blocks of 6): all of them at once, each step's pass over
+   the weights read a step of every row's activations and parked every row's partial sums, which
+   left the caches (F16 576 x 1536, one thread, the kernel alone: 92 GFLOP/s at 64 rows, 87 at
+   512, 70 at 4096); a block of rows keeps them there and reads the group's panels again from
+   L2. SmolLM2 F16, 2 threads, best of alternated runs: pp512 662 -> 689-693 t/s, pp4096 375
+   -> 394-398; F32 pp512 648 -> 670. (The int8 kernels step through whole rows and gained
+   nothing: Q8_0 pp512 804 against 777-797.) Rows are independent, so no bit changes. */
+static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
+                                                  int o1) {
+    int b;
+    for (b = 0; b < B; b += 96)
+        mlstack__mm_p16f_rows_avx2(w, x + (size_t)b * (size_t)w->n_in, y + (size_t)b * (size_t)w->n_out,
+                                   B - b < 96 ? B - b : 96, o0, o1);
+}
 
 /* int8 tile, RB rows x NV vectors (RB * NV <= 8). No vpdpbusd here: per 4-input group,
    maddubs (unsigned x signed bytes -> int16 pair sums) then madd with ones -> int32. Q8_0's
