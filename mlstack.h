@@ -15349,9 +15349,8 @@ typedef struct mlstack__kernels {
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*swiglu)(float *g, const float *u, int n); /* g (n,) = silu(g) * u */
     /* attention over a chunk of up to 32 keys (>>forward): s (G, 32) = scale * q (G, Dh) . kt,
-       kt the keys transposed (Dh, 32); softmax: the online softmax's step for G heads (>>forward:
-       mlstack__softmax_scalar is the rule); pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key
-       order */
+       kt the keys transposed (Dh, 32); softmax: the online softmax's step for G heads (the rule:
+       mlstack__softmax_scalar, below); pv: acc (G, Dh) += p (G, 32) . v (32, Dh), in key order */
     void (*attn_scores)(const float *q, int G, int Dh, const float *kt, int n, float scale, float *s);
     void (*softmax)(float *s, int G, int n, float *m, float *den, float *corr);
     void (*attn_pv)(float *acc, int G, int Dh, const float *p, const float *v, int n);
