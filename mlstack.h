@@ -16295,10 +16295,11 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
    nothing: Q8_0 pp512 804 against 777-797.) Rows are independent, so no bit changes. */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_avx2(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                   int o1) {
+    const int run = 96;
     int b;
-    for (b = 0; b < B; b += 96)
+    for (b = 0; b < B; b += run)
         mlstack__mm_p16f_rows_avx2(w, x + (size_t)b * (size_t)w->n_in, y + (size_t)b * (size_t)w->n_out,
-                                   B - b < 96 ? B - b : 96, o0, o1);
+                                   B - b < run ? B - b : run, o0, o1);
 }
 
 /* int8 tile, RB rows x NV vectors (RB * NV <= 8). No vpdpbusd here: per 4-input group,
@@ -19020,13 +19021,14 @@ static void mlstack__attn_pv_neon(float *acc, int G, int Dh, const float *p, con
         }
     }
 }
-/* Each run's keys converted a column of the page's transposed block at a time, 4 keys a
-   vector, the last len mod 4 by the reference; values: each run's rows in one conversion. */
+/* 4 values of cached dtype DT from element i of p, as f32 */
 static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__ld4_dt(const unsigned char *p, int i, const int DT) {
     return DT == MLSTACK_DTYPE_F16    ? mlstack__ld4_f16(p, i)
            : DT == MLSTACK_DTYPE_BF16 ? mlstack__ld4_bf16(p, i)
                                       : mlstack__ld4_f32(p, i);
 }
+/* Each run's keys converted a column of the page's transposed block at a time, 4 keys a
+   vector, the last len mod 4 by the reference; values: each run's rows in one conversion. */
 static MLSTACK__ALWAYS_INLINE void mlstack__kv_keys_neon(const void *const *k, const int *len, int nr, size_t ldk,
                                                          int Dh, float *kt, const int DT) {
     const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;

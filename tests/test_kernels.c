@@ -478,7 +478,7 @@ static void check_path(const mlstack__kernels *k) {
                         CHECKF(!memcmp(s2, s1 + g * 32, sizeof(float) * (size_t)n),
                                "%s scores G%d Dh%d n%d: head %d alone differs", k->name, G, Dh, n, g);
                     }
-                    for (mi = 0; mi < 4; mi++) { /* the softmax step from a fresh max, a lower one, a higher one */
+                    for (mi = 0; mi < 4; mi++) { /* the step from a fresh max, a lower one, a higher one, odd scores */
                         float m0[8], m1[8], d0[8], d1[8], c0[8], c1[8], t0[8 * 32], t1[8 * 32];
                         memcpy(t0, s0, sizeof t0), memcpy(t1, s0, sizeof t1);
                         if (mi == 3) /* a NaN score (ignored by the max), equal maxima and both zeros */
@@ -505,7 +505,26 @@ static void check_path(const mlstack__kernels *k) {
                                        t1[g * 32 + j], t0[g * 32 + j]);
                         }
                         CHECKF(mi != 2 || c0[0] == 1.0f, "softmax: a max above every score must stay (corr %g)", c0[0]);
-                        CHECKF(mi != 0 || d0[0] >= 1.0f, "softmax: a fresh max's own term is e^0 = 1 (den %g)", d0[0]);
+                        if (mi < 3) /* the C rule against libm: e^(s - m) of the float difference, the sum
+                                       and the correction in double */
+                            for (g = 0; g < G; g++) {
+                                float mo = mi == 0 ? -FLT_MAX : mi == 1 ? -0.3f + 0.1f * (float)g : 64.0f, mx = mo;
+                                double d_old = mi == 0 ? 0.0 : 1.5 + g, sum = 0, c, want;
+                                for (j = 0; j < n; j++) mx = s0[g * 32 + j] > mx ? s0[g * 32 + j] : mx;
+                                c = mi == 0 ? 0.0 : exp((double)(mo - mx));
+                                for (j = 0; j < n; j++) {
+                                    double e = exp((double)(s0[g * 32 + j] - mx));
+                                    sum += e;
+                                    CHECKF(fabs(t0[g * 32 + j] - e) <= 1e-6 * e,
+                                           "softmax n%d [%d][%d]: %.9g, libm %.9g", n, g, j, t0[g * 32 + j], e);
+                                }
+                                want = d_old * c + sum;
+                                CHECKF(
+                                    mx == m0[g] && fabs(d0[g] - want) <= 4e-6 * want &&
+                                        (mi == 0 || fabs(c0[g] - c) <= 1e-6 * c + 1e-30),
+                                    "softmax G%d n%d case %d head %d: max %.9g den %.9g corr %.9g, libm %.9g %.9g %.9g",
+                                    G, n, mi, g, m0[g], d0[g], c0[g], mx, want, c);
+                            }
                     }
                     for (g = 0; g < G; g++) e0m[g] = -FLT_MAX, e0d[g] = 0;
                     mlstack__softmax_scalar(s0, G, n, e0m, e0d, e0c); /* P.V below takes probabilities */
