@@ -17400,8 +17400,8 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
    with no software prefetch and 1880-2140 with the shared fetch (Zen 4). */
 typedef struct mlstack__p16_pf {
     size_t ahead; /* L1 look-ahead from each weight line a tile loads (0: none) */
-    const unsigned char *next; /* the tile's share of the next group: block k fetches step bytes from */
-    size_t step; /* next + k * step (next NULL: none) */
+    const unsigned char *next; /* the next group (NULL: no fetch of it), `len` bytes: block k */
+    size_t off, step, len; /* fetches [off + k step, + step) of it */
 } mlstack__p16_pf;
 /* The prefetch of the tile at activation row b of B (tiles of rows_per_tile rows) over a group
    of gbytes bytes at wp, nb blocks; has_next: a full group follows it in the weight. */
@@ -17410,21 +17410,19 @@ static MLSTACK__ALWAYS_INLINE mlstack__p16_pf mlstack__p16_prefetch(const unsign
     mlstack__p16_pf pf;
     int tiles = (B + rows_per_tile - 1) / rows_per_tile;
     pf.ahead = B > 1 && b == 0 ? 1024 : 0;
-    pf.next = NULL, pf.step = 0;
-    if (B > 1 && has_next) {
-        pf.step = (gbytes / (size_t)nb + (size_t)tiles * 64 - 1) / ((size_t)tiles * 64) * 64;
-        pf.next = wp + gbytes + (size_t)(b / rows_per_tile) * (size_t)nb * pf.step;
-    }
+    pf.next = B > 1 && has_next ? wp + gbytes : NULL;
+    pf.step = (gbytes + (size_t)tiles * (size_t)nb - 1) / ((size_t)tiles * (size_t)nb);
+    pf.off = (size_t)(b / rows_per_tile) * (size_t)nb * pf.step, pf.len = gbytes;
     return pf;
 }
-static const mlstack__p16_pf mlstack__p16_nopf = {0, NULL, 0};
+static const mlstack__p16_pf mlstack__p16_nopf = {0, NULL, 0, 0, 0};
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch(const unsigned char *line, mlstack__p16_pf pf) {
     if (pf.ahead) _mm_prefetch((const char *)(line + pf.ahead), _MM_HINT_T0);
 }
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch_next(mlstack__p16_pf pf, int k) {
-    const unsigned char *l, *e;
-    if (!pf.next) return;
-    for (l = pf.next + (size_t)k * pf.step, e = l + pf.step; l < e; l += 64) _mm_prefetch((const char *)l, _MM_HINT_T1);
+    size_t o = pf.off + (size_t)k * pf.step, e = o + pf.step < pf.len ? o + pf.step : pf.len;
+    if (pf.next)
+        for (; o < e; o += 64) _mm_prefetch((const char *)(pf.next + o), _MM_HINT_T1);
 }
 
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
