@@ -17283,8 +17283,8 @@ mlstack__p16_store(__m512 acc[6][4], float *y, size_t ldy, const float *bias, in
    while tiles that read from cache compute. */
 typedef struct mlstack__p16_pf {
     size_t ahead; /* L1 look-ahead from each weight line a tile loads (0: none) */
-    const unsigned char *next; /* the next group (NULL: no fetch of it), `len` bytes: block k */
-    size_t off, step, len; /* fetches [off + k step, + step) of it */
+    const unsigned char *next; /* the `len` bytes after the call's (NULL: no fetch); block of */
+    size_t off, step, len; /* inputs k fetches [off + k step, + step) of them */
 } mlstack__p16_pf;
 /* The prefetch of the tile at activation row b of B (tiles of rows_per_tile rows) over gbytes
    bytes at wp (a group, or a step), nb blocks; has_next: as many bytes follow them in the
@@ -17378,10 +17378,11 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
     case (WT_) * 8 + (RB_):                                                                        \
         mlstack__p16f_tile(src, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf); \
         break;
-#define MLSTACK__P16F_CASES(WT_)                                                                                \
-    MLSTACK__P16F_CASE(WT_, 1)                                                                                  \
-    MLSTACK__P16F_CASE(WT_, 2) MLSTACK__P16F_CASE(WT_, 3) MLSTACK__P16F_CASE(WT_, 4) MLSTACK__P16F_CASE(WT_, 5) \
-        MLSTACK__P16F_CASE(WT_, 6)
+                    /* clang-format off */
+#define MLSTACK__P16F_CASES(WT_) \
+    MLSTACK__P16F_CASE(WT_, 1) MLSTACK__P16F_CASE(WT_, 2) MLSTACK__P16F_CASE(WT_, 3) \
+    MLSTACK__P16F_CASE(WT_, 4) MLSTACK__P16F_CASE(WT_, 5) MLSTACK__P16F_CASE(WT_, 6)
+                    /* clang-format on */
                     switch (w->wtype * 8 + rb) {
                         /* clang-format off */
                         MLSTACK__P16F_CASES(MLSTACK__W_F32) MLSTACK__P16F_CASES(MLSTACK__W_F16)
