@@ -497,7 +497,7 @@ BENCH_ARGS ?=
 VS_ARGS ?= --shapes smollm2 -r 2 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
-	$(B)/mlstack bench -m $(MODEL) --quant none,q4_1 -t 2 --parallel 1,8,32 -n 32
+	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 2 --parallel 1,8,32 -n 32
 	$(PYTHON) tools/bench_spec.py -m $(MODEL) --rounds 3
 	bash tools/bench_tokenizer.sh
 	@if [ -x peer/bin/llama-bench ]; then \
