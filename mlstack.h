@@ -17311,7 +17311,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch_next(mls
 }
 
 /* WT: how wp holds the values: MLSTACK__W_F32 (f32, as packed or converted), F16 or BF16 (read
-   straight from the panels, for a single activation row). */
+   straight from the panels, converted as loaded). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const void *wp, size_t i, const int WT) {
     if (WT == MLSTACK__W_F16)
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)wp + i)));
@@ -17415,17 +17415,19 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
     }
 }
 
-/* The int8 tiles' prefetch (mlstack__p16_prefetch). One activation row (decode) takes none: the hardware
-   prefetchers stream a single pass best (a 1 KiB look-ahead into L1 slowed SmolLM2-135M Q8_0
-   decode by 10% on a Zen 4 host). With more rows a group of panels is multiplied by tiles of
-   rows in turn, the first streaming it from memory (1 KiB ahead of its loads, into L1) and the
-   others reading it from cache, so memory would idle while they compute; instead every tile
-   fetches its share of the weight's next group into L2 (past o1 too: a thread's tasks are
-   consecutive), front to back, a few lines per block, so the next group is in cache when its
-   first tile starts. The same fetch made by the second tile alone (as this kernel had it, and
-   only within the call's range) was slower than none, its burst of misses stalling the tile's
-   own loads: one thread, a 4096 x 8192 Q8_0 matrix, 8 rows, 3300-3400 us against 2040-2180
-   with no software prefetch and 1880-2140 with the shared fetch (Zen 4). */
+/* The int8 tiles' prefetch (mlstack__p16_prefetch). One activation row (decode) takes none:
+   the hardware prefetchers stream a single pass best (with the 1 KiB look-ahead into L1,
+   SmolLM2-135M Q8_0 tg64 at 2 threads ran at 171-212 t/s, without it 208-228; Zen 4). With
+   more rows a group of panels is multiplied by tiles of rows in turn, the first streaming it
+   from memory (1 KiB ahead of its loads, into L1) and the others reading it from cache, so
+   memory would idle while they compute; instead every tile fetches its share of the weight's
+   next group (past o1 too: a thread's tasks are consecutive), front to back, a few lines per
+   block, so the next group is in cache when its first tile starts. Into L2: measured faster on
+   a Sapphire Rapids core than into L1, whose fill buffers the tile's own loads need. The same
+   fetch made by the second tile alone (as this kernel had it, and only within the call's
+   range) was slower than none, its burst of misses stalling the tile's own loads: one thread,
+   a 4096 x 8192 Q8_0 matrix, 8 rows, 3300-3400 us against 2040-2180 with no software prefetch
+   and 1880-2140 with the shared fetch (Zen 4). */
 /* int8 P16 tile, RB <= 3 activation rows x RO <= 4 panels: per block, int32 sums by vpdpbusd
    (unsigned weights x signed activations; Q8_0's +128 offset removed by starting each sum at
    -128 * sum(x)), then acc += float(sum) * (d_w * d_x), and for Q4_1 acc += m_w * s_x. */
