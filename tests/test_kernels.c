@@ -57,8 +57,9 @@ static float f16_value(uint16_t h) {
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
 /* Tall batches, for the AMX tiles (16 rows; int8 steps of 32 blocks) and the float kernels'
-   long row loops (300 rows: on AVX2 three runs of 96 rows and one of 12, in blocks of 6; a
-   converted copy per step on AVX-512):
+   long row loops (300 rows: on AVX2 three runs of 96 rows and one of 12, in blocks of 6; on
+   AVX-512 50 blocks of 6, each converting F16 / BF16 as it reads and fetching its share of the
+   next step, a short group's panels from a copy converted per step):
    every weight format the table packs against the scalar reference, B = 16, 17, 40 (and 300
    for float weights) and row lengths of 1, 2 and 33 blocks (odd for the bf16 pairs). int8 and
    float: the reference's bits; bf16 pairs: within the rounding of x, and each row alone (a
