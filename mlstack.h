@@ -23331,6 +23331,19 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
 enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+/* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
+enum {
+    MLSTACK__QK_NORM_NONE = 0,
+    MLSTACK__QK_NORM_HEAD = 1, /* RMSNorm of each head, one weight shared by the heads (Qwen3, Gemma 3) */
+    MLSTACK__QK_NORM_WHOLE = 2, /* RMSNorm of the whole q and k projections (OLMo 2) */
+    MLSTACK__QK_NORM_HEAD_LN = 3 /* LayerNorm of each head with its own weight (StableLM) */
+};
+/* mlstack__config.parallel: how attention and MLP meet the residual stream */
+enum {
+    MLSTACK__RESID_SEQUENTIAL = 0, /* x += attn(ln1 x); x += mlp(ln2 x) */
+    MLSTACK__RESID_PARALLEL = 1, /* x = (mlp(ln2 x) + attn(ln1 x)) + x (GPT-NeoX) */
+    MLSTACK__RESID_PARALLEL_LN1 = 2 /* x = (x + attn(ln1 x)) + mlp(ln1 x) (StableLM) */
+};
 enum {
     MLSTACK__ROPE_DEFAULT,
     MLSTACK__ROPE_LINEAR,
@@ -23365,134 +23378,113 @@ enum {
 #define MLSTACK__F_PLAIN_MLP 0x200000u /* MLP act(x W1 + b1) W2 + b2, no gate (W1 under `up`) */
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
+#define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
 #define MLSTACK__MAX_EXPERTS 512
 
-typedef struct mlstack__family {
-    const char *arch; /* config.json architectures[0] */
-    unsigned flags;
-    /* per-layer norms under model.layers.N. (NULL: the family has none there). The attention
-       and FFN inputs are normalized by attn_norm / ffn_norm; post_* normalize the outputs of
-       attention and FFN before they are added to the residual stream. */
-    const char *attn_norm, *post_attn_norm, *ffn_norm, *post_ffn_norm;
-    const char *qkv; /* fused q|k|v projection under self_attn., or NULL: q/k/v_proj */
-    const char *gate_up; /* fused gate|up projection under mlp., or NULL: gate/up_proj */
+/* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
+   the tensor names where they differ from Llama's, in labelled groups. In every group NULL means
+   "absent" or "Llama's name", as the group says; a new family is a new row. */
+typedef struct mlstack__fam_norms { /* per-layer norms under model.layers.N. (NULL: none there) */
+    /* attn / ffn normalize the inputs of attention and FFN; post_* their outputs before they
+       are added to the residual stream */
+    const char *attn, *post_attn, *ffn, *post_ffn;
+} mlstack__fam_norms;
+typedef struct mlstack__fam_fused { /* fused projections (NULL: q/k/v_proj, gate/up_proj apart) */
+    const char *qkv; /* q|k|v rows under self_attn. */
+    const char *gate_up; /* gate|up rows under mlp. */
+} mlstack__fam_fused;
+typedef struct mlstack__fam_opts { /* config keys and the defaults of keys a config may lack */
     const char *act_key; /* config key of the activation */
     int sliding_period; /* without layer_types: layer i slides unless (i + 1) % period == 0;
-                                     1: every layer uses sliding_window when set */
+                           1: every layer uses sliding_window when set */
     float attn_softcap, final_softcap; /* defaults when the config lacks the key */
-    /* mixture of experts: the block under model.layers.N. (NULL: dense MLP), its expert
-       projections (experts.E.<name>), the config keys of the expert count and width */
-    const char *moe, *e_gate, *e_up, *e_down, *n_experts_key, *moe_ff_key;
-    /* tensor names where they differ from Llama's (NULL: model, embed_tokens, norm, lm_head,
-       self_attn, o_proj, up_proj, down_proj) */
-    const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
     const char *qkv_bias_key; /* config key of q/k/v biases only (StableLM), or NULL */
     float rotary_default; /* partial_rotary_factor when the config gives none (0: 1) */
+} mlstack__fam_opts;
+typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP) */
+    const char *block; /* the block under model.layers.N. */
+    const char *gate, *up, *down; /* expert projections, experts.E.<name> */
+    const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
+} mlstack__fam_moe;
+typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
+                                       up_proj, down_proj */
+    const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+} mlstack__fam_names;
+typedef struct mlstack__family {
+    const char *arch; /* config.json architectures[0] */
+    const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
+                         takes the first row of that name */
+    unsigned flags; /* MLSTACK__F_* */
+    mlstack__fam_norms norm;
+    mlstack__fam_fused fused;
+    mlstack__fam_opts opt;
+    mlstack__fam_moe moe;
+    mlstack__fam_names name;
 } mlstack__family;
 
-/* the tensor names and options of Llama (the families that name theirs like it) */
-#define MLSTACK__LLAMA_NAMES NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0.0f
+/* the groups most rows share */
+#define MLSTACK__NORMS_PRE {"input_layernorm", NULL, "post_attention_layernorm", NULL}
+#define MLSTACK__NORMS_SANDWICH \
+    {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"}
+#define MLSTACK__UNFUSED {NULL, NULL}
+#define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
+#define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
+/* clang-format off */
 static const mlstack__family mlstack__families[] = {
-    {"LlamaForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0,
-     0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"MistralForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0,
-     0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Qwen2ForCausalLM", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW, "input_layernorm", NULL,
-     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-     MLSTACK__LLAMA_NAMES},
-    {"Qwen3ForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD, "input_layernorm", NULL,
-     "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-     MLSTACK__LLAMA_NAMES},
-    {"GemmaForCausalLM", MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_GELU_TANH,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL,
-     NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Gemma2ForCausalLM",
-     MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP |
-         MLSTACK__F_FINAL_SOFTCAP,
-     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL,
-     NULL, "hidden_activation", 2, 50.0f, 30.0f, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Gemma3ForCausalLM",
-     MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP |
-         MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
-     "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", NULL,
-     NULL, "hidden_activation", 6, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Phi3ForCausalLM", 0, "input_layernorm", NULL, "post_attention_layernorm", NULL, "qkv_proj", "gate_up_proj",
-     "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"GraniteForCausalLM", MLSTACK__F_MULTIPLIERS, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL,
-     NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"Olmo2ForCausalLM", MLSTACK__F_QK_NORM_ALL, NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm",
-     NULL, NULL, "hidden_act", 1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, MLSTACK__LLAMA_NAMES},
-    {"MixtralForCausalLM", MLSTACK__F_NORM_TOPK, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size",
-     MLSTACK__LLAMA_NAMES},
-    {"Qwen2MoeForCausalLM",
-     MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
-     "up_proj", "down_proj", "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
-    {"Qwen3MoeForCausalLM", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
-     "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL, "hidden_act", 1, 0, 0, "mlp", "gate_proj",
-     "up_proj", "down_proj", "num_experts", "moe_intermediate_size", MLSTACK__LLAMA_NAMES},
-    {"OlmoeForCausalLM", MLSTACK__F_QK_NORM_ALL, "input_layernorm", NULL, "post_attention_layernorm", NULL, NULL, NULL,
-     "hidden_act", 1, 0, 0, "mlp", "gate_proj", "up_proj", "down_proj", "num_experts", "intermediate_size",
-     MLSTACK__LLAMA_NAMES},
-    {"StableLmForCausalLM",
-     MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
-     "input_layernorm",
-     NULL,
-     "post_attention_layernorm",
-     NULL,
-     NULL,
-     NULL,
-     "hidden_act",
-     1,
-     0,
-     0,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     "use_qkv_bias",
-     0.25f},
-    {"GPTNeoXForCausalLM",
-     MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS | MLSTACK__F_PLAIN_MLP |
-         MLSTACK__F_NEOX_BIAS,
-     "input_layernorm",
-     NULL,
-     "post_attention_layernorm",
-     NULL,
-     "query_key_value",
-     NULL,
-     "hidden_act",
-     1,
-     0,
-     0,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     NULL,
-     "gpt_neox",
-     "embed_in",
-     "final_layer_norm",
-     "embed_out",
-     "attention",
-     "dense",
-     "dense_h_to_4h",
-     "dense_4h_to_h",
-     NULL,
-     0.25f},
+    /* class name, GGUF name, traits,
+         norms, fused projections, config keys and defaults, experts, tensor names */
+    {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Gemma3ForCausalLM", NULL,
+         MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Phi3ForCausalLM", NULL, 0,
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+    {"Qwen2MoeForCausalLM", NULL,
+         MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+    {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+    {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+    {"StableLmForCausalLM", NULL,
+         MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"GPTNeoXForCausalLM", NULL,
+         MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
+             MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
+         MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
+         {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
+          "dense_4h_to_h"}},
 };
+/* clang-format on */
 
 /* One rotary table: how its inverse frequencies are made (>>model mlstack__rope_freqs). */
 typedef struct mlstack__rope_cfg {
@@ -23512,9 +23504,9 @@ typedef struct mlstack__config {
     char architecture[64];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, max_pos;
     int tied, attn_bias, o_bias, mlp_bias;
-    int qk_norm; /* 0 none, 1 RMSNorm per head, 2 of the whole projection, 3 LayerNorm per head with its own weight */
+    int qk_norm; /* MLSTACK__QK_NORM_* */
     int layernorm; /* norms are LayerNorm with bias (else RMSNorm) */
-    int parallel; /* parallel residual: 1 MLP of ln2 x (GPT-NeoX), 2 MLP of ln1 x (StableLM) */
+    int parallel; /* MLSTACK__RESID_*: sequential, or a parallel residual */
     int sliding_window; /* window of the sliding layers; 0: none */
     int act; /* MLSTACK__ACT_* of the gated MLP */
     int rot_dim; /* rotary dims of each head (partial rotary: < head_dim) */
@@ -23737,10 +23729,10 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
                              c->n_heads, c->head_dim);
-    v = mlstack__json_get(root, c->fam->act_key);
+    v = mlstack__json_get(root, c->fam->opt.act_key);
     if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "hidden_act");
     if (mlstack__json_is_null(v)) { /* Gemma 2/3 default to the tanh GELU, the rest to SiLU */
-        c->act = strcmp(c->fam->act_key, "hidden_activation") == 0 ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_SILU;
+        c->act = strcmp(c->fam->opt.act_key, "hidden_activation") == 0 ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_SILU;
     } else if (mlstack__json_is_str(v, "silu") || mlstack__json_is_str(v, "swish")) {
         c->act = MLSTACK__ACT_SILU;
     } else if (mlstack__json_is_str(v, "gelu_pytorch_tanh") || mlstack__json_is_str(v, "gelu_new")) {
@@ -23750,7 +23742,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
-                             file, c->fam->act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+                             file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
@@ -23892,8 +23884,8 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
         if (pk == root && mlstack__json_is_null(mlstack__json_get(root, key)) &&
             !mlstack__json_is_null(mlstack__json_get(root, "rotary_pct")))
             key = "rotary_pct";
-        if ((r = mlstack__cfg_num(pk, key, c->fam->rotary_default > 0 ? c->fam->rotary_default : 1.0, 0, 1, &prf, file,
-                                  err)) != MLSTACK_OK)
+        if ((r = mlstack__cfg_num(pk, key, c->fam->opt.rotary_default > 0 ? c->fam->opt.rotary_default : 1.0, 0, 1,
+                                  &prf, file, err)) != MLSTACK_OK)
             return r;
     }
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
@@ -23941,17 +23933,19 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
         c->attn_bias = (f->flags & MLSTACK__F_QKV_BIAS) || ab;
         c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && ab;
-        if (f->qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
-            c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->qkv_bias_key), 0), c->o_bias = 0;
+        if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
+            c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
     }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
-    c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD ? 1 : f->flags & MLSTACK__F_QK_NORM_ALL ? 2 : 0;
+    c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
+                 : f->flags & MLSTACK__F_QK_NORM_ALL ? MLSTACK__QK_NORM_WHOLE
+                                                     : MLSTACK__QK_NORM_NONE;
     if ((f->flags & MLSTACK__F_QK_LAYERNORM) && mlstack__json_bool(mlstack__json_get(root, "qk_layernorm"), 0))
-        c->qk_norm = 3;
+        c->qk_norm = MLSTACK__QK_NORM_HEAD_LN;
     c->layernorm = (f->flags & MLSTACK__F_LAYERNORM) != 0;
     if ((f->flags & MLSTACK__F_PARALLEL) &&
         mlstack__json_bool(mlstack__json_get(root, "use_parallel_residual"), (f->flags & MLSTACK__F_PARALLEL_ON) != 0))
-        c->parallel = f->flags & MLSTACK__F_PAR_ONE_NORM ? 2 : 1;
+        c->parallel = f->flags & MLSTACK__F_PAR_ONE_NORM ? MLSTACK__RESID_PARALLEL_LN1 : MLSTACK__RESID_PARALLEL;
     v = mlstack__json_get(root, "sliding_window");
     if (!mlstack__json_is_null(v)) {
         if (!mlstack__json_int(v, &w) || w < 0 || w > INT_MAX)
@@ -24013,27 +24007,27 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
         v = mlstack__json_get(root, "attn_logit_softcapping");
-        if (!v) c->attn_softcap = f->attn_softcap;
+        if (!v) c->attn_softcap = f->opt.attn_softcap;
         else if ((r = mlstack__cfg_num(root, "attn_logit_softcapping", 0, 1e-6, 1e9, &c->attn_softcap, file, err)))
             return r;
     }
     if (f->flags & MLSTACK__F_FINAL_SOFTCAP) {
         v = mlstack__json_get(root, "final_logit_softcapping");
-        if (!v) c->final_softcap = f->final_softcap;
+        if (!v) c->final_softcap = f->opt.final_softcap;
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
     /* mixture of experts */
-    if (f->moe) {
+    if (f->moe.block) {
         int i, step = 1;
         const mlstack__json *e;
-        const char *ek = f->n_experts_key; /* transformers 5 writes num_local_experts for some */
+        const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
         if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
             !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
             ek = "num_local_experts";
         if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
             (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
-            (r = mlstack__cfg_int(root, f->moe_ff_key, 0, &c->moe_ff, file, err)))
+            (r = mlstack__cfg_int(root, f->moe.ff_key, 0, &c->moe_ff, file, err)))
             return r;
         if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
@@ -24444,7 +24438,7 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
@@ -24474,9 +24468,9 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     char name[256];
     int l, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     const mlstack__family *fm = c->fam;
-    const char *pre = fm->prefix ? fm->prefix : "model", *head = fm->head ? fm->head : "lm_head";
-    const char *attn = fm->attn ? fm->attn : "self_attn";
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->embed ? fm->embed : "embed_tokens");
+    const char *pre = fm->name.prefix ? fm->name.prefix : "model", *head = fm->name.head ? fm->name.head : "lm_head";
+    const char *attn = fm->name.attn ? fm->name.attn : "self_attn";
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.embed ? fm->name.embed : "embed_tokens");
     t = mlstack__st_find(&m->st, name);
     if (t && mlstack__st_quant_of(&m->st, t)) {
         /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
@@ -24512,9 +24506,9 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         m->embed_dtype = t->dtype;
         mlstack__embed_scale_dtype(&m->cfg, t->dtype);
     }
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->final_norm ? fm->final_norm : "norm");
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
     if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
-    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->final_norm ? fm->final_norm : "norm");
+    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
     if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
         mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
@@ -24545,7 +24539,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
         const mlstack__family *f = c->fam;
-        int qn = c->qk_norm == 2 ? q_dim : c->head_dim, kn = c->qk_norm == 2 ? kv_dim : c->head_dim;
+        int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
+            kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
         char nm[200];
 #define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "%s.layers.%d.%s", pre, l, suffix), name)
 #define MLSTACK__LNORM(field, key)                                                                               \
@@ -24554,25 +24549,26 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         if ((r = mlstack__model_norm(m, MLSTACK__LNAME(nm), c->n_embd, &L->field, err)) != MLSTACK_OK) return r; \
     }
         /* clang-format off */
-        MLSTACK__LNORM(attn_norm, f->attn_norm)
-        MLSTACK__LNORM(post_attn_norm, f->post_attn_norm)
+        MLSTACK__LNORM(attn_norm, f->norm.attn)
+        MLSTACK__LNORM(post_attn_norm, f->norm.post_attn)
         /* clang-format on */
-        if (c->parallel != 2) MLSTACK__LNORM(ffn_norm, f->ffn_norm) /* StableLM's parallel MLP reads ln1 x */
-        MLSTACK__LNORM(post_ffn_norm, f->post_ffn_norm)
+        if (c->parallel != MLSTACK__RESID_PARALLEL_LN1)
+            MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
+        MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
 #undef MLSTACK__LNORM
         if (c->layernorm) { /* LayerNorm biases beside the weights */
-            snprintf(nm, sizeof nm, "%s.bias", f->attn_norm);
+            snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
             if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK)
                 return r;
-            snprintf(nm, sizeof nm, "%s.bias", f->ffn_norm);
+            snprintf(nm, sizeof nm, "%s.bias", f->norm.ffn);
             if (L->ffn_norm &&
                 (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
                 return r;
         }
-        if (f->qkv) { /* one fused projection, q | k | v rows: three views of it */
+        if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
             mlstack__weight all;
             memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "%s.%s", attn, f->qkv);
+            snprintf(nm, sizeof nm, "%s.%s", attn, f->fused.qkv);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all,
                                            err)))
                 return r;
@@ -24594,53 +24590,53 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                     return r;
             }
         }
-        snprintf(nm, sizeof nm, "%s.%s", attn, f->o_proj ? f->o_proj : "o_proj");
+        snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
         if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
             int e;
             L->moe = 1;
             L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
             if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-            snprintf(nm, sizeof nm, "%s.gate", f->moe);
+            snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err)))
                 return r;
             for (e = 0; e < c->n_experts; e++) {
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_gate);
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e],
                                                err)))
                     return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_up);
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1],
                                                err)))
                     return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe, e, f->e_down);
+                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2],
                                                err)))
                     return r;
             }
             if (c->shared_ff) {
-                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe);
+                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err)))
                     return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe);
+                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err)))
                     return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe);
+                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe.block);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err)))
                     return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe);
+                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe.block);
                 if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
             }
-        } else if (f->gate_up) { /* fused gate | up rows */
+        } else if (f->fused.gate_up) { /* fused gate | up rows */
             mlstack__weight all;
             memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "mlp.%s", f->gate_up);
+            snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
                 return r;
             mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
             mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
         } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
-            snprintf(nm, sizeof nm, "mlp.%s", f->up ? f->up : "up_proj");
+            snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
                 return r;
         } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
@@ -24649,11 +24645,12 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                                               &L->w_up, err))) {
             return r;
         }
-        snprintf(nm, sizeof nm, "mlp.%s", f->down ? f->down : "down_proj");
+        snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
         if (!L->moe &&
             (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
             return r;
-        if (c->qk_norm == 3) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
+        if (c->qk_norm ==
+            MLSTACK__QK_NORM_HEAD_LN) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
             int h, nh;
             for (nh = 0; nh < 2; nh++) {
                 int heads = nh ? c->n_kv_heads : c->n_heads;
@@ -24669,7 +24666,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                 else
                     L->q_norm = dst;
             }
-        } else if (c->qk_norm) {
+        } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
             if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
                 (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
@@ -25319,17 +25316,36 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
    back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
    back to the system once copied. */
 
+/* The one mapping of per-layer tensor names, GGUF (blk.N.) <-> Hugging Face (model.layers.N.),
+   read and written by both directions. Its order is the writer's (mlstack__model_save_gguf_file):
+   the two norms, the seven projections in the order of the writer's ws[] (with their biases where
+   a model has them), then the q/k norms. */
+enum { MLSTACK__GGUF_FIRST_PROJECTION = 2, MLSTACK__GGUF_FIRST_QK_NORM = 9 };
 static const struct {
     const char *gguf, *hf;
-} mlstack__gguf_layer_names[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},      {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},      {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_q.bias", "self_attn.q_proj.bias"},          {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.bias", "self_attn.v_proj.bias"},          {"attn_output.bias", "self_attn.o_proj.bias"},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
-    {"ffn_down.weight", "mlp.down_proj.weight"}};
+    int biased; /* a .bias beside the .weight is read */
+} mlstack__gguf_layer_names[] = {{"attn_norm", "input_layernorm", 0},   {"ffn_norm", "post_attention_layernorm", 0},
+                                 {"attn_q", "self_attn.q_proj", 1},     {"attn_k", "self_attn.k_proj", 1},
+                                 {"attn_v", "self_attn.v_proj", 1},     {"attn_output", "self_attn.o_proj", 1},
+                                 {"ffn_gate", "mlp.gate_proj", 0},      {"ffn_up", "mlp.up_proj", 0},
+                                 {"ffn_down", "mlp.down_proj", 0},      {"attn_q_norm", "self_attn.q_norm", 0},
+                                 {"attn_k_norm", "self_attn.k_norm", 0}};
+
+/* "attn_q.weight" (a GGUF layer tensor's name after blk.N.) -> "self_attn.q_proj.weight" into
+   out, or 0 when the mapping has no such name. */
+static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) {
+    size_t k, n;
+    for (k = 0; k < sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]; k++) {
+        n = strlen(mlstack__gguf_layer_names[k].gguf);
+        if (strncmp(rest, mlstack__gguf_layer_names[k].gguf, n) != 0) continue;
+        if (strcmp(rest + n, ".weight") == 0 ||
+            (mlstack__gguf_layer_names[k].biased && strcmp(rest + n, ".bias") == 0)) {
+            snprintf(out, cap, "%s%s", mlstack__gguf_layer_names[k].hf, rest + n);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
@@ -25364,40 +25380,49 @@ static mlstack_result mlstack__gguf_cfg_float(const mlstack__gguf *g, const char
     return MLSTACK_OK;
 }
 
-/* general.architecture and <arch>.* -> mlstack__config. */
-/* Whether the config's family is the one of this config.json class name. */
-static int mlstack__fam_is(const mlstack__config *c, const char *cls) {
-    return c->fam && strcmp(c->fam->arch, cls) == 0;
+/* Whether the family's q/k rows are stored in llama.cpp's rotary order in GGUF files. */
+static int mlstack__gguf_rope_rows(const mlstack__config *c) {
+    return c->fam && (c->fam->flags & MLSTACK__F_GGUF_ROPE_ROWS) != 0;
 }
+
+/* The GGUF architectures of the family table, "a, b, c" (each once), for messages. */
+static void mlstack__gguf_arch_list(char *out, size_t cap) {
+    size_t k, j, n = 0;
+    out[0] = 0;
+    for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0]; k++) {
+        const char *g = mlstack__families[k].gguf;
+        for (j = 0; g && j < k; j++)
+            if (mlstack__families[j].gguf && strcmp(mlstack__families[j].gguf, g) == 0) g = NULL;
+        if (g && n < cap) n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", g);
+    }
+}
+
+/* general.architecture and <arch>.* -> mlstack__config. */
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
-    static const struct {
-        const char *name, *cls;
-    } archs[] = {{"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
     const char *a, *st;
-    char arch[64];
+    char arch[64], names[200];
     size_t alen, k, slen;
-    int v, found = 0;
+    int v;
     mlstack_result r;
     memset(c, 0, sizeof *c);
     a = mlstack__gguf_string(g, "general.architecture", &alen);
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing string key general.architecture", path);
     snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
-    for (k = 0; k < sizeof archs / sizeof archs[0]; k++)
-        if (strlen(archs[k].name) == alen && memcmp(archs[k].name, a, alen) == 0) {
-            size_t f;
-            for (f = 0; f < sizeof mlstack__families / sizeof mlstack__families[0]; f++)
-                if (strcmp(mlstack__families[f].arch, archs[k].cls) == 0)
-                    c->arch = (int)f, c->fam = &mlstack__families[f];
-            snprintf(c->architecture, sizeof c->architecture, "%s", archs[k].cls);
-            found = c->fam != NULL;
+    for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0] && !c->fam; k++) {
+        const char *name = mlstack__families[k].gguf;
+        if (name && strlen(name) == alen && memcmp(name, a, alen) == 0) {
+            c->arch = (int)k, c->fam = &mlstack__families[k];
+            snprintf(c->architecture, sizeof c->architecture, "%s", c->fam->arch);
         }
-    if (!found)
+    }
+    if (!c->fam) {
+        mlstack__gguf_arch_list(names, sizeof names);
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: general.architecture = \"%s\" is not supported (supported: llama, qwen2, qwen3)",
-                             path, arch);
+                             "%s: general.architecture = \"%s\" is not supported (supported: %s)", path, arch, names);
+    }
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -25438,7 +25463,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         st = mlstack__gguf_string(g, key, &slen);
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
             if (slen == 6 && memcmp(st, "linear", 6) == 0) {
-                c->rope_kind = 1;
+                c->rope_kind = MLSTACK__ROPE_LINEAR;
                 if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
                     return r;
             } else {
@@ -25458,7 +25483,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
     c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
     c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
-    c->qk_norm = (c->fam->flags & MLSTACK__F_QK_NORM_HEAD) != 0;
+    c->qk_norm = c->fam->flags & MLSTACK__F_QK_NORM_HEAD ? MLSTACK__QK_NORM_HEAD : MLSTACK__QK_NORM_NONE;
     /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
     c->act = MLSTACK__ACT_SILU;
     c->rot_dim = c->head_dim;
@@ -25467,9 +25492,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
-    if (mlstack__fam_is(c, "LlamaForCausalLM") && c->attn_bias)
+    if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: llama-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path);
+                             "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -25542,15 +25567,13 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers &&
                      strchr(t->name + 4, '.')) {
                 const char *rest = strchr(t->name + 4, '.') + 1;
-                name[0] = 0;
-                for (k = 0; k < (int)(sizeof mlstack__gguf_layer_names / sizeof mlstack__gguf_layer_names[0]); k++)
-                    if (strcmp(rest, mlstack__gguf_layer_names[k].gguf) == 0)
-                        snprintf(name, name_cap, "model.layers.%d.%s", layer, mlstack__gguf_layer_names[k].hf);
-                if (!name[0]) snprintf(name, name_cap, "%.90s", t->name);
-                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_q.weight") == 0)
-                    permute_heads = c->n_heads;
-                if (mlstack__fam_is(c, "LlamaForCausalLM") && strcmp(rest, "attn_k.weight") == 0)
-                    permute_heads = c->n_kv_heads;
+                char hf[64];
+                if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+                    snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+                else
+                    snprintf(name, name_cap, "%.90s", t->name);
+                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
             } else {
                 snprintf(name, name_cap, "%.90s", t->name);
             }
@@ -25938,20 +25961,20 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (!m || !path)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
     c = &m->cfg;
-    arch = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM") ? "llama"
-           : mlstack__fam_is(c, "Qwen2ForCausalLM")                                           ? "qwen2"
-           : mlstack__fam_is(c, "Qwen3ForCausalLM")                                           ? "qwen3"
-                                                                                              : NULL;
-    if (!arch)
+    arch = c->fam ? c->fam->gguf : NULL;
+    if (!arch) {
+        char names[200];
+        mlstack__gguf_arch_list(names, sizeof names);
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are not written to GGUF (llama, mistral, qwen2, qwen3 are)", m->path,
-                             c->architecture);
+                             "%s: %s models are not written to GGUF (the GGUF architectures: %s)", m->path,
+                             c->architecture, names);
+    }
     if (m->gguf.bytes && mlstack__same_file(path, m->path))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_model_save_gguf: %s is the file the model was opened from", path);
-    if (c->attn_bias && mlstack__fam_is(c, "LlamaForCausalLM"))
+    if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: llama-architecture attention biases are not written to GGUF", m->path);
+                             "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
 #define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
@@ -25997,37 +26020,32 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     for (l = 0; l < c->n_layers; l++) {
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        static const char *const wn[7] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
-                                          "ffn_gate", "ffn_up", "ffn_down"};
+#define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
         for (k = 0; k < 7; k++) {
-            int perm = mlstack__fam_is(c, "LlamaForCausalLM") || mlstack__fam_is(c, "MistralForCausalLM")
-                           ? (k == 0   ? c->n_heads
-                              : k == 1 ? c->n_kv_heads
-                                       : 0)
-                           : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, wn[k]);
+            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, wn[k]);
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
-        if (c->qk_norm) {
-            snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", l);
+        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
-            snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", l);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
         }
     }
-    if (c->rope_kind == 2) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
+    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
         int half = c->head_dim / 2;
         rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
         if (!rope_factors) ok = 0;
@@ -26037,6 +26055,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
     }
 #undef MLSTACK__GW_T
+#undef MLSTACK__GGUF_NAME
     /* keys */
     ftype = m->quant_ftype                             ? m->quant_ftype
             : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
@@ -26059,7 +26078,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
          mlstack__gw_u32(&kv, arch, "vocab_size", (uint32_t)c->n_vocab, &n_kv) &&
          mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
          mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
-    if (ok && c->rope_kind == 1)
+    if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) &&
              mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
@@ -26444,11 +26463,11 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         for (l = 0; ok && l < c->n_layers; l++) {
             mlstack__layer *L = &m->layers[l];
             uint64_t t = 2 + (uint64_t)l * 8;
-            L->attn_norm = c->fam->attn_norm ? ones : NULL;
-            L->ffn_norm = c->fam->ffn_norm && c->parallel != 2 ? ones : NULL;
-            L->post_attn_norm = c->fam->post_attn_norm ? ones : NULL;
-            L->post_ffn_norm = c->fam->post_ffn_norm ? ones : NULL;
-            if (c->qk_norm) L->q_norm = L->k_norm = ones;
+            L->attn_norm = c->fam->norm.attn ? ones : NULL;
+            L->ffn_norm = c->fam->norm.ffn && c->parallel != MLSTACK__RESID_PARALLEL_LN1 ? ones : NULL;
+            L->post_attn_norm = c->fam->norm.post_attn ? ones : NULL;
+            L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
+            if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
@@ -27279,7 +27298,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
-    int whole = c->qk_norm == 2, own = c->qk_norm == 3;
+    int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
     (void)n_tasks;
     (void)thread;
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
@@ -27658,9 +27677,10 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
-        if (!c->parallel) mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+        if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
+            mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
-        in = c->parallel == 2 ? s->xn : s->x;
+        in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
         if (L->moe) { /* one rank: no exchange */
             mlstack__moe(rk, L, in, s->moe_acc, B, l);
@@ -27687,7 +27707,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
         if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
-        if (c->parallel == 1) { /* GPT-NeoX: x = (mlp + attn) + x */
+        if (c->parallel == MLSTACK__RESID_PARALLEL) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
             for (i = 0; i < nd; i++) {
                 float t = xd[i] + xo[i];
@@ -27695,7 +27715,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             }
             continue;
         }
-        if (c->parallel == 2) mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
+        if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
+            mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
     }
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
@@ -30753,7 +30774,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
-    if (R > 1 && c->qk_norm == 2) /* the norm of the whole projection spans every rank's heads */
+    if (R > 1 && c->qk_norm == MLSTACK__QK_NORM_WHOLE) /* the norm of the whole projection spans every rank's heads */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
                              c->architecture);
@@ -31102,7 +31123,8 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
     case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
     case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
     case MLSTACK__OP_ROPE_KV: /* q, k read and written, v read, k and v written to the cache */
-        *bytes = 4 * b * (2 * qd + 5 * kvd), *flops = 3 * b * (qd + kvd) + (c->qk_norm ? 4 * b * (qd + kvd) : 0);
+        *bytes = 4 * b * (2 * qd + 5 * kvd),
+        *flops = 3 * b * (qd + kvd) + (c->qk_norm != MLSTACK__QK_NORM_NONE ? 4 * b * (qd + kvd) : 0);
         break;
     case MLSTACK__OP_MATMUL: {
         const mlstack__weight *w = (const mlstack__weight *)arg;
@@ -31522,7 +31544,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
         }
         if (experts)
             total += experts / (uint64_t)c->n_experts * (uint64_t)c->n_experts_used; /* a token's routed experts */
-        total += 8 * (uint64_t)c->n_embd + (c->qk_norm ? 8 * (uint64_t)c->head_dim : 0);
+        total += 8 * (uint64_t)c->n_embd + (c->qk_norm != MLSTACK__QK_NORM_NONE ? 8 * (uint64_t)c->head_dim : 0);
     }
     return total;
 }
