@@ -30558,10 +30558,9 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     return 0;
 }
 
-/* Runs the message's rows in chunks of max_batch. 0, or -1 when an exchange failed. */
-static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk) {
-    const mlstack_batch_row *rows = (const mlstack_batch_row *)(rk->msg + 4);
-    int n_rows = rk->msg[1], i, n = 0, off;
+/* Runs a step's rows in chunks of max_batch. 0, or -1 when an exchange failed. */
+static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
+    int i, n = 0, off;
     if (n_rows > rk->cap_slot) {
         int *p = (int *)MLSTACK_REALLOC(rk->slot, sizeof(int) * (size_t)n_rows);
         if (!p) {
@@ -30598,20 +30597,24 @@ static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk)
             return MLSTACK_ERR_RANK;
         }
         rk->logits = rk->world->t ? NULL : e->logits;
-        if (mlstack__rank_run(e, rk)) return MLSTACK_ERR_RANK;
+        if (mlstack__rank_run(e, rk, (const mlstack_batch_row *)(rk->msg + 4), rk->msg[1])) return MLSTACK_ERR_RANK;
     }
 }
 
-/* Rank 0 (the engine's thread): broadcast the step, run its share. */
+/* Rank 0 (the engine's thread): broadcast the step, run its share. Alone, it has no one to tell:
+   the rows run as given. */
 static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
     mlstack__rank *rk = &e->ranks[0];
-    if (mlstack__msg_build(e, rk, rows, n_rows))
-        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
-    if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
-        mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
-        return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    if (e->comm->size > 1) {
+        if (mlstack__msg_build(e, rk, rows, n_rows))
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+        if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
+            mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
+            return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    }
     rk->logits = e->logits;
-    if (mlstack__rank_run(e, rk)) return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    if (mlstack__rank_run(e, rk, rows, n_rows))
+        return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
     return MLSTACK_OK;
 }
 
