@@ -113,7 +113,9 @@
      Model files are untrusted input. Every length and offset read from a file is checked
      against the bytes that exist before use; mapped model bytes are never written. Errors are
      returned as mlstack_result with text naming the file, the offset or field, and what was
-     expected. The library never prints, exits or aborts on bad data.
+     expected. The library never prints, exits or aborts on bad data. JSON from a network peer
+     should go through mlstack_json_parse_opts with a value and memory cap: a parsed value
+     costs about 100 bytes, so text of tiny values grows ~50-fold.
 
    ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
    at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
