@@ -729,6 +729,35 @@ def shutdown_part(exe, model_dir):
     print(f"  SIGTERM with a stream, a queued request, an idle and a slow connection: {took:.2f} s", flush=True)
     rc2, out = srv.stop()
     T.check(not sanitizer_errors(out), "no sanitizer report after SIGTERM under load", out[-1500:])
+    # work that cannot be cancelled (here: rendering and encoding 4 MB prompts) gets
+    # --shutdown-timeout, then the process exits anyway
+    srv = Server(exe, model_dir, "--quiet", "-t", "2", "--shutdown-timeout", "1")
+    words = ["alpha", "beta", "gamma", "delta", "h\u00e9llo", "123", "foo-bar"]
+    text = " ".join(words[(i * 7919) % len(words)] for i in range(600000))[:3900000]
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": 1}).encode()
+    busy = []
+    for _ in range(4):
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=120)
+        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        busy.append(c)
+    time.sleep(0.3)
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        rc = "still running after 30 s"
+    took = time.time() - t0
+    codes = [parse(read_all(c))[0] for c in busy]
+    for c in busy:
+        c.close()
+    rc2, out = srv.stop()
+    forced = "still busy" in out
+    T.check(rc == 0 and took < 6 and all(k in (0, 400, 503) for k in codes),
+            "SIGTERM while 4 big prompts are prepared: exits within --shutdown-timeout 1 (+ margin)",
+            (rc, f"{took:.2f} s", codes, out[-300:]))
+    print(f"  SIGTERM during 4 uncancellable prompt preparations: {took:.2f} s"
+          f"{' (forced after --shutdown-timeout)' if forced else ''}, answers {codes}", flush=True)
 
 
 def edge_part(exe, model_dir):
