@@ -1,16 +1,20 @@
 /* mlstack serve: an OpenAI-compatible HTTP server over the engine's scheduler.
 
    Threads:
-     main        accepts connections (at most --max-conns; more get 503) and starts one thread each
+     main        accepts connections (at most --max-conns, --max-conns-per-peer from one address;
+                 at the limit the connection waiting longest for a request head makes room) and
+                 starts one thread each
      connection  reads requests (HTTP/1.1, keep-alive, bounded head and body, --timeout for slow
-                 clients), answers small endpoints itself, and for completions renders the chat
-                 template, encodes, submits the request to the engine and streams what it produces
+                 clients, body memory held to --body-mem), answers small endpoints itself, and for
+                 completions renders the chat template, encodes, submits the request to the engine
+                 and streams what it produces
      engine      the one thread that calls mlstack_engine_step: every request of every connection
                  shares its batches and the radix prefix cache
    A completion's state (srv_req) is shared by its connection and the engine thread under srv.mu;
    the engine's callbacks append text and tokens to it and signal the connection, which writes
    them to the socket (so a slow client never stalls the batch). A client that goes away has its
-   request cancelled; its pages return to the pool.
+   request cancelled; its pages return to the pool. On SIGTERM the main thread stops accepting,
+   the connections cancel their requests and close, and after --shutdown-timeout it exits anyway.
 
    POSIX only (sockets, poll, pthreads, signals); lock order: srv.mu, then the engine's own. */
 #include "cli.h"
