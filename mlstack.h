@@ -113,7 +113,9 @@
      Model files are untrusted input. Every length and offset read from a file is checked
      against the bytes that exist before use; mapped model bytes are never written. Errors are
      returned as mlstack_result with text naming the file, the offset or field, and what was
-     expected. The library never prints, exits or aborts on bad data.
+     expected. The library never prints, exits or aborts on bad data. JSON from a network peer
+     should go through mlstack_json_parse_opts with a value and memory cap: a parsed value
+     costs about 100 bytes, so text of tiny values grows ~50-fold.
 
    ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
    at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
@@ -209,6 +211,7 @@
                  R mlstack_chat_template_apply_messages(tpl, name, messages, n, opt, &text, &text_len, err)
                  void mlstack_template_free_output(text)
      JSON        R mlstack_json_parse(text, len, what, &doc, err) void mlstack_json_free(doc)
+                 R mlstack_json_parse_opts(text, len, what, opt, &doc, err)  (node/memory caps)
                  const mlstack_json *mlstack_json_root(doc)       mlstack_json_type mlstack_json_type_of(v)
                  const mlstack_json *mlstack_json_get(obj, key)   size_t mlstack_json_length(v)
                  const mlstack_json *mlstack_json_child(v)        const mlstack_json *mlstack_json_next(v)
@@ -712,6 +715,21 @@ typedef enum mlstack_json_type {
    MLSTACK_ERR_NO_MEMORY; *out is NULL on failure. Free with mlstack_json_free. */
 MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
                                               mlstack_error *err);
+/* Limits for text from an untrusted peer (an HTTP body): a parsed document costs about 100 bytes
+   per value on top of its strings, so a small text of many tiny values (`[0,0,0,...]`) grows
+   ~50-fold; these caps bound it. Zero fields mean the defaults. */
+typedef struct mlstack_json_options {
+    size_t max_bytes;  /* longest text (default and ceiling MLSTACK_MAX_JSON_BYTES) */
+    size_t max_nodes;  /* most values: each scalar, array and object, the root included (default: none) */
+    size_t max_memory; /* most bytes the document may allocate, nodes and decoded strings (default: none) */
+    int max_depth;     /* deepest nesting (default and ceiling MLSTACK_MAX_JSON_DEPTH) */
+} mlstack_json_options;
+/* mlstack_json_parse with limits (opt may be NULL). A text over max_bytes, max_nodes or
+   max_memory is MLSTACK_ERR_LIMIT, with a message naming the limit and where it was reached;
+   the parse stops there, so its cost stays within the limits. */
+MLSTACK_API mlstack_result mlstack_json_parse_opts(const char *text, size_t len, const char *what,
+                                                   const mlstack_json_options *opt, mlstack_json_doc **out,
+                                                   mlstack_error *err);
 MLSTACK_API void mlstack_json_free(mlstack_json_doc *doc);
 MLSTACK_API const mlstack_json *mlstack_json_root(const mlstack_json_doc *doc);
 /* Type of v; a NULL v (a missing member) reads as MLSTACK_JSON_NULL. */
@@ -2670,6 +2688,7 @@ typedef struct mlstack__json_parser {
     const unsigned char *s;
     size_t n, pos;
     int depth, max_depth;
+    size_t n_nodes, max_nodes, mem, max_memory; /* caps from mlstack_json_options (0: none) */
     mlstack__arena *arena;
     const char *what; /* file name or description for messages */
     mlstack_error *err;
@@ -2687,6 +2706,19 @@ static mlstack_result mlstack__json_error(mlstack__json_parser *p, size_t at, co
     }
     return MLSTACK__FAIL(p->err, MLSTACK_ERR_FORMAT, "%s: JSON error at line %zu, column %zu (byte %zu): %s", p->what,
                          line, col, at, msg);
+}
+
+/* The parser's allocations, held to max_memory (counted as requested, rounded as the arena rounds). */
+static mlstack_result mlstack__json_alloc(mlstack__json_parser *p, size_t n, void **out) {
+    size_t r = (n + 15) & ~(size_t)15;
+    if (p->max_memory && (r > p->max_memory || p->mem > p->max_memory - r))
+        return MLSTACK__FAIL(p->err, MLSTACK_ERR_LIMIT,
+                             "%s: JSON needs more than %zu bytes of memory (the limit), reached at byte %zu", p->what,
+                             p->max_memory, p->pos);
+    *out = mlstack__arena_alloc(p->arena, n);
+    if (!*out) return MLSTACK__FAIL(p->err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory parsing JSON", p->what);
+    p->mem += r;
+    return MLSTACK_OK;
 }
 
 static void mlstack__json_ws(mlstack__json_parser *p) {
@@ -2768,8 +2800,12 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
     for (end = p->pos; end < p->n && p->s[end] != '"'; end++)
         if (p->s[end] == '\\') end++;
     if (end >= p->n) return mlstack__json_error(p, start, "unterminated string");
-    o = (unsigned char *)mlstack__arena_alloc(p->arena, end - p->pos + 1);
-    if (!o) return MLSTACK__FAIL(p->err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory parsing JSON", p->what);
+    {
+        void *m = NULL;
+        mlstack_result r = mlstack__json_alloc(p, end - p->pos + 1, &m);
+        if (r != MLSTACK_OK) return r;
+        o = (unsigned char *)m;
+    }
     w = o;
     i = p->pos;
     while (i < end) {
@@ -2862,8 +2898,11 @@ static mlstack_result mlstack__json_number(mlstack__json_parser *p, mlstack__jso
     }
     if (i - start >= sizeof buf) {
         /* very long literals: strtod on an arena copy */
-        char *c = (char *)mlstack__arena_alloc(p->arena, i - start + 1);
-        if (!c) return MLSTACK__FAIL(p->err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", p->what);
+        void *m = NULL;
+        char *c;
+        mlstack_result r = mlstack__json_alloc(p, i - start + 1, &m);
+        if (r != MLSTACK_OK) return r;
+        c = (char *)m;
         memcpy(c, p->s + start, i - start);
         c[i - start] = 0;
         v->num = mlstack__json_strtod(c);
@@ -2909,8 +2948,16 @@ static mlstack_result mlstack__json_value(mlstack__json_parser *p, mlstack__json
             return MLSTACK_OK;
         }
         for (;;) {
-            mlstack__json *child = (mlstack__json *)mlstack__arena_alloc(p->arena, sizeof *child);
-            if (!child) return MLSTACK__FAIL(p->err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", p->what);
+            mlstack__json *child;
+            if (p->max_nodes && ++p->n_nodes > p->max_nodes)
+                return MLSTACK__FAIL(p->err, MLSTACK_ERR_LIMIT,
+                                     "%s: JSON has more than %zu values (the limit), reached at byte %zu", p->what,
+                                     p->max_nodes, p->pos);
+            {
+                void *m = NULL;
+                if ((r = mlstack__json_alloc(p, sizeof *child, &m)) != MLSTACK_OK) return r;
+                child = (mlstack__json *)m;
+            }
             memset(child, 0, sizeof *child);
             if (is_obj) {
                 mlstack__json_ws(p);
@@ -2964,24 +3011,32 @@ static mlstack_result mlstack__json_value(mlstack__json_parser *p, mlstack__json
     return mlstack__json_error(p, p->pos, "expected a value (object, array, string, number, true, false or null)");
 }
 
-/* Parses text[0..n) into doc. `what` names the source in messages. On failure doc is empty. */
-MLSTACK__FN mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
-                                               mlstack_error *err) {
+/* Parses text[0..n) into doc under the limits in opt (NULL: the compile-time ones). `what` names
+   the source in messages. On failure doc is empty. */
+static mlstack_result mlstack__json_parse_opts(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
+                                               const mlstack_json_options *opt, mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
+    size_t max_bytes =
+        opt && opt->max_bytes && opt->max_bytes < MLSTACK_MAX_JSON_BYTES ? opt->max_bytes : MLSTACK_MAX_JSON_BYTES;
+    void *m = NULL;
     memset(doc, 0, sizeof *doc);
-    if (n > MLSTACK_MAX_JSON_BYTES)
+    if (n > max_bytes)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: JSON of %zu bytes exceeds the limit of %zu", what, n,
-                             (size_t)MLSTACK_MAX_JSON_BYTES);
+                             max_bytes);
     memset(&p, 0, sizeof p);
     p.s = (const unsigned char *)text;
     p.n = n;
-    p.max_depth = MLSTACK_MAX_JSON_DEPTH;
+    p.max_depth =
+        opt && opt->max_depth > 0 && opt->max_depth < MLSTACK_MAX_JSON_DEPTH ? opt->max_depth : MLSTACK_MAX_JSON_DEPTH;
+    p.max_nodes = opt ? opt->max_nodes : 0;
+    p.max_memory = opt ? opt->max_memory : 0;
+    p.n_nodes = 1; /* the root */
     p.arena = &doc->arena;
     p.what = what ? what : "JSON";
     p.err = err;
-    doc->root = (mlstack__json *)mlstack__arena_alloc(&doc->arena, sizeof *doc->root);
-    if (!doc->root) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", p.what);
+    if ((r = mlstack__json_alloc(&p, sizeof *doc->root, &m)) != MLSTACK_OK) return r;
+    doc->root = (mlstack__json *)m;
     memset(doc->root, 0, sizeof *doc->root);
     r = mlstack__json_value(&p, doc->root);
     if (r == MLSTACK_OK) {
@@ -2993,6 +3048,11 @@ MLSTACK__FN mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const cha
         doc->root = NULL;
     }
     return r;
+}
+
+MLSTACK__FN mlstack_result mlstack__json_parse(mlstack__json_doc *doc, const char *text, size_t n, const char *what,
+                                               mlstack_error *err) {
+    return mlstack__json_parse_opts(doc, text, n, what, NULL, err);
 }
 
 MLSTACK__FN void mlstack__json_free(mlstack__json_doc *doc) {
@@ -3035,6 +3095,11 @@ struct mlstack_json_doc {
 
 MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, const char *what, mlstack_json_doc **out,
                                               mlstack_error *err) {
+    return mlstack_json_parse_opts(text, len, what, NULL, out, err);
+}
+MLSTACK_API mlstack_result mlstack_json_parse_opts(const char *text, size_t len, const char *what,
+                                                   const mlstack_json_options *opt, mlstack_json_doc **out,
+                                                   mlstack_error *err) {
     mlstack_json_doc *d;
     mlstack_result r;
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "json: NULL argument");
@@ -3043,7 +3108,7 @@ MLSTACK_API mlstack_result mlstack_json_parse(const char *text, size_t len, cons
     d = (mlstack_json_doc *)MLSTACK_MALLOC(sizeof *d);
     if (!d) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "json: out of memory");
     memset(d, 0, sizeof *d);
-    r = mlstack__json_parse(&d->doc, text ? text : "", len, what ? what : "JSON text", err);
+    r = mlstack__json_parse_opts(&d->doc, text ? text : "", len, what ? what : "JSON text", opt, err);
     if (r != MLSTACK_OK) {
         mlstack__json_free(&d->doc);
         MLSTACK_FREE(d);
