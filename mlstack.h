@@ -3664,6 +3664,7 @@ static uint64_t mlstack__le(const unsigned char *p, int n) {
     return v;
 }
 
+#if !defined(MLSTACK_NO_GGUF) /* the reader, for the parser below */
 static mlstack_result mlstack__gguf_need(mlstack__gguf_rd *r, uint64_t n, const char *field) {
     if (n > r->size - r->pos)
         return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
@@ -3748,6 +3749,7 @@ static mlstack_result mlstack__gguf_skip_value(mlstack__gguf_rd *r, mlstack__ggu
     kv->bytes = r->pos - kv->off;
     return MLSTACK_OK;
 }
+#endif
 
 MLSTACK__FN void mlstack__gguf_close(mlstack__gguf *g) {
     mlstack__map_close(&g->map);
@@ -3773,6 +3775,7 @@ MLSTACK__FN const mlstack__gguf_tensor *mlstack__gguf_tensor_find(const mlstack_
     return NULL;
 }
 
+#if !defined(MLSTACK_NO_GGUF)
 static int mlstack__gguf_cmp_name(const void *a, const void *b) {
     return strcmp((*(const mlstack__gguf_tensor *const *)a)->name, (*(const mlstack__gguf_tensor *const *)b)->name);
 }
@@ -3786,6 +3789,7 @@ static int mlstack__gguf_cmp_off(const void *a, const void *b) {
                                *y = *(const mlstack__gguf_tensor *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
+#endif
 
 /* Integer value of a scalar key of any integer type; 0 when missing, wrong type or out of
    [lo, hi] (the message then names the key). */
@@ -3862,6 +3866,7 @@ MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64
     return s;
 }
 
+#if !defined(MLSTACK_NO_GGUF)
 /* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
    left closed. The image must outlive g (g keeps pointers into it). */
 MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size,
@@ -4107,6 +4112,15 @@ fail:
     mlstack__gguf_close(g);
     return r;
 }
+#else  /* MLSTACK_NO_GGUF: the parser is left out; every GGUF file is refused */
+MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size,
+                                               const char *what, mlstack_error *err) {
+    (void)bytes;
+    (void)size;
+    memset(g, 0, sizeof *g);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: GGUF support was left out (MLSTACK_NO_GGUF)", what);
+}
+#endif
 
 /* Maps and validates a GGUF file. */
 MLSTACK__FN mlstack_result mlstack__gguf_open(mlstack__gguf *g, const char *path, mlstack_error *err) {
@@ -8826,6 +8840,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
      str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error.
    A call takes at most MLSTACK__TARGS_MAX (12) positional and 12 keyword arguments; more is an
    error, not a different output. */
+#if !defined(MLSTACK_NO_TEMPLATE)
 
 #ifndef MLSTACK_TEMPLATE_MAX_OUTPUT
 #define MLSTACK_TEMPLATE_MAX_OUTPUT ((size_t)16 << 20)
@@ -14456,6 +14471,7 @@ static int mlstack__tpl_prepare_message(mlstack__tctx *c, mlstack__tv *msg, size
     return 0;
 }
 
+#endif /* !MLSTACK_NO_TEMPLATE */
 typedef struct mlstack__tpl_input {
     const char *messages_json;
     size_t messages_len;
@@ -14466,6 +14482,7 @@ typedef struct mlstack__tpl_input {
     int n_tokens;
     int require_messages;
 } mlstack__tpl_input;
+#if !defined(MLSTACK_NO_TEMPLATE)
 
 /* UTF-8 check, then jinja2's newline handling: every line break (as Python's splitlines sees
    them) becomes "\n", and one trailing line break is dropped. The result becomes c->src. */
@@ -14659,6 +14676,20 @@ done:
     if (c->rc == MLSTACK_OK && !*out) c->rc = MLSTACK_ERR_INVALID_ARG;
     return c->rc;
 }
+#else /* MLSTACK_NO_TEMPLATE: the interpreter is left out; rendering is refused */
+static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, const mlstack__tpl_input *in,
+                                          const mlstack_template_options *opt, char **out, size_t *out_len,
+                                          mlstack_error *err) {
+    (void)text;
+    (void)text_len;
+    (void)in;
+    (void)opt;
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "chat template: the template interpreter was left out "
+                                                       "(MLSTACK_NO_TEMPLATE)");
+}
+#endif
 
 MLSTACK_API mlstack_result mlstack_template_render(const char *template_text, size_t template_len,
                                                    const char *messages_json, size_t messages_len,
@@ -20387,6 +20418,7 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
    are dropped when they exceed the memory budget; matchers keep their state as position lists,
    so they survive that. Budgets: stacks per state, expansion work per transition and stack
    depth; exceeding one fails that path (the token is masked) and records the reason. */
+#if !defined(MLSTACK_NO_GRAMMAR)
 
 #ifndef MLSTACK_GRAMMAR_MAX_ELEMENTS
 #define MLSTACK_GRAMMAR_MAX_ELEMENTS (1u << 20)
@@ -22641,6 +22673,7 @@ static int mlstack__js_lit(mlstack__buf *o, const char *s, size_t n) {
     return mlstack__buf_puts(o, "\"");
 }
 
+#endif /* !MLSTACK_NO_GRAMMAR (compact JSON text: tool calls need it too) */
 /* Compact JSON text of a value. */
 static int mlstack__json_write(mlstack__buf *o, const mlstack__json *v) {
     const mlstack__json *c;
@@ -22665,6 +22698,7 @@ static int mlstack__json_write(mlstack__buf *o, const mlstack__json *v) {
     }
 }
 
+#if !defined(MLSTACK_NO_GRAMMAR)
 static int mlstack__js_value_lit(mlstack__js *j, mlstack__buf *b, const mlstack__json *v) {
     mlstack__buf t = {0, 0, 0};
     int ok = mlstack__json_write(&t, v) && mlstack__js_lit(b, t.p, t.n);
@@ -23285,6 +23319,71 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     mlstack__json_free(&doc);
     return j.rc;
 }
+
+#else /* MLSTACK_NO_GRAMMAR: constrained decoding is left out; its functions refuse */
+#define MLSTACK__NO_GRAMMAR_TEXT "constrained decoding was left out (MLSTACK_NO_GRAMMAR)"
+static int mlstack__ctz32(uint32_t x) { /* for the sampler's masks */
+    int n = 0;
+    while (!(x & 1)) x >>= 1, n++;
+    return n;
+}
+static mlstack_result mlstack__no_grammar(mlstack_error *err) {
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, MLSTACK__NO_GRAMMAR_TEXT);
+}
+MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) { (void)v; }
+MLSTACK_API mlstack_result mlstack_vocab_from_bytes(const char *const *tokens, const size_t *lens, int n_tokens,
+                                                    const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                    mlstack_error *err) {
+    (void)tokens, (void)lens, (void)n_tokens, (void)eos_ids, (void)n_eos;
+    if (out) *out = NULL;
+    return mlstack__no_grammar(err);
+}
+MLSTACK_API mlstack_result mlstack_vocab_from_tokenizer(const mlstack_tokenizer *tok, int n_vocab,
+                                                        const int32_t *eos_ids, int n_eos, mlstack_vocab **out,
+                                                        mlstack_error *err) {
+    (void)tok, (void)n_vocab, (void)eos_ids, (void)n_eos;
+    if (out) *out = NULL;
+    return mlstack__no_grammar(err);
+}
+MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, mlstack_vocab **out,
+                                                    mlstack_error *err) {
+    (void)model;
+    if (out) *out = NULL;
+    return mlstack__no_grammar(err);
+}
+MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *v) { return (void)v, 0; }
+MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t id, size_t *len) {
+    (void)v, (void)id;
+    if (len) *len = 0;
+    return NULL;
+}
+MLSTACK_API mlstack_result mlstack_matcher_init(const mlstack_grammar *grammar, mlstack_matcher **out) {
+    (void)grammar;
+    if (out) *out = NULL;
+    return MLSTACK_ERR_UNSUPPORTED;
+}
+MLSTACK_API void mlstack_matcher_free(mlstack_matcher *m) { (void)m; }
+MLSTACK_API mlstack_result mlstack_matcher_reset(mlstack_matcher *m) { return (void)m, MLSTACK_ERR_UNSUPPORTED; }
+MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *m, uint32_t *bits) { return (void)m, (void)bits, -1; }
+MLSTACK_API mlstack_result mlstack_matcher_accept(mlstack_matcher *m, int32_t token) {
+    return (void)m, (void)token, MLSTACK_ERR_UNSUPPORTED;
+}
+MLSTACK_API mlstack_result mlstack_matcher_accept_bytes(mlstack_matcher *m, const char *bytes, size_t n) {
+    return (void)m, (void)bytes, (void)n, MLSTACK_ERR_UNSUPPORTED;
+}
+MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) { return (void)m, 0; }
+MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) {
+    return (void)m, MLSTACK__NO_GRAMMAR_TEXT;
+}
+MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) { (void)g; }
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                   mlstack_error *err) {
+    (void)d;
+    if (out) *out = NULL;
+    return mlstack__no_grammar(err);
+}
+MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return (void)g, NULL; }
+#endif /* MLSTACK_NO_GRAMMAR */
 
 /* ---- tool calls: Hermes-style <tool_call>{"name": ..., "arguments": {...}}</tool_call> ---- */
 
@@ -26005,6 +26104,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
 /* The rows of weights quantized at open are held while they are written (>>model). */
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char *path, mlstack_error *err) {
     mlstack_result r;
+#if defined(MLSTACK_NO_GGUF)
+    if (m && path)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: GGUF support was left out (MLSTACK_NO_GGUF)", path);
+#endif
     if (!m) return mlstack__model_save_gguf_file(m, path, err);
     mlstack__model_hold_rows(m, 1);
     r = mlstack__model_save_gguf_file(m, path, err);
@@ -27893,8 +27996,12 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
     s->work = (float *)mlstack__calloc((size_t)n_vocab, sizeof(float));
     s->idx = (int *)mlstack__calloc((size_t)n_vocab, sizeof(int));
     if (s->d.grammar) {
+#if defined(MLSTACK_NO_GRAMMAR)
+        mlstack_result gr = MLSTACK_ERR_UNSUPPORTED; /* no grammar can be compiled */
+#else
         mlstack_result gr = s->d.grammar->vocab->n_vocab != n_vocab ? MLSTACK_ERR_INVALID_ARG
                                                                     : mlstack_matcher_init(s->d.grammar, &s->gm);
+#endif
         if (gr != MLSTACK_OK) {
             MLSTACK_FREE(s);
             return gr;
@@ -30819,6 +30926,13 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
                              t->size);
     R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
     S = d->n_stages ? d->n_stages : 1;
+#if defined(MLSTACK_NO_RANKS)
+    if (t || R > 1 || S > 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %d ranks, %d stages%s: sharded execution was left out "
+                             "(MLSTACK_NO_RANKS)",
+                             R, S, t ? ", a transport" : "");
+#endif
     if (t && d->n_ranks && d->n_ranks != t->size)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks, t->size);
