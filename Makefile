@@ -2,6 +2,8 @@
 # AArch64 NEON under qemu-user, Windows/armv7/riscv64/clang; `make neon-test` and `make port-test`
 # run only those),
 # `make run` generates with the default model, `make bench` times it.
+# `make check` is the everyday tier (under 3 minutes warm on 2 cores): the unit tests under
+# ASan+UBSan, the slowest in a quick mode (MLSTACK_TEST_QUICK=1), and the opt-out builds.
 #
 # How the tests are built. A test is tests/test_NAME.c (found by wildcard: a new file is a new
 # test). The implementation is compiled ONCE per flavour, into $(B)/FLAVOUR/mlstack.o, with the
@@ -526,3 +528,30 @@ tsan: $(TSAN_BINS)
 FUZZ_SECONDS ?= 60
 fuzz:
 	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
+# ---- Opt-outs (issue 44): MLSTACK_NO_TEMPLATE, _NO_GRAMMAR, _NO_RANKS, _NO_GGUF (mlstack.h's
+# BUILD OPTIONS). The implementation compiled with each left out and with all four (at -O0:
+# these check what compiles, links and refuses; warnings as errors), each linked with
+# tests/compile/optout.c, which calls into every part left out and checks that it fails with
+# MLSTACK_ERR_UNSUPPORTED naming the macro. Part of `make test` and `make check`. ----
+OPTOUTS    = TEMPLATE GRAMMAR RANKS GGUF
+OPTOUT_BINS = $(addprefix $(B)/optout/,$(OPTOUTS) all)
+$(OPTOUT_BINS): $(B)/optout/%: tests/compile/optout.c mlstack.h
+	@mkdir -p $(@D)
+	$(CC) -std=c99 $(WARN) -O0 -I. $(if $(filter all,$*),$(OPTOUTS:%=-DMLSTACK_NO_%),-DMLSTACK_NO_$*) -o $@ $< $(LDLIBS)
+$(B)/optout/ok: $(OPTOUT_BINS)
+	@for t in $(OPTOUT_BINS); do printf '%s: ' "$$t"; $$t || exit 1; done
+	@touch $@
+TEST_BUILDS += $(B)/optout/ok
+
+# ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
+# unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
+# Python suites, no fuzz replay) and the opt-out builds; the slowest unit tests (test_kernels,
+# test_ranks, test_cuda_emul) run a representative subset under MLSTACK_TEST_QUICK=1. `make test`
+# runs everything, those tests whole, and CI runs `make test`. ----
+CHECK_BINS = $(ASAN_BINS)
+.PHONY: check
+check:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS) $(B)/optout/ok
+	@echo "== make check: unit tests under ASan+UBSan (quick mode for the slowest; make test runs everything) =="
+	@MLSTACK_TEST_QUICK=1 bash tests/run.sh $(CHECK_BINS)

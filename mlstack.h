@@ -93,6 +93,8 @@
      MLSTACK_IMPLEMENTATION     undefined   one .c file              emit the implementation
      MLSTACK_IMPLEMENTATION_PART undefined  six .c files, 1..6       emit one part of it, for parallel
                                                                      builds (GCC, clang; PARTS in >>platform)
+                                                                     (every section compiles in one part:
+                                                                     moving a function? PARTS has the rules)
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -104,6 +106,21 @@
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
      MLSTACK_NO_AVX2/_NO_AVX512 undefined   implementation file      leave those x86 kernels out
+     MLSTACK_NO_TEMPLATE        undefined   implementation file      leave the Jinja interpreter out (>>template):
+                                                                     chat templates still load, rendering them
+                                                                     fails MLSTACK_ERR_UNSUPPORTED
+     MLSTACK_NO_GRAMMAR         undefined   implementation file      leave constrained decoding out (>>grammar):
+                                                                     vocab, grammar and matcher functions fail
+                                                                     MLSTACK_ERR_UNSUPPORTED (tool calls parse)
+     MLSTACK_NO_GGUF            undefined   implementation file      leave the GGUF reader out (>>gguf): a .gguf
+                                                                     path and mlstack_model_save_gguf fail
+                                                                     MLSTACK_ERR_UNSUPPORTED
+     MLSTACK_NO_RANKS           undefined   implementation file      refuse sharded execution (>>ranks): an engine
+                                                                     of more than one rank or stage, or with a
+                                                                     transport, fails MLSTACK_ERR_UNSUPPORTED; one
+                                                                     rank (the plain engine) runs as before
+       (each such failure's message names the macro; the public functions all still exist, so
+        programs link; `make test` builds and checks each and all four, tests/compile/optout.c)
 
    THREAD SAFETY
      A model is immutable once open and may be shared by any number of engines and threads.
@@ -1542,7 +1559,25 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    section below names its part (#define MLSTACK__PART k). A part compiles its own sections'
    public and MLSTACK__FN functions, and the plain static functions they reach: a static helper
    that two parts call is compiled in both, so no plain static may hold state: mutable objects
-   are MLSTACK__VAR (one definition, in their section's part; see MLSTACK__OWNS_DATA). */
+   are MLSTACK__VAR (one definition, in their section's part; see MLSTACK__OWNS_DATA).
+   RULES FOR MOVING OR ADDING A FUNCTION (the default build, `make`, compiles these parts):
+   1. Its section's MLSTACK__PART decides which part compiles it. Moving it to another section
+      moves it to that section's part.
+   2. A function that a section of another part calls (directly or as a function pointer in a
+      kernel table) is MLSTACK__FN (or MLSTACK_API): compiled once, in its own part. A plain
+      static works too, but is compiled again in every part that reaches it, callees included:
+      the AVX2 attention helpers that the AVX-512 table names once cost part 5 a fifth of its
+      compile that way. `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics;
+      a name in two parts is such a copy.
+   3. MLSTACK__FN is not inlined into other parts: a tiny helper on a hot path that other parts
+      call stays static (MLSTACK__ALWAYS_INLINE), and is then compiled where it is used.
+   4. No plain static holds mutable state (each part would have its own); shared objects are
+      MLSTACK__VAR, defined under #if MLSTACK__OWNS_DATA in their section's part.
+   5. A section an opt-out leaves out (MLSTACK_NO_TEMPLATE, _GRAMMAR, _GGUF) keeps what other
+      sections call outside its #if !defined(MLSTACK_NO_...), or gives it a stub in the #else.
+   6. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
+      with clang, the opt-outs); the slowest part sets the build's wall time, their sum its CPU
+      time, so keep the AVX-512 and AVX2 kernel parts apart. */
 #define MLSTACK__N_PARTS 6
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -3664,7 +3699,8 @@ static uint64_t mlstack__le(const unsigned char *p, int n) {
     return v;
 }
 
-#if !defined(MLSTACK_NO_GGUF) /* the reader, for the parser below */
+#if !defined(MLSTACK_NO_GGUF) /* the reader and parser, left out by the opt-out; what other sections
+   call stays outside these #ifs or has a stub (PARTS in >>platform, rule 5) */
 static mlstack_result mlstack__gguf_need(mlstack__gguf_rd *r, uint64_t n, const char *field) {
     if (n > r->size - r->pos)
         return MLSTACK__FAIL(r->err, MLSTACK_ERR_FORMAT,
@@ -8840,7 +8876,8 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
      str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error.
    A call takes at most MLSTACK__TARGS_MAX (12) positional and 12 keyword arguments; more is an
    error, not a different output. */
-#if !defined(MLSTACK_NO_TEMPLATE)
+#if !defined(MLSTACK_NO_TEMPLATE) /* the section, left out by the opt-out; what other sections call stays
+   outside this #if or has a stub in the #else (PARTS in >>platform, rule 5) */
 
 #ifndef MLSTACK_TEMPLATE_MAX_OUTPUT
 #define MLSTACK_TEMPLATE_MAX_OUTPUT ((size_t)16 << 20)
@@ -14686,8 +14723,9 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     (void)opt;
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
-    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "chat template: the template interpreter was left out "
-                                                       "(MLSTACK_NO_TEMPLATE)");
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                         "chat template: the template interpreter was left out "
+                         "(MLSTACK_NO_TEMPLATE)");
 }
 #endif
 
@@ -16179,7 +16217,8 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
    Every result follows the canonical arithmetic of >>kernels: 8 lanes per register where
    AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
-   take the scalar reference, which gives the same bits. */
+   take the scalar reference, which gives the same bits. A function that >>avx512 (part 5)
+   names is MLSTACK__FN (PARTS in >>platform, rule 2). */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
 #if defined(__GNUC__) || defined(__clang__)
@@ -16549,7 +16588,7 @@ static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0
     __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
     return _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), _mm256_set1_epi8(0x10));
 }
-static MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
     if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
@@ -16610,7 +16649,7 @@ static MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned ch
     }
 }
 
-static MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
+MLSTACK__FN MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
     float acc = 0;
     int k;
     for (k = 0; k < ng; k++, g++, x++) {
@@ -16995,7 +17034,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__softmax_head_avx2(fl
                          mlstack__fold16_avx2(_mm256_add_ps(e[0], e[2]), _mm256_add_ps(e[1], e[3])));
 }
 /* The AVX-512 tables use it as well. */
-static MLSTACK__T_AVX2 void mlstack__softmax_avx2(float *s, int G, int n, float *m, float *den, float *corr) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__softmax_avx2(float *s, int G, int n, float *m, float *den, float *corr) {
     int g;
     if (n == 32)
         for (g = 0; g < G; g++) mlstack__softmax_head_avx2(s + g * 32, n, m + g, den + g, corr + g, 1);
@@ -17114,8 +17153,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__kv_keys_avx2(const v
         }
     }
 }
-static MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v,
-                                                   const int *len, int nr, size_t ldk, int Dh, float *kt, float *vf) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kv_chunk_avx2(mlstack_dtype dt, const void *const *k, const void *const *v,
+                                                        const int *len, int nr, size_t ldk, int Dh, float *kt,
+                                                        float *vf) {
     int r, j0 = 0;
     if (dt == MLSTACK_DTYPE_F16) mlstack__kv_keys_avx2(k, len, nr, ldk, Dh, kt, MLSTACK_DTYPE_F16);
     else if (dt == MLSTACK_DTYPE_BF16)
@@ -17152,9 +17192,9 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
-static MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
-                                                         const void *const *k, const int *len, int nr, size_t ldk,
-                                                         float scale, float *s, mlstack__fetch *f) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
+                                                              const void *const *k, const int *len, int nr, size_t ldk,
+                                                              float scale, float *s, mlstack__fetch *f) {
     const unsigned char *kb[4];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
     int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
@@ -17211,8 +17251,9 @@ mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
-static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
-                                                     const void *const *v, const int *len, int nr, mlstack__fetch *f) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
+                                                          const void *const *v, const int *len, int nr,
+                                                          mlstack__fetch *f) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
     int g, gh, d, m, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
@@ -17250,7 +17291,7 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, 
 }
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
-static MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
     int half = Dh / 2, i;
     for (i = 0; i + 8 <= half; i += 8) {
         __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + half + i);
@@ -17308,7 +17349,8 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
-   are vectorized here too. */
+   are vectorized here too. Part 5 (PARTS in >>platform): the AVX2 functions its tables name
+   are MLSTACK__FN in >>avx2 (part 4), so they are not compiled twice. */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
 #define MLSTACK__HAVE_AVX512 1
 #if defined(__GNUC__) || defined(__clang__)
@@ -20418,7 +20460,8 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
    are dropped when they exceed the memory budget; matchers keep their state as position lists,
    so they survive that. Budgets: stacks per state, expansion work per transition and stack
    depth; exceeding one fails that path (the token is masked) and records the reason. */
-#if !defined(MLSTACK_NO_GRAMMAR)
+#if !defined(MLSTACK_NO_GRAMMAR) /* the section, left out by the opt-out; what other sections call stays
+   outside this #if or has a stub in the #else (PARTS in >>platform, rule 5) */
 
 #ifndef MLSTACK_GRAMMAR_MAX_ELEMENTS
 #define MLSTACK_GRAMMAR_MAX_ELEMENTS (1u << 20)
@@ -23372,9 +23415,7 @@ MLSTACK_API mlstack_result mlstack_matcher_accept_bytes(mlstack_matcher *m, cons
     return (void)m, (void)bytes, (void)n, MLSTACK_ERR_UNSUPPORTED;
 }
 MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) { return (void)m, 0; }
-MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) {
-    return (void)m, MLSTACK__NO_GRAMMAR_TEXT;
-}
+MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return (void)m, MLSTACK__NO_GRAMMAR_TEXT; }
 MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) { (void)g; }
 MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
                                                    mlstack_error *err) {

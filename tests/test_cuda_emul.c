@@ -544,7 +544,10 @@ static void run_checks(void) {
     check_argmax();
     CHECK(mlstack_cuda_device_count(&n, NULL) == MLSTACK_OK && n >= 1);
     check_models("tests/fixtures/models", 1);
-    check_models("tests/fixtures/families", 0);
+    if (getenv("MLSTACK_TEST_QUICK")) /* make check: the fixture models only */
+        SKIP("the family fixtures: quick mode (MLSTACK_TEST_QUICK; make test runs them)");
+    else
+        check_models("tests/fixtures/families", 0);
 }
 
 #ifndef MLSTACK_CUDA_TEST_ON_DEVICE

@@ -795,8 +795,8 @@ static void check_canon_math(void) {
 int main(void) {
     /* caps this CPU lacks (another architecture's, or a lower one's duplicate) are skipped */
     const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
-    const mlstack__kernels *seen[5], *bf16_kernels;
-    int n_seen = 0, i, j;
+    const mlstack__kernels *seen[5], *bf16_kernels, *best = mlstack__kernels_select(-1, 0);
+    int n_seen = 0, i, j, quick = getenv("MLSTACK_TEST_QUICK") != NULL; /* make check: scalar and the best path */
     char report[256];
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
@@ -811,6 +811,10 @@ int main(void) {
             continue;
         }
         seen[n_seen++] = k;
+        if (quick && i && k != best) {
+            SKIP("cap %s: quick mode (MLSTACK_TEST_QUICK) checks scalar and %s only", caps[i], best->name);
+            continue;
+        }
         printf("checking %s\n", k->name);
         check_path(k);
         check_tall(k);
@@ -820,8 +824,8 @@ int main(void) {
     check_kq_quantize();
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
-    if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
-        mlstack__kernels_select(mlstack__isa_parse("avx2"), 0)) {
+    if (!quick && mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
+                      mlstack__kernels_select(mlstack__isa_parse("avx2"), 0)) {
         printf("checking avx512 (no VNNI)\n");
         check_path(mlstack__kernels_named("avx512"));
         check_kq(mlstack__kernels_named("avx512"));
@@ -829,7 +833,9 @@ int main(void) {
 #endif
     /* the opt-in bf16-activation path, where the CPU has AVX512_BF16 */
     bf16_kernels = mlstack__kernels_select(-1, 1);
-    if (bf16_kernels != mlstack__kernels_select(-1, 0)) {
+    if (quick) {
+        SKIP("bf16 dot path: quick mode (MLSTACK_TEST_QUICK)");
+    } else if (bf16_kernels != mlstack__kernels_select(-1, 0)) {
         printf("checking %s\n", bf16_kernels->name);
         check_path(bf16_kernels);
         check_tall(bf16_kernels);

@@ -12,8 +12,8 @@ static int failures;
 
 static void expect(const char *what, mlstack_result r, const char *message, const char *macro) {
     if (r != MLSTACK_ERR_UNSUPPORTED || !strstr(message, macro)) {
-        printf("optout: %s: result %d (%s), message \"%s\": expected MLSTACK_ERR_UNSUPPORTED naming %s\n", what,
-               (int)r, mlstack_result_string(r), message, macro);
+        printf("optout: %s: result %d (%s), message \"%s\": expected MLSTACK_ERR_UNSUPPORTED naming %s\n", what, (int)r,
+               mlstack_result_string(r), message, macro);
         failures++;
     }
 }
