@@ -16173,6 +16173,17 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__ALWAYS_INLINE inline
 #endif
+/* One function per tile shape of a matmul kernel (MLSTACK__TILE_FN): the same code as the tile
+   inlined into the kernel's switch, but the compiler's whole-function passes then work on many
+   small functions instead of one of dozens of unrolled tiles (where they take superlinear time:
+   most of the implementation's compile). A call per tile of kn inputs costs nothing measurable. */
+#if defined(__GNUC__)
+#define MLSTACK__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define MLSTACK__NOINLINE __declspec(noinline)
+#else
+#define MLSTACK__NOINLINE
+#endif
 /* A hint that the line at p will be read soon (no effect on results; nothing where the compiler
    has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -16368,6 +16379,20 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    650 against 622 tokens/s); F16 and BF16 in 64-input steps lost 1-4%. */
 /* vectors a tile of these rows spans */
 #define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
+#define MLSTACK__P16F_AVX2_FN(WT_, RB_, NV_)                                                                       \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(                        \
+        const unsigned char *wp, size_t lds, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, \
+        const float *bias, int nvt, const unsigned char *pf, size_t pfs) {                                         \
+        mlstack__p16f_tile_avx2(wp, lds, x, ldx, y, ldy, kn, resume, bias, nvt, pf, pfs, RB_, NV_, WT_);           \
+    }
+#define MLSTACK__P16F_AVX2_ALL(F, WT_)                                                                      \
+    F(WT_, 6, 2)                                                                                            \
+    F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) \
+        F(WT_, 1, 2)
+#define MLSTACK__P16F_AVX2_SHAPES(F)          \
+    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) \
+    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
+MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
@@ -16395,25 +16420,15 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
-#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                              \
-    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                             \
-        mlstack__p16f_tile_avx2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, pfs, RB_, NV_, WT_); \
+#define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
+    case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
+        mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
+                                                 pfs);                                                             \
         break;
-#define MLSTACK__P16F_AVX2_ALL(WT_) \
-    /* clang-format off */ \
-    MLSTACK__P16F_AVX2(WT_, 6, 2) MLSTACK__P16F_AVX2(WT_, 5, 2) MLSTACK__P16F_AVX2(WT_, 4, 2) \
-    MLSTACK__P16F_AVX2(WT_, 3, 2) MLSTACK__P16F_AVX2(WT_, 2, 4) MLSTACK__P16F_AVX2(WT_, 2, 2) \
-    MLSTACK__P16F_AVX2(WT_, 1, 8) MLSTACK__P16F_AVX2(WT_, 1, 6) MLSTACK__P16F_AVX2(WT_, 1, 4) \
-    MLSTACK__P16F_AVX2(WT_, 1, 2)
-                    /* clang-format on */
                     switch (w->wtype * 128 + rb * 16 + nvec) {
-                        /* clang-format off */
-                        MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(MLSTACK__W_F16)
-                        MLSTACK__P16F_AVX2_ALL(MLSTACK__W_BF16)
+                        MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2)
                     default: break;
-                        /* clang-format on */
                     }
-#undef MLSTACK__P16F_AVX2_ALL
 #undef MLSTACK__P16F_AVX2
                 }
             }
@@ -16421,6 +16436,9 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
     }
 }
 #undef MLSTACK__P16F_STEP_AVX2
+#undef MLSTACK__P16F_AVX2_SHAPES
+#undef MLSTACK__P16F_AVX2_ALL
+#undef MLSTACK__P16F_AVX2_FN
 /* A prefill's rows 96 at a time (16 blocks of 6): all of them at once, each step's pass over
    the weights read a step of every row's activations and parked every row's partial sums, which
    left the caches (F16 576 x 1536, one thread, the kernel alone: 92 GFLOP/s at 64 rows, 87 at
@@ -16780,6 +16798,20 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
    broadcasts twice per group of panels: 1 x 8 streams a 4096 x 16384 Q6_K matrix at one row in
    4.5-5.4 ms instead of 5.7-8.0 (Q3_K, Q2_K 10-15% faster), as fast as Q8_0 of the same bytes,
    on a Zen 3 core. */
+#define MLSTACK__KQP_AVX2_FN(WT_, RB_, NV_)                                                                         \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(                          \
+        const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, \
+        const float *bias, int nvt) {                                                                               \
+        mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
+    }
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SHAPES(F)                                                           \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0)                                                 \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K)       \
+        MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) \
+            MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
+MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
@@ -16798,33 +16830,23 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
                 int nvec = vt - v0 < step ? vt - v0 : step;
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
-#define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                  \
-    case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                 \
-        mlstack__kqp_tile_avx2(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0, WT_, RB_, NV_); \
+#define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
+    case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
+        mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
         break;
-#define MLSTACK__KQP_AVX2_ALL(WT_) \
-    MLSTACK__KQP_AVX2(WT_, 2, 4)   \
-    MLSTACK__KQP_AVX2(WT_, 2, 2)   \
-    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SPLIT(WT_) \
-    MLSTACK__KQP_AVX2(WT_, 2, 2)     \
-    MLSTACK__KQP_AVX2(WT_, 1, 8) MLSTACK__KQP_AVX2(WT_, 1, 6) MLSTACK__KQP_AVX2(WT_, 1, 4) MLSTACK__KQP_AVX2(WT_, 1, 2)
                 switch (wt * 64 + rb * 16 + nvec) {
-                    /* clang-format off */
-                    MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_1)
-                    MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(MLSTACK__W_Q5_K)
-                    MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q3_K)
-                    MLSTACK__KQP_AVX2_SPLIT(MLSTACK__W_Q6_K)
+                    MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2)
                 default: break;
-                    /* clang-format on */
                 }
-#undef MLSTACK__KQP_AVX2_SPLIT
-#undef MLSTACK__KQP_AVX2_ALL
 #undef MLSTACK__KQP_AVX2
             }
         }
     }
 }
+#undef MLSTACK__KQP_AVX2_SHAPES
+#undef MLSTACK__KQP_AVX2_SPLIT
+#undef MLSTACK__KQP_AVX2_ALL
+#undef MLSTACK__KQP_AVX2_FN
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
@@ -17493,6 +17515,16 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
    memory idled: one thread, a 2048 x 8192 F16 matrix (Zen 4), 2 / 8 / 16 / 32 rows 3.5 / 5.6
    / 8.2 / 13.2 ms, against 1.1 / 3.2 / 5.7 / 10.7 converted as read with the shared fetch (the
    AVX2 kernel: 1.7 / 3.3 / 5.9 / 10.6); 512 rows within 1%. */
+#define MLSTACK__P16F_FN(WT_, RB_)                                                                               \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX512 void mlstack__p16f_avx512_##WT_##_##RB_(                          \
+        const void *wp, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, const float *bias, \
+        int nv, mlstack__p16_pf pf) {                                                                            \
+        mlstack__p16f_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf);                        \
+    }
+#define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 4) F(WT_, 5) F(WT_, 6)
+#define MLSTACK__P16F_SHAPES(F) \
+    MLSTACK__P16F_ROWS(F, MLSTACK__W_F32) MLSTACK__P16F_ROWS(F, MLSTACK__W_F16) MLSTACK__P16F_ROWS(F, MLSTACK__W_BF16)
+MLSTACK__P16F_SHAPES(MLSTACK__P16F_FN)
 static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                       int o1, float *scratch) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), es = w->wtype == MLSTACK__W_F32 ? 4 : 2, p, k0, b, i, j;
@@ -17514,21 +17546,12 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16;
 #define MLSTACK__P16F_CASE(WT_, RB_)                                                               \
     case (WT_) * 8 + (RB_):                                                                        \
-        mlstack__p16f_tile(src, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf); \
+        mlstack__p16f_avx512_##WT_##_##RB_(src, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, pf); \
         break;
-                    /* clang-format off */
-#define MLSTACK__P16F_CASES(WT_) \
-    MLSTACK__P16F_CASE(WT_, 1) MLSTACK__P16F_CASE(WT_, 2) MLSTACK__P16F_CASE(WT_, 3) \
-    MLSTACK__P16F_CASE(WT_, 4) MLSTACK__P16F_CASE(WT_, 5) MLSTACK__P16F_CASE(WT_, 6)
-                    /* clang-format on */
                     switch (w->wtype * 8 + rb) {
-                        /* clang-format off */
-                        MLSTACK__P16F_CASES(MLSTACK__W_F32) MLSTACK__P16F_CASES(MLSTACK__W_F16)
-                        MLSTACK__P16F_CASES(MLSTACK__W_BF16)
+                        MLSTACK__P16F_SHAPES(MLSTACK__P16F_CASE)
                     default: break;
-                        /* clang-format on */
                     }
-#undef MLSTACK__P16F_CASES
 #undef MLSTACK__P16F_CASE
                 }
                 continue;
@@ -17552,6 +17575,10 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
         }
     }
 }
+
+#undef MLSTACK__P16F_SHAPES
+#undef MLSTACK__P16F_ROWS
+#undef MLSTACK__P16F_FN
 
 /* The int8 tiles' prefetch (mlstack__p16_prefetch). One activation row (decode) takes none:
    the hardware prefetchers stream a single pass best (with the 1 KiB look-ahead into L1,
@@ -17822,6 +17849,29 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
    tiles of up to 3 activation rows for Q5_0 and Q4_K, 2 for the others (two sums per group, or
    byte-wide q with scales: at 3 rows gcc spills), a short group's panels one by one; every
    output sums its groups in input order whatever the tile. */
+#define MLSTACK__KQP_FN(WT_, RB_)                                                                                      \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__kqp_vnni_##WT_##_##RB_(                                     \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
+        int nv, mlstack__p16_pf pf) {                                                                                  \
+        mlstack__kqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, WT_, RB_, 4, 4, 0, pf);                                  \
+    }
+#define MLSTACK__KQP_ONE_FN(WT_)                                                                                       \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__kqp_vnni_one_##WT_(                                         \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
+        int nv, int ro, int j) {                                                                                       \
+        mlstack__kqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, WT_, 1, 1, ro, j, mlstack__p16_nopf);                    \
+    }
+#define MLSTACK__KQP_R3(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3)
+#define MLSTACK__KQP_R2(F, WT_) F(WT_, 1) F(WT_, 2)
+#define MLSTACK__KQP_SHAPES(F)                                                                                  \
+    MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0)                                                                         \
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1) MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) \
+        MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
+#define MLSTACK__KQP_TYPES(F) \
+    F(MLSTACK__W_Q5_0)        \
+    F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
+MLSTACK__KQP_SHAPES(MLSTACK__KQP_FN)
+MLSTACK__KQP_TYPES(MLSTACK__KQP_ONE_FN)
 static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out),
@@ -17839,42 +17889,36 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
             mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, rbm, p + 8 <= np);
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
-#define MLSTACK__KQP_ONE(WT_)                                                                               \
-    case WT_:                                                                                               \
-        for (i = 0; i < rb; i++)                                                                            \
-            mlstack__kqp_tile(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy, \
-                              bb ? bb + 16 * j : NULL, nv - 16 * j, WT_, 1, 1, ro, j, mlstack__p16_nopf);   \
+#define MLSTACK__KQP_ONE(WT_)                                                                                         \
+    case WT_:                                                                                                         \
+        for (i = 0; i < rb; i++)                                                                                      \
+            mlstack__kqp_vnni_one_##WT_(wp, xb + (size_t)i * nb, (size_t)nb, nsb, yb + (size_t)i * ldy + 16 * j, ldy, \
+                                        bb ? bb + 16 * j : NULL, nv - 16 * j, ro, j);                                 \
         break;
 #define MLSTACK__KQP_CASE(WT_, RB_) \
-    case (WT_) * 4 + (RB_): mlstack__kqp_tile(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, WT_, RB_, 4, 4, 0, pf); break;
-#define MLSTACK__KQP_CASES(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2) MLSTACK__KQP_CASE(WT_, 3)
-#define MLSTACK__KQP_CASES2(WT_) MLSTACK__KQP_CASE(WT_, 1) MLSTACK__KQP_CASE(WT_, 2)
+    case (WT_) * 4 + (RB_): mlstack__kqp_vnni_##WT_##_##RB_(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, pf); break;
             if (ro != 4) { /* a short group's panels: one activation row at a time */
                 for (j = 0; j < ro; j++) switch (wt) {
-                        /* clang-format off */
-                        MLSTACK__KQP_ONE(MLSTACK__W_Q5_0) MLSTACK__KQP_ONE(MLSTACK__W_Q5_1) MLSTACK__KQP_ONE(MLSTACK__W_Q2_K)
-                        MLSTACK__KQP_ONE(MLSTACK__W_Q3_K) MLSTACK__KQP_ONE(MLSTACK__W_Q4_K) MLSTACK__KQP_ONE(MLSTACK__W_Q5_K)
-                        MLSTACK__KQP_ONE(MLSTACK__W_Q6_K)
+                        MLSTACK__KQP_TYPES(MLSTACK__KQP_ONE)
                     default: break;
-                        /* clang-format on */
                     }
                 continue;
             }
             switch (wt * 4 + rb) {
-                /* clang-format off */
-                MLSTACK__KQP_CASES(MLSTACK__W_Q5_0) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_1) MLSTACK__KQP_CASES2(MLSTACK__W_Q2_K)
-                MLSTACK__KQP_CASES2(MLSTACK__W_Q3_K) MLSTACK__KQP_CASES(MLSTACK__W_Q4_K) MLSTACK__KQP_CASES2(MLSTACK__W_Q5_K)
-                MLSTACK__KQP_CASES2(MLSTACK__W_Q6_K)
+                MLSTACK__KQP_SHAPES(MLSTACK__KQP_CASE)
             default: break;
-                /* clang-format on */
             }
-#undef MLSTACK__KQP_CASES2
-#undef MLSTACK__KQP_CASES
 #undef MLSTACK__KQP_CASE
 #undef MLSTACK__KQP_ONE
         }
     }
 }
+#undef MLSTACK__KQP_TYPES
+#undef MLSTACK__KQP_SHAPES
+#undef MLSTACK__KQP_R2
+#undef MLSTACK__KQP_R3
+#undef MLSTACK__KQP_ONE_FN
+#undef MLSTACK__KQP_FN
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
