@@ -16385,10 +16385,9 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
         const float *bias, int nvt, const unsigned char *pf, size_t pfs) {                                         \
         mlstack__p16f_tile_avx2(wp, lds, x, ldx, y, ldy, kn, resume, bias, nvt, pf, pfs, RB_, NV_, WT_);           \
     }
-#define MLSTACK__P16F_AVX2_ALL(F, WT_)                                                                      \
-    F(WT_, 6, 2)                                                                                            \
-    F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) \
-        F(WT_, 1, 2)
+#define MLSTACK__P16F_AVX2_ALL(F, WT_) \
+    F(WT_, 6, 2)                       \
+    F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F)          \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -16548,6 +16547,16 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
    SmolLM2-135M Q8_0 on a 2-core Zen 3, 2 threads, both changes: 8 sequences 143-205 -> 244-262
    tokens/s, 2 sequences 50-79 -> 142-153 (one sequence 90-106 either way); the in-order fetch
    then 4 sequences 404 -> 446, 8 sequences 508 -> 531 (best of 3 alternated runs). */
+#define MLSTACK__P16Q_AVX2_FN(Q, RB_, NV_)                                                                         \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__p16q_avx2_##Q##_##RB_##_##NV_(                          \
+        const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nb, float *y, size_t ldy, \
+        const float *bias, int nvt, const unsigned char *pf, size_t pfs) {                                         \
+        mlstack__p16q_tile_avx2(Q, wp, gp, v0, xq, ldx, nb, y, ldy, bias, nvt, pf, pfs, RB_, NV_);                 \
+    }
+#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 6) F(Q, 1, 4) F(Q, 1, 2)
+MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 0)
+MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
+#undef MLSTACK__P16Q_AVX2_FN
 static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0, rb;
@@ -16572,20 +16581,14 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
                 const unsigned char *pf = B > 1 && b == 0 && p + 2 * MLSTACK__P16_GROUP <= np
                                               ? wp + MLSTACK__P16_GROUP * pb + (size_t)(v0 / step) * (size_t)nb * pfs
                                               : NULL;
-#define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                          \
-    case (Q) * 128 + (RB_) * 16 + (NV_):                                                                         \
-        mlstack__p16q_tile_avx2(Q, wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, pf, pfs, RB_, NV_); \
+#define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                            \
+    case (Q) * 128 + (RB_) * 16 + (NV_):                                                                           \
+        mlstack__p16q_avx2_##Q##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, pf, pfs); \
         break;
-#define MLSTACK__P16Q_AVX2_ALL(Q) \
-    /* clang-format off */ \
-    MLSTACK__P16Q_AVX2(Q, 4, 2) MLSTACK__P16Q_AVX2(Q, 3, 2) \
-    MLSTACK__P16Q_AVX2(Q, 1, 8) MLSTACK__P16Q_AVX2(Q, 1, 6) MLSTACK__P16Q_AVX2(Q, 1, 4) MLSTACK__P16Q_AVX2(Q, 1, 2)
-                /* clang-format on */
                 switch (q8 * 128 + rb * 16 + nvec) {
-                    /* clang-format off */
-                    MLSTACK__P16Q_AVX2_ALL(0) MLSTACK__P16Q_AVX2_ALL(1)
+                    MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2, 0)
+                    MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2, 1)
                 default: break;
-                    /* clang-format on */
                 }
 #undef MLSTACK__P16Q_AVX2_ALL
 #undef MLSTACK__P16Q_AVX2
@@ -16806,11 +16809,12 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
     }
 #define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SHAPES(F)                                                           \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0)                                                 \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K)       \
-        MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) \
-            MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
+#define MLSTACK__KQP_AVX2_SHAPES(F)                                                             \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0)                                                   \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1)                                                   \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K)         \
+        MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
+            MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
 MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
@@ -17671,8 +17675,17 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
 
-static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
-                                                  int o0, int o1) {
+#define MLSTACK__P16Q_FN(Q, RB_)                                                                                      \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__p16q_vnni_##Q##_##RB_(                                     \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nb, float *y, size_t ldy, const float *bias, \
+        int nv, mlstack__p16_pf pf) {                                                                                 \
+        mlstack__p16q_tile(Q, wp, xq, ldx, nb, y, ldy, bias, nv, RB_, 4, 4, 0, pf);                                   \
+    }
+MLSTACK__P16Q_FN(0, 1)
+MLSTACK__P16Q_FN(0, 2) MLSTACK__P16Q_FN(0, 3) MLSTACK__P16Q_FN(1, 1) MLSTACK__P16Q_FN(1, 2) MLSTACK__P16Q_FN(1, 3)
+#undef MLSTACK__P16Q_FN
+    static MLSTACK__T_VNNI
+    void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, j, i;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -17694,7 +17707,7 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
                     continue;
                 }
 #define MLSTACK__P16Q_CASE(Q, RB_) \
-    case (Q) * 8 + (RB_): mlstack__p16q_tile(Q, wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, RB_, 4, 4, 0, pf); break;
+    case (Q) * 8 + (RB_): mlstack__p16q_vnni_##Q##_##RB_(wp, xb, (size_t)nb, nb, yj, ldy, bj, nj, pf); break;
                 switch (q8 * 8 + rb) {
                     /* clang-format off */
                     MLSTACK__P16Q_CASE(0, 1) MLSTACK__P16Q_CASE(0, 2) MLSTACK__P16Q_CASE(0, 3)
@@ -17865,8 +17878,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
 #define MLSTACK__KQP_R2(F, WT_) F(WT_, 1) F(WT_, 2)
 #define MLSTACK__KQP_SHAPES(F)                                                                                  \
     MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0)                                                                         \
-    MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1) MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) \
-        MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1)                                                                         \
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) \
+        MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
 #define MLSTACK__KQP_TYPES(F) \
     F(MLSTACK__W_Q5_0)        \
     F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
@@ -18188,8 +18202,17 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
 }
 /* BF16 weights from pair panels: activation rows rounded to bf16 six at a time into the
    thread's scratch (rows of (n_in + 31) / 32 * 16 pairs), then tiles over the task's panels. */
-static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
-                                              float *scratch) {
+#define MLSTACK__P16DP_FN(RB_)                                                                                   \
+    static MLSTACK__NOINLINE MLSTACK__T_BF16 void mlstack__p16dp_##RB_(const uint16_t *wp, const uint32_t *x,    \
+                                                                       size_t ldx, float *y, size_t ldy, int kn, \
+                                                                       int resume, const float *bias, int nv) {  \
+        mlstack__p16dp_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4);                                \
+    }
+MLSTACK__P16DP_FN(1)
+MLSTACK__P16DP_FN(2) MLSTACK__P16DP_FN(3) MLSTACK__P16DP_FN(4) MLSTACK__P16DP_FN(5) MLSTACK__P16DP_FN(6)
+#undef MLSTACK__P16DP_FN
+    static MLSTACK__T_BF16
+    void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1, float *scratch) {
     int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
     uint32_t *xp = (uint32_t *)(void *)scratch;
@@ -18218,7 +18241,7 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                         continue;
                     }
 #define MLSTACK__P16DP_CASE(RB_) \
-    case RB_: mlstack__p16dp_tile(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj, RB_, 4, 4); break;
+    case RB_: mlstack__p16dp_##RB_(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj); break;
                     switch (rb) {
                         /* clang-format off */
                         MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3)
