@@ -1575,9 +1575,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       MLSTACK__VAR, defined under #if MLSTACK__OWNS_DATA in their section's part.
    5. A section an opt-out leaves out (MLSTACK_NO_TEMPLATE, _GRAMMAR, _GGUF) keeps what other
       sections call outside its #if !defined(MLSTACK_NO_...), or gives it a stub in the #else.
-   6. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
-      with clang, the opt-outs); the slowest part sets the build's wall time, their sum its CPU
-      time, so keep the AVX-512 and AVX2 kernel parts apart. */
+   6. A kernel with many tile shapes calls one MLSTACK__NOINLINE function per shape (see there)
+      rather than inlining them all into one switch: compile time grows faster than a function.
+   7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
+      with clang); the slowest part sets the build's wall time, their sum its CPU time. */
 #define MLSTACK__N_PARTS 6
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -16173,10 +16174,12 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__ALWAYS_INLINE inline
 #endif
-/* One function per tile shape of a matmul kernel (MLSTACK__TILE_FN): the same code as the tile
-   inlined into the kernel's switch, but the compiler's whole-function passes then work on many
-   small functions instead of one of dozens of unrolled tiles (where they take superlinear time:
-   most of the implementation's compile). A call per tile of kn inputs costs nothing measurable. */
+/* A matmul kernel calls one MLSTACK__NOINLINE function per tile shape (e.g. mlstack__kqp_avx2_*
+   for mlstack__mm_kqp_avx2): the same code as the tile inlined into the kernel's switch, but the
+   compiler's whole-function passes then work on many small functions instead of one holding
+   dozens of unrolled tiles, where they take superlinear time (with the tiles inlined, the two
+   kernel parts took 36 of the implementation's 57 CPU seconds at -O2; with these, 17). A call
+   per tile of kn inputs costs nothing measurable, and the results are the same bits. */
 #if defined(__GNUC__)
 #define MLSTACK__NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
@@ -16385,13 +16388,15 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
         const float *bias, int nvt, const unsigned char *pf, size_t pfs) {                                         \
         mlstack__p16f_tile_avx2(wp, lds, x, ldx, y, ldy, kn, resume, bias, nvt, pf, pfs, RB_, NV_, WT_);           \
     }
+/* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
-    F(WT_, 6, 2)                       \
-    F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__P16F_AVX2_SHAPES(F)          \
-    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) \
-    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
+    F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
+    F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__P16F_AVX2_SHAPES(F) \
+    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
+    MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
 MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
+/* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
@@ -16553,9 +16558,11 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
         const float *bias, int nvt, const unsigned char *pf, size_t pfs) {                                         \
         mlstack__p16q_tile_avx2(Q, wp, gp, v0, xq, ldx, nb, y, ldy, bias, nvt, pf, pfs, RB_, NV_);                 \
     }
+/* clang-format off */
 #define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 6) F(Q, 1, 4) F(Q, 1, 2)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 0)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
+/* clang-format on */
 #undef MLSTACK__P16Q_AVX2_FN
 static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
@@ -16807,15 +16814,16 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         const float *bias, int nvt) {                                                                               \
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
+/* clang-format off */
 #define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SHAPES(F)                                                             \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0)                                                   \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1)                                                   \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K)         \
-        MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
-            MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
+#define MLSTACK__KQP_AVX2_SHAPES(F) \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
+    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
+    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
+    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
 MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
+/* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
@@ -17525,10 +17533,12 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
         int nv, mlstack__p16_pf pf) {                                                                            \
         mlstack__p16f_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf);                        \
     }
+/* clang-format off */
 #define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 4) F(WT_, 5) F(WT_, 6)
 #define MLSTACK__P16F_SHAPES(F) \
     MLSTACK__P16F_ROWS(F, MLSTACK__W_F32) MLSTACK__P16F_ROWS(F, MLSTACK__W_F16) MLSTACK__P16F_ROWS(F, MLSTACK__W_BF16)
 MLSTACK__P16F_SHAPES(MLSTACK__P16F_FN)
+/* clang-format on */
 static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, const float *x, float *y, int B, int o0,
                                                       int o1, float *scratch) {
     int n = w->n_in, np = mlstack__p16_panels(w->n_out), es = w->wtype == MLSTACK__W_F32 ? 4 : 2, p, k0, b, i, j;
@@ -17681,11 +17691,12 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
         int nv, mlstack__p16_pf pf) {                                                                                 \
         mlstack__p16q_tile(Q, wp, xq, ldx, nb, y, ldy, bias, nv, RB_, 4, 4, 0, pf);                                   \
     }
-MLSTACK__P16Q_FN(0, 1)
-MLSTACK__P16Q_FN(0, 2) MLSTACK__P16Q_FN(0, 3) MLSTACK__P16Q_FN(1, 1) MLSTACK__P16Q_FN(1, 2) MLSTACK__P16Q_FN(1, 3)
-#undef MLSTACK__P16Q_FN
-    static MLSTACK__T_VNNI
-    void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {
+/* clang-format off */
+#define MLSTACK__P16Q_SHAPES(F) F(0, 1) F(0, 2) F(0, 3) F(1, 1) F(1, 2) F(1, 3)
+MLSTACK__P16Q_SHAPES(MLSTACK__P16Q_FN)
+/* clang-format on */
+static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, j, i;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -17720,6 +17731,8 @@ MLSTACK__P16Q_FN(0, 2) MLSTACK__P16Q_FN(0, 3) MLSTACK__P16Q_FN(1, 1) MLSTACK__P1
         }
     }
 }
+#undef MLSTACK__P16Q_SHAPES
+#undef MLSTACK__P16Q_FN
 
 /* KQ panels (native GGML formats, layout in >>kernels), RB activation rows x RO panels: per
    group, the q runs by vpdpbusd into int32 (one sum, or two 16-input halves where the format
@@ -17874,18 +17887,19 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
         int nv, int ro, int j) {                                                                                       \
         mlstack__kqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, WT_, 1, 1, ro, j, mlstack__p16_nopf);                    \
     }
+/* clang-format off */
 #define MLSTACK__KQP_R3(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3)
 #define MLSTACK__KQP_R2(F, WT_) F(WT_, 1) F(WT_, 2)
-#define MLSTACK__KQP_SHAPES(F)                                                                                  \
-    MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0)                                                                         \
-    MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1)                                                                         \
-    MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) \
-        MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
+#define MLSTACK__KQP_SHAPES(F) \
+    MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1) MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) \
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) \
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
 #define MLSTACK__KQP_TYPES(F) \
-    F(MLSTACK__W_Q5_0)        \
-    F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
+    F(MLSTACK__W_Q5_0) F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) \
+    F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
 MLSTACK__KQP_SHAPES(MLSTACK__KQP_FN)
 MLSTACK__KQP_TYPES(MLSTACK__KQP_ONE_FN)
+/* clang-format on */
 static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out),
@@ -18208,11 +18222,12 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
                                                                        int resume, const float *bias, int nv) {  \
         mlstack__p16dp_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4);                                \
     }
-MLSTACK__P16DP_FN(1)
-MLSTACK__P16DP_FN(2) MLSTACK__P16DP_FN(3) MLSTACK__P16DP_FN(4) MLSTACK__P16DP_FN(5) MLSTACK__P16DP_FN(6)
-#undef MLSTACK__P16DP_FN
-    static MLSTACK__T_BF16
-    void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1, float *scratch) {
+/* clang-format off */
+#define MLSTACK__P16DP_SHAPES(F) F(1) F(2) F(3) F(4) F(5) F(6)
+MLSTACK__P16DP_SHAPES(MLSTACK__P16DP_FN)
+/* clang-format on */
+static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                              float *scratch) {
     int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
     uint32_t *xp = (uint32_t *)(void *)scratch;
@@ -18255,6 +18270,8 @@ MLSTACK__P16DP_FN(2) MLSTACK__P16DP_FN(3) MLSTACK__P16DP_FN(4) MLSTACK__P16DP_FN
         }
     }
 }
+#undef MLSTACK__P16DP_SHAPES
+#undef MLSTACK__P16DP_FN
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x,
                                                         const mlstack__q8x *xq, float *y, int B, int o0, int o1,
                                                         float *scratch) {
