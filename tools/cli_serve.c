@@ -456,6 +456,7 @@ typedef struct oai_req {
     cli_buf gtext;          /* its text (schema or tools list) */
     cli_buf tools_json;     /* `tools` for the chat template */
     srv_gram *gram;
+    conn *c;                /* the client: a grammar compile stops when it goes (gram_cancel) */
     char err[600];
     const char *err_param, *err_code;
     int err_status;
@@ -555,9 +556,14 @@ static void gram_free(srv_gram *e) {
     free(e);
 }
 
+/* Polled by a grammar compile (about every 64K units of work): a client that has gone, or a
+   shutdown, abandons the compile (MLSTACK_ERR_CANCELLED). */
+static int gram_cancel(void *user) { return srv_stop || (user && peer_gone((conn *)user)); }
+
 /* The compiled grammar for (kind, text), from the cache or compiled now (outside the lock: a
-   schema may take milliseconds) and cached in place of the least recently used idle one. */
-static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstack_error *err) {
+   schema may take milliseconds) and cached in place of the least recently used idle one. c: the
+   client, whose going away cancels the compile (NULL: none). */
+static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, conn *c, mlstack_error *err) {
     srv_gram *e = NULL, *old = NULL;
     mlstack_grammar_desc d;
     int i, slot = -1;
@@ -587,6 +593,8 @@ static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstac
     d.len = len;
     d.vocab = s->vocab;
     d.max_memory = SRV_GRAMMAR_MEMORY;
+    d.cancel = gram_cancel;
+    d.cancel_user = c;
     if (mlstack_grammar_compile(&d, &e->g, err) != MLSTACK_OK) {
         gram_free(e);
         return NULL;
@@ -743,7 +751,7 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
         return bad(q, 400, q->gparam, "unsupported_value",
                    "this server has no constrained decoding (no vocabulary view)");
     memset(&err, 0, sizeof err);
-    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, &err);
+    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, q->c, &err);
     if (!q->gram) {
         snprintf(msg, sizeof msg, "%s: %s", q->gparam, err.message);
         return bad(q, err.code == MLSTACK_ERR_NO_MEMORY ? 500 : 400, q->gparam, "invalid_schema", msg);
@@ -1255,6 +1263,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     mlstack_result res;
     memset(&q, 0, sizeof q);
     q.chat = chat;
+    q.c = c;
+    q.gkind = -1;
     if (mlstack_json_parse(hr->body, hr->body_len, "request body", &doc, &err) != MLSTACK_OK) {
         rc = send_error(c, 400, "invalid_request_error", NULL, "invalid_json", err.message, keep);
         log_request(s, hr, 400, t0, NULL);
@@ -1377,10 +1387,18 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             cli_buf_free(&b);
             send_event(c, "[DONE]", 6);
             send_all(c, "0\r\n\r\n", 5);
+        } else if (r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0) {
+            /* the grammar ran over a budget (max_stacks at its first token, say): the schema's fault */
+            send_error(c, 400, "invalid_request_error", q.gparam, "invalid_schema", msg, keep);
         } else {
             send_error(c, 500, "server_error", NULL, NULL, msg, keep);
         }
-        log_request(s, hr, 500, t0, &r->st);
+        log_request(s, hr,
+                    !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT &&
+                            q.gkind >= 0
+                        ? 400
+                        : 500,
+                    t0, &r->st);
     } else if (q.stream) {
         if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
             size_t end = n_calls ? content_len : r->text.n;
