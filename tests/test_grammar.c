@@ -1063,6 +1063,35 @@ static void test_engine(void) {
     CHECKF(finished == 4, "%d of 4 requests ended with the grammar", finished);
     CHECKF(same_b, "tokens differ between solo and batched runs with grammars");
     CHECKF(same_c && hits > 0, "tokens differ with the prefix cache (%d cached tokens)", hits);
+    { /* over its parse-stack budget after any first character: the request fails with
+         MLSTACK_ERR_LIMIT (the schema's fault; mlstack serve answers 400), not INVALID_ARG */
+        mlstack_grammar_desc gd;
+        mlstack_grammar *gb = NULL;
+        mlstack_request_desc rq;
+        mlstack_request_status st;
+        int32_t toks[8];
+        mlstack_result r;
+        memset(&gd, 0, sizeof gd);
+        gd.kind = MLSTACK_GRAMMAR_GBNF;
+        gd.text = "root ::= [^\\x00] t\nt ::= \"x0\" | \"x1\" | \"x2\" | \"x3\" | \"x4\" | \"x5\" | \"x6\" | "
+                  "\"x7\" | \"x8\" | \"x9\" | \"y0\" | \"y1\"";
+        gd.vocab = v;
+        gd.max_stacks = 8;
+        r = mlstack_grammar_compile(&gd, &gb, &err);
+        CHECKF(r == MLSTACK_OK, "stacks at the first token: %s", err.message);
+        memset(&rq, 0, sizeof rq);
+        memset(&st, 0, sizeof st);
+        rq.prompt = prompt;
+        rq.n_prompt = 30;
+        rq.max_tokens = 8;
+        rq.sampler.grammar = gb;
+        r = gb ? mlstack_engine_complete(e, &rq, &st, toks, 8, &err) : MLSTACK_ERR_INVALID_ARG;
+        CHECKF(r == MLSTACK_ERR_LIMIT && st.finish == MLSTACK_FINISH_ERROR && st.result == MLSTACK_ERR_LIMIT &&
+                   strstr(st.message, "max_stacks"),
+               "over max_stacks at the first token: %d, finish %d, result %d: %s", r, (int)st.finish, (int)st.result,
+               st.message);
+        mlstack_grammar_free(gb);
+    }
 out:
     for (i = 0; i < 3; i++) mlstack_grammar_free(g[i]);
     mlstack_vocab_free(v);
