@@ -113,7 +113,9 @@
      Model files are untrusted input. Every length and offset read from a file is checked
      against the bytes that exist before use; mapped model bytes are never written. Errors are
      returned as mlstack_result with text naming the file, the offset or field, and what was
-     expected. The library never prints, exits or aborts on bad data.
+     expected. The library never prints, exits or aborts on bad data. Chat templates, JSON
+     Schemas, grammars and regexes are untrusted too: each runs under a work budget (template
+     max_steps, grammar max_work and max_stacks) and ends with MLSTACK_ERR_LIMIT past it.
 
    ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
    at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
@@ -1051,7 +1053,7 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
    (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
-   step from the text to the start state, so a hostile schema costs at most about a second). A
+   step from the text to the start state, so a hostile schema costs seconds, not hours). A
    budget exceeded at compile time fails the compile with MLSTACK_ERR_LIMIT; during matching it
    masks that path and mlstack_matcher_error says why. A compile can be abandoned from outside
    (a server whose client has gone): desc->cancel is polled as the work is charged. */
