@@ -1377,6 +1377,11 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     }
     if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
         const char *msg = r->st.message[0] ? r->st.message : "the request failed";
+        /* a grammar over a budget (max_stacks at its first token, say) is the schema's fault */
+        int code =
+            !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0
+                ? 400
+                : 500;
         if (header_sent) {
             cli_buf b;
             memset(&b, 0, sizeof b);
@@ -1387,18 +1392,12 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             cli_buf_free(&b);
             send_event(c, "[DONE]", 6);
             send_all(c, "0\r\n\r\n", 5);
-        } else if (r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0) {
-            /* the grammar ran over a budget (max_stacks at its first token, say): the schema's fault */
+        } else if (code == 400) {
             send_error(c, 400, "invalid_request_error", q.gparam, "invalid_schema", msg, keep);
         } else {
             send_error(c, 500, "server_error", NULL, NULL, msg, keep);
         }
-        log_request(s, hr,
-                    !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT &&
-                            q.gkind >= 0
-                        ? 400
-                        : 500,
-                    t0, &r->st);
+        log_request(s, hr, code, t0, &r->st);
     } else if (q.stream) {
         if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
             size_t end = n_calls ? content_len : r->text.n;
