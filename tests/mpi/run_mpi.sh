@@ -79,14 +79,14 @@ kill_test() { # label, then extra mpirun arguments
 kill_test "one stage"
 kill_test "2 stages" -x MLSTACK_STAGES=2
 
-# stop (SIGSTOP) rank 1 mid-decode: rank 0 reports the timeout (MLSTACK_MPI_TIMEOUT 5 s), frees
-# its engine and ends through mlstack_mpi_finalize, which must abort rather than wait in
-# MPI_Finalize for the stopped rank forever: the job ends non-zero within 60 s (a generous margin
-# over the 5 s timeout for a loaded machine), naming the failed exchange
+# stop (SIGSTOP) rank 1 mid-decode: rank 0 reports the timeout (MLSTACK_MPI_TIMEOUT, 10 s by
+# default), frees its engine and ends through mlstack_mpi_finalize, which must abort rather than
+# wait in MPI_Finalize for the stopped rank forever: the job ends non-zero within 60 s (a generous
+# margin over the timeout for a loaded machine), naming the failed exchange
 stop_test() {
     local pidf="$tmp/pid" job t0 t1 rc secs pid
     rm -f "$pidf"
-    $MPIRUN -x MLSTACK_MPI_TIMEOUT=5 -np 2 "$bin" "$fix/llama" --stop "$pidf" >"$tmp/out" 2>&1 &
+    $MPIRUN -np 2 "$bin" "$fix/llama" --stop "$pidf" >"$tmp/out" 2>&1 &
     job=$!
     for _ in $(seq 1 300); do grep -q decoding "$tmp/out" 2>/dev/null && [ -s "$pidf" ] && break; sleep 0.1; done
     if [ -s "$pidf" ] && grep -q decoding "$tmp/out"; then
