@@ -113,9 +113,11 @@
      Model files are untrusted input. Every length and offset read from a file is checked
      against the bytes that exist before use; mapped model bytes are never written. Errors are
      returned as mlstack_result with text naming the file, the offset or field, and what was
-     expected. The library never prints, exits or aborts on bad data. JSON from a network peer
-     should go through mlstack_json_parse_opts with a value and memory cap: a parsed value
-     costs about 100 bytes, so text of tiny values grows ~50-fold.
+     expected. The library never prints, exits or aborts on bad data. Chat templates, JSON
+     Schemas, grammars and regexes are untrusted too: each runs under a work budget (template
+     max_steps, grammar max_work and max_stacks) and ends with MLSTACK_ERR_LIMIT past it. JSON
+     from a network peer should go through mlstack_json_parse_opts with a value and memory cap:
+     a parsed value costs about 100 bytes, so text of tiny values grows ~50-fold.
 
    ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
    at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
@@ -1068,8 +1070,11 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    properties in schema order and no others.
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
-   (256 MiB; dropped and rebuilt when full). A budget exceeded at compile time fails the compile
-   with MLSTACK_ERR_LIMIT; during matching it masks that path and mlstack_matcher_error says why. */
+   (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
+   step from the text to the start state, so a hostile schema costs seconds, not hours). A
+   budget exceeded at compile time fails the compile with MLSTACK_ERR_LIMIT; during matching it
+   masks that path and mlstack_matcher_error says why. A compile can be abandoned from outside
+   (a server whose client has gone): desc->cancel is polled as the work is charged. */
 
 /* Byte view of a vocabulary. from_model: the model's tokenizer, n_vocab and EOS ids.
    from_tokenizer: n_vocab 0 means the tokenizer's size (ids past the tokenizer are never
@@ -1108,7 +1113,15 @@ typedef enum mlstack_grammar_kind {
      len                0: strlen(text)
      max_elements       0: MLSTACK_GRAMMAR_MAX_ELEMENTS (1M grammar elements after expansion)
      max_stacks         0: MLSTACK_GRAMMAR_MAX_STACKS (16384 parse stacks at once)
-     max_memory         0: MLSTACK_GRAMMAR_MAX_MEMORY (256 MiB automaton + mask cache) */
+     max_memory         0: MLSTACK_GRAMMAR_MAX_MEMORY (256 MiB automaton + mask cache)
+     max_work           0: MLSTACK_GRAMMAR_MAX_WORK (256M units of compile work; a unit is one
+                        elementary step: a byte of text, a JSON member visited, a grammar element
+                        made or checked, a rule visited while building the start state)
+     cancel             NULL: never; otherwise called with cancel_user from the compiling thread
+                        about every 64K units (a few hundred microseconds) and once at the start;
+                        non-zero abandons the compile with MLSTACK_ERR_CANCELLED. It may read
+                        a flag another thread sets, or poll a socket; it must not call back into
+                        the grammar being compiled. */
 typedef struct mlstack_grammar_desc {
     mlstack_grammar_kind kind;
     const char *text;
@@ -1117,12 +1130,16 @@ typedef struct mlstack_grammar_desc {
     size_t max_elements;
     int max_stacks;
     size_t max_memory;
+    uint64_t max_work;
+    int (*cancel)(void *cancel_user);
+    void *cancel_user;
 } mlstack_grammar_desc;
 
 /* Compiles a grammar for desc->vocab.
    Returns MLSTACK_OK; MLSTACK_ERR_FORMAT (syntax, with line and column or offset; schema errors
    with their JSON path), MLSTACK_ERR_UNSUPPORTED (a keyword or regex feature outside the subset,
-   named), MLSTACK_ERR_LIMIT (a budget), MLSTACK_ERR_NO_MEMORY. *out NULL on failure.
+   named), MLSTACK_ERR_LIMIT (a budget, max_work included), MLSTACK_ERR_CANCELLED (desc->cancel
+   returned non-zero), MLSTACK_ERR_NO_MEMORY. *out NULL on failure.
    Thread safety: any thread. */
 MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *desc, mlstack_grammar **out,
                                                    mlstack_error *err);
@@ -9272,6 +9289,9 @@ static double mlstack__tv_num(const mlstack__tv *v) { return v->t == MLSTACK__TP
    charged to the step budget at this rate, so a loop of cheap-looking calls on large values
    still ends within max_steps. */
 #define MLSTACK__TPL_BYTES_PER_STEP 8
+/* Steps for work over n bytes: at least one, so that many small pieces of work (a search that
+   finds its needle within a few bytes, a method on a short string) are never free. */
+#define MLSTACK__TPL_BYTE_STEPS(n) (1 + (uint64_t)(n) / MLSTACK__TPL_BYTES_PER_STEP)
 static void mlstack__tpl_charge(mlstack__tctx *c, uint64_t units) {
     c->steps = units > UINT64_MAX - c->steps ? UINT64_MAX : c->steps + units;
 }
@@ -9301,7 +9321,7 @@ static int mlstack__tv_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack_
     case MLSTACK__TPL_VAL_NONE: return 1;
     case MLSTACK__TPL_VAL_STR:
         if (a->u.s.n != b->u.s.n) return 0;
-        mlstack__tpl_charge(c, a->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(a->u.s.n));
         return memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
     case MLSTACK__TPL_VAL_LIST: {
         const mlstack__tlist *x = a->u.l, *y = b->u.l;
@@ -11494,7 +11514,7 @@ static int mlstack__tpl_needle_init(mlstack__tctx *c, mlstack__tpl_needle *nd, c
         if (MLSTACK__NDL(i) == MLSTACK__NDL(k)) k++;
         nd->fail[i] = k;
     }
-    mlstack__tpl_charge(c, n / MLSTACK__TPL_BYTES_PER_STEP);
+    mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(n));
     return 0;
 }
 
@@ -11508,11 +11528,11 @@ static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl
         for (i = 0; i + n <= hn; i++) {
             size_t at = rev ? hn - n - i : i;
             if (h[at] == p[0] && memcmp(h + at, p, n) == 0) {
-                mlstack__tpl_charge(c, (i + n) / MLSTACK__TPL_BYTES_PER_STEP);
+                mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(i + n));
                 return h + at;
             }
         }
-        mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(hn));
         return NULL;
     }
     for (i = 0; i < hn; i++) {
@@ -11520,12 +11540,12 @@ static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl
         while (k > 0 && ch != MLSTACK__NDL(k)) k = nd->fail[k - 1];
         if (ch == MLSTACK__NDL(k)) k++;
         if (k == n) {
-            mlstack__tpl_charge(c, i / MLSTACK__TPL_BYTES_PER_STEP);
+            mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(i));
             return rev ? h + (hn - 1 - i) : h + (i + 1 - n);
         }
     }
 #undef MLSTACK__NDL
-    mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
+    mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(hn));
     return NULL;
 }
 /* One search: the first (rev: last) occurrence of nd[0..nn) in h[0..hn). */
@@ -12019,7 +12039,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         }
         if ((uint64_t)k > (uint64_t)c->max_out / s->u.s.n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "string repetition larger than the output limit");
-        if (mlstack__tpl_charge_check(c, (uint64_t)k * s->u.s.n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
+        if (mlstack__tpl_charge_check(c, MLSTACK__TPL_BYTE_STEPS((uint64_t)k * s->u.s.n), pos)) return -1;
         for (i = 0; i < k; i++)
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
@@ -12039,7 +12059,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         if (k <= 0 || a->u.l->n == 0) k = 0; /* nothing to repeat: no loop at all */
         if (k > 0 && (uint64_t)k > (uint64_t)(c->max_mem / sizeof(mlstack__tv)) / a->u.l->n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "list repetition too large");
-        if (mlstack__tpl_charge_check(c, (uint64_t)k * a->u.l->n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
+        if (mlstack__tpl_charge_check(c, MLSTACK__TPL_BYTE_STEPS((uint64_t)k * a->u.l->n), pos)) return -1;
         for (i = 0; i < k; i++) {
             size_t j;
             for (j = 0; j < a->u.l->n; j++)
@@ -12072,7 +12092,7 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
         }
     } else if (a->t == MLSTACK__TPL_VAL_STR && b->t == MLSTACK__TPL_VAL_STR) {
         size_t m = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
-        mlstack__tpl_charge(c, m / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(m));
         cmpv = memcmp(a->u.s.p, b->u.s.p, m);
         if (cmpv == 0) cmpv = a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
     } else if (a->t == MLSTACK__TPL_VAL_LIST && b->t == MLSTACK__TPL_VAL_LIST && a->u.l->kind == b->u.l->kind &&
@@ -12273,7 +12293,7 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
                 }
             } else {
                 int64_t len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
-                mlstack__tpl_charge(c, v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
+                mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(v->u.s.n));
                 if (i < 0) i += len;
                 if (i >= 0 && i < len) {
                     size_t off = mlstack__tpl_cpoff(v->u.s.p, v->u.s.n, (size_t)i), l;
@@ -12632,13 +12652,16 @@ static int mlstack__tpl_dict_view(mlstack__tctx *c, const mlstack__tdict *d, int
 }
 
 /* -- dict, list and loop methods -- */
+static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builtin *b, const mlstack__tv *v,
+                                     mlstack__targs *a, mlstack__tv *out, size_t pos);
 static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a,
                                     mlstack__tv *out, size_t pos) {
     const mlstack__tv *self = &m->self;
     mlstack__tv x, y;
     if (self->t == MLSTACK__TPL_VAL_STR) {
         const mlstack__tpl_builtin *b = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, m->name, strlen(m->name));
-        if (b) return b->fn(c, b, self, a, out, pos);
+        /* charged as filters are: a string method scans its string and arguments */
+        if (b) return mlstack__tpl_call_builtin(c, b, self, a, out, pos);
     }
     if (self->t == MLSTACK__TPL_VAL_DICT) {
         mlstack__tdict *d = self->u.d;
@@ -13937,7 +13960,7 @@ static const mlstack__tpl_builtin *mlstack__tpl_find_builtin(int kind, const cha
 /* Calls a builtin after charging the step budget for the sizes of its input and arguments, so
    that builtins linear in their input stay bounded however often a template calls them. */
 static uint64_t mlstack__tpl_size(const mlstack__tv *v) {
-    if (v->t == MLSTACK__TPL_VAL_STR) return v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP;
+    if (v->t == MLSTACK__TPL_VAL_STR) return MLSTACK__TPL_BYTE_STEPS(v->u.s.n);
     if (v->t == MLSTACK__TPL_VAL_LIST) return v->u.l->n;
     if (v->t == MLSTACK__TPL_VAL_DICT) return v->u.d->n;
     return 0;
@@ -20397,6 +20420,9 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #ifndef MLSTACK_GRAMMAR_MAX_MEMORY
 #define MLSTACK_GRAMMAR_MAX_MEMORY ((size_t)256 << 20)
 #endif
+#ifndef MLSTACK_GRAMMAR_MAX_WORK
+#define MLSTACK_GRAMMAR_MAX_WORK ((uint64_t)1 << 28)
+#endif
 #define MLSTACK__G_MAX_DEPTH 4096 /* stack frames of one parse (nesting of the output) */
 #define MLSTACK__G_MAX_NEST 256 /* parentheses in grammar / regex text, schema nesting */
 #define MLSTACK__G_MAX_REPEAT 100000 /* largest bound in {m,n} */
@@ -20409,6 +20435,40 @@ typedef struct {
     uint32_t ascii[4];
     uint32_t off, n; /* ranges: pairs lo, hi in grammar->rng */
 } mlstack__gcls;
+
+/* The work budget of one compile, shared by every stage (schema or regex to GBNF, GBNF to rules,
+   the checks, the start state): each charges the steps it takes (at most linear in what it
+   reads or makes), so a compile ends within max_work units, or when cancel says so. */
+typedef struct {
+    uint64_t used, max, next_poll;
+    int (*cancel)(void *);
+    void *cancel_user;
+    mlstack_result stop; /* MLSTACK_OK, or what ended the compile (LIMIT, CANCELLED) */
+    mlstack_error *err;
+} mlstack__gwork;
+#define MLSTACK__G_POLL ((uint64_t)1 << 16) /* units between calls of cancel */
+
+/* Charges n units. Returns 0, or -1 when the budget is spent or the compile was cancelled (the
+   error is filled once; every later charge fails too). */
+static int mlstack__gwork_charge(mlstack__gwork *w, uint64_t n) {
+    if (!w) return 0;
+    if (w->stop != MLSTACK_OK) return -1;
+    w->used = n > UINT64_MAX - w->used ? UINT64_MAX : w->used + n;
+    if (w->used > w->max) {
+        w->stop =
+            MLSTACK__FAIL(w->err, MLSTACK_ERR_LIMIT, "grammar: compiling took more than %llu units of work (max_work)",
+                          (unsigned long long)w->max);
+        return -1;
+    }
+    if (w->cancel && w->used >= w->next_poll) {
+        w->next_poll = w->used + MLSTACK__G_POLL;
+        if (w->cancel(w->cancel_user)) {
+            w->stop = MLSTACK__FAIL(w->err, MLSTACK_ERR_CANCELLED, "grammar: compile cancelled");
+            return -1;
+        }
+    }
+    return 0;
+}
 
 /* ---- vocabulary: the bytes each token adds to the text ---- */
 
@@ -20705,6 +20765,7 @@ typedef struct {
     mlstack_error *err;
     mlstack_result rc;
     const char *what;
+    mlstack__gwork *w;
 } mlstack__gb;
 
 static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, const char *fmt, const char *arg) {
@@ -20723,6 +20784,11 @@ static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, cons
     return -1;
 }
 #define MLSTACK__GB_OOM(b) mlstack__gb_fail(b, MLSTACK_ERR_NO_MEMORY, (b)->i, "%s", "out of memory")
+static int mlstack__gb_work(mlstack__gb *b, uint64_t n) {
+    if (mlstack__gwork_charge(b->w, n) == 0) return 0;
+    if (b->rc == MLSTACK_OK) b->rc = b->w->stop;
+    return -1;
+}
 
 static uint32_t mlstack__ghash(const char *s, size_t n) {
     uint32_t h = 2166136261u;
@@ -20734,6 +20800,7 @@ static uint32_t mlstack__ghash(const char *s, size_t n) {
 /* A new rule (named, or anonymous when name is NULL). Returns its index or -1. */
 static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
     mlstack__grule *r;
+    if (mlstack__gb_work(b, 1 + nlen)) return -1;
     if (b->n_rules == b->cap_rules) {
         int cap = b->cap_rules ? b->cap_rules * 2 : 64;
         mlstack__grule *p = (mlstack__grule *)MLSTACK_REALLOC(b->rules, sizeof *p * (size_t)cap);
@@ -20775,6 +20842,7 @@ static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
 
 static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) {
     uint32_t h;
+    if (mlstack__gb_work(b, 1 + nlen)) return -2;
     if (!b->htab) return -1;
     h = mlstack__ghash(name, nlen) & b->hmask;
     while (b->htab[h]) {
@@ -20787,6 +20855,7 @@ static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) 
 
 static int mlstack__gb_emit(mlstack__gb *b, int rule, int32_t type, int32_t v) {
     mlstack__gel e;
+    if (mlstack__gb_work(b, 1)) return -1;
     if (++b->n_elems > b->max_elems)
         return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s",
                                 "grammar larger than the element budget (max_elements)");
@@ -20868,6 +20937,7 @@ static int32_t mlstack__gb_class(mlstack__gb *b, const uint32_t *pairs, size_t n
         }
     }
     c.n = (uint32_t)(b->rng.n / (2 * sizeof(uint32_t)) - start);
+    if (mlstack__gb_work(b, 1 + n + c.n)) return -1;
     if (c.n == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "character class matches nothing");
     for (i = 0; i < c.n; i++) {
         const uint32_t *r = (const uint32_t *)(void *)b->rng.p + 2 * (start + i);
@@ -20956,7 +21026,7 @@ static int mlstack__gb_wrap(mlstack__gb *b, int rule, size_t from) {
     mlstack__buf *el = &b->rules[rule].el;
     size_t n = el->n / sizeof(mlstack__gel) - from, k;
     int nr = mlstack__gb_new_rule(b, NULL, 0);
-    if (nr < 0) return -1;
+    if (nr < 0 || mlstack__gb_work(b, n)) return -1;
     el = &b->rules[rule].el;
     for (k = 0; k < n; k++) {
         mlstack__gel e = ((mlstack__gel *)(void *)el->p)[from + k];
@@ -21197,6 +21267,7 @@ struct mlstack_grammar {
     int32_t *walk; /* states along the current token of a mask walk */
     uint32_t max_token_len;
     mlstack__buf work, tmp; /* expansion work list, set under construction */
+    mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
     uint64_t n_walks, n_mask_hits;
 };
@@ -21260,8 +21331,12 @@ static int mlstack__g_is_end(const mlstack_grammar *g, int32_t pos) { return g->
 /* Expands the frame (pos, parent) until every stack's top is a terminal, adding the stacks to
    g->tmp. Returns 0, -1 out of memory, -2 a budget was exceeded (g->err says which). */
 static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
-    int64_t steps = 0, limit = (int64_t)g->max_stacks * 64 + 4096;
+    int64_t steps = 0, limit = (int64_t)g->max_stacks * 64 + 4096, left = INT64_MAX;
     int32_t fr[2];
+    if (g->cw) { /* compiling: the expansion also stops where the compile's budget ends */
+        if (mlstack__gwork_charge(g->cw, 0)) return -2;
+        if (g->cw->max - g->cw->used < (uint64_t)limit) left = limit = (int64_t)(g->cw->max - g->cw->used);
+    }
     g->work.n = 0;
     fr[0] = pos;
     fr[1] = parent;
@@ -21274,6 +21349,10 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
         for (;;) {
             const mlstack__gel *e = &g->el[pos];
             if (++steps > limit) {
+                if (steps > left) { /* the compile's budget, not this expansion's, ran out */
+                    mlstack__gwork_charge(g->cw, (uint64_t)steps);
+                    return -2;
+                }
                 snprintf(g->err, sizeof g->err,
                          "grammar: expanding one step took more than %lld rule visits (ambiguous grammar)",
                          (long long)limit);
@@ -21316,7 +21395,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
             }
         }
     }
-    return 0;
+    return g->cw && mlstack__gwork_charge(g->cw, (uint64_t)steps) ? -2 : 0;
 }
 
 static int mlstack__g_int_cmp(const void *a, const void *b) {
@@ -21537,6 +21616,7 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     for (a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++) {
         int e = mlstack__g_expand(g, g->alts[a], -1);
         if (e == -1) return -1;
+        if (g->cw && g->cw->stop != MLSTACK_OK) break; /* compiling, and out of budget or cancelled */
     }
     g->start = mlstack__g_state(g, 0);
     return g->start == -1 ? -1 : 0;
@@ -21604,6 +21684,7 @@ struct mlstack_matcher {
     uint64_t epoch;
     mlstack__buf saved; /* int32: part, n stacks, then each stack as depth, positions top first */
     int finished; /* an EOS id was accepted */
+    mlstack_result fail; /* why the last mask allowed nothing: LIMIT (a budget), NO_MEMORY, INVALID_ARG */
     char err[256];
 };
 
@@ -21725,11 +21806,14 @@ MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *m, uint32_t *bits) {
     if (mi >= 0) {
         memcpy(bits, g->masks + words * (size_t)mi, words * sizeof *bits);
         n = g->states[m->state].n_allowed;
-        if (n == 0)
+        if (n == 0) {
             snprintf(m->err, sizeof m->err, "%.150s", g->err[0] ? g->err : "grammar: no token can continue the text");
+            m->fail = g->err[0] ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_INVALID_ARG;
+        }
     } else {
         n = -1;
         snprintf(m->err, sizeof m->err, "grammar: out of memory");
+        m->fail = MLSTACK_ERR_NO_MEMORY;
     }
     MLSTACK__G_UNLOCK(g);
     return n;
@@ -21971,7 +22055,7 @@ done:
 
 /* Parses GBNF text into g's rules. */
 static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, size_t n, size_t max_elems,
-                                          const char *what, mlstack_error *err) {
+                                          const char *what, mlstack__gwork *w, mlstack_error *err) {
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
@@ -21981,7 +22065,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     b.max_elems = max_elems;
     b.err = err;
     b.what = what;
-    for (;;) {
+    b.w = w;
+    mlstack__gb_work(&b, n); /* each byte is read about once */
+    while (b.rc == MLSTACK_OK) {
         size_t l, at;
         mlstack__gb_ws(&b);
         if (b.i >= b.n) break;
@@ -22017,6 +22103,8 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     }
     root = b.rc == MLSTACK_OK ? mlstack__gb_find_rule(&b, "root", 4) : -1;
     if (b.rc == MLSTACK_OK && root < 0) mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, b.n, "%s", "no rule named root");
+    /* the checks and the flattening: a few linear passes over rules and elements */
+    if (b.rc == MLSTACK_OK) mlstack__gb_work(&b, 8 * ((uint64_t)b.n_elems + (uint64_t)b.n_rules));
     if (b.rc == MLSTACK_OK) mlstack__gb_check(&b, root);
     if (b.rc != MLSTACK_OK) {
         mlstack_result rc = b.rc;
@@ -22063,9 +22151,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
 }
 
 static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
-                                             const char *what, mlstack_error *err);
+                                             const char *what, mlstack__gwork *w, mlstack_error *err);
 static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
-                                              mlstack_error *err);
+                                              mlstack__gwork *w, mlstack_error *err);
 
 MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     int32_t i;
@@ -22090,14 +22178,17 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g);
 }
 
-MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
-                                                   mlstack_error *err) {
+/* mlstack_grammar_compile, and the units of work it took (*work, when not NULL; on failure too). */
+MLSTACK__FN mlstack_result mlstack__grammar_compile_work(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                         mlstack_error *err, uint64_t *work) {
     mlstack_grammar *g;
     mlstack__buf src = {0, 0, 0};
     mlstack_result r = MLSTACK_OK;
     size_t len;
     int32_t i;
     const char *what;
+    mlstack__gwork w;
+    if (work) *work = 0;
     if (err) err->code = MLSTACK_OK, err->message[0] = 0;
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: out is NULL");
     *out = NULL;
@@ -22106,6 +22197,12 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: text is NULL");
     if (d->max_stacks < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: negative max_stacks");
     len = d->text ? (d->len ? d->len : strlen(d->text)) : 0;
+    memset(&w, 0, sizeof w);
+    w.max = d->max_work ? d->max_work : MLSTACK_GRAMMAR_MAX_WORK;
+    w.cancel = d->cancel;
+    w.cancel_user = d->cancel_user;
+    w.err = err;
+    if (mlstack__gwork_charge(&w, 0)) return w.stop; /* cancelled before it started */
     switch (d->kind) {
     case MLSTACK_GRAMMAR_GBNF:
         what = "grammar";
@@ -22115,7 +22212,7 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
         what = "regex grammar";
         if (!mlstack__buf_puts(&src, "root ::= ")) r = MLSTACK_ERR_NO_MEMORY;
         else
-            r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", err);
+            r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", &w, err);
         if (r == MLSTACK_OK && !mlstack__buf_puts(&src, "\n")) r = MLSTACK_ERR_NO_MEMORY;
         break;
     case MLSTACK_GRAMMAR_JSON_SCHEMA:
@@ -22124,14 +22221,17 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     case MLSTACK_GRAMMAR_TOOL_CALLS_AUTO:
         what = "schema grammar";
         r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
-                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, err);
+                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, &w, err);
         break;
     default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: unknown kind %d", (int)d->kind);
     }
     if (r == MLSTACK_OK && !MLSTACK__VEC_PUSH(&src, char, 0)) r = MLSTACK_ERR_NO_MEMORY;
+    if (work) *work = w.used;
     if (r != MLSTACK_OK) {
         MLSTACK_FREE(src.p);
-        return r == MLSTACK_ERR_NO_MEMORY ? MLSTACK__FAIL(err, r, "grammar: out of memory") : r;
+        return r == MLSTACK_ERR_NO_MEMORY && (!err || !err->message[0])
+                   ? MLSTACK__FAIL(err, r, "grammar: out of memory")
+                   : r;
     }
     g = (mlstack_grammar *)mlstack__calloc(1, sizeof *g);
     if (!g) {
@@ -22145,23 +22245,34 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     g->max_memory = d->max_memory ? d->max_memory : MLSTACK_GRAMMAR_MAX_MEMORY;
     g->start = -1;
     r = mlstack__gbnf_parse(g, src.p, src.n - 1, d->max_elements ? d->max_elements : MLSTACK_GRAMMAR_MAX_ELEMENTS, what,
-                            err);
+                            &w, err);
     if (r == MLSTACK_OK) {
+        int rd;
         for (i = 0; i < d->vocab->n_vocab; i++)
             if (d->vocab->len[i] > g->max_token_len) g->max_token_len = d->vocab->len[i];
         g->walk = (int32_t *)mlstack__calloc((size_t)g->max_token_len + 1, sizeof(int32_t));
-        if (!g->walk || mlstack__g_reset_dfa(g) != 0)
+        g->cw = &w;
+        rd = g->walk ? mlstack__g_reset_dfa(g) : -1;
+        g->cw = NULL;
+        if (w.stop != MLSTACK_OK) r = w.stop; /* err says which */
+        else if (rd != 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
         else if (g->start < 0 || g->err[0])
             r = MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s",
                               g->err[0] ? g->err : "grammar: the start state has no stacks");
     }
+    if (work) *work = w.used;
     if (r != MLSTACK_OK) {
         mlstack_grammar_free(g);
         return r;
     }
     *out = g;
     return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                   mlstack_error *err) {
+    return mlstack__grammar_compile_work(d, out, err, NULL);
 }
 
 MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return g ? g->gbnf : NULL; }
@@ -22555,8 +22666,10 @@ static int mlstack__rx_alt(mlstack__rx *x) {
 }
 
 static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
-                                             const char *what, mlstack_error *err) {
+                                             const char *what, mlstack__gwork *w, mlstack_error *err) {
     mlstack__rx x;
+    size_t start = out->n;
+    if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop;
     memset(&x, 0, sizeof x);
     x.s = (const unsigned char *)re;
     x.n = n;
@@ -22566,6 +22679,8 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
     x.what = what;
     if (mlstack__rx_alt(&x) == 0 && x.i < x.n) mlstack__rx_fail(&x, MLSTACK_ERR_FORMAT, "unbalanced )");
     MLSTACK_FREE(x.rs.p);
+    /* the translation is linear in the pattern; what it wrote is charged as made */
+    if (x.rc == MLSTACK_OK && mlstack__gwork_charge(w, out->n - start)) x.rc = w->stop;
     return x.rc;
 }
 
@@ -22593,11 +22708,16 @@ typedef struct {
     const mlstack__json *root;
     const mlstack__json **ref_node;
     int *ref_rule, n_refs, cap_refs;
+    int32_t *ref_tab; /* index + 1 into ref_node by the node's address (open addressing) */
+    uint32_t ref_mask;
+    struct mlstack__jsmem *mem; /* members of the large objects and arrays $refs went through */
+    uint32_t mem_mask, n_mem;
     int n_rules, depth;
     char path[400];
     size_t path_len;
     mlstack_error *err;
     mlstack_result rc;
+    mlstack__gwork *w;
 } mlstack__js;
 
 static int mlstack__js_fail(mlstack__js *j, mlstack_result code, const char *fmt, const char *arg) {
@@ -22609,6 +22729,48 @@ static int mlstack__js_fail(mlstack__js *j, mlstack_result code, const char *fmt
     }
     return -1;
 }
+static int mlstack__js_work(mlstack__js *j, uint64_t n) {
+    if (mlstack__gwork_charge(j->w, n) == 0) return 0;
+    if (j->rc == MLSTACK_OK) j->rc = j->w->stop;
+    return -1;
+}
+
+/* A set of names (byte strings inside the schema document, not copied): properties and required
+   lists of tens of thousands of names are matched in linear time. Probes are charged. */
+typedef struct {
+    const char *s;
+    size_t n;
+    int used;
+} mlstack__jsname;
+typedef struct {
+    mlstack__jsname *t;
+    uint32_t mask;
+} mlstack__jsset;
+static int mlstack__jsset_init(mlstack__js *j, mlstack__jsset *h, size_t count) {
+    size_t cap = 16;
+    while (cap < count * 2 + 2 && cap < ((size_t)1 << 30)) cap *= 2;
+    h->mask = (uint32_t)cap - 1;
+    h->t = (mlstack__jsname *)mlstack__calloc(cap, sizeof *h->t);
+    if (!h->t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    return mlstack__js_work(j, cap / 8);
+}
+/* Is s[0..n) in the set? Returns 1 or 0 (add: it is inserted when absent), -1 out of budget. */
+static int mlstack__jsset_find(mlstack__js *j, mlstack__jsset *h, const char *s, size_t n, int add) {
+    uint32_t k = mlstack__ghash(s, n) & h->mask;
+    uint64_t probes = 1;
+    int found = 0;
+    while (h->t[k].used) {
+        if (h->t[k].n == n && memcmp(h->t[k].s, s, n) == 0) {
+            found = 1;
+            break;
+        }
+        k = (k + 1) & h->mask;
+        probes++;
+    }
+    if (!found && add) h->t[k].s = s, h->t[k].n = n, h->t[k].used = 1;
+    return mlstack__js_work(j, probes + n) ? -1 : found;
+}
+
 static size_t mlstack__js_push(mlstack__js *j, const char *seg, size_t n) {
     size_t old = j->path_len;
     if (j->path_len + n + 2 < sizeof j->path) {
@@ -22684,7 +22846,7 @@ static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
         return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (j->out->n > ((size_t)64 << 20))
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
-    return 0;
+    return mlstack__js_work(j, 1 + body->n);
 }
 #define MLSTACK__JS_PUT(j, b, str) \
     (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
@@ -22780,7 +22942,7 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             {
                 char what[460];
                 snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
-                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->err);
+                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->w, j->err);
             }
             mlstack__js_pop(j, old);
             if (r != MLSTACK_OK) {
@@ -22834,6 +22996,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
         int n = 0, i, *kv, first_t, first_h;
         const mlstack__json **names;
+        mlstack__jsset pset = {NULL, 0}, rset = {NULL, 0};
+        size_t n_props, n_req;
         if (mlstack__json_get(s, "patternProperties"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
         if (mlstack__json_get(s, "minProperties"))
@@ -22894,20 +23058,30 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         if (mlstack__json_get(s, "propertyNames"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
                                     "propertyNames");
-        for (c = props ? props->child : NULL; c; c = c->next) n++;
-        for (r = req ? req->child : NULL; r; r = r->next)
-            if (!mlstack__json_get(props, r->str)) n++;
-        kv = (int *)mlstack__calloc((size_t)n + 1, sizeof(int));
-        names = (const mlstack__json **)mlstack__calloc((size_t)n + 1, sizeof *names);
+        /* the properties, then the required names that are not among them (a required name is
+           its text up to a NUL, matched against whole property keys, as json_get matches) */
+        n_props = props ? props->len : 0;
+        n_req = req ? req->len : 0;
+        if (n_props + n_req >= (size_t)INT_MAX / 2)
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "too many properties");
+        kv = (int *)mlstack__calloc(n_props + n_req + 1, sizeof(int));
+        names = (const mlstack__json **)mlstack__calloc(n_props + n_req + 1, sizeof *names);
         if (!kv || !names) {
             MLSTACK_FREE(kv);
             MLSTACK_FREE(names);
             return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
         }
-        i = 0;
-        for (c = props ? props->child : NULL; c; c = c->next) names[i++] = c;
-        for (r = req ? req->child : NULL; r; r = r->next)
-            if (!mlstack__json_get(props, r->str)) names[i++] = r;
+        if (mlstack__jsset_init(j, &pset, n_props) == 0 && mlstack__jsset_init(j, &rset, n_req) == 0) {
+            for (c = props ? props->child : NULL; c && j->rc == MLSTACK_OK; c = c->next) {
+                names[n++] = c;
+                mlstack__jsset_find(j, &pset, c->key, c->key_len, 1);
+            }
+            for (r = req ? req->child : NULL; r && j->rc == MLSTACK_OK; r = r->next) {
+                size_t rl = strlen(r->str);
+                if (mlstack__jsset_find(j, &pset, r->str, rl, 0) == 0) names[n++] = r;
+                mlstack__jsset_find(j, &rset, r->str, rl, 1);
+            }
+        }
         /* kv_i ::= "\"name\"" ws ":" ws value */
         for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
             mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
@@ -22944,10 +23118,10 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             mlstack__js_emit(j, h_next, &e);
             for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
                 const mlstack__json *nm = names[i];
-                int required = 0, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
+                int required, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
                 char t[160];
                 const char *kname = nm->key ? nm->key : nm->str;
-                for (r = req ? req->child : NULL; r; r = r->next) required |= !strcmp(r->str, kname);
+                required = mlstack__jsset_find(j, &rset, kname, strlen(kname), 0) == 1;
                 if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
                 else
                     snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
@@ -22972,6 +23146,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         (void)first_t;
         MLSTACK_FREE(kv);
         MLSTACK_FREE(names);
+        MLSTACK_FREE(pset.t);
+        MLSTACK_FREE(rset.t);
         if (j->rc != MLSTACK_OK) return -1;
         {
             char t[64];
@@ -23023,8 +23199,87 @@ static const char *const mlstack__js_known[] = {"type",
                                                 "maxProperties",
                                                 "propertyNames"};
 
-/* Resolves a local JSON pointer "#/a/b" against the root. */
-static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const char *ref) {
+static uint32_t mlstack__js_ptr_hash(const void *p) {
+    uint64_t v = (uint64_t)(uintptr_t)p;
+    return mlstack__gmix(mlstack__gmix(0, (uint32_t)(v >> 3)), (uint32_t)(v >> 35));
+}
+
+/* An index of the members of large objects and arrays that $ref pointers step through, so that
+   thousands of references into thousands of $defs resolve in linear time. An entry is a member
+   (parent, key) or an element (parent, key NULL, klen its index); the marker (parent, NULL,
+   SIZE_MAX, child NULL) says that parent has been indexed. The first member of a key wins, as in
+   mlstack__json_get. */
+struct mlstack__jsmem {
+    const mlstack__json *parent, *child;
+    const char *key;
+    size_t klen;
+};
+static uint32_t mlstack__jsmem_hash(const mlstack__json *parent, const char *key, size_t klen) {
+    uint32_t h = mlstack__js_ptr_hash(parent);
+    return key ? mlstack__gmix(h, mlstack__ghash(key, klen)) : mlstack__gmix(h ^ 0x5bd1e995u, (uint32_t)klen);
+}
+/* The entry for (parent, key, klen) in t (mask + 1 slots), or the empty slot where it would go. */
+static struct mlstack__jsmem *mlstack__jsmem_slot(struct mlstack__jsmem *t, uint32_t mask, const mlstack__json *parent,
+                                                  const char *key, size_t klen, uint64_t *probes) {
+    uint32_t k = mlstack__jsmem_hash(parent, key, klen) & mask;
+    for (;;) {
+        struct mlstack__jsmem *e = &t[k];
+        ++*probes;
+        if (!e->parent ||
+            (e->parent == parent && e->klen == klen && !e->key == !key && (!key || memcmp(e->key, key, klen) == 0)))
+            return e;
+        k = (k + 1) & mask;
+    }
+}
+/* Adds an entry unless its (parent, key) is there already. Returns 0 or -1 (out of memory). */
+static int mlstack__jsmem_put(mlstack__js *j, const mlstack__json *parent, const mlstack__json *child, const char *key,
+                              size_t klen, uint64_t *probes) {
+    struct mlstack__jsmem *e;
+    if ((uint64_t)j->n_mem * 2 + 2 > j->mem_mask) { /* kept at most half full */
+        uint32_t cap = j->mem_mask ? (j->mem_mask + 1) * 2 : 1024, q;
+        struct mlstack__jsmem *t =
+            cap && cap <= ((uint32_t)1 << 30) ? (struct mlstack__jsmem *)mlstack__calloc(cap, sizeof *t) : NULL;
+        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        for (q = 0; j->mem && q <= j->mem_mask; q++)
+            if (j->mem[q].parent)
+                *mlstack__jsmem_slot(t, cap - 1, j->mem[q].parent, j->mem[q].key, j->mem[q].klen, probes) = j->mem[q];
+        MLSTACK_FREE(j->mem);
+        j->mem = t;
+        j->mem_mask = cap - 1;
+    }
+    e = mlstack__jsmem_slot(j->mem, j->mem_mask, parent, key, klen, probes);
+    if (!e->parent) {
+        e->parent = parent, e->child = child, e->key = key, e->klen = klen;
+        j->n_mem++;
+    }
+    return 0;
+}
+/* obj's member `key` (an object) or element `idx` (an array), as mlstack__json_get and
+   mlstack__json_at find them: small ones by a scan, large ones through the index (built on the
+   first visit). Charged: what is scanned, indexed and probed. NULL: absent (or out of budget). */
+static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__json *obj, const char *key, size_t idx) {
+    size_t klen = key ? strlen(key) : idx;
+    uint64_t probes = 0;
+    const mlstack__json *c, *found;
+    if (obj->len <= 16) {
+        if (mlstack__js_work(j, 1 + obj->len)) return NULL;
+        return key ? mlstack__json_get(obj, key) : mlstack__json_at(obj, idx);
+    }
+    if (!j->mem || !mlstack__jsmem_slot(j->mem, j->mem_mask, obj, NULL, (size_t)-1, &probes)->parent) {
+        size_t i = 0;
+        for (c = obj->child; c && j->rc == MLSTACK_OK; c = c->next, i++)
+            mlstack__jsmem_put(j, obj, c, obj->type == MLSTACK__JSON_OBJECT ? c->key : NULL,
+                               obj->type == MLSTACK__JSON_OBJECT ? c->key_len : i, &probes);
+        if (j->rc == MLSTACK_OK) mlstack__jsmem_put(j, obj, NULL, NULL, (size_t)-1, &probes);
+        if (j->rc != MLSTACK_OK || mlstack__js_work(j, obj->len)) return NULL;
+    }
+    found = mlstack__jsmem_slot(j->mem, j->mem_mask, obj, key, klen, &probes)->child;
+    return mlstack__js_work(j, probes + klen) ? NULL : found;
+}
+
+/* Resolves a local JSON pointer "#/a/b" against the root (each step charged: the members it may
+   pass over and the segment's bytes). */
+static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__json *root, const char *ref) {
     const mlstack__json *cur = root;
     const char *p;
     if (ref[0] != '#') return NULL;
@@ -23032,6 +23287,7 @@ static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const
     while (*p == '/') {
         char seg[256];
         size_t k = 0;
+        if (mlstack__js_work(j, 1)) return NULL;
         p++;
         while (*p && *p != '/' && k + 1 < sizeof seg) {
             if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
@@ -23041,15 +23297,60 @@ static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const
                 seg[k++] = *p++;
         }
         seg[k] = 0;
+        if (mlstack__js_work(j, k)) return NULL;
         if (cur->type == MLSTACK__JSON_ARRAY) {
             char *end;
             long idx = strtol(seg, &end, 10);
-            cur = *end || idx < 0 ? NULL : mlstack__json_at(cur, (size_t)idx);
+            cur = *end || idx < 0 ? NULL : mlstack__js_member(j, cur, NULL, (size_t)idx);
         } else
-            cur = mlstack__json_get(cur, seg);
+            cur = cur->type == MLSTACK__JSON_OBJECT ? mlstack__js_member(j, cur, seg, 0) : NULL;
         if (!cur) return NULL;
     }
     return *p ? NULL : cur;
+}
+
+/* $ref targets already given a rule, by address: the index in ref_node, n_refs when absent, -1
+   out of budget. */
+static int mlstack__js_ref_find(mlstack__js *j, const mlstack__json *t) {
+    uint32_t k;
+    uint64_t probes = 1;
+    int found = j->n_refs;
+    if (!j->ref_tab) return j->n_refs;
+    k = mlstack__js_ptr_hash(t) & j->ref_mask;
+    while (j->ref_tab[k]) {
+        if (j->ref_node[j->ref_tab[k] - 1] == t) {
+            found = j->ref_tab[k] - 1;
+            break;
+        }
+        k = (k + 1) & j->ref_mask;
+        probes++;
+    }
+    return mlstack__js_work(j, probes) ? -1 : found;
+}
+/* Indexes ref_node[n_refs - 1] (the table kept at most half full). Returns 0 or -1. */
+static int mlstack__js_ref_add(mlstack__js *j) {
+    const mlstack__json *t = j->ref_node[j->n_refs - 1];
+    uint32_t k;
+    if ((uint32_t)j->n_refs * 2 + 2 > j->ref_mask) {
+        uint32_t cap = j->ref_mask ? (j->ref_mask + 1) * 2 : 64;
+        int32_t *tab = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), q;
+        if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        MLSTACK_FREE(j->ref_tab);
+        j->ref_tab = tab;
+        j->ref_mask = cap - 1;
+        if (mlstack__js_work(j, cap)) return -1;
+        for (q = 0; q < j->n_refs; q++) {
+            const mlstack__json *u = j->ref_node[q];
+            k = mlstack__js_ptr_hash(u) & j->ref_mask;
+            while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
+            j->ref_tab[k] = q + 1;
+        }
+        return 0;
+    }
+    k = mlstack__js_ptr_hash(t) & j->ref_mask;
+    while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
+    j->ref_tab[k] = j->n_refs;
+    return mlstack__js_work(j, 1);
 }
 
 /* Rule for schema s; returns its number or -1. */
@@ -23061,6 +23362,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     if (j->rc != MLSTACK_OK) return -1;
     if (++j->depth > MLSTACK__G_MAX_NEST)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
+    /* the keyword checks and lookups below scan s's members a few dozen times */
+    if (mlstack__js_work(j, 1 + 64 * (uint64_t)(s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
     if (s->type == MLSTACK__JSON_TRUE) {
         id = mlstack__js_rule_id(j);
         mlstack__buf_puts(&b, "jvalue");
@@ -23083,11 +23386,13 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     if ((v = mlstack__json_get(s, "$ref")) != NULL) {
         const mlstack__json *t;
         int i;
-        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j->root, v->str)))
+        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j, j->root, v->str))) {
+            if (j->rc != MLSTACK_OK) return -1;
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves",
                                     v->type == MLSTACK__JSON_STRING ? v->str : "?");
-        for (i = 0; i < j->n_refs; i++)
-            if (j->ref_node[i] == t) break;
+        }
+        i = mlstack__js_ref_find(j, t);
+        if (i < 0) return -1;
         if (i == j->n_refs) {
             size_t old;
             int rid;
@@ -23106,6 +23411,7 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
             rid = mlstack__js_rule_id(j);
             j->ref_node[j->n_refs] = t;
             j->ref_rule[j->n_refs++] = rid;
+            if (mlstack__js_ref_add(j)) return -1;
             old = j->path_len;
             j->path_len = 0;
             mlstack__js_push(j, v->str + 1, strlen(v->str + 1) < 300 ? strlen(v->str + 1) : 300);
@@ -23196,15 +23502,17 @@ out:
 }
 
 static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
-                                              mlstack_error *err) {
+                                              mlstack__gwork *w, mlstack_error *err) {
     mlstack__json_doc doc;
     mlstack__js j;
     mlstack_result r;
     char t[64];
     int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop; /* the JSON parse: linear */
     r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
     memset(&j, 0, sizeof j);
+    j.w = w;
     j.out = out;
     j.err = err;
     j.root = doc.root;
@@ -23282,6 +23590,8 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     }
     MLSTACK_FREE((void *)j.ref_node);
     MLSTACK_FREE(j.ref_rule);
+    MLSTACK_FREE(j.ref_tab);
+    MLSTACK_FREE(j.mem);
     mlstack__json_free(&doc);
     return j.rc;
 }
@@ -29175,8 +29485,10 @@ static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float 
     int32_t tok;
     if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
     tok = mlstack_sampler_sample(r->smp, logits);
-    if (tok < 0) { /* the grammar allows no token */
-        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
+    if (tok < 0) { /* the grammar allows no token: a budget (the schema's fault: LIMIT), memory, a dead end */
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR,
+                            r->smp->gm && r->smp->gm->fail ? r->smp->gm->fail : MLSTACK_ERR_INVALID_ARG,
+                            mlstack_matcher_error(r->smp->gm));
         return;
     }
     mlstack__req_emit(e, r, tok);

@@ -217,7 +217,12 @@ def structured_http(port, model):
             (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
             (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),
             (dict(tool_choice="required"), "tool_choice", ["needs tools"]),
-            (dict(tools=TOOLS, response_format={"type": "json_object"}), "response_format", ["tools"])):
+            (dict(tools=TOOLS, response_format={"type": "json_object"}), "response_format", ["tools"]),
+            # compiles, but after "[" 20000 enum strings are more parse stacks than max_stacks: the
+            # first token's mask allows nothing; the schema's fault, so a 400 (was a 500)
+            (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "type": "array", "minItems": 1, "items": {"enum": [f"e{i}" for i in range(20000)]}}}}),
+             "response_format.json_schema.schema", ["max_stacks"])):
         code, j, _ = ask(chat_body(model, **bad_body))
         m = j["error"]["message"] if is_openai_error(j) else ""
         T.check(code == 400 and j["error"]["param"] == field and all(w in m for w in want),

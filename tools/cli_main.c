@@ -11,12 +11,9 @@ const mlstack_transport *cli_transport(void) { return &g_mpi; }
 const mlstack_transport *cli_transport(void) { return NULL; }
 #endif
 #if defined(MLSTACK_MPI)
-static void mpi_end(void) {
-    int done = 0;
-    mlstack_mpi_transport_free(&g_mpi);
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-}
+/* At exit: MPI_Finalize, or MPI_Abort after a failed exchange (a stopped peer would hold
+   MPI_Finalize forever after the failure has been reported). */
+static void mpi_end(void) { mlstack_mpi_finalize(&g_mpi, 1); }
 #endif
 
 #include <stdarg.h>

@@ -126,7 +126,7 @@ static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text,
 }
 
 /* --json-schema / --grammar / --regex: compiles the grammar for the model's vocabulary into
-   *g (NULL without one). Returns 0 or an exit code. */
+   *g (NULL without one). Returns 0 or an exit code (then *v and *g are NULL: nothing to free). */
 static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab **v, mlstack_grammar **g) {
     mlstack_grammar_desc gd;
     mlstack_error err;
@@ -159,6 +159,10 @@ static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab 
         if (mlstack_grammar_compile(&gd, g, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
     }
     free(text);
+    if (rc) {
+        mlstack_vocab_free(*v);
+        *v = NULL;
+    }
     return rc;
 }
 
@@ -209,6 +213,7 @@ int cli_cmd_run(const cli_opts *o) {
     g.max_tokens = o->n_predict_set || !o->chat ? o->n_predict : 0;
     sd = o->sd;
     if ((rc = run_grammar(o, m, &vocab, &gram)) != 0) {
+        mlstack_detok_free(st.detok);
         free(ids);
         free(owned);
         mlstack_engine_free(e);
@@ -222,7 +227,10 @@ int cli_cmd_run(const cli_opts *o) {
     g.user = &st;
     if (o->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        mlstack_detok_free(st.detok);
         mlstack_engine_free(e);
+        mlstack_grammar_free(gram);
+        mlstack_vocab_free(vocab);
         mlstack_model_close(m);
         free(ids);
         free(owned);

@@ -585,6 +585,7 @@ typedef struct oai_req {
     cli_buf gtext;          /* its text (schema or tools list) */
     cli_buf tools_json;     /* `tools` for the chat template */
     srv_gram *gram;
+    conn *c;                /* the client: a grammar compile stops when it goes (gram_cancel) */
     char err[600];
     const char *err_param, *err_code;
     int err_status;
@@ -684,9 +685,14 @@ static void gram_free(srv_gram *e) {
     free(e);
 }
 
+/* Polled by a grammar compile (about every 64K units of work): a client that has gone, or a
+   shutdown, abandons the compile (MLSTACK_ERR_CANCELLED). */
+static int gram_cancel(void *user) { return srv_stop || (user && peer_gone((conn *)user)); }
+
 /* The compiled grammar for (kind, text), from the cache or compiled now (outside the lock: a
-   schema may take milliseconds) and cached in place of the least recently used idle one. */
-static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstack_error *err) {
+   schema may take milliseconds) and cached in place of the least recently used idle one. c: the
+   client, whose going away cancels the compile (NULL: none). */
+static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, conn *c, mlstack_error *err) {
     srv_gram *e = NULL, *old = NULL;
     mlstack_grammar_desc d;
     int i, slot = -1;
@@ -716,6 +722,8 @@ static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstac
     d.len = len;
     d.vocab = s->vocab;
     d.max_memory = SRV_GRAMMAR_MEMORY;
+    d.cancel = gram_cancel;
+    d.cancel_user = c;
     if (mlstack_grammar_compile(&d, &e->g, err) != MLSTACK_OK) {
         gram_free(e);
         return NULL;
@@ -872,7 +880,7 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
         return bad(q, 400, q->gparam, "unsupported_value",
                    "this server has no constrained decoding (no vocabulary view)");
     memset(&err, 0, sizeof err);
-    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, &err);
+    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, q->c, &err);
     if (!q->gram) {
         snprintf(msg, sizeof msg, "%s: %s", q->gparam, err.message);
         return bad(q, err.code == MLSTACK_ERR_NO_MEMORY ? 500 : 400, q->gparam, "invalid_schema", msg);
@@ -1427,6 +1435,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     mlstack_json_options jo;
     memset(&q, 0, sizeof q);
     q.chat = chat;
+    q.c = c;
+    q.gkind = -1;
     if (c->peer_eof) keep = 0;
     /* the parse's memory is held against --body-mem until the document is freed (conn_consume) */
     memset(&jo, 0, sizeof jo);
@@ -1566,7 +1576,12 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         const char *msg = srv_stop           ? "the server is shutting down"
                           : r->st.message[0] ? r->st.message
                                              : "the request failed";
-        int code = srv_stop ? 503 : 500;
+        /* a grammar over a budget (max_stacks at its first token, say) is the schema's fault */
+        int code =
+            srv_stop ? 503
+            : !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0
+                ? 400
+                : 500;
         if (srv_stop) keep = 0;
         if (header_sent) {
             cli_buf b;
@@ -1578,6 +1593,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             cli_buf_free(&b);
             send_event(c, "[DONE]", 6);
             send_all(c, "0\r\n\r\n", 5);
+        } else if (code == 400) {
+            send_error(c, 400, "invalid_request_error", q.gparam, "invalid_schema", msg, keep);
         } else {
             send_error(c, code, "server_error", NULL, NULL, msg, keep);
         }
