@@ -713,18 +713,18 @@ int main(int argc, char **argv) {
     for (i = j = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc && argc > 1 && strcmp(argv[1], "bench") == 0) {
             argv[j++] = argv[i];
-        } else if (strcmp(argv[i], "--stages") == 0 && i + 1 < argc) {
-            if (atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "mlstack: --stages %s: expected a positive count\n", argv[i + 1]);
+        } else if ((strcmp(argv[i], "--stages") == 0 || strcmp(argv[i], "--ranks") == 0) && i + 1 < argc) {
+            /* the engine's limit (MLSTACK_RANKS / MLSTACK_STAGES), checked here so that the
+               message names the option given */
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || v < 1 || v > 4096) {
+                fprintf(stderr, "mlstack: %s %s: expected a %s count from 1 to 4096\n", argv[i], argv[i + 1],
+                        strcmp(argv[i], "--ranks") == 0 ? "rank" : "stage");
                 return 2;
             }
-            setenv("MLSTACK_STAGES", argv[++i], 1);
-        } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-            if (atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "mlstack: --ranks %s: expected a positive count\n", argv[i + 1]);
-                return 2;
-            }
-            setenv("MLSTACK_RANKS", argv[++i], 1);
+            setenv(strcmp(argv[i], "--ranks") == 0 ? "MLSTACK_RANKS" : "MLSTACK_STAGES", argv[i + 1], 1);
+            i++;
         } else if (strcmp(argv[i], "--rank-mode") == 0 && i + 1 < argc) {
             if (strcmp(argv[i + 1], "gather") != 0 && strcmp(argv[i + 1], "reduce") != 0) {
                 fprintf(stderr, "mlstack: --rank-mode %s: expected gather or reduce\n", argv[i + 1]);
