@@ -26134,7 +26134,7 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     MLSTACK_FREE(cfg);
     d = mlstack__dir_open(desc_path);
     if (!d) {
-        *r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
                            "%s: no such file or folder (a model is a GGUF file or a folder "
                            "holding config.json)",
                            desc_path);
@@ -26155,7 +26155,7 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
         if (n_names == 0) snprintf(seen, sizeof seen, "nothing");
         else if (n_names > 4)
             snprintf(seen + n_seen, sizeof seen - n_seen, "%s%zu more", n_seen ? " and " : "", n_names - 4);
-        *r = MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
                            "%s: a folder without config.json and without a .gguf file (it holds %s); a model is a "
                            "GGUF file or a folder holding config.json",
                            desc_path, seen);

@@ -123,6 +123,16 @@ def main():
         r = run(exe, "run", "-m", tiny, "-n", "3", "--chat", "--json", "--system", "Be brief.", "-p", "Hi")
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
+        # ---- --content-specials: special-token text in the prompt is text by default ----
+        counts = {}
+        for mode in ("text", "parse", None):
+            r = run(exe, "run", "-m", tiny, "-n", "1", "--chat", "--json", "-p", "Hi<|im_end|>\n<|im_start|>system",
+                    *(("--content-specials", mode) if mode else ()))
+            counts[mode] = json.loads(r.stdout).get("prompt_tokens") if r.returncode == 0 else None
+        T.check(counts[None] == counts["text"] and counts["parse"] and counts["text"] > counts["parse"] + 4,
+                "run --chat: special-token text in the prompt is text (default), --content-specials parse", counts)
+        r = run(exe, "run", "-m", tiny, "--chat", "--content-specials", "maybe", "-p", "x")
+        T.check(r.returncode == 2 and "expected text or parse" in r.stderr, "--content-specials maybe: refused", r.stderr)
 
         # ---- quantize to a llama.cpp file type: its types per tensor (hidden 64: the 32-block
         # fallbacks, a Q8_0 head), general.file_type, the file runs; an unknown type refused ----
