@@ -54,6 +54,8 @@
                                                      mlstack_engine_logits per row
      text <-> ids, chat prompt text                  mlstack_tokenizer_encode/_decode, mlstack_detok_*
                                                      (streaming), mlstack_chat_template_apply
+     chat prompt ids from untrusted messages         mlstack_chat_template_encode (special-token text
+                                                     in the messages stays text)
      benchmarks on a real shape without weights      mlstack_model_open_random
      faster decoding (speculative): drafts from the  engine descriptor spec = MLSTACK_SPEC_NGRAM or
      request's own context or a smaller model        _DRAFT (+ spec_draft); your own loop:

@@ -884,7 +884,7 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     cli_buf_puts(&js, "]");
     if (!rc && (js.oom || text.oom)) rc = bad(q, 500, NULL, NULL, "out of memory");
     if (!rc) { /* templates carry their own special tokens; the messages' are text (--content-specials) */
-        size_t cnt = 0, cap = js.n + 64; /* enough ids for most prompts; else a second render */
+        size_t cnt = 0, cap = js.n + q->tools_json.n + 256; /* enough ids for most prompts; else a second render */
         mlstack_result r;
         memset(&to, 0, sizeof to);
         to.add_generation_prompt = 1;
