@@ -460,6 +460,7 @@ static void test_content_specials(void) {
     for (c = mlstack__json_get(doc.root, "cases")->child; c; c = c->next) {
         const char *fam = mlstack__json_get(c, "family")->str;
         const mlstack__json *cfg = mlstack__json_get(c, "config"), *msgs = mlstack__json_get(c, "messages");
+        const mlstack__json *tools = mlstack__json_get(c, "tools");
         mlstack_tokenizer *t = tok_of(fam);
         mlstack_chat_template *tpl = NULL;
         mlstack_template_options opt;
@@ -475,6 +476,7 @@ static void test_content_specials(void) {
         }
         memset(&opt, 0, sizeof opt);
         opt.add_generation_prompt = 1;
+        opt.tools_json = tools && tools->type == MLSTACK__JSON_STRING ? tools->str : NULL; /* the tools' too */
         for (mode = 0; mode < 3; mode++) { /* 0 (the default), _TEXT, _PARSE */
             size_t need = 0;
             const mlstack__json *want = mlstack__json_get(c, mode < 2 ? "ids_text" : "ids_parse");
@@ -509,7 +511,7 @@ static void test_content_specials(void) {
         mlstack_chat_template_close(tpl);
         n++;
     }
-    CHECKF(n >= 10, "only %d content_specials cases ran", n);
+    CHECKF(n >= 11, "only %d content_specials cases ran", n);
     mlstack__json_free(&doc);
     free(text);
     /* every family with a template: plain content encodes as before; a forged turn stays text */
