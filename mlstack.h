@@ -721,7 +721,8 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
    Thread safety: as mlstack_chat_template_apply and mlstack_tokenizer_encode.
    Remarks: while rendering, each special token's text in the messages' strings is a
    placeholder of private-use characters that the template passes through as it is; a
-   template that inspects the content for a special token's text sees the placeholder. A
+   template that inspects the content for a special token's text sees the placeholder, and one
+   that escapes it (tojson with ensure_ascii=true) or cuts it leaves it as plain text. A
    special token flagged normalized is text throughout a stretch between the template's own
    special tokens that holds such content (the normalizer moves offsets). The default differs
    from transformers' apply_chat_template(tokenize=True) only for messages that contain
