@@ -54,6 +54,8 @@
                                                      mlstack_engine_logits per row
      text <-> ids, chat prompt text                  mlstack_tokenizer_encode/_decode, mlstack_detok_*
                                                      (streaming), mlstack_chat_template_apply
+     chat prompt ids from untrusted messages         mlstack_chat_template_encode (special-token text
+                                                     in the messages stays text)
      benchmarks on a real shape without weights      mlstack_model_open_random
      faster decoding (speculative): drafts from the  engine descriptor spec = MLSTACK_SPEC_NGRAM or
      request's own context or a smaller model        _DRAFT (+ spec_draft); your own loop:
@@ -211,6 +213,7 @@
                  R mlstack_template_render(template, len, messages_json, len, opt, &text, &text_len, err)
                  R mlstack_template_render_messages(template, len, messages, n, opt, &text, &text_len, err)
                  R mlstack_chat_template_apply_messages(tpl, name, messages, n, opt, &text, &text_len, err)
+                 R mlstack_chat_template_encode(tpl, name, tok, messages_json, len, opt, ids, cap, &n, err)
                  void mlstack_template_free_output(text)
      JSON        R mlstack_json_parse(text, len, what, &doc, err) void mlstack_json_free(doc)
                  R mlstack_json_parse_opts(text, len, what, opt, &doc, err)  (node/memory caps)
@@ -457,8 +460,11 @@ MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlsta
    Q8_0 / Q4_1 projections as the panels the kernels read, mapped in place (see
    mlstack_model_save_flags).
    `dir` may not be the folder the model was opened from (MLSTACK_ERR_INVALID_ARG, compared by
-   device and inode); an existing model.safetensors there is replaced by rename, never
-   truncated in place. Thread safety: any thread; the model is only read. */
+   device and inode). Each file is written beside its name under a new, unpredictable
+   temporary name (created exclusively, so a link planted there is never followed) and renamed
+   over the existing file once every file is written: a failure leaves the folder's files as
+   they were, and none is truncated in place or written through a link.
+   Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
 /* mlstack_model_save with flags (0: as mlstack_model_save). mlstack_model_save writes each Q8_0 /
    Q4_1 projection as its P16 panels, the layout the SIMD kernels read (>>model, "Saved
@@ -472,7 +478,8 @@ MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *model, const 
    llama.cpp loads: llama.cpp's keys and tensor names, Q8_0/Q4_1 blocks as GGML Q8_0/Q4_1,
    F32/F16/BF16 as stored, the vocabulary (a GGUF source's tokenizer keys as they are; a folder's
    byte-level BPE tokenizer.json with a pre-tokenizer llama.cpp names) and the chat template.
-   Written beside `path` and renamed over it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
+   Written beside `path` under a new temporary name (as mlstack_model_save) and renamed over
+   it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
    llama.cpp could not reproduce. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *model, const char *path, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
@@ -611,6 +618,14 @@ typedef struct mlstack_chat_message {
      max_stack              0: MLSTACK_TEMPLATE_MAX_STACK (128 KiB): C stack the parser and the
                             evaluator may use for nesting; render on a thread with at least this
                             much stack to spare
+     content_specials       (mlstack_chat_template_encode only; the text calls ignore it)
+                            0 = MLSTACK_CONTENT_SPECIALS_TEXT: special-token text inside the
+                            messages (content, roles, names, tool calls) and the tools is
+                            encoded as plain text, so a message cannot forge a turn, a role or
+                            an end of text; the template's own markers stay special.
+                            MLSTACK_CONTENT_SPECIALS_PARSE: the rendered text is encoded as a
+                            whole, special tokens wherever they are (what transformers'
+                            apply_chat_template(tokenize=True) does).
    Python's sandbox limit on range() (100000 items) always applies, as it does in transformers. */
 typedef struct mlstack_template_options {
     int add_generation_prompt;
@@ -623,7 +638,10 @@ typedef struct mlstack_template_options {
     uint64_t max_steps;
     size_t max_memory;
     size_t max_stack;
+    int content_specials; /* MLSTACK_CONTENT_SPECIALS_* (0: _TEXT) */
 } mlstack_template_options;
+#define MLSTACK_CONTENT_SPECIALS_TEXT 1  /* the default (0 means this too) */
+#define MLSTACK_CONTENT_SPECIALS_PARSE 2
 
 /* Renders a Jinja chat template.
    Parameters: template_text/template_len (UTF-8, need not be NUL-terminated); messages_json/
@@ -693,6 +711,31 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_chat_message *messages, int n_messages,
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err);
+
+/* The prompt ids of a conversation: mlstack_chat_template_apply, then mlstack_tokenizer_encode
+   of the text (without added BOS/EOS: templates write their own), except that by default
+   (opt->content_specials 0 or MLSTACK_CONTENT_SPECIALS_TEXT) special-token text that came from
+   the messages or the tools is encoded as plain text, as tokenizers' split_special_tokens=True
+   encodes it, while the special tokens the template itself writes stay special.
+   Parameters: tpl, name, messages_json/messages_len and opt as for mlstack_chat_template_apply;
+     tok: the model's tokenizer (mlstack_model_tokenizer); ids (room for cap ids; NULL when cap
+     is 0); n_ids receives the number of ids the prompt needs; err optional.
+   Returns MLSTACK_OK; MLSTACK_ERR_LIMIT when cap < *n_ids (call again with *n_ids of room);
+     a template failure as mlstack_chat_template_apply; an encode failure as
+     mlstack_tokenizer_encode (err->message says which).
+   Thread safety: as mlstack_chat_template_apply and mlstack_tokenizer_encode.
+   Remarks: while rendering, each special token's text in the messages' strings is a
+   placeholder of private-use characters that the template passes through as it is; a
+   template that inspects the content for a special token's text sees the placeholder, and one
+   that escapes it (tojson with ensure_ascii=true) or cuts it leaves it as plain text. A
+   special token flagged normalized is text throughout a stretch between the template's own
+   special tokens that holds such content (the normalizer moves offsets). The default differs
+   from transformers' apply_chat_template(tokenize=True) only for messages that contain
+   special-token text. */
+MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *tpl, const char *name,
+                                                        mlstack_tokenizer *tok, const char *messages_json,
+                                                        size_t messages_len, const mlstack_template_options *opt,
+                                                        int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err);
 
 /* ---- JSON documents (>>json) ----
    The parser the engine uses for every file it reads, for embedders that receive JSON (request
@@ -1452,6 +1495,9 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #endif
 #include <windows.h>
 #include <process.h>
+#include <fcntl.h>
+#include <io.h>
+#include <sys/stat.h>
 #else
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -1855,6 +1901,84 @@ MLSTACK__FN int mlstack__remove(const char *path) {
 #endif
 }
 
+/* Writing a file whole, then renaming it over its name, so that a reader (or a failure half way)
+   never sees a part-written file and a user's file is replaced only by a complete one.
+   mlstack__tmp_create makes the file beside `path`: path + ".tmp-" + 12 random letters and
+   digits, created exclusively (O_CREAT | O_EXCL): a name that exists, a symbolic link among
+   them, is never opened nor followed, and another name is tried. The name is unpredictable
+   (/dev/urandom where there is one), so another user cannot plant a link at it beforehand.
+   Returns the stream and sets *tmp (MLSTACK_MALLOC'd), or NULL with errno set. The writer
+   closes the stream, then renames *tmp over path (mlstack__rename) or removes it. */
+MLSTACK__FN FILE *mlstack__tmp_create(const char *path, char **tmp) {
+    const char *digits = "abcdefghijklmnopqrstuvwxyz0123456789";
+    size_t pl = strlen(path);
+    char *name = (char *)MLSTACK_MALLOC(pl + 18);
+    int attempt, e = EEXIST;
+    *tmp = NULL;
+    if (!name) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(name, path, pl);
+    memcpy(name + pl, ".tmp-", 5);
+    for (attempt = 0; attempt < 100; attempt++) {
+        unsigned long long x = 0;
+        FILE *f = NULL;
+        int i, fd;
+#if defined(_WIN32)
+        LARGE_INTEGER qpc;
+        wchar_t *w;
+        QueryPerformanceCounter(&qpc);
+        x = (unsigned long long)qpc.QuadPart ^ ((unsigned long long)GetCurrentProcessId() << 40) ^
+            (unsigned long long)GetTickCount64() << 20;
+#else
+        int rfd = open("/dev/urandom", O_RDONLY);
+        if (rfd >= 0) {
+            if (read(rfd, &x, sizeof x) != (ssize_t)sizeof x) x = 0;
+            close(rfd);
+        }
+        x ^= (unsigned long long)getpid() << 40;
+#endif
+        /* splitmix64 over the seed, the time, the attempt and an address */
+        x ^= (unsigned long long)(mlstack__now() * 1e9) ^ (unsigned long long)(uintptr_t)name ^
+             ((unsigned long long)attempt << 52);
+        x += 0x9e3779b97f4a7c15ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        for (i = 0; i < 12; i++, x /= 36) name[pl + 5 + i] = digits[x % 36];
+        name[pl + 17] = 0;
+#if defined(_WIN32)
+        if (!(w = mlstack__wpath(name))) {
+            e = EINVAL;
+            break;
+        }
+        fd = _wopen(w, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+        MLSTACK_FREE(w);
+        if (fd >= 0 && !(f = _fdopen(fd, "wb"))) _close(fd);
+#else
+#if defined(O_CLOEXEC)
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+#else
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
+#endif
+        if (fd >= 0 && !(f = fdopen(fd, "wb"))) close(fd);
+#endif
+        if (f) {
+            *tmp = name;
+            return f;
+        }
+        e = errno;
+        if (fd >= 0) { /* created but no stream: not ours to leave behind */
+            mlstack__remove(name);
+            break;
+        }
+        if (e != EEXIST) break;
+    }
+    MLSTACK_FREE(name);
+    errno = e;
+    return NULL;
+}
 /* Directory listing: the names (UTF-8) in a folder, "." and ".." included, in no set order.
    mlstack__dir_open returns NULL when the folder cannot be read. */
 #if defined(_WIN32)
@@ -4153,6 +4277,31 @@ MLSTACK__FN int mlstack__is_gguf(const char *path) {
     return ok;
 }
 
+/* The error for a model path that names a file which is not a GGUF: what its first bytes are
+   instead of the magic (a model is a GGUF file or a folder holding config.json). */
+MLSTACK__FN mlstack_result mlstack__not_gguf(const char *path, mlstack_error *err) {
+    FILE *f = mlstack__fopen(path, "rb");
+    unsigned char m[4];
+    char hex[16], text[8];
+    size_t n, i;
+    if (!f) return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    n = fread(m, 1, 4, f);
+    fclose(f);
+    if (n < 4)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: not a GGUF file: %zu bytes long, shorter than the magic \"GGUF\" expected at offset 0 "
+            "(a model is a GGUF file or a folder holding config.json)",
+            path, n);
+    for (i = 0; i < 4; i++) text[i] = m[i] >= 0x20 && m[i] < 0x7f ? (char)m[i] : '.';
+    snprintf(hex, sizeof hex, "%02x %02x %02x %02x", m[0], m[1], m[2], m[3]);
+    text[4] = 0;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                         "%s: not a GGUF file: offset 0: expected the magic \"GGUF\" (47 47 55 46), got %s (\"%s\") "
+                         "(a model is a GGUF file or a folder holding config.json)",
+                         path, hex, text);
+}
+
 /* ==== 6. UNICODE ==== */ /* >>unicode */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
@@ -6057,6 +6206,12 @@ typedef struct mlstack__enc {
     const char *limit_what; /* which limit an MLSTACK_ERR_LIMIT hit (NULL: the regex budget) */
     char *err;
     mlstack_result code;
+    /* Byte ranges [prot[2k], prot[2k+1]) of the text, ascending, in which special tokens are
+       text (mlstack_chat_template_encode: special-token text that came from the messages);
+       prot_all: the whole text (the ranges could not be mapped onto it). */
+    const size_t *prot;
+    size_t n_prot;
+    int prot_all;
 } mlstack__enc;
 
 typedef struct mlstack__centry {
@@ -6714,8 +6869,51 @@ static void mlstack__added_starts(const mlstack_tokenizer *t, const char *s, siz
         at[j] = t->tr_out[2 * node + (normalized ? 1 : 0)];
     }
 }
+/* Whether [b, en) of the text overlaps one of e's protected ranges. */
+static int mlstack__prot_overlaps(const mlstack__enc *e, size_t b, size_t en) {
+    size_t lo = 0, hi = e->n_prot;
+    if (e->prot_all) return 1;
+    while (lo < hi) { /* the first range that ends after b */
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->prot[2 * mid + 1] <= b) lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_prot && e->prot[2 * lo] < en;
+}
+
+/* For mlstack_chat_template_encode's placeholders: at[j] = the index in t->added of the longest
+   special token (normalized or not) whose text starts s[j, n), or -1. Returns how many j have
+   one; 0 for a tokenizer without added tokens (at untouched) and -1 without memory. */
+MLSTACK__FN long mlstack__tok_special_starts(const mlstack_tokenizer *t, const char *s, size_t n, int32_t *at) {
+    int32_t *other;
+    size_t j;
+    long hits = 0;
+    if (!t->tr_nodes || !n) return 0;
+    if (n > SIZE_MAX / sizeof *other || !(other = (int32_t *)MLSTACK_MALLOC(n * sizeof *other))) return -1;
+    mlstack__added_starts(t, s, n, 0, at);
+    mlstack__added_starts(t, s, n, 1, other);
+    for (j = 0; j < n; j++) {
+        int32_t a = at[j] >= 0 && t->added[at[j]].special ? at[j] : -1;
+        int32_t b = other[j] >= 0 && t->added[other[j]].special ? other[j] : -1;
+        at[j] = a < 0 || (b >= 0 && t->added[b].len > t->added[a].len) ? b : a;
+        hits += at[j] >= 0;
+    }
+    MLSTACK_FREE(other);
+    return hits;
+}
+
+/* The text of added token k (an index from mlstack__tok_special_starts), or NULL. */
+MLSTACK__FN const char *mlstack__tok_added_text(const mlstack_tokenizer *t, int32_t k, size_t *len) {
+    if (k < 0 || k >= t->n_added) return NULL;
+    *len = t->added[k].len;
+    return t->added[k].s;
+}
+
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
-   leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
+   leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them.
+   A special token is text under special_as_text, and in the first split (the raw text) where
+   it overlaps one of e's protected ranges. */
 static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
                                 mlstack__buf *out) {
     const mlstack_tokenizer *t = e->t;
@@ -6737,7 +6935,9 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
         b = i;
         en = i + hit->len;
         i = en;
-        if (special_as_text && hit->special) continue;
+        if (hit->special && (special_as_text || (!normalized && (e->n_prot || e->prot_all) &&
+                                                 mlstack__prot_overlaps(e, off + b, off + en))))
+            continue;
         if (hit->single_word) {
             uint32_t cp;
             int ok = 1;
@@ -6888,6 +7088,9 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
     size_t i, j, n1, n2;
     int k;
     if (!mlstack__utf8_lossy(&e->pool, text, len)) return MLSTACK_ERR_NO_MEMORY;
+    /* protected ranges are offsets in the text: where invalid UTF-8 was replaced they no longer
+       fit, and every special token becomes text */
+    if (e->n_prot && (e->pool.n != len || memcmp(e->pool.p, text, len) != 0)) e->prot_all = 1;
     if ((flags & MLSTACK_ENCODE_ADD_SPECIAL) &&
         !mlstack__buf_put(&e->ids, t->post_pre, (size_t)t->n_post_pre * sizeof(int32_t)))
         return MLSTACK_ERR_NO_MEMORY;
@@ -6903,7 +7106,12 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
         }
         r = mlstack__normalize(e, p.off, p.len, &noff, &nlen);
         if (r != MLSTACK_OK) break;
-        if (!mlstack__added_split(e, noff, nlen, p.first, 1, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s2)) {
+        /* normalized special tokens: text throughout a piece that holds protected bytes (the
+           normalizer moved the offsets) */
+        if (!mlstack__added_split(e, noff, nlen, p.first, 1,
+                                  (flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT) ||
+                                      ((e->n_prot || e->prot_all) && mlstack__prot_overlaps(e, p.off, p.off + p.len)),
+                                  &s2)) {
             r = MLSTACK_ERR_NO_MEMORY;
             break;
         }
@@ -8577,6 +8785,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
         mlstack__gguf g;
         r = mlstack__gguf_open(&g, dir, err);
@@ -8615,17 +8824,22 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags,
-                                                    int32_t *ids, size_t cap, size_t *n_ids) {
+/* mlstack_tokenizer_encode where special tokens overlapping the n_prot byte ranges
+   [prot[2k], prot[2k+1]) (ascending, not overlapping) are text. */
+MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, const char *text, size_t len, int flags,
+                                                          const size_t *prot, size_t n_prot, int32_t *ids, size_t cap,
+                                                          size_t *n_ids) {
     mlstack__enc e;
     mlstack_result r;
     size_t n;
     if (n_ids) *n_ids = 0;
     if (!t) return MLSTACK_ERR_INVALID_ARG;
-    if ((!text && len) || (!ids && cap) || !n_ids)
+    if ((!text && len) || (!ids && cap) || !n_ids || (!prot && n_prot))
         return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
+    e.prot = prot;
+    e.n_prot = n_prot;
     e.re_budget = MLSTACK_REGEX_STEP_BASE;
     e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
                        ? SIZE_MAX
@@ -8648,6 +8862,10 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
         mlstack__tok_fail(t, r, "encode: out of memory");
     mlstack__enc_free(&e);
     return r;
+}
+MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags,
+                                                    int32_t *ids, size_t cap, size_t *n_ids) {
+    return mlstack__tokenizer_encode_prot(t, text, len, flags, NULL, 0, ids, cap, n_ids);
 }
 
 MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags,
@@ -9052,6 +9270,10 @@ typedef struct mlstack__tctx {
     uint64_t seed;           /* keys the dict hash */
     uintptr_t stack_base;    /* stack position at the render entry: stack use is measured from it */
     size_t max_stack;
+    /* mlstack_chat_template_encode: while the messages and tools become values, special-token
+       text in their strings is replaced by placeholders (mlstack__tpl_guard) */
+    const mlstack_tokenizer *guard;
+    char guard_mark[24];
 } mlstack__tctx;
 
 /* ---- builtins ----
@@ -14390,6 +14612,99 @@ static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack
     return r < 0 ? -1 : r;
 }
 
+/* ---- special-token text from the messages (mlstack_chat_template_encode) ----
+   While the messages and tools become values, each special token's text in their strings
+   (keys too) is replaced by a placeholder: c->guard_mark (8 private-use characters
+   U+E000..U+EFFF, random per render) and the token's index in 3 characters U+F000..U+F3FF
+   (10 bits each). The template then renders with the placeholders, which no filter a chat
+   template uses alters (they are neither space nor cased), and mlstack__tpl_unguard puts the
+   text back into the output, recording where: the tokenizer treats special tokens there as
+   text, while the template's own markers (its literals, bos_token, ...) stay special. */
+#define MLSTACK__TPL_GUARD_LEN 33 /* 24 bytes of mark, 9 of index */
+static int mlstack__tpl_guard(mlstack__tctx *c, mlstack__tv *v) {
+    int32_t *at;
+    long hits;
+    size_t j, n = v->u.s.n, o = 0;
+    char *p;
+    if (!c->guard || v->t != MLSTACK__TPL_VAL_STR || !n) return 0;
+    if (n > SIZE_MAX / MLSTACK__TPL_GUARD_LEN || !(at = (int32_t *)MLSTACK_MALLOC(n * sizeof *at)))
+        return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    hits = mlstack__tok_special_starts(c->guard, v->u.s.p, n, at);
+    if (hits <= 0) {
+        MLSTACK_FREE(at);
+        return hits < 0 ? mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory") : 0;
+    }
+    if (!(p = (char *)mlstack__tpl_alloc(c, n + (size_t)hits * MLSTACK__TPL_GUARD_LEN + 1))) {
+        MLSTACK_FREE(at);
+        return -1;
+    }
+    for (j = 0; j < n;) {
+        size_t len = 0;
+        int d;
+        if (at[j] < 0 || at[j] >= (1 << 30) || !mlstack__tok_added_text(c->guard, at[j], &len) || len == 0) {
+            p[o++] = v->u.s.p[j++];
+            continue;
+        }
+        memcpy(p + o, c->guard_mark, sizeof c->guard_mark);
+        o += sizeof c->guard_mark;
+        for (d = 2; d >= 0; d--) {
+            uint32_t cp = 0xF000u + (((uint32_t)at[j] >> (10 * d)) & 0x3FFu);
+            p[o++] = (char)(0xE0 | (cp >> 12));
+            p[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            p[o++] = (char)(0x80 | (cp & 0x3F));
+        }
+        j += len;
+    }
+    p[o] = 0;
+    MLSTACK_FREE(at);
+    *v = mlstack__tv_str(p, o);
+    return 0;
+}
+
+/* Puts the special tokens' text back where placeholders are in out[0..*n) (replaced by a new
+   MLSTACK_MALLOC'd text) and appends each one's byte range to prot (pairs of size_t). A
+   placeholder a template cut apart stays as it is: private-use characters, text. 0, or -1
+   without memory. */
+static int mlstack__tpl_unguard(const mlstack__tctx *c, char **out, size_t *n, mlstack__buf *prot) {
+    const char *s = *out;
+    mlstack__buf b = {0, 0, 0};
+    size_t i = 0, from = 0;
+    while (*n >= MLSTACK__TPL_GUARD_LEN && i <= *n - MLSTACK__TPL_GUARD_LEN) {
+        uint32_t k = 0;
+        int d, ok = 1;
+        const char *text;
+        size_t len = 0, at[2];
+        if (s[i] != c->guard_mark[0] || memcmp(s + i, c->guard_mark, sizeof c->guard_mark) != 0) {
+            i++;
+            continue;
+        }
+        for (d = 0; d < 3; d++) {
+            const unsigned char *u = (const unsigned char *)s + i + sizeof c->guard_mark + 3 * d;
+            ok &= u[0] == 0xEF && u[1] >= 0x80 && u[1] <= 0x8F && (u[2] & 0xC0) == 0x80;
+            k = k << 10 | ((uint32_t)(u[1] & 0x0F) << 6 | (uint32_t)(u[2] & 0x3F));
+        }
+        if (!ok || !(text = mlstack__tok_added_text(c->guard, (int32_t)k, &len))) {
+            i++;
+            continue;
+        }
+        if (!mlstack__buf_put(&b, s + from, i - from)) goto oom;
+        at[0] = b.n;
+        at[1] = b.n + len;
+        if (!mlstack__buf_put(&b, text, len) || !mlstack__buf_put(prot, at, sizeof at)) goto oom;
+        i += MLSTACK__TPL_GUARD_LEN;
+        from = i;
+    }
+    if (from == 0) return 0; /* no placeholder: the output as it is */
+    if (!mlstack__buf_put(&b, s + from, *n - from) || !mlstack__buf_put(&b, "", 1)) goto oom;
+    MLSTACK_FREE(*out);
+    *out = b.p;
+    *n = b.n - 1;
+    return 0;
+oom:
+    MLSTACK_FREE(b.p);
+    return -1;
+}
+
 /* ---- JSON data -> values ---- */
 static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlstack__tv *out) {
     const mlstack__json *k;
@@ -14410,7 +14725,7 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         }
         *out = j->is_int ? mlstack__tv_int(j->i) : mlstack__tv_float(j->num);
         return 0;
-    case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return 0;
+    case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return mlstack__tpl_guard(c, out);
     case MLSTACK__JSON_ARRAY: {
         mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, j->len);
         if (!l) return -1;
@@ -14423,8 +14738,8 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         mlstack__tdict *d = mlstack__tdict_new(c);
         if (!d) return -1;
         for (k = j->child; k; k = k->next) {
-            mlstack__tv v;
-            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v))
+            mlstack__tv v, key = mlstack__tv_str(k->key, k->key_len);
+            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tpl_guard(c, &key) || mlstack__tdict_set(c, d, key, v))
                 return -1;
         }
         *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
@@ -14488,6 +14803,11 @@ typedef struct mlstack__tpl_input {
     const char *const *token_values;
     int n_tokens;
     int require_messages;
+    /* mlstack_chat_template_encode: special-token text in messages_json and the tools becomes
+       placeholders (mlstack__tpl_guard); *prot receives the byte ranges of the output where
+       it was put back (pairs of size_t, MLSTACK_MALLOC'd), *n_prot their count */
+    const mlstack_tokenizer *guard;
+    size_t **prot, *n_prot;
 } mlstack__tpl_input;
 
 /* UTF-8 check, then jinja2's newline handling: every line break (as Python's splitlines sees
@@ -14607,6 +14927,7 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
             }
             if (mlstack__tpl_from_json(c, docs[1].root, &tools)) return -1;
         }
+        c->guard = NULL; /* what follows is the caller's own (special tokens, extra_json) */
         if (mlstack__tscope_set(c, g, "tools", 5, tools) ||
             mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
             mlstack__tscope_set(c, g, "add_generation_prompt", 21, mlstack__tv_bool(opt->add_generation_prompt)))
@@ -14648,6 +14969,7 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
     if (!out || (!text && text_len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (in->prot) *in->prot = NULL, *in->n_prot = 0;
     if (!opt) {
         memset(&dflt, 0, sizeof dflt);
         opt = &dflt;
@@ -14665,6 +14987,17 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     c->seed = mlstack__tpl_mix((uint64_t)(uintptr_t)&ctx ^ ((uint64_t)time(NULL) << 20) ^ (uint64_t)clock());
     c->now = opt->now_unix;
     c->out = &outbuf;
+    if ((c->guard = in->guard) != NULL) {
+        uint64_t h = c->seed;
+        for (k = 0; k < 8; k++) { /* U+E000 + 12 random bits */
+            uint32_t cp;
+            h = mlstack__tpl_mix(h ^ (uint64_t)k ^ (uint64_t)(mlstack__now() * 1e9));
+            cp = 0xE000u + (uint32_t)(h & 0xFFF);
+            c->guard_mark[3 * k] = (char)(0xE0 | (cp >> 12));
+            c->guard_mark[3 * k + 1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            c->guard_mark[3 * k + 2] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
     if (mlstack__tpl_normalize(c, text, text_len) || mlstack__tpl_parse(c, &root) ||
         mlstack__tpl_bind_inputs(c, &g, in, opt, docs, err) || mlstack__tbuf_put(c, &outbuf, "", 0) ||
         mlstack__tpl_exec(c, g, root) < 0)
@@ -14676,6 +15009,25 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     }
     memcpy(*out, outbuf.p, outbuf.n + 1);
     if (out_len) *out_len = outbuf.n;
+    if (in->guard) {
+        mlstack__buf prot = {0, 0, 0};
+        size_t n = outbuf.n;
+        c->guard = in->guard;
+        if (mlstack__tpl_unguard(c, out, &n, &prot) != 0) {
+            MLSTACK_FREE(prot.p);
+            MLSTACK_FREE(*out);
+            *out = NULL;
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            goto done;
+        }
+        if (out_len) *out_len = n;
+        if (in->prot) {
+            *in->prot = (size_t *)(void *)prot.p;
+            *in->n_prot = prot.n / (2 * sizeof(size_t));
+        } else {
+            MLSTACK_FREE(prot.p);
+        }
+    }
 done:
     for (k = 0; k < 3; k++) mlstack__json_free(&docs[k]);
     mlstack__arena_free(&c->arena);
@@ -14853,6 +15205,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
         mlstack__gguf g;
         mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
@@ -15016,6 +15369,49 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
     in.n_tokens = 7;
     in.require_messages = 1;
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
+                                                        mlstack_tokenizer *tok, const char *messages_json,
+                                                        size_t messages_len, const mlstack_template_options *opt,
+                                                        int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
+    mlstack__tpl_input in;
+    const char *text;
+    char *out = NULL;
+    size_t out_len = 0, *prot = NULL, n_prot = 0;
+    int cs = opt ? opt->content_specials : 0;
+    mlstack_result r;
+    if (n_ids) *n_ids = 0;
+    if (!t || !tok || !messages_json || !n_ids || (!ids && cap))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
+    if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
+    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+    if (!text) {
+        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                             "this model has multiple chat templates with no default; pass the name of one");
+    }
+    memset(&in, 0, sizeof in);
+    in.messages_json = messages_json;
+    in.messages_len = messages_len;
+    in.token_names = mlstack__tpl_token_names;
+    in.token_values = (const char *const *)t->tokens;
+    in.n_tokens = 7;
+    in.require_messages = 1;
+    if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
+        in.guard = tok;
+        in.prot = &prot;
+        in.n_prot = &n_prot;
+    }
+    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
+        if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
+    }
+    MLSTACK_FREE(prot);
+    MLSTACK_FREE(out);
+    return r;
 }
 
 /* ==== 10. KERNELS ==== */ /* >>kernels */
@@ -25431,15 +25827,27 @@ static int mlstack__save_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
+/* Copies `from` into a new temporary file beside `to` (mlstack__tmp_create), closed, its name in
+   *tmp; the caller renames it over `to` once everything else it writes has been written too. */
+static mlstack_result mlstack__copy_to_tmp(const char *from, const char *to, char **tmp, mlstack_error *err) {
     char *buf = NULL;
     size_t len;
     FILE *f;
     mlstack_result r = mlstack__read_file(from, (size_t)1 << 30, &buf, &len, err);
+    *tmp = NULL;
     if (r != MLSTACK_OK) return r;
-    f = mlstack__fopen(to, "wb");
-    if (!f || fwrite(buf, 1, len, f) != len) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
-    if (f && fclose(f) != 0 && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
+    if (!(f = mlstack__tmp_create(to, tmp))) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", to, strerror(errno));
+    } else {
+        int ok = fwrite(buf, 1, len, f) == len && !ferror(f);
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", *tmp, strerror(errno));
+            mlstack__remove(*tmp);
+            MLSTACK_FREE(*tmp);
+            *tmp = NULL;
+        }
+    }
     MLSTACK_FREE(buf);
     return r;
 }
@@ -25488,7 +25896,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
-    char *path = NULL, *tmp_path = NULL;
+    char *path = NULL, *tmp_path = NULL, *side_tmp[sizeof side / sizeof side[0]] = {0};
     FILE *f = NULL;
     int n = 0, n_ord = 0, i, k, extra_head, n_panels = 0;
     uint64_t off = 0;
@@ -25616,12 +26024,24 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     ok &= mlstack__buf_puts(&hdr, "}");
     while (ok && (8 + hdr.n) % 64) ok &= mlstack__buf_puts(&hdr, " "); /* the data area at a multiple of 64 */
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    /* written beside the target and renamed over it: an existing file (perhaps mapped by a
-       model, perhaps a link to one) is replaced whole, never truncated in place */
+    /* Every file is written beside its target under a temporary name (mlstack__tmp_create) and
+       renamed over it only when all of them are written: an existing file (perhaps mapped by a
+       model, perhaps a link to one) is replaced whole, never truncated or written through, and
+       a failure on the way leaves the folder as it was. The config, tokenizer and template
+       files first (small), then the weights. */
+    for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
+        char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
+        if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to))
+            r = mlstack__copy_to_tmp(from, to, &side_tmp[s], err);
+        MLSTACK_FREE(from);
+        MLSTACK_FREE(to);
+    }
     path = mlstack__path_join(dir, "model.safetensors");
-    tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
-    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
+    if (r == MLSTACK_OK && !path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && !(f = mlstack__tmp_create(path, &tmp_path)))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                          strerror(errno));
     if (r == MLSTACK_OK) {
         static const unsigned char zeros[64] = {0};
         unsigned char le[8];
@@ -25635,6 +26055,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
                                                                                                              : -1;
             if (rc) r = MLSTACK_ERR_IO, nomem = rc == -2;
         }
+        if (ferror(f)) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
         if (r != MLSTACK_OK)
             r = nomem ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory for panels", tmp_path)
@@ -25643,19 +26064,28 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
         if (r != MLSTACK_OK) mlstack__remove(tmp_path);
     }
+    /* the weights are in place: the side files follow them (or, on a failure, are removed) */
+    for (s = 0; s < sizeof side / sizeof side[0]; s++) {
+        char *to;
+        if (!side_tmp[s]) continue;
+        to = r == MLSTACK_OK ? mlstack__path_join(dir, side[s]) : NULL;
+        if (r == MLSTACK_OK && !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (r == MLSTACK_OK && mlstack__rename(side_tmp[s], to) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", side_tmp[s], to, strerror(errno));
+        else if (r == MLSTACK_OK) {
+            MLSTACK_FREE(to);
+            MLSTACK_FREE(side_tmp[s]);
+            continue;
+        }
+        mlstack__remove(side_tmp[s]);
+        MLSTACK_FREE(to);
+        MLSTACK_FREE(side_tmp[s]);
+    }
     MLSTACK_FREE(path);
     MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
     MLSTACK_FREE(ord);
-    for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
-        char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
-        if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to))
-            r = mlstack__copy_file(from, to, err);
-        MLSTACK_FREE(from);
-        MLSTACK_FREE(to);
-    }
     return r;
 }
 
@@ -26089,8 +26519,14 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     mlstack__dir *d;
     const char *name;
     int n = 0;
+    char seen[160];
+    size_t n_seen = 0, n_names = 0;
     *r = MLSTACK_OK;
     if (mlstack__is_gguf(desc_path)) return mlstack__strndup(desc_path, strlen(desc_path));
+    if (mlstack__file_exists(desc_path)) { /* a file, but no GGUF: say what it holds */
+        *r = mlstack__not_gguf(desc_path, err);
+        return NULL;
+    }
     cfg = mlstack__path_join(desc_path, "config.json");
     if (!cfg || mlstack__file_exists(cfg)) {
         MLSTACK_FREE(cfg);
@@ -26098,13 +26534,34 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     }
     MLSTACK_FREE(cfg);
     d = mlstack__dir_open(desc_path);
-    while (d && (name = mlstack__dir_next(d)) != NULL) {
+    if (!d) {
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
+                           "%s: no such file or folder (a model is a GGUF file or a folder "
+                           "holding config.json)",
+                           desc_path);
+        return NULL;
+    }
+    seen[0] = 0;
+    while ((name = mlstack__dir_next(d)) != NULL) {
         size_t l = strlen(name);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
         if (l > 5 && strcmp(name + l - 5, ".gguf") == 0) {
             if (n++ == 0) found = mlstack__path_join(desc_path, name);
         }
+        if (n_names++ < 4 && n_seen + l + 3 < sizeof seen) /* a few names, for the error below */
+            n_seen += (size_t)snprintf(seen + n_seen, sizeof seen - n_seen, "%s%s", n_seen ? ", " : "", name);
     }
     mlstack__dir_close(d);
+    if (n == 0) {
+        if (n_names == 0) snprintf(seen, sizeof seen, "nothing");
+        else if (n_names > 4)
+            snprintf(seen + n_seen, sizeof seen - n_seen, "%s%zu more", n_seen ? " and " : "", n_names - 4);
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
+                           "%s: a folder without config.json and without a .gguf file (it holds %s); a model is a "
+                           "GGUF file or a folder holding config.json",
+                           desc_path, seen);
+        return NULL;
+    }
     if (n > 1) {
         MLSTACK_FREE(found);
         *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open",
@@ -26486,14 +26943,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     }
     while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    /* written beside the target, then renamed over it */
-    if (r == MLSTACK_OK) {
-        size_t pl = strlen(path);
-        tmp = (char *)MLSTACK_MALLOC(pl + 5);
-        if (tmp) memcpy(tmp, path, pl), memcpy(tmp + pl, ".tmp", 5);
-        if (!tmp || !(f = mlstack__fopen(tmp, "wb")))
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp ? tmp : path, strerror(errno));
-    }
+    /* written beside the target under a temporary name (mlstack__tmp_create), then renamed over it */
+    if (r == MLSTACK_OK && !(f = mlstack__tmp_create(path, &tmp)))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                          strerror(errno));
     if (r == MLSTACK_OK) {
         static const unsigned char zeros[32] = {0};
         unsigned char *conv = NULL;
@@ -26522,6 +26975,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
             if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
         }
         MLSTACK_FREE(conv);
+        if (ferror(f)) ok = 0;
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
         else if (mlstack__rename(tmp, path) != 0)
@@ -28600,7 +29054,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
         long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
         if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1",
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
                                  getenv("MLSTACK_RANKS"));
         d->n_ranks = (int)v;
     }
@@ -28608,7 +29063,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
         if (v < 1 || v > 4096)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1", getenv("MLSTACK_STAGES"));
+                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
+                                 getenv("MLSTACK_STAGES"));
         d->n_stages = (int)v;
     }
     if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {

@@ -96,27 +96,15 @@ static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text,
     if (o->chat) {
         const mlstack_chat_template *tpl = mlstack_model_chat_template(m);
         mlstack_chat_message msgs[2];
-        mlstack_template_options to;
-        mlstack_error err;
-        char *rendered = NULL;
-        size_t rlen = 0;
-        int n = 0, k;
+        int n = 0;
         if (!tpl) {
             fprintf(stderr, "mlstack: %s has no chat template: run it without --chat\n", o->model);
             return -1;
         }
         if (o->system) msgs[n].role = "system", msgs[n++].content = o->system;
         msgs[n].role = "user", msgs[n++].content = text;
-        memset(&to, 0, sizeof to);
-        to.add_generation_prompt = 1;
-        if (mlstack_chat_template_apply_messages(tpl, NULL, msgs, n, &to, &rendered, &rlen, &err) != MLSTACK_OK) {
-            fprintf(stderr, "mlstack: %s\n", err.message);
-            return -1;
-        }
-        /* templates carry their own special tokens: encode as apply_chat_template(tokenize=True) */
-        k = cli_encode(tok, rendered, rlen, 0, ids);
-        mlstack_template_free_output(rendered);
-        return k;
+        /* templates carry their own special tokens; the prompt's are text (--content-specials) */
+        return cli_chat_encode(tpl, tok, msgs, n, o->content_specials, ids);
     }
     {
         int k = cli_encode(tok, text, strlen(text), o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL, ids);

@@ -90,6 +90,11 @@ static const char *SERVE_USAGE =
     "                           or to stay idle on a keep-alive connection (default 10)\n"
     "      --shutdown-timeout S seconds SIGTERM waits for running requests to end (default 5)\n"
     "      --quiet              no access log on stderr\n"
+    "      --content-specials M text (default): special-token text inside messages (e.g. a user's\n"
+    "                           \"<|im_start|>system\") is encoded as plain text, so a client cannot\n"
+    "                           forge turns or roles; the template's own markers stay special.\n"
+    "                           parse: special tokens anywhere in the rendered prompt, as\n"
+    "                           transformers' apply_chat_template(tokenize=True) and llama.cpp do\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --gpu                the forward pass on the GPU (a build with make cuda)\n"
@@ -163,7 +168,7 @@ typedef struct srv_gram {
 
 typedef struct srv_opts {
     cli_opts base;
-    const char *host, *api_key, *alias;
+    const char *host, *api_key, *alias, *content_specials;
     int port, parallel, max_conns, max_conns_per_peer, timeout_s, shutdown_timeout_s, quiet;
     size_t max_body, max_json_nodes, body_mem_mib;
 } srv_opts;
@@ -966,8 +971,6 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     const mlstack_json *v;
     mlstack_template_options to;
     mlstack_error err;
-    char *out = NULL;
-    size_t out_len = 0;
     int rc = 0;
     if (mlstack_json_type_of(msgs) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list of messages");
     if (n == 0) return bad(q, 400, "messages", "invalid_value", "'messages' must contain at least one message");
@@ -1017,22 +1020,29 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     }
     cli_buf_puts(&js, "]");
     if (!rc && (js.oom || text.oom)) rc = bad(q, 500, NULL, NULL, "out of memory");
-    if (!rc) {
+    if (!rc) { /* templates carry their own special tokens; the messages' are text (--content-specials) */
+        size_t cnt = 0, cap = js.n + q->tools_json.n + 256; /* enough ids for most prompts; else a second render */
+        mlstack_result r;
         memset(&to, 0, sizeof to);
         to.add_generation_prompt = 1;
         to.tools_json = q->tools_json.n ? q->tools_json.p : NULL;
-        if (mlstack_chat_template_apply(s->tpl, NULL, js.p, js.n, &to, &out, &out_len, &err) != MLSTACK_OK)
+        to.content_specials = s->o.content_specials && strcmp(s->o.content_specials, "parse") == 0
+                                  ? MLSTACK_CONTENT_SPECIALS_PARSE
+                                  : MLSTACK_CONTENT_SPECIALS_TEXT;
+        q->prompt = (int32_t *)malloc(sizeof(int32_t) * cap);
+        r = q->prompt ? mlstack_chat_template_encode(s->tpl, NULL, s->tok, js.p, js.n, &to, q->prompt, cap, &cnt, &err)
+                      : MLSTACK_ERR_NO_MEMORY;
+        if (r == MLSTACK_ERR_LIMIT && cnt > cap) {
+            int32_t *p = (int32_t *)realloc(q->prompt, sizeof(int32_t) * cnt);
+            if (p) q->prompt = p;
+            r = p ? mlstack_chat_template_encode(s->tpl, NULL, s->tok, js.p, js.n, &to, q->prompt, cnt, &cnt, &err)
+                  : MLSTACK_ERR_NO_MEMORY;
+        }
+        if (r == MLSTACK_ERR_NO_MEMORY) rc = bad(q, 500, NULL, NULL, "out of memory");
+        else if (r != MLSTACK_OK)
             rc = bad(q, 400, "messages", "template_error", err.message);
-    }
-    if (!rc) { /* templates carry their own special tokens */
-        size_t cnt = 0;
-        mlstack_tokenizer_encode(s->tok, out, out_len, 0, NULL, 0, &cnt);
-        q->prompt = (int32_t *)malloc(sizeof(int32_t) * (cnt ? cnt : 1));
-        if (!q->prompt || mlstack_tokenizer_encode(s->tok, out, out_len, 0, q->prompt, cnt, &cnt) != MLSTACK_OK)
-            rc = bad(q, 500, NULL, NULL, q->prompt ? mlstack_tokenizer_error(s->tok) : "out of memory");
         q->d.n_prompt = (int)cnt;
     }
-    mlstack_template_free_output(out);
     cli_buf_free(&js);
     cli_buf_free(&text);
     return rc;
@@ -1923,6 +1933,7 @@ static const cli_opt_spec SERVE_OPTS[] = {
     OPT("--timeout", NULL, 'i', 1, 86400, timeout_s),
     OPT("--shutdown-timeout", NULL, 'i', 0, 3600, shutdown_timeout_s),
     OPT("--quiet", NULL, 'b', 0, 0, quiet),
+    OPT("--content-specials", NULL, 's', 0, 0, content_specials),
     OPT("-t", "--threads", 'i', 1, 256, base.threads),
     OPT("--gpu", NULL, 'b', 0, 0, base.gpu),
     OPT("--isa", NULL, 's', 0, 0, base.isa),
@@ -1954,6 +1965,8 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
     if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
     if (o->api_key && !o->api_key[0])
         return cli_die("%s", "--api-key is empty: give a key, or leave the option out for an open server");
+    if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
+        return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
 }
 
