@@ -792,6 +792,42 @@ static void check_canon_math(void) {
     CHECKF(worst_s < 6e-8, "sincos_canon: absolute error %.3g vs sin/cos in double", worst_s);
 }
 
+/* The rotary table, once (every kernel table holds the same mlstack__rope_table), against an
+   independent reference: transformers' angle, pos * inv_freq in f32 (its inv_freq @ position_ids
+   is an f32 product), then cos and sin in double by the C library. The table's cos and sin are
+   the float nearest those but in rare cases (sincos_canon: error ~1e-16 before its rounding), so
+   within half a float ulp of 1 (2^-24 ~ 6e-8) and at most a few elements off by a full ulp.
+   Positions up to 128k and past 2^16, two RoPE bases, head dims with tails. */
+static void check_rope_table(void) {
+    static const int Dhs[] = {64, 128, 12, 80};
+    static const double thetas[] = {10000.0, 500000.0};
+    int di, ti, pi, i, n = 0, mismatched = 0;
+    uint32_t lcg = 12345; /* its own positions: frand's sequence stays the other checks' */
+    double worst = 0;
+    for (di = 0; di < 4; di++)
+        for (ti = 0; ti < 2; ti++) {
+            int Dh = Dhs[di], half = Dh / 2;
+            float inv[64], cs[128];
+            for (i = 0; i < half; i++) inv[i] = (float)pow(thetas[ti], -2.0 * i / Dh);
+            for (pi = 0; pi < 40; pi++) {
+                static const int fixed[] = {0, 1, 2, 17, 255, 4095, 8191, 32767, 65535, 65536, 65537, 131071};
+                int pos = pi < 12 ? fixed[pi] : (int)((lcg = lcg * 1664525u + 1013904223u) >> 15);
+                mlstack__rope_table(cs, Dh, pos, inv);
+                for (i = 0; i < half; i++) {
+                    float x = (float)pos * inv[i];
+                    double ec = fabs(cs[i] - cos((double)x)), es = fabs(cs[half + i] - sin((double)x));
+                    double e = ec > es ? ec : es;
+                    if (e > worst) worst = e;
+                    if (cs[i] != (float)cos((double)x) || cs[half + i] != (float)sin((double)x)) mismatched++;
+                    n++;
+                }
+            }
+        }
+    CHECKF(worst <= 6e-8, "rope_table: cos/sin off by %.3g from the double reference (bound 6e-8)", worst);
+    CHECKF(mismatched * 1000 <= n, "rope_table: %d of %d pairs not the nearest floats to cos/sin", mismatched, n);
+    printf("rope_table: %d pairs, largest error %.3g, %d not the nearest float\n", n, worst, mismatched);
+}
+
 int main(void) {
     /* caps this CPU lacks (another architecture's, or a lower one's duplicate) are skipped */
     const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
@@ -802,6 +838,7 @@ int main(void) {
     printf("%s\n", report);
     check_quantize_weight();
     check_canon_math();
+    check_rope_table();
     for (i = 0; i < 5; i++) {
         const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]), 0);
         int dup = 0;

@@ -12,6 +12,8 @@
 # A patch is a unified diff of mlstack.h (apply with `patch -p1`), preceded by lines of the form
 #   # test: build/tests/test_models           a make target, then run as a test binary
 #   # test: build/tests/test_models args...   (words after the target are its arguments)
+#   # also: build/tests/test_families         with -r only: more of the old suite that might
+#                                             have caught it (and did not)
 # and free text saying what the mutant changes and which check catches it. Each mutant is applied
 # to a copy of the tree (git's tracked files, from the working tree or from -r REV) in a
 # temporary directory; models/ is linked in, so the real-model tests find SmolLM2 there.
@@ -66,7 +68,7 @@ for p in "$@"; do
         echo "$name: $target: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (exit $rc)"
         grep -E ': FAIL: ' "$log" | head -3 | sed 's/^/    /'
         if [ $rc != 0 ] && [ $verdict = missed ]; then verdict=caught; fi
-    done < <(sed -n 's/^# test: //p' "$p")
+    done < <(sed -n 's/^# test: //p' "$p"; [ -n "$rev" ] && sed -n 's/^# also: //p' "$p")
     if [ $nomut = 1 ]; then
         [ $verdict = missed ] && echo "$name: unmutated tree passes" || { echo "$name: unmutated tree FAILS"; status=1; }
     elif [ $verdict = caught ]; then
