@@ -90,6 +90,7 @@ static void check_model(const char *name) {
     char kv_path[600];
     size_t kv_len = 0, kv_off = 0; /* floats of kv_bf16.bin, and those the cases so far used */
     float *kv_ref;
+    int bf16_weights;
     snprintf(dir, sizeof dir, "%s/%.128s", FIX, name); /* names are < 128 bytes (main) */
     snprintf(ref_path, sizeof ref_path, "%s/reference.json", dir);
     text = tl_read(ref_path, &len);
@@ -111,6 +112,7 @@ static void check_model(const char *name) {
         return;
     }
     mlstack_model_get_info(m, &info);
+    bf16_weights = mlstack__json_is_str(mlstack__json_get(doc.root, "dtype"), "bfloat16");
     CHECKF(mlstack__json_is_str(mlstack__json_get(doc.root, "architecture"), info.architecture), "%s: architecture %s",
            name, info.architecture);
     memset(&ed, 0, sizeof ed);
@@ -191,9 +193,11 @@ static void check_model(const char *name) {
             kv_off += cnt;
             free(okv);
         }
-        /* opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits
-           (relative 2^-9 per product) stay within 3e-2 of the largest logit through these
-           models' layers; thread count and batch still change nothing */
+        /* opt-in bf16 activations: only BF16 weights (their pair panels) take the bf16 products, so
+           on every other fixture the logits must keep the exact engine's bits. BF16 weights times
+           activations rounded to 8 mantissa bits (relative 2^-9 per product) move llama_bf16's
+           logits by 5.4e-3 and 7.2e-3 of the largest (its two cases); the bound is 1.5 times the
+           larger (it was 3e-2, four times). Thread count and batch change nothing. */
         if (strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
             float *b1 = eval_all(ebf1, ids, n, info.n_vocab), *b2 = eval_all(ebf2, ids, n, info.n_vocab);
             if (b1 && b2) {
@@ -202,14 +206,18 @@ static void check_model(const char *name) {
                     if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
                     if (fabs(ours[k]) > big) big = fabs(ours[k]);
                 }
-                CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db,
-                       big);
+                if (bf16_weights)
+                    CHECKF(db < 1.1e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name,
+                           ci, db, big);
+                else
+                    CHECKF(db == 0, "%s case %d: bf16 activations move logits by %.3g with no BF16 weight", name, ci,
+                           db);
                 CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab),
                        "%s case %d: bf16-dot logits depend on threads", name, ci);
                 CHECKF(same_when_batched(ebf1, ids, n, b1, info.n_vocab),
                        "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
-                if (ci == 0)
-                    printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
+                printf("  %-18s case %d: bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, ci, db,
+                       big);
             }
             free(b1);
             free(b2);
