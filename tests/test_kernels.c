@@ -149,6 +149,7 @@ static void check_tall(const mlstack__kernels *k) {
             }
 }
 
+static double dd_seen; /* the largest error vs the double dot product, as a fraction of its bound */
 static void check_path(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
     static const int n_ins[] = {32, 64, 96, 576, 33, 47, 200};
@@ -165,7 +166,7 @@ static void check_path(const mlstack__kernels *k) {
                 unsigned char *wd;
                 mlstack__weight w;
                 mlstack__q8x *xq;
-                double maxrel = 0;
+                double maxrel = 0, dd_worst = 0;
                 int same = 1, bits = 1, exact = !(BF16_DOT(k) && wt == MLSTACK__W_BF16 && pk);
                 if (quant && n_in % 32) continue;
             /* pass 1: the P16 panels where k reads them (BF16 pair panels for the bf16-dot table) */
@@ -229,17 +230,51 @@ static void check_path(const mlstack__kernels *k) {
                             rel = fabs(y[(size_t)b * n_out + o] - yref[(size_t)b * n_out + o]) / mag;
                             if (rel > maxrel) maxrel = rel;
                         }
-                /* batch invariance: row b alone gives the same bits */
+                    /* F32/F16/BF16 against a dot product in double of the stored weights: our sum is one
+                   f32 fma chain in input order (then + bias), whose error is at most
+                   (n_in + 1) u sum |w x| (+ u |bias|), u = 2^-24 (each rounding is at most u of
+                   a partial sum, each bounded by sum |w x|; Higham's bound for recursive sums) */
+                    if (exact && !quant)
+                        for (b = 0; b < B; b++)
+                            for (o = 0; o < n_out; o++) {
+                                double ref = w.bias ? bias[o] : 0, mag = w.bias ? fabs(bias[o]) : 0, e;
+                                for (i = 0; i < n_in; i++) {
+                                    size_t wi2 = (size_t)o * n_in + i;
+                                    double wv, xv = x[(size_t)b * n_in + i];
+                                    if (wt == MLSTACK__W_F32) {
+                                        float f;
+                                        memcpy(&f, wd + 4 * wi2, 4);
+                                        wv = f;
+                                    } else if (wt == MLSTACK__W_F16) {
+                                        uint16_t h;
+                                        memcpy(&h, wd + 2 * wi2, 2);
+                                        wv = f16_value(h);
+                                    } else {
+                                        uint16_t h;
+                                        uint32_t u32;
+                                        float f;
+                                        memcpy(&h, wd + 2 * wi2, 2);
+                                        u32 = (uint32_t)h << 16;
+                                        memcpy(&f, &u32, 4);
+                                        wv = f;
+                                    }
+                                    ref += wv * xv;
+                                    mag += fabs(wv * xv);
+                                }
+                                e = fabs(y[(size_t)b * n_out + o] - ref) / ((n_in + 2) * ldexp(mag, -24));
+                                if (e > dd_worst) dd_worst = e;
+                            }
+                    /* batch invariance: row b alone gives the same bits */
                     for (b = 0; b < B; b++) {
-                    /* (and split in two output ranges, as threads split it) */
+                        /* (and split in two output ranges, as threads split it) */
                         k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, 64, scratch);
                         k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 64, n_out, scratch);
                         for (o = 0; o < n_out; o++)
                             if (memcmp(&y1[o], &y[(size_t)b * n_out + o], 4)) same = 0;
                     }
                 }
-            /* vs the scalar path: only the f32 summation order differs */
-            /* the opt-in bf16-activation path rounds x to 8 mantissa bits: each product is off by
+                /* vs the scalar path: only the f32 summation order differs */
+                /* the opt-in bf16-activation path rounds x to 8 mantissa bits: each product is off by
                at most 2^-9 of itself, so the sum by at most ~2e-3 of sum |w x| */
                 CHECKF(!exact || bits,
                        "%s%s wtype %d n_in %d: not the scalar reference's bits (max diff %.3g of sum |w x|)", k->name,
@@ -250,7 +285,13 @@ static void check_path(const mlstack__kernels *k) {
                     printf("  %s%s wtype %d n_in %d: %.3g\n", k->name, pk ? " p16" : "", wt, n_in, maxrel);
                 CHECKF(same, "%s%s wtype %d n_in %d: a row's result depends on the batch", k->name, pk ? " p16" : "",
                        wt, n_in);
-            /* quantized weights stay close to the f32 matrix they came from */
+                if (exact && !quant)
+                    CHECKF(dd_worst <= 1.0,
+                           "%s%s wtype %d n_in %d: off from the double dot product by %.3g of its bound (n_in + 2) u "
+                           "sum |w x|",
+                           k->name, pk ? " p16" : "", wt, n_in, dd_worst);
+                if (dd_worst > dd_seen) dd_seen = dd_worst;
+                /* quantized weights stay close to the f32 matrix they came from */
                 if (quant) {
                     double err = 0, ref = 0;
                     for (i = 0; i < n_out; i++) {
@@ -855,6 +896,7 @@ int main(void) {
     }
     check_repack();
     check_kq_quantize();
+    printf("float matmul vs the double dot product: largest error %.3g of the bound\n", dd_seen);
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
     if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
