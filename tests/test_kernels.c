@@ -149,6 +149,7 @@ static void check_tall(const mlstack__kernels *k) {
             }
 }
 
+static double q41_seen; /* the largest relative rms error of Q4_1 weights */
 static double dd_seen; /* the largest error vs the double dot product, as a fraction of its bound */
 static void check_path(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_F32, MLSTACK__W_F16, MLSTACK__W_BF16, MLSTACK__W_Q8_0, MLSTACK__W_Q4_1};
@@ -291,7 +292,13 @@ static void check_path(const mlstack__kernels *k) {
                            "sum |w x|",
                            k->name, pk ? " p16" : "", wt, n_in, dd_worst);
                 if (dd_worst > dd_seen) dd_seen = dd_worst;
-                /* quantized weights stay close to the f32 matrix they came from */
+                /* quantized weights stay close to the f32 matrix they came from. Weights uniform in
+                   [-1, 1] (rms 1/sqrt(3)): Q8_0 rounds them to steps of max|w|/127, Q4_1 to steps of
+                   (max - min)/15 ~ 1.88/15 per block of 32, whose rounding error is uniform, rms
+                   step/sqrt(12): 0.036, 0.063 of the weights' rms, and so of y's (the errors are
+                   independent of x). The bound, 0.085, allows for the activations' rounding to 8 bits
+                   and the spread of an estimate from 101 outputs; rounding toward zero instead (rms
+                   step/sqrt(3)) gives 0.125, which the old bound (0.15) let through. */
                 if (quant) {
                     double err = 0, ref = 0;
                     for (i = 0; i < n_out; i++) {
@@ -299,8 +306,9 @@ static void check_path(const mlstack__kernels *k) {
                         err += (y[i] - r) * (y[i] - r);
                         ref += r * r;
                     }
-                    CHECKF(sqrt(err / ref) < (wt == MLSTACK__W_Q8_0 ? 0.02 : 0.15),
+                    CHECKF(sqrt(err / ref) < (wt == MLSTACK__W_Q8_0 ? 0.02 : 0.085),
                            "%s wtype %d: relative rms error %.3g", k->name, wt, sqrt(err / ref));
+                    if (wt == MLSTACK__W_Q4_1 && sqrt(err / ref) > q41_seen) q41_seen = sqrt(err / ref);
                 }
                 free(wf), free(wd), free(x), free(yref), free(y), free(y1), free(scratch), free(xq), free(packed);
             }
@@ -897,6 +905,7 @@ int main(void) {
     check_repack();
     check_kq_quantize();
     printf("float matmul vs the double dot product: largest error %.3g of the bound\n", dd_seen);
+    printf("Q4_1 weights: largest relative rms error of a matmul %.3g\n", q41_seen);
 #if defined(MLSTACK__HAVE_AVX512)
     /* AVX-512 without VNNI (int8 through the AVX2 kernels), which a VNNI CPU never selects */
     if (mlstack__kernels_select(mlstack__isa_parse("avx512"), 0) !=
