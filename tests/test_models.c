@@ -1,8 +1,8 @@
 /* Every tiny reference model in tests/fixtures/models/ (made by tools/make_fixtures.py with
    transformers): our logits at every prompt position match transformers' within 1e-4, and the
    32-token greedy continuation is identical. With keys and values stored as BF16 our logits
-   match transformers' with the same rounding (kv_bf16.bin, see KV_BF16_TOL). Also: results do not depend on the thread count or
-   on what else shares the batch (bit-identical). */
+   match transformers' with the same rounding (kv_bf16.bin, see KV_BF16_TOL). Also: results do
+   not depend on the thread count or on what else shares the batch (bit-identical). */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -107,6 +107,7 @@ static void check_model(const char *name) {
     md.path = dir;
     if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
         CHECKF(0, "%s: open failed: %s", name, err.message);
+        free(kv_ref);
         mlstack__json_free(&doc);
         free(text);
         return;
