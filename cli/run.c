@@ -1,6 +1,6 @@
 /* mlstack run, eval, info, tokenize, template, kl, quantize. */
 #include "cli.h"
-#include "quality.h"
+#include "../tools/quality.h"
 
 #include <stdlib.h>
 #include <string.h>
