@@ -87,7 +87,7 @@ NEON_RUNS     = $(B)/aarch64/max/test_kernels $(foreach c,max cortex-a53,$(B)/aa
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
 # `make` builds the CLI and the examples in parallel; both link the same implementation objects
-# (build/cli/impl_part*.o), so the header's implementation is compiled once.
+# (build/cli/cli_impl_part*.o), so the header's implementation is compiled once.
 all:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/mlstack $(EXAMPLES)
 
@@ -95,10 +95,10 @@ all:
 # apart from the command files (cli/impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
 # MLSTACK_IMPLEMENTATION_PART=1..6, six translation units that build in parallel) ----
 IMPL_PARTS = 1 2 3 4 5 6
-CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/impl_part$(k).o)
+CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
 CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h
-$(B)/cli/impl_part%.o: cli/impl.c mlstack.h
+$(B)/cli/cli_impl_part%.o: cli/impl.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<
 $(B)/cli/%.o: cli/%.c $(CLI_HDRS)
