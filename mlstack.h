@@ -1567,8 +1567,9 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    gives them external linkage, and compiles each test with MLSTACK__IMPORT_INTERNALS, which keeps
    every type, macro and prototype but turns each function definition (these and the public ones)
    into a GNU inline definition that is never compiled on its own: the calls go to the shared
-   object, and the test does not optimise and instrument 19k lines again (gcc: with -fno-inline,
-   since its inliner would compile those bodies after all). Both are for the Makefile only. */
+   object, and the test does not optimise and instrument the implementation again (gcc: with
+   -fno-inline, since its inliner would compile those bodies after all). Both are for the Makefile
+   only. */
 #if defined(MLSTACK__EXPORT_INTERNALS)
 #define MLSTACK__FN
 #define MLSTACK__VAR

@@ -1,4 +1,4 @@
-/* The JSON parser (section 3) against RFC 8259: every escape, \u escapes and surrogate pairs
+/* The JSON parser (>>json) against RFC 8259: every escape, \u escapes and surrogate pairs
    checked byte by byte, invalid UTF-8 and control characters, number forms and their int64
    range, the nesting limit, trailing garbage, and JSONTestSuite-style y_ (must accept) and
    n_ (must reject) cases written inline. Every rejection must say where: "line" and "column". */

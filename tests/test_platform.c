@@ -1,4 +1,4 @@
-/* The platform layer (section 2) on whatever host runs it: POSIX or Win32 (under Wine in make
+/* The platform layer (>>platform) on whatever host runs it: POSIX or Win32 (under Wine in make
    test), 64- or 32-bit. UTF-8 paths through every file call (on Windows a name outside the ANSI
    code page only survives the wide calls), files beyond a 32-bit address space refused with a
    clear message, the thread pool and locks, timers and CPU counts. */

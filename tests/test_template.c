@@ -1,4 +1,4 @@
-/* Chat templates (section 8): byte-identical with transformers/jinja2 on the recorded fixtures
+/* Chat templates (>>template): byte-identical with transformers/jinja2 on the recorded fixtures
    (tests/fixtures/template/, made by tools/make_template_fixtures.py), errors where they error,
    bounded failure on runaway templates, clear errors for unsupported constructs. */
 #define MLSTACK_IMPLEMENTATION

@@ -1,4 +1,4 @@
-/* Fuzz target for the server's HTTP/1.1 request reader (tools/http.h, the code `mlstack serve`
+/* Fuzz target for the server's HTTP/1.1 request reader (cli/http.h, the code `mlstack serve`
    runs) and the JSON parse of a completion request's body.
    libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DMLSTACK_LIBFUZZER -I. tests/fuzz/fuzz_http.c
    Replay:     cc -I. tests/fuzz/fuzz_http.c -lpthread -lm && ./a.out FILE_OR_DIR...
@@ -13,7 +13,7 @@
 #include "mlstack.h"
 /* 1 KB instead of 16: the head, chunk-line and trailer limits (431) within reach of short inputs */
 #define HTTP_MAX_HEAD 1024
-#include "tools/http.h"
+#include "cli/http.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,8 @@
-/* mlstack command-line tool: main(), option parsing, per-command help, shared helpers. */
+/* mlstack command-line tool: what several command files share (declared in cli.h): the option
+   table and its parser, the model and sampling options' help, the mesh options (--ranks, --stages,
+   --rank-mode), opening a model and its engine, progress lines, file and id readers, a JSON-quoting
+   buffer, and the MPI job's transport in mlstack-mpi. main.c holds main() and the command table;
+   nothing here calls a command. */
 #include "cli.h"
 #if defined(MLSTACK_CUDA) /* make cuda: build/cuda/mlstack, --gpu runs the forward pass on a GPU */
 #include "mlstack_cuda.h"
@@ -7,13 +11,24 @@
 #include "mlstack_mpi.h"
 static mlstack_transport g_mpi;
 const mlstack_transport *cli_transport(void) { return &g_mpi; }
-#else
-const mlstack_transport *cli_transport(void) { return NULL; }
-#endif
-#if defined(MLSTACK_MPI)
 /* At exit: MPI_Finalize, or MPI_Abort after a failed exchange (a stopped peer would hold
    MPI_Finalize forever after the failure has been reported). */
 static void mpi_end(void) { mlstack_mpi_finalize(&g_mpi, 1); }
+int cli_transport_start(int *argc, char ***argv) {
+    MPI_Init(argc, argv);
+    atexit(mpi_end);
+    if (mlstack_mpi_transport(MPI_COMM_WORLD, &g_mpi) != 0) {
+        fprintf(stderr, "mlstack: MPI: no transport\n");
+        return 2;
+    }
+    return 0;
+}
+#else
+const mlstack_transport *cli_transport(void) { return NULL; }
+int cli_transport_start(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    return 0;
+}
 #endif
 
 #include <stdarg.h>
@@ -22,33 +37,13 @@ static void mpi_end(void) { mlstack_mpi_finalize(&g_mpi, 1); }
 #include <string.h>
 #if defined(_WIN32)
 #include <windows.h>
-#include <shellapi.h>
 #include <io.h>
 #define isatty _isatty
-#define setenv(name, value, overwrite) _putenv_s(name, value) /* callers always overwrite */
 #else
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #endif
-
-static const char *USAGE =
-    "usage: mlstack COMMAND [options]      (mlstack COMMAND --help for a command's options)\n"
-    "\n"
-    "commands:\n"
-    "  run      -m DIR [-p TEXT | --ids 1,2,3 | < FILE]  generate a continuation, streamed to stdout\n"
-    "  chat     -m DIR [--system TEXT]     interactive chat through the model's chat template\n"
-    "  serve    -m DIR [--port 8080]       OpenAI-compatible HTTP server (chat/completions, SSE)\n"
-    "  bench    (-m DIR | --shape CONFIG.json)  prompt and generation tokens/s, serving modes\n"
-    "  eval     -m DIR --ids 1,2,3 [--all] logits, one row per position (%.6g, space-separated)\n"
-    "  info     -m DIR                     architecture, sizes, dtypes and memory plan\n"
-    "  tokenize -m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)\n"
-    "  template -m DIR --messages F.json [--add-generation-prompt]  the chat template, raw\n"
-    "  kl       -m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights\n"
-    "  quantize -m DIR --quant TYPE -o OUT[.gguf]  a folder (or GGUF file) of quantized weights\n"
-    "\n"
-    "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
-    "or a llama.cpp GGUF file.\n";
 
 static const char *MODEL_OPTS =
     "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
@@ -86,97 +81,7 @@ static const char *SAMPLING_OPTS =
     "                           is unchanged, sampled output keeps its distribution\n"
     "      --spec-tokens N      drafted tokens per step (default 8 for ngram, 4 for a draft model)\n";
 
-typedef struct cmd_help {
-    const char *cmd, *synopsis, *text;
-    int model_opts, sampling_opts;
-} cmd_help;
-
-static const cmd_help HELP[] = {
-    {"run", "mlstack run -m DIR [-p TEXT | --ids 1,2,3 | < FILE] [options]",
-     "Generates a continuation, streamed to stdout; timings go to stderr. Without -p or --ids the\n"
-     "prompt is read from stdin.\n"
-     "  -p, --prompt TEXT        prompt text; BOS/EOS added as the tokenizer says unless --no-special\n"
-     "      --ids LIST           prompt as comma-separated token ids\n"
-     "      --chat               the prompt is one user message: apply the chat template (with\n"
-     "                           --system TEXT as the system message) and stop at end of turn\n"
-     "      --system TEXT        (--chat) system message\n"
-     "      --content-specials M (--chat) text (default): special-token text in the prompt (say\n"
-     "                           \"<|im_end|>\") is encoded as plain text; parse: as special tokens,\n"
-     "                           as transformers' apply_chat_template(tokenize=True)\n"
-     "      --json               print one JSON object (text, ids, token counts, timings) instead\n"
-     "      --no-special         encode without adding special tokens\n"
-     "      --ignore-eos         keep generating past end-of-sequence tokens\n"
-     "      --json-schema FILE   (run) constrain the output to JSON valid for the schema in FILE\n"
-     "      --grammar FILE       (run) constrain the output to the GBNF grammar in FILE\n"
-     "      --regex RE           (run) constrain the output to a whole match of RE\n"
-     "      --profile FILE       write a Chrome trace of every eval to FILE and an op summary to stderr\n",
-     1, 1},
-    {"chat", "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
-     "An interactive conversation through the model's chat template. On a terminal: line editing\n"
-     "(arrows, Home/End, Ctrl-A/E/K/U/W), history (up/down), multi-line input (end a line with \\,\n"
-     "or paste), Ctrl-C stops the answer, Ctrl-D on an empty line quits. Piped stdin: one user\n"
-     "turn per line (a line ending in \\ continues). Type /help in the chat for its commands.\n"
-     "Earlier turns' KV is reused from the prefix cache.\n"
-     "      --system TEXT        system message\n"
-     "      --content-specials M text (default): special-token text in messages is plain text;\n"
-     "                           parse: special tokens, as apply_chat_template(tokenize=True)\n"
-     "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
-     "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
-     1, 1},
-    {"serve", NULL, NULL, 0, 0}, /* cli_cmd_serve has its own parser and help */
-    {"bench", NULL, NULL, 0, 0},
-    {"eval", "mlstack eval -m DIR --ids 1,2,3 [--all] [--bits]",
-     "Prints logits as text, space-separated %.6g, one row per position (only the last position\n"
-     "without --all). Keys and values are kept in f32.\n"
-     "      --ids LIST           comma-separated token ids\n"
-     "      --all                every position\n"
-     "      --bits               each logit as the 8 hex digits of its IEEE-754 bits (exact: for\n"
-     "                           comparing builds, kernel paths and machines)\n",
-     1, 0},
-    {"info", "mlstack info -m DIR", "Architecture, sizes, dtypes, kernels and the KV memory plan.\n", 1, 0},
-    {"tokenize", "mlstack tokenize -m DIR [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
-     "Ids (and pieces) as Hugging Face tokenizers gives them; needs only tokenizer.json\n"
-     "(+ tokenizer_config.json) in DIR.\n"
-     "  -f, --file FILE          read the text from FILE, byte for byte\n"
-     "      --ids-only           print only the ids, space-separated on one line\n"
-     "      --no-special         add_special_tokens=False (no BOS/EOS added)\n",
-     0, 0},
-    {"template", "mlstack template -m DIR --messages F.json [--add-generation-prompt]",
-     "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
-     "stdout; needs only the tokenizer files.\n",
-     0, 0},
-    {"kl", "mlstack kl -m DIR -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
-     "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
-     "top-1 agreement and perplexities.\n"
-     "  -f, --file FILE          the text\n"
-     "      --files A,B          compare these models (GGUF files or folders, weights as stored)\n"
-     "                           with -m instead of -m quantized at load\n"
-     "      --tokens N           at most N tokens of it\n",
-     1, 0},
-    {"quantize", "mlstack quantize -m DIR|FILE.gguf [--quant TYPE] -o OUT|OUT.gguf [--rows]",
-     "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
-     "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
-     "TYPE: q8_0 or q4_1 (mlstack's formats; into a GGUF file llama.cpp's Q8_0 / Q4_1 file types,\n"
-     "made as llama-quantize makes them), or a llama.cpp file type (see --quant): the same tensor\n"
-     "types and, from the same float weights, the same bytes as llama-quantize without an imatrix.\n"
-     "The folder's model.safetensors holds each Q8_0/Q4_1 projection as the P16 panels the SIMD\n"
-     "kernels read (U8 tensors marked \"mlstack.layout.NAME\": \"P16\" in its metadata): opening it\n"
-     "maps them in place, with no copy and no packing at start (the scalar kernels, --ranks and\n"
-     "saving derive the rows from them exactly).\n"
-     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n"
-     "      --rows               the folder with the blocks as rows (the format of builds before\n"
-     "                           panels were saved; every engine packs them at start)\n",
-     1, 0},
-};
-
-static const cmd_help *find_help(const char *cmd) {
-    size_t i;
-    for (i = 0; i < sizeof HELP / sizeof HELP[0]; i++)
-        if (strcmp(HELP[i].cmd, cmd) == 0) return &HELP[i];
-    return NULL;
-}
-
-static void print_help(const cmd_help *h) {
+static void print_help(const cli_help *h) {
     printf("usage: %s\n\n%s", h->synopsis, h->text);
     if (h->model_opts) printf("%s", MODEL_OPTS);
     if (h->sampling_opts) printf("%s", SAMPLING_OPTS);
@@ -336,8 +241,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     int i, r;
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
-    o->cmd = argv[1];
-    for (i = 2; i < argc; i++) {
+    o->cmd = argv[0];
+    for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
         if ((r = cli_parse_opt(OPTS, sizeof OPTS / sizeof OPTS[0], o, o->cmd, argc, argv, &i)) == 2) return 2;
@@ -355,6 +260,16 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
         return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
+}
+
+int cli_run_with_opts(int argc, char **argv, const cli_help *h, int (*fn)(const cli_opts *o)) {
+    cli_opts o;
+    int r = parse_args(argc, argv, &o);
+    if (r == 1) {
+        print_help(h);
+        return 0;
+    }
+    return r ? r : fn(&o);
 }
 
 int cli_parse_ids(const char *s, int32_t **out) {
@@ -538,11 +453,56 @@ int cli_spec_setup(const char *spec, int spec_tokens, const char *model_path, ml
     return 0;
 }
 
+/* --ranks, --stages, --rank-mode as cli_mesh_options found them (0: not given). */
+static struct {
+    int n_ranks, n_stages;
+    mlstack_rank_mode rank_mode;
+} g_mesh;
+
+int cli_mesh_options(int *argc, char **argv) {
+    int i, j;
+    for (i = j = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < *argc && *argc > 1 && strcmp(argv[1], "bench") == 0) {
+            argv[j++] = argv[i];
+        } else if ((strcmp(argv[i], "--stages") == 0 || strcmp(argv[i], "--ranks") == 0) && i + 1 < *argc) {
+            /* the engine's limit, checked here so that the message names the option given */
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || v < 1 || v > 4096) {
+                fprintf(stderr, "mlstack: %s %s: expected a %s count from 1 to 4096\n", argv[i], argv[i + 1],
+                        strcmp(argv[i], "--ranks") == 0 ? "rank" : "stage");
+                return 2;
+            }
+            if (strcmp(argv[i], "--ranks") == 0) g_mesh.n_ranks = (int)v;
+            else
+                g_mesh.n_stages = (int)v;
+            i++;
+        } else if (strcmp(argv[i], "--rank-mode") == 0 && i + 1 < *argc) {
+            if (strcmp(argv[i + 1], "gather") != 0 && strcmp(argv[i + 1], "reduce") != 0) {
+                fprintf(stderr, "mlstack: --rank-mode %s: expected gather or reduce\n", argv[i + 1]);
+                return 2;
+            }
+            g_mesh.rank_mode = strcmp(argv[++i], "gather") == 0 ? MLSTACK_RANK_GATHER : MLSTACK_RANK_REDUCE;
+        } else {
+            argv[j++] = argv[i];
+        }
+    }
+    *argc = j;
+    return 0;
+}
+
 mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, int gpu, mlstack_engine **e,
                                mlstack_error *err) {
-    if (!gpu) return mlstack_engine_init(m, ed, e, err);
+    mlstack_engine_desc d = *ed;
+    /* the mesh options fill the fields the caller left at their defaults (where the engine would
+       read MLSTACK_RANKS, MLSTACK_STAGES, MLSTACK_RANK_MODE); an MPI job's ranks are its
+       processes, and a GPU engine is one rank */
+    if (!d.n_ranks && !d.transport && !gpu) d.n_ranks = g_mesh.n_ranks;
+    if (!d.n_stages) d.n_stages = g_mesh.n_stages;
+    if (d.rank_mode == MLSTACK_RANK_DEFAULT) d.rank_mode = g_mesh.rank_mode;
+    if (!gpu) return mlstack_engine_init(m, &d, e, err);
 #if defined(MLSTACK_CUDA)
-    return mlstack_cuda_engine_init(m, ed, NULL, e, err);
+    return mlstack_cuda_engine_init(m, &d, NULL, e, err);
 #else
     *e = NULL;
     err->code = MLSTACK_ERR_NO_BACKEND;
@@ -584,11 +544,12 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
         else
             return cli_die("--head-quant %s: expected q8_0, q4_1 or keep", o->head_quant);
     }
-    /* sharded (--ranks N, or an MPI job): each rank quantizes only its own rows */
+    /* sharded (--ranks N; without it MLSTACK_RANKS, which the engine reads then; or an MPI job):
+       each rank quantizes only its own rows */
 #if defined(MLSTACK_MPI)
     md.defer_quant = 1;
 #else
-    md.defer_quant = getenv("MLSTACK_RANKS") && atoi(getenv("MLSTACK_RANKS")) > 1;
+    md.defer_quant = g_mesh.n_ranks ? g_mesh.n_ranks > 1 : getenv("MLSTACK_RANKS") && atoi(getenv("MLSTACK_RANKS")) > 1;
 #endif
     cli_progress(o->quant ? "loading %s and quantizing its weights..." : "loading %s...", o->model);
     if (mlstack_model_open(&md, m, &err) != MLSTACK_OK) {
@@ -723,105 +684,4 @@ int cli_buf_json(cli_buf *b, const char *s, size_t n) {
 void cli_buf_free(cli_buf *b) {
     free(b->p);
     memset(b, 0, sizeof *b);
-}
-
-#if defined(_WIN32)
-/* The command line as UTF-8 (the library's text and paths are UTF-8; main's argv is in the ANSI
-   code page, which cannot hold most of Unicode). Lives as long as the process. */
-static char **utf8_argv(int *argc) {
-    int n = 0, i;
-    LPWSTR *w = CommandLineToArgvW(GetCommandLineW(), &n);
-    char **a = w ? (char **)calloc((size_t)n + 1, sizeof *a) : NULL;
-    for (i = 0; a && i < n; i++) {
-        int len = WideCharToMultiByte(CP_UTF8, 0, w[i], -1, NULL, 0, NULL, NULL);
-        a[i] = len > 0 ? (char *)malloc((size_t)len) : NULL;
-        if (!a[i] || WideCharToMultiByte(CP_UTF8, 0, w[i], -1, a[i], len, NULL, NULL) <= 0) a = NULL;
-    }
-    if (w) LocalFree(w);
-    if (a) *argc = n;
-    return a;
-}
-#endif
-
-int main(int argc, char **argv) {
-    cli_opts o;
-    const cmd_help *h;
-    int r, i, j;
-#if defined(_WIN32)
-    {
-        char **u = utf8_argv(&argc);
-        if (u) argv = u;
-    }
-#endif
-    /* --ranks N (any command): engines shard the model over N thread ranks (MLSTACK_RANKS);
-       --stages S: in S pipeline stages (MLSTACK_STAGES); --rank-mode gather|reduce: how they
-       split the output projections (MLSTACK_RANK_MODE). bench takes a list of rank counts and
-       reads --ranks itself. */
-    for (i = j = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc && argc > 1 && strcmp(argv[1], "bench") == 0) {
-            argv[j++] = argv[i];
-        } else if ((strcmp(argv[i], "--stages") == 0 || strcmp(argv[i], "--ranks") == 0) && i + 1 < argc) {
-            /* the engine's limit (MLSTACK_RANKS / MLSTACK_STAGES), checked here so that the
-               message names the option given */
-            char *end;
-            long v = strtol(argv[i + 1], &end, 10);
-            if (end == argv[i + 1] || *end || v < 1 || v > 4096) {
-                fprintf(stderr, "mlstack: %s %s: expected a %s count from 1 to 4096\n", argv[i], argv[i + 1],
-                        strcmp(argv[i], "--ranks") == 0 ? "rank" : "stage");
-                return 2;
-            }
-            setenv(strcmp(argv[i], "--ranks") == 0 ? "MLSTACK_RANKS" : "MLSTACK_STAGES", argv[i + 1], 1);
-            i++;
-        } else if (strcmp(argv[i], "--rank-mode") == 0 && i + 1 < argc) {
-            if (strcmp(argv[i + 1], "gather") != 0 && strcmp(argv[i + 1], "reduce") != 0) {
-                fprintf(stderr, "mlstack: --rank-mode %s: expected gather or reduce\n", argv[i + 1]);
-                return 2;
-            }
-            setenv("MLSTACK_RANK_MODE", argv[++i], 1);
-        } else {
-            argv[j++] = argv[i];
-        }
-    }
-    argc = j;
-#if defined(MLSTACK_MPI)
-    MPI_Init(&argc, &argv);
-    atexit(mpi_end);
-    if (mlstack_mpi_transport(MPI_COMM_WORLD, &g_mpi) != 0) {
-        fprintf(stderr, "mlstack: MPI: no transport\n");
-        return 2;
-    }
-#endif
-    if (argc < 2) {
-        fputs(USAGE, stderr);
-        return 2;
-    }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        if (argc >= 3 && strcmp(argv[1], "help") == 0 && find_help(argv[2]) && find_help(argv[2])->text) {
-            print_help(find_help(argv[2]));
-            return 0;
-        }
-        fputs(USAGE, stdout);
-        return 0;
-    }
-    if (strcmp(argv[1], "bench") == 0) return cli_cmd_bench(argc, argv);
-    if (strcmp(argv[1], "serve") == 0) return cli_cmd_serve(argc - 1, argv + 1);
-    h = find_help(argv[1]);
-    if (!h) {
-        fprintf(stderr, "mlstack: unknown command '%s' (see mlstack --help)\n", argv[1]);
-        return 2;
-    }
-    r = parse_args(argc, argv, &o);
-    if (r == 1) {
-        print_help(h);
-        return 0;
-    }
-    if (r) return r;
-    if (strcmp(o.cmd, "run") == 0) return cli_cmd_run(&o);
-    if (strcmp(o.cmd, "tokenize") == 0) return cli_cmd_tokenize(&o);
-    if (strcmp(o.cmd, "quantize") == 0) return cli_cmd_quantize(&o);
-    if (strcmp(o.cmd, "template") == 0) return cli_cmd_template(&o);
-    if (strcmp(o.cmd, "chat") == 0) return cli_cmd_chat(&o);
-    if (strcmp(o.cmd, "kl") == 0) return cli_cmd_kl(&o);
-    if (strcmp(o.cmd, "eval") == 0) return cli_cmd_eval(&o);
-    return cli_cmd_info(&o);
 }

@@ -102,7 +102,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
     b->dtype = MLSTACK_DTYPE_F32;
     b->requests = 32;
     b->rate = 4;
-    for (i = 2; i < argc; i++) {
+    for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(s, l) (strcmp(a, s) == 0 || strcmp(a, l) == 0)
 #define VALUE()                                               \

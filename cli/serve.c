@@ -450,7 +450,7 @@ static void linger_close(conn *c) {
     c->closed = 1;
 }
 
-/* The request reader (tools/http.h) receives through these: the socket, under the deadline and
+/* The request reader (http.h) receives through these: the socket, under the deadline and
    the shutdown flag. */
 static long conn_recv(void *ctx, char *dst, size_t room, double deadline) {
     conn *c = (conn *)ctx;

@@ -1,4 +1,4 @@
-/* The HTTP/1.1 request reader of `mlstack serve` (tools/cli_serve.c), kept apart from sockets so
+/* The HTTP/1.1 request reader of `mlstack serve` (cli/serve.c), kept apart from sockets so
    that the fuzz target tests/fuzz/fuzz_http.c runs the very code the server runs. Bytes come in
    through http_in.recv (the server: poll + recv on the socket; the fuzz target: the input in
    pieces); the reader frames one request (request line, headers, a Content-Length or chunked

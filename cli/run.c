@@ -1,6 +1,6 @@
 /* mlstack run, eval, info, tokenize, template, kl, quantize. */
 #include "cli.h"
-#include "quality.h"
+#include "../tools/quality.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +154,7 @@ static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab 
     return rc;
 }
 
-int cli_cmd_run(const cli_opts *o) {
+static int cmd_run(const cli_opts *o) {
     mlstack_model *m;
     mlstack_engine *e;
     mlstack_generate_desc g;
@@ -300,7 +300,7 @@ int cli_cmd_run(const cli_opts *o) {
 }
 
 /* template: renders the folder's chat template over --messages F.json, raw to stdout. */
-int cli_cmd_template(const cli_opts *o) {
+static int cmd_template(const cli_opts *o) {
     mlstack_chat_template *tpl;
     mlstack_template_options to;
     mlstack_error err;
@@ -331,7 +331,7 @@ int cli_cmd_template(const cli_opts *o) {
 
 /* kl: quantized vs as-stored weights over a text (-f FILE): mean KL divergence of next-token
    distributions, top-1 agreement and perplexities, per --quant type. */
-int cli_cmd_kl(const cli_opts *o) {
+static int cmd_kl(const cli_opts *o) {
     static const struct {
         const char *name;
         mlstack_dtype type;
@@ -374,7 +374,7 @@ int cli_cmd_kl(const cli_opts *o) {
     ed.kv_type = MLSTACK_KV_F32; /* only the weights differ between the two runs */
     ed.kv_mem =
         (uint64_t)(n + 64) * (uint64_t)info.n_layers * 2 * (uint64_t)info.n_kv_heads * (uint64_t)info.head_dim * 4;
-    if (!rc && mlstack_engine_init(ref, &ed, &re, &err) != MLSTACK_OK) {
+    if (!rc && cli_engine_init(ref, &ed, 0, &re, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
     }
@@ -399,7 +399,7 @@ int cli_cmd_kl(const cli_opts *o) {
         md.path = o->files ? name : o->model;
         md.quant = o->files || mix ? (mlstack_dtype)0 : types[t].type;
         md.quant_mix = o->files ? NULL : mix;
-        if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || mlstack_engine_init(qm, &ed, &qe, &err) != MLSTACK_OK) {
+        if (mlstack_model_open(&md, &qm, &err) != MLSTACK_OK || cli_engine_init(qm, &ed, 0, &qe, &err) != MLSTACK_OK) {
             fprintf(stderr, "mlstack: %s\n", err.message);
             rc = 1;
             break;
@@ -424,7 +424,7 @@ int cli_cmd_kl(const cli_opts *o) {
 
 /* quantize: open with --quant, write the folder with mlstack_model_save (panels; --rows: rows), or (-o NAME.gguf) a
    GGUF file with mlstack_model_save_gguf (--quant may then be left out: weights as stored). */
-int cli_cmd_quantize(const cli_opts *o) {
+static int cmd_quantize(const cli_opts *o) {
     mlstack_model *m;
     mlstack_error err;
     int rc;
@@ -463,7 +463,7 @@ int cli_cmd_quantize(const cli_opts *o) {
 
 /* tokenize: needs only tokenizer.json (+ tokenizer_config.json) in DIR. Text from -p, -f FILE
    (bytes as they are) or the first free argument. */
-int cli_cmd_tokenize(const cli_opts *o) {
+static int cmd_tokenize(const cli_opts *o) {
     mlstack_tokenizer *tok;
     mlstack_error err;
     char *text = NULL;
@@ -507,7 +507,7 @@ int cli_cmd_tokenize(const cli_opts *o) {
     return rc;
 }
 
-int cli_cmd_eval(const cli_opts *o) {
+static int cmd_eval(const cli_opts *o) {
     mlstack_model *m;
     mlstack_engine *e;
     mlstack_model_info info;
@@ -556,7 +556,7 @@ int cli_cmd_eval(const cli_opts *o) {
     return rc;
 }
 
-int cli_cmd_info(const cli_opts *o) {
+static int cmd_info(const cli_opts *o) {
     mlstack_model *m;
     mlstack_model_info in;
     mlstack_engine *e;
@@ -621,3 +621,87 @@ int cli_cmd_info(const cli_opts *o) {
     mlstack_model_close(m);
     return 0;
 }
+
+/* ---- entry points (main.c's table) and their help ---- */
+
+static const cli_help HELP_RUN = {
+    "mlstack run -m DIR [-p TEXT | --ids 1,2,3 | < FILE] [options]",
+    "Generates a continuation, streamed to stdout; timings go to stderr. Without -p or --ids the\n"
+    "prompt is read from stdin.\n"
+    "  -p, --prompt TEXT        prompt text; BOS/EOS added as the tokenizer says unless --no-special\n"
+    "      --ids LIST           prompt as comma-separated token ids\n"
+    "      --chat               the prompt is one user message: apply the chat template (with\n"
+    "                           --system TEXT as the system message) and stop at end of turn\n"
+    "      --system TEXT        (--chat) system message\n"
+    "      --content-specials M (--chat) text (default): special-token text in the prompt (say\n"
+    "                           \"<|im_end|>\") is encoded as plain text; parse: as special tokens,\n"
+    "                           as transformers' apply_chat_template(tokenize=True)\n"
+    "      --json               print one JSON object (text, ids, token counts, timings) instead\n"
+    "      --no-special         encode without adding special tokens\n"
+    "      --ignore-eos         keep generating past end-of-sequence tokens\n"
+    "      --json-schema FILE   (run) constrain the output to JSON valid for the schema in FILE\n"
+    "      --grammar FILE       (run) constrain the output to the GBNF grammar in FILE\n"
+    "      --regex RE           (run) constrain the output to a whole match of RE\n"
+    "      --profile FILE       write a Chrome trace of every eval to FILE and an op summary to stderr\n",
+    1, 1};
+int cli_cmd_run(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_RUN, cmd_run); }
+
+static const cli_help HELP_EVAL = {
+    "mlstack eval -m DIR --ids 1,2,3 [--all] [--bits]",
+    "Prints logits as text, space-separated %.6g, one row per position (only the last position\n"
+    "without --all). Keys and values are kept in f32.\n"
+    "      --ids LIST           comma-separated token ids\n"
+    "      --all                every position\n"
+    "      --bits               each logit as the 8 hex digits of its IEEE-754 bits (exact: for\n"
+    "                           comparing builds, kernel paths and machines)\n",
+    1, 0};
+int cli_cmd_eval(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_EVAL, cmd_eval); }
+
+static const cli_help HELP_INFO = {"mlstack info -m DIR",
+                                   "Architecture, sizes, dtypes, kernels and the KV memory plan.\n", 1, 0};
+int cli_cmd_info(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_INFO, cmd_info); }
+
+static const cli_help HELP_TOKENIZE = {
+    "mlstack tokenize -m DIR [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
+    "Ids (and pieces) as Hugging Face tokenizers gives them; needs only tokenizer.json\n"
+    "(+ tokenizer_config.json) in DIR.\n"
+    "  -f, --file FILE          read the text from FILE, byte for byte\n"
+    "      --ids-only           print only the ids, space-separated on one line\n"
+    "      --no-special         add_special_tokens=False (no BOS/EOS added)\n",
+    0, 0};
+int cli_cmd_tokenize(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_TOKENIZE, cmd_tokenize); }
+
+static const cli_help HELP_TEMPLATE = {
+    "mlstack template -m DIR --messages F.json [--add-generation-prompt]",
+    "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
+    "stdout; needs only the tokenizer files.\n",
+    0, 0};
+int cli_cmd_template(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_TEMPLATE, cmd_template); }
+
+static const cli_help HELP_KL = {
+    "mlstack kl -m DIR -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
+    "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
+    "top-1 agreement and perplexities.\n"
+    "  -f, --file FILE          the text\n"
+    "      --files A,B          compare these models (GGUF files or folders, weights as stored)\n"
+    "                           with -m instead of -m quantized at load\n"
+    "      --tokens N           at most N tokens of it\n",
+    1, 0};
+int cli_cmd_kl(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_KL, cmd_kl); }
+
+static const cli_help HELP_QUANTIZE = {
+    "mlstack quantize -m DIR|FILE.gguf [--quant TYPE] -o OUT|OUT.gguf [--rows]",
+    "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
+    "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
+    "TYPE: q8_0 or q4_1 (mlstack's formats; into a GGUF file llama.cpp's Q8_0 / Q4_1 file types,\n"
+    "made as llama-quantize makes them), or a llama.cpp file type (see --quant): the same tensor\n"
+    "types and, from the same float weights, the same bytes as llama-quantize without an imatrix.\n"
+    "The folder's model.safetensors holds each Q8_0/Q4_1 projection as the P16 panels the SIMD\n"
+    "kernels read (U8 tensors marked \"mlstack.layout.NAME\": \"P16\" in its metadata): opening it\n"
+    "maps them in place, with no copy and no packing at start (the scalar kernels, --ranks and\n"
+    "saving derive the rows from them exactly).\n"
+    "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n"
+    "      --rows               the folder with the blocks as rows (the format of builds before\n"
+    "                           panels were saved; every engine packs them at start)\n",
+    1, 0};
+int cli_cmd_quantize(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_QUANTIZE, cmd_quantize); }

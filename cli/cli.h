@@ -1,11 +1,14 @@
 /* mlstack command-line tool: what the command files share (options, helpers, entry points).
    One binary, one file per command group:
-     cli_main.c   the implementation of mlstack.h, main(), the global usage text
-     cli_run.c    run, eval, info, tokenize, template, kl, quantize
-     cli_chat.c   chat: interactive terminal chat (line editor, history, commands)
-     cli_serve.c  serve: OpenAI-compatible HTTP server (POSIX sockets + pthreads)
-     cli_bench.c  bench
-   Only public mlstack.h calls are used here; nothing reaches into the implementation. */
+     main.c     main() and the command table (name, entry, help line)
+     common.c   the helpers declared here: options, model and engine opening, progress, buffers
+     run.c      run, eval, info, tokenize, template, kl, quantize
+     chat.c     chat: interactive terminal chat (line editor, history, commands)
+     serve.c    serve: OpenAI-compatible HTTP server (POSIX sockets + pthreads; http.h reads requests)
+     bench.c    bench
+     impl.c     the implementation of mlstack.h (impl_cuda.cu: with the CUDA companion)
+   main.c calls the commands, the commands call common.c, and nothing calls main.c. Only public
+   mlstack.h calls are used here; nothing reaches into the implementation. */
 #ifndef MLSTACK_CLI_H
 #define MLSTACK_CLI_H
 
@@ -84,7 +87,7 @@ int cli_chat_encode(const mlstack_chat_template *tpl, mlstack_tokenizer *tok, co
                     const char *content_specials, int32_t **ids);
 /* An engine on m: the CPU's (mlstack_engine_init), or with gpu the CUDA companion's
    (mlstack_cuda_engine_init, in a CLI built with MLSTACK_CUDA by `make cuda`; elsewhere it fails
-   saying how to get one). */
+   saying how to get one). ed as given, plus the mesh options (cli_mesh_options). */
 mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, int gpu, mlstack_engine **e,
                                mlstack_error *err);
 /* Opens -m (and an engine with max_seqs seqs when e is given), printing progress on a tty. */
@@ -118,18 +121,41 @@ int cli_buf_printf(cli_buf *b, const char *fmt, ...)
 int cli_buf_json(cli_buf *b, const char *s, size_t n);
 void cli_buf_free(cli_buf *b);
 
-/* Command entry points: argc/argv start at the command name (argv[0] = "run", ...). */
-int cli_cmd_run(const cli_opts *o);
-int cli_cmd_eval(const cli_opts *o);
-int cli_cmd_info(const cli_opts *o);
-int cli_cmd_tokenize(const cli_opts *o);
-int cli_cmd_template(const cli_opts *o);
-int cli_cmd_kl(const cli_opts *o);
-int cli_cmd_quantize(const cli_opts *o);
-int cli_cmd_chat(const cli_opts *o);
+/* A command's help for cli_run_with_opts: `usage: SYNOPSIS`, the text, then the model and the
+   sampling options' lists where asked for. */
+typedef struct cli_help {
+    const char *synopsis, *text;
+    int model_opts, sampling_opts;
+} cli_help;
+/* Parses argv (argv[0]: the command's name) by the options that every command but serve and bench
+   shares and runs fn on them; -h or --help prints h instead. Returns fn's exit code, 0 after the
+   help, 2 after a usage error (reported). */
+int cli_run_with_opts(int argc, char **argv, const cli_help *h, int (*fn)(const cli_opts *o));
+
+/* Command entry points, one signature (main.c's table): argc/argv start at the command name
+   (argv[0] = "run", ...); the return value is the exit code. */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_eval(int argc, char **argv);
+int cli_cmd_info(int argc, char **argv);
+int cli_cmd_tokenize(int argc, char **argv);
+int cli_cmd_template(int argc, char **argv);
+int cli_cmd_kl(int argc, char **argv);
+int cli_cmd_quantize(int argc, char **argv);
+int cli_cmd_chat(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
-/* The MPI job's transport in mlstack-mpi (make mpi), else NULL. */
-const mlstack_transport *cli_transport(void);
 int cli_cmd_serve(int argc, char **argv);
+
+/* --ranks N, --stages S, --rank-mode gather|reduce, which any command takes anywhere on its line
+   (bench reads its own --ranks, a list): takes them out of argv (argv[0] stays) and keeps them for
+   cli_engine_init, which puts them into the descriptor of every engine it starts (the fields
+   n_ranks, n_stages, rank_mode, where the caller left them 0). Returns 0, or 2 after reporting a
+   bad value. */
+int cli_mesh_options(int *argc, char **argv);
+/* mlstack-mpi (make mpi): MPI_Init and the job's transport (finalized at exit); elsewhere nothing.
+   Returns 0, or 2 after reporting why. */
+int cli_transport_start(int *argc, char ***argv);
+/* The MPI job's transport in mlstack-mpi, else NULL. */
+const mlstack_transport *cli_transport(void);
 
 #endif

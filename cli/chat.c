@@ -665,7 +665,7 @@ static int chat_command(chat *c, const char *line) {
     return 0;
 }
 
-int cli_cmd_chat(const cli_opts *o) {
+static int cmd_chat(const cli_opts *o) {
     chat c;
     chat_editor ed;
     cli_buf msg;
@@ -722,3 +722,20 @@ int cli_cmd_chat(const cli_opts *o) {
     mlstack_model_close(c.m);
     return rc;
 }
+
+/* ---- entry points (main.c's table) and their help ---- */
+
+static const cli_help HELP_CHAT = {
+    "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
+    "An interactive conversation through the model's chat template. On a terminal: line editing\n"
+    "(arrows, Home/End, Ctrl-A/E/K/U/W), history (up/down), multi-line input (end a line with \\,\n"
+    "or paste), Ctrl-C stops the answer, Ctrl-D on an empty line quits. Piped stdin: one user\n"
+    "turn per line (a line ending in \\ continues). Type /help in the chat for its commands.\n"
+    "Earlier turns' KV is reused from the prefix cache.\n"
+    "      --system TEXT        system message\n"
+    "      --content-specials M text (default): special-token text in messages is plain text;\n"
+    "                           parse: special tokens, as apply_chat_template(tokenize=True)\n"
+    "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
+    "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
+    1, 1};
+int cli_cmd_chat(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_CHAT, cmd_chat); }
