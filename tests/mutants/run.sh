@@ -1,82 +1,92 @@
 #!/usr/bin/env bash
-# Mutants: deliberate small bugs (tests/mutants/*.patch), each of which one test must catch.
-# They show that a check can fail. Not part of `make test`: each mutant needs its own build of
-# what it changes (a mutant of mlstack.h recompiles the implementation, a minute or two).
+# Mutants: deliberate small bugs (tests/mutants/*.patch), each of which a test must catch: they
+# show that a check can fail. Not part of `make test`: each rebuilds what it changes (a mutant of
+# mlstack.h recompiles the implementation, a few minutes on two cores).
 #
-#   bash tests/mutants/run.sh [PATCH...]      (default: every tests/mutants/*.patch)
+#   bash tests/mutants/run.sh [PATCH...]        (default: every tests/mutants/*.patch): each
+#                                               must be CAUGHT (a test fails)
+#   bash tests/mutants/run.sh -r REV PATCH...   the tests as they were at git revision REV (the
+#                                               old suite): CAUGHT or SURVIVED is reported, and
+#                                               SURVIVED is what shows the old suite missed it
+#   bash tests/mutants/run.sh -n [PATCH...]     no mutation: the same builds and runs must pass
 #
-# A patch is a `git diff` with header lines before the diff naming the test that must catch it:
-#   Test: TARGET [ARGS...]
-#   Before: TARGET [ARGS...]     (optional, any number: built and run first, their result not
-#                                 judged; e.g. the plain test_real_repro that writes the hashes)
-# TARGET is a make target (a test binary or a run script under build/), built and then run from
-# the scratch copy's root with ARGS. Other header lines say what the bug is and what catches it.
-# For each patch: the working tree (tracked and untracked files, not ignored ones) and build/
-# are copied to a scratch directory (times kept, so that only what the patch touches is rebuilt),
-# with models/ and ../shared linked to this checkout's, the patch applied
-# (it must apply), TARGET built and run. The mutant is caught when the run fails (exit status
-# not 0); a build failure counts as missed (the bug must compile). The run's last lines are
-# kept in the scratch directory's log. MUTANT_KEEP=1 keeps the scratch directories.
-# Ends with "N passed, N failed": caught mutants pass, missed ones fail; exit 1 on any miss.
+# A patch is a unified diff (`git diff`, applied with patch -p1) after header lines
+#   # test: TARGET [ARGS...]   a make target, then run from the copy's root with ARGS; every
+#                              such line in order (e.g. the plain test_real_repro that writes
+#                              the hashes, then the build that reads them); caught when one fails
+#   # also: TARGET [ARGS...]   with -r only: more of the old suite that might have caught it
+# and free text saying what the bug is and which check catches it.
+# Each mutant is applied to a copy of the tree in a temporary directory: the working tree's
+# tracked and untracked (not ignored) files with build/ beside them, times kept, so that only
+# what the patch touches is rebuilt; with -r, REV's files and an empty build/. models/ and
+# ../shared are linked to this checkout's. MUTANT_KEEP=1 keeps the copies (and their logs).
+# Ends with "N passed, N failed" (a mutant caught, or with -n a clean pass, is a pass; exit 1 on
+# any failure); with -r, "N caught, N survived by the tests of REV" (exit 0: that is the report).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-if [ $# -eq 0 ]; then set -- tests/mutants/*.patch; fi
+rev= nomut=0
+while getopts "r:n" o; do
+    case $o in
+    r) rev=$OPTARG ;;
+    n) nomut=1 ;;
+    *) sed -n '2,22p' "$0"; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] && set -- tests/mutants/*.patch
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 passed=0 failed=0
 for patch in "$@"; do
+    [ -f "$patch" ] || patch=tests/mutants/$patch
     [ -f "$patch" ] || { echo "$patch: no such patch"; failed=$((failed + 1)); continue; }
+    patch=$(cd "$(dirname "$patch")" && pwd)/$(basename "$patch")
     name=$(basename "$patch" .patch)
-    spec=$(sed -n 's/^Test: //p' "$patch" | head -n 1)
-    if [ -z "$spec" ]; then
-        echo "$name: FAIL: no 'Test:' line"; failed=$((failed + 1)); continue
-    fi
-    set -- $spec
-    target=$1
-    shift
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/mlstack-mutant-$name.XXXXXX")
     mkdir -p "$scratch/repo"
-    git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t "$scratch/repo" 2>/dev/null
-    # this checkout's build, times kept: only what the patch touches is rebuilt
-    [ -d build ] && cp -a build "$scratch/repo/"
-    [ -e models ] && ln -s "$root/models" "$scratch/repo/models"
-    [ -d ../shared ] && ln -s "$(cd ../shared && pwd)" "$scratch/shared"
-    log="$scratch/log"
+    if [ -n "$rev" ]; then
+        git archive "$rev" | tar -x -C "$scratch/repo"
+    else
+        git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t "$scratch/repo" 2>/dev/null
+        [ -d build ] && cp -a build "$scratch/repo/"
+    fi
+    rm -rf "$scratch/repo/models"
+    [ -e models ] && ln -s "$(cd models && pwd -P)" "$scratch/repo/models"
+    [ -d ../shared ] && ln -s "$(cd ../shared && pwd -P)" "$scratch/shared"
+    log=$scratch/log
     t0=$SECONDS
-    if ! git -C "$scratch/repo" apply --unidiff-zero "$root/$patch" 2>"$log"; then
-        # (git apply wants a repository or a plain directory: it is the latter)
+    if [ $nomut = 0 ] && ! patch -s -p1 -d "$scratch/repo" <"$patch" >"$log" 2>&1; then
         echo "$name: FAIL: the patch does not apply"; cat "$log"; failed=$((failed + 1)); continue
     fi
-    if ! make -C "$scratch/repo" --no-print-directory -j"$jobs" FORMAT_CHECK=0 "$target" >>"$log" 2>&1; then
-        echo "$name: FAIL: $target does not build with the mutant (see $log)"
-        tail -n 5 "$log"
-        failed=$((failed + 1))
-        continue
-    fi
-    before_ok=1
-    while read -r b_target b_args; do
-        [ -n "$b_target" ] || continue
-        if ! make -C "$scratch/repo" --no-print-directory -j"$jobs" FORMAT_CHECK=0 "$b_target" >>"$log" 2>&1; then
-            before_ok=0
-            break
+    verdict=missed
+    while read -r target args; do
+        [ -n "$target" ] || continue
+        if ! make -C "$scratch/repo" --no-print-directory -j"$jobs" FORMAT_CHECK=0 "$target" >>"$log" 2>&1; then
+            echo "$name: $target does not build (see $log)"; tail -n 5 "$log"; verdict=error; continue
         fi
-        (cd "$scratch/repo" && "./$b_target" $b_args) >>"$log" 2>&1
-    done < <(sed -n 's/^Before: //p' "$patch")
-    if [ $before_ok = 0 ]; then
-        echo "$name: FAIL: a Before: target does not build with the mutant (see $log)"
-        failed=$((failed + 1))
-        continue
-    fi
-    (cd "$scratch/repo" && "./$target" "$@") >>"$log" 2>&1
-    rc=$?
-    if [ $rc -ne 0 ]; then
-        passed=$((passed + 1))
-        echo "$name: caught by $target (exit $rc, $((SECONDS - t0)) s): $(grep -E 'FAIL' "$log" | head -n 1 | cut -c1-160)"
+        # shellcheck disable=SC2086
+        (cd "$scratch/repo" && "./$target" $args) >"$log.run" 2>&1
+        rc=$?
+        cat "$log.run" >>"$log"
+        echo "$name: $target: $(grep -E '^[0-9]+ passed' "$log.run" | tail -n 1) (exit $rc)"
+        grep -E 'FAIL' "$log.run" | head -n 3 | cut -c1-200 | sed 's/^/    /'
+        if [ $rc != 0 ] && [ $verdict = missed ]; then verdict=caught; fi
+    done < <(sed -n 's/^# test: //p' "$patch"; [ -n "$rev" ] && sed -n 's/^# also: //p' "$patch")
+    if [ $nomut = 1 ]; then
+        if [ $verdict = missed ]; then passed=$((passed + 1)); echo "$name: unmutated tree passes"
+        else failed=$((failed + 1)); echo "$name: FAIL: the unmutated tree fails"; fi
+    elif [ $verdict = caught ]; then
+        passed=$((passed + 1)); echo "$name: CAUGHT${rev:+ by the tests of $rev} ($((SECONDS - t0)) s)"
     else
         failed=$((failed + 1))
-        echo "$name: FAIL: MISSED, $target passed with the mutant: $(tail -n 1 "$log")"
+        if [ -n "$rev" ]; then echo "$name: SURVIVED the tests of $rev ($verdict, $((SECONDS - t0)) s)"
+        else echo "$name: FAIL: SURVIVED ($verdict, $((SECONDS - t0)) s)"; fi
     fi
     [ "${MUTANT_KEEP:-0}" = 1 ] || rm -rf "$scratch"
 done
+if [ -n "$rev" ]; then
+    echo "$passed caught, $failed survived by the tests of $rev"
+    exit 0
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
