@@ -965,10 +965,11 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
     const mlstack__config *c = &m->cfg;
     int l;
     if (c->layernorm) return "LayerNorm families";
-    if (c->parallel) return "parallel residual blocks";
+    if (c->parallel != MLSTACK__RESID_SEQUENTIAL) return "parallel residual blocks";
     if (c->n_experts) return "mixture-of-experts layers";
     if (c->act != MLSTACK__ACT_SILU) return "activations other than SiLU";
-    if (c->qk_norm > 1) return "q/k norms other than per-head RMSNorm";
+    if (c->qk_norm != MLSTACK__QK_NORM_NONE && c->qk_norm != MLSTACK__QK_NORM_HEAD)
+        return "q/k norms other than per-head RMSNorm";
     if (c->residual_scale != 1.0f) return "residual scaling";
     if (c->attn_softcap > 0) return "attention soft-capping";
     if (c->n_heads % c->n_kv_heads || c->n_heads / c->n_kv_heads > MLC_MAXG)

@@ -87,6 +87,34 @@ static void test_json(void) {
     }
     CHECK(mlstack_json_parse(NULL, 0, NULL, &doc, &err) == MLSTACK_ERR_FORMAT);
     mlstack_json_free(NULL);
+    { /* limits for untrusted text: values (the root counts), memory, bytes, depth */
+        mlstack_json_options o;
+        const char *six = "[0,[1],{\"k\":\"v\"}]"; /* 6 values */
+        memset(&o, 0, sizeof o);
+        o.max_nodes = 6;
+        CHECK(mlstack_json_parse_opts(six, strlen(six), "body", &o, &doc, &err) == MLSTACK_OK);
+        mlstack_json_free(doc);
+        o.max_nodes = 5;
+        CHECK(mlstack_json_parse_opts(six, strlen(six), "body", &o, &doc, &err) == MLSTACK_ERR_LIMIT && doc == NULL);
+        CHECK(strstr(err.message, "body") && strstr(err.message, "more than 5 values"));
+        memset(&o, 0, sizeof o);
+        o.max_memory = 200; /* a couple of nodes */
+        CHECK(mlstack_json_parse_opts(six, strlen(six), NULL, &o, &doc, &err) == MLSTACK_ERR_LIMIT && doc == NULL);
+        CHECK(strstr(err.message, "bytes of memory"));
+        o.max_memory = 1 << 16;
+        CHECK(mlstack_json_parse_opts(six, strlen(six), NULL, &o, &doc, &err) == MLSTACK_OK);
+        mlstack_json_free(doc);
+        memset(&o, 0, sizeof o);
+        o.max_bytes = 10;
+        CHECK(mlstack_json_parse_opts(six, strlen(six), NULL, &o, &doc, &err) == MLSTACK_ERR_LIMIT);
+        memset(&o, 0, sizeof o);
+        o.max_depth = 1;
+        CHECK(mlstack_json_parse_opts(six, strlen(six), NULL, &o, &doc, &err) != MLSTACK_OK && doc == NULL);
+        CHECK(mlstack_json_parse_opts("[0]", 3, NULL, &o, &doc, &err) == MLSTACK_OK);
+        mlstack_json_free(doc);
+        CHECK(mlstack_json_parse_opts("[0]", 3, NULL, NULL, &doc, &err) == MLSTACK_OK); /* NULL: no limits */
+        mlstack_json_free(doc);
+    }
 }
 
 static void test_clock(void) {

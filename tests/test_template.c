@@ -453,6 +453,28 @@ static void test_hostile(void) {
     hostile_case("search_loop",
                  "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{% if 'b' in h %}{% endif %}{% endfor %}",
                  NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    /* a needle found within a few bytes was charged nothing (the charge per match rounded down to 0), and
+       string methods were not charged for their string: a 1-byte count over 1 MB in a loop ran for hours */
+    hostile_case("count_1byte_loop",
+                 "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h.count('a') }}{% endfor %}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("count_1byte_once", "{% set h = 'a' * 1000000 %}{{ h.count('a') }}", NULL, NULL, MLSTACK_OK,
+                 "1000000");
+    hostile_case("count_7byte_loop",
+                 "{% set h = 'abcdefg' * 150000 %}{% for i in range(100000) %}{{ h.count('abcdefg') }}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("replace_1byte_loop",
+                 "{% set h = 'ab' * 500000 %}{% for i in range(100000) %}{{ h.replace('a', '') | length }}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("count_short_haystack_loop",
+                 "{% for i in range(100000) %}{% for j in range(100000) %}{{ 'aaaa'.count('a') }}{% endfor %}"
+                 "{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("isspace_loop", "{% set h = ' ' * 1000000 %}{% for i in range(100000) %}{{ h.isspace() }}{% endfor %}",
+                 NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
+    hostile_case("startswith_loop",
+                 "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h.startswith(h) }}{% endfor %}", NULL, NULL,
+                 MLSTACK_ERR_LIMIT, "steps");
     hostile_case("length_loop", "{% set h = 'a' * 1000000 %}{% for i in range(100000) %}{{ h | length }}{% endfor %}",
                  NULL, NULL, MLSTACK_ERR_LIMIT, "steps");
     hostile_case(

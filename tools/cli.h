@@ -36,6 +36,7 @@ typedef struct cli_opts {
     const char *spec;         /* --spec ngram|draft:DIR|self:q4_1|self:q8_0 (run, chat, serve) */
     int spec_tokens;          /* --spec-tokens N (0: the engine's default) */
     const char *files;        /* kl: --files A,B: other models (GGUF files, folders) against -m */
+    const char *content_specials; /* --content-specials text|parse (run --chat, chat; NULL: text) */
 } cli_opts;
 
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
@@ -76,6 +77,11 @@ int cli_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Encodes text with the model's tokenizer (flags as mlstack_tokenizer_encode); malloc'd ids.
    Returns the count, or -1 after printing why. */
 int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids);
+/* The chat prompt of n plain messages (add_generation_prompt) as ids in *ids (malloc'd), through
+   mlstack_chat_template_encode: special-token text in the messages is text unless
+   content_specials is "parse". Returns the count, or -1 after printing the error. */
+int cli_chat_encode(const mlstack_chat_template *tpl, mlstack_tokenizer *tok, const mlstack_chat_message *msgs, int n,
+                    const char *content_specials, int32_t **ids);
 /* An engine on m: the CPU's (mlstack_engine_init), or with gpu the CUDA companion's
    (mlstack_cuda_engine_init, in a CLI built with MLSTACK_CUDA by `make cuda`; elsewhere it fails
    saying how to get one). */

@@ -422,26 +422,14 @@ static int chat_on_token(void *user, uint64_t id, int32_t token, const char *tex
 /* Renders the conversation plus `user` (when not NULL) and encodes it. Returns the count or -1. */
 static int chat_render(chat *c, const char *user, int32_t **ids) {
     mlstack_chat_message *msgs = (mlstack_chat_message *)malloc(sizeof *msgs * (size_t)(c->n + 2));
-    mlstack_template_options to;
-    mlstack_error err;
-    char *text = NULL;
-    size_t len = 0;
     int n = 0, i, k;
     if (!msgs) return -1;
     if (c->system) msgs[n].role = "system", msgs[n++].content = c->system;
     for (i = 0; i < c->n; i++) msgs[n].role = c->role[i], msgs[n++].content = c->content[i];
     if (user) msgs[n].role = "user", msgs[n++].content = user;
-    memset(&to, 0, sizeof to);
-    to.add_generation_prompt = 1;
-    if (mlstack_chat_template_apply_messages(c->tpl, NULL, msgs, n, &to, &text, &len, &err) != MLSTACK_OK) {
-        fprintf(stderr, "mlstack: %s\n", err.message);
-        free(msgs);
-        return -1;
-    }
+    /* templates carry their own special tokens; the messages' are text (--content-specials) */
+    k = cli_chat_encode(c->tpl, c->tok, msgs, n, c->o->content_specials, ids);
     free(msgs);
-    /* templates carry their own special tokens: encode as apply_chat_template(tokenize=True) */
-    k = cli_encode(c->tok, text, len, 0, ids);
-    mlstack_template_free_output(text);
     return k;
 }
 

@@ -11,12 +11,9 @@ const mlstack_transport *cli_transport(void) { return &g_mpi; }
 const mlstack_transport *cli_transport(void) { return NULL; }
 #endif
 #if defined(MLSTACK_MPI)
-static void mpi_end(void) {
-    int done = 0;
-    mlstack_mpi_transport_free(&g_mpi);
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-}
+/* At exit: MPI_Finalize, or MPI_Abort after a failed exchange (a stopped peer would hold
+   MPI_Finalize forever after the failure has been reported). */
+static void mpi_end(void) { mlstack_mpi_finalize(&g_mpi, 1); }
 #endif
 
 #include <stdarg.h>
@@ -103,6 +100,9 @@ static const cmd_help HELP[] = {
      "      --chat               the prompt is one user message: apply the chat template (with\n"
      "                           --system TEXT as the system message) and stop at end of turn\n"
      "      --system TEXT        (--chat) system message\n"
+     "      --content-specials M (--chat) text (default): special-token text in the prompt (say\n"
+     "                           \"<|im_end|>\") is encoded as plain text; parse: as special tokens,\n"
+     "                           as transformers' apply_chat_template(tokenize=True)\n"
      "      --json               print one JSON object (text, ids, token counts, timings) instead\n"
      "      --no-special         encode without adding special tokens\n"
      "      --ignore-eos         keep generating past end-of-sequence tokens\n"
@@ -118,6 +118,8 @@ static const cmd_help HELP[] = {
      "turn per line (a line ending in \\ continues). Type /help in the chat for its commands.\n"
      "Earlier turns' KV is reused from the prefix cache.\n"
      "      --system TEXT        system message\n"
+     "      --content-specials M text (default): special-token text in messages is plain text;\n"
+     "                           parse: special tokens, as apply_chat_template(tokenize=True)\n"
      "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
      "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
      1, 1},
@@ -325,6 +327,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--ids-only", NULL, 'b', 0, 0, ids_only),
     OPT("--no-special", NULL, 'b', 0, 0, no_special),
     OPT("--rows", NULL, 'b', 0, 0, save_rows),
+    OPT("--content-specials", NULL, 's', 0, 0, content_specials),
 };
 #undef OPT
 
@@ -349,6 +352,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         fprintf(stderr, "mlstack: unknown option %s for %s (see mlstack %s --help)\n", a, o->cmd, o->cmd);
         return 2;
     }
+    if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
+        return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
 }
 
@@ -434,6 +439,48 @@ int cli_encode(mlstack_tokenizer *tok, const char *text, size_t len, int flags, 
         return -1;
     }
     return (int)n;
+}
+
+int cli_chat_encode(const mlstack_chat_template *tpl, mlstack_tokenizer *tok, const mlstack_chat_message *msgs, int n,
+                    const char *content_specials, int32_t **ids) {
+    cli_buf js;
+    mlstack_template_options to;
+    mlstack_error err;
+    mlstack_result r = MLSTACK_ERR_NO_MEMORY;
+    size_t cap = 0, cnt = 0;
+    int i;
+    *ids = NULL;
+    memset(&js, 0, sizeof js);
+    cli_buf_puts(&js, "[");
+    for (i = 0; i < n; i++) {
+        cli_buf_puts(&js, i ? ",{\"role\":" : "{\"role\":");
+        cli_buf_json(&js, msgs[i].role, strlen(msgs[i].role));
+        cli_buf_puts(&js, ",\"content\":");
+        cli_buf_json(&js, msgs[i].content, strlen(msgs[i].content));
+        cli_buf_puts(&js, "}");
+    }
+    cli_buf_puts(&js, "]");
+    memset(&to, 0, sizeof to);
+    to.add_generation_prompt = 1;
+    to.content_specials = content_specials && strcmp(content_specials, "parse") == 0 ? MLSTACK_CONTENT_SPECIALS_PARSE
+                                                                                     : MLSTACK_CONTENT_SPECIALS_TEXT;
+    strcpy(err.message, "out of memory");
+    for (cap = js.n + 64; !js.oom;) { /* a second try when the ids need more room */
+        int32_t *p = (int32_t *)realloc(*ids, sizeof(int32_t) * cap);
+        if (!p) break;
+        *ids = p;
+        r = mlstack_chat_template_encode(tpl, NULL, tok, js.p, js.n, &to, *ids, cap, &cnt, &err);
+        if (r != MLSTACK_ERR_LIMIT || cnt <= cap) break;
+        cap = cnt;
+    }
+    cli_buf_free(&js);
+    if (r != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        free(*ids);
+        *ids = NULL;
+        return -1;
+    }
+    return (int)cnt;
 }
 
 int cli_stderr_tty(void) {
@@ -713,18 +760,18 @@ int main(int argc, char **argv) {
     for (i = j = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc && argc > 1 && strcmp(argv[1], "bench") == 0) {
             argv[j++] = argv[i];
-        } else if (strcmp(argv[i], "--stages") == 0 && i + 1 < argc) {
-            if (atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "mlstack: --stages %s: expected a positive count\n", argv[i + 1]);
+        } else if ((strcmp(argv[i], "--stages") == 0 || strcmp(argv[i], "--ranks") == 0) && i + 1 < argc) {
+            /* the engine's limit (MLSTACK_RANKS / MLSTACK_STAGES), checked here so that the
+               message names the option given */
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || v < 1 || v > 4096) {
+                fprintf(stderr, "mlstack: %s %s: expected a %s count from 1 to 4096\n", argv[i], argv[i + 1],
+                        strcmp(argv[i], "--ranks") == 0 ? "rank" : "stage");
                 return 2;
             }
-            setenv("MLSTACK_STAGES", argv[++i], 1);
-        } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-            if (atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "mlstack: --ranks %s: expected a positive count\n", argv[i + 1]);
-                return 2;
-            }
-            setenv("MLSTACK_RANKS", argv[++i], 1);
+            setenv(strcmp(argv[i], "--ranks") == 0 ? "MLSTACK_RANKS" : "MLSTACK_STAGES", argv[i + 1], 1);
+            i++;
         } else if (strcmp(argv[i], "--rank-mode") == 0 && i + 1 < argc) {
             if (strcmp(argv[i + 1], "gather") != 0 && strcmp(argv[i + 1], "reduce") != 0) {
                 fprintf(stderr, "mlstack: --rank-mode %s: expected gather or reduce\n", argv[i + 1]);

@@ -96,27 +96,15 @@ static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text,
     if (o->chat) {
         const mlstack_chat_template *tpl = mlstack_model_chat_template(m);
         mlstack_chat_message msgs[2];
-        mlstack_template_options to;
-        mlstack_error err;
-        char *rendered = NULL;
-        size_t rlen = 0;
-        int n = 0, k;
+        int n = 0;
         if (!tpl) {
             fprintf(stderr, "mlstack: %s has no chat template: run it without --chat\n", o->model);
             return -1;
         }
         if (o->system) msgs[n].role = "system", msgs[n++].content = o->system;
         msgs[n].role = "user", msgs[n++].content = text;
-        memset(&to, 0, sizeof to);
-        to.add_generation_prompt = 1;
-        if (mlstack_chat_template_apply_messages(tpl, NULL, msgs, n, &to, &rendered, &rlen, &err) != MLSTACK_OK) {
-            fprintf(stderr, "mlstack: %s\n", err.message);
-            return -1;
-        }
-        /* templates carry their own special tokens: encode as apply_chat_template(tokenize=True) */
-        k = cli_encode(tok, rendered, rlen, 0, ids);
-        mlstack_template_free_output(rendered);
-        return k;
+        /* templates carry their own special tokens; the prompt's are text (--content-specials) */
+        return cli_chat_encode(tpl, tok, msgs, n, o->content_specials, ids);
     }
     {
         int k = cli_encode(tok, text, strlen(text), o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL, ids);
@@ -126,7 +114,7 @@ static int run_prompt_ids(const cli_opts *o, mlstack_model *m, const char *text,
 }
 
 /* --json-schema / --grammar / --regex: compiles the grammar for the model's vocabulary into
-   *g (NULL without one). Returns 0 or an exit code. */
+   *g (NULL without one). Returns 0 or an exit code (then *v and *g are NULL: nothing to free). */
 static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab **v, mlstack_grammar **g) {
     mlstack_grammar_desc gd;
     mlstack_error err;
@@ -159,6 +147,10 @@ static int run_grammar(const cli_opts *o, const mlstack_model *m, mlstack_vocab 
         if (mlstack_grammar_compile(&gd, g, &err) != MLSTACK_OK) rc = cli_die("%s", err.message);
     }
     free(text);
+    if (rc) {
+        mlstack_vocab_free(*v);
+        *v = NULL;
+    }
     return rc;
 }
 
@@ -209,6 +201,7 @@ int cli_cmd_run(const cli_opts *o) {
     g.max_tokens = o->n_predict_set || !o->chat ? o->n_predict : 0;
     sd = o->sd;
     if ((rc = run_grammar(o, m, &vocab, &gram)) != 0) {
+        mlstack_detok_free(st.detok);
         free(ids);
         free(owned);
         mlstack_engine_free(e);
@@ -222,7 +215,10 @@ int cli_cmd_run(const cli_opts *o) {
     g.user = &st;
     if (o->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+        mlstack_detok_free(st.detok);
         mlstack_engine_free(e);
+        mlstack_grammar_free(gram);
+        mlstack_vocab_free(vocab);
         mlstack_model_close(m);
         free(ids);
         free(owned);

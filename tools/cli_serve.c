@@ -1,16 +1,20 @@
 /* mlstack serve: an OpenAI-compatible HTTP server over the engine's scheduler.
 
    Threads:
-     main        accepts connections (at most --max-conns; more get 503) and starts one thread each
+     main        accepts connections (at most --max-conns, --max-conns-per-peer from one address;
+                 at the limit the connection waiting longest for a request head makes room) and
+                 starts one thread each
      connection  reads requests (HTTP/1.1, keep-alive, bounded head and body, --timeout for slow
-                 clients), answers small endpoints itself, and for completions renders the chat
-                 template, encodes, submits the request to the engine and streams what it produces
+                 clients, body memory held to --body-mem), answers small endpoints itself, and for
+                 completions renders the chat template, encodes, submits the request to the engine
+                 and streams what it produces
      engine      the one thread that calls mlstack_engine_step: every request of every connection
                  shares its batches and the radix prefix cache
    A completion's state (srv_req) is shared by its connection and the engine thread under srv.mu;
    the engine's callbacks append text and tokens to it and signal the connection, which writes
    them to the socket (so a slow client never stalls the batch). A client that goes away has its
-   request cancelled; its pages return to the pool.
+   request cancelled; its pages return to the pool. On SIGTERM the main thread stops accepting,
+   the connections cancel their requests and close, and after --shutdown-timeout it exits anyway.
 
    POSIX only (sockets, poll, pthreads, signals); lock order: srv.mu, then the engine's own. */
 #include "cli.h"
@@ -43,6 +47,10 @@ int cli_cmd_serve(int argc, char **argv) {
 
 #include "http.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h> /* malloc_trim */
+#endif
+
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
 #define SRV_GRAMMARS 8        /* compiled grammars kept (their automata and masks stay warm) */
@@ -54,7 +62,9 @@ static const char *SERVE_USAGE =
     "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions (streamed\n"
     "as Server-Sent Events with \"stream\": true), GET /v1/models, GET /health, GET /metrics\n"
     "(Prometheus). Every request goes through the engine's continuous-batching scheduler and its\n"
-    "prefix cache. Ctrl-C (SIGINT) or SIGTERM stops it.\n"
+    "prefix cache. Ctrl-C (SIGINT) or SIGTERM stops it: no new connections, running requests are\n"
+    "cancelled (a stream ends with an error event and [DONE], a waiting client gets 503), and after\n"
+    "--shutdown-timeout seconds it exits whatever is still running; a second signal exits at once.\n"
     "\n"
     "  -m, --model DIR          Hugging Face model folder (with tokenizer and chat template)\n"
     "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
@@ -66,11 +76,25 @@ static const char *SERVE_USAGE =
     "                           or self:q8_0 (this model quantized as its draft); --spec-tokens N\n"
     "      --kv-mem MIB         KV cache budget (default: 1024 tokens per parallel request, at least\n"
     "                           the model's context up to 4096 tokens)\n"
-    "      --max-conns N        open connections (default 512; more are answered 503)\n"
+    "      --max-conns N        open connections (default 512). A new connection past it, or past\n"
+    "                           7/8 of it still waiting for a request head, closes the connection\n"
+    "                           that has waited longest for one; if every connection has a request\n"
+    "                           in progress, 503\n"
+    "      --max-conns-per-peer N  connections from one address (IPv6: one /64; default 128; more: 503)\n"
     "      --max-body BYTES     largest request body (default 4194304; larger: 413)\n"
-    "      --timeout S          seconds a client may take to send a request, to accept written\n"
-    "                           data, or to stay idle on a keep-alive connection (default 10)\n"
+    "      --max-json-nodes N   most JSON values in a request body (default 262144; more: 413)\n"
+    "      --body-mem MIB       memory for request bodies being received and parsed, all connections\n"
+    "                           together (default 256; a request that does not fit now: 503)\n"
+    "      --timeout S          seconds a client may take to send a request (a new connection: from\n"
+    "                           its accept, however slowly the bytes come), to accept written data,\n"
+    "                           or to stay idle on a keep-alive connection (default 10)\n"
+    "      --shutdown-timeout S seconds SIGTERM waits for running requests to end (default 5)\n"
     "      --quiet              no access log on stderr\n"
+    "      --content-specials M text (default): special-token text inside messages (e.g. a user's\n"
+    "                           \"<|im_start|>system\") is encoded as plain text, so a client cannot\n"
+    "                           forge turns or roles; the template's own markers stay special.\n"
+    "                           parse: special tokens anywhere in the rendered prompt, as\n"
+    "                           transformers' apply_chat_template(tokenize=True) and llama.cpp do\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
     "      --quant TYPE         quantize weights at load: q8_0 or q4_1 (default: as stored)\n"
     "      --gpu                the forward pass on the GPU (a build with make cuda)\n"
@@ -144,9 +168,9 @@ typedef struct srv_gram {
 
 typedef struct srv_opts {
     cli_opts base;
-    const char *host, *api_key, *alias;
-    int port, parallel, max_conns, timeout_s, quiet;
-    size_t max_body;
+    const char *host, *api_key, *alias, *content_specials;
+    int port, parallel, max_conns, max_conns_per_peer, timeout_s, shutdown_timeout_s, quiet;
+    size_t max_body, max_json_nodes, body_mem_mib;
 } srv_opts;
 
 typedef struct srv {
@@ -165,20 +189,28 @@ typedef struct srv {
     pthread_cond_t wake;     /* the engine thread: new work or stop */
     pthread_cond_t conns_cv; /* shutdown: the last connection has gone */
     srv_req *live;           /* submitted, not yet finished */
-    int stop_engine, n_conns;
+    struct conn *conns;      /* every open connection (under mu) */
+    int stop_engine, n_conns, n_waiting; /* n_waiting: connections without a complete request head */
+    size_t body_mem, body_mem_max;       /* request bodies and their parsed JSON, held against --body-mem */
     uint64_t next_id;
     double t_start;
     /* metrics (under mu) */
     uint64_t http_codes[600];
-    uint64_t conns_total, conns_rejected, completions[2], prompt_tokens, cached_tokens, completion_tokens, cancelled,
-        failed;
+    uint64_t conns_total, conns_rejected, conns_evicted, peer_rejected, body_rejected, completions[2], prompt_tokens,
+        cached_tokens, completion_tokens, cancelled, failed;
     srv_hist ttft, itl, e2e;
 } srv;
 
 static volatile sig_atomic_t srv_stop;
 
+/* The first signal starts a shutdown; a second one ends the process at once. */
 static void srv_on_signal(int sig) {
+    static const char msg[] = "mlstack serve: second signal, exiting now\n";
     (void)sig;
+    if (srv_stop) {
+        (void)!write(2, msg, sizeof msg - 1);
+        _exit(1);
+    }
     srv_stop = 1;
 }
 
@@ -189,7 +221,16 @@ typedef struct conn {
     int fd;
     http_in in; /* buf: the bytes received and not yet consumed */
     int closed;           /* the peer went away or a write failed */
+    int peer_eof;         /* the peer closed its sending side: no more requests, but it may still read */
     int last_code;        /* status of the latest response, for the access log */
+    /* under srv.mu */
+    unsigned char peer[17]; /* address family, then the IPv4 address or the IPv6 /64 prefix */
+    int waiting;          /* no complete request head yet (new, idle keep-alive or trickling in) */
+    int evicted;          /* closed to make room for a new connection */
+    double wait_since;    /* when it began waiting (its eviction order) */
+    size_t held;          /* bytes of s->body_mem this connection holds (buffer growth, parsed body) */
+    size_t used;          /* the bytes of buf the current request takes (0: consumed) */
+    struct conn *prev, *next; /* in s->conns */
 } conn;
 
 static const char *status_text(int code) {
@@ -249,14 +290,105 @@ static int send_all(conn *c, const char *p, size_t n) {
     return c->closed ? -1 : 0;
 }
 
-/* Has the peer closed its side? (Pipelined bytes waiting are not a close.) */
+/* Has the peer gone (a reset, a failed write)? An orderly end of its sending side after a whole
+   request only means "no more requests": a client may half-close and still read the answer, so
+   that sets peer_eof, and a peer that is really gone shows itself when a write fails.
+   (Pipelined bytes waiting are not a close.) */
 static int peer_gone(conn *c) {
     char b;
     ssize_t r;
     if (c->closed) return 1;
+    if (c->peer_eof) return 0;
     r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) c->closed = 1;
+    if (r == 0) c->peer_eof = 1;
+    else if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        c->closed = 1;
     return c->closed;
+}
+
+/* ---- the memory budget for request bodies (--body-mem) ----
+   A connection's receive buffer beyond its first HTTP_MAX_HEAD + 1 bytes, and the memory its
+   parsed JSON may take, are held against s->body_mem_max; what does not fit now is a 503, what
+   could never fit a 413. Idle connections give their buffer back (conn_consume). */
+
+/* Makes c hold `want` bytes of the budget (more or fewer). 0, 413 or 503. Under no lock. */
+static int conn_hold(conn *c, size_t want) {
+    srv *s = c->s;
+    int code = 0;
+    pthread_mutex_lock(&s->mu);
+    if (want > c->held && want - c->held > s->body_mem_max - s->body_mem) {
+        code = want > s->body_mem_max ? 413 : 503;
+        s->body_rejected++;
+    } else {
+        s->body_mem = s->body_mem - c->held + want;
+        c->held = want;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return code;
+}
+
+/* http_in.reserve: the receive buffer is about to be `cap` bytes. */
+static int conn_reserve(void *ctx, size_t cap) {
+    conn *c = (conn *)ctx;
+    return conn_hold(c, cap > HTTP_MAX_HEAD + 1 ? cap - (HTTP_MAX_HEAD + 1) : 0);
+}
+
+/* http_in.on_head: the connection has a request in progress; it is no longer evictable. */
+static int conn_on_head(void *ctx, const http_req *r) {
+    conn *c = (conn *)ctx;
+    srv *s = c->s;
+    int evicted;
+    (void)r;
+    pthread_mutex_lock(&s->mu);
+    evicted = c->evicted;
+    if (c->waiting && !evicted) c->waiting = 0, s->n_waiting--;
+    pthread_mutex_unlock(&s->mu);
+    return evicted ? 503 : 0;
+}
+
+/* After a request: its bytes leave the buffer (pipelined ones move down), the buffer shrinks
+   back to its first size when what is left fits, and the budget gets the difference back. */
+static void conn_consume(conn *c) {
+    size_t base = HTTP_MAX_HEAD + 1, held = c->held;
+    if (c->used) {
+        memmove(c->in.buf, c->in.buf + c->used, c->in.n - c->used);
+        c->in.n -= c->used;
+        c->used = 0;
+    }
+    if (c->in.cap > base && c->in.n < base) {
+        char *p = (char *)realloc(c->in.buf, base);
+        if (p) c->in.buf = p, c->in.cap = base;
+    }
+    conn_hold(c, c->in.cap > base ? c->in.cap - base : 0);
+#if defined(__GLIBC__)
+    /* glibc keeps big freed blocks in its per-thread arenas (its mmap threshold rises after the
+       first big free): hand them back, or every thread's largest body stays resident */
+    if (held >= ((size_t)1 << 20)) malloc_trim(0);
+#endif
+}
+
+/* The most memory the parse of body[0..n) may take: a value is a node of under 100 bytes with at
+   most a key and a string, each rounded up by under 16 bytes, and their text is no longer decoded
+   than raw, so 128 bytes a value plus n. The values are counted by a scan outside strings: each one
+   is the root, or is followed by ',' or closes a container, so there are at most 1 + commas +
+   containers (at most --max-json-nodes, where the parse stops). One pass, no allocation. */
+static size_t parse_mem(const srv *s, const char *body, size_t n) {
+    size_t i, nodes = 1;
+    int in_str = 0;
+    for (i = 0; i < n && nodes <= s->o.max_json_nodes; i++) {
+        char ch = body[i];
+        if (in_str) {
+            if (ch == '\\') i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == ',' || ch == '[' || ch == '{') {
+            nodes++;
+        }
+    }
+    if (nodes > s->o.max_json_nodes) nodes = s->o.max_json_nodes;
+    return nodes * 128 + n + 4096;
 }
 
 static void count_code(srv *s, int code) {
@@ -296,7 +428,9 @@ static int send_error(conn *c, int code, const char *type, const char *param, co
     cli_buf_puts(&b, "}}\n");
     r = b.oom ? -1
               : send_response(c, code, "application/json", b.p, b.n, keep_alive,
-                              code == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+                              code == 401   ? "WWW-Authenticate: Bearer\r\n"
+                              : code == 503 ? "Retry-After: 1\r\n"
+                                            : NULL);
     cli_buf_free(&b);
     return r;
 }
@@ -456,6 +590,7 @@ typedef struct oai_req {
     cli_buf gtext;          /* its text (schema or tools list) */
     cli_buf tools_json;     /* `tools` for the chat template */
     srv_gram *gram;
+    conn *c;                /* the client: a grammar compile stops when it goes (gram_cancel) */
     char err[600];
     const char *err_param, *err_code;
     int err_status;
@@ -555,9 +690,14 @@ static void gram_free(srv_gram *e) {
     free(e);
 }
 
+/* Polled by a grammar compile (about every 64K units of work): a client that has gone, or a
+   shutdown, abandons the compile (MLSTACK_ERR_CANCELLED). */
+static int gram_cancel(void *user) { return srv_stop || (user && peer_gone((conn *)user)); }
+
 /* The compiled grammar for (kind, text), from the cache or compiled now (outside the lock: a
-   schema may take milliseconds) and cached in place of the least recently used idle one. */
-static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstack_error *err) {
+   schema may take milliseconds) and cached in place of the least recently used idle one. c: the
+   client, whose going away cancels the compile (NULL: none). */
+static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, conn *c, mlstack_error *err) {
     srv_gram *e = NULL, *old = NULL;
     mlstack_grammar_desc d;
     int i, slot = -1;
@@ -587,6 +727,8 @@ static srv_gram *gram_get(srv *s, int kind, const char *text, size_t len, mlstac
     d.len = len;
     d.vocab = s->vocab;
     d.max_memory = SRV_GRAMMAR_MEMORY;
+    d.cancel = gram_cancel;
+    d.cancel_user = c;
     if (mlstack_grammar_compile(&d, &e->g, err) != MLSTACK_OK) {
         gram_free(e);
         return NULL;
@@ -743,7 +885,7 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
         return bad(q, 400, q->gparam, "unsupported_value",
                    "this server has no constrained decoding (no vocabulary view)");
     memset(&err, 0, sizeof err);
-    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, &err);
+    q->gram = gram_get(s, q->gkind, q->gtext.p, q->gtext.n, q->c, &err);
     if (!q->gram) {
         snprintf(msg, sizeof msg, "%s: %s", q->gparam, err.message);
         return bad(q, err.code == MLSTACK_ERR_NO_MEMORY ? 500 : 400, q->gparam, "invalid_schema", msg);
@@ -829,8 +971,6 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     const mlstack_json *v;
     mlstack_template_options to;
     mlstack_error err;
-    char *out = NULL;
-    size_t out_len = 0;
     int rc = 0;
     if (mlstack_json_type_of(msgs) != MLSTACK_JSON_ARRAY) return bad_type(q, "messages", "a list of messages");
     if (n == 0) return bad(q, 400, "messages", "invalid_value", "'messages' must contain at least one message");
@@ -880,22 +1020,29 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     }
     cli_buf_puts(&js, "]");
     if (!rc && (js.oom || text.oom)) rc = bad(q, 500, NULL, NULL, "out of memory");
-    if (!rc) {
+    if (!rc) { /* templates carry their own special tokens; the messages' are text (--content-specials) */
+        size_t cnt = 0, cap = js.n + q->tools_json.n + 256; /* enough ids for most prompts; else a second render */
+        mlstack_result r;
         memset(&to, 0, sizeof to);
         to.add_generation_prompt = 1;
         to.tools_json = q->tools_json.n ? q->tools_json.p : NULL;
-        if (mlstack_chat_template_apply(s->tpl, NULL, js.p, js.n, &to, &out, &out_len, &err) != MLSTACK_OK)
+        to.content_specials = s->o.content_specials && strcmp(s->o.content_specials, "parse") == 0
+                                  ? MLSTACK_CONTENT_SPECIALS_PARSE
+                                  : MLSTACK_CONTENT_SPECIALS_TEXT;
+        q->prompt = (int32_t *)malloc(sizeof(int32_t) * cap);
+        r = q->prompt ? mlstack_chat_template_encode(s->tpl, NULL, s->tok, js.p, js.n, &to, q->prompt, cap, &cnt, &err)
+                      : MLSTACK_ERR_NO_MEMORY;
+        if (r == MLSTACK_ERR_LIMIT && cnt > cap) {
+            int32_t *p = (int32_t *)realloc(q->prompt, sizeof(int32_t) * cnt);
+            if (p) q->prompt = p;
+            r = p ? mlstack_chat_template_encode(s->tpl, NULL, s->tok, js.p, js.n, &to, q->prompt, cnt, &cnt, &err)
+                  : MLSTACK_ERR_NO_MEMORY;
+        }
+        if (r == MLSTACK_ERR_NO_MEMORY) rc = bad(q, 500, NULL, NULL, "out of memory");
+        else if (r != MLSTACK_OK)
             rc = bad(q, 400, "messages", "template_error", err.message);
-    }
-    if (!rc) { /* templates carry their own special tokens */
-        size_t cnt = 0;
-        mlstack_tokenizer_encode(s->tok, out, out_len, 0, NULL, 0, &cnt);
-        q->prompt = (int32_t *)malloc(sizeof(int32_t) * (cnt ? cnt : 1));
-        if (!q->prompt || mlstack_tokenizer_encode(s->tok, out, out_len, 0, q->prompt, cnt, &cnt) != MLSTACK_OK)
-            rc = bad(q, 500, NULL, NULL, q->prompt ? mlstack_tokenizer_error(s->tok) : "out of memory");
         q->d.n_prompt = (int)cnt;
     }
-    mlstack_template_free_output(out);
     cli_buf_free(&js);
     cli_buf_free(&text);
     return rc;
@@ -1181,13 +1328,55 @@ static void req_free(srv_req *r) {
     free(r);
 }
 
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0: no overlong forms, surrogates or
+   code points past U+10FFFF. */
+static int utf8_len(const unsigned char *p, size_t n) {
+    int l = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2, k;
+    unsigned cp;
+    if (p[0] < 0xC2 || p[0] > 0xF4 || (size_t)l > n) return 0;
+    cp = p[0] & (0x3Fu >> (l - 1));
+    for (k = 1; k < l; k++) {
+        if ((p[k] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[k] & 0x3Fu);
+    }
+    if ((l == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (l == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return l;
+}
+
+/* src as printable text for the access log: control bytes, DEL, backslash, non-ASCII bytes
+   that are not valid UTF-8, and any byte that would overflow out, written as \xNN, so a request
+   line cannot move the terminal's cursor, fake a log line or hide in invalid UTF-8. */
+static const char *log_escape(char *out, size_t cap, const char *src) {
+    const unsigned char *p = (const unsigned char *)src;
+    size_t o = 0, n = strlen(src), i = 0;
+    while (i < n && o + 5 < cap) {
+        int l = p[i] >= 0x80 ? utf8_len(p + i, n - i) : 1;
+        if (p[i] >= 0x80 && l > 1 && o + (size_t)l < cap) {
+            memcpy(out + o, p + i, (size_t)l);
+            o += (size_t)l, i += (size_t)l;
+        } else if (p[i] < 0x20 || p[i] >= 0x7f || p[i] == '\\') {
+            snprintf(out + o, cap - o, "\\x%02x", p[i]);
+            o += 4, i++;
+        } else {
+            out[o++] = (char)p[i++];
+        }
+    }
+    if (i < n && o + 3 < cap) memcpy(out + o, "...", 3), o += 3;
+    out[o] = 0;
+    return out;
+}
+
 static void log_request(srv *s, const http_req *hr, int code, double t0, const mlstack_request_status *st) {
+    char method[4 * sizeof hr->method + 8], path[4 * sizeof hr->path + 8];
     if (s->o.quiet) return;
+    log_escape(method, sizeof method, hr->method);
+    log_escape(path, sizeof path, hr->path);
     if (st)
-        fprintf(stderr, "%s %s %d %.0f ms | prompt %d tokens (%d cached) | %d generated\n", hr->method, hr->path, code,
+        fprintf(stderr, "%s %s %d %.0f ms | prompt %d tokens (%d cached) | %d generated\n", method, path, code,
                 (now_s() - t0) * 1e3, st->n_prompt, st->n_cached, st->n_generated);
     else
-        fprintf(stderr, "%s %s %d %.0f ms\n", hr->method, hr->path, code, (now_s() - t0) * 1e3);
+        fprintf(stderr, "%s %s %d %.0f ms\n", method, path, code, (now_s() - t0) * 1e3);
 }
 
 static void q_free(srv *s, oai_req *q) {
@@ -1253,12 +1442,33 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     size_t sent_text = 0, content_len = 0;
     mlstack_tool_call *calls = NULL;
     mlstack_result res;
+    mlstack_json_options jo;
     memset(&q, 0, sizeof q);
     q.chat = chat;
-    if (mlstack_json_parse(hr->body, hr->body_len, "request body", &doc, &err) != MLSTACK_OK) {
-        rc = send_error(c, 400, "invalid_request_error", NULL, "invalid_json", err.message, keep);
-        log_request(s, hr, 400, t0, NULL);
-        return rc;
+    q.c = c;
+    q.gkind = -1;
+    if (c->peer_eof) keep = 0;
+    /* the parse's memory is held against --body-mem until the document is freed (conn_consume) */
+    memset(&jo, 0, sizeof jo);
+    jo.max_nodes = s->o.max_json_nodes;
+    jo.max_memory = parse_mem(s, hr->body, hr->body_len);
+    if ((rc = conn_hold(c, c->held + jo.max_memory)) != 0) {
+        const char *msg = rc == 413 ? "the request body would take more memory to parse than the server allows"
+                                    : "the server is busy with other request bodies: retry";
+        send_error(c, rc, rc == 413 ? "invalid_request_error" : "server_error", NULL,
+                   rc == 413 ? "request_too_large" : NULL, msg, keep);
+        log_request(s, hr, rc, t0, NULL);
+        return c->closed || !keep ? -1 : 0;
+    }
+    if ((res = mlstack_json_parse_opts(hr->body, hr->body_len, "request body", &jo, &doc, &err)) != MLSTACK_OK) {
+        int code = res == MLSTACK_ERR_LIMIT ? 413 : res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
+        rc = send_error(c, code, code == 500 ? "server_error" : "invalid_request_error", NULL,
+                        code == 413   ? "request_too_large"
+                        : code == 400 ? "invalid_json"
+                                      : NULL,
+                        err.message, keep);
+        log_request(s, hr, code, t0, NULL);
+        return rc || !keep ? -1 : 0;
     }
     if (parse_request(s, &q, mlstack_json_root(doc)) != 0) {
         rc = send_error(c, q.err_status, q.err_status >= 500 ? "server_error" : "invalid_request_error", q.err_param,
@@ -1266,7 +1476,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         log_request(s, hr, q.err_status, t0, NULL);
         q_free(s, &q);
         mlstack_json_free(doc);
-        return rc;
+        return rc || !keep ? -1 : 0; /* "Connection: close" is honoured after an error too */
     }
     r = (srv_req *)calloc(1, sizeof *r);
     if (!r || pthread_cond_init(&r->cv, NULL) != 0) {
@@ -1284,7 +1494,12 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     q.d.user = r;
     pthread_mutex_lock(&s->mu);
     r->t_submit = now_s();
-    res = mlstack_engine_submit(s->e, &q.d, &r->id, &err);
+    if (srv_stop) { /* a shutdown began while the request was prepared (a grammar compile, say) */
+        res = MLSTACK_ERR_CANCELLED;
+        snprintf(err.message, sizeof err.message, "the server is shutting down");
+    } else {
+        res = mlstack_engine_submit(s->e, &q.d, &r->id, &err);
+    }
     if (res == MLSTACK_OK) {
         r->next = s->live;
         s->live = r;
@@ -1295,16 +1510,18 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     free(q.prompt); /* copied at submit; stop strings too (the grammar is kept until the end) */
     q.prompt = NULL;
     if (res != MLSTACK_OK) {
-        int code = res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
+        int code = res == MLSTACK_ERR_CANCELLED ? 503 : res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
+        if (code == 503) keep = 0;
         rc = send_error(c, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
                         res == MLSTACK_ERR_LIMIT ? "context_length_exceeded" : NULL, err.message, keep);
         log_request(s, hr, code, t0, NULL);
         req_free(r);
         q_free(s, &q);
         mlstack_json_free(doc);
-        return rc;
+        return rc || !keep ? -1 : 0;
     }
-    mlstack_json_free(doc); /* nothing below reads the body */
+    mlstack_json_free(doc); /* nothing below reads the body: its buffer and budget go back now */
+    conn_consume(c);
     if (q.stream) {
         static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
@@ -1366,7 +1583,16 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             calls = NULL, n_calls = 0;
     }
     if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
-        const char *msg = r->st.message[0] ? r->st.message : "the request failed";
+        const char *msg = srv_stop           ? "the server is shutting down"
+                          : r->st.message[0] ? r->st.message
+                                             : "the request failed";
+        /* a grammar over a budget (max_stacks at its first token, say) is the schema's fault */
+        int code =
+            srv_stop ? 503
+            : !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0
+                ? 400
+                : 500;
+        if (srv_stop) keep = 0;
         if (header_sent) {
             cli_buf b;
             memset(&b, 0, sizeof b);
@@ -1377,10 +1603,12 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             cli_buf_free(&b);
             send_event(c, "[DONE]", 6);
             send_all(c, "0\r\n\r\n", 5);
+        } else if (code == 400) {
+            send_error(c, 400, "invalid_request_error", q.gparam, "invalid_schema", msg, keep);
         } else {
-            send_error(c, 500, "server_error", NULL, NULL, msg, keep);
+            send_error(c, code, "server_error", NULL, NULL, msg, keep);
         }
-        log_request(s, hr, 500, t0, &r->st);
+        log_request(s, hr, code, t0, &r->st);
     } else if (q.stream) {
         if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
             size_t end = n_calls ? content_len : r->text.n;
@@ -1513,8 +1741,18 @@ static int handle_metrics(conn *c, int keep) {
            (double)s->completion_tokens);
     metric(&b, "mlstack_connections_open", "gauge", "Open client connections.", (double)s->n_conns);
     metric(&b, "mlstack_connections_total", "counter", "Connections accepted.", (double)s->conns_total);
-    metric(&b, "mlstack_connections_rejected_total", "counter", "Connections refused with 503 (over --max-conns).",
-           (double)s->conns_rejected);
+    metric(&b, "mlstack_connections_rejected_total", "counter",
+           "Connections refused with 503 (over --max-conns-per-peer, or every slot busy).", (double)s->conns_rejected);
+    metric(&b, "mlstack_connections_peer_rejected_total", "counter",
+           "Connections refused because their address held --max-conns-per-peer.", (double)s->peer_rejected);
+    metric(&b, "mlstack_connections_evicted_total", "counter",
+           "Connections waiting longest for a request head, closed to admit new ones.", (double)s->conns_evicted);
+    metric(&b, "mlstack_connections_waiting", "gauge", "Open connections without a complete request head.",
+           (double)s->n_waiting);
+    metric(&b, "mlstack_body_memory_bytes", "gauge",
+           "Memory held for request bodies being received or parsed (against --body-mem).", (double)s->body_mem);
+    metric(&b, "mlstack_body_memory_rejected_total", "counter", "Requests refused for want of --body-mem (413/503).",
+           (double)s->body_rejected);
     metric_hist(&b, "mlstack_time_to_first_token_seconds", "Time from submit to the first generated token.", &s->ttft);
     metric_hist(&b, "mlstack_inter_token_seconds", "Time between consecutive tokens of a request.", &s->itl);
     metric_hist(&b, "mlstack_request_duration_seconds", "Time from submit to the end of a request.", &s->e2e);
@@ -1561,12 +1799,23 @@ static int handle_models(conn *c, const char *path, int keep) {
     return r;
 }
 
+/* "Authorization: Bearer KEY": the scheme in any case (RFC 9110 11.1), the key compared in time
+   that depends on the key's length only, not on how much of it a guess gets right. */
 static int authorized(const srv *s, const http_req *hr) {
-    size_t n;
-    if (!s->o.api_key) return 1;
-    if (!hr->auth || strncmp(hr->auth, "Bearer ", 7) != 0) return 0;
-    n = strlen(s->o.api_key);
-    return strlen(hr->auth + 7) == n && memcmp(hr->auth + 7, s->o.api_key, n) == 0;
+    const char *a = hr->auth, *key = s->o.api_key;
+    size_t n, m, i;
+    volatile unsigned diff;
+    if (!key) return 1;
+    if (!a) return 0;
+    for (i = 0; i < 6; i++)
+        if ((a[i] | 0x20) != "bearer"[i]) return 0;
+    if (a[6] != ' ' && a[6] != '\t') return 0;
+    for (a += 6; *a == ' ' || *a == '\t'; a++) {}
+    n = strlen(key);
+    m = strlen(a);
+    diff = (unsigned)(m != n);
+    for (i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < m ? a[i] : 0);
+    return diff == 0;
 }
 
 /* Answers one request; returns 0 to keep the connection, -1 to close it. */
@@ -1608,6 +1857,12 @@ static int route(conn *c, const http_req *hr) {
     return r || !keep ? -1 : 0;
 }
 
+/* Back to waiting for a request head (under mu). */
+static void conn_wait(conn *c) {
+    if (!c->waiting) c->waiting = 1, c->s->n_waiting++;
+    c->wait_since = now_s();
+}
+
 static void *conn_main(void *arg) {
     conn *c = (conn *)arg;
     srv *s = c->s;
@@ -1624,24 +1879,36 @@ static void *conn_main(void *arg) {
                      : code == 431 ? "the request head is too large or has too many headers"
                      : code == 411 ? "send the body with a Content-Length or in chunked transfer coding"
                      : code == 501 ? "the only transfer coding understood is chunked"
+                     : code == 503 ? "the server is busy with other request bodies: retry"
                      : code == 505 ? "only HTTP/1.0 and HTTP/1.1 are served"
                                    : "malformed HTTP request");
-            send_error(c, code, "invalid_request_error", NULL, NULL, msg, 0);
+            send_error(c, code, code == 503 ? "server_error" : "invalid_request_error", NULL, NULL, msg, 0);
             if (!s->o.quiet) fprintf(stderr, "(request) %d %s\n", code, msg);
             linger_close(c);
             break;
         }
-        if (route(c, &hr) != 0) break;
-        memmove(c->in.buf, c->in.buf + used, c->in.n - used); /* pipelined bytes stay for the next request */
-        c->in.n -= used;
+        c->in.deadline = 0; /* later requests: --timeout of idleness, then --timeout from their first byte */
+        c->used = used;
+        code = route(c, &hr);
+        conn_consume(c); /* (if the request did not already) pipelined bytes stay for the next request */
+        if (code != 0 || c->peer_eof) break;
+        pthread_mutex_lock(&s->mu);
+        conn_wait(c);
+        pthread_mutex_unlock(&s->mu);
     }
-    close(c->fd);
-    free(c->in.buf);
-    free(c);
+    conn_hold(c, 0);
     pthread_mutex_lock(&s->mu);
+    if (c->prev) c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    if (c->waiting) s->n_waiting--;
     s->n_conns--;
+    close(c->fd); /* under mu: the accept thread may shut a listed connection's socket down */
     pthread_cond_broadcast(&s->conns_cv);
     pthread_mutex_unlock(&s->mu);
+    free(c->in.buf);
+    free(c);
     return NULL;
 }
 
@@ -1659,9 +1926,14 @@ static const cli_opt_spec SERVE_OPTS[] = {
     OPT("--spec", NULL, 's', 0, 0, base.spec),
     OPT("--spec-tokens", NULL, 'i', 1, 64, base.spec_tokens),
     OPT("--max-conns", NULL, 'i', 1, 100000, max_conns),
+    OPT("--max-conns-per-peer", NULL, 'i', 1, 100000, max_conns_per_peer),
     OPT("--max-body", NULL, 'z', 1, 1e10, max_body),
+    OPT("--max-json-nodes", NULL, 'z', 1, 1e9, max_json_nodes),
+    OPT("--body-mem", NULL, 'z', 1, 1 << 20, body_mem_mib),
     OPT("--timeout", NULL, 'i', 1, 86400, timeout_s),
+    OPT("--shutdown-timeout", NULL, 'i', 0, 3600, shutdown_timeout_s),
     OPT("--quiet", NULL, 'b', 0, 0, quiet),
+    OPT("--content-specials", NULL, 's', 0, 0, content_specials),
     OPT("-t", "--threads", 'i', 1, 256, base.threads),
     OPT("--gpu", NULL, 'b', 0, 0, base.gpu),
     OPT("--isa", NULL, 's', 0, 0, base.isa),
@@ -1677,8 +1949,12 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
     o->port = 8080;
     o->parallel = 16;
     o->max_conns = 512;
+    o->max_conns_per_peer = 128;
     o->max_body = (size_t)4 << 20;
+    o->max_json_nodes = (size_t)1 << 18;
+    o->body_mem_mib = 256;
     o->timeout_s = 10;
+    o->shutdown_timeout_s = 5;
     for (i = 1; i < argc; i++) {
         int r;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
@@ -1687,6 +1963,10 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         if (r == 0) return cli_die("unknown option %s for serve (see mlstack serve --help)", argv[i]);
     }
     if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
+    if (o->api_key && !o->api_key[0])
+        return cli_die("%s", "--api-key is empty: give a key, or leave the option out for an open server");
+    if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
+        return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
 }
 
@@ -1728,6 +2008,54 @@ static int srv_listen(srv *s) {
     return 0;
 }
 
+/* The peer's key for --max-conns-per-peer: the family, then the IPv4 address or the IPv6 /64
+   prefix (one host usually holds a whole /64); an IPv4-mapped IPv6 address counts as IPv4. */
+static void peer_key(const struct sockaddr_storage *ss, unsigned char key[17]) {
+    memset(key, 0, 17);
+    if (ss->ss_family == AF_INET6) {
+        const unsigned char *a = ((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr.s6_addr;
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(a, mapped, 12) == 0) {
+            key[0] = 4;
+            memcpy(key + 1, a + 12, 4);
+        } else {
+            key[0] = 6;
+            memcpy(key + 1, a, 8);
+        }
+    } else if (ss->ss_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)(const void *)ss)->sin_addr, 4);
+    }
+}
+
+/* Admits a new connection from `key` (under mu). Returns 0, or 503 when its peer holds
+   --max-conns-per-peer connections already, or when every slot has a request in progress. At
+   --max-conns, or with 7/8 of them waiting for a request head, the connection that has waited
+   longest is shut down to make room: a client that trickles bytes or idles holds a slot only
+   until someone needs it, while requests under way keep theirs. */
+static int srv_admit(srv *s, const unsigned char key[17]) {
+    conn *c, *oldest = NULL;
+    int same = 0, wait_cap = s->o.max_conns - s->o.max_conns / 8, live_waiting = 0;
+    for (c = s->conns; c; c = c->next) {
+        if (!c->evicted && memcmp(c->peer, key, 17) == 0) same++;
+        if (c->waiting && !c->evicted) {
+            live_waiting++;
+            if (!oldest || c->wait_since < oldest->wait_since) oldest = c;
+        }
+    }
+    if (s->o.max_conns_per_peer > 0 && same >= s->o.max_conns_per_peer) {
+        s->peer_rejected++;
+        return 503;
+    }
+    if (s->n_conns - (s->n_waiting - live_waiting) >= s->o.max_conns || live_waiting >= wait_cap) {
+        if (!oldest) return 503;
+        oldest->evicted = 1;
+        shutdown(oldest->fd, SHUT_RDWR); /* its thread wakes, sees the end and closes */
+        s->conns_evicted++;
+    }
+    return 0;
+}
+
 static void srv_accept_loop(srv *s) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -1735,6 +2063,9 @@ static void srv_accept_loop(srv *s) {
     pthread_attr_setstacksize(&attr, (size_t)1 << 20);
     while (!srv_stop) {
         struct pollfd p;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        unsigned char key[17];
         int fd, over;
         conn *c;
         pthread_t th;
@@ -1742,17 +2073,33 @@ static void srv_accept_loop(srv *s) {
         p.events = POLLIN;
         p.revents = 0;
         if (poll(&p, 1, 200) <= 0) continue;
-        fd = accept(s->listen_fd, NULL, NULL);
+        memset(&ss, 0, sizeof ss);
+        fd = accept(s->listen_fd, (struct sockaddr *)&ss, &sl);
         if (fd < 0) continue;
         {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
+        peer_key(&ss, key);
+        c = (conn *)calloc(1, sizeof *c);
+        if (c) c->in.buf = (char *)malloc(HTTP_MAX_HEAD + 1);
         pthread_mutex_lock(&s->mu);
-        over = s->n_conns >= s->o.max_conns;
-        if (over) s->conns_rejected++, s->http_codes[503]++;
-        else
+        over = !c || !c->in.buf ? 503 : srv_admit(s, key);
+        if (over) {
+            s->conns_rejected++, s->http_codes[over]++;
+        } else {
             s->n_conns++, s->conns_total++;
+            c->in.cap = HTTP_MAX_HEAD + 1, c->s = s, c->fd = fd;
+            c->in.max_body = s->o.max_body, c->in.timeout_s = s->o.timeout_s;
+            c->in.deadline = now_s() + s->o.timeout_s; /* the first request: from the accept on */
+            c->in.recv = conn_recv, c->in.send_continue = conn_send_continue, c->in.ctx = c;
+            c->in.reserve = conn_reserve, c->in.on_head = conn_on_head;
+            memcpy(c->peer, key, sizeof key);
+            conn_wait(c);
+            c->next = s->conns;
+            if (s->conns) s->conns->prev = c;
+            s->conns = c;
+        }
         pthread_mutex_unlock(&s->mu);
         if (over) { /* answer without a thread: a short write that fits the socket buffer */
             static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -1761,22 +2108,22 @@ static void srv_accept_loop(srv *s) {
                                        "connections\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
             (void)!send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
             close(fd);
-            continue;
-        }
-        c = (conn *)calloc(1, sizeof *c);
-        if (c) c->in.buf = (char *)malloc(HTTP_MAX_HEAD + 1);
-        if (c && c->in.buf) {
-            c->in.cap = HTTP_MAX_HEAD + 1, c->s = s, c->fd = fd;
-            c->in.max_body = s->o.max_body, c->in.timeout_s = s->o.timeout_s;
-            c->in.recv = conn_recv, c->in.send_continue = conn_send_continue, c->in.ctx = c;
-        }
-        if (!c || !c->in.buf || pthread_create(&th, &attr, conn_main, c) != 0) {
             if (c) free(c->in.buf);
             free(c);
-            close(fd);
+            continue;
+        }
+        if (pthread_create(&th, &attr, conn_main, c) != 0) {
             pthread_mutex_lock(&s->mu);
+            if (c->prev) c->prev->next = c->next;
+            else
+                s->conns = c->next;
+            if (c->next) c->next->prev = c->prev;
+            if (c->waiting) s->n_waiting--;
             s->n_conns--;
+            close(fd);
             pthread_mutex_unlock(&s->mu);
+            free(c->in.buf);
+            free(c);
         }
     }
     pthread_attr_destroy(&attr);
@@ -1860,6 +2207,7 @@ int cli_cmd_serve(int argc, char **argv) {
         }
         snprintf(s->model_id, sizeof s->model_id, "%.*s", (int)(n - (size_t)(base - s->o.base.model)), base);
     }
+    s->body_mem_max = s->o.body_mem_mib << 20;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->wake, NULL);
     pthread_cond_init(&s->conns_cv, NULL);
@@ -1883,10 +2231,30 @@ int cli_cmd_serve(int argc, char **argv) {
                 v6 ? "[" : "", s->o.host, v6 ? "]" : "", s->o.port, s->o.api_key ? " (API key required)" : "");
         fflush(stderr);
         srv_accept_loop(s);
-        close(s->listen_fd);
-        /* shutdown: connections see srv_stop within 200 ms and cancel their requests */
+        close(s->listen_fd); /* no new connections from here on */
+        /* shutdown: connections see srv_stop within 200 ms, cancel their requests (streams end
+           with an error event, waiting clients get 503) and close; idle ones just close. Work
+           that cannot be cancelled (a grammar compile) gets --shutdown-timeout seconds. */
         pthread_mutex_lock(&s->mu);
-        while (s->n_conns > 0) pthread_cond_wait(&s->conns_cv, &s->mu);
+        {
+            double deadline = now_s() + s->o.shutdown_timeout_s;
+            while (s->n_conns > 0 && now_s() < deadline) {
+                struct timespec ts;
+                struct timeval tv;
+                gettimeofday(&tv, NULL);
+                ts.tv_sec = tv.tv_sec;
+                ts.tv_nsec = (long)tv.tv_usec * 1000 + 100000000L;
+                if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+                pthread_cond_timedwait(&s->conns_cv, &s->mu, &ts);
+            }
+        }
+        if (s->n_conns > 0) {
+            /* threads still run on the model and engine: leave them as they are and exit */
+            fprintf(stderr, "mlstack serve: %d connection(s) still busy after --shutdown-timeout %d s; exiting\n",
+                    s->n_conns, s->o.shutdown_timeout_s);
+            fflush(stderr);
+            _exit(0);
+        }
         s->stop_engine = 1;
         pthread_cond_signal(&s->wake);
         pthread_mutex_unlock(&s->mu);

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef HTTP_MAX_HEAD /* the fuzz target sets a small one, so that short inputs reach the limit */
 #define HTTP_MAX_HEAD 16384 /* request line + headers; also one chunk-size line, and the trailer */
+#endif
 #define HTTP_MAX_HEADERS 100
 
 typedef struct http_req {
@@ -38,8 +40,33 @@ typedef struct http_in {
     long (*recv)(void *ctx, char *dst, size_t room, double deadline);
     /* Sends "HTTP/1.1 100 Continue"; 0 sent, -1 the peer is gone. */
     int (*send_continue)(void *ctx);
+    /* Optional (NULL: always allowed). reserve: before buf grows to `cap` bytes (and after it
+       shrinks back), so that the caller can hold all connections' buffers to one memory budget;
+       0 allowed, or an HTTP status (413, 503) that ends the request. on_head: once a request's
+       head is complete and valid, before its body is read; 0 go on, or a status to answer. */
+    int (*reserve)(void *ctx, size_t cap);
+    int (*on_head)(void *ctx, const struct http_req *r);
     void *ctx;
+    /* Optional: when > 0, the request must be whole by this time (mlstack_clock_seconds) however
+       it trickles in, idle wait included (a new connection's first request: from its accept);
+       else within timeout_s of its first byte, after at most timeout_s of idleness. */
+    double deadline;
 } http_in;
+
+/* Resizes in->buf to cap bytes, through in->reserve. 0, or an HTTP status. */
+static int http_resize(http_in *in, size_t cap) {
+    char *p;
+    int code;
+    if (in->reserve && (code = in->reserve(in->ctx, cap)) != 0) return code;
+    p = (char *)realloc(in->buf, cap);
+    if (!p) {
+        if (in->reserve) in->reserve(in->ctx, in->cap); /* back to what is held */
+        return 500;
+    }
+    in->buf = p;
+    in->cap = cap;
+    return 0;
+}
 
 /* Compares a[0..n) with the NUL-terminated b, ASCII case-insensitively. */
 static int http_ieq(const char *a, const char *b, size_t n) {
@@ -122,10 +149,10 @@ static int http_recv_until(http_in *in, size_t want, double deadline) {
         long got;
         if (want + 1 > in->cap) {
             size_t cap = in->cap * 2 > want + 1 ? in->cap * 2 : want + 1;
-            char *p = (char *)realloc(in->buf, cap);
-            if (!p) return 500;
-            in->buf = p;
-            in->cap = cap;
+            int code;
+            if (cap > in->max_body + 2 * HTTP_MAX_HEAD + 8 && want + 1 < cap) /* no doubling past the limit */
+                cap = want + 1 > in->max_body + 2 * HTTP_MAX_HEAD + 8 ? want + 1 : in->max_body + 2 * HTTP_MAX_HEAD + 8;
+            if ((code = http_resize(in, cap)) != 0) return code;
         }
         got = in->recv(in->ctx, in->buf + in->n, in->cap - 1 - in->n, deadline);
         if (got < 0) return 408;
@@ -216,7 +243,7 @@ static int http_read_chunked(http_in *in, http_req *r, size_t head_len, double d
    the bytes the request took (head + body). */
 static int http_read_request(http_in *in, http_req *r, size_t *used) {
     size_t head_len = 0, scan = 0;
-    double deadline = mlstack_clock_seconds() + in->timeout_s;
+    double deadline = in->deadline > 0 ? in->deadline : mlstack_clock_seconds() + in->timeout_s;
     int started = in->n > 0, code;
     for (;;) {
         char *e = NULL;
@@ -232,18 +259,22 @@ static int http_read_request(http_in *in, http_req *r, size_t *used) {
         }
         if (e) {
             head_len = (size_t)(e - in->buf) + 4;
+            /* the reads stop at HTTP_MAX_HEAD + 1 bytes, and pipelined bytes may hold more */
+            if (head_len > HTTP_MAX_HEAD) return 431;
             break;
         }
         if (in->n >= HTTP_MAX_HEAD) return 431;
         got = in->recv(in->ctx, in->buf + in->n, HTTP_MAX_HEAD + 1 - in->n, deadline);
         if (got < 0) return started ? 408 : 1; /* an idle keep-alive connection just closes */
         if (got == 0) return 1;
-        if (!started) deadline = mlstack_clock_seconds() + in->timeout_s; /* from the first byte on */
+        if (!started && in->deadline <= 0)
+            deadline = mlstack_clock_seconds() + in->timeout_s; /* from the first byte on */
         started = 1;
         in->n += (size_t)got;
     }
     code = http_parse_head(in->buf, head_len, r); /* cuts the lines in place */
     if (code) return code;
+    if (in->on_head && (code = in->on_head(in->ctx, r)) != 0) return code;
     if (r->chunked) {
         if (r->content_length >= 0) return 400; /* both framings: ambiguous, refused (RFC 9112 6.3) */
         if (r->expect_continue && in->n == head_len && in->send_continue(in->ctx) != 0) return 1;
@@ -257,12 +288,7 @@ static int http_read_request(http_in *in, http_req *r, size_t *used) {
     if (r->expect_continue && r->content_length > 0 && in->n == head_len && in->send_continue(in->ctx) != 0) return 1;
     {
         size_t need = head_len + (size_t)r->content_length;
-        if (need + 1 > in->cap) {
-            char *p = (char *)realloc(in->buf, need + 1);
-            if (!p) return 500;
-            in->buf = p;
-            in->cap = need + 1;
-        }
+        if (need + 1 > in->cap && (code = http_resize(in, need + 1)) != 0) return code;
         while (in->n < need) { /* no further: what follows belongs to the next request */
             long got = in->recv(in->ctx, in->buf + in->n, need - in->n, deadline);
             if (got < 0) return 408;
