@@ -13,8 +13,8 @@
 #   plain      $(B)/tests/       every test                 $(TEST_CFLAGS) (no -g)
 #   asan       $(B)/asan/        all but test_real_*        $(ALL_CFLAGS) $(SAN_OPT) $(SAN)
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP, $(NO_WIDE)
-#   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast, $(NO_WIDE)
-#                                                           (+ -mfma on an FMA host)
+#   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast
+#                                                           (+ -mfma on an FMA host; every x86 path, AVX-512 and AMX too)
 #   aarch64    $(B)/aarch64/     kernels, models, quant,    $(AARCH64_CC), static, GNU C, -ffp-contract=fast,
 #                                real_repro, gguf           run under qemu
 #   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
@@ -198,17 +198,24 @@ HOST_FMA    := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
 AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
 $(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS),$(CLI_IMPL)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
-# The flavours that test threading and build modes, not kernels, leave the AVX-512 and AMX kernels
-# out (the plain, ASan, clang and Windows flavours test them): half the implementation's compile
-# time is those kernels. Their results are the AVX2 kernels' bits, which are the same by design.
+# The flavours that test threading, not kernels, leave the AVX-512 and AMX kernels out (the plain,
+# ASan, clang and Windows flavours test them): half the implementation's compile time is those
+# kernels. Their results are the AVX2 kernels' bits, which are the same by design. The nothreads
+# flavour is also the contraction build, whose point is that every kernel path survives
+# -ffp-contract=fast: it compiles every x86 path (about 10 s more CPU than without AVX-512; a
+# separate contraction flavour would cost a whole compile), and test_real_repro there compares
+# each path this CPU runs with the plain build's hashes.
 NO_WIDE      = -DMLSTACK_NO_AVX512
 $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP $(NO_WIDE),$(LDLIBS)))
-$(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA) $(NO_WIDE),-lm))
+$(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
 $(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
+# test_real_repro runs SmolLM2 in every build that has it (a short run in the reading builds,
+# compared with the plain build's hashes): the model is made before any of them is
+$(B)/tests/test_real_repro $(B)/nothreads/test_real_repro $(B)/aarch64/max/test_real_repro: | $(DEFAULT_MODEL)/model.safetensors
 $(B)/aarch64/mlstack.o: | aarch64-tools
 .PHONY: aarch64-tools
 aarch64-tools:

@@ -433,14 +433,29 @@ def http_part(exe, model_dir, asan):
                 time.sleep(0.05)
             except OSError:
                 pass
-        time.sleep(3)  # past --timeout 2 from their first byte
+        # each answer comes --timeout (2 s) after its client connected: waited for as it comes, up to
+        # 60 s (a loaded machine only makes it later), not slept for
+        deadline = time.time() + 60
         for c in slow:
             try:
+                c.settimeout(max(0.1, deadline - time.time()))
                 answers.append(parse(c.recv(4096))[0])
             except OSError:
                 answers.append(-1)
             c.close()
         T.check(all(a in (408, 0) for a in answers) and answers.count(408) >= 15, "slowloris clients get 408", answers)
+        # and not before: one more slow client, its 408 timed from before it connected
+        t0 = time.time()
+        c = socket.create_connection(("127.0.0.1", port), timeout=60)
+        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        try:
+            code = parse(c.recv(4096))[0]
+        except OSError:
+            code = -1
+        c.close()
+        secs = time.time() - t0
+        T.check(code == 408 and secs >= 1.9, "a slow client's 408 comes --timeout after it connected, not before",
+                f"{code} after {secs:.2f} s")
 
         # ---- a client that disconnects mid-stream: cancelled, pages back ----
         m0 = metrics(srv.base)
