@@ -15,8 +15,8 @@
 #   plain      $(B)/tests/       every test                 $(TEST_CFLAGS) (no -g)
 #   asan       $(B)/asan/        all but test_real_*        $(ALL_CFLAGS) $(SAN_OPT) $(SAN)
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP, $(NO_WIDE)
-#   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast, $(NO_WIDE)
-#                                                           (+ -mfma on an FMA host)
+#   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast
+#                                                           (+ -mfma on an FMA host; every x86 path, AVX-512 and AMX too)
 #   aarch64    $(B)/aarch64/     kernels, models, quant,    $(AARCH64_CC), static, GNU C, -ffp-contract=fast,
 #                                real_repro, gguf           run under qemu
 #   win64      $(B)/win64/       platform, kernels, models, $(MINGW_CC), static .exe, run under Wine
@@ -93,28 +93,28 @@ NEON_RUNS     = $(B)/aarch64/max/test_kernels $(foreach c,max cortex-a53,$(B)/aa
 all:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/mlstack $(EXAMPLES)
 
-# ---- the mlstack CLI: tools/cli_*.c, one binary, built as a user builds it: the implementation
-# apart from the command files (cli_impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
+# ---- the mlstack CLI: cli/*.c, one binary, built as a user builds it: the implementation
+# apart from the command files (cli/impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
 # MLSTACK_IMPLEMENTATION_PART=1..6, six translation units that build in parallel) ----
 IMPL_PARTS = 1 2 3 4 5 6
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
-CLI_SRCS   = tools/cli_impl.c $(filter-out tools/cli_impl.c,$(wildcard tools/cli_*.c))
-CLI_HDRS   = mlstack.h tools/cli.h tools/quality.h tools/http.h
-$(B)/cli/cli_impl_part%.o: tools/cli_impl.c mlstack.h
+CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
+CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h
+$(B)/cli/cli_impl_part%.o: cli/impl.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<
-$(B)/cli/%.o: tools/%.c $(CLI_HDRS)
+$(B)/cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 # the implementation's parts first, so that `make -j` starts the long compiles at once
-$(B)/mlstack: $(CLI_IMPL) $(patsubst tools/%.c,$(B)/cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
+$(B)/mlstack: $(CLI_IMPL) $(patsubst cli/%.c,$(B)/cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS)))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 # The CLI under ASan+UBSan, for the server's abuse tests: the command files linked against the
 # ASan flavour's implementation object (the one the ASan tests use).
-$(B)/asan-cli/%.o: tools/%.c $(CLI_HDRS)
+$(B)/asan-cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
-$(B)/asan-cli/mlstack: $(patsubst tools/%.c,$(B)/asan-cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
+$(B)/asan-cli/mlstack: $(patsubst cli/%.c,$(B)/asan-cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
 # The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
 # tests); tests/run.sh runs them through these wrappers like any test binary.
@@ -139,7 +139,7 @@ MUSL_CC ?= musl-gcc
 static:
 	@mkdir -p $(B)/static
 	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
-	    echo "$$cc -static -O2 -o $(B)/static/mlstack tools/cli_*.c"; \
+	    echo "$$cc -static -O2 -o $(B)/static/mlstack cli/*.c"; \
 	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
 	cp $(B)/static/mlstack $(B)/mlstack
 	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
@@ -200,17 +200,24 @@ HOST_FMA    := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
 AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
 $(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS),$(CLI_IMPL)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
-# The flavours that test threading and build modes, not kernels, leave the AVX-512 and AMX kernels
-# out (the plain, ASan, clang and Windows flavours test them): half the implementation's compile
-# time is those kernels. Their results are the AVX2 kernels' bits, which are the same by design.
+# The flavours that test threading, not kernels, leave the AVX-512 and AMX kernels out (the plain,
+# ASan, clang and Windows flavours test them): half the implementation's compile time is those
+# kernels. Their results are the AVX2 kernels' bits, which are the same by design. The nothreads
+# flavour is also the contraction build, whose point is that every kernel path survives
+# -ffp-contract=fast: it compiles every x86 path (about 10 s more CPU than without AVX-512; a
+# separate contraction flavour would cost a whole compile), and test_real_repro there compares
+# each path this CPU runs with the plain build's hashes.
 NO_WIDE      = -DMLSTACK_NO_AVX512
 $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP $(NO_WIDE),$(LDLIBS)))
-$(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA) $(NO_WIDE),-lm))
+$(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
 $(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
+# test_real_repro runs SmolLM2 in every build that has it (a short run in the reading builds,
+# compared with the plain build's hashes): the model is made before any of them is
+$(B)/tests/test_real_repro $(B)/nothreads/test_real_repro $(B)/aarch64/max/test_real_repro: | $(DEFAULT_MODEL)/model.safetensors
 $(B)/aarch64/mlstack.o: | aarch64-tools
 .PHONY: aarch64-tools
 aarch64-tools:
@@ -250,7 +257,7 @@ TEST_RUNS   += tests/mpi/run_mpi.sh
 
 # The CUDA companion (mlstack_cuda.h). `make cuda` builds build/cuda/mlstack, the CLI whose run,
 # chat, bench and serve take --gpu: the command files compiled with -DMLSTACK_CUDA, the library
-# and its kernels by nvcc (tools/cli_impl_cuda.cu) for CUDA_ARCHS. --fmad=false: the kernels fuse
+# and its kernels by nvcc (cli/impl_cuda.cu) for CUDA_ARCHS. --fmad=false: the kernels fuse
 # a * b + c only where they call fmaf (the bits the host emulation in test_cuda_emul checks).
 # tests/gpu/run.sh runs the checks that need a GPU.
 CUDA_ARCHS ?= 80 90
@@ -260,13 +267,13 @@ gencode     = $(foreach a,$(1),-gencode arch=compute_$(a),code=sm_$(a))
 NVCC_FLAGS  = $(NVCC_BASE) $(call gencode,$(CUDA_ARCHS))
 .PHONY: cuda
 cuda: $(B)/cuda/mlstack
-$(B)/cuda/%.o: tools/%.c $(CLI_HDRS) mlstack_cuda.h
+$(B)/cuda/%.o: cli/%.c $(CLI_HDRS) mlstack_cuda.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_CUDA -c -o $@ $<
-$(B)/cuda/cli_impl_cuda.o: tools/cli_impl_cuda.cu mlstack.h mlstack_cuda.h
+$(B)/cuda/impl_cuda.o: cli/impl_cuda.cu mlstack.h mlstack_cuda.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -O2 -Xcompiler -Wall,-Wextra -c -o $@ $<
-$(B)/cuda/mlstack: $(B)/cuda/cli_impl_cuda.o $(patsubst tools/%.c,$(B)/cuda/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
+$(B)/cuda/mlstack: $(B)/cuda/impl_cuda.o $(patsubst cli/%.c,$(B)/cuda/%.o,$(filter-out cli/impl.c,$(CLI_SRCS)))
 	$(NVCC) $(NVCC_FLAGS) -o $@ $^ $(LDLIBS)
 
 # Fails (never skips) when the cross compiler or qemu is missing.
@@ -313,8 +320,8 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
 	@# the implementation's parts (the CLI links gcc's; clang checks each compiles, warnings as errors)
 	@if command -v $(CLANG) >/dev/null 2>&1; then for k in $(IMPL_PARTS); do \
-	    echo "$(CLANG) -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k tools/cli_impl.c"; \
-	    $(CLANG) -std=c99 $(WARN) -I. -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k tools/cli_impl.c || exit 1; done; \
+	    echo "$(CLANG) -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k cli/impl.c"; \
+	    $(CLANG) -std=c99 $(WARN) -I. -fsyntax-only -DMLSTACK_IMPLEMENTATION_PART=$$k cli/impl.c || exit 1; done; \
 	else echo "SKIP: $(CLANG) not found: the implementation's parts not compiled with clang"; fi
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	    echo "$(NVCC) tests/compile/cuda.cu (sm_$(firstword $(CUDA_ARCHS)))"; \
@@ -327,7 +334,7 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS    = $(addprefix $(B)/asan/replay_,$(FUZZ_TARGETS))
 # fuzz_http reads requests with the server's own reader
-$(B)/asan/replay_fuzz_http: tools/http.h
+$(B)/asan/replay_fuzz_http: cli/http.h
 fuzz-replay: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
@@ -348,7 +355,7 @@ test:
 # `make test` runs format-check (FORMAT_CHECK=0 leaves it out, e.g. where clang-format 19 is missing).
 CLANG_FORMAT ?= clang-format
 FORMAT_CHECK ?= 1
-FORMAT_FILES  = mlstack.h mlstack_cuda.h $(wildcard tools/*.c tools/*.h examples/*.c tests/*.c tests/*.h \
+FORMAT_FILES  = mlstack.h mlstack_cuda.h $(wildcard cli/*.c cli/*.h tools/*.c tools/*.h examples/*.c tests/*.c tests/*.h \
                   tests/fuzz/*.c tests/fuzz/*.h tests/compile/*.c tests/compile/*.cpp)
 .PHONY: format format-check format-tool
 format-tool:
@@ -403,8 +410,8 @@ $(B)/win64/%.exe: tests/%.c $(HDRS) $(B)/win64/mlstack.o $(call pch_of,win64,$(M
 
 # The CLI for Windows: its command files linked against the win64 implementation object, then
 # run under Wine beside the native build on the same inputs (tests/test_cli_windows.py).
-WIN_CLI_OBJS = $(patsubst tools/%.c,$(B)/win64/cli/%.o,$(filter-out tools/cli_impl.c,$(CLI_SRCS)))
-$(B)/win64/cli/%.o: tools/%.c $(CLI_HDRS) | mingw-tools
+WIN_CLI_OBJS = $(patsubst cli/%.c,$(B)/win64/cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS)))
+$(B)/win64/cli/%.o: cli/%.c $(CLI_HDRS) | mingw-tools
 	@mkdir -p $(@D)
 	$(MINGW_CC) $(CROSS_FLAGS) -c -o $@ $<
 $(B)/win64/mlstack.exe: $(WIN_CLI_OBJS) $(B)/win64/mlstack.o

@@ -54,6 +54,8 @@
                                                      mlstack_engine_logits per row
      text <-> ids, chat prompt text                  mlstack_tokenizer_encode/_decode, mlstack_detok_*
                                                      (streaming), mlstack_chat_template_apply
+     chat prompt ids from untrusted messages         mlstack_chat_template_encode (special-token text
+                                                     in the messages stays text)
      benchmarks on a real shape without weights      mlstack_model_open_random
      faster decoding (speculative): drafts from the  engine descriptor spec = MLSTACK_SPEC_NGRAM or
      request's own context or a smaller model        _DRAFT (+ spec_draft); your own loop:
@@ -130,9 +132,11 @@
      Model files are untrusted input. Every length and offset read from a file is checked
      against the bytes that exist before use; mapped model bytes are never written. Errors are
      returned as mlstack_result with text naming the file, the offset or field, and what was
-     expected. The library never prints, exits or aborts on bad data. JSON from a network peer
-     should go through mlstack_json_parse_opts with a value and memory cap: a parsed value
-     costs about 100 bytes, so text of tiny values grows ~50-fold.
+     expected. The library never prints, exits or aborts on bad data. Chat templates, JSON
+     Schemas, grammars and regexes are untrusted too: each runs under a work budget (template
+     max_steps, grammar max_work and max_stacks) and ends with MLSTACK_ERR_LIMIT past it. JSON
+     from a network peer should go through mlstack_json_parse_opts with a value and memory cap:
+     a parsed value costs about 100 bytes, so text of tiny values grows ~50-fold.
 
    ISA MATRIX (one binary holds every path its target allows; the best the CPU runs is chosen
    at run time, at most the cap given by the engine's isa field or MLSTACK_ISA)
@@ -226,6 +230,7 @@
                  R mlstack_template_render(template, len, messages_json, len, opt, &text, &text_len, err)
                  R mlstack_template_render_messages(template, len, messages, n, opt, &text, &text_len, err)
                  R mlstack_chat_template_apply_messages(tpl, name, messages, n, opt, &text, &text_len, err)
+                 R mlstack_chat_template_encode(tpl, name, tok, messages_json, len, opt, ids, cap, &n, err)
                  void mlstack_template_free_output(text)
      JSON        R mlstack_json_parse(text, len, what, &doc, err) void mlstack_json_free(doc)
                  R mlstack_json_parse_opts(text, len, what, opt, &doc, err)  (node/memory caps)
@@ -472,8 +477,11 @@ MLSTACK_API const mlstack_chat_template *mlstack_model_chat_template(const mlsta
    Q8_0 / Q4_1 projections as the panels the kernels read, mapped in place (see
    mlstack_model_save_flags).
    `dir` may not be the folder the model was opened from (MLSTACK_ERR_INVALID_ARG, compared by
-   device and inode); an existing model.safetensors there is replaced by rename, never
-   truncated in place. Thread safety: any thread; the model is only read. */
+   device and inode). Each file is written beside its name under a new, unpredictable
+   temporary name (created exclusively, so a link planted there is never followed) and renamed
+   over the existing file once every file is written: a failure leaves the folder's files as
+   they were, and none is truncated in place or written through a link.
+   Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *model, const char *dir, mlstack_error *err);
 /* mlstack_model_save with flags (0: as mlstack_model_save). mlstack_model_save writes each Q8_0 /
    Q4_1 projection as its P16 panels, the layout the SIMD kernels read (>>model, "Saved
@@ -487,7 +495,8 @@ MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *model, const 
    llama.cpp loads: llama.cpp's keys and tensor names, Q8_0/Q4_1 blocks as GGML Q8_0/Q4_1,
    F32/F16/BF16 as stored, the vocabulary (a GGUF source's tokenizer keys as they are; a folder's
    byte-level BPE tokenizer.json with a pre-tokenizer llama.cpp names) and the chat template.
-   Written beside `path` and renamed over it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
+   Written beside `path` under a new temporary name (as mlstack_model_save) and renamed over
+   it. Returns MLSTACK_ERR_UNSUPPORTED for a tokenizer
    llama.cpp could not reproduce. Thread safety: any thread; the model is only read. */
 MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *model, const char *path, mlstack_error *err);
 /* Tensor views: index 0..count-1, or by name. The views point into the mapped files and live
@@ -626,6 +635,14 @@ typedef struct mlstack_chat_message {
      max_stack              0: MLSTACK_TEMPLATE_MAX_STACK (128 KiB): C stack the parser and the
                             evaluator may use for nesting; render on a thread with at least this
                             much stack to spare
+     content_specials       (mlstack_chat_template_encode only; the text calls ignore it)
+                            0 = MLSTACK_CONTENT_SPECIALS_TEXT: special-token text inside the
+                            messages (content, roles, names, tool calls) and the tools is
+                            encoded as plain text, so a message cannot forge a turn, a role or
+                            an end of text; the template's own markers stay special.
+                            MLSTACK_CONTENT_SPECIALS_PARSE: the rendered text is encoded as a
+                            whole, special tokens wherever they are (what transformers'
+                            apply_chat_template(tokenize=True) does).
    Python's sandbox limit on range() (100000 items) always applies, as it does in transformers. */
 typedef struct mlstack_template_options {
     int add_generation_prompt;
@@ -638,7 +655,10 @@ typedef struct mlstack_template_options {
     uint64_t max_steps;
     size_t max_memory;
     size_t max_stack;
+    int content_specials; /* MLSTACK_CONTENT_SPECIALS_* (0: _TEXT) */
 } mlstack_template_options;
+#define MLSTACK_CONTENT_SPECIALS_TEXT 1  /* the default (0 means this too) */
+#define MLSTACK_CONTENT_SPECIALS_PARSE 2
 
 /* Renders a Jinja chat template.
    Parameters: template_text/template_len (UTF-8, need not be NUL-terminated); messages_json/
@@ -708,6 +728,31 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_chat_message *messages, int n_messages,
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err);
+
+/* The prompt ids of a conversation: mlstack_chat_template_apply, then mlstack_tokenizer_encode
+   of the text (without added BOS/EOS: templates write their own), except that by default
+   (opt->content_specials 0 or MLSTACK_CONTENT_SPECIALS_TEXT) special-token text that came from
+   the messages or the tools is encoded as plain text, as tokenizers' split_special_tokens=True
+   encodes it, while the special tokens the template itself writes stay special.
+   Parameters: tpl, name, messages_json/messages_len and opt as for mlstack_chat_template_apply;
+     tok: the model's tokenizer (mlstack_model_tokenizer); ids (room for cap ids; NULL when cap
+     is 0); n_ids receives the number of ids the prompt needs; err optional.
+   Returns MLSTACK_OK; MLSTACK_ERR_LIMIT when cap < *n_ids (call again with *n_ids of room);
+     a template failure as mlstack_chat_template_apply; an encode failure as
+     mlstack_tokenizer_encode (err->message says which).
+   Thread safety: as mlstack_chat_template_apply and mlstack_tokenizer_encode.
+   Remarks: while rendering, each special token's text in the messages' strings is a
+   placeholder of private-use characters that the template passes through as it is; a
+   template that inspects the content for a special token's text sees the placeholder, and one
+   that escapes it (tojson with ensure_ascii=true) or cuts it leaves it as plain text. A
+   special token flagged normalized is text throughout a stretch between the template's own
+   special tokens that holds such content (the normalizer moves offsets). The default differs
+   from transformers' apply_chat_template(tokenize=True) only for messages that contain
+   special-token text. */
+MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *tpl, const char *name,
+                                                        mlstack_tokenizer *tok, const char *messages_json,
+                                                        size_t messages_len, const mlstack_template_options *opt,
+                                                        int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err);
 
 /* ---- JSON documents (>>json) ----
    The parser the engine uses for every file it reads, for embedders that receive JSON (request
@@ -1085,8 +1130,11 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    properties in schema order and no others.
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
-   (256 MiB; dropped and rebuilt when full). A budget exceeded at compile time fails the compile
-   with MLSTACK_ERR_LIMIT; during matching it masks that path and mlstack_matcher_error says why. */
+   (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
+   step from the text to the start state, so a hostile schema costs seconds, not hours). A
+   budget exceeded at compile time fails the compile with MLSTACK_ERR_LIMIT; during matching it
+   masks that path and mlstack_matcher_error says why. A compile can be abandoned from outside
+   (a server whose client has gone): desc->cancel is polled as the work is charged. */
 
 /* Byte view of a vocabulary. from_model: the model's tokenizer, n_vocab and EOS ids.
    from_tokenizer: n_vocab 0 means the tokenizer's size (ids past the tokenizer are never
@@ -1125,7 +1173,15 @@ typedef enum mlstack_grammar_kind {
      len                0: strlen(text)
      max_elements       0: MLSTACK_GRAMMAR_MAX_ELEMENTS (1M grammar elements after expansion)
      max_stacks         0: MLSTACK_GRAMMAR_MAX_STACKS (16384 parse stacks at once)
-     max_memory         0: MLSTACK_GRAMMAR_MAX_MEMORY (256 MiB automaton + mask cache) */
+     max_memory         0: MLSTACK_GRAMMAR_MAX_MEMORY (256 MiB automaton + mask cache)
+     max_work           0: MLSTACK_GRAMMAR_MAX_WORK (256M units of compile work; a unit is one
+                        elementary step: a byte of text, a JSON member visited, a grammar element
+                        made or checked, a rule visited while building the start state)
+     cancel             NULL: never; otherwise called with cancel_user from the compiling thread
+                        about every 64K units (a few hundred microseconds) and once at the start;
+                        non-zero abandons the compile with MLSTACK_ERR_CANCELLED. It may read
+                        a flag another thread sets, or poll a socket; it must not call back into
+                        the grammar being compiled. */
 typedef struct mlstack_grammar_desc {
     mlstack_grammar_kind kind;
     const char *text;
@@ -1134,12 +1190,16 @@ typedef struct mlstack_grammar_desc {
     size_t max_elements;
     int max_stacks;
     size_t max_memory;
+    uint64_t max_work;
+    int (*cancel)(void *cancel_user);
+    void *cancel_user;
 } mlstack_grammar_desc;
 
 /* Compiles a grammar for desc->vocab.
    Returns MLSTACK_OK; MLSTACK_ERR_FORMAT (syntax, with line and column or offset; schema errors
    with their JSON path), MLSTACK_ERR_UNSUPPORTED (a keyword or regex feature outside the subset,
-   named), MLSTACK_ERR_LIMIT (a budget), MLSTACK_ERR_NO_MEMORY. *out NULL on failure.
+   named), MLSTACK_ERR_LIMIT (a budget, max_work included), MLSTACK_ERR_CANCELLED (desc->cancel
+   returned non-zero), MLSTACK_ERR_NO_MEMORY. *out NULL on failure.
    Thread safety: any thread. */
 MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *desc, mlstack_grammar **out,
                                                    mlstack_error *err);
@@ -1452,6 +1512,9 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #endif
 #include <windows.h>
 #include <process.h>
+#include <fcntl.h>
+#include <io.h>
+#include <sys/stat.h>
 #else
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -1521,8 +1584,9 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    gives them external linkage, and compiles each test with MLSTACK__IMPORT_INTERNALS, which keeps
    every type, macro and prototype but turns each function definition (these and the public ones)
    into a GNU inline definition that is never compiled on its own: the calls go to the shared
-   object, and the test does not optimise and instrument 19k lines again (gcc: with -fno-inline,
-   since its inliner would compile those bodies after all). Both are for the Makefile only. */
+   object, and the test does not optimise and instrument the implementation again (gcc: with
+   -fno-inline, since its inliner would compile those bodies after all). Both are for the Makefile
+   only. */
 #if defined(MLSTACK__EXPORT_INTERNALS)
 #define MLSTACK__FN
 #define MLSTACK__VAR
@@ -1874,6 +1938,84 @@ MLSTACK__FN int mlstack__remove(const char *path) {
 #endif
 }
 
+/* Writing a file whole, then renaming it over its name, so that a reader (or a failure half way)
+   never sees a part-written file and a user's file is replaced only by a complete one.
+   mlstack__tmp_create makes the file beside `path`: path + ".tmp-" + 12 random letters and
+   digits, created exclusively (O_CREAT | O_EXCL): a name that exists, a symbolic link among
+   them, is never opened nor followed, and another name is tried. The name is unpredictable
+   (/dev/urandom where there is one), so another user cannot plant a link at it beforehand.
+   Returns the stream and sets *tmp (MLSTACK_MALLOC'd), or NULL with errno set. The writer
+   closes the stream, then renames *tmp over path (mlstack__rename) or removes it. */
+MLSTACK__FN FILE *mlstack__tmp_create(const char *path, char **tmp) {
+    const char *digits = "abcdefghijklmnopqrstuvwxyz0123456789";
+    size_t pl = strlen(path);
+    char *name = (char *)MLSTACK_MALLOC(pl + 18);
+    int attempt, e = EEXIST;
+    *tmp = NULL;
+    if (!name) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(name, path, pl);
+    memcpy(name + pl, ".tmp-", 5);
+    for (attempt = 0; attempt < 100; attempt++) {
+        unsigned long long x = 0;
+        FILE *f = NULL;
+        int i, fd;
+#if defined(_WIN32)
+        LARGE_INTEGER qpc;
+        wchar_t *w;
+        QueryPerformanceCounter(&qpc);
+        x = (unsigned long long)qpc.QuadPart ^ ((unsigned long long)GetCurrentProcessId() << 40) ^
+            (unsigned long long)GetTickCount64() << 20;
+#else
+        int rfd = open("/dev/urandom", O_RDONLY);
+        if (rfd >= 0) {
+            if (read(rfd, &x, sizeof x) != (ssize_t)sizeof x) x = 0;
+            close(rfd);
+        }
+        x ^= (unsigned long long)getpid() << 40;
+#endif
+        /* splitmix64 over the seed, the time, the attempt and an address */
+        x ^= (unsigned long long)(mlstack__now() * 1e9) ^ (unsigned long long)(uintptr_t)name ^
+             ((unsigned long long)attempt << 52);
+        x += 0x9e3779b97f4a7c15ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        for (i = 0; i < 12; i++, x /= 36) name[pl + 5 + i] = digits[x % 36];
+        name[pl + 17] = 0;
+#if defined(_WIN32)
+        if (!(w = mlstack__wpath(name))) {
+            e = EINVAL;
+            break;
+        }
+        fd = _wopen(w, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+        MLSTACK_FREE(w);
+        if (fd >= 0 && !(f = _fdopen(fd, "wb"))) _close(fd);
+#else
+#if defined(O_CLOEXEC)
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+#else
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
+#endif
+        if (fd >= 0 && !(f = fdopen(fd, "wb"))) close(fd);
+#endif
+        if (f) {
+            *tmp = name;
+            return f;
+        }
+        e = errno;
+        if (fd >= 0) { /* created but no stream: not ours to leave behind */
+            mlstack__remove(name);
+            break;
+        }
+        if (e != EEXIST) break;
+    }
+    MLSTACK_FREE(name);
+    errno = e;
+    return NULL;
+}
 /* Directory listing: the names (UTF-8) in a folder, "." and ".." included, in no set order.
    mlstack__dir_open returns NULL when the folder cannot be read. */
 #if defined(_WIN32)
@@ -4187,6 +4329,31 @@ MLSTACK__FN int mlstack__is_gguf(const char *path) {
     return ok;
 }
 
+/* The error for a model path that names a file which is not a GGUF: what its first bytes are
+   instead of the magic (a model is a GGUF file or a folder holding config.json). */
+MLSTACK__FN mlstack_result mlstack__not_gguf(const char *path, mlstack_error *err) {
+    FILE *f = mlstack__fopen(path, "rb");
+    unsigned char m[4];
+    char hex[16], text[8];
+    size_t n, i;
+    if (!f) return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    n = fread(m, 1, 4, f);
+    fclose(f);
+    if (n < 4)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: not a GGUF file: %zu bytes long, shorter than the magic \"GGUF\" expected at offset 0 "
+            "(a model is a GGUF file or a folder holding config.json)",
+            path, n);
+    for (i = 0; i < 4; i++) text[i] = m[i] >= 0x20 && m[i] < 0x7f ? (char)m[i] : '.';
+    snprintf(hex, sizeof hex, "%02x %02x %02x %02x", m[0], m[1], m[2], m[3]);
+    text[4] = 0;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                         "%s: not a GGUF file: offset 0: expected the magic \"GGUF\" (47 47 55 46), got %s (\"%s\") "
+                         "(a model is a GGUF file or a folder holding config.json)",
+                         path, hex, text);
+}
+
 /* ==== 6. UNICODE ==== */ /* >>unicode */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
@@ -6091,6 +6258,12 @@ typedef struct mlstack__enc {
     const char *limit_what; /* which limit an MLSTACK_ERR_LIMIT hit (NULL: the regex budget) */
     char *err;
     mlstack_result code;
+    /* Byte ranges [prot[2k], prot[2k+1]) of the text, ascending, in which special tokens are
+       text (mlstack_chat_template_encode: special-token text that came from the messages);
+       prot_all: the whole text (the ranges could not be mapped onto it). */
+    const size_t *prot;
+    size_t n_prot;
+    int prot_all;
 } mlstack__enc;
 
 typedef struct mlstack__centry {
@@ -6748,8 +6921,51 @@ static void mlstack__added_starts(const mlstack_tokenizer *t, const char *s, siz
         at[j] = t->tr_out[2 * node + (normalized ? 1 : 0)];
     }
 }
+/* Whether [b, en) of the text overlaps one of e's protected ranges. */
+static int mlstack__prot_overlaps(const mlstack__enc *e, size_t b, size_t en) {
+    size_t lo = 0, hi = e->n_prot;
+    if (e->prot_all) return 1;
+    while (lo < hi) { /* the first range that ends after b */
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->prot[2 * mid + 1] <= b) lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_prot && e->prot[2 * lo] < en;
+}
+
+/* For mlstack_chat_template_encode's placeholders: at[j] = the index in t->added of the longest
+   special token (normalized or not) whose text starts s[j, n), or -1. Returns how many j have
+   one; 0 for a tokenizer without added tokens (at untouched) and -1 without memory. */
+MLSTACK__FN long mlstack__tok_special_starts(const mlstack_tokenizer *t, const char *s, size_t n, int32_t *at) {
+    int32_t *other;
+    size_t j;
+    long hits = 0;
+    if (!t->tr_nodes || !n) return 0;
+    if (n > SIZE_MAX / sizeof *other || !(other = (int32_t *)MLSTACK_MALLOC(n * sizeof *other))) return -1;
+    mlstack__added_starts(t, s, n, 0, at);
+    mlstack__added_starts(t, s, n, 1, other);
+    for (j = 0; j < n; j++) {
+        int32_t a = at[j] >= 0 && t->added[at[j]].special ? at[j] : -1;
+        int32_t b = other[j] >= 0 && t->added[other[j]].special ? other[j] : -1;
+        at[j] = a < 0 || (b >= 0 && t->added[b].len > t->added[a].len) ? b : a;
+        hits += at[j] >= 0;
+    }
+    MLSTACK_FREE(other);
+    return hits;
+}
+
+/* The text of added token k (an index from mlstack__tok_special_starts), or NULL. */
+MLSTACK__FN const char *mlstack__tok_added_text(const mlstack_tokenizer *t, int32_t k, size_t *len) {
+    if (k < 0 || k >= t->n_added) return NULL;
+    *len = t->added[k].len;
+    return t->added[k].s;
+}
+
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
-   leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them. */
+   leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them.
+   A special token is text under special_as_text, and in the first split (the raw text) where
+   it overlaps one of e's protected ranges. */
 static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int first, int normalized, int special_as_text,
                                 mlstack__buf *out) {
     const mlstack_tokenizer *t = e->t;
@@ -6771,7 +6987,9 @@ static int mlstack__added_split(mlstack__enc *e, size_t off, size_t len, int fir
         b = i;
         en = i + hit->len;
         i = en;
-        if (special_as_text && hit->special) continue;
+        if (hit->special && (special_as_text || (!normalized && (e->n_prot || e->prot_all) &&
+                                                 mlstack__prot_overlaps(e, off + b, off + en))))
+            continue;
         if (hit->single_word) {
             uint32_t cp;
             int ok = 1;
@@ -6922,6 +7140,9 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
     size_t i, j, n1, n2;
     int k;
     if (!mlstack__utf8_lossy(&e->pool, text, len)) return MLSTACK_ERR_NO_MEMORY;
+    /* protected ranges are offsets in the text: where invalid UTF-8 was replaced they no longer
+       fit, and every special token becomes text */
+    if (e->n_prot && (e->pool.n != len || memcmp(e->pool.p, text, len) != 0)) e->prot_all = 1;
     if ((flags & MLSTACK_ENCODE_ADD_SPECIAL) &&
         !mlstack__buf_put(&e->ids, t->post_pre, (size_t)t->n_post_pre * sizeof(int32_t)))
         return MLSTACK_ERR_NO_MEMORY;
@@ -6937,7 +7158,12 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
         }
         r = mlstack__normalize(e, p.off, p.len, &noff, &nlen);
         if (r != MLSTACK_OK) break;
-        if (!mlstack__added_split(e, noff, nlen, p.first, 1, flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT, &s2)) {
+        /* normalized special tokens: text throughout a piece that holds protected bytes (the
+           normalizer moved the offsets) */
+        if (!mlstack__added_split(e, noff, nlen, p.first, 1,
+                                  (flags & MLSTACK_ENCODE_SPECIAL_AS_TEXT) ||
+                                      ((e->n_prot || e->prot_all) && mlstack__prot_overlaps(e, p.off, p.off + p.len)),
+                                  &s2)) {
             r = MLSTACK_ERR_NO_MEMORY;
             break;
         }
@@ -8611,6 +8837,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
         mlstack__gguf g;
         r = mlstack__gguf_open(&g, dir, err);
@@ -8649,17 +8876,22 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     return r;
 }
 
-MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags,
-                                                    int32_t *ids, size_t cap, size_t *n_ids) {
+/* mlstack_tokenizer_encode where special tokens overlapping the n_prot byte ranges
+   [prot[2k], prot[2k+1]) (ascending, not overlapping) are text. */
+MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, const char *text, size_t len, int flags,
+                                                          const size_t *prot, size_t n_prot, int32_t *ids, size_t cap,
+                                                          size_t *n_ids) {
     mlstack__enc e;
     mlstack_result r;
     size_t n;
     if (n_ids) *n_ids = 0;
     if (!t) return MLSTACK_ERR_INVALID_ARG;
-    if ((!text && len) || (!ids && cap) || !n_ids)
+    if ((!text && len) || (!ids && cap) || !n_ids || (!prot && n_prot))
         return mlstack__tok_fail(t, MLSTACK_ERR_INVALID_ARG, "encode: NULL text, ids or n_ids");
     memset(&e, 0, sizeof e);
     e.t = t;
+    e.prot = prot;
+    e.n_prot = n_prot;
     e.re_budget = MLSTACK_REGEX_STEP_BASE;
     e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
                        ? SIZE_MAX
@@ -8682,6 +8914,10 @@ MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const 
         mlstack__tok_fail(t, r, "encode: out of memory");
     mlstack__enc_free(&e);
     return r;
+}
+MLSTACK_API mlstack_result mlstack_tokenizer_encode(mlstack_tokenizer *t, const char *text, size_t len, int flags,
+                                                    int32_t *ids, size_t cap, size_t *n_ids) {
+    return mlstack__tokenizer_encode_prot(t, text, len, flags, NULL, 0, ids, cap, n_ids);
 }
 
 MLSTACK_API mlstack_result mlstack_tokenizer_decode(mlstack_tokenizer *t, const int32_t *ids, size_t n, int flags,
@@ -9088,6 +9324,10 @@ typedef struct mlstack__tctx {
     uint64_t seed;           /* keys the dict hash */
     uintptr_t stack_base;    /* stack position at the render entry: stack use is measured from it */
     size_t max_stack;
+    /* mlstack_chat_template_encode: while the messages and tools become values, special-token
+       text in their strings is replaced by placeholders (mlstack__tpl_guard) */
+    const mlstack_tokenizer *guard;
+    char guard_mark[24];
 } mlstack__tctx;
 
 /* ---- builtins ----
@@ -9325,6 +9565,9 @@ static double mlstack__tv_num(const mlstack__tv *v) { return v->t == MLSTACK__TP
    charged to the step budget at this rate, so a loop of cheap-looking calls on large values
    still ends within max_steps. */
 #define MLSTACK__TPL_BYTES_PER_STEP 8
+/* Steps for work over n bytes: at least one, so that many small pieces of work (a search that
+   finds its needle within a few bytes, a method on a short string) are never free. */
+#define MLSTACK__TPL_BYTE_STEPS(n) (1 + (uint64_t)(n) / MLSTACK__TPL_BYTES_PER_STEP)
 static void mlstack__tpl_charge(mlstack__tctx *c, uint64_t units) {
     c->steps = units > UINT64_MAX - c->steps ? UINT64_MAX : c->steps + units;
 }
@@ -9354,7 +9597,7 @@ static int mlstack__tv_eq(mlstack__tctx *c, const mlstack__tv *a, const mlstack_
     case MLSTACK__TPL_VAL_NONE: return 1;
     case MLSTACK__TPL_VAL_STR:
         if (a->u.s.n != b->u.s.n) return 0;
-        mlstack__tpl_charge(c, a->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(a->u.s.n));
         return memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
     case MLSTACK__TPL_VAL_LIST: {
         const mlstack__tlist *x = a->u.l, *y = b->u.l;
@@ -11547,7 +11790,7 @@ static int mlstack__tpl_needle_init(mlstack__tctx *c, mlstack__tpl_needle *nd, c
         if (MLSTACK__NDL(i) == MLSTACK__NDL(k)) k++;
         nd->fail[i] = k;
     }
-    mlstack__tpl_charge(c, n / MLSTACK__TPL_BYTES_PER_STEP);
+    mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(n));
     return 0;
 }
 
@@ -11561,11 +11804,11 @@ static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl
         for (i = 0; i + n <= hn; i++) {
             size_t at = rev ? hn - n - i : i;
             if (h[at] == p[0] && memcmp(h + at, p, n) == 0) {
-                mlstack__tpl_charge(c, (i + n) / MLSTACK__TPL_BYTES_PER_STEP);
+                mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(i + n));
                 return h + at;
             }
         }
-        mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(hn));
         return NULL;
     }
     for (i = 0; i < hn; i++) {
@@ -11573,12 +11816,12 @@ static const char *mlstack__tpl_needle_find(mlstack__tctx *c, const mlstack__tpl
         while (k > 0 && ch != MLSTACK__NDL(k)) k = nd->fail[k - 1];
         if (ch == MLSTACK__NDL(k)) k++;
         if (k == n) {
-            mlstack__tpl_charge(c, i / MLSTACK__TPL_BYTES_PER_STEP);
+            mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(i));
             return rev ? h + (hn - 1 - i) : h + (i + 1 - n);
         }
     }
 #undef MLSTACK__NDL
-    mlstack__tpl_charge(c, hn / MLSTACK__TPL_BYTES_PER_STEP);
+    mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(hn));
     return NULL;
 }
 /* One search: the first (rev: last) occurrence of nd[0..nn) in h[0..hn). */
@@ -12072,7 +12315,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         }
         if ((uint64_t)k > (uint64_t)c->max_out / s->u.s.n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "string repetition larger than the output limit");
-        if (mlstack__tpl_charge_check(c, (uint64_t)k * s->u.s.n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
+        if (mlstack__tpl_charge_check(c, MLSTACK__TPL_BYTE_STEPS((uint64_t)k * s->u.s.n), pos)) return -1;
         for (i = 0; i < k; i++)
             if (mlstack__tbuf_put(c, &buf, s->u.s.p, s->u.s.n)) return -1;
         return mlstack__tpl_newstr(c, &buf, out);
@@ -12092,7 +12335,7 @@ static int mlstack__tpl_binop(mlstack__tctx *c, int op, const mlstack__tv *a, co
         if (k <= 0 || a->u.l->n == 0) k = 0; /* nothing to repeat: no loop at all */
         if (k > 0 && (uint64_t)k > (uint64_t)(c->max_mem / sizeof(mlstack__tv)) / a->u.l->n)
             return mlstack__tpl_fail(c, pos, MLSTACK_ERR_LIMIT, "list repetition too large");
-        if (mlstack__tpl_charge_check(c, (uint64_t)k * a->u.l->n / MLSTACK__TPL_BYTES_PER_STEP, pos)) return -1;
+        if (mlstack__tpl_charge_check(c, MLSTACK__TPL_BYTE_STEPS((uint64_t)k * a->u.l->n), pos)) return -1;
         for (i = 0; i < k; i++) {
             size_t j;
             for (j = 0; j < a->u.l->n; j++)
@@ -12125,7 +12368,7 @@ static int mlstack__tpl_order(mlstack__tctx *c, int op, const mlstack__tv *a, co
         }
     } else if (a->t == MLSTACK__TPL_VAL_STR && b->t == MLSTACK__TPL_VAL_STR) {
         size_t m = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
-        mlstack__tpl_charge(c, m / MLSTACK__TPL_BYTES_PER_STEP);
+        mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(m));
         cmpv = memcmp(a->u.s.p, b->u.s.p, m);
         if (cmpv == 0) cmpv = a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
     } else if (a->t == MLSTACK__TPL_VAL_LIST && b->t == MLSTACK__TPL_VAL_LIST && a->u.l->kind == b->u.l->kind &&
@@ -12326,7 +12569,7 @@ static int mlstack__tpl_getitem(mlstack__tctx *c, const mlstack__tv *v, const ml
                 }
             } else {
                 int64_t len = (int64_t)mlstack__tpl_cplen(v->u.s.p, v->u.s.n);
-                mlstack__tpl_charge(c, v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP);
+                mlstack__tpl_charge(c, MLSTACK__TPL_BYTE_STEPS(v->u.s.n));
                 if (i < 0) i += len;
                 if (i >= 0 && i < len) {
                     size_t off = mlstack__tpl_cpoff(v->u.s.p, v->u.s.n, (size_t)i), l;
@@ -12685,13 +12928,16 @@ static int mlstack__tpl_dict_view(mlstack__tctx *c, const mlstack__tdict *d, int
 }
 
 /* -- dict, list and loop methods -- */
+static int mlstack__tpl_call_builtin(mlstack__tctx *c, const mlstack__tpl_builtin *b, const mlstack__tv *v,
+                                     mlstack__targs *a, mlstack__tv *out, size_t pos);
 static int mlstack__tpl_call_method(mlstack__tctx *c, const struct mlstack__tmethod *m, mlstack__targs *a,
                                     mlstack__tv *out, size_t pos) {
     const mlstack__tv *self = &m->self;
     mlstack__tv x, y;
     if (self->t == MLSTACK__TPL_VAL_STR) {
         const mlstack__tpl_builtin *b = mlstack__tpl_find_builtin(MLSTACK__TPL_BI_STRM, m->name, strlen(m->name));
-        if (b) return b->fn(c, b, self, a, out, pos);
+        /* charged as filters are: a string method scans its string and arguments */
+        if (b) return mlstack__tpl_call_builtin(c, b, self, a, out, pos);
     }
     if (self->t == MLSTACK__TPL_VAL_DICT) {
         mlstack__tdict *d = self->u.d;
@@ -13990,7 +14236,7 @@ static const mlstack__tpl_builtin *mlstack__tpl_find_builtin(int kind, const cha
 /* Calls a builtin after charging the step budget for the sizes of its input and arguments, so
    that builtins linear in their input stay bounded however often a template calls them. */
 static uint64_t mlstack__tpl_size(const mlstack__tv *v) {
-    if (v->t == MLSTACK__TPL_VAL_STR) return v->u.s.n / MLSTACK__TPL_BYTES_PER_STEP;
+    if (v->t == MLSTACK__TPL_VAL_STR) return MLSTACK__TPL_BYTE_STEPS(v->u.s.n);
     if (v->t == MLSTACK__TPL_VAL_LIST) return v->u.l->n;
     if (v->t == MLSTACK__TPL_VAL_DICT) return v->u.d->n;
     return 0;
@@ -14420,6 +14666,99 @@ static int mlstack__tpl_exec(mlstack__tctx *c, mlstack__tscope *s, const mlstack
     return r < 0 ? -1 : r;
 }
 
+/* ---- special-token text from the messages (mlstack_chat_template_encode) ----
+   While the messages and tools become values, each special token's text in their strings
+   (keys too) is replaced by a placeholder: c->guard_mark (8 private-use characters
+   U+E000..U+EFFF, random per render) and the token's index in 3 characters U+F000..U+F3FF
+   (10 bits each). The template then renders with the placeholders, which no filter a chat
+   template uses alters (they are neither space nor cased), and mlstack__tpl_unguard puts the
+   text back into the output, recording where: the tokenizer treats special tokens there as
+   text, while the template's own markers (its literals, bos_token, ...) stay special. */
+#define MLSTACK__TPL_GUARD_LEN 33 /* 24 bytes of mark, 9 of index */
+static int mlstack__tpl_guard(mlstack__tctx *c, mlstack__tv *v) {
+    int32_t *at;
+    long hits;
+    size_t j, n = v->u.s.n, o = 0;
+    char *p;
+    if (!c->guard || v->t != MLSTACK__TPL_VAL_STR || !n) return 0;
+    if (n > SIZE_MAX / MLSTACK__TPL_GUARD_LEN || !(at = (int32_t *)MLSTACK_MALLOC(n * sizeof *at)))
+        return mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    hits = mlstack__tok_special_starts(c->guard, v->u.s.p, n, at);
+    if (hits <= 0) {
+        MLSTACK_FREE(at);
+        return hits < 0 ? mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory") : 0;
+    }
+    if (!(p = (char *)mlstack__tpl_alloc(c, n + (size_t)hits * MLSTACK__TPL_GUARD_LEN + 1))) {
+        MLSTACK_FREE(at);
+        return -1;
+    }
+    for (j = 0; j < n;) {
+        size_t len = 0;
+        int d;
+        if (at[j] < 0 || at[j] >= (1 << 30) || !mlstack__tok_added_text(c->guard, at[j], &len) || len == 0) {
+            p[o++] = v->u.s.p[j++];
+            continue;
+        }
+        memcpy(p + o, c->guard_mark, sizeof c->guard_mark);
+        o += sizeof c->guard_mark;
+        for (d = 2; d >= 0; d--) {
+            uint32_t cp = 0xF000u + (((uint32_t)at[j] >> (10 * d)) & 0x3FFu);
+            p[o++] = (char)(0xE0 | (cp >> 12));
+            p[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            p[o++] = (char)(0x80 | (cp & 0x3F));
+        }
+        j += len;
+    }
+    p[o] = 0;
+    MLSTACK_FREE(at);
+    *v = mlstack__tv_str(p, o);
+    return 0;
+}
+
+/* Puts the special tokens' text back where placeholders are in out[0..*n) (replaced by a new
+   MLSTACK_MALLOC'd text) and appends each one's byte range to prot (pairs of size_t). A
+   placeholder a template cut apart stays as it is: private-use characters, text. 0, or -1
+   without memory. */
+static int mlstack__tpl_unguard(const mlstack__tctx *c, char **out, size_t *n, mlstack__buf *prot) {
+    const char *s = *out;
+    mlstack__buf b = {0, 0, 0};
+    size_t i = 0, from = 0;
+    while (*n >= MLSTACK__TPL_GUARD_LEN && i <= *n - MLSTACK__TPL_GUARD_LEN) {
+        uint32_t k = 0;
+        int d, ok = 1;
+        const char *text;
+        size_t len = 0, at[2];
+        if (s[i] != c->guard_mark[0] || memcmp(s + i, c->guard_mark, sizeof c->guard_mark) != 0) {
+            i++;
+            continue;
+        }
+        for (d = 0; d < 3; d++) {
+            const unsigned char *u = (const unsigned char *)s + i + sizeof c->guard_mark + 3 * d;
+            ok &= u[0] == 0xEF && u[1] >= 0x80 && u[1] <= 0x8F && (u[2] & 0xC0) == 0x80;
+            k = k << 10 | ((uint32_t)(u[1] & 0x0F) << 6 | (uint32_t)(u[2] & 0x3F));
+        }
+        if (!ok || !(text = mlstack__tok_added_text(c->guard, (int32_t)k, &len))) {
+            i++;
+            continue;
+        }
+        if (!mlstack__buf_put(&b, s + from, i - from)) goto oom;
+        at[0] = b.n;
+        at[1] = b.n + len;
+        if (!mlstack__buf_put(&b, text, len) || !mlstack__buf_put(prot, at, sizeof at)) goto oom;
+        i += MLSTACK__TPL_GUARD_LEN;
+        from = i;
+    }
+    if (from == 0) return 0; /* no placeholder: the output as it is */
+    if (!mlstack__buf_put(&b, s + from, *n - from) || !mlstack__buf_put(&b, "", 1)) goto oom;
+    MLSTACK_FREE(*out);
+    *out = b.p;
+    *n = b.n - 1;
+    return 0;
+oom:
+    MLSTACK_FREE(b.p);
+    return -1;
+}
+
 /* ---- JSON data -> values ---- */
 static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlstack__tv *out) {
     const mlstack__json *k;
@@ -14440,7 +14779,7 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         }
         *out = j->is_int ? mlstack__tv_int(j->i) : mlstack__tv_float(j->num);
         return 0;
-    case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return 0;
+    case MLSTACK__JSON_STRING: *out = mlstack__tv_str(j->str, j->len); return mlstack__tpl_guard(c, out);
     case MLSTACK__JSON_ARRAY: {
         mlstack__tlist *l = mlstack__tlist_new(c, MLSTACK__TPL_LIST_LIST, j->len);
         if (!l) return -1;
@@ -14453,8 +14792,8 @@ static int mlstack__tpl_from_json(mlstack__tctx *c, const mlstack__json *j, mlst
         mlstack__tdict *d = mlstack__tdict_new(c);
         if (!d) return -1;
         for (k = j->child; k; k = k->next) {
-            mlstack__tv v;
-            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tdict_set(c, d, mlstack__tv_str(k->key, k->key_len), v))
+            mlstack__tv v, key = mlstack__tv_str(k->key, k->key_len);
+            if (mlstack__tpl_from_json(c, k, &v) || mlstack__tpl_guard(c, &key) || mlstack__tdict_set(c, d, key, v))
                 return -1;
         }
         *out = mlstack__tv_dict(d, MLSTACK__TPL_VAL_DICT);
@@ -14519,6 +14858,11 @@ typedef struct mlstack__tpl_input {
     const char *const *token_values;
     int n_tokens;
     int require_messages;
+    /* mlstack_chat_template_encode: special-token text in messages_json and the tools becomes
+       placeholders (mlstack__tpl_guard); *prot receives the byte ranges of the output where
+       it was put back (pairs of size_t, MLSTACK_MALLOC'd), *n_prot their count */
+    const mlstack_tokenizer *guard;
+    size_t **prot, *n_prot;
 } mlstack__tpl_input;
 #if !defined(MLSTACK_NO_TEMPLATE)
 
@@ -14639,6 +14983,7 @@ static int mlstack__tpl_bind_inputs(mlstack__tctx *c, mlstack__tscope **gp, cons
             }
             if (mlstack__tpl_from_json(c, docs[1].root, &tools)) return -1;
         }
+        c->guard = NULL; /* what follows is the caller's own (special tokens, extra_json) */
         if (mlstack__tscope_set(c, g, "tools", 5, tools) ||
             mlstack__tscope_set(c, g, "documents", 9, mlstack__tv_none()) ||
             mlstack__tscope_set(c, g, "add_generation_prompt", 21, mlstack__tv_bool(opt->add_generation_prompt)))
@@ -14680,6 +15025,7 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
     if (!out || (!text && text_len)) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
+    if (in->prot) *in->prot = NULL, *in->n_prot = 0;
     if (!opt) {
         memset(&dflt, 0, sizeof dflt);
         opt = &dflt;
@@ -14697,6 +15043,17 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     c->seed = mlstack__tpl_mix((uint64_t)(uintptr_t)&ctx ^ ((uint64_t)time(NULL) << 20) ^ (uint64_t)clock());
     c->now = opt->now_unix;
     c->out = &outbuf;
+    if ((c->guard = in->guard) != NULL) {
+        uint64_t h = c->seed;
+        for (k = 0; k < 8; k++) { /* U+E000 + 12 random bits */
+            uint32_t cp;
+            h = mlstack__tpl_mix(h ^ (uint64_t)k ^ (uint64_t)(mlstack__now() * 1e9));
+            cp = 0xE000u + (uint32_t)(h & 0xFFF);
+            c->guard_mark[3 * k] = (char)(0xE0 | (cp >> 12));
+            c->guard_mark[3 * k + 1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            c->guard_mark[3 * k + 2] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
     if (mlstack__tpl_normalize(c, text, text_len) || mlstack__tpl_parse(c, &root) ||
         mlstack__tpl_bind_inputs(c, &g, in, opt, docs, err) || mlstack__tbuf_put(c, &outbuf, "", 0) ||
         mlstack__tpl_exec(c, g, root) < 0)
@@ -14708,6 +15065,25 @@ static mlstack_result mlstack__tpl_render(const char *text, size_t text_len, con
     }
     memcpy(*out, outbuf.p, outbuf.n + 1);
     if (out_len) *out_len = outbuf.n;
+    if (in->guard) {
+        mlstack__buf prot = {0, 0, 0};
+        size_t n = outbuf.n;
+        c->guard = in->guard;
+        if (mlstack__tpl_unguard(c, out, &n, &prot) != 0) {
+            MLSTACK_FREE(prot.p);
+            MLSTACK_FREE(*out);
+            *out = NULL;
+            mlstack__tpl_fail(c, MLSTACK__TNOPOS, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            goto done;
+        }
+        if (out_len) *out_len = n;
+        if (in->prot) {
+            *in->prot = (size_t *)(void *)prot.p;
+            *in->n_prot = prot.n / (2 * sizeof(size_t));
+        } else {
+            MLSTACK_FREE(prot.p);
+        }
+    }
 done:
     for (k = 0; k < 3; k++) mlstack__json_free(&docs[k]);
     mlstack__arena_free(&c->arena);
@@ -14900,6 +15276,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
         mlstack__gguf g;
         mlstack__buf json = {0, 0, 0}, cfg = {0, 0, 0};
@@ -15063,6 +15440,49 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
     in.n_tokens = 7;
     in.require_messages = 1;
     return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
+                                                        mlstack_tokenizer *tok, const char *messages_json,
+                                                        size_t messages_len, const mlstack_template_options *opt,
+                                                        int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
+    mlstack__tpl_input in;
+    const char *text;
+    char *out = NULL;
+    size_t out_len = 0, *prot = NULL, n_prot = 0;
+    int cs = opt ? opt->content_specials : 0;
+    mlstack_result r;
+    if (n_ids) *n_ids = 0;
+    if (!t || !tok || !messages_json || !n_ids || (!ids && cap))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
+    if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
+    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+    if (!text) {
+        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
+                             "this model has multiple chat templates with no default; pass the name of one");
+    }
+    memset(&in, 0, sizeof in);
+    in.messages_json = messages_json;
+    in.messages_len = messages_len;
+    in.token_names = mlstack__tpl_token_names;
+    in.token_values = (const char *const *)t->tokens;
+    in.n_tokens = 7;
+    in.require_messages = 1;
+    if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
+        in.guard = tok;
+        in.prot = &prot;
+        in.n_prot = &n_prot;
+    }
+    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
+        if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
+    }
+    MLSTACK_FREE(prot);
+    MLSTACK_FREE(out);
+    return r;
 }
 
 /* ==== 10. KERNELS ==== */ /* >>kernels */
@@ -20556,6 +20976,9 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #ifndef MLSTACK_GRAMMAR_MAX_MEMORY
 #define MLSTACK_GRAMMAR_MAX_MEMORY ((size_t)256 << 20)
 #endif
+#ifndef MLSTACK_GRAMMAR_MAX_WORK
+#define MLSTACK_GRAMMAR_MAX_WORK ((uint64_t)1 << 28)
+#endif
 #define MLSTACK__G_MAX_DEPTH 4096 /* stack frames of one parse (nesting of the output) */
 #define MLSTACK__G_MAX_NEST 256 /* parentheses in grammar / regex text, schema nesting */
 #define MLSTACK__G_MAX_REPEAT 100000 /* largest bound in {m,n} */
@@ -20568,6 +20991,40 @@ typedef struct {
     uint32_t ascii[4];
     uint32_t off, n; /* ranges: pairs lo, hi in grammar->rng */
 } mlstack__gcls;
+
+/* The work budget of one compile, shared by every stage (schema or regex to GBNF, GBNF to rules,
+   the checks, the start state): each charges the steps it takes (at most linear in what it
+   reads or makes), so a compile ends within max_work units, or when cancel says so. */
+typedef struct {
+    uint64_t used, max, next_poll;
+    int (*cancel)(void *);
+    void *cancel_user;
+    mlstack_result stop; /* MLSTACK_OK, or what ended the compile (LIMIT, CANCELLED) */
+    mlstack_error *err;
+} mlstack__gwork;
+#define MLSTACK__G_POLL ((uint64_t)1 << 16) /* units between calls of cancel */
+
+/* Charges n units. Returns 0, or -1 when the budget is spent or the compile was cancelled (the
+   error is filled once; every later charge fails too). */
+static int mlstack__gwork_charge(mlstack__gwork *w, uint64_t n) {
+    if (!w) return 0;
+    if (w->stop != MLSTACK_OK) return -1;
+    w->used = n > UINT64_MAX - w->used ? UINT64_MAX : w->used + n;
+    if (w->used > w->max) {
+        w->stop =
+            MLSTACK__FAIL(w->err, MLSTACK_ERR_LIMIT, "grammar: compiling took more than %llu units of work (max_work)",
+                          (unsigned long long)w->max);
+        return -1;
+    }
+    if (w->cancel && w->used >= w->next_poll) {
+        w->next_poll = w->used + MLSTACK__G_POLL;
+        if (w->cancel(w->cancel_user)) {
+            w->stop = MLSTACK__FAIL(w->err, MLSTACK_ERR_CANCELLED, "grammar: compile cancelled");
+            return -1;
+        }
+    }
+    return 0;
+}
 
 /* ---- vocabulary: the bytes each token adds to the text ---- */
 
@@ -20864,6 +21321,7 @@ typedef struct {
     mlstack_error *err;
     mlstack_result rc;
     const char *what;
+    mlstack__gwork *w;
 } mlstack__gb;
 
 static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, const char *fmt, const char *arg) {
@@ -20882,6 +21340,11 @@ static int mlstack__gb_fail(mlstack__gb *b, mlstack_result code, size_t at, cons
     return -1;
 }
 #define MLSTACK__GB_OOM(b) mlstack__gb_fail(b, MLSTACK_ERR_NO_MEMORY, (b)->i, "%s", "out of memory")
+static int mlstack__gb_work(mlstack__gb *b, uint64_t n) {
+    if (mlstack__gwork_charge(b->w, n) == 0) return 0;
+    if (b->rc == MLSTACK_OK) b->rc = b->w->stop;
+    return -1;
+}
 
 static uint32_t mlstack__ghash(const char *s, size_t n) {
     uint32_t h = 2166136261u;
@@ -20893,6 +21356,7 @@ static uint32_t mlstack__ghash(const char *s, size_t n) {
 /* A new rule (named, or anonymous when name is NULL). Returns its index or -1. */
 static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
     mlstack__grule *r;
+    if (mlstack__gb_work(b, 1 + nlen)) return -1;
     if (b->n_rules == b->cap_rules) {
         int cap = b->cap_rules ? b->cap_rules * 2 : 64;
         mlstack__grule *p = (mlstack__grule *)MLSTACK_REALLOC(b->rules, sizeof *p * (size_t)cap);
@@ -20934,6 +21398,7 @@ static int mlstack__gb_new_rule(mlstack__gb *b, const char *name, size_t nlen) {
 
 static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) {
     uint32_t h;
+    if (mlstack__gb_work(b, 1 + nlen)) return -2;
     if (!b->htab) return -1;
     h = mlstack__ghash(name, nlen) & b->hmask;
     while (b->htab[h]) {
@@ -20946,6 +21411,7 @@ static int mlstack__gb_find_rule(mlstack__gb *b, const char *name, size_t nlen) 
 
 static int mlstack__gb_emit(mlstack__gb *b, int rule, int32_t type, int32_t v) {
     mlstack__gel e;
+    if (mlstack__gb_work(b, 1)) return -1;
     if (++b->n_elems > b->max_elems)
         return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, b->i, "%s",
                                 "grammar larger than the element budget (max_elements)");
@@ -21027,6 +21493,7 @@ static int32_t mlstack__gb_class(mlstack__gb *b, const uint32_t *pairs, size_t n
         }
     }
     c.n = (uint32_t)(b->rng.n / (2 * sizeof(uint32_t)) - start);
+    if (mlstack__gb_work(b, 1 + n + c.n)) return -1;
     if (c.n == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "%s", "character class matches nothing");
     for (i = 0; i < c.n; i++) {
         const uint32_t *r = (const uint32_t *)(void *)b->rng.p + 2 * (start + i);
@@ -21115,7 +21582,7 @@ static int mlstack__gb_wrap(mlstack__gb *b, int rule, size_t from) {
     mlstack__buf *el = &b->rules[rule].el;
     size_t n = el->n / sizeof(mlstack__gel) - from, k;
     int nr = mlstack__gb_new_rule(b, NULL, 0);
-    if (nr < 0) return -1;
+    if (nr < 0 || mlstack__gb_work(b, n)) return -1;
     el = &b->rules[rule].el;
     for (k = 0; k < n; k++) {
         mlstack__gel e = ((mlstack__gel *)(void *)el->p)[from + k];
@@ -21356,6 +21823,7 @@ struct mlstack_grammar {
     int32_t *walk; /* states along the current token of a mask walk */
     uint32_t max_token_len;
     mlstack__buf work, tmp; /* expansion work list, set under construction */
+    mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
     uint64_t n_walks, n_mask_hits;
 };
@@ -21419,8 +21887,12 @@ static int mlstack__g_is_end(const mlstack_grammar *g, int32_t pos) { return g->
 /* Expands the frame (pos, parent) until every stack's top is a terminal, adding the stacks to
    g->tmp. Returns 0, -1 out of memory, -2 a budget was exceeded (g->err says which). */
 static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
-    int64_t steps = 0, limit = (int64_t)g->max_stacks * 64 + 4096;
+    int64_t steps = 0, limit = (int64_t)g->max_stacks * 64 + 4096, left = INT64_MAX;
     int32_t fr[2];
+    if (g->cw) { /* compiling: the expansion also stops where the compile's budget ends */
+        if (mlstack__gwork_charge(g->cw, 0)) return -2;
+        if (g->cw->max - g->cw->used < (uint64_t)limit) left = limit = (int64_t)(g->cw->max - g->cw->used);
+    }
     g->work.n = 0;
     fr[0] = pos;
     fr[1] = parent;
@@ -21433,6 +21905,10 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
         for (;;) {
             const mlstack__gel *e = &g->el[pos];
             if (++steps > limit) {
+                if (steps > left) { /* the compile's budget, not this expansion's, ran out */
+                    mlstack__gwork_charge(g->cw, (uint64_t)steps);
+                    return -2;
+                }
                 snprintf(g->err, sizeof g->err,
                          "grammar: expanding one step took more than %lld rule visits (ambiguous grammar)",
                          (long long)limit);
@@ -21475,7 +21951,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
             }
         }
     }
-    return 0;
+    return g->cw && mlstack__gwork_charge(g->cw, (uint64_t)steps) ? -2 : 0;
 }
 
 static int mlstack__g_int_cmp(const void *a, const void *b) {
@@ -21696,6 +22172,7 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     for (a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++) {
         int e = mlstack__g_expand(g, g->alts[a], -1);
         if (e == -1) return -1;
+        if (g->cw && g->cw->stop != MLSTACK_OK) break; /* compiling, and out of budget or cancelled */
     }
     g->start = mlstack__g_state(g, 0);
     return g->start == -1 ? -1 : 0;
@@ -21763,6 +22240,7 @@ struct mlstack_matcher {
     uint64_t epoch;
     mlstack__buf saved; /* int32: part, n stacks, then each stack as depth, positions top first */
     int finished; /* an EOS id was accepted */
+    mlstack_result fail; /* why the last mask allowed nothing: LIMIT (a budget), NO_MEMORY, INVALID_ARG */
     char err[256];
 };
 
@@ -21884,11 +22362,14 @@ MLSTACK_API int mlstack_matcher_mask(mlstack_matcher *m, uint32_t *bits) {
     if (mi >= 0) {
         memcpy(bits, g->masks + words * (size_t)mi, words * sizeof *bits);
         n = g->states[m->state].n_allowed;
-        if (n == 0)
+        if (n == 0) {
             snprintf(m->err, sizeof m->err, "%.150s", g->err[0] ? g->err : "grammar: no token can continue the text");
+            m->fail = g->err[0] ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_INVALID_ARG;
+        }
     } else {
         n = -1;
         snprintf(m->err, sizeof m->err, "grammar: out of memory");
+        m->fail = MLSTACK_ERR_NO_MEMORY;
     }
     MLSTACK__G_UNLOCK(g);
     return n;
@@ -22130,7 +22611,7 @@ done:
 
 /* Parses GBNF text into g's rules. */
 static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, size_t n, size_t max_elems,
-                                          const char *what, mlstack_error *err) {
+                                          const char *what, mlstack__gwork *w, mlstack_error *err) {
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
@@ -22140,7 +22621,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     b.max_elems = max_elems;
     b.err = err;
     b.what = what;
-    for (;;) {
+    b.w = w;
+    mlstack__gb_work(&b, n); /* each byte is read about once */
+    while (b.rc == MLSTACK_OK) {
         size_t l, at;
         mlstack__gb_ws(&b);
         if (b.i >= b.n) break;
@@ -22176,6 +22659,8 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     }
     root = b.rc == MLSTACK_OK ? mlstack__gb_find_rule(&b, "root", 4) : -1;
     if (b.rc == MLSTACK_OK && root < 0) mlstack__gb_fail(&b, MLSTACK_ERR_FORMAT, b.n, "%s", "no rule named root");
+    /* the checks and the flattening: a few linear passes over rules and elements */
+    if (b.rc == MLSTACK_OK) mlstack__gb_work(&b, 8 * ((uint64_t)b.n_elems + (uint64_t)b.n_rules));
     if (b.rc == MLSTACK_OK) mlstack__gb_check(&b, root);
     if (b.rc != MLSTACK_OK) {
         mlstack_result rc = b.rc;
@@ -22222,9 +22707,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
 }
 
 static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
-                                             const char *what, mlstack_error *err);
+                                             const char *what, mlstack__gwork *w, mlstack_error *err);
 static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
-                                              mlstack_error *err);
+                                              mlstack__gwork *w, mlstack_error *err);
 
 MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     int32_t i;
@@ -22249,14 +22734,17 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g);
 }
 
-MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
-                                                   mlstack_error *err) {
+/* mlstack_grammar_compile, and the units of work it took (*work, when not NULL; on failure too). */
+MLSTACK__FN mlstack_result mlstack__grammar_compile_work(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                         mlstack_error *err, uint64_t *work) {
     mlstack_grammar *g;
     mlstack__buf src = {0, 0, 0};
     mlstack_result r = MLSTACK_OK;
     size_t len;
     int32_t i;
     const char *what;
+    mlstack__gwork w;
+    if (work) *work = 0;
     if (err) err->code = MLSTACK_OK, err->message[0] = 0;
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: out is NULL");
     *out = NULL;
@@ -22265,6 +22753,12 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: text is NULL");
     if (d->max_stacks < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: negative max_stacks");
     len = d->text ? (d->len ? d->len : strlen(d->text)) : 0;
+    memset(&w, 0, sizeof w);
+    w.max = d->max_work ? d->max_work : MLSTACK_GRAMMAR_MAX_WORK;
+    w.cancel = d->cancel;
+    w.cancel_user = d->cancel_user;
+    w.err = err;
+    if (mlstack__gwork_charge(&w, 0)) return w.stop; /* cancelled before it started */
     switch (d->kind) {
     case MLSTACK_GRAMMAR_GBNF:
         what = "grammar";
@@ -22274,7 +22768,7 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
         what = "regex grammar";
         if (!mlstack__buf_puts(&src, "root ::= ")) r = MLSTACK_ERR_NO_MEMORY;
         else
-            r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", err);
+            r = mlstack__regex_to_gbnf(d->text, len, 0, &src, "regex", &w, err);
         if (r == MLSTACK_OK && !mlstack__buf_puts(&src, "\n")) r = MLSTACK_ERR_NO_MEMORY;
         break;
     case MLSTACK_GRAMMAR_JSON_SCHEMA:
@@ -22283,14 +22777,17 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     case MLSTACK_GRAMMAR_TOOL_CALLS_AUTO:
         what = "schema grammar";
         r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
-                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, err);
+                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, &w, err);
         break;
     default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: unknown kind %d", (int)d->kind);
     }
     if (r == MLSTACK_OK && !MLSTACK__VEC_PUSH(&src, char, 0)) r = MLSTACK_ERR_NO_MEMORY;
+    if (work) *work = w.used;
     if (r != MLSTACK_OK) {
         MLSTACK_FREE(src.p);
-        return r == MLSTACK_ERR_NO_MEMORY ? MLSTACK__FAIL(err, r, "grammar: out of memory") : r;
+        return r == MLSTACK_ERR_NO_MEMORY && (!err || !err->message[0])
+                   ? MLSTACK__FAIL(err, r, "grammar: out of memory")
+                   : r;
     }
     g = (mlstack_grammar *)mlstack__calloc(1, sizeof *g);
     if (!g) {
@@ -22304,23 +22801,34 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
     g->max_memory = d->max_memory ? d->max_memory : MLSTACK_GRAMMAR_MAX_MEMORY;
     g->start = -1;
     r = mlstack__gbnf_parse(g, src.p, src.n - 1, d->max_elements ? d->max_elements : MLSTACK_GRAMMAR_MAX_ELEMENTS, what,
-                            err);
+                            &w, err);
     if (r == MLSTACK_OK) {
+        int rd;
         for (i = 0; i < d->vocab->n_vocab; i++)
             if (d->vocab->len[i] > g->max_token_len) g->max_token_len = d->vocab->len[i];
         g->walk = (int32_t *)mlstack__calloc((size_t)g->max_token_len + 1, sizeof(int32_t));
-        if (!g->walk || mlstack__g_reset_dfa(g) != 0)
+        g->cw = &w;
+        rd = g->walk ? mlstack__g_reset_dfa(g) : -1;
+        g->cw = NULL;
+        if (w.stop != MLSTACK_OK) r = w.stop; /* err says which */
+        else if (rd != 0)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
         else if (g->start < 0 || g->err[0])
             r = MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s",
                               g->err[0] ? g->err : "grammar: the start state has no stacks");
     }
+    if (work) *work = w.used;
     if (r != MLSTACK_OK) {
         mlstack_grammar_free(g);
         return r;
     }
     *out = g;
     return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d, mlstack_grammar **out,
+                                                   mlstack_error *err) {
+    return mlstack__grammar_compile_work(d, out, err, NULL);
 }
 
 MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return g ? g->gbnf : NULL; }
@@ -22714,8 +23222,10 @@ static int mlstack__rx_alt(mlstack__rx *x) {
 }
 
 static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
-                                             const char *what, mlstack_error *err) {
+                                             const char *what, mlstack__gwork *w, mlstack_error *err) {
     mlstack__rx x;
+    size_t start = out->n;
+    if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop;
     memset(&x, 0, sizeof x);
     x.s = (const unsigned char *)re;
     x.n = n;
@@ -22725,6 +23235,8 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
     x.what = what;
     if (mlstack__rx_alt(&x) == 0 && x.i < x.n) mlstack__rx_fail(&x, MLSTACK_ERR_FORMAT, "unbalanced )");
     MLSTACK_FREE(x.rs.p);
+    /* the translation is linear in the pattern; what it wrote is charged as made */
+    if (x.rc == MLSTACK_OK && mlstack__gwork_charge(w, out->n - start)) x.rc = w->stop;
     return x.rc;
 }
 
@@ -22752,11 +23264,16 @@ typedef struct {
     const mlstack__json *root;
     const mlstack__json **ref_node;
     int *ref_rule, n_refs, cap_refs;
+    int32_t *ref_tab; /* index + 1 into ref_node by the node's address (open addressing) */
+    uint32_t ref_mask;
+    struct mlstack__jsmem *mem; /* members of the large objects and arrays $refs went through */
+    uint32_t mem_mask, n_mem;
     int n_rules, depth;
     char path[400];
     size_t path_len;
     mlstack_error *err;
     mlstack_result rc;
+    mlstack__gwork *w;
 } mlstack__js;
 
 static int mlstack__js_fail(mlstack__js *j, mlstack_result code, const char *fmt, const char *arg) {
@@ -22768,6 +23285,48 @@ static int mlstack__js_fail(mlstack__js *j, mlstack_result code, const char *fmt
     }
     return -1;
 }
+static int mlstack__js_work(mlstack__js *j, uint64_t n) {
+    if (mlstack__gwork_charge(j->w, n) == 0) return 0;
+    if (j->rc == MLSTACK_OK) j->rc = j->w->stop;
+    return -1;
+}
+
+/* A set of names (byte strings inside the schema document, not copied): properties and required
+   lists of tens of thousands of names are matched in linear time. Probes are charged. */
+typedef struct {
+    const char *s;
+    size_t n;
+    int used;
+} mlstack__jsname;
+typedef struct {
+    mlstack__jsname *t;
+    uint32_t mask;
+} mlstack__jsset;
+static int mlstack__jsset_init(mlstack__js *j, mlstack__jsset *h, size_t count) {
+    size_t cap = 16;
+    while (cap < count * 2 + 2 && cap < ((size_t)1 << 30)) cap *= 2;
+    h->mask = (uint32_t)cap - 1;
+    h->t = (mlstack__jsname *)mlstack__calloc(cap, sizeof *h->t);
+    if (!h->t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    return mlstack__js_work(j, cap / 8);
+}
+/* Is s[0..n) in the set? Returns 1 or 0 (add: it is inserted when absent), -1 out of budget. */
+static int mlstack__jsset_find(mlstack__js *j, mlstack__jsset *h, const char *s, size_t n, int add) {
+    uint32_t k = mlstack__ghash(s, n) & h->mask;
+    uint64_t probes = 1;
+    int found = 0;
+    while (h->t[k].used) {
+        if (h->t[k].n == n && memcmp(h->t[k].s, s, n) == 0) {
+            found = 1;
+            break;
+        }
+        k = (k + 1) & h->mask;
+        probes++;
+    }
+    if (!found && add) h->t[k].s = s, h->t[k].n = n, h->t[k].used = 1;
+    return mlstack__js_work(j, probes + n) ? -1 : found;
+}
+
 static size_t mlstack__js_push(mlstack__js *j, const char *seg, size_t n) {
     size_t old = j->path_len;
     if (j->path_len + n + 2 < sizeof j->path) {
@@ -22845,7 +23404,7 @@ static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
         return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (j->out->n > ((size_t)64 << 20))
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
-    return 0;
+    return mlstack__js_work(j, 1 + body->n);
 }
 #define MLSTACK__JS_PUT(j, b, str) \
     (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
@@ -22941,7 +23500,7 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             {
                 char what[460];
                 snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
-                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->err);
+                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->w, j->err);
             }
             mlstack__js_pop(j, old);
             if (r != MLSTACK_OK) {
@@ -22995,6 +23554,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
         int n = 0, i, *kv, first_t, first_h;
         const mlstack__json **names;
+        mlstack__jsset pset = {NULL, 0}, rset = {NULL, 0};
+        size_t n_props, n_req;
         if (mlstack__json_get(s, "patternProperties"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
         if (mlstack__json_get(s, "minProperties"))
@@ -23055,20 +23616,30 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         if (mlstack__json_get(s, "propertyNames"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
                                     "propertyNames");
-        for (c = props ? props->child : NULL; c; c = c->next) n++;
-        for (r = req ? req->child : NULL; r; r = r->next)
-            if (!mlstack__json_get(props, r->str)) n++;
-        kv = (int *)mlstack__calloc((size_t)n + 1, sizeof(int));
-        names = (const mlstack__json **)mlstack__calloc((size_t)n + 1, sizeof *names);
+        /* the properties, then the required names that are not among them (a required name is
+           its text up to a NUL, matched against whole property keys, as json_get matches) */
+        n_props = props ? props->len : 0;
+        n_req = req ? req->len : 0;
+        if (n_props + n_req >= (size_t)INT_MAX / 2)
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "too many properties");
+        kv = (int *)mlstack__calloc(n_props + n_req + 1, sizeof(int));
+        names = (const mlstack__json **)mlstack__calloc(n_props + n_req + 1, sizeof *names);
         if (!kv || !names) {
             MLSTACK_FREE(kv);
             MLSTACK_FREE(names);
             return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
         }
-        i = 0;
-        for (c = props ? props->child : NULL; c; c = c->next) names[i++] = c;
-        for (r = req ? req->child : NULL; r; r = r->next)
-            if (!mlstack__json_get(props, r->str)) names[i++] = r;
+        if (mlstack__jsset_init(j, &pset, n_props) == 0 && mlstack__jsset_init(j, &rset, n_req) == 0) {
+            for (c = props ? props->child : NULL; c && j->rc == MLSTACK_OK; c = c->next) {
+                names[n++] = c;
+                mlstack__jsset_find(j, &pset, c->key, c->key_len, 1);
+            }
+            for (r = req ? req->child : NULL; r && j->rc == MLSTACK_OK; r = r->next) {
+                size_t rl = strlen(r->str);
+                if (mlstack__jsset_find(j, &pset, r->str, rl, 0) == 0) names[n++] = r;
+                mlstack__jsset_find(j, &rset, r->str, rl, 1);
+            }
+        }
         /* kv_i ::= "\"name\"" ws ":" ws value */
         for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
             mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
@@ -23105,10 +23676,10 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
             mlstack__js_emit(j, h_next, &e);
             for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
                 const mlstack__json *nm = names[i];
-                int required = 0, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
+                int required, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
                 char t[160];
                 const char *kname = nm->key ? nm->key : nm->str;
-                for (r = req ? req->child : NULL; r; r = r->next) required |= !strcmp(r->str, kname);
+                required = mlstack__jsset_find(j, &rset, kname, strlen(kname), 0) == 1;
                 if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
                 else
                     snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
@@ -23133,6 +23704,8 @@ static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const c
         (void)first_t;
         MLSTACK_FREE(kv);
         MLSTACK_FREE(names);
+        MLSTACK_FREE(pset.t);
+        MLSTACK_FREE(rset.t);
         if (j->rc != MLSTACK_OK) return -1;
         {
             char t[64];
@@ -23184,8 +23757,87 @@ static const char *const mlstack__js_known[] = {"type",
                                                 "maxProperties",
                                                 "propertyNames"};
 
-/* Resolves a local JSON pointer "#/a/b" against the root. */
-static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const char *ref) {
+static uint32_t mlstack__js_ptr_hash(const void *p) {
+    uint64_t v = (uint64_t)(uintptr_t)p;
+    return mlstack__gmix(mlstack__gmix(0, (uint32_t)(v >> 3)), (uint32_t)(v >> 35));
+}
+
+/* An index of the members of large objects and arrays that $ref pointers step through, so that
+   thousands of references into thousands of $defs resolve in linear time. An entry is a member
+   (parent, key) or an element (parent, key NULL, klen its index); the marker (parent, NULL,
+   SIZE_MAX, child NULL) says that parent has been indexed. The first member of a key wins, as in
+   mlstack__json_get. */
+struct mlstack__jsmem {
+    const mlstack__json *parent, *child;
+    const char *key;
+    size_t klen;
+};
+static uint32_t mlstack__jsmem_hash(const mlstack__json *parent, const char *key, size_t klen) {
+    uint32_t h = mlstack__js_ptr_hash(parent);
+    return key ? mlstack__gmix(h, mlstack__ghash(key, klen)) : mlstack__gmix(h ^ 0x5bd1e995u, (uint32_t)klen);
+}
+/* The entry for (parent, key, klen) in t (mask + 1 slots), or the empty slot where it would go. */
+static struct mlstack__jsmem *mlstack__jsmem_slot(struct mlstack__jsmem *t, uint32_t mask, const mlstack__json *parent,
+                                                  const char *key, size_t klen, uint64_t *probes) {
+    uint32_t k = mlstack__jsmem_hash(parent, key, klen) & mask;
+    for (;;) {
+        struct mlstack__jsmem *e = &t[k];
+        ++*probes;
+        if (!e->parent ||
+            (e->parent == parent && e->klen == klen && !e->key == !key && (!key || memcmp(e->key, key, klen) == 0)))
+            return e;
+        k = (k + 1) & mask;
+    }
+}
+/* Adds an entry unless its (parent, key) is there already. Returns 0 or -1 (out of memory). */
+static int mlstack__jsmem_put(mlstack__js *j, const mlstack__json *parent, const mlstack__json *child, const char *key,
+                              size_t klen, uint64_t *probes) {
+    struct mlstack__jsmem *e;
+    if ((uint64_t)j->n_mem * 2 + 2 > j->mem_mask) { /* kept at most half full */
+        uint32_t cap = j->mem_mask ? (j->mem_mask + 1) * 2 : 1024, q;
+        struct mlstack__jsmem *t =
+            cap && cap <= ((uint32_t)1 << 30) ? (struct mlstack__jsmem *)mlstack__calloc(cap, sizeof *t) : NULL;
+        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        for (q = 0; j->mem && q <= j->mem_mask; q++)
+            if (j->mem[q].parent)
+                *mlstack__jsmem_slot(t, cap - 1, j->mem[q].parent, j->mem[q].key, j->mem[q].klen, probes) = j->mem[q];
+        MLSTACK_FREE(j->mem);
+        j->mem = t;
+        j->mem_mask = cap - 1;
+    }
+    e = mlstack__jsmem_slot(j->mem, j->mem_mask, parent, key, klen, probes);
+    if (!e->parent) {
+        e->parent = parent, e->child = child, e->key = key, e->klen = klen;
+        j->n_mem++;
+    }
+    return 0;
+}
+/* obj's member `key` (an object) or element `idx` (an array), as mlstack__json_get and
+   mlstack__json_at find them: small ones by a scan, large ones through the index (built on the
+   first visit). Charged: what is scanned, indexed and probed. NULL: absent (or out of budget). */
+static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__json *obj, const char *key, size_t idx) {
+    size_t klen = key ? strlen(key) : idx;
+    uint64_t probes = 0;
+    const mlstack__json *c, *found;
+    if (obj->len <= 16) {
+        if (mlstack__js_work(j, 1 + obj->len)) return NULL;
+        return key ? mlstack__json_get(obj, key) : mlstack__json_at(obj, idx);
+    }
+    if (!j->mem || !mlstack__jsmem_slot(j->mem, j->mem_mask, obj, NULL, (size_t)-1, &probes)->parent) {
+        size_t i = 0;
+        for (c = obj->child; c && j->rc == MLSTACK_OK; c = c->next, i++)
+            mlstack__jsmem_put(j, obj, c, obj->type == MLSTACK__JSON_OBJECT ? c->key : NULL,
+                               obj->type == MLSTACK__JSON_OBJECT ? c->key_len : i, &probes);
+        if (j->rc == MLSTACK_OK) mlstack__jsmem_put(j, obj, NULL, NULL, (size_t)-1, &probes);
+        if (j->rc != MLSTACK_OK || mlstack__js_work(j, obj->len)) return NULL;
+    }
+    found = mlstack__jsmem_slot(j->mem, j->mem_mask, obj, key, klen, &probes)->child;
+    return mlstack__js_work(j, probes + klen) ? NULL : found;
+}
+
+/* Resolves a local JSON pointer "#/a/b" against the root (each step charged: the members it may
+   pass over and the segment's bytes). */
+static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__json *root, const char *ref) {
     const mlstack__json *cur = root;
     const char *p;
     if (ref[0] != '#') return NULL;
@@ -23193,6 +23845,7 @@ static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const
     while (*p == '/') {
         char seg[256];
         size_t k = 0;
+        if (mlstack__js_work(j, 1)) return NULL;
         p++;
         while (*p && *p != '/' && k + 1 < sizeof seg) {
             if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
@@ -23202,15 +23855,60 @@ static const mlstack__json *mlstack__js_resolve(const mlstack__json *root, const
                 seg[k++] = *p++;
         }
         seg[k] = 0;
+        if (mlstack__js_work(j, k)) return NULL;
         if (cur->type == MLSTACK__JSON_ARRAY) {
             char *end;
             long idx = strtol(seg, &end, 10);
-            cur = *end || idx < 0 ? NULL : mlstack__json_at(cur, (size_t)idx);
+            cur = *end || idx < 0 ? NULL : mlstack__js_member(j, cur, NULL, (size_t)idx);
         } else
-            cur = mlstack__json_get(cur, seg);
+            cur = cur->type == MLSTACK__JSON_OBJECT ? mlstack__js_member(j, cur, seg, 0) : NULL;
         if (!cur) return NULL;
     }
     return *p ? NULL : cur;
+}
+
+/* $ref targets already given a rule, by address: the index in ref_node, n_refs when absent, -1
+   out of budget. */
+static int mlstack__js_ref_find(mlstack__js *j, const mlstack__json *t) {
+    uint32_t k;
+    uint64_t probes = 1;
+    int found = j->n_refs;
+    if (!j->ref_tab) return j->n_refs;
+    k = mlstack__js_ptr_hash(t) & j->ref_mask;
+    while (j->ref_tab[k]) {
+        if (j->ref_node[j->ref_tab[k] - 1] == t) {
+            found = j->ref_tab[k] - 1;
+            break;
+        }
+        k = (k + 1) & j->ref_mask;
+        probes++;
+    }
+    return mlstack__js_work(j, probes) ? -1 : found;
+}
+/* Indexes ref_node[n_refs - 1] (the table kept at most half full). Returns 0 or -1. */
+static int mlstack__js_ref_add(mlstack__js *j) {
+    const mlstack__json *t = j->ref_node[j->n_refs - 1];
+    uint32_t k;
+    if ((uint32_t)j->n_refs * 2 + 2 > j->ref_mask) {
+        uint32_t cap = j->ref_mask ? (j->ref_mask + 1) * 2 : 64;
+        int32_t *tab = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), q;
+        if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        MLSTACK_FREE(j->ref_tab);
+        j->ref_tab = tab;
+        j->ref_mask = cap - 1;
+        if (mlstack__js_work(j, cap)) return -1;
+        for (q = 0; q < j->n_refs; q++) {
+            const mlstack__json *u = j->ref_node[q];
+            k = mlstack__js_ptr_hash(u) & j->ref_mask;
+            while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
+            j->ref_tab[k] = q + 1;
+        }
+        return 0;
+    }
+    k = mlstack__js_ptr_hash(t) & j->ref_mask;
+    while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
+    j->ref_tab[k] = j->n_refs;
+    return mlstack__js_work(j, 1);
 }
 
 /* Rule for schema s; returns its number or -1. */
@@ -23222,6 +23920,8 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     if (j->rc != MLSTACK_OK) return -1;
     if (++j->depth > MLSTACK__G_MAX_NEST)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
+    /* the keyword checks and lookups below scan s's members a few dozen times */
+    if (mlstack__js_work(j, 1 + 64 * (uint64_t)(s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
     if (s->type == MLSTACK__JSON_TRUE) {
         id = mlstack__js_rule_id(j);
         mlstack__buf_puts(&b, "jvalue");
@@ -23244,11 +23944,13 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
     if ((v = mlstack__json_get(s, "$ref")) != NULL) {
         const mlstack__json *t;
         int i;
-        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j->root, v->str)))
+        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j, j->root, v->str))) {
+            if (j->rc != MLSTACK_OK) return -1;
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves",
                                     v->type == MLSTACK__JSON_STRING ? v->str : "?");
-        for (i = 0; i < j->n_refs; i++)
-            if (j->ref_node[i] == t) break;
+        }
+        i = mlstack__js_ref_find(j, t);
+        if (i < 0) return -1;
         if (i == j->n_refs) {
             size_t old;
             int rid;
@@ -23267,6 +23969,7 @@ static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
             rid = mlstack__js_rule_id(j);
             j->ref_node[j->n_refs] = t;
             j->ref_rule[j->n_refs++] = rid;
+            if (mlstack__js_ref_add(j)) return -1;
             old = j->path_len;
             j->path_len = 0;
             mlstack__js_push(j, v->str + 1, strlen(v->str + 1) < 300 ? strlen(v->str + 1) : 300);
@@ -23357,15 +24060,17 @@ out:
 }
 
 static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
-                                              mlstack_error *err) {
+                                              mlstack__gwork *w, mlstack_error *err) {
     mlstack__json_doc doc;
     mlstack__js j;
     mlstack_result r;
     char t[64];
     int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop; /* the JSON parse: linear */
     r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
     memset(&j, 0, sizeof j);
+    j.w = w;
     j.out = out;
     j.err = err;
     j.root = doc.root;
@@ -23443,6 +24148,8 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     }
     MLSTACK_FREE((void *)j.ref_node);
     MLSTACK_FREE(j.ref_rule);
+    MLSTACK_FREE(j.ref_tab);
+    MLSTACK_FREE(j.mem);
     mlstack__json_free(&doc);
     return j.rc;
 }
@@ -25345,15 +26052,27 @@ static int mlstack__save_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-static mlstack_result mlstack__copy_file(const char *from, const char *to, mlstack_error *err) {
+/* Copies `from` into a new temporary file beside `to` (mlstack__tmp_create), closed, its name in
+   *tmp; the caller renames it over `to` once everything else it writes has been written too. */
+static mlstack_result mlstack__copy_to_tmp(const char *from, const char *to, char **tmp, mlstack_error *err) {
     char *buf = NULL;
     size_t len;
     FILE *f;
     mlstack_result r = mlstack__read_file(from, (size_t)1 << 30, &buf, &len, err);
+    *tmp = NULL;
     if (r != MLSTACK_OK) return r;
-    f = mlstack__fopen(to, "wb");
-    if (!f || fwrite(buf, 1, len, f) != len) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
-    if (f && fclose(f) != 0 && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot write", to);
+    if (!(f = mlstack__tmp_create(to, tmp))) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", to, strerror(errno));
+    } else {
+        int ok = fwrite(buf, 1, len, f) == len && !ferror(f);
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", *tmp, strerror(errno));
+            mlstack__remove(*tmp);
+            MLSTACK_FREE(*tmp);
+            *tmp = NULL;
+        }
+    }
     MLSTACK_FREE(buf);
     return r;
 }
@@ -25402,7 +26121,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     mlstack__buf hdr;
     int ok = 1;
     mlstack_result r = MLSTACK_OK;
-    char *path = NULL, *tmp_path = NULL;
+    char *path = NULL, *tmp_path = NULL, *side_tmp[sizeof side / sizeof side[0]] = {0};
     FILE *f = NULL;
     int n = 0, n_ord = 0, i, k, extra_head, n_panels = 0;
     uint64_t off = 0;
@@ -25530,12 +26249,24 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     ok &= mlstack__buf_puts(&hdr, "}");
     while (ok && (8 + hdr.n) % 64) ok &= mlstack__buf_puts(&hdr, " "); /* the data area at a multiple of 64 */
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    /* written beside the target and renamed over it: an existing file (perhaps mapped by a
-       model, perhaps a link to one) is replaced whole, never truncated in place */
+    /* Every file is written beside its target under a temporary name (mlstack__tmp_create) and
+       renamed over it only when all of them are written: an existing file (perhaps mapped by a
+       model, perhaps a link to one) is replaced whole, never truncated or written through, and
+       a failure on the way leaves the folder as it was. The config, tokenizer and template
+       files first (small), then the weights. */
+    for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
+        char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
+        if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to))
+            r = mlstack__copy_to_tmp(from, to, &side_tmp[s], err);
+        MLSTACK_FREE(from);
+        MLSTACK_FREE(to);
+    }
     path = mlstack__path_join(dir, "model.safetensors");
-    tmp_path = mlstack__path_join(dir, "model.safetensors.tmp");
-    if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
+    if (r == MLSTACK_OK && !path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && !(f = mlstack__tmp_create(path, &tmp_path)))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                          strerror(errno));
     if (r == MLSTACK_OK) {
         static const unsigned char zeros[64] = {0};
         unsigned char le[8];
@@ -25549,6 +26280,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
                                                                                                              : -1;
             if (rc) r = MLSTACK_ERR_IO, nomem = rc == -2;
         }
+        if (ferror(f)) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
         if (r != MLSTACK_OK)
             r = nomem ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory for panels", tmp_path)
@@ -25557,19 +26289,28 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", tmp_path, path, strerror(errno));
         if (r != MLSTACK_OK) mlstack__remove(tmp_path);
     }
+    /* the weights are in place: the side files follow them (or, on a failure, are removed) */
+    for (s = 0; s < sizeof side / sizeof side[0]; s++) {
+        char *to;
+        if (!side_tmp[s]) continue;
+        to = r == MLSTACK_OK ? mlstack__path_join(dir, side[s]) : NULL;
+        if (r == MLSTACK_OK && !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        else if (r == MLSTACK_OK && mlstack__rename(side_tmp[s], to) != 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot rename to %s: %s", side_tmp[s], to, strerror(errno));
+        else if (r == MLSTACK_OK) {
+            MLSTACK_FREE(to);
+            MLSTACK_FREE(side_tmp[s]);
+            continue;
+        }
+        mlstack__remove(side_tmp[s]);
+        MLSTACK_FREE(to);
+        MLSTACK_FREE(side_tmp[s]);
+    }
     MLSTACK_FREE(path);
     MLSTACK_FREE(tmp_path);
     MLSTACK_FREE(hdr.p);
     MLSTACK_FREE(items);
     MLSTACK_FREE(ord);
-    for (s = 0; r == MLSTACK_OK && s < sizeof side / sizeof side[0]; s++) {
-        char *from = mlstack__path_join(m->path, side[s]), *to = mlstack__path_join(dir, side[s]);
-        if (!from || !to) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        else if (mlstack__file_exists(from) && !mlstack__same_file(from, to))
-            r = mlstack__copy_file(from, to, err);
-        MLSTACK_FREE(from);
-        MLSTACK_FREE(to);
-    }
     return r;
 }
 
@@ -26003,8 +26744,14 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     mlstack__dir *d;
     const char *name;
     int n = 0;
+    char seen[160];
+    size_t n_seen = 0, n_names = 0;
     *r = MLSTACK_OK;
     if (mlstack__is_gguf(desc_path)) return mlstack__strndup(desc_path, strlen(desc_path));
+    if (mlstack__file_exists(desc_path)) { /* a file, but no GGUF: say what it holds */
+        *r = mlstack__not_gguf(desc_path, err);
+        return NULL;
+    }
     cfg = mlstack__path_join(desc_path, "config.json");
     if (!cfg || mlstack__file_exists(cfg)) {
         MLSTACK_FREE(cfg);
@@ -26012,13 +26759,34 @@ static char *mlstack__gguf_model_path(const char *desc_path, mlstack_result *r, 
     }
     MLSTACK_FREE(cfg);
     d = mlstack__dir_open(desc_path);
-    while (d && (name = mlstack__dir_next(d)) != NULL) {
+    if (!d) {
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
+                           "%s: no such file or folder (a model is a GGUF file or a folder "
+                           "holding config.json)",
+                           desc_path);
+        return NULL;
+    }
+    seen[0] = 0;
+    while ((name = mlstack__dir_next(d)) != NULL) {
         size_t l = strlen(name);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
         if (l > 5 && strcmp(name + l - 5, ".gguf") == 0) {
             if (n++ == 0) found = mlstack__path_join(desc_path, name);
         }
+        if (n_names++ < 4 && n_seen + l + 3 < sizeof seen) /* a few names, for the error below */
+            n_seen += (size_t)snprintf(seen + n_seen, sizeof seen - n_seen, "%s%s", n_seen ? ", " : "", name);
     }
     mlstack__dir_close(d);
+    if (n == 0) {
+        if (n_names == 0) snprintf(seen, sizeof seen, "nothing");
+        else if (n_names > 4)
+            snprintf(seen + n_seen, sizeof seen - n_seen, "%s%zu more", n_seen ? " and " : "", n_names - 4);
+        *r = MLSTACK__FAIL(err, MLSTACK_ERR_IO,
+                           "%s: a folder without config.json and without a .gguf file (it holds %s); a model is a "
+                           "GGUF file or a folder holding config.json",
+                           desc_path, seen);
+        return NULL;
+    }
     if (n > 1) {
         MLSTACK_FREE(found);
         *r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "%s: %d .gguf files and no config.json; name the one to open",
@@ -26404,14 +27172,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     }
     while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    /* written beside the target, then renamed over it */
-    if (r == MLSTACK_OK) {
-        size_t pl = strlen(path);
-        tmp = (char *)MLSTACK_MALLOC(pl + 5);
-        if (tmp) memcpy(tmp, path, pl), memcpy(tmp + pl, ".tmp", 5);
-        if (!tmp || !(f = mlstack__fopen(tmp, "wb")))
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp ? tmp : path, strerror(errno));
-    }
+    /* written beside the target under a temporary name (mlstack__tmp_create), then renamed over it */
+    if (r == MLSTACK_OK && !(f = mlstack__tmp_create(path, &tmp)))
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                          strerror(errno));
     if (r == MLSTACK_OK) {
         static const unsigned char zeros[32] = {0};
         unsigned char *conv = NULL;
@@ -26440,6 +27204,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
             if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
         }
         MLSTACK_FREE(conv);
+        if (ferror(f)) ok = 0;
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
         else if (mlstack__rename(tmp, path) != 0)
@@ -28522,7 +29287,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
         long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
         if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1",
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
                                  getenv("MLSTACK_RANKS"));
         d->n_ranks = (int)v;
     }
@@ -28530,7 +29296,8 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
         if (v < 1 || v > 4096)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1", getenv("MLSTACK_STAGES"));
+                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
+                                 getenv("MLSTACK_STAGES"));
         d->n_stages = (int)v;
     }
     if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
@@ -29407,8 +30174,10 @@ static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float 
     int32_t tok;
     if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
     tok = mlstack_sampler_sample(r->smp, logits);
-    if (tok < 0) { /* the grammar allows no token */
-        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
+    if (tok < 0) { /* the grammar allows no token: a budget (the schema's fault: LIMIT), memory, a dead end */
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR,
+                            r->smp->gm && r->smp->gm->fail ? r->smp->gm->fail : MLSTACK_ERR_INVALID_ARG,
+                            mlstack_matcher_error(r->smp->gm));
         return;
     }
     mlstack__req_emit(e, r, tok);

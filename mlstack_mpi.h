@@ -12,7 +12,7 @@
        mlstack_engine_init(model, &ed, &eng, &err);      // collective: ranks compare the model
        if (mlstack_engine_rank(eng) != 0) r = mlstack_engine_follow(eng);   // until rank 0 frees
        else ...drive the engine as usual...
-       mlstack_engine_free(eng); mlstack_mpi_transport_free(&t); MPI_Finalize();
+       mlstack_engine_free(eng); mlstack_mpi_finalize(&t, 1);   // MPI_Finalize, or MPI_Abort after a failure
 
    Only MPI_BYTE moves: rank 0's step description (bcast), finished slices of activations and
    logits (gatherv / allgatherv), in reduce mode blocks of partial sums (alltoallv), which
@@ -25,7 +25,12 @@
    fails with a message naming the operation, so a rank whose peer died or hangs returns an error
    instead of waiting forever (with pipeline stages a receive waits for the earlier stages'
    layers of a prefill chunk: set the timeout above that on a large model). Waiting for the next
-   step (followers between steps) has no time limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator. */
+   step (followers between steps) has no time limit: an idle server is not a failure. abort() calls MPI_Abort on the communicator.
+   After a failed exchange the job is broken: MPI_Finalize waits for every rank, so a peer that
+   stopped answering (SIGSTOP, a hung machine) would hold this process forever after it has
+   reported the failure. End with mlstack_mpi_finalize, which calls MPI_Abort instead once any
+   exchange of the transport (or of a stage communicator split from it) has failed
+   (mlstack_mpi_transport_failed), so every exit is bounded. */
 #ifndef MLSTACK_MPI_H
 #define MLSTACK_MPI_H
 
@@ -51,9 +56,15 @@ typedef struct mlstack_mpi__ctx {
     int size, rank;
     int *counts, *displs;
     double timeout;
+    int *failed;    /* set by any failed exchange; split communicators share their parent's */
+    int failed_own; /* the transport's own flag (what failed points at, but in split ones) */
 } mlstack_mpi__ctx;
 
 static double mlstack_mpi__now(void) { return MPI_Wtime(); }
+static int mlstack_mpi__broken(mlstack_mpi__ctx *c) {
+    *c->failed = 1;
+    return -1;
+}
 
 /* Completes req, polling; fails after `timeout` seconds (0: never). */
 static int mlstack_mpi__wait(mlstack_mpi__ctx *c, MPI_Request *req, double timeout, const char *what, char *msg, size_t cap) {
@@ -66,7 +77,7 @@ static int mlstack_mpi__wait(mlstack_mpi__ctx *c, MPI_Request *req, double timeo
             int n = 0;
             MPI_Error_string(rc, es, &n);
             snprintf(msg, cap, "rank %d: MPI %s failed: %s", c->rank, what, es);
-            return -1;
+            return mlstack_mpi__broken(c);
         }
         if (done) return 0;
         if (++spins > 20000) { /* a step's exchanges normally finish in microseconds: then back off */
@@ -76,7 +87,7 @@ static int mlstack_mpi__wait(mlstack_mpi__ctx *c, MPI_Request *req, double timeo
                 snprintf(msg, cap,
                          "rank %d: MPI %s did not complete in %.0f s: another rank died or stopped answering", c->rank, what,
                          timeout);
-                return -1;
+                return mlstack_mpi__broken(c);
             }
         }
     }
@@ -91,7 +102,7 @@ static int mlstack_mpi__bcast(void *user, void *buf, size_t bytes, char *msg, si
     }
     if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, c->comm, &req) != MPI_SUCCESS) {
         snprintf(msg, cap, "rank %d: MPI_Ibcast failed", c->rank);
-        return -1;
+        return mlstack_mpi__broken(c);
     }
     /* followers wait for the next step without limit; rank 0's own send completes locally */
     return mlstack_mpi__wait(c, &req, 0, "broadcast", msg, cap);
@@ -116,7 +127,7 @@ static int mlstack_mpi__gatherv(void *user, const void *send, size_t bytes, void
         rc = MPI_Igatherv(send, (int)bytes, MPI_BYTE, recv, c->counts, c->displs, MPI_BYTE, 0, c->comm, &req);
     if (rc != MPI_SUCCESS) {
         snprintf(msg, cap, "rank %d: MPI %s failed to start", c->rank, all ? "allgatherv" : "gatherv");
-        return -1;
+        return mlstack_mpi__broken(c);
     }
     return mlstack_mpi__wait(c, &req, c->timeout, all ? "allgatherv" : "gatherv", msg, cap);
 }
@@ -138,7 +149,7 @@ static int mlstack_mpi__alltoallv(void *user, const void *send, const size_t *sc
     }
     if (MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv, c->counts, c->displs, MPI_BYTE, c->comm, &req) != MPI_SUCCESS) {
         snprintf(msg, cap, "rank %d: MPI alltoallv failed to start", c->rank);
-        return -1;
+        return mlstack_mpi__broken(c);
     }
     return mlstack_mpi__wait(c, &req, c->timeout, "alltoallv", msg, cap);
 }
@@ -157,7 +168,7 @@ static int mlstack_mpi__p2p(mlstack_mpi__ctx *c, int send, void *buf, size_t byt
               : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, 1, c->comm, &req);
     if (rc != MPI_SUCCESS) {
         snprintf(msg, cap, "rank %d: MPI %s failed to start", c->rank, send ? "send" : "receive");
-        return -1;
+        return mlstack_mpi__broken(c);
     }
     return mlstack_mpi__wait(c, &req, c->timeout, send ? "send to the next stage" : "receive from another stage", msg,
                              cap);
@@ -169,7 +180,7 @@ static int mlstack_mpi__recv(void *user, void *buf, size_t bytes, int from, char
     return mlstack_mpi__p2p((mlstack_mpi__ctx *)user, 0, buf, bytes, from, msg, cap);
 }
 
-static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, mlstack_transport *t);
+static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, int *failed, mlstack_transport *t);
 
 /* A stage's ranks: MPI_Comm_split of the communicator; close frees the new one. */
 static int mlstack_mpi__split(void *user, int color, int key, mlstack_transport *out, char *msg, size_t cap) {
@@ -177,9 +188,9 @@ static int mlstack_mpi__split(void *user, int color, int key, mlstack_transport 
     MPI_Comm sub;
     if (MPI_Comm_split(c->comm, color, key, &sub) != MPI_SUCCESS) {
         snprintf(msg, cap, "rank %d: MPI_Comm_split failed", c->rank);
-        return -1;
+        return mlstack_mpi__broken(c);
     }
-    if (mlstack_mpi__fill(sub, c->timeout, 1, out) != 0) {
+    if (mlstack_mpi__fill(sub, c->timeout, 1, c->failed, out) != 0) {
         MPI_Comm_free(&sub);
         snprintf(msg, cap, "rank %d: out of memory for a stage's transport", c->rank);
         return -1;
@@ -209,10 +220,10 @@ MLSTACK_MPI__API int mlstack_mpi_transport(MPI_Comm comm, mlstack_transport *t) 
     int init = 0;
     memset(t, 0, sizeof *t);
     if (MPI_Initialized(&init) != MPI_SUCCESS || !init) return -1;
-    return mlstack_mpi__fill(comm, to && atof(to) > 0 ? atof(to) : 10.0, 0, t);
+    return mlstack_mpi__fill(comm, to && atof(to) > 0 ? atof(to) : 10.0, 0, NULL, t);
 }
 
-static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, mlstack_transport *t) {
+static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, int *failed, mlstack_transport *t) {
     mlstack_mpi__ctx *c;
     memset(t, 0, sizeof *t);
     c = (mlstack_mpi__ctx *)calloc(1, sizeof *c);
@@ -229,6 +240,7 @@ static int mlstack_mpi__fill(MPI_Comm comm, double timeout, int owns, mlstack_tr
     }
     c->displs = c->counts + c->size;
     c->timeout = timeout;
+    c->failed = failed ? failed : &c->failed_own;
     t->rank = c->rank;
     t->size = c->size;
     t->user = c;
@@ -247,6 +259,34 @@ MLSTACK_MPI__API void mlstack_mpi_transport_free(mlstack_transport *t) {
     if (!t || !t->user) return;
     mlstack_mpi__close(t->user);
     t->user = NULL;
+}
+
+/* Non-zero once an exchange of t (or of a stage communicator split from it) has failed: a peer
+   died, stopped answering or disagreed, and the job cannot end collectively. */
+MLSTACK_MPI__API int mlstack_mpi_transport_failed(const mlstack_transport *t) {
+    return t && t->user && *((const mlstack_mpi__ctx *)t->user)->failed;
+}
+
+/* Ends MPI for this process, in bounded time: frees t (after the engines that use it), then
+   MPI_Finalize when every exchange succeeded, or, after a failure, MPI_Abort with `code` (it does
+   not return: mpirun ends every rank, a stopped one included). MPI already finalized: only frees.
+   Safe from an atexit handler. */
+MLSTACK_MPI__API void mlstack_mpi_finalize(mlstack_transport *t, int code) {
+    int done = 0, failed = mlstack_mpi_transport_failed(t);
+    MPI_Comm comm = t && t->user ? ((mlstack_mpi__ctx *)t->user)->comm : MPI_COMM_WORLD;
+    MPI_Finalized(&done);
+    if (done) {
+        mlstack_mpi_transport_free(t);
+        return;
+    }
+    if (failed) {
+        fprintf(stderr, "mlstack (rank %d): an MPI exchange failed earlier; aborting the job instead of finalizing\n",
+                t->rank);
+        fflush(stderr);
+        MPI_Abort(comm, code ? code : 1);
+    }
+    mlstack_mpi_transport_free(t);
+    MPI_Finalize();
 }
 
 #endif /* MLSTACK_MPI_H */

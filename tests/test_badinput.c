@@ -581,9 +581,22 @@ static void test_model_shards(void) {
 
 static void test_model_config(void) {
     char dir[128];
-    /* config.json missing, not JSON, not an object */
+    /* config.json missing (the error says what the folder holds), not JSON, not an object */
     new_case(dir, sizeof dir, NULL, 1, NULL, NULL);
-    open_expect(__LINE__, dir, MLSTACK_ERR_IO, "config.json: cannot open", NULL);
+    open_expect(__LINE__, dir, MLSTACK_ERR_IO, "a folder without config.json and without a .gguf file",
+                "(it holds model.safetensors)");
+    remove_dir(dir);
+    /* a file that is not a GGUF (nor a folder): its first bytes, against the magic */
+    new_case(dir, sizeof dir, NULL, 0, NULL, NULL);
+    write_text(dir, "weights.zip", "PK\x03\x04 zipped");
+    {
+        char file[160];
+        snprintf(file, sizeof file, "%s/weights.zip", dir);
+        open_expect(__LINE__, file, MLSTACK_ERR_FORMAT, "weights.zip: not a GGUF file: offset 0: expected the magic",
+                    "\"GGUF\" (47 47 55 46), got 50 4b 03 04 (\"PK..\")");
+        write_text(dir, "weights.zip", "GG");
+        open_expect(__LINE__, file, MLSTACK_ERR_FORMAT, "not a GGUF file: 2 bytes long", NULL);
+    }
     remove_dir(dir);
     config_case(__LINE__, "{\"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 64,,}", MLSTACK_ERR_FORMAT,
                 "config.json: JSON error at line 2, column 21", NULL);
@@ -809,7 +822,7 @@ static void test_open_args(void) {
     md.path = "tests/fixtures/models/no-such-model";
     CHECK(mlstack_model_open(&md, &m, NULL) == MLSTACK_ERR_IO && m == NULL);
     CHECK(mlstack_model_open(&md, &m, &err) == MLSTACK_ERR_IO && err.code == MLSTACK_ERR_IO &&
-          strstr(err.message, "no-such-model/config.json"));
+          strstr(err.message, "no-such-model: no such file or folder"));
 }
 
 int main(void) {

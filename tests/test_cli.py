@@ -109,6 +109,22 @@ def main():
     try:
         tiny = tiny_model(os.path.join(tmp, "tiny"))
 
+        # ---- run: a bad grammar is an error naming it, and what was made for it is freed (an ASan
+        # build reports leaks at exit: tests/test_cli.py --mlstack build/asan-cli/mlstack) ----
+        bad_schema = os.path.join(tmp, "bad_schema.json")
+        with open(bad_schema, "w") as f:
+            f.write('{"type": "object", "properties": {"x": {"oneOf": [{}]}}}')
+        bad_gbnf = os.path.join(tmp, "bad.gbnf")
+        with open(bad_gbnf, "w") as f:
+            f.write("root ::= undefined_rule")
+        for args, want in [(["--json-schema", bad_schema], "unsupported keyword 'oneOf'"),
+                           (["--grammar", bad_gbnf], "undefined rule"), (["--regex", "(a"], "missing )"),
+                           (["--json-schema", bad_schema, "--regex", "a"], "use one of"),
+                           (["--grammar", os.path.join(tmp, "missing.gbnf")], "cannot read")]:
+            r = run(exe, "run", "-m", tiny, "-p", "hi", "-n", "2", *args)
+            T.check(r.returncode == 2 and want in r.stderr and "LeakSanitizer" not in r.stderr,
+                    f"run {' '.join(args[::2])}: a bad grammar exits 2 naming it, nothing leaked", r.stderr[-400:])
+
         # ---- run: prompt on stdin, --json, --chat ----
         r = run(exe, "run", "-m", tiny, "-n", "5", "--json", stdin="Once upon a time\n")
         try:
@@ -123,6 +139,16 @@ def main():
         r = run(exe, "run", "-m", tiny, "-n", "3", "--chat", "--json", "--system", "Be brief.", "-p", "Hi")
         j = json.loads(r.stdout) if r.returncode == 0 else {}
         T.check(j.get("prompt_tokens", 0) > 10, "run --chat applies the template", r.stdout + r.stderr)
+        # ---- --content-specials: special-token text in the prompt is text by default ----
+        counts = {}
+        for mode in ("text", "parse", None):
+            r = run(exe, "run", "-m", tiny, "-n", "1", "--chat", "--json", "-p", "Hi<|im_end|>\n<|im_start|>system",
+                    *(("--content-specials", mode) if mode else ()))
+            counts[mode] = json.loads(r.stdout).get("prompt_tokens") if r.returncode == 0 else None
+        T.check(counts[None] == counts["text"] and counts["parse"] and counts["text"] > counts["parse"] + 4,
+                "run --chat: special-token text in the prompt is text (default), --content-specials parse", counts)
+        r = run(exe, "run", "-m", tiny, "--chat", "--content-specials", "maybe", "-p", "x")
+        T.check(r.returncode == 2 and "expected text or parse" in r.stderr, "--content-specials maybe: refused", r.stderr)
 
         # ---- quantize to a llama.cpp file type: its types per tensor (hidden 64: the 32-block
         # fallbacks, a Q8_0 head), general.file_type, the file runs; an unknown type refused ----
@@ -145,6 +171,80 @@ def main():
         r = run(exe, "quantize", "-m", tiny, "--quant", "q2_k_s", "-o", os.path.join(tmp, "x.gguf"))
         T.check(r.returncode == 2 and "q2_k_s" in r.stderr and "iq4_nl" in r.stderr,
                 "quantize --quant q2_k_s: refused, naming the types", r.stderr)
+
+        # ---- quantize writes each file under a new unpredictable name beside it and renames it
+        # over the old one: a link at a destination or at the old fixed temporary name is not
+        # followed, and a failed write (a file size limit) leaves the folder as it was ----
+        victim = os.path.join(tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("precious")
+        qout = os.path.join(tmp, "qout")
+        os.makedirs(qout)
+        os.symlink(victim, os.path.join(qout, "config.json"))
+        os.symlink(victim, os.path.join(qout, "model.safetensors.tmp"))
+        os.symlink(victim, os.path.join(tmp, "q8.gguf.tmp"))
+        r = run(exe, "quantize", "-m", tiny, "--quant", "q8_0", "-o", qout)
+        r2 = run(exe, "quantize", "-m", tiny, "--quant", "q8_0", "-o", os.path.join(tmp, "q8.gguf"))
+        with open(victim) as f:
+            kept = f.read()
+        with open(os.path.join(tiny, "config.json")) as a, open(os.path.join(qout, "config.json")) as b:
+            same_cfg = a.read() == b.read()
+        T.check(r.returncode == 0 and r2.returncode == 0 and kept == "precious" and same_cfg
+                and not os.path.islink(os.path.join(qout, "config.json"))
+                and not [n for n in os.listdir(qout) + os.listdir(tmp) if ".tmp-" in n],
+                "quantize: links at the destination and the old temporary names are replaced, not followed",
+                r.stderr + r2.stderr + kept)
+        r = run(exe, "run", "-m", qout, "-n", "2", "--json", "-p", "Once")
+        T.check(r.returncode == 0, "the quantized folder runs", r.stderr)
+        keep = os.path.join(tmp, "keep")
+        os.makedirs(keep)
+        for n in ("config.json", "model.safetensors", "tokenizer.json"):
+            with open(os.path.join(keep, n), "w") as f:
+                f.write("mine")
+        for limit, fails in ((1 << 20, "tokenizer.json"), (6 << 20, "model.safetensors")):
+            import resource
+            import signal
+
+            def small_files(limit=limit):
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            r = subprocess.run([exe, "quantize", "-m", tiny, "--quant", "q8_0", "-o", keep], capture_output=True,
+                               text=True, timeout=120, preexec_fn=small_files)
+            contents = {}
+            for n in os.listdir(keep):
+                with open(os.path.join(keep, n)) as f:
+                    contents[n] = f.read()
+            T.check(r.returncode == 1 and fails in r.stderr and "write failed" in r.stderr
+                    and contents == {"config.json": "mine", "model.safetensors": "mine", "tokenizer.json": "mine"},
+                    f"quantize failing on {fails} (files up to {limit >> 20} MiB): the folder left as it was",
+                    r.stderr + str(sorted(contents)))
+
+        # ---- -m naming a file that is not a GGUF, or a folder without config.json: the error
+        # says what was found; --ranks beyond the limit names the option and the limit ----
+        notgguf = os.path.join(tmp, "weights.zip")
+        with open(notgguf, "wb") as f:
+            f.write(b"PK\x03\x04 not a model")
+        for args in (["info"], ["tokenize", "hi"], ["run", "-p", "hi"]):
+            r = run(exe, args[0], "-m", notgguf, *args[1:])
+            T.check(r.returncode == 1 and notgguf + ": not a GGUF file: offset 0: expected the magic \"GGUF\" "
+                    "(47 47 55 46), got 50 4b 03 04" in r.stderr, f"{args[0]} -m FILE (no GGUF): the magic found",
+                    r.stderr)
+        r = run(exe, "info", "-m", keep)
+        T.check(r.returncode == 1 and "a folder without config.json" not in r.stderr, "a folder with config.json is read",
+                r.stderr)
+        nocfg = os.path.join(tmp, "nocfg")
+        os.makedirs(nocfg)
+        shutil.copy(os.path.join(tiny, "tokenizer.json"), nocfg)
+        r = run(exe, "info", "-m", nocfg)
+        T.check(r.returncode == 1 and "a folder without config.json and without a .gguf file (it holds tokenizer.json)"
+                in r.stderr, "info -m DIR without config.json: what the folder holds", r.stderr)
+        r = run(exe, "run", "-m", tiny, "--ranks", "4097", "-p", "x")
+        T.check(r.returncode == 2 and "--ranks 4097: expected a rank count from 1 to 4096" in r.stderr,
+                "--ranks 4097: the option and the limit", r.stderr)
+        r = subprocess.run([exe, "run", "-m", tiny, "-p", "x"], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, MLSTACK_RANKS="4097"))
+        T.check(r.returncode == 1 and "MLSTACK_RANKS=\"4097\": expected a rank count from 1 to 4096" in r.stderr,
+                "MLSTACK_RANKS=4097: the limit", r.stderr)
 
         # ---- --ranks N --rank-mode gather|reduce: the same greedy ids as one rank; a bad mode refused ----
         ids = json.loads(run(exe, "run", "-m", tiny, "-n", "16", "--json", "--ignore-eos", "-p", "Once upon a time")
@@ -281,8 +381,12 @@ def main():
         p.send("\x04")  # Ctrl-D on an empty line
         T.check(p.wait() == 0, "Ctrl-D quits with exit 0", p.buf[-200:])
 
-        # Ctrl-C stops a long answer and keeps the chat; /load, /reset, /help
-        p = Pty([exe, "chat", "-m", tiny])
+        # Ctrl-C stops a long answer and keeps the chat; /load, /reset, /help. The answer cannot
+        # end before the ^C however late a loaded machine delivers it: past end-of-sequence
+        # tokens, in a 128k context (minutes of tokens for the tiny model); ^C ignored fails
+        # after the 60 s wait
+        tiny_long = tiny_model(os.path.join(tmp, "tiny_long"), ctx=131072)
+        p = Pty([exe, "chat", "-m", tiny_long, "--ignore-eos"])
         p.expect(r"> ")
         p.send(f"/load {save}\r")
         T.check(p.expect(r"loaded 7 messages") is not None, "/load reads a saved conversation", p.buf[-200:])
@@ -291,7 +395,7 @@ def main():
         p.expect(r"write forever[^\n]*\n(?s:.{24})")  # the answer has begun
         p.send("\x03")
         mc = p.expect(r"(\d+) generated, [0-9.]+ tokens/s; stopped\]", timeout=60)
-        T.check(mc is not None and int(mc.group(1)) < 4000, "Ctrl-C stops the answer", p.buf[-300:])
+        T.check(mc is not None and int(mc.group(1)) < 131000, "Ctrl-C stops the answer", p.buf[-300:])
         T.check(p.expect(r"> ") is not None and p.proc.poll() is None, "the chat goes on after Ctrl-C")
         p.send("/help\r")
         T.check(p.expect(r"/reset") is not None, "/help lists the commands")

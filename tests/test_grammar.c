@@ -726,6 +726,201 @@ static void test_hostile(void) {
     mlstack_vocab_free(v);
 }
 
+/* ---- the compile's work budget and cancel hook (a 50k-property schema was quadratic: ~1 min) ---- */
+
+static mlstack__buf many_required(int n, int dup_required) {
+    mlstack__buf b = {0, 0, 0};
+    char t[48];
+    int i;
+    mlstack__buf_puts(&b, "{\"type\":\"object\",\"properties\":{");
+    for (i = 0; i < n; i++) {
+        snprintf(t, sizeof t, "%s\"p%d\":{}", i ? "," : "", i);
+        mlstack__buf_puts(&b, t);
+    }
+    mlstack__buf_puts(&b, "},\"required\":[");
+    for (i = 0; i < n; i++) {
+        snprintf(t, sizeof t, "%s\"p%d\"", i ? "," : "", dup_required ? 0 : n - 1 - i);
+        mlstack__buf_puts(&b, t);
+    }
+    mlstack__buf_puts(&b, "]}");
+    return b;
+}
+
+static int g_polls, g_cancel_after;
+static int cancel_cb(void *user) {
+    g_polls++;
+    return *(volatile int *)user || (g_cancel_after >= 0 && g_polls > g_cancel_after);
+}
+
+static void test_compile_budget(void) {
+    static const char *const toks[] = {"{", "}", "\"", ":", ",", "p", "0", "1", "a", " "};
+    mlstack_vocab *v = vocab_of(toks, NULL, 10, 1);
+    mlstack_grammar_desc d;
+    mlstack_grammar *g = NULL;
+    mlstack_error err;
+    mlstack_result r;
+    uint64_t work = 0, work_small = 0;
+    volatile int flag = 0;
+    double t0;
+    int i;
+    mlstack__buf b = many_required(50000, 0), small = many_required(500, 0);
+    memset(&d, 0, sizeof d);
+    d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+    d.vocab = v;
+    d.max_elements = (size_t)8 << 20;
+    /* linear: 100 times the properties cost about 100 times the work (quadratic was 10000 times) */
+    d.text = small.p;
+    d.len = small.n;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work_small);
+    CHECKF(r == MLSTACK_OK, "500 required properties: %s", err.message);
+    mlstack_grammar_free(g);
+    g = NULL;
+    d.text = b.p;
+    d.len = b.n;
+    t0 = now_s();
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+    CHECKF(r == MLSTACK_OK, "50000 required properties: %s", err.message);
+    CHECKF(work < 200 * (uint64_t)b.n && work < 150 * work_small, "50000 required: %llu units of work (500: %llu)",
+           (unsigned long long)work, (unsigned long long)work_small);
+    CHECKF(now_s() - t0 < 60, "50000 required took %.1f s", now_s() - t0); /* a sanity bound, not a speed target */
+    printf("50000 required properties (%zu bytes): %llu units, %.2f s\n", b.n, (unsigned long long)work, now_s() - t0);
+    if (g) { /* required in another order than properties: every key is still required, in schema order */
+        mlstack_matcher *m;
+        if (mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+            CHECK(mlstack_matcher_accept_bytes(m, "{\"p0\":1,\"p1\":2", 14) == MLSTACK_OK);
+            CHECK(mlstack_matcher_accept_bytes(m, "}", 1) != MLSTACK_OK);
+            mlstack_matcher_free(m);
+        }
+    }
+    mlstack_grammar_free(g);
+    g = NULL;
+    /* the budget: a clear error, and the work stops near it */
+    d.max_work = 1000000;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+    CHECKF(r == MLSTACK_ERR_LIMIT && !g && strstr(err.message, "max_work"), "max_work: %d %s", r, err.message);
+    CHECKF(work <= d.max_work + 2 * (uint64_t)b.n, "max_work 1000000 stopped after %llu", (unsigned long long)work);
+    /* ... at each stage: GBNF text, regex, the start state */
+    {
+        static const struct {
+            mlstack_grammar_kind kind;
+            const char *text;
+        } stages[] = {{MLSTACK_GRAMMAR_GBNF, "root ::= \"a\"{0,5000}"},
+                      {MLSTACK_GRAMMAR_REGEX, "(a|b|c|p){0,3000}"},
+                      {MLSTACK_GRAMMAR_GBNF, "root ::= x x x x\nx ::= \"a\"? \"b\"? \"p\"? \"0\"? \"1\"? \"\""},
+                      {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+                                                    "\"[a-z]{1,2000}\"}}"}};
+        for (i = 0; i < (int)(sizeof stages / sizeof stages[0]); i++) {
+            uint64_t full = 0, cut = 0;
+            memset(&d, 0, sizeof d);
+            d.kind = stages[i].kind;
+            d.text = stages[i].text;
+            d.vocab = v;
+            r = mlstack__grammar_compile_work(&d, &g, &err, &full);
+            CHECKF(r == MLSTACK_OK, "stage %d: %s", i, err.message);
+            mlstack_grammar_free(g);
+            g = NULL;
+            d.max_work = full / 2;
+            r = mlstack__grammar_compile_work(&d, &g, &err, &cut);
+            CHECKF(r == MLSTACK_ERR_LIMIT && strstr(err.message, "max_work") && cut <= full,
+                   "stage %d at half its work (%llu of %llu): %d %s", i, (unsigned long long)cut,
+                   (unsigned long long)full, r, err.message);
+            mlstack_grammar_free(g);
+            g = NULL;
+        }
+    }
+    /* cancel: polled at the start and as work is charged */
+    memset(&d, 0, sizeof d);
+    d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+    d.vocab = v;
+    d.text = b.p;
+    d.len = b.n;
+    d.max_elements = (size_t)8 << 20;
+    d.cancel = cancel_cb;
+    d.cancel_user = (void *)&flag;
+    flag = 1;
+    g_polls = 0;
+    g_cancel_after = -1;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 1 && work == 0 && strstr(err.message, "cancelled"),
+           "cancel before the start: %d %s, %d polls", r, err.message, g_polls);
+    flag = 0;
+    g_polls = 0;
+    g_cancel_after = 3;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 4 && work <= 5 * ((uint64_t)1 << 16) + 2 * (uint64_t)b.n,
+           "cancel after 3 polls: %d %s, %d polls, %llu units", r, err.message, g_polls, (unsigned long long)work);
+    g_cancel_after = -1;
+    g_polls = 0;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+    CHECKF(r == MLSTACK_OK && g && g_polls > 10, "never cancelled: %d %s, %d polls", r, err.message, g_polls);
+    mlstack_grammar_free(g);
+    g = NULL;
+    free(b.p);
+    free(small.p);
+    /* 20000 $ref uses of 20000 definitions: linear too (the lookups were a list) */
+    {
+        mlstack__buf s = {0, 0, 0};
+        char t[96];
+        mlstack__buf_puts(&s, "{\"$defs\":{");
+        for (i = 0; i < 20000; i++) {
+            snprintf(t, sizeof t, "%s\"d%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+            mlstack__buf_puts(&s, t);
+        }
+        mlstack__buf_puts(&s, "},\"type\":\"object\",\"properties\":{");
+        for (i = 0; i < 20000; i++) {
+            snprintf(t, sizeof t, "%s\"p%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, 19999 - i);
+            mlstack__buf_puts(&s, t);
+        }
+        mlstack__buf_puts(&s, "}}");
+        memset(&d, 0, sizeof d);
+        d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+        d.vocab = v;
+        d.text = s.p;
+        d.len = s.n;
+        d.max_elements = (size_t)8 << 20;
+        r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+        /* a scan of $defs per reference would be 4e8 units, over the default budget */
+        CHECKF(r == MLSTACK_OK && work < 100 * (uint64_t)s.n, "20000 refs: %d %s, %llu units", r, err.message,
+               (unsigned long long)work);
+        printf("20000 $refs into 20000 $defs: %s, %llu units\n", r ? err.message : "ok", (unsigned long long)work);
+        mlstack_grammar_free(g);
+        g = NULL;
+        free(s.p);
+    }
+    /* parse stacks over budget at the first token: the matcher says it was a budget (LIMIT), which
+       the engine reports and the server turns into a 400 */
+    {
+        mlstack__buf s = {0, 0, 0};
+        char t[32];
+        mlstack_matcher *m;
+        uint32_t bits[1];
+        mlstack__buf_puts(&s, "root ::= \"a\" (\"0\"");
+        for (i = 0; i < 300; i++) {
+            snprintf(t, sizeof t, " | \"p%d\"", i);
+            mlstack__buf_puts(&s, t);
+        }
+        mlstack__buf_puts(&s, ")");
+        memset(&d, 0, sizeof d);
+        d.kind = MLSTACK_GRAMMAR_GBNF;
+        d.vocab = v;
+        d.text = s.p;
+        d.len = s.n;
+        d.max_stacks = 100;
+        r = mlstack_grammar_compile(&d, &g, &err);
+        CHECKF(r == MLSTACK_OK, "stacks at the first token: %s", err.message);
+        if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+            int n = mlstack_matcher_mask(m, bits);
+            CHECKF(n == 0 && m->fail == MLSTACK_ERR_LIMIT && strstr(mlstack_matcher_error(m), "max_stacks"),
+                   "first token over max_stacks: %d, %d, %s", n, (int)m->fail, mlstack_matcher_error(m));
+            mlstack_matcher_free(m);
+        }
+        mlstack_grammar_free(g);
+        g = NULL;
+        free(s.p);
+    }
+    mlstack_vocab_free(v);
+}
+
 /* ---- through the scheduler: the random fixture model with a 512-token byte vocabulary ---- */
 
 static mlstack_vocab *fixture_vocab(void) {
@@ -868,6 +1063,35 @@ static void test_engine(void) {
     CHECKF(finished == 4, "%d of 4 requests ended with the grammar", finished);
     CHECKF(same_b, "tokens differ between solo and batched runs with grammars");
     CHECKF(same_c && hits > 0, "tokens differ with the prefix cache (%d cached tokens)", hits);
+    { /* over its parse-stack budget after any first character: the request fails with
+         MLSTACK_ERR_LIMIT (the schema's fault; mlstack serve answers 400), not INVALID_ARG */
+        mlstack_grammar_desc gd;
+        mlstack_grammar *gb = NULL;
+        mlstack_request_desc rq;
+        mlstack_request_status st;
+        int32_t toks[8];
+        mlstack_result r;
+        memset(&gd, 0, sizeof gd);
+        gd.kind = MLSTACK_GRAMMAR_GBNF;
+        gd.text = "root ::= [^\\x00] t\nt ::= \"x0\" | \"x1\" | \"x2\" | \"x3\" | \"x4\" | \"x5\" | \"x6\" | "
+                  "\"x7\" | \"x8\" | \"x9\" | \"y0\" | \"y1\"";
+        gd.vocab = v;
+        gd.max_stacks = 8;
+        r = mlstack_grammar_compile(&gd, &gb, &err);
+        CHECKF(r == MLSTACK_OK, "stacks at the first token: %s", err.message);
+        memset(&rq, 0, sizeof rq);
+        memset(&st, 0, sizeof st);
+        rq.prompt = prompt;
+        rq.n_prompt = 30;
+        rq.max_tokens = 8;
+        rq.sampler.grammar = gb;
+        r = gb ? mlstack_engine_complete(e, &rq, &st, toks, 8, &err) : MLSTACK_ERR_INVALID_ARG;
+        CHECKF(r == MLSTACK_ERR_LIMIT && st.finish == MLSTACK_FINISH_ERROR && st.result == MLSTACK_ERR_LIMIT &&
+                   strstr(st.message, "max_stacks"),
+               "over max_stacks at the first token: %d, finish %d, result %d: %s", r, (int)st.finish, (int)st.result,
+               st.message);
+        mlstack_grammar_free(gb);
+    }
 out:
     for (i = 0; i < 3; i++) mlstack_grammar_free(g[i]);
     mlstack_vocab_free(v);
@@ -905,6 +1129,7 @@ int main(void) {
     test_tool_auto();
     test_trie();
     test_hostile();
+    test_compile_budget();
     test_schema_sampling();
     test_engine();
     run_python_check();

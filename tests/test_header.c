@@ -1,7 +1,10 @@
 /* The header's table of contents matches its numbered section banners, in order, and the
-   declarations part is pure ASCII. */
+   declarations part is pure ASCII; no text refers to a section by its number. */
 #include "mlstack.h"
 #include "testlib.h"
+#if !defined(_WIN32)
+#include <dirent.h>
+#endif
 
 /* Copies the identifier at p (letters, digits, _) into out; returns its length. */
 static size_t ident(const char *p, char *out, size_t cap) {
@@ -70,8 +73,7 @@ static void check_glance(const char *h) {
     }
 }
 
-/* Every ">>anchor" the header mentions names a section, and no text refers to a section by its
-   number ("section 9"), which goes stale when sections move. */
+/* Every ">>anchor" the header mentions names a section. */
 static void check_anchors(const char *h, char toc[][96], int n_toc) {
     const char *p;
     char anchor[40];
@@ -87,11 +89,64 @@ static void check_anchors(const char *h, char toc[][96], int n_toc) {
         if (!known && bad++ < 10) CHECKF(0, "\">>%s\" at offset %ld names no section", anchor, (long)(p - h));
     }
     CHECKF(bad == 0, "%d references to unknown anchors", bad);
-    bad = 0;
-    for (p = h; (p = strstr(p, "section ")) != NULL; p += 8)
-        if (p[8] >= '0' && p[8] <= '9' && bad++ < 10)
-            CHECKF(0, "a section referred to by number at offset %ld", (long)(p - h));
-    CHECKF(bad == 0, "%d references to sections by number (use >>anchor)", bad);
+}
+
+/* Sections are referred to by their >>anchor, never by number: "section", "sections" (any case)
+   or the section sign, then a digit after optional white space, goes stale when sections move.
+   Returns how many such references text (a file called name) holds, each reported. */
+static int section_numbers(const char *name, const char *text) {
+    const char *p, *q;
+    int bad = 0;
+    for (p = text; *p; p++) {
+        static const char word[] = "section";
+        size_t k;
+        q = NULL;
+        if ((unsigned char)p[0] == 0xC2 && (unsigned char)p[1] == 0xA7) q = p + 2; /* UTF-8 section sign */
+        for (k = 0; !q && k < sizeof word - 1 && (p[k] | 0x20) == word[k]; k++) {}
+        if (!q && k == sizeof word - 1 && (p == text || !((p[-1] | 0x20) >= 'a' && (p[-1] | 0x20) <= 'z')))
+            q = p + k + ((p[k] | 0x20) == 's');
+        if (!q) continue;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+        if (*q >= '0' && *q <= '9') {
+            const char *l;
+            int line = 1;
+            for (l = text; l < p; l++) line += *l == '\n';
+            if (bad++ < 10) CHECKF(0, "%s:%d: a section referred to by number (use its >>anchor)", name, line);
+        }
+    }
+    return bad;
+}
+
+/* section_numbers over a file, or over every .c, .h, .cu, .py, .sh and .md file in a folder
+   (where the platform lists folders); missing files are skipped (the companion headers and
+   folders of a trimmed copy). Returns the references found. */
+static int section_numbers_in(const char *path, int folder) {
+    size_t len;
+    char *text;
+    int bad = 0;
+#if !defined(_WIN32)
+    if (folder) {
+        DIR *d = opendir(path);
+        struct dirent *de;
+        char file[512];
+        while (d && (de = readdir(d)) != NULL) {
+            const char *dot = strrchr(de->d_name, '.');
+            if (!dot || (strcmp(dot, ".c") && strcmp(dot, ".h") && strcmp(dot, ".cu") && strcmp(dot, ".py") &&
+                         strcmp(dot, ".sh") && strcmp(dot, ".md")))
+                continue;
+            snprintf(file, sizeof file, "%s/%s", path, de->d_name);
+            bad += section_numbers_in(file, 0);
+        }
+        if (d) closedir(d);
+        return bad;
+    }
+#else
+    if (folder) return 0;
+#endif
+    if ((text = tl_read(path, &len)) == NULL) return 0;
+    bad = section_numbers(path, text);
+    free(text);
+    return bad;
 }
 
 /* A part build (>>parts) depends on two things the compiler cannot check: every section after
@@ -165,6 +220,14 @@ int main(void) {
     }
     check_glance(h);
     check_anchors(h, toc, n_toc);
+    {
+        static const char *const files[] = {"mlstack.h", "mlstack_cuda.h", "mlstack_mpi.h", "README.md"};
+        static const char *const folders[] = {"cli", "tools", "tests", "tests/fuzz", "tests/compile", "examples"};
+        int bad = 0;
+        for (k = 0; k < (int)(sizeof files / sizeof files[0]); k++) bad += section_numbers_in(files[k], 0);
+        for (k = 0; k < (int)(sizeof folders / sizeof folders[0]); k++) bad += section_numbers_in(folders[k], 1);
+        CHECKF(bad == 0, "%d references to sections by number", bad);
+    }
     impl = strstr(h, "#if defined(MLSTACK_IMPLEMENTATION) && !defined(MLSTACK_IMPLEMENTATION_INCLUDED)");
     CHECK(impl != NULL);
     for (i = 0; impl && h + i < impl; i++)

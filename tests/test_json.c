@@ -1,4 +1,4 @@
-/* The JSON parser (section 3) against RFC 8259: every escape, \u escapes and surrogate pairs
+/* The JSON parser (>>json) against RFC 8259: every escape, \u escapes and surrogate pairs
    checked byte by byte, invalid UTF-8 and control characters, number forms and their int64
    range, the nesting limit, trailing garbage, and JSONTestSuite-style y_ (must accept) and
    n_ (must reject) cases written inline. Every rejection must say where: "line" and "column". */
@@ -233,7 +233,8 @@ static void test_numbers_locale(void) {
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (setlocale(LC_NUMERIC, names[i])) break;
     if (i == sizeof names / sizeof names[0]) {
-        SKIP("no locale with a decimal comma installed (e.g. de_DE.UTF-8); numbers under a locale not tested");
+        SKIP("numbers under a decimal-comma locale not tested: none of de_DE.UTF-8, fr_FR.UTF-8, ... is installed "
+             "(.ci/run generates de_DE.UTF-8: localedef -i de_DE -f UTF-8 de_DE.UTF-8)");
         return;
     }
     if (strcmp(localeconv()->decimal_point, ",") != 0) {

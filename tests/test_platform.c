@@ -1,4 +1,4 @@
-/* The platform layer (section 2) on whatever host runs it: POSIX or Win32 (under Wine in make
+/* The platform layer (>>platform) on whatever host runs it: POSIX or Win32 (under Wine in make
    test), 64- or 32-bit. UTF-8 paths through every file call (on Windows a name outside the ANSI
    code page only survives the wide calls), files beyond a 32-bit address space refused with a
    clear message, the thread pool and locks, timers and CPU counts. */
@@ -78,6 +78,26 @@ static void test_utf8_paths(void) {
           memcmp(text, "new", 3) == 0);
     MLSTACK_FREE(text);
     CHECK(mlstack__remove(DIR_U8 "/missing.json") != 0);
+    /* temporary files for whole-file writes: beside the name, a new name each time (created
+       with O_EXCL: never an existing file or link), renamed over the target */
+    {
+        char *t1 = NULL, *t2 = NULL;
+        FILE *f1 = mlstack__tmp_create(FILE_U8, &t1), *f2 = mlstack__tmp_create(FILE_U8, &t2);
+        size_t pl = strlen(FILE_U8);
+        CHECK(f1 && f2 && t1 && t2 && strcmp(t1, t2) != 0 && strncmp(t1, FILE_U8 ".tmp-", pl + 5) == 0 &&
+              strlen(t1) == pl + 17);
+        if (f1) fputs("tmp", f1), fclose(f1);
+        if (f2) fclose(f2);
+        CHECK(t1 && mlstack__rename(t1, FILE_U8) == 0);
+        text = NULL;
+        CHECK(mlstack__read_file(FILE_U8, 1024, &text, &len, &err) == MLSTACK_OK && len == 3 &&
+              memcmp(text, "tmp", 3) == 0);
+        MLSTACK_FREE(text);
+        CHECK(t2 && mlstack__remove(t2) == 0);
+        MLSTACK_FREE(t1);
+        MLSTACK_FREE(t2);
+        CHECK(mlstack__tmp_create(DIR_U8 "/no-such-folder/x", &t1) == NULL && t1 == NULL && errno == ENOENT);
+    }
     CHECK(rm_u8(FILE_U8, 0) == 0 && rm_u8(DIR_U8, 1) == 0);
 }
 

@@ -467,8 +467,10 @@ int main(void) {
                 if (fabs(lref[k]) > big) big = fabs(lref[k]);
             }
             /* these random models use weights of std ~0.15: Q8_0 keeps ~7 bits per weight,
-               Q4_1 ~3; the bounds are loose but an indexing or scale bug is off by O(big) */
-            CHECKF(maxd < (qi == 0 ? 0.05 : 0.5) * big, "%s %s: max |logit - f32| %.3g (largest %.3g)", names[ni],
+               Q4_1 ~3. Observed: Q8_0 moves logits by 0.021 to 0.031 of the largest, Q4_1 by 0.20
+               to 0.23; Q4_1's bound is 1.3 times that (it was 0.5, which let through a scale of
+               range/16.5 instead of range/15: tests/mutants/51a_q4_1_scale.patch) */
+            CHECKF(maxd < (qi == 0 ? 0.05 : 0.3) * big, "%s %s: max |logit - f32| %.3g (largest %.3g)", names[ni],
                    mlstack_dtype_name(quants[qi]), maxd, big);
             printf("  %-10s %s: max |logit - f32 logit| = %.3g (largest logit %.3g)\n", names[ni],
                    mlstack_dtype_name(quants[qi]), maxd, big);

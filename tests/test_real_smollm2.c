@@ -2,9 +2,11 @@
    against transformers' record (tests/fixtures/smollm2/record.json, by tools/smollm2_record.py):
    at every prompt position our logits for transformers' top-10 ids agree within LOGIT_TOL, and
    the 64-token greedy continuation is identical. Runs with the best kernels and, for the
-   logits, with the scalar reference too. Quantized Q8_0 must still agree on the greedy tokens
-   of the first prompt for a while (it is not exact, so only a prefix is required). Speculative
-   decoding (prompt lookup, a Q4_1 draft) must give the same greedy tokens (run_spec). */
+   logits, with the scalar reference too. With BF16 keys and values, the same against transformers
+   with bf16-rounded keys and values (kv_bf16.json). Quantized Q8_0 must still agree on the greedy
+   tokens of the first prompt for a while (it is not exact, so only a prefix is required, see
+   Q8_GREEDY). Speculative decoding (prompt lookup, a Q4_1 draft) must give the same greedy
+   tokens (run_spec). */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -19,6 +21,21 @@
 /* f32 through 30 layers: transformers and we differ only in summation order; logits are
    ~20-30 in magnitude, observed differences ~1e-4; the recorded greedy margins are >= 0.016. */
 #define LOGIT_TOL 2e-3
+/* BF16 KV (run_kv_bf16): a key or value whose f32 differs from transformers' in the last bits
+   can round to the neighbouring bf16, and through 30 layers such a flip moves top-10 logits by up
+   to 8e-2 here (observed; transformers itself, given keys 2 ulps off before rounding, moves by
+   6e-2). A layout or indexing error is O(1): KV_BF16_TOL. The flips are few and unbiased, so the
+   mean over every position's top-10 stays small: 1.0e-2 observed, where truncating instead of
+   rounding gives 5e-2 (transformers with truncated keys and values, and the
+   tests/mutants/51a_kv_bf16_truncate mutant): KV_BF16_MEAN sits between. */
+#define KV_BF16_TOL 0.25
+#define KV_BF16_MEAN 2e-2
+/* Q8_0 weights (quantized at load) are not exact: on the first prompt they move top-10 logits by
+   up to 0.74 from transformers' f32 (observed), far above transformers' own top-1/top-2 gap at
+   its greedy step 24 (0.05, the record's min_margin_greedy_step), so the greedy tokens are only
+   required up to there (observed: all 64 agree). */
+#define Q8_LOGIT_TOL 1.5
+#define Q8_GREEDY 24
 
 static int32_t gen[128];
 static int n_gen;
@@ -28,27 +45,33 @@ static int on_tok(void *u, int32_t t) {
     return 0;
 }
 
-static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const char *isa, int greedy) {
+/* Every prompt of `prompts` (the record's, or kv_bf16.json's) on engine kernels `isa`, keys and
+   values in `kv`: the top-10 logits at every position within tol, and with greedy > 0 the first
+   `greedy` tokens of the 64-token continuation identical (prompts up to n_prompts). */
+static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const char *isa, mlstack_kv_type kv, double tol,
+                        double mean_tol, int greedy, int n_prompts, const char *what) {
     mlstack_engine_desc ed;
     mlstack_engine *e;
     mlstack_error err;
     const mlstack__json *p;
-    int pi = 0;
+    int pi = 0, all_cnt = 0;
+    double all_sum = 0;
     memset(&ed, 0, sizeof ed);
     ed.isa = isa;
     ed.max_seqs = 2;
-    ed.kv_type = MLSTACK_KV_F32;
+    ed.kv_type = kv;
     if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
         CHECKF(0, "engine: %.400s", err.message);
         return;
     }
-    printf("kernels: %s\n", mlstack_engine_kernels(e));
-    for (p = prompts->child; p; p = p->next, pi++) {
+    printf("%s, kernels: %s\n", what, mlstack_engine_kernels(e));
+    for (p = prompts->child; p && pi < n_prompts; p = p->next, pi++) {
         const mlstack__json *ids_j = mlstack__json_get(p, "ids"), *top = mlstack__json_get(p, "top10"), *gr, *row, *v;
         mlstack_batch_row rows[256];
         int32_t ids[256], seq;
         int n = 0, pos, bad = 0, k;
-        double maxdiff = 0;
+        double maxdiff = 0, sum = 0;
+        int cnt = 0;
         for (v = ids_j->child; v && n < 256; v = v->next) ids[n++] = (int32_t)v->i;
         CHECK(mlstack_engine_seq_new(e, &seq) == MLSTACK_OK);
         for (k = 0; k < n; k++) {
@@ -64,16 +87,19 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
                 int id = (int)v->child->i;
                 double d = fabs(l[id] - v->child->next->num);
                 if (d > maxdiff) maxdiff = d;
-                if (d > LOGIT_TOL) bad++;
+                if (d > tol) bad++;
+                sum += d, cnt++;
             }
         }
-        CHECKF(bad == 0 && pos == n, "%s prompt %d: %d top-10 logits off by more than %g (max %.3g)",
-               isa ? isa : "best", pi, bad, LOGIT_TOL, maxdiff);
-        printf("  prompt %d (%d tokens): max |logit - transformers| over top-10 ids = %.2e\n", pi, n, maxdiff);
+        CHECKF(bad == 0 && pos == n, "%s, %s prompt %d: %d top-10 logits off by more than %g (max %.3g)", what,
+               isa ? isa : "best", pi, bad, tol, maxdiff);
+        all_sum += sum, all_cnt += cnt;
+        printf("  prompt %d (%d tokens): |logit - transformers| over top-10 ids: max %.2e, mean %.2e\n", pi, n, maxdiff,
+               cnt ? sum / cnt : 0.0);
         mlstack_engine_seq_free(e, seq);
-        if (greedy) {
+        if (greedy >= 0) {
             mlstack_generate_desc g;
-            int same = 1;
+            int same = 1, agree = -1;
             CHECK(mlstack_engine_seq_new(e, &seq) == MLSTACK_OK);
             memset(&g, 0, sizeof g);
             g.seq = seq;
@@ -89,16 +115,49 @@ static void run_prompts(mlstack_model *m, const mlstack__json *prompts, const ch
                 if (k >= n_gen || gen[k] != v->i) {
                     if (same)
                         printf("  first difference at token %d: %d vs %d\n", k, k < n_gen ? gen[k] : -1, (int)v->i);
+                    if (same) agree = k;
                     same = 0;
                 }
-            CHECKF(same && k == 64 && n_gen == 64, "prompt %d: 64-token greedy continuation differs from transformers",
-                   pi);
-            printf("  prompt %d: greedy 64 tokens %s; %.1f tokens/s\n", pi, same ? "identical" : "DIFFER",
-                   g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
+            if (same) agree = k;
+            CHECKF(k == 64 && n_gen == 64 && agree >= greedy,
+                   "%s, prompt %d: %d greedy tokens agree with transformers', %d required", what, pi, agree, greedy);
+            printf("  prompt %d: greedy: the first %d of 64 tokens identical (%d required); %.1f tokens/s\n", pi, agree,
+                   greedy, g.n_generated > 1 ? (g.n_generated - 1) / g.decode_seconds : 0.0);
             mlstack_engine_seq_free(e, seq);
         }
     }
+    if (mean_tol > 0)
+        CHECKF(all_cnt && all_sum / all_cnt <= mean_tol,
+               "%s: mean |logit - transformers'| %.3g over the top-10 ids of every position (bound %g)", what,
+               all_cnt ? all_sum / all_cnt : 0.0, mean_tol);
+    printf("  %s: mean |logit - transformers| over the top-10 ids of every position: %.2e\n", what,
+           all_cnt ? all_sum / all_cnt : 0.0);
     mlstack_engine_free(e);
+}
+
+/* BF16 keys and values against transformers run with keys and values rounded to bf16 (nearest
+   even) and attention in f32 (tests/fixtures/smollm2/kv_bf16.json, by tools/smollm2_record.py).
+   As with f32 KV only the summation order differs, but a last-bit difference can round a key or
+   value to the neighbouring bf16; through 30 layers that moves logits by KV_BF16_TOL at most
+   here (see its definition). The greedy continuation must be identical. */
+static void run_kv_bf16(mlstack_model *m) {
+    size_t len;
+    char *text = tl_read("tests/fixtures/smollm2/kv_bf16.json", &len);
+    mlstack__json_doc doc;
+    mlstack_error err;
+    if (!text) {
+        CHECKF(0, "tests/fixtures/smollm2/kv_bf16.json missing (tools/smollm2_record.py --kv-bf16 writes it)");
+        return;
+    }
+    if (mlstack__json_parse(&doc, text, len, "kv_bf16.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "kv_bf16.json: %s", err.message);
+    } else {
+        const mlstack__json *prompts = mlstack__json_get(doc.root, "prompts");
+        CHECK(prompts && prompts->len == 3);
+        if (prompts) run_prompts(m, prompts, NULL, MLSTACK_KV_BF16, KV_BF16_TOL, KV_BF16_MEAN, 64, 3, "bf16 KV");
+        mlstack__json_free(&doc);
+    }
+    free(text);
 }
 
 /* Speculative decoding on the real model: the three prompts together (batch mates), then the
@@ -645,11 +704,19 @@ int main(void) {
         CHECK(info.n_layers == 30 && info.n_embd == 576 && info.n_vocab == 49152 && info.tied_embeddings);
         /* the chat prompt: our template and tokenizer against what transformers rendered */
         printf("  chat prompts: %d templates and ids identical to transformers\n", check_chat(m, prompts, "SmolLM2"));
-        run_prompts(m, prompts, NULL, 1);
-        run_prompts(m, prompts, "scalar", 0);
+        run_prompts(m, prompts, NULL, MLSTACK_KV_F32, LOGIT_TOL, 0, 64, 3, "f32 KV");
+        run_prompts(m, prompts, "scalar", MLSTACK_KV_F32, LOGIT_TOL, 0, -1, 3, "f32 KV");
+        run_kv_bf16(m);
         run_spec(m, NULL, prompts);
         {
             mlstack_model *q;
+            md.quant = MLSTACK_DTYPE_Q8_0;
+            if (mlstack_model_open(&md, &q, &err) != MLSTACK_OK) {
+                CHECKF(0, "q8_0: %s", err.message);
+            } else {
+                run_prompts(q, prompts, NULL, MLSTACK_KV_F32, Q8_LOGIT_TOL, 0, Q8_GREEDY, 1, "Q8_0 weights");
+                mlstack_model_close(q);
+            }
             md.quant = MLSTACK_DTYPE_Q4_1;
             if (mlstack_model_open(&md, &q, &err) != MLSTACK_OK) {
                 CHECKF(0, "q4_1: %s", err.message);

@@ -1,4 +1,4 @@
-/* Regex engine (section 6) against Oniguruma as used by Hugging Face tokenizers: every real
+/* Regex engine (>>regex) against Oniguruma as used by Hugging Face tokenizers: every real
    Split pattern in tests/fixtures/regex/splits.json (recorded by tools/make_regex_fixtures.py)
    must give exactly the recorded matches; bad patterns must fail with a clear message; hostile
    patterns must stop at the step budget. */

@@ -244,16 +244,24 @@ static void test_tokenizer(void) {
 }
 
 /* The pool: every task runs exactly once, and tasks of a held-up thread's share go to the
-   others (each of thread 1's tasks naps; the others finish theirs and take its last ones). */
+   others (thread 1 is held in each of its tasks until another thread has taken one of its
+   share, 16..31: an event, not a nap, so a loaded machine that runs the others late cannot
+   fail it; without stealing it gives up after 30 s, once). */
+static int probe_gave_up;
 typedef struct {
-    int runs[64], by[64];
+    int runs[64], by[64], stolen;
 } pool_probe;
 static void probe_task(void *ctx, int task, int n_tasks, int thread) {
     pool_probe *pp = (pool_probe *)ctx;
     (void)n_tasks;
     if (thread == 1) {
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
+        double t0 = mlstack_clock_seconds();
+        while (!__atomic_load_n(&pp->stolen, __ATOMIC_ACQUIRE) && !__atomic_load_n(&probe_gave_up, __ATOMIC_RELAXED))
+            if (mlstack_clock_seconds() - t0 > 30) __atomic_store_n(&probe_gave_up, 1, __ATOMIC_RELAXED);
+            else
+                nap();
+    } else if (task >= 16 && task < 32) {
+        __atomic_store_n(&pp->stolen, 1, __ATOMIC_RELEASE);
     }
     __atomic_add_fetch(&pp->runs[task], 1, __ATOMIC_RELAXED);
     __atomic_store_n(&pp->by[task], thread, __ATOMIC_RELAXED);

@@ -439,6 +439,140 @@ static void test_bad_input(void) {
     mlstack_tokenizer_close(t);
 }
 
+/* mlstack_chat_template_encode: by default special-token text inside the messages is plain
+   text (tools/make_content_specials_fixture.py records Hugging Face's reference: the stretches
+   between the template's own special tokens encoded with split_special_tokens=True);
+   MLSTACK_CONTENT_SPECIALS_PARSE is apply_chat_template(tokenize=True). And for every family
+   with a chat template: a conversation without special-token text gives the same ids both
+   ways, and a forged turn in the content never becomes special tokens. */
+static void test_content_specials(void) {
+    size_t len = 0;
+    char *text = tl_read(FIX "content_specials.json", &len);
+    mlstack__json_doc doc;
+    mlstack_error err;
+    const mlstack__json *c;
+    int n = 0, f, ran = 0;
+    if (!text || mlstack__json_parse(&doc, text, len, "content_specials.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "content_specials.json");
+        free(text);
+        return;
+    }
+    for (c = mlstack__json_get(doc.root, "cases")->child; c; c = c->next) {
+        const char *fam = mlstack__json_get(c, "family")->str;
+        const mlstack__json *cfg = mlstack__json_get(c, "config"), *msgs = mlstack__json_get(c, "messages");
+        const mlstack__json *tools = mlstack__json_get(c, "tools");
+        mlstack_tokenizer *t = tok_of(fam);
+        mlstack_chat_template *tpl = NULL;
+        mlstack_template_options opt;
+        int mode;
+        char path[256];
+        if (!t) continue;
+        snprintf(path, sizeof path, SHARED "tokenizers/%s", fam);
+        if ((cfg && cfg->type == MLSTACK__JSON_STRING
+                 ? mlstack_chat_template_from_config(cfg->str, cfg->len, &tpl, &err)
+                 : mlstack_chat_template_open(path, &tpl, &err)) != MLSTACK_OK) {
+            CHECKF(0, "%s: chat template: %s", fam, err.message);
+            continue;
+        }
+        memset(&opt, 0, sizeof opt);
+        opt.add_generation_prompt = 1;
+        opt.tools_json = tools && tools->type == MLSTACK__JSON_STRING ? tools->str : NULL; /* the tools' too */
+        for (mode = 0; mode < 3; mode++) { /* 0 (the default), _TEXT, _PARSE */
+            size_t need = 0;
+            const mlstack__json *want = mlstack__json_get(c, mode < 2 ? "ids_text" : "ids_parse");
+            mlstack_result r;
+            opt.content_specials = mode;
+            r = mlstack_chat_template_encode(tpl, NULL, t, msgs->str, msgs->len, &opt, ids_buf, ids_cap, &need, &err);
+            if (r == MLSTACK_ERR_LIMIT && need > ids_cap) {
+                ids_cap = need * 2 + 16;
+                ids_buf = (int32_t *)realloc(ids_buf, ids_cap * sizeof *ids_buf);
+                r = mlstack_chat_template_encode(tpl, NULL, t, msgs->str, msgs->len, &opt, ids_buf, ids_cap, &need,
+                                                 &err);
+            }
+            CHECKF(r == MLSTACK_OK && same_ids(ids_buf, (long)need, want), "%s case %d, content_specials %d: %s", fam,
+                   n, mode, r == MLSTACK_OK ? "ids differ from Hugging Face" : err.message);
+        }
+        {   /* the rendered text is the reference's, and a too small buffer says how many ids */
+            char *out = NULL;
+            size_t out_len = 0, need = 0;
+            const mlstack__json *want = mlstack__json_get(c, "text");
+            CHECK(mlstack_chat_template_apply(tpl, NULL, msgs->str, msgs->len, &opt, &out, &out_len, &err) ==
+                      MLSTACK_OK &&
+                  out_len == want->len && memcmp(out, want->str, out_len) == 0);
+            mlstack_template_free_output(out);
+            opt.content_specials = 0;
+            CHECK(mlstack_chat_template_encode(tpl, NULL, t, msgs->str, msgs->len, &opt, ids_buf, 1, &need, &err) ==
+                      MLSTACK_ERR_LIMIT &&
+                  need == mlstack__json_get(c, "ids_text")->len);
+            opt.content_specials = 3;
+            CHECK(mlstack_chat_template_encode(tpl, NULL, t, msgs->str, msgs->len, &opt, ids_buf, ids_cap, &need,
+                                               &err) == MLSTACK_ERR_INVALID_ARG);
+        }
+        mlstack_chat_template_close(tpl);
+        n++;
+    }
+    CHECKF(n >= 11, "only %d content_specials cases ran", n);
+    mlstack__json_free(&doc);
+    free(text);
+    /* every family with a template: plain content encodes as before; a forged turn stays text */
+    for (f = 0; f < N_FAM; f++) {
+        static const char plain[] = "[{\"role\": \"user\", \"content\": \"Name three colors.\"},"
+                                    "{\"role\": \"assistant\", \"content\": \"Red, green and blue.\"},"
+                                    "{\"role\": \"user\", \"content\": \" And  more?\\n\"}]";
+        char path[256], forged[512], *out = NULL;
+        mlstack_chat_template *tpl = NULL;
+        mlstack_template_options opt;
+        size_t out_len = 0, need = 0, k, i;
+        int32_t eos;
+        long m;
+        if (!toks[f]) continue;
+        snprintf(path, sizeof path, SHARED "tokenizers/%s", families[f]);
+        if (mlstack_chat_template_open(path, &tpl, &err) != MLSTACK_OK) continue;
+        memset(&opt, 0, sizeof opt);
+        opt.add_generation_prompt = 1;
+        if (mlstack_chat_template_apply(tpl, NULL, plain, strlen(plain), &opt, &out, &out_len, &err) != MLSTACK_OK) {
+            mlstack_chat_template_close(tpl); /* mistral-7b-v0.1's folder sets no eos_token its template needs */
+            continue;
+        }
+        ran++;
+        m = enc(toks[f], out, out_len, 0);
+        mlstack_template_free_output(out);
+        if (m >= 0) {
+            int32_t *want = (int32_t *)malloc((size_t)(m ? m : 1) * sizeof *want);
+            memcpy(want, ids_buf, (size_t)m * sizeof *want);
+            CHECKF(mlstack_chat_template_encode(tpl, NULL, toks[f], plain, strlen(plain), &opt, ids_buf, ids_cap, &need,
+                                                &err) == MLSTACK_OK &&
+                       need == (size_t)m && memcmp(ids_buf, want, need * sizeof *want) == 0,
+                   "%s: content without special tokens encodes differently", families[f]);
+            free(want);
+        }
+        /* the EOS token's text in a user message: its id appears no more often than without it */
+        eos = mlstack_tokenizer_eos_id(toks[f]);
+        if (eos < 0) eos = mlstack_tokenizer_token_to_id(toks[f], "<|im_end|>", 10);
+        if (eos >= 0 && mlstack_tokenizer_id_to_token(toks[f], eos, &k)) {
+            const char *et = mlstack_tokenizer_id_to_token(toks[f], eos, &k);
+            size_t count[2] = {0, 0};
+            int v;
+            for (v = 0; v < 2; v++) {
+                snprintf(forged, sizeof forged, "[{\"role\": \"user\", \"content\": \"hi%.*s\"}]", v ? (int)k : 0, et);
+                need = 0;
+                if (mlstack_chat_template_encode(tpl, NULL, toks[f], forged, strlen(forged), &opt, ids_buf, ids_cap,
+                                                 &need, &err) == MLSTACK_ERR_LIMIT) {
+                    ids_cap = need * 2 + 16;
+                    ids_buf = (int32_t *)realloc(ids_buf, ids_cap * sizeof *ids_buf);
+                    mlstack_chat_template_encode(tpl, NULL, toks[f], forged, strlen(forged), &opt, ids_buf, ids_cap,
+                                                 &need, &err);
+                }
+                for (i = 0; i < need; i++) count[v] += ids_buf[i] == eos;
+            }
+            CHECKF(count[1] == count[0], "%s: the EOS text in a message became %zu EOS tokens more", families[f],
+                   count[1] - count[0]);
+        }
+        mlstack_chat_template_close(tpl);
+    }
+    CHECKF(ran >= 3 || !toks[0], "content specials: only %d families with a chat template ran", ran);
+}
+
 /* Qwen2.5 comes as vocab.json + merges.txt: the loader builds it; also config-driven BOS. */
 static void test_config(void) {
     mlstack_tokenizer *t = tok_of("llama2-tinyllama");
@@ -479,6 +613,7 @@ int main(void) {
     test_fixtures();
     test_vectors();
     test_round_trip();
+    test_content_specials();
     for (f = 0; f < N_FAM; f++) mlstack_tokenizer_close(toks[f]);
     free(ids_buf);
     free(txt_buf);

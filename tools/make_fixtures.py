@@ -7,6 +7,10 @@ It is written with `save_pretrained`, loaded back from disk (so the reference
 is computed from exactly the files the C engine reads), and run in float32
 with eager attention.  `reference.json` beside the weights holds, for two
 prompts, the logits at every prompt position and 32 greedy tokens.
+`kv_bf16.bin` beside it holds the logits of the same prompts at every position
+when keys and values are stored as bfloat16 (rounded to nearest even, attention
+in f32), the engine's MLSTACK_KV_BF16 cache: f32 little-endian, row-major
+[positions of case 0 + positions of case 1, vocab].
 
 Rerunnable: the same versions of numpy/torch/transformers give the same bytes.
 
@@ -167,6 +171,35 @@ def to_legacy_config(path):
         f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
+def kv_rounding_attention(dtype):
+    """An attention implementation for transformers: its model's own eager attention on keys and
+    values rounded to `dtype` (torch rounds to nearest even) and back to f32, what a cache that
+    stores them in `dtype` gives. The keys are the ones eager attention receives, after RoPE (and
+    the key norm), from the cache during generation, so every position is rounded once whatever
+    the chunking."""
+    import importlib
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import eager_mask
+
+    def attend(module, query, key, value, attention_mask, **kw):
+        eager = importlib.import_module(type(module).__module__).eager_attention_forward
+        return eager(module, query, key.to(dtype).float(), value.to(dtype).float(), attention_mask, **kw)
+
+    name = "kv_" + str(dtype).replace("torch.", "")
+    AttentionInterface.register(name, attend)
+    AttentionMaskInterface.register(name, eager_mask)  # the additive mask eager attention expects
+    return name
+
+
+def logits_with_attention(model, ids, impl):
+    model.set_attn_implementation(impl)
+    try:
+        with torch.no_grad():
+            return model(torch.tensor([ids])).logits[0].float()
+    finally:
+        model.set_attn_implementation("eager")
+
+
 def margin_of(row):
     top2 = torch.topk(row.float(), 2).values
     return float(top2[0] - top2[1])
@@ -283,6 +316,11 @@ def make(spec):
     assert arch == spec["cls"].__name__, arch
     write_reference(os.path.join(out, "reference.json"), name, arch,
                     DTYPE_NAMES[dtype], compute, spec["style"], cases)
+    impl = kv_rounding_attention(torch.bfloat16)
+    kv = torch.cat([logits_with_attention(loaded, ids, impl) for ids, _, _ in cases])
+    # the rounding must matter (else the file checks nothing the f32 reference does not)
+    assert float((kv - torch.cat([c[1] for c in cases])).abs().max()) > 1e-3, name
+    kv.numpy().astype("<f4").tofile(os.path.join(out, "kv_bf16.bin"))
     nbytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
     distinct = min(len(set(c[2])) for c in cases)
     return dict(name=name, files=len(os.listdir(out)), bytes=nbytes, margin=min(case_margins),

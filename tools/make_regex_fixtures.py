@@ -61,7 +61,7 @@ def gen_random(rng, n):
             if rng.random() < 0.08:
                 # Random code points assigned in Python's Unicode (14.0 for Python 3.11), so
                 # characters added in Unicode 15/16 (which onig knows but our 15.0 tables may
-                # not) stay out of the expected data; see the note in mlstack.h section 5.
+                # not) stay out of the expected data; see the note in mlstack.h >>unicode.
                 c = rng.randint(0x80, 0x10FFFF)
                 while 0xD800 <= c < 0xE000 or unicodedata.category(chr(c)) == 'Cn':
                     c = rng.randint(0x80, 0x10FFFF)

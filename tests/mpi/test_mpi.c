@@ -14,7 +14,11 @@
      test_mpi MODEL --mixed     ranks other than 0 ask for reduce mode, rank 0 for gather: every
                                 rank must refuse at start (exit 3 with the message)
      test_mpi MODEL --kill F    rank 1 writes its pid to F; rank 0 decodes until it fails (the
-                                script kills rank 1) and exits 4 with the message */
+                                script kills rank 1) and exits 4 with the message
+     test_mpi MODEL --stop F    as --kill, but the script stops rank 1 (SIGSTOP) and rank 0 ends
+                                the way a program does after reporting the failure: engine and
+                                model freed, then mlstack_mpi_finalize (which must abort, not
+                                wait in MPI_Finalize for the stopped rank forever) */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "mlstack_mpi.h"
@@ -113,7 +117,8 @@ int main(int argc, char **argv) {
     mlstack_engine *e;
     int rank, size, rc = 0;
     const char *other = argc > 3 && strcmp(argv[2], "--other") == 0 ? argv[3] : NULL;
-    const char *killfile = argc > 3 && strcmp(argv[2], "--kill") == 0 ? argv[3] : NULL;
+    int stop = argc > 3 && strcmp(argv[2], "--stop") == 0;
+    const char *killfile = argc > 3 && (stop || strcmp(argv[2], "--kill") == 0) ? argv[3] : NULL;
     int mixed = argc > 2 && strcmp(argv[2], "--mixed") == 0;
     MPI_Init(&argc, &argv);
     if (argc < 2 || mlstack_mpi_transport(MPI_COMM_WORLD, &t) != 0) {
@@ -161,7 +166,7 @@ int main(int argc, char **argv) {
             }
             free(lg);
         }
-        if (rc) t.abort(t.user, "a rank failed; ending the job");
+        if (rc && !stop) t.abort(t.user, "a rank failed; ending the job");
         mlstack_engine_free(e);
     } else {
         size_t n = (size_t)(N_PROMPT + N_DECODE) * (size_t)mi.n_vocab;
@@ -286,7 +291,6 @@ int main(int argc, char **argv) {
         if (rank == 0) rc = tl_finish();
     }
     mlstack_model_close(m);
-    mlstack_mpi_transport_free(&t);
-    MPI_Finalize();
+    mlstack_mpi_finalize(&t, rc ? rc : 1); /* MPI_Abort after a failed exchange: a stopped rank never finalizes */
     return rc;
 }
