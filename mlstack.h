@@ -30175,9 +30175,13 @@ static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float 
     if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
     tok = mlstack_sampler_sample(r->smp, logits);
     if (tok < 0) { /* the grammar allows no token: a budget (the schema's fault: LIMIT), memory, a dead end */
+#if defined(MLSTACK_NO_GRAMMAR)
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
+#else
         mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR,
                             r->smp->gm && r->smp->gm->fail ? r->smp->gm->fail : MLSTACK_ERR_INVALID_ARG,
                             mlstack_matcher_error(r->smp->gm));
+#endif
         return;
     }
     mlstack__req_emit(e, r, tok);
