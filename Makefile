@@ -59,7 +59,7 @@ PYTHON  ?= python3
 B = build
 # $(call pch_of,DIR,COMPILER) / $(call pch_use,DIR,COMPILER): gcc flavours precompile the header as
 # the tests import it (tests/pch.h), once: a test then compiles in ~2.5 s instead of ~6 (parsing
-# 34k lines was most of it); clang's test compiles, at -O0, are fast without
+# the header was most of it); clang's test compiles, at -O0, are fast without
 # (the examples, compiled as the plain tests are, read the plain flavour's)
 pch_of  = $(if $(findstring clang,$(2)),,$(B)/$(1)/pch/mlstack.h.gch)
 pch_use = $(if $(findstring clang,$(2)),,-iquote $(B)/$(1)/pch)
@@ -201,8 +201,8 @@ AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
 $(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS),$(CLI_IMPL)))
 $(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
 # The flavours that test threading, not kernels, leave the AVX-512 and AMX kernels out (the plain,
-# ASan, clang and Windows flavours test them): half the implementation's compile time is those
-# kernels. Their results are the AVX2 kernels' bits, which are the same by design. The nothreads
+# ASan, clang and Windows flavours test them): a fifth of the implementation's -O2 compile time is
+# those kernels. Their results are the AVX2 kernels' bits, which are the same by design. The nothreads
 # flavour is also the contraction build, whose point is that every kernel path survives
 # -ffp-contract=fast: it compiles every x86 path (about 10 s more CPU than without AVX-512; a
 # separate contraction flavour would cost a whole compile), and test_real_repro there compares
