@@ -8237,6 +8237,191 @@ static int mlstack__spm_merge_cmp(const void *a, const void *b) {
     return x->r < y->r ? -1 : x->r > y->r;
 }
 
+/* The pre-tokenizer table entry named by a BPE vocabulary's tokenizer.ggml.pre. */
+static mlstack_result mlstack__gguf_pretok_lookup(const mlstack__gguf *g, const char *what,
+                                                  const mlstack__gguf_pretok **out, mlstack_error *err) {
+    const mlstack__gguf_pretok *pt = NULL;
+    size_t k, pre_len = 0;
+    const char *pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
+    if (!pre)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown", what);
+    for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
+        const char *p = mlstack__gguf_pretoks[k].names;
+        while (*p) {
+            const char *e = strchr(p, '|');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
+            p += l + (e ? 1 : 0);
+        }
+    }
+    if (!pt)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
+                             (int)(pre_len > 60 ? 60 : pre_len), pre);
+    *out = pt;
+    return MLSTACK_OK;
+}
+
+/* The BOS, EOS and unknown token ids (-1 where absent), each checked to lie in the n tokens. */
+static mlstack_result mlstack__gguf_special_ids(const mlstack__gguf *g, const char *what, int64_t n, int64_t ids[3],
+                                                mlstack_error *err) {
+    mlstack_error e2;
+    const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                 "tokenizer.ggml.unknown_token_id"};
+    int k;
+    for (k = 0; k < 3; k++) {
+        ids[k] = -1;
+        if (!mlstack__gguf_find(g, keys[k])) continue;
+        if (!mlstack__gguf_int(g, keys[k], 0, n - 1, &ids[k], &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what, e2.message,
+                                 (long long)n);
+    }
+    return MLSTACK_OK;
+}
+
+/* SentencePiece merges rebuilt from the scores: every split of a piece into two pieces of the
+   vocabulary, best score first, written as the "merges" list. Returns 0 when out of memory. */
+static int mlstack__gguf_spm_merges(const mlstack__gguf *g, const mlstack__gguf_kv *kscore, const mlstack__strtab *tab,
+                                    int64_t n, mlstack__buf *json) {
+    const char *const *s = tab->s;
+    const size_t *len = tab->len;
+    mlstack__spm_merge *merges = NULL;
+    size_t n_merges = 0, cap = 0, i;
+    int64_t x;
+    int ok = 1;
+    for (x = 0; x < n; x++) {
+        size_t p;
+        float score;
+        uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
+        memcpy(&score, &bits, 4);
+        if (mlstack__strtab_find(tab, s[x], len[x]) != (int32_t)x) continue;
+        for (p = 1; p < len[x]; p++) {
+            int32_t l, rr;
+            if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
+            l = mlstack__strtab_find(tab, s[x], p);
+            rr = l < 0 ? -1 : mlstack__strtab_find(tab, s[x] + p, len[x] - p);
+            if (rr < 0) continue;
+            if (n_merges == cap) {
+                mlstack__spm_merge *nm;
+                cap = cap ? cap * 2 : 4096;
+                nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
+                if (!nm) {
+                    MLSTACK_FREE(merges);
+                    return 0;
+                }
+                merges = nm;
+            }
+            merges[n_merges].score = score;
+            merges[n_merges].merged = (int32_t)x;
+            merges[n_merges].l = l;
+            merges[n_merges].r = rr;
+            n_merges++;
+        }
+    }
+    if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
+    for (i = 0; ok && i < n_merges; i++) {
+        ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
+              mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
+              mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
+    }
+    MLSTACK_FREE(merges);
+    return ok;
+}
+
+/* The "added_tokens" entries: control (3), user-defined (4) and unknown (2) token types. */
+static int mlstack__gguf_added_tokens(const mlstack__gguf *g, const mlstack__gguf_kv *ktype, const char *const *s,
+                                      const size_t *len, size_t n, mlstack__buf *json) {
+    size_t i;
+    int ok = 1, first = 1;
+    char num[96];
+    for (i = 0; ok && i < n; i++) {
+        int32_t tt = ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * i, 4) : 1;
+        if (tt != 2 && tt != 3 && tt != 4) continue;
+        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) &&
+              mlstack__json_quote(json, s[i], len[i]);
+        ok &= mlstack__buf_puts(
+            json,
+            tt == 4
+                ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
+                : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
+        first = 0;
+    }
+    return ok;
+}
+
+/* SentencePiece's normalizer and decoder (no pre-tokenizer), with or without the space prefix. */
+static int mlstack__gguf_spm_pipeline(const mlstack__gguf *g, mlstack__buf *json) {
+    int ok = 1, prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
+    ok &= mlstack__buf_puts(
+        json, prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":"
+                       "\"\\u2581\"},"
+                       "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
+                     : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
+    ok &= mlstack__buf_puts(
+        json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+              "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" "
+              "\"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+    ok &= mlstack__buf_puts(json, prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
+    return ok;
+}
+
+/* A byte-level BPE vocabulary's normalizer, pre-tokenizer steps and decoder, from the table. */
+static int mlstack__gguf_bpe_pipeline(const mlstack__gguf_pretok *pt, mlstack__buf *json) {
+    int ok = 1, k;
+    ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
+    ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
+    for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
+        if (k) ok &= mlstack__buf_puts(json, ",");
+        switch (pt->steps[k].kind) {
+        case MLSTACK__GP_SPLIT: {
+            const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") &&
+                  mlstack__json_quote(json, p, strlen(p)) &&
+                  mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
+            break;
+        }
+        case MLSTACK__GP_DIGITS:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}");
+            break;
+        case MLSTACK__GP_DIGIT_RUNS:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}");
+            break;
+        case MLSTACK__GP_PUNCT:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}");
+            break;
+        case MLSTACK__GP_BYTELEVEL:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
+            break;
+        default:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}");
+            break;
+        }
+    }
+    ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
+    return ok;
+}
+
+/* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template. */
+static int mlstack__gguf_tok_config(const mlstack__gguf *g, int spm, const int64_t ids[3], const char *const *s,
+                                    const size_t *len, mlstack__buf *cfg) {
+    static const char *const names[3] = {",\"bos_token\":", ",\"eos_token\":", ",\"unk_token\":"};
+    const char *tpl;
+    size_t tpl_len;
+    int ok = 1, k;
+    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
+    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
+    for (k = 0; k < 3; k++)
+        if (ids[k] >= 0) ok &= mlstack__buf_puts(cfg, names[k]) && mlstack__json_quote(cfg, s[ids[k]], len[ids[k]]);
+    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
+    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
+    ok &= mlstack__buf_puts(cfg, "}");
+    return ok;
+}
+
 /* tokenizer.json (json) and tokenizer_config.json (cfg) for the vocabulary in g. Returns
    MLSTACK_ERR_NOT_FOUND when g has no tokenizer.ggml.model. */
 MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json,
@@ -8245,14 +8430,12 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
                            *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
                            *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"),
                            *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
-    const char *model, *pre = NULL, **s = NULL, *tpl;
-    size_t model_len, pre_len = 0, *len = NULL, i, tpl_len;
+    const char *model, **s = NULL;
+    size_t model_len, *len = NULL, i;
     int spm, ok = 1, first;
-    int64_t n = 0, bos = -1, eos = -1, unk = -1, x;
+    int64_t n = 0, ids[3]; /* bos, eos, unk */
     const mlstack__gguf_pretok *pt = NULL;
     mlstack__strtab tab;
-    mlstack__spm_merge *merges = NULL;
-    size_t n_merges = 0;
     mlstack_result r = MLSTACK_OK;
     uint64_t pos;
     char num[96];
@@ -8286,42 +8469,8 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
     if (!spm && (!kmerge || kmerge->type != MLSTACK__GGUF_ARRAY || kmerge->elem_type != MLSTACK__GGUF_STRING))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
-    if (!spm) {
-        size_t k;
-        pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
-        if (!pre)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown",
-                                 what);
-        for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
-            const char *p = mlstack__gguf_pretoks[k].names;
-            while (*p) {
-                const char *e = strchr(p, '|');
-                size_t l = e ? (size_t)(e - p) : strlen(p);
-                if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
-                p += l + (e ? 1 : 0);
-            }
-        }
-        if (!pt)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
-                                 (int)(pre_len > 60 ? 60 : pre_len), pre);
-    }
-    {
-        mlstack_error e2;
-        int64_t lim = n - 1;
-        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                                     "tokenizer.ggml.unknown_token_id"};
-        int64_t *outs[3];
-        int k;
-        outs[0] = &bos, outs[1] = &eos, outs[2] = &unk;
-        for (k = 0; k < 3; k++) {
-            if (!mlstack__gguf_find(g, keys[k])) continue;
-            if (!mlstack__gguf_int(g, keys[k], 0, lim, outs[k], &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what,
-                                     e2.message, (long long)n);
-        }
-    }
+    if (!spm && (r = mlstack__gguf_pretok_lookup(g, what, &pt, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__gguf_special_ids(g, what, n, ids, err)) != MLSTACK_OK) return r;
     s = (const char **)mlstack__calloc((size_t)n, sizeof *s);
     len = (size_t *)mlstack__calloc((size_t)n, sizeof *len);
     for (i = 1; i < 2 * (size_t)n; i *= 2) {}
@@ -8343,12 +8492,11 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
         for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {}
         tab.slot[h] = (int32_t)i;
     }
-#define MLSTACK__TT(id) (ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * (size_t)(id), 4) : 1)
     /* model */
     ok &= mlstack__buf_puts(json, "{\"version\":\"1.0\",\"model\":{\"type\":\"BPE\",\"dropout\":null,");
     if (spm) {
         ok &= mlstack__buf_puts(json, "\"unk_token\":");
-        ok &= unk >= 0 ? mlstack__json_quote(json, s[unk], len[unk]) : mlstack__buf_puts(json, "null");
+        ok &= ids[2] >= 0 ? mlstack__json_quote(json, s[ids[2]], len[ids[2]]) : mlstack__buf_puts(json, "null");
         ok &= mlstack__buf_puts(json, ",\"fuse_unk\":true,\"byte_fallback\":true,");
     } else {
         ok &= mlstack__buf_puts(json, "\"unk_token\":null,\"fuse_unk\":false,\"byte_fallback\":false,");
@@ -8370,124 +8518,17 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
             m = mlstack__gguf_next_string(g, &pos, &ml);
             ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, m, ml);
         }
-    } else {
-        size_t cap = 0;
-        for (x = 0; x < n; x++) {
-            const float *sc = NULL;
-            size_t p;
-            float score;
-            uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
-            (void)sc;
-            memcpy(&score, &bits, 4);
-            if (mlstack__strtab_find(&tab, s[x], len[x]) != (int32_t)x) continue;
-            for (p = 1; p < len[x]; p++) {
-                int32_t l, rr;
-                if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
-                l = mlstack__strtab_find(&tab, s[x], p);
-                rr = l < 0 ? -1 : mlstack__strtab_find(&tab, s[x] + p, len[x] - p);
-                if (rr < 0) continue;
-                if (n_merges == cap) {
-                    mlstack__spm_merge *nm;
-                    cap = cap ? cap * 2 : 4096;
-                    nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
-                    if (!nm) {
-                        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-                        goto done;
-                    }
-                    merges = nm;
-                }
-                merges[n_merges].score = score;
-                merges[n_merges].merged = (int32_t)x;
-                merges[n_merges].l = l;
-                merges[n_merges].r = rr;
-                n_merges++;
-            }
-        }
-        if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
-        for (i = 0; ok && i < n_merges; i++) {
-            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
-                  mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
-                  mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
-        }
+    } else if (ok && !mlstack__gguf_spm_merges(g, kscore, &tab, n, json)) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto done;
     }
     ok &= mlstack__buf_puts(json, "]},\"added_tokens\":[");
-    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
-        int32_t tt = MLSTACK__TT(i);
-        if (tt != 2 && tt != 3 && tt != 4) continue;
-        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
-        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) &&
-              mlstack__json_quote(json, s[i], len[i]);
-        ok &= mlstack__buf_puts(
-            json,
-            tt == 4
-                ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
-                : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
-        first = 0;
-    }
+    ok &= ok && mlstack__gguf_added_tokens(g, ktype, s, len, (size_t)n, json);
     ok &= mlstack__buf_puts(json, "],");
-    if (spm) {
-        int prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
-        ok &= mlstack__buf_puts(
-            json,
-            prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":"
-                     "\"\\u2581\"},"
-                     "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
-                   : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
-        ok &= mlstack__buf_puts(
-            json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
-                  "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" "
-                  "\"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
-        ok &= mlstack__buf_puts(json,
-                                prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
-    } else {
-        int k;
-        ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
-        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
-        for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
-            if (k) ok &= mlstack__buf_puts(json, ",");
-            switch (pt->steps[k].kind) {
-            case MLSTACK__GP_SPLIT: {
-                const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") &&
-                      mlstack__json_quote(json, p, strlen(p)) &&
-                      mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
-                break;
-            }
-            case MLSTACK__GP_DIGITS:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}");
-                break;
-            case MLSTACK__GP_DIGIT_RUNS:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}");
-                break;
-            case MLSTACK__GP_PUNCT:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}");
-                break;
-            case MLSTACK__GP_BYTELEVEL:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
-                break;
-            default:
-                ok &=
-                    mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}");
-                break;
-            }
-        }
-        ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
-    }
-    /* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template */
-    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
-    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
-    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
-    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
-    if (bos >= 0) ok &= mlstack__buf_puts(cfg, ",\"bos_token\":") && mlstack__json_quote(cfg, s[bos], len[bos]);
-    if (eos >= 0) ok &= mlstack__buf_puts(cfg, ",\"eos_token\":") && mlstack__json_quote(cfg, s[eos], len[eos]);
-    if (unk >= 0) ok &= mlstack__buf_puts(cfg, ",\"unk_token\":") && mlstack__json_quote(cfg, s[unk], len[unk]);
-    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
-    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
-    ok &= mlstack__buf_puts(cfg, "}");
-#undef MLSTACK__TT
+    ok &= spm ? mlstack__gguf_spm_pipeline(g, json) : mlstack__gguf_bpe_pipeline(pt, json);
+    ok &= mlstack__gguf_tok_config(g, spm, ids, s, len, cfg);
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
 done:
-    MLSTACK_FREE(merges);
     MLSTACK_FREE(tab.slot);
     MLSTACK_FREE(s);
     MLSTACK_FREE(len);
