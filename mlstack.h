@@ -3879,16 +3879,171 @@ MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64
     return s;
 }
 
+/* The key/value section: nkv keys, each checked and its value skipped; their lengths are added
+   to *names_bytes. g->n_kv counts the entries read so far. */
+static mlstack_result mlstack__gguf_read_kvs(mlstack__gguf *g, mlstack__gguf_rd *rd, uint64_t nkv,
+                                             uint64_t *names_bytes) {
+    const char *what = rd->what;
+    mlstack_error *err = rd->err;
+    mlstack_result r;
+    uint64_t i;
+    for (i = 0; i < nkv; i++) {
+        mlstack__gguf_kv *kv = &g->kvs[i];
+        const unsigned char *s;
+        uint64_t len, t;
+        char key[80];
+        if ((r = mlstack__gguf_str(rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) return r;
+        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
+                                 (unsigned long long)i, (unsigned long long)(rd->pos - len - 8));
+        kv->key = (const char *)s; /* in the file until the copy below */
+        kv->key_len = (size_t)len;
+        *names_bytes += len + 1;
+        if ((r = mlstack__gguf_uint(rd, 4, &t, "value type")) != MLSTACK_OK) return r;
+        if (t >= MLSTACK__GGUF_NTYPES)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what,
+                                 key, (unsigned long long)t, (unsigned long long)(rd->pos - 4));
+        kv->type = (uint32_t)t;
+        if ((r = mlstack__gguf_skip_value(rd, kv, key)) != MLSTACK_OK) return r;
+        g->n_kv = i + 1;
+    }
+    return MLSTACK_OK;
+}
+
+/* Repeated keys, found by sorting (a pairwise check would be quadratic in a hostile count). */
+static mlstack_result mlstack__gguf_check_keys(const mlstack__gguf *g, const char *what, mlstack_error *err) {
+    const mlstack__gguf_kv **ko;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t i, nkv = g->n_kv;
+    if (nkv < 2) return MLSTACK_OK;
+    ko = (const mlstack__gguf_kv **)MLSTACK_MALLOC(sizeof(*ko) * (size_t)nkv);
+    if (!ko) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (i = 0; i < nkv; i++) ko[i] = &g->kvs[i];
+    qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
+    for (i = 1; i < nkv && r == MLSTACK_OK; i++)
+        if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what,
+                              (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len), ko[i]->key);
+    MLSTACK_FREE(ko);
+    return r;
+}
+
+/* One tensor info (name, dimensions, type, offset) into g->tensors[i], checked against the
+   alignment; its name's length is added to *names_bytes. */
+static mlstack_result mlstack__gguf_read_tensor(mlstack__gguf *g, mlstack__gguf_rd *rd, uint64_t i, int64_t align,
+                                                uint64_t *names_bytes) {
+    const char *what = rd->what;
+    mlstack_error *err = rd->err;
+    mlstack__gguf_tensor *t = &g->tensors[i];
+    const mlstack__ggml_type_info *ti;
+    const unsigned char *s;
+    uint64_t len, nd, ty, numel = 1, rows, row_bytes, k;
+    mlstack_result r;
+    char name[80];
+    if ((r = mlstack__gguf_str(rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+    if (len == 0 || memchr(s, 0, (size_t)len))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL",
+                             what, (unsigned long long)i, (unsigned long long)(rd->pos - len - 8));
+    t->name = (const char *)s;
+    t->name_len = (size_t)len;
+    *names_bytes += len + 1;
+    g->n_tensors = i + 1;
+    if ((r = mlstack__gguf_uint(rd, 4, &nd, "dimension count")) != MLSTACK_OK) return r;
+    if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
+                             (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
+    t->n_dims = (int)nd;
+    for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
+    for (k = 0; k < nd; k++) {
+        if ((r = mlstack__gguf_uint(rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) return r;
+        if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s: ne[%llu] = %llu makes the element count overflow", what, name,
+                                 (unsigned long long)k, (unsigned long long)t->ne[k]);
+    }
+    if ((r = mlstack__gguf_uint(rd, 4, &ty, "tensor type")) != MLSTACK_OK) return r;
+    if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed",
+                             what, name, (unsigned long long)ty);
+    t->type = (uint32_t)ty;
+    ti = &mlstack__ggml_types[ty];
+    if (t->ne[0] % ti->block)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements",
+                             what, name, (unsigned long long)t->ne[0], ti->name, ti->block);
+    rows = t->ne[0] ? numel / t->ne[0] : 0;
+    row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
+    if (mlstack__mul_overflows(rows, row_bytes, &t->bytes))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
+    if ((r = mlstack__gguf_uint(rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) return r;
+    if (t->offset % (uint64_t)align)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tensor %s: offset %llu is not a multiple of the alignment %lld", what, name,
+                             (unsigned long long)t->offset, (long long)align);
+    return MLSTACK_OK;
+}
+
+/* Key and tensor names copied and NUL-terminated, in one allocation of names_bytes. */
+static int mlstack__gguf_copy_names(mlstack__gguf *g, uint64_t names_bytes) {
+    char *np;
+    uint64_t i;
+    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
+    if (!g->names) return 0;
+    np = g->names;
+    for (i = 0; i < g->n_kv; i++) {
+        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
+        np[g->kvs[i].key_len] = 0;
+        g->kvs[i].key = np;
+        np += g->kvs[i].key_len + 1;
+    }
+    for (i = 0; i < g->n_tensors; i++) {
+        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
+        np[g->tensors[i].name_len] = 0;
+        g->tensors[i].name = np;
+        np += g->tensors[i].name_len + 1;
+    }
+    return 1;
+}
+
+/* Tensors that share a name or whose bytes overlap in the data section. */
+static mlstack_result mlstack__gguf_check_tensors(const mlstack__gguf *g, const char *what, mlstack_error *err) {
+    mlstack__gguf_tensor **order;
+    const mlstack__gguf_tensor *reach = NULL;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t i, nt = g->n_tensors;
+    if (nt < 2) return MLSTACK_OK;
+    order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
+    if (!order) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
+    qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
+    for (i = 1; i < nt && r == MLSTACK_OK; i++)
+        if (strcmp(order[i]->name, order[i - 1]->name) == 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
+    if (r == MLSTACK_OK) qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
+    for (i = 0; i < nt && r == MLSTACK_OK; i++) {
+        const mlstack__gguf_tensor *cur = order[i];
+        if (!cur->bytes) continue;
+        if (reach && cur->offset < reach->offset + reach->bytes)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap",
+                              what, reach->name, (unsigned long long)reach->offset, (unsigned long long)reach->bytes,
+                              cur->name, (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
+        else if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes)
+            reach = cur;
+    }
+    MLSTACK_FREE(order);
+    return r;
+}
+
 /* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
    left closed. The image must outlive g (g keeps pointers into it). */
 MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size,
                                                const char *what, mlstack_error *err) {
     mlstack__gguf_rd rd;
-    mlstack__gguf_tensor **order = NULL;
     mlstack_result r;
-    uint64_t magic, version, nt, nkv, i, k, names_bytes = 1;
+    uint64_t magic, version, nt, nkv, i, names_bytes = 1;
     int64_t align = 32;
-    char *np;
     rd.p = bytes;
     rd.size = size;
     rd.pos = 0;
@@ -3926,49 +4081,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         mlstack__gguf_close(g);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
     }
-    for (i = 0; i < nkv; i++) {
-        mlstack__gguf_kv *kv = &g->kvs[i];
-        const unsigned char *s;
-        uint64_t len, t;
-        char key[80];
-        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) goto fail;
-        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
-        if (len == 0 || memchr(s, 0, (size_t)len)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
-                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
-            goto fail;
-        }
-        kv->key = (const char *)s; /* in the file until the copy below */
-        kv->key_len = (size_t)len;
-        names_bytes += len + 1;
-        if ((r = mlstack__gguf_uint(&rd, 4, &t, "value type")) != MLSTACK_OK) goto fail;
-        if (t >= MLSTACK__GGUF_NTYPES) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what,
-                              key, (unsigned long long)t, (unsigned long long)(rd.pos - 4));
-            goto fail;
-        }
-        kv->type = (uint32_t)t;
-        if ((r = mlstack__gguf_skip_value(&rd, kv, key)) != MLSTACK_OK) goto fail;
-        g->n_kv = i + 1;
-    }
-    /* repeated keys, found by sorting (a pairwise check would be quadratic in a hostile count) */
-    if (nkv > 1) {
-        const mlstack__gguf_kv **ko = (const mlstack__gguf_kv **)MLSTACK_MALLOC(sizeof(*ko) * (size_t)nkv);
-        if (!ko) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-            goto fail;
-        }
-        for (i = 0; i < nkv; i++) ko[i] = &g->kvs[i];
-        qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
-        for (i = 1; i < nkv; i++)
-            if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what,
-                                  (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len), ko[i]->key);
-                MLSTACK_FREE(ko);
-                goto fail;
-            }
-        MLSTACK_FREE(ko);
-    }
+    if ((r = mlstack__gguf_read_kvs(g, &rd, nkv, &names_bytes)) != MLSTACK_OK ||
+        (r = mlstack__gguf_check_keys(g, what, err)) != MLSTACK_OK)
+        goto fail;
     {
         const mlstack__gguf_kv *a = mlstack__gguf_find(g, "general.alignment");
         if (a) {
@@ -3981,68 +4096,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         }
         g->alignment = (uint32_t)align;
     }
-    for (i = 0; i < nt; i++) {
-        mlstack__gguf_tensor *t = &g->tensors[i];
-        const mlstack__ggml_type_info *ti;
-        const unsigned char *s;
-        uint64_t len, nd, ty, numel = 1, rows, row_bytes;
-        char name[80];
-        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) goto fail;
-        snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
-        if (len == 0 || memchr(s, 0, (size_t)len)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL",
-                              what, (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
-            goto fail;
-        }
-        t->name = (const char *)s;
-        t->name_len = (size_t)len;
-        names_bytes += len + 1;
-        g->n_tensors = i + 1;
-        if ((r = mlstack__gguf_uint(&rd, 4, &nd, "dimension count")) != MLSTACK_OK) goto fail;
-        if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
-                              (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
-            goto fail;
-        }
-        t->n_dims = (int)nd;
-        for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
-        for (k = 0; k < nd; k++) {
-            if ((r = mlstack__gguf_uint(&rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) goto fail;
-            if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel)) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                  "%s: tensor %s: ne[%llu] = %llu makes the element count overflow", what, name,
-                                  (unsigned long long)k, (unsigned long long)t->ne[k]);
-                goto fail;
-            }
-        }
-        if ((r = mlstack__gguf_uint(&rd, 4, &ty, "tensor type")) != MLSTACK_OK) goto fail;
-        if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed",
-                              what, name, (unsigned long long)ty);
-            goto fail;
-        }
-        t->type = (uint32_t)ty;
-        ti = &mlstack__ggml_types[ty];
-        if (t->ne[0] % ti->block) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements",
-                              what, name, (unsigned long long)t->ne[0], ti->name, ti->block);
-            goto fail;
-        }
-        rows = t->ne[0] ? numel / t->ne[0] : 0;
-        row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
-        if (mlstack__mul_overflows(rows, row_bytes, &t->bytes)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
-            goto fail;
-        }
-        if ((r = mlstack__gguf_uint(&rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) goto fail;
-        if (t->offset % (uint64_t)align) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %s: offset %llu is not a multiple of the alignment %lld", what, name,
-                              (unsigned long long)t->offset, (long long)align);
-            goto fail;
-        }
-    }
+    for (i = 0; i < nt; i++)
+        if ((r = mlstack__gguf_read_tensor(g, &rd, i, align, &names_bytes)) != MLSTACK_OK) goto fail;
     /* the data section starts at the next multiple of the alignment */
     g->data_off = rd.pos + ((uint64_t)align - rd.pos % (uint64_t)align) % (uint64_t)align;
     if (g->data_off > size) {
@@ -4067,60 +4122,13 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
             goto fail;
         }
     }
-    /* names copied and NUL-terminated, in one allocation */
-    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
-    if (!g->names) {
+    if (!mlstack__gguf_copy_names(g, names_bytes)) {
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
         goto fail;
     }
-    np = g->names;
-    for (i = 0; i < nkv; i++) {
-        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
-        np[g->kvs[i].key_len] = 0;
-        g->kvs[i].key = np;
-        np += g->kvs[i].key_len + 1;
-    }
-    for (i = 0; i < nt; i++) {
-        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
-        np[g->tensors[i].name_len] = 0;
-        g->tensors[i].name = np;
-        np += g->tensors[i].name_len + 1;
-    }
-    /* duplicates and overlaps */
-    if (nt > 1) {
-        order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
-        if (!order) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-            goto fail;
-        }
-        for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
-        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
-        for (i = 1; i < nt; i++)
-            if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
-                goto fail;
-            }
-        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
-        {
-            const mlstack__gguf_tensor *reach = NULL;
-            for (i = 0; i < nt; i++) {
-                const mlstack__gguf_tensor *cur = order[i];
-                if (!cur->bytes) continue;
-                if (reach && cur->offset < reach->offset + reach->bytes) {
-                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                      "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what, reach->name,
-                                      (unsigned long long)reach->offset, (unsigned long long)reach->bytes, cur->name,
-                                      (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
-                    goto fail;
-                }
-                if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes) reach = cur;
-            }
-        }
-        MLSTACK_FREE(order);
-    }
+    if ((r = mlstack__gguf_check_tensors(g, what, err)) != MLSTACK_OK) goto fail;
     return MLSTACK_OK;
 fail:
-    MLSTACK_FREE(order);
     mlstack__gguf_close(g);
     return r;
 }
