@@ -24885,16 +24885,13 @@ static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
     }
 }
 
-static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
+/* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
+   [vocab, D] tensor; its scale is rounded to its dtype. *out is the table's tensor. */
+static mlstack_result mlstack__map_embed(mlstack_model *m, const char *name, const mlstack__st_tensor **out,
+                                         mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__st_tensor *t;
     mlstack_result r;
-    char name[256];
-    int l, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const mlstack__family *fm = c->fam;
-    const char *pre = fm->name.prefix ? fm->name.prefix : "model", *head = fm->name.head ? fm->name.head : "lm_head";
-    const char *attn = fm->name.attn ? fm->name.attn : "self_attn";
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.embed ? fm->name.embed : "embed_tokens");
     t = mlstack__st_find(&m->st, name);
     if (t && mlstack__st_quant_of(&m->st, t)) {
         /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
@@ -24930,10 +24927,16 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         m->embed_dtype = t->dtype;
         mlstack__embed_scale_dtype(&m->cfg, t->dtype);
     }
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
-    if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
-    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
-    if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
+    *out = t;
+    return MLSTACK_OK;
+}
+
+/* The LM head: its own matrix, a quantized copy of the tied embedding, or the embedding table
+   itself (t, copied when misaligned for its dtype). */
+static mlstack_result mlstack__map_head(mlstack_model *m, const char *head, const mlstack__st_tensor *t,
+                                        mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    mlstack_result r;
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
         mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
@@ -24958,145 +24961,212 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     } else if ((r = mlstack__model_linear(m, head, c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) {
         return r;
     }
-    m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (l = 0; l < c->n_layers; l++) {
-        mlstack__layer *L = &m->layers[l];
-        const mlstack__family *f = c->fam;
-        int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
-            kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
-        char nm[200];
+    return MLSTACK_OK;
+}
+
+/* Layer weight names, "<prefix>.layers.<l>.<suffix>", written into the caller's name buffer. */
 #define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "%s.layers.%d.%s", pre, l, suffix), name)
+
+/* Layer l's norms (those the family has) and, for LayerNorm families, their biases. */
+static mlstack_result mlstack__map_layer_norms(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
 #define MLSTACK__LNORM(field, key)                                                                               \
     if (key) {                                                                                                   \
         snprintf(nm, sizeof nm, "%s.weight", key);                                                               \
         if ((r = mlstack__model_norm(m, MLSTACK__LNAME(nm), c->n_embd, &L->field, err)) != MLSTACK_OK) return r; \
     }
-        /* clang-format off */
-        MLSTACK__LNORM(attn_norm, f->norm.attn)
-        MLSTACK__LNORM(post_attn_norm, f->norm.post_attn)
-        /* clang-format on */
-        if (c->parallel != MLSTACK__RESID_PARALLEL_LN1)
-            MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
-        MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
+    /* clang-format off */
+    MLSTACK__LNORM(attn_norm, f->norm.attn)
+    MLSTACK__LNORM(post_attn_norm, f->norm.post_attn)
+    /* clang-format on */
+    if (c->parallel != MLSTACK__RESID_PARALLEL_LN1)
+        MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
+    MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
 #undef MLSTACK__LNORM
-        if (c->layernorm) { /* LayerNorm biases beside the weights */
-            snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
-            if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK)
-                return r;
-            snprintf(nm, sizeof nm, "%s.bias", f->norm.ffn);
-            if (L->ffn_norm &&
-                (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
-                return r;
-        }
-        if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
-            mlstack__weight all;
-            memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "%s.%s", attn, f->fused.qkv);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all,
-                                           err)))
-                return r;
-            if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK)
-                return r;
-            mlstack__weight_view(&L->wq, &all, 0, q_dim);
-            mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
-            mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
-        } else {
-            static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
-            mlstack__weight *dst[3];
-            int rows3[3], pi;
-            dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
-            rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
-            for (pi = 0; pi < 3; pi++) {
-                snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi],
-                                               err)) != MLSTACK_OK)
-                    return r;
-            }
-        }
-        snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
-        if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
-            int e;
-            L->moe = 1;
-            L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-            if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-            snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err)))
-                return r;
-            for (e = 0; e < c->n_experts; e++) {
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e],
-                                               err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1],
-                                               err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2],
-                                               err)))
-                    return r;
-            }
-            if (c->shared_ff) {
-                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
-            }
-        } else if (f->fused.gate_up) { /* fused gate | up rows */
-            mlstack__weight all;
-            memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
-                return r;
-            mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
-            mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
-        } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
-            snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
-                return r;
-        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                              &L->w_gate, err)) ||
-                   (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                              &L->w_up, err))) {
+    if (c->layernorm) { /* LayerNorm biases beside the weights */
+        snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
+        snprintf(nm, sizeof nm, "%s.bias", f->norm.ffn);
+        if (L->ffn_norm &&
+            (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
             return r;
-        }
-        snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
-        if (!L->moe &&
-            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+    }
+    return MLSTACK_OK;
+}
+
+/* Layer l's q, k, v projections (three matrices, or views of one fused matrix) and o. */
+static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                              int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
+        mlstack__weight all;
+        memset(&all, 0, sizeof all);
+        snprintf(nm, sizeof nm, "%s.%s", attn, f->fused.qkv);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all, err)))
             return r;
-        if (c->qk_norm ==
-            MLSTACK__QK_NORM_HEAD_LN) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
-            int h, nh;
-            for (nh = 0; nh < 2; nh++) {
-                int heads = nh ? c->n_kv_heads : c->n_heads;
-                float *dst = (float *)mlstack__model_own(m, sizeof(float) * (size_t)heads * (size_t)c->head_dim);
-                if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-                for (h = 0; h < heads; h++) {
-                    const float *wh;
-                    snprintf(nm, sizeof nm, "%s.%s_layernorm.norms.%d.weight", attn, nh ? "k" : "q", h);
-                    if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->head_dim, &wh, err)) != MLSTACK_OK) return r;
-                    memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
-                }
-                if (nh) L->k_norm = dst;
-                else
-                    L->q_norm = dst;
-            }
-        } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-            int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-            if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-                (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
+        if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK)
+            return r;
+        mlstack__weight_view(&L->wq, &all, 0, q_dim);
+        mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
+        mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
+    } else {
+        static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
+        mlstack__weight *dst[3];
+        int rows3[3], pi;
+        dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
+        rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
+        for (pi = 0; pi < 3; pi++) {
+            snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
+                MLSTACK_OK)
                 return r;
         }
+    }
+    snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
+static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
+    int e;
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+    for (e = 0; e < c->n_experts; e++) {
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
+            return r;
+    }
+    if (c->shared_ff) {
+        snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
+    }
+    return MLSTACK_OK;
+}
+
+/* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
+static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+        if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (f->fused.gate_up) { /* fused gate | up rows */
+        mlstack__weight all;
+        memset(&all, 0, sizeof all);
+        snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
+            return r;
+        mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
+        mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
+    } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
+        snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
+                                          &L->w_gate, err)) ||
+               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
+                                          err))) {
+        return r;
+    }
+    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+        return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's q/k norms: per-head LayerNorms gathered into one table (StableLM) or one weight each. */
+static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                                 int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
+        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (c->qk_norm ==
+        MLSTACK__QK_NORM_HEAD_LN) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
+        int h, nh;
+        for (nh = 0; nh < 2; nh++) {
+            int heads = nh ? c->n_kv_heads : c->n_heads;
+            float *dst = (float *)mlstack__model_own(m, sizeof(float) * (size_t)heads * (size_t)c->head_dim);
+            if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (h = 0; h < heads; h++) {
+                const float *wh;
+                snprintf(nm, sizeof nm, "%s.%s_layernorm.norms.%d.weight", attn, nh ? "k" : "q", h);
+                if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->head_dim, &wh, err)) != MLSTACK_OK) return r;
+                memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
+            }
+            if (nh) L->k_norm = dst;
+            else
+                L->q_norm = dst;
+        }
+    } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
+            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
+            return r;
+    }
+    return MLSTACK_OK;
+}
 #undef MLSTACK__LNAME
+
+static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t = NULL;
+    mlstack_result r;
+    char name[256];
+    int l;
+    const mlstack__family *fm = c->fam;
+    const char *pre = fm->name.prefix ? fm->name.prefix : "model", *head = fm->name.head ? fm->name.head : "lm_head";
+    const char *attn = fm->name.attn ? fm->name.attn : "self_attn";
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.embed ? fm->name.embed : "embed_tokens");
+    if ((r = mlstack__map_embed(m, name, &t, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
+    if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
+    if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__map_head(m, head, t, err)) != MLSTACK_OK) return r;
+    m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (l = 0; l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
+            return r;
         mlstack__layer_kind(c, l, L);
     }
     return MLSTACK_OK;
