@@ -31234,16 +31234,11 @@ static void mlstack__comm_release(mlstack__comm *g) {
     MLSTACK_FREE(g);
 }
 
-static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &e->model->cfg;
+/* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
+static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
+                                           int *S_out, mlstack_error *err) {
     const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
-                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
-                                                            : MLSTACK_DTYPE_F16;
-    mlstack__comm *cm;
-    mlstack_result r;
-    size_t B = (size_t)e->max_batch;
-    int R, S, T, i, x, me, tpr, g, *cuts;
+    int R, S, T;
     if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
@@ -31286,10 +31281,17 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
 #endif
-    me = t ? t->rank : 0;
-    tpr = t || R == 1           ? d->n_threads
-          : d->threads_per_rank ? d->threads_per_rank
-                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    *R_out = R;
+    *S_out = S;
+    return MLSTACK_OK;
+}
+
+/* The engine's rank tables and communicators: the world of R ranks and one group per stage. */
+static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engine_desc *d, int R, int S, int tpr,
+                                           mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    int T = R / S, g;
+    mlstack__comm *cm;
     e->n_ranks = R;
     e->n_stages = S;
     e->n_tp = T;
@@ -31316,6 +31318,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
     cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
     for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
+    return MLSTACK_OK;
+}
+
+/* Each rank's share of heads, MLP and vocabulary (moved onto block edges in reduce mode), and
+   the column cuts of the exchanged activations. */
+static mlstack_result mlstack__ranks_shards(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, i;
     e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
     if (e->rank_reduce && t && !t->alltoallv)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -31345,14 +31356,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         e->cols[MLSTACK__X_FFN * (T + 1) + i] = i < T ? sh->f0 : sh->f1;
         e->cols[MLSTACK__X_VOCAB * (T + 1) + i] = i < T ? sh->v0 : sh->v1;
     }
-    if (mlstack__pool_init(&e->pool, tpr) != 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
-    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mlstack__stage_cuts(e->model, S, cuts);
-    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
-                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
-    if (r != MLSTACK_OK) return r;
+    return MLSTACK_OK;
+}
+
+/* The exchange buffers of activations (and partial sums in reduce mode), one set per group. */
+static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    size_t B = (size_t)e->max_batch;
+    int T = e->n_tp, g, i;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
         xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
@@ -31367,6 +31379,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         if (!xb->att || !xb->o || !xb->d || !xb->h)
             return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
+    return MLSTACK_OK;
+}
+
+/* The local ranks' state: their layers, shard, KV view, pool, buffers and communicators. */
+static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d, int me, int tpr) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, S = e->n_stages, *cuts = e->stage_cuts, i, x;
+    mlstack__comm *cm = e->comm;
     for (i = 0; i < e->n_local; i++) {
         mlstack__rank *rk = &e->ranks[i];
         int gi;
@@ -31397,6 +31418,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         rk->world = cm;
         rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
     }
+}
+
+/* Starts the ranks: over a transport, agree with the peers (and split a stage's transport);
+   with threads, start one per rank and wait until every rank has set up. */
+static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    mlstack__comm *cm = e->comm;
+    mlstack_result r;
+    int R = e->n_ranks, S = e->n_stages, T = e->n_tp, me = t ? t->rank : 0, i;
     if (t) {
         mlstack__rank_setup(e, &e->ranks[0]);
         r = mlstack__ranks_agree(e, err);
@@ -31433,6 +31463,35 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
             return MLSTACK__FAIL(err, e->ranks[i].init_result, "%s", e->ranks[i].init_msg);
     e->ranks_ready = 1;
     return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
+                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
+                                                            : MLSTACK_DTYPE_F16;
+    mlstack_result r;
+    int R = 1, S = 1, T, me, tpr, *cuts;
+    if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
+    T = R / S;
+    me = t ? t->rank : 0;
+    tpr = t || R == 1           ? d->n_threads
+          : d->threads_per_rank ? d->threads_per_rank
+                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    if ((r = mlstack__ranks_comms(e, d, R, S, tpr, err)) != MLSTACK_OK ||
+        (r = mlstack__ranks_shards(e, d, err)) != MLSTACK_OK)
+        return r;
+    if (mlstack__pool_init(&e->pool, tpr) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
+    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__stage_cuts(e->model, S, cuts);
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
+    if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
+    mlstack__ranks_fill(e, d, me, tpr);
+    return mlstack__ranks_start(e, d, err);
 }
 
 static void mlstack__ranks_free(mlstack_engine *e) {
