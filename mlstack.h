@@ -26440,14 +26440,217 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     mlstack__model_hold_rows(m, 0);
     return r;
 }
+/* Appends one tensor to the list *n_t long in ts: name, ggml type, dimensions, data and rows. */
+#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
+    do {                                                                                            \
+        mlstack__gw_tensor *t_ = &ts[(*n_t)++];                                                     \
+        snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
+        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
+        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
+        t_->unpack = 0, t_->file_row = (rb);                                                        \
+    } while (0)
+
+/* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
+   the output norm and an untied head. Returns 0 when out of memory. */
+static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **head_q8) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, i, tied_blocks;
+    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
+       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
+       written as Q8_0 of the float table when the model still has it. */
+    tied_blocks = c->tied && MLSTACK__W_IS_BLOCK(m->lm_head.wtype);
+    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
+        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
+         m->embed_dtype == MLSTACK_DTYPE_BF16) &&
+        c->n_embd % MLSTACK__QK == 0) {
+        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd),
+               er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
+        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
+        *head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
+        if (!row || !*head_q8) ok = 0;
+        for (i = 0; ok && i < c->n_vocab; i++) {
+            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
+            mlstack__quantize_row(MLSTACK__W_Q8_0, row, *head_q8 + (size_t)i * rb, c->n_embd);
+        }
+        MLSTACK_FREE(row);
+        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, *head_q8, rb, 0);
+    } else if (tied_blocks) {
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
+                      m->lm_head.data, m->lm_head.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
+    } else
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
+                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
+    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    if (m->lm_head.data != m->embed && !tied_blocks) {
+        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
+    }
+    return ok;
+}
+
+/* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
+static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+#define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        char nm[64];
+        int k;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 7; k++) {
+            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
+                          ws[k]->row_bytes, perm);
+            mlstack__gw_made(&ts[*n_t - 1], ws[k]);
+            if (ws[k]->bias) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
+            }
+        }
+        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+        }
+    }
+#undef MLSTACK__GGUF_NAME
+}
+
+/* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
+static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, float **rope_factors) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, i;
+    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
+        int half = c->head_dim / 2;
+        *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!*rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++)
+            (*rope_factors)[i] =
+                (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) /
+                m->inv_freq[i];
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, *rope_factors, (size_t)half * 4, 0);
+    }
+    return ok;
+}
+#undef MLSTACK__GW_T
+
+/* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
+   are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
+   when the tokenizer cannot be written. */
+static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv, mlstack_result *r,
+                            mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, ftype;
+    ftype = m->quant_ftype                             ? m->quant_ftype
+            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
+            : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
+            : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
+            : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
+                                                       : 0;
+    ok = ok && mlstack__gw_s(kv, NULL, "general.architecture", arch, strlen(arch), n_kv) &&
+         mlstack__gw_u32(kv, NULL, "general.quantization_version", 2, n_kv) &&
+         mlstack__gw_u32(kv, NULL, "general.file_type", (uint32_t)ftype, n_kv) &&
+         mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
+         mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
+         mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
+         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
+         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
+        ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
+             mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
+        uint64_t k;
+        for (k = 0; ok && k < m->gguf.n_kv; k++) {
+            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
+            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
+            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
+            ok = mlstack__gw_key(kv, NULL, e->key, e->type) &&
+                 mlstack__buf_put(kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
+            (*n_kv)++;
+        }
+    } else if (ok && m->tok) {
+        *r = mlstack__gw_tokenizer_json(m, kv, n_kv, err);
+    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
+        ok = mlstack__gw_s(kv, NULL, "tokenizer.ggml.model", "none", 4, n_kv);
+    }
+    return ok;
+}
+
+/* The file header: magic, version, counts, the keys, then tensor infos at offsets aligned to 32. */
+static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const mlstack__buf *kv, mlstack__buf *hdr) {
+    uint64_t off = 0;
+    int ok = 1, i;
+    ok = ok && mlstack__buf_put(hdr, "GGUF", 4) && mlstack__gw_u(hdr, 3, 4) && mlstack__gw_u(hdr, (uint64_t)n_t, 8) &&
+         mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
+    for (i = 0; ok && i < n_t; i++) {
+        mlstack__gw_tensor *t = &ts[i];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        t->offset = off;
+        ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
+             mlstack__gw_u(hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             mlstack__gw_u(hdr, t->type, 4) && mlstack__gw_u(hdr, off, 8);
+        off += (bytes + 31) & ~(uint64_t)31;
+    }
+    while (ok && hdr->n % 32) ok = mlstack__buf_put(hdr, "", 1);
+    return ok;
+}
+
+/* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
+   padded to 32 bytes. Returns 0 when a write fails or memory runs out. */
+static int mlstack__gw_write(FILE *f, const mlstack__buf *hdr, const mlstack__gw_tensor *ts, int n_t, int hd) {
+    int ok, i;
+    static const unsigned char zeros[32] = {0};
+    unsigned char *conv = NULL;
+    ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
+    for (i = 0; ok && i < n_t; i++) {
+        const mlstack__gw_tensor *t = &ts[i];
+        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        if (t->unpack) {
+            MLSTACK_FREE(conv);
+            if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
+        }
+        for (row = 0; ok && row < t->ne[1]; row++) {
+            /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
+            uint64_t src = t->permute_heads
+                               ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
+                                     (row % (uint64_t)hd) / 2
+                               : row;
+            if (t->unpack) {
+                mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+                ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
+            } else {
+                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+            }
+        }
+        if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
+    }
+    MLSTACK_FREE(conv);
+    return ok;
+}
+
 static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
-    int n_kv = 0, n_t = 0, l, i, ok = 1, ftype, tied_blocks;
+    int n_kv = 0, n_t = 0, ok = 1;
     unsigned char *head_q8 = NULL;
-    uint64_t off = 0;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -26471,139 +26674,11 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
-    do {                                                                                            \
-        mlstack__gw_tensor *t_ = &ts[n_t++];                                                        \
-        snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
-        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
-        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
-        t_->unpack = 0, t_->file_row = (rb);                                                        \
-    } while (0)
-    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
-       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
-       written as Q8_0 of the float table when the model still has it. */
-    tied_blocks = c->tied && MLSTACK__W_IS_BLOCK(m->lm_head.wtype);
-    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
-        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
-         m->embed_dtype == MLSTACK_DTYPE_BF16) &&
-        c->n_embd % MLSTACK__QK == 0) {
-        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd),
-               er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
-        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
-        head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
-        if (!row || !head_q8) ok = 0;
-        for (i = 0; ok && i < c->n_vocab; i++) {
-            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
-            mlstack__quantize_row(MLSTACK__W_Q8_0, row, head_q8 + (size_t)i * rb, c->n_embd);
-        }
-        MLSTACK_FREE(row);
-        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
-    } else if (tied_blocks) {
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
-                      m->lm_head.data, m->lm_head.row_bytes, 0);
-        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
-    } else
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
-                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
-    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
-    if (m->lm_head.data != m->embed && !tied_blocks) {
-        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
-                      m->lm_head.row_bytes, 0);
-        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
-    }
-    for (l = 0; l < c->n_layers; l++) {
-        const mlstack__layer *L = &m->layers[l];
-        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-#define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
-        char nm[64];
-        int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
-        for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
-                          ws[k]->row_bytes, perm);
-            mlstack__gw_made(&ts[n_t - 1], ws[k]);
-            if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
-                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
-            }
-        }
-        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
-        }
-    }
-    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
-        int half = c->head_dim / 2;
-        rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
-        if (!rope_factors) ok = 0;
-        for (i = 0; ok && i < half; i++)
-            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) /
-                              m->inv_freq[i];
-        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
-    }
-#undef MLSTACK__GW_T
-#undef MLSTACK__GGUF_NAME
-    /* keys */
-    ftype = m->quant_ftype                             ? m->quant_ftype
-            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
-            : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
-            : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
-            : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
-                                                       : 0;
-    ok = ok && mlstack__gw_s(&kv, NULL, "general.architecture", arch, strlen(arch), &n_kv) &&
-         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) &&
-         mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "block_count", (uint32_t)c->n_layers, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "context_length", (uint32_t)c->max_pos, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "embedding_length", (uint32_t)c->n_embd, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "feed_forward_length", (uint32_t)c->n_ff, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.head_count", (uint32_t)c->n_heads, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.key_length", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.value_length", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "vocab_size", (uint32_t)c->n_vocab, &n_kv) &&
-         mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
-         mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
-    if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
-        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) &&
-             mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
-    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
-        uint64_t k;
-        for (k = 0; ok && k < m->gguf.n_kv; k++) {
-            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
-            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
-            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
-            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) &&
-                 mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
-            n_kv++;
-        }
-    } else if (ok && m->tok) {
-        r = mlstack__gw_tokenizer_json(m, &kv, &n_kv, err);
-    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
-        ok = mlstack__gw_s(&kv, NULL, "tokenizer.ggml.model", "none", 4, &n_kv);
-    }
-    /* header and tensor infos; offsets aligned to 32 */
-    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) &&
-         mlstack__gw_u(&hdr, (uint64_t)n_t, 8) && mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) &&
-         mlstack__buf_put(&hdr, kv.p, kv.n);
-    for (i = 0; ok && i < n_t; i++) {
-        mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
-        t->offset = off;
-        ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) &&
-             mlstack__gw_u(&hdr, t->type, 4) && mlstack__gw_u(&hdr, off, 8);
-        off += (bytes + 31) & ~(uint64_t)31;
-    }
-    while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
+    ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
+    mlstack__gw_list_layers(m, ts, &n_t);
+    ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
+    ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     /* written beside the target, then renamed over it */
     if (r == MLSTACK_OK) {
@@ -26614,33 +26689,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
             r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp ? tmp : path, strerror(errno));
     }
     if (r == MLSTACK_OK) {
-        static const unsigned char zeros[32] = {0};
-        unsigned char *conv = NULL;
-        ok = fwrite(hdr.p, 1, hdr.n, f) == hdr.n;
-        for (i = 0; ok && i < n_t; i++) {
-            const mlstack__gw_tensor *t = &ts[i];
-            uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
-            if (t->unpack) {
-                MLSTACK_FREE(conv);
-                if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
-            }
-            int hd = c->head_dim;
-            for (row = 0; ok && row < t->ne[1]; row++) {
-                /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-                uint64_t src = t->permute_heads
-                                   ? (row / (uint64_t)hd) * (uint64_t)hd +
-                                         ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) + (row % (uint64_t)hd) / 2
-                                   : row;
-                if (t->unpack) {
-                    mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
-                    ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
-                } else {
-                    ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
-                }
-            }
-            if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
-        }
-        MLSTACK_FREE(conv);
+        ok = mlstack__gw_write(f, &hdr, ts, n_t, c->head_dim);
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
         else if (mlstack__rename(tmp, path) != 0)
