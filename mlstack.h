@@ -25594,36 +25594,10 @@ MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *m, const char
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
     return mlstack_model_save_flags(m, dir, 0, err);
 }
-static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err) {
-    static const char *const side[] = {"config.json",
-                                       "generation_config.json",
-                                       "tokenizer.json",
-                                       "tokenizer_config.json",
-                                       "special_tokens_map.json",
-                                       "chat_template.jinja",
-                                       "vocab.json",
-                                       "merges.txt"};
-    mlstack__save_item *items, *ord = NULL;
-    mlstack__buf hdr;
-    int ok = 1;
-    mlstack_result r = MLSTACK_OK;
-    char *path = NULL, *tmp_path = NULL;
-    FILE *f = NULL;
-    int n = 0, n_ord = 0, i, k, extra_head, n_panels = 0;
-    uint64_t off = 0;
-    size_t s;
-    if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
-    if (flags & ~MLSTACK_SAVE_ROWS)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_flags: unknown flags 0x%x", flags);
-    if (mlstack__mkdir(dir) != 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
-    /* Saving into the folder the model came from would replace the user's weights (still mapped
-       by this model) with a converted copy: refused, whatever path spells the folder. */
-    if (mlstack__same_file(dir, m->path))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
-                             dir);
-    /* GGML formats other than Q8_0 / Q4_1 have no safetensors form here (save as GGUF) */
+/* Refuses weights in GGML formats other than Q8_0 / Q4_1: safetensors output has no form for them
+   here (they are saved as GGUF). */
+static mlstack_result mlstack__save_check_types(mlstack_model *m, mlstack_error *err) {
+    int i, k;
     for (i = -1; i < m->cfg.n_layers; i++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights(m, i, ws);
@@ -25634,10 +25608,15 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
                                      "save as GGUF, or open the model with quant Q8_0 / Q4_1",
                                      ws[k]->name ? ws[k]->name : "a projection", mlstack__wtype_name(ws[k]->wtype));
     }
-    /* a quantized copy of a tied head has no tensor of its own in the source */
-    extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
-    items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
-    if (!items) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    return MLSTACK_OK;
+}
+
+/* The tensors to write, into items (room for every source tensor and a tied head's copy):
+   quantized projections as panels (or rows with MLSTACK_SAVE_ROWS), the rest as stored. Returns
+   how many; *n_panels counts the panels. */
+static int mlstack__save_items(mlstack_model *m, unsigned flags, int extra_head, mlstack__save_item *items,
+                               int *n_panels) {
+    int n = 0, i, k;
     for (i = 0; i < m->st.n_tensors + extra_head; i++) {
         const mlstack__st_tensor *t = i < m->st.n_tensors ? &m->st.tensors[i] : NULL;
         const mlstack__weight *w = mlstack__model_weight_named(m, t ? t->name : "lm_head.weight");
@@ -25654,7 +25633,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             it->bytes = (uint64_t)it->shape[0] * (uint64_t)it->shape[1];
             it->rank = -1;
             it->quant = w->wtype;
-            n_panels++;
+            (*n_panels)++;
         } else if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) {
             it->dtype = "U8";
             it->n_dims = 2;
@@ -25675,13 +25654,14 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
         }
         n++;
     }
-    qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
-    /* panels (first) at multiples of 64 bytes, the rest after them from a multiple of 64 */
-    ord = (mlstack__save_item *)mlstack__calloc((size_t)n * 2 + 1, sizeof *ord);
-    if (!ord) {
-        MLSTACK_FREE(items);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    }
+    return n;
+}
+
+/* items in file order into ord, with padding tensors so that panels start at multiples of 64
+   bytes and the rest after them from a multiple of 64; returns how many. */
+static int mlstack__save_order(const mlstack__save_item *items, int n, mlstack__save_item *ord) {
+    uint64_t off = 0;
+    int n_ord = 0, i;
     for (i = 0; i < n; i++) {
         if ((items[i].rank < 0 || (i > 0 && items[i - 1].rank < 0)) && off % 64) {
             mlstack__save_item *pad = &ord[n_ord++];
@@ -25698,42 +25678,117 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     }
     for (i = 0; i < n_ord; i++)
         if (ord[i].pad_name[0]) ord[i].name = ord[i].pad_name;
-    off = 0;
-    memset(&hdr, 0, sizeof hdr);
-    ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
+    return n_ord;
+}
+
+/* The safetensors header: metadata (format, panel layout, quantized tensors) and each tensor's
+   dtype, shape and offsets, padded so that the data starts at a multiple of 64. Returns 0 when
+   out of memory. */
+static int mlstack__save_header(const mlstack__save_item *ord, int n_ord, int n_panels, mlstack__buf *hdr) {
+    uint64_t off = 0;
+    int ok = 1, i, k;
+    ok &= mlstack__buf_puts(hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
     if (n_panels)
-        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.p16.version\":\"" MLSTACK__P16_VERSION
-                                      "\",\"mlstack.p16.panel_rows\":\"16\",\"mlstack.p16.group\":\"4\"");
+        ok &= mlstack__buf_puts(hdr, ",\"mlstack.p16.version\":\"" MLSTACK__P16_VERSION
+                                     "\",\"mlstack.p16.panel_rows\":\"16\",\"mlstack.p16.group\":\"4\"");
     for (i = 0; i < n_ord; i++) {
         if (ord[i].quant != MLSTACK__W_Q8_0 && ord[i].quant != MLSTACK__W_Q4_1) continue;
-        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
-        ok &= mlstack__buf_puts(&hdr, ord[i].name);
-        ok &= mlstack__buf_puts(&hdr, ord[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        ok &= mlstack__buf_puts(hdr, ",\"mlstack.quant.");
+        ok &= mlstack__buf_puts(hdr, ord[i].name);
+        ok &= mlstack__buf_puts(hdr, ord[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
         if (ord[i].rank < 0) {
-            ok &= mlstack__buf_puts(&hdr, ",\"mlstack.layout.");
-            ok &= mlstack__buf_puts(&hdr, ord[i].name);
-            ok &= mlstack__buf_puts(&hdr, "\":\"P16\"");
+            ok &= mlstack__buf_puts(hdr, ",\"mlstack.layout.");
+            ok &= mlstack__buf_puts(hdr, ord[i].name);
+            ok &= mlstack__buf_puts(hdr, "\":\"P16\"");
         }
     }
-    ok &= mlstack__buf_puts(&hdr, "}");
+    ok &= mlstack__buf_puts(hdr, "}");
     for (i = 0; i < n_ord; i++) {
         char tmp[64];
-        ok &= mlstack__buf_puts(&hdr, ",\"");
-        ok &= mlstack__buf_puts(&hdr, ord[i].name);
-        ok &= mlstack__buf_puts(&hdr, "\":{\"dtype\":\"");
-        ok &= mlstack__buf_puts(&hdr, ord[i].dtype);
-        ok &= mlstack__buf_puts(&hdr, "\",\"shape\":[");
+        ok &= mlstack__buf_puts(hdr, ",\"");
+        ok &= mlstack__buf_puts(hdr, ord[i].name);
+        ok &= mlstack__buf_puts(hdr, "\":{\"dtype\":\"");
+        ok &= mlstack__buf_puts(hdr, ord[i].dtype);
+        ok &= mlstack__buf_puts(hdr, "\",\"shape\":[");
         for (k = 0; k < ord[i].n_dims; k++) {
             snprintf(tmp, sizeof tmp, k ? ",%lld" : "%lld", (long long)ord[i].shape[k]);
-            ok &= mlstack__buf_puts(&hdr, tmp);
+            ok &= mlstack__buf_puts(hdr, tmp);
         }
         snprintf(tmp, sizeof tmp, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                  (unsigned long long)(off + ord[i].bytes));
-        ok &= mlstack__buf_puts(&hdr, tmp);
+        ok &= mlstack__buf_puts(hdr, tmp);
         off += ord[i].bytes;
     }
-    ok &= mlstack__buf_puts(&hdr, "}");
-    while (ok && (8 + hdr.n) % 64) ok &= mlstack__buf_puts(&hdr, " "); /* the data area at a multiple of 64 */
+    ok &= mlstack__buf_puts(hdr, "}");
+    while (ok && (8 + hdr->n) % 64) ok &= mlstack__buf_puts(hdr, " "); /* the data area at a multiple of 64 */
+    return ok;
+}
+
+/* Writes the header's length and text, then every tensor (panels packed as they go, padding as
+   zeros). Returns MLSTACK_ERR_IO on a failed write; *nomem is set when panels ran out of memory. */
+static mlstack_result mlstack__save_write(FILE *f, const mlstack__buf *hdr, const mlstack__save_item *ord, int n_ord,
+                                          int *nomem) {
+    mlstack_result r = MLSTACK_OK;
+    int i, k;
+    static const unsigned char zeros[64] = {0};
+    unsigned char le[8];
+    uint64_t hl = hdr->n;
+    for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
+    if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr->p, 1, hdr->n, f) != hdr->n) r = MLSTACK_ERR_IO;
+    for (i = 0; r == MLSTACK_OK && i < n_ord; i++) {
+        int rc = ord[i].w ? mlstack__save_panels(f, &ord[i])
+                 : fwrite(ord[i].data ? ord[i].data : zeros, 1, (size_t)ord[i].bytes, f) == ord[i].bytes ? 0
+                                                                                                         : -1;
+        if (rc) r = MLSTACK_ERR_IO, *nomem = rc == -2;
+    }
+    return r;
+}
+
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err) {
+    static const char *const side[] = {"config.json",
+                                       "generation_config.json",
+                                       "tokenizer.json",
+                                       "tokenizer_config.json",
+                                       "special_tokens_map.json",
+                                       "chat_template.jinja",
+                                       "vocab.json",
+                                       "merges.txt"};
+    mlstack__save_item *items, *ord = NULL;
+    mlstack__buf hdr;
+    int ok = 1;
+    mlstack_result r = MLSTACK_OK;
+    char *path = NULL, *tmp_path = NULL;
+    FILE *f = NULL;
+    int n = 0, n_ord = 0, extra_head, n_panels = 0;
+    size_t s;
+    if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
+    if (flags & ~MLSTACK_SAVE_ROWS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_flags: unknown flags 0x%x", flags);
+    if (mlstack__mkdir(dir) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* Saving into the folder the model came from would replace the user's weights (still mapped
+       by this model) with a converted copy: refused, whatever path spells the folder. */
+    if (mlstack__same_file(dir, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
+                             dir);
+    /* GGML formats other than Q8_0 / Q4_1 have no safetensors form here (save as GGUF) */
+    if ((r = mlstack__save_check_types(m, err)) != MLSTACK_OK) return r;
+    /* a quantized copy of a tied head has no tensor of its own in the source */
+    extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
+    items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
+    if (!items) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    n = mlstack__save_items(m, flags, extra_head, items, &n_panels);
+    qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
+    /* panels (first) at multiples of 64 bytes, the rest after them from a multiple of 64 */
+    ord = (mlstack__save_item *)mlstack__calloc((size_t)n * 2 + 1, sizeof *ord);
+    if (!ord) {
+        MLSTACK_FREE(items);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    n_ord = mlstack__save_order(items, n, ord);
+    memset(&hdr, 0, sizeof hdr);
+    ok = mlstack__save_header(ord, n_ord, n_panels, &hdr);
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     /* written beside the target and renamed over it: an existing file (perhaps mapped by a
        model, perhaps a link to one) is replaced whole, never truncated in place */
@@ -25742,18 +25797,8 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     if (r == MLSTACK_OK && (!path || !tmp_path || !(f = mlstack__fopen(tmp_path, "wb"))))
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", tmp_path ? tmp_path : dir, strerror(errno));
     if (r == MLSTACK_OK) {
-        static const unsigned char zeros[64] = {0};
-        unsigned char le[8];
-        uint64_t hl = hdr.n;
         int nomem = 0;
-        for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
-        if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr.p, 1, hdr.n, f) != hdr.n) r = MLSTACK_ERR_IO;
-        for (i = 0; r == MLSTACK_OK && i < n_ord; i++) {
-            int rc = ord[i].w ? mlstack__save_panels(f, &ord[i])
-                     : fwrite(ord[i].data ? ord[i].data : zeros, 1, (size_t)ord[i].bytes, f) == ord[i].bytes ? 0
-                                                                                                             : -1;
-            if (rc) r = MLSTACK_ERR_IO, nomem = rc == -2;
-        }
+        r = mlstack__save_write(f, &hdr, ord, n_ord, &nomem);
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
         if (r != MLSTACK_OK)
             r = nomem ? MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory for panels", tmp_path)
