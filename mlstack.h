@@ -26064,6 +26064,59 @@ static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
     return h * head_dim + 2 * (rem % half) + rem / half;
 }
 
+/* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
+   Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
+static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
+                                     size_t name_cap, int *is_embed) {
+    int layer = -1, permute_heads = 0;
+    if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), *is_embed = 1;
+    else if (strcmp(t->name, "output_norm.weight") == 0)
+        snprintf(name, name_cap, "model.norm.weight");
+    else if (strcmp(t->name, "output.weight") == 0)
+        snprintf(name, name_cap, "lm_head.weight");
+    else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
+        const char *rest = strchr(t->name + 4, '.') + 1;
+        char hf[64];
+        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        else
+            snprintf(name, name_cap, "%.90s", t->name);
+        if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+        if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+    } else {
+        snprintf(name, name_cap, "%.90s", t->name);
+    }
+    return permute_heads;
+}
+
+/* A tied head of t's blocks (quant) as tensor x: t's bytes in place, or repacked into copies at
+   off when pass is 1. Returns the bytes it takes in the copies. */
+static uint64_t mlstack__gguf_tied_head(const mlstack__gguf *g, const mlstack__gguf_tensor *t, int quant, int pass,
+                                        mlstack__st_tensor *x, char *name, size_t name_cap, unsigned char *copies,
+                                        uint64_t off) {
+    uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
+             row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
+    uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
+    int in_place = mlstack__gguf_in_place(t->type);
+    if (pass == 1) {
+        snprintf(name, name_cap, "lm_head.weight");
+        memset(x, 0, sizeof *x);
+        x->name = name;
+        x->quant = quant;
+        x->dtype = MLSTACK_DTYPE_U8;
+        x->n_dims = 2;
+        x->shape[0] = (int64_t)rows;
+        x->shape[1] = (int64_t)out_row;
+        x->file = in_place ? 0 : 1;
+        x->begin = in_place ? t->offset : off;
+        x->end = in_place ? t->offset + t->bytes : off + out_row * rows;
+        if (!in_place)
+            for (r = 0; r < rows; r++)
+                mlstack__gguf_repack_row(t->type, g->data + t->offset + r * row_bytes, copies + off + r * out_row,
+                                         (int)t->ne[0]);
+    }
+    return in_place ? 0 : (out_row * rows + 63) & ~(uint64_t)63;
+}
+
 /* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
 MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__gguf *g = &m->gguf;
@@ -26093,29 +26146,11 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int layer = -1, k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
-            if (strcmp(t->name, "token_embd.weight") == 0)
-                snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
-            else if (strcmp(t->name, "output_norm.weight") == 0)
-                snprintf(name, name_cap, "model.norm.weight");
-            else if (strcmp(t->name, "output.weight") == 0)
-                snprintf(name, name_cap, "lm_head.weight");
-            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers &&
-                     strchr(t->name + 4, '.')) {
-                const char *rest = strchr(t->name + 4, '.') + 1;
-                char hf[64];
-                if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
-                    snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
-                else
-                    snprintf(name, name_cap, "%.90s", t->name);
-                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
-                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
-            } else {
-                snprintf(name, name_cap, "%.90s", t->name);
-            }
+            permute_heads = mlstack__gguf_tensor_name(c, t, name, name_cap, &is_embed);
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
@@ -26184,28 +26219,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                embedding stays blocks itself, and its tied head reads them as any tied head does */
             if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 && !quant &&
                 (quant = mlstack__gguf_wtype(t->type)) != 0) {
-                uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
-                int in_place = mlstack__gguf_in_place(t->type);
-                x = &st->tensors[n];
-                name = names + (size_t)n * name_cap;
-                if (pass == 1) {
-                    snprintf(name, name_cap, "lm_head.weight");
-                    memset(x, 0, sizeof *x);
-                    x->name = name;
-                    x->quant = quant;
-                    x->dtype = MLSTACK_DTYPE_U8;
-                    x->n_dims = 2;
-                    x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)out_row;
-                    x->file = in_place ? 0 : 1;
-                    x->begin = in_place ? t->offset : off;
-                    x->end = in_place ? t->offset + t->bytes : off + out_row * rows;
-                    if (!in_place)
-                        for (r = 0; r < rows; r++)
-                            mlstack__gguf_repack_row(t->type, g->data + t->offset + r * row_bytes,
-                                                     copies + off + r * out_row, (int)t->ne[0]);
-                }
-                if (!in_place) off += (out_row * rows + 63) & ~(uint64_t)63;
+                off += mlstack__gguf_tied_head(g, t, quant, pass, &st->tensors[n], names + (size_t)n * name_cap,
+                                               name_cap, copies, off);
                 n++;
             }
         }
