@@ -6530,6 +6530,112 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     return MLSTACK_OK;
 }
 
+/* BERT's pre-tokenizer on piece p: split on whitespace (removed), then punctuation isolated. */
+static mlstack_result mlstack__pretok_bert(mlstack__enc *e, mlstack__piece p) {
+    if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
+    {
+        size_t k0 = e->pb.n;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+        /* re-split the new parts on punctuation */
+        {
+            size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
+            mlstack__buf parts = {0, 0, 0};
+            if (!mlstack__buf_put(&parts, e->pb.p + k0, e->pb.n - k0)) return MLSTACK_ERR_NO_MEMORY;
+            e->pb.n = k0;
+            for (q = 0; q < nn; q++) {
+                mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
+                if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
+                    !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
+                    MLSTACK_FREE(parts.p);
+                    return MLSTACK_ERR_NO_MEMORY;
+                }
+            }
+            MLSTACK_FREE(parts.p);
+        }
+    }
+    return MLSTACK_OK;
+}
+
+/* Metaspace on piece p: spaces replaced (and the replacement prepended per scheme), then split
+   before each replacement when st->flag is set. */
+static mlstack_result mlstack__pretok_metaspace(mlstack__enc *e, const mlstack__tok_step *st, mlstack__piece p) {
+    const char *s;
+    size_t j, start = e->pool.n;
+    mlstack_result r;
+    int prepend;
+    s = e->pool.p + p.off;
+    /* replace ' ' with the replacement, and prepend it per scheme */
+    prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
+    /* HF tests "starts with the replacement" after replacing spaces */
+    if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
+        prepend = 0;
+    if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
+    if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
+    s = e->pool.p + p.off;
+    if (prepend) {
+        memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+        e->pool.n += st->alen;
+    }
+    for (j = 0; j < p.len; j++) {
+        if (s[j] == ' ') {
+            memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+            e->pool.n += st->alen;
+        } else
+            e->pool.p[e->pool.n++] = s[j];
+    }
+    p.off = start;
+    p.len = e->pool.n - start;
+    if (st->flag) { /* split before each replacement (MergedWithNext) */
+        mlstack__tok_step lit;
+        memset(&lit, 0, sizeof lit);
+        lit.a = st->a;
+        lit.alen = st->alen;
+        r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
+        if (r != MLSTACK_OK) return r;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+    } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+        return MLSTACK_ERR_NO_MEMORY;
+    return MLSTACK_OK;
+}
+
+/* ByteLevel on piece p: an optional prefix space, the optional GPT-2 split, then each new part's
+   bytes mapped to GPT-2's printable alphabet. */
+static mlstack_result mlstack__pretok_bytelevel(mlstack__enc *e, const mlstack__tok_step *st, mlstack__piece p) {
+    size_t j, k0 = e->pb.n, q, nn;
+    mlstack_result r;
+    if (st->flag && e->pool.p[p.off] != ' ') {
+        size_t start = e->pool.n;
+        if (!mlstack__buf_reserve(&e->pool, p.len + 1)) return MLSTACK_ERR_NO_MEMORY;
+        e->pool.p[e->pool.n++] = ' ';
+        memcpy(e->pool.p + e->pool.n, e->pool.p + p.off, p.len);
+        e->pool.n += p.len;
+        p.off = start;
+        p.len += 1;
+    }
+    if (st->re) {
+        r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
+        if (r != MLSTACK_OK) return r;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+    } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+        return MLSTACK_ERR_NO_MEMORY;
+    /* map the new parts' bytes to GPT-2's printable alphabet */
+    nn = (e->pb.n - k0) / sizeof(mlstack__piece);
+    for (q = 0; q < nn; q++) {
+        mlstack__piece *pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+        size_t start = e->pool.n;
+        if (!mlstack__buf_reserve(&e->pool, pp->len * 2)) return MLSTACK_ERR_NO_MEMORY;
+        pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+        for (j = 0; j < pp->len; j++) {
+            const unsigned char *m = mlstack__bl_utf8[(unsigned char)e->pool.p[pp->off + j]];
+            memcpy(e->pool.p + e->pool.n, m + 1, m[0]);
+            e->pool.n += m[0];
+        }
+        pp->off = start;
+        pp->len = e->pool.n - start;
+    }
+    return MLSTACK_OK;
+}
+
 /* One pre-tokenizer step over every piece of e->pa, result in e->pa (through e->pb). */
 static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_step *st) {
     size_t i, np = e->pa.n / sizeof(mlstack__piece);
@@ -6538,7 +6644,6 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
     for (i = 0; i < np; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)e->pa.p)[i];
         const char *s;
-        size_t j;
         if (p.len == 0) continue;
         if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
         switch (st->type) {
@@ -6551,28 +6656,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         case MLSTACK__PRETOK_PUNCT:
         case MLSTACK__PRETOK_BERT:
             if (st->type == MLSTACK__PRETOK_BERT) { /* whitespace split (removed), then punctuation isolated */
-                if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
-                {
-                    size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
-                        return MLSTACK_ERR_NO_MEMORY;
-                    /* re-split the new parts on punctuation */
-                    {
-                        size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
-                        mlstack__buf parts = {0, 0, 0};
-                        if (!mlstack__buf_put(&parts, e->pb.p + k0, e->pb.n - k0)) return MLSTACK_ERR_NO_MEMORY;
-                        e->pb.n = k0;
-                        for (q = 0; q < nn; q++) {
-                            mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
-                            if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
-                                !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
-                                MLSTACK_FREE(parts.p);
-                                return MLSTACK_ERR_NO_MEMORY;
-                            }
-                        }
-                        MLSTACK_FREE(parts.p);
-                    }
-                }
+                if ((r = mlstack__pretok_bert(e, p)) != MLSTACK_OK) return r;
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
@@ -6608,79 +6692,12 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__PRETOK_METASPACE: {
-            size_t start = e->pool.n;
-            int prepend;
-            s = e->pool.p + p.off;
-            /* replace ' ' with the replacement, and prepend it per scheme */
-            prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
-            /* HF tests "starts with the replacement" after replacing spaces */
-            if (prepend &&
-                (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
-                prepend = 0;
-            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1))
-                return mlstack__enc_grew(e); /* room for all spaces */
-            if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
-            s = e->pool.p + p.off;
-            if (prepend) {
-                memcpy(e->pool.p + e->pool.n, st->a, st->alen);
-                e->pool.n += st->alen;
-            }
-            for (j = 0; j < p.len; j++) {
-                if (s[j] == ' ') {
-                    memcpy(e->pool.p + e->pool.n, st->a, st->alen);
-                    e->pool.n += st->alen;
-                } else
-                    e->pool.p[e->pool.n++] = s[j];
-            }
-            p.off = start;
-            p.len = e->pool.n - start;
-            if (st->flag) { /* split before each replacement (MergedWithNext) */
-                mlstack__tok_step lit;
-                memset(&lit, 0, sizeof lit);
-                lit.a = st->a;
-                lit.alen = st->alen;
-                r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
-                if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
-            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
-                return MLSTACK_ERR_NO_MEMORY;
+        case MLSTACK__PRETOK_METASPACE:
+            if ((r = mlstack__pretok_metaspace(e, st, p)) != MLSTACK_OK) return r;
             break;
-        }
-        case MLSTACK__PRETOK_BYTELEVEL: {
-            size_t k0 = e->pb.n, q, nn;
-            if (st->flag && e->pool.p[p.off] != ' ') {
-                size_t start = e->pool.n;
-                if (!mlstack__buf_reserve(&e->pool, p.len + 1)) return MLSTACK_ERR_NO_MEMORY;
-                e->pool.p[e->pool.n++] = ' ';
-                memcpy(e->pool.p + e->pool.n, e->pool.p + p.off, p.len);
-                e->pool.n += p.len;
-                p.off = start;
-                p.len += 1;
-            }
-            if (st->re) {
-                r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
-                if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
-            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
-                return MLSTACK_ERR_NO_MEMORY;
-            /* map the new parts' bytes to GPT-2's printable alphabet */
-            nn = (e->pb.n - k0) / sizeof(mlstack__piece);
-            for (q = 0; q < nn; q++) {
-                mlstack__piece *pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
-                size_t start = e->pool.n;
-                if (!mlstack__buf_reserve(&e->pool, pp->len * 2)) return MLSTACK_ERR_NO_MEMORY;
-                pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
-                for (j = 0; j < pp->len; j++) {
-                    const unsigned char *m = mlstack__bl_utf8[(unsigned char)e->pool.p[pp->off + j]];
-                    memcpy(e->pool.p + e->pool.n, m + 1, m[0]);
-                    e->pool.n += m[0];
-                }
-                pp->off = start;
-                pp->len = e->pool.n - start;
-            }
+        case MLSTACK__PRETOK_BYTELEVEL:
+            if ((r = mlstack__pretok_bytelevel(e, st, p)) != MLSTACK_OK) return r;
             break;
-        }
         default: break;
         }
     }
