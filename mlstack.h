@@ -19884,6 +19884,87 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
     }
 }
 
+/* One Q2_K block of 256 values (84 bytes at y), as described at mlstack__ggml_quantize_row. */
+static void mlstack__q2k_block(const float *x, unsigned char *y) {
+    int j, l;
+    uint8_t L[256], Laux[16];
+    float w[16], mins[16], scales[16], max_scale = 0, max_min = 0, d, dmin;
+    for (j = 0; j < 16; j++) {
+        for (l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+        scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    for (j = 0; j < 16; j++) y[j] = 0;
+    if (max_scale > 0) {
+        float is = 15.0f / max_scale;
+        for (j = 0; j < 16; j++) y[j] = (unsigned char)mlstack__kq_nearest(is * scales[j]);
+    }
+    mlstack__kq_put16(y + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
+    if (max_min > 0) {
+        float is = 15.0f / max_min;
+        for (j = 0; j < 16; j++) y[j] = (unsigned char)(y[j] | mlstack__kq_nearest(is * mins[j]) << 4);
+    }
+    mlstack__kq_put16(y + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
+    d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
+    for (j = 0; j < 16; j++) {
+        float dd = d * (float)(y[j] & 0xF), dm;
+        if (dd == 0) continue;
+        dm = dmin * (float)(y[j] >> 4);
+        for (l = 0; l < 16; l++) {
+            int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
+            L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
+        }
+    }
+    for (j = 0; j < 256; j += 128)
+        for (l = 0; l < 32; l++)
+            y[16 + j / 4 + l] =
+                (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
+/* One Q3_K block of 256 values (110 bytes at y), as described at mlstack__ggml_quantize_row. */
+static void mlstack__q3k_block(const float *x, unsigned char *y) {
+    int j, l;
+    int8_t L[256];
+    float scales[16], max_scale = 0, amax = 0, d;
+    unsigned char *hm = y, *qs = y + 32, *sc = y + 96;
+    for (j = 0; j < 16; j++) {
+        scales[j] = mlstack__kq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
+        if (fabsf(scales[j]) > amax) amax = fabsf(scales[j]), max_scale = scales[j];
+    }
+    memset(sc, 0, 12);
+    if (max_scale != 0) {
+        float is = -32.0f / max_scale;
+        for (j = 0; j < 16; j++) {
+            int v = (int)(int8_t)mlstack__kq_nearest(is * scales[j]);
+            v = (v < -32 ? -32 : v > 31 ? 31 : v) + 32;
+            if (j < 8) sc[j] = (unsigned char)(v & 0xF);
+            else
+                sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
+            sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
+        }
+        mlstack__kq_put16(y + 108, 1 / is);
+    } else {
+        mlstack__kq_put16(y + 108, 0.0f);
+    }
+    d = mlstack__kq_f16(y + 108);
+    for (j = 0; j < 16; j++) {
+        int s = ((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+        float dd = d * (float)s;
+        if (dd == 0) continue;
+        for (l = 0; l < 16; l++) {
+            int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+            L[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
+        }
+    }
+    memset(hm, 0, 32);
+    for (j = 0; j < 256; j++)
+        if (L[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), L[j] = (int8_t)(L[j] - 4);
+    for (j = 0; j < 256; j += 128)
+        for (l = 0; l < 32; l++)
+            qs[j / 4 + l] = (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
    Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
@@ -19903,7 +19984,7 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
    are the same bytes. */
 MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void *dst, int n) {
     unsigned char *y = (unsigned char *)dst;
-    int i, j, l, nb;
+    int i, j, nb;
     switch (type) {
     case MLSTACK__GGML_Q4_0:
     case MLSTACK__GGML_Q4_1:
@@ -19979,84 +20060,10 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         }
         return;
     case MLSTACK__GGML_Q2_K:
-        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 84) {
-            uint8_t L[256], Laux[16];
-            float w[16], mins[16], scales[16], max_scale = 0, max_min = 0, d, dmin;
-            for (j = 0; j < 16; j++) {
-                for (l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-                scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
-                if (scales[j] > max_scale) max_scale = scales[j];
-                if (mins[j] > max_min) max_min = mins[j];
-            }
-            for (j = 0; j < 16; j++) y[j] = 0;
-            if (max_scale > 0) {
-                float is = 15.0f / max_scale;
-                for (j = 0; j < 16; j++) y[j] = (unsigned char)mlstack__kq_nearest(is * scales[j]);
-            }
-            mlstack__kq_put16(y + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
-            if (max_min > 0) {
-                float is = 15.0f / max_min;
-                for (j = 0; j < 16; j++) y[j] = (unsigned char)(y[j] | mlstack__kq_nearest(is * mins[j]) << 4);
-            }
-            mlstack__kq_put16(y + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
-            d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
-            for (j = 0; j < 16; j++) {
-                float dd = d * (float)(y[j] & 0xF), dm;
-                if (dd == 0) continue;
-                dm = dmin * (float)(y[j] >> 4);
-                for (l = 0; l < 16; l++) {
-                    int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
-                    L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
-                }
-            }
-            for (j = 0; j < 256; j += 128)
-                for (l = 0; l < 32; l++)
-                    y[16 + j / 4 + l] =
-                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
-        }
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 84) mlstack__q2k_block(x, y);
         return;
     case MLSTACK__GGML_Q3_K:
-        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) {
-            int8_t L[256];
-            float scales[16], max_scale = 0, amax = 0, d;
-            unsigned char *hm = y, *qs = y + 32, *sc = y + 96;
-            for (j = 0; j < 16; j++) {
-                scales[j] = mlstack__kq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
-                if (fabsf(scales[j]) > amax) amax = fabsf(scales[j]), max_scale = scales[j];
-            }
-            memset(sc, 0, 12);
-            if (max_scale != 0) {
-                float is = -32.0f / max_scale;
-                for (j = 0; j < 16; j++) {
-                    int v = (int)(int8_t)mlstack__kq_nearest(is * scales[j]);
-                    v = (v < -32 ? -32 : v > 31 ? 31 : v) + 32;
-                    if (j < 8) sc[j] = (unsigned char)(v & 0xF);
-                    else
-                        sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
-                    sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
-                }
-                mlstack__kq_put16(y + 108, 1 / is);
-            } else {
-                mlstack__kq_put16(y + 108, 0.0f);
-            }
-            d = mlstack__kq_f16(y + 108);
-            for (j = 0; j < 16; j++) {
-                int s = ((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
-                float dd = d * (float)s;
-                if (dd == 0) continue;
-                for (l = 0; l < 16; l++) {
-                    int q = mlstack__kq_nearest(x[16 * j + l] / dd);
-                    L[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
-                }
-            }
-            memset(hm, 0, 32);
-            for (j = 0; j < 256; j++)
-                if (L[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), L[j] = (int8_t)(L[j] - 4);
-            for (j = 0; j < 256; j += 128)
-                for (l = 0; l < 32; l++)
-                    qs[j / 4 + l] =
-                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
-        }
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) mlstack__q3k_block(x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }
