@@ -506,52 +506,48 @@ static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, cons
     return 0;
 }
 
-static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
-                       const char *isa_cap, const char *type) {
+/* --parallel: aggregate decode throughput of n sequences decoding together, each n of the list. */
+static int serve_parallel(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                          const char *isa_cap, const char *type, int32_t *toks, uint64_t *seed) {
     mlstack_engine *e;
     mlstack_error err;
-    uint64_t seed = 0x9E3779B97F4A7C15ull;
     int n_gen = b->n_tg && b->tg[0] > 0 ? b->tg[0] : 32, k, i;
     double one_tps = 0; /* --parallel 1's aggregate rate, when the list has 1 before the others */
     const char *isa;
-    int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
-    if (!toks) return cli_die("%s", "out of memory");
-    for (k = 0; k < b->n_parallel; k++) { /* ---- aggregate decode throughput ---- */
+    for (k = 0; k < b->n_parallel; k++) {
         int n = b->parallel[k], active = 1, all_started;
         uint64_t id, g0;
         double t0, t;
         mlstack_cache_stats st;
-        if (serve_engine(b, m, threads, isa_cap, n, &e)) return free(toks), 1;
+        if (serve_engine(b, m, threads, isa_cap, n, &e)) return 1;
         isa = mlstack_engine_kernels(e);
         for (i = 0; i < n; i++) {
             mlstack_request_desc d;
             int j;
             memset(&d, 0, sizeof d);
-            for (j = 0; j < 32; j++) toks[j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+            for (j = 0; j < 32; j++) toks[j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
             d.prompt = toks;
             d.n_prompt = 32;
             d.max_tokens = n_gen + 1;
             d.ignore_eos = 1;
-            if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return free(toks), cli_die("%s", err.message);
+            if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return cli_die("%s", err.message);
         }
         do { /* prefill everyone and sample the first token: not timed */
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
             mlstack_engine_cache_stats(e, &st);
             all_started = st.generated_tokens >= (uint64_t)n;
         } while (!all_started);
         g0 = st.generated_tokens;
         if (b->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK)
-            return free(toks), cli_die("%s", "could not start the profiler");
+            return cli_die("%s", "could not start the profiler");
         t0 = mlstack_clock_seconds();
         while (active)
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
         t = mlstack_clock_seconds() - t0;
         if (b->profile) {
             char path[1024];
             snprintf(path, sizeof path, "%s-parallel%d.json", b->profile, n);
-            if (cli_report_profile(e, path) != 0) return free(toks), 1;
+            if (cli_report_profile(e, path) != 0) return 1;
             mlstack_engine_profile_stop(e);
         }
         mlstack_engine_cache_stats(e, &st);
@@ -572,147 +568,168 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
         fflush(stdout);
         mlstack_engine_free(e);
     }
-    if (b->shared_prefix) { /* ---- TTFT behind a shared system prompt, cold vs cached ---- */
-        int L = b->shared_prefix, rep;
-        double cold[1000], warm[1000];
-        mlstack_cache_stats st;
-        if (serve_engine(b, m, threads, isa_cap, 4, &e)) return free(toks), 1;
-        isa = mlstack_engine_kernels(e);
-        for (i = 0; i < L; i++) toks[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-        for (rep = 0; rep <= b->reps; rep++) { /* rep 0 warms up, untimed */
-            int pass;
-            for (pass = 0; pass < 2; pass++) {
-                mlstack_request_desc d;
-                mlstack_request_status rs;
-                int j;
-                if (pass == 0) mlstack_engine_cache_clear(e);
-                for (j = 0; j < 16; j++) toks[L + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-                memset(&d, 0, sizeof d);
-                d.prompt = toks;
-                d.n_prompt = L + 16;
-                d.max_tokens = 1;
-                d.ignore_eos = 1;
-                if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK)
-                    return free(toks), cli_die("%s", err.message);
-                if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
-            }
-        }
-        mlstack_engine_cache_stats(e, &st);
-        {
-            double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
-            if (b->json) {
-                serve_head(b, type, isa, threads, "shared_prefix");
-                printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,"
-                       "\"speedup\":%.2f,"
-                       "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
-                       L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
-                       (unsigned long long)st.computed_tokens);
-            } else {
-                printf(
-                    "| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n",
-                    type, isa, threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
-            }
-        }
-        fflush(stdout);
-        mlstack_engine_free(e);
-    }
-    if (b->mixed) { /* ---- random arrivals, shared prefixes, varied lengths ---- */
-        int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200;
-        serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
-        double *arrive = (double *)calloc((size_t)n, sizeof(double)),
-               *ttft = (double *)calloc((size_t)n, sizeof(double)), *itl, t0, t;
-        int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
-        uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
-        mlstack_cache_stats st;
-        long total_gaps = 0;
-        if (!rq || !arrive || !ttft || !sys || !ids) return free(toks), cli_die("%s", "out of memory");
-        for (i = 0; i < 4 * sys_len; i++) sys[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-        for (i = 0, t = 0; i < n; i++) { /* exponential gaps: a Poisson process */
-            t += -log(1.0 - (bench_rng(&seed) % 1000000) / 1e6) / b->rate;
-            arrive[i] = t;
-            rq[i].cap_gaps = 128;
-            rq[i].gaps = (double *)calloc(128, sizeof(double));
-            total_gaps += 128;
-        }
-        itl = (double *)calloc((size_t)total_gaps, sizeof(double));
-        if (serve_engine(b, m, threads, isa_cap, 16, &e)) return free(toks), 1;
-        isa = mlstack_engine_kernels(e);
-        t0 = mlstack_clock_seconds();
-        while (next < n || active) {
-            double now = mlstack_clock_seconds() - t0;
-            while (next < n && arrive[next] <= now) {
-                mlstack_request_desc d;
-                int s = (int)(bench_rng(&seed) % 5), pre = s < 4 ? sys_len : 0,
-                    user = 16 + (int)(bench_rng(&seed) % 49), j;
-                for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
-                for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-                memset(&d, 0, sizeof d);
-                d.prompt = prompt;
-                d.n_prompt = pre + user;
-                d.max_tokens = 16 + (int)(bench_rng(&seed) % 49);
-                d.ignore_eos = 1;
-                d.on_token = serve_on_token;
-                d.user = &rq[next];
-                rq[next].t_submit = mlstack_clock_seconds();
-                if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK)
-                    return free(toks), cli_die("%s", err.message);
-                next++;
-            }
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
-            if (!active && next < n) { /* idle until the next arrival */
-                double wait = arrive[next] - (mlstack_clock_seconds() - t0);
-                if (wait > 0) cli_sleep(wait);
-            }
-        }
-        t = mlstack_clock_seconds() - t0;
-        mlstack_engine_cache_stats(e, &st);
-        for (i = 0; i < n; i++) {
-            int j;
-            if (rq[i].t_first) ttft[n_ttft++] = rq[i].t_first - rq[i].t_submit;
-            for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
-        }
-        {
-            double hit = st.hit_tokens + st.computed_tokens
-                             ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens)
-                             : 0;
-            double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
-                   t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9),
-                   i99 = pct(itl, n_itl, .99);
-            if (b->json) {
-                serve_head(b, type, isa, threads, "mixed");
-                printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
-                       "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_"
-                       "p90\":%.3f,"
-                       "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,"
-                       "\"preemptions\":%llu,"
-                       "\"pages_evicted\":%llu}\n",
-                       n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99,
-                       1e3 * i50, 1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens,
-                       (unsigned long long)st.computed_tokens, hit, (unsigned long long)st.preemptions,
-                       (unsigned long long)st.pages_evicted);
-            } else {
-                printf(
-                    "| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 "
-                    "%.1f p90 %.1f "
-                    "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
-                    type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90,
-                    1e3 * i99, 100 * hit, (unsigned long long)st.hit_tokens,
-                    (unsigned long long)(st.hit_tokens + st.computed_tokens));
-            }
-        }
-        fflush(stdout);
-        mlstack_engine_free(e);
-        for (i = 0; i < n; i++) free(rq[i].gaps);
-        free(rq);
-        free(arrive);
-        free(ttft);
-        free(itl);
-        free(sys);
-        free(ids);
-    }
-    free(toks);
     return 0;
+}
+
+/* --shared-prefix: time to first token behind a shared system prompt, cold vs cached. */
+static int serve_shared_prefix(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                               const char *isa_cap, const char *type, int32_t *toks, uint64_t *seed) {
+    mlstack_engine *e;
+    mlstack_error err;
+    const char *isa;
+    int L = b->shared_prefix, rep, i;
+    double cold[1000], warm[1000];
+    mlstack_cache_stats st;
+    if (serve_engine(b, m, threads, isa_cap, 4, &e)) return 1;
+    isa = mlstack_engine_kernels(e);
+    for (i = 0; i < L; i++) toks[i] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+    for (rep = 0; rep <= b->reps; rep++) { /* rep 0 warms up, untimed */
+        int pass;
+        for (pass = 0; pass < 2; pass++) {
+            mlstack_request_desc d;
+            mlstack_request_status rs;
+            int j;
+            if (pass == 0) mlstack_engine_cache_clear(e);
+            for (j = 0; j < 16; j++) toks[L + j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+            memset(&d, 0, sizeof d);
+            d.prompt = toks;
+            d.n_prompt = L + 16;
+            d.max_tokens = 1;
+            d.ignore_eos = 1;
+            if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK) return cli_die("%s", err.message);
+            if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
+        }
+    }
+    mlstack_engine_cache_stats(e, &st);
+    {
+        double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
+        if (b->json) {
+            serve_head(b, type, isa, threads, "shared_prefix");
+            printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,"
+                   "\"speedup\":%.2f,"
+                   "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
+                   L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)st.computed_tokens);
+        } else {
+            printf("| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n",
+                   type, isa, threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
+        }
+    }
+    fflush(stdout);
+    mlstack_engine_free(e);
+    return 0;
+}
+
+/* --mixed: random (Poisson) arrivals, shared prefixes, varied lengths; TTFT, ITL and cache hits. */
+static int serve_mixed(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                       const char *isa_cap, const char *type, uint64_t *seed) {
+    mlstack_engine *e;
+    mlstack_error err;
+    const char *isa;
+    int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200, i;
+    serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
+    double *arrive = (double *)calloc((size_t)n, sizeof(double)), *ttft = (double *)calloc((size_t)n, sizeof(double)),
+           *itl, t0, t;
+    int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
+    uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
+    mlstack_cache_stats st;
+    long total_gaps = 0;
+    if (!rq || !arrive || !ttft || !sys || !ids) return cli_die("%s", "out of memory");
+    for (i = 0; i < 4 * sys_len; i++) sys[i] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+    for (i = 0, t = 0; i < n; i++) { /* exponential gaps: a Poisson process */
+        t += -log(1.0 - (bench_rng(seed) % 1000000) / 1e6) / b->rate;
+        arrive[i] = t;
+        rq[i].cap_gaps = 128;
+        rq[i].gaps = (double *)calloc(128, sizeof(double));
+        total_gaps += 128;
+    }
+    itl = (double *)calloc((size_t)total_gaps, sizeof(double));
+    if (serve_engine(b, m, threads, isa_cap, 16, &e)) return 1;
+    isa = mlstack_engine_kernels(e);
+    t0 = mlstack_clock_seconds();
+    while (next < n || active) {
+        double now = mlstack_clock_seconds() - t0;
+        while (next < n && arrive[next] <= now) {
+            mlstack_request_desc d;
+            int s = (int)(bench_rng(seed) % 5), pre = s < 4 ? sys_len : 0, user = 16 + (int)(bench_rng(seed) % 49), j;
+            for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
+            for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+            memset(&d, 0, sizeof d);
+            d.prompt = prompt;
+            d.n_prompt = pre + user;
+            d.max_tokens = 16 + (int)(bench_rng(seed) % 49);
+            d.ignore_eos = 1;
+            d.on_token = serve_on_token;
+            d.user = &rq[next];
+            rq[next].t_submit = mlstack_clock_seconds();
+            if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK) return cli_die("%s", err.message);
+            next++;
+        }
+        if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
+        if (!active && next < n) { /* idle until the next arrival */
+            double wait = arrive[next] - (mlstack_clock_seconds() - t0);
+            if (wait > 0) cli_sleep(wait);
+        }
+    }
+    t = mlstack_clock_seconds() - t0;
+    mlstack_engine_cache_stats(e, &st);
+    for (i = 0; i < n; i++) {
+        int j;
+        if (rq[i].t_first) ttft[n_ttft++] = rq[i].t_first - rq[i].t_submit;
+        for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
+    }
+    {
+        double hit = st.hit_tokens + st.computed_tokens
+                         ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens)
+                         : 0;
+        double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
+               t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9),
+               i99 = pct(itl, n_itl, .99);
+        if (b->json) {
+            serve_head(b, type, isa, threads, "mixed");
+            printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
+                   "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_"
+                   "p90\":%.3f,"
+                   "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,"
+                   "\"preemptions\":%llu,"
+                   "\"pages_evicted\":%llu}\n",
+                   n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99,
+                   1e3 * i50, 1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)st.computed_tokens, hit, (unsigned long long)st.preemptions,
+                   (unsigned long long)st.pages_evicted);
+        } else {
+            printf("| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 "
+                   "%.1f p90 %.1f "
+                   "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
+                   type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90,
+                   1e3 * i99, 100 * hit, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)(st.hit_tokens + st.computed_tokens));
+        }
+    }
+    fflush(stdout);
+    mlstack_engine_free(e);
+    for (i = 0; i < n; i++) free(rq[i].gaps);
+    free(rq);
+    free(arrive);
+    free(ttft);
+    free(itl);
+    free(sys);
+    free(ids);
+    return 0;
+}
+
+/* The serving benchmarks asked for, in turn, on one engine each. */
+static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                       const char *isa_cap, const char *type) {
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    int rc = 0;
+    int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
+    if (!toks) return cli_die("%s", "out of memory");
+    if (b->n_parallel) rc = serve_parallel(b, m, info, threads, isa_cap, type, toks, &seed);
+    if (!rc && b->shared_prefix) rc = serve_shared_prefix(b, m, info, threads, isa_cap, type, toks, &seed);
+    if (!rc && b->mixed) rc = serve_mixed(b, m, info, threads, isa_cap, type, &seed);
+    free(toks);
+    return rc;
 }
 
 int cli_cmd_bench(int argc, char **argv) {
