@@ -732,6 +732,130 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
     return rc;
 }
 
+/* Measures the read bandwidth for each thread count and all CPUs (for the roofline) when
+   --bw-mib asks; prints the CPU and those rates unless the output is JSON. Returns 0, or the
+   error when the buffer cannot be had. */
+static int bench_bandwidth(const bench_opts *b, const char *cpu, int n_cpus, double *bw, double *bw_all,
+                           double *bw_ref) {
+    int ti;
+    if (b->bw_mib > 0) {
+        size_t bytes = (size_t)b->bw_mib << 20;
+        unsigned char *buf = (unsigned char *)malloc(bytes);
+        if (!buf) return cli_die("%s", "no memory for the bandwidth buffer (try --bw-mib 256)");
+        memset(buf, 1, bytes); /* touch every page before timing */
+        for (ti = 0; ti < b->n_threads; ti++) bw[ti] = measure_bandwidth(buf, bytes, b->threads[ti]);
+        *bw_all = measure_bandwidth(buf, bytes, n_cpus);
+        free(buf);
+        for (ti = 0, *bw_ref = *bw_all; ti < b->n_threads; ti++)
+            if (bw[ti] > *bw_ref) *bw_ref = bw[ti];
+    }
+    if (!b->json) {
+        printf("cpu: %s\n", cpu);
+        for (ti = 0; ti < b->n_threads && b->bw_mib > 0; ti++)
+            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n",
+                   b->threads[ti], b->threads[ti] > 1 ? "s" : "", bw[ti], b->bw_mib, bw_width());
+        if (b->bw_mib > 0)
+            printf(
+                "read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n",
+                n_cpus, *bw_all, *bw_ref);
+    }
+    return 0;
+}
+
+/* Each prompt (pp) and generation (tg) test at one depth on engine e: a warm-up, b->reps timed
+   runs and a line of results (and a profiled run with --profile). Returns 1 when a run failed. */
+static int bench_tests(const bench_opts *b, mlstack_engine *e, const mlstack_model_info *info, const char *type,
+                       const char *ranks_s, const mlstack_rank_info *r0, int n_threads, int ii, int n_configs,
+                       mlstack_batch_row *rows, int depth, int32_t dseq, uint64_t tok_bytes, double bw_ref,
+                       uint64_t llc, int *over) {
+    int test, rc = 0;
+    for (test = 0; test < b->n_pp + b->n_tg; test++) {
+        int is_tg = test >= b->n_pp, n_prompt = is_tg ? 0 : b->pp[test], n_gen = is_tg ? b->tg[test - b->n_pp] : 0;
+        int n_tok = is_tg ? n_gen : n_prompt, rep;
+        double tps[1000], med, roof = 0, t_all = 0, kib = 0, wait = 0;
+        char name[48];
+        if (n_tok == 0) continue;
+        snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
+        if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
+        if (bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0) { /* warm-up */
+            fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+            rc = 1;
+            break;
+        }
+        x_bytes = 0, x_wait = 0;
+        for (rep = 0; rep < b->reps; rep++) {
+            double t = bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth);
+            tps[rep] = t > 0 ? n_tok / t : 0;
+            t_all += t > 0 ? t : 0;
+        }
+        kib = (double)x_bytes / 1024.0 / ((double)b->reps * n_tok); /* over the timed parts */
+        wait = t_all > 0 ? x_wait / t_all : 0;
+        qsort(tps, (size_t)b->reps, sizeof tps[0], cmp_double);
+        med = b->reps % 2 ? tps[b->reps / 2] : 0.5 * (tps[b->reps / 2 - 1] + tps[b->reps / 2]);
+        /* (at a depth, decode reads the KV too: no weight roofline) */
+        if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
+        if (b->json) {
+            printf("{%s", b->shape ? "\"shape\":" : "\"model\":");
+            json_str(stdout, b->shape ? b->shape : b->model);
+            printf(",\"ranks\":%d,\"threads_per_rank\":%d,\"stages\":%d,"
+                   "\"exchanged_kib_per_token\":%.3f,\"wait_fraction\":%.4f",
+                   mlstack_engine_n_ranks(e), r0->n_threads, r0->n_stages, kib, wait);
+            printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
+                   "\"%s\","
+                   "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
+                   "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
+                   type, mlstack_engine_kernels(e), n_threads, n_prompt, n_gen, name, depth, b->reps, med, tps[0],
+                   tps[b->reps - 1], med > 0 ? (tps[b->reps - 1] - tps[0]) / med : 0.0, (unsigned long long)tok_bytes,
+                   bw_ref);
+            if (is_tg && roof > 0)
+                printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f", bw_ref * 1e9 / (double)tok_bytes, roof);
+            if (is_tg && roof > 1)
+                printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc ? "weights fit in the last-level cache"
+                                                                            : "faster than the bandwidth measured");
+            printf("}\n");
+        } else {
+            char roof_s[16] = "";
+            if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
+            if (roof > 1) *over = 1;
+            printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
+                   "%5.1f%% | %8s |\n",
+                   type, mlstack_engine_kernels(e), n_threads, ranks_s, name, med, tps[0], tps[b->reps - 1],
+                   med > 0 ? 100 * (tps[b->reps - 1] - tps[0]) / med : 0.0, kib, 100 * wait, roof_s);
+        }
+        fflush(stdout);
+        if (b->profile) { /* one more run, profiled, not counted */
+            char path[1024];
+            if (n_configs == 1) snprintf(path, sizeof path, "%s", b->profile);
+            else
+                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b->profile, type, n_threads, name,
+                         b->n_isa > 1 ? "-" : "", b->n_isa > 1 ? b->isa[ii] : "");
+            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, n_threads, n_threads > 1 ? "s" : "", name);
+            if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
+                bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
+                cli_report_profile(e, path) != 0)
+                rc = 1;
+            mlstack_engine_profile_stop(e);
+        }
+    }
+    return rc;
+}
+
+/* Why a decode rate above the memory roofline is possible: the weights fit in the last-level
+   cache, or the bandwidth test under-measured. */
+static void bench_over_note(uint64_t tok_bytes, uint64_t llc) {
+    printf("* above 100%% of the memory roofline: ");
+    if (llc && tok_bytes <= llc)
+        printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from "
+               "the cache, "
+               "not from memory\n",
+               tok_bytes / 1048576.0, llc / 1048576.0);
+    else
+        printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled "
+               "bandwidth run, or "
+               "cache reuse the test does not see)\n",
+               tok_bytes / 1048576.0);
+}
+
 int cli_cmd_bench(int argc, char **argv) {
     bench_opts b;
     double bw[BENCH_MAX] = {0}, bw_all = 0, bw_ref = 0;
@@ -757,27 +881,7 @@ int cli_cmd_bench(int argc, char **argv) {
     n_configs = b.n_quant * b.n_isa * b.n_threads * b.n_ranks * (b.n_pp + b.n_tg) * b.n_depth;
     mlstack_cpu_report(cpu, sizeof cpu);
     if (b.n_parallel || b.shared_prefix || b.mixed) b.bw_mib = 0; /* the serving modes do not use it */
-    if (b.bw_mib > 0) {
-        size_t bytes = (size_t)b.bw_mib << 20;
-        unsigned char *buf = (unsigned char *)malloc(bytes);
-        if (!buf) return cli_die("%s", "no memory for the bandwidth buffer (try --bw-mib 256)");
-        memset(buf, 1, bytes); /* touch every page before timing */
-        for (ti = 0; ti < b.n_threads; ti++) bw[ti] = measure_bandwidth(buf, bytes, b.threads[ti]);
-        bw_all = measure_bandwidth(buf, bytes, n_cpus);
-        free(buf);
-        for (ti = 0, bw_ref = bw_all; ti < b.n_threads; ti++)
-            if (bw[ti] > bw_ref) bw_ref = bw[ti];
-    }
-    if (!b.json) {
-        printf("cpu: %s\n", cpu);
-        for (ti = 0; ti < b.n_threads && b.bw_mib > 0; ti++)
-            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n",
-                   b.threads[ti], b.threads[ti] > 1 ? "s" : "", bw[ti], b.bw_mib, bw_width());
-        if (b.bw_mib > 0)
-            printf(
-                "read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n",
-                n_cpus, bw_all, bw_ref);
-    }
+    if ((r = bench_bandwidth(&b, cpu, n_cpus, bw, &bw_all, &bw_ref)) != 0) return r;
     for (qi = 0; qi < b.n_quant; qi++) {
         mlstack_model *m;
         mlstack_model_info info;
@@ -823,7 +927,7 @@ int cli_cmd_bench(int argc, char **argv) {
                 }
                 mlstack_engine_desc ed;
                 mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
-                int test, di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
+                int di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
                 memset(&ed, 0, sizeof ed);
                 ed.n_threads = b.threads[ti / b.n_ranks];
                 ed.n_ranks = rk_n;
@@ -879,80 +983,9 @@ int cli_cmd_bench(int argc, char **argv) {
                         rc = 1;
                         break;
                     }
-                    for (test = 0; test < b.n_pp + b.n_tg; test++) {
-                        int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
-                            n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
-                        int n_tok = is_tg ? n_gen : n_prompt, rep;
-                        double tps[1000], med, roof = 0, t_all = 0, kib = 0, wait = 0;
-                        char name[48];
-                        if (n_tok == 0) continue;
-                        snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
-                        if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
-                        if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0) { /* warm-up */
-                            fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
-                            rc = 1;
-                            break;
-                        }
-                        x_bytes = 0, x_wait = 0;
-                        for (rep = 0; rep < b.reps; rep++) {
-                            double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth);
-                            tps[rep] = t > 0 ? n_tok / t : 0;
-                            t_all += t > 0 ? t : 0;
-                        }
-                        kib = (double)x_bytes / 1024.0 / ((double)b.reps * n_tok); /* over the timed parts */
-                        wait = t_all > 0 ? x_wait / t_all : 0;
-                        qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
-                        med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
-                        /* (at a depth, decode reads the KV too: no weight roofline) */
-                        if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
-                        if (b.json) {
-                            printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
-                            json_str(stdout, b.shape ? b.shape : b.model);
-                            printf(",\"ranks\":%d,\"threads_per_rank\":%d,\"stages\":%d,"
-                                   "\"exchanged_kib_per_token\":%.3f,\"wait_fraction\":%.4f",
-                                   mlstack_engine_n_ranks(e), r0.n_threads, r0.n_stages, kib, wait);
-                            printf(
-                                ",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
-                                "\"%s\","
-                                "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
-                                "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
-                                type, mlstack_engine_kernels(e), ed.n_threads, n_prompt, n_gen, name, depth, b.reps,
-                                med, tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
-                                (unsigned long long)tok_bytes, bw_ref);
-                            if (is_tg && roof > 0)
-                                printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f",
-                                       bw_ref * 1e9 / (double)tok_bytes, roof);
-                            if (is_tg && roof > 1)
-                                printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc
-                                                                        ? "weights fit in the last-level cache"
-                                                                        : "faster than the bandwidth measured");
-                            printf("}\n");
-                        } else {
-                            char roof_s[16] = "";
-                            if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
-                            if (roof > 1) over = 1;
-                            printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
-                                   "%5.1f%% | %8s |\n",
-                                   type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0],
-                                   tps[b.reps - 1], med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, kib,
-                                   100 * wait, roof_s);
-                        }
-                        fflush(stdout);
-                        if (b.profile) { /* one more run, profiled, not counted */
-                            char path[1024];
-                            if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
-                            else
-                                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, ed.n_threads,
-                                         name, b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, ed.n_threads,
-                                    ed.n_threads > 1 ? "s" : "", name);
-                            if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
-                                bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
-                                cli_report_profile(e, path) != 0)
-                                rc = 1;
-                            mlstack_engine_profile_stop(e);
-                        }
-                    }
+                    if (bench_tests(&b, e, &info, type, ranks_s, &r0, ed.n_threads, ii, n_configs, rows, depth, dseq,
+                                    tok_bytes, bw_ref, llc, &over))
+                        rc = 1;
                     if (depth) mlstack_engine_seq_free(e, dseq);
                 }
                 mlstack_engine_free(e);
@@ -960,20 +993,7 @@ int cli_cmd_bench(int argc, char **argv) {
             }
         }
         mlstack_model_close(m);
-        if (over && !b.json) { /* a share above 100% says why */
-            printf("* above 100%% of the memory roofline: ");
-            if (llc && tok_bytes <= llc)
-                printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from "
-                       "the cache, "
-                       "not from memory\n",
-                       tok_bytes / 1048576.0, llc / 1048576.0);
-            else
-                printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled "
-                       "bandwidth run, or "
-                       "cache reuse the test does not see)\n",
-                       tok_bytes / 1048576.0);
-            over = 0;
-        }
+        if (over && !b.json) bench_over_note(tok_bytes, llc), over = 0; /* a share above 100% says why */
     }
     return rc;
 }
