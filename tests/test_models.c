@@ -18,6 +18,37 @@ static const char *FIX = "tests/fixtures/models";
 
 static int bf16_skip_told;
 
+/* Opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits (relative
+   2^-9 per product) stay within 3e-2 of the largest logit through these models' layers; thread
+   count and batch still change nothing. */
+static void check_bf16(const char *name, int ci, mlstack_engine *ebf1, mlstack_engine *ebf2, const int32_t *ids, int n,
+                       const float *ours, int n_vocab) {
+    float *b1, *b2;
+    int k;
+    if (!strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
+        if (!bf16_skip_told++)
+            SKIP("no AVX512_BF16 path here (or a lower ISA cap): the bf16-dot engine is not checked");
+        return;
+    }
+    b1 = fx_eval_all(ebf1, ids, n, n_vocab, n);
+    b2 = fx_eval_all(ebf2, ids, n, n_vocab, n);
+    if (b1 && b2) {
+        double db = 0, big = 0;
+        for (k = 0; k < n * n_vocab; k++) {
+            if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
+            if (fabs(ours[k]) > big) big = fabs(ours[k]);
+        }
+        CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db, big);
+        CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * n_vocab), "%s case %d: bf16-dot logits depend on threads",
+               name, ci);
+        CHECKF(fx_same_when_batched(ebf1, ids, n, b1, n_vocab),
+               "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
+        if (ci == 0) printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
+    }
+    free(b1);
+    free(b2);
+}
+
 static void check_model(const char *name) {
     char dir[512], ref_path[600];
     size_t len;
@@ -111,31 +142,7 @@ static void check_model(const char *name) {
                    big);
             free(ours16);
         }
-        /* opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits
-           (relative 2^-9 per product) stay within 3e-2 of the largest logit through these
-           models' layers; thread count and batch still change nothing */
-        if (strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
-            float *b1 = fx_eval_all(ebf1, ids, n, info.n_vocab, n), *b2 = fx_eval_all(ebf2, ids, n, info.n_vocab, n);
-            if (b1 && b2) {
-                double db = 0, big = 0;
-                for (k = 0; k < n * info.n_vocab; k++) {
-                    if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
-                    if (fabs(ours[k]) > big) big = fabs(ours[k]);
-                }
-                CHECKF(db < 3e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db,
-                       big);
-                CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab),
-                       "%s case %d: bf16-dot logits depend on threads", name, ci);
-                CHECKF(fx_same_when_batched(ebf1, ids, n, b1, info.n_vocab),
-                       "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
-                if (ci == 0)
-                    printf("  %-18s bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, db, big);
-            }
-            free(b1);
-            free(b2);
-        } else if (!bf16_skip_told++) {
-            SKIP("no AVX512_BF16 path here (or a lower ISA cap): the bf16-dot engine is not checked");
-        }
+        check_bf16(name, ci, ebf1, ebf2, ids, n, ours, info.n_vocab);
         /* greedy continuation (decode steps split by query head over 3 threads) */
         CHECK(mlstack_engine_seq_new(e3, &seq) == MLSTACK_OK);
         memset(&g, 0, sizeof g);
