@@ -7500,23 +7500,12 @@ static int mlstack__cmp_added(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
-   map and the model options (unk, byte fallback, subword prefix/suffix). */
-static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model,
-                                               const mlstack__json *vocab, const mlstack__json *added,
-                                               mlstack_error *err) {
+/* The id space shared by BPE and Unigram vocabularies (a GGUF's comes as BPE or SentencePiece
+   tokenizer.json): added_tokens checked and counted, n_vocab past the largest id (max_id, the
+   model's largest), and the by-id string tables allocated. */
+static mlstack_result mlstack__tok_alloc_ids(mlstack_tokenizer *t, const mlstack__json *added, int64_t max_id,
+                                             mlstack_error *err) {
     const mlstack__json *c, *v;
-    int64_t max_id = -1;
-    size_t n_vocab_entries = 0, slots, i;
-    for (c = vocab->child; c; c = c->next) {
-        if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
-            return MLSTACK__FAIL(
-                err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
-                "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key,
-                MLSTACK_TOK_MAX_VOCAB - 1);
-        if (c->i > max_id) max_id = c->i;
-        n_vocab_entries++;
-    }
     for (c = added ? added->child : NULL; c; c = c->next) {
         v = mlstack__json_get(c, "id");
         if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
@@ -7531,11 +7520,44 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
     t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
     t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
     t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    if (!t->tok_s || !t->tok_len || !t->tok_special)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    return MLSTACK_OK;
+}
+
+/* The ids of the byte pieces <0x00> .. <0xFF> (byte fallback), -1 where the vocabulary lacks one. */
+static void mlstack__tok_byte_ids(mlstack_tokenizer *t) {
+    int i;
+    for (i = 0; i < 256; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
+        t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
+    }
+}
+
+/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
+   map and the model options (unk, byte fallback, subword prefix/suffix). */
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model,
+                                               const mlstack__json *vocab, const mlstack__json *added,
+                                               mlstack_error *err) {
+    const mlstack__json *c, *v;
+    int64_t max_id = -1;
+    size_t n_vocab_entries = 0, slots;
+    mlstack_result r;
+    for (c = vocab->child; c; c = c->next) {
+        if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
+            return MLSTACK__FAIL(
+                err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
+                "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key,
+                MLSTACK_TOK_MAX_VOCAB - 1);
+        if (c->i > max_id) max_id = c->i;
+        n_vocab_entries++;
+    }
+    if ((r = mlstack__tok_alloc_ids(t, added, max_id, err)) != MLSTACK_OK) return r;
     for (slots = 16; slots < n_vocab_entries * 2; slots *= 2) {}
     t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
     t->vmask = (uint32_t)(slots - 1);
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    if (!t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
         uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
@@ -7559,11 +7581,7 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
         t->eow_suffix = v->str;
         t->eow_suffix_len = v->len;
     }
-    for (i = 0; i < 256; i++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
-        t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
-    }
+    mlstack__tok_byte_ids(t);
     return MLSTACK_OK;
 }
 
@@ -7796,6 +7814,27 @@ static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const ml
     return MLSTACK_OK;
 }
 
+/* What BPE and Unigram tokenizers share after their model: added tokens, the normalizer,
+   pre-tokenizer and decoder steps, and the special tokens. */
+static mlstack_result mlstack__tok_build_pipeline(mlstack_tokenizer *t, const mlstack__json *root,
+                                                  const mlstack__json *added, const mlstack__json *cfg,
+                                                  mlstack_error *err) {
+    mlstack_result r;
+    int k;
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
+        return r;
+    for (k = 0; k < t->n_pre; k++)
+        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+
 /* Unigram model: vocab [[piece, score], ...] (id = index), unk_id, byte_fallback; the pieces'
    trie and the unknown score (lowest score - 10, as tokenizers' K_UNK_PENALTY). A piece listed
    twice names the later id, as tokenizers' map does. Then added tokens, steps and specials as
@@ -7809,7 +7848,6 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     int64_t max_id;
     double min_score = HUGE_VAL;
     mlstack_result r;
-    int k;
     if (!vocab || vocab->type != MLSTACK__JSON_ARRAY || !vocab->child)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
@@ -7830,20 +7868,7 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
     }
     max_id = (int64_t)n - 1;
-    for (c = added ? added->child : NULL; c; c = c->next) {
-        v = mlstack__json_get(c, "id");
-        if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
-            return MLSTACK__FAIL(
-                err, MLSTACK_ERR_FORMAT,
-                "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string",
-                MLSTACK_TOK_MAX_VOCAB - 1);
-        if (v->i > max_id) max_id = v->i;
-        t->n_added++;
-    }
-    t->n_vocab = (int32_t)(max_id + 1);
-    t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
-    t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
-    t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    if ((r = mlstack__tok_alloc_ids(t, added, max_id, err)) != MLSTACK_OK) return r;
     for (slots = 16; slots < n * 2; slots *= 2) {}
     t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
     t->vmask = (uint32_t)(slots - 1);
@@ -7852,8 +7877,7 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     for (slots = 16; slots < total * 2; slots *= 2) {}
     t->uni_key = (uint64_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(uint64_t));
     t->uni_child = (int32_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(int32_t));
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key ||
-        !t->uni_child)
+    if (!t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key || !t->uni_child)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     memset(t->uni_key, 0, slots * sizeof(uint64_t));
     for (i = 0; i < total; i++) t->uni_tid[i] = -1;
@@ -7897,23 +7921,8 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu",
                              n);
     t->unk_id = (int32_t)v->i;
-    for (k = 0; k < 256; k++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", (unsigned)k);
-        t->byte_ids[k] = mlstack__tok_vocab_find(t, name, 6);
-    }
-    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
-        return r;
-    for (k = 0; k < t->n_pre; k++)
-        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
-    return mlstack__tok_build_specials(t, root, cfg, err);
+    mlstack__tok_byte_ids(t);
+    return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 /* ---- end of the Unigram block ---- */
 
@@ -7921,7 +7930,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
                                          mlstack_error *err) {
     const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
     mlstack_result r;
-    int i;
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
     model = mlstack__json_get(root, "model");
@@ -7951,18 +7959,7 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
-        return r;
-    for (i = 0; i < t->n_pre; i++)
-        if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
-    return mlstack__tok_build_specials(t, root, cfg, err);
+    return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
 /* ---- public API ---- */
