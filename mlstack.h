@@ -4046,16 +4046,171 @@ MLSTACK__FN const char *mlstack__gguf_next_string(const mlstack__gguf *g, uint64
 }
 
 #if !defined(MLSTACK_NO_GGUF)
+/* The key/value section: nkv keys, each checked and its value skipped; their lengths are added
+   to *names_bytes. g->n_kv counts the entries read so far. */
+static mlstack_result mlstack__gguf_read_kvs(mlstack__gguf *g, mlstack__gguf_rd *rd, uint64_t nkv,
+                                             uint64_t *names_bytes) {
+    const char *what = rd->what;
+    mlstack_error *err = rd->err;
+    mlstack_result r;
+    uint64_t i;
+    for (i = 0; i < nkv; i++) {
+        mlstack__gguf_kv *kv = &g->kvs[i];
+        const unsigned char *s;
+        uint64_t len, t;
+        char key[80];
+        if ((r = mlstack__gguf_str(rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) return r;
+        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+        if (len == 0 || memchr(s, 0, (size_t)len))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
+                                 (unsigned long long)i, (unsigned long long)(rd->pos - len - 8));
+        kv->key = (const char *)s; /* in the file until the copy below */
+        kv->key_len = (size_t)len;
+        *names_bytes += len + 1;
+        if ((r = mlstack__gguf_uint(rd, 4, &t, "value type")) != MLSTACK_OK) return r;
+        if (t >= MLSTACK__GGUF_NTYPES)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what,
+                                 key, (unsigned long long)t, (unsigned long long)(rd->pos - 4));
+        kv->type = (uint32_t)t;
+        if ((r = mlstack__gguf_skip_value(rd, kv, key)) != MLSTACK_OK) return r;
+        g->n_kv = i + 1;
+    }
+    return MLSTACK_OK;
+}
+
+/* Repeated keys, found by sorting (a pairwise check would be quadratic in a hostile count). */
+static mlstack_result mlstack__gguf_check_keys(const mlstack__gguf *g, const char *what, mlstack_error *err) {
+    const mlstack__gguf_kv **ko;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t i, nkv = g->n_kv;
+    if (nkv < 2) return MLSTACK_OK;
+    ko = (const mlstack__gguf_kv **)MLSTACK_MALLOC(sizeof(*ko) * (size_t)nkv);
+    if (!ko) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (i = 0; i < nkv; i++) ko[i] = &g->kvs[i];
+    qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
+    for (i = 1; i < nkv && r == MLSTACK_OK; i++)
+        if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what,
+                              (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len), ko[i]->key);
+    MLSTACK_FREE(ko);
+    return r;
+}
+
+/* One tensor info (name, dimensions, type, offset) into g->tensors[i], checked against the
+   alignment; its name's length is added to *names_bytes. */
+static mlstack_result mlstack__gguf_read_tensor(mlstack__gguf *g, mlstack__gguf_rd *rd, uint64_t i, int64_t align,
+                                                uint64_t *names_bytes) {
+    const char *what = rd->what;
+    mlstack_error *err = rd->err;
+    mlstack__gguf_tensor *t = &g->tensors[i];
+    const mlstack__ggml_type_info *ti;
+    const unsigned char *s;
+    uint64_t len, nd, ty, numel = 1, rows, row_bytes, k;
+    mlstack_result r;
+    char name[80];
+    if ((r = mlstack__gguf_str(rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
+    if (len == 0 || memchr(s, 0, (size_t)len))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL",
+                             what, (unsigned long long)i, (unsigned long long)(rd->pos - len - 8));
+    t->name = (const char *)s;
+    t->name_len = (size_t)len;
+    *names_bytes += len + 1;
+    g->n_tensors = i + 1;
+    if ((r = mlstack__gguf_uint(rd, 4, &nd, "dimension count")) != MLSTACK_OK) return r;
+    if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
+                             (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
+    t->n_dims = (int)nd;
+    for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
+    for (k = 0; k < nd; k++) {
+        if ((r = mlstack__gguf_uint(rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) return r;
+        if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s: ne[%llu] = %llu makes the element count overflow", what, name,
+                                 (unsigned long long)k, (unsigned long long)t->ne[k]);
+    }
+    if ((r = mlstack__gguf_uint(rd, 4, &ty, "tensor type")) != MLSTACK_OK) return r;
+    if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed",
+                             what, name, (unsigned long long)ty);
+    t->type = (uint32_t)ty;
+    ti = &mlstack__ggml_types[ty];
+    if (t->ne[0] % ti->block)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements",
+                             what, name, (unsigned long long)t->ne[0], ti->name, ti->block);
+    rows = t->ne[0] ? numel / t->ne[0] : 0;
+    row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
+    if (mlstack__mul_overflows(rows, row_bytes, &t->bytes))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
+    if ((r = mlstack__gguf_uint(rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) return r;
+    if (t->offset % (uint64_t)align)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: tensor %s: offset %llu is not a multiple of the alignment %lld", what, name,
+                             (unsigned long long)t->offset, (long long)align);
+    return MLSTACK_OK;
+}
+
+/* Key and tensor names copied and NUL-terminated, in one allocation of names_bytes. */
+static int mlstack__gguf_copy_names(mlstack__gguf *g, uint64_t names_bytes) {
+    char *np;
+    uint64_t i;
+    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
+    if (!g->names) return 0;
+    np = g->names;
+    for (i = 0; i < g->n_kv; i++) {
+        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
+        np[g->kvs[i].key_len] = 0;
+        g->kvs[i].key = np;
+        np += g->kvs[i].key_len + 1;
+    }
+    for (i = 0; i < g->n_tensors; i++) {
+        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
+        np[g->tensors[i].name_len] = 0;
+        g->tensors[i].name = np;
+        np += g->tensors[i].name_len + 1;
+    }
+    return 1;
+}
+
+/* Tensors that share a name or whose bytes overlap in the data section. */
+static mlstack_result mlstack__gguf_check_tensors(const mlstack__gguf *g, const char *what, mlstack_error *err) {
+    mlstack__gguf_tensor **order;
+    const mlstack__gguf_tensor *reach = NULL;
+    mlstack_result r = MLSTACK_OK;
+    uint64_t i, nt = g->n_tensors;
+    if (nt < 2) return MLSTACK_OK;
+    order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
+    if (!order) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
+    qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
+    for (i = 1; i < nt && r == MLSTACK_OK; i++)
+        if (strcmp(order[i]->name, order[i - 1]->name) == 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
+    if (r == MLSTACK_OK) qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
+    for (i = 0; i < nt && r == MLSTACK_OK; i++) {
+        const mlstack__gguf_tensor *cur = order[i];
+        if (!cur->bytes) continue;
+        if (reach && cur->offset < reach->offset + reach->bytes)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap",
+                              what, reach->name, (unsigned long long)reach->offset, (unsigned long long)reach->bytes,
+                              cur->name, (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
+        else if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes)
+            reach = cur;
+    }
+    MLSTACK_FREE(order);
+    return r;
+}
+
 /* Parses and validates a GGUF image bytes[0..size); what names it in messages. On failure g is
    left closed. The image must outlive g (g keeps pointers into it). */
 MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned char *bytes, uint64_t size,
                                                const char *what, mlstack_error *err) {
     mlstack__gguf_rd rd;
-    mlstack__gguf_tensor **order = NULL;
     mlstack_result r;
-    uint64_t magic, version, nt, nkv, i, k, names_bytes = 1;
+    uint64_t magic, version, nt, nkv, i, names_bytes = 1;
     int64_t align = 32;
-    char *np;
     rd.p = bytes;
     rd.size = size;
     rd.pos = 0;
@@ -4093,49 +4248,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         mlstack__gguf_close(g);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
     }
-    for (i = 0; i < nkv; i++) {
-        mlstack__gguf_kv *kv = &g->kvs[i];
-        const unsigned char *s;
-        uint64_t len, t;
-        char key[80];
-        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "key")) != MLSTACK_OK) goto fail;
-        snprintf(key, sizeof key, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
-        if (len == 0 || memchr(s, 0, (size_t)len)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %llu at offset %llu is empty or holds a NUL", what,
-                              (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
-            goto fail;
-        }
-        kv->key = (const char *)s; /* in the file until the copy below */
-        kv->key_len = (size_t)len;
-        names_bytes += len + 1;
-        if ((r = mlstack__gguf_uint(&rd, 4, &t, "value type")) != MLSTACK_OK) goto fail;
-        if (t >= MLSTACK__GGUF_NTYPES) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s: value type %llu at offset %llu is unknown", what,
-                              key, (unsigned long long)t, (unsigned long long)(rd.pos - 4));
-            goto fail;
-        }
-        kv->type = (uint32_t)t;
-        if ((r = mlstack__gguf_skip_value(&rd, kv, key)) != MLSTACK_OK) goto fail;
-        g->n_kv = i + 1;
-    }
-    /* repeated keys, found by sorting (a pairwise check would be quadratic in a hostile count) */
-    if (nkv > 1) {
-        const mlstack__gguf_kv **ko = (const mlstack__gguf_kv **)MLSTACK_MALLOC(sizeof(*ko) * (size_t)nkv);
-        if (!ko) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-            goto fail;
-        }
-        for (i = 0; i < nkv; i++) ko[i] = &g->kvs[i];
-        qsort(ko, (size_t)nkv, sizeof *ko, mlstack__gguf_cmp_key);
-        for (i = 1; i < nkv; i++)
-            if (ko[i]->key_len == ko[i - 1]->key_len && memcmp(ko[i]->key, ko[i - 1]->key, ko[i]->key_len) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %.*s appears twice", what,
-                                  (int)(ko[i]->key_len > 200 ? 200 : ko[i]->key_len), ko[i]->key);
-                MLSTACK_FREE(ko);
-                goto fail;
-            }
-        MLSTACK_FREE(ko);
-    }
+    if ((r = mlstack__gguf_read_kvs(g, &rd, nkv, &names_bytes)) != MLSTACK_OK ||
+        (r = mlstack__gguf_check_keys(g, what, err)) != MLSTACK_OK)
+        goto fail;
     {
         const mlstack__gguf_kv *a = mlstack__gguf_find(g, "general.alignment");
         if (a) {
@@ -4148,68 +4263,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
         }
         g->alignment = (uint32_t)align;
     }
-    for (i = 0; i < nt; i++) {
-        mlstack__gguf_tensor *t = &g->tensors[i];
-        const mlstack__ggml_type_info *ti;
-        const unsigned char *s;
-        uint64_t len, nd, ty, numel = 1, rows, row_bytes;
-        char name[80];
-        if ((r = mlstack__gguf_str(&rd, &s, &len, MLSTACK_MAX_GGUF_NAME, "tensor name")) != MLSTACK_OK) goto fail;
-        snprintf(name, sizeof name, "%.*s", (int)(len > 60 ? 60 : len), (const char *)s);
-        if (len == 0 || memchr(s, 0, (size_t)len)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %llu: name at offset %llu is empty or holds a NUL",
-                              what, (unsigned long long)i, (unsigned long long)(rd.pos - len - 8));
-            goto fail;
-        }
-        t->name = (const char *)s;
-        t->name_len = (size_t)len;
-        names_bytes += len + 1;
-        g->n_tensors = i + 1;
-        if ((r = mlstack__gguf_uint(&rd, 4, &nd, "dimension count")) != MLSTACK_OK) goto fail;
-        if (nd < 1 || nd > MLSTACK__GGUF_MAX_DIMS) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: %llu dimensions (1 to %d expected)", what, name,
-                              (unsigned long long)nd, MLSTACK__GGUF_MAX_DIMS);
-            goto fail;
-        }
-        t->n_dims = (int)nd;
-        for (k = 0; k < MLSTACK__GGUF_MAX_DIMS; k++) t->ne[k] = 1;
-        for (k = 0; k < nd; k++) {
-            if ((r = mlstack__gguf_uint(&rd, 8, &t->ne[k], "dimension")) != MLSTACK_OK) goto fail;
-            if (t->ne[k] > ((uint64_t)1 << 53) || mlstack__mul_overflows(numel, t->ne[k], &numel)) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                  "%s: tensor %s: ne[%llu] = %llu makes the element count overflow", what, name,
-                                  (unsigned long long)k, (unsigned long long)t->ne[k]);
-                goto fail;
-            }
-        }
-        if ((r = mlstack__gguf_uint(&rd, 4, &ty, "tensor type")) != MLSTACK_OK) goto fail;
-        if (ty >= MLSTACK__GGML_NTYPES || !mlstack__ggml_types[ty].block) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s: ggml type %llu is unknown or was removed",
-                              what, name, (unsigned long long)ty);
-            goto fail;
-        }
-        t->type = (uint32_t)ty;
-        ti = &mlstack__ggml_types[ty];
-        if (t->ne[0] % ti->block) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %s: row length ne[0] = %llu is not a multiple of %s's block of %u elements",
-                              what, name, (unsigned long long)t->ne[0], ti->name, ti->block);
-            goto fail;
-        }
-        rows = t->ne[0] ? numel / t->ne[0] : 0;
-        row_bytes = t->ne[0] / ti->block * ti->size; /* ne[0] <= 2^53: no overflow */
-        if (mlstack__mul_overflows(rows, row_bytes, &t->bytes)) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s: byte size overflows 64 bits", what, name);
-            goto fail;
-        }
-        if ((r = mlstack__gguf_uint(&rd, 8, &t->offset, "tensor offset")) != MLSTACK_OK) goto fail;
-        if (t->offset % (uint64_t)align) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                              "%s: tensor %s: offset %llu is not a multiple of the alignment %lld", what, name,
-                              (unsigned long long)t->offset, (long long)align);
-            goto fail;
-        }
-    }
+    for (i = 0; i < nt; i++)
+        if ((r = mlstack__gguf_read_tensor(g, &rd, i, align, &names_bytes)) != MLSTACK_OK) goto fail;
     /* the data section starts at the next multiple of the alignment */
     g->data_off = rd.pos + ((uint64_t)align - rd.pos % (uint64_t)align) % (uint64_t)align;
     if (g->data_off > size) {
@@ -4234,60 +4289,13 @@ MLSTACK__FN mlstack_result mlstack__gguf_parse(mlstack__gguf *g, const unsigned 
             goto fail;
         }
     }
-    /* names copied and NUL-terminated, in one allocation */
-    g->names = (char *)MLSTACK_MALLOC((size_t)names_bytes);
-    if (!g->names) {
+    if (!mlstack__gguf_copy_names(g, names_bytes)) {
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
         goto fail;
     }
-    np = g->names;
-    for (i = 0; i < nkv; i++) {
-        memcpy(np, g->kvs[i].key, g->kvs[i].key_len);
-        np[g->kvs[i].key_len] = 0;
-        g->kvs[i].key = np;
-        np += g->kvs[i].key_len + 1;
-    }
-    for (i = 0; i < nt; i++) {
-        memcpy(np, g->tensors[i].name, g->tensors[i].name_len);
-        np[g->tensors[i].name_len] = 0;
-        g->tensors[i].name = np;
-        np += g->tensors[i].name_len + 1;
-    }
-    /* duplicates and overlaps */
-    if (nt > 1) {
-        order = (mlstack__gguf_tensor **)MLSTACK_MALLOC(sizeof(*order) * (size_t)nt);
-        if (!order) {
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-            goto fail;
-        }
-        for (i = 0; i < nt; i++) order[i] = &g->tensors[i];
-        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_name);
-        for (i = 1; i < nt; i++)
-            if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: duplicate tensor name %s", what, order[i]->name);
-                goto fail;
-            }
-        qsort(order, (size_t)nt, sizeof *order, mlstack__gguf_cmp_off);
-        {
-            const mlstack__gguf_tensor *reach = NULL;
-            for (i = 0; i < nt; i++) {
-                const mlstack__gguf_tensor *cur = order[i];
-                if (!cur->bytes) continue;
-                if (reach && cur->offset < reach->offset + reach->bytes) {
-                    r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                      "%s: tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap", what, reach->name,
-                                      (unsigned long long)reach->offset, (unsigned long long)reach->bytes, cur->name,
-                                      (unsigned long long)cur->offset, (unsigned long long)cur->bytes);
-                    goto fail;
-                }
-                if (!reach || cur->offset + cur->bytes > reach->offset + reach->bytes) reach = cur;
-            }
-        }
-        MLSTACK_FREE(order);
-    }
+    if ((r = mlstack__gguf_check_tensors(g, what, err)) != MLSTACK_OK) goto fail;
     return MLSTACK_OK;
 fail:
-    MLSTACK_FREE(order);
     mlstack__gguf_close(g);
     return r;
 }
@@ -6729,6 +6737,112 @@ static mlstack_result mlstack__segs_pattern(mlstack__enc *e, const mlstack__tok_
     return MLSTACK_OK;
 }
 
+/* BERT's pre-tokenizer on piece p: split on whitespace (removed), then punctuation isolated. */
+static mlstack_result mlstack__pretok_bert(mlstack__enc *e, mlstack__piece p) {
+    if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
+    {
+        size_t k0 = e->pb.n;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+        /* re-split the new parts on punctuation */
+        {
+            size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
+            mlstack__buf parts = {0, 0, 0};
+            if (!mlstack__buf_put(&parts, e->pb.p + k0, e->pb.n - k0)) return MLSTACK_ERR_NO_MEMORY;
+            e->pb.n = k0;
+            for (q = 0; q < nn; q++) {
+                mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
+                if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
+                    !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
+                    MLSTACK_FREE(parts.p);
+                    return MLSTACK_ERR_NO_MEMORY;
+                }
+            }
+            MLSTACK_FREE(parts.p);
+        }
+    }
+    return MLSTACK_OK;
+}
+
+/* Metaspace on piece p: spaces replaced (and the replacement prepended per scheme), then split
+   before each replacement when st->flag is set. */
+static mlstack_result mlstack__pretok_metaspace(mlstack__enc *e, const mlstack__tok_step *st, mlstack__piece p) {
+    const char *s;
+    size_t j, start = e->pool.n;
+    mlstack_result r;
+    int prepend;
+    s = e->pool.p + p.off;
+    /* replace ' ' with the replacement, and prepend it per scheme */
+    prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
+    /* HF tests "starts with the replacement" after replacing spaces */
+    if (prepend && (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
+        prepend = 0;
+    if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1)) return mlstack__enc_grew(e); /* room for all spaces */
+    if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
+    s = e->pool.p + p.off;
+    if (prepend) {
+        memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+        e->pool.n += st->alen;
+    }
+    for (j = 0; j < p.len; j++) {
+        if (s[j] == ' ') {
+            memcpy(e->pool.p + e->pool.n, st->a, st->alen);
+            e->pool.n += st->alen;
+        } else
+            e->pool.p[e->pool.n++] = s[j];
+    }
+    p.off = start;
+    p.len = e->pool.n - start;
+    if (st->flag) { /* split before each replacement (MergedWithNext) */
+        mlstack__tok_step lit;
+        memset(&lit, 0, sizeof lit);
+        lit.a = st->a;
+        lit.alen = st->alen;
+        r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
+        if (r != MLSTACK_OK) return r;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+    } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+        return MLSTACK_ERR_NO_MEMORY;
+    return MLSTACK_OK;
+}
+
+/* ByteLevel on piece p: an optional prefix space, the optional GPT-2 split, then each new part's
+   bytes mapped to GPT-2's printable alphabet. */
+static mlstack_result mlstack__pretok_bytelevel(mlstack__enc *e, const mlstack__tok_step *st, mlstack__piece p) {
+    size_t j, k0 = e->pb.n, q, nn;
+    mlstack_result r;
+    if (st->flag && e->pool.p[p.off] != ' ') {
+        size_t start = e->pool.n;
+        if (!mlstack__buf_reserve(&e->pool, p.len + 1)) return MLSTACK_ERR_NO_MEMORY;
+        e->pool.p[e->pool.n++] = ' ';
+        memcpy(e->pool.p + e->pool.n, e->pool.p + p.off, p.len);
+        e->pool.n += p.len;
+        p.off = start;
+        p.len += 1;
+    }
+    if (st->re) {
+        r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
+        if (r != MLSTACK_OK) return r;
+        if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
+    } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
+        return MLSTACK_ERR_NO_MEMORY;
+    /* map the new parts' bytes to GPT-2's printable alphabet */
+    nn = (e->pb.n - k0) / sizeof(mlstack__piece);
+    for (q = 0; q < nn; q++) {
+        mlstack__piece *pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+        size_t start = e->pool.n;
+        if (!mlstack__buf_reserve(&e->pool, pp->len * 2)) return MLSTACK_ERR_NO_MEMORY;
+        pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
+        for (j = 0; j < pp->len; j++) {
+            const unsigned char *m = mlstack__bl_utf8[(unsigned char)e->pool.p[pp->off + j]];
+            memcpy(e->pool.p + e->pool.n, m + 1, m[0]);
+            e->pool.n += m[0];
+        }
+        pp->off = start;
+        pp->len = e->pool.n - start;
+    }
+    return MLSTACK_OK;
+}
+
 /* One pre-tokenizer step over every piece of e->pa, result in e->pa (through e->pb). */
 static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_step *st) {
     size_t i, np = e->pa.n / sizeof(mlstack__piece);
@@ -6737,7 +6851,6 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
     for (i = 0; i < np; i++) {
         mlstack__piece p = ((mlstack__piece *)(void *)e->pa.p)[i];
         const char *s;
-        size_t j;
         if (p.len == 0) continue;
         if (e->pool.n > e->pool_limit) return mlstack__enc_grew(e);
         switch (st->type) {
@@ -6750,28 +6863,7 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
         case MLSTACK__PRETOK_PUNCT:
         case MLSTACK__PRETOK_BERT:
             if (st->type == MLSTACK__PRETOK_BERT) { /* whitespace split (removed), then punctuation isolated */
-                if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len, mlstack__tok_is_ws)) return MLSTACK_ERR_NO_MEMORY;
-                {
-                    size_t k0 = e->pb.n;
-                    if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 0, &e->pb))
-                        return MLSTACK_ERR_NO_MEMORY;
-                    /* re-split the new parts on punctuation */
-                    {
-                        size_t nn = (e->pb.n - k0) / sizeof(mlstack__piece), q;
-                        mlstack__buf parts = {0, 0, 0};
-                        if (!mlstack__buf_put(&parts, e->pb.p + k0, e->pb.n - k0)) return MLSTACK_ERR_NO_MEMORY;
-                        e->pb.n = k0;
-                        for (q = 0; q < nn; q++) {
-                            mlstack__piece sp = ((mlstack__piece *)(void *)parts.p)[q];
-                            if (!mlstack__segs_chars(e, e->pool.p + sp.off, sp.len, mlstack__tok_is_punct) ||
-                                !mlstack__apply_behavior(e, &sp, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) {
-                                MLSTACK_FREE(parts.p);
-                                return MLSTACK_ERR_NO_MEMORY;
-                            }
-                        }
-                        MLSTACK_FREE(parts.p);
-                    }
-                }
+                if ((r = mlstack__pretok_bert(e, p)) != MLSTACK_OK) return r;
                 break;
             }
             if (!mlstack__segs_chars(e, e->pool.p + p.off, p.len,
@@ -6807,79 +6899,12 @@ static mlstack_result mlstack__pretok_step(mlstack__enc *e, const mlstack__tok_s
             if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_REMOVED, 1, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
             break;
         }
-        case MLSTACK__PRETOK_METASPACE: {
-            size_t start = e->pool.n;
-            int prepend;
-            s = e->pool.p + p.off;
-            /* replace ' ' with the replacement, and prepend it per scheme */
-            prepend = st->scheme == MLSTACK__PREPEND_ALWAYS || (st->scheme == MLSTACK__PREPEND_FIRST && p.first);
-            /* HF tests "starts with the replacement" after replacing spaces */
-            if (prepend &&
-                (e->pool.p[p.off] == ' ' || (p.len >= st->alen && memcmp(e->pool.p + p.off, st->a, st->alen) == 0)))
-                prepend = 0;
-            if (st->alen > (e->pool_limit - e->pool.n) / (p.len + 1))
-                return mlstack__enc_grew(e); /* room for all spaces */
-            if (!mlstack__buf_reserve(&e->pool, st->alen * (p.len + 1) + p.len)) return MLSTACK_ERR_NO_MEMORY;
-            s = e->pool.p + p.off;
-            if (prepend) {
-                memcpy(e->pool.p + e->pool.n, st->a, st->alen);
-                e->pool.n += st->alen;
-            }
-            for (j = 0; j < p.len; j++) {
-                if (s[j] == ' ') {
-                    memcpy(e->pool.p + e->pool.n, st->a, st->alen);
-                    e->pool.n += st->alen;
-                } else
-                    e->pool.p[e->pool.n++] = s[j];
-            }
-            p.off = start;
-            p.len = e->pool.n - start;
-            if (st->flag) { /* split before each replacement (MergedWithNext) */
-                mlstack__tok_step lit;
-                memset(&lit, 0, sizeof lit);
-                lit.a = st->a;
-                lit.alen = st->alen;
-                r = mlstack__segs_pattern(e, &lit, NULL, e->pool.p + p.off, p.len);
-                if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_NEXT, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
-            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
-                return MLSTACK_ERR_NO_MEMORY;
+        case MLSTACK__PRETOK_METASPACE:
+            if ((r = mlstack__pretok_metaspace(e, st, p)) != MLSTACK_OK) return r;
             break;
-        }
-        case MLSTACK__PRETOK_BYTELEVEL: {
-            size_t k0 = e->pb.n, q, nn;
-            if (st->flag && e->pool.p[p.off] != ' ') {
-                size_t start = e->pool.n;
-                if (!mlstack__buf_reserve(&e->pool, p.len + 1)) return MLSTACK_ERR_NO_MEMORY;
-                e->pool.p[e->pool.n++] = ' ';
-                memcpy(e->pool.p + e->pool.n, e->pool.p + p.off, p.len);
-                e->pool.n += p.len;
-                p.off = start;
-                p.len += 1;
-            }
-            if (st->re) {
-                r = mlstack__segs_pattern(e, st, st->re, e->pool.p + p.off, p.len);
-                if (r != MLSTACK_OK) return r;
-                if (!mlstack__apply_behavior(e, &p, MLSTACK__SPLIT_ISOLATED, 0, &e->pb)) return MLSTACK_ERR_NO_MEMORY;
-            } else if (!mlstack__piece_push(&e->pb, p.off, p.len, p.first, -1))
-                return MLSTACK_ERR_NO_MEMORY;
-            /* map the new parts' bytes to GPT-2's printable alphabet */
-            nn = (e->pb.n - k0) / sizeof(mlstack__piece);
-            for (q = 0; q < nn; q++) {
-                mlstack__piece *pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
-                size_t start = e->pool.n;
-                if (!mlstack__buf_reserve(&e->pool, pp->len * 2)) return MLSTACK_ERR_NO_MEMORY;
-                pp = (mlstack__piece *)(void *)(e->pb.p + k0) + q;
-                for (j = 0; j < pp->len; j++) {
-                    const unsigned char *m = mlstack__bl_utf8[(unsigned char)e->pool.p[pp->off + j]];
-                    memcpy(e->pool.p + e->pool.n, m + 1, m[0]);
-                    e->pool.n += m[0];
-                }
-                pp->off = start;
-                pp->len = e->pool.n - start;
-            }
+        case MLSTACK__PRETOK_BYTELEVEL:
+            if ((r = mlstack__pretok_bytelevel(e, st, p)) != MLSTACK_OK) return r;
             break;
-        }
         default: break;
         }
     }
@@ -6934,6 +6959,7 @@ static int mlstack__prot_overlaps(const mlstack__enc *e, size_t b, size_t en) {
     return lo < e->n_prot && e->prot[2 * lo] < en;
 }
 
+#if !defined(MLSTACK_NO_TEMPLATE) /* only the template's chat encode uses these two */
 /* For mlstack_chat_template_encode's placeholders: at[j] = the index in t->added of the longest
    special token (normalized or not) whose text starts s[j, n), or -1. Returns how many j have
    one; 0 for a tokenizer without added tokens (at untouched) and -1 without memory. */
@@ -6961,6 +6987,7 @@ MLSTACK__FN const char *mlstack__tok_added_text(const mlstack_tokenizer *t, int3
     *len = t->added[k].len;
     return t->added[k].s;
 }
+#endif
 
 /* Splits pool[off, off+len) on added tokens whose `normalized` flag equals `normalized`:
    leftmost match, longest first, then lstrip/rstrip/single_word as Hugging Face applies them.
@@ -7735,23 +7762,12 @@ static int mlstack__cmp_added(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
-   map and the model options (unk, byte fallback, subword prefix/suffix). */
-static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model,
-                                               const mlstack__json *vocab, const mlstack__json *added,
-                                               mlstack_error *err) {
+/* The id space shared by BPE and Unigram vocabularies (a GGUF's comes as BPE or SentencePiece
+   tokenizer.json): added_tokens checked and counted, n_vocab past the largest id (max_id, the
+   model's largest), and the by-id string tables allocated. */
+static mlstack_result mlstack__tok_alloc_ids(mlstack_tokenizer *t, const mlstack__json *added, int64_t max_id,
+                                             mlstack_error *err) {
     const mlstack__json *c, *v;
-    int64_t max_id = -1;
-    size_t n_vocab_entries = 0, slots, i;
-    for (c = vocab->child; c; c = c->next) {
-        if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
-            return MLSTACK__FAIL(
-                err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
-                "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key,
-                MLSTACK_TOK_MAX_VOCAB - 1);
-        if (c->i > max_id) max_id = c->i;
-        n_vocab_entries++;
-    }
     for (c = added ? added->child : NULL; c; c = c->next) {
         v = mlstack__json_get(c, "id");
         if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
@@ -7766,11 +7782,44 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
     t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
     t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
     t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    if (!t->tok_s || !t->tok_len || !t->tok_special)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    return MLSTACK_OK;
+}
+
+/* The ids of the byte pieces <0x00> .. <0xFF> (byte fallback), -1 where the vocabulary lacks one. */
+static void mlstack__tok_byte_ids(mlstack_tokenizer *t) {
+    int i;
+    for (i = 0; i < 256; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
+        t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
+    }
+}
+
+/* Model vocabulary: the id space (vocab and added tokens), token strings by id, the string -> id
+   map and the model options (unk, byte fallback, subword prefix/suffix). */
+static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlstack__json *model,
+                                               const mlstack__json *vocab, const mlstack__json *added,
+                                               mlstack_error *err) {
+    const mlstack__json *c, *v;
+    int64_t max_id = -1;
+    size_t n_vocab_entries = 0, slots;
+    mlstack_result r;
+    for (c = vocab->child; c; c = c->next) {
+        if (c->type != MLSTACK__JSON_NUMBER || !c->is_int || c->i < 0 || c->i >= MLSTACK_TOK_MAX_VOCAB)
+            return MLSTACK__FAIL(
+                err, c->type == MLSTACK__JSON_NUMBER && c->is_int && c->i >= 0 ? MLSTACK_ERR_LIMIT : MLSTACK_ERR_FORMAT,
+                "tokenizer.json: vocab entry \"%.64s\" has an invalid id (integers 0..%d)", c->key,
+                MLSTACK_TOK_MAX_VOCAB - 1);
+        if (c->i > max_id) max_id = c->i;
+        n_vocab_entries++;
+    }
+    if ((r = mlstack__tok_alloc_ids(t, added, max_id, err)) != MLSTACK_OK) return r;
     for (slots = 16; slots < n_vocab_entries * 2; slots *= 2) {}
     t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
     t->vmask = (uint32_t)(slots - 1);
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
+    if (!t->vmap) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     for (c = vocab->child; c; c = c->next) {
         uint32_t h = mlstack__hash(t->hkey, c->key, c->key_len) & t->vmask;
         if (mlstack__tok_vocab_find(t, c->key, c->key_len) >= 0) continue; /* the JSON repeats a key: first wins */
@@ -7794,11 +7843,7 @@ static mlstack_result mlstack__tok_build_vocab(mlstack_tokenizer *t, const mlsta
         t->eow_suffix = v->str;
         t->eow_suffix_len = v->len;
     }
-    for (i = 0; i < 256; i++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", (unsigned)i);
-        t->byte_ids[i] = mlstack__tok_vocab_find(t, name, 6);
-    }
+    mlstack__tok_byte_ids(t);
     return MLSTACK_OK;
 }
 
@@ -8031,6 +8076,27 @@ static mlstack_result mlstack__tok_build_specials(mlstack_tokenizer *t, const ml
     return MLSTACK_OK;
 }
 
+/* What BPE and Unigram tokenizers share after their model: added tokens, the normalizer,
+   pre-tokenizer and decoder steps, and the special tokens. */
+static mlstack_result mlstack__tok_build_pipeline(mlstack_tokenizer *t, const mlstack__json *root,
+                                                  const mlstack__json *added, const mlstack__json *cfg,
+                                                  mlstack_error *err) {
+    mlstack_result r;
+    int k;
+    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
+        MLSTACK_OK)
+        return r;
+    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
+        return r;
+    for (k = 0; k < t->n_pre; k++)
+        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
+    return mlstack__tok_build_specials(t, root, cfg, err);
+}
+
 /* Unigram model: vocab [[piece, score], ...] (id = index), unk_id, byte_fallback; the pieces'
    trie and the unknown score (lowest score - 10, as tokenizers' K_UNK_PENALTY). A piece listed
    twice names the later id, as tokenizers' map does. Then added tokens, steps and specials as
@@ -8044,7 +8110,6 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     int64_t max_id;
     double min_score = HUGE_VAL;
     mlstack_result r;
-    int k;
     if (!vocab || vocab->type != MLSTACK__JSON_ARRAY || !vocab->child)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score]");
@@ -8065,20 +8130,7 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "tokenizer.json: Unigram pieces total over 1 GiB");
     }
     max_id = (int64_t)n - 1;
-    for (c = added ? added->child : NULL; c; c = c->next) {
-        v = mlstack__json_get(c, "id");
-        if (!v || !v->is_int || v->i < 0 || v->i >= MLSTACK_TOK_MAX_VOCAB || !mlstack__jstr(c, "content"))
-            return MLSTACK__FAIL(
-                err, MLSTACK_ERR_FORMAT,
-                "tokenizer.json: an added token needs an integer \"id\" (0..%d) and a \"content\" string",
-                MLSTACK_TOK_MAX_VOCAB - 1);
-        if (v->i > max_id) max_id = v->i;
-        t->n_added++;
-    }
-    t->n_vocab = (int32_t)(max_id + 1);
-    t->tok_s = (const char **)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_s);
-    t->tok_len = (uint32_t *)mlstack__calloc((size_t)t->n_vocab + 1, sizeof *t->tok_len);
-    t->tok_special = (unsigned char *)mlstack__calloc((size_t)t->n_vocab + 1, 1);
+    if ((r = mlstack__tok_alloc_ids(t, added, max_id, err)) != MLSTACK_OK) return r;
     for (slots = 16; slots < n * 2; slots *= 2) {}
     t->vmap = (uint32_t *)mlstack__calloc(slots, sizeof *t->vmap);
     t->vmask = (uint32_t)(slots - 1);
@@ -8087,8 +8139,7 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
     for (slots = 16; slots < total * 2; slots *= 2) {}
     t->uni_key = (uint64_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(uint64_t));
     t->uni_child = (int32_t *)mlstack__arena_alloc(&t->arena, slots * sizeof(int32_t));
-    if (!t->tok_s || !t->tok_len || !t->tok_special || !t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key ||
-        !t->uni_child)
+    if (!t->vmap || !t->uni_score || !t->uni_tid || !t->uni_key || !t->uni_child)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     memset(t->uni_key, 0, slots * sizeof(uint64_t));
     for (i = 0; i < total; i++) t->uni_tid[i] = -1;
@@ -8132,23 +8183,8 @@ static mlstack_result mlstack__tok_build_unigram(mlstack_tokenizer *t, const mls
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: Unigram unk_id must be a piece index below %zu",
                              n);
     t->unk_id = (int32_t)v->i;
-    for (k = 0; k < 256; k++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", (unsigned)k);
-        t->byte_ids[k] = mlstack__tok_vocab_find(t, name, 6);
-    }
-    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
-        return r;
-    for (k = 0; k < t->n_pre; k++)
-        if (t->pre[k].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
-    return mlstack__tok_build_specials(t, root, cfg, err);
+    mlstack__tok_byte_ids(t);
+    return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 /* ---- end of the Unigram block ---- */
 
@@ -8156,7 +8192,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
                                          mlstack_error *err) {
     const mlstack__json *model, *vocab, *merges, *added, *ty, *v;
     mlstack_result r;
-    int i;
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: the top level is not an object");
     model = mlstack__json_get(root, "model");
@@ -8186,18 +8221,7 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "tokenizer.json: added_tokens must be an array");
     if ((r = mlstack__tok_build_vocab(t, model, vocab, added, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__tok_build_merges(t, merges, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_build_added(t, added, err)) != MLSTACK_OK) return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "normalizer"), MLSTACK__STEPS_NORMALIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "pre_tokenizer"), MLSTACK__STEPS_PRETOKENIZER, 0, err)) !=
-        MLSTACK_OK)
-        return r;
-    if ((r = mlstack__tok_steps(t, mlstack__json_get(root, "decoder"), MLSTACK__STEPS_DECODER, 0, err)) != MLSTACK_OK)
-        return r;
-    for (i = 0; i < t->n_pre; i++)
-        if (t->pre[i].type == MLSTACK__PRETOK_BYTELEVEL) t->byte_level_model = 1;
-    return mlstack__tok_build_specials(t, root, cfg, err);
+    return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
 /* ---- public API ---- */
@@ -8497,6 +8521,191 @@ static int mlstack__spm_merge_cmp(const void *a, const void *b) {
     return x->r < y->r ? -1 : x->r > y->r;
 }
 
+/* The pre-tokenizer table entry named by a BPE vocabulary's tokenizer.ggml.pre. */
+static mlstack_result mlstack__gguf_pretok_lookup(const mlstack__gguf *g, const char *what,
+                                                  const mlstack__gguf_pretok **out, mlstack_error *err) {
+    const mlstack__gguf_pretok *pt = NULL;
+    size_t k, pre_len = 0;
+    const char *pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
+    if (!pre)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown", what);
+    for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
+        const char *p = mlstack__gguf_pretoks[k].names;
+        while (*p) {
+            const char *e = strchr(p, '|');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
+            p += l + (e ? 1 : 0);
+        }
+    }
+    if (!pt)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
+                             (int)(pre_len > 60 ? 60 : pre_len), pre);
+    *out = pt;
+    return MLSTACK_OK;
+}
+
+/* The BOS, EOS and unknown token ids (-1 where absent), each checked to lie in the n tokens. */
+static mlstack_result mlstack__gguf_special_ids(const mlstack__gguf *g, const char *what, int64_t n, int64_t ids[3],
+                                                mlstack_error *err) {
+    mlstack_error e2;
+    const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                 "tokenizer.ggml.unknown_token_id"};
+    int k;
+    for (k = 0; k < 3; k++) {
+        ids[k] = -1;
+        if (!mlstack__gguf_find(g, keys[k])) continue;
+        if (!mlstack__gguf_int(g, keys[k], 0, n - 1, &ids[k], &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what, e2.message,
+                                 (long long)n);
+    }
+    return MLSTACK_OK;
+}
+
+/* SentencePiece merges rebuilt from the scores: every split of a piece into two pieces of the
+   vocabulary, best score first, written as the "merges" list. Returns 0 when out of memory. */
+static int mlstack__gguf_spm_merges(const mlstack__gguf *g, const mlstack__gguf_kv *kscore, const mlstack__strtab *tab,
+                                    int64_t n, mlstack__buf *json) {
+    const char *const *s = tab->s;
+    const size_t *len = tab->len;
+    mlstack__spm_merge *merges = NULL;
+    size_t n_merges = 0, cap = 0, i;
+    int64_t x;
+    int ok = 1;
+    for (x = 0; x < n; x++) {
+        size_t p;
+        float score;
+        uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
+        memcpy(&score, &bits, 4);
+        if (mlstack__strtab_find(tab, s[x], len[x]) != (int32_t)x) continue;
+        for (p = 1; p < len[x]; p++) {
+            int32_t l, rr;
+            if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
+            l = mlstack__strtab_find(tab, s[x], p);
+            rr = l < 0 ? -1 : mlstack__strtab_find(tab, s[x] + p, len[x] - p);
+            if (rr < 0) continue;
+            if (n_merges == cap) {
+                mlstack__spm_merge *nm;
+                cap = cap ? cap * 2 : 4096;
+                nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
+                if (!nm) {
+                    MLSTACK_FREE(merges);
+                    return 0;
+                }
+                merges = nm;
+            }
+            merges[n_merges].score = score;
+            merges[n_merges].merged = (int32_t)x;
+            merges[n_merges].l = l;
+            merges[n_merges].r = rr;
+            n_merges++;
+        }
+    }
+    if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
+    for (i = 0; ok && i < n_merges; i++) {
+        ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
+              mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
+              mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
+    }
+    MLSTACK_FREE(merges);
+    return ok;
+}
+
+/* The "added_tokens" entries: control (3), user-defined (4) and unknown (2) token types. */
+static int mlstack__gguf_added_tokens(const mlstack__gguf *g, const mlstack__gguf_kv *ktype, const char *const *s,
+                                      const size_t *len, size_t n, mlstack__buf *json) {
+    size_t i;
+    int ok = 1, first = 1;
+    char num[96];
+    for (i = 0; ok && i < n; i++) {
+        int32_t tt = ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * i, 4) : 1;
+        if (tt != 2 && tt != 3 && tt != 4) continue;
+        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
+        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) &&
+              mlstack__json_quote(json, s[i], len[i]);
+        ok &= mlstack__buf_puts(
+            json,
+            tt == 4
+                ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
+                : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
+        first = 0;
+    }
+    return ok;
+}
+
+/* SentencePiece's normalizer and decoder (no pre-tokenizer), with or without the space prefix. */
+static int mlstack__gguf_spm_pipeline(const mlstack__gguf *g, mlstack__buf *json) {
+    int ok = 1, prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
+    ok &= mlstack__buf_puts(
+        json, prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":"
+                       "\"\\u2581\"},"
+                       "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
+                     : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
+    ok &= mlstack__buf_puts(
+        json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+              "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" "
+              "\"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+    ok &= mlstack__buf_puts(json, prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
+    return ok;
+}
+
+/* A byte-level BPE vocabulary's normalizer, pre-tokenizer steps and decoder, from the table. */
+static int mlstack__gguf_bpe_pipeline(const mlstack__gguf_pretok *pt, mlstack__buf *json) {
+    int ok = 1, k;
+    ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
+    ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
+    for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
+        if (k) ok &= mlstack__buf_puts(json, ",");
+        switch (pt->steps[k].kind) {
+        case MLSTACK__GP_SPLIT: {
+            const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") &&
+                  mlstack__json_quote(json, p, strlen(p)) &&
+                  mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
+            break;
+        }
+        case MLSTACK__GP_DIGITS:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}");
+            break;
+        case MLSTACK__GP_DIGIT_RUNS:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}");
+            break;
+        case MLSTACK__GP_PUNCT:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}");
+            break;
+        case MLSTACK__GP_BYTELEVEL:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
+            break;
+        default:
+            ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}");
+            break;
+        }
+    }
+    ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
+    return ok;
+}
+
+/* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template. */
+static int mlstack__gguf_tok_config(const mlstack__gguf *g, int spm, const int64_t ids[3], const char *const *s,
+                                    const size_t *len, mlstack__buf *cfg) {
+    static const char *const names[3] = {",\"bos_token\":", ",\"eos_token\":", ",\"unk_token\":"};
+    const char *tpl;
+    size_t tpl_len;
+    int ok = 1, k;
+    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
+    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
+    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
+    for (k = 0; k < 3; k++)
+        if (ids[k] >= 0) ok &= mlstack__buf_puts(cfg, names[k]) && mlstack__json_quote(cfg, s[ids[k]], len[ids[k]]);
+    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
+    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
+    ok &= mlstack__buf_puts(cfg, "}");
+    return ok;
+}
+
 /* tokenizer.json (json) and tokenizer_config.json (cfg) for the vocabulary in g. Returns
    MLSTACK_ERR_NOT_FOUND when g has no tokenizer.ggml.model. */
 MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const char *what, mlstack__buf *json,
@@ -8505,14 +8714,12 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
                            *ktype = mlstack__gguf_find(g, "tokenizer.ggml.token_type"),
                            *kmerge = mlstack__gguf_find(g, "tokenizer.ggml.merges"),
                            *kscore = mlstack__gguf_find(g, "tokenizer.ggml.scores");
-    const char *model, *pre = NULL, **s = NULL, *tpl;
-    size_t model_len, pre_len = 0, *len = NULL, i, tpl_len;
+    const char *model, **s = NULL;
+    size_t model_len, *len = NULL, i;
     int spm, ok = 1, first;
-    int64_t n = 0, bos = -1, eos = -1, unk = -1, x;
+    int64_t n = 0, ids[3]; /* bos, eos, unk */
     const mlstack__gguf_pretok *pt = NULL;
     mlstack__strtab tab;
-    mlstack__spm_merge *merges = NULL;
-    size_t n_merges = 0;
     mlstack_result r = MLSTACK_OK;
     uint64_t pos;
     char num[96];
@@ -8546,42 +8753,8 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
     if (!spm && (!kmerge || kmerge->type != MLSTACK__GGUF_ARRAY || kmerge->elem_type != MLSTACK__GGUF_STRING))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "%s: a gpt2 (BPE) vocabulary needs tokenizer.ggml.merges, an array of strings", what);
-    if (!spm) {
-        size_t k;
-        pre = mlstack__gguf_string(g, "tokenizer.ggml.pre", &pre_len);
-        if (!pre)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: no tokenizer.ggml.pre: the pre-tokenizer of this BPE vocabulary is unknown",
-                                 what);
-        for (k = 0; k < sizeof mlstack__gguf_pretoks / sizeof mlstack__gguf_pretoks[0] && !pt; k++) {
-            const char *p = mlstack__gguf_pretoks[k].names;
-            while (*p) {
-                const char *e = strchr(p, '|');
-                size_t l = e ? (size_t)(e - p) : strlen(p);
-                if (l == pre_len && memcmp(p, pre, l) == 0) pt = &mlstack__gguf_pretoks[k];
-                p += l + (e ? 1 : 0);
-            }
-        }
-        if (!pt)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: tokenizer.ggml.pre = \"%.*s\" is not a pre-tokenizer we know", what,
-                                 (int)(pre_len > 60 ? 60 : pre_len), pre);
-    }
-    {
-        mlstack_error e2;
-        int64_t lim = n - 1;
-        const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                                     "tokenizer.ggml.unknown_token_id"};
-        int64_t *outs[3];
-        int k;
-        outs[0] = &bos, outs[1] = &eos, outs[2] = &unk;
-        for (k = 0; k < 3; k++) {
-            if (!mlstack__gguf_find(g, keys[k])) continue;
-            if (!mlstack__gguf_int(g, keys[k], 0, lim, outs[k], &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s (the vocabulary has %lld tokens)", what,
-                                     e2.message, (long long)n);
-        }
-    }
+    if (!spm && (r = mlstack__gguf_pretok_lookup(g, what, &pt, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__gguf_special_ids(g, what, n, ids, err)) != MLSTACK_OK) return r;
     s = (const char **)mlstack__calloc((size_t)n, sizeof *s);
     len = (size_t *)mlstack__calloc((size_t)n, sizeof *len);
     for (i = 1; i < 2 * (size_t)n; i *= 2) {}
@@ -8603,12 +8776,11 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
         for (h = (size_t)mlstack__hash(tab.key, s[i], len[i]) & tab.mask; tab.slot[h] >= 0; h = (h + 1) & tab.mask) {}
         tab.slot[h] = (int32_t)i;
     }
-#define MLSTACK__TT(id) (ktype ? (int32_t)(uint32_t)mlstack__le(g->bytes + ktype->off + 4 * (size_t)(id), 4) : 1)
     /* model */
     ok &= mlstack__buf_puts(json, "{\"version\":\"1.0\",\"model\":{\"type\":\"BPE\",\"dropout\":null,");
     if (spm) {
         ok &= mlstack__buf_puts(json, "\"unk_token\":");
-        ok &= unk >= 0 ? mlstack__json_quote(json, s[unk], len[unk]) : mlstack__buf_puts(json, "null");
+        ok &= ids[2] >= 0 ? mlstack__json_quote(json, s[ids[2]], len[ids[2]]) : mlstack__buf_puts(json, "null");
         ok &= mlstack__buf_puts(json, ",\"fuse_unk\":true,\"byte_fallback\":true,");
     } else {
         ok &= mlstack__buf_puts(json, "\"unk_token\":null,\"fuse_unk\":false,\"byte_fallback\":false,");
@@ -8630,124 +8802,17 @@ MLSTACK__FN mlstack_result mlstack__tok_from_gguf(const mlstack__gguf *g, const 
             m = mlstack__gguf_next_string(g, &pos, &ml);
             ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__json_quote(json, m, ml);
         }
-    } else {
-        size_t cap = 0;
-        for (x = 0; x < n; x++) {
-            const float *sc = NULL;
-            size_t p;
-            float score;
-            uint32_t bits = (uint32_t)mlstack__le(g->bytes + kscore->off + 4 * (size_t)x, 4);
-            (void)sc;
-            memcpy(&score, &bits, 4);
-            if (mlstack__strtab_find(&tab, s[x], len[x]) != (int32_t)x) continue;
-            for (p = 1; p < len[x]; p++) {
-                int32_t l, rr;
-                if ((s[x][p] & 0xC0) == 0x80) continue; /* split between code points only */
-                l = mlstack__strtab_find(&tab, s[x], p);
-                rr = l < 0 ? -1 : mlstack__strtab_find(&tab, s[x] + p, len[x] - p);
-                if (rr < 0) continue;
-                if (n_merges == cap) {
-                    mlstack__spm_merge *nm;
-                    cap = cap ? cap * 2 : 4096;
-                    nm = (mlstack__spm_merge *)MLSTACK_REALLOC(merges, cap * sizeof *merges);
-                    if (!nm) {
-                        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
-                        goto done;
-                    }
-                    merges = nm;
-                }
-                merges[n_merges].score = score;
-                merges[n_merges].merged = (int32_t)x;
-                merges[n_merges].l = l;
-                merges[n_merges].r = rr;
-                n_merges++;
-            }
-        }
-        if (n_merges) qsort(merges, n_merges, sizeof *merges, mlstack__spm_merge_cmp);
-        for (i = 0; ok && i < n_merges; i++) {
-            ok &= (i == 0 || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, "[") &&
-                  mlstack__json_quote(json, s[merges[i].l], len[merges[i].l]) && mlstack__buf_puts(json, ",") &&
-                  mlstack__json_quote(json, s[merges[i].r], len[merges[i].r]) && mlstack__buf_puts(json, "]");
-        }
+    } else if (ok && !mlstack__gguf_spm_merges(g, kscore, &tab, n, json)) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+        goto done;
     }
     ok &= mlstack__buf_puts(json, "]},\"added_tokens\":[");
-    for (i = 0, first = 1; ok && i < (size_t)n; i++) {
-        int32_t tt = MLSTACK__TT(i);
-        if (tt != 2 && tt != 3 && tt != 4) continue;
-        snprintf(num, sizeof num, "{\"id\":%lu,\"content\":", (unsigned long)i);
-        ok &= (first || mlstack__buf_puts(json, ",")) && mlstack__buf_puts(json, num) &&
-              mlstack__json_quote(json, s[i], len[i]);
-        ok &= mlstack__buf_puts(
-            json,
-            tt == 4
-                ? ",\"special\":false,\"normalized\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}"
-                : ",\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}");
-        first = 0;
-    }
+    ok &= ok && mlstack__gguf_added_tokens(g, ktype, s, len, (size_t)n, json);
     ok &= mlstack__buf_puts(json, "],");
-    if (spm) {
-        int prefix = mlstack__gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1);
-        ok &= mlstack__buf_puts(
-            json,
-            prefix ? "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":"
-                     "\"\\u2581\"},"
-                     "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
-                   : "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},");
-        ok &= mlstack__buf_puts(
-            json, "\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
-                  "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},\"content\":\" "
-                  "\"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
-        ok &= mlstack__buf_puts(json,
-                                prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}}" : "]}}");
-    } else {
-        int k;
-        ok &= mlstack__buf_puts(json, pt->nfc ? "\"normalizer\":{\"type\":\"NFC\"}," : "\"normalizer\":null,");
-        ok &= mlstack__buf_puts(json, "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[");
-        for (k = 0; ok && k < 8 && pt->steps[k].kind != MLSTACK__GP_END; k++) {
-            if (k) ok &= mlstack__buf_puts(json, ",");
-            switch (pt->steps[k].kind) {
-            case MLSTACK__GP_SPLIT: {
-                const char *p = pt->steps[k].pattern ? pt->steps[k].pattern : mlstack__qwen2_pattern;
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Split\",\"pattern\":{\"Regex\":") &&
-                      mlstack__json_quote(json, p, strlen(p)) &&
-                      mlstack__buf_puts(json, "},\"behavior\":\"Isolated\",\"invert\":false}");
-                break;
-            }
-            case MLSTACK__GP_DIGITS:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":true}");
-                break;
-            case MLSTACK__GP_DIGIT_RUNS:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Digits\",\"individual_digits\":false}");
-                break;
-            case MLSTACK__GP_PUNCT:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"}");
-                break;
-            case MLSTACK__GP_BYTELEVEL:
-                ok &= mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
-                break;
-            default:
-                ok &=
-                    mlstack__buf_puts(json, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}");
-                break;
-            }
-        }
-        ok &= mlstack__buf_puts(json, "]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"}}");
-    }
-    /* tokenizer_config.json: special tokens, whether BOS/EOS are added, the chat template */
-    ok &= mlstack__buf_puts(cfg, "{\"add_bos_token\":");
-    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_bos_token", spm) ? "true" : "false");
-    ok &= mlstack__buf_puts(cfg, ",\"add_eos_token\":");
-    ok &= mlstack__buf_puts(cfg, mlstack__gguf_bool(g, "tokenizer.ggml.add_eos_token", 0) ? "true" : "false");
-    if (bos >= 0) ok &= mlstack__buf_puts(cfg, ",\"bos_token\":") && mlstack__json_quote(cfg, s[bos], len[bos]);
-    if (eos >= 0) ok &= mlstack__buf_puts(cfg, ",\"eos_token\":") && mlstack__json_quote(cfg, s[eos], len[eos]);
-    if (unk >= 0) ok &= mlstack__buf_puts(cfg, ",\"unk_token\":") && mlstack__json_quote(cfg, s[unk], len[unk]);
-    tpl = mlstack__gguf_string(g, "tokenizer.chat_template", &tpl_len);
-    if (tpl) ok &= mlstack__buf_puts(cfg, ",\"chat_template\":") && mlstack__json_quote(cfg, tpl, tpl_len);
-    ok &= mlstack__buf_puts(cfg, "}");
-#undef MLSTACK__TT
+    ok &= spm ? mlstack__gguf_spm_pipeline(g, json) : mlstack__gguf_bpe_pipeline(pt, json);
+    ok &= mlstack__gguf_tok_config(g, spm, ids, s, len, cfg);
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
 done:
-    MLSTACK_FREE(merges);
     MLSTACK_FREE(tab.slot);
     MLSTACK_FREE(s);
     MLSTACK_FREE(len);
@@ -20372,6 +20437,87 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
     }
 }
 
+/* One Q2_K block of 256 values (84 bytes at y), as described at mlstack__ggml_quantize_row. */
+static void mlstack__q2k_block(const float *x, unsigned char *y) {
+    int j, l;
+    uint8_t L[256], Laux[16];
+    float w[16], mins[16], scales[16], max_scale = 0, max_min = 0, d, dmin;
+    for (j = 0; j < 16; j++) {
+        for (l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+        scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    for (j = 0; j < 16; j++) y[j] = 0;
+    if (max_scale > 0) {
+        float is = 15.0f / max_scale;
+        for (j = 0; j < 16; j++) y[j] = (unsigned char)mlstack__kq_nearest(is * scales[j]);
+    }
+    mlstack__kq_put16(y + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
+    if (max_min > 0) {
+        float is = 15.0f / max_min;
+        for (j = 0; j < 16; j++) y[j] = (unsigned char)(y[j] | mlstack__kq_nearest(is * mins[j]) << 4);
+    }
+    mlstack__kq_put16(y + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
+    d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
+    for (j = 0; j < 16; j++) {
+        float dd = d * (float)(y[j] & 0xF), dm;
+        if (dd == 0) continue;
+        dm = dmin * (float)(y[j] >> 4);
+        for (l = 0; l < 16; l++) {
+            int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
+            L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
+        }
+    }
+    for (j = 0; j < 256; j += 128)
+        for (l = 0; l < 32; l++)
+            y[16 + j / 4 + l] =
+                (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
+/* One Q3_K block of 256 values (110 bytes at y), as described at mlstack__ggml_quantize_row. */
+static void mlstack__q3k_block(const float *x, unsigned char *y) {
+    int j, l;
+    int8_t L[256];
+    float scales[16], max_scale = 0, amax = 0, d;
+    unsigned char *hm = y, *qs = y + 32, *sc = y + 96;
+    for (j = 0; j < 16; j++) {
+        scales[j] = mlstack__kq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
+        if (fabsf(scales[j]) > amax) amax = fabsf(scales[j]), max_scale = scales[j];
+    }
+    memset(sc, 0, 12);
+    if (max_scale != 0) {
+        float is = -32.0f / max_scale;
+        for (j = 0; j < 16; j++) {
+            int v = (int)(int8_t)mlstack__kq_nearest(is * scales[j]);
+            v = (v < -32 ? -32 : v > 31 ? 31 : v) + 32;
+            if (j < 8) sc[j] = (unsigned char)(v & 0xF);
+            else
+                sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
+            sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
+        }
+        mlstack__kq_put16(y + 108, 1 / is);
+    } else {
+        mlstack__kq_put16(y + 108, 0.0f);
+    }
+    d = mlstack__kq_f16(y + 108);
+    for (j = 0; j < 16; j++) {
+        int s = ((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+        float dd = d * (float)s;
+        if (dd == 0) continue;
+        for (l = 0; l < 16; l++) {
+            int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+            L[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
+        }
+    }
+    memset(hm, 0, 32);
+    for (j = 0; j < 256; j++)
+        if (L[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), L[j] = (int8_t)(L[j] - 4);
+    for (j = 0; j < 256; j += 128)
+        for (l = 0; l < 32; l++)
+            qs[j / 4 + l] = (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
    Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
@@ -20391,7 +20537,7 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
    are the same bytes. */
 MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void *dst, int n) {
     unsigned char *y = (unsigned char *)dst;
-    int i, j, l, nb;
+    int i, j, nb;
     switch (type) {
     case MLSTACK__GGML_Q4_0:
     case MLSTACK__GGML_Q4_1:
@@ -20467,84 +20613,10 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         }
         return;
     case MLSTACK__GGML_Q2_K:
-        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 84) {
-            uint8_t L[256], Laux[16];
-            float w[16], mins[16], scales[16], max_scale = 0, max_min = 0, d, dmin;
-            for (j = 0; j < 16; j++) {
-                for (l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-                scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
-                if (scales[j] > max_scale) max_scale = scales[j];
-                if (mins[j] > max_min) max_min = mins[j];
-            }
-            for (j = 0; j < 16; j++) y[j] = 0;
-            if (max_scale > 0) {
-                float is = 15.0f / max_scale;
-                for (j = 0; j < 16; j++) y[j] = (unsigned char)mlstack__kq_nearest(is * scales[j]);
-            }
-            mlstack__kq_put16(y + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
-            if (max_min > 0) {
-                float is = 15.0f / max_min;
-                for (j = 0; j < 16; j++) y[j] = (unsigned char)(y[j] | mlstack__kq_nearest(is * mins[j]) << 4);
-            }
-            mlstack__kq_put16(y + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
-            d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
-            for (j = 0; j < 16; j++) {
-                float dd = d * (float)(y[j] & 0xF), dm;
-                if (dd == 0) continue;
-                dm = dmin * (float)(y[j] >> 4);
-                for (l = 0; l < 16; l++) {
-                    int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
-                    L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
-                }
-            }
-            for (j = 0; j < 256; j += 128)
-                for (l = 0; l < 32; l++)
-                    y[16 + j / 4 + l] =
-                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
-        }
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 84) mlstack__q2k_block(x, y);
         return;
     case MLSTACK__GGML_Q3_K:
-        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) {
-            int8_t L[256];
-            float scales[16], max_scale = 0, amax = 0, d;
-            unsigned char *hm = y, *qs = y + 32, *sc = y + 96;
-            for (j = 0; j < 16; j++) {
-                scales[j] = mlstack__kq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
-                if (fabsf(scales[j]) > amax) amax = fabsf(scales[j]), max_scale = scales[j];
-            }
-            memset(sc, 0, 12);
-            if (max_scale != 0) {
-                float is = -32.0f / max_scale;
-                for (j = 0; j < 16; j++) {
-                    int v = (int)(int8_t)mlstack__kq_nearest(is * scales[j]);
-                    v = (v < -32 ? -32 : v > 31 ? 31 : v) + 32;
-                    if (j < 8) sc[j] = (unsigned char)(v & 0xF);
-                    else
-                        sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
-                    sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
-                }
-                mlstack__kq_put16(y + 108, 1 / is);
-            } else {
-                mlstack__kq_put16(y + 108, 0.0f);
-            }
-            d = mlstack__kq_f16(y + 108);
-            for (j = 0; j < 16; j++) {
-                int s = ((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
-                float dd = d * (float)s;
-                if (dd == 0) continue;
-                for (l = 0; l < 16; l++) {
-                    int q = mlstack__kq_nearest(x[16 * j + l] / dd);
-                    L[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
-                }
-            }
-            memset(hm, 0, 32);
-            for (j = 0; j < 256; j++)
-                if (L[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), L[j] = (int8_t)(L[j] - 4);
-            for (j = 0; j < 256; j += 128)
-                for (l = 0; l < 32; l++)
-                    qs[j / 4 + l] =
-                        (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
-        }
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) mlstack__q3k_block(x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }
@@ -25457,16 +25529,13 @@ static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
     }
 }
 
-static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
+/* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
+   [vocab, D] tensor; its scale is rounded to its dtype. *out is the table's tensor. */
+static mlstack_result mlstack__map_embed(mlstack_model *m, const char *name, const mlstack__st_tensor **out,
+                                         mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__st_tensor *t;
     mlstack_result r;
-    char name[256];
-    int l, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const mlstack__family *fm = c->fam;
-    const char *pre = fm->name.prefix ? fm->name.prefix : "model", *head = fm->name.head ? fm->name.head : "lm_head";
-    const char *attn = fm->name.attn ? fm->name.attn : "self_attn";
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.embed ? fm->name.embed : "embed_tokens");
     t = mlstack__st_find(&m->st, name);
     if (t && mlstack__st_quant_of(&m->st, t)) {
         /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
@@ -25502,10 +25571,16 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         m->embed_dtype = t->dtype;
         mlstack__embed_scale_dtype(&m->cfg, t->dtype);
     }
-    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
-    if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
-    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
-    if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
+    *out = t;
+    return MLSTACK_OK;
+}
+
+/* The LM head: its own matrix, a quantized copy of the tied embedding, or the embedding table
+   itself (t, copied when misaligned for its dtype). */
+static mlstack_result mlstack__map_head(mlstack_model *m, const char *head, const mlstack__st_tensor *t,
+                                        mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    mlstack_result r;
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
         mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
@@ -25530,145 +25605,212 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     } else if ((r = mlstack__model_linear(m, head, c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK) {
         return r;
     }
-    m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (l = 0; l < c->n_layers; l++) {
-        mlstack__layer *L = &m->layers[l];
-        const mlstack__family *f = c->fam;
-        int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
-            kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
-        char nm[200];
+    return MLSTACK_OK;
+}
+
+/* Layer weight names, "<prefix>.layers.<l>.<suffix>", written into the caller's name buffer. */
 #define MLSTACK__LNAME(suffix) (snprintf(name, sizeof name, "%s.layers.%d.%s", pre, l, suffix), name)
+
+/* Layer l's norms (those the family has) and, for LayerNorm families, their biases. */
+static mlstack_result mlstack__map_layer_norms(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
 #define MLSTACK__LNORM(field, key)                                                                               \
     if (key) {                                                                                                   \
         snprintf(nm, sizeof nm, "%s.weight", key);                                                               \
         if ((r = mlstack__model_norm(m, MLSTACK__LNAME(nm), c->n_embd, &L->field, err)) != MLSTACK_OK) return r; \
     }
-        /* clang-format off */
-        MLSTACK__LNORM(attn_norm, f->norm.attn)
-        MLSTACK__LNORM(post_attn_norm, f->norm.post_attn)
-        /* clang-format on */
-        if (c->parallel != MLSTACK__RESID_PARALLEL_LN1)
-            MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
-        MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
+    /* clang-format off */
+    MLSTACK__LNORM(attn_norm, f->norm.attn)
+    MLSTACK__LNORM(post_attn_norm, f->norm.post_attn)
+    /* clang-format on */
+    if (c->parallel != MLSTACK__RESID_PARALLEL_LN1)
+        MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
+    MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
 #undef MLSTACK__LNORM
-        if (c->layernorm) { /* LayerNorm biases beside the weights */
-            snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
-            if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK)
-                return r;
-            snprintf(nm, sizeof nm, "%s.bias", f->norm.ffn);
-            if (L->ffn_norm &&
-                (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
-                return r;
-        }
-        if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
-            mlstack__weight all;
-            memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "%s.%s", attn, f->fused.qkv);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all,
-                                           err)))
-                return r;
-            if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK)
-                return r;
-            mlstack__weight_view(&L->wq, &all, 0, q_dim);
-            mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
-            mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
-        } else {
-            static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
-            mlstack__weight *dst[3];
-            int rows3[3], pi;
-            dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
-            rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
-            for (pi = 0; pi < 3; pi++) {
-                snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi],
-                                               err)) != MLSTACK_OK)
-                    return r;
-            }
-        }
-        snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
-        if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
-            int e;
-            L->moe = 1;
-            L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-            if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-            snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err)))
-                return r;
-            for (e = 0; e < c->n_experts; e++) {
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e],
-                                               err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1],
-                                               err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2],
-                                               err)))
-                    return r;
-            }
-            if (c->shared_ff) {
-                snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err)))
-                    return r;
-                snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe.block);
-                if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
-            }
-        } else if (f->fused.gate_up) { /* fused gate | up rows */
-            mlstack__weight all;
-            memset(&all, 0, sizeof all);
-            snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
-                return r;
-            mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
-            mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
-        } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
-            snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
-                return r;
-        } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                              &L->w_gate, err)) ||
-                   (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                              &L->w_up, err))) {
+    if (c->layernorm) { /* LayerNorm biases beside the weights */
+        snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
+        snprintf(nm, sizeof nm, "%s.bias", f->norm.ffn);
+        if (L->ffn_norm &&
+            (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->ffn_norm_b, err)) != MLSTACK_OK)
             return r;
-        }
-        snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
-        if (!L->moe &&
-            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+    }
+    return MLSTACK_OK;
+}
+
+/* Layer l's q, k, v projections (three matrices, or views of one fused matrix) and o. */
+static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                              int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
+        mlstack__weight all;
+        memset(&all, 0, sizeof all);
+        snprintf(nm, sizeof nm, "%s.%s", attn, f->fused.qkv);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), q_dim + 2 * kv_dim, c->n_embd, c->attn_bias, &all, err)))
             return r;
-        if (c->qk_norm ==
-            MLSTACK__QK_NORM_HEAD_LN) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
-            int h, nh;
-            for (nh = 0; nh < 2; nh++) {
-                int heads = nh ? c->n_kv_heads : c->n_heads;
-                float *dst = (float *)mlstack__model_own(m, sizeof(float) * (size_t)heads * (size_t)c->head_dim);
-                if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-                for (h = 0; h < heads; h++) {
-                    const float *wh;
-                    snprintf(nm, sizeof nm, "%s.%s_layernorm.norms.%d.weight", attn, nh ? "k" : "q", h);
-                    if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->head_dim, &wh, err)) != MLSTACK_OK) return r;
-                    memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
-                }
-                if (nh) L->k_norm = dst;
-                else
-                    L->q_norm = dst;
-            }
-        } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-            int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-            if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-                (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
+        if ((f->flags & MLSTACK__F_QKV_HEADS) && (r = mlstack__qkv_deinterleave(m, c, &all, err)) != MLSTACK_OK)
+            return r;
+        mlstack__weight_view(&L->wq, &all, 0, q_dim);
+        mlstack__weight_view(&L->wk, &all, q_dim, q_dim + kv_dim);
+        mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
+    } else {
+        static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
+        mlstack__weight *dst[3];
+        int rows3[3], pi;
+        dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
+        rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
+        for (pi = 0; pi < 3; pi++) {
+            snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
+                MLSTACK_OK)
                 return r;
         }
+    }
+    snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
+static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
+    int e;
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+    for (e = 0; e < c->n_experts; e++) {
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
+            return r;
+    }
+    if (c->shared_ff) {
+        snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_up, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, 0, &L->sh_down, err))) return r;
+        snprintf(nm, sizeof nm, "%s.shared_expert_gate", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 1, c->n_embd, 0, &L->sh_router, err))) return r;
+    }
+    return MLSTACK_OK;
+}
+
+/* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
+static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+        if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (f->fused.gate_up) { /* fused gate | up rows */
+        mlstack__weight all;
+        memset(&all, 0, sizeof all);
+        snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
+            return r;
+        mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
+        mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
+    } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
+        snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
+                                          &L->w_gate, err)) ||
+               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
+                                          err))) {
+        return r;
+    }
+    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+        return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's q/k norms: per-head LayerNorms gathered into one table (StableLM) or one weight each. */
+static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                                 int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__family *f = c->fam;
+    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
+        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
+    mlstack_result r;
+    char name[256], nm[200];
+    if (c->qk_norm ==
+        MLSTACK__QK_NORM_HEAD_LN) { /* StableLM: one LayerNorm weight per head, gathered into (heads, Dh) */
+        int h, nh;
+        for (nh = 0; nh < 2; nh++) {
+            int heads = nh ? c->n_kv_heads : c->n_heads;
+            float *dst = (float *)mlstack__model_own(m, sizeof(float) * (size_t)heads * (size_t)c->head_dim);
+            if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (h = 0; h < heads; h++) {
+                const float *wh;
+                snprintf(nm, sizeof nm, "%s.%s_layernorm.norms.%d.weight", attn, nh ? "k" : "q", h);
+                if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->head_dim, &wh, err)) != MLSTACK_OK) return r;
+                memcpy(dst + (size_t)h * c->head_dim, wh, sizeof(float) * (size_t)c->head_dim);
+            }
+            if (nh) L->k_norm = dst;
+            else
+                L->q_norm = dst;
+        }
+    } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
+            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
+            return r;
+    }
+    return MLSTACK_OK;
+}
 #undef MLSTACK__LNAME
+
+static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t = NULL;
+    mlstack_result r;
+    char name[256];
+    int l;
+    const mlstack__family *fm = c->fam;
+    const char *pre = fm->name.prefix ? fm->name.prefix : "model", *head = fm->name.head ? fm->name.head : "lm_head";
+    const char *attn = fm->name.attn ? fm->name.attn : "self_attn";
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.embed ? fm->name.embed : "embed_tokens");
+    if ((r = mlstack__map_embed(m, name, &t, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.weight", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
+    if ((r = mlstack__model_norm(m, name, c->n_embd, &m->final_norm, err)) != MLSTACK_OK) return r;
+    snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
+    if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__map_head(m, head, t, err)) != MLSTACK_OK) return r;
+    m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (l = 0; l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
+            return r;
         mlstack__layer_kind(c, l, L);
     }
     return MLSTACK_OK;
@@ -26108,36 +26250,10 @@ MLSTACK_API mlstack_result mlstack_model_save_flags(mlstack_model *m, const char
 MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir, mlstack_error *err) {
     return mlstack_model_save_flags(m, dir, 0, err);
 }
-static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err) {
-    static const char *const side[] = {"config.json",
-                                       "generation_config.json",
-                                       "tokenizer.json",
-                                       "tokenizer_config.json",
-                                       "special_tokens_map.json",
-                                       "chat_template.jinja",
-                                       "vocab.json",
-                                       "merges.txt"};
-    mlstack__save_item *items, *ord = NULL;
-    mlstack__buf hdr;
-    int ok = 1;
-    mlstack_result r = MLSTACK_OK;
-    char *path = NULL, *tmp_path = NULL, *side_tmp[sizeof side / sizeof side[0]] = {0};
-    FILE *f = NULL;
-    int n = 0, n_ord = 0, i, k, extra_head, n_panels = 0;
-    uint64_t off = 0;
-    size_t s;
-    if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
-    if (flags & ~MLSTACK_SAVE_ROWS)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_flags: unknown flags 0x%x", flags);
-    if (mlstack__mkdir(dir) != 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
-    /* Saving into the folder the model came from would replace the user's weights (still mapped
-       by this model) with a converted copy: refused, whatever path spells the folder. */
-    if (mlstack__same_file(dir, m->path))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
-                             dir);
-    /* GGML formats other than Q8_0 / Q4_1 have no safetensors form here (save as GGUF) */
+/* Refuses weights in GGML formats other than Q8_0 / Q4_1: safetensors output has no form for them
+   here (they are saved as GGUF). */
+static mlstack_result mlstack__save_check_types(mlstack_model *m, mlstack_error *err) {
+    int i, k;
     for (i = -1; i < m->cfg.n_layers; i++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights(m, i, ws);
@@ -26148,10 +26264,15 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
                                      "save as GGUF, or open the model with quant Q8_0 / Q4_1",
                                      ws[k]->name ? ws[k]->name : "a projection", mlstack__wtype_name(ws[k]->wtype));
     }
-    /* a quantized copy of a tied head has no tensor of its own in the source */
-    extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
-    items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
-    if (!items) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    return MLSTACK_OK;
+}
+
+/* The tensors to write, into items (room for every source tensor and a tied head's copy):
+   quantized projections as panels (or rows with MLSTACK_SAVE_ROWS), the rest as stored. Returns
+   how many; *n_panels counts the panels. */
+static int mlstack__save_items(mlstack_model *m, unsigned flags, int extra_head, mlstack__save_item *items,
+                               int *n_panels) {
+    int n = 0, i, k;
     for (i = 0; i < m->st.n_tensors + extra_head; i++) {
         const mlstack__st_tensor *t = i < m->st.n_tensors ? &m->st.tensors[i] : NULL;
         const mlstack__weight *w = mlstack__model_weight_named(m, t ? t->name : "lm_head.weight");
@@ -26168,7 +26289,7 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
             it->bytes = (uint64_t)it->shape[0] * (uint64_t)it->shape[1];
             it->rank = -1;
             it->quant = w->wtype;
-            n_panels++;
+            (*n_panels)++;
         } else if (w && (w->wtype == MLSTACK__W_Q8_0 || w->wtype == MLSTACK__W_Q4_1)) {
             it->dtype = "U8";
             it->n_dims = 2;
@@ -26189,13 +26310,14 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
         }
         n++;
     }
-    qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
-    /* panels (first) at multiples of 64 bytes, the rest after them from a multiple of 64 */
-    ord = (mlstack__save_item *)mlstack__calloc((size_t)n * 2 + 1, sizeof *ord);
-    if (!ord) {
-        MLSTACK_FREE(items);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    }
+    return n;
+}
+
+/* items in file order into ord, with padding tensors so that panels start at multiples of 64
+   bytes and the rest after them from a multiple of 64; returns how many. */
+static int mlstack__save_order(const mlstack__save_item *items, int n, mlstack__save_item *ord) {
+    uint64_t off = 0;
+    int n_ord = 0, i;
     for (i = 0; i < n; i++) {
         if ((items[i].rank < 0 || (i > 0 && items[i - 1].rank < 0)) && off % 64) {
             mlstack__save_item *pad = &ord[n_ord++];
@@ -26212,42 +26334,117 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
     }
     for (i = 0; i < n_ord; i++)
         if (ord[i].pad_name[0]) ord[i].name = ord[i].pad_name;
-    off = 0;
-    memset(&hdr, 0, sizeof hdr);
-    ok &= mlstack__buf_puts(&hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
+    return n_ord;
+}
+
+/* The safetensors header: metadata (format, panel layout, quantized tensors) and each tensor's
+   dtype, shape and offsets, padded so that the data starts at a multiple of 64. Returns 0 when
+   out of memory. */
+static int mlstack__save_header(const mlstack__save_item *ord, int n_ord, int n_panels, mlstack__buf *hdr) {
+    uint64_t off = 0;
+    int ok = 1, i, k;
+    ok &= mlstack__buf_puts(hdr, "{\"__metadata__\":{\"format\":\"pt\",\"mlstack.version\":\"1\"");
     if (n_panels)
-        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.p16.version\":\"" MLSTACK__P16_VERSION
-                                      "\",\"mlstack.p16.panel_rows\":\"16\",\"mlstack.p16.group\":\"4\"");
+        ok &= mlstack__buf_puts(hdr, ",\"mlstack.p16.version\":\"" MLSTACK__P16_VERSION
+                                     "\",\"mlstack.p16.panel_rows\":\"16\",\"mlstack.p16.group\":\"4\"");
     for (i = 0; i < n_ord; i++) {
         if (ord[i].quant != MLSTACK__W_Q8_0 && ord[i].quant != MLSTACK__W_Q4_1) continue;
-        ok &= mlstack__buf_puts(&hdr, ",\"mlstack.quant.");
-        ok &= mlstack__buf_puts(&hdr, ord[i].name);
-        ok &= mlstack__buf_puts(&hdr, ord[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
+        ok &= mlstack__buf_puts(hdr, ",\"mlstack.quant.");
+        ok &= mlstack__buf_puts(hdr, ord[i].name);
+        ok &= mlstack__buf_puts(hdr, ord[i].quant == MLSTACK__W_Q8_0 ? "\":\"Q8_0\"" : "\":\"Q4_1\"");
         if (ord[i].rank < 0) {
-            ok &= mlstack__buf_puts(&hdr, ",\"mlstack.layout.");
-            ok &= mlstack__buf_puts(&hdr, ord[i].name);
-            ok &= mlstack__buf_puts(&hdr, "\":\"P16\"");
+            ok &= mlstack__buf_puts(hdr, ",\"mlstack.layout.");
+            ok &= mlstack__buf_puts(hdr, ord[i].name);
+            ok &= mlstack__buf_puts(hdr, "\":\"P16\"");
         }
     }
-    ok &= mlstack__buf_puts(&hdr, "}");
+    ok &= mlstack__buf_puts(hdr, "}");
     for (i = 0; i < n_ord; i++) {
         char tmp[64];
-        ok &= mlstack__buf_puts(&hdr, ",\"");
-        ok &= mlstack__buf_puts(&hdr, ord[i].name);
-        ok &= mlstack__buf_puts(&hdr, "\":{\"dtype\":\"");
-        ok &= mlstack__buf_puts(&hdr, ord[i].dtype);
-        ok &= mlstack__buf_puts(&hdr, "\",\"shape\":[");
+        ok &= mlstack__buf_puts(hdr, ",\"");
+        ok &= mlstack__buf_puts(hdr, ord[i].name);
+        ok &= mlstack__buf_puts(hdr, "\":{\"dtype\":\"");
+        ok &= mlstack__buf_puts(hdr, ord[i].dtype);
+        ok &= mlstack__buf_puts(hdr, "\",\"shape\":[");
         for (k = 0; k < ord[i].n_dims; k++) {
             snprintf(tmp, sizeof tmp, k ? ",%lld" : "%lld", (long long)ord[i].shape[k]);
-            ok &= mlstack__buf_puts(&hdr, tmp);
+            ok &= mlstack__buf_puts(hdr, tmp);
         }
         snprintf(tmp, sizeof tmp, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                  (unsigned long long)(off + ord[i].bytes));
-        ok &= mlstack__buf_puts(&hdr, tmp);
+        ok &= mlstack__buf_puts(hdr, tmp);
         off += ord[i].bytes;
     }
-    ok &= mlstack__buf_puts(&hdr, "}");
-    while (ok && (8 + hdr.n) % 64) ok &= mlstack__buf_puts(&hdr, " "); /* the data area at a multiple of 64 */
+    ok &= mlstack__buf_puts(hdr, "}");
+    while (ok && (8 + hdr->n) % 64) ok &= mlstack__buf_puts(hdr, " "); /* the data area at a multiple of 64 */
+    return ok;
+}
+
+/* Writes the header's length and text, then every tensor (panels packed as they go, padding as
+   zeros). Returns MLSTACK_ERR_IO on a failed write; *nomem is set when panels ran out of memory. */
+static mlstack_result mlstack__save_write(FILE *f, const mlstack__buf *hdr, const mlstack__save_item *ord, int n_ord,
+                                          int *nomem) {
+    mlstack_result r = MLSTACK_OK;
+    int i, k;
+    static const unsigned char zeros[64] = {0};
+    unsigned char le[8];
+    uint64_t hl = hdr->n;
+    for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
+    if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr->p, 1, hdr->n, f) != hdr->n) r = MLSTACK_ERR_IO;
+    for (i = 0; r == MLSTACK_OK && i < n_ord; i++) {
+        int rc = ord[i].w ? mlstack__save_panels(f, &ord[i])
+                 : fwrite(ord[i].data ? ord[i].data : zeros, 1, (size_t)ord[i].bytes, f) == ord[i].bytes ? 0
+                                                                                                         : -1;
+        if (rc) r = MLSTACK_ERR_IO, *nomem = rc == -2;
+    }
+    return r;
+}
+
+static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir, unsigned flags, mlstack_error *err) {
+    static const char *const side[] = {"config.json",
+                                       "generation_config.json",
+                                       "tokenizer.json",
+                                       "tokenizer_config.json",
+                                       "special_tokens_map.json",
+                                       "chat_template.jinja",
+                                       "vocab.json",
+                                       "merges.txt"};
+    mlstack__save_item *items, *ord = NULL;
+    mlstack__buf hdr;
+    int ok = 1;
+    mlstack_result r = MLSTACK_OK;
+    char *path = NULL, *tmp_path = NULL, *side_tmp[sizeof side / sizeof side[0]] = {0};
+    FILE *f = NULL;
+    int n = 0, n_ord = 0, extra_head, n_panels = 0;
+    size_t s;
+    if (!m || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save: model or dir is NULL");
+    if (flags & ~MLSTACK_SAVE_ROWS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_flags: unknown flags 0x%x", flags);
+    if (mlstack__mkdir(dir) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    /* Saving into the folder the model came from would replace the user's weights (still mapped
+       by this model) with a converted copy: refused, whatever path spells the folder. */
+    if (mlstack__same_file(dir, m->path))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_model_save: %s is the folder the model was opened from; save to another folder",
+                             dir);
+    /* GGML formats other than Q8_0 / Q4_1 have no safetensors form here (save as GGUF) */
+    if ((r = mlstack__save_check_types(m, err)) != MLSTACK_OK) return r;
+    /* a quantized copy of a tied head has no tensor of its own in the source */
+    extra_head = m->cfg.tied && m->lm_head.wtype != (int)m->embed_dtype;
+    items = (mlstack__save_item *)mlstack__calloc((size_t)m->st.n_tensors + 1, sizeof *items);
+    if (!items) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    n = mlstack__save_items(m, flags, extra_head, items, &n_panels);
+    qsort(items, (size_t)n, sizeof *items, mlstack__save_cmp);
+    /* panels (first) at multiples of 64 bytes, the rest after them from a multiple of 64 */
+    ord = (mlstack__save_item *)mlstack__calloc((size_t)n * 2 + 1, sizeof *ord);
+    if (!ord) {
+        MLSTACK_FREE(items);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    n_ord = mlstack__save_order(items, n, ord);
+    memset(&hdr, 0, sizeof hdr);
+    ok = mlstack__save_header(ord, n_ord, n_panels, &hdr);
     if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     /* Every file is written beside its target under a temporary name (mlstack__tmp_create) and
        renamed over it only when all of them are written: an existing file (perhaps mapped by a
@@ -26268,18 +26465,8 @@ static mlstack_result mlstack__model_save_dir(mlstack_model *m, const char *dir,
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
                           strerror(errno));
     if (r == MLSTACK_OK) {
-        static const unsigned char zeros[64] = {0};
-        unsigned char le[8];
-        uint64_t hl = hdr.n;
         int nomem = 0;
-        for (k = 0; k < 8; k++) le[k] = (unsigned char)(hl >> (8 * k));
-        if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr.p, 1, hdr.n, f) != hdr.n) r = MLSTACK_ERR_IO;
-        for (i = 0; r == MLSTACK_OK && i < n_ord; i++) {
-            int rc = ord[i].w ? mlstack__save_panels(f, &ord[i])
-                     : fwrite(ord[i].data ? ord[i].data : zeros, 1, (size_t)ord[i].bytes, f) == ord[i].bytes ? 0
-                                                                                                             : -1;
-            if (rc) r = MLSTACK_ERR_IO, nomem = rc == -2;
-        }
+        r = mlstack__save_write(f, &hdr, ord, n_ord, &nomem);
         if (ferror(f)) r = MLSTACK_ERR_IO;
         if (fclose(f) != 0) r = MLSTACK_ERR_IO;
         if (r != MLSTACK_OK)
@@ -26555,6 +26742,59 @@ static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
     return h * head_dim + 2 * (rem % half) + rem / half;
 }
 
+/* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
+   Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
+static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
+                                     size_t name_cap, int *is_embed) {
+    int layer = -1, permute_heads = 0;
+    if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), *is_embed = 1;
+    else if (strcmp(t->name, "output_norm.weight") == 0)
+        snprintf(name, name_cap, "model.norm.weight");
+    else if (strcmp(t->name, "output.weight") == 0)
+        snprintf(name, name_cap, "lm_head.weight");
+    else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
+        const char *rest = strchr(t->name + 4, '.') + 1;
+        char hf[64];
+        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        else
+            snprintf(name, name_cap, "%.90s", t->name);
+        if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
+        if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
+    } else {
+        snprintf(name, name_cap, "%.90s", t->name);
+    }
+    return permute_heads;
+}
+
+/* A tied head of t's blocks (quant) as tensor x: t's bytes in place, or repacked into copies at
+   off when pass is 1. Returns the bytes it takes in the copies. */
+static uint64_t mlstack__gguf_tied_head(const mlstack__gguf *g, const mlstack__gguf_tensor *t, int quant, int pass,
+                                        mlstack__st_tensor *x, char *name, size_t name_cap, unsigned char *copies,
+                                        uint64_t off) {
+    uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
+             row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
+    uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
+    int in_place = mlstack__gguf_in_place(t->type);
+    if (pass == 1) {
+        snprintf(name, name_cap, "lm_head.weight");
+        memset(x, 0, sizeof *x);
+        x->name = name;
+        x->quant = quant;
+        x->dtype = MLSTACK_DTYPE_U8;
+        x->n_dims = 2;
+        x->shape[0] = (int64_t)rows;
+        x->shape[1] = (int64_t)out_row;
+        x->file = in_place ? 0 : 1;
+        x->begin = in_place ? t->offset : off;
+        x->end = in_place ? t->offset + t->bytes : off + out_row * rows;
+        if (!in_place)
+            for (r = 0; r < rows; r++)
+                mlstack__gguf_repack_row(t->type, g->data + t->offset + r * row_bytes, copies + off + r * out_row,
+                                         (int)t->ne[0]);
+    }
+    return in_place ? 0 : (out_row * rows + 63) & ~(uint64_t)63;
+}
+
 /* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
 MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__gguf *g = &m->gguf;
@@ -26584,29 +26824,11 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int layer = -1, k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
-            if (strcmp(t->name, "token_embd.weight") == 0)
-                snprintf(name, name_cap, "model.embed_tokens.weight"), is_embed = 1;
-            else if (strcmp(t->name, "output_norm.weight") == 0)
-                snprintf(name, name_cap, "model.norm.weight");
-            else if (strcmp(t->name, "output.weight") == 0)
-                snprintf(name, name_cap, "lm_head.weight");
-            else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers &&
-                     strchr(t->name + 4, '.')) {
-                const char *rest = strchr(t->name + 4, '.') + 1;
-                char hf[64];
-                if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
-                    snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
-                else
-                    snprintf(name, name_cap, "%.90s", t->name);
-                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
-                if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
-            } else {
-                snprintf(name, name_cap, "%.90s", t->name);
-            }
+            permute_heads = mlstack__gguf_tensor_name(c, t, name, name_cap, &is_embed);
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
@@ -26675,28 +26897,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                embedding stays blocks itself, and its tied head reads them as any tied head does */
             if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 && !quant &&
                 (quant = mlstack__gguf_wtype(t->type)) != 0) {
-                uint64_t out_row = mlstack__row_bytes(quant, (int)t->ne[0]), r;
-                int in_place = mlstack__gguf_in_place(t->type);
-                x = &st->tensors[n];
-                name = names + (size_t)n * name_cap;
-                if (pass == 1) {
-                    snprintf(name, name_cap, "lm_head.weight");
-                    memset(x, 0, sizeof *x);
-                    x->name = name;
-                    x->quant = quant;
-                    x->dtype = MLSTACK_DTYPE_U8;
-                    x->n_dims = 2;
-                    x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)out_row;
-                    x->file = in_place ? 0 : 1;
-                    x->begin = in_place ? t->offset : off;
-                    x->end = in_place ? t->offset + t->bytes : off + out_row * rows;
-                    if (!in_place)
-                        for (r = 0; r < rows; r++)
-                            mlstack__gguf_repack_row(t->type, g->data + t->offset + r * row_bytes,
-                                                     copies + off + r * out_row, (int)t->ne[0]);
-                }
-                if (!in_place) off += (out_row * rows + 63) & ~(uint64_t)63;
+                off += mlstack__gguf_tied_head(g, t, quant, pass, &st->tensors[n], names + (size_t)n * name_cap,
+                                               name_cap, copies, off);
                 n++;
             }
         }
@@ -27007,14 +27209,217 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
     mlstack__model_hold_rows(m, 0);
     return r;
 }
+/* Appends one tensor to the list *n_t long in ts: name, ggml type, dimensions, data and rows. */
+#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
+    do {                                                                                            \
+        mlstack__gw_tensor *t_ = &ts[(*n_t)++];                                                     \
+        snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
+        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
+        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
+        t_->unpack = 0, t_->file_row = (rb);                                                        \
+    } while (0)
+
+/* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
+   the output norm and an untied head. Returns 0 when out of memory. */
+static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **head_q8) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, i, tied_blocks;
+    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
+       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
+       written as Q8_0 of the float table when the model still has it. */
+    tied_blocks = c->tied && MLSTACK__W_IS_BLOCK(m->lm_head.wtype);
+    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
+        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
+         m->embed_dtype == MLSTACK_DTYPE_BF16) &&
+        c->n_embd % MLSTACK__QK == 0) {
+        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd),
+               er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
+        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
+        *head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
+        if (!row || !*head_q8) ok = 0;
+        for (i = 0; ok && i < c->n_vocab; i++) {
+            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
+            mlstack__quantize_row(MLSTACK__W_Q8_0, row, *head_q8 + (size_t)i * rb, c->n_embd);
+        }
+        MLSTACK_FREE(row);
+        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, *head_q8, rb, 0);
+    } else if (tied_blocks) {
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
+                      m->lm_head.data, m->lm_head.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
+    } else
+        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
+                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
+    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    if (m->lm_head.data != m->embed && !tied_blocks) {
+        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
+                      m->lm_head.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
+    }
+    return ok;
+}
+
+/* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
+static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+#define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        char nm[64];
+        int k;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 7; k++) {
+            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
+                          ws[k]->row_bytes, perm);
+            mlstack__gw_made(&ts[*n_t - 1], ws[k]);
+            if (ws[k]->bias) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
+            }
+        }
+        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+        }
+    }
+#undef MLSTACK__GGUF_NAME
+}
+
+/* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
+static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, float **rope_factors) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, i;
+    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
+        int half = c->head_dim / 2;
+        *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!*rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++)
+            (*rope_factors)[i] =
+                (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) /
+                m->inv_freq[i];
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, *rope_factors, (size_t)half * 4, 0);
+    }
+    return ok;
+}
+#undef MLSTACK__GW_T
+
+/* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
+   are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
+   when the tokenizer cannot be written. */
+static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv, mlstack_result *r,
+                            mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int ok = 1, ftype;
+    ftype = m->quant_ftype                             ? m->quant_ftype
+            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
+            : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
+            : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
+            : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
+                                                       : 0;
+    ok = ok && mlstack__gw_s(kv, NULL, "general.architecture", arch, strlen(arch), n_kv) &&
+         mlstack__gw_u32(kv, NULL, "general.quantization_version", 2, n_kv) &&
+         mlstack__gw_u32(kv, NULL, "general.file_type", (uint32_t)ftype, n_kv) &&
+         mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
+         mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
+         mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
+         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
+         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
+        ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
+             mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
+        uint64_t k;
+        for (k = 0; ok && k < m->gguf.n_kv; k++) {
+            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
+            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
+            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
+            ok = mlstack__gw_key(kv, NULL, e->key, e->type) &&
+                 mlstack__buf_put(kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
+            (*n_kv)++;
+        }
+    } else if (ok && m->tok) {
+        *r = mlstack__gw_tokenizer_json(m, kv, n_kv, err);
+    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
+        ok = mlstack__gw_s(kv, NULL, "tokenizer.ggml.model", "none", 4, n_kv);
+    }
+    return ok;
+}
+
+/* The file header: magic, version, counts, the keys, then tensor infos at offsets aligned to 32. */
+static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const mlstack__buf *kv, mlstack__buf *hdr) {
+    uint64_t off = 0;
+    int ok = 1, i;
+    ok = ok && mlstack__buf_put(hdr, "GGUF", 4) && mlstack__gw_u(hdr, 3, 4) && mlstack__gw_u(hdr, (uint64_t)n_t, 8) &&
+         mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
+    for (i = 0; ok && i < n_t; i++) {
+        mlstack__gw_tensor *t = &ts[i];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        t->offset = off;
+        ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
+             mlstack__gw_u(hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             mlstack__gw_u(hdr, t->type, 4) && mlstack__gw_u(hdr, off, 8);
+        off += (bytes + 31) & ~(uint64_t)31;
+    }
+    while (ok && hdr->n % 32) ok = mlstack__buf_put(hdr, "", 1);
+    return ok;
+}
+
+/* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
+   padded to 32 bytes. Returns 0 when a write fails or memory runs out. */
+static int mlstack__gw_write(FILE *f, const mlstack__buf *hdr, const mlstack__gw_tensor *ts, int n_t, int hd) {
+    int ok, i;
+    static const unsigned char zeros[32] = {0};
+    unsigned char *conv = NULL;
+    ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
+    for (i = 0; ok && i < n_t; i++) {
+        const mlstack__gw_tensor *t = &ts[i];
+        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        if (t->unpack) {
+            MLSTACK_FREE(conv);
+            if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
+        }
+        for (row = 0; ok && row < t->ne[1]; row++) {
+            /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
+            uint64_t src = t->permute_heads
+                               ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
+                                     (row % (uint64_t)hd) / 2
+                               : row;
+            if (t->unpack) {
+                mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+                ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
+            } else {
+                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+            }
+        }
+        if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
+    }
+    MLSTACK_FREE(conv);
+    return ok;
+}
+
 static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
-    int n_kv = 0, n_t = 0, l, i, ok = 1, ftype, tied_blocks;
+    int n_kv = 0, n_t = 0, ok = 1;
     unsigned char *head_q8 = NULL;
-    uint64_t off = 0;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -27038,172 +27443,18 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-#define MLSTACK__GW_T(nm, ty, nd, e0, e1, dat, rb, perm)                                            \
-    do {                                                                                            \
-        mlstack__gw_tensor *t_ = &ts[n_t++];                                                        \
-        snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
-        t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
-        t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
-        t_->unpack = 0, t_->file_row = (rb);                                                        \
-    } while (0)
-    /* a tied head in blocks: those blocks are the embedding table too (as llama.cpp keeps it).
-       llama.cpp's mixes give that table more bits than 4-bit projections: a Q4_1 head is
-       written as Q8_0 of the float table when the model still has it. */
-    tied_blocks = c->tied && MLSTACK__W_IS_BLOCK(m->lm_head.wtype);
-    if (tied_blocks && m->lm_head.wtype == MLSTACK__W_Q4_1 && m->lm_head.data != m->embed &&
-        (m->embed_dtype == MLSTACK_DTYPE_F32 || m->embed_dtype == MLSTACK_DTYPE_F16 ||
-         m->embed_dtype == MLSTACK_DTYPE_BF16) &&
-        c->n_embd % MLSTACK__QK == 0) {
-        size_t rb = mlstack__row_bytes(MLSTACK__W_Q8_0, c->n_embd),
-               er = mlstack__row_bytes((int)m->embed_dtype, c->n_embd);
-        float *row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)c->n_embd);
-        head_q8 = (unsigned char *)MLSTACK_MALLOC(rb * (size_t)c->n_vocab);
-        if (!row || !head_q8) ok = 0;
-        for (i = 0; ok && i < c->n_vocab; i++) {
-            mlstack__to_f32(m->embed_dtype, (const unsigned char *)m->embed + (size_t)i * er, row, (size_t)c->n_embd);
-            mlstack__quantize_row(MLSTACK__W_Q8_0, row, head_q8 + (size_t)i * rb, c->n_embd);
-        }
-        MLSTACK_FREE(row);
-        if (ok) MLSTACK__GW_T("token_embd.weight", MLSTACK__GGML_Q8_0, 2, c->n_embd, c->n_vocab, head_q8, rb, 0);
-    } else if (tied_blocks) {
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab,
-                      m->lm_head.data, m->lm_head.row_bytes, 0);
-        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
-    } else
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
-                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
-    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
-    if (m->lm_head.data != m->embed && !tied_blocks) {
-        MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
-                      m->lm_head.row_bytes, 0);
-        mlstack__gw_made(&ts[n_t - 1], &m->lm_head);
-    }
-    for (l = 0; l < c->n_layers; l++) {
-        const mlstack__layer *L = &m->layers[l];
-        const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-#define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
-        char nm[64];
-        int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
-        for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
-                          ws[k]->row_bytes, perm);
-            mlstack__gw_made(&ts[n_t - 1], ws[k]);
-            if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
-                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
-            }
-        }
-        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
-        }
-    }
-    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) { /* llama 3 scaling as llama.cpp keeps it: per-frequency divisors */
-        int half = c->head_dim / 2;
-        rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
-        if (!rope_factors) ok = 0;
-        for (i = 0; ok && i < half; i++)
-            rope_factors[i] = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / (double)c->head_dim)) /
-                              m->inv_freq[i];
-        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, rope_factors, (size_t)half * 4, 0);
-    }
-#undef MLSTACK__GW_T
-#undef MLSTACK__GGUF_NAME
-    /* keys */
-    ftype = m->quant_ftype                             ? m->quant_ftype
-            : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
-            : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
-            : m->layers[0].wq.wtype == MLSTACK__W_F16  ? 1
-            : m->layers[0].wq.wtype == MLSTACK__W_BF16 ? 32
-                                                       : 0;
-    ok = ok && mlstack__gw_s(&kv, NULL, "general.architecture", arch, strlen(arch), &n_kv) &&
-         mlstack__gw_u32(&kv, NULL, "general.quantization_version", 2, &n_kv) &&
-         mlstack__gw_u32(&kv, NULL, "general.file_type", (uint32_t)ftype, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "block_count", (uint32_t)c->n_layers, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "context_length", (uint32_t)c->max_pos, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "embedding_length", (uint32_t)c->n_embd, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "feed_forward_length", (uint32_t)c->n_ff, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.head_count", (uint32_t)c->n_heads, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.key_length", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "attention.value_length", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, &n_kv) &&
-         mlstack__gw_u32(&kv, arch, "vocab_size", (uint32_t)c->n_vocab, &n_kv) &&
-         mlstack__gw_f32(&kv, arch, "rope.freq_base", c->rope_theta, &n_kv) &&
-         mlstack__gw_f32(&kv, arch, "attention.layer_norm_rms_epsilon", c->eps, &n_kv);
-    if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
-        ok = mlstack__gw_s(&kv, arch, "rope.scaling.type", "linear", 6, &n_kv) &&
-             mlstack__gw_f32(&kv, arch, "rope.scaling.factor", c->rope_factor, &n_kv);
-    if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
-        uint64_t k;
-        for (k = 0; ok && k < m->gguf.n_kv; k++) {
-            const mlstack__gguf_kv *e = &m->gguf.kvs[k];
-            uint64_t start = e->type == MLSTACK__GGUF_ARRAY ? e->off - 12 : e->off;
-            if (strncmp(e->key, "tokenizer.", 10) != 0) continue;
-            ok = mlstack__gw_key(&kv, NULL, e->key, e->type) &&
-                 mlstack__buf_put(&kv, m->gguf.bytes + start, (size_t)(e->off + e->bytes - start));
-            n_kv++;
-        }
-    } else if (ok && m->tok) {
-        r = mlstack__gw_tokenizer_json(m, &kv, &n_kv, err);
-    } else if (ok) { /* no tokenizer (random weights): llama.cpp's "no vocabulary" */
-        ok = mlstack__gw_s(&kv, NULL, "tokenizer.ggml.model", "none", 4, &n_kv);
-    }
-    /* header and tensor infos; offsets aligned to 32 */
-    ok = ok && mlstack__buf_put(&hdr, "GGUF", 4) && mlstack__gw_u(&hdr, 3, 4) &&
-         mlstack__gw_u(&hdr, (uint64_t)n_t, 8) && mlstack__gw_u(&hdr, (uint64_t)n_kv, 8) &&
-         mlstack__buf_put(&hdr, kv.p, kv.n);
-    for (i = 0; ok && i < n_t; i++) {
-        mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
-        t->offset = off;
-        ok = mlstack__gw_str(&hdr, t->name, strlen(t->name)) && mlstack__gw_u(&hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(&hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(&hdr, t->ne[1], 8)) &&
-             mlstack__gw_u(&hdr, t->type, 4) && mlstack__gw_u(&hdr, off, 8);
-        off += (bytes + 31) & ~(uint64_t)31;
-    }
-    while (ok && hdr.n % 32) ok = mlstack__buf_put(&hdr, "", 1);
+    ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
+    mlstack__gw_list_layers(m, ts, &n_t);
+    ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
+    ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     /* written beside the target under a temporary name (mlstack__tmp_create), then renamed over it */
     if (r == MLSTACK_OK && !(f = mlstack__tmp_create(path, &tmp)))
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
                           strerror(errno));
     if (r == MLSTACK_OK) {
-        static const unsigned char zeros[32] = {0};
-        unsigned char *conv = NULL;
-        ok = fwrite(hdr.p, 1, hdr.n, f) == hdr.n;
-        for (i = 0; ok && i < n_t; i++) {
-            const mlstack__gw_tensor *t = &ts[i];
-            uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
-            if (t->unpack) {
-                MLSTACK_FREE(conv);
-                if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
-            }
-            int hd = c->head_dim;
-            for (row = 0; ok && row < t->ne[1]; row++) {
-                /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-                uint64_t src = t->permute_heads
-                                   ? (row / (uint64_t)hd) * (uint64_t)hd +
-                                         ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) + (row % (uint64_t)hd) / 2
-                                   : row;
-                if (t->unpack) {
-                    mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
-                    ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
-                } else {
-                    ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
-                }
-            }
-            if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
-        }
-        MLSTACK_FREE(conv);
+        ok = mlstack__gw_write(f, &hdr, ts, n_t, c->head_dim);
         if (ferror(f)) ok = 0;
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
@@ -31808,16 +32059,11 @@ static void mlstack__comm_release(mlstack__comm *g) {
     MLSTACK_FREE(g);
 }
 
-static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &e->model->cfg;
+/* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
+static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
+                                           int *S_out, mlstack_error *err) {
     const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
-                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
-                                                            : MLSTACK_DTYPE_F16;
-    mlstack__comm *cm;
-    mlstack_result r;
-    size_t B = (size_t)e->max_batch;
-    int R, S, T, i, x, me, tpr, g, *cuts;
+    int R, S, T;
     if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
                              "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
@@ -31867,10 +32113,17 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
 #endif
-    me = t ? t->rank : 0;
-    tpr = t || R == 1           ? d->n_threads
-          : d->threads_per_rank ? d->threads_per_rank
-                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    *R_out = R;
+    *S_out = S;
+    return MLSTACK_OK;
+}
+
+/* The engine's rank tables and communicators: the world of R ranks and one group per stage. */
+static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engine_desc *d, int R, int S, int tpr,
+                                           mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    int T = R / S, g;
+    mlstack__comm *cm;
     e->n_ranks = R;
     e->n_stages = S;
     e->n_tp = T;
@@ -31897,6 +32150,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
     cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
     for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
+    return MLSTACK_OK;
+}
+
+/* Each rank's share of heads, MLP and vocabulary (moved onto block edges in reduce mode), and
+   the column cuts of the exchanged activations. */
+static mlstack_result mlstack__ranks_shards(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, i;
     e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
     if (e->rank_reduce && t && !t->alltoallv)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -31926,14 +32188,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         e->cols[MLSTACK__X_FFN * (T + 1) + i] = i < T ? sh->f0 : sh->f1;
         e->cols[MLSTACK__X_VOCAB * (T + 1) + i] = i < T ? sh->v0 : sh->v1;
     }
-    if (mlstack__pool_init(&e->pool, tpr) != 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
-    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mlstack__stage_cuts(e->model, S, cuts);
-    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
-                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
-    if (r != MLSTACK_OK) return r;
+    return MLSTACK_OK;
+}
+
+/* The exchange buffers of activations (and partial sums in reduce mode), one set per group. */
+static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    size_t B = (size_t)e->max_batch;
+    int T = e->n_tp, g, i;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
         xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
@@ -31948,6 +32211,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         if (!xb->att || !xb->o || !xb->d || !xb->h)
             return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
     }
+    return MLSTACK_OK;
+}
+
+/* The local ranks' state: their layers, shard, KV view, pool, buffers and communicators. */
+static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d, int me, int tpr) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, S = e->n_stages, *cuts = e->stage_cuts, i, x;
+    mlstack__comm *cm = e->comm;
     for (i = 0; i < e->n_local; i++) {
         mlstack__rank *rk = &e->ranks[i];
         int gi;
@@ -31978,6 +32250,15 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
         rk->world = cm;
         rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
     }
+}
+
+/* Starts the ranks: over a transport, agree with the peers (and split a stage's transport);
+   with threads, start one per rank and wait until every rank has set up. */
+static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    mlstack__comm *cm = e->comm;
+    mlstack_result r;
+    int R = e->n_ranks, S = e->n_stages, T = e->n_tp, me = t ? t->rank : 0, i;
     if (t) {
         mlstack__rank_setup(e, &e->ranks[0]);
         r = mlstack__ranks_agree(e, err);
@@ -32014,6 +32295,35 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
             return MLSTACK__FAIL(err, e->ranks[i].init_result, "%s", e->ranks[i].init_msg);
     e->ranks_ready = 1;
     return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
+                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
+                                                            : MLSTACK_DTYPE_F16;
+    mlstack_result r;
+    int R = 1, S = 1, T, me, tpr, *cuts;
+    if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
+    T = R / S;
+    me = t ? t->rank : 0;
+    tpr = t || R == 1           ? d->n_threads
+          : d->threads_per_rank ? d->threads_per_rank
+                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    if ((r = mlstack__ranks_comms(e, d, R, S, tpr, err)) != MLSTACK_OK ||
+        (r = mlstack__ranks_shards(e, d, err)) != MLSTACK_OK)
+        return r;
+    if (mlstack__pool_init(&e->pool, tpr) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
+    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__stage_cuts(e->model, S, cuts);
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
+    if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
+    mlstack__ranks_fill(e, d, me, tpr);
+    return mlstack__ranks_start(e, d, err);
 }
 
 static void mlstack__ranks_free(mlstack_engine *e) {

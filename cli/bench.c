@@ -506,52 +506,48 @@ static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, cons
     return 0;
 }
 
-static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
-                       const char *isa_cap, const char *type) {
+/* --parallel: aggregate decode throughput of n sequences decoding together, each n of the list. */
+static int serve_parallel(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                          const char *isa_cap, const char *type, int32_t *toks, uint64_t *seed) {
     mlstack_engine *e;
     mlstack_error err;
-    uint64_t seed = 0x9E3779B97F4A7C15ull;
     int n_gen = b->n_tg && b->tg[0] > 0 ? b->tg[0] : 32, k, i;
     double one_tps = 0; /* --parallel 1's aggregate rate, when the list has 1 before the others */
     const char *isa;
-    int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
-    if (!toks) return cli_die("%s", "out of memory");
-    for (k = 0; k < b->n_parallel; k++) { /* ---- aggregate decode throughput ---- */
+    for (k = 0; k < b->n_parallel; k++) {
         int n = b->parallel[k], active = 1, all_started;
         uint64_t id, g0;
         double t0, t;
         mlstack_cache_stats st;
-        if (serve_engine(b, m, threads, isa_cap, n, &e)) return free(toks), 1;
+        if (serve_engine(b, m, threads, isa_cap, n, &e)) return 1;
         isa = mlstack_engine_kernels(e);
         for (i = 0; i < n; i++) {
             mlstack_request_desc d;
             int j;
             memset(&d, 0, sizeof d);
-            for (j = 0; j < 32; j++) toks[j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
+            for (j = 0; j < 32; j++) toks[j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
             d.prompt = toks;
             d.n_prompt = 32;
             d.max_tokens = n_gen + 1;
             d.ignore_eos = 1;
-            if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return free(toks), cli_die("%s", err.message);
+            if (mlstack_engine_submit(e, &d, &id, &err) != MLSTACK_OK) return cli_die("%s", err.message);
         }
         do { /* prefill everyone and sample the first token: not timed */
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
             mlstack_engine_cache_stats(e, &st);
             all_started = st.generated_tokens >= (uint64_t)n;
         } while (!all_started);
         g0 = st.generated_tokens;
         if (b->profile && mlstack_engine_profile_start(e, NULL) != MLSTACK_OK)
-            return free(toks), cli_die("%s", "could not start the profiler");
+            return cli_die("%s", "could not start the profiler");
         t0 = mlstack_clock_seconds();
         while (active)
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
+            if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
         t = mlstack_clock_seconds() - t0;
         if (b->profile) {
             char path[1024];
             snprintf(path, sizeof path, "%s-parallel%d.json", b->profile, n);
-            if (cli_report_profile(e, path) != 0) return free(toks), 1;
+            if (cli_report_profile(e, path) != 0) return 1;
             mlstack_engine_profile_stop(e);
         }
         mlstack_engine_cache_stats(e, &st);
@@ -572,147 +568,292 @@ static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_mode
         fflush(stdout);
         mlstack_engine_free(e);
     }
-    if (b->shared_prefix) { /* ---- TTFT behind a shared system prompt, cold vs cached ---- */
-        int L = b->shared_prefix, rep;
-        double cold[1000], warm[1000];
-        mlstack_cache_stats st;
-        if (serve_engine(b, m, threads, isa_cap, 4, &e)) return free(toks), 1;
-        isa = mlstack_engine_kernels(e);
-        for (i = 0; i < L; i++) toks[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-        for (rep = 0; rep <= b->reps; rep++) { /* rep 0 warms up, untimed */
-            int pass;
-            for (pass = 0; pass < 2; pass++) {
-                mlstack_request_desc d;
-                mlstack_request_status rs;
-                int j;
-                if (pass == 0) mlstack_engine_cache_clear(e);
-                for (j = 0; j < 16; j++) toks[L + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-                memset(&d, 0, sizeof d);
-                d.prompt = toks;
-                d.n_prompt = L + 16;
-                d.max_tokens = 1;
-                d.ignore_eos = 1;
-                if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK)
-                    return free(toks), cli_die("%s", err.message);
-                if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
-            }
-        }
-        mlstack_engine_cache_stats(e, &st);
-        {
-            double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
-            if (b->json) {
-                serve_head(b, type, isa, threads, "shared_prefix");
-                printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,"
-                       "\"speedup\":%.2f,"
-                       "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
-                       L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
-                       (unsigned long long)st.computed_tokens);
-            } else {
-                printf(
-                    "| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n",
-                    type, isa, threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
-            }
-        }
-        fflush(stdout);
-        mlstack_engine_free(e);
-    }
-    if (b->mixed) { /* ---- random arrivals, shared prefixes, varied lengths ---- */
-        int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200;
-        serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
-        double *arrive = (double *)calloc((size_t)n, sizeof(double)),
-               *ttft = (double *)calloc((size_t)n, sizeof(double)), *itl, t0, t;
-        int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
-        uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
-        mlstack_cache_stats st;
-        long total_gaps = 0;
-        if (!rq || !arrive || !ttft || !sys || !ids) return free(toks), cli_die("%s", "out of memory");
-        for (i = 0; i < 4 * sys_len; i++) sys[i] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-        for (i = 0, t = 0; i < n; i++) { /* exponential gaps: a Poisson process */
-            t += -log(1.0 - (bench_rng(&seed) % 1000000) / 1e6) / b->rate;
-            arrive[i] = t;
-            rq[i].cap_gaps = 128;
-            rq[i].gaps = (double *)calloc(128, sizeof(double));
-            total_gaps += 128;
-        }
-        itl = (double *)calloc((size_t)total_gaps, sizeof(double));
-        if (serve_engine(b, m, threads, isa_cap, 16, &e)) return free(toks), 1;
-        isa = mlstack_engine_kernels(e);
-        t0 = mlstack_clock_seconds();
-        while (next < n || active) {
-            double now = mlstack_clock_seconds() - t0;
-            while (next < n && arrive[next] <= now) {
-                mlstack_request_desc d;
-                int s = (int)(bench_rng(&seed) % 5), pre = s < 4 ? sys_len : 0,
-                    user = 16 + (int)(bench_rng(&seed) % 49), j;
-                for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
-                for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(&seed) % (uint32_t)info->n_vocab);
-                memset(&d, 0, sizeof d);
-                d.prompt = prompt;
-                d.n_prompt = pre + user;
-                d.max_tokens = 16 + (int)(bench_rng(&seed) % 49);
-                d.ignore_eos = 1;
-                d.on_token = serve_on_token;
-                d.user = &rq[next];
-                rq[next].t_submit = mlstack_clock_seconds();
-                if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK)
-                    return free(toks), cli_die("%s", err.message);
-                next++;
-            }
-            if (mlstack_engine_step(e, &active) != MLSTACK_OK)
-                return free(toks), cli_die("%s", mlstack_engine_error(e));
-            if (!active && next < n) { /* idle until the next arrival */
-                double wait = arrive[next] - (mlstack_clock_seconds() - t0);
-                if (wait > 0) cli_sleep(wait);
-            }
-        }
-        t = mlstack_clock_seconds() - t0;
-        mlstack_engine_cache_stats(e, &st);
-        for (i = 0; i < n; i++) {
-            int j;
-            if (rq[i].t_first) ttft[n_ttft++] = rq[i].t_first - rq[i].t_submit;
-            for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
-        }
-        {
-            double hit = st.hit_tokens + st.computed_tokens
-                             ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens)
-                             : 0;
-            double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
-                   t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9),
-                   i99 = pct(itl, n_itl, .99);
-            if (b->json) {
-                serve_head(b, type, isa, threads, "mixed");
-                printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
-                       "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_"
-                       "p90\":%.3f,"
-                       "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,"
-                       "\"preemptions\":%llu,"
-                       "\"pages_evicted\":%llu}\n",
-                       n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99,
-                       1e3 * i50, 1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens,
-                       (unsigned long long)st.computed_tokens, hit, (unsigned long long)st.preemptions,
-                       (unsigned long long)st.pages_evicted);
-            } else {
-                printf(
-                    "| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 "
-                    "%.1f p90 %.1f "
-                    "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
-                    type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90,
-                    1e3 * i99, 100 * hit, (unsigned long long)st.hit_tokens,
-                    (unsigned long long)(st.hit_tokens + st.computed_tokens));
-            }
-        }
-        fflush(stdout);
-        mlstack_engine_free(e);
-        for (i = 0; i < n; i++) free(rq[i].gaps);
-        free(rq);
-        free(arrive);
-        free(ttft);
-        free(itl);
-        free(sys);
-        free(ids);
-    }
-    free(toks);
     return 0;
+}
+
+/* --shared-prefix: time to first token behind a shared system prompt, cold vs cached. */
+static int serve_shared_prefix(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                               const char *isa_cap, const char *type, int32_t *toks, uint64_t *seed) {
+    mlstack_engine *e;
+    mlstack_error err;
+    const char *isa;
+    int L = b->shared_prefix, rep, i;
+    double cold[1000], warm[1000];
+    mlstack_cache_stats st;
+    if (serve_engine(b, m, threads, isa_cap, 4, &e)) return 1;
+    isa = mlstack_engine_kernels(e);
+    for (i = 0; i < L; i++) toks[i] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+    for (rep = 0; rep <= b->reps; rep++) { /* rep 0 warms up, untimed */
+        int pass;
+        for (pass = 0; pass < 2; pass++) {
+            mlstack_request_desc d;
+            mlstack_request_status rs;
+            int j;
+            if (pass == 0) mlstack_engine_cache_clear(e);
+            for (j = 0; j < 16; j++) toks[L + j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+            memset(&d, 0, sizeof d);
+            d.prompt = toks;
+            d.n_prompt = L + 16;
+            d.max_tokens = 1;
+            d.ignore_eos = 1;
+            if (mlstack_engine_complete(e, &d, &rs, NULL, 0, &err) != MLSTACK_OK) return cli_die("%s", err.message);
+            if (rep) (pass ? warm : cold)[rep - 1] = rs.t_first_token;
+        }
+    }
+    mlstack_engine_cache_stats(e, &st);
+    {
+        double c = pct(cold, b->reps, 0.5), w = pct(warm, b->reps, 0.5);
+        if (b->json) {
+            serve_head(b, type, isa, threads, "shared_prefix");
+            printf(",\"prefix\":%d,\"suffix\":16,\"reps\":%d,\"ttft_cold_ms\":%.3f,\"ttft_cached_ms\":%.3f,"
+                   "\"speedup\":%.2f,"
+                   "\"hit_tokens\":%llu,\"computed_tokens\":%llu}\n",
+                   L, b->reps, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)st.computed_tokens);
+        } else {
+            printf("| %-6s | %-12s | %7d | shared prefix %d + 16 | TTFT cold %9.2f ms | cached %8.2f ms | %.1fx |\n",
+                   type, isa, threads, L, 1e3 * c, 1e3 * w, w > 0 ? c / w : 0.0);
+        }
+    }
+    fflush(stdout);
+    mlstack_engine_free(e);
+    return 0;
+}
+
+/* --mixed: random (Poisson) arrivals, shared prefixes, varied lengths; TTFT, ITL and cache hits. */
+static int serve_mixed(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                       const char *isa_cap, const char *type, uint64_t *seed) {
+    mlstack_engine *e;
+    mlstack_error err;
+    const char *isa;
+    int n = b->requests, next = 0, active = 0, n_ttft = 0, n_itl = 0, sys_len = 200, i;
+    serve_req *rq = (serve_req *)calloc((size_t)n, sizeof *rq);
+    double *arrive = (double *)calloc((size_t)n, sizeof(double)), *ttft = (double *)calloc((size_t)n, sizeof(double)),
+           *itl, t0, t;
+    int32_t *sys = (int32_t *)calloc(4 * (size_t)sys_len, sizeof(int32_t)), prompt[512];
+    uint64_t *ids = (uint64_t *)calloc((size_t)n, sizeof(uint64_t));
+    mlstack_cache_stats st;
+    long total_gaps = 0;
+    if (!rq || !arrive || !ttft || !sys || !ids) return cli_die("%s", "out of memory");
+    for (i = 0; i < 4 * sys_len; i++) sys[i] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+    for (i = 0, t = 0; i < n; i++) { /* exponential gaps: a Poisson process */
+        t += -log(1.0 - (bench_rng(seed) % 1000000) / 1e6) / b->rate;
+        arrive[i] = t;
+        rq[i].cap_gaps = 128;
+        rq[i].gaps = (double *)calloc(128, sizeof(double));
+        total_gaps += 128;
+    }
+    itl = (double *)calloc((size_t)total_gaps, sizeof(double));
+    if (serve_engine(b, m, threads, isa_cap, 16, &e)) return 1;
+    isa = mlstack_engine_kernels(e);
+    t0 = mlstack_clock_seconds();
+    while (next < n || active) {
+        double now = mlstack_clock_seconds() - t0;
+        while (next < n && arrive[next] <= now) {
+            mlstack_request_desc d;
+            int s = (int)(bench_rng(seed) % 5), pre = s < 4 ? sys_len : 0, user = 16 + (int)(bench_rng(seed) % 49), j;
+            for (j = 0; j < pre; j++) prompt[j] = sys[s * sys_len + j];
+            for (j = 0; j < user; j++) prompt[pre + j] = (int32_t)(bench_rng(seed) % (uint32_t)info->n_vocab);
+            memset(&d, 0, sizeof d);
+            d.prompt = prompt;
+            d.n_prompt = pre + user;
+            d.max_tokens = 16 + (int)(bench_rng(seed) % 49);
+            d.ignore_eos = 1;
+            d.on_token = serve_on_token;
+            d.user = &rq[next];
+            rq[next].t_submit = mlstack_clock_seconds();
+            if (mlstack_engine_submit(e, &d, &ids[next], &err) != MLSTACK_OK) return cli_die("%s", err.message);
+            next++;
+        }
+        if (mlstack_engine_step(e, &active) != MLSTACK_OK) return cli_die("%s", mlstack_engine_error(e));
+        if (!active && next < n) { /* idle until the next arrival */
+            double wait = arrive[next] - (mlstack_clock_seconds() - t0);
+            if (wait > 0) cli_sleep(wait);
+        }
+    }
+    t = mlstack_clock_seconds() - t0;
+    mlstack_engine_cache_stats(e, &st);
+    for (i = 0; i < n; i++) {
+        int j;
+        if (rq[i].t_first) ttft[n_ttft++] = rq[i].t_first - rq[i].t_submit;
+        for (j = 0; j < rq[i].n_gaps; j++) itl[n_itl++] = rq[i].gaps[j];
+    }
+    {
+        double hit = st.hit_tokens + st.computed_tokens
+                         ? (double)st.hit_tokens / (double)(st.hit_tokens + st.computed_tokens)
+                         : 0;
+        double tps = (double)st.generated_tokens / t, t50 = pct(ttft, n_ttft, .5), t90 = pct(ttft, n_ttft, .9),
+               t99 = pct(ttft, n_ttft, .99), i50 = pct(itl, n_itl, .5), i90 = pct(itl, n_itl, .9),
+               i99 = pct(itl, n_itl, .99);
+        if (b->json) {
+            serve_head(b, type, isa, threads, "mixed");
+            printf(",\"requests\":%d,\"rate\":%.3f,\"seconds\":%.3f,\"generated\":%llu,\"gen_tps\":%.3f,"
+                   "\"ttft_ms_p50\":%.3f,\"ttft_ms_p90\":%.3f,\"ttft_ms_p99\":%.3f,\"itl_ms_p50\":%.3f,\"itl_ms_"
+                   "p90\":%.3f,"
+                   "\"itl_ms_p99\":%.3f,\"hit_tokens\":%llu,\"computed_tokens\":%llu,\"hit_rate\":%.4f,"
+                   "\"preemptions\":%llu,"
+                   "\"pages_evicted\":%llu}\n",
+                   n, b->rate, t, (unsigned long long)st.generated_tokens, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99,
+                   1e3 * i50, 1e3 * i90, 1e3 * i99, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)st.computed_tokens, hit, (unsigned long long)st.preemptions,
+                   (unsigned long long)st.pages_evicted);
+        } else {
+            printf("| %-6s | %-12s | %7d | mixed: %d requests at %.1f/s in %.1f s: %.1f generated t/s | TTFT ms p50 "
+                   "%.1f p90 %.1f "
+                   "p99 %.1f | ITL ms p50 %.1f p90 %.1f p99 %.1f | cache hit %.1f%% (%llu of %llu prompt tokens) |\n",
+                   type, isa, threads, n, b->rate, t, tps, 1e3 * t50, 1e3 * t90, 1e3 * t99, 1e3 * i50, 1e3 * i90,
+                   1e3 * i99, 100 * hit, (unsigned long long)st.hit_tokens,
+                   (unsigned long long)(st.hit_tokens + st.computed_tokens));
+        }
+    }
+    fflush(stdout);
+    mlstack_engine_free(e);
+    for (i = 0; i < n; i++) free(rq[i].gaps);
+    free(rq);
+    free(arrive);
+    free(ttft);
+    free(itl);
+    free(sys);
+    free(ids);
+    return 0;
+}
+
+/* The serving benchmarks asked for, in turn, on one engine each. */
+static int bench_serve(const bench_opts *b, mlstack_model *m, const mlstack_model_info *info, int threads,
+                       const char *isa_cap, const char *type) {
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    int rc = 0;
+    int32_t *toks = (int32_t *)calloc(65536 + 256, sizeof(int32_t));
+    if (!toks) return cli_die("%s", "out of memory");
+    if (b->n_parallel) rc = serve_parallel(b, m, info, threads, isa_cap, type, toks, &seed);
+    if (!rc && b->shared_prefix) rc = serve_shared_prefix(b, m, info, threads, isa_cap, type, toks, &seed);
+    if (!rc && b->mixed) rc = serve_mixed(b, m, info, threads, isa_cap, type, &seed);
+    free(toks);
+    return rc;
+}
+
+/* Measures the read bandwidth for each thread count and all CPUs (for the roofline) when
+   --bw-mib asks; prints the CPU and those rates unless the output is JSON. Returns 0, or the
+   error when the buffer cannot be had. */
+static int bench_bandwidth(const bench_opts *b, const char *cpu, int n_cpus, double *bw, double *bw_all,
+                           double *bw_ref) {
+    int ti;
+    if (b->bw_mib > 0) {
+        size_t bytes = (size_t)b->bw_mib << 20;
+        unsigned char *buf = (unsigned char *)malloc(bytes);
+        if (!buf) return cli_die("%s", "no memory for the bandwidth buffer (try --bw-mib 256)");
+        memset(buf, 1, bytes); /* touch every page before timing */
+        for (ti = 0; ti < b->n_threads; ti++) bw[ti] = measure_bandwidth(buf, bytes, b->threads[ti]);
+        *bw_all = measure_bandwidth(buf, bytes, n_cpus);
+        free(buf);
+        for (ti = 0, *bw_ref = *bw_all; ti < b->n_threads; ti++)
+            if (bw[ti] > *bw_ref) *bw_ref = bw[ti];
+    }
+    if (!b->json) {
+        printf("cpu: %s\n", cpu);
+        for (ti = 0; ti < b->n_threads && b->bw_mib > 0; ti++)
+            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n",
+                   b->threads[ti], b->threads[ti] > 1 ? "s" : "", bw[ti], b->bw_mib, bw_width());
+        if (b->bw_mib > 0)
+            printf(
+                "read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n",
+                n_cpus, *bw_all, *bw_ref);
+    }
+    return 0;
+}
+
+/* Each prompt (pp) and generation (tg) test at one depth on engine e: a warm-up, b->reps timed
+   runs and a line of results (and a profiled run with --profile). Returns 1 when a run failed. */
+static int bench_tests(const bench_opts *b, mlstack_engine *e, const mlstack_model_info *info, const char *type,
+                       const char *ranks_s, const mlstack_rank_info *r0, int n_threads, int ii, int n_configs,
+                       mlstack_batch_row *rows, int depth, int32_t dseq, uint64_t tok_bytes, double bw_ref,
+                       uint64_t llc, int *over) {
+    int test, rc = 0;
+    for (test = 0; test < b->n_pp + b->n_tg; test++) {
+        int is_tg = test >= b->n_pp, n_prompt = is_tg ? 0 : b->pp[test], n_gen = is_tg ? b->tg[test - b->n_pp] : 0;
+        int n_tok = is_tg ? n_gen : n_prompt, rep;
+        double tps[1000], med, roof = 0, t_all = 0, kib = 0, wait = 0;
+        char name[48];
+        if (n_tok == 0) continue;
+        snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
+        if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
+        if (bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0) { /* warm-up */
+            fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
+            rc = 1;
+            break;
+        }
+        x_bytes = 0, x_wait = 0;
+        for (rep = 0; rep < b->reps; rep++) {
+            double t = bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth);
+            tps[rep] = t > 0 ? n_tok / t : 0;
+            t_all += t > 0 ? t : 0;
+        }
+        kib = (double)x_bytes / 1024.0 / ((double)b->reps * n_tok); /* over the timed parts */
+        wait = t_all > 0 ? x_wait / t_all : 0;
+        qsort(tps, (size_t)b->reps, sizeof tps[0], cmp_double);
+        med = b->reps % 2 ? tps[b->reps / 2] : 0.5 * (tps[b->reps / 2 - 1] + tps[b->reps / 2]);
+        /* (at a depth, decode reads the KV too: no weight roofline) */
+        if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
+        if (b->json) {
+            printf("{%s", b->shape ? "\"shape\":" : "\"model\":");
+            json_str(stdout, b->shape ? b->shape : b->model);
+            printf(",\"ranks\":%d,\"threads_per_rank\":%d,\"stages\":%d,"
+                   "\"exchanged_kib_per_token\":%.3f,\"wait_fraction\":%.4f",
+                   mlstack_engine_n_ranks(e), r0->n_threads, r0->n_stages, kib, wait);
+            printf(",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
+                   "\"%s\","
+                   "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
+                   "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
+                   type, mlstack_engine_kernels(e), n_threads, n_prompt, n_gen, name, depth, b->reps, med, tps[0],
+                   tps[b->reps - 1], med > 0 ? (tps[b->reps - 1] - tps[0]) / med : 0.0, (unsigned long long)tok_bytes,
+                   bw_ref);
+            if (is_tg && roof > 0)
+                printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f", bw_ref * 1e9 / (double)tok_bytes, roof);
+            if (is_tg && roof > 1)
+                printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc ? "weights fit in the last-level cache"
+                                                                            : "faster than the bandwidth measured");
+            printf("}\n");
+        } else {
+            char roof_s[16] = "";
+            if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
+            if (roof > 1) *over = 1;
+            printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
+                   "%5.1f%% | %8s |\n",
+                   type, mlstack_engine_kernels(e), n_threads, ranks_s, name, med, tps[0], tps[b->reps - 1],
+                   med > 0 ? 100 * (tps[b->reps - 1] - tps[0]) / med : 0.0, kib, 100 * wait, roof_s);
+        }
+        fflush(stdout);
+        if (b->profile) { /* one more run, profiled, not counted */
+            char path[1024];
+            if (n_configs == 1) snprintf(path, sizeof path, "%s", b->profile);
+            else
+                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b->profile, type, n_threads, name,
+                         b->n_isa > 1 ? "-" : "", b->n_isa > 1 ? b->isa[ii] : "");
+            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, n_threads, n_threads > 1 ? "s" : "", name);
+            if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
+                bench_once(e, info->n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
+                cli_report_profile(e, path) != 0)
+                rc = 1;
+            mlstack_engine_profile_stop(e);
+        }
+    }
+    return rc;
+}
+
+/* Why a decode rate above the memory roofline is possible: the weights fit in the last-level
+   cache, or the bandwidth test under-measured. */
+static void bench_over_note(uint64_t tok_bytes, uint64_t llc) {
+    printf("* above 100%% of the memory roofline: ");
+    if (llc && tok_bytes <= llc)
+        printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from "
+               "the cache, "
+               "not from memory\n",
+               tok_bytes / 1048576.0, llc / 1048576.0);
+    else
+        printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled "
+               "bandwidth run, or "
+               "cache reuse the test does not see)\n",
+               tok_bytes / 1048576.0);
 }
 
 int cli_cmd_bench(int argc, char **argv) {
@@ -740,27 +881,7 @@ int cli_cmd_bench(int argc, char **argv) {
     n_configs = b.n_quant * b.n_isa * b.n_threads * b.n_ranks * (b.n_pp + b.n_tg) * b.n_depth;
     mlstack_cpu_report(cpu, sizeof cpu);
     if (b.n_parallel || b.shared_prefix || b.mixed) b.bw_mib = 0; /* the serving modes do not use it */
-    if (b.bw_mib > 0) {
-        size_t bytes = (size_t)b.bw_mib << 20;
-        unsigned char *buf = (unsigned char *)malloc(bytes);
-        if (!buf) return cli_die("%s", "no memory for the bandwidth buffer (try --bw-mib 256)");
-        memset(buf, 1, bytes); /* touch every page before timing */
-        for (ti = 0; ti < b.n_threads; ti++) bw[ti] = measure_bandwidth(buf, bytes, b.threads[ti]);
-        bw_all = measure_bandwidth(buf, bytes, n_cpus);
-        free(buf);
-        for (ti = 0, bw_ref = bw_all; ti < b.n_threads; ti++)
-            if (bw[ti] > bw_ref) bw_ref = bw[ti];
-    }
-    if (!b.json) {
-        printf("cpu: %s\n", cpu);
-        for (ti = 0; ti < b.n_threads && b.bw_mib > 0; ti++)
-            printf("read bandwidth, %d thread%s: %.1f GB/s (best of 5 passes over %d MiB, %d-byte loads)\n",
-                   b.threads[ti], b.threads[ti] > 1 ? "s" : "", bw[ti], b.bw_mib, bw_width());
-        if (b.bw_mib > 0)
-            printf(
-                "read bandwidth, all %d CPUs: %.1f GB/s; the roofline divides by the best, %.1f GB/s (the machine's)\n",
-                n_cpus, bw_all, bw_ref);
-    }
+    if ((r = bench_bandwidth(&b, cpu, n_cpus, bw, &bw_all, &bw_ref)) != 0) return r;
     for (qi = 0; qi < b.n_quant; qi++) {
         mlstack_model *m;
         mlstack_model_info info;
@@ -806,7 +927,7 @@ int cli_cmd_bench(int argc, char **argv) {
                 }
                 mlstack_engine_desc ed;
                 mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)max_p, sizeof *rows);
-                int test, di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
+                int di, ctx = max_d + (max_p > max_g + 4 ? max_p : max_g + 4);
                 memset(&ed, 0, sizeof ed);
                 ed.n_threads = b.threads[ti / b.n_ranks];
                 ed.n_ranks = rk_n;
@@ -862,80 +983,9 @@ int cli_cmd_bench(int argc, char **argv) {
                         rc = 1;
                         break;
                     }
-                    for (test = 0; test < b.n_pp + b.n_tg; test++) {
-                        int is_tg = test >= b.n_pp, n_prompt = is_tg ? 0 : b.pp[test],
-                            n_gen = is_tg ? b.tg[test - b.n_pp] : 0;
-                        int n_tok = is_tg ? n_gen : n_prompt, rep;
-                        double tps[1000], med, roof = 0, t_all = 0, kib = 0, wait = 0;
-                        char name[48];
-                        if (n_tok == 0) continue;
-                        snprintf(name, sizeof name, "%s%d", is_tg ? "tg" : "pp", n_tok);
-                        if (depth) snprintf(name + strlen(name), sizeof name - strlen(name), "@d%d", depth);
-                        if (bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0) { /* warm-up */
-                            fprintf(stderr, "mlstack: %s\n", mlstack_engine_error(e));
-                            rc = 1;
-                            break;
-                        }
-                        x_bytes = 0, x_wait = 0;
-                        for (rep = 0; rep < b.reps; rep++) {
-                            double t = bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth);
-                            tps[rep] = t > 0 ? n_tok / t : 0;
-                            t_all += t > 0 ? t : 0;
-                        }
-                        kib = (double)x_bytes / 1024.0 / ((double)b.reps * n_tok); /* over the timed parts */
-                        wait = t_all > 0 ? x_wait / t_all : 0;
-                        qsort(tps, (size_t)b.reps, sizeof tps[0], cmp_double);
-                        med = b.reps % 2 ? tps[b.reps / 2] : 0.5 * (tps[b.reps / 2 - 1] + tps[b.reps / 2]);
-                        /* (at a depth, decode reads the KV too: no weight roofline) */
-                        if (is_tg && !depth && bw_ref > 0 && tok_bytes) roof = med / (bw_ref * 1e9 / (double)tok_bytes);
-                        if (b.json) {
-                            printf("{%s", b.shape ? "\"shape\":" : "\"model\":");
-                            json_str(stdout, b.shape ? b.shape : b.model);
-                            printf(",\"ranks\":%d,\"threads_per_rank\":%d,\"stages\":%d,"
-                                   "\"exchanged_kib_per_token\":%.3f,\"wait_fraction\":%.4f",
-                                   mlstack_engine_n_ranks(e), r0.n_threads, r0.n_stages, kib, wait);
-                            printf(
-                                ",\"type\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"test\":"
-                                "\"%s\","
-                                "\"depth\":%d,\"reps\":%d,\"tps_median\":%.3f,\"tps_min\":%.3f,\"tps_max\":%.3f,"
-                                "\"spread\":%.4f,\"weight_bytes_per_token\":%llu,\"bandwidth_gbs\":%.2f",
-                                type, mlstack_engine_kernels(e), ed.n_threads, n_prompt, n_gen, name, depth, b.reps,
-                                med, tps[0], tps[b.reps - 1], med > 0 ? (tps[b.reps - 1] - tps[0]) / med : 0.0,
-                                (unsigned long long)tok_bytes, bw_ref);
-                            if (is_tg && roof > 0)
-                                printf(",\"roofline_tps\":%.3f,\"roofline_fraction\":%.4f",
-                                       bw_ref * 1e9 / (double)tok_bytes, roof);
-                            if (is_tg && roof > 1)
-                                printf(",\"roofline_note\":\"%s\"", llc && tok_bytes <= llc
-                                                                        ? "weights fit in the last-level cache"
-                                                                        : "faster than the bandwidth measured");
-                            printf("}\n");
-                        } else {
-                            char roof_s[16] = "";
-                            if (roof > 0) snprintf(roof_s, sizeof roof_s, roof > 1 ? "%.1f%%*" : "%.1f%%", 100 * roof);
-                            if (roof > 1) over = 1;
-                            printf("| %-6s | %-12s | %7d | %-8s | %-6s | %10.2f | %10.2f | %10.2f | %5.1f%% | %9.1f | "
-                                   "%5.1f%% | %8s |\n",
-                                   type, mlstack_engine_kernels(e), ed.n_threads, ranks_s, name, med, tps[0],
-                                   tps[b.reps - 1], med > 0 ? 100 * (tps[b.reps - 1] - tps[0]) / med : 0.0, kib,
-                                   100 * wait, roof_s);
-                        }
-                        fflush(stdout);
-                        if (b.profile) { /* one more run, profiled, not counted */
-                            char path[1024];
-                            if (n_configs == 1) snprintf(path, sizeof path, "%s", b.profile);
-                            else
-                                snprintf(path, sizeof path, "%s-%s-t%d-%s%s%s.json", b.profile, type, ed.n_threads,
-                                         name, b.n_isa > 1 ? "-" : "", b.n_isa > 1 ? b.isa[ii] : "");
-                            fprintf(stderr, "\n== %s, %d thread%s, %s ==\n", type, ed.n_threads,
-                                    ed.n_threads > 1 ? "s" : "", name);
-                            if (mlstack_engine_profile_start(e, NULL) != MLSTACK_OK ||
-                                bench_once(e, info.n_vocab, n_prompt, n_gen, rows, dseq, depth) < 0 ||
-                                cli_report_profile(e, path) != 0)
-                                rc = 1;
-                            mlstack_engine_profile_stop(e);
-                        }
-                    }
+                    if (bench_tests(&b, e, &info, type, ranks_s, &r0, ed.n_threads, ii, n_configs, rows, depth, dseq,
+                                    tok_bytes, bw_ref, llc, &over))
+                        rc = 1;
                     if (depth) mlstack_engine_seq_free(e, dseq);
                 }
                 mlstack_engine_free(e);
@@ -943,20 +993,7 @@ int cli_cmd_bench(int argc, char **argv) {
             }
         }
         mlstack_model_close(m);
-        if (over && !b.json) { /* a share above 100% says why */
-            printf("* above 100%% of the memory roofline: ");
-            if (llc && tok_bytes <= llc)
-                printf("the %.1f MiB one token reads fit in the %.0f MiB last-level cache, so decode reads them from "
-                       "the cache, "
-                       "not from memory\n",
-                       tok_bytes / 1048576.0, llc / 1048576.0);
-            else
-                printf("decode read its %.1f MiB faster than the bandwidth test streamed (a noisy or throttled "
-                       "bandwidth run, or "
-                       "cache reuse the test does not see)\n",
-                       tok_bytes / 1048576.0);
-            over = 0;
-        }
+        if (over && !b.json) bench_over_note(tok_bytes, llc), over = 0; /* a share above 100% says why */
     }
     return rc;
 }

@@ -1430,6 +1430,147 @@ static void json_tool_calls(cli_buf *b, uint64_t id, const mlstack_tool_call *ca
     cli_buf_puts(b, "]");
 }
 
+/* Waits for request r to finish; with q->stream, streams its text (and log-probabilities) as it
+   comes. Cancels r when the client goes away or the server stops. *sent_text: the bytes sent. */
+static void completion_wait(conn *c, const oai_req *q, srv_req *r, int chat, long created, size_t *sent_text) {
+    srv *s = c->s;
+    int sent_toks = 0, cancelled = 0;
+    for (;;) {
+        char *piece = NULL;
+        size_t piece_n = 0, off = *sent_text;
+        srv_tok *toks = NULL;
+        int from = sent_toks, to, done;
+        pthread_mutex_lock(&s->mu);
+        if (!r->done && (!q->stream || (ready_text(q, r, 0) <= *sent_text && r->n_toks == sent_toks))) {
+            struct timespec ts;
+            struct timeval tv;
+            gettimeofday(&tv, NULL);
+            ts.tv_sec = tv.tv_sec;
+            ts.tv_nsec = (long)tv.tv_usec * 1000 + 200000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&r->cv, &s->mu, &ts);
+        }
+        done = r->done;
+        to = r->n_toks;
+        if (q->stream && !c->closed && (ready_text(q, r, done) > *sent_text || to > sent_toks)) {
+            piece_n = ready_text(q, r, done) > *sent_text ? ready_text(q, r, done) - *sent_text : 0;
+            piece = (char *)malloc(piece_n + 1);
+            toks = q->logprobs && to > from ? (srv_tok *)malloc(sizeof *toks * (size_t)(to - from)) : NULL;
+            if (piece && piece_n) memcpy(piece, r->text.p + *sent_text, piece_n);
+            if (toks) memcpy(toks, r->toks + from, sizeof *toks * (size_t)(to - from));
+            *sent_text += piece_n;
+            sent_toks = to;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (piece) {
+            int n_new = toks ? to - from : 0;
+            if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
+                send_delta(c, s, q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off,
+                           NULL);
+        }
+        free(piece);
+        free(toks);
+        if (done) break;
+        if (!cancelled && (srv_stop || peer_gone(c))) {
+            mlstack_engine_cancel(s->e, r->id);
+            cancelled = 1;
+        }
+    }
+}
+
+/* The tool calls in r's text (tool mode). A call cut short (max_tokens): the complete ones
+   before it count, else there are none and all the text is content. */
+static void completion_tool_calls(const srv_req *r, mlstack_tool_call **calls, int *n_calls, size_t *content_len) {
+    mlstack_error err;
+    size_t end = r->text.n;
+    if (mlstack_tool_calls_parse(r->text.p, r->text.n, calls, n_calls, content_len, &err) == MLSTACK_OK) return;
+    *calls = NULL;
+    *n_calls = 0;
+    while (end >= 12 && memcmp(r->text.p + end - 12, "</tool_call>", 12) != 0) end--;
+    if (end < 12 || mlstack_tool_calls_parse(r->text.p, end, calls, n_calls, content_len, &err) != MLSTACK_OK)
+        *calls = NULL, *n_calls = 0;
+}
+
+/* The end of a stream: the held-back content and tool calls, the finish reason, the usage when
+   asked, then [DONE]. */
+static void completion_stream_end(conn *c, const oai_req *q, const srv_req *r, int chat, long created, size_t sent_text,
+                                  const mlstack_tool_call *calls, int n_calls, size_t content_len) {
+    srv *s = c->s;
+    if (!c->closed && q->tool_mode) { /* the held-back rest: content, then the calls */
+        size_t end = n_calls ? content_len : r->text.n;
+        if (end > sent_text)
+            send_delta(c, s, q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
+        if (n_calls) {
+            cli_buf b;
+            memset(&b, 0, sizeof b);
+            json_head(s, &b, 1, 1, r->id, created);
+            cli_buf_puts(&b, "\"choices\":[{\"index\":0,\"delta\":{");
+            json_tool_calls(&b, r->id, calls, n_calls, 1);
+            cli_buf_puts(&b, "},\"logprobs\":null,\"finish_reason\":null}]}");
+            if (!b.oom) send_event(c, b.p, b.n);
+            cli_buf_free(&b);
+        }
+    }
+    if (!c->closed) {
+        send_delta(c, s, q, r->id, created, NULL, 0, NULL, 0, 0, 0,
+                   n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
+                                                                           : finish_reason(r->st.finish));
+        if (q->include_usage) {
+            cli_buf b;
+            memset(&b, 0, sizeof b);
+            json_head(s, &b, chat, 1, r->id, created);
+            cli_buf_puts(&b, "\"choices\":[],");
+            json_usage(&b, &r->st);
+            cli_buf_puts(&b, "}");
+            if (!b.oom) send_event(c, b.p, b.n);
+            cli_buf_free(&b);
+        }
+        send_event(c, "[DONE]", 6);
+        send_all(c, "0\r\n\r\n", 5);
+    }
+}
+
+/* The whole answer of a request that was not streamed: text or message (with tool calls), log
+   probabilities, finish reason and usage. */
+static void completion_send_body(conn *c, const oai_req *q, const srv_req *r, int chat, long created, int keep,
+                                 const mlstack_tool_call *calls, int n_calls, size_t content_len) {
+    srv *s = c->s;
+    cli_buf b;
+    memset(&b, 0, sizeof b);
+    json_head(s, &b, chat, 0, r->id, created);
+    cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
+    if (chat) {
+        cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
+        if (n_calls && !content_len) cli_buf_puts(&b, "null");
+        else
+            cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
+        if (n_calls) {
+            cli_buf_puts(&b, ",");
+            json_tool_calls(&b, r->id, calls, n_calls, 0);
+        }
+        cli_buf_puts(&b, "},\"logprobs\":");
+        if (q->logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
+        else
+            cli_buf_puts(&b, "null");
+    } else {
+        cli_buf_puts(&b, "\"text\":");
+        cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
+        cli_buf_puts(&b, ",\"logprobs\":");
+        if (q->logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
+        else
+            cli_buf_puts(&b, "null");
+    }
+    cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],",
+                   n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
+                                                                           : finish_reason(r->st.finish));
+    json_usage(&b, &r->st);
+    cli_buf_puts(&b, "}\n");
+    if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
+    else
+        send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+    cli_buf_free(&b);
+}
+
 /* Returns 0 to keep the connection, -1 to close it. */
 static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     srv *s = c->s;
@@ -1438,7 +1579,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
     mlstack_error err;
     srv_req *r = NULL;
     long created = (long)time(NULL);
-    int keep = hr->keep_alive, rc = 0, sent_toks = 0, header_sent = 0, cancelled = 0, n_calls = 0;
+    int keep = hr->keep_alive, rc = 0, header_sent = 0, n_calls = 0;
     size_t sent_text = 0, content_len = 0;
     mlstack_tool_call *calls = NULL;
     mlstack_result res;
@@ -1531,57 +1672,8 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
             send_delta(c, s, &q, r->id, created, "", 0, NULL, 0, 0, 0, NULL);
     }
     /* wait for the engine: stream what arrives; cancel when the client goes away */
-    for (;;) {
-        char *piece = NULL;
-        size_t piece_n = 0, off = sent_text;
-        srv_tok *toks = NULL;
-        int from = sent_toks, to, done;
-        pthread_mutex_lock(&s->mu);
-        if (!r->done && (!q.stream || (ready_text(&q, r, 0) <= sent_text && r->n_toks == sent_toks))) {
-            struct timespec ts;
-            struct timeval tv;
-            gettimeofday(&tv, NULL);
-            ts.tv_sec = tv.tv_sec;
-            ts.tv_nsec = (long)tv.tv_usec * 1000 + 200000000L;
-            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-            pthread_cond_timedwait(&r->cv, &s->mu, &ts);
-        }
-        done = r->done;
-        to = r->n_toks;
-        if (q.stream && !c->closed && (ready_text(&q, r, done) > sent_text || to > sent_toks)) {
-            piece_n = ready_text(&q, r, done) > sent_text ? ready_text(&q, r, done) - sent_text : 0;
-            piece = (char *)malloc(piece_n + 1);
-            toks = q.logprobs && to > from ? (srv_tok *)malloc(sizeof *toks * (size_t)(to - from)) : NULL;
-            if (piece && piece_n) memcpy(piece, r->text.p + sent_text, piece_n);
-            if (toks) memcpy(toks, r->toks + from, sizeof *toks * (size_t)(to - from));
-            sent_text += piece_n;
-            sent_toks = to;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (piece) {
-            int n_new = toks ? to - from : 0;
-            if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
-                send_delta(c, s, &q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off,
-                           NULL);
-        }
-        free(piece);
-        free(toks);
-        if (done) break;
-        if (!cancelled && (srv_stop || peer_gone(c))) {
-            mlstack_engine_cancel(s->e, r->id);
-            cancelled = 1;
-        }
-    }
-    if (q.tool_mode && r->text.n &&
-        mlstack_tool_calls_parse(r->text.p, r->text.n, &calls, &n_calls, &content_len, &err) != MLSTACK_OK) {
-        /* a call cut short (max_tokens): the complete ones before it count, else all is content */
-        size_t end = r->text.n;
-        calls = NULL;
-        n_calls = 0;
-        while (end >= 12 && memcmp(r->text.p + end - 12, "</tool_call>", 12) != 0) end--;
-        if (end < 12 || mlstack_tool_calls_parse(r->text.p, end, &calls, &n_calls, &content_len, &err) != MLSTACK_OK)
-            calls = NULL, n_calls = 0;
-    }
+    completion_wait(c, &q, r, chat, created, &sent_text);
+    if (q.tool_mode && r->text.n) completion_tool_calls(r, &calls, &n_calls, &content_len);
     if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
         const char *msg = srv_stop           ? "the server is shutting down"
                           : r->st.message[0] ? r->st.message
@@ -1610,74 +1702,10 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         }
         log_request(s, hr, code, t0, &r->st);
     } else if (q.stream) {
-        if (!c->closed && q.tool_mode) { /* the held-back rest: content, then the calls */
-            size_t end = n_calls ? content_len : r->text.n;
-            if (end > sent_text)
-                send_delta(c, s, &q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
-            if (n_calls) {
-                cli_buf b;
-                memset(&b, 0, sizeof b);
-                json_head(s, &b, 1, 1, r->id, created);
-                cli_buf_puts(&b, "\"choices\":[{\"index\":0,\"delta\":{");
-                json_tool_calls(&b, r->id, calls, n_calls, 1);
-                cli_buf_puts(&b, "},\"logprobs\":null,\"finish_reason\":null}]}");
-                if (!b.oom) send_event(c, b.p, b.n);
-                cli_buf_free(&b);
-            }
-        }
-        if (!c->closed) {
-            send_delta(c, s, &q, r->id, created, NULL, 0, NULL, 0, 0, 0,
-                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
-                                                                               : finish_reason(r->st.finish));
-            if (q.include_usage) {
-                cli_buf b;
-                memset(&b, 0, sizeof b);
-                json_head(s, &b, chat, 1, r->id, created);
-                cli_buf_puts(&b, "\"choices\":[],");
-                json_usage(&b, &r->st);
-                cli_buf_puts(&b, "}");
-                if (!b.oom) send_event(c, b.p, b.n);
-                cli_buf_free(&b);
-            }
-            send_event(c, "[DONE]", 6);
-            send_all(c, "0\r\n\r\n", 5);
-        }
+        completion_stream_end(c, &q, r, chat, created, sent_text, calls, n_calls, content_len);
         log_request(s, hr, c->closed ? 499 : 200, t0, &r->st);
     } else if (!c->closed) {
-        cli_buf b;
-        memset(&b, 0, sizeof b);
-        json_head(s, &b, chat, 0, r->id, created);
-        cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
-        if (chat) {
-            cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
-            if (n_calls && !content_len) cli_buf_puts(&b, "null");
-            else
-                cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
-            if (n_calls) {
-                cli_buf_puts(&b, ",");
-                json_tool_calls(&b, r->id, calls, n_calls, 0);
-            }
-            cli_buf_puts(&b, "},\"logprobs\":");
-            if (q.logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
-            else
-                cli_buf_puts(&b, "null");
-        } else {
-            cli_buf_puts(&b, "\"text\":");
-            cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
-            cli_buf_puts(&b, ",\"logprobs\":");
-            if (q.logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
-            else
-                cli_buf_puts(&b, "null");
-        }
-        cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],",
-                       n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
-                                                                               : finish_reason(r->st.finish));
-        json_usage(&b, &r->st);
-        cli_buf_puts(&b, "}\n");
-        if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
-        else
-            send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
-        cli_buf_free(&b);
+        completion_send_body(c, &q, r, chat, created, keep, calls, n_calls, content_len);
         log_request(s, hr, 200, t0, &r->st);
     } else {
         log_request(s, hr, 499, t0, &r->st);

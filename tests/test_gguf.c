@@ -4,6 +4,7 @@
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
+#include "fixture_eval.h"
 
 #include <unistd.h>
 
@@ -543,32 +544,6 @@ static void save_reopen(mlstack_model *a, const char *path, mlstack_model **b, c
     CHECKF(mlstack_model_open(&md, b, &err) == MLSTACK_OK, "%s: %s", what, err.message);
 }
 
-static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab, int one_by_one) {
-    mlstack_batch_row rows[64];
-    float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
-    int32_t seq = -1;
-    int i;
-    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return NULL;
-    for (i = 0; i < n; i++) {
-        rows[i].seq = seq;
-        rows[i].pos = i;
-        rows[i].token = ids[i];
-        rows[i].want_logits = 1;
-    }
-    for (i = 0; i < n; i += one_by_one ? 1 : n) {
-        int k, b = one_by_one ? 1 : n;
-        if (mlstack_engine_eval(e, rows + i, b) != MLSTACK_OK) {
-            printf("eval: %s\n", mlstack_engine_error(e));
-            free(out);
-            return NULL;
-        }
-        for (k = 0; k < b; k++)
-            memcpy(out + (size_t)(i + k) * n_vocab, mlstack_engine_logits(e, k), sizeof(float) * n_vocab);
-    }
-    mlstack_engine_seq_free(e, seq);
-    return out;
-}
-
 /* tests/fixtures/gguf/llama-q8_0.gguf is the tiny llama fixture as llama.cpp's converter writes
    it (names mapped, Q/K rows permuted), quantized to Q8_0 by gguf-py. Opened directly it must
    give the logits of the safetensors folder quantized to Q8_0 at load: the same blocks, the
@@ -607,9 +582,9 @@ static void test_model(void) {
     CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
     CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
     if (!ea || !eb) goto done;
-    la = eval_all(ea, ids, 8, ia.n_vocab, 0);
-    lb = eval_all(eb, ids, 8, ib.n_vocab, 0);
-    lc = eval_all(eb, ids, 8, ib.n_vocab, 1);
+    la = fx_eval_all(ea, ids, 8, ia.n_vocab, 8);
+    lb = fx_eval_all(eb, ids, 8, ib.n_vocab, 8);
+    lc = fx_eval_all(eb, ids, 8, ib.n_vocab, 1);
     CHECK(la && lb && lc);
     if (la && lb && lc) {
         CHECK(memcmp(la, lb, sizeof(float) * 8 * (size_t)ia.n_vocab) == 0);
@@ -666,7 +641,7 @@ static void float_rows_back(mlstack_model *a, mlstack_model *b, int V, const int
         ed.isa = "scalar";
         CHECKF(mlstack_engine_init(b, &ed, &e, &err) == MLSTACK_OK, "%s", err.message);
         if (!e) return;
-        ls = eval_all(e, ids, 6, V, 0);
+        ls = fx_eval_all(e, ids, 6, V, 6);
         CHECKF(ls && memcmp(ls, lb, sizeof(float) * 6 * (size_t)V) == 0,
                "%s: scalar logits on the re-derived Q/K rows differ from the panel kernels'", what);
         free(ls);
@@ -681,8 +656,8 @@ static void float_rows_back(mlstack_model *a, mlstack_model *b, int V, const int
         return;
     }
     CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
-    lb2 = eval_all(e, ids, 6, V, 0);
-    la2 = ea ? eval_all(ea, ids, 6, V, 0) : NULL;
+    lb2 = fx_eval_all(e, ids, 6, V, 6);
+    la2 = ea ? fx_eval_all(ea, ids, 6, V, 6) : NULL;
     CHECKF(la2 && lb2 && memcmp(la2, lb2, sizeof(float) * 6 * (size_t)V) == 0,
            "%s: bf16-dot logits from pair panels of re-derived rows differ from the folder's", what);
     free(la2), free(lb2);
@@ -722,8 +697,8 @@ static void test_float_permuted(void) {
             CHECKF(mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK, "%s", err.message);
             CHECKF(mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK, "%s", err.message);
             if (ea && eb) {
-                la = eval_all(ea, ids, 6, ia.n_vocab, 0);
-                lb = eval_all(eb, ids, 6, ia.n_vocab, 0);
+                la = fx_eval_all(ea, ids, 6, ia.n_vocab, 6);
+                lb = fx_eval_all(eb, ids, 6, ia.n_vocab, 6);
                 CHECKF(la && lb && memcmp(la, lb, sizeof(float) * 6 * (size_t)ia.n_vocab) == 0,
                        "%s: GGUF logits differ from the folder's", dirs[d]);
                 if (lb && strcmp(mlstack_engine_kernels(eb), "scalar") != 0)
@@ -789,7 +764,7 @@ static void test_kq_model(void) {
         mlstack_engine_desc ed;
         memset(&ed, 0, sizeof ed);
         CHECKF(mlstack_engine_init(r, &ed, &er, &err) == MLSTACK_OK, "%s", err.message);
-        if (er) lr = eval_all(er, ids, 8, V, 0);
+        if (er) lr = fx_eval_all(er, ids, 8, V, 8);
     }
     for (c = 0; c < 5; c++) {
         mlstack_engine_desc ed;
@@ -812,8 +787,8 @@ static void test_kq_model(void) {
             continue;
         }
         seen[n_seen++] = name;
-        lp = eval_all(e, ids, 8, V, 0);
-        ld = eval_all(e, ids, 8, V, 1);
+        lp = fx_eval_all(e, ids, 8, V, 8);
+        ld = fx_eval_all(e, ids, 8, V, 1);
         CHECK(lp && ld);
         if (lp && ld) {
             CHECKF(memcmp(lp, ld, sizeof(float) * 8 * (size_t)V) == 0, "%s: prefill != decode", name);
@@ -924,8 +899,8 @@ static void test_write(void) {
     CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
     if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
         mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
-        la = eval_all(ea, ids, 6, 512, 0);
-        lb = eval_all(eb, ids, 6, 512, 0);
+        la = fx_eval_all(ea, ids, 6, 512, 6);
+        lb = fx_eval_all(eb, ids, 6, 512, 6);
         CHECK(la && lb && memcmp(la, lb, sizeof(float) * 6 * 512) == 0);
     }
     free(la);
@@ -982,9 +957,9 @@ static void test_write_mix(void) {
     }
     if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
         mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
-        la = eval_all(ea, ids, 6, 256, 0);
-        lb = eval_all(eb, ids, 6, 256, 0);
-        lc = eval_all(eb, ids, 6, 256, 1);
+        la = fx_eval_all(ea, ids, 6, 256, 6);
+        lb = fx_eval_all(eb, ids, 6, 256, 6);
+        lc = fx_eval_all(eb, ids, 6, 256, 1);
         CHECK(la && lb && lc && memcmp(la, lb, sizeof(float) * 6 * 256) == 0);
         CHECK(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * 256) == 0);
     }
@@ -1074,8 +1049,8 @@ static void test_write_mixes(void) {
         }
         if (b && mlstack_engine_init(a, &ed, &ea, &err) == MLSTACK_OK &&
             mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
-            la = eval_all(ea, ids, 4, 256, 0);
-            lb = eval_all(eb, ids, 4, 256, 0);
+            la = fx_eval_all(ea, ids, 4, 256, 4);
+            lb = fx_eval_all(eb, ids, 4, 256, 4);
             CHECKF(la && lb && memcmp(la, lb, sizeof(float) * 4 * 256) == 0, "%s: reopened logits differ",
                    cases[ci].mix);
         }
@@ -1244,8 +1219,8 @@ static void test_block_embedding(void) {
         CHECK(c && c->embed_dtype == MLSTACK_DTYPE_Q8_0);
         if (c && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK &&
             mlstack_engine_init(c, &ed, &ec, &err) == MLSTACK_OK) {
-            lb = eval_all(eb, ids, 6, b->cfg.n_vocab, 0);
-            lc = eval_all(ec, ids, 6, b->cfg.n_vocab, 0);
+            lb = fx_eval_all(eb, ids, 6, b->cfg.n_vocab, 6);
+            lc = fx_eval_all(ec, ids, 6, b->cfg.n_vocab, 6);
             CHECKF(lb && lc && memcmp(lb, lc, sizeof(float) * 6 * (size_t)b->cfg.n_vocab) == 0,
                    "the folder saved with block embeddings gives other logits than the GGUF");
         }

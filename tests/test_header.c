@@ -1,5 +1,6 @@
-/* The header's table of contents matches its numbered section banners, in order, and the
-   declarations part is pure ASCII; no text refers to a section by its number. */
+/* The header's table of contents matches its numbered section banners, in order, the
+   declarations part is pure ASCII, no text refers to a section by its number, and no function is
+   longer than the limit below. */
 #include "mlstack.h"
 #include "testlib.h"
 #if !defined(_WIN32)
@@ -175,6 +176,98 @@ static void check_parts(const char *impl) {
     }
 }
 
+/* Functions stay short enough to read whole: none over MLSTACK_TEST_MAX_FN_LINES lines, counted
+   as tools/fn_lengths.py counts them (the definition's first line at column 0 to the closing
+   brace at column 0). The allowlist names the ones still over, each with why; an entry that
+   has come under the limit is reported so that it can be dropped. */
+#define MLSTACK_TEST_MAX_FN_LINES 150
+static const char *const long_fn_allowlist[] = {
+    "mlstack__js_type_body", /* grammar section: its owner splits it (JSON Schema compiler work) */
+};
+
+/* The length of line s (up to '\n' or the end), with a trailing comment and blanks left off. */
+static size_t code_len(const char *s) {
+    size_t n = strcspn(s, "\n"), i;
+    for (i = 0; i + 1 < n; i++)
+        if (s[i] == '/' && (s[i + 1] == '*' || s[i + 1] == '/')) {
+            n = i;
+            break;
+        }
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) n--;
+    return n;
+}
+
+static const char *next_line(const char *s) {
+    const char *e = strchr(s, '\n');
+    return e ? e + 1 : s + strlen(s);
+}
+
+static void check_fn_lengths(const char *h) {
+    const char *line = h;
+    int n_fn = 0, line_no = 1;
+    size_t k;
+    int seen[sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]] = {0};
+    while (*line) {
+        const char *sig_end = line, *q, *paren, *name_end, *name;
+        int is_fn, sig_lines = 0, lines;
+        size_t n;
+        char fname[128];
+        if (!((*line >= 'a' && *line <= 'z') || (*line >= 'A' && *line <= 'Z') || *line == '_') ||
+            strncmp(line, "typedef", 7) == 0 || strncmp(line, "extern \"C\"", 10) == 0) {
+            line = next_line(line), line_no++;
+            continue;
+        }
+        /* the signature: continuation lines are indented; it ends at '{' or ';' */
+        for (;;) {
+            const char *nl = next_line(sig_end);
+            n = code_len(sig_end);
+            if ((n && (sig_end[n - 1] == '{' || sig_end[n - 1] == ';')) || sig_lines >= 12 || !*nl) break;
+            if (*nl == '{') {
+                sig_end = nl, sig_lines++;
+                n = code_len(sig_end);
+                break;
+            }
+            if (*nl != ' ' && *nl != '\t') break;
+            sig_end = nl, sig_lines++;
+        }
+        paren = strchr(line, '(');
+        q = strchr(line, '=');
+        is_fn = n && sig_end[n - 1] == '{' && paren && paren < sig_end + n && !(q && q < paren);
+        if (is_fn) {
+            name_end = paren;
+            while (name_end > line && name_end[-1] == ' ') name_end--;
+            name = name_end;
+            while (name > line && (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z') ||
+                                   (name[-1] >= 'A' && name[-1] <= 'Z') || (name[-1] >= '0' && name[-1] <= '9')))
+                name--;
+            snprintf(fname, sizeof fname, "%.*s", (int)(name_end - name), name);
+            is_fn = strcmp(fname, "if") != 0 && strcmp(fname, "for") != 0 && strcmp(fname, "while") != 0 &&
+                    strcmp(fname, "switch") != 0 && strcmp(fname, "return") != 0 && strcmp(fname, "sizeof") != 0 &&
+                    strcmp(fname, "defined") != 0;
+        }
+        if (!is_fn) {
+            for (; line != next_line(sig_end); line = next_line(line)) line_no++;
+            continue;
+        }
+        /* the body: to the next line that starts with '}' */
+        for (q = next_line(sig_end), lines = sig_lines + 2; *q && *q != '}'; q = next_line(q)) lines++;
+        n_fn++;
+        if (lines > MLSTACK_TEST_MAX_FN_LINES) {
+            int allowed = 0;
+            for (k = 0; k < sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]; k++)
+                if (strcmp(fname, long_fn_allowlist[k]) == 0) allowed = 1, seen[k] = 1;
+            CHECKF(allowed, "mlstack.h:%d: %s is %d lines (over %d): split it along its comments", line_no, fname,
+                   lines, MLSTACK_TEST_MAX_FN_LINES);
+        }
+        for (; line != next_line(q); line = next_line(line)) line_no++;
+    }
+    CHECKF(n_fn > 500, "only %d function definitions found", n_fn);
+    for (k = 0; k < sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]; k++)
+        if (!seen[k])
+            printf("note: %s is no longer over %d lines: drop it from the allowlist\n", long_fn_allowlist[k],
+                   MLSTACK_TEST_MAX_FN_LINES);
+}
+
 int main(void) {
     size_t len, i;
     char *h = tl_read("mlstack.h", &len), *p, *toc_end, *impl;
@@ -234,6 +327,7 @@ int main(void) {
         if ((unsigned char)h[i] >= 0x80) break;
     CHECKF(impl && h + i == impl, "non-ASCII byte in the declarations at offset %zu", i);
     if (impl) check_parts(impl);
+    check_fn_lengths(h);
     free(h);
     return tl_finish();
 }

@@ -6,6 +6,7 @@
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
+#include "fixture_eval.h"
 #include <dirent.h>
 
 /* f32 weights: transformers and we both compute in f32, only the summation order differs
@@ -23,55 +24,46 @@
 
 static const char *FIX = "tests/fixtures/models";
 
-static float *eval_all(mlstack_engine *e, const int32_t *ids, int n, int n_vocab) {
-    mlstack_batch_row rows[64];
-    float *out = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n_vocab);
-    int32_t seq = -1;
-    int i;
-    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return NULL;
-    for (i = 0; i < n; i++) {
-        rows[i].seq = seq;
-        rows[i].pos = i;
-        rows[i].token = ids[i];
-        rows[i].want_logits = 1;
-    }
-    if (mlstack_engine_eval(e, rows, n) != MLSTACK_OK) {
-        printf("eval: %s\n", mlstack_engine_error(e));
-        free(out);
-        return NULL;
-    }
-    for (i = 0; i < n; i++) memcpy(out + (size_t)i * n_vocab, mlstack_engine_logits(e, i), sizeof(float) * n_vocab);
-    mlstack_engine_seq_free(e, seq);
-    return out;
-}
-
 static int bf16_skip_told;
 
-/* Whether the prompt's logits are bit-identical to ref when it is evaluated interleaved with
-   another sequence (the reversed prompt) in one batch. */
-static int same_when_batched(mlstack_engine *e, const int32_t *ids, int n, const float *ref, int n_vocab) {
-    mlstack_batch_row rows[128];
-    int32_t sa = -1, sb = -1;
-    int i, nr = 0, same = 1;
-    if (mlstack_engine_seq_new(e, &sa) != MLSTACK_OK || mlstack_engine_seq_new(e, &sb) != MLSTACK_OK) return 0;
-    for (i = 0; i < n; i++) {
-        rows[nr].seq = sb, rows[nr].pos = i, rows[nr].token = ids[n - 1 - i], rows[nr].want_logits = 1, nr++;
-        rows[nr].seq = sa, rows[nr].pos = i, rows[nr].token = ids[i], rows[nr].want_logits = 1, nr++;
+/* Opt-in bf16 activations: BF16 weights times activations rounded to 8 mantissa bits (relative
+   2^-9 per product) stay within 3e-2 of the largest logit through these models' layers; thread
+   count and batch still change nothing. */
+/* opt-in bf16 activations: only BF16 weights (their pair panels) take the bf16 products, so on
+   every other fixture the logits must keep the exact engine's bits. BF16 weights times
+   activations rounded to 8 mantissa bits (relative 2^-9 per product) move llama_bf16's logits by
+   5.4e-3 and 7.2e-3 of the largest (its two cases); the bound is 1.5 times the larger (it was
+   3e-2, four times). Thread count and batch change nothing. */
+static void check_bf16(const char *name, int ci, mlstack_engine *ebf1, mlstack_engine *ebf2, const int32_t *ids, int n,
+                       const float *ours, int n_vocab, int bf16_weights) {
+    float *b1, *b2;
+    int k;
+    if (!strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
+        if (!bf16_skip_told++)
+            SKIP("no AVX512_BF16 path here (or a lower ISA cap): the bf16-dot engine is not checked");
+        return;
     }
-    if (mlstack_engine_eval(e, rows, nr) != MLSTACK_OK) same = 0;
-    for (i = 0; same && i < n; i++)
-        if (memcmp(mlstack_engine_logits(e, 2 * i + 1), ref + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab))
-            same = 0;
-    mlstack_engine_seq_free(e, sa);
-    mlstack_engine_seq_free(e, sb);
-    return same;
-}
-static int count_greedy;
-static int32_t greedy_out[64];
-static int on_tok(void *u, int32_t t) {
-    (void)u;
-    if (count_greedy < 64) greedy_out[count_greedy++] = t;
-    return 0;
+    b1 = fx_eval_all(ebf1, ids, n, n_vocab, n);
+    b2 = fx_eval_all(ebf2, ids, n, n_vocab, n);
+    if (b1 && b2) {
+        double db = 0, big = 0;
+        for (k = 0; k < n * n_vocab; k++) {
+            if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
+            if (fabs(ours[k]) > big) big = fabs(ours[k]);
+        }
+        if (bf16_weights)
+            CHECKF(db < 1.1e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name, ci, db,
+                   big);
+        else
+            CHECKF(db == 0, "%s case %d: bf16 activations move logits by %.3g with no BF16 weight", name, ci, db);
+        CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * n_vocab), "%s case %d: bf16-dot logits depend on threads",
+               name, ci);
+        CHECKF(fx_same_when_batched(ebf1, ids, n, b1, n_vocab),
+               "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
+        printf("  %-18s case %d: bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, ci, db, big);
+    }
+    free(b1);
+    free(b2);
 }
 
 static void check_model(const char *name) {
@@ -146,8 +138,8 @@ static void check_model(const char *name) {
         mlstack_generate_desc g;
         int32_t seq = -1;
         for (v = ids_j->child; v && n < 64; v = v->next) ids[n++] = (int32_t)v->i;
-        ours = eval_all(e1, ids, n, info.n_vocab);
-        ours2 = eval_all(e2, ids, n, info.n_vocab);
+        ours = fx_eval_all(e1, ids, n, info.n_vocab, n);
+        ours2 = fx_eval_all(e2, ids, n, info.n_vocab, n);
         CHECKF(ours && ours2, "%s case %d: eval", name, ci);
         if (!ours || !ours2) continue;
         for (row = lg->child, p = 0; row; row = row->next, p++)
@@ -161,14 +153,14 @@ static void check_model(const char *name) {
         CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s case %d: logits differ between 1 and 2 threads", name, ci);
         free(ours2);
-        ours2 = eval_all(e3, ids, n, info.n_vocab);
+        ours2 = fx_eval_all(e3, ids, n, info.n_vocab, n);
         CHECKF(ours2 && !memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab),
                "%s case %d: logits differ between 1 and 3 threads", name, ci);
         free(ours2);
         /* default F16 keys/values: K and V rounded to 11 significant bits (relative 4.9e-4).
            Relative to the largest logit (5 to 17 in these random models) that moves logits by
            ~1e-3 of it; 5e-3 of it still catches any layout or indexing error (those are O(1)) */
-        ours16 = eval_all(e16, ids, n, info.n_vocab);
+        ours16 = fx_eval_all(e16, ids, n, info.n_vocab, n);
         if (ours16) {
             double d16 = 0, big = 0;
             for (k = 0; k < n * info.n_vocab; k++) {
@@ -181,7 +173,7 @@ static void check_model(const char *name) {
         }
         /* BF16 keys and values against transformers with the same storage rounding */
         if (kv_ref) {
-            float *okv = eval_all(ekv, ids, n, info.n_vocab);
+            float *okv = fx_eval_all(ekv, ids, n, info.n_vocab, n);
             size_t cnt = (size_t)n * (size_t)info.n_vocab, q;
             double dkv = 0;
             CHECKF(okv && kv_off + cnt <= kv_len, "%s case %d: bf16 KV eval, or kv_bf16.bin too short", name, ci);
@@ -194,37 +186,7 @@ static void check_model(const char *name) {
             kv_off += cnt;
             free(okv);
         }
-        /* opt-in bf16 activations: only BF16 weights (their pair panels) take the bf16 products, so
-           on every other fixture the logits must keep the exact engine's bits. BF16 weights times
-           activations rounded to 8 mantissa bits (relative 2^-9 per product) move llama_bf16's
-           logits by 5.4e-3 and 7.2e-3 of the largest (its two cases); the bound is 1.5 times the
-           larger (it was 3e-2, four times). Thread count and batch change nothing. */
-        if (strstr(mlstack_engine_kernels(ebf1), "bf16")) { /* bf16dot or amx+bf16 */
-            float *b1 = eval_all(ebf1, ids, n, info.n_vocab), *b2 = eval_all(ebf2, ids, n, info.n_vocab);
-            if (b1 && b2) {
-                double db = 0, big = 0;
-                for (k = 0; k < n * info.n_vocab; k++) {
-                    if (fabs(b1[k] - ours[k]) > db) db = fabs(b1[k] - ours[k]);
-                    if (fabs(ours[k]) > big) big = fabs(ours[k]);
-                }
-                if (bf16_weights)
-                    CHECKF(db < 1.1e-2 * big, "%s case %d: bf16 activations move logits by %.3g (largest %.3g)", name,
-                           ci, db, big);
-                else
-                    CHECKF(db == 0, "%s case %d: bf16 activations move logits by %.3g with no BF16 weight", name, ci,
-                           db);
-                CHECKF(!memcmp(b1, b2, sizeof(float) * (size_t)n * info.n_vocab),
-                       "%s case %d: bf16-dot logits depend on threads", name, ci);
-                CHECKF(same_when_batched(ebf1, ids, n, b1, info.n_vocab),
-                       "%s case %d: bf16-dot logits change when batched with another sequence", name, ci);
-                printf("  %-18s case %d: bf16 activations: max |logit - exact| = %.2e (largest %.2f)\n", name, ci, db,
-                       big);
-            }
-            free(b1);
-            free(b2);
-        } else if (!bf16_skip_told++) {
-            SKIP("no AVX512_BF16 path here (or a lower ISA cap): the bf16-dot engine is not checked");
-        }
+        check_bf16(name, ci, ebf1, ebf2, ids, n, ours, info.n_vocab, bf16_weights);
         /* greedy continuation (decode steps split by query head over 3 threads) */
         CHECK(mlstack_engine_seq_new(e3, &seq) == MLSTACK_OK);
         memset(&g, 0, sizeof g);
@@ -233,16 +195,17 @@ static void check_model(const char *name) {
         g.n_prompt = n;
         g.max_tokens = 32;
         g.ignore_eos = 1;
-        g.on_token = on_tok;
-        count_greedy = 0;
+        g.on_token = fx_on_token;
+        fx_n_greedy = 0;
         CHECKF(mlstack_generate(e3, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e3));
         for (v = gr->child, k = 0; v; v = v->next, k++)
-            if (k >= count_greedy || greedy_out[k] != v->i) same = 0;
-        CHECKF(same && k == 32 && count_greedy == 32, "%s case %d: greedy continuation differs from transformers", name,
+            if (k >= fx_n_greedy || fx_greedy[k] != v->i) same = 0;
+        CHECKF(same && k == 32 && fx_n_greedy == 32, "%s case %d: greedy continuation differs from transformers", name,
                ci);
         mlstack_engine_seq_free(e3, seq);
         /* batch invariance: the same prompt beside another sequence in one batch */
-        CHECKF(same_when_batched(e1, ids, n, ours, info.n_vocab) && same_when_batched(e3, ids, n, ours, info.n_vocab),
+        CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab) &&
+                   fx_same_when_batched(e3, ids, n, ours, info.n_vocab),
                "%s case %d: logits change when batched with another sequence", name, ci);
         free(ours);
     }

@@ -199,6 +199,98 @@ static void rm_rf(const char *dir) {
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
+/* The metadata of the panel folder dp tells what its bytes are; the row folder dr has no layout tags. */
+static void check_panel_tags(const char *dp, const char *dr) {
+    char path[400], *hdr;
+    snprintf(path, sizeof path, "%s/model.safetensors", dp);
+    hdr = tl_read(path, NULL);
+    CHECKF(hdr && strstr(hdr + 8, "\"mlstack.layout.model.layers.0.self_attn.q_proj.weight\":\"P16\"") &&
+               strstr(hdr + 8, "\"mlstack.p16.version\":\"1\"") &&
+               strstr(hdr + 8, "\"mlstack.p16.panel_rows\":\"16\"") && strstr(hdr + 8, "\"mlstack.p16.group\":\"4\""),
+           "%s: the panel folder's metadata lacks the layout tags", dp);
+    free(hdr);
+    snprintf(path, sizeof path, "%s/model.safetensors", dr);
+    hdr = tl_read(path, NULL);
+    CHECKF(hdr && strstr(hdr + 8, "mlstack.quant.") && !strstr(hdr + 8, "mlstack.layout.") &&
+               !strstr(hdr + 8, "mlstack.p16."),
+           "%s: the row folder carries layout tags", dr);
+    free(hdr);
+}
+
+/* Every quantized projection of p: panels in place in the mapping, 64-byte aligned, rows not
+   resident. Returns how many quantized weights p has. */
+static int check_panels_in_place(mlstack_model *p, const char *name, const char *what) {
+    mlstack_model_info ip;
+    int l, i, n_panel = 0, n_inplace = 0, n_aligned = 0, n_quant = 0;
+    mlstack_model_get_info(p, &ip);
+    for (l = -1; l < p->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(p, l, ws);
+        for (i = 0; i < n; i++) {
+            mlstack_tensor t;
+            if (ws[i]->wtype != MLSTACK__W_Q8_0 && ws[i]->wtype != MLSTACK__W_Q4_1) continue;
+            n_quant++;
+            n_panel += ws[i]->packed != NULL && ws[i]->rows == MLSTACK__ROWS_GONE &&
+                       ws[i]->data != (const void *)ws[i]->packed;
+            n_inplace +=
+                mlstack_model_tensor_find(p, ws[i]->name, &t) == MLSTACK_OK && t.data == (const void *)ws[i]->packed;
+            n_aligned += (uintptr_t)ws[i]->packed % 64 == 0;
+        }
+    }
+    CHECKF(n_quant > 0 && n_panel == n_quant && n_inplace == n_quant && n_aligned == n_quant,
+           "%s %s: of %d quantized weights %d opened as panels, %d in place in the mapping, %d aligned", name, what,
+           n_quant, n_panel, n_inplace, n_aligned);
+    CHECKF(ip.mapped_panel_bytes > 0 && ip.mapped_panel_bytes <= ip.weight_bytes && ip.packed_bytes == 0,
+           "%s %s: mapped %llu, packed %llu of %llu bytes", name, what, (unsigned long long)ip.mapped_panel_bytes,
+           (unsigned long long)ip.packed_bytes, (unsigned long long)ip.weight_bytes);
+    return n_quant;
+}
+
+/* The engines packed no quantized weight of the panel folder p, info ip (the counter that does
+   count packing on iq, quantized at load, and ir, the row folder); weights left as stored (rows not a
+   multiple of 32: the fixtures' intermediate sizes 168 and 136) are packed at start as before. */
+static void check_nothing_packed(mlstack_model *p, const mlstack_model_info *ip, const mlstack_model_info *iq,
+                                 const mlstack_model_info *ir, const char *name, const char *what) {
+    uint64_t fl = 0;
+    int l, i;
+    for (l = -1; l < p->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights(p, l, ws);
+        for (i = 0; i < n; i++)
+            if (ws[i]->wtype != MLSTACK__W_Q8_0 && ws[i]->wtype != MLSTACK__W_Q4_1)
+                fl += (uint64_t)mlstack__p16_panels(ws[i]->n_out) * mlstack__p16_bytes(ws[i]->wtype, ws[i]->n_in);
+    }
+    CHECKF(ip->packed_bytes == fl,
+           "%s %s: an engine packed %llu bytes of a folder saved with panels (%llu "
+           "of float weights)",
+           name, what, (unsigned long long)ip->packed_bytes, (unsigned long long)fl);
+    CHECKF(iq->packed_bytes > fl && ir->packed_bytes == iq->packed_bytes,
+           "%s %s: packing at start not counted (quantized at load %llu, row folder %llu)", name, what,
+           (unsigned long long)iq->packed_bytes, (unsigned long long)ir->packed_bytes);
+    CHECKF(ip->mapped_panel_bytes + fl == ir->packed_bytes, "%s %s: %llu bytes of panels mapped, %llu packed", name,
+           what, (unsigned long long)ip->mapped_panel_bytes, (unsigned long long)ir->packed_bytes);
+}
+
+/* Saving the panel folder p again gives the same files: panels as mapped (dp2 as dp), rows as
+   derived (dr2 as dr), and its GGUF (ga) is the row folder rw's (gb). */
+static void check_resaves(mlstack_model *p, mlstack_model *rw, const char *dp, const char *dr, const char *dp2,
+                          const char *dr2, const char *ga, const char *gb, const char *name, const char *what) {
+    mlstack_error err;
+    CHECKF(mlstack_model_save(p, dp2, &err) == MLSTACK_OK, "re-save: %s", err.message);
+    CHECKF(mlstack_model_save_flags(p, dr2, MLSTACK_SAVE_ROWS, &err) == MLSTACK_OK, "re-save: %s", err.message);
+    CHECKF(same_file(dp, dp2), "%s %s: the panel folder saved again differs", name, what);
+    CHECKF(same_file(dr, dr2), "%s %s: rows derived from the panels saved differ from the row folder", name, what);
+    CHECKF(mlstack_model_save_gguf(p, ga, &err) == MLSTACK_OK, "gguf: %s", err.message);
+    CHECKF(mlstack_model_save_gguf(rw, gb, &err) == MLSTACK_OK, "gguf: %s", err.message);
+    {
+        size_t la = 0, lb = 0;
+        char *fa = tl_read(ga, &la), *fb = tl_read(gb, &lb);
+        CHECKF(fa && fb && la == lb && memcmp(fa, fb, la) == 0,
+               "%s %s: the GGUF of the panel folder differs from the row folder's", name, what);
+        free(fa), free(fb);
+    }
+}
+
 /* Issue 15: a folder saved with its P16 panels opens with the panels mapped in place (no
    packing, no copy; rows only when a path reads rows, derived exactly), and gives the logits of
    the model quantized at load and of the folder saved as rows, bit for bit: on the panel
@@ -211,7 +303,7 @@ static void test_saved_panels(const char *tmp) {
     int ni, qi;
     for (ni = 0; ni < 3; ni++)
         for (qi = 0; qi < 2; qi++) {
-            char src[256], dp[300], dr[300], dp2[300], dr2[300], ga[300], gb[300], path[400];
+            char src[256], dp[300], dr[300], dp2[300], dr2[300], ga[300], gb[300];
             const char *what = mlstack_dtype_name(quants[qi]);
             mlstack_model_desc md;
             mlstack_model *q = NULL, *p = NULL, *rw = NULL;
@@ -219,8 +311,7 @@ static void test_saved_panels(const char *tmp) {
             mlstack_error err;
             mlstack_engine *e;
             float *lq = NULL, *lp = NULL, *lr = NULL, *lps = NULL, *lqs = NULL, *lp2 = NULL;
-            char *hdr;
-            int V = 0, l, i, n_panel = 0, n_inplace = 0, n_aligned = 0, n_rows_same = 0, n_quant = 0, scalar_only;
+            int V = 0, l, i, n_rows_same = 0, n_quant = 0, scalar_only;
             snprintf(src, sizeof src, "tests/fixtures/models/%s", names[ni]);
             snprintf(dp, sizeof dp, "%s/panels_%s_%d", tmp, names[ni], qi);
             snprintf(dr, sizeof dr, "%s/rows_%s_%d", tmp, names[ni], qi);
@@ -239,21 +330,7 @@ static void test_saved_panels(const char *tmp) {
             CHECKF(mlstack_model_save_flags(q, dr, MLSTACK_SAVE_ROWS, &err) == MLSTACK_OK, "save rows: %s",
                    err.message);
             CHECK(mlstack_model_save_flags(q, dr2, 2, &err) == MLSTACK_ERR_INVALID_ARG);
-            /* the metadata tells what the bytes are */
-            snprintf(path, sizeof path, "%s/model.safetensors", dp);
-            hdr = tl_read(path, NULL);
-            CHECKF(hdr && strstr(hdr + 8, "\"mlstack.layout.model.layers.0.self_attn.q_proj.weight\":\"P16\"") &&
-                       strstr(hdr + 8, "\"mlstack.p16.version\":\"1\"") &&
-                       strstr(hdr + 8, "\"mlstack.p16.panel_rows\":\"16\"") &&
-                       strstr(hdr + 8, "\"mlstack.p16.group\":\"4\""),
-                   "%s: the panel folder's metadata lacks the layout tags", dp);
-            free(hdr);
-            snprintf(path, sizeof path, "%s/model.safetensors", dr);
-            hdr = tl_read(path, NULL);
-            CHECKF(hdr && strstr(hdr + 8, "mlstack.quant.") && !strstr(hdr + 8, "mlstack.layout.") &&
-                       !strstr(hdr + 8, "mlstack.p16."),
-                   "%s: the row folder carries layout tags", dr);
-            free(hdr);
+            check_panel_tags(dp, dr);
             md.quant = 0;
             md.path = dp;
             CHECKF(mlstack_model_open(&md, &p, &err) == MLSTACK_OK, "open %s: %s", dp, err.message);
@@ -262,28 +339,7 @@ static void test_saved_panels(const char *tmp) {
             if (!p || !rw) goto next;
             mlstack_model_get_info(p, &ip);
             CHECKF(ip.weight_dtype == quants[qi], "%s: weights are %s", dp, mlstack_dtype_name(ip.weight_dtype));
-            /* every quantized projection: panels in place in the mapping, 64-byte aligned, rows not resident */
-            for (l = -1; l < p->cfg.n_layers; l++) {
-                mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
-                int n = mlstack__layer_weights(p, l, ws);
-                for (i = 0; i < n; i++) {
-                    mlstack_tensor t;
-                    if (ws[i]->wtype != MLSTACK__W_Q8_0 && ws[i]->wtype != MLSTACK__W_Q4_1) continue;
-                    n_quant++;
-                    n_panel += ws[i]->packed != NULL && ws[i]->rows == MLSTACK__ROWS_GONE &&
-                               ws[i]->data != (const void *)ws[i]->packed;
-                    n_inplace += mlstack_model_tensor_find(p, ws[i]->name, &t) == MLSTACK_OK &&
-                                 t.data == (const void *)ws[i]->packed;
-                    n_aligned += (uintptr_t)ws[i]->packed % 64 == 0;
-                }
-            }
-            CHECKF(n_quant > 0 && n_panel == n_quant && n_inplace == n_quant && n_aligned == n_quant,
-                   "%s %s: of %d quantized weights %d opened as panels, %d in place in the mapping, %d aligned",
-                   names[ni], what, n_quant, n_panel, n_inplace, n_aligned);
-            CHECKF(ip.mapped_panel_bytes > 0 && ip.mapped_panel_bytes <= ip.weight_bytes && ip.packed_bytes == 0,
-                   "%s %s: mapped %llu, packed %llu of %llu bytes", names[ni], what,
-                   (unsigned long long)ip.mapped_panel_bytes, (unsigned long long)ip.packed_bytes,
-                   (unsigned long long)ip.weight_bytes);
+            n_quant = check_panels_in_place(p, names[ni], what);
             lq = logits_of(q, ids, 7, &V);
             lp = logits_of(p, ids, 7, &V);
             lr = logits_of(rw, ids, 7, &V);
@@ -297,27 +353,7 @@ static void test_saved_panels(const char *tmp) {
             if (scalar_only) {
                 SKIP("saved panels: this CPU runs only the scalar kernels, which read rows (no panels to map)");
             } else {
-                /* the engines packed no quantized weight of the panel folder (the counter that does
-                   count packing on the other two); weights left as stored (rows not a multiple of 32:
-                   the fixtures' intermediate sizes 168 and 136) are packed at start as before */
-                uint64_t fl = 0;
-                for (l = -1; l < p->cfg.n_layers; l++) {
-                    mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
-                    int n = mlstack__layer_weights(p, l, ws);
-                    for (i = 0; i < n; i++)
-                        if (ws[i]->wtype != MLSTACK__W_Q8_0 && ws[i]->wtype != MLSTACK__W_Q4_1)
-                            fl += (uint64_t)mlstack__p16_panels(ws[i]->n_out) *
-                                  mlstack__p16_bytes(ws[i]->wtype, ws[i]->n_in);
-                }
-                CHECKF(ip.packed_bytes == fl,
-                       "%s %s: an engine packed %llu bytes of a folder saved with panels (%llu "
-                       "of float weights)",
-                       names[ni], what, (unsigned long long)ip.packed_bytes, (unsigned long long)fl);
-                CHECKF(iq.packed_bytes > fl && ir.packed_bytes == iq.packed_bytes,
-                       "%s %s: packing at start not counted (quantized at load %llu, row folder %llu)", names[ni], what,
-                       (unsigned long long)iq.packed_bytes, (unsigned long long)ir.packed_bytes);
-                CHECKF(ip.mapped_panel_bytes + fl == ir.packed_bytes, "%s %s: %llu bytes of panels mapped, %llu packed",
-                       names[ni], what, (unsigned long long)ip.mapped_panel_bytes, (unsigned long long)ir.packed_bytes);
+                check_nothing_packed(p, &ip, &iq, &ir, names[ni], what);
             }
             CHECKF(lq && lp && lr && memcmp(lq, lp, sizeof(float) * (size_t)V) == 0 &&
                        memcmp(lr, lp, sizeof(float) * (size_t)V) == 0,
@@ -343,21 +379,7 @@ static void test_saved_panels(const char *tmp) {
             mlstack_engine_free(engine_logits(p, NULL, 2, ids, 7, &lp2));
             CHECKF(lp2 && lp && memcmp(lp2, lp, sizeof(float) * (size_t)V) == 0,
                    "%s %s: two ranks on the panel folder differ from one", names[ni], what);
-            /* saving again: panels as mapped, rows as derived -- the same files */
-            CHECKF(mlstack_model_save(p, dp2, &err) == MLSTACK_OK, "re-save: %s", err.message);
-            CHECKF(mlstack_model_save_flags(p, dr2, MLSTACK_SAVE_ROWS, &err) == MLSTACK_OK, "re-save: %s", err.message);
-            CHECKF(same_file(dp, dp2), "%s %s: the panel folder saved again differs", names[ni], what);
-            CHECKF(same_file(dr, dr2), "%s %s: rows derived from the panels saved differ from the row folder",
-                   names[ni], what);
-            CHECKF(mlstack_model_save_gguf(p, ga, &err) == MLSTACK_OK, "gguf: %s", err.message);
-            CHECKF(mlstack_model_save_gguf(rw, gb, &err) == MLSTACK_OK, "gguf: %s", err.message);
-            {
-                size_t la = 0, lb = 0;
-                char *fa = tl_read(ga, &la), *fb = tl_read(gb, &lb);
-                CHECKF(fa && fb && la == lb && memcmp(fa, fb, la) == 0,
-                       "%s %s: the GGUF of the panel folder differs from the row folder's", names[ni], what);
-                free(fa), free(fb);
-            }
+            check_resaves(p, rw, dp, dr, dp2, dr2, ga, gb, names[ni], what);
         next:
             free(lq), free(lp), free(lr), free(lps), free(lqs), free(lp2);
             mlstack_model_close(q);

@@ -127,6 +127,66 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
     return n;
 }
 
+/* The mask cost alone (random logits), on the vocabulary of the tokenizer in qdir (Qwen2.5's 152k
+   by default). Returns 1 when a schema does not compile. */
+static int bench_masks(const char *qdir, int max_tokens) {
+    mlstack_error err;
+    int c;
+    mlstack_tokenizer *tok;
+    if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
+        mlstack_vocab *qv;
+        int32_t eos = mlstack_tokenizer_eos_id(tok);
+        if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
+            for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+                mlstack_grammar_desc gd;
+                mlstack_grammar *g;
+                mlstack_sampler_desc sd;
+                mlstack_sampler *s;
+                int V = mlstack_vocab_size(qv), n = 0, k;
+                float *lg = (float *)malloc(sizeof(float) * (size_t)V);
+                uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
+                double t0, compile_ms, tot = 0, *ms = (double *)calloc(4000, sizeof(double));
+                uint64_t x = 88172645463325252ull;
+                memset(&gd, 0, sizeof gd);
+                gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+                gd.text = cases[c].schema;
+                gd.vocab = qv;
+                t0 = now_s();
+                if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
+                compile_ms = (now_s() - t0) * 1e3;
+                memset(&sd, 0, sizeof sd);
+                sd.temperature = 1.0f;
+                sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
+                sd.grammar = g;
+                mlstack_sampler_init(&sd, V, &s);
+                while (n < 4000 && n < max_tokens * 10) {
+                    int32_t t;
+                    for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
+                    t0 = now_s();
+                    mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
+                    ms[n] = (now_s() - t0) * 1e3;
+                    tot += ms[n++];
+                    t = mlstack_sampler_sample(s, lg);
+                    if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
+                }
+                printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean "
+                       "%.3f ms, p99 %.3f ms\n",
+                       qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
+                mlstack_sampler_free(s);
+                mlstack_grammar_free(g);
+                free(lg);
+                free(bits);
+                free(ms);
+            }
+            mlstack_vocab_free(qv);
+        }
+        mlstack_tokenizer_close(tok);
+    } else {
+        printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5";
     int threads = 2, max_tokens = 160, i, c, masks_only = 0;
@@ -149,7 +209,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-n"))
             max_tokens = atoi(argv[i + 1]);
     }
-    if (masks_only) goto masks;
+    if (masks_only) return bench_masks(qdir, max_tokens);
     memset(&md, 0, sizeof md);
     md.path = dir;
     md.quant = quant;
@@ -228,60 +288,5 @@ int main(int argc, char **argv) {
     mlstack_vocab_free(v);
     mlstack_engine_free(e);
     mlstack_model_close(model);
-masks: /* the mask cost alone (random logits), on Qwen2.5's 152k vocabulary by default */
-{
-    mlstack_tokenizer *tok;
-    if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
-        mlstack_vocab *qv;
-        int32_t eos = mlstack_tokenizer_eos_id(tok);
-        if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
-            for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-                mlstack_grammar_desc gd;
-                mlstack_grammar *g;
-                mlstack_sampler_desc sd;
-                mlstack_sampler *s;
-                int V = mlstack_vocab_size(qv), n = 0, k;
-                float *lg = (float *)malloc(sizeof(float) * (size_t)V);
-                uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
-                double t0, compile_ms, tot = 0, *ms = (double *)calloc(4000, sizeof(double));
-                uint64_t x = 88172645463325252ull;
-                memset(&gd, 0, sizeof gd);
-                gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
-                gd.text = cases[c].schema;
-                gd.vocab = qv;
-                t0 = now_s();
-                if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
-                compile_ms = (now_s() - t0) * 1e3;
-                memset(&sd, 0, sizeof sd);
-                sd.temperature = 1.0f;
-                sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
-                sd.grammar = g;
-                mlstack_sampler_init(&sd, V, &s);
-                while (n < 4000 && n < max_tokens * 10) {
-                    int32_t t;
-                    for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
-                    t0 = now_s();
-                    mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
-                    ms[n] = (now_s() - t0) * 1e3;
-                    tot += ms[n++];
-                    t = mlstack_sampler_sample(s, lg);
-                    if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
-                }
-                printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean "
-                       "%.3f ms, p99 %.3f ms\n",
-                       qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
-                mlstack_sampler_free(s);
-                mlstack_grammar_free(g);
-                free(lg);
-                free(bits);
-                free(ms);
-            }
-            mlstack_vocab_free(qv);
-        }
-        mlstack_tokenizer_close(tok);
-    } else {
-        printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
-    }
-}
-    return 0;
+    return bench_masks(qdir, max_tokens);
 }
