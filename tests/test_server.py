@@ -73,6 +73,25 @@ def parse(resp):
     return code, j, body
 
 
+def recv_response(sock):
+    """One whole response on sock: its head, then Content-Length bytes of body (or up to the
+    close): a single recv may return the head before the body."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        b = sock.recv(65536)
+        if not b:
+            return buf
+        buf += b
+    head, _, body = buf.partition(b"\r\n\r\n")
+    m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    while m and len(body) < int(m.group(1)):
+        b = sock.recv(65536)
+        if not b:
+            break
+        body += b
+    return head + b"\r\n\r\n" + body
+
+
 def is_openai_error(j, param=None):
     if not isinstance(j, dict) or set(j) != {"error"}:
         return False
@@ -614,7 +633,7 @@ def body_memory_part(exe, model_dir, asan):
         wait_until(lambda: metrics(srv.base)["mlstack_body_memory_bytes"] >= 5.9e6, 10)
         c = socket.create_connection(("127.0.0.1", port), timeout=30)
         c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n")
-        code, j, _ = parse(c.recv(65536))
+        code, j, _ = parse(recv_response(c))
         c.close()
         T.check(code == 503 and is_openai_error(j), "a body past --body-mem while others are in flight -> 503", code)
         for c in holders:
@@ -624,7 +643,7 @@ def body_memory_part(exe, model_dir, asan):
         big = json.dumps({"model": model, "prompt": "x" * 3000000, "max_tokens": 1}).encode()
         c = socket.create_connection(("127.0.0.1", port), timeout=60)
         c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(big) + big)
-        code, j, _ = parse(c.recv(65536))
+        code, j, _ = parse(recv_response(c))
         T.check(code in (200, 400), "a 3 MB body fits once the others are gone", (code, j))
         held = wait_until(lambda: metrics(srv.base)["mlstack_body_memory_bytes"] == 0, 10) or \
             metrics(srv.base)["mlstack_body_memory_bytes"]
