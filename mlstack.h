@@ -23506,285 +23506,297 @@ static const char *const mlstack__js_formats[][2] = {
     {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
 };
 
+/* integer / number: an optional sign and the digits (minimum 0 or 1, exclusiveMinimum 0 narrow them). */
+static int mlstack__js_number(mlstack__js *j, const mlstack__json *s, const char *type, mlstack__buf *b) {
+    const mlstack__json *mn = mlstack__json_get(s, "minimum"), *xmn = mlstack__json_get(s, "exclusiveMinimum");
+    const char *sign = "\"-\"? ";
+    const char *nat = "jnat ";
+    if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") ||
+        mlstack__json_get(s, "multipleOf"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'",
+                                mlstack__json_get(s, "maximum")            ? "maximum"
+                                : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum"
+                                                                           : "multipleOf");
+    if (mn || xmn) {
+        const mlstack__json *v = mn ? mn : xmn;
+        if (v->type != MLSTACK__JSON_NUMBER)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number",
+                                    mn ? "minimum" : "exclusiveMinimum");
+        if (mn && v->num == 0) sign = "";
+        else if ((mn && v->num == 1 && !strcmp(type, "integer")) || (xmn && v->num == 0 && !strcmp(type, "integer")))
+            sign = "", nat = "[1-9] [0-9]{0,15} ";
+        else
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                    "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
+                                    mn ? "minimum" : "exclusiveMinimum");
+        if (!strcmp(type, "number") && xmn)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers",
+                                    "exclusiveMinimum");
+    }
+    if (MLSTACK__JS_PUT(j, b, "(") || MLSTACK__JS_PUT(j, b, sign) || MLSTACK__JS_PUT(j, b, nat)) return -1;
+    return MLSTACK__JS_PUT(j, b, !strcmp(type, "number") ? "jfrac)" : ")");
+}
+
+/* string: a pattern or a format (as a regex), else jchar with minLength / maxLength. */
+static int mlstack__js_string(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
+    const mlstack__json *pat = mlstack__json_get(s, "pattern"), *fmt = mlstack__json_get(s, "format");
+    long mn, mx;
+    char t[64];
+    if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx)) return -1;
+    if (pat || fmt) {
+        const char *re = NULL;
+        size_t k, old;
+        mlstack_result r;
+        if (mn || mx >= 0)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                    "unsupported keyword '%s' together with pattern or format",
+                                    mn ? "minLength" : "maxLength");
+        if (pat && fmt)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern",
+                                    "format");
+        if (fmt) {
+            if (fmt->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
+            for (k = 0; k < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; k++)
+                if (!strcmp(fmt->str, mlstack__js_formats[k][0])) re = mlstack__js_formats[k][1];
+            if (!re) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported format '%s'", fmt->str);
+        } else {
+            if (pat->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
+            re = pat->str;
+        }
+        if (MLSTACK__JS_PUT(j, b, "\"\\\"\" ")) return -1;
+        old = mlstack__js_push(j, pat ? "pattern" : "format", pat ? 7 : 6);
+        {
+            char what[460];
+            snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
+            r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->w, j->err);
+        }
+        mlstack__js_pop(j, old);
+        if (r != MLSTACK_OK) {
+            j->rc = r;
+            return -1;
+        }
+        return MLSTACK__JS_PUT(j, b, " \"\\\"\"");
+    }
+    if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxLength below minLength");
+    if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
+    else
+        snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
+    return MLSTACK__JS_PUT(j, b, t);
+}
+
+/* array: items (or any value) with minItems / maxItems. */
+static int mlstack__js_array(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
+    const mlstack__json *items = mlstack__json_get(s, "items");
+    const mlstack__json *u = mlstack__json_get(s, "uniqueItems");
+    long mn, mx;
+    int item = -1;
+    char t[96];
+    if (mlstack__json_get(s, "prefixItems"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
+    if (mlstack__json_get(s, "contains"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
+    if (u && u->type == MLSTACK__JSON_TRUE)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
+    if (mlstack__js_get_int(j, s, "minItems", 0, &mn) || mlstack__js_get_int(j, s, "maxItems", -1, &mx)) return -1;
+    if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxItems below minItems");
+    if (mx == 0) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
+    if (items && items->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
+    if (items) {
+        size_t old = mlstack__js_push(j, "items", 5);
+        item = mlstack__js_gen(j, items);
+        mlstack__js_pop(j, old);
+        if (item < 0) return -1;
+        snprintf(t, sizeof t, "s%d", item);
+    } else
+        snprintf(t, sizeof t, "jvalue");
+    if (MLSTACK__JS_PUT(j, b, "\"[\" ws ") || (mn == 0 && MLSTACK__JS_PUT(j, b, "(")) || MLSTACK__JS_PUT(j, b, t) ||
+        MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")"))
+        return -1;
+    if (mx < 0) snprintf(t, sizeof t, "{%ld,}", mn > 1 ? mn - 1 : 0);
+    else
+        snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
+    if (MLSTACK__JS_PUT(j, b, t) || (mn == 0 && MLSTACK__JS_PUT(j, b, ")?"))) return -1;
+    return MLSTACK__JS_PUT(j, b, " ws \"]\"");
+}
+
+/* An object without named properties: a map of propertyNames keys (or any string) to
+   additionalProperties values (or any value); add false: only {}. */
+static int mlstack__js_map(mlstack__js *j, const mlstack__json *s, const mlstack__json *add, mlstack__buf *b) {
+    const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
+    int vr = -1, kr = -1;
+    char t[48], kt[48];
+    if (add && add->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"{\" ws \"}\"");
+    if (pn) { /* keys: a string schema */
+        size_t old = mlstack__js_push(j, "propertyNames", 13);
+        const mlstack__json *pt = mlstack__json_get(pn, "type");
+        if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) ||
+            mlstack__json_get(pn, "$ref") || mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") ||
+            mlstack__json_get(pn, "const")) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
+            mlstack__js_pop(j, old);
+            return -1;
+        }
+        {
+            mlstack__buf kb = {0, 0, 0};
+            kr = mlstack__js_rule_id(j);
+            if (mlstack__js_string(j, pn, &kb) == 0) mlstack__js_emit(j, kr, &kb);
+            MLSTACK_FREE(kb.p);
+        }
+        mlstack__js_pop(j, old);
+        if (j->rc != MLSTACK_OK) return -1;
+    }
+    if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
+    else
+        snprintf(kt, sizeof kt, "jstring");
+    if (add && add->type != MLSTACK__JSON_TRUE) {
+        size_t old = mlstack__js_push(j, "additionalProperties", 20);
+        vr = mlstack__js_gen(j, add);
+        mlstack__js_pop(j, old);
+        if (vr < 0) return -1;
+    }
+    if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
+    else
+        snprintf(t, sizeof t, "jvalue");
+    if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) || MLSTACK__JS_PUT(j, b, " ws \":\" ws ") ||
+        MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
+        MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
+        return -1;
+    return 0;
+}
+
+/* object: properties in declaration order, optional ones skippable, required ones not. */
+static int mlstack__js_object(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
+    const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c, *r;
+    const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
+    int n = 0, i, *kv, first_t, first_h;
+    const mlstack__json **names;
+    mlstack__jsset pset = {NULL, 0}, rset = {NULL, 0};
+    size_t n_props, n_req;
+    if (mlstack__json_get(s, "patternProperties"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
+    if (mlstack__json_get(s, "minProperties"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
+    if (props && props->type != MLSTACK__JSON_OBJECT)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
+    if (req && req->type != MLSTACK__JSON_ARRAY)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
+    for (r = req ? req->child : NULL; r; r = r->next)
+        if (r->type != MLSTACK__JSON_STRING)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+    if ((!props || !props->child) && !(req && req->child)) /* a map, or empty */
+        return mlstack__js_map(j, s, add, b);
+    if (mlstack__json_get(s, "maxProperties"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
+    if (mlstack__json_get(s, "propertyNames"))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
+                                "propertyNames");
+    /* the properties, then the required names that are not among them (a required name is
+       its text up to a NUL, matched against whole property keys, as json_get matches) */
+    n_props = props ? props->len : 0;
+    n_req = req ? req->len : 0;
+    if (n_props + n_req >= (size_t)INT_MAX / 2)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "too many properties");
+    kv = (int *)mlstack__calloc(n_props + n_req + 1, sizeof(int));
+    names = (const mlstack__json **)mlstack__calloc(n_props + n_req + 1, sizeof *names);
+    if (!kv || !names) {
+        MLSTACK_FREE(kv);
+        MLSTACK_FREE(names);
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    }
+    if (mlstack__jsset_init(j, &pset, n_props) == 0 && mlstack__jsset_init(j, &rset, n_req) == 0) {
+        for (c = props ? props->child : NULL; c && j->rc == MLSTACK_OK; c = c->next) {
+            names[n++] = c;
+            mlstack__jsset_find(j, &pset, c->key, c->key_len, 1);
+        }
+        for (r = req ? req->child : NULL; r && j->rc == MLSTACK_OK; r = r->next) {
+            size_t rl = strlen(r->str);
+            if (mlstack__jsset_find(j, &pset, r->str, rl, 0) == 0) names[n++] = r;
+            mlstack__jsset_find(j, &rset, r->str, rl, 1);
+        }
+    }
+    /* kv_i ::= "\"name\"" ws ":" ws value */
+    for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
+        mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
+        const mlstack__json *nm = names[i];
+        int is_prop = nm->key != NULL;
+        const char *kname = is_prop ? nm->key : nm->str;
+        size_t klen = is_prop ? nm->key_len : nm->len;
+        int vr = -1;
+        if (is_prop) {
+            size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, kname, klen);
+            vr = mlstack__js_gen(j, nm);
+            mlstack__js_pop(j, o2);
+            mlstack__js_pop(j, o1);
+            if (vr < 0) break;
+        }
+        kv[i] = mlstack__js_rule_id(j);
+        if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) ||
+            !mlstack__buf_puts(&body, " ws \":\" ws ")) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        } else if (vr >= 0) {
+            mlstack__js_ref_to(j, &body, vr);
+        } else if (!mlstack__buf_puts(&body, "jvalue"))
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (j->rc == MLSTACK_OK) mlstack__js_emit(j, kv[i], &body);
+        MLSTACK_FREE(body.p);
+        MLSTACK_FREE(key.p);
+    }
+    /* T_i: something written before; H_i: nothing yet. Built from the end. */
+    first_t = first_h = -1;
+    if (j->rc == MLSTACK_OK) {
+        int t_next = mlstack__js_rule_id(j), h_next = mlstack__js_rule_id(j);
+        mlstack__buf e = {0, 0, 0};
+        mlstack__js_emit(j, t_next, &e);
+        mlstack__js_emit(j, h_next, &e);
+        for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
+            const mlstack__json *nm = names[i];
+            int required, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
+            char t[160];
+            const char *kname = nm->key ? nm->key : nm->str;
+            required = mlstack__jsset_find(j, &rset, kname, strlen(kname), 0) == 1;
+            if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
+            else
+                snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
+            e.n = 0;
+            if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            else
+                mlstack__js_emit(j, ti, &e);
+            if (required) snprintf(t, sizeof t, "s%d s%d", kv[i], t_next);
+            else
+                snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
+            e.n = 0;
+            if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            else
+                mlstack__js_emit(j, hi, &e);
+            t_next = ti;
+            h_next = hi;
+        }
+        MLSTACK_FREE(e.p);
+        first_t = t_next;
+        first_h = h_next;
+    }
+    (void)first_t;
+    MLSTACK_FREE(kv);
+    MLSTACK_FREE(names);
+    MLSTACK_FREE(pset.t);
+    MLSTACK_FREE(rset.t);
+    if (j->rc != MLSTACK_OK) return -1;
+    {
+        char t[64];
+        snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", first_h);
+        return MLSTACK__JS_PUT(j, b, t);
+    }
+}
+
 static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const char *type, mlstack__buf *b) {
     if (!strcmp(type, "null")) return MLSTACK__JS_PUT(j, b, "\"null\"");
     if (!strcmp(type, "boolean")) return MLSTACK__JS_PUT(j, b, "(\"true\" | \"false\")");
-    if (!strcmp(type, "integer") || !strcmp(type, "number")) {
-        const mlstack__json *mn = mlstack__json_get(s, "minimum"), *xmn = mlstack__json_get(s, "exclusiveMinimum");
-        const char *sign = "\"-\"? ";
-        const char *nat = "jnat ";
-        if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") ||
-            mlstack__json_get(s, "multipleOf"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'",
-                                    mlstack__json_get(s, "maximum")            ? "maximum"
-                                    : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum"
-                                                                               : "multipleOf");
-        if (mn || xmn) {
-            const mlstack__json *v = mn ? mn : xmn;
-            if (v->type != MLSTACK__JSON_NUMBER)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number",
-                                        mn ? "minimum" : "exclusiveMinimum");
-            if (mn && v->num == 0) sign = "";
-            else if ((mn && v->num == 1 && !strcmp(type, "integer")) ||
-                     (xmn && v->num == 0 && !strcmp(type, "integer")))
-                sign = "", nat = "[1-9] [0-9]{0,15} ";
-            else
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                                        "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
-                                        mn ? "minimum" : "exclusiveMinimum");
-            if (!strcmp(type, "number") && xmn)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers",
-                                        "exclusiveMinimum");
-        }
-        if (MLSTACK__JS_PUT(j, b, "(") || MLSTACK__JS_PUT(j, b, sign) || MLSTACK__JS_PUT(j, b, nat)) return -1;
-        return MLSTACK__JS_PUT(j, b, !strcmp(type, "number") ? "jfrac)" : ")");
-    }
-    if (!strcmp(type, "string")) {
-        const mlstack__json *pat = mlstack__json_get(s, "pattern"), *fmt = mlstack__json_get(s, "format");
-        long mn, mx;
-        char t[64];
-        if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx))
-            return -1;
-        if (pat || fmt) {
-            const char *re = NULL;
-            size_t k, old;
-            mlstack_result r;
-            if (mn || mx >= 0)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                                        "unsupported keyword '%s' together with pattern or format",
-                                        mn ? "minLength" : "maxLength");
-            if (pat && fmt)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern",
-                                        "format");
-            if (fmt) {
-                if (fmt->type != MLSTACK__JSON_STRING)
-                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
-                for (k = 0; k < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; k++)
-                    if (!strcmp(fmt->str, mlstack__js_formats[k][0])) re = mlstack__js_formats[k][1];
-                if (!re) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported format '%s'", fmt->str);
-            } else {
-                if (pat->type != MLSTACK__JSON_STRING)
-                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
-                re = pat->str;
-            }
-            if (MLSTACK__JS_PUT(j, b, "\"\\\"\" ")) return -1;
-            old = mlstack__js_push(j, pat ? "pattern" : "format", pat ? 7 : 6);
-            {
-                char what[460];
-                snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
-                r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->w, j->err);
-            }
-            mlstack__js_pop(j, old);
-            if (r != MLSTACK_OK) {
-                j->rc = r;
-                return -1;
-            }
-            return MLSTACK__JS_PUT(j, b, " \"\\\"\"");
-        }
-        if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxLength below minLength");
-        if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
-        else
-            snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
-        return MLSTACK__JS_PUT(j, b, t);
-    }
-    if (!strcmp(type, "array")) {
-        const mlstack__json *items = mlstack__json_get(s, "items");
-        const mlstack__json *u = mlstack__json_get(s, "uniqueItems");
-        long mn, mx;
-        int item = -1;
-        char t[96];
-        if (mlstack__json_get(s, "prefixItems"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
-        if (mlstack__json_get(s, "contains"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
-        if (u && u->type == MLSTACK__JSON_TRUE)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
-        if (mlstack__js_get_int(j, s, "minItems", 0, &mn) || mlstack__js_get_int(j, s, "maxItems", -1, &mx)) return -1;
-        if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxItems below minItems");
-        if (mx == 0) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
-        if (items && items->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
-        if (items) {
-            size_t old = mlstack__js_push(j, "items", 5);
-            item = mlstack__js_gen(j, items);
-            mlstack__js_pop(j, old);
-            if (item < 0) return -1;
-            snprintf(t, sizeof t, "s%d", item);
-        } else
-            snprintf(t, sizeof t, "jvalue");
-        if (MLSTACK__JS_PUT(j, b, "\"[\" ws ") || (mn == 0 && MLSTACK__JS_PUT(j, b, "(")) || MLSTACK__JS_PUT(j, b, t) ||
-            MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")"))
-            return -1;
-        if (mx < 0) snprintf(t, sizeof t, "{%ld,}", mn > 1 ? mn - 1 : 0);
-        else
-            snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
-        if (MLSTACK__JS_PUT(j, b, t) || (mn == 0 && MLSTACK__JS_PUT(j, b, ")?"))) return -1;
-        return MLSTACK__JS_PUT(j, b, " ws \"]\"");
-    }
-    if (!strcmp(type, "object")) {
-        const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c,
-                            *r;
-        const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
-        int n = 0, i, *kv, first_t, first_h;
-        const mlstack__json **names;
-        mlstack__jsset pset = {NULL, 0}, rset = {NULL, 0};
-        size_t n_props, n_req;
-        if (mlstack__json_get(s, "patternProperties"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
-        if (mlstack__json_get(s, "minProperties"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
-        if (props && props->type != MLSTACK__JSON_OBJECT)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
-        if (req && req->type != MLSTACK__JSON_ARRAY)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
-        for (r = req ? req->child : NULL; r; r = r->next)
-            if (r->type != MLSTACK__JSON_STRING)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
-        if ((!props || !props->child) && !(req && req->child)) { /* a map, or empty */
-            const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
-            int vr = -1, kr = -1;
-            char t[48], kt[48];
-            if (add && add->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"{\" ws \"}\"");
-            if (pn) { /* keys: a string schema */
-                size_t old = mlstack__js_push(j, "propertyNames", 13);
-                const mlstack__json *pt = mlstack__json_get(pn, "type");
-                if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) ||
-                    mlstack__json_get(pn, "$ref") || mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") ||
-                    mlstack__json_get(pn, "const")) {
-                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
-                    mlstack__js_pop(j, old);
-                    return -1;
-                }
-                {
-                    mlstack__buf kb = {0, 0, 0};
-                    kr = mlstack__js_rule_id(j);
-                    if (mlstack__js_type_body(j, pn, "string", &kb) == 0) mlstack__js_emit(j, kr, &kb);
-                    MLSTACK_FREE(kb.p);
-                }
-                mlstack__js_pop(j, old);
-                if (j->rc != MLSTACK_OK) return -1;
-            }
-            if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
-            else
-                snprintf(kt, sizeof kt, "jstring");
-            if (add && add->type != MLSTACK__JSON_TRUE) {
-                size_t old = mlstack__js_push(j, "additionalProperties", 20);
-                vr = mlstack__js_gen(j, add);
-                mlstack__js_pop(j, old);
-                if (vr < 0) return -1;
-            }
-            if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
-            else
-                snprintf(t, sizeof t, "jvalue");
-            if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) ||
-                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) ||
-                MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
-                MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) ||
-                MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
-                return -1;
-            return 0;
-        }
-        if (mlstack__json_get(s, "maxProperties"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
-        if (mlstack__json_get(s, "propertyNames"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
-                                    "propertyNames");
-        /* the properties, then the required names that are not among them (a required name is
-           its text up to a NUL, matched against whole property keys, as json_get matches) */
-        n_props = props ? props->len : 0;
-        n_req = req ? req->len : 0;
-        if (n_props + n_req >= (size_t)INT_MAX / 2)
-            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "too many properties");
-        kv = (int *)mlstack__calloc(n_props + n_req + 1, sizeof(int));
-        names = (const mlstack__json **)mlstack__calloc(n_props + n_req + 1, sizeof *names);
-        if (!kv || !names) {
-            MLSTACK_FREE(kv);
-            MLSTACK_FREE(names);
-            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-        }
-        if (mlstack__jsset_init(j, &pset, n_props) == 0 && mlstack__jsset_init(j, &rset, n_req) == 0) {
-            for (c = props ? props->child : NULL; c && j->rc == MLSTACK_OK; c = c->next) {
-                names[n++] = c;
-                mlstack__jsset_find(j, &pset, c->key, c->key_len, 1);
-            }
-            for (r = req ? req->child : NULL; r && j->rc == MLSTACK_OK; r = r->next) {
-                size_t rl = strlen(r->str);
-                if (mlstack__jsset_find(j, &pset, r->str, rl, 0) == 0) names[n++] = r;
-                mlstack__jsset_find(j, &rset, r->str, rl, 1);
-            }
-        }
-        /* kv_i ::= "\"name\"" ws ":" ws value */
-        for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
-            mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
-            const mlstack__json *nm = names[i];
-            int is_prop = nm->key != NULL;
-            const char *kname = is_prop ? nm->key : nm->str;
-            size_t klen = is_prop ? nm->key_len : nm->len;
-            int vr = -1;
-            if (is_prop) {
-                size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, kname, klen);
-                vr = mlstack__js_gen(j, nm);
-                mlstack__js_pop(j, o2);
-                mlstack__js_pop(j, o1);
-                if (vr < 0) break;
-            }
-            kv[i] = mlstack__js_rule_id(j);
-            if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) ||
-                !mlstack__buf_puts(&body, " ws \":\" ws ")) {
-                mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-            } else if (vr >= 0) {
-                mlstack__js_ref_to(j, &body, vr);
-            } else if (!mlstack__buf_puts(&body, "jvalue"))
-                mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-            if (j->rc == MLSTACK_OK) mlstack__js_emit(j, kv[i], &body);
-            MLSTACK_FREE(body.p);
-            MLSTACK_FREE(key.p);
-        }
-        /* T_i: something written before; H_i: nothing yet. Built from the end. */
-        first_t = first_h = -1;
-        if (j->rc == MLSTACK_OK) {
-            int t_next = mlstack__js_rule_id(j), h_next = mlstack__js_rule_id(j);
-            mlstack__buf e = {0, 0, 0};
-            mlstack__js_emit(j, t_next, &e);
-            mlstack__js_emit(j, h_next, &e);
-            for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
-                const mlstack__json *nm = names[i];
-                int required, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
-                char t[160];
-                const char *kname = nm->key ? nm->key : nm->str;
-                required = mlstack__jsset_find(j, &rset, kname, strlen(kname), 0) == 1;
-                if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
-                else
-                    snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
-                e.n = 0;
-                if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                else
-                    mlstack__js_emit(j, ti, &e);
-                if (required) snprintf(t, sizeof t, "s%d s%d", kv[i], t_next);
-                else
-                    snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
-                e.n = 0;
-                if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                else
-                    mlstack__js_emit(j, hi, &e);
-                t_next = ti;
-                h_next = hi;
-            }
-            MLSTACK_FREE(e.p);
-            first_t = t_next;
-            first_h = h_next;
-        }
-        (void)first_t;
-        MLSTACK_FREE(kv);
-        MLSTACK_FREE(names);
-        MLSTACK_FREE(pset.t);
-        MLSTACK_FREE(rset.t);
-        if (j->rc != MLSTACK_OK) return -1;
-        {
-            char t[64];
-            snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", first_h);
-            return MLSTACK__JS_PUT(j, b, t);
-        }
-    }
+    if (!strcmp(type, "integer") || !strcmp(type, "number")) return mlstack__js_number(j, s, type, b);
+    if (!strcmp(type, "string")) return mlstack__js_string(j, s, b);
+    if (!strcmp(type, "array")) return mlstack__js_array(j, s, b);
+    if (!strcmp(type, "object")) return mlstack__js_object(j, s, b);
     return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported type '%s'", type);
 }
 

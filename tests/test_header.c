@@ -178,12 +178,8 @@ static void check_parts(const char *impl) {
 
 /* Functions stay short enough to read whole: none over MLSTACK_TEST_MAX_FN_LINES lines, counted
    as tools/fn_lengths.py counts them (the definition's first line at column 0 to the closing
-   brace at column 0). The allowlist names the ones still over, each with why; an entry that
-   has come under the limit is reported so that it can be dropped. */
+   brace at column 0). */
 #define MLSTACK_TEST_MAX_FN_LINES 150
-static const char *const long_fn_allowlist[] = {
-    "mlstack__js_type_body", /* grammar section: its owner splits it (JSON Schema compiler work) */
-};
 
 /* The length of line s (up to '\n' or the end), with a trailing comment and blanks left off. */
 static size_t code_len(const char *s) {
@@ -205,8 +201,6 @@ static const char *next_line(const char *s) {
 static void check_fn_lengths(const char *h) {
     const char *line = h;
     int n_fn = 0, line_no = 1;
-    size_t k;
-    int seen[sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]] = {0};
     while (*line) {
         const char *sig_end = line, *q, *paren, *name_end, *name;
         int is_fn, sig_lines = 0, lines;
@@ -252,20 +246,12 @@ static void check_fn_lengths(const char *h) {
         /* the body: to the next line that starts with '}' */
         for (q = next_line(sig_end), lines = sig_lines + 2; *q && *q != '}'; q = next_line(q)) lines++;
         n_fn++;
-        if (lines > MLSTACK_TEST_MAX_FN_LINES) {
-            int allowed = 0;
-            for (k = 0; k < sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]; k++)
-                if (strcmp(fname, long_fn_allowlist[k]) == 0) allowed = 1, seen[k] = 1;
-            CHECKF(allowed, "mlstack.h:%d: %s is %d lines (over %d): split it along its comments", line_no, fname,
-                   lines, MLSTACK_TEST_MAX_FN_LINES);
-        }
+        CHECKF(lines <= MLSTACK_TEST_MAX_FN_LINES,
+               "mlstack.h:%d: %s is %d lines (over %d): split it along its comments", line_no, fname, lines,
+               MLSTACK_TEST_MAX_FN_LINES);
         for (; line != next_line(q); line = next_line(line)) line_no++;
     }
     CHECKF(n_fn > 500, "only %d function definitions found", n_fn);
-    for (k = 0; k < sizeof long_fn_allowlist / sizeof long_fn_allowlist[0]; k++)
-        if (!seen[k])
-            printf("note: %s is no longer over %d lines: drop it from the allowlist\n", long_fn_allowlist[k],
-                   MLSTACK_TEST_MAX_FN_LINES);
 }
 
 int main(void) {
