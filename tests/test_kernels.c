@@ -988,15 +988,6 @@ static void check_rope_table(void) {
     printf("rope_table: %d pairs, largest error %.3g, %d not the nearest float\n", n, worst, mismatched);
 }
 
-/* Whether the build compiled the kernels of cap (the "compiled:" words of the ISA report). */
-static int compiled(const char *report, const char *cap) {
-    size_t n = strlen(cap);
-    const char *p = report, *end = strchr(report, '|');
-    for (; (p = strstr(p, cap)) != NULL && (!end || p < end); p += n)
-        if (p[-1] == ' ' && (p[n] == ' ' || p[n] == 0)) return 1;
-    return 0;
-}
-
 int main(void) {
     /* caps that this build leaves out (another architecture's, or an opt-out like
        MLSTACK_NO_AVX512), or that it has but this CPU lacks, are skipped with which it is */
@@ -1015,7 +1006,7 @@ int main(void) {
         int dup = 0;
         for (j = 0; j < n_seen; j++) dup |= seen[j] == k;
         if (dup) {
-            if (i && !compiled(report, caps[i]))
+            if (i && !tl_isa_compiled(report, caps[i]))
                 SKIP("cap %s: not compiled into this build (another architecture's, or left out)", caps[i]);
             else if (i)
                 SKIP("cap %s: compiled in, but this CPU lacks it (fell back to %s)", caps[i], k->name);

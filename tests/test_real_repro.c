@@ -48,15 +48,6 @@ static void set_hash_path(const char *argv0) {
     snprintf(hash_path, sizeof hash_path, "%.*s/../repro_hashes.txt", n, slash ? argv0 : ".");
 }
 
-/* Whether the build compiled the kernels of cap (a word of the ISA report's "compiled:" list). */
-static int compiled(const char *report, const char *cap) {
-    size_t n = strlen(cap);
-    const char *p = report, *end = strchr(report, '|');
-    for (; (p = strstr(p, cap)) != NULL && (!end || p < end); p += n)
-        if (p[-1] == ' ' && (p[n] == ' ' || p[n] == 0)) return 1;
-    return 0;
-}
-
 /* The kernel table of a path if this build has it and this CPU runs it; else NULL and why
    (the build left it out, or the CPU lacks it). */
 static const mlstack__kernels *path_kernels(const repro_path *p, const char *report, const char **why) {
@@ -68,8 +59,8 @@ static const mlstack__kernels *path_kernels(const repro_path *p, const char *rep
     if (strcmp(best->name, p->name) == 0) return best;
     k = mlstack__kernels_named(p->name); /* a lower variant the selection passes over (no VNNI, no dotprod) */
     if (k && strncmp(best->name, p->name, strlen(p->name)) == 0) return k;
-    *why = !compiled(report, word) ? "not compiled into this build (another architecture's, or left out)"
-                                   : "compiled in, but this CPU lacks it";
+    *why = !tl_isa_compiled(report, word) ? "not compiled into this build (another architecture's, or left out)"
+                                          : "compiled in, but this CPU lacks it";
     return NULL;
 }
 

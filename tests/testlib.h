@@ -40,6 +40,16 @@ static int tl_finish(void) {
 }
 
 /* Reads a whole file; NULL if missing. Caller frees. */
+/* Whether the build compiled the kernels of cap: a word of mlstack__isa_report's "compiled:" list
+   (before its '|'). */
+static __attribute__((unused)) int tl_isa_compiled(const char *report, const char *cap) {
+    size_t n = strlen(cap);
+    const char *p = report, *end = strchr(report, '|');
+    for (; (p = strstr(p, cap)) != NULL && (!end || p < end); p += n)
+        if (p > report && p[-1] == ' ' && (p[n] == ' ' || p[n] == 0)) return 1;
+    return 0;
+}
+
 static __attribute__((unused)) char *tl_read(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *buf;
