@@ -255,6 +255,18 @@ static const char *status_text(int code) {
 
 static double now_s(void) { return mlstack_clock_seconds(); }
 
+/* Waits on cv (mu held) until it is signalled or ms milliseconds have passed (wall clock, as
+   pthread_cond_timedwait counts). */
+static void cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms) {
+    struct timespec ts;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    ts.tv_sec = tv.tv_sec + ms / 1000;
+    ts.tv_nsec = (long)tv.tv_usec * 1000 + (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* Waits until fd is ready for `events` or the deadline passes (checking for shutdown).
    Returns 1 ready, 0 timed out, -1 shutdown or error. */
 static int wait_fd(int fd, short events, double deadline) {
@@ -1441,15 +1453,8 @@ static void completion_wait(conn *c, const oai_req *q, srv_req *r, int chat, lon
         srv_tok *toks = NULL;
         int from = sent_toks, to, done;
         pthread_mutex_lock(&s->mu);
-        if (!r->done && (!q->stream || (ready_text(q, r, 0) <= *sent_text && r->n_toks == sent_toks))) {
-            struct timespec ts;
-            struct timeval tv;
-            gettimeofday(&tv, NULL);
-            ts.tv_sec = tv.tv_sec;
-            ts.tv_nsec = (long)tv.tv_usec * 1000 + 200000000L;
-            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-            pthread_cond_timedwait(&r->cv, &s->mu, &ts);
-        }
+        if (!r->done && (!q->stream || (ready_text(q, r, 0) <= *sent_text && r->n_toks == sent_toks)))
+            cond_wait_ms(&r->cv, &s->mu, 200);
         done = r->done;
         to = r->n_toks;
         if (q->stream && !c->closed && (ready_text(q, r, done) > *sent_text || to > sent_toks)) {
@@ -2266,15 +2271,7 @@ int cli_cmd_serve(int argc, char **argv) {
         pthread_mutex_lock(&s->mu);
         {
             double deadline = now_s() + s->o.shutdown_timeout_s;
-            while (s->n_conns > 0 && now_s() < deadline) {
-                struct timespec ts;
-                struct timeval tv;
-                gettimeofday(&tv, NULL);
-                ts.tv_sec = tv.tv_sec;
-                ts.tv_nsec = (long)tv.tv_usec * 1000 + 100000000L;
-                if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-                pthread_cond_timedwait(&s->conns_cv, &s->mu, &ts);
-            }
+            while (s->n_conns > 0 && now_s() < deadline) cond_wait_ms(&s->conns_cv, &s->mu, 100);
         }
         if (s->n_conns > 0) {
             /* threads still run on the model and engine: leave them as they are and exit */
