@@ -427,6 +427,18 @@ FAMILIES = [
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
+    # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages)
+    dict(name="lfm2", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=128),
+    # attention first, a wider convolution (4) with biases on it and its projections, untied head
+    dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
+                    norm_eps=1e-5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124),
 ]
 
 
@@ -526,7 +538,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, PROMPT_LONG, attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
