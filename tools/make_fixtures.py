@@ -427,6 +427,19 @@ FAMILIES = [
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
+    # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
+    # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
+    dict(name="lfm2", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=128, std={"conv.in_proj": 0.15}, embed_std=0.3),
+    # attention first, a wider convolution (4) with biases on it and its projections, untied head
+    dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
+                    norm_eps=1e-5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
 ]
 
 
@@ -463,8 +476,9 @@ def fam_config(spec):
     return cls, cfg
 
 
-def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
-    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0."""
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None):
+    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0; std: {name part: std}
+    for projections that need their own scale."""
     rng = np.random.default_rng(seed)
     plus_one = type(model).__name__.startswith("Gemma")
     with torch.no_grad():
@@ -481,7 +495,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
             elif "lm_head" in name:
                 v = head_std * rng.standard_normal(shape)
             else:
-                v = 0.25 * rng.standard_normal(shape)
+                sd = [v for k, v in (std or {}).items() if k in name]
+                v = (sd[0] if sd else 0.25) * rng.standard_normal(shape)
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
@@ -513,7 +528,7 @@ def make_family(spec):
     os.makedirs(out)
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25))
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
@@ -526,7 +541,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, PROMPT_LONG, attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
