@@ -24410,7 +24410,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24459,6 +24459,12 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24563,6 +24569,21 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h"}},
+    {"SmolLM3ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Exaone4ForCausalLM", NULL, MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"SeedOssForCausalLM", NULL, MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"ApertusForCausalLM", NULL, MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
 };
 /* clang-format on */
 
@@ -24602,6 +24623,8 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
@@ -24618,6 +24641,8 @@ typedef struct mlstack__layer {
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -24819,9 +24844,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
@@ -24976,15 +25004,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -25015,6 +25051,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && ab;
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
+    }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
     }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
@@ -25148,6 +25188,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* BOS and EOS ids: generation_config.json first, then config.json. */
 static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                                const char *file, mlstack_error *err) {
@@ -25173,7 +25268,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25524,6 +25620,8 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25761,6 +25859,33 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
+    return MLSTACK_OK;
+}
+
 /* Layer l's q/k norms: per-head LayerNorms gathered into one table (StableLM) or one weight each. */
 static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
                                                  int l, mlstack_error *err) {
@@ -25821,7 +25946,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
+            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
         mlstack__layer_kind(c, l, L);
     }
@@ -27790,6 +27916,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                       &L->wk) &&
@@ -28607,7 +28734,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -28620,21 +28748,28 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -28804,6 +28939,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -28813,14 +28976,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -28843,7 +29008,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 

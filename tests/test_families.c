@@ -1,8 +1,9 @@
 /* Every tiny family model in tests/fixtures/families/ (made by tools/make_fixtures.py with
    transformers; one per architecture and per option that changes the math): our logits at
-   every position of a 112-token prompt match transformers' within 1e-4, the 32-token greedy
-   continuation is identical, and the logits are bit-identical with 1 or 2 threads, batched
-   beside another sequence and evaluated in two chunks. The prompt is longer than every
+   every position of a 112-token prompt (128 for the 2026 families) match transformers' within
+   1e-4, the 32-token greedy continuation is identical, and the logits are bit-identical with 1
+   or 2 threads, batched beside another sequence, evaluated in chunks and run by the scheduler
+   with the prompt's pages taken from the prefix cache. The prompt is longer than every
    sliding window and every original RoPE context in these models. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
@@ -87,6 +88,41 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
     }
 }
 
+/* The scheduler's way with the prefix cache: the prompt twice through mlstack_engine_complete;
+   the second run takes its whole pages from the radix tree, and both give transformers' greedy
+   tokens and, for the last prompt position, the same logits bits as the plain evaluation. */
+static const float *pc_want;
+static int pc_vocab, pc_rows, pc_same;
+static void pc_on_logits(void *user, uint64_t request, const float *logits, int n_vocab) {
+    (void)user, (void)request;
+    if (pc_rows++ == 0 && (n_vocab != pc_vocab || memcmp(logits, pc_want, sizeof(float) * (size_t)n_vocab)))
+        pc_same = 0;
+}
+static void check_prefix_cache(const char *name, mlstack_engine *e, const int32_t *ids, int n, const int32_t *greedy,
+                               const float *last, int n_vocab) {
+    mlstack_request_desc rd;
+    mlstack_request_status st[2];
+    mlstack_error err;
+    int32_t toks[2][32];
+    int run;
+    memset(&rd, 0, sizeof rd);
+    rd.prompt = ids, rd.n_prompt = n, rd.max_tokens = 32, rd.ignore_eos = 1, rd.on_logits = pc_on_logits;
+    pc_want = last, pc_vocab = n_vocab;
+    for (run = 0; run < 2; run++) {
+        pc_rows = 0, pc_same = 1;
+        if (mlstack_engine_complete(e, &rd, &st[run], toks[run], 32, &err) != MLSTACK_OK) {
+            CHECKF(0, "%s: complete: %s", name, err.message);
+            return;
+        }
+        CHECKF(pc_same, "%s: run %d: the last prompt position's logits differ from the plain evaluation's", name, run);
+        CHECKF(st[run].n_generated == 32 && !memcmp(toks[run], greedy, sizeof(int32_t) * 32),
+               "%s: run %d (%d prompt tokens cached): greedy tokens differ from transformers", name, run,
+               st[run].n_cached);
+    }
+    CHECKF(st[1].n_cached >= n / 2, "%s: the second run took only %d of %d prompt tokens from the cache", name,
+           st[1].n_cached, n);
+}
+
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -169,6 +205,7 @@ static void check_family(const char *name) {
         if (k >= fx_n_greedy || fx_greedy[k] != greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
+    check_prefix_cache(name, e2, ids, n, greedy, ours + (size_t)(n - 1) * info.n_vocab, info.n_vocab);
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:

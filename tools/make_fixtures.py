@@ -427,6 +427,47 @@ FAMILIES = [
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
+    # The 2026 families below run a 128-token prompt.
+    # SmolLM3: NoPE layers (every 2nd, no_rope_layer_interval) past a yarn RoPE context of 32, tied head
+    dict(name="smollm3", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=4, no_rope_layer_interval=2,
+                    rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
+         embed_std=0.15, prompt=128),
+    # SmolLM3: use_sliding_window (window 24) on the layers layer_types names, NoPE layers from an
+    # explicit no_rope_layers, attention biases (o_proj's too)
+    dict(name="smollm3_window", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=3, no_rope_layers=[0, 1, 1], use_sliding_window=True, sliding_window=24,
+                    layer_types=["full_attention", "sliding_attention", "full_attention"], attention_bias=True,
+                    tie_word_embeddings=False),
+         prompt=128),
+    # OLMo 3: OLMo 2's norms, sliding (window 24) / full layers every 4th, per-layer-type RoPE (yarn
+    # on full layers past their original context of 32)
+    dict(name="olmo3", cls="Olmo3ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=24,
+                    rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 500000.0,
+                                                        "original_max_position_embeddings": 32},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+         drop=("head_dim",), prompt=128),
+    # EXAONE 4: post-norms, per-head q/k norms, sliding (window 20) / full layers from
+    # sliding_window_pattern 2; full layers have no RoPE
+    dict(name="exaone4", cls="Exaone4ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=20, sliding_window_pattern=2), prompt=128),
+    # Seed-OSS: q/k/v biases (attention_bias) and o_proj's (attention_out_bias)
+    dict(name="seed_oss", cls="SeedOssForCausalLM", extra=dict(attention_out_bias=True), prompt=128),
+    # Ministral 3: yarn past its original context of 32 and the query scale 1 + beta log(1 +
+    # floor(pos / 32)) there (llama_4_scaling_beta)
+    dict(name="ministral3", cls="Ministral3ForCausalLM",
+         extra=dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.4}),
+         prompt=128),
+    # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer), per-head q/k norms,
+    # llama3 RoPE
+    dict(name="apertus", cls="ApertusForCausalLM",
+         extra=dict(hidden_act="xielu",
+                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
+         prompt=128),
 ]
 
 
@@ -526,7 +567,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, PROMPT_LONG, attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
