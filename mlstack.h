@@ -24578,19 +24578,20 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h"}},
-    {"SmolLM3ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS,
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
     {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
          {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
-    {"Exaone4ForCausalLM", NULL, MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
          {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
-    {"SeedOssForCausalLM", NULL, MLSTACK__F_OUT_BIAS_KEY,
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
     {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
-    {"ApertusForCausalLM", NULL, MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
 };
@@ -24652,6 +24653,7 @@ typedef struct mlstack__layer {
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
     int nope; /* no rotary embedding in this layer (NoPE) */
     float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -25337,6 +25339,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
     return mul;
 }
 
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
+}
+
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
    their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
 static int mlstack__model_rope(mlstack_model *m) {
@@ -25869,7 +25877,8 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
 }
 
 /* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
-   shape [1] or []), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
    softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
 static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                                mlstack_error *err) {
@@ -25878,6 +25887,21 @@ static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer 
     int i;
     for (i = 0; i < 4; i++) {
         const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
         snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
         t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
         if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
@@ -25889,6 +25913,7 @@ static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer 
     }
     for (i = 0; i < 2; i++) {
         double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
         L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
     }
     L->xielu[1] = L->xielu[2] + L->xielu[1];
@@ -26711,6 +26736,24 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -26762,6 +26805,36 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -26859,6 +26932,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -26900,9 +26974,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27414,20 +27490,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -27458,6 +27541,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -27490,6 +27617,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -27588,7 +27716,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -28009,6 +28138,8 @@ typedef struct mlstack__kv_seq {
     int active;
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28154,14 +28285,22 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -28203,17 +28342,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -28229,17 +28369,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -28273,13 +28413,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -28293,7 +28435,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -29155,7 +29297,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29176,7 +29320,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -30509,7 +30654,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -30518,14 +30663,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -30537,16 +30682,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -31093,6 +31239,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
             e->kv.seqs[i].len = 0;
+            e->kv.seqs[i].rope_long = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31108,6 +31255,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
     e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
     return MLSTACK_OK;
 }
 
@@ -31274,6 +31422,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     }
     t0 = mlstack__now();
     e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
     r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
@@ -31355,6 +31506,8 @@ typedef struct mlstack__req {
     char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
     int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
     mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
@@ -31510,6 +31663,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
     for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
     r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
     r->max_tokens = d->max_tokens;
     r->ignore_eos = d->ignore_eos;
     r->on_token = d->on_token;
@@ -31633,11 +31787,11 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     if (r->seq < 0) return;
     s = &e->kv.seqs[r->seq];
     /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
     if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
+    s->active = s->sched = s->rope_long = 0;
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
@@ -31652,8 +31806,8 @@ static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
     mlstack__kv *kv = &e->kv;
     mlstack__rnode *node;
     int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
     mlstack__radix_lock(kv, node, +1);
     if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
     r->pin = node;
@@ -31750,7 +31904,7 @@ static int mlstack__pick_waiting(mlstack_engine *e) {
             if (!best_aged || r->id < S->wait[best]->id) best = i;
             best_aged = 1;
         } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
             if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
                 best = i;
                 best_pages = pages;
@@ -31771,7 +31925,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     int slot, m, need;
     for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
     if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
     need = mlstack__pages_for(kv, r->n_toks) - m;
     if (need > kv->n_free + mlstack__radix_evictable(kv)) {
@@ -31784,6 +31938,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
         return -1;
     }
     s->active = s->sched = 1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     s->n_pages = mlstack__radix_path_pages(node, s->pages);
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     s->len = r->n_computed = s->n_pages * kv->page_tokens;

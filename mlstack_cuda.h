@@ -1121,7 +1121,7 @@ static int mlc_stage(mlstack_engine *e, mlc_engine *g, const mlstack_batch_row *
         for (t = 0; t < n_tab; t++) {
             float *cs = g->h_cs + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && (rows[b].pos >= c->rope[t].orig_max || s->rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
