@@ -3771,6 +3771,7 @@ enum {
     MLSTACK__GGML_Q8_K = 15,
     MLSTACK__GGML_IQ4_NL = 20,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
 typedef struct mlstack__ggml_type_info {
@@ -15671,11 +15672,15 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q3_K = 16 + 11,
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
-    MLSTACK__W_Q6_K = 16 + 14
+    MLSTACK__W_Q6_K = 16 + 14,
+    MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt) \
-    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+#define MLSTACK__W_IS_GGML(wt)                                                                                  \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
+     (wt) == MLSTACK__W_MXFP4)
+/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
 #define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
 
@@ -16141,6 +16146,10 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
+     MXFP4 32 inputs: E8M0 exponent byte e, 16 bytes of E2M1 nibbles (as Q4_0: element j < 16
+           low nibble of byte j, j + 16 high); q = the E2M1 value doubled (mlstack__mxfp4_values,
+           -12..12), sa = sb = 1, dw = 2^(e - 128) (half the block scale 2^(e - 127), ggml's
+           e8m0_to_fp32_half: exact in f32, a subnormal for e < 2)       (w = dw q)
    Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
    multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
@@ -16149,6 +16158,14 @@ typedef struct mlstack__kqg {
     float dw, ow;
 } mlstack__kqg;
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
+/* MXFP4's E2M1 code -> the value doubled, and its E8M0 exponent byte -> dw (above). */
+static const int8_t mlstack__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static float mlstack__e8m0_half(unsigned char e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 MLSTACK__FN int mlstack__kq_kind(int wtype) {
     return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
            : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
@@ -16160,6 +16177,17 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) {
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            float dw = mlstack__e8m0_half(b[0]);
+            for (l = 0; l < 16; l++)
+                v[l] = mlstack__mxfp4_values[b[1 + l] & 0xF], v[l + 16] = mlstack__mxfp4_values[b[1 + l] >> 4];
+            memcpy(g->q, v, 32);
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
         for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
@@ -16502,7 +16530,7 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                 \
-    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || \
+    ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
      (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
@@ -17104,11 +17132,25 @@ static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
-    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
+        wtype != MLSTACK__W_MXFP4) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) { /* the nibbles through the value table by a byte shuffle */
+        const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values);
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
+            float dw = mlstack__e8m0_half(b[0]);
+            _mm_storeu_si128((__m128i *)(void *)g->q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, _mm_set1_epi8(0x0F))));
+            _mm_storeu_si128((__m128i *)(void *)(g->q + 16),
+                             _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F))));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_0) {
         for (i = 0; i < nb; i++, b += 22, g++) {
             __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
@@ -19558,13 +19600,29 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
     }
     return acc;
 }
+/* The reference's decoded groups; MXFP4's nibbles through the value table by one vqtbl1q_s8. */
+static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int i, nb = n_in / MLSTACK__QK;
+    if (wtype != MLSTACK__W_MXFP4) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    for (i = 0; i < nb; i++, b += 17, g++) {
+        uint8x16_t qs = vld1q_u8(b + 1);
+        vst1q_s8(g->q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+        vst1q_s8(g->q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+        g->sa = g->sb = 1, g->ma = g->mb = 0;
+        g->dw = mlstack__e8m0_half(b[0]), g->ow = 0.0f;
+    }
+}
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -20766,6 +20824,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
      Q5_K    as Q4_K plus 32 bytes of fifth bits
      Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
                                                               w = (d * sc) * (q - 32)
+     MXFP4   E8M0 exponent byte e, nibbles as Q4_0 indexing E2M1 values doubled (0, 1, 2, 3, 4, 6,
+             8, 12 and their negatives);                      w = 2^(e - 128) * value
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -20797,7 +20857,8 @@ MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
     case MLSTACK__GGML_Q6_K:
-    case MLSTACK__GGML_IQ4_NL: return 1;
+    case MLSTACK__GGML_IQ4_NL:
+    case MLSTACK__GGML_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -20831,6 +20892,15 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
                     dst[j] = d * (float)mlstack__iq4nl_values[lo];
                     dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
                 }
+            }
+        }
+        return;
+    case MLSTACK__GGML_MXFP4:
+        for (i = 0; i < nb; i++, b += 17, dst += 32) {
+            float d = mlstack__e8m0_half(b[0]);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)mlstack__mxfp4_values[b[1 + j] & 0xF];
+                dst[j + 16] = d * (float)mlstack__mxfp4_values[b[1 + j] >> 4];
             }
         }
         return;
@@ -20932,7 +21002,7 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 }
 
 /* How the GGUF loader keeps a projection stored as GGML `type` (0: dequantized to f32):
-   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K: >>kernels) in place; three more are
+   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K, MXFP4: >>kernels) in place; three more are
    repacked once at load into a format whose kernels every path has, exactly (the same weight
    values, the dot by that format's rule):
      Q4_0    -> Q4_1 blocks: the same nibbles, d, offset m = -8 d (exact in f16 for |d| <= 8188,
@@ -20954,7 +21024,8 @@ MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
     case MLSTACK__GGML_Q3_K:
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
-    case MLSTACK__GGML_Q6_K: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
+    case MLSTACK__GGML_Q6_K:
+    case MLSTACK__GGML_MXFP4: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
     default: return 0;
     }
 }
@@ -26141,7 +26212,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
             for (j.pairs = 0; j.pairs < 2; j.pairs++) {
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
-                                   : !w->packed && (packs >> w->wtype & 1u);
+                                   : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
                 if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
                     mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
@@ -31587,7 +31658,7 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
         int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
@@ -31710,7 +31781,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             n = 7;
         }
         for (i = 0; i < n; i++) {
-            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)MLSTACK__PACKS_HAS(rk->k->packs, ws[i]->wtype));
             if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)
