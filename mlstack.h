@@ -15564,7 +15564,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
    any batch composition and thread count. fma(a, b, c) is one rounding of a * b + c (fmaf,
    vfmadd, vfmla); every other + - * / is one rounded operation; nothing is left to the
    compiler to fuse (build flags: README "Reproducible results").
-     matmul, float weights (F32/F16/BF16, converted exactly to f32):
+     matmul, float weights (F32/F16/BF16, and MXFP4 blocks: all converted exactly to f32):
        acc = +0; for k = 0 .. n_in-1 in order: acc = fma(w[k], x[k], acc); y = acc (+ bias)
        (one FMA chain per output in input order; SIMD paths run 8/16 outputs per register)
      matmul, quantized weights against Q8 activation blocks (quantize_rows, below): the
@@ -15676,13 +15676,14 @@ typedef enum mlstack__wtype {
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt)                                                                                  \
+#define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
      (wt) == MLSTACK__W_MXFP4)
 /* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
 #define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
-#define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
+#define MLSTACK__W_IS_BLOCK(wt) \
+    ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
 
 #define MLSTACK__QK 32
 typedef struct mlstack__q8_0 {
@@ -16150,6 +16151,10 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
            low nibble of byte j, j + 16 high); q = the E2M1 value doubled (mlstack__mxfp4_values,
            -12..12), sa = sb = 1, dw = 2^(e - 128) (half the block scale 2^(e - 127), ggml's
            e8m0_to_fp32_half: exact in f32, a subnormal for e < 2)       (w = dw q)
+           Decoded so, but multiplied by the float rule, not this one: every weight (float)q * dw
+           is exact in f32 (a 4-bit integer times a power of two), so MXFP4 rows meet the f32
+           activations as F16/BF16 rows do, one FMA chain per output in input order (the
+           same logits as the dequantized model in f32; no activation rounding)
    Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
    multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
@@ -16368,10 +16373,26 @@ static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x
    `dot` (the scalar reference or a SIMD form with the same bits). */
 typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
 typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
-MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
-                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
+MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                    int o0, int o1, float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
     int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
     mlstack__kqg *g = (mlstack__kqg *)(void *)row;
+    if (w->wtype == MLSTACK__W_MXFP4) { /* the float rule: each weight q * dw exactly in f32 */
+        float *wf = row + (size_t)ng * (sizeof(mlstack__kqg) / sizeof(float));
+        int k, i;
+        for (o = o0; o < o1; o++) {
+            decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+            for (k = 0; k < ng; k++)
+                for (i = 0; i < MLSTACK__QK; i++) wf[k * MLSTACK__QK + i] = (float)g[k].q[i] * g[k].dw;
+            for (b = 0; b < B; b++) {
+                float v = mlstack__dot_f32(wf, x + (size_t)b * w->n_in, w->n_in);
+                if (w->bias) v += w->bias[o];
+                y[(size_t)b * w->n_out + o] = v;
+            }
+        }
+        (void)xq, (void)dot, (void)kind;
+        return;
+    }
     for (o = o0; o < o1; o++) {
         decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
         for (b = 0; b < B; b++) {
@@ -16386,7 +16407,7 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
+        mlstack__matmul_kq(w, x, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
         return;
     }
     for (o = o0; o < o1; o++) {
@@ -16529,7 +16550,7 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
-#define MLSTACK__USES_P16(k, w)                                 \
+#define MLSTACK__USES_P16(k, w)                                            \
     ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
      (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
@@ -17392,7 +17413,7 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -18480,7 +18501,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -19622,7 +19643,7 @@ static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -24481,7 +24502,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_SWIGLU_OAI };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24530,6 +24551,10 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_SINKS 0x2000000u /* a learned sink logit per head joins each softmax (self_attn.sinks, gpt-oss) */
+#define MLSTACK__F_OAI_EXPERTS \
+    0x4000000u /* gpt-oss experts: all in one tensor per projection, with biases,  \
+                                             gate | up interleaved, clamped SwiGLU (mlstack__map_oai_experts) */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24628,6 +24653,9 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"GptOssForCausalLM", NULL, MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0},
+         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
@@ -24676,6 +24704,7 @@ typedef struct mlstack__config {
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
+    float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     int32_t bos_id;
     int n_eos;
@@ -24686,6 +24715,7 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
@@ -24894,6 +24924,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    }
+    if (c->fam->flags & MLSTACK__F_OAI_EXPERTS) { /* the experts' own activation, whatever hidden_act says */
+        c->act = MLSTACK__ACT_SWIGLU_OAI;
+        if ((r = mlstack__cfg_float(root, "swiglu_alpha", 1.702f, &c->swiglu_alpha, file, err)) ||
+            (r = mlstack__cfg_float(root, "swiglu_limit", 7.0f, &c->swiglu_limit, file, err)))
+            return r;
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
@@ -25759,6 +25795,10 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    if (f->flags & MLSTACK__F_SINKS) {
+        snprintf(nm, sizeof nm, "%s.sinks", attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_heads, &L->sinks, err))) return r;
+    }
     return MLSTACK_OK;
 }
 
@@ -25799,6 +25839,128 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* gpt-oss experts (F_OAI_EXPERTS), one tensor per projection for all E experts, as transformers
+   stores them: mlp.experts.gate_up_proj [E, D, 2F] (applied as x W: the gate of unit f is column
+   2f, its up column 2f + 1), down_proj [E, F, D], and biases gate_up_proj_bias [E, 2F],
+   down_proj_bias [E, D]; or, as OpenAI's checkpoints store the weights, MXFP4: <name>_blocks
+   U8 [E, rows, in / 32, 16] and <name>_scales U8 [E, rows, in / 32] in (out, in) order, element 2i
+   of a block the low nibble of byte i, 2i + 1 the high one, scale 2^(s - 127). Each expert gets
+   the usual gate, up (F, D) and down (D, F): float weights transposed into a copy of the stored
+   dtype; MXFP4 into GGML MXFP4 rows (the same exponent byte s, ggml's nibble order: exact, the
+   same 4.25 bits per weight). The router is mlp.router (weight and bias). */
+static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *name, int p, int E, int n_out, int n_in,
+                                               unsigned char **dst, int *wtype, mlstack_error *err) {
+    char nm[300];
+    const mlstack__st_tensor *t, *sc;
+    int e, o, k, j, nb = n_in / 32, F = p ? n_out : n_out / 2;
+    size_t rb, es;
+    snprintf(nm, sizeof nm, "%s_blocks", name);
+    t = mlstack__st_find(&m->st, nm);
+    if (t) { /* MXFP4 blocks and their scales */
+        const unsigned char *bl, *sp;
+        snprintf(nm, sizeof nm, "%s_scales", name);
+        sc = mlstack__st_find(&m->st, nm);
+        if (n_in % 32 || !sc || t->dtype != MLSTACK_DTYPE_U8 || sc->dtype != MLSTACK_DTYPE_U8 || t->n_dims != 4 ||
+            t->shape[0] != E || t->shape[1] != n_out || t->shape[2] != nb || t->shape[3] != 16 || sc->n_dims != 3 ||
+            sc->shape[0] != E || sc->shape[1] != n_out || sc->shape[2] != nb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: %s_blocks / _scales must be U8 [%d, %d, %d, 16] and [%d, %d, %d] (MXFP4)",
+                                 m->path, name, E, n_out, nb, E, n_out, nb);
+        rb = mlstack__row_bytes(MLSTACK__W_MXFP4, n_in);
+        *wtype = MLSTACK__W_MXFP4;
+        if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * rb)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        bl = m->st.files[t->file].data + t->begin, sp = m->st.files[sc->file].data + sc->begin;
+        for (e = 0; e < E; e++)
+            for (o = 0; o < n_out; o++) { /* gate | up interleaved rows -> gate rows, then up rows */
+                int ro = p ? o : (o & 1) * F + (o >> 1);
+                unsigned char *d = *dst + ((size_t)e * n_out + (size_t)ro) * rb;
+                const unsigned char *b = bl + ((size_t)e * n_out + (size_t)o) * (size_t)nb * 16,
+                                    *s = sp + ((size_t)e * n_out + (size_t)o) * (size_t)nb;
+                for (k = 0; k < nb; k++, d += 17, b += 16) {
+                    d[0] = s[k];
+                    for (j = 0; j < 16; j++) { /* element j: byte j / 2, nibble j % 2; j + 16 likewise */
+                        int lo = (b[j >> 1] >> (4 * (j & 1))) & 15, hi = (b[8 + (j >> 1)] >> (4 * (j & 1))) & 15;
+                        d[1 + j] = (unsigned char)(lo | hi << 4);
+                    }
+                }
+            }
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += (t->end - t->begin) + (sc->end - sc->begin);
+        return MLSTACK_OK;
+    }
+    t = mlstack__st_find(&m->st, name);
+    if (!t || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != E || t->shape[1] != n_in || t->shape[2] != n_out)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s must be an F32, F16 or BF16 tensor [%d, %d, %d] (or MXFP4 %s_blocks)", m->path,
+                             name, E, n_in, n_out, name);
+    es = (size_t)mlstack__dtype_sizes[t->dtype];
+    *wtype = (int)t->dtype;
+    if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * (size_t)n_in * es)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    {
+        const unsigned char *src = m->st.files[t->file].data + t->begin;
+        for (e = 0; e < E; e++)
+            for (k = 0; k < n_in; k++)
+                for (o = 0; o < n_out; o++) {
+                    int ro = p ? o : (o & 1) * F + (o >> 1);
+                    memcpy(*dst + (((size_t)e * n_out + (size_t)ro) * n_in + (size_t)k) * es,
+                           src + (((size_t)e * n_in + (size_t)k) * n_out + (size_t)o) * es, es);
+                }
+    }
+    m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+    m->weight_bytes += t->end - t->begin;
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p, i, wt = 0;
+    mlstack_result r;
+    char name[256];
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)E * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.router"), E, D, 1, &L->router, err))) return r;
+    for (p = 0; p < 2; p++) { /* 0: gate_up, 1: down */
+        int n_out = p ? D : 2 * F, n_in = p ? F : D;
+        unsigned char *rows;
+        const mlstack__st_tensor *bt;
+        float *bias;
+        if ((r = mlstack__oai_expert_rows(m, MLSTACK__LNAME(p ? "mlp.experts.down_proj" : "mlp.experts.gate_up_proj"),
+                                          p, E, n_out, n_in, &rows, &wt, err)))
+            return r;
+        if ((r = mlstack__model_tensor(
+                 m, MLSTACK__LNAME(p ? "mlp.experts.down_proj_bias" : "mlp.experts.gate_up_proj_bias"), 2, E, n_out,
+                 &bt, err)))
+            return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        for (e = 0; e < E; e++) {
+            float *b = bias + (size_t)e * n_out;
+            if (!p) { /* gate | up interleaved -> gate biases, then up biases (a copy) */
+                float *g = (float *)mlstack__model_own(m, sizeof(float) * (size_t)n_out);
+                if (!g) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+                for (i = 0; i < n_out; i++) g[(i & 1) * F + (i >> 1)] = b[i];
+                b = g;
+            }
+            for (i = 0; i < (p ? 1 : 2); i++) {
+                mlstack__weight *w = &L->experts[3 * e + (p ? 2 : i)];
+                int rows_n = p ? D : F;
+                w->name = NULL;
+                w->wtype = wt;
+                w->n_out = rows_n, w->n_in = n_in;
+                w->row_bytes = mlstack__row_bytes(wt, n_in);
+                w->data = rows + ((size_t)e * n_out + (size_t)i * F) * w->row_bytes;
+                w->bias = b + (size_t)i * F;
+            }
+        }
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
 static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -25806,7 +25968,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
-    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+    if (c->n_experts && c->layer_moe[l] && (f->flags & MLSTACK__F_OAI_EXPERTS)) {
+        if ((r = mlstack__map_oai_experts(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
@@ -25952,7 +26116,7 @@ static int mlstack__model_all_float(mlstack_model *m) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
-            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) return 0;
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype) || ws[i]->wtype == MLSTACK__W_MXFP4) return 0;
     }
     return 1;
 }
@@ -26057,7 +26221,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             uint32_t gt = 0;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
-            if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue; /* MXFP4: as stored */
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
@@ -28387,6 +28551,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
+   (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
+   max starts at it and the denominator at e^0 = 1)
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -28398,7 +28564,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
-                            int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
+                            int32_t t0, const int32_t *t1, float scale, float softcap, const float *sinks,
+                            float *scratch) {
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
@@ -28410,9 +28577,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
-    for (g = 0; g < R * G; g++) {
-        mx[g] = -FLT_MAX;
-        den[g] = 0;
+    for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
+        mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
+        den[g] = sinks ? 1.0f : 0.0f;
         for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
@@ -28616,6 +28783,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
                     &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
                     mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -28905,6 +29073,17 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act ==
+               MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
+        float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
+        for (i = 0; i < N; i++) {
+            float gc = g[i] < lim ? g[i] : lim, uc = u[i] < lim ? (u[i] > -lim ? u[i] : -lim) : lim, e, glu;
+            e = mlstack__exp_canon(-(gc * al));
+            e = 1.0f + e;
+            glu = gc / e;
+            uc = uc + 1.0f;
+            g[i] = uc * glu;
+        }
     } else {
         for (i = 0; i < N; i++) {
             float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
@@ -31657,8 +31836,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
-        int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
+        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
+                           : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
