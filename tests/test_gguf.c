@@ -338,7 +338,7 @@ static void test_types(void) {
 /* Files written by gguf-py: every tensor found with the shape and type the writer was given. */
 static void test_files(void) {
     static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q8_0", "Q2_K", "Q3_K",
-                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16"};
+                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16", "MXFP4"};
     mlstack__gguf g;
     mlstack_error err;
     size_t i, len;

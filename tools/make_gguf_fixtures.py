@@ -75,6 +75,17 @@ def write_quants():
         assert ref.shape == (2, 256) and np.all(np.isfinite(ref)), t.name
         w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
         w.add_tensor(t.name + ".ref", ref)
+    # MXFP4: random nibbles under exponent bytes that include the extremes gguf-py's
+    # e8m0_to_fp32_half special-cases (0, 1: subnormal halves) and large ones (up to 2^122)
+    t = T.MXFP4
+    q = rng.integers(0, 256, size=(2, 8, 17), dtype=np.uint8)
+    q[:, :, 0] = np.array([0, 1, 2, 3, 100, 127, 140, 250, 126, 125, 2, 0, 1, 128, 129, 200],
+                          dtype=np.uint8).reshape(2, 8)
+    q = q.reshape(2, 8 * 17)
+    ref = quants.dequantize(q, t).astype(np.float32)
+    assert ref.shape == (2, 256) and np.all(np.isfinite(ref)), t.name
+    w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
+    w.add_tensor(t.name + ".ref", ref)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
