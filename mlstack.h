@@ -160,7 +160,8 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
+   Every path takes F32, F16 and BF16 weights as stored, Q8_0/Q4_1 blocks and the native GGML
+   formats (MXFP4 included). The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
    layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
@@ -20810,8 +20811,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 #undef MLSTACK__PART
 #define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
-   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
+   Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
    F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
    format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
@@ -25819,6 +25820,7 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
    the usual gate, up (F, D) and down (D, F): float weights transposed into a copy of the stored
    dtype; MXFP4 into GGML MXFP4 rows (the same exponent byte s, ggml's nibble order: exact, the
    same 4.25 bits per weight). The router is mlp.router (weight and bias). */
+static void mlstack__model_release_source(const mlstack_model *m, const void *p, size_t n);
 static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *name, int p, int E, int n_out, int n_in,
                                                unsigned char **dst, int *wtype, mlstack_error *err) {
     char nm[300];
@@ -25858,6 +25860,9 @@ static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *nam
             }
         m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
         m->weight_bytes += (t->end - t->begin) + (sc->end - sc->begin);
+        /* the file's pages, read once, leave the resident set: the rows are the weights now */
+        mlstack__model_release_source(m, bl, (size_t)(t->end - t->begin));
+        mlstack__model_release_source(m, sp, (size_t)(sc->end - sc->begin));
         return MLSTACK_OK;
     }
     t = mlstack__st_find(&m->st, name);
@@ -25879,6 +25884,7 @@ static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *nam
                     memcpy(*dst + (((size_t)e * n_out + (size_t)ro) * n_in + (size_t)k) * es,
                            src + (((size_t)e * n_in + (size_t)k) * n_out + (size_t)o) * es, es);
                 }
+        mlstack__model_release_source(m, src, (size_t)(t->end - t->begin));
     }
     m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
     m->weight_bytes += t->end - t->begin;
