@@ -17210,6 +17210,47 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
     }
 }
 
+/* MXFP4 rows by the float rule (>>kernels), 8 outputs at a time, one lane each: their exact f32
+   weights laid out (n_in, 8) in scratch (8 n_in floats), then per activation row one FMA chain
+   per lane in input order, + bias: the scalar reference's bits. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                        int o0, int o1, float *tile) {
+    const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (r = 0; r < 8; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
+                __m256 d = _mm256_set1_ps(r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f);
+                float v[32];
+                _mm_storeu_si128((__m128i *)(void *)q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
+                _mm_storeu_si128((__m128i *)(void *)(q + 16),
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)));
+                for (i = 0; i < 32; i += 8)
+                    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_loadl_epi64((const __m128i *)(const void *)(q + i)))),
+                                                          d));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < n; k++)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(tile + (size_t)k * 8), _mm256_broadcast_ss(xb + k), acc);
+            if (w->bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias));
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        }
+    }
+}
+
 MLSTACK__FN MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind) {
     float acc = 0;
     int k;
@@ -17395,6 +17436,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
         else
@@ -18483,6 +18528,10 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
@@ -19623,8 +19672,44 @@ static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in,
     }
 }
 
+/* MXFP4 rows by the float rule, 4 outputs at a time (>>avx2's mlstack__mm_mxfp4_avx2 with 4 lanes). */
+static void mlstack__mm_mxfp4_neon(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                   float *tile) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 4) {
+        int nr = o1 - o < 4 ? o1 - o : 4;
+        float bias[4] = {0, 0, 0, 0};
+        for (r = 0; r < 4; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                uint8x16_t qs = vld1q_u8(blk + 1);
+                float d = r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f;
+                vst1q_s8(q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+                vst1q_s8(q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 4 + r] = (float)q[i] * d;
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            float32x4_t acc = vdupq_n_f32(0.0f);
+            float out[4];
+            for (k = 0; k < n; k++) acc = vfmaq_n_f32(acc, vld1q_f32(tile + (size_t)k * 4), xb[k]);
+            if (w->bias) acc = vaddq_f32(acc, vld1q_f32(bias));
+            vst1q_f32(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        }
+    }
+}
+
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_neon(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else

@@ -2,7 +2,7 @@
    transformers; one per architecture and per option that changes the math): our logits at
    every position of a 112-token prompt match transformers' within 1e-4, the 32-token greedy
    continuation is identical, and the logits are bit-identical with 1 or 2 threads, batched
-   beside another sequence and evaluated in two chunks. The prompt is longer than every
+   beside another sequence, evaluated in two chunks and after a prefix-cache hit. The prompt is longer than every
    sliding window and every original RoPE context in these models. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
@@ -87,6 +87,42 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
     }
 }
 
+/* The prefix cache: the same prompt submitted twice, the second run takes whole pages of it
+   from the radix tree, and its last prompt position's logits and greedy tokens are the bits of
+   the cold run (and of the plain evaluation, `ours`). */
+static float pc_row[256];
+static int pc_rows;
+static void pc_on_logits(void *user, uint64_t request, const float *logits, int n_vocab) {
+    (void)user, (void)request;
+    if (pc_rows++ == 0 && n_vocab <= 256) memcpy(pc_row, logits, sizeof(float) * (size_t)n_vocab);
+}
+static void check_prefix_cache(const char *name, mlstack_engine *e, const int32_t *ids, int n, const float *ours,
+                               int n_vocab) {
+    mlstack_request_desc rd;
+    mlstack_request_status st[2];
+    mlstack_error err;
+    int32_t toks[2][8];
+    float first[256];
+    int k;
+    if (n_vocab > 256) return;
+    memset(&rd, 0, sizeof rd);
+    rd.prompt = ids, rd.n_prompt = n, rd.max_tokens = 8, rd.ignore_eos = 1, rd.on_logits = pc_on_logits;
+    for (k = 0; k < 2; k++) {
+        pc_rows = 0;
+        if (mlstack_engine_complete(e, &rd, &st[k], toks[k], 8, &err) != MLSTACK_OK) {
+            CHECKF(0, "%s: prefix cache run %d: %s", name, k, err.message);
+            return;
+        }
+        if (k == 0) memcpy(first, pc_row, sizeof(float) * (size_t)n_vocab);
+    }
+    CHECKF(st[1].n_cached > 0 && st[1].n_cached < n, "%s: second run took %d of %d prompt tokens from the cache", name,
+           st[1].n_cached, n);
+    CHECKF(memcmp(first, pc_row, sizeof(float) * (size_t)n_vocab) == 0 &&
+               memcmp(first, ours + (size_t)(n - 1) * n_vocab, sizeof(float) * (size_t)n_vocab) == 0,
+           "%s: logits after a prefix-cache hit (%d cached) differ from the cold run", name, st[1].n_cached);
+    CHECKF(memcmp(toks[0], toks[1], sizeof toks[0]) == 0, "%s: greedy tokens differ after a prefix-cache hit", name);
+}
+
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -169,6 +205,7 @@ static void check_family(const char *name) {
         if (k >= fx_n_greedy || fx_greedy[k] != greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
+    check_prefix_cache(name, e2, ids, n, ours, info.n_vocab);
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
