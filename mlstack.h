@@ -24609,9 +24609,10 @@ enum {
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
 #define MLSTACK__F_SINKS 0x2000000u /* a learned sink logit per head joins each softmax (self_attn.sinks, gpt-oss) */
-#define MLSTACK__F_OAI_EXPERTS \
-    0x4000000u /* gpt-oss experts: all in one tensor per projection, with biases,  \
-                                             gate | up interleaved, clamped SwiGLU (mlstack__map_oai_experts) */
+/* gpt-oss experts: one tensor per projection for all experts, with biases, gate | up
+   interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
+#define MLSTACK__F_OAI_EXPERTS 0x4000000u
+#define MLSTACK__F_YARN_WHOLE 0x8000000u /* GGUF (no truncate key): yarn's correction range not truncated */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24710,7 +24711,8 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
-    {"GptOssForCausalLM", NULL, MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS,
+    {"GptOssForCausalLM", "gpt-oss", MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS |
+                                         MLSTACK__F_YARN_WHOLE,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0},
          {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
     {"GPTNeoXForCausalLM", NULL,
@@ -25975,6 +25977,50 @@ static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *nam
     m->weight_bytes += t->end - t->begin;
     return MLSTACK_OK;
 }
+/* The same experts as llama.cpp's GGUF files hold them (read through the GGUF names above):
+   mlp.experts.{gate,up,down}_proj.weight, one tensor per projection of all experts, rows (E, rows)
+   of `in` inputs as stored (MXFP4 blocks, or any format the file loader keeps), used in place;
+   their .bias [E, rows]. */
+static mlstack_result mlstack__oai_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p;
+    mlstack_result r;
+    char name[256], nm[64];
+    for (p = 0; p < 3; p++) {
+        int n_out = p == 2 ? D : F, n_in = p == 2 ? F : D, wt;
+        const mlstack__st_tensor *t, *bt;
+        const unsigned char *base;
+        size_t rb;
+        float *bias;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.weight", proj[p]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        wt = t ? (t->quant ? t->quant : (int)t->dtype) : 0;
+        rb = t ? mlstack__row_bytes(wt, n_in) : 0;
+        if (!t ||
+            (!t->quant && t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 &&
+             t->dtype != MLSTACK_DTYPE_BF16) ||
+            (n_in % mlstack__wtype_block(wt)) || t->end - t->begin != (uint64_t)E * (uint64_t)n_out * rb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold %d x %d rows of %d inputs", m->path, name,
+                                 E, n_out, n_in);
+        base = m->st.files[t->file].data + t->begin;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.bias", proj[p]);
+        if ((r = mlstack__model_tensor(m, MLSTACK__LNAME(nm), 2, E, n_out, &bt, err))) return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+        for (e = 0; e < E; e++) {
+            mlstack__weight *w = &L->experts[3 * e + p];
+            w->name = NULL, w->wtype = wt, w->n_out = n_out, w->n_in = n_in, w->row_bytes = rb;
+            w->data = base + (size_t)e * (size_t)n_out * rb;
+            w->bias = bias + (size_t)e * n_out;
+        }
+    }
+    return MLSTACK_OK;
+}
 static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                                mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
@@ -25985,6 +26031,8 @@ static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer 
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)E * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.router"), E, D, 1, &L->router, err))) return r;
+    if (mlstack__st_find(&m->st, MLSTACK__LNAME("mlp.experts.gate_proj.weight")))
+        return mlstack__oai_experts_split(m, L, pre, l, err);
     for (p = 0; p < 2; p++) { /* 0: gate_up, 1: down */
         int n_out = p ? D : 2 * F, n_in = p ? F : D;
         unsigned char *rows;
@@ -26873,6 +26921,28 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
+   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
+    static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
+                                           {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+                                           {"ffn_gate_inp.weight", "mlp.router.weight"},
+                                           {"ffn_gate_inp.bias", "mlp.router.bias"},
+                                           {"ffn_gate_exps.weight", "mlp.experts.gate_proj.weight"},
+                                           {"ffn_gate_exps.bias", "mlp.experts.gate_proj.bias"},
+                                           {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
+                                           {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
+                                           {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+    size_t k;
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(rest, names[k][0]) == 0) {
+            snprintf(out, cap, "%s", names[k][1]);
+            return 1;
+        }
+    return 0;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -26921,6 +26991,44 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
             if (mlstack__families[j].gguf && strcmp(mlstack__families[j].gguf, g) == 0) g = NULL;
         if (g && n < cap) n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", g);
     }
+}
+
+/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
+   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+   defaults), experts (count, per token, width; every layer) and the family's expert
+   activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
+static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int i;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
+        return r;
+    if (c->rope_kind == MLSTACK__ROPE_YARN) {
+        mlstack__rope_cfg *t = &c->rope[0];
+        if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
+                                       path, err)))
+            return r;
+        c->rope_orig_max = t->orig_max;
+        t->beta_fast = 32, t->beta_slow = 1, t->attn_factor = 0, t->mscale = t->mscale_all_dim = 0;
+        t->truncate = !(f->flags & MLSTACK__F_YARN_WHOLE);
+    }
+    if (f->moe.block) {
+        if ((r = mlstack__gguf_cfg_int(g, arch, "expert_count", -1, 1, MLSTACK__MAX_EXPERTS, &c->n_experts, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_used_count", -1, 1, c->n_experts, &c->n_experts_used, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_feed_forward_length", -1, 1, 1 << 30, &c->moe_ff, path, err)))
+            return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", path,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = 1;
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) != 0;
+    }
+    if (f->flags & MLSTACK__F_OAI_EXPERTS)
+        c->act = MLSTACK__ACT_SWIGLU_OAI, c->swiglu_alpha = 1.702f, c->swiglu_limit = 7.0f;
+    return MLSTACK_OK;
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
@@ -26988,13 +27096,14 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         st = mlstack__gguf_string(g, key, &slen);
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
-            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
-                c->rope_kind = MLSTACK__ROPE_LINEAR;
+            if ((slen == 6 && memcmp(st, "linear", 6) == 0) || (slen == 4 && memcmp(st, "yarn", 4) == 0)) {
+                c->rope_kind = slen == 4 ? MLSTACK__ROPE_YARN : MLSTACK__ROPE_LINEAR;
                 if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
                     return r;
             } else {
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)",
-                                     path, key, (int)(slen > 40 ? 40 : slen), st);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s = \"%.*s\" is not supported (none, linear, yarn)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
             }
         }
     }
@@ -27013,7 +27122,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
     c->act = MLSTACK__ACT_SILU;
     c->rot_dim = c->head_dim;
-    c->rope[0].kind = c->rope_kind ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DEFAULT;
+    c->rope[0].kind = c->rope_kind ? c->rope_kind : MLSTACK__ROPE_DEFAULT;
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
@@ -27041,7 +27150,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
             if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
         }
     }
-    return MLSTACK_OK;
+    return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
 /* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
@@ -27064,7 +27173,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1;
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27142,7 +27252,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) {
+            if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
                 if (!is_embed) quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;

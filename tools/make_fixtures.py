@@ -434,10 +434,12 @@ FAMILIES = [
          sinks=3.0, ablate=True),
     # the same with the experts in MXFP4 as OpenAI's checkpoints store them (_blocks + _scales):
     # logits of transformers' own dequantization (integrations.mxfp4), and blocks with extreme
-    # scales: 2^-127 .. 2^-125 (subnormal products) and 8 times the block's own
+    # scales: 2^-127 .. 2^-125 (subnormal products) and 8 times the block's own; the SwiGLU limit
+    # at its default (7), the one llama.cpp's GGUF graph hardcodes (tools/make_gguf_fixtures.py
+    # writes this model as gpt-oss-mxfp4.gguf)
     dict(name="gpt_oss_mxfp4", cls="GptOssForCausalLM",
          extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=24,
-                    swiglu_limit=1.5, layer_types=["sliding_attention", "full_attention"],
+                    layer_types=["sliding_attention", "full_attention"],
                     rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                      "truncate": False, "original_max_position_embeddings": 32,
                                      "rope_theta": 150000.0}),
