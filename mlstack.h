@@ -25933,10 +25933,10 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
-    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
-        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += k == MLSTACK__LAYER_ATTN;
         L->state_off += mlstack__state_floats(c, k);
     }
