@@ -1046,7 +1046,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
 /* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
-   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. Models
+   with recurrent layers (LFM2 and the other hybrids) keep their state only at some positions: 0,
+   the end of a KV page that carries a snapshot, and (internally) a kept copy; a rewind elsewhere
+   fails with MLSTACK_ERR_INVALID_ARG and names the nearest such position. On those models the
+   rows of an eval must also start at the sequence's length (the state only moves forward). */
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
@@ -1352,7 +1356,9 @@ typedef struct mlstack_request_status {
     int n_drafted, n_accepted;  /* speculative decoding: drafts verified and accepted */
 } mlstack_request_status;
 
-/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
+/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
+   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
     int page_tokens;
@@ -2610,6 +2616,7 @@ enum {
     MLSTACK__OP_ATTENTION,
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_MIXER,
     MLSTACK__OP_COUNT_
 };
 
@@ -2960,23 +2967,37 @@ MLSTACK__FN size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
     return 4;
 }
 
-static int mlstack__hex4(const unsigned char *s, uint32_t *out) {
-    uint32_t v = 0;
-    int i;
-    for (i = 0; i < 4; i++) {
-        unsigned c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return 0;
-    }
-    *out = v;
-    return 1;
+/* ---- escape sequences: the pieces JSON strings, both regex dialects (tokenizer Split
+   patterns, schema patterns), GBNF literals and template string literals share. Each dialect
+   keeps its own list of what it accepts and its own error messages. ---- */
+
+/* The value of hex digit c, or -1. */
+static int mlstack__hexval(int c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
+
+/* Reads up to max hex digits from s[0, n) into *v; returns how many it read (0: none). */
+static int mlstack__hex_run(const char *s, size_t n, int max, uint32_t *v) {
+    int d = 0, h;
+    *v = 0;
+    while ((size_t)d < n && d < max && (h = mlstack__hexval((unsigned char)s[d])) >= 0) *v = *v * 16 + (uint32_t)h, d++;
+    return d;
+}
+
+/* The code point of the one-letter escape \c when c is among `letters` (a subset of
+   "abefnrtv0": bell, backspace, escape, form feed, newline, return, tab, vertical tab, NUL), else -1. */
+static int32_t mlstack__esc_letter(int c, const char *letters) {
+    static const char from[] = "abefnrtv0";
+    static const unsigned char to[] = {7, 8, 27, 12, 10, 13, 9, 11, 0};
+    const char *f = c ? strchr(from, c) : NULL;
+    return f && strchr(letters, c) ? (int32_t)to[f - from] : -1;
+}
+
+/* A Unicode scalar value: at most U+10FFFF and not a surrogate (what UTF-8 may encode). */
+static int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 
 /* Parses a string starting at the opening quote; decoded bytes never exceed the raw length. */
 static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char **out, size_t *out_len) {
@@ -3001,22 +3022,17 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
             unsigned char e = p->s[i + 1];
             i += 2;
             switch (e) {
-            case '"': *w++ = '"'; break;
-            case '\\': *w++ = '\\'; break;
-            case '/': *w++ = '/'; break;
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
+            case '"':
+            case '\\':
+            case '/': *w++ = e; break;
             case 'u': {
                 uint32_t cp, lo;
-                if (end - i < 4 || !mlstack__hex4(p->s + i, &cp))
+                if (end - i < 4 || mlstack__hex_run((const char *)p->s + i, 4, 4, &cp) != 4)
                     return mlstack__json_error(p, i - 2, "bad \\u escape (expected 4 hex digits)");
                 i += 4;
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' || !mlstack__hex4(p->s + i + 2, &lo) ||
-                        lo < 0xDC00 || lo > 0xDFFF)
+                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' ||
+                        mlstack__hex_run((const char *)p->s + i + 2, 4, 4, &lo) != 4 || lo < 0xDC00 || lo > 0xDFFF)
                         return mlstack__json_error(p, i - 6, "high surrogate not followed by a low surrogate");
                     i += 6;
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -3026,7 +3042,9 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
                 w += mlstack__utf8_put(w, cp);
                 break;
             }
-            default: return mlstack__json_error(p, i - 2, "unknown escape");
+            default:
+                if (mlstack__esc_letter(e, "bfnrt") < 0) return mlstack__json_error(p, i - 2, "unknown escape");
+                *w++ = (unsigned char)mlstack__esc_letter(e, "bfnrt");
             }
         } else if (c < 0x20) {
             return mlstack__json_error(p, i, "control character in string (must be escaped)");
@@ -4919,22 +4937,10 @@ static int mlstack__re_new_class(mlstack__re_comp *c, const mlstack__re_class *k
 }
 
 static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *out) {
-    uint32_t v = 0;
-    int d = 0;
+    uint32_t v;
     size_t at = c->i;
-    while (c->i < c->n && d < maxd) {
-        int ch = c->p[c->i], x;
-        if (ch >= '0' && ch <= '9') x = ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            x = ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F')
-            x = ch - 'A' + 10;
-        else
-            break;
-        v = v * 16 + (uint32_t)x;
-        c->i++;
-        d++;
-    }
+    int d = mlstack__hex_run((const char *)c->p + c->i, c->n - c->i, maxd, &v);
+    c->i += (size_t)d;
     if (braces) {
         if (c->i >= c->n || c->p[c->i] != '}') d = 0;
         else
@@ -5001,13 +5007,13 @@ static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, m
     s->cats = s->props = 0;
     *neg = 0;
     switch (ch) {
-    case 't': *cp = '\t'; return 1;
-    case 'n': *cp = '\n'; return 1;
-    case 'r': *cp = '\r'; return 1;
-    case 'f': *cp = '\f'; return 1;
-    case 'v': *cp = '\v'; return 1;
-    case 'a': *cp = 7; return 1;
-    case 'e': *cp = 27; return 1;
+    case 't':
+    case 'n':
+    case 'r':
+    case 'f':
+    case 'v':
+    case 'a':
+    case 'e': *cp = (uint32_t)mlstack__esc_letter(ch, "tnrfvae"); return 1;
     case 'x':
         if (c->i < c->n && c->p[c->i] == '{') {
             c->i++;
@@ -7235,12 +7241,6 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
 }
 
 /* ---- decoding ---- */
-static int mlstack__hexval(int c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                  : -1;
-}
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
 /* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
@@ -10034,31 +10034,27 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
         case '\\': mlstack__tbuf_put(L->c, &b, "\\", 1); break;
         case '\'': mlstack__tbuf_put(L->c, &b, "'", 1); break;
         case '"': mlstack__tbuf_put(L->c, &b, "\"", 1); break;
-        case 'a': mlstack__tbuf_put(L->c, &b, "\a", 1); break;
-        case 'b': mlstack__tbuf_put(L->c, &b, "\b", 1); break;
-        case 'f': mlstack__tbuf_put(L->c, &b, "\f", 1); break;
-        case 'n': mlstack__tbuf_put(L->c, &b, "\n", 1); break;
-        case 'r': mlstack__tbuf_put(L->c, &b, "\r", 1); break;
-        case 't': mlstack__tbuf_put(L->c, &b, "\t", 1); break;
-        case 'v': mlstack__tbuf_put(L->c, &b, "\v", 1); break;
+        case 'a':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+        case 'v': {
+            char c1 = (char)mlstack__esc_letter(ch, "abfnrtv");
+            mlstack__tbuf_put(L->c, &b, &c1, 1);
+            break;
+        }
         case 'x':
         case 'u':
         case 'U': {
-            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8, k;
+            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8;
             uint32_t cp = 0;
-            for (k = 0; k < nd; k++) {
-                char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
-                int d = (h >= '0' && h <= '9')   ? h - '0'
-                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                                 : -1;
-                if (d < 0)
-                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT,
-                                             "truncated \\%c escape in a string literal", ch);
-                cp = cp * 16 + (uint32_t)d;
-            }
+            if (mlstack__hex_run(L->s + i, p - i, nd, &cp) != nd)
+                return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal",
+                                         ch);
             i += (size_t)nd;
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            if (!mlstack__cp_scalar(cp))
                 return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED,
                                          "escape \\%c for a surrogate or out-of-range code point", ch);
             mlstack__tbuf_cp(L->c, &b, cp);
@@ -15461,28 +15457,36 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
     return NULL;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
-                                                       const char *messages_json, size_t messages_len,
-                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
-                                                       mlstack_error *err) {
-    mlstack__tpl_input in;
-    const char *text;
-    if (out) *out = NULL;
-    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+/* The one body behind mlstack_chat_template_apply, _apply_messages and _encode: picks the
+   template (by name, else tool_use when tools are given, else the default), adds the special
+   tokens the template may name and renders `in` (its messages already set). */
+static mlstack_result mlstack__tpl_apply(const mlstack_chat_template *t, const char *name, mlstack__tpl_input *in,
+                                         const mlstack_template_options *opt, char **out, size_t *out_len,
+                                         mlstack_error *err) {
+    const char *text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
     if (!text) {
         if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
                              "this model has multiple chat templates with no default; pass the name of one");
     }
+    in->token_names = mlstack__tpl_token_names;
+    in->token_values = (const char *const *)t->tokens;
+    in->n_tokens = 7;
+    in->require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err) {
+    mlstack__tpl_input in;
+    if (out) *out = NULL;
+    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
@@ -15490,7 +15494,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     int i;
     if (out) *out = NULL;
     if (!t || (n_messages > 0 && !messages))
@@ -15500,20 +15503,10 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
         if (!messages[i].role || !messages[i].content)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
                                  messages[i].role ? "content" : "role");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.plain = messages;
     in.n_plain = n_messages;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
@@ -15521,7 +15514,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
                                                         size_t messages_len, const mlstack_template_options *opt,
                                                         int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     char *out = NULL;
     size_t out_len = 0, *prot = NULL, n_prot = 0;
     int cs = opt ? opt->content_specials : 0;
@@ -15531,25 +15523,15 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
     if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
     if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
         in.guard = tok;
         in.prot = &prot;
         in.n_prot = &n_prot;
     }
-    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    r = mlstack__tpl_apply(t, name, &in, opt, &out, &out_len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
         if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
@@ -21616,34 +21598,28 @@ static int mlstack__gb_char(mlstack__gb *b, uint32_t *cp) {
     if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unexpected end of text");
     if (b->s[b->i] == '\\') {
         unsigned char c;
-        int digits = 0, k;
+        int digits = 0;
         if (++b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unfinished escape");
         c = b->s[b->i++];
         switch (c) {
-        case 'n': *cp = '\n'; return 0;
-        case 't': *cp = '\t'; return 0;
-        case 'r': *cp = '\r'; return 0;
-        case 'f': *cp = '\f'; return 0;
-        case 'v': *cp = '\v'; return 0;
-        case '0': *cp = 0; return 0;
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
         default:
+            if (mlstack__esc_letter(c, "ntrfv0") >= 0) {
+                *cp = (uint32_t)mlstack__esc_letter(c, "ntrfv0");
+                return 0;
+            }
             if (c >= 0x21 && c < 0x7F && !mlstack__gb_is_name(c)) {
                 *cp = c;
                 return 0;
             }
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unknown escape");
         }
-        *cp = 0;
-        for (k = 0; k < digits; k++) {
-            int h = b->i < b->n ? mlstack__hexval(b->s[b->i]) : -1;
-            if (h < 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
-            *cp = *cp * 16 + (uint32_t)h;
-            b->i++;
-        }
-        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        if (mlstack__hex_run((const char *)b->s + b->i, b->n - b->i, digits, cp) != digits)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
+        b->i += (size_t)digits;
+        if (!mlstack__cp_scalar(*cp))
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "escape is not a Unicode scalar value");
         return 0;
     }
@@ -23056,15 +23032,12 @@ static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
 /* One escaped code point (after the backslash); -1 on error. */
 static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
     unsigned char c = x->s[x->i++];
-    int digits = 0, k;
+    int digits = 0;
+    if (mlstack__esc_letter(c, "ntrfva0") >= 0) {
+        *cp = (uint32_t)mlstack__esc_letter(c, "ntrfva0");
+        return 0;
+    }
     switch (c) {
-    case 'n': *cp = '\n'; return 0;
-    case 't': *cp = '\t'; return 0;
-    case 'r': *cp = '\r'; return 0;
-    case 'f': *cp = '\f'; return 0;
-    case 'v': *cp = '\v'; return 0;
-    case 'a': *cp = 7; return 0;
-    case '0': *cp = 0; return 0;
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
@@ -23086,13 +23059,9 @@ static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
         }
         return 0;
     }
-    *cp = 0;
-    for (k = 0; k < digits; k++) {
-        int h = x->i < x->n ? mlstack__hexval(x->s[x->i]) : -1;
-        if (h < 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
-        *cp = *cp * 16 + (uint32_t)h;
-        x->i++;
-    }
+    if (mlstack__hex_run((const char *)x->s + x->i, x->n - x->i, digits, cp) != digits)
+        return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
+    x->i += (size_t)digits;
     if (*cp > 0x10FFFF) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "escape beyond U+10FFFF");
     return 0;
 }
@@ -24420,6 +24389,17 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
 enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU };
+/* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
+   pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
+   layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
+   are which comes from the config (layer_types, named by the family row's mixer group). */
+enum {
+    MLSTACK__LAYER_ATTN = 0,
+    MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_KINDS_
+};
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24502,9 +24482,18 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
     const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
 } mlstack__fam_moe;
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
-                                       up_proj, down_proj */
+                                       up_proj, down_proj, mlp, gate_proj, q_norm (k_norm beside it) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *mlp, *gate, *q_norm, *k_norm;
 } mlstack__fam_names;
+typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only) */
+    int kind; /* MLSTACK__LAYER_* of the family's recurrent layers */
+    const char *type; /* their name in layer_types */
+    const char *block; /* the mixer's module under model.layers.N. */
+    const char *ff_adjust_key; /* LFM2's block_auto_adjust_ff_dim: the FFN width is 2/3 of
+                                  intermediate_size, times block_ffn_dim_multiplier, rounded up to
+                                  block_multiple_of (NULL: intermediate_size as it is) */
+} mlstack__fam_mixer;
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -24515,6 +24504,7 @@ typedef struct mlstack__family {
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_mixer mix;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -24525,75 +24515,82 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
-#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h"}},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    /* hybrids: recurrent layers beside attention */
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
     {"SmolLM3ForCausalLM", "smollm3",
          MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
 };
 /* clang-format on */
 
@@ -24639,6 +24636,13 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
+    int n_recurrent; /* layers that are not attention */
+    int n_kv_layers; /* attention layers: the layers a KV page holds */
+    int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
+    int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
+    size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -24658,6 +24662,13 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
+       recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
+       input projection w_in, its output projection in wo (wq/wk/wv unused) */
+    int kind, kv_layer;
+    size_t state_off;
+    mlstack__weight w_in;
+    const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
 } mlstack__layer;
 
 struct mlstack_model {
@@ -24865,7 +24876,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
-        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+        r = mlstack__cfg_float(root,
+                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
+                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                                   ? "norm_eps" /* LFM2 */
+                                   : "rms_norm_eps",
+                               1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -25046,6 +25062,51 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     return MLSTACK_OK;
 }
 
+/* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
+   the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int mixes = f->mix.type && mlstack__json_is_str(e, f->mix.type);
+            if (i >= c->n_layers || (!slides && !mixes && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25086,37 +25147,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(
-                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
-            c->layer_sliding[i] = (unsigned char)slides;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25272,6 +25303,76 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+/* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
+   sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
+   convolution, (conv_k - 1, D) oldest first. */
+static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    switch (kind) {
+    case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    default: return 0;
+    }
+}
+
+/* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
+   of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
+static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : 0;
+}
+static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : 0;
+}
+static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    (void)c;
+    (void)kind;
+    return 0;
+}
+
+#define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
+
+/* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
+   sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
+static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int l;
+    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    if (!f->mix.kind) return MLSTACK_OK;
+    if (!c->has_layer_types)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
+                             file, c->architecture, f->mix.type);
+    if (f->mix.kind == MLSTACK__LAYER_CONV) {
+        if ((r = mlstack__cfg_int(root, "conv_L_cache", 3, &c->conv_k, file, err)) != MLSTACK_OK) return r;
+        if (c->conv_k < 2 || c->conv_k > MLSTACK__MAX_CONV)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: conv_L_cache %d (2 to %d supported)", file, c->conv_k,
+                                 MLSTACK__MAX_CONV);
+        c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
+    }
+    if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
+        /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
+        float mult;
+        int mo, ff = (int)(2 * (int64_t)c->n_ff / 3);
+        if ((r = mlstack__cfg_num(root, "block_ffn_dim_multiplier", 1, 1e-3, 1e3, &mult, file, err)) ||
+            (r = mlstack__cfg_int(root, "block_multiple_of", 256, &mo, file, err)))
+            return r;
+        if (!mlstack__json_is_null(mlstack__json_get(root, "block_ffn_dim_multiplier"))) {
+            ff = (int)((double)mult * ff);
+            ff = (int)(((int64_t)ff + mo - 1) / mo * mo);
+        }
+        if (ff <= 0 || ff > (1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the adjusted FFN width %d is out of range", file, ff);
+        c->n_ff = ff;
+    }
+    c->state_floats = 0;
+    for (l = 0; l < c->n_layers; l++) {
+        size_t n = mlstack__state_floats(c, c->layer_kind[l]);
+        if (n > ((size_t)1 << 40) - c->state_floats)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
+        c->state_floats += n;
+    }
+    return MLSTACK_OK;
+}
+
 MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
                                                  const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
@@ -25279,8 +25380,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
+        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25631,7 +25732,7 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->opt.sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides, i;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
@@ -25639,6 +25740,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
               ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
+    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kv_layer = L->state_off = 0;
+    for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
+        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->state_off += mlstack__state_floats(c, k);
+    }
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25848,6 +25956,7 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
     if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
@@ -25864,13 +25973,15 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
-    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                          &L->w_gate, err)) ||
-               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
-                                          err))) {
-        return r;
+    } else {
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.gate ? f->name.gate : "gate_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)))
+            return r;
     }
-    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
     return MLSTACK_OK;
@@ -25949,10 +26060,52 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
         int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
+    return MLSTACK_OK;
+}
+
+/* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
+   depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
+   output projection (in L->wo). */
+static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const char *blk = c->fam->mix.block;
+    const mlstack__st_tensor *t;
+    int D = c->n_embd, K = c->conv_k;
+    mlstack_result r;
+    char name[256], nm[200];
+    float *w;
+    if (L->kind != MLSTACK__LAYER_CONV)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
+                             m->path, l, L->kind);
+    snprintf(nm, sizeof nm, "%s.in_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 3 * D, D, c->conv_bias, &L->w_in, err))) return r;
+    snprintf(nm, sizeof nm, "%s.out_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), D, D, c->conv_bias, &L->wo, err))) return r;
+    snprintf(nm, sizeof nm, "%s.conv.weight", blk);
+    t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             c->architecture);
+    if ((t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != D || t->shape[1] != 1 || t->shape[2] != K)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: tensor %s must be F32, F16 or BF16 of shape [%d, 1, %d] (hidden_size, 1, conv_L_cache)", m->path, name,
+            D, K);
+    w = (float *)mlstack__model_own(m, sizeof(float) * (size_t)D * (size_t)K);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, w, (size_t)D * (size_t)K);
+    m->n_params += (uint64_t)D * (uint64_t)K;
+    m->weight_bytes += t->end - t->begin;
+    L->conv_w = w;
+    snprintf(nm, sizeof nm, "%s.conv.bias", blk);
+    if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
 #undef MLSTACK__LNAME
@@ -25977,13 +26130,16 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
+        int att;
+        mlstack__layer_kind(c, l, L);
+        att = L->kind == MLSTACK__LAYER_ATTN;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
             (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
-        mlstack__layer_kind(c, l, L);
     }
     return MLSTACK_OK;
 }
@@ -25991,10 +26147,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (13 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[11];
+    mlstack__weight *all[12];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -26004,7 +26160,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    for (i = 0; i < 11; i++)
+    all[11] = &L->w_in;
+    for (i = 0; i < 12; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -26833,6 +26990,7 @@ static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack
     if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
         for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
     if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (>>model mlstack__cfg_mixer) */
     return MLSTACK_OK;
 }
 
@@ -28132,7 +28290,25 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    that attaches cached pages only ever writes positions past them, into pages of its own. So
    a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
    tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
-   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable.
+
+   Recurrent state (hybrids: LFM2, Mamba2, delta-net layers; >>model mlstack__state_floats).
+   Beside its page table a sequence slot owns one contiguous f32 block of state_floats: layer l's
+   state at layers[l].state_off floats into it (mlstack__state_floats(c, kind) of them: a conv
+   window of (conv_k - 1, channels) oldest first, then the kind's matrix state). Pages then hold
+   only the attention layers (block kv_layer of a page). The state after position len - 1 is the
+   slot's live state, so a sequence of a hybrid only grows at its end: its rows start at len, and
+   it rewinds only to where a copy of the state exists:
+     - snapshots: the state after the last position of a page, kept beside that page
+       (snap_of[page]: a slot of the snapshot pool, or -1) and freed with it. A page at depth d
+       of its sequence (d = pos / P) gets one when (d + 1) % snap_every == 0 and a slot is free,
+       written by the forward pass as it passes the page's last position. The radix tree's pages
+       so carry the state at their ends: a match of m pages restores the snapshot of the m-th
+       (a match shortens to the deepest page with one) and computes only the rest, with the same
+       bits as a cold run (the state is the exact floats the cold run had there).
+     - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
+   All of it is allocated at init and counted in the byte budget with the pages: live and kept
+   states per slot first, then pages and a snapshot every snap_every pages. */
 
 typedef struct mlstack__kv_seq {
     int active;
@@ -28140,6 +28316,7 @@ typedef struct mlstack__kv_seq {
     int32_t len; /* positions held */
     int rope_long; /* longrope: the long factors for every row computed from now on, not only past
                       the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
+    int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28178,6 +28355,13 @@ typedef struct mlstack__kv {
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
+    /* recurrent state (state_floats 0: none) */
+    size_t state_floats; /* per sequence slot */
+    float *state, *ckpt; /* (max_seqs, state_floats): live states, kept copies */
+    float *snap; /* (n_snap, state_floats) snapshots at page ends */
+    int32_t *snap_of; /* per page: its snapshot, or -1 */
+    int *snap_free; /* free snapshots */
+    int n_snap, n_snap_free, snap_every;
 } mlstack__kv;
 
 /* A KV pool's bytes: read in scattered pages, so on huge pages where the system gives them
@@ -28188,6 +28372,48 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
+/* Hybrids: the live and kept states of every slot come out of the budget first; a page then
+   costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
+   snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
+                                            uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
+    uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
+    kv->state_floats = c->state_floats;
+    kv->snap_every = 1;
+    if (!sb) return MLSTACK_OK;
+    fixed = 2 * sb * (uint64_t)max_seqs;
+    if (*budget <= fixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "kv_mem %llu bytes leaves no room for pages after the recurrent states of %d sequences "
+                             "(%llu bytes each, twice)",
+                             (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
+    *budget -= fixed;
+    if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
+    *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
+    return MLSTACK_OK;
+}
+
+/* The states, kept copies and snapshots of mlstack__state_budget's plan. */
+static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) {
+    int i;
+    if (!kv->state_floats) return MLSTACK_OK;
+    kv->n_snap = kv->n_pages / kv->snap_every;
+    kv->state = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->ckpt = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->snap = mlstack__falloc((size_t)kv->n_snap, kv->state_floats);
+    kv->snap_of = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->snap_free = (int *)mlstack__calloc((size_t)kv->n_snap + 1, sizeof(int));
+    if (!kv->state || !kv->ckpt || !kv->snap || !kv->snap_of || !kv->snap_free)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the recurrent states of %d sequences",
+                             kv->max_seqs);
+    for (i = 0; i < kv->n_pages; i++) kv->snap_of[i] = -1;
+    for (i = 0; i < kv->n_snap; i++) kv->snap_free[i] = kv->n_snap - 1 - i;
+    kv->n_snap_free = kv->n_snap;
+    for (i = 0; i < kv->max_seqs; i++) kv->seqs[i].ckpt_len = -1;
+    return MLSTACK_OK;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -28195,6 +28421,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
                                        int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
+    mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -28205,8 +28432,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->page_tokens = page_tokens;
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
+    kv->page_elems = (size_t)c->n_kv_layers * 2 * (size_t)page_tokens * kv->row_elems;
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
@@ -28227,14 +28456,19 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
-    return MLSTACK_OK;
+    return mlstack__state_alloc(kv, err);
 }
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
     int i;
-    if (kv->ref) mlstack__radix_free_all(kv);
+    if (kv->ref) mlstack__radix_free_all(kv); /* pages go back with their snapshots */
+    mlstack__aligned_free(kv->state);
+    mlstack__aligned_free(kv->ckpt);
+    mlstack__aligned_free(kv->snap);
+    MLSTACK_FREE(kv->snap_of);
+    MLSTACK_FREE(kv->snap_free);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
@@ -28251,9 +28485,13 @@ MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     kv->ref[p] = 1;
     return p;
 }
-/* Drops one reference; the page is free again when none is left. */
+/* Drops one reference; the page is free again when none is left, with its snapshot. */
 MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
-    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+    if (--kv->ref[p] == 0) {
+        kv->free_stack[kv->n_free++] = p;
+        if (kv->snap_of && kv->snap_of[p] >= 0) kv->snap_free[kv->n_snap_free++] = kv->snap_of[p];
+        if (kv->snap_of) kv->snap_of[p] = -1;
+    }
 }
 
 /* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
@@ -28279,6 +28517,83 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     }
     while (s->n_pages > need) mlstack__kv_page_put(kv, s->pages[--s->n_pages]);
     return 0;
+}
+
+/* ---- recurrent state of the hybrids (the layout: above) ---- */
+
+/* Slot seq's live state: state_floats floats. */
+static float *mlstack__state_of(const mlstack__kv *kv, int seq) { return kv->state + (size_t)seq * kv->state_floats; }
+
+/* Of the first m pages of a page table, how many a sequence can attach: all of them without
+   recurrent state, else up to the deepest one that carries a snapshot. */
+MLSTACK__FN int mlstack__state_attachable(const mlstack__kv *kv, const int32_t *pages, int m) {
+    if (!kv->state_floats) return m;
+    while (m > 0 && kv->snap_of[pages[m - 1]] < 0) m--;
+    return m;
+}
+
+/* Slot seq's live state set to the state after its first n_pages pages: zeros for none, else the
+   snapshot of the last of them. 0, or -1 when that page has none (nothing changed). */
+MLSTACK__FN int mlstack__state_restore(mlstack__kv *kv, int seq, int n_pages) {
+    float *st;
+    if (!kv->state_floats) return 0;
+    st = mlstack__state_of(kv, seq);
+    if (n_pages == 0) {
+        memset(st, 0, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] < 0) return -1;
+    memcpy(st, kv->snap + (size_t)kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] * kv->state_floats,
+           sizeof(float) * kv->state_floats);
+    return 0;
+}
+
+/* Keeps a copy of slot seq's live state, the state after its len positions. */
+MLSTACK__FN void mlstack__state_keep(mlstack__kv *kv, int seq) {
+    if (!kv->state_floats) return;
+    memcpy(kv->ckpt + (size_t)seq * kv->state_floats, mlstack__state_of(kv, seq), sizeof(float) * kv->state_floats);
+    kv->seqs[seq].ckpt_len = kv->seqs[seq].len;
+}
+
+/* Slot seq's live state set to the state after `len` positions, where a copy of it exists: len
+   positions already, none (zeros), the kept copy, or the snapshot of the page ending at len.
+   0, or -1 (nothing changed: the caller recomputes from an earlier point). The page table is
+   the caller's to shrink. */
+MLSTACK__FN int mlstack__state_rewind(mlstack__kv *kv, int seq, int32_t len) {
+    mlstack__kv_seq *s = &kv->seqs[seq];
+    if (!kv->state_floats || len == s->len) return 0;
+    if (len == 0) return mlstack__state_restore(kv, seq, 0);
+    if (len == s->ckpt_len) {
+        memcpy(mlstack__state_of(kv, seq), kv->ckpt + (size_t)seq * kv->state_floats, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (len % kv->page_tokens == 0 && len / kv->page_tokens <= s->n_pages)
+        return mlstack__state_restore(kv, seq, len / kv->page_tokens);
+    return -1;
+}
+
+/* The deepest position at or before len that slot seq's state can be rewound to (see
+   mlstack__state_rewind): where a caller that cannot rewind to len recomputes from. */
+MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t len) {
+    const mlstack__kv_seq *s = &kv->seqs[seq];
+    int32_t best = 0, p;
+    if (!kv->state_floats || len == s->len) return len;
+    if (s->ckpt_len >= 0 && s->ckpt_len <= len) best = s->ckpt_len;
+    for (p = len / kv->page_tokens; p > 0 && p * kv->page_tokens > best; p--)
+        if (p <= s->n_pages && kv->snap_of[s->pages[p - 1]] >= 0) return p * kv->page_tokens;
+    return best;
+}
+
+/* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
+   range at a depth that asks for one (while the pool has one free). */
+MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
+    int P = kv->page_tokens, d;
+    if (!kv->state_floats) return;
+    for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
+        int32_t pg = s->pages[d];
+        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
+    }
 }
 
 /* ---- radix prefix cache ----
@@ -28719,6 +29034,10 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
+    /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
+       out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
+    float *mix_x, *mix_y, *mix_s;
+    int *mix_run;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -29152,8 +29471,8 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
-                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
+                    Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -29255,8 +29574,8 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
-                          rk->k->from_f32);
+        mlstack__kv_store(&rk->kv, sq, L->kv_layer - rk->layers[rk->l0].kv_layer, h, row->pos, k + h * Dh,
+                          s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -29605,6 +29924,186 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- recurrent mixers (hybrids) ----
+   A mixer is one recurrent kind's token mixing for ONE sequence: its tokens strictly in order,
+   one token at a time, by the same code for a prefill of many tokens and a decode of one, so
+   prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
+   w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
+       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+     m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
+              L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
+              for a new sequence
+     x        n_tok rows of the projected input, mlstack__mix_in_width floats apart
+     y        n_tok rows of output, mlstack__mix_out_width floats apart
+     part, n_parts  the share of the kind's independent units (channels, heads) this call
+              computes (mlstack__part_range): every part sees every token, in order, and writes
+              only its units' y and state; a unit's arithmetic is the same for any n_parts
+     scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
+   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
+   calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
+   most, and copies the state to a page's snapshot after the run that ends the page. */
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch);
+
+/* Units [*u0, *u1) of n that part `part` of n_parts computes. */
+static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
+    *u0 = (int)((int64_t)n * part / n_parts);
+    *u1 = (int)((int64_t)n * (part + 1) / n_parts);
+}
+
+/* LFM2's gated short convolution, per channel c of D (the units), per token:
+       B, C, v = x[0:D], x[D:2D], x[2D:3D];  u = B * v
+       o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
+       y = C * o;  the state drops its oldest u and keeps this one
+   as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                              int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
+    (void)scratch;
+    mlstack__part_range(D, part, n_parts, &c0, &c1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
+        float *yt = y + (size_t)t * D;
+        for (c = c0; c < c1; c++) {
+            const float *w = L->conv_w + (size_t)c * K;
+            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
+            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
+            o = MLSTACK__FMAF(w[K - 1], u, o);
+            yt[c] = xc[c] * o;
+            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
+            state[(size_t)(K - 2) * D + c] = u;
+        }
+    }
+}
+
+/* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, NULL, NULL};
+
+/* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
+   input and output, per thread the largest mixer scratch, run bounds. */
+static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B, int n_threads) {
+    int k, win = 1, wout = 1;
+    size_t sc = 1;
+    if (!c->n_recurrent) return MLSTACK_OK;
+    for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+        if (mlstack__mix_in_width(c, k) > win) win = mlstack__mix_in_width(c, k);
+        if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
+        if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
+    }
+    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_y = mlstack__falloc(B, (size_t)wout);
+    s->mix_s = mlstack__falloc((size_t)n_threads, sc);
+    s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+}
+static void mlstack__mix_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->mix_x);
+    mlstack__aligned_free(s->mix_y);
+    mlstack__aligned_free(s->mix_s);
+    MLSTACK_FREE(s->mix_run);
+}
+
+/* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
+   positions, none crossing a page boundary. run gets B + 1 bounds at most; returns the count. */
+static int mlstack__mix_runs(const mlstack__kv *kv, const mlstack_batch_row *rows, int B, int *run) {
+    int b, n = 0;
+    for (b = 0; b < B; b++)
+        if (b == 0 || rows[b].seq != rows[b - 1].seq || rows[b].pos != rows[b - 1].pos + 1 ||
+            rows[b].pos % kv->page_tokens == 0)
+            run[n++] = b;
+    run[n] = B;
+    return n;
+}
+
+/* The page snapshot run i ends (its last row ends a page that carries one), or NULL. */
+static float *mlstack__run_snapshot(const mlstack__kv *kv, const mlstack_batch_row *rows, const int *run, int i) {
+    const mlstack_batch_row *last = &rows[run[i + 1] - 1];
+    int32_t pg;
+    if ((last->pos + 1) % kv->page_tokens) return NULL;
+    pg = kv->seqs[last->seq].pages[last->pos / kv->page_tokens];
+    return kv->snap_of[pg] >= 0 ? kv->snap + (size_t)kv->snap_of[pg] * kv->state_floats : NULL;
+}
+
+typedef struct mlstack__mix_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int r0, r1; /* runs */
+    int win, wout;
+} mlstack__mix_job;
+
+static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const int *run = rk->s.mix_run;
+    size_t sc = mlstack__mix_scratch_floats(&rk->model->cfg, j->L->kind);
+    int i;
+    for (i = j->r0; i < j->r1; i++) {
+        int b0 = run[i];
+        float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
+        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+                                    rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
+                                    rk->s.mix_s + (size_t)thread * sc);
+    }
+}
+
+/* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
+   batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
+   its state copied to a page's snapshot after the run that ends the page. */
+static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *in, float *out, int B, int n_run, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__mix_job j;
+    int parts = B * mlstack__mix_in_width(c, L->kind) >= 8192 ? rk->pool->n_threads : 1;
+    size_t n = mlstack__state_floats(c, L->kind);
+    j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
+    j.wout = mlstack__mix_out_width(c, L->kind);
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, MIXER);
+    for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
+        float *snap = NULL;
+        for (j.r1 = j.r0; j.r1 < n_run && !snap; j.r1++)
+            snap = mlstack__run_snapshot(&rk->kv, rows, rk->s.mix_run, j.r1);
+        if (parts > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, parts);
+        else
+            mlstack__mix_task(&j, 0, 1, 0);
+        if (snap)
+            memcpy(snap + L->state_off, mlstack__state_of(&rk->kv, rows[rk->s.mix_run[j.r1 - 1]].seq) + L->state_off,
+                   sizeof(float) * n);
+    }
+    MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
+    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
+   ranks). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    float *o = mlstack__slice(rk, xb->o, s->out);
+    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
+    mlstack__rope_kv(rk, aj, B);
+    mlstack__attention(rk, aj, n_blk, B);
+    /* xo = a Wo */
+    if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+        float *p = mlstack__partial(rk, 0, B);
+        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        for (b = 0; b < B; b++)
+            memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+        mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+        return mlstack__reduce(rk, 0, xo, B);
+    }
+    if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -29612,39 +30111,27 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
+    float *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, n_run = 0, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
+    if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
     for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
+           recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
-        mlstack__rope_kv(rk, &aj, B);
-        mlstack__attention(rk, &aj, n_blk, B);
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
-            float *p = mlstack__partial(rk, 0, B);
-            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
-            for (b = 0; b < B; b++)
-                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
-            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-            if (mlstack__reduce(rk, 0, xo, B)) return -1;
-        } else {
-            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        }
+        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+            return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -30534,10 +31021,12 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
+    int one = rk->n_ranks == 1, k;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
+        if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -30572,7 +31061,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
+    return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
 /* Everything a local rank needs, built by the thread that will run it. */
@@ -30635,6 +31124,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
+    mlstack__mix_scratch_free(s);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -31240,6 +31730,8 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].active = 1;
             e->kv.seqs[i].len = 0;
             e->kv.seqs[i].rope_long = 0;
+            e->kv.seqs[i].ckpt_len = -1;
+            (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31274,6 +31766,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     if (len < 0 || len > have)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
                                     (int)seq, (int)len, (int)have);
+    if (mlstack__state_rewind(&e->kv, seq, len) != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                    "rewind of sequence %d to %d: the recurrent state of this hybrid model is kept "
+                                    "only at 0, at page ends with a snapshot and at a kept copy; the nearest is %d",
+                                    (int)seq, (int)len, (int)mlstack__state_floor(&e->kv, seq, len));
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
     e->kv.seqs[seq].len = len;
     return MLSTACK_OK;
@@ -31309,6 +31806,11 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
                 e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
                 i, (int)r->pos, c->max_pos - 1);
         cur = e->tmp_len[r->seq];
+        if (cur < 0 && c->n_recurrent && r->pos != e->kv.seqs[r->seq].len)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: position %d, but sequence %d holds %d positions and a hybrid "
+                                        "model's recurrent state only moves forward (rewind first)",
+                                        i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
         if (cur < 0) {
             if (r->pos > e->kv.seqs[r->seq].len)
                 return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
@@ -31353,6 +31855,7 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         if (e->tmp_len[i] >= 0) {
             if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
                 return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
+            mlstack__state_plan(&e->kv, &e->kv.seqs[i], e->kv.seqs[i].len, e->tmp_len[i]);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -31927,20 +32430,24 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     if (slot == kv->max_seqs) return 0;
     m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
-    need = mlstack__pages_for(kv, r->n_toks) - m;
-    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
-        mlstack__radix_lock(kv, node, -1);
-        return 0;
-    }
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
         mlstack__radix_lock(kv, node, -1);
         return -1;
     }
+    /* hybrids attach up to the deepest page whose snapshot restores the recurrent state */
+    m = mlstack__state_attachable(kv, s->pages, mlstack__radix_path_pages(node, s->pages));
+    need = mlstack__pages_for(kv, r->n_toks) - m;
+    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
+        mlstack__radix_lock(kv, node, -1);
+        return 0;
+    }
     s->active = s->sched = 1;
     s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
-    s->n_pages = mlstack__radix_path_pages(node, s->pages);
+    s->n_pages = m;
+    s->ckpt_len = -1;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
+    (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;
     r->seq = slot;
     r->pin = node;
@@ -32098,9 +32605,10 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens *
-                     (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim *
-                     kv->esize; /* of all ranks together */
+    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
+                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+                     ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
+                         (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
     st->pages_used = kv->n_pages - kv->n_free;
     st->pages_cached = kv->radix.n_cached;
@@ -32360,6 +32868,12 @@ static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
         r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
     }
     if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
+        /* hybrids: the recurrent state went past them; back to the kept copy from before the
+           drafts (or a later page snapshot), and the next step recomputes the accepted rows */
+        if (mlstack__state_rewind(&e->kv, r->seq, r->n_computed) != 0) {
+            r->n_computed = mlstack__state_floor(&e->kv, r->seq, r->n_computed);
+            (void)mlstack__state_rewind(&e->kv, r->seq, r->n_computed);
+        }
         (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
         e->kv.seqs[r->seq].len = r->n_computed;
     }
@@ -32400,6 +32914,7 @@ static int mlstack__sched_plan(mlstack_engine *e) {
             if (k > room) k = room;
             if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
             r->spec_k = k > 0 ? k : 0;
+            if (r->spec_k) mlstack__state_keep(&e->kv, r->seq); /* hybrids: what a rejection rolls back to */
             for (j = 0; j < r->spec_k; j++) {
                 mlstack_batch_row *row = &S->rows[n_rows++];
                 row->seq = r->seq;
@@ -32666,8 +33181,21 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
         d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
+        d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
+    /* the recurrent layers' state is not sharded: hybrids run on one rank */
+    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
+                             "over ranks or stages yet: run it on one rank",
+                             c->architecture, c->n_recurrent, c->n_layers);
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "
+                             "attention only (it rewinds to any position)",
+                             d->spec_draft->cfg.architecture);
     return MLSTACK_OK;
 }
 
@@ -32774,7 +33302,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
 static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu"};
+                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */

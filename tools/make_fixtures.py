@@ -434,13 +434,13 @@ FAMILIES = [
     # "smollm3-b": with the first draw this 4-layer random model amplified reduce mode's other
     # summation order to 1.5e-4 of the largest logit, over test_ranks' 1e-4 (this one: 6e-5)
     dict(name="smollm3", cls="SmolLM3ForCausalLM",
-         extra=dict(num_hidden_layers=4, tie_word_embeddings=False), prompt=128, seed_name="smollm3-b"),
+         extra=dict(num_hidden_layers=4, tie_word_embeddings=False), prompt_len=128, seed_name="smollm3-b"),
     # SmolLM3: use_sliding_window (window 24) on the layers layer_types names, NoPE layers from an
     # explicit no_rope_layers, attention biases (o_proj's too), tied head
     dict(name="smollm3_window", cls="SmolLM3ForCausalLM",
          extra=dict(num_hidden_layers=3, no_rope_layers=[0, 1, 1], use_sliding_window=True, sliding_window=24,
                     layer_types=["full_attention", "sliding_attention", "full_attention"], attention_bias=True),
-         embed_std=0.2, prompt=128),
+         embed_std=0.2, prompt_len=128),
     # OLMo 3: OLMo 2's norms, sliding (window 24) / full layers every 4th, per-layer-type RoPE (yarn
     # on full layers past their original context of 32)
     dict(name="olmo3", cls="Olmo3ForCausalLM",
@@ -448,27 +448,40 @@ FAMILIES = [
                     rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 500000.0,
                                                         "original_max_position_embeddings": 32},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
-         drop=("head_dim",), prompt=128),
+         drop=("head_dim",), prompt_len=128),
     # EXAONE 4: post-norms, per-head q/k norms, sliding (window 20) / full layers from
     # sliding_window_pattern 2; full layers have no RoPE
     dict(name="exaone4", cls="Exaone4ForCausalLM",
-         extra=dict(num_hidden_layers=4, sliding_window=20, sliding_window_pattern=2), prompt=128),
+         extra=dict(num_hidden_layers=4, sliding_window=20, sliding_window_pattern=2), prompt_len=128),
     # Seed-OSS: q/k/v biases (attention_bias) and o_proj's (attention_out_bias)
-    dict(name="seed_oss", cls="SeedOssForCausalLM", extra=dict(attention_out_bias=True), prompt=128),
+    dict(name="seed_oss", cls="SeedOssForCausalLM", extra=dict(attention_out_bias=True), prompt_len=128),
     # Ministral 3: yarn past its original context of 32 and the query scale 1 + beta log(1 +
     # floor(pos / 32)) there (llama_4_scaling_beta)
     dict(name="ministral3", cls="Ministral3ForCausalLM",
          extra=dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
                                      "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
                                      "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.4}),
-         prompt=128),
+         prompt_len=128),
     # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer), per-head q/k norms,
     # llama3 RoPE
     dict(name="apertus", cls="ApertusForCausalLM",
          extra=dict(hidden_act="xielu",
                     rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
-         prompt=128),
+         prompt_len=128),
+    # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
+    # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
+    dict(name="lfm2", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=128, std={"conv.in_proj": 0.15}, embed_std=0.3),
+    # attention first, a wider convolution (4) with biases on it and its projections, untied head
+    dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
+                    norm_eps=1e-5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
 ]
 
 
@@ -505,8 +518,9 @@ def fam_config(spec):
     return cls, cfg
 
 
-def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
-    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0."""
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None):
+    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0; std: {name part: std}
+    for projections that need their own scale."""
     rng = np.random.default_rng(seed)
     plus_one = type(model).__name__.startswith("Gemma")
     with torch.no_grad():
@@ -523,7 +537,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
             elif "lm_head" in name:
                 v = head_std * rng.standard_normal(shape)
             else:
-                v = 0.25 * rng.standard_normal(shape)
+                sd = [v for k, v in (std or {}).items() if k in name]
+                v = (sd[0] if sd else 0.25) * rng.standard_normal(shape)
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
@@ -577,7 +592,7 @@ def make_family(spec):
     os.makedirs(out)
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25))
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
@@ -590,7 +605,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, spec.get("prompt", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
