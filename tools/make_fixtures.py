@@ -462,10 +462,11 @@ FAMILIES = [
                                      "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
                                      "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.4}),
          prompt_len=128),
-    # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer), per-head q/k norms,
+    # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer; twice as wide, as
+    # ungated MLPs are, so ranks can balance 4 heads over 3 with FFN columns), per-head q/k norms,
     # llama3 RoPE
     dict(name="apertus", cls="ApertusForCausalLM",
-         extra=dict(hidden_act="xielu",
+         extra=dict(hidden_act="xielu", intermediate_size=128,
                     rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
          prompt_len=128),
