@@ -31165,12 +31165,13 @@ static int mlstack__eff_wtype(const mlstack_model *m, const mlstack__weight *w) 
 
 /* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
    rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
-   other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
-   W / R. */
+   other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows, or W1's)
+   closest to W / R. */
 static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
     const mlstack__config *c = &m->cfg;
     const mlstack__layer *L = &m->layers[0];
-    double tot = 0, cb = 2.0 * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0, cum = 0, *a;
+    double tot = 0, cb = (L->w_up.data ? 2.0 : 1.0) * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0,
+           cum = 0, *a; /* Wgate and Wup rows, or W1's of an ungated MLP (Apertus) */
     /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
     double down_col = reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->w_down) / c->n_ff : 0;
     cb += c->n_layers * down_col;

@@ -283,6 +283,13 @@ static void check_refusals(void) {
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"layer_types\": "
          "[\"full_attention\", \"chunked_attention\"]}",
          "layer_types[1]"},
+        {"{\"architectures\": [\"Exaone4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"sliding_window_pattern\": "
+         "\"LXG\"}",
+         "sliding_window_pattern \"LXG\""},
+        {"{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"no_rope_layers\": [1]}",
+         "no_rope_layers lists 1 layers"},
         {"{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
          "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
@@ -306,12 +313,60 @@ static void check_refusals(void) {
     }
 }
 
+/* Layer patterns without layer_types: EXAONE 4's sliding_window_pattern as letters ("LLG",
+   repeated: L slides) and as a period, its full layers without RoPE; SmolLM3's NoPE layers by
+   no_rope_layer_interval. */
+static void check_patterns(void) {
+    static const struct {
+        const char *json;
+        const char *slides, *nope; /* per layer, '1' or '0' */
+    } cases[] = {
+        {"{\"architectures\": [\"Exaone4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 5, \"num_attention_heads\": 2, \"vocab_size\": 16, \"sliding_window\": 8, "
+         "\"sliding_window_pattern\": \"LLG\"}",
+         "11011", "00100"},
+        {"{\"architectures\": [\"Exaone4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 4, \"num_attention_heads\": 2, \"vocab_size\": 16, \"sliding_window\": 8, "
+         "\"sliding_window_pattern\": 2}",
+         "1010", "0101"},
+        {"{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 6, \"num_attention_heads\": 2, \"vocab_size\": 16, \"no_rope_layer_interval\": 3}",
+         "000000", "001001"},
+    };
+    size_t i;
+    int l;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mlstack__json_doc doc;
+        mlstack__config c;
+        mlstack_error err;
+        char slides[16], nope[16];
+        if (mlstack__json_parse(&doc, cases[i].json, strlen(cases[i].json), "config.json", &err) != MLSTACK_OK ||
+            mlstack__config_parse(&c, doc.root, NULL, "config.json", &err) != MLSTACK_OK) {
+            CHECKF(0, "pattern case %d: %s", (int)i, err.message);
+            continue;
+        }
+        for (l = 0; l < c.n_layers && l < 15; l++) {
+            mlstack__layer L;
+            memset(&L, 0, sizeof L);
+            mlstack__layer_kind(&c, l, &L);
+            slides[l] = L.window ? '1' : '0';
+            nope[l] = L.nope ? '1' : '0';
+        }
+        slides[l] = nope[l] = 0;
+        CHECKF(!strcmp(slides, cases[i].slides) && !strcmp(nope, cases[i].nope),
+               "pattern case %d: sliding %s (want %s), NoPE %s (want %s)", (int)i, slides, cases[i].slides, nope,
+               cases[i].nope);
+        mlstack__json_free(&doc);
+    }
+}
+
 int main(void) {
     DIR *d = opendir(FIX);
     struct dirent *de;
     char names[64][128];
     int n = 0, i;
     check_refusals();
+    check_patterns();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
