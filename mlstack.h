@@ -27380,8 +27380,8 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
     }
 }
 
-/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
-   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+/* The <arch>.* keys of options beyond Llama's (the layer kinds: mlstack__gguf_cfg_layers): yarn
+   (its original context; beta 32 / 1 and the derived attention factor, as transformers'
    defaults), experts (count, per token, width; every layer) and the family's expert
    activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
 static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
@@ -27389,8 +27389,6 @@ static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstac
     const mlstack__family *f = c->fam;
     mlstack_result r;
     int i;
-    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
-        return r;
     if (c->rope_kind == MLSTACK__ROPE_YARN) {
         mlstack__rope_cfg *t = &c->rope[0];
         if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
@@ -28332,6 +28330,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
+    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
+                             arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
