@@ -17245,15 +17245,28 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w
                 for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
             }
         }
-        for (b = 0; b < B; b++) {
-            const float *xb = x + (size_t)b * n;
-            __m256 acc = _mm256_setzero_ps();
-            float out[8];
-            for (k = 0; k < n; k++)
-                acc = _mm256_fmadd_ps(_mm256_loadu_ps(tile + (size_t)k * 8), _mm256_broadcast_ss(xb + k), acc);
-            if (w->bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias));
-            _mm256_storeu_ps(out, acc);
-            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        for (b = 0; b < B; b += 4) { /* 4 activation rows at once: 4 independent chains */
+            int nb4 = B - b < 4 ? B - b : 4, j;
+            const float *x0 = x + (size_t)b * n, *x1 = x0 + (nb4 > 1 ? n : 0), *x2 = x0 + (nb4 > 2 ? 2 * n : 0),
+                        *x3 = x0 + (nb4 > 3 ? 3 * n : 0);
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            float out[4][8];
+            for (k = 0; k < n; k++) {
+                __m256 t = _mm256_loadu_ps(tile + (size_t)k * 8);
+                a0 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x0 + k), a0);
+                a1 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x1 + k), a1);
+                a2 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x2 + k), a2);
+                a3 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x3 + k), a3);
+            }
+            if (w->bias) {
+                __m256 bv = _mm256_loadu_ps(bias);
+                a0 = _mm256_add_ps(a0, bv), a1 = _mm256_add_ps(a1, bv), a2 = _mm256_add_ps(a2, bv);
+                a3 = _mm256_add_ps(a3, bv);
+            }
+            _mm256_storeu_ps(out[0], a0), _mm256_storeu_ps(out[1], a1), _mm256_storeu_ps(out[2], a2);
+            _mm256_storeu_ps(out[3], a3);
+            for (j = 0; j < nb4; j++)
+                for (r = 0; r < nr; r++) y[(size_t)(b + j) * w->n_out + o + r] = out[j][r];
         }
     }
 }
@@ -19699,14 +19712,24 @@ static void mlstack__mm_mxfp4_neon(const mlstack__weight *w, const float *x, flo
                 for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 4 + r] = (float)q[i] * d;
             }
         }
-        for (b = 0; b < B; b++) {
-            const float *xb = x + (size_t)b * n;
-            float32x4_t acc = vdupq_n_f32(0.0f);
-            float out[4];
-            for (k = 0; k < n; k++) acc = vfmaq_n_f32(acc, vld1q_f32(tile + (size_t)k * 4), xb[k]);
-            if (w->bias) acc = vaddq_f32(acc, vld1q_f32(bias));
-            vst1q_f32(out, acc);
-            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        for (b = 0; b < B; b += 4) { /* 4 activation rows at once: 4 independent chains */
+            int nb4 = B - b < 4 ? B - b : 4, j;
+            const float *x0 = x + (size_t)b * n, *x1 = x0 + (nb4 > 1 ? n : 0), *x2 = x0 + (nb4 > 2 ? 2 * n : 0),
+                        *x3 = x0 + (nb4 > 3 ? 3 * n : 0);
+            float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            float out[4][4];
+            for (k = 0; k < n; k++) {
+                float32x4_t t = vld1q_f32(tile + (size_t)k * 4);
+                a0 = vfmaq_n_f32(a0, t, x0[k]), a1 = vfmaq_n_f32(a1, t, x1[k]);
+                a2 = vfmaq_n_f32(a2, t, x2[k]), a3 = vfmaq_n_f32(a3, t, x3[k]);
+            }
+            if (w->bias) {
+                float32x4_t bv = vld1q_f32(bias);
+                a0 = vaddq_f32(a0, bv), a1 = vaddq_f32(a1, bv), a2 = vaddq_f32(a2, bv), a3 = vaddq_f32(a3, bv);
+            }
+            vst1q_f32(out[0], a0), vst1q_f32(out[1], a1), vst1q_f32(out[2], a2), vst1q_f32(out[3], a3);
+            for (j = 0; j < nb4; j++)
+                for (r = 0; r < nr; r++) y[(size_t)(b + j) * w->n_out + o + r] = out[j][r];
         }
     }
 }
@@ -27357,8 +27380,8 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
     }
 }
 
-/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
-   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+/* The <arch>.* keys of options beyond Llama's (the layer kinds: mlstack__gguf_cfg_layers): yarn
+   (its original context; beta 32 / 1 and the derived attention factor, as transformers'
    defaults), experts (count, per token, width; every layer) and the family's expert
    activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
 static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
@@ -27366,8 +27389,6 @@ static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstac
     const mlstack__family *f = c->fam;
     mlstack_result r;
     int i;
-    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
-        return r;
     if (c->rope_kind == MLSTACK__ROPE_YARN) {
         mlstack__rope_cfg *t = &c->rope[0];
         if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
@@ -28309,6 +28330,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
+    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
+                             arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");

@@ -300,12 +300,94 @@ def write_gguf(path: str, shape: str, dtype: str, plan, seed: int, std: float) -
     os.replace(tmp, path)
 
 
+# ---------------------------------------------------------------- gpt-oss (GGUF only)
+
+# gpt-oss-20b's shape (openai/gpt-oss-20b config.json); --layers keeps the first N of its 24
+GPT_OSS_20B = dict(hidden_size=2880, num_hidden_layers=24, num_attention_heads=64, num_key_value_heads=8,
+                   head_dim=64, intermediate_size=2880, num_local_experts=32, num_experts_per_tok=4,
+                   vocab_size=201088, sliding_window=128, max_position_embeddings=131072, rope_theta=150000.0,
+                   rope_factor=32.0, rope_orig=4096, rms_norm_eps=1e-5)
+
+
+def write_gpt_oss_gguf(path: str, n_layers: int, seed: int) -> None:
+    """gpt-oss-20b-shaped random weights as llama.cpp's converter lays them out: experts MXFP4
+    (random E2M1 codes under block scales 2^-7 .. 2^-5), attention and router F32 with biases,
+    sinks, embedding and output Q8_0, a dummy vocabulary. Read by llama.cpp and by mlstack."""
+    c = GPT_OSS_20B
+    D, H, KV, Dh, F, E, V = (c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+                             c["intermediate_size"], c["num_local_experts"], c["vocab_size"])
+    rng = np.random.default_rng(seed)
+    tmp = path + ".part"
+    w = gguf.GGUFWriter(tmp, "gpt-oss")
+    w.add_name("gpt-oss-20b-shaped random (%d layers)" % n_layers)
+    w.add_block_count(n_layers)
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(D)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_key_length(Dh)
+    w.add_value_length(Dh)
+    w.add_rope_freq_base(c["rope_theta"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(c["rope_factor"])
+    w.add_rope_scaling_orig_ctx_len(c["rope_orig"])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    w.add_expert_count(E)
+    w.add_expert_used_count(c["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(F)
+    w.add_sliding_window(c["sliding_window"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    add_dummy_tokenizer(w, V, 1, 2)
+    plan = [("token_embd.weight", (V, D), QT.Q8_0), ("output_norm.weight", (D,), QT.F32),
+            ("output.weight", (V, D), QT.Q8_0)]
+    for il in range(n_layers):
+        b = "blk.%d." % il
+        plan += [(b + "attn_norm.weight", (D,), QT.F32), (b + "post_attention_norm.weight", (D,), QT.F32),
+                 (b + "attn_sinks.weight", (H,), QT.F32), (b + "attn_q.weight", (H * Dh, D), QT.F32),
+                 (b + "attn_q.bias", (H * Dh,), QT.F32), (b + "attn_k.weight", (KV * Dh, D), QT.F32),
+                 (b + "attn_k.bias", (KV * Dh,), QT.F32), (b + "attn_v.weight", (KV * Dh, D), QT.F32),
+                 (b + "attn_v.bias", (KV * Dh,), QT.F32), (b + "attn_output.weight", (D, H * Dh), QT.F32),
+                 (b + "attn_output.bias", (D,), QT.F32), (b + "ffn_gate_inp.weight", (E, D), QT.F32),
+                 (b + "ffn_gate_inp.bias", (E,), QT.F32)]
+        for p, (rows, cols) in (("gate", (F, D)), ("up", (F, D)), ("down", (D, F))):
+            plan += [(b + "ffn_%s_exps.weight" % p, (E, rows, cols), QT.MXFP4),
+                     (b + "ffn_%s_exps.bias" % p, (E, rows), QT.F32)]
+    for name, shp, qt in plan:
+        w.add_tensor_info(name, shp, np.dtype(np.float32), gguf_nbytes(shp, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for name, shp, qt in plan:
+        if qt == QT.MXFP4:
+            nb = shp[-1] // 32
+            x = rng.integers(0, 256, size=(*shp[:-1], nb, 17), dtype=np.uint8)
+            x[..., 0] = rng.integers(120, 123, size=x.shape[:-1], dtype=np.uint8)
+            w.write_tensor_data(x.reshape(*shp[:-1], nb * 17))
+        elif qt == QT.Q8_0:
+            rows = []
+            for r0 in range(0, shp[0], 16384):
+                x = (rng.standard_normal((min(16384, shp[0] - r0), shp[1]), dtype=np.float32) * 0.02)
+                rows.append(gguf.quants.quantize(x, QT.Q8_0))
+            w.write_tensor_data(np.concatenate(rows))
+        else:
+            std = 1.0 if "sinks" in name else 0.0 if "norm" in name else 0.02
+            x = rng.standard_normal(shp, dtype=np.float32) * np.float32(std)
+            if "norm" in name:
+                x += np.float32(1.0)
+            w.write_tensor_data(x)
+    w.close()
+    os.replace(tmp, path)
+
+
 # ---------------------------------------------------------------- main
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", required=True, choices=sorted(SHAPES))
-    ap.add_argument("--dtype", required=True, choices=DTYPES)
+    ap.add_argument("--shape", required=True, choices=sorted(SHAPES) + ["gpt-oss-20b"])
+    ap.add_argument("--dtype", required=True, choices=list(DTYPES) + ["mxfp4"])
+    ap.add_argument("--layers", type=int, default=0, help="gpt-oss-20b: the first N layers only (0: all 24)")
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--std", type=float, default=0.02, help="weight standard deviation")
@@ -316,6 +398,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     os.makedirs(a.out, exist_ok=True)
+    if a.shape == "gpt-oss-20b":  # GGUF only (mlstack reads it as llama.cpp does), MXFP4 experts
+        if a.dtype != "mxfp4":
+            ap.error("--shape gpt-oss-20b takes --dtype mxfp4")
+        gp = os.path.join(a.out, "model.gguf")
+        t0 = time.time()
+        write_gpt_oss_gguf(gp, a.layers or GPT_OSS_20B["num_hidden_layers"], a.seed)
+        print(f"{gp}: {os.path.getsize(gp) / 1e6:.1f} MB in {time.time() - t0:.1f} s")
+        return 0
     plan = tensor_plan(SHAPES[a.shape])
     st_dtype = ST_DTYPE[a.dtype]
     t0 = time.time()
