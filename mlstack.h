@@ -7719,7 +7719,7 @@ static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, 
 static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__json *node, int depth,
                                         mlstack_error *err) {
     const mlstack__json *ty, *c;
-    mlstack_result r;
+    mlstack_result r = MLSTACK_OK; /* (read after a template whose sequence comes first: "$A <eos>") */
     if (mlstack__json_is_null(node)) return MLSTACK_OK;
     if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")) || depth > 8)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -30018,7 +30018,7 @@ MLSTACK_API mlstack_result mlstack_embed(mlstack_engine *e, const int32_t *ids, 
     enum { CHUNK = 256 };
     mlstack_batch_row *rows;
     double *acc, nrm = 0;
-    int pool, norm, D, p0, i, j, seq = -1, got = 0;
+    int pool = 0, norm = 0, D, p0, i, j, seq = -1, got = 0;
     mlstack_result r;
     if (!e) return MLSTACK_ERR_INVALID_ARG;
     MLSTACK__ENGINE_NOT_BUSY(e, "embed");
