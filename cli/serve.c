@@ -56,6 +56,7 @@ int cli_cmd_serve(int argc, char **argv) {
 #define SRV_MAX_N 16          /* choices of one request (n) */
 #define SRV_MAX_BIAS 1024     /* logit_bias entries */
 #define SRV_MAX_EMBED_INPUTS 256 /* inputs of one /v1/embeddings request */
+#define SRV_MAX_EMBED_TOKENS 32768 /* tokens of one /v1/embeddings request (it runs between decode steps) */
 #define SRV_MAX_CHOICES 64    /* guided_choice / structured_outputs.choice entries */
 #define SRV_GRAMMARS 8        /* compiled grammars kept (their automata and masks stay warm) */
 #define SRV_GRAMMAR_MEMORY ((size_t)64 << 20) /* automaton + mask cache budget of each */
@@ -1263,6 +1264,12 @@ static int responses_prompt(srv *s, oai_req *q, const mlstack_json *root) {
         return bad_type(q, "instructions", "a string");
     if (mlstack_json_type_of(in) != MLSTACK_JSON_STRING && mlstack_json_type_of(in) != MLSTACK_JSON_ARRAY)
         return bad_type(q, "input", "a string or a list of messages");
+    p = mlstack_json_get(mlstack_json_get(root, "text"), "format");
+    if (mlstack_json_type_of(p) != MLSTACK_JSON_NULL &&
+        (!(str = mlstack_json_string(mlstack_json_get(p, "type"), NULL)) || strcmp(str, "text") != 0))
+        return bad(
+            q, 400, "text", "unsupported_value",
+            "text.format: only {\"type\": \"text\"} (for JSON output use /v1/chat/completions' response_format)");
     cli_buf_puts(&js, "[");
     if ((str = mlstack_json_string(ins, &len)) != NULL) {
         cli_buf_puts(&js, "{\"role\":\"system\",\"content\":");
@@ -2427,6 +2434,11 @@ static int embed_input(srv *s, oai_req *q, const mlstack_json *v, int32_t **ids,
         snprintf(msg, sizeof msg, "input %d has %zu tokens; the model's context holds %d", k, n,
                  s->info.max_position_embeddings);
         return bad(q, 400, "input", "context_length_exceeded", msg);
+    }
+    if (at + n > SRV_MAX_EMBED_TOKENS) {
+        snprintf(msg, sizeof msg, "the inputs have more than %d tokens together: send fewer at once",
+                 SRV_MAX_EMBED_TOKENS);
+        return bad(q, 400, "input", "invalid_value", msg);
     }
     if (at + n > *cap) {
         size_t nc = (at + n) * 2;

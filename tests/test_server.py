@@ -918,7 +918,8 @@ def embed_part(exe, asan):
                     T.skip("embeddings with the openai client", "openai is not installed")
             for body, param, want in (({"input": ""}, "input", "empty"), ({"input": [""]}, "input", "empty"),
                                       ({"input": ["x"] * 257}, "input", "256"), ({"input": [1, 999999]}, "input", "vocabulary"),
-                                      ({"input": "x " * 300}, "input", "context"), ({"input": "x", "dimensions": 65}, "dimensions", "between"),
+                                      ({"input": "x " * 300}, "input", "context"),
+                                      ({"input": [[5] * 200] * 256}, "input", "32768"), ({"input": "x", "dimensions": 65}, "dimensions", "between"),
                                       ({"input": "x", "encoding_format": "int8"}, "encoding_format", "base64"),
                                       ({"input": "x", "pooling": "cls"}, "pooling", "Unrecognized"), ({}, "input", "input"),
                                       ({"input": 5}, "input", "string"), ({"input": [[1, 2], "x", {}]}, "input", "")):
@@ -998,12 +999,27 @@ def api_part(exe, model_dir, asan):
                 and r["incomplete_details"]["reason"] == "max_output_tokens" and out == c2["choices"][0]["message"]["content"]
                 and r["usage"]["output_tokens"] == 6 and r["usage"]["input_tokens"] == c2["usage"]["prompt_tokens"],
                 "/v1/responses: instructions + input as the chat template renders them, same text", (r, c2))
+        if not asan:
+            try:
+                import openai
+                client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0)
+                rr = client.responses.create(model="any", input="Hello", instructions="Be brief.", max_output_tokens=6,
+                                             temperature=0)
+                T.check(rr.output_text == c2["choices"][0]["message"]["content"] and rr.usage.output_tokens == 6
+                        and rr.status == "incomplete", "openai client responses.create: output_text, usage, status", rr)
+                cc = client.chat.completions.create(model="x", messages=[{"role": "user", "content": long_q}], n=3,
+                                                    max_tokens=5, temperature=1.0, seed=3)
+                T.check(len(cc.choices) == 3 and cc.choices[1].message.content == texts[1],
+                        "openai client: n = 3, choice 1 as with seed + 1", cc)
+            except ImportError:
+                T.skip("responses with the openai client", "openai is not installed")
         code, r, _ = post(port, "/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hello"}]}],
                                                   "max_output_tokens": 3, "temperature": 0})
         T.check(code == 200 and r["output"][0]["type"] == "message", "/v1/responses: a list of messages with input_text parts", r)
         for body, param in (({"input": "x", "stream": True}, "stream"), ({"input": "x", "previous_response_id": "r1"}, "previous_response_id"),
                             ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"), ({}, "input"),
-                            ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs")):
+                            ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs"),
+                            ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text")):
             code, j, _ = post(port, "/v1/responses", body)
             T.check(code == 400 and is_openai_error(j, param), f"/v1/responses {str(body)[:40]} -> 400 naming {param}", j)
         # every field is known or refused: what was silently ignored is now a 400
