@@ -1064,7 +1064,10 @@ MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *engine, int
    final hidden states (after the final norm, before the LM head) of its tokens, pooled into one
    vector of n_embd floats, then L2-normalised, as sentence-transformers computes it.
    Pooling: MEAN (average over the tokens), LAST (the last token: for models trained with an EOS
-   the tokenizer appends), FIRST (sentence-transformers' "cls"), MAX (elementwise). */
+   the tokenizer appends), FIRST (sentence-transformers' "cls"), MAX (elementwise).
+   A sentence-transformers folder holds the base model's weights (found without their "model."
+   prefix); one of an untied model has no LM head: it opens for embeddings only (submit and
+   eval with logits fail with MLSTACK_ERR_UNSUPPORTED). */
 typedef enum mlstack_pooling {
     MLSTACK_POOLING_MODEL = 0, /* the model's (mlstack_model_info.pooling) */
     MLSTACK_POOLING_MEAN = 1,
@@ -24673,6 +24676,8 @@ struct mlstack_model {
     int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
     int pooling, normalize; /* mlstack_embed's defaults (sentence-transformers' modules.json) */
+    int st_model; /* the folder has a sentence-transformers modules.json */
+    int no_head; /* such a folder without an LM head (untied, no lm_head.weight): embeddings only */
     int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
     uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
     uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
@@ -25621,12 +25626,18 @@ static mlstack_result mlstack__map_head(mlstack_model *m, const char *head, cons
                                         mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     mlstack_result r;
+    char hname[200];
+    snprintf(hname, sizeof hname, "%s.weight", head);
+    /* a sentence-transformers folder of an untied model ships the base model alone: no LM head.
+       The head's slot then views the embedding table (every structure stays valid) and logits
+       are refused (mlstack_embed works) */
+    m->no_head = !c->tied && m->st_model && !mlstack__st_find(&m->st, hname);
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
         mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
         if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK)
             return r;
-    } else if (c->tied) {
+    } else if (c->tied || m->no_head) {
         mlstack__weight *w = &m->lm_head;
         w->name = "lm_head.weight";
         w->data = m->embed;
@@ -27621,6 +27632,11 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         mlstack__json_free(&cfg_doc);
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
+    if (r == MLSTACK_OK && !gguf_path) {
+        char *mj = mlstack__path_join(desc->path, "modules.json");
+        m->st_model = mj && mlstack__file_exists(mj);
+        MLSTACK_FREE(mj);
+    }
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
     m->pooling = MLSTACK_POOLING_LAST, m->normalize = 1;
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__model_pooling(m, desc->path, err);
@@ -31134,6 +31150,10 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->tmp_len[r->seq] = r->pos + 1;
         if (r->want_logits) n_logits++;
     }
+    if (n_logits && !e->hidden_mode && e->model->no_head)
+        return mlstack__engine_fail(e, MLSTACK_ERR_UNSUPPORTED,
+                                    "eval: this model has no LM head (a sentence-transformers folder of the base "
+                                    "model): it computes embeddings (mlstack_embed), not logits");
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
             int have = e->kv.seqs[i].n_pages, need = (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens;
@@ -31509,6 +31529,10 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     n_pages = e->kv.n_pages;
     if (d->n_prompt <= 0 || !d->prompt)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
+    if (e->model->no_head)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "submit: this model has no LM head (a sentence-transformers folder of the base model): "
+                             "it computes embeddings (mlstack_embed), not text");
     if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
         (d->n_stop_strings && !d->stop_strings))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");

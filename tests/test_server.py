@@ -929,6 +929,27 @@ def embed_part(exe, asan):
         finally:
             rc, out = srv.stop()
         T.check(rc == 0 and not sanitizer_errors(out), f"{name}: the embeddings server exits cleanly", out[-600:])
+    # an untied model saved by sentence-transformers has no LM head: embeddings only
+    tmp = tempfile.mkdtemp(prefix="mlstack-untied-")
+    try:
+        folder = os.path.join(tmp, "untied")
+        shutil.copytree(os.path.join(EMBED_FIX, "qwen3_last"), folder)
+        cfg = json.load(open(os.path.join(folder, "config.json")))
+        cfg["tie_word_embeddings"] = False
+        json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+        ref = json.load(open(os.path.join(folder, "reference.json")))
+        srv = Server(exe, folder, "-t", "1", "--kv-type", "f32")
+        try:
+            code, j, _ = post(srv.port, "/v1/embeddings", {"input": ref["texts"][1]})
+            d = max(abs(a - b) for a, b in zip(j["data"][0]["embedding"], ref["embeddings"][1])) if code == 200 else 1
+            code2, j2, _ = post(srv.port, "/v1/completions", {"prompt": "hello", "max_tokens": 2})
+            T.check(code == 200 and d <= 1e-5 and code2 == 400 and "no LM head" in j2["error"]["message"],
+                    "no lm_head (untied): embeddings served, completions refused with a 400 saying why", (d, j2))
+        finally:
+            rc, out = srv.stop()
+        T.check(rc == 0 and not sanitizer_errors(out), "the untied embeddings server exits cleanly", out[-600:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def api_part(exe, model_dir, asan):
