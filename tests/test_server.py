@@ -1040,7 +1040,8 @@ def api_part(exe, model_dir, asan):
         for body, param in (({"input": "x", "stream": True}, "stream"), ({"input": "x", "previous_response_id": "r1"}, "previous_response_id"),
                             ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"), ({}, "input"),
                             ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs"),
-                            ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text")):
+                            ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text"),
+                            ({"input": "x", "tools": TOOLS}, "tools")):
             code, j, _ = post(port, "/v1/responses", body)
             T.check(code == 400 and is_openai_error(j, param), f"/v1/responses {str(body)[:40]} -> 400 naming {param}", j)
         # every field is known or refused: what was silently ignored is now a 400
