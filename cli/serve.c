@@ -2562,7 +2562,6 @@ static int handle_embeddings(conn *c, const http_req *hr, double t0) {
     if (embed_parse(s, &q, mlstack_json_root(doc), &ids, off, &n_in, &b64, &dims) == 0 &&
         !(out = (float *)malloc(sizeof(float) * (size_t)n_in * (size_t)s->info.n_embd)))
         bad(&q, 500, NULL, NULL, "out of memory");
-    mlstack_json_free(doc);
     if (!q.err_status) {
         job.ids = ids, job.off = off, job.n = n_in, job.out = out;
         pthread_mutex_lock(&s->mu);
@@ -2591,6 +2590,7 @@ static int handle_embeddings(conn *c, const http_req *hr, double t0) {
         rc = b.oom ? send_error(c, code = 500, "server_error", NULL, NULL, "out of memory", 0)
                    : send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
     }
+    mlstack_json_free(doc); /* after the error: its param may name a key of the body */
     log_request(c, hr, code, t0, NULL);
     cli_buf_free(&b);
     free(out);
@@ -2665,7 +2665,6 @@ static int handle_tokenize(conn *c, const http_req *hr, int detok, double t0) {
         cli_buf_json(&b, text ? text : "", text ? len : 0);
         cli_buf_puts(&b, "}\n");
     }
-    mlstack_json_free(doc);
     if (q.err_status) {
         code = q.err_status;
         rc = send_error(c, code, code >= 500 ? "server_error" : "invalid_request_error", q.err_param, q.err_code, q.err,
@@ -2674,6 +2673,7 @@ static int handle_tokenize(conn *c, const http_req *hr, int detok, double t0) {
         rc = b.oom ? send_error(c, code = 500, "server_error", NULL, NULL, "out of memory", 0)
                    : send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
     }
+    mlstack_json_free(doc);
     log_request(c, hr, code, t0, NULL);
     cli_buf_free(&b);
     free(ids);
