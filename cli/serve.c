@@ -154,6 +154,8 @@ struct srv_req {
     int done;
     int want_logprobs, top_logprobs;
     int tool_mode;          /* tools: a tool call repeated word for word ends the request */
+    int index;              /* its choice (n) */
+    uint64_t cid;           /* the completion's id: its first choice's request id */
     /* written by the engine thread under srv.mu */
     cli_buf text;           /* decoded text so far */
     srv_tok *toks;          /* generated tokens (ids; logprobs when asked) */
@@ -1559,8 +1561,6 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     q->d.stop_strings = q->stops;
     if (bool_field(q, root, "ignore_eos", &q->d.ignore_eos) < 0) return -1; /* as llama-server and vLLM take it */
     if (bool_field(q, root, "stream", &q->stream) < 0) return -1;
-    if (q->stream && q->n > 1)
-        return bad(q, 400, "n", "unsupported_value", "n > 1 is not supported with stream: true (ask without stream)");
     if (q->stream && q->resp)
         return bad(q, 400, "stream", "unsupported_value",
                    "/v1/responses answers whole responses: stream is not supported");
@@ -1681,13 +1681,13 @@ static int send_event(conn *c, const char *data, size_t n) {
 }
 
 /* A streamed piece: text[from_text..to_text), tokens [from..to). */
-static int send_delta(conn *c, srv *s, const oai_req *q, uint64_t id, long created, const char *text, size_t n,
+static int send_delta(conn *c, srv *s, const oai_req *q, const srv_req *req, long created, const char *text, size_t n,
                       const srv_tok *toks, int from, int to, size_t text_offset, const char *finish) {
     cli_buf b;
     int r;
     memset(&b, 0, sizeof b);
-    json_head(s, &b, q->chat, 1, id, created);
-    cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
+    json_head(s, &b, q->chat, 1, req->cid, created);
+    cli_buf_printf(&b, "\"choices\":[{\"index\":%d,", req->index);
     if (q->chat) {
         cli_buf_puts(&b, "\"delta\":{");
         if (text && n == 0 && to == from) cli_buf_puts(&b, "\"role\":\"assistant\",");
@@ -1883,8 +1883,7 @@ static void completion_wait(conn *c, const oai_req *q, srv_req *r, int chat, lon
         if (piece) {
             int n_new = toks ? to - from : 0;
             if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
-                send_delta(c, s, q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off,
-                           NULL);
+                send_delta(c, s, q, r, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off, NULL);
         }
         free(piece);
         free(toks);
@@ -1931,40 +1930,51 @@ static const char *choice_finish(const srv_req *r, int n_calls) {
     return n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish);
 }
 
-/* The end of a stream: the held-back content and tool calls, the finish reason, the usage when
-   asked, then [DONE]. */
-static void completion_stream_end(conn *c, const oai_req *q, const srv_req *r, int chat, long created, size_t sent_text,
-                                  const mlstack_tool_call *calls, int n_calls, size_t content_len) {
+/* The end of a streamed choice: the held-back content and tool calls, then its finish reason. */
+static void completion_choice_end(conn *c, const oai_req *q, const srv_req *r, long created, size_t sent_text) {
     srv *s = c->s;
+    mlstack_tool_call *calls = NULL;
+    int n_calls = 0;
+    size_t content_len = r->text.n;
+    if (q->tool_mode && r->text.n) completion_tool_calls(r, &calls, &n_calls, &content_len);
     if (!c->closed && q->tool_mode) { /* the held-back rest: content, then the calls */
         if (content_len > sent_text)
-            send_delta(c, s, q, r->id, created, r->text.p + sent_text, content_len - sent_text, NULL, 0, 0, 0, NULL);
+            send_delta(c, s, q, r, created, r->text.p + sent_text, content_len - sent_text, NULL, 0, 0, 0, NULL);
         if (n_calls) {
             cli_buf b;
             memset(&b, 0, sizeof b);
-            json_head(s, &b, 1, 1, r->id, created);
-            cli_buf_puts(&b, "\"choices\":[{\"index\":0,\"delta\":{");
+            json_head(s, &b, 1, 1, r->cid, created);
+            cli_buf_printf(&b, "\"choices\":[{\"index\":%d,\"delta\":{", r->index);
             json_tool_calls(&b, r->id, calls, n_calls, 1);
             cli_buf_puts(&b, "},\"logprobs\":null,\"finish_reason\":null}]}");
             if (!b.oom) send_event(c, b.p, b.n);
             cli_buf_free(&b);
         }
     }
-    if (!c->closed) {
-        send_delta(c, s, q, r->id, created, NULL, 0, NULL, 0, 0, 0, choice_finish(r, n_calls));
-        if (q->include_usage) {
-            cli_buf b;
-            memset(&b, 0, sizeof b);
-            json_head(s, &b, chat, 1, r->id, created);
-            cli_buf_puts(&b, "\"choices\":[],");
-            json_usage(&b, &r->st);
-            cli_buf_puts(&b, "}");
-            if (!b.oom) send_event(c, b.p, b.n);
-            cli_buf_free(&b);
-        }
-        send_event(c, "[DONE]", 6);
-        send_all(c, "0\r\n\r\n", 5);
+    if (!c->closed) send_delta(c, s, q, r, created, NULL, 0, NULL, 0, 0, 0, choice_finish(r, n_calls));
+    mlstack_tool_calls_free(calls, n_calls);
+}
+
+/* The end of a stream: the usage when asked (the prompt once, the tokens of every choice), then
+   [DONE] and the closing chunk. */
+static void completion_stream_end(conn *c, const oai_req *q, srv_req *const *rs, long created) {
+    srv *s = c->s;
+    mlstack_request_status u = rs[0]->st;
+    int i;
+    if (c->closed) return;
+    for (i = 1; i < q->n; i++) u.n_generated += rs[i]->st.n_generated;
+    if (q->include_usage) {
+        cli_buf b;
+        memset(&b, 0, sizeof b);
+        json_head(s, &b, q->chat, 1, rs[0]->cid, created);
+        cli_buf_puts(&b, "\"choices\":[],");
+        json_usage(&b, &u);
+        cli_buf_puts(&b, "}");
+        if (!b.oom) send_event(c, b.p, b.n);
+        cli_buf_free(&b);
     }
+    send_event(c, "[DONE]", 6);
+    send_all(c, "0\r\n\r\n", 5);
 }
 
 /* One choice of a whole answer: its text or message (with tool calls), log probabilities and
@@ -2102,7 +2112,9 @@ static mlstack_result submit_choices(conn *c, oai_req *q, srv_req **rs, mlstack_
             break;
         }
         q->d.sampler.seed = seed0 + (uint64_t)i;
+        rs[i]->index = i;
         if ((res = req_submit(s, q, rs[i], err)) != MLSTACK_OK) break;
+        rs[i]->cid = rs[0]->id;
         if (i == 0 && q->n > 1) {
             pthread_mutex_lock(&s->mu);
             while (!rs[0]->got_first && !rs[0]->done && !srv_stop && !c->closed) {
@@ -2118,8 +2130,10 @@ static mlstack_result submit_choices(conn *c, oai_req *q, srv_req **rs, mlstack_
     }
     if (res != MLSTACK_OK) {
         size_t ignored = 0;
+        oai_req quiet = *q; /* waited for, not streamed: nothing has been sent yet */
+        quiet.stream = 0;
         for (j = 0; j < i; j++) mlstack_engine_cancel(s->e, rs[j]->id);
-        for (j = 0; j < i; j++) completion_wait(c, q, rs[j], q->chat, 0, &ignored);
+        for (j = 0; j < i; j++) completion_wait(c, &quiet, rs[j], q->chat, 0, &ignored);
         for (j = 0; j <= i && j < q->n; j++)
             if (rs[j]) req_free(rs[j]), rs[j] = NULL;
     }
@@ -2199,9 +2213,7 @@ static int handle_completion(conn *c, const http_req *hr, int mode, double t0) {
     mlstack_error err;
     srv_req *rs[SRV_MAX_N];
     long created = (long)time(NULL);
-    int keep = hr->keep_alive, rc = 0, header_sent = 0, n_calls = 0, i, failed = -1;
-    size_t sent_text = 0, content_len = 0;
-    mlstack_tool_call *calls = NULL;
+    int keep = hr->keep_alive, rc = 0, header_sent = 0, i, failed = -1;
     mlstack_result res;
     memset(&q, 0, sizeof q);
     memset(rs, 0, sizeof rs);
@@ -2239,23 +2251,24 @@ static int handle_completion(conn *c, const http_req *hr, int mode, double t0) {
                                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
         count_code(s, 200);
         header_sent = 1;
-        if (send_all(c, head, sizeof head - 1) == 0 && q.chat) /* the role comes first, as OpenAI sends it */
-            send_delta(c, s, &q, rs[0]->id, created, "", 0, NULL, 0, 0, 0, NULL);
+        send_all(c, head, sizeof head - 1);
     }
-    /* wait for the engine: stream what arrives; cancel when the client goes away */
+    /* wait for the engine: stream what arrives (choice by choice, each delta with its index;
+       all of them run at once); cancel when the client goes away */
     for (i = 0; i < q.n; i++) {
+        size_t sent_text = 0;
+        if (q.stream && q.chat && failed < 0 && !c->closed) /* the role comes first, as OpenAI sends it */
+            send_delta(c, s, &q, rs[i], created, "", 0, NULL, 0, 0, 0, NULL);
         completion_wait(c, &q, rs[i], q.chat, created, &sent_text);
         if (failed < 0 &&
             (rs[i]->st.finish == MLSTACK_FINISH_ERROR || (rs[i]->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)))
             failed = i;
+        if (q.stream && failed < 0) completion_choice_end(c, &q, rs[i], created, sent_text);
     }
-    if (q.stream && q.tool_mode && rs[0]->text.n) completion_tool_calls(rs[0], &calls, &n_calls, &content_len);
-    else
-        content_len = rs[0]->text.n;
     if (failed >= 0) {
         completion_failed(c, hr, &q, rs[failed], header_sent, &keep, t0);
     } else if (q.stream) {
-        completion_stream_end(c, &q, rs[0], q.chat, created, sent_text, calls, n_calls, content_len);
+        completion_stream_end(c, &q, rs, created);
         log_request(c, hr, c->closed ? 499 : 200, t0, &rs[0]->st);
     } else if (!c->closed) {
         completion_send_body(c, &q, rs, created, keep);
@@ -2265,7 +2278,6 @@ static int handle_completion(conn *c, const http_req *hr, int mode, double t0) {
     }
     for (i = 0; i < q.n; i++) req_free(rs[i]);
     q_free(s, &q); /* the requests are released: their samplers no longer use the grammar */
-    mlstack_tool_calls_free(calls, n_calls);
     return c->closed || !keep ? -1 : 0;
 }
 

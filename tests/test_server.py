@@ -311,9 +311,9 @@ def http_part(exe, model_dir, asan):
         T.check(code == 400 and is_openai_error(j, "model"), "a model that is not a string -> 400", j)
         code, j, _ = post(port, "/v1/chat/completions", chat_body(model, messages=[]))
         T.check(code == 400 and is_openai_error(j, "messages"), "empty messages -> 400", j)
-        for n, stream in ((17, False), (0, False), (2, True)):
-            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=n, stream=stream))
-            T.check(code == 400 and is_openai_error(j, "n"), f"n = {n}{' with stream' if stream else ''} -> 400", j)
+        for n in (17, 0, 1.5):
+            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=n))
+            T.check(code == 400 and is_openai_error(j, "n"), f"n = {n} -> 400", j)
         code, j, _ = post(port, "/v1/chat/completions", b"[1, 2]")
         T.check(code == 400 and is_openai_error(j), "a body that is not an object -> 400", j)
         code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x " * 5000, "max_tokens": 4})
@@ -962,6 +962,16 @@ def api_part(exe, model_dir, asan):
         code, j1, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, max_tokens=5, temperature=1.0, seed=4))
         T.check(code == 200 and j1["choices"][0]["message"]["content"] == texts[1],
                 "choice i of n is the request alone with seed + i", (j1, texts))
+        # streamed: each choice's deltas carry its index; the texts are the non-streamed ones
+        code, _, rawb = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3,
+                                                                     stream=True, stream_options={"include_usage": True}))
+        ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
+        got = ["".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"] and e["choices"][0]["index"] == k)
+               for k in range(4)]
+        fins = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
+        T.check(code == 200 and got == texts and fins == ["length"] * 4 and len({e["id"] for e in ev}) == 1
+                and ev[-1]["usage"]["completion_tokens"] == 20 and b"data: [DONE]" in rawb,
+                "n = 4 streamed: deltas by index equal the choices, one id, a finish each, usage of all", (got, texts, fins))
         code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "n": 2, "max_tokens": 3, "temperature": 0})
         T.check(code == 200 and len(j["choices"]) == 2 and j["choices"][0]["text"] == j["choices"][1]["text"],
                 "n = 2 on /v1/completions", j)
