@@ -99,7 +99,7 @@ all:
 IMPL_PARTS = 1 2 3 4 5 6
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
-CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h
+CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h cli/web/chat.html
 $(B)/cli/cli_impl_part%.o: cli/impl.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<

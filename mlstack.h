@@ -253,6 +253,7 @@
      and eval    int32_t mlstack_engine_seq_length(engine, seq)   R mlstack_engine_seq_rewind(engine, seq, len)
                  R mlstack_engine_eval(engine, rows, n_rows)      const float *mlstack_engine_logits(engine, row)
                  R mlstack_generate(engine, &generate_desc)
+     embeddings  R mlstack_embed(engine, ids, n_ids, &embed_desc, out, cap)
      sampling    R mlstack_sampler_init(desc, n_vocab, &sampler)  void mlstack_sampler_free(sampler)
                  void mlstack_sampler_accept(sampler, token)      int32_t mlstack_sampler_sample(sampler, logits)
                  R mlstack_sampler_probs(sampler, logits, probs)
@@ -451,6 +452,11 @@ typedef struct mlstack_model_info {
     uint64_t mapped_panel_bytes;     /* P16 panels used in place from a folder mlstack_model_save wrote */
     uint64_t packed_bytes;           /* P16 panels packed from rows so far (by the first engine whose
                                         kernels read them; ranks' own panels: mlstack_rank_info) */
+    int pooling;                     /* mlstack_embed's default (mlstack_pooling): what the folder's
+                                        sentence-transformers modules.json and its Pooling module's
+                                        config.json say; without them MLSTACK_POOLING_LAST; -1: a
+                                        pooling mode mlstack_embed does not have */
+    int normalize;                   /* 1: modules.json has a Normalize module (L2), or no modules.json */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
@@ -1058,6 +1064,50 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int
 MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *engine, const mlstack_batch_row *rows, int n_rows);
 MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *engine, int row);
 
+/* ---- Embeddings ----
+   A text's embedding from a decoder model (Qwen3-Embedding and the like, or any causal LM): the
+   final hidden states (after the final norm, before the LM head) of its tokens, pooled into one
+   vector of n_embd floats, then L2-normalised, as sentence-transformers computes it.
+   Pooling: MEAN (average over the tokens), LAST (the last token: for models trained with an EOS
+   the tokenizer appends), FIRST (sentence-transformers' "cls"), MAX (elementwise).
+   A sentence-transformers folder holds the base model's weights (found without their "model."
+   prefix); one of an untied model has no LM head: it opens for embeddings only (submit and
+   eval with logits fail with MLSTACK_ERR_UNSUPPORTED). */
+typedef enum mlstack_pooling {
+    MLSTACK_POOLING_MODEL = 0, /* the model's (mlstack_model_info.pooling) */
+    MLSTACK_POOLING_MEAN = 1,
+    MLSTACK_POOLING_LAST = 2,
+    MLSTACK_POOLING_FIRST = 3,
+    MLSTACK_POOLING_MAX = 4
+} mlstack_pooling;
+
+/* Embedding descriptor. Zero means default:
+     pooling    MLSTACK_POOLING_MODEL: the folder's sentence-transformers config says (see
+                mlstack_model_info.pooling)
+     normalize  0: the model's (a Normalize module in modules.json, or no modules.json: L2);
+                1: L2-normalise (x / max(|x|, 1e-12)); -1: the pooled vector as it is */
+typedef struct mlstack_embed_desc {
+    mlstack_pooling pooling;
+    int normalize;
+} mlstack_embed_desc;
+
+/* Computes the embedding of the token ids ids[0..n_ids) (encode the text with
+   MLSTACK_ENCODE_ADD_SPECIAL, as sentence-transformers does) into out[0..n_embd).
+   Parameters: engine; ids, n_ids (1 to max_position_embeddings); desc (NULL: defaults); out,
+     cap (floats out holds, at least the model's n_embd).
+   Returns MLSTACK_OK; MLSTACK_ERR_INVALID_ARG (no ids, an id outside the vocabulary, cap too
+     small); MLSTACK_ERR_LIMIT (longer than the context, or no KV pages free for it);
+     MLSTACK_ERR_UNSUPPORTED (the model's pooling mode is not one of the above; a GPU backend, a
+     transport or pipeline stages); MLSTACK_ERR_STATE (inside a step's callback). The detail is
+     in mlstack_engine_error.
+   Thread safety: the engine's driving thread, between steps (as mlstack_engine_eval). It uses a
+     sequence slot and KV pages for the duration of the call (chunks of the engine's batch), and
+     gives them back; the prefix cache is neither read nor written.
+   Remarks: the hidden states are the same bits as the ones the LM head would read, so the
+     result does not depend on the thread count or on what else the engine holds. */
+MLSTACK_API mlstack_result mlstack_embed(mlstack_engine *engine, const int32_t *ids, int n_ids,
+                                         const mlstack_embed_desc *desc, float *out, int cap);
+
 /* Sampler descriptor. Zero means default:
      temperature        0: greedy (argmax, lowest id on ties)
      top_k              0: off
@@ -1072,7 +1122,10 @@ MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *engine, int
                         this model's vocabulary) that every sampled token must continue: the
                         sampler masks the other tokens before the processors above, takes the
                         only legal token without a draw, and advances its own matcher with each
-                        token it returns. The grammar must outlive the sampler. */
+                        token it returns. The grammar must outlive the sampler.
+     bias_ids, bias_values, n_bias   0: none; else bias_values[i] is added to the logit of
+                        token bias_ids[i] after the penalties (OpenAI's logit_bias; -INFINITY
+                        bans the token); a repeated id adds up. Copied at init. */
 typedef struct mlstack_sampler_desc {
     float temperature;
     int top_k;
@@ -1084,6 +1137,9 @@ typedef struct mlstack_sampler_desc {
     int penalty_last_n;
     uint64_t seed;
     const mlstack_grammar *grammar;
+    const int32_t *bias_ids;
+    const float *bias_values;
+    int n_bias;
 } mlstack_sampler_desc;
 
 MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc, int n_vocab, mlstack_sampler **out);
@@ -3638,6 +3694,9 @@ static char *mlstack__path_join(const char *dir, const char *name) {
     return p;
 }
 
+/* The tensor named `name`; a "model.<rest>" missing from the files is looked up as "<rest>": the
+   weights of the base model saved alone (sentence-transformers saves Qwen3Model for
+   Qwen3-Embedding, whose config names Qwen3ForCausalLM), as transformers finds them too. */
 MLSTACK__FN const mlstack__st_tensor *mlstack__st_find(const mlstack__st *st, const char *name) {
     int lo = 0, hi = st->n_tensors - 1;
     while (lo <= hi) {
@@ -3647,7 +3706,7 @@ MLSTACK__FN const mlstack__st_tensor *mlstack__st_find(const mlstack__st *st, co
         else
             hi = mid - 1;
     }
-    return NULL;
+    return strncmp(name, "model.", 6) == 0 ? mlstack__st_find(st, name + 6) : NULL;
 }
 
 /* Opens dir/model.safetensors, or the shards named by dir/model.safetensors.index.json. */
@@ -7674,7 +7733,7 @@ static mlstack_result mlstack__tok_addpost(mlstack_tokenizer *t, int32_t **arr, 
 static mlstack_result mlstack__tok_post(mlstack_tokenizer *t, const mlstack__json *node, int depth,
                                         mlstack_error *err) {
     const mlstack__json *ty, *c;
-    mlstack_result r;
+    mlstack_result r = MLSTACK_OK; /* (read after a template whose sequence comes first: "$A <eos>") */
     if (mlstack__json_is_null(node)) return MLSTACK_OK;
     if (node->type != MLSTACK__JSON_OBJECT || !(ty = mlstack__jstr(node, "type")) || depth > 8)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -24904,6 +24963,9 @@ struct mlstack_model {
     int quant_deferred; /* desc.defer_quant: the format the engines convert to (Q8_0, Q4_1), else 0 */
     int quant_ftype; /* desc.quant_mix: llama.cpp's file type number of the mix (general.file_type), else 0 */
     uint64_t load_read_bytes; /* bytes of projection weights read to convert them at open */
+    int pooling, normalize; /* mlstack_embed's defaults (sentence-transformers' modules.json) */
+    int st_model; /* the folder has a sentence-transformers modules.json */
+    int no_head; /* such a folder without an LM head (untied, no lm_head.weight): embeddings only */
     int rows_users; /* engines (ranks) and saves that read the rows of weights quantized at open */
     uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
     uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
@@ -26034,12 +26096,18 @@ static mlstack_result mlstack__map_head(mlstack_model *m, const char *head, cons
                                         mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     mlstack_result r;
+    char hname[200];
+    snprintf(hname, sizeof hname, "%s.weight", head);
+    /* a sentence-transformers folder of an untied model ships the base model alone: no LM head.
+       The head's slot then views the embedding table (every structure stays valid) and logits
+       are refused (mlstack_embed works) */
+    m->no_head = !c->tied && m->st_model && !mlstack__st_find(&m->st, hname);
     if (c->tied && mlstack__st_find(&m->st, "lm_head.weight") &&
         mlstack__st_quant_of(&m->st, mlstack__st_find(&m->st, "lm_head.weight"))) {
         /* a quantized copy of the tied head saved by mlstack_model_save */
         if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK)
             return r;
-    } else if (c->tied) {
+    } else if (c->tied || m->no_head) {
         mlstack__weight *w = &m->lm_head;
         w->name = "lm_head.weight";
         w->data = m->embed;
@@ -27246,6 +27314,67 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
     return r;
 }
 
+/* A sentence-transformers Pooling config: "pooling_mode": "mean" | "lasttoken" | "cls" | "max"
+   (sentence-transformers 5 and later), or exactly one pooling_mode_* flag true (earlier ones,
+   as Qwen3-Embedding ships). -1: another mode (weightedmean, mean_sqrt_len_tokens, several). */
+static int mlstack__pooling_mode(const mlstack__json *c) {
+    static const char *const names[4] = {"mean", "lasttoken", "cls", "max"};
+    static const char *const keys[6] = {"pooling_mode_mean_tokens",
+                                        "pooling_mode_lasttoken",
+                                        "pooling_mode_cls_token",
+                                        "pooling_mode_max_tokens",
+                                        "pooling_mode_mean_sqrt_len_tokens",
+                                        "pooling_mode_weightedmean_tokens"};
+    const mlstack__json *pm = mlstack__json_get(c, "pooling_mode");
+    int i, mode = -1, n = 0;
+    if (pm && pm->type == MLSTACK__JSON_STRING) {
+        for (i = 0; i < 4; i++)
+            if (mlstack__json_is_str(pm, names[i])) return i + 1; /* MLSTACK_POOLING_MEAN + i */
+        return -1;
+    }
+    for (i = 0; i < 6; i++)
+        if (mlstack__json_bool(mlstack__json_get(c, keys[i]), 0)) mode = i < 4 ? i + 1 : -1, n++;
+    return n == 1 ? mode : -1;
+}
+
+/* mlstack_embed's defaults from the folder's sentence-transformers modules.json: the Pooling
+   module's mode, and whether a Normalize module follows. Without modules.json: the last token,
+   normalised (what decoder embedding models use). */
+static mlstack_result mlstack__model_pooling(mlstack_model *m, const char *dir, mlstack_error *err) {
+    mlstack__json_doc mods, pc;
+    const mlstack__json *it;
+    mlstack_result r;
+    size_t k;
+    m->pooling = MLSTACK_POOLING_LAST;
+    m->normalize = 1;
+    if ((r = mlstack__load_json_file(dir, "modules.json", 1, &mods, err)) != MLSTACK_OK || !mods.root) return r;
+    m->normalize = 0;
+    if (mods.root->type != MLSTACK__JSON_ARRAY)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s/modules.json: expected a list of modules", dir);
+    for (it = mods.root->child; r == MLSTACK_OK && it; it = it->next) {
+        const mlstack__json *ty = mlstack__json_get(it, "type"), *pa = mlstack__json_get(it, "path");
+        if (!ty || ty->type != MLSTACK__JSON_STRING) continue;
+        if (ty->len >= 9 && memcmp(ty->str + ty->len - 9, "Normalize", 9) == 0) m->normalize = 1;
+        if (ty->len < 7 || memcmp(ty->str + ty->len - 7, "Pooling", 7) != 0) continue;
+        for (k = 0; pa && pa->type == MLSTACK__JSON_STRING && k + 1 < pa->len; k++)
+            if (pa->str[k] == '.' && pa->str[k + 1] == '.') break; /* no way out of the folder */
+        if (!pa || pa->type != MLSTACK__JSON_STRING || pa->len == 0 || pa->len > 200 || memchr(pa->str, 0, pa->len) ||
+            k + 1 < pa->len || pa->str[0] == '/') {
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                              "%s/modules.json: a Pooling module needs a 'path' inside the folder", dir);
+        } else {
+            char sub[256];
+            snprintf(sub, sizeof sub, "%.*s/config.json", (int)pa->len, pa->str);
+            if ((r = mlstack__load_json_file(dir, sub, 0, &pc, err)) == MLSTACK_OK) {
+                m->pooling = mlstack__pooling_mode(pc.root);
+                mlstack__json_free(&pc);
+            }
+        }
+    }
+    mlstack__json_free(&mods);
+    return r;
+}
+
 /* ---- GGUF files as models (>>gguf) ----
    mlstack_model_open takes a .gguf file, or a folder without config.json that holds exactly one:
    hyperparameters from general.architecture and the <arch>.* keys, tensors renamed to the
@@ -28414,7 +28543,14 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         mlstack__json_free(&cfg_doc);
     }
     if (r == MLSTACK_OK && !gguf_path) r = mlstack__st_open_dir(&m->st, desc->path, err);
+    if (r == MLSTACK_OK && !gguf_path) {
+        char *mj = mlstack__path_join(desc->path, "modules.json");
+        m->st_model = mj && mlstack__file_exists(mj);
+        MLSTACK_FREE(mj);
+    }
     if (r == MLSTACK_OK) r = mlstack__model_map_weights(m, err);
+    m->pooling = MLSTACK_POOLING_LAST, m->normalize = 1;
+    if (r == MLSTACK_OK && !gguf_path) r = mlstack__model_pooling(m, desc->path, err);
     if (r == MLSTACK_OK && desc->head_quant != 0 && desc->head_quant != MLSTACK_DTYPE_Q8_0 &&
         desc->head_quant != MLSTACK_DTYPE_Q4_1)
         r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "head_quant = %s: the LM head quantizes to Q8_0 or Q4_1",
@@ -28492,6 +28628,8 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->mapped_panel_bytes = m->mapped_panel_bytes;
     o->packed_bytes = m->packed_bytes;
     mlstack__unlock(&mlstack__pack_lock);
+    o->pooling = m->pooling;
+    o->normalize = m->normalize;
 }
 
 MLSTACK_API int mlstack_model_tensor_count(const mlstack_model *m) { return m ? m->st.n_tensors : 0; }
@@ -29556,6 +29694,8 @@ typedef struct mlstack__rank {
     int *slot; /* per row of the step: logits slot or -1 */
     int cap_slot;
     float *logits; /* rank 0: where the gathered logits go */
+    float *hidden; /* rank 0, in hidden mode: where the final-normed rows go (mlstack_embed) */
+    int hidden_mode; /* the step keeps hidden states instead of logits (every rank skips the LM head) */
     uint64_t bytes_in, bytes_out; /* exchanged so far */
     double wait_s; /* time spent in exchanges */
     uint64_t weight_bytes, replicated_bytes, packed_bytes;
@@ -30680,6 +30820,12 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
                            c->n_embd);
         }
         MLSTACK__PROF_END(rk->pool, RMSNORM, -1, NULL, n);
+        if (rk->hidden_mode) { /* mlstack_embed: the rows the LM head would read, no logits */
+            if (n && rk->hidden)
+                memcpy(rk->hidden + (size_t)first * (size_t)c->n_embd, s->xn,
+                       sizeof(float) * (size_t)n * (size_t)c->n_embd);
+            return 0;
+        }
         if (n) {
             float *full = rk->logits ? rk->logits + (size_t)first * (size_t)c->n_vocab : NULL;
             float *y = rk->n_ranks == 1 ? full : s->out;
@@ -30715,6 +30861,7 @@ struct mlstack_sampler {
     int *idx; /* n_vocab */
     mlstack_matcher *gm; /* the grammar's matcher, NULL without one */
     uint32_t *gbits; /* its mask */
+    float *bias; /* n_vocab: the logit bias, NULL without one */
 };
 
 static uint64_t mlstack__splitmix(uint64_t *x) {
@@ -30748,6 +30895,29 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
         MLSTACK_FREE(s);
         return MLSTACK_ERR_INVALID_ARG;
     }
+    if (s->d.n_bias < 0 || (s->d.n_bias > 0 && (!s->d.bias_ids || !s->d.bias_values))) {
+        MLSTACK_FREE(s);
+        return MLSTACK_ERR_INVALID_ARG;
+    }
+    if (s->d.n_bias > 0) { /* a dense copy: the caller's arrays need not outlive init */
+        int i;
+        s->bias = (float *)mlstack__calloc((size_t)n_vocab, sizeof(float));
+        if (!s->bias) {
+            MLSTACK_FREE(s);
+            return MLSTACK_ERR_NO_MEMORY;
+        }
+        for (i = 0; i < s->d.n_bias; i++) {
+            int32_t id = s->d.bias_ids[i];
+            float v = s->d.bias_values[i];
+            if (id < 0 || id >= n_vocab || v != v || v == INFINITY) {
+                MLSTACK_FREE(s->bias);
+                MLSTACK_FREE(s);
+                return MLSTACK_ERR_INVALID_ARG;
+            }
+            s->bias[id] += v;
+        }
+    }
+    s->d.bias_ids = NULL, s->d.bias_values = NULL, s->d.n_bias = 0; /* (copies of d, as a draft's, get none) */
     if (s->d.top_p == 0) s->d.top_p = 1;
     if (s->d.repeat_penalty == 0) s->d.repeat_penalty = 1;
     if (s->d.penalty_last_n == 0) s->d.penalty_last_n = 64;
@@ -30768,7 +30938,7 @@ MLSTACK_API mlstack_result mlstack_sampler_init(const mlstack_sampler_desc *desc
                                                                     : mlstack_matcher_init(s->d.grammar, &s->gm);
 #endif
         if (gr != MLSTACK_OK) {
-            MLSTACK_FREE(s);
+            mlstack_sampler_free(s);
             return gr;
         }
         s->gbits = (uint32_t *)mlstack__calloc((size_t)(n_vocab + 31) / 32, sizeof(uint32_t));
@@ -30791,6 +30961,7 @@ MLSTACK_API void mlstack_sampler_free(mlstack_sampler *s) {
     MLSTACK_FREE(s->history);
     mlstack_matcher_free(s->gm);
     MLSTACK_FREE(s->gbits);
+    MLSTACK_FREE(s->bias);
     MLSTACK_FREE(s);
 }
 
@@ -30867,6 +31038,8 @@ static void mlstack__sampler_penalize(mlstack_sampler *s, const float *logits) {
             w[i] -= (float)cnt * s->d.frequency_penalty + s->d.presence_penalty;
         }
     }
+    if (s->bias)
+        for (i = 0; i < V; i++) w[i] += s->bias[i];
 }
 
 /* Temperature > 0, on penalized logits in s->work: the candidates s->idx[0..n) (n returned),
@@ -31028,6 +31201,8 @@ struct mlstack_engine {
     float *logits; /* (n_logit_rows, V) */
     int *logit_slot; /* per batch row of the last eval: slot in logits or -1 */
     int n_last_rows, cap_rows, cap_logits;
+    float *hidden; /* hidden_mode (mlstack_embed): (n_logit_rows, D) final-normed rows instead of logits */
+    int cap_hidden, hidden_mode;
     int32_t *tmp_len; /* per sequence, during validation */
     mlstack_error err;
     struct mlstack__prof *prof; /* NULL until mlstack_engine_profile_start */
@@ -31702,6 +31877,8 @@ static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk)
             return MLSTACK_ERR_RANK;
         }
         rk->logits = rk->world->t ? NULL : e->logits;
+        rk->hidden_mode = e->hidden_mode; /* thread ranks only: mlstack_embed refuses a transport */
+        rk->hidden = NULL;
         if (mlstack__rank_run(e, rk, (const mlstack_batch_row *)(rk->msg + 4), rk->msg[1])) return MLSTACK_ERR_RANK;
     }
 }
@@ -31718,6 +31895,8 @@ static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch
             return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
     }
     rk->logits = e->logits;
+    rk->hidden_mode = e->hidden_mode;
+    rk->hidden = e->hidden;
     if (mlstack__rank_run(e, rk, rows, n_rows))
         return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
     return MLSTACK_OK;
@@ -32300,6 +32479,10 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->tmp_len[r->seq] = r->pos + 1;
         if (r->want_logits) n_logits++;
     }
+    if (n_logits && !e->hidden_mode && e->model->no_head)
+        return mlstack__engine_fail(e, MLSTACK_ERR_UNSUPPORTED,
+                                    "eval: this model has no LM head (a sentence-transformers folder of the base "
+                                    "model): it computes embeddings (mlstack_embed), not logits");
     for (i = 0; i < e->kv.max_seqs; i++) {
         if (e->tmp_len[i] >= 0) {
             int have = e->kv.seqs[i].n_pages, need = (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens;
@@ -32316,7 +32499,13 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         e->logit_slot = p;
         e->cap_rows = n_rows;
     }
-    if (n_logits > e->cap_logits) {
+    if (e->hidden_mode && n_logits > e->cap_hidden) {
+        float *p = (float *)MLSTACK_REALLOC(e->hidden, sizeof(float) * (size_t)n_logits * (size_t)c->n_embd);
+        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: no memory for %d hidden rows", n_logits);
+        e->hidden = p;
+        e->cap_hidden = n_logits;
+    }
+    if (!e->hidden_mode && n_logits > e->cap_logits) {
         float *p = (float *)MLSTACK_REALLOC(e->logits, sizeof(float) * (size_t)n_logits * (size_t)c->n_vocab);
         if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: no memory for %d logit rows", n_logits);
         e->logits = p;
@@ -32353,6 +32542,87 @@ MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_
 MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *e, int row) {
     if (!e || row < 0 || row >= e->n_last_rows || e->logit_slot[row] < 0) return NULL;
     return e->logits + (size_t)e->logit_slot[row] * (size_t)e->model->cfg.n_vocab;
+}
+
+/* Checks mlstack_embed's arguments and resolves its pooling (*pool) and normalisation (*norm). */
+static mlstack_result mlstack__embed_check(mlstack_engine *e, const int32_t *ids, int n, const mlstack_embed_desc *desc,
+                                           const float *out, int cap, int *pool, int *norm) {
+    const mlstack__config *c = &e->model->cfg;
+    int i;
+    if (!ids || n <= 0 || !out || cap < c->n_embd)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "embed: needs ids (n_ids > 0) and room for %d floats",
+                                    c->n_embd);
+    if (n > c->max_pos)
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "embed: %d tokens; the context holds %d", n, c->max_pos);
+    for (i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->n_vocab)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "embed: id %d at %d outside the vocabulary (0..%d)",
+                                        (int)ids[i], i, c->n_vocab - 1);
+    *pool = desc && desc->pooling ? (int)desc->pooling : e->model->pooling;
+    *norm = desc && desc->normalize ? desc->normalize > 0 : e->model->normalize;
+    if (*pool < MLSTACK_POOLING_MEAN || *pool > MLSTACK_POOLING_MAX)
+        return mlstack__engine_fail(e, MLSTACK_ERR_UNSUPPORTED,
+                                    desc && desc->pooling ? "embed: unknown pooling %d"
+                                                          : "embed: the model's sentence-transformers pooling (%d) is "
+                                                            "not mean, lasttoken, cls or max",
+                                    *pool);
+    if (e->backend || e->n_stages > 1 || e->n_local != e->n_ranks)
+        return mlstack__engine_fail(e, MLSTACK_ERR_UNSUPPORTED,
+                                    "embed: runs on the CPU, in one process, with one pipeline stage");
+    return MLSTACK_OK;
+}
+
+/* mlstack_embed: the ids run in chunks on a sequence of their own, in hidden mode (the rows the
+   LM head would read come back instead of logits); the kept rows are pooled in double. */
+MLSTACK_API mlstack_result mlstack_embed(mlstack_engine *e, const int32_t *ids, int n, const mlstack_embed_desc *desc,
+                                         float *out, int cap) {
+    enum { CHUNK = 256 };
+    mlstack_batch_row *rows;
+    double *acc, nrm = 0;
+    int pool = 0, norm = 0, D, p0, i, j, seq = -1, got = 0;
+    mlstack_result r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "embed");
+    e->err.message[0] = 0;
+    if ((r = mlstack__embed_check(e, ids, n, desc, out, cap, &pool, &norm)) != MLSTACK_OK) return r;
+    if (pool == MLSTACK_POOLING_FIRST) n = 1; /* causal: the first token's state is its own */
+    D = e->model->cfg.n_embd;
+    rows = (mlstack_batch_row *)MLSTACK_MALLOC(sizeof *rows * CHUNK);
+    acc = (double *)mlstack__calloc((size_t)D, sizeof(double));
+    if (!rows || !acc) r = mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "embed: out of memory");
+    if (r == MLSTACK_OK) r = mlstack_engine_seq_new(e, &seq);
+    e->hidden_mode = 1;
+    for (p0 = 0; r == MLSTACK_OK && p0 < n; p0 += CHUNK) {
+        int m = n - p0 < CHUNK ? n - p0 : CHUNK, k = 0;
+        for (i = 0; i < m; i++) {
+            rows[i].seq = seq, rows[i].pos = p0 + i, rows[i].token = ids[p0 + i];
+            rows[i].want_logits = pool != MLSTACK_POOLING_LAST || p0 + i == n - 1;
+        }
+        if ((r = mlstack__eval(e, rows, m, 0)) != MLSTACK_OK) break;
+        for (i = 0; i < m; i++) {
+            const float *h;
+            if (!rows[i].want_logits) continue;
+            h = e->hidden + (size_t)k * (size_t)D;
+            for (j = 0; j < D; j++)
+                acc[j] = pool != MLSTACK_POOLING_MAX ? acc[j] + h[j] : got && acc[j] >= h[j] ? acc[j] : h[j];
+            k++, got++;
+        }
+    }
+    e->hidden_mode = 0;
+    e->n_last_rows = 0; /* no logits to read from this */
+    if (seq >= 0) (void)mlstack_engine_seq_free(e, seq);
+    if (r == MLSTACK_OK) {
+        for (j = 0; j < D; j++) {
+            if (pool == MLSTACK_POOLING_MEAN) acc[j] /= got;
+            acc[j] = (double)(float)acc[j]; /* as sentence-transformers: the pooled vector in f32, then its norm */
+            nrm += acc[j] * acc[j];
+        }
+        nrm = sqrt(nrm);
+        for (j = 0; j < D; j++) out[j] = (float)(norm ? acc[j] / (nrm > 1e-12 ? nrm : 1e-12) : acc[j]);
+    }
+    MLSTACK_FREE(rows);
+    MLSTACK_FREE(acc);
+    return r;
 }
 
 static int mlstack__is_eos(const mlstack__config *c, int32_t tok) {
@@ -32594,6 +32864,10 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     n_pages = e->kv.n_pages;
     if (d->n_prompt <= 0 || !d->prompt)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
+    if (e->model->no_head)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "submit: this model has no LM head (a sentence-transformers folder of the base model): "
+                             "it computes embeddings (mlstack_embed), not text");
     if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
         (d->n_stop_strings && !d->stop_strings))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");
@@ -33750,6 +34024,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     mlstack__pool_free(&e->pool);
     mlstack__kv_free(&e->kv);
     MLSTACK_FREE(e->logits);
+    MLSTACK_FREE(e->hidden);
     MLSTACK_FREE(e->logit_slot);
     MLSTACK_FREE(e->tmp_len);
     MLSTACK_FREE(e);

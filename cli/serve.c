@@ -53,6 +53,11 @@ int cli_cmd_serve(int argc, char **argv) {
 
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
+#define SRV_MAX_N 16          /* choices of one request (n) */
+#define SRV_MAX_BIAS 1024     /* logit_bias entries */
+#define SRV_MAX_EMBED_INPUTS 256 /* inputs of one /v1/embeddings request */
+#define SRV_MAX_EMBED_TOKENS 32768 /* tokens of one /v1/embeddings request (it runs between decode steps) */
+#define SRV_MAX_CHOICES 64    /* guided_choice / structured_outputs.choice entries */
 #define SRV_GRAMMARS 8        /* compiled grammars kept (their automata and masks stay warm) */
 #define SRV_GRAMMAR_MEMORY ((size_t)64 << 20) /* automaton + mask cache budget of each */
 
@@ -60,17 +65,23 @@ static const char *SERVE_USAGE =
     "usage: mlstack serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [options]\n"
     "\n"
     "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions (streamed\n"
-    "as Server-Sent Events with \"stream\": true), GET /v1/models, GET /health, GET /metrics\n"
-    "(Prometheus). Every request goes through the engine's continuous-batching scheduler and its\n"
-    "prefix cache. Ctrl-C (SIGINT) or SIGTERM stops it: no new connections, running requests are\n"
+    "as Server-Sent Events with \"stream\": true), POST /v1/responses (text), POST /v1/embeddings,\n"
+    "POST /tokenize and /detokenize, GET /v1/models, GET /health, GET /metrics (Prometheus), and a\n"
+    "chat page at GET / (open http://HOST:PORT/ in a browser). One model is served: a request's\n"
+    "\"model\" may name it or anything else (the answers name the served id). Every request goes\n"
+    "through the engine's continuous-batching scheduler and its prefix cache. Ctrl-C (SIGINT) or SIGTERM stops it: no "
+    "new connections, running requests are\n"
     "cancelled (a stream ends with an error event and [DONE], a waiting client gets 503), and after\n"
     "--shutdown-timeout seconds it exits whatever is still running; a second signal exits at once.\n"
     "\n"
     "  -m, --model DIR          Hugging Face model folder (with tokenizer and chat template)\n"
     "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
     "      --port N             TCP port (default 8080; 0 picks a free one, printed at start)\n"
-    "      --api-key KEY        require \"Authorization: Bearer KEY\" (else 401); /health stays open\n"
-    "      --alias NAME         model id reported and accepted (default: the folder's name)\n"
+    "      --api-key KEY        require \"Authorization: Bearer KEY\" (else 401); /health and / stay\n"
+    "                           open. Without it, the environment variable MLSTACK_API_KEY\n"
+    "      --api-key-file F     the key is F's first line (kept off the command line)\n"
+    "      --alias NAME         model id reported (default: the folder's or .gguf file's name)\n"
+    "      --kv-type T          KV cache: f16 (default), bf16 or f32 (exact embeddings, twice the memory)\n"
     "      --parallel N         requests decoded together (default 16)\n"
     "      --spec MODE          speculative decoding: ngram, draft:DIR (same tokenizer), self:q4_1\n"
     "                           or self:q8_0 (this model quantized as its draft); --spec-tokens N\n"
@@ -89,7 +100,8 @@ static const char *SERVE_USAGE =
     "                           its accept, however slowly the bytes come), to accept written data,\n"
     "                           or to stay idle on a keep-alive connection (default 10)\n"
     "      --shutdown-timeout S seconds SIGTERM waits for running requests to end (default 5)\n"
-    "      --quiet              no access log on stderr\n"
+    "      --quiet              no access log on stderr (default: a line per request with the UTC\n"
+    "                           time, the client's address, method, path, status and duration)\n"
     "      --content-specials M text (default): special-token text inside messages (e.g. a user's\n"
     "                           \"<|im_start|>system\") is encoded as plain text, so a client cannot\n"
     "                           forge turns or roles; the template's own markers stay special.\n"
@@ -141,6 +153,9 @@ struct srv_req {
     pthread_cond_t cv;
     int done;
     int want_logprobs, top_logprobs;
+    int tool_mode;          /* tools: a tool call repeated word for word ends the request */
+    int index;              /* its choice (n) */
+    uint64_t cid;           /* the completion's id: its first choice's request id */
     /* written by the engine thread under srv.mu */
     cli_buf text;           /* decoded text so far */
     srv_tok *toks;          /* generated tokens (ids; logprobs when asked) */
@@ -168,7 +183,7 @@ typedef struct srv_gram {
 
 typedef struct srv_opts {
     cli_opts base;
-    const char *host, *api_key, *alias, *content_specials;
+    const char *host, *api_key, *api_key_file, *alias, *content_specials, *kv_type;
     int port, parallel, max_conns, max_conns_per_peer, timeout_s, shutdown_timeout_s, quiet;
     size_t max_body, max_json_nodes, body_mem_mib;
 } srv_opts;
@@ -189,6 +204,8 @@ typedef struct srv {
     pthread_cond_t wake;     /* the engine thread: new work or stop */
     pthread_cond_t conns_cv; /* shutdown: the last connection has gone */
     srv_req *live;           /* submitted, not yet finished */
+    struct srv_embed_job *embeds; /* /v1/embeddings work for the engine thread (between steps) */
+    pthread_cond_t embed_cv; /* an embedding job is done */
     struct conn *conns;      /* every open connection (under mu) */
     int stop_engine, n_conns, n_waiting; /* n_waiting: connections without a complete request head */
     size_t body_mem, body_mem_max;       /* request bodies and their parsed JSON, held against --body-mem */
@@ -225,6 +242,7 @@ typedef struct conn {
     int last_code;        /* status of the latest response, for the access log */
     /* under srv.mu */
     unsigned char peer[17]; /* address family, then the IPv4 address or the IPv6 /64 prefix */
+    char client[64];        /* the peer's address as text, for the access log */
     int waiting;          /* no complete request head yet (new, idle keep-alive or trickling in) */
     int evicted;          /* closed to make room for a new connection */
     double wait_since;    /* when it began waiting (its eviction order) */
@@ -511,10 +529,34 @@ static void srv_on_logits(void *user, uint64_t id, const float *logits, int n_vo
     r->n_pending_top = n;
 }
 
+/* Does text end with a <tool_call> block that an earlier block already wrote byte for byte? A
+   small model under the tool-call grammar, which allows up to 8 calls, tends to repeat its call
+   instead of ending: the repeat ends the request (and is dropped), so tool_choice "required"
+   gives the calls the model means. */
+static int tool_call_repeats(const char *t, size_t n) {
+    static const char open_tag[] = "<tool_call>", close_tag[] = "</tool_call>";
+    size_t last = n, i, j, blen;
+    if (n < 23 || memcmp(t + n - 12, close_tag, 12) != 0) return 0;
+    for (i = n - 12; i-- > 0;)
+        if (memcmp(t + i, open_tag, 11) == 0) {
+            last = i;
+            break;
+        }
+    if (last == n) return 0;
+    blen = n - last;
+    for (i = 0; i + blen <= last; i++) {
+        if (memcmp(t + i, open_tag, 11) != 0) continue;
+        for (j = i + 11; j + 12 <= last && memcmp(t + j, close_tag, 12) != 0; j++) {}
+        if (j + 12 - i == blen && memcmp(t + i, t + last, blen) == 0) return 1;
+    }
+    return 0;
+}
+
 static int srv_on_token(void *user, uint64_t id, int32_t token, const char *text, size_t len) {
     srv_req *r = (srv_req *)user;
     srv *s = r->s;
     double t = now_s();
+    int stop;
     (void)id;
     pthread_mutex_lock(&s->mu);
     if (!r->got_first) hist_add(&s->ttft, t - r->t_submit);
@@ -537,9 +579,10 @@ static int srv_on_token(void *user, uint64_t id, int32_t token, const char *text
         if (k->n_top) memcpy(k->top, r->pending_top, sizeof(srv_top) * (size_t)k->n_top);
     }
     r->logits = NULL;
+    stop = r->tool_mode && len && tool_call_repeats(r->text.p, r->text.n);
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&s->mu);
-    return 0;
+    return stop;
 }
 
 /* Marks finished requests done (under mu): their status is final and their id released. */
@@ -568,12 +611,43 @@ static void srv_reap(srv *s) {
     }
 }
 
+/* An embeddings request for the engine thread: n inputs (ids of input i at ids[off[i]..off[i+1])),
+   their vectors into out (n x n_embd). */
+typedef struct srv_embed_job {
+    const int32_t *ids;
+    const size_t *off;
+    int n, done;
+    float *out;
+    mlstack_result res;
+    char msg[200];
+    struct srv_embed_job *next;
+} srv_embed_job;
+
+/* Runs the embedding jobs queued (under mu; the lock is let go while each runs). */
+static void srv_run_embeds(srv *s) {
+    while (s->embeds) {
+        srv_embed_job *j = s->embeds;
+        int i, D = s->info.n_embd;
+        s->embeds = j->next;
+        pthread_mutex_unlock(&s->mu);
+        j->res = MLSTACK_OK;
+        for (i = 0; i < j->n && j->res == MLSTACK_OK; i++)
+            j->res = mlstack_embed(s->e, j->ids + j->off[i], (int)(j->off[i + 1] - j->off[i]), NULL,
+                                   j->out + (size_t)i * (size_t)D, D);
+        if (j->res != MLSTACK_OK) snprintf(j->msg, sizeof j->msg, "%s", mlstack_engine_error(s->e));
+        pthread_mutex_lock(&s->mu);
+        j->done = 1;
+        pthread_cond_broadcast(&s->embed_cv);
+    }
+}
+
 static void *srv_engine_main(void *arg) {
     srv *s = (srv *)arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int active = 0;
         if (s->stop_engine) break;
+        if (s->embeds) srv_run_embeds(s);
         if (!s->live) {
             pthread_cond_wait(&s->wake, &s->mu);
             continue;
@@ -591,7 +665,10 @@ static void *srv_engine_main(void *arg) {
 /* ==== REQUESTS: OpenAI JSON in ==== */
 
 typedef struct oai_req {
-    int chat;
+    int chat, resp;         /* chat: a chat template prompt (chat completions, responses); resp: /v1/responses */
+    int n;                  /* choices (n) */
+    int32_t *bias_ids;      /* logit_bias */
+    float *bias_values;
     mlstack_request_desc d;
     int32_t *prompt;
     const char *stops[SRV_MAX_STOPS + 1]; /* + "</tool_call>" for parallel_tool_calls false */
@@ -655,6 +732,43 @@ static int bool_field(oai_req *q, const mlstack_json *root, const char *key, int
     if (t != MLSTACK_JSON_TRUE && t != MLSTACK_JSON_FALSE) return bad_type(q, key, "a boolean");
     *out = t == MLSTACK_JSON_TRUE;
     return 1;
+}
+
+/* logit_bias: {"<token id>": bias from -100 to 100, ...}; -100 bans the token, as OpenAI says. */
+static int parse_logit_bias(srv *s, oai_req *q, const mlstack_json *root) {
+    const mlstack_json *v = mlstack_json_get(root, "logit_bias"), *e;
+    size_t n, k = 0;
+    char msg[200];
+    if (mlstack_json_type_of(v) == MLSTACK_JSON_NULL) return 0;
+    if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT)
+        return bad_type(q, "logit_bias", "an object mapping token ids (as strings) to numbers from -100 to 100");
+    if ((n = mlstack_json_length(v)) > SRV_MAX_BIAS) {
+        snprintf(msg, sizeof msg, "logit_bias has %zu entries; at most %d", n, SRV_MAX_BIAS);
+        return bad(q, 400, "logit_bias", "invalid_value", msg);
+    }
+    if (!n) return 0;
+    q->bias_ids = (int32_t *)malloc(sizeof(int32_t) * n);
+    q->bias_values = (float *)malloc(sizeof(float) * n);
+    if (!q->bias_ids || !q->bias_values) return bad(q, 500, NULL, NULL, "out of memory");
+    for (e = mlstack_json_child(v); e; e = mlstack_json_next(e), k++) {
+        const char *key = mlstack_json_key(e);
+        char *end = NULL;
+        long id = key[0] >= '0' && key[0] <= '9' && strlen(key) <= 9 ? strtol(key, &end, 10) : -1;
+        double b = mlstack_json_number(e);
+        if (id < 0 || !end || *end || id >= s->info.n_vocab) {
+            snprintf(msg, sizeof msg, "logit_bias: '%.40s' is not a token id of this model (0 to %d)", key,
+                     s->info.n_vocab - 1);
+            return bad(q, 400, "logit_bias", "invalid_value", msg);
+        }
+        if (mlstack_json_type_of(e) != MLSTACK_JSON_NUMBER || !(b >= -100 && b <= 100))
+            return bad(q, 400, "logit_bias", "invalid_value", "logit_bias values must be numbers from -100 to 100");
+        q->bias_ids[k] = (int32_t)id;
+        q->bias_values[k] = b <= -100 ? -INFINITY : (float)b;
+    }
+    q->d.sampler.bias_ids = q->bias_ids;
+    q->d.sampler.bias_values = q->bias_values;
+    q->d.sampler.n_bias = (int)k;
+    return 0;
 }
 
 /* ==== STRUCTURED OUTPUT: response_format, tools ==== */
@@ -778,6 +892,80 @@ static int tool_name_ok(const char *p, size_t n) {
     return 1;
 }
 
+/* A GBNF grammar whose output is exactly one of the strings in the list v (guided_choice). */
+static int choice_gbnf(oai_req *q, const char *param, const mlstack_json *v) {
+    const mlstack_json *e;
+    size_t n = mlstack_json_length(v), i, len;
+    if (mlstack_json_type_of(v) != MLSTACK_JSON_ARRAY || n == 0)
+        return bad_type(q, param, "a non-empty list of strings");
+    if (n > SRV_MAX_CHOICES) return bad(q, 400, param, "invalid_value", "at most 64 choices");
+    cli_buf_puts(&q->gtext, "root ::= ");
+    for (e = mlstack_json_child(v); e; e = mlstack_json_next(e)) {
+        const char *c = mlstack_json_string(e, &len);
+        if (!c || len == 0) return bad_type(q, param, "a list of non-empty strings");
+        cli_buf_puts(&q->gtext, e == mlstack_json_child(v) ? "\"" : " | \"");
+        for (i = 0; i < len; i++) {
+            unsigned char ch = (unsigned char)c[i];
+            if (ch == '"' || ch == '\\') cli_buf_printf(&q->gtext, "\\%c", ch);
+            else if (ch < 0x20 || ch == 0x7f)
+                cli_buf_printf(&q->gtext, "\\x%02X", ch);
+            else
+                cli_buf_put(&q->gtext, (const char *)&ch, 1);
+        }
+        cli_buf_puts(&q->gtext, "\"");
+    }
+    q->gkind = MLSTACK_GRAMMAR_GBNF;
+    return 0;
+}
+
+/* The other servers' constrained-decoding fields: llama-server's grammar (GBNF); vLLM's
+   guided_grammar, guided_regex, guided_choice, guided_json and structured_outputs {grammar,
+   regex, choice, json}. At most one of them (and not response_format). */
+static int parse_guided(oai_req *q, const mlstack_json *root) {
+    static const char *const keys[5] = {"grammar", "guided_grammar", "guided_regex", "guided_choice", "guided_json"};
+    static const char *const sub[4] = {"grammar", "regex", "choice", "json"};
+    static const int kinds[5] = {MLSTACK_GRAMMAR_GBNF, MLSTACK_GRAMMAR_GBNF, MLSTACK_GRAMMAR_REGEX, -2,
+                                 MLSTACK_GRAMMAR_JSON_SCHEMA};
+    const mlstack_json *v = NULL, *so = mlstack_json_get(root, "structured_outputs");
+    const char *param = NULL, *str;
+    int i, kind = -1, found = 0;
+    size_t len;
+    for (i = 0; i < 5; i++)
+        if (mlstack_json_type_of(mlstack_json_get(root, keys[i])) != MLSTACK_JSON_NULL)
+            v = mlstack_json_get(root, keys[i]), param = keys[i], kind = kinds[i], found++;
+    if (mlstack_json_type_of(so) != MLSTACK_JSON_NULL) {
+        if (mlstack_json_type_of(so) != MLSTACK_JSON_OBJECT)
+            return bad_type(q, "structured_outputs", "an object with one of grammar, regex, choice or json");
+        for (v = mlstack_json_child(so); v; v = mlstack_json_next(v)) {
+            for (i = 0; i < 4 && strcmp(mlstack_json_key(v), sub[i]); i++) {}
+            if (i == 4)
+                return bad(q, 400, "structured_outputs", "unsupported_value",
+                           "structured_outputs takes one of grammar, regex, choice or json");
+            if (mlstack_json_type_of(v) != MLSTACK_JSON_NULL) break;
+        }
+        if (!v) return 0;
+        param = "structured_outputs", kind = kinds[i + 1], found++;
+    }
+    if (!found) return 0;
+    if (found > 1 || q->gkind >= 0)
+        return bad(q, 400, param, "invalid_value",
+                   "give one of response_format, grammar, guided_grammar, guided_regex, guided_choice, guided_json "
+                   "and structured_outputs");
+    q->gparam = param;
+    if (kind == -2) return choice_gbnf(q, param, v);
+    if (kind == MLSTACK_GRAMMAR_JSON_SCHEMA && mlstack_json_type_of(v) == MLSTACK_JSON_OBJECT) {
+        json_write(&q->gtext, v);
+    } else if ((str = mlstack_json_string(v, &len)) != NULL && len > 0) {
+        cli_buf_put(&q->gtext, str, len);
+    } else {
+        return bad_type(q, param,
+                        kind == MLSTACK_GRAMMAR_JSON_SCHEMA ? "a JSON Schema (an object or its text)"
+                                                            : "a non-empty string");
+    }
+    q->gkind = kind;
+    return 0;
+}
+
 /* response_format, tools and tool_choice -> q's grammar (compiled here, so that a bad schema is a
    400 naming its keyword and path) and q->tools_json for the chat template.
    tool_choice "auto" uses MLSTACK_GRAMMAR_TOOL_CALLS_AUTO: free text that never contains the
@@ -822,6 +1010,7 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
         }
         q->gparam = q->gkind == MLSTACK_GRAMMAR_JSON_SCHEMA ? "response_format.json_schema.schema" : "response_format";
     }
+    if (parse_guided(q, root) != 0) return -1;
     if (mlstack_json_type_of(tools) != MLSTACK_JSON_NULL) {
         if (!q->chat) return bad(q, 400, "tools", "unsupported_value", "tools are for /v1/chat/completions");
         if (mlstack_json_type_of(tools) != MLSTACK_JSON_ARRAY) return bad_type(q, "tools", "a list of tools");
@@ -876,9 +1065,9 @@ static int parse_structured(srv *s, oai_req *q, const mlstack_json *root) {
     if (q->tool_mode && !parallel) /* one call: stop at its end tag (the parser takes the open block) */
         q->stops[q->d.n_stop_strings++] = "</tool_call>";
     if (q->tool_mode && q->gkind >= 0)
-        return bad(
-            q, 400, "response_format", "unsupported_value",
-            "response_format json_object / json_schema and tools cannot be combined (unless tool_choice is \"none\")");
+        return bad(q, 400, q->gparam, "unsupported_value",
+                   "response_format json_object / json_schema, grammars and tools cannot be combined (unless "
+                   "tool_choice is \"none\")");
     if (q->tool_mode) {
         q->gparam = "tools";
         q->gkind = q->tool_mode == 1 ? MLSTACK_GRAMMAR_TOOL_CALLS_AUTO : MLSTACK_GRAMMAR_TOOL_CALLS;
@@ -1060,6 +1249,88 @@ static int chat_prompt(srv *s, oai_req *q, const mlstack_json *msgs) {
     return rc;
 }
 
+/* /v1/responses: instructions (a system message) and input (a string: one user message; or a
+   list of messages {"role", "content": a string or parts of type input_text / output_text}) as
+   chat messages for the template. */
+static int responses_prompt(srv *s, oai_req *q, const mlstack_json *root) {
+    const mlstack_json *in = mlstack_json_get(root, "input"), *ins = mlstack_json_get(root, "instructions"), *it, *p;
+    cli_buf js;
+    mlstack_json_doc *doc = NULL;
+    mlstack_error err;
+    size_t len;
+    const char *str;
+    int rc = 0, first = 1;
+    memset(&js, 0, sizeof js);
+    if (!in) return bad(q, 400, "input", "missing_required_parameter", "you must provide an input");
+    if (mlstack_json_type_of(ins) != MLSTACK_JSON_NULL && mlstack_json_type_of(ins) != MLSTACK_JSON_STRING)
+        return bad_type(q, "instructions", "a string");
+    if (mlstack_json_type_of(in) != MLSTACK_JSON_STRING && mlstack_json_type_of(in) != MLSTACK_JSON_ARRAY)
+        return bad_type(q, "input", "a string or a list of messages");
+    p = mlstack_json_get(mlstack_json_get(root, "text"), "format");
+    if (mlstack_json_type_of(p) != MLSTACK_JSON_NULL &&
+        (!(str = mlstack_json_string(mlstack_json_get(p, "type"), NULL)) || strcmp(str, "text") != 0))
+        return bad(
+            q, 400, "text", "unsupported_value",
+            "text.format: only {\"type\": \"text\"} (for JSON output use /v1/chat/completions' response_format)");
+    cli_buf_puts(&js, "[");
+    if ((str = mlstack_json_string(ins, &len)) != NULL) {
+        cli_buf_puts(&js, "{\"role\":\"system\",\"content\":");
+        cli_buf_json(&js, str, len);
+        cli_buf_puts(&js, "}");
+        first = 0;
+    }
+    if ((str = mlstack_json_string(in, &len)) != NULL) {
+        cli_buf_puts(&js, first ? "{\"role\":\"user\",\"content\":" : ",{\"role\":\"user\",\"content\":");
+        cli_buf_json(&js, str, len);
+        cli_buf_puts(&js, "}");
+    }
+    for (it = mlstack_json_type_of(in) == MLSTACK_JSON_ARRAY ? mlstack_json_child(in) : NULL; it && !rc;
+         it = mlstack_json_next(it), first = 0) {
+        const char *role = mlstack_json_string(mlstack_json_get(it, "role"), NULL),
+                   *type = mlstack_json_string(mlstack_json_get(it, "type"), NULL);
+        const mlstack_json *c = mlstack_json_get(it, "content");
+        if (!role || (type && strcmp(type, "message") != 0)) {
+            rc = bad(q, 400, "input", "unsupported_value",
+                     "input items must be messages {\"role\", \"content\"} (the text subset of /v1/responses)");
+            break;
+        }
+        cli_buf_puts(&js, first ? "{\"role\":" : ",{\"role\":");
+        cli_buf_json(&js, role, strlen(role));
+        cli_buf_puts(&js, ",\"content\":");
+        if ((str = mlstack_json_string(c, &len)) != NULL) {
+            cli_buf_json(&js, str, len);
+        } else if (mlstack_json_type_of(c) == MLSTACK_JSON_ARRAY) {
+            cli_buf_puts(&js, "[");
+            for (p = mlstack_json_child(c); p && !rc; p = mlstack_json_next(p)) {
+                const char *pt = mlstack_json_string(mlstack_json_get(p, "type"), NULL);
+                const char *tx = mlstack_json_string(mlstack_json_get(p, "text"), &len);
+                if (!pt || !tx || (strcmp(pt, "input_text") && strcmp(pt, "output_text") && strcmp(pt, "text")))
+                    rc = bad(q, 400, "input", "unsupported_content",
+                             "only content parts of type input_text / output_text are supported");
+                if (p != mlstack_json_child(c)) cli_buf_puts(&js, ",");
+                cli_buf_puts(&js, "{\"type\":\"text\",\"text\":");
+                if (tx) cli_buf_json(&js, tx, len);
+                cli_buf_puts(&js, "}");
+            }
+            cli_buf_puts(&js, "]");
+        } else {
+            rc = bad_type(q, "input", "messages whose content is a string or a list of text parts");
+        }
+        cli_buf_puts(&js, "}");
+    }
+    cli_buf_puts(&js, "]");
+    if (!rc && js.oom) rc = bad(q, 500, NULL, NULL, "out of memory");
+    if (!rc && mlstack_json_parse(js.p, js.n, "input", &doc, &err) != MLSTACK_OK)
+        rc = bad(q, 400, "input", "invalid_value", err.message);
+    if (!rc) {
+        rc = chat_prompt(s, q, mlstack_json_root(doc));
+        if (rc && q->err_param && strcmp(q->err_param, "messages") == 0) q->err_param = "input";
+    }
+    mlstack_json_free(doc);
+    cli_buf_free(&js);
+    return rc;
+}
+
 /* prompt: a string, a list of one string, or a list of token ids. */
 static int text_prompt(srv *s, oai_req *q, const mlstack_json *p) {
     mlstack_json_type t = mlstack_json_type_of(p);
@@ -1103,6 +1374,116 @@ static uint64_t srv_random_seed(void) {
     return ((uint64_t)tv.tv_sec * 1000003u) ^ ((uint64_t)tv.tv_usec << 20) ^ (++ctr * 0x9E3779B97F4A7C15ull);
 }
 
+/* ---- the request fields: every one is known, or a 400 ----
+   Endpoint bits: chat completions, completions, responses. `how`: 0 read (or an annotation
+   taken and ignored: user, metadata, service_tier, ...); 1 refused unless null; 2 refused unless
+   null or false; 3 refused unless null or 1; 4 refused unless null or ["text"]. `why` says why. */
+#define EP_CHAT 1
+#define EP_TEXT 2
+#define EP_RESP 4
+typedef struct srv_field {
+    const char *name;
+    int where, how;
+    const char *why;
+} srv_field;
+
+static const srv_field SRV_FIELDS[] = {
+    {"model", 7, 0, NULL},
+    {"messages", EP_CHAT, 0, NULL},
+    {"prompt", EP_TEXT, 0, NULL},
+    {"input", EP_RESP, 0, NULL},
+    {"instructions", EP_RESP, 0, NULL},
+    {"max_tokens", 3, 0, NULL},
+    {"max_completion_tokens", EP_CHAT, 0, NULL},
+    {"max_output_tokens", EP_RESP, 0, NULL},
+    {"temperature", 7, 0, NULL},
+    {"top_p", 7, 0, NULL},
+    {"top_k", 7, 0, NULL},
+    {"min_p", 7, 0, NULL},
+    {"presence_penalty", 3, 0, NULL},
+    {"frequency_penalty", 3, 0, NULL},
+    {"repetition_penalty", 3, 0, NULL},
+    {"logit_bias", 3, 0, NULL},
+    {"seed", 7, 0, NULL},
+    {"stop", 3, 0, NULL},
+    {"n", 3, 0, NULL},
+    {"stream", 7, 0, NULL},
+    {"stream_options", 3, 0, NULL},
+    {"logprobs", 3, 0, NULL},
+    {"top_logprobs", EP_CHAT, 0, NULL},
+    {"echo", EP_TEXT, 0, NULL},
+    {"ignore_eos", 3, 0, NULL},
+    {"response_format", 3, 0, NULL},
+    {"tools", 3, 0, NULL},
+    {"tools", EP_RESP, 1, "function tools are not supported on /v1/responses: use /v1/chat/completions"},
+    {"tool_choice", 7, 0, NULL},
+    {"parallel_tool_calls", 7, 0, NULL},
+    {"grammar", 3, 0, NULL},
+    {"guided_grammar", 3, 0, NULL},
+    {"guided_regex", 3, 0, NULL},
+    {"guided_choice", 3, 0, NULL},
+    {"guided_json", 3, 0, NULL},
+    {"structured_outputs", 3, 0, NULL},
+    {"text", EP_RESP, 0, NULL},
+    {"user", 7, 0, NULL},
+    {"metadata", 7, 0, NULL},
+    {"service_tier", 7, 0, NULL},
+    {"safety_identifier", 7, 0, NULL},
+    {"prompt_cache_key", 7, 0, NULL},
+    {"truncation", EP_RESP, 0, NULL},
+    {"store", 3, 2, "this server stores no completions"},
+    {"store", EP_RESP, 0, NULL}, /* the client's default is true: nothing is kept, nothing to refuse */
+    {"modalities", EP_CHAT, 4, "only text output is supported"},
+    {"suffix", EP_TEXT, 1, "suffix (fill-in-the-middle) is not supported"},
+    {"best_of", EP_TEXT, 3, "best_of is not supported: use n"},
+    {"audio", EP_CHAT, 1, "audio output is not supported"},
+    {"prediction", EP_CHAT, 1, "predicted outputs are not supported"},
+    {"functions", EP_CHAT, 1, "the deprecated functions field is not supported: use tools"},
+    {"function_call", EP_CHAT, 1, "the deprecated function_call field is not supported: use tool_choice"},
+    {"web_search_options", EP_CHAT, 1, "web search is not supported"},
+    {"reasoning_effort", EP_CHAT, 1, "reasoning_effort is not supported"},
+    {"reasoning", EP_RESP, 1, "reasoning settings are not supported"},
+    {"previous_response_id", EP_RESP, 1, "responses are not stored: send the whole conversation as input"},
+    {"conversation", EP_RESP, 1, "responses are not stored: send the whole conversation as input"},
+    {"include", EP_RESP, 1, "include is not supported"},
+    {"background", EP_RESP, 2, "background responses are not supported"},
+    {"top_logprobs", EP_RESP, 1, "log-probabilities are not supported on /v1/responses"},
+    {"prompt", EP_RESP, 1, "prompt templates are not supported"},
+};
+
+/* Every field of the body is known for this endpoint, and those refused are absent. */
+static int check_fields(oai_req *q, const mlstack_json *root) {
+    const mlstack_json *v;
+    int ep = q->resp ? EP_RESP : q->chat ? EP_CHAT : EP_TEXT;
+    char msg[300];
+    for (v = mlstack_json_child(root); v; v = mlstack_json_next(v)) {
+        const char *k = mlstack_json_key(v);
+        mlstack_json_type t = mlstack_json_type_of(v);
+        const srv_field *f = NULL;
+        size_t i;
+        int refuse;
+        for (i = 0; i < sizeof SRV_FIELDS / sizeof SRV_FIELDS[0] && !f; i++)
+            if ((SRV_FIELDS[i].where & ep) && strcmp(SRV_FIELDS[i].name, k) == 0) f = &SRV_FIELDS[i];
+        if (!f) {
+            snprintf(msg, sizeof msg, "Unrecognized request argument supplied: %.100s", k);
+            return bad(q, 400, k, "unsupported_parameter", msg);
+        }
+        refuse = f->how == 1   ? t != MLSTACK_JSON_NULL
+                 : f->how == 2 ? t != MLSTACK_JSON_NULL && t != MLSTACK_JSON_FALSE
+                 : f->how == 3 ? t != MLSTACK_JSON_NULL && !(t == MLSTACK_JSON_NUMBER && mlstack_json_number(v) == 1)
+                 : f->how == 4
+                     ? t != MLSTACK_JSON_NULL &&
+                           !(mlstack_json_length(v) == 1 && mlstack_json_string(mlstack_json_child(v), NULL) &&
+                             strcmp(mlstack_json_string(mlstack_json_child(v), NULL), "text") == 0)
+                     : 0;
+        if (refuse) {
+            snprintf(msg, sizeof msg, "'%s': %s", k, f->why);
+            return bad(q, 400, k, "unsupported_parameter", msg);
+        }
+    }
+    return 0;
+}
+
 /* The request body -> q. Returns 0, or -1 with q's error set. */
 static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     const mlstack_json *v;
@@ -1112,19 +1493,20 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     int r;
     if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT)
         return bad(q, 400, NULL, "invalid_json", "the body must be a JSON object");
+    /* one model is served: any name (or none) selects it, as llama-server does; the answers
+       name the served id */
     v = mlstack_json_get(root, "model");
-    if (!v) return bad(q, 400, "model", "missing_required_parameter", "you must provide a model parameter");
     model = mlstack_json_string(v, NULL);
-    if (!model) return bad_type(q, "model", "a string");
-    if (strcmp(model, s->model_id) != 0 && strcmp(model, s->o.base.model) != 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "The model '%.100s' does not exist; this server has '%.100s'", model, s->model_id);
-        return bad(q, 404, "model", "model_not_found", msg);
-    }
-    if ((r = int_field(q, root, "n", 1, 128, &i)) < 0) return -1;
-    if (r && i != 1) return bad(q, 400, "n", "invalid_value", "only n = 1 is supported");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL && !model) return bad_type(q, "model", "a string");
+    if (check_fields(q, root) != 0) return -1;
+    q->n = 1;
+    if ((r = int_field(q, root, "n", 1, SRV_MAX_N, &i)) < 0) return -1;
+    if (r) q->n = (int)i;
+    if (parse_logit_bias(s, q, root) != 0) return -1;
     if (parse_structured(s, q, root) != 0) return -1; /* before the prompt: tools go to the template */
-    if (q->chat) {
+    if (q->resp) {
+        if (responses_prompt(s, q, root) != 0) return -1;
+    } else if (q->chat) {
         if (chat_prompt(s, q, mlstack_json_get(root, "messages")) != 0) return -1;
     } else {
         v = mlstack_json_get(root, "prompt");
@@ -1132,7 +1514,8 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
         if (text_prompt(s, q, v) != 0) return -1;
     }
     q->d.prompt = q->prompt;
-    if ((r = int_field(q, root, "max_completion_tokens", 1, 1 << 30, &i)) < 0) return -1;
+    if ((r = int_field(q, root, q->resp ? "max_output_tokens" : "max_completion_tokens", 1, 1 << 30, &i)) < 0)
+        return -1;
     if (r) q->d.max_tokens = (int)i;
     else if ((r = int_field(q, root, "max_tokens", 1, 1 << 30, &i)) < 0)
         return -1;
@@ -1178,6 +1561,9 @@ static int parse_request(srv *s, oai_req *q, const mlstack_json *root) {
     q->d.stop_strings = q->stops;
     if (bool_field(q, root, "ignore_eos", &q->d.ignore_eos) < 0) return -1; /* as llama-server and vLLM take it */
     if (bool_field(q, root, "stream", &q->stream) < 0) return -1;
+    if (q->stream && q->resp)
+        return bad(q, 400, "stream", "unsupported_value",
+                   "/v1/responses answers whole responses: stream is not supported");
     v = mlstack_json_get(root, "stream_options");
     if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL) {
         if (mlstack_json_type_of(v) != MLSTACK_JSON_OBJECT) return bad_type(q, "stream_options", "an object");
@@ -1295,13 +1681,13 @@ static int send_event(conn *c, const char *data, size_t n) {
 }
 
 /* A streamed piece: text[from_text..to_text), tokens [from..to). */
-static int send_delta(conn *c, srv *s, const oai_req *q, uint64_t id, long created, const char *text, size_t n,
+static int send_delta(conn *c, srv *s, const oai_req *q, const srv_req *req, long created, const char *text, size_t n,
                       const srv_tok *toks, int from, int to, size_t text_offset, const char *finish) {
     cli_buf b;
     int r;
     memset(&b, 0, sizeof b);
-    json_head(s, &b, q->chat, 1, id, created);
-    cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
+    json_head(s, &b, q->chat, 1, req->cid, created);
+    cli_buf_printf(&b, "\"choices\":[{\"index\":%d,", req->index);
     if (q->chat) {
         cli_buf_puts(&b, "\"delta\":{");
         if (text && n == 0 && to == from) cli_buf_puts(&b, "\"role\":\"assistant\",");
@@ -1379,25 +1765,53 @@ static const char *log_escape(char *out, size_t cap, const char *src) {
     return out;
 }
 
-static void log_request(srv *s, const http_req *hr, int code, double t0, const mlstack_request_status *st) {
-    char method[4 * sizeof hr->method + 8], path[4 * sizeof hr->path + 8];
-    if (s->o.quiet) return;
+/* The access log's time stamp: UTC, ISO 8601 with milliseconds. */
+static void log_time(char *out, size_t cap) {
+    struct timeval tv;
+    struct tm tm;
+    time_t t;
+    size_t k;
+    gettimeofday(&tv, NULL);
+    t = (time_t)tv.tv_sec;
+    gmtime_r(&t, &tm);
+    k = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (k + 6 <= cap) {
+        unsigned ms = (unsigned)(tv.tv_usec / 1000) % 1000u;
+        out[k] = '.', out[k + 1] = (char)('0' + ms / 100), out[k + 2] = (char)('0' + ms / 10 % 10);
+        out[k + 3] = (char)('0' + ms % 10), out[k + 4] = 'Z', out[k + 5] = 0;
+    }
+}
+
+/* One access-log line per request on stderr: time (UTC), client address, method, path, status,
+   duration, and for completions the tokens. */
+static void log_request(conn *c, const http_req *hr, int code, double t0, const mlstack_request_status *st) {
+    char method[4 * sizeof hr->method + 8], path[4 * sizeof hr->path + 8], when[40];
+    if (c->s->o.quiet) return;
     log_escape(method, sizeof method, hr->method);
     log_escape(path, sizeof path, hr->path);
+    log_time(when, sizeof when);
     if (st)
-        fprintf(stderr, "%s %s %d %.0f ms | prompt %d tokens (%d cached) | %d generated\n", method, path, code,
-                (now_s() - t0) * 1e3, st->n_prompt, st->n_cached, st->n_generated);
+        fprintf(stderr, "%s %s %s %s %d %.0f ms | prompt %d tokens (%d cached) | %d generated\n", when, c->client,
+                method, path, code, (now_s() - t0) * 1e3, st->n_prompt, st->n_cached, st->n_generated);
     else
-        fprintf(stderr, "%s %s %d %.0f ms\n", method, path, code, (now_s() - t0) * 1e3);
+        fprintf(stderr, "%s %s %s %s %d %.0f ms\n", when, c->client, method, path, code, (now_s() - t0) * 1e3);
 }
 
 static void q_free(srv *s, oai_req *q) {
     free(q->prompt);
     q->prompt = NULL;
+    free(q->bias_ids);
+    free(q->bias_values);
+    q->bias_ids = NULL, q->bias_values = NULL;
     cli_buf_free(&q->gtext);
     cli_buf_free(&q->tools_json);
     gram_put(s, q->gram);
     q->gram = NULL;
+}
+
+/* Did r end at max_tokens or the context (so that its text may stop inside a tool call tag)? */
+static int req_cut(const srv_req *r) {
+    return r->st.finish == MLSTACK_FINISH_LENGTH || r->st.finish == MLSTACK_FINISH_CONTEXT;
 }
 
 /* With tools, how much of the text may be streamed as content now: not a <tool_call> block or
@@ -1420,8 +1834,7 @@ static size_t tool_text_ready(const char *t, size_t n, int final) {
 
 /* The end of the text that a stream may send now (under mu). */
 static size_t ready_text(const oai_req *q, const srv_req *r, int done) {
-    size_t n = q->tool_mode ? tool_text_ready(r->text.p, r->text.n, done) : r->text.n;
-    return n;
+    return q->tool_mode ? tool_text_ready(r->text.p, r->text.n, done && !req_cut(r)) : r->text.n;
 }
 
 /* "tool_calls":[...] of the calls, each {"id", "type", "function": {"name", "arguments"}}, with an
@@ -1470,8 +1883,7 @@ static void completion_wait(conn *c, const oai_req *q, srv_req *r, int chat, lon
         if (piece) {
             int n_new = toks ? to - from : 0;
             if (piece_n || n_new) /* a token whose text is held back (UTF-8, stop string) may come without text */
-                send_delta(c, s, q, r->id, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off,
-                           NULL);
+                send_delta(c, s, q, r, created, piece_n || !chat ? piece : NULL, piece_n, toks, 0, n_new, off, NULL);
         }
         free(piece);
         free(toks);
@@ -1483,117 +1895,291 @@ static void completion_wait(conn *c, const oai_req *q, srv_req *r, int chat, lon
     }
 }
 
-/* The tool calls in r's text (tool mode). A call cut short (max_tokens): the complete ones
-   before it count, else there are none and all the text is content. */
+/* The tool calls in r's text (tool mode), each distinct call once. A call cut short
+   (max_tokens): the complete ones before it count. *content_len: the text before the first
+   <tool_call> tag (trailing whitespace dropped), so that no markup, complete or cut, is ever
+   content. */
 static void completion_tool_calls(const srv_req *r, mlstack_tool_call **calls, int *n_calls, size_t *content_len) {
     mlstack_error err;
     size_t end = r->text.n;
-    if (mlstack_tool_calls_parse(r->text.p, r->text.n, calls, n_calls, content_len, &err) == MLSTACK_OK) return;
-    *calls = NULL;
-    *n_calls = 0;
-    while (end >= 12 && memcmp(r->text.p + end - 12, "</tool_call>", 12) != 0) end--;
-    if (end < 12 || mlstack_tool_calls_parse(r->text.p, end, calls, n_calls, content_len, &err) != MLSTACK_OK)
-        *calls = NULL, *n_calls = 0;
+    int i, j, k;
+    *content_len = tool_text_ready(r->text.p, r->text.n, !req_cut(r)); /* cut: a tail "<tool_c" is no content */
+    if (mlstack_tool_calls_parse(r->text.p, r->text.n, calls, n_calls, NULL, &err) != MLSTACK_OK) {
+        *calls = NULL;
+        *n_calls = 0;
+        while (end >= 12 && memcmp(r->text.p + end - 12, "</tool_call>", 12) != 0) end--;
+        if (end < 12 || mlstack_tool_calls_parse(r->text.p, end, calls, n_calls, NULL, &err) != MLSTACK_OK)
+            *calls = NULL, *n_calls = 0;
+    }
+    for (i = k = 0; i < *n_calls; i++) { /* a call repeated word for word is the same call */
+        mlstack_tool_call *c = &(*calls)[i];
+        for (j = 0; j < k; j++)
+            if (!strcmp((*calls)[j].name, c->name) && !strcmp((*calls)[j].arguments, c->arguments)) break;
+        if (j < k) {
+            free(c->name), free(c->arguments);
+            c->name = c->arguments = NULL;
+            continue;
+        }
+        (*calls)[k++] = *c;
+    }
+    for (i = k; i < *n_calls; i++) (*calls)[i].name = (*calls)[i].arguments = NULL;
+    *n_calls = k;
 }
 
-/* The end of a stream: the held-back content and tool calls, the finish reason, the usage when
-   asked, then [DONE]. */
-static void completion_stream_end(conn *c, const oai_req *q, const srv_req *r, int chat, long created, size_t sent_text,
-                                  const mlstack_tool_call *calls, int n_calls, size_t content_len) {
+static const char *choice_finish(const srv_req *r, int n_calls) {
+    return n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls" : finish_reason(r->st.finish);
+}
+
+/* The end of a streamed choice: the held-back content and tool calls, then its finish reason. */
+static void completion_choice_end(conn *c, const oai_req *q, const srv_req *r, long created, size_t sent_text) {
     srv *s = c->s;
+    mlstack_tool_call *calls = NULL;
+    int n_calls = 0;
+    size_t content_len = r->text.n;
+    if (q->tool_mode && r->text.n) completion_tool_calls(r, &calls, &n_calls, &content_len);
     if (!c->closed && q->tool_mode) { /* the held-back rest: content, then the calls */
-        size_t end = n_calls ? content_len : r->text.n;
-        if (end > sent_text)
-            send_delta(c, s, q, r->id, created, r->text.p + sent_text, end - sent_text, NULL, 0, 0, 0, NULL);
+        if (content_len > sent_text)
+            send_delta(c, s, q, r, created, r->text.p + sent_text, content_len - sent_text, NULL, 0, 0, 0, NULL);
         if (n_calls) {
             cli_buf b;
             memset(&b, 0, sizeof b);
-            json_head(s, &b, 1, 1, r->id, created);
-            cli_buf_puts(&b, "\"choices\":[{\"index\":0,\"delta\":{");
+            json_head(s, &b, 1, 1, r->cid, created);
+            cli_buf_printf(&b, "\"choices\":[{\"index\":%d,\"delta\":{", r->index);
             json_tool_calls(&b, r->id, calls, n_calls, 1);
             cli_buf_puts(&b, "},\"logprobs\":null,\"finish_reason\":null}]}");
             if (!b.oom) send_event(c, b.p, b.n);
             cli_buf_free(&b);
         }
     }
-    if (!c->closed) {
-        send_delta(c, s, q, r->id, created, NULL, 0, NULL, 0, 0, 0,
-                   n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
-                                                                           : finish_reason(r->st.finish));
-        if (q->include_usage) {
-            cli_buf b;
-            memset(&b, 0, sizeof b);
-            json_head(s, &b, chat, 1, r->id, created);
-            cli_buf_puts(&b, "\"choices\":[],");
-            json_usage(&b, &r->st);
-            cli_buf_puts(&b, "}");
-            if (!b.oom) send_event(c, b.p, b.n);
-            cli_buf_free(&b);
-        }
-        send_event(c, "[DONE]", 6);
-        send_all(c, "0\r\n\r\n", 5);
-    }
+    if (!c->closed) send_delta(c, s, q, r, created, NULL, 0, NULL, 0, 0, 0, choice_finish(r, n_calls));
+    mlstack_tool_calls_free(calls, n_calls);
 }
 
-/* The whole answer of a request that was not streamed: text or message (with tool calls), log
-   probabilities, finish reason and usage. */
-static void completion_send_body(conn *c, const oai_req *q, const srv_req *r, int chat, long created, int keep,
-                                 const mlstack_tool_call *calls, int n_calls, size_t content_len) {
+/* The end of a stream: the usage when asked (the prompt once, the tokens of every choice), then
+   [DONE] and the closing chunk. */
+static void completion_stream_end(conn *c, const oai_req *q, srv_req *const *rs, long created) {
     srv *s = c->s;
-    cli_buf b;
-    memset(&b, 0, sizeof b);
-    json_head(s, &b, chat, 0, r->id, created);
-    cli_buf_puts(&b, "\"choices\":[{\"index\":0,");
-    if (chat) {
-        cli_buf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
-        if (n_calls && !content_len) cli_buf_puts(&b, "null");
-        else
-            cli_buf_json(&b, r->text.p ? r->text.p : "", n_calls ? content_len : r->text.n);
-        if (n_calls) {
-            cli_buf_puts(&b, ",");
-            json_tool_calls(&b, r->id, calls, n_calls, 0);
-        }
-        cli_buf_puts(&b, "},\"logprobs\":");
-        if (q->logprobs) json_chat_logprobs(s, &b, r->toks, 0, r->n_toks);
-        else
-            cli_buf_puts(&b, "null");
-    } else {
-        cli_buf_puts(&b, "\"text\":");
-        cli_buf_json(&b, r->text.p ? r->text.p : "", r->text.n);
-        cli_buf_puts(&b, ",\"logprobs\":");
-        if (q->logprobs) json_text_logprobs(s, &b, r->toks, 0, r->n_toks, 0);
-        else
-            cli_buf_puts(&b, "null");
+    mlstack_request_status u = rs[0]->st;
+    int i;
+    if (c->closed) return;
+    for (i = 1; i < q->n; i++) u.n_generated += rs[i]->st.n_generated;
+    if (q->include_usage) {
+        cli_buf b;
+        memset(&b, 0, sizeof b);
+        json_head(s, &b, q->chat, 1, rs[0]->cid, created);
+        cli_buf_puts(&b, "\"choices\":[],");
+        json_usage(&b, &u);
+        cli_buf_puts(&b, "}");
+        if (!b.oom) send_event(c, b.p, b.n);
+        cli_buf_free(&b);
     }
-    cli_buf_printf(&b, ",\"finish_reason\":\"%s\"}],",
-                   n_calls && !strcmp(finish_reason(r->st.finish), "stop") ? "tool_calls"
-                                                                           : finish_reason(r->st.finish));
-    json_usage(&b, &r->st);
-    cli_buf_puts(&b, "}\n");
+    send_event(c, "[DONE]", 6);
+    send_all(c, "0\r\n\r\n", 5);
+}
+
+/* One choice of a whole answer: its text or message (with tool calls), log probabilities and
+   finish reason. */
+static void json_choice(srv *s, cli_buf *b, const oai_req *q, const srv_req *r, int index) {
+    mlstack_tool_call *calls = NULL;
+    int n_calls = 0;
+    size_t content_len = r->text.n;
+    if (q->tool_mode && r->text.n) completion_tool_calls(r, &calls, &n_calls, &content_len);
+    cli_buf_printf(b, "%s{\"index\":%d,", index ? "," : "", index);
+    if (q->chat) {
+        cli_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
+        if (n_calls && !content_len) cli_buf_puts(b, "null");
+        else
+            cli_buf_json(b, r->text.p ? r->text.p : "", content_len);
+        if (n_calls) {
+            cli_buf_puts(b, ",");
+            json_tool_calls(b, r->id, calls, n_calls, 0);
+        }
+        cli_buf_puts(b, "},\"logprobs\":");
+        if (q->logprobs) json_chat_logprobs(s, b, r->toks, 0, r->n_toks);
+        else
+            cli_buf_puts(b, "null");
+    } else {
+        cli_buf_puts(b, "\"text\":");
+        cli_buf_json(b, r->text.p ? r->text.p : "", r->text.n);
+        cli_buf_puts(b, ",\"logprobs\":");
+        if (q->logprobs) json_text_logprobs(s, b, r->toks, 0, r->n_toks, 0);
+        else
+            cli_buf_puts(b, "null");
+    }
+    cli_buf_printf(b, ",\"finish_reason\":\"%s\"}", choice_finish(r, n_calls));
+    mlstack_tool_calls_free(calls, n_calls);
+}
+
+/* /v1/responses: the answer as a Response object with one output message. */
+static void json_response_object(srv *s, cli_buf *b, const srv_req *r, long created) {
+    const mlstack_request_status *st = &r->st;
+    int cut = st->finish == MLSTACK_FINISH_LENGTH || st->finish == MLSTACK_FINISH_CONTEXT;
+    cli_buf_printf(b, "{\"id\":\"resp_%llu\",\"object\":\"response\",\"created_at\":%ld,\"status\":\"%s\",",
+                   (unsigned long long)r->id, created, cut ? "incomplete" : "completed");
+    cli_buf_puts(b,
+                 cut ? "\"incomplete_details\":{\"reason\":\"max_output_tokens\"}," : "\"incomplete_details\":null,");
+    cli_buf_puts(b, "\"error\":null,\"model\":");
+    cli_buf_json(b, s->model_id, strlen(s->model_id));
+    cli_buf_printf(b,
+                   ",\"output\":[{\"type\":\"message\",\"id\":\"msg_%llu\",\"status\":\"%s\",\"role\":\"assistant\","
+                   "\"content\":[{\"type\":\"output_text\",\"text\":",
+                   (unsigned long long)r->id, cut ? "incomplete" : "completed");
+    cli_buf_json(b, r->text.p ? r->text.p : "", r->text.n);
+    cli_buf_printf(
+        b,
+        ",\"annotations\":[]}]}],\"parallel_tool_calls\":true,\"tool_choice\":\"auto\",\"tools\":[],"
+        "\"usage\":{\"input_tokens\":%d,\"input_tokens_details\":{\"cached_tokens\":%d},\"output_tokens\":%d,"
+        "\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":%d}}\n",
+        st->n_prompt, st->n_cached, st->n_generated, st->n_prompt + st->n_generated);
+}
+
+/* The whole answer of a request that was not streamed: its n choices (rs), the usage (the
+   prompt counted once, the completions of every choice). */
+static void completion_send_body(conn *c, const oai_req *q, srv_req *const *rs, long created, int keep) {
+    srv *s = c->s;
+    mlstack_request_status u = rs[0]->st;
+    cli_buf b;
+    int i;
+    memset(&b, 0, sizeof b);
+    for (i = 1; i < q->n; i++) u.n_generated += rs[i]->st.n_generated;
+    if (q->resp) {
+        json_response_object(s, &b, rs[0], created);
+    } else {
+        json_head(s, &b, q->chat, 0, rs[0]->id, created);
+        cli_buf_puts(&b, "\"choices\":[");
+        for (i = 0; i < q->n; i++) json_choice(s, &b, q, rs[i], i);
+        cli_buf_puts(&b, "],");
+        json_usage(&b, &u);
+        cli_buf_puts(&b, "}\n");
+    }
     if (b.oom) send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
     else
         send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
     cli_buf_free(&b);
 }
 
-/* Returns 0 to keep the connection, -1 to close it. */
-static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
-    srv *s = c->s;
-    oai_req q;
-    mlstack_json_doc *doc = NULL;
-    mlstack_error err;
-    srv_req *r = NULL;
-    long created = (long)time(NULL);
-    int keep = hr->keep_alive, rc = 0, header_sent = 0, n_calls = 0;
-    size_t sent_text = 0, content_len = 0;
-    mlstack_tool_call *calls = NULL;
+/* A new request state for q (callbacks set, not yet submitted); NULL: out of memory. */
+static srv_req *req_new(srv *s, oai_req *q) {
+    srv_req *r = (srv_req *)calloc(1, sizeof *r);
+    if (!r || pthread_cond_init(&r->cv, NULL) != 0) {
+        free(r);
+        return NULL;
+    }
+    r->s = s;
+    r->want_logprobs = q->logprobs;
+    r->top_logprobs = q->top_logprobs;
+    r->tool_mode = q->tool_mode;
+    return r;
+}
+
+/* Submits r with q's descriptor and links it into the live list. */
+static mlstack_result req_submit(srv *s, oai_req *q, srv_req *r, mlstack_error *err) {
     mlstack_result res;
+    q->d.on_token = srv_on_token;
+    q->d.on_logits = q->logprobs ? srv_on_logits : NULL;
+    q->d.user = r;
+    pthread_mutex_lock(&s->mu);
+    r->t_submit = now_s();
+    if (srv_stop) { /* a shutdown began while the request was prepared (a grammar compile, say) */
+        res = MLSTACK_ERR_CANCELLED;
+        snprintf(err->message, sizeof err->message, "the server is shutting down");
+    } else {
+        res = mlstack_engine_submit(s->e, &q->d, &r->id, err);
+    }
+    if (res == MLSTACK_OK) {
+        r->next = s->live;
+        s->live = r;
+        s->completions[q->chat ? 0 : 1]++;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return res;
+}
+
+/* Submits q's n choices into rs. The first goes alone until its prompt is computed (its first
+   token, or its end): its pages are then in the prefix cache, and the other choices attach
+   them instead of computing the prompt again. Each choice has its own seed (the request's +
+   its index). On failure, the choices already submitted are cancelled and waited for. */
+static mlstack_result submit_choices(conn *c, oai_req *q, srv_req **rs, mlstack_error *err) {
+    srv *s = c->s;
+    uint64_t seed0 = q->d.sampler.seed;
+    mlstack_result res = MLSTACK_OK;
+    int i, j;
+    for (i = 0; i < q->n && res == MLSTACK_OK; i++) {
+        if (!(rs[i] = req_new(s, q))) {
+            snprintf(err->message, sizeof err->message, "out of memory");
+            res = MLSTACK_ERR_NO_MEMORY;
+            break;
+        }
+        q->d.sampler.seed = seed0 + (uint64_t)i;
+        rs[i]->index = i;
+        if ((res = req_submit(s, q, rs[i], err)) != MLSTACK_OK) break;
+        rs[i]->cid = rs[0]->id;
+        if (i == 0 && q->n > 1) {
+            pthread_mutex_lock(&s->mu);
+            while (!rs[0]->got_first && !rs[0]->done && !srv_stop && !c->closed) {
+                cond_wait_ms(&rs[0]->cv, &s->mu, 200);
+                if (!rs[0]->got_first && !rs[0]->done) {
+                    pthread_mutex_unlock(&s->mu);
+                    peer_gone(c);
+                    pthread_mutex_lock(&s->mu);
+                }
+            }
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    if (res != MLSTACK_OK) {
+        size_t ignored = 0;
+        oai_req quiet = *q; /* waited for, not streamed: nothing has been sent yet */
+        quiet.stream = 0;
+        for (j = 0; j < i; j++) mlstack_engine_cancel(s->e, rs[j]->id);
+        for (j = 0; j < i; j++) completion_wait(c, &quiet, rs[j], q->chat, 0, &ignored);
+        for (j = 0; j <= i && j < q->n; j++)
+            if (rs[j]) req_free(rs[j]), rs[j] = NULL;
+    }
+    return res;
+}
+
+/* A request that failed in the engine (or was cancelled by a shutdown): an error object, or in a
+   stream already begun an error event and [DONE]. */
+static void completion_failed(conn *c, const http_req *hr, const oai_req *q, const srv_req *r, int header_sent,
+                              int *keep, double t0) {
+    const char *msg = srv_stop           ? "the server is shutting down"
+                      : r->st.message[0] ? r->st.message
+                                         : "the request failed";
+    /* a grammar over a budget (max_stacks at its first token, say) is the schema's fault */
+    int code =
+        srv_stop ? 503
+        : !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q->gkind >= 0
+            ? 400
+            : 500;
+    if (srv_stop) *keep = 0;
+    if (header_sent) {
+        cli_buf b;
+        memset(&b, 0, sizeof b);
+        cli_buf_puts(&b, "{\"error\":{\"message\":");
+        cli_buf_json(&b, msg, strlen(msg));
+        cli_buf_puts(&b, ",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+        if (!b.oom) send_event(c, b.p, b.n);
+        cli_buf_free(&b);
+        send_event(c, "[DONE]", 6);
+        send_all(c, "0\r\n\r\n", 5);
+    } else if (code == 400) {
+        send_error(c, 400, "invalid_request_error", q->gparam, "invalid_schema", msg, *keep);
+    } else {
+        send_error(c, code, "server_error", NULL, NULL, msg, *keep);
+    }
+    log_request(c, hr, code, t0, &r->st);
+}
+
+/* The body's JSON parsed under the --body-mem budget into *doc; on failure the error is sent.
+   Returns 0, or the status sent. */
+static int parse_body(conn *c, const http_req *hr, int keep, double t0, mlstack_json_doc **doc) {
+    srv *s = c->s;
     mlstack_json_options jo;
-    memset(&q, 0, sizeof q);
-    q.chat = chat;
-    q.c = c;
-    q.gkind = -1;
-    if (c->peer_eof) keep = 0;
+    mlstack_error err;
+    mlstack_result res;
+    int rc;
     /* the parse's memory is held against --body-mem until the document is freed (conn_consume) */
     memset(&jo, 0, sizeof jo);
     jo.max_nodes = s->o.max_json_nodes;
@@ -1603,56 +2189,49 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
                                     : "the server is busy with other request bodies: retry";
         send_error(c, rc, rc == 413 ? "invalid_request_error" : "server_error", NULL,
                    rc == 413 ? "request_too_large" : NULL, msg, keep);
-        log_request(s, hr, rc, t0, NULL);
-        return c->closed || !keep ? -1 : 0;
+        log_request(c, hr, rc, t0, NULL);
+        return rc;
     }
-    if ((res = mlstack_json_parse_opts(hr->body, hr->body_len, "request body", &jo, &doc, &err)) != MLSTACK_OK) {
+    if ((res = mlstack_json_parse_opts(hr->body, hr->body_len, "request body", &jo, doc, &err)) != MLSTACK_OK) {
         int code = res == MLSTACK_ERR_LIMIT ? 413 : res == MLSTACK_ERR_NO_MEMORY ? 500 : 400;
-        rc = send_error(c, code, code == 500 ? "server_error" : "invalid_request_error", NULL,
-                        code == 413   ? "request_too_large"
-                        : code == 400 ? "invalid_json"
-                                      : NULL,
-                        err.message, keep);
-        log_request(s, hr, code, t0, NULL);
-        return rc || !keep ? -1 : 0;
+        send_error(c, code, code == 500 ? "server_error" : "invalid_request_error", NULL,
+                   code == 413   ? "request_too_large"
+                   : code == 400 ? "invalid_json"
+                                 : NULL,
+                   err.message, keep);
+        log_request(c, hr, code, t0, NULL);
+        return code;
     }
+    return 0;
+}
+
+/* Returns 0 to keep the connection, -1 to close it. mode: EP_CHAT, EP_TEXT or EP_RESP. */
+static int handle_completion(conn *c, const http_req *hr, int mode, double t0) {
+    srv *s = c->s;
+    oai_req q;
+    mlstack_json_doc *doc = NULL;
+    mlstack_error err;
+    srv_req *rs[SRV_MAX_N];
+    long created = (long)time(NULL);
+    int keep = hr->keep_alive, rc = 0, header_sent = 0, i, failed = -1;
+    mlstack_result res;
+    memset(&q, 0, sizeof q);
+    memset(rs, 0, sizeof rs);
+    q.chat = mode != EP_TEXT;
+    q.resp = mode == EP_RESP;
+    q.c = c;
+    q.gkind = -1;
+    if (c->peer_eof) keep = 0;
+    if (parse_body(c, hr, keep, t0, &doc) != 0) return c->closed || !keep ? -1 : 0;
     if (parse_request(s, &q, mlstack_json_root(doc)) != 0) {
         rc = send_error(c, q.err_status, q.err_status >= 500 ? "server_error" : "invalid_request_error", q.err_param,
                         q.err_code, q.err, keep);
-        log_request(s, hr, q.err_status, t0, NULL);
+        log_request(c, hr, q.err_status, t0, NULL);
         q_free(s, &q);
         mlstack_json_free(doc);
         return rc || !keep ? -1 : 0; /* "Connection: close" is honoured after an error too */
     }
-    r = (srv_req *)calloc(1, sizeof *r);
-    if (!r || pthread_cond_init(&r->cv, NULL) != 0) {
-        free(r);
-        q_free(s, &q);
-        mlstack_json_free(doc);
-        send_error(c, 500, "server_error", NULL, NULL, "out of memory", 0);
-        return -1;
-    }
-    r->s = s;
-    r->want_logprobs = q.logprobs;
-    r->top_logprobs = q.top_logprobs;
-    q.d.on_token = srv_on_token;
-    q.d.on_logits = q.logprobs ? srv_on_logits : NULL;
-    q.d.user = r;
-    pthread_mutex_lock(&s->mu);
-    r->t_submit = now_s();
-    if (srv_stop) { /* a shutdown began while the request was prepared (a grammar compile, say) */
-        res = MLSTACK_ERR_CANCELLED;
-        snprintf(err.message, sizeof err.message, "the server is shutting down");
-    } else {
-        res = mlstack_engine_submit(s->e, &q.d, &r->id, &err);
-    }
-    if (res == MLSTACK_OK) {
-        r->next = s->live;
-        s->live = r;
-        s->completions[chat ? 0 : 1]++;
-        pthread_cond_signal(&s->wake);
-    }
-    pthread_mutex_unlock(&s->mu);
+    res = submit_choices(c, &q, rs, &err);
     free(q.prompt); /* copied at submit; stop strings too (the grammar is kept until the end) */
     q.prompt = NULL;
     if (res != MLSTACK_OK) {
@@ -1660,8 +2239,7 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
         if (code == 503) keep = 0;
         rc = send_error(c, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
                         res == MLSTACK_ERR_LIMIT ? "context_length_exceeded" : NULL, err.message, keep);
-        log_request(s, hr, code, t0, NULL);
-        req_free(r);
+        log_request(c, hr, code, t0, NULL);
         q_free(s, &q);
         mlstack_json_free(doc);
         return rc || !keep ? -1 : 0;
@@ -1673,55 +2251,56 @@ static int handle_completion(conn *c, const http_req *hr, int chat, double t0) {
                                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
         count_code(s, 200);
         header_sent = 1;
-        if (send_all(c, head, sizeof head - 1) == 0 && chat) /* the role comes first, as OpenAI sends it */
-            send_delta(c, s, &q, r->id, created, "", 0, NULL, 0, 0, 0, NULL);
+        send_all(c, head, sizeof head - 1);
     }
-    /* wait for the engine: stream what arrives; cancel when the client goes away */
-    completion_wait(c, &q, r, chat, created, &sent_text);
-    if (q.tool_mode && r->text.n) completion_tool_calls(r, &calls, &n_calls, &content_len);
-    if (r->st.finish == MLSTACK_FINISH_ERROR || (r->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)) {
-        const char *msg = srv_stop           ? "the server is shutting down"
-                          : r->st.message[0] ? r->st.message
-                                             : "the request failed";
-        /* a grammar over a budget (max_stacks at its first token, say) is the schema's fault */
-        int code =
-            srv_stop ? 503
-            : !header_sent && r->st.finish == MLSTACK_FINISH_ERROR && r->st.result == MLSTACK_ERR_LIMIT && q.gkind >= 0
-                ? 400
-                : 500;
-        if (srv_stop) keep = 0;
-        if (header_sent) {
-            cli_buf b;
-            memset(&b, 0, sizeof b);
-            cli_buf_puts(&b, "{\"error\":{\"message\":");
-            cli_buf_json(&b, msg, strlen(msg));
-            cli_buf_puts(&b, ",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
-            if (!b.oom) send_event(c, b.p, b.n);
-            cli_buf_free(&b);
-            send_event(c, "[DONE]", 6);
-            send_all(c, "0\r\n\r\n", 5);
-        } else if (code == 400) {
-            send_error(c, 400, "invalid_request_error", q.gparam, "invalid_schema", msg, keep);
-        } else {
-            send_error(c, code, "server_error", NULL, NULL, msg, keep);
-        }
-        log_request(s, hr, code, t0, &r->st);
+    /* wait for the engine: stream what arrives (choice by choice, each delta with its index;
+       all of them run at once); cancel when the client goes away */
+    for (i = 0; i < q.n; i++) {
+        size_t sent_text = 0;
+        if (q.stream && q.chat && failed < 0 && !c->closed) /* the role comes first, as OpenAI sends it */
+            send_delta(c, s, &q, rs[i], created, "", 0, NULL, 0, 0, 0, NULL);
+        completion_wait(c, &q, rs[i], q.chat, created, &sent_text);
+        if (failed < 0 &&
+            (rs[i]->st.finish == MLSTACK_FINISH_ERROR || (rs[i]->st.finish == MLSTACK_FINISH_CANCELLED && !c->closed)))
+            failed = i;
+        if (q.stream && failed < 0) completion_choice_end(c, &q, rs[i], created, sent_text);
+    }
+    if (failed >= 0) {
+        completion_failed(c, hr, &q, rs[failed], header_sent, &keep, t0);
     } else if (q.stream) {
-        completion_stream_end(c, &q, r, chat, created, sent_text, calls, n_calls, content_len);
-        log_request(s, hr, c->closed ? 499 : 200, t0, &r->st);
+        completion_stream_end(c, &q, rs, created);
+        log_request(c, hr, c->closed ? 499 : 200, t0, &rs[0]->st);
     } else if (!c->closed) {
-        completion_send_body(c, &q, r, chat, created, keep, calls, n_calls, content_len);
-        log_request(s, hr, 200, t0, &r->st);
+        completion_send_body(c, &q, rs, created, keep);
+        log_request(c, hr, 200, t0, &rs[0]->st);
     } else {
-        log_request(s, hr, 499, t0, &r->st);
+        log_request(c, hr, 499, t0, &rs[0]->st);
     }
-    req_free(r);
-    q_free(s, &q); /* the request is released: its sampler no longer uses the grammar */
-    mlstack_tool_calls_free(calls, n_calls);
+    for (i = 0; i < q.n; i++) req_free(rs[i]);
+    q_free(s, &q); /* the requests are released: their samplers no longer use the grammar */
     return c->closed || !keep ? -1 : 0;
 }
 
 /* ==== SMALL ENDPOINTS ==== */
+
+/* The chat page (cli/web/chat.html) is assembled into the binary as it is: the assembler's
+   .incbin reads the file (paths are relative to the build's directory, the repository's root),
+   so the page stays one plain HTML file with no generated C source. */
+#if defined(__APPLE__)
+#define SRV_ASM_SYM(x) "_" x
+#define SRV_ASM_PUSH ".const_data\n"
+#define SRV_ASM_POP ".text\n"
+#else
+#define SRV_ASM_SYM(x) x
+#define SRV_ASM_PUSH ".pushsection .rodata\n"
+#define SRV_ASM_POP ".popsection\n"
+#endif
+__asm__(SRV_ASM_PUSH ".balign 16\n" SRV_ASM_SYM("srv_chat_html") ":\n"
+                                                                 ".incbin \"cli/web/chat.html\"\n" SRV_ASM_SYM(
+                                                                     "srv_chat_html_end") ":\n"
+                                                                                          ".byte 0\n" SRV_ASM_POP);
+extern const char srv_chat_html[], srv_chat_html_end[];
+static size_t srv_chat_html_len(void) { return (size_t)(srv_chat_html_end - srv_chat_html); }
 
 static void metric(cli_buf *b, const char *name, const char *type, const char *help, double v) {
     cli_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
@@ -1832,6 +2411,288 @@ static int handle_models(conn *c, const char *path, int keep) {
     return r;
 }
 
+/* ---- /v1/embeddings, /tokenize, /detokenize ---- */
+
+/* Standard base64 of n bytes. */
+static void base64_put(cli_buf *b, const unsigned char *p, size_t n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i;
+    for (i = 0; i + 2 < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+        char o[4] = {tab[v >> 18], tab[(v >> 12) & 63], tab[(v >> 6) & 63], tab[v & 63]};
+        cli_buf_put(b, o, 4);
+    }
+    if (i < n) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
+        char o[4] = {tab[v >> 18], tab[(v >> 12) & 63], i + 1 < n ? tab[(v >> 6) & 63] : '=', '='};
+        cli_buf_put(b, o, 4);
+    }
+}
+
+/* An embeddings input as ids appended to *ids (with its end in off[k + 1]): a string (encoded
+   with the special tokens the tokenizer adds, as sentence-transformers does) or a list of ids. */
+static int embed_input(srv *s, oai_req *q, const mlstack_json *v, int32_t **ids, size_t *cap, size_t *off, int k) {
+    size_t n = 0, len, at = off[k];
+    const char *text = mlstack_json_string(v, &len);
+    char msg[200];
+    if (text) {
+        if (len == 0) return bad(q, 400, "input", "invalid_value", "an input must not be an empty string");
+        mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, NULL, 0, &n);
+    } else if (mlstack_json_type_of(v) == MLSTACK_JSON_ARRAY && mlstack_json_length(v) > 0) {
+        n = mlstack_json_length(v);
+    } else {
+        return bad_type(q, "input", "a string, a list of strings, a list of token ids or a list of such lists");
+    }
+    if (n > (size_t)s->info.max_position_embeddings) {
+        snprintf(msg, sizeof msg, "input %d has %zu tokens; the model's context holds %d", k, n,
+                 s->info.max_position_embeddings);
+        return bad(q, 400, "input", "context_length_exceeded", msg);
+    }
+    if (at + n > SRV_MAX_EMBED_TOKENS) {
+        snprintf(msg, sizeof msg, "the inputs have more than %d tokens together: send fewer at once",
+                 SRV_MAX_EMBED_TOKENS);
+        return bad(q, 400, "input", "invalid_value", msg);
+    }
+    if (at + n > *cap) {
+        size_t nc = (at + n) * 2;
+        int32_t *p = (int32_t *)realloc(*ids, sizeof(int32_t) * nc);
+        if (!p) return bad(q, 500, NULL, NULL, "out of memory");
+        *ids = p, *cap = nc;
+    }
+    if (text) {
+        if (mlstack_tokenizer_encode(s->tok, text, len, MLSTACK_ENCODE_ADD_SPECIAL, *ids + at, n, &n) != MLSTACK_OK)
+            return bad(q, 500, NULL, NULL, mlstack_tokenizer_error(s->tok));
+    } else {
+        const mlstack_json *e;
+        size_t i = 0;
+        for (e = mlstack_json_child(v); e; e = mlstack_json_next(e)) {
+            int64_t x;
+            if (!mlstack_json_int(e, &x) || x < 0 || x >= s->info.n_vocab)
+                return bad(q, 400, "input", "invalid_value", "token ids must be integers in the vocabulary");
+            (*ids)[at + i++] = (int32_t)x;
+        }
+    }
+    off[k + 1] = at + n;
+    return 0;
+}
+
+/* The body of /v1/embeddings -> ids of each input (q->err on failure). */
+static int embed_parse(srv *s, oai_req *q, const mlstack_json *root, int32_t **ids, size_t *off, int *n_in, int *b64,
+                       int *dims) {
+    const mlstack_json *in = mlstack_json_get(root, "input"), *v, *e;
+    const char *fmt;
+    size_t cap = 0;
+    int64_t d;
+    int r, k = 0, nested;
+    if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT)
+        return bad(q, 400, NULL, "invalid_json", "the body must be a JSON object");
+    for (v = mlstack_json_child(root); v; v = mlstack_json_next(v)) {
+        const char *key = mlstack_json_key(v);
+        char msg[200];
+        if (strcmp(key, "input") && strcmp(key, "model") && strcmp(key, "encoding_format") &&
+            strcmp(key, "dimensions") && strcmp(key, "user")) {
+            snprintf(msg, sizeof msg, "Unrecognized request argument supplied: %.100s", key);
+            return bad(q, 400, key, "unsupported_parameter", msg);
+        }
+    }
+    v = mlstack_json_get(root, "model");
+    if (v && mlstack_json_type_of(v) != MLSTACK_JSON_NULL && !mlstack_json_string(v, NULL))
+        return bad_type(q, "model", "a string");
+    fmt = mlstack_json_string(mlstack_json_get(root, "encoding_format"), NULL);
+    if (mlstack_json_type_of(mlstack_json_get(root, "encoding_format")) != MLSTACK_JSON_NULL &&
+        (!fmt || (strcmp(fmt, "float") && strcmp(fmt, "base64"))))
+        return bad(q, 400, "encoding_format", "invalid_value", "encoding_format must be float or base64");
+    *b64 = fmt && !strcmp(fmt, "base64");
+    *dims = s->info.n_embd;
+    if ((r = int_field(q, root, "dimensions", 1, s->info.n_embd, &d)) < 0) return -1;
+    if (r) *dims = (int)d;
+    if (!in) return bad(q, 400, "input", "missing_required_parameter", "you must provide an input");
+    /* one input (a string, or a list of ids), or a list of them */
+    nested = mlstack_json_type_of(in) == MLSTACK_JSON_ARRAY && mlstack_json_length(in) > 0 &&
+             mlstack_json_type_of(mlstack_json_child(in)) != MLSTACK_JSON_NUMBER;
+    if (nested && mlstack_json_length(in) > SRV_MAX_EMBED_INPUTS)
+        return bad(q, 400, "input", "invalid_value", "at most 256 inputs in one request");
+    if (!nested) return (*n_in = 1, embed_input(s, q, in, ids, &cap, off, 0));
+    for (e = mlstack_json_child(in); e; e = mlstack_json_next(e), k++)
+        if (embed_input(s, q, e, ids, &cap, off, k) != 0) return -1;
+    *n_in = k;
+    return 0;
+}
+
+/* The vectors as OpenAI's list of embeddings; `dims` below n_embd: the first dims components,
+   normalised again when the model normalises (OpenAI's and Matryoshka models' way). */
+static void embed_write(srv *s, cli_buf *b, float *out, int n_in, int b64, int dims, size_t n_tokens) {
+    int i, j, D = s->info.n_embd;
+    cli_buf_puts(b, "{\"object\":\"list\",\"data\":[");
+    for (i = 0; i < n_in; i++) {
+        float *v = out + (size_t)i * (size_t)D;
+        if (dims < D && s->info.normalize) {
+            double nrm = 0;
+            for (j = 0; j < dims; j++) nrm += (double)v[j] * v[j];
+            nrm = sqrt(nrm);
+            for (j = 0; j < dims; j++) v[j] = (float)(v[j] / (nrm > 1e-12 ? nrm : 1e-12));
+        }
+        cli_buf_printf(b, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i ? "," : "", i);
+        if (b64) {
+            unsigned char *le = (unsigned char *)v; /* little-endian f32, as OpenAI sends them */
+            for (j = 0; j < dims; j++) {
+                uint32_t x;
+                memcpy(&x, &v[j], 4);
+                le[4 * j] = (unsigned char)x, le[4 * j + 1] = (unsigned char)(x >> 8);
+                le[4 * j + 2] = (unsigned char)(x >> 16), le[4 * j + 3] = (unsigned char)(x >> 24);
+            }
+            cli_buf_puts(b, "\"");
+            base64_put(b, le, (size_t)dims * 4);
+            cli_buf_puts(b, "\"}");
+        } else {
+            cli_buf_puts(b, "[");
+            for (j = 0; j < dims; j++) cli_buf_printf(b, j ? ",%.9g" : "%.9g", (double)v[j]);
+            cli_buf_puts(b, "]}");
+        }
+    }
+    cli_buf_puts(b, "],\"model\":");
+    cli_buf_json(b, s->model_id, strlen(s->model_id));
+    cli_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%zu,\"total_tokens\":%zu}}\n", n_tokens, n_tokens);
+}
+
+/* POST /v1/embeddings: the inputs' embeddings, computed on the engine thread between steps. */
+static int handle_embeddings(conn *c, const http_req *hr, double t0) {
+    srv *s = c->s;
+    oai_req q;
+    mlstack_json_doc *doc = NULL;
+    int32_t *ids = NULL;
+    size_t off[SRV_MAX_EMBED_INPUTS + 1];
+    int keep = hr->keep_alive && !c->peer_eof, n_in = 0, b64 = 0, dims = 0, rc = 0, code = 200;
+    srv_embed_job job;
+    float *out = NULL;
+    cli_buf b;
+    memset(&q, 0, sizeof q);
+    memset(&job, 0, sizeof job);
+    memset(&b, 0, sizeof b);
+    off[0] = 0;
+    if (parse_body(c, hr, keep, t0, &doc) != 0) return c->closed || !keep ? -1 : 0;
+    if (embed_parse(s, &q, mlstack_json_root(doc), &ids, off, &n_in, &b64, &dims) == 0 &&
+        !(out = (float *)malloc(sizeof(float) * (size_t)n_in * (size_t)s->info.n_embd)))
+        bad(&q, 500, NULL, NULL, "out of memory");
+    if (!q.err_status) {
+        job.ids = ids, job.off = off, job.n = n_in, job.out = out;
+        pthread_mutex_lock(&s->mu);
+        if (srv_stop) {
+            bad(&q, 503, NULL, NULL, "the server is shutting down");
+        } else {
+            job.next = s->embeds; /* (order among waiting jobs does not matter) */
+            s->embeds = &job;
+            pthread_cond_signal(&s->wake);
+            while (!job.done) pthread_cond_wait(&s->embed_cv, &s->mu);
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (job.done && job.res != MLSTACK_OK)
+            bad(&q,
+                job.res == MLSTACK_ERR_LIMIT         ? 503
+                : job.res == MLSTACK_ERR_UNSUPPORTED ? 400
+                                                     : 500,
+                "input", NULL, job.msg);
+    }
+    if (q.err_status) {
+        code = q.err_status;
+        rc = send_error(c, code, code >= 500 ? "server_error" : "invalid_request_error", q.err_param, q.err_code, q.err,
+                        keep);
+    } else {
+        embed_write(s, &b, out, n_in, b64, dims, off[n_in]);
+        rc = b.oom ? send_error(c, code = 500, "server_error", NULL, NULL, "out of memory", 0)
+                   : send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+    }
+    mlstack_json_free(doc); /* after the error: its param may name a key of the body */
+    log_request(c, hr, code, t0, NULL);
+    cli_buf_free(&b);
+    free(out);
+    free(ids);
+    return rc || !keep ? -1 : 0;
+}
+
+/* POST /tokenize {"content": text, "add_special": false, "with_pieces": false} -> {"tokens":
+   [ids]} (with_pieces: [{"id", "piece"}]); POST /detokenize {"tokens": [ids]} -> {"content":
+   text}. As llama-server's. */
+static int handle_tokenize(conn *c, const http_req *hr, int detok, double t0) {
+    srv *s = c->s;
+    oai_req q;
+    mlstack_json_doc *doc = NULL;
+    const mlstack_json *root, *v;
+    int keep = hr->keep_alive && !c->peer_eof, rc, code = 200, special = 0, pieces = 0;
+    int32_t *ids = NULL;
+    size_t n = 0, len = 0, i;
+    char *text = NULL;
+    cli_buf b;
+    memset(&q, 0, sizeof q);
+    memset(&b, 0, sizeof b);
+    if (parse_body(c, hr, keep, t0, &doc) != 0) return c->closed || !keep ? -1 : 0;
+    root = mlstack_json_root(doc);
+    if (mlstack_json_type_of(root) != MLSTACK_JSON_OBJECT) {
+        bad(&q, 400, NULL, "invalid_json", "the body must be a JSON object");
+    } else if (!detok) {
+        const char *content = mlstack_json_string(mlstack_json_get(root, "content"), &len);
+        if (!content) bad_type(&q, "content", "a string");
+        else if (bool_field(&q, root, "add_special", &special) >= 0 &&
+                 bool_field(&q, root, "with_pieces", &pieces) >= 0) {
+            int fl = special ? MLSTACK_ENCODE_ADD_SPECIAL : 0;
+            mlstack_tokenizer_encode(s->tok, content, len, fl, NULL, 0, &n);
+            ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+            if (!ids || mlstack_tokenizer_encode(s->tok, content, len, fl, ids, n, &n) != MLSTACK_OK)
+                bad(&q, 500, NULL, NULL, "could not encode the content");
+        }
+        cli_buf_puts(&b, "{\"tokens\":[");
+        for (i = 0; !q.err_status && i < n; i++) {
+            if (i) cli_buf_puts(&b, ",");
+            if (pieces) {
+                cli_buf_printf(&b, "{\"id\":%d,\"piece\":", (int)ids[i]);
+                json_token_text(s, &b, ids[i], 0);
+                cli_buf_puts(&b, "}");
+            } else {
+                cli_buf_printf(&b, "%d", (int)ids[i]);
+            }
+        }
+        cli_buf_puts(&b, "]}\n");
+    } else if (mlstack_json_type_of(v = mlstack_json_get(root, "tokens")) != MLSTACK_JSON_ARRAY) {
+        bad_type(&q, "tokens", "a list of token ids");
+    } else {
+        const mlstack_json *e;
+        n = mlstack_json_length(v);
+        ids = (int32_t *)malloc(sizeof(int32_t) * (n ? n : 1));
+        for (e = mlstack_json_child(v), i = 0; ids && e && !q.err_status; e = mlstack_json_next(e)) {
+            int64_t x;
+            if (!mlstack_json_int(e, &x) || x < 0 || x >= s->info.n_vocab)
+                bad(&q, 400, "tokens", "invalid_value", "token ids must be integers in the vocabulary");
+            else
+                ids[i++] = (int32_t)x;
+        }
+        len = 0;
+        if (!ids) bad(&q, 500, NULL, NULL, "out of memory");
+        else if (!q.err_status) {
+            mlstack_tokenizer_decode(s->tok, ids, n, 0, NULL, 0, &len);
+            text = (char *)malloc(len + 1);
+            if (!text || mlstack_tokenizer_decode(s->tok, ids, n, 0, text, len + 1, &len) != MLSTACK_OK)
+                bad(&q, 500, NULL, NULL, "could not decode the tokens");
+        }
+        cli_buf_puts(&b, "{\"content\":");
+        cli_buf_json(&b, text ? text : "", text ? len : 0);
+        cli_buf_puts(&b, "}\n");
+    }
+    if (q.err_status) {
+        code = q.err_status;
+        rc = send_error(c, code, code >= 500 ? "server_error" : "invalid_request_error", q.err_param, q.err_code, q.err,
+                        keep);
+    } else {
+        rc = b.oom ? send_error(c, code = 500, "server_error", NULL, NULL, "out of memory", 0)
+                   : send_response(c, 200, "application/json", b.p, b.n, keep, NULL);
+    }
+    mlstack_json_free(doc);
+    log_request(c, hr, code, t0, NULL);
+    cli_buf_free(&b);
+    free(ids);
+    free(text);
+    return rc || !keep ? -1 : 0;
+}
+
 /* "Authorization: Bearer KEY": the scheme in any case (RFC 9110 11.1), the key compared in time
    that depends on the key's length only, not on how much of it a guess gets right. */
 static int authorized(const srv *s, const http_req *hr) {
@@ -1860,23 +2721,37 @@ static int route(conn *c, const http_req *hr) {
     int is_chat = !strcmp(p, "/v1/chat/completions") || !strcmp(p, "/chat/completions");
     int is_text = !strcmp(p, "/v1/completions") || !strcmp(p, "/completions");
     int is_models = !strcmp(p, "/v1/models") || !strncmp(p, "/v1/models/", 11);
+    int is_resp = !strcmp(p, "/v1/responses") || !strcmp(p, "/responses");
+    int is_embed = !strcmp(p, "/v1/embeddings") || !strcmp(p, "/embeddings");
+    int is_tok = !strcmp(p, "/tokenize"), is_detok = !strcmp(p, "/detokenize");
+    if (!strcmp(p, "/") || !strcmp(p, "/index.html")) { /* the chat page: static, no key (its requests send one) */
+        r = get ? send_response(c, 200, "text/html; charset=utf-8", srv_chat_html, srv_chat_html_len(), keep,
+                                "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n")
+                : send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
+        log_request(c, hr, get ? 200 : 405, t0, NULL);
+        return r || !keep ? -1 : 0;
+    }
     if (!strcmp(p, "/health")) {
         static const char ok[] = "{\"status\":\"ok\"}\n";
         r = get ? send_response(c, 200, "application/json", ok, sizeof ok - 1, keep, NULL)
                 : send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
-        log_request(s, hr, get ? 200 : 405, t0, NULL);
+        log_request(c, hr, get ? 200 : 405, t0, NULL);
         return r || !keep ? -1 : 0;
     }
     if (!authorized(s, hr)) {
         r = send_error(c, 401, "invalid_request_error", NULL, "invalid_api_key",
                        "missing or wrong API key: send the header 'Authorization: Bearer KEY'", keep);
-        log_request(s, hr, 401, t0, NULL);
+        log_request(c, hr, 401, t0, NULL);
         return r || !keep ? -1 : 0;
     }
-    if (is_chat || is_text) {
+    if (is_chat || is_text || is_resp || is_embed || is_tok || is_detok) {
         if (!post) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use POST", keep);
+        else if (is_embed)
+            return handle_embeddings(c, hr, t0);
+        else if (is_tok || is_detok)
+            return handle_tokenize(c, hr, is_detok, t0);
         else
-            return handle_completion(c, hr, is_chat, t0);
+            return handle_completion(c, hr, is_chat ? EP_CHAT : is_resp ? EP_RESP : EP_TEXT, t0);
     } else if (is_models || !strcmp(p, "/metrics")) {
         if (!get) r = send_error(c, 405, "invalid_request_error", NULL, NULL, "use GET", keep);
         else
@@ -1886,7 +2761,7 @@ static int route(conn *c, const http_req *hr) {
         snprintf(msg, sizeof msg, "no endpoint %s %s", hr->method, p);
         r = send_error(c, 404, "invalid_request_error", NULL, "unknown_url", msg, keep);
     }
-    log_request(s, hr, c->last_code, t0, NULL);
+    log_request(c, hr, c->last_code, t0, NULL);
     return r || !keep ? -1 : 0;
 }
 
@@ -1916,7 +2791,11 @@ static void *conn_main(void *arg) {
                      : code == 505 ? "only HTTP/1.0 and HTTP/1.1 are served"
                                    : "malformed HTTP request");
             send_error(c, code, code == 503 ? "server_error" : "invalid_request_error", NULL, NULL, msg, 0);
-            if (!s->o.quiet) fprintf(stderr, "(request) %d %s\n", code, msg);
+            if (!s->o.quiet) {
+                char when[40];
+                log_time(when, sizeof when);
+                fprintf(stderr, "%s %s (request) %d %s\n", when, c->client, code, msg);
+            }
             linger_close(c);
             break;
         }
@@ -1953,6 +2832,7 @@ static const cli_opt_spec SERVE_OPTS[] = {
     OPT("--host", NULL, 's', 0, 0, host),
     OPT("--port", NULL, 'i', 0, 65535, port),
     OPT("--api-key", NULL, 's', 0, 0, api_key),
+    OPT("--api-key-file", NULL, 's', 0, 0, api_key_file),
     OPT("--alias", NULL, 's', 0, 0, alias),
     OPT("--parallel", "-np", 'i', 1, 1024, parallel),
     OPT("--kv-mem", NULL, 'u', 1, 1 << 20, base.kv_mib),
@@ -1966,6 +2846,7 @@ static const cli_opt_spec SERVE_OPTS[] = {
     OPT("--timeout", NULL, 'i', 1, 86400, timeout_s),
     OPT("--shutdown-timeout", NULL, 'i', 0, 3600, shutdown_timeout_s),
     OPT("--quiet", NULL, 'b', 0, 0, quiet),
+    OPT("--kv-type", NULL, 's', 0, 0, kv_type),
     OPT("--content-specials", NULL, 's', 0, 0, content_specials),
     OPT("-t", "--threads", 'i', 1, 256, base.threads),
     OPT("--gpu", NULL, 'b', 0, 0, base.gpu),
@@ -1996,8 +2877,27 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         if (r == 0) return cli_die("unknown option %s for serve (see mlstack serve --help)", argv[i]);
     }
     if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
+    if (o->api_key && o->api_key_file) return cli_die("%s", "give --api-key or --api-key-file, not both");
+    if (o->api_key_file) { /* the file's first line; a key kept off the command line (ps shows it) */
+        static char key[4096];
+        char *text = NULL;
+        size_t n = 0;
+        if (cli_read_file(o->api_key_file, sizeof key, &text, &n) != 0)
+            return cli_die("--api-key-file %s: cannot read it", o->api_key_file);
+        n = strcspn(text, "\r\n");
+        if (n >= sizeof key) n = 0;
+        memcpy(key, text, n);
+        key[n] = 0;
+        free(text);
+        if (!n) return cli_die("--api-key-file %s: the first line is empty or longer than 4095 bytes", o->api_key_file);
+        o->api_key = key;
+    } else if (!o->api_key && getenv("MLSTACK_API_KEY") && getenv("MLSTACK_API_KEY")[0]) {
+        o->api_key = getenv("MLSTACK_API_KEY");
+    }
     if (o->api_key && !o->api_key[0])
         return cli_die("%s", "--api-key is empty: give a key, or leave the option out for an open server");
+    if (o->kv_type && strcmp(o->kv_type, "f16") && strcmp(o->kv_type, "bf16") && strcmp(o->kv_type, "f32"))
+        return cli_die("--kv-type %s: expected f16, bf16 or f32", o->kv_type);
     if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
         return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
@@ -2059,6 +2959,22 @@ static void peer_key(const struct sockaddr_storage *ss, unsigned char key[17]) {
         key[0] = 4;
         memcpy(key + 1, &((const struct sockaddr_in *)(const void *)ss)->sin_addr, 4);
     }
+}
+
+/* The peer's address as text ("127.0.0.1", "::1"; an IPv4-mapped IPv6 address as IPv4). */
+static void peer_text(const struct sockaddr_storage *ss, char *out, size_t cap) {
+    const void *a = NULL;
+    int fam = ss->ss_family;
+    if (fam == AF_INET6) {
+        const unsigned char *b = ((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr.s6_addr;
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(b, mapped, 12) == 0) fam = AF_INET, a = b + 12;
+        else
+            a = b;
+    } else if (fam == AF_INET) {
+        a = &((const struct sockaddr_in *)(const void *)ss)->sin_addr;
+    }
+    if (!a || !inet_ntop(fam, a, out, (socklen_t)cap)) snprintf(out, cap, "-");
 }
 
 /* Admits a new connection from `key` (under mu). Returns 0, or 503 when its peer holds
@@ -2128,6 +3044,7 @@ static void srv_accept_loop(srv *s) {
             c->in.recv = conn_recv, c->in.send_continue = conn_send_continue, c->in.ctx = c;
             c->in.reserve = conn_reserve, c->in.on_head = conn_on_head;
             memcpy(c->peer, key, sizeof key);
+            peer_text(&ss, c->client, sizeof c->client);
             conn_wait(c);
             c->next = s->conns;
             if (s->conns) s->conns->prev = c;
@@ -2198,6 +3115,9 @@ int cli_cmd_serve(int argc, char **argv) {
         ed.max_seqs = s->o.parallel;
         ed.isa = s->o.base.isa;
         ed.kv_mem = s->o.base.kv_mib << 20;
+        ed.kv_type = !s->o.kv_type || !strcmp(s->o.kv_type, "f16") ? (mlstack_kv_type)0
+                     : !strcmp(s->o.kv_type, "bf16")               ? MLSTACK_KV_BF16
+                                                                   : MLSTACK_KV_F32;
         if ((rc = cli_spec_setup(s->o.base.spec, s->o.base.spec_tokens, s->o.base.model, &ed)) != 0) {
             mlstack_model_close(s->m);
             free(s);
@@ -2238,12 +3158,15 @@ int cli_cmd_serve(int argc, char **argv) {
             for (i = 0; i < n; i++)
                 if (s->o.base.model[i] == '/' && i + 1 < n) base = s->o.base.model + i + 1;
         }
-        snprintf(s->model_id, sizeof s->model_id, "%.*s", (int)(n - (size_t)(base - s->o.base.model)), base);
+        n -= (size_t)(base - s->o.base.model);
+        if (n > 5 && memcmp(base + n - 5, ".gguf", 5) == 0) n -= 5; /* a GGUF file: its name without .gguf */
+        snprintf(s->model_id, sizeof s->model_id, "%.*s", (int)n, base);
     }
     s->body_mem_max = s->o.body_mem_mib << 20;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->wake, NULL);
     pthread_cond_init(&s->conns_cv, NULL);
+    pthread_cond_init(&s->embed_cv, NULL);
     s->t_start = (double)time(NULL);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = srv_on_signal;
@@ -2287,6 +3210,7 @@ int cli_cmd_serve(int argc, char **argv) {
         if (!s->o.quiet) fprintf(stderr, "mlstack serve: stopped\n");
     }
     pthread_cond_destroy(&s->conns_cv);
+    pthread_cond_destroy(&s->embed_cv);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->mu);
     mlstack_engine_free(s->e);

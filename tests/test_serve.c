@@ -794,6 +794,64 @@ static void test_spec_dist(void) {
     }
 }
 
+/* logit_bias through submit: the sampler sees logits + bias (greedy: the argmax of the biased
+   row, checked against the request's own logits), -INFINITY bans a token, the bias arrays are
+   copied at submit (freed before the step here), and bad ids or NaN are refused. */
+static void test_logit_bias(void) {
+    mlstack_engine *e = engine(1, 0, 16, 0);
+    int32_t prompt[6] = {1, 5, 9, 13, 17, 21}, toks[GEN], banned = -1, forced = 7;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * 2);
+    float *vals = (float *)malloc(sizeof(float) * 2), nan_v = NAN;
+    mlstack_request_desc d;
+    mlstack_request_status st;
+    uint64_t id;
+    int active = 1, k, ok = 1;
+    got g;
+    memset(&g, 0, sizeof g);
+    g.logits = (float *)malloc(sizeof(float) * GEN * (size_t)V);
+    memset(&d, 0, sizeof d);
+    d.prompt = prompt, d.n_prompt = 6, d.max_tokens = GEN, d.ignore_eos = 1;
+    /* unbiased greedy: its first token gets banned below */
+    CHECK(mlstack_engine_submit(e, &d, &id, NULL) == MLSTACK_OK);
+    while (active) CHECK(mlstack_engine_step(e, &active) == MLSTACK_OK);
+    CHECK(mlstack_engine_poll(e, id, &st, toks, GEN) == MLSTACK_OK && st.n_generated == GEN);
+    mlstack_engine_release(e, id);
+    banned = toks[0];
+    ids[0] = banned, vals[0] = -INFINITY;
+    ids[1] = forced, vals[1] = 3.5f;
+    d.sampler.bias_ids = ids, d.sampler.bias_values = vals, d.sampler.n_bias = 2;
+    d.on_logits = on_logits, d.user = &g;
+    CHECK(mlstack_engine_submit(e, &d, &id, NULL) == MLSTACK_OK);
+    free(ids), free(vals); /* copied at submit */
+    active = 1;
+    while (active) CHECK(mlstack_engine_step(e, &active) == MLSTACK_OK);
+    CHECK(mlstack_engine_poll(e, id, &st, toks, GEN) == MLSTACK_OK && st.n_generated == GEN && g.n_logits == GEN);
+    for (k = 0; k < GEN && k < g.n_logits; k++) { /* each token is the argmax of its biased row */
+        const float *l = g.logits + (size_t)k * (size_t)V;
+        int j, best = -1;
+        float bv = -INFINITY;
+        for (j = 0; j < V; j++) {
+            float x = j == banned ? -INFINITY : j == forced ? l[j] + 3.5f : l[j];
+            if (x > bv) bv = x, best = j;
+        }
+        ok &= toks[k] == best && toks[k] != banned;
+    }
+    CHECKF(ok, "logit_bias: every token is the argmax of logits + bias, the banned one never");
+    mlstack_engine_release(e, id);
+    {
+        int32_t bad_id = V;
+        float one = 1.0f;
+        d.sampler.bias_ids = &bad_id, d.sampler.bias_values = &one, d.sampler.n_bias = 1;
+        CHECK(mlstack_engine_submit(e, &d, &id, NULL) == MLSTACK_ERR_INVALID_ARG); /* an id outside */
+        bad_id = 3, d.sampler.bias_values = &nan_v;
+        CHECK(mlstack_engine_submit(e, &d, &id, NULL) == MLSTACK_ERR_INVALID_ARG); /* NaN */
+        d.sampler.n_bias = -1;
+        CHECK(mlstack_engine_submit(e, &d, &id, NULL) == MLSTACK_ERR_INVALID_ARG);
+    }
+    free(g.logits);
+    mlstack_engine_free(e);
+}
+
 int main(void) {
     mlstack_model_desc md;
     mlstack_error err;
@@ -815,6 +873,7 @@ int main(void) {
     test_spec_ngram();
     test_spec_dist();
     test_spec();
+    test_logit_bias();
     for (i = 0; i < MAXN; i++) {
         free(R[i].logits);
         free(G[i].logits);

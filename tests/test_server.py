@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -299,16 +300,20 @@ def http_part(exe, model_dir, asan):
             b[field] = value
             code, j, _ = post(port, "/v1/chat/completions", b)
             T.check(code == 400 and is_openai_error(j, field), f"wrong type/value for {field} -> 400 naming it", j)
+        # one model is served: any name (or none) selects it, as llama-server does
         code, j, _ = post(port, "/v1/chat/completions", chat_body("no-such-model"))
-        T.check(code == 404 and is_openai_error(j, "model") and j["error"]["code"] == "model_not_found", "unknown model -> 404", j)
+        T.check(code == 200 and j["model"] == model, "another model name -> the served model answers, named", j)
         b = chat_body(model)
         del b["model"]
         code, j, _ = post(port, "/v1/chat/completions", b)
-        T.check(code == 400 and is_openai_error(j, "model"), "missing model -> 400", j)
+        T.check(code == 200 and j["model"] == model, "no model field -> the served model answers", j)
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(5))
+        T.check(code == 400 and is_openai_error(j, "model"), "a model that is not a string -> 400", j)
         code, j, _ = post(port, "/v1/chat/completions", chat_body(model, messages=[]))
         T.check(code == 400 and is_openai_error(j, "messages"), "empty messages -> 400", j)
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=2))
-        T.check(code == 400 and is_openai_error(j, "n"), "n = 2 -> 400", j)
+        for n in (17, 0, 1.5):
+            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=n))
+            T.check(code == 400 and is_openai_error(j, "n"), f"n = {n} -> 400", j)
         code, j, _ = post(port, "/v1/chat/completions", b"[1, 2]")
         T.check(code == 400 and is_openai_error(j), "a body that is not an object -> 400", j)
         code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x " * 5000, "max_tokens": 4})
@@ -860,6 +865,438 @@ def edge_part(exe, model_dir):
     T.check(r.returncode != 0 and "--api-key" in r.stderr, "--api-key '' is refused at start", (r.returncode, r.stderr))
 
 
+EMBED_FIX = os.path.join(ROOT, "tests", "fixtures", "embed")
+
+
+def embed_part(exe, asan):
+    """/v1/embeddings on the tiny random Qwen3-Embedding-shaped models of tests/fixtures/embed
+    (tools/make_embed_fixture.py): the vectors sentence-transformers computes (float and base64,
+    the openai client's default), dimensions, several inputs and ids, and every refusal."""
+    import base64
+    import struct
+    for name, tol in (("qwen3_last", 1e-5), ("qwen3_mean", 5e-5)):
+        ref = json.load(open(os.path.join(EMBED_FIX, name, "reference.json")))
+        srv = Server(exe, os.path.join(EMBED_FIX, name), "-t", "1", "--kv-type", "f32")
+        try:
+            code, j, _ = post(srv.port, "/v1/embeddings", {"model": "anything", "input": ref["texts"]})
+            got = [d["embedding"] for d in j["data"]] if code == 200 else []
+            diff = max((abs(a - b) for g, w in zip(got, ref["embeddings"]) for a, b in zip(g, w)), default=1.0)
+            T.check(code == 200 and len(got) == len(ref["texts"]) and [d["index"] for d in j["data"]] == list(range(len(got)))
+                    and j["model"] == name and j["object"] == "list" and diff <= tol
+                    and j["usage"]["prompt_tokens"] == sum(len(i) for i in ref["ids"]),
+                    f"{name}: /v1/embeddings equals sentence-transformers (max |diff| {diff:.2g} <= {tol:g})", j)
+            print(f"  {name}: /v1/embeddings max |mlstack - sentence-transformers| = {diff:.3g}")
+            code, j2, _ = post(srv.port, "/v1/embeddings", {"input": ref["ids"][1], "encoding_format": "base64"})
+            vec = list(struct.unpack("<64f", base64.b64decode(j2["data"][0]["embedding"]))) if code == 200 else []
+            T.check(code == 200 and vec == [float(struct.unpack("<f", struct.pack("<f", x))[0]) for x in got[1]],
+                    f"{name}: token ids in, base64 out: the same float32 bits", j2)
+            code, j3, _ = post(srv.port, "/v1/embeddings", {"input": ref["texts"][0], "dimensions": 16})
+            v = j3["data"][0]["embedding"] if code == 200 else []
+            norm = sum(x * x for x in v) ** 0.5
+            T.check(code == 200 and len(v) == 16 and (abs(norm - 1) < 1e-5 if ref["normalize"] else v == got[0][:16]),
+                    f"{name}: dimensions 16: the first 16 components (normalised again when the model normalises)", j3)
+            if not asan:
+                try:
+                    import openai
+                    client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0)
+                    e = client.embeddings.create(model=name, input=ref["texts"][:2])  # base64 on the wire
+                    d = max(abs(a - b) for a, b in zip(e.data[1].embedding, ref["embeddings"][1]))
+                    T.check(len(e.data) == 2 and d <= tol and e.usage.prompt_tokens == len(ref["ids"][0]) + len(ref["ids"][1]),
+                            f"{name}: openai client embeddings.create", (d, e.usage))
+                except ImportError:
+                    T.skip("embeddings with the openai client", "openai is not installed")
+            for body, param, want in (({"input": ""}, "input", "empty"), ({"input": [""]}, "input", "empty"),
+                                      ({"input": ["x"] * 257}, "input", "256"), ({"input": [1, 999999]}, "input", "vocabulary"),
+                                      ({"input": "x " * 300}, "input", "context"),
+                                      ({"input": [[5] * 200] * 256}, "input", "32768"), ({"input": "x", "dimensions": 65}, "dimensions", "between"),
+                                      ({"input": "x", "encoding_format": "int8"}, "encoding_format", "base64"),
+                                      ({"input": "x", "pooling": "cls"}, "pooling", "Unrecognized"), ({}, "input", "input"),
+                                      ({"input": 5}, "input", "string"), ({"input": [[1, 2], "x", {}]}, "input", "")):
+                code, j, _ = post(srv.port, "/v1/embeddings", body)
+                T.check(code == 400 and is_openai_error(j, param) and want in j["error"]["message"],
+                        f"embeddings refuse {str(body)[:50]} with a 400 naming {param}", j)
+        finally:
+            rc, out = srv.stop()
+        T.check(rc == 0 and not sanitizer_errors(out), f"{name}: the embeddings server exits cleanly", out[-600:])
+    # an untied model saved by sentence-transformers has no LM head: embeddings only
+    tmp = tempfile.mkdtemp(prefix="mlstack-untied-")
+    try:
+        folder = os.path.join(tmp, "untied")
+        shutil.copytree(os.path.join(EMBED_FIX, "qwen3_last"), folder)
+        cfg = json.load(open(os.path.join(folder, "config.json")))
+        cfg["tie_word_embeddings"] = False
+        json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+        ref = json.load(open(os.path.join(folder, "reference.json")))
+        srv = Server(exe, folder, "-t", "1", "--kv-type", "f32")
+        try:
+            code, j, _ = post(srv.port, "/v1/embeddings", {"input": ref["texts"][1]})
+            d = max(abs(a - b) for a, b in zip(j["data"][0]["embedding"], ref["embeddings"][1])) if code == 200 else 1
+            code2, j2, _ = post(srv.port, "/v1/completions", {"prompt": "hello", "max_tokens": 2})
+            T.check(code == 200 and d <= 1e-5 and code2 == 400 and "no LM head" in j2["error"]["message"],
+                    "no lm_head (untied): embeddings served, completions refused with a 400 saying why", (d, j2))
+        finally:
+            rc, out = srv.stop()
+        T.check(rc == 0 and not sanitizer_errors(out), "the untied embeddings server exits cleanly", out[-600:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def api_part(exe, model_dir, asan):
+    """The API beyond chat and completions on the tiny random model: n > 1 sharing the prompt's
+    pages, logit_bias, /tokenize and /detokenize (against Hugging Face tokenizers), /v1/responses,
+    the grammar fields of llama-server and vLLM, tool calls cut by max_tokens or repeated, the
+    field audit, the access log, --api-key-file and MLSTACK_API_KEY."""
+    model = os.path.basename(model_dir)
+    srv = Server(exe, model_dir, "-t", "2")
+    port = srv.port
+    try:
+        long_q = "Tell me everything about the history of the number seven in twenty sentences, please."
+        # n > 1: the choices share the prompt's cached pages
+        before = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3))
+        after = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
+        texts = [c["message"]["content"] for c in j["choices"]] if code == 200 else []
+        T.check(code == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2, 3]
+                and j["usage"]["completion_tokens"] == 20 and after - before >= 3 * 16,
+                f"n = 4: four choices, the prompt's pages shared ({after - before} cached tokens)", j)
+        code, j1, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, max_tokens=5, temperature=1.0, seed=4))
+        T.check(code == 200 and j1["choices"][0]["message"]["content"] == texts[1],
+                "choice i of n is the request alone with seed + i", (j1, texts))
+        # streamed: each choice's deltas carry its index; the texts are the non-streamed ones
+        code, _, rawb = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3,
+                                                                     stream=True, stream_options={"include_usage": True}))
+        ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
+        got = ["".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"] and e["choices"][0]["index"] == k)
+               for k in range(4)]
+        fins = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
+        T.check(code == 200 and got == texts and fins == ["length"] * 4 and len({e["id"] for e in ev}) == 1
+                and ev[-1]["usage"]["completion_tokens"] == 20 and b"data: [DONE]" in rawb,
+                "n = 4 streamed: deltas by index equal the choices, one id, a finish each, usage of all", (got, texts, fins))
+        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "n": 2, "max_tokens": 3, "temperature": 0})
+        T.check(code == 200 and len(j["choices"]) == 2 and j["choices"][0]["text"] == j["choices"][1]["text"],
+                "n = 2 on /v1/completions", j)
+        # logit_bias: +100 forces a token, -100 bans the greedy one
+        code, j, _ = post(port, "/tokenize", {"content": " the"})
+        the = j["tokens"][0]
+        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0, "logprobs": 1})
+        greedy = j["choices"][0]["text"]
+        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0.8, "seed": 1,
+                                                    "logit_bias": {str(the): 100}})
+        T.check(code == 200 and j["choices"][0]["text"] == " the" * 4, "logit_bias +100 forces the token", j)
+        code, t1, _ = post(port, "/tokenize", {"content": greedy})
+        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0,
+                                                    "logit_bias": {str(t1["tokens"][0]): -100}})
+        code2, t2, _ = post(port, "/tokenize", {"content": j["choices"][0]["text"]})
+        T.check(code == 200 and t2["tokens"][:1] != t1["tokens"][:1], "logit_bias -100 bans the greedy token", (greedy, j))
+        for bias, want in (({str(i): 1 for i in range(1025)}, "1024"), ({"49152": 1}, "token id"), ({"x": 1}, "token id"),
+                           ({"5": 101}, "-100 to 100"), ({"5": "1"}, "-100 to 100"), ([1], "object")):
+            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, logit_bias=bias))
+            T.check(code == 400 and is_openai_error(j, "logit_bias") and want in j["error"]["message"],
+                    f"logit_bias {str(bias)[:30]} -> 400", j)
+        # /tokenize and /detokenize against Hugging Face tokenizers
+        from tokenizers import Tokenizer
+        hf = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+        for text in ("Hello, world!", "caf\u00e9 \u65e5\u672c <|im_start|>x", "  spaces\n\ttabs"):
+            code, j, _ = post(port, "/tokenize", {"content": text})
+            want = hf.encode(text, add_special_tokens=False).ids
+            code2, d, _ = post(port, "/detokenize", {"tokens": want})
+            T.check(code == 200 and j["tokens"] == want and code2 == 200 and d["content"] == hf.decode(want, skip_special_tokens=False),
+                    f"/tokenize and /detokenize of {text!r} equal Hugging Face tokenizers", (j, want, d))
+        code, j, _ = post(port, "/tokenize", {"content": "Hi there", "with_pieces": True})
+        T.check(code == 200 and [p["piece"] for p in j["tokens"]] == ["Hi", " there"], "/tokenize with_pieces", j)
+        for path, body, param in (("/tokenize", {"content": 5}, "content"), ("/detokenize", {"tokens": [1, -1]}, "tokens"),
+                                  ("/detokenize", {"tokens": "1 2"}, "tokens"), ("/tokenize", {"content": "x", "add_special": 1}, "add_special")):
+            code, j, _ = post(port, path, body)
+            T.check(code == 400 and is_openai_error(j, param), f"{path} {body} -> 400 naming {param}", j)
+        # /v1/responses: the text subset, the same text as chat completions
+        code, r, _ = post(port, "/v1/responses", {"model": model, "input": "Hello", "instructions": "Be brief.",
+                                                  "max_output_tokens": 6, "temperature": 0})
+        code2, c2, _ = post(port, "/v1/chat/completions", {"messages": [{"role": "system", "content": "Be brief."},
+                                                                          {"role": "user", "content": "Hello"}],
+                                                             "max_tokens": 6, "temperature": 0})
+        out = r["output"][0]["content"][0]["text"] if code == 200 else None
+        T.check(code == 200 and r["object"] == "response" and r["status"] == "incomplete"
+                and r["incomplete_details"]["reason"] == "max_output_tokens" and out == c2["choices"][0]["message"]["content"]
+                and r["usage"]["output_tokens"] == 6 and r["usage"]["input_tokens"] == c2["usage"]["prompt_tokens"],
+                "/v1/responses: instructions + input as the chat template renders them, same text", (r, c2))
+        if not asan:
+            try:
+                import openai
+                client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0)
+                rr = client.responses.create(model="any", input="Hello", instructions="Be brief.", max_output_tokens=6,
+                                             temperature=0)
+                T.check(rr.output_text == c2["choices"][0]["message"]["content"] and rr.usage.output_tokens == 6
+                        and rr.status == "incomplete", "openai client responses.create: output_text, usage, status", rr)
+                cc = client.chat.completions.create(model="x", messages=[{"role": "user", "content": long_q}], n=3,
+                                                    max_tokens=5, temperature=1.0, seed=3)
+                T.check(len(cc.choices) == 3 and cc.choices[1].message.content == texts[1],
+                        "openai client: n = 3, choice 1 as with seed + 1", cc)
+            except ImportError:
+                T.skip("responses with the openai client", "openai is not installed")
+        code, r, _ = post(port, "/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hello"}]}],
+                                                  "max_output_tokens": 3, "temperature": 0})
+        T.check(code == 200 and r["output"][0]["type"] == "message", "/v1/responses: a list of messages with input_text parts", r)
+        for body, param in (({"input": "x", "stream": True}, "stream"), ({"input": "x", "previous_response_id": "r1"}, "previous_response_id"),
+                            ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"), ({}, "input"),
+                            ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs"),
+                            ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text"),
+                            ({"input": "x", "tools": TOOLS}, "tools")):
+            code, j, _ = post(port, "/v1/responses", body)
+            T.check(code == 400 and is_openai_error(j, param), f"/v1/responses {str(body)[:40]} -> 400 naming {param}", j)
+        # every field is known or refused: what was silently ignored is now a 400
+        for path, body, param in (("/v1/completions", {"prompt": "x", "suffix": "y"}, "suffix"),
+                                  ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+                                  ("/v1/chat/completions", chat_body(model, functions=[{"name": "f"}]), "functions"),
+                                  ("/v1/chat/completions", chat_body(model, audio={"voice": "x"}), "audio"),
+                                  ("/v1/chat/completions", chat_body(model, store=True), "store"),
+                                  ("/v1/chat/completions", chat_body(model, modalities=["text", "audio"]), "modalities"),
+                                  ("/v1/chat/completions", chat_body(model, frobnicate=1), "frobnicate"),
+                                  ("/v1/chat/completions", chat_body(model, prompt="x"), "prompt"),
+                                  ("/v1/completions", {"prompt": "x", "messages": []}, "messages")):
+            code, j, _ = post(port, path, body)
+            T.check(code == 400 and is_openai_error(j, param) and j["error"]["code"] == "unsupported_parameter",
+                    f"{path} with {param} -> 400 naming it", j)
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, user="u1", metadata={"k": "v"}, store=False,
+                                                                  modalities=["text"], service_tier="auto"))
+        T.check(code == 200, "annotations (user, metadata, store false, modalities text, service_tier) are accepted", j)
+        # grammars: llama-server's grammar, vLLM's guided_* and structured_outputs
+        for extra, ok in (({"grammar": 'root ::= "yes" | "no"'}, lambda t: t in ("yes", "no")),
+                          ({"guided_grammar": 'root ::= [0-9] [0-9]? "!"'}, lambda t: re.fullmatch(r"[0-9]{1,2}!", t)),
+                          ({"guided_regex": "[a-c]{3}-[0-9]{2}"}, lambda t: re.fullmatch(r"[a-c]{3}-[0-9]{2}", t)),
+                          ({"guided_choice": ["red", "green", "blue \"sky\""]}, lambda t: t in ("red", "green", 'blue "sky"')),
+                          ({"structured_outputs": {"choice": ["alpha", "beta"]}}, lambda t: t in ("alpha", "beta")),
+                          ({"structured_outputs": {"regex": "x{1,3}y"}}, lambda t: re.fullmatch("x{1,3}y", t)),
+                          ({"guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                                            "additionalProperties": False}},
+                           lambda t: isinstance(json.loads(t)["a"], int))):
+            outs = []
+            for seed in range(3):
+                code, j, _ = post(port, "/v1/chat/completions", chat_body(model, max_tokens=40, temperature=1.0, seed=seed, **extra))
+                outs.append((code, j["choices"][0]["message"]["content"] if code == 200 else j,
+                             j["choices"][0]["finish_reason"] if code == 200 else None))
+            T.check(all(c == 200 and f == "stop" and ok(t) for c, t, f in outs), f"{list(extra)[0]}: 3 samples follow it", outs)
+        for extra, param in (({"grammar": "root ::= undefined_rule"}, "grammar"), ({"guided_regex": "(a"}, "guided_regex"),
+                             ({"guided_choice": []}, "guided_choice"), ({"guided_choice": ["x"] * 65}, "guided_choice"),
+                             ({"grammar": 'root ::= "a"', "guided_regex": "a"}, "guided_regex"),
+                             ({"grammar": 'root ::= "a"', "response_format": {"type": "json_object"}}, "grammar"),
+                             ({"structured_outputs": {"yaml": "x"}}, "structured_outputs"), ({"grammar": ""}, "grammar")):
+            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, **extra))
+            T.check(code == 400 and is_openai_error(j, param), f"{extra} -> 400 naming {param}", j)
+        # tool calls: cut by max_tokens, no markup in content; required: no repeated calls
+        for choice in ("required", "auto"):
+            for mt in (3, 9, 17):
+                for stream in (False, True):
+                    body = chat_body(model, "Weather?", max_tokens=mt, temperature=0, tools=TOOLS, tool_choice=choice,
+                                     stream=stream)
+                    code, j, rawb = post(port, "/v1/chat/completions", body)
+                    if stream:
+                        ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
+                        content = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e.get("choices"))
+                    else:
+                        content = (j["choices"][0]["message"]["content"] or "") if code == 200 else "?"
+                    T.check(code == 200 and "<tool_call>" not in content and "<tool_c" not in content and "</tool" not in content,
+                            f"tool_choice {choice}, max_tokens {mt}{', streamed' if stream else ''}: no tool-call markup in content",
+                            content[-120:])
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, "Weather?", max_tokens=600, temperature=0,
+                                                                  tools=TOOLS, tool_choice="required"))
+        calls = j["choices"][0]["message"].get("tool_calls") or [] if code == 200 else []
+        keys = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+        T.check(code == 200 and calls and len(set(keys)) == len(keys) and j["choices"][0]["finish_reason"] == "tool_calls"
+                and j["usage"]["completion_tokens"] < 600, f"tool_choice required: {len(calls)} distinct calls, then it stops "
+                f"({j['usage']['completion_tokens'] if code == 200 else '?'} tokens)", j)
+        # the access log: UTC time, client address, method, path, status
+        log = open(srv.log.name, "rb").read().decode(errors="replace")
+        T.check(re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 POST /v1/chat/completions 200 \d+ ms", log, re.M),
+                "access log lines carry the UTC time and the client's address", log[-400:])
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0 and not sanitizer_errors(out), "the API server exits cleanly", out[-800:])
+    # the key off the command line: --api-key-file, MLSTACK_API_KEY
+    with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
+        f.write("file-key\nsecond line ignored\n")
+    for args, env, key in ((["--api-key-file", f.name], None, "file-key"), ([], {"MLSTACK_API_KEY": "env-key"}, "env-key")):
+        srv = Server(exe, model_dir, "-t", "1", *args, env=env)
+        try:
+            def models(k):
+                return parse(raw(srv.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + k.encode()
+                                 + b"\r\nConnection: close\r\n\r\n"))[0]
+            T.check(models(key) == 200 and models("wrong") == 401 and models(args[1] if args else "x") == 401,
+                    f"the key from {'--api-key-file' if args else 'MLSTACK_API_KEY'} is required", key)
+        finally:
+            srv.stop()
+    os.unlink(f.name)
+    r = subprocess.run([exe, "serve", "-m", model_dir, "--api-key-file", "/nonexistent/key", "--port", "0"],
+                       capture_output=True, text=True, timeout=60)
+    T.check(r.returncode != 0 and "--api-key-file" in r.stderr, "an unreadable --api-key-file is refused at start", r.stderr)
+
+
+def find_chromium():
+    for c in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "",
+              shutil.which("google-chrome") or ""):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+class CDP:
+    """Headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
+    JSON messages ending in NUL, commands on its fd 3, answers on its fd 4)."""
+
+    def __init__(self, chromium, width=900, height=640):
+        r3, w3 = os.pipe()
+        r4, w4 = os.pipe()
+
+        def child():
+            a, b = os.dup(r3), os.dup(w4)  # dup2 from other fds: the new 3 and 4 survive exec
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+        self.p = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                   "--remote-debugging-pipe", f"--window-size={width},{height}", "about:blank"],
+                                  close_fds=False, preexec_fn=child, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(r3)
+        os.close(w4)
+        self.w, self.r = os.fdopen(w3, "wb", buffering=0), os.fdopen(r4, "rb", buffering=0)
+        self.buf, self.id, self.session = b"", 0, None
+        page = [t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"][0]
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+
+    def call(self, method, **params):
+        self.id += 1
+        msg = {"id": self.id, "method": method, "params": params}
+        if self.session:
+            msg["sessionId"] = self.session
+        self.w.write(json.dumps(msg).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buf:
+                if not select.select([self.r], [], [], 60)[0]:
+                    raise RuntimeError(f"chromium did not answer {method}")
+                chunk = self.r.read(1 << 16)
+                if not chunk:
+                    raise RuntimeError("chromium closed the pipe")
+                self.buf += chunk
+            one, _, self.buf = self.buf.partition(b"\0")
+            m = json.loads(one)
+            if m.get("id") == self.id:
+                if "error" in m:
+                    raise RuntimeError(f"{method}: {m['error']}")
+                return m["result"]
+
+    def eval(self, expr):
+        return self.call("Runtime.evaluate", expression=expr, returnByValue=True)["result"].get("value")
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+            self.p.wait(10)
+        except Exception:
+            self.p.kill()
+            self.p.wait()
+
+
+def png_summary(data):
+    """Width, height and a few facts about an RGB(A) PNG's pixels (zlib only, no imaging library)."""
+    import struct
+    import zlib
+    w, h = struct.unpack(">II", data[16:24])
+    depth, ctype = data[24], data[25]
+    idat, pos = b"", 8
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    bpp = {2: 3, 6: 4}.get(ctype, 0)
+    if depth != 8 or not bpp:
+        return {"width": w, "height": h}
+    raw_px, rows, prev = zlib.decompress(idat), [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw_px[y * (w * bpp + 1)], bytearray(raw_px[y * (w * bpp + 1) + 1:(y + 1) * (w * bpp + 1)])
+        for i in range(len(line)):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    colors, dark, blue = set(), 0, 0
+    for line in rows[::4]:
+        for x in range(0, w * bpp, bpp * 4):
+            r, g, b = line[x], line[x + 1], line[x + 2]
+            colors.add((r >> 4, g >> 4, b >> 4))
+            dark += r + g + b < 200
+            blue += b > 200 and r < 80 and g < 140
+    return {"width": w, "height": h, "distinct_colors": len(colors), "dark_samples": dark, "accent_blue_samples": blue}
+
+
+def webchat_part(exe, model_dir, asan):
+    """The chat page at / in headless Chromium: it loads the model's name, sends the question as a
+    streamed chat completion and shows the reply, which equals the API's answer to the same
+    request; a screenshot goes to the build folder and is described here."""
+    chromium = find_chromium()
+    if not chromium:
+        T.skip("web chat page in headless Chromium", "chromium is not installed (apt-get install chromium)")
+        return
+    srv = Server(exe, model_dir, "-t", "2", "--api-key", "page-key")
+    browser = None
+    try:
+        code, _, page = parse(raw(srv.port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        T.check(code == 200 and page.startswith(b"<!doctype html>") and b"<script" in page and b"http://" not in page
+                and b"https://" not in page, "GET / serves the built-in page, with no outside resource", page[:80])
+        question = "Hello there"
+        want = post(srv.port, "/v1/chat/completions", {"messages": [{"role": "user", "content": question}],
+                                                       "max_tokens": 12, "temperature": 1.0, "seed": 7},
+                    "Authorization: Bearer page-key\r\n")[1]["choices"][0]["message"]["content"]
+        browser = CDP(chromium)
+        browser.call("Page.navigate", url=srv.base + "/")
+        wait_until(lambda: browser.eval("document.readyState") == "complete", 30)
+        browser.eval("localStorage.setItem('mlstack-key', 'page-key')")
+        browser.call("Page.navigate", url=srv.base + "/?temperature=1&seed=7&max_tokens=12&ask=" + urllib.parse.quote(question))
+        wait_until(lambda: browser.eval("document.body && document.body.dataset.state") == "done", 120, 0.2)
+        state = browser.eval("JSON.stringify({model: document.getElementById('model').textContent, "
+                             "user: [...document.querySelectorAll('.msg.user')].map(e => e.textContent), "
+                             "reply: [...document.querySelectorAll('.msg.assistant')].map(e => e.firstChild ? e.firstChild.textContent : ''), "
+                             "meta: [...document.querySelectorAll('.meta')].map(e => e.textContent), "
+                             "errors: [...document.querySelectorAll('.msg.error')].map(e => e.textContent)})")
+        st = json.loads(state)
+        T.check(st["user"] == [question] and st["reply"] == [want] and not st["errors"]
+                and st["model"].startswith(os.path.basename(model_dir)) and "length" in st["meta"][0],
+                "the page sends the question as a chat request and shows the API's reply", (st, want))
+        shot = base64_decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        path = os.path.join(ROOT, "build", "webchat.png")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(shot)
+        s = png_summary(shot)
+        log = open(srv.log.name).read()
+        T.check(s["width"] >= 600 and s["height"] >= 400 and s.get("distinct_colors", 0) > 8 and s.get("dark_samples", 0) > 0
+                and s.get("accent_blue_samples", 0) > 0 and re.search(r"POST /v1/chat/completions 200 .*12 generated", log),
+                "screenshot taken; the server logged the page's request", s)
+        print(f"  screenshot {path}: {s['width']}x{s['height']} px, {s.get('distinct_colors')} colour bins; it shows the "
+              f"header 'mlstack chat' with the model '{st['model']}', temperature/max-tokens/API-key fields and a "
+              f"'New chat' button; a right-aligned blue user bubble '{question}'; a white assistant bubble with "
+              f"{len(want)} characters of reply ({want[:40]!r}...) and its footer '{st['meta'][0]}'; at the bottom the "
+              f"input box and the blue Send button ({s.get('accent_blue_samples')} accent-blue samples, "
+              f"{s.get('dark_samples')} dark text samples)")
+    finally:
+        if browser:
+            browser.close()
+        rc, out = srv.stop()
+    T.check(rc == 0 and not sanitizer_errors(out), "the web page server exits cleanly", out[-600:])
+
+
+def base64_decode(s):
+    import base64
+    return base64.b64decode(s)
+
+
 def openai_part(exe):
     try:
         import openai
@@ -973,16 +1410,17 @@ def openai_part(exe):
                 "metrics count cached prompt tokens and first tokens", m.get("mlstack_prompt_tokens_cached_total"))
 
         # errors through the client raise its typed exceptions
+        r = client.chat.completions.create(model="gpt-4o-mini", messages=msgs, max_tokens=2, temperature=0)
+        T.check(r.model == model and r.choices[0].message.content, "any model name selects the one served model", r)
+        r = client.chat.completions.create(model=model, messages=msgs, max_tokens=6, n=3, temperature=0)
+        T.check([c.index for c in r.choices] == [0, 1, 2] and len({c.message.content for c in r.choices}) == 1
+                and all(c.finish_reason == "length" for c in r.choices) and r.usage.completion_tokens == 18,
+                "n = 3 at temperature 0: three equal choices, completion tokens of all three", r)
         try:
-            client.chat.completions.create(model="nope", messages=msgs, max_tokens=2)
-            T.check(False, "unknown model raises NotFoundError")
-        except openai.NotFoundError as e:
-            T.check(e.status_code == 404, "unknown model raises NotFoundError", e)
-        try:
-            client.chat.completions.create(model=model, messages=msgs, max_tokens=2, n=3)
-            T.check(False, "n = 3 raises BadRequestError")
+            client.completions.create(model=model, prompt="Once", max_tokens=2, suffix="x")
+            T.check(False, "suffix raises BadRequestError")
         except openai.BadRequestError as e:
-            T.check(e.status_code == 400, "n = 3 raises BadRequestError", e)
+            T.check(e.status_code == 400 and "suffix" in str(e), "suffix raises BadRequestError naming it", e)
         r = client.completions.create(model=model, prompt="The three primary colors are", max_tokens=8, temperature=0)
         T.check(r.choices[0].text and r.usage.completion_tokens == 8, "completions.create", r)
     finally:
@@ -1097,7 +1535,9 @@ def main():
         tiny = tiny_model(os.path.join(tmp, "tiny"))
         http_part(a.mlstack, tiny, a.asan)
         for part in (lambda: body_memory_part(a.mlstack, tiny, a.asan), lambda: slowloris_part(a.mlstack, tiny),
-                     lambda: shutdown_part(a.mlstack, tiny), lambda: edge_part(a.mlstack, tiny)):
+                     lambda: shutdown_part(a.mlstack, tiny), lambda: edge_part(a.mlstack, tiny),
+                     lambda: api_part(a.mlstack, tiny, a.asan), lambda: embed_part(a.mlstack, a.asan),
+                     lambda: webchat_part(a.mlstack, tiny, a.asan)):
             try:
                 part()
             except Exception as e:
