@@ -99,13 +99,19 @@ all:
 IMPL_PARTS = 1 2 3 4 5 6
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
-CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h
+CLI_HDRS   = mlstack.h cli/cli.h cli/http.h cli/width.h tools/quality.h
 $(B)/cli/cli_impl_part%.o: cli/impl.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<
 $(B)/cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CLI_DEFS) -c -o $@ $<
+# `mlstack --version` names the commit it was built from: main.o is rebuilt when it changes
+# ($(B)/cli/commit is rewritten only then)
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+CLI_DEFS    = -DMLSTACK_CLI_COMMIT='"$(GIT_COMMIT)"'
+$(shell mkdir -p $(B)/cli && { [ "$$(cat $(B)/cli/commit 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' >$(B)/cli/commit; })
+$(B)/cli/main.o $(B)/asan-cli/main.o: $(B)/cli/commit
 # the implementation's parts first, so that `make -j` starts the long compiles at once
 $(B)/mlstack: $(CLI_IMPL) $(patsubst cli/%.c,$(B)/cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS)))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
@@ -113,12 +119,12 @@ $(B)/mlstack: $(CLI_IMPL) $(patsubst cli/%.c,$(B)/cli/%.o,$(filter-out cli/impl.
 # ASan flavour's implementation object (the one the ASan tests use).
 $(B)/asan-cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) $(CLI_DEFS) -c -o $@ $<
 $(B)/asan-cli/mlstack: $(patsubst cli/%.c,$(B)/asan-cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
 # The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
 # tests); tests/run.sh runs them through these wrappers like any test binary.
-CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_server $(B)/asan-cli/test_server
+CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_chat_editor $(B)/scripts/test_server $(B)/asan-cli/test_server
 define py_run
 	@mkdir -p $(@D)
 	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
@@ -126,6 +132,8 @@ define py_run
 endef
 $(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
 	$(call py_run,tests/test_cli.py,)
+$(B)/scripts/test_chat_editor: $(B)/mlstack tests/test_chat_editor.py tests/cli_testlib.py
+	$(call py_run,tests/test_chat_editor.py,)
 $(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
 	$(call py_run,tests/test_server.py,)
 $(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
@@ -140,7 +148,7 @@ static:
 	@mkdir -p $(B)/static
 	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
 	    echo "$$cc -static -O2 -o $(B)/static/mlstack cli/*.c"; \
-	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
+	    $$cc -std=c99 $(WARN) -O2 -I. -static $(CLI_DEFS) -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
 	cp $(B)/static/mlstack $(B)/mlstack
 	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
@@ -248,7 +256,7 @@ MPI_BINS  = $(if $(HAVE_MPI),$(B)/mpi/test_mpi)
 mpi: $(B)/mlstack-mpi
 $(B)/mlstack-mpi: $(CLI_SRCS) $(CLI_HDRS) mlstack_mpi.h
 	@mkdir -p $(@D)
-	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $(CLI_SRCS) $(LDLIBS)
+	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI $(CLI_DEFS) -o $@ $(CLI_SRCS) $(LDLIBS)
 $(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
 	$(MPICC) $(TEST_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)

@@ -1,4 +1,4 @@
-/* mlstack.h 0.1.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file)
+/* mlstack.h 0.2.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file)
 
    USE
      In exactly one C or C++ file:
@@ -300,6 +300,15 @@
 #include <stdint.h>
 
 /* ==== 1. PUBLIC API ==== */ /* >>api */
+
+/* The release (HISTORY at the end of the file says what each added). MLSTACK_VERSION compares
+   as a number: #if MLSTACK_VERSION >= MLSTACK_MAKE_VERSION(0, 2, 0). */
+#define MLSTACK_VERSION_MAJOR 0
+#define MLSTACK_VERSION_MINOR 2
+#define MLSTACK_VERSION_PATCH 0
+#define MLSTACK_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define MLSTACK_VERSION MLSTACK_MAKE_VERSION(MLSTACK_VERSION_MAJOR, MLSTACK_VERSION_MINOR, MLSTACK_VERSION_PATCH)
+#define MLSTACK_VERSION_STRING "0.2.0"
 
 /* (Each choice below is a chain of at most three branches: clang-format parses the whole file
    once per branch of its longest chain, so a six-branch chain made format-check 4x slower.) */
@@ -36362,5 +36371,13 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 ------------------------------------------------------------------------------
 HISTORY
-  0.1.0  first release: safetensors, Llama/Mistral/Qwen2/Qwen3 forward pass, sampling.
+  0.2.0  (2026-12-05) MLSTACK_VERSION and its parts. Since 0.1.0: GGUF files read (every GGML
+         block type in use) and written (llama.cpp's file types, tensor for tensor llama-quantize's
+         bytes); Q8_0/Q4_1 at load and saved P16 panel folders; AVX-512, VNNI, BF16 and AMX kernels,
+         NEON with dotprod; the families Gemma 1-3, Phi-3, Granite, OLMo 2, StableLM, GPT-NeoX and
+         the MoE ones (Mixtral, Qwen2/3-MoE, OLMoE); Unigram tokenizers; the radix prefix cache and
+         continuous-batching scheduler; speculative decoding; grammars (JSON Schema, GBNF, regex,
+         tool calls); ranks over threads or MPI; the CUDA companion; the same logits bit for bit on
+         every kernel path, thread count and batch.
+  0.1.0  (2026-11-30) first release: safetensors, Llama/Mistral/Qwen2/Qwen3 forward pass, sampling.
 */

@@ -247,7 +247,20 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
         if ((r = cli_parse_opt(OPTS, sizeof OPTS / sizeof OPTS[0], o, o->cmd, argc, argv, &i)) == 2) return 2;
         if (r == 1) {
+            static const struct {
+                const char *name;
+                unsigned bit;
+            } SET[] = {{"--temp", CLI_SET_TEMP},
+                       {"--temperature", CLI_SET_TEMP},
+                       {"--top-k", CLI_SET_TOP_K},
+                       {"--top-p", CLI_SET_TOP_P},
+                       {"--min-p", CLI_SET_MIN_P},
+                       {"--seed", CLI_SET_SEED},
+                       {"--repeat-penalty", CLI_SET_REPEAT}};
+            size_t k;
             if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) o->n_predict_set = 1;
+            for (k = 0; k < sizeof SET / sizeof SET[0]; k++)
+                if (strcmp(a, SET[k].name) == 0) o->sampling_set |= SET[k].bit;
             continue;
         }
         if (a[0] != '-' && !o->prompt) {

@@ -3,6 +3,7 @@
    (--ranks, --stages, --rank-mode: cli_mesh_options) and hands the rest of argv to the command. */
 #include "cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(_WIN32)
@@ -40,6 +41,32 @@ static void usage(FILE *f) {
           "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
           "or a llama.cpp GGUF file.\n",
           f);
+}
+
+/* The commit the Makefile compiled in (git describe), else "unknown" (a build from a tarball). */
+#if !defined(MLSTACK_CLI_COMMIT)
+#define MLSTACK_CLI_COMMIT "unknown"
+#endif
+#if defined(__clang__)
+#define CLI_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define CLI_COMPILER "gcc " __VERSION__
+#elif defined(_MSC_VER)
+#define CLI_COMPILER "msvc"
+#else
+#define CLI_COMPILER "unknown compiler"
+#endif
+
+const char *cli_version(void) {
+    static char v[512];
+    char isa[256], *bar;
+    if (!v[0]) {
+        mlstack_cpu_report(isa, sizeof isa); /* "compiled: scalar avx2 ... | cpu: ..." */
+        if ((bar = strstr(isa, " | ")) != NULL) *bar = 0;
+        snprintf(v, sizeof v, "mlstack %s (commit %s, %s; kernels %s)", MLSTACK_VERSION_STRING, MLSTACK_CLI_COMMIT,
+                 CLI_COMPILER, isa);
+    }
+    return v;
 }
 
 static size_t find_command(const char *name) {
@@ -80,6 +107,10 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("%s\n", cli_version());
+        return 0;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0 && (c = find_command(argv[2])) < N_COMMANDS) {

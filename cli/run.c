@@ -262,7 +262,9 @@ static int cmd_run(const cli_opts *o) {
             cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted,
                            rst.n_accepted);
         cli_buf_printf(&out, "\"peak_rss_mib\":%.1f,", cli_peak_rss_mib());
-        cli_buf_puts(&out, "\"kernels\":");
+        cli_buf_puts(&out, "\"version\":");
+        cli_buf_json(&out, cli_version(), strlen(cli_version()));
+        cli_buf_puts(&out, ",\"kernels\":");
         cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
         if (rc) {
             cli_buf_puts(&out, ",\"error\":");
@@ -571,6 +573,7 @@ static int cmd_info(const cli_opts *o) {
     }
     kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 2;
     printf("model          %s\n", o->model);
+    printf("mlstack        %s\n", cli_version() + 8); /* after "mlstack " */
     printf("architecture   %s\n", in.architecture);
     printf("layers         %d\n", in.n_layers);
     printf("hidden         %d (ffn %d)\n", in.n_embd, in.n_ff);

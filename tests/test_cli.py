@@ -94,6 +94,17 @@ def main():
         T.check(r.returncode == 0 and r.stdout.startswith("usage: mlstack " + cmd), f"mlstack {cmd} --help", r.stdout[:80])
     r = run(exe, "--help")
     T.check(r.returncode == 0 and all(c in r.stdout for c in COMMANDS), "mlstack --help lists every command")
+    r = run(exe, "--version")
+    r2 = run(exe, "-V")
+    T.check(r.returncode == 0 and re.match(r"mlstack \d+\.\d+\.\d+ \(commit \S+, \S+ [^;]+; kernels compiled: scalar",
+                                          r.stdout) is not None and r2.stdout == r.stdout,
+            "--version / -V: release, commit, compiler, kernel paths", r.stdout + r.stderr)
+    version = r.stdout.strip()
+    hdr = open(os.path.join(ROOT, "mlstack.h")).read()
+    parts = [re.search(rf"#define MLSTACK_VERSION_{k} (\d+)", hdr).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
+    T.check(version.startswith("mlstack " + ".".join(parts) + " ") and f'"{".".join(parts)}"' in hdr
+            and re.search(rf"^  {re.escape('.'.join(parts))}  ", hdr, re.M) is not None,
+            "--version is the header's MLSTACK_VERSION_*, and HISTORY has that release", version)
     r = run(exe, "frobnicate")
     T.check(r.returncode == 2 and "mlstack --help" in r.stderr, "unknown command: exit 2, says what to do", r.stderr)
     r = run(exe, "run", "--bogus")
@@ -335,6 +346,31 @@ def main():
                 and all("* above 100% of the memory roofline: " in r.stdout for v, star in cells if star),
                 "bench: roofline shares above 100% are marked and explained", r.stdout)
 
+        # ---- the version in info and run --json ----
+        r = run(exe, "info", "-m", tiny)
+        T.check(r.returncode == 0 and f"mlstack        {version[8:]}" in r.stdout, "info prints the version", r.stdout[:300])
+        r = run(exe, "run", "-m", tiny, "-n", "2", "--json", "-p", "hi")
+        try:
+            j = json.loads(r.stdout)
+        except ValueError:
+            j = {}
+        T.check(j.get("version") == version, "run --json has the version", r.stdout[-300:])
+
+        # ---- chat's sampling: a random seed shown by /stats, --seed repeats a session, /set ----
+        outs = [run(exe, "chat", "-m", tiny, *extra, stdin="/stats\n/set max 8\nhello\n/stats\n") for extra in ([], [], ["--seed", "7"],
+                                                                                           ["--seed", "7"])]
+        seeds = [re.search(r"^seed\s+(\d+)", r.stdout, re.M) for r in outs]
+        T.check(all(seeds) and seeds[0].group(1) != seeds[1].group(1) and seeds[2].group(1) == seeds[3].group(1) == "7",
+                "chat: a random seed by default, shown by /stats; --seed fixes it", [s and s.group(0) for s in seeds])
+        answers = [re.sub(r"(?m)^(last turn|session) .*\n", "", r.stdout) for r in outs]
+        T.check(answers[2] == answers[3] and answers[0] != answers[1] and "temperature 0.7" in outs[0].stdout
+                and "repetition penalty 1.1" in outs[0].stdout and "answer cap 1024 tokens" in outs[0].stdout,
+                "chat: the same seed, the same answer; sampling defaults 0.7 / rep 1.1 / cap 1024", answers)
+        r = run(exe, "chat", "-m", tiny, stdin="/set temp 0.3\n/set top_k 5\n/set max 3\n/set top_p 2\n/set\nhi\n")
+        T.check("top_p: expected a number from 0 to 1" in r.stdout and "temp 0.3  top_k 5" in r.stdout
+                and re.search(r"\[\d+ prompt tokens, \d+ reused from the cache, 3 generated", r.stderr) is not None,
+                "chat /set: settings with their ranges, the cap applies", r.stdout + r.stderr[-300:])
+
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
         turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)
@@ -386,7 +422,7 @@ def main():
         # tokens, in a 128k context (minutes of tokens for the tiny model); ^C ignored fails
         # after the 60 s wait
         tiny_long = tiny_model(os.path.join(tmp, "tiny_long"), ctx=131072)
-        p = Pty([exe, "chat", "-m", tiny_long, "--ignore-eos"])
+        p = Pty([exe, "chat", "-m", tiny_long, "--ignore-eos", "-n", "0"])
         p.expect(r"> ")
         p.send(f"/load {save}\r")
         T.check(p.expect(r"loaded 7 messages") is not None, "/load reads a saved conversation", p.buf[-200:])
@@ -396,7 +432,16 @@ def main():
         p.send("\x03")
         mc = p.expect(r"(\d+) generated, [0-9.]+ tokens/s; stopped\]", timeout=60)
         T.check(mc is not None and int(mc.group(1)) < 131000, "Ctrl-C stops the answer", p.buf[-300:])
+        T.check(p.expect(r"not kept in the conversation") is not None, "a stopped answer is dropped", p.buf[-300:])
         T.check(p.expect(r"> ") is not None and p.proc.poll() is None, "the chat goes on after Ctrl-C")
+        p.send(f"/save {save}\r")
+        p.expect(r"saved \d+ messages")
+        try:
+            conv = json.load(open(save))
+        except (OSError, ValueError):
+            conv = []
+        T.check(len(conv) == 7 and all(m["content"] != "write forever" for m in conv),
+                "the stopped turn is not in the conversation", conv[-2:])
         p.send("/help\r")
         T.check(p.expect(r"/reset") is not None, "/help lists the commands")
         p.send("/reset\r")
