@@ -2126,6 +2126,17 @@ MLSTACK__FN int mlstack__file_exists(const char *path) {
 #endif
 }
 
+/* Neither a file nor a folder is at path: the error that says so (a model, tokenizer or
+   template is a GGUF file or a folder). */
+MLSTACK__FN mlstack_result mlstack__path_missing(const char *path, mlstack_error *err) {
+    mlstack__dir *d = mlstack__file_exists(path) ? NULL : mlstack__dir_open(path);
+    if (d || mlstack__file_exists(path)) {
+        if (d) mlstack__dir_close(d);
+        return MLSTACK_OK;
+    }
+    return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: no such file or folder (a model is a GGUF file or a folder)", path);
+}
+
 /* Read-only mapping of a whole file. Never written. */
 typedef struct mlstack__map {
     const unsigned char *data;
@@ -8911,6 +8922,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if ((r = mlstack__path_missing(dir, err)) != MLSTACK_OK) return r;
     if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
         mlstack__gguf g;
@@ -15350,6 +15362,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if ((r = mlstack__path_missing(dir, err)) != MLSTACK_OK) return r;
     if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
         mlstack__gguf g;

@@ -14,7 +14,7 @@
 #endif
 
 static const char *BENCH_USAGE =
-    "usage: mlstack bench (-m DIR|FILE.gguf | --shape CONFIG.json) [options]\n"
+    "usage: mlstack bench (-m MODEL | --shape CONFIG.json) [options]\n"
     "\n"
     "  pp<P>: one eval of P prompt tokens into a fresh sequence; tokens/s = P / time.\n"
     "  tg<N>: N single-token evals after a 4-token prompt (not timed); tokens/s = N / time.\n"
@@ -22,7 +22,7 @@ static const char *BENCH_USAGE =
     "  spread (max - min) / median. tg is also given as a fraction of the bandwidth roofline:\n"
     "  (weight bytes one token reads) / (best read bandwidth measured here, same thread count).\n"
     "\n"
-    "  -m, --model DIR        Hugging Face model folder, or a GGUF file (FILE.gguf)\n"
+    "  -m, --model MODEL      model folder or .gguf file\n"
     "      --shape FILE       a config.json: random weights of that shape (no download)\n"
     "      --dtype TYPE       (--shape) stored type of the random weights: f32, f16, bf16 (default f32)\n"
     "  -p, --n-prompt LIST    prompt lengths (default 128; 0 skips pp)\n"
@@ -217,8 +217,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
 #undef IS
 #undef VALUE
     }
-    if (!b->model == !b->shape)
-        return cli_die("%s", "bench needs exactly one of -m DIR|FILE.gguf and --shape CONFIG.json");
+    if (!b->model == !b->shape) return cli_die("%s", "bench needs exactly one of -m MODEL and --shape CONFIG.json");
     return 0;
 }
 

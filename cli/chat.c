@@ -917,7 +917,7 @@ static int cmd_chat(const cli_opts *o) {
 /* ---- entry points (main.c's table) and their help ---- */
 
 static const cli_help HELP_CHAT = {
-    "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
+    "mlstack chat -m MODEL [--system TEXT] [-p TEXT] [options]",
     "An interactive conversation through the model's chat template. On a terminal: line editing\n"
     "(arrows, Home/End, Ctrl-A/E/K/U/W), history (up/down), multi-line input (end a line with \\,\n"
     "or paste), Ctrl-C stops the answer, Ctrl-D on an empty line quits. Piped stdin: one user\n"

@@ -55,6 +55,8 @@ enum {
     CLI_SET_REPEAT = 16,
     CLI_SET_SEED = 32
 };
+/* Prints the engine, ISA and rank options (`mlstack --help engine`). */
+void cli_print_engine_help(void);
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
 int cli_die(const char *fmt, const char *a);
 /* Gives the CPU up for a moment (spin waits) / sleeps for `seconds`: POSIX or Win32. */

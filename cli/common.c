@@ -31,6 +31,7 @@ int cli_transport_start(int *argc, char ***argv) {
 }
 #endif
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -46,25 +47,44 @@ int cli_transport_start(int *argc, char ***argv) {
 #endif
 
 static const char *MODEL_OPTS =
-    "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
+    "  -m, --model MODEL        model folder or .gguf file: a Hugging Face folder as downloaded\n"
+    "                           (config.json, *.safetensors, tokenizer files) or a llama.cpp GGUF\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
+    "  -c, --ctx-size N         KV cache for N tokens, shared by the sequences (default: the model's\n"
+    "                           context, at most 4096; --kv-mem MIB gives it in MiB instead)\n"
+    "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type\n"
+    "                           (q4_k_m, q6_k, ...: mlstack --help engine) (default: as stored)\n"
+    "Engine, rank and ISA options (--ranks, --isa, --head-quant, --bf16-dot, --gpu, ...):\n"
+    "mlstack --help engine.\n";
+
+/* Options every command that opens an engine takes, shown by `mlstack --help engine`. */
+static const char *ENGINE_OPTS =
+    "Engine options (run, chat, serve, eval, info, bench, kl, quantize):\n"
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type by\n"
     "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q3_k_s,\n"
     "                           q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl\n"
     "                           (q3_k, q4_k, q5_k: the _m ones) (default: as stored)\n"
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
-    "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
+    "      --kv-mem MIB         KV cache budget in MiB (-c gives it in tokens)\n"
+    "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
+    "                           AMX-BF16 tiles (faster prefill, not exact)\n"
+    "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n"
+    "\n"
+    "Kernel paths (ISA):\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
+    "                           the MLSTACK_ISA environment variable sets the same cap). Every path\n"
+    "                           gives the same logits, bit for bit; mlstack --version lists those built in\n"
+    "\n"
+    "Ranks (one model sharded over thread groups, or MPI processes in mlstack-mpi):\n"
+    "      --ranks N            shard the model over N ranks (bit-identical logits)\n"
     "      --stages S           of those ranks, S pipeline stages of N / S ranks, each holding only its\n"
     "                           share of the layers (a 2-D mesh when N / S > 1; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
-    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n"
-    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
-    "                           the MLSTACK_ISA environment variable sets the same cap)\n"
-    "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
-    "                           AMX-BF16 tiles (faster prefill, not exact)\n"
-    "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n";
+    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n";
+
+void cli_print_engine_help(void) { fputs(ENGINE_OPTS, stdout); }
 
 static const char *SAMPLING_OPTS =
     "  -n, --n-predict N        tokens to generate (default 64 for run, 0 = until EOS or the context)\n"
@@ -178,7 +198,11 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
         }
         return 1;
     }
-    if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
+    if (!cli_parse_num(v, sp->lo, sp->hi, &x) || (sp->kind != 'f' && floor(x) != x)) {
+        fprintf(stderr, "mlstack: %s %s: expected a %s from %.17g to %.17g\n", a, v,
+                sp->kind == 'f' ? "number" : "whole number", sp->lo, sp->hi);
+        return 2;
+    }
     if (sp->kind == 'i') *(int *)(void *)field = (int)x;
     else if (sp->kind == 'f')
         *(float *)(void *)field = (float)x;
@@ -197,6 +221,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--ids", NULL, 's', 0, 0, ids),
     OPT("-n", "--n-predict", 'i', 0, 1e9, n_predict),
     OPT("-t", "--threads", 'i', 1, 256, threads),
+    OPT("-c", "--ctx-size", 'i', 1, 1 << 24, ctx_tokens),
     OPT("--temp", "--temperature", 'f', 0, 100, sd.temperature),
     OPT("--top-k", NULL, 'i', 0, 1e9, sd.top_k),
     OPT("--top-p", NULL, 'f', 0, 1, sd.top_p),
@@ -541,7 +566,7 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     mlstack_error err;
     double t0 = mlstack_clock_seconds();
     if (!o->model) {
-        fprintf(stderr, "mlstack: %s needs -m DIR (a Hugging Face model folder)\n", o->cmd);
+        fprintf(stderr, "mlstack: %s needs -m MODEL (a model folder or .gguf file)\n", o->cmd);
         return 2;
     }
     memset(&md, 0, sizeof md);
@@ -578,6 +603,12 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
         ed.isa = o->isa;
         ed.bf16_activations = o->bf16_dot;
         ed.kv_mem = o->kv_mib << 20;
+        if (o->ctx_tokens > 0) { /* -c N: N tokens of KV at the engine's type (f16; eval's f32) */
+            mlstack_model_info in;
+            mlstack_model_get_info(*m, &in);
+            ed.kv_mem = (uint64_t)o->ctx_tokens * (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads *
+                        (uint64_t)in.head_dim * (strcmp(o->cmd, "eval") == 0 ? 4u : 2u);
+        }
         /* eval exists to check logits against references: keep keys and values exact */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
         if (o->spec) {

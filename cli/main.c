@@ -17,16 +17,16 @@ static const struct {
     cli_cmd_fn fn;
     const char *help;
 } COMMANDS[] = {
-    {"run", cli_cmd_run, "-m DIR [-p TEXT | --ids 1,2,3 | < FILE]  generate a continuation, streamed to stdout"},
-    {"chat", cli_cmd_chat, "-m DIR [--system TEXT]     interactive chat through the model's chat template"},
-    {"serve", cli_cmd_serve, "-m DIR [--port 8080]       OpenAI-compatible HTTP server (chat/completions, SSE)"},
-    {"bench", cli_cmd_bench, "(-m DIR | --shape CONFIG.json)  prompt and generation tokens/s, serving modes"},
-    {"eval", cli_cmd_eval, "-m DIR --ids 1,2,3 [--all] logits, one row per position (%.6g, space-separated)"},
-    {"info", cli_cmd_info, "-m DIR                     architecture, sizes, dtypes and memory plan"},
-    {"tokenize", cli_cmd_tokenize, "-m DIR [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)"},
-    {"template", cli_cmd_template, "-m DIR --messages F.json [--add-generation-prompt]  the chat template, raw"},
-    {"kl", cli_cmd_kl, "-m DIR -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights"},
-    {"quantize", cli_cmd_quantize, "-m DIR --quant TYPE -o OUT[.gguf]  a folder (or GGUF file) of quantized weights"},
+    {"run", cli_cmd_run, "-m MODEL [-p TEXT | --ids 1,2,3 | < FILE]  generate a continuation, streamed to stdout"},
+    {"chat", cli_cmd_chat, "-m MODEL [--system TEXT]     interactive chat through the model's chat template"},
+    {"serve", cli_cmd_serve, "-m MODEL [--port 8080]       OpenAI-compatible HTTP server (chat/completions, SSE)"},
+    {"bench", cli_cmd_bench, "(-m MODEL | --shape CONFIG.json)  prompt and generation tokens/s, serving modes"},
+    {"eval", cli_cmd_eval, "-m MODEL --ids 1,2,3 [--all] logits, one row per position (%.6g, space-separated)"},
+    {"info", cli_cmd_info, "-m MODEL                     architecture, sizes, dtypes and memory plan"},
+    {"tokenize", cli_cmd_tokenize, "-m MODEL [--ids-only] [--no-special] (TEXT | -f FILE)  ids (and pieces)"},
+    {"template", cli_cmd_template, "-m MODEL --messages F.json [--add-generation-prompt]  the chat template, raw"},
+    {"kl", cli_cmd_kl, "-m MODEL -f TEXT [--quant TYPE] [--tokens N]  quantized vs stored weights"},
+    {"quantize", cli_cmd_quantize, "-m MODEL --quant TYPE -o OUT[.gguf]  a folder (or GGUF file) of quantized weights"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -38,8 +38,9 @@ static void usage(FILE *f) {
           f);
     for (i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fputs("\n"
-          "-m takes a Hugging Face model folder (config.json + *.safetensors + tokenizer files)\n"
-          "or a llama.cpp GGUF file.\n",
+          "MODEL (-m) is a model folder or .gguf file: a Hugging Face folder as downloaded (config.json,\n"
+          "*.safetensors, tokenizer files) or a llama.cpp GGUF file.\n"
+          "mlstack --help engine: the engine, ISA and rank options; mlstack --version: the build.\n",
           f);
 }
 
@@ -113,6 +114,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        if (argc >= 3 && strcmp(argv[2], "engine") == 0) {
+            cli_print_engine_help();
+            return 0;
+        }
         if (argc >= 3 && strcmp(argv[1], "help") == 0 && (c = find_command(argv[2])) < N_COMMANDS) {
             char help[] = "--help", *args[3];
             args[0] = argv[2], args[1] = help, args[2] = NULL;

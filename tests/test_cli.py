@@ -113,6 +113,32 @@ def main():
     T.check(r.returncode == 1 and r.stderr.startswith("mlstack: ") and "/nonexistent/model" in r.stderr,
             "missing model folder: exit 1 naming it", r.stderr)
 
+    # help in groups: common options in each command's help, the engine/ISA/rank ones apart
+    r = run(exe, "run", "--help")
+    T.check("-c, --ctx-size N" in r.stdout and "model folder or .gguf file" in r.stdout and "--rank-mode" not in r.stdout
+            and "mlstack --help engine" in r.stdout, "run --help: common options, engine ones pointed to", r.stdout)
+    r = run(exe, "--help", "engine")
+    T.check(r.returncode == 0 and all(x in r.stdout for x in ("--ranks", "--rank-mode", "--isa", "--bf16-dot", "--head-quant")),
+            "mlstack --help engine: the engine, ISA and rank options", r.stdout)
+    r = run(exe, "--help")
+    T.check("model folder or .gguf file" in r.stdout, "mlstack --help: -m is a model folder or .gguf file", r.stdout)
+    # bad values say the range
+    for args, want in [(["-t", "0"], "-t 0: expected a whole number from 1 to 256"),
+                       (["--top-p", "1.5"], "--top-p 1.5: expected a number from 0 to 1"),
+                       (["-c", "2.5"], "-c 2.5: expected a whole number from 1 to")]:
+        r = run(exe, "run", "-m", "x", *args)
+        T.check(r.returncode == 2 and want in r.stderr, f"bad value {' '.join(args)}: the range", r.stderr)
+    # a path that is not there says so; a folder without a model says what it looked for
+    for cmd in (["run", "-p", "x"], ["tokenize", "x"], ["info"]):
+        r = run(exe, cmd[0], "-m", "/nonexistent/m.gguf", *cmd[1:])
+        T.check(r.returncode == 1 and "/nonexistent/m.gguf: no such file or folder" in r.stderr
+                and "config.json:" not in r.stderr, f"{cmd[0]}: a missing path says so", r.stderr)
+    empty = tempfile.mkdtemp(prefix="mlstack-empty-")
+    r = run(exe, "info", "-m", empty)
+    T.check(r.returncode == 1 and "without config.json and without a .gguf file" in r.stderr,
+            "a folder without a model: what was looked for", r.stderr)
+    os.rmdir(empty)
+
     if not os.path.exists(os.path.join(SMOLLM2, "tokenizer.json")):
         T.skip("chat and run tests", f"{SMOLLM2} is missing (make model)")
         T.finish()
@@ -268,10 +294,9 @@ def main():
                     (r.stdout + r.stderr)[-400:])
         r = run(exe, "run", "-m", tiny, "--ranks", "2", "--rank-mode", "sum", "-p", "x")
         T.check(r.returncode == 2 and "gather or reduce" in r.stderr, "--rank-mode sum: refused, naming the modes", r.stderr)
-        r = run(exe, "--help")
-        r2 = run(exe, "run", "--help")
-        T.check("--rank-mode" in r.stdout + r2.stdout, "--help documents --rank-mode")
-        T.check("--stages S" in r.stdout + r2.stdout, "--help documents --stages")
+        r = run(exe, "--help", "engine")
+        T.check("--rank-mode" in r.stdout, "--help engine documents --rank-mode")
+        T.check("--stages S" in r.stdout, "--help engine documents --stages")
         # ---- --stages: 2 ranks in 2 pipeline stages and a 2 x 2 mesh give one rank's greedy ids ----
         for ranks in ("2", "4"):
             r = run(exe, "run", "-m", tiny, "--ranks", ranks, "--stages", "2", "-n", "16", "--json", "--ignore-eos",
