@@ -927,6 +927,9 @@ static const cli_help HELP_CHAT = {
     "      --content-specials M text (default): special-token text in messages is plain text;\n"
     "                           parse: special tokens, as apply_chat_template(tokenize=True)\n"
     "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
-    "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
+    "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n"
+    "Chat's sampling defaults (each option below overrides its own): --temp 0.7, --top-p 0.95,\n"
+    "--min-p 0.05, --repeat-penalty 1.1, a random seed (shown by /stats), -n 1024 (0: no cap).\n"
+    "/set changes them during the chat.\n",
     1, 1};
 int cli_cmd_chat(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_CHAT, cmd_chat); }

@@ -53,9 +53,7 @@ static const char *MODEL_OPTS =
     "  -c, --ctx-size N         KV cache for N tokens, shared by the sequences (default: the model's\n"
     "                           context, at most 4096; --kv-mem MIB gives it in MiB instead)\n"
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type\n"
-    "                           (q4_k_m, q6_k, ...: mlstack --help engine) (default: as stored)\n"
-    "Engine, rank and ISA options (--ranks, --isa, --head-quant, --bf16-dot, --gpu, ...):\n"
-    "mlstack --help engine.\n";
+    "                           (q4_k_m, q6_k, ...: mlstack --help engine) (default: as stored)\n";
 
 /* Options every command that opens an engine takes, shown by `mlstack --help engine`. */
 static const char *ENGINE_OPTS =
@@ -96,16 +94,26 @@ static const char *SAMPLING_OPTS =
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --spec MODE          speculative decoding (run, chat, serve): ngram (drafts looked up in\n"
-    "                           the context), draft:DIR (a smaller model, same tokenizer), self:q4_1\n"
+    "                           the context), draft:MODEL (a smaller model, same tokenizer), self:q4_1\n"
     "                           or self:q8_0 (this model quantized as its own draft); greedy output\n"
     "                           is unchanged, sampled output keeps its distribution\n"
     "      --spec-tokens N      drafted tokens per step (default 8 for ngram, 4 for a draft model)\n";
 
+/* usage, the description, then the options in groups: the common ones first, the command's own,
+   sampling, and where the engine, ISA and rank options are (mlstack --help engine). */
 static void print_help(const cli_help *h) {
-    printf("usage: %s\n\n%s", h->synopsis, h->text);
-    if (h->model_opts) printf("%s", MODEL_OPTS);
-    if (h->sampling_opts) printf("%s", SAMPLING_OPTS);
+    const char *own = strchr(h->text, '\n'); /* the command's options: from the first line "   -..." */
+    int n_desc;
+    while (own && !(own[1] == ' ' && own[1 + strspn(own + 1, " ")] == '-')) own = strchr(own + 1, '\n');
+    n_desc = own ? (int)(own - h->text) + 1 : (int)strlen(h->text);
+    printf("usage: %s\n\n%.*s", h->synopsis, n_desc, h->text);
+    if (h->model_opts) printf("\nCommon options:\n%s", MODEL_OPTS);
+    if (own) printf("\nOptions of %.*s:\n%s", (int)strcspn(h->synopsis + 8, " "), h->synopsis + 8, own + 1);
+    if (h->sampling_opts) printf("\nSampling:\n%s", SAMPLING_OPTS);
     printf("  -h, --help               this text\n");
+    if (h->model_opts)
+        printf("\nEngine, rank and ISA options (--ranks, --isa, --head-quant, --bf16-dot, --gpu, ...):\n"
+               "mlstack --help engine\n");
 }
 
 #if defined(_WIN32)

@@ -671,7 +671,8 @@ int cli_cmd_info(int argc, char **argv) { return cli_run_with_opts(argc, argv, &
 static const cli_help HELP_TOKENIZE = {
     "mlstack tokenize -m MODEL [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
     "Ids (and pieces) as Hugging Face tokenizers gives them; needs only tokenizer.json\n"
-    "(+ tokenizer_config.json) in DIR.\n"
+    "(+ tokenizer_config.json) in MODEL.\n"
+    "  -m, --model MODEL        model folder or .gguf file (only its tokenizer is read)\n"
     "  -f, --file FILE          read the text from FILE, byte for byte\n"
     "      --ids-only           print only the ids, space-separated on one line\n"
     "      --no-special         add_special_tokens=False (no BOS/EOS added)\n",
@@ -680,8 +681,11 @@ int cli_cmd_tokenize(int argc, char **argv) { return cli_run_with_opts(argc, arg
 
 static const cli_help HELP_TEMPLATE = {
     "mlstack template -m MODEL --messages F.json [--add-generation-prompt]",
-    "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
-    "stdout; needs only the tokenizer files.\n",
+    "Renders the model's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
+    "stdout; needs only the tokenizer files.\n"
+    "  -m, --model MODEL        model folder or .gguf file (only its template is read)\n"
+    "      --messages F.json    the conversation\n"
+    "      --add-generation-prompt  end with the assistant's turn opened\n",
     0, 0};
 int cli_cmd_template(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_TEMPLATE, cmd_template); }
 

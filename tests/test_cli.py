@@ -128,6 +128,9 @@ def main():
                        (["-c", "2.5"], "-c 2.5: expected a whole number from 1 to")]:
         r = run(exe, "run", "-m", "x", *args)
         T.check(r.returncode == 2 and want in r.stderr, f"bad value {' '.join(args)}: the range", r.stderr)
+    r = run(exe, "bench", "--shape", "x.json", "-r", "0")
+    T.check(r.returncode == 2 and "-r 0: expected a whole number from 1 to 1000" in r.stderr, "bench: bad value, the range",
+            r.stderr)
     # a path that is not there says so; a folder without a model says what it looked for
     for cmd in (["run", "-p", "x"], ["tokenize", "x"], ["info"]):
         r = run(exe, cmd[0], "-m", "/nonexistent/m.gguf", *cmd[1:])
