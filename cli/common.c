@@ -42,6 +42,7 @@ int cli_transport_start(int *argc, char ***argv) {
 #define isatty _isatty
 #else
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 #endif
@@ -463,9 +464,20 @@ int cli_stderr_tty(void) {
 }
 
 void cli_progress(const char *fmt, const char *a) {
+    char line[512];
+    size_t n, cols = 80, k, c;
+#if !defined(_WIN32)
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) cols = ws.ws_col;
+#endif
     if (!cli_stderr_tty()) return;
-    fprintf(stderr, "\r\033[K");
-    fprintf(stderr, fmt, a);
+    snprintf(line, sizeof line, fmt, a);
+    /* one row, or the next \r cannot take it back: cut to the terminal's width less one column */
+    for (n = 0, c = 0; line[n] && c < cols - 1; n++)
+        if (((unsigned char)line[n] & 0xC0) != 0x80) c++;
+    for (k = n; line[k] && ((unsigned char)line[k] & 0xC0) == 0x80; k++) {}
+    line[k] = 0;
+    fprintf(stderr, "\r\033[K%s", line);
     fflush(stderr);
 }
 
