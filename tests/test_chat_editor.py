@@ -14,6 +14,7 @@ sent message (read back from /save) must be the text as edited. The screens are 
 
 Ends with "N passed, N failed[, N skipped]"."""
 import argparse
+import codecs
 import fcntl
 import json
 import os
@@ -51,6 +52,7 @@ class Screen:
         self.y = self.x = 0
         self.pending = False  # the last column was written: the next character wraps first
         self.last = None  # (y, x) of the last cell written (combining marks join it)
+        self.tail = ""  # an escape sequence cut by the end of a read, kept for the next
 
     def resize(self, cols):  # xterm: rows keep their cells (cut or padded), nothing reflows
         self.cells = [(r + [" "] * cols)[:cols] for r in self.cells]
@@ -87,11 +89,15 @@ class Screen:
             self.x += w
 
     def feed(self, data):
+        data, self.tail = self.tail + data, ""
         i = 0
         while i < len(data):
             ch = data[i]
             if ch == "\x1b":
                 m = re.compile(r"\x1b\[([?0-9;]*)([A-Za-z~])").match(data, i)
+                if not m and re.fullmatch(r"\x1b(\[[?0-9;]*)?", data[i:]):
+                    self.tail = data[i:]  # the rest comes with the next read
+                    return
                 if not m:
                     i += 1
                     continue
@@ -196,6 +202,7 @@ class Pty:
         os.close(slave)
         self.raw = ""
         self.screen = Screen(rows, cols)
+        self.utf8 = codecs.getincrementaldecoder("utf-8")("replace")  # a character cut by a read waits
 
     def set_size(self, rows, cols, fd=None):
         fcntl.ioctl(self.master if fd is None else fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -205,24 +212,25 @@ class Pty:
 
     def pump(self, until=None, timeout=60, quiet=0.3):
         """Reads output into the screen until the regex `until` is in the raw text read by this
-        call (or, without one, until it has been quiet for `quiet` seconds)."""
+        call (or, without one, until something came and then nothing for `quiet` seconds)."""
         deadline, got, last = time.time() + timeout, "", time.time()
         while time.time() < deadline:
             r, _, _ = select.select([self.master], [], [], 0.05)
             if r:
                 try:
-                    data = os.read(self.master, 65536).decode("utf-8", "replace")
+                    raw = os.read(self.master, 65536)
                 except OSError:
-                    data = ""
-                if not data:
+                    raw = b""
+                if not raw:
                     break
+                data = self.utf8.decode(raw)
                 self.raw += data
                 got += data
                 self.screen.feed(data)
                 last = time.time()
                 if until and re.search(until, got):
                     return got
-            elif not until and time.time() - last >= quiet:
+            elif not until and got and time.time() - last >= quiet:  # drawn (something came), then quiet
                 return got
         return got if not until else None
 
