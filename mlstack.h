@@ -1056,7 +1056,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
 /* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
-   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. Models
+   with recurrent layers (LFM2 and the other hybrids) keep their state only at some positions: 0,
+   the end of a KV page that carries a snapshot, and (internally) a kept copy; a rewind elsewhere
+   fails with MLSTACK_ERR_INVALID_ARG and names the nearest such position. On those models the
+   rows of an eval must also start at the sequence's length (the state only moves forward). */
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
@@ -1362,7 +1366,9 @@ typedef struct mlstack_request_status {
     int n_drafted, n_accepted;  /* speculative decoding: drafts verified and accepted */
 } mlstack_request_status;
 
-/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
+/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
+   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
     int page_tokens;
@@ -2631,6 +2637,7 @@ enum {
     MLSTACK__OP_ATTENTION,
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_MIXER,
     MLSTACK__OP_COUNT_
 };
 
@@ -24405,7 +24412,18 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU };
+/* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
+   pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
+   layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
+   are which comes from the config (layer_types, named by the family row's mixer group). */
+enum {
+    MLSTACK__LAYER_ATTN = 0,
+    MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_KINDS_
+};
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24454,6 +24472,12 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24482,9 +24506,18 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
     const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
 } mlstack__fam_moe;
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
-                                       up_proj, down_proj */
+                                       up_proj, down_proj, mlp, gate_proj, q_norm (k_norm beside it) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *mlp, *gate, *q_norm, *k_norm;
 } mlstack__fam_names;
+typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only) */
+    int kind; /* MLSTACK__LAYER_* of the family's recurrent layers */
+    const char *type; /* their name in layer_types */
+    const char *block; /* the mixer's module under model.layers.N. */
+    const char *ff_adjust_key; /* LFM2's block_auto_adjust_ff_dim: the FFN width is 2/3 of
+                                  intermediate_size, times block_ffn_dim_multiplier, rounded up to
+                                  block_multiple_of (NULL: intermediate_size as it is) */
+} mlstack__fam_mixer;
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -24495,6 +24528,7 @@ typedef struct mlstack__family {
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_mixer mix;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -24505,59 +24539,82 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
-#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h"}},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    /* hybrids: recurrent layers beside attention */
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
 };
 /* clang-format on */
 
@@ -24597,10 +24654,19 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
+    int n_recurrent; /* layers that are not attention */
+    int n_kv_layers; /* attention layers: the layers a KV page holds */
+    int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
+    int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
+    size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -24613,10 +24679,20 @@ typedef struct mlstack__layer {
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
+       recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
+       input projection w_in, its output projection in wo (wq/wk/wv unused) */
+    int kind, kv_layer;
+    size_t state_off;
+    mlstack__weight w_in;
+    const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
 } mlstack__layer;
 
 struct mlstack_model {
@@ -24816,14 +24892,22 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
-        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+        r = mlstack__cfg_float(root,
+                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
+                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                                   ? "norm_eps" /* LFM2 */
+                                   : "rms_norm_eps",
+                               1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -24973,15 +25057,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -24993,6 +25085,51 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     c->rope_low = c->rope[0].low;
     c->rope_high = c->rope[0].high;
     c->rope_orig_max = c->rope[0].orig_max;
+    return MLSTACK_OK;
+}
+
+/* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
+   the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int mixes = f->mix.type && mlstack__json_is_str(e, f->mix.type);
+            if (i >= c->n_layers || (!slides && !mixes && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
     return MLSTACK_OK;
 }
 
@@ -25013,6 +25150,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
     }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
+    }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
                  : f->flags & MLSTACK__F_QK_NORM_ALL ? MLSTACK__QK_NORM_WHOLE
@@ -25032,37 +25173,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(
-                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
-            c->layer_sliding[i] = (unsigned char)slides;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25145,6 +25256,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* BOS and EOS ids: generation_config.json first, then config.json. */
 static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                                const char *file, mlstack_error *err) {
@@ -25163,6 +25329,76 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+/* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
+   sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
+   convolution, (conv_k - 1, D) oldest first. */
+static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    switch (kind) {
+    case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    default: return 0;
+    }
+}
+
+/* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
+   of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
+static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : 0;
+}
+static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : 0;
+}
+static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    (void)c;
+    (void)kind;
+    return 0;
+}
+
+#define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
+
+/* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
+   sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
+static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int l;
+    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    if (!f->mix.kind) return MLSTACK_OK;
+    if (!c->has_layer_types)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
+                             file, c->architecture, f->mix.type);
+    if (f->mix.kind == MLSTACK__LAYER_CONV) {
+        if ((r = mlstack__cfg_int(root, "conv_L_cache", 3, &c->conv_k, file, err)) != MLSTACK_OK) return r;
+        if (c->conv_k < 2 || c->conv_k > MLSTACK__MAX_CONV)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: conv_L_cache %d (2 to %d supported)", file, c->conv_k,
+                                 MLSTACK__MAX_CONV);
+        c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
+    }
+    if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
+        /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
+        float mult;
+        int mo, ff = (int)(2 * (int64_t)c->n_ff / 3);
+        if ((r = mlstack__cfg_num(root, "block_ffn_dim_multiplier", 1, 1e-3, 1e3, &mult, file, err)) ||
+            (r = mlstack__cfg_int(root, "block_multiple_of", 256, &mo, file, err)))
+            return r;
+        if (!mlstack__json_is_null(mlstack__json_get(root, "block_ffn_dim_multiplier"))) {
+            ff = (int)((double)mult * ff);
+            ff = (int)(((int64_t)ff + mo - 1) / mo * mo);
+        }
+        if (ff <= 0 || ff > (1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the adjusted FFN width %d is out of range", file, ff);
+        c->n_ff = ff;
+    }
+    c->state_floats = 0;
+    for (l = 0; l < c->n_layers; l++) {
+        size_t n = mlstack__state_floats(c, c->layer_kind[l]);
+        if (n > ((size_t)1 << 40) - c->state_floats)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
+        c->state_floats += n;
+    }
+    return MLSTACK_OK;
+}
+
 MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
                                                  const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
@@ -25170,7 +25406,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
+        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25227,6 +25464,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         inv_freq[i] = f;
     }
     return mul;
+}
+
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
@@ -25516,12 +25759,21 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->opt.sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides, i;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kv_layer = L->state_off = 0;
+    for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
+        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->state_off += mlstack__state_floats(c, k);
+    }
+    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25731,6 +25983,7 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
     if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
@@ -25747,15 +26000,61 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
-    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                          &L->w_gate, err)) ||
-               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
-                                          err))) {
-        return r;
+    } else {
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.gate ? f->name.gate : "gate_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)))
+            return r;
     }
-    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
     return MLSTACK_OK;
 }
 
@@ -25788,10 +26087,52 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
         int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
+    return MLSTACK_OK;
+}
+
+/* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
+   depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
+   output projection (in L->wo). */
+static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const char *blk = c->fam->mix.block;
+    const mlstack__st_tensor *t;
+    int D = c->n_embd, K = c->conv_k;
+    mlstack_result r;
+    char name[256], nm[200];
+    float *w;
+    if (L->kind != MLSTACK__LAYER_CONV)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
+                             m->path, l, L->kind);
+    snprintf(nm, sizeof nm, "%s.in_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 3 * D, D, c->conv_bias, &L->w_in, err))) return r;
+    snprintf(nm, sizeof nm, "%s.out_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), D, D, c->conv_bias, &L->wo, err))) return r;
+    snprintf(nm, sizeof nm, "%s.conv.weight", blk);
+    t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             c->architecture);
+    if ((t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != D || t->shape[1] != 1 || t->shape[2] != K)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: tensor %s must be F32, F16 or BF16 of shape [%d, 1, %d] (hidden_size, 1, conv_L_cache)", m->path, name,
+            D, K);
+    w = (float *)mlstack__model_own(m, sizeof(float) * (size_t)D * (size_t)K);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, w, (size_t)D * (size_t)K);
+    m->n_params += (uint64_t)D * (uint64_t)K;
+    m->weight_bytes += t->end - t->begin;
+    L->conv_w = w;
+    snprintf(nm, sizeof nm, "%s.conv.bias", blk);
+    if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
 #undef MLSTACK__LNAME
@@ -25816,12 +26157,16 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
-            return r;
+        int att;
         mlstack__layer_kind(c, l, L);
+        att = L->kind == MLSTACK__LAYER_ATTN;
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
+            return r;
     }
     return MLSTACK_OK;
 }
@@ -25829,10 +26174,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (13 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[11];
+    mlstack__weight *all[12];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -25842,7 +26187,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    for (i = 0; i < 11; i++)
+    all[11] = &L->w_in;
+    for (i = 0; i < 12; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -26598,6 +26944,24 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -26649,6 +27013,37 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (no recurrent layers read from GGUF yet) */
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -26746,6 +27141,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -26787,9 +27183,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27303,20 +27701,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -27347,6 +27752,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -27379,6 +27828,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -27487,7 +27937,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -27825,6 +28276,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                       &L->wk) &&
@@ -27902,12 +28354,33 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    that attaches cached pages only ever writes positions past them, into pages of its own. So
    a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
    tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
-   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable.
+
+   Recurrent state (hybrids: LFM2, Mamba2, delta-net layers; >>model mlstack__state_floats).
+   Beside its page table a sequence slot owns one contiguous f32 block of state_floats: layer l's
+   state at layers[l].state_off floats into it (mlstack__state_floats(c, kind) of them: a conv
+   window of (conv_k - 1, channels) oldest first, then the kind's matrix state). Pages then hold
+   only the attention layers (block kv_layer of a page). The state after position len - 1 is the
+   slot's live state, so a sequence of a hybrid only grows at its end: its rows start at len, and
+   it rewinds only to where a copy of the state exists:
+     - snapshots: the state after the last position of a page, kept beside that page
+       (snap_of[page]: a slot of the snapshot pool, or -1) and freed with it. A page at depth d
+       of its sequence (d = pos / P) gets one when (d + 1) % snap_every == 0 and a slot is free,
+       written by the forward pass as it passes the page's last position. The radix tree's pages
+       so carry the state at their ends: a match of m pages restores the snapshot of the m-th
+       (a match shortens to the deepest page with one) and computes only the rest, with the same
+       bits as a cold run (the state is the exact floats the cold run had there).
+     - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
+   All of it is allocated at init and counted in the byte budget with the pages: live and kept
+   states per slot first, then pages and a snapshot every snap_every pages. */
 
 typedef struct mlstack__kv_seq {
     int active;
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
+    int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -27946,6 +28419,13 @@ typedef struct mlstack__kv {
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
+    /* recurrent state (state_floats 0: none) */
+    size_t state_floats; /* per sequence slot */
+    float *state, *ckpt; /* (max_seqs, state_floats): live states, kept copies */
+    float *snap; /* (n_snap, state_floats) snapshots at page ends */
+    int32_t *snap_of; /* per page: its snapshot, or -1 */
+    int *snap_free; /* free snapshots */
+    int n_snap, n_snap_free, snap_every;
 } mlstack__kv;
 
 /* A KV pool's bytes: read in scattered pages, so on huge pages where the system gives them
@@ -27956,6 +28436,48 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
+/* Hybrids: the live and kept states of every slot come out of the budget first; a page then
+   costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
+   snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
+                                            uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
+    uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
+    kv->state_floats = c->state_floats;
+    kv->snap_every = 1;
+    if (!sb) return MLSTACK_OK;
+    fixed = 2 * sb * (uint64_t)max_seqs;
+    if (*budget <= fixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "kv_mem %llu bytes leaves no room for pages after the recurrent states of %d sequences "
+                             "(%llu bytes each, twice)",
+                             (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
+    *budget -= fixed;
+    if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
+    *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
+    return MLSTACK_OK;
+}
+
+/* The states, kept copies and snapshots of mlstack__state_budget's plan. */
+static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) {
+    int i;
+    if (!kv->state_floats) return MLSTACK_OK;
+    kv->n_snap = kv->n_pages / kv->snap_every;
+    kv->state = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->ckpt = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->snap = mlstack__falloc((size_t)kv->n_snap, kv->state_floats);
+    kv->snap_of = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->snap_free = (int *)mlstack__calloc((size_t)kv->n_snap + 1, sizeof(int));
+    if (!kv->state || !kv->ckpt || !kv->snap || !kv->snap_of || !kv->snap_free)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the recurrent states of %d sequences",
+                             kv->max_seqs);
+    for (i = 0; i < kv->n_pages; i++) kv->snap_of[i] = -1;
+    for (i = 0; i < kv->n_snap; i++) kv->snap_free[i] = kv->n_snap - 1 - i;
+    kv->n_snap_free = kv->n_snap;
+    for (i = 0; i < kv->max_seqs; i++) kv->seqs[i].ckpt_len = -1;
+    return MLSTACK_OK;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -27963,6 +28485,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
                                        int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
+    mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -27973,8 +28496,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->page_tokens = page_tokens;
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
+    kv->page_elems = (size_t)c->n_kv_layers * 2 * (size_t)page_tokens * kv->row_elems;
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
@@ -27995,14 +28520,19 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
-    return MLSTACK_OK;
+    return mlstack__state_alloc(kv, err);
 }
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
     int i;
-    if (kv->ref) mlstack__radix_free_all(kv);
+    if (kv->ref) mlstack__radix_free_all(kv); /* pages go back with their snapshots */
+    mlstack__aligned_free(kv->state);
+    mlstack__aligned_free(kv->ckpt);
+    mlstack__aligned_free(kv->snap);
+    MLSTACK_FREE(kv->snap_of);
+    MLSTACK_FREE(kv->snap_free);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
@@ -28019,9 +28549,13 @@ MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     kv->ref[p] = 1;
     return p;
 }
-/* Drops one reference; the page is free again when none is left. */
+/* Drops one reference; the page is free again when none is left, with its snapshot. */
 MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
-    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+    if (--kv->ref[p] == 0) {
+        kv->free_stack[kv->n_free++] = p;
+        if (kv->snap_of && kv->snap_of[p] >= 0) kv->snap_free[kv->n_snap_free++] = kv->snap_of[p];
+        if (kv->snap_of) kv->snap_of[p] = -1;
+    }
 }
 
 /* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
@@ -28049,18 +28583,103 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     return 0;
 }
 
+/* ---- recurrent state of the hybrids (the layout: above) ---- */
+
+/* Slot seq's live state: state_floats floats. */
+static float *mlstack__state_of(const mlstack__kv *kv, int seq) { return kv->state + (size_t)seq * kv->state_floats; }
+
+/* Of the first m pages of a page table, how many a sequence can attach: all of them without
+   recurrent state, else up to the deepest one that carries a snapshot. */
+MLSTACK__FN int mlstack__state_attachable(const mlstack__kv *kv, const int32_t *pages, int m) {
+    if (!kv->state_floats) return m;
+    while (m > 0 && kv->snap_of[pages[m - 1]] < 0) m--;
+    return m;
+}
+
+/* Slot seq's live state set to the state after its first n_pages pages: zeros for none, else the
+   snapshot of the last of them. 0, or -1 when that page has none (nothing changed). */
+MLSTACK__FN int mlstack__state_restore(mlstack__kv *kv, int seq, int n_pages) {
+    float *st;
+    if (!kv->state_floats) return 0;
+    st = mlstack__state_of(kv, seq);
+    if (n_pages == 0) {
+        memset(st, 0, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] < 0) return -1;
+    memcpy(st, kv->snap + (size_t)kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] * kv->state_floats,
+           sizeof(float) * kv->state_floats);
+    return 0;
+}
+
+/* Keeps a copy of slot seq's live state, the state after its len positions. */
+MLSTACK__FN void mlstack__state_keep(mlstack__kv *kv, int seq) {
+    if (!kv->state_floats) return;
+    memcpy(kv->ckpt + (size_t)seq * kv->state_floats, mlstack__state_of(kv, seq), sizeof(float) * kv->state_floats);
+    kv->seqs[seq].ckpt_len = kv->seqs[seq].len;
+}
+
+/* Slot seq's live state set to the state after `len` positions, where a copy of it exists: len
+   positions already, none (zeros), the kept copy, or the snapshot of the page ending at len.
+   0, or -1 (nothing changed: the caller recomputes from an earlier point). The page table is
+   the caller's to shrink. */
+MLSTACK__FN int mlstack__state_rewind(mlstack__kv *kv, int seq, int32_t len) {
+    mlstack__kv_seq *s = &kv->seqs[seq];
+    if (!kv->state_floats || len == s->len) return 0;
+    if (len == 0) return mlstack__state_restore(kv, seq, 0);
+    if (len == s->ckpt_len) {
+        memcpy(mlstack__state_of(kv, seq), kv->ckpt + (size_t)seq * kv->state_floats, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (len % kv->page_tokens == 0 && len / kv->page_tokens <= s->n_pages)
+        return mlstack__state_restore(kv, seq, len / kv->page_tokens);
+    return -1;
+}
+
+/* The deepest position at or before len that slot seq's state can be rewound to (see
+   mlstack__state_rewind): where a caller that cannot rewind to len recomputes from. */
+MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t len) {
+    const mlstack__kv_seq *s = &kv->seqs[seq];
+    int32_t best = 0, p;
+    if (!kv->state_floats || len == s->len) return len;
+    if (s->ckpt_len >= 0 && s->ckpt_len <= len) best = s->ckpt_len;
+    for (p = len / kv->page_tokens; p > 0 && p * kv->page_tokens > best; p--)
+        if (p <= s->n_pages && kv->snap_of[s->pages[p - 1]] >= 0) return p * kv->page_tokens;
+    return best;
+}
+
+/* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
+   range at a depth that asks for one (while the pool has one free). */
+MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
+    int P = kv->page_tokens, d;
+    if (!kv->state_floats) return;
+    for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
+        int32_t pg = s->pages[d];
+        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
+    }
+}
+
 /* ---- radix prefix cache ----
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -28102,17 +28721,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -28128,17 +28748,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -28172,13 +28792,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -28192,7 +28814,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -28476,6 +29098,10 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
+    /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
+       out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
+    float *mix_x, *mix_y, *mix_s;
+    int *mix_run;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -28909,8 +29535,8 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
-                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
+                    Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -28973,7 +29599,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -28986,26 +29613,33 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
-                          rk->k->from_f32);
+        mlstack__kv_store(&rk->kv, sq, L->kv_layer - rk->layers[rk->l0].kv_layer, h, row->pos, k + h * Dh,
+                          s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -29046,7 +29680,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29067,7 +29703,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -29170,6 +29807,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -29179,14 +29844,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -29209,7 +29876,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -29321,6 +29988,186 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- recurrent mixers (hybrids) ----
+   A mixer is one recurrent kind's token mixing for ONE sequence: its tokens strictly in order,
+   one token at a time, by the same code for a prefill of many tokens and a decode of one, so
+   prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
+   w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
+       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+     m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
+              L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
+              for a new sequence
+     x        n_tok rows of the projected input, mlstack__mix_in_width floats apart
+     y        n_tok rows of output, mlstack__mix_out_width floats apart
+     part, n_parts  the share of the kind's independent units (channels, heads) this call
+              computes (mlstack__part_range): every part sees every token, in order, and writes
+              only its units' y and state; a unit's arithmetic is the same for any n_parts
+     scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
+   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
+   calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
+   most, and copies the state to a page's snapshot after the run that ends the page. */
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch);
+
+/* Units [*u0, *u1) of n that part `part` of n_parts computes. */
+static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
+    *u0 = (int)((int64_t)n * part / n_parts);
+    *u1 = (int)((int64_t)n * (part + 1) / n_parts);
+}
+
+/* LFM2's gated short convolution, per channel c of D (the units), per token:
+       B, C, v = x[0:D], x[D:2D], x[2D:3D];  u = B * v
+       o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
+       y = C * o;  the state drops its oldest u and keeps this one
+   as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                              int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
+    (void)scratch;
+    mlstack__part_range(D, part, n_parts, &c0, &c1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
+        float *yt = y + (size_t)t * D;
+        for (c = c0; c < c1; c++) {
+            const float *w = L->conv_w + (size_t)c * K;
+            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
+            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
+            o = MLSTACK__FMAF(w[K - 1], u, o);
+            yt[c] = xc[c] * o;
+            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
+            state[(size_t)(K - 2) * D + c] = u;
+        }
+    }
+}
+
+/* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, NULL, NULL};
+
+/* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
+   input and output, per thread the largest mixer scratch, run bounds. */
+static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B, int n_threads) {
+    int k, win = 1, wout = 1;
+    size_t sc = 1;
+    if (!c->n_recurrent) return MLSTACK_OK;
+    for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+        if (mlstack__mix_in_width(c, k) > win) win = mlstack__mix_in_width(c, k);
+        if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
+        if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
+    }
+    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_y = mlstack__falloc(B, (size_t)wout);
+    s->mix_s = mlstack__falloc((size_t)n_threads, sc);
+    s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+}
+static void mlstack__mix_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->mix_x);
+    mlstack__aligned_free(s->mix_y);
+    mlstack__aligned_free(s->mix_s);
+    MLSTACK_FREE(s->mix_run);
+}
+
+/* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
+   positions, none crossing a page boundary. run gets B + 1 bounds at most; returns the count. */
+static int mlstack__mix_runs(const mlstack__kv *kv, const mlstack_batch_row *rows, int B, int *run) {
+    int b, n = 0;
+    for (b = 0; b < B; b++)
+        if (b == 0 || rows[b].seq != rows[b - 1].seq || rows[b].pos != rows[b - 1].pos + 1 ||
+            rows[b].pos % kv->page_tokens == 0)
+            run[n++] = b;
+    run[n] = B;
+    return n;
+}
+
+/* The page snapshot run i ends (its last row ends a page that carries one), or NULL. */
+static float *mlstack__run_snapshot(const mlstack__kv *kv, const mlstack_batch_row *rows, const int *run, int i) {
+    const mlstack_batch_row *last = &rows[run[i + 1] - 1];
+    int32_t pg;
+    if ((last->pos + 1) % kv->page_tokens) return NULL;
+    pg = kv->seqs[last->seq].pages[last->pos / kv->page_tokens];
+    return kv->snap_of[pg] >= 0 ? kv->snap + (size_t)kv->snap_of[pg] * kv->state_floats : NULL;
+}
+
+typedef struct mlstack__mix_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int r0, r1; /* runs */
+    int win, wout;
+} mlstack__mix_job;
+
+static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const int *run = rk->s.mix_run;
+    size_t sc = mlstack__mix_scratch_floats(&rk->model->cfg, j->L->kind);
+    int i;
+    for (i = j->r0; i < j->r1; i++) {
+        int b0 = run[i];
+        float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
+        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+                                    rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
+                                    rk->s.mix_s + (size_t)thread * sc);
+    }
+}
+
+/* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
+   batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
+   its state copied to a page's snapshot after the run that ends the page. */
+static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *in, float *out, int B, int n_run, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__mix_job j;
+    int parts = B * mlstack__mix_in_width(c, L->kind) >= 8192 ? rk->pool->n_threads : 1;
+    size_t n = mlstack__state_floats(c, L->kind);
+    j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
+    j.wout = mlstack__mix_out_width(c, L->kind);
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, MIXER);
+    for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
+        float *snap = NULL;
+        for (j.r1 = j.r0; j.r1 < n_run && !snap; j.r1++)
+            snap = mlstack__run_snapshot(&rk->kv, rows, rk->s.mix_run, j.r1);
+        if (parts > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, parts);
+        else
+            mlstack__mix_task(&j, 0, 1, 0);
+        if (snap)
+            memcpy(snap + L->state_off, mlstack__state_of(&rk->kv, rows[rk->s.mix_run[j.r1 - 1]].seq) + L->state_off,
+                   sizeof(float) * n);
+    }
+    MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
+    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
+   ranks). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    float *o = mlstack__slice(rk, xb->o, s->out);
+    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
+    mlstack__rope_kv(rk, aj, B);
+    mlstack__attention(rk, aj, n_blk, B);
+    /* xo = a Wo */
+    if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+        float *p = mlstack__partial(rk, 0, B);
+        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        for (b = 0; b < B; b++)
+            memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+        mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+        return mlstack__reduce(rk, 0, xo, B);
+    }
+    if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -29328,39 +30175,27 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
+    float *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, n_run = 0, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
+    if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
     for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
+           recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
-        mlstack__rope_kv(rk, &aj, B);
-        mlstack__attention(rk, &aj, n_blk, B);
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
-            float *p = mlstack__partial(rk, 0, B);
-            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
-            for (b = 0; b < B; b++)
-                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
-            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-            if (mlstack__reduce(rk, 0, xo, B)) return -1;
-        } else {
-            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        }
+        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+            return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -30250,10 +31085,12 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
+    int one = rk->n_ranks == 1, k;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
+        if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -30288,7 +31125,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
+    return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
 /* Everything a local rank needs, built by the thread that will run it. */
@@ -30351,6 +31188,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
+    mlstack__mix_scratch_free(s);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -30370,7 +31208,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -30379,14 +31217,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -30398,16 +31236,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -30954,6 +31793,9 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
             e->kv.seqs[i].len = 0;
+            e->kv.seqs[i].ckpt_len = -1;
+            (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
+            e->kv.seqs[i].rope_long = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -30969,6 +31811,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
     e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
     return MLSTACK_OK;
 }
 
@@ -30987,6 +31830,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     if (len < 0 || len > have)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
                                     (int)seq, (int)len, (int)have);
+    if (mlstack__state_rewind(&e->kv, seq, len) != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                    "rewind of sequence %d to %d: the recurrent state of this hybrid model is kept "
+                                    "only at 0, at page ends with a snapshot and at a kept copy; the nearest is %d",
+                                    (int)seq, (int)len, (int)mlstack__state_floor(&e->kv, seq, len));
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
     e->kv.seqs[seq].len = len;
     return MLSTACK_OK;
@@ -31022,6 +31870,11 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
                 e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
                 i, (int)r->pos, c->max_pos - 1);
         cur = e->tmp_len[r->seq];
+        if (cur < 0 && c->n_recurrent && r->pos != e->kv.seqs[r->seq].len)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: position %d, but sequence %d holds %d positions and a hybrid "
+                                        "model's recurrent state only moves forward (rewind first)",
+                                        i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
         if (cur < 0) {
             if (r->pos > e->kv.seqs[r->seq].len)
                 return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
@@ -31066,6 +31919,7 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         if (e->tmp_len[i] >= 0) {
             if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
                 return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
+            mlstack__state_plan(&e->kv, &e->kv.seqs[i], e->kv.seqs[i].len, e->tmp_len[i]);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -31135,6 +31989,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     }
     t0 = mlstack__now();
     e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
     r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
@@ -31216,6 +32073,8 @@ typedef struct mlstack__req {
     char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
     int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
     mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
@@ -31371,6 +32230,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
     for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
     r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
     r->max_tokens = d->max_tokens;
     r->ignore_eos = d->ignore_eos;
     r->on_token = d->on_token;
@@ -31494,11 +32354,11 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     if (r->seq < 0) return;
     s = &e->kv.seqs[r->seq];
     /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
     if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
+    s->active = s->sched = s->rope_long = 0;
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
@@ -31513,8 +32373,8 @@ static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
     mlstack__kv *kv = &e->kv;
     mlstack__rnode *node;
     int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
     mlstack__radix_lock(kv, node, +1);
     if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
     r->pin = node;
@@ -31611,7 +32471,7 @@ static int mlstack__pick_waiting(mlstack_engine *e) {
             if (!best_aged || r->id < S->wait[best]->id) best = i;
             best_aged = 1;
         } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
             if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
                 best = i;
                 best_pages = pages;
@@ -31632,21 +32492,26 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     int slot, m, need;
     for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
     if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
-    need = mlstack__pages_for(kv, r->n_toks) - m;
-    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
-        mlstack__radix_lock(kv, node, -1);
-        return 0;
-    }
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
         mlstack__radix_lock(kv, node, -1);
         return -1;
     }
+    /* hybrids attach up to the deepest page whose snapshot restores the recurrent state */
+    m = mlstack__state_attachable(kv, s->pages, mlstack__radix_path_pages(node, s->pages));
+    need = mlstack__pages_for(kv, r->n_toks) - m;
+    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
+        mlstack__radix_lock(kv, node, -1);
+        return 0;
+    }
     s->active = s->sched = 1;
-    s->n_pages = mlstack__radix_path_pages(node, s->pages);
+    s->n_pages = m;
+    s->ckpt_len = -1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
+    (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;
     r->seq = slot;
     r->pin = node;
@@ -31804,9 +32669,10 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens *
-                     (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim *
-                     kv->esize; /* of all ranks together */
+    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
+                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+                     ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
+                         (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
     st->pages_used = kv->n_pages - kv->n_free;
     st->pages_cached = kv->radix.n_cached;
@@ -32066,6 +32932,12 @@ static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
         r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
     }
     if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
+        /* hybrids: the recurrent state went past them; back to the kept copy from before the
+           drafts (or a later page snapshot), and the next step recomputes the accepted rows */
+        if (mlstack__state_rewind(&e->kv, r->seq, r->n_computed) != 0) {
+            r->n_computed = mlstack__state_floor(&e->kv, r->seq, r->n_computed);
+            (void)mlstack__state_rewind(&e->kv, r->seq, r->n_computed);
+        }
         (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
         e->kv.seqs[r->seq].len = r->n_computed;
     }
@@ -32106,6 +32978,7 @@ static int mlstack__sched_plan(mlstack_engine *e) {
             if (k > room) k = room;
             if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
             r->spec_k = k > 0 ? k : 0;
+            if (r->spec_k) mlstack__state_keep(&e->kv, r->seq); /* hybrids: what a rejection rolls back to */
             for (j = 0; j < r->spec_k; j++) {
                 mlstack_batch_row *row = &S->rows[n_rows++];
                 row->seq = r->seq;
@@ -32372,8 +33245,21 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
         d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
+        d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
+    /* the recurrent layers' state is not sharded: hybrids run on one rank */
+    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
+                             "over ranks or stages yet: run it on one rank",
+                             c->architecture, c->n_recurrent, c->n_layers);
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "
+                             "attention only (it rewinds to any position)",
+                             d->spec_draft->cfg.architecture);
     return MLSTACK_OK;
 }
 
@@ -32480,7 +33366,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
 static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu"};
+                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */
