@@ -37292,7 +37292,8 @@ HISTORY
          block type in use) and written (llama.cpp's file types, tensor for tensor llama-quantize's
          bytes); Q8_0/Q4_1 at load and saved P16 panel folders; AVX-512, VNNI, BF16 and AMX kernels,
          NEON with dotprod; the families Gemma 1-3, Phi-3, Granite, OLMo 2, StableLM, GPT-NeoX and
-         the MoE ones (Mixtral, Qwen2/3-MoE, OLMoE); Unigram tokenizers; the radix prefix cache and
+         the MoE ones (Mixtral, Qwen2/3-MoE, OLMoE), SmolLM3, OLMo 3, EXAONE 4, Seed-OSS,
+         Ministral 3, Apertus; Unigram tokenizers; the radix prefix cache and
          continuous-batching scheduler; speculative decoding; grammars (JSON Schema, GBNF, regex,
          tool calls); ranks over threads or MPI; the CUDA companion; the same logits bit for bit on
          every kernel path, thread count and batch.
