@@ -99,13 +99,19 @@ all:
 IMPL_PARTS = 1 2 3 4 5 6
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
-CLI_HDRS   = mlstack.h cli/cli.h cli/http.h tools/quality.h cli/web/chat.html
+CLI_HDRS   = mlstack.h cli/cli.h cli/http.h cli/width.h tools/quality.h cli/web/chat.html
 $(B)/cli/cli_impl_part%.o: cli/impl.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DMLSTACK_IMPLEMENTATION_PART=$* -c -o $@ $<
 $(B)/cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CLI_DEFS) -c -o $@ $<
+# `mlstack --version` names the commit it was built from: main.o is rebuilt when it changes
+# ($(B)/cli/commit is rewritten only then)
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+CLI_DEFS    = -DMLSTACK_CLI_COMMIT='"$(GIT_COMMIT)"'
+$(shell mkdir -p $(B)/cli && { [ "$$(cat $(B)/cli/commit 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' >$(B)/cli/commit; })
+$(B)/cli/main.o $(B)/asan-cli/main.o: $(B)/cli/commit
 # the implementation's parts first, so that `make -j` starts the long compiles at once
 $(B)/mlstack: $(CLI_IMPL) $(patsubst cli/%.c,$(B)/cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS)))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
@@ -113,12 +119,13 @@ $(B)/mlstack: $(CLI_IMPL) $(patsubst cli/%.c,$(B)/cli/%.o,$(filter-out cli/impl.
 # ASan flavour's implementation object (the one the ASan tests use).
 $(B)/asan-cli/%.o: cli/%.c $(CLI_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) $(CLI_DEFS) -c -o $@ $<
 $(B)/asan-cli/mlstack: $(patsubst cli/%.c,$(B)/asan-cli/%.o,$(filter-out cli/impl.c,$(CLI_SRCS))) $(B)/asan/mlstack.o
 	$(CC) $(ALL_CFLAGS) $(SAN_OPT) $(SAN) -o $@ $^ $(LDLIBS)
 # The CLI's own tests are Python scripts (pty-driven chat, curl/raw-socket/openai-client server
 # tests); tests/run.sh runs them through these wrappers like any test binary.
-CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_server $(B)/asan-cli/test_server
+CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_chat_editor $(B)/scripts/test_server $(B)/asan-cli/test_server \
+                $(B)/scripts/test_readme
 define py_run
 	@mkdir -p $(@D)
 	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
@@ -126,6 +133,11 @@ define py_run
 endef
 $(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
 	$(call py_run,tests/test_cli.py,)
+$(B)/scripts/test_chat_editor: $(B)/mlstack tests/test_chat_editor.py tests/cli_testlib.py
+	$(call py_run,tests/test_chat_editor.py,)
+# every code block of README.md and docs/*.md, compiled (against the plain flavour's object) or run
+$(B)/scripts/test_readme: $(B)/mlstack $(B)/tests/mlstack.o tests/test_readme.py tests/cli_testlib.py README.md $(wildcard docs/*.md)
+	$(call py_run,tests/test_readme.py,--object "$(CURDIR)/$(B)/tests/mlstack.o")
 $(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
 	$(call py_run,tests/test_server.py,)
 $(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
@@ -140,7 +152,7 @@ static:
 	@mkdir -p $(B)/static
 	@if command -v $(MUSL_CC) >/dev/null 2>&1; then cc="$(MUSL_CC)"; else cc="$(CC)"; fi; \
 	    echo "$$cc -static -O2 -o $(B)/static/mlstack cli/*.c"; \
-	    $$cc -std=c99 $(WARN) -O2 -I. -static -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
+	    $$cc -std=c99 $(WARN) -O2 -I. -static $(CLI_DEFS) -o $(B)/static/mlstack $(CLI_SRCS) $(LDLIBS)
 	cp $(B)/static/mlstack $(B)/mlstack
 	@ls -l $(B)/mlstack; ldd $(B)/mlstack || true
 
@@ -248,7 +260,7 @@ MPI_BINS  = $(if $(HAVE_MPI),$(B)/mpi/test_mpi)
 mpi: $(B)/mlstack-mpi
 $(B)/mlstack-mpi: $(CLI_SRCS) $(CLI_HDRS) mlstack_mpi.h
 	@mkdir -p $(@D)
-	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI -o $@ $(CLI_SRCS) $(LDLIBS)
+	$(MPICC) $(ALL_CFLAGS) -DMLSTACK_MPI $(CLI_DEFS) -o $@ $(CLI_SRCS) $(LDLIBS)
 $(B)/mpi/test_mpi: tests/mpi/test_mpi.c mlstack.h mlstack_mpi.h tests/testlib.h $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
 	$(MPICC) $(TEST_CFLAGS) $(IMPORT) -o $@ $< $(B)/tests/mlstack.o $(LDLIBS)
@@ -290,15 +302,15 @@ $(DEFAULT_GGUF):
 	SMOLLM2_GGUF=$@ sh tools/get_smollm2_gguf.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
-# units, an MLSTACK_STATIC pair, the README's embedding example (strict C99, libc headers
-# first) and the header's QUICK START (these two linked against the plain flavour's object).
+# units, an MLSTACK_STATIC pair and the header's QUICK START (linked against the plain flavour's
+# object; the README's and docs' code blocks are tests/test_readme.py's).
 # Each links and calls the API. At -O0: these check what compiles and links; the flavours
 # above compile the implementation with optimisation and its warnings. The C11 implementation
 # is checked by -fsyntax-only (link11 links the C99 object with the C11 declarations), the CUDA
 # companion for the first of CUDA_ARCHS (it has no per-architecture code).
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
-$(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu $(B)/tests/mlstack.o
+$(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu $(B)/tests/mlstack.o
 	@mkdir -p $(@D)
 	$(CC)  -std=c89   -pedantic $(WARN) -Wno-long-long -I. -c tests/compile/decl.c -o $(@D)/decl89.o
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
@@ -313,8 +325,6 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h README.md tests/compile/*.c tests/comp
 	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O0 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(@D)/impl99.o $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
-	awk '/^```c$$/{on=1;next} /^```$$/{on=0} on' README.md > $(@D)/readme.c
-	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/readme $(@D)/readme.c $(B)/tests/mlstack.o $(LDLIBS)
 	awk '/^   QUICK START/{on=1;next} on && /^   [A-Z]/{on=0} on' mlstack.h | sed 's/^       //' > $(@D)/quickstart.c
 	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static

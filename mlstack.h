@@ -1,4 +1,4 @@
-/* mlstack.h 0.1.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file)
+/* mlstack.h 0.2.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file)
 
    USE
      In exactly one C or C++ file:
@@ -306,6 +306,15 @@
 
 /* ==== 1. PUBLIC API ==== */ /* >>api */
 
+/* The release (HISTORY at the end of the file says what each added). MLSTACK_VERSION compares
+   as a number: #if MLSTACK_VERSION >= MLSTACK_MAKE_VERSION(0, 2, 0). */
+#define MLSTACK_VERSION_MAJOR 0
+#define MLSTACK_VERSION_MINOR 2
+#define MLSTACK_VERSION_PATCH 0
+#define MLSTACK_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define MLSTACK_VERSION MLSTACK_MAKE_VERSION(MLSTACK_VERSION_MAJOR, MLSTACK_VERSION_MINOR, MLSTACK_VERSION_PATCH)
+#define MLSTACK_VERSION_STRING "0.2.0"
+
 /* (Each choice below is a chain of at most three branches: clang-format parses the whole file
    once per branch of its longest chain, so a six-branch chain made format-check 4x slower.) */
 #if defined(__GNUC__) /* (also the implementation's, for static functions a build may not call) */
@@ -413,7 +422,8 @@ typedef void (*mlstack_log_fn)(void *user, int level, const char *message);
      quant     0: projection weights used as stored (F32/F16/BF16, no copy);
                MLSTACK_DTYPE_Q8_0 / MLSTACK_DTYPE_Q4_1: quantized at load (rows whose length is
                not a multiple of 32 stay as stored); embeddings always stay as stored
-     log       NULL: silent */
+     log       NULL: silent; else errors at open (level 0), and the progress of
+               mlstack_model_save_gguf (level 2: "tensor 12 of 272 (NAME, TYPE), 10.5 MiB written") */
 typedef struct mlstack_model_desc {
     const char *path;
     mlstack_dtype quant;   /* 0 (F32): weights as stored; MLSTACK_DTYPE_Q8_0 or _Q4_1: quantize at load */
@@ -2189,6 +2199,17 @@ MLSTACK__FN int mlstack__file_exists(const char *path) {
 #endif
 }
 
+/* Neither a file nor a folder is at path: the error that says so (a model, tokenizer or
+   template is a GGUF file or a folder). */
+MLSTACK__FN mlstack_result mlstack__path_missing(const char *path, mlstack_error *err) {
+    mlstack__dir *d = mlstack__file_exists(path) ? NULL : mlstack__dir_open(path);
+    if (d || mlstack__file_exists(path)) {
+        if (d) mlstack__dir_close(d);
+        return MLSTACK_OK;
+    }
+    return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: no such file or folder (a model is a GGUF file or a folder)", path);
+}
+
 /* Read-only mapping of a whole file. Never written. */
 typedef struct mlstack__map {
     const unsigned char *data;
@@ -3440,6 +3461,7 @@ typedef struct mlstack__st_tensor {
     uint64_t begin, end; /* within the data area of its file */
     int file;
     int quant; /* U8 rows of this block format (MLSTACK__W_Q8_0/_Q4_1) from a GGUF file; else 0 */
+    uint32_t gtype; /* a GGUF's Q4_0 / IQ4_NL held repacked as quant (mlstack__weight.gtype); else 0 */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -8972,6 +8994,7 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     if (!out) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "tokenizer: dir is NULL");
+    if ((r = mlstack__path_missing(dir, err)) != MLSTACK_OK) return r;
     if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: the tokenizer from its metadata */
         mlstack__gguf g;
@@ -15407,6 +15430,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_open(const char *dir, mlstack_c
     int k;
     if (!out || !dir) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     *out = NULL;
+    if ((r = mlstack__path_missing(dir, err)) != MLSTACK_OK) return r;
     if (mlstack__file_exists(dir) && !mlstack__is_gguf(dir)) return mlstack__not_gguf(dir, err);
     if (mlstack__is_gguf(dir)) { /* a GGUF file: tokenizer.chat_template and the special tokens */
         mlstack__gguf g;
@@ -24944,6 +24968,8 @@ typedef struct mlstack__layer {
 
 struct mlstack_model {
     mlstack__config cfg;
+    mlstack_log_fn log; /* the descriptor's: progress of long saves (level 2) */
+    void *log_user;
     mlstack__st st;
     mlstack__gguf gguf; /* the mapped file when opened from a GGUF (>>gguf); else empty */
     mlstack__layer *layers;
@@ -25932,6 +25958,7 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->name = t->name;
     w->data = src;
     w->wtype = q ? q : (int)t->dtype;
+    w->gtype = q ? t->gtype : 0; /* a GGUF's Q4_0 / IQ4_NL: written back as such */
     w->n_out = n_out;
     w->n_in = n_in;
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
@@ -26748,6 +26775,27 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
    keep_head), or by mix (a llama.cpp file type number, mlstack__mixes; quant and head_quant are
    then ignored), using all CPUs; weights whose rows are not a multiple of 32 stay as stored.
    The source pages are released as each weight is done. */
+/* The error for a weight stored quantized that the requested type (quant, or the mix's GGML type gt)
+   would make another block type: naming both, and the requested type. */
+static mlstack_result mlstack__requant_refused(const mlstack_model *m, const mlstack__weight *w, mlstack_dtype quant,
+                                               int mix, uint32_t gt, mlstack_error *err) {
+    const char *req = mlstack_dtype_name(quant), *have = mlstack__wtype_name(w->wtype);
+    const char *to = mix ? mlstack__ggml_types[gt].name : mlstack_dtype_name(quant);
+    size_t k;
+    for (k = 0; mix && k < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; k++)
+        if (mlstack__mixes[k].ftype == mix) {
+            req = mlstack__mixes[k].name; /* the first name of the file type: Q4_K_M, not Q4_K */
+            break;
+        }
+    if (w->gtype) have = mlstack__ggml_types[w->gtype].name;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                         "%s: %s is stored as %s; the requested %s makes it %s, which %s blocks do not give exactly "
+                         "(tensors already %s are kept as they are): quantize to %s from the F32/F16/BF16 weights%s",
+                         m->path, w->name ? w->name : "a projection", have, req, to, have, to, req,
+                         w == &m->lm_head && !mix ? ", or keep the head as stored (head_quant, --head-quant keep)"
+                                                  : "");
+}
+
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
@@ -26783,14 +26831,17 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 if (!gt) continue;
                 wt = mlstack__ggml_made_wtype(gt);
             }
-            if (!mix && ws[i]->wtype == wt) continue; /* saved quantized in this format already: as it is */
-            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) {
+            if (ws[i]->wtype == wt) { /* already the target (a GGUF's Q4_0 or IQ4_NL, repacked exactly as
+                                          Q4_1 or Q8_0, becomes Q4_1 or Q8_0 exactly; not the other way) */
+                uint32_t want_g = gt == MLSTACK__GGML_Q4_0 || gt == MLSTACK__GGML_IQ4_NL ? gt : 0;
+                if (!mix || ws[i]->gtype == want_g || !want_g) {
+                    if (mix) ws[i]->gtype = want_g;
+                    continue;
+                }
+            }
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) { /* blocks into other blocks would round twice */
                 mlstack__pool_free(&pool);
-                return MLSTACK__FAIL(
-                    err, MLSTACK_ERR_UNSUPPORTED,
-                    "%s: %s is stored quantized as %s already; quantize to %s from the original weights", m->path,
-                    ws[i]->name ? ws[i]->name : "a projection", mlstack__wtype_name(ws[i]->wtype),
-                    mlstack__wtype_name(wt));
+                return mlstack__requant_refused(m, ws[i], quant, mix, gt, err);
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
@@ -27746,6 +27797,7 @@ static uint64_t mlstack__gguf_tied_head(const mlstack__gguf *g, const mlstack__g
         memset(x, 0, sizeof *x);
         x->name = name;
         x->quant = quant;
+        x->gtype = t->type == MLSTACK__GGML_Q4_0 || t->type == MLSTACK__GGML_IQ4_NL ? t->type : 0;
         x->dtype = MLSTACK_DTYPE_U8;
         x->n_dims = 2;
         x->shape[0] = (int64_t)rows;
@@ -27813,6 +27865,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 memset(x, 0, sizeof *x);
                 x->name = name;
                 x->quant = quant;
+                x->gtype = quant && (t->type == MLSTACK__GGML_Q4_0 || t->type == MLSTACK__GGML_IQ4_NL) ? t->type : 0;
                 if (quant) {
                     x->dtype = MLSTACK_DTYPE_U8;
                     x->n_dims = 2;
@@ -28400,10 +28453,12 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
 
 /* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
    padded to 32 bytes. Returns 0 when a write fails or memory runs out. */
-static int mlstack__gw_write(FILE *f, const mlstack__buf *hdr, const mlstack__gw_tensor *ts, int n_t, int hd) {
+static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf *hdr, const mlstack__gw_tensor *ts,
+                             int n_t, int hd) {
     int ok, i;
     static const unsigned char zeros[32] = {0};
     unsigned char *conv = NULL;
+    uint64_t written = hdr->n;
     ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
     for (i = 0; ok && i < n_t; i++) {
         const mlstack__gw_tensor *t = &ts[i];
@@ -28426,6 +28481,14 @@ static int mlstack__gw_write(FILE *f, const mlstack__buf *hdr, const mlstack__gw
             }
         }
         if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
+        written += (bytes + 31) & ~(uint64_t)31;
+        if (ok && m->log) { /* progress: "tensor 12 of 272 (blk.1.attn_q.weight, Q4_K), 10.5 MiB written" */
+            char msg[160];
+            snprintf(msg, sizeof msg, "tensor %d of %d (%s, %s), %.1f MiB written", i + 1, n_t, t->name,
+                     t->type < MLSTACK__GGML_NTYPES ? mlstack__ggml_types[t->type].name : "?",
+                     (double)written / 1048576.0);
+            m->log(m->log_user, 2, msg);
+        }
     }
     MLSTACK_FREE(conv);
     return ok;
@@ -28477,7 +28540,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
                           strerror(errno));
     if (r == MLSTACK_OK) {
-        ok = mlstack__gw_write(f, &hdr, ts, n_t, c->head_dim);
+        ok = mlstack__gw_write(m, f, &hdr, ts, n_t, c->head_dim);
         if (ferror(f)) ok = 0;
         if (fclose(f) != 0) ok = 0;
         if (!ok) r = MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
@@ -28527,6 +28590,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     m = (mlstack_model *)mlstack__calloc(1, sizeof *m);
     if (!m) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     m->path = mlstack__strndup(desc->path, strlen(desc->path));
+    m->log = desc->log, m->log_user = desc->log_user;
     snprintf(cfg_name, sizeof cfg_name, "%s/config.json", desc->path);
     gguf_path = m->path ? mlstack__gguf_model_path(desc->path, &r, err) : NULL;
     if (!m->path) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -37975,5 +38039,14 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 ------------------------------------------------------------------------------
 HISTORY
-  0.1.0  first release: safetensors, Llama/Mistral/Qwen2/Qwen3 forward pass, sampling.
+  0.2.0  (2026-12-05) MLSTACK_VERSION and its parts. Since 0.1.0: GGUF files read (every GGML
+         block type in use) and written (llama.cpp's file types, tensor for tensor llama-quantize's
+         bytes); Q8_0/Q4_1 at load and saved P16 panel folders; AVX-512, VNNI, BF16 and AMX kernels,
+         NEON with dotprod; the families Gemma 1-3, Phi-3, Granite, OLMo 2, StableLM, GPT-NeoX and
+         the MoE ones (Mixtral, Qwen2/3-MoE, OLMoE), SmolLM3, OLMo 3, EXAONE 4, Seed-OSS,
+         Ministral 3, Apertus; Unigram tokenizers; the radix prefix cache and
+         continuous-batching scheduler; speculative decoding; grammars (JSON Schema, GBNF, regex,
+         tool calls); ranks over threads or MPI; the CUDA companion; the same logits bit for bit on
+         every kernel path, thread count and batch.
+  0.1.0  (2026-11-30) first release: safetensors, Llama/Mistral/Qwen2/Qwen3 forward pass, sampling.
 */

@@ -14,7 +14,7 @@
 #endif
 
 static const char *BENCH_USAGE =
-    "usage: mlstack bench (-m DIR|FILE.gguf | --shape CONFIG.json) [options]\n"
+    "usage: mlstack bench (-m MODEL | --shape CONFIG.json) [options]\n"
     "\n"
     "  pp<P>: one eval of P prompt tokens into a fresh sequence; tokens/s = P / time.\n"
     "  tg<N>: N single-token evals after a 4-token prompt (not timed); tokens/s = N / time.\n"
@@ -22,7 +22,7 @@ static const char *BENCH_USAGE =
     "  spread (max - min) / median. tg is also given as a fraction of the bandwidth roofline:\n"
     "  (weight bytes one token reads) / (best read bandwidth measured here, same thread count).\n"
     "\n"
-    "  -m, --model DIR        Hugging Face model folder, or a GGUF file (FILE.gguf)\n"
+    "  -m, --model MODEL      model folder or .gguf file\n"
     "      --shape FILE       a config.json: random weights of that shape (no download)\n"
     "      --dtype TYPE       (--shape) stored type of the random weights: f32, f16, bf16 (default f32)\n"
     "  -p, --n-prompt LIST    prompt lengths (default 128; 0 skips pp)\n"
@@ -75,6 +75,14 @@ typedef struct bench_opts {
 } bench_opts;
 
 /* "a,b,c" of integers in [lo, hi] -> out; returns the count or -1. */
+/* A bad value's message, with what was expected: "-r 0: expected a whole number from 1 to 1000". */
+static int bench_bad(const char *opt, const char *v, const char *what, int lo, int hi) {
+    if (lo == hi) fprintf(stderr, "mlstack: %s %s: expected %s %d\n", opt, v, what, lo);
+    else
+        fprintf(stderr, "mlstack: %s %s: expected %s from %d to %d\n", opt, v, what, lo, hi);
+    return 2;
+}
+
 static int parse_int_list(const char *s, int lo, int hi, int *out) {
     int n = 0;
     while (*s) {
@@ -126,46 +134,52 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
             b->bf16_dot = 1;
         else if (IS("-p", "--n-prompt")) {
             VALUE();
-            if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_pp = parse_int_list(v, 0, 65536, b->pp)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 0, 65536);
         } else if (IS("-n", "--n-gen")) {
             VALUE();
-            if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_tg = parse_int_list(v, 0, 65536, b->tg)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 0, 65536);
         } else if (IS("-d", "--depth")) {
             VALUE();
-            if ((b->n_depth = parse_int_list(v, 0, 1 << 20, b->depth)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_depth = parse_int_list(v, 0, 1 << 20, b->depth)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 0, 1 << 20);
         } else if (IS("--ranks", "--ranks")) {
             VALUE();
-            if ((b->n_ranks = parse_int_list(v, 1, 256, b->ranks)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_ranks = parse_int_list(v, 1, 256, b->ranks)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 1, 256);
         } else if (IS("-t", "--threads")) {
             VALUE();
-            if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_threads = parse_int_list(v, 1, 256, b->threads)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 1, 256);
         } else if (IS("-r", "--repetitions")) {
             int r[BENCH_MAX];
             VALUE();
-            if (parse_int_list(v, 1, 1000, r) != 1) return cli_die("bad value for %s", a);
+            if (parse_int_list(v, 1, 1000, r) != 1) return bench_bad(a, v, "a whole number", 1, 1000);
             b->reps = r[0];
         } else if (IS("--parallel", "--parallel")) {
             VALUE();
-            if ((b->n_parallel = parse_int_list(v, 1, 256, b->parallel)) < 0) return cli_die("bad list for %s", a);
+            if ((b->n_parallel = parse_int_list(v, 1, 256, b->parallel)) < 0)
+                return bench_bad(a, v, "a list of whole numbers", 1, 256);
         } else if (IS("--shared-prefix", "--shared-prefix")) {
             int r[BENCH_MAX];
             VALUE();
-            if (parse_int_list(v, 1, 65536, r) != 1) return cli_die("bad value for %s", a);
+            if (parse_int_list(v, 1, 65536, r) != 1) return bench_bad(a, v, "a whole number", 1, 65536);
             b->shared_prefix = r[0];
         } else if (IS("--requests", "--requests")) {
             int r[BENCH_MAX];
             VALUE();
-            if (parse_int_list(v, 1, 100000, r) != 1) return cli_die("bad value for %s", a);
+            if (parse_int_list(v, 1, 100000, r) != 1) return bench_bad(a, v, "a whole number", 1, 100000);
             b->requests = r[0];
         } else if (IS("--kv-mem", "--kv-mem")) {
             int r[BENCH_MAX];
             VALUE();
-            if (parse_int_list(v, 1, 1 << 20, r) != 1) return cli_die("bad value for %s", a);
+            if (parse_int_list(v, 1, 1 << 20, r) != 1) return bench_bad(a, v, "a whole number", 1, 1 << 20);
             b->kv_mib = r[0];
         } else if (IS("--rate", "--rate")) {
             VALUE();
             b->rate = atof(v);
-            if (!(b->rate > 0)) return cli_die("bad value for %s", a);
+            if (!(b->rate > 0)) return bench_bad(a, v, "a number above", 0, 0);
         } else if (IS("--workload", "--workload")) {
             VALUE();
             if (strcmp(v, "mixed") != 0) return cli_die("--workload %s: only mixed is known", v);
@@ -173,7 +187,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
         } else if (IS("--bw-mib", "--bw-mib")) {
             int r[BENCH_MAX];
             VALUE();
-            if (parse_int_list(v, 0, 1 << 20, r) != 1) return cli_die("bad value for %s", a);
+            if (parse_int_list(v, 0, 1 << 20, r) != 1) return bench_bad(a, v, "a whole number", 0, 1 << 20);
             b->bw_mib = r[0];
         } else if (IS("--dtype", "--dtype")) {
             VALUE();
@@ -217,8 +231,7 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
 #undef IS
 #undef VALUE
     }
-    if (!b->model == !b->shape)
-        return cli_die("%s", "bench needs exactly one of -m DIR|FILE.gguf and --shape CONFIG.json");
+    if (!b->model == !b->shape) return cli_die("%s", "bench needs exactly one of -m MODEL and --shape CONFIG.json");
     return 0;
 }
 

@@ -7,12 +7,15 @@
    Terminal handling (raw mode, the line editor, SIGINT) is POSIX and sits in the TERMINAL part
    below; elsewhere (_WIN32) input is read line by line without editing. */
 #include "cli.h"
+#include "width.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if !defined(_WIN32)
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 #define CHAT_TERMINAL 1
@@ -21,7 +24,7 @@
 #define isatty _isatty
 #endif
 
-static volatile sig_atomic_t chat_interrupted;
+static volatile sig_atomic_t chat_interrupted, chat_resized;
 
 static char *chat_strdup(const char *s) {
     size_t n = strlen(s);
@@ -43,12 +46,21 @@ typedef struct chat_editor {
     struct termios saved;
     int raw;
 #endif
+    int cols; /* the terminal's width (read again after SIGWINCH) */
+    int row;  /* the cursor's row after the last draw, counted from the prompt's */
 } chat_editor;
 
 static void chat_on_sigint(int sig) {
     (void)sig;
     chat_interrupted = 1;
 }
+
+#if defined(CHAT_TERMINAL)
+static void chat_on_sigwinch(int sig) {
+    (void)sig;
+    chat_resized = 1;
+}
+#endif
 
 static void chat_signals(void) {
 #if defined(CHAT_TERMINAL)
@@ -57,6 +69,8 @@ static void chat_signals(void) {
     sa.sa_handler = chat_on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: a blocking read returns EINTR */
+    sa.sa_handler = chat_on_sigwinch;
+    sigaction(SIGWINCH, &sa, NULL); /* the line is drawn again at the new width */
 #else
     signal(SIGINT, chat_on_sigint);
 #endif
@@ -97,43 +111,105 @@ static void ed_raw_off(chat_editor *ed) {
     ed->raw = 0;
 }
 
-/* One byte from the terminal; -1 at end of input or on error. */
+/* One byte from the terminal; -1 at end of input or on error, -2 when the terminal was resized
+   while waiting (ed_edit draws the line again). */
 static int ed_getc(void) {
     unsigned char c;
     for (;;) {
         ssize_t r = read(0, &c, 1);
         if (r == 1) return c;
-        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EINTR) {
+            if (chat_resized) return -2;
+            continue;
+        }
         return -1;
     }
 }
 
-/* Columns of s[0..n): one per character (UTF-8 lead byte); a newline shows as one mark. */
-static int ed_cols(const char *s, size_t n) {
-    int c = 0;
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
-    return c;
+/* The terminal's width in columns (80 when it does not say). */
+static int ed_term_cols(const chat_editor *ed) {
+    struct winsize ws;
+    if (ioctl(ed->out, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    return 80;
 }
 
-static void ed_refresh(const chat_editor *ed, const char *prompt, const cli_buf *b, size_t pos) {
+/* The next character of s[i..n) as the editor draws it: its bytes to write (into out, at most 8)
+   and the columns it takes at column col. A newline of a paste is a mark (one column), a tab the
+   spaces to the next multiple of 8, another control byte ^X, bytes that are not UTF-8 U+FFFD.
+   Returns the bytes of s it stands for. */
+static size_t ed_glyph(const char *s, size_t i, size_t n, int col, char *out, size_t *out_n, int *w) {
+    unsigned char c = (unsigned char)s[i];
+    uint32_t cp;
+    size_t len, k;
+    if (c == '\n') {
+        memcpy(out, "\xe2\x8f\x8e", 3), *out_n = 3, *w = 1;
+        return 1;
+    }
+    if (c == '\t') {
+        *w = 8 - col % 8;
+        memset(out, ' ', (size_t)*w), *out_n = (size_t)*w;
+        return 1;
+    }
+    if (c < 0x20 || c == 0x7f) {
+        out[0] = '^', out[1] = (char)(c ^ 0x40), *out_n = 2, *w = 2;
+        return 1;
+    }
+    len = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+    cp = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+    for (k = 1; k < len; k++) {
+        if (i + k >= n || ((unsigned char)s[i + k] & 0xC0) != 0x80) break;
+        cp = cp << 6 | ((unsigned char)s[i + k] & 0x3Fu);
+    }
+    if (len == 0 || k < len || (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+        memcpy(out, "\xef\xbf\xbd", 3), *out_n = 3, *w = 1;
+        return 1;
+    }
+    memcpy(out, s + i, len), *out_n = len, *w = cli_width(cp);
+    return len;
+}
+
+/* Draws the prompt and b over the rows the last draw took, wrapping at the terminal's width
+   itself (a character that does not fit starts the next row: a wide one never straddles the
+   edge), and puts the cursor before byte pos. The rows are separated by CR LF, so a terminal
+   that reflows its lines when it is resized keeps them as drawn; ed->row remembers the cursor's
+   row (0: the prompt's) for the next draw. */
+static void ed_refresh(chat_editor *ed, const char *prompt, const cli_buf *b, size_t pos) {
     cli_buf s;
-    size_t i, run = 0;
-    int back;
+    size_t i = 0, plen = strlen(prompt);
+    int cols = ed->cols > 0 ? ed->cols : 80, row = 0, col = 0, crow = -1, ccol = 0;
     memset(&s, 0, sizeof s);
-    cli_buf_puts(&s, "\r");
+    if (ed->row > 0) cli_buf_printf(&s, "\033[%dA", ed->row);
+    cli_buf_puts(&s, "\r\033[J");
     cli_buf_puts(&s, prompt);
-    for (i = 0; i < b->n; i++) /* newlines of a paste are drawn as a mark: the line stays one row */
-        if (b->p[i] == '\n') {
-            cli_buf_put(&s, b->p + run, i - run);
-            cli_buf_puts(&s, "\xe2\x8f\x8e");
-            run = i + 1;
+    col = (int)plen % cols, row = (int)plen / cols;
+    while (i <= b->n) {
+        char g[8];
+        size_t gn = 0, used = 0;
+        int w = 0;
+        if (i < b->n) used = ed_glyph(b->p, i, b->n, col, g, &gn, &w);
+        if (w > 0 && col + w > cols && b->p[i] == '\t' && col < cols) /* a tab stops at the edge */
+            w = cols - col, gn = (size_t)w;
+        else if (w > 0 && col + w > cols && col > 0) { /* does not fit: the next row */
+            cli_buf_puts(&s, "\r\n");
+            row++, col = 0;
+            if (b->p[i] == '\t') used = ed_glyph(b->p, i, b->n, col, g, &gn, &w);
         }
-    if (b->n) cli_buf_put(&s, b->p + run, b->n - run);
-    cli_buf_puts(&s, "\033[K");
-    back = b->n ? ed_cols(b->p + pos, b->n - pos) : 0;
-    if (back > 0) cli_buf_printf(&s, "\033[%dD", back);
+        if (i == pos) crow = row, ccol = col;
+        if (i == b->n) break;
+        cli_buf_put(&s, g, gn);
+        col += w;
+        i += used;
+    }
+    if (col >= cols) { /* the last row is full: go to the next one, as a wrap would */
+        cli_buf_puts(&s, "\r\n");
+        row++, col = 0;
+    }
+    if (ccol >= cols) crow++, ccol = 0; /* the cursor after a full row: the next row's start */
+    if (row > crow) cli_buf_printf(&s, "\033[%dA", row - crow);
+    cli_buf_puts(&s, "\r");
+    if (ccol > 0) cli_buf_printf(&s, "\033[%dC", ccol);
+    ed->row = crow;
     if (s.p) ed_write(ed, s.p, s.n);
     cli_buf_free(&s);
 }
@@ -153,13 +229,25 @@ static void ed_delete(cli_buf *b, size_t from, size_t to) {
     b->p[b->n] = 0;
 }
 
+/* Whether the character at byte i of b takes no column (a combining mark: it moves, and is
+   deleted, with the character before it). */
+static int ed_zero_width(const cli_buf *b, size_t i) {
+    char g[8];
+    size_t gn;
+    int w;
+    return i < b->n && (unsigned char)b->p[i] >= 0x80 && (ed_glyph(b->p, i, b->n, 0, g, &gn, &w), w == 0);
+}
 static size_t ed_prev(const cli_buf *b, size_t pos) {
-    while (pos > 0 && ((unsigned char)b->p[--pos] & 0xC0) == 0x80) {}
+    do {
+        while (pos > 0 && ((unsigned char)b->p[--pos] & 0xC0) == 0x80) {}
+    } while (pos > 0 && ed_zero_width(b, pos));
     return pos;
 }
 static size_t ed_next(const cli_buf *b, size_t pos) {
-    if (pos < b->n) pos++;
-    while (pos < b->n && ((unsigned char)b->p[pos] & 0xC0) == 0x80) pos++;
+    do {
+        if (pos < b->n) pos++;
+        while (pos < b->n && ((unsigned char)b->p[pos] & 0xC0) == 0x80) pos++;
+    } while (ed_zero_width(b, pos));
     return pos;
 }
 
@@ -178,9 +266,18 @@ static int ed_edit(chat_editor *ed, const char *prompt, cli_buf *b) {
     b->n = 0;
     cli_buf_put(b, "", 0);
     if (ed_raw_on(ed) != 0) return -1;
+    chat_resized = 0;
+    ed->cols = ed_term_cols(ed);
+    ed->row = 0;
     ed_refresh(ed, prompt, b, pos);
     for (;;) {
         c = ed_getc();
+        if (c == -2) { /* resized: the same rows, drawn again at the new width */
+            chat_resized = 0;
+            ed->cols = ed_term_cols(ed);
+            ed_refresh(ed, prompt, b, pos);
+            continue;
+        }
         if (c < 0) {
             free(edited);
             ed_puts(ed, "\r\n");
@@ -234,7 +331,7 @@ static int ed_edit(chat_editor *ed, const char *prompt, cli_buf *b) {
             ed_delete(b, p, pos);
             pos = p;
         } else if (c == 12)
-            ed_puts(ed, "\033[H\033[2J"); /* Ctrl-L */
+            ed_puts(ed, "\033[H\033[2J"), ed->row = 0; /* Ctrl-L */
         else if (c == 16 || c == 14 || c == 27) {          /* history, arrows, other keys */
             int key = c == 16 ? 'A' : c == 14 ? 'B' : 0;
             if (c == 27) {
@@ -373,7 +470,42 @@ typedef struct chat {
     chat_stats total, last;
     cli_buf reply;
     int color;
+    mlstack_sampler_desc sd; /* this session's sampling (/set changes it); turn k draws with seed + k */
+    int max_tokens;          /* an answer's cap (0: none) */
+    int draws;               /* turns sampled since the seed was set */
 } chat;
+
+/* Chat's defaults where the command line left them: a little randomness, kept near the likely
+   tokens, a mild repetition penalty (a small model greedy and unpenalised loops), a random seed,
+   a cap on an answer. */
+#define CHAT_TEMP 0.7f
+#define CHAT_TOP_P 0.95f
+#define CHAT_MIN_P 0.05f
+#define CHAT_REPEAT 1.1f
+#define CHAT_MAX_TOKENS 1024
+
+static uint64_t chat_random_seed(void) {
+    uint64_t s = 0;
+#if defined(CHAT_TERMINAL)
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&s, sizeof s, 1, f) != 1) s = 0;
+        fclose(f);
+    }
+#endif
+    if (!s) s = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)(mlstack_clock_seconds() * 1e9);
+    return s >> 1 ? s >> 1 : 1; /* below 2^63: a value --seed takes back */
+}
+
+static void chat_defaults(chat *c, const cli_opts *o) {
+    c->sd = o->sd;
+    if (!(o->sampling_set & CLI_SET_TEMP)) c->sd.temperature = CHAT_TEMP;
+    if (!(o->sampling_set & CLI_SET_TOP_P)) c->sd.top_p = CHAT_TOP_P;
+    if (!(o->sampling_set & CLI_SET_MIN_P)) c->sd.min_p = CHAT_MIN_P;
+    if (!(o->sampling_set & CLI_SET_REPEAT)) c->sd.repeat_penalty = CHAT_REPEAT;
+    if (!(o->sampling_set & CLI_SET_SEED)) c->sd.seed = chat_random_seed();
+    c->max_tokens = o->n_predict_set ? o->n_predict : CHAT_MAX_TOKENS;
+}
 
 static int chat_push(chat *c, const char *role, const char *content) {
     if (c->n == c->cap) {
@@ -437,7 +569,7 @@ static const char *finish_name(mlstack_finish_reason f) {
     switch (f) {
     case MLSTACK_FINISH_EOS: return "end of turn";
     case MLSTACK_FINISH_STOP: return "stop string";
-    case MLSTACK_FINISH_LENGTH: return "-n limit";
+    case MLSTACK_FINISH_LENGTH: return "cut at the answer's token cap: /set max N";
     case MLSTACK_FINISH_CONTEXT: return "context full";
     case MLSTACK_FINISH_CANCELLED: return "stopped";
     case MLSTACK_FINISH_ERROR: return "error";
@@ -461,8 +593,9 @@ static int chat_turn(chat *c, const char *user) {
     memset(&d, 0, sizeof d);
     d.prompt = ids;
     d.n_prompt = n;
-    d.sampler = c->o->sd;
-    d.max_tokens = c->o->n_predict_set ? c->o->n_predict : 0;
+    d.sampler = c->sd;
+    d.sampler.seed = c->sd.seed + (uint64_t)c->draws++;
+    d.max_tokens = c->max_tokens;
     d.ignore_eos = c->o->ignore_eos;
     d.on_token = chat_on_token;
     d.user = c;
@@ -510,8 +643,11 @@ static int chat_turn(chat *c, const char *user) {
             c->color ? "\033[2m" : "", st.n_prompt, st.n_cached, st.n_generated,
             c->last.decode_s > 0 && st.n_generated > 1 ? (st.n_generated - 1) / c->last.decode_s : 0.0,
             finish_name(st.finish), c->color ? "\033[0m" : "");
-    /* the conversation keeps what was said, also an answer cut short by Ctrl-C */
-    if (chat_push(c, "user", user) != 0 || chat_push(c, "assistant", c->reply.p ? c->reply.p : "") != 0) {
+    /* an answer stopped by Ctrl-C (or an error) is not kept as if it were complete: the turn
+       is dropped, and the next question follows the last whole answer */
+    if (st.finish == MLSTACK_FINISH_CANCELLED || st.finish == MLSTACK_FINISH_ERROR || rc) {
+        fprintf(stderr, "(this turn is not kept in the conversation)\n");
+    } else if (chat_push(c, "user", user) != 0 || chat_push(c, "assistant", c->reply.p ? c->reply.p : "") != 0) {
         fprintf(stderr, "mlstack: out of memory\n");
         rc = 1;
     }
@@ -537,6 +673,10 @@ static void chat_print_stats(chat *c) {
                    ? (double)(s[k]->generated - (uint64_t)s[k]->turns) / s[k]->decode_s
                    : 0.0);
     }
+    printf("sampling   temperature %g, top-k %d, top-p %g, min-p %g, repetition penalty %g, answer cap %d tokens\n"
+           "seed       %llu (turn k after it draws with seed + k; --seed or /set seed repeats a session)\n",
+           c->sd.temperature, c->sd.top_k, c->sd.top_p, c->sd.min_p, c->sd.repeat_penalty, c->max_tokens,
+           (unsigned long long)c->sd.seed);
     mlstack_engine_cache_stats(c->e, &cs);
     printf("KV cache   %d of %d pages used (%d tokens each), %d cached for reuse; %d messages in the conversation\n",
            cs.pages_used, cs.n_pages, cs.page_tokens, cs.pages_cached, c->n + (c->system ? 1 : 0));
@@ -630,10 +770,58 @@ static const char *CHAT_HELP =
     "  /system TEXT    set the system message (empty: none)\n"
     "  /save FILE      write the conversation as a JSON list of messages\n"
     "  /load FILE      read a conversation written by /save (or any list of role/content)\n"
-    "  /stats          prompt tokens computed vs reused from the cache, prefill and decode speed\n"
+    "  /stats          prompt tokens computed vs reused from the cache, speeds, sampling and seed\n"
+    "  /set [NAME V]   sampling: temp, top_k, top_p, min_p, repeat, seed, max (an answer's cap,\n"
+    "                  0: none); /set alone shows them\n"
     "  /quit           leave (also Ctrl-D on an empty line)\n"
     "A line ending in \\ continues the message on the next line; pasted newlines stay in it.\n"
     "Ctrl-C stops an answer; on an empty line it does nothing.\n";
+
+/* /set NAME VALUE: one sampling setting (by the command line's bounds); /set alone prints them. */
+static void chat_set(chat *c, const char *arg) {
+    static const struct {
+        const char *name;
+        double lo, hi;
+    } S[] = {{"temp", 0, 100},   {"top_k", 0, 1e9},   {"top_p", 0, 1}, {"min_p", 0, 1},
+             {"repeat", 0, 100}, {"seed", 0, 1.8e19}, {"max", 0, 1e9}};
+    char name[16];
+    const char *v;
+    double x;
+    size_t k, n;
+    if (!arg || !*arg) {
+        printf("temp %g  top_k %d  top_p %g  min_p %g  repeat %g  seed %llu  max %d\n", c->sd.temperature, c->sd.top_k,
+               c->sd.top_p, c->sd.min_p, c->sd.repeat_penalty, (unsigned long long)c->sd.seed, c->max_tokens);
+        return;
+    }
+    n = strcspn(arg, " ");
+    v = arg + n;
+    while (*v == ' ') v++;
+    for (k = 0; k < sizeof S / sizeof S[0] && (n != strlen(S[k].name) || strncmp(arg, S[k].name, n)); k++) {}
+    if (k == sizeof S / sizeof S[0] || n >= sizeof name) {
+        printf("/set: unknown setting %.*s (temp, top_k, top_p, min_p, repeat, seed, max)\n", (int)n, arg);
+        return;
+    }
+    memcpy(name, arg, n), name[n] = 0;
+    if (!cli_parse_num(v, S[k].lo, S[k].hi, &x) || (k == 1 || k >= 5 ? x != (double)(uint64_t)x : 0)) {
+        printf("/set %s: expected a %s from %g to %g\n", name, k == 1 || k >= 5 ? "whole number" : "number", S[k].lo,
+               S[k].hi);
+        return;
+    }
+    if (k == 0) c->sd.temperature = (float)x;
+    else if (k == 1)
+        c->sd.top_k = (int)x;
+    else if (k == 2)
+        c->sd.top_p = (float)x;
+    else if (k == 3)
+        c->sd.min_p = (float)x;
+    else if (k == 4)
+        c->sd.repeat_penalty = (float)x;
+    else if (k == 5)
+        c->sd.seed = (uint64_t)x, c->draws = 0; /* the next turn draws with x, the one after with x + 1 */
+    else
+        c->max_tokens = (int)x;
+    printf("%s %s\n", name, v);
+}
 
 /* Runs a /command; returns 1 to quit, 0 otherwise. */
 static int chat_command(chat *c, const char *line) {
@@ -652,6 +840,8 @@ static int chat_command(chat *c, const char *line) {
         printf(c->system ? "system message set\n" : "system message cleared\n");
     } else if (IS("/stats"))
         chat_print_stats(c);
+    else if (IS("/set"))
+        chat_set(c, arg);
     else if (IS("/save") || IS("/load")) {
         if (!arg || !*arg) printf("%.*s needs a FILE\n", (int)n, line);
         else if (IS("/save"))
@@ -674,6 +864,7 @@ static int cmd_chat(const cli_opts *o) {
     memset(&ed, 0, sizeof ed);
     memset(&msg, 0, sizeof msg);
     c.o = o;
+    chat_defaults(&c, o);
     if ((rc = cli_open_model(o, 1, &c.m, &c.e, NULL)) != 0) return rc;
     c.tok = mlstack_model_tokenizer(c.m);
     c.tpl = mlstack_model_chat_template(c.m);
@@ -726,7 +917,7 @@ static int cmd_chat(const cli_opts *o) {
 /* ---- entry points (main.c's table) and their help ---- */
 
 static const cli_help HELP_CHAT = {
-    "mlstack chat -m DIR [--system TEXT] [-p TEXT] [options]",
+    "mlstack chat -m MODEL [--system TEXT] [-p TEXT] [options]",
     "An interactive conversation through the model's chat template. On a terminal: line editing\n"
     "(arrows, Home/End, Ctrl-A/E/K/U/W), history (up/down), multi-line input (end a line with \\,\n"
     "or paste), Ctrl-C stops the answer, Ctrl-D on an empty line quits. Piped stdin: one user\n"
@@ -736,6 +927,9 @@ static const cli_help HELP_CHAT = {
     "      --content-specials M text (default): special-token text in messages is plain text;\n"
     "                           parse: special tokens, as apply_chat_template(tokenize=True)\n"
     "  -p, --prompt TEXT        one turn with TEXT, then exit\n"
-    "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n",
+    "      --kv-mem MIB         KV cache budget (default: the model's context, at most 4096 tokens)\n"
+    "Chat's sampling defaults (each option below overrides its own): --temp 0.7, --top-p 0.95,\n"
+    "--min-p 0.05, --repeat-penalty 1.1, a random seed (shown by /stats), -n 1024 (0: no cap).\n"
+    "/set changes them during the chat.\n",
     1, 1};
 int cli_cmd_chat(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_CHAT, cmd_chat); }

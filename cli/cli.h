@@ -33,6 +33,8 @@ typedef struct cli_opts {
     int n_predict, threads, all, bits, ignore_eos; /* bits: eval --bits */
     int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
     int n_predict_set;        /* -n given */
+    unsigned sampling_set;    /* the sampling options given (CLI_SET_TEMP, ...): chat's defaults fill the rest */
+    int ctx_tokens;           /* -c/--ctx-size N: KV cache for N tokens (0: --kv-mem, or the engine's default) */
     uint64_t kv_mib;          /* --kv-mem MIB (chat, serve) */
     mlstack_sampler_desc sd;
     const char *json_schema, *grammar, *regex; /* run: constrained output */
@@ -42,6 +44,25 @@ typedef struct cli_opts {
     const char *content_specials; /* --content-specials text|parse (run --chat, chat; NULL: text) */
 } cli_opts;
 
+/* "mlstack 0.2.0 (commit abc1234, gcc 12.2.0; kernels compiled: scalar avx2 avx512 amx)": the
+   release, the commit and compiler it was built from and the kernel paths built in (main.c). */
+const char *cli_version(void);
+enum {
+    CLI_SET_TEMP = 1,
+    CLI_SET_TOP_K = 2,
+    CLI_SET_TOP_P = 4,
+    CLI_SET_MIN_P = 8,
+    CLI_SET_REPEAT = 16,
+    CLI_SET_SEED = 32
+};
+/* The numeric address of a loopback name (localhost, NAME.localhost, ip6-localhost: RFC 6761),
+   else host itself: what getaddrinfo gets, so that a static build (glibc's static getaddrinfo
+   needs NSS modules at run time) and a machine without /etc/hosts still resolve localhost. */
+const char *cli_host_local(const char *host);
+/* The last progress line of a GGUF write (quantize), "" if none. */
+const char *cli_last_progress(void);
+/* Prints the engine, ISA and rank options (`mlstack --help engine`). */
+void cli_print_engine_help(void);
 /* Prints "mlstack: " + the formatted message to stderr; returns 2 (a usage error's exit code). */
 int cli_die(const char *fmt, const char *a);
 /* Gives the CPU up for a moment (spin waits) / sleeps for `seconds`: POSIX or Win32. */

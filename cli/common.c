@@ -31,6 +31,7 @@ int cli_transport_start(int *argc, char ***argv) {
 }
 #endif
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -41,30 +42,48 @@ int cli_transport_start(int *argc, char ***argv) {
 #define isatty _isatty
 #else
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 #endif
 
 static const char *MODEL_OPTS =
-    "  -m, --model DIR          Hugging Face model folder (config.json + *.safetensors)\n"
+    "  -m, --model MODEL        model folder or .gguf file: a Hugging Face folder as downloaded\n"
+    "                           (config.json, *.safetensors, tokenizer files) or a llama.cpp GGUF\n"
     "  -t, --threads N          worker threads (default: the physical cores)\n"
+    "  -c, --ctx-size N         KV cache for N tokens, shared by the sequences (default: the model's\n"
+    "                           context, at most 4096; --kv-mem MIB gives it in MiB instead)\n"
+    "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type\n"
+    "                           (q4_k_m, q6_k, ...: mlstack --help engine) (default: as stored)\n";
+
+/* Options every command that opens an engine takes, shown by `mlstack --help engine`. */
+static const char *ENGINE_OPTS =
+    "Engine options (run, chat, serve, eval, info, bench, kl, quantize):\n"
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type by\n"
     "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q3_k_s,\n"
     "                           q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl\n"
     "                           (q3_k, q4_k, q5_k: the _m ones) (default: as stored)\n"
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
-    "      --ranks N            shard the model over N ranks (thread groups; bit-identical logits)\n"
+    "      --kv-mem MIB         KV cache budget in MiB (-c gives it in tokens)\n"
+    "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
+    "                           AMX-BF16 tiles (faster prefill, not exact)\n"
+    "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n"
+    "\n"
+    "Kernel paths (ISA):\n"
+    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
+    "                           the MLSTACK_ISA environment variable sets the same cap). Every path\n"
+    "                           gives the same logits, bit for bit; mlstack --version lists those built in\n"
+    "\n"
+    "Ranks (one model sharded over thread groups, or MPI processes in mlstack-mpi):\n"
+    "      --ranks N            shard the model over N ranks (bit-identical logits)\n"
     "      --stages S           of those ranks, S pipeline stages of N / S ranks, each holding only its\n"
     "                           share of the layers (a 2-D mesh when N / S > 1; bit-identical logits)\n"
     "      --rank-mode MODE     gather (default: finished slices exchanged, bit-identical to one rank)\n"
     "                           or reduce (output/down projections by input columns, partial sums\n"
-    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n"
-    "      --isa CAP            highest kernel path: scalar, avx2, avx512, amx or neon (default: best;\n"
-    "                           the MLSTACK_ISA environment variable sets the same cap)\n"
-    "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
-    "                           AMX-BF16 tiles (faster prefill, not exact)\n"
-    "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n";
+    "                           added in rank order: 2 exchanges a layer, fewer bytes, rounding off)\n";
+
+void cli_print_engine_help(void) { fputs(ENGINE_OPTS, stdout); }
 
 static const char *SAMPLING_OPTS =
     "  -n, --n-predict N        tokens to generate (default 64 for run, 0 = until EOS or the context)\n"
@@ -76,16 +95,26 @@ static const char *SAMPLING_OPTS =
     "      --frequency-penalty F, --presence-penalty F   OpenAI-style penalties (default 0)\n"
     "      --seed N             RNG seed for sampling (default 0)\n"
     "      --spec MODE          speculative decoding (run, chat, serve): ngram (drafts looked up in\n"
-    "                           the context), draft:DIR (a smaller model, same tokenizer), self:q4_1\n"
+    "                           the context), draft:MODEL (a smaller model, same tokenizer), self:q4_1\n"
     "                           or self:q8_0 (this model quantized as its own draft); greedy output\n"
     "                           is unchanged, sampled output keeps its distribution\n"
     "      --spec-tokens N      drafted tokens per step (default 8 for ngram, 4 for a draft model)\n";
 
+/* usage, the description, then the options in groups: the common ones first, the command's own,
+   sampling, and where the engine, ISA and rank options are (mlstack --help engine). */
 static void print_help(const cli_help *h) {
-    printf("usage: %s\n\n%s", h->synopsis, h->text);
-    if (h->model_opts) printf("%s", MODEL_OPTS);
-    if (h->sampling_opts) printf("%s", SAMPLING_OPTS);
+    const char *own = strchr(h->text, '\n'); /* the command's options: from the first line "   -..." */
+    int n_desc;
+    while (own && !(own[1] == ' ' && own[1 + strspn(own + 1, " ")] == '-')) own = strchr(own + 1, '\n');
+    n_desc = own ? (int)(own - h->text) + 1 : (int)strlen(h->text);
+    printf("usage: %s\n\n%.*s", h->synopsis, n_desc, h->text);
+    if (h->model_opts) printf("\nCommon options:\n%s", MODEL_OPTS);
+    if (own) printf("\nOptions of %.*s:\n%s", (int)strcspn(h->synopsis + 8, " "), h->synopsis + 8, own + 1);
+    if (h->sampling_opts) printf("\nSampling:\n%s", SAMPLING_OPTS);
     printf("  -h, --help               this text\n");
+    if (h->model_opts)
+        printf("\nEngine, rank and ISA options (--ranks, --isa, --head-quant, --bf16-dot, --gpu, ...):\n"
+               "mlstack --help engine\n");
 }
 
 #if defined(_WIN32)
@@ -113,6 +142,18 @@ double cli_peak_rss_mib(void) {
         }
     fclose(f);
     return kib / 1024.0;
+}
+
+const char *cli_host_local(const char *host) {
+    size_t n = host ? strlen(host) : 0, k;
+    char low[64];
+    if (n == 0 || n >= sizeof low) return host;
+    for (k = 0; k <= n; k++) low[k] = (char)(host[k] >= 'A' && host[k] <= 'Z' ? host[k] + 32 : host[k]);
+    if (low[n - 1] == '.') low[--n] = 0; /* "localhost." is the same name */
+    if (!strcmp(low, "ip6-localhost") || !strcmp(low, "ip6-loopback")) return "::1";
+    /* RFC 6761: localhost and every name under it are the loopback address */
+    if (!strcmp(low, "localhost") || (n > 10 && !strcmp(low + n - 10, ".localhost"))) return "127.0.0.1";
+    return host;
 }
 
 int cli_die(const char *fmt, const char *a) {
@@ -178,7 +219,11 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
         }
         return 1;
     }
-    if (!cli_parse_num(v, sp->lo, sp->hi, &x)) return cli_die("bad value for %s", a);
+    if (!cli_parse_num(v, sp->lo, sp->hi, &x) || (sp->kind != 'f' && floor(x) != x)) {
+        fprintf(stderr, "mlstack: %s %s: expected a %s from %.17g to %.17g\n", a, v,
+                sp->kind == 'f' ? "number" : "whole number", sp->lo, sp->hi);
+        return 2;
+    }
     if (sp->kind == 'i') *(int *)(void *)field = (int)x;
     else if (sp->kind == 'f')
         *(float *)(void *)field = (float)x;
@@ -197,6 +242,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--ids", NULL, 's', 0, 0, ids),
     OPT("-n", "--n-predict", 'i', 0, 1e9, n_predict),
     OPT("-t", "--threads", 'i', 1, 256, threads),
+    OPT("-c", "--ctx-size", 'i', 1, 1 << 24, ctx_tokens),
     OPT("--temp", "--temperature", 'f', 0, 100, sd.temperature),
     OPT("--top-k", NULL, 'i', 0, 1e9, sd.top_k),
     OPT("--top-p", NULL, 'f', 0, 1, sd.top_p),
@@ -247,7 +293,20 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
         if ((r = cli_parse_opt(OPTS, sizeof OPTS / sizeof OPTS[0], o, o->cmd, argc, argv, &i)) == 2) return 2;
         if (r == 1) {
+            static const struct {
+                const char *name;
+                unsigned bit;
+            } SET[] = {{"--temp", CLI_SET_TEMP},
+                       {"--temperature", CLI_SET_TEMP},
+                       {"--top-k", CLI_SET_TOP_K},
+                       {"--top-p", CLI_SET_TOP_P},
+                       {"--min-p", CLI_SET_MIN_P},
+                       {"--seed", CLI_SET_SEED},
+                       {"--repeat-penalty", CLI_SET_REPEAT}};
+            size_t k;
             if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) o->n_predict_set = 1;
+            for (k = 0; k < sizeof SET / sizeof SET[0]; k++)
+                if (strcmp(a, SET[k].name) == 0) o->sampling_set |= SET[k].bit;
             continue;
         }
         if (a[0] != '-' && !o->prompt) {
@@ -405,9 +464,20 @@ int cli_stderr_tty(void) {
 }
 
 void cli_progress(const char *fmt, const char *a) {
+    char line[512];
+    size_t n, cols = 80, k, c;
+#if !defined(_WIN32)
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) cols = ws.ws_col;
+#endif
     if (!cli_stderr_tty()) return;
-    fprintf(stderr, "\r\033[K");
-    fprintf(stderr, fmt, a);
+    snprintf(line, sizeof line, fmt, a);
+    /* one row, or the next \r cannot take it back: cut to the terminal's width less one column */
+    for (n = 0, c = 0; line[n] && c < cols - 1; n++)
+        if (((unsigned char)line[n] & 0xC0) != 0x80) c++;
+    for (k = n; line[k] && ((unsigned char)line[k] & 0xC0) == 0x80; k++) {}
+    line[k] = 0;
+    fprintf(stderr, "\r\033[K%s", line);
     fflush(stderr);
 }
 
@@ -522,19 +592,31 @@ const char *cli_quant_mix(mlstack_dtype q) {
     return i >= 0 && i < n ? cli_quant_mix_names[i] : NULL;
 }
 
+/* quantize's progress: the library's level-2 lines ("tensor 12 of 272 (NAME, TYPE), 10.5 MiB written")
+   as a line that overwrites itself on a terminal; the last one is kept for the summary. */
+static char g_last_progress[200];
+static void cli_log_progress(void *user, int level, const char *msg) {
+    (void)user;
+    if (level != 2) return; /* errors come back through err as well */
+    snprintf(g_last_progress, sizeof g_last_progress, "%s", msg);
+    cli_progress("writing: %s", msg);
+}
+const char *cli_last_progress(void) { return g_last_progress; }
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_error err;
     double t0 = mlstack_clock_seconds();
     if (!o->model) {
-        fprintf(stderr, "mlstack: %s needs -m DIR (a Hugging Face model folder)\n", o->cmd);
+        fprintf(stderr, "mlstack: %s needs -m MODEL (a model folder or .gguf file)\n", o->cmd);
         return 2;
     }
     memset(&md, 0, sizeof md);
     md.path = o->model;
     md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
     md.quant_mix = cli_quant_mix(o->quant);
+    if (strcmp(o->cmd, "quantize") == 0) md.log = cli_log_progress;
     if (o->head_quant) {
         if (strcmp(o->head_quant, "q8_0") == 0) md.head_quant = MLSTACK_DTYPE_Q8_0;
         else if (strcmp(o->head_quant, "q4_1") == 0)
@@ -565,6 +647,12 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
         ed.isa = o->isa;
         ed.bf16_activations = o->bf16_dot;
         ed.kv_mem = o->kv_mib << 20;
+        if (o->ctx_tokens > 0) { /* -c N: N tokens of KV at the engine's type (f16; eval's f32) */
+            mlstack_model_info in;
+            mlstack_model_get_info(*m, &in);
+            ed.kv_mem = (uint64_t)o->ctx_tokens * (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads *
+                        (uint64_t)in.head_dim * (strcmp(o->cmd, "eval") == 0 ? 4u : 2u);
+        }
         /* eval exists to check logits against references: keep keys and values exact */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
         if (o->spec) {

