@@ -62,7 +62,7 @@ int cli_cmd_serve(int argc, char **argv) {
 #define SRV_GRAMMAR_MEMORY ((size_t)64 << 20) /* automaton + mask cache budget of each */
 
 static const char *SERVE_USAGE =
-    "usage: mlstack serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [options]\n"
+    "usage: mlstack serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [options]\n"
     "\n"
     "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions (streamed\n"
     "as Server-Sent Events with \"stream\": true), POST /v1/responses (text), POST /v1/embeddings,\n"
@@ -394,6 +394,8 @@ static void conn_consume(conn *c) {
     /* glibc keeps big freed blocks in its per-thread arenas (its mmap threshold rises after the
        first big free): hand them back, or every thread's largest body stays resident */
     if (held >= ((size_t)1 << 20)) malloc_trim(0);
+#else
+    (void)held;
 #endif
 }
 
@@ -1664,7 +1666,7 @@ static void json_head(srv *s, cli_buf *b, int chat, int chunk, uint64_t id, long
                    (unsigned long long)id,
                    chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion", created);
     cli_buf_json(b, s->model_id, strlen(s->model_id));
-    cli_buf_puts(b, ",\"system_fingerprint\":\"mlstack-0.1.0\",");
+    cli_buf_puts(b, ",\"system_fingerprint\":\"mlstack-" MLSTACK_VERSION_STRING "\",");
 }
 
 /* One SSE event as one HTTP chunk. */
@@ -2876,7 +2878,7 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
             return 2;
         if (r == 0) return cli_die("unknown option %s for serve (see mlstack serve --help)", argv[i]);
     }
-    if (!o->base.model) return cli_die("%s", "serve needs -m DIR (a Hugging Face model folder)");
+    if (!o->base.model) return cli_die("%s", "serve needs -m MODEL (a model folder or .gguf file)");
     if (o->api_key && o->api_key_file) return cli_die("%s", "give --api-key or --api-key-file, not both");
     if (o->api_key_file) { /* the file's first line; a key kept off the command line (ps shows it) */
         static char key[4096];
@@ -2912,7 +2914,7 @@ static int srv_listen(srv *s) {
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     snprintf(port, sizeof port, "%d", s->o.port);
-    if ((gai = getaddrinfo(s->o.host, port, &hints, &res)) != 0) {
+    if ((gai = getaddrinfo(cli_host_local(s->o.host), port, &hints, &res)) != 0) {
         fprintf(stderr, "mlstack: --host %s: %s\n", s->o.host, gai_strerror(gai));
         return -1;
     }
