@@ -1182,9 +1182,10 @@ typedef enum mlstack_grammar_kind {
                         non-zero abandons the compile with MLSTACK_ERR_CANCELLED. It may read
                         a flag another thread sets, or poll a socket; it must not call back into
                         the grammar being compiled.
-     json_whitespace    0: JSON kinds write compact JSON (no whitespace between tokens); 1:
-                        flexible but bounded: at each place JSON allows whitespace, at most one
-                        space or tab, or one newline and up to 20 spaces / tabs */
+     json_whitespace    0: compact JSON (no whitespace between tokens) for JSON_SCHEMA and JSON,
+                        flexible for the tool-call kinds (models write {"name": ...} with spaces);
+                        1: flexible but bounded: at each place JSON allows whitespace, at most one
+                        space or tab, or one newline and up to 20 spaces / tabs; 2: compact */
 typedef struct mlstack_grammar_desc {
     mlstack_grammar_kind kind;
     const char *text;
@@ -23346,6 +23347,7 @@ typedef struct {
     struct mlstack__jsmem *mem; /* members of the large objects and arrays $refs went through */
     uint32_t mem_mask, n_mem;
     int n_rules, depth, draft, sub_ids, only;
+    int strict; /* tool arguments: no other keys unless additionalProperties allows them */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -24040,7 +24042,7 @@ static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mls
         int cap = out->cap ? out->cap * 2 : 4;
         mlstack__jsbr *nb;
         if (cap > MLSTACK__JS_MAX_BRANCHES)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s",
                                     "more than 64 combinations of anyOf / oneOf / if branches");
         nb = (mlstack__jsbr *)mlstack__arena_alloc(&j->arena, sizeof *nb * (size_t)cap);
         if (!nb) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -24132,8 +24134,12 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
         t2[m].s = t, t2[m++].negated = 0;
         return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
     }
+    for (z = 0; z < (size_t)cur->n_pos; z++) /* met again: a cycle of $ref / allOf with no value between */
+        if (cur->pos[z] == s)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "a $ref cycle that reaches itself without a value in between (left recursion)");
     if (cur->n_pos == MLSTACK__JS_MAX_CONJ)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "more than 48 schemas (allOf, $ref) together");
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 48 schemas (allOf, $ref) together");
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
@@ -24731,11 +24737,11 @@ static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         if (rest == -1 || c == -1) return -1;
         if (c == -2) return 0;
         if (MLSTACK__JS_P(j, b, "\"[\" ws ")) return -1;
-        if (rest >= 0 &&
+        if (rest != -2 &&
             (MLSTACK__JS_P(j, b, "(") || mlstack__js_put_rule(j, b, rest) || MLSTACK__JS_P(j, b, "ws \",\" ws)* ")))
             return -1;
         if (mlstack__js_put_rule(j, b, c)) return -1;
-        if (rest >= 0 &&
+        if (rest != -2 &&
             (MLSTACK__JS_P(j, b, "(ws \",\" ws ") || mlstack__js_put_rule(j, b, rest) || MLSTACK__JS_P(j, b, ")* ")))
             return -1;
         return MLSTACK__JS_P(j, b, "ws \"]\"") ? -1 : 1;
@@ -24761,7 +24767,7 @@ static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
             rest = mlstack__js_item_rule(j, br, P, NULL);
             if (rest == -1) return -1;
             if (rest == -2 && a > 0) return 0;
-            if (rest >= 0) {
+            if (rest != -2) {
                 if (P == 0) { /* the first element has no separator */
                     if (a == 0 && MLSTACK__JS_P(j, b, "(")) return -1;
                     if (mlstack__js_put_rule(j, b, rest)) return -1;
@@ -24823,21 +24829,28 @@ static int mlstack__js_except(mlstack__js *j, const char *const *names, const si
     mlstack__buf_put(&e, cls.p, cls.n);
     mlstack__buf_puts(&e, " jcanon* \"\\\"\"");
     {
-        static const char *const esc[] = {"\\\"", "\\\\", "\\b", "\\f", "\\n", "\\r", "\\t"};
+        static const char esc[] = "\"\\bfnrt";
         static const uint32_t ecp[] = {'"', '\\', 8, 12, 10, 13, 9};
-        int q, k;
+        int q, k, ctl = 0;
+        mlstack__buf_puts(&e, " | \"\\\\\" [");
         for (q = 0; q < 7; q++) {
             for (k = i; k < n; k++) {
                 size_t at = off;
                 if (mlstack__js_cp_at(names[k], lens[k], &at) == ecp[q]) break;
             }
             if (k < n) continue;
-            mlstack__buf_puts(&e, " | ");
-            mlstack__js_lit(&e, esc[q], 2);
-            mlstack__buf_puts(&e, " jcanon* \"\\\"\"");
+            t[0] = q < 2 ? '\\' : esc[q], t[1] = esc[q], t[2] = 0;
+            mlstack__buf_puts(&e, q < 2 ? t : t + 1);
         }
-        /* other controls as \u00XX: excluded when a name continues with one */
-        for (q = 0; q < 32; q++) {
+        mlstack__buf_puts(&e, "] jcanon* \"\\\"\"");
+        for (k = i; k < n; k++) {
+            size_t at = off;
+            uint32_t cp = mlstack__js_cp_at(names[k], lens[k], &at);
+            ctl |= cp < 0x20 && cp != 8 && cp != 9 && cp != 10 && cp != 12 && cp != 13;
+        }
+        if (!ctl) /* \u00xx for the other controls */
+            mlstack__buf_puts(&e, " | \"\\\\u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]) jcanon* \"\\\"\"");
+        for (q = 0; ctl && q < 32; q++) {
             if (q == 8 || q == 9 || q == 10 || q == 12 || q == 13) continue;
             for (k = i; k < n; k++) {
                 size_t at = off;
@@ -24898,20 +24911,20 @@ typedef struct {
     int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
 } mlstack__jsobj;
 
+/* Rule R(i, c) from the rules of (i + 1, .) and E(c + 1), made before it (the table is filled
+   from the end). -2: no way on from there. */
 static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c) {
     int *slot = &o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c], id, alts = 0, sub;
     long c1 = c + 1 > o->cap ? o->cap : c + 1;
     int can_add = o->mx < 0 || c < o->mx;
     mlstack__buf e = {0, 0, 0};
     char t[96];
-    if (*slot != -3) return *slot;
     if (mlstack__js_work(j, 4)) return -1;
     id = j->n_rules++;
     *slot = id;
     if (i == o->n) {
         if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
-        if (o->extra != -2 && can_add && (sub = mlstack__js_obj_rule(j, o, i, c1)) != -2) {
-            if (sub < 0) return -1;
+        if (o->extra != -2 && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2) {
             snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
             mlstack__buf_puts(&e, t);
             mlstack__js_put_rule(j, &e, o->key_rule);
@@ -24921,13 +24934,12 @@ static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c
             mlstack__buf_puts(&e, t);
         }
     } else {
-        if (o->p[i].rule != -2 && can_add && (sub = mlstack__js_obj_rule(j, o, i + 1, c1)) != -2) {
-            if (sub < 0) return -1;
+        const int *next = &o->rule[(size_t)(i + 1) * (size_t)(o->cap + 1)];
+        if (o->p[i].rule != -2 && can_add && (sub = next[c1]) != -2) {
             snprintf(t, sizeof t, "%ss%d s%d", c ? "ws \",\" ws " : "", o->p[i].rule, sub);
             mlstack__buf_puts(&e, t), alts++;
         }
-        if (!o->p[i].required && (sub = mlstack__js_obj_rule(j, o, i + 1, c)) != -2) {
-            if (sub < 0) return -1;
+        if (!o->p[i].required && (sub = next[c]) != -2) {
             snprintf(t, sizeof t, "%ss%d", alts++ ? " | " : "", sub);
             mlstack__buf_puts(&e, t);
         }
@@ -24988,6 +25000,39 @@ static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack
     }
 }
 
+/* The named keys: properties in order, then the required ones not among them (hashed). */
+static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
+    uint32_t mask = 15, h;
+    int *tab, q, i;
+    const mlstack__json *v, *c;
+    while (mask < total * 2 + 2) mask = mask * 2 + 1;
+    tab = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * ((size_t)mask + 1));
+    if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
+    if (mlstack__js_work(j, 1 + mask / 8)) return -1;
+    for (q = 0; q < br->n_pos; q++)
+        for (i = 0; i < 2; i++) {
+            v = mlstack__json_get(br->pos[q], i ? "required" : "properties");
+            if (!v || v->type != (i ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT)) continue;
+            for (c = v->child; c; c = c->next) {
+                const char *k = i ? c->str : c->key;
+                size_t kl = i ? c->len : c->key_len;
+                uint64_t probes = 1;
+                if (i && c->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+                for (h = mlstack__ghash(k, kl) & mask; tab[h] >= 0; h = (h + 1) & mask, probes++)
+                    if (o->p[tab[h]].len == kl && !memcmp(o->p[tab[h]].key, k, kl)) break;
+                if (mlstack__js_work(j, probes + kl)) return -1;
+                if (tab[h] < 0) {
+                    tab[h] = o->n;
+                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
+                }
+                if (i) o->p[tab[h]].required = 1;
+            }
+        }
+    return 0;
+}
+
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
     const mlstack__json *v, *c, *list[MLSTACK__JS_MAX_CONJ];
@@ -25022,22 +25067,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     if (o.mx >= 0 && o.mx < o.mn) return 0;
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (mlstack__js_work(j, 1 + total * (total < 4096 ? total : 4096) / 64)) return -1;
-    for (q = 0; q < br->n_pos; q++) /* the names: properties in order, then required ones */
-        for (i = 0; i < 2; i++) {
-            v = mlstack__json_get(br->pos[q], i ? "required" : "properties");
-            if (!v || v->type != (i ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT)) continue;
-            for (c = v->child; c; c = c->next) {
-                const char *k = i ? c->str : c->key;
-                size_t kl = i ? c->len : c->key_len;
-                int f;
-                if (i && c->type != MLSTACK__JSON_STRING)
-                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
-                for (f = 0; f < o.n && !(o.p[f].len == kl && !memcmp(o.p[f].key, k, kl)); f++) {}
-                if (f == o.n) o.p[o.n].key = k, o.p[o.n].len = kl, o.p[o.n].rule = 0, o.p[o.n++].required = 0;
-                if (i) o.p[f].required = 1;
-            }
-        }
+    if (mlstack__js_obj_names(j, br, &o, total)) return -1;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
         size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
         mlstack__buf e = {0, 0, 0};
@@ -25075,8 +25105,9 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.extra = 0;
     for (q = 0; q < br->n_pos; q++)
         if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
-    o.extra = mlstack__js_gen_list(j, list, nl);
+    o.extra = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
     if (o.extra == -1) return -1;
+    if (o.extra != -2 && o.n > 512) o.extra = -2; /* no other keys beside hundreds of named ones (a subset) */
     if (o.extra != -2) {
         o.key_rule = mlstack__js_obj_keys(j, br, &o);
         if (o.key_rule == -1) return -1;
@@ -25088,8 +25119,30 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * (size_t)(o.n + 1) * (size_t)(o.cap + 1));
     if (!o.rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_work(j, (uint64_t)(o.n + 1) * (uint64_t)(o.cap + 1))) return -1;
-    for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -3;
-    r = mlstack__js_obj_rule(j, &o, 0, 0);
+    for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -2;
+    o.rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
+    for (i = 0; i < o.n; i++) {
+        long c;
+        int *row = &o.rule[(size_t)i * (size_t)(o.cap + 1)], *next = row + o.cap + 1;
+        for (c = 0; c <= o.cap; c++) {
+            if (row[c] != -3) continue;
+            if (o.p[i].rule != -2 && (o.mx < 0 || c < o.mx)) next[c + 1 > o.cap ? o.cap : c + 1] = -3;
+            if (!o.p[i].required) next[c] = -3;
+        }
+    }
+    {
+        int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
+        long c;
+        for (c = 0; c < o.cap; c++)
+            if (row[c] == -3 && o.extra != -2 && (o.mx < 0 || c < o.mx)) row[c + 1] = -3;
+    }
+    for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
+        long c;
+        for (c = o.cap; c >= 0; c--) /* E(cap) may loop on itself: its id first */
+            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)c] == -3 && mlstack__js_obj_rule(j, &o, i, c) == -1)
+                return -1;
+    }
+    r = o.rule[0];
     if (r == -1) return -1;
     if (r == -2) return 0;
     snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", r);
@@ -25153,7 +25206,15 @@ static int mlstack__js_neg_kind(const mlstack__json *s) {
                                      "patternProperties",
                                      "propertyNames",
                                      "dependentRequired",
-                                     "additionalItems"};
+                                     "additionalItems",
+                                     "dependencies",
+                                     "dependentSchemas",
+                                     "unevaluatedProperties",
+                                     "unevaluatedItems",
+                                     "$dynamicRef",
+                                     "$recursiveRef",
+                                     "minContains",
+                                     "maxContains"};
     int seen = 0, k;
     for (k = 0; k < (int)(sizeof kw / sizeof kw[0]); k++)
         if (mlstack__json_get(s, kw[k])) seen |= k < 3 ? 1 << k : k < 7 ? 8 : 16;
@@ -25313,7 +25374,11 @@ static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list
     mlstack__buf b = {0, 0, 0};
     j->only = 0;
     if (j->rc != MLSTACK_OK) return -1;
-    if (n == 0 && !only) return -3;
+    for (i = 0; i < n && !only; i++) /* true, or only annotations: any value */
+        if (list[i]->type != MLSTACK__JSON_TRUE &&
+            (list[i]->type != MLSTACK__JSON_OBJECT || mlstack__js_neg_kind(list[i]) != 4))
+            break;
+    if (i == n && !only) return -3;
     if ((m = mlstack__js_memo(j, list, n, only, 0)) != NULL) return m->rule;
     if (j->rc != MLSTACK_OK) return -1;
     if (++j->depth > MLSTACK__G_MAX_NEST)
@@ -25359,6 +25424,11 @@ static int mlstack__js_draft(const mlstack__json *root) {
 }
 /* The rule for one schema document (root), -2 when it allows no value. */
 static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
+    const mlstack__json *ms = root->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(root, "$schema") : NULL;
+    if (ms && (ms->type != MLSTACK__JSON_STRING || !strstr(ms->str, "json-schema.org/")))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                "$schema '%s' is not a JSON Schema draft this compiler knows",
+                                ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
     j->sub_ids = mlstack__js_has_sub_id(root, 0);
@@ -25368,12 +25438,13 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
 
 static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, int flexible, mlstack__buf *out,
                                               mlstack__gwork *w, mlstack_error *err) {
-    const char *ws_rule = flexible ? "ws ::= ([ \\t] | \"\\n\" [ \\t]{0,20})?\n" : "ws ::= \"\"\n";
+    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    const char *ws_rule =
+        flexible == 1 || (flexible == 0 && tools) ? "ws ::= ([ \\t] | \"\\n\" [ \\t]{0,20})?\n" : "ws ::= \"\"\n";
     mlstack__json_doc doc;
     mlstack__js j;
     mlstack_result r;
     char t[64];
-    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
     if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop; /* the JSON parse: linear */
     r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
@@ -25382,6 +25453,7 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     j.out = out;
     j.err = err;
     j.root = doc.root;
+    j.strict = tools;
     if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON) || !mlstack__buf_puts(out, ws_rule))
         j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
     if (j.rc == MLSTACK_OK && !tools) {

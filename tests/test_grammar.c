@@ -398,53 +398,31 @@ typedef struct {
     const mlstack_grammar *g;
     long budget;
     int over;
+    mlstack_matcher *m;
 } js_search;
 
 /* The spellings of a JSON number that equal it: its text, and its plain decimal form. */
 static int num_spellings(const mlstack__json *v, char sp[2][400]) {
-    const char *s = v->str;
-    char dig[360];
-    int nd = 0, neg = 0, point = -1, n = 1;
-    long e = 0, k;
+    mlstack__jsdec d;
+    mlstack__buf b = {0, 0, 0};
     snprintf(sp[0], 400, "%.*s", (int)v->len, v->str);
-    if (*s == '-') neg = 1, s++;
-    for (; *s && *s != 'e' && *s != 'E'; s++) {
-        if (*s == '.') point = nd;
-        else if (nd < 300)
-            dig[nd++] = *s;
-    }
-    if (point < 0) point = nd;
-    if (*s) e = strtol(s + 1, NULL, 10);
-    if (e > 40 || e < -40) return 1;
-    point += (int)e;
-    {
-        char *o = sp[1];
-        int i, first = 0, last;
-        while (first < nd && first < point && dig[first] == '0') first++;
-        last = nd;
-        while (last > point && last > 0 && dig[last - 1] == '0') last--;
-        if (neg) *o++ = '-';
-        if (point <= first) *o++ = '0';
-        for (k = first; k < point; k++) *o++ = k < nd ? dig[k] : '0';
-        if (last > point) {
-            *o++ = '.';
-            for (k = point; k < last; k++) *o++ = k < 0 ? '0' : dig[k];
-        }
-        *o = 0;
-        for (i = 0; sp[1][i] && (sp[1][i] == '-' || sp[1][i] == '0' || sp[1][i] == '.'); i++) {}
-        if (!sp[1][i]) strcpy(sp[1], "0"); /* -0, 0.0 */
-    }
-    if (strcmp(sp[0], sp[1])) n = 2;
-    return n;
+    if (mlstack__jsdec_parse(v->str, v->len, &d)) return 1;
+    mlstack__jsdec_write(&b, v);
+    snprintf(sp[1], 400, "%.*s", (int)b.n, b.p);
+    free(b.p);
+    return strcmp(sp[0], sp[1]) ? 2 : 1;
 }
 
-static int js_feed(mlstack_matcher *m, const char *p, size_t n) {
-    return mlstack_matcher_accept_bytes(m, p, n) == MLSTACK_OK;
+/* Is text (so far) a prefix the grammar accepts? With end: a whole text it may end with. */
+static int js_prefix_ok(js_search *S, const mlstack__buf *text, int end) {
+    mlstack_matcher_reset(S->m);
+    if (mlstack_matcher_accept_bytes(S->m, text->p ? text->p : "", text->n) != MLSTACK_OK) return 0;
+    return !end || (mlstack_matcher_status(S->m) & MLSTACK_MATCHER_CAN_END) != 0;
 }
 
-/* Is there a serialization of items[0..n) (a stack, the last first) accepted from m's state? */
-static int js_search_items(js_search *S, mlstack_matcher *m, js_item *items, int n, mlstack__buf *text) {
-    mlstack_matcher *t;
+/* Is there a serialization of items[0..n) (a stack, the last first) after text that the
+   grammar accepts? text holds it on success. */
+static int js_search_items(js_search *S, js_item *items, int n, mlstack__buf *text) {
     js_item it, more[80];
     int ok = 0, i;
     size_t mark = text->n;
@@ -452,17 +430,13 @@ static int js_search_items(js_search *S, mlstack_matcher *m, js_item *items, int
         S->over = 1;
         return 0;
     }
-    if (n == 0) return (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END) != 0;
+    if (n == 0) return js_prefix_ok(S, text, 1);
     if (n + 4 > 70) return 0;
     memcpy(more, items, sizeof *items * (size_t)n);
     it = more[--n];
-    if (mlstack_matcher_init(S->g, &t) != MLSTACK_OK) return 0;
     if (it.kind == 0) {
-        matcher_copy(t, m);
-        if (js_feed(t, it.lit, it.lit_n)) {
-            mlstack__buf_put(text, it.lit, it.lit_n);
-            ok = js_search_items(S, t, more, n, text);
-        }
+        mlstack__buf_put(text, it.lit, it.lit_n);
+        ok = js_prefix_ok(S, text, 0) && js_search_items(S, more, n, text);
     } else if (it.kind == 1) {
         const mlstack__json *v = it.v, *c;
         mlstack__buf lit = {0, 0, 0};
@@ -471,7 +445,7 @@ static int js_search_items(js_search *S, mlstack_matcher *m, js_item *items, int
             more[n++] = (js_item){0, NULL, "}", 1, 0, 0};
             more[n++] = (js_item){2, v, NULL, 0, 0, 1};
             more[n++] = (js_item){0, NULL, "{", 1, 0, 0};
-            ok = js_search_items(S, m, more, n, text);
+            ok = js_search_items(S, more, n, text);
             break;
         case MLSTACK__JSON_ARRAY: {
             const mlstack__json *el[64];
@@ -484,7 +458,7 @@ static int js_search_items(js_search *S, mlstack_matcher *m, js_item *items, int
                 if (i) more[n++] = (js_item){0, NULL, ",", 1, 0, 0};
             }
             more[n++] = (js_item){0, NULL, "[", 1, 0, 0};
-            ok = js_search_items(S, m, more, n, text);
+            ok = js_search_items(S, more, n, text);
             break;
         }
         case MLSTACK__JSON_NUMBER: {
@@ -493,45 +467,40 @@ static int js_search_items(js_search *S, mlstack_matcher *m, js_item *items, int
             for (k = 0; k < ns && !ok; k++) {
                 more[n] = (js_item){0, NULL, sp[k], strlen(sp[k]), 0, 0};
                 text->n = mark;
-                ok = js_search_items(S, m, more, n + 1, text);
+                ok = js_search_items(S, more, n + 1, text);
             }
             break;
         }
         case MLSTACK__JSON_STRING: /* one spelling per character, the one the grammar writes */
             mlstack__js_canon_quote(&lit, v->str, v->len);
             more[n++] = (js_item){0, NULL, lit.p, lit.n, 0, 0};
-            ok = js_search_items(S, m, more, n, text);
+            ok = js_search_items(S, more, n, text);
             break;
         default:
             mlstack__json_write(&lit, v);
             more[n++] = (js_item){0, NULL, lit.p, lit.n, 0, 0};
-            ok = js_search_items(S, m, more, n, text);
+            ok = js_search_items(S, more, n, text);
         }
         free(lit.p);
     } else { /* the rest of an object: each unused member next, or the end */
         const mlstack__json *c;
         int all = 1;
         for (c = it.v->child, i = 0; c && i < 64 && !ok; c = c->next, i++) {
-            mlstack__buf key = {0, 0, 0};
             if (it.used >> i & 1) continue;
             all = 0;
-            if (!it.first) mlstack__buf_puts(&key, ",");
-            mlstack__js_canon_quote(&key, c->key, c->key_len);
-            mlstack__buf_puts(&key, ":");
-            matcher_copy(t, m);
             text->n = mark;
-            if (js_feed(t, key.p, key.n)) {
-                mlstack__buf_put(text, key.p, key.n);
+            if (!it.first) mlstack__buf_puts(text, ",");
+            mlstack__js_canon_quote(text, c->key, c->key_len);
+            mlstack__buf_puts(text, ":");
+            if (js_prefix_ok(S, text, 0)) {
                 more[n] = (js_item){2, it.v, NULL, 0, it.used | (uint64_t)1 << i, 0};
                 more[n + 1] = (js_item){1, c, NULL, 0, 0, 0};
-                ok = js_search_items(S, t, more, n + 2, text);
+                ok = js_search_items(S, more, n + 2, text);
             }
-            free(key.p);
         }
-        if (all) ok = js_search_items(S, m, more, n, text);
+        if (all) ok = js_search_items(S, more, n, text);
     }
     if (!ok) text->n = mark;
-    mlstack_matcher_free(t);
     return ok;
 }
 
@@ -545,8 +514,7 @@ static int js_token_by_token(const mlstack_grammar *g, const mlstack__buf *text)
     if (mlstack_matcher_init(g, &m) != MLSTACK_OK) return 0;
     for (i = 0; i < text->n && ok; i++) {
         unsigned char b = (unsigned char)text->p[i];
-        ok = mlstack_matcher_mask(m, bits) > 0 && bit(bits, b) && !bit(bits, 256) &&
-             mlstack_matcher_accept(m, b) == MLSTACK_OK;
+        ok = mlstack_matcher_mask(m, bits) > 0 && bit(bits, b) && mlstack_matcher_accept(m, b) == MLSTACK_OK;
     }
     ok = ok && mlstack_matcher_mask(m, bits) > 0 && bit(bits, 256);
     mlstack_matcher_free(m);
@@ -654,19 +622,18 @@ static void suite_file(const mlstack_vocab *v, const char *draft, const char *na
         for (t = tests->child; t; t = t->next) {
             int valid = mlstack__json_get(t, "valid")->type == MLSTACK__JSON_TRUE, found, ok;
             const char *desc = mlstack__json_get(t, "description")->str;
-            mlstack_matcher *m;
             js_item it = {1, mlstack__json_get(t, "data"), NULL, 0, 0, 0};
-            js_search S = {g, 200000, 0};
+            js_search S = {g, 200000, 0, NULL};
             /* format is asserted here (issue 47: as llguidance and XGrammar do), which the suite's
                default (format as an annotation) does not ask for */
             if (!strcmp(name, "format") && valid && strstr(desc, "only an annotation")) {
                 n_annot++;
                 continue;
             }
-            mlstack_matcher_init(g, &m);
+            mlstack_matcher_init(g, &S.m);
             out.n = 0;
-            found = js_search_items(&S, m, &it, 1, &out);
-            mlstack_matcher_free(m);
+            found = js_search_items(&S, &it, 1, &out);
+            mlstack_matcher_free(S.m);
             ok = valid ? found && js_token_by_token(g, &out) : !found;
             if (S.over) ok = 0;
             if (!ok) {
@@ -674,7 +641,8 @@ static void suite_file(const mlstack_vocab *v, const char *draft, const char *na
                 printf("  %s/%s: %s / %s: %s instance %s%s\n", draft, name, mlstack__json_get(c, "description")->str,
                        desc, valid ? "valid" : "invalid", valid ? "not generable" : "accepted as",
                        S.over ? " (search budget)" : "");
-                if (!valid) printf("    %.*s\n    grammar: %.600s\n", (int)out.n, out.p, mlstack_grammar_gbnf(g));
+                printf("    %s %.*s\n", found ? "found" : "none", (int)out.n, out.p);
+                if (!valid) printf("    grammar: %.600s\n", strstr(mlstack_grammar_gbnf(g), "ws ::="));
             }
         }
         n_sound += sound;
@@ -943,24 +911,29 @@ static void test_schema_errors(void) {
     static const struct {
         const char *schema, *want1, *want2;
     } bad[] = {
-        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}]}}}",
-         "unsupported keyword 'oneOf'", "at /properties/x/oneOf"},
-        {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"maximum\": 5}}", "'maximum'", "at /items"},
-        {"{\"type\": \"string\", \"format\": \"hostname\"}", "unsupported format 'hostname'", "at /"},
+        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}, {\"maxLength\": 3}]}}}",
+         "oneOf whose members may overlap", "at /properties/x/oneOf"},
+        {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"multipleOf\": 3, \"maximum\": 5}}",
+         "multipleOf together with minimum / maximum", "at /items"},
+        {"{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 5}", "together with a pattern or format",
+         "at /"},
         {"{\"$ref\": \"#/$defs/missing\"}", "$ref '#/$defs/missing'", ""},
         {"{\"$ref\": \"https://example.com/s.json\"}", "not a local reference", ""},
         {"{\"type\": \"string\", \"pattern\": \"a(?=b)\"}", "lookaround", "at /pattern"},
-        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {}}]}",
-         "'dependentRequired'", "at /anyOf/1/dependentRequired"},
-        {"{\"type\": \"object\", \"propertyNames\": {\"enum\": [\"a\"]}}", "propertyNames must be",
-         "at /propertyNames"},
+        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {\"a\": [\"b\"]}}]}",
+         "'dependentRequired'", ""},
+        {"{\"type\": \"object\", \"properties\": {\"a\": {}}, \"propertyNames\": {\"maxLength\": 2}}",
+         "propertyNames beside named properties", ""},
         {"{\"type\": \"array\", \"uniqueItems\": true}", "uniqueItems", ""},
-        {"{\"type\": \"integer\", \"minimum\": 5}", "'minimum'", ""},
+        {"{\"type\": \"number\", \"multipleOf\": 0.5}", "multipleOf other than an integer", ""},
+        {"{\"type\": \"object\", \"unevaluatedProperties\": false}", "unsupported keyword 'unevaluatedProperties'", ""},
+        {"{\"$schema\": \"http://example.com/custom\", \"type\": \"string\"}", "not a JSON Schema draft", ""},
+        {"{\"not\": {\"type\": \"object\", \"properties\": {\"a\": {}}}}", "'not' of a schema other than", ""},
         {"{\"type\": \"whatever\"}", "unsupported type 'whatever'", ""},
         {"false", "allows no value", ""},
         {"{\"type\": \"object\"", "JSON error", "line 1"},
-        {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "maxLength below minLength", ""},
-        {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "can never finish", ""},
+        {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "allows no value", ""},
+        {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "$ref cycle", ""},
         {"{\"$defs\": {\"a\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": "
          "\"#/$defs/a\"}",
          "left recursion", ""},
@@ -1484,6 +1457,10 @@ int main(void) {
     snprintf(g_out_path, sizeof g_out_path, "%s/mlstack_grammar_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     fd = mkstemp(g_out_path);
     g_out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (getenv("SUITE_ONLY")) {
+        test_schema_suite();
+        return tl_finish();
+    }
     test_gbnf();
     test_regex_fixture();
     test_schema_errors();
