@@ -82,13 +82,16 @@
     18. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
     19. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
     20. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    21. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    22. SAMPLING          logit processors and samplers                               >>sampling
-    23. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    24. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    25. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    26. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    27. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    21. COMMUNICATION     a rank's state; barrier, broadcast, exchange, reduce, pipe  >>comm
+    22. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    23. SAMPLING          logit processors and samplers                               >>sampling
+    24. ENGINE            the engine object, its failures and allocations             >>engine
+    25. RANKS             who holds what; rank weights and scratch; the step drivers  >>ranks
+    26. EVAL              sequences, batch validation, one eval, logits, generate     >>eval
+    27. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    28. ENGINE SETUP      mlstack_engine_init / _free: defaults, checks, build order  >>setup
+    29. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    30. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -157,7 +160,8 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
+   Every path takes F32, F16 and BF16 weights as stored, Q8_0/Q4_1 blocks and the native GGML
+   formats (MXFP4 included). The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
    layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
@@ -1043,7 +1047,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
 /* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
-   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. Models
+   with recurrent layers (LFM2 and the other hybrids) keep their state only at some positions: 0,
+   the end of a KV page that carries a snapshot, and (internally) a kept copy; a rewind elsewhere
+   fails with MLSTACK_ERR_INVALID_ARG and names the nearest such position. On those models the
+   rows of an eval must also start at the sequence's length (the state only moves forward). */
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
@@ -1354,7 +1362,9 @@ typedef struct mlstack_request_status {
     int n_drafted, n_accepted;  /* speculative decoding: drafts verified and accepted */
 } mlstack_request_status;
 
-/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
+/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
+   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
     int page_tokens;
@@ -1736,6 +1746,12 @@ static void *mlstack__aligned_alloc(size_t size) {
     p += (64 - ((uintptr_t)p & 63)) & 63;
     memcpy(p - sizeof(void *), &raw, sizeof(void *));
     return p;
+}
+
+/* (a, b) floats, aligned as mlstack__aligned_alloc; NULL when a b floats overflow size_t. */
+static float *mlstack__falloc(size_t a, size_t b) {
+    if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
+    return (float *)mlstack__aligned_alloc((a && b ? a * b : 1) * sizeof(float));
 }
 static void mlstack__aligned_free(void *p) {
     void *raw;
@@ -2606,6 +2622,7 @@ enum {
     MLSTACK__OP_ATTENTION,
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_MIXER,
     MLSTACK__OP_COUNT_
 };
 
@@ -2956,23 +2973,37 @@ MLSTACK__FN size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
     return 4;
 }
 
-static int mlstack__hex4(const unsigned char *s, uint32_t *out) {
-    uint32_t v = 0;
-    int i;
-    for (i = 0; i < 4; i++) {
-        unsigned c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return 0;
-    }
-    *out = v;
-    return 1;
+/* ---- escape sequences: the pieces JSON strings, both regex dialects (tokenizer Split
+   patterns, schema patterns), GBNF literals and template string literals share. Each dialect
+   keeps its own list of what it accepts and its own error messages. ---- */
+
+/* The value of hex digit c, or -1. */
+static int mlstack__hexval(int c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
+
+/* Reads up to max hex digits from s[0, n) into *v; returns how many it read (0: none). */
+static int mlstack__hex_run(const char *s, size_t n, int max, uint32_t *v) {
+    int d = 0, h;
+    *v = 0;
+    while ((size_t)d < n && d < max && (h = mlstack__hexval((unsigned char)s[d])) >= 0) *v = *v * 16 + (uint32_t)h, d++;
+    return d;
+}
+
+/* The code point of the one-letter escape \c when c is among `letters` (a subset of
+   "abefnrtv0": bell, backspace, escape, form feed, newline, return, tab, vertical tab, NUL), else -1. */
+static int32_t mlstack__esc_letter(int c, const char *letters) {
+    static const char from[] = "abefnrtv0";
+    static const unsigned char to[] = {7, 8, 27, 12, 10, 13, 9, 11, 0};
+    const char *f = c ? strchr(from, c) : NULL;
+    return f && strchr(letters, c) ? (int32_t)to[f - from] : -1;
+}
+
+/* A Unicode scalar value: at most U+10FFFF and not a surrogate (what UTF-8 may encode). */
+static int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 
 /* Parses a string starting at the opening quote; decoded bytes never exceed the raw length. */
 static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char **out, size_t *out_len) {
@@ -2997,22 +3028,17 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
             unsigned char e = p->s[i + 1];
             i += 2;
             switch (e) {
-            case '"': *w++ = '"'; break;
-            case '\\': *w++ = '\\'; break;
-            case '/': *w++ = '/'; break;
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
+            case '"':
+            case '\\':
+            case '/': *w++ = e; break;
             case 'u': {
                 uint32_t cp, lo;
-                if (end - i < 4 || !mlstack__hex4(p->s + i, &cp))
+                if (end - i < 4 || mlstack__hex_run((const char *)p->s + i, 4, 4, &cp) != 4)
                     return mlstack__json_error(p, i - 2, "bad \\u escape (expected 4 hex digits)");
                 i += 4;
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' || !mlstack__hex4(p->s + i + 2, &lo) ||
-                        lo < 0xDC00 || lo > 0xDFFF)
+                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' ||
+                        mlstack__hex_run((const char *)p->s + i + 2, 4, 4, &lo) != 4 || lo < 0xDC00 || lo > 0xDFFF)
                         return mlstack__json_error(p, i - 6, "high surrogate not followed by a low surrogate");
                     i += 6;
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -3022,7 +3048,9 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
                 w += mlstack__utf8_put(w, cp);
                 break;
             }
-            default: return mlstack__json_error(p, i - 2, "unknown escape");
+            default:
+                if (mlstack__esc_letter(e, "bfnrt") < 0) return mlstack__json_error(p, i - 2, "unknown escape");
+                *w++ = (unsigned char)mlstack__esc_letter(e, "bfnrt");
             }
         } else if (c < 0x20) {
             return mlstack__json_error(p, i, "control character in string (must be escaped)");
@@ -3776,6 +3804,7 @@ enum {
     MLSTACK__GGML_Q8_K = 15,
     MLSTACK__GGML_IQ4_NL = 20,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
 typedef struct mlstack__ggml_type_info {
@@ -4915,22 +4944,10 @@ static int mlstack__re_new_class(mlstack__re_comp *c, const mlstack__re_class *k
 }
 
 static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *out) {
-    uint32_t v = 0;
-    int d = 0;
+    uint32_t v;
     size_t at = c->i;
-    while (c->i < c->n && d < maxd) {
-        int ch = c->p[c->i], x;
-        if (ch >= '0' && ch <= '9') x = ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            x = ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F')
-            x = ch - 'A' + 10;
-        else
-            break;
-        v = v * 16 + (uint32_t)x;
-        c->i++;
-        d++;
-    }
+    int d = mlstack__hex_run((const char *)c->p + c->i, c->n - c->i, maxd, &v);
+    c->i += (size_t)d;
     if (braces) {
         if (c->i >= c->n || c->p[c->i] != '}') d = 0;
         else
@@ -4997,13 +5014,13 @@ static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, m
     s->cats = s->props = 0;
     *neg = 0;
     switch (ch) {
-    case 't': *cp = '\t'; return 1;
-    case 'n': *cp = '\n'; return 1;
-    case 'r': *cp = '\r'; return 1;
-    case 'f': *cp = '\f'; return 1;
-    case 'v': *cp = '\v'; return 1;
-    case 'a': *cp = 7; return 1;
-    case 'e': *cp = 27; return 1;
+    case 't':
+    case 'n':
+    case 'r':
+    case 'f':
+    case 'v':
+    case 'a':
+    case 'e': *cp = (uint32_t)mlstack__esc_letter(ch, "tnrfvae"); return 1;
     case 'x':
         if (c->i < c->n && c->p[c->i] == '{') {
             c->i++;
@@ -7231,12 +7248,6 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
 }
 
 /* ---- decoding ---- */
-static int mlstack__hexval(int c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                  : -1;
-}
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
 /* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
@@ -10030,31 +10041,27 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
         case '\\': mlstack__tbuf_put(L->c, &b, "\\", 1); break;
         case '\'': mlstack__tbuf_put(L->c, &b, "'", 1); break;
         case '"': mlstack__tbuf_put(L->c, &b, "\"", 1); break;
-        case 'a': mlstack__tbuf_put(L->c, &b, "\a", 1); break;
-        case 'b': mlstack__tbuf_put(L->c, &b, "\b", 1); break;
-        case 'f': mlstack__tbuf_put(L->c, &b, "\f", 1); break;
-        case 'n': mlstack__tbuf_put(L->c, &b, "\n", 1); break;
-        case 'r': mlstack__tbuf_put(L->c, &b, "\r", 1); break;
-        case 't': mlstack__tbuf_put(L->c, &b, "\t", 1); break;
-        case 'v': mlstack__tbuf_put(L->c, &b, "\v", 1); break;
+        case 'a':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+        case 'v': {
+            char c1 = (char)mlstack__esc_letter(ch, "abfnrtv");
+            mlstack__tbuf_put(L->c, &b, &c1, 1);
+            break;
+        }
         case 'x':
         case 'u':
         case 'U': {
-            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8, k;
+            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8;
             uint32_t cp = 0;
-            for (k = 0; k < nd; k++) {
-                char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
-                int d = (h >= '0' && h <= '9')   ? h - '0'
-                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                                 : -1;
-                if (d < 0)
-                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT,
-                                             "truncated \\%c escape in a string literal", ch);
-                cp = cp * 16 + (uint32_t)d;
-            }
+            if (mlstack__hex_run(L->s + i, p - i, nd, &cp) != nd)
+                return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal",
+                                         ch);
             i += (size_t)nd;
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            if (!mlstack__cp_scalar(cp))
                 return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED,
                                          "escape \\%c for a surrogate or out-of-range code point", ch);
             mlstack__tbuf_cp(L->c, &b, cp);
@@ -15457,28 +15464,36 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
     return NULL;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
-                                                       const char *messages_json, size_t messages_len,
-                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
-                                                       mlstack_error *err) {
-    mlstack__tpl_input in;
-    const char *text;
-    if (out) *out = NULL;
-    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+/* The one body behind mlstack_chat_template_apply, _apply_messages and _encode: picks the
+   template (by name, else tool_use when tools are given, else the default), adds the special
+   tokens the template may name and renders `in` (its messages already set). */
+static mlstack_result mlstack__tpl_apply(const mlstack_chat_template *t, const char *name, mlstack__tpl_input *in,
+                                         const mlstack_template_options *opt, char **out, size_t *out_len,
+                                         mlstack_error *err) {
+    const char *text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
     if (!text) {
         if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
                              "this model has multiple chat templates with no default; pass the name of one");
     }
+    in->token_names = mlstack__tpl_token_names;
+    in->token_values = (const char *const *)t->tokens;
+    in->n_tokens = 7;
+    in->require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err) {
+    mlstack__tpl_input in;
+    if (out) *out = NULL;
+    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
@@ -15486,7 +15501,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     int i;
     if (out) *out = NULL;
     if (!t || (n_messages > 0 && !messages))
@@ -15496,20 +15510,10 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
         if (!messages[i].role || !messages[i].content)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
                                  messages[i].role ? "content" : "role");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.plain = messages;
     in.n_plain = n_messages;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
@@ -15517,7 +15521,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
                                                         size_t messages_len, const mlstack_template_options *opt,
                                                         int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     char *out = NULL;
     size_t out_len = 0, *prot = NULL, n_prot = 0;
     int cs = opt ? opt->content_specials : 0;
@@ -15527,25 +15530,15 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
     if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
     if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
         in.guard = tok;
         in.prot = &prot;
         in.n_prot = &n_prot;
     }
-    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    r = mlstack__tpl_apply(t, name, &in, opt, &out, &out_len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
         if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
@@ -15568,7 +15561,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
    any batch composition and thread count. fma(a, b, c) is one rounding of a * b + c (fmaf,
    vfmadd, vfmla); every other + - * / is one rounded operation; nothing is left to the
    compiler to fuse (build flags: README "Reproducible results").
-     matmul, float weights (F32/F16/BF16, converted exactly to f32):
+     matmul, float weights (F32/F16/BF16, and MXFP4 blocks: all converted exactly to f32):
        acc = +0; for k = 0 .. n_in-1 in order: acc = fma(w[k], x[k], acc); y = acc (+ bias)
        (one FMA chain per output in input order; SIMD paths run 8/16 outputs per register)
      matmul, quantized weights against Q8 activation blocks (quantize_rows, below): the
@@ -15676,13 +15669,18 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q3_K = 16 + 11,
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
-    MLSTACK__W_Q6_K = 16 + 14
+    MLSTACK__W_Q6_K = 16 + 14,
+    MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt) \
-    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+#define MLSTACK__W_IS_GGML(wt)                                                                                     \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
+     (wt) == MLSTACK__W_MXFP4)
+/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
-#define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
+#define MLSTACK__W_IS_BLOCK(wt) \
+    ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
 
 #define MLSTACK__QK 32
 typedef struct mlstack__q8_0 {
@@ -16146,6 +16144,14 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
+     MXFP4 32 inputs: E8M0 exponent byte e, 16 bytes of E2M1 nibbles (as Q4_0: element j < 16
+           low nibble of byte j, j + 16 high); q = the E2M1 value doubled (mlstack__mxfp4_values,
+           -12..12), sa = sb = 1, dw = 2^(e - 128) (half the block scale 2^(e - 127), ggml's
+           e8m0_to_fp32_half: exact in f32, a subnormal for e < 2)       (w = dw q)
+           Decoded so, but multiplied by the float rule, not this one: every weight (float)q * dw
+           is exact in f32 (a 4-bit integer times a power of two), so MXFP4 rows meet the f32
+           activations as F16/BF16 rows do, one FMA chain per output in input order (the
+           same logits as the dequantized model in f32; no activation rounding)
    Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
    multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
@@ -16154,6 +16160,14 @@ typedef struct mlstack__kqg {
     float dw, ow;
 } mlstack__kqg;
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
+/* MXFP4's E2M1 code -> the value doubled, and its E8M0 exponent byte -> dw (above). */
+static const int8_t mlstack__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static float mlstack__e8m0_half(unsigned char e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 MLSTACK__FN int mlstack__kq_kind(int wtype) {
     return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
            : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
@@ -16165,6 +16179,17 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) {
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            float dw = mlstack__e8m0_half(b[0]);
+            for (l = 0; l < 16; l++)
+                v[l] = mlstack__mxfp4_values[b[1 + l] & 0xF], v[l + 16] = mlstack__mxfp4_values[b[1 + l] >> 4];
+            memcpy(g->q, v, 32);
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
         for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
@@ -16345,10 +16370,26 @@ static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x
    `dot` (the scalar reference or a SIMD form with the same bits). */
 typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
 typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
-MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
-                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
+MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                    int o0, int o1, float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
     int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
     mlstack__kqg *g = (mlstack__kqg *)(void *)row;
+    if (w->wtype == MLSTACK__W_MXFP4) { /* the float rule: each weight q * dw exactly in f32 */
+        float *wf = row + (size_t)ng * (sizeof(mlstack__kqg) / sizeof(float));
+        int k, i;
+        for (o = o0; o < o1; o++) {
+            decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+            for (k = 0; k < ng; k++)
+                for (i = 0; i < MLSTACK__QK; i++) wf[k * MLSTACK__QK + i] = (float)g[k].q[i] * g[k].dw;
+            for (b = 0; b < B; b++) {
+                float v = mlstack__dot_f32(wf, x + (size_t)b * w->n_in, w->n_in);
+                if (w->bias) v += w->bias[o];
+                y[(size_t)b * w->n_out + o] = v;
+            }
+        }
+        (void)xq, (void)dot, (void)kind;
+        return;
+    }
     for (o = o0; o < o1; o++) {
         decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
         for (b = 0; b < B; b++) {
@@ -16363,7 +16404,7 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
+        mlstack__matmul_kq(w, x, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
         return;
     }
     for (o = o0; o < o1; o++) {
@@ -16506,8 +16547,8 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
-#define MLSTACK__USES_P16(k, w)                                 \
-    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || \
+#define MLSTACK__USES_P16(k, w)                                            \
+    ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
      (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
@@ -17109,11 +17150,25 @@ static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
-    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
+        wtype != MLSTACK__W_MXFP4) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) { /* the nibbles through the value table by a byte shuffle */
+        const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values);
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
+            float dw = mlstack__e8m0_half(b[0]);
+            _mm_storeu_si128((__m128i *)(void *)g->q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, _mm_set1_epi8(0x0F))));
+            _mm_storeu_si128((__m128i *)(void *)(g->q + 16),
+                             _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F))));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_0) {
         for (i = 0; i < nb; i++, b += 22, g++) {
             __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
@@ -17163,6 +17218,47 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
                 g[j].dw = d, g[j].ow = -(dmin * (float)mn);
             }
             b += five ? 176 : 144;
+        }
+    }
+}
+
+/* MXFP4 rows by the float rule (>>kernels), 8 outputs at a time, one lane each: their exact f32
+   weights laid out (n_in, 8) in scratch (8 n_in floats), then per activation row one FMA chain
+   per lane in input order, + bias: the scalar reference's bits. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                        int o0, int o1, float *tile) {
+    const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (r = 0; r < 8; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
+                __m256 d = _mm256_set1_ps(r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f);
+                float v[32];
+                _mm_storeu_si128((__m128i *)(void *)q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
+                _mm_storeu_si128((__m128i *)(void *)(q + 16),
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)));
+                for (i = 0; i < 32; i += 8)
+                    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_loadl_epi64((const __m128i *)(const void *)(q + i)))),
+                                                          d));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < n; k++)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(tile + (size_t)k * 8), _mm256_broadcast_ss(xb + k), acc);
+            if (w->bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias));
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
         }
     }
 }
@@ -17352,10 +17448,14 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -18440,10 +18540,14 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -19563,13 +19667,65 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
     }
     return acc;
 }
+/* The reference's decoded groups; MXFP4's nibbles through the value table by one vqtbl1q_s8. */
+static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int i, nb = n_in / MLSTACK__QK;
+    if (wtype != MLSTACK__W_MXFP4) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    for (i = 0; i < nb; i++, b += 17, g++) {
+        uint8x16_t qs = vld1q_u8(b + 1);
+        vst1q_s8(g->q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+        vst1q_s8(g->q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+        g->sa = g->sb = 1, g->ma = g->mb = 0;
+        g->dw = mlstack__e8m0_half(b[0]), g->ow = 0.0f;
+    }
+}
+
+/* MXFP4 rows by the float rule, 4 outputs at a time (>>avx2's mlstack__mm_mxfp4_avx2 with 4 lanes). */
+static void mlstack__mm_mxfp4_neon(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                   float *tile) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 4) {
+        int nr = o1 - o < 4 ? o1 - o : 4;
+        float bias[4] = {0, 0, 0, 0};
+        for (r = 0; r < 4; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                uint8x16_t qs = vld1q_u8(blk + 1);
+                float d = r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f;
+                vst1q_s8(q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+                vst1q_s8(q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 4 + r] = (float)q[i] * d;
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            float32x4_t acc = vdupq_n_f32(0.0f);
+            float out[4];
+            for (k = 0; k < n; k++) acc = vfmaq_n_f32(acc, vld1q_f32(tile + (size_t)k * 4), xb[k]);
+            if (w->bias) acc = vaddq_f32(acc, vld1q_f32(bias));
+            vst1q_f32(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        }
+    }
+}
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_neon(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -20752,8 +20908,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 #undef MLSTACK__PART
 #define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
-   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
+   Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
    F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
    format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
@@ -20771,6 +20927,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
      Q5_K    as Q4_K plus 32 bytes of fifth bits
      Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
                                                               w = (d * sc) * (q - 32)
+     MXFP4   E8M0 exponent byte e, nibbles as Q4_0 indexing E2M1 values doubled (0, 1, 2, 3, 4, 6,
+             8, 12 and their negatives);                      w = 2^(e - 128) * value
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -20802,7 +20960,8 @@ MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
     case MLSTACK__GGML_Q6_K:
-    case MLSTACK__GGML_IQ4_NL: return 1;
+    case MLSTACK__GGML_IQ4_NL:
+    case MLSTACK__GGML_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -20836,6 +20995,15 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
                     dst[j] = d * (float)mlstack__iq4nl_values[lo];
                     dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
                 }
+            }
+        }
+        return;
+    case MLSTACK__GGML_MXFP4:
+        for (i = 0; i < nb; i++, b += 17, dst += 32) {
+            float d = mlstack__e8m0_half(b[0]);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)mlstack__mxfp4_values[b[1 + j] & 0xF];
+                dst[j + 16] = d * (float)mlstack__mxfp4_values[b[1 + j] >> 4];
             }
         }
         return;
@@ -20937,7 +21105,7 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 }
 
 /* How the GGUF loader keeps a projection stored as GGML `type` (0: dequantized to f32):
-   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K: >>kernels) in place; three more are
+   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K, MXFP4: >>kernels) in place; three more are
    repacked once at load into a format whose kernels every path has, exactly (the same weight
    values, the dot by that format's rule):
      Q4_0    -> Q4_1 blocks: the same nibbles, d, offset m = -8 d (exact in f16 for |d| <= 8188,
@@ -20959,7 +21127,8 @@ MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
     case MLSTACK__GGML_Q3_K:
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
-    case MLSTACK__GGML_Q6_K: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
+    case MLSTACK__GGML_Q6_K:
+    case MLSTACK__GGML_MXFP4: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
     default: return 0;
     }
 }
@@ -21612,34 +21781,28 @@ static int mlstack__gb_char(mlstack__gb *b, uint32_t *cp) {
     if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unexpected end of text");
     if (b->s[b->i] == '\\') {
         unsigned char c;
-        int digits = 0, k;
+        int digits = 0;
         if (++b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unfinished escape");
         c = b->s[b->i++];
         switch (c) {
-        case 'n': *cp = '\n'; return 0;
-        case 't': *cp = '\t'; return 0;
-        case 'r': *cp = '\r'; return 0;
-        case 'f': *cp = '\f'; return 0;
-        case 'v': *cp = '\v'; return 0;
-        case '0': *cp = 0; return 0;
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
         default:
+            if (mlstack__esc_letter(c, "ntrfv0") >= 0) {
+                *cp = (uint32_t)mlstack__esc_letter(c, "ntrfv0");
+                return 0;
+            }
             if (c >= 0x21 && c < 0x7F && !mlstack__gb_is_name(c)) {
                 *cp = c;
                 return 0;
             }
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unknown escape");
         }
-        *cp = 0;
-        for (k = 0; k < digits; k++) {
-            int h = b->i < b->n ? mlstack__hexval(b->s[b->i]) : -1;
-            if (h < 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
-            *cp = *cp * 16 + (uint32_t)h;
-            b->i++;
-        }
-        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        if (mlstack__hex_run((const char *)b->s + b->i, b->n - b->i, digits, cp) != digits)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
+        b->i += (size_t)digits;
+        if (!mlstack__cp_scalar(*cp))
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "escape is not a Unicode scalar value");
         return 0;
     }
@@ -23053,15 +23216,12 @@ static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
 /* One escaped code point (after the backslash); -1 on error. */
 static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
     unsigned char c = x->s[x->i++];
-    int digits = 0, k;
+    int digits = 0;
+    if (mlstack__esc_letter(c, "ntrfva0") >= 0) {
+        *cp = (uint32_t)mlstack__esc_letter(c, "ntrfva0");
+        return 0;
+    }
     switch (c) {
-    case 'n': *cp = '\n'; return 0;
-    case 't': *cp = '\t'; return 0;
-    case 'r': *cp = '\r'; return 0;
-    case 'f': *cp = '\f'; return 0;
-    case 'v': *cp = '\v'; return 0;
-    case 'a': *cp = 7; return 0;
-    case '0': *cp = 0; return 0;
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
@@ -23083,13 +23243,9 @@ static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
         }
         return 0;
     }
-    *cp = 0;
-    for (k = 0; k < digits; k++) {
-        int h = x->i < x->n ? mlstack__hexval(x->s[x->i]) : -1;
-        if (h < 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
-        *cp = *cp * 16 + (uint32_t)h;
-        x->i++;
-    }
+    if (mlstack__hex_run((const char *)x->s + x->i, x->n - x->i, digits, cp) != digits)
+        return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
+    x->i += (size_t)digits;
     if (*cp > 0x10FFFF) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "escape beyond U+10FFFF");
     return 0;
 }
@@ -25708,7 +25864,18 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU, MLSTACK__ACT_SWIGLU_OAI };
+/* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
+   pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
+   layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
+   are which comes from the config (layer_types, named by the family row's mixer group). */
+enum {
+    MLSTACK__LAYER_ATTN = 0,
+    MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_KINDS_
+};
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -25757,6 +25924,17 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
+#define MLSTACK__F_SINKS 0x40000000u /* a learned sink logit per head joins each softmax (self_attn.sinks, gpt-oss) */
+/* gpt-oss experts: one tensor per projection for all experts, with biases, gate | up
+   interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
+#define MLSTACK__F_OAI_EXPERTS 0x80000000u
+#define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -25785,19 +25963,29 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
     const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
 } mlstack__fam_moe;
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
-                                       up_proj, down_proj */
+                                       up_proj, down_proj, mlp, gate_proj, q_norm (k_norm beside it) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *mlp, *gate, *q_norm, *k_norm;
 } mlstack__fam_names;
+typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only) */
+    int kind; /* MLSTACK__LAYER_* of the family's recurrent layers */
+    const char *type; /* their name in layer_types */
+    const char *block; /* the mixer's module under model.layers.N. */
+    const char *ff_adjust_key; /* LFM2's block_auto_adjust_ff_dim: the FFN width is 2/3 of
+                                  intermediate_size, times block_ffn_dim_multiplier, rounded up to
+                                  block_multiple_of (NULL: intermediate_size as it is) */
+} mlstack__fam_mixer;
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
                          takes the first row of that name */
-    unsigned flags; /* MLSTACK__F_* */
+    uint64_t flags; /* MLSTACK__F_* (64 bits: the table outgrew 32) */
     mlstack__fam_norms norm;
     mlstack__fam_fused fused;
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_mixer mix;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -25808,59 +25996,86 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
-#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"GptOssForCausalLM", "gpt-oss", MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS |
+                                         MLSTACK__F_YARN_WHOLE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0},
+         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h"}},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    /* hybrids: recurrent layers beside attention */
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
 };
 /* clang-format on */
 
@@ -25900,10 +26115,20 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
+    float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
+    int n_recurrent; /* layers that are not attention */
+    int n_kv_layers; /* attention layers: the layers a KV page holds */
+    int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
+    int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
+    size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -25913,13 +26138,24 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
+       recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
+       input projection w_in, its output projection in wo (wq/wk/wv unused) */
+    int kind, kv_layer;
+    size_t state_off;
+    mlstack__weight w_in;
+    const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26117,14 +26353,28 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    }
+    if (c->fam->flags & MLSTACK__F_OAI_EXPERTS) { /* the experts' own activation, whatever hidden_act says */
+        c->act = MLSTACK__ACT_SWIGLU_OAI;
+        if ((r = mlstack__cfg_float(root, "swiglu_alpha", 1.702f, &c->swiglu_alpha, file, err)) ||
+            (r = mlstack__cfg_float(root, "swiglu_limit", 7.0f, &c->swiglu_limit, file, err)))
+            return r;
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
-        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+        r = mlstack__cfg_float(root,
+                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
+                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                                   ? "norm_eps" /* LFM2 */
+                                   : "rms_norm_eps",
+                               1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -26274,15 +26524,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -26294,6 +26552,51 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     c->rope_low = c->rope[0].low;
     c->rope_high = c->rope[0].high;
     c->rope_orig_max = c->rope[0].orig_max;
+    return MLSTACK_OK;
+}
+
+/* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
+   the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int mixes = f->mix.type && mlstack__json_is_str(e, f->mix.type);
+            if (i >= c->n_layers || (!slides && !mixes && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
     return MLSTACK_OK;
 }
 
@@ -26314,6 +26617,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
     }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
+    }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
                  : f->flags & MLSTACK__F_QK_NORM_ALL ? MLSTACK__QK_NORM_WHOLE
@@ -26333,37 +26640,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(
-                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
-            c->layer_sliding[i] = (unsigned char)slides;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -26446,6 +26723,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* BOS and EOS ids: generation_config.json first, then config.json. */
 static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                                const char *file, mlstack_error *err) {
@@ -26464,6 +26796,76 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+/* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
+   sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
+   convolution, (conv_k - 1, D) oldest first. */
+static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    switch (kind) {
+    case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    default: return 0;
+    }
+}
+
+/* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
+   of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
+static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : 0;
+}
+static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : 0;
+}
+static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    (void)c;
+    (void)kind;
+    return 0;
+}
+
+#define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
+
+/* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
+   sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
+static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int l;
+    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    if (!f->mix.kind) return MLSTACK_OK;
+    if (!c->has_layer_types)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
+                             file, c->architecture, f->mix.type);
+    if (f->mix.kind == MLSTACK__LAYER_CONV) {
+        if ((r = mlstack__cfg_int(root, "conv_L_cache", 3, &c->conv_k, file, err)) != MLSTACK_OK) return r;
+        if (c->conv_k < 2 || c->conv_k > MLSTACK__MAX_CONV)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: conv_L_cache %d (2 to %d supported)", file, c->conv_k,
+                                 MLSTACK__MAX_CONV);
+        c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
+    }
+    if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
+        /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
+        float mult;
+        int mo, ff = (int)(2 * (int64_t)c->n_ff / 3);
+        if ((r = mlstack__cfg_num(root, "block_ffn_dim_multiplier", 1, 1e-3, 1e3, &mult, file, err)) ||
+            (r = mlstack__cfg_int(root, "block_multiple_of", 256, &mo, file, err)))
+            return r;
+        if (!mlstack__json_is_null(mlstack__json_get(root, "block_ffn_dim_multiplier"))) {
+            ff = (int)((double)mult * ff);
+            ff = (int)(((int64_t)ff + mo - 1) / mo * mo);
+        }
+        if (ff <= 0 || ff > (1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the adjusted FFN width %d is out of range", file, ff);
+        c->n_ff = ff;
+    }
+    c->state_floats = 0;
+    for (l = 0; l < c->n_layers; l++) {
+        size_t n = mlstack__state_floats(c, c->layer_kind[l]);
+        if (n > ((size_t)1 << 40) - c->state_floats)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
+        c->state_floats += n;
+    }
+    return MLSTACK_OK;
+}
+
 MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
                                                  const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
@@ -26471,7 +26873,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
+        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -26528,6 +26931,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         inv_freq[i] = f;
     }
     return mul;
+}
+
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
@@ -26816,12 +27225,21 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->opt.sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides, i;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kv_layer = L->state_off = 0;
+    for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
+        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->state_off += mlstack__state_floats(c, k);
+    }
+    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -26986,6 +27404,10 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    if (f->flags & MLSTACK__F_SINKS) {
+        snprintf(nm, sizeof nm, "%s.sinks", attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_heads, &L->sinks, err))) return r;
+    }
     return MLSTACK_OK;
 }
 
@@ -27026,14 +27448,190 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* gpt-oss experts (F_OAI_EXPERTS), one tensor per projection for all E experts, as transformers
+   stores them: mlp.experts.gate_up_proj [E, D, 2F] (applied as x W: the gate of unit f is column
+   2f, its up column 2f + 1), down_proj [E, F, D], and biases gate_up_proj_bias [E, 2F],
+   down_proj_bias [E, D]; or, as OpenAI's checkpoints store the weights, MXFP4: <name>_blocks
+   U8 [E, rows, in / 32, 16] and <name>_scales U8 [E, rows, in / 32] in (out, in) order, element 2i
+   of a block the low nibble of byte i, 2i + 1 the high one, scale 2^(s - 127). Each expert gets
+   the usual gate, up (F, D) and down (D, F): float weights transposed into a copy of the stored
+   dtype; MXFP4 into GGML MXFP4 rows (the same exponent byte s, ggml's nibble order: exact, the
+   same 4.25 bits per weight). The router is mlp.router (weight and bias). */
+static void mlstack__model_release_source(const mlstack_model *m, const void *p, size_t n);
+static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *name, int p, int E, int n_out, int n_in,
+                                               unsigned char **dst, int *wtype, mlstack_error *err) {
+    char nm[300];
+    const mlstack__st_tensor *t, *sc;
+    int e, o, k, j, nb = n_in / 32, F = p ? n_out : n_out / 2;
+    size_t rb, es;
+    snprintf(nm, sizeof nm, "%s_blocks", name);
+    t = mlstack__st_find(&m->st, nm);
+    if (t) { /* MXFP4 blocks and their scales */
+        const unsigned char *bl, *sp;
+        snprintf(nm, sizeof nm, "%s_scales", name);
+        sc = mlstack__st_find(&m->st, nm);
+        if (n_in % 32 || !sc || t->dtype != MLSTACK_DTYPE_U8 || sc->dtype != MLSTACK_DTYPE_U8 || t->n_dims != 4 ||
+            t->shape[0] != E || t->shape[1] != n_out || t->shape[2] != nb || t->shape[3] != 16 || sc->n_dims != 3 ||
+            sc->shape[0] != E || sc->shape[1] != n_out || sc->shape[2] != nb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: %s_blocks / _scales must be U8 [%d, %d, %d, 16] and [%d, %d, %d] (MXFP4)",
+                                 m->path, name, E, n_out, nb, E, n_out, nb);
+        rb = mlstack__row_bytes(MLSTACK__W_MXFP4, n_in);
+        *wtype = MLSTACK__W_MXFP4;
+        if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * rb)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        bl = m->st.files[t->file].data + t->begin, sp = m->st.files[sc->file].data + sc->begin;
+        for (e = 0; e < E; e++)
+            for (o = 0; o < n_out; o++) { /* gate | up interleaved rows -> gate rows, then up rows */
+                int ro = p ? o : (o & 1) * F + (o >> 1);
+                unsigned char *d = *dst + ((size_t)e * n_out + (size_t)ro) * rb;
+                const unsigned char *b = bl + ((size_t)e * n_out + (size_t)o) * (size_t)nb * 16,
+                                    *s = sp + ((size_t)e * n_out + (size_t)o) * (size_t)nb;
+                for (k = 0; k < nb; k++, d += 17, b += 16) {
+                    d[0] = s[k];
+                    for (j = 0; j < 16; j++) { /* element j: byte j / 2, nibble j % 2; j + 16 likewise */
+                        int lo = (b[j >> 1] >> (4 * (j & 1))) & 15, hi = (b[8 + (j >> 1)] >> (4 * (j & 1))) & 15;
+                        d[1 + j] = (unsigned char)(lo | hi << 4);
+                    }
+                }
+            }
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += (t->end - t->begin) + (sc->end - sc->begin);
+        /* the file's pages, read once, leave the resident set: the rows are the weights now */
+        mlstack__model_release_source(m, bl, (size_t)(t->end - t->begin));
+        mlstack__model_release_source(m, sp, (size_t)(sc->end - sc->begin));
+        return MLSTACK_OK;
+    }
+    t = mlstack__st_find(&m->st, name);
+    if (!t || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != E || t->shape[1] != n_in || t->shape[2] != n_out)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s must be an F32, F16 or BF16 tensor [%d, %d, %d] (or MXFP4 %s_blocks)", m->path,
+                             name, E, n_in, n_out, name);
+    es = (size_t)mlstack__dtype_sizes[t->dtype];
+    *wtype = (int)t->dtype;
+    if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * (size_t)n_in * es)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    {
+        const unsigned char *src = m->st.files[t->file].data + t->begin;
+        for (e = 0; e < E; e++)
+            for (k = 0; k < n_in; k++)
+                for (o = 0; o < n_out; o++) {
+                    int ro = p ? o : (o & 1) * F + (o >> 1);
+                    memcpy(*dst + (((size_t)e * n_out + (size_t)ro) * n_in + (size_t)k) * es,
+                           src + (((size_t)e * n_in + (size_t)k) * n_out + (size_t)o) * es, es);
+                }
+        mlstack__model_release_source(m, src, (size_t)(t->end - t->begin));
+    }
+    m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+    m->weight_bytes += t->end - t->begin;
+    return MLSTACK_OK;
+}
+/* The same experts as llama.cpp's GGUF files hold them (read through the GGUF names above):
+   mlp.experts.{gate,up,down}_proj.weight, one tensor per projection of all experts, rows (E, rows)
+   of `in` inputs as stored (MXFP4 blocks, or any format the file loader keeps), used in place;
+   their .bias [E, rows]. */
+static mlstack_result mlstack__oai_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p;
+    mlstack_result r;
+    char name[256], nm[64];
+    for (p = 0; p < 3; p++) {
+        int n_out = p == 2 ? D : F, n_in = p == 2 ? F : D, wt;
+        const mlstack__st_tensor *t, *bt;
+        const unsigned char *base;
+        size_t rb;
+        float *bias;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.weight", proj[p]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        wt = t ? (t->quant ? t->quant : (int)t->dtype) : 0;
+        rb = t ? mlstack__row_bytes(wt, n_in) : 0;
+        if (!t ||
+            (!t->quant && t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 &&
+             t->dtype != MLSTACK_DTYPE_BF16) ||
+            (n_in % mlstack__wtype_block(wt)) || t->end - t->begin != (uint64_t)E * (uint64_t)n_out * rb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold %d x %d rows of %d inputs", m->path, name,
+                                 E, n_out, n_in);
+        base = m->st.files[t->file].data + t->begin;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.bias", proj[p]);
+        if ((r = mlstack__model_tensor(m, MLSTACK__LNAME(nm), 2, E, n_out, &bt, err))) return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+        for (e = 0; e < E; e++) {
+            mlstack__weight *w = &L->experts[3 * e + p];
+            w->name = NULL, w->wtype = wt, w->n_out = n_out, w->n_in = n_in, w->row_bytes = rb;
+            w->data = base + (size_t)e * (size_t)n_out * rb;
+            w->bias = bias + (size_t)e * n_out;
+        }
+    }
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p, i, wt = 0;
+    mlstack_result r;
+    char name[256];
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)E * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.router"), E, D, 1, &L->router, err))) return r;
+    if (mlstack__st_find(&m->st, MLSTACK__LNAME("mlp.experts.gate_proj.weight")))
+        return mlstack__oai_experts_split(m, L, pre, l, err);
+    for (p = 0; p < 2; p++) { /* 0: gate_up, 1: down */
+        int n_out = p ? D : 2 * F, n_in = p ? F : D;
+        unsigned char *rows;
+        const mlstack__st_tensor *bt;
+        float *bias;
+        if ((r = mlstack__oai_expert_rows(m, MLSTACK__LNAME(p ? "mlp.experts.down_proj" : "mlp.experts.gate_up_proj"),
+                                          p, E, n_out, n_in, &rows, &wt, err)))
+            return r;
+        if ((r = mlstack__model_tensor(
+                 m, MLSTACK__LNAME(p ? "mlp.experts.down_proj_bias" : "mlp.experts.gate_up_proj_bias"), 2, E, n_out,
+                 &bt, err)))
+            return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        for (e = 0; e < E; e++) {
+            float *b = bias + (size_t)e * n_out;
+            if (!p) { /* gate | up interleaved -> gate biases, then up biases (a copy) */
+                float *g = (float *)mlstack__model_own(m, sizeof(float) * (size_t)n_out);
+                if (!g) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+                for (i = 0; i < n_out; i++) g[(i & 1) * F + (i >> 1)] = b[i];
+                b = g;
+            }
+            for (i = 0; i < (p ? 1 : 2); i++) {
+                mlstack__weight *w = &L->experts[3 * e + (p ? 2 : i)];
+                int rows_n = p ? D : F;
+                w->name = NULL;
+                w->wtype = wt;
+                w->n_out = rows_n, w->n_in = n_in;
+                w->row_bytes = mlstack__row_bytes(wt, n_in);
+                w->data = rows + ((size_t)e * n_out + (size_t)i * F) * w->row_bytes;
+                w->bias = b + (size_t)i * F;
+            }
+        }
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
 static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
-    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+    if (c->n_experts && c->layer_moe[l] && (f->flags & MLSTACK__F_OAI_EXPERTS)) {
+        if ((r = mlstack__map_oai_experts(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
@@ -27047,15 +27645,61 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
-    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                          &L->w_gate, err)) ||
-               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
-                                          err))) {
-        return r;
+    } else {
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.gate ? f->name.gate : "gate_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)))
+            return r;
     }
-    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
     return MLSTACK_OK;
 }
 
@@ -27088,10 +27732,52 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
         int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
+    return MLSTACK_OK;
+}
+
+/* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
+   depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
+   output projection (in L->wo). */
+static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const char *blk = c->fam->mix.block;
+    const mlstack__st_tensor *t;
+    int D = c->n_embd, K = c->conv_k;
+    mlstack_result r;
+    char name[256], nm[200];
+    float *w;
+    if (L->kind != MLSTACK__LAYER_CONV)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
+                             m->path, l, L->kind);
+    snprintf(nm, sizeof nm, "%s.in_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 3 * D, D, c->conv_bias, &L->w_in, err))) return r;
+    snprintf(nm, sizeof nm, "%s.out_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), D, D, c->conv_bias, &L->wo, err))) return r;
+    snprintf(nm, sizeof nm, "%s.conv.weight", blk);
+    t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             c->architecture);
+    if ((t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != D || t->shape[1] != 1 || t->shape[2] != K)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: tensor %s must be F32, F16 or BF16 of shape [%d, 1, %d] (hidden_size, 1, conv_L_cache)", m->path, name,
+            D, K);
+    w = (float *)mlstack__model_own(m, sizeof(float) * (size_t)D * (size_t)K);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, w, (size_t)D * (size_t)K);
+    m->n_params += (uint64_t)D * (uint64_t)K;
+    m->weight_bytes += t->end - t->begin;
+    L->conv_w = w;
+    snprintf(nm, sizeof nm, "%s.conv.bias", blk);
+    if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
 #undef MLSTACK__LNAME
@@ -27116,12 +27802,16 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
-            return r;
+        int att;
         mlstack__layer_kind(c, l, L);
+        att = L->kind == MLSTACK__LAYER_ATTN;
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
+            return r;
     }
     return MLSTACK_OK;
 }
@@ -27129,10 +27819,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (13 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[11];
+    mlstack__weight *all[12];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -27142,7 +27832,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    for (i = 0; i < 11; i++)
+    all[11] = &L->w_in;
+    for (i = 0; i < 12; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -27179,7 +27870,7 @@ static int mlstack__model_all_float(mlstack_model *m) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
-            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) return 0;
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype) || ws[i]->wtype == MLSTACK__W_MXFP4) return 0;
     }
     return 1;
 }
@@ -27284,7 +27975,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             uint32_t gt = 0;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
-            if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue; /* MXFP4: as stored */
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
@@ -27439,7 +28130,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
             for (j.pairs = 0; j.pairs < 2; j.pairs++) {
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
-                                   : !w->packed && (packs >> w->wtype & 1u);
+                                   : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
                 if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
                     mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
@@ -27874,6 +28565,46 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
+/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
+   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
+    static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
+                                           {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+                                           {"ffn_gate_inp.weight", "mlp.router.weight"},
+                                           {"ffn_gate_inp.bias", "mlp.router.bias"},
+                                           {"ffn_gate_exps.weight", "mlp.experts.gate_proj.weight"},
+                                           {"ffn_gate_exps.bias", "mlp.experts.gate_proj.bias"},
+                                           {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
+                                           {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
+                                           {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+    size_t k;
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(rest, names[k][0]) == 0) {
+            snprintf(out, cap, "%s", names[k][1]);
+            return 1;
+        }
+    return 0;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -27924,7 +28655,76 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
     }
 }
 
+/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
+   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+   defaults), experts (count, per token, width; every layer) and the family's expert
+   activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
+static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int i;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
+        return r;
+    if (c->rope_kind == MLSTACK__ROPE_YARN) {
+        mlstack__rope_cfg *t = &c->rope[0];
+        if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
+                                       path, err)))
+            return r;
+        c->rope_orig_max = t->orig_max;
+        t->beta_fast = 32, t->beta_slow = 1, t->attn_factor = 0, t->mscale = t->mscale_all_dim = 0;
+        t->truncate = !(f->flags & MLSTACK__F_YARN_WHOLE);
+    }
+    if (f->moe.block) {
+        if ((r = mlstack__gguf_cfg_int(g, arch, "expert_count", -1, 1, MLSTACK__MAX_EXPERTS, &c->n_experts, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_used_count", -1, 1, c->n_experts, &c->n_experts_used, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_feed_forward_length", -1, 1, 1 << 30, &c->moe_ff, path, err)))
+            return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", path,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = 1;
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) != 0;
+    }
+    if (f->flags & MLSTACK__F_OAI_EXPERTS)
+        c->act = MLSTACK__ACT_SWIGLU_OAI, c->swiglu_alpha = 1.702f, c->swiglu_limit = 7.0f;
+    return MLSTACK_OK;
+}
+
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (no recurrent layers read from GGUF yet) */
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -27989,13 +28789,14 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         st = mlstack__gguf_string(g, key, &slen);
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
-            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
-                c->rope_kind = MLSTACK__ROPE_LINEAR;
+            if ((slen == 6 && memcmp(st, "linear", 6) == 0) || (slen == 4 && memcmp(st, "yarn", 4) == 0)) {
+                c->rope_kind = slen == 4 ? MLSTACK__ROPE_YARN : MLSTACK__ROPE_LINEAR;
                 if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
                     return r;
             } else {
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)",
-                                     path, key, (int)(slen > 40 ? 40 : slen), st);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s = \"%.*s\" is not supported (none, linear, yarn)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
             }
         }
     }
@@ -28014,7 +28815,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
     c->act = MLSTACK__ACT_SILU;
     c->rot_dim = c->head_dim;
-    c->rope[0].kind = c->rope_kind ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DEFAULT;
+    c->rope[0].kind = c->rope_kind ? c->rope_kind : MLSTACK__ROPE_DEFAULT;
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
@@ -28022,6 +28823,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -28042,7 +28844,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
             if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
         }
     }
-    return MLSTACK_OK;
+    return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
 /* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
@@ -28063,9 +28865,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -28143,7 +28947,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) {
+            if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
                 if (!is_embed) quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
@@ -28577,20 +29381,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -28621,6 +29432,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -28653,6 +29508,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -28751,7 +29607,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -29088,6 +29945,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                       &L->wk) &&
@@ -29165,12 +30023,33 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    that attaches cached pages only ever writes positions past them, into pages of its own. So
    a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
    tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
-   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable.
+
+   Recurrent state (hybrids: LFM2, Mamba2, delta-net layers; >>model mlstack__state_floats).
+   Beside its page table a sequence slot owns one contiguous f32 block of state_floats: layer l's
+   state at layers[l].state_off floats into it (mlstack__state_floats(c, kind) of them: a conv
+   window of (conv_k - 1, channels) oldest first, then the kind's matrix state). Pages then hold
+   only the attention layers (block kv_layer of a page). The state after position len - 1 is the
+   slot's live state, so a sequence of a hybrid only grows at its end: its rows start at len, and
+   it rewinds only to where a copy of the state exists:
+     - snapshots: the state after the last position of a page, kept beside that page
+       (snap_of[page]: a slot of the snapshot pool, or -1) and freed with it. A page at depth d
+       of its sequence (d = pos / P) gets one when (d + 1) % snap_every == 0 and a slot is free,
+       written by the forward pass as it passes the page's last position. The radix tree's pages
+       so carry the state at their ends: a match of m pages restores the snapshot of the m-th
+       (a match shortens to the deepest page with one) and computes only the rest, with the same
+       bits as a cold run (the state is the exact floats the cold run had there).
+     - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
+   All of it is allocated at init and counted in the byte budget with the pages: live and kept
+   states per slot first, then pages and a snapshot every snap_every pages. */
 
 typedef struct mlstack__kv_seq {
     int active;
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
+    int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -29209,6 +30088,13 @@ typedef struct mlstack__kv {
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
+    /* recurrent state (state_floats 0: none) */
+    size_t state_floats; /* per sequence slot */
+    float *state, *ckpt; /* (max_seqs, state_floats): live states, kept copies */
+    float *snap; /* (n_snap, state_floats) snapshots at page ends */
+    int32_t *snap_of; /* per page: its snapshot, or -1 */
+    int *snap_free; /* free snapshots */
+    int n_snap, n_snap_free, snap_every;
 } mlstack__kv;
 
 /* A KV pool's bytes: read in scattered pages, so on huge pages where the system gives them
@@ -29219,6 +30105,48 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
+/* Hybrids: the live and kept states of every slot come out of the budget first; a page then
+   costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
+   snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
+                                            uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
+    uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
+    kv->state_floats = c->state_floats;
+    kv->snap_every = 1;
+    if (!sb) return MLSTACK_OK;
+    fixed = 2 * sb * (uint64_t)max_seqs;
+    if (*budget <= fixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "kv_mem %llu bytes leaves no room for pages after the recurrent states of %d sequences "
+                             "(%llu bytes each, twice)",
+                             (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
+    *budget -= fixed;
+    if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
+    *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
+    return MLSTACK_OK;
+}
+
+/* The states, kept copies and snapshots of mlstack__state_budget's plan. */
+static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) {
+    int i;
+    if (!kv->state_floats) return MLSTACK_OK;
+    kv->n_snap = kv->n_pages / kv->snap_every;
+    kv->state = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->ckpt = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->snap = mlstack__falloc((size_t)kv->n_snap, kv->state_floats);
+    kv->snap_of = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->snap_free = (int *)mlstack__calloc((size_t)kv->n_snap + 1, sizeof(int));
+    if (!kv->state || !kv->ckpt || !kv->snap || !kv->snap_of || !kv->snap_free)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the recurrent states of %d sequences",
+                             kv->max_seqs);
+    for (i = 0; i < kv->n_pages; i++) kv->snap_of[i] = -1;
+    for (i = 0; i < kv->n_snap; i++) kv->snap_free[i] = kv->n_snap - 1 - i;
+    kv->n_snap_free = kv->n_snap;
+    for (i = 0; i < kv->max_seqs; i++) kv->seqs[i].ckpt_len = -1;
+    return MLSTACK_OK;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -29226,6 +30154,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
                                        int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
+    mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -29236,8 +30165,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->page_tokens = page_tokens;
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
+    kv->page_elems = (size_t)c->n_kv_layers * 2 * (size_t)page_tokens * kv->row_elems;
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
@@ -29258,14 +30189,19 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
-    return MLSTACK_OK;
+    return mlstack__state_alloc(kv, err);
 }
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
     int i;
-    if (kv->ref) mlstack__radix_free_all(kv);
+    if (kv->ref) mlstack__radix_free_all(kv); /* pages go back with their snapshots */
+    mlstack__aligned_free(kv->state);
+    mlstack__aligned_free(kv->ckpt);
+    mlstack__aligned_free(kv->snap);
+    MLSTACK_FREE(kv->snap_of);
+    MLSTACK_FREE(kv->snap_free);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
@@ -29282,9 +30218,13 @@ MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     kv->ref[p] = 1;
     return p;
 }
-/* Drops one reference; the page is free again when none is left. */
+/* Drops one reference; the page is free again when none is left, with its snapshot. */
 MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
-    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+    if (--kv->ref[p] == 0) {
+        kv->free_stack[kv->n_free++] = p;
+        if (kv->snap_of && kv->snap_of[p] >= 0) kv->snap_free[kv->n_snap_free++] = kv->snap_of[p];
+        if (kv->snap_of) kv->snap_of[p] = -1;
+    }
 }
 
 /* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
@@ -29312,18 +30252,103 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     return 0;
 }
 
+/* ---- recurrent state of the hybrids (the layout: above) ---- */
+
+/* Slot seq's live state: state_floats floats. */
+static float *mlstack__state_of(const mlstack__kv *kv, int seq) { return kv->state + (size_t)seq * kv->state_floats; }
+
+/* Of the first m pages of a page table, how many a sequence can attach: all of them without
+   recurrent state, else up to the deepest one that carries a snapshot. */
+MLSTACK__FN int mlstack__state_attachable(const mlstack__kv *kv, const int32_t *pages, int m) {
+    if (!kv->state_floats) return m;
+    while (m > 0 && kv->snap_of[pages[m - 1]] < 0) m--;
+    return m;
+}
+
+/* Slot seq's live state set to the state after its first n_pages pages: zeros for none, else the
+   snapshot of the last of them. 0, or -1 when that page has none (nothing changed). */
+MLSTACK__FN int mlstack__state_restore(mlstack__kv *kv, int seq, int n_pages) {
+    float *st;
+    if (!kv->state_floats) return 0;
+    st = mlstack__state_of(kv, seq);
+    if (n_pages == 0) {
+        memset(st, 0, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] < 0) return -1;
+    memcpy(st, kv->snap + (size_t)kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] * kv->state_floats,
+           sizeof(float) * kv->state_floats);
+    return 0;
+}
+
+/* Keeps a copy of slot seq's live state, the state after its len positions. */
+MLSTACK__FN void mlstack__state_keep(mlstack__kv *kv, int seq) {
+    if (!kv->state_floats) return;
+    memcpy(kv->ckpt + (size_t)seq * kv->state_floats, mlstack__state_of(kv, seq), sizeof(float) * kv->state_floats);
+    kv->seqs[seq].ckpt_len = kv->seqs[seq].len;
+}
+
+/* Slot seq's live state set to the state after `len` positions, where a copy of it exists: len
+   positions already, none (zeros), the kept copy, or the snapshot of the page ending at len.
+   0, or -1 (nothing changed: the caller recomputes from an earlier point). The page table is
+   the caller's to shrink. */
+MLSTACK__FN int mlstack__state_rewind(mlstack__kv *kv, int seq, int32_t len) {
+    mlstack__kv_seq *s = &kv->seqs[seq];
+    if (!kv->state_floats || len == s->len) return 0;
+    if (len == 0) return mlstack__state_restore(kv, seq, 0);
+    if (len == s->ckpt_len) {
+        memcpy(mlstack__state_of(kv, seq), kv->ckpt + (size_t)seq * kv->state_floats, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (len % kv->page_tokens == 0 && len / kv->page_tokens <= s->n_pages)
+        return mlstack__state_restore(kv, seq, len / kv->page_tokens);
+    return -1;
+}
+
+/* The deepest position at or before len that slot seq's state can be rewound to (see
+   mlstack__state_rewind): where a caller that cannot rewind to len recomputes from. */
+MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t len) {
+    const mlstack__kv_seq *s = &kv->seqs[seq];
+    int32_t best = 0, p;
+    if (!kv->state_floats || len == s->len) return len;
+    if (s->ckpt_len >= 0 && s->ckpt_len <= len) best = s->ckpt_len;
+    for (p = len / kv->page_tokens; p > 0 && p * kv->page_tokens > best; p--)
+        if (p <= s->n_pages && kv->snap_of[s->pages[p - 1]] >= 0) return p * kv->page_tokens;
+    return best;
+}
+
+/* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
+   range at a depth that asks for one (while the pool has one free). */
+MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
+    int P = kv->page_tokens, d;
+    if (!kv->state_floats) return;
+    for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
+        int32_t pg = s->pages[d];
+        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
+    }
+}
+
 /* ---- radix prefix cache ----
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -29365,17 +30390,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -29391,17 +30417,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -29435,13 +30461,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -29455,7 +30483,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -29614,6 +30642,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
+   (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
+   max starts at it and the denominator at e^0 = 1)
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -29625,7 +30655,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
-                            int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
+                            int32_t t0, const int32_t *t1, float scale, float softcap, const float *sinks,
+                            float *scratch) {
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
@@ -29637,9 +30668,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
-    for (g = 0; g < R * G; g++) {
-        mx[g] = -FLT_MAX;
-        den[g] = 0;
+    for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
+        mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
+        den[g] = sinks ? 1.0f : 0.0f;
         for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
@@ -29688,35 +30719,40 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 21. FORWARD ==== */ /* >>forward */
+/* ==== 21. COMMUNICATION ==== */ /* >>comm */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
-/* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
-   token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
-   mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
-   bias for the LayerNorm families):
-       xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
-       rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
-       a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
-           soft-capped where configured
-       x += post_norm(a Wo) * residual_scale
-       xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
-   (MLPs without a gate: act(xn W1) W2; a parallel residual adds attention and MLP outputs
-   to the layer's input x together, the MLP reading ln2(x), or ln1's xn for StableLM)
-   then norm and the LM head for rows that want logits, / logits_div, soft-capped where
-   configured. Rows never mix: every output element is computed the same way whatever else
-   is in the batch.
-   The pass runs on one rank (>>ranks): its query heads (with their KV heads), its rows
-   of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
-   slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
-   sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
-   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
-   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
-   of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
-   only its stage's layers: the first stage embeds the tokens, each later one receives the
-   residual stream x from the stage before, and the last sends the rows that keep logits back
-   to the first, which computes them (D floats a row back instead of V); x is passed on
-   unchanged, so no element is computed differently. */
+/* What a rank is and how ranks talk: the state one rank's forward pass reads and writes (its
+   share of the model, scratch, the exchanged tensors), the communicator (the rank threads of
+   this process, or a mlstack_transport such as MPI) and its primitives: barrier, broadcast,
+   the column exchange of gather mode, the reduction of reduce mode and the stage hand-off.
+   With one rank every exchange returns at once. Who holds what, and the drivers, are in
+   >>ranks; the pass that calls these is >>forward. */
+
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
+#include <sched.h>
+#endif
+
+/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
+
+/* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
+static void mlstack__pin_self(int cpu) {
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__) && defined(CPU_SET)
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+#else
+    (void)cpu;
+#endif
+}
+
+static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
+    (void)n_tasks;
+    (void)thread;
+    mlstack__pin_self(((const int *)ctx)[task]);
+}
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
@@ -29734,6 +30770,10 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
+    /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
+       out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
+    float *mix_x, *mix_y, *mix_s;
+    int *mix_run;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -29800,18 +30840,344 @@ typedef struct mlstack__rank {
     char init_msg[256];
 } mlstack__rank;
 
+/* ---- the communicator: a transport, or the rank threads of this process ---- */
+#if !defined(MLSTACK_NO_THREADS)
+typedef struct mlstack__mbox { /* one stage hand-off between two thread ranks, in place */
+    const void *p;
+    int full;
+} mlstack__mbox;
+#endif
+
+typedef struct mlstack__comm {
+    const mlstack_transport *t; /* NULL: thread ranks */
+    int size;
+    char why[256]; /* the first failure */
+    int failed; /* atomic */
+    struct mlstack__comm *world; /* a stage's ranks: every rank's, which fails with it; else NULL */
+    struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
+    int n_groups;
+    int has_sync; /* mu and cv made */
+    int spin; /* thread ranks: polls before a barrier sleeps (none when the ranks' threads outnumber the CPUs) */
+    float *stage; /* transport: packed columns, in and out */
+    size_t cap_stage;
+    size_t *counts, *displs;
+#if !defined(MLSTACK_NO_THREADS)
+    mlstack__mutex mu;
+    mlstack__cond cv;
+    int arrived; /* atomic */
+    unsigned gen; /* atomic: bumped when the last rank arrives */
+    const void *bc; /* thread broadcast: rank 0's bytes */
+    mlstack__thread *threads; /* ranks 1..size-1 */
+    int n_started;
+    mlstack__mbox *mbox; /* every rank's, with stages: (from, to) hand-offs */
+#endif
+} mlstack__comm;
+
+static void mlstack__comm_fail1(mlstack__comm *c, const char *why) {
+#if !defined(MLSTACK_NO_THREADS)
+    if (c->has_sync) {
+        mlstack__lock(&c->mu);
+        if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+        return;
+    }
+#endif
+    if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
+    c->failed = 1;
+}
+
+/* A failure anywhere fails every rank of the engine here: the stage's and the world's. */
+static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
+    mlstack__comm *w = c->world ? c->world : c;
+    int i;
+    mlstack__comm_fail1(c, why);
+    if (w != c) mlstack__comm_fail1(w, why);
+    for (i = 0; i < w->n_groups; i++)
+        if (w->groups[i] && w->groups[i] != c) mlstack__comm_fail1(w->groups[i], why);
+}
+
+static MLSTACK__UNUSED void mlstack__rank_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Thread ranks: returns when all have arrived (0), or at once when one failed (-1). */
+static int mlstack__comm_barrier(mlstack__comm *c) {
+#if !defined(MLSTACK_NO_THREADS)
+    unsigned gen;
+    int i;
+    if (c->size == 1) return 0;
+    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) return -1;
+    gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&c->arrived, 1, __ATOMIC_ACQ_REL) == c->size) {
+        __atomic_store_n(&c->arrived, 0, __ATOMIC_RELAXED);
+        mlstack__lock(&c->mu);
+        __atomic_store_n(&c->gen, gen + 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+    } else {
+        for (i = 0; i < c->spin && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
+                    !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+             i++)
+            mlstack__rank_relax();
+        if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen) {
+            mlstack__lock(&c->mu);
+            while (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
+                mlstack__cond_wait(&c->cv, &c->mu);
+            mlstack__unlock(&c->mu);
+        }
+    }
+    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+#else
+    return c->failed ? -1 : 0;
+#endif
+}
+
+/* Rank 0's bytes at buf to buf on every rank. 0 or -1. */
+static int mlstack__comm_bcast(mlstack__comm *c, int rank, void *buf, size_t bytes) {
+    if (c->size == 1) return 0;
+    if (c->t) {
+        char msg[200];
+        if (c->failed) return -1;
+        msg[0] = 0;
+        if (c->t->bcast(c->t->user, buf, bytes, msg, sizeof msg) == 0) return 0;
+        mlstack__comm_fail(c, msg[0] ? msg : "broadcast failed");
+        return -1;
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (rank == 0) c->bc = buf;
+    if (mlstack__comm_barrier(c)) return -1;
+    if (rank != 0) memcpy(buf, c->bc, bytes);
+    return mlstack__comm_barrier(c);
+#else
+    (void)rank;
+    (void)buf;
+    (void)bytes;
+    return -1;
+#endif
+}
+
+/* Room for n floats of staging. */
+static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
+    if (n > c->cap_stage) {
+        mlstack__aligned_free(c->stage);
+        c->stage = mlstack__falloc(n, 1);
+        c->cap_stage = c->stage ? n : 0;
+    }
+    return c->stage;
+}
+
 /* Makes full's columns of this rank (cols[what] bounds) hold `mine` (B rows of its width; NULL:
    already written in place), then brings every rank's columns to every rank (all) or to rank 0.
-   0, or -1 when a rank failed (the reason is on the communicator). See >>ranks. */
-static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all);
+   0, or -1 when a rank failed (the reason is on the communicator). */
+static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[what];
+    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->ti], w = cols[rk->ti + 1] - c0, b, i;
+    double t0;
+    int rc = 0;
+    if (R == 1) return 0;
+    t0 = mlstack__now();
+    if (!c->t) {
+        if (mine && mine != full)
+            for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__comm_barrier(c);
+    } else {
+        /* stage: [this rank's block | every rank's blocks] */
+        int root = all || rk->ti == 0;
+        size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
+        float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        if (mine) send = (float *)mine;
+        else
+            for (b = 0; b < B; b++) memcpy(st + (size_t)b * w, full + (size_t)b * N + c0, sizeof(float) * (size_t)w);
+        for (i = 0; i < R; i++) {
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)(cols[i + 1] - cols[i]);
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        msg[0] = 0;
+        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->ti], root ? st + own : NULL, c->counts,
+                                       c->displs, all, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            rc = -1;
+        } else if (root) {
+            for (i = 0; i < R; i++) {
+                int wi = cols[i + 1] - cols[i];
+                const float *blk = st + own + (size_t)B * (size_t)cols[i];
+                for (b = 0; b < B; b++)
+                    memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
+            }
+        }
+    }
+    rk->wait_s += mlstack__now() - t0;
+    rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
+    if (all || rk->ti == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
+    return rc;
+}
+
 /* Reduce mode: where this rank writes its (B, D) partial `which` (0: a Wo, 1: FFN output). */
-static float *mlstack__partial(mlstack__rank *rk, int which, int B);
-/* Reduce mode: sum (B, D) = the ranks' partials `which` added in rank order, on every rank.
-   0, or -1 when a rank failed. See >>ranks. */
-static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
-/* Pipeline stages: n floats at buf to world rank `peer` (send) or from it (recv), matched in
-   call order. 0, or -1 when a rank failed. See >>ranks. */
-static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer);
+static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
+    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->ti * BD);
+}
+
+/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
+   same operations on every rank and with either transport, so all of them hold the same bits.
+   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
+   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
+   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
+   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
+   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
+   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
+   column share. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[MLSTACK__X_MODEL];
+    int R = rk->n_ranks, D = cols[R], me = rk->ti, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
+    size_t BD = (size_t)B * (size_t)D, j;
+    double t0 = mlstack__now(), wait0 = rk->wait_s;
+    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
+    int rc = 0;
+    if (!c->t) {
+        const float *p = rk->xb->part[which];
+        rc = mlstack__comm_barrier(c);
+        if (rc == 0)
+            for (j = 0; j < BD; j++) {
+                float t = p[j];
+                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
+                sum[j] = t;
+            }
+    } else {
+        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
+        const float *p = rk->xb->part[which];
+        size_t own = (size_t)B * (size_t)w;
+        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
+        size_t *rcounts, *rdispls;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        rv = st + BD;
+        mine = rv + (size_t)R * own;
+        for (i = 0; i < R; i++) {
+            int wi = cols[i + 1] - cols[i];
+            float *blk = st + (size_t)B * (size_t)cols[i];
+            for (b = 0; b < B; b++)
+                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
+        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
+        msg[0] = 0;
+        if (c->failed ||
+            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            return -1;
+        }
+        for (j = 0; j < own; j++) {
+            float t = rv[j];
+            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
+            mine[j] = t;
+        }
+        /* the staging buffer is reused by the gather: keep the sums out of it */
+        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
+    }
+    rk->wait_s = wait0 + (mlstack__now() - t0);
+    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
+    rk->bytes_out = out0 + sizeof(float) * BD;
+    return rc;
+}
+
+/* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
+   has copied it; a transport: send / recv. */
+static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
+    mlstack__comm *c = rk->world;
+    size_t bytes = sizeof(float) * n;
+    double t0 = mlstack__now();
+    int rc = 0;
+    if (c->t) {
+        char msg[200];
+        msg[0] = 0;
+        if (c->failed || (send ? c->t->send(c->t->user, buf, bytes, peer, msg, sizeof msg)
+                               : c->t->recv(c->t->user, buf, bytes, peer, msg, sizeof msg)) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "stage hand-off failed");
+            rc = -1;
+        }
+    } else {
+#if !defined(MLSTACK_NO_THREADS)
+        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
+                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
+        mlstack__lock(&c->mu);
+        if (send) {
+            while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                box->p = buf;
+                box->full = 1;
+                mlstack__cond_broadcast(&c->cv);
+                while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            }
+        } else {
+            while (!box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                if (box->p != buf) memcpy(buf, box->p, bytes);
+                box->full = 0;
+                mlstack__cond_broadcast(&c->cv);
+            }
+        }
+        rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+        mlstack__unlock(&c->mu);
+#else
+        rc = -1;
+#endif
+    }
+    rk->wait_s += mlstack__now() - t0;
+    if (send) rk->bytes_out += bytes;
+    else
+        rk->bytes_in += bytes;
+    return rc;
+}
+
+/* ==== 22. FORWARD ==== */ /* >>forward */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
+   token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
+   mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
+   bias for the LayerNorm families):
+       xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
+       rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
+       a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
+           soft-capped where configured
+       x += post_norm(a Wo) * residual_scale
+       xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
+   (MLPs without a gate: act(xn W1) W2; a parallel residual adds attention and MLP outputs
+   to the layer's input x together, the MLP reading ln2(x), or ln1's xn for StableLM)
+   then norm and the LM head for rows that want logits, / logits_div, soft-capped where
+   configured. Rows never mix: every output element is computed the same way whatever else
+   is in the batch.
+   The pass runs on one rank (>>ranks): its query heads (with their KV heads), its rows
+   of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
+   slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
+   sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
+   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
+   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
+   of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
+   only its stage's layers: the first stage embeds the tokens, each later one receives the
+   residual stream x from the stage before, and the last sends the rows that keep logits back
+   to the first, which computes them (D floats a row back instead of V); x is passed on
+   unchanged, so no element is computed differently. */
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -29841,8 +31207,9 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
-                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
+                    Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -29905,7 +31272,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -29918,26 +31286,33 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
-                          rk->k->from_f32);
+        mlstack__kv_store(&rk->kv, sq, L->kv_layer - rk->layers[rk->l0].kv_layer, h, row->pos, k + h * Dh,
+                          s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -29978,7 +31353,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29999,7 +31376,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -30102,6 +31480,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -30111,14 +31517,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -30132,6 +31540,17 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act ==
+               MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
+        float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
+        for (i = 0; i < N; i++) {
+            float gc = g[i] < lim ? g[i] : lim, uc = u[i] < lim ? (u[i] > -lim ? u[i] : -lim) : lim, e, glu;
+            e = mlstack__exp_canon(-(gc * al));
+            e = 1.0f + e;
+            glu = gc / e;
+            uc = uc + 1.0f;
+            g[i] = uc * glu;
+        }
     } else {
         for (i = 0; i < N; i++) {
             float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
@@ -30141,7 +31560,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -30253,6 +31672,186 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- recurrent mixers (hybrids) ----
+   A mixer is one recurrent kind's token mixing for ONE sequence: its tokens strictly in order,
+   one token at a time, by the same code for a prefill of many tokens and a decode of one, so
+   prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
+   w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
+       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+     m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
+              L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
+              for a new sequence
+     x        n_tok rows of the projected input, mlstack__mix_in_width floats apart
+     y        n_tok rows of output, mlstack__mix_out_width floats apart
+     part, n_parts  the share of the kind's independent units (channels, heads) this call
+              computes (mlstack__part_range): every part sees every token, in order, and writes
+              only its units' y and state; a unit's arithmetic is the same for any n_parts
+     scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
+   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
+   calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
+   most, and copies the state to a page's snapshot after the run that ends the page. */
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch);
+
+/* Units [*u0, *u1) of n that part `part` of n_parts computes. */
+static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
+    *u0 = (int)((int64_t)n * part / n_parts);
+    *u1 = (int)((int64_t)n * (part + 1) / n_parts);
+}
+
+/* LFM2's gated short convolution, per channel c of D (the units), per token:
+       B, C, v = x[0:D], x[D:2D], x[2D:3D];  u = B * v
+       o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
+       y = C * o;  the state drops its oldest u and keeps this one
+   as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                              int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
+    (void)scratch;
+    mlstack__part_range(D, part, n_parts, &c0, &c1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
+        float *yt = y + (size_t)t * D;
+        for (c = c0; c < c1; c++) {
+            const float *w = L->conv_w + (size_t)c * K;
+            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
+            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
+            o = MLSTACK__FMAF(w[K - 1], u, o);
+            yt[c] = xc[c] * o;
+            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
+            state[(size_t)(K - 2) * D + c] = u;
+        }
+    }
+}
+
+/* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, NULL, NULL};
+
+/* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
+   input and output, per thread the largest mixer scratch, run bounds. */
+static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B, int n_threads) {
+    int k, win = 1, wout = 1;
+    size_t sc = 1;
+    if (!c->n_recurrent) return MLSTACK_OK;
+    for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+        if (mlstack__mix_in_width(c, k) > win) win = mlstack__mix_in_width(c, k);
+        if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
+        if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
+    }
+    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_y = mlstack__falloc(B, (size_t)wout);
+    s->mix_s = mlstack__falloc((size_t)n_threads, sc);
+    s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+}
+static void mlstack__mix_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->mix_x);
+    mlstack__aligned_free(s->mix_y);
+    mlstack__aligned_free(s->mix_s);
+    MLSTACK_FREE(s->mix_run);
+}
+
+/* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
+   positions, none crossing a page boundary. run gets B + 1 bounds at most; returns the count. */
+static int mlstack__mix_runs(const mlstack__kv *kv, const mlstack_batch_row *rows, int B, int *run) {
+    int b, n = 0;
+    for (b = 0; b < B; b++)
+        if (b == 0 || rows[b].seq != rows[b - 1].seq || rows[b].pos != rows[b - 1].pos + 1 ||
+            rows[b].pos % kv->page_tokens == 0)
+            run[n++] = b;
+    run[n] = B;
+    return n;
+}
+
+/* The page snapshot run i ends (its last row ends a page that carries one), or NULL. */
+static float *mlstack__run_snapshot(const mlstack__kv *kv, const mlstack_batch_row *rows, const int *run, int i) {
+    const mlstack_batch_row *last = &rows[run[i + 1] - 1];
+    int32_t pg;
+    if ((last->pos + 1) % kv->page_tokens) return NULL;
+    pg = kv->seqs[last->seq].pages[last->pos / kv->page_tokens];
+    return kv->snap_of[pg] >= 0 ? kv->snap + (size_t)kv->snap_of[pg] * kv->state_floats : NULL;
+}
+
+typedef struct mlstack__mix_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int r0, r1; /* runs */
+    int win, wout;
+} mlstack__mix_job;
+
+static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const int *run = rk->s.mix_run;
+    size_t sc = mlstack__mix_scratch_floats(&rk->model->cfg, j->L->kind);
+    int i;
+    for (i = j->r0; i < j->r1; i++) {
+        int b0 = run[i];
+        float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
+        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+                                    rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
+                                    rk->s.mix_s + (size_t)thread * sc);
+    }
+}
+
+/* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
+   batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
+   its state copied to a page's snapshot after the run that ends the page. */
+static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *in, float *out, int B, int n_run, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__mix_job j;
+    int parts = B * mlstack__mix_in_width(c, L->kind) >= 8192 ? rk->pool->n_threads : 1;
+    size_t n = mlstack__state_floats(c, L->kind);
+    j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
+    j.wout = mlstack__mix_out_width(c, L->kind);
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, MIXER);
+    for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
+        float *snap = NULL;
+        for (j.r1 = j.r0; j.r1 < n_run && !snap; j.r1++)
+            snap = mlstack__run_snapshot(&rk->kv, rows, rk->s.mix_run, j.r1);
+        if (parts > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, parts);
+        else
+            mlstack__mix_task(&j, 0, 1, 0);
+        if (snap)
+            memcpy(snap + L->state_off, mlstack__state_of(&rk->kv, rows[rk->s.mix_run[j.r1 - 1]].seq) + L->state_off,
+                   sizeof(float) * n);
+    }
+    MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
+    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
+   ranks). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    float *o = mlstack__slice(rk, xb->o, s->out);
+    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
+    mlstack__rope_kv(rk, aj, B);
+    mlstack__attention(rk, aj, n_blk, B);
+    /* xo = a Wo */
+    if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+        float *p = mlstack__partial(rk, 0, B);
+        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        for (b = 0; b < B; b++)
+            memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+        mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+        return mlstack__reduce(rk, 0, xo, B);
+    }
+    if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -30260,39 +31859,27 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
+    float *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, n_run = 0, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
+    if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
     for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
+           recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
-        mlstack__rope_kv(rk, &aj, B);
-        mlstack__attention(rk, &aj, n_blk, B);
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
-            float *p = mlstack__partial(rk, 0, B);
-            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
-            for (b = 0; b < B; b++)
-                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
-            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-            if (mlstack__reduce(rk, 0, xo, B)) return -1;
-        } else {
-            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        }
+        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+            return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -30382,7 +31969,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 22. SAMPLING ==== */ /* >>sampling */
+/* ==== 23. SAMPLING ==== */ /* >>sampling */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
@@ -30699,7 +32286,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
     return s->idx[i];
 }
 
-/* ==== 23. ENGINE ==== */ /* >>engine */
+/* ==== 24. ENGINE ==== */ /* >>engine */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
@@ -30758,12 +32345,6 @@ typedef struct mlstack__backend {
     void (*free)(struct mlstack_engine *e);
 } mlstack__backend;
 
-static void mlstack__sched_free(mlstack_engine *e);
-static mlstack_result mlstack__sched_init(mlstack_engine *e);
-static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err);
-static void mlstack__ranks_free(mlstack_engine *e);
-static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows);
-
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...) {
@@ -30791,1515 +32372,6 @@ MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) {
     return e ? (e->backend ? e->backend->name : e->k->name) : "";
 }
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
-
-MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
-    if (!e) return;
-    if (e->backend) e->backend->free(e);
-    mlstack__prof_free(e);
-    mlstack__sched_free(e);
-    mlstack_engine_free(e->draft);
-    mlstack__ranks_free(e);
-    mlstack__pool_free(&e->pool);
-    mlstack__kv_free(&e->kv);
-    MLSTACK_FREE(e->logits);
-    MLSTACK_FREE(e->logit_slot);
-    MLSTACK_FREE(e->tmp_len);
-    MLSTACK_FREE(e);
-}
-
-static float *mlstack__falloc(size_t a, size_t b) {
-    if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
-    return (float *)mlstack__aligned_alloc((a && b ? a * b : 1) * sizeof(float));
-}
-
-/* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
-static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
-                                                    mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &model->cfg;
-    int kv_size = 2;
-    memset(d, 0, sizeof *d);
-    if (desc) *d = *desc;
-    if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
-        d->n_ranks < 0 || d->threads_per_rank < 0 || d->n_stages < 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
-    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
-    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
-        d->spec_tokens > 64 || d->spec_ngram < 0 || d->spec_ngram > 64)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64",
-                             (int)d->spec);
-    if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
-    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
-        return MLSTACK__FAIL(
-            err, MLSTACK_ERR_INVALID_ARG,
-            "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
-            "the tokenizer)",
-            d->spec_draft->cfg.n_vocab, c->n_vocab);
-    if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
-    if (d->spec_ngram == 0) d->spec_ngram = 3;
-    if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
-        d->step_tokens > (1 << 24))
-        return MLSTACK__FAIL(
-            err, MLSTACK_ERR_LIMIT,
-            "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
-            "(2^24) too large");
-    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
-        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
-        if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
-                                 getenv("MLSTACK_RANKS"));
-        d->n_ranks = (int)v;
-    }
-    if (d->n_stages == 0 && getenv("MLSTACK_STAGES")) {
-        long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
-        if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
-                                 getenv("MLSTACK_STAGES"));
-        d->n_stages = (int)v;
-    }
-    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
-        const char *v = getenv("MLSTACK_RANK_MODE");
-        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
-        else if (strcmp(v, "reduce") == 0)
-            d->rank_mode = MLSTACK_RANK_REDUCE;
-        else
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
-                                 v);
-    }
-    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
-                             (int)d->rank_mode);
-    if (d->n_threads == 0)
-        d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
-    if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
-    if (d->max_seqs == 0) d->max_seqs = 16;
-    if (d->max_batch_tokens == 0) d->max_batch_tokens = 512;
-    if (d->step_tokens == 0) d->step_tokens = d->max_batch_tokens < 128 ? d->max_batch_tokens : 128;
-    {
-        size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
-        if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
-        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
-        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-        if ((uint64_t)d->max_batch_tokens * max_in >
-            (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                                 "max_batch_tokens %d x width %zu of this model exceeds %d elements",
-                                 d->max_batch_tokens, max_in, INT_MAX);
-    }
-    switch (d->kv_type) {
-    case MLSTACK_KV_DEFAULT:
-    case MLSTACK_KV_F16:
-    case MLSTACK_KV_BF16: break;
-    case MLSTACK_KV_F32: kv_size = 4; break;
-    default:
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
-    }
-    if (d->kv_mem == 0) {
-        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
-        ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
-    }
-    return MLSTACK_OK;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
-                                               mlstack_engine **out, mlstack_error *err) {
-    mlstack_engine_desc d;
-    mlstack_engine *e;
-    mlstack_result r;
-    int cap;
-    if (err) {
-        err->code = MLSTACK_OK;
-        err->message[0] = 0;
-    }
-    if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
-    *out = NULL;
-    if ((r = mlstack__engine_desc_defaults(model, desc, &d, err)) != MLSTACK_OK) return r;
-    cap = mlstack__isa_parse(d.isa);
-    if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
-    if (cap == -2)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
-                             d.isa ? d.isa : getenv("MLSTACK_ISA"));
-    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
-    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    e->k = mlstack__kernels_select(cap, d.bf16_activations);
-    e->model = model;
-    e->max_batch = d.max_batch_tokens;
-    e->step_tokens = d.step_tokens;
-    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    /* the ranks (threads, weights, KV pages, activations), then the scheduler on top */
-    r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
-    e->spec = d.spec;
-    e->spec_tokens = d.spec_tokens;
-    e->spec_ngram = d.spec_ngram;
-    if (r == MLSTACK_OK && d.spec == MLSTACK_SPEC_DRAFT) {
-        /* the draft engine: the same threads, sequences and pages; KV for as many positions */
-        const mlstack__config *dc = &d.spec_draft->cfg;
-        mlstack_engine_desc dd;
-        uint64_t per_tok =
-            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
-        memset(&dd, 0, sizeof dd);
-        dd.n_threads = d.n_threads;
-        dd.kv_type = d.kv_type;
-        dd.kv_page_tokens = d.kv_page_tokens;
-        dd.max_seqs = d.max_seqs;
-        dd.max_batch_tokens = d.max_batch_tokens;
-        dd.isa = d.isa;
-        dd.bf16_activations = d.bf16_activations;
-        dd.n_ranks = 1;
-        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
-        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                        (uint64_t)dc->head_dim +
-                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                        (uint64_t)d.kv_page_tokens;
-        r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
-    }
-    if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
-        MLSTACK__FAIL(err, r, "could not start the profiler");
-    if (r != MLSTACK_OK) {
-        mlstack_engine_free(e);
-        return r;
-    }
-    *out = e;
-    return MLSTACK_OK;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
-    int i;
-    if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "seq_new");
-    for (i = 0; i < e->kv.max_seqs; i++) {
-        if (!e->kv.seqs[i].active) {
-            e->kv.seqs[i].active = 1;
-            e->kv.seqs[i].len = 0;
-            *seq = i;
-            return MLSTACK_OK;
-        }
-    }
-    return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "all %d sequences are in use (engine max_seqs)", e->kv.max_seqs);
-}
-
-MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "seq_free");
-    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
-        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
-    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
-    e->kv.seqs[seq].active = 0;
-    e->kv.seqs[seq].len = 0;
-    return MLSTACK_OK;
-}
-
-MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t seq) {
-    if (!e || seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active) return -1;
-    return e->kv.seqs[seq].len;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
-    int32_t have = mlstack_engine_seq_length(e, seq);
-    if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
-    if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
-    if (have < 0)
-        return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq)
-                 : MLSTACK_ERR_INVALID_ARG;
-    if (len < 0 || len > have)
-        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
-                                    (int)seq, (int)len, (int)have);
-    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
-    e->kv.seqs[seq].len = len;
-    return MLSTACK_OK;
-}
-
-/* Runs rows; `sched` lets them name the scheduler's sequences (which the public call may not). */
-static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows, int sched) {
-    const mlstack__config *c;
-    int i, n_logits = 0, need_pages = 0;
-    mlstack_result res;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    c = &e->model->cfg;
-    e->err.message[0] = 0;
-    e->n_last_rows = 0;
-    if (e->ranks[0].index != 0)
-        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "eval: rank %d follows rank 0 (mlstack_engine_follow)",
-                                    e->ranks[0].index);
-    if (n_rows <= 0 || !rows) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: empty batch");
-    /* validate everything before touching state */
-    for (i = 0; i < e->kv.max_seqs; i++) e->tmp_len[i] = -1;
-    for (i = 0; i < n_rows; i++) {
-        const mlstack_batch_row *r = &rows[i];
-        int32_t cur;
-        if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active || e->kv.seqs[r->seq].sched != sched)
-            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i,
-                                        (int)r->seq);
-        if (r->token < 0 || r->token >= c->n_vocab)
-            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
-                                        "eval: row %d: token %d outside the vocabulary (0..%d)", i, (int)r->token,
-                                        c->n_vocab - 1);
-        if (r->pos < 0 || r->pos >= c->max_pos)
-            return mlstack__engine_fail(
-                e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
-                i, (int)r->pos, c->max_pos - 1);
-        cur = e->tmp_len[r->seq];
-        if (cur < 0) {
-            if (r->pos > e->kv.seqs[r->seq].len)
-                return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
-                                            "eval: row %d: position %d leaves a gap (sequence %d holds %d positions)",
-                                            i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
-        } else if (r->pos != cur) {
-            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
-                                        "eval: row %d: sequence %d expects position %d next in this batch, got %d", i,
-                                        (int)r->seq, (int)cur, (int)r->pos);
-        }
-        e->tmp_len[r->seq] = r->pos + 1;
-        if (r->want_logits) n_logits++;
-    }
-    for (i = 0; i < e->kv.max_seqs; i++) {
-        if (e->tmp_len[i] >= 0) {
-            int have = e->kv.seqs[i].n_pages, need = (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens;
-            if (need > have) need_pages += need - have;
-        }
-    }
-    if (need_pages > e->kv.n_free && mlstack__radix_evict(&e->kv, need_pages) < need_pages)
-        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
-                                    "eval: KV cache full: batch needs %d more pages, %d of %d free", need_pages,
-                                    e->kv.n_free, e->kv.n_pages);
-    if (n_rows > e->cap_rows) {
-        int *p = (int *)MLSTACK_REALLOC(e->logit_slot, sizeof(int) * (size_t)n_rows);
-        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
-        e->logit_slot = p;
-        e->cap_rows = n_rows;
-    }
-    if (n_logits > e->cap_logits) {
-        float *p = (float *)MLSTACK_REALLOC(e->logits, sizeof(float) * (size_t)n_logits * (size_t)c->n_vocab);
-        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: no memory for %d logit rows", n_logits);
-        e->logits = p;
-        e->cap_logits = n_logits;
-    }
-    for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
-        if (e->tmp_len[i] >= 0 &&
-            mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
-            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY,
-                                        "eval: out of memory for the page table of sequence %d", i);
-    for (i = 0; i < e->kv.max_seqs; i++) {
-        if (e->tmp_len[i] >= 0) {
-            if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
-                return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
-            e->kv.seqs[i].len = e->tmp_len[i];
-        }
-    }
-    for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
-    if (MLSTACK__UNLIKELY(e->prof != NULL)) mlstack__prof_step_begin(e->prof);
-    res = e->backend ? e->backend->eval(e, rows, n_rows) : mlstack__ranks_eval(e, rows, n_rows);
-    MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
-    if (res != MLSTACK_OK) return res;
-    e->n_last_rows = n_rows;
-    return MLSTACK_OK;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "eval");
-    return mlstack__eval(e, rows, n_rows, 0);
-}
-
-MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *e, int row) {
-    if (!e || row < 0 || row >= e->n_last_rows || e->logit_slot[row] < 0) return NULL;
-    return e->logits + (size_t)e->logit_slot[row] * (size_t)e->model->cfg.n_vocab;
-}
-
-static int mlstack__is_eos(const mlstack__config *c, int32_t tok) {
-    int i;
-    for (i = 0; i < c->n_eos; i++)
-        if (c->eos_ids[i] == tok) return 1;
-    return 0;
-}
-
-MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_desc *g) {
-    const mlstack__config *c;
-    mlstack_sampler *smp = NULL;
-    mlstack_batch_row *rows;
-    mlstack_result r;
-    int32_t pos, tok;
-    int i;
-    double t0;
-    if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "generate");
-    c = &e->model->cfg;
-    g->n_generated = 0;
-    g->prefill_seconds = g->decode_seconds = 0;
-    if (g->n_prompt <= 0 || !g->prompt)
-        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: the prompt is empty");
-    if (g->max_tokens < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: max_tokens is negative");
-    pos = mlstack_engine_seq_length(e, g->seq);
-    if (pos < 0)
-        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: sequence %d is not in use", (int)g->seq);
-    if ((int64_t)pos + g->n_prompt > c->max_pos)
-        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
-                                    "generate: prompt of %d tokens after %d cached positions exceeds the context of %d",
-                                    g->n_prompt, (int)pos, c->max_pos);
-    r = mlstack_sampler_init(g->sampler, c->n_vocab, &smp);
-    if (r != MLSTACK_OK) return mlstack__engine_fail(e, r, "generate: invalid sampler settings");
-    rows = (mlstack_batch_row *)mlstack__calloc((size_t)g->n_prompt, sizeof *rows);
-    if (!rows) {
-        mlstack_sampler_free(smp);
-        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "generate: out of memory");
-    }
-    for (i = 0; i < g->n_prompt; i++) {
-        rows[i].seq = g->seq;
-        rows[i].pos = pos + i;
-        rows[i].token = g->prompt[i];
-        rows[i].want_logits = i == g->n_prompt - 1;
-        mlstack_sampler_accept(smp, g->prompt[i]);
-    }
-    t0 = mlstack__now();
-    e->busy = 1;
-    r = mlstack__eval(e, rows, g->n_prompt, 0);
-    g->prefill_seconds = mlstack__now() - t0;
-    pos += g->n_prompt;
-    t0 = mlstack__now();
-    while (r == MLSTACK_OK) {
-        mlstack_batch_row row;
-        MLSTACK__PROF_BEGIN(&e->pool, SAMPLE);
-        tok = mlstack_sampler_sample(smp, mlstack_engine_logits(e, g->n_generated ? 0 : g->n_prompt - 1));
-        MLSTACK__PROF_END(&e->pool, SAMPLE, -1, NULL, 1);
-        if (tok < 0) {
-            r = mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: %s", mlstack_matcher_error(smp->gm));
-            break;
-        }
-        mlstack_sampler_accept(smp, tok);
-        g->n_generated++;
-        if (g->on_token && g->on_token(g->user, tok)) break;
-        if (smp->gm && (mlstack_matcher_status(smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED))) break;
-        if (!g->ignore_eos && mlstack__is_eos(c, tok)) break;
-        if (g->max_tokens && g->n_generated >= g->max_tokens) break;
-        if (pos >= c->max_pos) break;
-        row.seq = g->seq;
-        row.pos = pos++;
-        row.token = tok;
-        row.want_logits = 1;
-        r = mlstack__eval(e, &row, 1, 0);
-    }
-    e->busy = 0;
-    g->decode_seconds = mlstack__now() - t0;
-    MLSTACK_FREE(rows);
-    mlstack_sampler_free(smp);
-    return r;
-}
-
-/* ==== 24. SCHEDULER ==== */ /* >>scheduler */
-#undef MLSTACK__PART
-#define MLSTACK__PART 6
-/* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
-   tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
-   gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
-   of one row left, a prefill chunk any larger case, and a preempted request that comes back
-   simply has more rows left (mostly found in the cache again). The row of the last token asks
-   for logits, and the request samples its next token from them.
-   A step: (1) under the lock, take new submissions and cancellations; (2) every running request
-   gets its rows, decodes first in the budget (step_tokens), prefill chunks after them, then
-   waiting requests are admitted, longest cached prefix first (SGLang's policy) unless one has
-   waited MLSTACK__SCHED_AGE_STEPS steps, which then goes first; (3) one forward over the ragged
-   batch; (4) sample, stream, retire; (5) under the lock, publish status and accounting.
-   Pages: a request is admitted only when its whole remaining prompt fits in free plus
-   evictable pages. When a running request needs a page and none is free, cached pages are
-   evicted (LRU, unpinned leaves), then the most recently admitted running request is preempted;
-   as requests run oldest first, the oldest always progresses, so any request that fits alone
-   completes. Retired and preempted requests put their full pages into the radix tree. */
-
-#ifndef MLSTACK__SCHED_AGE_STEPS
-#define MLSTACK__SCHED_AGE_STEPS 64
-#endif
-
-typedef struct mlstack__req {
-    struct mlstack__req *next_all; /* every request of the engine (under the lock) */
-    struct mlstack__req *next_in; /* submitted, not yet seen by step (under the lock) */
-    uint64_t id, arrival_step;
-    /* under the lock: */
-    mlstack_request_status st; /* what poll reports */
-    int cancel, released, seen; /* seen: taken into the scheduler's lists by a step */
-    /* the stepping thread only: */
-    int kill, prefill_rows;
-    int32_t *toks; /* prompt then generated; cap_toks is never exceeded */
-    int n_toks, cap_toks, n_prompt, n_computed, max_tokens, ignore_eos;
-    int32_t *stop_ids;
-    int n_stop_ids;
-    char **stops;
-    int n_stops;
-    size_t max_stop;
-    mlstack_stream_fn on_token;
-    mlstack_logits_fn on_logits;
-    void *user;
-    mlstack_sampler *smp;
-    mlstack_detok *dt;
-    char *text; /* decoded text generated so far */
-    size_t text_len, text_cap, emitted;
-    int32_t seq; /* sequence slot while running, else -1 */
-    mlstack__rnode *pin; /* deepest cached node attached while running */
-    int state, finish, n_cached, n_preempted;
-    mlstack_result result;
-    char message[160];
-    double t_submit, t_first, t_done;
-    int row_first, n_rows; /* this step's rows */
-    /* speculative decoding (the stepping thread only) */
-    int no_spec, spec_k; /* spec_k: drafts verified by this step's rows (after the first) */
-    int32_t *draft; /* spec_tokens drafted tokens */
-    float *draft_q; /* sampled requests with a draft model: the draws' distributions */
-    mlstack_sampler *dsmp; /* the draft model's sampler (no penalties, no grammar) */
-    int32_t dseq; /* the draft engine's sequence, -1 without one */
-    int spec_base, spec_acc; /* n_toks when the last drafts were made; how many were accepted */
-    int spec_cap, spec_skip; /* drafts allowed next (adapts to acceptance); decode steps left without */
-    int n_drafted, n_accepted;
-} mlstack__req;
-
-typedef struct mlstack__sched {
-    mlstack__mutex mu;
-    mlstack__req *all, *in_head, *in_tail;
-    uint64_t next_id;
-    mlstack_cache_stats snap; /* published after each step (under the lock) */
-    /* the stepping thread only: */
-    mlstack__req **wait, **run;
-    int n_wait, cap_wait, n_run;
-    mlstack_batch_row *rows;
-    int cap_rows;
-    uint64_t steps, hit, computed, generated, preemptions, rejected;
-    uint64_t drafted, accepted, spec_steps;
-    mlstack_batch_row *drows; /* the draft engine's rows */
-    int cap_drows;
-} mlstack__sched;
-
-static mlstack_result mlstack__sched_init(mlstack_engine *e) {
-    mlstack__sched *S = (mlstack__sched *)mlstack__calloc(1, sizeof *S);
-    if (!S) return MLSTACK_ERR_NO_MEMORY;
-    S->run = (mlstack__req **)mlstack__calloc((size_t)e->kv.max_seqs, sizeof *S->run);
-    S->cap_rows = e->kv.max_seqs + e->step_tokens;
-    S->rows = (mlstack_batch_row *)mlstack__calloc((size_t)S->cap_rows, sizeof *S->rows);
-    if (!S->run || !S->rows) {
-        MLSTACK_FREE(S->run);
-        MLSTACK_FREE(S->rows);
-        MLSTACK_FREE(S);
-        return MLSTACK_ERR_NO_MEMORY;
-    }
-    mlstack__mutex_init(&S->mu);
-    S->next_id = 1;
-    e->sched = S;
-    return MLSTACK_OK;
-}
-
-static void mlstack__req_free(mlstack__req *r) {
-    int i;
-    if (!r) return;
-    for (i = 0; i < r->n_stops; i++) MLSTACK_FREE(r->stops[i]);
-    MLSTACK_FREE(r->stops);
-    MLSTACK_FREE(r->stop_ids);
-    MLSTACK_FREE(r->toks);
-    MLSTACK_FREE(r->text);
-    mlstack_sampler_free(r->smp);
-    mlstack_sampler_free(r->dsmp);
-    MLSTACK_FREE(r->draft);
-    MLSTACK_FREE(r->draft_q);
-    mlstack_detok_free(r->dt);
-    MLSTACK_FREE(r);
-}
-
-static void mlstack__sched_free(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    if (!S) return;
-    while (S->all) {
-        mlstack__req *r = S->all;
-        S->all = r->next_all;
-        mlstack__req_free(r);
-    }
-    mlstack__mutex_destroy(&S->mu);
-    MLSTACK_FREE(S->wait);
-    MLSTACK_FREE(S->run);
-    MLSTACK_FREE(S->rows);
-    MLSTACK_FREE(S->drows);
-    MLSTACK_FREE(S);
-    e->sched = NULL;
-}
-
-static int mlstack__pages_for(const mlstack__kv *kv, int64_t positions) {
-    return (int)((positions + kv->page_tokens - 1) / kv->page_tokens);
-}
-
-MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstack_request_desc *d, uint64_t *id,
-                                                 mlstack_error *err) {
-    const mlstack__config *c;
-    mlstack__sched *S;
-    mlstack__req *r;
-    mlstack_result res;
-    int i, n_pages;
-    int64_t cap;
-    if (err) {
-        err->code = MLSTACK_OK;
-        err->message[0] = 0;
-    }
-    if (!e || !d || !id) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: engine, desc or id is NULL");
-    *id = 0;
-    c = &e->model->cfg;
-    S = e->sched;
-    n_pages = e->kv.n_pages;
-    if (d->n_prompt <= 0 || !d->prompt)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
-    if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
-        (d->n_stop_strings && !d->stop_strings))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");
-    for (i = 0; i < d->n_prompt; i++)
-        if (d->prompt[i] < 0 || d->prompt[i] >= c->n_vocab)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "submit: prompt token %d is %d, outside the vocabulary (0..%d)", i, (int)d->prompt[i],
-                                 c->n_vocab - 1);
-    if (d->n_stop_strings && !e->model->tok)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: stop strings need a model with a tokenizer");
-    if (d->n_prompt > c->max_pos) {
-        mlstack__lock(&S->mu);
-        S->rejected++;
-        mlstack__unlock(&S->mu);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                             "submit: prompt of %d tokens is longer than the context (%d positions)", d->n_prompt,
-                             c->max_pos);
-    }
-    /* the KV a request needs at most: every token but the last generated one */
-    cap = d->max_tokens ? (int64_t)d->n_prompt + d->max_tokens - 1 : d->n_prompt;
-    if (cap > c->max_pos) cap = c->max_pos;
-    if (mlstack__pages_for(&e->kv, cap) > n_pages) {
-        mlstack__lock(&S->mu);
-        S->rejected++;
-        mlstack__unlock(&S->mu);
-        return MLSTACK__FAIL(
-            err, MLSTACK_ERR_LIMIT,
-            "submit: request needs %d KV pages of %d tokens for %lld positions alone, the pool has %d (kv_mem)",
-            mlstack__pages_for(&e->kv, cap), e->kv.page_tokens, (long long)cap, n_pages);
-    }
-    r = (mlstack__req *)mlstack__calloc(1, sizeof *r);
-    if (!r) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
-    /* tokens: at most one past the last position the context and the pool allow */
-    cap = c->max_pos < (int64_t)n_pages * e->kv.page_tokens ? c->max_pos : (int64_t)n_pages * e->kv.page_tokens;
-    cap += 1;
-    if (d->max_tokens && (int64_t)d->n_prompt + d->max_tokens < cap) cap = (int64_t)d->n_prompt + d->max_tokens;
-    if (cap < d->n_prompt + 1) cap = d->n_prompt + 1;
-    r->cap_toks = (int)cap;
-    r->toks = (int32_t *)mlstack__calloc((size_t)cap, sizeof(int32_t));
-    res = mlstack_sampler_init(&d->sampler, c->n_vocab, &r->smp);
-    if (res != MLSTACK_OK || !r->toks) {
-        mlstack__req_free(r);
-        return MLSTACK__FAIL(err, res != MLSTACK_OK ? res : MLSTACK_ERR_NO_MEMORY,
-                             res != MLSTACK_OK ? "submit: invalid sampler settings" : "submit: out of memory");
-    }
-    memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
-    for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
-    r->n_toks = r->n_prompt = d->n_prompt;
-    r->max_tokens = d->max_tokens;
-    r->ignore_eos = d->ignore_eos;
-    r->on_token = d->on_token;
-    r->on_logits = d->on_logits;
-    r->user = d->user;
-    r->seq = -1;
-    r->dseq = -1;
-    r->no_spec = d->no_spec || d->sampler.grammar != NULL || e->spec == MLSTACK_SPEC_NONE;
-    r->spec_cap = e->spec_tokens;
-    if (d->n_stop_ids) {
-        r->stop_ids = (int32_t *)mlstack__calloc((size_t)d->n_stop_ids, sizeof(int32_t));
-        if (r->stop_ids) memcpy(r->stop_ids, d->stop_ids, sizeof(int32_t) * (size_t)d->n_stop_ids);
-        r->n_stop_ids = r->stop_ids ? d->n_stop_ids : 0;
-    }
-    if (d->n_stop_strings) {
-        r->stops = (char **)mlstack__calloc((size_t)d->n_stop_strings, sizeof(char *));
-        for (i = 0; r->stops && i < d->n_stop_strings; i++) {
-            size_t len = d->stop_strings[i] ? strlen(d->stop_strings[i]) : 0;
-            if (!len) continue; /* an empty stop string would match everywhere: ignored */
-            if (!(r->stops[r->n_stops] = mlstack__strndup(d->stop_strings[i], len))) break;
-            r->n_stops++;
-            if (len > r->max_stop) r->max_stop = len;
-        }
-    }
-    if (e->model->tok && mlstack_detok_init(e->model->tok, MLSTACK_DECODE_SKIP_SPECIAL, &r->dt) != MLSTACK_OK)
-        r->dt = NULL;
-    if ((d->n_stop_ids && !r->stop_ids) || (d->n_stop_strings && (!r->stops || i < d->n_stop_strings)) ||
-        (e->model->tok && !r->dt)) {
-        mlstack__req_free(r);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
-    }
-    r->t_submit = mlstack__now();
-    r->st.state = MLSTACK_REQUEST_QUEUED;
-    r->st.n_prompt = d->n_prompt;
-    mlstack__lock(&S->mu);
-    r->id = S->next_id++;
-    r->next_all = S->all;
-    S->all = r;
-    if (S->in_tail) S->in_tail->next_in = r;
-    else
-        S->in_head = r;
-    S->in_tail = r;
-    S->snap.n_queued++;
-    mlstack__unlock(&S->mu);
-    *id = r->id;
-    return MLSTACK_OK;
-}
-
-static mlstack__req *mlstack__sched_find(mlstack__sched *S, uint64_t id) {
-    mlstack__req *r;
-    for (r = S->all; r; r = r->next_all)
-        if (r->id == id && !r->released) return r;
-    return NULL;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_cancel(mlstack_engine *e, uint64_t id) {
-    mlstack__req *r;
-    mlstack_result res = MLSTACK_OK;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    mlstack__lock(&e->sched->mu);
-    r = mlstack__sched_find(e->sched, id);
-    if (!r) res = MLSTACK_ERR_NOT_FOUND;
-    else if (r->st.state == MLSTACK_REQUEST_DONE)
-        res = MLSTACK_ERR_STATE;
-    else
-        r->cancel = 1;
-    mlstack__unlock(&e->sched->mu);
-    return res;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_poll(mlstack_engine *e, uint64_t id, mlstack_request_status *status,
-                                               int32_t *tokens, int cap) {
-    mlstack__req *r;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    mlstack__lock(&e->sched->mu);
-    r = mlstack__sched_find(e->sched, id);
-    if (r) {
-        if (status) *status = r->st;
-        if (tokens && cap > 0) /* published tokens were written before the publishing step took the lock */
-            memcpy(tokens, r->toks + r->n_prompt,
-                   sizeof(int32_t) * (size_t)(cap < r->st.n_generated ? cap : r->st.n_generated));
-    }
-    mlstack__unlock(&e->sched->mu);
-    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
-}
-
-/* Unlinks and frees released requests that are done (under the lock). */
-static void mlstack__sched_reap(mlstack__sched *S) {
-    mlstack__req **link = &S->all;
-    while (*link) {
-        mlstack__req *r = *link;
-        if (r->released && r->st.state == MLSTACK_REQUEST_DONE) {
-            *link = r->next_all;
-            mlstack__req_free(r);
-        } else {
-            link = &r->next_all;
-        }
-    }
-}
-
-MLSTACK_API mlstack_result mlstack_engine_release(mlstack_engine *e, uint64_t id) {
-    mlstack__req *r;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    mlstack__lock(&e->sched->mu);
-    r = mlstack__sched_find(e->sched, id);
-    if (r) {
-        r->released = 1;
-        if (r->st.state != MLSTACK_REQUEST_DONE) r->cancel = 1;
-        else
-            mlstack__sched_reap(e->sched);
-    }
-    mlstack__unlock(&e->sched->mu);
-    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
-}
-
-/* Gives the request's sequence back: its full computed pages go into the tree first (so a later
-   request, or this one after preemption, finds them), then the pin and the page references are
-   dropped. */
-static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
-    mlstack__kv_seq *s;
-    if (r->seq < 0) return;
-    s = &e->kv.seqs[r->seq];
-    /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
-    if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
-    r->pin = NULL;
-    mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
-    s->len = 0;
-    r->seq = -1;
-    r->n_computed = 0;
-    if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
-    r->dseq = -1;
-    r->spec_base = r->spec_acc = r->spec_k = 0;
-}
-
-/* Once a prefill completes, its full pages go into the tree right away, so requests arriving
-   while this one still runs share them; the running request pins the longer path instead. */
-static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
-    mlstack__kv *kv = &e->kv;
-    mlstack__rnode *node;
-    int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
-    mlstack__radix_lock(kv, node, +1);
-    if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
-    r->pin = node;
-}
-
-static void mlstack__list_remove(mlstack__req **list, int *n, mlstack__req *r) {
-    int i;
-    for (i = 0; i < *n; i++) {
-        if (list[i] == r) {
-            memmove(list + i, list + i + 1, sizeof *list * (size_t)(*n - i - 1));
-            (*n)--;
-            return;
-        }
-    }
-}
-
-static int mlstack__wait_push(mlstack__sched *S, mlstack__req *r) {
-    if (S->n_wait == S->cap_wait) {
-        int cap = S->cap_wait ? S->cap_wait * 2 : 16;
-        mlstack__req **p = (mlstack__req **)MLSTACK_REALLOC(S->wait, sizeof *p * (size_t)cap);
-        if (!p) return -1;
-        S->wait = p;
-        S->cap_wait = cap;
-    }
-    S->wait[S->n_wait++] = r;
-    return 0;
-}
-
-static void mlstack__req_finish(mlstack_engine *e, mlstack__req *r, int finish, mlstack_result res, const char *msg) {
-    mlstack__sched *S = e->sched;
-    mlstack__req_detach(e, r);
-    if (r->state == MLSTACK_REQUEST_RUNNING) mlstack__list_remove(S->run, &S->n_run, r);
-    else
-        mlstack__list_remove(S->wait, &S->n_wait, r);
-    r->state = MLSTACK_REQUEST_DONE;
-    r->finish = finish;
-    r->result = res;
-    if (msg) snprintf(r->message, sizeof r->message, "%s", msg);
-    r->t_done = mlstack__now();
-}
-
-static void mlstack__req_preempt(mlstack_engine *e, mlstack__req *r) {
-    mlstack__sched *S = e->sched;
-    mlstack__req_detach(e, r);
-    mlstack__list_remove(S->run, &S->n_run, r);
-    r->state = MLSTACK_REQUEST_QUEUED;
-    r->n_preempted++;
-    S->preemptions++;
-    if (mlstack__wait_push(S, r) != 0)
-        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory");
-}
-
-/* Makes r's page table cover `len` positions: evicts cached pages, then (may_preempt) preempts
-   the most recently admitted running request, which may be r itself. 1 when r has the pages,
-   0 when r was preempted or (without may_preempt) there was no room, -1 out of memory. */
-static int mlstack__req_reserve(mlstack_engine *e, mlstack__req *r, int32_t len, int may_preempt) {
-    mlstack__sched *S = e->sched;
-    mlstack__kv_seq *s = &e->kv.seqs[r->seq];
-    for (;;) {
-        int need = mlstack__pages_for(&e->kv, len) - s->n_pages;
-        if (need <= e->kv.n_free || mlstack__radix_evict(&e->kv, need) >= need) break;
-        if (!may_preempt || S->n_run == 0) return 0;
-        if (S->run[S->n_run - 1] == r) {
-            mlstack__req_preempt(e, r);
-            return 0;
-        }
-        mlstack__req_preempt(e, S->run[S->n_run - 1]);
-    }
-    if (mlstack__kv_resize(&e->kv, s, len) != 0) return -1;
-    return 1;
-}
-
-static void mlstack__add_rows(mlstack__sched *S, int *n_rows, mlstack__req *r, int chunk) {
-    int i;
-    r->row_first = *n_rows;
-    r->n_rows = chunk;
-    for (i = 0; i < chunk; i++) {
-        mlstack_batch_row *row = &S->rows[(*n_rows)++];
-        row->seq = r->seq;
-        row->pos = r->n_computed + i;
-        row->token = r->toks[r->n_computed + i];
-        row->want_logits = r->n_computed + i == r->n_toks - 1;
-    }
-}
-
-/* The waiting request to admit next: one that has waited MLSTACK__SCHED_AGE_STEPS steps (the
-   oldest such), else the longest cached prefix (the earliest on ties). */
-static int mlstack__pick_waiting(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    int i, best = -1, best_pages = -1, best_aged = 0;
-    for (i = 0; i < S->n_wait; i++) {
-        mlstack__req *r = S->wait[i];
-        if (S->steps - r->arrival_step >= MLSTACK__SCHED_AGE_STEPS) {
-            if (!best_aged || r->id < S->wait[best]->id) best = i;
-            best_aged = 1;
-        } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
-            if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
-                best = i;
-                best_pages = pages;
-            }
-        }
-    }
-    return best;
-}
-
-/* Admits S->wait[w]: attaches its cached prefix (pinned) and a sequence slot. 1 admitted, 0 not
-   now (no slot or no room), -1 out of memory. */
-static int mlstack__admit(mlstack_engine *e, int w) {
-    mlstack__sched *S = e->sched;
-    mlstack__req *r = S->wait[w];
-    mlstack__kv *kv = &e->kv;
-    mlstack__rnode *node;
-    mlstack__kv_seq *s;
-    int slot, m, need;
-    for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
-    if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
-    mlstack__radix_lock(kv, node, +1);
-    need = mlstack__pages_for(kv, r->n_toks) - m;
-    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
-        mlstack__radix_lock(kv, node, -1);
-        return 0;
-    }
-    s = &kv->seqs[slot];
-    if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
-        mlstack__radix_lock(kv, node, -1);
-        return -1;
-    }
-    s->active = s->sched = 1;
-    s->n_pages = mlstack__radix_path_pages(node, s->pages);
-    for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
-    s->len = r->n_computed = s->n_pages * kv->page_tokens;
-    r->seq = slot;
-    r->pin = node;
-    r->n_cached = r->n_computed;
-    S->hit += (uint64_t)r->n_computed;
-    r->state = MLSTACK_REQUEST_RUNNING;
-    memmove(S->wait + w, S->wait + w + 1, sizeof *S->wait * (size_t)(S->n_wait - w - 1));
-    S->n_wait--;
-    S->run[S->n_run++] = r;
-    return 1;
-}
-
-static int mlstack__text_append(mlstack__req *r, const char *t, size_t n) {
-    if (!n) return 0;
-    if (r->text_len + n + 1 > r->text_cap) {
-        size_t cap = (r->text_len + n + 1) * 2;
-        char *p = (char *)MLSTACK_REALLOC(r->text, cap);
-        if (!p) return -1;
-        r->text = p;
-        r->text_cap = cap;
-    }
-    memcpy(r->text + r->text_len, t, n);
-    r->text_len += n;
-    r->text[r->text_len] = 0;
-    return 0;
-}
-
-/* Checks the decoded text for stop strings. Returns the offset of the earliest match (the text
-   up to there is final), or -1 with *safe set to how much of the text is final (the rest could
-   still become the start of a stop string). */
-static int64_t mlstack__stop_scan(const mlstack__req *r, size_t *safe) {
-    size_t from = r->emitted > r->max_stop ? r->emitted - r->max_stop : 0, i, hold = 0;
-    int k;
-    int64_t hit = -1;
-    for (k = 0; k < r->n_stops; k++) {
-        size_t n = strlen(r->stops[k]), j;
-        for (j = from; j + n <= r->text_len; j++) {
-            if (hit >= 0 && (int64_t)j >= hit) break;
-            if (memcmp(r->text + j, r->stops[k], n) == 0) {
-                hit = (int64_t)j;
-                break;
-            }
-        }
-        /* longest tail of the text that is a proper prefix of this stop string */
-        for (i = n - 1 < r->text_len ? n - 1 : r->text_len; i > hold; i--)
-            if (memcmp(r->text + r->text_len - i, r->stops[k], i) == 0) {
-                hold = i;
-                break;
-            }
-    }
-    *safe = r->text_len - hold;
-    if (*safe < r->emitted) *safe = r->emitted;
-    return hit;
-}
-
-static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok);
-
-/* Samples r's next token from its logits row and applies the stop conditions. */
-static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float *logits) {
-    int32_t tok;
-    if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
-    tok = mlstack_sampler_sample(r->smp, logits);
-    if (tok < 0) { /* the grammar allows no token: a budget (the schema's fault: LIMIT), memory, a dead end */
-#if defined(MLSTACK_NO_GRAMMAR)
-        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
-#else
-        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR,
-                            r->smp->gm && r->smp->gm->fail ? r->smp->gm->fail : MLSTACK_ERR_INVALID_ARG,
-                            mlstack_matcher_error(r->smp->gm));
-#endif
-        return;
-    }
-    mlstack__req_emit(e, r, tok);
-}
-
-/* Appends a sampled token to r, streams it and applies the stop conditions. */
-static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok) {
-    const mlstack__config *c = &e->model->cfg;
-    int finish = MLSTACK_FINISH_NONE, i;
-    size_t from = r->emitted, upto;
-    const char *piece = NULL;
-    mlstack_sampler_accept(r->smp, tok);
-    r->toks[r->n_toks++] = tok;
-    e->sched->generated++;
-    if (!r->t_first) r->t_first = mlstack__now();
-    if (!r->ignore_eos && mlstack__is_eos(c, tok)) finish = MLSTACK_FINISH_EOS;
-    for (i = 0; i < r->n_stop_ids; i++)
-        if (r->stop_ids[i] == tok) finish = MLSTACK_FINISH_EOS;
-    /* a grammar that is complete, with nothing allowed after it, ends the request as EOS would */
-    if (r->smp->gm && (mlstack_matcher_status(r->smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED)))
-        finish = MLSTACK_FINISH_EOS;
-    upto = r->emitted;
-    if (r->dt) {
-        const char *t;
-        size_t n;
-        if (mlstack_detok_push(r->dt, tok, &t, &n) == MLSTACK_OK && mlstack__text_append(r, t, n) != 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY,
-                                "out of memory for the decoded text");
-            return;
-        }
-        upto = r->text_len;
-        if (r->n_stops) {
-            int64_t hit = mlstack__stop_scan(r, &upto);
-            if (hit >= 0 && finish == MLSTACK_FINISH_NONE) {
-                finish = MLSTACK_FINISH_STOP;
-                upto = (size_t)hit > r->emitted ? (size_t)hit : r->emitted;
-            }
-        }
-    }
-    if (finish == MLSTACK_FINISH_NONE) {
-        if (r->max_tokens && r->n_toks - r->n_prompt >= r->max_tokens) finish = MLSTACK_FINISH_LENGTH;
-        else if (r->n_toks > c->max_pos || r->n_toks >= r->cap_toks ||
-                 mlstack__pages_for(&e->kv, r->n_toks) > e->kv.n_pages)
-            finish = MLSTACK_FINISH_CONTEXT;
-    }
-    if (finish != MLSTACK_FINISH_NONE && finish != MLSTACK_FINISH_STOP && r->dt) { /* release what was held back */
-        const char *t;
-        size_t n;
-        if (mlstack_detok_flush(r->dt, &t, &n) == MLSTACK_OK) (void)mlstack__text_append(r, t, n);
-        upto = r->text_len;
-    }
-    if (r->dt) piece = r->text ? r->text + from : "";
-    r->emitted = upto;
-    if (r->on_token && r->on_token(r->user, r->id, tok, piece, piece ? upto - from : 0) &&
-        finish == MLSTACK_FINISH_NONE)
-        finish = MLSTACK_FINISH_CALLBACK;
-    if (finish != MLSTACK_FINISH_NONE) mlstack__req_finish(e, r, finish, MLSTACK_OK, NULL);
-}
-
-/* Publishes every request's status and the accounting (under the lock). */
-static void mlstack__sched_publish(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    mlstack__kv *kv = &e->kv;
-    mlstack_cache_stats *st = &S->snap;
-    mlstack__req *r;
-    st->n_queued = st->n_running = 0;
-    for (r = S->all; r; r = r->next_all) {
-        if (!r->seen) {
-            st->n_queued++;
-            continue;
-        }
-        r->st.state = (mlstack_request_state)r->state;
-        r->st.finish = (mlstack_finish_reason)r->finish;
-        r->st.result = r->result;
-        snprintf(r->st.message, sizeof r->st.message, "%s", r->message);
-        r->st.n_generated = r->n_toks - r->n_prompt;
-        r->st.n_cached = r->n_cached;
-        r->st.n_preempted = r->n_preempted;
-        r->st.t_first_token = r->t_first ? r->t_first - r->t_submit : 0;
-        r->st.t_done = r->t_done ? r->t_done - r->t_submit : 0;
-        r->st.n_drafted = r->n_drafted;
-        r->st.n_accepted = r->n_accepted;
-        if (r->state == MLSTACK_REQUEST_QUEUED) st->n_queued++;
-        if (r->state == MLSTACK_REQUEST_RUNNING) st->n_running++;
-    }
-    st->n_pages = kv->n_pages;
-    st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens *
-                     (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim *
-                     kv->esize; /* of all ranks together */
-    st->pages_free = kv->n_free;
-    st->pages_used = kv->n_pages - kv->n_free;
-    st->pages_cached = kv->radix.n_cached;
-    st->pages_pinned = kv->radix.n_pinned;
-    st->tree_nodes = kv->radix.n_nodes;
-    st->pages_evicted = kv->radix.n_evicted;
-    st->hit_tokens = S->hit;
-    st->computed_tokens = S->computed;
-    st->generated_tokens = S->generated;
-    st->steps = S->steps;
-    st->preemptions = S->preemptions;
-    st->spec_drafted = S->drafted;
-    st->spec_accepted = S->accepted;
-    st->spec_steps = S->spec_steps;
-    mlstack__sched_reap(S);
-}
-
-/* (1) Under the lock: submissions join the waiting list, cancellations are marked; then the
-   marked requests finish. */
-static void mlstack__sched_intake(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    mlstack__req *r;
-    int i;
-    mlstack__lock(&S->mu);
-    while ((r = S->in_head) != NULL) {
-        S->in_head = r->next_in;
-        r->next_in = NULL;
-        if (mlstack__wait_push(S, r) != 0) {
-            r->next_in = S->in_head; /* keep it queued for the next step */
-            S->in_head = r;
-            break;
-        }
-        r->state = MLSTACK_REQUEST_QUEUED;
-        r->seen = 1;
-        r->arrival_step = S->steps; /* S->steps belongs to the stepping thread: read here, not at submit */
-    }
-    if (!S->in_head) S->in_tail = NULL;
-    for (r = S->all; r; r = r->next_all)
-        if (r->cancel && r->seen && r->state != MLSTACK_REQUEST_DONE) r->kill = 1;
-    mlstack__unlock(&S->mu);
-    for (i = 0; i < S->n_run + S->n_wait;) {
-        r = i < S->n_run ? S->run[i] : S->wait[i - S->n_run];
-        if (r->kill) {
-            r->kill = 0;
-            mlstack__req_finish(e, r, MLSTACK_FINISH_CANCELLED, MLSTACK_ERR_CANCELLED, "cancelled");
-        } else {
-            i++;
-        }
-    }
-}
-
-/* ---- speculative decoding ----
-   A decoding request (one row left, a token generated already) may add k drafted tokens after
-   its last one: rows at positions n_computed .. n_computed + k, each asking for logits. The
-   rows are verified in order, row j's logits deciding the token after row j's input: greedy
-   takes the argmax and goes on while it equals the next draft; a sampled request accepts draft
-   x with probability min(1, p(x) / q(x)) and after a rejection draws from max(0, p - q)
-   (mlstack_sampler_verify; q is a point mass for prompt-lookup drafts). The token after the
-   last accepted draft is emitted too, so a step emits 1..k+1 tokens. Every emitted token comes
-   from logits bit-identical to a one-row decode at that position (batch invariance), so greedy
-   output equals decoding without drafts. After a rejection the KV of the later rows is dropped:
-   the sequence shrinks back to its accepted positions and their pages return to the pool.
-   Pages enter the radix tree only up to n_computed, so the cache never holds a draft. The
-   draft model runs on an engine of its own, one sequence per running request, rolled back to
-   the tokens it shares with the request before it drafts again. */
-
-/* Prompt lookup: up to k tokens that followed the latest earlier occurrence of the last g of
-   toks[0..n), g from max_g down to 2 (to 1 when max_g is 1). Returns how many were copied to
-   out (0: no match). One token alone is a poor cue: on SmolLM2-135M (tools/bench_spec.py, 2-core
-   Zen 3, 3 rounds) stopping at 2 took acceptance from 73 / 53 / 14% to 85 / 60 / 24% and the
-   speed-ups from 2.93 / 1.94 / 0.89x to 3.34 / 2.13 / 0.97x (rewrite / summarize / correct). */
-MLSTACK__FN int mlstack__spec_ngram(const int32_t *toks, int n, int max_g, int k, int32_t *out) {
-    int g, i, j;
-    for (g = max_g < n - 1 ? max_g : n - 1; g >= (max_g > 1 ? 2 : 1); g--) {
-        const int32_t *pat = toks + n - g;
-        for (i = n - g - 1; i >= 0; i--) {
-            if (toks[i] != pat[0] || memcmp(toks + i, pat, sizeof(int32_t) * (size_t)g) != 0) continue;
-            for (j = 0; j < k && i + g + j < n; j++) out[j] = toks[i + g + j];
-            return j;
-        }
-    }
-    return 0;
-}
-
-/* How many drafts r may have verified this step: its adaptive cap (at most spec_tokens), within
-   max_tokens, the context, the draft model's context and the token array (one more token
-   follows the drafts). The cap doubles after a step that accepted every draft and halves after
-   one that accepted none; at 1 with nothing accepted, the request decodes 4 steps without
-   drafts, so that text the drafts cannot predict costs little (extra rows are not free). */
-static int mlstack__spec_room(const mlstack_engine *e, mlstack__req *r) {
-    int k = r->spec_cap, gen = r->n_toks - r->n_prompt, lim;
-    if (r->no_spec || r->n_toks - r->n_computed != 1 || gen < 1) return 0;
-    if (r->spec_skip > 0) {
-        r->spec_skip--;
-        return 0;
-    }
-    if (r->max_tokens && k > r->max_tokens - gen - 1) k = r->max_tokens - gen - 1;
-    if (k > r->cap_toks - r->n_toks - 1) k = r->cap_toks - r->n_toks - 1;
-    lim = e->model->cfg.max_pos;
-    if (e->draft && e->draft->model->cfg.max_pos < lim) lim = e->draft->model->cfg.max_pos;
-    if (k > lim - r->n_toks) k = lim - r->n_toks;
-    return k > 0 ? k : 0;
-}
-
-/* A draw from probs (n floats, not necessarily normalised) with s's generator. */
-static int32_t mlstack__sampler_draw(mlstack_sampler *s, const float *probs) {
-    int i, last = 0;
-    double sum = 0, r, cum = 0;
-    for (i = 0; i < s->n_vocab; i++) sum += probs[i];
-    r = mlstack__sampler_uniform(s) * sum;
-    for (i = 0; i < s->n_vocab; i++) {
-        if (probs[i] <= 0) continue;
-        last = i;
-        cum += probs[i];
-        if (r < cum) return i;
-    }
-    return last;
-}
-
-/* The draft model's sampler for r: r's settings without penalties or grammar (any q gives the
-   target distribution; penalties would only cost time), its own seed. */
-static mlstack_sampler *mlstack__spec_dsmp(mlstack__req *r) {
-    mlstack_sampler_desc d = r->smp->d;
-    if (r->dsmp) return r->dsmp;
-    d.repeat_penalty = 1;
-    d.frequency_penalty = d.presence_penalty = 0;
-    d.grammar = NULL;
-    d.seed ^= 0x9E3779B97F4A7C15ull;
-    if (mlstack_sampler_init(&d, r->smp->n_vocab, &r->dsmp) != MLSTACK_OK) r->dsmp = NULL;
-    return r->dsmp;
-}
-
-/* Drafts for every decoding request (r->spec_k of them into r->draft): prompt lookup, or the
-   draft model, whose engine runs k forwards over all such requests together (the first also
-   catches each draft sequence up with its request's tokens). */
-static void mlstack__spec_draft(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    mlstack_engine *D = e->draft;
-    int i, it, kmax = 0, V = e->model->cfg.n_vocab;
-    for (i = 0; i < S->n_run; i++) {
-        mlstack__req *r = S->run[i];
-        int k = mlstack__spec_room(e, r);
-        r->spec_k = 0;
-        if (k == 0) continue;
-        if (!r->draft && !(r->draft = (int32_t *)mlstack__calloc((size_t)e->spec_tokens, sizeof(int32_t)))) continue;
-        if (e->spec == MLSTACK_SPEC_NGRAM) {
-            r->spec_k = mlstack__spec_ngram(r->toks, r->n_toks, e->spec_ngram, k, r->draft);
-            continue;
-        }
-        if (!mlstack__spec_dsmp(r)) continue;
-        if (r->smp->d.temperature > 0 && !r->draft_q &&
-            !(r->draft_q = (float *)mlstack__calloc((size_t)e->spec_tokens * (size_t)V, sizeof(float))))
-            continue;
-        if (r->dseq < 0 && mlstack_engine_seq_new(D, &r->dseq) != MLSTACK_OK) {
-            r->dseq = -1;
-            continue;
-        }
-        { /* back to the tokens the draft sequence shares with r */
-            int32_t have = D->kv.seqs[r->dseq].len, valid = r->spec_base ? r->spec_base + r->spec_acc : have;
-            if (valid > r->n_toks - 1) valid = r->n_toks - 1;
-            if (have > valid) (void)mlstack_engine_seq_rewind(D, r->dseq, valid);
-        }
-        r->spec_k = k;
-        if (k > kmax) kmax = k;
-    }
-    for (it = 0; it < kmax; it++) {
-        int n = 0, need = 0;
-        for (i = 0; i < S->n_run; i++)
-            if (S->run[i]->spec_k > it) need += it ? 1 : S->run[i]->n_toks - D->kv.seqs[S->run[i]->dseq].len;
-        if (need > S->cap_drows) {
-            mlstack_batch_row *p = (mlstack_batch_row *)MLSTACK_REALLOC(S->drows, sizeof *p * (size_t)need);
-            if (!p) break;
-            S->drows = p;
-            S->cap_drows = need;
-        }
-        for (i = 0; i < S->n_run; i++) {
-            mlstack__req *r = S->run[i];
-            int32_t p0, p;
-            if (r->spec_k <= it) continue;
-            p0 = it ? r->n_toks - 1 + it : D->kv.seqs[r->dseq].len;
-            for (p = p0; p < r->n_toks + it; p++) {
-                mlstack_batch_row *row = &S->drows[n++];
-                row->seq = r->dseq;
-                row->pos = p;
-                row->token = p < r->n_toks ? r->toks[p] : r->draft[it - 1];
-                row->want_logits = p == r->n_toks - 1 + it;
-            }
-            r->row_first = n - 1; /* the row whose logits draft token `it` */
-        }
-        if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) { /* the draft's KV pool is full, most likely */
-            for (i = S->n_run - 1; i >= 0 && S->run[i]->dseq < 0; i--) {}
-            if (i >= 0) { /* the newest request gives its draft sequence back, so the others draft next step */
-                (void)mlstack_engine_seq_free(D, S->run[i]->dseq);
-                S->run[i]->dseq = -1;
-                S->run[i]->spec_base = 0;
-            }
-            break;
-        }
-        for (i = 0; i < S->n_run; i++) {
-            mlstack__req *r = S->run[i];
-            const float *lg;
-            if (r->spec_k <= it) continue;
-            lg = mlstack_engine_logits(D, r->row_first);
-            if (r->draft_q && r->smp->d.temperature > 0) {
-                float *q = r->draft_q + (size_t)it * (size_t)V;
-                (void)mlstack_sampler_probs(r->dsmp, lg, q);
-                r->draft[it] = mlstack__sampler_draw(r->dsmp, q);
-            } else {
-                r->draft[it] = mlstack_sampler_sample(r->dsmp, lg);
-            }
-        }
-    }
-    for (i = 0; i < S->n_run; i++) {
-        mlstack__req *r = S->run[i];
-        if (r->spec_k > it && e->spec == MLSTACK_SPEC_DRAFT) r->spec_k = it; /* the draft model failed: fewer drafts */
-        r->spec_base = r->n_toks;
-        r->spec_acc = 0;
-    }
-}
-
-/* Verifies r's drafts against this step's logits rows and emits the tokens (see above). */
-static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
-    mlstack__sched *S = e->sched;
-    int V = e->model->cfg.n_vocab, k = r->spec_k, j, acc = 0, c0 = r->n_computed;
-    r->spec_k = 0;
-    S->drafted += (uint64_t)k;
-    S->spec_steps++;
-    r->n_drafted += k;
-    for (j = 0; j <= k; j++) {
-        const float *lg = mlstack_engine_logits(e, r->row_first + j);
-        int ok = 0;
-        int32_t tok;
-        r->n_computed = c0 + j + 1; /* the KV of the last token and the j drafts accepted so far */
-        if (r->on_logits) r->on_logits(r->user, r->id, lg, V);
-        if (j < k)
-            tok = mlstack_sampler_verify(
-                r->smp, lg, r->draft[j],
-                r->draft_q && r->smp->d.temperature > 0 ? r->draft_q + (size_t)j * (size_t)V : NULL, &ok);
-        else
-            tok = mlstack_sampler_sample(r->smp, lg);
-        if (tok < 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG,
-                                "speculative decoding: no token to emit");
-            break;
-        }
-        acc += ok;
-        mlstack__req_emit(e, r, tok);
-        if (r->state == MLSTACK_REQUEST_DONE || !ok) break;
-    }
-    S->accepted += (uint64_t)acc;
-    r->n_accepted += acc;
-    r->spec_acc = acc;
-    if (acc == k) {
-        r->spec_cap = 2 * r->spec_cap < e->spec_tokens ? 2 * r->spec_cap : e->spec_tokens;
-    } else if (acc == 0) {
-        if (r->spec_cap == 1) r->spec_skip = 4;
-        r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
-    }
-    if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
-        (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
-        e->kv.seqs[r->seq].len = r->n_computed;
-    }
-}
-
-/* (2) The batch: running requests oldest first, decodes ahead of prefill in the budget, then
-   admissions. Returns the number of rows in S->rows. */
-static int mlstack__sched_plan(mlstack_engine *e) {
-    mlstack__sched *S = e->sched;
-    mlstack__req *r;
-    uint64_t preempted = S->preemptions;
-    int i, n_rows = 0, n_dec = 0, budget;
-    for (i = 0; i < S->n_run; i++)
-        if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
-    budget = e->step_tokens - n_dec;
-    if (e->spec != MLSTACK_SPEC_NONE) mlstack__spec_draft(e);
-    for (i = 0; i < S->n_run; i++) {
-        int left, chunk, got;
-        r = S->run[i];
-        r->n_rows = 0;
-        left = r->n_toks - r->n_computed;
-        chunk = left == 1 ? 1 : (left < budget ? left : budget);
-        if (chunk <= 0) continue;
-        got = mlstack__req_reserve(e, r, r->n_computed + chunk, 1);
-        if (got < 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
-            i--;
-            continue;
-        }
-        if (got == 0) break; /* r itself was preempted: it was the last running request */
-        mlstack__add_rows(S, &n_rows, r, chunk);
-        r->prefill_rows = left > 1 || r->n_computed < r->n_prompt ? chunk : 0;
-        if (left > 1) budget -= chunk;
-        if (left == 1 && r->spec_k > 0) { /* drafts: within the budget and the free pages, never evicting */
-            mlstack__kv_seq *s = &e->kv.seqs[r->seq];
-            int k = r->spec_k, room = (s->n_pages + e->kv.n_free) * e->kv.page_tokens - (r->n_computed + 1), j;
-            if (k > budget) k = budget;
-            if (k > room) k = room;
-            if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
-            r->spec_k = k > 0 ? k : 0;
-            for (j = 0; j < r->spec_k; j++) {
-                mlstack_batch_row *row = &S->rows[n_rows++];
-                row->seq = r->seq;
-                row->pos = r->n_computed + 1 + j;
-                row->token = r->draft[j];
-                row->want_logits = 1;
-            }
-            r->n_rows += r->spec_k;
-            budget -= r->spec_k;
-        } else {
-            r->spec_k = 0;
-        }
-    }
-    /* no admissions in a step that had to preempt: the room is not there */
-    while (budget > 0 && S->n_wait > 0 && S->n_run < e->kv.max_seqs && S->preemptions == preempted) {
-        int w = mlstack__pick_waiting(e), got, chunk;
-        r = S->wait[w];
-        got = mlstack__admit(e, w);
-        if (got < 0) {
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
-            continue;
-        }
-        if (got == 0) {
-            if (S->n_run == 0) /* nothing will free pages: the low-level API holds them */
-                mlstack__req_finish(
-                    e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_LIMIT,
-                    "KV pages are held by sequences of the low-level API; the request cannot be admitted");
-            break;
-        }
-        chunk = r->n_toks - r->n_computed < budget ? r->n_toks - r->n_computed : budget;
-        if (mlstack__req_reserve(e, r, r->n_computed + chunk, 0) != 1) { /* cannot happen: admit checked the room */
-            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "no KV pages after admission");
-            continue;
-        }
-        mlstack__add_rows(S, &n_rows, r, chunk);
-        r->prefill_rows = chunk;
-        r->spec_k = 0;
-        budget -= chunk;
-    }
-    return n_rows;
-}
-
-/* (3) One forward over the ragged batch. */
-static mlstack_result mlstack__sched_forward(mlstack_engine *e, int n_rows) {
-    mlstack__sched *S = e->sched;
-    mlstack_result res;
-    int i;
-    for (i = 0; i < S->n_run; i++) {
-        mlstack__req *r = S->run[i];
-        if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
-    }
-    res = mlstack__eval(e, S->rows, n_rows, 1);
-    S->steps++;
-    return res;
-}
-
-/* (4) Sample, stream, retire; after a failed forward, every running request fails with it. */
-static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
-    mlstack__sched *S = e->sched;
-    mlstack__req **batch = S->run, *r;
-    int i, n_batch = S->n_run;
-    if (res != MLSTACK_OK) {
-        char msg[160];
-        size_t n = strlen(e->err.message) < sizeof msg - 1 ? strlen(e->err.message) : sizeof msg - 1;
-        memcpy(msg, e->err.message, n);
-        msg[n] = 0;
-        while (S->n_run > 0) mlstack__req_finish(e, S->run[S->n_run - 1], MLSTACK_FINISH_ERROR, res, msg);
-        return;
-    }
-    /* finishing removes requests from S->run: walk a copy of the list's order backwards */
-    for (i = n_batch - 1; i >= 0; i--) {
-        r = batch[i];
-        if (!r->n_rows) continue;
-        S->computed += (uint64_t)r->prefill_rows;
-        if (r->spec_k > 0) {
-            mlstack__spec_verify(e, r);
-            r->n_rows = 0;
-            continue;
-        }
-        r->n_computed += r->n_rows;
-        if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
-        if (r->n_computed == r->n_toks)
-            mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
-        r->n_rows = 0;
-    }
-}
-
-MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
-    mlstack_result res = MLSTACK_OK;
-    int n_rows;
-    if (n_active) *n_active = 0;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    MLSTACK__ENGINE_NOT_BUSY(e, "step");
-    e->busy = 1;
-    e->err.message[0] = 0;
-    mlstack__sched_intake(e); /* (1) */
-    n_rows = mlstack__sched_plan(e); /* (2) */
-    if (n_rows > 0) {
-        res = mlstack__sched_forward(e, n_rows); /* (3) */
-        mlstack__sched_sample(e, res); /* (4) */
-    }
-    mlstack__lock(&e->sched->mu); /* (5) */
-    mlstack__sched_publish(e);
-    if (n_active) *n_active = e->sched->snap.n_queued + e->sched->snap.n_running;
-    mlstack__unlock(&e->sched->mu);
-    e->busy = 0;
-    return res;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlstack_request_desc *d,
-                                                   mlstack_request_status *status, int32_t *tokens, int cap,
-                                                   mlstack_error *err) {
-    uint64_t id;
-    mlstack_request_status st;
-    mlstack_result res;
-    memset(&st, 0, sizeof st);
-    if (e && e->busy) {
-        MLSTACK__FAIL(err, MLSTACK_ERR_STATE,
-                      "complete: called from a callback of a step or generate in progress on this engine");
-        MLSTACK__ENGINE_NOT_BUSY(e, "complete");
-    }
-    res = mlstack_engine_submit(e, d, &id, err);
-    if (res != MLSTACK_OK) return res;
-    for (;;) {
-        mlstack_result pr;
-        res = mlstack_engine_step(e, NULL);
-        if ((pr = mlstack_engine_poll(e, id, &st, tokens, cap)) != MLSTACK_OK) {
-            /* another thread released the id: st holds the last status polled (or zeros) */
-            st.state = MLSTACK_REQUEST_DONE;
-            st.finish = MLSTACK_FINISH_ERROR;
-            st.result = pr;
-            snprintf(st.message, sizeof st.message, "the request was released by another thread while complete waited");
-            if (status) *status = st;
-            return MLSTACK__FAIL(err, pr, "%s", st.message);
-        }
-        if (st.state == MLSTACK_REQUEST_DONE) break;
-        if (res != MLSTACK_OK) break;
-    }
-    if (status) *status = st;
-    mlstack_engine_release(e, id);
-    if (res == MLSTACK_OK) res = st.result;
-    if (res != MLSTACK_OK) MLSTACK__FAIL(err, res, "%s", st.message[0] ? st.message : mlstack_engine_error(e));
-    return res;
-}
-
-MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_stats *out) {
-    if (!e || !out) return;
-    mlstack__lock(&e->sched->mu);
-    *out = e->sched->snap;
-    out->rejected = e->sched->rejected;
-    mlstack__unlock(&e->sched->mu);
-}
-
-MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
-    int before;
-    if (!e) return 0;
-    if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
-        mlstack__engine_fail(e, MLSTACK_ERR_STATE,
-                             "cache_clear: called from a callback of a step or generate in progress");
-        return 0;
-    }
-    before = e->kv.n_free;
-    mlstack__radix_evict(&e->kv, e->kv.n_pages);
-    mlstack__lock(&e->sched->mu);
-    mlstack__sched_publish(e);
-    mlstack__unlock(&e->sched->mu);
-    return e->kv.n_free - before;
-}
 
 /* ==== 25. RANKS ==== */ /* >>ranks */
 #undef MLSTACK__PART
@@ -32354,336 +32426,6 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    stage can start the next prefill chunk while later stages work on this one); under a
    transport, send and recv. Bytes per row on top of the stages' own exchanges: T (S - 1) D
    floats forward and T D back for a row that keeps logits. */
-
-#if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
-#include <sched.h>
-#endif
-
-/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
-
-/* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
-static void mlstack__pin_self(int cpu) {
-#if !defined(MLSTACK_NO_THREADS) && defined(__linux__) && defined(CPU_SET)
-    cpu_set_t set;
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
-#else
-    (void)cpu;
-#endif
-}
-
-static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
-    (void)n_tasks;
-    (void)thread;
-    mlstack__pin_self(((const int *)ctx)[task]);
-}
-
-/* ---- the communicator: a transport, or the rank threads of this process ---- */
-#if !defined(MLSTACK_NO_THREADS)
-typedef struct mlstack__mbox { /* one stage hand-off between two thread ranks, in place */
-    const void *p;
-    int full;
-} mlstack__mbox;
-#endif
-
-typedef struct mlstack__comm {
-    const mlstack_transport *t; /* NULL: thread ranks */
-    int size;
-    char why[256]; /* the first failure */
-    int failed; /* atomic */
-    struct mlstack__comm *world; /* a stage's ranks: every rank's, which fails with it; else NULL */
-    struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
-    int n_groups;
-    int has_sync; /* mu and cv made */
-    int spin; /* thread ranks: polls before a barrier sleeps (none when the ranks' threads outnumber the CPUs) */
-    float *stage; /* transport: packed columns, in and out */
-    size_t cap_stage;
-    size_t *counts, *displs;
-#if !defined(MLSTACK_NO_THREADS)
-    mlstack__mutex mu;
-    mlstack__cond cv;
-    int arrived; /* atomic */
-    unsigned gen; /* atomic: bumped when the last rank arrives */
-    const void *bc; /* thread broadcast: rank 0's bytes */
-    mlstack__thread *threads; /* ranks 1..size-1 */
-    int n_started;
-    mlstack__mbox *mbox; /* every rank's, with stages: (from, to) hand-offs */
-#endif
-} mlstack__comm;
-
-static void mlstack__comm_fail1(mlstack__comm *c, const char *why) {
-#if !defined(MLSTACK_NO_THREADS)
-    if (c->has_sync) {
-        mlstack__lock(&c->mu);
-        if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
-        mlstack__cond_broadcast(&c->cv);
-        mlstack__unlock(&c->mu);
-        return;
-    }
-#endif
-    if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
-    c->failed = 1;
-}
-
-/* A failure anywhere fails every rank of the engine here: the stage's and the world's. */
-static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
-    mlstack__comm *w = c->world ? c->world : c;
-    int i;
-    mlstack__comm_fail1(c, why);
-    if (w != c) mlstack__comm_fail1(w, why);
-    for (i = 0; i < w->n_groups; i++)
-        if (w->groups[i] && w->groups[i] != c) mlstack__comm_fail1(w->groups[i], why);
-}
-
-static MLSTACK__UNUSED void mlstack__rank_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("pause");
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Thread ranks: returns when all have arrived (0), or at once when one failed (-1). */
-static int mlstack__comm_barrier(mlstack__comm *c) {
-#if !defined(MLSTACK_NO_THREADS)
-    unsigned gen;
-    int i;
-    if (c->size == 1) return 0;
-    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) return -1;
-    gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&c->arrived, 1, __ATOMIC_ACQ_REL) == c->size) {
-        __atomic_store_n(&c->arrived, 0, __ATOMIC_RELAXED);
-        mlstack__lock(&c->mu);
-        __atomic_store_n(&c->gen, gen + 1, __ATOMIC_RELEASE);
-        mlstack__cond_broadcast(&c->cv);
-        mlstack__unlock(&c->mu);
-    } else {
-        for (i = 0; i < c->spin && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
-                    !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
-             i++)
-            mlstack__rank_relax();
-        if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen) {
-            mlstack__lock(&c->mu);
-            while (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
-                mlstack__cond_wait(&c->cv, &c->mu);
-            mlstack__unlock(&c->mu);
-        }
-    }
-    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
-#else
-    return c->failed ? -1 : 0;
-#endif
-}
-
-/* Rank 0's bytes at buf to buf on every rank. 0 or -1. */
-static int mlstack__comm_bcast(mlstack__comm *c, int rank, void *buf, size_t bytes) {
-    if (c->size == 1) return 0;
-    if (c->t) {
-        char msg[200];
-        if (c->failed) return -1;
-        msg[0] = 0;
-        if (c->t->bcast(c->t->user, buf, bytes, msg, sizeof msg) == 0) return 0;
-        mlstack__comm_fail(c, msg[0] ? msg : "broadcast failed");
-        return -1;
-    }
-#if !defined(MLSTACK_NO_THREADS)
-    if (rank == 0) c->bc = buf;
-    if (mlstack__comm_barrier(c)) return -1;
-    if (rank != 0) memcpy(buf, c->bc, bytes);
-    return mlstack__comm_barrier(c);
-#else
-    (void)rank;
-    (void)buf;
-    (void)bytes;
-    return -1;
-#endif
-}
-
-/* Room for n floats of staging. */
-static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
-    if (n > c->cap_stage) {
-        mlstack__aligned_free(c->stage);
-        c->stage = mlstack__falloc(n, 1);
-        c->cap_stage = c->stage ? n : 0;
-    }
-    return c->stage;
-}
-
-static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
-    mlstack__comm *c = rk->comm;
-    const int *cols = rk->cols[what];
-    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->ti], w = cols[rk->ti + 1] - c0, b, i;
-    double t0;
-    int rc = 0;
-    if (R == 1) return 0;
-    t0 = mlstack__now();
-    if (!c->t) {
-        if (mine && mine != full)
-            for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
-        rc = mlstack__comm_barrier(c);
-    } else {
-        /* stage: [this rank's block | every rank's blocks] */
-        int root = all || rk->ti == 0;
-        size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
-        float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
-        char msg[200];
-        if (!st) {
-            mlstack__comm_fail(c, "out of memory for the exchange buffers");
-            return -1;
-        }
-        if (mine) send = (float *)mine;
-        else
-            for (b = 0; b < B; b++) memcpy(st + (size_t)b * w, full + (size_t)b * N + c0, sizeof(float) * (size_t)w);
-        for (i = 0; i < R; i++) {
-            c->counts[i] = sizeof(float) * (size_t)B * (size_t)(cols[i + 1] - cols[i]);
-            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
-        }
-        msg[0] = 0;
-        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->ti], root ? st + own : NULL, c->counts,
-                                       c->displs, all, msg, sizeof msg) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
-            rc = -1;
-        } else if (root) {
-            for (i = 0; i < R; i++) {
-                int wi = cols[i + 1] - cols[i];
-                const float *blk = st + own + (size_t)B * (size_t)cols[i];
-                for (b = 0; b < B; b++)
-                    memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
-            }
-        }
-    }
-    rk->wait_s += mlstack__now() - t0;
-    rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
-    if (all || rk->ti == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
-    return rc;
-}
-
-static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
-    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
-    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->ti * BD);
-}
-
-/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
-   same operations on every rank and with either transport, so all of them hold the same bits.
-   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
-   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
-   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
-   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
-   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
-   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
-   column share. */
-static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
-    mlstack__comm *c = rk->comm;
-    const int *cols = rk->cols[MLSTACK__X_MODEL];
-    int R = rk->n_ranks, D = cols[R], me = rk->ti, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
-    size_t BD = (size_t)B * (size_t)D, j;
-    double t0 = mlstack__now(), wait0 = rk->wait_s;
-    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
-    int rc = 0;
-    if (!c->t) {
-        const float *p = rk->xb->part[which];
-        rc = mlstack__comm_barrier(c);
-        if (rc == 0)
-            for (j = 0; j < BD; j++) {
-                float t = p[j];
-                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
-                sum[j] = t;
-            }
-    } else {
-        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
-        const float *p = rk->xb->part[which];
-        size_t own = (size_t)B * (size_t)w;
-        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
-        size_t *rcounts, *rdispls;
-        char msg[200];
-        if (!st) {
-            mlstack__comm_fail(c, "out of memory for the exchange buffers");
-            return -1;
-        }
-        rv = st + BD;
-        mine = rv + (size_t)R * own;
-        for (i = 0; i < R; i++) {
-            int wi = cols[i + 1] - cols[i];
-            float *blk = st + (size_t)B * (size_t)cols[i];
-            for (b = 0; b < B; b++)
-                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
-            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
-            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
-        }
-        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
-        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
-        msg[0] = 0;
-        if (c->failed ||
-            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
-            return -1;
-        }
-        for (j = 0; j < own; j++) {
-            float t = rv[j];
-            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
-            mine[j] = t;
-        }
-        /* the staging buffer is reused by the gather: keep the sums out of it */
-        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
-        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
-    }
-    rk->wait_s = wait0 + (mlstack__now() - t0);
-    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
-    rk->bytes_out = out0 + sizeof(float) * BD;
-    return rc;
-}
-
-/* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
-   has copied it; a transport: send / recv. */
-static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
-    mlstack__comm *c = rk->world;
-    size_t bytes = sizeof(float) * n;
-    double t0 = mlstack__now();
-    int rc = 0;
-    if (c->t) {
-        char msg[200];
-        msg[0] = 0;
-        if (c->failed || (send ? c->t->send(c->t->user, buf, bytes, peer, msg, sizeof msg)
-                               : c->t->recv(c->t->user, buf, bytes, peer, msg, sizeof msg)) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "stage hand-off failed");
-            rc = -1;
-        }
-    } else {
-#if !defined(MLSTACK_NO_THREADS)
-        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
-                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
-        mlstack__lock(&c->mu);
-        if (send) {
-            while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
-                box->p = buf;
-                box->full = 1;
-                mlstack__cond_broadcast(&c->cv);
-                while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            }
-        } else {
-            while (!box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
-                if (box->p != buf) memcpy(buf, box->p, bytes);
-                box->full = 0;
-                mlstack__cond_broadcast(&c->cv);
-            }
-        }
-        rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
-        mlstack__unlock(&c->mu);
-#else
-        rc = -1;
-#endif
-    }
-    rk->wait_s += mlstack__now() - t0;
-    if (send) rk->bytes_out += bytes;
-    else
-        rk->bytes_in += bytes;
-    return rc;
-}
 
 /* ---- who holds what ---- */
 
@@ -32884,8 +32626,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
-        int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
+                           : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
@@ -33008,7 +32750,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             n = 7;
         }
         for (i = 0; i < n; i++) {
-            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)MLSTACK__PACKS_HAS(rk->k->packs, ws[i]->wtype));
             if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)
@@ -33027,10 +32769,12 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
+    int one = rk->n_ranks == 1, k;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
+        if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -33065,7 +32809,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
+    return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
 /* Everything a local rank needs, built by the thread that will run it. */
@@ -33128,6 +32872,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
+    mlstack__mix_scratch_free(s);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -33147,7 +32892,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -33156,14 +32901,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -33175,16 +32920,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -33715,7 +33461,1573 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
     return r;
 }
 
-/* ==== 26. PROFILER ==== */ /* >>profiler */
+/* ==== 26. EVAL ==== */ /* >>eval */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* Sequences and batches on an engine: sequence slots and their page tables, validation of a
+   batch of rows, one forward pass over it (the ranks', or a backend's), the logits, and
+   mlstack_generate, a one-sequence loop over them. The scheduler (>>scheduler) drives the same
+   eval for many requests. */
+
+MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
+    int i;
+    if (!e || !seq) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_new");
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (!e->kv.seqs[i].active) {
+            e->kv.seqs[i].active = 1;
+            e->kv.seqs[i].len = 0;
+            e->kv.seqs[i].ckpt_len = -1;
+            (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
+            e->kv.seqs[i].rope_long = 0;
+            *seq = i;
+            return MLSTACK_OK;
+        }
+    }
+    return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT, "all %d sequences are in use (engine max_seqs)", e->kv.max_seqs);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t seq) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "seq_free");
+    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active || e->kv.seqs[seq].sched)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq);
+    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
+    e->kv.seqs[seq].active = 0;
+    e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *e, int32_t seq) {
+    if (!e || seq < 0 || seq >= e->kv.max_seqs || !e->kv.seqs[seq].active) return -1;
+    return e->kv.seqs[seq].len;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t seq, int32_t len) {
+    int32_t have = mlstack_engine_seq_length(e, seq);
+    if (e) MLSTACK__ENGINE_NOT_BUSY(e, "seq_rewind");
+    if (have >= 0 && e->kv.seqs[seq].sched) have = -1; /* the scheduler's own sequences */
+    if (have < 0)
+        return e ? mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "sequence %d is not in use", (int)seq)
+                 : MLSTACK_ERR_INVALID_ARG;
+    if (len < 0 || len > have)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
+                                    (int)seq, (int)len, (int)have);
+    if (mlstack__state_rewind(&e->kv, seq, len) != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                    "rewind of sequence %d to %d: the recurrent state of this hybrid model is kept "
+                                    "only at 0, at page ends with a snapshot and at a kept copy; the nearest is %d",
+                                    (int)seq, (int)len, (int)mlstack__state_floor(&e->kv, seq, len));
+    mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
+    e->kv.seqs[seq].len = len;
+    return MLSTACK_OK;
+}
+
+/* Runs rows; `sched` lets them name the scheduler's sequences (which the public call may not). */
+static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows, int sched) {
+    const mlstack__config *c;
+    int i, n_logits = 0, need_pages = 0;
+    mlstack_result res;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    c = &e->model->cfg;
+    e->err.message[0] = 0;
+    e->n_last_rows = 0;
+    if (e->ranks[0].index != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "eval: rank %d follows rank 0 (mlstack_engine_follow)",
+                                    e->ranks[0].index);
+    if (n_rows <= 0 || !rows) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: empty batch");
+    /* validate everything before touching state */
+    for (i = 0; i < e->kv.max_seqs; i++) e->tmp_len[i] = -1;
+    for (i = 0; i < n_rows; i++) {
+        const mlstack_batch_row *r = &rows[i];
+        int32_t cur;
+        if (r->seq < 0 || r->seq >= e->kv.max_seqs || !e->kv.seqs[r->seq].active || e->kv.seqs[r->seq].sched != sched)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "eval: row %d: sequence %d is not in use", i,
+                                        (int)r->seq);
+        if (r->token < 0 || r->token >= c->n_vocab)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: token %d outside the vocabulary (0..%d)", i, (int)r->token,
+                                        c->n_vocab - 1);
+        if (r->pos < 0 || r->pos >= c->max_pos)
+            return mlstack__engine_fail(
+                e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
+                i, (int)r->pos, c->max_pos - 1);
+        cur = e->tmp_len[r->seq];
+        if (cur < 0 && c->n_recurrent && r->pos != e->kv.seqs[r->seq].len)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: position %d, but sequence %d holds %d positions and a hybrid "
+                                        "model's recurrent state only moves forward (rewind first)",
+                                        i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
+        if (cur < 0) {
+            if (r->pos > e->kv.seqs[r->seq].len)
+                return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                            "eval: row %d: position %d leaves a gap (sequence %d holds %d positions)",
+                                            i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
+        } else if (r->pos != cur) {
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: sequence %d expects position %d next in this batch, got %d", i,
+                                        (int)r->seq, (int)cur, (int)r->pos);
+        }
+        e->tmp_len[r->seq] = r->pos + 1;
+        if (r->want_logits) n_logits++;
+    }
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (e->tmp_len[i] >= 0) {
+            int have = e->kv.seqs[i].n_pages, need = (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens;
+            if (need > have) need_pages += need - have;
+        }
+    }
+    if (need_pages > e->kv.n_free && mlstack__radix_evict(&e->kv, need_pages) < need_pages)
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
+                                    "eval: KV cache full: batch needs %d more pages, %d of %d free", need_pages,
+                                    e->kv.n_free, e->kv.n_pages);
+    if (n_rows > e->cap_rows) {
+        int *p = (int *)MLSTACK_REALLOC(e->logit_slot, sizeof(int) * (size_t)n_rows);
+        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+        e->logit_slot = p;
+        e->cap_rows = n_rows;
+    }
+    if (n_logits > e->cap_logits) {
+        float *p = (float *)MLSTACK_REALLOC(e->logits, sizeof(float) * (size_t)n_logits * (size_t)c->n_vocab);
+        if (!p) return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: no memory for %d logit rows", n_logits);
+        e->logits = p;
+        e->cap_logits = n_logits;
+    }
+    for (i = 0; i < e->kv.max_seqs; i++) /* page tables first: after this the resizes cannot fail */
+        if (e->tmp_len[i] >= 0 &&
+            mlstack__kv_table_reserve(&e->kv.seqs[i], (e->tmp_len[i] + e->kv.page_tokens - 1) / e->kv.page_tokens) != 0)
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY,
+                                        "eval: out of memory for the page table of sequence %d", i);
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        if (e->tmp_len[i] >= 0) {
+            if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
+                return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
+            mlstack__state_plan(&e->kv, &e->kv.seqs[i], e->kv.seqs[i].len, e->tmp_len[i]);
+            e->kv.seqs[i].len = e->tmp_len[i];
+        }
+    }
+    for (i = 0, n_logits = 0; i < n_rows; i++) e->logit_slot[i] = rows[i].want_logits ? n_logits++ : -1;
+    if (MLSTACK__UNLIKELY(e->prof != NULL)) mlstack__prof_step_begin(e->prof);
+    res = e->backend ? e->backend->eval(e, rows, n_rows) : mlstack__ranks_eval(e, rows, n_rows);
+    MLSTACK__PROF_END(&e->pool, EVAL, -1, rows, n_rows);
+    if (res != MLSTACK_OK) return res;
+    e->n_last_rows = n_rows;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "eval");
+    return mlstack__eval(e, rows, n_rows, 0);
+}
+
+MLSTACK_API const float *mlstack_engine_logits(const mlstack_engine *e, int row) {
+    if (!e || row < 0 || row >= e->n_last_rows || e->logit_slot[row] < 0) return NULL;
+    return e->logits + (size_t)e->logit_slot[row] * (size_t)e->model->cfg.n_vocab;
+}
+
+static int mlstack__is_eos(const mlstack__config *c, int32_t tok) {
+    int i;
+    for (i = 0; i < c->n_eos; i++)
+        if (c->eos_ids[i] == tok) return 1;
+    return 0;
+}
+
+MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_desc *g) {
+    const mlstack__config *c;
+    mlstack_sampler *smp = NULL;
+    mlstack_batch_row *rows;
+    mlstack_result r;
+    int32_t pos, tok;
+    int i;
+    double t0;
+    if (!e || !g) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "generate");
+    c = &e->model->cfg;
+    g->n_generated = 0;
+    g->prefill_seconds = g->decode_seconds = 0;
+    if (g->n_prompt <= 0 || !g->prompt)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: the prompt is empty");
+    if (g->max_tokens < 0) return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: max_tokens is negative");
+    pos = mlstack_engine_seq_length(e, g->seq);
+    if (pos < 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: sequence %d is not in use", (int)g->seq);
+    if ((int64_t)pos + g->n_prompt > c->max_pos)
+        return mlstack__engine_fail(e, MLSTACK_ERR_LIMIT,
+                                    "generate: prompt of %d tokens after %d cached positions exceeds the context of %d",
+                                    g->n_prompt, (int)pos, c->max_pos);
+    r = mlstack_sampler_init(g->sampler, c->n_vocab, &smp);
+    if (r != MLSTACK_OK) return mlstack__engine_fail(e, r, "generate: invalid sampler settings");
+    rows = (mlstack_batch_row *)mlstack__calloc((size_t)g->n_prompt, sizeof *rows);
+    if (!rows) {
+        mlstack_sampler_free(smp);
+        return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "generate: out of memory");
+    }
+    for (i = 0; i < g->n_prompt; i++) {
+        rows[i].seq = g->seq;
+        rows[i].pos = pos + i;
+        rows[i].token = g->prompt[i];
+        rows[i].want_logits = i == g->n_prompt - 1;
+        mlstack_sampler_accept(smp, g->prompt[i]);
+    }
+    t0 = mlstack__now();
+    e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
+    r = mlstack__eval(e, rows, g->n_prompt, 0);
+    g->prefill_seconds = mlstack__now() - t0;
+    pos += g->n_prompt;
+    t0 = mlstack__now();
+    while (r == MLSTACK_OK) {
+        mlstack_batch_row row;
+        MLSTACK__PROF_BEGIN(&e->pool, SAMPLE);
+        tok = mlstack_sampler_sample(smp, mlstack_engine_logits(e, g->n_generated ? 0 : g->n_prompt - 1));
+        MLSTACK__PROF_END(&e->pool, SAMPLE, -1, NULL, 1);
+        if (tok < 0) {
+            r = mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "generate: %s", mlstack_matcher_error(smp->gm));
+            break;
+        }
+        mlstack_sampler_accept(smp, tok);
+        g->n_generated++;
+        if (g->on_token && g->on_token(g->user, tok)) break;
+        if (smp->gm && (mlstack_matcher_status(smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED))) break;
+        if (!g->ignore_eos && mlstack__is_eos(c, tok)) break;
+        if (g->max_tokens && g->n_generated >= g->max_tokens) break;
+        if (pos >= c->max_pos) break;
+        row.seq = g->seq;
+        row.pos = pos++;
+        row.token = tok;
+        row.want_logits = 1;
+        r = mlstack__eval(e, &row, 1, 0);
+    }
+    e->busy = 0;
+    g->decode_seconds = mlstack__now() - t0;
+    MLSTACK_FREE(rows);
+    mlstack_sampler_free(smp);
+    return r;
+}
+
+/* ==== 27. SCHEDULER ==== */ /* >>scheduler */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
+   tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
+   gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
+   of one row left, a prefill chunk any larger case, and a preempted request that comes back
+   simply has more rows left (mostly found in the cache again). The row of the last token asks
+   for logits, and the request samples its next token from them.
+   A step: (1) under the lock, take new submissions and cancellations; (2) every running request
+   gets its rows, decodes first in the budget (step_tokens), prefill chunks after them, then
+   waiting requests are admitted, longest cached prefix first (SGLang's policy) unless one has
+   waited MLSTACK__SCHED_AGE_STEPS steps, which then goes first; (3) one forward over the ragged
+   batch; (4) sample, stream, retire; (5) under the lock, publish status and accounting.
+   Pages: a request is admitted only when its whole remaining prompt fits in free plus
+   evictable pages. When a running request needs a page and none is free, cached pages are
+   evicted (LRU, unpinned leaves), then the most recently admitted running request is preempted;
+   as requests run oldest first, the oldest always progresses, so any request that fits alone
+   completes. Retired and preempted requests put their full pages into the radix tree. */
+
+#ifndef MLSTACK__SCHED_AGE_STEPS
+#define MLSTACK__SCHED_AGE_STEPS 64
+#endif
+
+typedef struct mlstack__req {
+    struct mlstack__req *next_all; /* every request of the engine (under the lock) */
+    struct mlstack__req *next_in; /* submitted, not yet seen by step (under the lock) */
+    uint64_t id, arrival_step;
+    /* under the lock: */
+    mlstack_request_status st; /* what poll reports */
+    int cancel, released, seen; /* seen: taken into the scheduler's lists by a step */
+    /* the stepping thread only: */
+    int kill, prefill_rows;
+    int32_t *toks; /* prompt then generated; cap_toks is never exceeded */
+    int n_toks, cap_toks, n_prompt, n_computed, max_tokens, ignore_eos;
+    int32_t *stop_ids;
+    int n_stop_ids;
+    char **stops;
+    int n_stops;
+    size_t max_stop;
+    mlstack_stream_fn on_token;
+    mlstack_logits_fn on_logits;
+    void *user;
+    mlstack_sampler *smp;
+    mlstack_detok *dt;
+    char *text; /* decoded text generated so far */
+    size_t text_len, text_cap, emitted;
+    int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
+    mlstack__rnode *pin; /* deepest cached node attached while running */
+    int state, finish, n_cached, n_preempted;
+    mlstack_result result;
+    char message[160];
+    double t_submit, t_first, t_done;
+    int row_first, n_rows; /* this step's rows */
+    /* speculative decoding (the stepping thread only) */
+    int no_spec, spec_k; /* spec_k: drafts verified by this step's rows (after the first) */
+    int32_t *draft; /* spec_tokens drafted tokens */
+    float *draft_q; /* sampled requests with a draft model: the draws' distributions */
+    mlstack_sampler *dsmp; /* the draft model's sampler (no penalties, no grammar) */
+    int32_t dseq; /* the draft engine's sequence, -1 without one */
+    int spec_base, spec_acc; /* n_toks when the last drafts were made; how many were accepted */
+    int spec_cap, spec_skip; /* drafts allowed next (adapts to acceptance); decode steps left without */
+    int n_drafted, n_accepted;
+} mlstack__req;
+
+typedef struct mlstack__sched {
+    mlstack__mutex mu;
+    mlstack__req *all, *in_head, *in_tail;
+    uint64_t next_id;
+    mlstack_cache_stats snap; /* published after each step (under the lock) */
+    /* the stepping thread only: */
+    mlstack__req **wait, **run;
+    int n_wait, cap_wait, n_run;
+    mlstack_batch_row *rows;
+    int cap_rows;
+    uint64_t steps, hit, computed, generated, preemptions, rejected;
+    uint64_t drafted, accepted, spec_steps;
+    mlstack_batch_row *drows; /* the draft engine's rows */
+    int cap_drows;
+} mlstack__sched;
+
+static mlstack_result mlstack__sched_init(mlstack_engine *e) {
+    mlstack__sched *S = (mlstack__sched *)mlstack__calloc(1, sizeof *S);
+    if (!S) return MLSTACK_ERR_NO_MEMORY;
+    S->run = (mlstack__req **)mlstack__calloc((size_t)e->kv.max_seqs, sizeof *S->run);
+    S->cap_rows = e->kv.max_seqs + e->step_tokens;
+    S->rows = (mlstack_batch_row *)mlstack__calloc((size_t)S->cap_rows, sizeof *S->rows);
+    if (!S->run || !S->rows) {
+        MLSTACK_FREE(S->run);
+        MLSTACK_FREE(S->rows);
+        MLSTACK_FREE(S);
+        return MLSTACK_ERR_NO_MEMORY;
+    }
+    mlstack__mutex_init(&S->mu);
+    S->next_id = 1;
+    e->sched = S;
+    return MLSTACK_OK;
+}
+
+static void mlstack__req_free(mlstack__req *r) {
+    int i;
+    if (!r) return;
+    for (i = 0; i < r->n_stops; i++) MLSTACK_FREE(r->stops[i]);
+    MLSTACK_FREE(r->stops);
+    MLSTACK_FREE(r->stop_ids);
+    MLSTACK_FREE(r->toks);
+    MLSTACK_FREE(r->text);
+    mlstack_sampler_free(r->smp);
+    mlstack_sampler_free(r->dsmp);
+    MLSTACK_FREE(r->draft);
+    MLSTACK_FREE(r->draft_q);
+    mlstack_detok_free(r->dt);
+    MLSTACK_FREE(r);
+}
+
+static void mlstack__sched_free(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    if (!S) return;
+    while (S->all) {
+        mlstack__req *r = S->all;
+        S->all = r->next_all;
+        mlstack__req_free(r);
+    }
+    mlstack__mutex_destroy(&S->mu);
+    MLSTACK_FREE(S->wait);
+    MLSTACK_FREE(S->run);
+    MLSTACK_FREE(S->rows);
+    MLSTACK_FREE(S->drows);
+    MLSTACK_FREE(S);
+    e->sched = NULL;
+}
+
+static int mlstack__pages_for(const mlstack__kv *kv, int64_t positions) {
+    return (int)((positions + kv->page_tokens - 1) / kv->page_tokens);
+}
+
+MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstack_request_desc *d, uint64_t *id,
+                                                 mlstack_error *err) {
+    const mlstack__config *c;
+    mlstack__sched *S;
+    mlstack__req *r;
+    mlstack_result res;
+    int i, n_pages;
+    int64_t cap;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!e || !d || !id) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: engine, desc or id is NULL");
+    *id = 0;
+    c = &e->model->cfg;
+    S = e->sched;
+    n_pages = e->kv.n_pages;
+    if (d->n_prompt <= 0 || !d->prompt)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: the prompt is empty");
+    if (d->max_tokens < 0 || d->n_stop_ids < 0 || d->n_stop_strings < 0 || (d->n_stop_ids && !d->stop_ids) ||
+        (d->n_stop_strings && !d->stop_strings))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: negative count or NULL list in the descriptor");
+    for (i = 0; i < d->n_prompt; i++)
+        if (d->prompt[i] < 0 || d->prompt[i] >= c->n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "submit: prompt token %d is %d, outside the vocabulary (0..%d)", i, (int)d->prompt[i],
+                                 c->n_vocab - 1);
+    if (d->n_stop_strings && !e->model->tok)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "submit: stop strings need a model with a tokenizer");
+    if (d->n_prompt > c->max_pos) {
+        mlstack__lock(&S->mu);
+        S->rejected++;
+        mlstack__unlock(&S->mu);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "submit: prompt of %d tokens is longer than the context (%d positions)", d->n_prompt,
+                             c->max_pos);
+    }
+    /* the KV a request needs at most: every token but the last generated one */
+    cap = d->max_tokens ? (int64_t)d->n_prompt + d->max_tokens - 1 : d->n_prompt;
+    if (cap > c->max_pos) cap = c->max_pos;
+    if (mlstack__pages_for(&e->kv, cap) > n_pages) {
+        mlstack__lock(&S->mu);
+        S->rejected++;
+        mlstack__unlock(&S->mu);
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_LIMIT,
+            "submit: request needs %d KV pages of %d tokens for %lld positions alone, the pool has %d (kv_mem)",
+            mlstack__pages_for(&e->kv, cap), e->kv.page_tokens, (long long)cap, n_pages);
+    }
+    r = (mlstack__req *)mlstack__calloc(1, sizeof *r);
+    if (!r) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
+    /* tokens: at most one past the last position the context and the pool allow */
+    cap = c->max_pos < (int64_t)n_pages * e->kv.page_tokens ? c->max_pos : (int64_t)n_pages * e->kv.page_tokens;
+    cap += 1;
+    if (d->max_tokens && (int64_t)d->n_prompt + d->max_tokens < cap) cap = (int64_t)d->n_prompt + d->max_tokens;
+    if (cap < d->n_prompt + 1) cap = d->n_prompt + 1;
+    r->cap_toks = (int)cap;
+    r->toks = (int32_t *)mlstack__calloc((size_t)cap, sizeof(int32_t));
+    res = mlstack_sampler_init(&d->sampler, c->n_vocab, &r->smp);
+    if (res != MLSTACK_OK || !r->toks) {
+        mlstack__req_free(r);
+        return MLSTACK__FAIL(err, res != MLSTACK_OK ? res : MLSTACK_ERR_NO_MEMORY,
+                             res != MLSTACK_OK ? "submit: invalid sampler settings" : "submit: out of memory");
+    }
+    memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
+    for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
+    r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
+    r->max_tokens = d->max_tokens;
+    r->ignore_eos = d->ignore_eos;
+    r->on_token = d->on_token;
+    r->on_logits = d->on_logits;
+    r->user = d->user;
+    r->seq = -1;
+    r->dseq = -1;
+    r->no_spec = d->no_spec || d->sampler.grammar != NULL || e->spec == MLSTACK_SPEC_NONE;
+    r->spec_cap = e->spec_tokens;
+    if (d->n_stop_ids) {
+        r->stop_ids = (int32_t *)mlstack__calloc((size_t)d->n_stop_ids, sizeof(int32_t));
+        if (r->stop_ids) memcpy(r->stop_ids, d->stop_ids, sizeof(int32_t) * (size_t)d->n_stop_ids);
+        r->n_stop_ids = r->stop_ids ? d->n_stop_ids : 0;
+    }
+    if (d->n_stop_strings) {
+        r->stops = (char **)mlstack__calloc((size_t)d->n_stop_strings, sizeof(char *));
+        for (i = 0; r->stops && i < d->n_stop_strings; i++) {
+            size_t len = d->stop_strings[i] ? strlen(d->stop_strings[i]) : 0;
+            if (!len) continue; /* an empty stop string would match everywhere: ignored */
+            if (!(r->stops[r->n_stops] = mlstack__strndup(d->stop_strings[i], len))) break;
+            r->n_stops++;
+            if (len > r->max_stop) r->max_stop = len;
+        }
+    }
+    if (e->model->tok && mlstack_detok_init(e->model->tok, MLSTACK_DECODE_SKIP_SPECIAL, &r->dt) != MLSTACK_OK)
+        r->dt = NULL;
+    if ((d->n_stop_ids && !r->stop_ids) || (d->n_stop_strings && (!r->stops || i < d->n_stop_strings)) ||
+        (e->model->tok && !r->dt)) {
+        mlstack__req_free(r);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "submit: out of memory");
+    }
+    r->t_submit = mlstack__now();
+    r->st.state = MLSTACK_REQUEST_QUEUED;
+    r->st.n_prompt = d->n_prompt;
+    mlstack__lock(&S->mu);
+    r->id = S->next_id++;
+    r->next_all = S->all;
+    S->all = r;
+    if (S->in_tail) S->in_tail->next_in = r;
+    else
+        S->in_head = r;
+    S->in_tail = r;
+    S->snap.n_queued++;
+    mlstack__unlock(&S->mu);
+    *id = r->id;
+    return MLSTACK_OK;
+}
+
+static mlstack__req *mlstack__sched_find(mlstack__sched *S, uint64_t id) {
+    mlstack__req *r;
+    for (r = S->all; r; r = r->next_all)
+        if (r->id == id && !r->released) return r;
+    return NULL;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_cancel(mlstack_engine *e, uint64_t id) {
+    mlstack__req *r;
+    mlstack_result res = MLSTACK_OK;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (!r) res = MLSTACK_ERR_NOT_FOUND;
+    else if (r->st.state == MLSTACK_REQUEST_DONE)
+        res = MLSTACK_ERR_STATE;
+    else
+        r->cancel = 1;
+    mlstack__unlock(&e->sched->mu);
+    return res;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_poll(mlstack_engine *e, uint64_t id, mlstack_request_status *status,
+                                               int32_t *tokens, int cap) {
+    mlstack__req *r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (r) {
+        if (status) *status = r->st;
+        if (tokens && cap > 0) /* published tokens were written before the publishing step took the lock */
+            memcpy(tokens, r->toks + r->n_prompt,
+                   sizeof(int32_t) * (size_t)(cap < r->st.n_generated ? cap : r->st.n_generated));
+    }
+    mlstack__unlock(&e->sched->mu);
+    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
+}
+
+/* Unlinks and frees released requests that are done (under the lock). */
+static void mlstack__sched_reap(mlstack__sched *S) {
+    mlstack__req **link = &S->all;
+    while (*link) {
+        mlstack__req *r = *link;
+        if (r->released && r->st.state == MLSTACK_REQUEST_DONE) {
+            *link = r->next_all;
+            mlstack__req_free(r);
+        } else {
+            link = &r->next_all;
+        }
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_engine_release(mlstack_engine *e, uint64_t id) {
+    mlstack__req *r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    mlstack__lock(&e->sched->mu);
+    r = mlstack__sched_find(e->sched, id);
+    if (r) {
+        r->released = 1;
+        if (r->st.state != MLSTACK_REQUEST_DONE) r->cancel = 1;
+        else
+            mlstack__sched_reap(e->sched);
+    }
+    mlstack__unlock(&e->sched->mu);
+    return r ? MLSTACK_OK : MLSTACK_ERR_NOT_FOUND;
+}
+
+/* Gives the request's sequence back: its full computed pages go into the tree first (so a later
+   request, or this one after preemption, finds them), then the pin and the page references are
+   dropped. */
+static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
+    mlstack__kv_seq *s;
+    if (r->seq < 0) return;
+    s = &e->kv.seqs[r->seq];
+    /* out of memory here only means less is cached */
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
+    if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
+    r->pin = NULL;
+    mlstack__kv_resize(&e->kv, s, 0);
+    s->active = s->sched = s->rope_long = 0;
+    s->len = 0;
+    r->seq = -1;
+    r->n_computed = 0;
+    if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
+    r->dseq = -1;
+    r->spec_base = r->spec_acc = r->spec_k = 0;
+}
+
+/* Once a prefill completes, its full pages go into the tree right away, so requests arriving
+   while this one still runs share them; the running request pins the longer path instead. */
+static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
+    mlstack__kv *kv = &e->kv;
+    mlstack__rnode *node;
+    int full = r->n_computed / kv->page_tokens;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
+    mlstack__radix_lock(kv, node, +1);
+    if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
+    r->pin = node;
+}
+
+static void mlstack__list_remove(mlstack__req **list, int *n, mlstack__req *r) {
+    int i;
+    for (i = 0; i < *n; i++) {
+        if (list[i] == r) {
+            memmove(list + i, list + i + 1, sizeof *list * (size_t)(*n - i - 1));
+            (*n)--;
+            return;
+        }
+    }
+}
+
+static int mlstack__wait_push(mlstack__sched *S, mlstack__req *r) {
+    if (S->n_wait == S->cap_wait) {
+        int cap = S->cap_wait ? S->cap_wait * 2 : 16;
+        mlstack__req **p = (mlstack__req **)MLSTACK_REALLOC(S->wait, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        S->wait = p;
+        S->cap_wait = cap;
+    }
+    S->wait[S->n_wait++] = r;
+    return 0;
+}
+
+static void mlstack__req_finish(mlstack_engine *e, mlstack__req *r, int finish, mlstack_result res, const char *msg) {
+    mlstack__sched *S = e->sched;
+    mlstack__req_detach(e, r);
+    if (r->state == MLSTACK_REQUEST_RUNNING) mlstack__list_remove(S->run, &S->n_run, r);
+    else
+        mlstack__list_remove(S->wait, &S->n_wait, r);
+    r->state = MLSTACK_REQUEST_DONE;
+    r->finish = finish;
+    r->result = res;
+    if (msg) snprintf(r->message, sizeof r->message, "%s", msg);
+    r->t_done = mlstack__now();
+}
+
+static void mlstack__req_preempt(mlstack_engine *e, mlstack__req *r) {
+    mlstack__sched *S = e->sched;
+    mlstack__req_detach(e, r);
+    mlstack__list_remove(S->run, &S->n_run, r);
+    r->state = MLSTACK_REQUEST_QUEUED;
+    r->n_preempted++;
+    S->preemptions++;
+    if (mlstack__wait_push(S, r) != 0)
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory");
+}
+
+/* Makes r's page table cover `len` positions: evicts cached pages, then (may_preempt) preempts
+   the most recently admitted running request, which may be r itself. 1 when r has the pages,
+   0 when r was preempted or (without may_preempt) there was no room, -1 out of memory. */
+static int mlstack__req_reserve(mlstack_engine *e, mlstack__req *r, int32_t len, int may_preempt) {
+    mlstack__sched *S = e->sched;
+    mlstack__kv_seq *s = &e->kv.seqs[r->seq];
+    for (;;) {
+        int need = mlstack__pages_for(&e->kv, len) - s->n_pages;
+        if (need <= e->kv.n_free || mlstack__radix_evict(&e->kv, need) >= need) break;
+        if (!may_preempt || S->n_run == 0) return 0;
+        if (S->run[S->n_run - 1] == r) {
+            mlstack__req_preempt(e, r);
+            return 0;
+        }
+        mlstack__req_preempt(e, S->run[S->n_run - 1]);
+    }
+    if (mlstack__kv_resize(&e->kv, s, len) != 0) return -1;
+    return 1;
+}
+
+static void mlstack__add_rows(mlstack__sched *S, int *n_rows, mlstack__req *r, int chunk) {
+    int i;
+    r->row_first = *n_rows;
+    r->n_rows = chunk;
+    for (i = 0; i < chunk; i++) {
+        mlstack_batch_row *row = &S->rows[(*n_rows)++];
+        row->seq = r->seq;
+        row->pos = r->n_computed + i;
+        row->token = r->toks[r->n_computed + i];
+        row->want_logits = r->n_computed + i == r->n_toks - 1;
+    }
+}
+
+/* The waiting request to admit next: one that has waited MLSTACK__SCHED_AGE_STEPS steps (the
+   oldest such), else the longest cached prefix (the earliest on ties). */
+static int mlstack__pick_waiting(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    int i, best = -1, best_pages = -1, best_aged = 0;
+    for (i = 0; i < S->n_wait; i++) {
+        mlstack__req *r = S->wait[i];
+        if (S->steps - r->arrival_step >= MLSTACK__SCHED_AGE_STEPS) {
+            if (!best_aged || r->id < S->wait[best]->id) best = i;
+            best_aged = 1;
+        } else if (!best_aged) {
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
+            if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
+                best = i;
+                best_pages = pages;
+            }
+        }
+    }
+    return best;
+}
+
+/* Admits S->wait[w]: attaches its cached prefix (pinned) and a sequence slot. 1 admitted, 0 not
+   now (no slot or no room), -1 out of memory. */
+static int mlstack__admit(mlstack_engine *e, int w) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r = S->wait[w];
+    mlstack__kv *kv = &e->kv;
+    mlstack__rnode *node;
+    mlstack__kv_seq *s;
+    int slot, m, need;
+    for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
+    if (slot == kv->max_seqs) return 0;
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
+    mlstack__radix_lock(kv, node, +1);
+    s = &kv->seqs[slot];
+    if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
+        mlstack__radix_lock(kv, node, -1);
+        return -1;
+    }
+    /* hybrids attach up to the deepest page whose snapshot restores the recurrent state */
+    m = mlstack__state_attachable(kv, s->pages, mlstack__radix_path_pages(node, s->pages));
+    need = mlstack__pages_for(kv, r->n_toks) - m;
+    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
+        mlstack__radix_lock(kv, node, -1);
+        return 0;
+    }
+    s->active = s->sched = 1;
+    s->n_pages = m;
+    s->ckpt_len = -1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
+    for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
+    (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
+    s->len = r->n_computed = s->n_pages * kv->page_tokens;
+    r->seq = slot;
+    r->pin = node;
+    r->n_cached = r->n_computed;
+    S->hit += (uint64_t)r->n_computed;
+    r->state = MLSTACK_REQUEST_RUNNING;
+    memmove(S->wait + w, S->wait + w + 1, sizeof *S->wait * (size_t)(S->n_wait - w - 1));
+    S->n_wait--;
+    S->run[S->n_run++] = r;
+    return 1;
+}
+
+static int mlstack__text_append(mlstack__req *r, const char *t, size_t n) {
+    if (!n) return 0;
+    if (r->text_len + n + 1 > r->text_cap) {
+        size_t cap = (r->text_len + n + 1) * 2;
+        char *p = (char *)MLSTACK_REALLOC(r->text, cap);
+        if (!p) return -1;
+        r->text = p;
+        r->text_cap = cap;
+    }
+    memcpy(r->text + r->text_len, t, n);
+    r->text_len += n;
+    r->text[r->text_len] = 0;
+    return 0;
+}
+
+/* Checks the decoded text for stop strings. Returns the offset of the earliest match (the text
+   up to there is final), or -1 with *safe set to how much of the text is final (the rest could
+   still become the start of a stop string). */
+static int64_t mlstack__stop_scan(const mlstack__req *r, size_t *safe) {
+    size_t from = r->emitted > r->max_stop ? r->emitted - r->max_stop : 0, i, hold = 0;
+    int k;
+    int64_t hit = -1;
+    for (k = 0; k < r->n_stops; k++) {
+        size_t n = strlen(r->stops[k]), j;
+        for (j = from; j + n <= r->text_len; j++) {
+            if (hit >= 0 && (int64_t)j >= hit) break;
+            if (memcmp(r->text + j, r->stops[k], n) == 0) {
+                hit = (int64_t)j;
+                break;
+            }
+        }
+        /* longest tail of the text that is a proper prefix of this stop string */
+        for (i = n - 1 < r->text_len ? n - 1 : r->text_len; i > hold; i--)
+            if (memcmp(r->text + r->text_len - i, r->stops[k], i) == 0) {
+                hold = i;
+                break;
+            }
+    }
+    *safe = r->text_len - hold;
+    if (*safe < r->emitted) *safe = r->emitted;
+    return hit;
+}
+
+static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok);
+
+/* Samples r's next token from its logits row and applies the stop conditions. */
+static void mlstack__req_sample(mlstack_engine *e, mlstack__req *r, const float *logits) {
+    int32_t tok;
+    if (r->on_logits) r->on_logits(r->user, r->id, logits, e->model->cfg.n_vocab);
+    tok = mlstack_sampler_sample(r->smp, logits);
+    if (tok < 0) { /* the grammar allows no token: a budget (the schema's fault: LIMIT), memory, a dead end */
+#if defined(MLSTACK_NO_GRAMMAR)
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG, mlstack_matcher_error(r->smp->gm));
+#else
+        mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR,
+                            r->smp->gm && r->smp->gm->fail ? r->smp->gm->fail : MLSTACK_ERR_INVALID_ARG,
+                            mlstack_matcher_error(r->smp->gm));
+#endif
+        return;
+    }
+    mlstack__req_emit(e, r, tok);
+}
+
+/* Appends a sampled token to r, streams it and applies the stop conditions. */
+static void mlstack__req_emit(mlstack_engine *e, mlstack__req *r, int32_t tok) {
+    const mlstack__config *c = &e->model->cfg;
+    int finish = MLSTACK_FINISH_NONE, i;
+    size_t from = r->emitted, upto;
+    const char *piece = NULL;
+    mlstack_sampler_accept(r->smp, tok);
+    r->toks[r->n_toks++] = tok;
+    e->sched->generated++;
+    if (!r->t_first) r->t_first = mlstack__now();
+    if (!r->ignore_eos && mlstack__is_eos(c, tok)) finish = MLSTACK_FINISH_EOS;
+    for (i = 0; i < r->n_stop_ids; i++)
+        if (r->stop_ids[i] == tok) finish = MLSTACK_FINISH_EOS;
+    /* a grammar that is complete, with nothing allowed after it, ends the request as EOS would */
+    if (r->smp->gm && (mlstack_matcher_status(r->smp->gm) & (MLSTACK_MATCHER_MUST_END | MLSTACK_MATCHER_FINISHED)))
+        finish = MLSTACK_FINISH_EOS;
+    upto = r->emitted;
+    if (r->dt) {
+        const char *t;
+        size_t n;
+        if (mlstack_detok_push(r->dt, tok, &t, &n) == MLSTACK_OK && mlstack__text_append(r, t, n) != 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY,
+                                "out of memory for the decoded text");
+            return;
+        }
+        upto = r->text_len;
+        if (r->n_stops) {
+            int64_t hit = mlstack__stop_scan(r, &upto);
+            if (hit >= 0 && finish == MLSTACK_FINISH_NONE) {
+                finish = MLSTACK_FINISH_STOP;
+                upto = (size_t)hit > r->emitted ? (size_t)hit : r->emitted;
+            }
+        }
+    }
+    if (finish == MLSTACK_FINISH_NONE) {
+        if (r->max_tokens && r->n_toks - r->n_prompt >= r->max_tokens) finish = MLSTACK_FINISH_LENGTH;
+        else if (r->n_toks > c->max_pos || r->n_toks >= r->cap_toks ||
+                 mlstack__pages_for(&e->kv, r->n_toks) > e->kv.n_pages)
+            finish = MLSTACK_FINISH_CONTEXT;
+    }
+    if (finish != MLSTACK_FINISH_NONE && finish != MLSTACK_FINISH_STOP && r->dt) { /* release what was held back */
+        const char *t;
+        size_t n;
+        if (mlstack_detok_flush(r->dt, &t, &n) == MLSTACK_OK) (void)mlstack__text_append(r, t, n);
+        upto = r->text_len;
+    }
+    if (r->dt) piece = r->text ? r->text + from : "";
+    r->emitted = upto;
+    if (r->on_token && r->on_token(r->user, r->id, tok, piece, piece ? upto - from : 0) &&
+        finish == MLSTACK_FINISH_NONE)
+        finish = MLSTACK_FINISH_CALLBACK;
+    if (finish != MLSTACK_FINISH_NONE) mlstack__req_finish(e, r, finish, MLSTACK_OK, NULL);
+}
+
+/* Publishes every request's status and the accounting (under the lock). */
+static void mlstack__sched_publish(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__kv *kv = &e->kv;
+    mlstack_cache_stats *st = &S->snap;
+    mlstack__req *r;
+    st->n_queued = st->n_running = 0;
+    for (r = S->all; r; r = r->next_all) {
+        if (!r->seen) {
+            st->n_queued++;
+            continue;
+        }
+        r->st.state = (mlstack_request_state)r->state;
+        r->st.finish = (mlstack_finish_reason)r->finish;
+        r->st.result = r->result;
+        snprintf(r->st.message, sizeof r->st.message, "%s", r->message);
+        r->st.n_generated = r->n_toks - r->n_prompt;
+        r->st.n_cached = r->n_cached;
+        r->st.n_preempted = r->n_preempted;
+        r->st.t_first_token = r->t_first ? r->t_first - r->t_submit : 0;
+        r->st.t_done = r->t_done ? r->t_done - r->t_submit : 0;
+        r->st.n_drafted = r->n_drafted;
+        r->st.n_accepted = r->n_accepted;
+        if (r->state == MLSTACK_REQUEST_QUEUED) st->n_queued++;
+        if (r->state == MLSTACK_REQUEST_RUNNING) st->n_running++;
+    }
+    st->n_pages = kv->n_pages;
+    st->page_tokens = kv->page_tokens;
+    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
+                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+                     ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
+                         (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
+    st->pages_free = kv->n_free;
+    st->pages_used = kv->n_pages - kv->n_free;
+    st->pages_cached = kv->radix.n_cached;
+    st->pages_pinned = kv->radix.n_pinned;
+    st->tree_nodes = kv->radix.n_nodes;
+    st->pages_evicted = kv->radix.n_evicted;
+    st->hit_tokens = S->hit;
+    st->computed_tokens = S->computed;
+    st->generated_tokens = S->generated;
+    st->steps = S->steps;
+    st->preemptions = S->preemptions;
+    st->spec_drafted = S->drafted;
+    st->spec_accepted = S->accepted;
+    st->spec_steps = S->spec_steps;
+    mlstack__sched_reap(S);
+}
+
+/* (1) Under the lock: submissions join the waiting list, cancellations are marked; then the
+   marked requests finish. */
+static void mlstack__sched_intake(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r;
+    int i;
+    mlstack__lock(&S->mu);
+    while ((r = S->in_head) != NULL) {
+        S->in_head = r->next_in;
+        r->next_in = NULL;
+        if (mlstack__wait_push(S, r) != 0) {
+            r->next_in = S->in_head; /* keep it queued for the next step */
+            S->in_head = r;
+            break;
+        }
+        r->state = MLSTACK_REQUEST_QUEUED;
+        r->seen = 1;
+        r->arrival_step = S->steps; /* S->steps belongs to the stepping thread: read here, not at submit */
+    }
+    if (!S->in_head) S->in_tail = NULL;
+    for (r = S->all; r; r = r->next_all)
+        if (r->cancel && r->seen && r->state != MLSTACK_REQUEST_DONE) r->kill = 1;
+    mlstack__unlock(&S->mu);
+    for (i = 0; i < S->n_run + S->n_wait;) {
+        r = i < S->n_run ? S->run[i] : S->wait[i - S->n_run];
+        if (r->kill) {
+            r->kill = 0;
+            mlstack__req_finish(e, r, MLSTACK_FINISH_CANCELLED, MLSTACK_ERR_CANCELLED, "cancelled");
+        } else {
+            i++;
+        }
+    }
+}
+
+/* ---- speculative decoding ----
+   A decoding request (one row left, a token generated already) may add k drafted tokens after
+   its last one: rows at positions n_computed .. n_computed + k, each asking for logits. The
+   rows are verified in order, row j's logits deciding the token after row j's input: greedy
+   takes the argmax and goes on while it equals the next draft; a sampled request accepts draft
+   x with probability min(1, p(x) / q(x)) and after a rejection draws from max(0, p - q)
+   (mlstack_sampler_verify; q is a point mass for prompt-lookup drafts). The token after the
+   last accepted draft is emitted too, so a step emits 1..k+1 tokens. Every emitted token comes
+   from logits bit-identical to a one-row decode at that position (batch invariance), so greedy
+   output equals decoding without drafts. After a rejection the KV of the later rows is dropped:
+   the sequence shrinks back to its accepted positions and their pages return to the pool.
+   Pages enter the radix tree only up to n_computed, so the cache never holds a draft. The
+   draft model runs on an engine of its own, one sequence per running request, rolled back to
+   the tokens it shares with the request before it drafts again. */
+
+/* Prompt lookup: up to k tokens that followed the latest earlier occurrence of the last g of
+   toks[0..n), g from max_g down to 2 (to 1 when max_g is 1). Returns how many were copied to
+   out (0: no match). One token alone is a poor cue: on SmolLM2-135M (tools/bench_spec.py, 2-core
+   Zen 3, 3 rounds) stopping at 2 took acceptance from 73 / 53 / 14% to 85 / 60 / 24% and the
+   speed-ups from 2.93 / 1.94 / 0.89x to 3.34 / 2.13 / 0.97x (rewrite / summarize / correct). */
+MLSTACK__FN int mlstack__spec_ngram(const int32_t *toks, int n, int max_g, int k, int32_t *out) {
+    int g, i, j;
+    for (g = max_g < n - 1 ? max_g : n - 1; g >= (max_g > 1 ? 2 : 1); g--) {
+        const int32_t *pat = toks + n - g;
+        for (i = n - g - 1; i >= 0; i--) {
+            if (toks[i] != pat[0] || memcmp(toks + i, pat, sizeof(int32_t) * (size_t)g) != 0) continue;
+            for (j = 0; j < k && i + g + j < n; j++) out[j] = toks[i + g + j];
+            return j;
+        }
+    }
+    return 0;
+}
+
+/* How many drafts r may have verified this step: its adaptive cap (at most spec_tokens), within
+   max_tokens, the context, the draft model's context and the token array (one more token
+   follows the drafts). The cap doubles after a step that accepted every draft and halves after
+   one that accepted none; at 1 with nothing accepted, the request decodes 4 steps without
+   drafts, so that text the drafts cannot predict costs little (extra rows are not free). */
+static int mlstack__spec_room(const mlstack_engine *e, mlstack__req *r) {
+    int k = r->spec_cap, gen = r->n_toks - r->n_prompt, lim;
+    if (r->no_spec || r->n_toks - r->n_computed != 1 || gen < 1) return 0;
+    if (r->spec_skip > 0) {
+        r->spec_skip--;
+        return 0;
+    }
+    if (r->max_tokens && k > r->max_tokens - gen - 1) k = r->max_tokens - gen - 1;
+    if (k > r->cap_toks - r->n_toks - 1) k = r->cap_toks - r->n_toks - 1;
+    lim = e->model->cfg.max_pos;
+    if (e->draft && e->draft->model->cfg.max_pos < lim) lim = e->draft->model->cfg.max_pos;
+    if (k > lim - r->n_toks) k = lim - r->n_toks;
+    return k > 0 ? k : 0;
+}
+
+/* A draw from probs (n floats, not necessarily normalised) with s's generator. */
+static int32_t mlstack__sampler_draw(mlstack_sampler *s, const float *probs) {
+    int i, last = 0;
+    double sum = 0, r, cum = 0;
+    for (i = 0; i < s->n_vocab; i++) sum += probs[i];
+    r = mlstack__sampler_uniform(s) * sum;
+    for (i = 0; i < s->n_vocab; i++) {
+        if (probs[i] <= 0) continue;
+        last = i;
+        cum += probs[i];
+        if (r < cum) return i;
+    }
+    return last;
+}
+
+/* The draft model's sampler for r: r's settings without penalties or grammar (any q gives the
+   target distribution; penalties would only cost time), its own seed. */
+static mlstack_sampler *mlstack__spec_dsmp(mlstack__req *r) {
+    mlstack_sampler_desc d = r->smp->d;
+    if (r->dsmp) return r->dsmp;
+    d.repeat_penalty = 1;
+    d.frequency_penalty = d.presence_penalty = 0;
+    d.grammar = NULL;
+    d.seed ^= 0x9E3779B97F4A7C15ull;
+    if (mlstack_sampler_init(&d, r->smp->n_vocab, &r->dsmp) != MLSTACK_OK) r->dsmp = NULL;
+    return r->dsmp;
+}
+
+/* Drafts for every decoding request (r->spec_k of them into r->draft): prompt lookup, or the
+   draft model, whose engine runs k forwards over all such requests together (the first also
+   catches each draft sequence up with its request's tokens). */
+static void mlstack__spec_draft(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack_engine *D = e->draft;
+    int i, it, kmax = 0, V = e->model->cfg.n_vocab;
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        int k = mlstack__spec_room(e, r);
+        r->spec_k = 0;
+        if (k == 0) continue;
+        if (!r->draft && !(r->draft = (int32_t *)mlstack__calloc((size_t)e->spec_tokens, sizeof(int32_t)))) continue;
+        if (e->spec == MLSTACK_SPEC_NGRAM) {
+            r->spec_k = mlstack__spec_ngram(r->toks, r->n_toks, e->spec_ngram, k, r->draft);
+            continue;
+        }
+        if (!mlstack__spec_dsmp(r)) continue;
+        if (r->smp->d.temperature > 0 && !r->draft_q &&
+            !(r->draft_q = (float *)mlstack__calloc((size_t)e->spec_tokens * (size_t)V, sizeof(float))))
+            continue;
+        if (r->dseq < 0 && mlstack_engine_seq_new(D, &r->dseq) != MLSTACK_OK) {
+            r->dseq = -1;
+            continue;
+        }
+        { /* back to the tokens the draft sequence shares with r */
+            int32_t have = D->kv.seqs[r->dseq].len, valid = r->spec_base ? r->spec_base + r->spec_acc : have;
+            if (valid > r->n_toks - 1) valid = r->n_toks - 1;
+            if (have > valid) (void)mlstack_engine_seq_rewind(D, r->dseq, valid);
+        }
+        r->spec_k = k;
+        if (k > kmax) kmax = k;
+    }
+    for (it = 0; it < kmax; it++) {
+        int n = 0, need = 0;
+        for (i = 0; i < S->n_run; i++)
+            if (S->run[i]->spec_k > it) need += it ? 1 : S->run[i]->n_toks - D->kv.seqs[S->run[i]->dseq].len;
+        if (need > S->cap_drows) {
+            mlstack_batch_row *p = (mlstack_batch_row *)MLSTACK_REALLOC(S->drows, sizeof *p * (size_t)need);
+            if (!p) break;
+            S->drows = p;
+            S->cap_drows = need;
+        }
+        for (i = 0; i < S->n_run; i++) {
+            mlstack__req *r = S->run[i];
+            int32_t p0, p;
+            if (r->spec_k <= it) continue;
+            p0 = it ? r->n_toks - 1 + it : D->kv.seqs[r->dseq].len;
+            for (p = p0; p < r->n_toks + it; p++) {
+                mlstack_batch_row *row = &S->drows[n++];
+                row->seq = r->dseq;
+                row->pos = p;
+                row->token = p < r->n_toks ? r->toks[p] : r->draft[it - 1];
+                row->want_logits = p == r->n_toks - 1 + it;
+            }
+            r->row_first = n - 1; /* the row whose logits draft token `it` */
+        }
+        if (mlstack__eval(D, S->drows, n, 0) != MLSTACK_OK) { /* the draft's KV pool is full, most likely */
+            for (i = S->n_run - 1; i >= 0 && S->run[i]->dseq < 0; i--) {}
+            if (i >= 0) { /* the newest request gives its draft sequence back, so the others draft next step */
+                (void)mlstack_engine_seq_free(D, S->run[i]->dseq);
+                S->run[i]->dseq = -1;
+                S->run[i]->spec_base = 0;
+            }
+            break;
+        }
+        for (i = 0; i < S->n_run; i++) {
+            mlstack__req *r = S->run[i];
+            const float *lg;
+            if (r->spec_k <= it) continue;
+            lg = mlstack_engine_logits(D, r->row_first);
+            if (r->draft_q && r->smp->d.temperature > 0) {
+                float *q = r->draft_q + (size_t)it * (size_t)V;
+                (void)mlstack_sampler_probs(r->dsmp, lg, q);
+                r->draft[it] = mlstack__sampler_draw(r->dsmp, q);
+            } else {
+                r->draft[it] = mlstack_sampler_sample(r->dsmp, lg);
+            }
+        }
+    }
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        if (r->spec_k > it && e->spec == MLSTACK_SPEC_DRAFT) r->spec_k = it; /* the draft model failed: fewer drafts */
+        r->spec_base = r->n_toks;
+        r->spec_acc = 0;
+    }
+}
+
+/* Verifies r's drafts against this step's logits rows and emits the tokens (see above). */
+static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
+    mlstack__sched *S = e->sched;
+    int V = e->model->cfg.n_vocab, k = r->spec_k, j, acc = 0, c0 = r->n_computed;
+    r->spec_k = 0;
+    S->drafted += (uint64_t)k;
+    S->spec_steps++;
+    r->n_drafted += k;
+    for (j = 0; j <= k; j++) {
+        const float *lg = mlstack_engine_logits(e, r->row_first + j);
+        int ok = 0;
+        int32_t tok;
+        r->n_computed = c0 + j + 1; /* the KV of the last token and the j drafts accepted so far */
+        if (r->on_logits) r->on_logits(r->user, r->id, lg, V);
+        if (j < k)
+            tok = mlstack_sampler_verify(
+                r->smp, lg, r->draft[j],
+                r->draft_q && r->smp->d.temperature > 0 ? r->draft_q + (size_t)j * (size_t)V : NULL, &ok);
+        else
+            tok = mlstack_sampler_sample(r->smp, lg);
+        if (tok < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_INVALID_ARG,
+                                "speculative decoding: no token to emit");
+            break;
+        }
+        acc += ok;
+        mlstack__req_emit(e, r, tok);
+        if (r->state == MLSTACK_REQUEST_DONE || !ok) break;
+    }
+    S->accepted += (uint64_t)acc;
+    r->n_accepted += acc;
+    r->spec_acc = acc;
+    if (acc == k) {
+        r->spec_cap = 2 * r->spec_cap < e->spec_tokens ? 2 * r->spec_cap : e->spec_tokens;
+    } else if (acc == 0) {
+        if (r->spec_cap == 1) r->spec_skip = 4;
+        r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
+    }
+    if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
+        /* hybrids: the recurrent state went past them; back to the kept copy from before the
+           drafts (or a later page snapshot), and the next step recomputes the accepted rows */
+        if (mlstack__state_rewind(&e->kv, r->seq, r->n_computed) != 0) {
+            r->n_computed = mlstack__state_floor(&e->kv, r->seq, r->n_computed);
+            (void)mlstack__state_rewind(&e->kv, r->seq, r->n_computed);
+        }
+        (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
+        e->kv.seqs[r->seq].len = r->n_computed;
+    }
+}
+
+/* (2) The batch: running requests oldest first, decodes ahead of prefill in the budget, then
+   admissions. Returns the number of rows in S->rows. */
+static int mlstack__sched_plan(mlstack_engine *e) {
+    mlstack__sched *S = e->sched;
+    mlstack__req *r;
+    uint64_t preempted = S->preemptions;
+    int i, n_rows = 0, n_dec = 0, budget;
+    for (i = 0; i < S->n_run; i++)
+        if (S->run[i]->n_toks - S->run[i]->n_computed == 1) n_dec++;
+    budget = e->step_tokens - n_dec;
+    if (e->spec != MLSTACK_SPEC_NONE) mlstack__spec_draft(e);
+    for (i = 0; i < S->n_run; i++) {
+        int left, chunk, got;
+        r = S->run[i];
+        r->n_rows = 0;
+        left = r->n_toks - r->n_computed;
+        chunk = left == 1 ? 1 : (left < budget ? left : budget);
+        if (chunk <= 0) continue;
+        got = mlstack__req_reserve(e, r, r->n_computed + chunk, 1);
+        if (got < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
+            i--;
+            continue;
+        }
+        if (got == 0) break; /* r itself was preempted: it was the last running request */
+        mlstack__add_rows(S, &n_rows, r, chunk);
+        r->prefill_rows = left > 1 || r->n_computed < r->n_prompt ? chunk : 0;
+        if (left > 1) budget -= chunk;
+        if (left == 1 && r->spec_k > 0) { /* drafts: within the budget and the free pages, never evicting */
+            mlstack__kv_seq *s = &e->kv.seqs[r->seq];
+            int k = r->spec_k, room = (s->n_pages + e->kv.n_free) * e->kv.page_tokens - (r->n_computed + 1), j;
+            if (k > budget) k = budget;
+            if (k > room) k = room;
+            if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
+            r->spec_k = k > 0 ? k : 0;
+            if (r->spec_k) mlstack__state_keep(&e->kv, r->seq); /* hybrids: what a rejection rolls back to */
+            for (j = 0; j < r->spec_k; j++) {
+                mlstack_batch_row *row = &S->rows[n_rows++];
+                row->seq = r->seq;
+                row->pos = r->n_computed + 1 + j;
+                row->token = r->draft[j];
+                row->want_logits = 1;
+            }
+            r->n_rows += r->spec_k;
+            budget -= r->spec_k;
+        } else {
+            r->spec_k = 0;
+        }
+    }
+    /* no admissions in a step that had to preempt: the room is not there */
+    while (budget > 0 && S->n_wait > 0 && S->n_run < e->kv.max_seqs && S->preemptions == preempted) {
+        int w = mlstack__pick_waiting(e), got, chunk;
+        r = S->wait[w];
+        got = mlstack__admit(e, w);
+        if (got < 0) {
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "out of memory for a page table");
+            continue;
+        }
+        if (got == 0) {
+            if (S->n_run == 0) /* nothing will free pages: the low-level API holds them */
+                mlstack__req_finish(
+                    e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_LIMIT,
+                    "KV pages are held by sequences of the low-level API; the request cannot be admitted");
+            break;
+        }
+        chunk = r->n_toks - r->n_computed < budget ? r->n_toks - r->n_computed : budget;
+        if (mlstack__req_reserve(e, r, r->n_computed + chunk, 0) != 1) { /* cannot happen: admit checked the room */
+            mlstack__req_finish(e, r, MLSTACK_FINISH_ERROR, MLSTACK_ERR_NO_MEMORY, "no KV pages after admission");
+            continue;
+        }
+        mlstack__add_rows(S, &n_rows, r, chunk);
+        r->prefill_rows = chunk;
+        r->spec_k = 0;
+        budget -= chunk;
+    }
+    return n_rows;
+}
+
+/* (3) One forward over the ragged batch. */
+static mlstack_result mlstack__sched_forward(mlstack_engine *e, int n_rows) {
+    mlstack__sched *S = e->sched;
+    mlstack_result res;
+    int i;
+    for (i = 0; i < S->n_run; i++) {
+        mlstack__req *r = S->run[i];
+        if (r->n_rows) e->kv.seqs[r->seq].len = r->n_computed; /* eval appends from here */
+    }
+    res = mlstack__eval(e, S->rows, n_rows, 1);
+    S->steps++;
+    return res;
+}
+
+/* (4) Sample, stream, retire; after a failed forward, every running request fails with it. */
+static void mlstack__sched_sample(mlstack_engine *e, mlstack_result res) {
+    mlstack__sched *S = e->sched;
+    mlstack__req **batch = S->run, *r;
+    int i, n_batch = S->n_run;
+    if (res != MLSTACK_OK) {
+        char msg[160];
+        size_t n = strlen(e->err.message) < sizeof msg - 1 ? strlen(e->err.message) : sizeof msg - 1;
+        memcpy(msg, e->err.message, n);
+        msg[n] = 0;
+        while (S->n_run > 0) mlstack__req_finish(e, S->run[S->n_run - 1], MLSTACK_FINISH_ERROR, res, msg);
+        return;
+    }
+    /* finishing removes requests from S->run: walk a copy of the list's order backwards */
+    for (i = n_batch - 1; i >= 0; i--) {
+        r = batch[i];
+        if (!r->n_rows) continue;
+        S->computed += (uint64_t)r->prefill_rows;
+        if (r->spec_k > 0) {
+            mlstack__spec_verify(e, r);
+            r->n_rows = 0;
+            continue;
+        }
+        r->n_computed += r->n_rows;
+        if (r->prefill_rows && r->n_computed == r->n_toks) mlstack__req_share(e, r);
+        if (r->n_computed == r->n_toks)
+            mlstack__req_sample(e, r, mlstack_engine_logits(e, r->row_first + r->n_rows - 1));
+        r->n_rows = 0;
+    }
+}
+
+MLSTACK_API mlstack_result mlstack_engine_step(mlstack_engine *e, int *n_active) {
+    mlstack_result res = MLSTACK_OK;
+    int n_rows;
+    if (n_active) *n_active = 0;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    MLSTACK__ENGINE_NOT_BUSY(e, "step");
+    e->busy = 1;
+    e->err.message[0] = 0;
+    mlstack__sched_intake(e); /* (1) */
+    n_rows = mlstack__sched_plan(e); /* (2) */
+    if (n_rows > 0) {
+        res = mlstack__sched_forward(e, n_rows); /* (3) */
+        mlstack__sched_sample(e, res); /* (4) */
+    }
+    mlstack__lock(&e->sched->mu); /* (5) */
+    mlstack__sched_publish(e);
+    if (n_active) *n_active = e->sched->snap.n_queued + e->sched->snap.n_running;
+    mlstack__unlock(&e->sched->mu);
+    e->busy = 0;
+    return res;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_complete(mlstack_engine *e, const mlstack_request_desc *d,
+                                                   mlstack_request_status *status, int32_t *tokens, int cap,
+                                                   mlstack_error *err) {
+    uint64_t id;
+    mlstack_request_status st;
+    mlstack_result res;
+    memset(&st, 0, sizeof st);
+    if (e && e->busy) {
+        MLSTACK__FAIL(err, MLSTACK_ERR_STATE,
+                      "complete: called from a callback of a step or generate in progress on this engine");
+        MLSTACK__ENGINE_NOT_BUSY(e, "complete");
+    }
+    res = mlstack_engine_submit(e, d, &id, err);
+    if (res != MLSTACK_OK) return res;
+    for (;;) {
+        mlstack_result pr;
+        res = mlstack_engine_step(e, NULL);
+        if ((pr = mlstack_engine_poll(e, id, &st, tokens, cap)) != MLSTACK_OK) {
+            /* another thread released the id: st holds the last status polled (or zeros) */
+            st.state = MLSTACK_REQUEST_DONE;
+            st.finish = MLSTACK_FINISH_ERROR;
+            st.result = pr;
+            snprintf(st.message, sizeof st.message, "the request was released by another thread while complete waited");
+            if (status) *status = st;
+            return MLSTACK__FAIL(err, pr, "%s", st.message);
+        }
+        if (st.state == MLSTACK_REQUEST_DONE) break;
+        if (res != MLSTACK_OK) break;
+    }
+    if (status) *status = st;
+    mlstack_engine_release(e, id);
+    if (res == MLSTACK_OK) res = st.result;
+    if (res != MLSTACK_OK) MLSTACK__FAIL(err, res, "%s", st.message[0] ? st.message : mlstack_engine_error(e));
+    return res;
+}
+
+MLSTACK_API void mlstack_engine_cache_stats(mlstack_engine *e, mlstack_cache_stats *out) {
+    if (!e || !out) return;
+    mlstack__lock(&e->sched->mu);
+    *out = e->sched->snap;
+    out->rejected = e->sched->rejected;
+    mlstack__unlock(&e->sched->mu);
+}
+
+MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
+    int before;
+    if (!e) return 0;
+    if (e->busy) { /* evicting under a step in progress would free pages it is about to use */
+        mlstack__engine_fail(e, MLSTACK_ERR_STATE,
+                             "cache_clear: called from a callback of a step or generate in progress");
+        return 0;
+    }
+    before = e->kv.n_free;
+    mlstack__radix_evict(&e->kv, e->kv.n_pages);
+    mlstack__lock(&e->sched->mu);
+    mlstack__sched_publish(e);
+    mlstack__unlock(&e->sched->mu);
+    return e->kv.n_free - before;
+}
+
+/* ==== 28. ENGINE SETUP ==== */ /* >>setup */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* mlstack_engine_init and mlstack_engine_free: the settings' defaults and checks, then each
+   part built in the order the sections above define them (kernels and pool, KV pages, ranks,
+   scheduler, draft engine), and released in reverse. */
+
+/* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
+                                                    mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &model->cfg;
+    int kv_size = 2;
+    memset(d, 0, sizeof *d);
+    if (desc) *d = *desc;
+    if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
+        d->n_ranks < 0 || d->threads_per_rank < 0 || d->n_stages < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
+        d->spec_tokens > 64 || d->spec_ngram < 0 || d->spec_ngram > 64)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64",
+                             (int)d->spec);
+    if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_INVALID_ARG,
+            "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
+            "the tokenizer)",
+            d->spec_draft->cfg.n_vocab, c->n_vocab);
+    if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
+    if (d->spec_ngram == 0) d->spec_ngram = 3;
+    if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
+        d->step_tokens > (1 << 24))
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_LIMIT,
+            "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+            "(2^24) too large");
+    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
+        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
+                                 getenv("MLSTACK_RANKS"));
+        d->n_ranks = (int)v;
+    }
+    if (d->n_stages == 0 && getenv("MLSTACK_STAGES")) {
+        long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
+                                 getenv("MLSTACK_STAGES"));
+        d->n_stages = (int)v;
+    }
+    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
+        const char *v = getenv("MLSTACK_RANK_MODE");
+        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
+        else if (strcmp(v, "reduce") == 0)
+            d->rank_mode = MLSTACK_RANK_REDUCE;
+        else
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
+                                 v);
+    }
+    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
+                             (int)d->rank_mode);
+    if (d->n_threads == 0)
+        d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
+    if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
+    if (d->max_seqs == 0) d->max_seqs = 16;
+    if (d->max_batch_tokens == 0) d->max_batch_tokens = 512;
+    if (d->step_tokens == 0) d->step_tokens = d->max_batch_tokens < 128 ? d->max_batch_tokens : 128;
+    {
+        size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+        if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+        if ((uint64_t)d->max_batch_tokens * max_in >
+            (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                                 "max_batch_tokens %d x width %zu of this model exceeds %d elements",
+                                 d->max_batch_tokens, max_in, INT_MAX);
+    }
+    switch (d->kv_type) {
+    case MLSTACK_KV_DEFAULT:
+    case MLSTACK_KV_F16:
+    case MLSTACK_KV_BF16: break;
+    case MLSTACK_KV_F32: kv_size = 4; break;
+    default:
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
+    }
+    if (d->kv_mem == 0) {
+        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
+        ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
+        d->kv_mem =
+            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
+        d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
+    }
+    /* the recurrent layers' state is not sharded: hybrids run on one rank */
+    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
+                             "over ranks or stages yet: run it on one rank",
+                             c->architecture, c->n_recurrent, c->n_layers);
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "
+                             "attention only (it rewinds to any position)",
+                             d->spec_draft->cfg.architecture);
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
+                                               mlstack_engine **out, mlstack_error *err) {
+    mlstack_engine_desc d;
+    mlstack_engine *e;
+    mlstack_result r;
+    int cap;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
+    *out = NULL;
+    if ((r = mlstack__engine_desc_defaults(model, desc, &d, err)) != MLSTACK_OK) return r;
+    cap = mlstack__isa_parse(d.isa);
+    if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
+    if (cap == -2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
+                             d.isa ? d.isa : getenv("MLSTACK_ISA"));
+    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
+    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    e->k = mlstack__kernels_select(cap, d.bf16_activations);
+    e->model = model;
+    e->max_batch = d.max_batch_tokens;
+    e->step_tokens = d.step_tokens;
+    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
+    /* the ranks (threads, weights, KV pages, activations), then the scheduler on top */
+    r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
+    e->spec = d.spec;
+    e->spec_tokens = d.spec_tokens;
+    e->spec_ngram = d.spec_ngram;
+    if (r == MLSTACK_OK && d.spec == MLSTACK_SPEC_DRAFT) {
+        /* the draft engine: the same threads, sequences and pages; KV for as many positions */
+        const mlstack__config *dc = &d.spec_draft->cfg;
+        mlstack_engine_desc dd;
+        uint64_t per_tok =
+            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        memset(&dd, 0, sizeof dd);
+        dd.n_threads = d.n_threads;
+        dd.kv_type = d.kv_type;
+        dd.kv_page_tokens = d.kv_page_tokens;
+        dd.max_seqs = d.max_seqs;
+        dd.max_batch_tokens = d.max_batch_tokens;
+        dd.isa = d.isa;
+        dd.bf16_activations = d.bf16_activations;
+        dd.n_ranks = 1;
+        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
+                        (uint64_t)dc->head_dim +
+                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
+                        (uint64_t)d.kv_page_tokens;
+        r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
+    }
+    if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
+        MLSTACK__FAIL(err, r, "could not start the profiler");
+    if (r != MLSTACK_OK) {
+        mlstack_engine_free(e);
+        return r;
+    }
+    *out = e;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
+    if (!e) return;
+    if (e->backend) e->backend->free(e);
+    mlstack__prof_free(e);
+    mlstack__sched_free(e);
+    mlstack_engine_free(e->draft);
+    mlstack__ranks_free(e);
+    mlstack__pool_free(&e->pool);
+    mlstack__kv_free(&e->kv);
+    MLSTACK_FREE(e->logits);
+    MLSTACK_FREE(e->logit_slot);
+    MLSTACK_FREE(e->tmp_len);
+    MLSTACK_FREE(e);
+}
+
+/* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
@@ -33738,7 +35050,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
 static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu"};
+                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */
@@ -34249,7 +35561,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 27. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 30. UNICODE TABLES ==== */ /* >>unicodetables */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 
