@@ -24610,18 +24610,6 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
 
 static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
 
-/* A rule for the conjunction of the schemas each pos member has under `key` (members without
-   it: `fallback`, NULL: no constraint). -2: the conjunction allows no value. */
-static int mlstack__js_gen_sub(mlstack__js *j, const mlstack__jsbr *br, const char *key, const char *fallback) {
-    const mlstack__json *list[MLSTACK__JS_MAX_CONJ];
-    int i, n = 0;
-    for (i = 0; i < br->n_pos; i++) {
-        const mlstack__json *v = mlstack__json_get(br->pos[i], key);
-        if (!v && fallback) v = mlstack__json_get(br->pos[i], fallback);
-        if (v) list[n++] = v;
-    }
-    return mlstack__js_gen_list(j, list, n);
-}
 static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
     char t[32];
     if (id == -3) return MLSTACK__JS_P(j, b, "jvalue ");
@@ -24694,12 +24682,13 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
 
 static const char *const mlstack__js_formats[][2] = {
     {"date",
-     "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2["
+     "[1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2["
      "0-8]))"},
     {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
-    {"date-time", "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1["
-                  "0-9]|2[0-8]))T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-"
-                  "5][0-9])"},
+    {"date-time",
+     "[1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1["
+     "0-9]|2[0-8]))T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-"
+     "5][0-9])"},
     {"duration",
      "P(([0-9]{1,4}Y)?([0-9]{1,4}M)?[0-9]{1,4}D|[0-9]{1,4}Y([0-9]{1,4}M)?|[0-9]{1,4}M|[0-9]{1,4}W)(T[0-9]{1,"
      "4}H([0-9]{1,4}M)?([0-9]{1,4}S)?)?|PT[0-9]{1,4}H([0-9]{1,4}M)?([0-9]{1,4}S)?"},
@@ -25278,24 +25267,24 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -2;
     o.rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
     for (i = 0; i < o.n; i++) {
-        long c;
+        long cc;
         int *row = &o.rule[(size_t)i * (size_t)(o.cap + 1)], *next = row + o.cap + 1;
-        for (c = 0; c <= o.cap; c++) {
-            if (row[c] != -3) continue;
-            if (o.p[i].rule != -2 && (o.mx < 0 || c < o.mx)) next[c + 1 > o.cap ? o.cap : c + 1] = -3;
-            if (!o.p[i].required) next[c] = -3;
+        for (cc = 0; cc <= o.cap; cc++) {
+            if (row[cc] != -3) continue;
+            if (o.p[i].rule != -2 && (o.mx < 0 || cc < o.mx)) next[cc + 1 > o.cap ? o.cap : cc + 1] = -3;
+            if (!o.p[i].required) next[cc] = -3;
         }
     }
     {
         int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
-        long c;
-        for (c = 0; c < o.cap; c++)
-            if (row[c] == -3 && o.extra != -2 && (o.mx < 0 || c < o.mx)) row[c + 1] = -3;
+        long cc;
+        for (cc = 0; cc < o.cap; cc++)
+            if (row[cc] == -3 && o.extra != -2 && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
     }
     for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
-        long c;
-        for (c = o.cap; c >= 0; c--) /* E(cap) may loop on itself: its id first */
-            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)c] == -3 && mlstack__js_obj_rule(j, &o, i, c) == -1)
+        long cc;
+        for (cc = o.cap; cc >= 0; cc--) /* E(cap) may loop on itself: its id first */
+            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)cc] == -3 && mlstack__js_obj_rule(j, &o, i, cc) == -1)
                 return -1;
     }
     r = o.rule[0];
