@@ -24113,6 +24113,7 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
 typedef struct {
     const mlstack__json *pos[MLSTACK__JS_MAX_CONJ], *neg[16];
     int n_pos, n_neg;
+    int splits, pos_splits[MLSTACK__JS_MAX_CONJ]; /* choices made so far (anyOf, oneOf, if); when each pos came */
 } mlstack__jsbr;
 typedef struct {
     const mlstack__json *s;
@@ -24239,6 +24240,7 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
     if (n) memcpy(t2, todo, sizeof *t2 * (size_t)n);
     for (c = arr->child; c && j->rc == MLSTACK_OK; c = c->next) {
         mlstack__jsbr b = *cur;
+        b.splits++;
         t2[n].s = c;
         t2[n].negated = 0;
         if (mlstack__js_flat(j, t2, n + 1, &b, out, hops)) return -1;
@@ -24290,12 +24292,21 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
         t2[m].s = t, t2[m++].negated = 0;
         return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
     }
-    for (z = 0; z < (size_t)cur->n_pos; z++) /* met again: a cycle of $ref / allOf with no value between */
-        if (cur->pos[z] == s)
+    for (z = 0; z < (size_t)cur->n_pos; z++) /* met again through $ref / allOf with no value between */
+        if (cur->pos[z] == s) {
+            const mlstack__json *m;
+            int own = 0; /* keywords of s beside the reference and its definitions */
+            for (m = s->child; m; m = m->next)
+                own += strcmp(m->key, "$ref") && strcmp(m->key, "$defs") && strcmp(m->key, "definitions") &&
+                       strcmp(m->key, "$schema") && strcmp(m->key, "$id") && strcmp(m->key, "$comment");
+            if (cur->pos_splits[z] == cur->splits && own) /* only conjunctions since: s and s is s */
+                return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "a $ref cycle that reaches itself without a value in between (left recursion)");
+        }
     if (cur->n_pos == MLSTACK__JS_MAX_CONJ)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 48 schemas (allOf, $ref) together");
+    cur->pos_splits[cur->n_pos] = cur->splits;
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
@@ -24314,6 +24325,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if ((k = mlstack__json_get(s, "if")) != NULL) {
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
         mlstack__jsbr b = *cur;
+        b.splits++, cur->splits++;
         t2[m].s = k, t2[m].negated = 0;
         t2[m + 1].s = th ? th : k, t2[m + 1].negated = 0;
         if (mlstack__js_flat(j, t2, m + 2, &b, out, hops + 1)) return -1;
@@ -25534,7 +25546,7 @@ static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list
     cur = (mlstack__jsbr *)mlstack__arena_alloc(&j->arena, sizeof *cur);
     if (!todo || !cur) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     for (i = 0; i < n; i++) todo[i].s = list[n - 1 - i], todo[i].negated = 0;
-    cur->n_pos = cur->n_neg = 0;
+    cur->n_pos = cur->n_neg = cur->splits = 0;
     if (mlstack__js_flat(j, todo, n, cur, &brs, 0)) return -1;
     for (i = 0; i < brs.n && j->rc == MLSTACK_OK; i++) {
         size_t mark = b.n;
