@@ -24294,11 +24294,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     }
     for (z = 0; z < (size_t)cur->n_pos; z++) /* met again through $ref / allOf with no value between */
         if (cur->pos[z] == s) {
-            const mlstack__json *m;
+            const mlstack__json *kw;
             int own = 0; /* keywords of s beside the reference and its definitions */
-            for (m = s->child; m; m = m->next)
-                own += strcmp(m->key, "$ref") && strcmp(m->key, "$defs") && strcmp(m->key, "definitions") &&
-                       strcmp(m->key, "$schema") && strcmp(m->key, "$id") && strcmp(m->key, "$comment");
+            for (kw = s->child; kw; kw = kw->next)
+                own += strcmp(kw->key, "$ref") && strcmp(kw->key, "$defs") && strcmp(kw->key, "definitions") &&
+                       strcmp(kw->key, "$schema") && strcmp(kw->key, "$id") && strcmp(kw->key, "$comment");
             if (cur->pos_splits[z] == cur->splits && own) /* only conjunctions since: s and s is s */
                 return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
