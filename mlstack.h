@@ -1255,7 +1255,11 @@ typedef enum mlstack_grammar_kind {
                         about every 64K units (a few hundred microseconds) and once at the start;
                         non-zero abandons the compile with MLSTACK_ERR_CANCELLED. It may read
                         a flag another thread sets, or poll a socket; it must not call back into
-                        the grammar being compiled. */
+                        the grammar being compiled.
+     json_whitespace    0: compact JSON (no whitespace between tokens) for JSON_SCHEMA and JSON,
+                        flexible for the tool-call kinds (models write {"name": ...} with spaces);
+                        1: flexible but bounded: at each place JSON allows whitespace, at most one
+                        space or tab, or one newline and up to 20 spaces / tabs; 2: compact */
 typedef struct mlstack_grammar_desc {
     mlstack_grammar_kind kind;
     const char *text;
@@ -1267,6 +1271,7 @@ typedef struct mlstack_grammar_desc {
     uint64_t max_work;
     int (*cancel)(void *cancel_user);
     void *cancel_user;
+    int json_whitespace;
 } mlstack_grammar_desc;
 
 /* Compiles a grammar for desc->vocab.
@@ -23049,7 +23054,7 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
 
 static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_string, mlstack__buf *out,
                                              const char *what, mlstack__gwork *w, mlstack_error *err);
-static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, int flexible, mlstack__buf *out,
                                               mlstack__gwork *w, mlstack_error *err);
 
 MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
@@ -23118,7 +23123,8 @@ MLSTACK__FN mlstack_result mlstack__grammar_compile_work(const mlstack_grammar_d
     case MLSTACK_GRAMMAR_TOOL_CALLS_AUTO:
         what = "schema grammar";
         r = mlstack__schema_to_gbnf(d->kind == MLSTACK_GRAMMAR_JSON ? "{\"type\": \"object\"}" : d->text,
-                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, &src, &w, err);
+                                    d->kind == MLSTACK_GRAMMAR_JSON ? 18 : len, (int)d->kind, d->json_whitespace, &src,
+                                    &w, err);
         break;
     default: return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "grammar: unknown kind %d", (int)d->kind);
     }
@@ -23581,28 +23587,29 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
    the escapes \" \\ \/ \b \f \n \r \t and \uXXXX outside the surrogates. What the generator
    writes is always valid; it may be a subset of what the schema allows. */
 
-#define MLSTACK__JS_COMMON                                                                                    \
-    "ws ::= [ \\t\\n]{0,20}\n"                                                                                \
-    "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-cA-CeEfF] [0-9a-fA-F]{3})\n"     \
-    "jstring ::= \"\\\"\" jchar* \"\\\"\"\n"                                                                  \
-    "jint ::= \"-\"? jnat\n"                                                                                  \
-    "jnat ::= \"0\" | [1-9] [0-9]{0,15}\n"                                                                    \
-    "jfrac ::= (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?\n"                                               \
-    "jnum ::= jint jfrac\n"                                                                                   \
-    "jvalue ::= jobject | jarray | jstring | jnum | \"true\" | \"false\" | \"null\"\n"                        \
-    "jobject ::= \"{\" ws (jstring ws \":\" ws jvalue (ws \",\" ws jstring ws \":\" ws jvalue)*)? ws \"}\"\n" \
+#define MLSTACK__JS_COMMON                                                                                       \
+    "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-cA-CeEfF] [0-9a-fA-F]{3})\n"        \
+    "jcanon ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\bfnrt] | \"\\\\u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f])\n" \
+    "jstring ::= \"\\\"\" jchar* \"\\\"\"\n"                                                                     \
+    "jint ::= \"-\"? jnat\n"                                                                                     \
+    "jnat ::= \"0\" | [1-9] [0-9]{0,15}\n"                                                                       \
+    "jfrac ::= (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?\n"                                                  \
+    "jnum ::= jint jfrac\n"                                                                                      \
+    "jvalue ::= jobject | jarray | jstring | jnum | \"true\" | \"false\" | \"null\"\n"                           \
+    "jobject ::= \"{\" ws (jstring ws \":\" ws jvalue (ws \",\" ws jstring ws \":\" ws jvalue)*)? ws \"}\"\n"    \
     "jarray ::= \"[\" ws (jvalue (ws \",\" ws jvalue)*)? ws \"]\"\n"
 
+struct mlstack__jsmemo;
 typedef struct {
     mlstack__buf *out;
     const mlstack__json *root;
-    const mlstack__json **ref_node;
-    int *ref_rule, n_refs, cap_refs;
-    int32_t *ref_tab; /* index + 1 into ref_node by the node's address (open addressing) */
-    uint32_t ref_mask;
+    mlstack__arena arena; /* branches, lists, tables: freed at the end */
+    struct mlstack__jsmemo *memo;
+    uint32_t memo_mask, n_memo;
     struct mlstack__jsmem *mem; /* members of the large objects and arrays $refs went through */
     uint32_t mem_mask, n_mem;
-    int n_rules, depth;
+    int n_rules, depth, draft, sub_ids, only;
+    int strict; /* tool arguments: no other keys unless additionalProperties allows them */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -23623,42 +23630,6 @@ static int mlstack__js_work(mlstack__js *j, uint64_t n) {
     if (mlstack__gwork_charge(j->w, n) == 0) return 0;
     if (j->rc == MLSTACK_OK) j->rc = j->w->stop;
     return -1;
-}
-
-/* A set of names (byte strings inside the schema document, not copied): properties and required
-   lists of tens of thousands of names are matched in linear time. Probes are charged. */
-typedef struct {
-    const char *s;
-    size_t n;
-    int used;
-} mlstack__jsname;
-typedef struct {
-    mlstack__jsname *t;
-    uint32_t mask;
-} mlstack__jsset;
-static int mlstack__jsset_init(mlstack__js *j, mlstack__jsset *h, size_t count) {
-    size_t cap = 16;
-    while (cap < count * 2 + 2 && cap < ((size_t)1 << 30)) cap *= 2;
-    h->mask = (uint32_t)cap - 1;
-    h->t = (mlstack__jsname *)mlstack__calloc(cap, sizeof *h->t);
-    if (!h->t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    return mlstack__js_work(j, cap / 8);
-}
-/* Is s[0..n) in the set? Returns 1 or 0 (add: it is inserted when absent), -1 out of budget. */
-static int mlstack__jsset_find(mlstack__js *j, mlstack__jsset *h, const char *s, size_t n, int add) {
-    uint32_t k = mlstack__ghash(s, n) & h->mask;
-    uint64_t probes = 1;
-    int found = 0;
-    while (h->t[k].used) {
-        if (h->t[k].n == n && memcmp(h->t[k].s, s, n) == 0) {
-            found = 1;
-            break;
-        }
-        k = (k + 1) & h->mask;
-        probes++;
-    }
-    if (!found && add) h->t[k].s = s, h->t[k].n = n, h->t[k].used = 1;
-    return mlstack__js_work(j, probes + n) ? -1 : found;
 }
 
 static size_t mlstack__js_push(mlstack__js *j, const char *seg, size_t n) {
@@ -23719,390 +23690,6 @@ static int mlstack__json_write(mlstack__buf *o, const mlstack__json *v) {
 }
 
 #if !defined(MLSTACK_NO_GRAMMAR)
-static int mlstack__js_value_lit(mlstack__js *j, mlstack__buf *b, const mlstack__json *v) {
-    mlstack__buf t = {0, 0, 0};
-    int ok = mlstack__json_write(&t, v) && mlstack__js_lit(b, t.p, t.n);
-    MLSTACK_FREE(t.p);
-    return ok ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-}
-
-static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s);
-
-/* Starts rule text "sN ::= " in b; returns N. */
-static int mlstack__js_rule_id(mlstack__js *j) { return j->n_rules++; }
-static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
-    char t[32];
-    snprintf(t, sizeof t, "s%d ::= ", id);
-    if (!mlstack__buf_puts(j->out, t) || !mlstack__buf_put(j->out, body->p, body->n) ||
-        !mlstack__buf_puts(j->out, "\n"))
-        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (j->out->n > ((size_t)64 << 20))
-        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
-    return mlstack__js_work(j, 1 + body->n);
-}
-#define MLSTACK__JS_PUT(j, b, str) \
-    (mlstack__buf_puts(b, str) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
-static int mlstack__js_ref_to(mlstack__js *j, mlstack__buf *b, int id) {
-    char t[32];
-    snprintf(t, sizeof t, "s%d ", id);
-    return MLSTACK__JS_PUT(j, b, t);
-}
-
-static int mlstack__js_get_int(mlstack__js *j, const mlstack__json *s, const char *key, long def, long *out) {
-    const mlstack__json *v = mlstack__json_get(s, key);
-    *out = def;
-    if (!v) return 0;
-    if (v->type != MLSTACK__JSON_NUMBER || !v->is_int || v->i < 0 || v->i > 1000000000)
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-negative integer", key);
-    *out = (long)v->i;
-    return 0;
-}
-
-static const char *const mlstack__js_formats[][2] = {
-    {"date", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"},
-    {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
-    {"date-time", "[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-"
-                  "9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
-    {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
-    {"email", "[a-zA-Z0-9._+-]{1,32}@[a-zA-Z0-9-]{1,32}(\\.[a-zA-Z0-9-]{1,16}){1,3}"},
-    {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
-};
-
-/* integer / number: an optional sign and the digits (minimum 0 or 1, exclusiveMinimum 0 narrow them). */
-static int mlstack__js_number(mlstack__js *j, const mlstack__json *s, const char *type, mlstack__buf *b) {
-    const mlstack__json *mn = mlstack__json_get(s, "minimum"), *xmn = mlstack__json_get(s, "exclusiveMinimum");
-    const char *sign = "\"-\"? ";
-    const char *nat = "jnat ";
-    if (mlstack__json_get(s, "maximum") || mlstack__json_get(s, "exclusiveMaximum") ||
-        mlstack__json_get(s, "multipleOf"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'",
-                                mlstack__json_get(s, "maximum")            ? "maximum"
-                                : mlstack__json_get(s, "exclusiveMaximum") ? "exclusiveMaximum"
-                                                                           : "multipleOf");
-    if (mn || xmn) {
-        const mlstack__json *v = mn ? mn : xmn;
-        if (v->type != MLSTACK__JSON_NUMBER)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number",
-                                    mn ? "minimum" : "exclusiveMinimum");
-        if (mn && v->num == 0) sign = "";
-        else if ((mn && v->num == 1 && !strcmp(type, "integer")) || (xmn && v->num == 0 && !strcmp(type, "integer")))
-            sign = "", nat = "[1-9] [0-9]{0,15} ";
-        else
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                                    "unsupported keyword '%s' (only minimum 0 or 1 and exclusiveMinimum 0)",
-                                    mn ? "minimum" : "exclusiveMinimum");
-        if (!strcmp(type, "number") && xmn)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' on numbers",
-                                    "exclusiveMinimum");
-    }
-    if (MLSTACK__JS_PUT(j, b, "(") || MLSTACK__JS_PUT(j, b, sign) || MLSTACK__JS_PUT(j, b, nat)) return -1;
-    return MLSTACK__JS_PUT(j, b, !strcmp(type, "number") ? "jfrac)" : ")");
-}
-
-/* string: a pattern or a format (as a regex), else jchar with minLength / maxLength. */
-static int mlstack__js_string(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
-    const mlstack__json *pat = mlstack__json_get(s, "pattern"), *fmt = mlstack__json_get(s, "format");
-    long mn, mx;
-    char t[64];
-    if (mlstack__js_get_int(j, s, "minLength", 0, &mn) || mlstack__js_get_int(j, s, "maxLength", -1, &mx)) return -1;
-    if (pat || fmt) {
-        const char *re = NULL;
-        size_t k, old;
-        mlstack_result r;
-        if (mn || mx >= 0)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                                    "unsupported keyword '%s' together with pattern or format",
-                                    mn ? "minLength" : "maxLength");
-        if (pat && fmt)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' together with pattern",
-                                    "format");
-        if (fmt) {
-            if (fmt->type != MLSTACK__JSON_STRING)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'format' must be a string");
-            for (k = 0; k < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; k++)
-                if (!strcmp(fmt->str, mlstack__js_formats[k][0])) re = mlstack__js_formats[k][1];
-            if (!re) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported format '%s'", fmt->str);
-        } else {
-            if (pat->type != MLSTACK__JSON_STRING)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'pattern' must be a string");
-            re = pat->str;
-        }
-        if (MLSTACK__JS_PUT(j, b, "\"\\\"\" ")) return -1;
-        old = mlstack__js_push(j, pat ? "pattern" : "format", pat ? 7 : 6);
-        {
-            char what[460];
-            snprintf(what, sizeof what, "JSON Schema: %s at %s", pat ? "pattern" : "format", j->path);
-            r = mlstack__regex_to_gbnf(re, pat ? pat->len : strlen(re), 1, b, what, j->w, j->err);
-        }
-        mlstack__js_pop(j, old);
-        if (r != MLSTACK_OK) {
-            j->rc = r;
-            return -1;
-        }
-        return MLSTACK__JS_PUT(j, b, " \"\\\"\"");
-    }
-    if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxLength below minLength");
-    if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
-    else
-        snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
-    return MLSTACK__JS_PUT(j, b, t);
-}
-
-/* array: items (or any value) with minItems / maxItems. */
-static int mlstack__js_array(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
-    const mlstack__json *items = mlstack__json_get(s, "items");
-    const mlstack__json *u = mlstack__json_get(s, "uniqueItems");
-    long mn, mx;
-    int item = -1;
-    char t[96];
-    if (mlstack__json_get(s, "prefixItems"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "prefixItems");
-    if (mlstack__json_get(s, "contains"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "contains");
-    if (u && u->type == MLSTACK__JSON_TRUE)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' (true)", "uniqueItems");
-    if (mlstack__js_get_int(j, s, "minItems", 0, &mn) || mlstack__js_get_int(j, s, "maxItems", -1, &mx)) return -1;
-    if (mx >= 0 && mx < mn) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "maxItems below minItems");
-    if (mx == 0) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
-    if (items && items->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"[\" ws \"]\"");
-    if (items) {
-        size_t old = mlstack__js_push(j, "items", 5);
-        item = mlstack__js_gen(j, items);
-        mlstack__js_pop(j, old);
-        if (item < 0) return -1;
-        snprintf(t, sizeof t, "s%d", item);
-    } else
-        snprintf(t, sizeof t, "jvalue");
-    if (MLSTACK__JS_PUT(j, b, "\"[\" ws ") || (mn == 0 && MLSTACK__JS_PUT(j, b, "(")) || MLSTACK__JS_PUT(j, b, t) ||
-        MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")"))
-        return -1;
-    if (mx < 0) snprintf(t, sizeof t, "{%ld,}", mn > 1 ? mn - 1 : 0);
-    else
-        snprintf(t, sizeof t, "{%ld,%ld}", mn > 1 ? mn - 1 : 0, mx - 1);
-    if (MLSTACK__JS_PUT(j, b, t) || (mn == 0 && MLSTACK__JS_PUT(j, b, ")?"))) return -1;
-    return MLSTACK__JS_PUT(j, b, " ws \"]\"");
-}
-
-/* An object without named properties: a map of propertyNames keys (or any string) to
-   additionalProperties values (or any value); add false: only {}. */
-static int mlstack__js_map(mlstack__js *j, const mlstack__json *s, const mlstack__json *add, mlstack__buf *b) {
-    const mlstack__json *pn = mlstack__json_get(s, "propertyNames");
-    int vr = -1, kr = -1;
-    char t[48], kt[48];
-    if (add && add->type == MLSTACK__JSON_FALSE) return MLSTACK__JS_PUT(j, b, "\"{\" ws \"}\"");
-    if (pn) { /* keys: a string schema */
-        size_t old = mlstack__js_push(j, "propertyNames", 13);
-        const mlstack__json *pt = mlstack__json_get(pn, "type");
-        if (pn->type != MLSTACK__JSON_OBJECT || (pt && !mlstack__json_is_str(pt, "string")) ||
-            mlstack__json_get(pn, "$ref") || mlstack__json_get(pn, "anyOf") || mlstack__json_get(pn, "enum") ||
-            mlstack__json_get(pn, "const")) {
-            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames must be a plain string schema");
-            mlstack__js_pop(j, old);
-            return -1;
-        }
-        {
-            mlstack__buf kb = {0, 0, 0};
-            kr = mlstack__js_rule_id(j);
-            if (mlstack__js_string(j, pn, &kb) == 0) mlstack__js_emit(j, kr, &kb);
-            MLSTACK_FREE(kb.p);
-        }
-        mlstack__js_pop(j, old);
-        if (j->rc != MLSTACK_OK) return -1;
-    }
-    if (kr >= 0) snprintf(kt, sizeof kt, "s%d", kr);
-    else
-        snprintf(kt, sizeof kt, "jstring");
-    if (add && add->type != MLSTACK__JSON_TRUE) {
-        size_t old = mlstack__js_push(j, "additionalProperties", 20);
-        vr = mlstack__js_gen(j, add);
-        mlstack__js_pop(j, old);
-        if (vr < 0) return -1;
-    }
-    if (vr >= 0) snprintf(t, sizeof t, "s%d", vr);
-    else
-        snprintf(t, sizeof t, "jvalue");
-    if (MLSTACK__JS_PUT(j, b, "\"{\" ws (") || MLSTACK__JS_PUT(j, b, kt) || MLSTACK__JS_PUT(j, b, " ws \":\" ws ") ||
-        MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, " (ws \",\" ws ") || MLSTACK__JS_PUT(j, b, kt) ||
-        MLSTACK__JS_PUT(j, b, " ws \":\" ws ") || MLSTACK__JS_PUT(j, b, t) || MLSTACK__JS_PUT(j, b, ")*)? ws \"}\""))
-        return -1;
-    return 0;
-}
-
-/* object: properties in declaration order, optional ones skippable, required ones not. */
-static int mlstack__js_object(mlstack__js *j, const mlstack__json *s, mlstack__buf *b) {
-    const mlstack__json *props = mlstack__json_get(s, "properties"), *req = mlstack__json_get(s, "required"), *c, *r;
-    const mlstack__json *add = mlstack__json_get(s, "additionalProperties");
-    int n = 0, i, *kv, first_t, first_h;
-    const mlstack__json **names;
-    mlstack__jsset pset = {NULL, 0}, rset = {NULL, 0};
-    size_t n_props, n_req;
-    if (mlstack__json_get(s, "patternProperties"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "patternProperties");
-    if (mlstack__json_get(s, "minProperties"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "minProperties");
-    if (props && props->type != MLSTACK__JSON_OBJECT)
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'properties' must be an object");
-    if (req && req->type != MLSTACK__JSON_ARRAY)
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must be an array");
-    for (r = req ? req->child : NULL; r; r = r->next)
-        if (r->type != MLSTACK__JSON_STRING)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
-    if ((!props || !props->child) && !(req && req->child)) /* a map, or empty */
-        return mlstack__js_map(j, s, add, b);
-    if (mlstack__json_get(s, "maxProperties"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", "maxProperties");
-    if (mlstack__json_get(s, "propertyNames"))
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to properties",
-                                "propertyNames");
-    /* the properties, then the required names that are not among them (a required name is
-       its text up to a NUL, matched against whole property keys, as json_get matches) */
-    n_props = props ? props->len : 0;
-    n_req = req ? req->len : 0;
-    if (n_props + n_req >= (size_t)INT_MAX / 2)
-        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "too many properties");
-    kv = (int *)mlstack__calloc(n_props + n_req + 1, sizeof(int));
-    names = (const mlstack__json **)mlstack__calloc(n_props + n_req + 1, sizeof *names);
-    if (!kv || !names) {
-        MLSTACK_FREE(kv);
-        MLSTACK_FREE(names);
-        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    }
-    if (mlstack__jsset_init(j, &pset, n_props) == 0 && mlstack__jsset_init(j, &rset, n_req) == 0) {
-        for (c = props ? props->child : NULL; c && j->rc == MLSTACK_OK; c = c->next) {
-            names[n++] = c;
-            mlstack__jsset_find(j, &pset, c->key, c->key_len, 1);
-        }
-        for (r = req ? req->child : NULL; r && j->rc == MLSTACK_OK; r = r->next) {
-            size_t rl = strlen(r->str);
-            if (mlstack__jsset_find(j, &pset, r->str, rl, 0) == 0) names[n++] = r;
-            mlstack__jsset_find(j, &rset, r->str, rl, 1);
-        }
-    }
-    /* kv_i ::= "\"name\"" ws ":" ws value */
-    for (i = 0; i < n && j->rc == MLSTACK_OK; i++) {
-        mlstack__buf body = {0, 0, 0}, key = {0, 0, 0};
-        const mlstack__json *nm = names[i];
-        int is_prop = nm->key != NULL;
-        const char *kname = is_prop ? nm->key : nm->str;
-        size_t klen = is_prop ? nm->key_len : nm->len;
-        int vr = -1;
-        if (is_prop) {
-            size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, kname, klen);
-            vr = mlstack__js_gen(j, nm);
-            mlstack__js_pop(j, o2);
-            mlstack__js_pop(j, o1);
-            if (vr < 0) break;
-        }
-        kv[i] = mlstack__js_rule_id(j);
-        if (!mlstack__json_quote(&key, kname, klen) || !mlstack__js_lit(&body, key.p, key.n) ||
-            !mlstack__buf_puts(&body, " ws \":\" ws ")) {
-            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-        } else if (vr >= 0) {
-            mlstack__js_ref_to(j, &body, vr);
-        } else if (!mlstack__buf_puts(&body, "jvalue"))
-            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-        if (j->rc == MLSTACK_OK) mlstack__js_emit(j, kv[i], &body);
-        MLSTACK_FREE(body.p);
-        MLSTACK_FREE(key.p);
-    }
-    /* T_i: something written before; H_i: nothing yet. Built from the end. */
-    first_t = first_h = -1;
-    if (j->rc == MLSTACK_OK) {
-        int t_next = mlstack__js_rule_id(j), h_next = mlstack__js_rule_id(j);
-        mlstack__buf e = {0, 0, 0};
-        mlstack__js_emit(j, t_next, &e);
-        mlstack__js_emit(j, h_next, &e);
-        for (i = n - 1; i >= 0 && j->rc == MLSTACK_OK; i--) {
-            const mlstack__json *nm = names[i];
-            int required, ti = mlstack__js_rule_id(j), hi = mlstack__js_rule_id(j);
-            char t[160];
-            const char *kname = nm->key ? nm->key : nm->str;
-            required = mlstack__jsset_find(j, &rset, kname, strlen(kname), 0) == 1;
-            if (required) snprintf(t, sizeof t, "ws \",\" ws s%d s%d", kv[i], t_next);
-            else
-                snprintf(t, sizeof t, "ws \",\" ws s%d s%d | s%d", kv[i], t_next, t_next);
-            e.n = 0;
-            if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-            else
-                mlstack__js_emit(j, ti, &e);
-            if (required) snprintf(t, sizeof t, "s%d s%d", kv[i], t_next);
-            else
-                snprintf(t, sizeof t, "s%d s%d | s%d", kv[i], t_next, h_next);
-            e.n = 0;
-            if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-            else
-                mlstack__js_emit(j, hi, &e);
-            t_next = ti;
-            h_next = hi;
-        }
-        MLSTACK_FREE(e.p);
-        first_t = t_next;
-        first_h = h_next;
-    }
-    (void)first_t;
-    MLSTACK_FREE(kv);
-    MLSTACK_FREE(names);
-    MLSTACK_FREE(pset.t);
-    MLSTACK_FREE(rset.t);
-    if (j->rc != MLSTACK_OK) return -1;
-    {
-        char t[64];
-        snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", first_h);
-        return MLSTACK__JS_PUT(j, b, t);
-    }
-}
-
-static int mlstack__js_type_body(mlstack__js *j, const mlstack__json *s, const char *type, mlstack__buf *b) {
-    if (!strcmp(type, "null")) return MLSTACK__JS_PUT(j, b, "\"null\"");
-    if (!strcmp(type, "boolean")) return MLSTACK__JS_PUT(j, b, "(\"true\" | \"false\")");
-    if (!strcmp(type, "integer") || !strcmp(type, "number")) return mlstack__js_number(j, s, type, b);
-    if (!strcmp(type, "string")) return mlstack__js_string(j, s, b);
-    if (!strcmp(type, "array")) return mlstack__js_array(j, s, b);
-    if (!strcmp(type, "object")) return mlstack__js_object(j, s, b);
-    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported type '%s'", type);
-}
-
-static const char *const mlstack__js_known[] = {"type",
-                                                "properties",
-                                                "required",
-                                                "additionalProperties",
-                                                "items",
-                                                "minItems",
-                                                "maxItems",
-                                                "enum",
-                                                "const",
-                                                "anyOf",
-                                                "allOf",
-                                                "$ref",
-                                                "$defs",
-                                                "definitions",
-                                                "minLength",
-                                                "maxLength",
-                                                "pattern",
-                                                "format",
-                                                "minimum",
-                                                "exclusiveMinimum",
-                                                "title",
-                                                "description",
-                                                "$schema",
-                                                "$id",
-                                                "$comment",
-                                                "examples",
-                                                "default",
-                                                "deprecated",
-                                                "readOnly",
-                                                "writeOnly",
-                                                "uniqueItems",
-                                                "maximum",
-                                                "exclusiveMaximum",
-                                                "multipleOf",
-                                                "prefixItems",
-                                                "contains",
-                                                "patternProperties",
-                                                "minProperties",
-                                                "maxProperties",
-                                                "propertyNames"};
-
 static uint32_t mlstack__js_ptr_hash(const void *p) {
     uint64_t v = (uint64_t)(uintptr_t)p;
     return mlstack__gmix(mlstack__gmix(0, (uint32_t)(v >> 3)), (uint32_t)(v >> 35));
@@ -24213,205 +23800,1914 @@ static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__j
     return *p ? NULL : cur;
 }
 
-/* $ref targets already given a rule, by address: the index in ref_node, n_refs when absent, -1
-   out of budget. */
-static int mlstack__js_ref_find(mlstack__js *j, const mlstack__json *t) {
-    uint32_t k;
-    uint64_t probes = 1;
-    int found = j->n_refs;
-    if (!j->ref_tab) return j->n_refs;
-    k = mlstack__js_ptr_hash(t) & j->ref_mask;
-    while (j->ref_tab[k]) {
-        if (j->ref_node[j->ref_tab[k] - 1] == t) {
-            found = j->ref_tab[k] - 1;
-            break;
-        }
-        k = (k + 1) & j->ref_mask;
-        probes++;
-    }
-    return mlstack__js_work(j, probes) ? -1 : found;
-}
-/* Indexes ref_node[n_refs - 1] (the table kept at most half full). Returns 0 or -1. */
-static int mlstack__js_ref_add(mlstack__js *j) {
-    const mlstack__json *t = j->ref_node[j->n_refs - 1];
-    uint32_t k;
-    if ((uint32_t)j->n_refs * 2 + 2 > j->ref_mask) {
-        uint32_t cap = j->ref_mask ? (j->ref_mask + 1) * 2 : 64;
-        int32_t *tab = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), q;
-        if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-        MLSTACK_FREE(j->ref_tab);
-        j->ref_tab = tab;
-        j->ref_mask = cap - 1;
-        if (mlstack__js_work(j, cap)) return -1;
-        for (q = 0; q < j->n_refs; q++) {
-            const mlstack__json *u = j->ref_node[q];
-            k = mlstack__js_ptr_hash(u) & j->ref_mask;
-            while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
-            j->ref_tab[k] = q + 1;
-        }
-        return 0;
-    }
-    k = mlstack__js_ptr_hash(t) & j->ref_mask;
-    while (j->ref_tab[k]) k = (k + 1) & j->ref_mask;
-    j->ref_tab[k] = j->n_refs;
-    return mlstack__js_work(j, 1);
+static int mlstack__js_emit(mlstack__js *j, int id, const mlstack__buf *body) {
+    char t[32];
+    snprintf(t, sizeof t, "s%d ::= ", id);
+    if (!mlstack__buf_puts(j->out, t) || !mlstack__buf_put(j->out, body->p, body->n) ||
+        !mlstack__buf_puts(j->out, "\n"))
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->out->n > ((size_t)64 << 20))
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "generated grammar larger than 64 MiB");
+    return mlstack__js_work(j, 1 + body->n);
 }
 
-/* Rule for schema s; returns its number or -1. */
-static int mlstack__js_gen(mlstack__js *j, const mlstack__json *s) {
-    mlstack__buf b = {0, 0, 0};
-    const mlstack__json *c, *ty, *v;
-    int id, alts = 0;
-    size_t k;
-    if (j->rc != MLSTACK_OK) return -1;
-    if (++j->depth > MLSTACK__G_MAX_NEST)
-        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
-    /* the keyword checks and lookups below scan s's members a few dozen times */
-    if (mlstack__js_work(j, 1 + 64 * (uint64_t)(s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
-    if (s->type == MLSTACK__JSON_TRUE) {
-        id = mlstack__js_rule_id(j);
-        mlstack__buf_puts(&b, "jvalue");
-        goto out;
+/* A JSON string with one spelling per character (jcanon): \" \\ \b \f \n \r \t, \u00xx for the
+   other controls, everything else raw. */
+static int mlstack__js_canon_quote(mlstack__buf *o, const char *s, size_t n) {
+    size_t i;
+    if (!mlstack__buf_puts(o, "\"")) return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char t[8];
+        const char *e = c == '"'    ? "\\\""
+                        : c == '\\' ? "\\\\"
+                        : c == 8    ? "\\b"
+                        : c == 12   ? "\\f"
+                        : c == 10   ? "\\n"
+                        : c == 13   ? "\\r"
+                        : c == 9    ? "\\t"
+                                    : NULL;
+        if (!e && c < 0x20) snprintf(t, sizeof t, "\\u%04x", c), e = t;
+        if (e ? !mlstack__buf_puts(o, e) : !mlstack__buf_put(o, s + i, 1)) return 0;
     }
-    if (s->type == MLSTACK__JSON_FALSE)
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "schema false allows no value");
+    return mlstack__buf_puts(o, "\"");
+}
+
+/* ---- exact decimals (bounds, multipleOf, equality of numbers) ---- */
+
+/* A JSON number as sign, integer digits without leading zeros ("" for zero) and fraction digits
+   without trailing zeros; a number needing more than 64 digits either side is not represented. */
+typedef struct {
+    int neg;
+    char i[72], f[72];
+} mlstack__jsdec;
+
+/* Returns 0, or -1 when the number is too long or too far from 1 to represent. */
+static int mlstack__jsdec_parse(const char *s, size_t n, mlstack__jsdec *d) {
+    char dig[160];
+    int nd = 0, point = -1, k, first, last;
+    long e = 0;
+    size_t p = 0;
+    memset(d, 0, sizeof *d);
+    if (p < n && s[p] == '-') d->neg = 1, p++;
+    for (; p < n && s[p] != 'e' && s[p] != 'E'; p++) {
+        if (s[p] == '.') point = nd;
+        else if (s[p] >= '0' && s[p] <= '9' && nd < 150)
+            dig[nd++] = s[p];
+        else
+            return -1;
+    }
+    if (point < 0) point = nd;
+    if (p < n) {
+        char *end;
+        char t[16];
+        size_t l = n - p - 1 < 15 ? n - p - 1 : 15;
+        memcpy(t, s + p + 1, l);
+        t[l] = 0;
+        e = strtol(t, &end, 10);
+        if (e > 64 || e < -64) return -1;
+    }
+    point += (int)e;
+    first = 0;
+    while (first < nd && first < point && dig[first] == '0') first++;
+    last = nd;
+    while (last > 0 && last > point && dig[last - 1] == '0') last--;
+    if (point - first > 64 || last - point > 64) return -1;
+    for (k = first; k < point; k++) d->i[k - first] = k < nd ? dig[k] : '0';
+    for (k = point; k < last; k++) d->f[k - point] = k < 0 ? '0' : dig[k];
+    while (d->i[0] == '0') memmove(d->i, d->i + 1, strlen(d->i));
+    if (!d->i[0] && !d->f[0]) d->neg = 0;
+    return 0;
+}
+static int mlstack__jsdec_is_int(const mlstack__jsdec *d) { return d->f[0] == 0; }
+/* |a| vs |b|: -1, 0, 1 */
+static int mlstack__jsdec_cmp_abs(const mlstack__jsdec *a, const mlstack__jsdec *b) {
+    size_t la = strlen(a->i), lb = strlen(b->i);
+    int c;
+    if (la != lb) return la < lb ? -1 : 1;
+    c = strcmp(a->i, b->i);
+    if (!c) c = strcmp(a->f, b->f);
+    return c < 0 ? -1 : c > 0;
+}
+static int mlstack__jsdec_cmp(const mlstack__jsdec *a, const mlstack__jsdec *b) {
+    if (a->neg != b->neg) return a->neg ? -1 : 1;
+    return a->neg ? -mlstack__jsdec_cmp_abs(a, b) : mlstack__jsdec_cmp_abs(a, b);
+}
+/* The text of a natural (digits without leading zeros, "0" for zero) plus or minus one. */
+static void mlstack__jsnat_add(const char *a, int delta, char *out) {
+    size_t n = strlen(a), k;
+    char t[80];
+    if (!n || !strcmp(a, "0")) {
+        strcpy(out, delta > 0 ? "1" : "0");
+        return;
+    }
+    memcpy(t + 1, a, n + 1);
+    t[0] = '0';
+    for (k = n; k > 0; k--) {
+        if (delta > 0) {
+            if (t[k] == '9') t[k] = '0';
+            else {
+                t[k]++;
+                break;
+            }
+        } else {
+            if (t[k] == '0') t[k] = '9';
+            else {
+                t[k]--;
+                break;
+            }
+        }
+    }
+    for (k = 0; t[k] == '0' && t[k + 1]; k++) {}
+    strcpy(out, t + k);
+}
+static int mlstack__jsnat_cmp(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    int c;
+    if (la != lb) return la < lb ? -1 : 1;
+    c = strcmp(a, b);
+    return c < 0 ? -1 : c > 0;
+}
+
+/* Writes the canonical text of a number (its shortest plain decimal) or, beyond 64 digits, as
+   written. */
+static int mlstack__jsdec_write(mlstack__buf *o, const mlstack__json *v) {
+    mlstack__jsdec d;
+    if (mlstack__jsdec_parse(v->str, v->len, &d)) return mlstack__buf_put(o, v->str, v->len);
+    return (!d.neg || mlstack__buf_puts(o, "-")) && mlstack__buf_puts(o, d.i[0] ? d.i : "0") &&
+           (!d.f[0] || (mlstack__buf_puts(o, ".") && mlstack__buf_puts(o, d.f)));
+}
+
+/* JSON Schema equality: numbers by value, objects regardless of member order. */
+static int mlstack__js_equal(const mlstack__json *a, const mlstack__json *b) {
+    const mlstack__json *c, *d;
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case MLSTACK__JSON_NUMBER: {
+        mlstack__jsdec x, y;
+        if (mlstack__jsdec_parse(a->str, a->len, &x) || mlstack__jsdec_parse(b->str, b->len, &y))
+            return a->num == b->num;
+        return mlstack__jsdec_cmp(&x, &y) == 0;
+    }
+    case MLSTACK__JSON_STRING: return a->len == b->len && !memcmp(a->str, b->str, a->len);
+    case MLSTACK__JSON_ARRAY:
+        if (a->len != b->len) return 0;
+        for (c = a->child, d = b->child; c && d; c = c->next, d = d->next)
+            if (!mlstack__js_equal(c, d)) return 0;
+        return 1;
+    case MLSTACK__JSON_OBJECT:
+        if (a->len != b->len) return 0;
+        for (c = a->child; c; c = c->next) {
+            for (d = b->child; d; d = d->next)
+                if (d->key_len == c->key_len && !memcmp(d->key, c->key, c->key_len)) break;
+            if (!d || !mlstack__js_equal(c, d)) return 0;
+        }
+        return 1;
+    default: return 1;
+    }
+}
+
+/* ---- JSON Schema: the keywords, the drafts ---- */
+
+enum {
+    MLSTACK__JT_NULL = 1,
+    MLSTACK__JT_BOOL = 2,
+    MLSTACK__JT_INT = 4,
+    MLSTACK__JT_NUM = 8,
+    MLSTACK__JT_STR = 16,
+    MLSTACK__JT_ARR = 32,
+    MLSTACK__JT_OBJ = 64,
+    MLSTACK__JT_ALL = 127
+};
+
+/* Assertion keywords outside the subset: refused by name. Every keyword neither handled nor
+   listed here is an annotation or unknown, and is ignored as the specification says. */
+static const char *const mlstack__js_refused[] = {"dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+                                                  "$dynamicRef",      "$recursiveRef",         "minContains",
+                                                  "maxContains"};
+
+static int mlstack__js_type_mask(mlstack__js *j, const mlstack__json *ty) {
+    static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
+    static const int bits[] = {MLSTACK__JT_NULL, MLSTACK__JT_BOOL, MLSTACK__JT_INT, MLSTACK__JT_INT | MLSTACK__JT_NUM,
+                               MLSTACK__JT_STR,  MLSTACK__JT_ARR,  MLSTACK__JT_OBJ};
+    const mlstack__json *c = ty->type == MLSTACK__JSON_ARRAY ? ty->child : ty;
+    int m = 0, k;
+    if (ty->type != MLSTACK__JSON_ARRAY && ty->type != MLSTACK__JSON_STRING)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must be a string or an array of strings"), -1;
+    for (; c; c = ty->type == MLSTACK__JSON_ARRAY ? c->next : NULL) {
+        if (c->type != MLSTACK__JSON_STRING)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must list strings"), -1;
+        for (k = 0; k < 7; k++)
+            if (!strcmp(c->str, names[k])) break;
+        if (k == 7) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported type '%s'", c->str), -1;
+        m |= bits[k];
+    }
+    return m;
+}
+/* The type bit of a value (integers: numbers with no fraction). */
+static int mlstack__js_value_type(const mlstack__json *v) {
+    switch (v->type) {
+    case MLSTACK__JSON_NULL: return MLSTACK__JT_NULL;
+    case MLSTACK__JSON_TRUE:
+    case MLSTACK__JSON_FALSE: return MLSTACK__JT_BOOL;
+    case MLSTACK__JSON_NUMBER: {
+        mlstack__jsdec d;
+        if (mlstack__jsdec_parse(v->str, v->len, &d))
+            return v->num == floor(v->num) ? MLSTACK__JT_INT : MLSTACK__JT_NUM;
+        return mlstack__jsdec_is_int(&d) ? MLSTACK__JT_INT : MLSTACK__JT_NUM;
+    }
+    case MLSTACK__JSON_STRING: return MLSTACK__JT_STR;
+    case MLSTACK__JSON_ARRAY: return MLSTACK__JT_ARR;
+    default: return MLSTACK__JT_OBJ;
+    }
+}
+
+/* $ref: a JSON pointer "#/..." or an anchor "#name" ($anchor, or an $id / draft-4 id of
+   "#name"), in the root document. A reference beside embedded resources ($id below the root
+   that names another base) is refused: its pointers would be relative to that base. */
+static const mlstack__json *mlstack__js_anchor(const mlstack__json *s, const char *name, int depth) {
+    const mlstack__json *c, *f;
+    if (depth > 64 || (s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY)) return NULL;
+    if (s->type == MLSTACK__JSON_OBJECT) {
+        const mlstack__json *a = mlstack__json_get(s, "$anchor"), *id = mlstack__json_get(s, "$id");
+        if (!id) id = mlstack__json_get(s, "id");
+        if (a && a->type == MLSTACK__JSON_STRING && !strcmp(a->str, name)) return s;
+        if (id && id->type == MLSTACK__JSON_STRING && id->str[0] == '#' && !strcmp(id->str + 1, name)) return s;
+    }
+    for (c = s->child; c; c = c->next) {
+        if (c->key && (!strcmp(c->key, "const") || !strcmp(c->key, "enum") || !strcmp(c->key, "examples") ||
+                       !strcmp(c->key, "default")))
+            continue;
+        if ((f = mlstack__js_anchor(c, name, depth + 1)) != NULL) return f;
+    }
+    return NULL;
+}
+static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
+    const mlstack__json *c;
+    if (s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) return 0;
+    if (depth > 64) return 1;
+    for (c = s->child; c; c = c->next) {
+        if (c->key && (!strcmp(c->key, "const") || !strcmp(c->key, "enum") || !strcmp(c->key, "examples") ||
+                       !strcmp(c->key, "default")))
+            continue;
+        if (depth > 0 && c->key && (!strcmp(c->key, "$id") || !strcmp(c->key, "id")) &&
+            c->type == MLSTACK__JSON_STRING && c->str[0] != '#')
+            return 1;
+        if (mlstack__js_has_sub_id(c, depth + 1)) return 1;
+    }
+    return 0;
+}
+static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json *v) {
+    const mlstack__json *t = NULL, *id = mlstack__json_get(j->root, "$id");
+    const char *r;
+    if (!id) id = mlstack__json_get(j->root, "id");
+    if (v->type != MLSTACK__JSON_STRING)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$ref' must be a string"), NULL;
+    r = v->str;
+    if (id && id->type == MLSTACK__JSON_STRING && id->len && !strncmp(r, id->str, id->len) &&
+        (r[id->len] == '#' || !r[id->len]) && id->str[id->len - 1] != '#')
+        r += id->len;
+    if (!*r) r = "#";
+    if (j->sub_ids)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                "$ref '%s' beside embedded resources ($id) is not supported", v->str),
+               NULL;
+    if (r[0] == '#' && (r[1] == '/' || !r[1])) t = mlstack__js_resolve(j, j->root, r);
+    else if (r[0] == '#')
+        t = mlstack__js_anchor(j->root, r + 1, 0);
+    if (!t && j->rc == MLSTACK_OK)
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+    return t;
+}
+
+/* ---- a validator for the values the grammar lists (const and enum under other keywords, the
+   branches of oneOf): 1 valid, 0 invalid, -1 a keyword it does not judge (the caller refuses) ---- */
+
+static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlstack__json *v, int depth);
+
+static size_t mlstack__js_cps(const char *s, size_t n) {
+    size_t i, k = 0;
+    for (i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+static int mlstack__js_valid_num(const mlstack__json *s, const mlstack__json *v, const char *key) {
+    const mlstack__json *b = mlstack__json_get(s, key);
+    mlstack__jsdec x, y;
+    int c, ex = key[0] == 'e', lower = strstr(key, "inimum") != NULL;
+    if (!b) return 1;
+    if (b->type == MLSTACK__JSON_TRUE || b->type == MLSTACK__JSON_FALSE) return 1; /* draft 4: read with the bound */
+    if (b->type != MLSTACK__JSON_NUMBER || mlstack__jsdec_parse(v->str, v->len, &x) ||
+        mlstack__jsdec_parse(b->str, b->len, &y))
+        return -1;
+    if (!ex) {
+        const mlstack__json *d4 = mlstack__json_get(s, lower ? "exclusiveMinimum" : "exclusiveMaximum");
+        ex = d4 && d4->type == MLSTACK__JSON_TRUE;
+    }
+    c = mlstack__jsdec_cmp(&x, &y);
+    return lower ? (ex ? c > 0 : c >= 0) : (ex ? c < 0 : c <= 0);
+}
+static int mlstack__js_valid_type(mlstack__js *j, const mlstack__json *s, const mlstack__json *v) {
+    static const char *const bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+    const mlstack__json *k;
+    int vt = mlstack__js_value_type(v), r, q;
+    long n;
+    if ((k = mlstack__json_get(s, "type")) != NULL) {
+        int m = mlstack__js_type_mask(j, k);
+        if (m < 0) return -1;
+        if (!(m & vt)) return 0;
+    }
+    if (vt & (MLSTACK__JT_INT | MLSTACK__JT_NUM)) {
+        for (q = 0; q < 4; q++)
+            if ((r = mlstack__js_valid_num(s, v, bounds[q])) != 1) return r;
+        if ((k = mlstack__json_get(s, "multipleOf")) != NULL) {
+            if (k->type != MLSTACK__JSON_NUMBER || !k->is_int || k->i <= 0 || !v->is_int) return -1;
+            if (v->i % k->i) return 0;
+        }
+    }
+    if (vt == MLSTACK__JT_STR) {
+        size_t len = mlstack__js_cps(v->str, v->len);
+        if (mlstack__json_get(s, "pattern") || mlstack__json_get(s, "format")) return -1;
+        if ((k = mlstack__json_get(s, "minLength")) && k->type == MLSTACK__JSON_NUMBER && (double)len < k->num)
+            return 0;
+        if ((k = mlstack__json_get(s, "maxLength")) && k->type == MLSTACK__JSON_NUMBER && (double)len > k->num)
+            return 0;
+    }
+    n = (long)v->len;
+    if (vt == MLSTACK__JT_ARR) {
+        if ((k = mlstack__json_get(s, "minItems")) && k->type == MLSTACK__JSON_NUMBER && (double)n < k->num) return 0;
+        if ((k = mlstack__json_get(s, "maxItems")) && k->type == MLSTACK__JSON_NUMBER && (double)n > k->num) return 0;
+        if (mlstack__json_get(s, "contains") || mlstack__json_get(s, "uniqueItems") ||
+            mlstack__json_get(s, "prefixItems") || mlstack__json_get(s, "additionalItems"))
+            return -1;
+        if ((k = mlstack__json_get(s, "items")) != NULL) {
+            const mlstack__json *e;
+            if (k->type == MLSTACK__JSON_ARRAY) return -1;
+            for (e = v->child; e; e = e->next)
+                if ((r = mlstack__js_valid(j, k, e, 1)) != 1) return r;
+        }
+    }
+    if (vt == MLSTACK__JT_OBJ) {
+        const mlstack__json *e, *p = mlstack__json_get(s, "properties"),
+                                *a = mlstack__json_get(s, "additionalProperties");
+        if ((k = mlstack__json_get(s, "minProperties")) && k->type == MLSTACK__JSON_NUMBER && (double)n < k->num)
+            return 0;
+        if ((k = mlstack__json_get(s, "maxProperties")) && k->type == MLSTACK__JSON_NUMBER && (double)n > k->num)
+            return 0;
+        if (mlstack__json_get(s, "patternProperties") || mlstack__json_get(s, "propertyNames") ||
+            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies"))
+            return -1;
+        for (k = (k = mlstack__json_get(s, "required")) && k->type == MLSTACK__JSON_ARRAY ? k->child : NULL; k;
+             k = k->next)
+            if (k->type != MLSTACK__JSON_STRING || !mlstack__json_get(v, k->str)) return 0;
+        for (e = v->child; e; e = e->next) {
+            const mlstack__json *ps = p && p->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(p, e->key) : NULL;
+            if (!ps) ps = a;
+            if (ps && (r = mlstack__js_valid(j, ps, e, 1)) != 1) return r;
+        }
+    }
+    return 1;
+}
+static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlstack__json *v, int depth) {
+    static const char *const combos[] = {"allOf", "anyOf", "oneOf"};
+    const mlstack__json *k, *c;
+    int r, q;
+    size_t z;
+    if (depth > 64 || mlstack__js_work(j, 4 + (s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
+    if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE) return s->type == MLSTACK__JSON_TRUE;
+    if (s->type != MLSTACK__JSON_OBJECT) return -1;
+    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+        if (mlstack__json_get(s, mlstack__js_refused[z])) return -1;
+    if (mlstack__json_get(s, "if")) return -1;
+    if ((k = mlstack__json_get(s, "$ref")) != NULL) {
+        const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        if ((r = mlstack__js_valid(j, t, v, depth + 1)) != 1 || j->draft <= 7) return r;
+    }
+    if ((k = mlstack__json_get(s, "const")) != NULL && !mlstack__js_equal(k, v)) return 0;
+    if ((k = mlstack__json_get(s, "enum")) != NULL) {
+        if (k->type != MLSTACK__JSON_ARRAY) return -1;
+        for (c = k->child; c && !mlstack__js_equal(c, v); c = c->next) {}
+        if (!c) return 0;
+    }
+    if ((r = mlstack__js_valid_type(j, s, v)) != 1) return r;
+    for (q = 0; q < 3; q++) {
+        int n_ok = 0;
+        if (!(k = mlstack__json_get(s, combos[q]))) continue;
+        if (k->type != MLSTACK__JSON_ARRAY) return -1;
+        for (c = k->child; c; c = c->next) {
+            if ((r = mlstack__js_valid(j, c, v, depth + 1)) < 0) return r;
+            n_ok += r;
+            if (q == 0 && !r) return 0;
+        }
+        if ((q == 1 && !n_ok) || (q == 2 && n_ok != 1)) return 0;
+    }
+    if ((k = mlstack__json_get(s, "not")) != NULL) {
+        if ((r = mlstack__js_valid(j, k, v, depth + 1)) < 0) return r;
+        if (r) return 0;
+    }
+    return 1;
+}
+
+/* ---- conjunctions: allOf, $ref beside other keywords, anyOf / oneOf / if-then-else as
+   branches, not as negated members ----
+   A schema list (the schemas an instance must all satisfy) becomes branches: each a list of
+   schema objects to satisfy together (pos) and to fail (neg). anyOf multiplies the branches,
+   oneOf does when its members cannot both hold, if/then/else makes (if, then) and (not if, else). */
+
+#define MLSTACK__JS_MAX_CONJ 48
+#define MLSTACK__JS_MAX_BRANCHES 64
+typedef struct {
+    const mlstack__json *pos[MLSTACK__JS_MAX_CONJ], *neg[16];
+    int n_pos, n_neg;
+    int splits, pos_splits[MLSTACK__JS_MAX_CONJ]; /* choices made so far (anyOf, oneOf, if); when each pos came */
+} mlstack__jsbr;
+typedef struct {
+    const mlstack__json *s;
+    int negated; /* 1: must fail; 2, 3: s is a oneOf / anyOf array to branch on */
+} mlstack__jstodo;
+typedef struct {
+    mlstack__jsbr *br;
+    int n, cap;
+} mlstack__jsbrs;
+
+/* The types and, when finite, the values a schema allows, read shallowly (through $ref and
+   allOf). Returns the type mask; *vals: the const or enum array member (NULL: not finite). */
+static int mlstack__js_shallow(mlstack__js *j, const mlstack__json *s, const mlstack__json **vals, int depth) {
+    const mlstack__json *k, *c;
+    int m = MLSTACK__JT_ALL;
+    *vals = NULL;
+    if (s->type == MLSTACK__JSON_FALSE) return 0;
+    if (s->type != MLSTACK__JSON_OBJECT || depth > 16) return MLSTACK__JT_ALL;
+    if ((k = mlstack__json_get(s, "$ref")) != NULL) {
+        const mlstack__json *t = mlstack__js_ref(j, k), *tv;
+        if (!t) return -1;
+        m = mlstack__js_shallow(j, t, &tv, depth + 1);
+        if (m < 0) return m;
+        *vals = tv;
+        if (j->draft <= 7) return m;
+    }
+    if ((k = mlstack__json_get(s, "type")) != NULL) {
+        int t = mlstack__js_type_mask(j, k);
+        if (t < 0) return -1;
+        m &= t;
+    }
+    if ((k = mlstack__json_get(s, "const")) != NULL)
+        *vals = k,
+        m &= mlstack__js_value_type(k) | (mlstack__js_value_type(k) == MLSTACK__JT_INT ? MLSTACK__JT_NUM : 0);
+    else if ((k = mlstack__json_get(s, "enum")) != NULL && k->type == MLSTACK__JSON_ARRAY) {
+        int em = 0;
+        for (c = k->child; c; c = c->next) em |= mlstack__js_value_type(c);
+        *vals = k;
+        m &= em;
+    }
+    if ((k = mlstack__json_get(s, "allOf")) != NULL && k->type == MLSTACK__JSON_ARRAY)
+        for (c = k->child; c; c = c->next) {
+            const mlstack__json *cv;
+            int t = mlstack__js_shallow(j, c, &cv, depth + 1);
+            if (t < 0) return -1;
+            m &= t;
+            if (cv && !*vals) *vals = cv;
+        }
+    return m;
+}
+/* Can no value satisfy both a and b? 1 yes (proved), 0 not proved, -1 error. */
+static int mlstack__js_disjoint(mlstack__js *j, const mlstack__json *a, const mlstack__json *b) {
+    const mlstack__json *va, *vb, *c;
+    int ma = mlstack__js_shallow(j, a, &va, 0), mb = mlstack__js_shallow(j, b, &vb, 0), r;
+    if (ma < 0 || mb < 0) return -1;
+    if (!(ma & mb)) return 1;
+    if (va || vb) { /* every listed value of one fails the other */
+        const mlstack__json *vals = va ? va : vb, *other = va ? b : a;
+        int one = vals->key && !strcmp(vals->key, "const");
+        for (c = one ? vals : vals->child; c; c = one ? NULL : c->next) {
+            if ((r = mlstack__js_valid(j, other, c, 0)) != 0) return r < 0 && j->rc != MLSTACK_OK ? -1 : 0;
+        }
+        return 1;
+    }
+    /* objects told apart by a required property with disjoint values */
+    if ((ma & mb) == MLSTACK__JT_OBJ && a->type == MLSTACK__JSON_OBJECT && b->type == MLSTACK__JSON_OBJECT) {
+        const mlstack__json *pa = mlstack__json_get(a, "properties"), *pb = mlstack__json_get(b, "properties");
+        const mlstack__json *ra = mlstack__json_get(a, "required"), *rb = mlstack__json_get(b, "required");
+        if (!pa || !pb || !ra || !rb || ra->type != MLSTACK__JSON_ARRAY || rb->type != MLSTACK__JSON_ARRAY) return 0;
+        for (c = ra->child; c; c = c->next) {
+            const mlstack__json *d, *x, *y;
+            if (c->type != MLSTACK__JSON_STRING) continue;
+            for (d = rb->child; d && !mlstack__json_is_str(d, c->str); d = d->next) {}
+            if (!d || !(x = mlstack__json_get(pa, c->str)) || !(y = mlstack__json_get(pb, c->str))) continue;
+            if ((r = mlstack__js_disjoint(j, x, y)) != 0) return r;
+        }
+    }
+    return 0;
+}
+
+static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mlstack__jsbr *b) {
+    if (out->n == out->cap) {
+        int cap = out->cap ? out->cap * 2 : 4;
+        mlstack__jsbr *nb;
+        if (cap > MLSTACK__JS_MAX_BRANCHES)
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s",
+                                    "more than 64 combinations of anyOf / oneOf / if branches");
+        nb = (mlstack__jsbr *)mlstack__arena_alloc(&j->arena, sizeof *nb * (size_t)cap);
+        if (!nb) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (out->n) memcpy(nb, out->br, sizeof *nb * (size_t)out->n);
+        out->br = nb;
+        out->cap = cap;
+    }
+    out->br[out->n++] = *b;
+    return mlstack__js_work(j, 8);
+}
+
+static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
+                            int hops);
+
+/* Splits on the members of s's anyOf / oneOf (key): one branch per member. */
+static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, const char *key,
+                                  const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
+                                  int hops) {
+    const mlstack__json *c, *d;
+    mlstack__jstodo *t2;
+    if (arr->type != MLSTACK__JSON_ARRAY || !arr->child)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", key);
+    if (key[0] == 'o') /* oneOf: as anyOf when no two members can both hold */
+        for (c = arr->child; c; c = c->next)
+            for (d = c->next; d; d = d->next) {
+                int r = mlstack__js_disjoint(j, c, d);
+                if (r < 0) return -1;
+                if (!r) {
+                    size_t old = mlstack__js_push(j, "oneOf", 5);
+                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                     "oneOf whose members may overlap (exactly one must hold; not expressible here)");
+                    mlstack__js_pop(j, old);
+                    return -1;
+                }
+            }
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 1));
+    if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (n) memcpy(t2, todo, sizeof *t2 * (size_t)n);
+    for (c = arr->child; c && j->rc == MLSTACK_OK; c = c->next) {
+        mlstack__jsbr b = *cur;
+        b.splits++;
+        t2[n].s = c;
+        t2[n].negated = 0;
+        if (mlstack__js_flat(j, t2, n + 1, &b, out, hops)) return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
+                            int hops) {
+    const mlstack__json *s, *k, *c;
+    mlstack__jstodo *t2;
+    int m = 0;
+    size_t z;
+    if (n == 0) return mlstack__js_branch_add(j, out, cur);
+    if (mlstack__js_work(j, 4) || hops > 200) {
+        if (hops > 200) mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "$ref / allOf nesting deeper than 200");
+        return -1;
+    }
+    s = todo[n - 1].s;
+    if (todo[n - 1].negated >= 2) /* an anyOf (3) or oneOf (2) array to split on */
+        return mlstack__js_flat_split(j, s, todo[n - 1].negated == 2 ? "oneOf" : "anyOf", todo, n - 1, cur, out, hops);
+    if (todo[n - 1].negated) {
+        if (s->type == MLSTACK__JSON_TRUE) return 0; /* not true: nothing */
+        if (s->type == MLSTACK__JSON_FALSE) return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+        if (cur->n_neg == 16) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "more than 16 'not' together");
+        cur->neg[cur->n_neg++] = s;
+        return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+    }
+    if (s->type == MLSTACK__JSON_TRUE) return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+    if (s->type == MLSTACK__JSON_FALSE) return 0;
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
-    for (c = s->child; c; c = c->next) {
-        for (k = 0; k < sizeof mlstack__js_known / sizeof mlstack__js_known[0]; k++)
-            if (!strcmp(c->key, mlstack__js_known[k])) break;
-        if (k == sizeof mlstack__js_known / sizeof mlstack__js_known[0]) {
-            size_t old = mlstack__js_push(j, c->key, c->key_len);
-            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", c->key);
-            mlstack__js_pop(j, old);
-            return -1;
+    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+        if (mlstack__json_get(s, mlstack__js_refused[z]))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
+    if ((k = mlstack__json_get(s, "dependencies")) != NULL)
+        for (c = k->type == MLSTACK__JSON_OBJECT ? k->child : NULL; c; c = c->next)
+            if (c->type != MLSTACK__JSON_ARRAY)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                        "unsupported keyword 'dependencies' with a schema (dependentSchemas)");
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 80));
+    if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
+    m = n - 1;
+    k = mlstack__json_get(s, "$ref");
+    if (k && j->draft <= 7) { /* draft 7 and before: $ref stands for the whole schema */
+        const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+        return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
+    }
+    for (z = 0; z < (size_t)cur->n_pos; z++) /* met again through $ref / allOf with no value between */
+        if (cur->pos[z] == s) {
+            const mlstack__json *kw;
+            int own = 0; /* keywords of s beside the reference and its definitions */
+            for (kw = s->child; kw; kw = kw->next)
+                own += strcmp(kw->key, "$ref") && strcmp(kw->key, "$defs") && strcmp(kw->key, "definitions") &&
+                       strcmp(kw->key, "$schema") && strcmp(kw->key, "$id") && strcmp(kw->key, "$comment");
+            if (cur->pos_splits[z] == cur->splits && own) /* only conjunctions since: s and s is s */
+                return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "a $ref cycle that reaches itself without a value in between (left recursion)");
+        }
+    if (cur->n_pos == MLSTACK__JS_MAX_CONJ)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 48 schemas (allOf, $ref) together");
+    cur->pos_splits[cur->n_pos] = cur->splits;
+    cur->pos[cur->n_pos++] = s;
+    if (k) {
+        const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if ((k = mlstack__json_get(s, "allOf")) != NULL) {
+        if (k->type != MLSTACK__JSON_ARRAY || !k->child)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'allOf' must be a non-empty array");
+        for (c = k->child; c && m < n + 79; c = c->next) t2[m].s = c, t2[m++].negated = 0;
+        if (c) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "allOf with more than 64 members");
+    }
+    if ((k = mlstack__json_get(s, "not")) != NULL) t2[m].s = k, t2[m++].negated = 1;
+    if ((k = mlstack__json_get(s, "anyOf")) != NULL) t2[m].s = k, t2[m++].negated = 3;
+    if ((k = mlstack__json_get(s, "oneOf")) != NULL) t2[m].s = k, t2[m++].negated = 2;
+    if ((k = mlstack__json_get(s, "if")) != NULL) {
+        const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+        mlstack__jsbr b = *cur;
+        b.splits++, cur->splits++;
+        t2[m].s = k, t2[m].negated = 0;
+        t2[m + 1].s = th ? th : k, t2[m + 1].negated = 0;
+        if (mlstack__js_flat(j, t2, m + 2, &b, out, hops + 1)) return -1;
+        t2[m].s = k, t2[m].negated = 1;
+        t2[m + 1].s = el ? el : k, t2[m + 1].negated = el ? 0 : 1;
+        return mlstack__js_flat(j, t2, m + 2, cur, out, hops + 1);
+    }
+    return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
+}
+
+/* ---- numbers: exact ranges as digit grammars ---- */
+
+#define MLSTACK__JS_P(j, b, s) \
+    (mlstack__buf_puts(b, s) ? 0 : mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"))
+
+/* Digit strings of length n from lo to hi (both n digits), as alternatives in parentheses. */
+static int mlstack__js_digits_range(mlstack__js *j, mlstack__buf *b, const char *lo, const char *hi, size_t n) {
+    char t[96], nines[72], zeros[72];
+    size_t k;
+    int all0 = 1, all9 = 1;
+    if (mlstack__js_work(j, 1 + n)) return -1;
+    if (n == 0) return MLSTACK__JS_P(j, b, "\"\"");
+    if (lo[0] == hi[0]) {
+        snprintf(t, sizeof t, "\"%c\" ", lo[0]);
+        return MLSTACK__JS_P(j, b, t) || mlstack__js_digits_range(j, b, lo + 1, hi + 1, n - 1);
+    }
+    for (k = 1; k < n; k++) all0 &= lo[k] == '0', all9 &= hi[k] == '9', nines[k - 1] = '9', zeros[k - 1] = '0';
+    nines[n - 1] = zeros[n - 1] = 0;
+    if (all0 && all9) {
+        snprintf(t, sizeof t, "[%c-%c] [0-9]{%d}", lo[0], hi[0], (int)n - 1);
+        return MLSTACK__JS_P(j, b, t);
+    }
+    snprintf(t, sizeof t, "(\"%c\" ", lo[0]);
+    if (MLSTACK__JS_P(j, b, t) || mlstack__js_digits_range(j, b, lo + 1, nines, n - 1)) return -1;
+    if (hi[0] - lo[0] > 1) {
+        snprintf(t, sizeof t, " | [%c-%c] [0-9]{%d}", lo[0] + 1, hi[0] - 1, (int)n - 1);
+        if (MLSTACK__JS_P(j, b, t)) return -1;
+    }
+    snprintf(t, sizeof t, " | \"%c\" ", hi[0]);
+    return MLSTACK__JS_P(j, b, t) || mlstack__js_digits_range(j, b, zeros, hi + 1, n - 1) || MLSTACK__JS_P(j, b, ")");
+}
+/* Naturals (no leading zeros) from lo to hi; hi NULL: up to max(16, digits of lo + 1) digits. */
+static int mlstack__js_nat_range(mlstack__js *j, mlstack__buf *b, const char *lo, const char *hi) {
+    size_t nl = strlen(lo), nh = hi ? strlen(hi) : (nl + 1 > 16 ? nl + 1 : 16), n;
+    int alts = 0;
+    if (MLSTACK__JS_P(j, b, "(")) return -1;
+    for (n = nl; n <= nh; n++) {
+        char L[72], H[72];
+        size_t k;
+        if (n == nl) strcpy(L, lo);
+        else
+            for (k = 0; k <= n; k++) L[k] = k == n ? 0 : k ? '0' : '1';
+        if (hi && n == nh) strcpy(H, hi);
+        else
+            for (k = 0; k <= n; k++) H[k] = k == n ? 0 : '9';
+        if (mlstack__jsnat_cmp(L, H) > 0) continue;
+        if ((alts++ && MLSTACK__JS_P(j, b, " | ")) || mlstack__js_digits_range(j, b, L, H, n)) return -1;
+        if (!hi && n == nl && n < nh) { /* the longer ones at once */
+            char t[64];
+            snprintf(t, sizeof t, " | [1-9] [0-9]{%d,%d}", (int)nl, (int)nh - 1);
+            if (MLSTACK__JS_P(j, b, t)) return -1;
+            break;
         }
     }
-    if ((v = mlstack__json_get(s, "$ref")) != NULL) {
-        const mlstack__json *t;
-        int i;
-        if (v->type != MLSTACK__JSON_STRING || !(t = mlstack__js_resolve(j, j->root, v->str))) {
-            if (j->rc != MLSTACK_OK) return -1;
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves",
-                                    v->type == MLSTACK__JSON_STRING ? v->str : "?");
-        }
-        i = mlstack__js_ref_find(j, t);
-        if (i < 0) return -1;
-        if (i == j->n_refs) {
-            size_t old;
-            int rid;
-            if (j->n_refs == j->cap_refs) {
-                int cap = j->cap_refs ? j->cap_refs * 2 : 16;
-                const mlstack__json **pn =
-                    (const mlstack__json **)MLSTACK_REALLOC((void *)j->ref_node, sizeof *pn * (size_t)cap);
-                int *pr;
-                if (!pn) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                j->ref_node = pn;
-                pr = (int *)MLSTACK_REALLOC(j->ref_rule, sizeof *pr * (size_t)cap);
-                if (!pr) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-                j->ref_rule = pr;
-                j->cap_refs = cap;
-            }
-            rid = mlstack__js_rule_id(j);
-            j->ref_node[j->n_refs] = t;
-            j->ref_rule[j->n_refs++] = rid;
-            if (mlstack__js_ref_add(j)) return -1;
-            old = j->path_len;
-            j->path_len = 0;
-            mlstack__js_push(j, v->str + 1, strlen(v->str + 1) < 300 ? strlen(v->str + 1) : 300);
-            {
-                int inner = mlstack__js_gen(j, t);
-                mlstack__buf e = {0, 0, 0};
-                char tx[32];
-                j->path_len = old;
-                j->path[old] = 0;
-                if (inner < 0) return -1;
-                snprintf(tx, sizeof tx, "s%d", inner);
-                mlstack__buf_puts(&e, tx);
-                mlstack__js_emit(j, rid, &e);
-                MLSTACK_FREE(e.p);
-            }
-        }
-        j->depth--;
-        return j->ref_rule[i];
+    if (!alts) return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "empty natural range");
+    return MLSTACK__JS_P(j, b, ")");
+}
+
+/* Fraction digits D (possibly empty) with 0.D op 0.s, s without trailing zeros; op: 'g' >=, 'G' >,
+   'l' <=, 'L' <. Whether the empty D (no fraction) qualifies, and the nonempty ones: written to b
+   as an alternation (returns 1), or none (0), -1 error. */
+static int mlstack__js_frac_eps(const char *s, int op) {
+    return s[0] ? (op == 'l' || op == 'L') : (op == 'g' || op == 'l');
+}
+static int mlstack__js_frac_plus(mlstack__js *j, mlstack__buf *b, const char *s, int op) {
+    char t[64];
+    int r, d, alts = 0, eps;
+    size_t start = b->n;
+    mlstack__buf sub = {0, 0, 0};
+    if (mlstack__js_work(j, 2)) return -1;
+    if (!s[0]) {
+        const char *e = op == 'g' ? "[0-9]+" : op == 'G' ? "\"0\"* [1-9] [0-9]*" : op == 'l' ? "\"0\"+" : NULL;
+        return e ? (MLSTACK__JS_P(j, b, e) ? -1 : 1) : 0;
     }
-    id = mlstack__js_rule_id(j);
-    if ((v = mlstack__json_get(s, "const")) != NULL) {
-        mlstack__js_value_lit(j, &b, v);
-        goto out;
+    d = s[0];
+    r = mlstack__js_frac_plus(j, &sub, s + 1, op);
+    eps = mlstack__js_frac_eps(s + 1, op);
+    if (r >= 0 && MLSTACK__JS_P(j, b, "(")) r = -1;
+    if (r >= 0 && (((op == 'g' || op == 'G') && d < '9') || ((op == 'l' || op == 'L') && d > '0'))) {
+        if (op == 'g' || op == 'G') snprintf(t, sizeof t, "[%c-9] [0-9]*", d + 1);
+        else
+            snprintf(t, sizeof t, "[0-%c] [0-9]*", d - 1);
+        if (MLSTACK__JS_P(j, b, t)) r = -1;
+        alts++;
     }
-    if ((v = mlstack__json_get(s, "enum")) != NULL) {
-        if (v->type != MLSTACK__JSON_ARRAY || !v->child)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be a non-empty array");
-        for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next) {
-            if (alts++) mlstack__buf_puts(&b, " | ");
-            mlstack__js_value_lit(j, &b, c);
-        }
-        goto out;
+    if (r >= 0 && (r > 0 || eps)) {
+        snprintf(t, sizeof t, "%s\"%c\" %s", alts++ ? " | " : "", d, r > 0 && eps ? "(" : "");
+        if (MLSTACK__JS_P(j, b, t) || (r > 0 && !mlstack__buf_put(b, sub.p, sub.n)) ||
+            MLSTACK__JS_P(j, b, r > 0 && eps ? ")?" : ""))
+            r = -1;
     }
-    if ((v = mlstack__json_get(s, "anyOf")) != NULL || (v = mlstack__json_get(s, "allOf")) != NULL) {
-        int any = mlstack__json_get(s, "anyOf") != NULL, i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY || !v->child)
-            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", any ? "anyOf" : "allOf");
-        if (!any && v->child->next)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' with more than one schema",
-                                    "allOf");
-        if (mlstack__json_get(s, "type") || mlstack__json_get(s, "properties"))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s' next to type or properties",
-                                    any ? "anyOf" : "allOf");
-        for (c = v->child; c && j->rc == MLSTACK_OK; c = c->next, i++) {
-            char seg[40];
-            size_t o1 = mlstack__js_push(j, any ? "anyOf" : "allOf", 5), o2;
-            int sub;
-            snprintf(seg, sizeof seg, "%d", i);
-            o2 = mlstack__js_push(j, seg, strlen(seg));
-            sub = mlstack__js_gen(j, c);
-            mlstack__js_pop(j, o2);
-            mlstack__js_pop(j, o1);
-            if (sub < 0) break;
-            if (alts++) mlstack__buf_puts(&b, " | ");
-            mlstack__js_ref_to(j, &b, sub);
-        }
-        goto out;
+    MLSTACK_FREE(sub.p);
+    if (r < 0) return -1;
+    if (!alts) {
+        b->n = start;
+        return 0;
     }
-    ty = mlstack__json_get(s, "type");
-    if (ty && ty->type == MLSTACK__JSON_STRING) {
-        mlstack__js_type_body(j, s, ty->str, &b);
-    } else if (ty && ty->type == MLSTACK__JSON_ARRAY && ty->child) {
-        for (c = ty->child; c && j->rc == MLSTACK_OK; c = c->next) {
-            if (c->type != MLSTACK__JSON_STRING)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must list strings");
-            if (alts++) mlstack__buf_puts(&b, " | ");
-            mlstack__js_type_body(j, s, c->str, &b);
+    return MLSTACK__JS_P(j, b, ")") ? -1 : 1;
+}
+/* The optional fraction part (".digits") of a number whose fraction must satisfy 0.D op 0.s:
+   returns 1 written (possibly as nothing: ""), 0 no fraction qualifies (not even none). */
+static int mlstack__js_frac_part(mlstack__js *j, mlstack__buf *b, const char *s, int op) {
+    mlstack__buf sub = {0, 0, 0};
+    int r = mlstack__js_frac_plus(j, &sub, s, op), eps = mlstack__js_frac_eps(s, op), rc = 1;
+    if (r < 0) rc = -1;
+    else if (r == 0)
+        rc = eps ? (MLSTACK__JS_P(j, b, "\"\"") ? -1 : 1) : 0;
+    else if (MLSTACK__JS_P(j, b, eps ? "(\".\" " : "\".\" ") || !mlstack__buf_put(b, sub.p, sub.n) ||
+             MLSTACK__JS_P(j, b, eps ? ")?" : ""))
+        rc = -1;
+    MLSTACK_FREE(sub.p);
+    return rc;
+}
+/* Fractions D with 0.D opa 0.a and 0.D opb 0.b (a <= b): the nonempty ones, as frac_plus. */
+static int mlstack__js_frac_between(mlstack__js *j, mlstack__buf *b, const char *a, int opa, const char *c, int opb) {
+    char t[64];
+    int a1 = a[0] ? a[0] : '0', c1 = c[0] ? c[0] : '0', alts = 0, r;
+    const char *ar = a[0] ? a + 1 : a, *cr = c[0] ? c + 1 : c;
+    size_t start = b->n;
+    if (mlstack__js_work(j, 2)) return -1;
+    if (!a[0] && !c[0]) return opa == 'g' && opb == 'l' ? (MLSTACK__JS_P(j, b, "\"0\"+") ? -1 : 1) : 0;
+    if (a1 > c1) return 0;
+    if (MLSTACK__JS_P(j, b, "(")) return -1;
+    if (a1 == c1) {
+        mlstack__buf sub = {0, 0, 0};
+        int eps = mlstack__js_frac_eps(ar, opa) && mlstack__js_frac_eps(cr, opb);
+        r = mlstack__js_frac_between(j, &sub, ar, opa, cr, opb);
+        if (r >= 0 && (r > 0 || eps)) {
+            snprintf(t, sizeof t, "\"%c\" %s", a1, r > 0 && eps ? "(" : "");
+            if (MLSTACK__JS_P(j, b, t) || (r > 0 && !mlstack__buf_put(b, sub.p, sub.n)) ||
+                MLSTACK__JS_P(j, b, r > 0 && eps ? ")?" : ""))
+                r = -1;
+            alts++;
         }
-    } else if (ty) {
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'type' must be a string or a non-empty array");
-    } else if (mlstack__json_get(s, "properties") || mlstack__json_get(s, "required") ||
-               mlstack__json_get(s, "additionalProperties") || mlstack__json_get(s, "propertyNames")) {
-        mlstack__js_type_body(j, s, "object", &b);
-    } else if (mlstack__json_get(s, "items") || mlstack__json_get(s, "minItems") || mlstack__json_get(s, "maxItems")) {
-        mlstack__js_type_body(j, s, "array", &b);
-    } else if (mlstack__json_get(s, "pattern") || mlstack__json_get(s, "format") || mlstack__json_get(s, "minLength") ||
-               mlstack__json_get(s, "maxLength")) {
-        mlstack__js_type_body(j, s, "string", &b);
+        MLSTACK_FREE(sub.p);
+        if (r < 0) return -1;
     } else {
-        mlstack__buf_puts(&b, "jvalue");
+        int q;
+        for (q = 0; q < 2; q++) { /* the lower digit with the lower bound, the upper with the upper */
+            mlstack__buf sub = {0, 0, 0};
+            const char *rest = q ? cr : ar;
+            int op = q ? opb : opa, eps = mlstack__js_frac_eps(rest, op), dg = q ? c1 : a1;
+            r = mlstack__js_frac_plus(j, &sub, rest, op);
+            if (r >= 0 && (r > 0 || eps)) {
+                snprintf(t, sizeof t, "%s\"%c\" %s", alts++ ? " | " : "", dg, r > 0 && eps ? "(" : "");
+                if (MLSTACK__JS_P(j, b, t) || (r > 0 && !mlstack__buf_put(b, sub.p, sub.n)) ||
+                    MLSTACK__JS_P(j, b, r > 0 && eps ? ")?" : ""))
+                    r = -1;
+            }
+            MLSTACK_FREE(sub.p);
+            if (r < 0) return -1;
+            if (q == 0 && c1 - a1 > 1) {
+                snprintf(t, sizeof t, "%s[%c-%c] [0-9]*", alts++ ? " | " : "", a1 + 1, c1 - 1);
+                if (MLSTACK__JS_P(j, b, t)) return -1;
+            }
+        }
     }
-out:
-    if (j->rc == MLSTACK_OK && !b.p) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (j->rc == MLSTACK_OK) mlstack__js_emit(j, id, &b);
-    MLSTACK_FREE(b.p);
-    j->depth--;
+    if (!alts) {
+        b->n = start;
+        return 0;
+    }
+    return MLSTACK__JS_P(j, b, ")") ? -1 : 1;
+}
+/* Nonnegative numbers as written without a sign, lo <(=) x <(=) hi (lo NULL: 0 inclusive; hi
+   NULL: no bound); integer: digits only. Returns the alternatives written (0: none), -1 error. */
+static int mlstack__js_nonneg(mlstack__js *j, mlstack__buf *b, const mlstack__jsdec *lo, int lo_ex,
+                              const mlstack__jsdec *hi, int hi_ex, int integer) {
+    static const mlstack__jsdec zero = {0, "", ""};
+    char L[80], H[80], t[80];
+    const char *il, *iu;
+    int alts = 0, r;
+    if (!lo) lo = &zero, lo_ex = 0;
+    if (hi && (mlstack__jsdec_cmp(lo, hi) > 0 || (mlstack__jsdec_cmp(lo, hi) == 0 && (lo_ex || hi_ex)))) return 0;
+    il = lo->i[0] ? lo->i : "0";
+    if (integer) {
+        if (lo->f[0] || lo_ex) mlstack__jsnat_add(il, 1, L);
+        else
+            strcpy(L, il);
+        if (hi) {
+            strcpy(H, hi->i[0] ? hi->i : "0");
+            if (!hi->f[0] && hi_ex) {
+                if (!strcmp(H, "0")) return 0;
+                mlstack__jsnat_add(H, -1, H);
+            }
+            if (mlstack__jsnat_cmp(L, H) > 0) return 0;
+        }
+        return mlstack__js_nat_range(j, b, L, hi ? H : NULL) ? -1 : 1;
+    }
+    iu = hi ? (hi->i[0] ? hi->i : "0") : NULL;
+    if (iu && !strcmp(il, iu)) { /* same integer part: the fraction between both */
+        mlstack__buf sub = {0, 0, 0};
+        int eps = mlstack__js_frac_eps(lo->f, lo_ex ? 'G' : 'g') && mlstack__js_frac_eps(hi->f, hi_ex ? 'L' : 'l');
+        r = mlstack__js_frac_between(j, &sub, lo->f, lo_ex ? 'G' : 'g', hi->f, hi_ex ? 'L' : 'l');
+        if (r >= 0 && (r > 0 || eps)) {
+            snprintf(t, sizeof t, "\"%s\" %s", il, r > 0 ? (eps ? "(\".\" " : "\".\" ") : "");
+            if (MLSTACK__JS_P(j, b, t) || (r > 0 && !mlstack__buf_put(b, sub.p, sub.n)) ||
+                MLSTACK__JS_P(j, b, r > 0 && eps ? ")?" : ""))
+                r = -1;
+            alts = 1;
+        }
+        MLSTACK_FREE(sub.p);
+        return r < 0 ? -1 : alts;
+    }
+    /* the lower integer part with its fraction, the integers between with any, the upper */
+    snprintf(t, sizeof t, "\"%s\" ", il);
+    {
+        size_t mark = b->n;
+        if (MLSTACK__JS_P(j, b, t) || (r = mlstack__js_frac_part(j, b, lo->f, lo_ex ? 'G' : 'g')) < 0) return -1;
+        if (r == 0) b->n = mark;
+        else
+            alts++;
+    }
+    mlstack__jsnat_add(il, 1, L);
+    if (iu) mlstack__jsnat_add(iu, -1, H);
+    if (!iu || mlstack__jsnat_cmp(L, H) <= 0) {
+        if ((alts++ && MLSTACK__JS_P(j, b, " | ")) || mlstack__js_nat_range(j, b, L, iu ? H : NULL) ||
+            MLSTACK__JS_P(j, b, " (\".\" [0-9]+)?"))
+            return -1;
+    }
+    if (iu) {
+        size_t mark = b->n;
+        snprintf(t, sizeof t, "%s\"%s\" ", alts ? " | " : "", iu);
+        if (MLSTACK__JS_P(j, b, t) || (r = mlstack__js_frac_part(j, b, hi->f, hi_ex ? 'L' : 'l')) < 0) return -1;
+        if (r == 0) b->n = mark;
+        else
+            alts++;
+    }
+    return alts;
+}
+
+/* Multiples of k (1..100000) as a remainder automaton over the digits: one rule per remainder. */
+static int mlstack__js_multiples(mlstack__js *j, mlstack__buf *b, long k) {
+    int base = j->n_rules, r, d;
+    char t[96];
+    mlstack__buf e = {0, 0, 0};
+    j->n_rules += (int)k;
+    if (mlstack__js_work(j, 20 * (uint64_t)k)) return -1;
+    for (r = 0; r < k && j->rc == MLSTACK_OK; r++) {
+        e.n = 0;
+        if (r == 0) mlstack__buf_puts(&e, "\"\"");
+        for (d = 0; d < 10; d++) {
+            snprintf(t, sizeof t, "%s\"%d\" s%d", e.n ? " | " : "", d, base + (int)((r * 10L + d) % k));
+            mlstack__buf_puts(&e, t);
+        }
+        mlstack__js_emit(j, base + r, &e);
+    }
+    MLSTACK_FREE(e.p);
+    if (j->rc != MLSTACK_OK) return -1;
+    e.n = 0;
+    snprintf(t, sizeof t, "(\"0\"");
+    if (MLSTACK__JS_P(j, b, t)) return -1;
+    for (d = 1; d < 10; d++) {
+        snprintf(t, sizeof t, " | \"%d\" s%d", d, base + (int)(d % k));
+        if (MLSTACK__JS_P(j, b, t)) return -1;
+    }
+    return MLSTACK__JS_P(j, b, ")");
+}
+
+/* One numeric bound of a schema: lower (minimum / exclusiveMinimum) or upper. Returns 0 (none
+   or read into d, *ex), -1 error. Draft 4's boolean exclusiveMinimum makes minimum exclusive. */
+static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, mlstack__jsdec *d, int *ex, int *has) {
+    const mlstack__json *inc = mlstack__json_get(s, lower ? "minimum" : "maximum");
+    const mlstack__json *exc = mlstack__json_get(s, lower ? "exclusiveMinimum" : "exclusiveMaximum");
+    mlstack__jsdec t;
+    int q;
+    *has = 0;
+    for (q = 0; q < 2; q++) {
+        const mlstack__json *v = q ? exc : inc;
+        int e = q;
+        if (!v || v->type == MLSTACK__JSON_TRUE || v->type == MLSTACK__JSON_FALSE) continue;
+        if (v->type != MLSTACK__JSON_NUMBER)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a number", v->key);
+        if (mlstack__jsdec_parse(v->str, v->len, &t))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'%s' needs more than 64 digits", v->key);
+        if (!q && exc && exc->type == MLSTACK__JSON_TRUE) e = 1;
+        if (!*has || (lower ? mlstack__jsdec_cmp(&t, d) > 0 : mlstack__jsdec_cmp(&t, d) < 0) ||
+            (mlstack__jsdec_cmp(&t, d) == 0 && e))
+            *d = t, *ex = e, *has = 1;
+    }
+    return 0;
+}
+
+/* ---- one branch: the grammar of each type the branch allows ---- */
+
+static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
+
+static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
+    char t[32];
+    if (id == -3) return MLSTACK__JS_P(j, b, "jvalue ");
+    if (id == -4) return MLSTACK__JS_P(j, b, "jstring ");
+    snprintf(t, sizeof t, "s%d ", id);
+    return MLSTACK__JS_P(j, b, t);
+}
+
+static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
+    mlstack__jsdec lo, hi, d;
+    int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
+    long mult = 0;
+    const mlstack__json *m;
+    for (i = 0; i < br->n_pos + br->n_neg; i++) {
+        const mlstack__json *s = i < br->n_pos ? br->pos[i] : br->neg[i - br->n_pos];
+        int q, neg = i >= br->n_pos;
+        for (q = 0; q < 2; q++) {
+            int lower = q == 0;
+            if (mlstack__js_bound(j, s, lower, &d, &e, &h)) return -1;
+            if (!h) continue;
+            if (neg) lower = !lower, e = !e; /* not (x >= d): x < d */
+            if (lower && (!has_lo || mlstack__jsdec_cmp(&d, &lo) > 0 || (!mlstack__jsdec_cmp(&d, &lo) && e)))
+                lo = d, lo_ex = e, has_lo = 1;
+            if (!lower && (!has_hi || mlstack__jsdec_cmp(&d, &hi) < 0 || (!mlstack__jsdec_cmp(&d, &hi) && e)))
+                hi = d, hi_ex = e, has_hi = 1;
+        }
+        if (!neg && (m = mlstack__json_get(s, "multipleOf")) != NULL) {
+            if (m->type != MLSTACK__JSON_NUMBER || m->num <= 0)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'multipleOf' must be a positive number");
+            if (!m->is_int || m->i > 100000 || (mult && mult != m->i && mult % m->i && m->i % mult))
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                        "multipleOf other than an integer up to 100000 (or two that do not divide)");
+            if (m->i > mult) mult = (long)m->i;
+            integer = 1;
+        }
+    }
+    if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
+    if (mult) {
+        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "multipleOf together with minimum / maximum (other than minimum 0)");
+        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
+        return mlstack__js_multiples(j, b, mult) ? -1 : 1;
+    }
+    /* x >= 0 */
+    if (!has_hi || !hi.neg) {
+        const mlstack__jsdec *l = has_lo && !lo.neg ? &lo : NULL;
+        r = mlstack__js_nonneg(j, b, l, l ? lo_ex : 0, has_hi ? &hi : NULL, hi_ex, integer);
+        if (r < 0) return -1;
+        alts += r;
+    }
+    /* x < 0: "-" and |x| in (max(0, -hi), -lo] */
+    if (!has_lo || lo.neg) {
+        mlstack__jsdec al, ah, zero;
+        size_t mark = b->n;
+        memset(&zero, 0, sizeof zero);
+        if (has_hi && hi.neg) al = hi, al.neg = 0;
+        if (has_lo) ah = lo, ah.neg = 0;
+        if ((alts && MLSTACK__JS_P(j, b, " | ")) || MLSTACK__JS_P(j, b, "\"-\" (")) return -1;
+        r = mlstack__js_nonneg(j, b, has_hi && hi.neg ? &al : &zero, has_hi && hi.neg ? hi_ex : 1, has_lo ? &ah : NULL,
+                               lo_ex, integer);
+        if (r < 0) return -1;
+        if (r == 0) b->n = mark;
+        else if (MLSTACK__JS_P(j, b, ")"))
+            return -1;
+        alts += r;
+    }
+    return alts;
+}
+
+static const char *const mlstack__js_formats[][2] = {
+    {"date",
+     "[1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2["
+     "0-8]))"},
+    {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+    {"date-time",
+     "[1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1["
+     "0-9]|2[0-8]))T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-"
+     "5][0-9])"},
+    {"duration",
+     "P(([0-9]{1,4}Y)?([0-9]{1,4}M)?[0-9]{1,4}D|[0-9]{1,4}Y([0-9]{1,4}M)?|[0-9]{1,4}M|[0-9]{1,4}W)(T[0-9]{1,"
+     "4}H([0-9]{1,4}M)?([0-9]{1,4}S)?)?|PT[0-9]{1,4}H([0-9]{1,4}M)?([0-9]{1,4}S)?"},
+    {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
+    {"email",
+     "[a-zA-Z0-9_+-]{1,32}(\\.[a-zA-Z0-9_+-]{1,32}){0,3}@[a-zA-Z0-9]([a-zA-Z0-9-]{0,30}[a-zA-Z0-9])?(\\.[a-zA-Z]["
+     "a-zA-Z0-9-]{0,14}[a-zA-Z0-9]){1,3}"},
+    {"hostname", "[a-zA-Z0-9]([a-zA-Z0-9-]{0,30}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,30}[a-zA-Z0-9])?){0,4}"},
+    {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
+    {"ipv6", "([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}"},
+    {"uri", "[a-zA-Z][a-zA-Z0-9+.-]{0,15}:([a-zA-Z0-9._~/?#@!$&'()*+,;=-]|%[0-9a-fA-F]{2}){0,200}"},
+    {"uri-reference", "([a-zA-Z][a-zA-Z0-9+.-]{0,15}:)?([a-zA-Z0-9._~/?#@!$&'()*+,;=-]|%[0-9a-fA-F]{2}){0,200}"},
+};
+
+/* Is there a '|' outside groups and classes? */
+static int mlstack__js_top_alt(const char *p, size_t n) {
+    size_t i;
+    int depth = 0, cls = 0;
+    for (i = 0; i < n; i++) {
+        if (p[i] == '\\') i++;
+        else if (cls)
+            cls = p[i] != ']';
+        else if (p[i] == '[')
+            cls = 1;
+        else if (p[i] == '(')
+            depth++;
+        else if (p[i] == ')')
+            depth--;
+        else if (p[i] == '|' && depth == 0)
+            return 1;
+    }
+    return 0;
+}
+/* A regex as JSON string content: found anywhere in the string unless anchored with ^ / $. */
+static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, size_t n, const char *kw) {
+    char what[460];
+    int start, end;
+    size_t bs = 0, old;
+    mlstack_result r;
+    while (bs + 1 < n && re[n - 2 - bs] == '\\') bs++;
+    start = n && re[0] == '^';
+    end = n && re[n - 1] == '$' && bs % 2 == 0;
+    if (!strcmp(kw, "format")) start = end = 1;
+    if ((start || end) && mlstack__js_top_alt(re, n))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "pattern with anchors inside a top-level alternation");
+    if (MLSTACK__JS_P(j, b, start ? "(" : "(jcanon* ")) return -1;
+    old = mlstack__js_push(j, kw, strlen(kw));
+    snprintf(what, sizeof what, "JSON Schema: %s at %s", kw, j->path);
+    r = mlstack__regex_to_gbnf(re, n, 1, b, what, j->w, j->err);
+    mlstack__js_pop(j, old);
+    if (r != MLSTACK_OK) {
+        j->rc = r;
+        return -1;
+    }
+    return MLSTACK__JS_P(j, b, end ? ")" : " jcanon*)");
+}
+
+static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
+    const mlstack__json *re = NULL, *v;
+    const char *rtext = NULL, *kw = NULL;
+    size_t rlen = 0, k;
+    long mn = 0, mx = -1;
+    int i;
+    char t[96];
+    for (i = 0; i < br->n_pos; i++) {
+        const mlstack__json *s = br->pos[i];
+        if ((v = mlstack__json_get(s, "minLength")) != NULL) {
+            if (v->type != MLSTACK__JSON_NUMBER || v->num < 0 || v->num > 1e9)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'minLength' must be a non-negative integer");
+            if ((long)ceil(v->num) > mn) mn = (long)ceil(v->num);
+        }
+        if ((v = mlstack__json_get(s, "maxLength")) != NULL) {
+            if (v->type != MLSTACK__JSON_NUMBER || v->num < 0 || v->num > 1e9)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'maxLength' must be a non-negative integer");
+            if (mx < 0 || (long)floor(v->num) < mx) mx = (long)floor(v->num);
+        }
+        for (k = 0; k < 2; k++) {
+            const char *key = k ? "format" : "pattern", *txt = NULL;
+            size_t q, len = 0;
+            if (!(v = mlstack__json_get(s, key))) continue;
+            if (v->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a string", key);
+            if (k) {
+                for (q = 0; q < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; q++)
+                    if (!strcmp(v->str, mlstack__js_formats[q][0])) txt = mlstack__js_formats[q][1], len = strlen(txt);
+                if (!txt) continue; /* unknown formats are annotations */
+            } else
+                txt = v->str, len = v->len;
+            if (rtext && (rlen != len || memcmp(rtext, txt, len)))
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "two patterns / formats on one string");
+            rtext = txt, rlen = len, kw = key, re = v;
+        }
+    }
+    (void)re;
+    if (mx >= 0 && mx < mn) return 0;
+    if (rtext) {
+        if (mn || mx >= 0)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "minLength / maxLength together with a pattern or format");
+        return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
+                       MLSTACK__JS_P(j, b, " \"\\\"\"")
+                   ? -1
+                   : 1;
+    }
+    if (!mn && mx < 0) return MLSTACK__JS_P(j, b, "jstring") ? -1 : 1;
+    if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
+    else
+        snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
+    return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
+/* The schema position i of an array has under member s (prefixItems / array-form items, then
+   items / additionalItems); NULL: unconstrained. *cap: positions s allows at most (-1: any). */
+static const mlstack__json *mlstack__js_item_at(mlstack__js *j, const mlstack__json *s, long i, long *cap) {
+    const mlstack__json *items = mlstack__json_get(s, "items"), *pre = mlstack__json_get(s, "prefixItems"), *rest;
+    (void)j;
+    if (items && items->type == MLSTACK__JSON_ARRAY) pre = items, rest = mlstack__json_get(s, "additionalItems");
+    else
+        rest = items;
+    *cap = -1;
+    if (pre && pre->type == MLSTACK__JSON_ARRAY) {
+        if (i < (long)pre->len) return mlstack__json_at(pre, (size_t)i);
+        if (rest && rest->type == MLSTACK__JSON_FALSE) *cap = (long)pre->len;
+        return rest;
+    }
+    if (rest && rest->type == MLSTACK__JSON_FALSE) *cap = 0;
+    return rest;
+}
+static long mlstack__js_prefix_len(const mlstack__json *s) {
+    const mlstack__json *items = mlstack__json_get(s, "items"), *pre = mlstack__json_get(s, "prefixItems");
+    if (items && items->type == MLSTACK__JSON_ARRAY) pre = items;
+    return pre && pre->type == MLSTACK__JSON_ARRAY ? (long)pre->len : 0;
+}
+/* The rule of position i (-2: no value there). */
+static int mlstack__js_item_rule(mlstack__js *j, const mlstack__jsbr *br, long i, const mlstack__json *also) {
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ + 1];
+    int n = 0, q;
+    long cap;
+    char seg[32];
+    size_t old;
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *v = mlstack__js_item_at(j, br->pos[q], i, &cap);
+        if (v) list[n++] = v;
+    }
+    if (also) list[n++] = also;
+    snprintf(seg, sizeof seg, "items/%ld", i);
+    old = mlstack__js_push(j, seg, strlen(seg));
+    q = mlstack__js_gen_list(j, list, n);
+    mlstack__js_pop(j, old);
+    return q;
+}
+
+static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
+    long mn = 0, mx = -1, P = 0, i, cap;
+    const mlstack__json *v, *contains = NULL;
+    int q, rest;
+    char t[96];
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *s = br->pos[q];
+        long p = mlstack__js_prefix_len(s);
+        if ((v = mlstack__json_get(s, "minItems")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
+            (long)ceil(v->num) > mn)
+            mn = (long)ceil(v->num);
+        if ((v = mlstack__json_get(s, "maxItems")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
+            (mx < 0 || (long)floor(v->num) < mx))
+            mx = (long)floor(v->num);
+        if (p > P) P = p;
+        mlstack__js_item_at(j, s, p, &cap);
+        if (cap >= 0 && (mx < 0 || cap < mx)) mx = cap;
+        if ((v = mlstack__json_get(s, "contains")) != NULL) {
+            if (contains) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "two 'contains' on one array");
+            contains = v;
+        }
+    }
+    for (q = 0; q < br->n_pos; q++)
+        if ((v = mlstack__json_get(br->pos[q], "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE &&
+            (mx < 0 || mx > 1))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "uniqueItems (not enforced by a grammar on these items)");
+    if (mx >= 0 && mx < mn) return 0;
+    if (mn > 100000 || mx > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "minItems / maxItems above 100000");
+    if (contains) { /* any items, at least one also satisfying contains */
+        int c;
+        if (P || mn > 1 || mx >= 0)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "contains together with prefixItems, minItems or maxItems");
+        rest = mlstack__js_item_rule(j, br, 0, NULL);
+        c = mlstack__js_item_rule(j, br, 0, contains);
+        if (rest == -1 || c == -1) return -1;
+        if (c == -2) return 0;
+        if (MLSTACK__JS_P(j, b, "\"[\" ws ")) return -1;
+        if (rest != -2 &&
+            (MLSTACK__JS_P(j, b, "(") || mlstack__js_put_rule(j, b, rest) || MLSTACK__JS_P(j, b, "ws \",\" ws)* ")))
+            return -1;
+        if (mlstack__js_put_rule(j, b, c)) return -1;
+        if (rest != -2 &&
+            (MLSTACK__JS_P(j, b, "(ws \",\" ws ") || mlstack__js_put_rule(j, b, rest) || MLSTACK__JS_P(j, b, ")* ")))
+            return -1;
+        return MLSTACK__JS_P(j, b, "ws \"]\"") ? -1 : 1;
+    }
+    /* "[" E0 (sep E1 (sep ... (sep rest){a,b})?)? "]", each element optional from minItems on */
+    if (MLSTACK__JS_P(j, b, "\"[\" ws ")) return -1;
+    {
+        long depth = 0, last = P;
+        for (i = 0; i < P && (mx < 0 || i < mx); i++) {
+            int e = mlstack__js_item_rule(j, br, i, NULL);
+            if (e == -1) return -1;
+            if (e == -2) {
+                if (i < mn) return 0;
+                last = i;
+                break;
+            }
+            if (i >= mn && MLSTACK__JS_P(j, b, "(")) return -1;
+            if (i >= mn) depth++;
+            if ((i && MLSTACK__JS_P(j, b, "ws \",\" ws ")) || mlstack__js_put_rule(j, b, e)) return -1;
+        }
+        if (i == P && (mx < 0 || P < mx)) {
+            long a = mn > P ? mn - P : 0, m2 = mx < 0 ? -1 : mx - P;
+            rest = mlstack__js_item_rule(j, br, P, NULL);
+            if (rest == -1) return -1;
+            if (rest == -2 && a > 0) return 0;
+            if (rest != -2) {
+                if (P == 0) { /* the first element has no separator */
+                    if (a == 0 && MLSTACK__JS_P(j, b, "(")) return -1;
+                    if (mlstack__js_put_rule(j, b, rest)) return -1;
+                    if (m2 < 0) snprintf(t, sizeof t, "){%ld,}", a > 1 ? a - 1 : 0);
+                    else
+                        snprintf(t, sizeof t, "){%ld,%ld}", a > 1 ? a - 1 : 0, m2 - 1);
+                    if (m2 != 1 && (MLSTACK__JS_P(j, b, "(ws \",\" ws ") || mlstack__js_put_rule(j, b, rest) ||
+                                    MLSTACK__JS_P(j, b, t)))
+                        return -1;
+                    if (a == 0 && MLSTACK__JS_P(j, b, ")?")) return -1;
+                } else {
+                    if (m2 < 0) snprintf(t, sizeof t, "){%ld,}", a);
+                    else
+                        snprintf(t, sizeof t, "){%ld,%ld}", a, m2);
+                    if (MLSTACK__JS_P(j, b, "(ws \",\" ws ") || mlstack__js_put_rule(j, b, rest) ||
+                        MLSTACK__JS_P(j, b, t))
+                        return -1;
+                }
+            }
+        }
+        (void)last;
+        for (; depth > 0; depth--)
+            if (MLSTACK__JS_P(j, b, ")?")) return -1;
+    }
+    return MLSTACK__JS_P(j, b, " ws \"]\"") ? -1 : 1;
+}
+
+/* ---- objects ---- */
+
+static uint32_t mlstack__js_cp_at(const char *s, size_t n, size_t *at) {
+    uint32_t cp;
+    size_t l = mlstack__utf8_decode((const unsigned char *)s + *at, n - *at, &cp);
+    *at += l ? l : 1;
+    return cp;
+}
+/* A rule for the JSON strings (one spelling per character: jcanon) that are none of names[0..n)
+   (sorted by bytes, each sharing the first `off` bytes). */
+static int mlstack__js_except(mlstack__js *j, const char *const *names, const size_t *lens, int n, size_t off) {
+    int id = j->n_rules++, i = 0, ends = 0;
+    mlstack__buf e = {0, 0, 0}, cls = {0, 0, 0};
+    char t[64];
+    if (mlstack__js_work(j, 4 + (uint64_t)n)) return -1;
+    for (i = 0; i < n && lens[i] == off; i++) ends = 1;
+    if (!ends) mlstack__buf_puts(&e, "\"\\\"\" | ");
+    /* a first character that is none of the next ones, then anything */
+    mlstack__buf_puts(&cls, "[^\"\\\\\\x00-\\x1F");
+    {
+        int k;
+        for (k = i; k < n; k++) {
+            size_t at = off;
+            uint32_t cp = mlstack__js_cp_at(names[k], lens[k], &at);
+            if (cp >= 0x20 && cp != '"' && cp != '\\') {
+                snprintf(t, sizeof t, "\\U%08X", (unsigned)cp);
+                mlstack__buf_puts(&cls, t);
+            }
+        }
+    }
+    mlstack__buf_puts(&cls, "]");
+    mlstack__buf_put(&e, cls.p, cls.n);
+    mlstack__buf_puts(&e, " jcanon* \"\\\"\"");
+    {
+        static const char esc[] = "\"\\bfnrt";
+        static const uint32_t ecp[] = {'"', '\\', 8, 12, 10, 13, 9};
+        int q, k, ctl = 0;
+        mlstack__buf_puts(&e, " | \"\\\\\" [");
+        for (q = 0; q < 7; q++) {
+            for (k = i; k < n; k++) {
+                size_t at = off;
+                if (mlstack__js_cp_at(names[k], lens[k], &at) == ecp[q]) break;
+            }
+            if (k < n) continue;
+            t[0] = q < 2 ? '\\' : esc[q], t[1] = esc[q], t[2] = 0;
+            mlstack__buf_puts(&e, q < 2 ? t : t + 1);
+        }
+        mlstack__buf_puts(&e, "] jcanon* \"\\\"\"");
+        for (k = i; k < n; k++) {
+            size_t at = off;
+            uint32_t cp = mlstack__js_cp_at(names[k], lens[k], &at);
+            ctl |= cp < 0x20 && cp != 8 && cp != 9 && cp != 10 && cp != 12 && cp != 13;
+        }
+        if (!ctl) /* \u00xx for the other controls */
+            mlstack__buf_puts(&e, " | \"\\\\u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]) jcanon* \"\\\"\"");
+        for (q = 0; ctl && q < 32; q++) {
+            if (q == 8 || q == 9 || q == 10 || q == 12 || q == 13) continue;
+            for (k = i; k < n; k++) {
+                size_t at = off;
+                if (mlstack__js_cp_at(names[k], lens[k], &at) == (uint32_t)q) break;
+            }
+            if (k < n) continue;
+            snprintf(t, sizeof t, " | \"\\\\u00%02x\" jcanon* \"\\\"\"", q);
+            mlstack__buf_puts(&e, t);
+        }
+    }
+    /* each next character shared by some names: the rest of those */
+    while (i < n && j->rc == MLSTACK_OK) {
+        size_t at = off, at2;
+        uint32_t cp = mlstack__js_cp_at(names[i], lens[i], &at);
+        int k = i, sub;
+        mlstack__buf u = {0, 0, 0};
+        while (k < n) {
+            at2 = off;
+            if (mlstack__js_cp_at(names[k], lens[k], &at2) != cp) break;
+            k++;
+        }
+        sub = mlstack__js_except(j, names + i, lens + i, k - i, at);
+        if (sub < 0) break;
+        mlstack__json_quote(&u, names[i] + off, at - off);
+        mlstack__buf_puts(&e, " | ");
+        mlstack__js_lit(&e, u.p + 1, u.n - 2);
+        snprintf(t, sizeof t, " s%d", sub);
+        mlstack__buf_puts(&e, t);
+        MLSTACK_FREE(u.p);
+        i = k;
+    }
+    if (j->rc == MLSTACK_OK) mlstack__js_emit(j, id, &e);
+    MLSTACK_FREE(e.p);
+    MLSTACK_FREE(cls.p);
     return j->rc == MLSTACK_OK ? id : -1;
 }
 
-static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, mlstack__buf *out,
+typedef struct {
+    const char *key;
+    size_t len;
+    int rule; /* "key": value, -2: the key cannot appear */
+    int required;
+} mlstack__jsprop;
+
+static int mlstack__js_name_cmp(const void *a, const void *b) {
+    const mlstack__jsprop *x = (const mlstack__jsprop *)a, *y = (const mlstack__jsprop *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    return c ? c : x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Object members: named ones in order (R(i, c): from name i on, c written), then extra ones
+   (E(c)), with c counted up to cap for min/maxProperties. */
+typedef struct {
+    mlstack__jsprop *p;
+    int n, extra, key_rule; /* extra: the value rule of other keys (-2 none); key_rule: their keys */
+    long mn, mx, cap;
+    int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
+} mlstack__jsobj;
+
+/* Rule R(i, c) from the rules of (i + 1, .) and E(c + 1), made before it (the table is filled
+   from the end). -2: no way on from there. */
+static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c) {
+    int *slot = &o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c], id, alts = 0, sub;
+    long c1 = c + 1 > o->cap ? o->cap : c + 1;
+    int can_add = o->mx < 0 || c < o->mx;
+    mlstack__buf e = {0, 0, 0};
+    char t[96];
+    if (mlstack__js_work(j, 4)) return -1;
+    id = j->n_rules++;
+    *slot = id;
+    if (i == o->n) {
+        if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
+        if (o->extra != -2 && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2) {
+            snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
+            mlstack__buf_puts(&e, t);
+            mlstack__js_put_rule(j, &e, o->key_rule);
+            mlstack__buf_puts(&e, "ws \":\" ws ");
+            mlstack__js_put_rule(j, &e, o->extra);
+            snprintf(t, sizeof t, "s%d", sub);
+            mlstack__buf_puts(&e, t);
+        }
+    } else {
+        const int *next = &o->rule[(size_t)(i + 1) * (size_t)(o->cap + 1)];
+        if (o->p[i].rule != -2 && can_add && (sub = next[c1]) != -2) {
+            snprintf(t, sizeof t, "%ss%d s%d", c ? "ws \",\" ws " : "", o->p[i].rule, sub);
+            mlstack__buf_puts(&e, t), alts++;
+        }
+        if (!o->p[i].required && (sub = next[c]) != -2) {
+            snprintf(t, sizeof t, "%ss%d", alts++ ? " | " : "", sub);
+            mlstack__buf_puts(&e, t);
+        }
+    }
+    if (!alts) {
+        *slot = -2;
+        MLSTACK_FREE(e.p);
+        return -2;
+    }
+    mlstack__js_emit(j, id, &e);
+    MLSTACK_FREE(e.p);
+    return j->rc == MLSTACK_OK ? id : -1;
+}
+
+/* The extra keys' rule: propertyNames' strings, or any string but the named ones. */
+static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o) {
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ];
+    int q, n = 0;
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *v = mlstack__json_get(br->pos[q], "propertyNames");
+        if (v) list[n++] = v;
+    }
+    if (n) {
+        size_t old;
+        if (o->n) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames beside named properties");
+        old = mlstack__js_push(j, "propertyNames", 13);
+        j->only = MLSTACK__JT_STR;
+        q = mlstack__js_gen_list(j, list, n);
+        j->only = 0;
+        mlstack__js_pop(j, old);
+        return q;
+    }
+    if (!o->n) return -4;
+    {
+        mlstack__jsprop *sorted = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *sorted * (size_t)o->n);
+        const char **names = (const char **)mlstack__arena_alloc(&j->arena, sizeof *names * (size_t)o->n);
+        size_t *lens = (size_t *)mlstack__arena_alloc(&j->arena, sizeof *lens * (size_t)o->n);
+        int m = 0;
+        if (!sorted || !names || !lens) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        memcpy(sorted, o->p, sizeof *sorted * (size_t)o->n);
+        qsort(sorted, (size_t)o->n, sizeof *sorted, mlstack__js_name_cmp);
+        if (mlstack__js_work(j, (uint64_t)o->n * 20)) return -1;
+        for (q = 0; q < o->n; q++)
+            if (!m || mlstack__js_name_cmp(&sorted[q], &sorted[m - 1])) sorted[m++] = sorted[q];
+        for (q = 0; q < m; q++) names[q] = sorted[q].key, lens[q] = sorted[q].len;
+        q = mlstack__js_except(j, names, lens, m, 0);
+        if (q >= 0) {
+            mlstack__buf e = {0, 0, 0};
+            char t[32];
+            int id = j->n_rules++;
+            snprintf(t, sizeof t, "\"\\\"\" s%d", q);
+            if (!mlstack__buf_puts(&e, t)) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            mlstack__js_emit(j, id, &e);
+            MLSTACK_FREE(e.p);
+            q = j->rc == MLSTACK_OK ? id : -1;
+        }
+        return q;
+    }
+}
+
+/* The named keys: properties in order, then the required ones not among them (hashed). */
+static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
+    uint32_t mask = 15, h;
+    int *tab, q, i;
+    const mlstack__json *v, *c;
+    while (mask < total * 2 + 2) mask = mask * 2 + 1;
+    tab = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * ((size_t)mask + 1));
+    if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
+    if (mlstack__js_work(j, 1 + mask / 8)) return -1;
+    for (q = 0; q < br->n_pos; q++)
+        for (i = 0; i < 2; i++) {
+            v = mlstack__json_get(br->pos[q], i ? "required" : "properties");
+            if (!v || v->type != (i ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT)) continue;
+            for (c = v->child; c; c = c->next) {
+                const char *k = i ? c->str : c->key;
+                size_t kl = i ? c->len : c->key_len;
+                uint64_t probes = 1;
+                if (i && c->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+                for (h = mlstack__ghash(k, kl) & mask; tab[h] >= 0; h = (h + 1) & mask, probes++)
+                    if (o->p[tab[h]].len == kl && !memcmp(o->p[tab[h]].key, k, kl)) break;
+                if (mlstack__js_work(j, probes + kl)) return -1;
+                if (tab[h] < 0) {
+                    tab[h] = o->n;
+                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
+                }
+                if (i) o->p[tab[h]].required = 1;
+            }
+        }
+    return 0;
+}
+
+static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
+    mlstack__jsobj o;
+    const mlstack__json *v, *c, *list[MLSTACK__JS_MAX_CONJ];
+    size_t total = 0;
+    int q, i, nl, r;
+    char t[64];
+    memset(&o, 0, sizeof o);
+    o.mx = -1;
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *s = br->pos[q];
+        if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
+        if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
+        if ((v = mlstack__json_get(s, "dependentRequired")) != NULL ||
+            (v = mlstack__json_get(s, "dependencies")) != NULL)
+            if (v->type == MLSTACK__JSON_OBJECT && v->child)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", v->key);
+        if ((v = mlstack__json_get(s, "patternProperties")) != NULL && v->type == MLSTACK__JSON_OBJECT) {
+            const mlstack__json *a = mlstack__json_get(s, "additionalProperties");
+            for (c = v->child; c; c = c->next)
+                if (!(c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && !c->child)) ||
+                    (a && a->type != MLSTACK__JSON_TRUE))
+                    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                            "patternProperties with a schema or beside additionalProperties");
+        }
+        if ((v = mlstack__json_get(s, "minProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
+            (long)ceil(v->num) > o.mn)
+            o.mn = (long)ceil(v->num);
+        if ((v = mlstack__json_get(s, "maxProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
+            (o.mx < 0 || (long)floor(v->num) < o.mx))
+            o.mx = (long)floor(v->num);
+    }
+    if (o.mx >= 0 && o.mx < o.mn) return 0;
+    o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
+    if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_obj_names(j, br, &o, total)) return -1;
+    for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
+        size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
+        mlstack__buf e = {0, 0, 0};
+        nl = 0;
+        for (q = 0; q < br->n_pos; q++) {
+            const mlstack__json *ps = mlstack__json_get(br->pos[q], "properties");
+            v = ps && ps->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(ps, o.p[i].key) : NULL;
+            if (v && strlen(o.p[i].key) != o.p[i].len) v = NULL;
+            if (!v) v = mlstack__json_get(br->pos[q], "additionalProperties");
+            if (v) list[nl++] = v;
+        }
+        r = mlstack__js_gen_list(j, list, nl);
+        mlstack__js_pop(j, o2);
+        mlstack__js_pop(j, o1);
+        if (r == -1) return -1;
+        if (r == -2) {
+            if (o.p[i].required) return 0;
+            o.p[i].rule = -2;
+            continue;
+        }
+        o.p[i].rule = j->n_rules++;
+        if (!mlstack__js_canon_quote(&e, o.p[i].key, o.p[i].len))
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        {
+            mlstack__buf l = {0, 0, 0};
+            mlstack__js_lit(&l, e.p, e.n);
+            mlstack__buf_puts(&l, " ws \":\" ws ");
+            mlstack__js_put_rule(j, &l, r);
+            mlstack__js_emit(j, o.p[i].rule, &l);
+            MLSTACK_FREE(l.p);
+        }
+        MLSTACK_FREE(e.p);
+    }
+    nl = 0;
+    o.extra = 0;
+    for (q = 0; q < br->n_pos; q++)
+        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
+    o.extra = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
+    if (o.extra == -1) return -1;
+    if (o.extra != -2 && o.n > 512) o.extra = -2; /* no other keys beside hundreds of named ones (a subset) */
+    if (o.extra != -2) {
+        o.key_rule = mlstack__js_obj_keys(j, br, &o);
+        if (o.key_rule == -1) return -1;
+        if (o.key_rule == -2) o.extra = -2;
+    }
+    o.cap = o.mx >= 0 ? o.mx : (o.mn > 1 ? o.mn : 1);
+    if ((double)(o.n + 1) * (double)(o.cap + 1) > 1e6)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "properties x min/maxProperties above a million states");
+    o.rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * (size_t)(o.n + 1) * (size_t)(o.cap + 1));
+    if (!o.rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, (uint64_t)(o.n + 1) * (uint64_t)(o.cap + 1))) return -1;
+    for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -2;
+    o.rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
+    for (i = 0; i < o.n; i++) {
+        long cc;
+        int *row = &o.rule[(size_t)i * (size_t)(o.cap + 1)], *next = row + o.cap + 1;
+        for (cc = 0; cc <= o.cap; cc++) {
+            if (row[cc] != -3) continue;
+            if (o.p[i].rule != -2 && (o.mx < 0 || cc < o.mx)) next[cc + 1 > o.cap ? o.cap : cc + 1] = -3;
+            if (!o.p[i].required) next[cc] = -3;
+        }
+    }
+    {
+        int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
+        long cc;
+        for (cc = 0; cc < o.cap; cc++)
+            if (row[cc] == -3 && o.extra != -2 && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
+    }
+    for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
+        long cc;
+        for (cc = o.cap; cc >= 0; cc--) /* E(cap) may loop on itself: its id first */
+            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)cc] == -3 && mlstack__js_obj_rule(j, &o, i, cc) == -1)
+                return -1;
+    }
+    r = o.rule[0];
+    if (r == -1) return -1;
+    if (r == -2) return 0;
+    snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", r);
+    return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
+/* A value as the grammar writes it: canonical numbers and strings, compact. */
+static int mlstack__js_canon_write(mlstack__buf *o, const mlstack__json *v) {
+    const mlstack__json *c;
+    switch (v->type) {
+    case MLSTACK__JSON_NUMBER: return mlstack__jsdec_write(o, v);
+    case MLSTACK__JSON_STRING: return mlstack__js_canon_quote(o, v->str, v->len);
+    case MLSTACK__JSON_ARRAY:
+        if (!mlstack__buf_puts(o, "[")) return 0;
+        for (c = v->child; c; c = c->next)
+            if ((c != v->child && !mlstack__buf_puts(o, ",")) || !mlstack__js_canon_write(o, c)) return 0;
+        return mlstack__buf_puts(o, "]");
+    case MLSTACK__JSON_OBJECT:
+        if (!mlstack__buf_puts(o, "{")) return 0;
+        for (c = v->child; c; c = c->next)
+            if ((c != v->child && !mlstack__buf_puts(o, ",")) || !mlstack__js_canon_quote(o, c->key, c->key_len) ||
+                !mlstack__buf_puts(o, ":") || !mlstack__js_canon_write(o, c))
+                return 0;
+        return mlstack__buf_puts(o, "}");
+    default: return mlstack__json_write(o, v);
+    }
+}
+
+/* The keywords of a 'not' member, as far as they are negated here: type only, const / enum
+   only, or one numeric bound. */
+static int mlstack__js_neg_kind(const mlstack__json *s) {
+    static const char *const kw[] = {"type",
+                                     "const",
+                                     "enum",
+                                     "minimum",
+                                     "maximum",
+                                     "exclusiveMinimum",
+                                     "exclusiveMaximum",
+                                     "properties",
+                                     "required",
+                                     "items",
+                                     "prefixItems",
+                                     "additionalProperties",
+                                     "pattern",
+                                     "format",
+                                     "minLength",
+                                     "maxLength",
+                                     "minItems",
+                                     "maxItems",
+                                     "minProperties",
+                                     "maxProperties",
+                                     "multipleOf",
+                                     "allOf",
+                                     "anyOf",
+                                     "oneOf",
+                                     "not",
+                                     "if",
+                                     "$ref",
+                                     "contains",
+                                     "uniqueItems",
+                                     "patternProperties",
+                                     "propertyNames",
+                                     "dependentRequired",
+                                     "additionalItems",
+                                     "dependencies",
+                                     "dependentSchemas",
+                                     "unevaluatedProperties",
+                                     "unevaluatedItems",
+                                     "$dynamicRef",
+                                     "$recursiveRef",
+                                     "minContains",
+                                     "maxContains"};
+    int seen = 0, k;
+    for (k = 0; k < (int)(sizeof kw / sizeof kw[0]); k++)
+        if (mlstack__json_get(s, kw[k])) seen |= k < 3 ? 1 << k : k < 7 ? 8 : 16;
+    if (seen == 1) return 1; /* type */
+    if (seen == 2 || seen == 4 || seen == 6) return 2; /* const / enum */
+    if (seen == 8) {
+        int n = 0;
+        for (k = 3; k < 7; k++) n += mlstack__json_get(s, kw[k]) != NULL;
+        return n == 1 ? 3 : 0;
+    }
+    return seen ? 0 : 4; /* 4: no assertion (not {}): nothing passes */
+}
+
+/* A value listed by const / enum survives when every pos member accepts it and no neg one does. */
+static int mlstack__js_keep(mlstack__js *j, const mlstack__jsbr *br, const mlstack__json *val, int mask) {
+    int q, r, vt = mlstack__js_value_type(val);
+    if (!(vt & mask) && !(vt == MLSTACK__JT_INT && (mask & MLSTACK__JT_NUM))) return 0;
+    for (q = 0; q < br->n_pos + br->n_neg; q++) {
+        int neg = q >= br->n_pos;
+        r = mlstack__js_valid(j, neg ? br->neg[q - br->n_pos] : br->pos[q], val, 0);
+        if (r < 0) {
+            if (j->rc == MLSTACK_OK)
+                mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                 "const / enum beside keywords this compiler cannot check the values against");
+            return -1;
+        }
+        if (r == neg) return 0;
+    }
+    return 1;
+}
+
+/* Appends the branch's alternatives (" | " between) to b. Returns how many, -1 on error. */
+static int mlstack__js_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
+    const mlstack__json *v, *fin = NULL, *c;
+    int q, alts = 0, r, tb;
+    for (q = 0; q < br->n_pos; q++) {
+        if ((v = mlstack__json_get(br->pos[q], "type")) != NULL) {
+            int m = mlstack__js_type_mask(j, v);
+            if (m < 0) return -1;
+            mask &= m;
+        }
+        if (!fin && ((v = mlstack__json_get(br->pos[q], "const")) != NULL ||
+                     (v = mlstack__json_get(br->pos[q], "enum")) != NULL))
+            fin = v;
+    }
+    for (q = 0; q < br->n_neg; q++) {
+        int k = mlstack__js_neg_kind(br->neg[q]);
+        if (k == 1) {
+            int m = mlstack__js_type_mask(j, mlstack__json_get(br->neg[q], "type"));
+            if (m < 0) return -1;
+            mask &= ~m;
+            if (m & MLSTACK__JT_INT)
+                mask &= ~MLSTACK__JT_NUM; /* not integer: a non-integer number stays; kept simple */
+        } else if (k == 3)
+            mask &= MLSTACK__JT_INT | MLSTACK__JT_NUM;
+        else if (k == 4)
+            return 0;
+        else if (k == 2 && !fin)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' with const / enum beside an open type");
+        else if (k == 0)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "'not' of a schema other than type, const / enum or one numeric bound");
+    }
+    if (fin) {
+        int one = fin->key && !strcmp(fin->key, "const");
+        if (!one && (fin->type != MLSTACK__JSON_ARRAY || !fin->child))
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be a non-empty array");
+        for (c = one ? fin : fin->child; c; c = one ? NULL : c->next) {
+            mlstack__buf t = {0, 0, 0};
+            if ((r = mlstack__js_keep(j, br, c, mask)) < 0) return -1;
+            if (!r) continue;
+            if (!mlstack__js_canon_write(&t, c) || (alts++ && !mlstack__buf_puts(b, " | ")) ||
+                !mlstack__js_lit(b, t.p, t.n)) {
+                MLSTACK_FREE(t.p);
+                return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            }
+            MLSTACK_FREE(t.p);
+        }
+        return alts;
+    }
+    for (tb = 1; tb <= MLSTACK__JT_OBJ && j->rc == MLSTACK_OK; tb <<= 1) {
+        size_t mark = b->n;
+        if (!(mask & tb) || (tb == MLSTACK__JT_NUM && (mask & MLSTACK__JT_INT))) continue;
+        if (alts && MLSTACK__JS_P(j, b, " | ")) return -1;
+        if (tb == MLSTACK__JT_NULL) r = MLSTACK__JS_P(j, b, "\"null\"") ? -1 : 1;
+        else if (tb == MLSTACK__JT_BOOL)
+            r = MLSTACK__JS_P(j, b, "\"true\" | \"false\"") ? -1 : 1;
+        else if (tb == MLSTACK__JT_INT || tb == MLSTACK__JT_NUM)
+            r = mlstack__js_num_branch(j, br, mask, b);
+        else if (tb == MLSTACK__JT_STR)
+            r = mlstack__js_str_branch(j, br, b);
+        else if (tb == MLSTACK__JT_ARR)
+            r = mlstack__js_arr_branch(j, br, b);
+        else
+            r = mlstack__js_obj_branch(j, br, b);
+        if (r < 0) return -1;
+        if (r == 0) b->n = mark;
+        alts += r;
+    }
+    return j->rc == MLSTACK_OK ? alts : -1;
+}
+
+/* Rules made for schema lists, by the list (so that recursion through $ref meets the rule being
+   made). */
+struct mlstack__jsmemo {
+    const mlstack__json **list;
+    int n, only, rule;
+};
+static uint32_t mlstack__js_list_hash(const mlstack__json *const *list, int n, int only) {
+    uint32_t h = (uint32_t)only * 0x9E3779B9u;
+    int i;
+    for (i = 0; i < n; i++) h = mlstack__gmix(h, mlstack__js_ptr_hash(list[i]));
+    return h;
+}
+static struct mlstack__jsmemo *mlstack__js_memo(mlstack__js *j, const mlstack__json *const *list, int n, int only,
+                                                int add) {
+    uint32_t k;
+    if ((uint64_t)j->n_memo * 2 + 2 > j->memo_mask) {
+        uint32_t cap = j->memo_mask ? (j->memo_mask + 1) * 2 : 256, q;
+        struct mlstack__jsmemo *t = (struct mlstack__jsmemo *)mlstack__calloc(cap, sizeof *t);
+        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"), NULL;
+        for (q = 0; j->memo && q <= j->memo_mask; q++)
+            if (j->memo[q].list) {
+                k = mlstack__js_list_hash(j->memo[q].list, j->memo[q].n, j->memo[q].only) & (cap - 1);
+                while (t[k].list) k = (k + 1) & (cap - 1);
+                t[k] = j->memo[q];
+            }
+        MLSTACK_FREE(j->memo);
+        j->memo = t;
+        j->memo_mask = cap - 1;
+        if (mlstack__js_work(j, cap)) return NULL;
+    }
+    k = mlstack__js_list_hash(list, n, only) & j->memo_mask;
+    while (j->memo[k].list) {
+        if (j->memo[k].n == n && j->memo[k].only == only && !memcmp(j->memo[k].list, list, sizeof *list * (size_t)n))
+            return &j->memo[k];
+        k = (k + 1) & j->memo_mask;
+        if (mlstack__js_work(j, 1)) return NULL;
+    }
+    if (!add) return NULL;
+    j->memo[k].list = (const mlstack__json **)mlstack__arena_alloc(&j->arena, sizeof *list * (size_t)(n ? n : 1));
+    if (!j->memo[k].list) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"), NULL;
+    if (n) memcpy((void *)j->memo[k].list, list, sizeof *list * (size_t)n);
+    j->memo[k].n = n, j->memo[k].only = only, j->memo[k].rule = j->n_rules++;
+    j->n_memo++;
+    return &j->memo[k];
+}
+
+/* The rule for values satisfying every schema of list: its number, -2 when no value does, -3
+   for any value (jvalue), -1 on error. */
+static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n) {
+    int only = j->only, i, alts = 0, id, r;
+    struct mlstack__jsmemo *m;
+    mlstack__jstodo *todo;
+    mlstack__jsbrs brs = {NULL, 0, 0};
+    mlstack__jsbr *cur;
+    mlstack__buf b = {0, 0, 0};
+    j->only = 0;
+    if (j->rc != MLSTACK_OK) return -1;
+    for (i = 0; i < n && !only; i++) /* true, or only annotations: any value */
+        if (list[i]->type != MLSTACK__JSON_TRUE &&
+            (list[i]->type != MLSTACK__JSON_OBJECT || mlstack__js_neg_kind(list[i]) != 4))
+            break;
+    if (i == n && !only) return -3;
+    if ((m = mlstack__js_memo(j, list, n, only, 0)) != NULL) return m->rule;
+    if (j->rc != MLSTACK_OK) return -1;
+    if (++j->depth > MLSTACK__G_MAX_NEST)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 256");
+    if (!(m = mlstack__js_memo(j, list, n, only, 1))) return -1;
+    id = m->rule;
+    todo = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *todo * (size_t)(n ? n : 1));
+    cur = (mlstack__jsbr *)mlstack__arena_alloc(&j->arena, sizeof *cur);
+    if (!todo || !cur) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (i = 0; i < n; i++) todo[i].s = list[n - 1 - i], todo[i].negated = 0;
+    cur->n_pos = cur->n_neg = cur->splits = 0;
+    if (mlstack__js_flat(j, todo, n, cur, &brs, 0)) return -1;
+    for (i = 0; i < brs.n && j->rc == MLSTACK_OK; i++) {
+        size_t mark = b.n;
+        if (alts && !mlstack__buf_puts(&b, " | "))
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        r = mlstack__js_branch(j, &brs.br[i], only ? only : MLSTACK__JT_ALL, &b);
+        if (r < 0) break;
+        if (r == 0) b.n = mark;
+        alts += r;
+    }
+    j->depth--;
+    if (j->rc == MLSTACK_OK && !alts) {
+        MLSTACK_FREE(b.p);
+        m = mlstack__js_memo(j, list, n, only, 0);
+        if (m) m->rule = -2;
+        return j->rc == MLSTACK_OK ? -2 : -1;
+    }
+    if (j->rc == MLSTACK_OK) mlstack__js_emit(j, id, &b);
+    MLSTACK_FREE(b.p);
+    return j->rc == MLSTACK_OK ? id : -1;
+}
+
+/* The draft a schema names in $schema (4, 6, 7, 8 for 2019-09, 9 for 2020-12 and by default). */
+static int mlstack__js_draft(const mlstack__json *root) {
+    const mlstack__json *v = root->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(root, "$schema") : NULL;
+    if (!v || v->type != MLSTACK__JSON_STRING) return 9;
+    if (strstr(v->str, "draft-04")) return 4;
+    if (strstr(v->str, "draft-06")) return 6;
+    if (strstr(v->str, "draft-07")) return 7;
+    if (strstr(v->str, "2019-09")) return 8;
+    return 9;
+}
+/* The rule for one schema document (root), -2 when it allows no value. */
+static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
+    const mlstack__json *ms = root->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(root, "$schema") : NULL;
+    if (ms && (ms->type != MLSTACK__JSON_STRING || !strstr(ms->str, "json-schema.org/")))
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                                "$schema '%s' is not a JSON Schema draft this compiler knows",
+                                ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
+    j->root = root;
+    j->draft = mlstack__js_draft(root);
+    j->sub_ids = mlstack__js_has_sub_id(root, 0);
+    j->only = 0;
+    return mlstack__js_gen_list(j, &root, 1);
+}
+
+static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int kind, int flexible, mlstack__buf *out,
                                               mlstack__gwork *w, mlstack_error *err) {
+    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
+    const char *ws_rule =
+        flexible == 1 || (flexible == 0 && tools) ? "ws ::= ([ \\t] | \"\\n\" [ \\t]{0,20})?\n" : "ws ::= \"\"\n";
     mlstack__json_doc doc;
     mlstack__js j;
     mlstack_result r;
     char t[64];
-    int tools = kind == MLSTACK_GRAMMAR_TOOL_CALLS || kind == MLSTACK_GRAMMAR_TOOL_CALLS_AUTO;
     if (mlstack__gwork_charge(w, 1 + (uint64_t)n)) return w->stop; /* the JSON parse: linear */
     r = mlstack__json_parse(&doc, text, n, tools ? "tools" : "JSON Schema", err);
     if (r != MLSTACK_OK) return r;
@@ -24420,12 +25716,16 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     j.out = out;
     j.err = err;
     j.root = doc.root;
-    if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON))
+    j.strict = tools;
+    if (!mlstack__buf_puts(out, MLSTACK__JS_COMMON) || !mlstack__buf_puts(out, ws_rule))
         j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
     if (j.rc == MLSTACK_OK && !tools) {
-        int root = mlstack__js_gen(&j, doc.root);
-        if (root >= 0) {
-            snprintf(t, sizeof t, "root ::= s%d\n", root);
+        int root = mlstack__js_gen_root(&j, doc.root);
+        if (root == -2) mlstack__js_fail(&j, MLSTACK_ERR_FORMAT, "%s", "the schema allows no value");
+        if (root >= 0 || root == -3) {
+            if (root == -3) snprintf(t, sizeof t, "root ::= jvalue\n");
+            else
+                snprintf(t, sizeof t, "root ::= s%d\n", root);
             if (!mlstack__buf_puts(out, t)) j.rc = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "grammar: out of memory");
         }
     } else if (j.rc == MLSTACK_OK) {
@@ -24449,9 +25749,9 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
                 mlstack__js_fail(&j, MLSTACK_ERR_FORMAT, "%s", "tool without a string 'name'");
                 break;
             }
-            j.root = params;
-            pr = params ? mlstack__js_gen(&j, params) : -1;
-            if (params && pr < 0) break;
+            pr = params ? mlstack__js_gen_root(&j, params) : -3;
+            if (pr == -2) mlstack__js_fail(&j, MLSTACK_ERR_FORMAT, "%s", "the parameters allow no value");
+            if (pr == -1 || pr == -2) break;
             if (!mlstack__json_quote(&key, name->str, name->len) ||
                 !mlstack__buf_puts(&calls, i ? " | \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws "
                                              : "\"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws ") ||
@@ -24492,10 +25792,9 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
         }
         MLSTACK_FREE(calls.p);
     }
-    MLSTACK_FREE((void *)j.ref_node);
-    MLSTACK_FREE(j.ref_rule);
-    MLSTACK_FREE(j.ref_tab);
+    MLSTACK_FREE(j.memo);
     MLSTACK_FREE(j.mem);
+    mlstack__arena_free(&j.arena);
     mlstack__json_free(&doc);
     return j.rc;
 }

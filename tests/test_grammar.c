@@ -15,6 +15,7 @@
 
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #define FIX "tests/fixtures/grammar/"
 #define SHARED "../shared/"
@@ -377,6 +378,352 @@ static int sample_one(const mlstack_grammar *g, const mlstack_vocab *v, uint64_t
     return done;
 }
 
+/* ---- the official JSON Schema Test Suite ----
+   Every case (a schema with its instances) whose schema compiles must be sound: each valid
+   instance is generable token by token (some serialization of it — properties in any order,
+   numbers in any equal spelling — is accepted byte by byte through the masks and may end), and
+   no serialization of an invalid instance is accepted. A schema refused as allowing no value is
+   right when all its instances are invalid. Read from ../shared at test time; per keyword file,
+   how many cases compile. */
+
+typedef struct {
+    int kind; /* 0 literal, 1 value, 2 the rest of an object */
+    const mlstack__json *v;
+    const char *lit;
+    size_t lit_n;
+    uint64_t used;
+    int first;
+} js_item;
+typedef struct {
+    const mlstack_grammar *g;
+    long budget;
+    int over;
+    mlstack_matcher *m;
+} js_search;
+
+/* The spellings of a JSON number that equal it: its text, and its plain decimal form. */
+static int num_spellings(const mlstack__json *v, char sp[2][400]) {
+    mlstack__jsdec d;
+    mlstack__buf b = {0, 0, 0};
+    snprintf(sp[0], 400, "%.*s", (int)v->len, v->str);
+    if (mlstack__jsdec_parse(v->str, v->len, &d)) return 1;
+    mlstack__jsdec_write(&b, v);
+    snprintf(sp[1], 400, "%.*s", (int)b.n, b.p);
+    free(b.p);
+    return strcmp(sp[0], sp[1]) ? 2 : 1;
+}
+
+/* Is text (so far) a prefix the grammar accepts? With end: a whole text it may end with. */
+static int js_prefix_ok(js_search *S, const mlstack__buf *text, int end) {
+    mlstack_matcher_reset(S->m);
+    if (mlstack_matcher_accept_bytes(S->m, text->p ? text->p : "", text->n) != MLSTACK_OK) return 0;
+    return !end || (mlstack_matcher_status(S->m) & MLSTACK_MATCHER_CAN_END) != 0;
+}
+
+/* Is there a serialization of items[0..n) (a stack, the last first) after text that the
+   grammar accepts? text holds it on success. */
+static int js_search_items(js_search *S, js_item *items, int n, mlstack__buf *text) {
+    js_item it, more[80];
+    int ok = 0, i;
+    size_t mark = text->n;
+    if (--S->budget < 0) {
+        S->over = 1;
+        return 0;
+    }
+    if (n == 0) return js_prefix_ok(S, text, 1);
+    if (n + 4 > 70) return 0;
+    memcpy(more, items, sizeof *items * (size_t)n);
+    it = more[--n];
+    if (it.kind == 0) {
+        mlstack__buf_put(text, it.lit, it.lit_n);
+        ok = js_prefix_ok(S, text, 0) && js_search_items(S, more, n, text);
+    } else if (it.kind == 1) {
+        const mlstack__json *v = it.v, *c;
+        mlstack__buf lit = {0, 0, 0};
+        switch (v->type) {
+        case MLSTACK__JSON_OBJECT:
+            more[n++] = (js_item){0, NULL, "}", 1, 0, 0};
+            more[n++] = (js_item){2, v, NULL, 0, 0, 1};
+            more[n++] = (js_item){0, NULL, "{", 1, 0, 0};
+            ok = js_search_items(S, more, n, text);
+            break;
+        case MLSTACK__JSON_ARRAY: {
+            const mlstack__json *el[64];
+            int ne = 0;
+            for (c = v->child; c && ne < 64; c = c->next) el[ne++] = c;
+            if (n + 2 * ne + 2 > 70) break;
+            more[n++] = (js_item){0, NULL, "]", 1, 0, 0};
+            for (i = ne - 1; i >= 0; i--) {
+                more[n++] = (js_item){1, el[i], NULL, 0, 0, 0};
+                if (i) more[n++] = (js_item){0, NULL, ",", 1, 0, 0};
+            }
+            more[n++] = (js_item){0, NULL, "[", 1, 0, 0};
+            ok = js_search_items(S, more, n, text);
+            break;
+        }
+        case MLSTACK__JSON_NUMBER: {
+            char sp[2][400];
+            int k, ns = num_spellings(v, sp);
+            for (k = 0; k < ns && !ok; k++) {
+                more[n] = (js_item){0, NULL, sp[k], strlen(sp[k]), 0, 0};
+                text->n = mark;
+                ok = js_search_items(S, more, n + 1, text);
+            }
+            break;
+        }
+        case MLSTACK__JSON_STRING: /* one spelling per character, the one the grammar writes */
+            mlstack__js_canon_quote(&lit, v->str, v->len);
+            more[n++] = (js_item){0, NULL, lit.p, lit.n, 0, 0};
+            ok = js_search_items(S, more, n, text);
+            break;
+        default:
+            mlstack__json_write(&lit, v);
+            more[n++] = (js_item){0, NULL, lit.p, lit.n, 0, 0};
+            ok = js_search_items(S, more, n, text);
+        }
+        free(lit.p);
+    } else { /* the rest of an object: each unused member next, or the end */
+        const mlstack__json *c;
+        int all = 1;
+        for (c = it.v->child, i = 0; c && i < 64 && !ok; c = c->next, i++) {
+            if (it.used >> i & 1) continue;
+            all = 0;
+            text->n = mark;
+            if (!it.first) mlstack__buf_puts(text, ",");
+            mlstack__js_canon_quote(text, c->key, c->key_len);
+            mlstack__buf_puts(text, ":");
+            if (js_prefix_ok(S, text, 0)) {
+                more[n] = (js_item){2, it.v, NULL, 0, it.used | (uint64_t)1 << i, 0};
+                more[n + 1] = (js_item){1, c, NULL, 0, 0, 0};
+                ok = js_search_items(S, more, n + 2, text);
+            }
+        }
+        if (all) ok = js_search_items(S, more, n, text);
+    }
+    if (!ok) text->n = mark;
+    return ok;
+}
+
+/* Feeds text byte by byte through the masks of a byte vocabulary (token b is byte b, EOS 256):
+   each byte's bit set, then EOS allowed. */
+static int js_token_by_token(const mlstack_grammar *g, const mlstack__buf *text) {
+    mlstack_matcher *m;
+    uint32_t bits[(257 + 31) / 32 + 8];
+    size_t i;
+    int ok = 1;
+    if (mlstack_matcher_init(g, &m) != MLSTACK_OK) return 0;
+    for (i = 0; i < text->n && ok; i++) {
+        unsigned char b = (unsigned char)text->p[i];
+        ok = mlstack_matcher_mask(m, bits) > 0 && bit(bits, b) && mlstack_matcher_accept(m, b) == MLSTACK_OK;
+    }
+    ok = ok && mlstack_matcher_mask(m, bits) > 0 && bit(bits, 256);
+    mlstack_matcher_free(m);
+    return ok;
+}
+
+/* The case's schema as text, with the draft's $schema when the case names none. */
+static void suite_schema_text(const mlstack__json *schema, const char *draft, mlstack__buf *st) {
+    st->n = 0;
+    if (schema->type == MLSTACK__JSON_OBJECT && !mlstack__json_get(schema, "$schema")) {
+        mlstack__buf inner = {0, 0, 0};
+        mlstack__json_write(&inner, schema);
+        mlstack__buf_puts(st, "{\"$schema\":\"");
+        mlstack__buf_puts(st, !strcmp(draft, "draft7") ? "http://json-schema.org/draft-07/schema#"
+                                                       : "https://json-schema.org/draft/2020-12/schema");
+        mlstack__buf_puts(st, inner.n > 2 ? "\"," : "\"");
+        mlstack__buf_put(st, inner.p + 1, inner.n - 1);
+        free(inner.p);
+    } else
+        mlstack__json_write(st, schema);
+    mlstack__buf_put(st, "", 1);
+}
+
+/* The instance tests the issue's keywords cover; the others (remote refs, dynamic refs,
+   unevaluated*, vocabularies, content) are printed but not held to the floor. */
+static const struct {
+    const char *file;
+    int floor_pct; /* cases that must compile, percent: what this version reaches (a regression floor;
+                      issue 47 asks for 90) */
+} suite_files[] = {{"additionalItems", 100},
+                   {"additionalProperties", 66},
+                   {"allOf", 91},
+                   {"anchor", 25},
+                   {"anyOf", 100},
+                   {"boolean_schema", 100},
+                   {"const", 100},
+                   {"contains", 85},
+                   {"default", 100},
+                   {"definitions", 0},
+                   {"defs", 0},
+                   {"dependencies", 0},
+                   {"dependentRequired", 0},
+                   {"enum", 93},
+                   {"exclusiveMaximum", 100},
+                   {"exclusiveMinimum", 100},
+                   {"format", 94},
+                   {"if-then-else", 50},
+                   {"items", 100},
+                   {"maxItems", 100},
+                   {"maxLength", 100},
+                   {"maxProperties", 100},
+                   {"maximum", 100},
+                   {"minItems", 100},
+                   {"minLength", 100},
+                   {"minProperties", 100},
+                   {"minimum", 100},
+                   {"multipleOf", 20},
+                   {"not", 66},
+                   {"oneOf", 27},
+                   {"pattern", 66},
+                   {"patternProperties", 0},
+                   {"prefixItems", 100},
+                   {"properties", 83},
+                   {"propertyNames", 100},
+                   {"ref", 55},
+                   {"required", 100},
+                   {"type", 100},
+                   {"uniqueItems", 50}};
+
+static double g_ms[4096]; /* compile times of the suite's schemas that compile */
+static int g_n_ms;
+
+static void suite_file(const mlstack_vocab *v, const char *draft, const char *name, int *tot_cases, int *tot_compiled) {
+    char path[600];
+    size_t len;
+    char *text;
+    mlstack__json_doc doc;
+    mlstack_error err;
+    const mlstack__json *c, *t;
+    int n_cases = 0, n_compiled = 0, n_sound = 0, n_refused_empty = 0, floor_pct = -1, n_annot = 0;
+    size_t k;
+    mlstack__buf st = {0, 0, 0}, out = {0, 0, 0};
+    snprintf(path, sizeof path, SHARED "json-schema-test-suite/tests/%s/%s.json", draft, name);
+    text = tl_read(path, &len);
+    if (!text) return;
+    if (mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: %s", path, err.message);
+        free(text);
+        return;
+    }
+    for (k = 0; k < sizeof suite_files / sizeof suite_files[0]; k++)
+        if (!strcmp(suite_files[k].file, name)) floor_pct = suite_files[k].floor_pct;
+    for (c = doc.root->child; c; c = c->next) {
+        const mlstack__json *schema = mlstack__json_get(c, "schema"), *tests = mlstack__json_get(c, "tests");
+        mlstack_grammar *g;
+        int sound = 1, all_invalid = 1;
+        n_cases++;
+        suite_schema_text(schema, draft, &st);
+        {
+            double t0 = now_s();
+            g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err);
+            if (g && g_n_ms < (int)(sizeof g_ms / sizeof g_ms[0])) g_ms[g_n_ms++] = (now_s() - t0) * 1e3;
+        }
+        for (t = tests->child; t; t = t->next) all_invalid &= mlstack__json_get(t, "valid")->type != MLSTACK__JSON_TRUE;
+        if (!g) {
+            if (all_invalid && strstr(err.message, "allows no value")) n_refused_empty++;
+            else if (getenv("SUITE_VERBOSE"))
+                printf("  %s/%s: %s: refused: %s\n", draft, name, mlstack__json_get(c, "description")->str,
+                       err.message);
+            continue;
+        }
+        n_compiled++;
+        for (t = tests->child; t; t = t->next) {
+            int valid = mlstack__json_get(t, "valid")->type == MLSTACK__JSON_TRUE, found, ok;
+            const char *desc = mlstack__json_get(t, "description")->str;
+            js_item it = {1, mlstack__json_get(t, "data"), NULL, 0, 0, 0};
+            js_search S = {g, 200000, 0, NULL};
+            /* format is asserted here (issue 47: as llguidance and XGrammar do), which the suite's
+               default (format as an annotation) does not ask for */
+            if (!strcmp(name, "format") && valid && strstr(desc, "only an annotation")) {
+                n_annot++;
+                continue;
+            }
+            mlstack_matcher_init(g, &S.m);
+            out.n = 0;
+            found = js_search_items(&S, &it, 1, &out);
+            mlstack_matcher_free(S.m);
+            ok = valid ? found && js_token_by_token(g, &out) : !found;
+            if (S.over) ok = 0;
+            if (!ok) {
+                sound = 0;
+                printf("  %s/%s: %s / %s: %s instance %s%s\n", draft, name, mlstack__json_get(c, "description")->str,
+                       desc, valid ? "valid" : "invalid", valid ? "not generable" : "accepted as",
+                       S.over ? " (search budget)" : "");
+                printf("    %s %.*s\n", found ? "found" : "none", (int)out.n, out.p);
+                if (!valid) printf("    grammar: %.600s\n", strstr(mlstack_grammar_gbnf(g), "ws ::="));
+            }
+        }
+        n_sound += sound;
+        mlstack_grammar_free(g);
+    }
+    printf("suite %-12s %-24s %3d cases, %3d compile (%3d%%), %3d sound%s", draft, name, n_cases, n_compiled,
+           n_cases ? 100 * (n_compiled + n_refused_empty) / n_cases : 0, n_sound, floor_pct < 0 ? " (not held)" : "");
+    if (n_refused_empty) printf(", %d refused as allowing no value (right)", n_refused_empty);
+    if (n_annot) printf(", %d format-annotation instances not run", n_annot);
+    printf("\n");
+    CHECKF(n_sound == n_compiled, "%s/%s: %d of %d compiled cases are unsound", draft, name, n_compiled - n_sound,
+           n_compiled);
+    if (floor_pct >= 0)
+        CHECKF(100 * (n_compiled + n_refused_empty) >= floor_pct * n_cases, "%s/%s: %d of %d cases compile, floor %d%%",
+               draft, name, n_compiled + n_refused_empty, n_cases, floor_pct);
+    *tot_cases += n_cases;
+    *tot_compiled += n_compiled + n_refused_empty;
+    free(st.p);
+    free(out.p);
+    mlstack__json_free(&doc);
+    free(text);
+}
+
+static int suite_name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int dbl_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_schema_suite(void) {
+    static const char *const drafts[] = {"draft2020-12", "draft7"};
+    const char *toks[257];
+    size_t lens[257];
+    static char bytes[256];
+    mlstack_vocab *v;
+    int i, d;
+    for (i = 0; i < 256; i++) bytes[i] = (char)i, toks[i] = bytes + i, lens[i] = 1;
+    v = vocab_of(toks, lens, 256, 1);
+    for (d = 0; d < 2; d++) {
+        char dir[300], *names[200];
+        int n = 0, tc = 0, tcomp = 0;
+        DIR *dp;
+        struct dirent *e;
+        snprintf(dir, sizeof dir, SHARED "json-schema-test-suite/tests/%s", drafts[d]);
+        dp = opendir(dir);
+        if (!dp) {
+            SKIP("JSON Schema Test Suite not found at %s (run with ../shared beside the checkout)", dir);
+            continue;
+        }
+        while ((e = readdir(dp)) != NULL && n < 200) {
+            size_t l = strlen(e->d_name);
+            if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) {
+                names[n] = (char *)malloc(l - 4);
+                memcpy(names[n], e->d_name, l - 5);
+                names[n++][l - 5] = 0;
+            }
+        }
+        closedir(dp);
+        qsort(names, (size_t)n, sizeof *names, suite_name_cmp);
+        for (i = 0; i < n; i++) {
+            suite_file(v, drafts[d], names[i], &tc, &tcomp);
+            free(names[i]);
+        }
+        printf("suite %s: %d of %d cases compile\n", drafts[d], tcomp, tc);
+    }
+    if (g_n_ms) {
+        qsort(g_ms, (size_t)g_n_ms, sizeof g_ms[0], dbl_cmp);
+        printf("suite compile time (256-byte vocabulary), %d schemas: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", g_n_ms,
+               g_ms[g_n_ms / 2], g_ms[g_n_ms * 99 / 100], g_ms[g_n_ms - 1]);
+    }
+    mlstack_vocab_free(v);
+}
+
 static mlstack_vocab *smollm2_vocab(mlstack_tokenizer **tok) {
     mlstack_error err;
     mlstack_vocab *v = NULL;
@@ -581,24 +928,29 @@ static void test_schema_errors(void) {
     static const struct {
         const char *schema, *want1, *want2;
     } bad[] = {
-        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}]}}}",
-         "unsupported keyword 'oneOf'", "at /properties/x/oneOf"},
-        {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"maximum\": 5}}", "'maximum'", "at /items"},
-        {"{\"type\": \"string\", \"format\": \"hostname\"}", "unsupported format 'hostname'", "at /"},
+        {"{\"type\": \"object\", \"properties\": {\"x\": {\"oneOf\": [{\"type\": \"string\"}, {\"maxLength\": 3}]}}}",
+         "oneOf whose members may overlap", "at /properties/x/oneOf"},
+        {"{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"multipleOf\": 3, \"maximum\": 5}}",
+         "multipleOf together with minimum / maximum", "at /items"},
+        {"{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 5}", "together with a pattern or format",
+         "at /"},
         {"{\"$ref\": \"#/$defs/missing\"}", "$ref '#/$defs/missing'", ""},
         {"{\"$ref\": \"https://example.com/s.json\"}", "not a local reference", ""},
         {"{\"type\": \"string\", \"pattern\": \"a(?=b)\"}", "lookaround", "at /pattern"},
-        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {}}]}",
-         "'dependentRequired'", "at /anyOf/1/dependentRequired"},
-        {"{\"type\": \"object\", \"propertyNames\": {\"enum\": [\"a\"]}}", "propertyNames must be",
-         "at /propertyNames"},
+        {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"object\", \"dependentRequired\": {\"a\": [\"b\"]}}]}",
+         "'dependentRequired'", ""},
+        {"{\"type\": \"object\", \"properties\": {\"a\": {}}, \"propertyNames\": {\"maxLength\": 2}}",
+         "propertyNames beside named properties", ""},
         {"{\"type\": \"array\", \"uniqueItems\": true}", "uniqueItems", ""},
-        {"{\"type\": \"integer\", \"minimum\": 5}", "'minimum'", ""},
+        {"{\"type\": \"number\", \"multipleOf\": 0.5}", "multipleOf other than an integer", ""},
+        {"{\"type\": \"object\", \"unevaluatedProperties\": false}", "unsupported keyword 'unevaluatedProperties'", ""},
+        {"{\"$schema\": \"http://example.com/custom\", \"type\": \"string\"}", "not a JSON Schema draft", ""},
+        {"{\"not\": {\"type\": \"object\", \"properties\": {\"a\": {}}}}", "'not' of a schema other than", ""},
         {"{\"type\": \"whatever\"}", "unsupported type 'whatever'", ""},
         {"false", "allows no value", ""},
         {"{\"type\": \"object\"", "JSON error", "line 1"},
-        {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "maxLength below minLength", ""},
-        {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "can never finish", ""},
+        {"{\"type\": \"string\", \"minLength\": 5, \"maxLength\": 2}", "allows no value", ""},
+        {"{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}", "$ref cycle", ""},
         {"{\"$defs\": {\"a\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": "
          "\"#/$defs/a\"}",
          "left recursion", ""},
@@ -1143,9 +1495,14 @@ int main(void) {
     snprintf(g_out_path, sizeof g_out_path, "%s/mlstack_grammar_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     fd = mkstemp(g_out_path);
     g_out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (getenv("SUITE_ONLY")) {
+        test_schema_suite();
+        return tl_finish();
+    }
     test_gbnf();
     test_regex_fixture();
     test_schema_errors();
+    test_schema_suite();
     test_tool_parse();
     test_tool_auto();
     test_trie();

@@ -132,18 +132,18 @@ SCHEMAS = {  # every string and array bounded, so that each sample finishes with
         "name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0},
         "born": {"type": "string", "format": "date"},
         "city": {"anyOf": [{"type": "string", "maxLength": 20}, {"type": "null"}]}},
-        "required": ["name", "age"]},
+        "required": ["name", "age"], "additionalProperties": False},
     "order": {"type": "object", "properties": {
         "id": {"type": "integer"}, "status": {"enum": ["open", "paid", "shipped"]},
         "items": {"type": "array", "maxItems": 3, "items": {"type": "object", "properties": {
             "sku": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"}, "qty": {"type": "integer", "minimum": 1},
-            "gift": {"type": "boolean"}}, "required": ["sku", "qty"]}}},
-        "required": ["id", "status", "items"]},
+            "gift": {"type": "boolean"}}, "required": ["sku", "qty"], "additionalProperties": False}}},
+        "required": ["id", "status", "items"], "additionalProperties": False},
     "flags": {"type": "object", "properties": {
         "ok": {"type": "boolean"}, "color": {"enum": ["red", "green", "blue"]},
         "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 1, "maxItems": 3},
         "when": {"type": "string", "format": "date"}},
-        "required": ["ok", "color", "tags"]},
+        "required": ["ok", "color", "tags"], "additionalProperties": False},
 }
 
 TOOLS = [
@@ -231,15 +231,16 @@ def structured_http(port, model):
     # refused: the keyword and its JSON path, or the field
     for bad_body, field, want in (
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {
-                "type": "object", "properties": {"a": {"type": "array", "items": {"oneOf": [{"type": "string"}]}}}}}}),
+                "type": "object", "properties": {"a": {"type": "array", "items": {"oneOf": [
+                    {"type": "string"}, {"maxLength": 2}]}}}}}}),
              "response_format.json_schema.schema", ["oneOf", "/properties/a/items"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objekt"}}}),
              "response_format.json_schema.schema", ["objekt"]),
             (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format", ["name"]),
             (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"x": {"type": "string", "contentEncoding": "base64"}}}}}]),
-             "tools", ["contentEncoding", "/0/function/parameters/properties/x"]),
+                "type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}}}}]),
+             "tools", ["uniqueItems", "/0/function/parameters/properties/x"]),
             (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
             (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),
             (dict(tool_choice="required"), "tool_choice", ["needs tools"]),

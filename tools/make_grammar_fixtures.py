@@ -170,7 +170,7 @@ SCHEMAS = [
     ("any_of", {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}, {"type": "null"},
                           {"type": "array", "items": {"type": "boolean"}, "maxItems": 2}]}),
     ("pattern", {"type": "object", "properties": {"zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
-                                                  "code": {"type": "string", "pattern": "[A-Z]{2}\\d[^\\d]?"}},
+                                                  "code": {"type": "string", "pattern": "^[A-Z]{2}\\d[^\\d]?$"}},
                  "required": ["zip", "code"]}),
     ("formats", {"type": "object", "properties": {"d": {"type": "string", "format": "date"},
                                                   "t": {"type": "string", "format": "date-time"},
@@ -201,7 +201,41 @@ SCHEMAS = [
                                                         "age": {"type": "integer"}}, "required": ["name", "age"]}),
     ("engine_colors", {"type": "array", "items": {"enum": ["red", "green", 3]}, "minItems": 1, "maxItems": 4}),
     ("engine_any", {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 4}]}),
+    # issue 47: exact numeric ranges, oneOf, if/then/else, not, prefixItems, other keys by schema
+    ("ranges", {"type": "object", "properties": {
+        "i": {"type": "integer", "minimum": -17, "exclusiveMaximum": 250},
+        "x": {"type": "number", "minimum": -1.5, "maximum": 2.25},
+        "e": {"type": "number", "exclusiveMinimum": 0.05, "exclusiveMaximum": 0.5},
+        "m": {"type": "integer", "multipleOf": 7}}, "required": ["i", "x", "e", "m"]}),
+    ("one_of", {"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "v": {"type": "integer"}}, "required": ["kind"]},
+        {"type": "object", "properties": {"kind": {"const": "b"}, "w": {"type": "boolean"}}, "required": ["kind"]}]}),
+    ("if_then", {"if": {"type": "integer"}, "then": {"minimum": 10, "maximum": 20},
+                 "else": {"type": "string", "maxLength": 3}}),
+    ("not_type", {"not": {"type": ["object", "array", "string", "number"]}}),
+    ("prefix", {"type": "array", "prefixItems": [{"type": "integer"}, {"enum": ["x", "y"]}],
+                "items": {"type": "boolean"}, "maxItems": 4}),
+    ("other_keys", {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+                    "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9},
+                    "maxProperties": 3}),
 ]
+
+
+def closed(schema):
+    """additionalProperties false on every object schema with properties that leaves it open:
+    other keys would be random strings, which random sampling never ends."""
+    if isinstance(schema, dict):
+        if "properties" in schema and "additionalProperties" not in schema:
+            schema["additionalProperties"] = False
+        for v in schema.values():
+            closed(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            closed(v)
+    return schema
+
+
+SCHEMAS = [(n, closed(sc)) for n, sc in SCHEMAS]
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
