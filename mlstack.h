@@ -27941,6 +27941,21 @@ static int mlstack__rand_linear(mlstack_model *m, mlstack__pool *pool, mlstack_d
     return w->data != NULL;
 }
 
+/* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
+   layer's input and output projections and its convolution (f32), biases zero. */
+static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                               const float *zeros, uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    int D = c->n_embd;
+    if (L->kind != MLSTACK__LAYER_CONV) return 0;
+    L->conv_w =
+        (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)D * (size_t)c->conv_k, seed, t + 2);
+    L->conv_b = c->conv_bias ? zeros : NULL;
+    return L->conv_w &&
+           mlstack__rand_linear(m, pool, dtype, 3 * D, D, c->conv_bias ? zeros : NULL, seed, t, &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -27994,6 +28009,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         float *ones, *zeros;
         if ((size_t)qd > n_zeros) n_zeros = (size_t)qd;
         if ((size_t)c->n_embd > n_zeros) n_zeros = (size_t)c->n_embd;
+        if (c->n_recurrent && 3 * (size_t)c->n_embd > n_zeros) n_zeros = 3 * (size_t)c->n_embd; /* conv in_proj bias */
+        if ((size_t)c->n_experts > n_zeros) n_zeros = (size_t)c->n_experts; /* expert_bias */
         ones = (float *)mlstack__model_own(m, n_ones * sizeof(float));
         zeros = (float *)mlstack__model_own(m, n_zeros * sizeof(float));
         m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
@@ -28025,17 +28042,22 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
-            ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
-                                      &L->wk) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
-                                      &L->wv) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
+            if (L->kind != MLSTACK__LAYER_ATTN) ok = mlstack__rand_mixer(m, &pool, dtype, L, zeros, seed, t);
+            else
+                ok =
+                    mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t,
+                                         &L->wq) &&
+                    mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
+                                         &L->wk) &&
+                    mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
+                                         &L->wv) &&
+                    mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
             if (ok && c->n_experts && c->layer_moe[l]) {
                 /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
                 uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
                 int e;
                 L->moe = 1;
+                L->expert_bias = c->moe_bias ? zeros : NULL;
                 L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
                 ok = L->experts &&
                      mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
