@@ -2967,23 +2967,37 @@ MLSTACK__FN size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
     return 4;
 }
 
-static int mlstack__hex4(const unsigned char *s, uint32_t *out) {
-    uint32_t v = 0;
-    int i;
-    for (i = 0; i < 4; i++) {
-        unsigned c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return 0;
-    }
-    *out = v;
-    return 1;
+/* ---- escape sequences: the pieces JSON strings, both regex dialects (tokenizer Split
+   patterns, schema patterns), GBNF literals and template string literals share. Each dialect
+   keeps its own list of what it accepts and its own error messages. ---- */
+
+/* The value of hex digit c, or -1. */
+static int mlstack__hexval(int c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
+
+/* Reads up to max hex digits from s[0, n) into *v; returns how many it read (0: none). */
+static int mlstack__hex_run(const char *s, size_t n, int max, uint32_t *v) {
+    int d = 0, h;
+    *v = 0;
+    while ((size_t)d < n && d < max && (h = mlstack__hexval((unsigned char)s[d])) >= 0) *v = *v * 16 + (uint32_t)h, d++;
+    return d;
+}
+
+/* The code point of the one-letter escape \c when c is among `letters` (a subset of
+   "abefnrtv0": bell, backspace, escape, form feed, newline, return, tab, vertical tab, NUL), else -1. */
+static int32_t mlstack__esc_letter(int c, const char *letters) {
+    static const char from[] = "abefnrtv0";
+    static const unsigned char to[] = {7, 8, 27, 12, 10, 13, 9, 11, 0};
+    const char *f = c ? strchr(from, c) : NULL;
+    return f && strchr(letters, c) ? (int32_t)to[f - from] : -1;
+}
+
+/* A Unicode scalar value: at most U+10FFFF and not a surrogate (what UTF-8 may encode). */
+static int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 
 /* Parses a string starting at the opening quote; decoded bytes never exceed the raw length. */
 static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char **out, size_t *out_len) {
@@ -3008,22 +3022,17 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
             unsigned char e = p->s[i + 1];
             i += 2;
             switch (e) {
-            case '"': *w++ = '"'; break;
-            case '\\': *w++ = '\\'; break;
-            case '/': *w++ = '/'; break;
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
+            case '"':
+            case '\\':
+            case '/': *w++ = e; break;
             case 'u': {
                 uint32_t cp, lo;
-                if (end - i < 4 || !mlstack__hex4(p->s + i, &cp))
+                if (end - i < 4 || mlstack__hex_run((const char *)p->s + i, 4, 4, &cp) != 4)
                     return mlstack__json_error(p, i - 2, "bad \\u escape (expected 4 hex digits)");
                 i += 4;
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' || !mlstack__hex4(p->s + i + 2, &lo) ||
-                        lo < 0xDC00 || lo > 0xDFFF)
+                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' ||
+                        mlstack__hex_run((const char *)p->s + i + 2, 4, 4, &lo) != 4 || lo < 0xDC00 || lo > 0xDFFF)
                         return mlstack__json_error(p, i - 6, "high surrogate not followed by a low surrogate");
                     i += 6;
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -3033,7 +3042,9 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
                 w += mlstack__utf8_put(w, cp);
                 break;
             }
-            default: return mlstack__json_error(p, i - 2, "unknown escape");
+            default:
+                if (mlstack__esc_letter(e, "bfnrt") < 0) return mlstack__json_error(p, i - 2, "unknown escape");
+                *w++ = (unsigned char)mlstack__esc_letter(e, "bfnrt");
             }
         } else if (c < 0x20) {
             return mlstack__json_error(p, i, "control character in string (must be escaped)");
@@ -4926,22 +4937,10 @@ static int mlstack__re_new_class(mlstack__re_comp *c, const mlstack__re_class *k
 }
 
 static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *out) {
-    uint32_t v = 0;
-    int d = 0;
+    uint32_t v;
     size_t at = c->i;
-    while (c->i < c->n && d < maxd) {
-        int ch = c->p[c->i], x;
-        if (ch >= '0' && ch <= '9') x = ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            x = ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F')
-            x = ch - 'A' + 10;
-        else
-            break;
-        v = v * 16 + (uint32_t)x;
-        c->i++;
-        d++;
-    }
+    int d = mlstack__hex_run((const char *)c->p + c->i, c->n - c->i, maxd, &v);
+    c->i += (size_t)d;
     if (braces) {
         if (c->i >= c->n || c->p[c->i] != '}') d = 0;
         else
@@ -5008,13 +5007,13 @@ static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, m
     s->cats = s->props = 0;
     *neg = 0;
     switch (ch) {
-    case 't': *cp = '\t'; return 1;
-    case 'n': *cp = '\n'; return 1;
-    case 'r': *cp = '\r'; return 1;
-    case 'f': *cp = '\f'; return 1;
-    case 'v': *cp = '\v'; return 1;
-    case 'a': *cp = 7; return 1;
-    case 'e': *cp = 27; return 1;
+    case 't':
+    case 'n':
+    case 'r':
+    case 'f':
+    case 'v':
+    case 'a':
+    case 'e': *cp = (uint32_t)mlstack__esc_letter(ch, "tnrfvae"); return 1;
     case 'x':
         if (c->i < c->n && c->p[c->i] == '{') {
             c->i++;
@@ -7242,12 +7241,6 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
 }
 
 /* ---- decoding ---- */
-static int mlstack__hexval(int c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                  : -1;
-}
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
 /* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
@@ -10041,31 +10034,27 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
         case '\\': mlstack__tbuf_put(L->c, &b, "\\", 1); break;
         case '\'': mlstack__tbuf_put(L->c, &b, "'", 1); break;
         case '"': mlstack__tbuf_put(L->c, &b, "\"", 1); break;
-        case 'a': mlstack__tbuf_put(L->c, &b, "\a", 1); break;
-        case 'b': mlstack__tbuf_put(L->c, &b, "\b", 1); break;
-        case 'f': mlstack__tbuf_put(L->c, &b, "\f", 1); break;
-        case 'n': mlstack__tbuf_put(L->c, &b, "\n", 1); break;
-        case 'r': mlstack__tbuf_put(L->c, &b, "\r", 1); break;
-        case 't': mlstack__tbuf_put(L->c, &b, "\t", 1); break;
-        case 'v': mlstack__tbuf_put(L->c, &b, "\v", 1); break;
+        case 'a':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+        case 'v': {
+            char c1 = (char)mlstack__esc_letter(ch, "abfnrtv");
+            mlstack__tbuf_put(L->c, &b, &c1, 1);
+            break;
+        }
         case 'x':
         case 'u':
         case 'U': {
-            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8, k;
+            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8;
             uint32_t cp = 0;
-            for (k = 0; k < nd; k++) {
-                char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
-                int d = (h >= '0' && h <= '9')   ? h - '0'
-                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                                 : -1;
-                if (d < 0)
-                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT,
-                                             "truncated \\%c escape in a string literal", ch);
-                cp = cp * 16 + (uint32_t)d;
-            }
+            if (mlstack__hex_run(L->s + i, p - i, nd, &cp) != nd)
+                return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal",
+                                         ch);
             i += (size_t)nd;
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            if (!mlstack__cp_scalar(cp))
                 return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED,
                                          "escape \\%c for a surrogate or out-of-range code point", ch);
             mlstack__tbuf_cp(L->c, &b, cp);
@@ -15468,28 +15457,36 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
     return NULL;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
-                                                       const char *messages_json, size_t messages_len,
-                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
-                                                       mlstack_error *err) {
-    mlstack__tpl_input in;
-    const char *text;
-    if (out) *out = NULL;
-    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+/* The one body behind mlstack_chat_template_apply, _apply_messages and _encode: picks the
+   template (by name, else tool_use when tools are given, else the default), adds the special
+   tokens the template may name and renders `in` (its messages already set). */
+static mlstack_result mlstack__tpl_apply(const mlstack_chat_template *t, const char *name, mlstack__tpl_input *in,
+                                         const mlstack_template_options *opt, char **out, size_t *out_len,
+                                         mlstack_error *err) {
+    const char *text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
     if (!text) {
         if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
                              "this model has multiple chat templates with no default; pass the name of one");
     }
+    in->token_names = mlstack__tpl_token_names;
+    in->token_values = (const char *const *)t->tokens;
+    in->n_tokens = 7;
+    in->require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err) {
+    mlstack__tpl_input in;
+    if (out) *out = NULL;
+    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
@@ -15497,7 +15494,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     int i;
     if (out) *out = NULL;
     if (!t || (n_messages > 0 && !messages))
@@ -15507,20 +15503,10 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
         if (!messages[i].role || !messages[i].content)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
                                  messages[i].role ? "content" : "role");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.plain = messages;
     in.n_plain = n_messages;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
@@ -15528,7 +15514,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
                                                         size_t messages_len, const mlstack_template_options *opt,
                                                         int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     char *out = NULL;
     size_t out_len = 0, *prot = NULL, n_prot = 0;
     int cs = opt ? opt->content_specials : 0;
@@ -15538,25 +15523,15 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
     if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
     if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
         in.guard = tok;
         in.prot = &prot;
         in.n_prot = &n_prot;
     }
-    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    r = mlstack__tpl_apply(t, name, &in, opt, &out, &out_len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
         if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
@@ -21623,34 +21598,28 @@ static int mlstack__gb_char(mlstack__gb *b, uint32_t *cp) {
     if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unexpected end of text");
     if (b->s[b->i] == '\\') {
         unsigned char c;
-        int digits = 0, k;
+        int digits = 0;
         if (++b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unfinished escape");
         c = b->s[b->i++];
         switch (c) {
-        case 'n': *cp = '\n'; return 0;
-        case 't': *cp = '\t'; return 0;
-        case 'r': *cp = '\r'; return 0;
-        case 'f': *cp = '\f'; return 0;
-        case 'v': *cp = '\v'; return 0;
-        case '0': *cp = 0; return 0;
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
         default:
+            if (mlstack__esc_letter(c, "ntrfv0") >= 0) {
+                *cp = (uint32_t)mlstack__esc_letter(c, "ntrfv0");
+                return 0;
+            }
             if (c >= 0x21 && c < 0x7F && !mlstack__gb_is_name(c)) {
                 *cp = c;
                 return 0;
             }
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unknown escape");
         }
-        *cp = 0;
-        for (k = 0; k < digits; k++) {
-            int h = b->i < b->n ? mlstack__hexval(b->s[b->i]) : -1;
-            if (h < 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
-            *cp = *cp * 16 + (uint32_t)h;
-            b->i++;
-        }
-        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        if (mlstack__hex_run((const char *)b->s + b->i, b->n - b->i, digits, cp) != digits)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
+        b->i += (size_t)digits;
+        if (!mlstack__cp_scalar(*cp))
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "escape is not a Unicode scalar value");
         return 0;
     }
@@ -23063,15 +23032,12 @@ static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
 /* One escaped code point (after the backslash); -1 on error. */
 static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
     unsigned char c = x->s[x->i++];
-    int digits = 0, k;
+    int digits = 0;
+    if (mlstack__esc_letter(c, "ntrfva0") >= 0) {
+        *cp = (uint32_t)mlstack__esc_letter(c, "ntrfva0");
+        return 0;
+    }
     switch (c) {
-    case 'n': *cp = '\n'; return 0;
-    case 't': *cp = '\t'; return 0;
-    case 'r': *cp = '\r'; return 0;
-    case 'f': *cp = '\f'; return 0;
-    case 'v': *cp = '\v'; return 0;
-    case 'a': *cp = 7; return 0;
-    case '0': *cp = 0; return 0;
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
@@ -23093,13 +23059,9 @@ static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
         }
         return 0;
     }
-    *cp = 0;
-    for (k = 0; k < digits; k++) {
-        int h = x->i < x->n ? mlstack__hexval(x->s[x->i]) : -1;
-        if (h < 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
-        *cp = *cp * 16 + (uint32_t)h;
-        x->i++;
-    }
+    if (mlstack__hex_run((const char *)x->s + x->i, x->n - x->i, digits, cp) != digits)
+        return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
+    x->i += (size_t)digits;
     if (*cp > 0x10FFFF) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "escape beyond U+10FFFF");
     return 0;
 }
@@ -24426,7 +24388,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU };
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -24486,8 +24448,14 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
 #define MLSTACK__F_SIGMOID_ROUTER \
-    0x2000000u /* router scores are sigmoids, chosen with each layer's expert_bias
+    0x40000000u /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
 #define MLSTACK__MAX_EXPERTS 512
@@ -24605,6 +24573,22 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
@@ -24656,6 +24640,8 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
@@ -24681,6 +24667,9 @@ typedef struct mlstack__layer {
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -24890,9 +24879,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
@@ -25052,15 +25044,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -25136,6 +25136,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         c->o_bias = !(f->flags & MLSTACK__F_QKV_BIAS) && ab;
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
+    }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
     }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
@@ -25253,6 +25257,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* BOS and EOS ids: generation_config.json first, then config.json. */
 static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                                const char *file, mlstack_error *err) {
@@ -25349,7 +25408,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
         (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25406,6 +25465,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         inv_freq[i] = f;
     }
     return mul;
+}
+
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
@@ -25707,6 +25772,8 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         L->kv_layer += k == MLSTACK__LAYER_ATTN;
         L->state_off += mlstack__state_floats(c, k);
     }
+    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25949,6 +26016,50 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
+    return MLSTACK_OK;
+}
+
 /* Layer l's q/k norms: per-head LayerNorms gathered into one table (StableLM) or one weight each. */
 static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
                                                  int l, mlstack_error *err) {
@@ -26055,7 +26166,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
                      : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
     }
     return MLSTACK_OK;
@@ -26810,6 +26922,24 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -26861,6 +26991,37 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (no recurrent layers read from GGUF yet) */
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -26959,6 +27120,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -27000,9 +27162,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27514,20 +27678,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -27558,6 +27729,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -27590,6 +27805,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -27688,7 +27904,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -28042,6 +28259,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind != MLSTACK__LAYER_ATTN) ok = mlstack__rand_mixer(m, &pool, dtype, L, zeros, seed, t);
             else
                 ok =
@@ -28149,6 +28367,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28432,14 +28652,22 @@ MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -28481,17 +28709,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -28507,17 +28736,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -28551,13 +28780,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -28571,7 +28802,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -29356,7 +29587,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -29369,21 +29601,28 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -29429,7 +29668,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29450,7 +29691,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -29553,6 +29795,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -29562,14 +29832,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -29592,7 +29864,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -30927,7 +31199,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -30936,14 +31208,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -30955,16 +31227,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -31517,6 +31790,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].len = 0;
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
+            e->kv.seqs[i].rope_long = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31532,6 +31806,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
     e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
     return MLSTACK_OK;
 }
 
@@ -31709,6 +31984,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     }
     t0 = mlstack__now();
     e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
     r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
@@ -31790,6 +32068,8 @@ typedef struct mlstack__req {
     char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
     int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
     mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
@@ -31945,6 +32225,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
     for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
     r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
     r->max_tokens = d->max_tokens;
     r->ignore_eos = d->ignore_eos;
     r->on_token = d->on_token;
@@ -32068,11 +32349,11 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     if (r->seq < 0) return;
     s = &e->kv.seqs[r->seq];
     /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
     if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
+    s->active = s->sched = s->rope_long = 0;
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
@@ -32087,8 +32368,8 @@ static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
     mlstack__kv *kv = &e->kv;
     mlstack__rnode *node;
     int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
     mlstack__radix_lock(kv, node, +1);
     if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
     r->pin = node;
@@ -32185,7 +32466,7 @@ static int mlstack__pick_waiting(mlstack_engine *e) {
             if (!best_aged || r->id < S->wait[best]->id) best = i;
             best_aged = 1;
         } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
             if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
                 best = i;
                 best_pages = pages;
@@ -32206,7 +32487,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     int slot, m, need;
     for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
     if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
@@ -32223,6 +32504,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;
