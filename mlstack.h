@@ -24562,8 +24562,12 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    which norms sit where, how norm weights are read, the activation, the attention options and
    the config keys that carry them. The one forward pass (>>forward) reads only the resulting
    config and layer fields; no code outside the table asks which family a model is.
+   Hybrids (LFM2) are rows too: a row's mixer group names its recurrent layer kind, the
+   layer_types value that marks those layers and their module; the layer kinds and the sizes of
+   their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms and the LayerNorm families (StableLM, GPT-NeoX). */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
+   hybrids. */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
