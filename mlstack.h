@@ -24459,6 +24459,10 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_SSM_ONLY 0x2000000u /* every layer is a Mamba2 mixer alone (no attention, no MLP): Mamba2 */
+#define MLSTACK__F_NOPE_KEY 0x4000000u /* position_embedding_type other than "rope": no rotary (Granite 4.0-H) */
+#define MLSTACK__F_EXPERTS_3D 0x8000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over
+                                            the top k logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24480,6 +24484,7 @@ typedef struct mlstack__fam_opts { /* config keys and the defaults of keys a con
     float attn_softcap, final_softcap; /* defaults when the config lacks the key */
     const char *qkv_bias_key; /* config key of q/k/v biases only (StableLM), or NULL */
     float rotary_default; /* partial_rotary_factor when the config gives none (0: 1) */
+    const char *ff_key; /* config key of the dense MLP's width (NULL: intermediate_size) */
 } mlstack__fam_opts;
 typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP) */
     const char *block; /* the block under model.layers.N. */
@@ -24489,7 +24494,14 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
                                        up_proj, down_proj */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *mlp; /* the dense MLP under model.layers.N. (NULL: mlp) */
 } mlstack__fam_names;
+typedef struct mlstack__fam_ssm { /* Mamba2 mixers (mixer NULL: the family has none) */
+    const char *mixer; /* the mixer under model.layers.N. */
+    /* config keys of its heads, head width, state size, groups of B/C, conv window, expansion,
+       conv and projection biases, and of the gated norm's epsilon */
+    const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
+} mlstack__fam_ssm;
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -24500,6 +24512,7 @@ typedef struct mlstack__family {
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_ssm ssm;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -24562,7 +24575,18 @@ static const mlstack__family mlstack__families[] = {
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h"}},
+          "dense_4h_to_h", NULL}},
+    {"Mamba2ForCausalLM", NULL, MLSTACK__F_SSM_ONLY,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL},
+         {"mixer", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias",
+          "use_bias", "layer_norm_epsilon"}},
+    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_NOPE_KEY | MLSTACK__F_EXPERTS_3D,
+         MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
+         {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
+         {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp"},
+         {"mamba", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps"}},
 };
 /* clang-format on */
 
@@ -24577,6 +24601,20 @@ typedef struct mlstack__rope_cfg {
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
+
+/* What a layer mixes its tokens with (mlstack__config.layer_kind): attention over its KV pages, or
+   a recurrent mixer over a fixed-size state of its sequence (>>forward mlstack__mix_mamba2). */
+enum { MLSTACK__LAYER_ATTN = 0, MLSTACK__LAYER_MAMBA2 = 1 };
+
+/* The Mamba2 mixers of a model (every one has the same shape). in_proj rows: z (inner) | x B C
+   (conv_dim) | dt (heads); heads h of group h / (heads / groups) read that group's B and C. */
+typedef struct mlstack__ssm_cfg {
+    int heads, head_dim, state, groups, conv; /* H, P, N, G, K (the conv window) */
+    int inner, conv_dim, proj; /* H P; inner + 2 G N; inner + conv_dim + H */
+    int conv_bias, proj_bias;
+    int norm_groups; /* groups of the gated RMSNorm over inner (Mamba2: G) */
+    float eps, dt_min, dt_max; /* gated norm epsilon; dt clamped to [dt_min, dt_max] */
+} mlstack__ssm_cfg;
 
 typedef struct mlstack__config {
     int arch; /* index into mlstack__families */
@@ -24606,6 +24644,10 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* of each layer */
+    int n_ssm_layers; /* layers that are Mamba2 mixers */
+    mlstack__ssm_cfg ssm;
+    int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -24622,6 +24664,12 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    /* Mamba2 mixer (kind MLSTACK__LAYER_MAMBA2; wq..wo unused): in_proj (proj, D), out_proj (D,
+       inner); f32 conv taps (conv_dim, K) and bias, dt_bias, A = -exp(A_log) and the D skip (H
+       each), the gated norm's weight (inner) */
+    int kind;
+    mlstack__weight ssm_in, ssm_out;
+    const float *ssm_conv, *ssm_conv_b, *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -24780,8 +24828,19 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
                                          mlstack_error *err) {
     const mlstack__json *v;
     mlstack_result r;
+    if (c->fam->flags & MLSTACK__F_SSM_ONLY) { /* no attention and no MLP: nominal sizes for the buffers */
+        c->n_ff = 2, c->n_heads = c->n_kv_heads = 1, c->head_dim = 2;
+        if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
+            (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
+            (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
+            (r = mlstack__cfg_int(root, "max_position_embeddings", 1 << 20, &c->max_pos, file, err)))
+            return r;
+        c->act = MLSTACK__ACT_SILU;
+        return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
+    }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, "intermediate_size", 0, &c->n_ff, file, err)) ||
+        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
+                              err)) ||
         (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
         (r = mlstack__cfg_int(root, "num_attention_heads", 0, &c->n_heads, file, err)) ||
         (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
@@ -24999,6 +25058,132 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     return MLSTACK_OK;
 }
 
+/* Which layers slide and which are recurrent: layer_types ("full_attention", "sliding_attention";
+   for a family with Mamba2 mixers also "attention", and "mamba" or "linear_attention" for a
+   mixer), else the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v = mlstack__json_get(root, "layer_types");
+    mlstack_result r;
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention"), ssm = f->ssm.mixer != NULL;
+            int mixer = ssm && (mlstack__json_is_str(e, "mamba") || mlstack__json_is_str(e, "linear_attention"));
+            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
+            if (i >= c->n_layers || (!slides && !mixer && !full))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\"%s, one "
+                                     "per layer",
+                                     file, i, ssm ? " (or \"mamba\", \"linear_attention\", \"attention\")" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixer ? MLSTACK__LAYER_MAMBA2 : MLSTACK__LAYER_ATTN);
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
+    return MLSTACK_OK;
+}
+
+/* time_step_limit [lo, hi] of the Mamba2 mixers (hi may be written as Infinity, which
+   transformers 5 saves as {"__float__": "Infinity"}); absent: [0, inf). */
+static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "time_step_limit"), *lo, *hi;
+    s->dt_min = 0.0f;
+    s->dt_max = INFINITY;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    lo = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL;
+    hi = lo ? lo->next : NULL;
+    if (!lo || !hi || hi->next || lo->type != MLSTACK__JSON_NUMBER || !(lo->num >= 0 && lo->num < 1e30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit must be a list [low, high] with low >= 0",
+                             file);
+    s->dt_min = (float)lo->num;
+    if (hi->type == MLSTACK__JSON_NUMBER) {
+        if (!(hi->num >= lo->num))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit high is below low", file);
+        if (hi->num < 1e30) s->dt_max = (float)hi->num;
+    } else if (!mlstack__json_is_str(hi, "Infinity") &&
+               !mlstack__json_is_str(mlstack__json_get(hi, "__float__"), "Infinity")) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit high must be a number or Infinity", file);
+    }
+    return MLSTACK_OK;
+}
+
+/* The Mamba2 mixers: which layers (all of an SSM-only family, else those layer_types names) and
+   their shape from the family's config keys; bounded so a hostile config cannot ask for a
+   state beyond 2^30 floats a layer. */
+static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    const mlstack__fam_ssm *k = &c->fam->ssm;
+    mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__json *v;
+    mlstack_result r;
+    int expand = 2, l;
+    if (c->fam->flags & MLSTACK__F_NOPE_KEY) /* Granite 4.0-H: "nope" (or absent) means no rotary */
+        c->nope = !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
+    if (!k->mixer) return MLSTACK_OK;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+    for (l = 0; l < c->n_layers; l++) {
+        if (c->fam->flags & MLSTACK__F_SSM_ONLY) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        c->n_ssm_layers += c->layer_kind[l] == MLSTACK__LAYER_MAMBA2;
+    }
+    if (!c->n_ssm_layers) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
+        (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
+        (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
+        (r = mlstack__cfg_int(root, k->conv, 4, &s->conv, file, err)) ||
+        (r = mlstack__cfg_int(root, k->expand, 2, &expand, file, err)) ||
+        (r = mlstack__cfg_float(root, k->eps, c->eps, &s->eps, file, err)) ||
+        (r = mlstack__cfg_dt_limit(s, root, file, err)))
+        return r;
+    if ((int64_t)expand * c->n_embd > (1 << 24) || s->conv > 64 || s->heads % s->groups)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
+                             "groups must divide the heads)",
+                             file, k->expand, expand, c->n_embd, s->conv, s->heads, s->groups);
+    v = mlstack__json_get(root, k->head_dim);
+    if (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")) s->head_dim = expand * c->n_embd / s->heads;
+    else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
+        return r;
+    s->inner = expand * c->n_embd;
+    if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
+        (int64_t)s->groups * s->state > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s %d x %s %d must equal %s x hidden_size = %d (and times %s %d stay within 2^30)",
+                             file, k->heads, s->heads, k->head_dim, s->head_dim, k->expand, s->inner, k->state,
+                             s->state);
+    s->conv_dim = s->inner + 2 * s->groups * s->state;
+    s->proj = s->inner + s->conv_dim + s->heads;
+    s->norm_groups = s->groups;
+    s->conv_bias = mlstack__json_bool(mlstack__json_get(root, k->conv_bias), 1);
+    s->proj_bias = mlstack__json_bool(mlstack__json_get(root, k->proj_bias), 0);
+    v = mlstack__json_get(root, "hidden_act");
+    if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu") && !mlstack__json_is_str(v, "swish"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: the Mamba2 mixers of %s support hidden_act silu only",
+                             file, c->architecture);
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25035,37 +25220,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(
-                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
-            c->layer_sliding[i] = (unsigned char)slides;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25173,7 +25328,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)) ||
+        (r = mlstack__cfg_ssm(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25290,7 +25446,10 @@ static mlstack_result mlstack__model_tensor(mlstack_model *m, const char *name, 
     if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
                              m->path, name, mlstack__dtype_names[t->dtype]);
-    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1)) {
+    if (n_dims == 2 && t->n_dims == 3 && t->shape[1] > 0 && t->shape[0] * t->shape[1] == d0 && t->shape[2] == d1 &&
+        (m->cfg.fam->flags & MLSTACK__F_EXPERTS_3D)) {
+        /* experts stacked (E, R, C), read as (E R, C) rows (Granite MoE) */
+    } else if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1)) {
         char have[200], want[64];
         int64_t w[2];
         w[0] = d0;
@@ -25702,6 +25861,23 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (f->flags & MLSTACK__F_EXPERTS_3D) { /* (E, 2F, D) gate | up and (E, D, F) down, viewed per expert */
+        mlstack__weight gu, dn;
+        int F = c->moe_ff, D = c->n_embd;
+        memset(&gu, 0, sizeof gu), memset(&dn, 0, sizeof dn);
+        snprintf(nm, sizeof nm, "%s.router.layer", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, D, 0, &L->router, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.down);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * D, F, 0, &dn, err))) return r;
+        for (e = 0; e < c->n_experts; e++) {
+            mlstack__weight_view(&L->experts[3 * e], &gu, 2 * F * e, 2 * F * e + F);
+            mlstack__weight_view(&L->experts[3 * e + 1], &gu, 2 * F * e + F, 2 * F * (e + 1));
+            mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
+        }
+        return MLSTACK_OK;
+    }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
     for (e = 0; e < c->n_experts; e++) {
@@ -25735,18 +25911,21 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    }
+    if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
-        snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->fused.gate_up);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
             return r;
         mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
         mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
     } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
-        snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
     } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
@@ -25755,8 +25934,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
                                           err))) {
         return r;
     }
-    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
-    if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+    snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
+    if ((!L->moe || (f->flags & MLSTACK__F_EXPERTS_3D)) &&
+        (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
     return MLSTACK_OK;
 }
@@ -25796,6 +25976,63 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
     }
     return MLSTACK_OK;
 }
+/* A parameter of n f32 values stored with any shape of n elements (conv1d.weight is (C, 1, K)). */
+static mlstack_result mlstack__model_param(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                           mlstack_error *err) {
+    const mlstack__st_tensor *t = mlstack__st_find(&m->st, name);
+    int64_t have = 1;
+    int i;
+    float *dst;
+    if (!t || t->n_dims < 2) return mlstack__model_vec(m, name, n, out, err);
+    for (i = 0; i < t->n_dims; i++) have = t->shape[i] > 0 && have <= n ? have * t->shape[i] : n + 1;
+    if (have != n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s does not hold the %lld values config.json implies",
+                             m->path, name, (long long)n);
+    if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
+                             m->path, name, mlstack__dtype_names[t->dtype]);
+    m->n_params += (uint64_t)n;
+    m->weight_bytes += t->end - t->begin;
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, dst, (size_t)n);
+    *out = dst;
+    return MLSTACK_OK;
+}
+
+/* Layer l's Mamba2 mixer: in/out projections, conv taps and bias, dt_bias, A = -exp(A_log)
+   (made once here in f32, as transformers does on every call), D and the gated norm. */
+static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    const char *mx = c->fam->ssm.mixer;
+    const float *a_log;
+    float *a;
+    mlstack_result r;
+    char name[256], nm[200];
+    int h;
+    L->kind = MLSTACK__LAYER_MAMBA2;
+#define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
+    if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->ssm_in,
+                                   err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->ssm_out,
+                                   err)) ||
+        (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->ssm_conv,
+                                  err)) ||
+        (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->ssm_conv_b, err))) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
+        return r;
+#undef MLSTACK__SSM_NAME
+    a = (float *)mlstack__model_own(m, sizeof(float) * (size_t)s->heads);
+    if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (h = 0; h < s->heads; h++) a[h] = -mlstack__exp_canon(a_log[h]);
+    L->ssm_a = a;
+    return MLSTACK_OK;
+}
 #undef MLSTACK__LNAME
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
@@ -25818,10 +26055,12 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
+        int ssm = c->layer_kind[l] == MLSTACK__LAYER_MAMBA2, ffn = !(fm->flags & MLSTACK__F_SSM_ONLY);
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
+            (ssm && (r = mlstack__map_layer_ssm(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!ssm && (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!ssm && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
             return r;
         mlstack__layer_kind(c, l, L);
     }
@@ -25831,7 +26070,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
     mlstack__weight *all[11];
@@ -25847,6 +26086,7 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     for (i = 0; i < 11; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
+    if (L->ssm_in.data) ws[n++] = &L->ssm_in, ws[n++] = &L->ssm_out;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
     return n;
 }
