@@ -24420,6 +24420,17 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
 enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+/* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
+   pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
+   layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
+   are which comes from the config (layer_types, named by the family row's mixer group). */
+enum {
+    MLSTACK__LAYER_ATTN = 0,
+    MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_KINDS_
+};
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24470,7 +24481,8 @@ enum {
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
 #define MLSTACK__F_SSM_ONLY 0x2000000u /* every layer is a Mamba2 mixer alone (no attention, no MLP): Mamba2 */
 #define MLSTACK__F_NOPE_KEY 0x4000000u /* position_embedding_type other than "rope": no rotary (Granite 4.0-H) */
-#define MLSTACK__F_EXPERTS_3D 0x8000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over
+#define MLSTACK__F_EXPERTS_3D \
+    0x8000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over
                                             the top k logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__MAX_EXPERTS 512
 
@@ -24501,14 +24513,21 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
     const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
 } mlstack__fam_moe;
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
-                                       up_proj, down_proj */
+                                       up_proj, down_proj, mlp, gate_proj, q_norm (k_norm beside it) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
-    const char *mlp; /* the dense MLP under model.layers.N. (NULL: mlp) */
+    const char *mlp, *gate, *q_norm, *k_norm;
 } mlstack__fam_names;
-typedef struct mlstack__fam_ssm { /* Mamba2 mixers (mixer NULL: the family has none) */
-    const char *mixer; /* the mixer under model.layers.N. */
-    /* config keys of its heads, head width, state size, groups of B/C, conv window, expansion,
-       conv and projection biases, and of the gated norm's epsilon */
+typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only) */
+    int kind; /* MLSTACK__LAYER_* of the family's recurrent layers */
+    const char *type; /* their name in layer_types */
+    const char *block; /* the mixer's module under model.layers.N. */
+    const char *ff_adjust_key; /* LFM2's block_auto_adjust_ff_dim: the FFN width is 2/3 of
+                                  intermediate_size, times block_ffn_dim_multiplier, rounded up to
+                                  block_multiple_of (NULL: intermediate_size as it is) */
+} mlstack__fam_mixer;
+typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLSTACK__LAYER_MAMBA2) */
+    /* heads, head width, state size, groups of B/C, conv window, expansion, conv and projection
+       biases, the gated norm's epsilon */
     const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
 } mlstack__fam_ssm;
 typedef struct mlstack__family {
@@ -24521,6 +24540,7 @@ typedef struct mlstack__family {
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_mixer mix;
     mlstack__fam_ssm ssm;
 } mlstack__family;
 
@@ -24532,69 +24552,78 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
-#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h", NULL}},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    /* hybrids: recurrent layers beside attention */
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
     {"Mamba2ForCausalLM", NULL, MLSTACK__F_SSM_ONLY,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
-         {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL},
-         {"mixer", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias",
-          "use_bias", "layer_norm_epsilon"}},
+         {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
+         {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
+          "layer_norm_epsilon"}},
     {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_NOPE_KEY | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
-         {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp"},
-         {"mamba", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+         {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
+         {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps"}},
 };
 /* clang-format on */
@@ -24610,10 +24639,6 @@ typedef struct mlstack__rope_cfg {
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
-
-/* What a layer mixes its tokens with (mlstack__config.layer_kind): attention over its KV pages, or
-   a recurrent mixer over a fixed-size state of its sequence (>>forward mlstack__mix_mamba2). */
-enum { MLSTACK__LAYER_ATTN = 0, MLSTACK__LAYER_MAMBA2 = 1 };
 
 /* The Mamba2 mixers of a model (every one has the same shape). in_proj rows: z (inner) | x B C
    (conv_dim) | dt (heads); heads h of group h / (heads / groups) read that group's B and C. */
@@ -24653,9 +24678,14 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
-    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* of each layer */
-    int n_ssm_layers; /* layers that are Mamba2 mixers */
-    mlstack__ssm_cfg ssm;
+    /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
+    int n_recurrent; /* layers that are not attention */
+    int n_kv_layers; /* attention layers: the layers a KV page holds */
+    int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
+    int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
+    size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
+    mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
     int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     int32_t bos_id;
     int n_eos;
@@ -24673,12 +24703,16 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
-    /* Mamba2 mixer (kind MLSTACK__LAYER_MAMBA2; wq..wo unused): in_proj (proj, D), out_proj (D,
-       inner); f32 conv taps (conv_dim, K) and bias, dt_bias, A = -exp(A_log) and the D skip (H
-       each), the gated norm's weight (inner) */
-    int kind;
-    mlstack__weight ssm_in, ssm_out;
-    const float *ssm_conv, *ssm_conv_b, *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
+    /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
+       recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
+       input projection w_in, its output projection in wo (wq/wk/wv unused) */
+    int kind, kv_layer;
+    size_t state_off;
+    mlstack__weight w_in;
+    const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
+    /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
+       -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
+    const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -24894,7 +24928,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
-        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+        r = mlstack__cfg_float(root,
+                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
+                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                                   ? "norm_eps" /* LFM2 */
+                                   : "rms_norm_eps",
+                               1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -25067,50 +25106,6 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     return MLSTACK_OK;
 }
 
-/* Which layers slide and which are recurrent: layer_types ("full_attention", "sliding_attention";
-   for a family with Mamba2 mixers also "attention", and "mamba" or "linear_attention" for a
-   mixer), else the family's pattern (Qwen2: from max_window_layers on). */
-static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
-                                               mlstack_error *err) {
-    const mlstack__family *f = c->fam;
-    const mlstack__json *v = mlstack__json_get(root, "layer_types");
-    mlstack_result r;
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention"), ssm = f->ssm.mixer != NULL;
-            int mixer = ssm && (mlstack__json_is_str(e, "mamba") || mlstack__json_is_str(e, "linear_attention"));
-            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
-            if (i >= c->n_layers || (!slides && !mixer && !full))
-                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\"%s, one "
-                                     "per layer",
-                                     file, i, ssm ? " (or \"mamba\", \"linear_attention\", \"attention\")" : "");
-            c->layer_sliding[i] = (unsigned char)slides;
-            c->layer_kind[i] = (unsigned char)(mixer ? MLSTACK__LAYER_MAMBA2 : MLSTACK__LAYER_ATTN);
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
-    return MLSTACK_OK;
-}
-
 /* time_step_limit [lo, hi] of the Mamba2 mixers (hi may be written as Infinity, which
    transformers 5 saves as {"__float__": "Infinity"}); absent: [0, inf). */
 static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__json *root, const char *file,
@@ -25136,27 +25131,15 @@ static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__
     return MLSTACK_OK;
 }
 
-/* The Mamba2 mixers: which layers (all of an SSM-only family, else those layer_types names) and
-   their shape from the family's config keys; bounded so a hostile config cannot ask for a
-   state beyond 2^30 floats a layer. */
+/* The shape of the Mamba2 mixers from the family's config keys, bounded so that a hostile
+   config cannot ask for a state beyond 2^30 floats a layer. */
 static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *root, const char *file,
                                        mlstack_error *err) {
     const mlstack__fam_ssm *k = &c->fam->ssm;
     mlstack__ssm_cfg *s = &c->ssm;
     const mlstack__json *v;
     mlstack_result r;
-    int expand = 2, l;
-    if (c->fam->flags & MLSTACK__F_NOPE_KEY) /* Granite 4.0-H: "nope" (or absent) means no rotary */
-        c->nope = !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
-    if (!k->mixer) return MLSTACK_OK;
-    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
-                             MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-    for (l = 0; l < c->n_layers; l++) {
-        if (c->fam->flags & MLSTACK__F_SSM_ONLY) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
-        c->n_ssm_layers += c->layer_kind[l] == MLSTACK__LAYER_MAMBA2;
-    }
-    if (!c->n_ssm_layers) return MLSTACK_OK;
+    int expand = 2;
     if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
         (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
         (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
@@ -25229,7 +25212,45 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
+    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int ssm = f->mix.kind == MLSTACK__LAYER_MAMBA2; /* also as transformers 5 writes them */
+            int mixes = f->mix.type &&
+                        (mlstack__json_is_str(e, f->mix.type) || (ssm && mlstack__json_is_str(e, "linear_attention")));
+            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
+            if (i >= c->n_layers || (!slides && !mixes && !full))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25262,7 +25283,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
             return r;
     }
     /* mixture of experts */
-    if (f->moe.block) {
+    if (f->moe.block && !((f->flags & MLSTACK__F_EXPERTS_3D) &&
+                          mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) && w == 0)) {
         int i, step = 1;
         const mlstack__json *e;
         const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
@@ -25330,6 +25352,75 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+/* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
+   sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
+   convolution, (conv_k - 1, D) oldest first. */
+static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    switch (kind) {
+    case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
+        return (size_t)(c->ssm.conv - 1) * (size_t)c->ssm.conv_dim +
+               (size_t)c->ssm.heads * (size_t)c->ssm.head_dim * (size_t)c->ssm.state;
+    default: return 0;
+    }
+}
+
+#define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
+
+/* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
+   sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
+static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int l;
+    if (f->flags & MLSTACK__F_NOPE_KEY) /* Granite 4.0-H: "nope" (or absent) means no rotary */
+        c->nope = !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
+    if (f->flags & MLSTACK__F_SSM_ONLY) { /* Mamba2: every layer is a mixer */
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+        for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        c->n_recurrent = c->n_layers, c->has_layer_types = 1;
+    }
+    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    if (!f->mix.kind) return MLSTACK_OK;
+    if (!c->has_layer_types)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
+                             file, c->architecture, f->mix.type);
+    if (f->mix.kind == MLSTACK__LAYER_CONV) {
+        if ((r = mlstack__cfg_int(root, "conv_L_cache", 3, &c->conv_k, file, err)) != MLSTACK_OK) return r;
+        if (c->conv_k < 2 || c->conv_k > MLSTACK__MAX_CONV)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: conv_L_cache %d (2 to %d supported)", file, c->conv_k,
+                                 MLSTACK__MAX_CONV);
+        c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
+    }
+    if (f->mix.kind == MLSTACK__LAYER_MAMBA2 && c->n_recurrent && (r = mlstack__cfg_ssm(c, root, file, err))) return r;
+    if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
+        /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
+        float mult;
+        int mo, ff = (int)(2 * (int64_t)c->n_ff / 3);
+        if ((r = mlstack__cfg_num(root, "block_ffn_dim_multiplier", 1, 1e-3, 1e3, &mult, file, err)) ||
+            (r = mlstack__cfg_int(root, "block_multiple_of", 256, &mo, file, err)))
+            return r;
+        if (!mlstack__json_is_null(mlstack__json_get(root, "block_ffn_dim_multiplier"))) {
+            ff = (int)((double)mult * ff);
+            ff = (int)(((int64_t)ff + mo - 1) / mo * mo);
+        }
+        if (ff <= 0 || ff > (1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the adjusted FFN width %d is out of range", file, ff);
+        c->n_ff = ff;
+    }
+    c->state_floats = 0;
+    for (l = 0; l < c->n_layers; l++) {
+        size_t n = mlstack__state_floats(c, c->layer_kind[l]);
+        if (n > ((size_t)1 << 40) - c->state_floats)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
+        c->state_floats += n;
+    }
+    return MLSTACK_OK;
+}
+
 MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
                                                  const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
@@ -25337,8 +25428,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)) ||
-        (r = mlstack__cfg_ssm(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25686,12 +25777,19 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->opt.sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides, i;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kv_layer = L->state_off = 0;
+    for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
+        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->state_off += mlstack__state_floats(c, k);
+    }
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25918,9 +26016,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
-    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
@@ -25937,11 +26035,13 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
-    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                          &L->w_gate, err)) ||
-               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
-                                          err))) {
-        return r;
+    } else {
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.gate ? f->name.gate : "gate_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)))
+            return r;
     }
     snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if ((!L->moe || (f->flags & MLSTACK__F_EXPERTS_3D)) &&
@@ -25979,9 +26079,10 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
         int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
     return MLSTACK_OK;
 }
@@ -26015,21 +26116,18 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__ssm_cfg *s = &c->ssm;
-    const char *mx = c->fam->ssm.mixer;
+    const char *mx = c->fam->mix.block;
     const float *a_log;
     float *a;
     mlstack_result r;
     char name[256], nm[200];
     int h;
-    L->kind = MLSTACK__LAYER_MAMBA2;
 #define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
-    if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->ssm_in,
-                                   err)) ||
-        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->ssm_out,
-                                   err)) ||
-        (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->ssm_conv,
+    if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->w_in, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->wo, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->conv_w,
                                   err)) ||
-        (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->ssm_conv_b, err))) ||
+        (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
@@ -26040,6 +26138,48 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (h = 0; h < s->heads; h++) a[h] = -mlstack__exp_canon(a_log[h]);
     L->ssm_a = a;
+    return MLSTACK_OK;
+}
+
+/* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
+   depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
+   output projection (in L->wo). */
+static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const char *blk = c->fam->mix.block;
+    const mlstack__st_tensor *t;
+    int D = c->n_embd, K = c->conv_k;
+    mlstack_result r;
+    char name[256], nm[200];
+    float *w;
+    if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
+    if (L->kind != MLSTACK__LAYER_CONV)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
+                             m->path, l, L->kind);
+    snprintf(nm, sizeof nm, "%s.in_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 3 * D, D, c->conv_bias, &L->w_in, err))) return r;
+    snprintf(nm, sizeof nm, "%s.out_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), D, D, c->conv_bias, &L->wo, err))) return r;
+    snprintf(nm, sizeof nm, "%s.conv.weight", blk);
+    t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             c->architecture);
+    if ((t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != D || t->shape[1] != 1 || t->shape[2] != K)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: tensor %s must be F32, F16 or BF16 of shape [%d, 1, %d] (hidden_size, 1, conv_L_cache)", m->path, name,
+            D, K);
+    w = (float *)mlstack__model_own(m, sizeof(float) * (size_t)D * (size_t)K);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, w, (size_t)D * (size_t)K);
+    m->n_params += (uint64_t)D * (uint64_t)K;
+    m->weight_bytes += t->end - t->begin;
+    L->conv_w = w;
+    snprintf(nm, sizeof nm, "%s.conv.bias", blk);
+    if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
 #undef MLSTACK__LNAME
@@ -26064,14 +26204,15 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        int ssm = c->layer_kind[l] == MLSTACK__LAYER_MAMBA2, ffn = !(fm->flags & MLSTACK__F_SSM_ONLY);
-        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (ssm && (r = mlstack__map_layer_ssm(m, L, pre, l, err)) != MLSTACK_OK) ||
-            (!ssm && (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
-            (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
-            (!ssm && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
-            return r;
+        int att;
         mlstack__layer_kind(c, l, L);
+        att = L->kind == MLSTACK__LAYER_ATTN;
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
+            (!(fm->flags & MLSTACK__F_SSM_ONLY) && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
+            return r;
     }
     return MLSTACK_OK;
 }
@@ -26079,10 +26220,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (13 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[11];
+    mlstack__weight *all[12];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -26092,10 +26233,10 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    for (i = 0; i < 11; i++)
+    all[11] = &L->w_in;
+    for (i = 0; i < 12; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
-    if (L->ssm_in.data) ws[n++] = &L->ssm_in, ws[n++] = &L->ssm_out;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
     return n;
 }
@@ -28116,12 +28257,31 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    that attaches cached pages only ever writes positions past them, into pages of its own. So
    a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
    tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
-   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable.
+
+   Recurrent state (hybrids: LFM2, Mamba2, delta-net layers; >>model mlstack__state_floats).
+   Beside its page table a sequence slot owns one contiguous f32 block of state_floats: layer l's
+   state at layers[l].state_off floats into it (mlstack__state_floats(c, kind) of them: a conv
+   window of (conv_k - 1, channels) oldest first, then the kind's matrix state). Pages then hold
+   only the attention layers (block kv_layer of a page). The state after position len - 1 is the
+   slot's live state, so a sequence of a hybrid only grows at its end: its rows start at len, and
+   it rewinds only to where a copy of the state exists:
+     - snapshots: the state after the last position of a page, kept beside that page
+       (snap_of[page]: a slot of the snapshot pool, or -1) and freed with it. A page at depth d
+       of its sequence (d = pos / P) gets one when (d + 1) % snap_every == 0 and a slot is free,
+       written by the forward pass as it passes the page's last position. The radix tree's pages
+       so carry the state at their ends: a match of m pages restores the snapshot of the m-th
+       (a match shortens to the deepest page with one) and computes only the rest, with the same
+       bits as a cold run (the state is the exact floats the cold run had there).
+     - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
+   All of it is allocated at init and counted in the byte budget with the pages: live and kept
+   states per slot first, then pages and a snapshot every snap_every pages. */
 
 typedef struct mlstack__kv_seq {
     int active;
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
+    int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28160,6 +28320,13 @@ typedef struct mlstack__kv {
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
+    /* recurrent state (state_floats 0: none) */
+    size_t state_floats; /* per sequence slot */
+    float *state, *ckpt; /* (max_seqs, state_floats): live states, kept copies */
+    float *snap; /* (n_snap, state_floats) snapshots at page ends */
+    int32_t *snap_of; /* per page: its snapshot, or -1 */
+    int *snap_free; /* free snapshots */
+    int n_snap, n_snap_free, snap_every;
 } mlstack__kv;
 
 /* A KV pool's bytes: read in scattered pages, so on huge pages where the system gives them
@@ -28170,6 +28337,50 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
+static float *mlstack__falloc(size_t a, size_t b);
+
+/* Hybrids: the live and kept states of every slot come out of the budget first; a page then
+   costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
+   snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
+                                            uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
+    uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
+    kv->state_floats = c->state_floats;
+    kv->snap_every = 1;
+    if (!sb) return MLSTACK_OK;
+    fixed = 2 * sb * (uint64_t)max_seqs;
+    if (*budget <= fixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "kv_mem %llu bytes leaves no room for pages after the recurrent states of %d sequences "
+                             "(%llu bytes each, twice)",
+                             (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
+    *budget -= fixed;
+    if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
+    *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
+    return MLSTACK_OK;
+}
+
+/* The states, kept copies and snapshots of mlstack__state_budget's plan. */
+static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) {
+    int i;
+    if (!kv->state_floats) return MLSTACK_OK;
+    kv->n_snap = kv->n_pages / kv->snap_every;
+    kv->state = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->ckpt = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->snap = mlstack__falloc((size_t)kv->n_snap, kv->state_floats);
+    kv->snap_of = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->snap_free = (int *)mlstack__calloc((size_t)kv->n_snap + 1, sizeof(int));
+    if (!kv->state || !kv->ckpt || !kv->snap || !kv->snap_of || !kv->snap_free)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the recurrent states of %d sequences",
+                             kv->max_seqs);
+    for (i = 0; i < kv->n_pages; i++) kv->snap_of[i] = -1;
+    for (i = 0; i < kv->n_snap; i++) kv->snap_free[i] = kv->n_snap - 1 - i;
+    kv->n_snap_free = kv->n_snap;
+    for (i = 0; i < kv->max_seqs; i++) kv->seqs[i].ckpt_len = -1;
+    return MLSTACK_OK;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -28177,6 +28388,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
                                        int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
+    mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -28187,8 +28399,11 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->page_tokens = page_tokens;
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
+    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (size_t)page_tokens * kv->row_elems;
+    if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
@@ -28198,6 +28413,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
     kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
@@ -28209,12 +28425,17 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
-    return MLSTACK_OK;
+    return mlstack__state_alloc(kv, err);
 }
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
+    mlstack__aligned_free(kv->state);
+    mlstack__aligned_free(kv->ckpt);
+    mlstack__aligned_free(kv->snap);
+    MLSTACK_FREE(kv->snap_of);
+    MLSTACK_FREE(kv->snap_free);
     int i;
     if (kv->ref) mlstack__radix_free_all(kv);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
@@ -28233,9 +28454,13 @@ MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     kv->ref[p] = 1;
     return p;
 }
-/* Drops one reference; the page is free again when none is left. */
+/* Drops one reference; the page is free again when none is left, with its snapshot. */
 MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
-    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+    if (--kv->ref[p] == 0) {
+        kv->free_stack[kv->n_free++] = p;
+        if (kv->snap_of && kv->snap_of[p] >= 0) kv->snap_free[kv->n_snap_free++] = kv->snap_of[p];
+        if (kv->snap_of) kv->snap_of[p] = -1;
+    }
 }
 
 /* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
@@ -28261,6 +28486,83 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     }
     while (s->n_pages > need) mlstack__kv_page_put(kv, s->pages[--s->n_pages]);
     return 0;
+}
+
+/* ---- recurrent state of the hybrids (the layout: above) ---- */
+
+/* Slot seq's live state: state_floats floats. */
+static float *mlstack__state_of(const mlstack__kv *kv, int seq) { return kv->state + (size_t)seq * kv->state_floats; }
+
+/* Of the first m pages of a page table, how many a sequence can attach: all of them without
+   recurrent state, else up to the deepest one that carries a snapshot. */
+MLSTACK__FN int mlstack__state_attachable(const mlstack__kv *kv, const int32_t *pages, int m) {
+    if (!kv->state_floats) return m;
+    while (m > 0 && kv->snap_of[pages[m - 1]] < 0) m--;
+    return m;
+}
+
+/* Slot seq's live state set to the state after its first n_pages pages: zeros for none, else the
+   snapshot of the last of them. 0, or -1 when that page has none (nothing changed). */
+MLSTACK__FN int mlstack__state_restore(mlstack__kv *kv, int seq, int n_pages) {
+    float *st;
+    if (!kv->state_floats) return 0;
+    st = mlstack__state_of(kv, seq);
+    if (n_pages == 0) {
+        memset(st, 0, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] < 0) return -1;
+    memcpy(st, kv->snap + (size_t)kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] * kv->state_floats,
+           sizeof(float) * kv->state_floats);
+    return 0;
+}
+
+/* Keeps a copy of slot seq's live state, the state after its len positions. */
+MLSTACK__FN void mlstack__state_keep(mlstack__kv *kv, int seq) {
+    if (!kv->state_floats) return;
+    memcpy(kv->ckpt + (size_t)seq * kv->state_floats, mlstack__state_of(kv, seq), sizeof(float) * kv->state_floats);
+    kv->seqs[seq].ckpt_len = kv->seqs[seq].len;
+}
+
+/* Slot seq's live state set to the state after `len` positions, where a copy of it exists: len
+   positions already, none (zeros), the kept copy, or the snapshot of the page ending at len.
+   0, or -1 (nothing changed: the caller recomputes from an earlier point). The page table is
+   the caller's to shrink. */
+MLSTACK__FN int mlstack__state_rewind(mlstack__kv *kv, int seq, int32_t len) {
+    mlstack__kv_seq *s = &kv->seqs[seq];
+    if (!kv->state_floats || len == s->len) return 0;
+    if (len == 0) return mlstack__state_restore(kv, seq, 0);
+    if (len == s->ckpt_len) {
+        memcpy(mlstack__state_of(kv, seq), kv->ckpt + (size_t)seq * kv->state_floats, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (len % kv->page_tokens == 0 && len / kv->page_tokens <= s->n_pages)
+        return mlstack__state_restore(kv, seq, len / kv->page_tokens);
+    return -1;
+}
+
+/* The deepest position at or before len that slot seq's state can be rewound to (see
+   mlstack__state_rewind): where a caller that cannot rewind to len recomputes from. */
+MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t len) {
+    const mlstack__kv_seq *s = &kv->seqs[seq];
+    int32_t best = 0, p;
+    if (!kv->state_floats || len == s->len) return len;
+    if (s->ckpt_len >= 0 && s->ckpt_len <= len) best = s->ckpt_len;
+    for (p = len / kv->page_tokens; p > 0 && p * kv->page_tokens > best; p--)
+        if (p <= s->n_pages && kv->snap_of[s->pages[p - 1]] >= 0) return p * kv->page_tokens;
+    return best;
+}
+
+/* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
+   range at a depth that asks for one (while the pool has one free). */
+MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
+    int P = kv->page_tokens, d;
+    if (!kv->state_floats) return;
+    for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
+        int32_t pg = s->pages[d];
+        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
+    }
 }
 
 /* ---- radix prefix cache ----
@@ -28690,6 +28992,10 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
+    /* recurrent layers (one rank): input projections (B, max n_in), mixer outputs (B, max
+       n_out), n_threads mixer scratch, the batch's distinct sequences (B,) */
+    float *mix_in, *mix_out, *mix_tmp;
+    int *mix_seqs;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -29112,6 +29418,10 @@ static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
 
 /* Attention of block i's rows (one sequence, consecutive positions) for the rank's query heads
    [h0, h1), all of which read KV head kh (the model's index). Output: their columns of xb->att. */
+/* Layer l's block in a KV page of this stage: its index among the stage's attention layers. */
+static int mlstack__kv_index(const mlstack__rank *rk, int l) {
+    return rk->layers[l].kv_layer - rk->layers[rk->l0].kv_layer;
+}
 static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h0, int h1, int thread) {
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
@@ -29123,7 +29433,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
+                    &rk->kv.seqs[row->seq], mlstack__kv_index(rk, j->layer), kh - sh->k0, Dh,
                     mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
@@ -29208,18 +29518,18 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!c->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!c->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
-                          rk->k->from_f32);
+        mlstack__kv_store(&rk->kv, sq, mlstack__kv_index(rk, j->layer), h, row->pos, k + h * Dh,
+                          s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -29473,16 +29783,17 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
     int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
         int *idx = s->moe_idx + (size_t)b * K;
         for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
-        for (e = 0; e < E; e++) {
+        for (e = 0; e < E && !top_first; e++) {
             lg[e] = mlstack__exp_canon(lg[e] - mx);
             sum += lg[e];
         }
-        for (e = 0; e < E; e++) lg[e] = lg[e] / sum;
+        for (e = 0; e < E && !top_first; e++) lg[e] = lg[e] / sum;
         for (k = 0; k < K; k++) { /* selection of the k largest, stable */
             int best = -1;
             for (e = 0; e < E; e++) {
@@ -29492,6 +29803,10 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             }
             idx[k] = best;
             w[k] = lg[best];
+        }
+        if (top_first) { /* Granite: the softmax of the top k logits */
+            for (k = 0; k < K; k++) w[k] = mlstack__exp_canon(w[k] - mx), sum += w[k];
+            for (k = 0; k < K; k++) w[k] = w[k] / sum;
         }
         if (c->norm_topk) {
             float t = 0;
@@ -29535,6 +29850,181 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- recurrent layers (hybrids): the mixers and their driver ----
+   A mixer's contract: mlstack__mix_<kind>(m, L, state, x, y, n_tok, scratch) runs n_tok tokens
+   of one sequence strictly in order, one token at a time, from x (n_tok, n_in: the rows of the
+   layer's input projection w_in) into y (n_tok, n_out: the rows its output projection wo
+   reads), reading and updating that layer's state (the layout: >>kvcache). Prefill and decode
+   take the same path, so their bits agree; the projections around it are batched. */
+
+/* ln(1 + u) for u >= 0 under the canonical arithmetic: a series below 2^-10, else ln of w = 1 + u
+   (w = m 2^e, m in [sqrt(1/2), sqrt(2)): ln m = 2 atanh(s), s = (m - 1) / (m + 1), odd series to
+   s^11, |s| < 0.172) corrected by the rounding of w. */
+static float mlstack__log1p_canon(float u) {
+    float w, m, s, s2, p, r;
+    uint32_t b;
+    int e;
+    if (u < 0.0009765625f) return MLSTACK__FMAF(MLSTACK__FMAF(u, 0.333333333f, -0.5f) * u, u, u);
+    w = 1.0f + u;
+    memcpy(&b, &w, 4);
+    e = (int)((b >> 23) & 0xFFu) - 127;
+    b = (b & 0x007FFFFFu) | 0x3F800000u;
+    memcpy(&m, &b, 4);
+    if (m > 1.41421356f) m = 0.5f * m, e++;
+    s = (m - 1.0f) / (m + 1.0f);
+    s2 = s * s;
+    p = MLSTACK__FMAF(1.0f / 11, s2, 1.0f / 9);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 7);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 5);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 3);
+    p = MLSTACK__FMAF(p, s2, 1.0f);
+    r = (2.0f * s) * p;
+    r = MLSTACK__FMAF((float)e, 1.42860677e-6f, r);
+    r = MLSTACK__FMAF((float)e, 0.693145752f, r);
+    return r - ((w - 1.0f) - u) / w;
+}
+/* softplus(x) = ln(1 + e^x), x itself above 20 (torch's threshold) */
+static float mlstack__softplus(float x) { return x > 20.0f ? x : mlstack__log1p_canon(mlstack__exp_canon(x)); }
+static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g)); }
+
+/* Mamba2, one token at a time, as transformers' recurrent step computes it. x = z (inner) | xBC
+   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, P, N).
+       c = silu(conv_bias + sum_k w_k window_k, the token's xBC last); window shifts by one
+       x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
+       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
+       y_h = S_h C_g + D_h x_h
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight.
+   scratch: conv_dim floats. */
+static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, float *scratch) {
+    const mlstack__ssm_cfg *s = &m->cfg.ssm;
+    int K = s->conv, CD = s->conv_dim, H = s->heads, P = s->head_dim, N = s->state, I = s->inner;
+    int hpg = s->heads / s->groups, gs = I / s->norm_groups, t, ch, k, h, p, n;
+    float *win = state, *S = state + (size_t)(K - 1) * CD, *c = scratch;
+    for (t = 0; t < n_tok; t++) {
+        const float *z = x + (size_t)t * s->proj, *in = z + I, *dtr = in + CD;
+        float *yt = y + (size_t)t * I;
+        for (ch = 0; ch < CD; ch++) {
+            const float *w = L->conv_w + (size_t)ch * K;
+            float acc = L->conv_b ? L->conv_b[ch] : 0.0f;
+            for (k = 0; k < K - 1; k++) acc = MLSTACK__FMAF(w[k], win[(size_t)k * CD + ch], acc);
+            c[ch] = mlstack__silu(MLSTACK__FMAF(w[K - 1], in[ch], acc));
+        }
+        if (K > 1) {
+            memmove(win, win + CD, sizeof(float) * (size_t)(K - 2) * CD);
+            memcpy(win + (size_t)(K - 2) * CD, in, sizeof(float) * (size_t)CD);
+        }
+        for (h = 0; h < H; h++) {
+            const float *xh = c + (size_t)h * P, *Bg = c + I + (size_t)(h / hpg) * N;
+            const float *Cg = c + I + (size_t)s->groups * N + (size_t)(h / hpg) * N;
+            float dt = mlstack__softplus(dtr[h] + L->ssm_dt_bias[h]), dA;
+            dt = dt < s->dt_min ? s->dt_min : dt > s->dt_max ? s->dt_max : dt;
+            dA = mlstack__exp_canon(dt * L->ssm_a[h]);
+            for (p = 0; p < P; p++) {
+                float *Sp = S + ((size_t)h * P + p) * N, acc = 0.0f;
+                for (n = 0; n < N; n++) {
+                    Sp[n] = MLSTACK__FMAF(Sp[n], dA, (dt * Bg[n]) * xh[p]);
+                    acc = MLSTACK__FMAF(Sp[n], Cg[n], acc);
+                }
+                yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
+            }
+        }
+        for (k = 0; k < I; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = 0; k < s->norm_groups; k++)
+            mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+    }
+}
+
+/* Widths of a recurrent layer kind: input rows (w_in), output rows (what wo reads), scratch. */
+static void mlstack__mix_dims(const mlstack__config *c, int kind, int *n_in, int *n_out, int *n_scratch) {
+    *n_in = *n_out = *n_scratch = 0;
+    if (kind == MLSTACK__LAYER_MAMBA2) *n_in = c->ssm.proj, *n_out = c->ssm.inner, *n_scratch = c->ssm.conv_dim;
+}
+
+/* One task per sequence of the batch (rows of one sequence in batch order, runs of consecutive
+   rows at a time): tasks never share a state, so the thread count changes no bit. */
+typedef struct mlstack__mix_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int B, n_in, n_out, n_scratch;
+    const int *seqs; /* the distinct sequences, one per task */
+} mlstack__mix_job;
+static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    int seq = j->seqs[task], b = 0, e;
+    float *st = mlstack__state_of(&rk->kv, seq) + j->L->state_off;
+    (void)n_tasks;
+    while (b < j->B) {
+        if (j->rows[b].seq != seq) {
+            b++;
+            continue;
+        }
+        for (e = b + 1; e < j->B && j->rows[e].seq == seq; e++) {}
+        if (j->rows[b].pos == 0) /* a sequence starts from the zero state */
+            memset(st, 0, sizeof(float) * mlstack__state_floats(&rk->model->cfg, j->L->kind));
+        if (j->L->kind == MLSTACK__LAYER_MAMBA2)
+            mlstack__mix_mamba2(rk->model, j->L, st, rk->s.mix_in + (size_t)b * j->n_in,
+                                rk->s.mix_out + (size_t)b * j->n_out, e - b,
+                                rk->s.mix_tmp + (size_t)thread * j->n_scratch);
+        b = e;
+    }
+}
+
+/* A recurrent layer on rows xn (B, D) into out (B, D) (one rank): out = mix(xn Win) Wo. */
+static void mlstack__mix_layer(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *xn, float *out, int B) {
+    mlstack__mix_job j;
+    int b, k, n = 0;
+    j.rk = rk, j.L = L, j.rows = rows, j.B = B, j.seqs = rk->s.mix_seqs;
+    mlstack__mix_dims(&rk->model->cfg, L->kind, &j.n_in, &j.n_out, &j.n_scratch);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < n && rk->s.mix_seqs[k] != rows[b].seq; k++) {}
+        if (k == n) rk->s.mix_seqs[n++] = rows[b].seq;
+    }
+    mlstack__project(rk, xn, B, 1, &L->w_in, rk->s.mix_in, NULL, NULL, NULL, NULL);
+    if (n > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, n);
+    else
+        mlstack__mix_task(&j, 0, 1, 0);
+    mlstack__project(rk, rk->s.mix_out, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
+   MLP, ungated): (act(xn Wgate) * xn Wup) Wdown, added after the experts' sum. */
+static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *acc, int B,
+                                  int layer) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, xn, B, 2, &L->w_gate, rk->xb->h, &L->w_up, s->up, NULL, NULL);
+    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, rk->model->cfg.n_ff, layer);
+    mlstack__project(rk, rk->xb->h, B, 1, &L->w_down, s->moe_y, NULL, NULL, NULL, NULL);
+    for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
+}
+
+/* xo (B, D) = a Wo, the attention output of every rank's heads: exchanged slices (gather), or
+   this rank's columns of a times its columns of Wo summed over ranks in order (reduce). 0, or -1
+   when an exchange failed. */
+static int mlstack__attn_out(mlstack__rank *rk, const mlstack__layer *L, float *xo, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    float *o;
+    if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+        float *p = mlstack__partial(rk, 0, B);
+        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        for (b = 0; b < B; b++)
+            memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+        mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+        return mlstack__reduce(rk, 0, xo, B) ? -1 : 0;
+    }
+    o = mlstack__slice(rk, xb->o, s->out);
+    if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1) ? -1 : 0;
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -29542,10 +30032,9 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
-    float *d = mlstack__slice(rk, xb->d, s->out);
+    float *h = mlstack__slice(rk, xb->h, s->gate), *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
@@ -29558,23 +30047,16 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         aj.layer = l;
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
-        mlstack__rope_kv(rk, &aj, B);
-        mlstack__attention(rk, &aj, n_blk, B);
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
-            float *p = mlstack__partial(rk, 0, B);
-            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
-            for (b = 0; b < B; b++)
-                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
-            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-            if (mlstack__reduce(rk, 0, xo, B)) return -1;
+        if (L->kind != MLSTACK__LAYER_ATTN) { /* a recurrent mixer instead (one rank): a Wo = mix(xn Win) Wo */
+            mlstack__mix_layer(rk, L, rows, in, xo, B);
         } else {
-            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+            mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+            /* rope(q, k); k, v -> KV pages; a = attention(q; K, V); a Wo */
+            mlstack__rope_kv(rk, &aj, B);
+            mlstack__attention(rk, &aj, n_blk, B);
+            if (mlstack__attn_out(rk, L, xo, B)) return -1;
         }
+        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -29583,8 +30065,10 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
+        if (!L->w_gate.data && !L->moe) continue; /* no FFN (Mamba2) */
         if (L->moe) { /* one rank: no exchange */
             mlstack__moe(rk, L, in, s->moe_acc, B, l);
+            if (L->w_down.data) mlstack__dense_beside(rk, L, in, s->moe_acc, B, l); /* Granite: + shared MLP */
             if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, NULL, B, l);
             mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
             continue;
@@ -30468,6 +30952,20 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    if (c->n_recurrent) { /* recurrent layers (>>forward) */
+        int k, ni = 1, no = 1, ns = 1;
+        for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+            int a, b2, t;
+            mlstack__mix_dims(c, k, &a, &b2, &t);
+            ni = a > ni ? a : ni, no = b2 > no ? b2 : no, ns = t > ns ? t : ns;
+        }
+        if ((size_t)no > max_in) max_in = (size_t)no;
+        s->mix_in = mlstack__falloc(B, (size_t)ni);
+        s->mix_out = mlstack__falloc(B, (size_t)no);
+        s->mix_tmp = mlstack__falloc((size_t)rk->pool->n_threads, (size_t)ns);
+        s->mix_seqs = (int *)mlstack__calloc(B, sizeof(int));
+        if (!s->mix_in || !s->mix_out || !s->mix_tmp || !s->mix_seqs) return MLSTACK_ERR_NO_MEMORY;
+    }
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -30562,6 +31060,10 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
+    mlstack__aligned_free(s->mix_in);
+    mlstack__aligned_free(s->mix_out);
+    mlstack__aligned_free(s->mix_tmp);
+    MLSTACK_FREE(s->mix_seqs);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -30844,6 +31346,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
+    if (R > 1 && c->ssm.heads) /* the mixers' heads are not sharded yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (Mamba2 layers) runs on one rank only", c->architecture);
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
@@ -32585,8 +33090,12 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        d->kv_mem = ctx * (uint64_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (uint64_t)c->n_kv_heads *
+                    (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: the live and kept states of every slot, and a snapshot at every page end */
+        d->kv_mem +=
+            (uint64_t)c->state_floats * sizeof(float) * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
+        if (!d->kv_mem) d->kv_mem = ctx * sizeof(float);
     }
     return MLSTACK_OK;
 }

@@ -430,18 +430,30 @@ FAMILIES = [
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
+    # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages)
+    dict(name="lfm2", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=128),
+    # attention first, a wider convolution (4) with biases on it and its projections, untied head
+    dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
+                    norm_eps=1e-5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124),
     # ---- recurrent (Mamba2 SSD) layers: 128-token prompts; A_log, dt_bias, D drawn as the rest ----
     # pure Mamba2: one group, conv window 4 (conv bias), no projection biases, untied head
     dict(name="mamba2", cls="Mamba2ForCausalLM",
          extra=dict(num_heads=8, head_dim=8, state_size=16, expand=2, n_groups=1, conv_kernel=4,
                     layer_norm_epsilon=1e-5),
-         drop=MAMBA2_DROP, prompt=128, no_rope=True),
+         drop=MAMBA2_DROP, prompt_len=128, no_rope=True),
     # two groups of B/C (heads 0-1 read group 0, 2-3 group 1), conv window 3 without bias,
     # in/out projection biases, three layers, tied head
     dict(name="mamba2_groups", cls="Mamba2ForCausalLM",
          extra=dict(num_hidden_layers=3, num_heads=4, head_dim=16, state_size=8, expand=2, n_groups=2,
                     conv_kernel=3, use_conv_bias=False, use_bias=True, tie_word_embeddings=True),
-         drop=MAMBA2_DROP, prompt=128, no_rope=True),
+         drop=MAMBA2_DROP, prompt_len=128, no_rope=True),
     # Granite 4.0-H: mamba / attention layers (layer_types), no RoPE ("nope"), dense shared MLP
     # only (num_local_experts 0), Granite multipliers, two groups
     dict(name="granite_hybrid", cls="GraniteMoeHybridForCausalLM",
@@ -450,7 +462,7 @@ FAMILIES = [
                     mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=2, mamba_d_conv=4,
                     embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
                     logits_scaling=0.5),
-         drop=("head_dim",), prompt=128),
+         drop=("head_dim",), prompt_len=128),
     # Granite 4.0-H MoE: attention first with RoPE, top-2 of 4 experts (softmax over the top 2)
     # beside the shared MLP, conv window 3 with bias on the mixer projections
     dict(name="granite_hybrid_moe", cls="GraniteMoeHybridForCausalLM",
@@ -460,13 +472,13 @@ FAMILIES = [
                     mamba_d_state=16, mamba_n_groups=1, mamba_d_conv=3, mamba_proj_bias=True,
                     embedding_multiplier=2.0, residual_multiplier=0.7, attention_multiplier=0.25,
                     logits_scaling=1.5),
-         drop=("head_dim",), prompt=128),
+         drop=("head_dim",), prompt_len=128),
     # top-1 of 4 experts (the softmax of one logit: weight 1)
     dict(name="granite_hybrid_top1", cls="GraniteMoeHybridForCausalLM",
          extra=dict(num_hidden_layers=2, layer_types=["mamba", "attention"], position_embedding_type="rope",
                     num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, shared_intermediate_size=32,
                     mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=4, mamba_d_conv=4),
-         drop=("head_dim",), prompt=128),
+         drop=("head_dim",), prompt_len=128),
 ]
 
 
@@ -566,7 +578,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, spec.get("prompt", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
