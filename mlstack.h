@@ -1046,7 +1046,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
 /* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
-   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. Models
+   with recurrent layers (LFM2 and the other hybrids) keep their state only at some positions: 0,
+   the end of a KV page that carries a snapshot, and (internally) a kept copy; a rewind elsewhere
+   fails with MLSTACK_ERR_INVALID_ARG and names the nearest such position. On those models the
+   rows of an eval must also start at the sequence's length (the state only moves forward). */
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
@@ -2610,6 +2614,7 @@ enum {
     MLSTACK__OP_ATTENTION,
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_MIXER,
     MLSTACK__OP_COUNT_
 };
 
@@ -25131,6 +25136,54 @@ static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__
     return MLSTACK_OK;
 }
 
+/* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
+   the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int ssm = f->mix.kind == MLSTACK__LAYER_MAMBA2; /* also as transformers 5 writes them */
+            int mixes = f->mix.type &&
+                        (mlstack__json_is_str(e, f->mix.type) || (ssm && mlstack__json_is_str(e, "linear_attention")));
+            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
+            if (i >= c->n_layers || (!slides && !mixes && !full))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
+    return MLSTACK_OK;
+}
+
 /* The shape of the Mamba2 mixers from the family's config keys, bounded so that a hostile
    config cannot ask for a state beyond 2^30 floats a layer. */
 static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25212,45 +25265,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            int ssm = f->mix.kind == MLSTACK__LAYER_MAMBA2; /* also as transformers 5 writes them */
-            int mixes = f->mix.type &&
-                        (mlstack__json_is_str(e, f->mix.type) || (ssm && mlstack__json_is_str(e, "linear_attention")));
-            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
-            if (i >= c->n_layers || (!slides && !mixes && !full))
-                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
-                                     "per layer",
-                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
-                                     f->mix.type ? "\"" : "");
-            c->layer_sliding[i] = (unsigned char)slides;
-            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
-            c->n_recurrent += mixes;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25363,6 +25378,18 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
                (size_t)c->ssm.heads * (size_t)c->ssm.head_dim * (size_t)c->ssm.state;
     default: return 0;
     }
+}
+
+/* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
+   of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
+static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
+}
+static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
+}
+static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
 }
 
 #define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
@@ -28337,8 +28364,6 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
-static float *mlstack__falloc(size_t a, size_t b);
-
 /* Hybrids: the live and kept states of every slot come out of the budget first; a page then
    costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
    snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
@@ -28992,10 +29017,10 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
-    /* recurrent layers (one rank): input projections (B, max n_in), mixer outputs (B, max
-       n_out), n_threads mixer scratch, the batch's distinct sequences (B,) */
-    float *mix_in, *mix_out, *mix_tmp;
-    int *mix_seqs;
+    /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
+       out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
+    float *mix_x, *mix_y, *mix_s;
+    int *mix_run;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -29418,10 +29443,6 @@ static int32_t mlstack__window_start(const mlstack__config *c, int32_t pos) {
 
 /* Attention of block i's rows (one sequence, consecutive positions) for the rank's query heads
    [h0, h1), all of which read KV head kh (the model's index). Output: their columns of xb->att. */
-/* Layer l's block in a KV page of this stage: its index among the stage's attention layers. */
-static int mlstack__kv_index(const mlstack__rank *rk, int l) {
-    return rk->layers[l].kv_layer - rk->layers[rk->l0].kv_layer;
-}
 static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h0, int h1, int thread) {
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
@@ -29433,8 +29454,8 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], mlstack__kv_index(rk, j->layer), kh - sh->k0, Dh,
-                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
+                    Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -29528,7 +29549,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, mlstack__kv_index(rk, j->layer), h, row->pos, k + h * Dh,
+        mlstack__kv_store(&rk->kv, sq, L->kv_layer - rk->layers[rk->l0].kv_layer, h, row->pos, k + h * Dh,
                           s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
@@ -29850,12 +29871,59 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
-/* ---- recurrent layers (hybrids): the mixers and their driver ----
-   A mixer's contract: mlstack__mix_<kind>(m, L, state, x, y, n_tok, scratch) runs n_tok tokens
-   of one sequence strictly in order, one token at a time, from x (n_tok, n_in: the rows of the
-   layer's input projection w_in) into y (n_tok, n_out: the rows its output projection wo
-   reads), reading and updating that layer's state (the layout: >>kvcache). Prefill and decode
-   take the same path, so their bits agree; the projections around it are batched. */
+/* ---- recurrent mixers (hybrids) ----
+   A mixer is one recurrent kind's token mixing for ONE sequence: its tokens strictly in order,
+   one token at a time, by the same code for a prefill of many tokens and a decode of one, so
+   prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
+   w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
+       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+     m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
+              L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
+              for a new sequence
+     x        n_tok rows of the projected input, mlstack__mix_in_width floats apart
+     y        n_tok rows of output, mlstack__mix_out_width floats apart
+     part, n_parts  the share of the kind's independent units (channels, heads) this call
+              computes (mlstack__part_range): every part sees every token, in order, and writes
+              only its units' y and state; a unit's arithmetic is the same for any n_parts
+     scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
+   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
+   calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
+   most, and copies the state to a page's snapshot after the run that ends the page. */
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch);
+
+/* Units [*u0, *u1) of n that part `part` of n_parts computes. */
+static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
+    *u0 = (int)((int64_t)n * part / n_parts);
+    *u1 = (int)((int64_t)n * (part + 1) / n_parts);
+}
+
+/* LFM2's gated short convolution, per channel c of D (the units), per token:
+       B, C, v = x[0:D], x[D:2D], x[2D:3D];  u = B * v
+       o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
+       y = C * o;  the state drops its oldest u and keeps this one
+   as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                              int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
+    (void)scratch;
+    mlstack__part_range(D, part, n_parts, &c0, &c1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
+        float *yt = y + (size_t)t * D;
+        for (c = c0; c < c1; c++) {
+            const float *w = L->conv_w + (size_t)c * K;
+            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
+            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
+            o = MLSTACK__FMAF(w[K - 1], u, o);
+            yt[c] = xc[c] * o;
+            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
+            state[(size_t)(K - 2) * D + c] = u;
+        }
+    }
+}
 
 /* ln(1 + u) for u >= 0 under the canonical arithmetic: a series below 2^-10, else ln of w = 1 + u
    (w = m 2^e, m in [sqrt(1/2), sqrt(2)): ln m = 2 atanh(s), s = (m - 1) / (m + 1), odd series to
@@ -29893,30 +29961,36 @@ static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g))
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
        dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
        y_h = S_h C_g + D_h x_h
-   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight.
-   scratch: conv_dim floats. */
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight. The
+   units are the B/C groups with their heads (each group owns its channels of the window; with
+   one group one part does all); a gated norm whose groups are not within the B/C groups waits
+   for every head, so then part 0 does all. scratch: conv_dim floats. */
 static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
-                                int n_tok, float *scratch) {
+                                int n_tok, int part, int n_parts, float *scratch) {
     const mlstack__ssm_cfg *s = &m->cfg.ssm;
-    int K = s->conv, CD = s->conv_dim, H = s->heads, P = s->head_dim, N = s->state, I = s->inner;
-    int hpg = s->heads / s->groups, gs = I / s->norm_groups, t, ch, k, h, p, n;
-    float *win = state, *S = state + (size_t)(K - 1) * CD, *c = scratch;
+    int K = s->conv, CD = s->conv_dim, P = s->head_dim, N = s->state, I = s->inner, G = s->groups;
+    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, p, n, i;
+    float *S = state + (size_t)(K - 1) * CD, *c = scratch;
+    if (s->norm_groups % G) part = n_parts > 1 && part ? -1 : 0, n_parts = 1; /* the norm spans the groups */
+    if (part < 0) return;
+    mlstack__part_range(G, part, n_parts, &g0, &g1);
     for (t = 0; t < n_tok; t++) {
         const float *z = x + (size_t)t * s->proj, *in = z + I, *dtr = in + CD;
         float *yt = y + (size_t)t * I;
-        for (ch = 0; ch < CD; ch++) {
-            const float *w = L->conv_w + (size_t)ch * K;
-            float acc = L->conv_b ? L->conv_b[ch] : 0.0f;
-            for (k = 0; k < K - 1; k++) acc = MLSTACK__FMAF(w[k], win[(size_t)k * CD + ch], acc);
-            c[ch] = mlstack__silu(MLSTACK__FMAF(w[K - 1], in[ch], acc));
+        for (i = 0; i < 3; i++) { /* the part's channels: x of its heads, B and C of its groups */
+            int c0 = i == 0 ? g0 * hpg * P : I + (i - 1) * G * N + g0 * N;
+            int c1 = i == 0 ? g1 * hpg * P : I + (i - 1) * G * N + g1 * N, ch;
+            for (ch = c0; ch < c1; ch++) {
+                const float *w = L->conv_w + (size_t)ch * K;
+                float acc = L->conv_b ? L->conv_b[ch] : 0.0f;
+                for (k = 0; k < K - 1; k++) acc = MLSTACK__FMAF(w[k], state[(size_t)k * CD + ch], acc);
+                c[ch] = mlstack__silu(MLSTACK__FMAF(w[K - 1], in[ch], acc));
+                for (k = 0; k + 1 < K - 1; k++) state[(size_t)k * CD + ch] = state[(size_t)(k + 1) * CD + ch];
+                if (K > 1) state[(size_t)(K - 2) * CD + ch] = in[ch];
+            }
         }
-        if (K > 1) {
-            memmove(win, win + CD, sizeof(float) * (size_t)(K - 2) * CD);
-            memcpy(win + (size_t)(K - 2) * CD, in, sizeof(float) * (size_t)CD);
-        }
-        for (h = 0; h < H; h++) {
-            const float *xh = c + (size_t)h * P, *Bg = c + I + (size_t)(h / hpg) * N;
-            const float *Cg = c + I + (size_t)s->groups * N + (size_t)(h / hpg) * N;
+        for (h = g0 * hpg; h < g1 * hpg; h++) {
+            const float *xh = c + (size_t)h * P, *Bg = c + I + (size_t)(h / hpg) * N, *Cg = Bg + (size_t)G * N;
             float dt = mlstack__softplus(dtr[h] + L->ssm_dt_bias[h]), dA;
             dt = dt < s->dt_min ? s->dt_min : dt > s->dt_max ? s->dt_max : dt;
             dA = mlstack__exp_canon(dt * L->ssm_a[h]);
@@ -29929,65 +30003,110 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
                 yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
             }
         }
-        for (k = 0; k < I; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
-        for (k = 0; k < s->norm_groups; k++)
+        for (k = g0 * hpg * P; k < g1 * hpg * P; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs; k++)
             mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
     }
 }
 
-/* Widths of a recurrent layer kind: input rows (w_in), output rows (what wo reads), scratch. */
-static void mlstack__mix_dims(const mlstack__config *c, int kind, int *n_in, int *n_out, int *n_scratch) {
-    *n_in = *n_out = *n_scratch = 0;
-    if (kind == MLSTACK__LAYER_MAMBA2) *n_in = c->ssm.proj, *n_out = c->ssm.inner, *n_scratch = c->ssm.conv_dim;
+/* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
+                                                                       NULL};
+
+/* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
+   input and output, per thread the largest mixer scratch, run bounds. */
+static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B, int n_threads) {
+    int k, win = 1, wout = 1;
+    size_t sc = 1;
+    if (!c->n_recurrent) return MLSTACK_OK;
+    for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+        if (mlstack__mix_in_width(c, k) > win) win = mlstack__mix_in_width(c, k);
+        if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
+        if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
+    }
+    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_y = mlstack__falloc(B, (size_t)wout);
+    s->mix_s = mlstack__falloc((size_t)n_threads, sc);
+    s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+}
+static void mlstack__mix_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->mix_x);
+    mlstack__aligned_free(s->mix_y);
+    mlstack__aligned_free(s->mix_s);
+    MLSTACK_FREE(s->mix_run);
 }
 
-/* One task per sequence of the batch (rows of one sequence in batch order, runs of consecutive
-   rows at a time): tasks never share a state, so the thread count changes no bit. */
+/* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
+   positions, none crossing a page boundary. run gets B + 1 bounds at most; returns the count. */
+static int mlstack__mix_runs(const mlstack__kv *kv, const mlstack_batch_row *rows, int B, int *run) {
+    int b, n = 0;
+    for (b = 0; b < B; b++)
+        if (b == 0 || rows[b].seq != rows[b - 1].seq || rows[b].pos != rows[b - 1].pos + 1 ||
+            rows[b].pos % kv->page_tokens == 0)
+            run[n++] = b;
+    run[n] = B;
+    return n;
+}
+
+/* The page snapshot run i ends (its last row ends a page that carries one), or NULL. */
+static float *mlstack__run_snapshot(const mlstack__kv *kv, const mlstack_batch_row *rows, const int *run, int i) {
+    const mlstack_batch_row *last = &rows[run[i + 1] - 1];
+    int32_t pg;
+    if ((last->pos + 1) % kv->page_tokens) return NULL;
+    pg = kv->seqs[last->seq].pages[last->pos / kv->page_tokens];
+    return kv->snap_of[pg] >= 0 ? kv->snap + (size_t)kv->snap_of[pg] * kv->state_floats : NULL;
+}
+
 typedef struct mlstack__mix_job {
     mlstack__rank *rk;
     const mlstack__layer *L;
     const mlstack_batch_row *rows;
-    int B, n_in, n_out, n_scratch;
-    const int *seqs; /* the distinct sequences, one per task */
+    int r0, r1; /* runs */
+    int win, wout;
 } mlstack__mix_job;
+
 static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
     mlstack__rank *rk = j->rk;
-    int seq = j->seqs[task], b = 0, e;
-    float *st = mlstack__state_of(&rk->kv, seq) + j->L->state_off;
-    (void)n_tasks;
-    while (b < j->B) {
-        if (j->rows[b].seq != seq) {
-            b++;
-            continue;
-        }
-        for (e = b + 1; e < j->B && j->rows[e].seq == seq; e++) {}
-        if (j->rows[b].pos == 0) /* a sequence starts from the zero state */
-            memset(st, 0, sizeof(float) * mlstack__state_floats(&rk->model->cfg, j->L->kind));
-        if (j->L->kind == MLSTACK__LAYER_MAMBA2)
-            mlstack__mix_mamba2(rk->model, j->L, st, rk->s.mix_in + (size_t)b * j->n_in,
-                                rk->s.mix_out + (size_t)b * j->n_out, e - b,
-                                rk->s.mix_tmp + (size_t)thread * j->n_scratch);
-        b = e;
+    const int *run = rk->s.mix_run;
+    size_t sc = mlstack__mix_scratch_floats(&rk->model->cfg, j->L->kind);
+    int i;
+    for (i = j->r0; i < j->r1; i++) {
+        int b0 = run[i];
+        float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
+        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+                                    rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
+                                    rk->s.mix_s + (size_t)thread * sc);
     }
 }
 
-/* A recurrent layer on rows xn (B, D) into out (B, D) (one rank): out = mix(xn Win) Wo. */
-static void mlstack__mix_layer(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
-                               const float *xn, float *out, int B) {
+/* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
+   batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
+   its state copied to a page's snapshot after the run that ends the page. */
+static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *in, float *out, int B, int n_run, int l) {
+    const mlstack__config *c = &rk->model->cfg;
     mlstack__mix_job j;
-    int b, k, n = 0;
-    j.rk = rk, j.L = L, j.rows = rows, j.B = B, j.seqs = rk->s.mix_seqs;
-    mlstack__mix_dims(&rk->model->cfg, L->kind, &j.n_in, &j.n_out, &j.n_scratch);
-    for (b = 0; b < B; b++) {
-        for (k = 0; k < n && rk->s.mix_seqs[k] != rows[b].seq; k++) {}
-        if (k == n) rk->s.mix_seqs[n++] = rows[b].seq;
+    int parts = B * mlstack__mix_in_width(c, L->kind) >= 8192 ? rk->pool->n_threads : 1;
+    size_t n = mlstack__state_floats(c, L->kind);
+    j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
+    j.wout = mlstack__mix_out_width(c, L->kind);
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, MIXER);
+    for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
+        float *snap = NULL;
+        for (j.r1 = j.r0; j.r1 < n_run && !snap; j.r1++)
+            snap = mlstack__run_snapshot(&rk->kv, rows, rk->s.mix_run, j.r1);
+        if (parts > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, parts);
+        else
+            mlstack__mix_task(&j, 0, 1, 0);
+        if (snap)
+            memcpy(snap + L->state_off, mlstack__state_of(&rk->kv, rows[rk->s.mix_run[j.r1 - 1]].seq) + L->state_off,
+                   sizeof(float) * n);
     }
-    mlstack__project(rk, xn, B, 1, &L->w_in, rk->s.mix_in, NULL, NULL, NULL, NULL);
-    if (n > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, n);
-    else
-        mlstack__mix_task(&j, 0, 1, 0);
-    mlstack__project(rk, rk->s.mix_out, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
+    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
 }
 
 /* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
@@ -30002,27 +30121,31 @@ static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, co
     for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
 }
 
-/* xo (B, D) = a Wo, the attention output of every rank's heads: exchanged slices (gather), or
-   this rank's columns of a times its columns of Wo summed over ranks in order (reduce). 0, or -1
-   when an exchange failed. */
-static int mlstack__attn_out(mlstack__rank *rk, const mlstack__layer *L, float *xo, int B) {
+/* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
+   ranks). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
+    float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
-    float *o;
+    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
+    mlstack__rope_kv(rk, aj, B);
+    mlstack__attention(rk, aj, n_blk, B);
+    /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
         size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
         for (b = 0; b < B; b++)
             memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
         mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-        return mlstack__reduce(rk, 0, xo, B) ? -1 : 0;
+        return mlstack__reduce(rk, 0, xo, B);
     }
-    o = mlstack__slice(rk, xb->o, s->out);
     if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
     mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1) ? -1 : 0;
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
 
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
@@ -30032,31 +30155,27 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *h = mlstack__slice(rk, xb->h, s->gate), *d = mlstack__slice(rk, xb->d, s->out);
+    float *h = mlstack__slice(rk, xb->h, s->gate);
+    float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, n_run = 0, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
+    if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
     for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
+           recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        if (L->kind != MLSTACK__LAYER_ATTN) { /* a recurrent mixer instead (one rank): a Wo = mix(xn Win) Wo */
-            mlstack__mix_layer(rk, L, rows, in, xo, B);
-        } else {
-            mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-            /* rope(q, k); k, v -> KV pages; a = attention(q; K, V); a Wo */
-            mlstack__rope_kv(rk, &aj, B);
-            mlstack__attention(rk, &aj, n_blk, B);
-            if (mlstack__attn_out(rk, L, xo, B)) return -1;
-        }
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
+        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+            return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -30948,24 +31067,12 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
+    int one = rk->n_ranks == 1, k;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-    if (c->n_recurrent) { /* recurrent layers (>>forward) */
-        int k, ni = 1, no = 1, ns = 1;
-        for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
-            int a, b2, t;
-            mlstack__mix_dims(c, k, &a, &b2, &t);
-            ni = a > ni ? a : ni, no = b2 > no ? b2 : no, ns = t > ns ? t : ns;
-        }
-        if ((size_t)no > max_in) max_in = (size_t)no;
-        s->mix_in = mlstack__falloc(B, (size_t)ni);
-        s->mix_out = mlstack__falloc(B, (size_t)no);
-        s->mix_tmp = mlstack__falloc((size_t)rk->pool->n_threads, (size_t)ns);
-        s->mix_seqs = (int *)mlstack__calloc(B, sizeof(int));
-        if (!s->mix_in || !s->mix_out || !s->mix_tmp || !s->mix_seqs) return MLSTACK_ERR_NO_MEMORY;
-    }
+    for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
+        if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -31000,7 +31107,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
+    return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
 /* Everything a local rank needs, built by the thread that will run it. */
@@ -31060,13 +31167,10 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
-    mlstack__aligned_free(s->mix_in);
-    mlstack__aligned_free(s->mix_out);
-    mlstack__aligned_free(s->mix_tmp);
-    MLSTACK_FREE(s->mix_seqs);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
+    mlstack__mix_scratch_free(s);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -31673,6 +31777,8 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
             e->kv.seqs[i].len = 0;
+            e->kv.seqs[i].ckpt_len = -1;
+            (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31706,6 +31812,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     if (len < 0 || len > have)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
                                     (int)seq, (int)len, (int)have);
+    if (mlstack__state_rewind(&e->kv, seq, len) != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                    "rewind of sequence %d to %d: the recurrent state of this hybrid model is kept "
+                                    "only at 0, at page ends with a snapshot and at a kept copy; the nearest is %d",
+                                    (int)seq, (int)len, (int)mlstack__state_floor(&e->kv, seq, len));
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
     e->kv.seqs[seq].len = len;
     return MLSTACK_OK;
@@ -31741,6 +31852,11 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
                 e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
                 i, (int)r->pos, c->max_pos - 1);
         cur = e->tmp_len[r->seq];
+        if (cur < 0 && c->n_recurrent && r->pos != e->kv.seqs[r->seq].len)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: position %d, but sequence %d holds %d positions and a hybrid "
+                                        "model's recurrent state only moves forward (rewind first)",
+                                        i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
         if (cur < 0) {
             if (r->pos > e->kv.seqs[r->seq].len)
                 return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
@@ -31785,6 +31901,7 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         if (e->tmp_len[i] >= 0) {
             if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
                 return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
+            mlstack__state_plan(&e->kv, &e->kv.seqs[i], e->kv.seqs[i].len, e->tmp_len[i]);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -33090,13 +33207,22 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem = ctx * (uint64_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (uint64_t)c->n_kv_heads *
-                    (uint64_t)c->head_dim * (uint64_t)kv_size;
-        /* hybrids: the live and kept states of every slot, and a snapshot at every page end */
-        d->kv_mem +=
-            (uint64_t)c->state_floats * sizeof(float) * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
-        if (!d->kv_mem) d->kv_mem = ctx * sizeof(float);
+        d->kv_mem =
+            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
+        d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
+    /* the recurrent layers' state is not sharded: hybrids run on one rank */
+    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
+                             "over ranks or stages yet: run it on one rank",
+                             c->architecture, c->n_recurrent, c->n_layers);
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "
+                             "attention only (it rewinds to any position)",
+                             d->spec_draft->cfg.architecture);
     return MLSTACK_OK;
 }
 
@@ -33203,7 +33329,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
 static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu"};
+                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */

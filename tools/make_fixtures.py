@@ -431,17 +431,18 @@ FAMILIES = [
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
     # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
-    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages)
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
+    # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
     dict(name="lfm2", cls="Lfm2ForCausalLM",
          extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
                     layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
-         drop=("rms_norm_eps",), prompt_len=128),
+         drop=("rms_norm_eps",), prompt_len=128, std={"conv.in_proj": 0.15}, embed_std=0.3),
     # attention first, a wider convolution (4) with biases on it and its projections, untied head
     dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
          extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
                     norm_eps=1e-5, tie_word_embeddings=False,
                     layer_types=["full_attention", "conv", "conv", "full_attention"]),
-         drop=("rms_norm_eps",), prompt_len=124),
+         drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
     # ---- recurrent (Mamba2 SSD) layers: 128-token prompts; A_log, dt_bias, D drawn as the rest ----
     # pure Mamba2: one group, conv window 4 (conv bias), no projection biases, untied head
     dict(name="mamba2", cls="Mamba2ForCausalLM",
@@ -453,7 +454,7 @@ FAMILIES = [
     dict(name="mamba2_groups", cls="Mamba2ForCausalLM",
          extra=dict(num_hidden_layers=3, num_heads=4, head_dim=16, state_size=8, expand=2, n_groups=2,
                     conv_kernel=3, use_conv_bias=False, use_bias=True, tie_word_embeddings=True),
-         drop=MAMBA2_DROP, prompt_len=128, no_rope=True),
+         drop=MAMBA2_DROP, prompt_len=128, no_rope=True, std={"in_proj": 0.1, "out_proj": 0.15}),
     # Granite 4.0-H: mamba / attention layers (layer_types), no RoPE ("nope"), dense shared MLP
     # only (num_local_experts 0), Granite multipliers, two groups
     dict(name="granite_hybrid", cls="GraniteMoeHybridForCausalLM",
@@ -462,7 +463,7 @@ FAMILIES = [
                     mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=2, mamba_d_conv=4,
                     embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
                     logits_scaling=0.5),
-         drop=("head_dim",), prompt_len=128),
+         drop=("head_dim",), prompt_len=128, std={"in_proj": 0.15}),
     # Granite 4.0-H MoE: attention first with RoPE, top-2 of 4 experts (softmax over the top 2)
     # beside the shared MLP, conv window 3 with bias on the mixer projections
     dict(name="granite_hybrid_moe", cls="GraniteMoeHybridForCausalLM",
@@ -515,8 +516,9 @@ def fam_config(spec):
     return cls, cfg
 
 
-def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
-    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0."""
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None):
+    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0; std: {name part: std}
+    for projections that need their own scale."""
     rng = np.random.default_rng(seed)
     plus_one = type(model).__name__.startswith("Gemma")
     with torch.no_grad():
@@ -533,7 +535,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25):
             elif "lm_head" in name:
                 v = head_std * rng.standard_normal(shape)
             else:
-                v = 0.25 * rng.standard_normal(shape)
+                sd = [v for k, v in (std or {}).items() if k in name]
+                v = (sd[0] if sd else 0.25) * rng.standard_normal(shape)
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
@@ -565,7 +568,7 @@ def make_family(spec):
     os.makedirs(out)
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25))
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
