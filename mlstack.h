@@ -24554,69 +24554,70 @@ typedef struct mlstack__family {
 #define MLSTACK__NORMS_SANDWICH \
     {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"}
 #define MLSTACK__UNFUSED {NULL, NULL}
-#define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
+#define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0, NULL}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
-         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
-         MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
+         MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
-         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
     {"Mamba2ForCausalLM", NULL, MLSTACK__F_SSM_ONLY,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
@@ -28456,13 +28457,13 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
+    int i;
+    if (kv->ref) mlstack__radix_free_all(kv); /* reads snap_of as it puts pages back */
     mlstack__aligned_free(kv->state);
     mlstack__aligned_free(kv->ckpt);
     mlstack__aligned_free(kv->snap);
     MLSTACK_FREE(kv->snap_of);
     MLSTACK_FREE(kv->snap_free);
-    int i;
-    if (kv->ref) mlstack__radix_free_all(kv);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
