@@ -87,69 +87,6 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
     }
 }
 
-/* Recurrent layers (hybrids, Mamba2): decoding one token at a time gives the same bits as the
-   whole prompt at once; and through the scheduler a prompt whose prefix is in the radix cache
-   (its state restored from a page-end snapshot) gives the same first logits row as the cold
-   run, for prefixes ending on a page boundary and inside a page. */
-static int rc_n_vocab, rc_same, rc_rows;
-static void rc_on_logits(void *user, uint64_t request, const float *logits, int n_vocab) {
-    (void)request;
-    if (rc_rows++ == 0)
-        rc_same = n_vocab == rc_n_vocab && memcmp(logits, (const float *)user, sizeof(float) * n_vocab) == 0;
-}
-static int rc_run(mlstack_engine *e, const int32_t *ids, int n, const float *want, int *n_cached) {
-    mlstack_request_desc rd;
-    mlstack_request_status st;
-    mlstack_error err;
-    uint64_t id = 0;
-    int active = 1, guard = 0;
-    memset(&rd, 0, sizeof rd);
-    rd.prompt = ids, rd.n_prompt = n, rd.max_tokens = 2, rd.ignore_eos = 1, rd.no_spec = 1;
-    rd.on_logits = rc_on_logits, rd.user = (void *)want;
-    rc_rows = 0, rc_same = 0;
-    if (mlstack_engine_submit(e, &rd, &id, &err) != MLSTACK_OK) return 0;
-    while (active && guard++ < 10000)
-        if (mlstack_engine_step(e, &active) != MLSTACK_OK) return 0;
-    if (mlstack_engine_poll(e, id, &st, NULL, 0) != MLSTACK_OK) return 0;
-    *n_cached = st.n_cached;
-    mlstack_engine_release(e, id);
-    return rc_rows > 0 && rc_same;
-}
-static void check_recurrent(const char *name, mlstack_model *m, mlstack_engine *e1, const int32_t *ids, int n,
-                            const float *ours, int n_vocab) {
-    static const int lens[] = {40, 64, 97, 128};
-    mlstack_engine_desc ed;
-    mlstack_engine *e = NULL;
-    mlstack_error err;
-    float *dec = fx_eval_all(e1, ids, n, n_vocab, 1);
-    int i, hits = 0;
-    CHECKF(dec && memcmp(dec, ours, sizeof(float) * (size_t)n * n_vocab) == 0,
-           "%s: logits differ when the prompt is decoded one token at a time", name);
-    free(dec);
-    memset(&ed, 0, sizeof ed);
-    ed.n_threads = 2;
-    ed.kv_type = MLSTACK_KV_F32;
-    ed.kv_mem = 64u << 20;
-    if (mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
-        CHECKF(0, "%s: engine: %s", name, err.message);
-        return;
-    }
-    rc_n_vocab = n_vocab;
-    CHECKF(rc_run(e, ids, n, ours + (size_t)(n - 1) * n_vocab, &i), "%s: scheduler run differs from eval", name);
-    for (i = 0; i < (int)(sizeof lens / sizeof lens[0]); i++) {
-        int L = lens[i] <= n ? lens[i] : n, cached = 0;
-        CHECKF(rc_run(e, ids, L, ours + (size_t)(L - 1) * n_vocab, &cached),
-               "%s: a %d-token prompt with its prefix from the cache (%d tokens) differs from the cold run", name, L,
-               cached);
-        hits += cached > 0;
-    }
-    /* snapshots are spaced so that they cost at most about twice the KV beside them (>>kvcache):
-       a model without attention layers (Mamba2) gets none within these prompts */
-    CHECKF(hits >= 2 || !m->cfg.n_kv_layers, "%s: only %d of the prompts found a cached prefix", name, hits);
-    printf("  %-14s decode one token at a time == prefill; %d of 4 prompts took a cached prefix\n", name, hits);
-    mlstack_engine_free(e);
-}
-
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -232,7 +169,6 @@ static void check_family(const char *name) {
         if (k >= fx_n_greedy || fx_greedy[k] != greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
-    if (m->cfg.n_recurrent) check_recurrent(name, m, e1, ids, n, ours, info.n_vocab);
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
