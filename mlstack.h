@@ -24388,7 +24388,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_RELU2 };
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -24398,6 +24398,7 @@ enum {
     MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
     MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
     MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_MLP = 4, /* no token mixing: the layer is its FFN alone (Nemotron-H "mlp" blocks) */
     MLSTACK__LAYER_KINDS_
 };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
@@ -24453,6 +24454,9 @@ enum {
 #define MLSTACK__F_EXPERTS_3D \
     0x8000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over
                                             the top k logits, beside an ungated shared MLP (Granite MoE) */
+#define MLSTACK__F_BLOCKS \
+    0x10000000u /* each layer one block: norm, then Mamba2, attention or an MLP alone, residual;
+                                         their list in layers_block_type or hybrid_override_pattern (Nemotron-H) */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24595,6 +24599,12 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps"}},
+    {"NemotronHForCausalLM", NULL, MLSTACK__F_BLOCKS | MLSTACK__F_PLAIN_MLP | MLSTACK__F_NOPE_KEY,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+         {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
+         {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
+          "use_bias", "layer_norm_epsilon"}},
 };
 /* clang-format on */
 
@@ -24835,6 +24845,45 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
     return MLSTACK_OK;
 }
 
+/* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
+   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
+                                          mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
+    const char *pat = NULL;
+    int n = 0, k;
+    if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "layer_types");
+    if (mlstack__json_is_null(v) && (v = mlstack__json_get(root, "hybrid_override_pattern")) != NULL &&
+        v->type == MLSTACK__JSON_STRING)
+        pat = v->str;
+    if (!pat && (!v || v->type != MLSTACK__JSON_ARRAY))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
+                             c->architecture);
+    for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
+        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        if (n >= MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        else
+            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 5)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
+                                 "\"-\"; not MoE \"E\")",
+                                 file, n, c->architecture);
+        c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
+                                           : k < 4 ? MLSTACK__LAYER_ATTN
+                                                   : MLSTACK__LAYER_MLP);
+        c->n_recurrent += k < 2 || k == 4;
+    }
+    if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
+    c->n_layers = n;
+    c->has_layer_types = 1;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -24854,7 +24903,9 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
         (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
                               err)) ||
-        (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
+        (r = (c->fam->flags & MLSTACK__F_BLOCKS)
+                 ? mlstack__cfg_blocks(c, root, file, err)
+                 : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
         (r = mlstack__cfg_int(root, "num_attention_heads", 0, &c->n_heads, file, err)) ||
         (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
         (r = mlstack__cfg_int(root, "num_key_value_heads", c->n_heads, &c->n_kv_heads, file, err)) ||
@@ -24891,6 +24942,8 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & MLSTACK__F_PLAIN_MLP)) {
+        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2, ungated MLPs (Nemotron-H) */
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
@@ -24899,10 +24952,10 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
         r = mlstack__cfg_float(root,
-                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
-                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                               !mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) ? "rms_norm_eps"
+                               : !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
                                    ? "norm_eps" /* LFM2 */
-                                   : "rms_norm_eps",
+                                   : "layer_norm_epsilon", /* Nemotron-H */
                                1e-6f, &c->eps, file, err);
     return r;
 }
@@ -25162,7 +25215,7 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
         (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
         (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
         (r = mlstack__cfg_int(root, k->conv, 4, &s->conv, file, err)) ||
-        (r = mlstack__cfg_int(root, k->expand, 2, &expand, file, err)) ||
+        (k->expand && (r = mlstack__cfg_int(root, k->expand, 2, &expand, file, err))) ||
         (r = mlstack__cfg_float(root, k->eps, c->eps, &s->eps, file, err)) ||
         (r = mlstack__cfg_dt_limit(s, root, file, err)))
         return r;
@@ -25170,18 +25223,22 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
                              "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
                              "groups must divide the heads)",
-                             file, k->expand, expand, c->n_embd, s->conv, s->heads, s->groups);
+                             file, k->expand ? k->expand : "expand", expand, c->n_embd, s->conv, s->heads, s->groups);
     v = mlstack__json_get(root, k->head_dim);
-    if (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")) s->head_dim = expand * c->n_embd / s->heads;
+    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")))
+        s->head_dim = expand * c->n_embd / s->heads;
     else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
         return r;
-    s->inner = expand * c->n_embd;
+    /* the mixer's width: expand x hidden_size, or heads x head_dim where the family has no expand
+       key (Nemotron-H) */
+    s->inner = k->expand ? expand * c->n_embd
+                         : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
     if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
         (int64_t)s->groups * s->state > (1 << 24))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "%s: %s %d x %s %d must equal %s x hidden_size = %d (and times %s %d stay within 2^30)",
-                             file, k->heads, s->heads, k->head_dim, s->head_dim, k->expand, s->inner, k->state,
-                             s->state);
+                             file, k->heads, s->heads, k->head_dim, s->head_dim, k->expand ? k->expand : "expand",
+                             s->inner, k->state, s->state);
     s->conv_dim = s->inner + 2 * s->groups * s->state;
     s->proj = s->inner + s->conv_dim + s->heads;
     s->norm_groups = s->groups;
@@ -25230,7 +25287,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
+    if (!(f->flags & MLSTACK__F_BLOCKS) && (r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -26196,15 +26253,18 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        int att;
+        int att, mlp_only, ffn;
         mlstack__layer_kind(c, l, L);
-        att = L->kind == MLSTACK__LAYER_ATTN;
+        att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
+        /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
+        ffn = fm->flags & MLSTACK__F_BLOCKS ? mlp_only : !(fm->flags & MLSTACK__F_SSM_ONLY);
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
-                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
-            (!(fm->flags & MLSTACK__F_SSM_ONLY) && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
             return r;
+        if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
     return MLSTACK_OK;
 }
@@ -29702,6 +29762,8 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
             else if (act == MLSTACK__ACT_GELU)
                 g[i] = mlstack__gelu_erf(x);
+            else if (act == MLSTACK__ACT_RELU2)
+                g[i] = x > 0 ? x * x : 0.0f;
             else {
                 e = mlstack__exp_canon(-x);
                 e = 1.0f + e;
@@ -29976,7 +30038,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
 
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
 static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
-                                                                       NULL};
+                                                                       NULL, NULL};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -30138,6 +30200,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
         else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
             return -1;
@@ -30146,6 +30209,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+    ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;

@@ -209,6 +209,12 @@ static void check_refusals(void) {
          "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
          "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
          "short_factor has 2 entries"},
+        {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\"}",
+         "block 2 of NemotronHForCausalLM"},
+        {"{\"architectures\": [\"Mamba2ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
+         "\"vocab_size\": 16, \"num_heads\": 3, \"head_dim\": 8, \"n_groups\": 2}",
+         "groups must divide the heads"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -1,4 +1,4 @@
-/* Hybrid models (recurrent layers beside attention: LFM2, Granite 4.0-H; Mamba2 alone) on the
+/* Hybrid models (recurrent layers beside attention: LFM2, Granite 4.0-H, Nemotron-H; Mamba2 alone) on the
    engine's paths that move the recurrent state: tiny fixtures of tests/fixtures/families (made by
    tools/make_fixtures.py; their logits against transformers are checked by test_families).
    - prefill == decode: the prompt evaluated in one batch, token by token and in chunks of 5 and
@@ -299,8 +299,14 @@ static void check_refusals(mlstack_model *m) {
 }
 
 int main(void) {
-    static const char *names[] = {
-        "lfm2", "lfm2_k4", "mamba2", "mamba2_groups", "granite_hybrid", "granite_hybrid_moe", "granite_hybrid_top1"};
+    static const char *names[] = {"lfm2",
+                                  "lfm2_k4",
+                                  "mamba2",
+                                  "mamba2_groups",
+                                  "granite_hybrid",
+                                  "granite_hybrid_moe",
+                                  "granite_hybrid_top1",
+                                  "nemotron_h"};
     int i;
     for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         int32_t ids[MAXP];

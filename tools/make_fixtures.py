@@ -480,6 +480,14 @@ FAMILIES = [
                     num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, shared_intermediate_size=32,
                     mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=4, mamba_d_conv=4),
          drop=("head_dim",), prompt_len=128),
+    # Nemotron-H: one mixer per block (Mamba2, attention without RoPE, or a ReLU^2 MLP), each
+    # behind its own norm; the mixer's width is heads x head_dim (not expand x hidden), 2 groups
+    dict(name="nemotron_h", cls="NemotronHForCausalLM",
+         extra=dict(layer_types=["linear_attention", "mlp", "full_attention", "mlp", "linear_attention", "mlp"],
+                    num_hidden_layers=6, mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8, n_groups=2,
+                    conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+         drop=("rms_norm_eps",), prompt_len=128, no_rope=True, std={"in_proj": 0.15}),
 ]
 
 
