@@ -24388,7 +24388,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_RELU2 };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU, MLSTACK__ACT_RELU2 };
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -24449,14 +24449,15 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
-#define MLSTACK__F_SSM_ONLY 0x2000000u /* every layer is a Mamba2 mixer alone (no attention, no MLP): Mamba2 */
-#define MLSTACK__F_NOPE_KEY 0x4000000u /* position_embedding_type other than "rope": no rotary (Granite 4.0-H) */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
 #define MLSTACK__F_EXPERTS_3D \
-    0x8000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over
-                                            the top k logits, beside an ungated shared MLP (Granite MoE) */
-#define MLSTACK__F_BLOCKS \
-    0x10000000u /* each layer one block: norm, then Mamba2, attention or an MLP alone, residual;
-                                         their list in layers_block_type or hybrid_override_pattern (Nemotron-H) */
+    0x40000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
+                   logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24502,7 +24503,14 @@ typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLST
     /* heads, head width, state size, groups of B/C, conv window, expansion, conv and projection
        biases, the gated norm's epsilon */
     const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
+    int layout; /* MLSTACK__SSM_*: where the mixers sit */
+    int nope; /* 1: no RoPE unless position_embedding_type is "rope" (Granite 4.0-H); 2: never (Nemotron-H) */
 } mlstack__fam_ssm;
+enum {
+    MLSTACK__SSM_HYBRID = 0, /* layers named by layer_types, each with its FFN (Granite 4.0-H) */
+    MLSTACK__SSM_ALONE = 1, /* every layer a mixer alone, no FFN (Mamba2) */
+    MLSTACK__SSM_BLOCKS = 2 /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+};
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -24527,7 +24535,7 @@ typedef struct mlstack__family {
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
-#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
@@ -24580,31 +24588,47 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
-    {"Mamba2ForCausalLM", NULL, MLSTACK__F_SSM_ONLY,
+    {"Mamba2ForCausalLM", NULL, 0,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
-          "layer_norm_epsilon"}},
-    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_NOPE_KEY | MLSTACK__F_EXPERTS_3D,
+          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
+    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
          {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
-          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps"}},
-    {"NemotronHForCausalLM", NULL, MLSTACK__F_BLOCKS | MLSTACK__F_PLAIN_MLP | MLSTACK__F_NOPE_KEY,
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
+    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
-          "use_bias", "layer_norm_epsilon"}},
+          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2}},
 };
 /* clang-format on */
 
@@ -24654,6 +24678,8 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
@@ -24679,6 +24705,9 @@ typedef struct mlstack__layer {
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -24890,7 +24919,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
                                          mlstack_error *err) {
     const mlstack__json *v;
     mlstack_result r;
-    if (c->fam->flags & MLSTACK__F_SSM_ONLY) { /* no attention and no MLP: nominal sizes for the buffers */
+    if (c->fam->ssm.layout == MLSTACK__SSM_ALONE) { /* no attention and no MLP: nominal sizes for the buffers */
         c->n_ff = 2, c->n_heads = c->n_kv_heads = 1, c->head_dim = 2;
         if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
             (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -24903,7 +24932,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
         (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
                               err)) ||
-        (r = (c->fam->flags & MLSTACK__F_BLOCKS)
+        (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
                  ? mlstack__cfg_blocks(c, root, file, err)
                  : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
         (r = mlstack__cfg_int(root, "num_attention_heads", 0, &c->n_heads, file, err)) ||
@@ -24944,9 +24973,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
     } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & MLSTACK__F_PLAIN_MLP)) {
         c->act = MLSTACK__ACT_RELU2; /* relu(x)^2, ungated MLPs (Nemotron-H) */
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
@@ -25106,15 +25138,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -25268,6 +25308,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
     }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
+    }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
                  : f->flags & MLSTACK__F_QK_NORM_ALL ? MLSTACK__QK_NORM_WHOLE
@@ -25287,7 +25331,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    if (!(f->flags & MLSTACK__F_BLOCKS) && (r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
+    if (f->ssm.layout != MLSTACK__SSM_BLOCKS && (r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK)
+        return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25371,6 +25416,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* BOS and EOS ids: generation_config.json first, then config.json. */
 static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack__json *root, const mlstack__json *gen,
                                                const char *file, mlstack_error *err) {
@@ -25423,9 +25523,9 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     const mlstack__family *f = c->fam;
     mlstack_result r;
     int l;
-    if (f->flags & MLSTACK__F_NOPE_KEY) /* Granite 4.0-H: "nope" (or absent) means no rotary */
-        c->nope = !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
-    if (f->flags & MLSTACK__F_SSM_ONLY) { /* Mamba2: every layer is a mixer */
+    if (f->ssm.nope) /* Granite 4.0-H: "nope" (or absent) means no rotary; Nemotron-H: never */
+        c->nope = f->ssm.nope == 2 || !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
+    if (f->ssm.layout == MLSTACK__SSM_ALONE) { /* Mamba2: every layer is a mixer */
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
@@ -25478,7 +25578,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
         (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25535,6 +25635,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         inv_freq[i] = f;
     }
     return mul;
+}
+
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
@@ -25839,6 +25945,8 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         L->kv_layer += k == MLSTACK__LAYER_ATTN;
         L->state_off += mlstack__state_floats(c, k);
     }
+    L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -26099,6 +26207,50 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
+    return MLSTACK_OK;
+}
+
 /* Layer l's q/k norms: per-head LayerNorms gathered into one table (StableLM) or one weight each. */
 static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
                                                  int l, mlstack_error *err) {
@@ -26257,12 +26409,13 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         mlstack__layer_kind(c, l, L);
         att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
         /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
-        ffn = fm->flags & MLSTACK__F_BLOCKS ? mlp_only : !(fm->flags & MLSTACK__F_SSM_ONLY);
+        ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
             (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
                                    : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
-            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
         if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
@@ -27018,6 +27171,24 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -27069,6 +27240,37 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (no recurrent layers read from GGUF yet) */
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -27166,6 +27368,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -27207,9 +27410,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27721,20 +27926,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -27765,6 +27977,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -27797,6 +28053,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -27895,7 +28152,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -28232,6 +28490,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                       &L->wk) &&
@@ -28334,6 +28593,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28392,6 +28653,7 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
 /* Hybrids: the live and kept states of every slot come out of the budget first; a page then
    costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
    snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+#define MLSTACK__SNAP_NO_KV 4 /* pages between state snapshots of a model without attention layers */
 static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
                                             uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
     uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
@@ -28406,6 +28668,10 @@ static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__conf
                              (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
     *budget -= fixed;
     if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    /* without attention layers (Mamba2) a page holds no KV to weigh the state against, and the
+       snapshots are all the prefix cache has: one every MLSTACK__SNAP_NO_KV pages (each page then
+       costs a quarter of a state, which kv_mem pays for) */
+    if (!c->n_kv_layers && kv->snap_every > MLSTACK__SNAP_NO_KV) kv->snap_every = MLSTACK__SNAP_NO_KV;
     if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
     *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
     return MLSTACK_OK;
@@ -28619,14 +28885,22 @@ MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -28668,17 +28942,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -28694,17 +28969,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -28738,13 +29013,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -28758,7 +29035,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -29543,7 +29820,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -29556,21 +29834,28 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        if (!c->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        if (!c->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -29616,7 +29901,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29637,7 +29924,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -29740,6 +30028,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -29749,14 +30065,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -29781,7 +30099,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -31219,7 +31537,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -31228,14 +31546,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -31247,16 +31565,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -31808,6 +32127,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].len = 0;
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
+            e->kv.seqs[i].rope_long = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31823,6 +32143,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
     e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
     return MLSTACK_OK;
 }
 
@@ -32000,6 +32321,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     }
     t0 = mlstack__now();
     e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
     r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
@@ -32081,6 +32405,8 @@ typedef struct mlstack__req {
     char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
     int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
     mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
@@ -32236,6 +32562,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
     for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
     r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
     r->max_tokens = d->max_tokens;
     r->ignore_eos = d->ignore_eos;
     r->on_token = d->on_token;
@@ -32359,11 +32686,11 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     if (r->seq < 0) return;
     s = &e->kv.seqs[r->seq];
     /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
     if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
+    s->active = s->sched = s->rope_long = 0;
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
@@ -32378,8 +32705,8 @@ static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
     mlstack__kv *kv = &e->kv;
     mlstack__rnode *node;
     int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
     mlstack__radix_lock(kv, node, +1);
     if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
     r->pin = node;
@@ -32476,7 +32803,7 @@ static int mlstack__pick_waiting(mlstack_engine *e) {
             if (!best_aged || r->id < S->wait[best]->id) best = i;
             best_aged = 1;
         } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
             if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
                 best = i;
                 best_pages = pages;
@@ -32497,7 +32824,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     int slot, m, need;
     for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
     if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
@@ -32514,6 +32841,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;

@@ -145,7 +145,7 @@ static void check_radix(const char *name, mlstack_model *m, const int32_t *ids, 
             return;
         }
         /* the deepest page end at or before the share that carries a snapshot (every page for
-           LFM2 and Granite 4.0-H shapes, none within these prompts for Mamba2 alone) */
+           LFM2 and Granite 4.0-H shapes, every 4th for Mamba2 alone) */
         want = share / 16 / hot->kv.snap_every * hot->kv.snap_every * 16;
         for (k = 0; k < n; k++) b[k] = k < share ? ids[k] : (int32_t)(3 + (ids[k] * 7 + k) % (V - 3));
         CHECKF(run_one(cold, b, n, &rc, toks_cold, &st, V), "%s: cold run", name);
@@ -251,7 +251,7 @@ static void check_rewind(const char *name, mlstack_model *m, const int32_t *ids)
     if (!all || mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) goto done;
     for (i = 0; i < 40; i++) rows[i].seq = seq, rows[i].pos = i, rows[i].token = ids[i], rows[i].want_logits = 0;
     CHECK(mlstack_engine_eval(e, rows, 40) == MLSTACK_OK);
-    if (2 % e->kv.snap_every) { /* no snapshot at 32 (Mamba2 alone: snapshots far apart): from 0 only */
+    if (2 % e->kv.snap_every) { /* no snapshot at 32 (snapshots every 4 pages: Mamba2 alone): from 0 only */
         CHECK(mlstack_engine_seq_rewind(e, seq, 32) != MLSTACK_OK && strstr(mlstack_engine_error(e), "nearest is 0"));
         goto from_zero;
     }

@@ -370,12 +370,13 @@ FAMILIES = [
                     final_logit_softcapping=5.0, tie_word_embeddings=False),
          head_std=0.75, clip=dict(final=5.0), dtype=torch.bfloat16),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
-    # context (64 < 112), sliding window; recorded token by token (see run_incremental)
+    # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
+    # transformers' generate runs it (the prompt in one forward: long factors from row 0)
     dict(name="phi3", cls="Phi3ForCausalLM",
          extra=dict(partial_rotary_factor=0.5, original_max_position_embeddings=64, sliding_window=40,
                     rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.7],
                                   "long_factor": [1.3, 6.0]}),
-         drop=("head_dim",), incremental=True),
+         drop=("head_dim",), incremental=True, generate=True),
     # embedding / residual / attention / logits multipliers
     dict(name="granite", cls="GraniteForCausalLM",
          extra=dict(embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
@@ -443,6 +444,47 @@ FAMILIES = [
                     norm_eps=1e-5, tie_word_embeddings=False,
                     layer_types=["full_attention", "conv", "conv", "full_attention"]),
          drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
+    # The 2026 families below run a 128-token prompt.
+    # SmolLM3: NoPE layers every 4th (no_rope_layer_interval's default, and what llama.cpp's smollm3
+    # GGUF fixes), untied head (tests/test_gguf.c reads it as llama.cpp writes it). Weights of seed
+    # "smollm3-b": with the first draw this 4-layer random model amplified reduce mode's other
+    # summation order to 1.5e-4 of the largest logit, over test_ranks' 1e-4 (this one: 6e-5)
+    dict(name="smollm3", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=4, tie_word_embeddings=False), prompt_len=128, seed_name="smollm3-b"),
+    # SmolLM3: use_sliding_window (window 24) on the layers layer_types names, NoPE layers from an
+    # explicit no_rope_layers, attention biases (o_proj's too), tied head
+    dict(name="smollm3_window", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=3, no_rope_layers=[0, 1, 1], use_sliding_window=True, sliding_window=24,
+                    layer_types=["full_attention", "sliding_attention", "full_attention"], attention_bias=True),
+         embed_std=0.2, prompt_len=128),
+    # OLMo 3: OLMo 2's norms, sliding (window 24) / full layers every 4th, per-layer-type RoPE (yarn
+    # on full layers past their original context of 32)
+    dict(name="olmo3", cls="Olmo3ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=24,
+                    rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 500000.0,
+                                                        "original_max_position_embeddings": 32},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+         drop=("head_dim",), prompt_len=128),
+    # EXAONE 4: post-norms, per-head q/k norms, sliding (window 20) / full layers from
+    # sliding_window_pattern 2; full layers have no RoPE
+    dict(name="exaone4", cls="Exaone4ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=20, sliding_window_pattern=2), prompt_len=128),
+    # Seed-OSS: q/k/v biases (attention_bias) and o_proj's (attention_out_bias)
+    dict(name="seed_oss", cls="SeedOssForCausalLM", extra=dict(attention_out_bias=True), prompt_len=128),
+    # Ministral 3: yarn past its original context of 32 and the query scale 1 + beta log(1 +
+    # floor(pos / 32)) there (llama_4_scaling_beta)
+    dict(name="ministral3", cls="Ministral3ForCausalLM",
+         extra=dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.4}),
+         prompt_len=128),
+    # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer), per-head q/k norms,
+    # llama3 RoPE
+    dict(name="apertus", cls="ApertusForCausalLM",
+         extra=dict(hidden_act="xielu",
+                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
+         prompt_len=128),
     # ---- recurrent (Mamba2 SSD) layers: 128-token prompts; A_log, dt_bias, D drawn as the rest ----
     # pure Mamba2: one group, conv window 4 (conv bias), no projection biases, untied head
     dict(name="mamba2", cls="Mamba2ForCausalLM",
@@ -566,9 +608,31 @@ def run_incremental(model, ids, n_new):
     return torch.stack(rows[:len(ids)]), greedy, rows[len(ids) - 1:]
 
 
+def run_generate(model, ids, n_new):
+    """As transformers' generate: the prompt in one forward (RoPE types that look at the forward's
+    length, longrope, see all of it), then one token per forward with the KV cache. The greedy
+    tokens, the last prompt position's logits and the smallest top-1 margin of the greedy steps."""
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    greedy, margins = [], []
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), past_key_values=cache, use_cache=True)
+        last = out.logits[0, -1].float()
+        row = last
+        for i in range(n_new):
+            margins.append(margin_of(row))
+            greedy.append(int(torch.argmax(row)))
+            if i == n_new - 1:
+                break
+            out = model(torch.tensor([[greedy[-1]]]), position_ids=torch.tensor([[len(ids) + i]]),
+                        past_key_values=cache, use_cache=True)
+            row = out.logits[0, -1].float()
+    return greedy, last, min(margins)
+
+
 def make_family(spec):
     name = spec["name"]
-    seed = model_seed("family-" + name)
+    seed = model_seed("family-" + spec.get("seed_name", name))
     dtype = spec.get("dtype", torch.float32)
     out = os.path.join(FAM_DIR, name)
     if os.path.isdir(out):
@@ -599,6 +663,10 @@ def make_family(spec):
             with torch.no_grad():
                 rows = loaded(x).logits[0, len(ids) - 1:].float()
         m = min(margin_of(r) for r in rows)
+        gen = None
+        if spec.get("generate"):
+            gen = run_generate(loaded, ids, NEW_TOKENS)
+            m = min(m, gen[2])
         if m >= MIN_MARGIN and len(set(greedy)) >= MIN_DISTINCT:
             break
     else:
@@ -619,11 +687,15 @@ def make_family(spec):
         clip["attn_softcap_moves_logits_by"] = round(moved, 4)
     arr = logits.numpy().astype("<f4")
     arr.tofile(os.path.join(out, "logits.bin"))
+    if gen is not None:
+        gen[1].numpy().astype("<f4").tofile(os.path.join(out, "generate_last.bin"))
     ref = {"model": name, "architecture": loaded.config.architectures[0], "dtype": DTYPE_NAMES[dtype],
            "compute": "f32", "run": "one token per forward, KV cache" if spec.get("incremental") else "one forward",
            "positions": len(ids), "vocab": FAM_VOCAB, "ids": ids, "greedy": greedy,
            "min_greedy_margin": round(m, 6), "attempts": attempt}
     ref.update(clip)
+    if gen is not None:
+        ref["greedy_generate"] = gen[0]
     with open(os.path.join(out, "reference.json"), "w") as f:
         f.write(json.dumps(ref) + "\n")
     nbytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))

@@ -17,6 +17,8 @@ implementation:
                    gguf-py can, else random blocks with their f16 scales set so the weights'
                    standard deviation is about 0.05 (tests/test_gguf.c compares the native
                    kernels with the same file dequantized to f32).
+  <family>-f32.gguf  the 2026 families' fixtures (smollm3, exaone4, seed_oss, apertus) as
+                   llama.cpp's converter writes them, F32 (see FAMILY_GGUF)
   ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
 
 Rerunnable; the same gguf/numpy versions give the same bytes.
@@ -201,6 +203,98 @@ def write_kq():
     w.close()
 
 
+# The 2026 families' fixtures (tests/fixtures/families/) as llama.cpp's convert_hf_to_gguf.py
+# writes them, F32: its architecture names, tensor names (norms by role: attn_norm / ffn_norm before,
+# post_attention_norm / post_ffw_norm after), Q/K rows permuted where its model class permutes them
+# (SmolLM3 as Llama; Apertus and the TextModel classes not), and keys (sliding window and its
+# pattern, xIELU's per-layer parameters, llama3 rope_freqs).
+FAMILY_GGUF = {
+    # name: (gguf architecture, permute q/k, {HF norm name: GGUF norm name})
+    "smollm3": ("smollm3", True, {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}),
+    "exaone4": ("exaone4", False, {"post_attention_layernorm": "post_attention_norm",
+                                   "post_feedforward_layernorm": "post_ffw_norm"}),
+    "seed_oss": ("seed_oss", False, {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}),
+    "apertus": ("apertus", False, {"attention_layernorm": "attn_norm", "feedforward_layernorm": "ffn_norm"}),
+}
+PROJ = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+
+
+def llama3_factors(rope, dim):
+    """LlamaModel.generate_extra_tensors: the divisors of llama3 rope scaling."""
+    import math
+    base = rope.get("rope_theta", 10000.0)
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, lo, hi = rope.get("factor", 8.0), rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
+    old = rope.get("original_max_position_embeddings", 8192)
+    out = []
+    for f in freqs:
+        wl = 2 * math.pi / f
+        if wl < old / hi:
+            out.append(1)
+        elif wl > old / lo:
+            out.append(factor)
+        else:
+            sm = (old / wl - lo) / (hi - lo)
+            out.append(1 / ((1 - sm) / factor + sm))
+    return np.array(out, dtype=np.float32)
+
+
+def write_family(name):
+    arch, perm, norms = FAMILY_GGUF[name]
+    src = os.path.join(ROOT, "tests", "fixtures", "families", name)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    st = load_file(os.path.join(src, "model.safetensors"))
+    w = gguf.GGUFWriter(os.path.join(OUT, name + "-f32.gguf"), arch)
+    n_layers, nh, nkv, hd = (cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                             cfg["head_dim"])
+    w.add_name("mlstack tiny %s fixture" % name)
+    w.add_block_count(n_layers)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(hd)
+    rope = cfg["rope_parameters"]
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_vocab_size(cfg["vocab_size"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    if cfg.get("sliding_window") is not None and "layer_types" in cfg:
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg["layer_types"]])
+    if cfg.get("hidden_act") == "xielu":
+        for key, add in (("alpha_n", w.add_xielu_alpha_n), ("alpha_p", w.add_xielu_alpha_p),
+                         ("beta", w.add_xielu_beta), ("eps", w.add_xielu_eps)):
+            add([float(st["model.layers.%d.mlp.act_fn.%s" % (l, key)].reshape(-1)[0]) for l in range(n_layers)])
+    if rope.get("rope_type") == "llama3":
+        w.add_tensor("rope_freqs.weight", llama3_factors(rope, hd))
+    w.add_tensor("token_embd.weight", st["model.embed_tokens.weight"])
+    w.add_tensor("output_norm.weight", st["model.norm.weight"])
+    if "lm_head.weight" in st:
+        w.add_tensor("output.weight", st["lm_head.weight"])
+    for l in range(n_layers):
+        p, b = "model.layers.%d." % l, "blk.%d." % l
+        for hf, gg in norms.items():
+            w.add_tensor(b + gg + ".weight", st[p + hf + ".weight"])
+        for hf, gg in PROJ.items():
+            for suffix in (".weight", ".bias"):
+                if p + hf + suffix not in st:
+                    continue
+                x = st[p + hf + suffix]
+                if perm and hf in ("self_attn.q_proj", "self_attn.k_proj"):
+                    x = permute(x, nh if hf.endswith("q_proj") else nkv)
+                w.add_tensor(b + gg + suffix, x)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_corpus():
     os.makedirs(CORPUS, exist_ok=True)
     data = open(os.path.join(OUT, "quants.gguf"), "rb").read()
@@ -230,4 +324,6 @@ if __name__ == "__main__":
     write_quants()
     write_llama()
     write_kq()
+    for fam in FAMILY_GGUF:
+        write_family(fam)
     write_corpus()
