@@ -160,7 +160,8 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
+   Every path takes F32, F16 and BF16 weights as stored, Q8_0/Q4_1 blocks and the native GGML
+   formats (MXFP4 included). The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
    layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
@@ -3798,6 +3799,7 @@ enum {
     MLSTACK__GGML_Q8_K = 15,
     MLSTACK__GGML_IQ4_NL = 20,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
 typedef struct mlstack__ggml_type_info {
@@ -15554,7 +15556,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
    any batch composition and thread count. fma(a, b, c) is one rounding of a * b + c (fmaf,
    vfmadd, vfmla); every other + - * / is one rounded operation; nothing is left to the
    compiler to fuse (build flags: README "Reproducible results").
-     matmul, float weights (F32/F16/BF16, converted exactly to f32):
+     matmul, float weights (F32/F16/BF16, and MXFP4 blocks: all converted exactly to f32):
        acc = +0; for k = 0 .. n_in-1 in order: acc = fma(w[k], x[k], acc); y = acc (+ bias)
        (one FMA chain per output in input order; SIMD paths run 8/16 outputs per register)
      matmul, quantized weights against Q8 activation blocks (quantize_rows, below): the
@@ -15662,13 +15664,18 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q3_K = 16 + 11,
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
-    MLSTACK__W_Q6_K = 16 + 14
+    MLSTACK__W_Q6_K = 16 + 14,
+    MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt) \
-    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+#define MLSTACK__W_IS_GGML(wt)                                                                                     \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
+     (wt) == MLSTACK__W_MXFP4)
+/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
-#define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
+#define MLSTACK__W_IS_BLOCK(wt) \
+    ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
 
 #define MLSTACK__QK 32
 typedef struct mlstack__q8_0 {
@@ -16132,6 +16139,14 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
+     MXFP4 32 inputs: E8M0 exponent byte e, 16 bytes of E2M1 nibbles (as Q4_0: element j < 16
+           low nibble of byte j, j + 16 high); q = the E2M1 value doubled (mlstack__mxfp4_values,
+           -12..12), sa = sb = 1, dw = 2^(e - 128) (half the block scale 2^(e - 127), ggml's
+           e8m0_to_fp32_half: exact in f32, a subnormal for e < 2)       (w = dw q)
+           Decoded so, but multiplied by the float rule, not this one: every weight (float)q * dw
+           is exact in f32 (a 4-bit integer times a power of two), so MXFP4 rows meet the f32
+           activations as F16/BF16 rows do, one FMA chain per output in input order (the
+           same logits as the dequantized model in f32; no activation rounding)
    Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
    multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
@@ -16140,6 +16155,14 @@ typedef struct mlstack__kqg {
     float dw, ow;
 } mlstack__kqg;
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
+/* MXFP4's E2M1 code -> the value doubled, and its E8M0 exponent byte -> dw (above). */
+static const int8_t mlstack__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static float mlstack__e8m0_half(unsigned char e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 MLSTACK__FN int mlstack__kq_kind(int wtype) {
     return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
            : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
@@ -16151,6 +16174,17 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) {
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            float dw = mlstack__e8m0_half(b[0]);
+            for (l = 0; l < 16; l++)
+                v[l] = mlstack__mxfp4_values[b[1 + l] & 0xF], v[l + 16] = mlstack__mxfp4_values[b[1 + l] >> 4];
+            memcpy(g->q, v, 32);
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
         for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
@@ -16331,10 +16365,26 @@ static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x
    `dot` (the scalar reference or a SIMD form with the same bits). */
 typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
 typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
-MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
-                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
+MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                    int o0, int o1, float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
     int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
     mlstack__kqg *g = (mlstack__kqg *)(void *)row;
+    if (w->wtype == MLSTACK__W_MXFP4) { /* the float rule: each weight q * dw exactly in f32 */
+        float *wf = row + (size_t)ng * (sizeof(mlstack__kqg) / sizeof(float));
+        int k, i;
+        for (o = o0; o < o1; o++) {
+            decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+            for (k = 0; k < ng; k++)
+                for (i = 0; i < MLSTACK__QK; i++) wf[k * MLSTACK__QK + i] = (float)g[k].q[i] * g[k].dw;
+            for (b = 0; b < B; b++) {
+                float v = mlstack__dot_f32(wf, x + (size_t)b * w->n_in, w->n_in);
+                if (w->bias) v += w->bias[o];
+                y[(size_t)b * w->n_out + o] = v;
+            }
+        }
+        (void)xq, (void)dot, (void)kind;
+        return;
+    }
     for (o = o0; o < o1; o++) {
         decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
         for (b = 0; b < B; b++) {
@@ -16349,7 +16399,7 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
+        mlstack__matmul_kq(w, x, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
         return;
     }
     for (o = o0; o < o1; o++) {
@@ -16492,8 +16542,8 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
-#define MLSTACK__USES_P16(k, w)                                 \
-    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || \
+#define MLSTACK__USES_P16(k, w)                                            \
+    ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
      (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
@@ -17095,11 +17145,25 @@ static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
-    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
+        wtype != MLSTACK__W_MXFP4) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) { /* the nibbles through the value table by a byte shuffle */
+        const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values);
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
+            float dw = mlstack__e8m0_half(b[0]);
+            _mm_storeu_si128((__m128i *)(void *)g->q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, _mm_set1_epi8(0x0F))));
+            _mm_storeu_si128((__m128i *)(void *)(g->q + 16),
+                             _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F))));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_0) {
         for (i = 0; i < nb; i++, b += 22, g++) {
             __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
@@ -17149,6 +17213,47 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
                 g[j].dw = d, g[j].ow = -(dmin * (float)mn);
             }
             b += five ? 176 : 144;
+        }
+    }
+}
+
+/* MXFP4 rows by the float rule (>>kernels), 8 outputs at a time, one lane each: their exact f32
+   weights laid out (n_in, 8) in scratch (8 n_in floats), then per activation row one FMA chain
+   per lane in input order, + bias: the scalar reference's bits. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                        int o0, int o1, float *tile) {
+    const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (r = 0; r < 8; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
+                __m256 d = _mm256_set1_ps(r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f);
+                float v[32];
+                _mm_storeu_si128((__m128i *)(void *)q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
+                _mm_storeu_si128((__m128i *)(void *)(q + 16),
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)));
+                for (i = 0; i < 32; i += 8)
+                    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_loadl_epi64((const __m128i *)(const void *)(q + i)))),
+                                                          d));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < n; k++)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(tile + (size_t)k * 8), _mm256_broadcast_ss(xb + k), acc);
+            if (w->bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias));
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
         }
     }
 }
@@ -17338,10 +17443,14 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -18426,10 +18535,14 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -19549,13 +19662,65 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
     }
     return acc;
 }
+/* The reference's decoded groups; MXFP4's nibbles through the value table by one vqtbl1q_s8. */
+static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int i, nb = n_in / MLSTACK__QK;
+    if (wtype != MLSTACK__W_MXFP4) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    for (i = 0; i < nb; i++, b += 17, g++) {
+        uint8x16_t qs = vld1q_u8(b + 1);
+        vst1q_s8(g->q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+        vst1q_s8(g->q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+        g->sa = g->sb = 1, g->ma = g->mb = 0;
+        g->dw = mlstack__e8m0_half(b[0]), g->ow = 0.0f;
+    }
+}
+
+/* MXFP4 rows by the float rule, 4 outputs at a time (>>avx2's mlstack__mm_mxfp4_avx2 with 4 lanes). */
+static void mlstack__mm_mxfp4_neon(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                   float *tile) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 4) {
+        int nr = o1 - o < 4 ? o1 - o : 4;
+        float bias[4] = {0, 0, 0, 0};
+        for (r = 0; r < 4; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                uint8x16_t qs = vld1q_u8(blk + 1);
+                float d = r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f;
+                vst1q_s8(q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+                vst1q_s8(q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 4 + r] = (float)q[i] * d;
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            float32x4_t acc = vdupq_n_f32(0.0f);
+            float out[4];
+            for (k = 0; k < n; k++) acc = vfmaq_n_f32(acc, vld1q_f32(tile + (size_t)k * 4), xb[k]);
+            if (w->bias) acc = vaddq_f32(acc, vld1q_f32(bias));
+            vst1q_f32(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        }
+    }
+}
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_neon(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -20738,8 +20903,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 #undef MLSTACK__PART
 #define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
-   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
+   Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
    F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
    format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
@@ -20757,6 +20922,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
      Q5_K    as Q4_K plus 32 bytes of fifth bits
      Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
                                                               w = (d * sc) * (q - 32)
+     MXFP4   E8M0 exponent byte e, nibbles as Q4_0 indexing E2M1 values doubled (0, 1, 2, 3, 4, 6,
+             8, 12 and their negatives);                      w = 2^(e - 128) * value
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -20788,7 +20955,8 @@ MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
     case MLSTACK__GGML_Q6_K:
-    case MLSTACK__GGML_IQ4_NL: return 1;
+    case MLSTACK__GGML_IQ4_NL:
+    case MLSTACK__GGML_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -20822,6 +20990,15 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
                     dst[j] = d * (float)mlstack__iq4nl_values[lo];
                     dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
                 }
+            }
+        }
+        return;
+    case MLSTACK__GGML_MXFP4:
+        for (i = 0; i < nb; i++, b += 17, dst += 32) {
+            float d = mlstack__e8m0_half(b[0]);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)mlstack__mxfp4_values[b[1 + j] & 0xF];
+                dst[j + 16] = d * (float)mlstack__mxfp4_values[b[1 + j] >> 4];
             }
         }
         return;
@@ -20923,7 +21100,7 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 }
 
 /* How the GGUF loader keeps a projection stored as GGML `type` (0: dequantized to f32):
-   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K: >>kernels) in place; three more are
+   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K, MXFP4: >>kernels) in place; three more are
    repacked once at load into a format whose kernels every path has, exactly (the same weight
    values, the dot by that format's rule):
      Q4_0    -> Q4_1 blocks: the same nibbles, d, offset m = -8 d (exact in f16 for |d| <= 8188,
@@ -20945,7 +21122,8 @@ MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
     case MLSTACK__GGML_Q3_K:
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
-    case MLSTACK__GGML_Q6_K: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
+    case MLSTACK__GGML_Q6_K:
+    case MLSTACK__GGML_MXFP4: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
     default: return 0;
     }
 }
@@ -24388,7 +24566,14 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU, MLSTACK__ACT_RELU2 };
+enum {
+    MLSTACK__ACT_SILU,
+    MLSTACK__ACT_GELU_TANH,
+    MLSTACK__ACT_GELU,
+    MLSTACK__ACT_XIELU,
+    MLSTACK__ACT_SWIGLU_OAI,
+    MLSTACK__ACT_RELU2
+};
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -24455,9 +24640,14 @@ enum {
 #define MLSTACK__F_OUT_BIAS_KEY \
     0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
 #define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
+#define MLSTACK__F_SINKS 0x40000000u /* a learned sink logit per head joins each softmax (self_attn.sinks, gpt-oss) */
+/* gpt-oss experts: one tensor per projection for all experts, with biases, gate | up
+   interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
+#define MLSTACK__F_OAI_EXPERTS 0x80000000u
+#define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
 #define MLSTACK__F_EXPERTS_3D \
-    0x40000000u /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
-                   logits, beside an ungated shared MLP (Granite MoE) */
+    0x200000000ull /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
+                      logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__MAX_EXPERTS 512
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24515,7 +24705,7 @@ typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
                          takes the first row of that name */
-    unsigned flags; /* MLSTACK__F_* */
+    uint64_t flags; /* MLSTACK__F_* (64 bits: the table outgrew 32) */
     mlstack__fam_norms norm;
     mlstack__fam_fused fused;
     mlstack__fam_opts opt;
@@ -24582,6 +24772,10 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"GptOssForCausalLM", "gpt-oss", MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS |
+                                         MLSTACK__F_YARN_WHOLE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0, NULL},
+         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
@@ -24683,6 +24877,7 @@ typedef struct mlstack__config {
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
+    float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
@@ -24702,6 +24897,7 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
@@ -24980,6 +25176,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
                              "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
                              "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    }
+    if (c->fam->flags & MLSTACK__F_OAI_EXPERTS) { /* the experts' own activation, whatever hidden_act says */
+        c->act = MLSTACK__ACT_SWIGLU_OAI;
+        if ((r = mlstack__cfg_float(root, "swiglu_alpha", 1.702f, &c->swiglu_alpha, file, err)) ||
+            (r = mlstack__cfg_float(root, "swiglu_limit", 7.0f, &c->swiglu_limit, file, err)))
+            return r;
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
@@ -26111,6 +26313,10 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    if (f->flags & MLSTACK__F_SINKS) {
+        snprintf(nm, sizeof nm, "%s.sinks", attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_heads, &L->sinks, err))) return r;
+    }
     return MLSTACK_OK;
 }
 
@@ -26168,6 +26374,179 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* gpt-oss experts (F_OAI_EXPERTS), one tensor per projection for all E experts, as transformers
+   stores them: mlp.experts.gate_up_proj [E, D, 2F] (applied as x W: the gate of unit f is column
+   2f, its up column 2f + 1), down_proj [E, F, D], and biases gate_up_proj_bias [E, 2F],
+   down_proj_bias [E, D]; or, as OpenAI's checkpoints store the weights, MXFP4: <name>_blocks
+   U8 [E, rows, in / 32, 16] and <name>_scales U8 [E, rows, in / 32] in (out, in) order, element 2i
+   of a block the low nibble of byte i, 2i + 1 the high one, scale 2^(s - 127). Each expert gets
+   the usual gate, up (F, D) and down (D, F): float weights transposed into a copy of the stored
+   dtype; MXFP4 into GGML MXFP4 rows (the same exponent byte s, ggml's nibble order: exact, the
+   same 4.25 bits per weight). The router is mlp.router (weight and bias). */
+static void mlstack__model_release_source(const mlstack_model *m, const void *p, size_t n);
+static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *name, int p, int E, int n_out, int n_in,
+                                               unsigned char **dst, int *wtype, mlstack_error *err) {
+    char nm[300];
+    const mlstack__st_tensor *t, *sc;
+    int e, o, k, j, nb = n_in / 32, F = p ? n_out : n_out / 2;
+    size_t rb, es;
+    snprintf(nm, sizeof nm, "%s_blocks", name);
+    t = mlstack__st_find(&m->st, nm);
+    if (t) { /* MXFP4 blocks and their scales */
+        const unsigned char *bl, *sp;
+        snprintf(nm, sizeof nm, "%s_scales", name);
+        sc = mlstack__st_find(&m->st, nm);
+        if (n_in % 32 || !sc || t->dtype != MLSTACK_DTYPE_U8 || sc->dtype != MLSTACK_DTYPE_U8 || t->n_dims != 4 ||
+            t->shape[0] != E || t->shape[1] != n_out || t->shape[2] != nb || t->shape[3] != 16 || sc->n_dims != 3 ||
+            sc->shape[0] != E || sc->shape[1] != n_out || sc->shape[2] != nb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: %s_blocks / _scales must be U8 [%d, %d, %d, 16] and [%d, %d, %d] (MXFP4)",
+                                 m->path, name, E, n_out, nb, E, n_out, nb);
+        rb = mlstack__row_bytes(MLSTACK__W_MXFP4, n_in);
+        *wtype = MLSTACK__W_MXFP4;
+        if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * rb)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        bl = m->st.files[t->file].data + t->begin, sp = m->st.files[sc->file].data + sc->begin;
+        for (e = 0; e < E; e++)
+            for (o = 0; o < n_out; o++) { /* gate | up interleaved rows -> gate rows, then up rows */
+                int ro = p ? o : (o & 1) * F + (o >> 1);
+                unsigned char *d = *dst + ((size_t)e * n_out + (size_t)ro) * rb;
+                const unsigned char *b = bl + ((size_t)e * n_out + (size_t)o) * (size_t)nb * 16,
+                                    *s = sp + ((size_t)e * n_out + (size_t)o) * (size_t)nb;
+                for (k = 0; k < nb; k++, d += 17, b += 16) {
+                    d[0] = s[k];
+                    for (j = 0; j < 16; j++) { /* element j: byte j / 2, nibble j % 2; j + 16 likewise */
+                        int lo = (b[j >> 1] >> (4 * (j & 1))) & 15, hi = (b[8 + (j >> 1)] >> (4 * (j & 1))) & 15;
+                        d[1 + j] = (unsigned char)(lo | hi << 4);
+                    }
+                }
+            }
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += (t->end - t->begin) + (sc->end - sc->begin);
+        /* the file's pages, read once, leave the resident set: the rows are the weights now */
+        mlstack__model_release_source(m, bl, (size_t)(t->end - t->begin));
+        mlstack__model_release_source(m, sp, (size_t)(sc->end - sc->begin));
+        return MLSTACK_OK;
+    }
+    t = mlstack__st_find(&m->st, name);
+    if (!t || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != E || t->shape[1] != n_in || t->shape[2] != n_out)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s must be an F32, F16 or BF16 tensor [%d, %d, %d] (or MXFP4 %s_blocks)", m->path,
+                             name, E, n_in, n_out, name);
+    es = (size_t)mlstack__dtype_sizes[t->dtype];
+    *wtype = (int)t->dtype;
+    if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * (size_t)n_in * es)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    {
+        const unsigned char *src = m->st.files[t->file].data + t->begin;
+        for (e = 0; e < E; e++)
+            for (k = 0; k < n_in; k++)
+                for (o = 0; o < n_out; o++) {
+                    int ro = p ? o : (o & 1) * F + (o >> 1);
+                    memcpy(*dst + (((size_t)e * n_out + (size_t)ro) * n_in + (size_t)k) * es,
+                           src + (((size_t)e * n_in + (size_t)k) * n_out + (size_t)o) * es, es);
+                }
+        mlstack__model_release_source(m, src, (size_t)(t->end - t->begin));
+    }
+    m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+    m->weight_bytes += t->end - t->begin;
+    return MLSTACK_OK;
+}
+/* The same experts as llama.cpp's GGUF files hold them (read through the GGUF names above):
+   mlp.experts.{gate,up,down}_proj.weight, one tensor per projection of all experts, rows (E, rows)
+   of `in` inputs as stored (MXFP4 blocks, or any format the file loader keeps), used in place;
+   their .bias [E, rows]. */
+static mlstack_result mlstack__oai_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p;
+    mlstack_result r;
+    char name[256], nm[64];
+    for (p = 0; p < 3; p++) {
+        int n_out = p == 2 ? D : F, n_in = p == 2 ? F : D, wt;
+        const mlstack__st_tensor *t, *bt;
+        const unsigned char *base;
+        size_t rb;
+        float *bias;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.weight", proj[p]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        wt = t ? (t->quant ? t->quant : (int)t->dtype) : 0;
+        rb = t ? mlstack__row_bytes(wt, n_in) : 0;
+        if (!t ||
+            (!t->quant && t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 &&
+             t->dtype != MLSTACK_DTYPE_BF16) ||
+            (n_in % mlstack__wtype_block(wt)) || t->end - t->begin != (uint64_t)E * (uint64_t)n_out * rb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold %d x %d rows of %d inputs", m->path, name,
+                                 E, n_out, n_in);
+        base = m->st.files[t->file].data + t->begin;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.bias", proj[p]);
+        if ((r = mlstack__model_tensor(m, MLSTACK__LNAME(nm), 2, E, n_out, &bt, err))) return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+        for (e = 0; e < E; e++) {
+            mlstack__weight *w = &L->experts[3 * e + p];
+            w->name = NULL, w->wtype = wt, w->n_out = n_out, w->n_in = n_in, w->row_bytes = rb;
+            w->data = base + (size_t)e * (size_t)n_out * rb;
+            w->bias = bias + (size_t)e * n_out;
+        }
+    }
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p, i, wt = 0;
+    mlstack_result r;
+    char name[256];
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)E * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.router"), E, D, 1, &L->router, err))) return r;
+    if (mlstack__st_find(&m->st, MLSTACK__LNAME("mlp.experts.gate_proj.weight")))
+        return mlstack__oai_experts_split(m, L, pre, l, err);
+    for (p = 0; p < 2; p++) { /* 0: gate_up, 1: down */
+        int n_out = p ? D : 2 * F, n_in = p ? F : D;
+        unsigned char *rows;
+        const mlstack__st_tensor *bt;
+        float *bias;
+        if ((r = mlstack__oai_expert_rows(m, MLSTACK__LNAME(p ? "mlp.experts.down_proj" : "mlp.experts.gate_up_proj"),
+                                          p, E, n_out, n_in, &rows, &wt, err)))
+            return r;
+        if ((r = mlstack__model_tensor(
+                 m, MLSTACK__LNAME(p ? "mlp.experts.down_proj_bias" : "mlp.experts.gate_up_proj_bias"), 2, E, n_out,
+                 &bt, err)))
+            return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        for (e = 0; e < E; e++) {
+            float *b = bias + (size_t)e * n_out;
+            if (!p) { /* gate | up interleaved -> gate biases, then up biases (a copy) */
+                float *g = (float *)mlstack__model_own(m, sizeof(float) * (size_t)n_out);
+                if (!g) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+                for (i = 0; i < n_out; i++) g[(i & 1) * F + (i >> 1)] = b[i];
+                b = g;
+            }
+            for (i = 0; i < (p ? 1 : 2); i++) {
+                mlstack__weight *w = &L->experts[3 * e + (p ? 2 : i)];
+                int rows_n = p ? D : F;
+                w->name = NULL;
+                w->wtype = wt;
+                w->n_out = rows_n, w->n_in = n_in;
+                w->row_bytes = mlstack__row_bytes(wt, n_in);
+                w->data = rows + ((size_t)e * n_out + (size_t)i * F) * w->row_bytes;
+                w->bias = b + (size_t)i * F;
+            }
+        }
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
 static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -26176,7 +26555,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
-    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+    if (c->n_experts && c->layer_moe[l] && (f->flags & MLSTACK__F_OAI_EXPERTS)) {
+        if ((r = mlstack__map_oai_experts(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
     if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
@@ -26476,7 +26857,7 @@ static int mlstack__model_all_float(mlstack_model *m) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
-            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) return 0;
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype) || ws[i]->wtype == MLSTACK__W_MXFP4) return 0;
     }
     return 1;
 }
@@ -26581,7 +26962,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             uint32_t gt = 0;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
-            if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue; /* MXFP4: as stored */
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
@@ -26736,7 +27117,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
             for (j.pairs = 0; j.pairs < 2; j.pairs++) {
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
-                                   : !w->packed && (packs >> w->wtype & 1u);
+                                   : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
                 if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
                     mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
@@ -27189,6 +27570,28 @@ static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *r
     return NULL;
 }
 
+/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
+   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
+    static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
+                                           {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+                                           {"ffn_gate_inp.weight", "mlp.router.weight"},
+                                           {"ffn_gate_inp.bias", "mlp.router.bias"},
+                                           {"ffn_gate_exps.weight", "mlp.experts.gate_proj.weight"},
+                                           {"ffn_gate_exps.bias", "mlp.experts.gate_proj.bias"},
+                                           {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
+                                           {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
+                                           {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+    size_t k;
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(rest, names[k][0]) == 0) {
+            snprintf(out, cap, "%s", names[k][1]);
+            return 1;
+        }
+    return 0;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -27237,6 +27640,44 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
             if (mlstack__families[j].gguf && strcmp(mlstack__families[j].gguf, g) == 0) g = NULL;
         if (g && n < cap) n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", g);
     }
+}
+
+/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
+   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+   defaults), experts (count, per token, width; every layer) and the family's expert
+   activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
+static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int i;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
+        return r;
+    if (c->rope_kind == MLSTACK__ROPE_YARN) {
+        mlstack__rope_cfg *t = &c->rope[0];
+        if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
+                                       path, err)))
+            return r;
+        c->rope_orig_max = t->orig_max;
+        t->beta_fast = 32, t->beta_slow = 1, t->attn_factor = 0, t->mscale = t->mscale_all_dim = 0;
+        t->truncate = !(f->flags & MLSTACK__F_YARN_WHOLE);
+    }
+    if (f->moe.block) {
+        if ((r = mlstack__gguf_cfg_int(g, arch, "expert_count", -1, 1, MLSTACK__MAX_EXPERTS, &c->n_experts, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_used_count", -1, 1, c->n_experts, &c->n_experts_used, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_feed_forward_length", -1, 1, 1 << 30, &c->moe_ff, path, err)))
+            return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", path,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = 1;
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) != 0;
+    }
+    if (f->flags & MLSTACK__F_OAI_EXPERTS)
+        c->act = MLSTACK__ACT_SWIGLU_OAI, c->swiglu_alpha = 1.702f, c->swiglu_limit = 7.0f;
+    return MLSTACK_OK;
 }
 
 /* general.architecture and <arch>.* -> mlstack__config. */
@@ -27335,13 +27776,14 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         st = mlstack__gguf_string(g, key, &slen);
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
-            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
-                c->rope_kind = MLSTACK__ROPE_LINEAR;
+            if ((slen == 6 && memcmp(st, "linear", 6) == 0) || (slen == 4 && memcmp(st, "yarn", 4) == 0)) {
+                c->rope_kind = slen == 4 ? MLSTACK__ROPE_YARN : MLSTACK__ROPE_LINEAR;
                 if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
                     return r;
             } else {
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)",
-                                     path, key, (int)(slen > 40 ? 40 : slen), st);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s = \"%.*s\" is not supported (none, linear, yarn)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
             }
         }
     }
@@ -27360,7 +27802,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
     c->act = MLSTACK__ACT_SILU;
     c->rot_dim = c->head_dim;
-    c->rope[0].kind = c->rope_kind ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DEFAULT;
+    c->rope[0].kind = c->rope_kind ? c->rope_kind : MLSTACK__ROPE_DEFAULT;
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
@@ -27389,7 +27831,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
             if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
         }
     }
-    return MLSTACK_OK;
+    return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
 /* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
@@ -27413,7 +27855,7 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
         if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
-        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf))
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
@@ -27492,7 +27934,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) {
+            if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
                 if (!is_embed) quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
@@ -29194,6 +29636,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
+   (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
+   max starts at it and the denominator at e^0 = 1)
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -29205,7 +29649,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
-                            int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
+                            int32_t t0, const int32_t *t1, float scale, float softcap, const float *sinks,
+                            float *scratch) {
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
@@ -29217,9 +29662,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
-    for (g = 0; g < R * G; g++) {
-        mx[g] = -FLT_MAX;
-        den[g] = 0;
+    for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
+        mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
+        den[g] = sinks ? 1.0f : 0.0f;
         for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
@@ -29758,6 +30203,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
                     &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
                     Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -30090,6 +30536,17 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act ==
+               MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
+        float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
+        for (i = 0; i < N; i++) {
+            float gc = g[i] < lim ? g[i] : lim, uc = u[i] < lim ? (u[i] > -lim ? u[i] : -lim) : lim, e, glu;
+            e = mlstack__exp_canon(-(gc * al));
+            e = 1.0f + e;
+            glu = gc / e;
+            uc = uc + 1.0f;
+            g[i] = uc * glu;
+        }
     } else {
         for (i = 0; i < N; i++) {
             float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
@@ -31271,8 +31728,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
-        int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
+                           : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
@@ -31395,7 +31852,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             n = 7;
         }
         for (i = 0; i < n; i++) {
-            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)MLSTACK__PACKS_HAS(rk->k->packs, ws[i]->wtype));
             if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)

@@ -339,7 +339,7 @@ static void test_types(void) {
 /* Files written by gguf-py: every tensor found with the shape and type the writer was given. */
 static void test_files(void) {
     static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q8_0", "Q2_K", "Q3_K",
-                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16"};
+                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16", "MXFP4"};
     mlstack__gguf g;
     mlstack_error err;
     size_t i, len;
@@ -1344,8 +1344,72 @@ static void test_families(void) {
     for (i = 0; i < 4; i++) test_family(names[i]);
 }
 
+/* gpt-oss as llama.cpp's converter writes it (tools/make_gguf_fixtures.py, from the family
+   fixture gpt_oss_mxfp4): MXFP4 experts used in place (mapped, no copy), sinks, yarn, sliding
+   window, expert biases. Logits within 1e-4 of transformers' (the family fixture's reference)
+   at every position, and bit-identical with the same weights opened from the Hugging Face
+   folder; the greedy continuation is transformers'. */
+static void test_gpt_oss(void) {
+    const char *dir = "tests/fixtures/families/gpt_oss_mxfp4";
+    char path[256];
+    size_t len, blen;
+    char *text, *bin;
+    mlstack__json_doc doc;
+    mlstack_model *mg = NULL, *mh = NULL;
+    mlstack_engine *eg = NULL, *eh = NULL;
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    int32_t ids[160], greedy[64];
+    int n = 0, ng = 0, k, seq = -1, same = 1;
+    const mlstack__json *v;
+    float *lg = NULL, *lh = NULL;
+    double maxdiff = 0;
+    mlstack_generate_desc g;
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    text = tl_read(path, &len);
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    bin = tl_read(path, &blen);
+    CHECKF(text && bin, "%s: reference missing", dir);
+    if (!text || !bin || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) goto done;
+    for (v = mlstack__json_get(doc.root, "ids")->child; v && n < 160; v = v->next) ids[n++] = (int32_t)v->i;
+    for (v = mlstack__json_get(doc.root, "greedy")->child; v && ng < 64; v = v->next) greedy[ng++] = (int32_t)v->i;
+    mlstack__json_free(&doc);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = 2, ed.kv_type = MLSTACK_KV_F32;
+    md.path = "tests/fixtures/gguf/gpt-oss-mxfp4.gguf";
+    CHECKF(mlstack_model_open(&md, &mg, &err) == MLSTACK_OK, "gpt-oss GGUF: %s", err.message);
+    md.path = dir;
+    CHECKF(mlstack_model_open(&md, &mh, &err) == MLSTACK_OK, "gpt-oss folder: %s", err.message);
+    if (!mg || !mh || mlstack_engine_init(mg, &ed, &eg, &err) || mlstack_engine_init(mh, &ed, &eh, &err)) goto done;
+    CHECK(blen == sizeof(float) * 128 * (size_t)n);
+    lg = fx_eval_all(eg, ids, n, 128, n);
+    lh = fx_eval_all(eh, ids, n, 128, 37);
+    if (!lg || !lh || blen != sizeof(float) * 128 * (size_t)n) goto done;
+    for (k = 0; k < n * 128; k++) {
+        double d = fabs((double)lg[k] - (double)((const float *)(const void *)bin)[k]);
+        if (!(d <= maxdiff)) maxdiff = d;
+    }
+    printf("gpt-oss GGUF (MXFP4 experts): max |logit - transformers| = %.2e over %d positions\n", maxdiff, n);
+    CHECKF(maxdiff <= 1e-4, "gpt-oss GGUF: max logit difference %.3g", maxdiff);
+    CHECKF(memcmp(lg, lh, sizeof(float) * 128 * (size_t)n) == 0, "gpt-oss GGUF: logits differ from the folder's");
+    CHECK(mlstack_engine_seq_new(eg, &seq) == MLSTACK_OK);
+    memset(&g, 0, sizeof g);
+    g.seq = seq, g.prompt = ids, g.n_prompt = n, g.max_tokens = 32, g.ignore_eos = 1, g.on_token = fx_on_token;
+    fx_n_greedy = 0;
+    CHECKF(mlstack_generate(eg, &g) == MLSTACK_OK, "gpt-oss GGUF generate: %s", mlstack_engine_error(eg));
+    for (k = 0; k < ng; k++) same &= k < fx_n_greedy && fx_greedy[k] == greedy[k];
+    CHECKF(same && ng == 32, "gpt-oss GGUF: greedy continuation differs from transformers'");
+done:
+    free(lg), free(lh), free(text), free(bin);
+    mlstack_engine_free(eg), mlstack_engine_free(eh);
+    mlstack_model_close(mg), mlstack_model_close(mh);
+}
+
 int main(void) {
     test_families();
+    test_gpt_oss();
     test_pre_names();
     test_model();
     test_float_permuted();

@@ -426,6 +426,28 @@ FAMILIES = [
     dict(name="stablelm_par", cls="StableLmForCausalLM",
          extra=dict(num_attention_heads=2, use_parallel_residual=True, qk_layernorm=True),
          drop=("head_dim", "rms_norm_eps")),
+    # gpt-oss: learned attention sinks that dominate (3 + the random init: removing them must move
+    # the logits), sliding (window 24) / full layers, yarn past its original context (32 < 112),
+    # top-2 of 4 experts with router and expert biases, the clamped SwiGLU with a limit that bites
+    dict(name="gpt_oss", cls="GptOssForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=24,
+                    swiglu_limit=1.5, layer_types=["sliding_attention", "full_attention"],
+                    rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "truncate": False, "original_max_position_embeddings": 32,
+                                     "rope_theta": 150000.0}),
+         sinks=3.0, ablate=True),
+    # the same with the experts in MXFP4 as OpenAI's checkpoints store them (_blocks + _scales):
+    # logits of transformers' own dequantization (integrations.mxfp4), and blocks with extreme
+    # scales: 2^-127 .. 2^-125 (subnormal products) and 8 times the block's own; the SwiGLU limit
+    # at its default (7), the one llama.cpp's GGUF graph hardcodes (tools/make_gguf_fixtures.py
+    # writes this model as gpt-oss-mxfp4.gguf)
+    dict(name="gpt_oss_mxfp4", cls="GptOssForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=24,
+                    layer_types=["sliding_attention", "full_attention"],
+                    rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "truncate": False, "original_max_position_embeddings": 32,
+                                     "rope_theta": 150000.0}),
+         sinks=3.0, mxfp4=True),
     # dynamic NTK RoPE past max_position_embeddings (64 < 112), recorded token by token: each
     # position's frequencies come from the length up to it (see run_incremental)
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
@@ -590,6 +612,57 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None):
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4_pack(w, rng):
+    """w [E, rows, cols] (out, in order) -> OpenAI MXFP4 blocks U8 [E, rows, cols/32, 16] and
+    scales U8 [E, rows, cols/32]: scale byte s = floor(log2(max|block|)) - 2 + 127 (gguf-py's
+    MXFP4 rule), each value the nearest E2M1 code at 2^(s - 127), element 2i in the low nibble of
+    byte i. One block in 11 gets an extreme scale instead: 0, 1, 2 (2^-127 .. 2^-125) or s + 3."""
+    E, R, C = w.shape
+    b = w.reshape(E, R, C // 32, 32).astype(np.float64)
+    amax = np.abs(b).max(axis=-1)
+    s = np.where(amax > 0, np.floor(np.log2(np.maximum(amax, 1e-30))) - 2 + 127, 0).astype(np.int64)
+    pick = rng.integers(0, 11, size=s.shape) == 0
+    ext = rng.integers(0, 4, size=s.shape)
+    s = np.where(pick, np.where(ext < 3, ext, s + 3), s)
+    s = np.clip(s, 0, 254)
+    scale = np.ldexp(1.0, (s - 127))[..., None, None]
+    codes = np.abs(FP4[None, None, None, None, :] * scale - b[..., None]).argmin(axis=-1).astype(np.uint8)
+    blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return blocks.astype(np.uint8), s.astype(np.uint8)
+
+
+def write_mxfp4(out, model, seed):
+    """Rewrites out/model.safetensors with the experts' weights as MXFP4 blocks and scales, sets
+    the config's quantization_config, and loads the experts' dequantized values (transformers'
+    convert_moe_packed_tensors) back into `model`: the reference computes with those."""
+    from safetensors.torch import load_file, save_file
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    rng = np.random.default_rng(seed + 1)
+    path = os.path.join(out, "model.safetensors")
+    st = load_file(path)
+    for k in sorted(st):
+        if not (k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj")):
+            continue
+        w = st.pop(k).float().transpose(1, 2).contiguous().numpy()  # [E, out, in]
+        blocks, scales = mxfp4_pack(w, rng)
+        st[k + "_blocks"] = torch.from_numpy(blocks)
+        st[k + "_scales"] = torch.from_numpy(scales)
+        deq = convert_moe_packed_tensors(torch.from_numpy(blocks), torch.from_numpy(scales), dtype=torch.float32)
+        with torch.no_grad():
+            model.get_parameter(k).copy_(deq)
+    save_file(st, path, metadata={"format": "pt"})
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"] = {"quant_method": "mxfp4",
+                                  "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"]}
+    with open(cfg_path, "w") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
 def run_incremental(model, ids, n_new):
     """transformers run one token per forward with its KV cache, as it decodes: for RoPE types
     whose frequencies depend on the length of the forward's sequence (longrope, dynamic), every row then
@@ -641,16 +714,24 @@ def make_family(spec):
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
     fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
+    if spec.get("sinks"):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.sinks += spec["sinks"]
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
     model.save_pretrained(out)
     if spec.get("legacy") == "neox":
         legacy_neox_config(os.path.join(out, "config.json"))
-    loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
-    for k, v in loaded.state_dict().items():
-        assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k
-    loaded = loaded.float()
+    if spec.get("mxfp4"):
+        write_mxfp4(out, model, seed)
+        loaded = model.float()
+    else:
+        loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
+        for k, v in loaded.state_dict().items():
+            assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k
+        loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
         ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
@@ -685,6 +766,24 @@ def make_family(spec):
             moved = float((loaded(torch.tensor([ids])).logits[0].float() - logits).abs().max())
         assert moved > 0.1, (name, moved)
         clip["attn_softcap_moves_logits_by"] = round(moved, 4)
+    if spec.get("ablate"):  # the sinks and the SwiGLU clamp must matter
+        x = torch.tensor([ids])
+        saved = [l.self_attn.sinks.detach().clone() for l in loaded.model.layers]
+        with torch.no_grad():
+            for l in loaded.model.layers:
+                l.self_attn.sinks.fill_(-1e4)
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for l, sv in zip(loaded.model.layers, saved):
+                l.self_attn.sinks.copy_(sv)
+            assert moved > 0.5, (name, "sinks", moved)
+            clip["sinks_move_logits_by"] = round(moved, 4)
+            for l in loaded.model.layers:
+                l.mlp.experts.limit = 1e9
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for l in loaded.model.layers:
+                l.mlp.experts.limit = loaded.config.swiglu_limit
+            assert moved > 0.05, (name, "clamp", moved)
+            clip["swiglu_clamp_moves_logits_by"] = round(moved, 4)
     arr = logits.numpy().astype("<f4")
     arr.tofile(os.path.join(out, "logits.bin"))
     if gen is not None:
