@@ -824,7 +824,9 @@ MLSTACK_API double mlstack_clock_seconds(void);
 
 /* Engine descriptor. Zero means default:
      n_threads         0: number of physical cores (online CPUs where the topology is unknown)
-     kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV
+     kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV (models with
+                       recurrent layers: plus every sequence's state, twice, and a state snapshot
+                       per page; a given budget holds those too)
      kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences
@@ -24560,8 +24562,12 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    which norms sit where, how norm weights are read, the activation, the attention options and
    the config keys that carry them. The one forward pass (>>forward) reads only the resulting
    config and layer fields; no code outside the table asks which family a model is.
+   Hybrids (LFM2) are rows too: a row's mixer group names its recurrent layer kind, the
+   layer_types value that marks those layers and their module; the layer kinds and the sizes of
+   their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms and the LayerNorm families (StableLM, GPT-NeoX). */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
+   hybrids. */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -24646,10 +24652,10 @@ enum {
 #define MLSTACK__F_OAI_EXPERTS 0x80000000u
 #define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
 #define MLSTACK__F_EXPERTS_3D \
-    0x200000000ull /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
+    0x400000000ull /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
                       logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__F_SIGMOID_ROUTER \
-    0x400000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
+    0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
 #define MLSTACK__MAX_EXPERTS 512

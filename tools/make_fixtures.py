@@ -731,16 +731,16 @@ def make_family(spec):
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
     fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
-    if spec.get("sinks"):
-        with torch.no_grad():
-            for layer in model.model.layers:
-                layer.self_attn.sinks += spec["sinks"]
     if spec.get("expert_bias_std"):  # a buffer (not a parameter): zeros unless set here
         rng = np.random.default_rng(seed + 1)
         with torch.no_grad():
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
                 if bname.endswith("expert_bias"):
                     buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
+    if spec.get("sinks"):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.sinks += spec["sinks"]
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
