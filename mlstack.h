@@ -25977,7 +25977,14 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU, MLSTACK__ACT_SWIGLU_OAI };
+enum {
+    MLSTACK__ACT_SILU,
+    MLSTACK__ACT_GELU_TANH,
+    MLSTACK__ACT_GELU,
+    MLSTACK__ACT_XIELU,
+    MLSTACK__ACT_SWIGLU_OAI,
+    MLSTACK__ACT_RELU2
+};
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -25987,6 +25994,7 @@ enum {
     MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
     MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
     MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_MLP = 4, /* no token mixing: the layer is its FFN alone (Nemotron-H "mlp" blocks) */
     MLSTACK__LAYER_KINDS_
 };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
@@ -26048,6 +26056,9 @@ enum {
    interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
 #define MLSTACK__F_OAI_EXPERTS 0x80000000u
 #define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
+#define MLSTACK__F_EXPERTS_3D \
+    0x400000000ull /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
+                      logits, beside an ungated shared MLP (Granite MoE) */
 #define MLSTACK__F_SIGMOID_ROUTER \
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
@@ -26073,6 +26084,7 @@ typedef struct mlstack__fam_opts { /* config keys and the defaults of keys a con
     float attn_softcap, final_softcap; /* defaults when the config lacks the key */
     const char *qkv_bias_key; /* config key of q/k/v biases only (StableLM), or NULL */
     float rotary_default; /* partial_rotary_factor when the config gives none (0: 1) */
+    const char *ff_key; /* config key of the dense MLP's width (NULL: intermediate_size) */
 } mlstack__fam_opts;
 typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP) */
     const char *block; /* the block under model.layers.N. */
@@ -26092,6 +26104,18 @@ typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only)
                                   intermediate_size, times block_ffn_dim_multiplier, rounded up to
                                   block_multiple_of (NULL: intermediate_size as it is) */
 } mlstack__fam_mixer;
+typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLSTACK__LAYER_MAMBA2) */
+    /* heads, head width, state size, groups of B/C, conv window, expansion, conv and projection
+       biases, the gated norm's epsilon */
+    const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
+    int layout; /* MLSTACK__SSM_*: where the mixers sit */
+    int nope; /* 1: no RoPE unless position_embedding_type is "rope" (Granite 4.0-H); 2: never (Nemotron-H) */
+} mlstack__fam_ssm;
+enum {
+    MLSTACK__SSM_HYBRID = 0, /* layers named by layer_types, each with its FFN (Granite 4.0-H) */
+    MLSTACK__SSM_ALONE = 1, /* every layer a mixer alone, no FFN (Mamba2) */
+    MLSTACK__SSM_BLOCKS = 2 /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+};
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -26103,6 +26127,7 @@ typedef struct mlstack__family {
     mlstack__fam_moe moe;
     mlstack__fam_names name;
     mlstack__fam_mixer mix;
+    mlstack__fam_ssm ssm;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -26110,95 +26135,115 @@ typedef struct mlstack__family {
 #define MLSTACK__NORMS_SANDWICH \
     {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"}
 #define MLSTACK__UNFUSED {NULL, NULL}
-#define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
+#define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0, NULL}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
-         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GptOssForCausalLM", "gpt-oss", MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS |
                                          MLSTACK__F_YARN_WHOLE,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0},
-         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0, NULL},
+         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
-         MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
+         MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"SmolLM3ForCausalLM", "smollm3",
          MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         {"hidden_act", 4, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         {"hidden_act", 4, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
-         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
     {"Lfm2MoeForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
-         {MLSTACK__LAYER_CONV, "conv", "conv", NULL}},
+         {MLSTACK__LAYER_CONV, "conv", "conv", NULL}, MLSTACK__NO_SSM},
+    {"Mamba2ForCausalLM", NULL, 0,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
+         {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
+          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
+    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
+         MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
+         {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
+         {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
+         {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
+    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+         {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
+         {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
+          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2}},
 };
 /* clang-format on */
 
@@ -26213,6 +26258,16 @@ typedef struct mlstack__rope_cfg {
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
+
+/* The Mamba2 mixers of a model (every one has the same shape). in_proj rows: z (inner) | x B C
+   (conv_dim) | dt (heads); heads h of group h / (heads / groups) read that group's B and C. */
+typedef struct mlstack__ssm_cfg {
+    int heads, head_dim, state, groups, conv; /* H, P, N, G, K (the conv window) */
+    int inner, conv_dim, proj; /* H P; inner + 2 G N; inner + conv_dim + H */
+    int conv_bias, proj_bias;
+    int norm_groups; /* groups of the gated RMSNorm over inner (Mamba2: G) */
+    float eps, dt_min, dt_max; /* gated norm epsilon; dt clamped to [dt_min, dt_max] */
+} mlstack__ssm_cfg;
 
 typedef struct mlstack__config {
     int arch; /* index into mlstack__families */
@@ -26254,6 +26309,8 @@ typedef struct mlstack__config {
     int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
     int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
     size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
+    mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
+    int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -26282,6 +26339,9 @@ typedef struct mlstack__layer {
     size_t state_off;
     mlstack__weight w_in;
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
+    /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
+       -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
+    const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26439,15 +26499,67 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
     return MLSTACK_OK;
 }
 
+/* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
+   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
+                                          mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
+    const char *pat = NULL;
+    int n = 0, k;
+    if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "layer_types");
+    if (mlstack__json_is_null(v) && (v = mlstack__json_get(root, "hybrid_override_pattern")) != NULL &&
+        v->type == MLSTACK__JSON_STRING)
+        pat = v->str;
+    if (!pat && (!v || v->type != MLSTACK__JSON_ARRAY))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
+                             c->architecture);
+    for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
+        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        if (n >= MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        else
+            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 5)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
+                                 "\"-\"; not MoE \"E\")",
+                                 file, n, c->architecture);
+        c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
+                                           : k < 4 ? MLSTACK__LAYER_ATTN
+                                                   : MLSTACK__LAYER_MLP);
+        c->n_recurrent += k < 2 || k == 4;
+    }
+    if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
+    c->n_layers = n;
+    c->has_layer_types = 1;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
                                          mlstack_error *err) {
     const mlstack__json *v;
     mlstack_result r;
+    if (c->fam->ssm.layout == MLSTACK__SSM_ALONE) { /* no attention and no MLP: nominal sizes for the buffers */
+        c->n_ff = 2, c->n_heads = c->n_kv_heads = 1, c->head_dim = 2;
+        if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
+            (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
+            (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
+            (r = mlstack__cfg_int(root, "max_position_embeddings", 1 << 20, &c->max_pos, file, err)))
+            return r;
+        c->act = MLSTACK__ACT_SILU;
+        return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
+    }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, "intermediate_size", 0, &c->n_ff, file, err)) ||
-        (r = mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
+        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
+                              err)) ||
+        (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
+                 ? mlstack__cfg_blocks(c, root, file, err)
+                 : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
         (r = mlstack__cfg_int(root, "num_attention_heads", 0, &c->n_heads, file, err)) ||
         (r = mlstack__cfg_int(root, "vocab_size", 0, &c->n_vocab, file, err)) ||
         (r = mlstack__cfg_int(root, "num_key_value_heads", c->n_heads, &c->n_kv_heads, file, err)) ||
@@ -26484,6 +26596,8 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & MLSTACK__F_PLAIN_MLP)) {
+        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2, ungated MLPs (Nemotron-H) */
     } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
         c->act = MLSTACK__ACT_XIELU;
     } else {
@@ -26501,10 +26615,10 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
         r = mlstack__cfg_float(root,
-                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
-                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                               !mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) ? "rms_norm_eps"
+                               : !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
                                    ? "norm_eps" /* LFM2 */
-                                   : "rms_norm_eps",
+                                   : "layer_norm_epsilon", /* Nemotron-H */
                                1e-6f, &c->eps, file, err);
     return r;
 }
@@ -26686,6 +26800,31 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     return MLSTACK_OK;
 }
 
+/* time_step_limit [lo, hi] of the Mamba2 mixers (hi may be written as Infinity, which
+   transformers 5 saves as {"__float__": "Infinity"}); absent: [0, inf). */
+static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "time_step_limit"), *lo, *hi;
+    s->dt_min = 0.0f;
+    s->dt_max = INFINITY;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    lo = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL;
+    hi = lo ? lo->next : NULL;
+    if (!lo || !hi || hi->next || lo->type != MLSTACK__JSON_NUMBER || !(lo->num >= 0 && lo->num < 1e30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit must be a list [low, high] with low >= 0",
+                             file);
+    s->dt_min = (float)lo->num;
+    if (hi->type == MLSTACK__JSON_NUMBER) {
+        if (!(hi->num >= lo->num))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit high is below low", file);
+        if (hi->num < 1e30) s->dt_max = (float)hi->num;
+    } else if (!mlstack__json_is_str(hi, "Infinity") &&
+               !mlstack__json_is_str(mlstack__json_get(hi, "__float__"), "Infinity")) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: time_step_limit high must be a number or Infinity", file);
+    }
+    return MLSTACK_OK;
+}
+
 /* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
    the family's pattern (Qwen2: from max_window_layers on). */
 static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -26704,8 +26843,11 @@ static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
         for (e = v->child; e; e = e->next, i++) {
             int slides = mlstack__json_is_str(e, "sliding_attention");
-            int mixes = f->mix.type && mlstack__json_is_str(e, f->mix.type);
-            if (i >= c->n_layers || (!slides && !mixes && !mlstack__json_is_str(e, "full_attention")))
+            int ssm = f->mix.kind == MLSTACK__LAYER_MAMBA2; /* also as transformers 5 writes them */
+            int mixes = f->mix.type &&
+                        (mlstack__json_is_str(e, f->mix.type) || (ssm && mlstack__json_is_str(e, "linear_attention")));
+            int full = mlstack__json_is_str(e, "full_attention") || (ssm && mlstack__json_is_str(e, "attention"));
+            if (i >= c->n_layers || (!slides && !mixes && !full))
                 return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
                                      "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
                                      "per layer",
@@ -26728,6 +26870,55 @@ static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack
         for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
         c->has_layer_types = 1;
     }
+    return MLSTACK_OK;
+}
+
+/* The shape of the Mamba2 mixers from the family's config keys, bounded so that a hostile
+   config cannot ask for a state beyond 2^30 floats a layer. */
+static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    const mlstack__fam_ssm *k = &c->fam->ssm;
+    mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__json *v;
+    mlstack_result r;
+    int expand = 2;
+    if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
+        (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
+        (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
+        (r = mlstack__cfg_int(root, k->conv, 4, &s->conv, file, err)) ||
+        (k->expand && (r = mlstack__cfg_int(root, k->expand, 2, &expand, file, err))) ||
+        (r = mlstack__cfg_float(root, k->eps, c->eps, &s->eps, file, err)) ||
+        (r = mlstack__cfg_dt_limit(s, root, file, err)))
+        return r;
+    if ((int64_t)expand * c->n_embd > (1 << 24) || s->conv > 64 || s->heads % s->groups)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
+                             "groups must divide the heads)",
+                             file, k->expand ? k->expand : "expand", expand, c->n_embd, s->conv, s->heads, s->groups);
+    v = mlstack__json_get(root, k->head_dim);
+    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")))
+        s->head_dim = expand * c->n_embd / s->heads;
+    else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
+        return r;
+    /* the mixer's width: expand x hidden_size, or heads x head_dim where the family has no expand
+       key (Nemotron-H) */
+    s->inner = k->expand ? expand * c->n_embd
+                         : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
+    if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
+        (int64_t)s->groups * s->state > (1 << 24))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s %d x %s %d must equal %s x hidden_size = %d (and times %s %d stay within 2^30)",
+                             file, k->heads, s->heads, k->head_dim, s->head_dim, k->expand ? k->expand : "expand",
+                             s->inner, k->state, s->state);
+    s->conv_dim = s->inner + 2 * s->groups * s->state;
+    s->proj = s->inner + s->conv_dim + s->heads;
+    s->norm_groups = s->groups;
+    s->conv_bias = mlstack__json_bool(mlstack__json_get(root, k->conv_bias), 1);
+    s->proj_bias = mlstack__json_bool(mlstack__json_get(root, k->proj_bias), 0);
+    v = mlstack__json_get(root, "hidden_act");
+    if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu") && !mlstack__json_is_str(v, "swish"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: the Mamba2 mixers of %s support hidden_act silu only",
+                             file, c->architecture);
     return MLSTACK_OK;
 }
 
@@ -26771,7 +26962,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
+    if (f->ssm.layout != MLSTACK__SSM_BLOCKS && (r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK)
+        return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -26804,7 +26996,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
             return r;
     }
     /* mixture of experts */
-    if (f->moe.block) {
+    if (f->moe.block && !((f->flags & MLSTACK__F_EXPERTS_3D) &&
+                          mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) && w == 0)) {
         int i, step = 1;
         const mlstack__json *e;
         const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
@@ -26947,6 +27140,9 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
 static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
     switch (kind) {
     case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
+        return (size_t)(c->ssm.conv - 1) * (size_t)c->ssm.conv_dim +
+               (size_t)c->ssm.heads * (size_t)c->ssm.head_dim * (size_t)c->ssm.state;
     default: return 0;
     }
 }
@@ -26954,15 +27150,13 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
 /* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
    of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
 static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
-    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : 0;
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
 }
 static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
-    return kind == MLSTACK__LAYER_CONV ? c->n_embd : 0;
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
 }
 static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
-    (void)c;
-    (void)kind;
-    return 0;
+    return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
 }
 
 #define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
@@ -26974,6 +27168,15 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     const mlstack__family *f = c->fam;
     mlstack_result r;
     int l;
+    if (f->ssm.nope) /* Granite 4.0-H: "nope" (or absent) means no rotary; Nemotron-H: never */
+        c->nope = f->ssm.nope == 2 || !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
+    if (f->ssm.layout == MLSTACK__SSM_ALONE) { /* Mamba2: every layer is a mixer */
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+        for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        c->n_recurrent = c->n_layers, c->has_layer_types = 1;
+    }
     c->n_kv_layers = c->n_layers - c->n_recurrent;
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
@@ -26986,6 +27189,7 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
                                  MLSTACK__MAX_CONV);
         c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
     }
+    if (f->mix.kind == MLSTACK__LAYER_MAMBA2 && c->n_recurrent && (r = mlstack__cfg_ssm(c, root, file, err))) return r;
     if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
         /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
         float mult;
@@ -27142,7 +27346,10 @@ static mlstack_result mlstack__model_tensor(mlstack_model *m, const char *name, 
     if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
                              m->path, name, mlstack__dtype_names[t->dtype]);
-    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1)) {
+    if (n_dims == 2 && t->n_dims == 3 && t->shape[1] > 0 && t->shape[0] * t->shape[1] == d0 && t->shape[2] == d1 &&
+        (m->cfg.fam->flags & MLSTACK__F_EXPERTS_3D)) {
+        /* experts stacked (E, R, C), read as (E R, C) rows (Granite MoE) */
+    } else if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims == 2 && t->shape[1] != d1)) {
         char have[200], want[64];
         int64_t w[2];
         w[0] = d0;
@@ -27384,7 +27591,7 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         L->kv_layer += k == MLSTACK__LAYER_ATTN;
         L->state_off += mlstack__state_floats(c, k);
     }
-    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+    L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
               ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
@@ -27574,6 +27781,23 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (f->flags & MLSTACK__F_EXPERTS_3D) { /* (E, 2F, D) gate | up and (E, D, F) down, viewed per expert */
+        mlstack__weight gu, dn;
+        int F = c->moe_ff, D = c->n_embd;
+        memset(&gu, 0, sizeof gu), memset(&dn, 0, sizeof dn);
+        snprintf(nm, sizeof nm, "%s.router.layer", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, D, 0, &L->router, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.down);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * D, F, 0, &dn, err))) return r;
+        for (e = 0; e < c->n_experts; e++) {
+            mlstack__weight_view(&L->experts[3 * e], &gu, 2 * F * e, 2 * F * e + F);
+            mlstack__weight_view(&L->experts[3 * e + 1], &gu, 2 * F * e + F, 2 * F * (e + 1));
+            mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
+        }
+        return MLSTACK_OK;
+    }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
     snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
@@ -27787,16 +28011,18 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         if ((r = mlstack__map_oai_experts(m, L, pre, l, err)) != MLSTACK_OK) return r;
     } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    }
+    if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
-        snprintf(nm, sizeof nm, "mlp.%s", f->fused.gate_up);
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->fused.gate_up);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 2 * c->n_ff, c->n_embd, c->mlp_bias, &all, err)))
             return r;
         mlstack__weight_view(&L->w_gate, &all, 0, c->n_ff);
         mlstack__weight_view(&L->w_up, &all, c->n_ff, 2 * c->n_ff);
     } else if (f->flags & MLSTACK__F_PLAIN_MLP) { /* no gate: W1 in w_gate, w_up left empty */
-        snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
     } else {
@@ -27808,7 +28034,8 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
             return r;
     }
     snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
-    if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
+    if ((!L->moe || (f->flags & MLSTACK__F_EXPERTS_3D)) &&
+        (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
     return MLSTACK_OK;
 }
@@ -27893,6 +28120,60 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
     }
     return MLSTACK_OK;
 }
+/* A parameter of n f32 values stored with any shape of n elements (conv1d.weight is (C, 1, K)). */
+static mlstack_result mlstack__model_param(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                           mlstack_error *err) {
+    const mlstack__st_tensor *t = mlstack__st_find(&m->st, name);
+    int64_t have = 1;
+    int i;
+    float *dst;
+    if (!t || t->n_dims < 2) return mlstack__model_vec(m, name, n, out, err);
+    for (i = 0; i < t->n_dims; i++) have = t->shape[i] > 0 && have <= n ? have * t->shape[i] : n + 1;
+    if (have != n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s does not hold the %lld values config.json implies",
+                             m->path, name, (long long)n);
+    if (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
+                             m->path, name, mlstack__dtype_names[t->dtype]);
+    m->n_params += (uint64_t)n;
+    m->weight_bytes += t->end - t->begin;
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, dst, (size_t)n);
+    *out = dst;
+    return MLSTACK_OK;
+}
+
+/* Layer l's Mamba2 mixer: in/out projections, conv taps and bias, dt_bias, A = -exp(A_log)
+   (made once here in f32, as transformers does on every call), D and the gated norm. */
+static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                             mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    const char *mx = c->fam->mix.block;
+    const float *a_log;
+    float *a;
+    mlstack_result r;
+    char name[256], nm[200];
+    int h;
+#define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
+    if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->w_in, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->wo, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->conv_w,
+                                  err)) ||
+        (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
+        return r;
+#undef MLSTACK__SSM_NAME
+    a = (float *)mlstack__model_own(m, sizeof(float) * (size_t)s->heads);
+    if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (h = 0; h < s->heads; h++) a[h] = -mlstack__exp_canon(a_log[h]);
+    L->ssm_a = a;
+    return MLSTACK_OK;
+}
 
 /* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
    depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
@@ -27906,6 +28187,7 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     mlstack_result r;
     char name[256], nm[200];
     float *w;
+    if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
     if (L->kind != MLSTACK__LAYER_CONV)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
                              m->path, l, L->kind);
@@ -27956,16 +28238,19 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        int att;
+        int att, mlp_only, ffn;
         mlstack__layer_kind(c, l, L);
-        att = L->kind == MLSTACK__LAYER_ATTN;
+        att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
+        /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
+        ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
-                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
             (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
+        if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
     return MLSTACK_OK;
 }
@@ -30394,6 +30679,7 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
 /* Hybrids: the live and kept states of every slot come out of the budget first; a page then
    costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
    snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+#define MLSTACK__SNAP_NO_KV 4 /* pages between state snapshots of a model without attention layers */
 static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
                                             uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
     uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
@@ -30408,6 +30694,10 @@ static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__conf
                              (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
     *budget -= fixed;
     if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    /* without attention layers (Mamba2) a page holds no KV to weigh the state against, and the
+       snapshots are all the prefix cache has: one every MLSTACK__SNAP_NO_KV pages (each page then
+       costs a quarter of a state, which kv_mem pays for) */
+    if (!c->n_kv_layers && kv->snap_every > MLSTACK__SNAP_NO_KV) kv->snap_every = MLSTACK__SNAP_NO_KV;
     if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
     *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
     return MLSTACK_OK;
@@ -30452,7 +30742,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
     if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
-    kv->page_elems = (size_t)c->n_kv_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (size_t)page_tokens * kv->row_elems;
+    if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
@@ -30464,6 +30755,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
     kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
@@ -31820,6 +32112,8 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
             else if (act == MLSTACK__ACT_GELU)
                 g[i] = mlstack__gelu_erf(x);
+            else if (act == MLSTACK__ACT_RELU2)
+                g[i] = x > 0 ? x * x : 0.0f;
             else {
                 e = mlstack__exp_canon(-x);
                 e = 1.0f + e;
@@ -31898,17 +32192,18 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
     int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
         const float *eb = L->expert_bias;
         int *idx = s->moe_idx + (size_t)b * K;
         for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
-        for (e = 0; e < E; e++) {
+        for (e = 0; e < E && !top_first; e++) {
             lg[e] = c->moe_sigmoid ? 1.0f / (1.0f + mlstack__exp_canon(-lg[e])) : mlstack__exp_canon(lg[e] - mx);
             sum += lg[e];
         }
-        for (e = 0; e < E && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        for (e = 0; e < E && !top_first && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
         for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
@@ -31918,6 +32213,10 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             }
             idx[k] = best;
             w[k] = lg[best];
+        }
+        if (top_first) { /* Granite: the softmax of the top k logits */
+            for (k = 0; k < K; k++) w[k] = mlstack__exp_canon(w[k] - mx), sum += w[k];
+            for (k = 0; k < K; k++) w[k] = w[k] / sum;
         }
         if (c->norm_topk) {
             float t = 0;
@@ -32017,8 +32316,93 @@ static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, f
     }
 }
 
+/* ln(1 + u) for u >= 0 under the canonical arithmetic: a series below 2^-10, else ln of w = 1 + u
+   (w = m 2^e, m in [sqrt(1/2), sqrt(2)): ln m = 2 atanh(s), s = (m - 1) / (m + 1), odd series to
+   s^11, |s| < 0.172) corrected by the rounding of w. */
+static float mlstack__log1p_canon(float u) {
+    float w, m, s, s2, p, r;
+    uint32_t b;
+    int e;
+    if (u < 0.0009765625f) return MLSTACK__FMAF(MLSTACK__FMAF(u, 0.333333333f, -0.5f) * u, u, u);
+    w = 1.0f + u;
+    memcpy(&b, &w, 4);
+    e = (int)((b >> 23) & 0xFFu) - 127;
+    b = (b & 0x007FFFFFu) | 0x3F800000u;
+    memcpy(&m, &b, 4);
+    if (m > 1.41421356f) m = 0.5f * m, e++;
+    s = (m - 1.0f) / (m + 1.0f);
+    s2 = s * s;
+    p = MLSTACK__FMAF(1.0f / 11, s2, 1.0f / 9);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 7);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 5);
+    p = MLSTACK__FMAF(p, s2, 1.0f / 3);
+    p = MLSTACK__FMAF(p, s2, 1.0f);
+    r = (2.0f * s) * p;
+    r = MLSTACK__FMAF((float)e, 1.42860677e-6f, r);
+    r = MLSTACK__FMAF((float)e, 0.693145752f, r);
+    return r - ((w - 1.0f) - u) / w;
+}
+/* softplus(x) = ln(1 + e^x), x itself above 20 (torch's threshold) */
+static float mlstack__softplus(float x) { return x > 20.0f ? x : mlstack__log1p_canon(mlstack__exp_canon(x)); }
+static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g)); }
+
+/* Mamba2, one token at a time, as transformers' recurrent step computes it. x = z (inner) | xBC
+   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, P, N).
+       c = silu(conv_bias + sum_k w_k window_k, the token's xBC last); window shifts by one
+       x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
+       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
+       y_h = S_h C_g + D_h x_h
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight. The
+   units are the B/C groups with their heads (each group owns its channels of the window; with
+   one group one part does all); a gated norm whose groups are not within the B/C groups waits
+   for every head, so then part 0 does all. scratch: conv_dim floats. */
+static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch) {
+    const mlstack__ssm_cfg *s = &m->cfg.ssm;
+    int K = s->conv, CD = s->conv_dim, P = s->head_dim, N = s->state, I = s->inner, G = s->groups;
+    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, p, n, i;
+    float *S = state + (size_t)(K - 1) * CD, *c = scratch;
+    if (s->norm_groups % G) part = n_parts > 1 && part ? -1 : 0, n_parts = 1; /* the norm spans the groups */
+    if (part < 0) return;
+    mlstack__part_range(G, part, n_parts, &g0, &g1);
+    for (t = 0; t < n_tok; t++) {
+        const float *z = x + (size_t)t * s->proj, *in = z + I, *dtr = in + CD;
+        float *yt = y + (size_t)t * I;
+        for (i = 0; i < 3; i++) { /* the part's channels: x of its heads, B and C of its groups */
+            int c0 = i == 0 ? g0 * hpg * P : I + (i - 1) * G * N + g0 * N;
+            int c1 = i == 0 ? g1 * hpg * P : I + (i - 1) * G * N + g1 * N, ch;
+            for (ch = c0; ch < c1; ch++) {
+                const float *w = L->conv_w + (size_t)ch * K;
+                float acc = L->conv_b ? L->conv_b[ch] : 0.0f;
+                for (k = 0; k < K - 1; k++) acc = MLSTACK__FMAF(w[k], state[(size_t)k * CD + ch], acc);
+                c[ch] = mlstack__silu(MLSTACK__FMAF(w[K - 1], in[ch], acc));
+                for (k = 0; k + 1 < K - 1; k++) state[(size_t)k * CD + ch] = state[(size_t)(k + 1) * CD + ch];
+                if (K > 1) state[(size_t)(K - 2) * CD + ch] = in[ch];
+            }
+        }
+        for (h = g0 * hpg; h < g1 * hpg; h++) {
+            const float *xh = c + (size_t)h * P, *Bg = c + I + (size_t)(h / hpg) * N, *Cg = Bg + (size_t)G * N;
+            float dt = mlstack__softplus(dtr[h] + L->ssm_dt_bias[h]), dA;
+            dt = dt < s->dt_min ? s->dt_min : dt > s->dt_max ? s->dt_max : dt;
+            dA = mlstack__exp_canon(dt * L->ssm_a[h]);
+            for (p = 0; p < P; p++) {
+                float *Sp = S + ((size_t)h * P + p) * N, acc = 0.0f;
+                for (n = 0; n < N; n++) {
+                    Sp[n] = MLSTACK__FMAF(Sp[n], dA, (dt * Bg[n]) * xh[p]);
+                    acc = MLSTACK__FMAF(Sp[n], Cg[n], acc);
+                }
+                yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
+            }
+        }
+        for (k = g0 * hpg * P; k < g1 * hpg * P; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs; k++)
+            mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+    }
+}
+
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
-static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, NULL, NULL};
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
+                                                                       NULL, NULL};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -32116,6 +32500,18 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
 }
 
+/* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
+   MLP, ungated): (act(xn Wgate) * xn Wup) Wdown, added after the experts' sum. */
+static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *acc, int B,
+                                  int layer) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, xn, B, 2, &L->w_gate, rk->xb->h, &L->w_up, s->up, NULL, NULL);
+    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, rk->model->cfg.n_ff, layer);
+    mlstack__project(rk, rk->xb->h, B, 1, &L->w_down, s->moe_y, NULL, NULL, NULL, NULL);
+    for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
+}
+
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
    ranks). 0, or -1 when an exchange failed. */
 static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
@@ -32168,6 +32564,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
         else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
             return -1;
@@ -32176,11 +32573,14 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+    ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
         if (L->ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->ffn_norm, L->ffn_norm_b, B, l), in = s->xn;
+        if (!L->w_gate.data && !L->moe) continue; /* no FFN (Mamba2) */
         if (L->moe) { /* one rank: no exchange */
             mlstack__moe(rk, L, in, s->moe_acc, B, l);
+            if (L->w_down.data) mlstack__dense_beside(rk, L, in, s->moe_acc, B, l); /* Granite: + shared MLP */
             if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->moe_acc, L->post_ffn_norm, NULL, B, l);
             mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
             continue;

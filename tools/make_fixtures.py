@@ -344,6 +344,9 @@ FAM_COMMON = dict(
     pad_token_id=0,
 )
 FAM_VOCAB = 128
+# FAM_COMMON keys a Mamba2Config has no use for
+MAMBA2_DROP = ("intermediate_size", "num_attention_heads", "num_key_value_heads", "max_position_embeddings",
+               "rms_norm_eps")
 
 # Each entry: name, transformers class name, config overrides (rope_theta and
 # rope_scaling as in build_config), "drop" (common keys the config class does
@@ -522,6 +525,51 @@ FAMILIES = [
                     rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
          prompt_len=128),
+    # ---- recurrent (Mamba2 SSD) layers: 128-token prompts; A_log, dt_bias, D drawn as the rest ----
+    # pure Mamba2: one group, conv window 4 (conv bias), no projection biases, untied head
+    dict(name="mamba2", cls="Mamba2ForCausalLM",
+         extra=dict(num_heads=8, head_dim=8, state_size=16, expand=2, n_groups=1, conv_kernel=4,
+                    layer_norm_epsilon=1e-5),
+         drop=MAMBA2_DROP, prompt_len=128, no_rope=True),
+    # two groups of B/C (heads 0-1 read group 0, 2-3 group 1), conv window 3 without bias,
+    # in/out projection biases, three layers, tied head
+    dict(name="mamba2_groups", cls="Mamba2ForCausalLM",
+         extra=dict(num_hidden_layers=3, num_heads=4, head_dim=16, state_size=8, expand=2, n_groups=2,
+                    conv_kernel=3, use_conv_bias=False, use_bias=True, tie_word_embeddings=True),
+         drop=MAMBA2_DROP, prompt_len=128, no_rope=True, std={"in_proj": 0.1, "out_proj": 0.15}),
+    # Granite 4.0-H: mamba / attention layers (layer_types), no RoPE ("nope"), dense shared MLP
+    # only (num_local_experts 0), Granite multipliers, two groups
+    dict(name="granite_hybrid", cls="GraniteMoeHybridForCausalLM",
+         extra=dict(num_hidden_layers=4, layer_types=["mamba", "attention", "mamba", "mamba"],
+                    position_embedding_type="nope", num_local_experts=0, shared_intermediate_size=48,
+                    mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=2, mamba_d_conv=4,
+                    embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
+                    logits_scaling=0.5),
+         drop=("head_dim",), prompt_len=128, std={"in_proj": 0.15}),
+    # Granite 4.0-H MoE: attention first with RoPE, top-2 of 4 experts (softmax over the top 2)
+    # beside the shared MLP, conv window 3 with bias on the mixer projections
+    dict(name="granite_hybrid_moe", cls="GraniteMoeHybridForCausalLM",
+         extra=dict(num_hidden_layers=3, layer_types=["attention", "mamba", "mamba"],
+                    position_embedding_type="rope", num_local_experts=4, num_experts_per_tok=2,
+                    intermediate_size=32, shared_intermediate_size=32, mamba_n_heads=8, mamba_d_head=8,
+                    mamba_d_state=16, mamba_n_groups=1, mamba_d_conv=3, mamba_proj_bias=True,
+                    embedding_multiplier=2.0, residual_multiplier=0.7, attention_multiplier=0.25,
+                    logits_scaling=1.5),
+         drop=("head_dim",), prompt_len=128),
+    # top-1 of 4 experts (the softmax of one logit: weight 1)
+    dict(name="granite_hybrid_top1", cls="GraniteMoeHybridForCausalLM",
+         extra=dict(num_hidden_layers=2, layer_types=["mamba", "attention"], position_embedding_type="rope",
+                    num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, shared_intermediate_size=32,
+                    mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=4, mamba_d_conv=4),
+         drop=("head_dim",), prompt_len=128),
+    # Nemotron-H: one mixer per block (Mamba2, attention without RoPE, or a ReLU^2 MLP), each
+    # behind its own norm; the mixer's width is heads x head_dim (not expand x hidden), 2 groups
+    dict(name="nemotron_h", cls="NemotronHForCausalLM",
+         extra=dict(layer_types=["linear_attention", "mlp", "full_attention", "mlp", "linear_attention", "mlp"],
+                    num_hidden_layers=6, mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8, n_groups=2,
+                    conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+         drop=("rms_norm_eps",), prompt_len=128, no_rope=True, std={"in_proj": 0.15}),
 ]
 
 
@@ -546,7 +594,7 @@ def fam_config(spec):
         kw.pop(k)
     kw["vocab_size"] = FAM_VOCAB
     kw.update(spec.get("extra", {}))
-    if "rope_parameters" not in kw:
+    if "rope_parameters" not in kw and not spec.get("no_rope"):
         rope = {"rope_type": "default", "rope_theta": kw.pop("rope_theta", 10000.0)}
         rope.update(kw.pop("rope_scaling", None) or {})
         if "partial_rotary_factor" in kw:
