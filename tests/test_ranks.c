@@ -732,9 +732,28 @@ int main(void) {
     n = 0;
     dir = opendir("tests/fixtures/families");
     while (dir && (de = readdir(dir)) != NULL) {
-        static const char *const refused[] = {
-            "mixtral", "olmoe", "qwen2_moe", "qwen3_moe", "gpt_neox", "gpt_neox_seq",  "stablelm", "stablelm_par",
-            "olmo2",   "olmo3", "lfm2",      "lfm2_k4",   "lfm2_moe", "lfm2_moe_top1", "gpt_oss",  "gpt_oss_mxfp4"};
+        static const char *const refused[] = {"mixtral",
+                                              "olmoe",
+                                              "qwen2_moe",
+                                              "qwen3_moe",
+                                              "gpt_neox",
+                                              "gpt_neox_seq",
+                                              "stablelm",
+                                              "stablelm_par",
+                                              "olmo2",
+                                              "olmo3",
+                                              "lfm2",
+                                              "lfm2_k4",
+                                              "lfm2_moe",
+                                              "lfm2_moe_top1",
+                                              "gpt_oss",
+                                              "gpt_oss_mxfp4",
+                                              "mamba2",
+                                              "mamba2_groups",
+                                              "granite_hybrid",
+                                              "granite_hybrid_moe",
+                                              "granite_hybrid_top1",
+                                              "nemotron_h"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         int k, refuse = 0;
