@@ -24063,17 +24063,20 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
     const mlstack__json *t = NULL, *id = mlstack__json_get(j->root, "$id");
     const char *r;
     if (!id) id = mlstack__json_get(j->root, "id");
-    if (v->type != MLSTACK__JSON_STRING)
-        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$ref' must be a string"), NULL;
+    if (v->type != MLSTACK__JSON_STRING) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$ref' must be a string");
+        return NULL;
+    }
     r = v->str;
     if (id && id->type == MLSTACK__JSON_STRING && id->len && !strncmp(r, id->str, id->len) &&
         (r[id->len] == '#' || !r[id->len]) && id->str[id->len - 1] != '#')
         r += id->len;
     if (!*r) r = "#";
-    if (j->sub_ids)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                                "$ref '%s' beside embedded resources ($id) is not supported", v->str),
-               NULL;
+    if (j->sub_ids) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' beside embedded resources ($id) is not supported",
+                         v->str);
+        return NULL;
+    }
     if (r[0] == '#' && (r[1] == '/' || !r[1])) t = mlstack__js_resolve(j, j->root, r);
     else if (r[0] == '#')
         t = mlstack__js_anchor(j->root, r + 1, 0);
@@ -25600,7 +25603,10 @@ static struct mlstack__jsmemo *mlstack__js_memo(mlstack__js *j, const mlstack__j
     if ((uint64_t)j->n_memo * 2 + 2 > j->memo_mask) {
         uint32_t cap = j->memo_mask ? (j->memo_mask + 1) * 2 : 256, q;
         struct mlstack__jsmemo *t = (struct mlstack__jsmemo *)mlstack__calloc(cap, sizeof *t);
-        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"), NULL;
+        if (!t) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
         for (q = 0; j->memo && q <= j->memo_mask; q++)
             if (j->memo[q].list) {
                 k = mlstack__js_list_hash(j->memo[q].list, j->memo[q].n, j->memo[q].only) & (cap - 1);
@@ -25621,7 +25627,10 @@ static struct mlstack__jsmemo *mlstack__js_memo(mlstack__js *j, const mlstack__j
     }
     if (!add) return NULL;
     j->memo[k].list = (const mlstack__json **)mlstack__arena_alloc(&j->arena, sizeof *list * (size_t)(n ? n : 1));
-    if (!j->memo[k].list) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory"), NULL;
+    if (!j->memo[k].list) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
     if (n) memcpy((void *)j->memo[k].list, list, sizeof *list * (size_t)n);
     j->memo[k].n = n, j->memo[k].only = only, j->memo[k].rule = j->n_rules++;
     j->n_memo++;
