@@ -24459,7 +24459,14 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
+#define MLSTACK__F_DELTANET 0x2000000u /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
+#define MLSTACK__F_ATTN_GATE 0x4000000u /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
+#define MLSTACK__F_QKVZ_GROUPED 0x8000000u /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
+#define MLSTACK__F_TOPK_NORM_ON 0x10000000u /* norm_topk_prob defaults to true (Qwen3-Next) */
 #define MLSTACK__MAX_EXPERTS 512
+/* mlstack__layer.kind: the layer's token mixer */
+enum { MLSTACK__LAYER_ATTN = 0, MLSTACK__LAYER_DELTANET = 3 };
+#define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
    the tensor names where they differ from Llama's, in labelled groups. In every group NULL means
@@ -24512,6 +24519,10 @@ typedef struct mlstack__family {
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
+/* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
+#define MLSTACK__F_QWEN35 \
+    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE)
+#define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f}
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -24563,6 +24574,16 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h"}},
+    {"Qwen3_5ForCausalLM", NULL, MLSTACK__F_QWEN35,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+    {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+    {"Qwen3NextForCausalLM", NULL,
+         MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
+             MLSTACK__F_TOPK_NORM_ON,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
 };
 /* clang-format on */
 
@@ -24606,6 +24627,12 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    /* gated delta-net layers (F_DELTANET): layer l is one where layer_delta[l]; key heads of
+       dk dims, value heads (a multiple of them) of dv dims, the causal conv's width */
+    unsigned char layer_delta[MLSTACK__MAX_TYPED_LAYERS];
+    int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
+    size_t state_floats; /* one sequence's recurrent state, every layer */
+    int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -24622,6 +24649,18 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
+    /* recurrent layers: the kind of mixer (MLSTACK__LAYER_*), where its state starts in the
+       sequence's block of floats, its input projection w_in, its output projection in wo (wq, wk,
+       wv unused), its causal conv (C, K) as f32. Gated delta-net: w_in (W, D) holds the rows
+       q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv + 2 Hv), wo (D, Hv dv), the conv runs over the
+       C = 2 Hk dk + Hv dv channels q | k | v; per value head -exp(A_log) and dt_bias; the gated
+       output norm's weight (dv) */
+    int kind;
+    size_t state_off;
+    mlstack__weight w_in;
+    const float *conv_w;
+    const float *dn_neg_a, *dn_dt_bias, *dn_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -24999,6 +25038,45 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
     return MLSTACK_OK;
 }
 
+/* One delta-net layer's state per sequence: the conv window, the last K - 1 inputs of the conv
+   (K - 1, C) oldest first, then the matrix S of each value head (Hv, dk, dv). */
+static size_t mlstack__dn_state_floats(const mlstack__config *c) {
+    size_t C = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim;
+    return (size_t)(c->dn_conv - 1) * C + (size_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim;
+}
+
+/* Gated delta-net layers (Qwen3.5, Qwen3-Next): their heads and conv width; without layer_types
+   every full_attention_interval-th layer (default 4) is full attention, the rest delta-net. The
+   value heads are a multiple of the key heads (each key head serves a run of value heads). */
+static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    mlstack_result r;
+    int i, every = 4;
+    if ((r = mlstack__cfg_int(root, "linear_num_key_heads", 16, &c->dn_k_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_num_value_heads", 32, &c->dn_v_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_key_head_dim", 128, &c->dn_k_dim, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_value_head_dim", 128, &c->dn_v_dim, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_conv_kernel_dim", 4, &c->dn_conv, file, err)) ||
+        (r = mlstack__cfg_int(root, "full_attention_interval", 4, &every, file, err)))
+        return r;
+    if (c->dn_v_heads % c->dn_k_heads || c->dn_v_heads > 4096 || c->dn_k_dim > MLSTACK__MAX_DN_DIM ||
+        c->dn_v_dim > MLSTACK__MAX_DN_DIM || c->dn_conv > 64)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: delta-net heads %d (key) / %d (value) of %d / %d dims, conv width %d (value heads "
+                             "a multiple of key heads, at most 4096; dims up to %d; width up to 64)",
+                             file, c->dn_k_heads, c->dn_v_heads, c->dn_k_dim, c->dn_v_dim, c->dn_conv,
+                             MLSTACK__MAX_DN_DIM);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types)
+        for (i = 0; i < c->n_layers; i++) c->layer_delta[i] = (unsigned char)((i + 1) % every != 0);
+    c->attn_gate = (c->fam->flags & MLSTACK__F_ATTN_GATE) != 0;
+    for (i = 0; i < c->n_layers; i++)
+        if (c->layer_delta[i]) c->state_floats += mlstack__dn_state_floats(c);
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25047,11 +25125,14 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
         for (e = v->child; e; e = e->next, i++) {
             int slides = mlstack__json_is_str(e, "sliding_attention");
-            if (i >= c->n_layers || (!slides && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(
-                    err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                    "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\", one per layer", file, i);
+            int delta = (f->flags & MLSTACK__F_DELTANET) && mlstack__json_is_str(e, "linear_attention");
+            if (i >= c->n_layers || (!slides && !delta && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s, one per "
+                                     "layer",
+                                     file, i, f->flags & MLSTACK__F_DELTANET ? " or \"linear_attention\"" : "");
             c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_delta[i] = (unsigned char)delta;
         }
         if (i != c->n_layers)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
@@ -25066,6 +25147,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
         c->has_layer_types = 1;
     }
+    if ((f->flags & MLSTACK__F_DELTANET) && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25117,8 +25199,9 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file,
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        c->norm_topk =
-            (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) ||
+                       mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"),
+                                          (f->flags & MLSTACK__F_TOPK_NORM_ON) != 0);
         if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
             (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
             return r;
@@ -25675,15 +25758,32 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
     } else {
         static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
-        mlstack__weight *dst[3];
+        mlstack__weight *dst[3], qg;
         int rows3[3], pi;
-        dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
-        rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
+        dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
+        rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
             snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
                 MLSTACK_OK)
                 return r;
+        }
+        if (c->attn_gate) { /* rows per head q_h | gate_h: copied into q | gate order, two views */
+            mlstack__weight all = qg;
+            int H = c->n_heads, Dh = c->head_dim, h, p;
+            unsigned char *dstb = (unsigned char *)mlstack__model_own(m, (size_t)qg.n_out * qg.row_bytes);
+            if (!dstb || qg.packed || qg.bias)
+                return MLSTACK__FAIL(err, dstb ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_NO_MEMORY,
+                                     "%s: layer %d: gated q_proj %s", m->path, l,
+                                     dstb ? "with a bias or panel layout is not supported" : "out of memory");
+            for (h = 0; h < H; h++)
+                for (p = 0; p < 2; p++)
+                    memcpy(dstb + ((size_t)p * H * Dh + (size_t)h * Dh) * qg.row_bytes,
+                           (const unsigned char *)qg.data + (size_t)(2 * h + p) * Dh * qg.row_bytes,
+                           (size_t)Dh * qg.row_bytes);
+            all.data = dstb;
+            mlstack__weight_view(&L->wq, &all, 0, q_dim);
+            mlstack__weight_view(&L->wqg, &all, q_dim, 2 * q_dim);
         }
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
@@ -25796,6 +25896,107 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
     }
     return MLSTACK_OK;
 }
+/* A small parameter of n floats whatever its shape (conv weights (C, 1, K)) as f32. */
+static mlstack_result mlstack__model_array(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                           mlstack_error *err) {
+    const mlstack__st_tensor *t = mlstack__st_find(&m->st, name);
+    int64_t have = 1;
+    int i;
+    float *dst;
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             m->cfg.architecture);
+    for (i = 0; i < t->n_dims; i++) have = have * t->shape[i] <= ((int64_t)1 << 40) ? have * t->shape[i] : -1;
+    if (have != n || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s holds %lld %s values, expected %lld F32/F16/BF16",
+                             m->path, name, (long long)have, mlstack__dtype_names[t->dtype], (long long)n);
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, dst, (size_t)n);
+    m->n_params += (uint64_t)n;
+    m->weight_bytes += t->end - t->begin;
+    *out = dst;
+    return MLSTACK_OK;
+}
+
+/* Copies n rows of w from row `from` to row `to` of dst (rows of w's row_bytes). */
+static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight *w, int from, int n) {
+    memcpy(dst + (size_t)to * w->row_bytes, (const unsigned char *)w->data + (size_t)from * w->row_bytes,
+           (size_t)n * w->row_bytes);
+}
+
+/* Layer l's gated delta-net: the input projections gathered into one weight dn_in of rows
+   q | k | v | z | b | a (Qwen3.5 stores in_proj_qkv, _z, _b, _a; Qwen3-Next in_proj_qkvz and
+   in_proj_ba with rows grouped per key head: q_h k_h v_h z_h and b_h a_h, each v_h, z_h, b_h,
+   a_h covering the value heads of key head h), out_proj, the conv, A_log (kept as -exp(A_log)),
+   dt_bias and the gated norm (applied as w). */
+static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk, D = c->n_embd;
+    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, W = C + vd + 2 * Hv, n_src, i, h;
+    mlstack__weight src[4];
+    unsigned char *dst;
+    float *na;
+    const float *alog;
+    mlstack_result r;
+    char name[256];
+    memset(src, 0, sizeof src);
+    L->kind = MLSTACK__LAYER_DELTANET;
+    for (i = 0; i < l; i++) L->state_off += c->layer_delta[i] ? mlstack__dn_state_floats(c) : 0;
+    if (c->fam->flags & MLSTACK__F_QKVZ_GROUPED) {
+        n_src = 2;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
+            return r;
+    } else {
+        static const char *const nm[4] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
+                                          "linear_attn.in_proj_a"};
+        int rows[4];
+        rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
+        n_src = 4;
+        for (i = 0; i < 4; i++)
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm[i]), rows[i], D, 0, &src[i], err))) return r;
+    }
+    for (i = 0; i < n_src; i++)
+        if (src[i].packed || src[i].wtype != src[0].wtype)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: delta-net input projections of different types or in panels", m->path,
+                                 l);
+    L->w_in = src[0];
+    L->w_in.name = NULL;
+    L->w_in.n_out = W;
+    dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (n_src == 4) {
+        mlstack__copy_rows(dst, 0, &src[0], 0, C);
+        mlstack__copy_rows(dst, C, &src[1], 0, vd);
+        mlstack__copy_rows(dst, C + vd, &src[2], 0, Hv);
+        mlstack__copy_rows(dst, C + vd + Hv, &src[3], 0, Hv);
+    } else
+        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
+            int g0 = h * (2 * dk + 2 * G * dv);
+            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
+            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
+            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
+            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
+            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
+            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
+        }
+    L->w_in.data = dst;
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), D, vd, 0, &L->wo, err)) ||
+        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv,
+                                  &L->conv_w, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.A_log"), Hv, &alog, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &L->dn_dt_bias, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.norm.weight"), dv, &L->dn_norm, err)))
+        return r;
+    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    if (!na) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (h = 0; h < Hv; h++) na[h] = -mlstack__exp_canon(alog[h]);
+    L->dn_neg_a = na;
+    return MLSTACK_OK;
+}
 #undef MLSTACK__LNAME
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
@@ -25819,9 +26020,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
+            (r = c->layer_delta[l] ? mlstack__map_layer_delta(m, L, pre, l, err)
+                                   : mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK)
+            (!c->layer_delta[l] && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
             return r;
         mlstack__layer_kind(c, l, L);
     }
@@ -25831,10 +26033,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (12 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (15 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[11];
+    mlstack__weight *all[13];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -25844,7 +26046,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    for (i = 0; i < 11; i++)
+    all[11] = &L->wqg, all[12] = &L->w_in;
+    for (i = 0; i < 13; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -28436,6 +28639,12 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
+    /* gated delta-net layers and gated attention (one rank): w_in's rows (B, W), the mixer's
+       output (B, Hv dv), the attention gate (B, H Dh), mixer scratch per thread, the batch's
+       sequences (B,) */
+    float *dn_x, *dn_y, *dn_g, *dn_tmp;
+    int *dn_seqs;
+    float *tmp_state; /* TEMPORARY until the recurrent-state store lands: (max_seqs, state_floats) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -28955,6 +29164,227 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- gated delta-net (Qwen3.5, Qwen3-Next): the mixer of MLSTACK__LAYER_DELTANET layers ----
+   Per token t of one sequence, with x_t = xn W_in split into q|k|v (C channels), z (Hv dv),
+   b and a (Hv):
+       u = silu(conv(window of the last K inputs q|k|v)), split into q, k (Hk heads of dk), v (Hv of dv)
+       q, k = q / |q|, k / |k| per head (|x| = sqrt(sum x^2 + 1e-6)); q = q / sqrt(dk)
+       per value head h, reading key head h / (Hv / Hk):
+           beta = sigmoid(b_h); g = -exp(A_log_h) softplus(a_h + dt_bias_h)
+           S_h = S_h exp(g); S_h += k (beta (v_h - S_h^T k))^T; o_h = S_h^T q
+           y_h = rmsnorm(o_h) * w * silu(z_h)
+   then out = y Wo (batched). This is transformers' recurrent rule (torch_recurrent_gated_delta_rule):
+   one token at a time, the same code for prefill and decode, so a prompt's logits do not depend
+   on how it is chunked or batched. transformers prefills with its chunked rule (64-token chunks
+   solved as triangular systems) instead: the same math, rounded differently (the fixtures record
+   the gap between its two paths: 3e-5 to 6e-5 on their logits). Every product feeding a sum is
+   an explicit fmaf, the rest rounds once (the canonical arithmetic of >>kernels). */
+
+static float mlstack__sigmoid_canon(float x) {
+    float e = mlstack__exp_canon(-x);
+    e = 1.0f + e;
+    return 1.0f / e;
+}
+/* torch's softplus (beta 1, threshold 20): log1p(exp(x)), or x above 20 */
+static float mlstack__softplus(float x) { return x > 20.0f ? x : log1pf(mlstack__exp_canon(x)); }
+
+/* Floats of the mixer's scratch: the conv output (C) and two rows of dv. */
+static size_t mlstack__dn_scratch_floats(const mlstack__config *c) {
+    return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)2 * c->dn_v_dim;
+}
+
+/* The conv of one token: u (C) = silu(sum_j w_j in_j) over the window's K - 1 inputs and x, then
+   the window moves on by one (x its newest row); q and k L2-normalised, q / sqrt(dk). */
+static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, float *win, const float *x, float *u) {
+    int K = c->dn_conv, C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, dk = c->dn_k_dim, ch, j, h;
+    float qs = sqrtf((float)dk);
+    for (ch = 0; ch < C; ch++) {
+        const float *w = L->conv_w + (size_t)ch * K;
+        float acc = 0;
+        for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(w[j], win[(size_t)j * C + ch], acc);
+        acc = MLSTACK__FMAF(w[K - 1], x[ch], acc);
+        u[ch] = acc / (1.0f + mlstack__exp_canon(-acc));
+    }
+    if (K > 1) {
+        memmove(win, win + C, sizeof(float) * (size_t)(K - 2) * C);
+        memcpy(win + (size_t)(K - 2) * C, x, sizeof(float) * (size_t)C);
+    }
+    for (h = 0; h < 2 * c->dn_k_heads; h++) { /* the q heads, then the k heads */
+        float *v = u + (size_t)h * dk, ss = 0, inv;
+        for (j = 0; j < dk; j++) ss = MLSTACK__FMAF(v[j], v[j], ss);
+        inv = 1.0f / sqrtf(ss + 1e-6f);
+        for (j = 0; j < dk; j++) v[j] = v[j] * inv;
+        if (h < c->dn_k_heads)
+            for (j = 0; j < dk; j++) v[j] = v[j] / qs;
+    }
+}
+
+/* Value head h of one token: the decay and delta-rule update of S (dk, dv), the read o = S^T q,
+   then y = rmsnorm(o) w silu(z). */
+static void mlstack__dn_head(const mlstack__config *c, const mlstack__layer *L, float *S, const float *u,
+                             const float *x, int h, float *y, float *tmp) {
+    int dk = c->dn_k_dim, dv = c->dn_v_dim, kd = c->dn_k_heads * dk, vd = c->dn_v_heads * dv, i, j;
+    int C = 2 * kd + vd, kh = h / (c->dn_v_heads / c->dn_k_heads);
+    const float *q = u + (size_t)kh * dk, *k = u + kd + (size_t)kh * dk, *v = u + 2 * kd + (size_t)h * dv;
+    const float *z = x + C + (size_t)h * dv;
+    float beta = mlstack__sigmoid_canon(x[C + vd + h]), g, decay, *mem = tmp, ss = 0, inv;
+    g = mlstack__softplus(x[C + vd + c->dn_v_heads + h] + L->dn_dt_bias[h]);
+    g = L->dn_neg_a[h] * g;
+    decay = mlstack__exp_canon(g);
+    for (i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
+    for (j = 0; j < dv; j++) mem[j] = 0;
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) mem[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], k[i], mem[j]);
+    for (j = 0; j < dv; j++) {
+        float d = v[j] - mem[j];
+        mem[j] = d * beta; /* delta */
+    }
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) S[(size_t)i * dv + j] = MLSTACK__FMAF(k[i], mem[j], S[(size_t)i * dv + j]);
+    for (j = 0; j < dv; j++) y[j] = 0;
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) y[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], q[i], y[j]);
+    for (j = 0; j < dv; j++) ss = MLSTACK__FMAF(y[j], y[j], ss);
+    inv = 1.0f / sqrtf(ss / (float)dv + c->eps);
+    for (j = 0; j < dv; j++) {
+        float t = y[j] * inv, sz = z[j] / (1.0f + mlstack__exp_canon(-z[j]));
+        t = t * L->dn_norm[j];
+        y[j] = t * sz;
+    }
+}
+
+/* The mixer contract: one sequence's n_tok tokens strictly in order, one at a time; x (n_tok, W)
+   the rows of w_in, y (n_tok, Hv dv); state: the layer's block of the sequence's state (conv
+   window, then S); scratch: mlstack__dn_scratch_floats. */
+static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x,
+                                  float *y, int n_tok, float *scratch) {
+    const mlstack__config *c = &m->cfg;
+    int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim;
+    int W = C + vd + 2 * c->dn_v_heads, t, h;
+    size_t sS = (size_t)c->dn_k_dim * c->dn_v_dim;
+    float *S = state + (size_t)(c->dn_conv - 1) * C;
+    for (t = 0; t < n_tok; t++) {
+        const float *xt = x + (size_t)t * W;
+        mlstack__dn_conv(c, L, state, xt, scratch);
+        for (h = 0; h < c->dn_v_heads; h++)
+            mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h, y + (size_t)t * vd + (size_t)h * c->dn_v_dim,
+                             scratch + C);
+    }
+}
+
+/* TEMPORARY until the recurrent-state store lands: sequence seq's state block, zeroed when the
+   sequence starts over at position 0. */
+static float *mlstack__seq_state_tmp(mlstack__rank *rk, int seq, int32_t pos) {
+    float *st = rk->s.tmp_state + (size_t)seq * rk->model->cfg.state_floats;
+    if (pos == 0) memset(st, 0, sizeof(float) * rk->model->cfg.state_floats);
+    return st;
+}
+
+typedef struct mlstack__dn_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int B, n_seqs;
+} mlstack__dn_job;
+
+/* Task i: the rows of the batch's i-th sequence, in batch order (which is position order). */
+static void mlstack__dn_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__dn_job *j = (const mlstack__dn_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    int seq = rk->s.dn_seqs[task], vd = c->dn_v_heads * c->dn_v_dim, b;
+    size_t W = (size_t)j->L->w_in.n_out;
+    (void)n_tasks;
+    for (b = 0; b < j->B; b++) {
+        float *st;
+        if (j->rows[b].seq != seq) continue;
+        st = mlstack__seq_state_tmp(rk, seq, j->rows[b].pos) + j->L->state_off;
+        mlstack__mix_deltanet(rk->model, j->L, st, rk->s.dn_x + (size_t)b * W, rk->s.dn_y + (size_t)b * vd, 1,
+                              rk->s.dn_tmp + (size_t)thread * mlstack__dn_scratch_floats(c));
+    }
+}
+
+/* A delta-net layer over the batch (one rank): out (B, D) = mix(in W_in) Wo; the sequences run
+   in parallel, each one's tokens in order. */
+static void mlstack__deltanet_layer(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                                    const float *in, float *out, int B) {
+    mlstack__dn_job j;
+    int b, k;
+    j.rk = rk, j.L = L, j.rows = rows, j.B = B, j.n_seqs = 0;
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.dn_x, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < j.n_seqs && rk->s.dn_seqs[k] != rows[b].seq; k++) {
+        }
+        if (k == j.n_seqs) rk->s.dn_seqs[j.n_seqs++] = rows[b].seq;
+    }
+    if (j.n_seqs > 1) mlstack__pool_run(rk->pool, mlstack__dn_task, &j, j.n_seqs);
+    else
+        mlstack__dn_task(&j, 0, 1, 0);
+    mlstack__project(rk, rk->s.dn_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* Gated attention (one rank): a (B, H Dh) *= sigmoid(gate), the gate rows of q_proj times xn. */
+static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const float *in, float *att, int B) {
+    size_t i, n = (size_t)B * (size_t)L->wqg.n_out;
+    mlstack__project(rk, in, B, 1, &L->wqg, rk->s.dn_g, NULL, NULL, NULL, NULL);
+    for (i = 0; i < n; i++) att[i] = att[i] * mlstack__sigmoid_canon(rk->s.dn_g[i]);
+}
+
+static float *mlstack__falloc(size_t a, size_t b);
+/* Activations of the delta-net layers and gated attention, and the TEMPORARY state store. */
+static int mlstack__dn_scratch(mlstack__rank *rk, size_t B, int max_seqs) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t W = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim +
+               (size_t)2 * c->dn_v_heads;
+    if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim))) return -1;
+    if (!c->state_floats) return 0;
+    s->dn_x = mlstack__falloc(B, W);
+    s->dn_y = mlstack__falloc(B, (size_t)c->dn_v_heads * (size_t)c->dn_v_dim);
+    s->dn_tmp = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__dn_scratch_floats(c));
+    s->dn_seqs = (int *)mlstack__calloc(B, sizeof(int));
+    s->tmp_state = mlstack__falloc((size_t)max_seqs, c->state_floats);
+    return s->dn_x && s->dn_y && s->dn_tmp && s->dn_seqs && s->tmp_state ? 0 : -1;
+}
+static void mlstack__dn_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->dn_x);
+    mlstack__aligned_free(s->dn_y);
+    mlstack__aligned_free(s->dn_g);
+    mlstack__aligned_free(s->dn_tmp);
+    mlstack__aligned_free(s->tmp_state);
+    MLSTACK_FREE(s->dn_seqs);
+}
+
+/* An attention layer on rows `in` (B, D) (the normed x): q, k, v = in Wq, in Wk, in Wv; rope(q,
+   k); k, v -> KV pages; a = attention(q; K, V) (gated attention: a *= sigmoid(in Wqg)); its a Wo
+   into the whole xb->o (reduce mode: the sum s->ro). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const float *in, int n_blk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__layer *L = &rk->layers[aj->layer];
+    mlstack__scratch *s = &rk->s;
+    mlstack__xbuf *xb = rk->xb;
+    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    mlstack__rope_kv(rk, aj, B);
+    mlstack__attention(rk, aj, n_blk, B);
+    if (L->wqg.data) mlstack__attn_gate(rk, L, in, xb->att, B); /* one rank */
+    /* a Wo */
+    if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
+        float *p = mlstack__partial(rk, 0, B);
+        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        for (b = 0; b < B; b++)
+            memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
+        mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
+        if (mlstack__reduce(rk, 0, s->ro, B)) return -1;
+    } else {
+        float *o = mlstack__slice(rk, xb->o, s->out);
+        if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+        mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+    }
+    return 0;
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -28962,10 +29392,10 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     mlstack__attn_job aj;
-    float *o = mlstack__slice(rk, xb->o, s->out), *h = mlstack__slice(rk, xb->h, s->gate);
+    float *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
@@ -28976,25 +29406,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm); q, k, v = xn Wq, xn Wk, xn Wv */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-        /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
-        mlstack__rope_kv(rk, &aj, B);
-        mlstack__attention(rk, &aj, n_blk, B);
-        /* x += a Wo (post-norm: x += rmsnorm(a Wo)) */
-        if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
-            float *p = mlstack__partial(rk, 0, B);
-            size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
-            for (b = 0; b < B; b++)
-                memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
-            mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-            if (mlstack__reduce(rk, 0, xo, B)) return -1;
-        } else {
-            if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-            mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-            if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
-        }
+        if (L->kind == MLSTACK__LAYER_DELTANET) mlstack__deltanet_layer(rk, L, rows, in, xo, B); /* one rank */
+        else if (mlstack__attn_layer(rk, &aj, in, n_blk, B))
+            return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
