@@ -82,13 +82,16 @@
     18. GRAMMAR           JSON Schema / GBNF / regex -> token masks (lazy DFA, trie)  >>grammar
     19. MODEL             config.json -> hyperparameters; safetensors -> weight map   >>model
     20. KVCACHE           page pool, per-sequence page tables, paged attention        >>kvcache
-    21. FORWARD           one forward pass over a ragged batch of rows                >>forward
-    22. SAMPLING          logit processors and samplers                               >>sampling
-    23. ENGINE            engine objects: threads, KV, eval, generate                 >>engine
-    24. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
-    25. RANKS             sharded execution over ranks: shards, exchanges, transports >>ranks
-    26. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
-    27. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
+    21. COMMUNICATION     a rank's state; barrier, broadcast, exchange, reduce, pipe  >>comm
+    22. FORWARD           one forward pass over a ragged batch of rows                >>forward
+    23. SAMPLING          logit processors and samplers                               >>sampling
+    24. ENGINE            the engine object, its failures and allocations             >>engine
+    25. RANKS             who holds what; rank weights and scratch; the step drivers  >>ranks
+    26. EVAL              sequences, batch validation, one eval, logits, generate     >>eval
+    27. SCHEDULER         requests, continuous batching, chunked prefill, prefix reuse >>scheduler
+    28. ENGINE SETUP      mlstack_engine_init / _free: defaults, checks, build order  >>setup
+    29. PROFILER          regions, schedule, Chrome trace, summary; random-weight models >>profiler
+    30. UNICODE TABLES    generated category, case and normalization tables; lookups  >>unicodetables
 
    BUILD OPTIONS
      macro                      default     where                    effect
@@ -1731,6 +1734,12 @@ static void *mlstack__aligned_alloc(size_t size) {
     p += (64 - ((uintptr_t)p & 63)) & 63;
     memcpy(p - sizeof(void *), &raw, sizeof(void *));
     return p;
+}
+
+/* (a, b) floats, aligned as mlstack__aligned_alloc; NULL when a b floats overflow size_t. */
+static float *mlstack__falloc(size_t a, size_t b) {
+    if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
+    return (float *)mlstack__aligned_alloc((a && b ? a * b : 1) * sizeof(float));
 }
 static void mlstack__aligned_free(void *p) {
     void *raw;
@@ -28593,35 +28602,40 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
         }
 }
 
-/* ==== 21. FORWARD ==== */ /* >>forward */
+/* ==== 21. COMMUNICATION ==== */ /* >>comm */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
-/* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
-   token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
-   mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
-   bias for the LayerNorm families):
-       xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
-       rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
-       a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
-           soft-capped where configured
-       x += post_norm(a Wo) * residual_scale
-       xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
-   (MLPs without a gate: act(xn W1) W2; a parallel residual adds attention and MLP outputs
-   to the layer's input x together, the MLP reading ln2(x), or ln1's xn for StableLM)
-   then norm and the LM head for rows that want logits, / logits_div, soft-capped where
-   configured. Rows never mix: every output element is computed the same way whatever else
-   is in the batch.
-   The pass runs on one rank (>>ranks): its query heads (with their KV heads), its rows
-   of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
-   slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
-   sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
-   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
-   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
-   of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
-   only its stage's layers: the first stage embeds the tokens, each later one receives the
-   residual stream x from the stage before, and the last sends the rows that keep logits back
-   to the first, which computes them (D floats a row back instead of V); x is passed on
-   unchanged, so no element is computed differently. */
+/* What a rank is and how ranks talk: the state one rank's forward pass reads and writes (its
+   share of the model, scratch, the exchanged tensors), the communicator (the rank threads of
+   this process, or a mlstack_transport such as MPI) and its primitives: barrier, broadcast,
+   the column exchange of gather mode, the reduction of reduce mode and the stage hand-off.
+   With one rank every exchange returns at once. Who holds what, and the drivers, are in
+   >>ranks; the pass that calls these is >>forward. */
+
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
+#include <sched.h>
+#endif
+
+/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
+
+/* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
+static void mlstack__pin_self(int cpu) {
+#if !defined(MLSTACK_NO_THREADS) && defined(__linux__) && defined(CPU_SET)
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+#else
+    (void)cpu;
+#endif
+}
+
+static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
+    (void)n_tasks;
+    (void)thread;
+    mlstack__pin_self(((const int *)ctx)[task]);
+}
 
 typedef struct mlstack__scratch {
     float *x, *xn; /* (B, D) residual stream and its norm; every rank keeps the whole of both */
@@ -28711,18 +28725,344 @@ typedef struct mlstack__rank {
     char init_msg[256];
 } mlstack__rank;
 
+/* ---- the communicator: a transport, or the rank threads of this process ---- */
+#if !defined(MLSTACK_NO_THREADS)
+typedef struct mlstack__mbox { /* one stage hand-off between two thread ranks, in place */
+    const void *p;
+    int full;
+} mlstack__mbox;
+#endif
+
+typedef struct mlstack__comm {
+    const mlstack_transport *t; /* NULL: thread ranks */
+    int size;
+    char why[256]; /* the first failure */
+    int failed; /* atomic */
+    struct mlstack__comm *world; /* a stage's ranks: every rank's, which fails with it; else NULL */
+    struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
+    int n_groups;
+    int has_sync; /* mu and cv made */
+    int spin; /* thread ranks: polls before a barrier sleeps (none when the ranks' threads outnumber the CPUs) */
+    float *stage; /* transport: packed columns, in and out */
+    size_t cap_stage;
+    size_t *counts, *displs;
+#if !defined(MLSTACK_NO_THREADS)
+    mlstack__mutex mu;
+    mlstack__cond cv;
+    int arrived; /* atomic */
+    unsigned gen; /* atomic: bumped when the last rank arrives */
+    const void *bc; /* thread broadcast: rank 0's bytes */
+    mlstack__thread *threads; /* ranks 1..size-1 */
+    int n_started;
+    mlstack__mbox *mbox; /* every rank's, with stages: (from, to) hand-offs */
+#endif
+} mlstack__comm;
+
+static void mlstack__comm_fail1(mlstack__comm *c, const char *why) {
+#if !defined(MLSTACK_NO_THREADS)
+    if (c->has_sync) {
+        mlstack__lock(&c->mu);
+        if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+        return;
+    }
+#endif
+    if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
+    c->failed = 1;
+}
+
+/* A failure anywhere fails every rank of the engine here: the stage's and the world's. */
+static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
+    mlstack__comm *w = c->world ? c->world : c;
+    int i;
+    mlstack__comm_fail1(c, why);
+    if (w != c) mlstack__comm_fail1(w, why);
+    for (i = 0; i < w->n_groups; i++)
+        if (w->groups[i] && w->groups[i] != c) mlstack__comm_fail1(w->groups[i], why);
+}
+
+static MLSTACK__UNUSED void mlstack__rank_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Thread ranks: returns when all have arrived (0), or at once when one failed (-1). */
+static int mlstack__comm_barrier(mlstack__comm *c) {
+#if !defined(MLSTACK_NO_THREADS)
+    unsigned gen;
+    int i;
+    if (c->size == 1) return 0;
+    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) return -1;
+    gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&c->arrived, 1, __ATOMIC_ACQ_REL) == c->size) {
+        __atomic_store_n(&c->arrived, 0, __ATOMIC_RELAXED);
+        mlstack__lock(&c->mu);
+        __atomic_store_n(&c->gen, gen + 1, __ATOMIC_RELEASE);
+        mlstack__cond_broadcast(&c->cv);
+        mlstack__unlock(&c->mu);
+    } else {
+        for (i = 0; i < c->spin && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
+                    !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+             i++)
+            mlstack__rank_relax();
+        if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen) {
+            mlstack__lock(&c->mu);
+            while (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
+                mlstack__cond_wait(&c->cv, &c->mu);
+            mlstack__unlock(&c->mu);
+        }
+    }
+    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+#else
+    return c->failed ? -1 : 0;
+#endif
+}
+
+/* Rank 0's bytes at buf to buf on every rank. 0 or -1. */
+static int mlstack__comm_bcast(mlstack__comm *c, int rank, void *buf, size_t bytes) {
+    if (c->size == 1) return 0;
+    if (c->t) {
+        char msg[200];
+        if (c->failed) return -1;
+        msg[0] = 0;
+        if (c->t->bcast(c->t->user, buf, bytes, msg, sizeof msg) == 0) return 0;
+        mlstack__comm_fail(c, msg[0] ? msg : "broadcast failed");
+        return -1;
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (rank == 0) c->bc = buf;
+    if (mlstack__comm_barrier(c)) return -1;
+    if (rank != 0) memcpy(buf, c->bc, bytes);
+    return mlstack__comm_barrier(c);
+#else
+    (void)rank;
+    (void)buf;
+    (void)bytes;
+    return -1;
+#endif
+}
+
+/* Room for n floats of staging. */
+static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
+    if (n > c->cap_stage) {
+        mlstack__aligned_free(c->stage);
+        c->stage = mlstack__falloc(n, 1);
+        c->cap_stage = c->stage ? n : 0;
+    }
+    return c->stage;
+}
+
 /* Makes full's columns of this rank (cols[what] bounds) hold `mine` (B rows of its width; NULL:
    already written in place), then brings every rank's columns to every rank (all) or to rank 0.
-   0, or -1 when a rank failed (the reason is on the communicator). See >>ranks. */
-static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all);
+   0, or -1 when a rank failed (the reason is on the communicator). */
+static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[what];
+    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->ti], w = cols[rk->ti + 1] - c0, b, i;
+    double t0;
+    int rc = 0;
+    if (R == 1) return 0;
+    t0 = mlstack__now();
+    if (!c->t) {
+        if (mine && mine != full)
+            for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__comm_barrier(c);
+    } else {
+        /* stage: [this rank's block | every rank's blocks] */
+        int root = all || rk->ti == 0;
+        size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
+        float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        if (mine) send = (float *)mine;
+        else
+            for (b = 0; b < B; b++) memcpy(st + (size_t)b * w, full + (size_t)b * N + c0, sizeof(float) * (size_t)w);
+        for (i = 0; i < R; i++) {
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)(cols[i + 1] - cols[i]);
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        msg[0] = 0;
+        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->ti], root ? st + own : NULL, c->counts,
+                                       c->displs, all, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            rc = -1;
+        } else if (root) {
+            for (i = 0; i < R; i++) {
+                int wi = cols[i + 1] - cols[i];
+                const float *blk = st + own + (size_t)B * (size_t)cols[i];
+                for (b = 0; b < B; b++)
+                    memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
+            }
+        }
+    }
+    rk->wait_s += mlstack__now() - t0;
+    rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
+    if (all || rk->ti == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
+    return rc;
+}
+
 /* Reduce mode: where this rank writes its (B, D) partial `which` (0: a Wo, 1: FFN output). */
-static float *mlstack__partial(mlstack__rank *rk, int which, int B);
-/* Reduce mode: sum (B, D) = the ranks' partials `which` added in rank order, on every rank.
-   0, or -1 when a rank failed. See >>ranks. */
-static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B);
-/* Pipeline stages: n floats at buf to world rank `peer` (send) or from it (recv), matched in
-   call order. 0, or -1 when a rank failed. See >>ranks. */
-static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer);
+static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
+    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->ti * BD);
+}
+
+/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
+   same operations on every rank and with either transport, so all of them hold the same bits.
+   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
+   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
+   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
+   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
+   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
+   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
+   column share. */
+static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
+    mlstack__comm *c = rk->comm;
+    const int *cols = rk->cols[MLSTACK__X_MODEL];
+    int R = rk->n_ranks, D = cols[R], me = rk->ti, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
+    size_t BD = (size_t)B * (size_t)D, j;
+    double t0 = mlstack__now(), wait0 = rk->wait_s;
+    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
+    int rc = 0;
+    if (!c->t) {
+        const float *p = rk->xb->part[which];
+        rc = mlstack__comm_barrier(c);
+        if (rc == 0)
+            for (j = 0; j < BD; j++) {
+                float t = p[j];
+                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
+                sum[j] = t;
+            }
+    } else {
+        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
+        const float *p = rk->xb->part[which];
+        size_t own = (size_t)B * (size_t)w;
+        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
+        size_t *rcounts, *rdispls;
+        char msg[200];
+        if (!st) {
+            mlstack__comm_fail(c, "out of memory for the exchange buffers");
+            return -1;
+        }
+        rv = st + BD;
+        mine = rv + (size_t)R * own;
+        for (i = 0; i < R; i++) {
+            int wi = cols[i + 1] - cols[i];
+            float *blk = st + (size_t)B * (size_t)cols[i];
+            for (b = 0; b < B; b++)
+                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
+            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
+            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
+        }
+        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
+        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
+        msg[0] = 0;
+        if (c->failed ||
+            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
+            return -1;
+        }
+        for (j = 0; j < own; j++) {
+            float t = rv[j];
+            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
+            mine[j] = t;
+        }
+        /* the staging buffer is reused by the gather: keep the sums out of it */
+        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
+        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
+    }
+    rk->wait_s = wait0 + (mlstack__now() - t0);
+    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
+    rk->bytes_out = out0 + sizeof(float) * BD;
+    return rc;
+}
+
+/* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
+   has copied it; a transport: send / recv. */
+static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
+    mlstack__comm *c = rk->world;
+    size_t bytes = sizeof(float) * n;
+    double t0 = mlstack__now();
+    int rc = 0;
+    if (c->t) {
+        char msg[200];
+        msg[0] = 0;
+        if (c->failed || (send ? c->t->send(c->t->user, buf, bytes, peer, msg, sizeof msg)
+                               : c->t->recv(c->t->user, buf, bytes, peer, msg, sizeof msg)) != 0) {
+            mlstack__comm_fail(c, msg[0] ? msg : "stage hand-off failed");
+            rc = -1;
+        }
+    } else {
+#if !defined(MLSTACK_NO_THREADS)
+        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
+                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
+        mlstack__lock(&c->mu);
+        if (send) {
+            while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                box->p = buf;
+                box->full = 1;
+                mlstack__cond_broadcast(&c->cv);
+                while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            }
+        } else {
+            while (!box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
+            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+                if (box->p != buf) memcpy(buf, box->p, bytes);
+                box->full = 0;
+                mlstack__cond_broadcast(&c->cv);
+            }
+        }
+        rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
+        mlstack__unlock(&c->mu);
+#else
+        rc = -1;
+#endif
+    }
+    rk->wait_s += mlstack__now() - t0;
+    if (send) rk->bytes_out += bytes;
+    else
+        rk->bytes_in += bytes;
+    return rc;
+}
+
+/* ==== 22. FORWARD ==== */ /* >>forward */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
+   token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
+   mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
+   bias for the LayerNorm families):
+       xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv (+ biases); q, k norms (per head or whole)
+       rope(q, k) on rot_dim dims with the layer's table; k, v -> each row's KV pages
+       a = attention(q; K, V of positions in the layer's window <= pos), scores * attn_scale,
+           soft-capped where configured
+       x += post_norm(a Wo) * residual_scale
+       xn = norm(x); x += post_norm((act(xn Wgate) * xn Wup) Wdown) * residual_scale
+   (MLPs without a gate: act(xn W1) W2; a parallel residual adds attention and MLP outputs
+   to the layer's input x together, the MLP reading ln2(x), or ln1's xn for StableLM)
+   then norm and the LM head for rows that want logits, / logits_div, soft-capped where
+   configured. Rows never mix: every output element is computed the same way whatever else
+   is in the batch.
+   The pass runs on one rank (>>ranks): its query heads (with their KV heads), its rows
+   of D for Wo and Wdown, its FFN columns and its vocabulary rows. Each projection's finished
+   slice is exchanged (a, a Wo, the SwiGLU product, its Wdown, the logits), never a partial
+   sum, so every element is reduced exactly as on one rank. With one rank the exchanges do
+   nothing and the slices are the whole tensors. Reduce mode: a Wo and the FFN output are the
+   sums of every rank's partial (its columns of a, or of the SwiGLU product, times its columns
+   of Wo or Wdown), added in rank order; the rest as above. With pipeline stages a rank runs
+   only its stage's layers: the first stage embeds the tokens, each later one receives the
+   residual stream x from the stage before, and the last sends the rows that keep logits back
+   to the first, which computes them (D floats a row back instead of V); x is passed on
+   unchanged, so no element is computed differently. */
 
 typedef struct mlstack__attn_job {
     mlstack__rank *rk;
@@ -29500,7 +29840,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     return 0;
 }
 
-/* ==== 22. SAMPLING ==== */ /* >>sampling */
+/* ==== 23. SAMPLING ==== */ /* >>sampling */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
@@ -29817,7 +30157,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
     return s->idx[i];
 }
 
-/* ==== 23. ENGINE ==== */ /* >>engine */
+/* ==== 24. ENGINE ==== */ /* >>engine */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
@@ -29876,12 +30216,6 @@ typedef struct mlstack__backend {
     void (*free)(struct mlstack_engine *e);
 } mlstack__backend;
 
-static void mlstack__sched_free(mlstack_engine *e);
-static mlstack_result mlstack__sched_init(mlstack_engine *e);
-static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err);
-static void mlstack__ranks_free(mlstack_engine *e);
-static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows);
-
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...)
     MLSTACK__PRINTF(3, 4);
 static mlstack_result mlstack__engine_fail(mlstack_engine *e, mlstack_result code, const char *fmt, ...) {
@@ -29910,185 +30244,1097 @@ MLSTACK_API const char *mlstack_engine_kernels(const mlstack_engine *e) {
 }
 MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report(buf, cap); }
 
-MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
-    if (!e) return;
-    if (e->backend) e->backend->free(e);
-    mlstack__prof_free(e);
-    mlstack__sched_free(e);
-    mlstack_engine_free(e->draft);
-    mlstack__ranks_free(e);
-    mlstack__pool_free(&e->pool);
-    mlstack__kv_free(&e->kv);
-    MLSTACK_FREE(e->logits);
-    MLSTACK_FREE(e->logit_slot);
-    MLSTACK_FREE(e->tmp_len);
-    MLSTACK_FREE(e);
+/* ==== 25. RANKS ==== */ /* >>ranks */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* Multi-rank sharded execution. R ranks share one model; rank r holds
+     query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
+                           query head, a KV head then living on every rank whose heads read it;
+     KV heads [k0, k1)     the ones its query heads read, with their KV pages;
+     D rows [d0, d1)       of Wo and Wdown;
+     FFN columns [f0, f1)  of Wgate, Wup (sized so that every rank's private weight bytes come
+                           out even: they make up for an uneven head split);
+     vocabulary [v0, v1)   of the LM head;
+   and only the rows of the weights those ranges name (views into the mapped file, or panel
+   copies of just those rows). Bounds of D and V fall on multiples of 16 where each rank gets at
+   least 64 rows, so the panels of a shard are whole.
+   Exact ("gather") split: every projection is split by output rows and the ranks exchange
+   finished slices, never partial sums. A layer exchanges four (B, N) tensors by columns, each
+   rank contributing its own: a (N = H Dh), a Wo (D), the SwiGLU product (F), its Wdown (D);
+   the logits (V) go to rank 0 only. No kernel splits a reduction, so every element is computed
+   with the same operations in the same order as on one rank: logits are bit-identical for any
+   R. Per token and layer a rank receives (1 - its share) of H Dh + 2 D + F floats, plus its
+   complement of V for rank 0: bytes in per token ~ 4 (L (H Dh + 2 D + F) + V) (R - 1) / R.
+   Reduce mode (MLSTACK_RANK_REDUCE): Wo and Wdown are split by input columns instead (the
+   rank's heads' columns of a, its FFN columns), so a Wo and the FFN output are sums of R (B, D)
+   partials: a layer exchanges two tensors, each a reduce-scatter (rank r adds every rank's
+   columns [d0, d1) of the partial, in rank order) and an all-gather of the sums. Every rank adds
+   the same floats in the same order with either transport, so all hold the same residual
+   stream bit for bit; one rank differs by rounding. Bytes in per token and rank
+   ~ 4 (4 L D + V) (R - 1) / R. Columns of block formats split only on whole blocks.
+   A model opened with defer_quant is converted by the ranks: each quantizes only its own rows
+   (or columns) from the mapped file, into its own memory, the same bits as converting at open.
+   Rank 0 owns the scheduler, radix tree and samplers. Each eval it broadcasts the step: the
+   rows and the page tables of their sequences, so every rank writes K and V of its heads into
+   the same page ids. Ranks in one process are thread groups (each its own pool, optionally
+   pinned) sharing the exchanged tensors: a rank writes its columns once and the others read
+   them in place after a barrier. Ranks in separate processes use a mlstack_transport (MPI
+   through mlstack_mpi.h): the same columns packed, gathered, unpacked. At start the ranks
+   compare a fingerprint of the model and the settings, and refuse to run when they differ.
+   With R = 1 the exchanges return at once and the shard is the model itself.
+   Pipeline stages (n_stages = S, for capacity): the R ranks form S stages of T = R / S, rank r
+   in stage r / T as the (r mod T)-th rank of that stage; everything above (shares, exchanges,
+   reduce mode) happens among the T ranks of a stage, each stage with its own communicator (a
+   barrier of its threads, or the transport's split), over only the stage's layers (a
+   contiguous range, chosen by mlstack__stage_cuts to balance weight bytes), whose weights and
+   KV are all a stage holds. The first stage embeds
+   the tokens and sends the residual stream x (B, D) from its rank t to rank t of the next
+   stage, and so on; the last sends the rows that keep logits back to the first stage, which
+   holds the final norm and the LM head (beside the embedding: one table in tied models) and
+   gathers the logits at rank 0. x moves unchanged, so gather mode stays bit-identical to one
+   rank. Hand-offs are point to point: between thread ranks the sender publishes its buffer and
+   waits until the receiver copied it (so a chunk's x is never overwritten early, and the first
+   stage can start the next prefill chunk while later stages work on this one); under a
+   transport, send and recv. Bytes per row on top of the stages' own exchanges: T (S - 1) D
+   floats forward and T D back for a row that keeps logits. */
+
+/* ---- who holds what ---- */
+
+/* Bound i of n items over R ranks: multiples of 16 where every rank gets at least 64. */
+static int mlstack__split_bound(int n, int R, int i) {
+    int64_t b = (int64_t)n * i / R;
+    if (i == 0 || i == R) return i == 0 ? 0 : n;
+    if (n / R >= 64) b = (b + 8) / 16 * 16;
+    return (int)(b > n ? n : b);
 }
 
-static float *mlstack__falloc(size_t a, size_t b) {
-    if (b && a > SIZE_MAX / sizeof(float) / b) return NULL;
-    return (float *)mlstack__aligned_alloc((a && b ? a * b : 1) * sizeof(float));
+static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
+    int G = c->n_heads / c->n_kv_heads;
+    if (R <= c->n_kv_heads) {
+        sh->q0 = c->n_kv_heads * r / R * G;
+        sh->q1 = c->n_kv_heads * (r + 1) / R * G;
+    } else {
+        sh->q0 = c->n_heads * r / R;
+        sh->q1 = c->n_heads * (r + 1) / R;
+    }
+    sh->k0 = sh->q0 / G;
+    sh->k1 = (sh->q1 + G - 1) / G;
+    sh->d0 = mlstack__split_bound(c->n_embd, R, r), sh->d1 = mlstack__split_bound(c->n_embd, R, r + 1);
+    sh->f0 = mlstack__split_bound(c->n_ff, R, r), sh->f1 = mlstack__split_bound(c->n_ff, R, r + 1);
+    sh->v0 = mlstack__split_bound(c->n_vocab, R, r), sh->v1 = mlstack__split_bound(c->n_vocab, R, r + 1);
 }
 
-/* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
-static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
-                                                    mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &model->cfg;
-    int kv_size = 2;
-    memset(d, 0, sizeof *d);
-    if (desc) *d = *desc;
-    if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
-        d->n_ranks < 0 || d->threads_per_rank < 0 || d->n_stages < 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
-    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
-    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
-        d->spec_tokens > 64 || d->spec_ngram < 0 || d->spec_ngram > 64)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64",
-                             (int)d->spec);
-    if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
-    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
-        return MLSTACK__FAIL(
-            err, MLSTACK_ERR_INVALID_ARG,
-            "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
-            "the tokenizer)",
-            d->spec_draft->cfg.n_vocab, c->n_vocab);
-    if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
-    if (d->spec_ngram == 0) d->spec_ngram = 3;
-    if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
-        d->step_tokens > (1 << 24))
-        return MLSTACK__FAIL(
-            err, MLSTACK_ERR_LIMIT,
-            "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
-            "(2^24) too large");
-    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
-        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
-        if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
-                                 getenv("MLSTACK_RANKS"));
-        d->n_ranks = (int)v;
+/* What w becomes in the engines: its type, and bytes of its row (a deferred model converts the
+   projections whose rows are whole blocks). */
+static int mlstack__eff_wtype(const mlstack_model *m, const mlstack__weight *w) {
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    return m->quant_deferred && is_float && w->n_in % MLSTACK__QK == 0 ? m->quant_deferred : w->wtype;
+}
+#define MLSTACK__RB(w) mlstack__row_bytes(mlstack__eff_wtype(m, &(w)), (w).n_in)
+
+/* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
+   rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
+   other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
+   W / R. */
+static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__layer *L = &m->layers[0];
+    double tot = 0, cb = 2.0 * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0, cum = 0, *a;
+    /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
+    double down_col = reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->w_down) / c->n_ff : 0;
+    cb += c->n_layers * down_col;
+    int r, h, q, prev = 0;
+    a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
+    if (!a) return; /* keep the even split */
+    for (r = 0; r < R; r++) {
+        int kv_priv = 0;
+        for (h = sh[r].k0; h < sh[r].k1; h++) {
+            int shared = 0;
+            for (q = 0; q < R; q++) shared |= q != r && sh[q].k0 <= h && h < sh[q].k1;
+            kv_priv += !shared;
+        }
+        a[r] = c->n_layers *
+                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)MLSTACK__RB(L->wq) +
+                    2.0 * kv_priv * c->head_dim * (double)MLSTACK__RB(L->wk) +
+                    (reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->wo) * (sh[r].q1 - sh[r].q0) / c->n_heads
+                            : (double)(sh[r].d1 - sh[r].d0) * (double)(MLSTACK__RB(L->wo) + MLSTACK__RB(L->w_down)))) +
+               (double)(sh[r].v1 - sh[r].v0) * (double)MLSTACK__RB(m->lm_head);
+        tot += a[r];
     }
-    if (d->n_stages == 0 && getenv("MLSTACK_STAGES")) {
-        long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
-        if (v < 1 || v > 4096)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
-                                 getenv("MLSTACK_STAGES"));
-        d->n_stages = (int)v;
+    for (r = 0; r < R; r++) {
+        a[R + r] = ((tot + c->n_ff * cb) / R - a[r]) / cb;
+        if (a[R + r] < 0) a[R + r] = 0;
+        want_sum += a[R + r];
     }
-    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
-        const char *v = getenv("MLSTACK_RANK_MODE");
-        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
-        else if (strcmp(v, "reduce") == 0)
-            d->rank_mode = MLSTACK_RANK_REDUCE;
+    for (r = 0; r < R; r++) {
+        int end;
+        cum += want_sum > 0 ? a[R + r] * c->n_ff / want_sum : (double)c->n_ff / R;
+        end = r == R - 1 ? c->n_ff : (int)(cum + 0.5);
+        if (end < prev) end = prev;
+        if (end > c->n_ff) end = c->n_ff;
+        sh[r].f0 = prev;
+        sh[r].f1 = end;
+        prev = end;
+    }
+    MLSTACK_FREE(a);
+}
+
+/* Pipeline stages: the first layer of each stage (cut[0] = 0 .. cut[S] = L). The cuts make
+   the heaviest stage as light as they can: a stage weighs the bytes of its layers' projections
+   as the engines compute them, and the first also the LM head's (it holds the head beside the
+   embedding), so a big vocabulary leaves the first stage fewer layers. Of the splits with the
+   lightest heaviest stage (the same on every rank: integer byte counts only), the one with the last stage starting earliest. Without memory for the search, the
+   even split L s / S. */
+static void mlstack__stage_cuts(const mlstack_model *m, int S, int *cut) {
+    const mlstack__config *c = &m->cfg;
+    int L = c->n_layers, s, l, k;
+    uint64_t *pre = (uint64_t *)mlstack__calloc((size_t)L + 1, sizeof(uint64_t)),
+             *best = (uint64_t *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(uint64_t));
+    int *from = (int *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(int));
+    uint64_t head = (uint64_t)m->lm_head.n_out * MLSTACK__RB(m->lm_head);
+    for (s = 0; s <= S; s++) cut[s] = (int)((int64_t)L * s / S);
+    if (S <= 1 || !pre || !best || !from) goto done;
+    for (l = 0; l < L; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights((mlstack_model *)(uintptr_t)m, l, ws), i;
+        pre[l + 1] = pre[l];
+        for (i = 0; i < n; i++) pre[l + 1] += (uint64_t)ws[i]->n_out * MLSTACK__RB(*ws[i]);
+    }
+    /* best[s][l]: the lightest heaviest stage of layers [0, l) in s stages; from: its last cut */
+#define MLSTACK__BEST(s_, l_) best[(size_t)(s_) * (size_t)(L + 1) + (size_t)(l_)]
+    for (l = 1; l <= L; l++) MLSTACK__BEST(1, l) = head + pre[l];
+    for (s = 2; s <= S; s++)
+        for (l = s; l <= L; l++) {
+            uint64_t b = UINT64_MAX;
+            for (k = s - 1; k < l; k++) {
+                uint64_t w = MLSTACK__BEST(s - 1, k), last = pre[l] - pre[k];
+                if (last > w) w = last;
+                if (w < b) b = w, from[(size_t)s * (size_t)(L + 1) + (size_t)l] = k;
+            }
+            MLSTACK__BEST(s, l) = b;
+        }
+#undef MLSTACK__BEST
+    for (s = S, l = L; s >= 1; s--) {
+        cut[s] = l;
+        l = s > 1 ? from[(size_t)s * (size_t)(L + 1) + (size_t)l] : 0;
+    }
+    cut[0] = 0;
+done:
+    MLSTACK_FREE(pre);
+    MLSTACK_FREE(best);
+    MLSTACK_FREE(from);
+}
+#undef MLSTACK__RB
+
+/* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
+static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
+    *dst = *w;
+    dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
+    dst->n_out = r1 - r0;
+    dst->bias = w->bias ? w->bias + r0 : NULL;
+    dst->packed = dst->packed_dp = NULL;
+}
+
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes);
+
+/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a view with the
+   stride of w's rows (mlstack__rank_materialize makes it contiguous); the bias stays with rank
+   0's part only, so that the sum over ranks adds it once. */
+static void mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
+    *dst = *w;
+    dst->data = (const unsigned char *)w->data + mlstack__row_bytes(w->wtype, c0);
+    dst->n_in = c1 - c0;
+    dst->bias = rk->ti == 0 ? w->bias : NULL;
+    dst->packed = dst->packed_dp = NULL;
+}
+
+/* A view of the rank's rows (or columns) made into the weight its kernels read: converted to
+   `quant` (a deferred model's format; 0: none) into the rank's memory, read once from the mapped
+   file, or copied when it is a strided view of columns, or else left in place. Counts the
+   stored bytes it reads when `count` (the weights are the checkpoint's, not copies made at
+   open). 0, or -1 without memory. */
+static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int quant, int count) {
+    size_t rb = mlstack__row_bytes(w->wtype, w->n_in);
+    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
+    if (count) rk->read_bytes += (uint64_t)w->n_out * rb;
+    if (w->n_out == 0) return 0;
+    if (quant && is_float && w->n_in % MLSTACK__QK == 0) {
+        void *dst = mlstack__rank_own(rk, (size_t)w->n_out * mlstack__row_bytes(quant, w->n_in));
+        return dst && mlstack__quantize_weight(rk->pool, w, quant, dst) == 0 ? 0 : -1;
+    }
+    if (w->row_bytes != rb) {
+        unsigned char *p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
+        int r;
+        if (!p) return -1;
+        for (r = 0; r < w->n_out; r++)
+            memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
+        w->data = p;
+        w->row_bytes = rb;
+    }
+    return 0;
+}
+
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
+    void *p;
+    if (rk->n_owned == rk->cap_owned) {
+        int cap = rk->cap_owned ? rk->cap_owned * 2 : 64;
+        void **o = (void **)MLSTACK_REALLOC(rk->owned, sizeof(void *) * (size_t)cap);
+        if (!o) return NULL;
+        rk->owned = o;
+        rk->cap_owned = cap;
+    }
+    p = mlstack__aligned_alloc(bytes ? bytes : 1);
+    if (p) rk->owned[rk->n_owned++] = p;
+    return p;
+}
+
+/* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
+   a NUMA machine they are first touched where they are used). */
+static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
+    unsigned packs = rk->k->packs;
+    size_t np = (size_t)mlstack__p16_panels(w->n_out);
+    mlstack__pack_job j;
+    if (w->n_out == 0) return 0;
+    for (j.pairs = 0; j.pairs < 2; j.pairs++) {
+        size_t bytes;
+        int want =
+            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        if (!want) continue;
+        bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
+        j.w = w;
+        j.dst = (unsigned char *)mlstack__rank_own(rk, bytes);
+        if (!j.dst) return -1;
+        rk->packed_bytes += bytes;
+        mlstack__pool_run(rk->pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
+        if (j.pairs) w->packed_dp = j.dst;
         else
-            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
-                                 v);
+            w->packed = j.dst;
     }
-    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
-                             (int)d->rank_mode);
-    if (d->n_threads == 0)
-        d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
-    if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
-    if (d->max_seqs == 0) d->max_seqs = 16;
-    if (d->max_batch_tokens == 0) d->max_batch_tokens = 512;
-    if (d->step_tokens == 0) d->step_tokens = d->max_batch_tokens < 128 ? d->max_batch_tokens : 128;
-    {
-        size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
-        if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
-        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
-        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-        if ((uint64_t)d->max_batch_tokens * max_in >
-            (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                                 "max_batch_tokens %d x width %zu of this model exceeds %d elements",
-                                 d->max_batch_tokens, max_in, INT_MAX);
+    return 0;
+}
+
+/* Whether another rank also holds KV head h. */
+static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
+    int r;
+    for (r = 0; r < e->n_tp; r++)
+        if (r != rank && e->shards[r].k0 <= h && h < e->shards[r].k1) return 1;
+    return 0;
+}
+
+/* Whether the rank holds layer l (-1: the LM head, on the first stage with the embedding). */
+static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
+    return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
+}
+
+/* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
+   its kernels read panels); with one rank, the model's own weights. */
+static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
+    mlstack_model *m = e->model;
+    const mlstack__config *c = &m->cfg;
+    const mlstack__shard *sh = &rk->sh;
+    mlstack__weight head;
+    int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
+    unsigned need = MLSTACK__PACKS_ALL, have = rk->k->packs;
+    /* ranks and stages slice rows, and kernels without panels for a type read its rows (rows that
+       may have gone back: Q8_0 / Q4_1 quantized at open, any type copied at open) */
+    if (have & MLSTACK__PACK_BF16_PAIRS) have |= 1u << MLSTACK__W_BF16;
+    rk->holds_rows = !whole || (have & need) != need;
+    if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
+    if (whole) {
+        mlstack_result r = MLSTACK_OK;
+        mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
+        if (m->quant_deferred) {
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL);
+            if (r == MLSTACK_OK) m->quant_deferred = 0;
+        }
+        mlstack__unlock(&mlstack__pack_lock);
+        if (r != MLSTACK_OK) return r;
+        rk->layers = m->layers;
+        rk->lm_head = &m->lm_head;
+        if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK)
+            return MLSTACK_ERR_NO_MEMORY;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+            int n = mlstack__layer_weights(m, l, ws);
+            for (i = 0; i < n && !m->load_read_bytes; i++) rk->read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
+        }
+    } else {
+        rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
+        if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
+        /* the model's weights as they are now (a one-rank engine may be converting a deferred
+           model): the mapped bytes stay valid either way */
+        mlstack__lock(&mlstack__pack_lock);
+        quant = m->quant_deferred;
+        memcpy(rk->layers, m->layers, sizeof *rk->layers * (size_t)c->n_layers);
+        head = m->lm_head;
+        mlstack__unlock(&mlstack__pack_lock);
+        for (l = 0; l < c->n_layers; l++) {
+            mlstack__layer M = rk->layers[l], *L = &rk->layers[l];
+            if (!mlstack__rank_holds(rk, l)) { /* another stage's */
+                memset(L, 0, sizeof *L);
+                continue;
+            }
+            mlstack__weight_rows(&L->wq, &M.wq, sh->q0 * Dh, sh->q1 * Dh);
+            mlstack__weight_rows(&L->wk, &M.wk, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->wv, &M.wv, sh->k0 * Dh, sh->k1 * Dh);
+            mlstack__weight_rows(&L->w_gate, &M.w_gate, sh->f0, sh->f1);
+            mlstack__weight_rows(&L->w_up, &M.w_up, sh->f0, sh->f1);
+            if (!rk->reduce) {
+                mlstack__weight_rows(&L->wo, &M.wo, sh->d0, sh->d1);
+                mlstack__weight_rows(&L->w_down, &M.w_down, sh->d0, sh->d1);
+            } else {
+                mlstack__weight_cols(rk, &L->wo, &M.wo, sh->q0 * Dh, sh->q1 * Dh);
+                mlstack__weight_cols(rk, &L->w_down, &M.w_down, sh->f0, sh->f1);
+            }
+        }
+        if (mlstack__rank_holds(rk, -1)) mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
+        else
+            memset(&rk->lm_head_rows, 0, sizeof rk->lm_head_rows);
+        rk->lm_head = &rk->lm_head_rows;
+        for (l = -1; l < c->n_layers; l++) {
+            mlstack__layer *L = l >= 0 ? &rk->layers[l] : NULL;
+            mlstack__weight *ws[7];
+            int n = 1;
+            if (!mlstack__rank_holds(rk, l)) continue;
+            ws[0] = &rk->lm_head_rows;
+            if (L)
+                ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
+                ws[6] = &L->w_down, n = 7;
+            for (i = 0; i < n; i++) {
+                int qw = quant && L == NULL && m->head_quant ? m->head_quant : quant; /* the head: its own */
+                if (qw != MLSTACK__W_Q8_0 && qw != MLSTACK__W_Q4_1) qw = 0;
+                if (mlstack__rank_materialize(rk, ws[i], qw, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
+            }
+        }
     }
-    switch (d->kv_type) {
-    case MLSTACK_KV_DEFAULT:
-    case MLSTACK_KV_F16:
-    case MLSTACK_KV_BF16: break;
-    case MLSTACK_KV_F32: kv_size = 4; break;
-    default:
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
-    }
-    if (d->kv_mem == 0) {
-        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
-        ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+    for (l = -1; l < c->n_layers; l++) {
+        mlstack__weight *ws[7];
+        int n;
+        if (!mlstack__rank_holds(rk, l)) continue;
+        if (l < 0) {
+            ws[0] = !whole ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
+            n = 1;
+        } else {
+            mlstack__layer *L = &rk->layers[l];
+            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
+            ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
+            n = 7;
+        }
+        for (i = 0; i < n; i++) {
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
+            if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
+        }
+        if (l >= 0)
+            for (h = rk->sh.k0; h < rk->sh.k1; h++)
+                if (mlstack__kv_head_shared(e, rk->ti, h))
+                    rk->replicated_bytes += (uint64_t)Dh * (ws[1]->row_bytes + ws[2]->row_bytes);
     }
     return MLSTACK_OK;
 }
 
-MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
-                                               mlstack_engine **out, mlstack_error *err) {
-    mlstack_engine_desc d;
-    mlstack_engine *e;
-    mlstack_result r;
-    int cap;
-    if (err) {
-        err->code = MLSTACK_OK;
-        err->message[0] = 0;
+/* Activations of the rank's shapes. */
+static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack__shard *sh = &rk->sh;
+    mlstack__scratch *s = &rk->s;
+    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
+           max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+    size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
+    int one = rk->n_ranks == 1;
+    if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
+    if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+    if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    s->x = mlstack__falloc(B, (size_t)c->n_embd);
+    s->xn = mlstack__falloc(B, (size_t)c->n_embd);
+    s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
+    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
+    s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
+    s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
+    s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
+    s->rope = mlstack__falloc(B, 2 * Dh);
+    s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
+    s->scores =
+        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
+    if (rk->reduce) {
+        s->ro = mlstack__falloc(B, (size_t)c->n_embd);
+        s->rd = mlstack__falloc(B, (size_t)c->n_embd);
+        if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
-    if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
-    *out = NULL;
-    if ((r = mlstack__engine_desc_defaults(model, desc, &d, err)) != MLSTACK_OK) return r;
-    cap = mlstack__isa_parse(d.isa);
-    if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
-    if (cap == -2)
+    if (c->n_experts) { /* MoE scratch (>>forward) */
+        size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
+        s->router = mlstack__falloc(B, (size_t)c->n_experts);
+        s->moe_x = mlstack__falloc(B, D), s->moe_y = mlstack__falloc(B, D), s->moe_acc = mlstack__falloc(B, D);
+        s->moe_g = mlstack__falloc(B, fm), s->moe_u = mlstack__falloc(B, fm);
+        s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
+        s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
+        s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
+            !s->moe_rows)
+            return MLSTACK_ERR_NO_MEMORY;
+    }
+    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
+        !s->scores || !s->att_blk)
+        return MLSTACK_ERR_NO_MEMORY;
+    return MLSTACK_OK;
+}
+
+/* Everything a local rank needs, built by the thread that will run it. */
+static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
+    mlstack_result r = MLSTACK_OK;
+    const char *what = "";
+    if (rk->pool == &rk->own_pool && mlstack__pool_init(&rk->own_pool, rk->n_threads) != 0) {
+        r = MLSTACK_ERR_NO_MEMORY;
+        what = "could not start its threads";
+    }
+    if (r == MLSTACK_OK && rk->cpus && rk->pool->n_threads > 1)
+        mlstack__pool_run(rk->pool, mlstack__pin_task, (void *)rk->cpus, rk->pool->n_threads);
+    else if (r == MLSTACK_OK && rk->cpus)
+        mlstack__pin_self(rk->cpus[0]);
+    if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
+    if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
+    if (r == MLSTACK_OK && rk->kv.data == NULL) {
+        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_elems * rk->kv.esize;
+        rk->kv.data = mlstack__kv_alloc(bytes);
+        if (!rk->kv.data) {
+            r = MLSTACK_ERR_NO_MEMORY;
+            what = "no memory for its KV pages";
+        }
+    }
+    rk->init_result = r;
+    if (r != MLSTACK_OK) snprintf(rk->init_msg, sizeof rk->init_msg, "rank %d: %s", rk->index, what);
+}
+
+static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
+    mlstack__scratch *s = &rk->s;
+    int i;
+    if (rk->pool == &rk->own_pool) mlstack__pool_free(&rk->own_pool);
+    if (rk->holds_rows) mlstack__model_hold_rows(e->model, 0);
+    rk->holds_rows = 0;
+    for (i = 0; i < rk->n_owned; i++) mlstack__aligned_free(rk->owned[i]);
+    MLSTACK_FREE(rk->owned);
+    if (rk->layers != e->model->layers) MLSTACK_FREE(rk->layers);
+    if (rk->kv.data != e->kv.data) mlstack__aligned_free(rk->kv.data);
+    mlstack__aligned_free(s->x);
+    mlstack__aligned_free(s->xn);
+    mlstack__aligned_free(s->q);
+    mlstack__aligned_free(s->k);
+    mlstack__aligned_free(s->v);
+    mlstack__aligned_free(s->gate);
+    mlstack__aligned_free(s->up);
+    mlstack__aligned_free(s->out);
+    mlstack__aligned_free(s->ro);
+    mlstack__aligned_free(s->rd);
+    mlstack__aligned_free(s->mm);
+    mlstack__aligned_free(s->rope);
+    mlstack__aligned_free(s->router);
+    mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_y);
+    mlstack__aligned_free(s->moe_acc);
+    mlstack__aligned_free(s->moe_g);
+    mlstack__aligned_free(s->moe_u);
+    mlstack__aligned_free(s->moe_w);
+    MLSTACK_FREE(s->moe_idx);
+    MLSTACK_FREE(s->moe_rows);
+    mlstack__aligned_free(s->xq);
+    mlstack__aligned_free(s->scores);
+    MLSTACK_FREE(s->att_blk);
+    MLSTACK_FREE(rk->msg);
+    MLSTACK_FREE(rk->slot);
+}
+
+/* ---- the step message: [kind, n_rows, n_seqs, n_page_ids] then the rows (4 ints each), then
+   per sequence (id, len, n_pages, page ids...) ---- */
+enum { MLSTACK__STEP_EVAL = 1, MLSTACK__STEP_QUIT = 2 };
+
+static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
+    if (n > rk->cap_msg) {
+        int32_t *p = (int32_t *)MLSTACK_REALLOC(rk->msg, sizeof(int32_t) * n);
+        if (!p) return -1;
+        rk->msg = p;
+        rk->cap_msg = n;
+    }
+    return 0;
+}
+
+static size_t mlstack__msg_len(const int32_t *hdr) {
+    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+}
+
+/* Rank 0: the message for rows (e->tmp_len marks their sequences). */
+static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
+    int i, n_seqs = 0, n_ids = 0;
+    size_t at;
+    for (i = 0; i < e->kv.max_seqs; i++)
+        if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
+    memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
+    at = 4 + 4 * (size_t)n_rows;
+    for (i = 0; i < e->kv.max_seqs; i++) {
+        const mlstack__kv_seq *sq = &e->kv.seqs[i];
+        if (e->tmp_len[i] < 0) continue;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
+        at += (size_t)sq->n_pages;
+    }
+    return 0;
+}
+
+/* A rank in its own process: the page tables of the message's sequences. */
+static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
+    size_t at = 4 + 4 * (size_t)rk->msg[1];
+    int i;
+    for (i = 0; i < rk->msg[2]; i++) {
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        mlstack__kv_seq *sq;
+        if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
+        sq = &e->kv.seqs[id];
+        if (mlstack__kv_table_reserve(sq, np)) return -1;
+        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        sq->n_pages = np;
+        sq->len = len;
+        sq->active = 1;
+        at += 3 + (size_t)np;
+    }
+    return 0;
+}
+
+/* Runs a step's rows in chunks of max_batch. 0, or -1 when an exchange failed. */
+static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
+    int i, n = 0, off;
+    if (n_rows > rk->cap_slot) {
+        int *p = (int *)MLSTACK_REALLOC(rk->slot, sizeof(int) * (size_t)n_rows);
+        if (!p) {
+            mlstack__comm_fail(rk->world, "out of memory for a step");
+            return -1;
+        }
+        rk->slot = p;
+        rk->cap_slot = n_rows;
+    }
+    for (i = 0; i < n_rows; i++) rk->slot[i] = rows[i].want_logits ? n++ : -1;
+    for (off = 0; off < n_rows; off += e->max_batch) {
+        int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
+        if (mlstack__forward_chunk(rk, rows + off, B, rk->slot + off)) return -1;
+    }
+    return 0;
+}
+
+/* Ranks other than 0: run the steps rank 0 broadcasts until it says quit. */
+static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk) {
+    for (;;) {
+        int32_t hdr[4];
+        if (mlstack__comm_bcast(rk->world, rk->index, hdr, sizeof hdr)) return MLSTACK_ERR_RANK;
+        if (hdr[0] == MLSTACK__STEP_QUIT) return MLSTACK_OK;
+        if (hdr[0] != MLSTACK__STEP_EVAL || hdr[1] <= 0 || hdr[2] < 0 || hdr[3] < 0 ||
+            mlstack__msg_reserve(rk, mlstack__msg_len(hdr))) {
+            mlstack__comm_fail(rk->world, "malformed step from rank 0, or no memory for it");
+            return MLSTACK_ERR_RANK;
+        }
+        memcpy(rk->msg, hdr, sizeof hdr);
+        if (mlstack__comm_bcast(rk->world, rk->index, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(hdr) - 4)))
+            return MLSTACK_ERR_RANK;
+        if (rk->world->t && mlstack__msg_apply(e, rk)) {
+            mlstack__comm_fail(rk->world, "step from rank 0 names pages this rank cannot hold");
+            return MLSTACK_ERR_RANK;
+        }
+        rk->logits = rk->world->t ? NULL : e->logits;
+        if (mlstack__rank_run(e, rk, (const mlstack_batch_row *)(rk->msg + 4), rk->msg[1])) return MLSTACK_ERR_RANK;
+    }
+}
+
+/* Rank 0 (the engine's thread): broadcast the step, run its share. Alone, it has no one to tell:
+   the rows run as given. */
+static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
+    mlstack__rank *rk = &e->ranks[0];
+    if (e->comm->size > 1) {
+        if (mlstack__msg_build(e, rk, rows, n_rows))
+            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
+        if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
+            mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
+            return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    }
+    rk->logits = e->logits;
+    if (mlstack__rank_run(e, rk, rows, n_rows))
+        return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
+    return MLSTACK_OK;
+}
+
+#if !defined(MLSTACK_NO_THREADS)
+MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
+    mlstack__rank *rk = (mlstack__rank *)arg;
+    mlstack_engine *e = rk->e;
+    int i, ok = 1;
+    mlstack__rank_setup(e, rk);
+    if (mlstack__comm_barrier(e->comm)) return MLSTACK__THREAD_RETURN;
+    for (i = 0; i < e->n_ranks; i++) ok &= e->ranks[i].init_result == MLSTACK_OK;
+    if (ok) mlstack__rank_follow(e, rk);
+    return MLSTACK__THREAD_RETURN;
+}
+#endif
+
+/* What every rank must agree on: the model's shape and tensors, the weight types, the KV pool,
+   the rank and stage counts. FNV-1a over their values. */
+static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
+    const mlstack_model *m = e->model;
+    const mlstack__config *c = &m->cfg;
+    int64_t v[26];
+    uint64_t h = 1469598103934665603ull;
+    size_t i, k;
+    int t;
+#define MLSTACK__FP(p, n) \
+    for (k = 0; k < (size_t)(n); k++) h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull
+    v[0] = c->arch, v[1] = c->n_layers, v[2] = c->n_embd, v[3] = c->n_ff, v[4] = c->n_heads, v[5] = c->n_kv_heads;
+    v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
+    v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
+    v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
+    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
+    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce, v[25] = e->n_stages;
+    for (i = 0; i < 26; i++) MLSTACK__FP(&v[i], sizeof v[i]);
+    MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_tp + 1));
+    for (t = 0; t < m->st.n_tensors; t++) {
+        const mlstack__st_tensor *x = &m->st.tensors[t];
+        uint64_t bytes = x->end - x->begin;
+        MLSTACK__FP(x->name, strlen(x->name));
+        MLSTACK__FP(&x->dtype, sizeof x->dtype);
+        MLSTACK__FP(x->shape, sizeof(int64_t) * (size_t)x->n_dims);
+        MLSTACK__FP(&bytes, sizeof bytes);
+    }
+#undef MLSTACK__FP
+    return h;
+}
+
+/* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
+static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
+    mlstack__comm *c = e->comm;
+    int64_t mine[3], *all;
+    size_t *counts = c->counts, *displs = c->displs;
+    char msg[200];
+    int i;
+    mlstack_result r = MLSTACK_OK;
+    all = (int64_t *)mlstack__calloc((size_t)e->n_ranks * 3, sizeof(int64_t));
+    if (!all) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mine[0] = (int64_t)mlstack__fingerprint(e), mine[1] = e->n_ranks, mine[2] = e->ranks[0].init_result;
+    for (i = 0; i < e->n_ranks; i++) counts[i] = sizeof mine, displs[i] = sizeof mine * (size_t)i;
+    msg[0] = 0;
+    if (c->t->gatherv(c->t->user, mine, sizeof mine, all, counts, displs, 1, msg, sizeof msg) != 0) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: start-up exchange failed: %s", msg);
+    } else {
+        for (i = 0; i < e->n_ranks && r == MLSTACK_OK; i++) {
+            const int64_t *o = all + 3 * i;
+            if (o[2] != MLSTACK_OK)
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d could not set up its share (%s)", i,
+                                  mlstack_result_string((mlstack_result)o[2]));
+            else if (o[1] != all[1])
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d counts %lld ranks, rank 0 %lld", i,
+                                  (long long)o[1], (long long)all[1]);
+            else if (o[0] != all[0])
+                r = MLSTACK__FAIL(
+                    err, MLSTACK_ERR_RANK,
+                    "ranks: rank %d opened a different model or settings than rank 0 (fingerprint %016llx, rank 0 "
+                    "%016llx): every rank must open the same model with the same engine settings",
+                    i, (unsigned long long)o[0], (unsigned long long)all[0]);
+        }
+    }
+    if (r == MLSTACK_OK && e->ranks[0].init_result != MLSTACK_OK)
+        r = MLSTACK__FAIL(err, e->ranks[0].init_result, "%s", e->ranks[0].init_msg);
+    MLSTACK_FREE(all);
+    return r;
+}
+
+/* A stage's communicator (thread ranks: its own barrier; a transport: set after the split). */
+static mlstack__comm *mlstack__comm_new(mlstack__comm *world, int size, int sync) {
+    mlstack__comm *g = (mlstack__comm *)mlstack__calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->world = world;
+    g->size = size;
+    g->counts = (size_t *)mlstack__calloc((size_t)size * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
+    if (!g->counts) {
+        MLSTACK_FREE(g);
+        return NULL;
+    }
+    g->displs = g->counts + size;
+#if !defined(MLSTACK_NO_THREADS)
+    if (sync) {
+        mlstack__mutex_init(&g->mu);
+        mlstack__cond_init(&g->cv);
+        g->has_sync = 1;
+    }
+#else
+    (void)sync;
+#endif
+    return g;
+}
+
+static void mlstack__comm_release(mlstack__comm *g) {
+    if (!g) return;
+#if !defined(MLSTACK_NO_THREADS)
+    if (g->has_sync) {
+        mlstack__mutex_destroy(&g->mu);
+        mlstack__cond_destroy(&g->cv);
+    }
+    MLSTACK_FREE(g->mbox);
+#endif
+    mlstack__aligned_free(g->stage);
+    MLSTACK_FREE(g->counts);
+    MLSTACK_FREE(g);
+}
+
+/* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
+static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
+                                           int *S_out, mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    int R, S, T;
+    if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
-                             d.isa ? d.isa : getenv("MLSTACK_ISA"));
-    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
-    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    e->k = mlstack__kernels_select(cap, d.bf16_activations);
-    e->model = model;
-    e->max_batch = d.max_batch_tokens;
-    e->step_tokens = d.step_tokens;
-    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
-    /* the ranks (threads, weights, KV pages, activations), then the scheduler on top */
-    r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
-    e->spec = d.spec;
-    e->spec_tokens = d.spec_tokens;
-    e->spec_ngram = d.spec_ngram;
-    if (r == MLSTACK_OK && d.spec == MLSTACK_SPEC_DRAFT) {
-        /* the draft engine: the same threads, sequences and pages; KV for as many positions */
-        const mlstack__config *dc = &d.spec_draft->cfg;
-        mlstack_engine_desc dd;
-        uint64_t per_tok =
-            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
-        memset(&dd, 0, sizeof dd);
-        dd.n_threads = d.n_threads;
-        dd.kv_type = d.kv_type;
-        dd.kv_page_tokens = d.kv_page_tokens;
-        dd.max_seqs = d.max_seqs;
-        dd.max_batch_tokens = d.max_batch_tokens;
-        dd.isa = d.isa;
-        dd.bf16_activations = d.bf16_activations;
-        dd.n_ranks = 1;
-        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
-        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                        (uint64_t)dc->head_dim +
-                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                        (uint64_t)d.kv_page_tokens;
-        r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
+                             "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
+                             t->size);
+    R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
+    S = d->n_stages ? d->n_stages : 1;
+#if defined(MLSTACK_NO_RANKS)
+    if (t || R > 1 || S > 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %d ranks, %d stages%s: sharded execution was left out "
+                             "(MLSTACK_NO_RANKS)",
+                             R, S, t ? ", a transport" : "");
+#endif
+    if (t && d->n_ranks && d->n_ranks != t->size)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks, t->size);
+    if (S > R || R % S)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d pipeline stages for %d ranks (the stage count must divide the "
+                             "rank count)",
+                             S, R);
+    if (S > c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
+                             c->n_layers);
+    T = R / S;
+    if (T > c->n_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d ranks%s for %d attention heads (at most one rank per head)", T,
+                             S > 1 ? " in a stage" : "", c->n_heads);
+    if (R > 1 && c->n_experts)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
+    if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
+    if (R > 1 && c->qk_norm == MLSTACK__QK_NORM_WHOLE) /* the norm of the whole projection spans every rank's heads */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
+                             c->architecture);
+    if (t && S > 1 && (!t->send || !t->recv || (T > 1 && (!t->split || !t->close))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: pipeline stages need a transport with send and recv%s",
+                             T > 1 ? " (and split and close for stages of several ranks)" : "");
+#if defined(MLSTACK_NO_THREADS)
+    if (!t && R > 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
+#endif
+    *R_out = R;
+    *S_out = S;
+    return MLSTACK_OK;
+}
+
+/* The engine's rank tables and communicators: the world of R ranks and one group per stage. */
+static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engine_desc *d, int R, int S, int tpr,
+                                           mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    int T = R / S, g;
+    mlstack__comm *cm;
+    e->n_ranks = R;
+    e->n_stages = S;
+    e->n_tp = T;
+    e->n_local = t ? 1 : R;
+    e->n_gcomm = e->n_xbs = t ? 1 : S;
+    e->shards = (mlstack__shard *)mlstack__calloc((size_t)T, sizeof *e->shards);
+    e->cols = (int *)mlstack__calloc((size_t)MLSTACK__X_COUNT_ * (size_t)(T + 1), sizeof(int));
+    e->ranks = (mlstack__rank *)mlstack__calloc((size_t)e->n_local, sizeof *e->ranks);
+    e->gcomm = (mlstack__comm **)mlstack__calloc((size_t)e->n_gcomm, sizeof *e->gcomm);
+    e->xbs = (mlstack__xbuf *)mlstack__calloc((size_t)e->n_xbs, sizeof *e->xbs);
+    cm = e->comm = mlstack__comm_new(NULL, R, !t);
+    if (!e->shards || !e->cols || !e->ranks || !e->gcomm || !e->xbs || !cm)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    cm->t = t;
+#if !defined(MLSTACK_NO_THREADS)
+    if (!t && S > 1 && !(cm->mbox = (mlstack__mbox *)mlstack__calloc((size_t)R * (size_t)R, sizeof *cm->mbox)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+#endif
+    for (g = 0; g < e->n_gcomm; g++) {
+        e->gcomm[g] = S == 1 ? cm : mlstack__comm_new(cm, T, !t);
+        if (!e->gcomm[g]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     }
-    if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
-        MLSTACK__FAIL(err, r, "could not start the profiler");
-    if (r != MLSTACK_OK) {
-        mlstack_engine_free(e);
+    if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
+    /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
+    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
+    for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
+    return MLSTACK_OK;
+}
+
+/* Each rank's share of heads, MLP and vocabulary (moved onto block edges in reduce mode), and
+   the column cuts of the exchanged activations. */
+static mlstack_result mlstack__ranks_shards(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, i;
+    e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
+    if (e->rank_reduce && t && !t->alltoallv)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: rank_mode reduce needs a transport with alltoallv");
+    for (i = 0; i < T; i++) mlstack__shard_of(c, T, i, &e->shards[i]);
+    if (T > 1) mlstack__split_ffn(e->model, T, e->rank_reduce, e->shards);
+    if (e->rank_reduce) { /* columns of block formats split on whole blocks */
+        const mlstack__layer *L0 = &e->model->layers[0];
+        int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
+        int bo = mlstack__wtype_block(wo), bd = mlstack__wtype_block(wd);
+        for (i = 0; i < T; i++)
+            if (e->shards[i].q0 * c->head_dim % bo)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
+                                     "inside a block of %d (%s); use fewer ranks or gather mode",
+                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__wtype_name(wo));
+        for (i = 1; i < T; i++) {
+            int f = (e->shards[i].f0 + bd / 2) / bd * bd;
+            f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;
+            e->shards[i - 1].f1 = e->shards[i].f0 = f;
+        }
+    }
+    for (i = 0; i <= T; i++) {
+        const mlstack__shard *sh = &e->shards[i < T ? i : T - 1];
+        e->cols[MLSTACK__X_ATT * (T + 1) + i] = (i < T ? sh->q0 : sh->q1) * c->head_dim;
+        e->cols[MLSTACK__X_MODEL * (T + 1) + i] = i < T ? sh->d0 : sh->d1;
+        e->cols[MLSTACK__X_FFN * (T + 1) + i] = i < T ? sh->f0 : sh->f1;
+        e->cols[MLSTACK__X_VOCAB * (T + 1) + i] = i < T ? sh->v0 : sh->v1;
+    }
+    return MLSTACK_OK;
+}
+
+/* The exchange buffers of activations (and partial sums in reduce mode), one set per group. */
+static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    size_t B = (size_t)e->max_batch;
+    int T = e->n_tp, g, i;
+    for (g = 0; g < e->n_xbs; g++) {
+        mlstack__xbuf *xb = &e->xbs[g];
+        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+        xb->o = mlstack__falloc(B, (size_t)c->n_embd);
+        xb->d = mlstack__falloc(B, (size_t)c->n_embd);
+        xb->h = mlstack__falloc(B, (size_t)c->n_ff);
+        if (e->rank_reduce)
+            for (i = 0; i < 2; i++) {
+                xb->part[i] = mlstack__falloc(B * (size_t)(t ? 1 : T), (size_t)c->n_embd);
+                if (!xb->part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
+            }
+        if (!xb->att || !xb->o || !xb->d || !xb->h)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
+    }
+    return MLSTACK_OK;
+}
+
+/* The local ranks' state: their layers, shard, KV view, pool, buffers and communicators. */
+static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d, int me, int tpr) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    int T = e->n_tp, S = e->n_stages, *cuts = e->stage_cuts, i, x;
+    mlstack__comm *cm = e->comm;
+    for (i = 0; i < e->n_local; i++) {
+        mlstack__rank *rk = &e->ranks[i];
+        int gi;
+        rk->e = e;
+        rk->index = t ? me : i;
+        rk->ti = rk->index % T;
+        rk->n_ranks = T;
+        rk->stage = rk->index / T;
+        rk->n_stages = S;
+        rk->l0 = cuts[rk->stage];
+        rk->l1 = cuts[rk->stage + 1];
+        rk->reduce = e->rank_reduce;
+        rk->model = e->model;
+        rk->k = e->k;
+        rk->pool = i == 0 ? &e->pool : &rk->own_pool;
+        rk->n_threads = tpr;
+        rk->sh = e->shards[rk->ti];
+        for (x = 0; x < MLSTACK__X_COUNT_; x++) rk->cols[x] = e->cols + x * (T + 1);
+        rk->kv = e->kv;
+        if (i > 0) {
+            rk->kv.data = NULL;
+            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
+            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+        }
+        gi = t ? 0 : rk->stage;
+        rk->xb = &e->xbs[gi];
+        rk->comm = e->gcomm[gi];
+        rk->world = cm;
+        rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
+    }
+}
+
+/* Starts the ranks: over a transport, agree with the peers (and split a stage's transport);
+   with threads, start one per rank and wait until every rank has set up. */
+static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack_transport *t = d->transport;
+    mlstack__comm *cm = e->comm;
+    mlstack_result r;
+    int R = e->n_ranks, S = e->n_stages, T = e->n_tp, me = t ? t->rank : 0, i;
+    if (t) {
+        mlstack__rank_setup(e, &e->ranks[0]);
+        r = mlstack__ranks_agree(e, err);
+        if (r == MLSTACK_OK && S > 1 && T > 1) { /* every rank agreed: all of them split */
+            char msg[200];
+            msg[0] = 0;
+            if (t->split(t->user, me / T, me % T, &e->gt, msg, sizeof msg) != 0 || e->gt.size != T ||
+                e->gt.rank != me % T)
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: could not make stage %d's transport: %s", me / T,
+                                  msg[0] ? msg : "wrong size or rank");
+            else
+                e->gcomm[0]->t = &e->gt;
+        }
+        e->ranks_ready = r == MLSTACK_OK;
         return r;
     }
-    *out = e;
+#if !defined(MLSTACK_NO_THREADS)
+    if (R > 1) {
+        cm->threads = (mlstack__thread *)mlstack__calloc((size_t)R, sizeof(mlstack__thread));
+        if (!cm->threads) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        for (i = 1; i < R; i++) {
+            if (mlstack__thread_start(&cm->threads[i], mlstack__rank_thread, &e->ranks[i]) != 0) {
+                mlstack__comm_fail(cm, "could not start a rank thread");
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start the thread of rank %d", i);
+            }
+            cm->n_started = i;
+        }
+    }
+#endif
+    mlstack__rank_setup(e, &e->ranks[0]);
+    if (mlstack__comm_barrier(cm)) return MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: %s", cm->why);
+    for (i = 0; i < R; i++)
+        if (e->ranks[i].init_result != MLSTACK_OK)
+            return MLSTACK__FAIL(err, e->ranks[i].init_result, "%s", e->ranks[i].init_msg);
+    e->ranks_ready = 1;
     return MLSTACK_OK;
 }
+
+static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &e->model->cfg;
+    const mlstack_transport *t = d->transport;
+    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
+                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
+                                                            : MLSTACK_DTYPE_F16;
+    mlstack_result r;
+    int R = 1, S = 1, T, me, tpr, *cuts;
+    if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
+    T = R / S;
+    me = t ? t->rank : 0;
+    tpr = t || R == 1           ? d->n_threads
+          : d->threads_per_rank ? d->threads_per_rank
+                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
+    if ((r = mlstack__ranks_comms(e, d, R, S, tpr, err)) != MLSTACK_OK ||
+        (r = mlstack__ranks_shards(e, d, err)) != MLSTACK_OK)
+        return r;
+    if (mlstack__pool_init(&e->pool, tpr) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
+    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__stage_cuts(e->model, S, cuts);
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
+    if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
+    mlstack__ranks_fill(e, d, me, tpr);
+    return mlstack__ranks_start(e, d, err);
+}
+
+static void mlstack__ranks_free(mlstack_engine *e) {
+    mlstack__comm *cm = e->comm;
+    int i;
+    if (!cm) return;
+    if (cm->size > 1 && e->ranks && e->ranks[0].index == 0 && !cm->failed) {
+        int32_t hdr[4] = {MLSTACK__STEP_QUIT, 0, 0, 0};
+        if (e->ranks_ready) mlstack__comm_bcast(cm, 0, hdr, sizeof hdr); /* followers run only when all were set up */
+    }
+#if !defined(MLSTACK_NO_THREADS)
+    if (!cm->t) {
+        if (cm->n_started < cm->size - 1) mlstack__comm_fail(cm, "engine closed while starting");
+        for (i = 1; i <= cm->n_started; i++) mlstack__thread_join(cm->threads[i]);
+        MLSTACK_FREE(cm->threads);
+    }
+#endif
+    for (i = 0; e->ranks && i < e->n_local; i++) mlstack__rank_release(e, &e->ranks[i]);
+    for (i = 0; e->gcomm && i < e->n_gcomm; i++)
+        if (e->gcomm[i] != cm) mlstack__comm_release(e->gcomm[i]);
+    MLSTACK_FREE(e->gcomm);
+    if (e->gt.close) e->gt.close(e->gt.user);
+    memset(&e->gt, 0, sizeof e->gt);
+    for (i = 0; e->xbs && i < e->n_xbs; i++) {
+        mlstack__aligned_free(e->xbs[i].att);
+        mlstack__aligned_free(e->xbs[i].o);
+        mlstack__aligned_free(e->xbs[i].d);
+        mlstack__aligned_free(e->xbs[i].h);
+        mlstack__aligned_free(e->xbs[i].part[0]);
+        mlstack__aligned_free(e->xbs[i].part[1]);
+    }
+    MLSTACK_FREE(e->xbs);
+    mlstack__comm_release(cm);
+    MLSTACK_FREE(e->ranks);
+    MLSTACK_FREE(e->shards);
+    MLSTACK_FREE(e->stage_cuts);
+    MLSTACK_FREE(e->cols);
+    e->comm = NULL;
+}
+
+MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *e) { return e ? e->n_ranks : 0; }
+MLSTACK_API int mlstack_engine_rank(const mlstack_engine *e) { return e && e->ranks ? e->ranks[0].index : 0; }
+
+MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int rank, mlstack_rank_info *o) {
+    const mlstack__rank *rk = NULL;
+    int i;
+    if (!e || !o) return MLSTACK_ERR_INVALID_ARG;
+    for (i = 0; i < e->n_local; i++)
+        if (e->ranks[i].index == rank) rk = &e->ranks[i];
+    if (!rk) return MLSTACK_ERR_INVALID_ARG;
+    memset(o, 0, sizeof *o);
+    o->rank = rank;
+    o->n_ranks = e->n_ranks;
+    o->n_threads = rk->pool->n_threads;
+    o->head0 = rk->sh.q0, o->head1 = rk->sh.q1, o->kv_head0 = rk->sh.k0, o->kv_head1 = rk->sh.k1;
+    o->embd0 = rk->sh.d0, o->embd1 = rk->sh.d1, o->ffn0 = rk->sh.f0, o->ffn1 = rk->sh.f1;
+    o->vocab0 = rk->sh.v0, o->vocab1 = rk->sh.v1;
+    if (rk->stage > 0) o->vocab0 = o->vocab1 = 0; /* the LM head is the first stage's */
+    o->stage = rk->stage, o->n_stages = rk->n_stages, o->layer0 = rk->l0, o->layer1 = rk->l1;
+    o->weight_bytes = rk->weight_bytes;
+    o->replicated_bytes = rk->replicated_bytes;
+    o->packed_bytes = rk->packed_bytes;
+    o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
+    o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
+    o->kv_pages = e->kv.n_pages;
+    o->bytes_in = rk->bytes_in;
+    o->bytes_out = rk->bytes_out;
+    o->wait_seconds = rk->wait_s;
+    return MLSTACK_OK;
+}
+
+MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
+    mlstack_result r;
+    if (!e) return MLSTACK_ERR_INVALID_ARG;
+    if (!e->comm->t || e->ranks[0].index == 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "follow: only ranks other than 0 of a transport follow");
+    r = mlstack__rank_follow(e, &e->ranks[0]);
+    if (r != MLSTACK_OK) mlstack__engine_fail(e, r, "rank %d: %s", e->ranks[0].index, e->comm->why);
+    return r;
+}
+
+/* ==== 26. EVAL ==== */ /* >>eval */
+#undef MLSTACK__PART
+#define MLSTACK__PART 6
+/* Sequences and batches on an engine: sequence slots and their page tables, validation of a
+   batch of rows, one forward pass over it (the ranks', or a backend's), the logits, and
+   mlstack_generate, a one-sequence loop over them. The scheduler (>>scheduler) drives the same
+   eval for many requests. */
 
 MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *seq) {
     int i;
@@ -30312,7 +31558,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     return r;
 }
 
-/* ==== 24. SCHEDULER ==== */ /* >>scheduler */
+/* ==== 27. SCHEDULER ==== */ /* >>scheduler */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
@@ -31419,1421 +32665,189 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
     return e->kv.n_free - before;
 }
 
-/* ==== 25. RANKS ==== */ /* >>ranks */
+/* ==== 28. ENGINE SETUP ==== */ /* >>setup */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
-/* Multi-rank sharded execution. R ranks share one model; rank r holds
-     query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
-                           query head, a KV head then living on every rank whose heads read it;
-     KV heads [k0, k1)     the ones its query heads read, with their KV pages;
-     D rows [d0, d1)       of Wo and Wdown;
-     FFN columns [f0, f1)  of Wgate, Wup (sized so that every rank's private weight bytes come
-                           out even: they make up for an uneven head split);
-     vocabulary [v0, v1)   of the LM head;
-   and only the rows of the weights those ranges name (views into the mapped file, or panel
-   copies of just those rows). Bounds of D and V fall on multiples of 16 where each rank gets at
-   least 64 rows, so the panels of a shard are whole.
-   Exact ("gather") split: every projection is split by output rows and the ranks exchange
-   finished slices, never partial sums. A layer exchanges four (B, N) tensors by columns, each
-   rank contributing its own: a (N = H Dh), a Wo (D), the SwiGLU product (F), its Wdown (D);
-   the logits (V) go to rank 0 only. No kernel splits a reduction, so every element is computed
-   with the same operations in the same order as on one rank: logits are bit-identical for any
-   R. Per token and layer a rank receives (1 - its share) of H Dh + 2 D + F floats, plus its
-   complement of V for rank 0: bytes in per token ~ 4 (L (H Dh + 2 D + F) + V) (R - 1) / R.
-   Reduce mode (MLSTACK_RANK_REDUCE): Wo and Wdown are split by input columns instead (the
-   rank's heads' columns of a, its FFN columns), so a Wo and the FFN output are sums of R (B, D)
-   partials: a layer exchanges two tensors, each a reduce-scatter (rank r adds every rank's
-   columns [d0, d1) of the partial, in rank order) and an all-gather of the sums. Every rank adds
-   the same floats in the same order with either transport, so all hold the same residual
-   stream bit for bit; one rank differs by rounding. Bytes in per token and rank
-   ~ 4 (4 L D + V) (R - 1) / R. Columns of block formats split only on whole blocks.
-   A model opened with defer_quant is converted by the ranks: each quantizes only its own rows
-   (or columns) from the mapped file, into its own memory, the same bits as converting at open.
-   Rank 0 owns the scheduler, radix tree and samplers. Each eval it broadcasts the step: the
-   rows and the page tables of their sequences, so every rank writes K and V of its heads into
-   the same page ids. Ranks in one process are thread groups (each its own pool, optionally
-   pinned) sharing the exchanged tensors: a rank writes its columns once and the others read
-   them in place after a barrier. Ranks in separate processes use a mlstack_transport (MPI
-   through mlstack_mpi.h): the same columns packed, gathered, unpacked. At start the ranks
-   compare a fingerprint of the model and the settings, and refuse to run when they differ.
-   With R = 1 the exchanges return at once and the shard is the model itself.
-   Pipeline stages (n_stages = S, for capacity): the R ranks form S stages of T = R / S, rank r
-   in stage r / T as the (r mod T)-th rank of that stage; everything above (shares, exchanges,
-   reduce mode) happens among the T ranks of a stage, each stage with its own communicator (a
-   barrier of its threads, or the transport's split), over only the stage's layers (a
-   contiguous range, chosen by mlstack__stage_cuts to balance weight bytes), whose weights and
-   KV are all a stage holds. The first stage embeds
-   the tokens and sends the residual stream x (B, D) from its rank t to rank t of the next
-   stage, and so on; the last sends the rows that keep logits back to the first stage, which
-   holds the final norm and the LM head (beside the embedding: one table in tied models) and
-   gathers the logits at rank 0. x moves unchanged, so gather mode stays bit-identical to one
-   rank. Hand-offs are point to point: between thread ranks the sender publishes its buffer and
-   waits until the receiver copied it (so a chunk's x is never overwritten early, and the first
-   stage can start the next prefill chunk while later stages work on this one); under a
-   transport, send and recv. Bytes per row on top of the stages' own exchanges: T (S - 1) D
-   floats forward and T D back for a row that keeps logits. */
+/* mlstack_engine_init and mlstack_engine_free: the settings' defaults and checks, then each
+   part built in the order the sections above define them (kernels and pool, KV pages, ranks,
+   scheduler, draft engine), and released in reverse. */
 
-#if !defined(MLSTACK_NO_THREADS) && defined(__linux__)
-#include <sched.h>
-#endif
-
-/* Threads, conditions and locks come from section PLATFORM (POSIX or Win32); pinning is here. */
-
-/* Pins the calling thread to one CPU where the platform allows (Linux); a no-op elsewhere. */
-static void mlstack__pin_self(int cpu) {
-#if !defined(MLSTACK_NO_THREADS) && defined(__linux__) && defined(CPU_SET)
-    cpu_set_t set;
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
-#else
-    (void)cpu;
-#endif
-}
-
-static void mlstack__pin_task(void *ctx, int task, int n_tasks, int thread) {
-    (void)n_tasks;
-    (void)thread;
-    mlstack__pin_self(((const int *)ctx)[task]);
-}
-
-/* ---- the communicator: a transport, or the rank threads of this process ---- */
-#if !defined(MLSTACK_NO_THREADS)
-typedef struct mlstack__mbox { /* one stage hand-off between two thread ranks, in place */
-    const void *p;
-    int full;
-} mlstack__mbox;
-#endif
-
-typedef struct mlstack__comm {
-    const mlstack_transport *t; /* NULL: thread ranks */
-    int size;
-    char why[256]; /* the first failure */
-    int failed; /* atomic */
-    struct mlstack__comm *world; /* a stage's ranks: every rank's, which fails with it; else NULL */
-    struct mlstack__comm **groups; /* every rank's: the stages' (NULL with one stage) */
-    int n_groups;
-    int has_sync; /* mu and cv made */
-    int spin; /* thread ranks: polls before a barrier sleeps (none when the ranks' threads outnumber the CPUs) */
-    float *stage; /* transport: packed columns, in and out */
-    size_t cap_stage;
-    size_t *counts, *displs;
-#if !defined(MLSTACK_NO_THREADS)
-    mlstack__mutex mu;
-    mlstack__cond cv;
-    int arrived; /* atomic */
-    unsigned gen; /* atomic: bumped when the last rank arrives */
-    const void *bc; /* thread broadcast: rank 0's bytes */
-    mlstack__thread *threads; /* ranks 1..size-1 */
-    int n_started;
-    mlstack__mbox *mbox; /* every rank's, with stages: (from, to) hand-offs */
-#endif
-} mlstack__comm;
-
-static void mlstack__comm_fail1(mlstack__comm *c, const char *why) {
-#if !defined(MLSTACK_NO_THREADS)
-    if (c->has_sync) {
-        mlstack__lock(&c->mu);
-        if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) snprintf(c->why, sizeof c->why, "%s", why);
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
-        mlstack__cond_broadcast(&c->cv);
-        mlstack__unlock(&c->mu);
-        return;
+/* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
+                                                    mlstack_engine_desc *d, mlstack_error *err) {
+    const mlstack__config *c = &model->cfg;
+    int kv_size = 2;
+    memset(d, 0, sizeof *d);
+    if (desc) *d = *desc;
+    if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
+        d->n_ranks < 0 || d->threads_per_rank < 0 || d->n_stages < 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: negative field in the descriptor");
+    /* bounds that keep the scheduler's int sizes (pages x page_tokens, max_seqs + step_tokens) exact */
+    if ((int)d->spec < MLSTACK_SPEC_NONE || (int)d->spec > MLSTACK_SPEC_DRAFT || d->spec_tokens < 0 ||
+        d->spec_tokens > 64 || d->spec_ngram < 0 || d->spec_ngram > 64)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: spec %d unknown, or spec_tokens / spec_ngram outside 0..64",
+                             (int)d->spec);
+    if (d->spec == MLSTACK_SPEC_DRAFT && !d->spec_draft)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: spec MLSTACK_SPEC_DRAFT needs spec_draft");
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_vocab != c->n_vocab)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_INVALID_ARG,
+            "mlstack_engine_init: the draft model's vocabulary has %d tokens, this model's %d (they must share "
+            "the tokenizer)",
+            d->spec_draft->cfg.n_vocab, c->n_vocab);
+    if (d->spec_tokens == 0) d->spec_tokens = d->spec == MLSTACK_SPEC_NGRAM ? 8 : 4;
+    if (d->spec_ngram == 0) d->spec_ngram = 3;
+    if (d->kv_page_tokens > (1 << 16) || d->max_seqs > (1 << 20) || d->max_batch_tokens > (1 << 24) ||
+        d->step_tokens > (1 << 24))
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_LIMIT,
+            "mlstack_engine_init: kv_page_tokens (at most 65536), max_seqs (2^20), max_batch_tokens or step_tokens "
+            "(2^24) too large");
+    if (d->n_ranks == 0 && !d->transport && getenv("MLSTACK_RANKS")) {
+        long v = strtol(getenv("MLSTACK_RANKS"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_RANKS=\"%.20s\": expected a rank count from 1 to 4096",
+                                 getenv("MLSTACK_RANKS"));
+        d->n_ranks = (int)v;
     }
-#endif
-    if (!c->failed) snprintf(c->why, sizeof c->why, "%s", why);
-    c->failed = 1;
-}
-
-/* A failure anywhere fails every rank of the engine here: the stage's and the world's. */
-static void mlstack__comm_fail(mlstack__comm *c, const char *why) {
-    mlstack__comm *w = c->world ? c->world : c;
-    int i;
-    mlstack__comm_fail1(c, why);
-    if (w != c) mlstack__comm_fail1(w, why);
-    for (i = 0; i < w->n_groups; i++)
-        if (w->groups[i] && w->groups[i] != c) mlstack__comm_fail1(w->groups[i], why);
-}
-
-static MLSTACK__UNUSED void mlstack__rank_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("pause");
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Thread ranks: returns when all have arrived (0), or at once when one failed (-1). */
-static int mlstack__comm_barrier(mlstack__comm *c) {
-#if !defined(MLSTACK_NO_THREADS)
-    unsigned gen;
-    int i;
-    if (c->size == 1) return 0;
-    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) return -1;
-    gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&c->arrived, 1, __ATOMIC_ACQ_REL) == c->size) {
-        __atomic_store_n(&c->arrived, 0, __ATOMIC_RELAXED);
-        mlstack__lock(&c->mu);
-        __atomic_store_n(&c->gen, gen + 1, __ATOMIC_RELEASE);
-        mlstack__cond_broadcast(&c->cv);
-        mlstack__unlock(&c->mu);
-    } else {
-        for (i = 0; i < c->spin && __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen &&
-                    !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
-             i++)
-            mlstack__rank_relax();
-        if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen) {
-            mlstack__lock(&c->mu);
-            while (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) == gen && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
-                mlstack__cond_wait(&c->cv, &c->mu);
-            mlstack__unlock(&c->mu);
-        }
+    if (d->n_stages == 0 && getenv("MLSTACK_STAGES")) {
+        long v = strtol(getenv("MLSTACK_STAGES"), NULL, 10);
+        if (v < 1 || v > 4096)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                                 "MLSTACK_STAGES=\"%.20s\": expected a stage count from 1 to 4096",
+                                 getenv("MLSTACK_STAGES"));
+        d->n_stages = (int)v;
     }
-    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
-#else
-    return c->failed ? -1 : 0;
-#endif
-}
-
-/* Rank 0's bytes at buf to buf on every rank. 0 or -1. */
-static int mlstack__comm_bcast(mlstack__comm *c, int rank, void *buf, size_t bytes) {
-    if (c->size == 1) return 0;
-    if (c->t) {
-        char msg[200];
-        if (c->failed) return -1;
-        msg[0] = 0;
-        if (c->t->bcast(c->t->user, buf, bytes, msg, sizeof msg) == 0) return 0;
-        mlstack__comm_fail(c, msg[0] ? msg : "broadcast failed");
-        return -1;
-    }
-#if !defined(MLSTACK_NO_THREADS)
-    if (rank == 0) c->bc = buf;
-    if (mlstack__comm_barrier(c)) return -1;
-    if (rank != 0) memcpy(buf, c->bc, bytes);
-    return mlstack__comm_barrier(c);
-#else
-    (void)rank;
-    (void)buf;
-    (void)bytes;
-    return -1;
-#endif
-}
-
-/* Room for n floats of staging. */
-static float *mlstack__comm_stage(mlstack__comm *c, size_t n) {
-    if (n > c->cap_stage) {
-        mlstack__aligned_free(c->stage);
-        c->stage = mlstack__falloc(n, 1);
-        c->cap_stage = c->stage ? n : 0;
-    }
-    return c->stage;
-}
-
-static int mlstack__exchange(mlstack__rank *rk, int what, float *full, const float *mine, int B, int all) {
-    mlstack__comm *c = rk->comm;
-    const int *cols = rk->cols[what];
-    int R = rk->n_ranks, N = cols[R], c0 = cols[rk->ti], w = cols[rk->ti + 1] - c0, b, i;
-    double t0;
-    int rc = 0;
-    if (R == 1) return 0;
-    t0 = mlstack__now();
-    if (!c->t) {
-        if (mine && mine != full)
-            for (b = 0; b < B; b++) memcpy(full + (size_t)b * N + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
-        rc = mlstack__comm_barrier(c);
-    } else {
-        /* stage: [this rank's block | every rank's blocks] */
-        int root = all || rk->ti == 0;
-        size_t own = (size_t)B * (size_t)w, total = (size_t)B * (size_t)N;
-        float *st = mlstack__comm_stage(c, own + (root ? total : 0)), *send = st;
-        char msg[200];
-        if (!st) {
-            mlstack__comm_fail(c, "out of memory for the exchange buffers");
-            return -1;
-        }
-        if (mine) send = (float *)mine;
+    if (d->rank_mode == MLSTACK_RANK_DEFAULT && getenv("MLSTACK_RANK_MODE")) {
+        const char *v = getenv("MLSTACK_RANK_MODE");
+        if (strcmp(v, "gather") == 0) d->rank_mode = MLSTACK_RANK_GATHER;
+        else if (strcmp(v, "reduce") == 0)
+            d->rank_mode = MLSTACK_RANK_REDUCE;
         else
-            for (b = 0; b < B; b++) memcpy(st + (size_t)b * w, full + (size_t)b * N + c0, sizeof(float) * (size_t)w);
-        for (i = 0; i < R; i++) {
-            c->counts[i] = sizeof(float) * (size_t)B * (size_t)(cols[i + 1] - cols[i]);
-            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
-        }
-        msg[0] = 0;
-        if (c->failed || c->t->gatherv(c->t->user, send, c->counts[rk->ti], root ? st + own : NULL, c->counts,
-                                       c->displs, all, msg, sizeof msg) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
-            rc = -1;
-        } else if (root) {
-            for (i = 0; i < R; i++) {
-                int wi = cols[i + 1] - cols[i];
-                const float *blk = st + own + (size_t)B * (size_t)cols[i];
-                for (b = 0; b < B; b++)
-                    memcpy(full + (size_t)b * N + cols[i], blk + (size_t)b * wi, sizeof(float) * (size_t)wi);
-            }
-        }
+            return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "MLSTACK_RANK_MODE=\"%.20s\": expected gather or reduce",
+                                 v);
     }
-    rk->wait_s += mlstack__now() - t0;
-    rk->bytes_out += sizeof(float) * (size_t)B * (size_t)w;
-    if (all || rk->ti == 0) rk->bytes_in += sizeof(float) * (size_t)B * (size_t)(N - w);
-    return rc;
-}
-
-static float *mlstack__partial(mlstack__rank *rk, int which, int B) {
-    size_t BD = (size_t)B * (size_t)rk->model->cfg.n_embd;
-    return rk->xb->part[which] + (rk->comm->t ? 0 : (size_t)rk->ti * BD);
-}
-
-/* Reduce mode. Element j of the sum is p_0[j] + p_1[j] + ... + p_{R-1}[j], left to right, the
-   same operations on every rank and with either transport, so all of them hold the same bits.
-   Thread ranks: each wrote its partial into the shared (R, B, D) buffer; after a barrier every
-   rank adds all of them itself (two partial buffers alternate, so a rank that runs ahead never
-   overwrites one a peer still reads). A transport: reduce-scatter, then all-gather: rank r gets
-   every rank's columns cols[MODEL][r..r+1) of the partial (alltoallv), adds them in rank order,
-   and the sums' columns go to every rank as in gather mode. Bytes are counted as the transport
-   moves them with both: per (B, D) sum a rank reads (R - 1) w + (D - w) floats a row, w its
-   column share. */
-static int mlstack__reduce(mlstack__rank *rk, int which, float *sum, int B) {
-    mlstack__comm *c = rk->comm;
-    const int *cols = rk->cols[MLSTACK__X_MODEL];
-    int R = rk->n_ranks, D = cols[R], me = rk->ti, c0 = cols[me], w = cols[me + 1] - c0, b, i, q;
-    size_t BD = (size_t)B * (size_t)D, j;
-    double t0 = mlstack__now(), wait0 = rk->wait_s;
-    uint64_t in0 = rk->bytes_in, out0 = rk->bytes_out;
-    int rc = 0;
-    if (!c->t) {
-        const float *p = rk->xb->part[which];
-        rc = mlstack__comm_barrier(c);
-        if (rc == 0)
-            for (j = 0; j < BD; j++) {
-                float t = p[j];
-                for (q = 1; q < R; q++) t += p[(size_t)q * BD + j];
-                sum[j] = t;
-            }
-    } else {
-        /* stage: [send: the partial's columns by destination | recv: (R, B, w) | (B, w) sums] */
-        const float *p = rk->xb->part[which];
-        size_t own = (size_t)B * (size_t)w;
-        float *st = mlstack__comm_stage(c, BD + (size_t)R * own + own), *rv, *mine;
-        size_t *rcounts, *rdispls;
-        char msg[200];
-        if (!st) {
-            mlstack__comm_fail(c, "out of memory for the exchange buffers");
-            return -1;
-        }
-        rv = st + BD;
-        mine = rv + (size_t)R * own;
-        for (i = 0; i < R; i++) {
-            int wi = cols[i + 1] - cols[i];
-            float *blk = st + (size_t)B * (size_t)cols[i];
-            for (b = 0; b < B; b++)
-                memcpy(blk + (size_t)b * wi, p + (size_t)b * D + cols[i], sizeof(float) * (size_t)wi);
-            c->counts[i] = sizeof(float) * (size_t)B * (size_t)wi;
-            c->displs[i] = sizeof(float) * (size_t)B * (size_t)cols[i];
-        }
-        rcounts = c->counts + 2 * R, rdispls = c->counts + 3 * R;
-        for (i = 0; i < R; i++) rcounts[i] = sizeof(float) * own, rdispls[i] = sizeof(float) * own * (size_t)i;
-        msg[0] = 0;
-        if (c->failed ||
-            c->t->alltoallv(c->t->user, st, c->counts, c->displs, rv, rcounts, rdispls, msg, sizeof msg) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "exchange failed");
-            return -1;
-        }
-        for (j = 0; j < own; j++) {
-            float t = rv[j];
-            for (q = 1; q < R; q++) t += rv[(size_t)q * own + j];
-            mine[j] = t;
-        }
-        /* the staging buffer is reused by the gather: keep the sums out of it */
-        for (b = 0; b < B; b++) memcpy(sum + (size_t)b * D + c0, mine + (size_t)b * w, sizeof(float) * (size_t)w);
-        rc = mlstack__exchange(rk, MLSTACK__X_MODEL, sum, NULL, B, 1);
+    if ((int)d->rank_mode < MLSTACK_RANK_DEFAULT || (int)d->rank_mode > MLSTACK_RANK_REDUCE)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: rank_mode %d unknown",
+                             (int)d->rank_mode);
+    if (d->n_threads == 0)
+        d->n_threads = d->n_ranks > 1 && d->threads_per_rank ? d->n_ranks * d->threads_per_rank : mlstack__core_count();
+    if (d->kv_page_tokens == 0) d->kv_page_tokens = 16;
+    if (d->max_seqs == 0) d->max_seqs = 16;
+    if (d->max_batch_tokens == 0) d->max_batch_tokens = 512;
+    if (d->step_tokens == 0) d->step_tokens = d->max_batch_tokens < 128 ? d->max_batch_tokens : 128;
+    {
+        size_t max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
+        if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
+        if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
+        if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+        if ((uint64_t)d->max_batch_tokens * max_in >
+            (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                                 "max_batch_tokens %d x width %zu of this model exceeds %d elements",
+                                 d->max_batch_tokens, max_in, INT_MAX);
     }
-    rk->wait_s = wait0 + (mlstack__now() - t0);
-    rk->bytes_in = in0 + sizeof(float) * (size_t)B * ((size_t)(R - 1) * (size_t)w + (size_t)(D - w));
-    rk->bytes_out = out0 + sizeof(float) * BD;
-    return rc;
-}
-
-/* Stage hand-offs. Thread ranks: the sender publishes its buffer and waits until the receiver
-   has copied it; a transport: send / recv. */
-static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int peer) {
-    mlstack__comm *c = rk->world;
-    size_t bytes = sizeof(float) * n;
-    double t0 = mlstack__now();
-    int rc = 0;
-    if (c->t) {
-        char msg[200];
-        msg[0] = 0;
-        if (c->failed || (send ? c->t->send(c->t->user, buf, bytes, peer, msg, sizeof msg)
-                               : c->t->recv(c->t->user, buf, bytes, peer, msg, sizeof msg)) != 0) {
-            mlstack__comm_fail(c, msg[0] ? msg : "stage hand-off failed");
-            rc = -1;
-        }
-    } else {
-#if !defined(MLSTACK_NO_THREADS)
-        mlstack__mbox *box = &c->mbox[send ? (size_t)rk->index * (size_t)c->size + (size_t)peer
-                                           : (size_t)peer * (size_t)c->size + (size_t)rk->index];
-        mlstack__lock(&c->mu);
-        if (send) {
-            while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
-                box->p = buf;
-                box->full = 1;
-                mlstack__cond_broadcast(&c->cv);
-                while (box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            }
-        } else {
-            while (!box->full && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) mlstack__cond_wait(&c->cv, &c->mu);
-            if (!__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
-                if (box->p != buf) memcpy(buf, box->p, bytes);
-                box->full = 0;
-                mlstack__cond_broadcast(&c->cv);
-            }
-        }
-        rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE) ? -1 : 0;
-        mlstack__unlock(&c->mu);
-#else
-        rc = -1;
-#endif
+    switch (d->kv_type) {
+    case MLSTACK_KV_DEFAULT:
+    case MLSTACK_KV_F16:
+    case MLSTACK_KV_BF16: break;
+    case MLSTACK_KV_F32: kv_size = 4; break;
+    default:
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
     }
-    rk->wait_s += mlstack__now() - t0;
-    if (send) rk->bytes_out += bytes;
-    else
-        rk->bytes_in += bytes;
-    return rc;
-}
-
-/* ---- who holds what ---- */
-
-/* Bound i of n items over R ranks: multiples of 16 where every rank gets at least 64. */
-static int mlstack__split_bound(int n, int R, int i) {
-    int64_t b = (int64_t)n * i / R;
-    if (i == 0 || i == R) return i == 0 ? 0 : n;
-    if (n / R >= 64) b = (b + 8) / 16 * 16;
-    return (int)(b > n ? n : b);
-}
-
-static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
-    int G = c->n_heads / c->n_kv_heads;
-    if (R <= c->n_kv_heads) {
-        sh->q0 = c->n_kv_heads * r / R * G;
-        sh->q1 = c->n_kv_heads * (r + 1) / R * G;
-    } else {
-        sh->q0 = c->n_heads * r / R;
-        sh->q1 = c->n_heads * (r + 1) / R;
-    }
-    sh->k0 = sh->q0 / G;
-    sh->k1 = (sh->q1 + G - 1) / G;
-    sh->d0 = mlstack__split_bound(c->n_embd, R, r), sh->d1 = mlstack__split_bound(c->n_embd, R, r + 1);
-    sh->f0 = mlstack__split_bound(c->n_ff, R, r), sh->f1 = mlstack__split_bound(c->n_ff, R, r + 1);
-    sh->v0 = mlstack__split_bound(c->n_vocab, R, r), sh->v1 = mlstack__split_bound(c->n_vocab, R, r + 1);
-}
-
-/* What w becomes in the engines: its type, and bytes of its row (a deferred model converts the
-   projections whose rows are whole blocks). */
-static int mlstack__eff_wtype(const mlstack_model *m, const mlstack__weight *w) {
-    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
-    return m->quant_deferred && is_float && w->n_in % MLSTACK__QK == 0 ? m->quant_deferred : w->wtype;
-}
-#define MLSTACK__RB(w) mlstack__row_bytes(mlstack__eff_wtype(m, &(w)), (w).n_in)
-
-/* FFN columns balance what the head split leaves uneven (4 heads over 3 ranks, 9 over 2): each
-   rank gets the columns that bring its private weight bytes (its query rows, the K/V rows no
-   other rank holds, its rows of Wo, Wdown and the LM head, its Wgate and Wup rows) closest to
-   W / R. */
-static void mlstack__split_ffn(const mlstack_model *m, int R, int reduce, mlstack__shard *sh) {
-    const mlstack__config *c = &m->cfg;
-    const mlstack__layer *L = &m->layers[0];
-    double tot = 0, cb = 2.0 * c->n_layers * (double)MLSTACK__RB(L->w_gate), want_sum = 0, cum = 0, *a;
-    /* reduce mode: an FFN column also brings its column of Wdown; Wo goes by the rank's heads */
-    double down_col = reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->w_down) / c->n_ff : 0;
-    cb += c->n_layers * down_col;
-    int r, h, q, prev = 0;
-    a = (double *)mlstack__calloc((size_t)R * 2, sizeof(double));
-    if (!a) return; /* keep the even split */
-    for (r = 0; r < R; r++) {
-        int kv_priv = 0;
-        for (h = sh[r].k0; h < sh[r].k1; h++) {
-            int shared = 0;
-            for (q = 0; q < R; q++) shared |= q != r && sh[q].k0 <= h && h < sh[q].k1;
-            kv_priv += !shared;
-        }
-        a[r] = c->n_layers *
-                   ((double)(sh[r].q1 - sh[r].q0) * c->head_dim * (double)MLSTACK__RB(L->wq) +
-                    2.0 * kv_priv * c->head_dim * (double)MLSTACK__RB(L->wk) +
-                    (reduce ? (double)c->n_embd * (double)MLSTACK__RB(L->wo) * (sh[r].q1 - sh[r].q0) / c->n_heads
-                            : (double)(sh[r].d1 - sh[r].d0) * (double)(MLSTACK__RB(L->wo) + MLSTACK__RB(L->w_down)))) +
-               (double)(sh[r].v1 - sh[r].v0) * (double)MLSTACK__RB(m->lm_head);
-        tot += a[r];
-    }
-    for (r = 0; r < R; r++) {
-        a[R + r] = ((tot + c->n_ff * cb) / R - a[r]) / cb;
-        if (a[R + r] < 0) a[R + r] = 0;
-        want_sum += a[R + r];
-    }
-    for (r = 0; r < R; r++) {
-        int end;
-        cum += want_sum > 0 ? a[R + r] * c->n_ff / want_sum : (double)c->n_ff / R;
-        end = r == R - 1 ? c->n_ff : (int)(cum + 0.5);
-        if (end < prev) end = prev;
-        if (end > c->n_ff) end = c->n_ff;
-        sh[r].f0 = prev;
-        sh[r].f1 = end;
-        prev = end;
-    }
-    MLSTACK_FREE(a);
-}
-
-/* Pipeline stages: the first layer of each stage (cut[0] = 0 .. cut[S] = L). The cuts make
-   the heaviest stage as light as they can: a stage weighs the bytes of its layers' projections
-   as the engines compute them, and the first also the LM head's (it holds the head beside the
-   embedding), so a big vocabulary leaves the first stage fewer layers. Of the splits with the
-   lightest heaviest stage (the same on every rank: integer byte counts only), the one with the last stage starting earliest. Without memory for the search, the
-   even split L s / S. */
-static void mlstack__stage_cuts(const mlstack_model *m, int S, int *cut) {
-    const mlstack__config *c = &m->cfg;
-    int L = c->n_layers, s, l, k;
-    uint64_t *pre = (uint64_t *)mlstack__calloc((size_t)L + 1, sizeof(uint64_t)),
-             *best = (uint64_t *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(uint64_t));
-    int *from = (int *)mlstack__calloc((size_t)(S + 1) * (size_t)(L + 1), sizeof(int));
-    uint64_t head = (uint64_t)m->lm_head.n_out * MLSTACK__RB(m->lm_head);
-    for (s = 0; s <= S; s++) cut[s] = (int)((int64_t)L * s / S);
-    if (S <= 1 || !pre || !best || !from) goto done;
-    for (l = 0; l < L; l++) {
-        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
-        int n = mlstack__layer_weights((mlstack_model *)(uintptr_t)m, l, ws), i;
-        pre[l + 1] = pre[l];
-        for (i = 0; i < n; i++) pre[l + 1] += (uint64_t)ws[i]->n_out * MLSTACK__RB(*ws[i]);
-    }
-    /* best[s][l]: the lightest heaviest stage of layers [0, l) in s stages; from: its last cut */
-#define MLSTACK__BEST(s_, l_) best[(size_t)(s_) * (size_t)(L + 1) + (size_t)(l_)]
-    for (l = 1; l <= L; l++) MLSTACK__BEST(1, l) = head + pre[l];
-    for (s = 2; s <= S; s++)
-        for (l = s; l <= L; l++) {
-            uint64_t b = UINT64_MAX;
-            for (k = s - 1; k < l; k++) {
-                uint64_t w = MLSTACK__BEST(s - 1, k), last = pre[l] - pre[k];
-                if (last > w) w = last;
-                if (w < b) b = w, from[(size_t)s * (size_t)(L + 1) + (size_t)l] = k;
-            }
-            MLSTACK__BEST(s, l) = b;
-        }
-#undef MLSTACK__BEST
-    for (s = S, l = L; s >= 1; s--) {
-        cut[s] = l;
-        l = s > 1 ? from[(size_t)s * (size_t)(L + 1) + (size_t)l] : 0;
-    }
-    cut[0] = 0;
-done:
-    MLSTACK_FREE(pre);
-    MLSTACK_FREE(best);
-    MLSTACK_FREE(from);
-}
-#undef MLSTACK__RB
-
-/* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
-static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
-    *dst = *w;
-    dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
-    dst->n_out = r1 - r0;
-    dst->bias = w->bias ? w->bias + r0 : NULL;
-    dst->packed = dst->packed_dp = NULL;
-}
-
-static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes);
-
-/* Reduce mode: w's columns [c0, c1) (on block bounds for block formats) as a view with the
-   stride of w's rows (mlstack__rank_materialize makes it contiguous); the bias stays with rank
-   0's part only, so that the sum over ranks adds it once. */
-static void mlstack__weight_cols(mlstack__rank *rk, mlstack__weight *dst, const mlstack__weight *w, int c0, int c1) {
-    *dst = *w;
-    dst->data = (const unsigned char *)w->data + mlstack__row_bytes(w->wtype, c0);
-    dst->n_in = c1 - c0;
-    dst->bias = rk->ti == 0 ? w->bias : NULL;
-    dst->packed = dst->packed_dp = NULL;
-}
-
-/* A view of the rank's rows (or columns) made into the weight its kernels read: converted to
-   `quant` (a deferred model's format; 0: none) into the rank's memory, read once from the mapped
-   file, or copied when it is a strided view of columns, or else left in place. Counts the
-   stored bytes it reads when `count` (the weights are the checkpoint's, not copies made at
-   open). 0, or -1 without memory. */
-static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int quant, int count) {
-    size_t rb = mlstack__row_bytes(w->wtype, w->n_in);
-    int is_float = w->wtype == MLSTACK__W_F32 || w->wtype == MLSTACK__W_F16 || w->wtype == MLSTACK__W_BF16;
-    if (count) rk->read_bytes += (uint64_t)w->n_out * rb;
-    if (w->n_out == 0) return 0;
-    if (quant && is_float && w->n_in % MLSTACK__QK == 0) {
-        void *dst = mlstack__rank_own(rk, (size_t)w->n_out * mlstack__row_bytes(quant, w->n_in));
-        return dst && mlstack__quantize_weight(rk->pool, w, quant, dst) == 0 ? 0 : -1;
-    }
-    if (w->row_bytes != rb) {
-        unsigned char *p = (unsigned char *)mlstack__rank_own(rk, (size_t)w->n_out * rb);
-        int r;
-        if (!p) return -1;
-        for (r = 0; r < w->n_out; r++)
-            memcpy(p + (size_t)r * rb, (const unsigned char *)w->data + (size_t)r * w->row_bytes, rb);
-        w->data = p;
-        w->row_bytes = rb;
-    }
-    return 0;
-}
-
-static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
-    void *p;
-    if (rk->n_owned == rk->cap_owned) {
-        int cap = rk->cap_owned ? rk->cap_owned * 2 : 64;
-        void **o = (void **)MLSTACK_REALLOC(rk->owned, sizeof(void *) * (size_t)cap);
-        if (!o) return NULL;
-        rk->owned = o;
-        rk->cap_owned = cap;
-    }
-    p = mlstack__aligned_alloc(bytes ? bytes : 1);
-    if (p) rk->owned[rk->n_owned++] = p;
-    return p;
-}
-
-/* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
-   a NUMA machine they are first touched where they are used). */
-static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
-    unsigned packs = rk->k->packs;
-    size_t np = (size_t)mlstack__p16_panels(w->n_out);
-    mlstack__pack_job j;
-    if (w->n_out == 0) return 0;
-    for (j.pairs = 0; j.pairs < 2; j.pairs++) {
-        size_t bytes;
-        int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
-        if (!want) continue;
-        bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
-        j.w = w;
-        j.dst = (unsigned char *)mlstack__rank_own(rk, bytes);
-        if (!j.dst) return -1;
-        rk->packed_bytes += bytes;
-        mlstack__pool_run(rk->pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
-        if (j.pairs) w->packed_dp = j.dst;
-        else
-            w->packed = j.dst;
-    }
-    return 0;
-}
-
-/* Whether another rank also holds KV head h. */
-static int mlstack__kv_head_shared(const mlstack_engine *e, int rank, int h) {
-    int r;
-    for (r = 0; r < e->n_tp; r++)
-        if (r != rank && e->shards[r].k0 <= h && h < e->shards[r].k1) return 1;
-    return 0;
-}
-
-/* Whether the rank holds layer l (-1: the LM head, on the first stage with the embedding). */
-static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
-    return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
-}
-
-/* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
-   its kernels read panels); with one rank, the model's own weights. */
-static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
-    mlstack_model *m = e->model;
-    const mlstack__config *c = &m->cfg;
-    const mlstack__shard *sh = &rk->sh;
-    mlstack__weight head;
-    int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
-    unsigned need = MLSTACK__PACKS_ALL, have = rk->k->packs;
-    /* ranks and stages slice rows, and kernels without panels for a type read its rows (rows that
-       may have gone back: Q8_0 / Q4_1 quantized at open, any type copied at open) */
-    if (have & MLSTACK__PACK_BF16_PAIRS) have |= 1u << MLSTACK__W_BF16;
-    rk->holds_rows = !whole || (have & need) != need;
-    if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
-    if (whole) {
-        mlstack_result r = MLSTACK_OK;
-        mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
-        if (m->quant_deferred) {
-            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL);
-            if (r == MLSTACK_OK) m->quant_deferred = 0;
-        }
-        mlstack__unlock(&mlstack__pack_lock);
-        if (r != MLSTACK_OK) return r;
-        rk->layers = m->layers;
-        rk->lm_head = &m->lm_head;
-        if (rk->k->packs && mlstack__model_pack(e->model, rk->pool, rk->k->packs, NULL) != MLSTACK_OK)
-            return MLSTACK_ERR_NO_MEMORY;
-        for (l = -1; l < c->n_layers; l++) {
-            mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
-            int n = mlstack__layer_weights(m, l, ws);
-            for (i = 0; i < n && !m->load_read_bytes; i++) rk->read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
-        }
-    } else {
-        rk->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *rk->layers);
-        if (!rk->layers) return MLSTACK_ERR_NO_MEMORY;
-        /* the model's weights as they are now (a one-rank engine may be converting a deferred
-           model): the mapped bytes stay valid either way */
-        mlstack__lock(&mlstack__pack_lock);
-        quant = m->quant_deferred;
-        memcpy(rk->layers, m->layers, sizeof *rk->layers * (size_t)c->n_layers);
-        head = m->lm_head;
-        mlstack__unlock(&mlstack__pack_lock);
-        for (l = 0; l < c->n_layers; l++) {
-            mlstack__layer M = rk->layers[l], *L = &rk->layers[l];
-            if (!mlstack__rank_holds(rk, l)) { /* another stage's */
-                memset(L, 0, sizeof *L);
-                continue;
-            }
-            mlstack__weight_rows(&L->wq, &M.wq, sh->q0 * Dh, sh->q1 * Dh);
-            mlstack__weight_rows(&L->wk, &M.wk, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->wv, &M.wv, sh->k0 * Dh, sh->k1 * Dh);
-            mlstack__weight_rows(&L->w_gate, &M.w_gate, sh->f0, sh->f1);
-            mlstack__weight_rows(&L->w_up, &M.w_up, sh->f0, sh->f1);
-            if (!rk->reduce) {
-                mlstack__weight_rows(&L->wo, &M.wo, sh->d0, sh->d1);
-                mlstack__weight_rows(&L->w_down, &M.w_down, sh->d0, sh->d1);
-            } else {
-                mlstack__weight_cols(rk, &L->wo, &M.wo, sh->q0 * Dh, sh->q1 * Dh);
-                mlstack__weight_cols(rk, &L->w_down, &M.w_down, sh->f0, sh->f1);
-            }
-        }
-        if (mlstack__rank_holds(rk, -1)) mlstack__weight_rows(&rk->lm_head_rows, &head, sh->v0, sh->v1);
-        else
-            memset(&rk->lm_head_rows, 0, sizeof rk->lm_head_rows);
-        rk->lm_head = &rk->lm_head_rows;
-        for (l = -1; l < c->n_layers; l++) {
-            mlstack__layer *L = l >= 0 ? &rk->layers[l] : NULL;
-            mlstack__weight *ws[7];
-            int n = 1;
-            if (!mlstack__rank_holds(rk, l)) continue;
-            ws[0] = &rk->lm_head_rows;
-            if (L)
-                ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
-                ws[6] = &L->w_down, n = 7;
-            for (i = 0; i < n; i++) {
-                int qw = quant && L == NULL && m->head_quant ? m->head_quant : quant; /* the head: its own */
-                if (qw != MLSTACK__W_Q8_0 && qw != MLSTACK__W_Q4_1) qw = 0;
-                if (mlstack__rank_materialize(rk, ws[i], qw, !m->load_read_bytes)) return MLSTACK_ERR_NO_MEMORY;
-            }
-        }
-    }
-    for (l = -1; l < c->n_layers; l++) {
-        mlstack__weight *ws[7];
-        int n;
-        if (!mlstack__rank_holds(rk, l)) continue;
-        if (l < 0) {
-            ws[0] = !whole ? &rk->lm_head_rows : (mlstack__weight *)(uintptr_t)rk->lm_head; /* packed only when rows */
-            n = 1;
-        } else {
-            mlstack__layer *L = &rk->layers[l];
-            ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo;
-            ws[4] = &L->w_gate, ws[5] = &L->w_up, ws[6] = &L->w_down;
-            n = 7;
-        }
-        for (i = 0; i < n; i++) {
-            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
-            if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
-        }
-        if (l >= 0)
-            for (h = rk->sh.k0; h < rk->sh.k1; h++)
-                if (mlstack__kv_head_shared(e, rk->ti, h))
-                    rk->replicated_bytes += (uint64_t)Dh * (ws[1]->row_bytes + ws[2]->row_bytes);
+    if (d->kv_mem == 0) {
+        uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
+        ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
+        d->kv_mem =
+            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
     }
     return MLSTACK_OK;
 }
 
-/* Activations of the rank's shapes. */
-static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
-    const mlstack__config *c = &e->model->cfg;
-    const mlstack__shard *sh = &rk->sh;
-    mlstack__scratch *s = &rk->s;
-    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
-           max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
-    size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
-    if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
-    if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
-    if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-    s->x = mlstack__falloc(B, (size_t)c->n_embd);
-    s->xn = mlstack__falloc(B, (size_t)c->n_embd);
-    s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
-    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
-    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
-    s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
-    s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
-    s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
-    s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
-    s->rope = mlstack__falloc(B, 2 * Dh);
-    s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores =
-        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
-    s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
-    if (rk->reduce) {
-        s->ro = mlstack__falloc(B, (size_t)c->n_embd);
-        s->rd = mlstack__falloc(B, (size_t)c->n_embd);
-        if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
-    }
-    if (c->n_experts) { /* MoE scratch (>>forward) */
-        size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
-        s->router = mlstack__falloc(B, (size_t)c->n_experts);
-        s->moe_x = mlstack__falloc(B, D), s->moe_y = mlstack__falloc(B, D), s->moe_acc = mlstack__falloc(B, D);
-        s->moe_g = mlstack__falloc(B, fm), s->moe_u = mlstack__falloc(B, fm);
-        s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
-        s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
-        s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
-        if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
-            !s->moe_rows)
-            return MLSTACK_ERR_NO_MEMORY;
-    }
-    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
-        !s->scores || !s->att_blk)
-        return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
-}
-
-/* Everything a local rank needs, built by the thread that will run it. */
-static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
-    mlstack_result r = MLSTACK_OK;
-    const char *what = "";
-    if (rk->pool == &rk->own_pool && mlstack__pool_init(&rk->own_pool, rk->n_threads) != 0) {
-        r = MLSTACK_ERR_NO_MEMORY;
-        what = "could not start its threads";
-    }
-    if (r == MLSTACK_OK && rk->cpus && rk->pool->n_threads > 1)
-        mlstack__pool_run(rk->pool, mlstack__pin_task, (void *)rk->cpus, rk->pool->n_threads);
-    else if (r == MLSTACK_OK && rk->cpus)
-        mlstack__pin_self(rk->cpus[0]);
-    if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
-    if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
-    if (r == MLSTACK_OK && rk->kv.data == NULL) {
-        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_elems * rk->kv.esize;
-        rk->kv.data = mlstack__kv_alloc(bytes);
-        if (!rk->kv.data) {
-            r = MLSTACK_ERR_NO_MEMORY;
-            what = "no memory for its KV pages";
-        }
-    }
-    rk->init_result = r;
-    if (r != MLSTACK_OK) snprintf(rk->init_msg, sizeof rk->init_msg, "rank %d: %s", rk->index, what);
-}
-
-static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
-    mlstack__scratch *s = &rk->s;
-    int i;
-    if (rk->pool == &rk->own_pool) mlstack__pool_free(&rk->own_pool);
-    if (rk->holds_rows) mlstack__model_hold_rows(e->model, 0);
-    rk->holds_rows = 0;
-    for (i = 0; i < rk->n_owned; i++) mlstack__aligned_free(rk->owned[i]);
-    MLSTACK_FREE(rk->owned);
-    if (rk->layers != e->model->layers) MLSTACK_FREE(rk->layers);
-    if (rk->kv.data != e->kv.data) mlstack__aligned_free(rk->kv.data);
-    mlstack__aligned_free(s->x);
-    mlstack__aligned_free(s->xn);
-    mlstack__aligned_free(s->q);
-    mlstack__aligned_free(s->k);
-    mlstack__aligned_free(s->v);
-    mlstack__aligned_free(s->gate);
-    mlstack__aligned_free(s->up);
-    mlstack__aligned_free(s->out);
-    mlstack__aligned_free(s->ro);
-    mlstack__aligned_free(s->rd);
-    mlstack__aligned_free(s->mm);
-    mlstack__aligned_free(s->rope);
-    mlstack__aligned_free(s->router);
-    mlstack__aligned_free(s->moe_x);
-    mlstack__aligned_free(s->moe_y);
-    mlstack__aligned_free(s->moe_acc);
-    mlstack__aligned_free(s->moe_g);
-    mlstack__aligned_free(s->moe_u);
-    mlstack__aligned_free(s->moe_w);
-    MLSTACK_FREE(s->moe_idx);
-    MLSTACK_FREE(s->moe_rows);
-    mlstack__aligned_free(s->xq);
-    mlstack__aligned_free(s->scores);
-    MLSTACK_FREE(s->att_blk);
-    MLSTACK_FREE(rk->msg);
-    MLSTACK_FREE(rk->slot);
-}
-
-/* ---- the step message: [kind, n_rows, n_seqs, n_page_ids] then the rows (4 ints each), then
-   per sequence (id, len, n_pages, page ids...) ---- */
-enum { MLSTACK__STEP_EVAL = 1, MLSTACK__STEP_QUIT = 2 };
-
-static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
-    if (n > rk->cap_msg) {
-        int32_t *p = (int32_t *)MLSTACK_REALLOC(rk->msg, sizeof(int32_t) * n);
-        if (!p) return -1;
-        rk->msg = p;
-        rk->cap_msg = n;
-    }
-    return 0;
-}
-
-static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
-}
-
-/* Rank 0: the message for rows (e->tmp_len marks their sequences). */
-static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
-    int i, n_seqs = 0, n_ids = 0;
-    size_t at;
-    for (i = 0; i < e->kv.max_seqs; i++)
-        if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
-    rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
-    memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
-    at = 4 + 4 * (size_t)n_rows;
-    for (i = 0; i < e->kv.max_seqs; i++) {
-        const mlstack__kv_seq *sq = &e->kv.seqs[i];
-        if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
-        memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
-        at += (size_t)sq->n_pages;
-    }
-    return 0;
-}
-
-/* A rank in its own process: the page tables of the message's sequences. */
-static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
-    size_t at = 4 + 4 * (size_t)rk->msg[1];
-    int i;
-    for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
-        mlstack__kv_seq *sq;
-        if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
-        sq = &e->kv.seqs[id];
-        if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
-        sq->n_pages = np;
-        sq->len = len;
-        sq->active = 1;
-        at += 3 + (size_t)np;
-    }
-    return 0;
-}
-
-/* Runs a step's rows in chunks of max_batch. 0, or -1 when an exchange failed. */
-static int mlstack__rank_run(mlstack_engine *e, mlstack__rank *rk, const mlstack_batch_row *rows, int n_rows) {
-    int i, n = 0, off;
-    if (n_rows > rk->cap_slot) {
-        int *p = (int *)MLSTACK_REALLOC(rk->slot, sizeof(int) * (size_t)n_rows);
-        if (!p) {
-            mlstack__comm_fail(rk->world, "out of memory for a step");
-            return -1;
-        }
-        rk->slot = p;
-        rk->cap_slot = n_rows;
-    }
-    for (i = 0; i < n_rows; i++) rk->slot[i] = rows[i].want_logits ? n++ : -1;
-    for (off = 0; off < n_rows; off += e->max_batch) {
-        int B = n_rows - off < e->max_batch ? n_rows - off : e->max_batch;
-        if (mlstack__forward_chunk(rk, rows + off, B, rk->slot + off)) return -1;
-    }
-    return 0;
-}
-
-/* Ranks other than 0: run the steps rank 0 broadcasts until it says quit. */
-static mlstack_result mlstack__rank_follow(mlstack_engine *e, mlstack__rank *rk) {
-    for (;;) {
-        int32_t hdr[4];
-        if (mlstack__comm_bcast(rk->world, rk->index, hdr, sizeof hdr)) return MLSTACK_ERR_RANK;
-        if (hdr[0] == MLSTACK__STEP_QUIT) return MLSTACK_OK;
-        if (hdr[0] != MLSTACK__STEP_EVAL || hdr[1] <= 0 || hdr[2] < 0 || hdr[3] < 0 ||
-            mlstack__msg_reserve(rk, mlstack__msg_len(hdr))) {
-            mlstack__comm_fail(rk->world, "malformed step from rank 0, or no memory for it");
-            return MLSTACK_ERR_RANK;
-        }
-        memcpy(rk->msg, hdr, sizeof hdr);
-        if (mlstack__comm_bcast(rk->world, rk->index, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(hdr) - 4)))
-            return MLSTACK_ERR_RANK;
-        if (rk->world->t && mlstack__msg_apply(e, rk)) {
-            mlstack__comm_fail(rk->world, "step from rank 0 names pages this rank cannot hold");
-            return MLSTACK_ERR_RANK;
-        }
-        rk->logits = rk->world->t ? NULL : e->logits;
-        if (mlstack__rank_run(e, rk, (const mlstack_batch_row *)(rk->msg + 4), rk->msg[1])) return MLSTACK_ERR_RANK;
-    }
-}
-
-/* Rank 0 (the engine's thread): broadcast the step, run its share. Alone, it has no one to tell:
-   the rows run as given. */
-static mlstack_result mlstack__ranks_eval(mlstack_engine *e, const mlstack_batch_row *rows, int n_rows) {
-    mlstack__rank *rk = &e->ranks[0];
-    if (e->comm->size > 1) {
-        if (mlstack__msg_build(e, rk, rows, n_rows))
-            return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: out of memory");
-        if (mlstack__comm_bcast(e->comm, 0, rk->msg, sizeof(int32_t) * 4) ||
-            mlstack__comm_bcast(e->comm, 0, rk->msg + 4, sizeof(int32_t) * (mlstack__msg_len(rk->msg) - 4)))
-            return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
-    }
-    rk->logits = e->logits;
-    if (mlstack__rank_run(e, rk, rows, n_rows))
-        return mlstack__engine_fail(e, MLSTACK_ERR_RANK, "eval: %s", e->comm->why);
-    return MLSTACK_OK;
-}
-
-#if !defined(MLSTACK_NO_THREADS)
-MLSTACK__THREAD_FN(mlstack__rank_thread, arg) {
-    mlstack__rank *rk = (mlstack__rank *)arg;
-    mlstack_engine *e = rk->e;
-    int i, ok = 1;
-    mlstack__rank_setup(e, rk);
-    if (mlstack__comm_barrier(e->comm)) return MLSTACK__THREAD_RETURN;
-    for (i = 0; i < e->n_ranks; i++) ok &= e->ranks[i].init_result == MLSTACK_OK;
-    if (ok) mlstack__rank_follow(e, rk);
-    return MLSTACK__THREAD_RETURN;
-}
-#endif
-
-/* What every rank must agree on: the model's shape and tensors, the weight types, the KV pool,
-   the rank and stage counts. FNV-1a over their values. */
-static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
-    const mlstack_model *m = e->model;
-    const mlstack__config *c = &m->cfg;
-    int64_t v[26];
-    uint64_t h = 1469598103934665603ull;
-    size_t i, k;
-    int t;
-#define MLSTACK__FP(p, n) \
-    for (k = 0; k < (size_t)(n); k++) h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull
-    v[0] = c->arch, v[1] = c->n_layers, v[2] = c->n_embd, v[3] = c->n_ff, v[4] = c->n_heads, v[5] = c->n_kv_heads;
-    v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
-    v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
-    v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
-    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
-    v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce, v[25] = e->n_stages;
-    for (i = 0; i < 26; i++) MLSTACK__FP(&v[i], sizeof v[i]);
-    MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_tp + 1));
-    for (t = 0; t < m->st.n_tensors; t++) {
-        const mlstack__st_tensor *x = &m->st.tensors[t];
-        uint64_t bytes = x->end - x->begin;
-        MLSTACK__FP(x->name, strlen(x->name));
-        MLSTACK__FP(&x->dtype, sizeof x->dtype);
-        MLSTACK__FP(x->shape, sizeof(int64_t) * (size_t)x->n_dims);
-        MLSTACK__FP(&bytes, sizeof bytes);
-    }
-#undef MLSTACK__FP
-    return h;
-}
-
-/* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
-static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
-    mlstack__comm *c = e->comm;
-    int64_t mine[3], *all;
-    size_t *counts = c->counts, *displs = c->displs;
-    char msg[200];
-    int i;
-    mlstack_result r = MLSTACK_OK;
-    all = (int64_t *)mlstack__calloc((size_t)e->n_ranks * 3, sizeof(int64_t));
-    if (!all) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mine[0] = (int64_t)mlstack__fingerprint(e), mine[1] = e->n_ranks, mine[2] = e->ranks[0].init_result;
-    for (i = 0; i < e->n_ranks; i++) counts[i] = sizeof mine, displs[i] = sizeof mine * (size_t)i;
-    msg[0] = 0;
-    if (c->t->gatherv(c->t->user, mine, sizeof mine, all, counts, displs, 1, msg, sizeof msg) != 0) {
-        r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: start-up exchange failed: %s", msg);
-    } else {
-        for (i = 0; i < e->n_ranks && r == MLSTACK_OK; i++) {
-            const int64_t *o = all + 3 * i;
-            if (o[2] != MLSTACK_OK)
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d could not set up its share (%s)", i,
-                                  mlstack_result_string((mlstack_result)o[2]));
-            else if (o[1] != all[1])
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: rank %d counts %lld ranks, rank 0 %lld", i,
-                                  (long long)o[1], (long long)all[1]);
-            else if (o[0] != all[0])
-                r = MLSTACK__FAIL(
-                    err, MLSTACK_ERR_RANK,
-                    "ranks: rank %d opened a different model or settings than rank 0 (fingerprint %016llx, rank 0 "
-                    "%016llx): every rank must open the same model with the same engine settings",
-                    i, (unsigned long long)o[0], (unsigned long long)all[0]);
-        }
-    }
-    if (r == MLSTACK_OK && e->ranks[0].init_result != MLSTACK_OK)
-        r = MLSTACK__FAIL(err, e->ranks[0].init_result, "%s", e->ranks[0].init_msg);
-    MLSTACK_FREE(all);
-    return r;
-}
-
-/* A stage's communicator (thread ranks: its own barrier; a transport: set after the split). */
-static mlstack__comm *mlstack__comm_new(mlstack__comm *world, int size, int sync) {
-    mlstack__comm *g = (mlstack__comm *)mlstack__calloc(1, sizeof *g);
-    if (!g) return NULL;
-    g->world = world;
-    g->size = size;
-    g->counts = (size_t *)mlstack__calloc((size_t)size * 4, sizeof(size_t)); /* counts, displs; alltoallv's recv pair */
-    if (!g->counts) {
-        MLSTACK_FREE(g);
-        return NULL;
-    }
-    g->displs = g->counts + size;
-#if !defined(MLSTACK_NO_THREADS)
-    if (sync) {
-        mlstack__mutex_init(&g->mu);
-        mlstack__cond_init(&g->cv);
-        g->has_sync = 1;
-    }
-#else
-    (void)sync;
-#endif
-    return g;
-}
-
-static void mlstack__comm_release(mlstack__comm *g) {
-    if (!g) return;
-#if !defined(MLSTACK_NO_THREADS)
-    if (g->has_sync) {
-        mlstack__mutex_destroy(&g->mu);
-        mlstack__cond_destroy(&g->cv);
-    }
-    MLSTACK_FREE(g->mbox);
-#endif
-    mlstack__aligned_free(g->stage);
-    MLSTACK_FREE(g->counts);
-    MLSTACK_FREE(g);
-}
-
-/* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
-static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
-                                           int *S_out, mlstack_error *err) {
-    const mlstack_transport *t = d->transport;
-    int R, S, T;
-    if (t && (!t->bcast || !t->gatherv || t->size < 1 || t->rank < 0 || t->rank >= t->size))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: transport without bcast/gatherv or with rank %d of %d", t->rank,
-                             t->size);
-    R = t ? t->size : d->n_ranks ? d->n_ranks : 1;
-    S = d->n_stages ? d->n_stages : 1;
-#if defined(MLSTACK_NO_RANKS)
-    if (t || R > 1 || S > 1)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %d ranks, %d stages%s: sharded execution was left out "
-                             "(MLSTACK_NO_RANKS)",
-                             R, S, t ? ", a transport" : "");
-#endif
-    if (t && d->n_ranks && d->n_ranks != t->size)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: n_ranks %d but the transport has %d ranks", d->n_ranks, t->size);
-    if (S > R || R % S)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: %d pipeline stages for %d ranks (the stage count must divide the "
-                             "rank count)",
-                             S, R);
-    if (S > c->n_layers)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
-                             c->n_layers);
-    T = R / S;
-    if (T > c->n_heads)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: %d ranks%s for %d attention heads (at most one rank per head)", T,
-                             S > 1 ? " in a stage" : "", c->n_heads);
-    if (R > 1 && c->n_experts)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
-    if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
-    if (R > 1 && c->qk_norm == MLSTACK__QK_NORM_WHOLE) /* the norm of the whole projection spans every rank's heads */
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
-                             c->architecture);
-    if (t && S > 1 && (!t->send || !t->recv || (T > 1 && (!t->split || !t->close))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: pipeline stages need a transport with send and recv%s",
-                             T > 1 ? " (and split and close for stages of several ranks)" : "");
-#if defined(MLSTACK_NO_THREADS)
-    if (!t && R > 1)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: thread ranks need threads (built with MLSTACK_NO_THREADS)");
-#endif
-    *R_out = R;
-    *S_out = S;
-    return MLSTACK_OK;
-}
-
-/* The engine's rank tables and communicators: the world of R ranks and one group per stage. */
-static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engine_desc *d, int R, int S, int tpr,
-                                           mlstack_error *err) {
-    const mlstack_transport *t = d->transport;
-    int T = R / S, g;
-    mlstack__comm *cm;
-    e->n_ranks = R;
-    e->n_stages = S;
-    e->n_tp = T;
-    e->n_local = t ? 1 : R;
-    e->n_gcomm = e->n_xbs = t ? 1 : S;
-    e->shards = (mlstack__shard *)mlstack__calloc((size_t)T, sizeof *e->shards);
-    e->cols = (int *)mlstack__calloc((size_t)MLSTACK__X_COUNT_ * (size_t)(T + 1), sizeof(int));
-    e->ranks = (mlstack__rank *)mlstack__calloc((size_t)e->n_local, sizeof *e->ranks);
-    e->gcomm = (mlstack__comm **)mlstack__calloc((size_t)e->n_gcomm, sizeof *e->gcomm);
-    e->xbs = (mlstack__xbuf *)mlstack__calloc((size_t)e->n_xbs, sizeof *e->xbs);
-    cm = e->comm = mlstack__comm_new(NULL, R, !t);
-    if (!e->shards || !e->cols || !e->ranks || !e->gcomm || !e->xbs || !cm)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    cm->t = t;
-#if !defined(MLSTACK_NO_THREADS)
-    if (!t && S > 1 && !(cm->mbox = (mlstack__mbox *)mlstack__calloc((size_t)R * (size_t)R, sizeof *cm->mbox)))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-#endif
-    for (g = 0; g < e->n_gcomm; g++) {
-        e->gcomm[g] = S == 1 ? cm : mlstack__comm_new(cm, T, !t);
-        if (!e->gcomm[g]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    }
-    if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
-    /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
-    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
-    for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
-    return MLSTACK_OK;
-}
-
-/* Each rank's share of heads, MLP and vocabulary (moved onto block edges in reduce mode), and
-   the column cuts of the exchanged activations. */
-static mlstack_result mlstack__ranks_shards(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &e->model->cfg;
-    const mlstack_transport *t = d->transport;
-    int T = e->n_tp, i;
-    e->rank_reduce = T > 1 && d->rank_mode == MLSTACK_RANK_REDUCE;
-    if (e->rank_reduce && t && !t->alltoallv)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: rank_mode reduce needs a transport with alltoallv");
-    for (i = 0; i < T; i++) mlstack__shard_of(c, T, i, &e->shards[i]);
-    if (T > 1) mlstack__split_ffn(e->model, T, e->rank_reduce, e->shards);
-    if (e->rank_reduce) { /* columns of block formats split on whole blocks */
-        const mlstack__layer *L0 = &e->model->layers[0];
-        int wo = mlstack__eff_wtype(e->model, &L0->wo), wd = mlstack__eff_wtype(e->model, &L0->w_down);
-        int bo = mlstack__wtype_block(wo), bd = mlstack__wtype_block(wd);
-        for (i = 0; i < T; i++)
-            if (e->shards[i].q0 * c->head_dim % bo)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                     "mlstack_engine_init: rank_mode reduce: rank %d's attention columns start at %d, "
-                                     "inside a block of %d (%s); use fewer ranks or gather mode",
-                                     i, e->shards[i].q0 * c->head_dim, bo, mlstack__wtype_name(wo));
-        for (i = 1; i < T; i++) {
-            int f = (e->shards[i].f0 + bd / 2) / bd * bd;
-            f = f < e->shards[i - 1].f0 ? e->shards[i - 1].f0 : f > c->n_ff ? c->n_ff : f;
-            e->shards[i - 1].f1 = e->shards[i].f0 = f;
-        }
-    }
-    for (i = 0; i <= T; i++) {
-        const mlstack__shard *sh = &e->shards[i < T ? i : T - 1];
-        e->cols[MLSTACK__X_ATT * (T + 1) + i] = (i < T ? sh->q0 : sh->q1) * c->head_dim;
-        e->cols[MLSTACK__X_MODEL * (T + 1) + i] = i < T ? sh->d0 : sh->d1;
-        e->cols[MLSTACK__X_FFN * (T + 1) + i] = i < T ? sh->f0 : sh->f1;
-        e->cols[MLSTACK__X_VOCAB * (T + 1) + i] = i < T ? sh->v0 : sh->v1;
-    }
-    return MLSTACK_OK;
-}
-
-/* The exchange buffers of activations (and partial sums in reduce mode), one set per group. */
-static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &e->model->cfg;
-    const mlstack_transport *t = d->transport;
-    size_t B = (size_t)e->max_batch;
-    int T = e->n_tp, g, i;
-    for (g = 0; g < e->n_xbs; g++) {
-        mlstack__xbuf *xb = &e->xbs[g];
-        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
-        xb->o = mlstack__falloc(B, (size_t)c->n_embd);
-        xb->d = mlstack__falloc(B, (size_t)c->n_embd);
-        xb->h = mlstack__falloc(B, (size_t)c->n_ff);
-        if (e->rank_reduce)
-            for (i = 0; i < 2; i++) {
-                xb->part[i] = mlstack__falloc(B * (size_t)(t ? 1 : T), (size_t)c->n_embd);
-                if (!xb->part[i]) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for partial sums");
-            }
-        if (!xb->att || !xb->o || !xb->d || !xb->h)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for activations of %d rows", e->max_batch);
-    }
-    return MLSTACK_OK;
-}
-
-/* The local ranks' state: their layers, shard, KV view, pool, buffers and communicators. */
-static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d, int me, int tpr) {
-    const mlstack__config *c = &e->model->cfg;
-    const mlstack_transport *t = d->transport;
-    int T = e->n_tp, S = e->n_stages, *cuts = e->stage_cuts, i, x;
-    mlstack__comm *cm = e->comm;
-    for (i = 0; i < e->n_local; i++) {
-        mlstack__rank *rk = &e->ranks[i];
-        int gi;
-        rk->e = e;
-        rk->index = t ? me : i;
-        rk->ti = rk->index % T;
-        rk->n_ranks = T;
-        rk->stage = rk->index / T;
-        rk->n_stages = S;
-        rk->l0 = cuts[rk->stage];
-        rk->l1 = cuts[rk->stage + 1];
-        rk->reduce = e->rank_reduce;
-        rk->model = e->model;
-        rk->k = e->k;
-        rk->pool = i == 0 ? &e->pool : &rk->own_pool;
-        rk->n_threads = tpr;
-        rk->sh = e->shards[rk->ti];
-        for (x = 0; x < MLSTACK__X_COUNT_; x++) rk->cols[x] = e->cols + x * (T + 1);
-        rk->kv = e->kv;
-        if (i > 0) {
-            rk->kv.data = NULL;
-            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
-            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
-        }
-        gi = t ? 0 : rk->stage;
-        rk->xb = &e->xbs[gi];
-        rk->comm = e->gcomm[gi];
-        rk->world = cm;
-        rk->cpus = d->rank_cpus && !t ? d->rank_cpus + (size_t)i * (size_t)tpr : d->rank_cpus;
-    }
-}
-
-/* Starts the ranks: over a transport, agree with the peers (and split a stage's transport);
-   with threads, start one per rank and wait until every rank has set up. */
-static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack_transport *t = d->transport;
-    mlstack__comm *cm = e->comm;
+MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlstack_engine_desc *desc,
+                                               mlstack_engine **out, mlstack_error *err) {
+    mlstack_engine_desc d;
+    mlstack_engine *e;
     mlstack_result r;
-    int R = e->n_ranks, S = e->n_stages, T = e->n_tp, me = t ? t->rank : 0, i;
-    if (t) {
-        mlstack__rank_setup(e, &e->ranks[0]);
-        r = mlstack__ranks_agree(e, err);
-        if (r == MLSTACK_OK && S > 1 && T > 1) { /* every rank agreed: all of them split */
-            char msg[200];
-            msg[0] = 0;
-            if (t->split(t->user, me / T, me % T, &e->gt, msg, sizeof msg) != 0 || e->gt.size != T ||
-                e->gt.rank != me % T)
-                r = MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: could not make stage %d's transport: %s", me / T,
-                                  msg[0] ? msg : "wrong size or rank");
-            else
-                e->gcomm[0]->t = &e->gt;
-        }
-        e->ranks_ready = r == MLSTACK_OK;
+    int cap;
+    if (err) {
+        err->code = MLSTACK_OK;
+        err->message[0] = 0;
+    }
+    if (!out || !model) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: model or out is NULL");
+    *out = NULL;
+    if ((r = mlstack__engine_desc_defaults(model, desc, &d, err)) != MLSTACK_OK) return r;
+    cap = mlstack__isa_parse(d.isa);
+    if (cap == -1) cap = mlstack__isa_parse(getenv("MLSTACK_ISA"));
+    if (cap == -2)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "isa cap \"%s\" unknown (expected scalar, avx2, avx512, amx or neon)",
+                             d.isa ? d.isa : getenv("MLSTACK_ISA"));
+    e = (mlstack_engine *)mlstack__calloc(1, sizeof *e);
+    if (!e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    e->k = mlstack__kernels_select(cap, d.bf16_activations);
+    e->model = model;
+    e->max_batch = d.max_batch_tokens;
+    e->step_tokens = d.step_tokens;
+    e->tmp_len = (int32_t *)mlstack__calloc((size_t)d.max_seqs, sizeof(int32_t));
+    /* the ranks (threads, weights, KV pages, activations), then the scheduler on top */
+    r = e->tmp_len ? mlstack__ranks_init(e, &d, err) : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (r == MLSTACK_OK && mlstack__sched_init(e) != MLSTACK_OK)
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the scheduler");
+    e->spec = d.spec;
+    e->spec_tokens = d.spec_tokens;
+    e->spec_ngram = d.spec_ngram;
+    if (r == MLSTACK_OK && d.spec == MLSTACK_SPEC_DRAFT) {
+        /* the draft engine: the same threads, sequences and pages; KV for as many positions */
+        const mlstack__config *dc = &d.spec_draft->cfg;
+        mlstack_engine_desc dd;
+        uint64_t per_tok =
+            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        memset(&dd, 0, sizeof dd);
+        dd.n_threads = d.n_threads;
+        dd.kv_type = d.kv_type;
+        dd.kv_page_tokens = d.kv_page_tokens;
+        dd.max_seqs = d.max_seqs;
+        dd.max_batch_tokens = d.max_batch_tokens;
+        dd.isa = d.isa;
+        dd.bf16_activations = d.bf16_activations;
+        dd.n_ranks = 1;
+        dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
+                        (uint64_t)dc->head_dim +
+                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
+                        (uint64_t)d.kv_page_tokens;
+        r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
+    }
+    if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
+        MLSTACK__FAIL(err, r, "could not start the profiler");
+    if (r != MLSTACK_OK) {
+        mlstack_engine_free(e);
         return r;
     }
-#if !defined(MLSTACK_NO_THREADS)
-    if (R > 1) {
-        cm->threads = (mlstack__thread *)mlstack__calloc((size_t)R, sizeof(mlstack__thread));
-        if (!cm->threads) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-        for (i = 1; i < R; i++) {
-            if (mlstack__thread_start(&cm->threads[i], mlstack__rank_thread, &e->ranks[i]) != 0) {
-                mlstack__comm_fail(cm, "could not start a rank thread");
-                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start the thread of rank %d", i);
-            }
-            cm->n_started = i;
-        }
-    }
-#endif
-    mlstack__rank_setup(e, &e->ranks[0]);
-    if (mlstack__comm_barrier(cm)) return MLSTACK__FAIL(err, MLSTACK_ERR_RANK, "ranks: %s", cm->why);
-    for (i = 0; i < R; i++)
-        if (e->ranks[i].init_result != MLSTACK_OK)
-            return MLSTACK__FAIL(err, e->ranks[i].init_result, "%s", e->ranks[i].init_msg);
-    e->ranks_ready = 1;
+    *out = e;
     return MLSTACK_OK;
 }
 
-static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
-    const mlstack__config *c = &e->model->cfg;
-    const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
-                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
-                                                            : MLSTACK_DTYPE_F16;
-    mlstack_result r;
-    int R = 1, S = 1, T, me, tpr, *cuts;
-    if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
-    T = R / S;
-    me = t ? t->rank : 0;
-    tpr = t || R == 1           ? d->n_threads
-          : d->threads_per_rank ? d->threads_per_rank
-                                : (d->n_threads / R > 0 ? d->n_threads / R : 1);
-    if ((r = mlstack__ranks_comms(e, d, R, S, tpr, err)) != MLSTACK_OK ||
-        (r = mlstack__ranks_shards(e, d, err)) != MLSTACK_OK)
-        return r;
-    if (mlstack__pool_init(&e->pool, tpr) != 0)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start %d threads", tpr);
-    if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mlstack__stage_cuts(e->model, S, cuts);
-    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
-                         e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
-    if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
-    mlstack__ranks_fill(e, d, me, tpr);
-    return mlstack__ranks_start(e, d, err);
+MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
+    if (!e) return;
+    if (e->backend) e->backend->free(e);
+    mlstack__prof_free(e);
+    mlstack__sched_free(e);
+    mlstack_engine_free(e->draft);
+    mlstack__ranks_free(e);
+    mlstack__pool_free(&e->pool);
+    mlstack__kv_free(&e->kv);
+    MLSTACK_FREE(e->logits);
+    MLSTACK_FREE(e->logit_slot);
+    MLSTACK_FREE(e->tmp_len);
+    MLSTACK_FREE(e);
 }
 
-static void mlstack__ranks_free(mlstack_engine *e) {
-    mlstack__comm *cm = e->comm;
-    int i;
-    if (!cm) return;
-    if (cm->size > 1 && e->ranks && e->ranks[0].index == 0 && !cm->failed) {
-        int32_t hdr[4] = {MLSTACK__STEP_QUIT, 0, 0, 0};
-        if (e->ranks_ready) mlstack__comm_bcast(cm, 0, hdr, sizeof hdr); /* followers run only when all were set up */
-    }
-#if !defined(MLSTACK_NO_THREADS)
-    if (!cm->t) {
-        if (cm->n_started < cm->size - 1) mlstack__comm_fail(cm, "engine closed while starting");
-        for (i = 1; i <= cm->n_started; i++) mlstack__thread_join(cm->threads[i]);
-        MLSTACK_FREE(cm->threads);
-    }
-#endif
-    for (i = 0; e->ranks && i < e->n_local; i++) mlstack__rank_release(e, &e->ranks[i]);
-    for (i = 0; e->gcomm && i < e->n_gcomm; i++)
-        if (e->gcomm[i] != cm) mlstack__comm_release(e->gcomm[i]);
-    MLSTACK_FREE(e->gcomm);
-    if (e->gt.close) e->gt.close(e->gt.user);
-    memset(&e->gt, 0, sizeof e->gt);
-    for (i = 0; e->xbs && i < e->n_xbs; i++) {
-        mlstack__aligned_free(e->xbs[i].att);
-        mlstack__aligned_free(e->xbs[i].o);
-        mlstack__aligned_free(e->xbs[i].d);
-        mlstack__aligned_free(e->xbs[i].h);
-        mlstack__aligned_free(e->xbs[i].part[0]);
-        mlstack__aligned_free(e->xbs[i].part[1]);
-    }
-    MLSTACK_FREE(e->xbs);
-    mlstack__comm_release(cm);
-    MLSTACK_FREE(e->ranks);
-    MLSTACK_FREE(e->shards);
-    MLSTACK_FREE(e->stage_cuts);
-    MLSTACK_FREE(e->cols);
-    e->comm = NULL;
-}
-
-MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *e) { return e ? e->n_ranks : 0; }
-MLSTACK_API int mlstack_engine_rank(const mlstack_engine *e) { return e && e->ranks ? e->ranks[0].index : 0; }
-
-MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int rank, mlstack_rank_info *o) {
-    const mlstack__rank *rk = NULL;
-    int i;
-    if (!e || !o) return MLSTACK_ERR_INVALID_ARG;
-    for (i = 0; i < e->n_local; i++)
-        if (e->ranks[i].index == rank) rk = &e->ranks[i];
-    if (!rk) return MLSTACK_ERR_INVALID_ARG;
-    memset(o, 0, sizeof *o);
-    o->rank = rank;
-    o->n_ranks = e->n_ranks;
-    o->n_threads = rk->pool->n_threads;
-    o->head0 = rk->sh.q0, o->head1 = rk->sh.q1, o->kv_head0 = rk->sh.k0, o->kv_head1 = rk->sh.k1;
-    o->embd0 = rk->sh.d0, o->embd1 = rk->sh.d1, o->ffn0 = rk->sh.f0, o->ffn1 = rk->sh.f1;
-    o->vocab0 = rk->sh.v0, o->vocab1 = rk->sh.v1;
-    if (rk->stage > 0) o->vocab0 = o->vocab1 = 0; /* the LM head is the first stage's */
-    o->stage = rk->stage, o->n_stages = rk->n_stages, o->layer0 = rk->l0, o->layer1 = rk->l1;
-    o->weight_bytes = rk->weight_bytes;
-    o->replicated_bytes = rk->replicated_bytes;
-    o->packed_bytes = rk->packed_bytes;
-    o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
-    o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
-    o->kv_pages = e->kv.n_pages;
-    o->bytes_in = rk->bytes_in;
-    o->bytes_out = rk->bytes_out;
-    o->wait_seconds = rk->wait_s;
-    return MLSTACK_OK;
-}
-
-MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
-    mlstack_result r;
-    if (!e) return MLSTACK_ERR_INVALID_ARG;
-    if (!e->comm->t || e->ranks[0].index == 0)
-        return mlstack__engine_fail(e, MLSTACK_ERR_STATE, "follow: only ranks other than 0 of a transport follow");
-    r = mlstack__rank_follow(e, &e->ranks[0]);
-    if (r != MLSTACK_OK) mlstack__engine_fail(e, r, "rank %d: %s", e->ranks[0].index, e->comm->why);
-    return r;
-}
-
-/* ==== 26. PROFILER ==== */ /* >>profiler */
+/* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
@@ -33367,7 +33381,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     return total;
 }
 
-/* ==== 27. UNICODE TABLES ==== */ /* >>unicodetables */
+/* ==== 30. UNICODE TABLES ==== */ /* >>unicodetables */
 #undef MLSTACK__PART
 #define MLSTACK__PART 6
 
