@@ -25086,6 +25086,56 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
+   which layers are MoE (decoder_sparse_step, mlp_only_layers). */
+static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    int64_t w;
+    int i, step = 1;
+    const mlstack__json *e;
+    const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
+    if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
+        !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
+        ek = "num_local_experts";
+    if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
+        (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
+        (r = mlstack__cfg_int(root, f->moe.ff_key, 0, &c->moe_ff, file, err)))
+        return r;
+    if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "%s: %d experts, %d per token (at most %d experts, and no more "
+                             "per token than there are)",
+                             file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS);
+    c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"),
+                                                                           (f->flags & MLSTACK__F_TOPK_NORM_ON) != 0);
+    if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
+        (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
+        return r;
+    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    v = mlstack__json_get(root, "mlp_only_layers");
+    if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices", file);
+        for (e = v->child; e; e = e->next) {
+            if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "%s: mlp_only_layers holds an entry that is not a layer index", file);
+            c->layer_moe[w] = 0;
+        }
+    }
+    if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25188,51 +25238,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    /* mixture of experts */
-    if (f->moe.block) {
-        int i, step = 1;
-        const mlstack__json *e;
-        const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
-        if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
-            !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
-            ek = "num_local_experts";
-        if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
-            (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
-            (r = mlstack__cfg_int(root, f->moe.ff_key, 0, &c->moe_ff, file, err)))
-            return r;
-        if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                                 "%s: %d experts, %d per token (at most %d experts, and no more "
-                                 "per token than there are)",
-                                 file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) ||
-                       mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"),
-                                          (f->flags & MLSTACK__F_TOPK_NORM_ON) != 0);
-        if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
-            (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
-            return r;
-        if ((f->flags & MLSTACK__F_SPARSE_STEP) &&
-            (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
-            return r;
-        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
-        v = mlstack__json_get(root, "mlp_only_layers");
-        if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
-            if (v->type != MLSTACK__JSON_ARRAY)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices",
-                                     file);
-            for (e = v->child; e; e = e->next) {
-                if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                         "%s: mlp_only_layers holds an entry that is not a layer index", file);
-                c->layer_moe[w] = 0;
-            }
-        }
-        if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    }
+    if (f->moe.block && (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK) return r;
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
@@ -25769,6 +25775,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
         mlstack__weight *dst[3], qg;
         int rows3[3], pi;
+        memset(&qg, 0, sizeof qg);
         dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
         rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
@@ -25994,8 +26001,8 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
         }
     L->w_in.data = dst;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), D, vd, 0, &L->wo, err)) ||
-        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv,
-                                  &L->conv_w, err)) ||
+        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv, &L->conv_w,
+                                  err)) ||
         (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.A_log"), Hv, &alog, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &L->dn_dt_bias, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.norm.weight"), dv, &L->dn_norm, err)))
@@ -29612,11 +29619,11 @@ static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *
     }
 }
 
-/* TEMPORARY until the recurrent-state store lands: sequence seq's state block, zeroed when the
-   sequence starts over at position 0. */
-static float *mlstack__seq_state_tmp(mlstack__rank *rk, int seq, int32_t pos) {
-    float *st = rk->s.tmp_state + (size_t)seq * rk->model->cfg.state_floats;
-    if (pos == 0) memset(st, 0, sizeof(float) * rk->model->cfg.state_floats);
+/* TEMPORARY until the recurrent-state store lands: layer L's state in sequence seq's block,
+   zeroed when the sequence starts over at position 0. */
+static float *mlstack__seq_state_tmp(mlstack__rank *rk, const mlstack__layer *L, int seq, int32_t pos) {
+    float *st = rk->s.tmp_state + (size_t)seq * rk->model->cfg.state_floats + L->state_off;
+    if (pos == 0) memset(st, 0, sizeof(float) * mlstack__dn_state_floats(&rk->model->cfg));
     return st;
 }
 
@@ -29638,7 +29645,7 @@ static void mlstack__dn_task(void *ctx, int task, int n_tasks, int thread) {
     for (b = 0; b < j->B; b++) {
         float *st;
         if (j->rows[b].seq != seq) continue;
-        st = mlstack__seq_state_tmp(rk, seq, j->rows[b].pos) + j->L->state_off;
+        st = mlstack__seq_state_tmp(rk, j->L, seq, j->rows[b].pos);
         mlstack__mix_deltanet(rk->model, j->L, st, rk->s.dn_x + (size_t)b * W, rk->s.dn_y + (size_t)b * vd, 1,
                               rk->s.dn_tmp + (size_t)thread * mlstack__dn_scratch_floats(c));
     }
@@ -29653,8 +29660,7 @@ static void mlstack__deltanet_layer(mlstack__rank *rk, const mlstack__layer *L, 
     j.rk = rk, j.L = L, j.rows = rows, j.B = B, j.n_seqs = 0;
     mlstack__project(rk, in, B, 1, &L->w_in, rk->s.dn_x, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
-        for (k = 0; k < j.n_seqs && rk->s.dn_seqs[k] != rows[b].seq; k++) {
-        }
+        for (k = 0; k < j.n_seqs && rk->s.dn_seqs[k] != rows[b].seq; k++) {}
         if (k == j.n_seqs) rk->s.dn_seqs[j.n_seqs++] = rows[b].seq;
     }
     if (j.n_seqs > 1) mlstack__pool_run(rk->pool, mlstack__dn_task, &j, j.n_seqs);
@@ -29675,8 +29681,8 @@ static float *mlstack__falloc(size_t a, size_t b);
 static int mlstack__dn_scratch(mlstack__rank *rk, size_t B, int max_seqs) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    size_t W = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim +
-               (size_t)2 * c->dn_v_heads;
+    size_t W =
+        (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim + (size_t)2 * c->dn_v_heads;
     if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim))) return -1;
     if (!c->state_floats) return 0;
     s->dn_x = mlstack__falloc(B, W);
@@ -30644,6 +30650,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    if ((size_t)c->dn_v_heads * (size_t)c->dn_v_dim > max_in) max_in = (size_t)c->dn_v_heads * (size_t)c->dn_v_dim;
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -30663,6 +30670,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->rd = mlstack__falloc(B, (size_t)c->n_embd);
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
+    if (mlstack__dn_scratch(rk, B, e->kv.max_seqs)) return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -30738,6 +30746,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
+    mlstack__dn_scratch_free(s);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -31020,6 +31029,10 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
+    if (R > 1 && (c->state_floats || c->attn_gate)) /* delta-net heads and the attention gate are not split yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (gated delta-net / gated attention) runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
@@ -32744,6 +32757,11 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
         if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+        if (c->state_floats) { /* w_in's rows: q | k | v | z | b | a */
+            size_t W = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim +
+                       (size_t)2 * c->dn_v_heads;
+            if (W > max_in) max_in = W;
+        }
         if ((uint64_t)d->max_batch_tokens * max_in >
             (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,

@@ -1,6 +1,6 @@
 /* Every tiny family model in tests/fixtures/families/ (made by tools/make_fixtures.py with
    transformers; one per architecture and per option that changes the math): our logits at
-   every position of a 112-token prompt match transformers' within 1e-4, the 32-token greedy
+   every position of a 112-token prompt (128 for the recurrent hybrids) match transformers' within 1e-4, the 32-token greedy
    continuation is identical, and the logits are bit-identical with 1 or 2 threads, batched
    beside another sequence and evaluated in two chunks. The prompt is longer than every
    sliding window and every original RoPE context in these models. */
@@ -25,6 +25,13 @@ static int read_ids(const mlstack__json *a, int32_t *ids, int cap) {
 }
 
 /* Load-time Q8_0 (experts included): logits close to the f32 ones (ours). */
+/* Recurrent (gated delta-net) fixtures: the state integrates every earlier position's rounding,
+   and the decay and beta gates of these random models come from 32-wide rows that one Q8_0 block
+   covers, so quantization moves their logits more (measured: Q8_0 KL 0.009 - 0.035, mean shift
+   1.6 - 2.2% of the largest logit; Q4_1 KL 0.31 - 0.50). Their bounds: Q8_0 KL 0.048, mean shift
+   4%, Q4_1 KL 1.0; a scale or layout bug still gives KL in the units. */
+static double q_slack = 1.0;
+
 static void check_q8_close(const char *name, mlstack_model_desc md, const mlstack_engine_desc *ed, const int32_t *ids,
                            int n, const float *ours, int n_vocab) {
     mlstack_error err;
@@ -43,7 +50,7 @@ static void check_q8_close(const char *name, mlstack_model_desc md, const mlstac
         }
         /* 8-bit weights on these tiny (D = 32) random models: on average 2% of the largest
            logit (a routing or near-tie flip may move single rows more) */
-        CHECKF(q && sum / (n * n_vocab) < 0.02 * big,
+        CHECKF(q && sum / (n * n_vocab) < 0.02 * q_slack * big,
                "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)", name, sum / (n * n_vocab), dq, big);
         printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * n_vocab), dq, big);
         free(q);
@@ -77,8 +84,9 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
         } else if (quality_compare(e1, &eq, 1, n_vocab, ids, n, n, &qq) != 0) {
             CHECKF(0, "%s: %s: quality run failed", name, mlstack_dtype_name(qb[t].type));
         } else {
-            CHECKF(qq.mean_kl <= qb[t].max_mean_kl, "%s %s: mean KL %.5f (bound %.3f)", name,
-                   mlstack_dtype_name(qb[t].type), qq.mean_kl, qb[t].max_mean_kl);
+            double bound = qb[t].max_mean_kl * (q_slack > 1 ? (t ? 2 : 4) : 1);
+            CHECKF(qq.mean_kl <= bound, "%s %s: mean KL %.5f (bound %.3f)", name, mlstack_dtype_name(qb[t].type),
+                   qq.mean_kl, bound);
             printf("  %-14s %s: mean KL %.5f, top-1 %.1f%%\n", name, mlstack_dtype_name(qb[t].type), qq.mean_kl,
                    100 * qq.top1);
         }
@@ -154,6 +162,12 @@ static void check_family(const char *name) {
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
     CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",
            name);
+    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff")) { /* recurrent layers: decode == prefill */
+        float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
+        CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
+               "%s: logits differ when the prompt is decoded one token at a time", name);
+        free(one);
+    }
     /* greedy continuation */
     CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
     memset(&g, 0, sizeof g);
@@ -169,6 +183,7 @@ static void check_family(const char *name) {
         if (k >= fx_n_greedy || fx_greedy[k] != greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
+    q_slack = mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") ? 2.0 : 1.0;
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
