@@ -1046,7 +1046,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *engine, int32
 /* Number of positions sequence `seq` holds in the KV cache (-1 if no such sequence). */
 MLSTACK_API int32_t mlstack_engine_seq_length(const mlstack_engine *engine, int32_t seq);
 /* Keeps only the first `len` positions of `seq` (len <= its length), returning the pages past
-   them; the next eval continues at position len. Used to reuse a common prompt prefix. */
+   them; the next eval continues at position len. Used to reuse a common prompt prefix. Models
+   with recurrent layers (LFM2 and the other hybrids) keep their state only at some positions: 0,
+   the end of a KV page that carries a snapshot, and (internally) a kept copy; a rewind elsewhere
+   fails with MLSTACK_ERR_INVALID_ARG and names the nearest such position. On those models the
+   rows of an eval must also start at the sequence's length (the state only moves forward). */
 MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *engine, int32_t seq, int32_t len);
 /* Runs the model over a ragged batch. Logits of rows with want_logits are kept until the next
    eval and read with mlstack_engine_logits(engine, row_index) (NULL for other rows). */
@@ -2610,6 +2614,7 @@ enum {
     MLSTACK__OP_ATTENTION,
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
+    MLSTACK__OP_MIXER,
     MLSTACK__OP_COUNT_
 };
 
@@ -24420,6 +24425,17 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
 enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+/* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
+   pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
+   layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
+   are which comes from the config (layer_types, named by the family row's mixer group). */
+enum {
+    MLSTACK__LAYER_ATTN = 0,
+    MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_KINDS_
+};
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
 enum {
     MLSTACK__QK_NORM_NONE = 0,
@@ -24473,8 +24489,6 @@ enum {
 #define MLSTACK__F_QKVZ_GROUPED 0x8000000u /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
 #define MLSTACK__F_TOPK_NORM_ON 0x10000000u /* norm_topk_prob defaults to true (Qwen3-Next) */
 #define MLSTACK__MAX_EXPERTS 512
-/* mlstack__layer.kind: the layer's token mixer */
-enum { MLSTACK__LAYER_ATTN = 0, MLSTACK__LAYER_DELTANET = 3 };
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
@@ -24503,9 +24517,18 @@ typedef struct mlstack__fam_moe { /* mixture of experts (block NULL: a dense MLP
     const char *n_experts_key, *ff_key; /* config keys of the expert count and width */
 } mlstack__fam_moe;
 typedef struct mlstack__fam_names { /* NULL: model, embed_tokens, norm, lm_head, self_attn, o_proj,
-                                       up_proj, down_proj */
+                                       up_proj, down_proj, mlp, gate_proj, q_norm (k_norm beside it) */
     const char *prefix, *embed, *final_norm, *head, *attn, *o_proj, *up, *down;
+    const char *mlp, *gate, *q_norm, *k_norm;
 } mlstack__fam_names;
+typedef struct mlstack__fam_mixer { /* recurrent layers (kind 0: attention only) */
+    int kind; /* MLSTACK__LAYER_* of the family's recurrent layers */
+    const char *type; /* their name in layer_types */
+    const char *block; /* the mixer's module under model.layers.N. */
+    const char *ff_adjust_key; /* LFM2's block_auto_adjust_ff_dim: the FFN width is 2/3 of
+                                  intermediate_size, times block_ffn_dim_multiplier, rounded up to
+                                  block_multiple_of (NULL: intermediate_size as it is) */
+} mlstack__fam_mixer;
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
@@ -24516,6 +24539,7 @@ typedef struct mlstack__family {
     mlstack__fam_opts opt;
     mlstack__fam_moe moe;
     mlstack__fam_names name;
+    mlstack__fam_mixer mix;
 } mlstack__family;
 
 /* the groups most rows share */
@@ -24526,7 +24550,9 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_LLAMA {"hidden_act", 1, 0, 0, NULL, 0}
 #define MLSTACK__DENSE {NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
-#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
+#define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
 #define MLSTACK__F_QWEN35 \
@@ -24537,62 +24563,69 @@ static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
          norms, fused projections, config keys and defaults, experts, tensor names */
     {"LlamaForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MistralForCausalLM", "llama", MLSTACK__F_GGUF_ROPE_ROWS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2ForCausalLM", "qwen2", MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3ForCausalLM", "qwen3", MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GemmaForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_GELU_TANH,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma2ForCausalLM", NULL, MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_ATTN_SOFTCAP | MLSTACK__F_FINAL_SOFTCAP,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 2, 50.0f, 30.0f, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Gemma3ForCausalLM", NULL,
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Phi3ForCausalLM", NULL, 0,
-         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Olmo2ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
-         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"MixtralForCausalLM", NULL, MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES},
+         {"block_sparse_moe", "w1", "w3", "w2", "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen2MoeForCausalLM", NULL,
          MLSTACK__F_QKV_BIAS | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"Qwen3MoeForCausalLM", NULL, MLSTACK__F_QWEN_WINDOW | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SPARSE_STEP,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"OlmoeForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
-         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"StableLmForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
-         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
-          "dense_4h_to_h"}},
+          "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    /* hybrids: recurrent layers beside attention */
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}},
     {"Qwen3_5ForCausalLM", NULL, MLSTACK__F_QWEN35,
-         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES},
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES,
+         MLSTACK__MIX_DELTANET},
     {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET},
     {"Qwen3NextForCausalLM", NULL,
          MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
              MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
-         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES},
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET},
 };
 /* clang-format on */
 
@@ -24636,11 +24669,16 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
-    /* gated delta-net layers (F_DELTANET): layer l is one where layer_delta[l]; key heads of
-       dk dims, value heads (a multiple of them) of dv dims, the causal conv's width */
-    unsigned char layer_delta[MLSTACK__MAX_TYPED_LAYERS];
+    /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
+    unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
+    int n_recurrent; /* layers that are not attention */
+    int n_kv_layers; /* attention layers: the layers a KV page holds */
+    int conv_k; /* width of the recurrent layers' causal convolution (LFM2 conv_L_cache) */
+    int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
+    size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
+    /* gated delta-net layers: key heads of dk dims, value heads (a multiple of them) of dv dims,
+       the causal conv's width */
     int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
-    size_t state_floats; /* one sequence's recurrent state, every layer */
     int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
     int32_t bos_id;
     int n_eos;
@@ -24658,17 +24696,17 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
-    mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
-    /* recurrent layers: the kind of mixer (MLSTACK__LAYER_*), where its state starts in the
-       sequence's block of floats, its input projection w_in, its output projection in wo (wq, wk,
-       wv unused), its causal conv (C, K) as f32. Gated delta-net: w_in (W, D) holds the rows
-       q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv + 2 Hv), wo (D, Hv dv), the conv runs over the
-       C = 2 Hk dk + Hv dv channels q | k | v; per value head -exp(A_log) and dt_bias; the gated
-       output norm's weight (dv) */
-    int kind;
+    /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
+       recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
+       input projection w_in, its output projection in wo (wq/wk/wv unused) */
+    int kind, kv_layer;
     size_t state_off;
     mlstack__weight w_in;
-    const float *conv_w;
+    const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
+    mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
+    /* gated delta-net: w_in (W, D) holds the rows q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv +
+       2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
+       q | k | v; per value head -exp(A_log) and dt_bias; the gated output norm's weight (dv) */
     const float *dn_neg_a, *dn_dt_bias, *dn_norm;
 } mlstack__layer;
 
@@ -24874,7 +24912,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
-        r = mlstack__cfg_float(root, "rms_norm_eps", 1e-6f, &c->eps, file, err);
+        r = mlstack__cfg_float(root,
+                               mlstack__json_is_null(mlstack__json_get(root, "rms_norm_eps")) &&
+                                       !mlstack__json_is_null(mlstack__json_get(root, "norm_eps"))
+                                   ? "norm_eps" /* LFM2 */
+                                   : "rms_norm_eps",
+                               1e-6f, &c->eps, file, err);
     return r;
 }
 
@@ -25069,20 +25112,25 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
         (r = mlstack__cfg_int(root, "full_attention_interval", 4, &every, file, err)))
         return r;
     if (c->dn_v_heads % c->dn_k_heads || c->dn_v_heads > 4096 || c->dn_k_dim > MLSTACK__MAX_DN_DIM ||
-        c->dn_v_dim > MLSTACK__MAX_DN_DIM || c->dn_conv > 64)
+        c->dn_v_dim > MLSTACK__MAX_DN_DIM || c->dn_conv > 64 ||
+        (int64_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim > ((int64_t)1 << 28))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
                              "%s: delta-net heads %d (key) / %d (value) of %d / %d dims, conv width %d (value heads "
-                             "a multiple of key heads, at most 4096; dims up to %d; width up to 64)",
+                             "a multiple of key heads, at most 4096; dims up to %d; width up to 64; a state of at "
+                             "most 2^28 floats per layer)",
                              file, c->dn_k_heads, c->dn_v_heads, c->dn_k_dim, c->dn_v_dim, c->dn_conv,
                              MLSTACK__MAX_DN_DIM);
     if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported)", file, c->n_layers,
                              MLSTACK__MAX_TYPED_LAYERS);
-    if (!c->has_layer_types)
-        for (i = 0; i < c->n_layers; i++) c->layer_delta[i] = (unsigned char)((i + 1) % every != 0);
+    if (!c->has_layer_types) {
+        for (i = 0; i < c->n_layers; i++) {
+            c->layer_kind[i] = (unsigned char)((i + 1) % every != 0 ? MLSTACK__LAYER_DELTANET : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += c->layer_kind[i] != MLSTACK__LAYER_ATTN;
+        }
+        c->has_layer_types = 1;
+    }
     c->attn_gate = (c->fam->flags & MLSTACK__F_ATTN_GATE) != 0;
-    for (i = 0; i < c->n_layers; i++)
-        if (c->layer_delta[i]) c->state_floats += mlstack__dn_state_floats(c);
     return MLSTACK_OK;
 }
 
@@ -25136,6 +25184,51 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     return MLSTACK_OK;
 }
 
+/* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
+   the family's pattern (Qwen2: from max_window_layers on). */
+static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
+                                               mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    v = mlstack__json_get(root, "layer_types");
+    if (!mlstack__json_is_null(v)) {
+        const mlstack__json *e;
+        int i = 0;
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (e = v->child; e; e = e->next, i++) {
+            int slides = mlstack__json_is_str(e, "sliding_attention");
+            int mixes = f->mix.type && mlstack__json_is_str(e, f->mix.type);
+            if (i >= c->n_layers || (!slides && !mixes && !mlstack__json_is_str(e, "full_attention")))
+                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s%s%s, one "
+                                     "per layer",
+                                     file, i, f->mix.type ? " or \"" : "", f->mix.type ? f->mix.type : "",
+                                     f->mix.type ? "\"" : "");
+            c->layer_sliding[i] = (unsigned char)slides;
+            c->layer_kind[i] = (unsigned char)(mixes ? f->mix.kind : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += mixes;
+        }
+        if (i != c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
+                                 file, i, c->n_layers);
+        c->has_layer_types = 1;
+    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
+        int mwl = 0, i;
+        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
+                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
+        c->has_layer_types = 1;
+    }
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -25172,41 +25265,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     }
     if ((f->flags & MLSTACK__F_QWEN_WINDOW) && !mlstack__json_bool(mlstack__json_get(root, "use_sliding_window"), 0))
         c->sliding_window = 0;
-    /* which layers slide: layer_types, else the family's pattern (Qwen2: from max_window_layers on) */
-    v = mlstack__json_get(root, "layer_types");
-    if (!mlstack__json_is_null(v)) {
-        const mlstack__json *e;
-        int i = 0;
-        if (v->type != MLSTACK__JSON_ARRAY)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types must be a list", file);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer_types for %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (e = v->child; e; e = e->next, i++) {
-            int slides = mlstack__json_is_str(e, "sliding_attention");
-            int delta = (f->flags & MLSTACK__F_DELTANET) && mlstack__json_is_str(e, "linear_attention");
-            if (i >= c->n_layers || (!slides && !delta && !mlstack__json_is_str(e, "full_attention")))
-                return MLSTACK__FAIL(err, i >= c->n_layers ? MLSTACK_ERR_FORMAT : MLSTACK_ERR_UNSUPPORTED,
-                                     "%s: layer_types[%d] must be \"full_attention\", \"sliding_attention\"%s, one per "
-                                     "layer",
-                                     file, i, f->flags & MLSTACK__F_DELTANET ? " or \"linear_attention\"" : "");
-            c->layer_sliding[i] = (unsigned char)slides;
-            c->layer_delta[i] = (unsigned char)delta;
-        }
-        if (i != c->n_layers)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types lists %d layers, num_hidden_layers is %d",
-                                 file, i, c->n_layers);
-        c->has_layer_types = 1;
-    } else if ((f->flags & MLSTACK__F_QWEN_WINDOW) && c->sliding_window) {
-        int mwl = 0, i;
-        if ((r = mlstack__cfg_int(root, "max_window_layers", c->n_layers, &mwl, file, err)) != MLSTACK_OK) return r;
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: sliding layers for %d layers (at most %d supported)",
-                                 file, c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)(i >= mwl);
-        c->has_layer_types = 1;
-    }
-    if ((f->flags & MLSTACK__F_DELTANET) && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__cfg_layer_types(c, root, file, err)) != MLSTACK_OK) return r;
     /* scales */
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
@@ -25264,6 +25323,82 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+/* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
+   sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
+   convolution, (conv_k - 1, D) oldest first. */
+static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    switch (kind) {
+    case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
+    case MLSTACK__LAYER_DELTANET: return mlstack__dn_state_floats(c);
+    default: return 0;
+    }
+}
+
+/* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
+   of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
+static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) /* q | k | v | z | b | a */
+        return 2 * c->dn_k_heads * c->dn_k_dim + 2 * c->dn_v_heads * c->dn_v_dim + 2 * c->dn_v_heads;
+    return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : 0;
+}
+static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) return c->dn_v_heads * c->dn_v_dim;
+    return kind == MLSTACK__LAYER_CONV ? c->n_embd : 0;
+}
+static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
+        return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
+    return 0;
+}
+
+#define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
+
+/* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
+   sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
+static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
+                                         mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int l;
+    if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
+        return r;
+    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    if (!f->mix.kind) return MLSTACK_OK;
+    if (!c->has_layer_types)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
+                             file, c->architecture, f->mix.type);
+    if (f->mix.kind == MLSTACK__LAYER_CONV) {
+        if ((r = mlstack__cfg_int(root, "conv_L_cache", 3, &c->conv_k, file, err)) != MLSTACK_OK) return r;
+        if (c->conv_k < 2 || c->conv_k > MLSTACK__MAX_CONV)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: conv_L_cache %d (2 to %d supported)", file, c->conv_k,
+                                 MLSTACK__MAX_CONV);
+        c->conv_bias = mlstack__json_bool(mlstack__json_get(root, "conv_bias"), 0);
+    }
+    if (f->mix.ff_adjust_key && mlstack__json_bool(mlstack__json_get(root, f->mix.ff_adjust_key), 1)) {
+        /* transformers: int(2 ff / 3), then int(multiplier ff), rounded up to a multiple */
+        float mult;
+        int mo, ff = (int)(2 * (int64_t)c->n_ff / 3);
+        if ((r = mlstack__cfg_num(root, "block_ffn_dim_multiplier", 1, 1e-3, 1e3, &mult, file, err)) ||
+            (r = mlstack__cfg_int(root, "block_multiple_of", 256, &mo, file, err)))
+            return r;
+        if (!mlstack__json_is_null(mlstack__json_get(root, "block_ffn_dim_multiplier"))) {
+            ff = (int)((double)mult * ff);
+            ff = (int)(((int64_t)ff + mo - 1) / mo * mo);
+        }
+        if (ff <= 0 || ff > (1 << 30))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the adjusted FFN width %d is out of range", file, ff);
+        c->n_ff = ff;
+    }
+    c->state_floats = 0;
+    for (l = 0; l < c->n_layers; l++) {
+        size_t n = mlstack__state_floats(c, c->layer_kind[l]);
+        if (n > ((size_t)1 << 40) - c->state_floats)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
+        c->state_floats += n;
+    }
+    return MLSTACK_OK;
+}
+
 MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlstack__json *root,
                                                  const mlstack__json *gen, const char *file, mlstack_error *err) {
     mlstack_result r;
@@ -25271,7 +25406,8 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
     if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25616,12 +25752,19 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
-    int p = c->fam->opt.sliding_period, slides;
+    int p = c->fam->opt.sliding_period, slides, i;
     if (c->has_layer_types) slides = c->layer_sliding[l];
     else
         slides = p <= 1 || (l + 1) % p != 0;
     L->window = slides ? c->sliding_window : 0;
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
+    L->kind = c->n_recurrent ? c->layer_kind[l] : MLSTACK__LAYER_ATTN;
+    L->kv_layer = L->state_off = 0;
+    for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
+        int k = c->n_recurrent ? c->layer_kind[i] : MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->state_off += mlstack__state_floats(c, k);
+    }
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25849,6 +25992,7 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
                                              mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
+    const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
     if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
@@ -25865,13 +26009,15 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         snprintf(nm, sizeof nm, "mlp.%s", f->name.up ? f->name.up : "up_proj");
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
             return r;
-    } else if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.gate_proj"), c->n_ff, c->n_embd, c->mlp_bias,
-                                          &L->w_gate, err)) ||
-               (r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.up_proj"), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up,
-                                          err))) {
-        return r;
+    } else {
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.gate ? f->name.gate : "gate_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.up ? f->name.up : "up_proj");
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_ff, c->n_embd, c->mlp_bias, &L->w_up, err)))
+            return r;
     }
-    snprintf(nm, sizeof nm, "mlp.%s", f->name.down ? f->name.down : "down_proj");
+    snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
     return MLSTACK_OK;
@@ -25906,9 +26052,10 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
         int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.q_norm.weight"), qn, plus, &L->q_norm, err)) ||
-            (r = mlstack__model_norm_n(m, MLSTACK__LNAME("self_attn.k_norm.weight"), kn, plus, &L->k_norm, err)))
-            return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
+        snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
+        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
     return MLSTACK_OK;
 }
@@ -25941,7 +26088,7 @@ static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight
            (size_t)n * w->row_bytes);
 }
 
-/* Layer l's gated delta-net: the input projections gathered into one weight dn_in of rows
+/* Layer l's gated delta-net: the input projections gathered into one weight w_in of rows
    q | k | v | z | b | a (Qwen3.5 stores in_proj_qkv, _z, _b, _a; Qwen3-Next in_proj_qkvz and
    in_proj_ba with rows grouped per key head: q_h k_h v_h z_h and b_h a_h, each v_h, z_h, b_h,
    a_h covering the value heads of key head h), out_proj, the conv, A_log (kept as -exp(A_log)),
@@ -25958,8 +26105,6 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     mlstack_result r;
     char name[256];
     memset(src, 0, sizeof src);
-    L->kind = MLSTACK__LAYER_DELTANET;
-    for (i = 0; i < l; i++) L->state_off += c->layer_delta[i] ? mlstack__dn_state_floats(c) : 0;
     if (c->fam->flags & MLSTACK__F_QKVZ_GROUPED) {
         n_src = 2;
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
@@ -26013,6 +26158,48 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     L->dn_neg_a = na;
     return MLSTACK_OK;
 }
+
+/* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
+   depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
+   output projection (in L->wo). */
+static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const char *blk = c->fam->mix.block;
+    const mlstack__st_tensor *t;
+    int D = c->n_embd, K = c->conv_k;
+    mlstack_result r;
+    char name[256], nm[200];
+    float *w;
+    if (L->kind == MLSTACK__LAYER_DELTANET) return mlstack__map_layer_delta(m, L, pre, l, err);
+    if (L->kind != MLSTACK__LAYER_CONV)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
+                             m->path, l, L->kind);
+    snprintf(nm, sizeof nm, "%s.in_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), 3 * D, D, c->conv_bias, &L->w_in, err))) return r;
+    snprintf(nm, sizeof nm, "%s.out_proj", blk);
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), D, D, c->conv_bias, &L->wo, err))) return r;
+    snprintf(nm, sizeof nm, "%s.conv.weight", blk);
+    t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             c->architecture);
+    if ((t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != D || t->shape[1] != 1 || t->shape[2] != K)
+        return MLSTACK__FAIL(
+            err, MLSTACK_ERR_FORMAT,
+            "%s: tensor %s must be F32, F16 or BF16 of shape [%d, 1, %d] (hidden_size, 1, conv_L_cache)", m->path, name,
+            D, K);
+    w = (float *)mlstack__model_own(m, sizeof(float) * (size_t)D * (size_t)K);
+    if (!w) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, w, (size_t)D * (size_t)K);
+    m->n_params += (uint64_t)D * (uint64_t)K;
+    m->weight_bytes += t->end - t->begin;
+    L->conv_w = w;
+    snprintf(nm, sizeof nm, "%s.conv.bias", blk);
+    if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
+    return MLSTACK_OK;
+}
 #undef MLSTACK__LNAME
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
@@ -26035,13 +26222,15 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
-        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (r = c->layer_delta[l] ? mlstack__map_layer_delta(m, L, pre, l, err)
-                                   : mlstack__map_layer_attn(m, L, pre, attn, l, err)) != MLSTACK_OK ||
-            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (!c->layer_delta[l] && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
-            return r;
+        int att;
         mlstack__layer_kind(c, l, L);
+        att = L->kind == MLSTACK__LAYER_ATTN;
+        if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                     : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
+            (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
+            return r;
     }
     return MLSTACK_OK;
 }
@@ -26049,7 +26238,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (15 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
     mlstack__weight *all[13];
@@ -26062,7 +26251,7 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->wqg, all[12] = &L->w_in;
+    all[11] = &L->w_in, all[12] = &L->wqg;
     for (i = 0; i < 13; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
@@ -28086,12 +28275,31 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    that attaches cached pages only ever writes positions past them, into pages of its own. So
    a shared page is never written, and no copy-on-write is needed. The cost is that up to P-1
    tokens of a matched prefix (the tail of its last, partial page) are recomputed; with P = 16
-   that is cheap next to the rows the cache saves, and it keeps every cached page immutable. */
+   that is cheap next to the rows the cache saves, and it keeps every cached page immutable.
+
+   Recurrent state (hybrids: LFM2, Mamba2, delta-net layers; >>model mlstack__state_floats).
+   Beside its page table a sequence slot owns one contiguous f32 block of state_floats: layer l's
+   state at layers[l].state_off floats into it (mlstack__state_floats(c, kind) of them: a conv
+   window of (conv_k - 1, channels) oldest first, then the kind's matrix state). Pages then hold
+   only the attention layers (block kv_layer of a page). The state after position len - 1 is the
+   slot's live state, so a sequence of a hybrid only grows at its end: its rows start at len, and
+   it rewinds only to where a copy of the state exists:
+     - snapshots: the state after the last position of a page, kept beside that page
+       (snap_of[page]: a slot of the snapshot pool, or -1) and freed with it. A page at depth d
+       of its sequence (d = pos / P) gets one when (d + 1) % snap_every == 0 and a slot is free,
+       written by the forward pass as it passes the page's last position. The radix tree's pages
+       so carry the state at their ends: a match of m pages restores the snapshot of the m-th
+       (a match shortens to the deepest page with one) and computes only the rest, with the same
+       bits as a cold run (the state is the exact floats the cold run had there).
+     - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
+   All of it is allocated at init and counted in the byte budget with the pages: live and kept
+   states per slot first, then pages and a snapshot every snap_every pages. */
 
 typedef struct mlstack__kv_seq {
     int active;
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
+    int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28130,6 +28338,13 @@ typedef struct mlstack__kv {
     mlstack__kv_seq *seqs;
     int max_seqs;
     mlstack__radix radix;
+    /* recurrent state (state_floats 0: none) */
+    size_t state_floats; /* per sequence slot */
+    float *state, *ckpt; /* (max_seqs, state_floats): live states, kept copies */
+    float *snap; /* (n_snap, state_floats) snapshots at page ends */
+    int32_t *snap_of; /* per page: its snapshot, or -1 */
+    int *snap_free; /* free snapshots */
+    int n_snap, n_snap_free, snap_every;
 } mlstack__kv;
 
 /* A KV pool's bytes: read in scattered pages, so on huge pages where the system gives them
@@ -28140,6 +28355,48 @@ static unsigned char *mlstack__kv_alloc(size_t bytes) {
     return p;
 }
 
+/* Hybrids: the live and kept states of every slot come out of the budget first; a page then
+   costs its KV bytes plus a snapshot every snap_every pages, where snap_every keeps the
+   snapshots under twice the KV they sit beside (1 for LFM2 shapes: every page). */
+static mlstack_result mlstack__state_budget(mlstack__kv *kv, const mlstack__config *c, uint64_t *budget,
+                                            uint64_t *page_bytes, int max_seqs, mlstack_error *err) {
+    uint64_t sb = (uint64_t)c->state_floats * sizeof(float), fixed;
+    kv->state_floats = c->state_floats;
+    kv->snap_every = 1;
+    if (!sb) return MLSTACK_OK;
+    fixed = 2 * sb * (uint64_t)max_seqs;
+    if (*budget <= fixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "kv_mem %llu bytes leaves no room for pages after the recurrent states of %d sequences "
+                             "(%llu bytes each, twice)",
+                             (unsigned long long)*budget, max_seqs, (unsigned long long)sb);
+    *budget -= fixed;
+    if (*page_bytes && sb > 2 * *page_bytes) kv->snap_every = (int)((sb + 2 * *page_bytes - 1) / (2 * *page_bytes));
+    if (kv->snap_every > 1 << 20) kv->snap_every = 1 << 20;
+    *page_bytes += (sb + (uint64_t)kv->snap_every - 1) / (uint64_t)kv->snap_every;
+    return MLSTACK_OK;
+}
+
+/* The states, kept copies and snapshots of mlstack__state_budget's plan. */
+static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) {
+    int i;
+    if (!kv->state_floats) return MLSTACK_OK;
+    kv->n_snap = kv->n_pages / kv->snap_every;
+    kv->state = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->ckpt = mlstack__falloc((size_t)kv->max_seqs, kv->state_floats);
+    kv->snap = mlstack__falloc((size_t)kv->n_snap, kv->state_floats);
+    kv->snap_of = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->snap_free = (int *)mlstack__calloc((size_t)kv->n_snap + 1, sizeof(int));
+    if (!kv->state || !kv->ckpt || !kv->snap || !kv->snap_of || !kv->snap_free)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "no memory for the recurrent states of %d sequences",
+                             kv->max_seqs);
+    for (i = 0; i < kv->n_pages; i++) kv->snap_of[i] = -1;
+    for (i = 0; i < kv->n_snap; i++) kv->snap_free[i] = kv->n_snap - 1 - i;
+    kv->n_snap_free = kv->n_snap;
+    for (i = 0; i < kv->max_seqs; i++) kv->seqs[i].ckpt_len = -1;
+    return MLSTACK_OK;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -28147,6 +28404,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
                                        int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
+    mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
     if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
@@ -28157,8 +28415,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->page_tokens = page_tokens;
     kv->head_elems = (size_t)c->head_dim;
     kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)c->n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
+    kv->page_elems = (size_t)c->n_kv_layers * 2 * (size_t)page_tokens * kv->row_elems;
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
                              (unsigned long long)budget, (unsigned long long)page_bytes);
@@ -28179,12 +28439,17 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->max_seqs = max_seqs;
     for (i = 0; i < kv->n_pages; i++) kv->free_stack[i] = kv->n_pages - 1 - i;
     kv->n_free = kv->n_pages;
-    return MLSTACK_OK;
+    return mlstack__state_alloc(kv, err);
 }
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
+    mlstack__aligned_free(kv->state);
+    mlstack__aligned_free(kv->ckpt);
+    mlstack__aligned_free(kv->snap);
+    MLSTACK_FREE(kv->snap_of);
+    MLSTACK_FREE(kv->snap_free);
     int i;
     if (kv->ref) mlstack__radix_free_all(kv);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
@@ -28203,9 +28468,13 @@ MLSTACK__FN int32_t mlstack__kv_page_take(mlstack__kv *kv) {
     kv->ref[p] = 1;
     return p;
 }
-/* Drops one reference; the page is free again when none is left. */
+/* Drops one reference; the page is free again when none is left, with its snapshot. */
 MLSTACK__FN void mlstack__kv_page_put(mlstack__kv *kv, int32_t p) {
-    if (--kv->ref[p] == 0) kv->free_stack[kv->n_free++] = p;
+    if (--kv->ref[p] == 0) {
+        kv->free_stack[kv->n_free++] = p;
+        if (kv->snap_of && kv->snap_of[p] >= 0) kv->snap_free[kv->n_snap_free++] = kv->snap_of[p];
+        if (kv->snap_of) kv->snap_of[p] = -1;
+    }
 }
 
 /* Makes room in s's page table for `need` entries. 0, or -1 out of memory. */
@@ -28231,6 +28500,83 @@ static int mlstack__kv_resize(mlstack__kv *kv, mlstack__kv_seq *s, int32_t len) 
     }
     while (s->n_pages > need) mlstack__kv_page_put(kv, s->pages[--s->n_pages]);
     return 0;
+}
+
+/* ---- recurrent state of the hybrids (the layout: above) ---- */
+
+/* Slot seq's live state: state_floats floats. */
+static float *mlstack__state_of(const mlstack__kv *kv, int seq) { return kv->state + (size_t)seq * kv->state_floats; }
+
+/* Of the first m pages of a page table, how many a sequence can attach: all of them without
+   recurrent state, else up to the deepest one that carries a snapshot. */
+MLSTACK__FN int mlstack__state_attachable(const mlstack__kv *kv, const int32_t *pages, int m) {
+    if (!kv->state_floats) return m;
+    while (m > 0 && kv->snap_of[pages[m - 1]] < 0) m--;
+    return m;
+}
+
+/* Slot seq's live state set to the state after its first n_pages pages: zeros for none, else the
+   snapshot of the last of them. 0, or -1 when that page has none (nothing changed). */
+MLSTACK__FN int mlstack__state_restore(mlstack__kv *kv, int seq, int n_pages) {
+    float *st;
+    if (!kv->state_floats) return 0;
+    st = mlstack__state_of(kv, seq);
+    if (n_pages == 0) {
+        memset(st, 0, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] < 0) return -1;
+    memcpy(st, kv->snap + (size_t)kv->snap_of[kv->seqs[seq].pages[n_pages - 1]] * kv->state_floats,
+           sizeof(float) * kv->state_floats);
+    return 0;
+}
+
+/* Keeps a copy of slot seq's live state, the state after its len positions. */
+MLSTACK__FN void mlstack__state_keep(mlstack__kv *kv, int seq) {
+    if (!kv->state_floats) return;
+    memcpy(kv->ckpt + (size_t)seq * kv->state_floats, mlstack__state_of(kv, seq), sizeof(float) * kv->state_floats);
+    kv->seqs[seq].ckpt_len = kv->seqs[seq].len;
+}
+
+/* Slot seq's live state set to the state after `len` positions, where a copy of it exists: len
+   positions already, none (zeros), the kept copy, or the snapshot of the page ending at len.
+   0, or -1 (nothing changed: the caller recomputes from an earlier point). The page table is
+   the caller's to shrink. */
+MLSTACK__FN int mlstack__state_rewind(mlstack__kv *kv, int seq, int32_t len) {
+    mlstack__kv_seq *s = &kv->seqs[seq];
+    if (!kv->state_floats || len == s->len) return 0;
+    if (len == 0) return mlstack__state_restore(kv, seq, 0);
+    if (len == s->ckpt_len) {
+        memcpy(mlstack__state_of(kv, seq), kv->ckpt + (size_t)seq * kv->state_floats, sizeof(float) * kv->state_floats);
+        return 0;
+    }
+    if (len % kv->page_tokens == 0 && len / kv->page_tokens <= s->n_pages)
+        return mlstack__state_restore(kv, seq, len / kv->page_tokens);
+    return -1;
+}
+
+/* The deepest position at or before len that slot seq's state can be rewound to (see
+   mlstack__state_rewind): where a caller that cannot rewind to len recomputes from. */
+MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t len) {
+    const mlstack__kv_seq *s = &kv->seqs[seq];
+    int32_t best = 0, p;
+    if (!kv->state_floats || len == s->len) return len;
+    if (s->ckpt_len >= 0 && s->ckpt_len <= len) best = s->ckpt_len;
+    for (p = len / kv->page_tokens; p > 0 && p * kv->page_tokens > best; p--)
+        if (p <= s->n_pages && kv->snap_of[s->pages[p - 1]] >= 0) return p * kv->page_tokens;
+    return best;
+}
+
+/* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
+   range at a depth that asks for one (while the pool has one free). */
+MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
+    int P = kv->page_tokens, d;
+    if (!kv->state_floats) return;
+    for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
+        int32_t pg = s->pages[d];
+        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
+    }
 }
 
 /* ---- radix prefix cache ----
@@ -28660,12 +29006,11 @@ typedef struct mlstack__scratch {
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
     int *moe_idx, *moe_rows;
-    /* gated delta-net layers and gated attention (one rank): w_in's rows (B, W), the mixer's
-       output (B, Hv dv), the attention gate (B, H Dh), mixer scratch per thread, the batch's
-       sequences (B,) */
-    float *dn_x, *dn_y, *dn_g, *dn_tmp;
-    int *dn_seqs;
-    float *tmp_state; /* TEMPORARY until the recurrent-state store lands: (max_seqs, state_floats) */
+    /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
+       out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
+    float *mix_x, *mix_y, *mix_s;
+    int *mix_run;
+    float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -29099,8 +29444,8 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     for (r = 0; r < R; r++) t1[r] = row[r].pos;
     mlstack__attend(rk->k, rk->xb->att + (size_t)b0 * lda + (size_t)h0 * Dh, lda,
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
-                    &rk->kv.seqs[row->seq], j->layer - rk->l0, kh - sh->k0, Dh,
-                    mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
+                    Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -29194,8 +29539,8 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
-        mlstack__kv_store(&rk->kv, sq, j->layer - rk->l0, h, row->pos, k + h * Dh, s->v + (size_t)task * kvd + h * Dh,
-                          rk->k->from_f32);
+        mlstack__kv_store(&rk->kv, sq, L->kv_layer - rk->layers[rk->l0].kv_layer, h, row->pos, k + h * Dh,
+                          s->v + (size_t)task * kvd + h * Dh, rk->k->from_f32);
 }
 
 /* Splits a batch into attention blocks: runs of up to MLSTACK__ATT_ROWS rows of one sequence at
@@ -29511,6 +29856,60 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
 }
 
+/* ---- recurrent mixers (hybrids) ----
+   A mixer is one recurrent kind's token mixing for ONE sequence: its tokens strictly in order,
+   one token at a time, by the same code for a prefill of many tokens and a decode of one, so
+   prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
+   w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
+       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+     m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
+              L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
+              for a new sequence
+     x        n_tok rows of the projected input, mlstack__mix_in_width floats apart
+     y        n_tok rows of output, mlstack__mix_out_width floats apart
+     part, n_parts  the share of the kind's independent units (channels, heads) this call
+              computes (mlstack__part_range): every part sees every token, in order, and writes
+              only its units' y and state; a unit's arithmetic is the same for any n_parts
+     scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
+   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
+   calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
+   most, and copies the state to a page's snapshot after the run that ends the page. */
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                                int n_tok, int part, int n_parts, float *scratch);
+
+/* Units [*u0, *u1) of n that part `part` of n_parts computes. */
+static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
+    *u0 = (int)((int64_t)n * part / n_parts);
+    *u1 = (int)((int64_t)n * (part + 1) / n_parts);
+}
+
+/* LFM2's gated short convolution, per channel c of D (the units), per token:
+       B, C, v = x[0:D], x[D:2D], x[2D:3D];  u = B * v
+       o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
+       y = C * o;  the state drops its oldest u and keeps this one
+   as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
+                              int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
+    (void)scratch;
+    mlstack__part_range(D, part, n_parts, &c0, &c1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
+        float *yt = y + (size_t)t * D;
+        for (c = c0; c < c1; c++) {
+            const float *w = L->conv_w + (size_t)c * K;
+            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
+            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
+            o = MLSTACK__FMAF(w[K - 1], u, o);
+            yt[c] = xc[c] * o;
+            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
+            state[(size_t)(K - 2) * D + c] = u;
+        }
+    }
+}
+
 /* ---- gated delta-net (Qwen3.5, Qwen3-Next): the mixer of MLSTACK__LAYER_DELTANET layers ----
    Per token t of one sequence, with x_t = xn W_in split into q|k|v (C channels), z (Hv dv),
    b and a (Hv):
@@ -29535,35 +29934,35 @@ static float mlstack__sigmoid_canon(float x) {
 /* torch's softplus (beta 1, threshold 20): log1p(exp(x)), or x above 20 */
 static float mlstack__softplus(float x) { return x > 20.0f ? x : log1pf(mlstack__exp_canon(x)); }
 
-/* Floats of the mixer's scratch: the conv output (C) and two rows of dv. */
-static size_t mlstack__dn_scratch_floats(const mlstack__config *c) {
-    return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)2 * c->dn_v_dim;
-}
-
-/* The conv of one token: u (C) = silu(sum_j w_j in_j) over the window's K - 1 inputs and x, then
-   the window moves on by one (x its newest row); q and k L2-normalised, q / sqrt(dk). */
-static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, float *win, const float *x, float *u) {
-    int K = c->dn_conv, C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, dk = c->dn_k_dim, ch, j, h;
+/* The conv of one token over the channels of key heads [k0, k1) (their q and k channels and the
+   v channels of their value heads): u = silu(sum_j w_j in_j) over the window's K - 1 inputs and
+   x, then the window moves on by one (x its newest row); q and k L2-normalised, q / sqrt(dk). */
+static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, float *win, const float *x, float *u,
+                             int k0, int k1) {
+    int K = c->dn_conv, dk = c->dn_k_dim, kd = c->dn_k_heads * dk, G = c->dn_v_heads / c->dn_k_heads;
+    int gv = G * c->dn_v_dim, C = 2 * kd + c->dn_v_heads * c->dn_v_dim, r, ch, j, h;
     float qs = sqrtf((float)dk);
-    for (ch = 0; ch < C; ch++) {
-        const float *w = L->conv_w + (size_t)ch * K;
-        float acc = 0;
-        for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(w[j], win[(size_t)j * C + ch], acc);
-        acc = MLSTACK__FMAF(w[K - 1], x[ch], acc);
-        u[ch] = acc / (1.0f + mlstack__exp_canon(-acc));
+    for (r = 0; r < 3; r++) { /* the part's q, k and v channels */
+        int a = r == 2 ? 2 * kd + k0 * gv : r * kd + k0 * dk, e = r == 2 ? 2 * kd + k1 * gv : r * kd + k1 * dk;
+        for (ch = a; ch < e; ch++) {
+            const float *w = L->conv_w + (size_t)ch * K;
+            float acc = 0;
+            for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(w[j], win[(size_t)j * C + ch], acc);
+            acc = MLSTACK__FMAF(w[K - 1], x[ch], acc);
+            u[ch] = acc / (1.0f + mlstack__exp_canon(-acc));
+            for (j = 0; j + 1 < K - 1; j++) win[(size_t)j * C + ch] = win[(size_t)(j + 1) * C + ch];
+            if (K > 1) win[(size_t)(K - 2) * C + ch] = x[ch];
+        }
     }
-    if (K > 1) {
-        memmove(win, win + C, sizeof(float) * (size_t)(K - 2) * C);
-        memcpy(win + (size_t)(K - 2) * C, x, sizeof(float) * (size_t)C);
-    }
-    for (h = 0; h < 2 * c->dn_k_heads; h++) { /* the q heads, then the k heads */
-        float *v = u + (size_t)h * dk, ss = 0, inv;
-        for (j = 0; j < dk; j++) ss = MLSTACK__FMAF(v[j], v[j], ss);
-        inv = 1.0f / sqrtf(ss + 1e-6f);
-        for (j = 0; j < dk; j++) v[j] = v[j] * inv;
-        if (h < c->dn_k_heads)
-            for (j = 0; j < dk; j++) v[j] = v[j] / qs;
-    }
+    for (r = 0; r < 2; r++) /* q heads, then k heads */
+        for (h = k0; h < k1; h++) {
+            float *v = u + (size_t)r * kd + (size_t)h * dk, ss = 0, inv;
+            for (j = 0; j < dk; j++) ss = MLSTACK__FMAF(v[j], v[j], ss);
+            inv = 1.0f / sqrtf(ss + 1e-6f);
+            for (j = 0; j < dk; j++) v[j] = v[j] * inv;
+            if (r == 0)
+                for (j = 0; j < dk; j++) v[j] = v[j] / qs;
+        }
 }
 
 /* Value head h of one token: the decay and delta-rule update of S (dk, dv), the read o = S^T q,
@@ -29600,73 +29999,25 @@ static void mlstack__dn_head(const mlstack__config *c, const mlstack__layer *L, 
     }
 }
 
-/* The mixer contract: one sequence's n_tok tokens strictly in order, one at a time; x (n_tok, W)
-   the rows of w_in, y (n_tok, Hv dv); state: the layer's block of the sequence's state (conv
-   window, then S); scratch: mlstack__dn_scratch_floats. */
+/* The delta-net mixer (the contract above): units are the key heads, each with its run of value
+   heads and their channels, so a part's conv channels, state and outputs are its own. x rows of
+   mlstack__mix_in_width (q | k | v | z | b | a), y rows of Hv dv; scratch: the conv's output (C),
+   one row of dv. */
 static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x,
-                                  float *y, int n_tok, float *scratch) {
+                                  float *y, int n_tok, int part, int n_parts, float *scratch) {
     const mlstack__config *c = &m->cfg;
     int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim;
-    int W = C + vd + 2 * c->dn_v_heads, t, h;
+    int W = C + vd + 2 * c->dn_v_heads, G = c->dn_v_heads / c->dn_k_heads, t, h, k0, k1;
     size_t sS = (size_t)c->dn_k_dim * c->dn_v_dim;
     float *S = state + (size_t)(c->dn_conv - 1) * C;
+    mlstack__part_range(c->dn_k_heads, part, n_parts, &k0, &k1);
     for (t = 0; t < n_tok; t++) {
         const float *xt = x + (size_t)t * W;
-        mlstack__dn_conv(c, L, state, xt, scratch);
-        for (h = 0; h < c->dn_v_heads; h++)
+        mlstack__dn_conv(c, L, state, xt, scratch, k0, k1);
+        for (h = k0 * G; h < k1 * G; h++)
             mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h, y + (size_t)t * vd + (size_t)h * c->dn_v_dim,
                              scratch + C);
     }
-}
-
-/* TEMPORARY until the recurrent-state store lands: layer L's state in sequence seq's block,
-   zeroed when the sequence starts over at position 0. */
-static float *mlstack__seq_state_tmp(mlstack__rank *rk, const mlstack__layer *L, int seq, int32_t pos) {
-    float *st = rk->s.tmp_state + (size_t)seq * rk->model->cfg.state_floats + L->state_off;
-    if (pos == 0) memset(st, 0, sizeof(float) * mlstack__dn_state_floats(&rk->model->cfg));
-    return st;
-}
-
-typedef struct mlstack__dn_job {
-    mlstack__rank *rk;
-    const mlstack__layer *L;
-    const mlstack_batch_row *rows;
-    int B, n_seqs;
-} mlstack__dn_job;
-
-/* Task i: the rows of the batch's i-th sequence, in batch order (which is position order). */
-static void mlstack__dn_task(void *ctx, int task, int n_tasks, int thread) {
-    const mlstack__dn_job *j = (const mlstack__dn_job *)ctx;
-    mlstack__rank *rk = j->rk;
-    const mlstack__config *c = &rk->model->cfg;
-    int seq = rk->s.dn_seqs[task], vd = c->dn_v_heads * c->dn_v_dim, b;
-    size_t W = (size_t)j->L->w_in.n_out;
-    (void)n_tasks;
-    for (b = 0; b < j->B; b++) {
-        float *st;
-        if (j->rows[b].seq != seq) continue;
-        st = mlstack__seq_state_tmp(rk, j->L, seq, j->rows[b].pos);
-        mlstack__mix_deltanet(rk->model, j->L, st, rk->s.dn_x + (size_t)b * W, rk->s.dn_y + (size_t)b * vd, 1,
-                              rk->s.dn_tmp + (size_t)thread * mlstack__dn_scratch_floats(c));
-    }
-}
-
-/* A delta-net layer over the batch (one rank): out (B, D) = mix(in W_in) Wo; the sequences run
-   in parallel, each one's tokens in order. */
-static void mlstack__deltanet_layer(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
-                                    const float *in, float *out, int B) {
-    mlstack__dn_job j;
-    int b, k;
-    j.rk = rk, j.L = L, j.rows = rows, j.B = B, j.n_seqs = 0;
-    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.dn_x, NULL, NULL, NULL, NULL);
-    for (b = 0; b < B; b++) {
-        for (k = 0; k < j.n_seqs && rk->s.dn_seqs[k] != rows[b].seq; k++) {}
-        if (k == j.n_seqs) rk->s.dn_seqs[j.n_seqs++] = rows[b].seq;
-    }
-    if (j.n_seqs > 1) mlstack__pool_run(rk->pool, mlstack__dn_task, &j, j.n_seqs);
-    else
-        mlstack__dn_task(&j, 0, 1, 0);
-    mlstack__project(rk, rk->s.dn_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
 }
 
 /* Gated attention (one rank): a (B, H Dh) *= sigmoid(gate), the gate rows of q_proj times xn. */
@@ -29676,59 +30027,132 @@ static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const
     for (i = 0; i < n; i++) att[i] = att[i] * mlstack__sigmoid_canon(rk->s.dn_g[i]);
 }
 
-static float *mlstack__falloc(size_t a, size_t b);
-/* Activations of the delta-net layers and gated attention, and the TEMPORARY state store. */
-static int mlstack__dn_scratch(mlstack__rank *rk, size_t B, int max_seqs) {
-    const mlstack__config *c = &rk->model->cfg;
-    mlstack__scratch *s = &rk->s;
-    size_t W =
-        (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim + (size_t)2 * c->dn_v_heads;
-    if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim))) return -1;
-    if (!c->state_floats) return 0;
-    s->dn_x = mlstack__falloc(B, W);
-    s->dn_y = mlstack__falloc(B, (size_t)c->dn_v_heads * (size_t)c->dn_v_dim);
-    s->dn_tmp = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__dn_scratch_floats(c));
-    s->dn_seqs = (int *)mlstack__calloc(B, sizeof(int));
-    s->tmp_state = mlstack__falloc((size_t)max_seqs, c->state_floats);
-    return s->dn_x && s->dn_y && s->dn_tmp && s->dn_seqs && s->tmp_state ? 0 : -1;
+/* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, NULL,
+                                                                       mlstack__mix_deltanet};
+
+/* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
+   input and output, per thread the largest mixer scratch, run bounds. */
+static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B, int n_threads) {
+    int k, win = 1, wout = 1;
+    size_t sc = 1;
+    if (!c->n_recurrent) return MLSTACK_OK;
+    for (k = 1; k < MLSTACK__LAYER_KINDS_; k++) {
+        if (mlstack__mix_in_width(c, k) > win) win = mlstack__mix_in_width(c, k);
+        if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
+        if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
+    }
+    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_y = mlstack__falloc(B, (size_t)wout);
+    s->mix_s = mlstack__falloc((size_t)n_threads, sc);
+    s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
 }
-static void mlstack__dn_scratch_free(mlstack__scratch *s) {
-    mlstack__aligned_free(s->dn_x);
-    mlstack__aligned_free(s->dn_y);
-    mlstack__aligned_free(s->dn_g);
-    mlstack__aligned_free(s->dn_tmp);
-    mlstack__aligned_free(s->tmp_state);
-    MLSTACK_FREE(s->dn_seqs);
+static void mlstack__mix_scratch_free(mlstack__scratch *s) {
+    mlstack__aligned_free(s->mix_x);
+    mlstack__aligned_free(s->mix_y);
+    mlstack__aligned_free(s->mix_s);
+    MLSTACK_FREE(s->mix_run);
 }
 
-/* An attention layer on rows `in` (B, D) (the normed x): q, k, v = in Wq, in Wk, in Wv; rope(q,
-   k); k, v -> KV pages; a = attention(q; K, V) (gated attention: a *= sigmoid(in Wqg)); its a Wo
-   into the whole xb->o (reduce mode: the sum s->ro). 0, or -1 when an exchange failed. */
-static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const float *in, int n_blk, int B) {
+/* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
+   positions, none crossing a page boundary. run gets B + 1 bounds at most; returns the count. */
+static int mlstack__mix_runs(const mlstack__kv *kv, const mlstack_batch_row *rows, int B, int *run) {
+    int b, n = 0;
+    for (b = 0; b < B; b++)
+        if (b == 0 || rows[b].seq != rows[b - 1].seq || rows[b].pos != rows[b - 1].pos + 1 ||
+            rows[b].pos % kv->page_tokens == 0)
+            run[n++] = b;
+    run[n] = B;
+    return n;
+}
+
+/* The page snapshot run i ends (its last row ends a page that carries one), or NULL. */
+static float *mlstack__run_snapshot(const mlstack__kv *kv, const mlstack_batch_row *rows, const int *run, int i) {
+    const mlstack_batch_row *last = &rows[run[i + 1] - 1];
+    int32_t pg;
+    if ((last->pos + 1) % kv->page_tokens) return NULL;
+    pg = kv->seqs[last->seq].pages[last->pos / kv->page_tokens];
+    return kv->snap_of[pg] >= 0 ? kv->snap + (size_t)kv->snap_of[pg] * kv->state_floats : NULL;
+}
+
+typedef struct mlstack__mix_job {
+    mlstack__rank *rk;
+    const mlstack__layer *L;
+    const mlstack_batch_row *rows;
+    int r0, r1; /* runs */
+    int win, wout;
+} mlstack__mix_job;
+
+static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__mix_job *j = (const mlstack__mix_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const int *run = rk->s.mix_run;
+    size_t sc = mlstack__mix_scratch_floats(&rk->model->cfg, j->L->kind);
+    int i;
+    for (i = j->r0; i < j->r1; i++) {
+        int b0 = run[i];
+        float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
+        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+                                    rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
+                                    rk->s.mix_s + (size_t)thread * sc);
+    }
+}
+
+/* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
+   batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
+   its state copied to a page's snapshot after the run that ends the page. */
+static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const mlstack_batch_row *rows,
+                               const float *in, float *out, int B, int n_run, int l) {
     const mlstack__config *c = &rk->model->cfg;
-    const mlstack__layer *L = &rk->layers[aj->layer];
+    mlstack__mix_job j;
+    int parts = B * mlstack__mix_in_width(c, L->kind) >= 8192 ? rk->pool->n_threads : 1;
+    size_t n = mlstack__state_floats(c, L->kind);
+    j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
+    j.wout = mlstack__mix_out_width(c, L->kind);
+    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, MIXER);
+    for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
+        float *snap = NULL;
+        for (j.r1 = j.r0; j.r1 < n_run && !snap; j.r1++)
+            snap = mlstack__run_snapshot(&rk->kv, rows, rk->s.mix_run, j.r1);
+        if (parts > 1) mlstack__pool_run(rk->pool, mlstack__mix_task, &j, parts);
+        else
+            mlstack__mix_task(&j, 0, 1, 0);
+        if (snap)
+            memcpy(snap + L->state_off, mlstack__state_of(&rk->kv, rows[rk->s.mix_run[j.r1 - 1]].seq) + L->state_off,
+                   sizeof(float) * n);
+    }
+    MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
+    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+}
+
+/* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
+   ranks). 0, or -1 when an exchange failed. */
+static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
+    float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
     mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
-    if (L->wqg.data) mlstack__attn_gate(rk, L, in, xb->att, B); /* one rank */
-    /* a Wo */
+    if (L->wqg.data) mlstack__attn_gate(rk, L, in, xb->att, B); /* gated attention (one rank) */
+    /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
         size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
         for (b = 0; b < B; b++)
             memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
         mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
-        if (mlstack__reduce(rk, 0, s->ro, B)) return -1;
-    } else {
-        float *o = mlstack__slice(rk, xb->o, s->out);
-        if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
-        mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
-        if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1)) return -1;
+        return mlstack__reduce(rk, 0, xo, B);
     }
-    return 0;
+    if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
+    return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
 
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
@@ -29741,21 +30165,23 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     float *h = mlstack__slice(rk, xb->h, s->gate);
     float *d = mlstack__slice(rk, xb->d, s->out);
     float *xo = rk->reduce ? s->ro : xb->o, *xd = rk->reduce ? s->rd : xb->d; /* the whole a Wo and FFN output */
-    int l, b, n_blk, nf = rk->sh.f1 - rk->sh.f0;
+    int l, b, n_blk, n_run = 0, nf = rk->sh.f1 - rk->sh.f0;
     aj.rk = rk;
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
+    if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
     for (l = rk->l0; l < rk->l1; l++) {
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
-        /* xn = rmsnorm(x) (or x where the family has no pre-norm) */
+        /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
+           recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
-        if (L->kind == MLSTACK__LAYER_DELTANET) mlstack__deltanet_layer(rk, L, rows, in, xo, B); /* one rank */
-        else if (mlstack__attn_layer(rk, &aj, in, n_blk, B))
+        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
             return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
@@ -30646,11 +31072,12 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
-    int one = rk->n_ranks == 1;
+    int one = rk->n_ranks == 1, k;
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
-    if ((size_t)c->dn_v_heads * (size_t)c->dn_v_dim > max_in) max_in = (size_t)c->dn_v_heads * (size_t)c->dn_v_dim;
+    for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
+        if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
@@ -30670,7 +31097,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->rd = mlstack__falloc(B, (size_t)c->n_embd);
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
-    if (mlstack__dn_scratch(rk, B, e->kv.max_seqs)) return MLSTACK_ERR_NO_MEMORY;
+    if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -30686,7 +31113,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->gate || !s->up || !s->out || !s->mm || !s->rope || !s->xq ||
         !s->scores || !s->att_blk)
         return MLSTACK_ERR_NO_MEMORY;
-    return MLSTACK_OK;
+    return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
 /* Everything a local rank needs, built by the thread that will run it. */
@@ -30746,10 +31173,11 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
-    mlstack__dn_scratch_free(s);
+    mlstack__aligned_free(s->dn_g);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
+    mlstack__mix_scratch_free(s);
     MLSTACK_FREE(rk->msg);
     MLSTACK_FREE(rk->slot);
 }
@@ -31029,10 +31457,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
-    if (R > 1 && (c->state_floats || c->attn_gate)) /* delta-net heads and the attention gate are not split yet */
+    if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (gated delta-net / gated attention) runs on one rank only",
-                             c->architecture);
+                             "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
@@ -31357,6 +31784,8 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
         if (!e->kv.seqs[i].active) {
             e->kv.seqs[i].active = 1;
             e->kv.seqs[i].len = 0;
+            e->kv.seqs[i].ckpt_len = -1;
+            (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31390,6 +31819,11 @@ MLSTACK_API mlstack_result mlstack_engine_seq_rewind(mlstack_engine *e, int32_t 
     if (len < 0 || len > have)
         return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG, "rewind of sequence %d to %d: it holds %d positions",
                                     (int)seq, (int)len, (int)have);
+    if (mlstack__state_rewind(&e->kv, seq, len) != 0)
+        return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                    "rewind of sequence %d to %d: the recurrent state of this hybrid model is kept "
+                                    "only at 0, at page ends with a snapshot and at a kept copy; the nearest is %d",
+                                    (int)seq, (int)len, (int)mlstack__state_floor(&e->kv, seq, len));
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], len);
     e->kv.seqs[seq].len = len;
     return MLSTACK_OK;
@@ -31425,6 +31859,11 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
                 e, MLSTACK_ERR_LIMIT, "eval: row %d: position %d outside the context (0..%d, max_position_embeddings)",
                 i, (int)r->pos, c->max_pos - 1);
         cur = e->tmp_len[r->seq];
+        if (cur < 0 && c->n_recurrent && r->pos != e->kv.seqs[r->seq].len)
+            return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
+                                        "eval: row %d: position %d, but sequence %d holds %d positions and a hybrid "
+                                        "model's recurrent state only moves forward (rewind first)",
+                                        i, (int)r->pos, (int)r->seq, (int)e->kv.seqs[r->seq].len);
         if (cur < 0) {
             if (r->pos > e->kv.seqs[r->seq].len)
                 return mlstack__engine_fail(e, MLSTACK_ERR_INVALID_ARG,
@@ -31469,6 +31908,7 @@ static mlstack_result mlstack__eval(mlstack_engine *e, const mlstack_batch_row *
         if (e->tmp_len[i] >= 0) {
             if (mlstack__kv_resize(&e->kv, &e->kv.seqs[i], e->tmp_len[i]) != 0) /* pages and tables checked above */
                 return mlstack__engine_fail(e, MLSTACK_ERR_NO_MEMORY, "eval: could not grow sequence %d", i);
+            mlstack__state_plan(&e->kv, &e->kv.seqs[i], e->kv.seqs[i].len, e->tmp_len[i]);
             e->kv.seqs[i].len = e->tmp_len[i];
         }
     }
@@ -32780,8 +33220,21 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
         d->kv_mem =
-            ctx * (uint64_t)c->n_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
+        d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
+    /* the recurrent layers' state is not sharded: hybrids run on one rank */
+    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
+                             "over ranks or stages yet: run it on one rank",
+                             c->architecture, c->n_recurrent, c->n_layers);
+    if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "
+                             "attention only (it rewinds to any position)",
+                             d->spec_draft->cfg.architecture);
     return MLSTACK_OK;
 }
 
@@ -32888,7 +33341,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
 static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu"};
+                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */

@@ -438,7 +438,7 @@ FAMILIES = [
                     layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention",
                                  "full_attention"],
                     partial_rotary_factor=0.25, tie_word_embeddings=False),
-         plus_one=True, prompt=128, delta=True),
+         plus_one=True, prompt_len=128, delta=True),
     # Qwen3.5-MoE: top-2 of 4 always renormalized, a shared expert with its sigmoid gate;
     # full attention first, conv width 3, k heads = v heads (2 x 8 / 2 x 8)
     dict(name="qwen3_5_moe", cls="Qwen3_5MoeForCausalLM",
@@ -447,7 +447,7 @@ FAMILIES = [
                     layer_types=["full_attention", "linear_attention", "linear_attention"],
                     num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                     shared_expert_intermediate_size=48, partial_rotary_factor=0.25, tie_word_embeddings=False),
-         plus_one=True, prompt=128, delta=True),
+         plus_one=True, prompt_len=128, delta=True),
     # Qwen3-Next: q|k|v|z and b|a fused per key head group (in_proj_qkvz, in_proj_ba), top-1
     # of 4 without renormalization plus the gated shared expert, layer 2 dense (mlp_only_layers);
     # 1 key head serving 3 value heads
@@ -458,7 +458,20 @@ FAMILIES = [
                     num_experts=4, num_experts_per_tok=1, moe_intermediate_size=32, norm_topk_prob=False,
                     shared_expert_intermediate_size=48, mlp_only_layers=[2], partial_rotary_factor=0.5,
                     tie_word_embeddings=False),
-         plus_one=True, prompt=128, delta=True),
+         plus_one=True, prompt_len=128, delta=True),
+    # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
+    # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
+    # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
+    dict(name="lfm2", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=6, block_auto_adjust_ff_dim=False, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "conv", "full_attention", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=128, std={"conv.in_proj": 0.15}, embed_std=0.3),
+    # attention first, a wider convolution (4) with biases on it and its projections, untied head
+    dict(name="lfm2_k4", cls="Lfm2ForCausalLM",
+         extra=dict(num_hidden_layers=4, block_auto_adjust_ff_dim=False, conv_L_cache=4, conv_bias=True,
+                    norm_eps=1e-5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
 ]
 
 
@@ -495,9 +508,10 @@ def fam_config(spec):
     return cls, cfg
 
 
-def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, plus_one=False):
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_one=False):
     """As init_weights; norm weights of (1 + w) norms (Gemma, Qwen3.5/Next; not the delta-net's
-    gated output norm, which applies w) centred on 0."""
+    gated output norm, which applies w) centred on 0; std: {name part: std} for projections that
+    need their own scale."""
     rng = np.random.default_rng(seed)
     plus_one = plus_one or type(model).__name__.startswith("Gemma")
     with torch.no_grad():
@@ -514,7 +528,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, plus_one=False):
             elif "lm_head" in name:
                 v = head_std * rng.standard_normal(shape)
             else:
-                v = 0.25 * rng.standard_normal(shape)
+                sd = [v for k, v in (std or {}).items() if k in name]
+                v = (sd[0] if sd else 0.25) * rng.standard_normal(shape)
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
@@ -546,7 +561,8 @@ def make_family(spec):
     os.makedirs(out)
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("plus_one", False))
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
+                     spec.get("plus_one", False))
     model = model.to(dtype)
     model.config.dtype = dtype
     model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
@@ -559,7 +575,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, spec.get("prompt", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
