@@ -1356,7 +1356,9 @@ typedef struct mlstack_request_status {
     int n_drafted, n_accepted;  /* speculative decoding: drafts verified and accepted */
 } mlstack_request_status;
 
-/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every layer. */
+/* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
+   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
     int page_tokens;
@@ -28445,13 +28447,13 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
 static void mlstack__kv_free(mlstack__kv *kv) {
+    int i;
+    if (kv->ref) mlstack__radix_free_all(kv); /* pages go back with their snapshots */
     mlstack__aligned_free(kv->state);
     mlstack__aligned_free(kv->ckpt);
     mlstack__aligned_free(kv->snap);
     MLSTACK_FREE(kv->snap_of);
     MLSTACK_FREE(kv->snap_free);
-    int i;
-    if (kv->ref) mlstack__radix_free_all(kv);
     for (i = 0; i < kv->max_seqs; i++) MLSTACK_FREE(kv->seqs ? kv->seqs[i].pages : NULL);
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
@@ -32477,19 +32479,23 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     if (slot == kv->max_seqs) return 0;
     m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
-    need = mlstack__pages_for(kv, r->n_toks) - m;
-    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
-        mlstack__radix_lock(kv, node, -1);
-        return 0;
-    }
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
         mlstack__radix_lock(kv, node, -1);
         return -1;
     }
+    /* hybrids attach up to the deepest page whose snapshot restores the recurrent state */
+    m = mlstack__state_attachable(kv, s->pages, mlstack__radix_path_pages(node, s->pages));
+    need = mlstack__pages_for(kv, r->n_toks) - m;
+    if (need > kv->n_free + mlstack__radix_evictable(kv)) {
+        mlstack__radix_lock(kv, node, -1);
+        return 0;
+    }
     s->active = s->sched = 1;
-    s->n_pages = mlstack__radix_path_pages(node, s->pages);
+    s->n_pages = m;
+    s->ckpt_len = -1;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
+    (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;
     r->seq = slot;
     r->pin = node;
@@ -32647,9 +32653,10 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_layers * 2 * (uint64_t)kv->page_tokens *
-                     (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim *
-                     kv->esize; /* of all ranks together */
+    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
+                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+                     ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
+                         (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
     st->pages_used = kv->n_pages - kv->n_free;
     st->pages_cached = kv->radix.n_cached;
@@ -32909,6 +32916,12 @@ static void mlstack__spec_verify(mlstack_engine *e, mlstack__req *r) {
         r->spec_cap = r->spec_cap / 2 > 1 ? r->spec_cap / 2 : 1;
     }
     if (r->state != MLSTACK_REQUEST_DONE) { /* drop the KV of rejected drafts */
+        /* hybrids: the recurrent state went past them; back to the kept copy from before the
+           drafts (or a later page snapshot), and the next step recomputes the accepted rows */
+        if (mlstack__state_rewind(&e->kv, r->seq, r->n_computed) != 0) {
+            r->n_computed = mlstack__state_floor(&e->kv, r->seq, r->n_computed);
+            (void)mlstack__state_rewind(&e->kv, r->seq, r->n_computed);
+        }
         (void)mlstack__kv_resize(&e->kv, &e->kv.seqs[r->seq], r->n_computed);
         e->kv.seqs[r->seq].len = r->n_computed;
     }
@@ -32949,6 +32962,7 @@ static int mlstack__sched_plan(mlstack_engine *e) {
             if (k > room) k = room;
             if (k > 0 && mlstack__kv_resize(&e->kv, s, r->n_computed + 1 + k) != 0) k = 0;
             r->spec_k = k > 0 ? k : 0;
+            if (r->spec_k) mlstack__state_keep(&e->kv, r->seq); /* hybrids: what a rejection rolls back to */
             for (j = 0; j < r->spec_k; j++) {
                 mlstack_batch_row *row = &S->rows[n_rows++];
                 row->seq = r->seq;
