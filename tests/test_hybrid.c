@@ -1,5 +1,6 @@
-/* Hybrid models (recurrent layers beside attention; LFM2 here) on the engine's paths that move
-   the recurrent state: the tiny LFM2 fixtures of tests/fixtures/families (made by
+/* Hybrid models (recurrent layers beside attention: LFM2's short convolutions, the gated
+   delta-net of Qwen3.5 / Qwen3.5-MoE / Qwen3-Next) on the engine's paths that move the recurrent
+   state: the tiny LFM2 and Qwen3.5 fixtures of tests/fixtures/families (made by
    tools/make_fixtures.py; their logits against transformers are checked by test_families).
    - prefill == decode: the prompt evaluated in one batch, token by token and in chunks of 5 and
      16 gives the same bits (1 and 2 threads);
@@ -282,9 +283,9 @@ static void check_refusals(mlstack_model *m) {
 }
 
 int main(void) {
-    static const char *names[2] = {"lfm2", "lfm2_k4"};
+    static const char *names[5] = {"lfm2", "lfm2_k4", "qwen3_5", "qwen3_5_moe", "qwen3_next"};
     int i;
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 5; i++) {
         int32_t ids[MAXP];
         int n = read_ids(names[i], ids, MAXP);
         mlstack_model *m = open_model(names[i]);
