@@ -24490,6 +24490,8 @@ enum {
 #define MLSTACK__F_ATTN_GATE 0x4000000u /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
 #define MLSTACK__F_QKVZ_GROUPED 0x8000000u /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
 #define MLSTACK__F_TOPK_NORM_ON 0x10000000u /* norm_topk_prob defaults to true (Qwen3-Next) */
+#define MLSTACK__F_TEXT_CONFIG \
+    0x20000000u /* a vision-language class: the text model's keys in text_config (text only) */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -24560,6 +24562,8 @@ typedef struct mlstack__family {
 #define MLSTACK__F_QWEN35 \
     (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE)
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f}
+#define MLSTACK__QWEN35_VL_NAMES \
+    {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -24623,6 +24627,15 @@ static const mlstack__family mlstack__families[] = {
     {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET},
+    /* their vision-language checkpoints, text only (the vision tower is skipped with a note) */
+    {"Qwen3_5ForConditionalGeneration", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES,
+         MLSTACK__MIX_DELTANET},
+    {"Qwen3_5MoeForConditionalGeneration", NULL,
+         MLSTACK__F_QWEN35 | MLSTACK__F_TEXT_CONFIG | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__QWEN35_VL_NAMES,
+         MLSTACK__MIX_DELTANET},
     {"Qwen3NextForCausalLM", NULL,
          MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
              MLSTACK__F_TOPK_NORM_ON,
@@ -24682,6 +24695,7 @@ typedef struct mlstack__config {
        the causal conv's width */
     int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
     int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
+    int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -25407,9 +25421,22 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     memset(c, 0, sizeof *c);
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
-    if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+    if ((r = mlstack__cfg_arch(c, root, file, err)) != MLSTACK_OK) return r;
+    if (c->fam->flags & MLSTACK__F_TEXT_CONFIG) { /* text only: the language model's config */
+        const mlstack__json *tc = mlstack__json_get(root, "text_config"),
+                            *tied = mlstack__json_get(root, "tie_word_embeddings");
+        if (!tc || tc->type != MLSTACK__JSON_OBJECT)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
+        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
+        if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
+            (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_rope(c, tc, file, err)))
+            return r;
+        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+            c->tied = mlstack__json_bool(tied, 0);
+        return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
+    }
+    if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
+        (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -27984,6 +28011,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);
         mlstack_model_close(m);
         return r;
+    }
+    if (m->cfg.text_only && desc->log) {
+        char note[160];
+        snprintf(note, sizeof note, "%s: text only; the vision tower (model.visual.*) is not loaded",
+                 m->cfg.architecture);
+        desc->log(desc->log_user, 2, note);
     }
     *out = m;
     return MLSTACK_OK;

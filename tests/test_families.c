@@ -243,12 +243,32 @@ static void check_refusals(void) {
     }
 }
 
+/* A vision-language checkpoint (Qwen3_5ForConditionalGeneration) opens text only, and says so
+   through the log callback (info level). */
+static int vl_notes;
+static void vl_log(void *user, int level, const char *message) {
+    (void)user;
+    if (level == 2 && strstr(message, "vision tower") && strstr(message, "not loaded")) vl_notes++;
+}
+static void check_vision_note(void) {
+    mlstack_model_desc md;
+    mlstack_model *m = NULL;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/families/qwen3_5_vl";
+    md.log = vl_log;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == 1, "qwen3_5_vl: open (%s), %d notes",
+           m ? "ok" : err.message, vl_notes);
+    mlstack_model_close(m);
+}
+
 int main(void) {
     DIR *d = opendir(FIX);
     struct dirent *de;
     char names[64][128];
     int n = 0, i;
     check_refusals();
+    check_vision_note();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();

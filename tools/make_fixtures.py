@@ -459,6 +459,16 @@ FAMILIES = [
                     shared_expert_intermediate_size=48, mlp_only_layers=[2], partial_rotary_factor=0.5,
                     tie_word_embeddings=False),
          plus_one=True, prompt_len=128, delta=True),
+    # Qwen3.5 as its vision-language checkpoint: config.json's text_config, the text model under
+    # model.language_model, a (tiny) vision tower mlstack skips; text-only prompt
+    dict(name="qwen3_5_vl", cls="Qwen3_5ForConditionalGeneration",
+         extra=dict(num_hidden_layers=3, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                    layer_types=["linear_attention", "linear_attention", "full_attention"],
+                    partial_rotary_factor=0.25, tie_word_embeddings=False),
+         vision=dict(depth=1, hidden_size=16, num_heads=2, intermediate_size=32, out_hidden_size=32, patch_size=4,
+                     spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16),
+         plus_one=True, prompt_len=120, delta=True),
     # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
     # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
     # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
@@ -503,7 +513,11 @@ def fam_config(spec):
             rope["partial_rotary_factor"] = kw["partial_rotary_factor"]
         kw["rope_parameters"] = rope
     cls = getattr(transformers, spec["cls"])
-    cfg = cls.config_class(**kw)
+    if "vision" in spec:  # a vision-language class: the text model's keys go to text_config
+        cfg = cls.config_class(text_config=kw, vision_config=spec["vision"],
+                               tie_word_embeddings=kw.get("tie_word_embeddings", False))
+    else:
+        cfg = cls.config_class(**kw)
     cfg._attn_implementation = "eager"
     return cls, cfg
 
@@ -538,7 +552,7 @@ def run_incremental(model, ids, n_new):
     whose frequencies depend on the length of the forward's sequence (longrope, dynamic), every row then
     sees the length up to itself. Logits at every prompt position and n_new greedy tokens."""
     from transformers import DynamicCache
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=model.config.get_text_config())
     rows, greedy, seq = [], [], list(ids)
     with torch.no_grad():
         for i in range(len(ids) + n_new - 1):
@@ -565,7 +579,8 @@ def make_family(spec):
                      spec.get("plus_one", False))
     model = model.to(dtype)
     model.config.dtype = dtype
-    model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
+    tcfg = cfg.get_text_config()
+    model.generation_config = GenerationConfig(bos_token_id=tcfg.bos_token_id, eos_token_id=tcfg.eos_token_id)
     model.save_pretrained(out)
     if spec.get("legacy") == "neox":
         legacy_neox_config(os.path.join(out, "config.json"))
@@ -575,7 +590,7 @@ def make_family(spec):
     loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, tcfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
