@@ -28149,6 +28149,26 @@ static int mlstack__rand_linear(mlstack_model *m, mlstack__pool *pool, mlstack_d
     return w->data != NULL;
 }
 
+/* A gated delta-net layer's random weights (tensor numbers from t): w_in, wo, and f32 conv
+   weights; A = 1 (-exp(A_log) = -1), dt_bias 0, the gated norm's weight 1. */
+static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                               uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim, i;
+    float *na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_heads);
+    float *dt = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_heads);
+    float *nw = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_dim);
+    if (!na || !dt || !nw) return 0;
+    for (i = 0; i < c->dn_v_heads; i++) na[i] = -1.0f, dt[i] = 0.0f;
+    for (i = 0; i < c->dn_v_dim; i++) nw[i] = 1.0f;
+    L->dn_neg_a = na, L->dn_dt_bias = dt, L->dn_norm = nw;
+    L->conv_w = (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)C * c->dn_conv, seed, t + 2);
+    return L->conv_w &&
+           mlstack__rand_linear(m, pool, dtype, mlstack__mix_in_width(c, L->kind), c->n_embd, NULL, seed, t,
+                                &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -28233,12 +28253,18 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
-            ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
-                                      &L->wk) &&
-                 mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
-                                      &L->wv) &&
-                 mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
+            if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
+            else if (L->kind == MLSTACK__LAYER_ATTN && c->attn_gate) /* gate rows: tensor number t + 7 */
+                ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
+            ok =
+                ok &&
+                (L->kind != MLSTACK__LAYER_ATTN ||
+                 (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
+                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
+                                       &L->wk) &&
+                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
+                                       &L->wv) &&
+                  mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo)));
             if (ok && c->n_experts && c->layer_moe[l]) {
                 /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
                 uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
