@@ -2967,23 +2967,37 @@ MLSTACK__FN size_t mlstack__utf8_put(unsigned char *o, uint32_t cp) {
     return 4;
 }
 
-static int mlstack__hex4(const unsigned char *s, uint32_t *out) {
-    uint32_t v = 0;
-    int i;
-    for (i = 0; i < 4; i++) {
-        unsigned c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return 0;
-    }
-    *out = v;
-    return 1;
+/* ---- escape sequences: the pieces JSON strings, both regex dialects (tokenizer Split
+   patterns, schema patterns), GBNF literals and template string literals share. Each dialect
+   keeps its own list of what it accepts and its own error messages. ---- */
+
+/* The value of hex digit c, or -1. */
+static int mlstack__hexval(int c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
+
+/* Reads up to max hex digits from s[0, n) into *v; returns how many it read (0: none). */
+static int mlstack__hex_run(const char *s, size_t n, int max, uint32_t *v) {
+    int d = 0, h;
+    *v = 0;
+    while ((size_t)d < n && d < max && (h = mlstack__hexval((unsigned char)s[d])) >= 0) *v = *v * 16 + (uint32_t)h, d++;
+    return d;
+}
+
+/* The code point of the one-letter escape \c when c is among `letters` (a subset of
+   "abefnrtv0": bell, backspace, escape, form feed, newline, return, tab, vertical tab, NUL), else -1. */
+static int32_t mlstack__esc_letter(int c, const char *letters) {
+    static const char from[] = "abefnrtv0";
+    static const unsigned char to[] = {7, 8, 27, 12, 10, 13, 9, 11, 0};
+    const char *f = c ? strchr(from, c) : NULL;
+    return f && strchr(letters, c) ? (int32_t)to[f - from] : -1;
+}
+
+/* A Unicode scalar value: at most U+10FFFF and not a surrogate (what UTF-8 may encode). */
+static int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 
 /* Parses a string starting at the opening quote; decoded bytes never exceed the raw length. */
 static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char **out, size_t *out_len) {
@@ -3008,22 +3022,17 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
             unsigned char e = p->s[i + 1];
             i += 2;
             switch (e) {
-            case '"': *w++ = '"'; break;
-            case '\\': *w++ = '\\'; break;
-            case '/': *w++ = '/'; break;
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
+            case '"':
+            case '\\':
+            case '/': *w++ = e; break;
             case 'u': {
                 uint32_t cp, lo;
-                if (end - i < 4 || !mlstack__hex4(p->s + i, &cp))
+                if (end - i < 4 || mlstack__hex_run((const char *)p->s + i, 4, 4, &cp) != 4)
                     return mlstack__json_error(p, i - 2, "bad \\u escape (expected 4 hex digits)");
                 i += 4;
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' || !mlstack__hex4(p->s + i + 2, &lo) ||
-                        lo < 0xDC00 || lo > 0xDFFF)
+                    if (end - i < 6 || p->s[i] != '\\' || p->s[i + 1] != 'u' ||
+                        mlstack__hex_run((const char *)p->s + i + 2, 4, 4, &lo) != 4 || lo < 0xDC00 || lo > 0xDFFF)
                         return mlstack__json_error(p, i - 6, "high surrogate not followed by a low surrogate");
                     i += 6;
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -3033,7 +3042,9 @@ static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char *
                 w += mlstack__utf8_put(w, cp);
                 break;
             }
-            default: return mlstack__json_error(p, i - 2, "unknown escape");
+            default:
+                if (mlstack__esc_letter(e, "bfnrt") < 0) return mlstack__json_error(p, i - 2, "unknown escape");
+                *w++ = (unsigned char)mlstack__esc_letter(e, "bfnrt");
             }
         } else if (c < 0x20) {
             return mlstack__json_error(p, i, "control character in string (must be escaped)");
@@ -4926,22 +4937,10 @@ static int mlstack__re_new_class(mlstack__re_comp *c, const mlstack__re_class *k
 }
 
 static int mlstack__re_hex(mlstack__re_comp *c, int maxd, int braces, uint32_t *out) {
-    uint32_t v = 0;
-    int d = 0;
+    uint32_t v;
     size_t at = c->i;
-    while (c->i < c->n && d < maxd) {
-        int ch = c->p[c->i], x;
-        if (ch >= '0' && ch <= '9') x = ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            x = ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F')
-            x = ch - 'A' + 10;
-        else
-            break;
-        v = v * 16 + (uint32_t)x;
-        c->i++;
-        d++;
-    }
+    int d = mlstack__hex_run((const char *)c->p + c->i, c->n - c->i, maxd, &v);
+    c->i += (size_t)d;
     if (braces) {
         if (c->i >= c->n || c->p[c->i] != '}') d = 0;
         else
@@ -5008,13 +5007,13 @@ static int mlstack__re_escape(mlstack__re_comp *c, int in_class, uint32_t *cp, m
     s->cats = s->props = 0;
     *neg = 0;
     switch (ch) {
-    case 't': *cp = '\t'; return 1;
-    case 'n': *cp = '\n'; return 1;
-    case 'r': *cp = '\r'; return 1;
-    case 'f': *cp = '\f'; return 1;
-    case 'v': *cp = '\v'; return 1;
-    case 'a': *cp = 7; return 1;
-    case 'e': *cp = 27; return 1;
+    case 't':
+    case 'n':
+    case 'r':
+    case 'f':
+    case 'v':
+    case 'a':
+    case 'e': *cp = (uint32_t)mlstack__esc_letter(ch, "tnrfvae"); return 1;
     case 'x':
         if (c->i < c->n && c->p[c->i] == '{') {
             c->i++;
@@ -7242,12 +7241,6 @@ static mlstack_result mlstack__encode(mlstack__enc *e, const char *text, size_t 
 }
 
 /* ---- decoding ---- */
-static int mlstack__hexval(int c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                  : -1;
-}
 
 /* Replaces every occurrence of a step's pattern in a piece (Replace decoder, BPE suffix). */
 /* Returns 1, 0 when out of memory, -1 when the regex budget is spent. */
@@ -10041,31 +10034,27 @@ static int mlstack__tlex_string(mlstack__tlex *L, size_t *pp) {
         case '\\': mlstack__tbuf_put(L->c, &b, "\\", 1); break;
         case '\'': mlstack__tbuf_put(L->c, &b, "'", 1); break;
         case '"': mlstack__tbuf_put(L->c, &b, "\"", 1); break;
-        case 'a': mlstack__tbuf_put(L->c, &b, "\a", 1); break;
-        case 'b': mlstack__tbuf_put(L->c, &b, "\b", 1); break;
-        case 'f': mlstack__tbuf_put(L->c, &b, "\f", 1); break;
-        case 'n': mlstack__tbuf_put(L->c, &b, "\n", 1); break;
-        case 'r': mlstack__tbuf_put(L->c, &b, "\r", 1); break;
-        case 't': mlstack__tbuf_put(L->c, &b, "\t", 1); break;
-        case 'v': mlstack__tbuf_put(L->c, &b, "\v", 1); break;
+        case 'a':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+        case 'v': {
+            char c1 = (char)mlstack__esc_letter(ch, "abfnrtv");
+            mlstack__tbuf_put(L->c, &b, &c1, 1);
+            break;
+        }
         case 'x':
         case 'u':
         case 'U': {
-            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8, k;
+            int nd = ch == 'x' ? 2 : ch == 'u' ? 4 : 8;
             uint32_t cp = 0;
-            for (k = 0; k < nd; k++) {
-                char h = i + (size_t)k < p ? L->s[i + (size_t)k] : 0;
-                int d = (h >= '0' && h <= '9')   ? h - '0'
-                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                                 : -1;
-                if (d < 0)
-                    return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT,
-                                             "truncated \\%c escape in a string literal", ch);
-                cp = cp * 16 + (uint32_t)d;
-            }
+            if (mlstack__hex_run(L->s + i, p - i, nd, &cp) != nd)
+                return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_FORMAT, "truncated \\%c escape in a string literal",
+                                         ch);
             i += (size_t)nd;
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            if (!mlstack__cp_scalar(cp))
                 return mlstack__tpl_fail(L->c, i - 2, MLSTACK_ERR_UNSUPPORTED,
                                          "escape \\%c for a surrogate or out-of-range code point", ch);
             mlstack__tbuf_cp(L->c, &b, cp);
@@ -15468,28 +15457,36 @@ MLSTACK_API const char *mlstack_chat_template_token(const mlstack_chat_template 
     return NULL;
 }
 
-MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
-                                                       const char *messages_json, size_t messages_len,
-                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
-                                                       mlstack_error *err) {
-    mlstack__tpl_input in;
-    const char *text;
-    if (out) *out = NULL;
-    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
+/* The one body behind mlstack_chat_template_apply, _apply_messages and _encode: picks the
+   template (by name, else tool_use when tools are given, else the default), adds the special
+   tokens the template may name and renders `in` (its messages already set). */
+static mlstack_result mlstack__tpl_apply(const mlstack_chat_template *t, const char *name, mlstack__tpl_input *in,
+                                         const mlstack_template_options *opt, char **out, size_t *out_len,
+                                         mlstack_error *err) {
+    const char *text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
     if (!text) {
         if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
                              "this model has multiple chat templates with no default; pass the name of one");
     }
+    in->token_names = mlstack__tpl_token_names;
+    in->token_values = (const char *const *)t->tokens;
+    in->n_tokens = 7;
+    in->require_messages = 1;
+    return mlstack__tpl_render(text, strlen(text), in, opt, out, out_len, err);
+}
+
+MLSTACK_API mlstack_result mlstack_chat_template_apply(const mlstack_chat_template *t, const char *name,
+                                                       const char *messages_json, size_t messages_len,
+                                                       const mlstack_template_options *opt, char **out, size_t *out_len,
+                                                       mlstack_error *err) {
+    mlstack__tpl_input in;
+    if (out) *out = NULL;
+    if (!t || !messages_json) return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: NULL argument");
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_chat_template *t, const char *name,
@@ -15497,7 +15494,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
                                                                 const mlstack_template_options *opt, char **out,
                                                                 size_t *out_len, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     int i;
     if (out) *out = NULL;
     if (!t || (n_messages > 0 && !messages))
@@ -15507,20 +15503,10 @@ MLSTACK_API mlstack_result mlstack_chat_template_apply_messages(const mlstack_ch
         if (!messages[i].role || !messages[i].content)
             return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template: message %d has no %s", i,
                                  messages[i].role ? "content" : "role");
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.plain = messages;
     in.n_plain = n_messages;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
-    return mlstack__tpl_render(text, strlen(text), &in, opt, out, out_len, err);
+    return mlstack__tpl_apply(t, name, &in, opt, out, out_len, err);
 }
 
 MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_template *t, const char *name,
@@ -15528,7 +15514,6 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
                                                         size_t messages_len, const mlstack_template_options *opt,
                                                         int32_t *ids, size_t cap, size_t *n_ids, mlstack_error *err) {
     mlstack__tpl_input in;
-    const char *text;
     char *out = NULL;
     size_t out_len = 0, *prot = NULL, n_prot = 0;
     int cs = opt ? opt->content_specials : 0;
@@ -15538,25 +15523,15 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: NULL argument");
     if (cs != 0 && cs != MLSTACK_CONTENT_SPECIALS_TEXT && cs != MLSTACK_CONTENT_SPECIALS_PARSE)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "chat template encode: content_specials %d unknown", cs);
-    text = mlstack_chat_template_get(t, name, opt && opt->tools_json);
-    if (!text) {
-        if (name) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "no chat template named '%s'", name);
-        return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND,
-                             "this model has multiple chat templates with no default; pass the name of one");
-    }
     memset(&in, 0, sizeof in);
     in.messages_json = messages_json;
     in.messages_len = messages_len;
-    in.token_names = mlstack__tpl_token_names;
-    in.token_values = (const char *const *)t->tokens;
-    in.n_tokens = 7;
-    in.require_messages = 1;
     if (cs != MLSTACK_CONTENT_SPECIALS_PARSE) {
         in.guard = tok;
         in.prot = &prot;
         in.n_prot = &n_prot;
     }
-    r = mlstack__tpl_render(text, strlen(text), &in, opt, &out, &out_len, err);
+    r = mlstack__tpl_apply(t, name, &in, opt, &out, &out_len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__tokenizer_encode_prot(tok, out, out_len, 0, prot, n_prot, ids, cap, n_ids);
         if (r != MLSTACK_OK) MLSTACK__FAIL(err, r, "%s", mlstack_tokenizer_error(tok));
@@ -21623,34 +21598,28 @@ static int mlstack__gb_char(mlstack__gb *b, uint32_t *cp) {
     if (b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unexpected end of text");
     if (b->s[b->i] == '\\') {
         unsigned char c;
-        int digits = 0, k;
+        int digits = 0;
         if (++b->i >= b->n) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unfinished escape");
         c = b->s[b->i++];
         switch (c) {
-        case 'n': *cp = '\n'; return 0;
-        case 't': *cp = '\t'; return 0;
-        case 'r': *cp = '\r'; return 0;
-        case 'f': *cp = '\f'; return 0;
-        case 'v': *cp = '\v'; return 0;
-        case '0': *cp = 0; return 0;
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
         default:
+            if (mlstack__esc_letter(c, "ntrfv0") >= 0) {
+                *cp = (uint32_t)mlstack__esc_letter(c, "ntrfv0");
+                return 0;
+            }
             if (c >= 0x21 && c < 0x7F && !mlstack__gb_is_name(c)) {
                 *cp = c;
                 return 0;
             }
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "unknown escape");
         }
-        *cp = 0;
-        for (k = 0; k < digits; k++) {
-            int h = b->i < b->n ? mlstack__hexval(b->s[b->i]) : -1;
-            if (h < 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
-            *cp = *cp * 16 + (uint32_t)h;
-            b->i++;
-        }
-        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        if (mlstack__hex_run((const char *)b->s + b->i, b->n - b->i, digits, cp) != digits)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "bad hex escape");
+        b->i += (size_t)digits;
+        if (!mlstack__cp_scalar(*cp))
             return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "escape is not a Unicode scalar value");
         return 0;
     }
@@ -23063,15 +23032,12 @@ static int mlstack__rx_class_escape(mlstack__rx *x, unsigned char c) {
 /* One escaped code point (after the backslash); -1 on error. */
 static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
     unsigned char c = x->s[x->i++];
-    int digits = 0, k;
+    int digits = 0;
+    if (mlstack__esc_letter(c, "ntrfva0") >= 0) {
+        *cp = (uint32_t)mlstack__esc_letter(c, "ntrfva0");
+        return 0;
+    }
     switch (c) {
-    case 'n': *cp = '\n'; return 0;
-    case 't': *cp = '\t'; return 0;
-    case 'r': *cp = '\r'; return 0;
-    case 'f': *cp = '\f'; return 0;
-    case 'v': *cp = '\v'; return 0;
-    case 'a': *cp = 7; return 0;
-    case '0': *cp = 0; return 0;
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
@@ -23093,13 +23059,9 @@ static int mlstack__rx_escape_cp(mlstack__rx *x, uint32_t *cp) {
         }
         return 0;
     }
-    *cp = 0;
-    for (k = 0; k < digits; k++) {
-        int h = x->i < x->n ? mlstack__hexval(x->s[x->i]) : -1;
-        if (h < 0) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
-        *cp = *cp * 16 + (uint32_t)h;
-        x->i++;
-    }
+    if (mlstack__hex_run((const char *)x->s + x->i, x->n - x->i, digits, cp) != digits)
+        return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "bad hex escape");
+    x->i += (size_t)digits;
     if (*cp > 0x10FFFF) return mlstack__rx_fail(x, MLSTACK_ERR_FORMAT, "escape beyond U+10FFFF");
     return 0;
 }

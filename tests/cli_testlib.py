@@ -121,6 +121,17 @@ class Server:
         return rc, out
 
 
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def metrics(base, headers=None):
     req = urllib.request.Request(base + "/metrics", headers=headers or {})
     with urllib.request.urlopen(req, timeout=30) as r:

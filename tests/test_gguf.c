@@ -448,13 +448,13 @@ static void test_vocab_vectors(void) {
         {"bert-bge", MLSTACK_ERR_UNSUPPORTED},
         {"gpt-neox", MLSTACK_ERR_UNSUPPORTED},
     };
-    static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t si;
     static int32_t ids[1 << 16];
     for (si = 0; si < sizeof sets / sizeof sets[0]; si++) {
         char pg[200], pi[256], po[256];
-        size_t il = 0, ol = 0, pos = 0, opos = 0;
-        char *inp, *out;
+        tl_vectors vv;
+        const char *text;
+        size_t cl;
         int n = 0, ok = 0;
         mlstack_tokenizer *t = NULL;
         mlstack_error err;
@@ -480,42 +480,23 @@ static void test_vocab_vectors(void) {
             if (r == sets[si].want) printf("vocab %-16s refused: %s\n", sets[si].name, err.message);
             continue;
         }
-        inp = tl_read(pi, &il);
-        out = tl_read(po, &ol);
-        if (!inp || !out) {
+        if (!tl_vectors_open(&vv, pi, po)) {
             SKIP("%s: vector files missing", sets[si].name);
-            free(inp);
-            free(out);
             mlstack_tokenizer_close(t);
             continue;
         }
-        while (pos < il && opos < ol) {
-            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos);
-            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
-            char *q = out + opos, *qe = le ? le : out + ol;
-            int good = mlstack_tokenizer_encode(t, inp + pos, cl, 0, ids, sizeof ids / sizeof ids[0], &k) == MLSTACK_OK;
-            while (good) {
-                long v;
-                char *endp;
-                while (q < qe && *q == ' ') q++;
-                if (q >= qe) break;
-                v = strtol(q, &endp, 10);
-                if (endp == q || j >= k || ids[j] != v) good = 0;
-                j++;
-                q = endp;
-            }
-            if (good && j != k) good = 0;
+        while (tl_vectors_next(&vv, &text, &cl)) {
+            size_t k = 0;
+            int good = mlstack_tokenizer_encode(t, text, cl, 0, ids, sizeof ids / sizeof ids[0], &k) == MLSTACK_OK &&
+                       tl_vectors_match(&vv, ids, (long)k);
             n++;
             ok += good;
             if (!good && n - ok <= 3)
-                printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), inp + pos);
-            pos += cl + (e ? sizeof sep - 1 : 0);
-            opos = (size_t)(qe - out) + 1;
+                printf("  %s case %d differs: \"%.*s\"\n", sets[si].name, n - 1, (int)(cl > 60 ? 60 : cl), text);
         }
         printf("vocab %-16s %3d/%d\n", sets[si].name, ok, n);
         CHECKF(n >= 40 && ok == n, "%s: %d of %d cases give Hugging Face's ids", sets[si].name, ok, n);
-        free(inp);
-        free(out);
+        tl_vectors_close(&vv);
         mlstack_tokenizer_close(t);
     }
 }

@@ -752,6 +752,115 @@ static int cancel_cb(void *user) {
     return *(volatile int *)user || (g_cancel_after >= 0 && g_polls > g_cancel_after);
 }
 
+/* ... at each stage: GBNF text, regex, the start state */
+static void check_budget_stages(const mlstack_vocab *v) {
+    mlstack_grammar_desc d;
+    mlstack_grammar *g = NULL;
+    mlstack_error err;
+    mlstack_result r;
+    int i;
+    static const struct {
+        mlstack_grammar_kind kind;
+        const char *text;
+    } stages[] = {{MLSTACK_GRAMMAR_GBNF, "root ::= \"a\"{0,5000}"},
+                  {MLSTACK_GRAMMAR_REGEX, "(a|b|c|p){0,3000}"},
+                  {MLSTACK_GRAMMAR_GBNF, "root ::= x x x x\nx ::= \"a\"? \"b\"? \"p\"? \"0\"? \"1\"? \"\""},
+                  {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+                                                "\"[a-z]{1,2000}\"}}"}};
+    for (i = 0; i < (int)(sizeof stages / sizeof stages[0]); i++) {
+        uint64_t full = 0, cut = 0;
+        memset(&d, 0, sizeof d);
+        d.kind = stages[i].kind;
+        d.text = stages[i].text;
+        d.vocab = v;
+        r = mlstack__grammar_compile_work(&d, &g, &err, &full);
+        CHECKF(r == MLSTACK_OK, "stage %d: %s", i, err.message);
+        mlstack_grammar_free(g);
+        g = NULL;
+        d.max_work = full / 2;
+        r = mlstack__grammar_compile_work(&d, &g, &err, &cut);
+        CHECKF(r == MLSTACK_ERR_LIMIT && strstr(err.message, "max_work") && cut <= full,
+               "stage %d at half its work (%llu of %llu): %d %s", i, (unsigned long long)cut, (unsigned long long)full,
+               r, err.message);
+        mlstack_grammar_free(g);
+        g = NULL;
+    }
+}
+
+/* 20000 $ref uses of 20000 definitions: linear too (the lookups were a list) */
+static void check_budget_refs(const mlstack_vocab *v) {
+    mlstack_grammar_desc d;
+    mlstack_grammar *g = NULL;
+    mlstack_error err;
+    mlstack_result r;
+    int i;
+    uint64_t work = 0;
+    mlstack__buf s = {0, 0, 0};
+    char t[96];
+    mlstack__buf_puts(&s, "{\"$defs\":{");
+    for (i = 0; i < 20000; i++) {
+        snprintf(t, sizeof t, "%s\"d%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+        mlstack__buf_puts(&s, t);
+    }
+    mlstack__buf_puts(&s, "},\"type\":\"object\",\"properties\":{");
+    for (i = 0; i < 20000; i++) {
+        snprintf(t, sizeof t, "%s\"p%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, 19999 - i);
+        mlstack__buf_puts(&s, t);
+    }
+    mlstack__buf_puts(&s, "}}");
+    memset(&d, 0, sizeof d);
+    d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+    d.vocab = v;
+    d.text = s.p;
+    d.len = s.n;
+    d.max_elements = (size_t)8 << 20;
+    r = mlstack__grammar_compile_work(&d, &g, &err, &work);
+        /* a scan of $defs per reference would be 4e8 units, over the default budget */
+    CHECKF(r == MLSTACK_OK && work < 100 * (uint64_t)s.n, "20000 refs: %d %s, %llu units", r, err.message,
+           (unsigned long long)work);
+    printf("20000 $refs into 20000 $defs: %s, %llu units\n", r ? err.message : "ok", (unsigned long long)work);
+    mlstack_grammar_free(g);
+    g = NULL;
+    free(s.p);
+}
+
+/* parse stacks over budget at the first token: the matcher says it was a budget (LIMIT), which
+   the engine reports and the server turns into a 400 */
+static void check_budget_stacks(const mlstack_vocab *v) {
+    mlstack_grammar_desc d;
+    mlstack_grammar *g = NULL;
+    mlstack_error err;
+    mlstack_result r;
+    int i;
+    mlstack__buf s = {0, 0, 0};
+    char t[32];
+    mlstack_matcher *m;
+    uint32_t bits[1];
+    mlstack__buf_puts(&s, "root ::= \"a\" (\"0\"");
+    for (i = 0; i < 300; i++) {
+        snprintf(t, sizeof t, " | \"p%d\"", i);
+        mlstack__buf_puts(&s, t);
+    }
+    mlstack__buf_puts(&s, ")");
+    memset(&d, 0, sizeof d);
+    d.kind = MLSTACK_GRAMMAR_GBNF;
+    d.vocab = v;
+    d.text = s.p;
+    d.len = s.n;
+    d.max_stacks = 100;
+    r = mlstack_grammar_compile(&d, &g, &err);
+    CHECKF(r == MLSTACK_OK, "stacks at the first token: %s", err.message);
+    if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+        int n = mlstack_matcher_mask(m, bits);
+        CHECKF(n == 0 && m->fail == MLSTACK_ERR_LIMIT && strstr(mlstack_matcher_error(m), "max_stacks"),
+               "first token over max_stacks: %d, %d, %s", n, (int)m->fail, mlstack_matcher_error(m));
+        mlstack_matcher_free(m);
+    }
+    mlstack_grammar_free(g);
+    g = NULL;
+    free(s.p);
+}
+
 static void test_compile_budget(void) {
     static const char *const toks[] = {"{", "}", "\"", ":", ",", "p", "0", "1", "a", " "};
     mlstack_vocab *v = vocab_of(toks, NULL, 10, 1);
@@ -762,7 +871,6 @@ static void test_compile_budget(void) {
     uint64_t work = 0, work_small = 0;
     volatile int flag = 0;
     double t0;
-    int i;
     mlstack__buf b = many_required(50000, 0), small = many_required(500, 0);
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
@@ -799,35 +907,7 @@ static void test_compile_budget(void) {
     r = mlstack__grammar_compile_work(&d, &g, &err, &work);
     CHECKF(r == MLSTACK_ERR_LIMIT && !g && strstr(err.message, "max_work"), "max_work: %d %s", r, err.message);
     CHECKF(work <= d.max_work + 2 * (uint64_t)b.n, "max_work 1000000 stopped after %llu", (unsigned long long)work);
-    /* ... at each stage: GBNF text, regex, the start state */
-    {
-        static const struct {
-            mlstack_grammar_kind kind;
-            const char *text;
-        } stages[] = {{MLSTACK_GRAMMAR_GBNF, "root ::= \"a\"{0,5000}"},
-                      {MLSTACK_GRAMMAR_REGEX, "(a|b|c|p){0,3000}"},
-                      {MLSTACK_GRAMMAR_GBNF, "root ::= x x x x\nx ::= \"a\"? \"b\"? \"p\"? \"0\"? \"1\"? \"\""},
-                      {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
-                                                    "\"[a-z]{1,2000}\"}}"}};
-        for (i = 0; i < (int)(sizeof stages / sizeof stages[0]); i++) {
-            uint64_t full = 0, cut = 0;
-            memset(&d, 0, sizeof d);
-            d.kind = stages[i].kind;
-            d.text = stages[i].text;
-            d.vocab = v;
-            r = mlstack__grammar_compile_work(&d, &g, &err, &full);
-            CHECKF(r == MLSTACK_OK, "stage %d: %s", i, err.message);
-            mlstack_grammar_free(g);
-            g = NULL;
-            d.max_work = full / 2;
-            r = mlstack__grammar_compile_work(&d, &g, &err, &cut);
-            CHECKF(r == MLSTACK_ERR_LIMIT && strstr(err.message, "max_work") && cut <= full,
-                   "stage %d at half its work (%llu of %llu): %d %s", i, (unsigned long long)cut,
-                   (unsigned long long)full, r, err.message);
-            mlstack_grammar_free(g);
-            g = NULL;
-        }
-    }
+    check_budget_stages(v);
     /* cancel: polled at the start and as work is charged */
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
@@ -857,67 +937,8 @@ static void test_compile_budget(void) {
     g = NULL;
     free(b.p);
     free(small.p);
-    /* 20000 $ref uses of 20000 definitions: linear too (the lookups were a list) */
-    {
-        mlstack__buf s = {0, 0, 0};
-        char t[96];
-        mlstack__buf_puts(&s, "{\"$defs\":{");
-        for (i = 0; i < 20000; i++) {
-            snprintf(t, sizeof t, "%s\"d%d\":{\"type\":\"integer\"}", i ? "," : "", i);
-            mlstack__buf_puts(&s, t);
-        }
-        mlstack__buf_puts(&s, "},\"type\":\"object\",\"properties\":{");
-        for (i = 0; i < 20000; i++) {
-            snprintf(t, sizeof t, "%s\"p%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, 19999 - i);
-            mlstack__buf_puts(&s, t);
-        }
-        mlstack__buf_puts(&s, "}}");
-        memset(&d, 0, sizeof d);
-        d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
-        d.vocab = v;
-        d.text = s.p;
-        d.len = s.n;
-        d.max_elements = (size_t)8 << 20;
-        r = mlstack__grammar_compile_work(&d, &g, &err, &work);
-        /* a scan of $defs per reference would be 4e8 units, over the default budget */
-        CHECKF(r == MLSTACK_OK && work < 100 * (uint64_t)s.n, "20000 refs: %d %s, %llu units", r, err.message,
-               (unsigned long long)work);
-        printf("20000 $refs into 20000 $defs: %s, %llu units\n", r ? err.message : "ok", (unsigned long long)work);
-        mlstack_grammar_free(g);
-        g = NULL;
-        free(s.p);
-    }
-    /* parse stacks over budget at the first token: the matcher says it was a budget (LIMIT), which
-       the engine reports and the server turns into a 400 */
-    {
-        mlstack__buf s = {0, 0, 0};
-        char t[32];
-        mlstack_matcher *m;
-        uint32_t bits[1];
-        mlstack__buf_puts(&s, "root ::= \"a\" (\"0\"");
-        for (i = 0; i < 300; i++) {
-            snprintf(t, sizeof t, " | \"p%d\"", i);
-            mlstack__buf_puts(&s, t);
-        }
-        mlstack__buf_puts(&s, ")");
-        memset(&d, 0, sizeof d);
-        d.kind = MLSTACK_GRAMMAR_GBNF;
-        d.vocab = v;
-        d.text = s.p;
-        d.len = s.n;
-        d.max_stacks = 100;
-        r = mlstack_grammar_compile(&d, &g, &err);
-        CHECKF(r == MLSTACK_OK, "stacks at the first token: %s", err.message);
-        if (g && mlstack_matcher_init(g, &m) == MLSTACK_OK) {
-            int n = mlstack_matcher_mask(m, bits);
-            CHECKF(n == 0 && m->fail == MLSTACK_ERR_LIMIT && strstr(mlstack_matcher_error(m), "max_stacks"),
-                   "first token over max_stacks: %d, %d, %s", n, (int)m->fail, mlstack_matcher_error(m));
-            mlstack_matcher_free(m);
-        }
-        mlstack_grammar_free(g);
-        g = NULL;
-        free(s.p);
-    }
+    check_budget_refs(v);
+    check_budget_stacks(v);
     mlstack_vocab_free(v);
 }
 

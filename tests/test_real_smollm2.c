@@ -292,6 +292,29 @@ static int check_chat(mlstack_model *m, const mlstack__json *prompts, const char
     return checked;
 }
 
+/* llama.cpp's SmolLM vocabulary vectors (HF ids) on the GGUF's tokenizer */
+static void check_gguf_vocab_vectors(mlstack_tokenizer *tok) {
+    tl_vectors vv;
+    const char *text;
+    size_t cl;
+    int n = 0, ok = 0;
+    static int32_t ids[4096];
+    if (!tl_vectors_open(&vv, "../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.inp",
+                         "../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.out")) {
+        SKIP("ggml-vocab-smollm vectors missing");
+        return;
+    }
+    while (tok && tl_vectors_next(&vv, &text, &cl)) {
+        size_t k = 0;
+        n++;
+        ok += mlstack_tokenizer_encode(tok, text, cl, 0, ids, 4096, &k) == MLSTACK_OK &&
+              tl_vectors_match(&vv, ids, (long)k);
+    }
+    CHECKF(n >= 40 && ok == n, "GGUF tokenizer: %d of %d smollm vectors exact", ok, n);
+    printf("GGUF: smollm vocabulary vectors %d/%d\n", ok, n);
+    tl_vectors_close(&vv);
+}
+
 static void test_gguf(const mlstack__json *prompts) {
     const char *path = getenv("MLSTACK_SMOLLM2_GGUF") ? getenv("MLSTACK_SMOLLM2_GGUF") : GGUF_DEFAULT;
     mlstack_model_desc md;
@@ -412,42 +435,7 @@ static void test_gguf(const mlstack__json *prompts) {
     CHECK(mlstack_model_tokenizer(g) && mlstack_model_chat_template(g));
     if (mlstack_model_tokenizer(g) && mlstack_model_chat_template(g))
         printf("GGUF: %d chat prompts rendered and encoded as transformers does\n", check_chat(g, prompts, "GGUF"));
-    /* llama.cpp's SmolLM vocabulary vectors (HF ids) on the GGUF's tokenizer */
-    {
-        size_t il = 0, ol = 0, pos = 0, opos = 0;
-        char *inp = tl_read("../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.inp", &il);
-        char *out = tl_read("../shared/tokenizer-vectors/llama.cpp-extra/ggml-vocab-smollm.gguf.out", &ol);
-        static const char sep[] = "\n__ggml_vocab_test__\n";
-        int n = 0, ok = 0;
-        while (inp && out && mlstack_model_tokenizer(g) && pos < il && opos < ol) {
-            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos), *q = out + opos,
-                 *qe = le ? le : out + ol;
-            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos, k = 0, j = 0;
-            int32_t ids[4096];
-            int good =
-                mlstack_tokenizer_encode(mlstack_model_tokenizer(g), inp + pos, cl, 0, ids, 4096, &k) == MLSTACK_OK;
-            while (good) {
-                char *endp;
-                long v;
-                while (q < qe && *q == ' ') q++;
-                if (q >= qe) break;
-                v = strtol(q, &endp, 10);
-                if (endp == q || j >= k || ids[j] != v) good = 0;
-                j++;
-                q = endp;
-            }
-            n++;
-            ok += good && j == k;
-            pos += cl + (e ? sizeof sep - 1 : 0);
-            opos = (size_t)(qe - out) + 1;
-        }
-        if (!inp || !out) SKIP("ggml-vocab-smollm vectors missing");
-        else
-            CHECKF(n >= 40 && ok == n, "GGUF tokenizer: %d of %d smollm vectors exact", ok, n);
-        printf("GGUF: smollm vocabulary vectors %d/%d\n", ok, n);
-        free(inp);
-        free(out);
-    }
+    check_gguf_vocab_vectors(mlstack_model_tokenizer(g));
 done:
     if (q41) memset(&q41->lm_head, 0, sizeof q41->lm_head); /* borrowed from g */
     mlstack_model_close(q41);

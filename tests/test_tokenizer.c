@@ -199,54 +199,35 @@ static void test_vectors(void) {
         {"llama.cpp-extra/ggml-vocab-smollm", "smollm2"},
         {"llama.cpp-extra/ggml-vocab-tinyllama", "llama2-tinyllama"},
     };
-    static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t si;
     for (si = 0; si < sizeof sets / sizeof sets[0]; si++) {
         char pi[256], po[256];
-        size_t il = 0, ol = 0, pos = 0, opos = 0;
-        char *inp, *out;
-        int n = 0, ok = 0;
+        tl_vectors vv;
+        const char *text;
+        size_t cl;
+        int n = 0, ok = 0, have;
         mlstack_tokenizer *t = tok_of(sets[si].want);
         snprintf(pi, sizeof pi, SHARED "tokenizer-vectors/%s.gguf.inp", sets[si].in);
         snprintf(po, sizeof po, SHARED "tokenizer-vectors/%s.gguf.out", sets[si].in);
-        inp = tl_read(pi, &il);
-        out = tl_read(po, &ol);
-        if (!inp || !out || !t) {
+        have = tl_vectors_open(&vv, pi, po);
+        if (!have || !t) {
             SKIP("vector set %s: %s missing", sets[si].in, !t ? "tokenizer" : "vector files");
-            free(inp);
-            free(out);
+            tl_vectors_close(&vv);
             continue;
         }
-        while (pos < il && opos < ol) {
-            char *e = strstr(inp + pos, sep), *le = (char *)memchr(out + opos, '\n', ol - opos);
-            size_t cl = e ? (size_t)(e - (inp + pos)) : il - pos;
-            long k = enc(t, inp + pos, cl, 0), j = 0;
-            char *q = out + opos, *qe = le ? le : out + ol;
-            int good = k >= 0;
-            while (good) {
-                long v;
-                char *endp;
-                while (q < qe && *q == ' ') q++;
-                if (q >= qe) break;
-                v = strtol(q, &endp, 10);
-                if (endp == q || j >= k || ids_buf[j] != v) good = 0;
-                j++;
-                q = endp;
-            }
-            if (good && j != k) good = 0;
+        while (tl_vectors_next(&vv, &text, &cl)) {
+            long k = enc(t, text, cl, 0);
+            int good = k >= 0 && tl_vectors_match(&vv, ids_buf, k);
             n++;
             ok += good;
             if (!good) {
                 printf("  %s case %d differs\n", sets[si].in, n - 1);
-                print_case("text", inp + pos, cl);
+                print_case("text", text, cl);
             }
-            pos += cl + (e ? sizeof sep - 1 : 0);
-            opos = (size_t)(qe - out) + 1;
         }
         printf("vectors %-52s %3d/%d\n", sets[si].in, ok, n);
         CHECKF(n > 0 && ok == n, "vector set %s: %d of %d exact", sets[si].in, ok, n);
-        free(inp);
-        free(out);
+        tl_vectors_close(&vv);
     }
 }
 

@@ -68,4 +68,59 @@ static __attribute__((unused)) char *tl_read(const char *path, size_t *len) {
     fclose(f);
     return buf;
 }
+
+/* llama.cpp's tokenizer vectors: NAME.inp holds the cases separated by "\n__ggml_vocab_test__\n",
+   NAME.out one line of space-separated token ids per case. tl_vectors_open reads both (0: either
+   is missing, nothing is held); tl_vectors_next steps to the next case (0 at the end) and gives
+   its text; tl_vectors_match says whether ids[0, n) are that case's line, id for id. */
+typedef struct tl_vectors {
+    char *inp, *out;
+    size_t il, ol, pos, opos;
+    const char *line, *line_end; /* the current case's ids */
+} tl_vectors;
+
+static __attribute__((unused)) int tl_vectors_open(tl_vectors *v, const char *inp_path, const char *out_path) {
+    memset(v, 0, sizeof *v);
+    v->inp = tl_read(inp_path, &v->il);
+    v->out = tl_read(out_path, &v->ol);
+    if (v->inp && v->out) return 1;
+    free(v->inp), free(v->out);
+    memset(v, 0, sizeof *v);
+    return 0;
+}
+
+static __attribute__((unused)) int tl_vectors_next(tl_vectors *v, const char **text, size_t *len) {
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    const char *e, *le;
+    if (!v->inp || v->pos >= v->il || v->opos >= v->ol) return 0;
+    e = strstr(v->inp + v->pos, sep);
+    le = (const char *)memchr(v->out + v->opos, '\n', v->ol - v->opos);
+    *text = v->inp + v->pos;
+    *len = e ? (size_t)(e - (v->inp + v->pos)) : v->il - v->pos;
+    v->line = v->out + v->opos;
+    v->line_end = le ? le : v->out + v->ol;
+    v->pos += *len + (e ? sizeof sep - 1 : 0);
+    v->opos = (size_t)(v->line_end - v->out) + 1;
+    return 1;
+}
+
+static __attribute__((unused)) int tl_vectors_match(const tl_vectors *v, const int32_t *ids, long n) {
+    const char *q = v->line;
+    long j = 0;
+    for (;;) {
+        char *endp;
+        long id;
+        while (q < v->line_end && *q == ' ') q++;
+        if (q >= v->line_end) return j == n;
+        id = strtol(q, &endp, 10);
+        if (endp == q || j >= n || ids[j] != id) return 0;
+        j++;
+        q = endp;
+    }
+}
+
+static __attribute__((unused)) void tl_vectors_close(tl_vectors *v) {
+    free(v->inp), free(v->out);
+    memset(v, 0, sizeof *v);
+}
 #endif
