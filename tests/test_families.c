@@ -224,6 +224,11 @@ static void check_refusals(void) {
          "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"rope_scaling\": {\"rope_type\": "
          "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
          "short_factor has 2 entries"},
+        {"{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"linear_num_key_heads\": 3, "
+         "\"linear_num_value_heads\": 4}",
+         "value heads a multiple of key heads"},
+        {"{\"architectures\": [\"Qwen3_5ForConditionalGeneration\"], \"vision_config\": {}}", "needs a text_config"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
