@@ -160,7 +160,8 @@
      neon           neon     AArch64   nothing (NEON is baseline)           smull      MLSTACK_NO_NEON
      neon+dotprod   neon     AArch64   dotprod (hwcap ASIMDDP), GCC or a    sdot       MLSTACK_NO_NEON
                                        build with -march=...+dotprod
-   Every path takes F32, F16 and BF16 weights as stored and Q8_0/Q4_1 blocks. The SIMD paths
+   Every path takes F32, F16 and BF16 weights as stored, Q8_0/Q4_1 blocks and the native GGML
+   formats (MXFP4 included). The SIMD paths
    multiply projections from P16 panels (>>kernels), a repacked copy made when the first engine
    on such a path starts, or mapped in place from a folder mlstack_model_save wrote (the same
    layout on every path); scalar reads the weights as loaded (rows derived from such panels). A cap naming the other
@@ -3798,6 +3799,7 @@ enum {
     MLSTACK__GGML_Q8_K = 15,
     MLSTACK__GGML_IQ4_NL = 20,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
 typedef struct mlstack__ggml_type_info {
@@ -15554,7 +15556,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
    any batch composition and thread count. fma(a, b, c) is one rounding of a * b + c (fmaf,
    vfmadd, vfmla); every other + - * / is one rounded operation; nothing is left to the
    compiler to fuse (build flags: README "Reproducible results").
-     matmul, float weights (F32/F16/BF16, converted exactly to f32):
+     matmul, float weights (F32/F16/BF16, and MXFP4 blocks: all converted exactly to f32):
        acc = +0; for k = 0 .. n_in-1 in order: acc = fma(w[k], x[k], acc); y = acc (+ bias)
        (one FMA chain per output in input order; SIMD paths run 8/16 outputs per register)
      matmul, quantized weights against Q8 activation blocks (quantize_rows, below): the
@@ -15662,13 +15664,18 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q3_K = 16 + 11,
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
-    MLSTACK__W_Q6_K = 16 + 14
+    MLSTACK__W_Q6_K = 16 + 14,
+    MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
 /* Whether wtype is one of the native GGML formats above. */
-#define MLSTACK__W_IS_GGML(wt) \
-    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K))
+#define MLSTACK__W_IS_GGML(wt)                                                                                     \
+    ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
+     (wt) == MLSTACK__W_MXFP4)
+/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
-#define MLSTACK__W_IS_BLOCK(wt) ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || MLSTACK__W_IS_GGML(wt))
+#define MLSTACK__W_IS_BLOCK(wt) \
+    ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
 
 #define MLSTACK__QK 32
 typedef struct mlstack__q8_0 {
@@ -16132,6 +16139,14 @@ static float mlstack__dot_q4_1_scalar(const mlstack__q4_1 *w, const mlstack__q8x
      Q2_K  q = the 2-bit value, sa, sb = the 4-bit scales, dw = d; two 4-bit mins ma, mb:
            imin = ma * sum(xq[0..16)) + mb * sum(xq[16..32)) (exact), ow = dmin:
            acc = fma((float)(-imin), ow * x.d, acc)                 (w = d sc q - dmin mn)
+     MXFP4 32 inputs: E8M0 exponent byte e, 16 bytes of E2M1 nibbles (as Q4_0: element j < 16
+           low nibble of byte j, j + 16 high); q = the E2M1 value doubled (mlstack__mxfp4_values,
+           -12..12), sa = sb = 1, dw = 2^(e - 128) (half the block scale 2^(e - 127), ggml's
+           e8m0_to_fp32_half: exact in f32, a subnormal for e < 2)       (w = dw q)
+           Decoded so, but multiplied by the float rule, not this one: every weight (float)q * dw
+           is exact in f32 (a 4-bit integer times a power of two), so MXFP4 rows meet the f32
+           activations as F16/BF16 rows do, one FMA chain per output in input order (the
+           same logits as the dequantized model in f32; no activation rounding)
    Every path computes these bits: the row kernels vectorise the integer dots only, the x86 ones
    multiply KQ panels (below), each output in its own lane, with the same integers and steps. */
 typedef struct mlstack__kqg {
@@ -16140,6 +16155,14 @@ typedef struct mlstack__kqg {
     float dw, ow;
 } mlstack__kqg;
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
+/* MXFP4's E2M1 code -> the value doubled, and its E8M0 exponent byte -> dw (above). */
+static const int8_t mlstack__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static float mlstack__e8m0_half(unsigned char e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 MLSTACK__FN int mlstack__kq_kind(int wtype) {
     return wtype == MLSTACK__W_Q2_K                                                           ? MLSTACK__KQ_IMIN
            : wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q4_K || wtype == MLSTACK__W_Q5_K ? MLSTACK__KQ_OW
@@ -16151,6 +16174,17 @@ static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f3
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) {
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            float dw = mlstack__e8m0_half(b[0]);
+            for (l = 0; l < 16; l++)
+                v[l] = mlstack__mxfp4_values[b[1 + l] & 0xF], v[l + 16] = mlstack__mxfp4_values[b[1 + l] >> 4];
+            memcpy(g->q, v, 32);
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_1 || wtype == MLSTACK__W_Q5_0) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2, z = one ? 0 : 16;
         for (i = 0; i < nb; i++, b += one ? 24 : 22, g++) {
@@ -16331,10 +16365,26 @@ static float mlstack__kq_dot_scalar(const mlstack__kqg *g, const mlstack__q8x *x
    `dot` (the scalar reference or a SIMD form with the same bits). */
 typedef float (*mlstack__kq_dot_fn)(const mlstack__kqg *g, const mlstack__q8x *x, int ng, int kind);
 typedef void (*mlstack__kq_decode_fn)(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g);
-MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1,
-                                    float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
+MLSTACK__FN void mlstack__matmul_kq(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
+                                    int o0, int o1, float *row, mlstack__kq_dot_fn dot, mlstack__kq_decode_fn decode) {
     int o, b, ng = w->n_in / MLSTACK__QK, kind = mlstack__kq_kind(w->wtype);
     mlstack__kqg *g = (mlstack__kqg *)(void *)row;
+    if (w->wtype == MLSTACK__W_MXFP4) { /* the float rule: each weight q * dw exactly in f32 */
+        float *wf = row + (size_t)ng * (sizeof(mlstack__kqg) / sizeof(float));
+        int k, i;
+        for (o = o0; o < o1; o++) {
+            decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
+            for (k = 0; k < ng; k++)
+                for (i = 0; i < MLSTACK__QK; i++) wf[k * MLSTACK__QK + i] = (float)g[k].q[i] * g[k].dw;
+            for (b = 0; b < B; b++) {
+                float v = mlstack__dot_f32(wf, x + (size_t)b * w->n_in, w->n_in);
+                if (w->bias) v += w->bias[o];
+                y[(size_t)b * w->n_out + o] = v;
+            }
+        }
+        (void)xq, (void)dot, (void)kind;
+        return;
+    }
     for (o = o0; o < o1; o++) {
         decode(w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, w->n_in, g);
         for (b = 0; b < B; b++) {
@@ -16349,7 +16399,7 @@ MLSTACK__FN void mlstack__matmul_scalar(const mlstack__weight *w, const float *x
                                         int B, int o0, int o1, float *row) {
     int o, b, nb = w->n_in / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(w->wtype)) {
-        mlstack__matmul_kq(w, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
+        mlstack__matmul_kq(w, x, xq, y, B, o0, o1, row, mlstack__kq_dot_scalar, mlstack__kq_decode);
         return;
     }
     for (o = o0; o < o1; o++) {
@@ -16492,8 +16542,8 @@ typedef struct mlstack__matmul_job {
 #define MLSTACK__MM_KC 128
 #define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
-#define MLSTACK__USES_P16(k, w)                                 \
-    ((MLSTACK__PACKED(w) && ((k)->packs >> (w)->wtype & 1u)) || \
+#define MLSTACK__USES_P16(k, w)                                            \
+    ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
      (MLSTACK__PACKED_DP(w) && ((k)->packs & MLSTACK__PACK_BF16_PAIRS)))
 
 static void mlstack__matmul_task(void *ctx, int task, int n_tasks, int thread) {
@@ -17095,11 +17145,25 @@ static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
-    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K) {
+    if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
+        wtype != MLSTACK__W_MXFP4) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_MXFP4) { /* the nibbles through the value table by a byte shuffle */
+        const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values);
+        for (i = 0; i < nb; i++, b += 17, g++) {
+            __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
+            float dw = mlstack__e8m0_half(b[0]);
+            _mm_storeu_si128((__m128i *)(void *)g->q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, _mm_set1_epi8(0x0F))));
+            _mm_storeu_si128((__m128i *)(void *)(g->q + 16),
+                             _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F))));
+            g->sa = g->sb = 1, g->ma = g->mb = 0;
+            g->dw = dw, g->ow = 0.0f;
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_Q5_0) {
         for (i = 0; i < nb; i++, b += 22, g++) {
             __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
@@ -17149,6 +17213,47 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
                 g[j].dw = d, g[j].ow = -(dmin * (float)mn);
             }
             b += five ? 176 : 144;
+        }
+    }
+}
+
+/* MXFP4 rows by the float rule (>>kernels), 8 outputs at a time, one lane each: their exact f32
+   weights laid out (n_in, 8) in scratch (8 n_in floats), then per activation row one FMA chain
+   per lane in input order, + bias: the scalar reference's bits. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                        int o0, int o1, float *tile) {
+    const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (r = 0; r < 8; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
+                __m256 d = _mm256_set1_ps(r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f);
+                float v[32];
+                _mm_storeu_si128((__m128i *)(void *)q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
+                _mm_storeu_si128((__m128i *)(void *)(q + 16),
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)));
+                for (i = 0; i < 32; i += 8)
+                    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_loadl_epi64((const __m128i *)(const void *)(q + i)))),
+                                                          d));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < n; k++)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(tile + (size_t)k * 8), _mm256_broadcast_ss(xb + k), acc);
+            if (w->bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias));
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
         }
     }
 }
@@ -17338,10 +17443,14 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_avx2(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -18426,10 +18535,14 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_avx2, mlstack__kq_decode_avx2);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -19549,13 +19662,65 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
     }
     return acc;
 }
+/* The reference's decoded groups; MXFP4's nibbles through the value table by one vqtbl1q_s8. */
+static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int i, nb = n_in / MLSTACK__QK;
+    if (wtype != MLSTACK__W_MXFP4) {
+        mlstack__kq_decode(wtype, b, n_in, g);
+        return;
+    }
+    for (i = 0; i < nb; i++, b += 17, g++) {
+        uint8x16_t qs = vld1q_u8(b + 1);
+        vst1q_s8(g->q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+        vst1q_s8(g->q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+        g->sa = g->sb = 1, g->ma = g->mb = 0;
+        g->dw = mlstack__e8m0_half(b[0]), g->ow = 0.0f;
+    }
+}
+
+/* MXFP4 rows by the float rule, 4 outputs at a time (>>avx2's mlstack__mm_mxfp4_avx2 with 4 lanes). */
+static void mlstack__mm_mxfp4_neon(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
+                                   float *tile) {
+    const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
+    int n = w->n_in, nb = n / 32, o, r, k, i, b;
+    for (o = o0; o < o1; o += 4) {
+        int nr = o1 - o < 4 ? o1 - o : 4;
+        float bias[4] = {0, 0, 0, 0};
+        for (r = 0; r < 4; r++) {
+            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+            if (r < nr && w->bias) bias[r] = w->bias[o + r];
+            for (k = 0; k < nb; k++, blk += 17) {
+                int8_t q[32];
+                uint8x16_t qs = vld1q_u8(blk + 1);
+                float d = r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f;
+                vst1q_s8(q, vqtbl1q_s8(tab, vandq_u8(qs, vdupq_n_u8(0x0F))));
+                vst1q_s8(q + 16, vqtbl1q_s8(tab, vshrq_n_u8(qs, 4)));
+                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 4 + r] = (float)q[i] * d;
+            }
+        }
+        for (b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * n;
+            float32x4_t acc = vdupq_n_f32(0.0f);
+            float out[4];
+            for (k = 0; k < n; k++) acc = vfmaq_n_f32(acc, vld1q_f32(tile + (size_t)k * 4), xb[k]);
+            if (w->bias) acc = vaddq_f32(acc, vld1q_f32(bias));
+            vst1q_f32(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = out[r];
+        }
+    }
+}
 
 static void mlstack__matmul_neon(const mlstack__weight *w, const float *x, const mlstack__q8x *xq, float *y, int B,
                                  int o0, int o1, float *scratch) {
+    if (w->wtype == MLSTACK__W_MXFP4) {
+        mlstack__mm_mxfp4_neon(w, x, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_neon(w, xq, y, B, o0, o1);
         else
-            mlstack__matmul_kq(w, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode);
+            mlstack__matmul_kq(w, x, xq, y, B, o0, o1, scratch, mlstack__kq_dot_neon, mlstack__kq_decode_neon);
         return;
     }
     if (MLSTACK__PACKED(w)) {
@@ -20738,8 +20903,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 #undef MLSTACK__PART
 #define MLSTACK__PART 3
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
-   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1 and
-   Q2_K .. Q6_K are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
+   Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
    F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
    format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
@@ -20757,6 +20922,8 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
      Q5_K    as Q4_K plus 32 bytes of fifth bits
      Q6_K    256 = 16 x 16: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, d f16;
                                                               w = (d * sc) * (q - 32)
+     MXFP4   E8M0 exponent byte e, nibbles as Q4_0 indexing E2M1 values doubled (0, 1, 2, 3, 4, 6,
+             8, 12 and their negatives);                      w = 2^(e - 128) * value
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -20788,7 +20955,8 @@ MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
     case MLSTACK__GGML_Q6_K:
-    case MLSTACK__GGML_IQ4_NL: return 1;
+    case MLSTACK__GGML_IQ4_NL:
+    case MLSTACK__GGML_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -20822,6 +20990,15 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
                     dst[j] = d * (float)mlstack__iq4nl_values[lo];
                     dst[j + 16] = d * (float)mlstack__iq4nl_values[hi];
                 }
+            }
+        }
+        return;
+    case MLSTACK__GGML_MXFP4:
+        for (i = 0; i < nb; i++, b += 17, dst += 32) {
+            float d = mlstack__e8m0_half(b[0]);
+            for (j = 0; j < 16; j++) {
+                dst[j] = d * (float)mlstack__mxfp4_values[b[1 + j] & 0xF];
+                dst[j + 16] = d * (float)mlstack__mxfp4_values[b[1 + j] >> 4];
             }
         }
         return;
@@ -20923,7 +21100,7 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
 }
 
 /* How the GGUF loader keeps a projection stored as GGML `type` (0: dequantized to f32):
-   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K: >>kernels) in place; three more are
+   Q8_0, Q4_1 and the native formats (Q5_1, Q2_K .. Q6_K, MXFP4: >>kernels) in place; three more are
    repacked once at load into a format whose kernels every path has, exactly (the same weight
    values, the dot by that format's rule):
      Q4_0    -> Q4_1 blocks: the same nibbles, d, offset m = -8 d (exact in f16 for |d| <= 8188,
@@ -20945,7 +21122,8 @@ MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
     case MLSTACK__GGML_Q3_K:
     case MLSTACK__GGML_Q4_K:
     case MLSTACK__GGML_Q5_K:
-    case MLSTACK__GGML_Q6_K: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
+    case MLSTACK__GGML_Q6_K:
+    case MLSTACK__GGML_MXFP4: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
     default: return 0;
     }
 }
@@ -24388,7 +24566,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
 
-enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU };
+enum { MLSTACK__ACT_SILU, MLSTACK__ACT_GELU_TANH, MLSTACK__ACT_GELU, MLSTACK__ACT_XIELU, MLSTACK__ACT_SWIGLU_OAI };
 /* mlstack__layer.kind: what mixes a layer's tokens. Attention reads and writes the sequence's KV
    pages; every other kind is a recurrent mixer that keeps a fixed-size state per sequence (the
    layout: >>kvcache "recurrent state"; the mixers and their contract: >>forward). Which layers
@@ -24448,12 +24626,23 @@ enum {
 #define MLSTACK__F_NEOX_BIAS 0x400000u /* attention_bias defaults to true; MLP biases always */
 #define MLSTACK__F_QK_LAYERNORM 0x800000u /* qk_layernorm: LayerNorm (no bias) of each head with its own weight */
 #define MLSTACK__F_GGUF_ROPE_ROWS 0x1000000u /* GGUF q/k rows in llama.cpp's rotary order: permuted on read and write */
-#define MLSTACK__F_DELTANET 0x2000000u /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
-#define MLSTACK__F_ATTN_GATE 0x4000000u /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
-#define MLSTACK__F_QKVZ_GROUPED 0x8000000u /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
-#define MLSTACK__F_TOPK_NORM_ON 0x10000000u /* norm_topk_prob defaults to true (Qwen3-Next) */
+#define MLSTACK__F_NOPE_LAYERS 0x2000000u /* no_rope_layers (1: RoPE) / no_rope_layer_interval: NoPE layers (SmolLM3) */
+#define MLSTACK__F_NOPE_FULL 0x4000000u /* with a sliding_window, full-attention layers have no RoPE (EXAONE 4) */
+#define MLSTACK__F_ROPE_SLIDE_SAME 0x8000000u /* sliding layers: default RoPE of rope_theta unless typed (OLMo 3) */
+#define MLSTACK__F_OUT_BIAS_KEY \
+    0x10000000u /* q/k/v biases by attention_bias (default on), o_proj's by attention_out_bias */
+#define MLSTACK__F_Q_POS_SCALE 0x20000000u /* q times 1 + beta log(1 + floor(pos / orig)): llama_4_scaling_beta */
+#define MLSTACK__F_SINKS 0x40000000u /* a learned sink logit per head joins each softmax (self_attn.sinks, gpt-oss) */
+/* gpt-oss experts: one tensor per projection for all experts, with biases, gate | up
+   interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
+#define MLSTACK__F_OAI_EXPERTS 0x80000000u
+#define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
+#define MLSTACK__F_DELTANET 0x200000000ull /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
+#define MLSTACK__F_ATTN_GATE 0x400000000ull /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
+#define MLSTACK__F_QKVZ_GROUPED 0x800000000ull /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
+#define MLSTACK__F_TOPK_NORM_ON 0x1000000000ull /* norm_topk_prob defaults to true (Qwen3-Next) */
 #define MLSTACK__F_TEXT_CONFIG \
-    0x20000000u /* a vision-language class: the text model's keys in text_config (text only) */
+    0x2000000000ull /* a vision-language class: the text model's keys in text_config (text only) */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -24499,7 +24688,7 @@ typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
     const char *gguf; /* GGUF general.architecture (NULL: not read from or written to GGUF); reading
                          takes the first row of that name */
-    unsigned flags; /* MLSTACK__F_* */
+    uint64_t flags; /* MLSTACK__F_* (64 bits: the table outgrew 32) */
     mlstack__fam_norms norm;
     mlstack__fam_fused fused;
     mlstack__fam_opts opt;
@@ -24571,12 +24760,32 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PAR_ONE_NORM | MLSTACK__F_QK_LAYERNORM,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 1, 0, 0, "use_qkv_bias", 0.25f},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"GptOssForCausalLM", "gpt-oss", MLSTACK__F_NORM_TOPK | MLSTACK__F_SINKS | MLSTACK__F_OAI_EXPERTS |
+                                         MLSTACK__F_YARN_WHOLE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, {"hidden_act", 2, 0, 0, NULL, 0},
+         {"mlp", NULL, NULL, NULL, "num_local_experts", "intermediate_size"}, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     {"GPTNeoXForCausalLM", NULL,
          MLSTACK__F_LAYERNORM | MLSTACK__F_PARALLEL | MLSTACK__F_PARALLEL_ON | MLSTACK__F_QKV_HEADS |
              MLSTACK__F_PLAIN_MLP | MLSTACK__F_NEOX_BIAS,
          MLSTACK__NORMS_PRE, {"query_key_value", NULL}, {"hidden_act", 1, 0, 0, NULL, 0.25f}, MLSTACK__DENSE,
          {"gpt_neox", "embed_in", "final_layer_norm", "embed_out", "attention", "dense", "dense_h_to_4h",
           "dense_4h_to_h", NULL, NULL, NULL, NULL}, MLSTACK__NO_MIXER},
+    {"SmolLM3ForCausalLM", "smollm3",
+         MLSTACK__F_TIED | MLSTACK__F_QWEN_WINDOW | MLSTACK__F_NOPE_LAYERS | MLSTACK__F_GGUF_ROPE_ROWS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Olmo3ForCausalLM", NULL, MLSTACK__F_QK_NORM_ALL | MLSTACK__F_LAYER_ROPE | MLSTACK__F_ROPE_SLIDE_SAME,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Exaone4ForCausalLM", "exaone4", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_NOPE_FULL,
+         {NULL, "post_attention_layernorm", NULL, "post_feedforward_layernorm"}, MLSTACK__UNFUSED,
+         {"hidden_act", 4, 0, 0, NULL, 0}, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"SeedOssForCausalLM", "seed_oss", MLSTACK__F_OUT_BIAS_KEY,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"Ministral3ForCausalLM", NULL, MLSTACK__F_Q_POS_SCALE,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
+    {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
+         {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
@@ -24642,9 +24851,12 @@ typedef struct mlstack__config {
     float logits_div; /* logits / this (1: none) */
     int has_layer_types;
     unsigned char layer_sliding[MLSTACK__MAX_TYPED_LAYERS]; /* with has_layer_types */
+    unsigned char layer_nope[MLSTACK__MAX_TYPED_LAYERS]; /* layer l has no RoPE (NoPE layers) */
+    float q_pos_beta; /* q *= 1 + q_pos_beta log(1 + floor(pos / rope[0].orig_max)) (Ministral 3); 0: none */
     int n_experts, n_experts_used; /* MoE: experts per MoE layer and routed per token (0: dense) */
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
+    float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
@@ -24667,9 +24879,13 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
     int rope; /* rotary table: 0 or 1 (sliding layers of F_LAYER_ROPE families) */
+    int nope; /* no rotary embedding in this layer (NoPE) */
+    float xielu[4]; /* xIELU activation: alpha_p, alpha_n (after softplus, + beta), beta, eps */
+    float xielu_raw[2]; /* alpha_p, alpha_n as stored (before softplus), for the GGUF writer */
     /* MoE layers (w_gate/w_up/w_down unused): router (E, D); experts[3 e + 0/1/2] = gate, up,
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
@@ -24883,10 +25099,19 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
+    } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
+        c->act = MLSTACK__ACT_XIELU;
     } else {
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new)",
+                             "%s: %s = \"%.40s\" is not supported (supported: silu, gelu, gelu_pytorch_tanh, gelu_new, "
+                             "xielu)",
                              file, c->fam->opt.act_key, v->type == MLSTACK__JSON_STRING ? v->str : "?");
+    }
+    if (c->fam->flags & MLSTACK__F_OAI_EXPERTS) { /* the experts' own activation, whatever hidden_act says */
+        c->act = MLSTACK__ACT_SWIGLU_OAI;
+        if ((r = mlstack__cfg_float(root, "swiglu_alpha", 1.702f, &c->swiglu_alpha, file, err)) ||
+            (r = mlstack__cfg_float(root, "swiglu_limit", 7.0f, &c->swiglu_limit, file, err)))
+            return r;
     }
     if (c->fam->flags & MLSTACK__F_LAYERNORM) r = mlstack__cfg_float(root, "layer_norm_eps", 1e-5f, &c->eps, file, err);
     else
@@ -25045,15 +25270,23 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                         !mlstack__json_is_null(mlstack__json_get(root, "rotary_emb_base"))
                                     ? "rotary_emb_base" /* GPT-NeoX before transformers 5 */
                                     : "rope_theta",
-                                layer_rope ? 1000000.0f : 10000.0f, &c->rope[0].theta, file, err)) ||
+                                /* transformers' defaults: Gemma 3 1e6, OLMo 3 5e5, else 1e4 */
+                                c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME ? 500000.0f
+                                : layer_rope                               ? 1000000.0f
+                                                                           : 10000.0f,
+                                &c->rope[0].theta, file, err)) ||
         (r = mlstack__cfg_float(root, "rope_local_base_freq", 10000.0f, &c->rope[1].theta, file, err)))
         return r;
     if (full && (r = mlstack__cfg_float(full, "rope_theta", c->rope[0].theta, &c->rope[0].theta, file, err))) return r;
+    if ((c->fam->flags & MLSTACK__F_ROPE_SLIDE_SAME) && !slide) c->rope[1].theta = c->rope[0].theta;
     if (slide && (r = mlstack__cfg_float(slide, "rope_theta", c->rope[1].theta, &c->rope[1].theta, file, err)))
         return r;
     if (mlstack__json_is_null(rs) || (full && full != rp)) rs = full; /* the scaling: rope_scaling, else the object */
     if ((r = mlstack__cfg_rope_one(c, &c->rope[0], rs, root, file, err)) != MLSTACK_OK) return r;
     if (layer_rope && (r = mlstack__cfg_rope_one(c, &c->rope[1], slide, root, file, err)) != MLSTACK_OK) return r;
+    if ((c->fam->flags & MLSTACK__F_Q_POS_SCALE) && rs && rs->type == MLSTACK__JSON_OBJECT &&
+        (r = mlstack__cfg_num(rs, "llama_4_scaling_beta", 0, 0, 1e6, &c->q_pos_beta, file, err)) != MLSTACK_OK)
+        return r;
     /* dynamic NTK exists to run past max_position_embeddings: the context is that times factor */
     if (c->rope[0].kind == MLSTACK__ROPE_DYNAMIC && c->rope[0].factor > 1)
         c->max_pos = (double)c->max_pos * c->rope[0].factor < (double)(1 << 30)
@@ -25224,6 +25457,10 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         if (f->opt.qkv_bias_key) /* StableLM: q/k/v biases by their own key, none on o_proj */
             c->attn_bias = mlstack__json_bool(mlstack__json_get(root, f->opt.qkv_bias_key), 0), c->o_bias = 0;
     }
+    if (f->flags & MLSTACK__F_OUT_BIAS_KEY) { /* Seed-OSS: o_proj's bias has a key of its own */
+        c->attn_bias = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), 1);
+        c->o_bias = mlstack__json_bool(mlstack__json_get(root, "attention_out_bias"), 0);
+    }
     c->mlp_bias = (f->flags & MLSTACK__F_NEOX_BIAS) || mlstack__json_bool(mlstack__json_get(root, "mlp_bias"), 0);
     c->qk_norm = f->flags & MLSTACK__F_QK_NORM_HEAD  ? MLSTACK__QK_NORM_HEAD
                  : f->flags & MLSTACK__F_QK_NORM_ALL ? MLSTACK__QK_NORM_WHOLE
@@ -25280,6 +25517,61 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
                              file);
+    return MLSTACK_OK;
+}
+
+/* Layer patterns beyond layer_types: sliding_window_pattern (an int period, or letters such as
+   "LLLG", L sliding, repeated over the layers) where the family has a sliding pattern and the
+   config no layer_types; NoPE layers from no_rope_layers (1: RoPE, 0: none) or, without it,
+   every no_rope_layer_interval-th layer (SmolLM3). */
+static mlstack_result mlstack__cfg_layer_patterns(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                  mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "sliding_window_pattern"), *e;
+    int i, every = 0;
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS &&
+        ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) || (!c->has_layer_types && !mlstack__json_is_null(v))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", file,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types && c->fam->opt.sliding_period > 1 && !mlstack__json_is_null(v)) {
+        int64_t p;
+        if (v->type == MLSTACK__JSON_STRING && v->len > 0) {
+            for (i = 0; i < c->n_layers; i++) {
+                char ch = v->str[i % v->len];
+                if (ch != 'L' && ch != 'G')
+                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                         "%s: sliding_window_pattern \"%.40s\" must be letters L (sliding) and G", file,
+                                         v->str);
+                c->layer_sliding[i] = ch == 'L';
+            }
+        } else if (mlstack__json_int(v, &p) && p > 0 && p <= INT_MAX) {
+            for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = (unsigned char)((i + 1) % p != 0);
+        } else {
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: sliding_window_pattern must be a positive integer or a string of L and G", file);
+        }
+        c->has_layer_types = 1;
+    }
+    if (!(c->fam->flags & MLSTACK__F_NOPE_LAYERS)) return MLSTACK_OK;
+    v = mlstack__json_get(root, "no_rope_layers");
+    if (mlstack__json_is_null(v)) {
+        mlstack_result r = mlstack__cfg_int(root, "no_rope_layer_interval", 4, &every, file, err);
+        if (r != MLSTACK_OK) return r;
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % every == 0);
+        return MLSTACK_OK;
+    }
+    if (v->type != MLSTACK__JSON_ARRAY)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                             file);
+    for (i = 0, e = v->child; e; e = e->next, i++) {
+        int64_t x;
+        if (i >= c->n_layers || !mlstack__json_int(e, &x) || (x != 0 && x != 1))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers must be a list of 0 and 1, one per layer",
+                                 file);
+        c->layer_nope[i] = (unsigned char)(x == 0);
+    }
+    if (i != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no_rope_layers lists %d layers, num_hidden_layers is %d",
+                             file, i, c->n_layers);
     return MLSTACK_OK;
 }
 
@@ -25391,14 +25683,16 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
         c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
         if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
-            (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_rope(c, tc, file, err)))
+            (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
+            (r = mlstack__cfg_rope(c, tc, file, err)))
             return r;
         if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
             c->tied = mlstack__json_bool(tied, 0);
         return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
     }
     if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
-        (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -25455,6 +25749,12 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         inv_freq[i] = f;
     }
     return mul;
+}
+
+/* Whether a forward reaching position len - 1 takes longrope's long factors for all its rows
+   (transformers: when its sequence is longer than original_max_position_embeddings). */
+static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
+    return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
 /* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
@@ -25756,6 +26056,8 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
         L->kv_layer += k == MLSTACK__LAYER_ATTN;
         L->state_off += mlstack__state_floats(c, k);
     }
+    L->nope = (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
+              ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
@@ -25938,6 +26240,10 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, q_dim, c->o_bias, &L->wo, err))) return r;
+    if (f->flags & MLSTACK__F_SINKS) {
+        snprintf(nm, sizeof nm, "%s.sinks", attn);
+        if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_heads, &L->sinks, err))) return r;
+    }
     return MLSTACK_OK;
 }
 
@@ -25978,6 +26284,179 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     return MLSTACK_OK;
 }
 
+/* gpt-oss experts (F_OAI_EXPERTS), one tensor per projection for all E experts, as transformers
+   stores them: mlp.experts.gate_up_proj [E, D, 2F] (applied as x W: the gate of unit f is column
+   2f, its up column 2f + 1), down_proj [E, F, D], and biases gate_up_proj_bias [E, 2F],
+   down_proj_bias [E, D]; or, as OpenAI's checkpoints store the weights, MXFP4: <name>_blocks
+   U8 [E, rows, in / 32, 16] and <name>_scales U8 [E, rows, in / 32] in (out, in) order, element 2i
+   of a block the low nibble of byte i, 2i + 1 the high one, scale 2^(s - 127). Each expert gets
+   the usual gate, up (F, D) and down (D, F): float weights transposed into a copy of the stored
+   dtype; MXFP4 into GGML MXFP4 rows (the same exponent byte s, ggml's nibble order: exact, the
+   same 4.25 bits per weight). The router is mlp.router (weight and bias). */
+static void mlstack__model_release_source(const mlstack_model *m, const void *p, size_t n);
+static mlstack_result mlstack__oai_expert_rows(mlstack_model *m, const char *name, int p, int E, int n_out, int n_in,
+                                               unsigned char **dst, int *wtype, mlstack_error *err) {
+    char nm[300];
+    const mlstack__st_tensor *t, *sc;
+    int e, o, k, j, nb = n_in / 32, F = p ? n_out : n_out / 2;
+    size_t rb, es;
+    snprintf(nm, sizeof nm, "%s_blocks", name);
+    t = mlstack__st_find(&m->st, nm);
+    if (t) { /* MXFP4 blocks and their scales */
+        const unsigned char *bl, *sp;
+        snprintf(nm, sizeof nm, "%s_scales", name);
+        sc = mlstack__st_find(&m->st, nm);
+        if (n_in % 32 || !sc || t->dtype != MLSTACK_DTYPE_U8 || sc->dtype != MLSTACK_DTYPE_U8 || t->n_dims != 4 ||
+            t->shape[0] != E || t->shape[1] != n_out || t->shape[2] != nb || t->shape[3] != 16 || sc->n_dims != 3 ||
+            sc->shape[0] != E || sc->shape[1] != n_out || sc->shape[2] != nb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: %s_blocks / _scales must be U8 [%d, %d, %d, 16] and [%d, %d, %d] (MXFP4)",
+                                 m->path, name, E, n_out, nb, E, n_out, nb);
+        rb = mlstack__row_bytes(MLSTACK__W_MXFP4, n_in);
+        *wtype = MLSTACK__W_MXFP4;
+        if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * rb)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        bl = m->st.files[t->file].data + t->begin, sp = m->st.files[sc->file].data + sc->begin;
+        for (e = 0; e < E; e++)
+            for (o = 0; o < n_out; o++) { /* gate | up interleaved rows -> gate rows, then up rows */
+                int ro = p ? o : (o & 1) * F + (o >> 1);
+                unsigned char *d = *dst + ((size_t)e * n_out + (size_t)ro) * rb;
+                const unsigned char *b = bl + ((size_t)e * n_out + (size_t)o) * (size_t)nb * 16,
+                                    *s = sp + ((size_t)e * n_out + (size_t)o) * (size_t)nb;
+                for (k = 0; k < nb; k++, d += 17, b += 16) {
+                    d[0] = s[k];
+                    for (j = 0; j < 16; j++) { /* element j: byte j / 2, nibble j % 2; j + 16 likewise */
+                        int lo = (b[j >> 1] >> (4 * (j & 1))) & 15, hi = (b[8 + (j >> 1)] >> (4 * (j & 1))) & 15;
+                        d[1 + j] = (unsigned char)(lo | hi << 4);
+                    }
+                }
+            }
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += (t->end - t->begin) + (sc->end - sc->begin);
+        /* the file's pages, read once, leave the resident set: the rows are the weights now */
+        mlstack__model_release_source(m, bl, (size_t)(t->end - t->begin));
+        mlstack__model_release_source(m, sp, (size_t)(sc->end - sc->begin));
+        return MLSTACK_OK;
+    }
+    t = mlstack__st_find(&m->st, name);
+    if (!t || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16) ||
+        t->n_dims != 3 || t->shape[0] != E || t->shape[1] != n_in || t->shape[2] != n_out)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s must be an F32, F16 or BF16 tensor [%d, %d, %d] (or MXFP4 %s_blocks)", m->path,
+                             name, E, n_in, n_out, name);
+    es = (size_t)mlstack__dtype_sizes[t->dtype];
+    *wtype = (int)t->dtype;
+    if (!(*dst = (unsigned char *)mlstack__model_own(m, (size_t)E * (size_t)n_out * (size_t)n_in * es)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    {
+        const unsigned char *src = m->st.files[t->file].data + t->begin;
+        for (e = 0; e < E; e++)
+            for (k = 0; k < n_in; k++)
+                for (o = 0; o < n_out; o++) {
+                    int ro = p ? o : (o & 1) * F + (o >> 1);
+                    memcpy(*dst + (((size_t)e * n_out + (size_t)ro) * n_in + (size_t)k) * es,
+                           src + (((size_t)e * n_in + (size_t)k) * n_out + (size_t)o) * es, es);
+                }
+        mlstack__model_release_source(m, src, (size_t)(t->end - t->begin));
+    }
+    m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+    m->weight_bytes += t->end - t->begin;
+    return MLSTACK_OK;
+}
+/* The same experts as llama.cpp's GGUF files hold them (read through the GGUF names above):
+   mlp.experts.{gate,up,down}_proj.weight, one tensor per projection of all experts, rows (E, rows)
+   of `in` inputs as stored (MXFP4 blocks, or any format the file loader keeps), used in place;
+   their .bias [E, rows]. */
+static mlstack_result mlstack__oai_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p;
+    mlstack_result r;
+    char name[256], nm[64];
+    for (p = 0; p < 3; p++) {
+        int n_out = p == 2 ? D : F, n_in = p == 2 ? F : D, wt;
+        const mlstack__st_tensor *t, *bt;
+        const unsigned char *base;
+        size_t rb;
+        float *bias;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.weight", proj[p]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        wt = t ? (t->quant ? t->quant : (int)t->dtype) : 0;
+        rb = t ? mlstack__row_bytes(wt, n_in) : 0;
+        if (!t ||
+            (!t->quant && t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 &&
+             t->dtype != MLSTACK_DTYPE_BF16) ||
+            (n_in % mlstack__wtype_block(wt)) || t->end - t->begin != (uint64_t)E * (uint64_t)n_out * rb)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold %d x %d rows of %d inputs", m->path, name,
+                                 E, n_out, n_in);
+        base = m->st.files[t->file].data + t->begin;
+        snprintf(nm, sizeof nm, "mlp.experts.%s.bias", proj[p]);
+        if ((r = mlstack__model_tensor(m, MLSTACK__LNAME(nm), 2, E, n_out, &bt, err))) return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        m->n_params += (uint64_t)E * (uint64_t)n_out * (uint64_t)n_in;
+        m->weight_bytes += t->end - t->begin;
+        for (e = 0; e < E; e++) {
+            mlstack__weight *w = &L->experts[3 * e + p];
+            w->name = NULL, w->wtype = wt, w->n_out = n_out, w->n_in = n_in, w->row_bytes = rb;
+            w->data = base + (size_t)e * (size_t)n_out * rb;
+            w->bias = bias + (size_t)e * n_out;
+        }
+    }
+    return MLSTACK_OK;
+}
+static mlstack_result mlstack__map_oai_experts(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int E = c->n_experts, D = c->n_embd, F = c->moe_ff, e, p, i, wt = 0;
+    mlstack_result r;
+    char name[256];
+    L->moe = 1;
+    L->experts = (mlstack__weight *)mlstack__calloc((size_t)E * 3, sizeof *L->experts);
+    if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("mlp.router"), E, D, 1, &L->router, err))) return r;
+    if (mlstack__st_find(&m->st, MLSTACK__LNAME("mlp.experts.gate_proj.weight")))
+        return mlstack__oai_experts_split(m, L, pre, l, err);
+    for (p = 0; p < 2; p++) { /* 0: gate_up, 1: down */
+        int n_out = p ? D : 2 * F, n_in = p ? F : D;
+        unsigned char *rows;
+        const mlstack__st_tensor *bt;
+        float *bias;
+        if ((r = mlstack__oai_expert_rows(m, MLSTACK__LNAME(p ? "mlp.experts.down_proj" : "mlp.experts.gate_up_proj"),
+                                          p, E, n_out, n_in, &rows, &wt, err)))
+            return r;
+        if ((r = mlstack__model_tensor(
+                 m, MLSTACK__LNAME(p ? "mlp.experts.down_proj_bias" : "mlp.experts.gate_up_proj_bias"), 2, E, n_out,
+                 &bt, err)))
+            return r;
+        if (!(bias = (float *)mlstack__model_own(m, sizeof(float) * (size_t)E * (size_t)n_out)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        mlstack__to_f32(bt->dtype, m->st.files[bt->file].data + bt->begin, bias, (size_t)E * (size_t)n_out);
+        for (e = 0; e < E; e++) {
+            float *b = bias + (size_t)e * n_out;
+            if (!p) { /* gate | up interleaved -> gate biases, then up biases (a copy) */
+                float *g = (float *)mlstack__model_own(m, sizeof(float) * (size_t)n_out);
+                if (!g) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+                for (i = 0; i < n_out; i++) g[(i & 1) * F + (i >> 1)] = b[i];
+                b = g;
+            }
+            for (i = 0; i < (p ? 1 : 2); i++) {
+                mlstack__weight *w = &L->experts[3 * e + (p ? 2 : i)];
+                int rows_n = p ? D : F;
+                w->name = NULL;
+                w->wtype = wt;
+                w->n_out = rows_n, w->n_in = n_in;
+                w->row_bytes = mlstack__row_bytes(wt, n_in);
+                w->data = rows + ((size_t)e * n_out + (size_t)i * F) * w->row_bytes;
+                w->bias = b + (size_t)i * F;
+            }
+        }
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's MLP: experts, fused gate | up, a plain (ungated) MLP or gate and up; then down. */
 static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -25986,7 +26465,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     const char *mlp = f->name.mlp ? f->name.mlp : "mlp";
     mlstack_result r;
     char name[256], nm[200];
-    if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
+    if (c->n_experts && c->layer_moe[l] && (f->flags & MLSTACK__F_OAI_EXPERTS)) {
+        if ((r = mlstack__map_oai_experts(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
@@ -26011,6 +26492,50 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     snprintf(nm, sizeof nm, "%s.%s", mlp, f->name.down ? f->name.down : "down_proj");
     if (!L->moe && (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->n_ff, c->mlp_bias, &L->w_down, err)))
         return r;
+    return MLSTACK_OK;
+}
+
+/* Layer l's xIELU parameters (Apertus: mlp.act_fn.alpha_p, alpha_n, beta, eps, each one number,
+   shape [1] or []; from a GGUF the keys xielu.alpha_p, ... as llama.cpp writes them, one number or
+   one per layer), as the activation uses them: alpha_p = softplus(alpha_p), alpha_n = beta +
+   softplus(alpha_n) (softplus in double, rounded once; torch: log1p(exp(x)) in f32, x above 20 as is). */
+static mlstack_result mlstack__map_layer_xielu(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    static const char *const key[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    char name[256], nm[64];
+    int i;
+    for (i = 0; i < 4; i++) {
+        const mlstack__st_tensor *t;
+        if (m->gguf.bytes) {
+            const mlstack__gguf_kv *kv;
+            snprintf(name, sizeof name, "xielu.%s", key[i]);
+            kv = mlstack__gguf_find(&m->gguf, name);
+            if (kv && kv->type == MLSTACK__GGUF_F32) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off, 4);
+            } else if (kv && kv->type == MLSTACK__GGUF_ARRAY && kv->elem_type == MLSTACK__GGUF_F32 &&
+                       kv->n == (uint64_t)m->cfg.n_layers) {
+                memcpy(&L->xielu[i], m->gguf.bytes + kv->off + 4 * (uint64_t)l, 4);
+            } else {
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: key %s must be an f32 or %d of them (one per layer)",
+                                     m->path, name, m->cfg.n_layers);
+            }
+            continue;
+        }
+        snprintf(nm, sizeof nm, "mlp.act_fn.%s", key[i]);
+        t = mlstack__st_find(&m->st, MLSTACK__LNAME(nm));
+        if (!t || t->n_dims > 1 || (t->n_dims == 1 && t->shape[0] != 1) ||
+            (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: tensor %s (one F32, F16 or BF16 number) is required by hidden_act xielu", m->path,
+                                 name);
+        mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, &L->xielu[i], 1);
+    }
+    for (i = 0; i < 2; i++) {
+        double x = L->xielu[i];
+        L->xielu_raw[i] = L->xielu[i];
+        L->xielu[i] = x > 20 ? (float)x : (float)log1p(exp(x));
+    }
+    L->xielu[1] = L->xielu[2] + L->xielu[1];
     return MLSTACK_OK;
 }
 
@@ -26220,7 +26745,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
             (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
                      : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK ||
             (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK ||
-            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK))
+            (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
     }
     return MLSTACK_OK;
@@ -26280,7 +26806,7 @@ static int mlstack__model_all_float(mlstack_model *m) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++)
-            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype)) return 0;
+            if (MLSTACK__W_IS_BLOCK(ws[i]->wtype) || ws[i]->wtype == MLSTACK__W_MXFP4) return 0;
     }
     return 1;
 }
@@ -26385,7 +26911,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             uint32_t gt = 0;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
-            if (ws[i]->n_in % MLSTACK__QK) continue;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue; /* MXFP4: as stored */
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
@@ -26540,7 +27066,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
             for (j.pairs = 0; j.pairs < 2; j.pairs++) {
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
-                                   : !w->packed && (packs >> w->wtype & 1u);
+                                   : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
                 if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
                     mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
@@ -26975,6 +27501,46 @@ static int mlstack__gguf_hf_layer_name(const char *rest, char *out, size_t cap) 
     return 0;
 }
 
+/* The layer norms by role (>>model mlstack__fam_norms), llama.cpp's names: pre-attention,
+   pre-FFN, post-attention, post-FFN. A family's own Hugging Face name for each. */
+static const char *const mlstack__gguf_norm_names[4] = {"attn_norm", "ffn_norm", "post_attention_norm",
+                                                        "post_ffw_norm"};
+static const char *mlstack__fam_norm(const mlstack__family *f, int role) {
+    return role == 0 ? f->norm.attn : role == 1 ? f->norm.ffn : role == 2 ? f->norm.post_attn : f->norm.post_ffn;
+}
+/* "post_ffw_norm.weight" -> the family's name of that norm ("post_feedforward_layernorm"), or NULL. */
+static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *rest) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        size_t n = strlen(mlstack__gguf_norm_names[k]);
+        if (strncmp(rest, mlstack__gguf_norm_names[k], n) == 0 && strcmp(rest + n, ".weight") == 0)
+            return mlstack__fam_norm(f, k);
+    }
+    return NULL;
+}
+
+/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
+   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
+    static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
+                                           {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+                                           {"ffn_gate_inp.weight", "mlp.router.weight"},
+                                           {"ffn_gate_inp.bias", "mlp.router.bias"},
+                                           {"ffn_gate_exps.weight", "mlp.experts.gate_proj.weight"},
+                                           {"ffn_gate_exps.bias", "mlp.experts.gate_proj.bias"},
+                                           {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
+                                           {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
+                                           {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+    size_t k;
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(rest, names[k][0]) == 0) {
+            snprintf(out, cap, "%s", names[k][1]);
+            return 1;
+        }
+    return 0;
+}
+
 /* An integer key: required (def < 0) or def when missing; range-checked. */
 static mlstack_result mlstack__gguf_cfg_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def,
                                             int64_t lo, int64_t hi, int *out, const char *path, mlstack_error *err) {
@@ -27025,7 +27591,76 @@ static void mlstack__gguf_arch_list(char *out, size_t cap) {
     }
 }
 
+/* The <arch>.* keys of options beyond Llama's: a sliding window (the family's layer pattern),
+   yarn (its original context; beta 32 / 1 and the derived attention factor, as transformers'
+   defaults), experts (count, per token, width; every layer) and the family's expert
+   activation (gpt-oss: its clamped SwiGLU at transformers' defaults 1.702 and 7). */
+static mlstack_result mlstack__gguf_config_more(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    mlstack_result r;
+    int i;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, 1 << 30, &c->sliding_window, path, err)))
+        return r;
+    if (c->rope_kind == MLSTACK__ROPE_YARN) {
+        mlstack__rope_cfg *t = &c->rope[0];
+        if ((r = mlstack__gguf_cfg_int(g, arch, "rope.scaling.original_context_length", -1, 1, 1 << 30, &t->orig_max,
+                                       path, err)))
+            return r;
+        c->rope_orig_max = t->orig_max;
+        t->beta_fast = 32, t->beta_slow = 1, t->attn_factor = 0, t->mscale = t->mscale_all_dim = 0;
+        t->truncate = !(f->flags & MLSTACK__F_YARN_WHOLE);
+    }
+    if (f->moe.block) {
+        if ((r = mlstack__gguf_cfg_int(g, arch, "expert_count", -1, 1, MLSTACK__MAX_EXPERTS, &c->n_experts, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_used_count", -1, 1, c->n_experts, &c->n_experts_used, path,
+                                       err)) ||
+            (r = mlstack__gguf_cfg_int(g, arch, "expert_feed_forward_length", -1, 1, 1 << 30, &c->moe_ff, path, err)))
+            return r;
+        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", path,
+                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = 1;
+        c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) != 0;
+    }
+    if (f->flags & MLSTACK__F_OAI_EXPERTS)
+        c->act = MLSTACK__ACT_SWIGLU_OAI, c->swiglu_alpha = 1.702f, c->swiglu_limit = 7.0f;
+    return MLSTACK_OK;
+}
+
 /* general.architecture and <arch>.* -> mlstack__config. */
+
+/* The layer kinds llama.cpp's keys give: a sliding window and its pattern (one bool per layer,
+   true: sliding; without it the family's period), SmolLM3's NoPE layers (every 4th, the step
+   llama.cpp fixes), xIELU when the xielu.* keys are there (their values: >>model
+   mlstack__map_layer_xielu). */
+static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_kv *pat;
+    char key[128];
+    int i;
+    mlstack_result r;
+    if ((r = mlstack__gguf_cfg_int(g, arch, "attention.sliding_window", 0, 0, INT_MAX, &c->sliding_window, path, err)))
+        return r;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS && (pat || (c->fam->flags & MLSTACK__F_NOPE_LAYERS)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: layer patterns for %d layers (at most %d supported)", path,
+                             c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
+    if (pat && c->sliding_window) {
+        if (pat->type != MLSTACK__GGUF_ARRAY || pat->elem_type != MLSTACK__GGUF_BOOL || pat->n != (uint64_t)c->n_layers)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must be an array of %d bools (one per layer)", path,
+                                 key, c->n_layers);
+        for (i = 0; i < c->n_layers; i++) c->layer_sliding[i] = g->bytes[pat->off + (uint64_t)i] != 0;
+        c->has_layer_types = 1;
+    }
+    if (c->fam->flags & MLSTACK__F_NOPE_LAYERS)
+        for (i = 0; i < c->n_layers; i++) c->layer_nope[i] = (unsigned char)((i + 1) % 4 == 0);
+    if (mlstack__gguf_find(g, "xielu.alpha_p")) c->act = MLSTACK__ACT_XIELU;
+    c->n_kv_layers = c->n_layers - c->n_recurrent; /* every layer attends (no recurrent layers read from GGUF yet) */
+    return MLSTACK_OK;
+}
 
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
@@ -27090,13 +27725,14 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         st = mlstack__gguf_string(g, key, &slen);
         if (st && !(slen == 4 && memcmp(st, "none", 4) == 0)) {
-            if (slen == 6 && memcmp(st, "linear", 6) == 0) {
-                c->rope_kind = MLSTACK__ROPE_LINEAR;
+            if ((slen == 6 && memcmp(st, "linear", 6) == 0) || (slen == 4 && memcmp(st, "yarn", 4) == 0)) {
+                c->rope_kind = slen == 4 ? MLSTACK__ROPE_YARN : MLSTACK__ROPE_LINEAR;
                 if ((r = mlstack__gguf_cfg_float(g, arch, "rope.scaling.factor", 1.0f, &c->rope_factor, path, err)))
                     return r;
             } else {
-                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.*s\" is not supported (none, linear)",
-                                     path, key, (int)(slen > 40 ? 40 : slen), st);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s = \"%.*s\" is not supported (none, linear, yarn)", path, key,
+                                     (int)(slen > 40 ? 40 : slen), st);
             }
         }
     }
@@ -27115,7 +27751,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     /* what config.json gives these families by default (>>model mlstack__cfg_features, _rope) */
     c->act = MLSTACK__ACT_SILU;
     c->rot_dim = c->head_dim;
-    c->rope[0].kind = c->rope_kind ? MLSTACK__ROPE_LINEAR : MLSTACK__ROPE_DEFAULT;
+    c->rope[0].kind = c->rope_kind ? c->rope_kind : MLSTACK__ROPE_DEFAULT;
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
@@ -27123,6 +27759,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
     {
         static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                                             "tokenizer.ggml.eom_token_id"};
@@ -27143,7 +27780,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
             if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
         }
     }
-    return MLSTACK_OK;
+    return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
 /* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
@@ -27164,9 +27801,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "lm_head.weight");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
-        const char *rest = strchr(t->name + 4, '.') + 1;
+        const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
         char hf[64];
-        if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf)) snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -27244,7 +27883,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
-            if (t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) {
+            if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
                 if (!is_embed) quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
@@ -27678,20 +28317,27 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         const mlstack__layer *L = &m->layers[l];
         const mlstack__weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
 #define MLSTACK__GGUF_NAME(k) mlstack__gguf_layer_names[k].gguf
+        const float *norms[4] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm};
         char nm[64];
         int k;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(0));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->attn_norm, (size_t)c->n_embd * 4, 0);
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(1));
-        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, L->ffn_norm, (size_t)c->n_embd * 4, 0);
+        for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
+            if (!norms[k]) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
+        }
         for (k = 0; k < 7; k++) {
-            int perm = !mlstack__gguf_rope_rows(c) ? 0 : k == 0 ? c->n_heads : k == 1 ? c->n_kv_heads : 0;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+            int perm = !mlstack__gguf_rope_rows(c) ? 0
+                       : k == 0                    ? c->n_heads
+                       : k == 1                    ? c->n_kv_heads
+                                                   : 0,
+                role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
+            if (!ws[k]->data) continue;
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
             if (ws[k]->bias) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + k));
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
@@ -27722,6 +28368,50 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
     return ok;
 }
 #undef MLSTACK__GW_T
+
+/* What llama.cpp's architecture cannot say about this model: refused before writing. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
+        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
+   (as stored, one f32 per layer). Returns 0 when out of memory. */
+static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const xk[4] = {"xielu.alpha_p", "xielu.alpha_n", "xielu.beta", "xielu.eps"};
+    int ok = 1, l, k;
+    if (c->sliding_window) {
+        ok = mlstack__gw_u32(kv, arch, "attention.sliding_window", (uint32_t)c->sliding_window, n_kv) &&
+             mlstack__gw_key(kv, arch, "attention.sliding_window_pattern", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].window != 0, 1);
+        ++*n_kv;
+    }
+    for (k = 0; ok && c->act == MLSTACK__ACT_XIELU && k < 4; k++) {
+        ok = mlstack__gw_key(kv, NULL, xk[k], MLSTACK__GGUF_ARRAY) && mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) &&
+             mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) {
+            const mlstack__layer *L = &m->layers[l];
+            float v = k < 2 ? L->xielu_raw[k] : L->xielu[k];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ok = mlstack__gw_u(kv, bits, 4);
+        }
+        ++*n_kv;
+    }
+    return ok;
+}
 
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
@@ -27754,6 +28444,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -27852,7 +28543,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 16 + 8, sizeof *ts);
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
@@ -28215,6 +28907,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
             else if (L->kind == MLSTACK__LAYER_ATTN && c->attn_gate) /* gate rows: tensor number t + 7 */
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
@@ -28323,6 +29016,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int rope_long; /* longrope: the long factors for every row computed from now on, not only past
+                      the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
     int n_pages, cap_pages;
 } mlstack__kv_seq;
@@ -28606,14 +29301,22 @@ MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_
    Keys are token ids in whole pages: every edge holds a multiple of P tokens, and siblings differ
    in their first page. Splits happen only at page boundaries, so a node's pages split with it. */
 
-static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P) {
-    return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+/* Namespaces: the tree holds a key per token, the token id XOR the namespace of the computation
+   that made the page (MLSTACK__RADIX_NS_*; ids are below 2^30, so keys of two namespaces never
+   meet), and a lookup matches only its own namespace's pages. */
+#define MLSTACK__RADIX_NS_LONGROPE 0x40000000 /* every row with longrope's long factors */
+static int mlstack__radix_page_eq(const int32_t *a, const int32_t *b, int P, int32_t ns) {
+    int i;
+    if (!ns) return memcmp(a, b, sizeof(int32_t) * (size_t)P) == 0;
+    for (i = 0; i < P; i++)
+        if (a[i] != (b[i] ^ ns)) return 0;
+    return 1;
 }
 
-static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P) {
+static mlstack__rnode *mlstack__radix_child(mlstack__rnode *n, const int32_t *page_tokens, int P, int32_t ns) {
     mlstack__rnode *c;
     for (c = n->child; c; c = c->next)
-        if (mlstack__radix_page_eq(c->tokens, page_tokens, P)) return c;
+        if (mlstack__radix_page_eq(c->tokens, page_tokens, P, ns)) return c;
     return NULL;
 }
 
@@ -28655,17 +29358,18 @@ static mlstack__rnode *mlstack__radix_split(mlstack__kv *kv, mlstack__rnode *n, 
    and in *out the node where the match ends (the root when nothing matched), splitting an edge
    when the match ends inside it so that the prefix is exactly a root-to-node path. Marks the
    path as used. When the split fails for lack of memory, the match stops before that edge. */
-MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int max_pages, mlstack__rnode **out) {
+MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages,
+                                     mlstack__rnode **out) {
     mlstack__radix *rx = &kv->radix;
     mlstack__rnode *n = &rx->root;
     int P = kv->page_tokens, got = 0;
     uint64_t tick = ++rx->tick;
     while (got < max_pages) {
-        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P);
+        mlstack__rnode *c = mlstack__radix_child(n, tokens + (size_t)got * P, P, ns);
         int j = 1;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         if (j < c->n_pages) {
             mlstack__rnode *m = mlstack__radix_split(kv, c, j);
@@ -28681,17 +29385,17 @@ MLSTACK__FN int mlstack__radix_match(mlstack__kv *kv, const int32_t *tokens, int
 }
 
 /* The same without changing the tree: pages a match would find. */
-MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int max_pages) {
+MLSTACK__FN int mlstack__radix_peek(const mlstack__kv *kv, const int32_t *tokens, int32_t ns, int max_pages) {
     const mlstack__rnode *n = &kv->radix.root;
     int P = kv->page_tokens, got = 0;
     while (got < max_pages) {
         const mlstack__rnode *c;
         int j = 0;
         for (c = n->child; c; c = c->next)
-            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P)) break;
+            if (mlstack__radix_page_eq(c->tokens, tokens + (size_t)got * P, P, ns)) break;
         if (!c) break;
         while (j < c->n_pages && got + j < max_pages &&
-               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P))
+               mlstack__radix_page_eq(c->tokens + (size_t)j * P, tokens + (size_t)(got + j) * P, P, ns))
             j++;
         got += j;
         if (j < c->n_pages) break;
@@ -28725,13 +29429,15 @@ MLSTACK__FN void mlstack__radix_lock(mlstack__kv *kv, mlstack__rnode *n, int del
    whose tokens the tree already holds are left alone (the caller still releases its own
    references); the rest become a new leaf that takes a reference to each. 0, or -1 out of
    memory (the tree is then unchanged past what it already held). */
-MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, const int32_t *pages, int n_pages) {
+MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, int32_t ns, const int32_t *pages,
+                                      int n_pages) {
     mlstack__rnode *n, *leaf;
-    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, n_pages, &n), i, rest = n_pages - got;
+    int P = kv->page_tokens, got = mlstack__radix_match(kv, tokens, ns, n_pages, &n), i, rest = n_pages - got;
+    size_t k;
     if (rest <= 0) return 0;
     /* the match stopped at a node boundary unless a split failed; then tokens[got] may still
        start an existing child, and a second child with the same first page is not allowed */
-    if (mlstack__radix_child(n, tokens + (size_t)got * P, P)) return -1;
+    if (mlstack__radix_child(n, tokens + (size_t)got * P, P, ns)) return -1;
     leaf = (mlstack__rnode *)mlstack__calloc(1, sizeof *leaf);
     if (leaf) {
         leaf->tokens = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)rest * (size_t)P);
@@ -28745,7 +29451,7 @@ MLSTACK__FN int mlstack__radix_insert(mlstack__kv *kv, const int32_t *tokens, co
         MLSTACK_FREE(leaf);
         return -1;
     }
-    memcpy(leaf->tokens, tokens + (size_t)got * P, sizeof(int32_t) * (size_t)rest * (size_t)P);
+    for (k = 0; k < (size_t)rest * (size_t)P; k++) leaf->tokens[k] = tokens[(size_t)got * P + k] ^ ns;
     memcpy(leaf->pages, pages + got, sizeof(int32_t) * (size_t)rest);
     for (i = 0; i < rest; i++) kv->ref[leaf->pages[i]]++;
     leaf->n_pages = rest;
@@ -28904,6 +29610,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
+   (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
+   max starts at it and the denominator at e^0 = 1)
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -28915,7 +29623,8 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
    on the other rows, the batch or the thread count. */
 static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, const float *q, size_t ldq, int R,
                             int G, const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kv_head, int Dh,
-                            int32_t t0, const int32_t *t1, float scale, float softcap, float *scratch) {
+                            int32_t t0, const int32_t *t1, float scale, float softcap, const float *sinks,
+                            float *scratch) {
     const void *kr[MLSTACK__ATT_CHUNK + 1], *vr[MLSTACK__ATT_CHUNK + 1], *kn_[MLSTACK__ATT_CHUNK + 1],
         *vn_[MLSTACK__ATT_CHUNK + 1];
     int len[MLSTACK__ATT_CHUNK + 1], lenn[MLSTACK__ATT_CHUNK + 1], nrun = 0, nnext = 0, direct;
@@ -28927,9 +29636,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int r, g, j, d;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
-    for (g = 0; g < R * G; g++) {
-        mx[g] = -FLT_MAX;
-        den[g] = 0;
+    for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
+        mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
+        den[g] = sinks ? 1.0f : 0.0f;
         for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
@@ -29469,6 +30178,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     rk->s.q + (size_t)b0 * ldq + (size_t)(h0 - sh->q0) * Dh, ldq, R, h1 - h0, &rk->kv,
                     &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
                     Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
+                    rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
                     rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
 }
 
@@ -29531,7 +30241,8 @@ static void mlstack__layernorm(float *out, const float *x, const float *w, const
 
 /* Row `task`'s q and k: RMSNorm per head (Qwen3, Gemma 3) or of the whole projection (OLMo 2,
    one rank), then the rotary embedding of the layer's table on the first rot_dim dims of each
-   head; then its k and v go to the row's KV slot in the cache's dtype. */
+   head (none in NoPE layers), q times its position's scale where configured (Ministral 3); then
+   its k and v go to the row's KV slot in the cache's dtype. */
 static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     mlstack__rank *rk = j->rk;
@@ -29544,21 +30255,28 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
+    float qs = 1.0f;
     (void)n_tasks;
     (void)thread;
+    if (c->q_pos_beta > 0) { /* Ministral 3, as transformers: f32 quotient, floor, log, 1 + beta * log */
+        float fl = floorf((float)row->pos / (float)c->rope[0].orig_max), lg = (float)log(1.0 + (double)fl);
+        qs = 1.0f + c->q_pos_beta * lg;
+    }
     if (whole && L->q_norm) rk->k->rmsnorm(q, q, L->q_norm, nq * Dh, c->eps);
     if (whole && L->k_norm) rk->k->rmsnorm(k, k, L->k_norm, kvd, c->eps);
     for (h = 0; h < nq; h++) {
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
     }
+    if (qs != 1.0f)
+        for (h = 0; h < nq * Dh; h++) q[h] *= qs;
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -29604,7 +30322,9 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 
 /* x (B, D) = embedding rows of the tokens (times embed_scale); the rotary tables of each row's
    position: (B, 2 Dh), table t's cos and sin at t * rot_dim. Longrope uses its long factors for
-   rows at or past original_max_position_embeddings, and dynamic NTK scales its base for a row at
+   rows at or past original_max_position_embeddings, and for every row of a sequence marked
+   rope_long (a request or generate call whose forward exceeds that context: transformers uses
+   the long factors for every row of such a forward). Dynamic NTK scales its base for a row at
    position p > max_position_embeddings - 1 as for a sequence of p + 1 positions: what
    transformers computes when it decodes token by token (a prompt longer than that, run as one
    forward, uses the whole prompt's length for every row). */
@@ -29625,7 +30345,8 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
         for (t = 0; t < n_tab; t++) {
             float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
+                (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
@@ -29728,6 +30449,34 @@ static float mlstack__gelu_erf(float x) {
     e = 1.0f + e;
     return 0.5f * x * e;
 }
+/* e^x - 1 for x <= 0 without the cancellation of exp(x) - 1 near 0: a degree-9 Taylor
+   polynomial in fmas on [-0.5, 0] (relative error < 1e-9), the canonical exp below that */
+static float mlstack__expm1_canon(float x) {
+    float p = 1.0f / 362880;
+    if (x < -0.5f) return mlstack__exp_canon(x) - 1.0f;
+    p = MLSTACK__FMAF(p, x, 1.0f / 40320);
+    p = MLSTACK__FMAF(p, x, 1.0f / 5040);
+    p = MLSTACK__FMAF(p, x, 1.0f / 720);
+    p = MLSTACK__FMAF(p, x, 1.0f / 120);
+    p = MLSTACK__FMAF(p, x, 1.0f / 24);
+    p = MLSTACK__FMAF(p, x, 1.0f / 6);
+    p = MLSTACK__FMAF(p, x, 0.5f);
+    p = MLSTACK__FMAF(p, x, 1.0f);
+    return p * x;
+}
+/* xIELU (Apertus) with p = alpha_p, alpha_n, beta, eps of the layer (alphas after softplus):
+   x > 0: alpha_p x x + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x */
+static float mlstack__xielu(float x, const float *p) {
+    float t, m;
+    if (x > 0) {
+        t = p[0] * x;
+        t = t * x;
+        return MLSTACK__FMAF(p[2], x, t);
+    }
+    m = x < p[3] ? x : p[3];
+    t = mlstack__expm1_canon(m) - x;
+    return MLSTACK__FMAF(t, p[1], p[2] * x);
+}
 /* s (n,) = cap tanh(s / cap) */
 static void mlstack__softcap(float *v, size_t n, float cap) {
     size_t i;
@@ -29737,14 +30486,16 @@ static void mlstack__softcap(float *v, size_t n, float cap) {
     }
 }
 
-/* g (B, n) = act(g) * u: SiLU through the kernel table, GELUs here; u NULL (MLPs without a
-   gate): g = act(g) */
+/* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
+   layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
 static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     int act = j->rk->model->cfg.act;
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (!u) {
+    if (act == MLSTACK__ACT_XIELU) {
+        for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
+    } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
             if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
@@ -29758,6 +30509,17 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act ==
+               MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
+        float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
+        for (i = 0; i < N; i++) {
+            float gc = g[i] < lim ? g[i] : lim, uc = u[i] < lim ? (u[i] > -lim ? u[i] : -lim) : lim, e, glu;
+            e = mlstack__exp_canon(-(gc * al));
+            e = 1.0f + e;
+            glu = gc / e;
+            uc = uc + 1.0f;
+            g[i] = uc * glu;
+        }
     } else {
         for (i = 0; i < N; i++) {
             float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
@@ -29767,7 +30529,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
 }
 static void mlstack__swiglu_rows(mlstack__rank *rk, float *g, const float *u, int B, int n, int layer) {
     MLSTACK__PROF_BEGIN(rk->pool, SWIGLU);
-    mlstack__rows_run(rk, mlstack__act_part, g, u, NULL, NULL, n, B);
+    mlstack__rows_run(rk, mlstack__act_part, g, u, layer >= 0 ? rk->layers[layer].xielu : NULL, NULL, n, B);
     MLSTACK__PROF_END(rk->pool, SWIGLU, layer, NULL, B);
 }
 
@@ -30952,8 +31714,8 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
-        int want =
-            j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS) : (int)(packs >> w->wtype & 1u);
+        int want = j.pairs ? w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
+                           : (int)MLSTACK__PACKS_HAS(packs, w->wtype);
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
@@ -31076,7 +31838,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
             n = 7;
         }
         for (i = 0; i < n; i++) {
-            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)(rk->k->packs >> ws[i]->wtype & 1u));
+            rk->weight_bytes += mlstack__read_bytes(ws[i], (int)MLSTACK__PACKS_HAS(rk->k->packs, ws[i]->wtype));
             if (!whole && rk->k->packs && mlstack__rank_pack(rk, ws[i]) != 0) return MLSTACK_ERR_NO_MEMORY;
         }
         if (l >= 0)
@@ -31220,7 +31982,7 @@ static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
 }
 
 static size_t mlstack__msg_len(const int32_t *hdr) {
-    return 4 + 4 * (size_t)hdr[1] + 3 * (size_t)hdr[2] + (size_t)hdr[3];
+    return 4 + 4 * (size_t)hdr[1] + 4 * (size_t)hdr[2] + (size_t)hdr[3];
 }
 
 /* Rank 0: the message for rows (e->tmp_len marks their sequences). */
@@ -31229,14 +31991,14 @@ static int mlstack__msg_build(mlstack_engine *e, mlstack__rank *rk, const mlstac
     size_t at;
     for (i = 0; i < e->kv.max_seqs; i++)
         if (e->tmp_len[i] >= 0) n_seqs++, n_ids += e->kv.seqs[i].n_pages;
-    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 3 * (size_t)n_seqs + (size_t)n_ids)) return -1;
+    if (mlstack__msg_reserve(rk, 4 + 4 * (size_t)n_rows + 4 * (size_t)n_seqs + (size_t)n_ids)) return -1;
     rk->msg[0] = MLSTACK__STEP_EVAL, rk->msg[1] = n_rows, rk->msg[2] = n_seqs, rk->msg[3] = n_ids;
     memcpy(rk->msg + 4, rows, sizeof(int32_t) * 4 * (size_t)n_rows);
     at = 4 + 4 * (size_t)n_rows;
     for (i = 0; i < e->kv.max_seqs; i++) {
         const mlstack__kv_seq *sq = &e->kv.seqs[i];
         if (e->tmp_len[i] < 0) continue;
-        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->n_pages;
+        rk->msg[at++] = i, rk->msg[at++] = sq->len, rk->msg[at++] = sq->rope_long, rk->msg[at++] = sq->n_pages;
         memcpy(rk->msg + at, sq->pages, sizeof(int32_t) * (size_t)sq->n_pages);
         at += (size_t)sq->n_pages;
     }
@@ -31248,16 +32010,17 @@ static int mlstack__msg_apply(mlstack_engine *e, mlstack__rank *rk) {
     size_t at = 4 + 4 * (size_t)rk->msg[1];
     int i;
     for (i = 0; i < rk->msg[2]; i++) {
-        int32_t id = rk->msg[at], len = rk->msg[at + 1], np = rk->msg[at + 2];
+        int32_t id = rk->msg[at], len = rk->msg[at + 1], rl = rk->msg[at + 2], np = rk->msg[at + 3];
         mlstack__kv_seq *sq;
         if (id < 0 || id >= e->kv.max_seqs || np < 0 || np > e->kv.n_pages) return -1;
         sq = &e->kv.seqs[id];
         if (mlstack__kv_table_reserve(sq, np)) return -1;
-        memcpy(sq->pages, rk->msg + at + 3, sizeof(int32_t) * (size_t)np);
+        memcpy(sq->pages, rk->msg + at + 4, sizeof(int32_t) * (size_t)np);
         sq->n_pages = np;
         sq->len = len;
+        sq->rope_long = rl != 0;
         sq->active = 1;
-        at += 3 + (size_t)np;
+        at += 4 + (size_t)np;
     }
     return 0;
 }
@@ -31809,6 +32572,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].len = 0;
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
+            e->kv.seqs[i].rope_long = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -31824,6 +32588,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_free(mlstack_engine *e, int32_t se
     mlstack__kv_resize(&e->kv, &e->kv.seqs[seq], 0);
     e->kv.seqs[seq].active = 0;
     e->kv.seqs[seq].len = 0;
+    e->kv.seqs[seq].rope_long = 0;
     return MLSTACK_OK;
 }
 
@@ -32001,6 +32766,9 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
     }
     t0 = mlstack__now();
     e->busy = 1;
+    /* transformers' generate: a forward past longrope's original context takes the long factors
+       for all its rows (the sequence keeps them from here on) */
+    if (mlstack__rope_long_for(c, (int64_t)pos + g->n_prompt)) e->kv.seqs[g->seq].rope_long = 1;
     r = mlstack__eval(e, rows, g->n_prompt, 0);
     g->prefill_seconds = mlstack__now() - t0;
     pos += g->n_prompt;
@@ -32082,6 +32850,8 @@ typedef struct mlstack__req {
     char *text; /* decoded text generated so far */
     size_t text_len, text_cap, emitted;
     int32_t seq; /* sequence slot while running, else -1 */
+    int32_t ns; /* its pages' namespace in the radix tree: MLSTACK__RADIX_NS_LONGROPE when the prompt
+                   exceeds longrope's original context (every row takes the long factors), else 0 */
     mlstack__rnode *pin; /* deepest cached node attached while running */
     int state, finish, n_cached, n_preempted;
     mlstack_result result;
@@ -32237,6 +33007,7 @@ MLSTACK_API mlstack_result mlstack_engine_submit(mlstack_engine *e, const mlstac
     memcpy(r->toks, d->prompt, sizeof(int32_t) * (size_t)d->n_prompt);
     for (i = 0; i < d->n_prompt; i++) mlstack_sampler_accept(r->smp, d->prompt[i]); /* as mlstack_generate does */
     r->n_toks = r->n_prompt = d->n_prompt;
+    r->ns = mlstack__rope_long_for(c, d->n_prompt) ? MLSTACK__RADIX_NS_LONGROPE : 0;
     r->max_tokens = d->max_tokens;
     r->ignore_eos = d->ignore_eos;
     r->on_token = d->on_token;
@@ -32360,11 +33131,11 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     if (r->seq < 0) return;
     s = &e->kv.seqs[r->seq];
     /* out of memory here only means less is cached */
-    (void)mlstack__radix_insert(&e->kv, r->toks, s->pages, r->n_computed / e->kv.page_tokens);
+    (void)mlstack__radix_insert(&e->kv, r->toks, r->ns, s->pages, r->n_computed / e->kv.page_tokens);
     if (r->pin) mlstack__radix_lock(&e->kv, r->pin, -1);
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
-    s->active = s->sched = 0;
+    s->active = s->sched = s->rope_long = 0;
     s->len = 0;
     r->seq = -1;
     r->n_computed = 0;
@@ -32379,8 +33150,8 @@ static void mlstack__req_share(mlstack_engine *e, mlstack__req *r) {
     mlstack__kv *kv = &e->kv;
     mlstack__rnode *node;
     int full = r->n_computed / kv->page_tokens;
-    if (full == 0 || mlstack__radix_insert(kv, r->toks, kv->seqs[r->seq].pages, full) != 0) return;
-    if (mlstack__radix_match(kv, r->toks, full, &node) != full) return;
+    if (full == 0 || mlstack__radix_insert(kv, r->toks, r->ns, kv->seqs[r->seq].pages, full) != 0) return;
+    if (mlstack__radix_match(kv, r->toks, r->ns, full, &node) != full) return;
     mlstack__radix_lock(kv, node, +1);
     if (r->pin) mlstack__radix_lock(kv, r->pin, -1);
     r->pin = node;
@@ -32477,7 +33248,7 @@ static int mlstack__pick_waiting(mlstack_engine *e) {
             if (!best_aged || r->id < S->wait[best]->id) best = i;
             best_aged = 1;
         } else if (!best_aged) {
-            int pages = mlstack__radix_peek(&e->kv, r->toks, (r->n_toks - 1) / e->kv.page_tokens);
+            int pages = mlstack__radix_peek(&e->kv, r->toks, r->ns, (r->n_toks - 1) / e->kv.page_tokens);
             if (best < 0 || pages > best_pages || (pages == best_pages && r->id < S->wait[best]->id)) {
                 best = i;
                 best_pages = pages;
@@ -32498,7 +33269,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     int slot, m, need;
     for (slot = 0; slot < kv->max_seqs && kv->seqs[slot].active; slot++) {}
     if (slot == kv->max_seqs) return 0;
-    m = mlstack__radix_match(kv, r->toks, (r->n_toks - 1) / kv->page_tokens, &node);
+    m = mlstack__radix_match(kv, r->toks, r->ns, (r->n_toks - 1) / kv->page_tokens, &node);
     mlstack__radix_lock(kv, node, +1);
     s = &kv->seqs[slot];
     if (mlstack__kv_table_reserve(s, mlstack__pages_for(kv, r->n_toks)) != 0) {
@@ -32515,6 +33286,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
     s->len = r->n_computed = s->n_pages * kv->page_tokens;

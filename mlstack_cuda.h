@@ -972,6 +972,7 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
         return "q/k norms other than per-head RMSNorm";
     if (c->residual_scale != 1.0f) return "residual scaling";
     if (c->attn_softcap > 0) return "attention soft-capping";
+    if (c->q_pos_beta > 0) return "position-scaled queries (llama_4_scaling_beta)";
     if (c->n_heads % c->n_kv_heads || c->n_heads / c->n_kv_heads > MLC_MAXG)
         return "more than 16 query heads per KV head";
     if (c->head_dim > MLC_MAXDH || c->head_dim % 2 || c->rot_dim > c->head_dim) return "head dims over 256 or odd";
@@ -981,6 +982,7 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
         int i;
         if (!L->attn_norm || !L->ffn_norm || L->post_attn_norm || L->post_ffn_norm || !L->w_up.data || L->moe)
             return "layers without both pre-norms, with post-norms, MoE or ungated MLPs";
+        if (L->nope) return "layers without RoPE (NoPE)";
         ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up,
         ws[6] = &L->w_down;
         for (i = 0; i < 7; i++) {
@@ -1119,7 +1121,7 @@ static int mlc_stage(mlstack_engine *e, mlc_engine *g, const mlstack_batch_row *
         for (t = 0; t < n_tab; t++) {
             float *cs = g->h_cs + (size_t)b * 2 * Dh + (size_t)t * rd;
             const float *inv = m->inv_freq + (size_t)t * (rd / 2);
-            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && rows[b].pos >= c->rope[t].orig_max)
+            if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE && (rows[b].pos >= c->rope[t].orig_max || s->rope_long))
                 inv = m->inv_freq_long + (size_t)t * (rd / 2);
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);

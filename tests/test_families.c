@@ -1,8 +1,9 @@
 /* Every tiny family model in tests/fixtures/families/ (made by tools/make_fixtures.py with
    transformers; one per architecture and per option that changes the math): our logits at
-   every position of a 112-token prompt (128 for the recurrent hybrids) match transformers' within 1e-4, the 32-token greedy
-   continuation is identical, and the logits are bit-identical with 1 or 2 threads, batched
-   beside another sequence and evaluated in two chunks. The prompt is longer than every
+   every position of a 112-token prompt (128 for the 2026 families) match transformers' within
+   1e-4, the 32-token greedy continuation is identical, and the logits are bit-identical with 1
+   or 2 threads, batched beside another sequence, evaluated in chunks and run by the scheduler
+   with the prompt's pages taken from the prefix cache. The prompt is longer than every
    sliding window and every original RoPE context in these models. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
@@ -95,6 +96,64 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
     }
 }
 
+/* The scheduler's way with the prefix cache: the prompt twice through mlstack_engine_complete;
+   the second run takes its whole pages from the radix tree, and both give transformers' greedy
+   tokens and, for the last prompt position, the same logits bits as the first run and as the
+   plain evaluation (last, exact) or within TOL of transformers' generate (longrope models, whose
+   requests take the long factors from row 0 when the prompt is past the original context). */
+static float pc_first[2][512];
+static int pc_vocab, pc_rows, pc_run;
+static void pc_on_logits(void *user, uint64_t request, const float *logits, int n_vocab) {
+    (void)user, (void)request;
+    if (pc_rows++ == 0 && n_vocab == pc_vocab && n_vocab <= 512)
+        memcpy(pc_first[pc_run], logits, sizeof(float) * (size_t)n_vocab);
+}
+static void check_prefix_cache(const char *name, mlstack_engine *e, const int32_t *ids, int n, const int32_t *greedy,
+                               const float *last, int exact, int n_vocab) {
+    mlstack_request_desc rd;
+    mlstack_request_status st[2];
+    mlstack_error err;
+    int32_t toks[2][32];
+    int run, k;
+    double d = 0;
+    memset(&rd, 0, sizeof rd);
+    rd.prompt = ids, rd.n_prompt = n, rd.max_tokens = 32, rd.ignore_eos = 1, rd.on_logits = pc_on_logits;
+    pc_vocab = n_vocab;
+    if (n_vocab > 512) {
+        CHECKF(0, "%s: vocabulary of %d above this test's 512", name, n_vocab);
+        return;
+    }
+    if (!exact) { /* a prompt inside the original context first: its pages (short factors) are not
+                     for the longer prompt, whose rows all take the long ones */
+        rd.n_prompt = n / 2, rd.max_tokens = 1;
+        CHECKF(mlstack_engine_complete(e, &rd, &st[0], toks[0], 32, &err) == MLSTACK_OK, "%s: complete: %s", name,
+               err.message);
+        rd.n_prompt = n, rd.max_tokens = 32;
+    }
+    for (run = 0; run < 2; run++) {
+        pc_rows = 0, pc_run = run;
+        if (mlstack_engine_complete(e, &rd, &st[run], toks[run], 32, &err) != MLSTACK_OK) {
+            CHECKF(0, "%s: complete: %s", name, err.message);
+            return;
+        }
+        CHECKF(st[run].n_generated == 32 && !memcmp(toks[run], greedy, sizeof(int32_t) * 32),
+               "%s: run %d (%d prompt tokens cached): greedy tokens differ from transformers", name, run,
+               st[run].n_cached);
+    }
+    CHECKF(st[1].n_cached >= n / 2, "%s: the second run took only %d of %d prompt tokens from the cache", name,
+           st[1].n_cached, n);
+    CHECKF(exact || st[0].n_cached == 0, "%s: the long prompt took %d tokens computed with the short factors", name,
+           st[0].n_cached);
+    CHECKF(!memcmp(pc_first[0], pc_first[1], sizeof(float) * (size_t)n_vocab),
+           "%s: the last prompt position's logits change when the prefix comes from the cache", name);
+    for (k = 0; k < n_vocab; k++)
+        if (!(fabs((double)pc_first[0][k] - last[k]) <= d)) d = fabs((double)pc_first[0][k] - last[k]);
+    CHECKF(exact ? !memcmp(pc_first[0], last, sizeof(float) * (size_t)n_vocab) : d <= TOL,
+           "%s: the last prompt position's logits differ from the %s by %.3g", name,
+           exact ? "plain evaluation's" : "transformers generate's", d);
+    if (!exact) printf("  %-14s request past the original context: max |logit - generate| = %.2e\n", name, d);
+}
+
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -106,8 +165,10 @@ static void check_family(const char *name) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_model_info info;
-    int32_t ids[MAXP], greedy[64], seq = -1;
-    int n, ng, k, same = 1;
+    int32_t ids[MAXP], greedy[64], gen_greedy[64], seq = -1;
+    int n, ng, k, same = 1, n_gen;
+    char *gen_last = NULL;
+    size_t gen_len = 0;
     float *ref, *ours = NULL, *ours2 = NULL, *chunked = NULL;
     double maxdiff = 0;
     mlstack_generate_desc g;
@@ -125,6 +186,16 @@ static void check_family(const char *name) {
     CHECK(mlstack__json_parse(&doc, text, len, path, &err) == MLSTACK_OK);
     n = read_ids(mlstack__json_get(doc.root, "ids"), ids, MAXP);
     ng = read_ids(mlstack__json_get(doc.root, "greedy"), greedy, 64);
+    /* longrope: a request (generate, complete) runs as transformers' generate, the prompt in one
+       forward; the plain evaluation row by row as transformers decodes (logits.bin, greedy) */
+    n_gen = read_ids(mlstack__json_get(doc.root, "greedy_generate"), gen_greedy, 64);
+    if (n_gen) {
+        snprintf(path, sizeof path, "%s/generate_last.bin", dir);
+        gen_last = tl_read(path, &gen_len);
+    } else {
+        memcpy(gen_greedy, greedy, sizeof greedy);
+        n_gen = ng;
+    }
     memset(&md, 0, sizeof md);
     md.path = dir;
     if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK) {
@@ -179,11 +250,17 @@ static void check_family(const char *name) {
     g.on_token = fx_on_token;
     fx_n_greedy = 0;
     CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
-    for (k = 0; k < ng; k++)
-        if (k >= fx_n_greedy || fx_greedy[k] != greedy[k]) same = 0;
+    for (k = 0; k < n_gen; k++)
+        if (k >= fx_n_greedy || fx_greedy[k] != gen_greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
     q_slack = mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") ? 2.0 : 1.0;
+    CHECKF(!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab, "%s: generate_last.bin has %zu bytes", name,
+           gen_len);
+    if (!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab)
+        check_prefix_cache(name, e2, ids, n, gen_greedy,
+                           gen_last ? (const float *)gen_last : ours + (size_t)(n - 1) * info.n_vocab, !gen_last,
+                           info.n_vocab);
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
@@ -194,6 +271,7 @@ done_model:
     mlstack_engine_free(e2);
     mlstack_model_close(m);
 done_doc:
+    free(gen_last);
     mlstack__json_free(&doc);
     free(text);
     free(bin);

@@ -6,6 +6,7 @@
 #include "testlib.h"
 #include "fixture_eval.h"
 
+#include <math.h>
 #include <unistd.h>
 
 /* ---- a tiny GGUF writer for building images ---- */
@@ -338,7 +339,7 @@ static void test_types(void) {
 /* Files written by gguf-py: every tensor found with the shape and type the writer was given. */
 static void test_files(void) {
     static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q8_0", "Q2_K", "Q3_K",
-                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16"};
+                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "F16",  "BF16", "MXFP4"};
     mlstack__gguf g;
     mlstack_error err;
     size_t i, len;
@@ -1227,7 +1228,188 @@ static void test_block_embedding(void) {
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
+/* The 2026 families as llama.cpp writes them (tests/fixtures/gguf/<name>-f32.gguf, written by
+   tools/make_gguf_fixtures.py from tests/fixtures/families/<name>): read, every position of the
+   family's prompt within 1e-4 of transformers' logits (logits.bin) and bit-identical to the
+   safetensors folder; written by mlstack_model_save_gguf and read back, bit-identical again, with
+   the same tensor names and types and the same architecture keys as llama.cpp's file. */
+static void family_keys_match(const char *name, const char *ref_path, const char *ours_path) {
+    mlstack__gguf g1, g2;
+    mlstack_error err;
+    uint64_t k;
+    int same = 1;
+    memset(&g1, 0, sizeof g1), memset(&g2, 0, sizeof g2);
+    if (mlstack__gguf_open(&g1, ref_path, &err) != MLSTACK_OK ||
+        mlstack__gguf_open(&g2, ours_path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: %s", name, err.message);
+        mlstack__gguf_close(&g1);
+        return;
+    }
+    for (k = 0; k < g1.n_tensors; k++) { /* every tensor of llama.cpp's file, of the same type and shape */
+        const mlstack__gguf_tensor *a = &g1.tensors[k], *b = mlstack__gguf_tensor_find(&g2, a->name);
+        if (!b || b->type != a->type || b->ne[0] != a->ne[0] || b->ne[1] != a->ne[1]) {
+            CHECKF(0, "%s: tensor %s missing or different in our GGUF", name, a->name);
+            same = 0;
+        }
+    }
+    CHECKF(g1.n_tensors == g2.n_tensors, "%s: %d tensors in llama.cpp's file, %d in ours", name, (int)g1.n_tensors,
+           (int)g2.n_tensors);
+    for (k = 0; k < g1.n_kv; k++) { /* the model keys (not general.* / tokenizer.*) of the same type */
+        const mlstack__gguf_kv *a = &g1.kvs[k], *b;
+        if (strncmp(a->key, "general.", 8) == 0 || strncmp(a->key, "tokenizer.", 10) == 0) continue;
+        b = mlstack__gguf_find(&g2, a->key);
+        if (!b || b->type != a->type || b->n != a->n || b->bytes != a->bytes ||
+            (a->type != MLSTACK__GGUF_F32 && memcmp(g1.bytes + a->off, g2.bytes + b->off, (size_t)a->bytes))) {
+            CHECKF(0, "%s: key %s missing or different in our GGUF", name, a->key);
+            same = 0;
+        }
+    }
+    if (same) printf("  %-10s our GGUF has llama.cpp's %d tensors and model keys\n", name, (int)g1.n_tensors);
+    mlstack__gguf_close(&g1);
+    mlstack__gguf_close(&g2);
+}
+
+static void test_family(const char *name) {
+    char dir[256], path[320], tmp[] = "/tmp/mlstack_fam_gguf_XXXXXX";
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m[3] = {NULL, NULL, NULL};
+    mlstack_engine *e[3] = {NULL, NULL, NULL};
+    mlstack_error err;
+    mlstack__json_doc doc;
+    const mlstack__json *v;
+    float *ref = NULL, *l[3] = {NULL, NULL, NULL};
+    int32_t ids[160];
+    int n = 0, i, V = 0;
+    size_t len, blen;
+    char *text;
+    double d = 0;
+    snprintf(dir, sizeof dir, "tests/fixtures/families/%s", name);
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    text = tl_read(path, &len);
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    ref = (float *)tl_read(path, &blen);
+    if (!text || !ref || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: reference missing", name);
+        free(text);
+        free(ref);
+        return;
+    }
+    for (v = mlstack__json_get(doc.root, "ids")->child; v && n < 160; v = v->next) ids[n++] = (int32_t)v->i;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.kv_type = MLSTACK_KV_F32;
+    md.path = dir;
+    CHECKF(mlstack_model_open(&md, &m[0], &err) == MLSTACK_OK, "%s: %s", name, err.message);
+    snprintf(path, sizeof path, "tests/fixtures/gguf/%s-f32.gguf", name);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, &m[1], &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    if (temp_file(tmp) == 0) save_reopen(m[0], tmp, &m[2], name);
+    for (i = 0; i < 3; i++) {
+        mlstack_model_info mi;
+        if (!m[i]) continue;
+        mlstack_model_get_info(m[i], &mi);
+        V = mi.n_vocab;
+        CHECKF(mlstack_engine_init(m[i], &ed, &e[i], &err) == MLSTACK_OK, "%s: %s", name, err.message);
+        if (e[i]) l[i] = fx_eval_all(e[i], ids, n, V, i == 2 ? 1 : n); /* ours read back: decoded row by row */
+    }
+    if (l[0] && l[1] && l[2] && blen == sizeof(float) * (size_t)n * (size_t)V) {
+        for (i = 0; i < n * V; i++)
+            if (!(fabs((double)l[1][i] - ref[i]) <= d)) d = fabs((double)l[1][i] - ref[i]);
+        CHECKF(d <= 1e-4, "%s: llama.cpp's GGUF: max |logit - transformers| %.3g", name, d);
+        CHECKF(!memcmp(l[0], l[1], sizeof(float) * (size_t)n * (size_t)V),
+               "%s: llama.cpp's GGUF gives other logits than the safetensors folder", name);
+        CHECKF(!memcmp(l[0], l[2], sizeof(float) * (size_t)n * (size_t)V),
+               "%s: our GGUF, read back, gives other logits than the safetensors folder", name);
+        printf("  %-10s GGUF %d positions: max |logit - transformers| = %.2e, = folder's bit for bit (both ways)\n",
+               name, n, d);
+        family_keys_match(name, path, tmp);
+    } else {
+        CHECKF(0, "%s: GGUF evaluation failed (%d logits bytes)", name, (int)blen);
+    }
+    for (i = 0; i < 3; i++) {
+        free(l[i]);
+        mlstack_engine_free(e[i]);
+        mlstack_model_close(m[i]);
+    }
+    unlink(tmp);
+    mlstack__json_free(&doc);
+    free(text);
+    free(ref);
+}
+
+static void test_families(void) {
+    static const char *const names[4] = {"smollm3", "exaone4", "seed_oss", "apertus"};
+    int i;
+    for (i = 0; i < 4; i++) test_family(names[i]);
+}
+
+/* gpt-oss as llama.cpp's converter writes it (tools/make_gguf_fixtures.py, from the family
+   fixture gpt_oss_mxfp4): MXFP4 experts used in place (mapped, no copy), sinks, yarn, sliding
+   window, expert biases. Logits within 1e-4 of transformers' (the family fixture's reference)
+   at every position, and bit-identical with the same weights opened from the Hugging Face
+   folder; the greedy continuation is transformers'. */
+static void test_gpt_oss(void) {
+    const char *dir = "tests/fixtures/families/gpt_oss_mxfp4";
+    char path[256];
+    size_t len, blen;
+    char *text, *bin;
+    mlstack__json_doc doc;
+    mlstack_model *mg = NULL, *mh = NULL;
+    mlstack_engine *eg = NULL, *eh = NULL;
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    int32_t ids[160], greedy[64];
+    int n = 0, ng = 0, k, seq = -1, same = 1;
+    const mlstack__json *v;
+    float *lg = NULL, *lh = NULL;
+    double maxdiff = 0;
+    mlstack_generate_desc g;
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    text = tl_read(path, &len);
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    bin = tl_read(path, &blen);
+    CHECKF(text && bin, "%s: reference missing", dir);
+    if (!text || !bin || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) goto done;
+    for (v = mlstack__json_get(doc.root, "ids")->child; v && n < 160; v = v->next) ids[n++] = (int32_t)v->i;
+    for (v = mlstack__json_get(doc.root, "greedy")->child; v && ng < 64; v = v->next) greedy[ng++] = (int32_t)v->i;
+    mlstack__json_free(&doc);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = 2, ed.kv_type = MLSTACK_KV_F32;
+    md.path = "tests/fixtures/gguf/gpt-oss-mxfp4.gguf";
+    CHECKF(mlstack_model_open(&md, &mg, &err) == MLSTACK_OK, "gpt-oss GGUF: %s", err.message);
+    md.path = dir;
+    CHECKF(mlstack_model_open(&md, &mh, &err) == MLSTACK_OK, "gpt-oss folder: %s", err.message);
+    if (!mg || !mh || mlstack_engine_init(mg, &ed, &eg, &err) || mlstack_engine_init(mh, &ed, &eh, &err)) goto done;
+    CHECK(blen == sizeof(float) * 128 * (size_t)n);
+    lg = fx_eval_all(eg, ids, n, 128, n);
+    lh = fx_eval_all(eh, ids, n, 128, 37);
+    if (!lg || !lh || blen != sizeof(float) * 128 * (size_t)n) goto done;
+    for (k = 0; k < n * 128; k++) {
+        double d = fabs((double)lg[k] - (double)((const float *)(const void *)bin)[k]);
+        if (!(d <= maxdiff)) maxdiff = d;
+    }
+    printf("gpt-oss GGUF (MXFP4 experts): max |logit - transformers| = %.2e over %d positions\n", maxdiff, n);
+    CHECKF(maxdiff <= 1e-4, "gpt-oss GGUF: max logit difference %.3g", maxdiff);
+    CHECKF(memcmp(lg, lh, sizeof(float) * 128 * (size_t)n) == 0, "gpt-oss GGUF: logits differ from the folder's");
+    CHECK(mlstack_engine_seq_new(eg, &seq) == MLSTACK_OK);
+    memset(&g, 0, sizeof g);
+    g.seq = seq, g.prompt = ids, g.n_prompt = n, g.max_tokens = 32, g.ignore_eos = 1, g.on_token = fx_on_token;
+    fx_n_greedy = 0;
+    CHECKF(mlstack_generate(eg, &g) == MLSTACK_OK, "gpt-oss GGUF generate: %s", mlstack_engine_error(eg));
+    for (k = 0; k < ng; k++) same &= k < fx_n_greedy && fx_greedy[k] == greedy[k];
+    CHECKF(same && ng == 32, "gpt-oss GGUF: greedy continuation differs from transformers'");
+done:
+    free(lg), free(lh), free(text), free(bin);
+    mlstack_engine_free(eg), mlstack_engine_free(eh);
+    mlstack_model_close(mg), mlstack_model_close(mh);
+}
+
 int main(void) {
+    test_families();
+    test_gpt_oss();
     test_pre_names();
     test_model();
     test_float_permuted();

@@ -822,15 +822,15 @@ static void check_quantize_weight(void) {
    sum_k |w_k| d_x(k) / 2 plus f32 rounding. */
 static void check_kq(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
-                                 MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0};
-    /* f16 scale fields of each block: byte offset, count */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1};
+                                 MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0, MLSTACK__W_MXFP4};
+    /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte, below) */
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0};
     static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, no, bi, i, b, o, pk, mm_ref = (tk_fn)k->matmul == (tk_fn)tk_ref->matmul;
     /* the reference: its batch invariance and its bound against the dequantized product; every
        other table: the reference's bits (which imply that bound) and its own batch invariance */
     if (!tk_first((tk_fn)k->matmul, TK_KQ)) return;
-    for (wi = 0; wi < 7; wi++)
+    for (wi = 0; wi < 8; wi++)
         for (ni = 0; ni < 3; ni++)
             for (no = 0; no < 3; no++) {
                 int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
@@ -844,7 +844,7 @@ static void check_kq(const mlstack__kernels *k) {
                       *scratch;
                 mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
                 mlstack__weight w;
-                int packs = (int)(k->packs >> wt & 1u);
+                int packs = (int)MLSTACK__PACKS_HAS(k->packs, wt);
                 scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
                 bs = mlstack__ggml_types[gt].size;
                 nblk = (int)(rb * n_out / (size_t)bs);
@@ -853,6 +853,12 @@ static void check_kq(const mlstack__kernels *k) {
                     for (j = 0; j < sc_n[wi]; j++) {
                         uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
                         memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
+                    }
+                if (wt == MLSTACK__W_MXFP4) /* exponents 2^-10 .. 2^-4, and in every 7th block the
+                                               extremes: 2^-128 and 2^-127 (subnormal dw), 2^-126, 2^100 */
+                    for (i = 0; i < nblk; i++) {
+                        static const unsigned char ext[] = {0, 1, 2, 228};
+                        wd[(size_t)i * bs] = i % 7 == 3 ? ext[(i / 7) % 4] : (unsigned char)(118 + (i * 5) % 7);
                     }
                 for (o = 0; o < n_out; o++)
                     mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);

@@ -732,7 +732,7 @@ int main(void) {
     dir = opendir("tests/fixtures/families");
     while (dir && (de = readdir(dir)) != NULL) {
         static const char *const refused[] = {"mixtral",      "olmoe",    "qwen2_moe",    "qwen3_moe", "gpt_neox",
-                                              "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2"};
+                                              "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2",     "olmo3"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         int k, refuse = 0;

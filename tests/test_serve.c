@@ -468,7 +468,7 @@ static void test_radix_fuzz(void) {
                 if (in_refset(prefix_hash(f->toks, i))) expect = i;
                 else
                     break;
-            m = mlstack__radix_match(kv, f->toks, (f->n_toks - 1) / FP, &node);
+            m = mlstack__radix_match(kv, f->toks, 0, (f->n_toks - 1) / FP, &node);
             if (m != expect) fails++;
             matches++;
             mlstack__radix_lock(kv, node, +1);
@@ -492,7 +492,7 @@ static void test_radix_fuzz(void) {
             }
         } else if (f->live && what < 8) { /* finish: insert full pages, unpin, release */
             int full = f->n_toks / FP;
-            CHECK(mlstack__radix_insert(kv, f->toks, f->pages, full) == 0);
+            CHECK(mlstack__radix_insert(kv, f->toks, 0, f->pages, full) == 0);
             for (i = 1; i <= full; i++)
                 if (!in_refset(prefix_hash(f->toks, i))) refset[n_refset++] = prefix_hash(f->toks, i);
             for (i = 0; i < f->n_pages; i++) mlstack__kv_page_put(kv, f->pages[i]);
@@ -512,7 +512,7 @@ static void test_radix_fuzz(void) {
             int32_t tmp[FLEN];
             int d = F[i].live ? mlstack__radix_path_pages(F[i].pin, tmp) : 0;
             if (F[i].live &&
-                (mlstack__radix_peek(kv, F[i].toks, d) != d || memcmp(tmp, F[i].pages, sizeof(int32_t) * (size_t)d)))
+                (mlstack__radix_peek(kv, F[i].toks, 0, d) != d || memcmp(tmp, F[i].pages, sizeof(int32_t) * (size_t)d)))
                 fails++;
         }
         /* evictions remove entries: the reference follows the tree (which check_all showed to be a subset) */

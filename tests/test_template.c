@@ -167,6 +167,8 @@ static void test_family(const char *family) {
         o.add_generation_prompt = agp && agp->type == MLSTACK__JSON_TRUE;
         o.tools_json = jstr(cs, "tools_json");
         o.extra_json = jstr(cs, "kwargs_json");
+        if (mlstack__json_get(doc.root, "now_unix")) /* a template that prints strftime_now's date */
+            o.now_unix = (int64_t)mlstack__json_get(doc.root, "now_unix")->i;
         r = mlstack_chat_template_apply(t, NULL, m->str, m->len, &o, &out, &out_n, &err);
         same += check_case(family, cs, r, out, out_n, &err);
         outputs += mlstack__json_get(cs, "output") != NULL;
@@ -717,8 +719,8 @@ static void test_folder_files(void) {
 }
 
 int main(void) {
-    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5",  "mistral-7b-v0.1",
-                                           "smollm2",          "gemma-it",     "gemma3-it"};
+    static const char *const families[] = {"llama2-tinyllama", "phi3-mini-4k", "qwen2.5",   "mistral-7b-v0.1",
+                                           "smollm2",          "gemma-it",     "gemma3-it", "gpt-oss"};
     size_t i;
     test_unit_fixtures();
     test_shared_templates();

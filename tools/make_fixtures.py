@@ -367,12 +367,13 @@ FAMILIES = [
                     final_logit_softcapping=5.0, tie_word_embeddings=False),
          head_std=0.75, clip=dict(final=5.0), dtype=torch.bfloat16),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
-    # context (64 < 112), sliding window; recorded token by token (see run_incremental)
+    # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
+    # transformers' generate runs it (the prompt in one forward: long factors from row 0)
     dict(name="phi3", cls="Phi3ForCausalLM",
          extra=dict(partial_rotary_factor=0.5, original_max_position_embeddings=64, sliding_window=40,
                     rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.7],
                                   "long_factor": [1.3, 6.0]}),
-         drop=("head_dim",), incremental=True),
+         drop=("head_dim",), incremental=True, generate=True),
     # embedding / residual / attention / logits multipliers
     dict(name="granite", cls="GraniteForCausalLM",
          extra=dict(embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2,
@@ -422,6 +423,28 @@ FAMILIES = [
     dict(name="stablelm_par", cls="StableLmForCausalLM",
          extra=dict(num_attention_heads=2, use_parallel_residual=True, qk_layernorm=True),
          drop=("head_dim", "rms_norm_eps")),
+    # gpt-oss: learned attention sinks that dominate (3 + the random init: removing them must move
+    # the logits), sliding (window 24) / full layers, yarn past its original context (32 < 112),
+    # top-2 of 4 experts with router and expert biases, the clamped SwiGLU with a limit that bites
+    dict(name="gpt_oss", cls="GptOssForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=24,
+                    swiglu_limit=1.5, layer_types=["sliding_attention", "full_attention"],
+                    rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "truncate": False, "original_max_position_embeddings": 32,
+                                     "rope_theta": 150000.0}),
+         sinks=3.0, ablate=True),
+    # the same with the experts in MXFP4 as OpenAI's checkpoints store them (_blocks + _scales):
+    # logits of transformers' own dequantization (integrations.mxfp4), and blocks with extreme
+    # scales: 2^-127 .. 2^-125 (subnormal products) and 8 times the block's own; the SwiGLU limit
+    # at its default (7), the one llama.cpp's GGUF graph hardcodes (tools/make_gguf_fixtures.py
+    # writes this model as gpt-oss-mxfp4.gguf)
+    dict(name="gpt_oss_mxfp4", cls="GptOssForCausalLM",
+         extra=dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=24,
+                    layer_types=["sliding_attention", "full_attention"],
+                    rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "truncate": False, "original_max_position_embeddings": 32,
+                                     "rope_theta": 150000.0}),
+         sinks=3.0, mxfp4=True),
     # dynamic NTK RoPE past max_position_embeddings (64 < 112), recorded token by token: each
     # position's frequencies come from the length up to it (see run_incremental)
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
@@ -482,6 +505,47 @@ FAMILIES = [
                     norm_eps=1e-5, tie_word_embeddings=False,
                     layer_types=["full_attention", "conv", "conv", "full_attention"]),
          drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
+    # The 2026 families below run a 128-token prompt.
+    # SmolLM3: NoPE layers every 4th (no_rope_layer_interval's default, and what llama.cpp's smollm3
+    # GGUF fixes), untied head (tests/test_gguf.c reads it as llama.cpp writes it). Weights of seed
+    # "smollm3-b": with the first draw this 4-layer random model amplified reduce mode's other
+    # summation order to 1.5e-4 of the largest logit, over test_ranks' 1e-4 (this one: 6e-5)
+    dict(name="smollm3", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=4, tie_word_embeddings=False), prompt_len=128, seed_name="smollm3-b"),
+    # SmolLM3: use_sliding_window (window 24) on the layers layer_types names, NoPE layers from an
+    # explicit no_rope_layers, attention biases (o_proj's too), tied head
+    dict(name="smollm3_window", cls="SmolLM3ForCausalLM",
+         extra=dict(num_hidden_layers=3, no_rope_layers=[0, 1, 1], use_sliding_window=True, sliding_window=24,
+                    layer_types=["full_attention", "sliding_attention", "full_attention"], attention_bias=True),
+         embed_std=0.2, prompt_len=128),
+    # OLMo 3: OLMo 2's norms, sliding (window 24) / full layers every 4th, per-layer-type RoPE (yarn
+    # on full layers past their original context of 32)
+    dict(name="olmo3", cls="Olmo3ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=24,
+                    rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 500000.0,
+                                                        "original_max_position_embeddings": 32},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+         drop=("head_dim",), prompt_len=128),
+    # EXAONE 4: post-norms, per-head q/k norms, sliding (window 20) / full layers from
+    # sliding_window_pattern 2; full layers have no RoPE
+    dict(name="exaone4", cls="Exaone4ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=20, sliding_window_pattern=2), prompt_len=128),
+    # Seed-OSS: q/k/v biases (attention_bias) and o_proj's (attention_out_bias)
+    dict(name="seed_oss", cls="SeedOssForCausalLM", extra=dict(attention_out_bias=True), prompt_len=128),
+    # Ministral 3: yarn past its original context of 32 and the query scale 1 + beta log(1 +
+    # floor(pos / 32)) there (llama_4_scaling_beta)
+    dict(name="ministral3", cls="Ministral3ForCausalLM",
+         extra=dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.4}),
+         prompt_len=128),
+    # Apertus: xIELU MLP without a gate (trained alpha_p / alpha_n per layer), per-head q/k norms,
+    # llama3 RoPE
+    dict(name="apertus", cls="ApertusForCausalLM",
+         extra=dict(hidden_act="xielu",
+                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
+         prompt_len=128),
 ]
 
 
@@ -547,6 +611,57 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_o
             p.copy_(torch.from_numpy(v.astype(np.float32)))
 
 
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4_pack(w, rng):
+    """w [E, rows, cols] (out, in order) -> OpenAI MXFP4 blocks U8 [E, rows, cols/32, 16] and
+    scales U8 [E, rows, cols/32]: scale byte s = floor(log2(max|block|)) - 2 + 127 (gguf-py's
+    MXFP4 rule), each value the nearest E2M1 code at 2^(s - 127), element 2i in the low nibble of
+    byte i. One block in 11 gets an extreme scale instead: 0, 1, 2 (2^-127 .. 2^-125) or s + 3."""
+    E, R, C = w.shape
+    b = w.reshape(E, R, C // 32, 32).astype(np.float64)
+    amax = np.abs(b).max(axis=-1)
+    s = np.where(amax > 0, np.floor(np.log2(np.maximum(amax, 1e-30))) - 2 + 127, 0).astype(np.int64)
+    pick = rng.integers(0, 11, size=s.shape) == 0
+    ext = rng.integers(0, 4, size=s.shape)
+    s = np.where(pick, np.where(ext < 3, ext, s + 3), s)
+    s = np.clip(s, 0, 254)
+    scale = np.ldexp(1.0, (s - 127))[..., None, None]
+    codes = np.abs(FP4[None, None, None, None, :] * scale - b[..., None]).argmin(axis=-1).astype(np.uint8)
+    blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return blocks.astype(np.uint8), s.astype(np.uint8)
+
+
+def write_mxfp4(out, model, seed):
+    """Rewrites out/model.safetensors with the experts' weights as MXFP4 blocks and scales, sets
+    the config's quantization_config, and loads the experts' dequantized values (transformers'
+    convert_moe_packed_tensors) back into `model`: the reference computes with those."""
+    from safetensors.torch import load_file, save_file
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    rng = np.random.default_rng(seed + 1)
+    path = os.path.join(out, "model.safetensors")
+    st = load_file(path)
+    for k in sorted(st):
+        if not (k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj")):
+            continue
+        w = st.pop(k).float().transpose(1, 2).contiguous().numpy()  # [E, out, in]
+        blocks, scales = mxfp4_pack(w, rng)
+        st[k + "_blocks"] = torch.from_numpy(blocks)
+        st[k + "_scales"] = torch.from_numpy(scales)
+        deq = convert_moe_packed_tensors(torch.from_numpy(blocks), torch.from_numpy(scales), dtype=torch.float32)
+        with torch.no_grad():
+            model.get_parameter(k).copy_(deq)
+    save_file(st, path, metadata={"format": "pt"})
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"] = {"quant_method": "mxfp4",
+                                  "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"]}
+    with open(cfg_path, "w") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
 def run_incremental(model, ids, n_new):
     """transformers run one token per forward with its KV cache, as it decodes: for RoPE types
     whose frequencies depend on the length of the forward's sequence (longrope, dynamic), every row then
@@ -565,9 +680,31 @@ def run_incremental(model, ids, n_new):
     return torch.stack(rows[:len(ids)]), greedy, rows[len(ids) - 1:]
 
 
+def run_generate(model, ids, n_new):
+    """As transformers' generate: the prompt in one forward (RoPE types that look at the forward's
+    length, longrope, see all of it), then one token per forward with the KV cache. The greedy
+    tokens, the last prompt position's logits and the smallest top-1 margin of the greedy steps."""
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    greedy, margins = [], []
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), past_key_values=cache, use_cache=True)
+        last = out.logits[0, -1].float()
+        row = last
+        for i in range(n_new):
+            margins.append(margin_of(row))
+            greedy.append(int(torch.argmax(row)))
+            if i == n_new - 1:
+                break
+            out = model(torch.tensor([[greedy[-1]]]), position_ids=torch.tensor([[len(ids) + i]]),
+                        past_key_values=cache, use_cache=True)
+            row = out.logits[0, -1].float()
+    return greedy, last, min(margins)
+
+
 def make_family(spec):
     name = spec["name"]
-    seed = model_seed("family-" + name)
+    seed = model_seed("family-" + spec.get("seed_name", name))
     dtype = spec.get("dtype", torch.float32)
     out = os.path.join(FAM_DIR, name)
     if os.path.isdir(out):
@@ -577,6 +714,10 @@ def make_family(spec):
     model = cls(cfg).eval()
     fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
                      spec.get("plus_one", False))
+    if spec.get("sinks"):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.sinks += spec["sinks"]
     model = model.to(dtype)
     model.config.dtype = dtype
     tcfg = cfg.get_text_config()
@@ -584,10 +725,14 @@ def make_family(spec):
     model.save_pretrained(out)
     if spec.get("legacy") == "neox":
         legacy_neox_config(os.path.join(out, "config.json"))
-    loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
-    for k, v in loaded.state_dict().items():
-        assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k
-    loaded = loaded.float()
+    if spec.get("mxfp4"):
+        write_mxfp4(out, model, seed)
+        loaded = model.float()
+    else:
+        loaded = cls.from_pretrained(out, dtype="auto", attn_implementation="eager").eval()
+        for k, v in loaded.state_dict().items():
+            assert torch.equal(v, model.state_dict()[k].to(v.dtype)), k
+        loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
         ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, tcfg.bos_token_id)
@@ -600,6 +745,10 @@ def make_family(spec):
             with torch.no_grad():
                 rows = loaded(x).logits[0, len(ids) - 1:].float()
         m = min(margin_of(r) for r in rows)
+        gen = None
+        if spec.get("generate"):
+            gen = run_generate(loaded, ids, NEW_TOKENS)
+            m = min(m, gen[2])
         if m >= MIN_MARGIN and len(set(greedy)) >= MIN_DISTINCT:
             break
     else:
@@ -625,8 +774,28 @@ def make_family(spec):
         # how far apart the two are is recorded
         rec, _, _ = run_incremental(loaded, ids, 1)
         clip["chunked_vs_recurrent_max_diff"] = float("%.3g" % float((rec - logits).abs().max()))
+    if spec.get("ablate"):  # the sinks and the SwiGLU clamp must matter
+        x = torch.tensor([ids])
+        saved = [l.self_attn.sinks.detach().clone() for l in loaded.model.layers]
+        with torch.no_grad():
+            for l in loaded.model.layers:
+                l.self_attn.sinks.fill_(-1e4)
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for l, sv in zip(loaded.model.layers, saved):
+                l.self_attn.sinks.copy_(sv)
+            assert moved > 0.5, (name, "sinks", moved)
+            clip["sinks_move_logits_by"] = round(moved, 4)
+            for l in loaded.model.layers:
+                l.mlp.experts.limit = 1e9
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for l in loaded.model.layers:
+                l.mlp.experts.limit = loaded.config.swiglu_limit
+            assert moved > 0.05, (name, "clamp", moved)
+            clip["swiglu_clamp_moves_logits_by"] = round(moved, 4)
     arr = logits.numpy().astype("<f4")
     arr.tofile(os.path.join(out, "logits.bin"))
+    if gen is not None:
+        gen[1].numpy().astype("<f4").tofile(os.path.join(out, "generate_last.bin"))
     ref = {"model": name, "architecture": loaded.config.architectures[0], "dtype": DTYPE_NAMES[dtype],
            "compute": "f32",
            "run": "one token per forward, KV cache" if spec.get("incremental")
@@ -634,6 +803,8 @@ def make_family(spec):
            "positions": len(ids), "vocab": FAM_VOCAB, "ids": ids, "greedy": greedy,
            "min_greedy_margin": round(m, 6), "attempts": attempt}
     ref.update(clip)
+    if gen is not None:
+        ref["greedy_generate"] = gen[0]
     with open(os.path.join(out, "reference.json"), "w") as f:
         f.write(json.dumps(ref) + "\n")
     nbytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))

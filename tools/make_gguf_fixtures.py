@@ -17,6 +17,12 @@ implementation:
                    gguf-py can, else random blocks with their f16 scales set so the weights'
                    standard deviation is about 0.05 (tests/test_gguf.c compares the native
                    kernels with the same file dequantized to f32).
+  <family>-f32.gguf  the 2026 families' fixtures (smollm3, exaone4, seed_oss, apertus) as
+                   llama.cpp's converter writes them, F32 (see FAMILY_GGUF)
+  gpt-oss-mxfp4.gguf  tests/fixtures/families/gpt_oss_mxfp4 as llama.cpp's converter writes it
+                   (conversion/gpt_oss.py): arch "gpt-oss", gate/up split, experts as GGML MXFP4
+                   blocks (scale byte, then element j / j + 16 in the low / high nibble of byte j),
+                   sinks as attn_sinks.weight; checked here against gguf-py's dequantization.
   ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
 
 Rerunnable; the same gguf/numpy versions give the same bytes.
@@ -75,6 +81,17 @@ def write_quants():
         assert ref.shape == (2, 256) and np.all(np.isfinite(ref)), t.name
         w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
         w.add_tensor(t.name + ".ref", ref)
+    # MXFP4: random nibbles under exponent bytes that include the extremes gguf-py's
+    # e8m0_to_fp32_half special-cases (0, 1: subnormal halves) and large ones (up to 2^122)
+    t = T.MXFP4
+    q = rng.integers(0, 256, size=(2, 8, 17), dtype=np.uint8)
+    q[:, :, 0] = np.array([0, 1, 2, 3, 100, 127, 140, 250, 126, 125, 2, 0, 1, 128, 129, 200],
+                          dtype=np.uint8).reshape(2, 8)
+    q = q.reshape(2, 8 * 17)
+    ref = quants.dequantize(q, t).astype(np.float32)
+    assert ref.shape == (2, 256) and np.all(np.isfinite(ref)), t.name
+    w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
+    w.add_tensor(t.name + ".ref", ref)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -201,6 +218,98 @@ def write_kq():
     w.close()
 
 
+# The 2026 families' fixtures (tests/fixtures/families/) as llama.cpp's convert_hf_to_gguf.py
+# writes them, F32: its architecture names, tensor names (norms by role: attn_norm / ffn_norm before,
+# post_attention_norm / post_ffw_norm after), Q/K rows permuted where its model class permutes them
+# (SmolLM3 as Llama; Apertus and the TextModel classes not), and keys (sliding window and its
+# pattern, xIELU's per-layer parameters, llama3 rope_freqs).
+FAMILY_GGUF = {
+    # name: (gguf architecture, permute q/k, {HF norm name: GGUF norm name})
+    "smollm3": ("smollm3", True, {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}),
+    "exaone4": ("exaone4", False, {"post_attention_layernorm": "post_attention_norm",
+                                   "post_feedforward_layernorm": "post_ffw_norm"}),
+    "seed_oss": ("seed_oss", False, {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}),
+    "apertus": ("apertus", False, {"attention_layernorm": "attn_norm", "feedforward_layernorm": "ffn_norm"}),
+}
+PROJ = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+
+
+def llama3_factors(rope, dim):
+    """LlamaModel.generate_extra_tensors: the divisors of llama3 rope scaling."""
+    import math
+    base = rope.get("rope_theta", 10000.0)
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, lo, hi = rope.get("factor", 8.0), rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
+    old = rope.get("original_max_position_embeddings", 8192)
+    out = []
+    for f in freqs:
+        wl = 2 * math.pi / f
+        if wl < old / hi:
+            out.append(1)
+        elif wl > old / lo:
+            out.append(factor)
+        else:
+            sm = (old / wl - lo) / (hi - lo)
+            out.append(1 / ((1 - sm) / factor + sm))
+    return np.array(out, dtype=np.float32)
+
+
+def write_family(name):
+    arch, perm, norms = FAMILY_GGUF[name]
+    src = os.path.join(ROOT, "tests", "fixtures", "families", name)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    st = load_file(os.path.join(src, "model.safetensors"))
+    w = gguf.GGUFWriter(os.path.join(OUT, name + "-f32.gguf"), arch)
+    n_layers, nh, nkv, hd = (cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                             cfg["head_dim"])
+    w.add_name("mlstack tiny %s fixture" % name)
+    w.add_block_count(n_layers)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(hd)
+    rope = cfg["rope_parameters"]
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_vocab_size(cfg["vocab_size"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    if cfg.get("sliding_window") is not None and "layer_types" in cfg:
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg["layer_types"]])
+    if cfg.get("hidden_act") == "xielu":
+        for key, add in (("alpha_n", w.add_xielu_alpha_n), ("alpha_p", w.add_xielu_alpha_p),
+                         ("beta", w.add_xielu_beta), ("eps", w.add_xielu_eps)):
+            add([float(st["model.layers.%d.mlp.act_fn.%s" % (l, key)].reshape(-1)[0]) for l in range(n_layers)])
+    if rope.get("rope_type") == "llama3":
+        w.add_tensor("rope_freqs.weight", llama3_factors(rope, hd))
+    w.add_tensor("token_embd.weight", st["model.embed_tokens.weight"])
+    w.add_tensor("output_norm.weight", st["model.norm.weight"])
+    if "lm_head.weight" in st:
+        w.add_tensor("output.weight", st["lm_head.weight"])
+    for l in range(n_layers):
+        p, b = "model.layers.%d." % l, "blk.%d." % l
+        for hf, gg in norms.items():
+            w.add_tensor(b + gg + ".weight", st[p + hf + ".weight"])
+        for hf, gg in PROJ.items():
+            for suffix in (".weight", ".bias"):
+                if p + hf + suffix not in st:
+                    continue
+                x = st[p + hf + suffix]
+                if perm and hf in ("self_attn.q_proj", "self_attn.k_proj"):
+                    x = permute(x, nh if hf.endswith("q_proj") else nkv)
+                w.add_tensor(b + gg + suffix, x)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_corpus():
     os.makedirs(CORPUS, exist_ok=True)
     data = open(os.path.join(OUT, "quants.gguf"), "rb").read()
@@ -224,10 +333,85 @@ def write_corpus():
     w.close()
 
 
+def mxfp4_to_ggml(blocks, scales):
+    """OpenAI MXFP4 blocks [..., nb, 16] (element 2i: low nibble of byte i) and scales [..., nb] ->
+    GGML MXFP4 rows [..., nb * 17]."""
+    codes = np.stack([blocks & 15, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)
+    packed = codes[..., :16] | (codes[..., 16:] << 4)
+    out = np.concatenate([scales[..., None], packed], axis=-1).astype(np.uint8)
+    return out.reshape(*blocks.shape[:-2], blocks.shape[-2] * 17)
+
+
+def write_gpt_oss():
+    import torch
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    src = os.path.join(ROOT, "tests", "fixtures", "families", "gpt_oss_mxfp4")
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    st = load_file(os.path.join(src, "model.safetensors"))
+    rope = cfg["rope_parameters"]
+    w = gguf.GGUFWriter(os.path.join(OUT, "gpt-oss-mxfp4.gguf"), "gpt-oss")
+    w.add_name("mlstack tiny gpt-oss fixture")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(rope["factor"])
+    w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_count(cfg["num_local_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(cfg["intermediate_size"])
+    w.add_sliding_window(cfg["sliding_window"])
+    w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_tensor("token_embd.weight", st["model.embed_tokens.weight"])
+    w.add_tensor("output_norm.weight", st["model.norm.weight"])
+    w.add_tensor("output.weight", st["lm_head.weight"])
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "post_attention_norm.weight",
+             "self_attn.sinks": "attn_sinks.weight", "mlp.router.weight": "ffn_gate_inp.weight",
+             "mlp.router.bias": "ffn_gate_inp.bias"}
+    for p in ("q", "k", "v"):
+        for k in ("weight", "bias"):
+            names["self_attn.%s_proj.%s" % (p, k)] = "attn_%s.%s" % (p, k)
+    for k in ("weight", "bias"):
+        names["self_attn.o_proj." + k] = "attn_output." + k
+    for il in range(cfg["num_hidden_layers"]):
+        pre = "model.layers.%d." % il
+        for hf, gg in names.items():
+            w.add_tensor("blk.%d.%s" % (il, gg), st[pre + hf])
+        gu_b, gu_s = st[pre + "mlp.experts.gate_up_proj_blocks"], st[pre + "mlp.experts.gate_up_proj_scales"]
+        parts = {"gate": (gu_b[:, ::2], gu_s[:, ::2]), "up": (gu_b[:, 1::2], gu_s[:, 1::2]),
+                 "down": (st[pre + "mlp.experts.down_proj_blocks"], st[pre + "mlp.experts.down_proj_scales"])}
+        for name, (b, sc) in parts.items():
+            rows = mxfp4_to_ggml(b, sc)
+            deq = quants.dequantize(rows, T.MXFP4)  # gguf-py's reading of the repacked rows
+            ref = convert_moe_packed_tensors(torch.from_numpy(np.ascontiguousarray(b)),
+                                             torch.from_numpy(np.ascontiguousarray(sc)), dtype=torch.float32)
+            assert np.array_equal(deq, ref.transpose(1, 2).numpy()), name  # transformers' values
+            w.add_tensor("blk.%d.ffn_%s_exps.weight" % (il, name), rows, raw_dtype=T.MXFP4)
+        gub = st[pre + "mlp.experts.gate_up_proj_bias"]
+        w.add_tensor("blk.%d.ffn_gate_exps.bias" % il, np.ascontiguousarray(gub[:, ::2]))
+        w.add_tensor("blk.%d.ffn_up_exps.bias" % il, np.ascontiguousarray(gub[:, 1::2]))
+        w.add_tensor("blk.%d.ffn_down_exps.bias" % il, st[pre + "mlp.experts.down_proj_bias"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     write_types()
     write_quants()
     write_llama()
     write_kq()
+    for fam in FAMILY_GGUF:
+        write_family(fam)
+    write_gpt_oss()
     write_corpus()

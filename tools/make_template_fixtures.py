@@ -100,6 +100,10 @@ FAMILIES = [
     #   58827fc9025aaffb9f9939678e77d1ab031af782; the Python string's value).
     ("gemma-it", "gemma-it.jinja", {"bos_token": "<bos>", "eos_token": "<eos>"}, "smollm2"),
     ("gemma3-it", "gemma3-it.jinja", {"bos_token": "<bos>", "eos_token": "<eos>"}, "smollm2"),
+    # gpt-oss.jinja: openai/gpt-oss-120b's (and -20b's) harmony template, as llama.cpp keeps it in
+    #   models/templates/openai-gpt-oss-120b.jinja; it prints strftime_now's date (FIXED_NOW here,
+    #   now_unix in the fixture)
+    ("gpt-oss", "gpt-oss.jinja", {}, "smollm2"),
 ]
 
 
@@ -132,9 +136,12 @@ def record_family(shared, out_dir, family, source, kwargs, tokenizer_folder=None
         except Exception as e:  # noqa: BLE001 - we record whatever transformers raises
             case["error"] = err_text(e)
         cases.append(case)
-    return {"family": family, "template_source": source,
-            "note": "kwargs_json: variables transformers was given because the folder lacks them",
-            "special_tokens": tok.special_tokens_map, "cases": cases}
+    rec = {"family": family, "template_source": source,
+           "note": "kwargs_json: variables transformers was given because the folder lacks them",
+           "special_tokens": tok.special_tokens_map, "cases": cases}
+    if template and "strftime_now" in template:
+        rec["now_unix"] = FIXED_NOW
+    return rec
 
 
 def render_unit(template, variables):
@@ -440,10 +447,8 @@ def fnv1a64(data):
     return f"{h:016x}"
 
 
-def record_shared_templates(shared, out_dir, dump_dir=None):
-    """Renders every ../shared/chat-templates/*.jinja over shared_conversations() with apply_chat_template
-    of a real tokenizer object (gpt2's files; bos/eos given as kwargs) and records length and FNV-1a 64 hash of
-    each output (the outputs themselves are large; --dump writes them out for inspection)."""
+def fix_clock():
+    """transformers' strftime_now reads the clock through chat_template_utils.datetime: FIXED_NOW."""
     import datetime as _dt
     import transformers.utils.chat_template_utils as ctu
 
@@ -452,7 +457,14 @@ def record_shared_templates(shared, out_dir, dump_dir=None):
         def now(cls, tz=None):
             return _dt.datetime.fromtimestamp(FIXED_NOW, tz)
 
-    ctu.datetime = FixedDatetime  # strftime_now reads the clock through this name
+    ctu.datetime = FixedDatetime
+
+
+def record_shared_templates(shared, out_dir, dump_dir=None):
+    """Renders every ../shared/chat-templates/*.jinja over shared_conversations() with apply_chat_template
+    of a real tokenizer object (gpt2's files; bos/eos given as kwargs) and records length and FNV-1a 64 hash of
+    each output (the outputs themselves are large; --dump writes them out for inspection)."""
+    fix_clock()
     tok = AutoTokenizer.from_pretrained(os.path.join(shared, "tokenizers", "gpt2"))
     template_kwargs = dict(tok.special_tokens_map)
     template_kwargs.update(SHARED_KWARGS)
