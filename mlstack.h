@@ -24643,6 +24643,10 @@ enum {
 #define MLSTACK__F_TOPK_NORM_ON 0x1000000000ull /* norm_topk_prob defaults to true (Qwen3-Next) */
 #define MLSTACK__F_TEXT_CONFIG \
     0x2000000000ull /* a vision-language class: the text model's keys in text_config (text only) */
+#define MLSTACK__F_SIGMOID_ROUTER \
+    0x4000000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
+                                                 (use_expert_bias), renormalized with + 1e-6, times
+                                                 routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -24787,7 +24791,7 @@ static const mlstack__family mlstack__families[] = {
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER},
     /* hybrids: recurrent layers beside attention */
-    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+    {"Lfm2ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
@@ -24812,6 +24816,12 @@ static const mlstack__family mlstack__families[] = {
              MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET},
+    {"Lfm2MoeForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
+         {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
+         {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
+          "k_layernorm"},
+         {MLSTACK__LAYER_CONV, "conv", "conv", NULL}},
 };
 /* clang-format on */
 
@@ -24857,6 +24867,8 @@ typedef struct mlstack__config {
     int moe_ff, shared_ff; /* expert and shared-expert widths */
     int norm_topk; /* renormalize the top-k routing weights */
     float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
+    int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
+    float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
@@ -24890,6 +24902,7 @@ typedef struct mlstack__layer {
        down of expert e; shared expert and its (1, D) gate where the family has one */
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
+    const float *expert_bias; /* (E,) added to the scores to choose experts (F_SIGMOID_ROUTER), or NULL */
     /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
@@ -25379,6 +25392,20 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
         return r;
     for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    c->moe_scale = 1;
+    if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
+        int dense = 0;
+        c->moe_sigmoid = 1;
+        c->moe_bias = mlstack__json_bool(mlstack__json_get(root, "use_expert_bias"), 1);
+        if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+            (v = mlstack__json_get(root, "num_dense_layers"),
+             !mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w > c->n_layers)))
+            return r ? r
+                     : MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_dense_layers must be 0 to %d", file,
+                                     c->n_layers);
+        dense = mlstack__json_is_null(v) ? 2 : (int)w; /* transformers' default: 2 */
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
+    }
     v = mlstack__json_get(root, "mlp_only_layers");
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
         if (v->type != MLSTACK__JSON_ARRAY)
@@ -26260,6 +26287,8 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
+    snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
+    if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
@@ -27745,6 +27774,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s.vocab_size %d but token_embd.weight has %d rows", path,
                              arch, v, c->n_vocab);
     c->tied = mlstack__gguf_tensor_find(g, "output.weight") == NULL;
+    c->n_kv_layers = c->n_layers; /* every layer attends */
     c->attn_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_q.bias") != NULL;
     c->o_bias = mlstack__gguf_tensor_find(g, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = c->fam->flags & MLSTACK__F_QK_NORM_HEAD ? MLSTACK__QK_NORM_HEAD : MLSTACK__QK_NORM_NONE;
@@ -28823,6 +28853,21 @@ static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
 }
 
+/* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
+   layer's input and output projections and its convolution (f32), biases zero. */
+static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                               const float *zeros, uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    int D = c->n_embd;
+    if (L->kind != MLSTACK__LAYER_CONV) return 0;
+    L->conv_w =
+        (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)D * (size_t)c->conv_k, seed, t + 2);
+    L->conv_b = c->conv_bias ? zeros : NULL;
+    return L->conv_w &&
+           mlstack__rand_linear(m, pool, dtype, 3 * D, D, c->conv_bias ? zeros : NULL, seed, t, &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -28876,6 +28921,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         float *ones, *zeros;
         if ((size_t)qd > n_zeros) n_zeros = (size_t)qd;
         if ((size_t)c->n_embd > n_zeros) n_zeros = (size_t)c->n_embd;
+        if (c->n_recurrent && 3 * (size_t)c->n_embd > n_zeros) n_zeros = 3 * (size_t)c->n_embd; /* conv in_proj bias */
+        if ((size_t)c->n_experts > n_zeros) n_zeros = (size_t)c->n_experts; /* expert_bias */
         ones = (float *)mlstack__model_own(m, n_ones * sizeof(float));
         zeros = (float *)mlstack__model_own(m, n_zeros * sizeof(float));
         m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
@@ -28909,7 +28956,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             mlstack__layer_kind(c, l, L);
             L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
-            else if (L->kind == MLSTACK__LAYER_ATTN && c->attn_gate) /* gate rows: tensor number t + 7 */
+            else if (L->kind != MLSTACK__LAYER_ATTN)
+                ok = mlstack__rand_mixer(m, &pool, dtype, L, zeros, seed, t);
+            else if (c->attn_gate) /* gate rows: tensor number t + 7 */
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
             ok =
                 ok &&
@@ -28925,6 +28974,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
                 int e;
                 L->moe = 1;
+                L->expert_bias = c->moe_bias ? zeros : NULL;
                 L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
                 ok = L->experts &&
                      mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
@@ -30582,19 +30632,20 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
+        const float *eb = L->expert_bias;
         int *idx = s->moe_idx + (size_t)b * K;
         for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
         for (e = 0; e < E; e++) {
-            lg[e] = mlstack__exp_canon(lg[e] - mx);
+            lg[e] = c->moe_sigmoid ? 1.0f / (1.0f + mlstack__exp_canon(-lg[e])) : mlstack__exp_canon(lg[e] - mx);
             sum += lg[e];
         }
-        for (e = 0; e < E; e++) lg[e] = lg[e] / sum;
-        for (k = 0; k < K; k++) { /* selection of the k largest, stable */
+        for (e = 0; e < E && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
                 int taken = 0;
                 for (j = 0; j < k; j++) taken |= idx[j] == e;
-                if (!taken && (best < 0 || lg[e] > lg[best])) best = e;
+                if (!taken && (best < 0 || (eb ? lg[e] + eb[e] > lg[best] + eb[best] : lg[e] > lg[best]))) best = e;
             }
             idx[k] = best;
             w[k] = lg[best];
@@ -30602,8 +30653,10 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
+            if (c->moe_sigmoid) t += 1e-6f; /* LFM2-MoE */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
+        for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
     }
     memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
     for (e = 0; e < E; e++) {
@@ -32243,6 +32296,10 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
+    if (R > 1 && c->n_recurrent) /* the state (>>kvcache) is one block per sequence, not sharded */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
+                             c->architecture, c->n_recurrent, c->n_layers);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
@@ -34031,12 +34088,6 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
-    /* the recurrent layers' state is not sharded: hybrids run on one rank */
-    if (c->n_recurrent && (d->n_ranks > 1 || d->n_stages > 1 || d->transport))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s has recurrent layers (%d of %d), whose state is not sharded "
-                             "over ranks or stages yet: run it on one rank",
-                             c->architecture, c->n_recurrent, c->n_layers);
     if (d->spec == MLSTACK_SPEC_DRAFT && d->spec_draft->cfg.n_recurrent)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: the draft model %s has recurrent layers; a draft model must be "

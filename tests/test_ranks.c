@@ -18,7 +18,8 @@
        quantized weights would be split;
      - the family fixtures (tests/fixtures/families): the families that shard give the same
        logits with R = 2, 3, 4 as one rank (gather: memcmp; reduce: within 1e-4); the others
-       (mixtures of experts, LayerNorm families, OLMo 2's q/k norms over all heads) refuse two
+       (mixtures of experts, LayerNorm families, OLMo 2's q/k norms over all heads, hybrids with
+       recurrent layers) refuse two
        ranks with a message naming the reason;
      - a model opened with defer_quant (Q8_0 conversion left to the ranks): in both modes the
        logits are memcmp-equal to the same mode on the model quantized at open; each rank reads
@@ -731,8 +732,9 @@ int main(void) {
     n = 0;
     dir = opendir("tests/fixtures/families");
     while (dir && (de = readdir(dir)) != NULL) {
-        static const char *const refused[] = {"mixtral",      "olmoe",    "qwen2_moe",    "qwen3_moe", "gpt_neox",
-                                              "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2",     "olmo3"};
+        static const char *const refused[] = {"mixtral",      "olmoe",    "qwen2_moe",    "qwen3_moe",    "gpt_neox",
+                                              "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2",        "olmo3",
+                                              "lfm2",         "lfm2_k4",  "lfm2_moe",     "lfm2_moe_top1"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         int k, refuse = 0;

@@ -505,6 +505,23 @@ FAMILIES = [
                     norm_eps=1e-5, tie_word_embeddings=False,
                     layer_types=["full_attention", "conv", "conv", "full_attention"]),
          drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15}),
+    # LFM2-MoE: layer 0 dense, then top-2 of 4 experts by sigmoid scores plus a random
+    # expert_bias (it changes which experts are chosen, not their weights), renormalized; routers
+    # at 1.0 (well separated scores: few near-ties for Q8_0 / Q4_1 rounding to flip)
+    dict(name="lfm2_moe", cls="Lfm2MoeForCausalLM",
+         extra=dict(num_hidden_layers=4, num_dense_layers=1, num_experts=4, num_experts_per_tok=2,
+                    moe_intermediate_size=32, conv_L_cache=3, norm_eps=1e-5,
+                    layer_types=["conv", "full_attention", "conv", "full_attention"]),
+         drop=("rms_norm_eps",), prompt_len=124, std={"conv.in_proj": 0.15, "feed_forward.gate": 1.0},
+         expert_bias_std=0.3, embed_std=0.3),
+    # top-1 of 3 without expert bias or renormalization, routed_scaling_factor 1.5 (experts at 0.12)
+    dict(name="lfm2_moe_top1", cls="Lfm2MoeForCausalLM",
+         extra=dict(num_hidden_layers=3, num_dense_layers=0, num_experts=3, num_experts_per_tok=1,
+                    moe_intermediate_size=32, conv_L_cache=3, norm_eps=1e-5, use_expert_bias=False,
+                    norm_topk_prob=False, routed_scaling_factor=1.5, tie_word_embeddings=False,
+                    layer_types=["full_attention", "conv", "conv"]),
+         drop=("rms_norm_eps",), prompt_len=120,
+         std={"conv.in_proj": 0.15, "feed_forward.gate": 0.6, "experts": 0.12}, embed_std=0.3),
     # The 2026 families below run a 128-token prompt.
     # SmolLM3: NoPE layers every 4th (no_rope_layer_interval's default, and what llama.cpp's smollm3
     # GGUF fixes), untied head (tests/test_gguf.c reads it as llama.cpp writes it). Weights of seed
@@ -718,6 +735,12 @@ def make_family(spec):
         with torch.no_grad():
             for layer in model.model.layers:
                 layer.self_attn.sinks += spec["sinks"]
+    if spec.get("expert_bias_std"):  # a buffer (not a parameter): zeros unless set here
+        rng = np.random.default_rng(seed + 1)
+        with torch.no_grad():
+            for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+                if bname.endswith("expert_bias"):
+                    buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
     model = model.to(dtype)
     model.config.dtype = dtype
     tcfg = cfg.get_text_config()
