@@ -732,9 +732,10 @@ int main(void) {
     n = 0;
     dir = opendir("tests/fixtures/families");
     while (dir && (de = readdir(dir)) != NULL) {
-        static const char *const refused[] = {"mixtral",      "olmoe",    "qwen2_moe",    "qwen3_moe",    "gpt_neox",
-                                              "gpt_neox_seq", "stablelm", "stablelm_par", "olmo2",        "olmo3",
-                                              "lfm2",         "lfm2_k4",  "lfm2_moe",     "lfm2_moe_top1"};
+        static const char *const refused[] = {"mixtral",      "olmoe",      "qwen2_moe",    "qwen3_moe",     "gpt_neox",
+                                              "gpt_neox_seq", "stablelm",   "stablelm_par", "olmo2",         "olmo3",
+                                              "lfm2",         "lfm2_k4",    "lfm2_moe",     "lfm2_moe_top1", "qwen3_5",
+                                              "qwen3_5_moe",  "qwen3_5_vl", "qwen3_next"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         int k, refuse = 0;
