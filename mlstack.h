@@ -824,7 +824,9 @@ MLSTACK_API double mlstack_clock_seconds(void);
 
 /* Engine descriptor. Zero means default:
      n_threads         0: number of physical cores (online CPUs where the topology is unknown)
-     kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV
+     kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV (models with
+                       recurrent layers: plus every sequence's state, twice, and a state snapshot
+                       per page; a given budget holds those too)
      kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences

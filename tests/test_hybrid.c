@@ -12,7 +12,8 @@
    - preemption under a small page pool: every request's tokens as when it runs alone;
    - rewind: to a page end with a snapshot continues with the same bits, elsewhere it fails and
      names the nearest position; rows that do not start at the sequence's end are refused;
-   - refusals: more than one rank, a config without layer_types. */
+   - refusals: more than one rank, a config without layer_types, a convolution wider than 64, a
+     layer type the family does not have. */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -280,6 +281,20 @@ static void check_refusals(mlstack_model *m) {
     CHECK(mlstack__json_parse(&doc, js, strlen(js), "config.json", &err) == MLSTACK_OK);
     CHECK(mlstack__config_parse(&c, doc.root, NULL, "config.json", &err) != MLSTACK_OK &&
           strstr(err.message, "layer_types is required"));
+    mlstack__json_free(&doc);
+    js = "{\"architectures\": [\"Lfm2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"conv_L_cache\": 100000, "
+         "\"layer_types\": [\"conv\", \"full_attention\"]}";
+    CHECK(mlstack__json_parse(&doc, js, strlen(js), "config.json", &err) == MLSTACK_OK);
+    CHECK(mlstack__config_parse(&c, doc.root, NULL, "config.json", &err) == MLSTACK_ERR_LIMIT &&
+          strstr(err.message, "conv_L_cache 100000"));
+    mlstack__json_free(&doc);
+    js = "{\"architectures\": [\"Lfm2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, "
+         "\"layer_types\": [\"conv\", \"mamba\"]}";
+    CHECK(mlstack__json_parse(&doc, js, strlen(js), "config.json", &err) == MLSTACK_OK);
+    CHECK(mlstack__config_parse(&c, doc.root, NULL, "config.json", &err) == MLSTACK_ERR_UNSUPPORTED &&
+          strstr(err.message, "layer_types[1]") && strstr(err.message, "\"conv\""));
     mlstack__json_free(&doc);
 }
 
