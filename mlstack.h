@@ -24562,8 +24562,12 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    which norms sit where, how norm weights are read, the activation, the attention options and
    the config keys that carry them. The one forward pass (>>forward) reads only the resulting
    config and layer fields; no code outside the table asks which family a model is.
+   Hybrids (LFM2) are rows too: a row's mixer group names its recurrent layer kind, the
+   layer_types value that marks those layers and their module; the layer kinds and the sizes of
+   their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms and the LayerNorm families (StableLM, GPT-NeoX). */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
+   hybrids. */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -24639,14 +24643,14 @@ enum {
    interleaved, the clamped SwiGLU (mlstack__map_oai_experts) */
 #define MLSTACK__F_OAI_EXPERTS 0x80000000u
 #define MLSTACK__F_YARN_WHOLE 0x100000000ull /* GGUF (no truncate key): yarn's correction range not truncated */
-#define MLSTACK__F_DELTANET 0x200000000ull /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
-#define MLSTACK__F_ATTN_GATE 0x400000000ull /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
-#define MLSTACK__F_QKVZ_GROUPED 0x800000000ull /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
-#define MLSTACK__F_TOPK_NORM_ON 0x1000000000ull /* norm_topk_prob defaults to true (Qwen3-Next) */
+#define MLSTACK__F_DELTANET 0x400000000ull /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
+#define MLSTACK__F_ATTN_GATE 0x800000000ull /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
+#define MLSTACK__F_QKVZ_GROUPED 0x1000000000ull /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
+#define MLSTACK__F_TOPK_NORM_ON 0x2000000000ull /* norm_topk_prob defaults to true (Qwen3-Next) */
 #define MLSTACK__F_TEXT_CONFIG \
-    0x2000000000ull /* a vision-language class: the text model's keys in text_config (text only) */
+    0x4000000000ull /* a vision-language class: the text model's keys in text_config (text only) */
 #define MLSTACK__F_SIGMOID_ROUTER \
-    0x4000000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
+    0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
 #define MLSTACK__MAX_EXPERTS 512
