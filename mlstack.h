@@ -24743,7 +24743,7 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
-    int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
+    int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
     long mult = 0;
     const mlstack__json *m;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
@@ -26068,11 +26068,19 @@ enum {
 #define MLSTACK__F_EXPERTS_3D \
     0x400000000ull /* experts as (E, 2F, D) gate|up and (E, D, F) down tensors, softmax over the top k
                       logits, beside an ungated shared MLP (Granite MoE) */
+#define MLSTACK__F_DELTANET \
+    0x8000000000ull /* layer_types may hold linear_attention: gated delta-net layers (Qwen3.5) */
+#define MLSTACK__F_ATTN_GATE 0x800000000ull /* q_proj rows per head: q then a gate; a * sigmoid(gate) before Wo */
+#define MLSTACK__F_QKVZ_GROUPED 0x1000000000ull /* delta-net in_proj_qkvz / in_proj_ba rows grouped per key head */
+#define MLSTACK__F_TOPK_NORM_ON 0x2000000000ull /* norm_topk_prob defaults to true (Qwen3-Next) */
+#define MLSTACK__F_TEXT_CONFIG \
+    0x4000000000ull /* a vision-language class: the text model's keys in text_config (text only) */
 #define MLSTACK__F_SIGMOID_ROUTER \
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
 #define MLSTACK__MAX_EXPERTS 512
+#define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
 /* One row of mlstack__families: a config.json class name, its GGUF architecture, its traits and
    the tensor names where they differ from Llama's, in labelled groups. In every group NULL means
@@ -26150,7 +26158,14 @@ typedef struct mlstack__family {
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
 #define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
+#define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
+/* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
+#define MLSTACK__F_QWEN35 \
+    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE)
+#define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
+#define MLSTACK__QWEN35_VL_NAMES \
+    {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -26228,6 +26243,26 @@ static const mlstack__family mlstack__families[] = {
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
+    {"Qwen3_5ForCausalLM", NULL, MLSTACK__F_QWEN35,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES,
+         MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
+    {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
+    /* their vision-language checkpoints, text only (the vision tower is skipped with a note) */
+    {"Qwen3_5ForConditionalGeneration", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES,
+         MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
+    {"Qwen3_5MoeForConditionalGeneration", NULL,
+         MLSTACK__F_QWEN35 | MLSTACK__F_TEXT_CONFIG | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__QWEN35_VL_NAMES,
+         MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
+    {"Qwen3NextForCausalLM", NULL,
+         MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
+             MLSTACK__F_TOPK_NORM_ON,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
+         MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
     {"Lfm2MoeForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
@@ -26320,6 +26355,11 @@ typedef struct mlstack__config {
     size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
     int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
+    /* gated delta-net layers: key heads of dk dims, value heads (a multiple of them) of dv dims,
+       the causal conv's width */
+    int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
+    int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
+    int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -26351,6 +26391,11 @@ typedef struct mlstack__layer {
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
     const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
+    mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
+    /* gated delta-net: w_in (W, D) holds the rows q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv +
+       2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
+       q | k | v; per value head -exp(A_log) and dt_bias; the gated output norm's weight (dv) */
+    const float *dn_neg_a, *dn_dt_bias, *dn_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26834,6 +26879,114 @@ static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__
     return MLSTACK_OK;
 }
 
+/* One delta-net layer's state per sequence: the conv window, the last K - 1 inputs of the conv
+   (K - 1, C) oldest first, then the matrix S of each value head (Hv, dk, dv). */
+static size_t mlstack__dn_state_floats(const mlstack__config *c) {
+    size_t C = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim;
+    return (size_t)(c->dn_conv - 1) * C + (size_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim;
+}
+
+/* Gated delta-net layers (Qwen3.5, Qwen3-Next): their heads and conv width; without layer_types
+   every full_attention_interval-th layer (default 4) is full attention, the rest delta-net. The
+   value heads are a multiple of the key heads (each key head serves a run of value heads). */
+static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__json *root, const char *file,
+                                            mlstack_error *err) {
+    mlstack_result r;
+    int i, every = 4;
+    if ((r = mlstack__cfg_int(root, "linear_num_key_heads", 16, &c->dn_k_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_num_value_heads", 32, &c->dn_v_heads, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_key_head_dim", 128, &c->dn_k_dim, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_value_head_dim", 128, &c->dn_v_dim, file, err)) ||
+        (r = mlstack__cfg_int(root, "linear_conv_kernel_dim", 4, &c->dn_conv, file, err)) ||
+        (r = mlstack__cfg_int(root, "full_attention_interval", 4, &every, file, err)))
+        return r;
+    if (c->dn_v_heads % c->dn_k_heads || c->dn_v_heads > 4096 || c->dn_k_dim > MLSTACK__MAX_DN_DIM ||
+        c->dn_v_dim > MLSTACK__MAX_DN_DIM || c->dn_conv > 64 ||
+        (int64_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim > ((int64_t)1 << 28))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: delta-net heads %d (key) / %d (value) of %d / %d dims, conv width %d (value heads "
+                             "a multiple of key heads, at most 4096; dims up to %d; width up to 64; a state of at "
+                             "most 2^28 floats per layer)",
+                             file, c->dn_k_heads, c->dn_v_heads, c->dn_k_dim, c->dn_v_dim, c->dn_conv,
+                             MLSTACK__MAX_DN_DIM);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS);
+    if (!c->has_layer_types) {
+        for (i = 0; i < c->n_layers; i++) {
+            c->layer_kind[i] = (unsigned char)((i + 1) % every != 0 ? MLSTACK__LAYER_DELTANET : MLSTACK__LAYER_ATTN);
+            c->n_recurrent += c->layer_kind[i] != MLSTACK__LAYER_ATTN;
+        }
+        c->has_layer_types = 1;
+    }
+    c->attn_gate = (c->fam->flags & MLSTACK__F_ATTN_GATE) != 0;
+    return MLSTACK_OK;
+}
+
+/* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
+   which layers are MoE (decoder_sparse_step, mlp_only_layers). */
+static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__json *v;
+    mlstack_result r;
+    int64_t w;
+    int i, step = 1;
+    const mlstack__json *e;
+    const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
+    if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
+        !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
+        ek = "num_local_experts";
+    if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
+        (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
+        (r = mlstack__cfg_int(root, f->moe.ff_key, 0, &c->moe_ff, file, err)))
+        return r;
+    if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
+                             "%s: %d experts, %d per token (at most %d experts, and no more "
+                             "per token than there are)",
+                             file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS);
+    c->norm_topk = (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"),
+                                                                           (f->flags & MLSTACK__F_TOPK_NORM_ON) != 0);
+    if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
+        (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
+        return r;
+    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    c->moe_scale = 1;
+    if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
+        int dense = 0;
+        c->moe_sigmoid = 1;
+        c->moe_bias = mlstack__json_bool(mlstack__json_get(root, "use_expert_bias"), 1);
+        if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+            (v = mlstack__json_get(root, "num_dense_layers"),
+             !mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w > c->n_layers)))
+            return r ? r
+                     : MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_dense_layers must be 0 to %d", file,
+                                     c->n_layers);
+        dense = mlstack__json_is_null(v) ? 2 : (int)w; /* transformers' default: 2 */
+        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
+    }
+    v = mlstack__json_get(root, "mlp_only_layers");
+    if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
+        if (v->type != MLSTACK__JSON_ARRAY)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices", file);
+        for (e = v->child; e; e = e->next) {
+            if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                     "%s: mlp_only_layers holds an entry that is not a layer index", file);
+            c->layer_moe[w] = 0;
+        }
+    }
+    if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
+    return MLSTACK_OK;
+}
+
 /* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
    the family's pattern (Qwen2: from max_window_layers on). */
 static mlstack_result mlstack__cfg_layer_types(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -27004,65 +27157,11 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    /* mixture of experts */
-    if (f->moe.block && !((f->flags & MLSTACK__F_EXPERTS_3D) &&
-                          mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) && w == 0)) {
-        int i, step = 1;
-        const mlstack__json *e;
-        const char *ek = f->moe.n_experts_key; /* transformers 5 writes num_local_experts for some */
-        if (mlstack__json_is_null(mlstack__json_get(root, ek)) &&
-            !mlstack__json_is_null(mlstack__json_get(root, "num_local_experts")))
-            ek = "num_local_experts";
-        if ((r = mlstack__cfg_int(root, ek, 0, &c->n_experts, file, err)) ||
-            (r = mlstack__cfg_int(root, "num_experts_per_tok", 0, &c->n_experts_used, file, err)) ||
-            (r = mlstack__cfg_int(root, f->moe.ff_key, 0, &c->moe_ff, file, err)))
-            return r;
-        if (c->n_experts > MLSTACK__MAX_EXPERTS || c->n_experts_used > c->n_experts)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,
-                                 "%s: %d experts, %d per token (at most %d experts, and no more "
-                                 "per token than there are)",
-                                 file, c->n_experts, c->n_experts_used, MLSTACK__MAX_EXPERTS);
-        if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: MoE with %d layers (at most %d supported)", file,
-                                 c->n_layers, MLSTACK__MAX_TYPED_LAYERS);
-        c->norm_topk =
-            (f->flags & MLSTACK__F_NORM_TOPK) || mlstack__json_bool(mlstack__json_get(root, "norm_topk_prob"), 0);
-        if ((f->flags & MLSTACK__F_SHARED_EXPERT) &&
-            (r = mlstack__cfg_int(root, "shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
-            return r;
-        if ((f->flags & MLSTACK__F_SPARSE_STEP) &&
-            (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
-            return r;
-        for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
-        c->moe_scale = 1;
-        if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
-            int dense = 0;
-            c->moe_sigmoid = 1;
-            c->moe_bias = mlstack__json_bool(mlstack__json_get(root, "use_expert_bias"), 1);
-            if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
-                (v = mlstack__json_get(root, "num_dense_layers"),
-                 !mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w > c->n_layers)))
-                return r ? r
-                         : MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_dense_layers must be 0 to %d", file,
-                                         c->n_layers);
-            dense = mlstack__json_is_null(v) ? 2 : (int)w; /* transformers' default: 2 */
-            for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
-        }
-        v = mlstack__json_get(root, "mlp_only_layers");
-        if ((f->flags & MLSTACK__F_SPARSE_STEP) && !mlstack__json_is_null(v)) {
-            if (v->type != MLSTACK__JSON_ARRAY)
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: mlp_only_layers must be a list of layer indices",
-                                     file);
-            for (e = v->child; e; e = e->next) {
-                if (!mlstack__json_int(e, &w) || w < 0 || w >= c->n_layers)
-                    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
-                                         "%s: mlp_only_layers holds an entry that is not a layer index", file);
-                c->layer_moe[w] = 0;
-            }
-        }
-        if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    }
+    if (f->moe.block &&
+        !((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) &&
+          w == 0) &&
+        (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
+        return r;
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
@@ -27152,6 +27251,7 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
     case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
         return (size_t)(c->ssm.conv - 1) * (size_t)c->ssm.conv_dim +
                (size_t)c->ssm.heads * (size_t)c->ssm.head_dim * (size_t)c->ssm.state;
+    case MLSTACK__LAYER_DELTANET: return mlstack__dn_state_floats(c);
     default: return 0;
     }
 }
@@ -27159,12 +27259,17 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
 /* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
    of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
 static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) /* q | k | v | z | b | a */
+        return 2 * c->dn_k_heads * c->dn_k_dim + 2 * c->dn_v_heads * c->dn_v_dim + 2 * c->dn_v_heads;
     return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
 }
 static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) return c->dn_v_heads * c->dn_v_dim;
     return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
 }
 static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
+        return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
     return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
 }
 
@@ -27186,6 +27291,8 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
         for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
         c->n_recurrent = c->n_layers, c->has_layer_types = 1;
     }
+    if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
+        return r;
     c->n_kv_layers = c->n_layers - c->n_recurrent;
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
@@ -27230,9 +27337,24 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     memset(c, 0, sizeof *c);
     if (!root || root->type != MLSTACK__JSON_OBJECT)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: not a JSON object", file);
-    if ((r = mlstack__cfg_arch(c, root, file, err)) || (r = mlstack__cfg_shape(c, root, file, err)) ||
-        (r = mlstack__cfg_features(c, root, file, err)) || (r = mlstack__cfg_mixer(c, root, file, err)) ||
-        (r = mlstack__cfg_layer_patterns(c, root, file, err)) || (r = mlstack__cfg_rope(c, root, file, err)))
+    if ((r = mlstack__cfg_arch(c, root, file, err)) != MLSTACK_OK) return r;
+    if (c->fam->flags & MLSTACK__F_TEXT_CONFIG) { /* text only: the language model's config */
+        const mlstack__json *tc = mlstack__json_get(root, "text_config"),
+                            *tied = mlstack__json_get(root, "tie_word_embeddings");
+        if (!tc || tc->type != MLSTACK__JSON_OBJECT)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
+        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
+        if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
+            (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
+            (r = mlstack__cfg_rope(c, tc, file, err)))
+            return r;
+        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+            c->tied = mlstack__json_bool(tied, 0);
+        return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
+    }
+    if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
+        (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
+        (r = mlstack__cfg_rope(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -27759,15 +27881,33 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         mlstack__weight_view(&L->wv, &all, q_dim + kv_dim, q_dim + 2 * kv_dim);
     } else {
         static const char *const proj[3] = {"q_proj", "k_proj", "v_proj"};
-        mlstack__weight *dst[3];
+        mlstack__weight *dst[3], qg;
         int rows3[3], pi;
-        dst[0] = &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
-        rows3[0] = q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
+        memset(&qg, 0, sizeof qg);
+        dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
+        rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
             snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
                 MLSTACK_OK)
                 return r;
+        }
+        if (c->attn_gate) { /* rows per head q_h | gate_h: copied into q | gate order, two views */
+            mlstack__weight all = qg;
+            int H = c->n_heads, Dh = c->head_dim, h, p;
+            unsigned char *dstb = (unsigned char *)mlstack__model_own(m, (size_t)qg.n_out * qg.row_bytes);
+            if (!dstb || qg.packed || qg.bias)
+                return MLSTACK__FAIL(err, dstb ? MLSTACK_ERR_UNSUPPORTED : MLSTACK_ERR_NO_MEMORY,
+                                     "%s: layer %d: gated q_proj %s", m->path, l,
+                                     dstb ? "with a bias or panel layout is not supported" : "out of memory");
+            for (h = 0; h < H; h++)
+                for (p = 0; p < 2; p++)
+                    memcpy(dstb + ((size_t)p * H * Dh + (size_t)h * Dh) * qg.row_bytes,
+                           (const unsigned char *)qg.data + (size_t)(2 * h + p) * Dh * qg.row_bytes,
+                           (size_t)Dh * qg.row_bytes);
+            all.data = dstb;
+            mlstack__weight_view(&L->wq, &all, 0, q_dim);
+            mlstack__weight_view(&L->wqg, &all, q_dim, 2 * q_dim);
         }
     }
     snprintf(nm, sizeof nm, "%s.%s", attn, f->name.o_proj ? f->name.o_proj : "o_proj");
@@ -28183,6 +28323,105 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
     L->ssm_a = a;
     return MLSTACK_OK;
 }
+/* A small parameter of n floats whatever its shape (conv weights (C, 1, K)) as f32. */
+static mlstack_result mlstack__model_array(mlstack_model *m, const char *name, int64_t n, const float **out,
+                                           mlstack_error *err) {
+    const mlstack__st_tensor *t = mlstack__st_find(&m->st, name);
+    int64_t have = 1;
+    int i;
+    float *dst;
+    if (!t)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is required by %s but missing", m->path, name,
+                             m->cfg.architecture);
+    for (i = 0; i < t->n_dims; i++) have = have * t->shape[i] <= ((int64_t)1 << 40) ? have * t->shape[i] : -1;
+    if (have != n || (t->dtype != MLSTACK_DTYPE_F32 && t->dtype != MLSTACK_DTYPE_F16 && t->dtype != MLSTACK_DTYPE_BF16))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s holds %lld %s values, expected %lld F32/F16/BF16",
+                             m->path, name, (long long)have, mlstack__dtype_names[t->dtype], (long long)n);
+    dst = (float *)mlstack__model_own(m, (size_t)n * sizeof(float));
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    mlstack__to_f32(t->dtype, m->st.files[t->file].data + t->begin, dst, (size_t)n);
+    m->n_params += (uint64_t)n;
+    m->weight_bytes += t->end - t->begin;
+    *out = dst;
+    return MLSTACK_OK;
+}
+
+/* Copies n rows of w from row `from` to row `to` of dst (rows of w's row_bytes). */
+static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight *w, int from, int n) {
+    memcpy(dst + (size_t)to * w->row_bytes, (const unsigned char *)w->data + (size_t)from * w->row_bytes,
+           (size_t)n * w->row_bytes);
+}
+
+/* Layer l's gated delta-net: the input projections gathered into one weight w_in of rows
+   q | k | v | z | b | a (Qwen3.5 stores in_proj_qkv, _z, _b, _a; Qwen3-Next in_proj_qkvz and
+   in_proj_ba with rows grouped per key head: q_h k_h v_h z_h and b_h a_h, each v_h, z_h, b_h,
+   a_h covering the value heads of key head h), out_proj, the conv, A_log (kept as -exp(A_log)),
+   dt_bias and the gated norm (applied as w). */
+static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                               mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk, D = c->n_embd;
+    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, W = C + vd + 2 * Hv, n_src, i, h;
+    mlstack__weight src[4];
+    unsigned char *dst;
+    float *na;
+    const float *alog;
+    mlstack_result r;
+    char name[256];
+    memset(src, 0, sizeof src);
+    if (c->fam->flags & MLSTACK__F_QKVZ_GROUPED) {
+        n_src = 2;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
+            (r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
+            return r;
+    } else {
+        static const char *const nm[4] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
+                                          "linear_attn.in_proj_a"};
+        int rows[4];
+        rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
+        n_src = 4;
+        for (i = 0; i < 4; i++)
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm[i]), rows[i], D, 0, &src[i], err))) return r;
+    }
+    for (i = 0; i < n_src; i++)
+        if (src[i].packed || src[i].wtype != src[0].wtype)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: delta-net input projections of different types or in panels", m->path,
+                                 l);
+    L->w_in = src[0];
+    L->w_in.name = NULL;
+    L->w_in.n_out = W;
+    dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
+    if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (n_src == 4) {
+        mlstack__copy_rows(dst, 0, &src[0], 0, C);
+        mlstack__copy_rows(dst, C, &src[1], 0, vd);
+        mlstack__copy_rows(dst, C + vd, &src[2], 0, Hv);
+        mlstack__copy_rows(dst, C + vd + Hv, &src[3], 0, Hv);
+    } else
+        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
+            int g0 = h * (2 * dk + 2 * G * dv);
+            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
+            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
+            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
+            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
+            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
+            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
+        }
+    L->w_in.data = dst;
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), D, vd, 0, &L->wo, err)) ||
+        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv, &L->conv_w,
+                                  err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.A_log"), Hv, &alog, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &L->dn_dt_bias, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.norm.weight"), dv, &L->dn_norm, err)))
+        return r;
+    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    if (!na) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (h = 0; h < Hv; h++) na[h] = -mlstack__exp_canon(alog[h]);
+    L->dn_neg_a = na;
+    return MLSTACK_OK;
+}
 
 /* Layer l's recurrent mixer (>>forward): a conv layer's input projection (B | C | x rows), its
    depthwise convolution ([C, 1, conv_k] as stored, kept as f32 (C, conv_k)) and bias, and its
@@ -28197,6 +28436,7 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     char name[256], nm[200];
     float *w;
     if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
+    if (L->kind == MLSTACK__LAYER_DELTANET) return mlstack__map_layer_delta(m, L, pre, l, err);
     if (L->kind != MLSTACK__LAYER_CONV)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
                              m->path, l, L->kind);
@@ -28267,10 +28507,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (13 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[12];
+    mlstack__weight *all[13];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -28280,8 +28520,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in;
-    for (i = 0; i < 12; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg;
+    for (i = 0; i < 13; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -30286,6 +30526,12 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         mlstack_model_close(m);
         return r;
     }
+    if (m->cfg.text_only && desc->log) {
+        char note[160];
+        snprintf(note, sizeof note, "%s: text only; the vision tower (model.visual.*) is not loaded",
+                 m->cfg.architecture);
+        desc->log(desc->log_user, 2, note);
+    }
     *out = m;
     return MLSTACK_OK;
 }
@@ -30419,6 +30665,26 @@ static int mlstack__rand_linear(mlstack_model *m, mlstack__pool *pool, mlstack_d
     return w->data != NULL;
 }
 
+/* A gated delta-net layer's random weights (tensor numbers from t): w_in, wo, and f32 conv
+   weights; A = 1 (-exp(A_log) = -1), dt_bias 0, the gated norm's weight 1. */
+static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                               uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim, i;
+    float *na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_heads);
+    float *dt = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_heads);
+    float *nw = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->dn_v_dim);
+    if (!na || !dt || !nw) return 0;
+    for (i = 0; i < c->dn_v_heads; i++) na[i] = -1.0f, dt[i] = 0.0f;
+    for (i = 0; i < c->dn_v_dim; i++) nw[i] = 1.0f;
+    L->dn_neg_a = na, L->dn_dt_bias = dt, L->dn_norm = nw;
+    L->conv_w = (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)C * c->dn_conv, seed, t + 2);
+    return L->conv_w &&
+           mlstack__rand_linear(m, pool, dtype, mlstack__mix_in_width(c, L->kind), c->n_embd, NULL, seed, t,
+                                &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
+}
+
 /* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
    layer's input and output projections and its convolution (f32), biases zero. */
 static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
@@ -30521,16 +30787,20 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
             L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
-            if (L->kind != MLSTACK__LAYER_ATTN) ok = mlstack__rand_mixer(m, &pool, dtype, L, zeros, seed, t);
-            else
-                ok =
-                    mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t,
-                                         &L->wq) &&
-                    mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
-                                         &L->wk) &&
-                    mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
-                                         &L->wv) &&
-                    mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo);
+            if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
+            else if (L->kind != MLSTACK__LAYER_ATTN)
+                ok = mlstack__rand_mixer(m, &pool, dtype, L, zeros, seed, t);
+            else if (c->attn_gate) /* gate rows: tensor number t + 7 */
+                ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
+            ok =
+                ok &&
+                (L->kind != MLSTACK__LAYER_ATTN ||
+                 (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
+                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
+                                       &L->wk) &&
+                  mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
+                                       &L->wv) &&
+                  mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo)));
             if (ok && c->n_experts && c->layer_moe[l]) {
                 /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
                 uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
@@ -31361,6 +31631,7 @@ typedef struct mlstack__scratch {
        out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
     float *mix_x, *mix_y, *mix_s;
     int *mix_run;
+    float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -32409,9 +32680,124 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
     }
 }
 
+/* ---- gated delta-net (Qwen3.5, Qwen3-Next): the mixer of MLSTACK__LAYER_DELTANET layers ----
+   Per token t of one sequence, with x_t = xn W_in split into q|k|v (C channels), z (Hv dv),
+   b and a (Hv):
+       u = silu(conv(window of the last K inputs q|k|v)), split into q, k (Hk heads of dk), v (Hv of dv)
+       q, k = q / |q|, k / |k| per head (|x| = sqrt(sum x^2 + 1e-6)); q = q / sqrt(dk)
+       per value head h, reading key head h / (Hv / Hk):
+           beta = sigmoid(b_h); g = -exp(A_log_h) softplus(a_h + dt_bias_h)
+           S_h = S_h exp(g); S_h += k (beta (v_h - S_h^T k))^T; o_h = S_h^T q
+           y_h = rmsnorm(o_h) * w * silu(z_h)
+   then out = y Wo (batched). This is transformers' recurrent rule (torch_recurrent_gated_delta_rule):
+   one token at a time, the same code for prefill and decode, so a prompt's logits do not depend
+   on how it is chunked or batched. transformers prefills with its chunked rule (64-token chunks
+   solved as triangular systems) instead: the same math, rounded differently (the fixtures record
+   the gap between its two paths: 3e-5 to 8.5e-5 on their logits). Every product feeding a sum is
+   an explicit fmaf, the rest rounds once (the canonical arithmetic of >>kernels). */
+
+static float mlstack__sigmoid_canon(float x) {
+    float e = mlstack__exp_canon(-x);
+    e = 1.0f + e;
+    return 1.0f / e;
+}
+
+/* The conv of one token over the channels of key heads [k0, k1) (their q and k channels and the
+   v channels of their value heads): u = silu(sum_j w_j in_j) over the window's K - 1 inputs and
+   x, then the window moves on by one (x its newest row); q and k L2-normalised, q / sqrt(dk). */
+static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, float *win, const float *x, float *u,
+                             int k0, int k1) {
+    int K = c->dn_conv, dk = c->dn_k_dim, kd = c->dn_k_heads * dk, G = c->dn_v_heads / c->dn_k_heads;
+    int gv = G * c->dn_v_dim, C = 2 * kd + c->dn_v_heads * c->dn_v_dim, r, ch, j, h;
+    float qs = sqrtf((float)dk);
+    for (r = 0; r < 3; r++) { /* the part's q, k and v channels */
+        int a = r == 2 ? 2 * kd + k0 * gv : r * kd + k0 * dk, e = r == 2 ? 2 * kd + k1 * gv : r * kd + k1 * dk;
+        for (ch = a; ch < e; ch++) {
+            const float *w = L->conv_w + (size_t)ch * K;
+            float acc = 0;
+            for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(w[j], win[(size_t)j * C + ch], acc);
+            acc = MLSTACK__FMAF(w[K - 1], x[ch], acc);
+            u[ch] = acc / (1.0f + mlstack__exp_canon(-acc));
+            for (j = 0; j + 1 < K - 1; j++) win[(size_t)j * C + ch] = win[(size_t)(j + 1) * C + ch];
+            if (K > 1) win[(size_t)(K - 2) * C + ch] = x[ch];
+        }
+    }
+    for (r = 0; r < 2; r++) /* q heads, then k heads */
+        for (h = k0; h < k1; h++) {
+            float *v = u + (size_t)r * kd + (size_t)h * dk, ss = 0, inv;
+            for (j = 0; j < dk; j++) ss = MLSTACK__FMAF(v[j], v[j], ss);
+            inv = 1.0f / sqrtf(ss + 1e-6f);
+            for (j = 0; j < dk; j++) v[j] = v[j] * inv;
+            if (r == 0)
+                for (j = 0; j < dk; j++) v[j] = v[j] / qs;
+        }
+}
+
+/* Value head h of one token: the decay and delta-rule update of S (dk, dv), the read o = S^T q,
+   then y = rmsnorm(o) w silu(z). */
+static void mlstack__dn_head(const mlstack__config *c, const mlstack__layer *L, float *S, const float *u,
+                             const float *x, int h, float *y, float *tmp) {
+    int dk = c->dn_k_dim, dv = c->dn_v_dim, kd = c->dn_k_heads * dk, vd = c->dn_v_heads * dv, i, j;
+    int C = 2 * kd + vd, kh = h / (c->dn_v_heads / c->dn_k_heads);
+    const float *q = u + (size_t)kh * dk, *k = u + kd + (size_t)kh * dk, *v = u + 2 * kd + (size_t)h * dv;
+    const float *z = x + C + (size_t)h * dv;
+    float beta = mlstack__sigmoid_canon(x[C + vd + h]), g, decay, *mem = tmp, ss = 0, inv;
+    g = mlstack__softplus(x[C + vd + c->dn_v_heads + h] + L->dn_dt_bias[h]);
+    g = L->dn_neg_a[h] * g;
+    decay = mlstack__exp_canon(g);
+    for (i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
+    for (j = 0; j < dv; j++) mem[j] = 0;
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) mem[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], k[i], mem[j]);
+    for (j = 0; j < dv; j++) {
+        float d = v[j] - mem[j];
+        mem[j] = d * beta; /* delta */
+    }
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) S[(size_t)i * dv + j] = MLSTACK__FMAF(k[i], mem[j], S[(size_t)i * dv + j]);
+    for (j = 0; j < dv; j++) y[j] = 0;
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < dv; j++) y[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], q[i], y[j]);
+    for (j = 0; j < dv; j++) ss = MLSTACK__FMAF(y[j], y[j], ss);
+    inv = 1.0f / sqrtf(ss / (float)dv + c->eps);
+    for (j = 0; j < dv; j++) {
+        float t = y[j] * inv, sz = z[j] / (1.0f + mlstack__exp_canon(-z[j]));
+        t = t * L->dn_norm[j];
+        y[j] = t * sz;
+    }
+}
+
+/* The delta-net mixer (the contract above): units are the key heads, each with its run of value
+   heads and their channels, so a part's conv channels, state and outputs are its own. x rows of
+   mlstack__mix_in_width (q | k | v | z | b | a), y rows of Hv dv; scratch: the conv's output (C),
+   one row of dv. */
+static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x,
+                                  float *y, int n_tok, int part, int n_parts, float *scratch) {
+    const mlstack__config *c = &m->cfg;
+    int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim;
+    int W = C + vd + 2 * c->dn_v_heads, G = c->dn_v_heads / c->dn_k_heads, t, h, k0, k1;
+    size_t sS = (size_t)c->dn_k_dim * c->dn_v_dim;
+    float *S = state + (size_t)(c->dn_conv - 1) * C;
+    mlstack__part_range(c->dn_k_heads, part, n_parts, &k0, &k1);
+    for (t = 0; t < n_tok; t++) {
+        const float *xt = x + (size_t)t * W;
+        mlstack__dn_conv(c, L, state, xt, scratch, k0, k1);
+        for (h = k0 * G; h < k1 * G; h++)
+            mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h, y + (size_t)t * vd + (size_t)h * c->dn_v_dim,
+                             scratch + C);
+    }
+}
+
+/* Gated attention (one rank): a (B, H Dh) *= sigmoid(gate), the gate rows of q_proj times xn. */
+static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const float *in, float *att, int B) {
+    size_t i, n = (size_t)B * (size_t)L->wqg.n_out;
+    mlstack__project(rk, in, B, 1, &L->wqg, rk->s.dn_g, NULL, NULL, NULL, NULL);
+    for (i = 0; i < n; i++) att[i] = att[i] * mlstack__sigmoid_canon(rk->s.dn_g[i]);
+}
+
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
 static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
-                                                                       NULL, NULL};
+                                                                       mlstack__mix_deltanet, NULL};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -32534,6 +32920,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
+    if (L->wqg.data) mlstack__attn_gate(rk, L, in, xb->att, B); /* gated attention (one rank) */
     /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
@@ -33530,6 +33917,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->rd = mlstack__falloc(B, (size_t)c->n_embd);
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
+    if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -33605,6 +33993,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
+    mlstack__aligned_free(s->dn_g);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -33897,6 +34286,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
+    if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
     if (R > 1 && c->layernorm) /* not yet split: MLPs without a gate, parallel residuals */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (LayerNorm family) runs on one rank only", c->architecture);
@@ -35750,6 +36142,11 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
         if ((size_t)c->n_heads * (size_t)c->head_dim > max_in) max_in = (size_t)c->n_heads * (size_t)c->head_dim;
         if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+        if (c->state_floats) { /* w_in's rows: q | k | v | z | b | a */
+            size_t W = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)2 * c->dn_v_heads * c->dn_v_dim +
+                       (size_t)2 * c->dn_v_heads;
+            if (W > max_in) max_in = W;
+        }
         if ((uint64_t)d->max_batch_tokens * max_in >
             (uint64_t)INT_MAX) /* the forward pass indexes rows x width in int */
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT,

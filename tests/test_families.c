@@ -26,6 +26,13 @@ static int read_ids(const mlstack__json *a, int32_t *ids, int cap) {
 }
 
 /* Load-time Q8_0 (experts included): logits close to the f32 ones (ours). */
+/* Recurrent (gated delta-net) fixtures: the state integrates every earlier position's rounding,
+   and the decay and beta gates of these random models come from 32-wide rows that one Q8_0 block
+   covers, so quantization moves their logits more (measured: Q8_0 KL 0.009 - 0.035, mean shift
+   1.6 - 2.2% of the largest logit; Q4_1 KL 0.31 - 0.50). Their bounds: Q8_0 KL 0.048, mean shift
+   4%, Q4_1 KL 1.0; a scale or layout bug still gives KL in the units. */
+static double q_slack = 1.0;
+
 static void check_q8_close(const char *name, mlstack_model_desc md, const mlstack_engine_desc *ed, const int32_t *ids,
                            int n, const float *ours, int n_vocab) {
     mlstack_error err;
@@ -44,7 +51,7 @@ static void check_q8_close(const char *name, mlstack_model_desc md, const mlstac
         }
         /* 8-bit weights on these tiny (D = 32) random models: on average 2% of the largest
            logit (a routing or near-tie flip may move single rows more) */
-        CHECKF(q && sum / (n * n_vocab) < 0.02 * big,
+        CHECKF(q && sum / (n * n_vocab) < 0.02 * q_slack * big,
                "%s: Q8_0 moves logits by %.3g on average (max %.3g, largest %.3g)", name, sum / (n * n_vocab), dq, big);
         printf("  %-14s Q8_0: mean |logit - f32| %.2e, max %.2e (largest %.2f)\n", name, sum / (n * n_vocab), dq, big);
         free(q);
@@ -78,8 +85,9 @@ static void check_quality(const char *name, mlstack_model_desc md, const mlstack
         } else if (quality_compare(e1, &eq, 1, n_vocab, ids, n, n, &qq) != 0) {
             CHECKF(0, "%s: %s: quality run failed", name, mlstack_dtype_name(qb[t].type));
         } else {
-            CHECKF(qq.mean_kl <= qb[t].max_mean_kl, "%s %s: mean KL %.5f (bound %.3f)", name,
-                   mlstack_dtype_name(qb[t].type), qq.mean_kl, qb[t].max_mean_kl);
+            double bound = qb[t].max_mean_kl * (q_slack > 1 ? (t ? 2 : 4) : 1);
+            CHECKF(qq.mean_kl <= bound, "%s %s: mean KL %.5f (bound %.3f)", name, mlstack_dtype_name(qb[t].type),
+                   qq.mean_kl, bound);
             printf("  %-14s %s: mean KL %.5f, top-1 %.1f%%\n", name, mlstack_dtype_name(qb[t].type), qq.mean_kl,
                    100 * qq.top1);
         }
@@ -225,6 +233,12 @@ static void check_family(const char *name) {
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
     CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",
            name);
+    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff")) { /* recurrent layers: decode == prefill */
+        float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
+        CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
+               "%s: logits differ when the prompt is decoded one token at a time", name);
+        free(one);
+    }
     /* greedy continuation */
     CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
     memset(&g, 0, sizeof g);
@@ -240,6 +254,7 @@ static void check_family(const char *name) {
         if (k >= fx_n_greedy || fx_greedy[k] != gen_greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
     mlstack_engine_seq_free(e2, seq);
+    q_slack = mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") ? 2.0 : 1.0;
     CHECKF(!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab, "%s: generate_last.bin has %zu bytes", name,
            gen_len);
     if (!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab)
@@ -300,6 +315,11 @@ static void check_refusals(void) {
         {"{\"architectures\": [\"Mamba2ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
          "\"vocab_size\": 16, \"num_heads\": 3, \"head_dim\": 8, \"n_groups\": 2}",
          "groups must divide the heads"},
+        {"{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"linear_num_key_heads\": 3, "
+         "\"linear_num_value_heads\": 4}",
+         "value heads a multiple of key heads"},
+        {"{\"architectures\": [\"Qwen3_5ForConditionalGeneration\"], \"vision_config\": {}}", "needs a text_config"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -366,6 +386,25 @@ static void check_patterns(void) {
     }
 }
 
+/* A vision-language checkpoint (Qwen3_5ForConditionalGeneration) opens text only, and says so
+   through the log callback (info level). */
+static int vl_notes;
+static void vl_log(void *user, int level, const char *message) {
+    (void)user;
+    if (level == 2 && strstr(message, "vision tower") && strstr(message, "not loaded")) vl_notes++;
+}
+static void check_vision_note(void) {
+    mlstack_model_desc md;
+    mlstack_model *m = NULL;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/families/qwen3_5_vl";
+    md.log = vl_log;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == 1, "qwen3_5_vl: open (%s), %d notes",
+           m ? "ok" : err.message, vl_notes);
+    mlstack_model_close(m);
+}
+
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
@@ -374,6 +413,7 @@ int main(int argc, char **argv) {
     int n = 0, i;
     check_refusals();
     check_patterns();
+    check_vision_note();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();

@@ -1,5 +1,6 @@
-/* Hybrid models (recurrent layers beside attention: LFM2, Granite 4.0-H, Nemotron-H; Mamba2 alone) on the
-   engine's paths that move the recurrent state: tiny fixtures of tests/fixtures/families (made by
+/* Hybrid models (recurrent layers beside attention: LFM2's short convolutions, Granite 4.0-H and
+   Nemotron-H's Mamba2, the gated delta-net of Qwen3.5 / Qwen3.5-MoE / Qwen3-Next; Mamba2 alone) on
+   the engine's paths that move the recurrent state: tiny fixtures of tests/fixtures/families (made by
    tools/make_fixtures.py; their logits against transformers are checked by test_families).
    - prefill == decode: the prompt evaluated in one batch, token by token and in chunks of 5 and
      16 gives the same bits (1 and 2 threads);
@@ -323,7 +324,10 @@ int main(void) {
                                   "granite_hybrid_moe",
                                   "granite_hybrid_top1",
                                   "nemotron_h",
-                                  "lfm2_moe"};
+                                  "lfm2_moe",
+                                  "qwen3_5",
+                                  "qwen3_5_moe",
+                                  "qwen3_next"};
     int i;
     for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         int32_t ids[MAXP];

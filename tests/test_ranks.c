@@ -753,7 +753,11 @@ int main(void) {
                                               "granite_hybrid",
                                               "granite_hybrid_moe",
                                               "granite_hybrid_top1",
-                                              "nemotron_h"};
+                                              "nemotron_h",
+                                              "qwen3_5",
+                                              "qwen3_5_moe",
+                                              "qwen3_5_vl",
+                                              "qwen3_next"};
         mlstack_engine_desc d;
         mlstack_engine *e = NULL;
         int k, refuse = 0;

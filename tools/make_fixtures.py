@@ -453,6 +453,48 @@ FAMILIES = [
     dict(name="llama_dynamic", cls="LlamaForCausalLM",
          extra=dict(max_position_embeddings=64, rope_scaling={"rope_type": "dynamic", "factor": 4.0}),
          incremental=True),
+    # Qwen3.5 hybrid: gated delta-net layers (causal conv over q|k|v, L2-normalised q/k, decay
+    # g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b), gated output RMSNorm; 2 key heads
+    # serving 4 value heads, head dims 8 and 12) around gated full attention (q_proj's doubled
+    # width, sigmoid output gate, (1 + w) q/k norms, partial rotary 1/4); layer order
+    # linear, full, linear, linear, full; dense MLP. 128-token prompt
+    dict(name="qwen3_5", cls="Qwen3_5ForCausalLM",
+         extra=dict(num_hidden_layers=5, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=12, linear_conv_kernel_dim=4,
+                    layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention",
+                                 "full_attention"],
+                    partial_rotary_factor=0.25, tie_word_embeddings=False),
+         plus_one=True, prompt_len=128, delta=True),
+    # Qwen3.5-MoE: top-2 of 4 always renormalized, a shared expert with its sigmoid gate;
+    # full attention first, conv width 3, k heads = v heads (2 x 8 / 2 x 8)
+    dict(name="qwen3_5_moe", cls="Qwen3_5MoeForCausalLM",
+         extra=dict(num_hidden_layers=3, linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=3,
+                    layer_types=["full_attention", "linear_attention", "linear_attention"],
+                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=48, partial_rotary_factor=0.25, tie_word_embeddings=False),
+         plus_one=True, prompt_len=128, delta=True),
+    # Qwen3-Next: q|k|v|z and b|a fused per key head group (in_proj_qkvz, in_proj_ba), top-1
+    # of 4 without renormalization plus the gated shared expert, layer 2 dense (mlp_only_layers);
+    # 1 key head serving 3 value heads
+    dict(name="qwen3_next", cls="Qwen3NextForCausalLM",
+         extra=dict(num_hidden_layers=3, linear_num_key_heads=1, linear_num_value_heads=3, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                    layer_types=["linear_attention", "linear_attention", "full_attention"],
+                    num_experts=4, num_experts_per_tok=1, moe_intermediate_size=32, norm_topk_prob=False,
+                    shared_expert_intermediate_size=48, mlp_only_layers=[2], partial_rotary_factor=0.5,
+                    tie_word_embeddings=False),
+         plus_one=True, prompt_len=128, delta=True),
+    # Qwen3.5 as its vision-language checkpoint: config.json's text_config, the text model under
+    # model.language_model, a (tiny) vision tower mlstack skips; text-only prompt
+    dict(name="qwen3_5_vl", cls="Qwen3_5ForConditionalGeneration",
+         extra=dict(num_hidden_layers=3, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                    layer_types=["linear_attention", "linear_attention", "full_attention"],
+                    partial_rotary_factor=0.25, tie_word_embeddings=False),
+         vision=dict(depth=1, hidden_size=16, num_heads=2, intermediate_size=32, out_hidden_size=32, patch_size=4,
+                     spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16),
+         plus_one=True, prompt_len=120, delta=True),
     # LFM2 (hybrid): gated short-convolution layers (conv_L_cache 3) between GQA layers with
     # per-head q/k norms, tied head; a 128-token prompt (the recurrent state crosses 8 KV pages);
     # the conv input projections at 0.15 (their outputs multiply three ways: B * x * C)
@@ -601,23 +643,28 @@ def fam_config(spec):
             rope["partial_rotary_factor"] = kw["partial_rotary_factor"]
         kw["rope_parameters"] = rope
     cls = getattr(transformers, spec["cls"])
-    cfg = cls.config_class(**kw)
+    if "vision" in spec:  # a vision-language class: the text model's keys go to text_config
+        cfg = cls.config_class(text_config=kw, vision_config=spec["vision"],
+                               tie_word_embeddings=kw.get("tie_word_embeddings", False))
+    else:
+        cfg = cls.config_class(**kw)
     cfg._attn_implementation = "eager"
     return cls, cfg
 
 
-def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None):
-    """As init_weights; norm weights of (1 + w) norms (Gemma) centred on 0; std: {name part: std}
-    for projections that need their own scale."""
+def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_one=False):
+    """As init_weights; norm weights of (1 + w) norms (Gemma, Qwen3.5/Next; not the delta-net's
+    gated output norm, which applies w) centred on 0; std: {name part: std} for projections that
+    need their own scale."""
     rng = np.random.default_rng(seed)
-    plus_one = type(model).__name__.startswith("Gemma")
+    plus_one = plus_one or type(model).__name__.startswith("Gemma")
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             shape = tuple(p.shape)
             if "norm" in name and name.endswith(".bias"):
                 v = 0.1 * rng.standard_normal(shape)
             elif "norm" in name:
-                v = (0.0 if plus_one else 1.0) + 0.2 * rng.standard_normal(shape)
+                v = (0.0 if plus_one and "linear_attn.norm" not in name else 1.0) + 0.2 * rng.standard_normal(shape)
             elif name.endswith(".bias"):
                 v = 0.2 * rng.standard_normal(shape)
             elif "embed" in name:
@@ -686,7 +733,7 @@ def run_incremental(model, ids, n_new):
     whose frequencies depend on the length of the forward's sequence (longrope, dynamic), every row then
     sees the length up to itself. Logits at every prompt position and n_new greedy tokens."""
     from transformers import DynamicCache
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=model.config.get_text_config())
     rows, greedy, seq = [], [], list(ids)
     with torch.no_grad():
         for i in range(len(ids) + n_new - 1):
@@ -731,20 +778,22 @@ def make_family(spec):
     os.makedirs(out)
     cls, cfg = fam_config(spec)
     model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"))
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
+                     spec.get("plus_one", False))
+    if spec.get("sinks"):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.sinks += spec["sinks"]
     if spec.get("expert_bias_std"):  # a buffer (not a parameter): zeros unless set here
         rng = np.random.default_rng(seed + 1)
         with torch.no_grad():
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
                 if bname.endswith("expert_bias"):
                     buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
-    if spec.get("sinks"):
-        with torch.no_grad():
-            for layer in model.model.layers:
-                layer.self_attn.sinks += spec["sinks"]
     model = model.to(dtype)
     model.config.dtype = dtype
-    model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
+    tcfg = cfg.get_text_config()
+    model.generation_config = GenerationConfig(bos_token_id=tcfg.bos_token_id, eos_token_id=tcfg.eos_token_id)
     model.save_pretrained(out)
     if spec.get("legacy") == "neox":
         legacy_neox_config(os.path.join(out, "config.json"))
@@ -758,7 +807,7 @@ def make_family(spec):
         loaded = loaded.float()
 
     for attempt in range(MAX_ATTEMPTS):
-        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, cfg.bos_token_id)
+        ids = prompt_ids(seed, spec.get("prompt_len", PROMPT_LONG), attempt, FAM_VOCAB, tcfg.bos_token_id)
         if spec.get("incremental"):
             logits, greedy, rows = run_incremental(loaded, ids, NEW_TOKENS)
         else:
@@ -790,6 +839,13 @@ def make_family(spec):
             moved = float((loaded(torch.tensor([ids])).logits[0].float() - logits).abs().max())
         assert moved > 0.1, (name, moved)
         clip["attn_softcap_moves_logits_by"] = round(moved, 4)
+    if spec.get("delta"):
+        # the logits stored are transformers' one forward over the prompt, which runs the gated
+        # delta rule chunked (torch_chunk_gated_delta_rule, chunks of 64); token by token with the
+        # cache it runs the recurrent rule (torch_recurrent_gated_delta_rule), as mlstack does:
+        # how far apart the two are is recorded
+        rec, _, _ = run_incremental(loaded, ids, 1)
+        clip["chunked_vs_recurrent_max_diff"] = float("%.3g" % float((rec - logits).abs().max()))
     if spec.get("ablate"):  # the sinks and the SwiGLU clamp must matter
         x = torch.tensor([ids])
         saved = [l.self_attn.sinks.detach().clone() for l in loaded.model.layers]
@@ -813,7 +869,9 @@ def make_family(spec):
     if gen is not None:
         gen[1].numpy().astype("<f4").tofile(os.path.join(out, "generate_last.bin"))
     ref = {"model": name, "architecture": loaded.config.architectures[0], "dtype": DTYPE_NAMES[dtype],
-           "compute": "f32", "run": "one token per forward, KV cache" if spec.get("incremental") else "one forward",
+           "compute": "f32",
+           "run": "one token per forward, KV cache" if spec.get("incremental")
+           else "one forward (gated delta rule chunked)" if spec.get("delta") else "one forward",
            "positions": len(ids), "vocab": FAM_VOCAB, "ids": ids, "greedy": greedy,
            "min_greedy_margin": round(m, 6), "attempts": attempt}
     ref.update(clip)
