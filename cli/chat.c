@@ -7,7 +7,6 @@
    Terminal handling (raw mode, the line editor, SIGINT) is POSIX and sits in the TERMINAL part
    below; elsewhere (_WIN32) input is read line by line without editing. */
 #include "cli.h"
-#include "width.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,6 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 #define CHAT_TERMINAL 1
+#include "width.h" /* display columns of code points: the terminal editor's alone */
 #else
 #include <io.h>
 #define isatty _isatty
