@@ -3082,7 +3082,7 @@ static int32_t mlstack__esc_letter(int c, const char *letters) {
 }
 
 /* A Unicode scalar value: at most U+10FFFF and not a surrogate (what UTF-8 may encode). */
-static int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
+static MLSTACK__UNUSED int mlstack__cp_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 
 /* Parses a string starting at the opening quote; decoded bytes never exceed the raw length. */
 static mlstack_result mlstack__json_string(mlstack__json_parser *p, const char **out, size_t *out_len) {
