@@ -27324,7 +27324,8 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     c->state_floats = 0;
     for (l = 0; l < c->n_layers; l++) {
         size_t n = mlstack__state_floats(c, c->layer_kind[l]);
-        if (n > ((size_t)1 << 40) - c->state_floats)
+        if ((uint64_t)n > (((uint64_t)1 << 40) < SIZE_MAX / 8 ? ((uint64_t)1 << 40) : (uint64_t)(SIZE_MAX / 8)) -
+                              (uint64_t)c->state_floats)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: recurrent state too large", file);
         c->state_floats += n;
     }
