@@ -2214,7 +2214,8 @@ MLSTACK__FN mlstack_result mlstack__path_missing(const char *path, mlstack_error
         if (d) mlstack__dir_close(d);
         return MLSTACK_OK;
     }
-    return MLSTACK__FAIL(err, MLSTACK_ERR_IO, "%s: no such file or folder (a model is a GGUF file or a folder)", path);
+    return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: no such file or folder (a model is a GGUF file or a folder)",
+                         path);
 }
 
 /* Read-only mapping of a whole file. Never written. */
@@ -29591,7 +29592,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].kind = c->rope_kind ? c->rope_kind : MLSTACK__ROPE_DEFAULT;
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
-    c->embed_scale = c->residual_scale = c->logits_div = 1.0f;
+    c->embed_scale = c->residual_scale = c->logits_div = c->moe_scale = 1.0f;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -34276,10 +34277,6 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
                              "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
                              c->n_layers);
     T = R / S;
-    if (T > c->n_heads)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                             "mlstack_engine_init: %d ranks%s for %d attention heads (at most one rank per head)", T,
-                             S > 1 ? " in a stage" : "", c->n_heads);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
@@ -34297,6 +34294,10 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (q/k norms over all heads) runs on one rank only",
                              c->architecture);
+    if (T > c->n_heads)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "mlstack_engine_init: %d ranks%s for %d attention heads (at most one rank per head)", T,
+                             S > 1 ? " in a stage" : "", c->n_heads);
     if (t && S > 1 && (!t->send || !t->recv || (T > 1 && (!t->split || !t->close))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: pipeline stages need a transport with send and recv%s",

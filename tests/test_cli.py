@@ -164,11 +164,11 @@ def main():
         # build reports leaks at exit: tests/test_cli.py --mlstack build/asan-cli/mlstack) ----
         bad_schema = os.path.join(tmp, "bad_schema.json")
         with open(bad_schema, "w") as f:
-            f.write('{"type": "object", "properties": {"x": {"oneOf": [{}]}}}')
+            f.write('{"type": "object", "properties": {"x": {"unevaluatedProperties": false}}}')
         bad_gbnf = os.path.join(tmp, "bad.gbnf")
         with open(bad_gbnf, "w") as f:
             f.write("root ::= undefined_rule")
-        for args, want in [(["--json-schema", bad_schema], "unsupported keyword 'oneOf'"),
+        for args, want in [(["--json-schema", bad_schema], "unsupported keyword 'unevaluatedProperties'"),
                            (["--grammar", bad_gbnf], "undefined rule"), (["--regex", "(a"], "missing )"),
                            (["--json-schema", bad_schema, "--regex", "a"], "use one of"),
                            (["--grammar", os.path.join(tmp, "missing.gbnf")], "cannot read")]:

@@ -62,7 +62,8 @@ def main():
         rw, ow, ew = win(*args)
         rn, on, en = nat(*args)
         if what == "info":  # the model's lines (the kernel, rank and thread lines describe the host)
-            ow, on = b"\n".join(ow.split(b"\n")[1:9]), b"\n".join(on.split(b"\n")[1:9])
+            # (the version line names each build's compiler and commit)
+            ow, on = [b"\n".join([ln for ln in o.split(b"\n") if not ln.startswith(b"mlstack ")][1:9]) for o in (ow, on)]
         elif what.startswith("greedy run"):  # the ids and text (not the timings)
             try:
                 jw, jn = json.loads(ow), json.loads(on)

@@ -1514,10 +1514,11 @@ def grammar_part(exe, tmp):
                 "a tool result in the history renders and is answered", r2)
         try:
             client.chat.completions.create(model=model, messages=weather, max_tokens=4, response_format={
-                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "not": {}}}})
+                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "unevaluatedProperties": False}}})
             T.check(False, "a bad schema raises BadRequestError")
         except openai.BadRequestError as e:
-            T.check(e.status_code == 400 and "'not'" in str(e), "a bad schema raises BadRequestError naming the keyword", e)
+            T.check(e.status_code == 400 and "'unevaluatedProperties'" in str(e),
+                    "a bad schema raises BadRequestError naming the keyword", e)
     finally:
         rc, out = srv.stop()
     T.check(rc == 0, "the tools server exits 0 on SIGTERM", out[-800:])
