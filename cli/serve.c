@@ -2773,6 +2773,16 @@ static void conn_wait(conn *c) {
     c->wait_since = now_s();
 }
 
+/* Takes c out of the server's list of connections and its counts (s->mu held). */
+static void conn_unlink(srv *s, conn *c) {
+    if (c->prev) c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    if (c->waiting) s->n_waiting--;
+    s->n_conns--;
+}
+
 static void *conn_main(void *arg) {
     conn *c = (conn *)arg;
     srv *s = c->s;
@@ -2812,12 +2822,7 @@ static void *conn_main(void *arg) {
     }
     conn_hold(c, 0);
     pthread_mutex_lock(&s->mu);
-    if (c->prev) c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    if (c->waiting) s->n_waiting--;
-    s->n_conns--;
+    conn_unlink(s, c);
     close(c->fd); /* under mu: the accept thread may shut a listed connection's socket down */
     pthread_cond_broadcast(&s->conns_cv);
     pthread_mutex_unlock(&s->mu);
@@ -3066,12 +3071,7 @@ static void srv_accept_loop(srv *s) {
         }
         if (pthread_create(&th, &attr, conn_main, c) != 0) {
             pthread_mutex_lock(&s->mu);
-            if (c->prev) c->prev->next = c->next;
-            else
-                s->conns = c->next;
-            if (c->next) c->next->prev = c->prev;
-            if (c->waiting) s->n_waiting--;
-            s->n_conns--;
+            conn_unlink(s, c);
             close(fd);
             pthread_mutex_unlock(&s->mu);
             free(c->in.buf);
