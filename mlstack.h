@@ -23985,9 +23985,8 @@ enum {
 
 /* Assertion keywords outside the subset: refused by name. Every keyword neither handled nor
    listed here is an annotation or unknown, and is ignored as the specification says. */
-static const char *const mlstack__js_refused[] = {"dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
-                                                  "$dynamicRef",      "$recursiveRef",         "minContains",
-                                                  "maxContains"};
+static const char *const mlstack__js_refused[] = {"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                                                  "$recursiveRef",         "minContains",      "maxContains"};
 
 static int mlstack__js_type_mask(mlstack__js *j, const mlstack__json *ty) {
     static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
@@ -24160,7 +24159,8 @@ static int mlstack__js_valid_type(mlstack__js *j, const mlstack__json *s, const 
         if ((k = mlstack__json_get(s, "maxProperties")) && k->type == MLSTACK__JSON_NUMBER && (double)n > k->num)
             return 0;
         if (mlstack__json_get(s, "patternProperties") || mlstack__json_get(s, "propertyNames") ||
-            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies"))
+            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies") ||
+            mlstack__json_get(s, "dependentSchemas"))
             return -1;
         for (k = (k = mlstack__json_get(s, "required")) && k->type == MLSTACK__JSON_ARRAY ? k->child : NULL; k;
              k = k->next)
@@ -24360,6 +24360,83 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
     return j->rc == MLSTACK_OK ? 0 : -1;
 }
 
+/* ---- dependencies: each "K present => X" as a split (K absent) | (K required, and X) ---- */
+
+static mlstack__json *mlstack__js_node(mlstack__js *j, mlstack__json_type type, const char *key, size_t key_len) {
+    mlstack__json *v = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *v);
+    if (!v) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memset(v, 0, sizeof *v);
+    v->type = type, v->key = key, v->key_len = key_len;
+    return v;
+}
+/* The two members of the split for the dependency d (key K; a list of names or a schema). */
+static mlstack__json *mlstack__js_dep_split(mlstack__js *j, const mlstack__json *d) {
+    mlstack__json *arr = mlstack__js_node(j, MLSTACK__JSON_ARRAY, NULL, 0);
+    mlstack__json *a = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0),
+                  *b = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+    mlstack__json *ap = mlstack__js_node(j, MLSTACK__JSON_OBJECT, "properties", 10);
+    mlstack__json *no = mlstack__js_node(j, MLSTACK__JSON_FALSE, d->key, d->key_len);
+    mlstack__json *req = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8);
+    mlstack__json *k = mlstack__js_node(j, MLSTACK__JSON_STRING, NULL, 0);
+    mlstack__json *all = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf", 5), *x;
+    if (!arr || !a || !b || !ap || !no || !req || !k || !all) return NULL;
+    if (d->type == MLSTACK__JSON_ARRAY) { /* the names as a "required" of their own */
+        mlstack__json *r2 = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+        if (!r2 || !(x = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8))) return NULL;
+        x->child = d->child, x->len = d->len;
+        r2->child = x, r2->len = 1;
+        x = r2;
+    } else { /* a copy without its siblings: allOf reads the list on */
+        if (!(x = mlstack__js_node(j, d->type, NULL, 0))) return NULL;
+        *x = *d;
+        x->next = NULL;
+    }
+    k->str = d->key, k->len = d->key_len;
+    req->child = k, req->len = 1;
+    all->child = x, all->len = 1;
+    req->next = all;
+    b->child = req, b->len = 2;
+    ap->child = no, ap->len = 1;
+    a->child = ap, a->len = 1;
+    arr->child = a, a->next = b, arr->len = 2;
+    return arr;
+}
+/* Appends to t (from *m, below cap) one anyOf split per dependency of s that constrains. */
+static int mlstack__js_flat_deps(mlstack__js *j, const mlstack__json *s, mlstack__jstodo *t, int *m, int cap) {
+    static const char *const kws[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+    const mlstack__json *k, *c;
+    int q;
+    for (q = 0; q < 3; q++) {
+        if (!(k = mlstack__json_get(s, kws[q]))) continue;
+        if (k->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be an object", kws[q]);
+        for (c = k->child; c; c = c->next) {
+            const mlstack__json *e;
+            if (c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_ARRAY && !c->child) ||
+                (c->type == MLSTACK__JSON_OBJECT && !c->child))
+                continue;
+            for (e = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL; e; e = e->next)
+                if (e->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' lists must hold strings", kws[q]);
+            if (c->type != MLSTACK__JSON_ARRAY && c->type != MLSTACK__JSON_OBJECT && c->type != MLSTACK__JSON_FALSE)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' members must be schemas or lists", kws[q]);
+            if (*m >= cap) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 64 dependencies");
+            if (c->type == MLSTACK__JSON_FALSE) { /* K may not appear */
+                mlstack__json *arr = mlstack__js_dep_split(j, c);
+                if (!arr) return -1;
+                t[*m].s = arr->child, t[(*m)++].negated = 0;
+                continue;
+            }
+            if (!(t[*m].s = mlstack__js_dep_split(j, c))) return -1;
+            t[(*m)++].negated = 3;
+        }
+    }
+    return 0;
+}
+
 static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
                             int hops) {
     const mlstack__json *s, *k, *c;
@@ -24388,12 +24465,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z]))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
-    if ((k = mlstack__json_get(s, "dependencies")) != NULL)
-        for (c = k->type == MLSTACK__JSON_OBJECT ? k->child : NULL; c; c = c->next)
-            if (c->type != MLSTACK__JSON_ARRAY)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "unsupported keyword 'dependencies' with a schema (dependentSchemas)");
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 80));
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
     m = n - 1;
@@ -24434,6 +24506,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if ((k = mlstack__json_get(s, "not")) != NULL) t2[m].s = k, t2[m++].negated = 1;
     if ((k = mlstack__json_get(s, "anyOf")) != NULL) t2[m].s = k, t2[m++].negated = 3;
     if ((k = mlstack__json_get(s, "oneOf")) != NULL) t2[m].s = k, t2[m++].negated = 2;
+    if (mlstack__js_flat_deps(j, s, t2, &m, n + 159)) return -1;
     if ((k = mlstack__json_get(s, "if")) != NULL) {
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
         mlstack__jsbr b = *cur;
@@ -25314,10 +25387,6 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         const mlstack__json *s = br->pos[q];
         if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
         if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
-        if ((v = mlstack__json_get(s, "dependentRequired")) != NULL ||
-            (v = mlstack__json_get(s, "dependencies")) != NULL)
-            if (v->type == MLSTACK__JSON_OBJECT && v->child)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", v->key);
         if ((v = mlstack__json_get(s, "patternProperties")) != NULL && v->type == MLSTACK__JSON_OBJECT) {
             const mlstack__json *a = mlstack__json_get(s, "additionalProperties");
             for (c = v->child; c; c = c->next)
