@@ -24803,6 +24803,29 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
     return 0;
 }
 
+/* The integers that are multiples of both m (any decimal: p / 10^q) and k: multiples of
+   lcm(k, p / gcd(p, 10^q)), at most 100000. -1 (refused) beyond. */
+static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k, int integer) {
+    mlstack__jsdec d;
+    long p = 0, g, a, b, q;
+    const char *c;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
+        for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
+        for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
+        for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
+    }
+    if (p <= 0 || p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "multipleOf whose integer multiples have a period above 100000 (or a non-integer "
+                                "multipleOf on numbers)");
+    for (a = k, b = p; b;) g = a % b, a = b, b = g; /* a = gcd(k, p) */
+    if (k / a > 100000 / p + 1 || k / a * p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 100000");
+    return k / a * p;
+}
+
 /* ---- one branch: the grammar of each type the branch allows ---- */
 
 static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
@@ -24836,13 +24859,11 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
         if (!neg && (m = mlstack__json_get(s, "multipleOf")) != NULL) {
             if (m->type != MLSTACK__JSON_NUMBER || m->num <= 0)
                 return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'multipleOf' must be a positive number");
-            if (!m->is_int || m->i > 100000 || (mult && mult != m->i && mult % m->i && m->i % mult))
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "multipleOf other than an integer up to 100000 (or two that do not divide)");
-            if (m->i > mult) mult = (long)m->i;
+            if ((mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0) return -1;
             integer = 1;
         }
     }
+    if (mult == 1) mult = 0; /* every integer */
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
         if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
@@ -24944,6 +24965,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     return MLSTACK__JS_P(j, b, end ? ")" : " jcanon*)");
 }
 
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n);
+
 static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     const mlstack__json *re = NULL, *v;
     const char *rtext = NULL, *kw = NULL;
@@ -24986,6 +25009,8 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         if (mn || mx >= 0)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "minLength / maxLength together with a pattern or format");
+        if (!strcmp(kw, "pattern") && (strstr(rtext, "\\p") || strstr(rtext, "\\P")))
+            return mlstack__js_pattern_dfa(j, b, rtext, rlen);
         return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
                        MLSTACK__JS_P(j, b, " \"\\\"\"")
                    ? -1
@@ -24996,6 +25021,19 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     else
         snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
     return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
+/* Records in the grammar text, as a comment line, a keyword accepted but not enforced (issue 47:
+   uniqueItems on items a grammar cannot keep apart). */
+static int mlstack__js_not_enforced(mlstack__js *j, const char *kw) {
+    size_t at = j->out->n, q;
+    if (!mlstack__buf_puts(j->out, "# not enforced: ") || !mlstack__buf_puts(j->out, kw) ||
+        !mlstack__buf_puts(j->out, " at ") || !mlstack__buf_puts(j->out, j->path_len ? j->path : "/") ||
+        !mlstack__buf_puts(j->out, "\n"))
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (q = at; q + 1 < j->out->n; q++)
+        if ((unsigned char)j->out->p[q] < 0x20) j->out->p[q] = '?';
+    return 0;
 }
 
 /* The schema position i of an array has under member s (prefixItems / array-form items, then
@@ -25063,9 +25101,8 @@ static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     }
     for (q = 0; q < br->n_pos; q++)
         if ((v = mlstack__json_get(br->pos[q], "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE &&
-            (mx < 0 || mx > 1))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "uniqueItems (not enforced by a grammar on these items)");
+            (mx < 0 || mx > 1) && mlstack__js_not_enforced(j, "uniqueItems"))
+            return -1;
     if (mx >= 0 && mx < mn) return 0;
     if (mn > 100000 || mx > 100000)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "minItems / maxItems above 100000");
@@ -25182,7 +25219,7 @@ typedef struct {
 
 static int mlstack__kre_fail(mlstack__kre *k, const char *msg) {
     char t[160];
-    snprintf(t, sizeof t, "patternProperties: %s at offset %zu of the pattern", msg, k->i);
+    snprintf(t, sizeof t, "regex: %s at offset %zu", msg, k->i);
     return mlstack__js_fail(k->j, MLSTACK_ERR_UNSUPPORTED, "%s", t);
 }
 static int mlstack__kre_node(mlstack__kre *k, int32_t set, int32_t out1, int32_t out2) {
@@ -25821,6 +25858,35 @@ done:
     return id;
 }
 
+/* A pattern as a string value through the key automaton (for what the direct translation does not
+   read: \p{..} categories). */
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n) {
+    mlstack__kre k;
+    char *acc = NULL, t[32];
+    int r = -1, s;
+    memset(&k, 0, sizeof k);
+    k.j = j;
+    if (mlstack__kre_add(&k, re, n) || mlstack__kre_trie(&k, NULL, NULL, 0) || mlstack__kre_bounds(&k) ||
+        mlstack__kre_dfa(&k))
+        goto done;
+    if (!(acc = (char *)mlstack__calloc((size_t)k.n_st + 1, 1))) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        goto done;
+    }
+    for (s = 0; s < k.n_st; s++) acc[s] = (char)(MLSTACK__KDS(&k, s).mask & 1);
+    r = mlstack__kre_rules(&k, acc);
+    if (r >= 0) {
+        snprintf(t, sizeof t, "s%d", r);
+        r = MLSTACK__JS_P(j, b, t) ? -1 : 1;
+    } else if (r == -2)
+        r = 0;
+done:
+    if (r < 0 && j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    MLSTACK_FREE(acc);
+    mlstack__kre_free(&k);
+    return r;
+}
+
 /* A rule for the JSON strings (one spelling per character: jcanon) that are none of names[0..n)
    (sorted by bytes, each sharing the first `off` bytes). */
 static int mlstack__js_except(mlstack__js *j, const char *const *names, const size_t *lens, int n, size_t off) {
@@ -26179,7 +26245,7 @@ static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstac
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
     mlstack__jspat kp;
-    const mlstack__json *v, *c, *list[MLSTACK__JS_MAX_CONJ];
+    const mlstack__json *v, *list[MLSTACK__JS_MAX_CONJ];
     size_t total = 0;
     int q, i, nl, r;
     char t[64];
