@@ -24812,6 +24812,7 @@ static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k,
     if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
         for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
         for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        if (*c) p = 0; /* more digits than fit: refused below */
         if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
         for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
         for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
@@ -25191,6 +25192,9 @@ static uint32_t mlstack__js_cp_at(const char *s, size_t n, size_t *at) {
    made from it write keys in the canonical JSON spelling (jcanon). */
 
 #define MLSTACK__KRE_MAX_PAT 8
+#define MLSTACK__KRE_DIGIT(c) ((c) >= '0' && (c) <= '9')
+#define MLSTACK__KRE_XDIGIT(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'f'))
+#define MLSTACK__KRE_ALNUM(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'z'))
 #define MLSTACK__KRE_MAX_NODES 20000
 #define MLSTACK__KRE_MAX_STATES 4000
 
@@ -25356,14 +25360,14 @@ static int mlstack__kre_cp_esc(mlstack__kre *k, uint32_t *cp) {
         k->i += (size_t)brace;
         for (q = 0; brace ? k->i < k->n && k->p[k->i] != '}' && q < 6 : q < digits; q++, k->i++) {
             unsigned char h = k->i < k->n ? k->p[k->i] : 0;
-            if (!isxdigit(h)) return mlstack__kre_fail(k, "bad \\x / \\u escape");
+            if (!MLSTACK__KRE_XDIGIT(h)) return mlstack__kre_fail(k, "bad \\x / \\u escape");
             *cp = *cp * 16 + (uint32_t)(h <= '9' ? h - '0' : (h | 32) - 'a' + 10);
         }
         if (brace && (k->i >= k->n || k->p[k->i++] != '}')) return mlstack__kre_fail(k, "bad \\u{...}");
         if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp < 0xE000)) return mlstack__kre_fail(k, "surrogate or too high");
         return 0;
     }
-    if (!c || isalnum(c)) return mlstack__kre_fail(k, "unsupported escape (backreference, \\b, \\c, ...)");
+    if (!c || MLSTACK__KRE_ALNUM(c)) return mlstack__kre_fail(k, "unsupported escape (backreference, \\b, \\c, ...)");
     k->i--;
     k->i += (size_t)mlstack__utf8_decode(k->p + k->i, k->n - k->i, cp);
     return 0;
@@ -25457,13 +25461,13 @@ static int mlstack__kre_atom(mlstack__kre *k, mlstack__kfr *f) {
 static int mlstack__kre_braces(mlstack__kre *k, long *mn, long *mx) {
     size_t i = k->i + 1;
     long a = 0, b;
-    if (i >= k->n || !isdigit(k->p[i])) return 0;
-    while (i < k->n && isdigit(k->p[i]) && a < 100000) a = a * 10 + (k->p[i++] - '0');
+    if (i >= k->n || !MLSTACK__KRE_DIGIT(k->p[i])) return 0;
+    while (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && a < 100000) a = a * 10 + (k->p[i++] - '0');
     b = a;
     if (i < k->n && k->p[i] == ',') {
         i++, b = -1;
-        if (i < k->n && isdigit(k->p[i]))
-            for (b = 0; i < k->n && isdigit(k->p[i]) && b < 100000;) b = b * 10 + (k->p[i++] - '0');
+        if (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]))
+            for (b = 0; i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && b < 100000;) b = b * 10 + (k->p[i++] - '0');
     }
     if (i >= k->n || k->p[i] != '}') return 0;
     k->i = i + 1, *mn = a, *mx = b;

@@ -572,7 +572,7 @@ static const struct {
                    {"minLength", 100},
                    {"minProperties", 100},
                    {"minimum", 100},
-                   {"multipleOf", 60},
+                   {"multipleOf", 40},
                    {"not", 66},
                    {"oneOf", 27},
                    {"pattern", 100},
