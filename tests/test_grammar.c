@@ -731,6 +731,57 @@ static void test_schema_suite(void) {
     mlstack_vocab_free(v);
 }
 
+/* patternProperties against jsonschema (tests/fixtures/grammar/keys.json): each object, written
+   canonically, is accepted iff jsonschema calls it valid. */
+static void test_pattern_keys(void) {
+    const char *toks[257];
+    size_t lens[257], len;
+    static char bytes[256];
+    char *text = tl_read(FIX "keys.json", &len);
+    mlstack__json_doc doc;
+    mlstack_error err;
+    const mlstack__json *c, *t;
+    mlstack_vocab *v;
+    int i, n = 0, agree = 0;
+    for (i = 0; i < 256; i++) bytes[i] = (char)i, toks[i] = bytes + i, lens[i] = 1;
+    v = vocab_of(toks, lens, 256, 1);
+    if (!text || mlstack__json_parse(&doc, text, len, "keys.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "keys.json");
+        free(text);
+        mlstack_vocab_free(v);
+        return;
+    }
+    for (c = doc.root->child; c; c = c->next) {
+        mlstack__buf st = {0, 0, 0}, inst = {0, 0, 0};
+        mlstack_grammar *g;
+        mlstack_matcher *m;
+        mlstack__json_write(&st, mlstack__json_get(c, "schema"));
+        mlstack__buf_put(&st, "", 1);
+        g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err);
+        CHECKF(g != NULL, "%s: %s", st.p, err.message);
+        for (t = g ? mlstack__json_get(c, "instances")->child : NULL; t; t = t->next) {
+            int valid = mlstack__json_get(t, "valid")->type == MLSTACK__JSON_TRUE, ok;
+            inst.n = 0;
+            mlstack__js_canon_write(&inst, mlstack__json_get(t, "data"));
+            mlstack_matcher_init(g, &m);
+            ok = mlstack_matcher_accept_bytes(m, inst.p, inst.n) == MLSTACK_OK &&
+                 (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            mlstack_matcher_free(m);
+            n++;
+            agree += ok == valid;
+            CHECKF(ok == valid, "%s: %.*s: grammar %s, jsonschema %s", st.p, (int)inst.n, inst.p,
+                   ok ? "accepts" : "refuses", valid ? "valid" : "invalid");
+        }
+        mlstack_grammar_free(g);
+        free(st.p);
+        free(inst.p);
+    }
+    printf("patternProperties vs jsonschema: %d/%d objects agree\n", agree, n);
+    mlstack__json_free(&doc);
+    free(text);
+    mlstack_vocab_free(v);
+}
+
 static mlstack_vocab *smollm2_vocab(mlstack_tokenizer **tok) {
     mlstack_error err;
     mlstack_vocab *v = NULL;
@@ -1510,6 +1561,7 @@ int main(void) {
     fd = mkstemp(g_out_path);
     g_out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (getenv("SUITE_ONLY")) {
+        test_pattern_keys();
         test_schema_suite();
         return tl_finish();
     }
@@ -1517,6 +1569,7 @@ int main(void) {
     test_regex_fixture();
     test_schema_errors();
     test_schema_suite();
+    test_pattern_keys();
     test_tool_parse();
     test_tool_auto();
     test_trie();
