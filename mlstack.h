@@ -24827,6 +24827,76 @@ static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k,
     return k / a * p;
 }
 
+/* m as p / 10^q with p * (q + 1) <= 100000 and 0 < q <= 9; -1 otherwise. */
+static int mlstack__js_dec_period(const mlstack__json *m, long *p, int *q) {
+    mlstack__jsdec d;
+    const char *c;
+    *p = 0;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) || !d.f[0] || strlen(d.f) > 9) return -1;
+    *q = (int)strlen(d.f);
+    for (c = d.i; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    for (c = d.f; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    return *c || *p <= 0 || *p * (*q + 1) > 100000 ? -1 : 0;
+}
+/* Decimal multiples of m = p / 10^q (numbers, q > 0): the remainder of the digits read so far
+   times 10^(fraction digits still to come) mod p, one rule per (remainder, fraction digits):
+   I(r) in the integer part, H(r, f) after f fraction digits (dropped where no end is reachable). */
+static int mlstack__js_dec_multiples(mlstack__js *j, mlstack__buf *b, long p, int q) {
+    long pw[12], r, d;
+    int f, base = j->n_rules, hb = base + (int)p, ok = 1;
+    char *live = (char *)mlstack__arena_alloc(&j->arena, (size_t)p * (size_t)(q + 1));
+    char t[64];
+    mlstack__buf e = {0, 0, 0};
+    if (!live) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, 24 * (uint64_t)p * (uint64_t)(q + 1))) return -1;
+    j->n_rules += (int)p * (q + 1);
+    for (pw[q] = 1 % p, f = q - 1; f >= 0; f--) pw[f] = pw[f + 1] * 10 % p;
+    for (f = q; f >= 1; f--) /* H(r, f) live: it may end, or a digit leads to a live one */
+        for (r = 0; r < p; r++) {
+            char *lv = &live[(size_t)f * (size_t)p + (size_t)r];
+            *lv = r * pw[f] % p == 0;
+            for (d = 0; d < 10 && f < q && !*lv; d++)
+                *lv = live[(size_t)(f + 1) * (size_t)p + (size_t)((r * 10 + d) % p)];
+        }
+    for (r = 0; r < p && ok; r++) /* P(r) = "." and at least one fraction digit, into H(., 1), inlined */
+        for (f = 0; f <= q && ok; f++) {
+            int alts = 0;
+            e.n = 0;
+            if (f && !live[(size_t)f * (size_t)p + (size_t)r]) continue;
+            if (r * pw[f] % p == 0) ok = mlstack__buf_puts(&e, "\"\""), alts++;
+            for (d = 0; d < 10 && ok && (f < q || !f); d++) {
+                long nr = (r * 10 + d) % p;
+                if (f && !live[(size_t)(f + 1) * (size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\"%ld\" s%d", alts++ ? " | " : "", d,
+                         f ? hb + f * (int)p + (int)nr : base + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            for (d = 0; d < 10 && ok && !f; d++) {
+                long nr = (r * 10 + d) % p;
+                if (!live[(size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\".%ld\" s%d", alts++ ? " | " : "", d, hb + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            if (ok) mlstack__js_emit(j, f ? hb + (f - 1) * (int)p + (int)r : base + (int)r, &e);
+        }
+    MLSTACK_FREE(e.p);
+    if (!ok) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->rc != MLSTACK_OK) return -1;
+    /* a leading 0 only alone or before the point: "0" then I(0)'s point part */
+    if (MLSTACK__JS_P(j, b, "(\"0\" (\"\"")) return -1;
+    for (d = 0; d < 10; d++)
+        if (live[(size_t)p + (size_t)(d % p)]) {
+            snprintf(t, sizeof t, " | \".%ld\" s%d", d, hb + (int)(d % p));
+            if (MLSTACK__JS_P(j, b, t)) return -1;
+        }
+    if (MLSTACK__JS_P(j, b, ")")) return -1;
+    for (d = 1; d < 10; d++) {
+        snprintf(t, sizeof t, " | \"%ld\" s%d", d, base + (int)(d % p));
+        if (MLSTACK__JS_P(j, b, t)) return -1;
+    }
+    return MLSTACK__JS_P(j, b, ")");
+}
+
 /* ---- one branch: the grammar of each type the branch allows ---- */
 
 static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
@@ -24842,8 +24912,9 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
     int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
-    long mult = 0;
-    const mlstack__json *m;
+    long mult = 0, dp = 0;
+    int dq = 0;
+    const mlstack__json *m, *dec = NULL;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
         const mlstack__json *s = i < br->n_pos ? br->pos[i] : br->neg[i - br->n_pos];
         int q, neg = i >= br->n_pos;
@@ -24860,11 +24931,25 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
         if (!neg && (m = mlstack__json_get(s, "multipleOf")) != NULL) {
             if (m->type != MLSTACK__JSON_NUMBER || m->num <= 0)
                 return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'multipleOf' must be a positive number");
-            if ((mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0) return -1;
+            if (!integer && !m->is_int && !dec && !mult && mlstack__js_dec_period(m, &dp, &dq) == 0) {
+                dec = m; /* a decimal period on numbers: the digit automaton below */
+                continue;
+            }
+            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0)
+                return dec ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                              "two multipleOf, one of them decimal, on numbers")
+                           : -1;
             integer = 1;
         }
     }
     if (mult == 1) mult = 0; /* every integer */
+    if (dec) {
+        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "multipleOf together with minimum / maximum (other than minimum 0)");
+        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
+        return mlstack__js_dec_multiples(j, b, dp, dq) ? -1 : 1;
+    }
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
         if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))

@@ -572,7 +572,7 @@ static const struct {
                    {"minLength", 100},
                    {"minProperties", 100},
                    {"minimum", 100},
-                   {"multipleOf", 40},
+                   {"multipleOf", 80},
                    {"not", 66},
                    {"oneOf", 27},
                    {"pattern", 100},
@@ -779,6 +779,53 @@ static void test_pattern_keys(void) {
     printf("patternProperties vs jsonschema: %d/%d objects agree\n", agree, n);
     mlstack__json_free(&doc);
     free(text);
+    mlstack_vocab_free(v);
+}
+
+/* Decimal multipleOf on numbers, exactly: x = N / 10^4 for N in a range, written canonically
+   (no trailing zeros), is accepted iff N * 10^q is a multiple of 10^4 * p for m = p / 10^q. */
+static void test_decimal_multiples(void) {
+    static const struct {
+        const char *m;
+        long p, q;
+    } ms[] = {{"1.5", 15, 1}, {"0.25", 25, 2}, {"0.0001", 1, 4}, {"0.3", 3, 1}, {"12.5", 125, 1}, {"0.012", 12, 3}};
+    const char *toks[257];
+    size_t lens[257];
+    static char bytes[256];
+    mlstack_vocab *v;
+    mlstack_error err;
+    int i, bad = 0, n = 0;
+    for (i = 0; i < 256; i++) bytes[i] = (char)i, toks[i] = bytes + i, lens[i] = 1;
+    v = vocab_of(toks, lens, 256, 1);
+    for (i = 0; i < (int)(sizeof ms / sizeof ms[0]); i++) {
+        char sc[128], x[64];
+        long N, pq = 1, k;
+        mlstack_grammar *g;
+        snprintf(sc, sizeof sc, "{\"type\": \"number\", \"multipleOf\": %s}", ms[i].m);
+        g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, sc, v, &err);
+        CHECKF(g != NULL, "%s: %s", sc, err.message);
+        if (!g) continue;
+        for (k = 0; k < ms[i].q; k++) pq *= 10;
+        for (N = -40000; N <= 40000; N += 7) {
+            long a = N < 0 ? -N : N, ip = a / 10000, fp = a % 10000;
+            int len, want = (N * pq) % (10000L * ms[i].p) == 0, got;
+            mlstack_matcher *m;
+            len = snprintf(x, sizeof x, "%s%ld", N < 0 ? "-" : "", ip);
+            if (fp) {
+                len += snprintf(x + len, sizeof x - (size_t)len, ".%04ld", fp);
+                while (x[len - 1] == '0') x[--len] = 0;
+            }
+            mlstack_matcher_init(g, &m);
+            got = mlstack_matcher_accept_bytes(m, x, (size_t)len) == MLSTACK_OK &&
+                  (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            mlstack_matcher_free(m);
+            n++;
+            if (got != want && bad++ < 5) CHECKF(0, "multipleOf %s: %s %s", ms[i].m, x, got ? "accepted" : "refused");
+        }
+        mlstack_grammar_free(g);
+    }
+    CHECKF(bad == 0, "decimal multipleOf: %d of %d numbers judged wrong", bad, n);
+    printf("decimal multipleOf: %d numbers, %d wrong\n", n, bad);
     mlstack_vocab_free(v);
 }
 
@@ -1561,6 +1608,7 @@ int main(void) {
     fd = mkstemp(g_out_path);
     g_out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (getenv("SUITE_ONLY")) {
+        test_decimal_multiples();
         test_pattern_keys();
         test_schema_suite();
         return tl_finish();
@@ -1570,6 +1618,7 @@ int main(void) {
     test_schema_errors();
     test_schema_suite();
     test_pattern_keys();
+    test_decimal_multiples();
     test_tool_parse();
     test_tool_auto();
     test_trie();
