@@ -1195,15 +1195,16 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
-   JSON Schema keywords: type (also lists), properties, required, additionalProperties, items,
-   minItems, maxItems, enum, const, anyOf, allOf (one schema), propertyNames (a string schema, for
-   objects without properties), $ref (local: "#", "#/$defs/x",
-   any JSON pointer; recursion allowed), $defs/definitions, minLength, maxLength, pattern, format
-   (date, time, date-time, uuid, email, ipv4), minimum 0 or 1 and exclusiveMinimum 0 (integers),
-   uniqueItems false, and the annotations (title, description, default, examples, ...). Any other
-   keyword is an error naming it and its JSON pointer path ("JSON Schema: unsupported keyword
-   'oneOf' at /properties/x"). Output is compact JSON with optional whitespace; objects write
-   properties in schema order and no others.
+   JSON Schema (see docs/structured-output.md for the whole list): type, enum, const, properties,
+   required, additionalProperties, patternProperties, propertyNames, min/maxProperties,
+   dependentRequired/dependentSchemas/dependencies, items, prefixItems, additionalItems,
+   min/maxItems, contains, uniqueItems (on open items accepted and not enforced: the grammar text
+   says so in a comment line), minLength, maxLength, pattern, format, numeric bounds, multipleOf,
+   allOf, anyOf, oneOf, not, if/then/else, local $ref and $anchor; annotations and unknown
+   keywords are ignored. What cannot be held exactly is an error naming the keyword and its JSON
+   pointer path ("JSON Schema: unsupported keyword 'unevaluatedProperties' at /properties/x").
+   Output is compact JSON unless flexible whitespace is asked for; objects write their named
+   properties in schema order, then other keys.
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
    (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
