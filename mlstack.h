@@ -25036,8 +25036,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     while (bs + 1 < n && re[n - 2 - bs] == '\\') bs++;
     start = n && re[0] == '^';
     end = n && re[n - 1] == '$' && bs % 2 == 0;
-    if (!strcmp(kw, "format")) start = end = 1;
-    if ((start || end) && mlstack__js_top_alt(re, n))
+    if (!strcmp(kw, "format")) start = end = 2; /* the whole text, in a group: no anchor characters */
+    if ((start == 1 || end == 1) && mlstack__js_top_alt(re, n))
         return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                 "pattern with anchors inside a top-level alternation");
     if (MLSTACK__JS_P(j, b, start ? "(" : "(jcanon* ")) return -1;
@@ -25096,7 +25096,9 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         if (mn || mx >= 0)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "minLength / maxLength together with a pattern or format");
-        if (!strcmp(kw, "pattern") && (strstr(rtext, "\\p") || strstr(rtext, "\\P")))
+        if (!strcmp(kw, "pattern") &&
+            (strstr(rtext, "\\p") || strstr(rtext, "\\P") ||
+             ((rtext[0] == '^' || (rlen && rtext[rlen - 1] == '$')) && mlstack__js_top_alt(rtext, rlen))))
             return mlstack__js_pattern_dfa(j, b, rtext, rlen);
         return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
                        MLSTACK__JS_P(j, b, " \"\\\"\"")
