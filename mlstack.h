@@ -25052,14 +25052,45 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     return MLSTACK__JS_P(j, b, end ? ")" : " jcanon*)");
 }
 
-static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n);
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *const *res, const size_t *lens,
+                                   const int *fmt, int n_re, long mn, long mx);
+
+#define MLSTACK__KRE_MAX_PAT 8 /* patterns on one object or one string */
+
+/* The patterns and formats of a string branch (formats anchored, as regex text): up to 8. */
+static int mlstack__js_str_patterns(mlstack__js *j, const mlstack__jsbr *br, const char **res, size_t *lens, int *fmt) {
+    int i, n = 0, q;
+    size_t k;
+    const mlstack__json *v;
+    for (i = 0; i < br->n_pos; i++)
+        for (k = 0; k < 2; k++) {
+            const char *key = k ? "format" : "pattern", *txt = NULL;
+            size_t z, len = 0;
+            if (!(v = mlstack__json_get(br->pos[i], key))) continue;
+            if (v->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a string", key);
+            if (k) {
+                for (z = 0; z < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; z++)
+                    if (!strcmp(v->str, mlstack__js_formats[z][0])) txt = mlstack__js_formats[z][1], len = strlen(txt);
+                if (!txt) continue; /* unknown formats are annotations */
+            } else
+                txt = v->str, len = v->len;
+            for (q = 0; q < n && (lens[q] != len || memcmp(res[q], txt, len) || fmt[q] != (int)k); q++) {}
+            if (q < n) continue;
+            if (n == MLSTACK__KRE_MAX_PAT)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                        "more than 8 patterns / formats on one string");
+            res[n] = txt, lens[n] = len, fmt[n++] = (int)k;
+        }
+    return n;
+}
 
 static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
-    const mlstack__json *re = NULL, *v;
-    const char *rtext = NULL, *kw = NULL;
-    size_t rlen = 0, k;
+    const mlstack__json *v;
+    const char *res[MLSTACK__KRE_MAX_PAT];
+    size_t lens[MLSTACK__KRE_MAX_PAT];
+    int fmt[MLSTACK__KRE_MAX_PAT], n_re, i;
     long mn = 0, mx = -1;
-    int i;
     char t[96];
     for (i = 0; i < br->n_pos; i++) {
         const mlstack__json *s = br->pos[i];
@@ -25073,38 +25104,20 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
                 return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'maxLength' must be a non-negative integer");
             if (mx < 0 || (long)floor(v->num) < mx) mx = (long)floor(v->num);
         }
-        for (k = 0; k < 2; k++) {
-            const char *key = k ? "format" : "pattern", *txt = NULL;
-            size_t q, len = 0;
-            if (!(v = mlstack__json_get(s, key))) continue;
-            if (v->type != MLSTACK__JSON_STRING)
-                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a string", key);
-            if (k) {
-                for (q = 0; q < sizeof mlstack__js_formats / sizeof mlstack__js_formats[0]; q++)
-                    if (!strcmp(v->str, mlstack__js_formats[q][0])) txt = mlstack__js_formats[q][1], len = strlen(txt);
-                if (!txt) continue; /* unknown formats are annotations */
-            } else
-                txt = v->str, len = v->len;
-            if (rtext && (rlen != len || memcmp(rtext, txt, len)))
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "two patterns / formats on one string");
-            rtext = txt, rlen = len, kw = key, re = v;
-        }
     }
-    (void)re;
+    if ((n_re = mlstack__js_str_patterns(j, br, res, lens, fmt)) < 0) return -1;
     if (mx >= 0 && mx < mn) return 0;
-    if (rtext) {
-        if (mn || mx >= 0)
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "minLength / maxLength together with a pattern or format");
-        if (!strcmp(kw, "pattern") &&
-            (strstr(rtext, "\\p") || strstr(rtext, "\\P") ||
-             ((rtext[0] == '^' || (rlen && rtext[rlen - 1] == '$')) && mlstack__js_top_alt(rtext, rlen))))
-            return mlstack__js_pattern_dfa(j, b, rtext, rlen);
-        return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
+    if (n_re == 1 && !mn && mx < 0 &&
+        (fmt[0] ||
+         !(strstr(res[0], "\\p") || strstr(res[0], "\\P") ||
+           ((res[0][0] == '^' || (lens[0] && res[0][lens[0] - 1] == '$')) && mlstack__js_top_alt(res[0], lens[0])))))
+        return MLSTACK__JS_P(j, b, "\"\\\"\" ") ||
+                       mlstack__js_pattern(j, b, res[0], lens[0], fmt[0] ? "format" : "pattern") ||
                        MLSTACK__JS_P(j, b, " \"\\\"\"")
                    ? -1
                    : 1;
-    }
+    if (n_re) /* the patterns together, with the length: one automaton */
+        return mlstack__js_pattern_dfa(j, b, res, lens, fmt, n_re, mn, mx);
     if (!mn && mx < 0) return MLSTACK__JS_P(j, b, "jstring") ? -1 : 1;
     if (mx >= 0) snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,%ld} \"\\\"\"", mn, mx);
     else
@@ -25279,7 +25292,6 @@ static uint32_t mlstack__js_cp_at(const char *s, size_t n, size_t *at) {
    a trie of the named keys. A DFA state's label is the set of patterns it has matched; the rules
    made from it write keys in the canonical JSON spelling (jcanon). */
 
-#define MLSTACK__KRE_MAX_PAT 8
 #define MLSTACK__KRE_DIGIT(c) ((c) >= '0' && (c) <= '9')
 #define MLSTACK__KRE_XDIGIT(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'f'))
 #define MLSTACK__KRE_ALNUM(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'z'))
@@ -25874,17 +25886,35 @@ static int mlstack__kedge_cmp(const void *a, const void *b) {
     const mlstack__kedge *x = (const mlstack__kedge *)a, *y = (const mlstack__kedge *)b;
     return x->to != y->to ? (x->to < y->to ? -1 : 1) : (x->ii < y->ii ? -1 : x->ii > y->ii);
 }
-/* State s's rule: the closing quote where acc[s], else a character and the rule of the state after. */
-static int mlstack__kre_state_rule(mlstack__kre *k, int s, const char *acc, const char *useful, int base,
-                                   mlstack__kedge *ed) {
+/* The product of the DFA with a count of code points (minLength / maxLength): state s with c
+   counted is s * (cap + 1) + c, the count held at cap when there is no maximum. */
+typedef struct {
+    const char *acc; /* per DFA state: its keys end there */
+    long mn, mx, cap;
+    int n; /* product states */
+    char *useful; /* an accepted end is reachable */
+} mlstack__kprod;
+static int32_t mlstack__kprod_next(const mlstack__kre *k, const mlstack__kprod *pr, int ps, int ii) {
+    long c = ps % (pr->cap + 1) + 1;
+    int32_t t = k->trans[(size_t)(ps / (pr->cap + 1)) * (size_t)k->n_int + (size_t)ii];
+    if (t < 0 || (c > pr->cap && pr->mx >= 0)) return -1;
+    return t * (int32_t)(pr->cap + 1) + (int32_t)(c > pr->cap ? pr->cap : c);
+}
+static int mlstack__kprod_acc(const mlstack__kprod *pr, int ps) {
+    return pr->acc[ps / (pr->cap + 1)] && ps % (pr->cap + 1) >= pr->mn;
+}
+/* Product state ps's rule: the closing quote where it may end, else a character and the rule of
+   the state after. */
+static int mlstack__kre_state_rule(mlstack__kre *k, const mlstack__kprod *pr, int ps, int base, mlstack__kedge *ed) {
     const uint32_t *b = (const uint32_t *)k->bound.p;
-    const int32_t *tr = k->trans + (size_t)s * (size_t)k->n_int;
     mlstack__buf e = {0, 0, 0};
     int ne = 0, q, alts = 0, ok = 1;
     char t[32];
-    if (acc[s]) ok = mlstack__buf_puts(&e, "\"\\\"\""), alts = 1;
-    for (q = 0; q < k->n_int; q++)
-        if (tr[q] >= 0 && useful[tr[q]]) ed[ne].to = tr[q], ed[ne++].ii = q;
+    if (mlstack__kprod_acc(pr, ps)) ok = mlstack__buf_puts(&e, "\"\\\"\""), alts = 1;
+    for (q = 0; q < k->n_int; q++) {
+        int32_t to = mlstack__kprod_next(k, pr, ps, q);
+        if (to >= 0 && pr->useful[to]) ed[ne].to = to, ed[ne++].ii = q;
+    }
     qsort(ed, (size_t)ne, sizeof *ed, mlstack__kedge_cmp);
     for (q = 0; q < ne && ok; q++) {
         int in = 0;
@@ -25902,71 +25932,91 @@ static int mlstack__kre_state_rule(mlstack__kre *k, int s, const char *acc, cons
         MLSTACK_FREE(e.p);
         return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     }
-    mlstack__js_emit(k->j, base + s, &e);
+    mlstack__js_emit(k->j, base + ps, &e);
     MLSTACK_FREE(e.p);
     return mlstack__js_work(k->j, 1 + (uint64_t)k->n_int);
 }
-/* The rule for the keys (quoted) whose states have acc set; -2: none. */
-static int mlstack__kre_rules(mlstack__kre *k, const char *acc) {
-    char *useful = (char *)mlstack__calloc((size_t)k->n_st, 1);
-    mlstack__kedge *ed = (mlstack__kedge *)mlstack__calloc((size_t)k->n_int, sizeof *ed);
+/* The rule for the strings (quoted) that end in states with acc set, with mn..mx code points
+   (mx -1: no maximum); -2: none. */
+static int mlstack__kre_rules_len(mlstack__kre *k, const char *acc, long mn, long mx) {
+    mlstack__kprod pr;
+    mlstack__kedge *ed = NULL;
     int s, q, changed = 1, base, id = -2;
-    if (!useful || !ed) {
+    pr.acc = acc, pr.mn = mn, pr.mx = mx, pr.cap = mx >= 0 ? mx : mn, pr.useful = NULL;
+    if ((double)k->n_st * (double)(pr.cap + 1) > 200000)
+        return mlstack__kre_fail(k, "pattern states x minLength / maxLength above 200000");
+    pr.n = k->n_st * (int)(pr.cap + 1);
+    pr.useful = (char *)mlstack__calloc((size_t)pr.n, 1);
+    ed = (mlstack__kedge *)mlstack__calloc((size_t)k->n_int, sizeof *ed);
+    if (!pr.useful || !ed) {
         id = mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
         goto done;
     }
-    memcpy(useful, acc, (size_t)k->n_st);
-    while (changed) { /* the states from which an accepted key can still be finished */
+    for (s = 0; s < pr.n; s++) pr.useful[s] = (char)mlstack__kprod_acc(&pr, s);
+    while (changed) { /* the states from which an accepted end can still be reached */
         changed = 0;
-        if (mlstack__js_work(k->j, (uint64_t)k->n_st * (uint64_t)k->n_int)) {
+        if (mlstack__js_work(k->j, (uint64_t)pr.n * (uint64_t)k->n_int)) {
             id = -1;
             goto done;
         }
-        for (s = 0; s < k->n_st; s++)
-            for (q = 0; q < k->n_int && !useful[s]; q++) {
-                int32_t t = k->trans[(size_t)s * (size_t)k->n_int + (size_t)q];
-                if (t >= 0 && useful[t]) useful[s] = 1, changed = 1;
+        for (s = pr.n - 1; s >= 0; s--)
+            for (q = 0; q < k->n_int && !pr.useful[s]; q++) {
+                int32_t t = mlstack__kprod_next(k, &pr, s, q);
+                if (t >= 0 && pr.useful[t]) pr.useful[s] = 1, changed = 1;
             }
     }
-    if (!useful[0]) goto done;
+    if (!pr.useful[0]) goto done;
     base = k->j->n_rules;
-    k->j->n_rules += k->n_st + 1;
-    for (s = 0; s < k->n_st && k->j->rc == MLSTACK_OK; s++)
-        if (useful[s] && mlstack__kre_state_rule(k, s, acc, useful, base, ed)) break;
+    k->j->n_rules += pr.n + 1;
+    for (s = 0; s < pr.n && k->j->rc == MLSTACK_OK; s++)
+        if (pr.useful[s] && mlstack__kre_state_rule(k, &pr, s, base, ed)) break;
     if (k->j->rc == MLSTACK_OK) {
         mlstack__buf e = {0, 0, 0};
         char t[48];
         snprintf(t, sizeof t, "\"\\\"\" s%d", base);
         if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
         else
-            mlstack__js_emit(k->j, base + k->n_st, &e);
+            mlstack__js_emit(k->j, base + pr.n, &e);
         MLSTACK_FREE(e.p);
-        id = base + k->n_st;
+        id = base + pr.n;
     }
     if (k->j->rc != MLSTACK_OK) id = -1;
 done:
-    MLSTACK_FREE(useful);
+    MLSTACK_FREE(pr.useful);
     MLSTACK_FREE(ed);
     return id;
 }
+static int mlstack__kre_rules(mlstack__kre *k, const char *acc) { return mlstack__kre_rules_len(k, acc, 0, -1); }
 
-/* A pattern as a string value through the key automaton (for what the direct translation does not
-   read: \p{..} categories). */
-static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n) {
+/* Patterns (formats: the whole text) as one string value through the key automaton, with
+   minLength / maxLength: for what the direct translation does not do (\p{..} categories,
+   anchors per top-level branch, several patterns, a pattern with a length). */
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *const *res, const size_t *lens,
+                                   const int *fmt, int n_re, long mn, long mx) {
     mlstack__kre k;
+    mlstack__buf w = {0, 0, 0};
     char *acc = NULL, t[32];
-    int r = -1, s;
+    int r = -1, s, q;
     memset(&k, 0, sizeof k);
     k.j = j;
-    if (mlstack__kre_add(&k, re, n) || mlstack__kre_trie(&k, NULL, NULL, 0) || mlstack__kre_bounds(&k) ||
-        mlstack__kre_dfa(&k))
-        goto done;
-    if (!(acc = (char *)mlstack__calloc((size_t)k.n_st + 1, 1))) {
-        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-        goto done;
+    for (q = 0; q < n_re; q++) {
+        size_t old = mlstack__js_push(j, fmt[q] ? "format" : "pattern", fmt[q] ? 6 : 7);
+        w.n = 0;
+        if (fmt[q] &&
+            (!mlstack__buf_puts(&w, "^(?:") || !mlstack__buf_put(&w, res[q], lens[q]) || !mlstack__buf_puts(&w, ")$")))
+            goto done;
+        r = fmt[q] ? mlstack__kre_add(&k, w.p, w.n) : mlstack__kre_add(&k, res[q], lens[q]);
+        mlstack__js_pop(j, old);
+        if (r) {
+            r = -1;
+            goto done;
+        }
     }
-    for (s = 0; s < k.n_st; s++) acc[s] = (char)(MLSTACK__KDS(&k, s).mask & 1);
-    r = mlstack__kre_rules(&k, acc);
+    r = -1;
+    if (mlstack__kre_trie(&k, NULL, NULL, 0) || mlstack__kre_bounds(&k) || mlstack__kre_dfa(&k)) goto done;
+    if (!(acc = (char *)mlstack__calloc((size_t)k.n_st + 1, 1))) goto done;
+    for (s = 0; s < k.n_st; s++) acc[s] = (char)(MLSTACK__KDS(&k, s).mask == (1 << n_re) - 1);
+    r = mlstack__kre_rules_len(&k, acc, mn, mx);
     if (r >= 0) {
         snprintf(t, sizeof t, "s%d", r);
         r = MLSTACK__JS_P(j, b, t) ? -1 : 1;
@@ -25974,6 +26024,7 @@ static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *
         r = 0;
 done:
     if (r < 0 && j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    MLSTACK_FREE(w.p);
     MLSTACK_FREE(acc);
     mlstack__kre_free(&k);
     return r;

@@ -229,6 +229,12 @@ SCHEMAS = [
     ("dependencies", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"},
                                                        "c": {"type": "null"}},
                       "dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["a"]}}}),
+    # patterns with lengths, two patterns on one string, a format with a length: one automaton
+    ("pattern_len", {"type": "object", "properties": {
+        "w": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 5},
+        "two": {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "^[a-c]{1,4}$"}]},
+        "ip": {"type": "string", "format": "ipv4", "maxLength": 9},
+        "u": {"type": "string", "pattern": "^(x|yz)$|^q[0-9]?$"}}, "required": ["w", "two", "ip"]}),
 ]
 
 
