@@ -25526,7 +25526,7 @@ static int mlstack__kre_atom(mlstack__kre *k, mlstack__kfr *f) {
             if (k->i + 1 < k->n && k->p[k->i + 1] == ':') k->i += 2;
             else if (k->i + 2 < k->n && k->p[k->i + 1] == '<' && k->p[k->i + 2] != '=' && k->p[k->i + 2] != '!') {
                 while (k->i < k->n && k->p[k->i] != '>') k->i++;
-                k->i++;
+                if (k->i++ >= k->n) return mlstack__kre_fail(k, "unterminated group name");
             } else
                 return mlstack__kre_fail(k, "lookaround");
         }
