@@ -24849,11 +24849,11 @@ static int mlstack__js_dec_multiples(mlstack__js *j, mlstack__buf *b, long p, in
     char t[64];
     mlstack__buf e = {0, 0, 0};
     if (!live) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (mlstack__js_work(j, 24 * (uint64_t)p * (uint64_t)(q + 1))) return -1;
     j->n_rules += (int)p * (q + 1);
     for (pw[q] = 1 % p, f = q - 1; f >= 0; f--) pw[f] = pw[f + 1] * 10 % p;
     for (f = q; f >= 1; f--) /* H(r, f) live: it may end, or a digit leads to a live one */
         for (r = 0; r < p; r++) {
+            if (mlstack__js_work(j, 10)) return -1;
             char *lv = &live[(size_t)f * (size_t)p + (size_t)r];
             *lv = r * pw[f] % p == 0;
             for (d = 0; d < 10 && f < q && !*lv; d++)
@@ -24862,6 +24862,7 @@ static int mlstack__js_dec_multiples(mlstack__js *j, mlstack__buf *b, long p, in
     for (r = 0; r < p && ok; r++) /* P(r) = "." and at least one fraction digit, into H(., 1), inlined */
         for (f = 0; f <= q && ok; f++) {
             int alts = 0;
+            if (mlstack__js_work(j, 24)) break;
             e.n = 0;
             if (f && !live[(size_t)f * (size_t)p + (size_t)r]) continue;
             if (r * pw[f] % p == 0) ok = mlstack__buf_puts(&e, "\"\""), alts++;
@@ -25420,9 +25421,10 @@ static int mlstack__kre_class_esc(mlstack__kre *k, unsigned char c, mlstack__buf
             if (e < k->n && strlen(names[q]) == e - b && !memcmp(names[q], k->p + b, e - b)) mask = masks[q];
         if (!mask) return mlstack__kre_fail(k, "unsupported \\p{...} property");
         k->i = e + 1;
-        if (mlstack__js_work(k->j, 0x110000 / 16)) return -1;
         for (cp = 0; cp <= 0x110000; cp++) { /* the category's runs, from the tables */
-            int has = cp < 0x110000 && ((mask >> mlstack__ucat(cp)) & 1);
+            int has;
+            if ((cp & 4095) == 0 && mlstack__js_work(k->j, 256)) return -1; /* charged in small steps */
+            has = cp < 0x110000 && ((mask >> mlstack__ucat(cp)) & 1);
             if (has && !in) run = cp, in = 1;
             if (!has && in) {
                 in = 0, pr[0] = run, pr[1] = cp - 1;
@@ -25806,10 +25808,10 @@ static int mlstack__kre_dfa(mlstack__kre *k) {
         goto done;
     for (s = 0; s < k->n_st; s++) {
         mlstack__kds d = MLSTACK__KDS(k, s);
-        if (mlstack__js_work(k->j, (uint64_t)k->n_int * (uint64_t)(1 + d.n))) goto done;
         for (ii = 0; ii < k->n_int; ii++) {
             uint32_t lo = b[ii], hi = ii + 1 < k->n_int ? b[ii + 1] - 1 : 0x10FFFF;
             int32_t trie = -1, n = 0, to;
+            if (mlstack__js_work(k->j, 1 + (uint64_t)d.n)) goto done;
             if (lo >= 0xD800 && lo < 0xE000) to = -1;
             else {
                 for (q = 0; q < d.n; q++) {
@@ -25955,15 +25957,16 @@ static int mlstack__kre_rules_len(mlstack__kre *k, const char *acc, long mn, lon
     for (s = 0; s < pr.n; s++) pr.useful[s] = (char)mlstack__kprod_acc(&pr, s);
     while (changed) { /* the states from which an accepted end can still be reached */
         changed = 0;
-        if (mlstack__js_work(k->j, (uint64_t)pr.n * (uint64_t)k->n_int)) {
-            id = -1;
-            goto done;
-        }
-        for (s = pr.n - 1; s >= 0; s--)
+        for (s = pr.n - 1; s >= 0; s--) {
+            if (!pr.useful[s] && mlstack__js_work(k->j, (uint64_t)k->n_int)) {
+                id = -1;
+                goto done;
+            }
             for (q = 0; q < k->n_int && !pr.useful[s]; q++) {
                 int32_t t = mlstack__kprod_next(k, &pr, s, q);
                 if (t >= 0 && pr.useful[t]) pr.useful[s] = 1, changed = 1;
             }
+        }
     }
     if (!pr.useful[0]) goto done;
     base = k->j->n_rules;
