@@ -165,13 +165,12 @@ static void check_family(const char *name) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_model_info info;
-    int32_t ids[MAXP], greedy[64], gen_greedy[64], seq = -1;
+    int32_t ids[MAXP], greedy[64], gen_greedy[64];
     int n, ng, k, same = 1, n_gen;
     char *gen_last = NULL;
     size_t gen_len = 0;
     float *ref, *ours = NULL, *ours2 = NULL, *chunked = NULL;
     double maxdiff = 0;
-    mlstack_generate_desc g;
     snprintf(dir, sizeof dir, "%s/%.128s", FIX, name);
     snprintf(path, sizeof path, "%s/reference.json", dir);
     text = tl_read(path, &len);
@@ -240,20 +239,10 @@ static void check_family(const char *name) {
         free(one);
     }
     /* greedy continuation */
-    CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
-    memset(&g, 0, sizeof g);
-    g.seq = seq;
-    g.prompt = ids;
-    g.n_prompt = n;
-    g.max_tokens = 32;
-    g.ignore_eos = 1;
-    g.on_token = fx_on_token;
-    fx_n_greedy = 0;
-    CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
+    CHECKF(fx_generate(e2, ids, n, 32) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
     for (k = 0; k < n_gen; k++)
         if (k >= fx_n_greedy || fx_greedy[k] != gen_greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
-    mlstack_engine_seq_free(e2, seq);
     q_slack = mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") ? 2.0 : 1.0;
     CHECKF(!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab, "%s: generate_last.bin has %zu bytes", name,
            gen_len);
