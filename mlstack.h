@@ -16804,6 +16804,19 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__NOINLINE
 #endif
+/* Vectors a tile computes with `left` of a group's vectors left: `step`, except at the end of a
+   matrix whose outputs are not a multiple of 64, where several rows take what is left and one
+   row goes two vectors at a time, so that the 1-row kernels need no 1 x 4 or 1 x 6 tile (each
+   shape is a function to compile; these ends are rare, and a tile decides only which outputs
+   are summed together, never in what order: the same bits). */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_nvec(int left, int step, int rows) {
+    return left >= step ? step : rows == 1 ? 2 : left;
+}
+/* tiles mlstack__tile_nvec makes of vt vectors */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_passes(int vt, int step, int rows) {
+    int left = vt % step;
+    return vt / step + (left == 0 ? 0 : rows == 1 ? left / 2 : 1);
+}
 /* A hint that the line at p will be read soon (no effect on results; nothing where the compiler
    has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -17008,7 +17021,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 /* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
     F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
-    F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+    F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -17016,7 +17029,7 @@ MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, nvec, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17024,7 +17037,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
         size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
         int npass = 0; /* passes over each step, every block of rows together */
-        for (b = 0; b < B; b += 6) npass += (vt + MLSTACK__P16F_STEP_AVX2(B - b) - 1) / MLSTACK__P16F_STEP_AVX2(B - b);
+        for (b = 0; b < B; b += 6) npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(B - b), B - b);
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += kc) {
             int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
@@ -17035,12 +17048,12 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
                 const float *xb = x + (size_t)b * n + k0;
-                for (v0 = 0; v0 < vt; v0 += step, pass++) {
-                    int nvec = vt - v0 < step ? vt - v0 : step;
+                for (v0 = 0; v0 < vt; v0 += nvec, pass++) {
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
+                    nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
     case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
         mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
@@ -17176,7 +17189,7 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
         mlstack__p16q_tile_avx2(Q, wp, gp, v0, xq, ldx, nb, y, ldy, bias, nvt, pf, pfs, RB_, NV_);                 \
     }
 /* clang-format off */
-#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 6) F(Q, 1, 4) F(Q, 1, 2)
+#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 2)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 0)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 /* clang-format on */
@@ -17184,6 +17197,7 @@ MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0, rb;
+    int nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
@@ -17198,13 +17212,13 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
             step = rb == 1 ? 8 : 2;
             npass = (vt + step - 1) / step; /* per block, each pass fetches its share of the next group */
             pfs = MLSTACK__P16_GROUP * pb / ((size_t)npass * (size_t)nb);
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
                 const unsigned char *pf = B > 1 && b == 0 && p + 2 * MLSTACK__P16_GROUP <= np
                                               ? wp + MLSTACK__P16_GROUP * pb + (size_t)(v0 / step) * (size_t)nb * pfs
                                               : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                            \
     case (Q) * 128 + (RB_) * 16 + (NV_):                                                                           \
         mlstack__p16q_avx2_##Q##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, pf, pfs); \
@@ -17500,8 +17514,8 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
 /* clang-format off */
-#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
@@ -17512,7 +17526,7 @@ MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
-    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0;
+    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0, nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17523,10 +17537,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
         for (b = 0; b < B; b += 2) {
             int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 8 : 2) : (rb == 1 ? 8 : 4);
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
         mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
