@@ -1724,6 +1724,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       sections call outside its #if !defined(MLSTACK_NO_...), or gives it a stub in the #else.
    6. A kernel with many tile shapes calls one MLSTACK__NOINLINE function per shape (see there)
       rather than inlining them all into one switch: compile time grows faster than a function.
+      Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
+      (mlstack__tile_nvec) rather than compiled for itself.
    7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
       with clang); the slowest part sets the build's wall time, their sum its CPU time. */
 #define MLSTACK__N_PARTS 6
