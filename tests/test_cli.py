@@ -79,6 +79,17 @@ class Pty:
                 pass
 
 
+def save_conversation(p, path):
+    """/save PATH in the chat on p; the messages it wrote ([] when none could be read)."""
+    p.send(f"/save {path}\r")
+    p.expect(r"saved \d+ messages")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return []
+
+
 def run(exe, *args, stdin=None, timeout=120):
     return subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
 
@@ -512,12 +523,7 @@ def check_chat_terminal(exe, tiny, tmp):
     p.send("line two\r")
     p.expect(r"reused from the cache")
     p.expect(r"> ")
-    p.send(f"/save {save}\r")
-    p.expect(r"saved \d+ messages")
-    try:
-        conv = json.load(open(save))
-    except (OSError, ValueError):
-        conv = []
+    conv = save_conversation(p, save)
     T.check(len(conv) == 7 and conv[0] == {"role": "system", "content": "You are terse."}
             and conv[5] == {"role": "user", "content": "line one\nline two"},
             "/save writes the conversation with the multi-line message", conv)
@@ -546,12 +552,7 @@ def check_chat_ctrl_c(exe, tmp, save):
     T.check(mc is not None and int(mc.group(1)) < 131000, "Ctrl-C stops the answer", p.buf[-300:])
     T.check(p.expect(r"not kept in the conversation") is not None, "a stopped answer is dropped", p.buf[-300:])
     T.check(p.expect(r"> ") is not None and p.proc.poll() is None, "the chat goes on after Ctrl-C")
-    p.send(f"/save {save}\r")
-    p.expect(r"saved \d+ messages")
-    try:
-        conv = json.load(open(save))
-    except (OSError, ValueError):
-        conv = []
+    conv = save_conversation(p, save)
     T.check(len(conv) == 7 and all(m["content"] != "write forever" for m in conv),
             "the stopped turn is not in the conversation", conv[-2:])
     p.send("/help\r")

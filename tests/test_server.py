@@ -584,6 +584,17 @@ def http_part(exe, model_dir, asan):
 
 # ---- hardening (issue 45): body memory, slowloris, shutdown, half-close, log, API key ----
 
+def sigterm(srv):
+    """SIGTERM to the server; its exit status (or why there is none after 30 s) and the seconds it took."""
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        rc = "still running after 30 s"
+    return rc, time.time() - t0
+
+
 def connect_from(ip, port, timeout=30):
     """A connection to the server from the loopback address ip (any of 127.0.0.0/8): another peer."""
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -803,13 +814,7 @@ def shutdown_part(exe, model_dir):
     slow = socket.create_connection(("127.0.0.1", port), timeout=60)
     slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
     wait_until(lambda: metrics(srv.base)["mlstack_requests_queued"] >= 1, 10)
-    t0 = time.time()
-    srv.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = srv.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        rc = "still running after 30 s"
-    took = time.time() - t0
+    rc, took = sigterm(srv)
     rest = read_all(stream)
     tail = rest.decode(errors="replace")
     T.check(rc == 0 and took < 8, "SIGTERM with requests running: exits 0 within 8 s", (rc, f"{took:.2f} s"))
@@ -838,13 +843,7 @@ def shutdown_part(exe, model_dir):
         c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         busy.append(c)
     time.sleep(0.3)
-    t0 = time.time()
-    srv.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = srv.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        rc = "still running after 30 s"
-    took = time.time() - t0
+    rc, took = sigterm(srv)
     codes = [parse(read_all(c))[0] for c in busy]
     for c in busy:
         c.close()
