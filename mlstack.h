@@ -26080,6 +26080,15 @@ enum {
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
+/* DeepSeek V2/V3: multi-head latent attention (mlstack__cfg_mla, >>forward mlstack__mla_layer): q
+   from q_proj or q_a_proj -> q_a_layernorm -> q_b_proj, kv_a_proj_with_mqa -> the latent
+   (kv_lora_rank, kv_a_layernorm) and one shared rope key, kv_b_proj -> per-head k_nope and v;
+   MoE layers from first_k_dense_replace on with shared_experts beside the routed ones, softmax
+   scores routed greedy or group_limited_greedy, never renormalized, times routed_scaling_factor */
+#define MLSTACK__F_MLA 0x100000000000000ull
+/* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
+   mlp.gate.e_score_correction_bias within the groups ranked by their two best */
+#define MLSTACK__F_MLA_V3 0x200000000000000ull
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26283,6 +26292,13 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
+    /* multi-head latent attention (MLA): the KV cache holds each position's latent and rope key */
+    {"DeepseekV2ForCausalLM", NULL, MLSTACK__F_MLA,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"DeepseekV3ForCausalLM", NULL, MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
@@ -26347,6 +26363,17 @@ typedef struct mlstack__config {
     int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    float moe_norm_eps; /* added to the top-k weights' sum before they are renormalized (LFM2-MoE: 1e-6) */
+    /* grouped routing (DeepSeek): experts in moe_groups groups, only the moe_topk_groups best groups
+       chosen from, a group ranked by its best score (MLSTACK__GROUPS_MAX) or the sum of its two
+       best scores + bias (MLSTACK__GROUPS_TOP2); 0: none */
+    int moe_groups, moe_topk_groups, moe_group_rank;
+    /* multi-head latent attention (F_MLA; mla_rank 0: none): kv_lora_rank r, q_lora_rank (0: q_proj),
+       qk_nope_head_dim, qk_rope_head_dim, v_head_dim; rope pairs interleaved (2i, 2i + 1); the
+       shared experts' width (n_shared_experts x moe_intermediate_size). head_dim is then r +
+       qk_rope_head_dim, the width of a query after W_UK is absorbed into it and of the one KV
+       head (the latent and the rope key); n_kv_heads 1; rot_dim qk_rope_head_dim. */
+    int mla_rank, mla_q_rank, mla_nope, mla_rope, mla_v, mla_interleave, mla_shared_ff;
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
     int n_recurrent; /* layers that are not attention */
@@ -26397,6 +26424,12 @@ typedef struct mlstack__layer {
        2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
        q | k | v; per value head -exp(A_log) and dt_bias; the gated output norm's weight (dv) */
     const float *dn_neg_a, *dn_dt_bias, *dn_norm;
+    /* latent attention (mla_rank): wq is q_proj or q_b_proj after wqa (q_a_proj) and q_a_norm; wk
+       is kv_a_proj_with_mqa (latent | rope key), kv_a_norm the latent's norm; kv_b_proj as f32
+       copies: w_uk (H r, dn) each head's W_UK transposed (absorbed into its query), w_uv (H dv, r)
+       each head's W_UV (applied to its attention-weighted latent) */
+    mlstack__weight wqa, w_uk, w_uv;
+    const float *q_a_norm, *kv_a_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26926,6 +26959,113 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
 
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
+/* A config key that may be absent or null, else must be the string want. */
+static mlstack_result mlstack__cfg_str_is(const mlstack__json *root, const char *key, const char *want,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key);
+    if (mlstack__json_is_null(v) || mlstack__json_is_str(v, want)) return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.40s\" is not supported (supported: %s)", file, key,
+                         v->type == MLSTACK__JSON_STRING ? v->str : "?", want);
+}
+
+/* DeepSeek's experts: dense layers below first_k_dense_replace, shared experts, the routing
+   (V2: softmax scores, greedy or group_limited_greedy, never renormalized; V3: noaux_tc). */
+enum { MLSTACK__GROUPS_MAX = 1, MLSTACK__GROUPS_TOP2 = 2 };
+static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    int v3 = (c->fam->flags & MLSTACK__F_MLA_V3) != 0, dense, freq, shared, i;
+    const mlstack__json *tm = mlstack__json_get(root, "topk_method"), *ns = mlstack__json_get(root, "n_shared_experts");
+    int64_t w = 0;
+    mlstack_result r;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", v3 ? 2.5 : 1.0, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_layer_freq", 1, &freq, file, err)) ||
+        (r = mlstack__cfg_str_is(root, "scoring_func", v3 ? "sigmoid" : "softmax", file, err)) ||
+        (v3 && (r = mlstack__cfg_str_is(root, "topk_method", "noaux_tc", file, err))))
+        return r;
+    if (freq != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: moe_layer_freq %d (1 supported)", file, freq);
+    if (!mlstack__json_is_null(ns) && (!mlstack__json_int(ns, &w) || w < 0 || w > 64))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: n_shared_experts must be 0 to 64", file);
+    shared = mlstack__json_is_null(ns) ? (v3 ? 1 : 2) : (int)w;
+    c->mla_shared_ff = shared * c->moe_ff;
+    if (c->mla_shared_ff > c->n_ff)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: shared experts %d wide, wider than intermediate_size %d (not supported)", file,
+                             c->mla_shared_ff, c->n_ff);
+    w = v3 ? 3 : 0;
+    if (!mlstack__json_is_null(mlstack__json_get(root, "first_k_dense_replace")) &&
+        (!mlstack__json_int(mlstack__json_get(root, "first_k_dense_replace"), &w) || w < 0 || w > c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: first_k_dense_replace must be 0 to %d", file, c->n_layers);
+    dense = (int)w;
+    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
+    c->norm_topk = v3 && c->norm_topk; /* V2's router never renormalizes (transformers) */
+    c->moe_sigmoid = c->moe_bias = v3;
+    if (v3) c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    else if (mlstack__json_is_str(tm, "group_limited_greedy"))
+        c->moe_group_rank = MLSTACK__GROUPS_MAX;
+    else if ((r = mlstack__cfg_str_is(root, "topk_method", "greedy", file, err)))
+        return r;
+    if (!c->moe_group_rank) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "n_group", v3 ? 8 : 0, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", v3 ? 4 : 0, &c->moe_topk_groups, file, err)))
+        return r;
+    if (c->n_experts % c->moe_groups || c->moe_topk_groups > c->moe_groups ||
+        (v3 && c->n_experts / c->moe_groups < 2) ||
+        c->moe_topk_groups * (c->n_experts / c->moe_groups) < c->n_experts_used)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: n_group %d, topk_group %d do not fit %d experts, %d per token (groups must divide "
+                             "the experts, %shold at least num_experts_per_tok together)",
+                             file, c->moe_groups, c->moe_topk_groups, c->n_experts, c->n_experts_used,
+                             v3 ? "have 2 or more each, " : "");
+    return MLSTACK_OK;
+}
+
+/* Multi-head latent attention (F_MLA): the ranks and head widths, the one KV head it caches
+   (latent | rope key), the softmax scale (qk_nope + qk_rope)^-0.5, times mscale^2 with yarn's
+   mscale_all_dim (transformers' yarn_apply_mscale). After the rotary tables are read. */
+#define MLSTACK__MLA_MAX 65536 /* widest latent, q LoRA rank and head part an MLA config may give */
+static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack_result r;
+    const mlstack__rope_cfg *t = &c->rope[0];
+    double scale;
+    if (!(c->fam->flags & MLSTACK__F_MLA)) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "kv_lora_rank", 0, &c->mla_rank, file, err)) ||
+        (!mlstack__json_is_null(mlstack__json_get(root, "q_lora_rank")) &&
+         (r = mlstack__cfg_int(root, "q_lora_rank", 0, &c->mla_q_rank, file, err))) ||
+        (r = mlstack__cfg_int(root, "qk_nope_head_dim", 128, &c->mla_nope, file, err)) ||
+        (r = mlstack__cfg_int(root, "qk_rope_head_dim", 64, &c->mla_rope, file, err)) ||
+        (r = mlstack__cfg_int(root, "v_head_dim", 128, &c->mla_v, file, err)))
+        return r;
+    if (c->mla_rank > MLSTACK__MLA_MAX || c->mla_q_rank > MLSTACK__MLA_MAX || c->mla_nope > c->mla_rank ||
+        c->mla_v > MLSTACK__MLA_MAX || c->mla_rope % 2 || c->mla_rope / 2 > MLSTACK__MAX_ROPE_PAIRS ||
+        (int64_t)c->n_heads * (c->mla_rank + c->mla_rope) > (1 << 30) || (int64_t)c->n_heads * c->mla_v > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: latent attention with kv_lora_rank %d, q_lora_rank %d, qk_nope_head_dim %d, "
+                             "qk_rope_head_dim %d, v_head_dim %d is not supported (qk_nope_head_dim up to "
+                             "kv_lora_rank, an even qk_rope_head_dim up to %d)",
+                             file, c->mla_rank, c->mla_q_rank, c->mla_nope, c->mla_rope, c->mla_v,
+                             2 * MLSTACK__MAX_ROPE_PAIRS);
+    if (c->attn_bias || c->o_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: attention_bias with latent attention is not supported",
+                             file);
+    if (t->kind == MLSTACK__ROPE_LONGROPE || t->kind == MLSTACK__ROPE_DYNAMIC)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s RoPE with latent attention is not supported", file,
+                             t->kind == MLSTACK__ROPE_LONGROPE ? "longrope" : "dynamic");
+    c->mla_interleave =
+        !(c->fam->flags & MLSTACK__F_MLA_V3) || mlstack__json_bool(mlstack__json_get(root, "rope_interleave"), 1);
+    c->head_dim = c->mla_rank + c->mla_rope;
+    c->n_kv_heads = 1;
+    c->rot_dim = c->mla_rope;
+    scale = pow((double)(c->mla_nope + c->mla_rope), -0.5);
+    if (t->kind != MLSTACK__ROPE_DEFAULT && t->mscale_all_dim > 0 && t->factor > 1) {
+        double ms = 0.1 * t->mscale_all_dim * log((double)t->factor) + 1.0;
+        scale = scale * ms * ms;
+    }
+    c->attn_scale = (float)scale;
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
                                        mlstack_error *err) {
     const mlstack__family *f = c->fam;
@@ -26985,7 +27125,8 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     }
     if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    return MLSTACK_OK;
+    if (c->moe_sigmoid && !(f->flags & MLSTACK__F_MLA)) c->moe_norm_eps = 1e-6f; /* LFM2-MoE */
+    return (f->flags & MLSTACK__F_MLA) ? mlstack__cfg_mla_moe(c, root, file, err) : MLSTACK_OK;
 }
 
 /* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
@@ -27356,7 +27497,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     }
     if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
         (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_rope(c, root, file, err)) || (r = mlstack__cfg_mla(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -27921,6 +28062,68 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     return MLSTACK_OK;
 }
 
+/* kv_b_proj (H (dn + dv), r) as MLA reads it: per head W_UK transposed and W_UV, f32 copies. */
+static mlstack_result mlstack__mla_kv_b(mlstack_model *m, mlstack__layer *L, const mlstack__weight *kvb,
+                                        mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, h, d, i;
+    float *uk = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * R * dn),
+          *uv = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * dv * R), *row;
+    row = (float *)mlstack__model_own(m, sizeof(float) * (size_t)R);
+    if (!uk || !uv || !row) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (kvb->wtype != MLSTACK__W_F32 && kvb->wtype != MLSTACK__W_F16 && kvb->wtype != MLSTACK__W_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s stored as %s (F32, F16 or BF16 supported)", m->path,
+                             kvb->name, mlstack__wtype_name(kvb->wtype));
+    for (h = 0; h < H; h++)
+        for (d = 0; d < dn + dv; d++) {
+            mlstack__to_f32((mlstack_dtype)kvb->wtype,
+                            (const unsigned char *)kvb->data + (size_t)(h * (dn + dv) + d) * kvb->row_bytes, row,
+                            (size_t)R);
+            if (d >= dn) memcpy(uv + ((size_t)h * dv + (size_t)(d - dn)) * R, row, sizeof(float) * (size_t)R);
+            else
+                for (i = 0; i < R; i++) uk[((size_t)h * R + i) * dn + d] = row[i];
+        }
+    memset(&L->w_uk, 0, sizeof L->w_uk), memset(&L->w_uv, 0, sizeof L->w_uv);
+    L->w_uk.data = uk, L->w_uk.wtype = MLSTACK__W_F32, L->w_uk.n_out = H * R, L->w_uk.n_in = dn;
+    L->w_uv.data = uv, L->w_uv.wtype = MLSTACK__W_F32, L->w_uv.n_out = H * dv, L->w_uv.n_in = R;
+    L->w_uk.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, dn);
+    L->w_uv.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, R);
+    return MLSTACK_OK;
+}
+
+/* Layer l's latent attention (F_MLA): q (q_proj, or q_a_proj, its norm and q_b_proj),
+   kv_a_proj_with_mqa and its latent's norm, kv_b_proj, o_proj. */
+static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                             int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, qd = c->n_heads * (c->mla_nope + c->mla_rope), D = c->n_embd, R = c->mla_rank;
+    mlstack__weight kvb;
+    mlstack_result r;
+    char name[256], nm[200];
+    memset(&kvb, 0, sizeof kvb);
+#define MLSTACK__MLA_W(key, rows, cols, w)        \
+    (snprintf(nm, sizeof nm, "%s.%s", attn, key), \
+     (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows, cols, 0, w, err)) != MLSTACK_OK)
+#define MLSTACK__MLA_N(key, n, v) \
+    (snprintf(nm, sizeof nm, "%s.%s.weight", attn, key), (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), n, v, err)))
+    if (c->mla_q_rank) {
+        if (MLSTACK__MLA_W("q_a_proj", c->mla_q_rank, D, &L->wqa) ||
+            MLSTACK__MLA_N("q_a_layernorm", c->mla_q_rank, &L->q_a_norm) ||
+            MLSTACK__MLA_W("q_b_proj", qd, c->mla_q_rank, &L->wq))
+            return r;
+    } else if (MLSTACK__MLA_W("q_proj", qd, D, &L->wq)) {
+        return r;
+    }
+    if (MLSTACK__MLA_W("kv_a_proj_with_mqa", R + c->mla_rope, D, &L->wk) ||
+        MLSTACK__MLA_N("kv_a_layernorm", R, &L->kv_a_norm) ||
+        MLSTACK__MLA_W("kv_b_proj", H * (c->mla_nope + c->mla_v), R, &kvb) ||
+        MLSTACK__MLA_W("o_proj", D, H * c->mla_v, &L->wo))
+        return r;
+#undef MLSTACK__MLA_W
+#undef MLSTACK__MLA_N
+    return mlstack__mla_kv_b(m, L, &kvb, err);
+}
+
 /* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
 static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -27951,7 +28154,8 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
-    snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
+    snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
+             f->flags & MLSTACK__F_MLA_V3 ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
@@ -28163,7 +28367,19 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
-    if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
+    if (L->moe && (f->flags & MLSTACK__F_MLA)) { /* DeepSeek: ungated shared experts beside the routed ones */
+        static const char *const sh[3] = {"gate_proj", "up_proj", "down_proj"};
+        mlstack__weight *dst[3];
+        int i, F = c->mla_shared_ff;
+        dst[0] = &L->w_gate, dst[1] = &L->w_up, dst[2] = &L->w_down;
+        for (i = 0; i < 3 && F; i++) {
+            snprintf(nm, sizeof nm, "%s.shared_experts.%s", mlp, sh[i]);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), i == 2 ? c->n_embd : F, i == 2 ? F : c->n_embd, 0,
+                                           dst[i], err)))
+                return r;
+        }
+        return MLSTACK_OK;
+    } else if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
     } else if (f->fused.gate_up) { /* fused gate | up rows */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
@@ -28495,8 +28711,9 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
         ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
-                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!mlp_only && (r = att && c->mla_rank ? mlstack__map_layer_mla(m, L, pre, attn, l, err)
+                               : att              ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                                                  : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
             (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
@@ -28509,10 +28726,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (15 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[13];
+    mlstack__weight *all[14];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -28522,8 +28739,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in, all[12] = &L->wqg;
-    for (i = 0; i < 13; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa;
+    for (i = 0; i < 14; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
@@ -30932,8 +31149,10 @@ typedef struct mlstack__kv {
     mlstack_dtype dtype;
     size_t esize;
     int n_pages, page_tokens;
-    size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
-    size_t head_elems; /* Dh: a page holds [layer][K, V][kv head][slot][Dh] */
+    size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
+    size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
+    size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
+    size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -31004,6 +31223,16 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
     return MLSTACK_OK;
 }
 
+/* What a position of one layer holds, as data: kv_heads keys of head_dim and values of v_elems
+   (head_dim; latent attention: none, its values are the first mla_rank dims of its one key, the
+   latent, beside the rope key). */
+static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv_heads) {
+    kv->head_elems = (size_t)c->head_dim;
+    kv->v_elems = c->mla_rank ? 0 : (size_t)c->head_dim;
+    kv->v_of_k = (size_t)c->mla_rank;
+    kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -31020,10 +31249,9 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->dtype = dtype;
     kv->esize = (size_t)mlstack__dtype_sizes[dtype];
     kv->page_tokens = page_tokens;
-    kv->head_elems = (size_t)c->head_dim;
-    kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    mlstack__kv_widths(kv, c, c->n_kv_heads);
     if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
-    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (size_t)page_tokens * kv->row_elems;
+    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -31034,8 +31262,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_pages = (int)(budget / page_bytes);
     if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
-    kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    mlstack__kv_widths(kv, c, kv_heads);
+    kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
@@ -31413,10 +31641,10 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / kv->head_elems;
-    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems +
-                       ((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens * kv->head_elems) *
-                          kv->esize;
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
+    size_t at = (size_t)layer * P * kv->row_elems +
+                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
+    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
 }
 
 /* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
@@ -31428,7 +31656,8 @@ static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, i
     size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dh * es, Dh);
+    if (kv->v_elems)
+        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -31455,12 +31684,12 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dh = kv->head_elems;
+    size_t es = kv->esize, Dv = kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
         k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
-        v[nr] = mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dh * es;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dv * es : NULL;
     }
     return nr;
 }
@@ -31475,10 +31704,11 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
-        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * Dh * es;
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
+               vspan = (size_t)len[r] * kv->v_elems * es;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
-            mlstack__fetch_add(f, v[r], vspan);
+            if (vspan) mlstack__fetch_add(f, v[r], vspan);
             continue;
         }
         if (col <= 128) /* the keys' columns close together: their whole span */
@@ -31486,7 +31716,7 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
         else
             for (d = 0; d < (int)Dh; d++)
                 mlstack__fetch_range((const unsigned char *)k[r] + (size_t)d * col, (size_t)len[r] * es);
-        mlstack__fetch_range((const unsigned char *)v[r], vspan);
+        if (vspan) mlstack__fetch_range((const unsigned char *)v[r], vspan);
     }
 }
 /* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores and
@@ -31497,12 +31727,30 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
+/* kv_chunk for latent attention (kv->v_of_k): the keys (Dh, 32) as kv_chunk makes them, and the
+   values vf (n, Dv) their first Dv dims (the latent), read from the keys since the cache holds
+   them once. Exact conversions, so the same bits on every ISA. */
+static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype dt, const void *const *k, const int *len,
+                                     int nr, size_t ldk, int Dh, int Dv, float *kt, float *vf) {
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int r, d, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++])
+        for (d = 0; d < Dh; d++)
+            kn->to_f32(dt, (const unsigned char *)k[r] + (size_t)d * ldk * es, kt + (size_t)d * 32 + j0,
+                       (size_t)len[r]);
+    mlstack__kt_zero(kt, j0, Dh);
+    for (j = 0; j < j0; j++)
+        for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
+}
+
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
    (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
    max starts at it and the denominator at e^0 = 1)
+   With latent attention (kv->v_of_k) a value is the first Dv = v_of_k dims of its key and out
+   holds Dv of each head's Dh columns.
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -31524,13 +31772,13 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
           *corr = sc + (size_t)G * MLSTACK__ATT_CHUNK, *acc = corr + G, *mx = acc + (size_t)R * G * Dh,
           *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
-    int r, g, j, d;
+    int r, g, j, d, Dv = kv->v_of_k ? (int)kv->v_of_k : Dh;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
         mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
         den[g] = sinks ? 1.0f : 0.0f;
-        for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
+        for (d = 0; d < Dv; d++) acc[(size_t)g * Dv + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK, nn = tmax - t + 1 - n;
@@ -31542,14 +31790,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k, r = 0; r + 1 < nrun; r++)
+            direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
-        if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
+        if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
+        else if (!direct)
+            kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
-            float *ar = acc + (size_t)r * G * Dh;
+            float *ar = acc + (size_t)r * G * Dv;
             if (nr <= 0) continue;
             if (direct) /* one row (nr = n): the chunk read where it lies */
                 kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
@@ -31564,17 +31815,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             kn->softmax(sc, G, nr, mx + r * G, den + r * G, corr); /* the canonical online softmax */
             for (g = 0; g < G; g++)
                 if (corr[g] != 1.0f)
-                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr[g];
+                    for (d = 0; d < Dv; d++) ar[(size_t)g * Dv + d] *= corr[g];
             if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
-                kn->attn_pv(ar, G, Dh, sc, vf, nr);
+                kn->attn_pv(ar, G, Dv, sc, vf, nr);
         }
     }
     for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
             float inv = 1.0f / den[r * G + g];
-            for (d = 0; d < Dh; d++)
-                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
+            for (d = 0; d < Dv; d++)
+                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dv + d] * inv;
         }
 }
 
@@ -31634,6 +31885,9 @@ typedef struct mlstack__scratch {
     float *mix_x, *mix_y, *mix_s;
     int *mix_run;
     float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
+    /* latent attention (one rank): q before absorption (B, H (dn + dr)); per-head gathers (B,
+       max(H dn, R)) and results (B, max(R, dv)); the heads' outputs or the q LoRA (B, max(H dv, qr)) */
+    float *mla_q, *mla_x, *mla_y, *mla_o;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -32048,6 +32302,7 @@ typedef struct mlstack__attn_job {
     int layer;
     int n_blk;
     int by_head; /* tasks are runs of (block, query head) pairs, not (block, KV head) */
+    int n_rows; /* rows of the batch (latent attention's per-head gathers) */
 } mlstack__attn_job;
 
 static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
@@ -32464,6 +32719,36 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
     return rk->n_ranks == 1 ? whole : own;
 }
 
+/* Grouped routing (DeepSeek): which of the E experts a row may choose, from its scores lg (and
+   the bias eb that chooses with them): the moe_topk_groups groups of E / moe_groups experts with
+   the highest rank, a group's rank its best score (V2) or the sum of its two best scores + bias
+   (V3); ties go to the lower group. Without groups every expert. */
+static void mlstack__moe_groups(const mlstack__config *c, const float *lg, const float *eb, unsigned char *allowed) {
+    int E = c->n_experts, G = c->moe_groups, n = G ? E / G : E, g, e, k;
+    float rank[MLSTACK__MAX_EXPERTS];
+    unsigned char pick[MLSTACK__MAX_EXPERTS];
+    memset(allowed, 1, (size_t)E);
+    if (!c->moe_group_rank || G <= 1) return;
+    for (g = 0; g < G; g++) {
+        float b1 = -FLT_MAX, b2 = -FLT_MAX;
+        for (e = g * n; e < (g + 1) * n; e++) {
+            float v = eb ? lg[e] + eb[e] : lg[e];
+            if (v > b1) b2 = b1, b1 = v;
+            else if (v > b2)
+                b2 = v;
+        }
+        rank[g] = c->moe_group_rank == MLSTACK__GROUPS_TOP2 ? b1 + b2 : b1;
+        pick[g] = 0;
+    }
+    for (k = 0; k < c->moe_topk_groups; k++) {
+        int best = -1;
+        for (g = 0; g < G; g++)
+            if (!pick[g] && (best < 0 || rank[g] > rank[best])) best = g;
+        pick[best] = 1;
+    }
+    for (e = 0; e < E; e++) allowed[e] = pick[e / n];
+}
+
 /* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
    routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
    renormalized where configured; each expert computes only the rows routed to it (gathered,
@@ -32475,6 +32760,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     mlstack__scratch *s = &rk->s;
     int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
     int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
+    unsigned char allowed[MLSTACK__MAX_EXPERTS];
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
@@ -32486,10 +32772,11 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             sum += lg[e];
         }
         for (e = 0; e < E && !top_first && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        mlstack__moe_groups(c, lg, eb, allowed);
         for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
-                int taken = 0;
+                int taken = !allowed[e];
                 for (j = 0; j < k; j++) taken |= idx[j] == e;
                 if (!taken && (best < 0 || (eb ? lg[e] + eb[e] > lg[best] + eb[best] : lg[e] > lg[best]))) best = e;
             }
@@ -32503,7 +32790,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
-            if (c->moe_sigmoid) t += 1e-6f; /* LFM2-MoE */
+            t += c->moe_norm_eps; /* LFM2-MoE: 1e-6 */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
@@ -32904,7 +33191,7 @@ static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, co
     mlstack__scratch *s = &rk->s;
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
     mlstack__project(rk, xn, B, 2, &L->w_gate, rk->xb->h, &L->w_up, s->up, NULL, NULL);
-    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, rk->model->cfg.n_ff, layer);
+    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, L->w_gate.n_out, layer);
     mlstack__project(rk, rk->xb->h, B, 1, &L->w_down, s->moe_y, NULL, NULL, NULL, NULL);
     for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
 }
@@ -32937,6 +33224,101 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
 
+/* ---- multi-head latent attention (DeepSeek V2/V3; one rank) ----
+   Per row: q = xn Wq (or rmsnorm(xn Wqa) Wq), heads of qk_nope dn | qk_rope dr dims; kv = xn Wk =
+   c | kr, c the latent (R = kv_lora_rank), kr the shared rope key. The cache keeps per position
+   one key of Dh = R + dr: rmsnorm(c) | rope(kr), and no value (>>kvcache: values are its first R
+   dims). W_UK is absorbed into each query, W_UV applied after attention:
+       q'_h = (q_nope_h W_UK_h^T | rope(q_rope_h))      (Dh,): then q'_h . key_t = q_h . k_t
+       a_h = sum_t softmax_t(q'_h . key_t * scale) c_t   (R,): attention over the latents
+       o_h = a_h W_UV_h^T (dv,); xo = (o_1 | ... | o_H) Wo
+   the same values as transformers' expanded k = (c W_UK^T | kr), v = c W_UV^T, summed in another
+   order. Absorbed, a step reads R + dr numbers per cached position for all heads; expanded it
+   would read (dn + dr + dv) per head (V2-Lite: 576 against 16 x 384), or recompute them.
+   Every product is a matmul or an explicit FMA in a fixed order, whatever the batch. */
+
+/* Rotary embedding of dr dims of v (interleaved pairs (2i, 2i + 1) are gathered into halves first,
+   as transformers' apply_rotary_pos_emb_interleave: q and k both, so q . k is unchanged). */
+static void mlstack__mla_rope(const mlstack__kernels *kn, float *v, int dr, const float *cs, int interleave) {
+    float tmp[2 * MLSTACK__MAX_ROPE_PAIRS];
+    int i, half = dr / 2;
+    if (interleave) {
+        for (i = 0; i < half; i++) tmp[i] = v[2 * i], tmp[half + i] = v[2 * i + 1];
+        memcpy(v, tmp, sizeof(float) * (size_t)dr);
+    }
+    kn->rope_apply(v, dr, cs);
+}
+
+/* Row `task`: the latent's norm and the rope key into its KV slot; each head's rope query into
+   s->q after the head's R latent dims, its nope query into mla_x as head-major (H, B, dn). */
+static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__layer *L = &rk->layers[j->layer];
+    const mlstack_batch_row *row = &j->rows[task];
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
+    float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    (void)n_tasks, (void)thread;
+    rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
+    mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
+    mlstack__kv_store(&rk->kv, &rk->kv.seqs[row->seq], L->kv_layer - rk->layers[rk->l0].kv_layer, 0, row->pos, k, NULL,
+                      rk->k->from_f32);
+    for (h = 0; h < H; h++) {
+        memcpy(q + (size_t)h * Dh + R, qs + (size_t)h * (dn + dr) + dn, sizeof(float) * (size_t)dr);
+        mlstack__mla_rope(rk->k, q + (size_t)h * Dh + R, dr, cs, c->mla_interleave);
+        memcpy(s->mla_x + ((size_t)h * j->n_rows + task) * dn, qs + (size_t)h * (dn + dr), sizeof(float) * (size_t)dn);
+    }
+}
+
+/* Head h's rows [r0, r1) of w (H (r1 - r0) rows in all) times x (B, n_in) into y (B, r1 - r0). */
+static void mlstack__mla_head(mlstack__rank *rk, const mlstack__weight *w, int h, int rows, const float *x, float *y,
+                              int B) {
+    mlstack__weight v;
+    mlstack__weight_view(&v, w, h * rows, (h + 1) * rows);
+    mlstack__project(rk, x, B, 1, &v, y, NULL, NULL, NULL, NULL);
+}
+
+/* Latent attention of B rows from in (B, D) into xo (B, D). */
+static void mlstack__mla_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, Dh = c->head_dim, b, h;
+    if (L->wqa.data) { /* q LoRA: rmsnorm(xn Wqa) Wq */
+        mlstack__project(rk, in, B, 1, &L->wqa, s->mla_o, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            rk->k->rmsnorm(s->mla_o + (size_t)b * c->mla_q_rank, s->mla_o + (size_t)b * c->mla_q_rank, L->q_a_norm,
+                           c->mla_q_rank, 1e-6f);
+        mlstack__project(rk, s->mla_o, B, 1, &L->wq, s->mla_q, NULL, NULL, NULL, NULL);
+        mlstack__project(rk, in, B, 1, &L->wk, s->k, NULL, NULL, NULL, NULL);
+    } else {
+        mlstack__project(rk, in, B, 2, &L->wq, s->mla_q, &L->wk, s->k, NULL, NULL);
+    }
+    MLSTACK__PROF_BEGIN(rk->pool, ROPE_KV);
+    aj->n_rows = B;
+    if (B > 1) mlstack__pool_run(rk->pool, mlstack__mla_row_task, aj, B);
+    else
+        mlstack__mla_row_task(aj, 0, 1, 0);
+    MLSTACK__PROF_END(rk->pool, ROPE_KV, aj->layer, aj->rows, B);
+    for (h = 0; h < H; h++) { /* q'_h's first R dims: q_nope_h W_UK_h^T */
+        mlstack__mla_head(rk, &L->w_uk, h, R, s->mla_x + (size_t)h * B * dn, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->q + ((size_t)b * H + h) * Dh, s->mla_y + (size_t)b * R, sizeof(float) * (size_t)R);
+    }
+    mlstack__attention(rk, aj, n_blk, B);
+    for (h = 0; h < H; h++) { /* o_h = a_h W_UV_h^T */
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_x + (size_t)b * R, rk->xb->att + ((size_t)b * H + h) * Dh, sizeof(float) * (size_t)R);
+        mlstack__mla_head(rk, &L->w_uv, h, dv, s->mla_x, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_o + ((size_t)b * H + h) * dv, s->mla_y + (size_t)b * dv, sizeof(float) * (size_t)dv);
+    }
+    mlstack__project(rk, s->mla_o, B, 1, &L->wo, xo, NULL, NULL, NULL, NULL);
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -32964,6 +33346,8 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        else if (c->mla_rank) /* one rank: no exchange */
+            mlstack__mla_layer(rk, &aj, L, in, xo, B, n_blk);
         else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
             return -1;
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
@@ -33886,6 +34270,20 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     return MLSTACK_OK;
 }
 
+/* Latent attention's scratch (>>forward mlstack__mla_layer); its widest matmul input. 0, or -1 out of memory. */
+static size_t mlstack__mla_max_in(const mlstack__config *c) {
+    size_t a = (size_t)c->n_heads * (size_t)c->mla_v, q = (size_t)c->mla_q_rank;
+    return a > q ? a : q;
+}
+static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B) {
+    size_t H = (size_t)c->n_heads, R = (size_t)c->mla_rank, x = H * (size_t)c->mla_nope;
+    s->mla_q = mlstack__falloc(B, H * (size_t)(c->mla_nope + c->mla_rope));
+    s->mla_x = mlstack__falloc(B, x > R ? x : R);
+    s->mla_y = mlstack__falloc(B, R > (size_t)c->mla_v ? R : (size_t)c->mla_v);
+    s->mla_o = mlstack__falloc(B, mlstack__mla_max_in(c));
+    return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
@@ -33898,6 +34296,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    if (c->mla_rank && mlstack__mla_max_in(c) > max_in) max_in = mlstack__mla_max_in(c);
     for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
         if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
@@ -33920,6 +34319,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
     if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
+    if (c->mla_rank && mlstack__mla_scratch(c, s, B)) return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -33996,6 +34396,8 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
     mlstack__aligned_free(s->dn_g);
+    mlstack__aligned_free(s->mla_q), mlstack__aligned_free(s->mla_x);
+    mlstack__aligned_free(s->mla_y), mlstack__aligned_free(s->mla_o);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -34277,6 +34679,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
                              "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
                              c->n_layers);
     T = R / S;
+    if (R > 1 && c->mla_rank) /* the one latent KV head and the per-head absorption are not split */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (latent attention) runs on one rank only", c->architecture);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
@@ -34435,8 +34840,8 @@ static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d,
         rk->kv = e->kv;
         if (i > 0) {
             rk->kv.data = NULL;
-            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
-            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            mlstack__kv_widths(&rk->kv, c, rk->sh.k1 - rk->sh.k0);
+            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_elems;
         }
         gi = t ? 0 : rk->stage;
         rk->xb = &e->xbs[gi];

@@ -612,6 +612,43 @@ FAMILIES = [
                     conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
                     num_attention_heads=4, num_key_value_heads=2, head_dim=16),
          drop=("rms_norm_eps",), prompt_len=128, no_rope=True, std={"in_proj": 0.15}),
+    # DeepSeek V2 multi-head latent attention as V2-Lite has it: q straight from q_proj (no q LoRA),
+    # a latent of 16 (kv_lora_rank) and a shared rope key of 8 interleaved dims, k heads of 8 + 8,
+    # v heads of 12; yarn past an original context of 32 with mscale_all_dim in the softmax scale;
+    # layer 0 dense, then top-2 of 4 softmax experts (greedy, not renormalized) times 1.5 beside a
+    # shared expert
+    dict(name="deepseek_v2", cls="DeepseekV2ForCausalLM",
+         extra=dict(num_hidden_layers=3, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, first_k_dense_replace=1,
+                    n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    topk_method="greedy", routed_scaling_factor=1.5,
+                    rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale": 0.707, "mscale_all_dim": 0.707}),
+         drop=("head_dim",), prompt_len=128),
+    # DeepSeek V2 with q LoRA (q_a_proj -> q_a_layernorm -> q_b_proj) and group-limited routing:
+    # 8 experts in 4 groups, the best 2 groups by their best score, top-3 there; 2 shared experts
+    dict(name="deepseek_v2_group", cls="DeepseekV2ForCausalLM",
+         extra=dict(num_hidden_layers=2, num_key_value_heads=4, q_lora_rank=24, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, first_k_dense_replace=0,
+                    n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=16, n_shared_experts=2,
+                    topk_method="group_limited_greedy", n_group=4, topk_group=2),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}),
+    # DeepSeek V3: q LoRA, interleaved rope, noaux_tc routing (sigmoid scores, chosen with
+    # e_score_correction_bias by groups ranked on their two best), renormalized, times 2.5
+    dict(name="deepseek_v3", cls="DeepseekV3ForCausalLM",
+         extra=dict(num_hidden_layers=3, num_key_value_heads=4, q_lora_rank=24, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, first_k_dense_replace=1,
+                    n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, expert_bias_std=0.3),
+    # DeepSeek V3 without rope_interleave (rotate-half pairs) nor q LoRA, one group
+    dict(name="deepseek_v3_flat", cls="DeepseekV3ForCausalLM",
+         extra=dict(num_hidden_layers=2, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, first_k_dense_replace=1,
+                    n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    n_group=1, topk_group=1, rope_interleave=False),
+         drop=("head_dim",), prompt_len=120, expert_bias_std=0.3),
 ]
 
 
@@ -788,7 +825,7 @@ def make_family(spec):
         rng = np.random.default_rng(seed + 1)
         with torch.no_grad():
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
-                if bname.endswith("expert_bias"):
+                if bname.endswith("expert_bias") or bname.endswith("e_score_correction_bias"):
                     buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
     model = model.to(dtype)
     model.config.dtype = dtype
