@@ -467,6 +467,10 @@ typedef struct mlstack_model_info {
                                         config.json say; without them MLSTACK_POOLING_LAST; -1: a
                                         pooling mode mlstack_embed does not have */
     int normalize;                   /* 1: modules.json has a Normalize module (L2), or no modules.json */
+    uint64_t kv_elems_per_token;     /* KV cache elements one position takes over all attention layers
+                                        (bytes: x 2 for F16/BF16, x 4 for F32): 2 n_kv_heads head_dim a
+                                        layer; latent attention (DeepSeek): kv_lora_rank +
+                                        qk_rope_head_dim a layer, the latent and the rope key */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
@@ -25981,8 +25985,8 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    layer_types value that marks those layers and their module; the layer kinds and the sizes of
    their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
-   hybrids. */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX),
+   hybrids and multi-head latent attention (DeepSeek). */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -27847,6 +27851,13 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     w->data = dst;
     w->bias = bias;
     return MLSTACK_OK;
+}
+
+/* KV cache elements one position takes over every attention layer: a key and a value of each KV
+   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
+    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
+    return (uint64_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * per_layer;
 }
 
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
@@ -30769,6 +30780,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->n_heads = c->n_heads;
     o->n_kv_heads = c->n_kv_heads;
     o->head_dim = c->head_dim;
+    o->kv_elems_per_token = mlstack__kv_token_elems(c);
     o->n_vocab = c->n_vocab;
     o->max_position_embeddings = c->max_pos;
     o->tied_embeddings = c->tied;
@@ -31076,9 +31088,13 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
    stack. Elements are F16 (default), BF16 or F32. Layout of one page: blocks
-       [layer][k or v][kv head], each P x Dh elements: values [slot 0..P-1][Dh], keys [Dh][slot]
-   i.e. value (l, h, s, d) at (((l * 2 + 1) * Hkv + h) * P + s) * Dh + d and key (l, h, s, d) at
-   ((l * 2 * Hkv + h) * Dh + d) * P + s. Attention reads
+       [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
+   i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
+   (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
+   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
+   kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
+   Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
    one kv head's keys and values, and a page holds each as one contiguous run (with the slot
    outside the head, a run of 16 positions read every Hkv-th vector: decode at depth 4096 1.5x
    slower). The keys lie transposed because attention's scores take 8 keys a vector, value d of
@@ -35991,8 +36007,7 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
-                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+    st->page_bytes = mlstack__kv_token_elems(&e->model->cfg) * (uint64_t)kv->page_tokens * kv->esize +
                      ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
                          (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
@@ -36571,8 +36586,7 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        d->kv_mem = ctx * mlstack__kv_token_elems(c) * (uint64_t)kv_size;
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
@@ -36621,8 +36635,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         /* the draft engine: the same threads, sequences and pages; KV for as many positions */
         const mlstack__config *dc = &d.spec_draft->cfg;
         mlstack_engine_desc dd;
-        uint64_t per_tok =
-            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        uint64_t per_tok = mlstack__kv_token_elems(&model->cfg), draft_tok = mlstack__kv_token_elems(dc);
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
@@ -36633,10 +36646,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
         dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
-        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                        (uint64_t)dc->head_dim +
-                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                        (uint64_t)d.kv_page_tokens;
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * draft_tok + draft_tok * 4 * (uint64_t)d.kv_page_tokens;
         r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
     }
     if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)

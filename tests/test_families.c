@@ -154,6 +154,51 @@ static void check_prefix_cache(const char *name, mlstack_engine *e, const int32_
     if (!exact) printf("  %-14s request past the original context: max |logit - generate| = %.2e\n", name, d);
 }
 
+/* KV bytes: the cache's page (mlstack_rank_info) and its accounting (mlstack_cache_stats) hold
+   page_tokens positions of kv_elems_per_token elements, 2 n_kv_heads head_dim a layer (attention
+   layers) or, for latent attention (kv_lora_rank in config.json: DeepSeek), kv_lora_rank +
+   qk_rope_head_dim a layer, what transformers' cache keeps too, where full heads would take
+   num_attention_heads (qk_nope_head_dim + qk_rope_head_dim + v_head_dim). */
+static void check_kv_bytes(const char *name, const char *dir, mlstack_engine *e, const mlstack_model_info *info) {
+    char path[600];
+    size_t len;
+    char *text;
+    mlstack__json_doc doc;
+    mlstack_error err;
+    mlstack_rank_info ri;
+    mlstack_cache_stats cs;
+    int64_t r, dr, dn, dv, H;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    text = tl_read(path, &len);
+    if (!text || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: config.json", name);
+        free(text);
+        return;
+    }
+    mlstack_engine_cache_stats(e, &cs);
+    CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK);
+    CHECKF(ri.kv_page_bytes == (uint64_t)cs.page_tokens * info->kv_elems_per_token * 4,
+           "%s: a KV page of %llu bytes for %d positions of %llu f32 elements", name,
+           (unsigned long long)ri.kv_page_bytes, cs.page_tokens, (unsigned long long)info->kv_elems_per_token);
+    if (mlstack__json_int(mlstack__json_get(doc.root, "kv_lora_rank"), &r) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "qk_rope_head_dim"), &dr) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "qk_nope_head_dim"), &dn) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "v_head_dim"), &dv) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "num_attention_heads"), &H)) {
+        uint64_t want = (uint64_t)info->n_layers * (uint64_t)(r + dr),
+                 full = (uint64_t)info->n_layers * H * (dn + dr + dv);
+        CHECKF(info->kv_elems_per_token == want && cs.page_bytes == ri.kv_page_bytes,
+               "%s: latent KV of %llu elements a position (want %llu), page %llu / %llu bytes", name,
+               (unsigned long long)info->kv_elems_per_token, (unsigned long long)want,
+               (unsigned long long)cs.page_bytes, (unsigned long long)ri.kv_page_bytes);
+        printf("  %-14s KV per token: %llu bytes f32 (%llu f16); full heads would take %llu (%.1fx)\n", name,
+               (unsigned long long)want * 4, (unsigned long long)want * 2, (unsigned long long)full * 4,
+               (double)full / (double)want);
+    }
+    mlstack__json_free(&doc);
+    free(text);
+}
+
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -261,6 +306,7 @@ static void check_family(const char *name) {
         check_prefix_cache(name, e2, ids, n, gen_greedy,
                            gen_last ? (const float *)gen_last : ours + (size_t)(n - 1) * info.n_vocab, !gen_last,
                            info.n_vocab);
+    check_kv_bytes(name, dir, e2, &info); /* after the scheduler's steps: its stats are a snapshot of one */
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
@@ -320,6 +366,48 @@ static void check_refusals(void) {
          "\"linear_num_value_heads\": 4}",
          "value heads a multiple of key heads"},
         {"{\"architectures\": [\"Qwen3_5ForConditionalGeneration\"], \"vision_config\": {}}", "needs a text_config"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"topk_method\": \"noaux_tc\"}",
+         "topk_method = \"noaux_tc\" is not supported"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"n_group\": 3, \"topk_group\": 1}",
+         "n_group 3, topk_group 1 do not fit"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"n_group\": 8, \"topk_group\": 1}",
+         "have 2 or more each"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"moe_layer_freq\": 2}",
+         "moe_layer_freq 2"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"scoring_func\": \"sigmoid\"}",
+         "scoring_func = \"sigmoid\""},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"attention_bias\": true}",
+         "attention_bias with latent attention"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 32, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16}",
+         "qk_nope_head_dim up to kv_lora_rank"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {

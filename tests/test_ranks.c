@@ -696,7 +696,7 @@ static void check_errors(mlstack_model *m) {
 }
 
 /* Family fixtures that refuse more than one rank (MoE, whole-projection q/k norms, LayerNorm
-   families, hybrids) */
+   families, hybrids, latent attention) */
 static const char *const one_rank_only[] = {"mixtral",
                                             "olmoe",
                                             "qwen2_moe",
@@ -722,7 +722,11 @@ static const char *const one_rank_only[] = {"mixtral",
                                             "qwen3_5",
                                             "qwen3_5_moe",
                                             "qwen3_5_vl",
-                                            "qwen3_next"};
+                                            "qwen3_next",
+                                            "deepseek_v2",
+                                            "deepseek_v2_group",
+                                            "deepseek_v3",
+                                            "deepseek_v3_flat"};
 
 int main(void) {
     const char *fix = "tests/fixtures/models";
