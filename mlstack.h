@@ -30931,6 +30931,27 @@ static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
 }
 
+/* Latent attention's projections (tensor numbers t.. of the layer's; W_UK and W_UV f32, the norms
+   ones) and, in MoE layers, the shared experts (tensor numbers te..). 1, or 0 out of memory. */
+static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                             const float *ones, uint64_t seed, uint64_t t, uint64_t te) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, D = c->n_embd, R = c->mla_rank, qr = c->mla_q_rank, F = c->mla_shared_ff;
+    int qd = H * (c->mla_nope + c->mla_rope);
+    L->q_a_norm = L->kv_a_norm = ones;
+    return (!qr || mlstack__rand_linear(m, pool, dtype, qr, D, NULL, seed, t + 2, &L->wqa)) &&
+           mlstack__rand_linear(m, pool, dtype, qd, qr ? qr : D, NULL, seed, t, &L->wq) &&
+           mlstack__rand_linear(m, pool, dtype, R + c->mla_rope, D, NULL, seed, t + 1, &L->wk) &&
+           mlstack__rand_linear(m, pool, dtype, D, H * c->mla_v, NULL, seed, t + 3, &L->wo) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * R, c->mla_nope, NULL, seed, t + 7, &L->w_uk) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * c->mla_v, R, NULL, seed, t | (uint64_t)1 << 40,
+                                &L->w_uv) &&
+           (!L->moe || !F ||
+            (mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te, &L->w_gate) &&
+             mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te + 1, &L->w_up) &&
+             mlstack__rand_linear(m, pool, dtype, D, F, NULL, seed, te + 2, &L->w_down)));
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -30979,6 +31000,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         const mlstack__config *c = &m->cfg;
         int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
+        if ((size_t)c->mla_q_rank > n_ones) n_ones = (size_t)c->mla_q_rank;
         if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
         float *ones, *zeros;
@@ -31025,7 +31047,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
             ok =
                 ok &&
-                (L->kind != MLSTACK__LAYER_ATTN ||
+                (L->kind != MLSTACK__LAYER_ATTN || c->mla_rank ||
                  (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                        &L->wk) &&
@@ -31049,6 +31071,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                          mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
                                               te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
                 te += 1 + 3 * (uint64_t)c->n_experts;
+                if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, ones, seed, t, te);
                 if (ok && c->shared_ff)
                     ok =
                         mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
@@ -31057,7 +31080,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                                              &L->sh_down) &&
                         mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
             } else if (ok) {
-                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
+                ok = (!c->mla_rank || mlstack__rand_mla(m, &pool, dtype, L, ones, seed, t, 0)) &&
+                     mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
                                           &L->w_gate) &&
                      ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
                       mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
