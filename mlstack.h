@@ -30931,13 +30931,19 @@ static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
 }
 
-/* Latent attention's projections (tensor numbers t.. of the layer's; W_UK and W_UV f32, the norms
-   ones) and, in MoE layers, the shared experts (tensor numbers te..). 1, or 0 out of memory. */
-static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
-                             const float *ones, uint64_t seed, uint64_t t, uint64_t te) {
+/* Layer l's latent attention projections (the layer's tensor numbers t..; W_UK and W_UV f32, the
+   norms ones) and, in MoE layers, the shared experts (numbers te.. after the experts' of
+   mlstack_model_open_random). 1, or 0 out of memory. */
+static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             uint64_t seed) {
     const mlstack__config *c = &m->cfg;
-    int H = c->n_heads, D = c->n_embd, R = c->mla_rank, qr = c->mla_q_rank, F = c->mla_shared_ff;
+    uint64_t t = 2 + (uint64_t)l * 8, E3 = 3 * (uint64_t)c->n_experts,
+             te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (E3 + 5) + 1 + E3;
+    int H = c->n_heads, D = c->n_embd, R = c->mla_rank, qr = c->mla_q_rank, F = c->mla_shared_ff, i;
     int qd = H * (c->mla_nope + c->mla_rope);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)(R > qr ? R : qr));
+    if (!ones) return 0;
+    for (i = 0; i < (R > qr ? R : qr); i++) ones[i] = 1.0f;
     L->q_a_norm = L->kv_a_norm = ones;
     return (!qr || mlstack__rand_linear(m, pool, dtype, qr, D, NULL, seed, t + 2, &L->wqa)) &&
            mlstack__rand_linear(m, pool, dtype, qd, qr ? qr : D, NULL, seed, t, &L->wq) &&
@@ -31000,7 +31006,6 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         const mlstack__config *c = &m->cfg;
         int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
-        if ((size_t)c->mla_q_rank > n_ones) n_ones = (size_t)c->mla_q_rank;
         if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
         float *ones, *zeros;
@@ -31071,7 +31076,6 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                          mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
                                               te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
                 te += 1 + 3 * (uint64_t)c->n_experts;
-                if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, ones, seed, t, te);
                 if (ok && c->shared_ff)
                     ok =
                         mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
@@ -31080,8 +31084,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                                              &L->sh_down) &&
                         mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
             } else if (ok) {
-                ok = (!c->mla_rank || mlstack__rand_mla(m, &pool, dtype, L, ones, seed, t, 0)) &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
+                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
                                           &L->w_gate) &&
                      ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
                       mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
@@ -31089,6 +31092,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                      mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6,
                                           &L->w_down);
             }
+            if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, l, seed);
         }
         mlstack__pool_free(&pool);
         if (!ok)
