@@ -633,7 +633,7 @@ FAMILIES = [
                     qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, first_k_dense_replace=0,
                     n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=16, n_shared_experts=2,
                     topk_method="group_limited_greedy", n_group=4, topk_group=2),
-         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, ablate_groups=True),
     # DeepSeek V3: q LoRA, interleaved rope, noaux_tc routing (sigmoid scores, chosen with
     # e_score_correction_bias by groups ranked on their two best), renormalized, times 2.5
     dict(name="deepseek_v3", cls="DeepseekV3ForCausalLM",
@@ -641,7 +641,7 @@ FAMILIES = [
                     qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, first_k_dense_replace=1,
                     n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
                     n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True),
-         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, expert_bias_std=0.3),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, expert_bias_std=0.3, ablate_groups=True),
     # DeepSeek V3 without rope_interleave (rotate-half pairs) nor q LoRA, one group
     dict(name="deepseek_v3_flat", cls="DeepseekV3ForCausalLM",
          extra=dict(num_hidden_layers=2, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16,
@@ -901,6 +901,26 @@ def make_family(spec):
                 l.mlp.experts.limit = loaded.config.swiglu_limit
             assert moved > 0.05, (name, "clamp", moved)
             clip["swiglu_clamp_moves_logits_by"] = round(moved, 4)
+    if spec.get("ablate_groups"):  # DeepSeek's grouped routing (and V3's choice bias) must matter
+        x = torch.tensor([ids])
+        gates = [l.mlp.gate for l in loaded.model.layers if hasattr(l.mlp, "gate")]
+        with torch.no_grad():
+            for g in gates:
+                g.topk_group, g.saved_topk_group = g.num_group, g.topk_group
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for g in gates:
+                g.topk_group = g.saved_topk_group
+            assert moved > 0.5, (name, "groups", moved)
+            clip["group_limit_moves_logits_by"] = round(moved, 4)
+            if hasattr(gates[0], "e_score_correction_bias"):
+                saved = [g.e_score_correction_bias.detach().clone() for g in gates]
+                for g in gates:
+                    g.e_score_correction_bias.zero_()
+                moved = float((loaded(x).logits[0].float() - logits).abs().max())
+                for g, sv in zip(gates, saved):
+                    g.e_score_correction_bias.copy_(sv)
+                assert moved > 0.5, (name, "bias", moved)
+                clip["score_correction_bias_moves_logits_by"] = round(moved, 4)
     arr = logits.numpy().astype("<f4")
     arr.tofile(os.path.join(out, "logits.bin"))
     if gen is not None:
