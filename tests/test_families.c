@@ -320,6 +320,17 @@ static void check_refusals(void) {
          "\"linear_num_value_heads\": 4}",
          "value heads a multiple of key heads"},
         {"{\"architectures\": [\"Qwen3_5ForConditionalGeneration\"], \"vision_config\": {}}", "needs a text_config"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"global_head_dim\": 32}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true}",
+         "enable_moe_block"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"num_kv_shared_layers\": 2, "
+         "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+         "layer 1 is sliding, but no layer before 1 is"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -405,6 +416,32 @@ static void check_vision_note(void) {
     mlstack_model_close(m);
 }
 
+/* Gemma 4's shared-KV layers store no KV: a page of the gemma4 fixture (5 layers, the last 2
+   reading layers 1 and 2's KV) holds 3 layers' keys and values, and a prompt's logits are the
+   same whether its pages come from the prefix cache or not (check_family above). */
+static void check_shared_kv_bytes(void) {
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL;
+    mlstack_engine *e = NULL;
+    mlstack_cache_stats st;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/families/gemma4";
+    ed.kv_type = MLSTACK_KV_F32;
+    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4: %s", err.message);
+    } else {
+        mlstack_engine_cache_stats(e, &st);
+        /* 3 layers x (K, V) x page_tokens x 2 KV heads x 16 dims x 4 bytes */
+        CHECKF(st.page_bytes == (uint64_t)3 * 2 * (uint64_t)st.page_tokens * 2 * 16 * 4,
+               "gemma4: page_bytes %llu for %d tokens (want 3 of 5 layers)", (unsigned long long)st.page_bytes,
+               st.page_tokens);
+    }
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+}
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
@@ -414,6 +451,7 @@ int main(int argc, char **argv) {
     check_refusals();
     check_patterns();
     check_vision_note();
+    check_shared_kv_bytes();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
