@@ -30905,6 +30905,38 @@ static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
 }
 
+/* Gemma 4's parts (F_GEMMA4): the v norm's unit weight; per-layer inputs' table, projection and
+   each layer's gate and projection (tensor numbers from 2^40), norms of weight 1. */
+static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    size_t n = (size_t)(c->ple_dim > c->n_embd ? c->ple_dim : c->n_embd), i;
+    uint64_t t = (uint64_t)1 << 40;
+    float *ones;
+    int l, ok;
+    if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
+    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
+    for (i = 0; i < n; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return 1;
+    m->ple_dtype = dtype;
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), dtype);
+    m->ple_norm = ones;
+    m->ple_embed =
+        mlstack__rand_tensor(m, pool, dtype, (size_t)c->ple_vocab * (size_t)c->n_layers * (size_t)c->ple_dim, seed, t);
+    ok = m->ple_embed &&
+         mlstack__rand_linear(m, pool, dtype, c->n_layers * c->ple_dim, c->n_embd, NULL, seed, t + 1, &m->ple_proj);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        L->ple_norm = ones;
+        ok = mlstack__rand_linear(m, pool, dtype, c->ple_dim, c->n_embd, NULL, seed, t + 2 + 2 * (uint64_t)l,
+                                  &L->w_ple_gate) &&
+             mlstack__rand_linear(m, pool, dtype, c->n_embd, c->ple_dim, NULL, seed, t + 3 + 2 * (uint64_t)l,
+                                  &L->w_ple_proj);
+    }
+    return ok;
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -31040,6 +31072,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                                           &L->w_down);
             }
         }
+        ok = ok && mlstack__rand_gemma4(m, &pool, dtype, seed);
         mlstack__pool_free(&pool);
         if (!ok)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,

@@ -442,6 +442,37 @@ static void check_shared_kv_bytes(void) {
     mlstack_engine_free(e);
     mlstack_model_close(m);
 }
+/* mlstack_model_open_random (bench --shape) builds Gemma 4's parts too: per-layer inputs, the v
+   norm, shared-KV layers; its logits are finite and the same with 1 and 2 threads. */
+static void check_random_gemma4(void) {
+    mlstack_model *m = NULL;
+    mlstack_engine *e1 = NULL, *e2 = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    int32_t ids[40];
+    float *a = NULL, *b = NULL;
+    int k, finite = 1;
+    memset(&ed, 0, sizeof ed);
+    for (k = 0; k < 40; k++) ids[k] = (int32_t)((k * 37 + 5) % 128);
+    if (mlstack_model_open_random("tests/fixtures/families/gemma4/config.json", MLSTACK_DTYPE_BF16, 0, 7, &m, &err) !=
+            MLSTACK_OK ||
+        mlstack_engine_init(m, &ed, &e1, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4 random: %s", err.message);
+    } else {
+        ed.n_threads = 2;
+        CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+        a = fx_eval_all(e1, ids, 40, 128, 40);
+        b = e2 ? fx_eval_all(e2, ids, 40, 128, 7) : NULL;
+        for (k = 0; a && k < 40 * 128; k++) finite &= isfinite(a[k]) != 0;
+        CHECKF(a && b && finite && memcmp(a, b, sizeof(float) * 40 * 128) == 0,
+               "gemma4 random: logits not finite or differ between 1 and 2 threads / chunks");
+    }
+    free(a);
+    free(b);
+    mlstack_engine_free(e1);
+    mlstack_engine_free(e2);
+    mlstack_model_close(m);
+}
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
@@ -452,6 +483,7 @@ int main(int argc, char **argv) {
     check_patterns();
     check_vision_note();
     check_shared_kv_bytes();
+    check_random_gemma4();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
