@@ -27201,10 +27201,13 @@ static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__jso
         for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
     c->has_layer_types = 1;
     c->layer_sliding[c->n_layers - 1] = 0;
-    for (l = 0; l < 2; l++) { /* per-layer head sizes: full layers' own head_dim / KV heads */
+    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
+       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
+    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
         v = mlstack__json_get(root, keys[l]);
-        if (!mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w != (l ? c->n_kv_heads : c->head_dim)) &&
-            (l == 0 || c->k_eq_v))
+        w = l ? c->n_kv_heads : 512;
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
+        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: %s different from %s (full layers with other head sizes) is not supported yet",
                                  file, keys[l], l ? "num_key_value_heads" : "head_dim");
@@ -27491,7 +27494,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
             (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
             (r = mlstack__cfg_rope(c, tc, file, err)))
             return r;
-        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+        if (!mlstack__json_is_null(tied)) /* transformers ties by the top-level config's key */
             c->tied = mlstack__json_bool(tied, 0);
         return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
     }

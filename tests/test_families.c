@@ -325,10 +325,19 @@ static void check_refusals(void) {
          "\"global_head_dim\": 32}",
          "global_head_dim different from head_dim"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
-         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true}",
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"per_layer_config\": {\"1\": {\"head_dim\": 32}}}",
+         "per_layer_config with other head sizes"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true, "
+         "\"per_layer_config\": {}}",
          "enable_moe_block"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"num_kv_shared_layers\": 2, "
+         "\"per_layer_config\": {}, "
          "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
          "layer 1 is sliding, but no layer before 1 is"},
     };
@@ -408,12 +417,19 @@ static void check_vision_note(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
-    memset(&md, 0, sizeof md);
-    md.path = "tests/fixtures/families/qwen3_5_vl";
-    md.log = vl_log;
-    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == 1, "qwen3_5_vl: open (%s), %d notes",
-           m ? "ok" : err.message, vl_notes);
-    mlstack_model_close(m);
+    static const char *const dirs[2] = {"qwen3_5_vl", "gemma4_vl"};
+    char path[200];
+    int i;
+    for (i = 0; i < 2; i++) {
+        memset(&md, 0, sizeof md);
+        snprintf(path, sizeof path, "tests/fixtures/families/%s", dirs[i]);
+        md.path = path;
+        md.log = vl_log;
+        m = NULL;
+        CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == i + 1, "%s: open (%s), %d notes", dirs[i],
+               m ? "ok" : err.message, vl_notes);
+        mlstack_model_close(m);
+    }
 }
 
 /* Gemma 4's shared-KV layers store no KV: a page of the gemma4 fixture (5 layers, the last 2

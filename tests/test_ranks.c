@@ -699,6 +699,7 @@ static void check_errors(mlstack_model *m) {
    families, hybrids) */
 static const char *const one_rank_only[] = {"gemma4",
                                             "gemma4_keqv",
+                                            "gemma4_vl",
                                             "mixtral",
                                             "olmoe",
                                             "qwen2_moe",

@@ -393,6 +393,18 @@ FAMILIES = [
                                                         "rope_theta": 1000000.0, "factor": 2.0},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
          layer_scalar=True, head_std=0.75, clip=dict(final=5.0), prompt_len=128),
+    # Gemma 4 as its multimodal checkpoint: text_config, the text model under model.language_model,
+    # a (tiny) vision tower mlstack skips; per-layer inputs of 4, the last layer reading layer 1's KV
+    dict(name="gemma4_vl", cls="Gemma4ForConditionalGeneration",
+         extra=dict(num_hidden_layers=3, sliding_window=20, global_head_dim=16, num_kv_shared_layers=1,
+                    layer_types=["sliding_attention", "full_attention", "full_attention"],
+                    hidden_size_per_layer_input=4, vocab_size_per_layer_input=FAM_VOCAB,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         vision=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
+                     intermediate_size=32, position_embedding_size=64),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
