@@ -1435,7 +1435,8 @@ typedef struct mlstack_request_status {
 } mlstack_request_status;
 
 /* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
-   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   layer that stores KV (layers that read another layer's KV, Gemma 4's shared-KV layers, hold
+   none); on models with recurrent layers page_bytes also counts its share of the state snapshots
    kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
@@ -26030,7 +26031,8 @@ enum {
     MLSTACK__ROPE_LLAMA3,
     MLSTACK__ROPE_YARN,
     MLSTACK__ROPE_LONGROPE,
-    MLSTACK__ROPE_DYNAMIC
+    MLSTACK__ROPE_DYNAMIC,
+    MLSTACK__ROPE_PROPORTIONAL /* Gemma 4: the first rot_pairs frequencies of head_dim, the rest 0 */
 };
 
 /* Family traits (flags of mlstack__family). */
@@ -26093,6 +26095,11 @@ enum {
 /* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
    mlp.gate.e_score_correction_bias within the groups ranked by their two best */
 #define MLSTACK__F_MLA_V3 0x200000000000000ull
+/* Gemma 4 (text): RMSNorm weights applied as stored, scores unscaled (q and k are normalized),
+   v normalized per head without a weight, a layer_scalar per layer, num_kv_shared_layers (the
+   last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
+   embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
+#define MLSTACK__F_GEMMA4 0x10000000000000ull
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26180,6 +26187,9 @@ typedef struct mlstack__family {
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
 #define MLSTACK__QWEN35_VL_NAMES \
     {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__F_GEMMA4_ROW                                                                     \
+    (MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | \
+     MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_GEMMA4)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -26201,6 +26211,12 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
          MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
@@ -26321,6 +26337,7 @@ typedef struct mlstack__rope_cfg {
     float beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
     int truncate; /* yarn: floor/ceil the correction range */
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
+    int rot_pairs; /* proportional: rotating pairs, int(partial_rotary_factor head_dim / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
 
@@ -26392,6 +26409,10 @@ typedef struct mlstack__config {
     int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
     int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
+    /* F_GEMMA4: v RMSNorm per head (no weight); k_eq_v: layers without v_proj take v = xn Wk
+       (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
+       earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
+    int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -26434,6 +26455,12 @@ typedef struct mlstack__layer {
        each head's W_UV (applied to its attention-weighted latent) */
     mlstack__weight wqa, w_uk, w_uv;
     const float *q_a_norm, *kv_a_norm;
+    /* F_GEMMA4: kv_shared: no k/v of its own, reads block kv_layer (its source's); x times
+       layer_scale at the end of the layer; per-layer input: x += norm((act(x Wg) * ple) Wp) */
+    int kv_shared, v_from_k; /* v_from_k: no v_proj, v = xn Wk (attention_k_eq_v full layers) */
+    float layer_scale;
+    mlstack__weight w_ple_gate, w_ple_proj;
+    const float *ple_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26466,6 +26493,13 @@ struct mlstack_model {
     uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
     uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
     int head_quant; /* desc.head_quant; -1: desc.keep_head */
+    /* per-layer input embeddings (cfg.ple_dim): the table (vocab, L P) as stored and its scale
+       sqrt(P) in its dtype, the projection (L P, D) of the embeddings and its norm (P) */
+    const void *ple_embed;
+    mlstack_dtype ple_dtype;
+    float ple_scale;
+    mlstack__weight ple_proj;
+    const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -26747,6 +26781,18 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if (c->rot_dim / 2 > MLSTACK__MAX_ROPE_PAIRS || c->rot_dim < 4)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)",
                                  file, c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+    } else if (mlstack__json_is_str(ty, "proportional")) {
+        /* Gemma 4: pairs (i, i + head_dim / 2) rotate for i < int(partial_rotary_factor
+           head_dim / 2) with theta^(-2i / head_dim) / factor; the other pairs do not move */
+        float prf;
+        t->kind = MLSTACK__ROPE_PROPORTIONAL;
+        if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
+            return r;
+        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        if (c->rot_dim != c->head_dim)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
+                                 "Gemma 4");
     } else if (mlstack__json_is_str(ty, "linear")) {
         t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
@@ -26807,7 +26853,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         return MLSTACK__FAIL(
             err, MLSTACK_ERR_UNSUPPORTED,
             "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
-            "longrope, dynamic)",
+            "longrope, dynamic, proportional)",
             file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
@@ -26853,6 +26899,7 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                   &prf, file, err)) != MLSTACK_OK)
             return r;
     }
+    if (c->fam->flags & MLSTACK__F_GEMMA4) prf = 1; /* whole heads (proportional RoPE leaves pairs still) */
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
     if (c->rot_dim < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
@@ -27230,6 +27277,101 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     return MLSTACK_OK;
 }
 
+/* The layer whose KV layer l reads: l itself, or for the last n_kv_shared layers the last layer
+   before them of the same type (sliding or full); -1 when there is none. */
+static int mlstack__kv_source(const mlstack__config *c, int l) {
+    int first = c->n_layers - c->n_kv_shared, i;
+    if (l < first) return l;
+    for (i = first - 1; i >= 0; i--)
+        if (c->layer_sliding[i] == c->layer_sliding[l]) return i;
+    return -1;
+}
+
+/* Gemma 4's shared-KV layers and per-layer inputs: num_kv_shared_layers (each shared layer's
+   type needs an earlier layer of that type to read, as transformers requires), the per-layer
+   input width (absent: transformers' default 256; null or 0: none) and its vocabulary. */
+static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                 mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "num_kv_shared_layers");
+    int64_t w = 0;
+    int l, first;
+    if (!mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w >= c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_kv_shared_layers must be 0 to %d", file,
+                             c->n_layers - 1);
+    c->n_kv_shared = (int)w;
+    first = c->n_layers - c->n_kv_shared;
+    for (l = first; l < c->n_layers; l++)
+        if (mlstack__kv_source(c, l) < 0)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: shared-KV layer %d is %s, but no layer before %d is (num_kv_shared_layers %d)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full", first, c->n_kv_shared);
+    if (c->n_kv_shared && mlstack__json_bool(mlstack__json_get(root, "use_double_wide_mlp"), 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: use_double_wide_mlp (wider MLPs in shared-KV layers) is not supported yet", file);
+    v = mlstack__json_get(root, "hidden_size_per_layer_input");
+    w = v ? 0 : 256;
+    if (!mlstack__json_is_null(v) &&
+        (!mlstack__json_int(v, &w) || w < 0 || w > (1 << 16) || w * c->n_layers > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: hidden_size_per_layer_input must be 0 to 65536 (times the layers at most 2^24)",
+                             file);
+    c->ple_dim = (int)w;
+    c->ple_vocab = c->n_vocab;
+    if (c->ple_dim) {
+        mlstack_result r = mlstack__cfg_int(root, "vocab_size_per_layer_input", c->n_vocab, &c->ple_vocab, file, err);
+        if (r != MLSTACK_OK) return r;
+        if (c->ple_vocab > c->n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: vocab_size_per_layer_input %d above vocab_size %d", file,
+                                 c->ple_vocab, c->n_vocab);
+    }
+    return MLSTACK_OK;
+}
+/* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
+   says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
+   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
+static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
+                                          mlstack_error *err) {
+    const mlstack__json *v, *e;
+    int64_t w;
+    int l;
+    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
+    c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
+    c->v_norm = 1;
+    c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+    if (!c->has_layer_types)
+        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    c->has_layer_types = 1;
+    c->layer_sliding[c->n_layers - 1] = 0;
+    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
+       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
+    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
+        v = mlstack__json_get(root, keys[l]);
+        w = l ? c->n_kv_heads : 512;
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
+        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
+                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
+    }
+    v = mlstack__json_get(root, "per_layer_config");
+    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
+        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
+        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
+            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
+    }
+    if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
+        mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: enable_moe_block and use_bidirectional_attention \"all\" are not supported", file);
+    return mlstack__cfg_gemma4_layers(c, root, file, err);
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -27308,6 +27450,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
           w == 0) &&
         (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
         return r;
+    if ((f->flags & MLSTACK__F_GEMMA4) && (r = mlstack__cfg_gemma4(c, root, file, err)) != MLSTACK_OK) return r;
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
@@ -27439,7 +27582,7 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     }
     if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
         return r;
-    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    c->n_kv_layers = c->n_layers - c->n_recurrent - c->n_kv_shared; /* shared-KV layers store none */
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
@@ -27490,12 +27633,13 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                             *tied = mlstack__json_get(root, "tie_word_embeddings");
         if (!tc || tc->type != MLSTACK__JSON_OBJECT)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
-        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
+        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config")) ||
+                       !mlstack__json_is_null(mlstack__json_get(root, "audio_config"));
         if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
             (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
             (r = mlstack__cfg_rope(c, tc, file, err)))
             return r;
-        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+        if (!mlstack__json_is_null(tied)) /* transformers ties by the top-level config's key */
             c->tied = mlstack__json_bool(tied, 0);
         return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
     }
@@ -27554,6 +27698,8 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
             if (inv_long) inv_long[i] = 1.0f / (t->long_f[i] * base_pow);
             f = 1.0f / (t->short_f[i] * base_pow);
+        } else if (t->kind == MLSTACK__ROPE_PROPORTIONAL) {
+            f = i < t->rot_pairs ? f / t->factor : 0.0f;
         }
         inv_freq[i] = f;
     }
@@ -27857,7 +28003,7 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
    head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
 static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
     uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
-    return (uint64_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * per_layer;
+    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
 }
 
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
@@ -27871,9 +28017,12 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
+    L->v_from_k = c->k_eq_v && !slides;
+    L->layer_scale = 1.0f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
-        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->kv_layer += k == MLSTACK__LAYER_ATTN && (!L->kv_shared || i < mlstack__kv_source(c, l));
         L->state_off += mlstack__state_floats(c, k);
     }
     L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
@@ -27883,16 +28032,19 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
    f32 reference does). */
-static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
-    if (!(c->fam->flags & MLSTACK__F_EMBED_SQRT)) return;
+static float mlstack__round_to(float v, mlstack_dtype dt) {
     if (dt == MLSTACK_DTYPE_F16) {
-        c->embed_scale = mlstack__f16_to_f32(mlstack__f32_to_f16(c->embed_scale));
+        v = mlstack__f16_to_f32(mlstack__f32_to_f16(v));
     } else if (dt == MLSTACK_DTYPE_BF16) {
         uint32_t x;
-        memcpy(&x, &c->embed_scale, 4);
+        memcpy(&x, &v, 4);
         x = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u; /* round to nearest even */
-        memcpy(&c->embed_scale, &x, 4);
+        memcpy(&v, &x, 4);
     }
+    return v;
+}
+static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
+    if (c->fam->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = mlstack__round_to(c->embed_scale, dt);
 }
 
 /* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
@@ -28041,6 +28193,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
         rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
+            if ((pi && L->kv_shared) || (pi == 2 && L->v_from_k)) continue; /* Gemma 4: none stored */
             snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
                 MLSTACK_OK)
@@ -28494,7 +28647,7 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
         if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
+        if (!L->kv_shared && (r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
     return MLSTACK_OK;
 }
@@ -28694,7 +28847,58 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
+
+/* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
+   (D, P) and norm (D). */
+static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const float *sc;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    L->layer_scale = sc[0];
+    if (!c->ple_dim) return MLSTACK_OK;
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
+                                   err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_projection"), c->n_embd, c->ple_dim, 0, &L->w_ple_proj,
+                                   err)))
+        return r;
+    return mlstack__model_norm(m, MLSTACK__LNAME("post_per_layer_input_norm.weight"), c->n_embd, &L->ple_norm, err);
+}
+
 #undef MLSTACK__LNAME
+
+/* Gemma 4's model-wide parts: the v norm's unit weight and, with per-layer inputs, the table
+   embed_tokens_per_layer (rows looked up as stored, times sqrt(P) rounded to its dtype as
+   transformers scales it), per_layer_model_projection and per_layer_projection_norm. */
+static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t;
+    mlstack_result r;
+    char name[256];
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    int i;
+    if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return MLSTACK_OK;
+    snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
+    if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
+    m->ple_embed = m->st.files[t->file].data + t->begin;
+    m->ple_dtype = t->dtype;
+    if ((uintptr_t)m->ple_embed % (uintptr_t)mlstack__dtype_sizes[t->dtype]) {
+        void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+        if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memcpy(copy, m->ple_embed, (size_t)(t->end - t->begin));
+        m->ple_embed = copy;
+    }
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), t->dtype);
+    snprintf(name, sizeof name, "%s.per_layer_model_projection", pre);
+    if ((r = mlstack__model_linear(m, name, c->n_layers * c->ple_dim, c->n_embd, 0, &m->ple_proj, err))) return r;
+    snprintf(name, sizeof name, "%s.per_layer_projection_norm.weight", pre);
+    return mlstack__model_norm(m, name, c->ple_dim, &m->ple_norm, err);
+}
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
@@ -28712,6 +28916,7 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
     if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__map_head(m, head, t, err)) != MLSTACK_OK) return r;
+    if ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_gemma4(m, pre, err)) != MLSTACK_OK) return r;
     m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
@@ -28727,7 +28932,8 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
                                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
-            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK) ||
+            ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_layer_gemma4(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
         if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
@@ -30758,7 +30964,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (m->cfg.text_only && desc->log) {
         char note[160];
-        snprintf(note, sizeof note, "%s: text only; the vision tower (model.visual.*) is not loaded",
+        snprintf(note, sizeof note, "%s: text only; the vision tower (and any audio tower) is not loaded",
                  m->cfg.architecture);
         desc->log(desc->log_user, 2, note);
     }
@@ -30958,6 +31164,38 @@ static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtyp
              mlstack__rand_linear(m, pool, dtype, D, F, NULL, seed, te + 2, &L->w_down)));
 }
 
+/* Gemma 4's parts (F_GEMMA4): the v norm's unit weight; per-layer inputs' table, projection and
+   each layer's gate and projection (tensor numbers from 2^40), norms of weight 1. */
+static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    size_t n = (size_t)(c->ple_dim > c->n_embd ? c->ple_dim : c->n_embd), i;
+    uint64_t t = (uint64_t)1 << 40;
+    float *ones;
+    int l, ok;
+    if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
+    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
+    for (i = 0; i < n; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return 1;
+    m->ple_dtype = dtype;
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), dtype);
+    m->ple_norm = ones;
+    m->ple_embed =
+        mlstack__rand_tensor(m, pool, dtype, (size_t)c->ple_vocab * (size_t)c->n_layers * (size_t)c->ple_dim, seed, t);
+    ok = m->ple_embed &&
+         mlstack__rand_linear(m, pool, dtype, c->n_layers * c->ple_dim, c->n_embd, NULL, seed, t + 1, &m->ple_proj);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        L->ple_norm = ones;
+        ok = mlstack__rand_linear(m, pool, dtype, c->ple_dim, c->n_embd, NULL, seed, t + 2 + 2 * (uint64_t)l,
+                                  &L->w_ple_gate) &&
+             mlstack__rand_linear(m, pool, dtype, c->n_embd, c->ple_dim, NULL, seed, t + 3 + 2 * (uint64_t)l,
+                                  &L->w_ple_proj);
+    }
+    return ok;
+}
+
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -31094,6 +31332,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             }
             if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, l, seed);
         }
+        ok = ok && mlstack__rand_gemma4(m, &pool, dtype, seed);
         mlstack__pool_free(&pool);
         if (!ok)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
@@ -31294,8 +31533,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->esize = (size_t)mlstack__dtype_sizes[dtype];
     kv->page_tokens = page_tokens;
     mlstack__kv_widths(kv, c, c->n_kv_heads);
-    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
-    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
+    /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
+    if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
+    kv->page_elems =
+        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -31932,6 +32173,9 @@ typedef struct mlstack__scratch {
     /* latent attention (one rank): q before absorption (B, H (dn + dr)); per-head gathers (B,
        max(H dn, R)) and results (B, max(R, dv)); the heads' outputs or the q LoRA (B, max(H dv, qr)) */
     float *mla_q, *mla_x, *mla_y, *mla_o;
+    /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
+       projection back (B, D) */
+    float *ple, *ple_g, *ple_y;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -32464,6 +32708,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
+    if (L->kv_shared) return; /* it reads its source layer's KV (Gemma 4) */
+    for (h = 0; h < nkv && c->v_norm; h++) /* RMSNorm of each v head, no weight (Gemma 4) */
+        rk->k->rmsnorm(s->v + (size_t)task * kvd + h * Dh, s->v + (size_t)task * kvd + h * Dh, rk->model->ones, Dh,
+                       c->eps);
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
@@ -33240,6 +33488,57 @@ static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, co
     for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
 }
 
+/* Gemma 4's per-layer inputs of rows [0, B) into s->ple (B, L P), as transformers makes them
+   from the scaled embeddings x: p = RMSNorm((x Wproj) * D^-1/2) per layer's P values, then
+   (p + table[token] * sqrt(P)) * 2^-1/2 (tokens past the table's vocabulary read row 0). */
+static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
+    const mlstack_model *m = rk->model;
+    const mlstack__config *c = &m->cfg;
+    size_t P = (size_t)c->ple_dim, LP = (size_t)c->n_layers * P, es = (size_t)mlstack__dtype_sizes[m->ple_dtype];
+    float ds = (float)pow((double)c->n_embd, -0.5), half = (float)pow(2.0, -0.5), tok[64];
+    int b, l;
+    size_t i, o;
+    mlstack__project(rk, rk->s.x, B, 1, &m->ple_proj, rk->s.ple, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        float *p = rk->s.ple + (size_t)b * LP;
+        const unsigned char *row =
+            (const unsigned char *)m->ple_embed + (size_t)(rows[b].token < c->ple_vocab ? rows[b].token : 0) * LP * es;
+        for (i = 0; i < LP; i++) p[i] = p[i] * ds;
+        for (l = 0; l < c->n_layers; l++)
+            rk->k->rmsnorm(p + (size_t)l * P, p + (size_t)l * P, m->ple_norm, (int)P, c->eps);
+        for (o = 0; o < LP; o += 64) { /* the table's row, 64 values at a time */
+            size_t k = LP - o < 64 ? LP - o : 64;
+            mlstack__to_f32(m->ple_dtype, row + o * es, tok, k);
+            for (i = 0; i < k; i++) {
+                float v = tok[i] * m->ple_scale;
+                v = p[o + i] + v;
+                p[o + i] = v * half;
+            }
+        }
+    }
+}
+
+/* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
+   Wp); then x *= layer_scalar. */
+static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
+    int b;
+    if (L->w_ple_gate.data) {
+        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+        for (b = 0; b < B; b++)
+            for (i = 0; i < P; i++)
+                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__residual_add(rk, s->x, s->xn, B, l);
+    }
+    if (L->layer_scale != 1.0f)
+        for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
+}
+
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
    ranks). 0, or -1 when an exchange failed. */
 static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
@@ -33249,7 +33548,10 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
-    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
+    mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    if (L->v_from_k && !L->kv_shared)
+        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -33378,6 +33680,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
+    if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -33441,6 +33744,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
+        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
     }
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
@@ -34364,6 +34668,10 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     }
     if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
     if (c->mla_rank && mlstack__mla_scratch(c, s, B)) return MLSTACK_ERR_NO_MEMORY;
+    if (c->ple_dim &&
+        (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
+         !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -34442,6 +34750,9 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->dn_g);
     mlstack__aligned_free(s->mla_q), mlstack__aligned_free(s->mla_x);
     mlstack__aligned_free(s->mla_y), mlstack__aligned_free(s->mla_o);
+    mlstack__aligned_free(s->ple);
+    mlstack__aligned_free(s->ple_g);
+    mlstack__aligned_free(s->ple_y);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -34733,6 +35044,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
+    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
@@ -37093,11 +37407,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
     n = mlstack_engine_profile_ops(e, ops, MLSTACK__OP_COUNT_);
     mlstack__prof_accumulate(pr, acc, &pool_ns, &lost_ns);
     eval_ns = acc[MLSTACK__OP_EVAL].ns;
-    mlstack__sbuf_add(
-        &b,
-        "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
-        pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6, pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0,
-        (unsigned long long)pr->n_ev, pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
+    mlstack__sbuf_add(&b,
+                      "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu "
+                      "events%s%llu dropped\n",
+                      pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6,
+                      pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0, (unsigned long long)pr->n_ev,
+                      pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
     mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call", "GB/s",
                       "GFLOP/s", "overhead");
     for (i = 0; i < n; i++) {

@@ -279,8 +279,10 @@ static void check_family(const char *name) {
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
     CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",
            name);
-    /* recurrent layers and latent attention (its own attention path): decode == prefill */
-    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") || strstr(info.architecture, "Deepseek")) {
+    /* recurrent layers, latent attention (its own attention path) and shared-KV layers (Gemma 4):
+       decode == prefill */
+    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") || strstr(info.architecture, "Deepseek") ||
+        strncmp(name, "gemma4", 6) == 0) {
         float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
         CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s: logits differ when the prompt is decoded one token at a time", name);
@@ -410,6 +412,26 @@ static void check_refusals(void) {
          "\"n_routed_experts\": 8, "
          "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16}",
          "qk_nope_head_dim up to kv_lora_rank"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"global_head_dim\": 32}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"per_layer_config\": {\"1\": {\"head_dim\": 32}}}",
+         "per_layer_config with other head sizes"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true, "
+         "\"per_layer_config\": {}}",
+         "enable_moe_block"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"num_kv_shared_layers\": 2, "
+         "\"per_layer_config\": {}, "
+         "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+         "layer 1 is sliding, but no layer before 1 is"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -487,14 +509,79 @@ static void check_vision_note(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
-    memset(&md, 0, sizeof md);
-    md.path = "tests/fixtures/families/qwen3_5_vl";
-    md.log = vl_log;
-    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == 1, "qwen3_5_vl: open (%s), %d notes",
-           m ? "ok" : err.message, vl_notes);
-    mlstack_model_close(m);
+    static const char *const dirs[2] = {"qwen3_5_vl", "gemma4_vl"};
+    char path[200];
+    int i;
+    for (i = 0; i < 2; i++) {
+        memset(&md, 0, sizeof md);
+        snprintf(path, sizeof path, "tests/fixtures/families/%s", dirs[i]);
+        md.path = path;
+        md.log = vl_log;
+        m = NULL;
+        CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == i + 1, "%s: open (%s), %d notes", dirs[i],
+               m ? "ok" : err.message, vl_notes);
+        mlstack_model_close(m);
+    }
 }
 
+/* Gemma 4's shared-KV layers store no KV: a page of the gemma4 fixture (5 layers, the last 2
+   reading layers 1 and 2's KV) holds 3 layers' keys and values, and a prompt's logits are the
+   same whether its pages come from the prefix cache or not (check_family above). */
+static void check_shared_kv_bytes(void) {
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL;
+    mlstack_engine *e = NULL;
+    mlstack_cache_stats st;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/families/gemma4";
+    ed.kv_type = MLSTACK_KV_F32;
+    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4: %s", err.message);
+    } else {
+        mlstack_engine_cache_stats(e, &st);
+        /* 3 layers x (K, V) x page_tokens x 2 KV heads x 16 dims x 4 bytes */
+        CHECKF(st.page_bytes == (uint64_t)3 * 2 * (uint64_t)st.page_tokens * 2 * 16 * 4,
+               "gemma4: page_bytes %llu for %d tokens (want 3 of 5 layers)", (unsigned long long)st.page_bytes,
+               st.page_tokens);
+    }
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+}
+/* mlstack_model_open_random (bench --shape) builds Gemma 4's parts too: per-layer inputs, the v
+   norm, shared-KV layers; its logits are finite, and a one-thread prefill of 40 tokens gives the
+   same bits as decoding them one at a time with 2 threads. */
+static void check_random_gemma4(void) {
+    mlstack_model *m = NULL;
+    mlstack_engine *e1 = NULL, *e2 = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    int32_t ids[40];
+    float *a = NULL, *b = NULL;
+    int k, finite = 1;
+    memset(&ed, 0, sizeof ed);
+    for (k = 0; k < 40; k++) ids[k] = (int32_t)((k * 37 + 5) % 128);
+    if (mlstack_model_open_random("tests/fixtures/families/gemma4/config.json", MLSTACK_DTYPE_BF16, 0, 7, &m, &err) !=
+            MLSTACK_OK ||
+        mlstack_engine_init(m, &ed, &e1, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4 random: %s", err.message);
+    } else {
+        ed.n_threads = 2;
+        CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+        a = fx_eval_all(e1, ids, 40, 128, 40);
+        b = e2 ? fx_eval_all(e2, ids, 40, 128, 1) : NULL; /* decoded one token at a time */
+        for (k = 0; a && k < 40 * 128; k++) finite &= isfinite(a[k]) != 0;
+        CHECKF(a && b && finite && memcmp(a, b, sizeof(float) * 40 * 128) == 0,
+               "gemma4 random: logits not finite or differ between a 1-thread prefill and a 2-thread decode");
+    }
+    free(a);
+    free(b);
+    mlstack_engine_free(e1);
+    mlstack_engine_free(e2);
+    mlstack_model_close(m);
+}
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
@@ -504,6 +591,8 @@ int main(int argc, char **argv) {
     check_refusals();
     check_patterns();
     check_vision_note();
+    check_shared_kv_bytes();
+    check_random_gemma4();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();

@@ -697,7 +697,10 @@ static void check_errors(mlstack_model *m) {
 
 /* Family fixtures that refuse more than one rank (MoE, whole-projection q/k norms, LayerNorm
    families, hybrids, latent attention) */
-static const char *const one_rank_only[] = {"mixtral",
+static const char *const one_rank_only[] = {"gemma4",
+                                            "gemma4_keqv",
+                                            "gemma4_vl",
+                                            "mixtral",
                                             "olmoe",
                                             "qwen2_moe",
                                             "qwen3_moe",

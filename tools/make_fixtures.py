@@ -369,6 +369,42 @@ FAMILIES = [
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
                     final_logit_softcapping=5.0, tie_word_embeddings=False),
          head_std=0.75, clip=dict(final=5.0), dtype=torch.bfloat16),
+    # Gemma 4: norms applied as stored, unscaled scores of RMS-normalized q / k / v heads, a random
+    # layer_scalar per layer, sliding (window 20) / full layers, proportional RoPE on full layers
+    # (2 of 8 pairs rotate), the last 2 layers reading layers 1 and 2's KV (num_kv_shared_layers),
+    # per-layer input embeddings (8 per layer)
+    dict(name="gemma4", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, global_head_dim=16, num_kv_shared_layers=2,
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 4 with attention_k_eq_v (full layers: v from k_proj, no v_proj), the default layer
+    # pattern (the last layer forced full), proportional RoPE with factor 2 on half the pairs, no
+    # per-layer inputs, final soft-capping that clips, untied head
+    dict(name="gemma4_keqv", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=3, sliding_window=24, global_head_dim=16, attention_k_eq_v=True,
+                    num_global_key_value_heads=2, hidden_size_per_layer_input=0, final_logit_softcapping=5.0,
+                    tie_word_embeddings=False,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5,
+                                                        "rope_theta": 1000000.0, "factor": 2.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, head_std=0.75, clip=dict(final=5.0), prompt_len=128),
+    # Gemma 4 as its multimodal checkpoint: text_config, the text model under model.language_model,
+    # a (tiny) vision tower mlstack skips; per-layer inputs of 4, the last layer reading layer 1's KV
+    dict(name="gemma4_vl", cls="Gemma4ForConditionalGeneration",
+         extra=dict(num_hidden_layers=3, sliding_window=20, global_head_dim=16, num_kv_shared_layers=1,
+                    layer_types=["sliding_attention", "full_attention", "full_attention"],
+                    hidden_size_per_layer_input=4, vocab_size_per_layer_input=FAM_VOCAB,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         vision=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
+                     intermediate_size=32, position_embedding_size=64),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
@@ -694,7 +730,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_o
     gated output norm, which applies w) centred on 0; std: {name part: std} for projections that
     need their own scale."""
     rng = np.random.default_rng(seed)
-    plus_one = plus_one or type(model).__name__.startswith("Gemma")
+    kind = type(model).__name__
+    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith("Gemma4"))
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             shape = tuple(p.shape)
@@ -817,6 +854,17 @@ def make_family(spec):
     model = cls(cfg).eval()
     fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
                      spec.get("plus_one", False))
+    for part, f in sorted(spec.get("mul", {}).items()):  # parameters scaled after the draw
+        with torch.no_grad():
+            for pname, prm in model.named_parameters():
+                if part in pname:
+                    prm.mul_(f)
+    if spec.get("layer_scalar"):  # a buffer (ones unless set here)
+        rng = np.random.default_rng(seed + 2)
+        with torch.no_grad():
+            for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+                if bname.endswith("layer_scalar"):
+                    buf.fill_(float(rng.uniform(0.6, 1.4)))
     if spec.get("sinks"):
         with torch.no_grad():
             for layer in model.model.layers:
